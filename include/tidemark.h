@@ -1,0 +1,1005 @@
+/* SPDX-License-Identifier: MIT */
+/*
+** tidemark.h - the one public interface of libtidemark.
+**
+** tidemark is an event-time stream processing engine whose semantics follow
+** Apache Flink's: watermark generation and merging, windows, triggers,
+** allowed lateness, late side outputs and joins.  This header is the whole
+** API; nothing under src/ is meant for callers.
+**
+** ---- Conventions used in every comment below ----
+**
+** Time.  All times are int64 milliseconds (tdm_time_ms).  TDM_TIME_MIN means
+** "no watermark yet" / "no timestamp"; TDM_TIME_MAX means "end of input".
+** Arithmetic on times saturates at both ends (tdm_time_add, tdm_time_sub);
+** nothing in the library overflows.
+**
+** Handles.  Every object is an opaque handle created by tdm_X_new...() and
+** released by tdm_X_destroy().  Destroying NULL is a harmless no-op.
+**
+** Errors.  Functions that can fail return tdm_err: TDM_OK (0) or a negative
+** TDM_ERR_* code from TDM_ERR_MAP.  tdm_strerror() gives the code's fixed
+** message; a message with the detail (which parameter, which record) is on
+** the handle (tdm_X_errmsg) or, for constructors that have no handle yet, in
+** the caller's errbuf.  The library never calls exit() or abort().
+**
+** Ownership vocabulary.
+**   "borrows"       the pointer must stay valid only for the call.
+**   "keeps a reference until X"  the caller keeps the object alive until X.
+**   "copies"        the library makes its own copy.
+**   "takes ownership"  the library frees it, ALWAYS, even when the call
+**                   fails.  The caller must not touch it afterwards.
+** Returned const pointers are owned by the library and valid until the next
+** call on the same handle unless stated otherwise.
+**
+** Threads.  A handle is used from one thread at a time.  Callbacks run on the
+** thread that called into the library, inside that call.  Different handles
+** may be used from different threads.
+**
+** Outputs.  Operators deliver everything they emit (watermarks, statuses,
+** window results, late records, join pairs, alignment signals) through one
+** callback, tdm_emit_cb, as a borrowed tdm_event read with accessors.
+*/
+#ifndef TIDEMARK_H
+#define TIDEMARK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(TDM_BUILDING)
+#define TDM_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define TDM_API __attribute__((visibility("default")))
+#else
+#define TDM_API
+#endif
+
+/* ====================================================================== */
+/* Version                                                                 */
+/* ====================================================================== */
+
+#define TDM_VERSION "0.1.0"
+#define TDM_VERSION_NUMBER 1000 /* major*1000000 + minor*1000 + patch */
+
+/** @brief The library's version string, e.g. "0.1.0" (static storage). */
+TDM_API const char *tdm_version(void);
+/** @brief The library's TDM_VERSION_NUMBER, to check header and library
+ *  agree. */
+TDM_API int tdm_version_number(void);
+
+/* ====================================================================== */
+/* Errors                                                                  */
+/* ====================================================================== */
+
+/* The one table of error codes: name, value, fixed message.  It generates
+** the tdm_err enum, tdm_err_name() and tdm_strerror(). */
+#define TDM_ERR_MAP(X)                                                     \
+    X(INVAL, -1, "invalid argument")                                       \
+    X(NOMEM, -2, "out of memory")                                          \
+    X(RANGE, -3, "value out of range")                                     \
+    X(NO_TIMESTAMP, -4, "record has no timestamp")                         \
+    X(STATE, -5, "operation not allowed in the current state")             \
+    X(UNSUPPORTED, -6, "not supported")                                    \
+    X(CHANNEL, -7, "channel, side or split index out of range")            \
+    X(PARSE, -8, "malformed input")                                        \
+    X(IO, -9, "input/output error")                                        \
+    X(CALLBACK, -10, "a user callback reported an error")
+
+typedef enum tdm_err {
+    TDM_OK = 0,
+#define TDM__ERR_ENUM(name, val, msg) TDM_ERR_##name = (val),
+    TDM_ERR_MAP(TDM__ERR_ENUM)
+#undef TDM__ERR_ENUM
+} tdm_err;
+
+/** @brief The fixed message of an error code ("success" for TDM_OK,
+ *  "unknown error" for a value not in TDM_ERR_MAP).  Static storage. */
+TDM_API const char *tdm_strerror(int err);
+/** @brief The symbolic name of an error code, e.g. "TDM_ERR_INVAL".
+ *  Static storage; "TDM_ERR_UNKNOWN" for a value not in the table. */
+TDM_API const char *tdm_err_name(int err);
+
+/* ====================================================================== */
+/* Time                                                                    */
+/* ====================================================================== */
+
+typedef int64_t tdm_time_ms;
+
+#define TDM_TIME_MIN INT64_MIN /* no watermark yet; no timestamp */
+#define TDM_TIME_MAX INT64_MAX /* end of input */
+
+/** @brief a + b, saturated to [TDM_TIME_MIN, TDM_TIME_MAX]. */
+TDM_API tdm_time_ms tdm_time_add(tdm_time_ms a, tdm_time_ms b);
+/** @brief a - b, saturated to [TDM_TIME_MIN, TDM_TIME_MAX]. */
+TDM_API tdm_time_ms tdm_time_sub(tdm_time_ms a, tdm_time_ms b);
+
+/* ---- Processing-time clocks ----
+** Everything that depends on processing time (periodic watermark emission,
+** idleness, processing-time windows and timers, alignment ticks) reads a
+** tdm_clock.  Tests inject a manual clock and move it by hand; programs use
+** the monotonic clock.  Operators only look at the clock when one of their
+** functions is called (for example tdm_winop_advance): nothing runs on its
+** own. */
+typedef struct tdm_clock tdm_clock;
+
+/** Reads the current processing time for a custom clock. */
+typedef tdm_time_ms (*tdm_clock_fn)(void *opaque);
+
+/** @brief Creates a clock that reads CLOCK_MONOTONIC in milliseconds.
+ *  @param out  OUT: the new clock, destroy with tdm_clock_destroy().
+ *  @returns TDM_OK, TDM_ERR_INVAL (out is NULL), TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_clock_new_monotonic(tdm_clock **out);
+/** @brief Creates a manual clock that reads @p start until moved with
+ *  tdm_clock_set().  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_clock_new_manual(tdm_time_ms start, tdm_clock **out);
+/** @brief Creates a clock that calls @p fn (with @p opaque) to read the
+ *  time.  The library keeps @p opaque until tdm_clock_destroy().
+ *  @returns TDM_OK, TDM_ERR_INVAL (fn or out NULL), TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_clock_new_custom(tdm_clock_fn fn, void *opaque,
+                                     tdm_clock **out);
+/** @brief Moves a manual clock to @p now.
+ *  @returns TDM_OK; TDM_ERR_STATE if the clock is not manual;
+ *  TDM_ERR_RANGE if @p now is earlier than the current reading (processing
+ *  time never goes backwards; the clock is unchanged). */
+TDM_API tdm_err tdm_clock_set(tdm_clock *clk, tdm_time_ms now);
+/** @brief The clock's current reading. */
+TDM_API tdm_time_ms tdm_clock_now(const tdm_clock *clk);
+/** @brief Destroys a clock.  Operators that keep a reference to it must be
+ *  destroyed first. */
+TDM_API void tdm_clock_destroy(tdm_clock *clk);
+
+/* ====================================================================== */
+/* Records                                                                 */
+/* ====================================================================== */
+
+/* A record is what flows through operators: a key (bytes), an event
+** timestamp, a numeric value and an optional opaque payload.  The caller
+** owns a tdm_record and refills it for each record it pushes, so pushing
+** allocates nothing.  Operators that must retain a record (window contents,
+** join buffers) copy what they need.
+**
+** The value is a double: sums and counts are exact up to 2^53. */
+typedef struct tdm_record tdm_record;
+
+/** @brief Creates an empty record (key "", timestamp TDM_TIME_MIN, value 0).
+ *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_record_new(tdm_record **out);
+/** @brief Sets key, timestamp and value and clears the payload.
+ *  Borrows @p key: it must stay valid until the record is set again or
+ *  destroyed.  @p key may be NULL when @p key_len is 0. */
+TDM_API void tdm_record_set(tdm_record *rec, const char *key, size_t key_len,
+                            tdm_time_ms ts, double value);
+/** @brief Sets the timestamp alone (TDM_TIME_MIN = no timestamp). */
+TDM_API void tdm_record_set_ts(tdm_record *rec, tdm_time_ms ts);
+/** @brief Sets an opaque payload; borrows it like the key.  Operators that
+ *  retain records copy the payload bytes. */
+TDM_API void tdm_record_set_payload(tdm_record *rec, const void *payload,
+                                    size_t len);
+/** @brief The record's key; *len (if not NULL) receives its length.
+ *  Borrowed from the record. */
+TDM_API const char *tdm_record_key(const tdm_record *rec, size_t *len);
+/** @brief The record's event timestamp (TDM_TIME_MIN: none). */
+TDM_API tdm_time_ms tdm_record_ts(const tdm_record *rec);
+/** @brief The record's numeric value. */
+TDM_API double tdm_record_value(const tdm_record *rec);
+/** @brief The record's payload (NULL if none); *len gets its length. */
+TDM_API const void *tdm_record_payload(const tdm_record *rec, size_t *len);
+/** @brief Destroys a record created with tdm_record_new(). */
+TDM_API void tdm_record_destroy(tdm_record *rec);
+
+/* ====================================================================== */
+/* Events: what operators emit                                             */
+/* ====================================================================== */
+
+typedef struct tdm_event tdm_event;
+
+typedef enum tdm_event_type {
+    TDM_EVENT_WATERMARK = 1,  /* tdm_event_time: the watermark */
+    TDM_EVENT_STATUS,         /* tdm_event_is_idle: 1 idle, 0 active */
+    TDM_EVENT_RESULT,         /* a window result (window operator, window
+                                 join): key, window, time, value(s), pane */
+    TDM_EVENT_LATE,           /* a record sent to the late side output:
+                                 tdm_event_record(ev, 0); tdm_event_side */
+    TDM_EVENT_JOIN,           /* a joined pair: tdm_event_record(ev, 0) is
+                                 the left record, (ev, 1) the right one;
+                                 tdm_event_time the pair's timestamp */
+    TDM_EVENT_REPORTED,       /* alignment: the reader reports
+                                 tdm_event_time to the coordinator */
+    TDM_EVENT_READING_PAUSED, /* alignment: the reader stops reading */
+    TDM_EVENT_READING_RESUMED,/* alignment: the reader reads again */
+    TDM_EVENT_SPLIT_PAUSED,   /* alignment: split tdm_event_index paused */
+    TDM_EVENT_SPLIT_RESUMED,  /* alignment: split tdm_event_index resumed */
+    TDM_EVENT_ANNOUNCE        /* coordinator: max allowed watermark
+                                 tdm_event_time sent to tdm_event_targets */
+} tdm_event_type;
+
+/* Pane timing of a window result, as a downstream that takes updates or
+** retractions needs it. */
+typedef enum tdm_pane_timing {
+    TDM_PANE_EARLY = 0,   /* fired before the watermark reached end - 1 */
+    TDM_PANE_ON_TIME = 1, /* the first firing once the watermark reached
+                             end - 1 */
+    TDM_PANE_LATE = 2     /* any later firing (allowed lateness) */
+} tdm_pane_timing;
+
+/** Receives every event an operator emits.  @p ev is borrowed: valid only
+ *  during the call.  The callback must not call back into the operator
+ *  that emitted the event. */
+typedef void (*tdm_emit_cb)(void *opaque, const tdm_event *ev);
+
+/** @brief The event's type. */
+TDM_API tdm_event_type tdm_event_get_type(const tdm_event *ev);
+/** @brief The event's time: the watermark (WATERMARK), the result
+ *  timestamp, i.e. window end - 1 or TDM_TIME_MAX for the global window
+ *  (RESULT), the record timestamp (LATE), the pair timestamp max(l, r)
+ *  (JOIN), the reported watermark (REPORTED) or the announced maximum
+ *  (ANNOUNCE). */
+TDM_API tdm_time_ms tdm_event_time(const tdm_event *ev);
+/** @brief STATUS: 1 when the stream became idle, 0 when active again. */
+TDM_API int tdm_event_is_idle(const tdm_event *ev);
+/** @brief RESULT: the key (borrowed from the event); *len gets its length. */
+TDM_API const char *tdm_event_key(const tdm_event *ev, size_t *len);
+/** @brief RESULT: the window [*start, *end).  Returns 1 for a time window,
+ *  0 for the global window (start and end are then not written). */
+TDM_API int tdm_event_window(const tdm_event *ev, tdm_time_ms *start,
+                             tdm_time_ms *end);
+/** @brief RESULT: the aggregate value (count, sum, min, max, avg, or what a
+ *  user function set). */
+TDM_API double tdm_event_value(const tdm_event *ev);
+/** @brief RESULT of a collect aggregate: the window's values, sorted
+ *  ascending; *n gets their number.  Borrowed from the event. */
+TDM_API const double *tdm_event_values(const tdm_event *ev, size_t *n);
+/** @brief RESULT: bytes a user function produced (NULL if none). */
+TDM_API const void *tdm_event_bytes(const tdm_event *ev, size_t *len);
+/** @brief RESULT: pane timing (see tdm_pane_timing). */
+TDM_API tdm_pane_timing tdm_event_pane_timing(const tdm_event *ev);
+/** @brief RESULT: pane index, 0 for a window's first firing, counting every
+ *  firing of the same window (and key) since its state was created. */
+TDM_API int64_t tdm_event_pane_index(const tdm_event *ev);
+/** @brief RESULT: 1 when this firing repeats the window after an earlier
+ *  firing whose contents were kept (an update of an earlier result),
+ *  0 otherwise. */
+TDM_API int tdm_event_is_update(const tdm_event *ev);
+/** @brief LATE: record 0; JOIN: record 0 (left) or 1 (right).  NULL for
+ *  other events.  Borrowed from the event. */
+TDM_API const tdm_record *tdm_event_record(const tdm_event *ev, int which);
+/** @brief LATE from a join: 0 left, 1 right; -1 otherwise. */
+TDM_API int tdm_event_side(const tdm_event *ev);
+/** @brief SPLIT_PAUSED / SPLIT_RESUMED: the split index; -1 otherwise. */
+TDM_API int tdm_event_index(const tdm_event *ev);
+/** @brief ANNOUNCE: the subtasks the announcement goes to, ascending;
+ *  *n gets their number.  Borrowed from the event. */
+TDM_API const int *tdm_event_targets(const tdm_event *ev, size_t *n);
+
+/* ====================================================================== */
+/* Watermark strategies and generators                                     */
+/* ====================================================================== */
+
+/* A strategy describes how one stream partition (a channel, a split)
+** turns record timestamps into watermarks.  It is a description only; a
+** tdm_wmgen (one channel) or a tdm_reader (several splits) instantiates it.
+**
+**   bounded      watermark = max timestamp seen - bound - 1, initially
+**                TDM_TIME_MIN; emitted periodically (default) or on event.
+**   monotonous   bounded with bound 0.
+**   punctuated   on a marker record (see tdm_wm_strategy_set_marker) the
+**                watermark marker.ts - bound is emitted at once.
+**   none         no watermarks (processing-time pipelines); only end of
+**                input sends TDM_TIME_MAX.
+**   custom       user callbacks (tdm_wm_strategy_new_custom).
+**
+** A watermark goes out only when it is higher than the last one sent; a
+** channel that was idle announces ACTIVE just before its next advancing
+** watermark.  Periodic emission happens when the clock reaches the next
+** emission time, which is re-armed at "now + interval" after each emission
+** (Flink's chain, not a fixed grid). */
+typedef struct tdm_wm_strategy tdm_wm_strategy;
+
+typedef enum tdm_wm_kind {
+    TDM_WM_NONE = 0,
+    TDM_WM_BOUNDED = 1,
+    TDM_WM_MONOTONOUS = 2,
+    TDM_WM_PUNCTUATED = 3
+} tdm_wm_kind;
+
+#define TDM_WM_DEFAULT_INTERVAL_MS 200
+
+/** @brief Creates a built-in strategy.
+ *  @param kind  one of tdm_wm_kind.
+ *  @param bound_ms  the out-of-orderness bound (BOUNDED, PUNCTUATED);
+ *         ignored for the others.  Must be >= 0.
+ *  @param out  OUT: the strategy, destroy with tdm_wm_strategy_destroy().
+ *  @param errbuf  receives a message naming the bad parameter (may be
+ *         NULL); @p errbuf_size its size.
+ *  @returns TDM_OK, TDM_ERR_INVAL (unknown kind, negative bound, NULL out),
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_wm_strategy_new(tdm_wm_kind kind, tdm_time_ms bound_ms,
+                                    tdm_wm_strategy **out, char *errbuf,
+                                    size_t errbuf_size);
+
+/* ---- User-defined generators ----
+** A custom generator has per-channel state of state_size bytes (zeroed at
+** creation) and two hooks, as Flink's WatermarkGenerator: on_event for
+** every record, on_periodic_emit at every periodic emission.  Both write
+** through the tdm_wm_output they are given: emit a watermark, mark the
+** channel idle, or mark it active.  The output drops watermarks that do not
+** advance, exactly as for built-in generators. */
+typedef struct tdm_wm_output tdm_wm_output;
+
+/** @brief Emits watermark @p wm (dropped unless higher than the last). */
+TDM_API void tdm_wm_output_emit(tdm_wm_output *out, tdm_time_ms wm);
+/** @brief Marks the channel idle (an IDLE status goes out once). */
+TDM_API void tdm_wm_output_mark_idle(tdm_wm_output *out);
+/** @brief Marks the channel active again (an ACTIVE status goes out if it
+ *  was idle). */
+TDM_API void tdm_wm_output_mark_active(tdm_wm_output *out);
+
+typedef struct tdm_wm_generator_methods {
+    int version;       /* 1 */
+    size_t state_size; /* bytes of per-channel state, zeroed at creation */
+    /* Called for every record after its timestamp is assigned.  May be
+    ** NULL.  @p state is the channel's state, @p rec borrowed. */
+    void (*on_event)(void *ud, void *state, const tdm_record *rec,
+                     tdm_wm_output *out);
+    /* Called at every periodic emission.  May be NULL. */
+    void (*on_periodic_emit)(void *ud, void *state, tdm_wm_output *out);
+    /* Called when the strategy is destroyed, to release @p ud.  May be
+    ** NULL. */
+    void (*destroy)(void *ud);
+} tdm_wm_generator_methods;
+
+/** @brief Creates a strategy whose generator is user code.
+ *  Copies @p methods; keeps @p ud until the strategy and every generator
+ *  made from it are destroyed (then methods->destroy(ud) runs once).
+ *  @returns TDM_OK, TDM_ERR_INVAL (NULL methods/out, version != 1),
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_wm_strategy_new_custom(
+    const tdm_wm_generator_methods *methods, void *ud, tdm_wm_strategy **out,
+    char *errbuf, size_t errbuf_size);
+
+/** @brief Sets the periodic emission interval (default 200 ms).  0 turns
+ *  periodic emission off (and with it idleness detection).
+ *  @returns TDM_OK, TDM_ERR_INVAL (negative). */
+TDM_API tdm_err tdm_wm_strategy_set_interval(tdm_wm_strategy *s,
+                                             tdm_time_ms interval_ms,
+                                             char *errbuf, size_t errbuf_size);
+/** @brief For BOUNDED and MONOTONOUS: when @p on_event is 1 the generator
+ *  emits after every record instead of periodically (default 0). */
+TDM_API tdm_err tdm_wm_strategy_set_emit_on_event(tdm_wm_strategy *s,
+                                                  int on_event);
+/** @brief Wraps the generator with idleness detection (Flink's
+ *  withIdleness): judged only at periodic emissions; the countdown starts
+ *  at the first emission that saw no record since the previous one; the
+ *  channel is idle at the first emission where strictly more than
+ *  @p timeout_ms passed since the countdown started.
+ *  @returns TDM_OK, TDM_ERR_INVAL (timeout <= 0). */
+TDM_API tdm_err tdm_wm_strategy_set_idle_timeout(tdm_wm_strategy *s,
+                                                 tdm_time_ms timeout_ms,
+                                                 char *errbuf,
+                                                 size_t errbuf_size);
+
+/** Extracts a record's event timestamp.  Return TDM_TIME_MIN when the
+ *  record has none. */
+typedef tdm_time_ms (*tdm_timestamp_fn)(void *ud, const tdm_record *rec);
+/** @brief Sets the timestamp assigner (default: the record's own
+ *  timestamp).  Keeps @p ud until the strategy is destroyed. */
+TDM_API tdm_err tdm_wm_strategy_set_timestamp_assigner(tdm_wm_strategy *s,
+                                                       tdm_timestamp_fn fn,
+                                                       void *ud);
+/** Says whether a record is a punctuation marker: non-zero for yes. */
+typedef int (*tdm_marker_fn)(void *ud, const tdm_record *rec);
+/** @brief For PUNCTUATED: the predicate that recognises marker records.
+ *  Keeps @p ud until the strategy is destroyed.  Without one, no record is
+ *  a marker. */
+TDM_API tdm_err tdm_wm_strategy_set_marker(tdm_wm_strategy *s,
+                                           tdm_marker_fn fn, void *ud);
+/** @brief Destroys a strategy.  Generators made from it stay valid. */
+TDM_API void tdm_wm_strategy_destroy(tdm_wm_strategy *s);
+
+/* ---- One channel's generator ----
+** A tdm_wmgen is what Flink runs in a timestamps/watermarks operator for
+** one upstream partition: timestamp assigner, generator, idleness wrapper
+** and the de-duplicating emitter.  It emits WATERMARK and STATUS events.
+**
+** Per record, the caller does:
+**   ts = tdm_wmgen_assign(gen, rec);   -- timestamp (also set on rec)
+**   ...forward the record downstream...
+**   tdm_wmgen_on_event(gen, rec);      -- may emit an on-event watermark
+** so that an on-event watermark follows the record that caused it. */
+typedef struct tdm_wmgen tdm_wmgen;
+
+/** @brief Creates a generator from @p s (copies its settings; keeps the
+ *  custom generator's ud alive).  Keeps a reference to @p clk until
+ *  tdm_wmgen_destroy; the first periodic emission is due at
+ *  now + interval.  Emits through @p emit with @p opaque.
+ *  @returns TDM_OK, TDM_ERR_INVAL (NULL s, clk, emit or out),
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_wmgen_new(const tdm_wm_strategy *s, tdm_clock *clk,
+                              tdm_emit_cb emit, void *opaque,
+                              tdm_wmgen **out);
+/** @brief Runs the timestamp assigner on @p rec, stores the result in the
+ *  record and returns it (TDM_TIME_MIN: the record has no timestamp). */
+TDM_API tdm_time_ms tdm_wmgen_assign(tdm_wmgen *gen, tdm_record *rec);
+/** @brief Lets the generator see a record (after tdm_wmgen_assign and after
+ *  the record was forwarded).  Borrows @p rec.
+ *  @returns TDM_OK; TDM_ERR_NO_TIMESTAMP when the record's timestamp is
+ *  TDM_TIME_MIN (the generator ignores it); TDM_ERR_STATE after end. */
+TDM_API tdm_err tdm_wmgen_on_event(tdm_wmgen *gen, const tdm_record *rec);
+/** @brief Reads the clock and, if the next periodic emission is due, runs
+ *  it once (idleness check, then the generator's periodic hook) and
+ *  re-arms at now + interval.  @returns TDM_OK, TDM_ERR_STATE after end. */
+TDM_API tdm_err tdm_wmgen_advance(tdm_wmgen *gen);
+/** @brief End of input: ACTIVE if the channel was idle, then the watermark
+ *  TDM_TIME_MAX.  No pending periodic value is flushed first.  Further
+ *  calls return TDM_ERR_STATE. */
+TDM_API tdm_err tdm_wmgen_end(tdm_wmgen *gen);
+/** @brief The last watermark this generator sent (TDM_TIME_MIN if none). */
+TDM_API tdm_time_ms tdm_wmgen_watermark(const tdm_wmgen *gen);
+/** @brief 1 if the channel is currently announced idle. */
+TDM_API int tdm_wmgen_is_idle(const tdm_wmgen *gen);
+/** @brief Destroys a generator. */
+TDM_API void tdm_wmgen_destroy(tdm_wmgen *gen);
+
+/* ====================================================================== */
+/* Merging channels: the valve and the input combiner                      */
+/* ====================================================================== */
+
+/* A tdm_valve merges the channels of one logical input of a task (Flink's
+** StatusWatermarkValve): its output watermark is the minimum over active,
+** aligned channels and never moves backwards; an idle channel leaves the
+** minimum; when the last active channel goes idle the maximum over all
+** channels is flushed, then IDLE; a channel that comes back below the
+** output is "unaligned" and stays out of the minimum until it catches up.
+** It emits WATERMARK and STATUS events. */
+typedef struct tdm_valve tdm_valve;
+
+/** @brief Creates a valve over @p n_channels channels (>= 1), all active at
+ *  TDM_TIME_MIN.  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_valve_new(int n_channels, tdm_emit_cb emit, void *opaque,
+                              tdm_valve **out);
+/** @brief A watermark arrives on channel @p ch.  Ignored (TDM_OK) when the
+ *  channel or the valve is idle or the value does not advance the channel.
+ *  @returns TDM_OK, TDM_ERR_CHANNEL. */
+TDM_API tdm_err tdm_valve_watermark(tdm_valve *v, int ch, tdm_time_ms wm);
+/** @brief Channel @p ch declares itself idle (@p idle = 1) or active
+ *  (@p idle = 0); repeats are ignored.  @returns TDM_OK, TDM_ERR_CHANNEL. */
+TDM_API tdm_err tdm_valve_status(tdm_valve *v, int ch, int idle);
+/** @brief End of input on every channel at once: the output goes straight
+ *  to TDM_TIME_MAX (ACTIVE first if the valve was idle). */
+TDM_API tdm_err tdm_valve_end(tdm_valve *v);
+/** @brief The valve's last output watermark. */
+TDM_API tdm_time_ms tdm_valve_watermark_out(const tdm_valve *v);
+/** @brief The last watermark seen on channel @p ch (TDM_TIME_MIN for a bad
+ *  index). */
+TDM_API tdm_time_ms tdm_valve_channel_watermark(const tdm_valve *v, int ch);
+/** @brief 1 if channel @p ch is idle, 0 if active, -1 for a bad index. */
+TDM_API int tdm_valve_channel_is_idle(const tdm_valve *v, int ch);
+/** @brief 1 if the whole valve is idle. */
+TDM_API int tdm_valve_is_idle(const tdm_valve *v);
+/** @brief Destroys a valve. */
+TDM_API void tdm_valve_destroy(tdm_valve *v);
+
+/* A tdm_combiner merges the inputs of a multi-input operator (Flink's
+** IndexedCombinedWatermarkStatus): the output is the minimum over non-idle
+** inputs, emitted when it rises; there is no "aligned" notion, so an input
+** that returns with a low watermark holds further progress (but never pulls
+** the output back); a watermark on an input makes it active; when all
+** inputs are idle the maximum over inputs is flushed, then IDLE. */
+typedef struct tdm_combiner tdm_combiner;
+
+/** @brief Creates a combiner over @p n_inputs inputs (>= 1).
+ *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_combiner_new(int n_inputs, tdm_emit_cb emit,
+                                 void *opaque, tdm_combiner **out);
+/** @brief Input @p in has watermark @p wm (already merged by its valve). */
+TDM_API tdm_err tdm_combiner_watermark(tdm_combiner *c, int in,
+                                       tdm_time_ms wm);
+/** @brief Input @p in is idle (1) or active (0). */
+TDM_API tdm_err tdm_combiner_status(tdm_combiner *c, int in, int idle);
+/** @brief The combiner's last output watermark. */
+TDM_API tdm_time_ms tdm_combiner_watermark_out(const tdm_combiner *c);
+/** @brief Destroys a combiner. */
+TDM_API void tdm_combiner_destroy(tdm_combiner *c);
+
+/* ====================================================================== */
+/* Source readers with several splits, and watermark alignment             */
+/* ====================================================================== */
+
+/* A tdm_reader is one source reader that reads several splits (for
+** example Kafka partitions), each with its own generator made from one
+** strategy.  Per Flink's WatermarkOutputMultiplexer:
+**   - on-event watermarks and the reader's own tdm_reader_split_watermark /
+**     _idle / _active calls are "immediate": they recombine at once (a
+**     watermark only when it raises the split above the combined value);
+**   - periodic emissions are "deferred": at a tick every split's generator
+**     emits first, then the reader combines once;
+**   - the output is the minimum over non-idle splits, emitted only when it
+**     rises; when every split is idle the maximum over all splits is
+**     flushed first, then IDLE;
+**   - a finished split stops counting, without an immediate recombine.
+** With alignment on (tdm_reader_set_alignment) the reader reports its last
+** emitted watermark every update interval (REPORTED; TDM_TIME_MAX while
+** idle), and pauses itself and any split whose watermark is strictly above
+** the coordinator's announced maximum. */
+typedef struct tdm_reader tdm_reader;
+
+/** @brief Creates a reader with @p n_splits splits (>= 0; more can be added
+ *  with tdm_reader_add_split), each with a generator made from @p s
+ *  (copied).  Keeps a reference to @p clk until destroyed.
+ *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_reader_new(int n_splits, const tdm_wm_strategy *s,
+                               tdm_clock *clk, tdm_emit_cb emit, void *opaque,
+                               tdm_reader **out);
+/** @brief Adds a split; *split_out receives its index.  A new split starts
+ *  at TDM_TIME_MIN but cannot pull the output back.
+ *  @returns TDM_OK, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_reader_add_split(tdm_reader *r, int *split_out);
+/** @brief Turns alignment on: the reader reports every @p update_interval_ms
+ *  (> 0) and obeys announcements; @p max_drift_ms (>= 0) is informational
+ *  here (the coordinator applies it).
+ *  @returns TDM_OK, TDM_ERR_INVAL. */
+TDM_API tdm_err tdm_reader_set_alignment(tdm_reader *r,
+                                         tdm_time_ms max_drift_ms,
+                                         tdm_time_ms update_interval_ms,
+                                         char *errbuf, size_t errbuf_size);
+/** @brief A record read from split @p split: assigns its timestamp (set on
+ *  @p rec) and runs the split generator's on-event hook (immediate output).
+ *  The caller forwards the record before this call.
+ *  @returns TDM_OK, TDM_ERR_CHANNEL, TDM_ERR_NO_TIMESTAMP. */
+TDM_API tdm_err tdm_reader_record(tdm_reader *r, int split, tdm_record *rec);
+/** @brief The reader emits watermark @p wm for split @p split itself
+ *  (immediate).  @returns TDM_OK, TDM_ERR_CHANNEL. */
+TDM_API tdm_err tdm_reader_split_watermark(tdm_reader *r, int split,
+                                           tdm_time_ms wm);
+/** @brief The reader marks split @p split idle (1) or active (0)
+ *  (immediate).  @returns TDM_OK, TDM_ERR_CHANNEL. */
+TDM_API tdm_err tdm_reader_split_status(tdm_reader *r, int split, int idle);
+/** @brief Split @p split has finished and stops counting (no recombine
+ *  until the next tick or immediate update).
+ *  @returns TDM_OK, TDM_ERR_CHANNEL. */
+TDM_API tdm_err tdm_reader_split_finished(tdm_reader *r, int split);
+/** @brief Reads the clock; runs a periodic emission tick if due (every
+ *  split's generator, then one combine) and an alignment report if due. */
+TDM_API tdm_err tdm_reader_advance(tdm_reader *r);
+/** @brief The coordinator announces the maximum allowed watermark.  The
+ *  reader pauses (READING_PAUSED) when its last emitted watermark is
+ *  strictly above it and resumes otherwise; likewise each split.
+ *  @returns TDM_OK, TDM_ERR_STATE (alignment off). */
+TDM_API tdm_err tdm_reader_announce(tdm_reader *r, tdm_time_ms max_wm);
+/** @brief End of input: every split reaches TDM_TIME_MAX; the reader emits
+ *  TDM_TIME_MAX once (ACTIVE first if it was idle). */
+TDM_API tdm_err tdm_reader_end(tdm_reader *r);
+/** @brief 1 if alignment paused the reader. */
+TDM_API int tdm_reader_is_paused(const tdm_reader *r);
+/** @brief 1 if alignment paused split @p split (0 otherwise, -1 bad index). */
+TDM_API int tdm_reader_split_is_paused(const tdm_reader *r, int split);
+/** @brief The reader's last emitted watermark. */
+TDM_API tdm_time_ms tdm_reader_watermark(const tdm_reader *r);
+/** @brief Split @p split's current watermark (TDM_TIME_MIN if bad index). */
+TDM_API tdm_time_ms tdm_reader_split_watermark_get(const tdm_reader *r,
+                                                   int split);
+/** @brief Destroys a reader. */
+TDM_API void tdm_reader_destroy(tdm_reader *r);
+
+/* The alignment coordinator (Flink's SourceCoordinator for one alignment
+** group).  Each subtask's latest report replaces its previous one; every
+** update interval it announces min(reports) + max_drift (saturated) to
+** every subtask that has reported, as ANNOUNCE events.  Subtasks that never
+** reported are neither in the minimum nor told; with no report at all,
+** nothing is announced. */
+typedef struct tdm_align_coord tdm_align_coord;
+
+/** @brief Creates a coordinator for @p n_subtasks subtasks.  Keeps a
+ *  reference to @p clk; the first announcement is due at
+ *  now + update_interval.
+ *  @returns TDM_OK, TDM_ERR_INVAL (n < 1, drift < 0, interval <= 0),
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_align_coord_new(int n_subtasks, tdm_time_ms max_drift_ms,
+                                    tdm_time_ms update_interval_ms,
+                                    tdm_clock *clk, tdm_emit_cb emit,
+                                    void *opaque, tdm_align_coord **out,
+                                    char *errbuf, size_t errbuf_size);
+/** @brief Subtask @p subtask reports watermark @p wm.
+ *  @returns TDM_OK, TDM_ERR_CHANNEL. */
+TDM_API tdm_err tdm_align_coord_report(tdm_align_coord *c, int subtask,
+                                       tdm_time_ms wm);
+/** @brief Reads the clock and announces if an update is due. */
+TDM_API tdm_err tdm_align_coord_advance(tdm_align_coord *c);
+/** @brief Destroys a coordinator. */
+TDM_API void tdm_align_coord_destroy(tdm_align_coord *c);
+
+/* ====================================================================== */
+/* Windows: assigners, triggers, aggregates                                */
+/* ====================================================================== */
+
+/* Windows are half-open [start, end); a window's maxTimestamp is end - 1
+** and every firing decision and result timestamp uses it.  Window start for
+** a timestamp is offset + floor((ts - offset) / size) * size, also for
+** negative timestamps. */
+typedef struct tdm_assigner tdm_assigner;
+
+/** @brief Tumbling windows of @p size_ms (> 0) shifted by @p offset_ms
+ *  (|offset| < size).  @returns TDM_OK, TDM_ERR_INVAL (message names the
+ *  parameter), TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_assigner_new_tumbling(tdm_time_ms size_ms,
+                                          tdm_time_ms offset_ms,
+                                          tdm_assigner **out, char *errbuf,
+                                          size_t errbuf_size);
+/** @brief Sliding windows of @p size_ms every @p slide_ms, offset applied
+ *  modulo the slide (size > 0, slide > 0, |offset| < slide,
+ *  size / slide <= 10,000,000).  A record falls into every window
+ *  [s, s + size) with s = its last start, minus k slides, while
+ *  s > ts - size.  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_assigner_new_sliding(tdm_time_ms size_ms,
+                                         tdm_time_ms slide_ms,
+                                         tdm_time_ms offset_ms,
+                                         tdm_assigner **out, char *errbuf,
+                                         size_t errbuf_size);
+/** @brief Session windows with gap @p gap_ms (> 0): each record opens
+ *  [ts, ts + gap); windows of a key that overlap or touch merge.
+ *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_assigner_new_session(tdm_time_ms gap_ms,
+                                         tdm_assigner **out, char *errbuf,
+                                         size_t errbuf_size);
+/** @brief The global window: one window per key, maxTimestamp TDM_TIME_MAX,
+ *  never late, never cleaned up.  Its default trigger never fires.
+ *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_assigner_new_global(tdm_assigner **out);
+/** @brief Makes a tumbling, sliding or session assigner use processing time
+ *  (the operator's clock) instead of record timestamps.  Processing-time
+ *  windows are never late and are cleaned up at end - 1 in processing time.
+ *  @returns TDM_OK, TDM_ERR_INVAL (global assigner). */
+TDM_API tdm_err tdm_assigner_set_processing_time(tdm_assigner *a);
+/** @brief Destroys an assigner. */
+TDM_API void tdm_assigner_destroy(tdm_assigner *a);
+
+/* A trigger decides when a window fires.  Built-in triggers follow
+** Flink's: event time (fires when the watermark reaches end - 1; a late
+** record accepted within allowed lateness fires again at once), processing
+** time, count (fires every N records, never on time), continuous event time
+** (early firings on an epoch-aligned interval, then the final one),
+** purging (wraps another trigger and purges after each firing), and never
+** (the global window's default). */
+typedef struct tdm_trigger tdm_trigger;
+
+typedef enum tdm_trigger_result {
+    TDM_TRIGGER_CONTINUE = 0,
+    TDM_TRIGGER_FIRE = 1,
+    TDM_TRIGGER_PURGE = 2,
+    TDM_TRIGGER_FIRE_AND_PURGE = 3 /* FIRE | PURGE */
+} tdm_trigger_result;
+
+/** @brief Event-time trigger.  @returns TDM_OK, TDM_ERR_INVAL, NOMEM. */
+TDM_API tdm_err tdm_trigger_new_event_time(tdm_trigger **out);
+/** @brief Processing-time trigger. */
+TDM_API tdm_err tdm_trigger_new_processing_time(tdm_trigger **out);
+/** @brief Count trigger: fires (without purging) each time @p count (> 0)
+ *  records have arrived since the last firing.  @returns TDM_OK,
+ *  TDM_ERR_INVAL (message names "count"), TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_trigger_new_count(int64_t count, tdm_trigger **out,
+                                      char *errbuf, size_t errbuf_size);
+/** @brief Continuous event-time trigger with interval @p interval_ms (> 0).
+ *  On a global window it fires at most once at end of input (Flink would
+ *  loop until overflow there). */
+TDM_API tdm_err tdm_trigger_new_continuous_event_time(tdm_time_ms interval_ms,
+                                                      tdm_trigger **out,
+                                                      char *errbuf,
+                                                      size_t errbuf_size);
+/** @brief Purging trigger around @p inner: every FIRE becomes
+ *  FIRE_AND_PURGE.  Takes ownership of @p inner. */
+TDM_API tdm_err tdm_trigger_new_purging(tdm_trigger *inner,
+                                        tdm_trigger **out);
+/** @brief A trigger that never fires (global windows' default). */
+TDM_API tdm_err tdm_trigger_new_never(tdm_trigger **out);
+
+/* ---- User-defined triggers ----
+** The hooks get a tdm_trigger_ctx for the window at hand, valid only
+** during the call.  Per-window trigger state is state_size bytes, zeroed
+** when the window is created and freed when it is cleaned up. */
+typedef struct tdm_trigger_ctx tdm_trigger_ctx;
+
+typedef struct tdm_trigger_methods {
+    int version;       /* 1 */
+    size_t state_size; /* bytes of per-window trigger state */
+    /* A record was added to the window.  Required. */
+    tdm_trigger_result (*on_element)(void *ud, tdm_trigger_ctx *ctx,
+                                     const tdm_record *rec);
+    /* An event-time timer this trigger registered fired at @p t. */
+    tdm_trigger_result (*on_event_time)(void *ud, tdm_trigger_ctx *ctx,
+                                        tdm_time_ms t);
+    /* A processing-time timer this trigger registered fired at @p t. */
+    tdm_trigger_result (*on_processing_time)(void *ud, tdm_trigger_ctx *ctx,
+                                             tdm_time_ms t);
+    /* Windows merged (session windows): ctx is the merged window, whose
+    ** state holds the state of the window kept as storage; @p merged[i]
+    ** (n of them) are the states of the other merged windows.  NULL means
+    ** the trigger cannot merge (then it must not be used with sessions). */
+    void (*on_merge)(void *ud, tdm_trigger_ctx *ctx,
+                     const void *const *merged, size_t n);
+    /* The window is being purged from state: delete timers.  May be NULL. */
+    void (*clear)(void *ud, tdm_trigger_ctx *ctx);
+    /* Releases @p ud when the trigger is destroyed.  May be NULL. */
+    void (*destroy)(void *ud);
+} tdm_trigger_methods;
+
+/** @brief Creates a trigger from user callbacks.  Copies @p methods; keeps
+ *  @p ud until destroyed.  @returns TDM_OK, TDM_ERR_INVAL (NULL
+ *  on_element, version != 1), TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_trigger_new_custom(const tdm_trigger_methods *methods,
+                                       void *ud, tdm_trigger **out,
+                                       char *errbuf, size_t errbuf_size);
+/** @brief Destroys a trigger not handed to an operator. */
+TDM_API void tdm_trigger_destroy(tdm_trigger *t);
+
+/** @brief The window's start (TDM_TIME_MIN for the global window). */
+TDM_API tdm_time_ms tdm_trigger_ctx_window_start(const tdm_trigger_ctx *ctx);
+/** @brief The window's end (TDM_TIME_MAX for the global window). */
+TDM_API tdm_time_ms tdm_trigger_ctx_window_end(const tdm_trigger_ctx *ctx);
+/** @brief The window's maxTimestamp: end - 1, TDM_TIME_MAX for global. */
+TDM_API tdm_time_ms tdm_trigger_ctx_max_timestamp(const tdm_trigger_ctx *ctx);
+/** @brief The operator's current watermark. */
+TDM_API tdm_time_ms tdm_trigger_ctx_watermark(const tdm_trigger_ctx *ctx);
+/** @brief The operator's current processing time. */
+TDM_API tdm_time_ms tdm_trigger_ctx_proctime(const tdm_trigger_ctx *ctx);
+/** @brief The window's trigger state (state_size bytes; NULL if 0). */
+TDM_API void *tdm_trigger_ctx_state(tdm_trigger_ctx *ctx);
+/** @brief Registers an event-time timer at @p t for this key and window
+ *  (idempotent).  @returns TDM_OK, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_trigger_ctx_register_event_timer(tdm_trigger_ctx *ctx,
+                                                     tdm_time_ms t);
+/** @brief Deletes the event-time timer at @p t (no-op if absent). */
+TDM_API void tdm_trigger_ctx_delete_event_timer(tdm_trigger_ctx *ctx,
+                                                tdm_time_ms t);
+/** @brief Registers a processing-time timer at @p t (idempotent). */
+TDM_API tdm_err tdm_trigger_ctx_register_proc_timer(tdm_trigger_ctx *ctx,
+                                                    tdm_time_ms t);
+/** @brief Deletes the processing-time timer at @p t (no-op if absent). */
+TDM_API void tdm_trigger_ctx_delete_proc_timer(tdm_trigger_ctx *ctx,
+                                               tdm_time_ms t);
+
+/* An aggregate computes a window's result.  Built-ins are incremental
+** (count, sum, min, max, avg: O(1) state per window) except collect, which
+** keeps every value.  A user aggregate supplies create/add/merge/result;
+** a full-window function sees every record of the window at each firing. */
+typedef struct tdm_aggregate tdm_aggregate;
+
+typedef enum tdm_agg_kind {
+    TDM_AGG_COUNT = 0,
+    TDM_AGG_SUM = 1,
+    TDM_AGG_MIN = 2,
+    TDM_AGG_MAX = 3,
+    TDM_AGG_AVG = 4,    /* a double: sum / count */
+    TDM_AGG_COLLECT = 5 /* all values, sorted: tdm_event_values */
+} tdm_agg_kind;
+
+/** @brief A built-in aggregate over record values.
+ *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_aggregate_new(tdm_agg_kind kind, tdm_aggregate **out);
+
+/* Where a user aggregate or window function writes its result. */
+typedef struct tdm_result_out tdm_result_out;
+/** @brief Sets the result's numeric value. */
+TDM_API void tdm_result_set_value(tdm_result_out *out, double value);
+/** @brief Sets the result's bytes; copies them.
+ *  @returns TDM_OK, TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_result_set_bytes(tdm_result_out *out, const void *bytes,
+                                     size_t len);
+
+typedef struct tdm_aggregate_methods {
+    int version;     /* 1 */
+    size_t acc_size; /* bytes of accumulator per window, zeroed before
+                        create */
+    /* Initialises an accumulator.  May be NULL (zeroed bytes suffice). */
+    void (*create)(void *ud, void *acc);
+    /* Adds a record.  Required. */
+    void (*add)(void *ud, void *acc, const tdm_record *rec);
+    /* Folds @p from into @p into (session merges).  NULL: the aggregate
+    ** cannot be used with merging windows. */
+    void (*merge)(void *ud, void *into, const void *from);
+    /* Writes the result of @p acc.  Required. */
+    void (*result)(void *ud, const void *acc, tdm_result_out *out);
+    /* Releases what an accumulator holds (not the acc bytes themselves).
+    ** May be NULL. */
+    void (*destroy_acc)(void *ud, void *acc);
+    /* Releases @p ud when the aggregate is destroyed.  May be NULL. */
+    void (*destroy)(void *ud);
+} tdm_aggregate_methods;
+
+/** @brief A user-defined incremental aggregate.  Copies @p methods; keeps
+ *  @p ud until destroyed.  @returns TDM_OK, TDM_ERR_INVAL, NOMEM. */
+TDM_API tdm_err tdm_aggregate_new_custom(const tdm_aggregate_methods *methods,
+                                         void *ud, tdm_aggregate **out,
+                                         char *errbuf, size_t errbuf_size);
+
+/* A full-window function sees the window's records (in arrival order). */
+typedef struct tdm_window_ctx tdm_window_ctx;
+/** @brief The key of the window being evaluated (borrowed). */
+TDM_API const char *tdm_window_ctx_key(const tdm_window_ctx *ctx,
+                                       size_t *len);
+/** @brief The window's bounds; returns 0 for the global window. */
+TDM_API int tdm_window_ctx_window(const tdm_window_ctx *ctx,
+                                  tdm_time_ms *start, tdm_time_ms *end);
+/** @brief Number of records in the window. */
+TDM_API size_t tdm_window_ctx_count(const tdm_window_ctx *ctx);
+/** @brief Record @p i (0 <= i < count), borrowed for the call. */
+TDM_API const tdm_record *tdm_window_ctx_record(const tdm_window_ctx *ctx,
+                                                size_t i);
+
+/** Computes a window's result from all its records.  Return TDM_OK, or an
+ *  error to skip this firing (the operator counts it). */
+typedef tdm_err (*tdm_window_fn)(void *ud, const tdm_window_ctx *ctx,
+                                 tdm_result_out *out);
+/** @brief A full-window function.  Keeps @p ud until destroyed; @p destroy
+ *  (may be NULL) releases it then. */
+TDM_API tdm_err tdm_aggregate_new_window_fn(tdm_window_fn fn, void *ud,
+                                            void (*destroy)(void *ud),
+                                            tdm_aggregate **out);
+/** @brief Destroys an aggregate not handed to an operator. */
+TDM_API void tdm_aggregate_destroy(tdm_aggregate *agg);
+
+/* ====================================================================== */
+/* The keyed window operator                                               */
+/* ====================================================================== */
+
+/* tdm_winop is Flink's WindowOperator behind its input valve.
+**
+**   records --> assign windows --> (merge sessions) --> late? --+--> add,
+**                                                               |    trigger
+**                                                               +--> late output
+**   watermark (per channel) --> valve --> fire timers <= W --> forward W
+**
+** A window is late when its cleanup time, maxTimestamp + allowed lateness
+** (saturating), is <= the watermark; a record is sent to the late output
+** (or counted as dropped) only when every window it belongs to is late.
+** Window state lives until cleanup, so records within allowed lateness
+** refire their window with the accumulated contents.  Results carry
+** timestamp end - 1.  Watermarks and statuses of the merged input are
+** forwarded after the results they cause. */
+typedef struct tdm_winop tdm_winop;
+
+/** @brief Creates a window operator.
+ *  @param asg  the assigner; takes ownership.
+ *  @param trg  the trigger (NULL: the assigner's default: event time,
+ *         processing time, or never for global); takes ownership.
+ *  @param agg  the aggregate or window function; takes ownership.
+ *  @param n_channels  input channels (>= 1), merged by a valve.
+ *  @param clk  processing-time clock; keeps a reference until destroy.
+ *  @param emit, opaque  output.
+ *  @param out  OUT: the operator.
+ *  @returns TDM_OK, TDM_ERR_INVAL (message names the parameter, e.g. a
+ *  merging assigner with a trigger or aggregate that cannot merge),
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
+                              tdm_aggregate *agg, int n_channels,
+                              tdm_clock *clk, tdm_emit_cb emit, void *opaque,
+                              tdm_winop **out, char *errbuf,
+                              size_t errbuf_size);
+/** @brief Sets allowed lateness (>= 0, default 0).  Only before the first
+ *  input.  @returns TDM_OK, TDM_ERR_INVAL (negative; message names
+ *  "allowed_lateness_ms"), TDM_ERR_STATE (input already seen). */
+TDM_API tdm_err tdm_winop_set_allowed_lateness(tdm_winop *op,
+                                               tdm_time_ms lateness_ms,
+                                               char *errbuf,
+                                               size_t errbuf_size);
+/** @brief 1: records too late for all their windows go out as LATE events;
+ *  0 (default): they are dropped and counted.  Only before the first
+ *  input.  @returns TDM_OK, TDM_ERR_STATE. */
+TDM_API tdm_err tdm_winop_set_late_output(tdm_winop *op, int enabled);
+/** @brief Pushes a record arriving on channel @p ch (borrows @p rec; copies
+ *  what it keeps).  For event-time assigners the record's timestamp is
+ *  used; processing-time assigners read the clock.
+ *  @returns TDM_OK; TDM_ERR_NO_TIMESTAMP (event-time operator and the
+ *  record's timestamp is TDM_TIME_MIN: the record is not processed, the
+ *  bad-record counter grows, tdm_winop_errmsg says which key);
+ *  TDM_ERR_CHANNEL; TDM_ERR_STATE after end; TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec);
+/** @brief A watermark on channel @p ch (goes through the valve). */
+TDM_API tdm_err tdm_winop_watermark(tdm_winop *op, int ch, tdm_time_ms wm);
+/** @brief Channel @p ch became idle (1) or active (0). */
+TDM_API tdm_err tdm_winop_status(tdm_winop *op, int ch, int idle);
+/** @brief Reads the clock and fires processing-time timers that are due,
+ *  in timestamp order. */
+TDM_API tdm_err tdm_winop_advance(tdm_winop *op);
+/** @brief End of input on all channels: the watermark TDM_TIME_MAX fires
+ *  every pending event-time timer, then is forwarded.  Pending
+ *  processing-time timers do not fire (as in Flink's streaming mode). */
+TDM_API tdm_err tdm_winop_end(tdm_winop *op);
+/** @brief Records dropped as too late (no late output configured). */
+TDM_API int64_t tdm_winop_late_dropped(const tdm_winop *op);
+/** @brief Records sent to the late output. */
+TDM_API int64_t tdm_winop_late_emitted(const tdm_winop *op);
+/** @brief Records rejected for lacking a timestamp. */
+TDM_API int64_t tdm_winop_bad_records(const tdm_winop *op);
+/** @brief Windows currently in state. */
+TDM_API int64_t tdm_winop_live_windows(const tdm_winop *op);
+/** @brief Approximate bytes of window state (accumulators, contents,
+ *  timers, keys). */
+TDM_API int64_t tdm_winop_state_bytes(const tdm_winop *op);
+/** @brief The operator's current (input) watermark. */
+TDM_API tdm_time_ms tdm_winop_current_watermark(const tdm_winop *op);
+/** @brief A message about the last error on this operator (never NULL). */
+TDM_API const char *tdm_winop_errmsg(const tdm_winop *op);
+/** @brief Destroys the operator and everything it owns. */
+TDM_API void tdm_winop_destroy(tdm_winop *op);
+
+/* ====================================================================== */
+/* Joins                                                                   */
+/* ====================================================================== */
+
+/* Two-input keyed joins.  Each side has its own valve over its channels;
+** the operator's watermark is the combiner (minimum over non-idle sides).
+**
+** Interval join: left l and right r with equal keys join when
+**   l.ts + lower <= r.ts <= l.ts + upper
+** (exclusive bounds shift by 1 ms), emitted as a JOIN event with timestamp
+** max(l.ts, r.ts).  A record is late when ts < the operator watermark; late
+** records join nothing and go to the late output (with their side) or are
+** dropped and counted.  A left record is kept until the watermark reaches
+** l.ts + upper (l.ts if upper <= 0), a right one until r.ts - lower (r.ts
+** if lower >= 0).
+**
+** Window join: left and right records with equal keys in the same window
+** are paired when the window fires (event time, at end - 1); every pair is
+** a JOIN event with timestamp end - 1.  Records too late for all their
+** windows are late as for the window operator (lateness 0). */
+typedef struct tdm_joinop tdm_joinop;
+
+#define TDM_SIDE_LEFT 0
+#define TDM_SIDE_RIGHT 1
+
+/** @brief Creates an interval join.
+ *  @param lower_ms, upper_ms  bounds; after making exclusive bounds
+ *         inclusive (lower + 1, upper - 1) lower must be <= upper.
+ *  @param n_channels  channels per side (>= 1).
+ *  @returns TDM_OK, TDM_ERR_INVAL (message names "lower_ms"/"upper_ms"),
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_joinop_new_interval(tdm_time_ms lower_ms,
+                                        tdm_time_ms upper_ms,
+                                        int lower_inclusive,
+                                        int upper_inclusive, int n_channels,
+                                        tdm_clock *clk, tdm_emit_cb emit,
+                                        void *opaque, tdm_joinop **out,
+                                        char *errbuf, size_t errbuf_size);
+/** @brief Creates a window join over the windows of @p asg (event-time
+ *  tumbling or sliding; takes ownership).
+ *  @returns TDM_OK, TDM_ERR_INVAL (session, global or processing-time
+ *  assigner), TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_joinop_new_window(tdm_assigner *asg, int n_channels,
+                                      tdm_clock *clk, tdm_emit_cb emit,
+                                      void *opaque, tdm_joinop **out,
+                                      char *errbuf, size_t errbuf_size);
+/** @brief 1: late records go out as LATE events; 0 (default): dropped and
+ *  counted.  Only before the first input. */
+TDM_API tdm_err tdm_joinop_set_late_output(tdm_joinop *op, int enabled);
+/** @brief Pushes a record on side @p side (TDM_SIDE_LEFT/RIGHT), channel
+ *  @p ch.  Borrows @p rec; copies what it keeps.
+ *  @returns TDM_OK, TDM_ERR_NO_TIMESTAMP, TDM_ERR_CHANNEL, TDM_ERR_STATE,
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_joinop_push(tdm_joinop *op, int side, int ch,
+                                const tdm_record *rec);
+/** @brief A watermark on side @p side, channel @p ch. */
+TDM_API tdm_err tdm_joinop_watermark(tdm_joinop *op, int side, int ch,
+                                     tdm_time_ms wm);
+/** @brief Side @p side, channel @p ch became idle (1) or active (0). */
+TDM_API tdm_err tdm_joinop_status(tdm_joinop *op, int side, int ch,
+                                  int idle);
+/** @brief End of input on both sides. */
+TDM_API tdm_err tdm_joinop_end(tdm_joinop *op);
+/** @brief Late records dropped (no late output configured). */
+TDM_API int64_t tdm_joinop_late_dropped(const tdm_joinop *op);
+/** @brief Records currently buffered on both sides. */
+TDM_API int64_t tdm_joinop_buffered(const tdm_joinop *op);
+/** @brief A message about the last error on this operator. */
+TDM_API const char *tdm_joinop_errmsg(const tdm_joinop *op);
+/** @brief Destroys a join operator. */
+TDM_API void tdm_joinop_destroy(tdm_joinop *op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIDEMARK_H */
