@@ -35,15 +35,31 @@ tdm__keys *tdm__keys_new(void);
  * Returns TDM_OK and the id in *id, or TDM_ERR_NOMEM. */
 tdm_err tdm__keys_intern(tdm__keys *ks, const char *key, size_t len,
                          uint32_t *id);
+/* As tdm__keys_intern with the caller's tdm__hash_bytes(key, len), for
+ * callers that hash once and look up several times. */
+tdm_err tdm__keys_intern_hashed(tdm__keys *ks, const char *key, size_t len,
+                                uint64_t hash, uint32_t *id);
+/* Finds an interned key without taking a reference; @p hash must be
+ * tdm__hash_bytes(key, len).  Returns true and the id in *id, or false. */
+bool tdm__keys_find(const tdm__keys *ks, const char *key, size_t len,
+                    uint64_t hash, uint32_t *id);
 /* Takes one more reference on an interned id. */
 void tdm__keys_ref(tdm__keys *ks, uint32_t id);
 /* Drops a reference; the key is forgotten when none is left. */
 void tdm__keys_unref(tdm__keys *ks, uint32_t id);
 /* The bytes of an id (borrowed until the key is forgotten). */
 const char *tdm__keys_get(const tdm__keys *ks, uint32_t id, size_t *len);
+/* A pointer-sized slot the owner may use for its own per-key data (e.g.
+ * a cache), NULL when the key is interned anew; valid while the key
+ * lives. */
+void **tdm__keys_udata(tdm__keys *ks, uint32_t id);
+/* The reference count of a live id (for tests and assertions). */
+uint32_t tdm__keys_refs(const tdm__keys *ks, uint32_t id);
 /* Number of live keys. */
 size_t tdm__keys_count(const tdm__keys *ks);
-/* Approximate bytes used. */
+/* Approximate bytes held by live keys (bytes, entry, index share).  The
+ * *_bytes functions of this file count live entries, not capacity kept
+ * for reuse, so that they fall back when state is cleaned up. */
 size_t tdm__keys_bytes(const tdm__keys *ks);
 void tdm__keys_destroy(tdm__keys *ks);
 
@@ -62,6 +78,9 @@ void *tdm__kv_upsert(tdm__kv *kv, uint32_t key, tdm__ns ns, bool *created);
 /* Removes (key, ns); no-op when absent.  The caller releases whatever the
  * slot points to first. */
 void tdm__kv_remove(tdm__kv *kv, uint32_t key, tdm__ns ns);
+/* Removes the slot whose value pointer is @p slot (as returned by get or
+ * upsert), without hashing its key again. */
+void tdm__kv_remove_slot(tdm__kv *kv, void *slot);
 /* Calls fn for every slot of one key (any order); fn must not insert or
  * remove. */
 void tdm__kv_each_of_key(tdm__kv *kv, uint32_t key,
@@ -73,6 +92,9 @@ void tdm__kv_each(tdm__kv *kv,
                   void *ud);
 size_t tdm__kv_count(const tdm__kv *kv);
 size_t tdm__kv_bytes(const tdm__kv *kv);
+/* Bytes one live slot costs (slot plus its share of the index), for
+ * per-window state accounting. */
+size_t tdm__kv_slot_bytes(const tdm__kv *kv);
 void tdm__kv_destroy(tdm__kv *kv);
 
 /* ---- Timers ---- */
@@ -91,9 +113,16 @@ tdm__timers *tdm__timers_new(void);
  * no-op.  Returns TDM_OK or TDM_ERR_NOMEM. */
 tdm_err tdm__timers_add(tdm__timers *t, tdm_time_ms time, uint32_t key,
                         tdm__ns ns);
+/* As tdm__timers_add; *added says whether the timer is new (false: it
+ * was registered already). */
+tdm_err tdm__timers_insert(tdm__timers *t, tdm_time_ms time, uint32_t key,
+                           tdm__ns ns, bool *added);
 /* Deletes that exact timer; no-op when absent. */
 void tdm__timers_del(tdm__timers *t, tdm_time_ms time, uint32_t key,
                      tdm__ns ns);
+/* As tdm__timers_del; returns true when a timer was deleted. */
+bool tdm__timers_remove(tdm__timers *t, tdm_time_ms time, uint32_t key,
+                        tdm__ns ns);
 /* True when the (time, key, ns) timer is registered. */
 bool tdm__timers_has(const tdm__timers *t, tdm_time_ms time, uint32_t key,
                      tdm__ns ns);

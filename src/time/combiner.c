@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* combiner.c - the watermark of a multi-input operator (joins), Flink's
+ * IndexedCombinedWatermarkStatus, newest form (rule O2); each input is
+ * already merged by its own valve.  Output = minimum over non-idle inputs,
+ * sent only when it rises.  No "aligned" notion: an input that returns
+ * with a low watermark holds further progress.  All inputs idle: the
+ * maximum over all inputs is flushed, then IDLE.
+ */
+#include "wm.h"
+
+typedef struct comb_input {
+    tdm_time_ms wm; /* only rises */
+    bool idle;
+} comb_input;
+
+struct tdm_combiner {
+    int n;
+    comb_input *in;
+    tdm_time_ms out; /* last output watermark */
+    bool out_idle;   /* operator-level idle flag */
+    tdm__sink sink;
+};
+
+/* Creates a combiner over @p n_inputs (>= 1) inputs, all active at MIN;
+ * @p emit may be NULL.  INVAL, NOMEM. */
+tdm_err tdm_combiner_new(int n_inputs, tdm_emit_cb emit, void *opaque,
+                         tdm_combiner **out)
+{
+    if (!out)
+        return TDM_ERR_INVAL;
+    *out = NULL;
+    if (n_inputs < 1)
+        return TDM_ERR_INVAL;
+    tdm_combiner *c = tdm__calloc(1, sizeof *c);
+    if (!c)
+        return TDM_ERR_NOMEM;
+    c->in = tdm__calloc((size_t)n_inputs, sizeof *c->in);
+    if (!c->in)
+        goto fail;
+    c->n = n_inputs;
+    for (int i = 0; i < n_inputs; i++)
+        c->in[i].wm = TDM_TIME_MIN;
+    c->out = TDM_TIME_MIN;
+    c->sink.fn = emit;
+    c->sink.opaque = opaque;
+    *out = c;
+    return TDM_OK;
+
+fail:
+    tdm_combiner_destroy(c);
+    return TDM_ERR_NOMEM;
+}
+
+/* Releases the combiner; NULL and half-built ones are fine. */
+void tdm_combiner_destroy(tdm_combiner *c)
+{
+    if (!c)
+        return;
+    tdm__free(c->in);
+    tdm__free(c);
+}
+
+/* Recomputes the combined value and the idle flag; returns true when the
+ * combined watermark rose (it is then in c->out). */
+static bool update_combined(tdm_combiner *c)
+{
+    tdm_time_ms min = TDM_TIME_MAX, max = TDM_TIME_MIN;
+    bool all_idle = true;
+    for (int i = 0; i < c->n; i++) {
+        if (c->in[i].wm > max)
+            max = c->in[i].wm;
+        if (!c->in[i].idle) {
+            all_idle = false;
+            if (c->in[i].wm < min)
+                min = c->in[i].wm;
+        }
+    }
+    c->out_idle = all_idle;
+    tdm_time_ms cand = all_idle ? max : min;
+    if (cand > c->out) {
+        c->out = cand;
+        return true;
+    }
+    return false;
+}
+
+/* Emits the outcome of an update.  Flink sends the watermark, then the
+ * status when the operator-level flag flipped; becoming active, ACTIVE
+ * goes first so that no watermark is sent while announced idle (V7). */
+static void publish(tdm_combiner *c, bool was_idle, bool rose)
+{
+    if (was_idle && !c->out_idle)
+        tdm__emit_status(&c->sink, 0);
+    if (rose)
+        tdm__emit_watermark(&c->sink, c->out);
+    if (!was_idle && c->out_idle)
+        tdm__emit_status(&c->sink, 1);
+}
+
+/* A watermark makes its input active and raises it if higher. */
+tdm_err tdm_combiner_watermark(tdm_combiner *c, int in, tdm_time_ms wm)
+{
+    if (!c)
+        return TDM_ERR_INVAL;
+    if (in < 0 || in >= c->n)
+        return TDM_ERR_CHANNEL;
+    bool was_idle = c->out_idle;
+    c->in[in].idle = false;
+    if (wm > c->in[in].wm)
+        c->in[in].wm = wm;
+    bool rose = update_combined(c);
+    publish(c, was_idle, rose);
+    return TDM_OK;
+}
+
+/* Every status call recombines (an input going idle may release the
+ * minimum; all idle flushes the maximum). */
+tdm_err tdm_combiner_status(tdm_combiner *c, int in, int idle)
+{
+    if (!c)
+        return TDM_ERR_INVAL;
+    if (in < 0 || in >= c->n)
+        return TDM_ERR_CHANNEL;
+    bool was_idle = c->out_idle;
+    c->in[in].idle = idle != 0;
+    bool rose = update_combined(c);
+    publish(c, was_idle, rose);
+    return TDM_OK;
+}
+
+/* The last output watermark (TDM_TIME_MIN before any). */
+tdm_time_ms tdm_combiner_watermark_out(const tdm_combiner *c)
+{
+    return c ? c->out : TDM_TIME_MIN;
+}

@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: MIT */
+/* reader.c - one source reader reading several splits (rules S1-S6, A1,
+ * A3): Flink's ProgressiveTimestampsAndWatermarks with a generator per
+ * split, the WatermarkOutputMultiplexer / CombinedWatermarkStatus that
+ * merges them, the WatermarkToDataOutput emitter and the SourceOperator's
+ * watermark-alignment reactions.
+ */
+
+/* How a watermark travels:
+ *
+ *   record / reader call --> split generator --immediate--+
+ *   periodic tick ---------> split generator --deferred---+--> partial
+ *                                                              watermarks
+ *   partials --(combine: min over non-idle, or max if all idle)--> emitter
+ *   emitter --(only rising; ACTIVE before, alignment check)--> WATERMARK
+ *
+ * Immediate updates recombine at once (a watermark only when it raises its
+ * split above the combined value); deferred ones wait for the end of the
+ * tick, which combines once.  Splits are kept by pointer so that outputs
+ * and clocks that point into them survive tdm_reader_add_split().
+ */
+#include "wm.h"
+
+struct tdm_reader;
+
+typedef struct reader_split {
+    struct tdm_reader *r;
+    int index;
+    tdm__wm_core core;
+    tdm__pclock clock;     /* activity clock, child of the reader's */
+    tdm_wm_output immediate, deferred;
+    tdm_time_ms wm;        /* partial watermark (only rises) */
+    bool idle;             /* partial idle flag */
+    bool finished;         /* removed from the combination */
+    bool has_wm;           /* known to the alignment checks */
+    bool paused;           /* paused by alignment */
+} reader_split;
+
+struct tdm_reader {
+    reader_split **splits;
+    int n, cap;
+    struct tdm_wm_strategy strat; /* copy, for splits added later */
+    tdm_clock *clk;
+    tdm__pclock clock; /* main input activity clock */
+    tdm__sink sink;
+    tdm_time_ms next_tick; /* periodic emission, if interval > 0 */
+    /* CombinedWatermarkStatus */
+    tdm_time_ms combined;
+    /* WatermarkToDataOutput */
+    tdm_time_ms out;
+    bool out_idle;
+    /* Alignment (SourceOperator) */
+    bool align;
+    tdm_time_ms update_interval;
+    tdm_time_ms next_report;
+    tdm_time_ms latest;      /* last effective watermark, MIN if none */
+    tdm_time_ms max_desired; /* last announcement, MAX if none */
+    bool paused;             /* reading paused by alignment */
+    bool ended;
+};
+
+/* ---- Events ---- */
+
+static void emit_plain(const tdm_reader *r, tdm_event_type type)
+{
+    tdm_event ev = TDM__EVENT_INIT(type);
+    tdm__emit(&r->sink, &ev);
+}
+
+static void emit_split_event(const tdm_reader *r, tdm_event_type type,
+                             int index)
+{
+    tdm_event ev = TDM__EVENT_INIT(type);
+    ev.index = index;
+    tdm__emit(&r->sink, &ev);
+}
+
+static void emit_report(const tdm_reader *r, tdm_time_ms wm)
+{
+    tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_REPORTED);
+    ev.time = wm;
+    tdm__emit(&r->sink, &ev);
+}
+
+/* ---- Alignment (A3) ---- */
+
+/* Reader level: stop reading while the last effective watermark is
+ * strictly above the announced maximum, resume otherwise.  A paused
+ * reader's activity clock stands still, so idleness does not fire. */
+static void check_reader_alignment(tdm_reader *r)
+{
+    if (!r->align)
+        return;
+    bool wait = r->max_desired < r->latest;
+    if (wait && !r->paused) {
+        r->paused = true;
+        tdm__pclock_pause(&r->clock);
+        emit_plain(r, TDM_EVENT_READING_PAUSED);
+    } else if (!wait && r->paused) {
+        r->paused = false;
+        tdm__pclock_resume(&r->clock);
+        emit_plain(r, TDM_EVENT_READING_RESUMED);
+    }
+}
+
+static void pause_split(reader_split *sp)
+{
+    sp->paused = true;
+    tdm__pclock_pause(&sp->clock);
+    emit_split_event(sp->r, TDM_EVENT_SPLIT_PAUSED, sp->index);
+}
+
+static void resume_split(reader_split *sp)
+{
+    sp->paused = false;
+    tdm__pclock_resume(&sp->clock);
+    emit_split_event(sp->r, TDM_EVENT_SPLIT_RESUMED, sp->index);
+}
+
+/* Split level, after an announcement: pause every split above the
+ * maximum, then resume paused splits at or below it (Flink hands both
+ * lists to one pauseOrResumeSplits call, pauses first).  Only splits that
+ * have had a watermark take part. */
+static void check_split_alignment(tdm_reader *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        reader_split *sp = r->splits[i];
+        if (!sp->finished && sp->has_wm && !sp->paused &&
+            sp->wm > r->max_desired)
+            pause_split(sp);
+    }
+    for (int i = 0; i < r->n; i++) {
+        reader_split *sp = r->splits[i];
+        if (!sp->finished && sp->has_wm && sp->paused &&
+            sp->wm <= r->max_desired)
+            resume_split(sp);
+    }
+}
+
+/* ---- The emitter (WatermarkToDataOutput) ---- */
+
+/* Drops values that do not advance.  The alignment listener sees the new
+ * effective watermark before anything is written, so a reader that
+ * pauses itself says so before the watermark goes out. */
+static void out_emit(tdm_reader *r, tdm_time_ms wm)
+{
+    if (wm <= r->out)
+        return;
+    r->out = wm;
+    r->latest = wm;
+    check_reader_alignment(r);
+    if (r->out_idle) {
+        r->out_idle = false;
+        tdm__emit_status(&r->sink, 0);
+    }
+    tdm__emit_watermark(&r->sink, wm);
+}
+
+static void out_mark_idle(tdm_reader *r)
+{
+    if (r->out_idle)
+        return;
+    r->out_idle = true;
+    tdm__emit_status(&r->sink, 1);
+}
+
+/* ---- Combining (S3) ---- */
+
+/* Minimum over non-idle splits, or (newest) the maximum over all splits
+ * when all are idle; emitted only when it rises; then IDLE if all are
+ * idle.  No live split: nothing at all. */
+static void combine(tdm_reader *r)
+{
+    bool any = false, all_idle = true;
+    tdm_time_ms min = TDM_TIME_MAX, max = TDM_TIME_MIN;
+    for (int i = 0; i < r->n; i++) {
+        const reader_split *sp = r->splits[i];
+        if (sp->finished)
+            continue;
+        any = true;
+        if (sp->wm > max)
+            max = sp->wm;
+        if (!sp->idle) {
+            all_idle = false;
+            if (sp->wm < min)
+                min = sp->wm;
+        }
+    }
+    if (!any)
+        return;
+    tdm_time_ms cand = all_idle ? max : min;
+    if (cand > r->combined) {
+        r->combined = cand;
+        out_emit(r, cand);
+    }
+    if (all_idle)
+        out_mark_idle(r);
+}
+
+/* ---- Partial outputs (S1, S2) ---- */
+
+/* Setting a watermark clears the split's idle flag even when the value
+ * does not rise.  A rise is first told to the split-level alignment
+ * listener, which may pause the split right away. */
+static bool partial_set(reader_split *sp, tdm_time_ms wm)
+{
+    sp->idle = false;
+    if (wm <= sp->wm)
+        return false;
+    sp->has_wm = true;
+    tdm_reader *r = sp->r;
+    if (r->align && !sp->paused && wm > r->max_desired)
+        pause_split(sp);
+    sp->wm = wm;
+    return true;
+}
+
+/* S4: an immediate watermark recombines only if it rose and exceeds the
+ * combined value. */
+static void immediate_emit(void *ctx, tdm_time_ms wm)
+{
+    reader_split *sp = ctx;
+    if (partial_set(sp, wm) && wm > sp->r->combined)
+        combine(sp->r);
+}
+
+/* S4: immediate idle / active always recombines. */
+static void immediate_set_idle(void *ctx, bool idle)
+{
+    reader_split *sp = ctx;
+    sp->idle = idle;
+    combine(sp->r);
+}
+
+/* Deferred outputs only record; the tick combines once at its end. */
+static void deferred_emit(void *ctx, tdm_time_ms wm)
+{
+    partial_set(ctx, wm);
+}
+
+static void deferred_set_idle(void *ctx, bool idle)
+{
+    reader_split *sp = ctx;
+    sp->idle = idle;
+}
+
+/* ---- Lifecycle ---- */
+
+static void split_destroy(reader_split *sp)
+{
+    if (!sp)
+        return;
+    tdm__wm_core_fini(&sp->core);
+    tdm__free(sp);
+}
+
+/* Creates split number r->n and appends it. */
+static tdm_err split_add(tdm_reader *r, int *index_out)
+{
+    if (r->n == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 4;
+        reader_split **a = tdm__realloc(r->splits, (size_t)cap * sizeof *a);
+        if (!a)
+            return TDM_ERR_NOMEM;
+        r->splits = a;
+        r->cap = cap;
+    }
+    reader_split *sp = tdm__calloc(1, sizeof *sp);
+    if (!sp)
+        return TDM_ERR_NOMEM;
+    sp->r = r;
+    sp->index = r->n;
+    tdm__pclock_init(&sp->clock, NULL, &r->clock);
+    if (tdm__wm_core_init(&sp->core, &r->strat, &sp->clock) != TDM_OK) {
+        split_destroy(sp);
+        return TDM_ERR_NOMEM;
+    }
+    sp->immediate.emit = immediate_emit;
+    sp->immediate.set_idle = immediate_set_idle;
+    sp->immediate.ctx = sp;
+    sp->deferred.emit = deferred_emit;
+    sp->deferred.set_idle = deferred_set_idle;
+    sp->deferred.ctx = sp;
+    sp->wm = TDM_TIME_MIN;
+    r->splits[r->n++] = sp;
+    if (index_out)
+        *index_out = sp->index;
+    return TDM_OK;
+}
+
+/* Creates a reader with @p n_splits (>= 0) splits from a copy of @p s;
+ * keeps @p clk.  The first tick is due one interval after creation.
+ * INVAL (negative count, NULL s, clk or out), NOMEM. */
+tdm_err tdm_reader_new(int n_splits, const tdm_wm_strategy *s, tdm_clock *clk,
+                       tdm_emit_cb emit, void *opaque, tdm_reader **out)
+{
+    if (!out)
+        return TDM_ERR_INVAL;
+    *out = NULL;
+    if (n_splits < 0 || !s || !clk)
+        return TDM_ERR_INVAL;
+    tdm_reader *r = tdm__calloc(1, sizeof *r);
+    if (!r)
+        return TDM_ERR_NOMEM;
+    tdm__wm_strategy_copy(&r->strat, s);
+    r->clk = clk;
+    tdm__pclock_init(&r->clock, clk, NULL);
+    r->sink.fn = emit;
+    r->sink.opaque = opaque;
+    r->next_tick = tdm__time_add_sat(tdm_clock_now(clk), s->interval);
+    r->combined = TDM_TIME_MIN;
+    r->out = TDM_TIME_MIN;
+    r->latest = TDM_TIME_MIN;
+    r->max_desired = TDM_TIME_MAX;
+    for (int i = 0; i < n_splits; i++)
+        if (split_add(r, NULL) != TDM_OK)
+            goto fail;
+    *out = r;
+    return TDM_OK;
+
+fail:
+    tdm_reader_destroy(r);
+    return TDM_ERR_NOMEM;
+}
+
+/* Releases the reader and its splits; NULL and half-built readers are
+ * fine. */
+void tdm_reader_destroy(tdm_reader *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->n; i++)
+        split_destroy(r->splits[i]);
+    tdm__free(r->splits);
+    tdm__wm_strategy_release(&r->strat);
+    tdm__free(r);
+}
+
+/* A new split starts at MIN; as the combined value never goes down it
+ * cannot pull the output back, but it holds it until it advances. */
+tdm_err tdm_reader_add_split(tdm_reader *r, int *split_out)
+{
+    if (!r)
+        return TDM_ERR_INVAL;
+    if (r->ended)
+        return TDM_ERR_STATE;
+    return split_add(r, split_out);
+}
+
+/* Reports are due every update interval from now on (A1). */
+tdm_err tdm_reader_set_alignment(tdm_reader *r, tdm_time_ms max_drift_ms,
+                                 tdm_time_ms update_interval_ms, char *errbuf,
+                                 size_t errbuf_size)
+{
+    if (!r)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "r must not be NULL");
+    if (max_drift_ms < 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "max_drift_ms must be >= 0 (got %lld)",
+                         (long long)max_drift_ms);
+    if (update_interval_ms <= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "update_interval_ms must be > 0 (got %lld)",
+                         (long long)update_interval_ms);
+    r->align = true;
+    r->update_interval = update_interval_ms;
+    r->next_report =
+        tdm__time_add_sat(tdm_clock_now(r->clk), update_interval_ms);
+    return TDM_OK;
+}
+
+/* ---- Inputs ---- */
+
+/* Returns the live split @p split or NULL (bad index or finished). */
+static reader_split *live_split(tdm_reader *r, int split)
+{
+    if (split < 0 || split >= r->n || r->splits[split]->finished)
+        return NULL;
+    return r->splits[split];
+}
+
+/* Assigns the record's timestamp and runs the split generator's on-event
+ * hook on the immediate output.  INVAL, STATE after end, CHANNEL (bad or
+ * finished split), NO_TIMESTAMP (the generator does not see it). */
+tdm_err tdm_reader_record(tdm_reader *r, int split, tdm_record *rec)
+{
+    if (!r || !rec)
+        return TDM_ERR_INVAL;
+    if (r->ended)
+        return TDM_ERR_STATE;
+    reader_split *sp = live_split(r, split);
+    if (!sp)
+        return TDM_ERR_CHANNEL;
+    if (tdm__wm_assign(&r->strat, rec) == TDM_TIME_MIN)
+        return TDM_ERR_NO_TIMESTAMP;
+    tdm__wm_core_on_event(&sp->core, rec, &sp->immediate);
+    return TDM_OK;
+}
+
+/* The reader's own immediate watermark for a split.  INVAL, STATE after
+ * end, CHANNEL (bad or finished split). */
+tdm_err tdm_reader_split_watermark(tdm_reader *r, int split, tdm_time_ms wm)
+{
+    if (!r)
+        return TDM_ERR_INVAL;
+    if (r->ended)
+        return TDM_ERR_STATE;
+    reader_split *sp = live_split(r, split);
+    if (!sp)
+        return TDM_ERR_CHANNEL;
+    immediate_emit(sp, wm);
+    return TDM_OK;
+}
+
+/* The reader's own immediate idle / active call for a split.  INVAL,
+ * STATE after end, CHANNEL (bad or finished split). */
+tdm_err tdm_reader_split_status(tdm_reader *r, int split, int idle)
+{
+    if (!r)
+        return TDM_ERR_INVAL;
+    if (r->ended)
+        return TDM_ERR_STATE;
+    reader_split *sp = live_split(r, split);
+    if (!sp)
+        return TDM_ERR_CHANNEL;
+    immediate_set_idle(sp, idle != 0);
+    return TDM_OK;
+}
+
+/* S5: the split stops counting without a recombine, so removing the
+ * lowest split advances the output only at the next tick or immediate
+ * update, and removing the highest never retracts anything. */
+tdm_err tdm_reader_split_finished(tdm_reader *r, int split)
+{
+    if (!r)
+        return TDM_ERR_INVAL;
+    if (r->ended)
+        return TDM_ERR_STATE;
+    reader_split *sp = live_split(r, split);
+    if (!sp)
+        return TDM_ERR_CHANNEL;
+    sp->finished = true;
+    tdm__wm_core_fini(&sp->core);
+    return TDM_OK;
+}
+
+/* ---- Time ---- */
+
+/* S4: every live split's generator emits into its deferred output (its
+ * idleness check included), then one combine. */
+static void periodic_tick(tdm_reader *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        reader_split *sp = r->splits[i];
+        if (!sp->finished)
+            tdm__wm_core_periodic(&sp->core, &sp->deferred);
+    }
+    combine(r);
+}
+
+/* The periodic tick comes first, so a report due at the same time sees
+ * its result.  Both schedules re-arm at now + interval (fixed delay).
+ * After the end only reports go on (they say MAX); watermark ticks stop,
+ * so no idleness can be declared after MAX. */
+tdm_err tdm_reader_advance(tdm_reader *r)
+{
+    if (!r)
+        return TDM_ERR_INVAL;
+    tdm_time_ms now = tdm_clock_now(r->clk);
+    if (!r->ended && r->strat.interval > 0 && now >= r->next_tick) {
+        periodic_tick(r);
+        r->next_tick = tdm__time_add_sat(now, r->strat.interval);
+    }
+    if (r->align && now >= r->next_report) {
+        /* A1: nothing before the first watermark; MAX while idle. */
+        if (r->latest != TDM_TIME_MIN)
+            emit_report(r, r->out_idle ? TDM_TIME_MAX : r->latest);
+        r->next_report = tdm__time_add_sat(now, r->update_interval);
+    }
+    return TDM_OK;
+}
+
+/* A3: reader level first, then the splits (SourceOperator order). */
+tdm_err tdm_reader_announce(tdm_reader *r, tdm_time_ms max_wm)
+{
+    if (!r)
+        return TDM_ERR_INVAL;
+    if (!r->align)
+        return TDM_ERR_STATE;
+    r->max_desired = max_wm;
+    check_reader_alignment(r);
+    check_split_alignment(r);
+    return TDM_OK;
+}
+
+/* Every split reaches MAX at once and the reader emits MAX once, ACTIVE
+ * first if it was idle.  As in Flink the end-of-input MAX bypasses the
+ * alignment listener (no pause); with alignment on, the finished reader
+ * reports MAX straight away. */
+tdm_err tdm_reader_end(tdm_reader *r)
+{
+    if (!r)
+        return TDM_ERR_INVAL;
+    if (r->ended)
+        return TDM_ERR_STATE;
+    for (int i = 0; i < r->n; i++) {
+        reader_split *sp = r->splits[i];
+        if (!sp->finished) {
+            sp->wm = TDM_TIME_MAX;
+            sp->idle = false;
+        }
+    }
+    r->combined = TDM_TIME_MAX;
+    r->latest = TDM_TIME_MAX;
+    if (r->out < TDM_TIME_MAX) {
+        r->out = TDM_TIME_MAX;
+        if (r->out_idle) {
+            r->out_idle = false;
+            tdm__emit_status(&r->sink, 0);
+        }
+        tdm__emit_watermark(&r->sink, TDM_TIME_MAX);
+    }
+    if (r->align)
+        emit_report(r, TDM_TIME_MAX);
+    r->ended = true;
+    return TDM_OK;
+}
+
+/* ---- Introspection ---- */
+
+/* 1 while alignment keeps the reader from reading. */
+int tdm_reader_is_paused(const tdm_reader *r)
+{
+    return r && r->paused ? 1 : 0;
+}
+
+/* 1 paused, 0 not, -1 for a bad index (a finished split keeps its
+ * last state). */
+int tdm_reader_split_is_paused(const tdm_reader *r, int split)
+{
+    if (!r || split < 0 || split >= r->n)
+        return -1;
+    return r->splits[split]->paused ? 1 : 0;
+}
+
+/* The last watermark the reader emitted (MIN before any). */
+tdm_time_ms tdm_reader_watermark(const tdm_reader *r)
+{
+    return r ? r->out : TDM_TIME_MIN;
+}
+
+/* A split's partial watermark; MIN for a bad index. */
+tdm_time_ms tdm_reader_split_watermark_get(const tdm_reader *r, int split)
+{
+    if (!r || split < 0 || split >= r->n)
+        return TDM_TIME_MIN;
+    return r->splits[split]->wm;
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/* wm.h - internals shared by the watermark path: wm_strategy.c (strategy
+ * and per-partition generator core), wmgen.c (one channel), reader.c (a
+ * source reader with several splits).  A generator core is Flink's
+ * WatermarkGenerator wrapped in WatermarksWithIdleness: it turns records
+ * and periodic calls into calls on a tdm_wm_output, whose owner decides
+ * what they mean (de-duplicate and send, or record a split's partial).
+ */
+#ifndef TDM_TIME_WM_H
+#define TDM_TIME_WM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core.h"
+
+/* ---- Outputs ---- */
+
+/* What a generator writes to.  The public tdm_wm_output_* functions call
+ * these hooks; set_idle(ctx, true) marks idle, (ctx, false) active. */
+struct tdm_wm_output {
+    void (*emit)(void *ctx, tdm_time_ms wm);
+    void (*set_idle)(void *ctx, bool idle);
+    void *ctx;
+};
+
+/* ---- Pausable activity clocks ----
+ * Idleness is measured on an "input activity clock" (Flink 2.x): a clock
+ * that stands still while the input is paused by watermark alignment.
+ * A pclock reads either a tdm_clock (parent NULL) or another pclock, minus
+ * the time it spent paused; a child of a paused parent stands still too. */
+typedef struct tdm__pclock {
+    tdm_clock *base;                  /* read when parent is NULL */
+    const struct tdm__pclock *parent; /* layered clock, or NULL */
+    bool paused;
+    tdm_time_ms paused_at; /* source reading when paused */
+    tdm_time_ms offset;    /* total time spent paused */
+} tdm__pclock;
+
+/* Initialises a clock over @p base (when @p parent is NULL) or over
+ * @p parent.  Never fails. */
+void tdm__pclock_init(tdm__pclock *c, tdm_clock *base,
+                      const tdm__pclock *parent);
+/* The clock's reading: source time minus paused time. */
+tdm_time_ms tdm__pclock_now(const tdm__pclock *c);
+/* Stops the clock (no-op if already stopped). */
+void tdm__pclock_pause(tdm__pclock *c);
+/* Restarts the clock (no-op if running). */
+void tdm__pclock_resume(tdm__pclock *c);
+
+/* ---- Strategies ---- */
+
+/* Generator kinds after normalisation: MONOTONOUS becomes BOUNDED with
+ * bound 0. */
+enum tdm__wm_gen_kind {
+    TDM__GEN_NONE = 0,
+    TDM__GEN_BOUNDED,
+    TDM__GEN_PUNCTUATED,
+    TDM__GEN_CUSTOM
+};
+
+/* A custom generator's methods and user data, shared by the strategy and
+ * every generator made from it (reference counted, atomically, because
+ * those handles may live on different threads). */
+typedef struct tdm__wm_custom tdm__wm_custom;
+
+/* The layout behind tdm_wm_strategy.  wmgen.c and reader.c read it; only
+ * wm_strategy.c writes it. */
+struct tdm_wm_strategy {
+    enum tdm__wm_gen_kind kind;
+    tdm_time_ms bound;         /* BOUNDED, PUNCTUATED */
+    tdm_time_ms interval;      /* periodic emission, 0 = off */
+    bool emit_on_event;        /* BOUNDED: emit after every record */
+    tdm_time_ms idle_timeout;  /* 0 = no idleness detection */
+    tdm_timestamp_fn ts_fn;    /* NULL = the record's own timestamp */
+    void *ts_ud;
+    tdm_marker_fn marker_fn;   /* PUNCTUATED */
+    void *marker_ud;
+    tdm__wm_custom *custom;    /* CUSTOM: one reference held */
+};
+
+/* Copies @p src into @p dst, taking one more reference on a custom
+ * generator.  Release with tdm__wm_strategy_release().  Never fails. */
+void tdm__wm_strategy_copy(struct tdm_wm_strategy *dst,
+                           const struct tdm_wm_strategy *src);
+/* Drops what a copy holds (the custom reference).  Accepts a zeroed
+ * struct. */
+void tdm__wm_strategy_release(struct tdm_wm_strategy *s);
+
+/* Runs the strategy's timestamp assigner (or reads the record's own
+ * timestamp), stores the result in the record and returns it. */
+static inline tdm_time_ms tdm__wm_assign(const struct tdm_wm_strategy *s,
+                                         tdm_record *rec)
+{
+    if (s->ts_fn)
+        rec->ts = s->ts_fn(s->ts_ud, rec);
+    return rec->ts;
+}
+
+/* ---- Generator core ---- */
+
+/* One partition's generator plus its idleness wrapper. */
+typedef struct tdm__wm_core {
+    enum tdm__wm_gen_kind kind;
+    bool emit_on_event;
+    tdm_time_ms bound;
+    tdm_time_ms max_ts; /* BOUNDED: highest timestamp seen (see init) */
+    tdm_marker_fn marker_fn;
+    void *marker_ud;
+    tdm__wm_custom *custom; /* one reference held */
+    void *state;            /* custom per-partition state, or NULL */
+    /* Idleness (WatermarksWithIdleness and its IdlenessTimer). */
+    tdm_time_ms idle_timeout; /* 0: no wrapper */
+    const tdm__pclock *clock; /* the activity clock */
+    uint64_t activity;        /* records seen */
+    uint64_t activity_seen;   /* value at the previous check */
+    bool countdown;           /* a countdown is running */
+    tdm_time_ms countdown_start;
+    bool idle_now;            /* the wrapper has marked idle */
+} tdm__wm_core;
+
+/* Instantiates the generator of @p s for one partition, reading idleness
+ * time from @p clock (kept by reference).  Returns TDM_OK or
+ * TDM_ERR_NOMEM (custom state); the core is then zeroed and safe to
+ * finalise. */
+tdm_err tdm__wm_core_init(tdm__wm_core *c, const struct tdm_wm_strategy *s,
+                          const tdm__pclock *clock);
+/* Releases the core's custom state and reference.  Idempotent. */
+void tdm__wm_core_fini(tdm__wm_core *c);
+/* The generator's on-event hook for kinds other than periodic BOUNDED. */
+void tdm__wm_core_on_event_slow(tdm__wm_core *c, const tdm_record *rec,
+                                tdm_wm_output *out);
+/* One periodic emission: the idleness check, then (if not idle) the
+ * generator's periodic hook, writing to @p out. */
+void tdm__wm_core_periodic(tdm__wm_core *c, tdm_wm_output *out);
+
+/* BOUNDED: the watermark for the current maximum, max - bound - 1,
+ * saturating at TDM_TIME_MIN. */
+static inline tdm_time_ms tdm__wm_core_bounded_value(const tdm__wm_core *c)
+{
+    return tdm__time_sub_sat(tdm__time_sub_sat(c->max_ts, c->bound), 1);
+}
+
+/* Lets the generator see a record whose timestamp (rec->ts, not
+ * TDM_TIME_MIN) is assigned.  The periodic bounded case - the per-record
+ * hot path - is three compares and at most three stores, with no call. */
+static inline void tdm__wm_core_on_event(tdm__wm_core *c,
+                                         const tdm_record *rec,
+                                         tdm_wm_output *out)
+{
+    /* The idleness wrapper counts activity and clears its flag. */
+    c->activity++;
+    c->idle_now = false;
+    if (c->kind == TDM__GEN_BOUNDED && !c->emit_on_event) {
+        if (rec->ts > c->max_ts)
+            c->max_ts = rec->ts;
+        return;
+    }
+    tdm__wm_core_on_event_slow(c, rec, out);
+}
+
+#endif /* TDM_TIME_WM_H */

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/* agg.c - window aggregates and window contents: the built-in incremental
+ * aggregates (count, sum, min, max, avg), collect, user aggregates with
+ * create/add/merge/result, and full-window functions that see every
+ * record of the window at each firing.
+ *
+ * Contents live in the window slot (tdm__win_slot.c plus an inline
+ * accumulator for user aggregates); only collect and window functions
+ * allocate, and they account their heap bytes in op->content_bytes.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "window/win.h"
+
+/* ---- Construction ---- */
+
+tdm_err tdm_aggregate_new(tdm_agg_kind kind, tdm_aggregate **out)
+{
+    if (!out)
+        return TDM_ERR_INVAL;
+    *out = NULL;
+    if ((int)kind < (int)TDM_AGG_COUNT || (int)kind > (int)TDM_AGG_COLLECT)
+        return TDM_ERR_INVAL;
+    tdm_aggregate *a = tdm__calloc(1, sizeof *a);
+    if (!a)
+        return TDM_ERR_NOMEM;
+    a->type = TDM__AGG_BUILTIN;
+    a->kind = kind;
+    *out = a;
+    return TDM_OK;
+}
+
+tdm_err tdm_aggregate_new_custom(const tdm_aggregate_methods *methods,
+                                 void *ud, tdm_aggregate **out, char *errbuf,
+                                 size_t errbuf_size)
+{
+    if (!out)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "out must not be NULL");
+    *out = NULL;
+    if (!methods)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "methods must not be NULL");
+    if (methods->version != 1)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "methods->version must be 1 (got %d)",
+                         methods->version);
+    if (!methods->add)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "methods->add must not be NULL");
+    if (!methods->result)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "methods->result must not be NULL");
+    tdm_aggregate *a = tdm__calloc(1, sizeof *a);
+    if (!a)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                         "out of memory creating a custom aggregate");
+    a->type = TDM__AGG_CUSTOM;
+    a->m = *methods;
+    a->ud = ud;
+    *out = a;
+    return TDM_OK;
+}
+
+tdm_err tdm_aggregate_new_window_fn(tdm_window_fn fn, void *ud,
+                                    void (*destroy)(void *ud),
+                                    tdm_aggregate **out)
+{
+    if (!out || !fn) {
+        if (out)
+            *out = NULL;
+        return TDM_ERR_INVAL;
+    }
+    tdm_aggregate *a = tdm__calloc(1, sizeof *a);
+    *out = a;
+    if (!a)
+        return TDM_ERR_NOMEM;
+    a->type = TDM__AGG_WINDOW_FN;
+    a->fn = fn;
+    a->fn_destroy = destroy;
+    a->ud = ud;
+    return TDM_OK;
+}
+
+void tdm_aggregate_destroy(tdm_aggregate *agg)
+{
+    if (!agg)
+        return;
+    if (agg->type == TDM__AGG_CUSTOM && agg->m.destroy)
+        agg->m.destroy(agg->ud);
+    if (agg->type == TDM__AGG_WINDOW_FN && agg->fn_destroy)
+        agg->fn_destroy(agg->ud);
+    tdm__free(agg);
+}
+
+/* ---- Result output and window context (user code's view) ---- */
+
+void tdm_result_set_value(tdm_result_out *out, double value)
+{
+    out->value = value;
+}
+
+tdm_err tdm_result_set_bytes(tdm_result_out *out, const void *bytes,
+                             size_t len)
+{
+    if (len > out->cap) {
+        unsigned char *nb = tdm__realloc(out->bytes, len);
+        if (!nb) {
+            out->err = TDM_ERR_NOMEM;
+            return TDM_ERR_NOMEM;
+        }
+        out->bytes = nb;
+        out->cap = len;
+    }
+    if (len)
+        memcpy(out->bytes, bytes, len);
+    out->len = len;
+    out->has_bytes = true;
+    return TDM_OK;
+}
+
+const char *tdm_window_ctx_key(const tdm_window_ctx *ctx, size_t *len)
+{
+    if (len)
+        *len = ctx->key_len;
+    return ctx->key;
+}
+
+int tdm_window_ctx_window(const tdm_window_ctx *ctx, tdm_time_ms *start,
+                          tdm_time_ms *end)
+{
+    if (!ctx->has_window)
+        return 0;
+    if (start)
+        *start = ctx->start;
+    if (end)
+        *end = ctx->end;
+    return 1;
+}
+
+size_t tdm_window_ctx_count(const tdm_window_ctx *ctx)
+{
+    return ctx->n;
+}
+
+const tdm_record *tdm_window_ctx_record(const tdm_window_ctx *ctx, size_t i)
+{
+    return i < ctx->n ? &ctx->recs[i] : NULL;
+}
+
+void tdm__agg_free_result(tdm_result_out *r)
+{
+    tdm__free(r->bytes);
+    r->bytes = NULL;
+    r->cap = r->len = 0;
+}
+
+/* ---- Properties ---- */
+
+size_t tdm__agg_acc_size(const tdm_aggregate *a)
+{
+    return a->type == TDM__AGG_CUSTOM ? a->m.acc_size : 0;
+}
+
+bool tdm__agg_can_merge(const tdm_aggregate *a)
+{
+    return a->type != TDM__AGG_CUSTOM || a->m.merge != NULL;
+}
+
+/* ---- Contents ---- */
+
+/* Makes room for @p extra more elements of @p elem bytes in the array
+ * *p of capacity *cap holding n; accounts the growth. */
+static bool reserve(tdm_winop *op, void **p, size_t *cap, size_t n,
+                    size_t extra, size_t elem)
+{
+    if (n + extra <= *cap)
+        return true;
+    size_t ncap = *cap ? *cap : 4;
+    while (ncap < n + extra)
+        ncap *= 2;
+    void *np = tdm__realloc(*p, ncap * elem);
+    if (!np)
+        return false;
+    op->content_bytes += (int64_t)((ncap - *cap) * elem);
+    *p = np;
+    *cap = ncap;
+    return true;
+}
+
+tdm_err tdm__agg_add_slow(tdm_winop *op, tdm__win_slot *s,
+                          const tdm_record *rec, const char *key,
+                          size_t key_len)
+{
+    const tdm_aggregate *a = op->agg;
+    switch (a->type) {
+    case TDM__AGG_BUILTIN:
+        if (tdm__agg_add_fast(a, s, rec->value))
+            return TDM_OK;
+        /* Collect: append the value. */
+        if (!reserve(op, (void **)&s->c.col.v, &s->c.col.cap, s->c.col.n, 1,
+                     sizeof(double)))
+            return TDM_ERR_NOMEM;
+        s->c.col.v[s->c.col.n++] = rec->value;
+        break;
+    case TDM__AGG_CUSTOM: {
+        void *acc = tdm__win_acc(op, s);
+        if (!(s->flags & TDM__W_CONTENTS)) {
+            /* Flink creates the accumulator on the first add after
+             * creation or purge. */
+            memset(acc, 0, a->m.acc_size);
+            if (a->m.create)
+                a->m.create(a->ud, acc);
+        }
+        a->m.add(a->ud, acc, rec);
+        break;
+    }
+    case TDM__AGG_WINDOW_FN: {
+        if (!reserve(op, (void **)&s->c.recs.r, &s->c.recs.cap,
+                     s->c.recs.n, 1, sizeof(tdm_record)))
+            return TDM_ERR_NOMEM;
+        tdm_record *r = &s->c.recs.r[s->c.recs.n];
+        *r = *rec;
+        r->key = key;
+        r->key_len = key_len;
+        if (rec->payload && rec->payload_len) {
+            r->payload = tdm__memdup(rec->payload, rec->payload_len);
+            if (!r->payload)
+                return TDM_ERR_NOMEM;
+            op->content_bytes += (int64_t)rec->payload_len;
+        } else {
+            r->payload = NULL;
+            r->payload_len = 0;
+        }
+        s->c.recs.n++;
+        break;
+    }
+    }
+    s->flags |= TDM__W_CONTENTS;
+    return TDM_OK;
+}
+
+tdm_err tdm__agg_merge(tdm_winop *op, tdm__win_slot *into,
+                       tdm__win_slot *from)
+{
+    const tdm_aggregate *a = op->agg;
+    if (!(from->flags & TDM__W_CONTENTS))
+        return TDM_OK;
+    if (!(into->flags & TDM__W_CONTENTS)) {
+        /* The target is empty: the source's contents move over whole
+         * (Flink keeps the source's accumulator as the merged one). */
+        into->c = from->c;
+        if (op->acc_size)
+            memcpy(tdm__win_acc(op, into), tdm__win_acc(op, from),
+                   op->acc_size);
+        into->flags |= TDM__W_CONTENTS;
+        memset(&from->c, 0, sizeof from->c);
+        from->flags &= ~TDM__W_CONTENTS;
+        return TDM_OK;
+    }
+    switch (a->type) {
+    case TDM__AGG_BUILTIN:
+        switch (a->kind) {
+        case TDM_AGG_COUNT:
+            into->c.num.n += from->c.num.n;
+            break;
+        case TDM_AGG_SUM:
+        case TDM_AGG_AVG:
+            into->c.num.a += from->c.num.a;
+            into->c.num.n += from->c.num.n;
+            break;
+        case TDM_AGG_MIN:
+            if (from->c.num.a < into->c.num.a)
+                into->c.num.a = from->c.num.a;
+            break;
+        case TDM_AGG_MAX:
+            if (from->c.num.a > into->c.num.a)
+                into->c.num.a = from->c.num.a;
+            break;
+        case TDM_AGG_COLLECT:
+            if (!reserve(op, (void **)&into->c.col.v, &into->c.col.cap,
+                         into->c.col.n, from->c.col.n, sizeof(double)))
+                return TDM_ERR_NOMEM;
+            memcpy(into->c.col.v + into->c.col.n, from->c.col.v,
+                   from->c.col.n * sizeof(double));
+            into->c.col.n += from->c.col.n;
+            break;
+        }
+        break;
+    case TDM__AGG_CUSTOM:
+        a->m.merge(a->ud, tdm__win_acc(op, into), tdm__win_acc(op, from));
+        break;
+    case TDM__AGG_WINDOW_FN:
+        if (!reserve(op, (void **)&into->c.recs.r, &into->c.recs.cap,
+                     into->c.recs.n, from->c.recs.n, sizeof(tdm_record)))
+            return TDM_ERR_NOMEM;
+        /* Payload copies change owner; the source array is emptied so
+         * that clearing it frees none of them. */
+        memcpy(into->c.recs.r + into->c.recs.n, from->c.recs.r,
+               from->c.recs.n * sizeof(tdm_record));
+        into->c.recs.n += from->c.recs.n;
+        from->c.recs.n = 0;
+        break;
+    }
+    tdm__agg_clear(op, from);
+    return TDM_OK;
+}
+
+void tdm__agg_clear(tdm_winop *op, tdm__win_slot *s)
+{
+    const tdm_aggregate *a = op->agg;
+    switch (a->type) {
+    case TDM__AGG_BUILTIN:
+        if (a->kind == TDM_AGG_COLLECT) {
+            op->content_bytes -= (int64_t)(s->c.col.cap * sizeof(double));
+            tdm__free(s->c.col.v);
+        }
+        break;
+    case TDM__AGG_CUSTOM:
+        if ((s->flags & TDM__W_CONTENTS) && a->m.destroy_acc)
+            a->m.destroy_acc(a->ud, tdm__win_acc(op, s));
+        break;
+    case TDM__AGG_WINDOW_FN:
+        for (size_t i = 0; i < s->c.recs.n; i++) {
+            op->content_bytes -= (int64_t)s->c.recs.r[i].payload_len;
+            tdm__free((void *)s->c.recs.r[i].payload);
+        }
+        op->content_bytes -=
+            (int64_t)(s->c.recs.cap * sizeof(tdm_record));
+        tdm__free(s->c.recs.r);
+        break;
+    }
+    memset(&s->c, 0, sizeof s->c);
+    s->flags &= ~TDM__W_CONTENTS;
+}
+
+/* Ascending order; NaNs sort last so that the order is total. */
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    if (isnan(a) || isnan(b))
+        return isnan(a) - isnan(b);
+    return (a > b) - (a < b);
+}
+
+tdm_err tdm__agg_result(tdm_winop *op, tdm__win_slot *s, tdm_event *ev,
+                        const char *key, size_t key_len)
+{
+    const tdm_aggregate *a = op->agg;
+    tdm_result_out *res = &op->res;
+    switch (a->type) {
+    case TDM__AGG_BUILTIN:
+        switch (a->kind) {
+        case TDM_AGG_COUNT:
+            ev->value = s->c.num.n;
+            break;
+        case TDM_AGG_SUM:
+        case TDM_AGG_MIN:
+        case TDM_AGG_MAX:
+            ev->value = s->c.num.a;
+            break;
+        case TDM_AGG_AVG:
+            ev->value = s->c.num.a / s->c.num.n;
+            break;
+        case TDM_AGG_COLLECT:
+            /* Sorted in place: the order of collected values is not
+             * observable otherwise. */
+            qsort(s->c.col.v, s->c.col.n, sizeof(double), cmp_double);
+            ev->values = s->c.col.v;
+            ev->n_values = s->c.col.n;
+            ev->value = (double)s->c.col.n;
+            break;
+        }
+        return TDM_OK;
+    case TDM__AGG_CUSTOM:
+        res->value = 0;
+        res->has_bytes = false;
+        res->len = 0;
+        res->err = TDM_OK;
+        a->m.result(a->ud, tdm__win_acc(op, s), res);
+        break;
+    case TDM__AGG_WINDOW_FN: {
+        tdm_window_ctx wc = {
+            .key = key,
+            .key_len = key_len,
+            .has_window = !op->global,
+            .start = s->start,
+            .end = s->end,
+            .recs = s->c.recs.r,
+            .n = s->c.recs.n,
+        };
+        res->value = 0;
+        res->has_bytes = false;
+        res->len = 0;
+        res->err = TDM_OK;
+        tdm_err err = a->fn(a->ud, &wc, res);
+        if (err != TDM_OK)
+            return err;
+        break;
+    }
+    }
+    if (res->err != TDM_OK)
+        return res->err;
+    ev->value = res->value;
+    if (res->has_bytes) {
+        ev->bytes = res->bytes;
+        ev->bytes_len = res->len;
+    }
+    return TDM_OK;
+}

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* assign.c - window assigners: tumbling, sliding, session and global,
+ * in event or processing time (rulebook R1).
+ *
+ * Window starts are floored (offset + floor((ts - offset) / size) * size)
+ * so that negative timestamps land in the right window; ends saturate at
+ * TDM_TIME_MAX instead of wrapping as Java's longs do.
+ */
+#include "window/win.h"
+
+/* Sliding windows per record are bounded as in Flink. */
+#define MAX_WINDOWS_PER_RECORD 10000000
+
+static tdm_err new_assigner(tdm__asg_kind kind, tdm_assigner **out)
+{
+    tdm_assigner *a = tdm__calloc(1, sizeof *a);
+    if (!a)
+        return TDM_ERR_NOMEM;
+    a->kind = kind;
+    *out = a;
+    return TDM_OK;
+}
+
+tdm_err tdm_assigner_new_tumbling(tdm_time_ms size_ms, tdm_time_ms offset_ms,
+                                  tdm_assigner **out, char *errbuf,
+                                  size_t errbuf_size)
+{
+    if (!out)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "out must not be NULL");
+    *out = NULL;
+    if (size_ms <= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "size_ms must be > 0 (got %lld)",
+                         (long long)size_ms);
+    /* |offset| < size, written so that offset = INT64_MIN cannot
+     * overflow. */
+    if (offset_ms >= size_ms || offset_ms <= -size_ms)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "offset_ms must satisfy |offset_ms| < size_ms "
+                         "(got offset_ms %lld, size_ms %lld)",
+                         (long long)offset_ms, (long long)size_ms);
+    tdm_err err = new_assigner(TDM__ASG_TUMBLING, out);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err,
+                         "out of memory creating a tumbling assigner");
+    (*out)->size = size_ms;
+    (*out)->offset = offset_ms;
+    return TDM_OK;
+}
+
+tdm_err tdm_assigner_new_sliding(tdm_time_ms size_ms, tdm_time_ms slide_ms,
+                                 tdm_time_ms offset_ms, tdm_assigner **out,
+                                 char *errbuf, size_t errbuf_size)
+{
+    if (!out)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "out must not be NULL");
+    *out = NULL;
+    if (size_ms <= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "size_ms must be > 0 (got %lld)",
+                         (long long)size_ms);
+    if (slide_ms <= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "slide_ms must be > 0 (got %lld)",
+                         (long long)slide_ms);
+    if (offset_ms >= slide_ms || offset_ms <= -slide_ms)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "offset_ms must satisfy |offset_ms| < slide_ms "
+                         "(got offset_ms %lld, slide_ms %lld)",
+                         (long long)offset_ms, (long long)slide_ms);
+    if (size_ms / slide_ms > MAX_WINDOWS_PER_RECORD)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "size_ms / slide_ms must be <= %d (got size_ms "
+                         "%lld, slide_ms %lld)", MAX_WINDOWS_PER_RECORD,
+                         (long long)size_ms, (long long)slide_ms);
+    tdm_err err = new_assigner(TDM__ASG_SLIDING, out);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err,
+                         "out of memory creating a sliding assigner");
+    (*out)->size = size_ms;
+    (*out)->slide = slide_ms;
+    (*out)->offset = offset_ms;
+    return TDM_OK;
+}
+
+tdm_err tdm_assigner_new_session(tdm_time_ms gap_ms, tdm_assigner **out,
+                                 char *errbuf, size_t errbuf_size)
+{
+    if (!out)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "out must not be NULL");
+    *out = NULL;
+    if (gap_ms <= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "gap_ms must be > 0 (got %lld)", (long long)gap_ms);
+    tdm_err err = new_assigner(TDM__ASG_SESSION, out);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err,
+                         "out of memory creating a session assigner");
+    (*out)->gap = gap_ms;
+    return TDM_OK;
+}
+
+tdm_err tdm_assigner_new_global(tdm_assigner **out)
+{
+    if (!out)
+        return TDM_ERR_INVAL;
+    *out = NULL;
+    return new_assigner(TDM__ASG_GLOBAL, out);
+}
+
+tdm_err tdm_assigner_set_processing_time(tdm_assigner *a)
+{
+    if (!a || a->kind == TDM__ASG_GLOBAL)
+        return TDM_ERR_INVAL;
+    a->proc_time = true;
+    return TDM_OK;
+}
+
+void tdm_assigner_destroy(tdm_assigner *a)
+{
+    tdm__free(a);
+}
+
+/* ---- Assignment ---- */
+
+/* (ts - offset) mod size, floored, in [0, size), without overflow
+ * (precondition: size > 0, |offset| < size). */
+static tdm_time_ms floor_mod(tdm_time_ms ts, tdm_time_ms offset,
+                             tdm_time_ms size)
+{
+    tdm_time_ms r = (ts % size - offset % size) % size;
+    return r < 0 ? r + size : r;
+}
+
+/* Rulebook R1.2-R1.6.  The latest start is ts - r with r the floored
+ * (ts - offset) mod size (tumbling) or mod slide (sliding).  Sliding
+ * (R1.4): the record belongs to every window [s, s + size) with s = that
+ * start minus k slides while s > ts - size, i.e. while r + k * slide <
+ * size. */
+void tdm__assign_begin(const tdm_assigner *a, tdm_time_ms ts,
+                       tdm__assign_iter *it)
+{
+    it->a = a;
+    it->ts = ts;
+    it->back = 0;
+    it->done = false;
+    switch (a->kind) {
+    case TDM__ASG_TUMBLING:
+        it->back = floor_mod(ts, a->offset, a->size);
+        break;
+    case TDM__ASG_SLIDING:
+        it->back = floor_mod(ts, a->offset, a->slide);
+        /* When slide > size the record may fall into the gap between
+         * two windows and belong to none. */
+        it->done = it->back >= a->size;
+        break;
+    case TDM__ASG_SESSION:
+    case TDM__ASG_GLOBAL:
+        break;
+    }
+}
+
+bool tdm__assign_next(tdm__assign_iter *it, tdm_time_ms *start,
+                      tdm_time_ms *end)
+{
+    if (it->done)
+        return false;
+    const tdm_assigner *a = it->a;
+    switch (a->kind) {
+    case TDM__ASG_TUMBLING:
+    case TDM__ASG_SLIDING:
+        /* back < size, so size - back > 0 and neither side wraps. */
+        *start = tdm__time_sub_sat(it->ts, it->back);
+        *end = tdm__time_add_sat(it->ts, a->size - it->back);
+        if (a->kind == TDM__ASG_TUMBLING || it->back >= a->size - a->slide)
+            it->done = true;
+        else
+            it->back += a->slide;
+        break;
+    case TDM__ASG_SESSION:
+        *start = it->ts;
+        *end = tdm__time_add_sat(it->ts, a->gap);
+        it->done = true;
+        break;
+    case TDM__ASG_GLOBAL:
+        *start = TDM_TIME_MIN;
+        *end = TDM_TIME_MAX;
+        it->done = true;
+        break;
+    }
+    return true;
+}

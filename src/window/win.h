@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/* win.h - internals of windows: the layouts behind tdm_assigner,
+ * tdm_trigger and tdm_aggregate, the window operator's state, and the
+ * helpers the files of src/window/ share (assign.c, trigger.c, agg.c,
+ * merge.c, winop.c; join_window.c uses the assigner part).
+ *
+ * Built-in triggers and aggregates are dispatched with a switch on their
+ * kind so that the per-record path makes no indirect calls; user-defined
+ * ones go through their method tables.
+ */
+#ifndef TDM_WIN_H
+#define TDM_WIN_H
+
+#include "core.h"
+#include "state/state.h"
+
+/* ====================================================================== */
+/* Assigners                                                               */
+/* ====================================================================== */
+
+typedef enum tdm__asg_kind {
+    TDM__ASG_TUMBLING = 1,
+    TDM__ASG_SLIDING = 2,
+    TDM__ASG_SESSION = 3,
+    TDM__ASG_GLOBAL = 4
+} tdm__asg_kind;
+
+struct tdm_assigner {
+    tdm__asg_kind kind;
+    bool proc_time;     /* windows from the operator's clock */
+    tdm_time_ms size;   /* tumbling, sliding */
+    tdm_time_ms slide;  /* sliding */
+    tdm_time_ms offset; /* tumbling, sliding */
+    tdm_time_ms gap;    /* session */
+};
+
+/* Walks the windows of one timestamp in Flink's order (sliding: latest
+ * start first).  Usage:
+ *   tdm__assign_iter it;
+ *   tdm__assign_begin(asg, ts, &it);
+ *   while (tdm__assign_next(&it, &start, &end)) ...
+ * Starts and ends are computed as ts - back and ts + (size - back), so a
+ * window whose bounds lie beyond the time range saturates at
+ * TDM_TIME_MIN / TDM_TIME_MAX without ever wrapping; the global window
+ * is reported as [TDM_TIME_MIN, TDM_TIME_MAX). */
+typedef struct tdm__assign_iter {
+    const tdm_assigner *a;
+    tdm_time_ms ts;
+    tdm_time_ms back;  /* ts - start of the next window, >= 0 */
+    bool done;
+} tdm__assign_iter;
+
+/* Starts iterating the windows of timestamp @p ts (for processing-time
+ * assigners the caller passes the processing time). */
+void tdm__assign_begin(const tdm_assigner *a, tdm_time_ms ts,
+                       tdm__assign_iter *it);
+/* Reports the next window; false when there is none left. */
+bool tdm__assign_next(tdm__assign_iter *it, tdm_time_ms *start,
+                      tdm_time_ms *end);
+/* True for tumbling/sliding/session assigners in event time: windows can
+ * be late and are cleaned up by event-time timers (Flink's
+ * isEventTime()). */
+static inline bool tdm__assigner_is_event_time(const tdm_assigner *a)
+{
+    return a->kind != TDM__ASG_GLOBAL && !a->proc_time;
+}
+/* True for session assigners (windows of a key merge). */
+static inline bool tdm__assigner_is_merging(const tdm_assigner *a)
+{
+    return a->kind == TDM__ASG_SESSION;
+}
+
+/* ====================================================================== */
+/* Triggers                                                                */
+/* ====================================================================== */
+
+typedef enum tdm__trg_kind {
+    TDM__TRG_EVENT_TIME = 1,
+    TDM__TRG_PROC_TIME = 2,
+    TDM__TRG_COUNT = 3,
+    TDM__TRG_CONTINUOUS = 4,
+    TDM__TRG_PURGING = 5,
+    TDM__TRG_NEVER = 6,
+    TDM__TRG_CUSTOM = 7
+} tdm__trg_kind;
+
+struct tdm_trigger {
+    tdm__trg_kind kind;
+    int64_t count;           /* COUNT */
+    tdm_time_ms interval;    /* CONTINUOUS */
+    tdm_trigger *inner;      /* PURGING */
+    tdm_trigger_methods m;   /* CUSTOM */
+    void *ud;                /* CUSTOM */
+};
+
+/* Built-in trigger state (COUNT: the count; CONTINUOUS: the pending fire
+ * time, valid when has is non-zero). */
+typedef struct tdm__trg_state {
+    int64_t v;
+    int64_t has;
+} tdm__trg_state;
+
+/* ====================================================================== */
+/* Aggregates                                                              */
+/* ====================================================================== */
+
+typedef enum tdm__agg_type {
+    TDM__AGG_BUILTIN = 1,
+    TDM__AGG_CUSTOM = 2,
+    TDM__AGG_WINDOW_FN = 3
+} tdm__agg_type;
+
+struct tdm_aggregate {
+    tdm__agg_type type;
+    tdm_agg_kind kind;          /* BUILTIN */
+    tdm_aggregate_methods m;    /* CUSTOM */
+    tdm_window_fn fn;           /* WINDOW_FN */
+    void (*fn_destroy)(void *ud);
+    void *ud;
+};
+
+struct tdm_result_out {
+    double value;
+    unsigned char *bytes; /* owned by the operator, reused */
+    size_t len, cap;
+    bool has_bytes;
+    tdm_err err;          /* NOMEM from tdm_result_set_bytes */
+};
+
+struct tdm_window_ctx {
+    const char *key;
+    size_t key_len;
+    int has_window;
+    tdm_time_ms start, end;
+    const tdm_record *recs;
+    size_t n;
+};
+
+/* ====================================================================== */
+/* The window operator                                                     */
+/* ====================================================================== */
+
+/* Window slot flags. */
+enum {
+    TDM__W_CONTENTS = 1u << 0,  /* window state is non-empty */
+    TDM__W_ET_MAX = 1u << 1,    /* event timer at maxTimestamp registered */
+    TDM__W_ET_CLEAN = 1u << 2,  /* event timer at cleanup time registered */
+    TDM__W_PT_MAX = 1u << 3,    /* proc timer at maxTimestamp registered */
+    TDM__W_PT_CLEAN = 1u << 4,  /* proc timer at cleanup time registered */
+    TDM__W_ONTIME = 1u << 5,    /* the ON_TIME pane was emitted */
+    TDM__W_UNPURGED = 1u << 6   /* an emitted firing was not purged */
+};
+#define TDM__W_TIMER_FLAGS                                                \
+    (TDM__W_ET_MAX | TDM__W_ET_CLEAN | TDM__W_PT_MAX | TDM__W_PT_CLEAN)
+
+/* Contents of a window.  Built-in incremental aggregates keep two
+ * doubles; collect a value array; window functions record copies. */
+typedef union tdm__win_contents {
+    struct {
+        double a;   /* sum, min or max */
+        double n;   /* count */
+    } num;
+    struct {
+        double *v;
+        size_t n, cap;
+    } col;
+    struct {
+        tdm_record *r; /* key points at the interned bytes; payload owned */
+        size_t n, cap;
+    } recs;
+} tdm__win_contents;
+
+/* The value of one window in the operator's kv store.  The kv namespace
+ * is the state window; [start, end) is the actual window (they differ
+ * only after session merges).  A custom accumulator (op->acc_off) and the
+ * trigger state (op->tstate_off) follow in the same slot. */
+typedef struct tdm__win_slot {
+    tdm_time_ms start, end;
+    int64_t panes;      /* firings emitted since the state was created */
+    uint32_t flags;
+    uint32_t key;
+    tdm__win_contents c;
+} tdm__win_slot;
+
+struct tdm_trigger_ctx {
+    tdm_winop *op;
+    uint32_t key;
+    tdm_time_ms start, end;  /* the window at hand */
+    tdm__win_slot *slot;     /* its state (NULL: none) */
+    void *state;             /* trigger state (NULL if size 0) */
+};
+
+typedef enum tdm__domain {
+    TDM__EVENT = 0,
+    TDM__PROC = 1
+} tdm__domain;
+
+struct tdm_winop {
+    tdm_assigner *asg;
+    tdm_trigger *trg;
+    tdm_aggregate *agg;
+    tdm__sink sink;
+    tdm_valve *valve;
+    tdm_clock *clk;
+    int n_channels;
+    bool event_time;         /* assigner in event time: lateness applies */
+    bool merging;
+    bool global;
+    bool late_output;
+    bool started;
+    bool ended;
+    tdm_time_ms lateness;
+    tdm_time_ms wm;          /* current watermark */
+    tdm_time_ms proctime;    /* last clock reading */
+    tdm__keys *keys;
+    tdm__kv *wins;
+    tdm__timers *timers[2];  /* by tdm__domain */
+    size_t acc_off, acc_size;       /* custom accumulator in the slot */
+    size_t tstate_off, tstate_size; /* trigger state in the slot */
+    int64_t late_dropped, late_emitted, bad_records, fn_errors;
+    int64_t content_bytes;   /* heap bytes held by window contents */
+    tdm_err pending;         /* first error raised inside a callback */
+    tdm_result_out res;
+    /* Scratch for firings (sorted collect values, records) and merges. */
+    tdm__win_slot **mlist;  /* a key's windows */
+    void **mstates;         /* trigger states of merged windows */
+    size_t mlist_cap;       /* capacity of both arrays */
+    unsigned char *tsnap;   /* copy of the kept window's trigger state */
+    tdm__msg msg;
+};
+
+/* maxTimestamp of a window of this operator. */
+static inline tdm_time_ms tdm__win_max_ts(const tdm_winop *op,
+                                          tdm_time_ms end)
+{
+    return op->global ? TDM_TIME_MAX : end - 1;
+}
+
+/* Flink's cleanupTime: maxTimestamp + lateness for event-time assigners
+ * (TDM_TIME_MAX when that overflows), maxTimestamp otherwise. */
+static inline tdm_time_ms tdm__win_cleanup(const tdm_winop *op,
+                                           tdm_time_ms end)
+{
+    tdm_time_ms m = tdm__win_max_ts(op, end);
+    if (!op->event_time)
+        return m;
+    return tdm__time_add_sat(m, op->lateness);
+}
+
+/* The current time of a domain (watermark or processing time). */
+static inline tdm_time_ms tdm__win_now(const tdm_winop *op, tdm__domain d)
+{
+    return d == TDM__EVENT ? op->wm : op->proctime;
+}
+
+static inline void *tdm__win_tstate(const tdm_winop *op, tdm__win_slot *s)
+{
+    return op->tstate_size ? (char *)s + op->tstate_off : NULL;
+}
+
+static inline void *tdm__win_acc(const tdm_winop *op, tdm__win_slot *s)
+{
+    return (char *)s + op->acc_off;
+}
+
+/* ---- Timers (winop.c) ---- */
+
+/* Registers a timer of @p d at @p t for the ctx's window, keeping the
+ * slot's timer flags in step and a key reference per timer.  Registering
+ * an existing timer is a no-op.  Returns TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__win_timer_add(tdm_trigger_ctx *ctx, tdm__domain d,
+                           tdm_time_ms t);
+/* Deletes that timer (no-op if absent). */
+void tdm__win_timer_del(tdm_trigger_ctx *ctx, tdm__domain d, tdm_time_ms t);
+
+/* ---- Triggers (trigger.c) ---- */
+
+/* Bytes of per-window state the trigger needs. */
+size_t tdm__trigger_state_size(const tdm_trigger *t);
+/* True when the trigger supports merging windows. */
+bool tdm__trigger_can_merge(const tdm_trigger *t);
+/* The trigger's hooks.  Results are tdm_trigger_result values; a NOMEM
+ * while registering timers is stored in ctx->op->pending. */
+int tdm__trigger_on_element(const tdm_trigger *t, tdm_trigger_ctx *ctx,
+                            const tdm_record *rec);
+int tdm__trigger_on_time(const tdm_trigger *t, tdm_trigger_ctx *ctx,
+                         tdm__domain d, tdm_time_ms time);
+/* ctx: the merged window with the kept state; @p merged: the trigger
+ * states of the other merged windows. */
+void tdm__trigger_on_merge(const tdm_trigger *t, tdm_trigger_ctx *ctx,
+                           void *const *merged, size_t n);
+/* @p merged_away: the window was merged into another (its built-in state
+ * went with it, as in Flink), rather than cleaned up. */
+void tdm__trigger_clear(const tdm_trigger *t, tdm_trigger_ctx *ctx,
+                        bool merged_away);
+
+/* ---- Aggregates and window contents (agg.c) ---- */
+
+/* Bytes of per-window accumulator kept inline in the slot. */
+size_t tdm__agg_acc_size(const tdm_aggregate *a);
+bool tdm__agg_can_merge(const tdm_aggregate *a);
+/* Adds a record to the slot's contents.  @p key/@p key_len are the
+ * interned key bytes (stable while the slot lives).  Returns TDM_OK or
+ * TDM_ERR_NOMEM (contents unchanged). */
+tdm_err tdm__agg_add_slow(tdm_winop *op, tdm__win_slot *s,
+                          const tdm_record *rec, const char *key,
+                          size_t key_len);
+/* Folds the contents of @p from into @p into and leaves @p from empty.
+ * Returns TDM_OK or TDM_ERR_NOMEM (then nothing moved). */
+tdm_err tdm__agg_merge(tdm_winop *op, tdm__win_slot *into,
+                       tdm__win_slot *from);
+/* Empties the contents (purge or cleanup). */
+void tdm__agg_clear(tdm_winop *op, tdm__win_slot *s);
+/* Computes the result of non-empty contents into @p ev (value, values,
+ * bytes).  Returns TDM_OK, or an error to skip this firing. */
+tdm_err tdm__agg_result(tdm_winop *op, tdm__win_slot *s, tdm_event *ev,
+                        const char *key, size_t key_len);
+/* Frees the scratch buffers of op->res. */
+void tdm__agg_free_result(tdm_result_out *r);
+
+/* Adds a record's value with a built-in incremental aggregate: the fast
+ * path of the operator (no calls, no allocation). */
+static inline bool tdm__agg_add_fast(const tdm_aggregate *a,
+                                     tdm__win_slot *s, double v)
+{
+    if (a->type != TDM__AGG_BUILTIN)
+        return false;
+    bool first = !(s->flags & TDM__W_CONTENTS);
+    switch (a->kind) {
+    case TDM_AGG_COUNT:
+        s->c.num.n = first ? 1 : s->c.num.n + 1;
+        break;
+    case TDM_AGG_SUM:
+    case TDM_AGG_AVG:
+        s->c.num.a = first ? v : s->c.num.a + v;
+        s->c.num.n = first ? 1 : s->c.num.n + 1;
+        break;
+    case TDM_AGG_MIN:
+        s->c.num.a = (first || v < s->c.num.a) ? v : s->c.num.a;
+        break;
+    case TDM_AGG_MAX:
+        s->c.num.a = (first || v > s->c.num.a) ? v : s->c.num.a;
+        break;
+    default:
+        return false; /* collect */
+    }
+    s->flags |= TDM__W_CONTENTS;
+    return true;
+}
+
+/* ---- Merging (merge.c) ---- */
+
+/* Adds window [start, end) of key @p key to the key's session set, merging
+ * it with the windows it overlaps or touches (rulebook R5).  On return
+ * *slot is the state slot of the resulting window and *created says it is
+ * new; *slot is NULL when the resulting window is late (nothing changed).
+ * Returns TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__win_merge_add(tdm_winop *op, uint32_t key, tdm_time_ms start,
+                           tdm_time_ms end, tdm__win_slot **slot);
+/* Finds the state slot whose actual window is [start, end) (merging
+ * assigners); NULL when none. */
+tdm__win_slot *tdm__win_merge_find(tdm_winop *op, uint32_t key,
+                                   tdm_time_ms start, tdm_time_ms end);
+
+/* ---- Operator helpers (winop.c) ---- */
+
+/* Creates the state slot for window [start, end) of @p key under
+ * namespace @p ns (a key reference is taken).  NULL on OOM. */
+tdm__win_slot *tdm__win_slot_new(tdm_winop *op, uint32_t key, tdm__ns ns,
+                                 tdm_time_ms start, tdm_time_ms end);
+/* Frees a slot's contents and removes it (drops its key reference). */
+void tdm__win_slot_free(tdm_winop *op, tdm__win_slot *s);
+/* True when window [., end) is late (event time, cleanup <= watermark). */
+static inline bool tdm__win_is_late(const tdm_winop *op, tdm_time_ms end)
+{
+    return op->event_time && tdm__win_cleanup(op, end) <= op->wm;
+}
+/* Records the first error raised inside a callback chain. */
+static inline void tdm__win_fail(tdm_winop *op, tdm_err e)
+{
+    if (e != TDM_OK && op->pending == TDM_OK)
+        op->pending = e;
+}
+
+#endif /* TDM_WIN_H */

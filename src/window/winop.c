@@ -1,0 +1,695 @@
+/* SPDX-License-Identifier: MIT */
+/* winop.c - the keyed window operator (Flink's WindowOperator behind its
+ * input valve): record processing with lateness and late output, timers,
+ * firing, purging and cleanup (rulebook R2-R4, R7).
+ *
+ * Per record the common path hashes the key once, finds the window slot
+ * through a per-key cache of the last window, updates a built-in
+ * aggregate in place and consults the window's timer flags, so that no
+ * allocation and no timer-queue operation happens unless a window is new.
+ * Watermarks and statuses go through a tdm_valve whose output drives the
+ * event-time timers and is then forwarded.
+ */
+#include <string.h>
+
+#include "window/win.h"
+
+/* ---- Timers with flags and key references ---- */
+
+/* The slot flags that describe timer (d, t) of window [., end): t may be
+ * the window's maxTimestamp, its cleanup time, both or neither. */
+static inline uint32_t timer_bits(const tdm_winop *op, tdm__domain d,
+                                  tdm_time_ms end, tdm_time_ms t)
+{
+    uint32_t bits = 0;
+    if (t == tdm__win_max_ts(op, end))
+        bits |= d == TDM__EVENT ? TDM__W_ET_MAX : TDM__W_PT_MAX;
+    if (t == tdm__win_cleanup(op, end))
+        bits |= d == TDM__EVENT ? TDM__W_ET_CLEAN : TDM__W_PT_CLEAN;
+    return bits;
+}
+
+/* True when the ctx's slot is the state of the ctx's window, so that its
+ * flags describe the ctx window's timers. */
+static inline bool ctx_owns_flags(const tdm_trigger_ctx *ctx)
+{
+    return ctx->slot && ctx->slot->start == ctx->start &&
+           ctx->slot->end == ctx->end;
+}
+
+tdm_err tdm__win_timer_add(tdm_trigger_ctx *ctx, tdm__domain d,
+                           tdm_time_ms t)
+{
+    tdm_winop *op = ctx->op;
+    uint32_t bits = 0;
+    if (ctx_owns_flags(ctx)) {
+        bits = timer_bits(op, d, ctx->end, t);
+        if (bits && (ctx->slot->flags & bits)) {
+            ctx->slot->flags |= bits; /* same triple: already there */
+            return TDM_OK;
+        }
+    }
+    tdm__ns ns = { ctx->start, ctx->end };
+    bool added;
+    tdm_err err = tdm__timers_insert(op->timers[d], t, ctx->key, ns, &added);
+    if (err != TDM_OK)
+        return err;
+    if (added)
+        tdm__keys_ref(op->keys, ctx->key); /* each timer holds its key */
+    if (bits)
+        ctx->slot->flags |= bits;
+    return TDM_OK;
+}
+
+void tdm__win_timer_del(tdm_trigger_ctx *ctx, tdm__domain d, tdm_time_ms t)
+{
+    tdm_winop *op = ctx->op;
+    tdm__ns ns = { ctx->start, ctx->end };
+    if (ctx_owns_flags(ctx))
+        ctx->slot->flags &= ~timer_bits(op, d, ctx->end, t);
+    if (tdm__timers_remove(op->timers[d], t, ctx->key, ns))
+        tdm__keys_unref(op->keys, ctx->key);
+}
+
+/* Flink's registerCleanupTimer: in the assigner's domain, never at
+ * TDM_TIME_MAX (R4.2). */
+static inline tdm_err register_cleanup(tdm_trigger_ctx *ctx)
+{
+    tdm_winop *op = ctx->op;
+    tdm_time_ms c = tdm__win_cleanup(op, ctx->end);
+    if (c == TDM_TIME_MAX)
+        return TDM_OK;
+    tdm__domain d = op->event_time ? TDM__EVENT : TDM__PROC;
+    uint32_t bit = d == TDM__EVENT ? TDM__W_ET_CLEAN : TDM__W_PT_CLEAN;
+    if (ctx->slot->flags & bit)
+        return TDM_OK;
+    return tdm__win_timer_add(ctx, d, c);
+}
+
+/* ---- Slots ---- */
+
+tdm__win_slot *tdm__win_slot_new(tdm_winop *op, uint32_t key, tdm__ns ns,
+                                 tdm_time_ms start, tdm_time_ms end)
+{
+    bool created;
+    tdm__win_slot *s = tdm__kv_upsert(op->wins, key, ns, &created);
+    if (!s)
+        return NULL;
+    if (created) {
+        s->start = start;
+        s->end = end;
+        s->key = key;
+        tdm__keys_ref(op->keys, key);
+    }
+    return s;
+}
+
+void tdm__win_slot_free(tdm_winop *op, tdm__win_slot *s)
+{
+    uint32_t key = s->key;
+    tdm__agg_clear(op, s);
+    void **cache = tdm__keys_udata(op->keys, key);
+    if (*cache == s)
+        *cache = NULL;
+    tdm__kv_remove_slot(op->wins, s);
+    tdm__keys_unref(op->keys, key);
+}
+
+/* ---- Firing ---- */
+
+/* Emits the window's result (R2.4, R2.5: the caller checked that the
+ * contents are non-empty), with pane information.  @p purge says whether
+ * the contents are purged right after. */
+static void emit_result(tdm_winop *op, tdm__win_slot *s, bool purge)
+{
+    size_t key_len;
+    const char *key = tdm__keys_get(op->keys, s->key, &key_len);
+    tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_RESULT);
+    ev.key = key;
+    ev.key_len = key_len;
+    ev.has_window = !op->global;
+    if (!op->global) {
+        ev.win_start = s->start;
+        ev.win_end = s->end;
+    }
+    tdm_time_ms max_ts = tdm__win_max_ts(op, s->end);
+    ev.time = max_ts;
+    tdm_err err = tdm__agg_result(op, s, &ev, key, key_len);
+    if (err != TDM_OK) {
+        /* A user function declined: skip this firing, count it. */
+        op->fn_errors++;
+        tdm__msgf(&op->msg, err, "window function failed for key '%.*s' "
+                  "window [%lld, %lld): %s", (int)(key_len > 64 ? 64
+                  : key_len), key, (long long)s->start, (long long)s->end,
+                  tdm_err_name(err));
+        return;
+    }
+    /* Pane timing against the time domain of the windows: processing
+     * time for processing-time assigners, the watermark otherwise. */
+    tdm_time_ms now = op->asg->proc_time ? op->proctime : op->wm;
+    if (now < max_ts) {
+        ev.pane_timing = TDM_PANE_EARLY;
+    } else if (!(s->flags & TDM__W_ONTIME)) {
+        ev.pane_timing = TDM_PANE_ON_TIME;
+        s->flags |= TDM__W_ONTIME;
+    } else {
+        ev.pane_timing = TDM_PANE_LATE;
+    }
+    ev.pane_index = s->panes++;
+    ev.is_update = (s->flags & TDM__W_UNPURGED) ? 1 : 0;
+    if (!purge)
+        s->flags |= TDM__W_UNPURGED;
+    tdm__emit(&op->sink, &ev);
+}
+
+/* Applies a trigger result to a window: FIRE emits if there is something
+ * to emit; PURGE clears the contents but keeps the window (R6.5). */
+static inline void apply_result(tdm_winop *op, tdm__win_slot *s, int r)
+{
+    if ((r & TDM_TRIGGER_FIRE) && (s->flags & TDM__W_CONTENTS))
+        emit_result(op, s, (r & TDM_TRIGGER_PURGE) != 0);
+    if (r & TDM_TRIGGER_PURGE) {
+        tdm__agg_clear(op, s);
+        s->flags &= ~TDM__W_UNPURGED;
+    }
+}
+
+/* Flink's clearAllState: contents, trigger state and timers (via
+ * trigger.clear), then the window itself (R4.3).  Emits nothing. */
+static void clear_all(tdm_winop *op, tdm__win_slot *s)
+{
+    tdm_trigger_ctx ctx = { op, s->key, s->start, s->end, s,
+                            tdm__win_tstate(op, s) };
+    tdm__agg_clear(op, s);
+    tdm__trigger_clear(op->trg, &ctx, false);
+    tdm__win_slot_free(op, s);
+}
+
+/* One timer of domain @p d fired (Flink's onEventTime/onProcessingTime).
+ * The timer's key reference is dropped at the end. */
+static void on_timer(tdm_winop *op, tdm__domain d, const tdm__timer *t)
+{
+    tdm__win_slot *s;
+    if (op->merging)
+        s = tdm__win_merge_find(op, t->key, t->ns.a, t->ns.b);
+    else
+        s = tdm__kv_get(op->wins, t->key, t->ns);
+    if (s) {
+        /* The popped timer is gone: its flags go too. */
+        s->flags &= ~timer_bits(op, d, s->end, t->time);
+        tdm_trigger_ctx ctx = { op, t->key, s->start, s->end, s,
+                                tdm__win_tstate(op, s) };
+        int r = tdm__trigger_on_time(op->trg, &ctx, d, t->time);
+        apply_result(op, s, r);
+        /* The trigger was asked first; cleanup runs after it for the
+         * same timer (R3.4). */
+        bool cleanup_domain = (d == TDM__EVENT) == op->event_time;
+        if (cleanup_domain && t->time == tdm__win_cleanup(op, s->end))
+            clear_all(op, s);
+    }
+    /* else: a stale timer of a window merged away or cleaned up (R5.5). */
+    tdm__keys_unref(op->keys, t->key);
+}
+
+/* ---- The valve's output drives the operator ---- */
+
+/* R3.1: set the watermark, fire every event-time timer <= it (also ones
+ * registered meanwhile), then forward it. */
+static void process_watermark(tdm_winop *op, tdm_time_ms wm)
+{
+    op->wm = wm;
+    tdm__timer t;
+    while (tdm__timers_pop(op->timers[TDM__EVENT], wm, &t))
+        on_timer(op, TDM__EVENT, &t);
+    tdm__emit_watermark(&op->sink, wm);
+}
+
+static void on_valve(void *opaque, const tdm_event *ev)
+{
+    tdm_winop *op = opaque;
+    if (ev->type == TDM_EVENT_WATERMARK)
+        process_watermark(op, ev->time);
+    else
+        tdm__emit(&op->sink, ev); /* statuses are forwarded as they come */
+}
+
+/* ---- Records ---- */
+
+/* Adds a record to an accepted window and runs the trigger, as Flink's
+ * processElement does per window (R2 steps 3-6).  @p created: the slot
+ * is new (removed again if the record cannot be added). */
+static tdm_err add_to_window(tdm_winop *op, tdm__win_slot *s,
+                             const tdm_record *rec, bool created)
+{
+    if (!tdm__agg_add_fast(op->agg, s, rec->value)) {
+        size_t key_len;
+        const char *key = tdm__keys_get(op->keys, s->key, &key_len);
+        tdm_err err = tdm__agg_add_slow(op, s, rec, key, key_len);
+        if (err != TDM_OK) {
+            if (created && !(s->flags & TDM__W_CONTENTS))
+                tdm__win_slot_free(op, s);
+            return err;
+        }
+    }
+    tdm_trigger_ctx ctx = { op, s->key, s->start, s->end, s,
+                            tdm__win_tstate(op, s) };
+    int r;
+    if (op->trg->kind == TDM__TRG_EVENT_TIME) {
+        /* EventTimeTrigger inline (the common case). */
+        tdm_time_ms max_ts = tdm__win_max_ts(op, s->end);
+        if (max_ts <= op->wm) {
+            r = TDM_TRIGGER_FIRE;
+        } else {
+            r = TDM_TRIGGER_CONTINUE;
+            if (!(s->flags & TDM__W_ET_MAX))
+                tdm__win_fail(op, tdm__win_timer_add(&ctx, TDM__EVENT,
+                                                     max_ts));
+        }
+    } else {
+        r = tdm__trigger_on_element(op->trg, &ctx, rec);
+    }
+    apply_result(op, s, r);
+    tdm__win_fail(op, register_cleanup(&ctx));
+    return TDM_OK;
+}
+
+/* Processes a record of interned key @p kid at time @p ts (event or
+ * processing time).  *handled: some window accepted it. */
+static tdm_err process_record(tdm_winop *op, uint32_t kid, tdm_time_ms ts,
+                              const tdm_record *rec, bool *handled)
+{
+    tdm__assign_iter it;
+    tdm_time_ms start, end;
+    tdm__assign_begin(op->asg, ts, &it);
+    while (tdm__assign_next(&it, &start, &end)) {
+        tdm__win_slot *s;
+        bool created = false;
+        if (op->merging) {
+            tdm_err err = tdm__win_merge_add(op, kid, start, end, &s);
+            if (err != TDM_OK)
+                return err;
+            if (!s)
+                continue; /* late, even after merging (R5.3) */
+            created = !(s->flags & TDM__W_CONTENTS) && s->panes == 0;
+        } else {
+            /* R2 step 2: skip late windows. */
+            if (tdm__win_is_late(op, end))
+                continue;
+            /* The key's last window (its interned entry keeps the
+             * pointer) saves the kv lookup for repeated records. */
+            void **cache = tdm__keys_udata(op->keys, kid);
+            s = *cache;
+            if (!s || s->start != start || s->end != end) {
+                tdm__ns ns = { start, end };
+                s = tdm__kv_upsert(op->wins, kid, ns, &created);
+                if (!s)
+                    return TDM_ERR_NOMEM;
+                if (created) {
+                    s->start = start;
+                    s->end = end;
+                    s->key = kid;
+                    tdm__keys_ref(op->keys, kid);
+                }
+                *cache = s;
+            }
+        }
+        *handled = true;
+        tdm_err err = add_to_window(op, s, rec, created);
+        if (err != TDM_OK)
+            return err;
+    }
+    return TDM_OK;
+}
+
+/* R2.1: a record no window accepted, and late itself, goes to the late
+ * output or is counted. */
+static void handle_late(tdm_winop *op, const tdm_record *rec, uint32_t kid)
+{
+    if (!op->event_time ||
+        tdm__time_add_sat(rec->ts, op->lateness) > op->wm)
+        return;
+    if (!op->late_output) {
+        op->late_dropped++;
+        return;
+    }
+    tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_LATE);
+    ev.time = rec->ts;
+    ev.key = tdm__keys_get(op->keys, kid, &ev.key_len);
+    ev.rec[0] = rec;
+    op->late_emitted++;
+    tdm__emit(&op->sink, &ev);
+}
+
+tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
+{
+    if (!op || !rec)
+        return op ? tdm__msgf(&op->msg, TDM_ERR_INVAL,
+                              "rec must not be NULL")
+                  : TDM_ERR_INVAL;
+    if (op->ended)
+        return tdm__msgf(&op->msg, TDM_ERR_STATE,
+                         "push after end of input");
+    if (ch < 0 || ch >= op->n_channels)
+        return tdm__msgf(&op->msg, TDM_ERR_CHANNEL,
+                         "channel %d out of range (n_channels %d)", ch,
+                         op->n_channels);
+    op->started = true;
+    op->pending = TDM_OK;
+    tdm_time_ms ts = rec->ts;
+    if (op->event_time && ts == TDM_TIME_MIN) {
+        op->bad_records++;
+        return tdm__msgf(&op->msg, TDM_ERR_NO_TIMESTAMP,
+                         "record of key '%.*s' has no timestamp",
+                         (int)(rec->key_len > 64 ? 64 : rec->key_len),
+                         rec->key);
+    }
+    if (op->asg->proc_time) {
+        tdm_time_ms now = tdm_clock_now(op->clk);
+        if (now > op->proctime)
+            op->proctime = now;
+        ts = op->proctime;
+    }
+    uint32_t kid;
+    uint64_t h = tdm__hash_bytes(rec->key, rec->key_len);
+    /* The interning reference is held while the record is processed. */
+    tdm_err err = tdm__keys_intern_hashed(op->keys, rec->key, rec->key_len,
+                                          h, &kid);
+    if (err != TDM_OK)
+        return tdm__msgf(&op->msg, err, "out of memory adding key '%.*s'",
+                         (int)(rec->key_len > 64 ? 64 : rec->key_len),
+                         rec->key);
+    bool handled = false;
+    err = process_record(op, kid, ts, rec, &handled);
+    if (err == TDM_OK && !handled)
+        handle_late(op, rec, kid);
+    tdm__keys_unref(op->keys, kid);
+    if (err == TDM_OK)
+        err = op->pending;
+    if (err != TDM_OK)
+        return tdm__msgf(&op->msg, err, "out of memory processing a "
+                         "record of key '%.*s'",
+                         (int)(rec->key_len > 64 ? 64 : rec->key_len),
+                         rec->key);
+    return TDM_OK;
+}
+
+/* ---- Watermarks, statuses, processing time, end ---- */
+
+tdm_err tdm_winop_watermark(tdm_winop *op, int ch, tdm_time_ms wm)
+{
+    if (!op)
+        return TDM_ERR_INVAL;
+    if (op->ended)
+        return tdm__msgf(&op->msg, TDM_ERR_STATE,
+                         "watermark after end of input");
+    if (ch < 0 || ch >= op->n_channels)
+        return tdm__msgf(&op->msg, TDM_ERR_CHANNEL,
+                         "channel %d out of range (n_channels %d)", ch,
+                         op->n_channels);
+    op->started = true;
+    op->pending = TDM_OK;
+    tdm_err err = tdm_valve_watermark(op->valve, ch, wm);
+    if (err == TDM_OK)
+        err = op->pending;
+    if (err != TDM_OK)
+        return tdm__msgf(&op->msg, err, "watermark %lld on channel %d: %s",
+                         (long long)wm, ch, tdm_err_name(err));
+    return TDM_OK;
+}
+
+tdm_err tdm_winop_status(tdm_winop *op, int ch, int idle)
+{
+    if (!op)
+        return TDM_ERR_INVAL;
+    if (op->ended)
+        return tdm__msgf(&op->msg, TDM_ERR_STATE,
+                         "status after end of input");
+    if (ch < 0 || ch >= op->n_channels)
+        return tdm__msgf(&op->msg, TDM_ERR_CHANNEL,
+                         "channel %d out of range (n_channels %d)", ch,
+                         op->n_channels);
+    op->started = true;
+    op->pending = TDM_OK;
+    tdm_err err = tdm_valve_status(op->valve, ch, idle ? 1 : 0);
+    if (err == TDM_OK)
+        err = op->pending;
+    if (err != TDM_OK)
+        return tdm__msgf(&op->msg, err, "status on channel %d: %s", ch,
+                         tdm_err_name(err));
+    return TDM_OK;
+}
+
+tdm_err tdm_winop_advance(tdm_winop *op)
+{
+    if (!op)
+        return TDM_ERR_INVAL;
+    /* After end the processing-time service is quiesced (R7.3). */
+    if (op->ended || !op->clk)
+        return TDM_OK;
+    op->pending = TDM_OK;
+    tdm_time_ms now = tdm_clock_now(op->clk);
+    if (now > op->proctime)
+        op->proctime = now;
+    tdm__timer t;
+    while (tdm__timers_pop(op->timers[TDM__PROC], op->proctime, &t))
+        on_timer(op, TDM__PROC, &t);
+    if (op->pending != TDM_OK)
+        return tdm__msgf(&op->msg, op->pending, "processing-time timers: "
+                         "%s", tdm_err_name(op->pending));
+    return TDM_OK;
+}
+
+tdm_err tdm_winop_end(tdm_winop *op)
+{
+    if (!op)
+        return TDM_ERR_INVAL;
+    if (op->ended)
+        return tdm__msgf(&op->msg, TDM_ERR_STATE, "end called twice");
+    op->started = true;
+    op->pending = TDM_OK;
+    tdm_err err = tdm_valve_end(op->valve);
+    op->ended = true;
+    if (err == TDM_OK)
+        err = op->pending;
+    if (err != TDM_OK)
+        return tdm__msgf(&op->msg, err, "end of input: %s",
+                         tdm_err_name(err));
+    return TDM_OK;
+}
+
+/* ---- Construction and settings ---- */
+
+static size_t round16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
+                      tdm_aggregate *agg, int n_channels, tdm_clock *clk,
+                      tdm_emit_cb emit, void *opaque, tdm_winop **out,
+                      char *errbuf, size_t errbuf_size)
+{
+    tdm_winop *op = NULL;
+    tdm_err err;
+    if (out)
+        *out = NULL;
+    if (!out) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                        "out must not be NULL");
+        goto fail;
+    }
+    if (!asg) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                        "asg must not be NULL");
+        goto fail;
+    }
+    if (!agg) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                        "agg must not be NULL");
+        goto fail;
+    }
+    if (n_channels < 1) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                        "n_channels must be >= 1 (got %d)", n_channels);
+        goto fail;
+    }
+    if (asg->proc_time && !clk) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                        "clk must not be NULL for a processing-time "
+                        "assigner");
+        goto fail;
+    }
+    if (!trg) {
+        /* The assigner's default trigger. */
+        if (asg->kind == TDM__ASG_GLOBAL)
+            err = tdm_trigger_new_never(&trg);
+        else if (asg->proc_time)
+            err = tdm_trigger_new_processing_time(&trg);
+        else
+            err = tdm_trigger_new_event_time(&trg);
+        if (err != TDM_OK) {
+            err = tdm__errf(errbuf, errbuf_size, err,
+                            "out of memory creating the default trigger");
+            goto fail;
+        }
+    }
+    if (tdm__assigner_is_merging(asg) && !tdm__trigger_can_merge(trg)) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                        "trg cannot merge windows (no on_merge) but the "
+                        "session assigner merges");
+        goto fail;
+    }
+    if (tdm__assigner_is_merging(asg) && !tdm__agg_can_merge(agg)) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                        "agg cannot merge accumulators (no merge) but the "
+                        "session assigner merges");
+        goto fail;
+    }
+    op = tdm__calloc(1, sizeof *op);
+    if (!op)
+        goto nomem;
+    op->asg = asg;
+    op->trg = trg;
+    op->agg = agg;
+    asg = NULL;
+    trg = NULL;
+    agg = NULL;
+    op->sink.fn = emit;
+    op->sink.opaque = opaque;
+    op->clk = clk;
+    op->n_channels = n_channels;
+    op->event_time = tdm__assigner_is_event_time(op->asg);
+    op->merging = tdm__assigner_is_merging(op->asg);
+    op->global = op->asg->kind == TDM__ASG_GLOBAL;
+    op->wm = TDM_TIME_MIN;
+    op->proctime = clk ? tdm_clock_now(clk) : TDM_TIME_MIN;
+    /* Slot layout: header, user accumulator, trigger state. */
+    op->acc_off = round16(sizeof(tdm__win_slot));
+    op->acc_size = tdm__agg_acc_size(op->agg);
+    op->tstate_off = round16(op->acc_off + op->acc_size);
+    op->tstate_size = tdm__trigger_state_size(op->trg);
+    op->keys = tdm__keys_new();
+    op->wins = tdm__kv_new(op->tstate_off + op->tstate_size);
+    op->timers[TDM__EVENT] = tdm__timers_new();
+    op->timers[TDM__PROC] = tdm__timers_new();
+    if (!op->keys || !op->wins || !op->timers[0] || !op->timers[1])
+        goto nomem;
+    if (op->merging && op->tstate_size) {
+        op->tsnap = tdm__calloc(1, op->tstate_size);
+        if (!op->tsnap)
+            goto nomem;
+    }
+    err = tdm_valve_new(n_channels, on_valve, op, &op->valve);
+    if (err != TDM_OK)
+        goto nomem;
+    *out = op;
+    return TDM_OK;
+nomem:
+    err = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                    "out of memory creating the window operator");
+fail:
+    tdm_winop_destroy(op);
+    tdm_assigner_destroy(asg);
+    tdm_trigger_destroy(trg);
+    tdm_aggregate_destroy(agg);
+    return err;
+}
+
+tdm_err tdm_winop_set_allowed_lateness(tdm_winop *op, tdm_time_ms lateness_ms,
+                                       char *errbuf, size_t errbuf_size)
+{
+    if (!op)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "op must not be NULL");
+    if (lateness_ms < 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "allowed_lateness_ms must be >= 0 (got %lld)",
+                         (long long)lateness_ms);
+    if (op->started)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                         "allowed_lateness_ms can only be set before the "
+                         "first input");
+    op->lateness = lateness_ms;
+    return TDM_OK;
+}
+
+tdm_err tdm_winop_set_late_output(tdm_winop *op, int enabled)
+{
+    if (!op)
+        return TDM_ERR_INVAL;
+    if (op->started)
+        return tdm__msgf(&op->msg, TDM_ERR_STATE, "late output can only "
+                         "be set before the first input");
+    op->late_output = enabled != 0;
+    return TDM_OK;
+}
+
+/* ---- Queries and teardown ---- */
+
+int64_t tdm_winop_late_dropped(const tdm_winop *op)
+{
+    return op ? op->late_dropped : 0;
+}
+
+int64_t tdm_winop_late_emitted(const tdm_winop *op)
+{
+    return op ? op->late_emitted : 0;
+}
+
+int64_t tdm_winop_bad_records(const tdm_winop *op)
+{
+    return op ? op->bad_records : 0;
+}
+
+int64_t tdm_winop_live_windows(const tdm_winop *op)
+{
+    return op ? (int64_t)tdm__kv_count(op->wins) : 0;
+}
+
+int64_t tdm_winop_state_bytes(const tdm_winop *op)
+{
+    if (!op)
+        return 0;
+    return (int64_t)(tdm__kv_bytes(op->wins) + tdm__keys_bytes(op->keys) +
+                     tdm__timers_bytes(op->timers[TDM__EVENT]) +
+                     tdm__timers_bytes(op->timers[TDM__PROC])) +
+           op->content_bytes;
+}
+
+tdm_time_ms tdm_winop_current_watermark(const tdm_winop *op)
+{
+    return op ? op->wm : TDM_TIME_MIN;
+}
+
+const char *tdm_winop_errmsg(const tdm_winop *op)
+{
+    return op ? op->msg.text : "";
+}
+
+static void free_contents(void *ud, uint32_t key, tdm__ns ns, void *slot)
+{
+    (void)key;
+    (void)ns;
+    tdm__agg_clear(ud, slot);
+}
+
+void tdm_winop_destroy(tdm_winop *op)
+{
+    if (!op)
+        return;
+    if (op->wins && op->agg)
+        tdm__kv_each(op->wins, free_contents, op);
+    tdm_valve_destroy(op->valve);
+    tdm__kv_destroy(op->wins);
+    tdm__timers_destroy(op->timers[TDM__EVENT]);
+    tdm__timers_destroy(op->timers[TDM__PROC]);
+    tdm__keys_destroy(op->keys);
+    tdm__free(op->mlist);
+    tdm__free(op->mstates);
+    tdm__free(op->tsnap);
+    tdm__agg_free_result(&op->res);
+    tdm_assigner_destroy(op->asg);
+    tdm_trigger_destroy(op->trg);
+    tdm_aggregate_destroy(op->agg);
+    tdm__free(op);
+}

@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/* test_state.c - the in-memory keyed state backend: interned keys with
+ * reference counts, keyed value slots with stable pointers, and the timer
+ * queue (order, deduplication, deletion, timers added while draining).
+ * Randomised cases compare against brute-force models with a fixed seed. */
+#include "harness.h"
+#include "core.h"
+#include "state/state.h"
+
+/* A small deterministic generator for the randomised cases. */
+static uint64_t rng_next(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+/* ---- keys ---- */
+
+TDM_TEST(keys_intern_same_bytes_same_id)
+{
+    tdm__keys *ks = tdm__keys_new();
+    ASSERT_TRUE(ks != NULL);
+    uint32_t a, b, c;
+    ASSERT_OK(tdm__keys_intern(ks, "alpha", 5, &a));
+    ASSERT_OK(tdm__keys_intern(ks, "beta", 4, &b));
+    ASSERT_OK(tdm__keys_intern(ks, "alpha", 5, &c));
+    ASSERT_TRUE(a != b);
+    ASSERT_EQ(a, c);
+    ASSERT_EQ(tdm__keys_count(ks), 2);
+    ASSERT_EQ(tdm__keys_refs(ks, a), 2);
+    size_t len;
+    ASSERT_STR_EQ(tdm__keys_get(ks, b, &len), "beta");
+    ASSERT_EQ(len, 4);
+    /* Prefixes and the empty key are different keys. */
+    uint32_t p, e;
+    ASSERT_OK(tdm__keys_intern(ks, "alph", 4, &p));
+    ASSERT_OK(tdm__keys_intern(ks, NULL, 0, &e));
+    ASSERT_TRUE(p != a && e != a && e != p);
+    tdm__keys_get(ks, e, &len);
+    ASSERT_EQ(len, 0);
+    /* Embedded NUL bytes are part of the key. */
+    uint32_t n1, n2;
+    ASSERT_OK(tdm__keys_intern(ks, "a\0b", 3, &n1));
+    ASSERT_OK(tdm__keys_intern(ks, "a\0c", 3, &n2));
+    ASSERT_TRUE(n1 != n2);
+    tdm__keys_destroy(ks);
+}
+
+TDM_TEST(keys_forgotten_after_last_unref_and_id_reused)
+{
+    tdm__keys *ks = tdm__keys_new();
+    uint32_t a, b, again;
+    ASSERT_OK(tdm__keys_intern(ks, "k1", 2, &a));
+    tdm__keys_ref(ks, a);
+    ASSERT_OK(tdm__keys_intern(ks, "k2", 2, &b));
+    tdm__keys_unref(ks, a);
+    ASSERT_EQ(tdm__keys_count(ks), 2); /* one reference left */
+    uint64_t h = tdm__hash_bytes("k1", 2);
+    uint32_t found;
+    ASSERT_TRUE(tdm__keys_find(ks, "k1", 2, h, &found));
+    ASSERT_EQ(found, a);
+    tdm__keys_unref(ks, a);
+    ASSERT_EQ(tdm__keys_count(ks), 1);
+    ASSERT_TRUE(!tdm__keys_find(ks, "k1", 2, h, &found));
+    /* The freed id is handed out again for the next new key. */
+    ASSERT_OK(tdm__keys_intern(ks, "k3", 2, &again));
+    ASSERT_EQ(again, a);
+    ASSERT_STR_EQ(tdm__keys_get(ks, again, NULL), "k3");
+    ASSERT_TRUE(tdm__keys_find(ks, "k2", 2, tdm__hash_bytes("k2", 2),
+                               &found));
+    ASSERT_EQ(found, b);
+    tdm__keys_destroy(ks);
+}
+
+/* Many keys with interleaved removals: every live key must still be found
+ * after table growth and backward-shift deletions (model: an array of
+ * reference counts indexed by key number). */
+TDM_TEST(keys_random_against_model)
+{
+    enum { N = 3000 };
+    static int refs[N];
+    static uint32_t ids[N];
+    memset(refs, 0, sizeof refs);
+    tdm__keys *ks = tdm__keys_new();
+    uint64_t seed = 42;
+    char buf[32];
+    size_t live = 0;
+    for (int step = 0; step < 60000; step++) {
+        int k = (int)(rng_next(&seed) % N);
+        int len = snprintf(buf, sizeof buf, "key-%d", k);
+        if (rng_next(&seed) % 3 != 0 || refs[k] == 0) {
+            uint32_t id;
+            ASSERT_OK(tdm__keys_intern(ks, buf, (size_t)len, &id));
+            if (refs[k] == 0) {
+                ids[k] = id;
+                live++;
+            } else {
+                ASSERT_EQ(id, ids[k]);
+            }
+            refs[k]++;
+        } else {
+            tdm__keys_unref(ks, ids[k]);
+            if (--refs[k] == 0)
+                live--;
+        }
+        ASSERT_EQ(tdm__keys_count(ks), live);
+    }
+    for (int k = 0; k < N; k++) {
+        int len = snprintf(buf, sizeof buf, "key-%d", k);
+        uint32_t id;
+        bool f = tdm__keys_find(ks, buf, (size_t)len,
+                                tdm__hash_bytes(buf, (size_t)len), &id);
+        ASSERT_EQ(f, refs[k] > 0);
+        if (f) {
+            ASSERT_EQ(id, ids[k]);
+            ASSERT_EQ(tdm__keys_refs(ks, id), refs[k]);
+            ASSERT_STR_EQ(tdm__keys_get(ks, id, NULL), buf);
+        }
+    }
+    ASSERT_TRUE(tdm__keys_bytes(ks) > live * 6);
+    tdm__keys_destroy(ks);
+}
+
+TDM_TEST(keys_oom_reports_nomem_and_keeps_table_usable)
+{
+    tdm__keys *ks = tdm__keys_new();
+    uint32_t id;
+    int failures = 0;
+    char buf[32];
+    /* Fail one allocation at a time at increasing distances; every key
+     * that was interned must still be found afterwards. */
+    for (int i = 0; i < 200; i++) {
+        int len = snprintf(buf, sizeof buf, "k%d", i);
+        tdm__alloc_fail_after(1 + i % 3);
+        tdm_err e = tdm__keys_intern(ks, buf, (size_t)len, &id);
+        tdm__alloc_fail_after(0);
+        if (e != TDM_OK) {
+            ASSERT_ERR(e, TDM_ERR_NOMEM);
+            failures++;
+            ASSERT_TRUE(!tdm__keys_find(ks, buf, (size_t)len,
+                                        tdm__hash_bytes(buf, (size_t)len),
+                                        &id));
+        }
+    }
+    ASSERT_TRUE(failures > 0);
+    ASSERT_EQ(tdm__keys_count(ks), 200 - failures);
+    tdm__keys_destroy(ks);
+    tdm__keys_destroy(NULL);
+}
+
+/* ---- kv ---- */
+
+static tdm__ns ns2(tdm_time_ms a, tdm_time_ms b)
+{
+    tdm__ns n = { a, b };
+    return n;
+}
+
+TDM_TEST(kv_upsert_get_remove)
+{
+    tdm__kv *kv = tdm__kv_new(sizeof(int64_t));
+    bool created;
+    int64_t *v = tdm__kv_upsert(kv, 1, ns2(0, 1000), &created);
+    ASSERT_TRUE(v != NULL && created);
+    ASSERT_EQ(*v, 0); /* zeroed */
+    *v = 7;
+    int64_t *w = tdm__kv_upsert(kv, 1, ns2(0, 1000), &created);
+    ASSERT_TRUE(w == v && !created);
+    /* Same namespace under another key, and swapped ns fields, differ. */
+    ASSERT_TRUE(tdm__kv_get(kv, 2, ns2(0, 1000)) == NULL);
+    ASSERT_TRUE(tdm__kv_get(kv, 1, ns2(1000, 0)) == NULL);
+    ASSERT_EQ(tdm__kv_count(kv), 1);
+    tdm__kv_remove(kv, 1, ns2(0, 1000));
+    tdm__kv_remove(kv, 1, ns2(0, 1000)); /* absent: no-op */
+    ASSERT_TRUE(tdm__kv_get(kv, 1, ns2(0, 1000)) == NULL);
+    ASSERT_EQ(tdm__kv_count(kv), 0);
+    /* A re-created slot starts zeroed again. */
+    v = tdm__kv_upsert(kv, 1, ns2(0, 1000), &created);
+    ASSERT_TRUE(created);
+    ASSERT_EQ(*v, 0);
+    tdm__kv_remove_slot(kv, v);
+    ASSERT_EQ(tdm__kv_count(kv), 0);
+    tdm__kv_destroy(kv);
+    tdm__kv_destroy(NULL);
+}
+
+TDM_TEST(kv_slot_pointers_stable_across_growth)
+{
+    enum { N = 5000 };
+    static int64_t *ptr[N];
+    tdm__kv *kv = tdm__kv_new(24);
+    for (int i = 0; i < N; i++) {
+        ptr[i] = tdm__kv_upsert(kv, (uint32_t)(i % 97),
+                                ns2(i, TDM_TIME_MAX - i), NULL);
+        ASSERT_TRUE(ptr[i] != NULL);
+        ASSERT_EQ(((uintptr_t)ptr[i]) % 8, 0);
+        ptr[i][0] = i;
+        ptr[i][2] = -i;
+    }
+    for (int i = 0; i < N; i++) {
+        int64_t *p = tdm__kv_get(kv, (uint32_t)(i % 97),
+                                 ns2(i, TDM_TIME_MAX - i));
+        ASSERT_TRUE(p == ptr[i]);
+        ASSERT_EQ(p[0], i);
+        ASSERT_EQ(p[2], -i);
+    }
+    ASSERT_TRUE(tdm__kv_bytes(kv) >= (size_t)N * 24);
+    ASSERT_TRUE(tdm__kv_slot_bytes(kv) >= 24);
+    tdm__kv_destroy(kv);
+}
+
+struct collect {
+    int n;
+    int64_t sum_a;
+    int64_t sum_val;
+};
+
+static void collect_of_key(void *ud, tdm__ns ns, void *slot)
+{
+    struct collect *c = ud;
+    c->n++;
+    c->sum_a += ns.a;
+    c->sum_val += *(int64_t *)slot;
+}
+
+static void collect_all(void *ud, uint32_t key, tdm__ns ns, void *slot)
+{
+    struct collect *c = ud;
+    c->n++;
+    c->sum_a += ns.a + key;
+    c->sum_val += *(int64_t *)slot;
+}
+
+TDM_TEST(kv_each_of_key_and_each)
+{
+    tdm__kv *kv = tdm__kv_new(sizeof(int64_t));
+    /* Key 3 gets namespaces 10, 20, 30 with values 1, 2, 3; key 4 gets
+     * namespace 100 with value 50. */
+    for (int i = 1; i <= 3; i++)
+        *(int64_t *)tdm__kv_upsert(kv, 3, ns2(10 * i, 0), NULL) = i;
+    *(int64_t *)tdm__kv_upsert(kv, 4, ns2(100, 0), NULL) = 50;
+    struct collect c = { 0, 0, 0 };
+    tdm__kv_each_of_key(kv, 3, collect_of_key, &c);
+    ASSERT_EQ(c.n, 3);
+    ASSERT_EQ(c.sum_a, 60);
+    ASSERT_EQ(c.sum_val, 6);
+    /* Removing the middle slot unlinks it from the key's list. */
+    tdm__kv_remove(kv, 3, ns2(20, 0));
+    memset(&c, 0, sizeof c);
+    tdm__kv_each_of_key(kv, 3, collect_of_key, &c);
+    ASSERT_EQ(c.n, 2);
+    ASSERT_EQ(c.sum_val, 4);
+    /* A key never used, even one beyond every id seen, has no slots. */
+    memset(&c, 0, sizeof c);
+    tdm__kv_each_of_key(kv, 100000, collect_of_key, &c);
+    ASSERT_EQ(c.n, 0);
+    /* each: (10+3) + (30+3) + (100+4) = 150; values 1 + 3 + 50. */
+    memset(&c, 0, sizeof c);
+    tdm__kv_each(kv, collect_all, &c);
+    ASSERT_EQ(c.n, 3);
+    ASSERT_EQ(c.sum_a, 150);
+    ASSERT_EQ(c.sum_val, 54);
+    tdm__kv_destroy(kv);
+}
+
+/* Random inserts and removals against a dense model (present flag and
+ * value per (key, namespace) pair). */
+TDM_TEST(kv_random_against_model)
+{
+    enum { K = 50, W = 80 };
+    static int64_t model[K][W];
+    static bool present[K][W];
+    memset(present, 0, sizeof present);
+    tdm__kv *kv = tdm__kv_new(sizeof(int64_t));
+    uint64_t seed = 7;
+    size_t count = 0;
+    for (int step = 0; step < 100000; step++) {
+        uint32_t k = (uint32_t)(rng_next(&seed) % K);
+        int w = (int)(rng_next(&seed) % W);
+        tdm__ns ns = ns2((tdm_time_ms)w * 1000 - 40000, (tdm_time_ms)w);
+        switch (rng_next(&seed) % 3) {
+        case 0: {
+            bool created;
+            int64_t *v = tdm__kv_upsert(kv, k, ns, &created);
+            ASSERT_EQ(created, !present[k][w]);
+            if (created) {
+                present[k][w] = true;
+                model[k][w] = 0;
+                count++;
+            }
+            ASSERT_EQ(*v, model[k][w]);
+            *v = ++model[k][w];
+            break;
+        }
+        case 1:
+            if (present[k][w]) {
+                present[k][w] = false;
+                count--;
+            }
+            tdm__kv_remove(kv, k, ns);
+            break;
+        default: {
+            int64_t *v = tdm__kv_get(kv, k, ns);
+            ASSERT_EQ(v != NULL, present[k][w]);
+            if (v)
+                ASSERT_EQ(*v, model[k][w]);
+        }
+        }
+        ASSERT_EQ(tdm__kv_count(kv), count);
+    }
+    for (uint32_t k = 0; k < K; k++) {
+        struct collect c = { 0, 0, 0 };
+        int64_t want_n = 0, want_val = 0;
+        for (int w = 0; w < W; w++)
+            if (present[k][w]) {
+                want_n++;
+                want_val += model[k][w];
+            }
+        tdm__kv_each_of_key(kv, k, collect_of_key, &c);
+        ASSERT_EQ(c.n, want_n);
+        ASSERT_EQ(c.sum_val, want_val);
+    }
+    tdm__kv_destroy(kv);
+}
+
+TDM_TEST(kv_oom_returns_null)
+{
+    tdm__kv *kv = tdm__kv_new(8);
+    int ok = 0, failed = 0;
+    for (int i = 0; i < 2000; i++) {
+        tdm__alloc_fail_after(1);
+        void *v = tdm__kv_upsert(kv, (uint32_t)i, ns2(i, i), NULL);
+        tdm__alloc_fail_after(0);
+        if (v) {
+            ok++;
+        } else {
+            failed++;
+            ASSERT_TRUE(tdm__kv_get(kv, (uint32_t)i, ns2(i, i)) == NULL);
+            /* Retried without the fault, it works. */
+            ASSERT_TRUE(tdm__kv_upsert(kv, (uint32_t)i, ns2(i, i), NULL));
+            ok++;
+        }
+    }
+    ASSERT_TRUE(failed > 0);
+    ASSERT_EQ(tdm__kv_count(kv), ok);
+    tdm__kv_destroy(kv);
+}
+
+/* ---- timers ---- */
+
+TDM_TEST(timers_pop_in_time_order_upto)
+{
+    tdm__timers *t = tdm__timers_new();
+    ASSERT_EQ(tdm__timers_peek(t), TDM_TIME_MAX);
+    ASSERT_OK(tdm__timers_add(t, 300, 1, ns2(0, 1)));
+    ASSERT_OK(tdm__timers_add(t, -5, 2, ns2(0, 1)));
+    ASSERT_OK(tdm__timers_add(t, 100, 1, ns2(0, 1)));
+    ASSERT_OK(tdm__timers_add(t, TDM_TIME_MAX, 1, ns2(0, 1)));
+    ASSERT_OK(tdm__timers_add(t, TDM_TIME_MIN, 3, ns2(0, 1)));
+    ASSERT_EQ(tdm__timers_count(t), 5);
+    ASSERT_EQ(tdm__timers_peek(t), TDM_TIME_MIN);
+    tdm__timer out;
+    ASSERT_TRUE(tdm__timers_pop(t, 100, &out));
+    ASSERT_EQ(out.time, TDM_TIME_MIN);
+    ASSERT_EQ(out.key, 3);
+    ASSERT_TRUE(tdm__timers_pop(t, 100, &out));
+    ASSERT_EQ(out.time, -5);
+    ASSERT_EQ(out.key, 2);
+    ASSERT_TRUE(tdm__timers_pop(t, 100, &out));
+    ASSERT_EQ(out.time, 100); /* <= upto is inclusive */
+    ASSERT_TRUE(!tdm__timers_pop(t, 299, &out));
+    ASSERT_EQ(tdm__timers_peek(t), 300);
+    ASSERT_TRUE(tdm__timers_pop(t, TDM_TIME_MAX, &out));
+    ASSERT_EQ(out.time, 300);
+    ASSERT_TRUE(tdm__timers_pop(t, TDM_TIME_MAX, &out));
+    ASSERT_EQ(out.time, TDM_TIME_MAX);
+    ASSERT_TRUE(!tdm__timers_pop(t, TDM_TIME_MAX, &out));
+    ASSERT_EQ(tdm__timers_count(t), 0);
+    tdm__timers_destroy(t);
+    tdm__timers_destroy(NULL);
+}
+
+TDM_TEST(timers_deduplicate_exact_triples_and_delete)
+{
+    tdm__timers *t = tdm__timers_new();
+    ASSERT_OK(tdm__timers_add(t, 1999, 1, ns2(0, 2000)));
+    ASSERT_OK(tdm__timers_add(t, 1999, 1, ns2(0, 2000))); /* duplicate */
+    ASSERT_OK(tdm__timers_add(t, 1999, 2, ns2(0, 2000))); /* other key */
+    ASSERT_OK(tdm__timers_add(t, 1999, 1, ns2(0, 3000))); /* other ns */
+    ASSERT_OK(tdm__timers_add(t, 2999, 1, ns2(0, 2000))); /* other time */
+    ASSERT_EQ(tdm__timers_count(t), 4);
+    ASSERT_TRUE(tdm__timers_has(t, 1999, 1, ns2(0, 2000)));
+    tdm__timers_del(t, 1999, 1, ns2(0, 2000));
+    tdm__timers_del(t, 1999, 1, ns2(0, 2000)); /* absent: no-op */
+    tdm__timers_del(t, 5, 9, ns2(0, 0));      /* never added */
+    ASSERT_TRUE(!tdm__timers_has(t, 1999, 1, ns2(0, 2000)));
+    ASSERT_TRUE(tdm__timers_has(t, 1999, 2, ns2(0, 2000)));
+    ASSERT_EQ(tdm__timers_count(t), 3);
+    /* Equal times pop in registration order: key 2 then ns (0, 3000). */
+    tdm__timer out;
+    ASSERT_TRUE(tdm__timers_pop(t, 1999, &out));
+    ASSERT_EQ(out.key, 2);
+    ASSERT_TRUE(tdm__timers_pop(t, 1999, &out));
+    ASSERT_EQ(out.key, 1);
+    ASSERT_EQ(out.ns.b, 3000);
+    ASSERT_TRUE(!tdm__timers_pop(t, 1999, &out));
+    /* After popping, the same triple can be registered again. */
+    ASSERT_OK(tdm__timers_add(t, 1999, 2, ns2(0, 2000)));
+    ASSERT_EQ(tdm__timers_peek(t), 1999);
+    tdm__timers_destroy(t);
+}
+
+/* Flink fires timers registered while a watermark is being processed in
+ * the same watermark when their time is <= the watermark. */
+TDM_TEST(timers_added_while_draining_fire_in_same_pass)
+{
+    tdm__timers *t = tdm__timers_new();
+    ASSERT_OK(tdm__timers_add(t, 10, 1, ns2(0, 0)));
+    tdm__timer out;
+    int fired = 0;
+    tdm_time_ms times[8];
+    while (tdm__timers_pop(t, 50, &out)) {
+        times[fired++] = out.time;
+        /* Each firing registers the next one 20 ms later (10, 30, 50, 70):
+         * 70 is beyond the pass. */
+        ASSERT_OK(tdm__timers_add(t, out.time + 20, 1, ns2(0, 0)));
+    }
+    ASSERT_EQ(fired, 3);
+    ASSERT_EQ(times[0], 10);
+    ASSERT_EQ(times[1], 30);
+    ASSERT_EQ(times[2], 50);
+    ASSERT_EQ(tdm__timers_peek(t), 70);
+    tdm__timers_destroy(t);
+}
+
+/* Random adds, deletes and pops against a brute-force set: pops must
+ * return the smallest time (earliest registration among equals). */
+TDM_TEST(timers_random_against_model)
+{
+    enum { MAXN = 4000 };
+    struct m {
+        tdm_time_ms time;
+        uint32_t key;
+        tdm_time_ms a;
+        uint64_t seq;
+    };
+    static struct m model[MAXN];
+    int n = 0;
+    uint64_t seq = 0, seed = 99;
+    tdm__timers *t = tdm__timers_new();
+    for (int step = 0; step < 40000; step++) {
+        tdm_time_ms time = (tdm_time_ms)(rng_next(&seed) % 500) - 250;
+        uint32_t key = (uint32_t)(rng_next(&seed) % 5);
+        tdm_time_ms a = (tdm_time_ms)(rng_next(&seed) % 4);
+        int op = (int)(rng_next(&seed) % 10);
+        int found = -1;
+        for (int i = 0; i < n; i++)
+            if (model[i].time == time && model[i].key == key &&
+                model[i].a == a)
+                found = i;
+        if (op < 5 && n < MAXN) {
+            ASSERT_OK(tdm__timers_add(t, time, key, ns2(a, -a)));
+            if (found < 0) {
+                struct m e = { time, key, a, seq++ };
+                model[n++] = e;
+            }
+        } else if (op < 7) {
+            ASSERT_EQ(tdm__timers_has(t, time, key, ns2(a, -a)),
+                      found >= 0);
+            tdm__timers_del(t, time, key, ns2(a, -a));
+            if (found >= 0)
+                model[found] = model[--n];
+        } else {
+            tdm_time_ms upto = (tdm_time_ms)(rng_next(&seed) % 500) - 250;
+            int best = -1;
+            for (int i = 0; i < n; i++)
+                if (model[i].time <= upto &&
+                    (best < 0 || model[i].time < model[best].time ||
+                     (model[i].time == model[best].time &&
+                      model[i].seq < model[best].seq)))
+                    best = i;
+            tdm__timer out;
+            bool got = tdm__timers_pop(t, upto, &out);
+            ASSERT_EQ(got, best >= 0);
+            if (got) {
+                ASSERT_EQ(out.time, model[best].time);
+                ASSERT_EQ(out.key, model[best].key);
+                ASSERT_EQ(out.ns.a, model[best].a);
+                ASSERT_EQ(out.ns.b, -model[best].a);
+                model[best] = model[--n];
+            }
+        }
+        ASSERT_EQ(tdm__timers_count(t), n);
+    }
+    ASSERT_TRUE(tdm__timers_bytes(t) > 0);
+    tdm__timers_destroy(t);
+}
+
+TDM_TEST(timers_oom_leaves_queue_consistent)
+{
+    tdm__timers *t = tdm__timers_new();
+    int ok = 0, failed = 0;
+    for (int i = 0; i < 1000; i++) {
+        tdm__alloc_fail_after(1);
+        tdm_err e = tdm__timers_add(t, i, 0, ns2(0, 0));
+        tdm__alloc_fail_after(0);
+        if (e == TDM_OK) {
+            ok++;
+        } else {
+            ASSERT_ERR(e, TDM_ERR_NOMEM);
+            ASSERT_TRUE(!tdm__timers_has(t, i, 0, ns2(0, 0)));
+            failed++;
+        }
+    }
+    ASSERT_TRUE(failed > 0);
+    ASSERT_EQ(tdm__timers_count(t), ok);
+    tdm__timer out;
+    tdm_time_ms prev = TDM_TIME_MIN;
+    int popped = 0;
+    while (tdm__timers_pop(t, TDM_TIME_MAX, &out)) {
+        ASSERT_TRUE(out.time > prev);
+        prev = out.time;
+        popped++;
+    }
+    ASSERT_EQ(popped, ok);
+    tdm__timers_destroy(t);
+}
