@@ -149,6 +149,7 @@ int main(int argc, char **argv)
         else if (parse_i64(fields[3], &clicks))
             what = "field 'clicks': expected an integer";
         if (what) {
+            fflush(stdout);
             fprintf(stderr, "%s:%ld: %s -> dead letter\n", path, lineno,
                     what);
             printf("DEAD       %s:%ld (%s)\n", path, lineno, what);

@@ -10,6 +10,12 @@
  * Each side's valve merges its channels (rules V1-V8); the combiner takes
  * the minimum over non-idle sides (rule O2), so a side that comes back
  * active holds further progress.  Statuses of the combiner are forwarded.
+ *
+ * The window join differs, as in Flink: JoinedStreams is a coGroup, i.e. a
+ * union of both tagged inputs into one window operator, and a union is one
+ * logical input (rule O3).  So its channels - left 0..n-1, then right
+ * n..2n-1 - share ONE valve that feeds on_combined directly; a side that
+ * returns below the watermark is unaligned instead of holding progress.
  * The kinds (join_interval.c, join_window.c) only see records and timers.
  */
 #include <string.h>
@@ -118,6 +124,13 @@ static tdm_err join_alloc(tdm__join_kind kind, int n_channels, tdm_clock *clk,
     op->timers = tdm__timers_new();
     if (!op->keys || !op->timers)
         return TDM_ERR_NOMEM;
+    if (kind == TDM__JOIN_WINDOW) {
+        /* One valve over the union of both sides (rule O3). */
+        if (tdm_valve_new(2 * n_channels, on_combined, op, &op->valve[0]) !=
+            TDM_OK)
+            return TDM_ERR_NOMEM;
+        return TDM_OK;
+    }
     if (tdm_combiner_new(2, on_combined, op, &op->comb) != TDM_OK)
         return TDM_ERR_NOMEM;
     for (int s = 0; s < 2; s++) {
@@ -330,6 +343,9 @@ tdm_err tdm_joinop_watermark(tdm_joinop *op, int side, int ch, tdm_time_ms wm)
     if (err != TDM_OK)
         return err;
     op->started = true;
+    if (op->kind == TDM__JOIN_WINDOW)
+        return tdm_valve_watermark(op->valve[0], side * op->n_channels + ch,
+                                   wm);
     return tdm_valve_watermark(op->valve[side], ch, wm);
 }
 
@@ -343,6 +359,9 @@ tdm_err tdm_joinop_status(tdm_joinop *op, int side, int ch, int idle)
     if (err != TDM_OK)
         return err;
     op->started = true;
+    if (op->kind == TDM__JOIN_WINDOW)
+        return tdm_valve_status(op->valve[0], side * op->n_channels + ch,
+                                idle != 0);
     return tdm_valve_status(op->valve[side], ch, idle != 0);
 }
 
@@ -363,7 +382,7 @@ tdm_err tdm_joinop_end(tdm_joinop *op)
      * the only watermark this step emits. */
     op->ending = true;
     tdm_err err = tdm_valve_end(op->valve[TDM_SIDE_LEFT]);
-    if (err == TDM_OK)
+    if (err == TDM_OK && op->valve[TDM_SIDE_RIGHT])
         err = tdm_valve_end(op->valve[TDM_SIDE_RIGHT]);
     op->ending = false;
     return err;

@@ -335,6 +335,13 @@ static void fuzz_winop(cursor *c)
     s.asg = (asg_kind)(b & 3);
     s.proc_time = (b >> 2) & 1 && s.asg != A_GLOBAL;
     s.trig = (trig_kind)((b >> 3) & 7);
+    /* A continuous event-time trigger on a processing-time window takes
+     * its first fire time from the record timestamp, which may lie
+     * anywhere below the window: end of input then fires it once per
+     * interval all the way up (as Flink would), which can take ~2^62
+     * steps.  Known and reported; kept out so the fuzzer gets further. */
+    if (s.trig == TRIG_CONTINUOUS && s.proc_time)
+        s.trig = TRIG_EVENT;
     s.size = SIZES[u8(c) % 8];
     s.slide = s.size;
     b = u8(c);

@@ -912,6 +912,32 @@ TDM_TEST(window_join_tumbling_pairs)
     tdm_joinop_destroy(op);
 }
 
+/* Flink's window join is a coGroup over the union of both inputs, and a
+ * union is one valve (rule O3): left and right channels share the minimum,
+ * and a side that returns from idle below the watermark is unaligned - it
+ * does not hold progress, unlike the interval join's combiner (rule O2,
+ * test interval_idle_side).  Left 5, right 20 -> 5; left idle -> 20 (V4
+ * recompute over the remaining aligned channel); left active again at 5 <
+ * 20 -> unaligned (V5); right 30 -> 30 is not held back. */
+TDM_TEST(window_join_sides_share_one_valve)
+{
+    cap c;
+    tdm_joinop *op = new_window_join(&c, tumbling(10));
+    WM(op, &c, L, 5, "");
+    WM(op, &c, R, 20, "W5");
+    ASSERT_OK(tdm_joinop_status(op, L, 0, 1));
+    ASSERT_STR_EQ(take(&c), "W20");
+    ASSERT_OK(tdm_joinop_status(op, L, 0, 0));
+    ASSERT_STR_EQ(take(&c), "");
+    WM(op, &c, R, 30, "W30");
+    /* Left 25 is still below 30: ignored for the minimum.  Left 35 catches
+     * up and realigns; the minimum is then min(35, 30) = 30, no change. */
+    WM(op, &c, L, 25, "");
+    WM(op, &c, L, 35, "");
+    WM(op, &c, R, 40, "W35");
+    tdm_joinop_destroy(op);
+}
+
 /* A record is late when all its windows are (end - 1 <= watermark), so
  * at watermark 9 records at 8 and at 9 are late for [0, 10), unlike in
  * the interval join; dropped and counted, or sent to the late output. */
