@@ -386,15 +386,17 @@ TDM_API tdm_err tdm_wm_strategy_set_idle_timeout(tdm_wm_strategy *s,
  *  record has none. */
 typedef tdm_time_ms (*tdm_timestamp_fn)(void *ud, const tdm_record *rec);
 /** @brief Sets the timestamp assigner (default: the record's own
- *  timestamp).  Keeps @p ud until the strategy is destroyed. */
+ *  timestamp).  Keeps a reference to @p ud until the strategy and every
+ *  generator and reader made from it are destroyed. */
 TDM_API tdm_err tdm_wm_strategy_set_timestamp_assigner(tdm_wm_strategy *s,
                                                        tdm_timestamp_fn fn,
                                                        void *ud);
 /** Says whether a record is a punctuation marker: non-zero for yes. */
 typedef int (*tdm_marker_fn)(void *ud, const tdm_record *rec);
 /** @brief For PUNCTUATED: the predicate that recognises marker records.
- *  Keeps @p ud until the strategy is destroyed.  Without one, no record is
- *  a marker. */
+ *  Keeps a reference to @p ud until the strategy and every generator and
+ *  reader made from it are destroyed.  Without one, no record is a
+ *  marker. */
 TDM_API tdm_err tdm_wm_strategy_set_marker(tdm_wm_strategy *s,
                                            tdm_marker_fn fn, void *ud);
 /** @brief Destroys a strategy.  Generators made from it stay valid. */
