@@ -1000,6 +1000,162 @@ TDM_API const char *tdm_joinop_errmsg(const tdm_joinop *op);
 /** @brief Destroys a join operator. */
 TDM_API void tdm_joinop_destroy(tdm_joinop *op);
 
+
+/* ====================================================================== */
+/* Jobs: the parallel dataflow runtime                                     */
+/* ====================================================================== */
+
+/* A job is a dataflow graph of named nodes - sources, windows, joins and
+** sinks - configured with string keys from one table (src/runtime/
+** conf_table.def; `tidemark config list` prints it, docs/job-format.md is
+** generated from it).  tdm_job_run() executes it: every operator runs as
+** `parallelism` subtasks on worker threads, connected by bounded queues
+** that carry batches of records and, in order with them, watermarks,
+** idle/active statuses and end of input; records are partitioned by key
+** hash over `key_groups` key groups; every subtask merges its input
+** channels with a tdm_valve.  Bounded input ends with the maximum
+** watermark, which fires every window; tdm_job_cancel() stops the same way.
+**
+**   source --(map/filter, chained)--> key_by exchange --> window --> sink
+**                                                 `--> late output sink
+**   source L, source R --> key_by exchange --> join --> sink
+**
+** A job is built and run from one thread; tdm_job_cancel() may be called
+** from any thread or a signal handler. */
+typedef struct tdm_job tdm_job;
+typedef struct tdm_node tdm_node;
+
+typedef enum tdm_node_kind {
+    TDM_NODE_SOURCE = 1,
+    TDM_NODE_WINDOW = 2,
+    TDM_NODE_JOIN = 3,
+    TDM_NODE_SINK = 4
+} tdm_node_kind;
+
+/* Field types of a schema. */
+typedef enum tdm_type {
+    TDM_TYPE_INT64 = 1,
+    TDM_TYPE_DOUBLE = 2,
+    TDM_TYPE_STRING = 3,
+    TDM_TYPE_BOOL = 4,
+    TDM_TYPE_TIMESTAMP = 5 /* int64 epoch milliseconds */
+} tdm_type;
+
+/** @brief Creates an empty job.  @returns TDM_OK, TDM_ERR_INVAL,
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_job_new(tdm_job **out);
+/** @brief Sets a job-level key (scope JOB of the table) from text.
+ *  Copies @p value.  @returns TDM_OK; TDM_ERR_INVAL with a message in
+ *  errbuf naming the key and what was expected (unknown key, bad number,
+ *  out of range, not one of the choices). */
+TDM_API tdm_err tdm_job_set(tdm_job *job, const char *key, const char *value,
+                            char *errbuf, size_t errbuf_size);
+/** @brief Adds a node of @p kind named @p name (unique across the job).
+ *  *out is borrowed from the job (valid until tdm_job_destroy).
+ *  @returns TDM_OK, TDM_ERR_INVAL (duplicate or empty name), NOMEM. */
+TDM_API tdm_err tdm_job_add_node(tdm_job *job, tdm_node_kind kind,
+                                 const char *name, tdm_node **out,
+                                 char *errbuf, size_t errbuf_size);
+/** @brief Finds a node by name; NULL if none. */
+TDM_API tdm_node *tdm_job_node(tdm_job *job, const char *name);
+/** @brief Sets a key of a node (the table's scope for the node's kind)
+ *  from text; the value is parsed and checked now.  Copies @p value.
+ *  @returns TDM_OK; TDM_ERR_INVAL with a message naming the key. */
+TDM_API tdm_err tdm_node_set(tdm_node *node, const char *key,
+                             const char *value, char *errbuf,
+                             size_t errbuf_size);
+
+/* Per-record user functions on a source's records, chained into the
+** source subtask (no queue).  A tdm_row is borrowed for the call. */
+typedef struct tdm_row tdm_row;
+/** Returns non-zero to keep the row. */
+typedef int (*tdm_filter_fn)(void *ud, const tdm_row *row);
+/** May change field values in place with tdm_row_set_*. */
+typedef void (*tdm_map_fn)(void *ud, tdm_row *row);
+/** @brief Adds a filter after a source's parsing; filters and maps run in
+ *  the order added.  Keeps a reference to @p ud until tdm_job_destroy.
+ *  Called from worker threads, concurrently for different subtasks. */
+TDM_API tdm_err tdm_node_add_filter(tdm_node *source, tdm_filter_fn fn,
+                                    void *ud);
+/** @brief Adds a map after a source's parsing (see tdm_node_add_filter). */
+TDM_API tdm_err tdm_node_add_map(tdm_node *source, tdm_map_fn fn, void *ud);
+
+/** @brief Index of field @p name in a source's schema, -1 if absent. */
+TDM_API int tdm_node_field_index(const tdm_node *source, const char *name);
+/** @brief The row's event timestamp. */
+TDM_API tdm_time_ms tdm_row_ts(const tdm_row *row);
+/** @brief 1 if field @p i is null (absent from the input). */
+TDM_API int tdm_row_is_null(const tdm_row *row, int i);
+/** @brief Field @p i as int64 (INT64, TIMESTAMP, BOOL; 0 otherwise). */
+TDM_API int64_t tdm_row_int(const tdm_row *row, int i);
+/** @brief Field @p i as double (DOUBLE, or INT64 converted). */
+TDM_API double tdm_row_double(const tdm_row *row, int i);
+/** @brief Field @p i as text (STRING), borrowed; *len gets its length. */
+TDM_API const char *tdm_row_string(const tdm_row *row, int i, size_t *len);
+/** @brief Sets an INT64/TIMESTAMP/BOOL field. */
+TDM_API void tdm_row_set_int(tdm_row *row, int i, int64_t v);
+/** @brief Sets a DOUBLE field. */
+TDM_API void tdm_row_set_double(tdm_row *row, int i, double v);
+
+/** @brief Checks the whole graph: every reference names an existing node,
+ *  required keys are set, fields exist in schemas, window and join
+ *  parameters are valid.  @returns TDM_OK or TDM_ERR_INVAL with a message
+ *  naming the node and key. */
+TDM_API tdm_err tdm_job_validate(tdm_job *job, char *errbuf,
+                                 size_t errbuf_size);
+
+/* Counters of a running or finished job, read with tdm_job_stat(). */
+typedef enum tdm_stat {
+    TDM_STAT_RECORDS_IN = 0,    /* records read and parsed by sources */
+    TDM_STAT_RECORDS_OUT,       /* rows written to result sinks */
+    TDM_STAT_LATE_DROPPED,      /* too late, no late output */
+    TDM_STAT_LATE_SIDE_OUTPUT,  /* too late, sent to the late output */
+    TDM_STAT_LATE_REFIRES,      /* late panes (refired windows) */
+    TDM_STAT_BAD_RECORDS,       /* malformed, dead-lettered */
+    TDM_STAT_GUARD_HITS,        /* caught by the timestamp guard */
+    TDM_STAT_WM_REGRESSIONS,    /* backwards watermarks ignored */
+    TDM_STAT_WATERMARK,         /* lowest operator watermark now */
+    TDM_STAT_ELAPSED_MS,        /* wall time since the run started */
+    TDM_STAT_COUNT_
+} tdm_stat;
+
+/** @brief A counter of @p job (safe from any thread while it runs). */
+TDM_API int64_t tdm_job_stat(const tdm_job *job, tdm_stat which);
+/** Progress callback: called about every status.interval from the thread
+ *  running tdm_job_run, with the job to read counters from. */
+typedef void (*tdm_progress_cb)(void *ud, const tdm_job *job);
+/** @brief Sets the progress callback (keeps a reference to @p ud). */
+TDM_API tdm_err tdm_job_set_progress(tdm_job *job, tdm_progress_cb cb,
+                                     void *ud);
+/** Log callback: warnings and notes the runtime reports while running
+ *  (timestamp unit suspicions, regressions, bad records), one line each,
+ *  from any worker thread (serialised by the runtime). */
+typedef void (*tdm_log_cb)(void *ud, const char *line);
+/** @brief Sets the log callback (default: stderr). */
+TDM_API tdm_err tdm_job_set_log(tdm_job *job, tdm_log_cb cb, void *ud);
+
+/** @brief Validates, then runs the job to the end of its input (or until
+ *  cancelled) on worker threads; returns when every sink is flushed.
+ *  @returns TDM_OK; TDM_ERR_INVAL (validation, message in errbuf);
+ *  TDM_ERR_IO (a file could not be opened or written; message names the
+ *  path); TDM_ERR_NOMEM.  Malformed records are not errors: they are
+ *  dead-lettered and counted. */
+TDM_API tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size);
+/** @brief Asks a running job to stop: sources stop reading, the maximum
+ *  watermark flushes every window, sinks flush, and tdm_job_run returns
+ *  TDM_OK.  Async-signal-safe; harmless when not running. */
+TDM_API void tdm_job_cancel(tdm_job *job);
+/** @brief Destroys a job (not while it runs). */
+TDM_API void tdm_job_destroy(tdm_job *job);
+
+/* The configuration table, for tools and documentation. */
+/** @brief Describes row @p i of the configuration table (0-based); returns
+ *  0 past the end.  Every out pointer may be NULL; strings are static. */
+TDM_API int tdm_conf_describe(int i, const char **scope, const char **key,
+                              const char **type, const char **def,
+                              const char **unit, const char **choices,
+                              const char **description);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/* connect.h - how the runtime talks to connectors: sources that produce
+ * rows per partition, and sinks that write results, late records and dead
+ * letters.  Connectors plug in through small versioned vtables (the
+ * sqlite3_io_methods pattern); they are internal until stable.
+ *
+ * Threading: a source object is owned by one source subtask thread; a
+ * sink object is shared by all subtasks that write to it and serialises
+ * writes itself.
+ */
+#ifndef TDM_CONNECT_H
+#define TDM_CONNECT_H
+
+#include "runtime/row.h"
+
+/* ---- Configuration handed to connectors ----
+ * The runtime parses the table's keys into this struct (defaults
+ * applied) and passes it to open(); connectors never see raw strings. */
+typedef struct tdm__source_conf {
+    const char *name;      /* node name, for messages */
+    int type;              /* TDM__SRC_FILE, _STDIN, _TCP, _GENERATOR */
+    const char *path;      /* file path or glob */
+    int format;            /* TDM__FMT_JSON, TDM__FMT_CSV */
+    bool csv_header;
+    char csv_delimiter;
+    const tdm__schema *schema;
+    int partition_field;   /* schema index, -1: one partition per file */
+    int time_mode;         /* TDM__TIME_EVENT, _INGESTION, _PROCESSING */
+    int ts_field;          /* schema index of timestamp.field, -1 */
+    int ts_unit;           /* TDM__UNIT_MS, _S, _US, _NS, _ISO8601 */
+    const char *tcp_address;
+    /* generator */
+    int gen_kind;          /* TDM__GEN_CLICKS, TDM__GEN_SENSORS */
+    int64_t gen_records, gen_rate, gen_keys, gen_partitions, gen_seed;
+    double gen_skew, gen_late_fraction;
+    tdm_time_ms gen_max_delay, gen_late_delay, gen_idle_from, gen_idle_for;
+    int64_t gen_idle_partition;
+} tdm__source_conf;
+
+enum { TDM__SRC_FILE = 1, TDM__SRC_STDIN, TDM__SRC_TCP, TDM__SRC_GENERATOR };
+enum { TDM__FMT_JSON = 1, TDM__FMT_CSV };
+enum { TDM__TIME_EVENT = 1, TDM__TIME_INGESTION, TDM__TIME_PROCESSING };
+enum { TDM__UNIT_MS = 1, TDM__UNIT_S, TDM__UNIT_US, TDM__UNIT_NS,
+       TDM__UNIT_ISO8601 };
+enum { TDM__GEN_CLICKS = 1, TDM__GEN_SENSORS };
+
+/* ---- Dead letters ----
+ * A malformed record is data, not an error: the parser reports it here
+ * with its location ("file.jsonl:17" or "partition 3:offset 17"), the
+ * reason naming the field ("field 'ts': expected an integer, got
+ * \"abc\""), and the raw text; then it goes on with the next record. */
+typedef void (*tdm__dead_fn)(void *ud, const char *location,
+                             const char *reason, const char *raw,
+                             size_t raw_len);
+
+/* ---- Formats ----
+ * Parse one line of text into a new row of @p b (tdm__batch_add), filling
+ * the schema's fields and row->ts from ts_field/ts_unit (event time).
+ * Returns TDM_OK, or TDM_ERR_PARSE with a reason in (reason, n) naming the
+ * field; the caller then drops the row and dead-letters the line.  An
+ * empty (or all-blank) line is TDM_ERR_PARSE "empty line". */
+tdm_err tdm__json_parse_line(const tdm__source_conf *conf, const char *line,
+                             size_t len, tdm__batch *b, char *reason,
+                             size_t n);
+/* CSV: @p columns maps each CSV column to a schema index (-1: ignore),
+ * taken from the header line (tdm__csv_header) or schema order. */
+tdm_err tdm__csv_parse_line(const tdm__source_conf *conf, const int *columns,
+                            int n_columns, const char *line, size_t len,
+                            tdm__batch *b, char *reason, size_t n);
+/* Splits a CSV header line into the column -> schema index map
+ * (*columns allocated with tdm__malloc). */
+tdm_err tdm__csv_header(const tdm__source_conf *conf, const char *line,
+                        size_t len, int **columns, int *n_columns,
+                        char *reason, size_t n);
+/* Converts a timestamp value in @p unit to epoch ms (ISO-8601 text:
+ * "2026-12-02T10:00:00Z", with optional fraction and +hh:mm offset).
+ * TDM_ERR_PARSE / TDM_ERR_RANGE on bad or overflowing input. */
+tdm_err tdm__ts_from_int(int64_t v, int unit, tdm_time_ms *out);
+tdm_err tdm__ts_from_text(const char *s, size_t len, int unit,
+                          tdm_time_ms *out);
+
+/* ---- Sources ---- */
+
+typedef struct tdm__source tdm__source;
+
+typedef struct tdm__source_vtab {
+    int version; /* 1 */
+    /* Opens the share of the source that subtask @p index of @p count
+     * reads (files are dealt round-robin; generator partitions likewise).
+     * *n_partitions receives how many partitions this subtask reads (may
+     * be 0).  TDM_OK, TDM_ERR_IO (message names the path), NOMEM. */
+    tdm_err (*open)(const tdm__source_conf *conf, int index, int count,
+                    tdm__dead_fn dead, void *dead_ud, tdm__source **out,
+                    int *n_partitions, char *errbuf, size_t errbuf_size);
+    /* Appends up to @p max rows to @p b (row->partition set).  A
+     * partition that reached its end is reported by setting its flag in
+     * @p finished (n_partitions flags) to 1, once.  *eof = 1 when every
+     * partition is done.  A source with nothing available right now (tcp,
+     * stdin) returns with no rows rather than blocking for long (at most
+     * ~50 ms) so the subtask can emit periodic watermarks.  Returns TDM_OK
+     * or TDM_ERR_IO. */
+    tdm_err (*poll)(tdm__source *src, tdm__batch *b, size_t max,
+                    uint8_t *finished, int *eof);
+    void (*close)(tdm__source *src);
+} tdm__source_vtab;
+
+extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */
+extern const tdm__source_vtab tdm__tcp_source;
+extern const tdm__source_vtab tdm__generator_source;
+
+/* ---- Sinks ---- */
+
+typedef struct tdm__sink_conf {
+    const char *name;
+    int type;   /* TDM__SINK_STDOUT, _FILE, _DISCARD */
+    const char *path;
+    int format; /* TDM__FMT_JSON, TDM__FMT_CSV */
+} tdm__sink_conf;
+
+enum { TDM__SINK_STDOUT = 1, TDM__SINK_FILE, TDM__SINK_DISCARD };
+
+/* What a result row says about its window and pane. */
+typedef enum tdm__change {
+    TDM__CHANGE_INSERT = 0, /* append mode, and first results */
+    TDM__CHANGE_UPDATE,     /* upsert: replaces the row of key+window */
+    TDM__CHANGE_RETRACT     /* retract: withdraws the previous result */
+} tdm__change;
+
+/* One output column: name and value (type says which union member). */
+typedef struct tdm__col {
+    const char *name;
+    tdm_type type;
+    tdm__val v;
+} tdm__col;
+
+/* A window result or join pair as a sink sees it. */
+typedef struct tdm__out_row {
+    const tdm__col *cols; /* key fields, then aggregates (or join fields) */
+    int n_cols;
+    int has_window;
+    tdm_time_ms win_start, win_end;
+    tdm_pane_timing timing;
+    int64_t pane_index;
+    bool is_update;
+    tdm__change change;
+    const char *upsert_key; /* key+window identity for upsert/retract */
+    size_t upsert_key_len;
+} tdm__out_row;
+
+typedef struct tdm__sinkobj tdm__sinkobj;
+
+typedef struct tdm__sink_vtab {
+    int version; /* 1 */
+    tdm_err (*open)(const tdm__sink_conf *conf, int upsert,
+                    tdm__sinkobj **out, char *errbuf, size_t errbuf_size);
+    /* Thread-safe: called from several subtasks. */
+    tdm_err (*write_result)(tdm__sinkobj *s, const tdm__out_row *row);
+    tdm_err (*write_row)(tdm__sinkobj *s, const tdm__row *row); /* late */
+    tdm_err (*write_dead)(tdm__sinkobj *s, const char *location,
+                          const char *reason, const char *raw,
+                          size_t raw_len);
+    /* Flushes; an upsert file sink writes its final table here. */
+    tdm_err (*close)(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
+} tdm__sink_vtab;
+
+extern const tdm__sink_vtab tdm__text_sink; /* stdout, file, discard */
+
+#endif /* TDM_CONNECT_H */

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* row.h - typed records of the runtime: schemas, rows and batches.
+ *
+ * A source parses text into rows of a schema; rows travel between subtasks
+ * in batches (the unit of a queue slot).  A batch owns every byte its rows
+ * point to (an arena for strings), so passing a batch passes ownership of
+ * its rows, and the hot path allocates nothing once batches are recycled.
+ * struct tdm_row (public, opaque) is tdm__row.
+ */
+#ifndef TDM_ROW_H
+#define TDM_ROW_H
+
+#include "core.h"
+
+/* ---- Schemas ---- */
+
+typedef struct tdm__field {
+    char *name;
+    tdm_type type;
+} tdm__field;
+
+typedef struct tdm__schema {
+    int n;
+    tdm__field *fields;
+} tdm__schema;
+
+/* Parses "name:type, name:type" (types int64|double|string|bool|
+ * timestamp) into *out.  TDM_ERR_INVAL with a message naming the bad
+ * entry, or TDM_ERR_NOMEM. */
+tdm_err tdm__schema_parse(const char *text, tdm__schema *out, char *errbuf,
+                          size_t errbuf_size);
+/* Index of field @p name, or -1. */
+int tdm__schema_find(const tdm__schema *s, const char *name);
+/* Frees the fields (not the struct). */
+void tdm__schema_free(tdm__schema *s);
+
+/* ---- Values and rows ---- */
+
+typedef struct tdm__val {
+    union {
+        int64_t i; /* INT64, TIMESTAMP, BOOL (0/1) */
+        double d;  /* DOUBLE */
+        struct {
+            const char *p; /* STRING: into the batch arena */
+            uint32_t len;
+        } s;
+    } u;
+    uint8_t null; /* absent from the input */
+} tdm__val;
+
+/* One row.  v has schema->n values and lives in the batch. */
+struct tdm_row {
+    tdm_time_ms ts;     /* event (or ingestion/processing) timestamp */
+    uint32_t partition; /* partition (split) index within the subtask */
+    uint32_t flags;     /* TDM__ROW_* */
+    tdm__val *v;
+    const tdm__schema *schema;
+};
+typedef struct tdm_row tdm__row;
+
+#define TDM__ROW_GUARDED 1u /* caught by the timestamp guard */
+
+/* ---- Batches ---- */
+
+/* A batch of rows of one schema plus the bytes they point to.  Items
+ * besides rows (watermarks, statuses, end) travel as separate queue
+ * items, in order with batches. */
+typedef struct tdm__batch {
+    const tdm__schema *schema;
+    size_t n, cap;      /* rows used / allocated */
+    tdm__row *rows;     /* cap rows */
+    tdm__val *vals;     /* cap * schema->n values */
+    char *arena;        /* string bytes */
+    size_t arena_used, arena_cap;
+} tdm__batch;
+
+/* Creates a batch for up to @p cap rows of @p schema; NULL on OOM. */
+tdm__batch *tdm__batch_new(const tdm__schema *schema, size_t cap);
+/* Appends a row (values zeroed and null) and returns it, or NULL when
+ * the batch is full. */
+tdm__row *tdm__batch_add(tdm__batch *b);
+/* Removes the last row (e.g. when parsing it failed). */
+void tdm__batch_drop_last(tdm__batch *b);
+/* Copies @p len bytes into the arena and stores them as field @p i of
+ * @p row.  TDM_ERR_NOMEM if the arena cannot grow.  (Growing the arena
+ * moves it: rows already added are re-pointed by the batch.) */
+tdm_err tdm__batch_set_string(tdm__batch *b, tdm__row *row, int i,
+                              const char *s, size_t len);
+/* Empties the batch for reuse (keeps its memory). */
+void tdm__batch_clear(tdm__batch *b);
+void tdm__batch_destroy(tdm__batch *b);
+
+#endif /* TDM_ROW_H */
