@@ -59,6 +59,59 @@ static inline uint64_t table_word(uint64_t hash, uint32_t id)
     return ((hash >> 32) << 32) | (uint64_t)(id + 1);
 }
 
+static inline uint64_t rd64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint64_t rd32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Eight bytes at a time with a multiply-xorshift mix per word: a few
+ * nanoseconds for the short keys records usually carry, where a
+ * byte-at-a-time hash costs a multiply per byte.  Tails are read as
+ * (possibly overlapping) whole words; the length is mixed into the seed,
+ * so keys that differ only in length hash apart. */
+uint64_t tdm__keys_hash(const void *key, size_t len)
+{
+    const unsigned char *p = key;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^
+                 ((uint64_t)len * 0xff51afd7ed558ccdULL);
+    uint64_t v;
+    if (len > 8) {
+        size_t n = len;
+        while (n > 8) {
+            h = (h ^ rd64(p)) * 0xbf58476d1ce4e5b9ULL;
+            h ^= h >> 31;
+            p += 8;
+            n -= 8;
+        }
+        v = rd64(p + n - 8);
+    } else if (len == 8) {
+        v = rd64(p);
+    } else if (len >= 4) {
+        v = (rd32(p) << 32) | rd32(p + len - 4);
+    } else if (len > 0) {
+        v = (uint64_t)p[0] | ((uint64_t)p[len / 2] << 8) |
+            ((uint64_t)p[len - 1] << 16);
+    } else {
+        v = 0;
+    }
+    h = (h ^ v) * 0x94d049bb133111ebULL;
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    h ^= h >> 29;
+    return h;
+}
+
+/* Creates an empty key table (16-slot index, no chunks yet).
+ * Returns NULL on OOM. */
 tdm__keys *tdm__keys_new(void)
 {
     tdm__keys *ks = tdm__calloc(1, sizeof *ks);
@@ -140,6 +193,8 @@ static inline size_t probe(const tdm__keys *ks, const char *key, size_t len,
     }
 }
 
+/* Looks @p key up without taking a reference (hash from
+ * tdm__keys_hash).  Returns true and the id, or false when absent. */
 bool tdm__keys_find(const tdm__keys *ks, const char *key, size_t len,
                     uint64_t hash, uint32_t *id)
 {
@@ -150,6 +205,9 @@ bool tdm__keys_find(const tdm__keys *ks, const char *key, size_t len,
     return true;
 }
 
+/* Finds or adds @p key and takes a reference.  Short keys are
+ * copied into the entry, longer ones to the heap.  Returns TDM_OK or
+ * TDM_ERR_NOMEM (then nothing changed). */
 tdm_err tdm__keys_intern_hashed(tdm__keys *ks, const char *key, size_t len,
                                 uint64_t hash, uint32_t *id)
 {
@@ -205,13 +263,15 @@ tdm_err tdm__keys_intern_hashed(tdm__keys *ks, const char *key, size_t len,
     return TDM_OK;
 }
 
+/* tdm__keys_intern_hashed with the hash computed here. */
 tdm_err tdm__keys_intern(tdm__keys *ks, const char *key, size_t len,
                          uint32_t *id)
 {
-    return tdm__keys_intern_hashed(ks, key, len, tdm__hash_bytes(key, len),
+    return tdm__keys_intern_hashed(ks, key, len, tdm__keys_hash(key, len),
                                    id);
 }
 
+/* Takes a reference on a live id (precondition: refs > 0). */
 void tdm__keys_ref(tdm__keys *ks, uint32_t id)
 {
     ent(ks, id)->refs++;
@@ -242,6 +302,8 @@ static void table_delete_at(tdm__keys *ks, size_t i)
     }
 }
 
+/* Drops a reference; the last one removes the key from the
+ * index and puts its id on the free list for reuse. */
 void tdm__keys_unref(tdm__keys *ks, uint32_t id)
 {
     key_ent *e = ent(ks, id);
@@ -263,6 +325,7 @@ void tdm__keys_unref(tdm__keys *ks, uint32_t id)
     ks->live--;
 }
 
+/* The NUL-terminated bytes of a live id and their length. */
 const char *tdm__keys_get(const tdm__keys *ks, uint32_t id, size_t *len)
 {
     const key_ent *e = ent(ks, id);
@@ -271,27 +334,33 @@ const char *tdm__keys_get(const tdm__keys *ks, uint32_t id, size_t *len)
     return ent_bytes(e);
 }
 
+/* The owner's per-key pointer of a live id. */
 void **tdm__keys_udata(tdm__keys *ks, uint32_t id)
 {
     return &ent(ks, id)->u.udata;
 }
 
+/* The reference count of a live id. */
 uint32_t tdm__keys_refs(const tdm__keys *ks, uint32_t id)
 {
     return ent(ks, id)->refs;
 }
 
+/* Number of live keys. */
 size_t tdm__keys_count(const tdm__keys *ks)
 {
     return ks->live;
 }
 
+/* Bytes held by live keys: entry, index share, long key bytes. */
 size_t tdm__keys_bytes(const tdm__keys *ks)
 {
     return ks->live * (sizeof(key_ent) + 2 * sizeof(uint64_t)) +
            ks->heap_bytes;
 }
 
+/* Frees the table, every entry chunk and long key; NULL is a
+ * no-op. */
 void tdm__keys_destroy(tdm__keys *ks)
 {
     if (!ks)

@@ -68,6 +68,8 @@ static inline kv_slot *value_slot(const tdm__kv *kv, void *v)
     return (kv_slot *)(void *)((char *)v + kv->val_off);
 }
 
+/* Creates an empty store for values of @p value_size bytes
+ * (64-slot index; slabs come on demand).  Returns NULL on OOM. */
 tdm__kv *tdm__kv_new(size_t value_size)
 {
     tdm__kv *kv = tdm__calloc(1, sizeof *kv);
@@ -102,6 +104,7 @@ static inline kv_slot *find(const tdm__kv *kv, uint32_t key, tdm__ns ns,
     }
 }
 
+/* The value of (key, ns), or NULL when absent. */
 void *tdm__kv_get(tdm__kv *kv, uint32_t key, tdm__ns ns)
 {
     kv_slot *s = find(kv, key, ns, kv_hash(key, ns));
@@ -185,6 +188,9 @@ static bool ensure_head(tdm__kv *kv, uint32_t key)
     return true;
 }
 
+/* The value of (key, ns), created zeroed when absent (*created
+ * says which).  Grows the index first, so a NULL return (OOM) leaves
+ * the store unchanged. */
 void *tdm__kv_upsert(tdm__kv *kv, uint32_t key, tdm__ns ns, bool *created)
 {
     uint64_t h = kv_hash(key, ns);
@@ -260,6 +266,8 @@ static void remove_at(tdm__kv *kv, size_t i)
     kv->count--;
 }
 
+/* Removes (key, ns) if present; its value must hold nothing that
+ * needs freeing any more. */
 void tdm__kv_remove(tdm__kv *kv, uint32_t key, tdm__ns ns)
 {
     uint64_t h = kv_hash(key, ns);
@@ -276,6 +284,7 @@ void tdm__kv_remove(tdm__kv *kv, uint32_t key, tdm__ns ns)
     }
 }
 
+/* Removes the slot owning @p value (a live value pointer). */
 void tdm__kv_remove_slot(tdm__kv *kv, void *value)
 {
     kv_slot *s = value_slot(kv, value);
@@ -285,6 +294,8 @@ void tdm__kv_remove_slot(tdm__kv *kv, void *value)
     remove_at(kv, i);
 }
 
+/* Calls fn for the slots of one key through the key's list;
+ * fn must not insert or remove. */
 void tdm__kv_each_of_key(tdm__kv *kv, uint32_t key,
                          void (*fn)(void *ud, tdm__ns ns, void *slot),
                          void *ud)
@@ -295,6 +306,8 @@ void tdm__kv_each_of_key(tdm__kv *kv, uint32_t key,
         fn(ud, s->ns, slot_value(kv, s));
 }
 
+/* Calls fn for every slot in index order; fn must not insert or
+ * remove. */
 void tdm__kv_each(tdm__kv *kv,
                   void (*fn)(void *ud, uint32_t key, tdm__ns ns, void *slot),
                   void *ud)
@@ -306,22 +319,28 @@ void tdm__kv_each(tdm__kv *kv,
     }
 }
 
+/* Number of live slots. */
 size_t tdm__kv_count(const tdm__kv *kv)
 {
     return kv->count;
 }
 
+/* Bytes held by live slots (slot memory and index share). */
 size_t tdm__kv_bytes(const tdm__kv *kv)
 {
     return kv->count * tdm__kv_slot_bytes(kv);
 }
 
+/* Bytes one live slot costs: its memory and half-full index
+ * share. */
 size_t tdm__kv_slot_bytes(const tdm__kv *kv)
 {
     /* A slot plus its share of a half-full table. */
     return kv->slot_size + 2 * sizeof(kv_slot *);
 }
 
+/* Frees every slab, the index and the key lists; values must be
+ * released by the caller first.  NULL is a no-op. */
 void tdm__kv_destroy(tdm__kv *kv)
 {
     if (!kv)

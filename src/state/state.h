@@ -35,12 +35,15 @@ tdm__keys *tdm__keys_new(void);
  * Returns TDM_OK and the id in *id, or TDM_ERR_NOMEM. */
 tdm_err tdm__keys_intern(tdm__keys *ks, const char *key, size_t len,
                          uint32_t *id);
-/* As tdm__keys_intern with the caller's tdm__hash_bytes(key, len), for
+/* The hash the key table uses (faster than tdm__hash_bytes for short
+ * keys; any length, key may be NULL when len is 0). */
+uint64_t tdm__keys_hash(const void *key, size_t len);
+/* As tdm__keys_intern with the caller's tdm__keys_hash(key, len), for
  * callers that hash once and look up several times. */
 tdm_err tdm__keys_intern_hashed(tdm__keys *ks, const char *key, size_t len,
                                 uint64_t hash, uint32_t *id);
 /* Finds an interned key without taking a reference; @p hash must be
- * tdm__hash_bytes(key, len).  Returns true and the id in *id, or false. */
+ * tdm__keys_hash(key, len).  Returns true and the id in *id, or false. */
 bool tdm__keys_find(const tdm__keys *ks, const char *key, size_t len,
                     uint64_t hash, uint32_t *id);
 /* Takes one more reference on an interned id. */

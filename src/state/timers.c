@@ -2,42 +2,66 @@
 /* timers.c - the timer queue: (time, key id, namespace) triples fired in
  * time order, each triple at most once.
  *
- * Timers live in a node pool indexed by a uint32 id.  A binary min-heap of
- * (time, sequence, node id) orders them; the sequence number makes timers
- * with equal times pop in registration order, so runs are deterministic.
- * An open-addressing table of node ids finds a triple for deduplication
- * and deletion; each node remembers its heap position so that deleting
- * from the middle of the heap is O(log n).
+ * Window operators register many timers at few distinct times (every
+ * key's window ends at the same instant), so timers are grouped in one
+ * bucket per distinct time: a FIFO list of timer nodes.  A small binary
+ * heap orders the buckets; a hash table from time to bucket finds the
+ * bucket to append to; an open-addressing table of node ids finds a
+ * triple for deduplication and deletion.  Timers with equal times pop in
+ * registration order, so runs are deterministic, and popping or deleting
+ * costs O(1) apart from the rare bucket heap update.
  */
 #include <string.h>
 
 #include "state/state.h"
 
-#define NO_NODE UINT32_MAX
+#define NIL UINT32_MAX
 
 typedef struct tnode {
     tdm_time_ms time;
-    uint32_t key;
-    uint32_t pos;   /* heap position; next free node while free */
     tdm__ns ns;
+    uint32_t key;
+    uint32_t next, prev;  /* bucket list; next is the free link when free */
+    uint32_t bucket;
 } tnode;
 
-typedef struct hent {
+typedef struct tbucket {
     tdm_time_ms time;
-    uint64_t seq;
-    uint32_t node;
-} hent;
+    uint32_t head, tail;  /* node ids; head is the free link when free */
+    uint32_t hpos;        /* position in the heap */
+} tbucket;
+
+/* A growable pool of fixed-size items with a free list, indexed by id. */
+typedef struct pool {
+    void *items;
+    uint32_t n, cap;      /* ids handed out so far, capacity */
+    uint32_t free_head;
+} pool;
 
 struct tdm__timers {
-    tnode *nodes;
-    uint32_t n_nodes, cap_nodes;
-    uint32_t free_node;
-    hent *heap;
+    pool nodes;           /* tnode */
+    pool buckets;         /* tbucket */
+    uint32_t *ntab;       /* node id + 1 by triple hash; 0 = empty */
+    size_t nmask;
+    uint32_t *btab;       /* bucket id + 1 by time hash; 0 = empty */
+    size_t bmask;
+    uint32_t *heap;       /* bucket ids, ordered by time */
     uint32_t n_heap, cap_heap;
-    uint32_t *tab;     /* node id + 1; 0 = empty */
-    size_t mask;
-    uint64_t seq;
+    uint32_t n_timers;
+    uint32_t n_buckets;
+    uint32_t last_bucket; /* the bucket last appended to (or NIL) */
 };
+
+#define NODE(t, id) (((tnode *)(t)->nodes.items)[id])
+#define BUCKET(t, id) (((tbucket *)(t)->buckets.items)[id])
+
+static inline uint64_t mix64(uint64_t h)
+{
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    h ^= h >> 32;
+    return h;
+}
 
 static inline uint64_t timer_hash(tdm_time_ms time, uint32_t key,
                                   tdm__ns ns)
@@ -48,20 +72,229 @@ static inline uint64_t timer_hash(tdm_time_ms time, uint32_t key,
     h ^= (uint64_t)ns.a * 0x94d049bb133111ebULL;
     h = (h ^ (h >> 29)) * 0xff51afd7ed558ccdULL;
     h ^= (uint64_t)ns.b * 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 32;
-    return h;
+    return mix64(h);
 }
 
+static inline uint64_t time_hash(tdm_time_ms time)
+{
+    return mix64((uint64_t)time * 0x9e3779b97f4a7c15ULL);
+}
+
+/* ---- Pools ---- */
+
+/* Makes sure one more item can be taken; false on OOM. */
+static bool pool_reserve(pool *p, size_t size)
+{
+    if (p->free_head != NIL || p->n < p->cap)
+        return true;
+    uint32_t ncap = p->cap ? p->cap * 2 : 64;
+    if (ncap >= NIL)
+        return false;
+    void *ni = tdm__realloc(p->items, (size_t)ncap * size);
+    if (!ni)
+        return false;
+    p->items = ni;
+    p->cap = ncap;
+    return true;
+}
+
+/* ---- Tables (linear probing, backward-shift deletion) ---- */
+
+static bool table_grow(uint32_t **tab, size_t *mask,
+                       uint64_t (*home)(const tdm__timers *, uint32_t),
+                       const tdm__timers *t)
+{
+    size_t nmask = *mask * 2 + 1;
+    uint32_t *nt = tdm__calloc(nmask + 1, sizeof *nt);
+    if (!nt)
+        return false;
+    for (size_t i = 0; i <= *mask; i++) {
+        uint32_t v = (*tab)[i];
+        if (!v)
+            continue;
+        size_t j = (size_t)home(t, v - 1) & nmask;
+        while (nt[j])
+            j = (j + 1) & nmask;
+        nt[j] = v;
+    }
+    tdm__free(*tab);
+    *tab = nt;
+    *mask = nmask;
+    return true;
+}
+
+static void table_delete_at(uint32_t *tab, size_t mask, size_t i,
+                            uint64_t (*home)(const tdm__timers *, uint32_t),
+                            const tdm__timers *t)
+{
+    size_t j = i;
+    for (;;) {
+        tab[i] = 0;
+        for (;;) {
+            j = (j + 1) & mask;
+            uint32_t v = tab[j];
+            if (!v)
+                return;
+            size_t h = (size_t)home(t, v - 1) & mask;
+            /* The entry at j may fill the hole at i unless its home lies
+             * cyclically in (i, j]. */
+            bool stays = (i <= j) ? (i < h && h <= j) : (i < h || h <= j);
+            if (!stays)
+                break;
+        }
+        tab[i] = tab[j];
+        i = j;
+    }
+}
+
+static uint64_t node_home(const tdm__timers *t, uint32_t id)
+{
+    const tnode *n = &NODE(t, id);
+    return timer_hash(n->time, n->key, n->ns);
+}
+
+static uint64_t bucket_home(const tdm__timers *t, uint32_t id)
+{
+    return time_hash(BUCKET(t, id).time);
+}
+
+/* ---- The bucket heap ---- */
+
+static inline bool bucket_less(const tdm__timers *t, uint32_t a, uint32_t b)
+{
+    return BUCKET(t, a).time < BUCKET(t, b).time;
+}
+
+static inline void heap_set(tdm__timers *t, uint32_t pos, uint32_t b)
+{
+    t->heap[pos] = b;
+    BUCKET(t, b).hpos = pos;
+}
+
+static void sift_up(tdm__timers *t, uint32_t pos)
+{
+    uint32_t b = t->heap[pos];
+    while (pos > 0) {
+        uint32_t parent = (pos - 1) / 2;
+        if (!bucket_less(t, b, t->heap[parent]))
+            break;
+        heap_set(t, pos, t->heap[parent]);
+        pos = parent;
+    }
+    heap_set(t, pos, b);
+}
+
+static void sift_down(tdm__timers *t, uint32_t pos)
+{
+    uint32_t b = t->heap[pos];
+    for (;;) {
+        uint32_t c = 2 * pos + 1;
+        if (c >= t->n_heap)
+            break;
+        if (c + 1 < t->n_heap && bucket_less(t, t->heap[c + 1], t->heap[c]))
+            c++;
+        if (!bucket_less(t, t->heap[c], b))
+            break;
+        heap_set(t, pos, t->heap[c]);
+        pos = c;
+    }
+    heap_set(t, pos, b);
+}
+
+/* Removes an empty bucket from the heap, the time table and the pool. */
+static void bucket_free(tdm__timers *t, uint32_t b)
+{
+    uint32_t pos = BUCKET(t, b).hpos;
+    uint32_t last = --t->n_heap;
+    if (pos != last) {
+        uint32_t moved = t->heap[last];
+        bool up = bucket_less(t, moved, t->heap[pos]);
+        heap_set(t, pos, moved);
+        if (up)
+            sift_up(t, pos);
+        else
+            sift_down(t, pos);
+    }
+    size_t i = (size_t)time_hash(BUCKET(t, b).time) & t->bmask;
+    while (t->btab[i] != b + 1)
+        i = (i + 1) & t->bmask;
+    table_delete_at(t->btab, t->bmask, i, bucket_home, t);
+    BUCKET(t, b).head = t->buckets.free_head;
+    t->buckets.free_head = b;
+    t->n_buckets--;
+    if (t->last_bucket == b)
+        t->last_bucket = NIL;
+}
+
+/* Finds or creates the bucket of @p time; NIL on OOM. */
+static uint32_t bucket_of(tdm__timers *t, tdm_time_ms time)
+{
+    if (t->last_bucket != NIL && BUCKET(t, t->last_bucket).time == time)
+        return t->last_bucket;
+    size_t i = (size_t)time_hash(time) & t->bmask;
+    for (;;) {
+        uint32_t v = t->btab[i];
+        if (!v)
+            break;
+        if (BUCKET(t, v - 1).time == time) {
+            t->last_bucket = v - 1;
+            return v - 1;
+        }
+        i = (i + 1) & t->bmask;
+    }
+    /* A new distinct time: reserve everything first. */
+    if (!pool_reserve(&t->buckets, sizeof(tbucket)))
+        return NIL;
+    if (t->n_heap == t->cap_heap) {
+        uint32_t ncap = t->cap_heap ? t->cap_heap * 2 : 16;
+        uint32_t *nh = tdm__realloc(t->heap, (size_t)ncap * sizeof *nh);
+        if (!nh)
+            return NIL;
+        t->heap = nh;
+        t->cap_heap = ncap;
+    }
+    if ((size_t)(t->n_buckets + 1) * 2 > t->bmask + 1) {
+        if (!table_grow(&t->btab, &t->bmask, bucket_home, t))
+            return NIL;
+        i = (size_t)time_hash(time) & t->bmask;
+        while (t->btab[i])
+            i = (i + 1) & t->bmask;
+    }
+    uint32_t b;
+    if (t->buckets.free_head != NIL) {
+        b = t->buckets.free_head;
+        t->buckets.free_head = BUCKET(t, b).head;
+    } else {
+        b = t->buckets.n++;
+    }
+    tbucket *bk = &BUCKET(t, b);
+    bk->time = time;
+    bk->head = bk->tail = NIL;
+    t->btab[i] = b + 1;
+    t->n_buckets++;
+    t->heap[t->n_heap++] = b;
+    sift_up(t, t->n_heap - 1);
+    t->last_bucket = b;
+    return b;
+}
+
+/* ---- Public operations ---- */
+
+/* Creates an empty queue.  Returns NULL on OOM. */
 tdm__timers *tdm__timers_new(void)
 {
     tdm__timers *t = tdm__calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    t->free_node = NO_NODE;
-    t->mask = 63;
-    t->tab = tdm__calloc(t->mask + 1, sizeof *t->tab);
-    if (!t->tab) {
-        tdm__free(t);
+    t->nodes.free_head = NIL;
+    t->buckets.free_head = NIL;
+    t->last_bucket = NIL;
+    t->nmask = 63;
+    t->bmask = 15;
+    t->ntab = tdm__calloc(t->nmask + 1, sizeof *t->ntab);
+    t->btab = tdm__calloc(t->bmask + 1, sizeof *t->btab);
+    if (!t->ntab || !t->btab) {
+        tdm__timers_destroy(t);
         return NULL;
     }
     return t;
@@ -74,183 +307,69 @@ static inline bool node_is(const tnode *n, tdm_time_ms time, uint32_t key,
            n->ns.b == ns.b;
 }
 
-/* The table position of the triple, or of the empty slot ending its probe
- * run. */
+/* The node-table position of the triple, or of the empty slot ending its
+ * probe run. */
 static size_t probe(const tdm__timers *t, tdm_time_ms time, uint32_t key,
                     tdm__ns ns, uint64_t h)
 {
-    size_t i = (size_t)h & t->mask;
+    size_t i = (size_t)h & t->nmask;
     for (;;) {
-        uint32_t v = t->tab[i];
-        if (!v || node_is(&t->nodes[v - 1], time, key, ns))
+        uint32_t v = t->ntab[i];
+        if (!v || node_is(&NODE(t, v - 1), time, key, ns))
             return i;
-        i = (i + 1) & t->mask;
+        i = (i + 1) & t->nmask;
     }
 }
 
-static inline size_t home_of(const tdm__timers *t, uint32_t node)
-{
-    const tnode *n = &t->nodes[node];
-    return (size_t)timer_hash(n->time, n->key, n->ns) & t->mask;
-}
-
-static bool grow_table(tdm__timers *t)
-{
-    size_t nmask = t->mask * 2 + 1;
-    uint32_t *nt = tdm__calloc(nmask + 1, sizeof *nt);
-    if (!nt)
-        return false;
-    uint32_t *ot = t->tab;
-    size_t omask = t->mask;
-    t->tab = nt;
-    t->mask = nmask;
-    for (size_t i = 0; i <= omask; i++) {
-        if (!ot[i])
-            continue;
-        size_t j = home_of(t, ot[i] - 1);
-        while (nt[j])
-            j = (j + 1) & nmask;
-        nt[j] = ot[i];
-    }
-    tdm__free(ot);
-    return true;
-}
-
-/* Backward-shift deletion of table position i. */
-static void table_delete_at(tdm__timers *t, size_t i)
-{
-    size_t j = i;
-    for (;;) {
-        t->tab[i] = 0;
-        for (;;) {
-            j = (j + 1) & t->mask;
-            uint32_t v = t->tab[j];
-            if (!v)
-                return;
-            size_t home = home_of(t, v - 1);
-            bool stays = (i <= j) ? (i < home && home <= j)
-                                  : (i < home || home <= j);
-            if (!stays)
-                break;
-        }
-        t->tab[i] = t->tab[j];
-        i = j;
-    }
-}
-
-static inline bool heap_less(const hent *x, const hent *y)
-{
-    return x->time < y->time || (x->time == y->time && x->seq < y->seq);
-}
-
-static inline void heap_set(tdm__timers *t, uint32_t pos, hent e)
-{
-    t->heap[pos] = e;
-    t->nodes[e.node].pos = pos;
-}
-
-static void sift_up(tdm__timers *t, uint32_t pos)
-{
-    hent e = t->heap[pos];
-    while (pos > 0) {
-        uint32_t parent = (pos - 1) / 2;
-        if (!heap_less(&e, &t->heap[parent]))
-            break;
-        heap_set(t, pos, t->heap[parent]);
-        pos = parent;
-    }
-    heap_set(t, pos, e);
-}
-
-static void sift_down(tdm__timers *t, uint32_t pos)
-{
-    hent e = t->heap[pos];
-    uint32_t n = t->n_heap;
-    for (;;) {
-        uint32_t c = 2 * pos + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && heap_less(&t->heap[c + 1], &t->heap[c]))
-            c++;
-        if (!heap_less(&t->heap[c], &e))
-            break;
-        heap_set(t, pos, t->heap[c]);
-        pos = c;
-    }
-    heap_set(t, pos, e);
-}
-
-/* Removes heap position pos, keeping the heap ordered. */
-static void heap_remove(tdm__timers *t, uint32_t pos)
-{
-    uint32_t last = --t->n_heap;
-    if (pos == last)
-        return;
-    hent moved = t->heap[last];
-    bool up = heap_less(&moved, &t->heap[pos]);
-    heap_set(t, pos, moved);
-    if (up)
-        sift_up(t, pos);
-    else
-        sift_down(t, pos);
-}
-
-/* Grows the node pool and heap so one more timer fits. */
-static bool reserve_one(tdm__timers *t)
-{
-    if (t->free_node == NO_NODE && t->n_nodes == t->cap_nodes) {
-        uint32_t ncap = t->cap_nodes ? t->cap_nodes * 2 : 64;
-        if (ncap >= NO_NODE)
-            return false;
-        tnode *nn = tdm__realloc(t->nodes, (size_t)ncap * sizeof *nn);
-        if (!nn)
-            return false;
-        t->nodes = nn;
-        t->cap_nodes = ncap;
-    }
-    if (t->n_heap == t->cap_heap) {
-        uint32_t ncap = t->cap_heap ? t->cap_heap * 2 : 64;
-        hent *nh = tdm__realloc(t->heap, (size_t)ncap * sizeof *nh);
-        if (!nh)
-            return false;
-        t->heap = nh;
-        t->cap_heap = ncap;
-    }
-    if ((size_t)(t->n_heap + 1) * 2 > t->mask + 1 && !grow_table(t))
-        return false;
-    return true;
-}
-
+/* Registers (time, key, ns) unless present (*added says
+ * which), appending it to its time's bucket.  Everything that can fail
+ * is reserved first: TDM_ERR_NOMEM leaves the queue unchanged. */
 tdm_err tdm__timers_insert(tdm__timers *t, tdm_time_ms time, uint32_t key,
                            tdm__ns ns, bool *added)
 {
     uint64_t h = timer_hash(time, key, ns);
     size_t i = probe(t, time, key, ns, h);
     *added = false;
-    if (t->tab[i])
+    if (t->ntab[i])
         return TDM_OK; /* already registered */
-    if (!reserve_one(t))
+    /* Reserve node space and table room before touching anything. */
+    if (!pool_reserve(&t->nodes, sizeof(tnode)))
         return TDM_ERR_NOMEM;
-    i = probe(t, time, key, ns, h); /* the table may have grown */
-    uint32_t id;
-    if (t->free_node != NO_NODE) {
-        id = t->free_node;
-        t->free_node = t->nodes[id].pos;
-    } else {
-        id = t->n_nodes++;
+    if ((size_t)(t->n_timers + 1) * 2 > t->nmask + 1) {
+        if (!table_grow(&t->ntab, &t->nmask, node_home, t))
+            return TDM_ERR_NOMEM;
+        i = probe(t, time, key, ns, h);
     }
-    tnode *n = &t->nodes[id];
+    uint32_t b = bucket_of(t, time);
+    if (b == NIL)
+        return TDM_ERR_NOMEM;
+    uint32_t id;
+    if (t->nodes.free_head != NIL) {
+        id = t->nodes.free_head;
+        t->nodes.free_head = NODE(t, id).next;
+    } else {
+        id = t->nodes.n++;
+    }
+    tnode *n = &NODE(t, id);
     n->time = time;
     n->key = key;
     n->ns = ns;
-    t->tab[i] = id + 1;
-    hent e = { .time = time, .seq = t->seq++, .node = id };
-    t->heap[t->n_heap++] = e;
-    sift_up(t, t->n_heap - 1);
+    n->bucket = b;
+    n->next = NIL;
+    tbucket *bk = &BUCKET(t, b);
+    n->prev = bk->tail;
+    if (bk->tail != NIL)
+        NODE(t, bk->tail).next = id;
+    else
+        bk->head = id;
+    bk->tail = id;
+    t->ntab[i] = id + 1;
+    t->n_timers++;
     *added = true;
     return TDM_OK;
 }
 
+/* tdm__timers_insert without the "added" answer. */
 tdm_err tdm__timers_add(tdm__timers *t, tdm_time_ms time, uint32_t key,
                         tdm__ns ns)
 {
@@ -258,76 +377,106 @@ tdm_err tdm__timers_add(tdm__timers *t, tdm_time_ms time, uint32_t key,
     return tdm__timers_insert(t, time, key, ns, &added);
 }
 
-/* Forgets node id found at table position i: heap, table, pool. */
+/* Forgets node id found at node-table position i: its bucket (freed when
+ * empty), the table, the pool. */
 static void remove_node(tdm__timers *t, uint32_t id, size_t i)
 {
-    heap_remove(t, t->nodes[id].pos);
-    table_delete_at(t, i);
-    t->nodes[id].pos = t->free_node;
-    t->free_node = id;
+    tnode *n = &NODE(t, id);
+    uint32_t b = n->bucket;
+    tbucket *bk = &BUCKET(t, b);
+    if (n->prev != NIL)
+        NODE(t, n->prev).next = n->next;
+    else
+        bk->head = n->next;
+    if (n->next != NIL)
+        NODE(t, n->next).prev = n->prev;
+    else
+        bk->tail = n->prev;
+    table_delete_at(t->ntab, t->nmask, i, node_home, t);
+    n->next = t->nodes.free_head;
+    t->nodes.free_head = id;
+    t->n_timers--;
+    if (bk->head == NIL)
+        bucket_free(t, b);
 }
 
+/* Deletes (time, key, ns); returns whether it was there. */
 bool tdm__timers_remove(tdm__timers *t, tdm_time_ms time, uint32_t key,
                         tdm__ns ns)
 {
     size_t i = probe(t, time, key, ns, timer_hash(time, key, ns));
-    if (!t->tab[i])
+    if (!t->ntab[i])
         return false;
-    remove_node(t, t->tab[i] - 1, i);
+    remove_node(t, t->ntab[i] - 1, i);
     return true;
 }
 
+/* Deletes (time, key, ns) if present. */
 void tdm__timers_del(tdm__timers *t, tdm_time_ms time, uint32_t key,
                      tdm__ns ns)
 {
     tdm__timers_remove(t, time, key, ns);
 }
 
+/* True when (time, key, ns) is registered. */
 bool tdm__timers_has(const tdm__timers *t, tdm_time_ms time, uint32_t key,
                      tdm__ns ns)
 {
-    return t->tab[probe(t, time, key, ns, timer_hash(time, key, ns))] != 0;
+    return t->ntab[probe(t, time, key, ns, timer_hash(time, key, ns))] != 0;
 }
 
+/* Takes the earliest timer (first registered among equal times)
+ * when its time is <= upto.  Returns false when there is none. */
 bool tdm__timers_pop(tdm__timers *t, tdm_time_ms upto, tdm__timer *out)
 {
-    if (t->n_heap == 0 || t->heap[0].time > upto)
+    if (t->n_heap == 0)
         return false;
-    uint32_t id = t->heap[0].node;
-    tnode *n = &t->nodes[id];
+    tbucket *bk = &BUCKET(t, t->heap[0]);
+    if (bk->time > upto)
+        return false;
+    uint32_t id = bk->head;
+    const tnode *n = &NODE(t, id);
     out->time = n->time;
     out->key = n->key;
     out->ns = n->ns;
-    size_t i = home_of(t, id);
-    while (t->tab[i] != id + 1)
-        i = (i + 1) & t->mask;
+    size_t i = (size_t)timer_hash(n->time, n->key, n->ns) & t->nmask;
+    while (t->ntab[i] != id + 1)
+        i = (i + 1) & t->nmask;
     remove_node(t, id, i);
     return true;
 }
 
+/* The earliest time, TDM_TIME_MAX when empty. */
 tdm_time_ms tdm__timers_peek(const tdm__timers *t)
 {
-    return t->n_heap ? t->heap[0].time : TDM_TIME_MAX;
+    return t->n_heap ? BUCKET(t, t->heap[0]).time : TDM_TIME_MAX;
 }
 
+/* Number of registered timers. */
 size_t tdm__timers_count(const tdm__timers *t)
 {
-    return t->n_heap;
+    return t->n_timers;
 }
 
+/* Bytes held by live timers and their time buckets. */
 size_t tdm__timers_bytes(const tdm__timers *t)
 {
-    /* Node, heap entry and a half-full table's share per live timer. */
-    return (size_t)t->n_heap *
-           (sizeof(tnode) + sizeof(hent) + 2 * sizeof(uint32_t));
+    /* A node and a half-full table's share per live timer, plus the
+     * buckets of the distinct times. */
+    return (size_t)t->n_timers * (sizeof(tnode) + 2 * sizeof(uint32_t)) +
+           (size_t)t->n_buckets *
+               (sizeof(tbucket) + 3 * sizeof(uint32_t));
 }
 
+/* Frees the queue; NULL is a no-op. */
 void tdm__timers_destroy(tdm__timers *t)
 {
     if (!t)
         return;
-    tdm__free(t->nodes);
+    tdm__free(t->nodes.items);
+    tdm__free(t->buckets.items);
+    tdm__free(t->ntab);
+    tdm__free(t->btab);
     tdm__free(t->heap);
-    tdm__free(t->tab);
     tdm__free(t);
 }

@@ -23,11 +23,16 @@ tdm_time_ms tdm_time_sub(tdm_time_ms a, tdm_time_ms b)
 tdm_time_ms tdm__window_start(tdm_time_ms ts, tdm_time_ms offset,
                               tdm_time_ms size)
 {
-    /* r = (ts - offset) mod size, floored, in [0, size). */
+    /* r = (ts - offset) mod size, floored, in [0, size).  Both remainders
+     * are first brought into [0, size), so that a - b lies in
+     * (-size, size) and cannot overflow even when size > INT64_MAX / 2. */
     tdm_time_ms a = ts % size;
     tdm_time_ms b = offset % size;
-    tdm_time_ms r = a - b; /* |a|,|b| < size: no overflow */
-    r %= size;
+    if (a < 0)
+        a += size;
+    if (b < 0)
+        b += size;
+    tdm_time_ms r = a - b;
     if (r < 0)
         r += size;
     return tdm__time_sub_sat(ts, r);

@@ -16,6 +16,8 @@
 
 /* ---- Construction ---- */
 
+/* A built-in aggregate.  Returns TDM_OK, TDM_ERR_INVAL (unknown
+ * kind or NULL out), TDM_ERR_NOMEM. */
 tdm_err tdm_aggregate_new(tdm_agg_kind kind, tdm_aggregate **out)
 {
     if (!out)
@@ -32,6 +34,8 @@ tdm_err tdm_aggregate_new(tdm_agg_kind kind, tdm_aggregate **out)
     return TDM_OK;
 }
 
+/* A user aggregate; copies @p methods.  Returns TDM_OK,
+ * TDM_ERR_INVAL naming the bad field, TDM_ERR_NOMEM. */
 tdm_err tdm_aggregate_new_custom(const tdm_aggregate_methods *methods,
                                  void *ud, tdm_aggregate **out, char *errbuf,
                                  size_t errbuf_size)
@@ -64,6 +68,8 @@ tdm_err tdm_aggregate_new_custom(const tdm_aggregate_methods *methods,
     return TDM_OK;
 }
 
+/* A full-window function.  Returns TDM_OK, TDM_ERR_INVAL (NULL
+ * fn or out), TDM_ERR_NOMEM. */
 tdm_err tdm_aggregate_new_window_fn(tdm_window_fn fn, void *ud,
                                     void (*destroy)(void *ud),
                                     tdm_aggregate **out)
@@ -84,6 +90,8 @@ tdm_err tdm_aggregate_new_window_fn(tdm_window_fn fn, void *ud,
     return TDM_OK;
 }
 
+/* Frees an aggregate and releases its user data; NULL is a
+ * no-op. */
 void tdm_aggregate_destroy(tdm_aggregate *agg)
 {
     if (!agg)
@@ -97,11 +105,14 @@ void tdm_aggregate_destroy(tdm_aggregate *agg)
 
 /* ---- Result output and window context (user code's view) ---- */
 
+/* Sets the numeric result. */
 void tdm_result_set_value(tdm_result_out *out, double value)
 {
     out->value = value;
 }
 
+/* Copies the result bytes into the operator's reusable buffer.
+ * Returns TDM_OK or TDM_ERR_NOMEM (the firing is then skipped). */
 tdm_err tdm_result_set_bytes(tdm_result_out *out, const void *bytes,
                              size_t len)
 {
@@ -121,6 +132,7 @@ tdm_err tdm_result_set_bytes(tdm_result_out *out, const void *bytes,
     return TDM_OK;
 }
 
+/* The key of the window being evaluated. */
 const char *tdm_window_ctx_key(const tdm_window_ctx *ctx, size_t *len)
 {
     if (len)
@@ -128,6 +140,7 @@ const char *tdm_window_ctx_key(const tdm_window_ctx *ctx, size_t *len)
     return ctx->key;
 }
 
+/* The window's bounds; 0 for the global window. */
 int tdm_window_ctx_window(const tdm_window_ctx *ctx, tdm_time_ms *start,
                           tdm_time_ms *end)
 {
@@ -140,16 +153,19 @@ int tdm_window_ctx_window(const tdm_window_ctx *ctx, tdm_time_ms *start,
     return 1;
 }
 
+/* Number of records in the window. */
 size_t tdm_window_ctx_count(const tdm_window_ctx *ctx)
 {
     return ctx->n;
 }
 
+/* Record @p i in arrival order, NULL when out of range. */
 const tdm_record *tdm_window_ctx_record(const tdm_window_ctx *ctx, size_t i)
 {
     return i < ctx->n ? &ctx->recs[i] : NULL;
 }
 
+/* Frees the byte buffer of a result output. */
 void tdm__agg_free_result(tdm_result_out *r)
 {
     tdm__free(r->bytes);
@@ -159,11 +175,13 @@ void tdm__agg_free_result(tdm_result_out *r)
 
 /* ---- Properties ---- */
 
+/* Inline accumulator bytes: a user aggregate's acc_size, else 0. */
 size_t tdm__agg_acc_size(const tdm_aggregate *a)
 {
     return a->type == TDM__AGG_CUSTOM ? a->m.acc_size : 0;
 }
 
+/* False only for user aggregates without merge. */
 bool tdm__agg_can_merge(const tdm_aggregate *a)
 {
     return a->type != TDM__AGG_CUSTOM || a->m.merge != NULL;
@@ -190,6 +208,8 @@ static bool reserve(tdm_winop *op, void **p, size_t *cap, size_t n,
     return true;
 }
 
+/* Adds a record when the inline fast path does not apply
+ * (collect, user aggregates, window functions). */
 tdm_err tdm__agg_add_slow(tdm_winop *op, tdm__win_slot *s,
                           const tdm_record *rec, const char *key,
                           size_t key_len)
@@ -242,6 +262,7 @@ tdm_err tdm__agg_add_slow(tdm_winop *op, tdm__win_slot *s,
     return TDM_OK;
 }
 
+/* Folds window @p from's contents into @p into (session merges). */
 tdm_err tdm__agg_merge(tdm_winop *op, tdm__win_slot *into,
                        tdm__win_slot *from)
 {
@@ -308,6 +329,7 @@ tdm_err tdm__agg_merge(tdm_winop *op, tdm__win_slot *into,
     return TDM_OK;
 }
 
+/* Releases and zeroes a window's contents (purge, cleanup). */
 void tdm__agg_clear(tdm_winop *op, tdm__win_slot *s)
 {
     const tdm_aggregate *a = op->agg;
@@ -345,6 +367,7 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* Computes the result of a non-empty window into @p ev. */
 tdm_err tdm__agg_result(tdm_winop *op, tdm__win_slot *s, tdm_event *ev,
                         const char *key, size_t key_len)
 {

@@ -21,6 +21,8 @@ static tdm_err new_assigner(tdm__asg_kind kind, tdm_assigner **out)
     return TDM_OK;
 }
 
+/* Tumbling windows (R1.3).  Returns TDM_OK, TDM_ERR_INVAL
+ * naming size_ms or offset_ms, TDM_ERR_NOMEM. */
 tdm_err tdm_assigner_new_tumbling(tdm_time_ms size_ms, tdm_time_ms offset_ms,
                                   tdm_assigner **out, char *errbuf,
                                   size_t errbuf_size)
@@ -49,6 +51,8 @@ tdm_err tdm_assigner_new_tumbling(tdm_time_ms size_ms, tdm_time_ms offset_ms,
     return TDM_OK;
 }
 
+/* Sliding windows (R1.4).  Returns TDM_OK, TDM_ERR_INVAL
+ * naming size_ms, slide_ms or offset_ms, TDM_ERR_NOMEM. */
 tdm_err tdm_assigner_new_sliding(tdm_time_ms size_ms, tdm_time_ms slide_ms,
                                  tdm_time_ms offset_ms, tdm_assigner **out,
                                  char *errbuf, size_t errbuf_size)
@@ -85,6 +89,8 @@ tdm_err tdm_assigner_new_sliding(tdm_time_ms size_ms, tdm_time_ms slide_ms,
     return TDM_OK;
 }
 
+/* Session windows (R1.5).  Returns TDM_OK, TDM_ERR_INVAL
+ * naming gap_ms, TDM_ERR_NOMEM. */
 tdm_err tdm_assigner_new_session(tdm_time_ms gap_ms, tdm_assigner **out,
                                  char *errbuf, size_t errbuf_size)
 {
@@ -103,6 +109,8 @@ tdm_err tdm_assigner_new_session(tdm_time_ms gap_ms, tdm_assigner **out,
     return TDM_OK;
 }
 
+/* The global window (R1.6).  Returns TDM_OK, TDM_ERR_INVAL,
+ * TDM_ERR_NOMEM. */
 tdm_err tdm_assigner_new_global(tdm_assigner **out)
 {
     if (!out)
@@ -111,6 +119,8 @@ tdm_err tdm_assigner_new_global(tdm_assigner **out)
     return new_assigner(TDM__ASG_GLOBAL, out);
 }
 
+/* Switches a time-window assigner to processing time
+ * (R1.7).  Returns TDM_ERR_INVAL for NULL or the global assigner. */
 tdm_err tdm_assigner_set_processing_time(tdm_assigner *a)
 {
     if (!a || a->kind == TDM__ASG_GLOBAL)
@@ -119,6 +129,7 @@ tdm_err tdm_assigner_set_processing_time(tdm_assigner *a)
     return TDM_OK;
 }
 
+/* Frees an assigner; NULL is a no-op. */
 void tdm_assigner_destroy(tdm_assigner *a)
 {
     tdm__free(a);
@@ -126,13 +137,20 @@ void tdm_assigner_destroy(tdm_assigner *a)
 
 /* ---- Assignment ---- */
 
-/* (ts - offset) mod size, floored, in [0, size), without overflow
- * (precondition: size > 0, |offset| < size). */
+/* (ts - offset) mod size, floored, in [0, size), with one division and
+ * no overflow even for sizes near TDM_TIME_MAX (precondition: size > 0,
+ * |offset| < size).  a - offset lies in (-2 size, 2 size), which uint64
+ * arithmetic holds exactly once shifted into [0, 2 size). */
 static tdm_time_ms floor_mod(tdm_time_ms ts, tdm_time_ms offset,
                              tdm_time_ms size)
 {
-    tdm_time_ms r = (ts % size - offset % size) % size;
-    return r < 0 ? r + size : r;
+    tdm_time_ms a = ts % size;
+    uint64_t d = (uint64_t)a - (uint64_t)offset;
+    if (a < offset)
+        d += 2 * (uint64_t)size;
+    if (d >= (uint64_t)size)
+        d -= (uint64_t)size;
+    return (tdm_time_ms)d;
 }
 
 /* Rulebook R1.2-R1.6.  The latest start is ts - r with r the floored
@@ -163,6 +181,8 @@ void tdm__assign_begin(const tdm_assigner *a, tdm_time_ms ts,
     }
 }
 
+/* Reports the next window of the iteration (see win.h); false
+ * when done. */
 bool tdm__assign_next(tdm__assign_iter *it, tdm_time_ms *start,
                       tdm_time_ms *end)
 {

@@ -72,6 +72,8 @@ static void find_one(void *ud, tdm__ns ns, void *slot)
         f->found = s;
 }
 
+/* The state slot whose actual window is [start, end), by a scan
+ * of the key's sessions. */
 tdm__win_slot *tdm__win_merge_find(tdm_winop *op, uint32_t key,
                                    tdm_time_ms start, tdm_time_ms end)
 {
@@ -99,6 +101,8 @@ static void delete_cleanup(tdm_winop *op, uint32_t key, tdm_time_ms start,
     tdm__win_timer_del(&ctx, op->event_time ? TDM__EVENT : TDM__PROC, c);
 }
 
+/* MergingWindowSet.addWindow plus the operator's merge callback;
+ * see win.h for the contract. */
 tdm_err tdm__win_merge_add(tdm_winop *op, uint32_t key, tdm_time_ms start,
                            tdm_time_ms end, tdm__win_slot **slot)
 {

@@ -23,21 +23,29 @@ static tdm_err new_trigger(tdm__trg_kind kind, tdm_trigger **out)
     return TDM_OK;
 }
 
+/* EventTimeTrigger.  Returns TDM_OK, TDM_ERR_INVAL (NULL out),
+ * TDM_ERR_NOMEM. */
 tdm_err tdm_trigger_new_event_time(tdm_trigger **out)
 {
     return new_trigger(TDM__TRG_EVENT_TIME, out);
 }
 
+/* ProcessingTimeTrigger.  Returns TDM_OK, TDM_ERR_INVAL,
+ * TDM_ERR_NOMEM. */
 tdm_err tdm_trigger_new_processing_time(tdm_trigger **out)
 {
     return new_trigger(TDM__TRG_PROC_TIME, out);
 }
 
+/* The global window's NeverTrigger.  Returns TDM_OK,
+ * TDM_ERR_INVAL, TDM_ERR_NOMEM. */
 tdm_err tdm_trigger_new_never(tdm_trigger **out)
 {
     return new_trigger(TDM__TRG_NEVER, out);
 }
 
+/* CountTrigger(count).  Returns TDM_OK, TDM_ERR_INVAL naming
+ * count, TDM_ERR_NOMEM. */
 tdm_err tdm_trigger_new_count(int64_t count, tdm_trigger **out,
                               char *errbuf, size_t errbuf_size)
 {
@@ -56,6 +64,8 @@ tdm_err tdm_trigger_new_count(int64_t count, tdm_trigger **out,
     return TDM_OK;
 }
 
+/* ContinuousEventTimeTrigger(interval).  Returns TDM_OK,
+ * TDM_ERR_INVAL naming interval_ms, TDM_ERR_NOMEM. */
 tdm_err tdm_trigger_new_continuous_event_time(tdm_time_ms interval_ms,
                                               tdm_trigger **out,
                                               char *errbuf,
@@ -77,6 +87,8 @@ tdm_err tdm_trigger_new_continuous_event_time(tdm_time_ms interval_ms,
     return TDM_OK;
 }
 
+/* PurgingTrigger(inner); owns @p inner in every case.  Returns
+ * TDM_OK, TDM_ERR_INVAL (NULL inner or out), TDM_ERR_NOMEM. */
 tdm_err tdm_trigger_new_purging(tdm_trigger *inner, tdm_trigger **out)
 {
     if (!out || !inner) {
@@ -94,6 +106,8 @@ tdm_err tdm_trigger_new_purging(tdm_trigger *inner, tdm_trigger **out)
     return TDM_OK;
 }
 
+/* A user trigger; copies @p methods.  Returns TDM_OK,
+ * TDM_ERR_INVAL naming the bad field, TDM_ERR_NOMEM. */
 tdm_err tdm_trigger_new_custom(const tdm_trigger_methods *methods, void *ud,
                                tdm_trigger **out, char *errbuf,
                                size_t errbuf_size)
@@ -121,6 +135,8 @@ tdm_err tdm_trigger_new_custom(const tdm_trigger_methods *methods, void *ud,
     return TDM_OK;
 }
 
+/* Frees a trigger, its inner trigger and user data; NULL is a
+ * no-op. */
 void tdm_trigger_destroy(tdm_trigger *t)
 {
     if (!t)
@@ -134,53 +150,65 @@ void tdm_trigger_destroy(tdm_trigger *t)
 
 /* ---- The trigger context ---- */
 
+/* The window start (TDM_TIME_MIN for the global window). */
 tdm_time_ms tdm_trigger_ctx_window_start(const tdm_trigger_ctx *ctx)
 {
     return ctx->op->global ? TDM_TIME_MIN : ctx->start;
 }
 
+/* The window end (TDM_TIME_MAX for the global window). */
 tdm_time_ms tdm_trigger_ctx_window_end(const tdm_trigger_ctx *ctx)
 {
     return ctx->op->global ? TDM_TIME_MAX : ctx->end;
 }
 
+/* end - 1, or TDM_TIME_MAX for the global window. */
 tdm_time_ms tdm_trigger_ctx_max_timestamp(const tdm_trigger_ctx *ctx)
 {
     return tdm__win_max_ts(ctx->op, ctx->end);
 }
 
+/* The operator's current watermark. */
 tdm_time_ms tdm_trigger_ctx_watermark(const tdm_trigger_ctx *ctx)
 {
     return ctx->op->wm;
 }
 
+/* The operator's last processing-time reading. */
 tdm_time_ms tdm_trigger_ctx_proctime(const tdm_trigger_ctx *ctx)
 {
     return ctx->op->proctime;
 }
 
+/* The window's trigger state, NULL when state_size is 0. */
 void *tdm_trigger_ctx_state(tdm_trigger_ctx *ctx)
 {
     return ctx->state;
 }
 
+/* Registers an event-time timer for the ctx window
+ * (idempotent).  Returns TDM_OK or TDM_ERR_NOMEM. */
 tdm_err tdm_trigger_ctx_register_event_timer(tdm_trigger_ctx *ctx,
                                              tdm_time_ms t)
 {
     return tdm__win_timer_add(ctx, TDM__EVENT, t);
 }
 
+/* Deletes the ctx window's event-time timer at @p t. */
 void tdm_trigger_ctx_delete_event_timer(tdm_trigger_ctx *ctx, tdm_time_ms t)
 {
     tdm__win_timer_del(ctx, TDM__EVENT, t);
 }
 
+/* Registers a processing-time timer for the ctx window
+ * (idempotent).  Returns TDM_OK or TDM_ERR_NOMEM. */
 tdm_err tdm_trigger_ctx_register_proc_timer(tdm_trigger_ctx *ctx,
                                             tdm_time_ms t)
 {
     return tdm__win_timer_add(ctx, TDM__PROC, t);
 }
 
+/* Deletes the ctx window's processing-time timer at @p t. */
 void tdm_trigger_ctx_delete_proc_timer(tdm_trigger_ctx *ctx, tdm_time_ms t)
 {
     tdm__win_timer_del(ctx, TDM__PROC, t);
@@ -188,6 +216,8 @@ void tdm_trigger_ctx_delete_proc_timer(tdm_trigger_ctx *ctx, tdm_time_ms t)
 
 /* ---- Internal properties ---- */
 
+/* Bytes of per-window state: purging uses its inner trigger's,
+ * user triggers declare theirs. */
 size_t tdm__trigger_state_size(const tdm_trigger *t)
 {
     switch (t->kind) {
@@ -203,6 +233,8 @@ size_t tdm__trigger_state_size(const tdm_trigger *t)
     }
 }
 
+/* Flink's canMerge(): purging asks its inner trigger, user
+ * triggers need on_merge, the built-ins all merge. */
 bool tdm__trigger_can_merge(const tdm_trigger *t)
 {
     switch (t->kind) {
@@ -238,6 +270,8 @@ static void continuous_next(const tdm_trigger *t, tdm_trigger_ctx *ctx,
     add_timer(ctx, TDM__EVENT, next);
 }
 
+/* Trigger.onElement: the record was already added to the
+ * window.  Returns a tdm_trigger_result. */
 int tdm__trigger_on_element(const tdm_trigger *t, tdm_trigger_ctx *ctx,
                             const tdm_record *rec)
 {
@@ -287,6 +321,8 @@ int tdm__trigger_on_element(const tdm_trigger *t, tdm_trigger_ctx *ctx,
     return TDM_TRIGGER_CONTINUE;
 }
 
+/* Trigger.onEventTime / onProcessingTime for a timer of domain
+ * @p d at @p time.  Returns a tdm_trigger_result. */
 int tdm__trigger_on_time(const tdm_trigger *t, tdm_trigger_ctx *ctx,
                          tdm__domain d, tdm_time_ms time)
 {
@@ -334,6 +370,8 @@ int tdm__trigger_on_time(const tdm_trigger *t, tdm_trigger_ctx *ctx,
     return TDM_TRIGGER_CONTINUE;
 }
 
+/* Trigger.onMerge on the merged window (ctx), given the states
+ * of the other merged windows. */
 void tdm__trigger_on_merge(const tdm_trigger *t, tdm_trigger_ctx *ctx,
                            void *const *merged, size_t n)
 {
@@ -381,6 +419,8 @@ void tdm__trigger_on_merge(const tdm_trigger *t, tdm_trigger_ctx *ctx,
     }
 }
 
+/* Trigger.clear for the ctx window: deletes its timers and
+ * resets its state. */
 void tdm__trigger_clear(const tdm_trigger *t, tdm_trigger_ctx *ctx,
                         bool merged_away)
 {

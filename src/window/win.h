@@ -206,6 +206,7 @@ struct tdm_winop {
     bool event_time;         /* assigner in event time: lateness applies */
     bool merging;
     bool global;
+    bool single;             /* one window per record (tumbling, global) */
     bool late_output;
     bool started;
     bool ended;

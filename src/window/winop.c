@@ -37,6 +37,9 @@ static inline bool ctx_owns_flags(const tdm_trigger_ctx *ctx)
            ctx->slot->end == ctx->end;
 }
 
+/* Registers timer (d, t) for the ctx window; see win.h.  The
+ * slot's flags short-cut repeats of its maxTimestamp and cleanup
+ * timers.  Returns TDM_OK or TDM_ERR_NOMEM. */
 tdm_err tdm__win_timer_add(tdm_trigger_ctx *ctx, tdm__domain d,
                            tdm_time_ms t)
 {
@@ -61,12 +64,19 @@ tdm_err tdm__win_timer_add(tdm_trigger_ctx *ctx, tdm__domain d,
     return TDM_OK;
 }
 
+/* Deletes timer (d, t) of the ctx window and its key reference. */
 void tdm__win_timer_del(tdm_trigger_ctx *ctx, tdm__domain d, tdm_time_ms t)
 {
     tdm_winop *op = ctx->op;
     tdm__ns ns = { ctx->start, ctx->end };
-    if (ctx_owns_flags(ctx))
-        ctx->slot->flags &= ~timer_bits(op, d, ctx->end, t);
+    if (ctx_owns_flags(ctx)) {
+        /* The flags are exact for maxTimestamp and cleanup timers: when
+         * they say "not registered" the queue need not be searched. */
+        uint32_t bits = timer_bits(op, d, ctx->end, t);
+        if (bits && !(ctx->slot->flags & bits))
+            return;
+        ctx->slot->flags &= ~bits;
+    }
     if (tdm__timers_remove(op->timers[d], t, ctx->key, ns))
         tdm__keys_unref(op->keys, ctx->key);
 }
@@ -88,6 +98,8 @@ static inline tdm_err register_cleanup(tdm_trigger_ctx *ctx)
 
 /* ---- Slots ---- */
 
+/* Creates (or finds) the slot of (key, ns) for window
+ * [start, end) and takes a key reference for a new one.  NULL on OOM. */
 tdm__win_slot *tdm__win_slot_new(tdm_winop *op, uint32_t key, tdm__ns ns,
                                  tdm_time_ms start, tdm_time_ms end)
 {
@@ -104,6 +116,8 @@ tdm__win_slot *tdm__win_slot_new(tdm_winop *op, uint32_t key, tdm__ns ns,
     return s;
 }
 
+/* Frees a slot's contents, forgets it in the key's cache, removes
+ * it and drops its key reference. */
 void tdm__win_slot_free(tdm_winop *op, tdm__win_slot *s)
 {
     uint32_t key = s->key;
@@ -280,6 +294,18 @@ static tdm_err process_record(tdm_winop *op, uint32_t kid, tdm_time_ms ts,
 {
     tdm__assign_iter it;
     tdm_time_ms start, end;
+    if (op->single) {
+        /* Fast path: tumbling windows partition time, so the key's last
+         * window is the record's window when it contains ts (the global
+         * window contains everything). */
+        tdm__win_slot *s = *tdm__keys_udata(op->keys, kid);
+        if (s && (op->global || (ts >= s->start && ts < s->end))) {
+            if (tdm__win_is_late(op, s->end))
+                return TDM_OK;
+            *handled = true;
+            return add_to_window(op, s, rec, false);
+        }
+    }
     tdm__assign_begin(op->asg, ts, &it);
     while (tdm__assign_next(&it, &start, &end)) {
         tdm__win_slot *s;
@@ -310,7 +336,10 @@ static tdm_err process_record(tdm_winop *op, uint32_t kid, tdm_time_ms ts,
                     s->key = kid;
                     tdm__keys_ref(op->keys, kid);
                 }
-                *cache = s;
+                /* Out-of-order records do not evict the newest window
+                 * from the cache: the in-order ones that follow hit. */
+                if (!*cache || ((tdm__win_slot *)*cache)->end < end)
+                    *cache = s;
             }
         }
         *handled = true;
@@ -340,6 +369,9 @@ static void handle_late(tdm_winop *op, const tdm_record *rec, uint32_t kid)
     tdm__emit(&op->sink, &ev);
 }
 
+/* Processes one record (R2).  Returns TDM_OK, TDM_ERR_INVAL,
+ * TDM_ERR_STATE (after end), TDM_ERR_CHANNEL, TDM_ERR_NO_TIMESTAMP
+ * (counted, message names the key) or TDM_ERR_NOMEM. */
 tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
 {
     if (!op || !rec)
@@ -370,7 +402,7 @@ tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
         ts = op->proctime;
     }
     uint32_t kid;
-    uint64_t h = tdm__hash_bytes(rec->key, rec->key_len);
+    uint64_t h = tdm__keys_hash(rec->key, rec->key_len);
     /* The interning reference is held while the record is processed. */
     tdm_err err = tdm__keys_intern_hashed(op->keys, rec->key, rec->key_len,
                                           h, &kid);
@@ -395,6 +427,9 @@ tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
 
 /* ---- Watermarks, statuses, processing time, end ---- */
 
+/* A channel watermark, through the valve (R3.6); what the valve
+ * emits fires timers and is forwarded.  Returns TDM_OK, TDM_ERR_STATE,
+ * TDM_ERR_CHANNEL, TDM_ERR_NOMEM. */
 tdm_err tdm_winop_watermark(tdm_winop *op, int ch, tdm_time_ms wm)
 {
     if (!op)
@@ -417,6 +452,8 @@ tdm_err tdm_winop_watermark(tdm_winop *op, int ch, tdm_time_ms wm)
     return TDM_OK;
 }
 
+/* A channel's idle status, through the valve; statuses the valve
+ * emits are forwarded.  Returns TDM_OK, TDM_ERR_STATE, TDM_ERR_CHANNEL. */
 tdm_err tdm_winop_status(tdm_winop *op, int ch, int idle)
 {
     if (!op)
@@ -439,6 +476,8 @@ tdm_err tdm_winop_status(tdm_winop *op, int ch, int idle)
     return TDM_OK;
 }
 
+/* Reads the clock and fires due processing-time timers in time
+ * order (R3.7).  After end it does nothing (R7.3). */
 tdm_err tdm_winop_advance(tdm_winop *op)
 {
     if (!op)
@@ -459,6 +498,8 @@ tdm_err tdm_winop_advance(tdm_winop *op)
     return TDM_OK;
 }
 
+/* End of input: the valve emits TDM_TIME_MAX, which fires every
+ * event-time timer and is forwarded (R7.1).  TDM_ERR_STATE if repeated. */
 tdm_err tdm_winop_end(tdm_winop *op)
 {
     if (!op)
@@ -484,6 +525,8 @@ static size_t round16(size_t n)
     return (n + 15) & ~(size_t)15;
 }
 
+/* Builds the operator; owns asg, trg and agg in every case.
+ * Returns TDM_OK, TDM_ERR_INVAL naming the parameter, TDM_ERR_NOMEM. */
 tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
                       tdm_aggregate *agg, int n_channels, tdm_clock *clk,
                       tdm_emit_cb emit, void *opaque, tdm_winop **out,
@@ -561,6 +604,7 @@ tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
     op->event_time = tdm__assigner_is_event_time(op->asg);
     op->merging = tdm__assigner_is_merging(op->asg);
     op->global = op->asg->kind == TDM__ASG_GLOBAL;
+    op->single = op->global || op->asg->kind == TDM__ASG_TUMBLING;
     op->wm = TDM_TIME_MIN;
     op->proctime = clk ? tdm_clock_now(clk) : TDM_TIME_MIN;
     /* Slot layout: header, user accumulator, trigger state. */
@@ -595,6 +639,8 @@ fail:
     return err;
 }
 
+/* Sets allowed lateness before the first input.  Returns
+ * TDM_OK, TDM_ERR_INVAL (negative), TDM_ERR_STATE. */
 tdm_err tdm_winop_set_allowed_lateness(tdm_winop *op, tdm_time_ms lateness_ms,
                                        char *errbuf, size_t errbuf_size)
 {
@@ -613,6 +659,8 @@ tdm_err tdm_winop_set_allowed_lateness(tdm_winop *op, tdm_time_ms lateness_ms,
     return TDM_OK;
 }
 
+/* Turns the late side output on or off before the first
+ * input.  Returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_STATE. */
 tdm_err tdm_winop_set_late_output(tdm_winop *op, int enabled)
 {
     if (!op)
@@ -626,26 +674,31 @@ tdm_err tdm_winop_set_late_output(tdm_winop *op, int enabled)
 
 /* ---- Queries and teardown ---- */
 
+/* Records dropped as too late (R2.1). */
 int64_t tdm_winop_late_dropped(const tdm_winop *op)
 {
     return op ? op->late_dropped : 0;
 }
 
+/* Records sent to the late output. */
 int64_t tdm_winop_late_emitted(const tdm_winop *op)
 {
     return op ? op->late_emitted : 0;
 }
 
+/* Records rejected for lacking a timestamp. */
 int64_t tdm_winop_bad_records(const tdm_winop *op)
 {
     return op ? op->bad_records : 0;
 }
 
+/* Windows in state. */
 int64_t tdm_winop_live_windows(const tdm_winop *op)
 {
     return op ? (int64_t)tdm__kv_count(op->wins) : 0;
 }
 
+/* Bytes of live state: slots, keys, timers and contents. */
 int64_t tdm_winop_state_bytes(const tdm_winop *op)
 {
     if (!op)
@@ -656,11 +709,13 @@ int64_t tdm_winop_state_bytes(const tdm_winop *op)
            op->content_bytes;
 }
 
+/* The watermark the operator last processed. */
 tdm_time_ms tdm_winop_current_watermark(const tdm_winop *op)
 {
     return op ? op->wm : TDM_TIME_MIN;
 }
 
+/* The last error message ("" before any). */
 const char *tdm_winop_errmsg(const tdm_winop *op)
 {
     return op ? op->msg.text : "";
@@ -673,6 +728,8 @@ static void free_contents(void *ud, uint32_t key, tdm__ns ns, void *slot)
     tdm__agg_clear(ud, slot);
 }
 
+/* Frees the operator and everything it owns; NULL and half-built
+ * operators are fine. */
 void tdm_winop_destroy(tdm_winop *op)
 {
     if (!op)

@@ -34,7 +34,7 @@ static tdm_time_ms tumbling_start(tdm_time_ms size, tdm_time_ms off,
     tdm_time_ms s[MAXW], e[MAXW];
     ASSERT_OK(tdm_assigner_new_tumbling(size, off, &a, NULL, 0));
     ASSERT_EQ(windows_of(a, ts, s, e), 1);
-    ASSERT_EQ(e[0], s[0] + size);
+    ASSERT_EQ(e[0], tdm_time_add(s[0], size));
     tdm_assigner_destroy(a);
     return s[0];
 }
@@ -58,6 +58,22 @@ TDM_TEST(tumbling_floored_start_with_offsets)
     ASSERT_EQ(tumbling_start(5000, -100, 0), -100);
     ASSERT_EQ(tumbling_start(5000, -100, 4899), -100);
     ASSERT_EQ(tumbling_start(5000, -100, 4900), 4900);
+}
+
+/* Sizes near MAX: size MAX, offset -(MAX - 2), ts MAX - 1.  The window
+ * grid is offset + k * size = ..., -(MAX - 2), 2, ...; ts lies in
+ * [2, 2 + MAX), whose end saturates.  A naive (ts % size - offset)
+ * would overflow here. */
+TDM_TEST(tumbling_huge_size_and_offset)
+{
+    ASSERT_EQ(tumbling_start(TDM_TIME_MAX, -(TDM_TIME_MAX - 2),
+                             TDM_TIME_MAX - 1), 2);
+    ASSERT_EQ(tumbling_start(TDM_TIME_MAX, -(TDM_TIME_MAX - 2), 1),
+              -(TDM_TIME_MAX - 2));
+    /* Offset MAX - 1: the grid point below -5 is MAX - 1 - 2 MAX = MIN,
+     * exactly representable; the window is [MIN, -1). */
+    ASSERT_EQ(tumbling_start(TDM_TIME_MAX, TDM_TIME_MAX - 1, -5),
+              TDM_TIME_MIN);
 }
 
 TDM_TEST(tumbling_at_the_extremes_saturates)

@@ -60,6 +60,19 @@ TDM_TEST(window_start_at_the_extremes_does_not_overflow)
     ASSERT_EQ(tdm__window_start(TDM_TIME_MAX, 999, 1000), TDM_TIME_MAX - 808);
 }
 
+/* Regression (found in review of time.c, 2026-12-02): with size above
+ * INT64_MAX / 2 the difference of the two remainders overflowed.  Size MAX,
+ * offset -(MAX - 2): for ts = 5, (5 - offset) = MAX + 3 = 1 * MAX + 3,
+ * so the remainder is 3 and the start is 2; for ts = -5 the remainder of
+ * MAX - 7 is MAX - 7 itself and the start, -5 - (MAX - 7) = -(MAX - 2),
+ * is the offset. */
+TDM_TEST(window_start_huge_size_does_not_overflow)
+{
+    tdm_time_ms off = -(TDM_TIME_MAX - 2);
+    ASSERT_EQ(tdm__window_start(5, off, TDM_TIME_MAX), 2);
+    ASSERT_EQ(tdm__window_start(-5, off, TDM_TIME_MAX), off);
+}
+
 TDM_TEST(manual_clock_never_goes_backwards)
 {
     tdm_clock *clk = NULL;

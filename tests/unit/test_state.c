@@ -55,7 +55,7 @@ TDM_TEST(keys_forgotten_after_last_unref_and_id_reused)
     ASSERT_OK(tdm__keys_intern(ks, "k2", 2, &b));
     tdm__keys_unref(ks, a);
     ASSERT_EQ(tdm__keys_count(ks), 2); /* one reference left */
-    uint64_t h = tdm__hash_bytes("k1", 2);
+    uint64_t h = tdm__keys_hash("k1", 2);
     uint32_t found;
     ASSERT_TRUE(tdm__keys_find(ks, "k1", 2, h, &found));
     ASSERT_EQ(found, a);
@@ -66,7 +66,7 @@ TDM_TEST(keys_forgotten_after_last_unref_and_id_reused)
     ASSERT_OK(tdm__keys_intern(ks, "k3", 2, &again));
     ASSERT_EQ(again, a);
     ASSERT_STR_EQ(tdm__keys_get(ks, again, NULL), "k3");
-    ASSERT_TRUE(tdm__keys_find(ks, "k2", 2, tdm__hash_bytes("k2", 2),
+    ASSERT_TRUE(tdm__keys_find(ks, "k2", 2, tdm__keys_hash("k2", 2),
                                &found));
     ASSERT_EQ(found, b);
     tdm__keys_destroy(ks);
@@ -109,7 +109,7 @@ TDM_TEST(keys_random_against_model)
         int len = snprintf(buf, sizeof buf, "key-%d", k);
         uint32_t id;
         bool f = tdm__keys_find(ks, buf, (size_t)len,
-                                tdm__hash_bytes(buf, (size_t)len), &id);
+                                tdm__keys_hash(buf, (size_t)len), &id);
         ASSERT_EQ(f, refs[k] > 0);
         if (f) {
             ASSERT_EQ(id, ids[k]);
@@ -138,7 +138,7 @@ TDM_TEST(keys_oom_reports_nomem_and_keeps_table_usable)
             ASSERT_ERR(e, TDM_ERR_NOMEM);
             failures++;
             ASSERT_TRUE(!tdm__keys_find(ks, buf, (size_t)len,
-                                        tdm__hash_bytes(buf, (size_t)len),
+                                        tdm__keys_hash(buf, (size_t)len),
                                         &id));
         }
     }

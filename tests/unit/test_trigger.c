@@ -544,3 +544,41 @@ TDM_TEST(custom_trigger_bad_configuration)
     /* The operator took ownership and destroyed the trigger. */
     ASSERT_EQ(m.destroyed, 1);
 }
+
+/* R5.2/R5.5 with the continuous trigger on sessions (gap 3000, interval
+ * 1000).  Record 500: session [500,3500), fire time 1000.  W 1000 fires
+ * (value 1) and sets the next fire time 2000.  Record 2500 extends the
+ * session to [500,5500): onMerge keeps the smallest pending fire time,
+ * 2000, and registers it for the merged window; the old window's 2000
+ * timer stays behind and finds no window when it fires.  W 2000 fires
+ * once (value 2).  W 6000 fires at 3000, 4000, 5000 and maxTimestamp
+ * 5499 (the fire time after 5000 is capped to 5499, the same timer), four
+ * results of value 2, then cleans up. */
+TDM_TEST(continuous_on_sessions_merges_fire_times)
+{
+    sink s = { .n = 0 };
+    tdm_assigner *a;
+    tdm_trigger *t;
+    ASSERT_OK(tdm_assigner_new_session(3000, &a, NULL, 0));
+    ASSERT_OK(tdm_trigger_new_continuous_event_time(1000, &t, NULL, 0));
+    tdm_winop *op = mk(a, t, TDM_AGG_COUNT, NULL, &s);
+    push(op, "k", 500, 1);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 1000));
+    ASSERT_EQ(n_results(&s), 1);
+    ASSERT_EQ(result(&s, 0)->end, 3500);
+    push(op, "k", 2500, 1);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 2000));
+    ASSERT_EQ(n_results(&s), 2);
+    ASSERT_EQ(result(&s, 1)->start, 500);
+    ASSERT_EQ(result(&s, 1)->end, 5500);
+    ASSERT_DBL_EQ(result(&s, 1)->value, 2);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 6000));
+    ASSERT_EQ(n_results(&s), 6);
+    for (int i = 2; i < 6; i++) {
+        ASSERT_EQ(result(&s, i)->end, 5500);
+        ASSERT_DBL_EQ(result(&s, i)->value, 2);
+    }
+    ASSERT_EQ(result(&s, 5)->timing, TDM_PANE_LATE);
+    ASSERT_EQ(tdm_winop_live_windows(op), 0);
+    tdm_winop_destroy(op);
+}
