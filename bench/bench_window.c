@@ -4,8 +4,9 @@
  * 10,000 keys, tumbling 1 s event-time windows, 5% of records out of order
  * by up to 500 ms, a watermark every 1000 records at max_ts - 1000, one run
  * with a count aggregate and one with sum.  Records are generated in
- * memory before the clock starts.  Usage: bench_window [records] [runs],
- * runs = count, sum or both (default 50,000,000 both).  Public API only.
+ * memory before the clock starts.  Usage:
+ *   bench_window [records] [count|sum|both] [keys]
+ * (default 50,000,000 records, both runs, 10,000 keys).  Public API only.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@
 
 #include "tidemark.h"
 
-#define N_KEYS 10000
+#define N_KEYS_DEFAULT 10000
 #define KEY_LEN 9                /* "k" + 8 digits */
 #define RECORDS_PER_MS 100       /* event-time density */
 #define PCT_OUT_OF_ORDER 5
@@ -50,7 +51,8 @@ typedef struct input {
     uint32_t *key; /* key index per record */
     int64_t *ts;   /* timestamp per record */
     size_t n;
-    char keys[N_KEYS][KEY_LEN + 1];
+    uint32_t n_keys;
+    char (*keys)[16]; /* n_keys pre-built key strings, KEY_LEN used */
 } input;
 
 static uint64_t xorshift64(uint64_t *s)
@@ -62,22 +64,25 @@ static uint64_t xorshift64(uint64_t *s)
     return *s = x;
 }
 
-/* Fills @p in with @p n records: timestamps rise by one ms every
- * RECORDS_PER_MS records, 5% are moved back by 1..500 ms; keys uniform. */
-static int make_input(input *in, size_t n)
+/* Fills @p in with @p n records over @p n_keys keys: timestamps rise by
+ * one ms every RECORDS_PER_MS records, 5% are moved back by 1..500 ms;
+ * keys uniform. */
+static int make_input(input *in, size_t n, uint32_t n_keys)
 {
     uint64_t rs = 0x2545f4914f6cdd1dULL;
     in->n = n;
+    in->n_keys = n_keys;
     in->key = malloc(n * sizeof *in->key);
     in->ts = malloc(n * sizeof *in->ts);
-    if (!in->key || !in->ts)
+    in->keys = malloc(n_keys * sizeof *in->keys);
+    if (!in->key || !in->ts || !in->keys)
         return -1;
-    for (int k = 0; k < N_KEYS; k++)
-        snprintf(in->keys[k], sizeof in->keys[k], "k%08d", k);
+    for (uint32_t k = 0; k < n_keys; k++)
+        snprintf(in->keys[k], sizeof in->keys[k], "k%08u", k);
     for (size_t i = 0; i < n; i++) {
         uint64_t r = xorshift64(&rs);
         int64_t ts = (int64_t)(i / RECORDS_PER_MS);
-        in->key[i] = (uint32_t)(r % N_KEYS);
+        in->key[i] = (uint32_t)(r % n_keys);
         if ((r >> 32) % 100 < PCT_OUT_OF_ORDER)
             ts -= 1 + (int64_t)((r >> 48) % MAX_DISORDER_MS);
         in->ts[i] = ts;
@@ -176,6 +181,7 @@ static int run(const input *in, tdm_agg_kind kind, const char *name)
 int main(int argc, char **argv)
 {
     size_t n = 50000000;
+    unsigned long n_keys = N_KEYS_DEFAULT;
     const char *runs = "both";
     static input in;
     int rc = 0;
@@ -184,18 +190,22 @@ int main(int argc, char **argv)
         n = (size_t)strtoull(argv[1], NULL, 10);
     if (argc > 2)
         runs = argv[2];
-    if (n == 0 || (strcmp(runs, "count") && strcmp(runs, "sum") &&
-                   strcmp(runs, "both"))) {
-        fprintf(stderr, "usage: %s [records] [count|sum|both]\n", argv[0]);
+    if (argc > 3)
+        n_keys = strtoul(argv[3], NULL, 10);
+    if (n == 0 || n_keys == 0 || n_keys > 99999999 ||
+        (strcmp(runs, "count") && strcmp(runs, "sum") &&
+         strcmp(runs, "both"))) {
+        fprintf(stderr, "usage: %s [records] [count|sum|both] [keys]\n",
+                argv[0]);
         return 2;
     }
-    if (make_input(&in, n) != 0) {
+    if (make_input(&in, n, (uint32_t)n_keys) != 0) {
         fprintf(stderr, "out of memory generating %zu records\n", n);
         return 1;
     }
-    printf("tidemark %s: %d keys, tumbling %d ms, %d%% out of order by "
+    printf("tidemark %s: %lu keys, tumbling %d ms, %d%% out of order by "
            "<= %d ms, watermark every %d records at max_ts - %d\n",
-           tdm_version(), N_KEYS, WINDOW_MS, PCT_OUT_OF_ORDER,
+           tdm_version(), n_keys, WINDOW_MS, PCT_OUT_OF_ORDER,
            MAX_DISORDER_MS, WM_EVERY, WM_BOUND_MS);
     if (strcmp(runs, "sum") != 0)
         rc |= run(&in, TDM_AGG_COUNT, "count");
@@ -203,5 +213,6 @@ int main(int argc, char **argv)
         rc |= run(&in, TDM_AGG_SUM, "sum");
     free(in.key);
     free(in.ts);
+    free(in.keys);
     return rc;
 }

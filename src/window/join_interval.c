@@ -50,6 +50,9 @@ static const tdm__ns KEY_NS = {0, 0};
 /* The index (relative to head) of the first bucket with ts >= @p ts. */
 static size_t lower_index(const keybuf *kb, tdm_time_ms ts)
 {
+    /* An empty buffer may have no array yet: NULL + 0 is undefined. */
+    if (kb->n == 0)
+        return 0;
     const bucket *b = kb->b + kb->head;
     size_t lo = 0, hi = kb->n;
     while (lo < hi) {

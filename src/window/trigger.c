@@ -235,6 +235,18 @@ size_t tdm__trigger_state_size(const tdm_trigger *t)
 
 /* Flink's canMerge(): purging asks its inner trigger, user
  * triggers need on_merge, the built-ins all merge. */
+/* Interval points a global window's continuous trigger may fire for in
+ * one watermark before it collapses them into one firing. */
+#define TDM__CONTINUOUS_MAX_STEPS 1024u
+
+/* True when @p t is (or wraps) a continuous event-time trigger. */
+bool tdm__trigger_is_continuous(const tdm_trigger *t)
+{
+    if (t->kind == TDM__TRG_PURGING)
+        return tdm__trigger_is_continuous(t->inner);
+    return t->kind == TDM__TRG_CONTINUOUS;
+}
+
 bool tdm__trigger_can_merge(const tdm_trigger *t)
 {
     switch (t->kind) {
@@ -351,6 +363,20 @@ int tdm__trigger_on_time(const tdm_trigger *t, tdm_trigger_ctx *ctx,
          * maxTimestamp (TDM_TIME_MAX) fire once instead. */
         if (max_ts == TDM_TIME_MAX && ctx->op->wm == TDM_TIME_MAX)
             return TDM_TRIGGER_CONTINUE;
+        if (max_ts == TDM_TIME_MAX && ctx->op->wm > time) {
+            /* Global window: like Flink, one firing per interval point
+             * the watermark passed - but a watermark far ahead of the
+             * pending fire time (a record near TDM_TIME_MIN, a watermark
+             * near TDM_TIME_MAX) would walk billions of them.  Beyond
+             * TDM__CONTINUOUS_MAX_STEPS points tidemark fires once for the
+             * whole stretch and re-arms at the first point after the
+             * watermark.  (Unsigned: wm - time may exceed INT64_MAX.) */
+            uint64_t gap = (uint64_t)ctx->op->wm - (uint64_t)time;
+            uint64_t steps = gap / (uint64_t)t->interval;
+            if (steps > TDM__CONTINUOUS_MAX_STEPS)
+                time = (tdm_time_ms)((uint64_t)time +
+                                     steps * (uint64_t)t->interval);
+        }
         continuous_next(t, ctx, time);
         return TDM_TRIGGER_FIRE;
     }

@@ -279,6 +279,8 @@ void tdm__win_timer_del(tdm_trigger_ctx *ctx, tdm__domain d, tdm_time_ms t);
 /* Bytes of per-window state the trigger needs. */
 size_t tdm__trigger_state_size(const tdm_trigger *t);
 /* True when the trigger supports merging windows. */
+/* True when the trigger is (or wraps) a continuous event-time trigger. */
+bool tdm__trigger_is_continuous(const tdm_trigger *t);
 bool tdm__trigger_can_merge(const tdm_trigger *t);
 /* The trigger's hooks.  Results are tdm_trigger_result values; a NOMEM
  * while registering timers is stored in ctx->op->pending. */

@@ -582,6 +582,15 @@ tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
                         "session assigner merges");
         goto fail;
     }
+    if (asg->proc_time && tdm__trigger_is_continuous(trg)) {
+        /* Event-time fire points walked from a record's timestamp up to a
+         * processing-time window's end could take billions of steps; the
+         * combination has no meaning, so it is refused. */
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                        "trg: a continuous_event_time trigger needs "
+                        "event-time windows, not processing-time ones");
+        goto fail;
+    }
     if (tdm__assigner_is_merging(asg) && !tdm__agg_can_merge(agg)) {
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                         "agg cannot merge accumulators (no merge) but the "

@@ -292,6 +292,55 @@ TDM_TEST(continuous_on_global_fires_once_at_end)
     tdm_winop_destroy(op);
 }
 
+/* Regression (fuzz finding, 2026-12-02): continuous(1000) on the global
+ * window with a record at -5000 and a watermark of 10^15 walked one firing
+ * per second of the whole range (10^12 firings: a hang).  The first fire
+ * time is -5000 - (-5000 % 1000) + 1000 = -4000; the watermark is more
+ * than 1024 intervals ahead, so tidemark fires once and re-arms at the
+ * first point after it, 10^15 + 1000: watermark 10^15 + 999 fires nothing,
+ * 10^15 + 1000 fires once more. */
+TDM_TEST(continuous_on_global_far_watermark_fires_once)
+{
+    sink s = { .n = 0 };
+    tdm_assigner *a;
+    tdm_trigger *t;
+    ASSERT_OK(tdm_assigner_new_global(&a));
+    ASSERT_OK(tdm_trigger_new_continuous_event_time(1000, &t, NULL, 0));
+    tdm_winop *op = mk(a, t, TDM_AGG_COUNT, NULL, &s);
+    push(op, "k", -5000, 1);
+    const tdm_time_ms w = 1000000000000000LL;
+    ASSERT_OK(tdm_winop_watermark(op, 0, w));
+    ASSERT_EQ(n_results(&s), 1);
+    ASSERT_OK(tdm_winop_watermark(op, 0, w + 999));
+    ASSERT_EQ(n_results(&s), 1);
+    ASSERT_OK(tdm_winop_watermark(op, 0, w + 1000));
+    ASSERT_EQ(n_results(&s), 2);
+    tdm_winop_destroy(op);
+}
+
+/* A continuous event-time trigger on processing-time windows would walk
+ * event-time fire points toward a processing-time end: refused. */
+TDM_TEST(continuous_on_processing_time_windows_is_refused)
+{
+    tdm_assigner *a;
+    tdm_trigger *t;
+    tdm_aggregate *agg;
+    tdm_clock *clk;
+    tdm_winop *op = NULL;
+    char buf[160] = "";
+    ASSERT_OK(tdm_clock_new_manual(0, &clk));
+    ASSERT_OK(tdm_assigner_new_tumbling(1000, 0, &a, NULL, 0));
+    ASSERT_OK(tdm_assigner_set_processing_time(a));
+    ASSERT_OK(tdm_trigger_new_continuous_event_time(100, &t, NULL, 0));
+    ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
+    ASSERT_ERR(tdm_winop_new(a, t, agg, 1, clk, collect, NULL, &op, buf,
+                             sizeof buf),
+               TDM_ERR_INVAL);
+    ASSERT_TRUE(strstr(buf, "continuous_event_time") != NULL);
+    ASSERT_TRUE(op == NULL);
+    tdm_clock_destroy(clk);
+}
+
 /* ---- Purging ---- */
 
 /* R2.5/R6.5: Purging(continuous 3000) on [0,10000): record 500 fires at
