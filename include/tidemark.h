@@ -241,10 +241,12 @@ TDM_API tdm_event_type tdm_event_get_type(const tdm_event *ev);
 TDM_API tdm_time_ms tdm_event_time(const tdm_event *ev);
 /** @brief STATUS: 1 when the stream became idle, 0 when active again. */
 TDM_API int tdm_event_is_idle(const tdm_event *ev);
-/** @brief RESULT: the key (borrowed from the event); *len gets its length. */
+/** @brief RESULT and JOIN: the key (borrowed from the event); *len gets its
+ *  length. */
 TDM_API const char *tdm_event_key(const tdm_event *ev, size_t *len);
-/** @brief RESULT: the window [*start, *end).  Returns 1 for a time window,
- *  0 for the global window (start and end are then not written). */
+/** @brief RESULT, and JOIN from a window join: the window [*start, *end).
+ *  Returns 1 for a time window, 0 for the global window or an interval
+ *  join pair (start and end are then not written). */
 TDM_API int tdm_event_window(const tdm_event *ev, tdm_time_ms *start,
                              tdm_time_ms *end);
 /** @brief RESULT: the aggregate value (count, sum, min, max, avg, or what a
@@ -993,7 +995,8 @@ TDM_API tdm_err tdm_joinop_status(tdm_joinop *op, int side, int ch,
 TDM_API tdm_err tdm_joinop_end(tdm_joinop *op);
 /** @brief Late records dropped (no late output configured). */
 TDM_API int64_t tdm_joinop_late_dropped(const tdm_joinop *op);
-/** @brief Records currently buffered on both sides. */
+/** @brief Record copies currently buffered on both sides (a window join
+ *  counts a record once per window that holds it). */
 TDM_API int64_t tdm_joinop_buffered(const tdm_joinop *op);
 /** @brief A message about the last error on this operator. */
 TDM_API const char *tdm_joinop_errmsg(const tdm_joinop *op);
