@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/* cli.h - what the pieces of the `tidemark` command share: exit codes, the
+ * loaded job with the file locations of every key it set (so that errors
+ * found later, by validation or --set, still point at file:line:col), the
+ * option parser common to `run` and `validate`, and the commands.
+ *
+ * The CLI is a client of the library like any other: it uses only
+ * tidemark.h (plus libyaml for the job file).
+ */
+#ifndef TDM_CLI_H
+#define TDM_CLI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "tidemark.h"
+
+/* ---- Exit codes (documented in --help and docs/cli.md) ---- */
+
+#define TDM_EXIT_OK 0      /* success */
+#define TDM_EXIT_RUNTIME 1 /* runtime failure: I/O, out of memory */
+#define TDM_EXIT_USAGE 2   /* bad command line */
+#define TDM_EXIT_INVALID 3 /* invalid job file or --set value */
+
+/* ---- A loaded job ---- */
+
+/* One key the job file (or --set) gave a value: where and what. */
+typedef struct tdm__cli_entry {
+    char *node;        /* node name, NULL for a job key */
+    tdm_node_kind kind; /* node kind (unused for job keys) */
+    char *key;         /* the table key, e.g. "window.size" */
+    char *value;       /* the text handed to the library */
+    int line, col;     /* 1-based position of the key; 0 for --set */
+    int vline, vcol;   /* position of the value */
+} tdm__cli_entry;
+
+/* One node declared in the job file. */
+typedef struct tdm__cli_decl {
+    char *name;
+    tdm_node_kind kind;
+    int line, col; /* position of the node's name */
+} tdm__cli_decl;
+
+/* An error waiting to be printed: the loader prints its errors sorted by
+ * position once the whole file is read. */
+typedef struct tdm__cli_msg {
+    int line, col; /* 0 for --set, -1 for the whole file */
+    size_t seq;    /* order of discovery, for a stable sort */
+    char *text;    /* the whole line without the newline */
+} tdm__cli_msg;
+
+/* The job, built from a YAML file, plus the locations of what it set. */
+typedef struct tdm__cli_job {
+    tdm_job *job;
+    char *file; /* the job file's path as given, for messages */
+    tdm__cli_entry *entries;
+    size_t n_entries, cap_entries;
+    tdm__cli_decl *decls;
+    size_t n_decls, cap_decls;
+    int errors; /* errors found so far */
+    struct tdm__cli_msg *msgs; /* errors not printed yet */
+    size_t n_msgs, cap_msgs;
+} tdm__cli_job;
+
+/* Loads the YAML job file @p path into a new job (*out, always set, even
+ * on failure, so the caller can destroy it).  Every problem is printed on
+ * @p err as "file:line:col: key.path: what was expected" and counted in
+ * (*out)->errors.  Returns TDM_EXIT_OK, TDM_EXIT_INVALID (syntax or key
+ * errors), or TDM_EXIT_RUNTIME (the file cannot be read, out of memory). */
+int tdm__cli_job_load(const char *path, tdm__cli_job **out, FILE *err);
+
+/* Applies one `--set key=value` override (@p arg is "key=value"): a job
+ * key, or "sources|windows|joins|sinks.NODE.key".  Prints a message on
+ * @p err and returns TDM_EXIT_USAGE (no '=') or TDM_EXIT_INVALID (unknown
+ * node or key, bad value); TDM_EXIT_OK otherwise. */
+int tdm__cli_job_override(tdm__cli_job *cj, const char *arg, FILE *err);
+
+/* Runs tdm_job_validate and, on failure, prints its message with the file
+ * location of the key it names (best effort).  Returns TDM_EXIT_OK or
+ * TDM_EXIT_INVALID. */
+int tdm__cli_job_validate(tdm__cli_job *cj, FILE *err);
+
+/* Prints a message about job @p cj at the value of (@p node, @p key)
+ * when the file set it ("file:line:col: "), else at the node's name, else
+ * at the file. */
+void tdm__cli_job_report(tdm__cli_job *cj, const char *node,
+                         const char *key, const char *msg, FILE *err);
+
+/* The last value set for (@p node, @p key) (node NULL: a job key), or
+ * NULL when neither the file nor --set gave one. */
+const char *tdm__cli_job_value(const tdm__cli_job *cj, const char *node,
+                               const char *key);
+
+/* Destroys the job and its bookkeeping; NULL is fine. */
+void tdm__cli_job_free(tdm__cli_job *cj);
+
+/* ---- Options shared by `run` and `validate` ---- */
+
+typedef struct tdm__cli_opts {
+    const char *file;          /* the job file */
+    const char **sets;         /* --set arguments, in order */
+    int n_sets;
+    const char *parallelism;   /* --parallelism N, or NULL */
+    int quiet;                 /* --quiet */
+    int help;                  /* --help */
+} tdm__cli_opts;
+
+/* Parses the arguments after the command name.  @p allow_quiet says
+ * whether --quiet is accepted.  Prints the problem and returns
+ * TDM_EXIT_USAGE on a bad command line; TDM_EXIT_OK otherwise.  The caller
+ * frees opts->sets with free(). */
+int tdm__cli_opts_parse(int argc, char **argv, const char *cmd,
+                        int allow_quiet, tdm__cli_opts *opts);
+
+/* Loads the job named by @p opts and applies --parallelism and every
+ * --set in order.  Returns an exit code; *out is set (possibly NULL). */
+int tdm__cli_job_prepare(const tdm__cli_opts *opts, tdm__cli_job **out,
+                         FILE *err);
+
+/* ---- Small helpers ---- */
+
+/* Edit distance (insertions, deletions, substitutions, adjacent
+ * transpositions) between @p a and @p b, capped at @p cap + 1. */
+int tdm__cli_distance(const char *a, const char *b, int cap);
+
+/* Formats @p v with thousands separators into @p buf. */
+const char *tdm__cli_thousands(int64_t v, char *buf, size_t n);
+
+/* Formats a watermark as ISO-8601 UTC with milliseconds ("none" for
+ * TDM_TIME_MIN, "end" for TDM_TIME_MAX). */
+const char *tdm__cli_iso_time(tdm_time_ms t, char *buf, size_t n);
+
+/* ---- Commands (argv starts after the command name) ---- */
+
+int tdm__cli_cmd_run(int argc, char **argv);
+int tdm__cli_cmd_validate(int argc, char **argv);
+int tdm__cli_cmd_config(int argc, char **argv);
+/* Prints help on @p topic (NULL: the overview) on @p f; returns
+ * TDM_EXIT_OK, or TDM_EXIT_USAGE for an unknown topic. */
+int tdm__cli_help(const char *topic, FILE *f);
+
+#endif /* TDM_CLI_H */

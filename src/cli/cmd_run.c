@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_run.c - `tidemark run JOB.yaml`: loads and validates the job, runs
+ * it with tdm_job_run, shows a live status line on a terminal, turns
+ * SIGINT/SIGTERM into tdm_job_cancel (a clean stop: the maximum watermark
+ * flushes every window, sinks close), and ends with a one-paragraph
+ * summary on stderr.  stdout belongs to stdout sinks alone.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* The job a signal handler cancels.  This is the one mutable global of
+ * the program: a signal handler has no other way to find the job.  It is
+ * set just before tdm_job_run and cleared right after. */
+static tdm_job *volatile running_job;
+static volatile sig_atomic_t stop_requested;
+
+/* SIGINT/SIGTERM: ask the job to stop (async-signal-safe by contract).
+ * SA_RESETHAND makes a second signal kill the process as usual. */
+static void on_signal(int sig)
+{
+    static const char msg[] =
+        "\ntidemark: stopping (windows flush, sinks close; signal again "
+        "to kill)\n";
+    tdm_job *job = running_job;
+    (void)sig;
+    stop_requested = 1;
+    if (job != NULL) {
+        tdm_job_cancel(job);
+    }
+    if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0) {
+        /* Nothing to do: stderr is gone. */
+    }
+}
+
+/* ---- The status line ---- */
+
+/* State shared by the progress callback (main thread) and the log
+ * callback (worker threads): both write to stderr, under @c mu. */
+typedef struct status {
+    pthread_mutex_t mu;
+    int live;           /* status line enabled (terminal, no --quiet) */
+    int shown;          /* a status line is on the screen now */
+    const char *name;   /* job name */
+    int64_t last_in;    /* records in at the previous refresh */
+    double last_t;      /* monotonic seconds at the previous refresh */
+} status;
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int64_t wall_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Formats a span of milliseconds compactly: "850ms", "3.2s", "4m05s",
+ * "2h07m", "3d04h". */
+static const char *span(int64_t ms, char *buf, size_t n)
+{
+    int64_t s = ms / 1000;
+    if (ms < 1000) {
+        snprintf(buf, n, "%lldms", (long long)ms);
+    } else if (ms < 60000) {
+        snprintf(buf, n, "%.1fs", (double)ms / 1000.0);
+    } else if (s < 3600) {
+        snprintf(buf, n, "%lldm%02llds", (long long)(s / 60),
+                 (long long)(s % 60));
+    } else if (s < 86400) {
+        snprintf(buf, n, "%lldh%02lldm", (long long)(s / 3600),
+                 (long long)(s % 3600 / 60));
+    } else {
+        snprintf(buf, n, "%lldd%02lldh", (long long)(s / 86400),
+                 (long long)(s % 86400 / 3600));
+    }
+    return buf;
+}
+
+/* Width of the terminal on stderr (80 when unknown). */
+static int term_cols(void)
+{
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20) {
+        return ws.ws_col;
+    }
+    return 80;
+}
+
+/* Formats a count compactly: exact below 10,000 ("9,876"), else with
+ * three significant digits and k, M or G ("12.3k", "4.56M"). */
+static const char *human(double v, char *buf, size_t n)
+{
+    static const char *const suffix[] = {"k", "M", "G", "T"};
+    int i = -1;
+    if (v < 10000) {
+        return tdm__cli_thousands((int64_t)v, buf, n);
+    }
+    while (v >= 1000 && i < 3) {
+        v /= 1000;
+        i++;
+    }
+    snprintf(buf, n, v < 10 ? "%.2f%s" : v < 100 ? "%.1f%s" : "%.0f%s", v,
+             suffix[i]);
+    return buf;
+}
+
+/* Progress callback: redraws the status line, in the longest of three
+ * forms that fits the terminal (the last one cut if nothing fits).  The
+ * watermark lag is only shown when the watermark looks like epoch
+ * milliseconds (between 2000 and a day from now); otherwise event time
+ * is something else and a lag would be noise. */
+static void on_progress(void *ud, const tdm_job *job)
+{
+    status *st = ud;
+    char line[3][512], in[32], out[32], rate[32], iso[40], ms[32] = "",
+        lag[32] = "", ld[32], ls[32];
+    int64_t n_in = tdm_job_stat(job, TDM_STAT_RECORDS_IN);
+    tdm_time_ms w = tdm_job_stat(job, TDM_STAT_WATERMARK);
+    int64_t now = wall_now_ms();
+    double t = mono_now(), dt = t - st->last_t;
+    double r = dt > 0 ? (double)(n_in - st->last_in) / dt : 0;
+    int cols = term_cols(), pick = 2;
+
+    st->last_in = n_in;
+    st->last_t = t;
+    human((double)n_in, in, sizeof in);
+    human(r, rate, sizeof rate);
+    human((double)tdm_job_stat(job, TDM_STAT_RECORDS_OUT), out, sizeof out);
+    human((double)tdm_job_stat(job, TDM_STAT_LATE_DROPPED), ld, sizeof ld);
+    human((double)tdm_job_stat(job, TDM_STAT_LATE_SIDE_OUTPUT), ls,
+          sizeof ls);
+    tdm__cli_iso_time(w, iso, sizeof iso);
+    if (w != TDM_TIME_MIN && w != TDM_TIME_MAX) {
+        snprintf(ms, sizeof ms, " (%lld)", (long long)w);
+        if (w >= INT64_C(946684800000) && w <= now + 86400000) {
+            char sp[24];
+            snprintf(lag, sizeof lag, " lag %s",
+                     span(w < now ? now - w : 0, sp, sizeof sp));
+        } else {
+            /* Not epoch ms: the number alone says more than a date. */
+            snprintf(iso, sizeof iso, "%lld", (long long)w);
+            ms[0] = '\0';
+        }
+    }
+    snprintf(line[0], sizeof line[0],
+             "%s | in %s (%s/s) | out %s | late %s dropped, %s side | "
+             "wm %s%s%s",
+             st->name, in, rate, out, ld, ls, iso, ms, lag);
+    snprintf(line[1], sizeof line[1],
+             "%s | in %s (%s/s) | out %s | late %s/%s | wm %s%s", st->name,
+             in, rate, out, ld, ls, iso, lag);
+    snprintf(line[2], sizeof line[2], "in %s %s/s out %s late %s/%s wm %s%s",
+             in, rate, out, ld, ls, iso, lag);
+    for (int i = 2; i >= 0; i--) {
+        if ((int)strlen(line[i]) < cols) {
+            pick = i;
+        }
+    }
+    if ((int)strlen(line[pick]) > cols - 1) {
+        line[pick][cols - 1] = '\0';
+    }
+    pthread_mutex_lock(&st->mu);
+    fprintf(stderr, "\r%s\033[K", line[pick]);
+    fflush(stderr);
+    st->shown = 1;
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Log callback: one line from the runtime (worker threads).  Clears the
+ * status line first so the two never mix; the next refresh redraws it. */
+static void on_log(void *ud, const char *text)
+{
+    status *st = ud;
+    pthread_mutex_lock(&st->mu);
+    if (st->shown) {
+        fputs("\r\033[K", stderr);
+        st->shown = 0;
+    }
+    fprintf(stderr, "tidemark: %s\n", text);
+    fflush(stderr);
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* ---- Before and after the run ---- */
+
+/* Prints the closing paragraph; @p how is "finished", "stopped" (by a
+ * signal) or "failed". */
+static void summary(const tdm__cli_job *cj, const char *name, double secs,
+                    const char *how)
+{
+    const tdm_job *job = cj->job;
+    char in[32], out[32], rate[32], a[32], b[32], c[32], d[32], g[32],
+        r[32], wm[40];
+    int64_t n_in = tdm_job_stat(job, TDM_STAT_RECORDS_IN);
+    int64_t el = tdm_job_stat(job, TDM_STAT_ELAPSED_MS);
+    int64_t bad = tdm_job_stat(job, TDM_STAT_BAD_RECORDS);
+    int64_t guard = tdm_job_stat(job, TDM_STAT_GUARD_HITS);
+    int64_t regr = tdm_job_stat(job, TDM_STAT_WM_REGRESSIONS);
+    const char *dl = tdm__cli_job_value(cj, NULL, "dead_letter");
+    const char *bad_fate = dl != NULL && dl[0] != '\0'
+                               ? "dead-lettered"
+                               : "skipped (no dead_letter sink)";
+    if (el > 0) {
+        secs = (double)el / 1000.0;
+    }
+    tdm__cli_thousands(secs > 0 ? (int64_t)((double)n_in / secs) : n_in,
+                       rate, sizeof rate);
+    fprintf(stderr,
+            "tidemark: job \"%s\" %s after %.3f s: %s records in, %s rows "
+            "out (%s records/s); late records: %s dropped, %s to the late "
+            "output, %s late refires; %s bad record%s %s; %s "
+            "timestamp guard hit%s; %s watermark regression%s ignored; "
+            "final watermark %s.\n",
+            name, how, secs,
+            tdm__cli_thousands(n_in, in, sizeof in),
+            tdm__cli_thousands(tdm_job_stat(job, TDM_STAT_RECORDS_OUT), out,
+                               sizeof out),
+            rate,
+            tdm__cli_thousands(tdm_job_stat(job, TDM_STAT_LATE_DROPPED), a,
+                               sizeof a),
+            tdm__cli_thousands(tdm_job_stat(job, TDM_STAT_LATE_SIDE_OUTPUT),
+                               b, sizeof b),
+            tdm__cli_thousands(tdm_job_stat(job, TDM_STAT_LATE_REFIRES), c,
+                               sizeof c),
+            tdm__cli_thousands(bad, d, sizeof d), bad == 1 ? "" : "s", bad_fate,
+            tdm__cli_thousands(guard, g, sizeof g), guard == 1 ? "" : "s",
+            tdm__cli_thousands(regr, r, sizeof r), regr == 1 ? "" : "s",
+            tdm__cli_iso_time(tdm_job_stat(job, TDM_STAT_WATERMARK), wm,
+                              sizeof wm));
+}
+
+/* Installs (or, with @p on == 0, restores) the stop handlers. */
+static void handle_signals(int on)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    if (on) {
+        sa.sa_handler = on_signal;
+        sa.sa_flags = SA_RESETHAND;
+    } else {
+        sa.sa_handler = SIG_DFL;
+    }
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Runs `tidemark run` (argv after the command name).  Returns
+ * TDM_EXIT_OK (also after a clean stop by signal), TDM_EXIT_RUNTIME (I/O
+ * or memory), TDM_EXIT_USAGE or TDM_EXIT_INVALID. */
+int tdm__cli_cmd_run(int argc, char **argv)
+{
+    tdm__cli_opts opts;
+    tdm__cli_job *cj = NULL;
+    status st;
+    char msg[1024] = "";
+    const char *name;
+    int rc = tdm__cli_opts_parse(argc, argv, "run", 1, &opts);
+    double t0;
+
+    memset(&st, 0, sizeof st);
+    pthread_mutex_init(&st.mu, NULL);
+    if (rc != TDM_EXIT_OK || opts.help) {
+        if (rc == TDM_EXIT_OK) {
+            rc = tdm__cli_help("run", stdout);
+        }
+        goto out;
+    }
+    rc = tdm__cli_job_prepare(&opts, &cj, stderr);
+    if (rc == TDM_EXIT_OK) {
+        rc = tdm__cli_job_validate(cj, stderr);
+    }
+    if (rc != TDM_EXIT_OK) {
+        if (rc == TDM_EXIT_INVALID && cj != NULL) {
+            fprintf(stderr, "%s: invalid job (%d error%s), not run\n",
+                    opts.file, cj->errors, cj->errors == 1 ? "" : "s");
+        }
+        goto out;
+    }
+    name = tdm__cli_job_value(cj, NULL, "name");
+    st.name = name != NULL && name[0] != '\0' ? name : "job";
+    st.live = !opts.quiet && isatty(STDERR_FILENO);
+    st.last_t = mono_now();
+    if (tdm_job_set_log(cj->job, on_log, &st) != TDM_OK ||
+        (st.live &&
+         tdm_job_set_progress(cj->job, on_progress, &st) != TDM_OK)) {
+        fprintf(stderr, "tidemark: out of memory\n");
+        rc = TDM_EXIT_RUNTIME;
+        goto out;
+    }
+    t0 = mono_now();
+    running_job = cj->job;
+    handle_signals(1);
+    tdm_err err = tdm_job_run(cj->job, msg, sizeof msg);
+    handle_signals(0);
+    running_job = NULL;
+
+    pthread_mutex_lock(&st.mu);
+    if (st.shown) {
+        fputs("\r\033[K", stderr);
+        st.shown = 0;
+    }
+    pthread_mutex_unlock(&st.mu);
+    switch (err) {
+    case TDM_OK:
+        rc = TDM_EXIT_OK;
+        break;
+    case TDM_ERR_INVAL:
+        tdm__cli_job_report(cj, NULL, NULL, msg[0] ? msg : "invalid job",
+                            stderr);
+        rc = TDM_EXIT_INVALID;
+        break;
+    default:
+        fprintf(stderr, "tidemark: %s\n", msg[0] ? msg : tdm_strerror(err));
+        rc = TDM_EXIT_RUNTIME;
+        break;
+    }
+    if (err == TDM_OK || err == TDM_ERR_IO) {
+        summary(cj, st.name, mono_now() - t0,
+                err != TDM_OK ? "failed"
+                : stop_requested ? "stopped"
+                                 : "finished");
+    }
+out:
+    tdm__cli_job_free(cj);
+    free(opts.sets);
+    pthread_mutex_destroy(&st.mu);
+    return rc;
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* conn.h - helpers shared by the connectors in src/connect (internal to
+ * them; the runtime uses connect.h).  Text checks and messages common to
+ * the JSON and CSV parsers, timestamp conversion of doubles, a buffered
+ * line reader over a file descriptor, and the "stream" that turns the
+ * lines of one partition into rows or dead letters (file and tcp sources).
+ */
+#ifndef TDM_CONN_H
+#define TDM_CONN_H
+
+#include "connect/connect.h"
+
+/* ---- Text checks and messages (parse.c) ---- */
+
+/* Longest line a source accepts; longer lines are dead-lettered. */
+#define TDM__LINE_MAX ((size_t)16 << 20)
+/* How much of an over-long line goes into its dead letter. */
+#define TDM__RAW_MAX ((size_t)4096)
+
+/* 1 if the line holds only blanks (space, tab, CR) or nothing. */
+int tdm__conn_is_blank(const char *p, size_t len);
+/* Checks that a line is text: valid UTF-8 (no overlong forms, surrogates
+ * or code points above U+10FFFF) without control bytes other than tab and
+ * CR.  Returns 0, or -1 with a reason "binary data: ..." in (reason, n). */
+int tdm__conn_check_text(const char *p, size_t len, char *reason, size_t n);
+/* Writes a short display form of a text value into (out, n): quoted,
+ * control characters escaped, cut after 40 bytes with "...". */
+void tdm__conn_quote(char *out, size_t n, const char *p, size_t len);
+/* Shortest of %.15g, %.16g and %.17g that reads back as @p d. */
+void tdm__conn_fmt_double(char *out, size_t n, double d);
+/* What a field of @p type expects ("an integer", "a timestamp in s"),
+ * for reasons "field 'x': expected ..., got ...". */
+const char *tdm__conn_expected(tdm_type type, int unit);
+/* Writes the reason for a failed timestamp conversion (@p err from
+ * tdm__ts_*) of field @p name shown as @p shown; returns TDM_ERR_PARSE. */
+tdm_err tdm__conn_ts_error(char *reason, size_t n, const char *name,
+                           tdm_err err, int unit, const char *shown);
+/* The configuration name of a timestamp unit ("ms", "s", ...). */
+const char *tdm__conn_unit_name(int unit);
+/* Converts a number of @p unit (not ISO8601) to epoch ms, rounding down;
+ * representation errors under a microsecond are rounded away.  Returns
+ * TDM_OK, TDM_ERR_RANGE (not finite or out of range), TDM_ERR_PARSE
+ * (unit is ISO8601). */
+tdm_err tdm__ts_from_double(double d, int unit, tdm_time_ms *out);
+/* Sets row->ts from conf->ts_field in event time (any field type but
+ * BOOL; TIMESTAMP fields are already in ms).  Leaves it TDM_TIME_MIN for
+ * ingestion and processing time.  Returns TDM_OK or TDM_ERR_PARSE with a
+ * reason naming the field ("field 'ts' is missing"). */
+tdm_err tdm__conn_finish_ts(const tdm__source_conf *conf, tdm__row *row,
+                            char *reason, size_t n);
+
+/* JSON parsing with a choice of path (json.c): TDM__JSON_AUTO tries the
+ * allocation-free fast path and falls back to jansson for anything it
+ * does not handle (errors, escapes, nested values, duplicates);
+ * TDM__JSON_JANSSON always uses jansson; TDM__JSON_FAST never does and
+ * returns TDM_ERR_UNSUPPORTED (no row added) where it would fall back.
+ * Tests and the fuzz target check that the paths agree. */
+enum { TDM__JSON_AUTO = 0, TDM__JSON_JANSSON, TDM__JSON_FAST };
+tdm_err tdm__json_parse_line_mode(const tdm__source_conf *conf,
+                                  const char *line, size_t len,
+                                  tdm__batch *b, char *reason, size_t n,
+                                  int mode);
+
+/* ---- Line reader (lines.c) ---- */
+
+typedef struct tdm__lines {
+    int fd;
+    bool own_fd;       /* close fd at the end */
+    bool wait;         /* not a regular file: poll() before read() */
+    bool eof;          /* read() returned 0 */
+    bool skipping;     /* discarding the rest of an over-long line */
+    char *buf;
+    size_t cap;        /* allocated bytes */
+    size_t beg, end;   /* unread bytes are buf[beg, end) */
+    size_t scan;       /* buf[beg, scan) is known to hold no newline */
+    int64_t line_no;   /* number of the last line returned */
+} tdm__lines;
+
+enum {
+    TDM__LINE_OK = 0,   /* a line (without its LF / CRLF) */
+    TDM__LINE_AGAIN,    /* nothing available right now */
+    TDM__LINE_EOF,      /* end of input */
+    TDM__LINE_TOO_LONG, /* the first TDM__RAW_MAX bytes of an over-long
+                           line; the rest is skipped */
+    TDM__LINE_ERROR     /* read() failed; errno is set */
+};
+
+/* Starts reading @p fd (owned when @p own_fd).  TDM_OK or NOMEM. */
+tdm_err tdm__lines_init(tdm__lines *lr, int fd, bool own_fd);
+/* The next line in (*line, *len), valid until the next call; lr->line_no
+ * is its number (1-based, blank lines counted).  A last line without a
+ * newline is returned as a line.  @p timeout_ms bounds the wait of a
+ * non-regular descriptor (0: do not wait).  Returns a TDM__LINE_* code. */
+int tdm__lines_next(tdm__lines *lr, const char **line, size_t *len,
+                    int timeout_ms);
+/* Frees the buffer and closes an owned descriptor. */
+void tdm__lines_free(tdm__lines *lr);
+
+/* ---- Streams: the lines of one partition as rows (stream.c) ---- */
+
+/* Distinct values of conf->partition_field -> partition indices, in the
+ * order they first appear. */
+typedef struct tdm__partmap {
+    char **keys;    /* n keys (tdm__malloc'd), index = partition */
+    size_t *lens;
+    size_t n, cap;
+    uint32_t *slots; /* open addressing: partition + 1, 0 = empty */
+    size_t n_slots;
+} tdm__partmap;
+
+/* Index of @p key, added if new.  TDM_OK or NOMEM. */
+tdm_err tdm__partmap_get(tdm__partmap *m, const char *key, size_t len,
+                         uint32_t *index);
+void tdm__partmap_free(tdm__partmap *m);
+
+typedef struct tdm__stream {
+    tdm__lines lr;
+    char *name;        /* for locations: "name:line" */
+    int *columns;      /* CSV column -> schema index */
+    int n_columns;
+    bool header_done;  /* CSV header seen (or not expected) */
+    char *header_error; /* reason the CSV header was unusable */
+    int64_t header_line;
+    bool done;
+} tdm__stream;
+
+/* Opens a stream over @p fd named @p name (copied).  TDM_OK or NOMEM. */
+tdm_err tdm__stream_init(tdm__stream *st, const tdm__source_conf *conf,
+                         int fd, bool own_fd, const char *name);
+void tdm__stream_free(tdm__stream *st);
+
+enum {
+    TDM__STREAM_FULL = 0, /* @p max rows reached */
+    TDM__STREAM_AGAIN,    /* nothing available right now */
+    TDM__STREAM_END       /* the stream ended (st->done) */
+};
+
+/* Reads lines of @p st into @p b until it holds @p max rows, the input
+ * would block or ends.  Rows get @p partition, or with partition_field
+ * the index of their value in @p pm.  Malformed lines go to @p dead with
+ * location "name:line".  *state gets a TDM__STREAM_* code.  Returns
+ * TDM_OK, TDM_ERR_IO (read error) or TDM_ERR_NOMEM. */
+tdm_err tdm__stream_read(tdm__stream *st, const tdm__source_conf *conf,
+                         tdm__batch *b, size_t max, uint32_t partition,
+                         tdm__partmap *pm, tdm__dead_fn dead, void *dead_ud,
+                         int timeout_ms, int *state);
+
+/* ---- Generator ---- */
+
+/* The schema text of the generator's rows, for a source without one:
+ * clicks "user:string, page:string, ts:timestamp", sensors
+ * "sensor:string, value:double, ts:timestamp".  Static storage. */
+const char *tdm__generator_schema(int gen_kind);
+/* Epoch ms of the generator's first position (2026-01-01T00:00:00Z). */
+#define TDM__GEN_EPOCH_MS INT64_C(1767225600000)
+
+#endif /* TDM_CONN_H */

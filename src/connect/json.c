@@ -1,0 +1,611 @@
+            /* "key" (a key with an escape is left to jansson), ':', a
+             * scalar, then ',' for more or '}' for the end. */
+/* SPDX-License-Identifier: MIT */
+/* json.c - JSON lines into typed rows.
+ *
+ * jansson (json_loadb) is the reference parser: it decides what is valid
+ * JSON and its errors become the reasons of dead letters.  Because it
+ * allocates a tree per line, lines first go through a small scanner that
+ * handles the common shape - one flat object of scalars, strings without
+ * escapes, no repeated schema field - without allocating.  The scanner
+ * only ever says "this row, exactly" or "not sure"; anything else
+ * (escapes, nested values, errors of any kind) is handed to jansson, so
+ * that both paths give the same rows and every error message comes from
+ * one place.  The fuzz target tests/fuzz/fuzz_json.c checks that the two
+ * paths agree on arbitrary input.
+ *
+ * Field rules (same as CSV): JSON null or an absent member is a null
+ * value; int64 takes integers only, double takes any number, string only
+ * strings, bool only true/false; a timestamp takes a number of
+ * timestamp.unit or, with unit iso8601, ISO-8601 text; members not in the
+ * schema are ignored.  An integer literal outside int64 makes the line
+ * invalid wherever it is (jansson refuses it); the reason names its
+ * member when it is a top-level one.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "connect/conn.h"
+
+/* ---- Values as both paths see them ---- */
+
+typedef enum jkind {
+    J_NULL,
+    J_BOOL,
+    J_INT,
+    J_REAL,
+    J_STRING,
+    J_OBJECT,
+    J_ARRAY,
+    J_BIG /* scanner only: a number literal out of range */
+} jkind;
+
+typedef struct jval {
+    jkind kind;
+    bool b;
+    int64_t i;
+    double d;
+    const char *s; /* J_STRING (decoded), J_BIG (literal text) */
+    size_t len;
+} jval;
+
+/* Display form of a value for "got ..." in reasons. */
+static void show(char *out, size_t n, const jval *v)
+{
+    switch (v->kind) {
+    case J_BOOL:
+        snprintf(out, n, "%s", v->b ? "true" : "false");
+        break;
+    case J_INT:
+        snprintf(out, n, "%lld", (long long)v->i);
+        break;
+    case J_REAL:
+        tdm__conn_fmt_double(out, n, v->d);
+        break;
+    case J_STRING:
+        tdm__conn_quote(out, n, v->s, v->len);
+        break;
+    case J_OBJECT:
+        snprintf(out, n, "an object");
+        break;
+    case J_ARRAY:
+        snprintf(out, n, "an array");
+        break;
+    default:
+        snprintf(out, n, "null");
+        break;
+    }
+}
+
+static tdm_err type_error(const tdm__source_conf *conf, int idx,
+                          const jval *v, char *reason, size_t n)
+{
+    const tdm__field *f = &conf->schema->fields[idx];
+    char shown[64];
+
+    show(shown, sizeof shown, v);
+    return tdm__errf(reason, n, TDM_ERR_PARSE,
+                     "field '%s': expected %s, got %s", f->name,
+                     tdm__conn_expected(f->type, conf->ts_unit), shown);
+}
+
+/* Stores value @p v as field @p idx of @p row, checking its type.
+ * Returns TDM_OK, TDM_ERR_PARSE (reason written) or TDM_ERR_NOMEM. */
+static tdm_err store(const tdm__source_conf *conf, tdm__batch *b,
+                     tdm__row *row, int idx, const jval *v, char *reason,
+                     size_t n)
+{
+    const tdm__field *f = &conf->schema->fields[idx];
+    tdm__val *out = &row->v[idx];
+    tdm_err err;
+
+    if (v->kind == J_NULL) {
+        out->null = 1;
+        return TDM_OK;
+    }
+    switch (f->type) {
+    case TDM_TYPE_INT64:
+        if (v->kind != J_INT)
+            return type_error(conf, idx, v, reason, n);
+        out->u.i = v->i;
+        break;
+    case TDM_TYPE_DOUBLE:
+        if (v->kind == J_INT)
+            out->u.d = (double)v->i;
+        else if (v->kind == J_REAL)
+            out->u.d = v->d;
+        else
+            return type_error(conf, idx, v, reason, n);
+        break;
+    case TDM_TYPE_STRING:
+        if (v->kind != J_STRING)
+            return type_error(conf, idx, v, reason, n);
+        err = tdm__batch_set_string(b, row, idx, v->s, v->len);
+        return err == TDM_ERR_RANGE ? TDM_ERR_NOMEM : err;
+    case TDM_TYPE_BOOL:
+        if (v->kind != J_BOOL)
+            return type_error(conf, idx, v, reason, n);
+        out->u.i = v->b;
+        break;
+    case TDM_TYPE_TIMESTAMP:
+        if (conf->ts_unit == TDM__UNIT_ISO8601 && v->kind == J_STRING)
+            err = tdm__ts_from_text(v->s, v->len, conf->ts_unit, &out->u.i);
+        else if (conf->ts_unit != TDM__UNIT_ISO8601 && v->kind == J_INT)
+            err = tdm__ts_from_int(v->i, conf->ts_unit, &out->u.i);
+        else if (conf->ts_unit != TDM__UNIT_ISO8601 && v->kind == J_REAL)
+            err = tdm__ts_from_double(v->d, conf->ts_unit, &out->u.i);
+        else
+            return type_error(conf, idx, v, reason, n);
+        if (err != TDM_OK) {
+            char shown[64];
+            show(shown, sizeof shown, v);
+            return tdm__conn_ts_error(reason, n, f->name, err,
+                                      conf->ts_unit, shown);
+        }
+        break;
+    }
+    out->null = 0;
+    return TDM_OK;
+}
+
+/* ---- The scanner ---- */
+
+static size_t skip_ws(const char *s, size_t len, size_t i)
+{
+    while (i < len &&
+           (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+        i++;
+    return i;
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* A string without escapes at s[*i] (the opening quote): its bytes in
+ * (*p, *n).  0 if it has an escape, a control byte or no end.  Bytes
+ * above 0x7F are accepted: the line passed the UTF-8 check. */
+static int scan_string(const char *s, size_t len, size_t *i, const char **p,
+                       size_t *n)
+{
+    size_t beg = *i + 1, k = beg;
+    const char *q;
+
+    /* memchr finds the closing quote quickly; then the bytes before it
+     * must hold no backslash or control byte. */
+    q = memchr(s + beg, '"', len - beg);
+    if (!q)
+        return 0;
+    for (k = beg; s + k < q; k++) {
+        unsigned char c = (unsigned char)s[k];
+        if (c == '\\' || c < 0x20)
+            return 0;
+    }
+    *p = s + beg;
+    *n = (size_t)(q - (s + beg));
+    *i = (size_t)(q - s) + 1;
+    return 1;
+}
+
+/* A number at s[*i] following the JSON grammar exactly:
+ *     -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+ * Without fraction or exponent it is an integer, as jansson decides (so
+ * "1.0" is a real and "-0" the integer 0).  Integers that do not fit
+ * int64 and reals that overflow become J_BIG.  0 if the text is not a
+ * JSON number (or cannot be decided here).  The caller checks what
+ * follows ("12x" ends the number at "x", which then fails as a
+ * separator). */
+static int scan_number(const char *s, size_t len, size_t *i, jval *v)
+{
+    size_t k = *i, beg = *i;
+    bool neg = false, integral = true;
+
+    /* The integer part: a lone 0 or a run of digits not starting with 0
+     * (jansson refuses leading zeros). */
+    if (k < len && s[k] == '-') {
+        neg = true;
+        k++;
+    }
+    if (k >= len)
+        return 0;
+    if (s[k] == '0') {
+        k++;
+    } else if (s[k] >= '1' && s[k] <= '9') {
+        while (k < len && is_digit(s[k]))
+            k++;
+    } else {
+        return 0;
+    }
+    if (k < len && s[k] == '.') {
+        integral = false;
+        if (++k >= len || !is_digit(s[k]))
+            return 0;
+        while (k < len && is_digit(s[k]))
+            k++;
+    }
+    if (k < len && (s[k] == 'e' || s[k] == 'E')) {
+        integral = false;
+        k++;
+        if (k < len && (s[k] == '+' || s[k] == '-'))
+            k++;
+        if (k >= len || !is_digit(s[k]))
+            return 0;
+        while (k < len && is_digit(s[k]))
+            k++;
+    }
+    v->s = s + beg;
+    v->len = k - beg;
+    if (integral) {
+        /* Accumulate the magnitude; 2^63 itself fits only negated. */
+        uint64_t m = 0, lim = neg ? (uint64_t)1 << 63 : INT64_MAX;
+        for (size_t j = beg + neg; j < k; j++) {
+            uint64_t d = (uint64_t)(s[j] - '0');
+            if (m > (lim - d) / 10) {
+                v->kind = J_BIG;
+                *i = k;
+                return 1;
+            }
+            m = m * 10 + d;
+        }
+        v->kind = J_INT;
+        v->i = neg ? (int64_t)(0 - m) : (int64_t)m;
+    } else {
+        /* strtod needs a terminated copy; a real longer than any the
+         * scanner expects goes to jansson rather than be cut. */
+        char buf[64], *end;
+        if (k - beg >= sizeof buf)
+            return 0;
+        memcpy(buf, s + beg, k - beg);
+        buf[k - beg] = '\0';
+        errno = 0;
+        v->d = strtod(buf, &end);
+        if (end != buf + (k - beg))
+            return 0; /* a locale with another decimal point */
+        if (errno == ERANGE) {
+            /* Overflow is refused by jansson; underflow is not, and is
+             * left to it. */
+            if (v->d == 0.0 || (v->d > -1.0 && v->d < 1.0))
+                return 0;
+            v->kind = J_BIG;
+        } else {
+            v->kind = J_REAL;
+        }
+    }
+    *i = k;
+    return 1;
+}
+
+/* A scalar value at s[*i]; 0 for objects, arrays and anything invalid.
+ * A literal is recognised by its letters only: "truex" leaves "x" for
+ * the caller, whose separator check then fails. */
+static int scan_value(const char *s, size_t len, size_t *i, jval *v)
+{
+    size_t k = *i;
+
+    if (k >= len)
+        return 0;
+    switch (s[k]) {
+    case '"':
+        v->kind = J_STRING;
+        return scan_string(s, len, i, &v->s, &v->len);
+    case 't':
+        if (len - k >= 4 && memcmp(s + k, "true", 4) == 0) {
+            v->kind = J_BOOL;
+            v->b = true;
+            *i = k + 4;
+            return 1;
+        }
+        return 0;
+    case 'f':
+        if (len - k >= 5 && memcmp(s + k, "false", 5) == 0) {
+            v->kind = J_BOOL;
+            v->b = false;
+            *i = k + 5;
+            return 1;
+        }
+        return 0;
+    case 'n':
+        if (len - k >= 4 && memcmp(s + k, "null", 4) == 0) {
+            v->kind = J_NULL;
+            *i = k + 4;
+            return 1;
+        }
+        return 0;
+    default:
+        return scan_number(s, len, i, v);
+    }
+}
+
+/* Called for each top-level member; returns 1 to go on, 0 to stop (the
+ * scan then reports "not sure"). */
+typedef int (*member_fn)(void *ctx, const char *key, size_t key_len,
+                         const jval *v);
+
+/* Walks a flat object: '{', members "key": scalar separated by ',', '}',
+ * then nothing but blanks.  Returns 1 when the whole line was walked, 0
+ * when the scanner cannot decide or @p fn stopped it. */
+static int scan_object(const char *s, size_t len, member_fn fn, void *ctx)
+{
+    size_t i = skip_ws(s, len, 0);
+
+    if (i >= len || s[i] != '{')
+        return 0;
+    i = skip_ws(s, len, i + 1);
+    if (i < len && s[i] == '}') {
+        i++;
+    } else {
+        for (;;) {
+            const char *key;
+            size_t key_len;
+            jval v;
+
+            if (i >= len || s[i] != '"' ||
+                !scan_string(s, len, &i, &key, &key_len))
+                return 0;
+            i = skip_ws(s, len, i);
+            if (i >= len || s[i] != ':')
+                return 0;
+            i = skip_ws(s, len, i + 1);
+            if (!scan_value(s, len, &i, &v))
+                return 0;
+            if (!fn(ctx, key, key_len, &v))
+                return 0;
+            i = skip_ws(s, len, i);
+            if (i < len && s[i] == ',') {
+                i = skip_ws(s, len, i + 1);
+                continue;
+            }
+            if (i < len && s[i] == '}') {
+                i++;
+                break;
+            }
+            return 0;
+        }
+    }
+    /* Only blanks may follow the object (jansson: "end of file
+     * expected"). */
+    return skip_ws(s, len, i) == len;
+}
+
+/* Index of the schema field named (key, len), or -1. */
+static int find_field(const tdm__schema *sc, const char *key, size_t len)
+{
+    for (int f = 0; f < sc->n; f++) {
+        const char *name = sc->fields[f].name;
+        if (strncmp(name, key, len) == 0 && name[len] == '\0')
+            return f;
+    }
+    return -1;
+}
+
+typedef struct fast_ctx {
+    const tdm__source_conf *conf;
+    tdm__batch *b;
+    tdm__row *row;
+    uint64_t seen; /* schema fields already set */
+    tdm_err err;   /* NOMEM seen */
+} fast_ctx;
+
+/* Stores one member of the fast path.  Everything that would need a
+ * reason (a type error, a huge number) or jansson's view of the line (a
+ * repeated schema member, of which jansson keeps the last) stops the
+ * scan; the scratch reason is thrown away because jansson writes the
+ * real one. */
+static int fast_member(void *ctx, const char *key, size_t key_len,
+                       const jval *v)
+{
+    fast_ctx *c = ctx;
+    int f = find_field(c->conf->schema, key, key_len);
+    char scratch[8];
+
+    if (v->kind == J_BIG)
+        return 0;
+    if (f < 0)
+        return 1;
+    if (c->seen & ((uint64_t)1 << f))
+        return 0; /* jansson keeps the last of repeated members */
+    c->seen |= (uint64_t)1 << f;
+    c->err = store(c->conf, c->b, c->row, f, v, scratch, sizeof scratch);
+    return c->err == TDM_OK;
+}
+
+/* The fast path: 1 with the row filled in, 0 if jansson must decide.
+ * The "seen" set is a 64-bit mask, so wider schemas always use jansson. */
+static int parse_fast(const tdm__source_conf *conf, const char *line,
+                      size_t len, tdm__batch *b, tdm__row *row)
+{
+    fast_ctx c = {conf, b, row, 0, TDM_OK};
+    char scratch[8];
+
+    if (conf->schema->n > 64)
+        return 0;
+    if (!scan_object(line, len, fast_member, &c))
+        return 0;
+    return tdm__conn_finish_ts(conf, row, scratch, sizeof scratch) == TDM_OK;
+}
+
+/* ---- The jansson path ---- */
+
+typedef struct big_ctx {
+    const char *key, *text;
+    size_t key_len, text_len;
+} big_ctx;
+
+static int big_member(void *ctx, const char *key, size_t key_len,
+                      const jval *v)
+{
+    big_ctx *c = ctx;
+    if (v->kind != J_BIG)
+        return 1;
+    c->key = key;
+    c->key_len = key_len;
+    c->text = v->s;
+    c->text_len = v->len;
+    return 0;
+}
+
+/* Reason for a line jansson refused.  A number out of range in a
+ * top-level member is named by the scanner ("field 'n': integer out of
+ * range, got 99999999999999999999"); otherwise jansson's own words. */
+static tdm_err invalid_json(const char *line, size_t len,
+                            const json_error_t *jerr, char *reason,
+                            size_t n)
+{
+    big_ctx c = {NULL, NULL, 0, 0};
+
+    scan_object(line, len, big_member, &c);
+    if (c.key) {
+        bool integral = true;
+        for (size_t k = 0; k < c.text_len; k++)
+            if (c.text[k] == '.' || c.text[k] == 'e' || c.text[k] == 'E')
+                integral = false;
+        return tdm__errf(reason, n, TDM_ERR_PARSE,
+                         "field '%.*s': %s out of range, got %.*s",
+                         (int)c.key_len, c.key,
+                         integral ? "integer" : "number",
+                         c.text_len > 40 ? 40 : (int)c.text_len, c.text);
+    }
+    return tdm__errf(reason, n, TDM_ERR_PARSE,
+                     "invalid JSON: %s (column %d)", jerr->text,
+                     jerr->column);
+}
+
+/* Converts a jansson value into a jval (strings are borrowed). */
+static void from_jansson(json_t *j, jval *v)
+{
+    memset(v, 0, sizeof *v);
+    switch (json_typeof(j)) {
+    case JSON_OBJECT:
+        v->kind = J_OBJECT;
+        break;
+    case JSON_ARRAY:
+        v->kind = J_ARRAY;
+        break;
+    case JSON_STRING:
+        v->kind = J_STRING;
+        v->s = json_string_value(j);
+        v->len = json_string_length(j);
+        break;
+    case JSON_INTEGER:
+        v->kind = J_INT;
+        v->i = (int64_t)json_integer_value(j);
+        break;
+    case JSON_REAL:
+        v->kind = J_REAL;
+        v->d = json_real_value(j);
+        break;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        v->kind = J_BOOL;
+        v->b = json_is_true(j);
+        break;
+    default:
+        v->kind = J_NULL;
+        break;
+    }
+}
+
+static const char *kind_name(json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a bool";
+    default:
+        return "null";
+    }
+}
+
+/* The reference path: the row from jansson's tree, schema field by schema
+ * field, the first bad one giving the reason. */
+static tdm_err parse_jansson(const tdm__source_conf *conf, const char *line,
+                             size_t len, tdm__batch *b, tdm__row *row,
+                             char *reason, size_t n)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(line, len, JSON_DECODE_ANY, &jerr);
+    tdm_err err = TDM_OK;
+
+    if (!root)
+        return invalid_json(line, len, &jerr, reason, n);
+    if (!json_is_object(root)) {
+        err = tdm__errf(reason, n, TDM_ERR_PARSE,
+                        "expected a JSON object, got %s", kind_name(root));
+        goto out;
+    }
+    /* Schema order, not line order: the reason names the first bad
+     * field of the schema whatever the order of the members. */
+    for (int f = 0; f < conf->schema->n; f++) {
+        json_t *j = json_object_get(root, conf->schema->fields[f].name);
+        jval v;
+        if (!j)
+            continue;
+        from_jansson(j, &v);
+        err = store(conf, b, row, f, &v, reason, n);
+        if (err != TDM_OK)
+            goto out;
+    }
+    err = tdm__conn_finish_ts(conf, row, reason, n);
+out:
+    json_decref(root);
+    return err;
+}
+
+/* ---- Entry points ---- */
+
+/* Parses one JSON line with a choice of path (see conn.h).  Adds a row to
+ * @p b first; on TDM_ERR_PARSE or NOMEM the row stays and the caller
+ * drops it.  TDM_ERR_RANGE if @p b is full (no row added); with
+ * TDM__JSON_FAST, TDM_ERR_UNSUPPORTED (no row added) when jansson would
+ * have to decide. */
+tdm_err tdm__json_parse_line_mode(const tdm__source_conf *conf,
+                                  const char *line, size_t len,
+                                  tdm__batch *b, char *reason, size_t n,
+                                  int mode)
+{
+    tdm__row *row = tdm__batch_add(b);
+    size_t mark = b->arena_used;
+
+    if (!row)
+        return tdm__errf(reason, n, TDM_ERR_RANGE, "batch is full");
+    /* Blank and binary lines are judged before any parser: both paths
+     * then agree on them by construction, the reason says more than
+     * jansson's "invalid token", and the scanner may rely on valid
+     * UTF-8 inside strings. */
+    if (tdm__conn_is_blank(line, len))
+        return tdm__errf(reason, n, TDM_ERR_PARSE, "empty line");
+    if (tdm__conn_check_text(line, len, reason, n) != 0)
+        return TDM_ERR_PARSE;
+    if (mode != TDM__JSON_JANSSON) {
+        if (parse_fast(conf, line, len, b, row))
+            return TDM_OK;
+        /* Start again from a clean row. */
+        tdm__batch_drop_last(b);
+        b->arena_used = mark;
+        if (mode == TDM__JSON_FAST)
+            return TDM_ERR_UNSUPPORTED;
+        row = tdm__batch_add(b);
+    }
+    return parse_jansson(conf, line, len, b, row, reason, n);
+}
+
+/* Parses one JSON line into a new row of @p b (see connect.h): TDM_OK, or
+ * TDM_ERR_PARSE with the reason, after which the caller drops the row. */
+tdm_err tdm__json_parse_line(const tdm__source_conf *conf, const char *line,
+                             size_t len, tdm__batch *b, char *reason,
+                             size_t n)
+{
+    return tdm__json_parse_line_mode(conf, line, len, b, reason, n,
+                                     TDM__JSON_AUTO);
+}

@@ -1,0 +1,794 @@
+/* SPDX-License-Identifier: MIT */
+/* text_sink.c - the stdout, file and discard sinks, writing JSON lines or
+ * CSV: window results, join pairs, late records and dead letters.
+ *
+ * Rows (compact JSON, no blanks; CSV has the same columns in the same
+ * order, with a header taken from the first row written):
+ *   result   {<columns...>, "window_start": s, "window_end": e,
+ *             "timing": "early"|"on_time"|"late", "pane": i,
+ *             "update": bool}  (the window and pane members only when the
+ *             row has a window), plus "op" by output mode:
+ *             append - none; retract - "+" or "-" (a retraction of the
+ *             previous result); upsert on stdout - "upsert".
+ *   late     {<the record's fields...>, "ts": event time} ("ts" is left
+ *             out when the schema has a field of that name).
+ *   dead     {"location": "f.jsonl:17", "reason": "...", "raw": "..."}.
+ * Values: int64 and timestamps as integers (epoch ms), doubles in the
+ * shortest form that reads back exactly with ".0" added to integral ones
+ * (non-finite: null), bools true/false, null as null (CSV: empty).
+ * Strings are escaped; bytes that are not UTF-8 become \u00XX.
+ *
+ * Output modes (the `upsert` argument of open): 0 append, 1 upsert,
+ * 2 retract.  An upsert file sink keeps the latest row of every
+ * upsert_key in memory, in order of first appearance, and writes the file
+ * at close: to "path.tmp", then renamed over "path", so a reader never
+ * sees half a table.
+ *
+ * Several subtasks share a sink: every write takes the sink's mutex.
+ * Output is buffered and written when 64 KiB have gathered or 500 ms have
+ * passed, and at close.  A file sink creates missing parent folders.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "connect/conn.h"
+
+#define FLUSH_BYTES ((size_t)64 << 10)
+#define FLUSH_MS 500
+
+/* A growable byte buffer. */
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} sbuf;
+
+/* One key of an upsert table and its latest line. */
+typedef struct upsert_entry {
+    char *key;
+    size_t key_len;
+    char *line;
+    size_t line_len;
+    bool gone; /* retracted */
+} upsert_entry;
+
+struct tdm__sinkobj {
+    char *name, *path;
+    int type, format, mode;
+    FILE *f;
+    bool own_f;
+    pthread_mutex_t mu;
+    sbuf out;      /* pending output */
+    sbuf line;     /* scratch for upsert lines */
+    bool header_done;
+    char *header;  /* upsert CSV: the header line */
+    size_t header_len;
+    int64_t last_flush_ms;
+    tdm_err io_err;
+    char io_msg[320];
+    upsert_entry *ents;
+    size_t n_ents, cap_ents;
+    uint32_t *slots; /* entry + 1, 0 empty */
+    size_t n_slots;
+};
+
+/* ---- Buffers ---- */
+
+static void sb_reserve(sbuf *b, size_t extra)
+{
+    if (b->oom || b->cap - b->len >= extra)
+        return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap - b->len < extra)
+        cap *= 2;
+    char *np = tdm__realloc(b->p, cap);
+    if (!np) {
+        b->oom = true;
+        return;
+    }
+    b->p = np;
+    b->cap = cap;
+}
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    sb_reserve(b, n);
+    if (b->oom)
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void sb_puts(sbuf *b, const char *s)
+{
+    sb_put(b, s, strlen(s));
+}
+
+static void sb_int(sbuf *b, int64_t v)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+    sb_put(b, tmp, (size_t)n);
+}
+
+/* A double as JSON/CSV text; false when it is not finite. */
+static bool fmt_double(char *out, size_t n, double d)
+{
+    size_t len;
+    if (!isfinite(d))
+        return false;
+    tdm__conn_fmt_double(out, n, d);
+    len = strlen(out);
+    if (strspn(out, "-0123456789") == len && len + 2 < n)
+        memcpy(out + len, ".0", 3);
+    return true;
+}
+
+/* Length of the valid UTF-8 sequence at s[i] (1 for ASCII), 0 if none. */
+static size_t utf8_len(const unsigned char *s, size_t len, size_t i)
+{
+    unsigned char c = s[i];
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xBF;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 1;
+    else if (c >= 0xE0 && c <= 0xEF)
+        need = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4)
+        need = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else
+        return 0;
+    if (i + need >= len || s[i + 1] < lo || s[i + 1] > hi)
+        return 0;
+    for (size_t k = 2; k <= need; k++)
+        if (s[i + k] < 0x80 || s[i + k] > 0xBF)
+            return 0;
+    return need + 1;
+}
+
+/* A JSON string literal. */
+static void json_str(sbuf *b, const char *p, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *s = (const unsigned char *)p;
+    size_t i = 0;
+
+    sb_reserve(b, n + 2);
+    sb_put(b, "\"", 1);
+    while (i < n) {
+        size_t run = i;
+        /* Copy plain runs in one go. */
+        while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' &&
+               s[run] != '\\')
+            run++;
+        if (run > i) {
+            sb_put(b, p + i, run - i);
+            i = run;
+            continue;
+        }
+        unsigned char c = s[i];
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            sb_put(b, e, 2);
+            i++;
+        } else if (c == '\n') {
+            sb_put(b, "\\n", 2);
+            i++;
+        } else if (c == '\t') {
+            sb_put(b, "\\t", 2);
+            i++;
+        } else if (c == '\r') {
+            sb_put(b, "\\r", 2);
+            i++;
+        } else if (c < 0x20) {
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            sb_put(b, e, 6);
+            i++;
+        } else {
+            size_t k = utf8_len(s, n, i);
+            if (k > 0) {
+                sb_put(b, p + i, k);
+                i += k;
+            } else {
+                char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                sb_put(b, e, 6);
+                i++;
+            }
+        }
+    }
+    sb_put(b, "\"", 1);
+}
+
+/* A CSV field: quoted when it holds a comma, quote, CR, LF or outer
+ * blanks; quotes doubled. */
+static void csv_str(sbuf *b, const char *p, size_t n)
+{
+    bool quote = n > 0 && (p[0] == ' ' || p[n - 1] == ' ');
+    for (size_t i = 0; i < n && !quote; i++)
+        quote = p[i] == ',' || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
+    if (!quote) {
+        sb_put(b, p, n);
+        return;
+    }
+    sb_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '"')
+            sb_put(b, "\"", 1);
+        sb_put(b, p + i, 1);
+    }
+    sb_put(b, "\"", 1);
+}
+
+/* ---- Rows as lines ---- */
+
+/* Line builder: JSON members or CSV cells, and the CSV header. */
+typedef struct lb {
+    sbuf *b;      /* the line */
+    sbuf *hdr;    /* CSV header being collected, or NULL */
+    bool json;
+    int n;        /* members so far */
+} lb;
+
+static void lb_begin(lb *l)
+{
+    l->n = 0;
+    if (l->json)
+        sb_put(l->b, "{", 1);
+}
+
+static void lb_key(lb *l, const char *name)
+{
+    if (l->json) {
+        if (l->n > 0)
+            sb_put(l->b, ",", 1);
+        json_str(l->b, name, strlen(name));
+        sb_put(l->b, ":", 1);
+    } else {
+        if (l->n > 0)
+            sb_put(l->b, ",", 1);
+        if (l->hdr) {
+            if (l->n > 0)
+                sb_put(l->hdr, ",", 1);
+            csv_str(l->hdr, name, strlen(name));
+        }
+    }
+    l->n++;
+}
+
+static void lb_val(lb *l, tdm_type t, const tdm__val *v)
+{
+    char tmp[64];
+
+    if (v->null) {
+        if (l->json)
+            sb_puts(l->b, "null");
+        return;
+    }
+    switch (t) {
+    case TDM_TYPE_INT64:
+    case TDM_TYPE_TIMESTAMP:
+        sb_int(l->b, v->u.i);
+        break;
+    case TDM_TYPE_DOUBLE:
+        if (fmt_double(tmp, sizeof tmp, v->u.d))
+            sb_puts(l->b, tmp);
+        else if (l->json)
+            sb_puts(l->b, "null");
+        break;
+    case TDM_TYPE_BOOL:
+        sb_puts(l->b, v->u.i ? "true" : "false");
+        break;
+    case TDM_TYPE_STRING:
+        if (l->json)
+            json_str(l->b, v->u.s.p, v->u.s.len);
+        else
+            csv_str(l->b, v->u.s.p, v->u.s.len);
+        break;
+    }
+}
+
+static void lb_str(lb *l, const char *name, const char *s, size_t n)
+{
+    lb_key(l, name);
+    if (l->json)
+        json_str(l->b, s, n);
+    else
+        csv_str(l->b, s, n);
+}
+
+static void lb_int(lb *l, const char *name, int64_t v)
+{
+    lb_key(l, name);
+    sb_int(l->b, v);
+}
+
+static void lb_end(lb *l)
+{
+    if (l->json)
+        sb_put(l->b, "}", 1);
+    sb_put(l->b, "\n", 1);
+    if (l->hdr)
+        sb_put(l->hdr, "\n", 1);
+}
+
+static const char *timing_name(tdm_pane_timing t)
+{
+    switch (t) {
+    case TDM_PANE_EARLY:
+        return "early";
+    case TDM_PANE_LATE:
+        return "late";
+    default:
+        return "on_time";
+    }
+}
+
+/* Formats a result row. */
+static void format_result(tdm__sinkobj *s, lb *l, const tdm__out_row *row)
+{
+    lb_begin(l);
+    for (int i = 0; i < row->n_cols; i++) {
+        lb_key(l, row->cols[i].name);
+        lb_val(l, row->cols[i].type, &row->cols[i].v);
+    }
+    if (row->has_window) {
+        lb_int(l, "window_start", row->win_start);
+        lb_int(l, "window_end", row->win_end);
+        const char *t = timing_name(row->timing);
+        lb_str(l, "timing", t, strlen(t));
+        lb_int(l, "pane", row->pane_index);
+        lb_key(l, "update");
+        sb_puts(l->b, row->is_update ? "true" : "false");
+    }
+    if (s->mode == 2 || row->change == TDM__CHANGE_RETRACT) {
+        const char *op = row->change == TDM__CHANGE_RETRACT ? "-" : "+";
+        lb_str(l, "op", op, 1);
+    } else if (s->mode == 1 && !s->path) {
+        lb_str(l, "op", "upsert", 6);
+    }
+    lb_end(l);
+}
+
+/* ---- Output ---- */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writes the pending output.  Call with the mutex held. */
+static tdm_err flush_out(tdm__sinkobj *s)
+{
+    if (s->io_err != TDM_OK)
+        return s->io_err;
+    if (s->out.len > 0 && s->f) {
+        if (fwrite(s->out.p, 1, s->out.len, s->f) != s->out.len ||
+            fflush(s->f) != 0) {
+            s->io_err = TDM_ERR_IO;
+            snprintf(s->io_msg, sizeof s->io_msg,
+                     "cannot write '%s': %s",
+                     s->path ? s->path : "<stdout>", strerror(errno));
+        }
+    }
+    s->out.len = 0;
+    s->last_flush_ms = mono_ms();
+    return s->io_err;
+}
+
+/* After a row was added to s->out: flush if due.  Mutex held. */
+static tdm_err after_write(tdm__sinkobj *s)
+{
+    if (s->out.oom) {
+        s->out.oom = false;
+        s->out.len = 0;
+        return TDM_ERR_NOMEM;
+    }
+    if (s->out.len >= FLUSH_BYTES || mono_ms() - s->last_flush_ms >= FLUSH_MS)
+        return flush_out(s);
+    return s->io_err;
+}
+
+/* Starts a line in s->out; the CSV header goes first when due. */
+static void start_line(tdm__sinkobj *s, lb *l, sbuf *hdr)
+{
+    l->b = &s->out;
+    l->json = s->format != TDM__FMT_CSV;
+    l->hdr = !l->json && !s->header_done ? hdr : NULL;
+}
+
+/* Appends a formatted line, putting a CSV header first once. */
+static void commit_line(tdm__sinkobj *s, lb *l, sbuf *hdr, size_t mark)
+{
+    if (l->hdr && !hdr->oom) {
+        /* The header was collected alongside the first line: move it in
+         * front of that line. */
+        size_t line_len = s->out.len - mark;
+        sb_reserve(&s->out, hdr->len);
+        if (!s->out.oom) {
+            memmove(s->out.p + mark + hdr->len, s->out.p + mark, line_len);
+            memcpy(s->out.p + mark, hdr->p, hdr->len);
+            s->out.len += hdr->len;
+            s->header_done = true;
+        }
+    }
+    tdm__free(hdr->p);
+}
+
+/* ---- Upsert table ---- */
+
+static upsert_entry *upsert_find(tdm__sinkobj *s, const char *key,
+                                 size_t len, size_t *slot)
+{
+    size_t mask = s->n_slots - 1;
+    size_t i = (size_t)tdm__hash_bytes(key, len) & mask;
+    for (;; i = (i + 1) & mask) {
+        uint32_t e = s->slots[i];
+        if (e == 0) {
+            *slot = i;
+            return NULL;
+        }
+        upsert_entry *u = &s->ents[e - 1];
+        if (u->key_len == len && memcmp(u->key, key, len) == 0)
+            return u;
+    }
+}
+
+/* Stores the line s->line for upsert_key (replacing the previous one).
+ * Rows without a key are kept as they come. */
+static tdm_err upsert_put(tdm__sinkobj *s, const tdm__out_row *row)
+{
+    upsert_entry *u = NULL;
+    size_t slot = 0;
+    char *copy;
+
+    if (s->n_ents == s->cap_ents) {
+        size_t cap = s->cap_ents ? 2 * s->cap_ents : 64;
+        upsert_entry *ne = tdm__realloc(s->ents, cap * sizeof *ne);
+        if (!ne)
+            return TDM_ERR_NOMEM;
+        s->ents = ne;
+        s->cap_ents = cap;
+    }
+    if (2 * (s->n_ents + 1) > s->n_slots) {
+        size_t ns = s->n_slots ? 2 * s->n_slots : 128;
+        uint32_t *sl = tdm__calloc(ns, sizeof *sl);
+        if (!sl)
+            return TDM_ERR_NOMEM;
+        for (size_t e = 0; e < s->n_ents; e++) {
+            if (!s->ents[e].key)
+                continue;
+            size_t i = (size_t)tdm__hash_bytes(s->ents[e].key,
+                                               s->ents[e].key_len) &
+                       (ns - 1);
+            while (sl[i])
+                i = (i + 1) & (ns - 1);
+            sl[i] = (uint32_t)e + 1;
+        }
+        tdm__free(s->slots);
+        s->slots = sl;
+        s->n_slots = ns;
+    }
+    if (row->upsert_key)
+        u = upsert_find(s, row->upsert_key, row->upsert_key_len, &slot);
+    copy = tdm__memdup(s->line.p, s->line.len);
+    if (!copy)
+        return TDM_ERR_NOMEM;
+    if (u) {
+        tdm__free(u->line);
+        u->line = copy;
+        u->line_len = s->line.len;
+        u->gone = row->change == TDM__CHANGE_RETRACT;
+        return TDM_OK;
+    }
+    u = &s->ents[s->n_ents];
+    memset(u, 0, sizeof *u);
+    u->line = copy;
+    u->line_len = s->line.len;
+    u->gone = row->change == TDM__CHANGE_RETRACT;
+    if (row->upsert_key) {
+        u->key = tdm__memdup(row->upsert_key,
+                             row->upsert_key_len ? row->upsert_key_len : 1);
+        if (!u->key) {
+            tdm__free(copy);
+            return TDM_ERR_NOMEM;
+        }
+        u->key_len = row->upsert_key_len;
+        s->slots[slot] = (uint32_t)s->n_ents + 1;
+    }
+    s->n_ents++;
+    return TDM_OK;
+}
+
+/* ---- The vtable ---- */
+
+/* Creates the missing parent folders of @p path. */
+static void make_parents(const char *path)
+{
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof tmp)
+        return;
+    memcpy(tmp, path, n + 1);
+    for (size_t i = 1; i < n; i++) {
+        if (tmp[i] != '/')
+            continue;
+        tmp[i] = '\0';
+        mkdir(tmp, 0777);
+        tmp[i] = '/';
+    }
+}
+
+static void free_sink(tdm__sinkobj *s)
+{
+    if (!s)
+        return;
+    if (s->f && s->own_f)
+        fclose(s->f);
+    for (size_t e = 0; e < s->n_ents; e++) {
+        tdm__free(s->ents[e].key);
+        tdm__free(s->ents[e].line);
+    }
+    tdm__free(s->ents);
+    tdm__free(s->slots);
+    tdm__free(s->out.p);
+    tdm__free(s->line.p);
+    tdm__free(s->header);
+    tdm__free(s->name);
+    tdm__free(s->path);
+    pthread_mutex_destroy(&s->mu);
+    tdm__free(s);
+}
+
+/* Opens a sink; @p upsert is the output mode (0 append, 1 upsert,
+ * 2 retract).  TDM_OK, TDM_ERR_INVAL (no path for a file sink),
+ * TDM_ERR_IO (cannot create the file; message names it), NOMEM. */
+static tdm_err sink_open(const tdm__sink_conf *conf, int upsert,
+                         tdm__sinkobj **out, char *errbuf,
+                         size_t errbuf_size)
+{
+    tdm__sinkobj *s;
+    const char *name = conf && conf->name ? conf->name : "?";
+    tdm_err err = TDM_ERR_NOMEM;
+
+    *out = NULL;
+    if (!conf)
+        return TDM_ERR_INVAL;
+    if (conf->type == TDM__SINK_FILE && (!conf->path || !conf->path[0]))
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "path is not set");
+    s = tdm__calloc(1, sizeof *s);
+    if (!s)
+        return TDM_ERR_NOMEM;
+    if (pthread_mutex_init(&s->mu, NULL) != 0) {
+        tdm__free(s);
+        return TDM_ERR_NOMEM;
+    }
+    s->type = conf->type;
+    s->format = conf->format;
+    s->mode = upsert;
+    s->name = tdm__strndup(name, strlen(name));
+    if (!s->name)
+        goto fail;
+    s->last_flush_ms = mono_ms();
+    if (conf->type == TDM__SINK_FILE) {
+        s->path = tdm__strndup(conf->path, strlen(conf->path));
+        if (!s->path)
+            goto fail;
+        make_parents(s->path);
+        if (upsert == 1) {
+            /* Written at close; check now that the folder takes a file. */
+            char tmp[4200];
+            FILE *f;
+            snprintf(tmp, sizeof tmp, "%s.tmp", s->path);
+            f = fopen(tmp, "w");
+            if (!f) {
+                err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                                "cannot create '%s': %s",
+                                tmp, strerror(errno));
+                goto fail;
+            }
+            fclose(f);
+            remove(tmp);
+        } else {
+            s->f = fopen(s->path, "w");
+            if (!s->f) {
+                err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                                "cannot create '%s': %s",
+                                s->path, strerror(errno));
+                goto fail;
+            }
+            s->own_f = true;
+        }
+    } else if (conf->type == TDM__SINK_STDOUT) {
+        s->f = stdout;
+    }
+    *out = s;
+    return TDM_OK;
+fail:
+    free_sink(s);
+    return err;
+}
+
+/* True when rows go to the in-memory upsert table. */
+static bool upsert_table(const tdm__sinkobj *s)
+{
+    return s->mode == 1 && s->path != NULL;
+}
+
+/* Writes a window result or join pair.  TDM_OK, TDM_ERR_IO, NOMEM. */
+static tdm_err sink_write_result(tdm__sinkobj *s, const tdm__out_row *row)
+{
+    tdm_err err;
+    sbuf hdr = {0};
+    lb l;
+
+    if (s->type == TDM__SINK_DISCARD)
+        return TDM_OK;
+    pthread_mutex_lock(&s->mu);
+    if (upsert_table(s)) {
+        s->line.len = 0;
+        l.b = &s->line;
+        l.json = s->format != TDM__FMT_CSV;
+        l.hdr = !l.json && !s->header ? &hdr : NULL;
+        format_result(s, &l, row);
+        if (s->line.oom || hdr.oom) {
+            s->line.oom = false;
+            tdm__free(hdr.p);
+            pthread_mutex_unlock(&s->mu);
+            return TDM_ERR_NOMEM;
+        }
+        if (l.hdr) {
+            s->header = hdr.p;
+            s->header_len = hdr.len;
+        }
+        err = upsert_put(s, row);
+        pthread_mutex_unlock(&s->mu);
+        return err;
+    }
+    size_t mark = s->out.len;
+    start_line(s, &l, &hdr);
+    format_result(s, &l, row);
+    commit_line(s, &l, &hdr, mark);
+    err = after_write(s);
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+/* Writes a late record: its fields and "ts". */
+static tdm_err sink_write_row(tdm__sinkobj *s, const tdm__row *row)
+{
+    const tdm__schema *sc = row->schema;
+    sbuf hdr = {0};
+    tdm_err err;
+    lb l;
+
+    if (s->type == TDM__SINK_DISCARD)
+        return TDM_OK;
+    pthread_mutex_lock(&s->mu);
+    size_t mark = s->out.len;
+    start_line(s, &l, &hdr);
+    lb_begin(&l);
+    for (int i = 0; sc && i < sc->n; i++) {
+        lb_key(&l, sc->fields[i].name);
+        lb_val(&l, sc->fields[i].type, &row->v[i]);
+    }
+    if (tdm__schema_find(sc, "ts") < 0) {
+        tdm__val v = {.u.i = row->ts, .null = row->ts == TDM_TIME_MIN};
+        lb_key(&l, "ts");
+        lb_val(&l, TDM_TYPE_TIMESTAMP, &v);
+    }
+    lb_end(&l);
+    commit_line(s, &l, &hdr, mark);
+    err = after_write(s);
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+/* Writes a dead letter. */
+static tdm_err sink_write_dead(tdm__sinkobj *s, const char *location,
+                               const char *reason, const char *raw,
+                               size_t raw_len)
+{
+    sbuf hdr = {0};
+    tdm_err err;
+    lb l;
+
+    if (s->type == TDM__SINK_DISCARD)
+        return TDM_OK;
+    pthread_mutex_lock(&s->mu);
+    size_t mark = s->out.len;
+    start_line(s, &l, &hdr);
+    lb_begin(&l);
+    lb_str(&l, "location", location ? location : "",
+           location ? strlen(location) : 0);
+    lb_str(&l, "reason", reason ? reason : "", reason ? strlen(reason) : 0);
+    lb_str(&l, "raw", raw ? raw : "", raw ? raw_len : 0);
+    lb_end(&l);
+    commit_line(s, &l, &hdr, mark);
+    err = after_write(s);
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+/* Writes the upsert table to path.tmp and renames it over path. */
+static tdm_err write_table(tdm__sinkobj *s)
+{
+    char tmp[4200];
+    FILE *f;
+    bool ok;
+
+    snprintf(tmp, sizeof tmp, "%s.tmp", s->path);
+    f = fopen(tmp, "w");
+    if (!f)
+        goto io;
+    ok = true;
+    if (s->header)
+        ok = fwrite(s->header, 1, s->header_len, f) == s->header_len;
+    for (size_t e = 0; ok && e < s->n_ents; e++)
+        if (!s->ents[e].gone)
+            ok = fwrite(s->ents[e].line, 1, s->ents[e].line_len, f) ==
+                 s->ents[e].line_len;
+    if (fclose(f) != 0 || !ok) {
+        remove(tmp);
+        goto io;
+    }
+    if (rename(tmp, s->path) != 0) {
+        remove(tmp);
+        goto io;
+    }
+    return TDM_OK;
+io:
+    s->io_err = TDM_ERR_IO;
+    snprintf(s->io_msg, sizeof s->io_msg, "cannot write '%s': %s", s->path,
+             strerror(errno));
+    return TDM_ERR_IO;
+}
+
+/* Flushes, writes an upsert table, closes the file and frees the sink.
+ * Returns TDM_OK or TDM_ERR_IO (message names the path; the first write
+ * error of the run if there was one). */
+static tdm_err sink_close(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
+{
+    tdm_err err;
+
+    if (!s)
+        return TDM_OK;
+    pthread_mutex_lock(&s->mu);
+    err = flush_out(s);
+    if (err == TDM_OK && upsert_table(s))
+        err = write_table(s);
+    if (err == TDM_OK && s->f && s->own_f) {
+        FILE *f = s->f;
+        s->f = NULL;
+        if (fclose(f) != 0) {
+            s->io_err = err = TDM_ERR_IO;
+            snprintf(s->io_msg, sizeof s->io_msg,
+                     "cannot write '%s': %s", s->path,
+                     strerror(errno));
+        }
+    }
+    if (err != TDM_OK)
+        tdm__errf(errbuf, errbuf_size, err, "%s", s->io_msg);
+    pthread_mutex_unlock(&s->mu);
+    free_sink(s);
+    return err;
+}
+
+const tdm__sink_vtab tdm__text_sink = {
+    .version = 1,
+    .open = sink_open,
+    .write_result = sink_write_result,
+    .write_row = sink_write_row,
+    .write_dead = sink_write_dead,
+    .close = sink_close,
+};

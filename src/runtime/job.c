@@ -1,0 +1,1133 @@
+/* SPDX-License-Identifier: MIT */
+/* job.c - building a job: nodes and their configuration, user filters and
+ * maps, row accessors, counters, and the validation of the whole graph
+ * (references, required keys, fields against schemas, window and join
+ * parameters).  Every validation message names the node and the key, so
+ * that a YAML loader can point at the offending line.  Execution lives in
+ * run.c.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/rt.h"
+#include "window/win.h"
+
+static const tdm__conf_val zero_val;
+
+/* ---- Configuration storage ---- */
+
+/* Fills vals[] with the parsed defaults of every row of @p scope. */
+static tdm_err load_defaults(tdm__conf_val *vals, tdm__scope scope)
+{
+    int n;
+    const tdm__conf_row *rows = tdm__conf_rows(&n);
+    for (int i = 0; i < n; i++) {
+        if (rows[i].scope != scope)
+            continue;
+        tdm_err err = tdm__conf_parse(i, rows[i].def, true, &vals[i], NULL, 0);
+        if (err == TDM_ERR_NOMEM)
+            return err;
+        /* A default that does not parse (never in the shipped table)
+         * leaves the value zeroed: "unset". */
+    }
+    return TDM_OK;
+}
+
+static void free_vals(tdm__conf_val *vals)
+{
+    if (!vals)
+        return;
+    int n;
+    tdm__conf_rows(&n);
+    for (int i = 0; i < n; i++)
+        tdm__conf_val_free(&vals[i]);
+    tdm__free(vals);
+}
+
+static tdm__conf_val *new_vals(tdm__scope scope)
+{
+    int n;
+    tdm__conf_rows(&n);
+    tdm__conf_val *vals = tdm__calloc((size_t)n, sizeof *vals);
+    if (vals && load_defaults(vals, scope) != TDM_OK) {
+        free_vals(vals);
+        return NULL;
+    }
+    return vals;
+}
+
+/* Parses @p value for @p key of @p scope into vals[]. */
+static tdm_err set_val(tdm__conf_val *vals, tdm__scope scope,
+                       const char *what, const char *key, const char *value,
+                       char *errbuf, size_t errbuf_size)
+{
+    if (!key || !*key)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "key must not be empty");
+    int row = tdm__conf_find(scope, key);
+    if (row < 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s: unknown %s key (see `tidemark config list`)",
+                         key, what);
+    if (!value)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s: value must not be NULL", key);
+    return tdm__conf_parse(row, value, false, &vals[row], errbuf,
+                           errbuf_size);
+}
+
+static const tdm__conf_val *val_of(const tdm__conf_val *vals,
+                                   tdm__scope scope, const char *key)
+{
+    int row = tdm__conf_find(scope, key);
+    return row < 0 ? &zero_val : &vals[row];
+}
+
+/* A node key's parsed value (zeroed for an unknown key). */
+const tdm__conf_val *tdm__node_val(const tdm_node *n, const char *key)
+{
+    return val_of(n->vals, n->scope, key);
+}
+
+int64_t tdm__node_int(const tdm_node *n, const char *key)
+{
+    return tdm__node_val(n, key)->i;
+}
+
+/* The text of a node key ("" when unset). */
+const char *tdm__node_str(const tdm_node *n, const char *key)
+{
+    const char *s = tdm__node_val(n, key)->text;
+    return s ? s : "";
+}
+
+/* A job key's parsed value (zeroed for an unknown key). */
+const tdm__conf_val *tdm__job_val(const tdm_job *job, const char *key)
+{
+    return val_of(job->vals, TDM__SCOPE_JOB, key);
+}
+
+int64_t tdm__job_int(const tdm_job *job, const char *key)
+{
+    return tdm__job_val(job, key)->i;
+}
+
+/* The text of a job key ("" when unset). */
+const char *tdm__job_str(const tdm_job *job, const char *key)
+{
+    const char *s = tdm__job_val(job, key)->text;
+    return s ? s : "";
+}
+
+/* ---- Jobs ---- */
+
+static void default_log(void *ud, const char *line)
+{
+    (void)ud;
+    fprintf(stderr, "tidemark: %s\n", line);
+}
+
+/* Creates an empty job with every job key at its default. */
+tdm_err tdm_job_new(tdm_job **out)
+{
+    if (!out)
+        return TDM_ERR_INVAL;
+    *out = NULL;
+    tdm_job *job = tdm__calloc(1, sizeof *job);
+    if (!job)
+        return TDM_ERR_NOMEM;
+    job->vals = new_vals(TDM__SCOPE_JOB);
+    if (!job->vals) {
+        tdm__free(job);
+        return TDM_ERR_NOMEM;
+    }
+    if (pthread_mutex_init(&job->log_mu, NULL) != 0) {
+        free_vals(job->vals);
+        tdm__free(job);
+        return TDM_ERR_NOMEM;
+    }
+    job->log = default_log;
+    atomic_init(&job->running, 0);
+    atomic_init(&job->cancel, 0);
+    for (int i = 0; i < TDM_STAT_COUNT_; i++)
+        atomic_init(&job->stats[i], 0);
+    atomic_init(&job->stats[TDM_STAT_WATERMARK], TDM_TIME_MIN);
+    atomic_init(&job->start_ms, 0);
+    atomic_init(&job->queue_waits, 0);
+    atomic_init(&job->batches_live, 0);
+    atomic_init(&job->batches_peak, 0);
+    *out = job;
+    return TDM_OK;
+}
+
+/* Sets a job-level key from text (copied, parsed and checked now). */
+tdm_err tdm_job_set(tdm_job *job, const char *key, const char *value,
+                    char *errbuf, size_t errbuf_size)
+{
+    if (!job)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "job must not be NULL");
+    if (atomic_load(&job->running))
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                         "%s: the job is running", key ? key : "");
+    return set_val(job->vals, TDM__SCOPE_JOB, "job", key, value, errbuf,
+                   errbuf_size);
+}
+
+static void node_destroy(tdm_node *n)
+{
+    if (!n)
+        return;
+    free_vals(n->vals);
+    tdm__schema_free(&n->gen_schema);
+    tdm__free(n->udfs);
+    tdm__free(n->name);
+    tdm__free(n);
+}
+
+static tdm__scope kind_scope(tdm_node_kind kind)
+{
+    switch (kind) {
+    case TDM_NODE_SOURCE:
+        return TDM__SCOPE_SOURCE;
+    case TDM_NODE_WINDOW:
+        return TDM__SCOPE_WINDOW;
+    case TDM_NODE_JOIN:
+        return TDM__SCOPE_JOIN;
+    default:
+        return TDM__SCOPE_SINK;
+    }
+}
+
+static const char *kind_name(tdm_node_kind kind)
+{
+    switch (kind) {
+    case TDM_NODE_SOURCE:
+        return "source";
+    case TDM_NODE_WINDOW:
+        return "window";
+    case TDM_NODE_JOIN:
+        return "join";
+    case TDM_NODE_SINK:
+        return "sink";
+    }
+    return "node";
+}
+
+/* Adds a node; names are unique across the job and contain no '.' (the
+ * dotted key paths of job files would be ambiguous). */
+tdm_err tdm_job_add_node(tdm_job *job, tdm_node_kind kind, const char *name,
+                         tdm_node **out, char *errbuf, size_t errbuf_size)
+{
+    if (out)
+        *out = NULL;
+    if (!job)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "job must not be NULL");
+    if (kind < TDM_NODE_SOURCE || kind > TDM_NODE_SINK)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "kind must be a tdm_node_kind (got %d)", (int)kind);
+    if (!name || !*name)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s name must not be empty", kind_name(kind));
+    if (strchr(name, '.'))
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s name \"%s\" must not contain '.'",
+                         kind_name(kind), name);
+    if (atomic_load(&job->running))
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                         "cannot add \"%s\": the job is running", name);
+    if (tdm_job_node(job, name))
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "duplicate node name \"%s\"", name);
+    if (job->n_nodes == job->cap_nodes) {
+        int cap = job->cap_nodes ? job->cap_nodes * 2 : 8;
+        tdm_node **nn = tdm__realloc(job->nodes, (size_t)cap * sizeof *nn);
+        if (!nn)
+            goto nomem;
+        job->nodes = nn;
+        job->cap_nodes = cap;
+    }
+    tdm_node *n = tdm__calloc(1, sizeof *n);
+    if (!n)
+        goto nomem;
+    n->job = job;
+    n->kind = kind;
+    n->scope = kind_scope(kind);
+    n->name = tdm__strndup(name, strlen(name));
+    n->vals = new_vals(n->scope);
+    if (!n->name || !n->vals) {
+        node_destroy(n);
+        goto nomem;
+    }
+    job->nodes[job->n_nodes++] = n;
+    if (out)
+        *out = n;
+    return TDM_OK;
+
+nomem:
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                     "out of memory adding \"%s\"", name);
+}
+
+/* Finds a node by name; NULL when absent. */
+tdm_node *tdm_job_node(tdm_job *job, const char *name)
+{
+    if (!job || !name)
+        return NULL;
+    for (int i = 0; i < job->n_nodes; i++)
+        if (strcmp(job->nodes[i]->name, name) == 0)
+            return job->nodes[i];
+    return NULL;
+}
+
+/* Sets a key of a node (its kind's scope of the table). */
+tdm_err tdm_node_set(tdm_node *node, const char *key, const char *value,
+                     char *errbuf, size_t errbuf_size)
+{
+    if (!node)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "node must not be NULL");
+    if (atomic_load(&node->job->running))
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                         "%s: the job is running", key ? key : "");
+    return set_val(node->vals, node->scope, kind_name(node->kind), key, value,
+                   errbuf, errbuf_size);
+}
+
+static tdm_err add_udf(tdm_node *n, const tdm__udf *u)
+{
+    if (!n || n->kind != TDM_NODE_SOURCE || atomic_load(&n->job->running))
+        return !n || n->kind != TDM_NODE_SOURCE ? TDM_ERR_INVAL
+                                                : TDM_ERR_STATE;
+    if (n->n_udfs == n->cap_udfs) {
+        int cap = n->cap_udfs ? n->cap_udfs * 2 : 4;
+        tdm__udf *nu = tdm__realloc(n->udfs, (size_t)cap * sizeof *nu);
+        if (!nu)
+            return TDM_ERR_NOMEM;
+        n->udfs = nu;
+        n->cap_udfs = cap;
+    }
+    n->udfs[n->n_udfs++] = *u;
+    return TDM_OK;
+}
+
+/* Adds a filter to a source (TDM_ERR_INVAL: not a source or NULL fn). */
+tdm_err tdm_node_add_filter(tdm_node *source, tdm_filter_fn fn, void *ud)
+{
+    if (!fn)
+        return TDM_ERR_INVAL;
+    tdm__udf u = { .is_map = false, .filter = fn, .ud = ud };
+    return add_udf(source, &u);
+}
+
+/* Adds a map to a source (TDM_ERR_INVAL: not a source or NULL fn). */
+tdm_err tdm_node_add_map(tdm_node *source, tdm_map_fn fn, void *ud)
+{
+    if (!fn)
+        return TDM_ERR_INVAL;
+    tdm__udf u = { .is_map = true, .map = fn, .ud = ud };
+    return add_udf(source, &u);
+}
+
+/* ---- Schemas ---- */
+
+/* The fixed schemas of the generator (see src/connect/generator.c). */
+static const char *const gen_schemas[] = {
+    "user:string, page:string, ts:timestamp",
+    "sensor:string, value:double, ts:timestamp",
+};
+
+static bool is_generator(const tdm_node *n)
+{
+    return n->kind == TDM_NODE_SOURCE && !n->src_vt &&
+           tdm__node_int(n, "type") == TDM__SRC_GENERATOR - 1;
+}
+
+/* A source's schema: its own or the generator's. */
+const tdm__schema *tdm__node_schema(const tdm_node *n)
+{
+    if (!n || n->kind != TDM_NODE_SOURCE)
+        return NULL;
+    const tdm__conf_val *v = tdm__node_val(n, "schema");
+    if (v->schema.n > 0)
+        return &v->schema;
+    if (is_generator(n)) {
+        /* A cache, parsed on first use and again only when
+         * generator.kind changed (so pointers handed to a run stay
+         * valid while it runs). */
+        tdm_node *m = (tdm_node *)n;
+        int kind = (int)tdm__node_int(n, "generator.kind");
+        if (kind < 0 || kind > 1)
+            kind = 0;
+        if (m->gen_schema.n > 0 && m->gen_kind == kind)
+            return &m->gen_schema;
+        tdm__schema_free(&m->gen_schema);
+        if (tdm__schema_parse(gen_schemas[kind], &m->gen_schema, NULL, 0) !=
+            TDM_OK)
+            return NULL;
+        m->gen_kind = kind;
+        return &m->gen_schema;
+    }
+    return NULL;
+}
+
+/* Index of a field in a source's schema, -1 when absent. */
+int tdm_node_field_index(const tdm_node *source, const char *name)
+{
+    const tdm__schema *s = tdm__node_schema(source);
+    return s && name ? tdm__schema_find(s, name) : -1;
+}
+
+/* ---- Rows ---- */
+
+/* Row accessors: out-of-range indexes and null values read as 0/NULL,
+ * writes of the wrong type are ignored. */
+tdm_time_ms tdm_row_ts(const tdm_row *row)
+{
+    return row->ts;
+}
+
+static bool row_ok(const tdm_row *row, int i)
+{
+    return row && i >= 0 && i < row->schema->n;
+}
+
+/* Null or out of range: 1. */
+int tdm_row_is_null(const tdm_row *row, int i)
+{
+    return row_ok(row, i) ? row->v[i].null != 0 : 1;
+}
+
+int64_t tdm_row_int(const tdm_row *row, int i)
+{
+    if (!row_ok(row, i) || row->v[i].null)
+        return 0;
+    switch (row->schema->fields[i].type) {
+    case TDM_TYPE_INT64:
+    case TDM_TYPE_TIMESTAMP:
+    case TDM_TYPE_BOOL:
+        return row->v[i].u.i;
+    default:
+        return 0;
+    }
+}
+
+/* DOUBLE, or INT64/TIMESTAMP converted. */
+double tdm_row_double(const tdm_row *row, int i)
+{
+    if (!row_ok(row, i) || row->v[i].null)
+        return 0;
+    switch (row->schema->fields[i].type) {
+    case TDM_TYPE_DOUBLE:
+        return row->v[i].u.d;
+    case TDM_TYPE_INT64:
+    case TDM_TYPE_TIMESTAMP:
+        return (double)row->v[i].u.i;
+    default:
+        return 0;
+    }
+}
+
+/* STRING bytes (not NUL-terminated); NULL otherwise. */
+const char *tdm_row_string(const tdm_row *row, int i, size_t *len)
+{
+    if (!row_ok(row, i) || row->v[i].null ||
+        row->schema->fields[i].type != TDM_TYPE_STRING) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    if (len)
+        *len = row->v[i].u.s.len;
+    return row->v[i].u.s.p;
+}
+
+/* Sets an INT64/TIMESTAMP/BOOL field (BOOL stores 0/1). */
+void tdm_row_set_int(tdm_row *row, int i, int64_t v)
+{
+    if (!row_ok(row, i))
+        return;
+    tdm_type t = row->schema->fields[i].type;
+    if (t != TDM_TYPE_INT64 && t != TDM_TYPE_TIMESTAMP && t != TDM_TYPE_BOOL)
+        return;
+    row->v[i].u.i = t == TDM_TYPE_BOOL ? (v != 0) : v;
+    row->v[i].null = 0;
+}
+
+/* Sets a DOUBLE field. */
+void tdm_row_set_double(tdm_row *row, int i, double v)
+{
+    if (!row_ok(row, i) || row->schema->fields[i].type != TDM_TYPE_DOUBLE)
+        return;
+    row->v[i].u.d = v;
+    row->v[i].null = 0;
+}
+
+/* ---- Counters, callbacks, logging ---- */
+
+int64_t tdm_job_stat(const tdm_job *job, tdm_stat which)
+{
+    if (!job || (int)which < 0 || which >= TDM_STAT_COUNT_)
+        return 0;
+    tdm_job *j = (tdm_job *)job;
+    if (which == TDM_STAT_ELAPSED_MS && atomic_load(&j->running)) {
+        int64_t start = atomic_load(&j->start_ms);
+        return tdm__job_now(j) - start;
+    }
+    return atomic_load_explicit(&j->stats[which], memory_order_relaxed);
+}
+
+/* Sets (or clears, with NULL) the progress callback. */
+tdm_err tdm_job_set_progress(tdm_job *job, tdm_progress_cb cb, void *ud)
+{
+    if (!job)
+        return TDM_ERR_INVAL;
+    job->progress = cb;
+    job->progress_ud = ud;
+    return TDM_OK;
+}
+
+/* Sets the log callback; NULL restores stderr. */
+tdm_err tdm_job_set_log(tdm_job *job, tdm_log_cb cb, void *ud)
+{
+    if (!job)
+        return TDM_ERR_INVAL;
+    job->log = cb ? cb : default_log;
+    job->log_ud = cb ? ud : NULL;
+    return TDM_OK;
+}
+
+/* Formats one line and hands it to the log callback under a lock. */
+void tdm__job_log(tdm_job *job, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&job->log_mu);
+    job->log(job->log_ud, line);
+    pthread_mutex_unlock(&job->log_mu);
+}
+
+static int64_t read_ms(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wall-clock time at the start of the run plus monotonic time since:
+ * epoch-like values (so ingestion timestamps and processing-time windows
+ * line up with dates) that never go backwards. */
+tdm_time_ms tdm__job_now(tdm_job *job)
+{
+    if (job->clock_fn)
+        return job->clock_fn(job->clock_ud);
+    if (job->clock_base_real == 0) {
+        job->clock_base_real = read_ms(CLOCK_REALTIME);
+        job->clock_base_mono = read_ms(CLOCK_MONOTONIC);
+    }
+    return job->clock_base_real + (read_ms(CLOCK_MONOTONIC) -
+                                   job->clock_base_mono);
+}
+
+/* Test hook: a custom source connector. */
+void tdm__node_set_source_vtab(tdm_node *n, const tdm__source_vtab *vt)
+{
+    if (n && n->kind == TDM_NODE_SOURCE)
+        n->src_vt = vt;
+}
+
+/* Test hook: a custom sink connector. */
+void tdm__node_set_sink_vtab(tdm_node *n, const tdm__sink_vtab *vt)
+{
+    if (n && n->kind == TDM_NODE_SINK)
+        n->sink_vt = vt;
+}
+
+/* Test hook: the processing-time clock. */
+void tdm__job_set_clock(tdm_job *job, tdm_clock_fn fn, void *ud)
+{
+    job->clock_fn = fn;
+    job->clock_ud = ud;
+}
+
+int64_t tdm__job_queue_waits(const tdm_job *job)
+{
+    return atomic_load(&((tdm_job *)job)->queue_waits);
+}
+
+int64_t tdm__job_batches_live(const tdm_job *job)
+{
+    return atomic_load(&((tdm_job *)job)->batches_live);
+}
+
+int64_t tdm__job_batches_peak(const tdm_job *job)
+{
+    return atomic_load(&((tdm_job *)job)->batches_peak);
+}
+
+/* Asks a running job to stop; async-signal-safe (one lock-free store). */
+void tdm_job_cancel(tdm_job *job)
+{
+    if (job)
+        atomic_store(&job->cancel, 1);
+}
+
+/* Frees the job and its nodes (NULL is fine). */
+void tdm_job_destroy(tdm_job *job)
+{
+    if (!job)
+        return;
+    for (int i = 0; i < job->n_nodes; i++)
+        node_destroy(job->nodes[i]);
+    tdm__free(job->nodes);
+    free_vals(job->vals);
+    pthread_mutex_destroy(&job->log_mu);
+    tdm__free(job);
+}
+
+/* ====================================================================== */
+/* Validation                                                              */
+/* ====================================================================== */
+
+typedef struct vctx {
+    tdm_job *job;
+    char *errbuf;
+    size_t n;
+} vctx;
+
+#define VFAIL(c, node, ...)                                                \
+    return vfail((c), (node), __VA_ARGS__)
+
+static tdm_err vfail(vctx *c, const tdm_node *node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* "window \"w\": <message>" into the caller's buffer. */
+static tdm_err vfail(vctx *c, const tdm_node *node, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (node)
+        return tdm__errf(c->errbuf, c->n, TDM_ERR_INVAL, "%s \"%s\": %s",
+                         kind_name(node->kind), node->name, msg);
+    return tdm__errf(c->errbuf, c->n, TDM_ERR_INVAL, "job: %s", msg);
+}
+
+static const char *type_name(tdm_type t)
+{
+    switch (t) {
+    case TDM_TYPE_INT64:
+        return "int64";
+    case TDM_TYPE_DOUBLE:
+        return "double";
+    case TDM_TYPE_STRING:
+        return "string";
+    case TDM_TYPE_BOOL:
+        return "bool";
+    case TDM_TYPE_TIMESTAMP:
+        return "timestamp";
+    }
+    return "?";
+}
+
+/* int64 and timestamp share an encoding; other types only match
+ * themselves. */
+static bool types_compatible(tdm_type a, tdm_type b)
+{
+    if (a == TDM_TYPE_TIMESTAMP)
+        a = TDM_TYPE_INT64;
+    if (b == TDM_TYPE_TIMESTAMP)
+        b = TDM_TYPE_INT64;
+    return a == b;
+}
+
+/* Checks that @p key names a node of @p kind; *out receives it. */
+static tdm_err check_ref(vctx *c, const tdm_node *n, const char *key,
+                         const char *name, tdm_node_kind kind,
+                         tdm_node **out)
+{
+    tdm_node *t = tdm_job_node(c->job, name);
+    if (!t)
+        VFAIL(c, n, "%s: unknown node \"%s\" (expected the name of a %s)",
+              key, name, kind_name(kind));
+    if (t->kind != kind)
+        VFAIL(c, n, "%s: \"%s\" is a %s, expected a %s", key, name,
+              kind_name(t->kind), kind_name(kind));
+    if (out)
+        *out = t;
+    return TDM_OK;
+}
+
+/* An optional sink reference. */
+static tdm_err check_sink_ref(vctx *c, const tdm_node *n, const char *key,
+                              bool required)
+{
+    const char *name = tdm__node_str(n, key);
+    if (!*name) {
+        if (required)
+            VFAIL(c, n, "%s: required (the name of a sink)", key);
+        return TDM_OK;
+    }
+    return check_ref(c, n, key, name, TDM_NODE_SINK, NULL);
+}
+
+static tdm_err check_field(vctx *c, const tdm_node *n, const char *key,
+                           const tdm_node *src, const char *field,
+                           tdm_type *type)
+{
+    const tdm__schema *s = tdm__node_schema(src);
+    int i = s ? tdm__schema_find(s, field) : -1;
+    if (i < 0)
+        VFAIL(c, n, "%s: field \"%s\" is not in the schema of source "
+                    "\"%s\"",
+              key, field, src->name);
+    if (type)
+        *type = s->fields[i].type;
+    return TDM_OK;
+}
+
+static tdm_err validate_source(vctx *c, tdm_node *n)
+{
+    int type = (int)tdm__node_int(n, "type") + 1;
+    const char *path = tdm__node_str(n, "path");
+    if (!n->src_vt) {
+        if (type == TDM__SRC_FILE && !*path)
+            VFAIL(c, n, "path: required for file sources (a file, a glob "
+                        "or \"-\" for standard input)");
+        if (type == TDM__SRC_TCP) {
+            const char *a = tdm__node_str(n, "tcp.address");
+            const char *colon = strrchr(a, ':');
+            if (!colon || colon == a || !colon[1])
+                VFAIL(c, n, "tcp.address: expected host:port, got \"%s\"",
+                      a);
+        }
+        if (type == TDM__SRC_GENERATOR) {
+            /* A schema of its own picks generator fields by name. */
+            int64_t parts = tdm__node_int(n, "generator.partitions");
+            int64_t idle = tdm__node_int(n, "generator.idle_partition");
+            if (idle >= parts)
+                VFAIL(c, n, "generator.idle_partition: %lld is not a "
+                            "partition (generator.partitions is %lld)",
+                      (long long)idle, (long long)parts);
+        }
+    }
+    const tdm__schema *s = tdm__node_schema(n);
+    if (!s)
+        VFAIL(c, n, "schema: required (e.g. \"user:string, ts:timestamp\")");
+    int time = (int)tdm__node_int(n, "time") + 1;
+    int unit = (int)tdm__node_int(n, "timestamp.unit") + 1;
+    const char *tsf = tdm__node_str(n, "timestamp.field");
+    if (!*tsf && type == TDM__SRC_GENERATOR && !n->src_vt)
+        tsf = "ts";
+    if (time == TDM__TIME_EVENT) {
+        if (!*tsf)
+            VFAIL(c, n, "timestamp.field: required for event time (or set "
+                        "time: ingestion)");
+        tdm_type t = TDM_TYPE_INT64;
+        tdm_err err = check_field(c, n, "timestamp.field", n, tsf, &t);
+        if (err != TDM_OK)
+            return err;
+        if (unit == TDM__UNIT_ISO8601 && t != TDM_TYPE_STRING &&
+            t != TDM_TYPE_TIMESTAMP)
+            VFAIL(c, n, "timestamp.field: \"%s\" is %s, but "
+                        "timestamp.unit iso8601 needs a string or "
+                        "timestamp field",
+                  tsf, type_name(t));
+        if (unit != TDM__UNIT_ISO8601 && t != TDM_TYPE_INT64 &&
+            t != TDM_TYPE_TIMESTAMP)
+            VFAIL(c, n, "timestamp.field: \"%s\" is %s, expected int64 or "
+                        "timestamp (or timestamp.unit: iso8601)",
+                  tsf, type_name(t));
+    }
+    int strategy = (int)tdm__node_int(n, "watermark.strategy");
+    if (strategy == 2) { /* punctuated */
+        const char *mf = tdm__node_str(n, "watermark.marker_field");
+        if (!*mf)
+            VFAIL(c, n, "watermark.marker_field: required for the punctuated "
+                        "strategy (a bool field)");
+        tdm_type t = TDM_TYPE_INT64;
+        tdm_err err = check_field(c, n, "watermark.marker_field", n, mf, &t);
+        if (err != TDM_OK)
+            return err;
+        if (t != TDM_TYPE_BOOL)
+            VFAIL(c, n, "watermark.marker_field: \"%s\" is %s, expected "
+                        "bool",
+                  mf, type_name(t));
+    }
+    if (tdm__node_int(n, "watermark.idle_timeout") > 0 &&
+        tdm__node_int(n, "watermark.interval") == 0)
+        VFAIL(c, n, "watermark.idle_timeout: idleness is judged at periodic "
+                    "emissions, but watermark.interval is 0");
+    const char *pf = tdm__node_str(n, "partition.field");
+    if (*pf) {
+        tdm_err err = check_field(c, n, "partition.field", n, pf, NULL);
+        if (err != TDM_OK)
+            return err;
+    }
+    return TDM_OK;
+}
+
+/* Sources a window reads: its "from" list. */
+static tdm_err window_inputs(vctx *c, const tdm_node *n, tdm_node **srcs,
+                             int max, int *n_srcs)
+{
+    const tdm__conf_val *from = tdm__node_val(n, "from");
+    if (from->n_fields == 0)
+        VFAIL(c, n, "from: required (the name of a source, or several for "
+                    "a union)");
+    if (from->n_fields > max)
+        VFAIL(c, n, "from: at most %d inputs", max);
+    for (int i = 0; i < from->n_fields; i++) {
+        tdm_err err = check_ref(c, n, "from", from->fields[i],
+                                TDM_NODE_SOURCE, &srcs[i]);
+        if (err != TDM_OK)
+            return err;
+    }
+    *n_srcs = from->n_fields;
+    return TDM_OK;
+}
+
+#define MAX_INPUTS 64
+
+static tdm_err validate_window(vctx *c, tdm_node *n)
+{
+    tdm_node *srcs[MAX_INPUTS];
+    int ns = 0;
+    tdm_err err = window_inputs(c, n, srcs, MAX_INPUTS, &ns);
+    if (err != TDM_OK)
+        return err;
+    int wtime = (int)tdm__node_int(n, "window.time"); /* 0 event */
+    for (int i = 0; i < ns; i++) {
+        int t = (int)tdm__node_int(srcs[i], "time") + 1;
+        if (wtime == 0 && t == TDM__TIME_PROCESSING)
+            VFAIL(c, n, "window.time: event-time windows need watermarks, "
+                        "but source \"%s\" uses time: processing (set "
+                        "window.time: processing)",
+                  srcs[i]->name);
+    }
+    /* Key fields: in every input, with matching types. */
+    const tdm__conf_val *kb = tdm__node_val(n, "key_by");
+    for (int k = 0; k < kb->n_fields; k++) {
+        tdm_type t0 = TDM_TYPE_INT64;
+        for (int i = 0; i < ns; i++) {
+            tdm_type t = TDM_TYPE_INT64;
+            err = check_field(c, n, "key_by", srcs[i], kb->fields[k], &t);
+            if (err != TDM_OK)
+                return err;
+            if (i == 0)
+                t0 = t;
+            else if (!types_compatible(t0, t))
+                VFAIL(c, n, "key_by: field \"%s\" is %s in \"%s\" but %s "
+                            "in \"%s\"; a union needs the same types",
+                      kb->fields[k], type_name(t0), srcs[0]->name,
+                      type_name(t), srcs[i]->name);
+        }
+    }
+    /* Aggregates: fields exist and suit the function. */
+    const tdm__conf_val *ag = tdm__node_val(n, "aggregates");
+    if (ag->n_aggs == 0)
+        VFAIL(c, n, "aggregates: at least one is required");
+    for (int a = 0; a < ag->n_aggs; a++) {
+        const tdm__agg_spec *sp = &ag->aggs[a];
+        for (int k = 0; k < kb->n_fields; k++)
+            if (strcmp(kb->fields[k], sp->as) == 0)
+                VFAIL(c, n, "aggregates: output name \"%s\" is also a "
+                            "key_by field; rename it with \"as\"",
+                      sp->as);
+        if (!sp->field)
+            continue;
+        tdm_type t0 = TDM_TYPE_INT64;
+        for (int i = 0; i < ns; i++) {
+            tdm_type t = TDM_TYPE_INT64;
+            err = check_field(c, n, "aggregates", srcs[i], sp->field, &t);
+            if (err != TDM_OK)
+                return err;
+            if (i == 0)
+                t0 = t;
+            else if (!types_compatible(t0, t))
+                VFAIL(c, n, "aggregates: field \"%s\" is %s in \"%s\" but "
+                            "%s in \"%s\"",
+                      sp->field, type_name(t0), srcs[0]->name,
+                      type_name(t), srcs[i]->name);
+        }
+        bool numeric = t0 == TDM_TYPE_INT64 || t0 == TDM_TYPE_DOUBLE;
+        if ((sp->fn == TDM__FN_SUM || sp->fn == TDM__FN_AVG) && !numeric)
+            VFAIL(c, n, "aggregates: %s(%s) needs an int64 or double "
+                        "field, \"%s\" is %s",
+                  tdm__conf_aggfn_name(sp->fn), sp->field, sp->field,
+                  type_name(t0));
+        if ((sp->fn == TDM__FN_MIN || sp->fn == TDM__FN_MAX) && !numeric &&
+            t0 != TDM_TYPE_TIMESTAMP)
+            VFAIL(c, n, "aggregates: %s(%s) needs an int64, double or "
+                        "timestamp field, \"%s\" is %s",
+                  tdm__conf_aggfn_name(sp->fn), sp->field, sp->field,
+                  type_name(t0));
+    }
+    /* Window parameters. */
+    int wtype = (int)tdm__node_int(n, "window.type");
+    int64_t size = tdm__node_int(n, "window.size");
+    int64_t slide = tdm__node_int(n, "window.slide");
+    int64_t off = tdm__node_int(n, "window.offset");
+    int64_t gap = tdm__node_int(n, "window.gap");
+    tdm_assigner *asg = NULL;
+    char msg[256];
+    msg[0] = 0;
+    switch (wtype) {
+    case 0: /* tumbling */
+        if (size <= 0)
+            VFAIL(c, n, "window.size: required for tumbling windows (e.g. "
+                        "\"10s\")");
+        if (off <= -size || off >= size)
+            VFAIL(c, n, "window.offset: must be smaller than window.size in "
+                        "magnitude (got %lld ms for a size of %lld ms)",
+                  (long long)off, (long long)size);
+        err = tdm_assigner_new_tumbling(size, off, &asg, msg, sizeof msg);
+        break;
+    case 1: /* sliding */
+        if (size <= 0)
+            VFAIL(c, n, "window.size: required for sliding windows");
+        if (slide <= 0)
+            VFAIL(c, n, "window.slide: required for sliding windows");
+        if (off <= -slide || off >= slide)
+            VFAIL(c, n, "window.offset: must be smaller than window.slide "
+                        "in magnitude (got %lld ms for a slide of %lld ms)",
+                  (long long)off, (long long)slide);
+        err = tdm_assigner_new_sliding(size, slide, off, &asg, msg,
+                                       sizeof msg);
+        break;
+    case 2: /* session */
+        if (gap <= 0)
+            VFAIL(c, n, "window.gap: required for session windows");
+        err = tdm_assigner_new_session(gap, &asg, msg, sizeof msg);
+        break;
+    default: { /* global */
+        int trg = (int)tdm__node_int(n, "trigger");
+        if (trg == 0 || trg == 5)
+            VFAIL(c, n, "trigger: a global window never fires with the %s "
+                        "trigger; choose count, processing_time or "
+                        "continuous_event_time",
+                  trg == 0 ? "default" : "never");
+        err = tdm_assigner_new_global(&asg);
+        break;
+    }
+    }
+    tdm_assigner_destroy(asg);
+    if (err != TDM_OK)
+        VFAIL(c, n, "window: %s", msg[0] ? msg : tdm_strerror(err));
+    int trg = (int)tdm__node_int(n, "trigger");
+    if (trg == 3 && tdm__node_int(n, "trigger.count") <= 0)
+        VFAIL(c, n, "trigger.count: required for the count trigger");
+    if (trg == 4 && tdm__node_int(n, "trigger.interval") <= 0)
+        VFAIL(c, n, "trigger.interval: required for the "
+                    "continuous_event_time trigger");
+    if (trg == 4 && wtime == 1)
+        VFAIL(c, n, "trigger: continuous_event_time needs window.time: "
+                    "event");
+    for (int i = 0; i < ns; i++)
+        for (int j = 0; j < i; j++)
+            if (srcs[i] == srcs[j])
+                VFAIL(c, n, "from: \"%s\" is listed twice", srcs[i]->name);
+    err = check_sink_ref(c, n, "sink", true);
+    if (err == TDM_OK)
+        err = check_sink_ref(c, n, "late_output", false);
+    return err;
+}
+
+static tdm_err validate_join(vctx *c, tdm_node *n)
+{
+    tdm_node *side[2];
+    static const char *const side_key[2] = { "left", "right" };
+    for (int s = 0; s < 2; s++) {
+        const char *name = tdm__node_str(n, side_key[s]);
+        if (!*name)
+            VFAIL(c, n, "%s: required (the name of a source)", side_key[s]);
+        tdm_err err = check_ref(c, n, side_key[s], name, TDM_NODE_SOURCE,
+                                &side[s]);
+        if (err != TDM_OK)
+            return err;
+        if (tdm__node_int(side[s], "time") + 1 == TDM__TIME_PROCESSING)
+            VFAIL(c, n, "%s: joins need event or ingestion time, but source "
+                        "\"%s\" uses time: processing",
+                  side_key[s], name);
+    }
+    if (side[0] == side[1])
+        VFAIL(c, n, "right: a self-join of \"%s\" is not supported",
+              side[0]->name);
+    const tdm__conf_val *lk = tdm__node_val(n, "left_key");
+    const tdm__conf_val *rk = tdm__node_val(n, "right_key");
+    if (lk->n_fields == 0)
+        VFAIL(c, n, "left_key: required (the key field(s) of the left "
+                    "input)");
+    if (rk->n_fields == 0)
+        VFAIL(c, n, "right_key: required (the key field(s) of the right "
+                    "input)");
+    if (lk->n_fields != rk->n_fields)
+        VFAIL(c, n, "right_key: %d field(s), but left_key has %d",
+              rk->n_fields, lk->n_fields);
+    for (int k = 0; k < lk->n_fields; k++) {
+        tdm_type lt = TDM_TYPE_INT64, rt = TDM_TYPE_INT64;
+        tdm_err err = check_field(c, n, "left_key", side[0], lk->fields[k],
+                                  &lt);
+        if (err == TDM_OK)
+            err = check_field(c, n, "right_key", side[1], rk->fields[k],
+                              &rt);
+        if (err != TDM_OK)
+            return err;
+        if (!types_compatible(lt, rt))
+            VFAIL(c, n, "right_key: \"%s\" is %s but left key \"%s\" is %s",
+                  rk->fields[k], type_name(rt), lk->fields[k],
+                  type_name(lt));
+    }
+    int type = (int)tdm__node_int(n, "type");
+    if (type == 0) {
+        int64_t lo = tdm__node_int(n, "lower");
+        int64_t hi = tdm__node_int(n, "upper");
+        int64_t elo = tdm__node_int(n, "lower_inclusive")
+                          ? lo
+                          : tdm__time_add_sat(lo, 1);
+        int64_t ehi = tdm__node_int(n, "upper_inclusive")
+                          ? hi
+                          : tdm__time_sub_sat(hi, 1);
+        if (elo > ehi)
+            VFAIL(c, n, "lower/upper: the interval [%lld, %lld] ms (after "
+                        "exclusive bounds) is empty; lower must not exceed "
+                        "upper",
+                  (long long)elo, (long long)ehi);
+    } else {
+        int wt = (int)tdm__node_int(n, "window.type");
+        int64_t size = tdm__node_int(n, "window.size");
+        int64_t slide = tdm__node_int(n, "window.slide");
+        if (size <= 0)
+            VFAIL(c, n, "window.size: required for a window join");
+        if (wt == 1 && slide <= 0)
+            VFAIL(c, n, "window.slide: required for sliding windows");
+        tdm_assigner *asg = NULL;
+        char msg[256] = "";
+        tdm_err err =
+            wt == 0 ? tdm_assigner_new_tumbling(size, 0, &asg, msg, sizeof msg)
+                    : tdm_assigner_new_sliding(size, slide, 0, &asg, msg,
+                                               sizeof msg);
+        tdm_assigner_destroy(asg);
+        if (err != TDM_OK)
+            VFAIL(c, n, "window: %s", msg[0] ? msg : tdm_strerror(err));
+    }
+    tdm_err err = check_sink_ref(c, n, "sink", true);
+    if (err == TDM_OK)
+        err = check_sink_ref(c, n, "late_output", false);
+    return err;
+}
+
+static tdm_err validate_sink(vctx *c, tdm_node *n)
+{
+    if (!n->sink_vt && tdm__node_int(n, "type") + 1 == TDM__SINK_FILE &&
+        !*tdm__node_str(n, "path"))
+        VFAIL(c, n, "path: required for file sinks");
+    return TDM_OK;
+}
+
+static const char *const mode_names[] = { "append", "upsert", "retract" };
+
+/* True when some window or join reads source @p s. */
+static bool source_used(const tdm_job *job, const tdm_node *s)
+{
+    for (int i = 0; i < job->n_nodes; i++) {
+        const tdm_node *n = job->nodes[i];
+        if (n->kind == TDM_NODE_WINDOW) {
+            const tdm__conf_val *f = tdm__node_val(n, "from");
+            for (int k = 0; k < f->n_fields; k++)
+                if (strcmp(f->fields[k], s->name) == 0)
+                    return true;
+        } else if (n->kind == TDM_NODE_JOIN) {
+            if (strcmp(tdm__node_str(n, "left"), s->name) == 0 ||
+                strcmp(tdm__node_str(n, "right"), s->name) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Checks the whole graph; the first problem found is reported. */
+tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
+{
+    if (!job)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "job must not be NULL");
+    vctx c = { job, errbuf, errbuf_size };
+    int n_src = 0, n_ops = 0;
+    for (int i = 0; i < job->n_nodes; i++) {
+        tdm_node *n = job->nodes[i];
+        tdm_err err = TDM_OK;
+        switch (n->kind) {
+        case TDM_NODE_SOURCE:
+            n_src++;
+            err = validate_source(&c, n);
+            break;
+        case TDM_NODE_WINDOW:
+            n_ops++;
+            err = validate_window(&c, n);
+            break;
+        case TDM_NODE_JOIN:
+            n_ops++;
+            err = validate_join(&c, n);
+            break;
+        case TDM_NODE_SINK:
+            err = validate_sink(&c, n);
+            break;
+        }
+        if (err != TDM_OK)
+            return err;
+    }
+    if (n_src == 0)
+        return vfail(&c, NULL, "no sources: a job needs at least one");
+    if (n_ops == 0)
+        return vfail(&c, NULL, "no windows or joins: nothing reads the "
+                               "sources");
+    /* A sink writes one output mode (its file format depends on it). */
+    for (int i = 0; i < job->n_nodes; i++) {
+        tdm_node *a = job->nodes[i];
+        if (a->kind != TDM_NODE_WINDOW && a->kind != TDM_NODE_JOIN)
+            continue;
+        for (int k = 0; k < i; k++) {
+            tdm_node *b = job->nodes[k];
+            if ((b->kind != TDM_NODE_WINDOW && b->kind != TDM_NODE_JOIN) ||
+                strcmp(tdm__node_str(a, "sink"), tdm__node_str(b, "sink")))
+                continue;
+            int ma = a->kind == TDM_NODE_WINDOW
+                         ? (int)tdm__node_int(a, "output_mode")
+                         : 0;
+            int mb = b->kind == TDM_NODE_WINDOW
+                         ? (int)tdm__node_int(b, "output_mode")
+                         : 0;
+            if (ma != mb)
+                return vfail(&c, a, "sink: \"%s\" also takes %s results "
+                                    "from %s \"%s\"; a sink takes one "
+                                    "output mode (give this one its own "
+                                    "sink)",
+                             tdm__node_str(a, "sink"), mode_names[mb],
+                             kind_name(b->kind), b->name);
+        }
+    }
+    for (int i = 0; i < job->n_nodes; i++) {
+        tdm_node *n = job->nodes[i];
+        if (n->kind == TDM_NODE_SOURCE && !source_used(job, n))
+            return vfail(&c, n, "not read by any window or join (add it to "
+                                "a window's \"from\" or a join)");
+    }
+    const char *dl = tdm__job_str(job, "dead_letter");
+    if (*dl) {
+        tdm_node *t = tdm_job_node(job, dl);
+        if (!t || t->kind != TDM_NODE_SINK)
+            return vfail(&c, NULL, "dead_letter: %s \"%s\" (expected the "
+                                   "name of a sink)",
+                         t ? "not a sink:" : "unknown node", dl);
+    }
+    return TDM_OK;
+}

@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+/* rowagg.c - the aggregates of a job's window over typed rows: count,
+ * sum, min, max, avg, count_distinct, first and last, any number of them
+ * per window, as one user aggregate (tdm_aggregate_methods) of the
+ * window operator.  The window operator keeps one accumulator per window
+ * (a fixed slot per aggregate) and calls add/merge/result; the record's
+ * payload is the tdm__row being pushed.
+ *
+ * Nulls are skipped by every function but count (which counts records):
+ * a window whose values are all null yields null.  first and last follow
+ * arrival order at the window's subtask, merged by arrival sequence for
+ * sessions.  count_distinct is exact: a small open-addressing set per
+ * window holding the values (strings copied).
+ */
+#include <string.h>
+
+#include "runtime/rt.h"
+
+/* ---- Distinct sets ----
+ * Open addressing with linear probing, grown at half load.  Fixed-size
+ * values are stored as their 8 bytes (so equality is exact, no
+ * collision can merge two values); strings as copies compared byte by
+ * byte after a hash match. */
+
+typedef struct dentry {
+    uint64_t h;   /* 0: empty slot (real hashes are forced odd) */
+    int64_t bits; /* fixed-size value, or a string's length */
+    char *s;      /* string copy */
+} dentry;
+
+typedef struct dset {
+    dentry *e;
+    size_t n, cap;
+} dset;
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x | 1;
+}
+
+/* Doubles the table and reinserts every entry. */
+static bool dset_grow(dset *s)
+{
+    size_t cap = s->cap ? s->cap * 2 : 8;
+    dentry *e = tdm__calloc(cap, sizeof *e);
+    if (!e)
+        return false;
+    for (size_t i = 0; i < s->cap; i++) {
+        if (!s->e[i].h)
+            continue;
+        size_t j = s->e[i].h & (cap - 1);
+        while (e[j].h)
+            j = (j + 1) & (cap - 1);
+        e[j] = s->e[i];
+    }
+    tdm__free(s->e);
+    s->e = e;
+    s->cap = cap;
+    return true;
+}
+
+/* Inserts a value (string when @p str is not NULL); copies strings.
+ * Returns false on OOM (the set is unchanged). */
+static bool dset_add(dset *s, uint64_t h, int64_t bits, const char *str)
+{
+    if ((s->n + 1) * 2 > s->cap && !dset_grow(s))
+        return false;
+    size_t j = h & (s->cap - 1);
+    while (s->e[j].h) {
+        dentry *d = &s->e[j];
+        if (d->h == h && d->bits == bits &&
+            (!str || memcmp(d->s, str, (size_t)bits) == 0))
+            return true;
+        j = (j + 1) & (s->cap - 1);
+    }
+    char *copy = NULL;
+    if (str) {
+        copy = tdm__malloc(bits ? (size_t)bits : 1);
+        if (!copy)
+            return false;
+        memcpy(copy, str, (size_t)bits);
+    }
+    s->e[j].h = h;
+    s->e[j].bits = bits;
+    s->e[j].s = copy;
+    s->n++;
+    return true;
+}
+
+/* Frees the table and its string copies (NULL is fine). */
+static void dset_free(dset *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->cap; i++)
+        tdm__free(s->e[i].s);
+    tdm__free(s->e);
+    tdm__free(s);
+}
+
+/* ---- Accumulators ---- */
+
+/* One aggregate's slot in the window's accumulator. */
+typedef struct aslot {
+    union {
+        int64_t i;
+        double d;
+        char *s; /* first/last strings: 4-byte length, then bytes */
+        dset *set;
+    } v;
+    int64_t n;    /* values added (records, for count) */
+    uint64_t seq; /* arrival sequence of the first/last value */
+} aslot;
+
+struct tdm__rowagg {
+    int n;
+    tdm__agg_spec *specs; /* borrowed from the node */
+    tdm_type *types;      /* input field type per aggregate */
+    int n_inputs;
+    int **idx;            /* [input][aggregate] field index */
+    int cur;              /* input of the rows being pushed */
+    uint64_t seq;
+    bool oom;             /* an allocation failed inside add/merge */
+    char *buf;            /* result packing scratch */
+    size_t cap;
+};
+
+/* int64, timestamp and bool values live in the int member. */
+static bool is_int(tdm_type t)
+{
+    return t != TDM_TYPE_DOUBLE && t != TDM_TYPE_STRING;
+}
+
+/* Result types: count and count_distinct int64, avg double, sum
+ * int64 or double, min/max/first/last as the input. */
+tdm_type tdm__rowagg_type(tdm__aggfn fn, tdm_type in)
+{
+    switch (fn) {
+    case TDM__FN_COUNT:
+    case TDM__FN_COUNT_DISTINCT:
+        return TDM_TYPE_INT64;
+    case TDM__FN_AVG:
+        return TDM_TYPE_DOUBLE;
+    case TDM__FN_SUM:
+        return in == TDM_TYPE_DOUBLE ? TDM_TYPE_DOUBLE : TDM_TYPE_INT64;
+    default:
+        return in;
+    }
+}
+
+/* A string as 4 length bytes and the bytes; NULL on OOM. */
+static char *str_copy(const char *p, uint32_t len)
+{
+    char *s = tdm__malloc(4 + (size_t)len);
+    if (s) {
+        memcpy(s, &len, 4);
+        if (len)
+            memcpy(s + 4, p, len);
+    }
+    return s;
+}
+
+/* Stores value @p v of type @p t as a first/last value. */
+static void keep_value(tdm__rowagg *ra, aslot *a, tdm_type t,
+                       const tdm__val *v)
+{
+    if (t == TDM_TYPE_STRING) {
+        char *s = str_copy(v->u.s.p, v->u.s.len);
+        if (!s) {
+            ra->oom = true;
+            return;
+        }
+        if (a->n)
+            tdm__free(a->v.s);
+        a->v.s = s;
+    } else {
+        a->v.i = v->u.i; /* the double's bits alike */
+    }
+    a->n = 1;
+    a->seq = ra->seq;
+}
+
+/* Adds a value to the window's distinct set (created on first use). */
+static void add_distinct(tdm__rowagg *ra, aslot *a, tdm_type t,
+                         const tdm__val *v)
+{
+    if (!a->v.set) {
+        a->v.set = tdm__calloc(1, sizeof(dset));
+        if (!a->v.set) {
+            ra->oom = true;
+            return;
+        }
+    }
+    bool ok;
+    if (t == TDM_TYPE_STRING) {
+        uint64_t h = mix64(tdm__hash_bytes(v->u.s.p, v->u.s.len));
+        ok = dset_add(a->v.set, h, (int64_t)v->u.s.len, v->u.s.p);
+    } else {
+        int64_t bits = v->u.i;
+        if (t == TDM_TYPE_DOUBLE && v->u.d == 0)
+            bits = 0; /* -0.0 counts as 0.0 */
+        ok = dset_add(a->v.set, mix64((uint64_t)bits), bits, NULL);
+    }
+    if (!ok)
+        ra->oom = true;
+    a->n = (int64_t)a->v.set->n;
+}
+
+/* Adds one row to every aggregate of the window.  The row is the record's
+ * payload; field indexes are those of the input being pushed.  An
+ * allocation failure sets ra->oom, which the subtask turns into NOMEM
+ * after the push (the hook itself cannot fail). */
+static void ra_add(void *ud, void *acc, const tdm_record *rec)
+{
+    tdm__rowagg *ra = ud;
+    const tdm__row *row = rec->payload;
+    aslot *slots = acc;
+    const int *idx = ra->idx[ra->cur];
+    ra->seq++;
+    for (int k = 0; k < ra->n; k++) {
+        aslot *a = &slots[k];
+        tdm__aggfn fn = ra->specs[k].fn;
+        if (fn == TDM__FN_COUNT) {
+            a->n++;
+            continue;
+        }
+        const tdm__val *v = &row->v[idx[k]];
+        if (v->null)
+            continue;
+        tdm_type t = ra->types[k];
+        switch (fn) {
+        case TDM__FN_SUM:
+            if (is_int(t)) {
+                if (__builtin_add_overflow(a->v.i, v->u.i, &a->v.i))
+                    a->v.i = v->u.i > 0 ? INT64_MAX : INT64_MIN;
+            } else {
+                a->v.d += v->u.d;
+            }
+            a->n++;
+            break;
+        case TDM__FN_AVG:
+            a->v.d += is_int(t) ? (double)v->u.i : v->u.d;
+            a->n++;
+            break;
+        case TDM__FN_MIN:
+        case TDM__FN_MAX: {
+            bool less = is_int(t) ? v->u.i < a->v.i : v->u.d < a->v.d;
+            bool more = is_int(t) ? v->u.i > a->v.i : v->u.d > a->v.d;
+            if (!a->n || (fn == TDM__FN_MIN ? less : more))
+                a->v.i = v->u.i;
+            a->n++;
+            break;
+        }
+        case TDM__FN_COUNT_DISTINCT:
+            add_distinct(ra, a, t, v);
+            break;
+        case TDM__FN_FIRST:
+            if (!a->n)
+                keep_value(ra, a, t, v);
+            break;
+        case TDM__FN_LAST:
+            keep_value(ra, a, t, v);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* Folds @p from into @p into when session windows merge; the window
+ * operator clears @p from afterwards (destroy_acc), so what is taken
+ * from it is detached.  Counts and sums add, minimum and maximum
+ * compare, distinct sets unite (moving the whole set when the target
+ * has none), and first/last keep the value with the smaller/larger
+ * arrival sequence - the order the rows reached this subtask. */
+static void ra_merge(void *ud, void *into_acc, const void *from_acc)
+{
+    tdm__rowagg *ra = ud;
+    aslot *into = into_acc;
+    aslot *from = (aslot *)from_acc;
+    for (int k = 0; k < ra->n; k++) {
+        aslot *a = &into[k], *b = &from[k];
+        tdm_type t = ra->types[k];
+        switch (ra->specs[k].fn) {
+        case TDM__FN_COUNT:
+            a->n += b->n;
+            break;
+        case TDM__FN_SUM:
+            if (is_int(t)) {
+                if (__builtin_add_overflow(a->v.i, b->v.i, &a->v.i))
+                    a->v.i = b->v.i > 0 ? INT64_MAX : INT64_MIN;
+            } else {
+                a->v.d += b->v.d;
+            }
+            a->n += b->n;
+            break;
+        case TDM__FN_AVG:
+            a->v.d += b->v.d;
+            a->n += b->n;
+            break;
+        case TDM__FN_MIN:
+        case TDM__FN_MAX: {
+            if (!b->n)
+                break;
+            bool less = is_int(t) ? b->v.i < a->v.i : b->v.d < a->v.d;
+            bool more = is_int(t) ? b->v.i > a->v.i : b->v.d > a->v.d;
+            if (!a->n || (ra->specs[k].fn == TDM__FN_MIN ? less : more))
+                a->v = b->v;
+            a->n += b->n;
+            break;
+        }
+        case TDM__FN_COUNT_DISTINCT:
+            if (!b->v.set)
+                break;
+            if (!a->v.set) {
+                a->v.set = b->v.set;
+                b->v.set = NULL;
+            } else {
+                for (size_t i = 0; i < b->v.set->cap; i++) {
+                    const dentry *d = &b->v.set->e[i];
+                    if (d->h && !dset_add(a->v.set, d->h, d->bits, d->s))
+                        ra->oom = true;
+                }
+            }
+            a->n = (int64_t)a->v.set->n;
+            b->n = 0;
+            break;
+        case TDM__FN_FIRST:
+        case TDM__FN_LAST: {
+            if (!b->n)
+                break;
+            bool take = !a->n || (ra->specs[k].fn == TDM__FN_FIRST
+                                      ? b->seq < a->seq
+                                      : b->seq > a->seq);
+            if (!take)
+                break;
+            if (t == TDM_TYPE_STRING) {
+                if (a->n)
+                    tdm__free(a->v.s);
+                a->v.s = b->v.s;
+                b->v.s = NULL;
+                b->n = 0;
+            } else {
+                a->v = b->v;
+            }
+            a->n = 1;
+            a->seq = b->seq;
+            break;
+        }
+        }
+    }
+}
+
+/* Frees what a window's accumulator holds (sets, string copies). */
+static void ra_destroy_acc(void *ud, void *acc)
+{
+    tdm__rowagg *ra = ud;
+    aslot *slots = acc;
+    for (int k = 0; k < ra->n; k++) {
+        aslot *a = &slots[k];
+        switch (ra->specs[k].fn) {
+        case TDM__FN_COUNT_DISTINCT:
+            dset_free(a->v.set);
+            a->v.set = NULL;
+            break;
+        case TDM__FN_FIRST:
+        case TDM__FN_LAST:
+            if (ra->types[k] == TDM_TYPE_STRING && a->n)
+                tdm__free(a->v.s);
+            a->v.s = NULL;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* Packs the results: n tdm__val (strings as offsets), then the bytes.
+ * The window operator copies them into the result event; the subtask
+ * unpacks them into output columns.  An empty aggregate (every value
+ * null) is null; count and count_distinct are 0 then. */
+static void ra_result(void *ud, const void *acc, tdm_result_out *out)
+{
+    tdm__rowagg *ra = ud;
+    const aslot *slots = acc;
+    size_t head = (size_t)ra->n * sizeof(tdm__val), need = head;
+    for (int k = 0; k < ra->n; k++) {
+        tdm__aggfn fn = ra->specs[k].fn;
+        if ((fn == TDM__FN_FIRST || fn == TDM__FN_LAST) &&
+            ra->types[k] == TDM_TYPE_STRING && slots[k].n) {
+            uint32_t l;
+            memcpy(&l, slots[k].v.s, 4);
+            need += l;
+        }
+    }
+    if (need > ra->cap) {
+        char *b = tdm__realloc(ra->buf, need);
+        if (!b) {
+            ra->oom = true; /* no bytes: the caller reports NOMEM */
+            return;
+        }
+        ra->buf = b;
+        ra->cap = need;
+    }
+    tdm__val *vals = (tdm__val *)ra->buf;
+    size_t off = 0;
+    for (int k = 0; k < ra->n; k++) {
+        const aslot *a = &slots[k];
+        tdm__val *v = &vals[k];
+        memset(v, 0, sizeof *v);
+        tdm_type t = ra->types[k];
+        switch (ra->specs[k].fn) {
+        case TDM__FN_COUNT:
+        case TDM__FN_COUNT_DISTINCT:
+            v->u.i = a->n;
+            break;
+        case TDM__FN_AVG:
+            if (a->n)
+                v->u.d = a->v.d / (double)a->n;
+            v->null = !a->n;
+            break;
+        case TDM__FN_FIRST:
+        case TDM__FN_LAST:
+            if (a->n && t == TDM_TYPE_STRING) {
+                uint32_t l;
+                memcpy(&l, a->v.s, 4);
+                memcpy(ra->buf + head + off, a->v.s + 4, l);
+                v->u.s.p = (const char *)(uintptr_t)off;
+                v->u.s.len = l;
+                off += l;
+            } else {
+                v->u.i = a->v.i;
+            }
+            v->null = !a->n;
+            break;
+        default: /* sum, min, max */
+            v->u.i = a->v.i;
+            v->null = !a->n;
+            break;
+        }
+    }
+    tdm_result_set_bytes(out, ra->buf, need);
+}
+
+/* Reads the values ra_result packed. */
+bool tdm__rowagg_unpack(const void *bytes, size_t len, int n,
+                        const tdm_type *types, tdm__val *out)
+{
+    size_t head = (size_t)n * sizeof(tdm__val);
+    if (!bytes || len < head)
+        return false;
+    memcpy(out, bytes, head);
+    const char *base = (const char *)bytes + head;
+    for (int k = 0; k < n; k++) {
+        if (types[k] != TDM_TYPE_STRING || out[k].null)
+            continue;
+        uintptr_t off = (uintptr_t)out[k].u.s.p;
+        if (off > len - head || out[k].u.s.len > len - head - off)
+            return false;
+        out[k].u.s.p = base + off;
+    }
+    return true;
+}
+
+/* ---- Construction ---- */
+
+/* Copies the types and field indexes; borrows the specs. */
+tdm_err tdm__rowagg_new(const tdm__agg_spec *specs, int n,
+                        const tdm_type *types, int n_inputs,
+                        int *const *field_idx, tdm__rowagg **out)
+{
+    *out = NULL;
+    tdm__rowagg *ra = tdm__calloc(1, sizeof *ra);
+    if (!ra)
+        return TDM_ERR_NOMEM;
+    ra->n = n;
+    ra->specs = (tdm__agg_spec *)specs;
+    ra->n_inputs = n_inputs;
+    ra->types = tdm__calloc((size_t)n, sizeof *ra->types);
+    ra->idx = tdm__calloc((size_t)n_inputs, sizeof *ra->idx);
+    if (!ra->types || !ra->idx)
+        goto fail;
+    memcpy(ra->types, types, (size_t)n * sizeof *types);
+    for (int i = 0; i < n_inputs; i++) {
+        ra->idx[i] = tdm__calloc((size_t)n, sizeof(int));
+        if (!ra->idx[i])
+            goto fail;
+        memcpy(ra->idx[i], field_idx[i], (size_t)n * sizeof(int));
+    }
+    *out = ra;
+    return TDM_OK;
+
+fail:
+    tdm__rowagg_destroy(ra);
+    return TDM_ERR_NOMEM;
+}
+
+/* Selects the field indexes of the input being pushed. */
+void tdm__rowagg_set_input(tdm__rowagg *ra, int input)
+{
+    ra->cur = input;
+}
+
+/* The tdm_aggregate over this state (ud = @p ra). */
+tdm_err tdm__rowagg_aggregate(tdm__rowagg *ra, tdm_aggregate **out)
+{
+    tdm_aggregate_methods m = {
+        .version = 1,
+        .acc_size = (size_t)ra->n * sizeof(aslot),
+        .add = ra_add,
+        .merge = ra_merge,
+        .result = ra_result,
+        .destroy_acc = ra_destroy_acc,
+    };
+    return tdm_aggregate_new_custom(&m, ra, out, NULL, 0);
+}
+
+/* True (and cleared) when an allocation inside add or merge failed. */
+bool tdm__rowagg_take_oom(tdm__rowagg *ra)
+{
+    bool o = ra->oom;
+    ra->oom = false;
+    return o;
+}
+
+/* Frees the aggregate state (NULL is fine). */
+void tdm__rowagg_destroy(tdm__rowagg *ra)
+{
+    if (!ra)
+        return;
+    if (ra->idx)
+        for (int i = 0; i < ra->n_inputs; i++)
+            tdm__free(ra->idx[i]);
+    tdm__free(ra->idx);
+    tdm__free(ra->types);
+    tdm__free(ra->buf);
+    tdm__free(ra);
+}

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/* rt.h - internals of the job runtime: the configuration table and typed
+ * values (conf.c), the job and node layouts behind the public tdm_job and
+ * tdm_node (job.c), the execution plan, queues and subtasks (run.c,
+ * queue.c, task_*.c), and the hooks unit tests use to plug in their own
+ * sources, sinks and clock.  Nothing here is public.
+ */
+#ifndef TDM_RT_H
+#define TDM_RT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "connect/connect.h"
+#include "runtime/row.h"
+
+/* ====================================================================== */
+/* The configuration table (conf.c)                                        */
+/* ====================================================================== */
+
+typedef enum tdm__scope {
+    TDM__SCOPE_JOB = 0,
+    TDM__SCOPE_SOURCE,
+    TDM__SCOPE_WINDOW,
+    TDM__SCOPE_JOIN,
+    TDM__SCOPE_SINK
+} tdm__scope;
+
+typedef enum tdm__ctype {
+    TDM__CT_STRING = 0,
+    TDM__CT_INT,
+    TDM__CT_DOUBLE,
+    TDM__CT_BOOL,
+    TDM__CT_DURATION,
+    TDM__CT_ENUM,
+    TDM__CT_SCHEMA,
+    TDM__CT_AGGREGATES,
+    TDM__CT_FIELDS
+} tdm__ctype;
+
+/* One row of conf_table.def. */
+typedef struct tdm__conf_row {
+    tdm__scope scope;
+    const char *key;
+    tdm__ctype type;
+    const char *def;
+    int64_t imin, imax; /* INT, DURATION */
+    double dmin, dmax;  /* DOUBLE */
+    const char *unit;
+    const char *choices;
+    const char *desc;
+} tdm__conf_row;
+
+/* Aggregate functions of the AGGREGATES type. */
+typedef enum tdm__aggfn {
+    TDM__FN_COUNT = 0,
+    TDM__FN_SUM,
+    TDM__FN_MIN,
+    TDM__FN_MAX,
+    TDM__FN_AVG,
+    TDM__FN_COUNT_DISTINCT,
+    TDM__FN_FIRST,
+    TDM__FN_LAST
+} tdm__aggfn;
+
+typedef struct tdm__agg_spec {
+    tdm__aggfn fn;
+    char *field; /* NULL for count */
+    char *as;    /* output column name */
+} tdm__agg_spec;
+
+/* A parsed value.  Which members are meaningful depends on the row's
+ * type; everything is owned by the value (tdm__conf_val_free). */
+typedef struct tdm__conf_val {
+    bool set;       /* given explicitly (not the default) */
+    char *text;     /* the text it was parsed from */
+    int64_t i;      /* INT, DURATION (ms), BOOL (0/1), ENUM (choice index) */
+    double d;       /* DOUBLE */
+    tdm__schema schema;    /* SCHEMA (n == 0: none) */
+    tdm__agg_spec *aggs;   /* AGGREGATES */
+    int n_aggs;
+    char **fields;         /* FIELDS */
+    int n_fields;
+} tdm__conf_val;
+
+/* The table: *n receives the number of rows. */
+const tdm__conf_row *tdm__conf_rows(int *n);
+/* Row index of @p key in @p scope, or -1. */
+int tdm__conf_find(tdm__scope scope, const char *key);
+/* Parses @p text for row @p row into *out (freed first), checking the
+ * type, the bounds (unless @p is_default) and the choices.  Messages
+ * start with the key: `window.size: expected a duration like "5s" or
+ * "200ms", got "5 parsecs"`.  TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+tdm_err tdm__conf_parse(int row, const char *text, bool is_default,
+                        tdm__conf_val *out, char *errbuf, size_t errbuf_size);
+/* Releases what a value holds and zeroes it. */
+void tdm__conf_val_free(tdm__conf_val *v);
+/* Parses a duration ("250ms", "5s", "1m30s", "-2h", bare ms) into *ms.
+ * Returns false on malformed or overflowing text. */
+bool tdm__conf_duration(const char *text, int64_t *ms);
+/* Formats @p ms with the largest unit that divides it ("90s", "2h"). */
+void tdm__conf_format_duration(int64_t ms, char *buf, size_t n);
+/* The name of an aggregate function ("count_distinct"). */
+const char *tdm__conf_aggfn_name(tdm__aggfn fn);
+
+/* ====================================================================== */
+/* Jobs and nodes (job.c)                                                  */
+/* ====================================================================== */
+
+/* A user filter or map of a source. */
+typedef struct tdm__udf {
+    bool is_map;
+    tdm_filter_fn filter;
+    tdm_map_fn map;
+    void *ud;
+} tdm__udf;
+
+struct tdm_node {
+    tdm_job *job;
+    tdm_node_kind kind;
+    tdm__scope scope;
+    char *name;
+    tdm__conf_val *vals; /* one per table row (only this scope's used) */
+    tdm__udf *udfs;
+    int n_udfs, cap_udfs;
+    /* Test hooks (NULL: the connectors chosen by "type"). */
+    const tdm__source_vtab *src_vt;
+    const tdm__sink_vtab *sink_vt;
+    /* The effective schema of a source: its own, or a generator's. */
+    tdm__schema gen_schema;
+    int gen_kind;
+};
+
+typedef struct tdm__run tdm__run;
+
+struct tdm_job {
+    tdm__conf_val *vals; /* one per table row (JOB scope used) */
+    tdm_node **nodes;
+    int n_nodes, cap_nodes;
+    tdm_progress_cb progress;
+    void *progress_ud;
+    tdm_log_cb log;
+    void *log_ud;
+    pthread_mutex_t log_mu;
+    /* Processing time (test hook; NULL: wall-clock anchored monotonic). */
+    tdm_clock_fn clock_fn;
+    void *clock_ud;
+    int64_t clock_base_real, clock_base_mono;
+    /* Run state, readable from any thread. */
+    atomic_int running;
+    atomic_int cancel;
+    _Atomic int64_t stats[TDM_STAT_COUNT_];
+    _Atomic int64_t start_ms;   /* processing time the run started */
+    _Atomic int64_t queue_waits; /* producer waits on a full queue */
+    _Atomic int64_t batches_live; /* source batches allocated now */
+    _Atomic int64_t batches_peak;
+    tdm__run *run;
+};
+
+/* Value of key @p key of a node (the table's row for its scope); a zeroed
+ * static value when the key does not exist (a programming error). */
+const tdm__conf_val *tdm__node_val(const tdm_node *n, const char *key);
+/* Shorthands on tdm__node_val. */
+int64_t tdm__node_int(const tdm_node *n, const char *key);
+const char *tdm__node_str(const tdm_node *n, const char *key);
+/* Value of a job-level key. */
+const tdm__conf_val *tdm__job_val(const tdm_job *job, const char *key);
+int64_t tdm__job_int(const tdm_job *job, const char *key);
+const char *tdm__job_str(const tdm_job *job, const char *key);
+/* The schema of a source node: its "schema" key or, for a generator
+ * without one, the generator's fixed schema.  NULL if neither. */
+const tdm__schema *tdm__node_schema(const tdm_node *n);
+/* Sends one line to the job's log callback (serialised). */
+void tdm__job_log(tdm_job *job, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Processing time of the job, in epoch-anchored milliseconds that never
+ * go backwards. */
+tdm_time_ms tdm__job_now(tdm_job *job);
+
+/* ---- Test hooks ---- */
+
+/* Makes source node @p n read through @p vt instead of its "type"; the
+ * node still needs a "schema".  Keeps a reference to @p vt. */
+void tdm__node_set_source_vtab(tdm_node *n, const tdm__source_vtab *vt);
+/* Makes sink node @p n write through @p vt. */
+void tdm__node_set_sink_vtab(tdm_node *n, const tdm__sink_vtab *vt);
+/* Replaces the job's processing-time clock (fn must be thread-safe and
+ * never go backwards). */
+void tdm__job_set_clock(tdm_job *job, tdm_clock_fn fn, void *ud);
+/* Times a source subtask waited for a full queue or for a free batch
+ * since the run started (backpressure). */
+int64_t tdm__job_queue_waits(const tdm_job *job);
+/* Source batches currently allocated / the most at once. */
+int64_t tdm__job_batches_live(const tdm_job *job);
+int64_t tdm__job_batches_peak(const tdm_job *job);
+
+/* ====================================================================== */
+/* Key encoding and row codecs (codec.c)                                   */
+/* ====================================================================== */
+
+/* Keys are the bytes of the key fields, each as a tag byte (0 null,
+ * 1 present) then 8 bytes (int64, timestamp, bool, double with -0.0
+ * folded into 0.0) or a 4-byte length and the string bytes.  Equal field
+ * values give equal bytes, so union inputs whose key fields have the same
+ * types key alike.  The common single string key is its own bytes (no
+ * copy), with null as "\0" and a string starting with NUL escaped by one
+ * more: still one value, one encoding. */
+typedef struct tdm__keybuf {
+    char *p;
+    size_t len, cap;
+} tdm__keybuf;
+
+/* Encodes fields @p idx[0..n) of @p row; *key and *len receive the
+ * bytes, in @p kb or (single string key) in the row itself.  TDM_OK or
+ * TDM_ERR_NOMEM. */
+tdm_err tdm__key_encode(const tdm__row *row, const int *idx, int n,
+                        tdm__keybuf *kb, const char **key, size_t *len);
+/* tdm__key_encode with its hot case inlined (a single string key). */
+static inline tdm_err tdm__key_get(const tdm__row *row, const int *idx,
+                                   int n, tdm__keybuf *kb, const char **key,
+                                   size_t *len)
+{
+    if (n == 1 && row->schema->fields[idx[0]].type == TDM_TYPE_STRING) {
+        const tdm__val *v = &row->v[idx[0]];
+        if (!v->null && (v->u.s.len == 0 || v->u.s.p[0] != 0)) {
+            *key = v->u.s.len ? v->u.s.p : "";
+            *len = v->u.s.len;
+            return TDM_OK;
+        }
+    }
+    return tdm__key_encode(row, idx, n, kb, key, len);
+}
+/* Decodes an encoded key into @p out (n values of @p types); strings
+ * point into @p key.  Returns false when the bytes are malformed. */
+bool tdm__key_decode(const char *key, size_t len, const tdm_type *types,
+                     int n, tdm__val *out);
+/* The key group of a key's hash, as Flink's KeyGroupRangeAssignment
+ * (hash mod key_groups), with the modulo replaced by a multiply-shift
+ * range reduction (the high 32 bits of the hash scaled to [0, groups)):
+ * as uniform, and no division on the per-record path. */
+static inline int tdm__key_group(uint64_t hash, int key_groups)
+{
+    return (int)(((hash >> 32) * (uint64_t)key_groups) >> 32);
+}
+/* The subtask that owns a key group: group * P / key_groups, so every
+ * subtask owns one contiguous range of groups (the runtime keeps the
+ * answers in a table). */
+static inline int tdm__key_subtask(int group, int key_groups,
+                                   int parallelism)
+{
+    return (int)((int64_t)group * parallelism / key_groups);
+}
+
+/* Serialises a row (timestamp, values, strings) into @p kb, for
+ * operators that buffer records (joins keep the payload bytes). */
+tdm_err tdm__row_pack(const tdm__row *row, tdm__keybuf *kb);
+/* Rebuilds a row from tdm__row_pack bytes: @p vals must hold the
+ * schema's n values; strings point into @p p. */
+void tdm__row_unpack(const void *p, size_t len, const tdm__schema *schema,
+                     tdm__val *vals, tdm__row *out);
+/* Renders a row as one line of JSON-like text (for dead letters). */
+void tdm__row_render(const tdm__row *row, char *buf, size_t n);
+/* Formats epoch ms as ISO-8601 UTC ("2024-12-02T10:00:00Z"). */
+void tdm__format_iso(tdm_time_ms ms, char *buf, size_t n);
+
+/* ====================================================================== */
+/* Row aggregates (rowagg.c)                                               */
+/* ====================================================================== */
+
+/* The tdm_aggregate_methods the window subtasks use for every aggregate
+ * list except a single count: the record's payload is the tdm__row
+ * (borrowed during the call), field indexes come from the input the
+ * current batch belongs to.  Results are packed into the result bytes as
+ * n tdm__val followed by string bytes (tdm__rowagg_unpack). */
+typedef struct tdm__rowagg tdm__rowagg;
+
+/* Creates the aggregate state for @p n aggregates; @p field_idx[in][a] is
+ * the field index of aggregate a in input in (-1 for count), @p types[a]
+ * the input field type.  The result types are tdm__rowagg_type. */
+tdm_err tdm__rowagg_new(const tdm__agg_spec *specs, int n,
+                        const tdm_type *types, int n_inputs,
+                        int *const *field_idx, tdm__rowagg **out);
+/* The input a row belongs to (called before pushing a batch). */
+void tdm__rowagg_set_input(tdm__rowagg *ra, int input);
+/* Builds the tdm_aggregate (takes no ownership of @p ra, which must
+ * outlive it). */
+tdm_err tdm__rowagg_aggregate(tdm__rowagg *ra, tdm_aggregate **out);
+/* The output type of aggregate @p fn over a field of type @p in. */
+tdm_type tdm__rowagg_type(tdm__aggfn fn, tdm_type in);
+/* Decodes result bytes into @p out (n values of the output  types;
+ * strings point into  bytes).  False when the bytes are malformed. */
+bool tdm__rowagg_unpack(const void *bytes, size_t len, int n,
+                        const tdm_type *types, tdm__val *out);
+/* True (and cleared) when an allocation inside add, merge or result
+ * failed since the last call. */
+bool tdm__rowagg_take_oom(tdm__rowagg *ra);
+void tdm__rowagg_destroy(tdm__rowagg *ra);
+
+/* ====================================================================== */
+/* Queues (queue.c)                                                        */
+/* ====================================================================== */
+
+/* What travels between subtasks: a batch segment, or a control item in
+ * order with the batches of its channel.  BARRIER is reserved for
+ * checkpoints. */
+typedef enum tdm__item_kind {
+    TDM__ITEM_BATCH = 1,
+    TDM__ITEM_WATERMARK,
+    TDM__ITEM_STATUS,
+    TDM__ITEM_END,
+    TDM__ITEM_BARRIER
+} tdm__item_kind;
+
+struct tdm__sbatch;
+
+typedef struct tdm__item {
+    uint8_t kind;
+    int32_t ch;           /* input channel at the consumer */
+    int32_t idle;         /* STATUS */
+    tdm_time_ms t;        /* WATERMARK */
+    struct tdm__sbatch *b; /* BATCH: the source batch (one reference) */
+    const uint32_t *idx;  /* BATCH: selected row indexes */
+    uint32_t n;
+} tdm__item;
+
+/* A bounded multi-producer single-consumer queue with one channel per
+ * producer; each channel holds at most @p per_channel items, so a full
+ * channel blocks only its producer. */
+typedef struct tdm__queue {
+    pthread_mutex_t mu;
+    pthread_cond_t not_empty;
+    pthread_cond_t *not_full; /* one per channel */
+    tdm__item *ring;
+    size_t cap, head, count;
+    int n_ch, per_ch;
+    int *ch_count;
+    bool consumer_waiting;
+    const atomic_int *abort;
+    _Atomic int64_t *waits;
+} tdm__queue;
+
+tdm_err tdm__queue_init(tdm__queue *q, int n_channels, int per_channel,
+                        const atomic_int *abort, _Atomic int64_t *waits);
+/* Appends @p it on channel it->ch, waiting while the channel is full.
+ * Returns false (nothing queued) when the run aborts. */
+bool tdm__queue_push(tdm__queue *q, const tdm__item *it);
+/* Takes up to @p max items in order; waits up to @p timeout_ms (< 0:
+ * forever, until an item or abort).  Returns the number taken. */
+size_t tdm__queue_pop(tdm__queue *q, tdm__item *out, size_t max,
+                      int64_t timeout_ms);
+/* Wakes every waiter (after abort was set). */
+void tdm__queue_wake(tdm__queue *q);
+void tdm__queue_fini(tdm__queue *q);
+
+/* A source subtask's batches: the rows of one poll plus, per target
+ * (downstream subtask of a consumer), the indexes routed to it.  A batch
+ * returns to its pool when the producer and every consumer that got a
+ * segment of it are done with it. */
+typedef struct tdm__sbatch {
+    tdm__batch *b;
+    atomic_int refs;
+    struct tdm__pool *pool;
+    uint32_t *sel;      /* n_targets * cap indexes */
+    uint32_t *sel_n;    /* per target: rows selected */
+    uint32_t *sel_sent; /* per target: rows already sent */
+    struct tdm__sbatch *next; /* free list / all list */
+    struct tdm__sbatch *all_next;
+} tdm__sbatch;
+
+typedef struct tdm__pool {
+    pthread_mutex_t mu;
+    pthread_cond_t freed;
+    tdm__sbatch *free_list;
+    tdm__sbatch *all;
+    int n_all, max;
+    bool waiting;
+    const tdm__schema *schema;
+    size_t batch_cap;
+    int n_targets;
+    const atomic_int *abort;
+    tdm_job *job;
+} tdm__pool;
+
+tdm_err tdm__pool_init(tdm__pool *p, const tdm__schema *schema,
+                       size_t batch_cap, int n_targets, int max,
+                       const atomic_int *abort, tdm_job *job);
+/* A cleared batch with one reference (the caller's), waiting while
+ * @p max batches are out.  NULL on abort or NOMEM (*err says which). */
+tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err);
+/* Drops one reference; the last one returns the batch to its pool. */
+void tdm__sbatch_release(tdm__sbatch *sb);
+void tdm__pool_wake(tdm__pool *p);
+void tdm__pool_fini(tdm__pool *p);
+
+#endif /* TDM_RT_H */

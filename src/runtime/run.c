@@ -1,0 +1,732 @@
+/* SPDX-License-Identifier: MIT */
+/* run.c - tdm_job_run: turns a validated job into an execution plan
+ * (sources with their watermark strategies and routing edges, operators
+ * with their output columns, shared sinks), starts one thread per source
+ * subtask and per operator subtask, reports progress from the calling
+ * thread, and tears everything down once every subtask has finished and
+ * every sink is flushed.
+ *
+ * Threads: sources x parallelism + (windows + joins) x parallelism.
+ * Failure anywhere (I/O, memory) sets the run's abort flag: producers
+ * stop, queues and pools wake their waiters, and the first error is
+ * returned.  Cancel is softer: sources stop reading and end their input
+ * normally, so the maximum watermark still flushes every window.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/run.h"
+
+/* ---- Shared helpers ---- */
+
+/* Wakes every thread that may wait on a queue or a pool, so that it
+ * sees the abort flag now rather than at its next timed wake-up. */
+static void wake_all(tdm__run *run)
+{
+    for (int o = 0; o < run->n_ops; o++)
+        if (run->ops[o].tasks)
+            for (int j = 0; j < run->P; j++)
+                tdm__queue_wake(&run->ops[o].tasks[j].q);
+    for (int s = 0; s < run->n_srcs; s++)
+        if (run->srcs[s].tasks)
+            for (int i = 0; i < run->P; i++)
+                if (run->srcs[s].tasks[i].pool_ok)
+                    tdm__pool_wake(&run->srcs[s].tasks[i].pool);
+}
+
+/* Only the first error is kept; abort wakes every waiter. */
+void rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
+{
+    pthread_mutex_lock(&run->mu);
+    bool first = run->err == TDM_OK;
+    if (first) {
+        run->err = err;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&run->mu);
+    if (!atomic_exchange(&run->abort, 1))
+        wake_all(run);
+}
+
+/* Counts a finished subtask and wakes the run thread. */
+void rt_thread_done(tdm__run *run)
+{
+    pthread_mutex_lock(&run->mu);
+    run->n_done++;
+    pthread_cond_signal(&run->cv);
+    pthread_mutex_unlock(&run->mu);
+}
+
+/* The processing-time clock every subtask reads (one tdm_clock each, all
+ * over the job's time source). */
+static tdm_time_ms clock_read(void *opaque)
+{
+    return tdm__job_now(opaque);
+}
+
+/* A custom clock over tdm__job_now. */
+tdm_err rt_clock_new(tdm_job *job, tdm_clock **out)
+{
+    return tdm_clock_new_custom(clock_read, job, out);
+}
+
+/* ---- Planning ---- */
+
+/* Lookups by node name among the planned sinks and sources. */
+static rt_sink *find_sink(tdm__run *run, const char *name)
+{
+    if (!name || !*name)
+        return NULL;
+    for (int i = 0; i < run->n_sinks; i++)
+        if (strcmp(run->sinks[i].node->name, name) == 0)
+            return &run->sinks[i];
+    return NULL;
+}
+
+static rt_source *find_source(tdm__run *run, const char *name)
+{
+    for (int i = 0; i < run->n_srcs; i++)
+        if (strcmp(run->srcs[i].node->name, name) == 0)
+            return &run->srcs[i];
+    return NULL;
+}
+
+/* A sink's connector configuration (the table's enum indexes are the
+ * connector's constants minus one). */
+static void plan_sink(rt_sink *s, tdm_node *n)
+{
+    s->node = n;
+    s->conf.name = n->name;
+    s->conf.type = (int)tdm__node_int(n, "type") + 1;
+    s->conf.path = tdm__node_str(n, "path");
+    s->conf.format = (int)tdm__node_int(n, "format") + 1;
+    s->vt = n->sink_vt ? n->sink_vt : &tdm__text_sink;
+}
+
+/* The source's connector configuration and watermark strategy. */
+static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
+                           size_t errbuf_size)
+{
+    tdm__source_conf *c = &s->conf;
+    s->node = n;
+    s->schema = tdm__node_schema(n);
+    atomic_init(&s->unit_warned, 0);
+    c->name = n->name;
+    c->type = (int)tdm__node_int(n, "type") + 1;
+    c->path = tdm__node_str(n, "path");
+    c->format = (int)tdm__node_int(n, "format") + 1;
+    c->csv_header = tdm__node_int(n, "csv.header") != 0;
+    c->csv_delimiter = tdm__node_str(n, "csv.delimiter")[0];
+    c->schema = s->schema;
+    const char *pf = tdm__node_str(n, "partition.field");
+    c->partition_field = *pf ? tdm__schema_find(s->schema, pf) : -1;
+    c->time_mode = (int)tdm__node_int(n, "time") + 1;
+    const char *tsf = tdm__node_str(n, "timestamp.field");
+    if (!*tsf && c->type == TDM__SRC_GENERATOR)
+        tsf = "ts";
+    c->ts_field = c->time_mode == TDM__TIME_EVENT
+                      ? tdm__schema_find(s->schema, tsf)
+                      : -1;
+    c->ts_unit = (int)tdm__node_int(n, "timestamp.unit") + 1;
+    c->tcp_address = tdm__node_str(n, "tcp.address");
+    c->gen_kind = (int)tdm__node_int(n, "generator.kind") + 1;
+    c->gen_records = tdm__node_int(n, "generator.records");
+    c->gen_rate = tdm__node_int(n, "generator.rate");
+    c->gen_keys = tdm__node_int(n, "generator.keys");
+    c->gen_partitions = tdm__node_int(n, "generator.partitions");
+    c->gen_seed = tdm__node_int(n, "generator.seed");
+    c->gen_skew = tdm__node_val(n, "generator.skew")->d;
+    c->gen_late_fraction = tdm__node_val(n, "generator.late_fraction")->d;
+    c->gen_max_delay = tdm__node_int(n, "generator.max_delay");
+    c->gen_late_delay = tdm__node_int(n, "generator.late_delay");
+    c->gen_idle_from = tdm__node_int(n, "generator.idle_from");
+    c->gen_idle_for = tdm__node_int(n, "generator.idle_for");
+    c->gen_idle_partition = tdm__node_int(n, "generator.idle_partition");
+    if (n->src_vt)
+        s->vt = n->src_vt;
+    else if (c->type == TDM__SRC_TCP)
+        s->vt = &tdm__tcp_source;
+    else if (c->type == TDM__SRC_GENERATOR)
+        s->vt = &tdm__generator_source;
+    else
+        s->vt = &tdm__file_source;
+
+    /* Watermarks: ingestion time is monotonous by construction;
+     * processing time has none. */
+    int strategy = (int)tdm__node_int(n, "watermark.strategy");
+    tdm_wm_kind kind = strategy == 0   ? TDM_WM_BOUNDED
+                       : strategy == 1 ? TDM_WM_MONOTONOUS
+                       : strategy == 2 ? TDM_WM_PUNCTUATED
+                                       : TDM_WM_NONE;
+    if (c->time_mode == TDM__TIME_INGESTION)
+        kind = TDM_WM_MONOTONOUS;
+    else if (c->time_mode == TDM__TIME_PROCESSING)
+        kind = TDM_WM_NONE;
+    int64_t bound = tdm__node_int(n, "watermark.max_out_of_orderness");
+    char msg[200] = "";
+    tdm_err err = tdm_wm_strategy_new(kind, bound, &s->strat, msg, sizeof msg);
+    if (err == TDM_OK)
+        err = tdm_wm_strategy_set_interval(
+            s->strat, tdm__node_int(n, "watermark.interval"), msg,
+            sizeof msg);
+    if (err == TDM_OK && tdm__node_int(n, "watermark.emit") == 1 &&
+        (kind == TDM_WM_BOUNDED || kind == TDM_WM_MONOTONOUS))
+        err = tdm_wm_strategy_set_emit_on_event(s->strat, 1);
+    int64_t idle = tdm__node_int(n, "watermark.idle_timeout");
+    if (err == TDM_OK && idle > 0 && kind != TDM_WM_NONE)
+        err = tdm_wm_strategy_set_idle_timeout(s->strat, idle, msg,
+                                               sizeof msg);
+    if (err == TDM_OK && kind == TDM_WM_PUNCTUATED) {
+        s->marker_idx = tdm__schema_find(
+            s->schema, tdm__node_str(n, "watermark.marker_field"));
+        err = tdm_wm_strategy_set_marker(s->strat, rt_marker_fn, s);
+    }
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err, "source \"%s\": %s",
+                         n->name, msg[0] ? msg : tdm_strerror(err));
+    return TDM_OK;
+}
+
+/* Adds the edge source -> op (input @p input) to the source. */
+static tdm_err add_edge(tdm__run *run, rt_source *s, rt_op *op, int input,
+                        const tdm__conf_val *keys)
+{
+    rt_edge *ne = tdm__realloc(s->edges,
+                               (size_t)(s->n_edges + 1) * sizeof *ne);
+    if (!ne)
+        return TDM_ERR_NOMEM;
+    s->edges = ne;
+    rt_edge *e = &s->edges[s->n_edges];
+    memset(e, 0, sizeof *e);
+    e->op = op;
+    e->input = input;
+    e->n_key = keys->n_fields;
+    e->key_idx = tdm__calloc((size_t)(keys->n_fields + 1), sizeof(int));
+    if (!e->key_idx)
+        return TDM_ERR_NOMEM;
+    for (int k = 0; k < keys->n_fields; k++)
+        e->key_idx[k] = tdm__schema_find(s->schema, keys->fields[k]);
+    e->target_base = s->n_targets;
+    s->n_targets += run->P;
+    s->n_edges++;
+    op->in_key_idx[input] = e->key_idx;
+    return TDM_OK;
+}
+
+/* Output column @p i: a name borrowed from the configuration, or one
+ * made with a prefix ("left.user") and owned by the plan. */
+static tdm_err set_col(rt_op *op, int i, const char *prefix,
+                       const char *name, tdm_type type)
+{
+    op->col_types[i] = type;
+    if (!prefix) {
+        op->col_names[i] = name;
+        return TDM_OK;
+    }
+    size_t l = strlen(prefix) + strlen(name) + 1;
+    char *s = tdm__malloc(l);
+    if (!s)
+        return TDM_ERR_NOMEM;
+    snprintf(s, l, "%s%s", prefix, name);
+    op->owned_names[i] = s;
+    op->col_names[i] = s;
+    return TDM_OK;
+}
+
+/* A window: its inputs (a union is several edges into one operator,
+ * input i owning channels i*P .. i*P+P-1), the aggregate field indexes
+ * per input, and the output columns: key fields, then aggregates. */
+static tdm_err plan_window(tdm__run *run, rt_op *op, tdm_node *n)
+{
+    const tdm__conf_val *from = tdm__node_val(n, "from");
+    const tdm__conf_val *keys = tdm__node_val(n, "key_by");
+    const tdm__conf_val *aggs = tdm__node_val(n, "aggregates");
+    op->n_inputs = from->n_fields;
+    op->n_key = keys->n_fields;
+    op->specs = aggs->aggs;
+    op->n_aggs = aggs->n_aggs;
+    op->fast_count = aggs->n_aggs == 1 && aggs->aggs[0].fn == TDM__FN_COUNT;
+    op->mode = (int)tdm__node_int(n, "output_mode");
+    bool global = tdm__node_int(n, "window.type") == 3;
+    bool wproc = tdm__node_int(n, "window.time") == 1;
+    op->proc_time = wproc || tdm__node_int(n, "trigger") == 2;
+    op->event_time = !global && !wproc;
+    op->lateness = tdm__node_int(n, "allowed_lateness");
+    op->n_cols = op->n_key + op->n_aggs;
+    op->inputs = tdm__calloc((size_t)op->n_inputs, sizeof *op->inputs);
+    op->in_key_idx = tdm__calloc((size_t)op->n_inputs, sizeof(int *));
+    op->agg_idx = tdm__calloc((size_t)op->n_inputs, sizeof(int *));
+    op->agg_in_types = tdm__calloc((size_t)op->n_aggs, sizeof(tdm_type));
+    op->col_names = tdm__calloc((size_t)op->n_cols, sizeof(char *));
+    op->owned_names = tdm__calloc((size_t)op->n_cols, sizeof(char *));
+    op->col_types = tdm__calloc((size_t)op->n_cols, sizeof(tdm_type));
+    if (!op->inputs || !op->in_key_idx || !op->agg_idx ||
+        !op->agg_in_types || !op->col_names || !op->owned_names ||
+        !op->col_types)
+        return TDM_ERR_NOMEM;
+    for (int i = 0; i < op->n_inputs; i++) {
+        rt_source *s = find_source(run, from->fields[i]);
+        op->inputs[i] = s;
+        tdm_err err = add_edge(run, s, op, i, keys);
+        if (err != TDM_OK)
+            return err;
+        op->agg_idx[i] = tdm__calloc((size_t)op->n_aggs, sizeof(int));
+        if (!op->agg_idx[i])
+            return TDM_ERR_NOMEM;
+        for (int a = 0; a < op->n_aggs; a++)
+            op->agg_idx[i][a] =
+                aggs->aggs[a].field
+                    ? tdm__schema_find(s->schema, aggs->aggs[a].field)
+                    : -1;
+    }
+    const tdm__schema *s0 = op->inputs[0]->schema;
+    for (int k = 0; k < op->n_key; k++) {
+        int f = tdm__schema_find(s0, keys->fields[k]);
+        set_col(op, k, NULL, keys->fields[k], s0->fields[f].type);
+    }
+    for (int a = 0; a < op->n_aggs; a++) {
+        int f = op->agg_idx[0][a];
+        tdm_type in = f >= 0 ? s0->fields[f].type : TDM_TYPE_INT64;
+        op->agg_in_types[a] = in;
+        set_col(op, op->n_key + a, NULL, aggs->aggs[a].as,
+                tdm__rowagg_type(aggs->aggs[a].fn, in));
+    }
+    return TDM_OK;
+}
+
+/* A join: left input 0, right input 1; output columns left.*, right.*,
+ * ts. */
+static tdm_err plan_join(tdm__run *run, rt_op *op, tdm_node *n)
+{
+    static const char *const side_key[2] = { "left", "right" };
+    static const char *const key_key[2] = { "left_key", "right_key" };
+    op->n_inputs = 2;
+    op->n_key = tdm__node_val(n, "left_key")->n_fields;
+    op->inputs = tdm__calloc(2, sizeof *op->inputs);
+    op->in_key_idx = tdm__calloc(2, sizeof(int *));
+    if (!op->inputs || !op->in_key_idx)
+        return TDM_ERR_NOMEM;
+    for (int s = 0; s < 2; s++) {
+        op->inputs[s] = find_source(run, tdm__node_str(n, side_key[s]));
+        tdm_err err = add_edge(run, op->inputs[s], op, s,
+                               tdm__node_val(n, key_key[s]));
+        if (err != TDM_OK)
+            return err;
+    }
+    const tdm__schema *ls = op->inputs[0]->schema;
+    const tdm__schema *rs = op->inputs[1]->schema;
+    op->n_cols = ls->n + rs->n + 1;
+    op->col_names = tdm__calloc((size_t)op->n_cols, sizeof(char *));
+    op->owned_names = tdm__calloc((size_t)op->n_cols, sizeof(char *));
+    op->col_types = tdm__calloc((size_t)op->n_cols, sizeof(tdm_type));
+    if (!op->col_names || !op->owned_names || !op->col_types)
+        return TDM_ERR_NOMEM;
+    for (int i = 0; i < ls->n; i++)
+        if (set_col(op, i, "left.", ls->fields[i].name,
+                    ls->fields[i].type) != TDM_OK)
+            return TDM_ERR_NOMEM;
+    for (int i = 0; i < rs->n; i++)
+        if (set_col(op, ls->n + i, "right.", rs->fields[i].name,
+                    rs->fields[i].type) != TDM_OK)
+            return TDM_ERR_NOMEM;
+    set_col(op, op->n_cols - 1, NULL, "ts", TDM_TYPE_TIMESTAMP);
+    return TDM_OK;
+}
+
+/* Builds sources, operators, edges and sinks (nothing opened yet). */
+static tdm_err plan(tdm__run *run, char *errbuf, size_t errbuf_size)
+{
+    tdm_job *job = run->job;
+    int ns = 0, no = 0, nk = 0;
+    for (int i = 0; i < job->n_nodes; i++) {
+        tdm_node_kind k = job->nodes[i]->kind;
+        ns += k == TDM_NODE_SOURCE;
+        no += k == TDM_NODE_WINDOW || k == TDM_NODE_JOIN;
+        nk += k == TDM_NODE_SINK;
+    }
+    run->srcs = tdm__calloc((size_t)ns + 1, sizeof *run->srcs);
+    run->ops = tdm__calloc((size_t)no + 1, sizeof *run->ops);
+    run->sinks = tdm__calloc((size_t)nk + 1, sizeof *run->sinks);
+    if (!run->srcs || !run->ops || !run->sinks)
+        goto nomem;
+    for (int i = 0; i < job->n_nodes; i++) {
+        tdm_node *n = job->nodes[i];
+        if (n->kind == TDM_NODE_SINK)
+            plan_sink(&run->sinks[run->n_sinks++], n);
+        else if (n->kind == TDM_NODE_SOURCE) {
+            tdm_err err = plan_source(&run->srcs[run->n_srcs++], n, errbuf,
+                                      errbuf_size);
+            if (err != TDM_OK)
+                return err;
+        }
+    }
+    for (int i = 0; i < job->n_nodes; i++) {
+        tdm_node *n = job->nodes[i];
+        if (n->kind != TDM_NODE_WINDOW && n->kind != TDM_NODE_JOIN)
+            continue;
+        rt_op *op = &run->ops[run->n_ops++];
+        op->node = n;
+        op->kind = n->kind;
+        tdm_err err = n->kind == TDM_NODE_WINDOW ? plan_window(run, op, n)
+                                                 : plan_join(run, op, n);
+        if (err != TDM_OK)
+            goto nomem;
+        op->n_channels = op->n_inputs * run->P;
+        op->sink = find_sink(run, tdm__node_str(n, "sink"));
+        op->late = find_sink(run, tdm__node_str(n, "late_output"));
+        op->sink->used = true;
+        if (op->late)
+            op->late->used = true;
+        /* Validation made every writer of a sink use one mode. */
+        op->sink->mode = op->mode;
+    }
+    run->dead = find_sink(run, tdm__job_str(job, "dead_letter"));
+    if (run->dead)
+        run->dead->used = true;
+    return TDM_OK;
+
+nomem:
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                     "out of memory planning the job");
+}
+
+/* ---- Lifecycle ---- */
+
+/* Opens the sinks some node writes to (unused sinks make no file); the
+ * mode tells the connector how to write results. */
+static tdm_err open_sinks(tdm__run *run, char *errbuf, size_t errbuf_size)
+{
+    for (int i = 0; i < run->n_sinks; i++) {
+        rt_sink *s = &run->sinks[i];
+        if (!s->used)
+            continue;
+        char msg[256] = "";
+        tdm_err err = s->vt->open(&s->conf, s->mode, &s->obj, msg,
+                                  sizeof msg);
+        if (err != TDM_OK) {
+            s->obj = NULL;
+            return tdm__errf(errbuf, errbuf_size,
+                             err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+                             "sink \"%s\": %s", s->node->name,
+                             msg[0] ? msg : tdm_strerror(err));
+        }
+    }
+    return TDM_OK;
+}
+
+/* Closes (flushes) every open sink; the first failure is reported. */
+static tdm_err close_sinks(tdm__run *run, char *errbuf, size_t errbuf_size,
+                           tdm_err err)
+{
+    for (int i = 0; i < run->n_sinks; i++) {
+        rt_sink *s = &run->sinks[i];
+        if (!s->obj)
+            continue;
+        char msg[256] = "";
+        tdm_err e = s->vt->close(s->obj, msg, sizeof msg);
+        s->obj = NULL;
+        if (e != TDM_OK && err == TDM_OK)
+            err = tdm__errf(errbuf, errbuf_size,
+                            e == TDM_ERR_NOMEM ? e : TDM_ERR_IO,
+                            "sink \"%s\": %s", s->node->name,
+                            msg[0] ? msg : "closing failed");
+    }
+    return err;
+}
+
+/* Frees the plan and every subtask (after the threads were joined). */
+static void free_plan(tdm__run *run)
+{
+    for (int i = 0; i < run->n_srcs; i++) {
+        rt_source *s = &run->srcs[i];
+        if (s->tasks)
+            for (int j = 0; j < run->P; j++)
+                rt_source_task_fini(&s->tasks[j]);
+        tdm__free(s->tasks);
+        for (int e = 0; e < s->n_edges; e++)
+            tdm__free(s->edges[e].key_idx);
+        tdm__free(s->edges);
+        tdm_wm_strategy_destroy(s->strat);
+    }
+    for (int i = 0; i < run->n_ops; i++) {
+        rt_op *op = &run->ops[i];
+        if (op->tasks)
+            for (int j = 0; j < run->P; j++)
+                rt_op_task_fini(&op->tasks[j]);
+        tdm__free(op->tasks);
+        if (op->agg_idx)
+            for (int k = 0; k < op->n_inputs; k++)
+                tdm__free(op->agg_idx[k]);
+        tdm__free(op->agg_idx);
+        tdm__free(op->agg_in_types);
+        if (op->owned_names)
+            for (int k = 0; k < op->n_cols; k++)
+                tdm__free(op->owned_names[k]);
+        tdm__free(op->owned_names);
+        tdm__free(op->col_names);
+        tdm__free(op->col_types);
+        tdm__free(op->inputs);
+        tdm__free(op->in_key_idx);
+    }
+    tdm__free(run->srcs);
+    tdm__free(run->ops);
+    tdm__free(run->sinks);
+}
+
+/* Creates the subtasks (queues, operators, connectors) of every node. */
+static tdm_err make_tasks(tdm__run *run)
+{
+    for (int o = 0; o < run->n_ops; o++) {
+        rt_op *op = &run->ops[o];
+        op->tasks = tdm__calloc((size_t)run->P, sizeof *op->tasks);
+        if (!op->tasks)
+            return TDM_ERR_NOMEM;
+        for (int j = 0; j < run->P; j++) {
+            op->tasks[j].run = run;
+            op->tasks[j].op = op;
+            op->tasks[j].index = j;
+            tdm_err err = rt_op_task_init(&op->tasks[j]);
+            if (err != TDM_OK)
+                return err;
+        }
+    }
+    for (int s = 0; s < run->n_srcs; s++) {
+        rt_source *src = &run->srcs[s];
+        src->tasks = tdm__calloc((size_t)run->P, sizeof *src->tasks);
+        if (!src->tasks)
+            return TDM_ERR_NOMEM;
+        for (int i = 0; i < run->P; i++) {
+            src->tasks[i].run = run;
+            src->tasks[i].src = src;
+            src->tasks[i].index = i;
+            tdm_err err = rt_source_task_init(&src->tasks[i]);
+            if (err != TDM_OK)
+                return err;
+        }
+    }
+    /* A source subtask that will never read a row ends its channels now,
+     * before any thread runs: downstream valves then never wait for it,
+     * whatever the thread timing (each channel's first item, so the push
+     * cannot block). */
+    for (int s = 0; s < run->n_srcs; s++) {
+        rt_source *src = &run->srcs[s];
+        for (int i = 0; i < run->P; i++) {
+            if (!src->tasks[i].empty)
+                continue;
+            for (int e = 0; e < src->n_edges; e++)
+                for (int j = 0; j < run->P; j++) {
+                    tdm__item it = { .kind = TDM__ITEM_END,
+                                     .ch = src->edges[e].input * run->P + i,
+                                     .t = TDM_TIME_MAX };
+                    tdm__queue_push(&src->edges[e].op->tasks[j].q, &it);
+                }
+        }
+    }
+    return TDM_OK;
+}
+
+/* Operator subtasks start first, so their queues are being drained by
+ * the time sources produce. */
+static tdm_err start_threads(tdm__run *run)
+{
+    for (int o = 0; o < run->n_ops; o++)
+        for (int j = 0; j < run->P; j++) {
+            rt_op_task *t = &run->ops[o].tasks[j];
+            if (pthread_create(&t->th, NULL, rt_op_main, t) != 0)
+                return TDM_ERR_NOMEM;
+            t->started = true;
+            run->n_threads++;
+        }
+    for (int s = 0; s < run->n_srcs; s++)
+        for (int i = 0; i < run->P; i++) {
+            rt_src_task *t = &run->srcs[s].tasks[i];
+            if (pthread_create(&t->th, NULL, rt_source_main, t) != 0)
+                return TDM_ERR_NOMEM;
+            t->started = true;
+            run->n_threads++;
+        }
+    return TDM_OK;
+}
+
+/* Joins every started thread. */
+static void join_threads(tdm__run *run)
+{
+    for (int o = 0; o < run->n_ops; o++)
+        if (run->ops[o].tasks)
+            for (int j = 0; j < run->P; j++)
+                if (run->ops[o].tasks[j].started) {
+                    pthread_join(run->ops[o].tasks[j].th, NULL);
+                    run->ops[o].tasks[j].started = false;
+                }
+    for (int s = 0; s < run->n_srcs; s++)
+        if (run->srcs[s].tasks)
+            for (int i = 0; i < run->P; i++)
+                if (run->srcs[s].tasks[i].started) {
+                    pthread_join(run->srcs[s].tasks[i].th, NULL);
+                    run->srcs[s].tasks[i].started = false;
+                }
+}
+
+/* The lowest watermark over operator subtasks. */
+static void update_watermark(tdm__run *run)
+{
+    tdm_time_ms wm = TDM_TIME_MAX;
+    bool any = false;
+    for (int o = 0; o < run->n_ops; o++)
+        for (int j = 0; run->ops[o].tasks && j < run->P; j++) {
+            tdm_time_ms w = atomic_load_explicit(&run->ops[o].tasks[j].wm,
+                                                 memory_order_relaxed);
+            if (w < wm)
+                wm = w;
+            any = true;
+        }
+    atomic_store(&run->job->stats[TDM_STAT_WATERMARK],
+                 any ? wm : TDM_TIME_MIN);
+}
+
+/* Refreshes the watermark counter and calls the progress callback. */
+static void progress(tdm__run *run)
+{
+    tdm_job *job = run->job;
+    update_watermark(run);
+    if (job->progress)
+        job->progress(job->progress_ud, job);
+}
+
+/* Waits for every thread, calling the progress callback every
+ * status.interval. */
+static void supervise(tdm__run *run)
+{
+    int64_t interval = tdm__job_int(run->job, "status.interval");
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    pthread_mutex_lock(&run->mu);
+    for (;;) {
+        if (run->n_done >= run->n_threads)
+            break;
+        int64_t ns = next.tv_nsec + (interval % 1000) * 1000000;
+        next.tv_sec += (time_t)(interval / 1000 + ns / 1000000000);
+        next.tv_nsec = (long)(ns % 1000000000);
+        while (run->n_done < run->n_threads) {
+            int r = pthread_cond_timedwait(&run->cv, &run->mu, &next);
+            if (r != 0)
+                break; /* the interval is over */
+        }
+        if (run->n_done >= run->n_threads)
+            break;
+        pthread_mutex_unlock(&run->mu);
+        progress(run);
+        pthread_mutex_lock(&run->mu);
+    }
+    pthread_mutex_unlock(&run->mu);
+}
+
+/* Counters start from zero at every run. */
+static void reset_stats(tdm_job *job)
+{
+    for (int i = 0; i < TDM_STAT_COUNT_; i++)
+        atomic_store(&job->stats[i], 0);
+    atomic_store(&job->stats[TDM_STAT_WATERMARK], TDM_TIME_MIN);
+    atomic_store(&job->queue_waits, 0);
+    atomic_store(&job->batches_peak, 0);
+}
+
+/* Reads the job keys the run needs; key groups are at least the
+ * parallelism, so every subtask owns at least one group. */
+static tdm_err init_run(tdm__run *run, tdm_job *job)
+{
+    memset(run, 0, sizeof *run);
+    run->job = job;
+    run->P = (int)tdm__job_int(job, "parallelism");
+    run->key_groups = (int)tdm__job_int(job, "key_groups");
+    run->batch_size = (size_t)tdm__job_int(job, "batch.size");
+    run->qcap = (int)tdm__job_int(job, "queue.capacity");
+    run->guard = tdm__job_int(job, "timestamp_guard");
+    run->guard_dead = tdm__job_int(job, "timestamp_guard.dead_letter") != 0;
+    if (run->key_groups < run->P)
+        run->key_groups = run->P;
+    run->owner = tdm__calloc((size_t)run->key_groups, sizeof *run->owner);
+    if (!run->owner)
+        return TDM_ERR_NOMEM;
+    for (int g = 0; g < run->key_groups; g++)
+        run->owner[g] =
+            (uint16_t)tdm__key_subtask(g, run->key_groups, run->P);
+    atomic_init(&run->abort, 0);
+    atomic_init(&run->bad_logged, 0);
+    if (pthread_mutex_init(&run->mu, NULL) != 0) {
+        tdm__free(run->owner);
+        return TDM_ERR_NOMEM;
+    }
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    int r = pthread_cond_init(&run->cv, &a);
+    pthread_condattr_destroy(&a);
+    if (r != 0) {
+        pthread_mutex_destroy(&run->mu);
+        tdm__free(run->owner);
+        return TDM_ERR_NOMEM;
+    }
+    return TDM_OK;
+}
+
+/* Validates and runs the job to its end (or cancel) on worker threads. */
+tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
+{
+    if (!job)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "job must not be NULL");
+    if (atomic_load(&job->running))
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                         "the job is already running");
+    tdm_err err = tdm_job_validate(job, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    tdm__run *run = tdm__calloc(1, sizeof *run);
+    if (!run || init_run(run, job) != TDM_OK) {
+        tdm__free(run);
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                         "out of memory starting the job");
+    }
+    reset_stats(job);
+    job->clock_base_real = 0;
+    atomic_store(&job->start_ms, tdm__job_now(job));
+    atomic_store(&job->cancel, 0);
+    atomic_store(&job->running, 1);
+    job->run = run;
+
+    err = plan(run, errbuf, errbuf_size);
+    if (err == TDM_OK)
+        err = open_sinks(run, errbuf, errbuf_size);
+    if (err == TDM_OK) {
+        err = make_tasks(run);
+        if (err == TDM_OK)
+            err = start_threads(run);
+        if (err != TDM_OK)
+            rt_fail(run, err, "%s", "could not start the job's subtasks");
+        supervise(run);
+        join_threads(run);
+        update_watermark(run);
+        if (run->err != TDM_OK)
+            err = tdm__errf(errbuf, errbuf_size, run->err, "%s",
+                            run->errmsg);
+    }
+    err = close_sinks(run, errbuf, errbuf_size, err);
+    atomic_store(&job->stats[TDM_STAT_ELAPSED_MS],
+                 tdm__job_now(job) - atomic_load(&job->start_ms));
+    if (job->progress && err == TDM_OK)
+        job->progress(job->progress_ud, job);
+    free_plan(run);
+    pthread_cond_destroy(&run->cv);
+    pthread_mutex_destroy(&run->mu);
+    tdm__free(run->owner);
+    tdm__free(run);
+    job->run = NULL;
+    atomic_store(&job->running, 0);
+    return err;
+}

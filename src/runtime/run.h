@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/* run.h - the execution plan of a running job and its subtasks, shared
+ * by run.c (planning, threads, lifecycle), task_source.c (source
+ * subtasks: read, stamp, guard, route, generate watermarks) and
+ * task_op.c (window and join subtasks: merge channels, compute, write).
+ *
+ *   source subtask i ──batches + control──▶ queue of op subtask j
+ *     (rows routed by key group;             (one channel per upstream
+ *      watermarks/status/end broadcast)       source subtask)
+ */
+#ifndef TDM_RUN_H
+#define TDM_RUN_H
+
+#include "runtime/rt.h"
+#include "state/state.h"
+
+typedef struct rt_op rt_op;
+typedef struct rt_source rt_source;
+typedef struct rt_src_task rt_src_task;
+typedef struct rt_op_task rt_op_task;
+
+/* A shared sink, opened once. */
+typedef struct rt_sink {
+    tdm_node *node;
+    tdm__sink_conf conf;
+    const tdm__sink_vtab *vt;
+    tdm__sinkobj *obj;
+    int mode;          /* output mode handed to open: RT_APPEND, ... */
+    bool used;
+} rt_sink;
+
+/* A source feeding an operator. */
+typedef struct rt_edge {
+    rt_op *op;
+    int input;        /* union position (window) or side (join) */
+    int *key_idx;     /* key fields in the source's schema */
+    int n_key;
+    int target_base;  /* first of op->P targets in the source's list */
+} rt_edge;
+
+struct rt_source {
+    tdm_node *node;
+    const tdm__schema *schema;
+    tdm__source_conf conf;
+    const tdm__source_vtab *vt;
+    tdm_wm_strategy *strat;
+    int marker_idx;
+    rt_edge *edges;
+    int n_edges;
+    int n_targets;
+    atomic_int unit_warned;
+    rt_src_task *tasks;
+};
+
+enum { RT_APPEND = 0, RT_UPSERT = 1, RT_RETRACT = 2 };
+
+struct rt_op {
+    tdm_node *node;
+    tdm_node_kind kind;
+    int n_inputs;
+    rt_source **inputs;  /* window: from list; join: left, right */
+    int **in_key_idx;    /* per input */
+    int n_key;
+    int n_channels;
+    rt_sink *sink, *late;
+    /* Windows. */
+    const tdm__agg_spec *specs;
+    int n_aggs;
+    bool fast_count;     /* a single count(): the built-in aggregate */
+    int **agg_idx;       /* [input][aggregate] field index */
+    tdm_type *agg_in_types;
+    int mode;            /* RT_APPEND, RT_UPSERT, RT_RETRACT */
+    bool proc_time;      /* processing-time windows or trigger */
+    bool event_time;     /* event-time assigner (lateness applies) */
+    tdm_time_ms lateness;
+    /* Output columns: key fields, then aggregates (window) or left
+     * fields, right fields and ts (join). */
+    int n_cols;
+    const char **col_names;
+    char **owned_names;
+    tdm_type *col_types;
+    rt_op_task *tasks;
+};
+
+/* One source subtask. */
+struct rt_src_task {
+    tdm__run *run;
+    rt_source *src;
+    int index;
+    pthread_t th;
+    bool started;
+    tdm__source *conn;
+    int n_parts;       /* splits the reader has */
+    tdm_clock *clk;
+    tdm_reader *reader;
+    tdm__pool pool;
+    bool pool_ok;
+    tdm__sbatch *cur;  /* the batch being filled */
+    uint8_t *finished; /* poll's per-partition flags */
+    uint8_t *reported; /* finished partitions told to the reader */
+    struct rt_unit {
+        int n, small, big;
+        int64_t first;
+    } *uc;             /* timestamp unit evidence per partition */
+    int part_cap;
+    tdm__keybuf kb;
+    tdm_time_ms now;
+    bool empty;        /* will never read a row (see run.c) */
+    bool failed;
+};
+
+/* One window or join subtask. */
+struct rt_op_task {
+    tdm__run *run;
+    rt_op *op;
+    int index;
+    pthread_t th;
+    bool started;
+    tdm__queue q;
+    tdm_clock *clk;
+    tdm_winop *win;
+    tdm_joinop *join;
+    tdm__rowagg *ra;
+    tdm__keybuf kb, pk, uk;
+    bool *ch_ended;
+    tdm_time_ms *ch_wm;
+    bool *ch_warned;
+    int ended;
+    _Atomic int64_t wm;       /* published operator watermark */
+    int64_t late_dropped_seen;
+    /* Output scratch. */
+    tdm__col *cols;
+    tdm__val *vals, *lvals, *rvals;
+    /* Retract mode: the last emitted row per key and window. */
+    tdm__keys *rkeys;
+    tdm__kv *rkv;
+    tdm__timers *rtimers;
+    bool failed;
+};
+
+struct tdm__run {
+    tdm_job *job;
+    int P;
+    int key_groups;
+    uint16_t *owner;     /* key group -> subtask */
+    size_t batch_size;
+    int qcap;
+    tdm_time_ms guard;
+    bool guard_dead;
+    atomic_int abort;
+    rt_source *srcs;
+    int n_srcs;
+    rt_op *ops;
+    int n_ops;
+    rt_sink *sinks;
+    int n_sinks;
+    rt_sink *dead;
+    atomic_int bad_logged;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n_threads, n_done;
+    tdm_err err;
+    char errmsg[512];
+};
+
+/* Records the run's first error (message formatted), aborts the run and
+ * wakes every waiting thread. */
+void rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Adds @p v to a job counter (relaxed). */
+static inline void rt_count(tdm__run *run, tdm_stat s, int64_t v)
+{
+    if (v)
+        atomic_fetch_add_explicit(&run->job->stats[s], v,
+                                  memory_order_relaxed);
+}
+
+/* Thread bodies and per-subtask setup/teardown. */
+void *rt_source_main(void *arg);
+tdm_err rt_source_task_init(rt_src_task *t);
+void rt_source_task_fini(rt_src_task *t);
+void *rt_op_main(void *arg);
+tdm_err rt_op_task_init(rt_op_task *t);
+void rt_op_task_fini(rt_op_task *t);
+/* Marks the calling subtask finished (the run thread waits for all). */
+void rt_thread_done(tdm__run *run);
+/* A clock reading the job's processing time. */
+tdm_err rt_clock_new(tdm_job *job, tdm_clock **out);
+/* The punctuated strategy's marker predicate (ud: the rt_source). */
+int rt_marker_fn(void *ud, const tdm_record *rec);
+
+#endif /* TDM_RUN_H */
