@@ -15,6 +15,10 @@
  * window, a join uses (timestamp, 0).  Nothing here emits or allocates per
  * lookup once tables have grown.  All functions are @thread owner (the
  * operator's thread).
+ *
+ * wstore.h holds a second, specialised backend: the window store of the
+ * window operator's lean path (keys with their windows inline, timers per
+ * window interval).
  */
 #ifndef TDM_STATE_H
 #define TDM_STATE_H

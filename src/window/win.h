@@ -195,6 +195,9 @@ typedef enum tdm__domain {
     TDM__PROC = 1
 } tdm__domain;
 
+/* The window store (state/wstore.h) behind the lean path. */
+typedef struct tdm__wstore tdm__wstore;
+
 struct tdm_winop {
     tdm_assigner *asg;
     tdm_trigger *trg;
@@ -210,6 +213,14 @@ struct tdm_winop {
     bool late_output;
     bool started;
     bool ended;
+    /* The lean path (winop.c): tumbling or sliding event-time windows,
+     * the event-time trigger and a built-in incremental aggregate keep
+     * their state in a window store instead of keys/wins/timers. */
+    bool lean;
+    bool lean_tumbling;
+    tdm_agg_kind lean_kind;
+    uint32_t lean_sid;       /* tumbling: the last window interval used */
+    tdm__wstore *ws;
     tdm_time_ms lateness;
     tdm_time_ms wm;          /* current watermark */
     tdm_time_ms proctime;    /* last clock reading */
@@ -378,6 +389,10 @@ static inline bool tdm__win_is_late(const tdm_winop *op, tdm_time_ms end)
 {
     return op->event_time && tdm__win_cleanup(op, end) <= op->wm;
 }
+/* Test hook: makes a new operator (before any input) use the general
+ * path even when the lean one applies, so that tests can compare the
+ * two.  Returns TDM_OK, or TDM_ERR_STATE after the first input. */
+tdm_err tdm__winop_disable_lean(tdm_winop *op);
 /* Records the first error raised inside a callback chain. */
 static inline void tdm__win_fail(tdm_winop *op, tdm_err e)
 {

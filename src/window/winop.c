@@ -3,15 +3,19 @@
  * input valve): record processing with lateness and late output, timers,
  * firing, purging and cleanup (rulebook R2-R4, R7).
  *
- * Per record the common path hashes the key once, finds the window slot
- * through a per-key cache of the last window, updates a built-in
- * aggregate in place and consults the window's timer flags, so that no
- * allocation and no timer-queue operation happens unless a window is new.
+ * Two paths share the rules.  The general one keeps interned keys, a
+ * (key, window) slot store and a timer queue, and runs any assigner,
+ * trigger and aggregate.  The lean one covers the common case - tumbling
+ * or sliding event-time windows, the event-time trigger, a built-in
+ * incremental aggregate - with a window store (state/wstore.h): a record
+ * costs one key lookup that lands on the key's windows, and windows fire
+ * and are cleaned up per window interval instead of per timer.
  * Watermarks and statuses go through a tdm_valve whose output drives the
  * event-time timers and is then forwarded.
  */
 #include <string.h>
 
+#include "state/wstore.h"
 #include "window/win.h"
 
 /* ---- Timers with flags and key references ---- */
@@ -229,12 +233,18 @@ static void on_timer(tdm_winop *op, tdm__domain d, const tdm__timer *t)
 
 /* R3.1: set the watermark, fire every event-time timer <= it (also ones
  * registered meanwhile), then forward it. */
+static void lean_watermark(tdm_winop *op, tdm_time_ms wm);
+
 static void process_watermark(tdm_winop *op, tdm_time_ms wm)
 {
     op->wm = wm;
-    tdm__timer t;
-    while (tdm__timers_pop(op->timers[TDM__EVENT], wm, &t))
-        on_timer(op, TDM__EVENT, &t);
+    if (op->lean) {
+        lean_watermark(op, wm);
+    } else {
+        tdm__timer t;
+        while (tdm__timers_pop(op->timers[TDM__EVENT], wm, &t))
+            on_timer(op, TDM__EVENT, &t);
+    }
     tdm__emit_watermark(&op->sink, wm);
 }
 
@@ -351,8 +361,9 @@ static tdm_err process_record(tdm_winop *op, uint32_t kid, tdm_time_ms ts,
 }
 
 /* R2.1: a record no window accepted, and late itself, goes to the late
- * output or is counted. */
-static void handle_late(tdm_winop *op, const tdm_record *rec, uint32_t kid)
+ * output or is counted.  @p key is the record's key (interned or not). */
+static void handle_late(tdm_winop *op, const tdm_record *rec,
+                        const char *key, size_t key_len)
 {
     if (!op->event_time ||
         tdm__time_add_sat(rec->ts, op->lateness) > op->wm)
@@ -363,30 +374,336 @@ static void handle_late(tdm_winop *op, const tdm_record *rec, uint32_t kid)
     }
     tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_LATE);
     ev.time = rec->ts;
-    ev.key = tdm__keys_get(op->keys, kid, &ev.key_len);
+    ev.key = key;
+    ev.key_len = key_len;
     ev.rec[0] = rec;
     op->late_emitted++;
     tdm__emit(&op->sink, &ev);
 }
 
-/* Processes one record (R2).  Returns TDM_OK, TDM_ERR_INVAL,
- * TDM_ERR_STATE (after end), TDM_ERR_CHANNEL, TDM_ERR_NO_TIMESTAMP
- * (counted, message names the key) or TDM_ERR_NOMEM. */
-tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
+/* ====================================================================== */
+/* The lean path                                                           */
+/* ====================================================================== */
+
+/* Which operators take it: event-time tumbling or sliding windows (no
+ * merging, windows of one size), the event-time trigger, and a built-in
+ * aggregate of one or two doubles.  With that trigger a window fires
+ * exactly when the watermark reaches its maxTimestamp (one timer per
+ * window, registered by its first record) or, after that, once per
+ * accepted record (R4.5), and it never purges: so its pane index is its
+ * firing count, ON_TIME goes with index 0, and is_update with any
+ * other. */
+static bool lean_applies(const tdm_assigner *a, const tdm_trigger *t,
+                         const tdm_aggregate *g)
 {
-    if (!op || !rec)
-        return op ? tdm__msgf(&op->msg, TDM_ERR_INVAL,
-                              "rec must not be NULL")
-                  : TDM_ERR_INVAL;
+    return (a->kind == TDM__ASG_TUMBLING || a->kind == TDM__ASG_SLIDING) &&
+           !a->proc_time && t->kind == TDM__TRG_EVENT_TIME &&
+           g->type == TDM__AGG_BUILTIN && g->kind != TDM_AGG_COLLECT;
+}
+
+/* Folds value @p v into a cell as tdm__agg_add_fast does into a slot
+ * (@p first: the cell is new), with count in v[0] for COUNT and the
+ * running value in v[0], the count in v[1] for AVG. */
+static inline void lean_fold(tdm_agg_kind kind, tdm__ws_cell *c, double v,
+                             bool first)
+{
+    switch (kind) {
+    case TDM_AGG_COUNT:
+        c->v[0] = first ? 1 : c->v[0] + 1;
+        break;
+    case TDM_AGG_SUM:
+        c->v[0] = first ? v : c->v[0] + v;
+        break;
+    case TDM_AGG_AVG:
+        c->v[0] = first ? v : c->v[0] + v;
+        c->v[1] = first ? 1 : c->v[1] + 1;
+        break;
+    case TDM_AGG_MIN:
+        c->v[0] = (first || v < c->v[0]) ? v : c->v[0];
+        break;
+    case TDM_AGG_MAX:
+        c->v[0] = (first || v > c->v[0]) ? v : c->v[0];
+        break;
+    default:
+        break;
+    }
+}
+
+/* Emits the result of cell @p c (key entry @p e, window @p sp), as
+ * emit_result does for a slot: the watermark is at or past the
+ * window's maxTimestamp whenever the lean path fires. */
+static void lean_emit(tdm_winop *op, const tdm__ws_key *e,
+                      const tdm__ws_span *sp, tdm__ws_cell *c)
+{
+    tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_RESULT);
+    ev.key = tdm__ws_key_bytes(e);
+    ev.key_len = e->len;
+    ev.has_window = 1;
+    ev.win_start = sp->start;
+    ev.win_end = sp->end;
+    ev.time = sp->t_fire;
+    ev.value = op->lean_kind == TDM_AGG_AVG ? c->v[0] / c->v[1] : c->v[0];
+    uint64_t n = tdm__ws_fires(c);
+    ev.pane_timing = n == 0 ? TDM_PANE_ON_TIME : TDM_PANE_LATE;
+    ev.pane_index = (int64_t)n;
+    ev.is_update = n != 0;
+    tdm__ws_fires_inc(c);
+    tdm__emit(&op->sink, &ev);
+}
+
+/* Adds a record's value to cell @p c of key @p kid in the accepted
+ * window @p sp, and fires the window at once when the watermark has
+ * passed its maxTimestamp (EventTimeTrigger.onElement, R4.5).  Returns
+ * TDM_OK, or TDM_ERR_NOMEM before anything changed (a cell whose firing
+ * count outgrows 32 bits could not move to the spill table). */
+static inline tdm_err lean_add(tdm_winop *op, uint32_t kid,
+                               const tdm__ws_span *sp, tdm__ws_cell *c,
+                               double v, bool created)
+{
+    bool fire = sp->t_fire <= op->wm;
+    if (fire && c->fires == UINT32_MAX && !(c->span & TDM__WS_SPILL_BIT)) {
+        tdm_err err = tdm__ws_cell_widen(op->ws, kid, &c);
+        if (err != TDM_OK)
+            return err;
+    }
+    lean_fold(op->lean_kind, c, v, created);
+    if (fire)
+        lean_emit(op, tdm__ws_key_at(op->ws, kid), sp, c);
+    return TDM_OK;
+}
+
+/* Processes one record on the lean path (R2): for each of its windows,
+ * skip it when late, else find or make the key's cell, add, maybe fire;
+ * a record no window took is late (R2.1).  @p h is the key's hash and
+ * @p kid its id (TDM__WS_NONE: not in the store yet).  Returns TDM_OK or
+ * TDM_ERR_NOMEM (windows already updated stay updated). */
+static __attribute__((noinline)) tdm_err
+lean_push_slow(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
+               uint64_t h, uint32_t kid)
+{
+    tdm__wstore *ws = op->ws;
+    const char *key = rec->key;
+    size_t len = rec->key_len;
+    bool handled = false;
+    tdm_err err = TDM_OK;
+    tdm__assign_iter it;
+    tdm_time_ms start, end;
+    tdm__assign_begin(op->asg, ts, &it);
+    while (tdm__assign_next(&it, &start, &end)) {
+        tdm_time_ms clean = tdm__win_cleanup(op, end);
+        if (clean <= op->wm)
+            continue; /* R2 step 2: a late window */
+        handled = true;
+        tdm_time_ms max_ts = end - 1;
+        uint32_t sid = tdm__ws_span_find(ws, start, end);
+        tdm__ws_cell *c = NULL;
+        if (sid != TDM__WS_NONE && kid != TDM__WS_NONE)
+            c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid), kid, sid);
+        bool created = false;
+        if (!c) {
+            if (kid == TDM__WS_NONE) {
+                err = tdm__ws_intern(ws, key, len, h, &kid);
+                if (err != TDM_OK)
+                    break;
+            }
+            bool new_span = sid == TDM__WS_NONE;
+            if (new_span) {
+                /* A window whose maxTimestamp has passed fires per
+                 * record and registers no timer (R4.5). */
+                err = tdm__ws_span_get(ws, start, end, max_ts, clean,
+                                       max_ts <= op->wm, &sid);
+                if (err != TDM_OK)
+                    break;
+            }
+            c = tdm__ws_cell_add(ws, kid, sid);
+            if (!c) {
+                if (new_span && ws->spans[sid].n == 0) {
+                    tdm__ws_span_free(ws, sid);
+                    if (op->lean_sid == sid)
+                        op->lean_sid = TDM__WS_NONE;
+                }
+                err = TDM_ERR_NOMEM;
+                break;
+            }
+            created = true;
+        }
+        uint64_t gen = ws->gen;
+        err = lean_add(op, kid, tdm__ws_span_at(ws, sid), c, rec->value,
+                       created);
+        if (err != TDM_OK)
+            break;
+        op->lean_sid = sid; /* tumbling: where the next new window goes */
+        if (ws->gen != gen) /* the emit callback renumbered the keys */
+            kid = tdm__ws_find(ws, key, len, h);
+    }
+    if (err != TDM_OK) {
+        if (kid != TDM__WS_NONE)
+            tdm__ws_key_drop_if_empty(ws, kid);
+        return err;
+    }
+    if (!handled)
+        handle_late(op, rec, key, len);
+    return TDM_OK;
+}
+
+/* A tumbling record whose window is span @p sid (not late) but not one
+ * of its key's inline cells: the cell may have been spilled, else it is
+ * made here.  Returns TDM_OK or TDM_ERR_NOMEM (nothing changed). */
+static __attribute__((noinline)) tdm_err
+lean_tumbling_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
+                  uint32_t kid, uint32_t sid)
+{
+    tdm__wstore *ws = op->ws;
+    tdm__ws_cell *c = NULL;
+    if (kid != TDM__WS_NONE && tdm__ws_key_at(ws, kid)->n_spill)
+        c = tdm__ws_spill_find(ws, kid, sid);
+    bool created = false;
+    if (!c) {
+        if (kid == TDM__WS_NONE) {
+            tdm_err err = tdm__ws_intern(ws, rec->key, rec->key_len, h,
+                                         &kid);
+            if (err != TDM_OK)
+                return err;
+        }
+        c = tdm__ws_cell_add(ws, kid, sid);
+        if (!c) {
+            tdm__ws_key_drop_if_empty(ws, kid);
+            return TDM_ERR_NOMEM;
+        }
+        created = true;
+    }
+    /* A new cell cannot fail in lean_add (its firing count is 0). */
+    return lean_add(op, kid, tdm__ws_span_at(ws, sid), c, rec->value,
+                    created);
+}
+
+/* The lean path's common cases for tumbling windows: one of the key's
+ * inline cells holds the record's window; or the record's window is the
+ * last window interval a record went to, which holds most new windows
+ * too.  Anything else goes through lean_push_slow. */
+static inline tdm_err lean_push(tdm_winop *op, const tdm_record *rec,
+                                tdm_time_ms ts)
+{
+    tdm__wstore *ws = op->ws;
+    uint64_t h = tdm__ws_hash(rec->key, rec->key_len);
+    uint32_t kid = tdm__ws_find(ws, rec->key, rec->key_len, h);
+    if (!op->lean_tumbling)
+        return lean_push_slow(op, rec, ts, h, kid);
+    if (kid != TDM__WS_NONE) {
+        tdm__ws_key *e = tdm__ws_key_at(ws, kid);
+        for (uint32_t i = 0; i < ws->n_inline; i++) {
+            tdm__ws_cell *c = tdm__ws_inline(ws, e, i);
+            if (!c->span)
+                continue;
+            const tdm__ws_span *sp = tdm__ws_span_at(ws, c->span - 1);
+            /* Tumbling windows partition time: a window holding ts is
+             * the record's window. */
+            if (ts < sp->start || ts >= sp->end)
+                continue;
+            if (sp->t_clean <= op->wm)
+                break; /* late: the general loop decides */
+            return lean_add(op, kid, sp, c, rec->value, false);
+        }
+    }
+    uint32_t sid = op->lean_sid;
+    if (sid != TDM__WS_NONE) {
+        const tdm__ws_span *sp = tdm__ws_span_at(ws, sid);
+        if (ts >= sp->start && ts < sp->end && sp->t_clean > op->wm)
+            return lean_tumbling_new(op, rec, h, kid, sid);
+    }
+    return lean_push_slow(op, rec, ts, h, kid);
+}
+
+/* R3.1 on the lean path: every window interval whose fire time (its
+ * windows' maxTimestamp) or cleanup time is <= @p wm, in time order,
+ * fires and/or cleans up all its windows in their creation order - what
+ * the general path does with one timer per window, whose equal-time
+ * timers pop in registration order.  Cleanup emits nothing, so doing it
+ * in the same walk as the firing is not observable. */
+static void lean_watermark(tdm_winop *op, tdm_time_ms wm)
+{
+    tdm__wstore *ws = op->ws;
+    uint32_t sid;
+    bool cleaned = false;
+    while ((sid = tdm__ws_span_due(ws, wm)) != TDM__WS_NONE) {
+        /* Out of the due order while walked, so that a watermark sent
+         * from the emit callback does not walk it again. */
+        tdm__ws_span_take(ws, sid);
+        const tdm__ws_span *sp = tdm__ws_span_at(ws, sid);
+        bool fire = !sp->fired;
+        bool clean = sp->t_clean != TDM_TIME_MAX && sp->t_clean <= wm;
+        uint32_t n = sp->n; /* windows the callback adds fire by record */
+        for (uint32_t i = 0; i < n; i++) {
+            /* Spans, members and ids are read again each time: the emit
+             * callback may push records, which may add spans, members or
+             * rebuild the key table (gen). */
+            sp = tdm__ws_span_at(ws, sid);
+            const uint32_t *m = sp->members;
+#if defined(__GNUC__)
+            /* The members' entries are scattered: fetch ahead. */
+            if (i + 8 < n && m[i + 8] != TDM__WS_NONE)
+                __builtin_prefetch(tdm__ws_key_at(ws, m[i + 8]));
+#endif
+            uint32_t kid = m[i];
+            if (kid == TDM__WS_NONE)
+                continue;
+            tdm__ws_key *e = tdm__ws_key_at(ws, kid);
+            tdm__ws_cell *c = tdm__ws_cell_of(ws, e, kid, sid);
+            if (fire) {
+                uint64_t gen = ws->gen;
+                lean_emit(op, e, sp, c);
+                if (ws->gen != gen && clean) {
+                    kid = tdm__ws_span_at(ws, sid)->members[i];
+                    e = tdm__ws_key_at(ws, kid);
+                    c = tdm__ws_cell_of(ws, e, kid, sid);
+                }
+            }
+            if (clean)
+                tdm__ws_cell_release(ws, kid, c);
+        }
+        if (clean) {
+            tdm__ws_span_free(ws, sid);
+            if (op->lean_sid == sid)
+                op->lean_sid = TDM__WS_NONE;
+            cleaned = true;
+        } else {
+            tdm__ws_span_set_fired(ws, sid);
+        }
+    }
+    if (cleaned)
+        tdm__ws_compact(ws); /* give memory back when keys went away */
+}
+
+/* The error message of a record that failed with @p err (NOMEM). */
+static __attribute__((noinline)) tdm_err push_failed(tdm_winop *op,
+                                                     const tdm_record *rec,
+                                                     tdm_err err)
+{
+    return tdm__msgf(&op->msg, err, "out of memory processing a record of "
+                     "key '%.*s'", (int)(rec->key_len > 64 ? 64
+                                         : rec->key_len), rec->key);
+}
+
+/* A push that is refused before it is looked at: NULL record, after the
+ * end, bad channel. */
+static __attribute__((noinline)) tdm_err push_refused(tdm_winop *op, int ch,
+                                                      const tdm_record *rec)
+{
+    if (!rec)
+        return tdm__msgf(&op->msg, TDM_ERR_INVAL, "rec must not be NULL");
     if (op->ended)
         return tdm__msgf(&op->msg, TDM_ERR_STATE,
                          "push after end of input");
-    if (ch < 0 || ch >= op->n_channels)
-        return tdm__msgf(&op->msg, TDM_ERR_CHANNEL,
-                         "channel %d out of range (n_channels %d)", ch,
-                         op->n_channels);
-    op->started = true;
-    op->pending = TDM_OK;
+    return tdm__msgf(&op->msg, TDM_ERR_CHANNEL,
+                     "channel %d out of range (n_channels %d)", ch,
+                     op->n_channels);
+}
+
+/* A record on the general path (and records without timestamp on
+ * either): intern the key, process, late handling (R2). */
+static __attribute__((noinline)) tdm_err general_push(tdm_winop *op,
+                                                      const tdm_record *rec)
+{
     tdm_time_ms ts = rec->ts;
     if (op->event_time && ts == TDM_TIME_MIN) {
         op->bad_records++;
@@ -412,17 +729,35 @@ tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
                          rec->key);
     bool handled = false;
     err = process_record(op, kid, ts, rec, &handled);
-    if (err == TDM_OK && !handled)
-        handle_late(op, rec, kid);
+    if (err == TDM_OK && !handled) {
+        size_t key_len;
+        const char *key = tdm__keys_get(op->keys, kid, &key_len);
+        handle_late(op, rec, key, key_len);
+    }
     tdm__keys_unref(op->keys, kid);
     if (err == TDM_OK)
         err = op->pending;
     if (err != TDM_OK)
-        return tdm__msgf(&op->msg, err, "out of memory processing a "
-                         "record of key '%.*s'",
-                         (int)(rec->key_len > 64 ? 64 : rec->key_len),
-                         rec->key);
+        return push_failed(op, rec, err);
     return TDM_OK;
+}
+
+/* Processes one record (R2).  Returns TDM_OK, TDM_ERR_INVAL,
+ * TDM_ERR_STATE (after end), TDM_ERR_CHANNEL, TDM_ERR_NO_TIMESTAMP
+ * (counted, message names the key) or TDM_ERR_NOMEM. */
+tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
+{
+    if (!op)
+        return TDM_ERR_INVAL;
+    if (!rec || op->ended || ch < 0 || ch >= op->n_channels)
+        return push_refused(op, ch, rec);
+    op->started = true;
+    op->pending = TDM_OK;
+    if (op->lean && rec->ts != TDM_TIME_MIN) {
+        tdm_err err = lean_push(op, rec, rec->ts);
+        return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
+    }
+    return general_push(op, rec);
 }
 
 /* ---- Watermarks, statuses, processing time, end ---- */
@@ -627,6 +962,15 @@ tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
     op->timers[TDM__PROC] = tdm__timers_new();
     if (!op->keys || !op->wins || !op->timers[0] || !op->timers[1])
         goto nomem;
+    if (lean_applies(op->asg, op->trg, op->agg)) {
+        op->lean = true;
+        op->lean_tumbling = op->asg->kind == TDM__ASG_TUMBLING;
+        op->lean_kind = op->agg->kind;
+        op->lean_sid = TDM__WS_NONE;
+        op->ws = tdm__ws_new(op->lean_kind == TDM_AGG_AVG ? 2 : 1);
+        if (!op->ws)
+            goto nomem;
+    }
     if (op->merging && op->tstate_size) {
         op->tsnap = tdm__calloc(1, op->tstate_size);
         if (!op->tsnap)
@@ -683,6 +1027,17 @@ tdm_err tdm_winop_set_late_output(tdm_winop *op, int enabled)
 
 /* ---- Queries and teardown ---- */
 
+/* Switches a fresh operator to the general path (test hook). */
+tdm_err tdm__winop_disable_lean(tdm_winop *op)
+{
+    if (op->started)
+        return TDM_ERR_STATE;
+    tdm__ws_destroy(op->ws);
+    op->ws = NULL;
+    op->lean = false;
+    return TDM_OK;
+}
+
 /* Records dropped as too late (R2.1). */
 int64_t tdm_winop_late_dropped(const tdm_winop *op)
 {
@@ -704,7 +1059,11 @@ int64_t tdm_winop_bad_records(const tdm_winop *op)
 /* Windows in state. */
 int64_t tdm_winop_live_windows(const tdm_winop *op)
 {
-    return op ? (int64_t)tdm__kv_count(op->wins) : 0;
+    if (!op)
+        return 0;
+    if (op->lean)
+        return (int64_t)op->ws->n_cells;
+    return (int64_t)tdm__kv_count(op->wins);
 }
 
 /* Bytes of live state: slots, keys, timers and contents. */
@@ -712,6 +1071,8 @@ int64_t tdm_winop_state_bytes(const tdm_winop *op)
 {
     if (!op)
         return 0;
+    if (op->lean)
+        return (int64_t)tdm__ws_bytes(op->ws);
     return (int64_t)(tdm__kv_bytes(op->wins) + tdm__keys_bytes(op->keys) +
                      tdm__timers_bytes(op->timers[TDM__EVENT]) +
                      tdm__timers_bytes(op->timers[TDM__PROC])) +
@@ -746,6 +1107,7 @@ void tdm_winop_destroy(tdm_winop *op)
     if (op->wins && op->agg)
         tdm__kv_each(op->wins, free_contents, op);
     tdm_valve_destroy(op->valve);
+    tdm__ws_destroy(op->ws);
     tdm__kv_destroy(op->wins);
     tdm__timers_destroy(op->timers[TDM__EVENT]);
     tdm__timers_destroy(op->timers[TDM__PROC]);

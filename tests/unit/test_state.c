@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* test_state.c - the in-memory keyed state backend: interned keys with
  * reference counts, keyed value slots with stable pointers, and the timer
- * queue (order, deduplication, deletion, timers added while draining).
- * Randomised cases compare against brute-force models with a fixed seed. */
+ * queue (order, deduplication, deletion, timers added while draining),
+ * and the window store of the window operator's lean path (keys in the
+ * table itself, renumbered on rebuilds; cells inline and spilled; spans
+ * due in time order).  Randomised cases compare against brute-force
+ * models with a fixed seed. */
 #include "harness.h"
 #include "core.h"
 #include "state/state.h"
+#include "state/wstore.h"
 
 /* A small deterministic generator for the randomised cases. */
 static uint64_t rng_next(uint64_t *s)
@@ -524,4 +528,359 @@ TDM_TEST(timers_oom_leaves_queue_consistent)
     }
     ASSERT_EQ(popped, ok);
     tdm__timers_destroy(t);
+}
+
+/* ---- window store ---- */
+
+/* Key i of the window store tests: lengths 0 to 40 (inline up to 16
+ * bytes, on the heap above), distinct for distinct i. */
+static size_t ws_key(uint32_t i, char *buf)
+{
+    size_t len = i % 41;
+    for (size_t k = 0; k < len; k++)
+        buf[k] = (char)('a' + (i / 41 + k * 7) % 26);
+    if (len >= 4) {
+        /* The index itself, so that keys of one length differ. */
+        memcpy(buf, &i, 4);
+    } else if (i >= 41) {
+        /* Short keys repeat: keep only the first of each length. */
+        return (size_t)-1;
+    }
+    return len;
+}
+
+static uint32_t ws_find(tdm__wstore *ws, const char *k, size_t len)
+{
+    return tdm__ws_find(ws, k, len, tdm__ws_hash(k, len));
+}
+
+static uint32_t ws_intern(tdm__wstore *ws, const char *k, size_t len)
+{
+    uint32_t id;
+    ASSERT_OK(tdm__ws_intern(ws, k, len, tdm__ws_hash(k, len), &id));
+    return id;
+}
+
+/* Keys of every length class: interning twice gives one id, the bytes
+ * come back, a key with no cell can be dropped, the empty key is a key.
+ * The empty store holds 0 bytes. */
+TDM_TEST(ws_keys_intern_find_drop)
+{
+    tdm__wstore *ws = tdm__ws_new(1);
+    ASSERT_TRUE(ws != NULL);
+    ASSERT_EQ(tdm__ws_bytes(ws), 0);
+    static const char *const keys[] = { "", "a", "abc", "abcd", "abcdefgh",
+                                        "abcdefghi", "abcdefghijklmnop",
+                                        "abcdefghijklmnopq" };
+    uint32_t ids[8];
+    for (int i = 0; i < 8; i++)
+        ids[i] = ws_intern(ws, keys[i], strlen(keys[i]));
+    for (int i = 0; i < 8; i++) {
+        ASSERT_EQ(ws_intern(ws, keys[i], strlen(keys[i])), ids[i]);
+        ASSERT_EQ(ws_find(ws, keys[i], strlen(keys[i])), ids[i]);
+        const tdm__ws_key *e = tdm__ws_key_at(ws, ids[i]);
+        ASSERT_EQ(e->len, strlen(keys[i]));
+        ASSERT_TRUE(!memcmp(tdm__ws_key_bytes(e), keys[i], e->len));
+    }
+    /* Same tail or same head, other length: other keys. */
+    ASSERT_EQ(ws_find(ws, "bcdefghi", 8), TDM__WS_NONE);
+    ASSERT_EQ(ws_find(ws, "abcdefghijklmnoq", 16), TDM__WS_NONE);
+    ASSERT_EQ(ws->live_keys, 8);
+    ASSERT_EQ(ws->heap_bytes, 17);
+    for (int i = 0; i < 8; i++)
+        tdm__ws_key_drop_if_empty(ws, ids[i]);
+    ASSERT_EQ(ws->live_keys, 0);
+    ASSERT_EQ(ws->heap_bytes, 0);
+    ASSERT_EQ(tdm__ws_bytes(ws), 0);
+    for (int i = 0; i < 8; i++)
+        ASSERT_EQ(ws_find(ws, keys[i], strlen(keys[i])), TDM__WS_NONE);
+    tdm__ws_destroy(ws);
+    tdm__ws_destroy(NULL);
+}
+
+/* Cells: the first n_inline cells of a key live in its entry, more go
+ * to the spill table (one double: two inline; two doubles: one).  Each
+ * span lists its keys in the order their cells were made. */
+TDM_TEST(ws_cells_inline_then_spilled)
+{
+    for (uint32_t nv = 1; nv <= 2; nv++) {
+        tdm__wstore *ws = tdm__ws_new(nv);
+        ASSERT_EQ(ws->n_inline, 3 - nv);
+        uint32_t k = ws_intern(ws, "key", 3);
+        uint32_t sids[4];
+        for (int i = 0; i < 4; i++) {
+            ASSERT_OK(tdm__ws_span_get(ws, i * 10, i * 10 + 10, i * 10 + 9,
+                                       i * 10 + 9, false, &sids[i]));
+            tdm__ws_cell *c = tdm__ws_cell_add(ws, k, sids[i]);
+            ASSERT_TRUE(c != NULL);
+            c->v[0] = i;
+            ASSERT_EQ(!!(c->span & TDM__WS_SPILL_BIT),
+                      i >= (int)ws->n_inline);
+        }
+        ASSERT_EQ(ws->n_cells, 4);
+        ASSERT_EQ(ws->n_spilled, 4 - ws->n_inline);
+        for (int i = 0; i < 4; i++) {
+            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k,
+                                              sids[i]);
+            ASSERT_TRUE(c != NULL);
+            ASSERT_DBL_EQ(c->v[0], i);
+            ASSERT_EQ(tdm__ws_span_at(ws, sids[i])->n, 1);
+            ASSERT_EQ(tdm__ws_span_at(ws, sids[i])->members[0], k);
+        }
+        /* Releasing the last cell drops the key. */
+        for (int i = 0; i < 4; i++) {
+            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k,
+                                              sids[i]);
+            tdm__ws_cell_release(ws, k, c);
+            tdm__ws_span_free(ws, sids[i]);
+            ASSERT_EQ(ws->live_keys, i < 3 ? 1 : 0);
+        }
+        ASSERT_EQ(ws->n_spilled, 0);
+        ASSERT_EQ(tdm__ws_bytes(ws), 0);
+        tdm__ws_destroy(ws);
+    }
+}
+
+/* Spans are due in time order: at their fire time until marked fired,
+ * then at their cleanup time; equal times in creation order; a time of
+ * TDM_TIME_MAX is never due.  Expected order by hand: A fire 9, B fire
+ * 9 (created after A), C created fired, due at cleanup 15; A cleanup 19;
+ * B cleanup MAX never. */
+TDM_TEST(ws_spans_due_in_time_order)
+{
+    tdm__wstore *ws = tdm__ws_new(1);
+    uint32_t a, b, c, x;
+    ASSERT_OK(tdm__ws_span_get(ws, 0, 10, 9, 19, false, &a));
+    ASSERT_OK(tdm__ws_span_get(ws, 5, 10, 9, TDM_TIME_MAX, false, &b));
+    ASSERT_OK(tdm__ws_span_get(ws, -10, 0, -1, 15, true, &c));
+    ASSERT_OK(tdm__ws_span_get(ws, 0, 10, 0, 0, false, &x));
+    ASSERT_EQ(x, a); /* found, not made again */
+    ASSERT_EQ(tdm__ws_span_find(ws, 5, 10), b);
+    ASSERT_EQ(tdm__ws_span_find(ws, 5, 11), TDM__WS_NONE);
+    ASSERT_EQ(tdm__ws_span_due(ws, 8), TDM__WS_NONE);
+    ASSERT_EQ(tdm__ws_span_due(ws, 9), a);
+    tdm__ws_span_set_fired(ws, a);
+    ASSERT_EQ(tdm__ws_span_due(ws, 9), b);
+    tdm__ws_span_set_fired(ws, b);
+    ASSERT_EQ(tdm__ws_span_due(ws, 14), TDM__WS_NONE);
+    ASSERT_EQ(tdm__ws_span_due(ws, TDM_TIME_MAX), c);
+    tdm__ws_span_free(ws, c);
+    ASSERT_EQ(tdm__ws_span_due(ws, TDM_TIME_MAX), a);
+    tdm__ws_span_free(ws, a);
+    ASSERT_EQ(tdm__ws_span_due(ws, TDM_TIME_MAX), TDM__WS_NONE);
+    ASSERT_EQ(ws->live_spans, 1);
+    ASSERT_EQ(tdm__ws_span_find(ws, 0, 10), TDM__WS_NONE);
+    ASSERT_EQ(tdm__ws_span_find(ws, 5, 10), b);
+    tdm__ws_destroy(ws);
+}
+
+/* Firing counts past 32 bits: an inline cell is widened (moved to the
+ * spill table) and its count goes on from 2^32 - 1 to 2^32 and beyond. */
+TDM_TEST(ws_fire_count_widens)
+{
+    tdm__wstore *ws = tdm__ws_new(1);
+    uint32_t k = ws_intern(ws, "k", 1), sid;
+    ASSERT_OK(tdm__ws_span_get(ws, 0, 10, 9, 9, false, &sid));
+    tdm__ws_cell *c = tdm__ws_cell_add(ws, k, sid);
+    c->v[0] = 42;
+    c->fires = UINT32_MAX;
+    ASSERT_EQ(tdm__ws_fires(c), UINT32_MAX);
+    ASSERT_OK(tdm__ws_cell_widen(ws, k, &c));
+    ASSERT_TRUE(c->span & TDM__WS_SPILL_BIT);
+    ASSERT_EQ(tdm__ws_fires(c), UINT32_MAX);
+    ASSERT_DBL_EQ(c->v[0], 42);
+    tdm__ws_fires_inc(c);
+    ASSERT_EQ(tdm__ws_fires(c), (int64_t)UINT32_MAX + 1);
+    tdm__ws_fires_inc(c);
+    ASSERT_EQ(tdm__ws_fires(c), (int64_t)UINT32_MAX + 2);
+    ASSERT_TRUE(tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k, sid) == c);
+    ASSERT_EQ(ws->n_cells, 1);
+    ASSERT_OK(tdm__ws_cell_widen(ws, k, &c)); /* already wide: no-op */
+    tdm__ws_cell_release(ws, k, c);
+    tdm__ws_span_free(ws, sid);
+    ASSERT_EQ(tdm__ws_bytes(ws), 0);
+    tdm__ws_destroy(ws);
+}
+
+/* Random keys and cells against a model, across many table rebuilds
+ * (growth, tombstone cleanup, compaction).  Cells are removed as the
+ * window operator removes them: a whole span at a time, walking its
+ * members (which name each key once) and then freeing it.  After every
+ * step each model key is found; cell values encode (key, span) so that
+ * a cell reached through a stale id would be noticed. */
+TDM_TEST(ws_random_against_model)
+{
+    enum { N_KEYS = 3000, N_SPANS = 4 };
+    static unsigned char has[N_KEYS][N_SPANS]; /* model: cell present */
+    memset(has, 0, sizeof has);
+    tdm__wstore *ws = tdm__ws_new(1);
+    uint32_t sids[N_SPANS];
+    tdm_time_ms next_start = 0;
+    for (int s = 0; s < N_SPANS; s++, next_start++)
+        ASSERT_OK(tdm__ws_span_get(ws, next_start, next_start + 1, 0, 0,
+                                   false, &sids[s]));
+    uint64_t rs = 7;
+    char buf[48];
+    size_t cells = 0, rebuilt = 0, max_live = 0;
+    for (int step = 0; step < 40000; step++) {
+        uint32_t i = (uint32_t)(rng_next(&rs) % N_KEYS);
+        size_t len = ws_key(i, buf);
+        if (len == (size_t)-1)
+            continue;
+        /* Fewer keys in the second half, so that the table shrinks. */
+        if (step > 20000 && i >= N_KEYS / 10)
+            continue;
+        int s = (int)(rng_next(&rs) % N_SPANS);
+        uint32_t id = ws_find(ws, buf, len);
+        bool key_live = false;
+        for (int t = 0; t < N_SPANS; t++)
+            key_live |= has[i][t];
+        ASSERT_EQ(id != TDM__WS_NONE, key_live);
+        if (!has[i][s]) {
+            size_t slots = ws->slots;
+            id = ws_intern(ws, buf, len);
+            rebuilt += ws->slots != slots;
+            tdm__ws_cell *c = tdm__ws_cell_add(ws, id, sids[s]);
+            ASSERT_TRUE(c != NULL);
+            c->v[0] = i * 10.0 + s;
+            has[i][s] = 1;
+            cells++;
+        } else {
+            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id),
+                                              id, sids[s]);
+            ASSERT_TRUE(c != NULL);
+            ASSERT_DBL_EQ(c->v[0], i * 10.0 + s);
+        }
+        if (ws->live_keys > max_live)
+            max_live = ws->live_keys;
+        if (step % 1500 == 1499) {
+            /* Clean up one span through its members, then compact. */
+            int d = (int)(rng_next(&rs) % N_SPANS);
+            const tdm__ws_span *sp = tdm__ws_span_at(ws, sids[d]);
+            for (uint32_t m = 0; m < sp->n; m++) {
+                uint32_t k = sp->members[m];
+                tdm__ws_key *e = tdm__ws_key_at(ws, k);
+                tdm__ws_cell *c = tdm__ws_cell_of(ws, e, k, sids[d]);
+                ASSERT_TRUE(c != NULL);
+                uint32_t ki = (uint32_t)(c->v[0] / 10);
+                ASSERT_TRUE(ki < N_KEYS && has[ki][d]);
+                ASSERT_DBL_EQ(c->v[0], ki * 10.0 + d);
+                size_t klen = ws_key(ki, buf);
+                ASSERT_EQ(e->len, klen);
+                ASSERT_TRUE(!memcmp(tdm__ws_key_bytes(e), buf, klen));
+                tdm__ws_cell_release(ws, k, c);
+                has[ki][d] = 0;
+                cells--;
+            }
+            tdm__ws_span_free(ws, sids[d]);
+            ASSERT_OK(tdm__ws_span_get(ws, next_start, next_start + 1, 0,
+                                       0, false, &sids[d]));
+            next_start++;
+            size_t slots = ws->slots;
+            tdm__ws_compact(ws);
+            rebuilt += ws->slots != slots;
+        }
+        size_t live = 0;
+        if (step % 997 == 0) {
+            for (uint32_t k = 0; k < N_KEYS; k++) {
+                bool any = false;
+                for (int t = 0; t < N_SPANS; t++)
+                    any |= has[k][t];
+                live += any;
+            }
+            ASSERT_EQ(ws->live_keys, live);
+        }
+        ASSERT_EQ(ws->n_cells, cells);
+    }
+    /* The table grew and shrank several times. */
+    ASSERT_TRUE(rebuilt >= 6);
+    ASSERT_TRUE(max_live > 1000);
+    for (uint32_t i = 0; i < N_KEYS; i++) {
+        size_t len = ws_key(i, buf);
+        if (len == (size_t)-1)
+            continue;
+        uint32_t id = ws_find(ws, buf, len);
+        for (int s = 0; s < N_SPANS; s++) {
+            if (!has[i][s])
+                continue;
+            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id),
+                                              id, sids[s]);
+            ASSERT_TRUE(c != NULL);
+            ASSERT_DBL_EQ(c->v[0], i * 10.0 + s);
+        }
+    }
+    tdm__ws_destroy(ws);
+}
+
+/* Allocation failures: interning (long key bytes, table rebuild), span
+ * creation and cell creation (spill slab, member list) fail with
+ * TDM_ERR_NOMEM or NULL and leave the store as it was; it works again
+ * afterwards. */
+TDM_TEST(ws_oom_leaves_store_unchanged)
+{
+    tdm__wstore *ws = tdm__ws_new(2);
+    char buf[48];
+    uint32_t sid, id;
+    ASSERT_OK(tdm__ws_span_get(ws, 0, 10, 9, 9, false, &sid));
+    for (uint32_t i = 41; i < 200; i++) {
+        size_t len = ws_key(i, buf);
+        if (len == (size_t)-1)
+            continue;
+        uint64_t h = tdm__ws_hash(buf, len);
+        tdm__alloc_fail_after(1);
+        tdm_err err = tdm__ws_intern(ws, buf, len, h, &id);
+        tdm__alloc_fail_after(0);
+        if (err == TDM_OK) {
+            /* No allocation needed (inline key, room in the table). */
+            ASSERT_TRUE(len <= TDM__WS_KEY_INLINE);
+        } else {
+            ASSERT_ERR(err, TDM_ERR_NOMEM);
+            ASSERT_EQ(ws_find(ws, buf, len), TDM__WS_NONE);
+            id = ws_intern(ws, buf, len);
+        }
+        size_t cells = ws->n_cells;
+        tdm__alloc_fail_after(1);
+        tdm__ws_cell *c = tdm__ws_cell_add(ws, id, sid);
+        tdm__alloc_fail_after(0);
+        if (!c) {
+            ASSERT_EQ(ws->n_cells, cells);
+            ASSERT_TRUE(tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id,
+                                        sid) == NULL);
+            c = tdm__ws_cell_add(ws, id, sid);
+            ASSERT_TRUE(c != NULL);
+        }
+        c->v[0] = i;
+    }
+    /* New spans need memory now and then (ids, map, heap). */
+    int failed = 0;
+    for (tdm_time_ms t = 100; t < 140; t++) {
+        uint32_t other;
+        tdm__alloc_fail_after(1);
+        tdm_err err = tdm__ws_span_get(ws, t, t + 10, t + 9, t + 9, false,
+                                       &other);
+        tdm__alloc_fail_after(0);
+        if (err != TDM_OK) {
+            ASSERT_ERR(err, TDM_ERR_NOMEM);
+            ASSERT_EQ(tdm__ws_span_find(ws, t, t + 10), TDM__WS_NONE);
+            failed++;
+            ASSERT_OK(tdm__ws_span_get(ws, t, t + 10, t + 9, t + 9, false,
+                                       &other));
+        }
+        ASSERT_EQ(tdm__ws_span_find(ws, t, t + 10), other);
+    }
+    ASSERT_TRUE(failed >= 2);
+    ASSERT_EQ(ws->live_spans, 41);
+    ASSERT_EQ(tdm__ws_span_at(ws, sid)->n, ws->n_cells);
+    for (uint32_t i = 41; i < 200; i++) {
+        size_t len = ws_key(i, buf);
+        if (len == (size_t)-1)
+            continue;
+        id = ws_find(ws, buf, len);
+        ASSERT_TRUE(id != TDM__WS_NONE);
+        tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id,
+                                          sid);
+        ASSERT_TRUE(c != NULL);
+        ASSERT_DBL_EQ(c->v[0], i);
+    }
+    tdm__ws_destroy(ws);
 }

@@ -9,6 +9,8 @@
  */
 #include "harness.h"
 #include "core.h"
+#include "state/wstore.h"
+#include "window/win.h"
 
 /* ---- Output capture ---- */
 
@@ -830,4 +832,646 @@ TDM_TEST(allocation_failures_are_reported_not_fatal)
         n++;
     ASSERT_TRUE(n > 3);
     ASSERT_TRUE(n < 500);
+}
+
+/* ====================================================================== */
+/* The lean path (window store)                                            */
+/* ====================================================================== */
+
+/* Tumbling and sliding event-time windows with the event-time trigger
+ * and count/sum/min/max/avg take the lean path (state/wstore.h); every
+ * other operator the general one.  The tests below check the lean path
+ * by hand-derived cases and against the general path, which the model
+ * test and the conformance vectors check against the rulebook. */
+
+static bool is_lean(const tdm_winop *op)
+{
+    return op->lean;
+}
+
+/* Which configurations are lean: event-time tumbling/sliding with the
+ * default or an explicit event-time trigger and a built-in numeric
+ * aggregate; not collect, sessions, processing time, other triggers. */
+TDM_TEST(lean_path_selection)
+{
+    sink s = { .n = 0 };
+    tdm_winop *op = mk(tumbling(10, 0), TDM_AGG_COUNT, 0, 0, &s);
+    ASSERT_TRUE(is_lean(op));
+    tdm_winop_destroy(op);
+    op = mk(tumbling(10, 0), TDM_AGG_COLLECT, 0, 0, &s);
+    ASSERT_TRUE(!is_lean(op));
+    tdm_winop_destroy(op);
+    op = mk(session(10), TDM_AGG_SUM, 0, 0, &s);
+    ASSERT_TRUE(!is_lean(op));
+    tdm_winop_destroy(op);
+    tdm_assigner *a;
+    ASSERT_OK(tdm_assigner_new_sliding(10, 5, 0, &a, NULL, 0));
+    op = mk(a, TDM_AGG_AVG, 0, 0, &s);
+    ASSERT_TRUE(is_lean(op));
+    tdm_winop_destroy(op);
+    a = tumbling(10, 0);
+    ASSERT_OK(tdm_assigner_set_processing_time(a));
+    tdm_clock *clk;
+    ASSERT_OK(tdm_clock_new_manual(0, &clk));
+    tdm_aggregate *agg;
+    ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
+    ASSERT_OK(tdm_winop_new(a, NULL, agg, 1, clk, collect, &s, &op, NULL,
+                            0));
+    ASSERT_TRUE(!is_lean(op));
+    tdm_winop_destroy(op);
+    tdm_trigger *t;
+    ASSERT_OK(tdm_trigger_new_event_time(&t));
+    ASSERT_OK(tdm_aggregate_new(TDM_AGG_MIN, &agg));
+    ASSERT_OK(tdm_winop_new(tumbling(10, 0), t, agg, 1, NULL, collect, &s,
+                            &op, NULL, 0));
+    ASSERT_TRUE(is_lean(op));
+    /* The test hook only works before the first input. */
+    push(op, "k", 1, 1);
+    ASSERT_ERR(tdm__winop_disable_lean(op), TDM_ERR_STATE);
+    tdm_winop_destroy(op);
+    ASSERT_OK(tdm_trigger_new_count(2, &t, NULL, 0));
+    ASSERT_OK(tdm_aggregate_new(TDM_AGG_MIN, &agg));
+    ASSERT_OK(tdm_winop_new(tumbling(10, 0), t, agg, 1, NULL, collect, &s,
+                            &op, NULL, 0));
+    ASSERT_TRUE(!is_lean(op));
+    tdm_winop_destroy(op);
+    tdm_clock_destroy(clk);
+}
+
+/* Tumbling 100, lateness 50, count, late output on.  Derivation (R2-R4):
+ * "a" at 10, 20 and "b" at 30 go to [0,100); "a" at 150 to [100,200).
+ * W 99 fires [0,100) for a (2) then b (1), in the order their windows
+ * were made, ON_TIME, pane 0; the windows stay until 99 + 50.  "a" at 40
+ * (W 99 < 149) refires a's window at once: 3, LATE, pane 1, update.  "c"
+ * at 60 makes a new window that fires at once: 1, ON_TIME, pane 0 (its
+ * first firing).  W 149 cleans [0,100) up (silent): 1 window left; "a"
+ * at 70 is then late (cleanup 149 <= 149) and goes to the late output.
+ * W 199 fires [100,200) for a: 1; it is cleaned up at W 249. */
+TDM_TEST(lean_tumbling_by_hand)
+{
+    sink s = { .n = 0 };
+    tdm_winop *op = mk(tumbling(100, 0), TDM_AGG_COUNT, 50, 1, &s);
+    ASSERT_TRUE(is_lean(op));
+    push(op, "a", 10, 1);
+    push(op, "a", 20, 1);
+    push(op, "b", 30, 1);
+    push(op, "a", 150, 1);
+    ASSERT_EQ(tdm_winop_live_windows(op), 3);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 99));
+    ASSERT_EQ(s.n, 3);
+    ASSERT_STR_EQ(RES(&s, 0)->key, "a");
+    ASSERT_DBL_EQ(RES(&s, 0)->value, 2);
+    ASSERT_EQ(RES(&s, 0)->start, 0);
+    ASSERT_EQ(RES(&s, 0)->end, 100);
+    ASSERT_EQ(RES(&s, 0)->time, 99);
+    ASSERT_EQ(RES(&s, 0)->timing, TDM_PANE_ON_TIME);
+    ASSERT_EQ(RES(&s, 0)->pane, 0);
+    ASSERT_EQ(RES(&s, 0)->update, 0);
+    ASSERT_STR_EQ(RES(&s, 1)->key, "b");
+    ASSERT_DBL_EQ(RES(&s, 1)->value, 1);
+    ASSERT_EQ(s.ev[2].type, TDM_EVENT_WATERMARK);
+    ASSERT_EQ(tdm_winop_live_windows(op), 3);
+    push(op, "a", 40, 1);
+    ASSERT_EQ(s.n, 4);
+    ASSERT_DBL_EQ(RES(&s, 2)->value, 3);
+    ASSERT_EQ(RES(&s, 2)->timing, TDM_PANE_LATE);
+    ASSERT_EQ(RES(&s, 2)->pane, 1);
+    ASSERT_EQ(RES(&s, 2)->update, 1);
+    push(op, "c", 60, 1);
+    ASSERT_EQ(s.n, 5);
+    ASSERT_STR_EQ(RES(&s, 3)->key, "c");
+    ASSERT_EQ(RES(&s, 3)->timing, TDM_PANE_ON_TIME);
+    ASSERT_EQ(RES(&s, 3)->pane, 0);
+    ASSERT_EQ(RES(&s, 3)->update, 0);
+    ASSERT_EQ(tdm_winop_live_windows(op), 4);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 149));
+    ASSERT_EQ(s.n, 6); /* the watermark only */
+    ASSERT_EQ(tdm_winop_live_windows(op), 1);
+    push(op, "a", 70, 5);
+    ASSERT_EQ(tdm_winop_late_emitted(op), 1);
+    const out_ev *l = nth(&s, TDM_EVENT_LATE, 0);
+    ASSERT_STR_EQ(l->key, "a");
+    ASSERT_EQ(l->rec_ts, 70);
+    ASSERT_DBL_EQ(l->rec_value, 5);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 199));
+    ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 5);
+    ASSERT_EQ(RES(&s, 4)->start, 100);
+    ASSERT_DBL_EQ(RES(&s, 4)->value, 1);
+    ASSERT_EQ(tdm_winop_live_windows(op), 1); /* until 199 + 50 */
+    ASSERT_OK(tdm_winop_watermark(op, 0, 249));
+    ASSERT_EQ(tdm_winop_live_windows(op), 0);
+    ASSERT_EQ(tdm_winop_state_bytes(op), 0);
+    tdm_winop_destroy(op);
+}
+
+/* Sliding 30/10, avg (one inline window per key, so most windows of a
+ * key spill): key "k" at 25 with value 3 is in [0,30), [10,40),
+ * [20,50); at 35 with value 6 in [10,40), [20,50), [30,60).  Results by
+ * window end at the end of input: [0,30) 3, [10,40) 4.5, [20,50) 4.5,
+ * [30,60) 6.  A long key (over 16 bytes, kept on the heap) and the empty
+ * key get the same windows. */
+TDM_TEST(lean_sliding_avg_spills)
+{
+    static const char *const keys[] = { "k", "a-key-longer-than-16-bytes", "" };
+    static const double want[] = { 3, 4.5, 4.5, 6 };
+    for (int k = 0; k < 3; k++) {
+        sink s = { .n = 0 };
+        tdm_assigner *a;
+        ASSERT_OK(tdm_assigner_new_sliding(30, 10, 0, &a, NULL, 0));
+        tdm_winop *op = mk(a, TDM_AGG_AVG, 0, 0, &s);
+        ASSERT_TRUE(is_lean(op));
+        push(op, keys[k], 25, 3);
+        push(op, keys[k], 35, 6);
+        ASSERT_EQ(tdm_winop_live_windows(op), 4);
+        ASSERT_EQ(op->ws->n_spilled, 3);
+        ASSERT_OK(tdm_winop_end(op));
+        ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 4);
+        for (int i = 0; i < 4; i++) {
+            ASSERT_EQ(RES(&s, i)->start, 10 * i);
+            ASSERT_EQ(RES(&s, i)->end, 10 * i + 30);
+            ASSERT_DBL_EQ(RES(&s, i)->value, want[i]);
+            size_t n = strlen(keys[k]);
+            ASSERT_TRUE(!memcmp(RES(&s, i)->key, keys[k], n > 15 ? 15 : n));
+        }
+        ASSERT_EQ(tdm_winop_live_windows(op), 0);
+        ASSERT_EQ(op->ws->n_spilled, 0);
+        ASSERT_EQ(tdm_winop_state_bytes(op), 0);
+        tdm_winop_destroy(op);
+    }
+}
+
+/* Pane indexes beyond 32 bits: an inline window whose firing count is
+ * set to 2^32 - 2 moves to the spill table before its count wraps, and
+ * its pane indexes go on 2^32 - 2, 2^32 - 1, 2^32, 2^32 + 1 (each a LATE
+ * update: one firing per accepted late record, R4.5). */
+TDM_TEST(lean_pane_index_passes_32_bits)
+{
+    sink s = { .n = 0 };
+    tdm_winop *op = mk(tumbling(100, 0), TDM_AGG_SUM, 1000, 0, &s);
+    push(op, "k", 1, 1);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 99)); /* pane 0 */
+    tdm__wstore *ws = op->ws;
+    uint64_t h = tdm__ws_hash("k", 1);
+    uint32_t kid = tdm__ws_find(ws, "k", 1, h);
+    ASSERT_TRUE(kid != TDM__WS_NONE);
+    tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid), kid,
+                                      tdm__ws_span_find(ws, 0, 100));
+    ASSERT_TRUE(c && !(c->span & TDM__WS_SPILL_BIT));
+    c->fires = UINT32_MAX - 1;
+    for (int i = 0; i < 4; i++)
+        push(op, "k", 2, 1);
+    ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 5);
+    for (int i = 0; i < 4; i++) {
+        ASSERT_EQ(RES(&s, i + 1)->pane, (int64_t)UINT32_MAX - 1 + i);
+        ASSERT_EQ(RES(&s, i + 1)->timing, TDM_PANE_LATE);
+        ASSERT_EQ(RES(&s, i + 1)->update, 1);
+        ASSERT_DBL_EQ(RES(&s, i + 1)->value, 2 + i);
+    }
+    ASSERT_EQ(ws->n_spilled, 1);
+    ASSERT_OK(tdm_winop_end(op));
+    ASSERT_EQ(tdm_winop_live_windows(op), 0);
+    ASSERT_EQ(ws->n_spilled, 0);
+    tdm_winop_destroy(op);
+}
+
+/* Count state per live window: 50 keys with two windows each cost at
+ * most 64 bytes per window (a 64-byte key entry holds both windows; the
+ * rest is index words, span member ids and two spans). */
+TDM_TEST(lean_state_bytes_per_window)
+{
+    sink s = { .n = 0 };
+    tdm_winop *op = mk(tumbling(100, 0), TDM_AGG_COUNT, 0, 0, &s);
+    char key[8];
+    for (int k = 0; k < 50; k++) {
+        snprintf(key, sizeof key, "key%d", k);
+        push(op, key, 1, 1);
+        push(op, key, 101, 1);
+    }
+    ASSERT_EQ(tdm_winop_live_windows(op), 100);
+    int64_t b = tdm_winop_state_bytes(op);
+    ASSERT_TRUE(b > 0);
+    ASSERT_TRUE(b <= 64 * 100);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 99));
+    ASSERT_EQ(tdm_winop_live_windows(op), 50);
+    ASSERT_TRUE(tdm_winop_state_bytes(op) < b);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 199));
+    ASSERT_EQ(tdm_winop_state_bytes(op), 0);
+    tdm_winop_destroy(op);
+}
+
+/* ---- Differential runs: lean path against general path ---- */
+
+/* One output event, flattened for comparison. */
+typedef struct flat_ev {
+    tdm_event_type type;
+    char key[48];
+    size_t key_len;
+    int has_window;
+    tdm_time_ms start, end, time;
+    uint64_t value_bits;
+    tdm_pane_timing timing;
+    int64_t pane;
+    int update, idle;
+    tdm_time_ms rec_ts;
+    uint64_t rec_bits;
+    int64_t step; /* input step that produced it */
+} flat_ev;
+
+typedef struct flat_log {
+    flat_ev *v;
+    size_t n, cap;
+    int64_t step;
+} flat_log;
+
+static uint64_t dbl_bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static void flat_collect(void *opaque, const tdm_event *ev)
+{
+    flat_log *l = opaque;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 256;
+        l->v = realloc(l->v, l->cap * sizeof *l->v);
+        ASSERT_TRUE(l->v != NULL);
+    }
+    flat_ev *o = &l->v[l->n++];
+    memset(o, 0, sizeof *o);
+    o->step = l->step;
+    o->type = tdm_event_get_type(ev);
+    o->time = tdm_event_time(ev);
+    o->idle = tdm_event_is_idle(ev);
+    const char *k = tdm_event_key(ev, &o->key_len);
+    if (k && o->key_len)
+        memcpy(o->key, k, o->key_len < 47 ? o->key_len : 47);
+    if (o->type == TDM_EVENT_RESULT) {
+        o->has_window = tdm_event_window(ev, &o->start, &o->end);
+        o->value_bits = dbl_bits(tdm_event_value(ev));
+        o->timing = tdm_event_pane_timing(ev);
+        o->pane = tdm_event_pane_index(ev);
+        o->update = tdm_event_is_update(ev);
+    }
+    if (o->type == TDM_EVENT_LATE) {
+        const tdm_record *r = tdm_event_record(ev, 0);
+        o->rec_ts = tdm_record_ts(r);
+        o->rec_bits = dbl_bits(tdm_record_value(r));
+    }
+}
+
+static int flat_cmp(const void *x, const void *y)
+{
+    const flat_ev *a = x, *b = y;
+    if (a->step != b->step)
+        return a->step < b->step ? -1 : 1;
+    return memcmp(a, b, sizeof *a);
+}
+
+typedef struct diff_rng {
+    uint64_t s;
+} diff_rng;
+
+static uint64_t diff_next(diff_rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static int64_t diff_range(diff_rng *r, int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(diff_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+/* Keys of every length class of the store: empty, 1-3, 4-7, 8-16 bytes
+ * (inline), over 16 (heap), and pairs that differ only in the tail. */
+static const char *const DIFF_KEYS[] = {
+    "", "a", "bb", "k4", "key5", "k0123456", "k01234567", "k01234568",
+    "0123456789abcdef", "0123456789abcdeg", "0123456789abcdefg",
+    "a key of forty bytes, kept on the heap..",
+};
+#define N_DIFF_KEYS ((int)(sizeof DIFF_KEYS / sizeof DIFF_KEYS[0]))
+
+/* Builds one operator of the configuration drawn from @p seed. */
+static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
+                          flat_log *log)
+{
+    diff_rng r = { seed };
+    static const tdm_time_ms sizes[] = { 1, 2, 3, 5, 7, 10, 100 };
+    tdm_time_ms size = sizes[diff_range(&r, 0, 6)];
+    tdm_assigner *a;
+    if (diff_range(&r, 0, 1)) {
+        tdm_time_ms off = diff_range(&r, -(size - 1), size - 1);
+        ASSERT_OK(tdm_assigner_new_tumbling(size, off, &a, NULL, 0));
+    } else {
+        tdm_time_ms slide = diff_range(&r, 1, size);
+        if (diff_range(&r, 0, 4) == 0)
+            slide = size + diff_range(&r, 1, 3); /* gaps between windows */
+        tdm_time_ms off = diff_range(&r, -(slide - 1), slide - 1);
+        ASSERT_OK(tdm_assigner_new_sliding(size, slide, off, &a, NULL, 0));
+    }
+    tdm_agg_kind kind = (tdm_agg_kind)diff_range(&r, TDM_AGG_COUNT,
+                                                 TDM_AGG_AVG);
+    static const tdm_time_ms lateness[] = { 0, 0, 1, 5, 50, 1000 };
+    tdm_time_ms late = lateness[diff_range(&r, 0, 5)];
+    if (extremes && diff_range(&r, 0, 2) == 0)
+        late = TDM_TIME_MAX;
+    int channels = (int)diff_range(&r, 1, 2);
+    tdm_aggregate *agg;
+    ASSERT_OK(tdm_aggregate_new(kind, &agg));
+    tdm_trigger *t = NULL;
+    if (diff_range(&r, 0, 1))
+        ASSERT_OK(tdm_trigger_new_event_time(&t));
+    tdm_winop *op;
+    ASSERT_OK(tdm_winop_new(a, t, agg, channels, NULL, flat_collect, log,
+                            &op, NULL, 0));
+    ASSERT_TRUE(is_lean(op));
+    if (!lean)
+        ASSERT_OK(tdm__winop_disable_lean(op));
+    ASSERT_OK(tdm_winop_set_allowed_lateness(op, late, NULL, 0));
+    ASSERT_OK(tdm_winop_set_late_output(op, (int)diff_range(&r, 0, 1)));
+    return op;
+}
+
+/* Draws a timestamp: mostly around a moving base, sometimes far behind,
+ * and (extremes) near the ends of the time range. */
+static tdm_time_ms diff_ts(diff_rng *r, tdm_time_ms base, bool extremes)
+{
+    if (extremes) {
+        switch (diff_range(r, 0, 5)) {
+        case 0:
+            return TDM_TIME_MIN + 1 + diff_range(r, 0, 200);
+        case 1:
+            return TDM_TIME_MAX - diff_range(r, 0, 200);
+        default:
+            break;
+        }
+    }
+    if (diff_range(r, 0, 9) == 0)
+        return base - diff_range(r, 0, 500);
+    return base + diff_range(r, -20, 20);
+}
+
+/* Runs the stream of @p seed through a lean and a general operator and
+ * compares every output event, return code and live window count.  In
+ * @p extremes mode events of one step are compared as a multiset: the
+ * general path fires equal-time timers of different windows (several
+ * sliding windows saturated at TDM_TIME_MAX) in registration order, the
+ * lean one window by window, and R3.5 leaves that order open. */
+static void diff_run(uint64_t seed, bool extremes)
+{
+    flat_log la = { NULL, 0, 0, 0 }, lb = { NULL, 0, 0, 0 };
+    tdm_winop *a = diff_op(seed, true, extremes, &la);
+    tdm_winop *b = diff_op(seed, false, extremes, &lb);
+    diff_rng r = { seed ^ 0x5bd1e995u };
+    tdm_record *rec;
+    ASSERT_OK(tdm_record_new(&rec));
+    tdm_time_ms base = diff_range(&r, -1000, 1000);
+    tdm_time_ms wm[2] = { TDM_TIME_MIN, TDM_TIME_MIN };
+    int n_steps = 300;
+    for (int i = 0; i < n_steps; i++) {
+        la.step = lb.step = i;
+        int ch = (int)diff_range(&r, 0, 1);
+        if (ch >= a->n_channels)
+            ch = 0;
+        tdm_err ea, eb;
+        int64_t what = diff_range(&r, 0, 99);
+        if (what < 75) {
+            const char *k = DIFF_KEYS[diff_range(&r, 0, N_DIFF_KEYS - 1)];
+            tdm_time_ms ts = diff_ts(&r, base, extremes);
+            double v = (double)diff_range(&r, -50, 50) / 4;
+            tdm_record_set(rec, k, strlen(k), ts, v);
+            ea = tdm_winop_push(a, ch, rec);
+            eb = tdm_winop_push(b, ch, rec);
+            base += diff_range(&r, 0, 3);
+        } else if (what < 97) {
+            tdm_time_ms w = tdm_time_add(wm[ch], diff_range(&r, 0, 30));
+            if (wm[ch] == TDM_TIME_MIN || diff_range(&r, 0, 3) == 0)
+                w = base - diff_range(&r, 0, 40);
+            if (extremes && diff_range(&r, 0, 9) == 0)
+                w = TDM_TIME_MAX - diff_range(&r, 1, 300);
+            if (w > wm[ch])
+                wm[ch] = w;
+            ea = tdm_winop_watermark(a, ch, w);
+            eb = tdm_winop_watermark(b, ch, w);
+        } else {
+            int idle = (int)diff_range(&r, 0, 1);
+            ea = tdm_winop_status(a, ch, idle);
+            eb = tdm_winop_status(b, ch, idle);
+        }
+        if (ea != eb)
+            tdm_test_fail(__FILE__, __LINE__, "seed %" PRIu64 " step %d: "
+                          "%s vs %s", seed, i, tdm_err_name(ea),
+                          tdm_err_name(eb));
+        if (tdm_winop_live_windows(a) != tdm_winop_live_windows(b))
+            tdm_test_fail(__FILE__, __LINE__, "seed %" PRIu64 " step %d: "
+                          "live windows %" PRId64 " vs %" PRId64, seed, i,
+                          tdm_winop_live_windows(a),
+                          tdm_winop_live_windows(b));
+    }
+    la.step = lb.step = n_steps;
+    ASSERT_EQ(tdm_winop_end(a), tdm_winop_end(b));
+    ASSERT_EQ(tdm_winop_live_windows(a), tdm_winop_live_windows(b));
+    ASSERT_EQ(tdm_winop_late_dropped(a), tdm_winop_late_dropped(b));
+    ASSERT_EQ(tdm_winop_late_emitted(a), tdm_winop_late_emitted(b));
+    if (la.n != lb.n)
+        tdm_test_fail(__FILE__, __LINE__, "seed %" PRIu64 ": %zu vs %zu "
+                      "events", seed, la.n, lb.n);
+    if (extremes) {
+        qsort(la.v, la.n, sizeof *la.v, flat_cmp);
+        qsort(lb.v, lb.n, sizeof *lb.v, flat_cmp);
+    }
+    for (size_t i = 0; i < la.n; i++)
+        if (memcmp(&la.v[i], &lb.v[i], sizeof la.v[i]) != 0)
+            tdm_test_fail(__FILE__, __LINE__, "seed %" PRIu64 ": event "
+                          "%zu (step %" PRId64 ", type %d, key '%s', "
+                          "window [%" PRId64 ", %" PRId64 ")) differs from "
+                          "type %d key '%s' window [%" PRId64 ", %" PRId64
+                          ")", seed, i, la.v[i].step, (int)la.v[i].type,
+                          la.v[i].key, la.v[i].start, la.v[i].end,
+                          (int)lb.v[i].type, lb.v[i].key, lb.v[i].start,
+                          lb.v[i].end);
+    tdm_winop_destroy(a);
+    tdm_winop_destroy(b);
+    tdm_record_destroy(rec);
+    free(la.v);
+    free(lb.v);
+}
+
+/* Random streams (keys of every length class, out-of-order and late
+ * records, one or two channels with idleness, lateness 0 to 1000, late
+ * output on or off, all lean aggregates, tumbling and sliding windows
+ * with offsets and gaps) give the same events, in the same order, and
+ * the same live windows on both paths. */
+TDM_TEST(lean_matches_general_path)
+{
+    for (uint64_t seed = 1; seed <= 400; seed++)
+        diff_run(seed, false);
+}
+
+/* The same near TDM_TIME_MIN and TDM_TIME_MAX (saturated window bounds,
+ * cleanup times that overflow, watermarks near the end of time). */
+TDM_TEST(lean_matches_general_path_at_the_extremes)
+{
+    for (uint64_t seed = 1000; seed <= 1300; seed++)
+        diff_run(seed, true);
+}
+
+/* Allocation failures on the lean path: the n-th allocation fails, for
+ * every n until a run completes; every call returns TDM_OK or
+ * TDM_ERR_NOMEM, and (under ASan) nothing leaks.  Sliding windows with
+ * avg make keys, spans, member lists and spilled cells allocate. */
+static int lean_run_with_failure(long n)
+{
+    flat_log log = { NULL, 0, 0, 0 };
+    tdm_assigner *a;
+    tdm_aggregate *agg;
+    tdm_winop *op = NULL;
+    int failures = 0;
+    ASSERT_OK(tdm_assigner_new_sliding(20, 5, 0, &a, NULL, 0));
+    ASSERT_OK(tdm_aggregate_new(TDM_AGG_AVG, &agg));
+    tdm_record *r;
+    ASSERT_OK(tdm_record_new(&r));
+    tdm__alloc_fail_after(n);
+    tdm_err err = tdm_winop_new(a, NULL, agg, 1, NULL, flat_collect, &log,
+                                &op, NULL, 0);
+    if (err != TDM_OK) {
+        ASSERT_ERR(err, TDM_ERR_NOMEM);
+        tdm__alloc_fail_after(0);
+        tdm_record_destroy(r);
+        free(log.v);
+        return 1;
+    }
+    ASSERT_OK(tdm_winop_set_allowed_lateness(op, 10, NULL, 0));
+    for (int i = 0; i < 60; i++) {
+        const char *k = DIFF_KEYS[i % N_DIFF_KEYS];
+        tdm_record_set(r, k, strlen(k), (i * 7) % 90, i);
+        err = tdm_winop_push(op, 0, r);
+        if (err != TDM_OK) {
+            ASSERT_ERR(err, TDM_ERR_NOMEM);
+            failures++;
+        }
+        if (i % 10 == 9) {
+            err = tdm_winop_watermark(op, 0, i * 2);
+            if (err != TDM_OK) {
+                ASSERT_ERR(err, TDM_ERR_NOMEM);
+                failures++;
+            }
+        }
+    }
+    err = tdm_winop_end(op);
+    if (err != TDM_OK) {
+        ASSERT_ERR(err, TDM_ERR_NOMEM);
+        failures++;
+    }
+    tdm__alloc_fail_after(0);
+    /* Whatever failed, nothing is left after the end of input but
+     * windows that were never due. */
+    ASSERT_EQ(tdm_winop_live_windows(op), 0);
+    ASSERT_EQ(tdm_winop_state_bytes(op), 0);
+    tdm_winop_destroy(op);
+    tdm_record_destroy(r);
+    free(log.v);
+    return failures;
+}
+
+TDM_TEST(lean_allocation_failures_are_reported_not_fatal)
+{
+    long n = 1;
+    while (lean_run_with_failure(n) != 0 && n < 2000)
+        n++;
+    ASSERT_TRUE(n > 3);
+    ASSERT_TRUE(n < 2000);
+}
+
+/* The emit callback pushes records into the operator that is emitting
+ * (an echo of each first firing, under a longer key, into the fired
+ * window).  Lean and general path give the same events as a multiset:
+ * echoes of fired windows fire at once while lateness keeps the window
+ * (R4.5) and are late otherwise.  Many new keys during one walk make the
+ * lean key table grow (and renumber) under the walk. */
+typedef struct echo_ctx {
+    flat_log log;
+    tdm_winop *op;
+    tdm_record *rec;
+    char keys[4096][16];
+    int n_keys;
+} echo_ctx;
+
+static void echo_collect(void *opaque, const tdm_event *ev)
+{
+    echo_ctx *x = opaque;
+    flat_collect(&x->log, ev);
+    if (tdm_event_get_type(ev) != TDM_EVENT_RESULT ||
+        tdm_event_pane_index(ev) != 0 || x->n_keys >= 4096)
+        return;
+    size_t len;
+    const char *k = tdm_event_key(ev, &len);
+    if (len >= 12)
+        return;
+    char *nk = x->keys[x->n_keys++];
+    memcpy(nk, k, len);
+    nk[len] = 'e';
+    tdm_time_ms start, end;
+    tdm_event_window(ev, &start, &end);
+    tdm_record_set(x->rec, nk, len + 1, start, 1);
+    ASSERT_OK(tdm_winop_push(x->op, 0, x->rec));
+}
+
+static void echo_run(echo_ctx *x, bool lean, tdm_time_ms lateness)
+{
+    tdm_assigner *a = tumbling(10, 0);
+    tdm_aggregate *agg;
+    ASSERT_OK(tdm_aggregate_new(TDM_AGG_SUM, &agg));
+    ASSERT_OK(tdm_winop_new(a, NULL, agg, 1, NULL, echo_collect, x, &x->op,
+                            NULL, 0));
+    if (!lean)
+        ASSERT_OK(tdm__winop_disable_lean(x->op));
+    ASSERT_OK(tdm_winop_set_allowed_lateness(x->op, lateness, NULL, 0));
+    ASSERT_OK(tdm_winop_set_late_output(x->op, 1));
+    ASSERT_OK(tdm_record_new(&x->rec));
+    tdm_record *r;
+    ASSERT_OK(tdm_record_new(&r));
+    char key[16];
+    for (int i = 0; i < 600; i++) {
+        x->log.step = i;
+        snprintf(key, sizeof key, "k%d", i % 300);
+        tdm_record_set(r, key, strlen(key), i / 20, i);
+        ASSERT_OK(tdm_winop_push(x->op, 0, r));
+        if (i % 100 == 99)
+            ASSERT_OK(tdm_winop_watermark(x->op, 0, i / 20 - 1));
+    }
+    x->log.step = 600;
+    ASSERT_OK(tdm_winop_end(x->op));
+    tdm_record_destroy(r);
+}
+
+TDM_TEST(lean_emit_callback_may_push_into_the_operator)
+{
+    static const tdm_time_ms lateness[] = { 0, 5, 1000 };
+    for (int l = 0; l < 3; l++) {
+        echo_ctx *x = calloc(2, sizeof *x);
+        ASSERT_TRUE(x != NULL);
+        echo_run(&x[0], true, lateness[l]);
+        echo_run(&x[1], false, lateness[l]);
+        ASSERT_TRUE(x[0].n_keys > 300);
+        ASSERT_EQ(x[0].n_keys, x[1].n_keys);
+        ASSERT_EQ(x[0].log.n, x[1].log.n);
+        ASSERT_EQ(tdm_winop_live_windows(x[0].op),
+                  tdm_winop_live_windows(x[1].op));
+        qsort(x[0].log.v, x[0].log.n, sizeof(flat_ev), flat_cmp);
+        qsort(x[1].log.v, x[1].log.n, sizeof(flat_ev), flat_cmp);
+        for (size_t i = 0; i < x[0].log.n; i++)
+            ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[1].log.v[i],
+                                sizeof(flat_ev)));
+        for (int k = 0; k < 2; k++) {
+            tdm_winop_destroy(x[k].op);
+            tdm_record_destroy(x[k].rec);
+            free(x[k].log.v);
+        }
+        free(x);
+    }
 }
