@@ -61,6 +61,23 @@ tdm_err tdm__json_parse_line_mode(const tdm__source_conf *conf,
                                   tdm__batch *b, char *reason, size_t n,
                                   int mode);
 
+/* What the fast path learned from the previous line of a stream: the
+ * schema field of each of its first members, so that the next line's
+ * keys are compared with one expected name instead of being scanned and
+ * looked up (lines of one source usually share their layout).  A wrong
+ * guess only costs the lookup.  Zeroed: no guesses. */
+#define TDM__JSON_HINT_MAX 16
+typedef struct tdm__json_hint {
+    int8_t field[TDM__JSON_HINT_MAX]; /* field + 1 of member m, 0: none */
+} tdm__json_hint;
+
+/* tdm__json_parse_line (TDM__JSON_AUTO) that reads and updates @p hint
+ * (NULL: none).  Same rows, reasons and return codes. */
+tdm_err tdm__json_parse_line_hint(const tdm__source_conf *conf,
+                                  tdm__json_hint *hint, const char *line,
+                                  size_t len, tdm__batch *b, char *reason,
+                                  size_t n);
+
 /* ---- Line reader (lines.c) ---- */
 
 typedef struct tdm__lines {
@@ -122,6 +139,7 @@ typedef struct tdm__stream {
     char *header_error; /* reason the CSV header was unusable */
     int64_t header_line;
     bool done;
+    tdm__json_hint hint; /* JSON: the previous line's member layout */
 } tdm__stream;
 
 /* Opens a stream over @p fd named @p name (copied).  TDM_OK or NOMEM. */

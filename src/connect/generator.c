@@ -33,6 +33,15 @@
 #include "connect/conn.h"
 
 #define ZIPF_TABLE_MAX ((int64_t)1 << 20)
+/* Names of keys below this many are rendered once, at open (8 bytes per
+ * key: small enough to stay in cache). */
+#define NAME_TABLE_MAX ((int64_t)1 << 16)
+
+/* A pre-rendered name: its bytes (unused ones zero) and length. */
+typedef struct gen_name {
+    char s[7];
+    uint8_t len;
+} gen_name;
 
 struct tdm__source {
     tdm__source_conf conf;
@@ -52,6 +61,8 @@ struct tdm__source {
     double key_scale;    /* keys, for uniform draws */
     int64_t ms_per_record; /* 1000 / rate when exact, else 0 */
     double ms_per_rec_f;   /* 1000.0 / rate */
+    gen_name *key_names;   /* "u<k>" / "s<k>" for k < keys, or NULL */
+    gen_name page_names[50]; /* "p0" .. "p49" */
 };
 
 /* A 64-bit finaliser: every input bit affects every output bit. */
@@ -86,6 +97,7 @@ static void gen_close(tdm__source *src)
     tdm__free(src->parts);
     tdm__free(src->fin);
     tdm__free(src->cdf);
+    tdm__free(src->key_names);
     tdm__free(src);
 }
 
@@ -190,6 +202,8 @@ static inline int64_t draw_key(const tdm__source *src, uint64_t r)
     return k;
 }
 
+static tdm_err init_names(tdm__source *src);
+
 /* Checks that schema field @p name, if present, has an allowed type. */
 static tdm_err field(const tdm__source_conf *conf, const char *name,
                      tdm_type t1, tdm_type t2, int *out, char *errbuf,
@@ -265,6 +279,8 @@ static tdm_err gen_open(const tdm__source_conf *conf, int index, int count,
     for (int64_t p = index, j = 0; p < src->n_part; p += count)
         src->parts[j++] = p;
     err = init_keys(src);
+    if (err == TDM_OK)
+        err = init_names(src);
     if (err != TDM_OK)
         goto fail;
     *n_partitions = src->n_parts;
@@ -326,6 +342,53 @@ static inline tdm_err put_name(tdm__batch *b, tdm__row *row, int f,
     return TDM_OK;
 }
 
+/* Renders "<prefix><k>" into a table entry (k < 10^6). */
+static void render_name(gen_name *e, char prefix, uint64_t k)
+{
+    size_t len = 1 + n_digits(k), at = len;
+    memset(e, 0, sizeof *e);
+    e->s[0] = prefix;
+    do {
+        e->s[--at] = (char)('0' + k % 10);
+        k /= 10;
+    } while (k > 0);
+    e->len = (uint8_t)len;
+}
+
+/* Builds the name tables (keys below NAME_TABLE_MAX only). */
+static tdm_err init_names(tdm__source *src)
+{
+    char prefix = src->conf.gen_kind == TDM__GEN_SENSORS ? 's' : 'u';
+    for (uint64_t k = 0; k < 50; k++)
+        render_name(&src->page_names[k], 'p', k);
+    if (src->keys > NAME_TABLE_MAX)
+        return TDM_OK;
+    src->key_names = tdm__malloc((size_t)src->keys * sizeof *src->key_names);
+    if (!src->key_names)
+        return TDM_ERR_NOMEM;
+    for (int64_t k = 0; k < src->keys; k++)
+        render_name(&src->key_names[k], prefix, (uint64_t)k);
+    return TDM_OK;
+}
+
+/* Writes a pre-rendered name as string field @p f of @p row: one 8-byte
+ * copy into the arena when it has room for all eight (the bytes past
+ * the name are left over and overwritten by the next string). */
+static inline tdm_err put_table_name(tdm__batch *b, tdm__row *row, int f,
+                                     const gen_name *e)
+{
+    char *dst;
+    if (b->arena_cap - b->arena_used < sizeof *e)
+        return tdm__batch_set_string(b, row, f, e->s, e->len);
+    dst = b->arena + b->arena_used;
+    memcpy(dst, e, sizeof *e);
+    b->arena_used += e->len;
+    row->v[f].u.s.p = dst;
+    row->v[f].u.s.len = e->len;
+    row->v[f].null = 0;
+    return TDM_OK;
+}
+
 /* Generates record @p i of local partition @p j into @p b. */
 static tdm_err generate(tdm__source *src, tdm__batch *b, int64_t i, int j)
 {
@@ -362,13 +425,16 @@ static tdm_err generate(tdm__source *src, tdm__batch *b, int64_t i, int j)
     row->partition = (uint32_t)j;
     uint64_t k = (uint64_t)draw_key(src, r1);
     if (src->f_key >= 0) {
-        err = put_name(b, row, src->f_key,
-                       c->gen_kind == TDM__GEN_SENSORS ? 's' : 'u', k);
+        if (src->key_names)
+            err = put_table_name(b, row, src->f_key, &src->key_names[k]);
+        else
+            err = put_name(b, row, src->f_key,
+                           c->gen_kind == TDM__GEN_SENSORS ? 's' : 'u', k);
         if (err != TDM_OK)
             goto fail;
     }
     if (src->f_page >= 0) {
-        err = put_name(b, row, src->f_page, 'p', k % 50);
+        err = put_table_name(b, row, src->f_page, &src->page_names[k % 50]);
         if (err != TDM_OK)
             goto fail;
     }

@@ -123,7 +123,7 @@ static tdm_err store(const tdm__source_conf *conf, tdm__batch *b,
     case TDM_TYPE_STRING:
         if (v->kind != J_STRING)
             return type_error(conf, idx, v, reason, n);
-        err = tdm__batch_set_string(b, row, idx, v->s, v->len);
+        err = tdm__batch_put_string(b, row, idx, v->s, v->len);
         return err == TDM_ERR_RANGE ? TDM_ERR_NOMEM : err;
     case TDM_TYPE_BOOL:
         if (v->kind != J_BOOL)
@@ -172,23 +172,38 @@ static bool is_digit(char c)
 static int scan_string(const char *s, size_t len, size_t *i, const char **p,
                        size_t *n)
 {
+    const uint64_t ones = 0x0101010101010101ULL, highs = ones * 0x80;
     size_t beg = *i + 1, k = beg;
-    const char *q;
 
-    /* memchr finds the closing quote quickly; then the bytes before it
-     * must hold no backslash or control byte. */
-    q = memchr(s + beg, '"', len - beg);
-    if (!q)
-        return 0;
-    for (k = beg; s + k < q; k++) {
-        unsigned char c = (unsigned char)s[k];
-        if (c == '\\' || c < 0x20)
+    /* The first byte that is a quote, a backslash or a control byte
+     * decides.  Eight plain bytes are skipped at once: (x - ones) & ~x
+     * has bit 7 set in the lowest zero byte of x (and perhaps in bytes
+     * above it), so a word with a byte of interest is never skipped; a
+     * word flagged by mistake only hands over to the byte loop early. */
+    while (k + 8 <= len) {
+        uint64_t w, q, b, c;
+        memcpy(&w, s + k, 8);
+        q = w ^ (ones * '"');
+        b = w ^ (ones * '\\');
+        c = (q - ones) & ~q;
+        c |= (b - ones) & ~b;
+        c |= (w - ones * 0x20) & ~w;
+        if (c & highs)
+            break;
+        k += 8;
+    }
+    for (; k < len; k++) {
+        unsigned char ch = (unsigned char)s[k];
+        if (ch == '"') {
+            *p = s + beg;
+            *n = k - beg;
+            *i = k + 1;
+            return 1;
+        }
+        if (ch == '\\' || ch < 0x20)
             return 0;
     }
-    *p = s + beg;
-    *n = (size_t)(q - (s + beg));
-    *i = (size_t)(q - s) + 1;
-    return 1;
+    return 0;
 }
 
 /* A number at s[*i] following the JSON grammar exactly:
@@ -203,9 +218,12 @@ static int scan_number(const char *s, size_t len, size_t *i, jval *v)
 {
     size_t k = *i, beg = *i;
     bool neg = false, integral = true;
+    uint64_t m = 0; /* the integer part's digits, while at most 18 */
 
     /* The integer part: a lone 0 or a run of digits not starting with 0
-     * (jansson refuses leading zeros). */
+     * (jansson refuses leading zeros).  Its value is accumulated on the
+     * way: up to 18 digits cannot overflow, which covers the common case
+     * (epoch timestamps have 13) in one pass. */
     if (k < len && s[k] == '-') {
         neg = true;
         k++;
@@ -216,7 +234,7 @@ static int scan_number(const char *s, size_t len, size_t *i, jval *v)
         k++;
     } else if (s[k] >= '1' && s[k] <= '9') {
         while (k < len && is_digit(s[k]))
-            k++;
+            m = m * 10 + (uint64_t)(s[k++] - '0');
     } else {
         return 0;
     }
@@ -239,9 +257,11 @@ static int scan_number(const char *s, size_t len, size_t *i, jval *v)
     }
     v->s = s + beg;
     v->len = k - beg;
-    if (integral) {
-        /* Accumulate the magnitude; 2^63 itself fits only negated. */
-        uint64_t m = 0, lim = neg ? (uint64_t)1 << 63 : INT64_MAX;
+    if (integral && k - beg - neg > 18) {
+        /* Longer: accumulate again with an overflow check per digit;
+         * 2^63 itself fits only negated. */
+        uint64_t lim = neg ? (uint64_t)1 << 63 : INT64_MAX;
+        m = 0;
         for (size_t j = beg + neg; j < k; j++) {
             uint64_t d = (uint64_t)(s[j] - '0');
             if (m > (lim - d) / 10) {
@@ -251,6 +271,8 @@ static int scan_number(const char *s, size_t len, size_t *i, jval *v)
             }
             m = m * 10 + d;
         }
+    }
+    if (integral) {
         v->kind = J_INT;
         v->i = neg ? (int64_t)(0 - m) : (int64_t)m;
     } else {
@@ -376,54 +398,120 @@ static int find_field(const tdm__schema *sc, const char *key, size_t len)
 {
     for (int f = 0; f < sc->n; f++) {
         const char *name = sc->fields[f].name;
-        if (strncmp(name, key, len) == 0 && name[len] == '\0')
+        size_t j = 0;
+        /* Names are short: a byte loop beats a call.  It stops at the
+         * name's NUL, which differs from any byte of a JSON key (the
+         * line passed the text check, so keys hold no NUL). */
+        while (j < len && name[j] == key[j])
+            j++;
+        if (j == len && name[len] == '\0')
             return f;
     }
     return -1;
 }
 
-typedef struct fast_ctx {
-    const tdm__source_conf *conf;
-    tdm__batch *b;
-    tdm__row *row;
-    uint64_t seen; /* schema fields already set */
-    tdm_err err;   /* NOMEM seen */
-} fast_ctx;
-
-/* Stores one member of the fast path.  Everything that would need a
- * reason (a type error, a huge number) or jansson's view of the line (a
- * repeated schema member, of which jansson keeps the last) stops the
- * scan; the scratch reason is thrown away because jansson writes the
- * real one. */
-static int fast_member(void *ctx, const char *key, size_t key_len,
-                       const jval *v)
+/* The length of @p name if the quoted key "name" at s[i] is exactly
+ * that name, else 0.  Only names that an earlier key matched through
+ * scan_string are ever expected, and scan_string takes no key with an
+ * escape, a quote or a control byte: the name's bytes are therefore the
+ * key's own bytes, exactly as scan_string would have returned them. */
+static size_t match_key(const char *s, size_t len, size_t i,
+                        const char *name)
 {
-    fast_ctx *c = ctx;
-    int f = find_field(c->conf->schema, key, key_len);
-    char scratch[8];
-
-    if (v->kind == J_BIG)
+    size_t j = 0;
+    if (s[i] != '"')
         return 0;
-    if (f < 0)
-        return 1;
-    if (c->seen & ((uint64_t)1 << f))
-        return 0; /* jansson keeps the last of repeated members */
-    c->seen |= (uint64_t)1 << f;
-    c->err = store(c->conf, c->b, c->row, f, v, scratch, sizeof scratch);
-    return c->err == TDM_OK;
+    while (name[j] && i + 1 + j < len && s[i + 1 + j] == name[j])
+        j++;
+    if (name[j] || i + 1 + j >= len || s[i + 1 + j] != '"')
+        return 0;
+    return j;
 }
 
 /* The fast path: 1 with the row filled in, 0 if jansson must decide.
- * The "seen" set is a 64-bit mask, so wider schemas always use jansson. */
-static int parse_fast(const tdm__source_conf *conf, const char *line,
-                      size_t len, tdm__batch *b, tdm__row *row)
+ *
+ * It walks the object like scan_object and stores each member whose key
+ * names a schema field.  Everything that would need a reason (a type
+ * error, a huge number) or jansson's view of the line (a repeated schema
+ * member, of which jansson keeps the last) makes it give up; the scratch
+ * reason is thrown away because jansson writes the real one.  The
+ * "seen" set is a 64-bit mask, so wider schemas always use jansson.
+ *
+ * With a hint, member m's key is first compared with the name of the
+ * field member m had in the previous line: when the layout repeats, a
+ * key costs one comparison instead of a scan and a lookup.  A miss
+ * falls back to both and updates the hint. */
+static int parse_fast(const tdm__source_conf *conf, tdm__json_hint *hint,
+                      const char *s, size_t len, tdm__batch *b,
+                      tdm__row *row)
 {
-    fast_ctx c = {conf, b, row, 0, TDM_OK};
+    const tdm__schema *sc = conf->schema;
+    uint64_t seen = 0;
     char scratch[8];
+    size_t i;
 
-    if (conf->schema->n > 64)
+    if (sc->n > 64)
         return 0;
-    if (!scan_object(line, len, fast_member, &c))
+    i = skip_ws(s, len, 0);
+    if (i >= len || s[i] != '{')
+        return 0;
+    i = skip_ws(s, len, i + 1);
+    if (i < len && s[i] == '}') {
+        i++;
+    } else {
+        for (int m = 0;; m++) {
+            int f = -2, guess = -1;
+            jval v;
+
+            if (i >= len)
+                return 0;
+            if (hint && m < TDM__JSON_HINT_MAX && hint->field[m] > 0) {
+                size_t nl;
+                guess = hint->field[m] - 1;
+                if (guess < sc->n &&
+                    (nl = match_key(s, len, i, sc->fields[guess].name))) {
+                    f = guess;
+                    i += nl + 2;
+                }
+            }
+            if (f == -2) {
+                const char *key;
+                size_t key_len;
+                if (s[i] != '"' || !scan_string(s, len, &i, &key, &key_len))
+                    return 0;
+                f = find_field(sc, key, key_len);
+                if (hint && m < TDM__JSON_HINT_MAX)
+                    hint->field[m] = (int8_t)(f + 1); /* 0 if none */
+            }
+            i = skip_ws(s, len, i);
+            if (i >= len || s[i] != ':')
+                return 0;
+            i = skip_ws(s, len, i + 1);
+            if (!scan_value(s, len, &i, &v) || v.kind == J_BIG)
+                return 0;
+            if (f >= 0) {
+                if (seen & ((uint64_t)1 << f))
+                    return 0; /* jansson keeps the last of repeats */
+                seen |= (uint64_t)1 << f;
+                if (store(conf, b, row, f, &v, scratch, sizeof scratch) !=
+                    TDM_OK)
+                    return 0;
+            }
+            i = skip_ws(s, len, i);
+            if (i < len && s[i] == ',') {
+                i = skip_ws(s, len, i + 1);
+                continue;
+            }
+            if (i < len && s[i] == '}') {
+                i++;
+                break;
+            }
+            return 0;
+        }
+    }
+    /* Only blanks may follow the object (jansson: "end of file
+     * expected"). */
+    if (skip_ws(s, len, i) != len)
         return 0;
     return tdm__conn_finish_ts(conf, row, scratch, sizeof scratch) == TDM_OK;
 }
@@ -569,10 +657,9 @@ out:
  * drops it.  TDM_ERR_RANGE if @p b is full (no row added); with
  * TDM__JSON_FAST, TDM_ERR_UNSUPPORTED (no row added) when jansson would
  * have to decide. */
-tdm_err tdm__json_parse_line_mode(const tdm__source_conf *conf,
-                                  const char *line, size_t len,
-                                  tdm__batch *b, char *reason, size_t n,
-                                  int mode)
+static tdm_err parse_line(const tdm__source_conf *conf, tdm__json_hint *hint,
+                          const char *line, size_t len, tdm__batch *b,
+                          char *reason, size_t n, int mode)
 {
     tdm__row *row = tdm__batch_add(b);
     size_t mark = b->arena_used;
@@ -588,7 +675,7 @@ tdm_err tdm__json_parse_line_mode(const tdm__source_conf *conf,
     if (tdm__conn_check_text(line, len, reason, n) != 0)
         return TDM_ERR_PARSE;
     if (mode != TDM__JSON_JANSSON) {
-        if (parse_fast(conf, line, len, b, row))
+        if (parse_fast(conf, hint, line, len, b, row))
             return TDM_OK;
         /* Start again from a clean row. */
         tdm__batch_drop_last(b);
@@ -598,6 +685,25 @@ tdm_err tdm__json_parse_line_mode(const tdm__source_conf *conf,
         row = tdm__batch_add(b);
     }
     return parse_jansson(conf, line, len, b, row, reason, n);
+}
+
+/* Parses one JSON line with a choice of path (see conn.h). */
+tdm_err tdm__json_parse_line_mode(const tdm__source_conf *conf,
+                                  const char *line, size_t len,
+                                  tdm__batch *b, char *reason, size_t n,
+                                  int mode)
+{
+    return parse_line(conf, NULL, line, len, b, reason, n, mode);
+}
+
+/* Parses one JSON line with the layout hint of its stream (see
+ * conn.h). */
+tdm_err tdm__json_parse_line_hint(const tdm__source_conf *conf,
+                                  tdm__json_hint *hint, const char *line,
+                                  size_t len, tdm__batch *b, char *reason,
+                                  size_t n)
+{
+    return parse_line(conf, hint, line, len, b, reason, n, TDM__JSON_AUTO);
 }
 
 /* Parses one JSON line into a new row of @p b (see connect.h): TDM_OK, or

@@ -208,7 +208,9 @@ tdm_err tdm__conn_ts_error(char *reason, size_t n, const char *name,
                      tdm__conn_expected(TDM_TYPE_TIMESTAMP, unit), shown);
 }
 
-/* Sets row->ts from the timestamp field (see conn.h). */
+/* Sets row->ts from the timestamp field (see conn.h).  The value is
+ * rendered for the reason only when the conversion fails: this runs for
+ * every row, and formatting is dearer than the conversion. */
 tdm_err tdm__conn_finish_ts(const tdm__source_conf *conf, tdm__row *row,
                             char *reason, size_t n)
 {
@@ -231,16 +233,19 @@ tdm_err tdm__conn_finish_ts(const tdm__source_conf *conf, tdm__row *row,
         return TDM_OK;
     case TDM_TYPE_INT64:
         err = tdm__ts_from_int(v->u.i, conf->ts_unit, &row->ts);
-        snprintf(shown, sizeof shown, "%lld", (long long)v->u.i);
+        if (err != TDM_OK)
+            snprintf(shown, sizeof shown, "%lld", (long long)v->u.i);
         break;
     case TDM_TYPE_DOUBLE:
         err = tdm__ts_from_double(v->u.d, conf->ts_unit, &row->ts);
-        tdm__conn_fmt_double(shown, sizeof shown, v->u.d);
+        if (err != TDM_OK)
+            tdm__conn_fmt_double(shown, sizeof shown, v->u.d);
         break;
     case TDM_TYPE_STRING:
         err = tdm__ts_from_text(v->u.s.p, v->u.s.len, conf->ts_unit,
                                 &row->ts);
-        tdm__conn_quote(shown, sizeof shown, v->u.s.p, v->u.s.len);
+        if (err != TDM_OK)
+            tdm__conn_quote(shown, sizeof shown, v->u.s.p, v->u.s.len);
         break;
     default:
         return tdm__errf(reason, n, TDM_ERR_PARSE,

@@ -286,8 +286,8 @@ tdm_err tdm__stream_read(tdm__stream *st, const tdm__source_conf *conf,
             err = tdm__csv_parse_line(conf, st->columns, st->n_columns, line,
                                       len, b, reason, sizeof reason);
         else
-            err = tdm__json_parse_line(conf, line, len, b, reason,
-                                       sizeof reason);
+            err = tdm__json_parse_line_hint(conf, &st->hint, line, len, b,
+                                            reason, sizeof reason);
         if (err == TDM_OK) {
             tdm__row *row = &b->rows[b->n - 1];
             row->partition = partition;

@@ -55,6 +55,12 @@ tdm_err tdm__queue_init(tdm__queue *q, int n_channels, int per_channel,
     q->n_ch = n_channels;
     q->per_ch = per_channel;
     q->cap = (size_t)n_channels * (size_t)per_channel;
+    /* Lazy pushes wake the consumer at a few items: at most a channel's
+     * capacity, so a producer never blocks on a full channel whose
+     * consumer sleeps unwoken. */
+    q->wake_at = per_channel < 4 ? (size_t)per_channel : 4;
+    if (q->wake_at < 1)
+        q->wake_at = 1;
     q->abort = abort;
     q->waits = waits;
     q->ring = tdm__calloc(q->cap, sizeof *q->ring);
@@ -101,12 +107,13 @@ void tdm__queue_fini(tdm__queue *q)
     memset(q, 0, sizeof *q);
 }
 
-/* Appends an item, waiting while its channel is full.  The consumer is
- * signalled only when it sleeps, so a busy pipeline makes no syscalls
- * here.  Each channel has exactly one producer, so one condition per
- * channel wakes exactly the producer that can go on.  The first wait of
- * a push is counted (backpressure statistics). */
-bool tdm__queue_push(tdm__queue *q, const tdm__item *it)
+/* Appends an item, waiting while its channel is full; @p lazy says
+ * whether a sleeping consumer may be left asleep below wake_at items.
+ * The consumer is signalled only when it sleeps, so a busy pipeline
+ * makes no syscalls here.  Each channel has exactly one producer, so one
+ * condition per channel wakes exactly the producer that can go on.  The
+ * first wait of a push is counted (backpressure statistics). */
+static bool push(tdm__queue *q, const tdm__item *it, bool lazy)
 {
     int ch = it->ch;
     pthread_mutex_lock(&q->mu);
@@ -133,11 +140,36 @@ bool tdm__queue_push(tdm__queue *q, const tdm__item *it)
     q->ring[(q->head + q->count) % q->cap] = *it;
     q->count++;
     q->ch_count[ch]++;
-    bool wake = q->consumer_waiting;
+    bool wake = q->consumer_waiting && (!lazy || q->count >= q->wake_at);
+    q->signals += wake;
     pthread_mutex_unlock(&q->mu);
     if (wake)
         pthread_cond_signal(&q->not_empty);
     return true;
+}
+
+/* Appends an item and wakes a sleeping consumer (see rt.h). */
+bool tdm__queue_push(tdm__queue *q, const tdm__item *it)
+{
+    return push(q, it, false);
+}
+
+/* Appends an item, waking a sleeping consumer only once wake_at items
+ * wait (see rt.h for the producer's duty to kick). */
+bool tdm__queue_push_lazy(tdm__queue *q, const tdm__item *it)
+{
+    return push(q, it, true);
+}
+
+/* Wakes a consumer that sleeps although items wait. */
+void tdm__queue_kick(tdm__queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    bool wake = q->consumer_waiting && q->count > 0;
+    q->signals += wake;
+    pthread_mutex_unlock(&q->mu);
+    if (wake)
+        pthread_cond_signal(&q->not_empty);
 }
 
 /* Takes what is there, waiting for the first item if none.  Taking many
@@ -207,6 +239,7 @@ tdm_err tdm__pool_init(tdm__pool *p, const tdm__schema *schema,
     p->batch_cap = batch_cap;
     p->n_targets = n_targets;
     p->max = max;
+    p->wake_at = max / 2 > 1 ? max / 2 : 1;
     p->abort = abort;
     p->job = job;
     if (pthread_mutex_init(&p->mu, NULL) != 0)
@@ -225,8 +258,7 @@ static void sbatch_free(tdm__sbatch *sb)
         return;
     tdm__batch_destroy(sb->b);
     tdm__free(sb->sel);
-    tdm__free(sb->sel_n);
-    tdm__free(sb->sel_sent);
+    tdm__free(sb->counts);
     tdm__free(sb);
 }
 
@@ -238,9 +270,16 @@ static tdm__sbatch *sbatch_new(tdm__pool *p)
     size_t nt = p->n_targets > 0 ? (size_t)p->n_targets : 1;
     sb->b = tdm__batch_new(p->schema, p->batch_cap);
     sb->sel = tdm__malloc(nt * p->batch_cap * sizeof *sb->sel);
-    sb->sel_n = tdm__calloc(nt, sizeof *sb->sel_n);
-    sb->sel_sent = tdm__calloc(nt, sizeof *sb->sel_sent);
-    if (!sb->b || !sb->sel || !sb->sel_n || !sb->sel_sent) {
+    /* The per-target counters, written for every routed row, get 64
+     * bytes of padding on either side: no other allocation (such as
+     * another batch's reference count, which consumers update) may share
+     * their cache lines. */
+    sb->counts = tdm__calloc(2 * nt + 32, sizeof *sb->counts);
+    if (sb->counts) {
+        sb->sel_n = sb->counts + 16;
+        sb->sel_sent = sb->sel_n + nt;
+    }
+    if (!sb->b || !sb->sel || !sb->counts) {
         sbatch_free(sb);
         return NULL;
     }
@@ -261,7 +300,9 @@ static void peak_update(tdm_job *job)
 /* Takes a free batch, makes one below the maximum, or waits.  The
  * maximum bounds the memory of one source subtask however far its
  * consumers lag; batches are made lazily, so a slow source never holds
- * more than it uses. */
+ * more than it uses.  A producer waits only with all max batches out,
+ * every one of which comes back once its consumers are done, so the
+ * wake-up at wake_at free batches always comes. */
 tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
 {
     *err = TDM_OK;
@@ -286,7 +327,17 @@ tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
             p->n_all++;
             sb->next = p->free_list;
             p->free_list = sb;
+            p->n_free++;
             break;
+        }
+        if (p->before_wait) {
+            /* Let the consumers see what they must finish to free a
+             * batch; then look again. */
+            pthread_mutex_unlock(&p->mu);
+            p->before_wait(p->before_wait_ud);
+            pthread_mutex_lock(&p->mu);
+            if (p->free_list)
+                break;
         }
         if (!counted) {
             atomic_fetch_add_explicit(&p->job->queue_waits, 1,
@@ -301,6 +352,7 @@ tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
     }
     tdm__sbatch *sb = p->free_list;
     p->free_list = sb->next;
+    p->n_free--;
     sb->next = NULL;
     pthread_mutex_unlock(&p->mu);
     peak_update(p->job);
@@ -326,7 +378,9 @@ void tdm__sbatch_release(tdm__sbatch *sb)
     pthread_mutex_lock(&p->mu);
     sb->next = p->free_list;
     p->free_list = sb;
-    bool wake = p->waiting;
+    p->n_free++;
+    bool wake = p->waiting && p->n_free >= p->wake_at;
+    p->signals += wake;
     pthread_mutex_unlock(&p->mu);
     if (wake)
         pthread_cond_signal(&p->freed);

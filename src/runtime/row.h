@@ -86,6 +86,24 @@ void tdm__batch_drop_last(tdm__batch *b);
  * moves it: rows already added are re-pointed by the batch.) */
 tdm_err tdm__batch_set_string(tdm__batch *b, tdm__row *row, int i,
                               const char *s, size_t len);
+/* tdm__batch_set_string with the common case inlined: a short string
+ * from outside the arena that fits without growing it (parsers call this
+ * for every string field, mostly a few bytes long). */
+static inline tdm_err tdm__batch_put_string(tdm__batch *b, tdm__row *row,
+                                           int i, const char *s, size_t len)
+{
+    if (len <= 16 && b->arena_cap - b->arena_used >= len) {
+        char *dst = b->arena + b->arena_used;
+        for (size_t k = 0; k < len; k++)
+            dst[k] = s[k];
+        b->arena_used += len;
+        row->v[i].u.s.p = dst;
+        row->v[i].u.s.len = (uint32_t)len;
+        row->v[i].null = 0;
+        return TDM_OK;
+    }
+    return tdm__batch_set_string(b, row, i, s, len);
+}
 /* Empties the batch for reuse (keeps its memory). */
 void tdm__batch_clear(tdm__batch *b);
 void tdm__batch_destroy(tdm__batch *b);

@@ -215,19 +215,30 @@ typedef struct tdm__keybuf {
  * TDM_ERR_NOMEM. */
 tdm_err tdm__key_encode(const tdm__row *row, const int *idx, int n,
                         tdm__keybuf *kb, const char **key, size_t *len);
-/* tdm__key_encode with its hot case inlined (a single string key). */
-static inline tdm_err tdm__key_get(const tdm__row *row, const int *idx,
-                                   int n, tdm__keybuf *kb, const char **key,
-                                   size_t *len)
+/* The key of a row when it is its own bytes - a single string key, not
+ * null and not starting with NUL (see above) - without a copy: true with
+ * *key pointing into the row's string (or a static ""), false when the
+ * key must be encoded. */
+static inline bool tdm__key_inplace(const tdm__row *row, const int *idx,
+                                    int n, const char **key, size_t *len)
 {
     if (n == 1 && row->schema->fields[idx[0]].type == TDM_TYPE_STRING) {
         const tdm__val *v = &row->v[idx[0]];
         if (!v->null && (v->u.s.len == 0 || v->u.s.p[0] != 0)) {
             *key = v->u.s.len ? v->u.s.p : "";
             *len = v->u.s.len;
-            return TDM_OK;
+            return true;
         }
     }
+    return false;
+}
+/* tdm__key_encode with its hot case inlined (a single string key). */
+static inline tdm_err tdm__key_get(const tdm__row *row, const int *idx,
+                                   int n, tdm__keybuf *kb, const char **key,
+                                   size_t *len)
+{
+    if (tdm__key_inplace(row, idx, n, key, len))
+        return TDM_OK;
     return tdm__key_encode(row, idx, n, kb, key, len);
 }
 /* Decodes an encoded key into @p out (n values of @p types); strings
@@ -313,13 +324,28 @@ typedef enum tdm__item_kind {
 
 struct tdm__sbatch;
 
+/* One row of a batch segment as the source routed it: its index, and
+ * what a window subtask needs of it to push it - the timestamp and the
+ * key bytes - so that the consumer need not read the row itself.  Rows
+ * are written on the source's core; every cache line of them a consumer
+ * reads must travel to its core and back before the batch is refilled,
+ * and these few bytes are a fraction of the row's.  key is NULL when the
+ * key is not a single string read in place (tdm__key_inplace): the
+ * consumer then encodes it from the row. */
+typedef struct tdm__sel {
+    uint32_t row;
+    uint32_t key_len;
+    const char *key;   /* into the batch's arena, or NULL */
+    tdm_time_ms ts;
+} tdm__sel;
+
 typedef struct tdm__item {
     uint8_t kind;
     int32_t ch;           /* input channel at the consumer */
     int32_t idle;         /* STATUS */
     tdm_time_ms t;        /* WATERMARK */
     struct tdm__sbatch *b; /* BATCH: the source batch (one reference) */
-    const uint32_t *idx;  /* BATCH: selected row indexes */
+    const tdm__sel *sel;  /* BATCH: the selected rows */
     uint32_t n;
 } tdm__item;
 
@@ -335,6 +361,8 @@ typedef struct tdm__queue {
     int n_ch, per_ch;
     int *ch_count;
     bool consumer_waiting;
+    size_t wake_at;     /* lazy pushes wake a sleeping consumer from here */
+    int64_t signals;    /* consumer wake-ups sent (tests) */
     const atomic_int *abort;
     _Atomic int64_t *waits;
 } tdm__queue;
@@ -344,6 +372,16 @@ tdm_err tdm__queue_init(tdm__queue *q, int n_channels, int per_channel,
 /* Appends @p it on channel it->ch, waiting while the channel is full.
  * Returns false (nothing queued) when the run aborts. */
 bool tdm__queue_push(tdm__queue *q, const tdm__item *it);
+/* tdm__queue_push for a producer that will push again soon: a sleeping
+ * consumer is woken only once wake_at items wait (4, or the channel
+ * capacity if smaller), so a busy pipeline makes one wake-up per few
+ * batches instead of one per batch.  The producer must call
+ * tdm__queue_kick before it blocks or slows down (a poll that did not
+ * fill its batch), so that no item waits for longer than that.  Returns
+ * as tdm__queue_push. */
+bool tdm__queue_push_lazy(tdm__queue *q, const tdm__item *it);
+/* Wakes the consumer if it sleeps while items wait (after lazy pushes). */
+void tdm__queue_kick(tdm__queue *q);
 /* Takes up to @p max items in order; waits up to @p timeout_ms (< 0:
  * forever, until an item or abort).  Returns the number taken. */
 size_t tdm__queue_pop(tdm__queue *q, tdm__item *out, size_t max,
@@ -358,13 +396,19 @@ void tdm__queue_fini(tdm__queue *q);
  * segment of it are done with it. */
 typedef struct tdm__sbatch {
     tdm__batch *b;
-    atomic_int refs;
     struct tdm__pool *pool;
-    uint32_t *sel;      /* n_targets * cap indexes */
+    tdm__sel *sel;      /* n_targets * cap selected rows */
     uint32_t *sel_n;    /* per target: rows selected */
     uint32_t *sel_sent; /* per target: rows already sent */
+    uint32_t *counts;   /* the padded block sel_n and sel_sent live in */
     struct tdm__sbatch *next; /* free list / all list */
     struct tdm__sbatch *all_next;
+    /* Consumers update refs while the producer reads the fields above,
+     * and neighbouring allocations, for every row it routes: 64 bytes
+     * on either side keep refs off their cache lines. */
+    char pad0_[64];
+    atomic_int refs;
+    char pad1_[64];
 } tdm__sbatch;
 
 typedef struct tdm__pool {
@@ -373,7 +417,14 @@ typedef struct tdm__pool {
     tdm__sbatch *free_list;
     tdm__sbatch *all;
     int n_all, max;
+    int n_free;   /* batches on the free list */
+    int wake_at;  /* a waiting producer is woken with this many free */
+    int64_t signals; /* producer wake-ups sent (tests) */
     bool waiting;
+    /* Called (pool unlocked) before the producer waits for a batch: the
+     * source subtask kicks the queues it pushed to lazily. */
+    void (*before_wait)(void *ud);
+    void *before_wait_ud;
     const tdm__schema *schema;
     size_t batch_cap;
     int n_targets;
@@ -385,7 +436,11 @@ tdm_err tdm__pool_init(tdm__pool *p, const tdm__schema *schema,
                        size_t batch_cap, int n_targets, int max,
                        const atomic_int *abort, tdm_job *job);
 /* A cleared batch with one reference (the caller's), waiting while
- * @p max batches are out.  NULL on abort or NOMEM (*err says which). */
+ * @p max batches are out.  A waiting producer is woken when half the
+ * pool is free again (at least one batch), not at every release:
+ * it then fills several batches in a row instead of trading one wake-up
+ * per batch with its consumers.  NULL on abort or NOMEM (*err says
+ * which). */
 tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err);
 /* Drops one reference; the last one returns the batch to its pool. */
 void tdm__sbatch_release(tdm__sbatch *sb);

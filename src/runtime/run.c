@@ -174,9 +174,13 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
         err = tdm_wm_strategy_set_interval(
             s->strat, tdm__node_int(n, "watermark.interval"), msg,
             sizeof msg);
-    if (err == TDM_OK && tdm__node_int(n, "watermark.emit") == 1 &&
-        (kind == TDM_WM_BOUNDED || kind == TDM_WM_MONOTONOUS))
+    bool on_event = tdm__node_int(n, "watermark.emit") == 1 &&
+                    (kind == TDM_WM_BOUNDED || kind == TDM_WM_MONOTONOUS);
+    if (err == TDM_OK && on_event)
         err = tdm_wm_strategy_set_emit_on_event(s->strat, 1);
+    s->wm_max_only = !on_event && (kind == TDM_WM_BOUNDED ||
+                                   kind == TDM_WM_MONOTONOUS ||
+                                   kind == TDM_WM_NONE);
     int64_t idle = tdm__node_int(n, "watermark.idle_timeout");
     if (err == TDM_OK && idle > 0 && kind != TDM_WM_NONE)
         err = tdm_wm_strategy_set_idle_timeout(s->strat, idle, msg,

@@ -45,6 +45,10 @@ struct rt_source {
     const tdm__source_vtab *vt;
     tdm_wm_strategy *strat;
     int marker_idx;
+    /* The generator needs only each partition's highest timestamp per
+     * batch: bounded or monotonous with periodic emission, or none (its
+     * on-event hook only keeps a maximum, or nothing). */
+    bool wm_max_only;
     rt_edge *edges;
     int n_edges;
     int n_targets;
@@ -98,6 +102,8 @@ struct rt_src_task {
     tdm__sbatch *cur;  /* the batch being filled */
     uint8_t *finished; /* poll's per-partition flags */
     uint8_t *reported; /* finished partitions told to the reader */
+    tdm_time_ms *pmax; /* wm_max_only: highest timestamp of the batch */
+    int *touched;      /* partitions with a pmax in this batch */
     struct rt_unit {
         int n, small, big;
         int64_t first;
@@ -105,6 +111,8 @@ struct rt_src_task {
     int part_cap;
     tdm__keybuf kb;
     tdm_time_ms now;
+    bool lazy;         /* the current batch's segments are pushed lazily */
+    uint8_t *unkicked; /* per target: lazily pushed to since last kick */
     bool empty;        /* will never read a row (see run.c) */
     bool failed;
 };

@@ -321,12 +321,18 @@ static void join_emit(void *opaque, const tdm_event *ev)
 
 /* ---- Input ---- */
 
+/* How many rows of a segment ahead the key bytes are prefetched. */
+#define PF_KEY 8
+
 /* Pushes the rows of one batch segment into the operator.  The channel
  * says which input (union position or join side) and which source
- * subtask they come from; the key bytes are rebuilt here from the same
- * fields the source hashed (cheaper than shipping them), and the row
- * itself rides along as the record payload (windows) or packed into it
- * (joins, which keep records beyond the call). */
+ * subtask they come from.  The selection carries each row's timestamp
+ * and, for a string key, its bytes (tdm__sel), so a count touches only
+ * the selection and the key bytes of rows written on another core; other
+ * keys are rebuilt here from the same fields the source hashed.  The
+ * row itself rides along as the record payload (windows: row aggregates
+ * and the late output read it) or packed into it (joins, which keep
+ * records beyond the call). */
 static void push_rows(rt_op_task *t, const tdm__item *it)
 {
     rt_op *op = t->op;
@@ -337,15 +343,20 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
     if (t->ra)
         tdm__rowagg_set_input(t->ra, input);
     for (uint32_t k = 0; k < it->n && !t->failed; k++) {
-        const tdm__row *row = &b->rows[it->idx[k]];
-        const char *key;
-        size_t klen;
-        if (tdm__key_get(row, kidx, op->n_key, &t->kb, &key, &klen) !=
-            TDM_OK) {
+        const tdm__sel *sl = &it->sel[k];
+        const tdm__row *row = &b->rows[sl->row];
+        /* The first touch of the key bytes is a transfer from the
+         * source's core: start it a few rows ahead. */
+        if (k + PF_KEY < it->n && sl[PF_KEY].key)
+            __builtin_prefetch(sl[PF_KEY].key);
+        const char *key = sl->key;
+        size_t klen = sl->key_len;
+        if (!key && tdm__key_get(row, kidx, op->n_key, &t->kb, &key,
+                                 &klen) != TDM_OK) {
             op_fail_nomem(t);
             break;
         }
-        tdm_record rec = { .key = key, .key_len = klen, .ts = row->ts };
+        tdm_record rec = { .key = key, .key_len = klen, .ts = sl->ts };
         tdm_err err;
         if (t->win) {
             rec.payload = row;

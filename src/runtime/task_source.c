@@ -17,6 +17,30 @@
 
 /* ---- Sending ---- */
 
+/* Wakes the consumers of every target that got a lazy push since the
+ * last kick (see flush_rows). */
+static void kick(rt_src_task *t)
+{
+    rt_source *s = t->src;
+    for (int e = 0; e < s->n_edges; e++) {
+        const rt_edge *ed = &s->edges[e];
+        for (int j = 0; j < t->run->P; j++) {
+            int tg = ed->target_base + j;
+            if (!t->unkicked[tg])
+                continue;
+            t->unkicked[tg] = 0;
+            tdm__queue_kick(&ed->op->tasks[j].q);
+        }
+    }
+}
+
+/* The pool's hook before the subtask waits for a free batch: consumers
+ * left asleep by lazy pushes must run to free one. */
+static void before_pool_wait(void *ud)
+{
+    kick(ud);
+}
+
 /* Sends the rows selected since the last flush to each target.
  *
  * Every target (a downstream subtask of one consumer) has its own region
@@ -43,13 +67,24 @@ static void flush_rows(rt_src_task *t)
             tdm__item it = { .kind = TDM__ITEM_BATCH,
                              .ch = ed->input * t->run->P + t->index,
                              .b = sb,
-                             .idx = sb->sel + (size_t)tg * cap + from,
+                             .sel = sb->sel + (size_t)tg * cap + from,
                              .n = to - from };
             /* The reference is taken before the push: the consumer may
              * release it before the push even returns. */
             atomic_fetch_add_explicit(&sb->refs, 1, memory_order_relaxed);
+            /* A full poll means more rows follow at once: the push may
+             * leave a sleeping consumer asleep for a few items (one
+             * wake-up per few batches, not per batch); the subtask kicks
+             * before it could keep them waiting. */
+            bool ok;
+            if (t->lazy) {
+                ok = tdm__queue_push_lazy(&ed->op->tasks[j].q, &it);
+                t->unkicked[tg] = 1;
+            } else {
+                ok = tdm__queue_push(&ed->op->tasks[j].q, &it);
+            }
             /* Refused only when the run aborts: give the reference back. */
-            if (!tdm__queue_push(&ed->op->tasks[j].q, &it))
+            if (!ok)
                 tdm__sbatch_release(sb);
             sb->sel_sent[tg] = to;
         }
@@ -156,6 +191,16 @@ static tdm_err ensure_arrays(rt_src_task *t, int need)
         if (!u)
             return TDM_ERR_NOMEM;
         t->uc = u;
+        tdm_time_ms *m = tdm__realloc(t->pmax, (size_t)cap * sizeof *m);
+        if (!m)
+            return TDM_ERR_NOMEM;
+        t->pmax = m;
+        int *tp = tdm__realloc(t->touched, (size_t)cap * sizeof *tp);
+        if (!tp)
+            return TDM_ERR_NOMEM;
+        t->touched = tp;
+        for (int p = t->part_cap; p < cap; p++)
+            m[p] = TDM_TIME_MIN;
         memset(t->finished + t->part_cap, 0, (size_t)(cap - t->part_cap));
         memset(t->reported + t->part_cap, 0, (size_t)(cap - t->part_cap));
         memset(t->uc + t->part_cap, 0,
@@ -275,9 +320,11 @@ static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
 /* Routes row @p i of the current batch to the target of each edge: the
  * subtask that owns the key group of its key bytes.  Every consumer of
  * the source (a window, a join side) is an edge with its own key fields,
- * so one row may go to different subtasks of different consumers.  Only
- * the row's index is recorded; at parallelism 1 there is one target and
- * no hashing. */
+ * so one row may go to different subtasks of different consumers.  The
+ * row is not copied: its index goes into the target's selection, with
+ * its timestamp and, when the key is a string read in place, the key
+ * bytes (tdm__sel), which is all a window subtask reads of it for a
+ * count.  At parallelism 1 there is one target and no hashing. */
 static tdm_err route(rt_src_task *t, const tdm__row *row, uint32_t i)
 {
     rt_source *s = t->src;
@@ -285,18 +332,26 @@ static tdm_err route(rt_src_task *t, const tdm__row *row, uint32_t i)
     size_t cap = t->run->batch_size;
     for (int e = 0; e < s->n_edges; e++) {
         const rt_edge *ed = &s->edges[e];
+        const char *key;
+        size_t klen;
+        bool inplace = tdm__key_inplace(row, ed->key_idx, ed->n_key, &key,
+                                        &klen);
         int j = 0;
         if (t->run->P > 1) {
-            const char *key;
-            size_t klen;
-            if (tdm__key_get(row, ed->key_idx, ed->n_key, &t->kb, &key,
-                                &klen) != TDM_OK)
+            if (!inplace && tdm__key_encode(row, ed->key_idx, ed->n_key,
+                                            &t->kb, &key, &klen) != TDM_OK)
                 return TDM_ERR_NOMEM;
             uint64_t h = tdm__keys_hash(key, klen);
             j = t->run->owner[tdm__key_group(h, t->run->key_groups)];
         }
         int tg = ed->target_base + j;
-        sb->sel[(size_t)tg * cap + sb->sel_n[tg]++] = i;
+        /* An encoded key lives in the subtask's scratch buffer, which the
+         * next row overwrites: the consumer encodes it again. */
+        tdm__sel *sl = &sb->sel[(size_t)tg * cap + sb->sel_n[tg]++];
+        sl->row = i;
+        sl->key = inplace ? key : NULL;
+        sl->key_len = inplace ? (uint32_t)klen : 0;
+        sl->ts = row->ts;
     }
     return TDM_OK;
 }
@@ -321,6 +376,7 @@ static tdm_err process_batch(rt_src_task *t)
                             ? tdm__time_add_sat(t->now, t->run->guard)
                             : TDM_TIME_MAX;
     int64_t guard_hits = 0;
+    int n_touched = 0;
     for (size_t i = 0; i < b->n; i++) {
         tdm__row *row = &b->rows[i];
         if ((int)row->partition >= t->n_parts &&
@@ -346,13 +402,34 @@ static tdm_err process_batch(rt_src_task *t)
         }
         if (route(t, row, (uint32_t)i) != TDM_OK)
             return TDM_ERR_NOMEM;
-        /* The row is on its way; now the generator may see it (an
-         * on-event watermark then follows the row downstream). */
-        if (!guarded && c->time_mode != TDM__TIME_PROCESSING) {
+        if (guarded || c->time_mode == TDM__TIME_PROCESSING)
+            continue;
+        if (s->wm_max_only) {
+            /* Only the batch's maximum per partition matters (below). */
+            int p = (int)row->partition;
+            if (row->ts > t->pmax[p]) {
+                if (t->pmax[p] == TDM_TIME_MIN)
+                    t->touched[n_touched++] = p;
+                t->pmax[p] = row->ts;
+            }
+        } else {
+            /* The row is on its way; now the generator may see it (an
+             * on-event watermark then follows the row downstream). */
             tdm_record rec = { .ts = row->ts, .payload = row,
                                .payload_len = sizeof *row };
             tdm_reader_record(t->reader, (int)row->partition, &rec);
         }
+    }
+    /* A generator that keeps only a maximum and emits on the periodic
+     * tick (after this batch is sent) cannot tell one call with the
+     * batch's highest timestamp of a partition from one call per row: the
+     * maximum, and the activity its idleness timer looks for, come out
+     * the same. */
+    for (int k = 0; k < n_touched; k++) {
+        int p = t->touched[k];
+        tdm_record rec = { .ts = t->pmax[p] };
+        t->pmax[p] = TDM_TIME_MIN;
+        tdm_reader_record(t->reader, p, &rec);
     }
     rt_count(t->run, TDM_STAT_GUARD_HITS, guard_hits);
     return TDM_OK;
@@ -428,6 +505,10 @@ void *rt_source_main(void *arg)
          * need no finer resolution, and the hot loop no syscall. */
         t->now = tdm_clock_now(t->clk);
         rt_count(run, TDM_STAT_RECORDS_IN, (int64_t)t->cur->b->n);
+        /* Only a poll that filled its batch may push lazily: a partial
+         * one means the input is slow or ending, and its rows must not
+         * wait for more. */
+        t->lazy = t->cur->b->n >= run->batch_size;
         if (process_batch(t) != TDM_OK) {
             rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
                     t->src->node->name);
@@ -436,6 +517,8 @@ void *rt_source_main(void *arg)
         report_finished(t, eof != 0);
         /* Rows first, then whatever the periodic tick emits. */
         flush_rows(t);
+        if (!t->lazy)
+            kick(t);
         tdm_reader_advance(t->reader);
         tdm__sbatch_release(t->cur);
         t->cur = NULL;
@@ -444,6 +527,9 @@ void *rt_source_main(void *arg)
         tdm__sbatch_release(t->cur);
         t->cur = NULL;
     }
+    /* Nothing more follows: no item may wait for a wake-up. */
+    t->lazy = false;
+    kick(t);
     /* End of input (or cancel): the maximum watermark, then END. */
     if (!atomic_load(&run->abort)) {
         tdm_reader_end(t->reader);
@@ -496,6 +582,14 @@ tdm_err rt_source_task_init(rt_src_task *t)
                              s->n_targets, run->qcap + 2, &run->abort,
                              run->job);
         t->pool_ok = err == TDM_OK;
+        t->pool.before_wait = before_pool_wait;
+        t->pool.before_wait_ud = t;
+    }
+    if (err == TDM_OK) {
+        t->unkicked = tdm__calloc(s->n_targets > 0 ? (size_t)s->n_targets
+                                                   : 1, 1);
+        if (!t->unkicked)
+            err = TDM_ERR_NOMEM;
     }
     if (err != TDM_OK)
         rt_fail(run, err, "source \"%s\": out of memory", s->node->name);
@@ -515,6 +609,9 @@ void rt_source_task_fini(rt_src_task *t)
     tdm__free(t->finished);
     tdm__free(t->reported);
     tdm__free(t->uc);
+    tdm__free(t->pmax);
+    tdm__free(t->touched);
+    tdm__free(t->unkicked);
     tdm__free(t->kb.p);
     memset(t, 0, sizeof *t);
 }

@@ -439,6 +439,72 @@ TDM_TEST(json_fast_path_agrees_with_jansson)
     teardown(&b);
 }
 
+/* A stream's lines parsed with one layout hint (as the file source
+ * does) give exactly what jansson gives line by line: the same return
+ * code, row or reason, whatever the previous line's layout was - the
+ * same order, members moved, unknown members, a key written with an
+ * escape, keys that are a prefix or an extension of a field name,
+ * repeated members, more members than the hint remembers, missing and
+ * mistyped fields. */
+TDM_TEST(json_layout_hint_changes_nothing)
+{
+    static const char *const lines[] = {
+        "{\"user\":\"a\",\"n\":1,\"d\":1.5,\"ok\":true,\"ts\":10}",
+        "{\"user\":\"b\",\"n\":2,\"d\":2.5,\"ok\":false,\"ts\":11}",
+        "{\"ts\":12,\"user\":\"c\",\"n\":3}",
+        "{\"ts\":13,\"x\":[1],\"user\":\"c\",\"n\":3}",
+        "{\"user\":\"d\",\"x\":5,\"n\":4,\"ts\":14}",
+        "{\"us\\u0065r\":\"e\",\"n\":5,\"ts\":15}",
+        "{\"use\":\"x\",\"user\":\"f\",\"ts\":16}",
+        "{\"users\":\"y\",\"ts\":17,\"user\":\"g\"}",
+        "{\"user\":\"h\",\"user\":\"i\",\"ts\":18}",
+        "{\"a0\":0,\"a1\":1,\"a2\":2,\"a3\":3,\"a4\":4,\"a5\":5,\"a6\":6,"
+        "\"a7\":7,\"a8\":8,\"a9\":9,\"a10\":0,\"a11\":1,\"a12\":2,"
+        "\"a13\":3,\"a14\":4,\"a15\":5,\"a16\":6,\"user\":\"j\",\"ts\":19}",
+        "{\"user\":\"k\"}",
+        "{\"user\":1,\"ts\":20}",
+        "{\"user\" : \"l\" , \"n\" : 6 , \"ts\" : 21 }",
+        "{\"user\":\"m\",\"n\":7,\"d\":3.5,\"ok\":true,\"ts\":22}",
+        "{\"user\":\"n\",\"n\":8,\"d\":4.5,\"ok\":true,\"ts\":23}",
+        "{\"user\":\"o\",\"n\":9,\"d\":5.5,\"ok\":true,\"ts\":24} x",
+    };
+    fixture a, b;
+    setup(&a, STD_SCHEMA, "ts", TDM__UNIT_MS);
+    setup(&b, STD_SCHEMA, "ts", TDM__UNIT_MS);
+    tdm__json_hint hint = { { 0 } };
+    int ok = 0;
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        const char *l = lines[i];
+        tdm_err ea = tdm__json_parse_line_hint(&a.conf, &hint, l, strlen(l),
+                                               a.b, a.reason,
+                                               sizeof a.reason);
+        tdm_err eb = tdm__json_parse_line_mode(&b.conf, l, strlen(l), b.b,
+                                               b.reason, sizeof b.reason,
+                                               TDM__JSON_JANSSON);
+        if (ea != eb)
+            tdm_test_fail(__FILE__, __LINE__, "%s: hinted %s, jansson %s", l,
+                          tdm_err_name(ea), tdm_err_name(eb));
+        if (ea == TDM_OK) {
+            same_row(&a.b->rows[a.b->n - 1], &b.b->rows[b.b->n - 1], 5);
+            ok++;
+        } else {
+            ASSERT_STR_EQ(a.reason, b.reason);
+            tdm__batch_drop_last(a.b);
+            tdm__batch_drop_last(b.b);
+        }
+    }
+    /* All but the missing ts, the mistyped user and the trailing x. */
+    ASSERT_EQ(ok, 13);
+    /* The repeated member: the last one counts, as in jansson. */
+    ASSERT_EQ(a.b->rows[8].v[0].u.s.len, 1);
+    ASSERT_EQ(a.b->rows[8].v[0].u.s.p[0], 'i');
+    /* The hint learned the last good layout: user n d ok ts. */
+    ASSERT_EQ(hint.field[0], 1);
+    ASSERT_EQ(hint.field[4], 5);
+    teardown(&a);
+    teardown(&b);
+}
+
 TDM_TEST(json_fast_path_declines_what_it_cannot_decide)
 {
     fixture fx;

@@ -793,6 +793,61 @@ TDM_TEST(generator_uniform_keys_and_seed)
     close_src(&fx);
 }
 
+/* Checks that @p v holds "<prefix><k>" with k written in decimal without
+ * leading zeros and k < @p keys; returns k. */
+static long name_number(const tdm__val *v, char prefix, long keys)
+{
+    ASSERT_TRUE(!v->null && v->u.s.len >= 2 && v->u.s.len <= 8);
+    ASSERT_EQ(v->u.s.p[0], prefix);
+    ASSERT_TRUE(v->u.s.len == 2 || v->u.s.p[1] != '0');
+    long k = 0;
+    for (uint32_t i = 1; i < v->u.s.len; i++) {
+        ASSERT_TRUE(v->u.s.p[i] >= '0' && v->u.s.p[i] <= '9');
+        k = k * 10 + (v->u.s.p[i] - '0');
+    }
+    ASSERT_TRUE(k < keys);
+    return k;
+}
+
+/* Names are "u<k>" and "p<k % 50>" whether they come from the table of
+ * pre-rendered names (up to 65536 keys) or are written digit by digit
+ * (more keys), and also when the batch's arena is nearly full (the
+ * string then goes through tdm__batch_set_string, which grows it).  Both
+ * key counts are large enough that keys of 5 and 6 digits occur. */
+TDM_TEST(generator_names_from_table_and_digits)
+{
+    static const long keys[] = { 65536, 1000000 };
+    for (int t = 0; t < 2; t++) {
+        src_fixture fx;
+        gen_conf(&fx, TDM__GEN_CLICKS);
+        fx.conf.gen_records = 3000;
+        fx.conf.gen_keys = keys[t];
+        ASSERT_OK(open_src(&fx, 0, 1));
+        tdm__batch *b = tdm__batch_new(&fx.schema, 1024);
+        int eof = 0, rows = 0, long_names = 0, polls = 0;
+        while (!eof) {
+            tdm__batch_clear(b);
+            /* Every other poll starts with 3 free arena bytes. */
+            if (polls++ % 2)
+                b->arena_used = b->arena_cap - 3;
+            ASSERT_OK(fx.vt->poll(fx.src, b, 1024, fx.finished, &eof));
+            for (size_t i = 0; i < b->n; i++, rows++) {
+                const tdm__row *r = &b->rows[i];
+                long k = name_number(&r->v[0], 'u', keys[t]);
+                long page = name_number(&r->v[1], 'p', 50);
+                ASSERT_EQ(page, k % 50);
+                long_names += r->v[0].u.s.len >= 6;
+            }
+        }
+        ASSERT_EQ(rows, 3000);
+        /* Uniform keys: about 85% (65536) or 99% (1 M) have 5 or more
+         * digits; at least half, by a wide margin. */
+        ASSERT_TRUE(long_names > 1500);
+        tdm__batch_destroy(b);
+        close_src(&fx);
+    }
+}
+
 TDM_TEST(generator_rejects_wrong_field_types)
 {
     src_fixture fx;

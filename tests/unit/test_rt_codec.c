@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* test_rt_codec.c - key bytes, packed rows and the queue: one value has
- * one encoding (so equal keys group together and different ones never
- * collide), rows survive a pack/unpack round trip, and a full queue
- * channel refuses more without blocking the others. */
+/* test_rt_codec.c - key bytes, packed rows, queues and batch pools: one
+ * value has one encoding (so equal keys group together and different
+ * ones never collide), rows survive a pack/unpack round trip, a full
+ * queue channel refuses more without blocking the others, and wake-ups
+ * are batched (lazy pushes, kicks, the pool's half-free wake-up and its
+ * hook before waiting). */
 #include <stdatomic.h>
 
 #include "harness.h"
@@ -189,4 +191,135 @@ TDM_TEST(queue_channels_are_bounded_separately)
     /* Empty: a zero timeout returns nothing. */
     ASSERT_EQ(tdm__queue_pop(&q, out, 8, 0), 0);
     tdm__queue_fini(&q);
+}
+
+/* Lazy pushes leave a sleeping consumer asleep until wake_at items wait
+ * (4 with 16 per channel); a kick wakes it whenever items wait; a plain
+ * push always wakes it; an awake consumer is never signalled.  The
+ * sleeping consumer is simulated by its flag, and the signals counted,
+ * so nothing here depends on thread timing. */
+TDM_TEST(queue_lazy_pushes_wake_at_a_few_items_or_a_kick)
+{
+    atomic_int abort_flag;
+    atomic_init(&abort_flag, 0);
+    tdm__queue q;
+    ASSERT_OK(tdm__queue_init(&q, 2, 16, &abort_flag, NULL));
+    ASSERT_EQ(q.wake_at, 4);
+    tdm__item it = { .kind = TDM__ITEM_WATERMARK, .ch = 0 };
+    q.consumer_waiting = true;
+    for (int i = 1; i <= 3; i++) {
+        it.t = i;
+        ASSERT_TRUE(tdm__queue_push_lazy(&q, &it));
+        ASSERT_EQ(q.signals, 0);
+    }
+    /* The 4th item (on the other channel: all channels count). */
+    it.ch = 1;
+    it.t = 4;
+    ASSERT_TRUE(tdm__queue_push_lazy(&q, &it));
+    ASSERT_EQ(q.signals, 1);
+    tdm__queue_kick(&q);
+    ASSERT_EQ(q.signals, 2);
+    it.t = 5;
+    ASSERT_TRUE(tdm__queue_push(&q, &it));
+    ASSERT_EQ(q.signals, 3);
+    /* Awake: neither pushes nor kicks signal. */
+    q.consumer_waiting = false;
+    it.t = 6;
+    ASSERT_TRUE(tdm__queue_push(&q, &it));
+    tdm__queue_kick(&q);
+    ASSERT_EQ(q.signals, 3);
+    tdm__item out[8];
+    ASSERT_EQ(tdm__queue_pop(&q, out, 8, 0), 6);
+    for (int i = 0; i < 6; i++)
+        ASSERT_EQ(out[i].t, i + 1);
+    /* Asleep over an empty queue: a kick has nothing to wake it for. */
+    q.consumer_waiting = true;
+    tdm__queue_kick(&q);
+    ASSERT_EQ(q.signals, 3);
+    q.consumer_waiting = false;
+    tdm__queue_fini(&q);
+    /* A channel of 2 items: lazy pushes wake at 2, so a full channel
+     * never holds a consumer that was not woken. */
+    ASSERT_OK(tdm__queue_init(&q, 1, 2, &abort_flag, NULL));
+    ASSERT_EQ(q.wake_at, 2);
+    tdm__queue_fini(&q);
+}
+
+/* Pool of 8: a producer waiting for a batch is woken when 4 (half) are
+ * free, not at each release. */
+TDM_TEST(pool_wakes_a_waiting_producer_at_half_free)
+{
+    atomic_int abort_flag;
+    atomic_init(&abort_flag, 0);
+    tdm_job *job;
+    ASSERT_OK(tdm_job_new(&job));
+    tdm__schema s = schema_of("k:string");
+    tdm__pool p;
+    ASSERT_OK(tdm__pool_init(&p, &s, 4, 1, 8, &abort_flag, job));
+    ASSERT_EQ(p.wake_at, 4);
+    tdm__sbatch *out[8];
+    tdm_err err;
+    for (int i = 0; i < 8; i++) {
+        out[i] = tdm__pool_get(&p, &err);
+        ASSERT_TRUE(out[i] != NULL);
+    }
+    p.waiting = true; /* as if the producer slept in tdm__pool_get */
+    for (int i = 0; i < 3; i++) {
+        tdm__sbatch_release(out[i]);
+        ASSERT_EQ(p.signals, 0);
+    }
+    tdm__sbatch_release(out[3]);
+    ASSERT_EQ(p.signals, 1);
+    p.waiting = false;
+    for (int i = 4; i < 8; i++)
+        tdm__sbatch_release(out[i]);
+    ASSERT_EQ(p.signals, 1);
+    ASSERT_EQ(p.n_free, 8);
+    tdm__pool_fini(&p);
+    tdm__schema_free(&s);
+    tdm_job_destroy(job);
+}
+
+/* The hook that runs before a producer would wait: here it gives back
+ * the one batch of a pool of 1, so tdm__pool_get returns that batch
+ * instead of blocking (without the hook the call would never return). */
+typedef struct hook_ctx {
+    tdm__sbatch *held;
+    int calls;
+} hook_ctx;
+
+static void give_back(void *ud)
+{
+    hook_ctx *h = ud;
+    h->calls++;
+    if (h->held) {
+        tdm__sbatch_release(h->held);
+        h->held = NULL;
+    }
+}
+
+TDM_TEST(pool_runs_the_before_wait_hook_before_blocking)
+{
+    atomic_int abort_flag;
+    atomic_init(&abort_flag, 0);
+    tdm_job *job;
+    ASSERT_OK(tdm_job_new(&job));
+    tdm__schema s = schema_of("k:string");
+    tdm__pool p;
+    ASSERT_OK(tdm__pool_init(&p, &s, 4, 1, 1, &abort_flag, job));
+    hook_ctx h = { NULL, 0 };
+    p.before_wait = give_back;
+    p.before_wait_ud = &h;
+    tdm_err err;
+    h.held = tdm__pool_get(&p, &err);
+    ASSERT_TRUE(h.held != NULL);
+    ASSERT_EQ(h.calls, 0); /* a batch could be made: no wait, no hook */
+    tdm__sbatch *first = h.held;
+    tdm__sbatch *again = tdm__pool_get(&p, &err);
+    ASSERT_TRUE(again == first);
+    ASSERT_EQ(h.calls, 1);
+    tdm__sbatch_release(again);
+    tdm__pool_fini(&p);
+    tdm__schema_free(&s);
+    tdm_job_destroy(job);
 }

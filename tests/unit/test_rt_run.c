@@ -401,6 +401,55 @@ TDM_TEST(ingestion_time_stamps_rows_at_the_source)
     tdm_job_destroy(job);
 }
 
+/* ---- Watermarks per batch ---- */
+
+/* Processing time that advances 1 s at every reading: each periodic
+ * tick (after every batch, interval 200 ms) finds its interval over. */
+static _Atomic int64_t ticking_now;
+
+static tdm_time_ms ticking_clock(void *ud)
+{
+    (void)ud;
+    return atomic_fetch_add(&ticking_now, 1000) + 1000;
+}
+
+/* Batches of 3 rows, one partition, bounded out-of-orderness 0, periodic
+ * emission.  The first batch holds a@9000, a@20000, a@5000: the tick
+ * after it emits its highest timestamp - 1 = 19999 (not the last one's,
+ * 5000 - 1), which fires [0,10000) with the two rows it has, on time.
+ * The second batch's a@8000 then belongs to a fired window: late, to the
+ * late output.  [20000,30000) fires at the end with a@20000.  Had the
+ * generator seen only 5000, a@8000 would have been counted (n=3). */
+static const kit_row batch_max_rows[] = { { 0, "a", 9000, 1 },
+                                          { 0, "a", 20000, 1 },
+                                          { 0, "a", 5000, 1 },
+                                          { 0, "a", 8000, 1 } };
+
+TDM_TEST(periodic_watermark_takes_each_batch_maximum)
+{
+    kit_add_data((kit_data){ "bmax", 1, batch_max_rows, 4, 0, 0, 0 });
+    atomic_store(&ticking_now, 0);
+    tdm_job *job;
+    ASSERT_OK(tdm_job_new(&job));
+    tdm__job_set_clock(job, ticking_clock, NULL);
+    KIT_JOB_SET(job, "batch.size", "3");
+    kit_source_node(job, "src", "bmax");
+    tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
+    KIT_SET(w, "from", "src");
+    KIT_SET(w, "key_by", "k");
+    KIT_SET(w, "window.size", "10s");
+    KIT_SET(w, "sink", "out");
+    KIT_SET(w, "late_output", "late");
+    kit_node(job, TDM_NODE_SINK, "out");
+    kit_node(job, TDM_NODE_SINK, "late");
+    kit_run_ok(job);
+    KIT_EXPECT("out", "k=a count=2 [0,10000) on_time#0 +",
+               "k=a count=1 [20000,30000) on_time#0 +");
+    KIT_EXPECT("late", "{\"k\": \"a\", \"ts\": 8000, \"v\": 1}");
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_LATE_SIDE_OUTPUT), 1);
+    tdm_job_destroy(job);
+}
+
 /* ---- Protection ---- */
 
 /* Processing time frozen at 1 000 000; guard 1 h.  a@1e13 lies far ahead:
