@@ -19,18 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "connect/conn.h"
+#include "fuzz_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
-                    __LINE__, #c);                                      \
-            __builtin_trap();                                           \
-        }                                                               \
-    } while (0)
 
 static const char delims[4] = {',', ';', '\t', '|'};
 
@@ -113,50 +104,6 @@ static void round_trip(const tdm__source_conf *conf, const int *cols,
     tdm__batch_destroy(b);
 }
 
-typedef struct counts {
-    int dead;
-} counts;
-
-static void on_dead(void *ud, const char *loc, const char *reason,
-                    const char *raw, size_t len)
-{
-    counts *c = ud;
-    CHECK(loc && reason && reason[0] && (raw || len == 0));
-    c->dead++;
-}
-
-static void through_stream(const tdm__source_conf *conf, const uint8_t *p,
-                           size_t n, int lines)
-{
-    FILE *f = tmpfile();
-    tdm__stream st;
-    tdm__batch *b;
-    counts c = {0};
-    int rows = 0, state = TDM__STREAM_FULL;
-
-    if (!f)
-        return;
-    if (n)
-        CHECK(fwrite(p, 1, n, f) == n);
-    fflush(f);
-    rewind(f);
-    b = tdm__batch_new(conf->schema, 16);
-    CHECK(b != NULL);
-    CHECK(tdm__stream_init(&st, conf, fileno(f), false, "fuzz") == TDM_OK);
-    while (state != TDM__STREAM_END) {
-        tdm__batch_clear(b);
-        CHECK(tdm__stream_read(&st, conf, b, 16, 0, NULL, on_dead, &c, 0,
-                               &state) == TDM_OK);
-        for (size_t i = 0; i < b->n; i++)
-            check_row(conf, b, &b->rows[i]);
-        rows += (int)b->n;
-    }
-    CHECK(rows + c.dead <= lines);
-    tdm__stream_free(&st);
-    tdm__batch_destroy(b);
-    fclose(f);
-}
-
 /* Parses every line against @p schema_text; returns the line count. */
 static int run(const char *schema_text, uint8_t cfg, const uint8_t *data,
                size_t size, bool strings_only)
@@ -218,7 +165,7 @@ static int run(const char *schema_text, uint8_t cfg, const uint8_t *data,
         p += len + (nl != NULL);
     }
     if (cfg & 64)
-        through_stream(&conf, data, size, lines);
+        fuzz_through_stream(&conf, data, size, lines, check_row);
     if (cols)
         tdm__free(cols);
     tdm__batch_destroy(b);

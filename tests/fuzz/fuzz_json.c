@@ -17,18 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "connect/conn.h"
+#include "fuzz_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
-                    __LINE__, #c);                                      \
-            __builtin_trap();                                           \
-        }                                                               \
-    } while (0)
 
 static const char *const ts_fields[4] = {"ts", "i", "s", "d"};
 
@@ -119,53 +110,6 @@ static void parse_three_ways(const tdm__source_conf *conf, tdm__batch *ba,
         tdm__batch_drop_last(bf);
 }
 
-typedef struct counts {
-    int dead;
-} counts;
-
-static void on_dead(void *ud, const char *loc, const char *reason,
-                    const char *raw, size_t len)
-{
-    counts *c = ud;
-    CHECK(loc && reason && reason[0] && (raw || len == 0));
-    c->dead++;
-}
-
-/* Reads the whole input through a temporary file and a stream: every
- * non-blank line becomes a row or a dead letter. */
-static void through_stream(const tdm__source_conf *conf, const uint8_t *p,
-                           size_t n, int lines)
-{
-    FILE *f = tmpfile();
-    tdm__stream st;
-    tdm__batch *b;
-    counts c = {0};
-    int rows = 0, state = TDM__STREAM_FULL;
-
-    if (!f)
-        return;
-    if (n)
-        CHECK(fwrite(p, 1, n, f) == n);
-    fflush(f);
-    rewind(f);
-    b = tdm__batch_new(conf->schema, 16);
-    CHECK(b != NULL);
-    CHECK(tdm__stream_init(&st, conf, fileno(f), false, "fuzz") == TDM_OK);
-    while (state != TDM__STREAM_END) {
-        tdm__batch_clear(b);
-        CHECK(tdm__stream_read(&st, conf, b, 16, 0, NULL, on_dead, &c, 0,
-                               &state) == TDM_OK);
-        for (size_t i = 0; i < b->n; i++)
-            check_row(conf, b, &b->rows[i]);
-        rows += (int)b->n;
-    }
-    /* Blank lines count in neither; nothing else is lost. */
-    CHECK(rows + c.dead <= lines);
-    tdm__stream_free(&st);
-    tdm__batch_destroy(b);
-    fclose(f);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     tdm__schema schema;
@@ -202,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p += len + (nl != NULL);
     }
     if (data[0] & 64)
-        through_stream(&conf, data + 1, size - 1, lines);
+        fuzz_through_stream(&conf, data + 1, size - 1, lines, check_row);
     tdm__batch_destroy(ba);
     tdm__batch_destroy(bj);
     tdm__batch_destroy(bf);
