@@ -1151,6 +1151,265 @@ TDM_API void tdm_job_cancel(tdm_job *job);
 /** @brief Destroys a job (not while it runs). */
 TDM_API void tdm_job_destroy(tdm_job *job);
 
+
+/* ====================================================================== */
+/* Metrics of a running job                                                */
+/* ====================================================================== */
+
+/* Every metric the runtime keeps, in one table: the identifier, its name
+** (Flink's where Flink has one), the scope it is kept at, counter or
+** gauge, the unit and a one-line description.  The Prometheus exposition,
+** the REST API and docs/metrics.md are all generated from this table.
+**
+** Scopes (what a tdm_metric_value's fields mean for it):
+**   JOB        the whole job                 vertex NULL, subtask -1
+**   VERTEX     one subtask of a vertex       vertex, subtask
+**   INPUT      one logical input of a subtask (1-based: a join's left
+**              is 1, right 2; a window's `from` list in order)  + index
+**   CHANNEL    one input channel of an operator subtask (one per upstream
+**              source subtask; label "source#subtask")          + index
+**   PARTITION  one partition (split) of a source subtask (label: the
+**              partition's name: a file path or the partition field's
+**              value)                                           + index
+**
+** Watermark values are epoch ms; TDM_TIME_MIN means "no watermark yet",
+** TDM_TIME_MAX "end of input".  A row whose value does not exist (the lag
+** of a vertex with no watermark, the drift of a source without
+** alignment) is left out of the snapshot, not reported as 0. */
+#define TDM_METRIC_MAP(X)                                                  \
+    X(UPTIME, "uptimeMs", JOB, GAUGE, "ms",                                \
+      "Processing time since the run started")                             \
+    X(WM_INPUT, "currentInputWatermark", VERTEX, GAUGE, "ms",              \
+      "Watermark the subtask has received: the minimum over its active "   \
+      "channels (sources: over their active partitions)")                  \
+    X(WM_OUTPUT, "currentOutputWatermark", VERTEX, GAUGE, "ms",            \
+      "Watermark the subtask has emitted downstream")                      \
+    X(WM_LAG, "watermarkLag", VERTEX, GAUGE, "ms",                         \
+      "Processing time minus the output watermark")                        \
+    X(IDLE, "idle", VERTEX, GAUGE, "bool",                                 \
+      "1 when every input of the subtask is idle")                         \
+    X(RECORDS_IN, "numRecordsIn", VERTEX, COUNTER, "records",              \
+      "Records received (sources: read and parsed)")                       \
+    X(RECORDS_OUT, "numRecordsOut", VERTEX, COUNTER, "records",            \
+      "Records emitted (sources: routed on; operators: result rows)")      \
+    X(LATE_DROPPED, "numLateRecordsDropped", VERTEX, COUNTER, "records",   \
+      "Records behind the watermark plus allowed lateness, dropped "       \
+      "(no late output configured)")                                       \
+    X(LATE_SIDE, "numLateRecordsSideOutput", VERTEX, COUNTER, "records",   \
+      "Records too late for their window, sent to the late output")        \
+    X(LATE_PANES, "numLatePanes", VERTEX, COUNTER, "panes",                \
+      "Late firings: windows refired within allowed lateness")             \
+    X(PANES, "numPanesFired", VERTEX, COUNTER, "panes",                    \
+      "Window results emitted (every firing, on time or late)")            \
+    X(BAD_RECORDS, "numBadRecords", VERTEX, COUNTER, "records",            \
+      "Malformed records sent to the dead-letter output")                  \
+    X(GUARD_HITS, "numTimestampGuardHits", VERTEX, COUNTER, "records",     \
+      "Records whose timestamp was further in the future than "            \
+      "timestamp_guard")                                                   \
+    X(WM_REGRESSIONS, "numWatermarkRegressions", VERTEX, COUNTER,          \
+      "watermarks", "Watermarks that would have moved backwards, ignored") \
+    X(STATE_KEYS, "stateKeys", VERTEX, GAUGE, "keys",                      \
+      "Keys with live state")                                              \
+    X(STATE_WINDOWS, "stateWindows", VERTEX, GAUGE, "windows",             \
+      "Live (key, window) pairs; joins: buffered records")                 \
+    X(STATE_BYTES, "stateBytes", VERTEX, GAUGE, "bytes",                   \
+      "Bytes held by keyed state")                                         \
+    X(QUEUE_LEN, "inputQueueLength", VERTEX, GAUGE, "items",               \
+      "Items waiting in the subtask's input queue")                        \
+    X(QUEUE_CAP, "inputQueueCapacity", VERTEX, GAUGE, "items",             \
+      "Capacity of the subtask's input queue")                             \
+    X(BACKPRESSURE, "numBackpressureWaits", VERTEX, COUNTER, "waits",      \
+      "Times a source subtask waited for a full downstream queue")         \
+    X(LAST_RECORD_AGE, "lastRecordAgeMs", VERTEX, GAUGE, "ms",             \
+      "Processing time since the subtask last received a record")          \
+    X(MAX_TS, "maxTimestamp", VERTEX, GAUGE, "ms",                         \
+      "Highest event timestamp seen (sources)")                            \
+    X(TS_UNIT, "timestampUnitSuspect", VERTEX, GAUGE, "enum",              \
+      "0 timestamps look like the configured unit; 1 like seconds, "       \
+      "2 microseconds, 3 nanoseconds read as milliseconds")                \
+    X(ALIGN_DRIFT, "alignmentDriftMs", VERTEX, GAUGE, "ms",                \
+      "How far the source's watermark is ahead of the slowest source "     \
+      "in its alignment group")                                            \
+    X(LAG_P50, "eventLagP50", VERTEX, GAUGE, "ms",                         \
+      "Sources: median of how far records arrive behind the highest "      \
+      "timestamp already seen in their partition")                         \
+    X(LAG_P99, "eventLagP99", VERTEX, GAUGE, "ms",                         \
+      "Sources: 99th percentile of the same out-of-orderness")             \
+    X(LAG_P999, "eventLagP999", VERTEX, GAUGE, "ms",                       \
+      "Sources: 99.9th percentile of the same out-of-orderness")           \
+    X(LAG_MAX, "eventLagMax", VERTEX, GAUGE, "ms",                         \
+      "Sources: largest out-of-orderness seen")                            \
+    X(INPUT_WM, "currentInputNWatermark", INPUT, GAUGE, "ms",              \
+      "Watermark of logical input N (Flink: currentInput1Watermark ...)")  \
+    X(CH_WM, "channelWatermark", CHANNEL, GAUGE, "ms",                     \
+      "Last watermark received on the channel")                            \
+    X(CH_IDLE, "channelIdle", CHANNEL, GAUGE, "bool",                      \
+      "1 when the channel is idle (left out of the minimum)")              \
+    X(CH_ENDED, "channelEnded", CHANNEL, GAUGE, "bool",                    \
+      "1 when the channel has ended")                                      \
+    X(P_WM, "partitionWatermark", PARTITION, GAUGE, "ms",                  \
+      "The partition's own watermark")                                     \
+    X(P_IDLE, "partitionIdle", PARTITION, GAUGE, "bool",                   \
+      "1 when the partition is idle (no data for idle_timeout)")           \
+    X(P_MAX_TS, "partitionMaxTimestamp", PARTITION, GAUGE, "ms",           \
+      "Highest timestamp seen in the partition")                           \
+    X(P_RECORDS, "partitionRecords", PARTITION, COUNTER, "records",        \
+      "Records read from the partition")                                   \
+    X(P_LAST_AGE, "partitionLastRecordAgeMs", PARTITION, GAUGE, "ms",      \
+      "Processing time since the partition's last record")                 \
+    X(P_PAUSED, "partitionPaused", PARTITION, GAUGE, "bool",               \
+      "1 when watermark alignment pauses the partition")                   \
+    X(P_FINISHED, "partitionFinished", PARTITION, GAUGE, "bool",           \
+      "1 when the partition has ended")
+
+typedef enum tdm_metric {
+#define TDM__METRIC_ENUM(id, name, scope, type, unit, help) TDM_METRIC_##id,
+    TDM_METRIC_MAP(TDM__METRIC_ENUM)
+#undef TDM__METRIC_ENUM
+    TDM_METRIC_COUNT_
+} tdm_metric;
+
+/** @brief The table's fields of metric @p id: name ("numRecordsIn"),
+ *  scope ("VERTEX"), type ("COUNTER" or "GAUGE"), unit and help.  Static
+ *  strings; NULL for an id outside the table. */
+TDM_API const char *tdm_metric_name(tdm_metric id);
+TDM_API const char *tdm_metric_scope(tdm_metric id);
+TDM_API const char *tdm_metric_type(tdm_metric id);
+TDM_API const char *tdm_metric_unit(tdm_metric id);
+TDM_API const char *tdm_metric_help(tdm_metric id);
+
+/* One value of a snapshot.  Strings are owned by the snapshot. */
+typedef struct tdm_metric_value {
+    tdm_metric id;
+    const char *vertex;  /* node name; NULL at JOB scope */
+    int subtask;         /* 0-based; -1 at JOB scope */
+    int index;           /* INPUT (1-based), CHANNEL, PARTITION; else -1 */
+    const char *label;   /* CHANNEL: "source#subtask"; PARTITION: its
+                            name; else NULL */
+    int64_t value;
+} tdm_metric_value;
+
+/* A vertex (node) of the running job, as the snapshot saw it. */
+typedef struct tdm_vertex_info {
+    const char *name;
+    tdm_node_kind kind;
+    const char *type;          /* "file", "generator", "tumbling",
+                                  "interval", "stdout", ... */
+    int parallelism;           /* subtasks (sinks: 1) */
+    int n_inputs;
+    const char *const *inputs; /* upstream vertex names, in input order */
+} tdm_vertex_info;
+
+/* A recent record that arrived too late for its window. */
+typedef struct tdm_late_sample {
+    const char *vertex;      /* the window or join that refused it */
+    int subtask;
+    tdm_time_ms ts;          /* its timestamp */
+    tdm_time_ms watermark;   /* the subtask's watermark when it came */
+    tdm_time_ms at;          /* processing time it came */
+    int dropped;             /* 1 dropped, 0 sent to the late output */
+    const char *row;         /* the record rendered as JSON */
+} tdm_late_sample;
+
+typedef struct tdm_metrics tdm_metrics;
+
+/** @brief Takes a snapshot of every metric of @p job, its vertices and
+ *  its recent late records (at most 32 per subtask).  Safe from any
+ *  thread while the job runs (the hot path keeps relaxed atomics; the
+ *  snapshot reads them without stopping the pipeline, so values of
+ *  different subtasks may be a few batches apart); after a run it shows
+ *  the final values; before any run, the vertices and no values.  The
+ *  caller owns *out (tdm_metrics_free).  @returns TDM_OK, TDM_ERR_INVAL,
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_job_metrics(tdm_job *job, tdm_metrics **out);
+/** @brief The job's processing time when the snapshot was taken. */
+TDM_API tdm_time_ms tdm_metrics_time(const tdm_metrics *m);
+/** @brief 1 while the job was running at the snapshot, else 0. */
+TDM_API int tdm_metrics_running(const tdm_metrics *m);
+/** @brief Number of values; tdm_metrics_at(m, i) for i below it returns
+ *  one (owned by the snapshot), NULL past the end. */
+TDM_API size_t tdm_metrics_count(const tdm_metrics *m);
+TDM_API const tdm_metric_value *tdm_metrics_at(const tdm_metrics *m,
+                                               size_t i);
+/** @brief Looks a value up: @p vertex NULL for JOB scope, @p subtask and
+ *  @p index -1 where the scope has none.  Returns 1 and sets *value when
+ *  found, 0 when absent. */
+TDM_API int tdm_metrics_find(const tdm_metrics *m, tdm_metric id,
+                             const char *vertex, int subtask, int index,
+                             int64_t *value);
+/** @brief Vertices in the job's order (sources, operators, sinks);
+ *  owned by the snapshot, NULL past the end. */
+TDM_API size_t tdm_metrics_vertex_count(const tdm_metrics *m);
+TDM_API const tdm_vertex_info *tdm_metrics_vertex(const tdm_metrics *m,
+                                                  size_t i);
+/** @brief Recent late records, oldest first; owned by the snapshot. */
+TDM_API size_t tdm_metrics_late_count(const tdm_metrics *m);
+TDM_API const tdm_late_sample *tdm_metrics_late_at(const tdm_metrics *m,
+                                                   size_t i);
+/** @brief Frees a snapshot (NULL is fine). */
+TDM_API void tdm_metrics_free(tdm_metrics *m);
+
+/* ---- Why has a window not fired? ---- */
+
+/* What a window subtask knows about one (key, window). */
+typedef struct tdm_window_status {
+    int subtask;             /* the subtask owning the key */
+    tdm_time_ms watermark;   /* that subtask's current watermark */
+    tdm_time_ms max_ts;      /* the window's last timestamp (end - 1) */
+    tdm_time_ms cleanup;     /* max_ts + allowed lateness */
+    int has_state;           /* 1 if the window holds records now */
+    int64_t elements;        /* records the window holds (if known; -1) */
+    int fired;               /* 1 a result for it was emitted; 0 not (or
+                                longer ago than the subtask remembers:
+                                the last 65,536 firings) */
+    tdm_time_ms fired_wm;    /* watermark at its first firing (fired) */
+    int holding_channel;     /* the channel with the lowest watermark
+                                among active ones (-1 none) */
+    tdm_time_ms holding_wm;  /* its watermark */
+    int idle_channels;       /* channels idle now */
+    int running;             /* 0 when the job has finished: the answer
+                                then comes from the final snapshot */
+} tdm_window_status;
+
+/** @brief Asks window vertex @p vertex about key @p key (the key fields'
+ *  values as text, joined by ',' for several fields) and the window
+ *  [start, end).  The owning subtask answers between two batches, so a
+ *  running pipeline is not stopped; the call waits at most 2 s for it.
+ *  Borrows every argument; fills *out.  @returns TDM_OK;
+ *  TDM_ERR_INVAL (no such window vertex, key not parsable by the key
+ *  fields' types, start >= end) with a message in errbuf;
+ *  TDM_ERR_STATE (the job has not run); TDM_ERR_IO (no answer in time). */
+TDM_API tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
+                                      const char *key, tdm_time_ms start,
+                                      tdm_time_ms end,
+                                      tdm_window_status *out,
+                                      char *errbuf, size_t errbuf_size);
+
+/* ====================================================================== */
+/* The embedded HTTP server                                                */
+/* ====================================================================== */
+
+/* A read-only HTTP server (libmicrohttpd, on threads of its own) that
+** serves one job's metrics: the REST API (docs/rest-api.md), Prometheus
+** text at /metrics, the live web page at /, and the diagnosis.  It only
+** takes snapshots (tdm_job_metrics), so it never blocks the pipeline. */
+typedef struct tdm_http tdm_http;
+
+/** @brief Starts serving @p job on @p address ("127.0.0.1:8081",
+ *  "[::1]:8081", ":8081" means loopback; port 0 picks a free port, see
+ *  tdm_http_port).  @p token, if not NULL, is copied and then required as
+ *  "Authorization: Bearer TOKEN" on every request.  Keeps a reference to
+ *  @p job until tdm_http_stop.  @returns TDM_OK; TDM_ERR_INVAL (bad
+ *  address, message in errbuf); TDM_ERR_IO (cannot bind, message names
+ *  the address); TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_http_start(tdm_job *job, const char *address,
+                               const char *token, tdm_http **out,
+                               char *errbuf, size_t errbuf_size);
+/** @brief The port the server listens on. */
+TDM_API int tdm_http_port(const tdm_http *srv);
+/** @brief Stops the server and frees it (NULL is fine). */
+TDM_API void tdm_http_stop(tdm_http *srv);
+
 /* The configuration table, for tools and documentation. */
 /** @brief Describes row @p i of the configuration table (0-based); returns
  *  0 past the end.  Every out pointer may be NULL; strings are static. */
