@@ -1,0 +1,1095 @@
+/* SPDX-License-Identifier: MIT */
+/* analyze_scan.c - the single pass of `tidemark analyze` over its input.
+ *
+ * The input is read exactly as a `tidemark run` file source reads it at
+ * parallelism 1 (src/connect/file_source.c): the same line reader and
+ * JSON/CSV parsers, one partition per file (or per value of the partition
+ * field), files interleaved one batch at a time.  So the records, their
+ * order, their partitions and the dead letters are the ones the runtime
+ * would see, and the sample kept for the what-if replays (the first N
+ * records) is the runtime's input, not an approximation of it.
+ *
+ * Per record it measures, in bounded memory (fixed-size histograms, state
+ * per partition and per time slice only):
+ *   lag     how far the timestamp is behind the highest timestamp already
+ *           seen in its partition (0 when not behind): the quantity a
+ *           bounded-out-of-orderness watermark must cover;
+ *   delay   arrival - event time, when an arrival field is given;
+ *   gap     how long its partition said nothing before it: the rise of
+ *           the arrival time, or without one of the highest event time
+ *           over all partitions, since the partition's previous record;
+ * and it collects evidence for the warnings (timestamp unit, timestamps
+ * in the future).  Records caught by the timestamp guard (more than
+ * `guard` ahead of now) are counted but kept out of the lag and gaps, as
+ * the runtime keeps them out of its watermarks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "analyze.h"
+#include "connect/conn.h"
+#include "runtime/rt.h"
+
+/* Bad lines reported on the log before they are only counted. */
+#define MAX_LOGGED_BAD 10
+/* Timestamps per partition the unit check looks at. */
+#define UNIT_SAMPLE 100
+
+/* Everything the pass needs besides the results. */
+typedef struct scan_ctx {
+    const tdm__an_opts *o;
+    tdm__an_scan *s;
+    tdm__schema schema;
+    tdm__source_conf conf;
+    int arrival_idx;           /* schema index or -1 */
+    int key_idx[16];
+    int n_key;
+    tdm__keybuf kb;
+    tdm__stream *st;
+    int n_st;
+    tdm__partmap pm;
+    tdm__batch *b;
+    uint8_t *finished;         /* per stream, set by the poll */
+    tdm__sinkobj *dead;
+    tdm_err dead_err;
+    char *errbuf;
+    size_t errbuf_size;
+    tdm_time_ms gmax;          /* highest timestamp (not guarded) */
+    tdm_time_ms first_mark;    /* the first gap mark of the input */
+    tdm_time_ms last_mark;     /* the latest gap mark */
+    tdm_time_ms guard_limit;   /* now + guard (TDM_TIME_MAX: off) */
+    tdm_time_ms future_limit;  /* now + 1 h */
+} scan_ctx;
+
+/* ---- Warnings ---- */
+
+/* Adds a warning (see analyze.h). */
+tdm_err tdm__analyze_warn(tdm__an_scan *s, const char *kind,
+                          const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (s->n_warnings == s->cap_warnings) {
+        int cap = s->cap_warnings ? 2 * s->cap_warnings : 8;
+        tdm__an_warning *w =
+            tdm__realloc(s->warnings, (size_t)cap * sizeof *w);
+        if (!w)
+            return TDM_ERR_NOMEM;
+        s->warnings = w;
+        s->cap_warnings = cap;
+    }
+    tdm__an_warning *w = &s->warnings[s->n_warnings];
+    w->kind = tdm__strndup(kind, strlen(kind));
+    w->message = tdm__strndup(msg, strlen(msg));
+    if (!w->kind || !w->message) {
+        tdm__free(w->kind);
+        tdm__free(w->message);
+        return TDM_ERR_NOMEM;
+    }
+    s->n_warnings++;
+    return TDM_OK;
+}
+
+/* ---- Inputs ---- */
+
+/* Appends a copy of @p path to the scan's file list. */
+static tdm_err add_file(tdm__an_scan *s, const char *path)
+{
+    char **f = tdm__realloc(s->files, (size_t)(s->n_files + 1) * sizeof *f);
+    if (!f)
+        return TDM_ERR_NOMEM;
+    s->files = f;
+    f[s->n_files] = tdm__strndup(path, strlen(path));
+    if (!f[s->n_files])
+        return TDM_ERR_NOMEM;
+    s->n_files++;
+    return TDM_OK;
+}
+
+/* Expands the inputs: "-" is standard input, a name with glob characters
+ * is a pattern (sorted matches, folders left out, as the file source
+ * expands its path), anything else a file. */
+static tdm_err expand_inputs(scan_ctx *c)
+{
+    const tdm__an_opts *o = c->o;
+    for (int i = 0; i < o->n_inputs; i++) {
+        const char *in = o->inputs[i];
+        tdm_err err;
+        if (strcmp(in, "-") == 0 || !strpbrk(in, "*?[")) {
+            err = add_file(c->s, in);
+            if (err != TDM_OK)
+                return err;
+            continue;
+        }
+        glob_t g;
+        memset(&g, 0, sizeof g);
+        int rc = glob(in, 0, NULL, &g);
+        if (rc == GLOB_NOSPACE) {
+            globfree(&g);
+            return TDM_ERR_NOMEM;
+        }
+        size_t added = 0;
+        for (size_t k = 0; rc == 0 && k < g.gl_pathc; k++) {
+            int fd = open(g.gl_pathv[k], O_RDONLY | O_DIRECTORY);
+            if (fd >= 0) {
+                close(fd);
+                continue;
+            }
+            err = add_file(c->s, g.gl_pathv[k]);
+            if (err != TDM_OK) {
+                globfree(&g);
+                return err;
+            }
+            added++;
+        }
+        globfree(&g);
+        if (added == 0)
+            return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_IO,
+                             "no file matches '%s'", in);
+    }
+    return TDM_OK;
+}
+
+/* The JSON type of field @p name in the first non-blank line of the
+ * first regular input, as a schema type name; "string" when unknown. */
+static const char *sniff_type(const scan_ctx *c, const char *name)
+{
+    const tdm__an_scan *s = c->s;
+    if (c->conf.format != TDM__FMT_JSON || s->n_files == 0 ||
+        strcmp(s->files[0], "-") == 0)
+        return "string";
+    /* Only a regular file can be read twice (not a pipe). */
+    struct stat sb;
+    if (stat(s->files[0], &sb) != 0 || !S_ISREG(sb.st_mode))
+        return "string";
+    FILE *f = fopen(s->files[0], "r");
+    if (!f)
+        return "string";
+    char line[8192];
+    const char *type = "string";
+    while (fgets(line, sizeof line, f)) {
+        if (tdm__conn_is_blank(line, strcspn(line, "\n")))
+            continue;
+        json_t *root = json_loads(line, JSON_DECODE_ANY, NULL);
+        json_t *v = root && json_is_object(root)
+                        ? json_object_get(root, name)
+                        : NULL;
+        if (json_is_integer(v))
+            type = "int64";
+        else if (json_is_real(v))
+            type = "double";
+        else if (json_is_boolean(v))
+            type = "bool";
+        json_decref(root);
+        break;
+    }
+    fclose(f);
+    return type;
+}
+
+/* Appends "name:type" to the schema text unless the field is there. */
+static void schema_add(char *buf, size_t n, const char *name,
+                       const char *type)
+{
+    size_t nl = strlen(name);
+    const char *p = buf;
+    while ((p = strstr(p, name)) != NULL) {
+        bool starts = p == buf || (p - buf >= 2 && p[-2] == ',');
+        if (starts && p[nl] == ':')
+            return;
+        p += nl;
+    }
+    size_t used = strlen(buf);
+    snprintf(buf + used, n - used, "%s%s:%s", used ? ", " : "", name, type);
+}
+
+/* Builds the schema (--schema, or the timestamp field as a timestamp,
+ * the arrival field likewise and the partition and key fields with the
+ * type their first value has) and the source configuration. */
+static tdm_err build_conf(scan_ctx *c)
+{
+    const tdm__an_opts *o = c->o;
+    char text[2048] = "";
+    tdm_err err;
+
+    c->conf.name = "analyze";
+    c->conf.type = TDM__SRC_FILE;
+    c->conf.format = o->format;
+    if (!c->conf.format) {
+        c->conf.format = TDM__FMT_JSON;
+        for (int i = 0; i < c->s->n_files; i++) {
+            size_t l = strlen(c->s->files[i]);
+            if (l >= 4 && strcmp(c->s->files[i] + l - 4, ".csv") == 0)
+                c->conf.format = TDM__FMT_CSV;
+        }
+    }
+    c->conf.csv_header = o->csv_header;
+    c->conf.csv_delimiter = o->csv_delimiter ? o->csv_delimiter : ',';
+    c->conf.time_mode = TDM__TIME_EVENT;
+    c->conf.ts_unit = o->unit;
+    if (o->schema) {
+        snprintf(text, sizeof text, "%s", o->schema);
+    } else {
+        schema_add(text, sizeof text, o->ts_field, "timestamp");
+        if (o->arrival_field)
+            schema_add(text, sizeof text, o->arrival_field, "timestamp");
+        if (o->partition_field)
+            schema_add(text, sizeof text, o->partition_field,
+                       sniff_type(c, o->partition_field));
+        if (o->key_fields) {
+            char keys[512];
+            snprintf(keys, sizeof keys, "%s", o->key_fields);
+            for (char *k = strtok(keys, ","); k; k = strtok(NULL, ","))
+                schema_add(text, sizeof text, k, sniff_type(c, k));
+        }
+    }
+    char msg[256] = "";
+    err = tdm__schema_parse(text, &c->schema, msg, sizeof msg);
+    if (err != TDM_OK)
+        return tdm__errf(c->errbuf, c->errbuf_size, err, "--schema: %s",
+                         msg[0] ? msg : tdm_strerror(err));
+    c->conf.schema = &c->schema;
+    c->conf.ts_field = tdm__schema_find(&c->schema, o->ts_field);
+    if (c->conf.ts_field < 0)
+        return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
+                         "--ts-field: \"%s\" is not in the schema",
+                         o->ts_field);
+    if (c->schema.fields[c->conf.ts_field].type == TDM_TYPE_BOOL)
+        return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
+                         "--ts-field: \"%s\" is a bool", o->ts_field);
+    c->conf.partition_field = -1;
+    if (o->partition_field) {
+        c->conf.partition_field =
+            tdm__schema_find(&c->schema, o->partition_field);
+        if (c->conf.partition_field < 0)
+            return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
+                             "--partition-field: \"%s\" is not in the "
+                             "schema",
+                             o->partition_field);
+    }
+    c->arrival_idx = -1;
+    if (o->arrival_field) {
+        c->arrival_idx = tdm__schema_find(&c->schema, o->arrival_field);
+        if (c->arrival_idx < 0 ||
+            c->schema.fields[c->arrival_idx].type == TDM_TYPE_BOOL)
+            return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
+                             "--arrival-field: \"%s\" is not a time field "
+                             "of the schema",
+                             o->arrival_field);
+    }
+    if (o->key_fields) {
+        char keys[512];
+        snprintf(keys, sizeof keys, "%s", o->key_fields);
+        for (char *k = strtok(keys, ","); k; k = strtok(NULL, ",")) {
+            int i = tdm__schema_find(&c->schema, k);
+            if (i < 0)
+                return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
+                                 "--key-field: \"%s\" is not in the "
+                                 "schema",
+                                 k);
+            if (c->n_key == (int)(sizeof c->key_idx / sizeof c->key_idx[0]))
+                return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
+                                 "--key-field: at most 16 fields");
+            c->key_idx[c->n_key++] = i;
+        }
+    }
+    return TDM_OK;
+}
+
+/* ---- Dead letters ---- */
+
+/* The parsers' dead-letter callback: count, log the first few with
+ * their location and reason, and write them to --dead-letter. */
+static void on_dead(void *ud, const char *location, const char *reason,
+                    const char *raw, size_t raw_len)
+{
+    scan_ctx *c = ud;
+    int64_t n = c->s->bad++;
+    if (n < MAX_LOGGED_BAD && c->o->log)
+        fprintf(c->o->log, "tidemark analyze: bad record at %s: %s\n",
+                location, reason);
+    else if (n == MAX_LOGGED_BAD && c->o->log)
+        fprintf(c->o->log, "tidemark analyze: further bad records are "
+                           "counted, not shown%s\n",
+                c->dead ? " (all are in the dead-letter file)" : "");
+    if (c->dead && c->dead_err == TDM_OK)
+        c->dead_err = tdm__text_sink.write_dead(c->dead, location, reason,
+                                                raw, raw_len);
+}
+
+/* ---- Per-partition state ---- */
+
+/* Makes partition @p p exist; by-field partitions take their name from
+ * the partition map (a type tag, then the value's text). */
+static tdm_err ensure_part(scan_ctx *c, uint32_t p)
+{
+    tdm__an_scan *s = c->s;
+    if ((int)p < s->n_parts)
+        return TDM_OK;
+    if ((int)p >= s->cap_parts) {
+        int cap = s->cap_parts ? s->cap_parts : 16;
+        while (cap <= (int)p)
+            cap *= 2;
+        tdm__an_part *np = tdm__realloc(s->parts, (size_t)cap * sizeof *np);
+        if (!np)
+            return TDM_ERR_NOMEM;
+        memset(np + s->cap_parts, 0,
+               (size_t)(cap - s->cap_parts) * sizeof *np);
+        s->parts = np;
+        s->cap_parts = cap;
+    }
+    while (s->n_parts <= (int)p) {
+        tdm__an_part *pt = &s->parts[s->n_parts];
+        const char *name = "?";
+        size_t len = 1;
+        if (c->s->by_field && (size_t)s->n_parts < c->pm.n) {
+            const char *k = c->pm.keys[s->n_parts];
+            size_t kl = c->pm.lens[s->n_parts];
+            if (kl >= 1 && k[0] == 'n') {
+                name = "null";
+                len = 4;
+            } else {
+                name = kl ? k + 1 : "";
+                len = kl ? kl - 1 : 0;
+            }
+        } else if (!c->s->by_field && s->n_parts < s->n_files) {
+            name = s->files[s->n_parts];
+            if (strcmp(name, "-") == 0)
+                name = "<stdin>";
+            len = strlen(name);
+        }
+        pt->name = tdm__strndup(name, len);
+        if (!pt->name)
+            return TDM_ERR_NOMEM;
+        pt->min_ts = TDM_TIME_MAX;
+        pt->max_ts = TDM_TIME_MIN;
+        if (s->n_parts < TDM__AN_PART_HISTS) {
+            pt->lag = tdm__calloc(1, sizeof *pt->lag);
+            if (!pt->lag || tdm__hist_init(pt->lag) != TDM_OK)
+                return TDM_ERR_NOMEM;
+        }
+        s->n_parts++;
+    }
+    return TDM_OK;
+}
+
+/* ---- Slices over time ---- */
+
+/* Halves the number of slices by merging neighbours (slice k becomes
+ * slices 2k and 2k+1), doubling the slice length.  Histograms are moved,
+ * not copied: slice k's old histogram was already merged when k < 2k. */
+static void merge_slices(tdm__an_scan *s)
+{
+    int half = s->n_slices / 2;
+    for (int k = 0; k < half; k++) {
+        tdm__an_slice *d = &s->slices[k];
+        tdm__an_slice *a = &s->slices[2 * k], *b = &s->slices[2 * k + 1];
+        if (k > 0) {
+            tdm__hist tmp = d->lag;
+            d->lag = a->lag;
+            a->lag = tmp;
+            d->first = a->first;
+            d->records = a->records;
+            d->max_ts = a->max_ts;
+        }
+        tdm__hist_merge(&d->lag, &b->lag);
+        d->records += b->records;
+        if (b->max_ts > d->max_ts)
+            d->max_ts = b->max_ts;
+    }
+    for (int k = half; k < s->n_slices; k++) {
+        tdm__hist_reset(&s->slices[k].lag);
+        s->slices[k].records = 0;
+    }
+    s->n_slices = half;
+    s->slice_len *= 2;
+}
+
+/* The slice record @p idx falls into (started when needed). */
+static tdm__an_slice *slice_for(tdm__an_scan *s, int64_t idx)
+{
+    if (s->n_slices > 0 &&
+        s->slices[s->n_slices - 1].records < s->slice_len)
+        return &s->slices[s->n_slices - 1];
+    if (s->n_slices == TDM__AN_SLICES)
+        merge_slices(s);
+    if (s->n_slices > 0 &&
+        s->slices[s->n_slices - 1].records < s->slice_len)
+        return &s->slices[s->n_slices - 1];
+    tdm__an_slice *sl = &s->slices[s->n_slices];
+    if (!sl->lag.b && tdm__hist_init(&sl->lag) != TDM_OK)
+        return NULL;
+    sl->first = idx;
+    sl->records = 0;
+    sl->max_ts = TDM_TIME_MIN;
+    sl->spike = false;
+    s->n_slices++;
+    return sl;
+}
+
+/* ---- The sample ---- */
+
+/* The id of key (@p k, @p len), interned on first sight. */
+static tdm_err intern_key(tdm__an_sample *sm, const char *k, size_t len,
+                          uint32_t *id)
+{
+    uint64_t h = tdm__hash_bytes(k, len);
+    if (sm->n_kslots) {
+        size_t mask = sm->n_kslots - 1;
+        for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+            uint32_t e = sm->kslots[i];
+            if (!e)
+                break;
+            size_t off = sm->koff[e - 1], el = sm->koff[e] - off;
+            if (el == len &&
+                (len == 0 || memcmp(sm->kbytes + off, k, len) == 0)) {
+                *id = e - 1;
+                return TDM_OK;
+            }
+        }
+    }
+    /* A new key: room for its bytes, its offset and a slot. */
+    if (sm->kused + len > sm->kcap) {
+        size_t cap = sm->kcap ? sm->kcap : 4096;
+        while (cap < sm->kused + len)
+            cap *= 2;
+        char *nb = tdm__realloc(sm->kbytes, cap);
+        if (!nb)
+            return TDM_ERR_NOMEM;
+        sm->kbytes = nb;
+        sm->kcap = cap;
+    }
+    if (sm->n_keys + 2 > sm->cap_keys) {
+        uint32_t cap = sm->cap_keys ? 2 * sm->cap_keys : 256;
+        size_t *no = tdm__realloc(sm->koff, (size_t)cap * sizeof *no);
+        if (!no)
+            return TDM_ERR_NOMEM;
+        if (sm->cap_keys == 0)
+            no[0] = 0;
+        sm->koff = no;
+        sm->cap_keys = cap;
+    }
+    if (2 * ((size_t)sm->n_keys + 1) > sm->n_kslots) {
+        size_t ns = sm->n_kslots ? 2 * sm->n_kslots : 512;
+        uint32_t *slots = tdm__calloc(ns, sizeof *slots);
+        if (!slots)
+            return TDM_ERR_NOMEM;
+        for (uint32_t e = 0; e < sm->n_keys; e++) {
+            size_t off = sm->koff[e];
+            size_t i = (size_t)tdm__hash_bytes(sm->kbytes + off,
+                                               sm->koff[e + 1] - off) &
+                       (ns - 1);
+            while (slots[i])
+                i = (i + 1) & (ns - 1);
+            slots[i] = e + 1;
+        }
+        tdm__free(sm->kslots);
+        sm->kslots = slots;
+        sm->n_kslots = ns;
+    }
+    if (len)
+        memcpy(sm->kbytes + sm->kused, k, len);
+    sm->kused += len;
+    sm->koff[sm->n_keys + 1] = sm->kused;
+    size_t i = (size_t)h & (sm->n_kslots - 1);
+    while (sm->kslots[i])
+        i = (i + 1) & (sm->n_kslots - 1);
+    sm->kslots[i] = sm->n_keys + 1;
+    *id = sm->n_keys++;
+    return TDM_OK;
+}
+
+/* Appends a record to the sample. */
+static tdm_err sample_add(tdm__an_sample *sm, tdm_time_ms ts, uint32_t part,
+                          uint32_t key, bool guarded)
+{
+    if (sm->n == sm->cap) {
+        int64_t cap = sm->cap ? 2 * sm->cap : 4096;
+        tdm_time_ms *t = tdm__realloc(sm->ts, (size_t)cap * sizeof *t);
+        if (!t)
+            return TDM_ERR_NOMEM;
+        sm->ts = t;
+        uint32_t *p = tdm__realloc(sm->part, (size_t)cap * sizeof *p);
+        if (!p)
+            return TDM_ERR_NOMEM;
+        sm->part = p;
+        uint32_t *k = tdm__realloc(sm->key, (size_t)cap * sizeof *k);
+        if (!k)
+            return TDM_ERR_NOMEM;
+        sm->key = k;
+        uint8_t *g = tdm__realloc(sm->guarded, (size_t)cap);
+        if (!g)
+            return TDM_ERR_NOMEM;
+        sm->guarded = g;
+        sm->cap = cap;
+    }
+    sm->ts[sm->n] = ts;
+    sm->part[sm->n] = part;
+    sm->key[sm->n] = key;
+    sm->guarded[sm->n] = guarded;
+    sm->n++;
+    return TDM_OK;
+}
+
+/* Records that split @p split finished before sample record sm->n. */
+static tdm_err sample_event(tdm__an_sample *sm, uint32_t split, int kind)
+{
+    if (sm->n_ev == sm->cap_ev) {
+        int64_t cap = sm->cap_ev ? 2 * sm->cap_ev : 64;
+        tdm__an_split_ev *e = tdm__realloc(sm->ev, (size_t)cap * sizeof *e);
+        if (!e)
+            return TDM_ERR_NOMEM;
+        sm->ev = e;
+        sm->cap_ev = cap;
+    }
+    sm->ev[sm->n_ev].at = sm->n;
+    sm->ev[sm->n_ev].split = split;
+    sm->ev[sm->n_ev].kind = (uint8_t)kind;
+    sm->n_ev++;
+    return TDM_OK;
+}
+
+/* ---- Per record ---- */
+
+/* The arrival time of @p row in ms, false when it has none. */
+static bool arrival_of(const scan_ctx *c, const tdm__row *row,
+                       tdm_time_ms *out)
+{
+    const tdm__val *v = &row->v[c->arrival_idx];
+    if (v->null)
+        return false;
+    switch (c->schema.fields[c->arrival_idx].type) {
+    case TDM_TYPE_TIMESTAMP:
+        *out = v->u.i;
+        return true;
+    case TDM_TYPE_INT64:
+        return tdm__ts_from_int(v->u.i, c->o->unit, out) == TDM_OK;
+    case TDM_TYPE_DOUBLE:
+        return tdm__ts_from_double(v->u.d, c->o->unit, out) == TDM_OK;
+    case TDM_TYPE_STRING:
+        return tdm__ts_from_text(v->u.s.p, v->u.s.len, c->o->unit, out) ==
+               TDM_OK;
+    default:
+        return false;
+    }
+}
+
+/* Collects unit evidence as the runtime's unit check does: epoch seconds
+ * lie in [1e8, 1e11), micro- and nanoseconds at or above 1e14. */
+static void unit_observe(tdm__an_part *pt, tdm_time_ms ts)
+{
+    if (pt->unit_n >= UNIT_SAMPLE)
+        return;
+    if (pt->unit_n++ == 0)
+        pt->unit_first = ts;
+    if (ts >= INT64_C(100000000) && ts < INT64_C(100000000000))
+        pt->unit_small++;
+    else if (ts >= INT64_C(100000000000000))
+        pt->unit_big++;
+}
+
+/* Measures one parsed record and keeps it in the sample.  @p idx is its
+ * position in the input (0-based). */
+static tdm_err on_record(scan_ctx *c, const tdm__row *row, int64_t idx)
+{
+    tdm__an_scan *s = c->s;
+    uint32_t p = row->partition;
+    tdm_err err = ensure_part(c, p);
+    if (err != TDM_OK)
+        return err;
+    tdm__an_part *pt = &s->parts[p];
+    tdm_time_ms ts = row->ts;
+    bool guarded = ts > c->guard_limit;
+    pt->records++;
+    if (c->o->unit == TDM__UNIT_MS)
+        unit_observe(pt, ts);
+    if (ts > c->future_limit) {
+        if (s->future++ == 0)
+            s->future_first = idx;
+        if (ts > s->future_max)
+            s->future_max = ts;
+    }
+    tdm__an_slice *sl = slice_for(s, idx);
+    if (!sl)
+        return TDM_ERR_NOMEM;
+    sl->records++;
+
+    /* A record the runtime's timestamp guard would catch does not move
+     * its partition's watermark there, so here it moves no maximum and
+     * has no lag or gap; it is still pushed into the what-if window. */
+    if (guarded) {
+        pt->guarded++;
+        s->guarded++;
+    } else {
+        /* Out-of-orderness against the partition's maximum so far. */
+        int64_t lag = 0;
+        if (pt->max_ts != TDM_TIME_MIN && ts < pt->max_ts)
+            lag = tdm__time_sub_sat(pt->max_ts, ts);
+        if (ts > pt->max_ts)
+            pt->max_ts = ts;
+        if (ts < pt->min_ts)
+            pt->min_ts = ts;
+        if (lag > 0) {
+            pt->out_of_order++;
+            if (lag > pt->max_lag)
+                pt->max_lag = lag;
+        }
+        tdm__hist_add(&s->lag, lag);
+        if (pt->lag)
+            tdm__hist_add(pt->lag, lag);
+        tdm__hist_add(&sl->lag, lag);
+        if (ts > c->gmax)
+            c->gmax = ts;
+        if (ts < s->min_ts)
+            s->min_ts = ts;
+        sl->max_ts = c->gmax;
+
+        /* Gaps: arrival time when known, else the highest event time. */
+        tdm_time_ms arr = TDM_TIME_MIN, mark = c->gmax;
+        bool has_arr = c->arrival_idx >= 0 && arrival_of(c, row, &arr);
+        if (c->arrival_idx >= 0 && !has_arr)
+            s->arrival_missing++;
+        if (has_arr) {
+            int64_t d = tdm__time_sub_sat(arr, ts);
+            if (d < 0) {
+                s->arrival_negative++;
+                d = 0;
+            }
+            tdm__hist_add(&s->arrival, d);
+            mark = arr;
+        }
+        /* The gap is the mark's rise since the partition's previous
+         * record (or since the input's first record for its first one).
+         * The highest event time never falls; arrival times may, and a
+         * fall counts as no gap.  Marks are kept per partition as a
+         * maximum, so a late arrival cannot fake a silence. */
+        if (c->arrival_idx < 0 || has_arr) {
+            if (c->first_mark == TDM_TIME_MIN)
+                c->first_mark = mark;
+            if (mark > c->last_mark)
+                c->last_mark = mark;
+            tdm_time_ms from = pt->has_prev ? pt->prev_mark : c->first_mark;
+            int64_t gap = mark > from ? tdm__time_sub_sat(mark, from) : 0;
+            tdm__hist_add(&s->gaps, gap);
+            if (!pt->has_prev || gap > pt->max_gap) {
+                pt->max_gap = gap;
+                pt->gap_from = from;
+                pt->gap_to = mark;
+            }
+            if (!pt->has_prev || mark > pt->prev_mark)
+                pt->prev_mark = mark;
+            pt->has_prev = true;
+        }
+    }
+
+    /* The sample: what the replay's window needs of the record (its key
+     * interned to an id, timestamp, partition, guard flag). */
+    if (s->sample.n < c->o->sample) {
+        uint32_t key = 0;
+        if (c->n_key > 0) {
+            const char *k;
+            size_t kl;
+            if (tdm__key_get(row, c->key_idx, c->n_key, &c->kb, &k, &kl) !=
+                TDM_OK)
+                return TDM_ERR_NOMEM;
+            err = intern_key(&s->sample, k, kl, &key);
+        } else if (s->sample.n_keys == 0) {
+            err = intern_key(&s->sample, "", 0, &key);
+        }
+        if (err == TDM_OK)
+            err = sample_add(&s->sample, ts, p, key, guarded);
+        if (err != TDM_OK)
+            return err;
+    }
+    return TDM_OK;
+}
+
+/* ---- Reading ---- */
+
+/* One poll of the file source at parallelism 1 (file_source.c): up to
+ * batch_size rows from the current stream, going on with the next ones
+ * when it ends; the next poll starts with the next stream, so files
+ * interleave batch by batch.  Finished streams get their flag set. */
+static tdm_err poll_once(scan_ctx *c, int *cur, int *n_done, int *eof)
+{
+    size_t limit = c->b->cap;
+    int waits_left = c->n_st;
+    int timeout = 50;
+    *eof = 0;
+    while (*n_done < c->n_st && c->b->n < limit && waits_left > 0) {
+        tdm__stream *st = &c->st[*cur];
+        int state;
+        if (st->done) {
+            *cur = (*cur + 1) % c->n_st;
+            continue;
+        }
+        tdm_err err = tdm__stream_read(
+            st, &c->conf, c->b, limit, (uint32_t)*cur,
+            c->s->by_field ? &c->pm : NULL, on_dead, c, timeout, &state);
+        if (err != TDM_OK)
+            return tdm__errf(c->errbuf, c->errbuf_size, err,
+                             "reading '%s' failed: %s", st->name,
+                             err == TDM_ERR_IO ? strerror(errno)
+                                               : tdm_strerror(err));
+        if (state == TDM__STREAM_END) {
+            (*n_done)++;
+            if (!c->s->by_field)
+                c->finished[*cur] = 1;
+        } else if (state == TDM__STREAM_AGAIN) {
+            waits_left--;
+            timeout = 0;
+        }
+        *cur = (*cur + 1) % c->n_st;
+        if (state == TDM__STREAM_FULL)
+            break;
+    }
+    if (*n_done == c->n_st)
+        *eof = 1;
+    return TDM_OK;
+}
+
+/* Opens one stream per input file ("-": standard input). */
+static tdm_err open_streams(scan_ctx *c)
+{
+    tdm__an_scan *s = c->s;
+    c->st = tdm__calloc((size_t)s->n_files, sizeof *c->st);
+    c->finished = tdm__calloc((size_t)s->n_files, 1);
+    if (!c->st || !c->finished)
+        return TDM_ERR_NOMEM;
+    for (int i = 0; i < s->n_files; i++) {
+        bool in = strcmp(s->files[i], "-") == 0;
+        int fd = in ? 0 : open(s->files[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_IO,
+                             "cannot open '%s': %s", s->files[i],
+                             strerror(errno));
+        tdm_err err = tdm__stream_init(&c->st[i], &c->conf, fd, !in,
+                                       in ? "<stdin>" : s->files[i]);
+        c->n_st++;
+        if (err != TDM_OK)
+            return err;
+    }
+    return TDM_OK;
+}
+
+/* Gaps that run to the end of the input: a partition silent since its
+ * last record while the others went on. */
+static void close_gaps(scan_ctx *c)
+{
+    tdm__an_scan *s = c->s;
+    if (c->last_mark == TDM_TIME_MIN)
+        return;
+    for (int p = 0; p < s->n_parts; p++) {
+        tdm__an_part *pt = &s->parts[p];
+        if (!pt->has_prev)
+            continue;
+        int64_t gap = tdm__time_sub_sat(c->last_mark, pt->prev_mark);
+        if (gap <= 0)
+            continue;
+        tdm__hist_add(&s->gaps, gap);
+        if (gap > pt->max_gap) {
+            pt->max_gap = gap;
+            pt->gap_from = pt->prev_mark;
+            pt->gap_to = c->last_mark;
+            pt->gap_at_end = true;
+        }
+    }
+}
+
+/* ---- Warnings after the pass ---- */
+
+static void iso(tdm_time_ms t, char *buf, size_t n)
+{
+    tdm__format_iso(t, buf, n);
+}
+
+/* Timestamp unit: the runtime's verdict, on the first partition with
+ * evidence (more than half of its first 100 values). */
+static tdm_err warn_unit(tdm__an_scan *s)
+{
+    for (int p = 0; p < s->n_parts; p++) {
+        const tdm__an_part *pt = &s->parts[p];
+        const char *what = NULL, *unit = NULL;
+        tdm_time_ms as_ms = 0;
+        if (pt->unit_n == 0)
+            continue;
+        if (pt->unit_small * 2 > pt->unit_n) {
+            what = "seconds";
+            unit = "s";
+            as_ms = pt->unit_first * 1000;
+        } else if (pt->unit_big * 2 > pt->unit_n) {
+            bool ns = pt->unit_first >= INT64_C(100000000000000000);
+            what = ns ? "nanoseconds" : "microseconds";
+            unit = ns ? "ns" : "us";
+            as_ms = pt->unit_first / (ns ? 1000000 : 1000);
+        }
+        if (!what)
+            continue;
+        char a[48], b[48];
+        iso(pt->unit_first, a, sizeof a);
+        iso(as_ms, b, sizeof b);
+        return tdm__analyze_warn(
+            s, "unit",
+            "timestamps look like %s, not milliseconds: %lld of the first "
+            "%d values of partition %s are in the range of epoch %s "
+            "(first: %lld = %s; read as %s it is %s); use --unit %s here "
+            "and timestamp.unit: %s in the job",
+            what,
+            (long long)(what[0] == 's' ? pt->unit_small : pt->unit_big),
+            pt->unit_n, pt->name, what, (long long)pt->unit_first, a, what,
+            b, unit, unit);
+    }
+    return TDM_OK;
+}
+
+/* The remaining warnings: future timestamps, partitions without data,
+ * broken monotonicity claims, arrivals before events. */
+static tdm_err warn_rest(const scan_ctx *c)
+{
+    tdm__an_scan *s = c->s;
+    const tdm__an_opts *o = c->o;
+    tdm_err err = TDM_OK;
+    char a[48], b[48], d[32];
+    if (s->future > 0) {
+        iso(o->now, a, sizeof a);
+        iso(s->future_max, b, sizeof b);
+        err = tdm__analyze_warn(
+            s, "future",
+            "%lld records have timestamps more than 1h after now (%s); the "
+            "first is record %lld, the latest %s.  The runtime's "
+            "timestamp_guard (default 1h) keeps such records from "
+            "advancing the watermark%s",
+            (long long)s->future, a, (long long)s->future_first + 1, b,
+            o->guard > 0 ? "; here they are left out of the lag as well"
+                         : "");
+        if (err != TDM_OK)
+            return err;
+    }
+    for (int p = 0; p < s->n_parts; p++) {
+        const tdm__an_part *pt = &s->parts[p];
+        if (pt->records == 0)
+            err = tdm__analyze_warn(s, "no_data",
+                                    "partition %s has no records: its "
+                                    "watermark never moves and holds back "
+                                    "every window until the input ends "
+                                    "(or until it is marked idle)",
+                                    pt->name);
+        if (err != TDM_OK)
+            return err;
+    }
+    for (int e = 0; e < o->n_expect; e++) {
+        bool found = false;
+        for (int p = 0; p < s->n_parts && !found; p++)
+            found = strcmp(s->parts[p].name, o->expect[e]) == 0 &&
+                    s->parts[p].records > 0;
+        if (!found)
+            err = tdm__analyze_warn(s, "no_data",
+                                    "expected partition %s has no records: "
+                                    "with it in the job its watermark "
+                                    "holds back every window unless an "
+                                    "idle timeout is set",
+                                    o->expect[e]);
+        if (err != TDM_OK)
+            return err;
+    }
+    for (int p = 0; o->claim_monotonic && p < s->n_parts; p++) {
+        const tdm__an_part *pt = &s->parts[p];
+        if (pt->out_of_order == 0)
+            continue;
+        tdm__analyze_fmt_dur(pt->max_lag, d, sizeof d);
+        err = tdm__analyze_warn(
+            s, "not_monotonic",
+            "partition %s was claimed monotonic but %lld of its %lld "
+            "records arrive behind its highest timestamp, by up to %s: "
+            "with watermark.strategy monotonous they are behind the "
+            "watermark",
+            pt->name, (long long)pt->out_of_order, (long long)pt->records,
+            d);
+        if (err != TDM_OK)
+            return err;
+    }
+    if (s->arrival_missing > 0) {
+        err = tdm__analyze_warn(s, "arrival_missing",
+                                "%lld records have no usable arrival time "
+                                "in field %s: they are left out of the "
+                                "delay and the gaps",
+                                (long long)s->arrival_missing,
+                                o->arrival_field);
+        if (err != TDM_OK)
+            return err;
+    }
+    if (s->arrival_negative > 0)
+        err = tdm__analyze_warn(s, "arrival_before_event",
+                                "%lld records arrived before their event "
+                                "time (arrival < timestamp): the clocks "
+                                "disagree; their delay counts as 0",
+                                (long long)s->arrival_negative);
+    return err;
+}
+
+/* ---- The pass ---- */
+
+/* Reads every input once (see analyze.h and the file comment). */
+tdm_err tdm__analyze_scan(const tdm__an_opts *o, tdm__an_scan *s,
+                          char *errbuf, size_t errbuf_size)
+{
+    scan_ctx c;
+    tdm_err err;
+    int cur = 0, n_done = 0, eof = 0;
+
+    memset(s, 0, sizeof *s);
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    c.s = s;
+    c.errbuf = errbuf;
+    c.errbuf_size = errbuf_size;
+    c.gmax = TDM_TIME_MIN;
+    c.first_mark = TDM_TIME_MIN;
+    c.last_mark = TDM_TIME_MIN;
+    c.guard_limit = o->guard > 0 ? tdm__time_add_sat(o->now, o->guard)
+                                 : TDM_TIME_MAX;
+    c.future_limit = tdm__time_add_sat(o->now, TDM__AN_FUTURE_MS);
+    s->min_ts = TDM_TIME_MAX;
+    s->max_ts = TDM_TIME_MIN;
+    s->future_max = TDM_TIME_MIN;
+    s->slice_len = 1;
+    s->by_field = o->partition_field != NULL;
+    s->has_arrival = o->arrival_field != NULL;
+    if (tdm__hist_init(&s->lag) != TDM_OK ||
+        tdm__hist_init(&s->gaps) != TDM_OK ||
+        tdm__hist_init(&s->arrival) != TDM_OK) {
+        err = TDM_ERR_NOMEM;
+        goto out;
+    }
+    err = expand_inputs(&c);
+    if (err == TDM_OK)
+        err = build_conf(&c);
+    if (err == TDM_OK && o->dead_letter) {
+        tdm__sink_conf dc = { .name = "dead_letter",
+                              .type = TDM__SINK_FILE,
+                              .path = o->dead_letter,
+                              .format = TDM__FMT_JSON };
+        char msg[256] = "";
+        err = tdm__text_sink.open(&dc, 0, &c.dead, msg, sizeof msg);
+        if (err != TDM_OK)
+            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                            "--dead-letter: %s",
+                            msg[0] ? msg : tdm_strerror(err));
+    }
+    if (err == TDM_OK)
+        err = open_streams(&c);
+    if (err != TDM_OK)
+        goto out;
+    c.b = tdm__batch_new(&c.schema, (size_t)o->batch_size);
+    if (!c.b) {
+        err = TDM_ERR_NOMEM;
+        goto out;
+    }
+    s->sample.initial_splits = s->by_field ? 0 : s->n_files;
+    if (!s->by_field && (err = ensure_part(&c, (uint32_t)s->n_files - 1)) !=
+                            TDM_OK)
+        goto out;
+
+    /* Poll, measure each row, then note the streams that ended in this
+     * poll: the runtime tells its reader after the batch's rows. */
+    while (!eof) {
+        tdm__batch_clear(c.b);
+        err = poll_once(&c, &cur, &n_done, &eof);
+        if (err != TDM_OK)
+            goto out;
+        for (size_t i = 0; i < c.b->n; i++) {
+            err = on_record(&c, &c.b->rows[i], s->records++);
+            if (err != TDM_OK)
+                goto out;
+        }
+        for (int f = 0; f < c.n_st; f++) {
+            if (!c.finished[f])
+                continue;
+            c.finished[f] = 0;
+            if (s->sample.n < o->sample || s->records <= o->sample)
+                err = sample_event(&s->sample, (uint32_t)f,
+                                   TDM__AN_EV_FINISHED);
+            if (err != TDM_OK)
+                goto out;
+        }
+        if (c.dead_err != TDM_OK) {
+            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                            "--dead-letter: writing '%s' failed",
+                            o->dead_letter);
+            goto out;
+        }
+    }
+    s->sample.complete = s->records <= o->sample;
+    s->max_ts = c.gmax;
+    close_gaps(&c);
+    err = warn_unit(s);
+    if (err == TDM_OK)
+        err = warn_rest(&c);
+out:
+    if (c.dead) {
+        char msg[256] = "";
+        tdm_err e2 = tdm__text_sink.close(c.dead, msg, sizeof msg);
+        if (e2 != TDM_OK && err == TDM_OK)
+            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                            "--dead-letter: %s",
+                            msg[0] ? msg : tdm_strerror(e2));
+    }
+    for (int i = 0; i < c.n_st; i++)
+        tdm__stream_free(&c.st[i]);
+    tdm__free(c.st);
+    tdm__free(c.finished);
+    tdm__batch_destroy(c.b);
+    tdm__partmap_free(&c.pm);
+    tdm__schema_free(&c.schema);
+    tdm__free(c.kb.p);
+    return err;
+}
+
+/* Frees what a scan holds (see analyze.h). */
+void tdm__analyze_scan_free(tdm__an_scan *s)
+{
+    if (!s)
+        return;
+    tdm__hist_fini(&s->lag);
+    tdm__hist_fini(&s->gaps);
+    tdm__hist_fini(&s->arrival);
+    for (int i = 0; i < s->n_files; i++)
+        tdm__free(s->files[i]);
+    tdm__free(s->files);
+    for (int p = 0; p < s->n_parts; p++) {
+        tdm__free(s->parts[p].name);
+        if (s->parts[p].lag) {
+            tdm__hist_fini(s->parts[p].lag);
+            tdm__free(s->parts[p].lag);
+        }
+    }
+    tdm__free(s->parts);
+    for (int k = 0; k < TDM__AN_SLICES; k++)
+        tdm__hist_fini(&s->slices[k].lag);
+    tdm__an_sample *sm = &s->sample;
+    tdm__free(sm->ts);
+    tdm__free(sm->part);
+    tdm__free(sm->key);
+    tdm__free(sm->guarded);
+    tdm__free(sm->ev);
+    tdm__free(sm->kbytes);
+    tdm__free(sm->koff);
+    tdm__free(sm->kslots);
+    for (int w = 0; w < s->n_warnings; w++) {
+        tdm__free(s->warnings[w].kind);
+        tdm__free(s->warnings[w].message);
+    }
+    tdm__free(s->warnings);
+    memset(s, 0, sizeof *s);
+}
