@@ -2,10 +2,12 @@
 # test.sh - builds tidemark twice (a normal build and one with
 # AddressSanitizer + UndefinedBehaviorSanitizer, warnings as errors in both)
 # and runs every test in each: unit tests, the model-based test, the fuzz
-# corpus replay, and the conformance runner over ../shared/conformance.
+# corpus replay, the conformance runner over ../shared/conformance, and
+# the web page in headless Chromium (scripts/browser-deps.sh installs it).
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh
+sh scripts/browser-deps.sh
 jobs=2
 echo "== normal build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTDM_WERROR=ON >/dev/null

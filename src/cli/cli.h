@@ -135,6 +135,16 @@ const char *tdm__cli_iso_time(tdm_time_ms t, char *buf, size_t n);
 int tdm__cli_cmd_run(int argc, char **argv);
 int tdm__cli_cmd_validate(int argc, char **argv);
 int tdm__cli_cmd_config(int argc, char **argv);
+/* Takes the value of an option given as "--opt value" or "--opt=value"
+ * (common.c): the value, advancing *i past it, or NULL when argv[*i] is
+ * not @p name; *missing is set when the value is absent. */
+const char *tdm__cli_opt_value(int argc, char **argv, int *i,
+                               const char *name, int *missing);
+/* `tidemark diagnose` (cmd_diagnose.c). */
+int tdm__cli_cmd_diagnose(int argc, char **argv);
+/* `tidemark analyze` (cmd_analyze.c): the command and its help text. */
+int tdm__cli_cmd_analyze(int argc, char **argv);
+extern const char tdm__analyze_help[];
 /* Prints help on @p topic (NULL: the overview) on @p f; returns
  * TDM_EXIT_OK, or TDM_EXIT_USAGE for an unknown topic. */
 int tdm__cli_help(const char *topic, FILE *f);

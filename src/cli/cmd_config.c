@@ -2,7 +2,10 @@
 /* cmd_config.c - `tidemark config list [--markdown] [SCOPE]`: prints the
  * library's table of job keys (tdm_conf_describe), as text for people or
  * as the Markdown reference that follows the marker line in
- * docs/job-format.md (tests/cli/job_format.sh checks the two agree).
+ * docs/job-format.md (tests/cli/job_format.sh checks the two agree); and
+ * `tidemark config metrics [--markdown]`: the table of metrics
+ * (TDM_METRIC_MAP), whose Markdown form is the reference part of
+ * docs/metrics.md (tests/cli/metrics_doc.sh checks it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -137,19 +140,134 @@ static void list_scope(size_t s, int md)
     }
 }
 
-/* Runs `tidemark config list` (argv after "config").  Returns TDM_EXIT_OK
- * or TDM_EXIT_USAGE. */
+/* ---- Metrics ---- */
+
+/* The metric scopes in the order the reference lists them, with what
+ * identifies a value of each (its labels). */
+static const struct {
+    const char *scope, *title, *intro;
+} mscopes[] = {
+    {"JOB", "Job",
+     "One value for the whole job. Labels: `job`."},
+    {"VERTEX", "Subtask",
+     "One value per subtask of a vertex (sources, windows, joins; sinks "
+     "have `numRecordsIn` at subtask 0). Labels: `job`, `operator` (the "
+     "node name), `subtask`."},
+    {"INPUT", "Logical input",
+     "One value per logical input of a window or join subtask: a join's "
+     "left input is 1 and its right input 2, a window's inputs are its "
+     "`from` list in order. Labels: `job`, `operator`, `subtask`, "
+     "`input`."},
+    {"CHANNEL", "Input channel",
+     "One value per input channel of a window or join subtask: one "
+     "channel per upstream source subtask. Labels: `job`, `operator`, "
+     "`subtask`, `channel` (its index) and `from` (`source#subtask`)."},
+    {"PARTITION", "Source partition",
+     "One value per partition (split) a source subtask reads. Labels: "
+     "`job`, `operator`, `subtask`, `partition` (its number within the "
+     "source) and `partition_name` (a file path, the partition field's "
+     "value, or the number)."},
+};
+#define N_MSCOPES (sizeof mscopes / sizeof mscopes[0])
+
+/* The Prometheus name: "tidemark_" and the camelCase name with an
+ * underscore before each capital, lowered. */
+static void prom_name(const char *name, char *buf, size_t n)
+{
+    size_t o = (size_t)snprintf(buf, n, "tidemark_");
+    for (; *name != '\0' && o + 2 < n; name++) {
+        if (*name >= 'A' && *name <= 'Z') {
+            buf[o++] = '_';
+            buf[o++] = (char)(*name - 'A' + 'a');
+        } else {
+            buf[o++] = *name;
+        }
+    }
+    buf[o] = '\0';
+}
+
+/* Prints the table of metrics, grouped by scope: as text, or as the
+ * Markdown reference of docs/metrics.md. */
+static void list_metrics(int md)
+{
+    for (size_t s = 0; s < N_MSCOPES; s++) {
+        if (md) {
+            printf("%s## %s metrics (%s)\n\n%s\n\n", s ? "\n" : "",
+                   mscopes[s].title, mscopes[s].scope, mscopes[s].intro);
+            printf("| metric | Prometheus name | type | unit | "
+                   "description |\n");
+            printf("|---|---|---|---|---|\n");
+        } else {
+            printf("%s%s (%s):\n", s ? "\n" : "", mscopes[s].title,
+                   mscopes[s].scope);
+        }
+        for (int id = 0; id < TDM_METRIC_COUNT_; id++) {
+            const char *name = tdm_metric_name((tdm_metric)id);
+            char prom[96], type[16];
+            size_t i;
+            if (strcmp(tdm_metric_scope((tdm_metric)id),
+                       mscopes[s].scope) != 0) {
+                continue;
+            }
+            prom_name(name, prom, sizeof prom);
+            const char *t = tdm_metric_type((tdm_metric)id);
+            for (i = 0; t[i] != '\0' && i + 1 < sizeof type; i++) {
+                type[i] = (char)(t[i] >= 'A' && t[i] <= 'Z' ? t[i] + 32
+                                                            : t[i]);
+            }
+            type[i] = '\0';
+            if (md) {
+                printf("| `%s` | `%s` | %s | %s | ", name, prom, type,
+                       tdm_metric_unit((tdm_metric)id));
+                md_cell(tdm_metric_help((tdm_metric)id));
+                printf(" |\n");
+            } else {
+                printf("  %s  [%s, %s]  %s\n", name, type,
+                       tdm_metric_unit((tdm_metric)id), prom);
+                wrap(tdm_metric_help((tdm_metric)id));
+            }
+        }
+    }
+}
+
+/* Runs `tidemark config metrics [--markdown]`. */
+static int cmd_metrics(int argc, char **argv)
+{
+    int md = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--markdown") == 0) {
+            md = 1;
+        } else if (strcmp(argv[i], "--help") == 0 ||
+                   strcmp(argv[i], "-h") == 0) {
+            return tdm__cli_help("config", stdout);
+        } else {
+            fprintf(stderr, "tidemark config metrics: unexpected argument "
+                            "\"%s\" (usage: tidemark config metrics "
+                            "[--markdown])\n", argv[i]);
+            return TDM_EXIT_USAGE;
+        }
+    }
+    list_metrics(md);
+    return TDM_EXIT_OK;
+}
+
+/* Runs `tidemark config list` or `tidemark config metrics` (argv after
+ * "config").  Returns TDM_EXIT_OK or TDM_EXIT_USAGE. */
 int tdm__cli_cmd_config(int argc, char **argv)
 {
     int md = 0;
     const char *only = NULL;
+    if (argc >= 1 && strcmp(argv[0], "metrics") == 0) {
+        return cmd_metrics(argc, argv);
+    }
     if (argc < 1 || strcmp(argv[0], "list") != 0) {
         if (argc >= 1 && (strcmp(argv[0], "--help") == 0 ||
                           strcmp(argv[0], "-h") == 0)) {
             return tdm__cli_help("config", stdout);
         }
         fprintf(stderr, "usage: tidemark config list [--markdown] "
-                        "[SCOPE]\n");
+                        "[SCOPE]\n       tidemark config metrics "
+                        "[--markdown]\n");
         return TDM_EXIT_USAGE;
     }
     for (int i = 1; i < argc; i++) {

@@ -39,6 +39,186 @@ static void on_signal(int sig)
     }
 }
 
+/* ---- The HTTP server (--http, --http-token, --http-linger) ---- */
+
+typedef struct http_opts {
+    const char *addr;   /* --http ADDR, or NULL */
+    const char *token;  /* --http-token TOKEN, or NULL */
+    int linger;         /* --http-linger */
+} http_opts;
+
+/* Takes the HTTP options out of argv (as "--opt value" or "--opt=value"),
+ * compacting it in place for the common parser, which knows nothing of
+ * them.  The values of --set and --parallelism are passed over, so that
+ * "--set name=--http" stays what it is.  Returns TDM_EXIT_OK, or
+ * TDM_EXIT_USAGE after printing the problem. */
+static int take_http_opts(int *argc, char **argv, http_opts *h)
+{
+    static const char *const opts[] = {"--http", "--http-token"};
+    int o = 0;
+    memset(h, 0, sizeof *h);
+    for (int i = 0; i < *argc; i++) {
+        const char *arg = argv[i], *v = NULL;
+        int which = -1;
+        if (strcmp(arg, "--http-linger") == 0) {
+            h->linger = 1;
+            continue;
+        }
+        for (int k = 0; k < 2 && which < 0; k++) {
+            size_t n = strlen(opts[k]);
+            if (strncmp(arg, opts[k], n) == 0 &&
+                (arg[n] == '\0' || arg[n] == '=')) {
+                which = k;
+                v = arg[n] == '=' ? arg + n + 1 : NULL;
+            }
+        }
+        if (which < 0) {
+            argv[o++] = argv[i];
+            if ((strcmp(arg, "--set") == 0 ||
+                 strcmp(arg, "--parallelism") == 0 ||
+                 strcmp(arg, "-p") == 0) &&
+                i + 1 < *argc)
+                argv[o++] = argv[++i];
+            continue;
+        }
+        if (v == NULL) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "tidemark run: %s needs a value (see "
+                                "`tidemark help run`)\n", opts[which]);
+                return TDM_EXIT_USAGE;
+            }
+            v = argv[++i];
+        }
+        if (which == 0)
+            h->addr = v;
+        else
+            h->token = v;
+    }
+    *argc = o;
+    if (h->addr == NULL && (h->token != NULL || h->linger)) {
+        fprintf(stderr, "tidemark run: %s needs --http ADDR\n",
+                h->token != NULL ? "--http-token" : "--http-linger");
+        return TDM_EXIT_USAGE;
+    }
+    return TDM_EXIT_OK;
+}
+
+/* ---- The log level (--log-level info|debug) ---- */
+
+/* Takes "--log-level LEVEL" (or "--log-level=LEVEL") out of argv, like
+ * the HTTP options; *level is NULL when absent.  The value is checked
+ * by the job key log.level it sets.  Returns TDM_EXIT_OK or
+ * TDM_EXIT_USAGE after printing the problem. */
+static int take_log_level(int *argc, char **argv, const char **level)
+{
+    static const char opt[] = "--log-level";
+    const size_t n = sizeof opt - 1;
+    int o = 0;
+    *level = NULL;
+    for (int i = 0; i < *argc; i++) {
+        const char *arg = argv[i];
+        if (strncmp(arg, opt, n) != 0 || (arg[n] != '\0' && arg[n] != '=')) {
+            argv[o++] = argv[i];
+            if ((strcmp(arg, "--set") == 0 ||
+                 strcmp(arg, "--parallelism") == 0 ||
+                 strcmp(arg, "-p") == 0) &&
+                i + 1 < *argc)
+                argv[o++] = argv[++i];
+            continue;
+        }
+        if (arg[n] == '=') {
+            *level = arg + n + 1;
+        } else if (i + 1 < *argc) {
+            *level = argv[++i];
+        } else {
+            fprintf(stderr, "tidemark run: --log-level needs a value "
+                            "(info or debug)\n");
+            return TDM_EXIT_USAGE;
+        }
+    }
+    *argc = o;
+    return TDM_EXIT_OK;
+}
+
+/* The host of an --http address as a URL has it: "[::1]" for IPv6,
+ * 127.0.0.1 for an empty host. */
+static void url_host(const char *addr, char *buf, size_t n)
+{
+    const char *colon = addr[0] == '[' ? strchr(addr, ']') : NULL;
+    size_t len;
+    if (colon != NULL) {
+        len = (size_t)(colon - addr) + 1;
+    } else {
+        colon = strrchr(addr, ':');
+        len = colon != NULL ? (size_t)(colon - addr) : strlen(addr);
+    }
+    if (len == 0) {
+        snprintf(buf, n, "127.0.0.1");
+        return;
+    }
+    snprintf(buf, n, "%.*s", (int)len, addr);
+}
+
+static void handle_signals(int on);
+
+/* SIGINT/SIGTERM while lingering: only ends the wait. */
+static void on_linger_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* Waits for SIGINT or SIGTERM.  The server's threads were started with
+ * both signals blocked, so they reach this thread, which sleeps in
+ * sigsuspend with them unblocked (no check-then-sleep race). */
+static void linger(void)
+{
+    struct sigaction sa;
+    sigset_t block, old;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_linger_signal;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    while (!stop_requested) {
+        sigsuspend(&old);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    handle_signals(0);
+}
+
+/* Starts the server on @p h->addr before the job reads anything and
+ * prints where it serves.  Its threads are created with SIGINT and
+ * SIGTERM blocked, so that those signals go to the job's threads or to
+ * this one.  Returns an exit code. */
+static int start_http(tdm_job *job, const http_opts *h, const char *name,
+                      tdm_http **srv)
+{
+    char msg[512] = "", host[80];
+    sigset_t block, old;
+    tdm_err err;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    err = tdm_http_start(job, h->addr, h->token, srv, msg, sizeof msg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != TDM_OK) {
+        fprintf(stderr, "tidemark run: --http: %s\n",
+                msg[0] ? msg : tdm_strerror(err));
+        return err == TDM_ERR_INVAL ? TDM_EXIT_USAGE : TDM_EXIT_RUNTIME;
+    }
+    url_host(h->addr, host, sizeof host);
+    fprintf(stderr, "tidemark: serving http://%s:%d/ (job \"%s\")\n", host,
+            tdm_http_port(*srv), name);
+    fflush(stderr);
+    return TDM_EXIT_OK;
+}
+
 /* ---- The status line ---- */
 
 /* State shared by the progress callback (main thread) and the log
@@ -267,8 +447,19 @@ int tdm__cli_cmd_run(int argc, char **argv)
     status st;
     char msg[1024] = "";
     const char *name;
-    int rc = tdm__cli_opts_parse(argc, argv, "run", 1, &opts);
+    http_opts http;
+    tdm_http *srv = NULL;
+    int rc = take_http_opts(&argc, argv, &http);
+    const char *log_level = NULL;
     double t0;
+
+    if (rc == TDM_EXIT_OK)
+        rc = take_log_level(&argc, argv, &log_level);
+
+    if (rc == TDM_EXIT_OK)
+        rc = tdm__cli_opts_parse(argc, argv, "run", 1, &opts);
+    else
+        memset(&opts, 0, sizeof opts);
 
     memset(&st, 0, sizeof st);
     pthread_mutex_init(&st.mu, NULL);
@@ -279,6 +470,12 @@ int tdm__cli_cmd_run(int argc, char **argv)
         goto out;
     }
     rc = tdm__cli_job_prepare(&opts, &cj, stderr);
+    if (rc == TDM_EXIT_OK && log_level != NULL) {
+        /* --log-level is the job key log.level, set last. */
+        char arg[128];
+        snprintf(arg, sizeof arg, "log.level=%s", log_level);
+        rc = tdm__cli_job_override(cj, arg, stderr);
+    }
     if (rc == TDM_EXIT_OK) {
         rc = tdm__cli_job_validate(cj, stderr);
     }
@@ -298,6 +495,10 @@ int tdm__cli_cmd_run(int argc, char **argv)
          tdm_job_set_progress(cj->job, on_progress, &st) != TDM_OK)) {
         fprintf(stderr, "tidemark: out of memory\n");
         rc = TDM_EXIT_RUNTIME;
+        goto out;
+    }
+    if (http.addr != NULL &&
+        (rc = start_http(cj->job, &http, st.name, &srv)) != TDM_EXIT_OK) {
         goto out;
     }
     t0 = mono_now();
@@ -333,7 +534,14 @@ int tdm__cli_cmd_run(int argc, char **argv)
                 : stop_requested ? "stopped"
                                  : "finished");
     }
+    if (srv != NULL && http.linger && !stop_requested) {
+        fprintf(stderr, "tidemark: job \"%s\" ended; still serving on port "
+                        "%d (Ctrl-C to quit)\n", st.name, tdm_http_port(srv));
+        fflush(stderr);
+        linger();
+    }
 out:
+    tdm_http_stop(srv);
     tdm__cli_job_free(cj);
     free(opts.sets);
     pthread_mutex_destroy(&st.mu);

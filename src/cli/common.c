@@ -12,8 +12,8 @@
 /* Takes the value of an option given as "--opt value" or "--opt=value".
  * Returns the value (advancing *i past it) or NULL when @p arg is not
  * @p name; *missing is set when the value is absent. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name,
-                             int *missing)
+const char *tdm__cli_opt_value(int argc, char **argv, int *i,
+                               const char *name, int *missing)
 {
     const char *arg = argv[*i];
     size_t nl = strlen(name);
@@ -52,13 +52,13 @@ int tdm__cli_opts_parse(int argc, char **argv, const char *cmd,
         } else if (allow_quiet &&
                    (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0)) {
             opts->quiet = 1;
-        } else if ((v = opt_value(argc, argv, &i, "--set", &missing)) !=
+        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--set", &missing)) !=
                    NULL) {
             opts->sets[opts->n_sets++] = v;
-        } else if ((v = opt_value(argc, argv, &i, "--parallelism",
+        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--parallelism",
                                   &missing)) != NULL ||
                    (!missing &&
-                    (v = opt_value(argc, argv, &i, "-p", &missing)) !=
+                    (v = tdm__cli_opt_value(argc, argv, &i, "-p", &missing)) !=
                         NULL)) {
             opts->parallelism = v;
         } else if (missing) {

@@ -21,7 +21,13 @@ static const char overview[] =
     "                      it cleanly: windows flush, sinks close)\n"
     "  validate JOB.yaml   check a job file without running it\n"
     "  config list         list every job key: type, default, meaning\n"
-    "  help [COMMAND]      help on a command (run, validate, config)\n"
+    "  diagnose URL        ask a job served by `run --http` why its windows\n"
+    "                      have not fired: findings, evidence, fixes\n"
+    "  analyze INPUT...    measure how out of order a stream is and\n"
+    "                      recommend watermark settings, with what-if\n"
+    "                      replays through the engine\n"
+    "  help [COMMAND]      help on a command (run, validate, config,\n"
+    "                      diagnose, analyze)\n"
     "\n"
     "Options:\n"
     "  -h, --help          print this help\n"
@@ -46,7 +52,8 @@ static const char overview[] =
 
 static const char help_run[] =
     "usage: tidemark run JOB.yaml [--set KEY=VALUE ...] [--parallelism N]\n"
-    "                    [--quiet]\n"
+    "                    [--quiet] [--log-level info|debug]\n"
+    "                    [--http ADDR [--http-token TOKEN] [--http-linger]]\n"
     "\n"
     "Runs the job to the end of its input.  Bounded input ends with the\n"
     "maximum watermark, which fires every remaining window; sinks flush\n"
@@ -67,6 +74,14 @@ static const char help_run[] =
     "  -p, --parallelism N  subtasks per operator (same as\n"
     "                      --set parallelism=N)\n"
     "  -q, --quiet         no status line\n"
+    "  --log-level debug   log every watermark advance and window firing\n"
+    "                      (key=value lines, easy to grep)\n"
+    "  --http ADDR         serve the REST API, /metrics and the web page on\n"
+    "                      ADDR (127.0.0.1:8081, [::1]:8081, :8081 =\n"
+    "                      loopback, port 0 = any free port)\n"
+    "  --http-token TOKEN  require \"Authorization: Bearer TOKEN\"\n"
+    "  --http-linger       keep serving the final values after the job\n"
+    "                      ends, until SIGINT/SIGTERM\n"
     "  -h, --help          print this help\n"
     "\n"
     "Exit codes: 0 success (also after Ctrl-C), 1 runtime failure (I/O,\n"
@@ -117,6 +132,45 @@ static const char help_config[] =
     "  tidemark config list window\n"
     "  tidemark config list --markdown\n";
 
+static const char help_diagnose[] =
+    "usage: tidemark diagnose URL [--job ID] [--json] [--token T]\n"
+    "                         [--window START/DURATION --key K\n"
+    "                          [--vertex NAME]] [--timeout SECONDS]\n"
+    "\n"
+    "Asks a job served by `tidemark run JOB.yaml --http ADDR` why its\n"
+    "windows have not fired, and prints the findings most important first:\n"
+    "severity, what is wrong, the evidence, and a fix (a partition holding\n"
+    "the watermark back, no idle timeout, every source idle, timestamps in\n"
+    "the wrong unit or in the future, a high late rate, a trigger that\n"
+    "ignores the watermark, backpressure, ...).  docs/diagnosis.md lists\n"
+    "every finding.\n"
+    "\n"
+    "With --window and --key it answers for one window of one key: fired\n"
+    "(at which watermark), or not fired and exactly what it waits for.\n"
+    "\n"
+    "Options:\n"
+    "  --job ID            the job to ask about (default: the only one)\n"
+    "  --window START/DURATION\n"
+    "                      the window: START in ISO-8601 UTC (a zone such\n"
+    "                      as +01:00 may follow) or epoch ms, DURATION such\n"
+    "                      as 5m, 30s, 1h\n"
+    "  --key K             the key: the key_by fields' values, joined by ','\n"
+    "  --vertex NAME       the window node (default: the job's only one)\n"
+    "  --json              print the server's JSON as it is\n"
+    "  --token T           send \"Authorization: Bearer T\" (--http-token)\n"
+    "  --timeout SECONDS   give up after this long (default 10)\n"
+    "  -h, --help          print this help\n"
+    "\n"
+    "Exit codes: 0 an answer was printed, 1 the server could not be\n"
+    "reached or refused the request, 2 usage error.\n"
+    "\n"
+    "Examples:\n"
+    "  tidemark run examples/idle.yaml --http 127.0.0.1:8081 \\\n"
+    "      --set sources.clicks.watermark.idle_timeout=0 &\n"
+    "  tidemark diagnose http://127.0.0.1:8081\n"
+    "  tidemark diagnose http://127.0.0.1:8081 \\\n"
+    "      --window 2026-01-01T00:05:00Z/1m --key p7\n";
+
 /* Prints help on a topic (see cli.h). */
 int tdm__cli_help(const char *topic, FILE *f)
 {
@@ -128,9 +182,13 @@ int tdm__cli_help(const char *topic, FILE *f)
         fputs(help_validate, f);
     } else if (strcmp(topic, "config") == 0) {
         fputs(help_config, f);
+    } else if (strcmp(topic, "diagnose") == 0) {
+        fputs(help_diagnose, f);
+    } else if (strcmp(topic, "analyze") == 0) {
+        fputs(tdm__analyze_help, f);
     } else {
         fprintf(stderr, "tidemark help: no help on \"%s\"; topics: run, "
-                        "validate, config\n", topic);
+                        "validate, config, diagnose, analyze\n", topic);
         return TDM_EXIT_USAGE;
     }
     return TDM_EXIT_OK;
@@ -168,7 +226,14 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "config") == 0) {
         return tdm__cli_cmd_config(argc - 2, argv + 2);
     }
+    if (strcmp(cmd, "diagnose") == 0) {
+        return tdm__cli_cmd_diagnose(argc - 2, argv + 2);
+    }
+    if (strcmp(cmd, "analyze") == 0) {
+        return tdm__cli_cmd_analyze(argc - 2, argv + 2);
+    }
     fprintf(stderr, "tidemark: unknown command \"%s\" (commands: run, "
-                    "validate, config, help; see `tidemark --help`)\n", cmd);
+                    "validate, config, diagnose, analyze, help; see "
+                    "`tidemark --help`)\n", cmd);
     return TDM_EXIT_USAGE;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/metrics.h"
 #include "runtime/rt.h"
 #include "window/win.h"
 
@@ -144,6 +145,19 @@ tdm_err tdm_job_new(tdm_job **out)
         return TDM_ERR_NOMEM;
     }
     if (pthread_mutex_init(&job->log_mu, NULL) != 0) {
+        free_vals(job->vals);
+        tdm__free(job);
+        return TDM_ERR_NOMEM;
+    }
+    if (pthread_mutex_init(&job->mmu, NULL) != 0) {
+        pthread_mutex_destroy(&job->log_mu);
+        free_vals(job->vals);
+        tdm__free(job);
+        return TDM_ERR_NOMEM;
+    }
+    if (pthread_cond_init(&job->mcv, NULL) != 0) {
+        pthread_mutex_destroy(&job->mmu);
+        pthread_mutex_destroy(&job->log_mu);
         free_vals(job->vals);
         tdm__free(job);
         return TDM_ERR_NOMEM;
@@ -583,10 +597,21 @@ void tdm_job_destroy(tdm_job *job)
 {
     if (!job)
         return;
+    /* Callers of tdm_job_window_status may still be leaving. */
+    pthread_mutex_lock(&job->mmu);
+    while (job->status_waiters > 0)
+        pthread_cond_wait(&job->mcv, &job->mmu);
+    tdm_metrics_free(job->final);
+    rt_warea_free(job->warea);
+    job->final = NULL;
+    job->warea = NULL;
+    pthread_mutex_unlock(&job->mmu);
     for (int i = 0; i < job->n_nodes; i++)
         node_destroy(job->nodes[i]);
     tdm__free(job->nodes);
     free_vals(job->vals);
+    pthread_cond_destroy(&job->mcv);
+    pthread_mutex_destroy(&job->mmu);
     pthread_mutex_destroy(&job->log_mu);
     tdm__free(job);
 }

@@ -66,7 +66,8 @@ tdm_err tdm__queue_init(tdm__queue *q, int n_channels, int per_channel,
     q->ring = tdm__calloc(q->cap, sizeof *q->ring);
     q->ch_count = tdm__calloc((size_t)n_channels, sizeof *q->ch_count);
     q->not_full = tdm__calloc((size_t)n_channels, sizeof *q->not_full);
-    if (!q->ring || !q->ch_count || !q->not_full)
+    q->ch_waits = tdm__calloc((size_t)n_channels, sizeof *q->ch_waits);
+    if (!q->ring || !q->ch_count || !q->not_full || !q->ch_waits)
         goto fail;
     if (pthread_mutex_init(&q->mu, NULL) != 0)
         goto fail;
@@ -88,6 +89,7 @@ fail:
     tdm__free(q->ring);
     tdm__free(q->ch_count);
     tdm__free(q->not_full);
+    tdm__free(q->ch_waits);
     memset(q, 0, sizeof *q);
     return TDM_ERR_NOMEM;
 }
@@ -104,6 +106,7 @@ void tdm__queue_fini(tdm__queue *q)
     tdm__free(q->ring);
     tdm__free(q->ch_count);
     tdm__free(q->not_full);
+    tdm__free(q->ch_waits);
     memset(q, 0, sizeof *q);
 }
 
@@ -125,6 +128,9 @@ static bool push(tdm__queue *q, const tdm__item *it, bool lazy)
         }
         if (!counted && q->waits) {
             atomic_fetch_add_explicit(q->waits, 1, memory_order_relaxed);
+            if (q->ch_waits[ch])
+                atomic_fetch_add_explicit(q->ch_waits[ch], 1,
+                                          memory_order_relaxed);
             counted = true;
         }
         /* Bounded waits, so an abort is noticed even if the waker
@@ -185,6 +191,8 @@ size_t tdm__queue_pop(tdm__queue *q, tdm__item *out, size_t max,
     while (q->count == 0) {
         if (atomic_load_explicit(q->abort, memory_order_relaxed))
             break;
+        if (q->poked)
+            break;
         q->consumer_waiting = true;
         int r;
         if (timeout_ms >= 0) {
@@ -201,6 +209,7 @@ size_t tdm__queue_pop(tdm__queue *q, tdm__item *out, size_t max,
         if (r == ETIMEDOUT)
             break;
     }
+    q->poked = false;
     size_t n = 0;
     while (n < max && q->count > 0) {
         tdm__item *it = &q->ring[q->head];
@@ -224,6 +233,18 @@ void tdm__queue_wake(tdm__queue *q)
     pthread_cond_broadcast(&q->not_empty);
     for (int i = 0; i < q->n_ch; i++)
         pthread_cond_broadcast(&q->not_full[i]);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* Sets the poke flag and wakes a sleeping consumer: its pop returns
+ * (with no item if none waits), so it can answer a question. */
+void tdm__queue_poke(tdm__queue *q)
+{
+    if (!q->ring)
+        return;
+    pthread_mutex_lock(&q->mu);
+    q->poked = true;
+    pthread_cond_signal(&q->not_empty);
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -342,6 +363,9 @@ tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
         if (!counted) {
             atomic_fetch_add_explicit(&p->job->queue_waits, 1,
                                       memory_order_relaxed);
+            if (p->waits)
+                atomic_fetch_add_explicit(p->waits, 1,
+                                          memory_order_relaxed);
             counted = true;
         }
         p->waiting = true;

@@ -155,6 +155,17 @@ struct tdm_job {
     _Atomic int64_t batches_live; /* source batches allocated now */
     _Atomic int64_t batches_peak;
     tdm__run *run;
+    /* Metrics (metrics.c): mmu guards mrun (the run snapshots read, set
+     * while its subtasks exist), final (the last run's final snapshot),
+     * warea (window status memory of the last run) and the window
+     * status mailboxes; mcv wakes a run start or destroy waiting for the
+     * status callers to leave. */
+    pthread_mutex_t mmu;
+    pthread_cond_t mcv;
+    tdm__run *mrun;
+    struct tdm_metrics *final;
+    struct rt_warea *warea;
+    int status_waiters;
 };
 
 /* Value of key @p key of a node (the table's row for its scope); a zeroed
@@ -361,10 +372,13 @@ typedef struct tdm__queue {
     int n_ch, per_ch;
     int *ch_count;
     bool consumer_waiting;
+    bool poked;         /* tdm__queue_poke: the next pop returns */
     size_t wake_at;     /* lazy pushes wake a sleeping consumer from here */
     int64_t signals;    /* consumer wake-ups sent (tests) */
     const atomic_int *abort;
     _Atomic int64_t *waits;
+    /* Per channel: the producer's own wait counter (NULL: none). */
+    _Atomic int64_t **ch_waits;
 } tdm__queue;
 
 tdm_err tdm__queue_init(tdm__queue *q, int n_channels, int per_channel,
@@ -388,6 +402,9 @@ size_t tdm__queue_pop(tdm__queue *q, tdm__item *out, size_t max,
                       int64_t timeout_ms);
 /* Wakes every waiter (after abort was set). */
 void tdm__queue_wake(tdm__queue *q);
+/* Makes the consumer's current or next tdm__queue_pop return, with no
+ * item if none waits (a question for the subtask between batches). */
+void tdm__queue_poke(tdm__queue *q);
 void tdm__queue_fini(tdm__queue *q);
 
 /* A source subtask's batches: the rows of one poll plus, per target
@@ -430,6 +447,7 @@ typedef struct tdm__pool {
     int n_targets;
     const atomic_int *abort;
     tdm_job *job;
+    _Atomic int64_t *waits; /* the producer's own wait counter, or NULL */
 } tdm__pool;
 
 tdm_err tdm__pool_init(tdm__pool *p, const tdm__schema *schema,

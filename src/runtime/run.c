@@ -513,6 +513,17 @@ static tdm_err make_tasks(tdm__run *run)
                 return err;
         }
     }
+    /* Backpressure per source subtask: its waits on each channel it
+     * feeds count for it. */
+    for (int s = 0; s < run->n_srcs; s++) {
+        rt_source *src = &run->srcs[s];
+        for (int i = 0; i < run->P; i++)
+            for (int e = 0; e < src->n_edges; e++)
+                for (int j = 0; j < run->P; j++)
+                    src->edges[e].op->tasks[j]
+                        .q.ch_waits[src->edges[e].input * run->P + i] =
+                        &src->tasks[i].m.bp;
+    }
     /* A source subtask that will never read a row ends its channels now,
      * before any thread runs: downstream valves then never wait for it,
      * whatever the thread timing (each channel's first item, so the push
@@ -522,6 +533,8 @@ static tdm_err make_tasks(tdm__run *run)
         for (int i = 0; i < run->P; i++) {
             if (!src->tasks[i].empty)
                 continue;
+            /* Its END is its maximum watermark. */
+            rt_pub_set(&src->tasks[i].m.wm_out, TDM_TIME_MAX);
             for (int e = 0; e < src->n_edges; e++)
                 for (int j = 0; j < run->P; j++) {
                     tdm__item it = { .kind = TDM__ITEM_END,
@@ -652,6 +665,7 @@ static tdm_err init_run(tdm__run *run, tdm_job *job)
     run->qcap = (int)tdm__job_int(job, "queue.capacity");
     run->guard = tdm__job_int(job, "timestamp_guard");
     run->guard_dead = tdm__job_int(job, "timestamp_guard.dead_letter") != 0;
+    run->debug = tdm__job_int(job, "log.level") == 1;
     if (run->key_groups < run->P)
         run->key_groups = run->P;
     run->owner = tdm__calloc((size_t)run->key_groups, sizeof *run->owner);
@@ -698,8 +712,11 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
                          "out of memory starting the job");
     }
     reset_stats(job);
+    /* Snapshots read the clock under the metrics lock. */
+    pthread_mutex_lock(&job->mmu);
     job->clock_base_real = 0;
     atomic_store(&job->start_ms, tdm__job_now(job));
+    pthread_mutex_unlock(&job->mmu);
     atomic_store(&job->cancel, 0);
     atomic_store(&job->running, 1);
     job->run = run;
@@ -710,12 +727,15 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
     if (err == TDM_OK) {
         err = make_tasks(run);
         if (err == TDM_OK)
+            err = rt_warea_start(run);
+        if (err == TDM_OK)
             err = start_threads(run);
         if (err != TDM_OK)
             rt_fail(run, err, "%s", "could not start the job's subtasks");
         supervise(run);
         join_threads(run);
         update_watermark(run);
+        rt_metrics_finish(run);
         if (run->err != TDM_OK)
             err = tdm__errf(errbuf, errbuf_size, run->err, "%s",
                             run->errmsg);

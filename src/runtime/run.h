@@ -11,6 +11,7 @@
 #ifndef TDM_RUN_H
 #define TDM_RUN_H
 
+#include "runtime/metrics.h"
 #include "runtime/rt.h"
 #include "state/state.h"
 
@@ -102,8 +103,6 @@ struct rt_src_task {
     tdm__sbatch *cur;  /* the batch being filled */
     uint8_t *finished; /* poll's per-partition flags */
     uint8_t *reported; /* finished partitions told to the reader */
-    tdm_time_ms *pmax; /* wm_max_only: highest timestamp of the batch */
-    int *touched;      /* partitions with a pmax in this batch */
     struct rt_unit {
         int n, small, big;
         int64_t first;
@@ -115,6 +114,28 @@ struct rt_src_task {
     uint8_t *unkicked; /* per target: lazily pushed to since last kick */
     bool empty;        /* will never read a row (see run.c) */
     bool failed;
+    /* Metrics (metrics.h).  parts has part_cap entries, the first n_pub
+     * of them visible to snapshots; mx guards parts and n_pub against
+     * snapshots while the array grows. */
+    pthread_mutex_t mx;
+    bool mx_ok;
+    rt_part *parts;
+    rt_phot *hot;      /* part_cap entries, the source thread's own */
+    int n_pub;
+    uint32_t seq;      /* batch sequence (rt_part.stamp) */
+    int *mtouched;     /* partitions with records in this batch (the
+                          generator's one call per partition and batch,
+                          and the metrics published) */
+    int n_mt;          /* entries of mtouched */
+    tdm__hist lag;     /* event lag of this subtask's records */
+    bool lag_ok;
+    tdm_time_ms lag_next;   /* next publication of the quantiles */
+    tdm_time_ms sweep_next; /* next refresh of every split watermark */
+    bool sweep;        /* the reader emitted: refresh every split */
+    int unit;          /* timestamp unit suspicion (TS_UNIT) */
+    tdm_time_ms wm_out; /* last watermark emitted */
+    bool idle;          /* last status emitted */
+    rt_src_metrics m;
 };
 
 /* One window or join subtask. */
@@ -144,6 +165,25 @@ struct rt_op_task {
     tdm__kv *rkv;
     tdm__timers *rtimers;
     bool failed;
+    /* Metrics (metrics.h): plain counters of this thread, published to
+     * m (and as deltas to the job's counters) after each group of
+     * items. */
+    int64_t c_in, c_out, c_late_side, c_panes, c_late_panes, c_regress;
+    int64_t j_out, j_late_side, j_late_panes, j_regress; /* published */
+    bool *ch_idle;
+    rt_chan *chp;
+    rt_op_metrics m;
+    tdm_time_ms now;     /* processing time of the current group */
+    tdm_time_ms wm_out;  /* last watermark the operator emitted */
+    /* Late samples: a ring guarded by lmx (taken per late record). */
+    pthread_mutex_t lmx;
+    bool lmx_ok;
+    rt_late *late;
+    int late_n, late_head, late_budget;
+    /* Window status (job-owned) and the debug log. */
+    rt_wstat *ws;
+    tdm_time_ms *dbg_wm, *dbg_at; /* ring of watermark advances */
+    int dbg_n, dbg_head;
 };
 
 struct tdm__run {
@@ -169,6 +209,7 @@ struct tdm__run {
     int n_threads, n_done;
     tdm_err err;
     char errmsg[512];
+    bool debug;          /* log.level debug */
 };
 
 /* Records the run's first error (message formatted), aborts the run and
@@ -196,5 +237,36 @@ void rt_thread_done(tdm__run *run);
 tdm_err rt_clock_new(tdm_job *job, tdm_clock **out);
 /* The punctuated strategy's marker predicate (ud: the rt_source). */
 int rt_marker_fn(void *ud, const tdm_record *rec);
+
+/* ---- Metrics (metrics.c) ---- */
+
+/* Builds a snapshot of a run's published metrics at processing time
+ * @p now (@p running: 1 while subtasks run).  The caller holds the
+ * job's metrics lock.  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
+                         struct tdm_metrics **out);
+/* Prepares the job's window status memory for a new run (under the
+ * metrics lock, after the status callers left).  TDM_OK or NOMEM. */
+tdm_err rt_warea_start(tdm__run *run);
+/* Called by the run thread after every subtask stopped: keeps the final
+ * snapshot and the window subtasks' final state, and ends the live view
+ * (tasks are freed right after). */
+void rt_metrics_finish(tdm__run *run);
+/* The window subtask's side of tdm_job_window_status: answers a posted
+ * question, if any (between two groups of items). */
+void rt_status_serve(rt_op_task *t);
+/* Called by a window subtask as it stops: answers a pending question,
+ * then leaves its final watermark for later ones. */
+void rt_status_close(rt_op_task *t);
+/* The channel holding an operator subtask's watermark: the lowest
+ * watermark among channels neither idle nor ended; -1 when none. */
+int rt_holding_channel(const rt_op_task *t);
+/* Formats epoch ms as ISO-8601 with milliseconds ("none" for
+ * TDM_TIME_MIN, "end" for TDM_TIME_MAX), for the debug log. */
+void rt_format_ms(tdm_time_ms ms, char *buf, size_t n);
+/* Renders key bytes of an operator as text: the key fields' values
+ * joined by ','. */
+void rt_key_text(const rt_op *op, const char *key, size_t len, char *buf,
+                 size_t n);
 
 #endif /* TDM_RUN_H */

@@ -17,6 +17,8 @@
 
 #include "runtime/run.h"
 #include "state/state.h"
+#include "window/join.h"
+#include "window/win.h"
 
 /* What retract mode remembers of a window's last emitted result. */
 typedef struct rslot {
@@ -56,7 +58,54 @@ static void write_late(rt_op_task *t, const tdm__row *row)
         op_fail_io(t, s, "a late record");
         return;
     }
-    rt_count(t->run, TDM_STAT_LATE_SIDE_OUTPUT, 1);
+    t->c_late_side++;
+}
+
+/* Remembers a late record for tdm_metrics_late_at: its timestamp, the
+ * subtask's watermark, the processing time and the row as text, in a
+ * ring of the last RT_LATE_RING.  At most late_budget records are
+ * rendered per group of items, so a flood of late records costs little
+ * (the counters stay exact). */
+static void sample_late(rt_op_task *t, const tdm__row *row, tdm_time_ms ts,
+                        bool dropped)
+{
+    if (t->late_budget <= 0 || !t->late)
+        return;
+    t->late_budget--;
+    tdm_time_ms wm = t->win ? t->win->wm : t->join->wm;
+    pthread_mutex_lock(&t->lmx);
+    rt_late *l = &t->late[t->late_head];
+    t->late_head = (t->late_head + 1) % RT_LATE_RING;
+    if (t->late_n < RT_LATE_RING)
+        t->late_n++;
+    l->ts = ts;
+    l->wm = wm;
+    l->at = t->now;
+    l->dropped = dropped;
+    if (row)
+        tdm__row_render(row, l->row, sizeof l->row);
+    else
+        l->row[0] = 0;
+    pthread_mutex_unlock(&t->lmx);
+}
+
+/* The operators' drop probes: a record dropped as late (no late
+ * output) is sampled like one sent to the late output.  The window
+ * operator's record carries the row itself, the join's the packed row. */
+static void win_dropped(void *ud, const tdm_record *rec)
+{
+    rt_op_task *t = ud;
+    sample_late(t, rec->payload, rec->ts, true);
+}
+
+static void join_dropped(void *ud, int side, const tdm_record *rec)
+{
+    rt_op_task *t = ud;
+    const tdm__schema *s = t->op->inputs[side ? 1 : 0]->schema;
+    tdm__row row;
+    tdm__row_unpack(rec->payload, rec->payload_len, s,
+                    side ? t->rvals : t->lvals, &row);
+    sample_late(t, &row, rec->ts, true);
 }
 
 /* Fills the aggregate columns from a stored or emitted aggregate part.
@@ -93,7 +142,7 @@ static void write_out(rt_op_task *t, tdm__out_row *out)
         op_fail_io(t, op->sink, "a result");
         return;
     }
-    rt_count(t->run, TDM_STAT_RECORDS_OUT, 1);
+    t->c_out++;
 }
 
 /* Retract mode: emits a retraction of the previous result of this key
@@ -206,8 +255,9 @@ static void write_window_result(rt_op_task *t, const tdm_event *ev)
         .is_update = ev->is_update != 0,
         .change = TDM__CHANGE_INSERT,
     };
+    t->c_panes++;
     if (ev->pane_timing == TDM_PANE_LATE)
-        rt_count(t->run, TDM_STAT_LATE_REFIRES, 1);
+        t->c_late_panes++;
     if (op->mode != RT_APPEND) {
         /* Identity of the row: key bytes, window start and end. */
         t->uk.len = 0;
@@ -242,6 +292,91 @@ static void write_window_result(rt_op_task *t, const tdm_event *ev)
     write_out(t, &out);
 }
 
+/* The processing time at which the subtask's watermark first reached
+ * @p wm, from the debug ring of watermark advances; @p now when it has
+ * not yet (the watermark reaching it is being processed). */
+static tdm_time_ms reached_at(const rt_op_task *t, tdm_time_ms wm,
+                              tdm_time_ms now)
+{
+    tdm_time_ms at = now;
+    for (int k = 0; k < t->dbg_n; k++) {
+        int i = (t->dbg_head - 1 - k + RT_DBG_RING) % RT_DBG_RING;
+        if (t->dbg_wm[i] < wm)
+            break;
+        at = t->dbg_at[i];
+    }
+    return at;
+}
+
+/* Debug log: one line per watermark advance of the operator. */
+static void debug_watermark(rt_op_task *t, tdm_time_ms wm)
+{
+    char from[48], to[48], chn[160] = "-";
+    int ch = rt_holding_channel(t);
+    if (ch >= 0)
+        snprintf(chn, sizeof chn, "%s#%d",
+                 t->op->inputs[ch / t->run->P]->node->name,
+                 ch % t->run->P);
+    rt_format_ms(t->wm_out, from, sizeof from);
+    rt_format_ms(wm, to, sizeof to);
+    tdm__job_log(t->run->job,
+                 "debug wm vertex=%s subtask=%d from=%s to=%s "
+                 "channel_min=%s",
+                 t->op->node->name, t->index, from, to, chn);
+    if (t->dbg_wm) {
+        t->dbg_wm[t->dbg_head] = wm;
+        t->dbg_at[t->dbg_head] = tdm_clock_now(t->clk);
+        t->dbg_head = (t->dbg_head + 1) % RT_DBG_RING;
+        if (t->dbg_n < RT_DBG_RING)
+            t->dbg_n++;
+    }
+}
+
+/* Debug log: one line per window firing, with the records the window
+ * holds (when the aggregate knows) and the processing time since the
+ * watermark passed the window's last timestamp. */
+static void debug_fire(rt_op_task *t, const tdm_event *ev)
+{
+    static const char *const timing[] = { "early", "on_time", "late" };
+    char key[256], ws[48], we[48], wm[48], win[112];
+    rt_key_text(t->op, ev->key, ev->key_len, key, sizeof key);
+    if (ev->has_window) {
+        rt_format_ms(ev->win_start, ws, sizeof ws);
+        rt_format_ms(ev->win_end, we, sizeof we);
+        snprintf(win, sizeof win, "[%s,%s)", ws, we);
+    } else {
+        snprintf(win, sizeof win, "global");
+    }
+    rt_format_ms(t->win->wm, wm, sizeof wm);
+    int64_t records = -1;
+    if (t->op->fast_count) {
+        records = (int64_t)ev->value;
+    } else if (ev->has_window) {
+        int has = 0;
+        tdm__winop_probe(t->win, ev->key, ev->key_len, ev->win_start,
+                         ev->win_end, &has, &records);
+    }
+    tdm_time_ms now = tdm_clock_now(t->clk);
+    int64_t latency = ev->time < TDM_TIME_MAX && t->win->wm >= ev->time
+                          ? now - reached_at(t, ev->time, now)
+                          : -1;
+    tdm__job_log(t->run->job,
+                 "debug fire vertex=%s subtask=%d key=%s window=%s wm=%s "
+                 "pane=%s records=%lld latency_ms=%lld",
+                 t->op->node->name, t->index, key, win, wm,
+                 timing[ev->pane_timing], (long long)records,
+                 (long long)latency);
+}
+
+/* The operator emitted watermark @p wm: published (and logged). */
+static void on_output_watermark(rt_op_task *t, tdm_time_ms wm)
+{
+    if (t->run->debug)
+        debug_watermark(t, wm);
+    t->wm_out = wm;
+    atomic_store_explicit(&t->wm, wm, memory_order_relaxed);
+}
+
 /* The window operator's output.  LATE events carry the row itself as
  * the record's payload (the push that caused them is still on the
  * stack), so the late output writes it unchanged. */
@@ -252,13 +387,29 @@ static void win_emit(void *opaque, const tdm_event *ev)
         return;
     switch (ev->type) {
     case TDM_EVENT_RESULT:
+        /* A window's first firing is remembered (the firing memory of
+         * tdm_job_window_status), with the watermark that fired it. */
+        if (ev->pane_index == 0 && t->ws && ev->has_window &&
+            rt_fired_add(&t->ws->fired,
+                         rt_fired_fp(ev->key, ev->key_len, ev->win_start,
+                                     ev->win_end),
+                         t->win->wm) != TDM_OK) {
+            op_fail_nomem(t);
+            return;
+        }
+        if (t->run->debug)
+            debug_fire(t, ev);
         write_window_result(t, ev);
         break;
     case TDM_EVENT_LATE:
+        sample_late(t, ev->rec[0]->payload, ev->time, false);
         write_late(t, ev->rec[0]->payload);
         break;
     case TDM_EVENT_WATERMARK:
-        atomic_store_explicit(&t->wm, ev->time, memory_order_relaxed);
+        on_output_watermark(t, ev->time);
+        break;
+    case TDM_EVENT_STATUS:
+        rt_pub_set(&t->m.idle, ev->idle ? 1 : 0);
         break;
     default:
         break;
@@ -308,11 +459,15 @@ static void join_emit(void *opaque, const tdm_event *ev)
         tdm__row row;
         tdm__row_unpack(ev->rec[0]->payload, ev->rec[0]->payload_len, s,
                         side ? t->rvals : t->lvals, &row);
+        sample_late(t, &row, ev->time, false);
         write_late(t, &row);
         break;
     }
     case TDM_EVENT_WATERMARK:
-        atomic_store_explicit(&t->wm, ev->time, memory_order_relaxed);
+        on_output_watermark(t, ev->time);
+        break;
+    case TDM_EVENT_STATUS:
+        rt_pub_set(&t->m.idle, ev->idle ? 1 : 0);
         break;
     default:
         break;
@@ -342,6 +497,7 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
     const tdm__batch *b = it->b->b;
     if (t->ra)
         tdm__rowagg_set_input(t->ra, input);
+    t->c_in += it->n;
     for (uint32_t k = 0; k < it->n && !t->failed; k++) {
         const tdm__sel *sl = &it->sel[k];
         const tdm__row *row = &b->rows[sl->row];
@@ -394,7 +550,7 @@ static void on_watermark(rt_op_task *t, const tdm__item *it)
     if (it->t < t->ch_wm[ch]) {
         /* A watermark never goes back: ignore it, count it, say so once
          * per channel. */
-        rt_count(t->run, TDM_STAT_WM_REGRESSIONS, 1);
+        t->c_regress++;
         if (!t->ch_warned[ch]) {
             t->ch_warned[ch] = true;
             tdm__job_log(t->run->job,
@@ -407,6 +563,7 @@ static void on_watermark(rt_op_task *t, const tdm__item *it)
         return;
     }
     t->ch_wm[ch] = it->t;
+    rt_pub_set(&t->chp[ch].wm, it->t);
     tdm_err err = t->win ? tdm_winop_watermark(t->win, ch, it->t)
                          : tdm_joinop_watermark(t->join, ch / P, ch % P,
                                                 it->t);
@@ -434,6 +591,8 @@ static bool handle(rt_op_task *t, const tdm__item *it)
             on_watermark(t, it);
         break;
     case TDM__ITEM_STATUS:
+        t->ch_idle[it->ch] = it->idle != 0;
+        rt_pub_set(&t->chp[it->ch].idle, it->idle != 0);
         if (!t->failed) {
             if (t->win)
                 tdm_winop_status(t->win, it->ch, it->idle);
@@ -452,6 +611,7 @@ static bool handle(rt_op_task *t, const tdm__item *it)
         }
         if (!t->ch_ended[it->ch]) {
             t->ch_ended[it->ch] = true;
+            rt_pub_set(&t->chp[it->ch].ended, 1);
             t->ended++;
         }
         if (t->ended == t->op->n_channels) {
@@ -478,6 +638,46 @@ static void publish(rt_op_task *t)
                        : tdm_joinop_late_dropped(t->join);
     rt_count(t->run, TDM_STAT_LATE_DROPPED, d - t->late_dropped_seen);
     t->late_dropped_seen = d;
+    /* The job's counters take this group's deltas; the subtask's
+     * metrics its totals (single writer: plain stores). */
+    rt_count(t->run, TDM_STAT_RECORDS_OUT, t->c_out - t->j_out);
+    rt_count(t->run, TDM_STAT_LATE_SIDE_OUTPUT,
+             t->c_late_side - t->j_late_side);
+    rt_count(t->run, TDM_STAT_LATE_REFIRES, t->c_late_panes - t->j_late_panes);
+    rt_count(t->run, TDM_STAT_WM_REGRESSIONS, t->c_regress - t->j_regress);
+    t->j_out = t->c_out;
+    t->j_late_side = t->c_late_side;
+    t->j_late_panes = t->c_late_panes;
+    t->j_regress = t->c_regress;
+    rt_op_metrics *m = &t->m;
+    if (t->c_in != rt_pub_get(&m->in)) {
+        rt_pub_set(&m->in, t->c_in);
+        rt_pub_set(&m->last_at, t->now);
+    }
+    rt_pub_set(&m->out, t->c_out);
+    rt_pub_set(&m->late_side, t->c_late_side);
+    rt_pub_set(&m->late_drop, d);
+    rt_pub_set(&m->panes, t->c_panes);
+    rt_pub_set(&m->late_panes, t->c_late_panes);
+    rt_pub_set(&m->regress, t->c_regress);
+    if (t->win) {
+        rt_pub_set(&m->wm_in, t->win->wm);
+        rt_pub_set(&m->keys, tdm__winop_keys(t->win));
+        rt_pub_set(&m->windows, tdm_winop_live_windows(t->win));
+        rt_pub_set(&m->bytes, tdm_winop_state_bytes(t->win));
+    } else {
+        const tdm_joinop *j = t->join;
+        rt_pub_set(&m->wm_in, j->wm);
+        rt_pub_set(&m->keys, (int64_t)tdm__keys_count(j->keys));
+        rt_pub_set(&m->windows, tdm_joinop_buffered(j));
+        size_t b = tdm__keys_bytes(j->keys) + tdm__timers_bytes(j->timers);
+        for (int s = 0; s < 2; s++)
+            if (j->ibuf[s])
+                b += tdm__kv_bytes(j->ibuf[s]);
+        if (j->wins)
+            b += tdm__kv_bytes(j->wins);
+        rt_pub_set(&m->bytes, (int64_t)b);
+    }
 }
 
 #define POP_MAX 64
@@ -500,6 +700,10 @@ void *rt_op_main(void *arg)
             break;
         size_t n = tdm__queue_pop(&t->q, items, POP_MAX,
                                   t->op->proc_time ? 50 : -1);
+        /* One clock reading per group of items (last record time, late
+         * samples); the late sample budget is per group. */
+        t->now = tdm_clock_now(t->clk);
+        t->late_budget = 64;
         for (size_t i = 0; i < n; i++)
             if (handle(t, &items[i]))
                 done = true;
@@ -510,7 +714,13 @@ void *rt_op_main(void *arg)
                                    ? tdm_winop_current_watermark(t->win)
                                    : tdm_clock_now(t->clk));
         publish(t);
+        /* A question about a window (tdm_job_window_status) is answered
+         * between two groups of items. */
+        if (t->ws && atomic_load_explicit(&t->ws->req, memory_order_relaxed))
+            rt_status_serve(t);
     }
+    if (t->ws)
+        rt_status_close(t);
     rt_thread_done(run);
     return NULL;
 }
@@ -620,6 +830,10 @@ static tdm_err init_window(rt_op_task *t, char *msg, size_t n)
     /* tdm_winop_new takes ownership of all three, also on failure. */
     err = tdm_winop_new(asg, trg, agg, op->n_channels, t->clk, win_emit, t,
                         &t->win, msg, n);
+    if (err == TDM_OK) {
+        t->win->drop_probe = win_dropped;
+        t->win->drop_ud = t;
+    }
     if (err == TDM_OK && op->lateness > 0)
         err = tdm_winop_set_allowed_lateness(t->win, op->lateness, msg, n);
     if (err == TDM_OK && op->late)
@@ -653,6 +867,10 @@ static tdm_err init_join(rt_op_task *t, char *msg, size_t n)
             err = tdm_joinop_new_window(asg, t->run->P, t->clk, join_emit, t,
                                         &t->join, msg, n);
     }
+    if (err == TDM_OK) {
+        t->join->drop_probe = join_dropped;
+        t->join->drop_ud = t;
+    }
     if (err == TDM_OK && t->op->late)
         err = tdm_joinop_set_late_output(t->join, 1);
     if (err == TDM_OK) {
@@ -666,6 +884,26 @@ static tdm_err init_join(rt_op_task *t, char *msg, size_t n)
     return err;
 }
 
+/* Zeroes the published metrics (watermarks at "none"). */
+static void init_metrics(rt_op_task *t)
+{
+    rt_op_metrics *m = &t->m;
+    atomic_init(&m->in, 0);
+    atomic_init(&m->out, 0);
+    atomic_init(&m->late_side, 0);
+    atomic_init(&m->late_drop, 0);
+    atomic_init(&m->panes, 0);
+    atomic_init(&m->late_panes, 0);
+    atomic_init(&m->regress, 0);
+    atomic_init(&m->wm_in, TDM_TIME_MIN);
+    atomic_init(&m->idle, 0);
+    atomic_init(&m->last_at, TDM_TIME_MIN);
+    atomic_init(&m->keys, 0);
+    atomic_init(&m->windows, 0);
+    atomic_init(&m->bytes, 0);
+    t->wm_out = TDM_TIME_MIN;
+}
+
 /* Creates the queue, clock, operator and output scratch. */
 tdm_err rt_op_task_init(rt_op_task *t)
 {
@@ -673,8 +911,27 @@ tdm_err rt_op_task_init(rt_op_task *t)
     rt_op *op = t->op;
     char msg[256] = "";
     atomic_init(&t->wm, TDM_TIME_MIN);
+    init_metrics(t);
     tdm_err err = tdm__queue_init(&t->q, op->n_channels, run->qcap,
                                   &run->abort, &run->job->queue_waits);
+    if (err == TDM_OK) {
+        t->lmx_ok = pthread_mutex_init(&t->lmx, NULL) == 0;
+        t->ch_idle = tdm__calloc((size_t)op->n_channels, sizeof(bool));
+        t->chp = tdm__calloc((size_t)op->n_channels, sizeof *t->chp);
+        t->late = tdm__calloc(RT_LATE_RING, sizeof *t->late);
+        if (run->debug) {
+            t->dbg_wm = tdm__calloc(RT_DBG_RING, sizeof *t->dbg_wm);
+            t->dbg_at = tdm__calloc(RT_DBG_RING, sizeof *t->dbg_at);
+        }
+        if (!t->lmx_ok || !t->ch_idle || !t->chp || !t->late ||
+            (run->debug && (!t->dbg_wm || !t->dbg_at)))
+            err = TDM_ERR_NOMEM;
+        for (int i = 0; t->chp && i < op->n_channels; i++) {
+            atomic_init(&t->chp[i].wm, TDM_TIME_MIN);
+            atomic_init(&t->chp[i].idle, 0);
+            atomic_init(&t->chp[i].ended, 0);
+        }
+    }
     if (err == TDM_OK)
         err = rt_clock_new(run->job, &t->clk);
     if (err == TDM_OK) {
@@ -736,5 +993,12 @@ void rt_op_task_fini(rt_op_task *t)
     tdm__free(t->vals);
     tdm__free(t->lvals);
     tdm__free(t->rvals);
+    tdm__free(t->ch_idle);
+    tdm__free(t->chp);
+    tdm__free(t->late);
+    tdm__free(t->dbg_wm);
+    tdm__free(t->dbg_at);
+    if (t->lmx_ok)
+        pthread_mutex_destroy(&t->lmx);
     memset(t, 0, sizeof *t);
 }

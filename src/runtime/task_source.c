@@ -10,8 +10,10 @@
  * Rows are not copied on the way: a polled batch is shared by every
  * downstream subtask, each getting a segment of row indexes.
  */
+#include <glob.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "runtime/run.h"
 
@@ -114,6 +116,28 @@ static void broadcast(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
     }
 }
 
+/* Debug log (log.level debug): one line per watermark the subtask
+ * emits, naming the partition with the lowest watermark. */
+static void debug_watermark(rt_src_task *t, tdm_time_ms wm)
+{
+    char from[48], to[48];
+    const char *low = "-";
+    tdm_time_ms lw = TDM_TIME_MAX;
+    for (int p = 0; p < t->n_parts; p++) {
+        tdm_time_ms w = tdm_reader_split_watermark_get(t->reader, p);
+        if (!t->reported[p] && w < lw) {
+            lw = w;
+            low = t->parts[p].name ? t->parts[p].name : "?";
+        }
+    }
+    rt_format_ms(t->wm_out, from, sizeof from);
+    rt_format_ms(wm, to, sizeof to);
+    tdm__job_log(t->run->job,
+                 "debug wm vertex=%s subtask=%d from=%s to=%s "
+                 "partition_min=%s",
+                 t->src->node->name, t->index, from, to, low);
+}
+
 /* The reader's output: watermarks and idle/active statuses (the
  * alignment events are not used by the runtime).  Called from inside
  * tdm_reader_record (on-event watermarks), tdm_reader_advance (periodic)
@@ -121,10 +145,19 @@ static void broadcast(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
 static void reader_emit(void *opaque, const tdm_event *ev)
 {
     rt_src_task *t = opaque;
-    if (ev->type == TDM_EVENT_WATERMARK)
+    if (ev->type == TDM_EVENT_WATERMARK) {
+        if (t->run->debug)
+            debug_watermark(t, ev->time);
+        /* Published after the splits' watermarks (publish_partitions),
+         * so that a snapshot never sees the output ahead of them. */
+        t->wm_out = ev->time;
+        t->sweep = true;
         broadcast(t, TDM__ITEM_WATERMARK, ev->time, 0);
-    else if (ev->type == TDM_EVENT_STATUS)
+    } else if (ev->type == TDM_EVENT_STATUS) {
+        t->idle = ev->idle != 0;
+        t->sweep = true;
         broadcast(t, TDM__ITEM_STATUS, 0, ev->idle);
+    }
 }
 
 /* ---- Dead letters ---- */
@@ -166,6 +199,9 @@ static void conn_dead(void *ud, const char *location, const char *reason,
                       const char *raw, size_t raw_len)
 {
     rt_src_task *t = ud;
+    rt_pub_add(&t->m.bad, 1);
+    if (t->run->dead)
+        rt_pub_add(&t->m.dead, 1);
     dead_letter(t->run, t->src->node->name, location, reason, raw, raw_len,
                 true);
 }
@@ -191,16 +227,37 @@ static tdm_err ensure_arrays(rt_src_task *t, int need)
         if (!u)
             return TDM_ERR_NOMEM;
         t->uc = u;
-        tdm_time_ms *m = tdm__realloc(t->pmax, (size_t)cap * sizeof *m);
-        if (!m)
+        int *mt = tdm__realloc(t->mtouched, (size_t)cap * sizeof *mt);
+        if (!mt)
             return TDM_ERR_NOMEM;
-        t->pmax = m;
-        int *tp = tdm__realloc(t->touched, (size_t)cap * sizeof *tp);
-        if (!tp)
+        t->mtouched = mt;
+        rt_phot *h = tdm__realloc(t->hot, (size_t)cap * sizeof *h);
+        if (!h)
             return TDM_ERR_NOMEM;
-        t->touched = tp;
-        for (int p = t->part_cap; p < cap; p++)
-            m[p] = TDM_TIME_MIN;
+        t->hot = h;
+        for (int p = t->part_cap; p < cap; p++) {
+            memset(&h[p], 0, sizeof h[p]);
+            h[p].hi = TDM_TIME_MIN;
+        }
+        /* Snapshots read parts under mx: the move must not race them. */
+        pthread_mutex_lock(&t->mx);
+        rt_part *pa = tdm__realloc(t->parts, (size_t)cap * sizeof *pa);
+        if (pa) {
+            t->parts = pa;
+            for (int p = t->part_cap; p < cap; p++) {
+                rt_part *pp = &pa[p];
+                memset(pp, 0, sizeof *pp);
+                pp->global = -1;
+                atomic_init(&pp->p_records, 0);
+                atomic_init(&pp->p_max_ts, TDM_TIME_MIN);
+                atomic_init(&pp->p_last_at, TDM_TIME_MIN);
+                atomic_init(&pp->p_wm, TDM_TIME_MIN);
+                atomic_init(&pp->p_flags, 0);
+            }
+        }
+        pthread_mutex_unlock(&t->mx);
+        if (!pa)
+            return TDM_ERR_NOMEM;
         memset(t->finished + t->part_cap, 0, (size_t)(cap - t->part_cap));
         memset(t->reported + t->part_cap, 0, (size_t)(cap - t->part_cap));
         memset(t->uc + t->part_cap, 0,
@@ -210,18 +267,113 @@ static tdm_err ensure_arrays(rt_src_task *t, int need)
     return TDM_OK;
 }
 
+/* The sorted files a file source's glob names (as the connector sees
+ * them: folders left out), for partition names; *n = 0 when none. */
+static char **list_files(const char *pattern, size_t *n)
+{
+    glob_t g;
+    char **list = NULL;
+    *n = 0;
+    memset(&g, 0, sizeof g);
+    if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
+        list = tdm__calloc(g.gl_pathc, sizeof *list);
+        for (size_t i = 0; list && i < g.gl_pathc; i++) {
+            struct stat st;
+            if (stat(g.gl_pathv[i], &st) == 0 && S_ISDIR(st.st_mode))
+                continue;
+            list[*n] = tdm__strndup(g.gl_pathv[i], strlen(g.gl_pathv[i]));
+            if (list[*n])
+                (*n)++;
+        }
+    }
+    globfree(&g);
+    return list;
+}
+
+/* Names partitions [from, to) of the subtask as metrics label them, and
+ * numbers them within the source: a file source's files are dealt
+ * round-robin (local partition l of subtask i is file i + l * P of the
+ * sorted glob), generator partitions likewise; partitions named by a
+ * field take the field's value from @p row, the first row of the
+ * partition (in order of appearance, read by subtask 0 only); stdin and
+ * TCP have one partition.  A name that cannot be had is the number. */
+static void name_partitions(rt_src_task *t, int from, int to,
+                            const tdm__row *row)
+{
+    const tdm__source_conf *c = &t->src->conf;
+    int P = t->run->P;
+    char **files = NULL;
+    size_t n_files = 0;
+    bool by_field = c->partition_field >= 0;
+    if (!by_field && !t->src->node->src_vt && c->type == TDM__SRC_FILE &&
+        c->path && *c->path)
+        files = list_files(c->path, &n_files);
+    for (int l = from; l < to; l++) {
+        rt_part *pp = &t->parts[l];
+        char buf[256];
+        const char *name = NULL;
+        int global = by_field || c->type == TDM__SRC_STDIN ||
+                             c->type == TDM__SRC_TCP
+                         ? l
+                         : t->index + l * P;
+        if (by_field && row && l == to - 1) {
+            const tdm__val *v = &row->v[c->partition_field];
+            tdm_type ty = c->schema->fields[c->partition_field].type;
+            if (v->null)
+                snprintf(buf, sizeof buf, "null");
+            else if (ty == TDM_TYPE_STRING)
+                snprintf(buf, sizeof buf, "%.*s", (int)v->u.s.len,
+                         v->u.s.p);
+            else if (ty == TDM_TYPE_DOUBLE)
+                snprintf(buf, sizeof buf, "%.17g", v->u.d);
+            else if (ty == TDM_TYPE_BOOL)
+                snprintf(buf, sizeof buf, "%s", v->u.i ? "true" : "false");
+            else
+                snprintf(buf, sizeof buf, "%lld", (long long)v->u.i);
+            name = buf;
+        } else if (c->type == TDM__SRC_STDIN && !t->src->node->src_vt) {
+            name = "stdin";
+        } else if (c->type == TDM__SRC_TCP && !t->src->node->src_vt) {
+            name = c->tcp_address;
+        } else if (files && (size_t)global < n_files) {
+            name = files[global];
+        }
+        if (!name) {
+            snprintf(buf, sizeof buf, "%d", global);
+            name = buf;
+        }
+        char *copy = tdm__strndup(name, strlen(name));
+        pthread_mutex_lock(&t->mx);
+        tdm__free(pp->name);
+        pp->name = copy;
+        pp->global = global;
+        pthread_mutex_unlock(&t->mx);
+    }
+    for (size_t i = 0; i < n_files; i++)
+        tdm__free(files[i]);
+    tdm__free(files);
+    pthread_mutex_lock(&t->mx);
+    if (to > t->n_pub)
+        t->n_pub = to;
+    pthread_mutex_unlock(&t->mx);
+}
+
 /* Makes the arrays and the reader cover partition @p p (partitions
- * named by a field appear as rows arrive). */
-static tdm_err ensure_partition(rt_src_task *t, int p)
+ * named by a field appear as rows arrive; @p row is the first row of
+ * @p p then, NULL at setup). */
+static tdm_err ensure_partition(rt_src_task *t, int p, const tdm__row *row)
 {
     if (ensure_arrays(t, 2 * (p + 1) + 16) != TDM_OK)
         return TDM_ERR_NOMEM;
+    int from = t->n_parts;
     while (t->n_parts <= p) {
         int idx;
         if (tdm_reader_add_split(t->reader, &idx) != TDM_OK)
             return TDM_ERR_NOMEM;
         t->n_parts++;
     }
+    if (t->n_parts > from)
+        name_partitions(t, from, t->n_parts, row);
     return TDM_OK;
 }
 
@@ -233,19 +385,28 @@ static void unit_verdict(rt_src_task *t, int p)
 {
     struct rt_unit *u = &t->uc[p];
     rt_source *s = t->src;
-    if (u->n == 0 || atomic_load(&s->unit_warned))
+    if (u->n <= 0)
         return;
     const char *what = NULL;
     tdm_time_ms as_ms = 0;
+    int suspect = 0;
     if (u->small * 2 > u->n) {
         what = "seconds";
         as_ms = u->first * 1000;
+        suspect = 1;
     } else if (u->big * 2 > u->n) {
         bool ns = u->first >= 100000000000000000LL;
         what = ns ? "nanoseconds" : "microseconds";
         as_ms = u->first / (ns ? 1000000 : 1000);
+        suspect = ns ? 3 : 2;
     }
     u->n = -1; /* judged */
+    /* The subtask's suspicion is a metric (TS_UNIT); the warning is
+     * logged once per source. */
+    if (suspect && !t->unit) {
+        t->unit = suspect;
+        rt_pub_set(&t->m.unit, suspect);
+    }
     if (!what || atomic_exchange(&s->unit_warned, 1))
         return;
     char iso[48], iso2[48];
@@ -312,6 +473,8 @@ static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
              "%s)",
              iso, span, lim);
     tdm__row_render(row, raw, sizeof raw);
+    if (t->run->dead)
+        rt_pub_add(&t->m.dead, 1);
     /* Counted as a guard hit by the caller, not as malformed. */
     dead_letter(t->run, t->src->node->name, loc, reason, raw, strlen(raw),
                 false);
@@ -356,83 +519,232 @@ static tdm_err route(rt_src_task *t, const tdm__row *row, uint32_t i)
     return TDM_OK;
 }
 
+/* tdm__hist_bucket without its branch: whether a lag is below 256 (its
+ * own bucket) or not is a coin toss for out-of-order data, and a
+ * mispredicted branch per record costs more than computing both
+ * answers and selecting one. */
+static inline int lag_bucket(int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    int x = 63 - __builtin_clzll(u | 1) - TDM__HIST_SUB_BITS;
+    int big = -(x > 0);   /* all ones when v >= 256 (a compare, no jump) */
+    int b = TDM__HIST_EXACT + (x - 1) * (1 << TDM__HIST_SUB_BITS) +
+            (int)(u >> (x & big)) - (1 << TDM__HIST_SUB_BITS);
+    return (b & big) | ((int)u & ~big);
+}
+
 /* Processes the rows of one poll, in order:
- *   partition bookkeeping (partitions named by a field appear late),
+ *   partition bookkeeping (partitions named by a field appear late; the
+ *   records of each partition, and the partitions the batch touched),
  *   time stamping (ingestion and processing time use the poll's clock
  *   reading, so one batch shares one timestamp),
  *   filters and maps, the unit check and the timestamp guard,
- *   routing, and only then the watermark generator.
- * Nothing here allocates once the partition arrays have grown. */
+ *   routing, the event lag, and only then the watermark generator.
+ * Nothing here allocates once the partition arrays have grown; the
+ * common row costs no counter of its own (rows routed and in timestamp
+ * order are counted by exception, below). */
 static tdm_err process_batch(rt_src_task *t)
 {
     rt_source *s = t->src;
     tdm__batch *b = t->cur->b;
     const tdm__source_conf *c = &s->conf;
-    bool unit_check = c->time_mode == TDM__TIME_EVENT &&
-                      c->ts_unit == TDM__UNIT_MS &&
-                      !atomic_load_explicit(&s->unit_warned,
-                                            memory_order_relaxed);
+    /* Loop invariants in locals: the compiler cannot tell that the
+     * stores below leave them alone. */
+    const int mode = c->time_mode;
+    const bool unit_check = mode == TDM__TIME_EVENT &&
+                            c->ts_unit == TDM__UNIT_MS;
+    const bool max_only = s->wm_max_only;
+    const bool guard_dead = t->run->guard_dead;
+    const int n_udfs = s->node->n_udfs;
     tdm_time_ms limit = t->run->guard > 0
                             ? tdm__time_add_sat(t->now, t->run->guard)
                             : TDM_TIME_MAX;
-    int64_t guard_hits = 0;
-    int n_touched = 0;
+    int64_t guard_hits = 0, skipped = 0;
+    uint64_t behind = 0;
+    int n_mt = 0;
+    int *touched = t->mtouched;
+    rt_phot *hot = t->hot;
+    const uint32_t seq = ++t->seq;
+    uint64_t *lag_b = t->lag.b;
     for (size_t i = 0; i < b->n; i++) {
         tdm__row *row = &b->rows[i];
-        if ((int)row->partition >= t->n_parts &&
-            ensure_partition(t, (int)row->partition) != TDM_OK)
-            return TDM_ERR_NOMEM;
-        if (c->time_mode != TDM__TIME_EVENT)
+        const uint32_t p = row->partition;
+        if ((int)p >= t->n_parts) {
+            if (ensure_partition(t, (int)p, row) != TDM_OK)
+                return TDM_ERR_NOMEM;
+            touched = t->mtouched;
+            hot = t->hot;
+        }
+        /* Partition metrics: records read. */
+        rt_phot *ph = &hot[p];
+        ph->n++;
+        if (mode != TDM__TIME_EVENT)
             row->ts = t->now;
-        if (s->node->n_udfs && !run_udfs(s->node, row))
+        if (n_udfs && !run_udfs(s->node, row)) {
+            skipped++;
             continue;
+        }
         bool guarded = false;
-        if (c->time_mode == TDM__TIME_EVENT) {
+        if (mode == TDM__TIME_EVENT) {
             if (unit_check)
-                unit_observe(t, (int)row->partition, row->ts);
+                unit_observe(t, (int)p, row->ts);
             if (row->ts > limit) {
                 guarded = true;
                 row->flags |= TDM__ROW_GUARDED;
                 guard_hits++;
-                if (t->run->guard_dead) {
+                if (guard_dead) {
                     guard_dead_letter(t, row);
+                    skipped++;
                     continue;
                 }
             }
         }
         if (route(t, row, (uint32_t)i) != TDM_OK)
             return TDM_ERR_NOMEM;
-        if (guarded || c->time_mode == TDM__TIME_PROCESSING)
-            continue;
-        if (s->wm_max_only) {
-            /* Only the batch's maximum per partition matters (below). */
-            int p = (int)row->partition;
-            if (row->ts > t->pmax[p]) {
-                if (t->pmax[p] == TDM_TIME_MIN)
-                    t->touched[n_touched++] = p;
-                t->pmax[p] = row->ts;
+        if (guarded || mode == TDM__TIME_PROCESSING) {
+            if (ph->stamp != seq) {
+                ph->stamp = seq;
+                touched[n_mt++] = (int)p;
             }
+            continue;
+        }
+        /* Event lag: how far the row is behind the highest timestamp
+         * its partition has seen.  A row in order costs no count (they
+         * are added in bulk below); only a row behind the maximum costs
+         * a bucket. */
+        tdm_time_ms ts = row->ts;
+        if (ts >= ph->hi) {
+            ph->hi = ts;
         } else {
+            lag_b[lag_bucket(ph->hi - ts)]++;
+            behind++;
+        }
+        /* The partitions this batch touched with a timestamp the
+         * generator sees (their metrics are published below, and with
+         * wm_max_only the generator is called once for each). */
+        if (ph->gen != seq) {
+            ph->gen = seq;
+            if (ph->stamp != seq) {
+                ph->stamp = seq;
+                touched[n_mt++] = (int)p;
+            }
+        }
+        if (!max_only) {
             /* The row is on its way; now the generator may see it (an
              * on-event watermark then follows the row downstream). */
-            tdm_record rec = { .ts = row->ts, .payload = row,
+            tdm_record rec = { .ts = ts, .payload = row,
                                .payload_len = sizeof *row };
-            tdm_reader_record(t->reader, (int)row->partition, &rec);
+            tdm_reader_record(t->reader, (int)p, &rec);
         }
     }
     /* A generator that keeps only a maximum and emits on the periodic
      * tick (after this batch is sent) cannot tell one call with the
-     * batch's highest timestamp of a partition from one call per row: the
-     * maximum, and the activity its idleness timer looks for, come out
-     * the same. */
-    for (int k = 0; k < n_touched; k++) {
-        int p = t->touched[k];
-        tdm_record rec = { .ts = t->pmax[p] };
-        t->pmax[p] = TDM_TIME_MIN;
-        tdm_reader_record(t->reader, p, &rec);
-    }
+     * partition's highest timestamp from one call per row: the maximum,
+     * and the activity its idleness timer looks for (one call per batch
+     * with such rows), come out the same. */
+    if (max_only)
+        for (int k = 0; k < n_mt; k++) {
+            const rt_phot *ph = &hot[touched[k]];
+            if (ph->gen != seq)
+                continue;
+            tdm_record rec = { .ts = ph->hi };
+            tdm_reader_record(t->reader, touched[k], &rec);
+        }
     rt_count(t->run, TDM_STAT_GUARD_HITS, guard_hits);
+    /* Publish once per batch: counters, the lag histogram's totals, and
+     * the touched partitions' records, highest timestamp and last record
+     * time.  Rows routed are those not skipped; rows with an event
+     * timestamp (not guarded, not processing time) those routed minus
+     * the guarded ones still routed. */
+    int64_t routed = (int64_t)b->n - skipped;
+    if (mode != TDM__TIME_PROCESSING) {
+        int64_t timed = routed - (guard_dead ? 0 : guard_hits);
+        /* The histogram's maximum is not kept per row: the quantiles
+         * find it when they are published (publish_lag). */
+        lag_b[0] += (uint64_t)timed - behind;
+        t->lag.n += (uint64_t)timed;
+    }
+    rt_pub_add(&t->m.guard, guard_hits);
+    rt_pub_add(&t->m.out, routed);
+    tdm_time_ms vmax = rt_pub_get(&t->m.max_ts);
+    for (int k = 0; k < n_mt; k++) {
+        const rt_phot *ph = &hot[touched[k]];
+        rt_part *pp = &t->parts[touched[k]];
+        rt_pub_set(&pp->p_records, ph->n);
+        rt_pub_set(&pp->p_last_at, t->now);
+        if (ph->hi != rt_pub_get(&pp->p_max_ts))
+            rt_pub_set(&pp->p_max_ts, ph->hi);
+        if (ph->hi > vmax)
+            vmax = ph->hi;
+    }
+    t->n_mt = n_mt;
+    if (n_mt) {
+        rt_pub_set(&t->m.last_at, t->now);
+        rt_pub_set(&t->m.max_ts, vmax);
+    }
     return TDM_OK;
+}
+
+/* Publishes the event lag quantiles of the subtask's histogram (-1 while
+ * it is empty).  The per-record path only counts buckets, so the
+ * maximum is set here first: the highest value of the highest bucket in
+ * use, exact below 256 and within 1/128 above, like the quantiles. */
+static void publish_lag(rt_src_task *t)
+{
+    static const double q[3] = { 0.5, 0.99, 0.999 };
+    tdm__hist *h = &t->lag;
+    h->max = -1;
+    for (int i = TDM__HIST_BUCKETS - 1; h->n && i >= 0; i--)
+        if (h->b[i]) {
+            h->max = tdm__hist_bucket_high(i);
+            break;
+        }
+    for (int i = 0; i < 3; i++)
+        rt_pub_set(&t->m.lag[i], tdm__hist_quantile(h, q[i]));
+    rt_pub_set(&t->m.lag[3], h->n ? h->max : -1);
+}
+
+/* Publishes the watermark (and alignment pause) of the partitions this
+ * batch touched, or of every partition when the reader emitted or
+ * @p all is set or about every 200 ms (an idle partition's watermark
+ * changes without records; a partition whose rows were all filtered out
+ * or guarded has its records published then); then, about once per
+ * second, the event lag quantiles (not per record: a quantile walks the
+ * histogram). */
+static void publish_partitions(rt_src_task *t, bool all)
+{
+    if (t->sweep || t->now >= t->sweep_next)
+        all = true;
+    int n = all ? t->n_parts : t->n_mt;
+    for (int k = 0; k < n; k++) {
+        int p = all ? k : t->mtouched[k];
+        rt_part *pp = &t->parts[p];
+        const rt_phot *ph = &t->hot[p];
+        if (all && ph->n != rt_pub_get(&pp->p_records)) {
+            rt_pub_set(&pp->p_records, ph->n);
+            rt_pub_set(&pp->p_last_at, t->now);
+        }
+        tdm_time_ms w = tdm_reader_split_watermark_get(t->reader, p);
+        if (w != rt_pub_get(&pp->p_wm))
+            rt_pub_set(&pp->p_wm, w);
+        int64_t f = rt_pub_get(&pp->p_flags) & ~(int64_t)RT_PF_PAUSED;
+        if (tdm_reader_split_is_paused(t->reader, p) == 1)
+            f |= RT_PF_PAUSED;
+        rt_pub_set(&pp->p_flags, f);
+    }
+    if (all) {
+        t->sweep = false;
+        t->sweep_next = tdm__time_add_sat(t->now, 200);
+        /* The subtask's output and status last (release: a snapshot that
+         * reads them, acquiring, sees the splits as new as they). */
+        rt_pub_set(&t->m.idle, t->idle);
+        atomic_store_explicit(&t->m.wm_out, t->wm_out, memory_order_release);
+    }
+    t->n_mt = 0;
+    if (t->now >= t->lag_next) {
+        t->lag_next = tdm__time_add_sat(t->now, 1000);
+        publish_lag(t);
+    }
 }
 
 /* Tells the reader about partitions that finished in the last poll. */
@@ -445,6 +757,8 @@ static void report_finished(rt_src_task *t, bool eof)
                 unit_verdict(t, p);
             if (t->finished[p])
                 tdm_reader_split_finished(t->reader, p);
+            rt_pub_set(&t->parts[p].p_flags,
+                       rt_pub_get(&t->parts[p].p_flags) | RT_PF_FINISHED);
         }
     }
 }
@@ -505,6 +819,7 @@ void *rt_source_main(void *arg)
          * need no finer resolution, and the hot loop no syscall. */
         t->now = tdm_clock_now(t->clk);
         rt_count(run, TDM_STAT_RECORDS_IN, (int64_t)t->cur->b->n);
+        rt_pub_add(&t->m.in, (int64_t)t->cur->b->n);
         /* Only a poll that filled its batch may push lazily: a partial
          * one means the input is slow or ending, and its rows must not
          * wait for more. */
@@ -520,6 +835,7 @@ void *rt_source_main(void *arg)
         if (!t->lazy)
             kick(t);
         tdm_reader_advance(t->reader);
+        publish_partitions(t, false);
         tdm__sbatch_release(t->cur);
         t->cur = NULL;
     }
@@ -535,12 +851,39 @@ void *rt_source_main(void *arg)
         tdm_reader_end(t->reader);
         broadcast(t, TDM__ITEM_END, TDM_TIME_MAX, 0);
     }
+    /* The final values: every split's watermark, the lag quantiles. */
+    t->now = tdm_clock_now(t->clk);
+    publish_partitions(t, true);
+    publish_lag(t);
     if (t->conn) {
         t->src->vt->close(t->conn);
         t->conn = NULL;
     }
     rt_thread_done(run);
     return NULL;
+}
+
+/* Zeroes the published metrics: watermarks at "none", no record yet,
+ * no lag yet. */
+static void init_metrics(rt_src_task *t)
+{
+    rt_src_metrics *m = &t->m;
+    atomic_init(&m->in, 0);
+    atomic_init(&m->out, 0);
+    atomic_init(&m->bad, 0);
+    atomic_init(&m->guard, 0);
+    atomic_init(&m->dead, 0);
+    atomic_init(&m->bp, 0);
+    atomic_init(&m->wm_out, TDM_TIME_MIN);
+    atomic_init(&m->idle, 0);
+    atomic_init(&m->last_at, TDM_TIME_MIN);
+    atomic_init(&m->max_ts, TDM_TIME_MIN);
+    atomic_init(&m->unit, 0);
+    for (int i = 0; i < 4; i++)
+        atomic_init(&m->lag[i], -1);
+    t->wm_out = TDM_TIME_MIN;
+    t->lag_next = TDM_TIME_MIN;
+    t->sweep_next = TDM_TIME_MIN;
 }
 
 /* Opens the connector share, the reader and the batch pool. */
@@ -550,7 +893,15 @@ tdm_err rt_source_task_init(rt_src_task *t)
     rt_source *s = t->src;
     char msg[256] = "";
     int n_parts = 0;
-    tdm_err err = rt_clock_new(run->job, &t->clk);
+    init_metrics(t);
+    if (pthread_mutex_init(&t->mx, NULL) != 0)
+        return TDM_ERR_NOMEM;
+    t->mx_ok = true;
+    tdm_err err = tdm__hist_init(&t->lag);
+    if (err != TDM_OK)
+        return err;
+    t->lag_ok = true;
+    err = rt_clock_new(run->job, &t->clk);
     if (err != TDM_OK)
         return err;
     err = s->vt->open(&s->conf, t->index, run->P, conn_dead, t, &t->conn,
@@ -572,7 +923,7 @@ tdm_err rt_source_task_init(rt_src_task *t)
     t->empty = n_parts == 0 && (s->conf.partition_field < 0 || t->index > 0);
     err = tdm_reader_new(0, s->strat, t->clk, reader_emit, t, &t->reader);
     if (err == TDM_OK && n_parts > 0)
-        err = ensure_partition(t, n_parts - 1);
+        err = ensure_partition(t, n_parts - 1, NULL);
     if (err == TDM_OK)
         err = ensure_arrays(t, 16);
     if (err == TDM_OK) {
@@ -584,6 +935,7 @@ tdm_err rt_source_task_init(rt_src_task *t)
         t->pool_ok = err == TDM_OK;
         t->pool.before_wait = before_pool_wait;
         t->pool.before_wait_ud = t;
+        t->pool.waits = &t->m.bp;
     }
     if (err == TDM_OK) {
         t->unkicked = tdm__calloc(s->n_targets > 0 ? (size_t)s->n_targets
@@ -609,8 +961,15 @@ void rt_source_task_fini(rt_src_task *t)
     tdm__free(t->finished);
     tdm__free(t->reported);
     tdm__free(t->uc);
-    tdm__free(t->pmax);
-    tdm__free(t->touched);
+    tdm__free(t->mtouched);
+    tdm__free(t->hot);
+    for (int p = 0; p < t->part_cap && t->parts; p++)
+        tdm__free(t->parts[p].name);
+    tdm__free(t->parts);
+    if (t->lag_ok)
+        tdm__hist_fini(&t->lag);
+    if (t->mx_ok)
+        pthread_mutex_destroy(&t->mx);
     tdm__free(t->unkicked);
     tdm__free(t->kb.p);
     memset(t, 0, sizeof *t);

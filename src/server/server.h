@@ -46,12 +46,94 @@ typedef struct tdm__route {
  * over arbitrary bytes (fuzzed by tests/fuzz/fuzz_router.c). */
 void tdm__route_parse(const char *method, const char *url, tdm__route *out);
 
+/* Looks parameter @p name up in @p query (the text after '?', without
+ * it; may be NULL) and percent-decodes its value ('+' is a space) into
+ * @p out (NUL-terminated, @p out_size bytes).  The first occurrence
+ * wins.  Returns 1 when found, 0 when absent, -1 when that value is
+ * malformed (a bad %-escape, a decoded NUL, longer than out_size - 1,
+ * invalid UTF-8).
+ * Total over arbitrary bytes (fuzzed with tdm__route_parse). */
+int tdm__query_get(const char *query, const char *name, char *out,
+                   size_t out_size);
+
 /* ---- History (history.c) ---- */
 
 /* Samples of every vertex's minimum output watermark and maximum lag,
  * one per second of processing time, for the last 10 minutes.  Filled by
  * the server's sampler thread; read under its lock. */
 typedef struct tdm__history tdm__history;
+
+/* Creates the history of @p job (borrowed until tdm__history_free): no
+ * samples, no thread.  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__history_new(tdm_job *job, tdm__history **out);
+/* Starts the sampler thread: a snapshot every @p interval_ms of real
+ * time (1000 in the server), the first one at once.  TDM_OK;
+ * TDM_ERR_STATE when already started; TDM_ERR_NOMEM (no thread). */
+tdm_err tdm__history_start(tdm__history *h, int64_t interval_ms);
+/* Stops the sampler (promptly: it waits on a condition variable, not in
+ * a sleep) and frees the history.  NULL is fine. */
+void tdm__history_free(tdm__history *h);
+/* Adds one sample taken from snapshot @p m at its processing time
+ * (tdm_metrics_time): per vertex the minimum output watermark and the
+ * maximum lag over its subtasks, and the culprit (tdm__find_culprit),
+ * remembering since when it has been the same partition.  A snapshot
+ * without values (the job has not run), or not later than the last
+ * sample (a finished job's final one), adds nothing.  At most 600
+ * samples are kept; the oldest goes first.  Called by the sampler;
+ * tests call it directly.  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__history_add(tdm__history *h, const tdm_metrics *m);
+/* Number of samples kept now. */
+size_t tdm__history_count(const tdm__history *h);
+/* Since when partition (@p vertex, @p subtask, @p partition) has been
+ * the culprit without interruption: 1 with *since set to the processing
+ * time of the first sample of the current run of samples that named it,
+ * when the latest sample named it; 0 otherwise (no sample yet, another
+ * partition or none).  @p h may be NULL (returns 0). */
+int tdm__history_culprit_since(const tdm__history *h, const char *vertex,
+                               int subtask, int partition,
+                               tdm_time_ms *since);
+/* The samples as JSON: [{"t": ms, "vertices": {"<name>": {"watermark":
+ * ms | null | "end", "lag": ms | null}}}], oldest first.  New
+ * reference; NULL on NOMEM. */
+json_t *tdm__history_json(const tdm__history *h);
+
+/* ---- Rendering (rest.c, prom.c) ---- */
+
+/* What the server answers: a status, a static content type and a body
+ * allocated with tdm__malloc (the caller frees it with tdm__free). */
+typedef struct tdm__reply {
+    int status;
+    const char *type;
+    char *body;
+    size_t len;
+} tdm__reply;
+
+/* What every route needs: the job, its name (the job id) and the
+ * history (may be NULL). */
+typedef struct tdm__rest_ctx {
+    tdm_job *job;
+    const char *name;
+    tdm__history *hist;
+} tdm__rest_ctx;
+
+/* Answers route @p r (any id but TDM__R_PAGE) with query string @p query
+ * (may be NULL) into *out: JSON for every route but TDM__R_PROMETHEUS,
+ * errors as {"error": "..."} with 400, 404, 405, 500 or 503.  *out is
+ * always filled (body NULL only when even the error could not be
+ * allocated: the caller then answers 500 without a body). */
+void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
+                     const char *query, tdm__reply *out);
+/* An error reply {"error": @p msg} with @p status. */
+void tdm__rest_error(tdm__reply *out, int status, const char *msg);
+/* Renders snapshot @p m of job @p job_name as Prometheus text format
+ * 0.0.4 into *out and *len (tdm__malloc'd).  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name,
+                         char **out, size_t *len);
+/* Parses a time for the windows route: ISO-8601 UTC
+ * ("2026-12-02T10:00:00Z"; fraction of 1-9 digits and "Z" optional)
+ * or epoch ms (an optionally negative integer).  Returns 1 and sets
+ * *out, or 0. */
+int tdm__rest_parse_time(const char *text, tdm_time_ms *out);
 
 /* ---- Diagnosis (diagnose.c) ---- */
 

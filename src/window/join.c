@@ -72,6 +72,8 @@ tdm_err tdm__join_late(tdm_joinop *op, int side, const tdm_record *rec)
 {
     if (!op->late_output) {
         op->late_dropped++;
+        if (op->drop_probe)
+            op->drop_probe(op->drop_ud, side, rec);
         return TDM_OK;
     }
     tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_LATE);

@@ -44,6 +44,10 @@ struct tdm_joinop {
     int64_t bad_records;
     int64_t buffered; /* stored record copies, both sides */
     tdm__msg msg;
+    /* Observability probe (the runtime's late samples): called with
+     * every record dropped as late, on the drop path only. */
+    void (*drop_probe)(void *ud, int side, const tdm_record *rec);
+    void *drop_ud;
 
     /* Interval join: normalised inclusive bounds and, per side, one slot
      * per key (namespace 0/0) holding that key's buckets sorted by ts. */

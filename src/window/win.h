@@ -239,6 +239,10 @@ struct tdm_winop {
     size_t mlist_cap;       /* capacity of both arrays */
     unsigned char *tsnap;   /* copy of the kept window's trigger state */
     tdm__msg msg;
+    /* Observability probe (the runtime's late samples): called with
+     * every record dropped as late, on the drop path only. */
+    void (*drop_probe)(void *ud, const tdm_record *rec);
+    void *drop_ud;
 };
 
 /* maxTimestamp of a window of this operator. */
@@ -393,6 +397,17 @@ static inline bool tdm__win_is_late(const tdm_winop *op, tdm_time_ms end)
  * path even when the lean one applies, so that tests can compare the
  * two.  Returns TDM_OK, or TDM_ERR_STATE after the first input. */
 tdm_err tdm__winop_disable_lean(tdm_winop *op);
+/* Probe for observability (the runtime's window status): what the
+ * operator holds for window [start, end) of key @p key (merging
+ * assigners: the merged window with exactly these bounds).  *has_state
+ * is 1 when the window holds contents now; *elements the records it
+ * holds when the aggregate counts them (count, sum, avg, collect,
+ * window functions), else -1.  Read-only; safe from the emit callback. */
+void tdm__winop_probe(const tdm_winop *op, const char *key, size_t len,
+                      tdm_time_ms start, tdm_time_ms end, int *has_state,
+                      int64_t *elements);
+/* Keys with live state (the runtime's stateKeys metric). */
+int64_t tdm__winop_keys(const tdm_winop *op);
 /* Records the first error raised inside a callback chain. */
 static inline void tdm__win_fail(tdm_winop *op, tdm_err e)
 {

@@ -370,6 +370,8 @@ static void handle_late(tdm_winop *op, const tdm_record *rec,
         return;
     if (!op->late_output) {
         op->late_dropped++;
+        if (op->drop_probe)
+            op->drop_probe(op->drop_ud, rec);
         return;
     }
     tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_LATE);
@@ -1077,6 +1079,69 @@ int64_t tdm_winop_state_bytes(const tdm_winop *op)
                      tdm__timers_bytes(op->timers[TDM__EVENT]) +
                      tdm__timers_bytes(op->timers[TDM__PROC])) +
            op->content_bytes;
+}
+
+/* Keys with state: the window store's keys on the lean path, interned
+ * keys otherwise (a key lives while a window or timer holds it). */
+int64_t tdm__winop_keys(const tdm_winop *op)
+{
+    if (!op)
+        return 0;
+    if (op->lean)
+        return (int64_t)op->ws->live_keys;
+    return (int64_t)tdm__keys_count(op->keys);
+}
+
+/* Looks window [start, end) of a key up without changing anything: the
+ * lean path's cell, or the general path's slot (merging assigners: the
+ * session with these bounds). */
+void tdm__winop_probe(const tdm_winop *op, const char *key, size_t len,
+                      tdm_time_ms start, tdm_time_ms end, int *has_state,
+                      int64_t *elements)
+{
+    *has_state = 0;
+    *elements = -1;
+    if (!op)
+        return;
+    if (op->lean) {
+        const tdm__wstore *ws = op->ws;
+        uint32_t kid = tdm__ws_find(ws, key, len, tdm__ws_hash(key, len));
+        uint32_t sid = tdm__ws_span_find(ws, start, end);
+        if (kid == TDM__WS_NONE || sid == TDM__WS_NONE)
+            return;
+        const tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid),
+                                                kid, sid);
+        if (!c)
+            return;
+        *has_state = 1;
+        if (op->lean_kind == TDM_AGG_COUNT)
+            *elements = (int64_t)c->v[0];
+        else if (op->lean_kind == TDM_AGG_AVG)
+            *elements = (int64_t)c->v[1];
+        return;
+    }
+    uint32_t kid;
+    if (!tdm__keys_find(op->keys, key, len, tdm__keys_hash(key, len), &kid))
+        return;
+    tdm__win_slot *s;
+    if (op->merging) {
+        s = tdm__win_merge_find((tdm_winop *)op, kid, start, end);
+    } else {
+        tdm__ns ns = { start, end };
+        s = tdm__kv_get(op->wins, kid, ns);
+    }
+    if (!s || !(s->flags & TDM__W_CONTENTS))
+        return;
+    *has_state = 1;
+    const tdm_aggregate *a = op->agg;
+    if (a->type == TDM__AGG_WINDOW_FN)
+        *elements = (int64_t)s->c.recs.n;
+    else if (a->type == TDM__AGG_BUILTIN && a->kind == TDM_AGG_COLLECT)
+        *elements = (int64_t)s->c.col.n;
+    else if (a->type == TDM__AGG_BUILTIN &&
+             (a->kind == TDM_AGG_COUNT || a->kind == TDM_AGG_SUM ||
+              a->kind == TDM_AGG_AVG))
+        *elements = (int64_t)s->c.num.n;
 }
 
 /* The watermark the operator last processed. */

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/* metrics.h - where the runtime keeps the metrics of TDM_METRIC_MAP while
+ * a job runs, and what survives the run for tdm_job_window_status.
+ *
+ * Every subtask thread is the single writer of its metric fields: plain
+ * counters on the per-record path, published with relaxed atomic stores
+ * once per batch (sources) or per group of queue items (operators), and
+ * read with relaxed loads by tdm_job_metrics on any thread (metrics.c).
+ * No lock and no atomic read-modify-write is taken per record.
+ */
+#ifndef TDM_RT_METRICS_H
+#define TDM_RT_METRICS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core.h"
+#include "core/hist.h"
+
+/* Adds @p d to a published counter of which the caller is the only
+ * writer: a relaxed load and a relaxed store, no read-modify-write. */
+static inline void rt_pub_add(_Atomic int64_t *a, int64_t d)
+{
+    if (d)
+        atomic_store_explicit(
+            a, atomic_load_explicit(a, memory_order_relaxed) + d,
+            memory_order_relaxed);
+}
+
+/* Stores a published value (single writer). */
+static inline void rt_pub_set(_Atomic int64_t *a, int64_t v)
+{
+    atomic_store_explicit(a, v, memory_order_relaxed);
+}
+
+/* Reads a published value from any thread. */
+static inline int64_t rt_pub_get(const _Atomic int64_t *a)
+{
+    return atomic_load_explicit((_Atomic int64_t *)a, memory_order_relaxed);
+}
+
+/* ---- Source partitions ---- */
+
+enum { RT_PF_FINISHED = 1, RT_PF_PAUSED = 2 };
+
+/* What the source thread touches per record of a partition, 32 bytes
+ * (a shift to index, two to a cache line).  Never read by snapshots. */
+typedef struct rt_phot {
+    int64_t n;              /* records read */
+    tdm_time_ms hi;         /* highest timestamp so far (lag reference) */
+    uint32_t stamp;         /* batch sequence of the last record */
+    uint32_t gen;           /* batch sequence of the last record the
+                               generator must see (wm_max_only) */
+    uint64_t spare;
+} rt_phot;
+
+/* One partition (reader split) of a source subtask as published for
+ * snapshots (single writer: the source thread).  The array is
+ * reallocated (under the subtask's metrics lock) when partitions named
+ * by a field appear. */
+typedef struct rt_part {
+    int global;             /* the partition's number within the source */
+    char *name;             /* file path, field value, or the number */
+    _Atomic int64_t p_records;
+    _Atomic int64_t p_max_ts;   /* TDM_TIME_MIN: none yet */
+    _Atomic int64_t p_last_at;  /* processing time; TDM_TIME_MIN: never */
+    _Atomic int64_t p_wm;       /* the split's watermark */
+    _Atomic int64_t p_flags;    /* RT_PF_* */
+} rt_part;
+
+/* The published metrics of a source subtask. */
+typedef struct rt_src_metrics {
+    _Atomic int64_t in, out, bad, guard, dead, bp;
+    _Atomic int64_t wm_out, idle, last_at, max_ts, unit;
+    _Atomic int64_t lag[4];     /* p50, p99, p999, max; -1 none */
+} rt_src_metrics;
+
+/* ---- Operator subtasks ---- */
+
+/* One input channel of an operator subtask, as published. */
+typedef struct rt_chan {
+    _Atomic int64_t wm;
+    _Atomic int64_t idle;
+    _Atomic int64_t ended;
+} rt_chan;
+
+/* The published metrics of a window or join subtask. */
+typedef struct rt_op_metrics {
+    _Atomic int64_t in, out, late_side, late_drop, panes, late_panes;
+    _Atomic int64_t regress, wm_in, idle, last_at;
+    _Atomic int64_t keys, windows, bytes;
+} rt_op_metrics;
+
+/* A late record as remembered for tdm_metrics_late_at. */
+#define RT_LATE_RING 32
+#define RT_LATE_ROW 480
+typedef struct rt_late {
+    tdm_time_ms ts, wm, at;
+    int dropped;
+    char row[RT_LATE_ROW];
+} rt_late;
+
+/* Watermark advances an operator subtask remembers in debug mode, to
+ * say how long after the watermark passed a window it fired. */
+#define RT_DBG_RING 1024
+
+/* ---- What a window subtask remembers of its firings ---- */
+
+#define RT_FIRE_CAP 65536u /* firings remembered */
+
+/* A ring of the last RT_FIRE_CAP first firings: a 64-bit fingerprint of
+ * (key bytes, window start, end) and the watermark at that firing.
+ * Remembering one is two sequential stores; a question scans the ring
+ * (512 KB of fingerprints, newest first), which costs tens of
+ * microseconds once per question instead of a random memory access per
+ * firing (an index measured 1-4% of the runtime benchmark, by evicting
+ * the window state from the cache).  Allocated at the first firing. */
+typedef struct rt_fired {
+    uint64_t *fp;
+    tdm_time_ms *wm;
+    uint32_t n, head;
+} rt_fired;
+
+/* The fingerprint of a window of a key. */
+uint64_t rt_fired_fp(const char *key, size_t len, tdm_time_ms start,
+                     tdm_time_ms end);
+/* Remembers a first firing.  Returns TDM_OK or TDM_ERR_NOMEM (the
+ * memory then stays as it was). */
+tdm_err rt_fired_add(rt_fired *f, uint64_t fp, tdm_time_ms wm);
+/* Looks a fingerprint up: true with *wm the watermark of its most
+ * recent first firing. */
+bool rt_fired_find(const rt_fired *f, uint64_t fp, tdm_time_ms *wm);
+void rt_fired_free(rt_fired *f);
+
+/* The mailbox and memory of one window subtask, owned by the job so that
+ * questions can be answered after the run (tdm_job_window_status).  The
+ * question and answer are guarded by the job's metrics lock; the subtask
+ * sees a question through @c req (one relaxed load per group of queue
+ * items) and a wake-up of its queue. */
+typedef struct rt_wstat {
+    pthread_cond_t cv;
+    atomic_int req;
+    bool asked, answered;
+    char *key;
+    size_t key_len, key_cap;
+    tdm_time_ms start, end;
+    tdm_window_status ans;
+    rt_fired fired;
+    /* Left by the subtask when it stops (or by the run when it ends). */
+    tdm_time_ms final_wm;
+    bool ended;
+    bool done;           /* the subtask stopped: answers come from here */
+} rt_wstat;
+
+/* The window vertices of the last (or current) run. */
+typedef struct rt_wvertex {
+    char *name;
+    int op;              /* index in the run's ops */
+    int n_key;
+    tdm_type *key_types;
+    char **key_names;
+    int n_cv;            /* st[0..n_cv) have their condition made */
+    bool event_time, global;
+    tdm_time_ms lateness;
+    rt_wstat *st;        /* P entries */
+} rt_wvertex;
+
+typedef struct rt_warea {
+    int P, key_groups;
+    int n;
+    rt_wvertex *v;
+} rt_warea;
+
+/* Frees an area (NULL is fine). */
+void rt_warea_free(rt_warea *a);
+
+#endif /* TDM_RT_METRICS_H */

@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/* http.c - the embedded HTTP server: a libmicrohttpd daemon with a
+ * thread per connection (at most 64), so a slow request (a window
+ * question waits up to 2 s) never holds up another; every answer comes
+ * from a snapshot, so nothing here waits on the pipeline.  Here: the
+ * listen address, the bearer token (compared in constant time), routing
+ * of the raw request target (router.c), rendering (rest.c, prom.c, the
+ * page), the headers of every reply, and the history sampler's start. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "core.h"
+#include "runtime/rt.h"
+#include "server/server.h"
+
+#define HTTP_MAX_CONNECTIONS 64u
+#define HTTP_TIMEOUT_S 10u
+/* Request line plus headers of one connection must fit in this. */
+#define HTTP_MEMORY_LIMIT ((size_t)32 * 1024)
+
+struct tdm_http {
+    struct MHD_Daemon *d;
+    tdm_job *job;
+    char *name;          /* the job's name at start: its id */
+    char *token;         /* NULL: no authentication */
+    size_t token_len;
+    int port;
+    tdm__history *hist;
+};
+
+/* What the server keeps per request: the request target exactly as the
+ * client sent it (libmicrohttpd hands the handler a percent-decoded
+ * path, in which "a%2Fb" and "a/b" can no longer be told apart). */
+typedef struct http_req {
+    char *target;
+    int answered;
+} http_req;
+
+/* ---- The address ---- */
+
+/* Parses "HOST:PORT" (see tdm_http_start) into *ss / *len.  HOST is an
+ * IPv4 literal, "localhost", an IPv6 literal in brackets, or empty
+ * (loopback).  No name lookups: the server binds where it is told. */
+static tdm_err parse_address(const char *addr, struct sockaddr_storage *ss,
+                             socklen_t *len, int *v6, char *errbuf,
+                             size_t errbuf_size)
+{
+    char host[64];
+    const char *port_s, *colon;
+    size_t hlen;
+    long port = 0;
+
+    memset(ss, 0, sizeof *ss);
+    *v6 = 0;
+    if (addr == NULL || addr[0] == '\0')
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "address: expected HOST:PORT such as "
+                         "\"127.0.0.1:8081\", \"[::1]:8081\" or \":8081\", "
+                         "got nothing");
+    if (addr[0] == '[') {
+        const char *close = strchr(addr, ']');
+        if (close == NULL || close[1] != ':')
+            goto bad;
+        hlen = (size_t)(close - addr - 1);
+        if (hlen == 0 || hlen >= sizeof host)
+            goto bad;
+        memcpy(host, addr + 1, hlen);
+        host[hlen] = '\0';
+        port_s = close + 2;
+        *v6 = 1;
+    } else {
+        colon = strrchr(addr, ':');
+        if (colon == NULL)
+            goto bad;
+        hlen = (size_t)(colon - addr);
+        if (hlen >= sizeof host || memchr(addr, ':', hlen) != NULL)
+            goto bad;
+        memcpy(host, addr, hlen);
+        host[hlen] = '\0';
+        port_s = colon + 1;
+    }
+    if (port_s[0] == '\0' || strlen(port_s) > 5)
+        goto bad;
+    for (const char *p = port_s; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9')
+            goto bad;
+        port = port * 10 + (*p - '0');
+    }
+    if (port > 65535)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "address \"%s\": port %ld is above 65535", addr,
+                         port);
+    if (*v6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+            goto bad;
+        *len = sizeof *a;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)ss;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        if (host[0] == '\0' || strcmp(host, "localhost") == 0)
+            strcpy(host, "127.0.0.1");
+        if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+            goto bad;
+        *len = sizeof *a;
+    }
+    return TDM_OK;
+bad:
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                     "address \"%s\": expected HOST:PORT such as "
+                     "\"127.0.0.1:8081\", \"[::1]:8081\" or \":8081\" "
+                     "(HOST an IP address, PORT 0-65535)", addr);
+}
+
+/* Why binding @p ss failed, found by trying it: libmicrohttpd only says
+ * that it could not start.  Fills errbuf; returns TDM_ERR_IO. */
+static tdm_err bind_error(const char *addr,
+                          const struct sockaddr_storage *ss, socklen_t len,
+                          char *errbuf, size_t errbuf_size)
+{
+    int fd = socket(ss->ss_family, SOCK_STREAM, 0), one = 1, e = 0;
+    if (fd < 0) {
+        e = errno;
+    } else {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, (const struct sockaddr *)ss, len) != 0 ||
+            listen(fd, 1) != 0)
+            e = errno;
+        close(fd);
+    }
+    if (e != 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                         "cannot listen on %s: %s", addr, strerror(e));
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                     "cannot listen on %s: the HTTP server did not start",
+                     addr);
+}
+
+/* ---- Requests ---- */
+
+/* Called by libmicrohttpd with the request target before it decodes
+ * it; the copy becomes the request's context. */
+static void *on_target(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    http_req *r = tdm__calloc(1, sizeof *r);
+    (void)cls;
+    (void)c;
+    if (r == NULL)
+        return NULL;
+    r->target = tdm__strndup(uri, strlen(uri));
+    return r;
+}
+
+/* Frees the request's context once the reply is sent (or abandoned). */
+static void on_done(void *cls, struct MHD_Connection *c, void **ctx,
+                    enum MHD_RequestTerminationCode why)
+{
+    http_req *r = *ctx;
+    (void)cls;
+    (void)c;
+    (void)why;
+    if (r != NULL) {
+        tdm__free(r->target);
+        tdm__free(r);
+        *ctx = NULL;
+    }
+}
+
+/* Compares the Authorization header with "Bearer TOKEN" in time that
+ * depends on the token's length only, never on where they differ. */
+static int token_ok(const tdm_http *s, const char *header)
+{
+    volatile unsigned char diff = 0;
+    size_t n;
+    if (s->token == NULL)
+        return 1;
+    if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0)
+        return 0;
+    header += 7;
+    while (*header == ' ')
+        header++;
+    n = strlen(header);
+    diff |= (unsigned char)(n != s->token_len);
+    for (size_t i = 0; i < s->token_len; i++)
+        diff |= (unsigned char)(s->token[i] ^ (i < n ? header[i] : 0));
+    return diff == 0;
+}
+
+/* Queues @p rep (its body is handed over) with the headers every reply
+ * carries. */
+static enum MHD_Result send_reply(struct MHD_Connection *c, tdm__reply *rep,
+                                  int persistent)
+{
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+    int status = rep->status;
+
+    if (rep->body == NULL) {
+        resp = MHD_create_response_from_buffer(0, (void *)"",
+                                               MHD_RESPMEM_PERSISTENT);
+        status = 500;
+    } else if (persistent) {
+        resp = MHD_create_response_from_buffer(rep->len, rep->body,
+                                               MHD_RESPMEM_PERSISTENT);
+    } else {
+        resp = MHD_create_response_from_buffer_with_free_callback(
+            rep->len, rep->body, tdm__free);
+        if (resp == NULL)
+            tdm__free(rep->body);
+    }
+    rep->body = NULL;
+    if (resp == NULL)
+        return MHD_NO;
+    if (rep->type != NULL && status != 500)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                rep->type);
+    else
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (status == 405)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    if (status == 401)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                "Bearer realm=\"tidemark\"");
+    ret = MHD_queue_response(c, (unsigned int)status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+/* The access handler: one call per request (bodies are ignored; the
+ * reply goes out on the first call). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+                                  const char *url, const char *method,
+                                  const char *version,
+                                  const char *upload_data,
+                                  size_t *upload_data_size, void **ctx)
+{
+    tdm_http *s = cls;
+    http_req *r = *ctx;
+    tdm__reply rep;
+    tdm__route route;
+    tdm__rest_ctx rc;
+    char path[2048];
+    const char *target, *query;
+    size_t plen;
+
+    (void)version;
+    (void)upload_data;
+    if (r != NULL && r->answered) {
+        /* A body after the reply was queued: swallow it. */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (r != NULL)
+        r->answered = 1;
+    memset(&rep, 0, sizeof rep);
+    if (r == NULL || r->target == NULL) {
+        tdm__rest_error(&rep, 500, "out of memory");
+        return send_reply(c, &rep, 0);
+    }
+    target = r->target;
+    (void)url;
+    plen = strcspn(target, "?#");
+    query = target[plen] == '?' ? target + plen + 1 : NULL;
+    if (plen >= sizeof path) {
+        tdm__rest_error(&rep, 414, "request target too long");
+        return send_reply(c, &rep, 0);
+    }
+    memcpy(path, target, plen);
+    path[plen] = '\0';
+    tdm__route_parse(method, path, &route);
+    /* The page is static and holds no data (it fetches everything from
+     * the API with the token), so a browser can load it without one. */
+    if (route.id != TDM__R_PAGE &&
+        !token_ok(s, MHD_lookup_connection_value(
+                         c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
+        tdm__rest_error(&rep, 401, "missing or wrong bearer token "
+                                   "(Authorization: Bearer TOKEN)");
+        return send_reply(c, &rep, 0);
+    }
+    if (route.id == TDM__R_PAGE) {
+        rep.status = 200;
+        rep.type = "text/html; charset=utf-8";
+        rep.body = (char *)tdm__web_index;
+        rep.len = tdm__web_index_len;
+        return send_reply(c, &rep, 1);
+    }
+    rc.job = s->job;
+    rc.name = s->name;
+    rc.hist = s->hist;
+    tdm__rest_reply(&rc, &route, query, &rep);
+    return send_reply(c, &rep, 0);
+}
+
+/* ---- Start and stop ---- */
+
+/* Starts the server (see tidemark.h). */
+tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
+                       tdm_http **out, char *errbuf, size_t errbuf_size)
+{
+    struct sockaddr_storage ss;
+    socklen_t slen = 0;
+    int v6 = 0;
+    const union MHD_DaemonInfo *info;
+    const char *name;
+    tdm_http *s = NULL;
+    tdm_err err;
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD |
+                         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+
+    if (out != NULL)
+        *out = NULL;
+    if (job == NULL || out == NULL)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s must not be NULL", job == NULL ? "job" : "out");
+    err = parse_address(address, &ss, &slen, &v6, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    s = tdm__calloc(1, sizeof *s);
+    if (s == NULL)
+        goto nomem;
+    s->job = job;
+    name = tdm__job_str(job, "name");
+    if (name == NULL || name[0] == '\0')
+        name = "job";
+    s->name = tdm__strndup(name, strlen(name));
+    if (s->name == NULL)
+        goto nomem;
+    if (token != NULL) {
+        s->token_len = strlen(token);
+        s->token = tdm__strndup(token, s->token_len);
+        if (s->token == NULL)
+            goto nomem;
+    }
+    err = tdm__history_new(job, &s->hist);
+    if (err != TDM_OK)
+        goto nomem;
+    if (v6)
+        flags |= MHD_USE_IPv6;
+    s->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+        (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+        HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_MEMORY_LIMIT,
+        MHD_OPTION_URI_LOG_CALLBACK, on_target, s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_done, s, MHD_OPTION_END);
+    if (s->d == NULL) {
+        err = bind_error(address, &ss, slen, errbuf, errbuf_size);
+        goto fail;
+    }
+    info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info != NULL ? (int)info->port : 0;
+    err = tdm__history_start(s->hist, 1000);
+    if (err != TDM_OK)
+        goto nomem;
+    *out = s;
+    return TDM_OK;
+nomem:
+    err = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                    "out of memory starting the HTTP server");
+fail:
+    tdm_http_stop(s);
+    return err;
+}
+
+/* The port the server listens on (see tidemark.h). */
+int tdm_http_port(const tdm_http *srv)
+{
+    return srv != NULL ? srv->port : -1;
+}
+
+/* Stops the server: no new connections, open ones finish their reply,
+ * then the sampler stops (see tidemark.h).  Accepts a half-built server
+ * from tdm_http_start's failure path. */
+void tdm_http_stop(tdm_http *srv)
+{
+    if (srv == NULL)
+        return;
+    if (srv->d != NULL)
+        MHD_stop_daemon(srv->d);
+    tdm__history_free(srv->hist);
+    tdm__free(srv->token);
+    tdm__free(srv->name);
+    tdm__free(srv);
+}

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/* page.test.mjs - the web page of a running job, in headless Chromium
+ * (Debian's, driven by playwright-core): run by tests/browser/run.sh,
+ * which starts tests/browser/job.yaml, feeds it and passes the page's URL
+ * (TDM_WEB_URL), its bearer token (TDM_WEB_TOKEN, optional) and the base
+ * time B of the data (TDM_WEB_BASE).  The
+ * expected values come from the data run.sh feeds (see its header for
+ * how they follow from the rules), and every number is also compared
+ * with what the REST API says.  Waits are Playwright's (waitForFunction,
+ * waitFor with a timeout), never a fixed sleep.  The screenshot goes to
+ * TDM_WEB_SCREENSHOT.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const PAGE_URL = process.env.TDM_WEB_URL;
+const TOKEN = process.env.TDM_WEB_TOKEN || '';
+const B = Number(process.env.TDM_WEB_BASE);
+const SHOT = process.env.TDM_WEB_SCREENSHOT || 'build/artifacts/web-page.png';
+const CHROMIUM = process.env.TDM_CHROMIUM || '/usr/bin/chromium';
+const WAIT_MS = 20000;
+
+if (!PAGE_URL || !Number.isFinite(B)) {
+    throw new Error('run me through tests/browser/run.sh (TDM_WEB_URL and ' +
+                    'TDM_WEB_BASE are not set)');
+}
+
+/* Hand-derived from the fed data (run.sh): bounded with out-of-orderness
+ * 0, a partition's watermark is its highest timestamp - 1 ms. */
+const P0_WM = B + 60000 - 1;
+const P1_WM = B + 12000 - 1;
+const BEACONS_WM = B + 40000 - 1;
+/* A finished partition keeps its own last watermark; its source, with
+ * every partition done, has reached the end of input. */
+const ARCHIVE_WM = B + 50000 - 1;
+const LATE_TS = [B + 3000, B + 4000, B + 7000];
+
+let browser;
+let page;
+const pageErrors = [];
+const foreign = [];
+
+/* GET a REST path of the server that serves the page. */
+async function rest(path) {
+    const r = await fetch(new URL(path, PAGE_URL), {
+        headers: TOKEN ? { authorization: `Bearer ${TOKEN}` } : {} });
+    assert.equal(r.status, 200, `GET ${path}`);
+    return r.json();
+}
+
+/* The UTC time of day the page shows for epoch ms (it may put the date
+ * in front, when that is not today's). */
+function timeOfDay(ms) {
+    return new Date(ms).toISOString().slice(11, 23);
+}
+
+function partRow(vertex, name) {
+    return `tr[data-testid="partition-row"][data-vertex="${vertex}"]` +
+           `[data-name="${name}"]`;
+}
+
+/* Waits until the element of @p selector has data-value @p value. */
+async function waitValue(selector, value, what) {
+    try {
+        await page.waitForFunction(([sel, v]) => {
+            const el = document.querySelector(sel);
+            return el !== null && el.getAttribute('data-value') === v;
+        }, [selector, String(value)], { timeout: WAIT_MS });
+    } catch (e) {
+        const now = await page.locator(selector).first()
+            .getAttribute('data-value', { timeout: 1000 }).catch(() => null);
+        assert.fail(`${what}: expected ${value}, page shows ${now}`);
+    }
+}
+
+function vertexNode(v) {
+    return `[data-testid="vertex-node"][data-vertex="${v}"]`;
+}
+
+before(async () => {
+    const origin = new URL(PAGE_URL).origin;
+    browser = await chromium.launch({
+        executablePath: CHROMIUM, headless: true,
+        args: ['--no-sandbox', '--disable-gpu'] });
+    page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    page.on('request', (r) => {
+        if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) {
+            foreign.push(r.url());
+        }
+    });
+    /* The page sends the token it finds after #token= to the API. */
+    await page.goto(TOKEN ? `${PAGE_URL}#token=${encodeURIComponent(TOKEN)}`
+                          : PAGE_URL);
+});
+
+after(async () => {
+    if (browser) {
+        await browser.close();
+    }
+});
+
+test('the page finds the running job', async () => {
+    await page.locator('[data-testid="job-name"]', { hasText: 'webtest' })
+        .waitFor({ timeout: WAIT_MS });
+    assert.equal(await page.textContent('[data-testid="job-name"]'),
+                 'webtest');
+    assert.equal(await page.textContent('[data-testid="job-state"]'),
+                 'RUNNING');
+    /* No quirks mode: the SPDX comment before the doctype is allowed. */
+    assert.equal(await page.evaluate(() => document.compatMode),
+                 'CSS1Compat');
+});
+
+test('the fed data arrives: every number settles', async () => {
+    /* Everything below is checked once the job has read all the data
+     * and beacons has gone idle. */
+    await waitValue(partRow('clicks', 'p0') +
+                    ' [data-testid="partition-records"]', 16,
+                    'records of p0');
+    await waitValue(partRow('clicks', 'p1') +
+                    ' [data-testid="partition-records"]', 3,
+                    'records of p1');
+    await waitValue('[data-testid="late-count"]', 6, 'late records');
+    await page.locator(partRow('beacons', 'beacons.fifo') +
+                       ' [data-testid="idle-badge"]')
+        .waitFor({ timeout: WAIT_MS });
+    await page.locator(`${partRow('clicks', 'p1')}.holds-back`)
+        .waitFor({ timeout: WAIT_MS });
+    await page.waitForFunction((v) => {
+        const el = document.querySelector('[data-testid="culprit-behind"]');
+        return el && el.textContent === v;
+    }, '48 s', { timeout: WAIT_MS });
+});
+
+test('the stalled partition p1 is the highlighted one', async () => {
+    const held = page.locator('tr[data-testid="partition-row"].holds-back');
+    assert.equal(await held.count(), 1);
+    assert.equal(await held.getAttribute('data-vertex'), 'clicks');
+    assert.equal(await held.getAttribute('data-name'), 'p1');
+    assert.equal(await held.getAttribute('data-partition'), '1');
+    assert.equal(await held.getAttribute('data-subtask'), '0');
+    assert.equal(await held.locator('[data-testid="holds-back-badge"]')
+        .count(), 1);
+    const banner = page.locator('[data-testid="culprit-banner"]');
+    assert.equal(await banner.getAttribute('data-name'), 'p1');
+    assert.equal(await banner.getAttribute('data-vertex'), 'clicks');
+    const text = await banner.textContent();
+    assert.match(text, /partition \u201cp1\u201d of source clicks/);
+    assert.ok(text.includes(timeOfDay(P1_WM)), text);
+    assert.ok(text.includes(timeOfDay(P0_WM)), text);
+    assert.match(await page.getAttribute(vertexNode('clicks'), 'class'),
+                 /\bculprit\b/);
+    /* The REST API names the same partition, 48 s behind p0. */
+    const parts = await rest('jobs/webtest/partitions');
+    assert.equal(parts.culprit.vertex, 'clicks');
+    assert.equal(parts.culprit.subtask, 0);
+    assert.equal(parts.culprit.partition, 1);
+    assert.equal(parts.culprit.name, 'p1');
+    assert.equal(parts.culprit.watermark, P1_WM);
+    assert.equal(parts.culprit.next, P0_WM);
+    assert.equal(parts.culprit.behindMs, 48000);
+});
+
+test('the idle partition is marked idle, the finished one done',
+     async () => {
+    const idle = (sel) => page.locator(`${sel} [data-testid="idle-badge"]`)
+        .count();
+    const done = (sel) => page.locator(`${sel} [data-testid="done-badge"]`)
+        .count();
+    assert.equal(await idle(partRow('beacons', 'beacons.fifo')), 1);
+    assert.equal(await idle(partRow('clicks', 'p0')), 0);
+    assert.equal(await idle(partRow('clicks', 'p1')), 0);
+    assert.equal(await idle(partRow('archive', 'archive.jsonl')), 0);
+    assert.equal(await done(partRow('archive', 'archive.jsonl')), 1);
+    assert.equal(await done(partRow('beacons', 'beacons.fifo')), 0);
+    assert.equal(await done(partRow('clicks', 'p1')), 0);
+    /* The idle source's channel into its window is idle too, the
+     * finished one's has ended. */
+    const chan = (v) => `tr[data-testid="channel-row"][data-vertex="${v}"]`;
+    await page.locator(`${chan('beacon_counts')} [data-testid="idle-badge"]`)
+        .waitFor({ timeout: WAIT_MS });
+    await page.locator(`${chan('archive_counts')} [data-testid="done-badge"]`)
+        .waitFor({ timeout: WAIT_MS });
+    assert.match(await page.getAttribute(vertexNode('beacons'), 'class'),
+                 /\bidle\b/);
+    const parts = await rest('jobs/webtest/partitions');
+    const src = (v) => parts.sources.find((s) => s.vertex === v);
+    assert.equal(src('beacons').partitions[0].idle, true);
+    assert.equal(src('beacons').partitions[0].finished, false);
+    assert.equal(src('archive').partitions[0].finished, true);
+    for (const p of src('clicks').partitions) {
+        assert.equal(p.idle, false, p.name);
+        assert.equal(p.finished, false, p.name);
+    }
+});
+
+test('watermarks: as fed, as the REST API says, shown as UTC times',
+     async () => {
+    const parts = await rest('jobs/webtest/partitions');
+    const expect = [['clicks', 'p0', P0_WM], ['clicks', 'p1', P1_WM],
+                    ['beacons', 'beacons.fifo', BEACONS_WM],
+                    ['archive', 'archive.jsonl', ARCHIVE_WM]];
+    for (const [v, name, wm] of expect) {
+        const cell = page.locator(`${partRow(v, name)} ` +
+                                  '[data-testid="partition-watermark"]');
+        assert.equal(await cell.getAttribute('data-value'), String(wm), name);
+        const text = await cell.textContent();
+        assert.ok(text.endsWith(timeOfDay(wm)), `${name}: ${text}`);
+        const restPart = parts.sources.find((s) => s.vertex === v)
+            .partitions.find((p) => p.name === name);
+        assert.equal(restPart.watermark, wm, name);
+    }
+    /* clicks' watermark is p1's, and so are both windows' over it. */
+    const job = await rest('jobs/webtest');
+    const metrics = (v) => job.vertices.find((x) => x.id === v).metrics;
+    for (const v of ['clicks', 'per_user', 'per_part']) {
+        const el = page.locator(`${vertexNode(v)} ` +
+                                '[data-testid="vertex-watermark"]');
+        assert.equal(await el.getAttribute('data-value'), String(P1_WM), v);
+        assert.equal(metrics(v).currentOutputWatermark, P1_WM, v);
+        assert.ok((await el.textContent()).endsWith(timeOfDay(P1_WM)), v);
+        /* The lag is processing time minus the watermark: about five
+         * minutes, within the few seconds between two polls. */
+        const lag = Number(await page.getAttribute(
+            `${vertexNode(v)} [data-testid="vertex-lag"]`, 'data-value'));
+        assert.ok(Math.abs(lag - (job.now - P1_WM)) < 5000,
+                  `${v}: lag ${lag}, REST now - wm ${job.now - P1_WM}`);
+    }
+    assert.equal(await page.textContent(
+        `${vertexNode('archive')} [data-testid="vertex-watermark"]`),
+        'wm end of input');
+    assert.equal(metrics('archive').currentOutputWatermark, 'end');
+    const srcWm = (v) => page.locator(
+        `[data-testid="source-watermark"][data-vertex="${v}"]`);
+    assert.equal(await srcWm('clicks').getAttribute('data-value'),
+                 String(P1_WM));
+    assert.equal(await srcWm('archive').getAttribute('data-value'), 'end');
+    assert.equal(await srcWm('archive').textContent(), 'end of input');
+    assert.equal(parts.sources.find((s) => s.vertex === 'archive')
+        .watermark, 'end');
+});
+
+test('record counts: as fed and as the REST API says', async () => {
+    const parts = await rest('jobs/webtest/partitions');
+    const expect = [['clicks', 'p0', 16], ['clicks', 'p1', 3],
+                    ['beacons', 'beacons.fifo', 2],
+                    ['archive', 'archive.jsonl', 3]];
+    for (const [v, name, n] of expect) {
+        const cell = page.locator(`${partRow(v, name)} ` +
+                                  '[data-testid="partition-records"]');
+        assert.equal(await cell.textContent(), String(n), name);
+        const restPart = parts.sources.find((s) => s.vertex === v)
+            .partitions.find((p) => p.name === name);
+        assert.equal(restPart.records, n, name);
+    }
+    /* Both windows read all 19 clicks and fired [B, B+10s) for two keys
+     * each (u1 and u2; p0 and p1). */
+    const job = await rest('jobs/webtest');
+    for (const v of ['per_user', 'per_part']) {
+        const m = job.vertices.find((x) => x.id === v).metrics;
+        assert.equal(m.numRecordsIn, 19, v);
+        assert.equal(m.numRecordsOut, 2, v);
+        const text = await page.textContent(
+            `${vertexNode(v)} [data-testid="vertex-records"]`);
+        assert.ok(text.startsWith('in 19 \u00b7 out 2'), `${v}: ${text}`);
+    }
+});
+
+test('late records: counts and samples as fed and as REST says',
+     async () => {
+    const val = (id) => page.getAttribute(`[data-testid="${id}"]`,
+                                          'data-value');
+    assert.equal(await val('late-count'), '6');
+    assert.equal(await val('dropped-count'), '3');
+    assert.equal(await val('side-output-count'), '3');
+    assert.equal(await val('late-panes-count'), '0');
+    assert.equal(await page.textContent('[data-testid="dropped-count"]'),
+                 '3');
+    const late = await rest('jobs/webtest/late');
+    assert.deepEqual(late.counts, { dropped: 3, sideOutput: 3,
+                                    latePanes: 0 });
+    /* per_user sends the three to its late output, per_part drops them;
+     * each met the watermark p1 holds, B+12s-1. */
+    const want = [];
+    for (const [v, dropped] of [['per_part', 1], ['per_user', 0]]) {
+        for (const ts of LATE_TS) {
+            want.push(`${v} ${ts} ${dropped}`);
+        }
+    }
+    const rows = page.locator('tr[data-testid="late-sample"]');
+    const seen = [];
+    for (let i = 0; i < await rows.count(); i++) {
+        const r = rows.nth(i);
+        seen.push(`${await r.getAttribute('data-vertex')} ` +
+                  `${await r.getAttribute('data-ts')} ` +
+                  `${await r.getAttribute('data-dropped')}`);
+        /* How far behind the watermark it was: B+12s-1 minus its ts. */
+        const behind = r.locator('[data-testid="late-behind"]');
+        assert.equal(await behind.getAttribute('data-value'),
+                     String(P1_WM - Number(await r.getAttribute('data-ts'))));
+        assert.ok((await behind.getAttribute('title'))
+            .includes(timeOfDay(P1_WM)));
+    }
+    assert.deepEqual(seen.sort(), want.slice().sort());
+    assert.deepEqual(late.samples.map((q) =>
+        `${q.vertex} ${q.ts} ${q.dropped ? 1 : 0}`).sort(),
+                     want.slice().sort());
+    for (const q of late.samples) {
+        assert.equal(q.watermark, P1_WM);
+    }
+    const job = await rest('jobs/webtest');
+    const m = (v) => job.vertices.find((x) => x.id === v).metrics;
+    assert.equal(m('per_part').numLateRecordsDropped, 3);
+    assert.equal(m('per_user').numLateRecordsSideOutput, 3);
+});
+
+test('the diagnosis findings are the REST API\'s, culprit first',
+     async () => {
+    const diag = await rest('jobs/webtest/diagnosis');
+    const held = diag.findings.find((f) => f.code === 'HELD_BACK_PARTITION');
+    assert.ok(held, JSON.stringify(diag.findings.map((f) => f.code)));
+    assert.equal(held.vertex, 'clicks');
+    assert.equal(held.partition, 1);
+    await page.locator('[data-testid="finding"]' +
+                       '[data-code="HELD_BACK_PARTITION"]')
+        .waitFor({ timeout: WAIT_MS });
+    const items = page.locator('[data-testid="finding"]');
+    const codes = [];
+    for (let i = 0; i < await items.count(); i++) {
+        codes.push(await items.nth(i).getAttribute('data-code'));
+    }
+    assert.deepEqual(codes, diag.findings.map((f) => f.code));
+    const shown = page.locator('[data-testid="finding"]' +
+                               '[data-code="HELD_BACK_PARTITION"]');
+    assert.equal(await shown.getAttribute('data-severity'), held.severity);
+    /* Title and fix as the REST API words them; ages and the idle
+     * timeout it suggests grow between two reads, so digits are masked. */
+    const mask = (x) => x.replace(/[0-9]+(\.[0-9]+)?/g, '#');
+    const text = mask(await shown.textContent());
+    assert.ok(text.includes(mask(held.title)), text);
+    assert.ok(text.includes(mask(held.fix)), text);
+    assert.equal(await shown.locator('ul > li').count(),
+                 held.evidence.length);
+});
+
+test('the chart draws the watermarks of the history', async () => {
+    /* A flat line has no height: wait for it to be in the DOM. */
+    await page.locator('[data-testid="history-line"]' +
+                       '[data-vertex="per_user"]')
+        .waitFor({ state: 'attached', timeout: WAIT_MS });
+    const hist = await rest('jobs/webtest/history');
+    assert.ok(hist.samples.length >= 1);
+    const last = hist.samples[hist.samples.length - 1];
+    assert.equal(last.vertices.per_user.watermark, P1_WM);
+    assert.ok(await page.locator('[data-testid="history-line"]').count() >=
+              3);
+});
+
+test('screenshot', async () => {
+    mkdirSync(dirname(SHOT), { recursive: true });
+    await page.screenshot({ path: SHOT, fullPage: true });
+});
+
+test('a server that is gone is reported, the last data kept', async () => {
+    await page.route('**/*', (route) => route.abort('connectionrefused'));
+    await page.locator('[data-testid="connection-lost"]')
+        .waitFor({ timeout: WAIT_MS });
+    assert.match(await page.textContent('[data-testid="connection"]'),
+                 /disconnected/);
+    assert.equal(await page.locator(`${partRow('clicks', 'p1')}.holds-back`)
+        .count(), 1);
+    /* And it recovers when the server answers again. */
+    await page.unroute('**/*');
+    await page.locator('[data-testid="connection-lost"]')
+        .waitFor({ state: 'detached', timeout: WAIT_MS });
+});
+
+test('without the token, the page asks for it', { skip: !TOKEN },
+     async () => {
+    const other = await browser.newPage();
+    try {
+        await other.goto(PAGE_URL);
+        await other.locator('[data-testid="auth-needed"]')
+            .waitFor({ timeout: WAIT_MS });
+        assert.equal(await other.locator('[data-testid="partition-row"]')
+            .count(), 0);
+    } finally {
+        await other.close();
+    }
+});
+
+test('no script error, nothing fetched from elsewhere', () => {
+    assert.deepEqual(pageErrors, []);
+    assert.deepEqual(foreign, []);
+});
