@@ -120,17 +120,23 @@ static const char help_validate[] =
 
 static const char help_config[] =
     "usage: tidemark config list [--markdown] [SCOPE]\n"
+    "       tidemark config metrics [--markdown]\n"
     "\n"
     "Lists every key a job file may set, with its type, default, unit and\n"
     "meaning, from the one table in the library that also validates them.\n"
     "SCOPE limits the list to job, source, window, join or sink keys.\n"
     "--markdown prints the reference section of docs/job-format.md.\n"
+    "`config metrics` lists every metric the runtime keeps (name, scope,\n"
+    "counter or gauge, unit, meaning) from the one table that also drives\n"
+    "the REST API and /metrics; --markdown prints docs/metrics.md's\n"
+    "reference section.\n"
     "\n"
     "Exit codes: 0 success, 2 usage error.\n"
     "\n"
     "Examples:\n"
     "  tidemark config list window\n"
-    "  tidemark config list --markdown\n";
+    "  tidemark config list --markdown\n"
+    "  tidemark config metrics\n";
 
 static const char help_diagnose[] =
     "usage: tidemark diagnose URL [--job ID] [--json] [--token T]\n"
