@@ -214,6 +214,31 @@ tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name,
             add_sample(&b, name, job_name, v, scope);
         }
     }
+    /* The culprit, derived from the same snapshot: one series naming the
+     * partition that holds the watermark back, valued by how far. */
+    {
+        tdm__culprit c;
+        tdm__find_culprit(m, &c);
+        if (c.found) {
+            add_str(&b, "# HELP tidemark_watermark_held_back_ms The partition "
+                        "holding the job's watermark back: how far its "
+                        "watermark is behind the next lowest partition's "
+                        "(ms; -1 when it has none yet)\n"
+                        "# TYPE tidemark_watermark_held_back_ms gauge\n"
+                        "tidemark_watermark_held_back_ms{job=\"");
+            add_escaped(&b, job_name, 0);
+            add_str(&b, "\",operator=\"");
+            add_escaped(&b, c.vertex ? c.vertex : "", 0);
+            add_fmt(&b, "\",subtask=\"%d\",partition=\"%d\"", c.subtask,
+                    c.partition);
+            if (c.name != NULL) {
+                add_str(&b, ",partition_name=\"");
+                add_escaped(&b, c.name, 0);
+                add_str(&b, "\"");
+            }
+            add_fmt(&b, "} %lld\n", (long long)c.behind_ms);
+        }
+    }
     tdm__free(order);
     if (b.oom || !reserve(&b, 0)) {
         tdm__free(b.p);

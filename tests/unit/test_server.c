@@ -592,6 +592,11 @@ TDM_TEST(prometheus_text)
     ASSERT_TRUE(strstr(r.body, "\ntidemark_partition_records{job=\"stalled\","
                                "operator=\"clicks\",subtask=\"0\","
                                "partition=\"1\",partition_name=\""));
+    /* The culprit (see stalled_rows): partition 1, 11500 ms behind. */
+    ASSERT_TRUE(strstr(r.body, "\ntidemark_watermark_held_back_ms{job=\"stalled\","
+                               "operator=\"clicks\",subtask=\"0\","
+                               "partition=\"1\""));
+    ASSERT_TRUE(strstr(r.body, "} 11500\n"));
     /* A channel sample carries channel and from. */
     ASSERT_TRUE(strstr(r.body, "\ntidemark_channel_watermark{job=\"stalled\","
                                "operator=\"w\",subtask=\"0\",channel=\"0\","
