@@ -581,6 +581,10 @@ TDM_API tdm_err tdm_reader_end(tdm_reader *r);
 TDM_API int tdm_reader_is_paused(const tdm_reader *r);
 /** @brief 1 if alignment paused split @p split (0 otherwise, -1 bad index). */
 TDM_API int tdm_reader_split_is_paused(const tdm_reader *r, int split);
+/** @brief 1 if split @p split is idle now (left out of the minimum: its
+ *  generator saw no data for the idle timeout, or tdm_reader_split_status
+ *  said so); 0 otherwise, -1 bad index. */
+TDM_API int tdm_reader_split_is_idle(const tdm_reader *r, int split);
 /** @brief The reader's last emitted watermark. */
 TDM_API tdm_time_ms tdm_reader_watermark(const tdm_reader *r);
 /** @brief Split @p split's current watermark (TDM_TIME_MIN if bad index). */

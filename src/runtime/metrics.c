@@ -287,16 +287,10 @@ static void add_lag(tdm_metrics *m, const char *vx, int sub, tdm_time_ms now,
 /* The rows of one source subtask: VERTEX, then one PARTITION group per
  * split.
  *
- * A split's idle flag is private to the reader, so it is derived from
- * what the reader shows: a partition is idle when the whole subtask
- * announced IDLE, or when the source has an idle timeout, the partition
- * has had no record for longer than it, and the reader's output has
- * left the partition's watermark behind (an idle split leaves the
- * minimum, so the output rises past it at the tick that marks it idle;
- * an active one holds it).  A silent partition at the minimum is
- * therefore idle from that tick on, as in the reader. */
-static void source_rows(tdm_metrics *m, tdm__run *run, rt_src_task *t,
-                        int64_t idle_timeout, tdm_time_ms start)
+ * A partition is idle when the reader says so (tdm_reader_split_is_idle,
+ * published by the subtask with the split's watermark) or the whole
+ * subtask announced IDLE; a finished partition is "finished", not idle. */
+static void source_rows(tdm_metrics *m, tdm__run *run, rt_src_task *t)
 {
     const char *vx = vname(m, t->src->node);
     const rt_src_metrics *sm = &t->m;
@@ -320,12 +314,7 @@ static void source_rows(tdm_metrics *m, tdm__run *run, rt_src_task *t,
         tdm_time_ms w = rt_pub_get(&pp->p_wm);
         tdm_time_ms last = rt_pub_get(&pp->p_last_at);
         bool fin = (flags & RT_PF_FINISHED) != 0;
-        tdm_time_ms since = last == TDM_TIME_MIN ? start : last;
-        bool pidle = !fin && (idle ||
-                              (idle_timeout > 0 &&
-                               tdm__time_sub_sat(now, since) >
-                                   idle_timeout &&
-                               w < wm_out));
+        bool pidle = !fin && (idle || (flags & RT_PF_IDLE) != 0);
         const char *label = keep(m, pp->name ? pp->name : "?");
         int ix = pp->global >= 0 ? pp->global : p;
         add(m, TDM_METRIC_P_WM, vx, sub, ix, label, w);
@@ -537,9 +526,8 @@ tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
         tdm__time_sub_sat(now, start));
     for (int s = 0; s < run->n_srcs; s++) {
         rt_source *src = &run->srcs[s];
-        int64_t idle_to = tdm__node_int(src->node, "watermark.idle_timeout");
         for (int i = 0; src->tasks && i < P; i++)
-            source_rows(m, run, &src->tasks[i], idle_to, start);
+            source_rows(m, run, &src->tasks[i]);
     }
     for (int o = 0; o < run->n_ops; o++)
         for (int j = 0; run->ops[o].tasks && j < P; j++)

@@ -41,7 +41,7 @@ static inline int64_t rt_pub_get(const _Atomic int64_t *a)
 
 /* ---- Source partitions ---- */
 
-enum { RT_PF_FINISHED = 1, RT_PF_PAUSED = 2 };
+enum { RT_PF_FINISHED = 1, RT_PF_PAUSED = 2, RT_PF_IDLE = 4 };
 
 /* What the source thread touches per record of a partition, 32 bytes
  * (a shift to index, two to a cache line).  Never read by snapshots. */

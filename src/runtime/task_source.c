@@ -727,9 +727,12 @@ static void publish_partitions(rt_src_task *t, bool all)
         tdm_time_ms w = tdm_reader_split_watermark_get(t->reader, p);
         if (w != rt_pub_get(&pp->p_wm))
             rt_pub_set(&pp->p_wm, w);
-        int64_t f = rt_pub_get(&pp->p_flags) & ~(int64_t)RT_PF_PAUSED;
+        int64_t f = rt_pub_get(&pp->p_flags) &
+                    ~(int64_t)(RT_PF_PAUSED | RT_PF_IDLE);
         if (tdm_reader_split_is_paused(t->reader, p) == 1)
             f |= RT_PF_PAUSED;
+        if (tdm_reader_split_is_idle(t->reader, p) == 1)
+            f |= RT_PF_IDLE;
         rt_pub_set(&pp->p_flags, f);
     }
     if (all) {

@@ -544,6 +544,15 @@ int tdm_reader_split_is_paused(const tdm_reader *r, int split)
     return r->splits[split]->paused ? 1 : 0;
 }
 
+/* 1 while the split is idle: left out of the minimum (its generator
+ * reported no data for the idle timeout, or it was told so). */
+int tdm_reader_split_is_idle(const tdm_reader *r, int split)
+{
+    if (!r || split < 0 || split >= r->n)
+        return -1;
+    return r->splits[split]->idle ? 1 : 0;
+}
+
 /* The last watermark the reader emitted (MIN before any). */
 tdm_time_ms tdm_reader_watermark(const tdm_reader *r)
 {

@@ -230,10 +230,15 @@ TDM_TEST(reader_watermark_clears_split_idle)
     SWM(&f, 1, 10);
     SIDLE(&f, 0);
     ASSERT_STR_EQ(take(&f.tr), "W5 W10");
+    ASSERT_EQ(tdm_reader_split_is_idle(f.r, 0), 1);
+    ASSERT_EQ(tdm_reader_split_is_idle(f.r, 1), 0);
+    ASSERT_EQ(tdm_reader_split_is_idle(f.r, 2), -1);
     SWM(&f, 0, 3);
     SWM(&f, 1, 20);
     ASSERT_STR_EQ(take(&f.tr), "");
     ASSERT_EQ(tdm_reader_watermark(f.r), 10);
+    /* The watermark 3 made split 0 active again. */
+    ASSERT_EQ(tdm_reader_split_is_idle(f.r, 0), 0);
     fix_close(&f);
 }
 
