@@ -1365,7 +1365,7 @@ typedef struct tdm_window_status {
     int64_t elements;        /* records the window holds (if known; -1) */
     int fired;               /* 1 a result for it was emitted; 0 not (or
                                 longer ago than the subtask remembers:
-                                the last 65,536 firings) */
+                                the last 8,192 firings) */
     tdm_time_ms fired_wm;    /* watermark at its first firing (fired) */
     int holding_channel;     /* the channel with the lowest watermark
                                 among active ones (-1 none) */

@@ -106,12 +106,12 @@ typedef struct rt_late {
 
 /* ---- What a window subtask remembers of its firings ---- */
 
-#define RT_FIRE_CAP 65536u /* firings remembered */
+#define RT_FIRE_CAP 8192u /* firings remembered */
 
 /* A ring of the last RT_FIRE_CAP first firings: a 64-bit fingerprint of
  * (key bytes, window start, end) and the watermark at that firing.
  * Remembering one is two sequential stores; a question scans the ring
- * (512 KB of fingerprints, newest first), which costs tens of
+ * (64 KB of fingerprints, newest first), which costs tens of
  * microseconds once per question instead of a random memory access per
  * firing (an index measured 1-4% of the runtime benchmark, by evicting
  * the window state from the cache).  Allocated at the first firing. */

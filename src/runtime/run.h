@@ -89,6 +89,7 @@ struct rt_op {
 
 /* One source subtask. */
 struct rt_src_task {
+    char pad_head_[128];
     tdm__run *run;
     rt_source *src;
     int index;
@@ -136,10 +137,12 @@ struct rt_src_task {
     tdm_time_ms wm_out; /* last watermark emitted */
     bool idle;          /* last status emitted */
     rt_src_metrics m;
+    char pad_tail_[128];
 };
 
 /* One window or join subtask. */
 struct rt_op_task {
+    char pad_head_[128];
     tdm__run *run;
     rt_op *op;
     int index;
@@ -184,6 +187,8 @@ struct rt_op_task {
     rt_wstat *ws;
     tdm_time_ms *dbg_wm, *dbg_at; /* ring of watermark advances */
     int dbg_n, dbg_head;
+    /* Keeps neighbouring heap data off this subtask's cache lines. */
+    char pad_tail_[128];
 };
 
 struct tdm__run {

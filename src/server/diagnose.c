@@ -1978,7 +1978,7 @@ json_t *tdm__explain_window(tdm_job *job, const char *vertex,
             waiting_for = waiting;
         }
         add_str(ev, &o.oom,
-                "(or it fired longer ago than the last 65,536 firings "
+                "(or it fired longer ago than the last 8,192 firings "
                 "subtask %d remembers)",
                 st.subtask);
     } else {

@@ -234,6 +234,15 @@ static int in_is(const tdm_metrics *m, const void *arg)
            *(const int64_t *)arg;
 }
 
+/* Partition 1 of source clicks (subtask 0) published watermark *arg: the
+ * records count and the source's watermark can be published before a
+ * partition's own watermark, so a test about partitions waits for it. */
+static int p1_wm_is(const tdm_metrics *m, const void *arg)
+{
+    return metric(m, TDM_METRIC_P_WM, "clicks", 0, 1) ==
+           *(const int64_t *)arg;
+}
+
 static const char *jstr(const json_t *o, const char *key)
 {
     const char *s = json_string_value(json_object_get(o, key));
@@ -984,6 +993,10 @@ TDM_TEST(critical_findings_come_first)
     atomic_store(&ph_now, T1);
     ph_release(2);
     tdm_metrics_free(wait_snap(job, in_is, &three, "phase 2"));
+    /* Regression (flaky in CI): waiting for the records count and the
+     * watermark alone could snapshot p1 still at B+1999 (1.0s ahead). */
+    int64_t p1_wm = B + 4999;
+    tdm_metrics_free(wait_snap(job, p1_wm_is, &p1_wm, "p1 watermark"));
     tdm_metrics *m = wait_snap(job, wm_is, &wm, "watermark");
     json_t *d = tdm__diagnose(job, m, NULL);
     if (json_array_size(json_object_get(d, "findings")) != 2)

@@ -1322,8 +1322,8 @@ TDM_TEST(debug_log_off_by_default)
 /* The firing memory                                                      */
 /* ====================================================================== */
 
-/* The ring remembers the last 65,536 first firings: after 70,000, the
- * first 4,464 are forgotten (overwritten) and every later one is found
+/* The ring remembers the last 8,192 first firings: after 70,000, the
+ * first 61,808 are forgotten (overwritten) and every later one is found
  * with its own watermark; fingerprints of windows never added are not
  * found. */
 TDM_TEST(firing_memory_ring_and_index)
