@@ -234,13 +234,18 @@ static int in_is(const tdm_metrics *m, const void *arg)
            *(const int64_t *)arg;
 }
 
-/* Partition 1 of source clicks (subtask 0) published watermark *arg: the
- * records count and the source's watermark can be published before a
- * partition's own watermark, so a test about partitions waits for it. */
-static int p1_wm_is(const tdm_metrics *m, const void *arg)
+/* Partitions of source clicks (subtask 0) published the watermarks of
+ * *arg: pairs {partition, watermark} ended by partition -1.  The records
+ * count and the source's watermark can be published before a
+ * partition's own watermark, so a test about partitions waits for them
+ * (regression: tests that waited for the watermark alone were flaky). */
+static int parts_wm_are(const tdm_metrics *m, const void *arg)
 {
-    return metric(m, TDM_METRIC_P_WM, "clicks", 0, 1) ==
-           *(const int64_t *)arg;
+    const int64_t *want = arg;
+    for (; want[0] >= 0; want += 2)
+        if (metric(m, TDM_METRIC_P_WM, "clicks", 0, (int)want[0]) != want[1])
+            return 0;
+    return 1;
 }
 
 static const char *jstr(const json_t *o, const char *key)
@@ -354,6 +359,9 @@ static tdm_job *stall_job(kit_bg *bg)
     int64_t ten = 10;
     tdm_metrics_free(wait_snap(job, in_is, &ten, "phase 2 records"));
     tdm_metrics_free(wait_snap(job, wm_is, &wm2, "phase 2 watermark"));
+    const int64_t parts[] = { 0, B + 20 * MIN_ - 1, 1, B + 19 * MIN_ - 1,
+                              2, B + 132999, -1, 0 };
+    tdm_metrics_free(wait_snap(job, parts_wm_are, parts, "partitions"));
     return job;
 }
 
@@ -557,6 +565,8 @@ TDM_TEST(tied_silent_partitions_have_no_data_and_no_idle_timeout)
     atomic_store(&ph_now, T1);
     ph_release(2);
     tdm_metrics_free(wait_snap(job, in_is, &four, "phase 2"));
+    const int64_t parts[] = { 2, B + 20 * MIN_ - 1, -1, 0 };
+    tdm_metrics_free(wait_snap(job, parts_wm_are, parts, "p2 watermark"));
     tdm_metrics *m = wait_snap(job, wm_is, &wm, "watermark");
     tdm__culprit c;
     tdm__find_culprit(m, &c);
@@ -993,10 +1003,10 @@ TDM_TEST(critical_findings_come_first)
     atomic_store(&ph_now, T1);
     ph_release(2);
     tdm_metrics_free(wait_snap(job, in_is, &three, "phase 2"));
-    /* Regression (flaky in CI): waiting for the records count and the
-     * watermark alone could snapshot p1 still at B+1999 (1.0s ahead). */
-    int64_t p1_wm = B + 4999;
-    tdm_metrics_free(wait_snap(job, p1_wm_is, &p1_wm, "p1 watermark"));
+    /* Waiting for the records and the watermark alone could snapshot p1
+     * still at B+1999 (1.0s ahead). */
+    const int64_t parts[] = { 1, B + 4999, -1, 0 };
+    tdm_metrics_free(wait_snap(job, parts_wm_are, parts, "p1 watermark"));
     tdm_metrics *m = wait_snap(job, wm_is, &wm, "watermark");
     json_t *d = tdm__diagnose(job, m, NULL);
     if (json_array_size(json_object_get(d, "findings")) != 2)
