@@ -39,40 +39,46 @@ static void on_signal(int sig)
     }
 }
 
-/* ---- The HTTP server (--http, --http-token, --http-linger) ---- */
+/* ---- Options only `run` has (--http*, --log-level) ---- */
 
 typedef struct http_opts {
-    const char *addr;   /* --http ADDR, or NULL */
-    const char *token;  /* --http-token TOKEN, or NULL */
-    int linger;         /* --http-linger */
+    const char *addr;      /* --http ADDR, or NULL */
+    const char *token;     /* --http-token TOKEN, or NULL */
+    int linger;            /* --http-linger */
+    const char *log_level; /* --log-level LEVEL, or NULL (checked by the
+                              job key log.level it sets) */
 } http_opts;
 
-/* Takes the HTTP options out of argv (as "--opt value" or "--opt=value"),
- * compacting it in place for the common parser, which knows nothing of
- * them.  The values of --set and --parallelism are passed over, so that
- * "--set name=--http" stays what it is.  Returns TDM_EXIT_OK, or
- * TDM_EXIT_USAGE after printing the problem. */
-static int take_http_opts(int *argc, char **argv, http_opts *h)
+/* Takes the options only `run` has out of argv ("--opt value" or
+ * "--opt=value", read by tdm__cli_opt_value), compacting it in place for
+ * the common parser, which knows nothing of them.  The values of --set
+ * and --parallelism are passed over, so that "--set name=--http" stays
+ * what it is.  Returns TDM_EXIT_OK, or TDM_EXIT_USAGE after printing the
+ * problem. */
+static int take_run_opts(int *argc, char **argv, http_opts *h)
 {
-    static const char *const opts[] = {"--http", "--http-token"};
+    static const char *const valued[] = {"--http", "--http-token",
+                                         "--log-level"};
     int o = 0;
     memset(h, 0, sizeof *h);
     for (int i = 0; i < *argc; i++) {
         const char *arg = argv[i], *v = NULL;
-        int which = -1;
+        int missing = 0, k;
         if (strcmp(arg, "--http-linger") == 0) {
             h->linger = 1;
             continue;
         }
-        for (int k = 0; k < 2 && which < 0; k++) {
-            size_t n = strlen(opts[k]);
-            if (strncmp(arg, opts[k], n) == 0 &&
-                (arg[n] == '\0' || arg[n] == '=')) {
-                which = k;
-                v = arg[n] == '=' ? arg + n + 1 : NULL;
-            }
+        for (k = 0; k < 3; k++) {
+            v = tdm__cli_opt_value(*argc, argv, &i, valued[k], &missing);
+            if (v != NULL || missing)
+                break;
         }
-        if (which < 0) {
+        if (missing) {
+            fprintf(stderr, "tidemark run: %s needs a value (see "
+                            "`tidemark help run`)\n", valued[k]);
+            return TDM_EXIT_USAGE;
+        }
+        if (v == NULL) {
             argv[o++] = argv[i];
             if ((strcmp(arg, "--set") == 0 ||
                  strcmp(arg, "--parallelism") == 0 ||
@@ -81,18 +87,12 @@ static int take_http_opts(int *argc, char **argv, http_opts *h)
                 argv[o++] = argv[++i];
             continue;
         }
-        if (v == NULL) {
-            if (i + 1 >= *argc) {
-                fprintf(stderr, "tidemark run: %s needs a value (see "
-                                "`tidemark help run`)\n", opts[which]);
-                return TDM_EXIT_USAGE;
-            }
-            v = argv[++i];
-        }
-        if (which == 0)
+        if (k == 0)
             h->addr = v;
-        else
+        else if (k == 1)
             h->token = v;
+        else
+            h->log_level = v;
     }
     *argc = o;
     if (h->addr == NULL && (h->token != NULL || h->linger)) {
@@ -100,43 +100,6 @@ static int take_http_opts(int *argc, char **argv, http_opts *h)
                 h->token != NULL ? "--http-token" : "--http-linger");
         return TDM_EXIT_USAGE;
     }
-    return TDM_EXIT_OK;
-}
-
-/* ---- The log level (--log-level info|debug) ---- */
-
-/* Takes "--log-level LEVEL" (or "--log-level=LEVEL") out of argv, like
- * the HTTP options; *level is NULL when absent.  The value is checked
- * by the job key log.level it sets.  Returns TDM_EXIT_OK or
- * TDM_EXIT_USAGE after printing the problem. */
-static int take_log_level(int *argc, char **argv, const char **level)
-{
-    static const char opt[] = "--log-level";
-    const size_t n = sizeof opt - 1;
-    int o = 0;
-    *level = NULL;
-    for (int i = 0; i < *argc; i++) {
-        const char *arg = argv[i];
-        if (strncmp(arg, opt, n) != 0 || (arg[n] != '\0' && arg[n] != '=')) {
-            argv[o++] = argv[i];
-            if ((strcmp(arg, "--set") == 0 ||
-                 strcmp(arg, "--parallelism") == 0 ||
-                 strcmp(arg, "-p") == 0) &&
-                i + 1 < *argc)
-                argv[o++] = argv[++i];
-            continue;
-        }
-        if (arg[n] == '=') {
-            *level = arg + n + 1;
-        } else if (i + 1 < *argc) {
-            *level = argv[++i];
-        } else {
-            fprintf(stderr, "tidemark run: --log-level needs a value "
-                            "(info or debug)\n");
-            return TDM_EXIT_USAGE;
-        }
-    }
-    *argc = o;
     return TDM_EXIT_OK;
 }
 
@@ -449,12 +412,11 @@ int tdm__cli_cmd_run(int argc, char **argv)
     const char *name;
     http_opts http;
     tdm_http *srv = NULL;
-    int rc = take_http_opts(&argc, argv, &http);
-    const char *log_level = NULL;
+    int rc = take_run_opts(&argc, argv, &http);
+    const char *log_level;
     double t0;
 
-    if (rc == TDM_EXIT_OK)
-        rc = take_log_level(&argc, argv, &log_level);
+    log_level = http.log_level;
 
     if (rc == TDM_EXIT_OK)
         rc = tdm__cli_opts_parse(argc, argv, "run", 1, &opts);

@@ -215,7 +215,7 @@ static tdm__scope kind_scope(tdm_node_kind kind)
     }
 }
 
-static const char *kind_name(tdm_node_kind kind)
+const char *tdm__node_kind_name(tdm_node_kind kind)
 {
     switch (kind) {
     case TDM_NODE_SOURCE:
@@ -245,11 +245,12 @@ tdm_err tdm_job_add_node(tdm_job *job, tdm_node_kind kind, const char *name,
                          "kind must be a tdm_node_kind (got %d)", (int)kind);
     if (!name || !*name)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "%s name must not be empty", kind_name(kind));
+                         "%s name must not be empty",
+                         tdm__node_kind_name(kind));
     if (strchr(name, '.'))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s name \"%s\" must not contain '.'",
-                         kind_name(kind), name);
+                         tdm__node_kind_name(kind), name);
     if (atomic_load(&job->running))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "cannot add \"%s\": the job is running", name);
@@ -307,8 +308,8 @@ tdm_err tdm_node_set(tdm_node *node, const char *key, const char *value,
     if (atomic_load(&node->job->running))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "%s: the job is running", key ? key : "");
-    return set_val(node->vals, node->scope, kind_name(node->kind), key, value,
-                   errbuf, errbuf_size);
+    return set_val(node->vals, node->scope, tdm__node_kind_name(node->kind),
+                   key, value, errbuf, errbuf_size);
 }
 
 static tdm_err add_udf(tdm_node *n, const tdm__udf *u)
@@ -642,7 +643,7 @@ static tdm_err vfail(vctx *c, const tdm_node *node, const char *fmt, ...)
     va_end(ap);
     if (node)
         return tdm__errf(c->errbuf, c->n, TDM_ERR_INVAL, "%s \"%s\": %s",
-                         kind_name(node->kind), node->name, msg);
+                         tdm__node_kind_name(node->kind), node->name, msg);
     return tdm__errf(c->errbuf, c->n, TDM_ERR_INVAL, "job: %s", msg);
 }
 
@@ -682,10 +683,10 @@ static tdm_err check_ref(vctx *c, const tdm_node *n, const char *key,
     tdm_node *t = tdm_job_node(c->job, name);
     if (!t)
         VFAIL(c, n, "%s: unknown node \"%s\" (expected the name of a %s)",
-              key, name, kind_name(kind));
+              key, name, tdm__node_kind_name(kind));
     if (t->kind != kind)
         VFAIL(c, n, "%s: \"%s\" is a %s, expected a %s", key, name,
-              kind_name(t->kind), kind_name(kind));
+              tdm__node_kind_name(t->kind), tdm__node_kind_name(kind));
     if (out)
         *out = t;
     return TDM_OK;
@@ -1137,7 +1138,7 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
                                     "output mode (give this one its own "
                                     "sink)",
                              tdm__node_str(a, "sink"), mode_names[mb],
-                             kind_name(b->kind), b->name);
+                             tdm__node_kind_name(b->kind), b->name);
         }
     }
     for (int i = 0; i < job->n_nodes; i++) {

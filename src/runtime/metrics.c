@@ -659,24 +659,10 @@ const tdm_late_sample *tdm_metrics_late_at(const tdm_metrics *m, size_t i)
 /* ISO-8601 with milliseconds, "none" and "end" for the two ends. */
 void rt_format_ms(tdm_time_ms ms, char *buf, size_t n)
 {
-    if (ms == TDM_TIME_MIN || ms == TDM_TIME_MAX) {
+    if (ms == TDM_TIME_MIN || ms == TDM_TIME_MAX)
         snprintf(buf, n, "%s", ms == TDM_TIME_MIN ? "none" : "end");
-        return;
-    }
-    int64_t secs = ms / 1000, frac = ms % 1000;
-    if (frac < 0) {
-        frac += 1000;
-        secs--;
-    }
-    time_t tt = (time_t)secs;
-    struct tm tm;
-    if (!gmtime_r(&tt, &tm)) {
+    else if (!tdm__format_utc(ms, true, buf, n))
         snprintf(buf, n, "%lld", (long long)ms);
-        return;
-    }
-    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-             tm.tm_min, tm.tm_sec, (int)frac);
 }
 
 /* Decodes an operator's key bytes and prints the values joined by ','

@@ -181,6 +181,8 @@ const char *tdm__job_str(const tdm_job *job, const char *key);
 /* The schema of a source node: its "schema" key or, for a generator
  * without one, the generator's fixed schema.  NULL if neither. */
 const tdm__schema *tdm__node_schema(const tdm_node *n);
+/* "source", "window", "join" or "sink" (static text). */
+const char *tdm__node_kind_name(tdm_node_kind kind);
 /* Sends one line to the job's log callback (serialised). */
 void tdm__job_log(tdm_job *job, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -284,6 +286,10 @@ void tdm__row_unpack(const void *p, size_t len, const tdm__schema *schema,
 void tdm__row_render(const tdm__row *row, char *buf, size_t n);
 /* Formats epoch ms as ISO-8601 UTC ("2024-12-02T10:00:00Z"). */
 void tdm__format_iso(tdm_time_ms ms, char *buf, size_t n);
+/* ISO-8601 UTC text of @p ms, ".mmm" always (@p millis) or only when
+ * not whole seconds; false (nothing written) when out of gmtime's range.
+ * Sentinels are the caller's to name. */
+bool tdm__format_utc(tdm_time_ms ms, bool millis, char *buf, size_t n);
 
 /* ====================================================================== */
 /* Row aggregates (rowagg.c)                                               */

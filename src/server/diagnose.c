@@ -341,23 +341,11 @@ static const char *fmt_time(tdm_time_ms t, char *buf, size_t n)
         snprintf(buf, n, "end of input");
         return buf;
     }
-    int64_t secs = t / 1000, frac = t % 1000;
-    if (frac < 0) {
-        frac += 1000;
-        secs--;
-    }
-    time_t tt = (time_t)secs;
-    struct tm tm;
-    if ((int64_t)tt != secs || !gmtime_r(&tt, &tm) ||
-        tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 0) {
+    /* Years 0000..9999 only: four-digit years read as times. */
+    if (t < INT64_C(-62167219200000) || t > INT64_C(253402300799999) ||
+        !tdm__format_utc(t, true, buf, n))
         snprintf(buf, n, "%" PRId64 " ms", t);
-        return buf;
-    }
-    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-             tm.tm_min, tm.tm_sec, (int)frac);
-    return buf;
-}
+    return buf;}
 
 /* A duration for people: "250ms", "2.5s", "42s", "4m12s", "1h5m",
  * "3d4h". */

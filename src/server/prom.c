@@ -106,22 +106,6 @@ static void metric_name(tdm_metric id, char *buf, size_t n)
     buf[o < n ? o : n - 1] = '\0';
 }
 
-/* True for metrics whose value is a point in event time. */
-static int is_time_metric(tdm_metric id)
-{
-    switch (id) {
-    case TDM_METRIC_WM_INPUT:
-    case TDM_METRIC_WM_OUTPUT:
-    case TDM_METRIC_MAX_TS:
-    case TDM_METRIC_INPUT_WM:
-    case TDM_METRIC_CH_WM:
-    case TDM_METRIC_P_WM:
-    case TDM_METRIC_P_MAX_TS:
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 /* Appends one sample line for value @p v of metric family @p name. */
 static void add_sample(pbuf *b, const char *name, const char *job,
@@ -153,7 +137,7 @@ static void add_sample(pbuf *b, const char *name, const char *job,
             add_str(b, "\"");
         }
     }
-    if (is_time_metric(v->id) && v->value == TDM_TIME_MAX)
+    if (tdm__metric_is_time(v->id) && v->value == TDM_TIME_MAX)
         add_str(b, "} +Inf\n");
     else
         add_fmt(b, "} %lld\n", (long long)v->value);
@@ -201,7 +185,7 @@ tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name,
         for (size_t k = start[id]; k < start[id + 1]; k++) {
             const tdm_metric_value *v = tdm_metrics_at(m, order[k]);
             /* "No watermark yet" is not a number anyone should graph. */
-            if (is_time_metric(v->id) && v->value == TDM_TIME_MIN)
+            if (tdm__metric_is_time(v->id) && v->value == TDM_TIME_MIN)
                 continue;
             if (!header) {
                 add_fmt(&b, "# HELP %s ", name);

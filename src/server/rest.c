@@ -44,8 +44,8 @@ static int agg_kind(tdm_metric id)
 }
 
 /* True for metrics whose value is a point in event time, rendered with
- * the null / "end" convention. */
-static int is_time_metric(tdm_metric id)
+ * the null / "end" convention (JSON) or left out / +Inf (Prometheus). */
+int tdm__metric_is_time(tdm_metric id)
 {
     switch (id) {
     case TDM_METRIC_WM_INPUT:
@@ -76,7 +76,7 @@ static json_t *jtime(tdm_time_ms t)
 /* A metric value as JSON: times with jtime, the rest as integers. */
 static json_t *jvalue(tdm_metric id, int64_t v)
 {
-    return is_time_metric(id) ? jtime(v) : json_integer(v);
+    return tdm__metric_is_time(id) ? jtime(v) : json_integer(v);
 }
 
 /* Sets @p key of @p obj to @p v, which is taken even on failure; false
@@ -158,20 +158,6 @@ static void reply_json(tdm__reply *out, int status, json_t *j)
 
 /* ---- Snapshot helpers ---- */
 
-static const char *kind_name(tdm_node_kind k)
-{
-    switch (k) {
-    case TDM_NODE_SOURCE:
-        return "source";
-    case TDM_NODE_WINDOW:
-        return "window";
-    case TDM_NODE_JOIN:
-        return "join";
-    case TDM_NODE_SINK:
-        return "sink";
-    }
-    return "unknown";
-}
 
 /* The vertex named @p name in the snapshot, or NULL. */
 static const tdm_vertex_info *find_vertex(const tdm_metrics *m,
@@ -364,7 +350,7 @@ static json_t *job_json(const tdm__rest_ctx *ctx, const tdm_metrics *m)
         json_t *v = json_object(), *ins = NULL;
         if (!push(vs, v) || !put(v, "id", json_string(vi->name)) ||
             !put(v, "name", json_string(vi->name)) ||
-            !put(v, "kind", json_string(kind_name(vi->kind))) ||
+            !put(v, "kind", json_string(tdm__node_kind_name(vi->kind))) ||
             !put(v, "type", jstr(vi->type)) ||
             !put(v, "parallelism", json_integer(vi->parallelism)) ||
             !put(v, "inputs", ins = json_array()) ||
