@@ -704,57 +704,27 @@ void rt_key_text(const rt_op *op, const char *key, size_t len, char *buf,
 /* The firing memory                                                       */
 /* ====================================================================== */
 
-/* A 64-bit finaliser: xor-shifts and odd multipliers, so that every
- * input bit reaches every output bit. */
-static uint64_t mix64(uint64_t h)
+/* Allocates the firing ring (RT_FIRE_CAP entries). */
+tdm_err rt_fired_alloc(rt_fired *f)
 {
-    h ^= h >> 31;
-    h *= 0x7fb5d329728ea185ULL;
-    h ^= h >> 27;
-    h *= 0x81dadef4bc2dd44dULL;
-    h ^= h >> 33;
-    return h;
-}
-
-/* The fingerprint of (key bytes, start, end). */
-uint64_t rt_fired_fp(const char *key, size_t len, tdm_time_ms start,
-                     tdm_time_ms end)
-{
-    uint64_t h = tdm__keys_hash(key, len);
-    h = mix64(h ^ (uint64_t)start);
-    return mix64(h + 0x9e3779b97f4a7c15ULL * (uint64_t)end);
-}
-
-/* Remembers a first firing; the oldest is forgotten when the ring is
- * full. */
-tdm_err rt_fired_add(rt_fired *f, uint64_t fp, tdm_time_ms wm)
-{
-    if (!f->fp) {
-        f->fp = tdm__malloc(RT_FIRE_CAP * sizeof *f->fp);
-        f->wm = tdm__malloc(RT_FIRE_CAP * sizeof *f->wm);
-        if (!f->fp || !f->wm) {
-            rt_fired_free(f);
-            return TDM_ERR_NOMEM;
-        }
-        f->n = f->head = 0;
-    }
-    f->fp[f->head] = fp;
-    f->wm[f->head] = wm;
-    f->head = (f->head + 1) % RT_FIRE_CAP;
-    if (f->n < RT_FIRE_CAP)
-        f->n++;
+    f->ring = tdm__malloc(RT_FIRE_CAP * sizeof *f->ring);
+    if (!f->ring)
+        return TDM_ERR_NOMEM;
+    f->total = 0;
     return TDM_OK;
 }
 
 /* Scans the ring from the newest entry back. */
 bool rt_fired_find(const rt_fired *f, uint64_t fp, tdm_time_ms *wm)
 {
-    if (!f->fp)
+    if (!f->ring)
         return false;
-    for (uint32_t k = 0; k < f->n; k++) {
-        uint32_t i = (f->head + RT_FIRE_CAP - 1 - k) % RT_FIRE_CAP;
-        if (f->fp[i] == fp) {
-            *wm = f->wm[i];
+    uint64_t n = f->total < RT_FIRE_CAP ? f->total : RT_FIRE_CAP;
+    for (uint64_t k = 1; k <= n; k++) {
+        const rt_fired_ent *e =
+            &f->ring[(f->total - k) & (RT_FIRE_CAP - 1)];
+        if (e->fp == fp) {
+            *wm = e->wm;
             return true;
         }
     }
@@ -764,8 +734,7 @@ bool rt_fired_find(const rt_fired *f, uint64_t fp, tdm_time_ms *wm)
 /* Frees the ring (a zeroed one is fine). */
 void rt_fired_free(rt_fired *f)
 {
-    tdm__free(f->fp);
-    tdm__free(f->wm);
+    tdm__free(f->ring);
     memset(f, 0, sizeof *f);
 }
 

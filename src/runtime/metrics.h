@@ -16,6 +16,7 @@
 
 #include "core.h"
 #include "core/hist.h"
+#include "state/wstore.h"
 
 /* Adds @p d to a published counter of which the caller is the only
  * writer: a relaxed load and a relaxed store, no read-modify-write. */
@@ -91,6 +92,12 @@ typedef struct rt_op_metrics {
     _Atomic int64_t keys, windows, bytes;
 } rt_op_metrics;
 
+/* The event lag histogram of a source subtask takes every record of its
+ * first RT_LAG_EXACT_BATCHES batches, then those of one batch in
+ * RT_LAG_EVERY; the maximum is the largest lag of those records. */
+#define RT_LAG_EXACT_BATCHES 16u
+#define RT_LAG_EVERY 8u
+
 /* A late record as remembered for tdm_metrics_late_at. */
 #define RT_LATE_RING 32
 #define RT_LATE_ROW 480
@@ -109,24 +116,47 @@ typedef struct rt_late {
 #define RT_FIRE_CAP 8192u /* firings remembered */
 
 /* A ring of the last RT_FIRE_CAP first firings: a 64-bit fingerprint of
- * (key bytes, window start, end) and the watermark at that firing.
- * Remembering one is two sequential stores; a question scans the ring
- * (64 KB of fingerprints, newest first), which costs tens of
- * microseconds once per question instead of a random memory access per
- * firing (an index measured 1-4% of the runtime benchmark, by evicting
- * the window state from the cache).  Allocated at the first firing. */
+ * (key bytes, window start, end) and the watermark at that firing, side
+ * by side.  Remembering one is a hash of the key (the window store's
+ * own, cheap for short keys), one multiply and two adjacent stores,
+ * inlined into the subtask's emit path; a question scans the ring
+ * (128 KB, newest first), which costs tens of microseconds once per
+ * question instead of a random memory access per firing (an index
+ * measured 1-4% of the runtime benchmark, by evicting the window state
+ * from the cache).  Allocated at the first firing. */
+typedef struct rt_fired_ent {
+    uint64_t fp;
+    tdm_time_ms wm;
+} rt_fired_ent;
+
 typedef struct rt_fired {
-    uint64_t *fp;
-    tdm_time_ms *wm;
-    uint32_t n, head;
+    rt_fired_ent *ring;
+    uint64_t total;   /* firings remembered so far (the next slot) */
 } rt_fired;
 
 /* The fingerprint of a window of a key. */
-uint64_t rt_fired_fp(const char *key, size_t len, tdm_time_ms start,
-                     tdm_time_ms end);
-/* Remembers a first firing.  Returns TDM_OK or TDM_ERR_NOMEM (the
- * memory then stays as it was). */
-tdm_err rt_fired_add(rt_fired *f, uint64_t fp, tdm_time_ms wm);
+static inline uint64_t rt_fired_fp(const char *key, size_t len,
+                                   tdm_time_ms start, tdm_time_ms end)
+{
+    return tdm__ws_fold(tdm__ws_hash(key, len) ^ (uint64_t)start,
+                        ((uint64_t)end << 1) | 1);
+}
+
+/* Allocates the ring; TDM_ERR_NOMEM leaves it absent. */
+tdm_err rt_fired_alloc(rt_fired *f);
+
+/* Remembers a first firing, forgetting the oldest when the ring is full.
+ * Returns TDM_OK or TDM_ERR_NOMEM (the memory then stays as it was). */
+static inline tdm_err rt_fired_add(rt_fired *f, uint64_t fp,
+                                   tdm_time_ms wm)
+{
+    if (!f->ring && rt_fired_alloc(f) != TDM_OK)
+        return TDM_ERR_NOMEM;
+    rt_fired_ent *e = &f->ring[f->total++ & (RT_FIRE_CAP - 1)];
+    e->fp = fp;
+    e->wm = wm;
+    return TDM_OK;
+}
 /* Looks a fingerprint up: true with *wm the watermark of its most
  * recent first firing. */
 bool rt_fired_find(const rt_fired *f, uint64_t fp, tdm_time_ms *wm);

@@ -128,7 +128,10 @@ struct rt_src_task {
                           generator's one call per partition and batch,
                           and the metrics published) */
     int n_mt;          /* entries of mtouched */
-    tdm__hist lag;     /* event lag of this subtask's records */
+    tdm__hist lag;     /* event lag of the sampled batches' records
+                          (RT_LAG_EXACT_BATCHES, then 1 in RT_LAG_EVERY) */
+    uint64_t lag_max;  /* largest event lag of a sampled record */
+    uint64_t lag_seen; /* records with an event lag, sampled or not */
     bool lag_ok;
     tdm_time_ms lag_next;   /* next publication of the quantiles */
     tdm_time_ms sweep_next; /* next refresh of every split watermark */

@@ -422,7 +422,8 @@ static void unit_verdict(rt_src_task *t, int p)
 
 /* Collects unit evidence from the first 100 timestamps of a partition;
  * the verdict comes at the 100th or when the partition ends. */
-static void unit_observe(rt_src_task *t, int p, tdm_time_ms ts)
+static inline __attribute__((always_inline)) void
+unit_observe(rt_src_task *t, int p, tdm_time_ms ts)
 {
     struct rt_unit *u = &t->uc[p];
     if (u->n < 0)
@@ -488,7 +489,8 @@ static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
  * its timestamp and, when the key is a string read in place, the key
  * bytes (tdm__sel), which is all a window subtask reads of it for a
  * count.  At parallelism 1 there is one target and no hashing. */
-static tdm_err route(rt_src_task *t, const tdm__row *row, uint32_t i)
+static inline __attribute__((always_inline)) tdm_err
+route(rt_src_task *t, const tdm__row *row, uint32_t i)
 {
     rt_source *s = t->src;
     tdm__sbatch *sb = t->cur;
@@ -542,8 +544,11 @@ static inline int lag_bucket(int64_t v)
  *   routing, the event lag, and only then the watermark generator.
  * Nothing here allocates once the partition arrays have grown; the
  * common row costs no counter of its own (rows routed and in timestamp
- * order are counted by exception, below). */
-static tdm_err process_batch(rt_src_task *t)
+ * order are counted by exception, below).  Inlined into process_batch
+ * twice, with and without the lag histogram, so that a batch it does
+ * not sample pays no test per row for it. */
+static inline __attribute__((always_inline)) tdm_err
+scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on)
 {
     rt_source *s = t->src;
     tdm__batch *b = t->cur->b;
@@ -564,8 +569,8 @@ static tdm_err process_batch(rt_src_task *t)
     int n_mt = 0;
     int *touched = t->mtouched;
     rt_phot *hot = t->hot;
-    const uint32_t seq = ++t->seq;
     uint64_t *lag_b = t->lag.b;
+    uint64_t lag_max = t->lag_max;
     for (size_t i = 0; i < b->n; i++) {
         tdm__row *row = &b->rows[i];
         const uint32_t p = row->partition;
@@ -613,10 +618,13 @@ static tdm_err process_batch(rt_src_task *t)
          * are added in bulk below); only a row behind the maximum costs
          * a bucket. */
         tdm_time_ms ts = row->ts;
-        if (ts >= ph->hi) {
-            ph->hi = ts;
-        } else {
-            lag_b[lag_bucket(ph->hi - ts)]++;
+        const tdm_time_ms hi = ph->hi;
+        /* Selects rather than jumps: in or out of order is a coin toss. */
+        ph->hi = ts > hi ? ts : hi;
+        if (lag_on && ts < hi) {
+            const uint64_t lag = (uint64_t)hi - (uint64_t)ts;
+            lag_b[lag_bucket((int64_t)lag)]++;
+            lag_max = lag > lag_max ? lag : lag_max;
             behind++;
         }
         /* The partitions this batch touched with a timestamp the
@@ -659,10 +667,14 @@ static tdm_err process_batch(rt_src_task *t)
     int64_t routed = (int64_t)b->n - skipped;
     if (mode != TDM__TIME_PROCESSING) {
         int64_t timed = routed - (guard_dead ? 0 : guard_hits);
-        /* The histogram's maximum is not kept per row: the quantiles
-         * find it when they are published (publish_lag). */
-        lag_b[0] += (uint64_t)timed - behind;
-        t->lag.n += (uint64_t)timed;
+        /* The histogram's maximum is set when the quantiles are
+         * published (publish_lag). */
+        if (lag_on) {
+            lag_b[0] += (uint64_t)timed - behind;
+            t->lag.n += (uint64_t)timed;
+        }
+        t->lag_seen += (uint64_t)timed;
+        t->lag_max = lag_max;
     }
     rt_pub_add(&t->m.guard, guard_hits);
     rt_pub_add(&t->m.out, routed);
@@ -685,23 +697,37 @@ static tdm_err process_batch(rt_src_task *t)
     return TDM_OK;
 }
 
-/* Publishes the event lag quantiles of the subtask's histogram (-1 while
- * it is empty).  The per-record path only counts buckets, so the
- * maximum is set here first: the highest value of the highest bucket in
- * use, exact below 256 and within 1/128 above, like the quantiles. */
+/* Processes one poll's rows (scan_batch).  The lag histogram takes every
+ * record of the first batches and then of one batch in RT_LAG_EVERY: a
+ * bucket per out-of-order record was most of what metrics cost the
+ * source loop (docs/metrics.md, Cost), and quantiles of a systematic
+ * sample of batches are within a bucket of the full ones on any stream
+ * whose disorder does not change every few batches.  The maximum is the
+ * sample's too. */
+static tdm_err process_batch(rt_src_task *t)
+{
+    const uint32_t seq = ++t->seq;
+    if (seq <= RT_LAG_EXACT_BATCHES || seq % RT_LAG_EVERY == 0)
+        return scan_batch(t, seq, true);
+    return scan_batch(t, seq, false);
+}
+
+/* Publishes the event lag quantiles of the subtask's histogram and the
+ * maximum (-1 while no record had a lag).  The per-record path only
+ * counts buckets of the sampled batches and keeps their largest lag
+ * (exact, not a bucket's bound), set here as the histogram's maximum
+ * (the quantiles never exceed it). */
 static void publish_lag(rt_src_task *t)
 {
     static const double q[3] = { 0.5, 0.99, 0.999 };
     tdm__hist *h = &t->lag;
-    h->max = -1;
-    for (int i = TDM__HIST_BUCKETS - 1; h->n && i >= 0; i--)
-        if (h->b[i]) {
-            h->max = tdm__hist_bucket_high(i);
-            break;
-        }
+    h->max = t->lag_max > (uint64_t)INT64_MAX ? INT64_MAX
+                                               : (int64_t)t->lag_max;
+    bool any = t->lag_seen > 0;
     for (int i = 0; i < 3; i++)
-        rt_pub_set(&t->m.lag[i], tdm__hist_quantile(h, q[i]));
-    rt_pub_set(&t->m.lag[3], h->n ? h->max : -1);
+        rt_pub_set(&t->m.lag[i],
+                   any && h->n ? tdm__hist_quantile(h, q[i]) : -1);
+    rt_pub_set(&t->m.lag[3], any ? h->max : -1);
 }
 
 /* Publishes the watermark (and alignment pause) of the partitions this

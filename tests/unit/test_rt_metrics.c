@@ -933,6 +933,64 @@ TDM_TEST(event_lag_quantiles)
     tdm_job_destroy(job);
 }
 
+/* Regression (issue 4, metrics overhead): the lag histogram samples one
+ * batch in RT_LAG_EVERY after the first RT_LAG_EXACT_BATCHES; its
+ * quantiles must stay close to those of the whole stream and its maximum
+ * must be a lag, not a bucket's bound.  Batches of 2 rows: batch j holds
+ * ts 10000 j (in order) and 10000 j - j % 100 (lag j % 100), except
+ * batch 3 (one of the first, always sampled) whose second row lags 5000.
+ * The reference quantiles are computed here by sorting every lag of the
+ * rows; the sampled P99 must be within 2 ms of it, the P50 equal, and the
+ * maximum exactly 5000 (the bucket holding 5000 is 32 ms wide). */
+#define SAMPLED_BATCHES 2000
+static kit_row sampled_rows[2 * SAMPLED_BATCHES];
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+TDM_TEST(event_lag_sampled_close_to_full_stream)
+{
+    static int64_t lags[2 * SAMPLED_BATCHES];
+    for (int j = 1; j <= SAMPLED_BATCHES; j++) {
+        int64_t lag = j == 3 ? 5000 : j % 100;
+        sampled_rows[2 * (j - 1)] = (kit_row){ 0, "a", 10000LL * j, 1 };
+        sampled_rows[2 * (j - 1) + 1] =
+            (kit_row){ 0, "a", 10000LL * j - lag, 1 };
+        lags[2 * (j - 1)] = 0;
+        lags[2 * (j - 1) + 1] = lag;
+    }
+    qsort(lags, 2 * SAMPLED_BATCHES, sizeof lags[0], cmp_i64);
+    /* The 99th percentile: the ceil(0.99 n)-th smallest value. */
+    int64_t ref_p99 = lags[(2 * SAMPLED_BATCHES * 99 + 99) / 100 - 1];
+    kit_add_data((kit_data){ "sampled", 1, sampled_rows,
+                             2 * SAMPLED_BATCHES, 0, 0, 0 });
+    tdm_job *job;
+    ASSERT_OK(tdm_job_new(&job));
+    KIT_JOB_SET(job, "batch.size", "2");
+    tdm_node *s = kit_source_node(job, "src", "sampled");
+    KIT_SET(s, "watermark.max_out_of_orderness", "10s");
+    tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
+    KIT_SET(w, "from", "src");
+    KIT_SET(w, "key_by", "k");
+    KIT_SET(w, "window.size", "10s");
+    KIT_SET(w, "aggregates", "count() as n");
+    KIT_SET(w, "sink", "out");
+    kit_node(job, TDM_NODE_SINK, "out");
+    kit_run_ok(job);
+    tdm_metrics *m = snap(job);
+    ASSERT_EQ(GET(m, LAG_MAX, "src", 0, -1), 5000);
+    int64_t p99 = GET(m, LAG_P99, "src", 0, -1);
+    ASSERT_TRUE(p99 >= ref_p99 - 2 && p99 <= ref_p99 + 2);
+    ASSERT_EQ(GET(m, LAG_P50, "src", 0, -1),
+              lags[2 * SAMPLED_BATCHES / 2 - 1]);
+    ASSERT_EQ(GET(m, RECORDS_IN, "src", 0, -1), 2 * SAMPLED_BATCHES);
+    tdm_metrics_free(m);
+    tdm_job_destroy(job);
+}
+
 /* A source with no record has no lag (left out, not 0). */
 TDM_TEST(no_records_no_lag)
 {
