@@ -1236,13 +1236,14 @@ TDM_API void tdm_job_destroy(tdm_job *job);
       "in its alignment group")                                            \
     X(LAG_P50, "eventLagP50", VERTEX, GAUGE, "ms",                         \
       "Sources: median of how far records arrive behind the highest "      \
-      "timestamp already seen in their partition")                         \
+      "timestamp already seen in their partition (records of the first "  \
+      "16 batches of a subtask, then of one batch in 8)")                  \
     X(LAG_P99, "eventLagP99", VERTEX, GAUGE, "ms",                         \
       "Sources: 99th percentile of the same out-of-orderness")             \
     X(LAG_P999, "eventLagP999", VERTEX, GAUGE, "ms",                       \
       "Sources: 99.9th percentile of the same out-of-orderness")           \
     X(LAG_MAX, "eventLagMax", VERTEX, GAUGE, "ms",                         \
-      "Sources: largest out-of-orderness seen")                            \
+      "Sources: largest out-of-orderness of those sampled records")        \
     X(INPUT_WM, "currentInputNWatermark", INPUT, GAUGE, "ms",              \
       "Watermark of logical input N (Flink: currentInput1Watermark ...)")  \
     X(CH_WM, "channelWatermark", CHANNEL, GAUGE, "ms",                     \
