@@ -13,6 +13,9 @@
 
 #include "runtime/row.h"
 
+/* A line for the job's log (no newline), from a connector's thread. */
+typedef void (*tdm__log_fn)(void *ud, const char *line);
+
 /* ---- Configuration handed to connectors ----
  * The runtime parses the table's keys into this struct (defaults
  * applied) and passes it to open(); connectors never see raw strings. */
@@ -35,9 +38,30 @@ typedef struct tdm__source_conf {
     double gen_skew, gen_late_fraction;
     tdm_time_ms gen_max_delay, gen_late_delay, gen_idle_from, gen_idle_for;
     int64_t gen_idle_partition;
+    /* kafka (docs/kafka.md) */
+    const char *kafka_brokers;  /* "brokers", NULL: kafka.bootstrap.servers */
+    const char *kafka_topics;   /* "topics", comma-separated, or NULL */
+    const char *kafka_pattern;  /* "topic_pattern" ("^regex"), or NULL */
+    const char *kafka_group;    /* "group" (run.c defaults it to
+                                   "tidemark-<job>-<node>") */
+    int kafka_start;            /* TDM__KSTART_* ("start") */
+    tdm_time_ms kafka_start_ts; /* "start.timestamp" (epoch ms) */
+    bool kafka_stop_at_end;     /* "stop: end": eof once every assigned
+                                   partition reached its end */
+    bool ts_from_message;       /* "timestamp.source: message" */
+    int key_field;              /* schema index of "key.field", -1 */
+    /* "kafka.*" pass-through properties: 2 * kafka_n_props strings,
+     * key then value, the "kafka." prefix removed.  Borrowed. */
+    const char *const *kafka_props;
+    int kafka_n_props;
+    tdm__log_fn log;            /* the job's log (may be NULL) */
+    void *log_ud;
 } tdm__source_conf;
 
-enum { TDM__SRC_FILE = 1, TDM__SRC_STDIN, TDM__SRC_TCP, TDM__SRC_GENERATOR };
+enum { TDM__SRC_FILE = 1, TDM__SRC_STDIN, TDM__SRC_TCP, TDM__SRC_GENERATOR,
+       TDM__SRC_KAFKA };
+enum { TDM__KSTART_COMMITTED = 1, TDM__KSTART_EARLIEST, TDM__KSTART_LATEST,
+       TDM__KSTART_TIMESTAMP };
 enum { TDM__FMT_JSON = 1, TDM__FMT_CSV };
 enum { TDM__TIME_EVENT = 1, TDM__TIME_INGESTION, TDM__TIME_PROCESSING };
 enum { TDM__UNIT_MS = 1, TDM__UNIT_S, TDM__UNIT_US, TDM__UNIT_NS,
@@ -84,7 +108,7 @@ tdm_err tdm__ts_from_text(const char *s, size_t len, int unit,
 typedef struct tdm__source tdm__source;
 
 typedef struct tdm__source_vtab {
-    int version; /* 1 */
+    int version; /* 1, or 2 with the members after close */
     /* Opens the share of the source that subtask @p index of @p count
      * reads (files are dealt round-robin; generator partitions likewise).
      * *n_partitions receives how many partitions this subtask reads (may
@@ -102,11 +126,42 @@ typedef struct tdm__source_vtab {
     tdm_err (*poll)(tdm__source *src, tdm__batch *b, size_t max,
                     uint8_t *finished, int *eof);
     void (*close)(tdm__source *src);
+    /* ---- Version 2: sources whose partitions come and go (Kafka).
+     * open() returns *n_partitions = 0; partitions get local indices
+     * 0, 1, ... as they are assigned, never reused.  poll() rows carry
+     * local indices < n_partitions(); finished[p] is set (once) when p is
+     * revoked or (stop: end) reached its end, only for p counted before
+     * this poll; *eof = 1 only with stop: end, after the first
+     * assignment, once every assigned partition ended. */
+    /* Local partition indices allocated so far. */
+    int (*n_partitions)(tdm__source *src);
+    /* A name for partition  p ("clicks[3]"), for metrics and logs;
+     * borrowed, valid until close. */
+    const char *(*partition_name)(tdm__source *src, int p);
+    /* The watermark stored with the committed offset of  p by its
+     * previous owner (records whose results it already wrote lie at or
+     * below it), TDM_TIME_MIN if none. */
+    tdm_time_ms (*partition_floor)(tdm__source *src, int p);
+    /* Alignment: stops (paused = 1) or resumes fetching  p. */
+    void (*pause)(tdm__source *src, int p, int paused);
+    /* The subtask sent watermark  wm after the rows polled so far;
+     * horizon[p] (n entries) is the last operator watermark at which a
+     * row read so far from p can still change a result.  The connector
+     * remembers its positions under this mark. */
+    void (*mark)(tdm__source *src, tdm_time_ms wm,
+                 const tdm_time_ms *horizon, int n);
+    /* Every mark with wm <  processed has been handled by all
+     * consumers, and every operator's watermark is at least  done with
+     * the sinks flushed: commit, per partition, the newest such mark
+     * whose horizon is <= done.  TDM_OK or TDM_ERR_IO. */
+    tdm_err (*commit)(tdm__source *src, tdm_time_ms processed,
+                      tdm_time_ms done);
 } tdm__source_vtab;
 
 extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */
 extern const tdm__source_vtab tdm__tcp_source;
 extern const tdm__source_vtab tdm__generator_source;
+extern const tdm__source_vtab tdm__kafka_source;
 
 /* ---- Sinks ---- */
 
@@ -115,9 +170,17 @@ typedef struct tdm__sink_conf {
     int type;   /* TDM__SINK_STDOUT, _FILE, _DISCARD */
     const char *path;
     int format; /* TDM__FMT_JSON, TDM__FMT_CSV */
+    /* kafka */
+    const char *kafka_brokers;
+    const char *kafka_topic;
+    const char *const *kafka_props; /* as in tdm__source_conf */
+    int kafka_n_props;
+    tdm__log_fn log;
+    void *log_ud;
 } tdm__sink_conf;
 
-enum { TDM__SINK_STDOUT = 1, TDM__SINK_FILE, TDM__SINK_DISCARD };
+enum { TDM__SINK_STDOUT = 1, TDM__SINK_FILE, TDM__SINK_DISCARD,
+       TDM__SINK_KAFKA };
 
 /* What a result row says about its window and pane. */
 typedef enum tdm__change {
@@ -137,6 +200,7 @@ typedef struct tdm__col {
 typedef struct tdm__out_row {
     const tdm__col *cols; /* key fields, then aggregates (or join fields) */
     int n_cols;
+    int n_key_cols;       /* cols[0 .. n_key_cols) are the group key */
     int has_window;
     tdm_time_ms win_start, win_end;
     tdm_pane_timing timing;
@@ -150,7 +214,7 @@ typedef struct tdm__out_row {
 typedef struct tdm__sinkobj tdm__sinkobj;
 
 typedef struct tdm__sink_vtab {
-    int version; /* 1 */
+    int version; /* 1, or 2 with flush */
     tdm_err (*open)(const tdm__sink_conf *conf, int upsert,
                     tdm__sinkobj **out, char *errbuf, size_t errbuf_size);
     /* Thread-safe: called from several subtasks. */
@@ -161,8 +225,13 @@ typedef struct tdm__sink_vtab {
                           size_t raw_len);
     /* Flushes; an upsert file sink writes its final table here. */
     tdm_err (*close)(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
+    /* Version 2: everything written before the call is durable when it
+     * returns TDM_OK (text: buffer written and fflush'ed; Kafka: every
+     * message acknowledged).  Thread-safe. */
+    tdm_err (*flush)(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
 } tdm__sink_vtab;
 
 extern const tdm__sink_vtab tdm__text_sink; /* stdout, file, discard */
+extern const tdm__sink_vtab tdm__kafka_sink;
 
 #endif /* TDM_CONNECT_H */

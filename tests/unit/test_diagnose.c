@@ -137,7 +137,9 @@ static void ph_close(tdm__source *src)
     free(src);
 }
 
-static const tdm__source_vtab ph_source = { 1, ph_open, ph_poll, ph_close };
+static const tdm__source_vtab ph_source = {
+    .version = 1, .open = ph_open, .poll = ph_poll, .close = ph_close
+};
 
 static void ph_release(int phase)
 {

@@ -171,8 +171,9 @@ static inline void kit_close(tdm__source *s)
     free(s);
 }
 
-static const tdm__source_vtab kit_source = { 1, kit_open, kit_poll,
-                                             kit_close };
+static const tdm__source_vtab kit_source = {
+    .version = 1, .open = kit_open, .poll = kit_poll, .close = kit_close
+};
 
 /* ====================================================================== */
 /* Sinks                                                                   */
@@ -329,9 +330,11 @@ static inline tdm_err kit_sink_close(tdm__sinkobj *o, char *errbuf, size_t n)
     return TDM_OK;
 }
 
-static const tdm__sink_vtab kit_sink_vt = { 1, kit_sink_open,
-                                            kit_write_result, kit_write_row,
-                                            kit_write_dead, kit_sink_close };
+static const tdm__sink_vtab kit_sink_vt = {
+    .version = 1, .open = kit_sink_open, .write_result = kit_write_result,
+    .write_row = kit_write_row, .write_dead = kit_write_dead,
+    .close = kit_sink_close
+};
 
 /* ====================================================================== */
 /* Jobs                                                                    */

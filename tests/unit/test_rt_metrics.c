@@ -143,8 +143,9 @@ static void feed_close(tdm__source *s)
     free(s);
 }
 
-static const tdm__source_vtab feed_source = { 1, feed_open, feed_poll,
-                                              feed_close };
+static const tdm__source_vtab feed_source = {
+    .version = 1, .open = feed_open, .poll = feed_poll, .close = feed_close
+};
 
 static tdm_node *feed_node(tdm_job *job, const char *name, const char *f)
 {

@@ -90,8 +90,9 @@ static tdm_err held_poll(tdm__source *s, tdm__batch *b, size_t max,
     }
 }
 
-static const tdm__source_vtab held_source = {1, kit_open, held_poll,
-                                             kit_close};
+static const tdm__source_vtab held_source = {
+    .version = 1, .open = kit_open, .poll = held_poll, .close = kit_close
+};
 
 /* ====================================================================== */
 /* A tiny HTTP client                                                      */
