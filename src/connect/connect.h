@@ -156,6 +156,15 @@ typedef struct tdm__source_vtab {
      * whose horizon is <= done.  TDM_OK or TDM_ERR_IO. */
     tdm_err (*commit)(tdm__source *src, tdm_time_ms processed,
                       tdm_time_ms done);
+    /* Watermarks carried by the data itself (a repartition topic's
+     * markers): NULL, or called by the runtime after each poll for every
+     * partition; returns 1 with *wm / *idle set when partition @p p has a
+     * watermark or idleness of its own newer than the last call (the
+     * runtime then applies it with tdm_reader_split_watermark /
+     * tdm_reader_split_status after that poll's rows, and such a source's
+     * generator is NONE), 0 when nothing changed. */
+    int (*partition_watermark)(tdm__source *src, int p, tdm_time_ms *wm,
+                               int *idle);
 } tdm__source_vtab;
 
 extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */
