@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* nexmark.h - the NEXMark event generator's rules as pure functions:
+ * event number -> (kind, ids, price, times, strings), following
+ * /work/shared/docs/nexmark.md section 1.3 (Beam's and nexmark-flink's
+ * common generator).  Every event is a function of its number and the
+ * configuration only (a splitmix64 stream seeded with the event id), so
+ * generation parallelises and reproduces; the generator source
+ * (generator.c, kind nexmark) deals event numbers to partitions.
+ */
+#ifndef TDM_NEXMARK_H
+#define TDM_NEXMARK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tidemark.h"
+
+enum { TDM__NX_PERSON = 0, TDM__NX_AUCTION = 1, TDM__NX_BID = 2 };
+
+#define TDM__NX_FIRST_PERSON_ID 1000
+#define TDM__NX_FIRST_AUCTION_ID 1000
+#define TDM__NX_FIRST_CATEGORY_ID 10
+#define TDM__NX_PERSON_PROPORTION 1
+#define TDM__NX_AUCTION_PROPORTION 3
+#define TDM__NX_BID_PROPORTION 46
+#define TDM__NX_PROPORTION_DENOMINATOR 50
+#define TDM__NX_HOT_BATCH 100
+
+/* The generator's configuration (Beam's names; defaults from
+ * tdm__nx_conf_default). */
+typedef struct tdm__nx_conf {
+    int64_t first_event_id;     /* 0 (Beam); nexmark-flink uses 1 */
+    int64_t first_event_number; /* 0 (Beam); nexmark-flink uses 1 */
+    int64_t rate;               /* events per second of event time */
+    tdm_time_ms base_time;      /* event time of event number 0 */
+    int64_t ooo_group;          /* outOfOrderGroupSize G, >= 1 */
+    int64_t hot_auction_ratio, hot_bidders_ratio, hot_sellers_ratio;
+    int64_t in_flight_auctions; /* numInFlightAuctions */
+    int64_t active_people;      /* numActivePeople */
+    int flink_bidder_quirk;     /* 1: bidder ids + 2000 (nexmark-flink) */
+} tdm__nx_conf;
+
+/* One generated event.  Strings are not made here (tdm__nx_strings). */
+typedef struct tdm__nx_event {
+    int kind;               /* TDM__NX_PERSON, _AUCTION, _BID */
+    int64_t event_id;       /* after the out-of-order adjustment */
+    tdm_time_ms date_time;  /* event time (ms) */
+    tdm_time_ms wm;         /* the generator's perfect watermark */
+    /* person: id; auction: id, seller, category, initial_bid, reserve,
+     * expires; bid: auction, bidder, price */
+    int64_t id, seller, category, initial_bid, reserve, auction, bidder,
+        price;
+    tdm_time_ms expires;
+} tdm__nx_event;
+
+/* Fills @p c with the defaults of nexmark.md's table 1.3.8 (Beam's
+ * column): rate 10,000/s, base 2015-07-15T00:00:00Z, G = 1, ratios
+ * 2/4/4, 100 in-flight auctions, 1,000 active people. */
+void tdm__nx_conf_default(tdm__nx_conf *c);
+
+/* The event time of (adjusted) event number @p n:
+ * base + floor(n * 1000 / rate) ms, without overflow. */
+tdm_time_ms tdm__nx_time(const tdm__nx_conf *c, int64_t n);
+
+/* The ids of the rules (1.3.2), base 0 (add the FIRST_*_ID offsets). */
+int64_t tdm__nx_last_person(int64_t event_id);
+int64_t tdm__nx_last_auction(int64_t event_id);
+
+/* Computes the c-th event (c = events emitted before it, from 0). */
+void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
+                      tdm__nx_event *out);
+
+/* The strings of an event, written into @p buf (NUL-separated, borrowed
+ * pointers into it set below; fields that do not apply to the kind are
+ * set to NULL).  @p cap of 512 bytes is always enough.  Persons: name
+ * ("first last"), email, credit card, city, state; auctions: item name,
+ * description; bids: channel, url. */
+typedef struct tdm__nx_strings {
+    const char *name, *email, *credit_card, *city, *state;
+    const char *item_name, *description;
+    const char *channel, *url;
+} tdm__nx_strings;
+void tdm__nx_strings_of(const tdm__nx_event *ev, char *buf, size_t cap,
+                        tdm__nx_strings *out);
+
+#endif /* TDM_NEXMARK_H */
