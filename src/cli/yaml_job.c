@@ -48,17 +48,28 @@ static int scope_index(const char *scope)
 }
 
 /* Looks @p key up in scope @p sc; returns its type name ("DURATION", ...)
- * or NULL if the key is not in the table. */
+ * or NULL if the key is not in the table.  A key under a pass-through
+ * prefix ("kafka.session.timeout.ms" for the row "kafka.*") is "PROPS"
+ * unless a row has its exact name. */
 static const char *key_type(int sc, const char *key)
 {
-    const char *scope, *k, *type;
+    const char *scope, *k, *type, *props = NULL;
     for (int i = 0; tdm_conf_describe(i, &scope, &k, &type, NULL, NULL,
                                       NULL, NULL); i++) {
-        if (scope_index(scope) == sc && strcmp(k, key) == 0) {
+        if (scope_index(scope) != sc) {
+            continue;
+        }
+        if (strcmp(k, key) == 0) {
             return type != NULL ? type : "";
         }
+        size_t pl = strlen(k);
+        if (type != NULL && strcasecmp(type, "PROPS") == 0 && pl >= 2 &&
+            strcmp(k + pl - 2, ".*") == 0 && strncmp(k, key, pl - 1) == 0 &&
+            key[pl - 1] != '\0') {
+            props = type;
+        }
     }
-    return NULL;
+    return props;
 }
 
 /* Finds the known key of scope @p sc (plus the section names at the job
@@ -757,10 +768,11 @@ static void flatten(loader *L, int sc, const char *base, const char *prefix,
         if (vn->type == YAML_MAPPING_NODE &&
             (type == NULL || strcasecmp(type, "SCHEMA") != 0)) {
             /* A nested map: its keys continue this key with a dot.  Is
-             * any known key under this prefix?  If not, say so once. */
+             * any known key under this prefix?  If not, say so once.
+             * Under a pass-through prefix every name is known. */
             const char *scope, *k;
             size_t kl = strlen(key);
-            int any = 0;
+            int any = type != NULL && strcasecmp(type, "PROPS") == 0;
             for (int i = 0; tdm_conf_describe(i, &scope, &k, NULL, NULL,
                                               NULL, NULL, NULL); i++) {
                 if (scope_index(scope) == sc && strncmp(k, key, kl) == 0 &&

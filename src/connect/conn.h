@@ -163,6 +163,37 @@ tdm_err tdm__stream_read(tdm__stream *st, const tdm__source_conf *conf,
                          tdm__partmap *pm, tdm__dead_fn dead, void *dead_ud,
                          int timeout_ms, int *state);
 
+/* ---- JSON lines shared by the text and Kafka sinks (text_sink.c) ---- */
+
+/* A growable byte buffer; zero-initialised is empty.  oom is set (and
+ * further bytes dropped) when it cannot grow. */
+typedef struct tdm__sbuf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+} tdm__sbuf;
+
+/* Appends @p n bytes of @p p to @p b. */
+void tdm__sbuf_put(tdm__sbuf *b, const char *p, size_t n);
+/* Frees the bytes of @p b and empties it. */
+void tdm__sbuf_free(tdm__sbuf *b);
+
+/* Append the JSON line the text sink writes (text_sink.c's header
+ * comment has the members), without its newline, to @p b; b->oom tells
+ * of a failed allocation.  tdm__json_result: @p mode is the output mode
+ * (0 append, 1 upsert, 2 retract); @p upsert_op adds "op": "upsert" to
+ * upsert rows (stdout does, a keyed table or topic does not). */
+void tdm__json_result(const tdm__out_row *row, int mode, bool upsert_op,
+                      tdm__sbuf *b);
+void tdm__json_late(const tdm__row *row, tdm__sbuf *b);
+/* Appends the JSON object of a result's group key, cols[0 ..
+ * n_key_cols), plus "window_start" and "window_end" when @p window and
+ * the row has a window: {"user":"a","window_start":0,"window_end":60000}
+ * (the Kafka sink's message key). */
+void tdm__json_key(const tdm__out_row *row, bool window, tdm__sbuf *b);
+void tdm__json_dead(const char *location, const char *reason,
+                    const char *raw, size_t raw_len, tdm__sbuf *b);
+
 /* ---- Generator ---- */
 
 /* The schema text of the generator's rows, for a source without one:

@@ -56,6 +56,18 @@ typedef struct tdm__source_conf {
     int kafka_n_props;
     tdm__log_fn log;            /* the job's log (may be NULL) */
     void *log_ud;
+    /* Repartition through an internal topic (kafka_shuffle.h): the
+     * schema field name of the job's key, NULL for none, and the number
+     * of partitions of the internal topic (0: the connector's default). */
+    const char *repartition_key;
+    /* The source's configured watermark strategy, which the repartition
+     * writer runs per input partition (the runtime's own generator is
+     * NONE then); owned by the runtime.  "repartition.writers" and
+     * "repartition.writer_timeout" (ms). */
+    const tdm_wm_strategy *repartition_strategy;
+    int repartition_writers;
+    tdm_time_ms repartition_writer_timeout;
+    int repartition_partitions;
 } tdm__source_conf;
 
 enum { TDM__SRC_FILE = 1, TDM__SRC_STDIN, TDM__SRC_TCP, TDM__SRC_GENERATOR,

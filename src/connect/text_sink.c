@@ -26,7 +26,9 @@
  *
  * Several subtasks share a sink: every write takes the sink's mutex.
  * Output is buffered and written when 64 KiB have gathered or 500 ms have
- * passed, and at close.  A file sink creates missing parent folders.
+ * passed, at flush (version 2: also writes a changed upsert table) and at
+ * close.  A file sink creates missing parent folders.  The JSON lines are
+ * also exported (conn.h) for the Kafka sink, so both write the same text.
  */
 #include <errno.h>
 #include <math.h>
@@ -41,12 +43,8 @@
 #define FLUSH_BYTES ((size_t)64 << 10)
 #define FLUSH_MS 500
 
-/* A growable byte buffer. */
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} sbuf;
+/* The growable byte buffer of conn.h. */
+typedef tdm__sbuf sbuf;
 
 /* One key of an upsert table and its latest line. */
 typedef struct upsert_entry {
@@ -69,6 +67,7 @@ struct tdm__sinkobj {
     char *header;  /* upsert CSV: the header line */
     size_t header_len;
     int64_t last_flush_ms;
+    bool table_dirty; /* upsert table changed since it was written */
     tdm_err io_err;
     char io_msg[320];
     upsert_entry *ents;
@@ -331,8 +330,11 @@ static const char *timing_name(tdm_pane_timing t)
     }
 }
 
-/* Formats a result row. */
-static void format_result(tdm__sinkobj *s, lb *l, const tdm__out_row *row)
+/* Formats a result row in output mode @p mode (0 append, 1 upsert,
+ * 2 retract); @p upsert_op adds "op": "upsert" to upsert rows (a stream
+ * of lines, where the reader must know they replace earlier ones). */
+static void format_result(lb *l, const tdm__out_row *row, int mode,
+                          bool upsert_op)
 {
     lb_begin(l);
     for (int i = 0; i < row->n_cols; i++) {
@@ -348,13 +350,110 @@ static void format_result(tdm__sinkobj *s, lb *l, const tdm__out_row *row)
         lb_key(l, "update");
         sb_puts(l->b, row->is_update ? "true" : "false");
     }
-    if (s->mode == 2 || row->change == TDM__CHANGE_RETRACT) {
+    if (mode == 2 || row->change == TDM__CHANGE_RETRACT) {
         const char *op = row->change == TDM__CHANGE_RETRACT ? "-" : "+";
         lb_str(l, "op", op, 1);
-    } else if (s->mode == 1 && !s->path) {
+    } else if (mode == 1 && upsert_op) {
         lb_str(l, "op", "upsert", 6);
     }
     lb_end(l);
+}
+
+/* Formats a late record: its fields and "ts" ("ts" is left out when the
+ * schema has a field of that name). */
+static void format_late(lb *l, const tdm__row *row)
+{
+    const tdm__schema *sc = row->schema;
+
+    lb_begin(l);
+    for (int i = 0; sc && i < sc->n; i++) {
+        lb_key(l, sc->fields[i].name);
+        lb_val(l, sc->fields[i].type, &row->v[i]);
+    }
+    if (tdm__schema_find(sc, "ts") < 0) {
+        tdm__val v = {.u.i = row->ts, .null = row->ts == TDM_TIME_MIN};
+        lb_key(l, "ts");
+        lb_val(l, TDM_TYPE_TIMESTAMP, &v);
+    }
+    lb_end(l);
+}
+
+/* Formats a dead letter. */
+static void format_dead(lb *l, const char *location, const char *reason,
+                        const char *raw, size_t raw_len)
+{
+    lb_begin(l);
+    lb_str(l, "location", location ? location : "",
+           location ? strlen(location) : 0);
+    lb_str(l, "reason", reason ? reason : "", reason ? strlen(reason) : 0);
+    lb_str(l, "raw", raw ? raw : "", raw ? raw_len : 0);
+    lb_end(l);
+}
+
+/* ---- JSON lines for other sinks (conn.h) ---- */
+
+/* Removes the newline lb_end put at the end of @p b. */
+static void drop_newline(sbuf *b)
+{
+    if (!b->oom && b->len > 0 && b->p[b->len - 1] == '\n')
+        b->len--;
+}
+
+/* Appends a result as one JSON line without its newline (see conn.h). */
+void tdm__json_result(const tdm__out_row *row, int mode, bool upsert_op,
+                      tdm__sbuf *b)
+{
+    lb l = {.b = b, .json = true};
+    format_result(&l, row, mode, upsert_op);
+    drop_newline(b);
+}
+
+/* Appends the JSON object of a result's group key (see conn.h). */
+void tdm__json_key(const tdm__out_row *row, bool window, tdm__sbuf *b)
+{
+    lb l = {.b = b, .json = true};
+    int n = row->n_key_cols < row->n_cols ? row->n_key_cols : row->n_cols;
+
+    lb_begin(&l);
+    for (int i = 0; i < n; i++) {
+        lb_key(&l, row->cols[i].name);
+        lb_val(&l, row->cols[i].type, &row->cols[i].v);
+    }
+    if (window && row->has_window) {
+        lb_int(&l, "window_start", row->win_start);
+        lb_int(&l, "window_end", row->win_end);
+    }
+    sb_put(b, "}", 1);
+}
+
+/* Appends a late record as one JSON line without its newline. */
+void tdm__json_late(const tdm__row *row, tdm__sbuf *b)
+{
+    lb l = {.b = b, .json = true};
+    format_late(&l, row);
+    drop_newline(b);
+}
+
+/* Appends a dead letter as one JSON line without its newline. */
+void tdm__json_dead(const char *location, const char *reason,
+                    const char *raw, size_t raw_len, tdm__sbuf *b)
+{
+    lb l = {.b = b, .json = true};
+    format_dead(&l, location, reason, raw, raw_len);
+    drop_newline(b);
+}
+
+/* Appends raw bytes to @p b (sets b->oom on failure). */
+void tdm__sbuf_put(tdm__sbuf *b, const char *p, size_t n)
+{
+    sb_put(b, p, n);
+}
+
+/* Frees the bytes of @p b and empties it. */
+void tdm__sbuf_free(tdm__sbuf *b)
+{
+    tdm__free(b->p);
+    memset(b, 0, sizeof *b);
 }
 
 /* ---- Output ---- */
@@ -488,6 +587,7 @@ static tdm_err upsert_put(tdm__sinkobj *s, const tdm__out_row *row)
         u->line = copy;
         u->line_len = s->line.len;
         u->gone = row->change == TDM__CHANGE_RETRACT;
+        s->table_dirty = true;
         return TDM_OK;
     }
     u = &s->ents[s->n_ents];
@@ -506,6 +606,7 @@ static tdm_err upsert_put(tdm__sinkobj *s, const tdm__out_row *row)
         s->slots[slot] = (uint32_t)s->n_ents + 1;
     }
     s->n_ents++;
+    s->table_dirty = true;
     return TDM_OK;
 }
 
@@ -640,7 +741,7 @@ static tdm_err sink_write_result(tdm__sinkobj *s, const tdm__out_row *row)
         l.b = &s->line;
         l.json = s->format != TDM__FMT_CSV;
         l.hdr = !l.json && !s->header ? &hdr : NULL;
-        format_result(s, &l, row);
+        format_result(&l, row, s->mode, !s->path);
         if (s->line.oom || hdr.oom) {
             s->line.oom = false;
             tdm__free(hdr.p);
@@ -657,7 +758,7 @@ static tdm_err sink_write_result(tdm__sinkobj *s, const tdm__out_row *row)
     }
     size_t mark = s->out.len;
     start_line(s, &l, &hdr);
-    format_result(s, &l, row);
+    format_result(&l, row, s->mode, !s->path);
     commit_line(s, &l, &hdr, mark);
     err = after_write(s);
     pthread_mutex_unlock(&s->mu);
@@ -667,7 +768,6 @@ static tdm_err sink_write_result(tdm__sinkobj *s, const tdm__out_row *row)
 /* Writes a late record: its fields and "ts". */
 static tdm_err sink_write_row(tdm__sinkobj *s, const tdm__row *row)
 {
-    const tdm__schema *sc = row->schema;
     sbuf hdr = {0};
     tdm_err err;
     lb l;
@@ -677,17 +777,7 @@ static tdm_err sink_write_row(tdm__sinkobj *s, const tdm__row *row)
     pthread_mutex_lock(&s->mu);
     size_t mark = s->out.len;
     start_line(s, &l, &hdr);
-    lb_begin(&l);
-    for (int i = 0; sc && i < sc->n; i++) {
-        lb_key(&l, sc->fields[i].name);
-        lb_val(&l, sc->fields[i].type, &row->v[i]);
-    }
-    if (tdm__schema_find(sc, "ts") < 0) {
-        tdm__val v = {.u.i = row->ts, .null = row->ts == TDM_TIME_MIN};
-        lb_key(&l, "ts");
-        lb_val(&l, TDM_TYPE_TIMESTAMP, &v);
-    }
-    lb_end(&l);
+    format_late(&l, row);
     commit_line(s, &l, &hdr, mark);
     err = after_write(s);
     pthread_mutex_unlock(&s->mu);
@@ -708,12 +798,7 @@ static tdm_err sink_write_dead(tdm__sinkobj *s, const char *location,
     pthread_mutex_lock(&s->mu);
     size_t mark = s->out.len;
     start_line(s, &l, &hdr);
-    lb_begin(&l);
-    lb_str(&l, "location", location ? location : "",
-           location ? strlen(location) : 0);
-    lb_str(&l, "reason", reason ? reason : "", reason ? strlen(reason) : 0);
-    lb_str(&l, "raw", raw ? raw : "", raw ? raw_len : 0);
-    lb_end(&l);
+    format_dead(&l, location, reason, raw, raw_len);
     commit_line(s, &l, &hdr, mark);
     err = after_write(s);
     pthread_mutex_unlock(&s->mu);
@@ -746,6 +831,7 @@ static tdm_err write_table(tdm__sinkobj *s)
         remove(tmp);
         goto io;
     }
+    s->table_dirty = false;
     return TDM_OK;
 io:
     s->io_err = TDM_ERR_IO;
@@ -784,11 +870,32 @@ static tdm_err sink_close(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
     return err;
 }
 
+/* Makes everything written so far durable (see connect.h): the pending
+ * output written and fflush'ed; an upsert file's table written (to
+ * path.tmp, renamed over path) when it changed.  Returns TDM_OK or
+ * TDM_ERR_IO (message names the path). */
+static tdm_err sink_flush(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
+{
+    tdm_err err;
+
+    if (!s || s->type == TDM__SINK_DISCARD)
+        return TDM_OK;
+    pthread_mutex_lock(&s->mu);
+    err = flush_out(s);
+    if (err == TDM_OK && upsert_table(s) && s->table_dirty)
+        err = write_table(s);
+    if (err != TDM_OK)
+        tdm__errf(errbuf, errbuf_size, err, "%s", s->io_msg);
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
 const tdm__sink_vtab tdm__text_sink = {
-    .version = 1,
+    .version = 2,
     .open = sink_open,
     .write_result = sink_write_result,
     .write_row = sink_write_row,
     .write_dead = sink_write_dead,
     .close = sink_close,
+    .flush = sink_flush,
 };

@@ -33,7 +33,7 @@ static const char *const scope_names[] = { "job", "source", "window", "join",
                                            "sink" };
 static const char *const type_names[] = {
     "string", "int", "double", "bool", "duration", "enum", "schema",
-    "aggregates", "fields"
+    "aggregates", "fields", "props"
 };
 static const char *const aggfn_names[] = { "count", "sum", "min", "max",
                                            "avg", "count_distinct", "first",
@@ -48,15 +48,108 @@ const tdm__conf_row *tdm__conf_rows(int *n)
     return conf_rows;
 }
 
-/* Row of a key in a scope, -1 when unknown. */
+/* True when @p key is "<prefix>.<name>" for the PROPS row @p r
+ * ("kafka.*"): the row's key without its '*', then at least one more
+ * character. */
+static bool props_match(const tdm__conf_row *r, const char *key)
+{
+    size_t pl = strlen(r->key) - 1; /* keeps the '.' */
+    return r->type == TDM__CT_PROPS && strncmp(r->key, key, pl) == 0 &&
+           key[pl] != 0;
+}
+
+/* Row of a key in a scope, -1 when unknown.  An exact name wins over a
+ * PROPS prefix. */
 int tdm__conf_find(tdm__scope scope, const char *key)
 {
     if (!key)
         return -1;
-    for (int i = 0; i < N_ROWS; i++)
-        if (conf_rows[i].scope == scope && strcmp(conf_rows[i].key, key) == 0)
+    int prefix = -1;
+    for (int i = 0; i < N_ROWS; i++) {
+        if (conf_rows[i].scope != scope)
+            continue;
+        if (strcmp(conf_rows[i].key, key) == 0)
             return i;
-    return -1;
+        if (prefix < 0 && props_match(&conf_rows[i], key))
+            prefix = i;
+    }
+    return prefix;
+}
+
+/* Sets, replaces or (empty value) removes one property of a PROPS
+ * value; see rt.h. */
+tdm_err tdm__conf_set_prop(int row, const char *key, const char *value,
+                           tdm__conf_val *v, char *errbuf,
+                           size_t errbuf_size)
+{
+    if (row < 0 || row >= N_ROWS || conf_rows[row].type != TDM__CT_PROPS ||
+        !key || !props_match(&conf_rows[row], key))
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s: not a property key", key ? key : "(null)");
+    if (!value)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s: value must not be NULL", key);
+    int pl = (int)strlen(conf_rows[row].key) - 1; /* "kafka." */
+    const char *name = key + pl;
+    for (const char *c = name; *c; c++)
+        if (isspace((unsigned char)*c) || *c == '*')
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                             "%s: expected a property name without blanks "
+                             "or '*', e.g. \"%.*ssession.timeout.ms\"",
+                             key, pl, conf_rows[row].key);
+    int at = -1;
+    for (int i = 0; i < v->n_props; i++)
+        if (strcmp(v->props[2 * i], name) == 0)
+            at = i;
+    if (!*value) {
+        /* Removal: later pairs shift down, so the order stays the
+         * order in which the properties were first set. */
+        if (at < 0)
+            return TDM_OK;
+        tdm__free(v->props[2 * at]);
+        tdm__free(v->props[2 * at + 1]);
+        memmove(&v->props[2 * at], &v->props[2 * at + 2],
+                (size_t)(v->n_props - at - 1) * 2 * sizeof *v->props);
+        v->n_props--;
+        return TDM_OK;
+    }
+    char *val = tdm__strndup(value, strlen(value));
+    if (!val)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                         "%s: out of memory", key);
+    if (at >= 0) {
+        tdm__free(v->props[2 * at + 1]);
+        v->props[2 * at + 1] = val;
+        v->set = true;
+        return TDM_OK;
+    }
+    char *nm = tdm__strndup(name, strlen(name));
+    char **np = nm ? tdm__realloc(v->props, (size_t)(v->n_props + 1) * 2 *
+                                                sizeof *np)
+                   : NULL;
+    if (!np) {
+        tdm__free(nm);
+        tdm__free(val);
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                         "%s: out of memory", key);
+    }
+    v->props = np;
+    v->props[2 * v->n_props] = nm;
+    v->props[2 * v->n_props + 1] = val;
+    v->n_props++;
+    v->set = true;
+    return TDM_OK;
+}
+
+/* Looks a property up by its name without the prefix. */
+const char *tdm__conf_prop(const tdm__conf_val *v, const char *name)
+{
+    if (!v || !name)
+        return NULL;
+    for (int i = 0; i < v->n_props; i++)
+        if (strcmp(v->props[2 * i], name) == 0)
+            return v->props[2 * i + 1];
+    return NULL;
 }
 
 /* Name of an aggregate function, "?" out of range. */
@@ -108,6 +201,9 @@ void tdm__conf_val_free(tdm__conf_val *v)
     for (int i = 0; i < v->n_fields; i++)
         tdm__free(v->fields[i]);
     tdm__free(v->fields);
+    for (int i = 0; i < 2 * v->n_props; i++)
+        tdm__free(v->props[i]);
+    tdm__free(v->props);
     memset(v, 0, sizeof *v);
 }
 
@@ -719,6 +815,15 @@ tdm_err tdm__conf_parse(int row, const char *text, bool is_default,
         if (err == TDM_ERR_NOMEM)
             tdm__errf(errbuf, errbuf_size, err, "%s: out of memory",
                       r->key);
+        break;
+    case TDM__CT_PROPS:
+        /* Only the empty default parses as a whole value; properties are
+         * set one by one (tdm__conf_set_prop). */
+        if (*text)
+            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                            "%s: set one property at a time, e.g. "
+                            "\"%.*ssession.timeout.ms\"",
+                            r->key, (int)strlen(r->key) - 1, r->key);
         break;
     case TDM__CT_FIELDS:
         err = parse_fields(r, text, &v, errbuf, errbuf_size);

@@ -75,6 +75,10 @@ static tdm_err set_val(tdm__conf_val *vals, tdm__scope scope,
     if (!value)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: value must not be NULL", key);
+    const tdm__conf_row *rows = tdm__conf_rows(NULL);
+    if (rows[row].type == TDM__CT_PROPS && strcmp(rows[row].key, key) != 0)
+        return tdm__conf_set_prop(row, key, value, &vals[row], errbuf,
+                                  errbuf_size);
     return tdm__conf_parse(row, value, false, &vals[row], errbuf,
                            errbuf_size);
 }
@@ -720,10 +724,149 @@ static tdm_err check_field(vctx *c, const tdm_node *n, const char *key,
     return TDM_OK;
 }
 
+/* A key of @p n that was given explicitly (not its default) and not
+ * emptied again. */
+static bool node_set(const tdm_node *n, const char *key)
+{
+    const tdm__conf_val *v = tdm__node_val(n, key);
+    return v->set && v->text && *v->text;
+}
+
+/* True when @p s is a whole number of milliseconds or ISO-8601 text
+ * (start.timestamp). */
+static bool start_ts_ok(const char *s)
+{
+    tdm_time_ms ms;
+    size_t l = strlen(s);
+    size_t i = s[0] == '-' ? 1 : 0;
+    bool digits = l > i;
+    for (size_t k = i; k < l; k++)
+        if (s[k] < '0' || s[k] > '9')
+            digits = false;
+    if (digits)
+        return l < 19;
+    return tdm__ts_from_text(s, l, TDM__UNIT_ISO8601, &ms) == TDM_OK;
+}
+
+/* The Kafka keys of a source: where to connect, what to read, and how
+ * event time and the key are taken from the message (design: docs/
+ * kafka.md).  librdkafka properties (kafka.*) are checked when the
+ * source opens. */
+static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
+{
+    const tdm__conf_val *props = tdm__node_val(n, "kafka.*");
+    if (!*tdm__node_str(n, "brokers") &&
+        !tdm__conf_prop(props, "bootstrap.servers"))
+        VFAIL(c, n, "brokers: required for kafka sources (\"host:port,...\""
+                    ", or kafka.bootstrap.servers)");
+    const char *topics = tdm__node_str(n, "topics");
+    const char *pattern = tdm__node_str(n, "topic_pattern");
+    if (*topics && *pattern)
+        VFAIL(c, n, "topic_pattern: set either topics or topic_pattern, "
+                    "not both");
+    if (!*topics && !*pattern)
+        VFAIL(c, n, "topics: required for kafka sources (a comma-separated "
+                    "list, or set topic_pattern)");
+    if (*pattern && pattern[0] != '^')
+        VFAIL(c, n, "topic_pattern: must start with '^' (a regular "
+                    "expression), got \"%s\"",
+              pattern);
+    if (*topics) {
+        /* No empty names: "a,,b", a trailing comma, blanks only. */
+        const char *p = topics;
+        for (;;) {
+            size_t l = strcspn(p, ",");
+            size_t b = 0;
+            while (b < l && (p[b] == ' ' || p[b] == '\t'))
+                b++;
+            if (b == l)
+                VFAIL(c, n, "topics: expected comma-separated topic names, "
+                            "got \"%s\" (an empty name)",
+                      topics);
+            if (!p[l])
+                break;
+            p += l + 1;
+        }
+    }
+    int start = (int)tdm__node_int(n, "start") + 1;
+    const char *sts = tdm__node_str(n, "start.timestamp");
+    if (start == TDM__KSTART_TIMESTAMP && !*sts)
+        VFAIL(c, n, "start.timestamp: required with start: timestamp "
+                    "(epoch milliseconds or ISO-8601)");
+    if (start != TDM__KSTART_TIMESTAMP && *sts)
+        VFAIL(c, n, "start.timestamp: only used with start: timestamp");
+    if (*sts && !start_ts_ok(sts))
+        VFAIL(c, n, "start.timestamp: expected epoch milliseconds or "
+                    "ISO-8601 like \"2026-12-02T10:00:00Z\", got \"%s\"",
+              sts);
+    if (*tdm__node_str(n, "partition.field"))
+        VFAIL(c, n, "partition.field: kafka sources are partitioned by "
+                    "their topic partitions; remove it");
+    const char *kf = tdm__node_str(n, "key.field");
+    if (*kf) {
+        tdm_type t = TDM_TYPE_INT64;
+        tdm_err err = check_field(c, n, "key.field", n, kf, &t);
+        if (err != TDM_OK)
+            return err;
+        if (t != TDM_TYPE_STRING)
+            VFAIL(c, n, "key.field: \"%s\" is %s, expected string (it "
+                        "receives the message key)",
+                  kf, type_name(t));
+    }
+    if (tdm__node_int(n, "timestamp.source") == 1 &&
+        *tdm__node_str(n, "timestamp.field"))
+        VFAIL(c, n, "timestamp.field: the event time comes from the "
+                    "message (timestamp.source: message); remove "
+                    "timestamp.field or set timestamp.source: field");
+    if (tdm__node_int(n, "timestamp.source") == 1 &&
+        (int)tdm__node_int(n, "time") + 1 != TDM__TIME_EVENT)
+        VFAIL(c, n, "timestamp.source: message timestamps are event time, "
+                    "but time is not event");
+    return TDM_OK;
+}
+
+/* Keys that only mean something to a Kafka source. */
+static const char *const kafka_only_keys[] = {
+    "brokers", "topics", "topic_pattern", "group", "start.timestamp",
+    "key.field", "repartition.writers", "repartition.writer_timeout",
+};
+
 static tdm_err validate_source(vctx *c, tdm_node *n)
 {
     int type = (int)tdm__node_int(n, "type") + 1;
     const char *path = tdm__node_str(n, "path");
+    if (!n->src_vt && type == TDM__SRC_KAFKA) {
+        tdm_err err = validate_kafka_source(c, n);
+        if (err != TDM_OK)
+            return err;
+    } else if (!n->src_vt) {
+        for (size_t k = 0; k < sizeof kafka_only_keys /
+                                   sizeof kafka_only_keys[0]; k++)
+            if (node_set(n, kafka_only_keys[k]))
+                VFAIL(c, n, "%s: only kafka sources take it (type is "
+                            "not kafka)",
+                      kafka_only_keys[k]);
+        if (tdm__node_val(n, "kafka.*")->n_props > 0)
+            VFAIL(c, n, "kafka.%s: only kafka sources take kafka.* "
+                        "properties",
+                  tdm__node_val(n, "kafka.*")->props[0]);
+        if (tdm__node_int(n, "timestamp.source") == 1)
+            VFAIL(c, n, "timestamp.source: message timestamps exist only "
+                        "for kafka sources");
+        if (tdm__node_int(n, "repartition") != 0)
+            VFAIL(c, n, "repartition: only kafka sources re-partition");
+    }
+    /* Alignment: a group with a positive drift. */
+    if (*tdm__node_str(n, "watermark.alignment.group") &&
+        tdm__node_int(n, "watermark.alignment.max_drift") <= 0)
+        VFAIL(c, n, "watermark.alignment.max_drift: required (> 0) with "
+                    "watermark.alignment.group");
+    if (!*tdm__node_str(n, "watermark.alignment.group") &&
+        (node_set(n, "watermark.alignment.max_drift") ||
+         node_set(n, "watermark.alignment.update_interval")))
+        VFAIL(c, n, "watermark.alignment.group: required with "
+                    "watermark.alignment.max_drift (sources with the same "
+                    "group are aligned)");
     if (!n->src_vt) {
         if (type == TDM__SRC_FILE && !*path)
             VFAIL(c, n, "path: required for file sources (a file, a glob "
@@ -753,7 +896,8 @@ static tdm_err validate_source(vctx *c, tdm_node *n)
     const char *tsf = tdm__node_str(n, "timestamp.field");
     if (!*tsf && type == TDM__SRC_GENERATOR && !n->src_vt)
         tsf = "ts";
-    if (time == TDM__TIME_EVENT) {
+    bool ts_message = tdm__node_int(n, "timestamp.source") == 1;
+    if (time == TDM__TIME_EVENT && !ts_message) {
         if (!*tsf)
             VFAIL(c, n, "timestamp.field: required for event time (or set "
                         "time: ingestion)");
@@ -1053,9 +1197,31 @@ static tdm_err validate_join(vctx *c, tdm_node *n)
 
 static tdm_err validate_sink(vctx *c, tdm_node *n)
 {
-    if (!n->sink_vt && tdm__node_int(n, "type") + 1 == TDM__SINK_FILE &&
-        !*tdm__node_str(n, "path"))
+    int type = (int)tdm__node_int(n, "type") + 1;
+    if (n->sink_vt)
+        return TDM_OK;
+    if (type == TDM__SINK_FILE && !*tdm__node_str(n, "path"))
         VFAIL(c, n, "path: required for file sinks");
+    if (type == TDM__SINK_KAFKA) {
+        if (!*tdm__node_str(n, "brokers") &&
+            !tdm__conf_prop(tdm__node_val(n, "kafka.*"), "bootstrap.servers"))
+            VFAIL(c, n, "brokers: required for kafka sinks (\"host:port,"
+                        "...\", or kafka.bootstrap.servers)");
+        if (!*tdm__node_str(n, "topic"))
+            VFAIL(c, n, "topic: required for kafka sinks");
+        if (tdm__node_int(n, "format") + 1 != TDM__FMT_JSON)
+            VFAIL(c, n, "format: kafka sinks write JSON (format: json)");
+        if (*tdm__node_str(n, "path"))
+            VFAIL(c, n, "path: kafka sinks write to topic, not a path");
+    } else {
+        if (*tdm__node_str(n, "brokers") || *tdm__node_str(n, "topic"))
+            VFAIL(c, n, "%s: only kafka sinks take it (type is not kafka)",
+                  *tdm__node_str(n, "brokers") ? "brokers" : "topic");
+        if (tdm__node_val(n, "kafka.*")->n_props > 0)
+            VFAIL(c, n, "kafka.%s: only kafka sinks take kafka.* "
+                        "properties",
+                  tdm__node_val(n, "kafka.*")->props[0]);
+    }
     return TDM_OK;
 }
 

@@ -35,7 +35,8 @@ typedef enum tdm__ctype {
     TDM__CT_ENUM,
     TDM__CT_SCHEMA,
     TDM__CT_AGGREGATES,
-    TDM__CT_FIELDS
+    TDM__CT_FIELDS,
+    TDM__CT_PROPS /* key "prefix.*": pass-through properties */
 } tdm__ctype;
 
 /* One row of conf_table.def. */
@@ -81,12 +82,27 @@ typedef struct tdm__conf_val {
     int n_aggs;
     char **fields;         /* FIELDS */
     int n_fields;
+    char **props;          /* PROPS: 2 * n_props strings, name then value,
+                              the prefix removed, in the order first set */
+    int n_props;
 } tdm__conf_val;
 
 /* The table: *n receives the number of rows. */
 const tdm__conf_row *tdm__conf_rows(int *n);
-/* Row index of @p key in @p scope, or -1. */
+/* Row index of @p key in @p scope, or -1.  A key "p.<name>" (name not
+ * empty) finds the PROPS row "p.*" when no row is named exactly. */
 int tdm__conf_find(tdm__scope scope, const char *key);
+/* Sets property @p key of the PROPS row @p row ("kafka.session.timeout.ms"
+ * for row "kafka.*") to @p value in *v: a property set again is replaced,
+ * an empty value removes it.  Messages start with the key.  TDM_OK,
+ * TDM_ERR_INVAL (not a PROPS row, empty or blank-containing name),
+ * TDM_ERR_NOMEM (v unchanged). */
+tdm_err tdm__conf_set_prop(int row, const char *key, const char *value,
+                           tdm__conf_val *v, char *errbuf,
+                           size_t errbuf_size);
+/* The value of property @p name (without the prefix) in a PROPS value,
+ * or NULL when it is not set. */
+const char *tdm__conf_prop(const tdm__conf_val *v, const char *name);
 /* Parses @p text for row @p row into *out (freed first), checking the
  * type, the bounds (unless @p is_default) and the choices.  Messages
  * start with the key: `window.size: expected a duration like "5s" or

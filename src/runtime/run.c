@@ -10,9 +10,19 @@
  * Failure anywhere (I/O, memory) sets the run's abort flag: producers
  * stop, queues and pools wake their waiters, and the first error is
  * returned.  Cancel is softer: sources stop reading and end their input
- * normally, so the maximum watermark still flushes every window.
+ * normally, so the maximum watermark still flushes every window - unless
+ * the job stops on cancel (on_cancel stop, or auto with an endless Kafka
+ * source): then open windows are left for the next run.
+ *
+ * Sources whose partitions come and go (connector version 2, Kafka)
+ * commit their positions at least once: every commit.interval this
+ * thread takes what each source subtask's consumers handled and the
+ * operators' watermark, flushes the sinks, and hands the pair to the
+ * source threads; the final commit follows the sinks' close.  Watermark
+ * alignment groups get one coordinator each, driven by their sources.
  */
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -96,6 +106,30 @@ static rt_source *find_source(tdm__run *run, const char *name)
     return NULL;
 }
 
+/* The connectors' log: one line of the job's log. */
+static void job_log_line(void *ud, const char *line)
+{
+    tdm__job_log(ud, "%s", line);
+}
+
+/* A string key's text, NULL when empty (the connectors' "not given"). */
+static const char *opt_str(const tdm_node *n, const char *key)
+{
+    const char *v = tdm__node_str(n, key);
+    return *v ? v : NULL;
+}
+
+/* The "kafka.*" pass-through properties of a node: the parsed pairs,
+ * borrowed (the node outlives the run). */
+static tdm_err plan_props(const tdm_node *n, const char *const **out,
+                          int *n_out)
+{
+    const tdm__conf_val *v = tdm__node_val(n, "kafka.*");
+    *out = (const char *const *)v->props;
+    *n_out = v->props ? v->n_props : 0;
+    return TDM_OK;
+}
+
 /* A sink's connector configuration (the table's enum indexes are the
  * connector's constants minus one). */
 static void plan_sink(rt_sink *s, tdm_node *n)
@@ -105,7 +139,63 @@ static void plan_sink(rt_sink *s, tdm_node *n)
     s->conf.type = (int)tdm__node_int(n, "type") + 1;
     s->conf.path = tdm__node_str(n, "path");
     s->conf.format = (int)tdm__node_int(n, "format") + 1;
-    s->vt = n->sink_vt ? n->sink_vt : &tdm__text_sink;
+    s->conf.kafka_brokers = opt_str(n, "brokers");
+    s->conf.kafka_topic = opt_str(n, "topic");
+    plan_props(n, &s->conf.kafka_props, &s->conf.kafka_n_props);
+    s->conf.log = job_log_line;
+    s->conf.log_ud = n->job;
+    if (n->sink_vt)
+        s->vt = n->sink_vt;
+    else if (s->conf.type == TDM__SINK_KAFKA)
+        s->vt = &tdm__kafka_sink;
+    else
+        s->vt = &tdm__text_sink;
+}
+
+/* The Kafka keys of a source (docs/kafka.md): brokers, topics or a
+ * pattern, the group (default "tidemark-<job>-<node>"), the start
+ * position, stop, where timestamps and keys come from, and the kafka.*
+ * pass-through properties; the connectors' log.  The enum keys are the
+ * connector's constants minus one.  TDM_OK or TDM_ERR_NOMEM. */
+static tdm_err plan_kafka(rt_source *s, tdm_node *n)
+{
+    tdm__source_conf *c = &s->conf;
+    c->kafka_brokers = opt_str(n, "brokers");
+    c->kafka_topics = opt_str(n, "topics");
+    c->kafka_pattern = opt_str(n, "topic_pattern");
+    c->kafka_group = opt_str(n, "group");
+    if (!c->kafka_group) {
+        const char *job = tdm__job_str(n->job, "name");
+        size_t l = strlen(job) + strlen(n->name) + 16;
+        s->group_owned = tdm__malloc(l);
+        if (!s->group_owned)
+            return TDM_ERR_NOMEM;
+        snprintf(s->group_owned, l, "tidemark-%s-%s", job, n->name);
+        c->kafka_group = s->group_owned;
+    }
+    c->kafka_start = (int)tdm__node_int(n, "start") + 1;
+    c->kafka_start_ts = TDM_TIME_MIN;
+    const char *st = tdm__node_str(n, "start.timestamp");
+    if (*st) {
+        char *end = NULL;
+        long long v = strtoll(st, &end, 10);
+        tdm_time_ms ms;
+        if (end && *end == 0)
+            c->kafka_start_ts = v;
+        else if (tdm__ts_from_text(st, strlen(st), TDM__UNIT_ISO8601,
+                                   &ms) == TDM_OK)
+            c->kafka_start_ts = ms;
+    }
+    c->kafka_stop_at_end = tdm__node_int(n, "stop") == 1;
+    c->ts_from_message = tdm__node_int(n, "timestamp.source") == 1;
+    const char *kf = tdm__node_str(n, "key.field");
+    c->key_field = *kf ? tdm__schema_find(s->schema, kf) : -1;
+    tdm_err err = plan_props(n, &c->kafka_props, &c->kafka_n_props);
+    if (err != TDM_OK)
+        return err;
+    c->log = job_log_line;
+    c->log_ud = n->job;
+    return TDM_OK;
 }
 
 /* The source's connector configuration and watermark strategy. */
@@ -113,9 +203,11 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
                            size_t errbuf_size)
 {
     tdm__source_conf *c = &s->conf;
+    tdm_err err0;
     s->node = n;
     s->schema = tdm__node_schema(n);
     atomic_init(&s->unit_warned, 0);
+    atomic_init(&s->first_live, TDM_TIME_MAX);
     c->name = n->name;
     c->type = (int)tdm__node_int(n, "type") + 1;
     c->path = tdm__node_str(n, "path");
@@ -147,14 +239,22 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
     c->gen_idle_from = tdm__node_int(n, "generator.idle_from");
     c->gen_idle_for = tdm__node_int(n, "generator.idle_for");
     c->gen_idle_partition = tdm__node_int(n, "generator.idle_partition");
+    err0 = plan_kafka(s, n);
+    if (err0 != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err0,
+                         "out of memory planning source \"%s\"", n->name);
     if (n->src_vt)
         s->vt = n->src_vt;
+    else if (c->type == TDM__SRC_KAFKA)
+        s->vt = &tdm__kafka_source;
     else if (c->type == TDM__SRC_TCP)
         s->vt = &tdm__tcp_source;
     else if (c->type == TDM__SRC_GENERATOR)
         s->vt = &tdm__generator_source;
     else
         s->vt = &tdm__file_source;
+
+    s->v2 = s->vt->version >= 2 && s->vt->n_partitions;
 
     /* Watermarks: ingestion time is monotonous by construction;
      * processing time has none. */
@@ -261,6 +361,19 @@ static tdm_err plan_window(tdm__run *run, rt_op *op, tdm_node *n)
     op->proc_time = wproc || tdm__node_int(n, "trigger") == 2;
     op->event_time = !global && !wproc;
     op->lateness = tdm__node_int(n, "allowed_lateness");
+    int wtype = (int)tdm__node_int(n, "window.type");
+    int trig = (int)tdm__node_int(n, "trigger");
+    /* Tumbling and sliding event-time windows end; a record can change
+     * results until its last window is cleaned up.  Count and
+     * processing-time triggers fire on other clocks. */
+    if (op->event_time && wtype <= 1 && trig != 2 && trig != 3) {
+        int64_t size = tdm__node_int(n, "window.size");
+        op->hz.kind = RT_HZ_WINDOW;
+        op->hz.size = size;
+        op->hz.step = wtype == 1 ? tdm__node_int(n, "window.slide") : size;
+        op->hz.offset = tdm__node_int(n, "window.offset");
+        op->hz.lateness = op->lateness;
+    }
     op->n_cols = op->n_key + op->n_aggs;
     op->inputs = tdm__calloc((size_t)op->n_inputs, sizeof *op->inputs);
     op->in_key_idx = tdm__calloc((size_t)op->n_inputs, sizeof(int *));
@@ -311,6 +424,15 @@ static tdm_err plan_join(tdm__run *run, rt_op *op, tdm_node *n)
     static const char *const key_key[2] = { "left_key", "right_key" };
     op->n_inputs = 2;
     op->n_key = tdm__node_val(n, "left_key")->n_fields;
+    /* A window join's pairs are final when the window fires; an
+     * interval join's horizon is not tracked (commits at the end). */
+    int wtype = (int)tdm__node_int(n, "window.type");
+    if (tdm__node_int(n, "type") != 0 && wtype <= 1) {
+        int64_t size = tdm__node_int(n, "window.size");
+        op->hz.kind = RT_HZ_WINDOW;
+        op->hz.size = size;
+        op->hz.step = wtype == 1 ? tdm__node_int(n, "window.slide") : size;
+    }
     op->inputs = tdm__calloc(2, sizeof *op->inputs);
     op->in_key_idx = tdm__calloc(2, sizeof(int *));
     if (!op->inputs || !op->in_key_idx)
@@ -340,6 +462,206 @@ static tdm_err plan_join(tdm__run *run, rt_op *op, tdm_node *n)
             return TDM_ERR_NOMEM;
     set_col(op, op->n_cols - 1, NULL, "ts", TDM_TYPE_TIMESTAMP);
     return TDM_OK;
+}
+
+/* ---- Commit horizon, alignment, repartition ---- */
+
+/* C(ts) of one operator: the end of the last window holding ts, minus
+ * one, plus the allowed lateness (saturating). */
+static tdm_time_ms op_horizon(const rt_horizon *h, tdm_time_ms ts)
+{
+    if (h->kind != RT_HZ_WINDOW)
+        return TDM_TIME_MAX;
+    tdm_time_ms start = tdm__window_start(ts, h->offset, h->step);
+    tdm_time_ms end = tdm__time_add_sat(start, h->size);
+    return tdm__time_add_sat(end - 1, h->lateness);
+}
+
+/* The maximum over the source's consumers; TDM_TIME_MIN for "no
+ * record" (ts TDM_TIME_MIN). */
+tdm_time_ms rt_horizon_of(const rt_source *s, tdm_time_ms ts)
+{
+    if (ts == TDM_TIME_MIN)
+        return TDM_TIME_MIN;
+    if (s->hz_end)
+        return TDM_TIME_MAX;
+    tdm_time_ms hz = TDM_TIME_MIN;
+    for (int e = 0; e < s->n_edges; e++) {
+        tdm_time_ms h = op_horizon(&s->edges[e].op->hz, ts);
+        if (h > hz)
+            hz = h;
+    }
+    return hz;
+}
+
+/* Minimum over the subtask's consumer channels of what they handled:
+ * the channel's watermark is published when the operator takes it, so
+ * every row sent before it is in the operator's state by then. */
+tdm_time_ms rt_src_processed(const rt_src_task *t)
+{
+    const rt_source *s = t->src;
+    int P = t->run->P;
+    tdm_time_ms m = TDM_TIME_MAX;
+    for (int e = 0; e < s->n_edges; e++) {
+        const rt_edge *ed = &s->edges[e];
+        int ch = ed->input * P + t->index;
+        for (int j = 0; j < P; j++) {
+            const rt_op_task *o = &ed->op->tasks[j];
+            if (rt_pub_get(&o->chp[ch].ended))
+                continue;
+            tdm_time_ms w = atomic_load_explicit(
+                (_Atomic int64_t *)&o->chp[ch].wm, memory_order_acquire);
+            if (w < m)
+                m = w;
+        }
+    }
+    return m;
+}
+
+/* The coordinator's announcements: each target subtask (numbered
+ * within the group) gets the allowed maximum; its thread applies it at
+ * the top of its loop (tdm_reader_announce is the reader's own). */
+static void align_emit(void *opaque, const tdm_event *ev)
+{
+    rt_align *a = opaque;
+    tdm__run *run = a->run;
+    if (ev->type != TDM_EVENT_ANNOUNCE)
+        return;
+    for (size_t k = 0; k < ev->n_targets; k++) {
+        int g = ev->targets[k];
+        for (int i = 0; i < run->n_srcs; i++) {
+            rt_source *s = &run->srcs[i];
+            if (s->align != a || !s->tasks || g < s->align_base ||
+                g >= s->align_base + run->P)
+                continue;
+            rt_src_task *t = &s->tasks[g - s->align_base];
+            atomic_store_explicit(&t->ann_max, ev->time,
+                                  memory_order_relaxed);
+            atomic_fetch_add_explicit(&t->ann_seq, 1, memory_order_release);
+        }
+    }
+}
+
+/* One coordinator per distinct watermark.alignment.group; a group's
+ * drift and interval are those of its first source. */
+static tdm_err plan_alignment(tdm__run *run, char *errbuf,
+                              size_t errbuf_size)
+{
+    run->aligns = tdm__calloc((size_t)run->n_srcs + 1, sizeof *run->aligns);
+    if (!run->aligns)
+        goto nomem;
+    for (int i = 0; i < run->n_srcs; i++) {
+        rt_source *s = &run->srcs[i];
+        const char *g = tdm__node_str(s->node, "watermark.alignment.group");
+        if (!*g)
+            continue;
+        rt_align *a = NULL;
+        for (int k = 0; k < run->n_aligns; k++)
+            if (strcmp(run->aligns[k].group, g) == 0)
+                a = &run->aligns[k];
+        if (!a) {
+            a = &run->aligns[run->n_aligns++];
+            a->group = g;
+            a->run = run;
+            a->drift = tdm__node_int(s->node,
+                                     "watermark.alignment.max_drift");
+            a->interval = tdm__node_int(
+                s->node, "watermark.alignment.update_interval");
+            if (a->interval <= 0)
+                a->interval = 1000;
+        }
+        s->align = a;
+        s->align_base = a->n;
+        a->n += run->P;
+    }
+    for (int k = 0; k < run->n_aligns; k++) {
+        rt_align *a = &run->aligns[k];
+        char msg[200] = "";
+        if (pthread_mutex_init(&a->mu, NULL) != 0)
+            goto nomem;
+        a->mu_ok = true;
+        if (rt_clock_new(run->job, &a->clk) != TDM_OK)
+            goto nomem;
+        tdm_err err = tdm_align_coord_new(a->n, a->drift, a->interval,
+                                          a->clk, align_emit, a, &a->coord,
+                                          msg, sizeof msg);
+        if (err != TDM_OK)
+            return tdm__errf(errbuf, errbuf_size, err,
+                             "watermark.alignment.group \"%s\": %s",
+                             a->group, msg[0] ? msg : tdm_strerror(err));
+    }
+    return TDM_OK;
+
+nomem:
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                     "out of memory planning watermark alignment");
+}
+
+/* Repartition (kafka, docs/kafka.md): the job's key is the first
+ * consumer's single key field; "auto" repartitions when it is not
+ * key.field.  The source's data then carries its watermarks (the
+ * connector reports them per partition), so its generator is NONE. */
+static tdm_err plan_repartition(rt_source *s, char *errbuf,
+                                size_t errbuf_size)
+{
+    int mode = (int)tdm__node_int(s->node, "repartition");
+    if (mode == 0 || s->conf.type != TDM__SRC_KAFKA || s->n_edges == 0)
+        return TDM_OK;
+    const rt_edge *e = &s->edges[0];
+    if (e->n_key != 1 || e->key_idx[0] < 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "source \"%s\": repartition needs a consumer "
+                         "keyed by one field", s->node->name);
+    const char *key = s->schema->fields[e->key_idx[0]].name;
+    if (mode == 1 && s->conf.key_field == e->key_idx[0])
+        return TDM_OK;
+    s->conf.repartition_key = key;
+    s->conf.repartition_partitions = 0;
+    s->conf.repartition_writers =
+        (int)tdm__node_int(s->node, "repartition.writers");
+    s->conf.repartition_writer_timeout =
+        tdm__node_int(s->node, "repartition.writer_timeout");
+    tdm_wm_strategy *none = NULL;
+    char msg[200] = "";
+    tdm_err err = tdm_wm_strategy_new(TDM_WM_NONE, 0, &none, msg,
+                                      sizeof msg);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err, "source \"%s\": %s",
+                         s->node->name, msg[0] ? msg : tdm_strerror(err));
+    /* The configured strategy moves to the connector's writer, which
+     * runs it per input partition (freed with the plan). */
+    s->conf.repartition_strategy = s->strat;
+    s->strat = none;
+    s->wm_max_only = true;
+    return TDM_OK;
+}
+
+/* What the runtime decides once every node is planned: each source's
+ * commit horizon (the maximum over its consumers), repartition,
+ * alignment groups, commits and what cancel does. */
+static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
+{
+    tdm_job *job = run->job;
+    bool endless_kafka = false;
+    for (int i = 0; i < run->n_srcs; i++) {
+        rt_source *s = &run->srcs[i];
+        s->hz_end = s->conf.time_mode == TDM__TIME_PROCESSING;
+        for (int e = 0; e < s->n_edges; e++)
+            if (s->edges[e].op->hz.kind != RT_HZ_WINDOW)
+                s->hz_end = true;
+        run->any_v2 |= s->v2;
+        if (s->conf.type == TDM__SRC_KAFKA && !s->conf.kafka_stop_at_end)
+            endless_kafka = true;
+        tdm_err err = plan_repartition(s, errbuf, errbuf_size);
+        if (err != TDM_OK)
+            return err;
+    }
+    int oc = (int)tdm__job_int(job, "on_cancel");
+    run->stop_on_cancel = oc == 2 || (oc == 0 && endless_kafka);
+    run->commit_interval = tdm__job_int(job, "commit.interval");
+    if (run->commit_interval <= 0)
+        run->commit_interval = 1000;
+    return plan_alignment(run, errbuf, errbuf_size);
 }
 
 /* Builds sources, operators, edges and sinks (nothing opened yet). */
@@ -392,7 +714,7 @@ static tdm_err plan(tdm__run *run, char *errbuf, size_t errbuf_size)
     run->dead = find_sink(run, tdm__job_str(job, "dead_letter"));
     if (run->dead)
         run->dead->used = true;
-    return TDM_OK;
+    return plan_runtime(run, errbuf, errbuf_size);
 
 nomem:
     return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
@@ -456,7 +778,18 @@ static void free_plan(tdm__run *run)
             tdm__free(s->edges[e].key_idx);
         tdm__free(s->edges);
         tdm_wm_strategy_destroy(s->strat);
+        tdm_wm_strategy_destroy(
+            (tdm_wm_strategy *)s->conf.repartition_strategy);
+        tdm__free(s->group_owned);
     }
+    for (int k = 0; k < run->n_aligns; k++) {
+        rt_align *a = &run->aligns[k];
+        tdm_align_coord_destroy(a->coord);
+        tdm_clock_destroy(a->clk);
+        if (a->mu_ok)
+            pthread_mutex_destroy(&a->mu);
+    }
+    tdm__free(run->aligns);
     for (int i = 0; i < run->n_ops; i++) {
         rt_op *op = &run->ops[i];
         if (op->tasks)
@@ -615,29 +948,136 @@ static void progress(tdm__run *run)
         job->progress(job->progress_ud, job);
 }
 
+/* The lowest published watermark over operator subtasks (acquire:
+ * every result fired at or below it was written before). */
+static tdm_time_ms ops_done(tdm__run *run)
+{
+    tdm_time_ms done = TDM_TIME_MAX;
+    for (int o = 0; o < run->n_ops; o++)
+        for (int j = 0; run->ops[o].tasks && j < run->P; j++) {
+            tdm_time_ms w = atomic_load_explicit(&run->ops[o].tasks[j].wm,
+                                                 memory_order_acquire);
+            if (w < done)
+                done = w;
+        }
+    return done;
+}
+
+/* Flushes every used sink that can (version 2); false when one failed
+ * (logged: the commit waits for the next round). */
+static bool flush_sinks(tdm__run *run)
+{
+    for (int i = 0; i < run->n_sinks; i++) {
+        rt_sink *s = &run->sinks[i];
+        if (!s->obj || s->vt->version < 2 || !s->vt->flush)
+            continue;
+        char msg[256] = "";
+        if (s->vt->flush(s->obj, msg, sizeof msg) != TDM_OK) {
+            /* Said once per failure spell, not every round. */
+            if (!run->flush_warned)
+                tdm__job_log(run->job, "sink %s: flush failed (%s); "
+                                       "offsets are not committed until "
+                                       "a flush succeeds",
+                             s->node->name,
+                             msg[0] ? msg : "no reason given");
+            run->flush_warned = true;
+            return false;
+        }
+    }
+    run->flush_warned = false;
+    return true;
+}
+
+/* One commit round (at-least-once, docs/kafka.md): for every subtask of
+ * a committing source, what its consumers handled; then the operators'
+ * watermark; then every sink flushed; only then are the pairs handed to
+ * the source threads, which call the connector's commit themselves (a
+ * connector is single-threaded). */
+static void commit_round(tdm__run *run)
+{
+    for (int i = 0; i < run->n_srcs; i++) {
+        rt_source *s = &run->srcs[i];
+        if (!s->v2 || !s->tasks)
+            continue;
+        for (int k = 0; k < run->P; k++)
+            s->tasks[k].c_pend = rt_src_processed(&s->tasks[k]);
+    }
+    tdm_time_ms done = ops_done(run);
+    if (!flush_sinks(run))
+        return;
+    for (int i = 0; i < run->n_srcs; i++) {
+        rt_source *s = &run->srcs[i];
+        if (!s->v2 || !s->tasks)
+            continue;
+        for (int k = 0; k < run->P; k++) {
+            rt_src_task *t = &s->tasks[k];
+            atomic_store_explicit(&t->c_proc, t->c_pend,
+                                  memory_order_relaxed);
+            atomic_store_explicit(&t->c_done, done, memory_order_relaxed);
+            atomic_fetch_add_explicit(&t->c_req, 1, memory_order_release);
+        }
+    }
+}
+
+/* The final commit, once every thread stopped and the sinks closed
+ * (flushed): every mark is processed; the operators' watermark says
+ * which records' results were written (TDM_TIME_MAX after a drain).
+ * Connectors are closed afterwards (free_plan), leaving their group. */
+static void final_commit(tdm__run *run)
+{
+    tdm_time_ms done = ops_done(run);
+    for (int i = 0; i < run->n_srcs; i++) {
+        rt_source *s = &run->srcs[i];
+        if (!s->v2 || !s->tasks || !s->vt->commit)
+            continue;
+        for (int k = 0; k < run->P; k++) {
+            rt_src_task *t = &s->tasks[k];
+            if (t->conn && s->vt->commit(t->conn, TDM_TIME_MAX, done) !=
+                               TDM_OK)
+                tdm__job_log(run->job, "source %s subtask %d: the final "
+                                       "offset commit failed",
+                             s->node->name, k);
+        }
+    }
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Waits for every thread, calling the progress callback every
- * status.interval. */
+ * status.interval and, with a committing source, running a commit round
+ * every commit.interval. */
 static void supervise(tdm__run *run)
 {
     int64_t interval = tdm__job_int(run->job, "status.interval");
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
+    int64_t next_status = mono_ms() + interval;
+    int64_t next_commit = mono_ms() + run->commit_interval;
     pthread_mutex_lock(&run->mu);
-    for (;;) {
-        if (run->n_done >= run->n_threads)
-            break;
-        int64_t ns = next.tv_nsec + (interval % 1000) * 1000000;
-        next.tv_sec += (time_t)(interval / 1000 + ns / 1000000000);
-        next.tv_nsec = (long)(ns % 1000000000);
-        while (run->n_done < run->n_threads) {
-            int r = pthread_cond_timedwait(&run->cv, &run->mu, &next);
-            if (r != 0)
-                break; /* the interval is over */
-        }
+    while (run->n_done < run->n_threads) {
+        int64_t next = next_status;
+        if (run->any_v2 && next_commit < next)
+            next = next_commit;
+        struct timespec at = { .tv_sec = (time_t)(next / 1000),
+                               .tv_nsec = (long)(next % 1000) * 1000000 };
+        int r = 0;
+        while (run->n_done < run->n_threads && r == 0)
+            r = pthread_cond_timedwait(&run->cv, &run->mu, &at);
         if (run->n_done >= run->n_threads)
             break;
         pthread_mutex_unlock(&run->mu);
-        progress(run);
+        int64_t now = mono_ms();
+        if (run->any_v2 && now >= next_commit) {
+            commit_round(run);
+            next_commit = now + run->commit_interval;
+        }
+        if (now >= next_status) {
+            progress(run);
+            next_status = now + interval;
+        }
         pthread_mutex_lock(&run->mu);
     }
     pthread_mutex_unlock(&run->mu);
@@ -741,6 +1181,8 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
                             run->errmsg);
     }
     err = close_sinks(run, errbuf, errbuf_size, err);
+    if (err == TDM_OK && run->any_v2)
+        final_commit(run);
     atomic_store(&job->stats[TDM_STAT_ELAPSED_MS],
                  tdm__job_now(job) - atomic_load(&job->start_ms));
     if (job->progress && err == TDM_OK)

@@ -30,6 +30,32 @@ typedef struct rt_sink {
     bool used;
 } rt_sink;
 
+/* Watermark alignment: one coordinator per watermark.alignment.group,
+ * shared by every source of the group (both sides of a join may be);
+ * its subtask numbers are rt_source.align_base + subtask index.  mu
+ * serialises the coordinator's calls, made from the source threads. */
+typedef struct rt_align {
+    const char *group;   /* borrowed from the first source's key */
+    tdm_align_coord *coord;
+    tdm_clock *clk;
+    pthread_mutex_t mu;
+    bool mu_ok;
+    tdm_time_ms drift, interval;
+    int n;               /* subtasks: sum of P over the group's sources */
+    tdm__run *run;
+} rt_align;
+
+/* What a record of time ts can still change, per operator (the commit
+ * horizon C(ts), docs/kafka.md): the last operator watermark at which
+ * it belongs to a window not yet cleaned up.  RT_HZ_END: results can
+ * change until the end of input (sessions, global windows, count or
+ * processing-time triggers, interval joins). */
+enum { RT_HZ_END = 0, RT_HZ_WINDOW = 1 };
+typedef struct rt_horizon {
+    int kind;
+    tdm_time_ms size, step, offset, lateness;
+} rt_horizon;
+
 /* A source feeding an operator. */
 typedef struct rt_edge {
     rt_op *op;
@@ -55,6 +81,19 @@ struct rt_source {
     int n_targets;
     atomic_int unit_warned;
     rt_src_task *tasks;
+    /* Version-2 connector (partitions come and go, commits). */
+    bool v2;
+    /* Processing time at which a subtask of this source first had a
+     * split (TDM_TIME_MAX: none yet); see idle_without_splits. */
+    _Atomic int64_t first_live;
+    char *group_owned;   /* the default kafka group name */
+    /* Commit horizon: the maximum over the consumers' (hz_end: some
+     * consumer changes results until the end). */
+    bool hz_end;
+    /* Alignment group (NULL: none) and this source's first subtask
+     * number in its coordinator. */
+    rt_align *align;
+    int align_base;
 };
 
 enum { RT_APPEND = 0, RT_UPSERT = 1, RT_RETRACT = 2 };
@@ -78,6 +117,7 @@ struct rt_op {
     bool proc_time;      /* processing-time windows or trigger */
     bool event_time;     /* event-time assigner (lateness applies) */
     tdm_time_ms lateness;
+    rt_horizon hz;       /* commit horizon of the records it reads */
     /* Output columns: key fields, then aggregates (window) or left
      * fields, right fields and ts (join). */
     int n_cols;
@@ -139,6 +179,32 @@ struct rt_src_task {
     int unit;          /* timestamp unit suspicion (TS_UNIT) */
     tdm_time_ms wm_out; /* last watermark emitted */
     bool idle;          /* last status emitted */
+    /* Version-2 sources (run.c, task_source.c). */
+    bool forced_idle;   /* idle because no split is live */
+    bool reader_idle;   /* the reader's own last status */
+    int n_live;         /* splits neither finished nor revoked */
+    tdm_time_ms *floor; /* per split: replay floor (C(ts) <= floor: skip) */
+    bool any_floor;     /* some live split has a floor */
+    tdm_time_ms *hzbuf; /* per split: horizon handed to mark() */
+    tdm_time_ms marked; /* watermark of the last mark() */
+    bool scanning;      /* inside scan_batch (on-event watermarks) */
+    bool wm_after_rows; /* wm_out went out after every polled row */
+    bool replay_logged;
+    int64_t replay_skipped;
+    /* Commits: the run thread publishes (c_proc, c_done), then bumps
+     * c_req (release); the source thread commits when it changed. */
+    _Atomic int64_t c_proc, c_done;
+    tdm_time_ms c_pend;  /* the run thread's own, before the flush */
+    atomic_uint c_req;
+    unsigned c_seen;
+    bool commit_warned;
+    /* Alignment: the latest announcement for this subtask (ann_max, then
+     * ann_seq bumped, release) and the pause state applied per split. */
+    _Atomic int64_t ann_max;
+    atomic_uint ann_seq;
+    unsigned ann_seen;
+    bool reading_paused;
+    uint8_t *ppaused;   /* per split: paused at the connector */
     rt_src_metrics m;
     char pad_tail_[128];
 };
@@ -158,6 +224,7 @@ struct rt_op_task {
     tdm__rowagg *ra;
     tdm__keybuf kb, pk, uk;
     bool *ch_ended;
+    bool nodrain;        /* a channel ended without draining (stop) */
     tdm_time_ms *ch_wm;
     bool *ch_warned;
     int ended;
@@ -218,6 +285,14 @@ struct tdm__run {
     tdm_err err;
     char errmsg[512];
     bool debug;          /* log.level debug */
+    /* Cancel stops without draining (on_cancel stop, or auto with an
+     * endless Kafka source): open windows are not written. */
+    bool stop_on_cancel;
+    bool any_v2;         /* some source commits (version 2) */
+    tdm_time_ms commit_interval;
+    bool flush_warned;   /* the committer's flush failed last round */
+    rt_align *aligns;
+    int n_aligns;
 };
 
 /* Records the run's first error (message formatted), aborts the run and
@@ -241,6 +316,14 @@ tdm_err rt_op_task_init(rt_op_task *t);
 void rt_op_task_fini(rt_op_task *t);
 /* Marks the calling subtask finished (the run thread waits for all). */
 void rt_thread_done(tdm__run *run);
+/* The commit horizon C(ts) of source @p s: the maximum over its
+ * consumers (TDM_TIME_MAX when one of them changes results until the
+ * end of input). */
+tdm_time_ms rt_horizon_of(const rt_source *s, tdm_time_ms ts);
+/* The watermark up to which every consumer channel of source subtask
+ * @p t has handled its input: the minimum over them of the channel's
+ * watermark (TDM_TIME_MAX once ended). */
+tdm_time_ms rt_src_processed(const rt_src_task *t);
 /* A clock reading the job's processing time. */
 tdm_err rt_clock_new(tdm_job *job, tdm_clock **out);
 /* The punctuated strategy's marker predicate (ud: the rt_source). */

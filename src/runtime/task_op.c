@@ -247,6 +247,7 @@ static void write_window_result(rt_op_task *t, const tdm_event *ev)
         return;
     }
     tdm__out_row out = {
+        .n_key_cols = op->n_key,
         .has_window = ev->has_window,
         .win_start = ev->win_start,
         .win_end = ev->win_end,
@@ -374,7 +375,9 @@ static void on_output_watermark(rt_op_task *t, tdm_time_ms wm)
     if (t->run->debug)
         debug_watermark(t, wm);
     t->wm_out = wm;
-    atomic_store_explicit(&t->wm, wm, memory_order_relaxed);
+    /* Release: the committer (run.c) that reads it with acquire sees
+     * every result fired up to it already handed to the sinks. */
+    atomic_store_explicit(&t->wm, wm, memory_order_release);
 }
 
 /* The window operator's output.  LATE events carry the row itself as
@@ -603,8 +606,12 @@ static bool handle(rt_op_task *t, const tdm__item *it)
         break;
     case TDM__ITEM_END:
         /* End of a channel is its maximum watermark (a channel that
-         * never read anything sends END alone). */
-        if (!t->failed && t->ch_wm[it->ch] != TDM_TIME_MAX) {
+         * never read anything sends END alone), unless the source
+         * stopped without a drain (idle set: on_cancel stop): then open
+         * windows stay unwritten, for the next run to complete. */
+        if (it->idle)
+            t->nodrain = true;
+        if (!t->failed && !t->nodrain && t->ch_wm[it->ch] != TDM_TIME_MAX) {
             tdm__item wm = *it;
             wm.t = TDM_TIME_MAX;
             on_watermark(t, &wm);
@@ -615,7 +622,7 @@ static bool handle(rt_op_task *t, const tdm__item *it)
             t->ended++;
         }
         if (t->ended == t->op->n_channels) {
-            if (!t->failed) {
+            if (!t->failed && !t->nodrain) {
                 tdm_err err = t->win ? tdm_winop_end(t->win)
                                      : tdm_joinop_end(t->join);
                 if (err == TDM_ERR_NOMEM)

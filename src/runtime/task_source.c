@@ -9,11 +9,17 @@
  *
  * Rows are not copied on the way: a polled batch is shared by every
  * downstream subtask, each getting a segment of row indexes.
+ *
+ * Version-2 connectors (Kafka) add splits as partitions are assigned and
+ * finish them as they are revoked, get marks and commits (run.c), and
+ * replay floors; alignment pauses splits at the connector, or a whole
+ * version-1 source by not polling.
  */
 #include <glob.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "runtime/run.h"
 
@@ -138,10 +144,75 @@ static void debug_watermark(rt_src_task *t, tdm_time_ms wm)
                  t->src->node->name, t->index, from, to, low);
 }
 
-/* The reader's output: watermarks and idle/active statuses (the
- * alignment events are not used by the runtime).  Called from inside
- * tdm_reader_record (on-event watermarks), tdm_reader_advance (periodic)
- * and tdm_reader_end. */
+/* ---- Alignment ---- */
+
+/* Makes the connector's pause state of every live split what alignment
+ * wants: paused when the reader paused the split, or (version 2) the
+ * whole reader.  Version-1 sources pause by not polling (the loop), so
+ * only version 2 with a pause member gets calls.  Each change is a
+ * debug log line. */
+static void apply_pauses(rt_src_task *t)
+{
+    const tdm__source_vtab *vt = t->src->vt;
+    if (!t->src->v2 || !vt->pause)
+        return;
+    for (int p = 0; p < t->n_parts; p++) {
+        if (t->reported[p])
+            continue;
+        uint8_t want = t->reading_paused ||
+                       tdm_reader_split_is_paused(t->reader, p) == 1;
+        if (want == t->ppaused[p])
+            continue;
+        t->ppaused[p] = want;
+        vt->pause(t->conn, p, want);
+        if (t->run->debug)
+            tdm__job_log(t->run->job,
+                         "debug pause vertex=%s subtask=%d partition=%s "
+                         "paused=%d",
+                         t->src->node->name, t->index,
+                         t->parts[p].name ? t->parts[p].name : "?", want);
+    }
+}
+
+/* The reader's alignment events: its report goes to the group's
+ * coordinator (under the group's lock: every source thread of the group
+ * calls it); pauses and resumes of splits or of the whole reader reach
+ * the connector through apply_pauses. */
+static void reader_align(rt_src_task *t, const tdm_event *ev)
+{
+    rt_align *a = t->src->align;
+    switch (ev->type) {
+    case TDM_EVENT_REPORTED:
+        if (a) {
+            pthread_mutex_lock(&a->mu);
+            tdm_align_coord_report(a->coord, t->src->align_base + t->index,
+                                   ev->time);
+            pthread_mutex_unlock(&a->mu);
+        }
+        break;
+    case TDM_EVENT_READING_PAUSED:
+    case TDM_EVENT_READING_RESUMED:
+        t->reading_paused = ev->type == TDM_EVENT_READING_PAUSED;
+        if (!t->src->v2 && t->run->debug)
+            tdm__job_log(t->run->job,
+                         "debug pause vertex=%s subtask=%d partition=* "
+                         "paused=%d",
+                         t->src->node->name, t->index, t->reading_paused);
+        apply_pauses(t);
+        break;
+    case TDM_EVENT_SPLIT_PAUSED:
+    case TDM_EVENT_SPLIT_RESUMED:
+        apply_pauses(t);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The reader's output: watermarks and idle/active statuses, and the
+ * alignment events (reader_align).  Called from inside
+ * tdm_reader_record (on-event watermarks), tdm_reader_advance (periodic,
+ * reports), tdm_reader_announce and tdm_reader_end. */
 static void reader_emit(void *opaque, const tdm_event *ev)
 {
     rt_src_task *t = opaque;
@@ -151,12 +222,18 @@ static void reader_emit(void *opaque, const tdm_event *ev)
         /* Published after the splits' watermarks (publish_partitions),
          * so that a snapshot never sees the output ahead of them. */
         t->wm_out = ev->time;
+        /* A watermark sent outside scan_batch follows every row polled
+         * so far (broadcast flushes them first): see mark(). */
+        t->wm_after_rows = !t->scanning;
         t->sweep = true;
         broadcast(t, TDM__ITEM_WATERMARK, ev->time, 0);
     } else if (ev->type == TDM_EVENT_STATUS) {
         t->idle = ev->idle != 0;
+        t->reader_idle = t->idle;
         t->sweep = true;
         broadcast(t, TDM__ITEM_STATUS, 0, ev->idle);
+    } else {
+        reader_align(t, ev);
     }
 }
 
@@ -231,6 +308,22 @@ static tdm_err ensure_arrays(rt_src_task *t, int need)
         if (!mt)
             return TDM_ERR_NOMEM;
         t->mtouched = mt;
+        tdm_time_ms *fl = tdm__realloc(t->floor, (size_t)cap * sizeof *fl);
+        if (!fl)
+            return TDM_ERR_NOMEM;
+        t->floor = fl;
+        tdm_time_ms *hz = tdm__realloc(t->hzbuf, (size_t)cap * sizeof *hz);
+        if (!hz)
+            return TDM_ERR_NOMEM;
+        t->hzbuf = hz;
+        uint8_t *pz = tdm__realloc(t->ppaused, (size_t)cap);
+        if (!pz)
+            return TDM_ERR_NOMEM;
+        t->ppaused = pz;
+        for (int p = t->part_cap; p < cap; p++) {
+            fl[p] = TDM_TIME_MIN;
+            pz[p] = 0;
+        }
         rt_phot *h = tdm__realloc(t->hot, (size_t)cap * sizeof *h);
         if (!h)
             return TDM_ERR_NOMEM;
@@ -316,7 +409,10 @@ static void name_partitions(rt_src_task *t, int from, int to,
                              c->type == TDM__SRC_TCP
                          ? l
                          : t->index + l * P;
-        if (by_field && row && l == to - 1) {
+        if (t->src->v2 && t->src->vt->partition_name &&
+            t->src->vt->partition_name(t->conn, l)) {
+            name = t->src->vt->partition_name(t->conn, l);
+        } else if (by_field && row && l == to - 1) {
             const tdm__val *v = &row->v[c->partition_field];
             tdm_type ty = c->schema->fields[c->partition_field].type;
             if (v->null)
@@ -358,6 +454,43 @@ static void name_partitions(rt_src_task *t, int from, int to,
     pthread_mutex_unlock(&t->mx);
 }
 
+/* Version 2: splits [from, n_parts) were just assigned.  Each gets the
+ * replay floor its previous owner committed (TDM_TIME_MAX, a drained
+ * run's, is no floor: that run finished, later records are new input);
+ * a subtask idle for want of splits becomes active again at once, so
+ * that the new (maybe silent) splits hold its consumers as the seeds
+ * describe; a paused reader pauses them too. */
+static void splits_added(rt_src_task *t, int from)
+{
+    const tdm__source_vtab *vt = t->src->vt;
+    for (int p = from; p < t->n_parts; p++) {
+        tdm_time_ms f = vt->partition_floor ? vt->partition_floor(t->conn, p)
+                                            : TDM_TIME_MIN;
+        t->floor[p] = f == TDM_TIME_MAX ? TDM_TIME_MIN : f;
+        if (t->floor[p] != TDM_TIME_MIN)
+            t->any_floor = true;
+        t->n_live++;
+    }
+    /* The first split of any subtask of the source starts the others'
+     * grace (idle_without_splits). */
+    tdm_time_ms now = tdm_clock_now(t->clk);
+    tdm_time_ms first = atomic_load(&t->src->first_live);
+    while (now < first &&
+           !atomic_compare_exchange_weak(&t->src->first_live, &first, now))
+        ;
+    /* (A reader idle by its own account stays so: it says ACTIVE with
+     * its next watermark.) */
+    if (t->forced_idle) {
+        t->forced_idle = false;
+        if (!t->reader_idle) {
+            t->idle = false;
+            t->sweep = true;
+            broadcast(t, TDM__ITEM_STATUS, 0, 0);
+        }
+    }
+    apply_pauses(t);
+}
+
 /* Makes the arrays and the reader cover partition @p p (partitions
  * named by a field appear as rows arrive; @p row is the first row of
  * @p p then, NULL at setup). */
@@ -372,8 +505,11 @@ static tdm_err ensure_partition(rt_src_task *t, int p, const tdm__row *row)
             return TDM_ERR_NOMEM;
         t->n_parts++;
     }
-    if (t->n_parts > from)
+    if (t->n_parts > from) {
         name_partitions(t, from, t->n_parts, row);
+        if (t->src->v2)
+            splits_added(t, from);
+    }
     return TDM_OK;
 }
 
@@ -786,13 +922,194 @@ static void report_finished(rt_src_task *t, bool eof)
                 unit_verdict(t, p);
             if (t->finished[p])
                 tdm_reader_split_finished(t->reader, p);
+            if (t->src->v2)
+                t->n_live--;
             rt_pub_set(&t->parts[p].p_flags,
                        rt_pub_get(&t->parts[p].p_flags) | RT_PF_FINISHED);
         }
     }
 }
 
+/* ---- Version 2: commits, replay floor, carried watermarks ---- */
+
+/* Drops the rows of the current batch whose partition has a replay
+ * floor and whose horizon is at or below it: their previous owner
+ * already wrote every window they belong to (or would have dropped them
+ * as late).  Runs before the hot loop and only while a split has a
+ * floor; kept rows are moved down by swapping row slots (each slot
+ * keeps its own value array). */
+static void drop_replayed(rt_src_task *t)
+{
+    tdm__batch *b = t->cur->b;
+    size_t k = 0;
+    int64_t skipped = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        const tdm__row *row = &b->rows[i];
+        tdm_time_ms f = t->floor[row->partition];
+        if (f != TDM_TIME_MIN && row->ts != TDM_TIME_MIN &&
+            rt_horizon_of(t->src, row->ts) <= f) {
+            skipped++;
+            continue;
+        }
+        if (k != i) {
+            tdm__row tmp = b->rows[k];
+            b->rows[k] = b->rows[i];
+            b->rows[i] = tmp;
+        }
+        k++;
+    }
+    b->n = k;
+    if (!skipped)
+        return;
+    t->replay_skipped += skipped;
+    if (!t->replay_logged) {
+        t->replay_logged = true;
+        tdm__job_log(t->run->job,
+                     "source %s subtask %d: skipping records whose results "
+                     "the partition's previous owner already wrote (replay "
+                     "floor)",
+                     t->src->node->name, t->index);
+    }
+}
+
+/* Hands the connector a mark when the subtask's watermark moved (or
+ * @p force): the positions after every row polled so far, and per split
+ * the horizon of its highest timestamp.  The connector treats a mark
+ * tagged w as handled once every consumer's watermark is above w.  When
+ * the last watermark W went out after every polled row (a periodic
+ * tick, carried watermarks, the end), consumers that reached W handled
+ * them all: the tag is W - 1.  After an on-event watermark rows of the
+ * same batch may follow it, so the tag is W itself (handled only at the
+ * next watermark). */
+static void mark(rt_src_task *t, bool force)
+{
+    const tdm__source_vtab *vt = t->src->vt;
+    if (!t->src->v2 || !vt->mark || (!force && t->wm_out == t->marked))
+        return;
+    for (int p = 0; p < t->n_parts; p++)
+        t->hzbuf[p] = rt_horizon_of(t->src, t->hot[p].hi);
+    tdm_time_ms tag = t->wm_out;
+    if (t->wm_after_rows && tag != TDM_TIME_MIN)
+        tag--;
+    vt->mark(t->conn, tag, t->hzbuf, t->n_parts);
+    t->marked = t->wm_out;
+}
+
+/* Commits when the run thread published a new (processed, done) pair
+ * (acquire: the pair is as new as the request). */
+static void maybe_commit(rt_src_task *t)
+{
+    const tdm__source_vtab *vt = t->src->vt;
+    unsigned req = atomic_load_explicit(&t->c_req, memory_order_acquire);
+    if (req == t->c_seen || !vt->commit)
+        return;
+    t->c_seen = req;
+    tdm_time_ms proc = atomic_load_explicit(&t->c_proc,
+                                            memory_order_relaxed);
+    tdm_time_ms done = atomic_load_explicit(&t->c_done,
+                                            memory_order_relaxed);
+    if (vt->commit(t->conn, proc, done) != TDM_OK && !t->commit_warned) {
+        t->commit_warned = true;
+        tdm__job_log(t->run->job, "source %s subtask %d: an offset commit "
+                                  "failed; the next one will retry",
+                     t->src->node->name, t->index);
+    }
+}
+
+/* Watermarks the data itself carries (a repartition topic's markers),
+ * applied after the poll's rows, per live split. */
+static void carried_watermarks(rt_src_task *t)
+{
+    const tdm__source_vtab *vt = t->src->vt;
+    for (int p = 0; p < t->n_parts; p++) {
+        tdm_time_ms wm;
+        int idle;
+        if (t->reported[p] || !vt->partition_watermark(t->conn, p, &wm,
+                                                       &idle))
+            continue;
+        if (idle) {
+            tdm_reader_split_status(t->reader, p, 1);
+            continue;
+        }
+        if (tdm_reader_split_is_idle(t->reader, p) == 1)
+            tdm_reader_split_status(t->reader, p, 0);
+        if (wm != TDM_TIME_MIN)
+            tdm_reader_split_watermark(t->reader, p, wm);
+    }
+}
+
+/* How long a subtask without splits keeps holding its consumers after
+ * a sibling got splits: the members of one group get their shares of a
+ * rebalance within a poll or two of each other. */
+#define SPLITLESS_GRACE_MS 1000
+
+/* Version 2: a subtask without a live split says it is idle (once), so
+ * that its channels do not hold every consumer at TDM_TIME_MIN while it
+ * has nothing to read.  Not at once while its siblings (the other
+ * subtasks of the source, other members of the same group) are being
+ * assigned: the first to get partitions would run ahead and every
+ * record of a sibling assigned a moment later would be late.  So a
+ * subtask with siblings waits until one of them has had splits for
+ * SPLITLESS_GRACE_MS; one without siblings is idle at once.  A Kafka
+ * subtask that stops at the end and never had a split is never idle
+ * for want of them: it ends (eof) once its first assignment, maybe
+ * empty, is in, and until then it may still be given partitions in a
+ * later rebalance round, whose records a sibling that already ended
+ * would otherwise have made late. */
+static void idle_without_splits(rt_src_task *t)
+{
+    if (t->n_live > 0 || t->forced_idle)
+        return;
+    if (t->src->conf.type == TDM__SRC_KAFKA && t->src->conf.kafka_stop_at_end &&
+        t->n_parts == 0)
+        return;
+    if (t->run->P > 1) {
+        tdm_time_ms first = atomic_load_explicit(&t->src->first_live,
+                                                 memory_order_relaxed);
+        if (first == TDM_TIME_MAX ||
+            t->now < tdm__time_add_sat(first, SPLITLESS_GRACE_MS))
+            return;
+    }
+    t->forced_idle = true;
+    if (!t->idle) {
+        t->idle = true;
+        t->sweep = true;
+        broadcast(t, TDM__ITEM_STATUS, 0, 1);
+    }
+}
+
+/* Alignment, at the top of each iteration: drive the group's
+ * coordinator (any thread of the group may: the announcement is due by
+ * the clock) and apply the latest announcement to this reader. */
+static void align_step(rt_src_task *t)
+{
+    rt_align *a = t->src->align;
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->mu);
+    tdm_align_coord_advance(a->coord);
+    pthread_mutex_unlock(&a->mu);
+    unsigned seq = atomic_load_explicit(&t->ann_seq, memory_order_acquire);
+    if (seq != t->ann_seen) {
+        t->ann_seen = seq;
+        tdm_reader_announce(t->reader,
+                            atomic_load_explicit(&t->ann_max,
+                                                 memory_order_relaxed));
+    }
+}
+
 /* ---- The thread ---- */
+
+/* A version-1 source paused by alignment reads nothing: the iteration
+ * only ticks the reader (reports, idleness) and waits 20 ms. */
+static void paused_tick(rt_src_task *t)
+{
+    struct timespec ts = { 0, 20 * 1000000L };
+    nanosleep(&ts, NULL);
+    t->now = tdm_clock_now(t->clk);
+    tdm_reader_advance(t->reader);
+    publish_partitions(t, false);
+}
 
 /* The subtask loop: poll, process, send, tick; then end.
  *
@@ -802,24 +1119,44 @@ static void report_finished(rt_src_task *t, bool eof)
  * give the reader its periodic tick.  The producer's own reference on
  * the batch is dropped last, so the batch returns to the pool only when
  * every consumer is done with it.  Cancel is checked between batches:
- * a cancelled source ends its input like an exhausted one. */
+ * a cancelled source ends its input like an exhausted one, or, when the
+ * job stops on cancel (on_cancel), sends END marked "no drain".
+ *
+ * Version-2 sources (Kafka) also: commit when asked (the connector is
+ * this thread's alone), skip replayed records, gain splits as the
+ * connector assigns partitions and lose them as it revokes them, report
+ * idleness while they have none, and mark the connector's positions at
+ * every watermark. */
 void *rt_source_main(void *arg)
 {
     rt_src_task *t = arg;
     tdm__run *run = t->run;
     tdm_job *job = run->job;
+    const tdm__source_vtab *vt = t->src->vt;
+    const bool v2 = t->src->v2;
+    bool cancelled = false;
     if (t->empty) {
         /* Its END went out before the threads started (run.c). */
-        t->src->vt->close(t->conn);
+        vt->close(t->conn);
         t->conn = NULL;
         rt_thread_done(run);
         return NULL;
     }
     int eof = t->conn ? 0 : 1;
     while (!eof) {
-        if (atomic_load_explicit(&run->abort, memory_order_relaxed) ||
-            atomic_load_explicit(&job->cancel, memory_order_relaxed))
+        if (atomic_load_explicit(&run->abort, memory_order_relaxed))
             break;
+        if (atomic_load_explicit(&job->cancel, memory_order_relaxed)) {
+            cancelled = true;
+            break;
+        }
+        if (v2)
+            maybe_commit(t);
+        align_step(t);
+        if (!v2 && t->reading_paused) {
+            paused_tick(t);
+            continue;
+        }
         tdm_err err;
         /* NULL: the run aborted (err OK) or no memory. */
         t->cur = tdm__pool_get(&t->pool, &err);
@@ -830,19 +1167,35 @@ void *rt_source_main(void *arg)
             break;
         }
         /* The finished flags must cover partitions the connector may
-         * add in this poll (partitions named by a field). */
-        if (ensure_arrays(t, 2 * t->n_parts + 16) != TDM_OK) {
+         * add in this poll (partitions named by a field, or assigned). */
+        int known = v2 ? vt->n_partitions(t->conn) : 0;
+        if (known < t->n_parts)
+            known = t->n_parts;
+        if (ensure_arrays(t, 2 * known + 16) != TDM_OK) {
             rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
                     t->src->node->name);
             break;
         }
-        err = t->src->vt->poll(t->conn, t->cur->b, run->batch_size,
-                               t->finished, &eof);
+        err = vt->poll(t->conn, t->cur->b, run->batch_size, t->finished,
+                       &eof);
         if (err != TDM_OK) {
             rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
                     "source \"%s\": reading failed (%s)",
                     t->src->node->name, tdm_strerror(err));
             break;
+        }
+        /* Partitions assigned in this poll are splits before its rows
+         * (an assigned partition without rows holds the watermark). */
+        if (v2) {
+            int n = vt->n_partitions(t->conn);
+            if (n > t->n_parts && ensure_partition(t, n - 1, NULL) != TDM_OK) {
+                rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
+                        t->src->node->name);
+                break;
+            }
+            if (t->any_floor && t->cur->b->n &&
+                t->src->conf.time_mode == TDM__TIME_EVENT)
+                drop_replayed(t);
         }
         /* One clock reading per batch: the guard and ingestion time
          * need no finer resolution, and the hot loop no syscall. */
@@ -853,17 +1206,28 @@ void *rt_source_main(void *arg)
          * one means the input is slow or ending, and its rows must not
          * wait for more. */
         t->lazy = t->cur->b->n >= run->batch_size;
-        if (process_batch(t) != TDM_OK) {
+        t->scanning = true;
+        err = process_batch(t);
+        t->scanning = false;
+        if (err != TDM_OK) {
             rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
                     t->src->node->name);
             break;
         }
+        /* Watermarks carried by the data follow the rows they came
+         * after. */
+        if (v2 && vt->partition_watermark)
+            carried_watermarks(t);
         report_finished(t, eof != 0);
+        if (v2)
+            idle_without_splits(t);
         /* Rows first, then whatever the periodic tick emits. */
         flush_rows(t);
         if (!t->lazy)
             kick(t);
         tdm_reader_advance(t->reader);
+        if (v2)
+            mark(t, false);
         publish_partitions(t, false);
         tdm__sbatch_release(t->cur);
         t->cur = NULL;
@@ -875,17 +1239,32 @@ void *rt_source_main(void *arg)
     /* Nothing more follows: no item may wait for a wake-up. */
     t->lazy = false;
     kick(t);
-    /* End of input (or cancel): the maximum watermark, then END. */
+    /* End of input (or cancel): the maximum watermark, then END; or,
+     * stopping without a drain, END marked so (idle = 1): consumers
+     * write nothing more for open windows. */
     if (!atomic_load(&run->abort)) {
-        tdm_reader_end(t->reader);
-        broadcast(t, TDM__ITEM_END, TDM_TIME_MAX, 0);
+        if (cancelled && run->stop_on_cancel) {
+            broadcast(t, TDM__ITEM_END, TDM_TIME_MAX, 1);
+        } else {
+            tdm_reader_end(t->reader);
+            broadcast(t, TDM__ITEM_END, TDM_TIME_MAX, 0);
+        }
     }
+    /* The last positions; the run thread commits them once the sinks
+     * are closed, and closes the connector after that. */
+    if (v2)
+        mark(t, true);
+    if (t->replay_skipped)
+        tdm__job_log(job, "source %s subtask %d: %lld replayed records "
+                          "skipped",
+                     t->src->node->name, t->index,
+                     (long long)t->replay_skipped);
     /* The final values: every split's watermark, the lag quantiles. */
     t->now = tdm_clock_now(t->clk);
     publish_partitions(t, true);
     publish_lag(t);
-    if (t->conn) {
-        t->src->vt->close(t->conn);
+    if (t->conn && !v2) {
+        vt->close(t->conn);
         t->conn = NULL;
     }
     rt_thread_done(run);
@@ -949,8 +1328,18 @@ tdm_err rt_source_task_init(rt_src_task *t)
      * by a field appear only at subtask 0 (connect.h).  So a subtask
      * other than 0 with none, or any subtask with none when partitions
      * are fixed, will never read a row. */
-    t->empty = n_parts == 0 && (s->conf.partition_field < 0 || t->index > 0);
+    t->empty = !s->v2 && n_parts == 0 &&
+               (s->conf.partition_field < 0 || t->index > 0);
+    t->marked = TDM_TIME_MIN;
+    atomic_init(&t->c_proc, TDM_TIME_MIN);
+    atomic_init(&t->c_done, TDM_TIME_MIN);
+    atomic_init(&t->c_req, 0);
+    atomic_init(&t->ann_max, TDM_TIME_MAX);
+    atomic_init(&t->ann_seq, 0);
     err = tdm_reader_new(0, s->strat, t->clk, reader_emit, t, &t->reader);
+    if (err == TDM_OK && s->align)
+        err = tdm_reader_set_alignment(t->reader, s->align->drift,
+                                       s->align->interval, msg, sizeof msg);
     if (err == TDM_OK && n_parts > 0)
         err = ensure_partition(t, n_parts - 1, NULL);
     if (err == TDM_OK)
@@ -992,6 +1381,9 @@ void rt_source_task_fini(rt_src_task *t)
     tdm__free(t->uc);
     tdm__free(t->mtouched);
     tdm__free(t->hot);
+    tdm__free(t->floor);
+    tdm__free(t->hzbuf);
+    tdm__free(t->ppaused);
     for (int p = 0; p < t->part_cap && t->parts; p++)
         tdm__free(t->parts[p].name);
     tdm__free(t->parts);

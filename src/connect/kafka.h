@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/* kafka.h - what the Kafka source and sink share (kafka_common.c): the
+ * librdkafka configuration from defaults and "kafka.*" properties, log
+ * routing to the job's log, the commit metadata text "tdm1 wm=<ms>", and
+ * the ring of source snapshots that decides which offsets may be
+ * committed.  The snapshot logic is pure so it is tested without a
+ * broker (tests/unit/test_kafka_snap.c).
+ */
+#ifndef TDM_KAFKA_H
+#define TDM_KAFKA_H
+
+#include <librdkafka/rdkafka.h>
+
+#include "connect/conn.h"
+
+/* ---- Configuration and logs ---- */
+
+/* Where librdkafka's log lines go.  The opaque of every rd_kafka_t the
+ * connectors create starts with this struct (rd_kafka_opaque), so one log
+ * callback serves the source and the sink. */
+typedef struct tdm__klog {
+    tdm__log_fn fn;     /* NULL: lines are dropped */
+    void *ud;
+    char prefix[96];    /* "kafka source 'clicks'[0]" */
+} tdm__klog;
+
+/* Builds a librdkafka configuration: @p defaults (NULL-terminated key,
+ * value pairs; may be NULL) first, then "bootstrap.servers" = @p brokers
+ * (when not NULL), then the @p n_props user pairs in @p props (keys
+ * without the "kafka." prefix), so the user has the last word.  Routes
+ * logs to the tdm__klog at the start of @p opaque (stored as the
+ * configuration's opaque).  Returns TDM_OK with *out set, TDM_ERR_INVAL
+ * with a message naming the property ("kafka.foo: No such configuration
+ * property"), or TDM_ERR_NOMEM. */
+tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
+                        int n_props, const char *const *defaults,
+                        void *opaque, rd_kafka_conf_t **out, char *errbuf,
+                        size_t errbuf_size);
+
+/* Writes one line "<prefix>: <text>" to the log of @p lg (NULL-safe). */
+void tdm__kafka_logf(const tdm__klog *lg, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- Commit metadata ---- */
+
+/* Longest metadata text written, with its NUL. */
+#define TDM__KMETA_MAX 48
+
+/* Writes the commit metadata "tdm1 wm=<wm>" (wm in epoch ms, may be
+ * negative) into (out, n); returns its length without the NUL. */
+size_t tdm__kafka_meta_format(tdm_time_ms wm, char *out, size_t n);
+
+/* Reads commit metadata written by tdm__kafka_meta_format.  Returns 1
+ * with *wm set, or 0 (and *wm = TDM_TIME_MIN) when @p p is NULL, empty,
+ * or not exactly that form (other writers' metadata is ignored). */
+int tdm__kafka_meta_parse(const void *p, size_t n, tdm_time_ms *wm);
+
+/* ---- Source snapshots (design section 6, "Connector commit") ----
+ * mark() stores, per watermark the subtask sent, every partition's next
+ * offset and horizon; commit() picks per partition the newest snapshot
+ * that is processed and whose horizon the operators passed.  At most
+ * TDM__KSNAP_MAX are kept: when full the oldest goes, so commits lag but
+ * never overshoot. */
+#define TDM__KSNAP_MAX 256
+
+typedef struct tdm__ksnap {
+    uint64_t seq;        /* 1, 2, ... in mark order */
+    tdm_time_ms wm;      /* the watermark the subtask sent */
+    int n;               /* partitions covered: next[0..n), hz[0..n) */
+    int64_t *next;       /* offset to resume from; < 0: unknown */
+    tdm_time_ms *hz;     /* horizon of the rows read so far */
+} tdm__ksnap;
+
+typedef struct tdm__ksnaps {
+    tdm__ksnap ring[TDM__KSNAP_MAX];
+    int head;            /* index of the oldest */
+    int count;
+    uint64_t last_seq;
+} tdm__ksnaps;
+
+/* Stores a snapshot (copies @p next and @p hz, @p n entries each),
+ * dropping the oldest when the ring is full.  TDM_OK or TDM_ERR_NOMEM
+ * (the ring is unchanged). */
+tdm_err tdm__ksnap_push(tdm__ksnaps *r, tdm_time_ms wm, const int64_t *next,
+                        const tdm_time_ms *hz, int n);
+
+/* The newest snapshot usable for partition @p p: its wm is below
+ * @p processed (any wm when processed is TDM_TIME_MAX), it covers p with
+ * a known offset, and hz[p] <= @p done.  NULL if none. */
+const tdm__ksnap *tdm__ksnap_pick(const tdm__ksnaps *r, int p,
+                                  tdm_time_ms processed, tdm_time_ms done);
+
+/* Drops the snapshots older than sequence number @p seq. */
+void tdm__ksnap_drop_before(tdm__ksnaps *r, uint64_t seq);
+
+/* One partition's commit decision (kafka_source.c's commit): what the
+ * partition knows besides the snapshots. */
+typedef struct tdm__kcommit_in {
+    int p;                 /* local index */
+    int64_t base;          /* where reading started, -1 unknown */
+    int64_t committed;     /* last committed offset, -1 none */
+    tdm_time_ms meta_wm;   /* watermark of the last commit's metadata */
+    tdm_time_ms floor;     /* the previous owner's watermark, or MIN */
+    bool handover;         /* revoke or close: refresh the metadata */
+    bool quiet;            /* no rebalance lately: periodic commits may
+                              refresh the metadata alone */
+} tdm__kcommit_in;
+
+/* Decides a partition's commit for (processed, done): the offset of
+ * tdm__ksnap_pick's snapshot, else @p in->base (reading started there:
+ * nothing before it is needed); metadata watermark max(done, floor)
+ * (records after the commit at or below the previous owner's floor had
+ * their results written by it).  Returns 1 with *off and *wm set when a
+ * commit is due: a known offset not behind the last commit, which moves
+ * it, or changes the metadata in a hand-over or a quiet group.  *seq
+ * receives the picked snapshot's sequence number, 0 if none (older
+ * snapshots are then still needed), also when 0 is returned. */
+int tdm__kcommit_choose(const tdm__ksnaps *r, const tdm__kcommit_in *in,
+                        tdm_time_ms processed, tdm_time_ms done,
+                        int64_t *off, tdm_time_ms *wm, uint64_t *seq);
+
+/* Frees every snapshot (the struct itself is the caller's). */
+void tdm__ksnap_free(tdm__ksnaps *r);
+
+#endif /* TDM_KAFKA_H */

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/* kafka_common.c - the pieces the Kafka source and sink share: building
+ * a librdkafka configuration (defaults, brokers, then the user's
+ * "kafka.*" properties), routing librdkafka's log lines to the job's log,
+ * the commit metadata text, and the snapshot ring that decides which
+ * offsets a source may commit (see kafka.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "connect/kafka.h"
+
+/* ---- Configuration and logs ---- */
+
+/* librdkafka's log callback (may run on its internal threads). */
+static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
+                   const char *buf)
+{
+    const tdm__klog *lg = rd_kafka_opaque(rk);
+    const char *what = level <= 3 ? "error" : level <= 4 ? "warning"
+                     : level <= 6 ? "info" : "debug";
+
+    tdm__kafka_logf(lg, "librdkafka %s %s: %s", what, fac, buf);
+}
+
+/* Writes a line to the log of @p lg (see kafka.h). */
+void tdm__kafka_logf(const tdm__klog *lg, const char *fmt, ...)
+{
+    char text[1024], line[1200];
+    va_list ap;
+
+    if (!lg || !lg->fn)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    snprintf(line, sizeof line, "%s: %s", lg->prefix, text);
+    lg->fn(lg->ud, line);
+}
+
+/* Sets one property; on failure writes "kafka.<key>: <reason>". */
+static tdm_err set_prop(rd_kafka_conf_t *c, const char *key,
+                        const char *val, char *errbuf, size_t errbuf_size)
+{
+    char why[256];
+
+    if (rd_kafka_conf_set(c, key, val, why, sizeof why) != RD_KAFKA_CONF_OK)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL, "kafka.%s: %s",
+                         key, why);
+    return TDM_OK;
+}
+
+/* Builds a configuration (see kafka.h). */
+tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
+                        int n_props, const char *const *defaults,
+                        void *opaque, rd_kafka_conf_t **out, char *errbuf,
+                        size_t errbuf_size)
+{
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    tdm_err err = TDM_OK;
+
+    *out = NULL;
+    if (!c)
+        return TDM_ERR_NOMEM;
+    for (int i = 0; defaults && defaults[i] && err == TDM_OK; i += 2)
+        err = set_prop(c, defaults[i], defaults[i + 1], errbuf, errbuf_size);
+    if (err == TDM_OK && brokers && brokers[0])
+        err = set_prop(c, "bootstrap.servers", brokers, errbuf,
+                       errbuf_size);
+    for (int i = 0; i < n_props && err == TDM_OK; i++)
+        err = set_prop(c, props[2 * i], props[2 * i + 1], errbuf,
+                       errbuf_size);
+    if (err != TDM_OK) {
+        rd_kafka_conf_destroy(c);
+        return err;
+    }
+    rd_kafka_conf_set_opaque(c, opaque);
+    rd_kafka_conf_set_log_cb(c, log_cb);
+    *out = c;
+    return TDM_OK;
+}
+
+/* ---- Commit metadata ---- */
+
+/* Formats "tdm1 wm=<ms>" (see kafka.h). */
+size_t tdm__kafka_meta_format(tdm_time_ms wm, char *out, size_t n)
+{
+    int len = snprintf(out, n, "tdm1 wm=%" PRId64, (int64_t)wm);
+    if (len < 0)
+        return 0;
+    return (size_t)len < n ? (size_t)len : (n > 0 ? n - 1 : 0);
+}
+
+/* Parses "tdm1 wm=<ms>" (see kafka.h): an optional minus sign and 1-19
+ * digits that fit in 64 bits, nothing before or after. */
+int tdm__kafka_meta_parse(const void *p, size_t n, tdm_time_ms *wm)
+{
+    static const char tag[] = "tdm1 wm=";
+    const size_t tag_len = sizeof tag - 1;
+    char digits[32];
+    const char *s = p;
+    char *end;
+    long long v;
+
+    *wm = TDM_TIME_MIN;
+    if (!p || n <= tag_len || n - tag_len >= sizeof digits ||
+        memcmp(s, tag, tag_len) != 0)
+        return 0;
+    memcpy(digits, s + tag_len, n - tag_len);
+    digits[n - tag_len] = '\0';
+    /* strtoll accepts blanks and a plus sign: the text must not. */
+    if (!(digits[0] == '-' || (digits[0] >= '0' && digits[0] <= '9')))
+        return 0;
+    if (digits[0] == '-' && !(digits[1] >= '0' && digits[1] <= '9'))
+        return 0;
+    errno = 0;
+    v = strtoll(digits, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return 0;
+    *wm = (tdm_time_ms)v;
+    return 1;
+}
+
+/* ---- Snapshots ---- */
+
+static void snap_clear(tdm__ksnap *s)
+{
+    tdm__free(s->next);
+    tdm__free(s->hz);
+    memset(s, 0, sizeof *s);
+}
+
+/* Stores a snapshot (see kafka.h). */
+tdm_err tdm__ksnap_push(tdm__ksnaps *r, tdm_time_ms wm, const int64_t *next,
+                        const tdm_time_ms *hz, int n)
+{
+    int64_t *nx = NULL;
+    tdm_time_ms *h = NULL;
+    tdm__ksnap *s;
+
+    if (n < 0)
+        n = 0;
+    if (n > 0) {
+        nx = tdm__malloc((size_t)n * sizeof *nx);
+        h = tdm__malloc((size_t)n * sizeof *h);
+        if (!nx || !h) {
+            tdm__free(nx);
+            tdm__free(h);
+            return TDM_ERR_NOMEM;
+        }
+        memcpy(nx, next, (size_t)n * sizeof *nx);
+        memcpy(h, hz, (size_t)n * sizeof *h);
+    }
+    if (r->count == TDM__KSNAP_MAX) {
+        /* Full: the oldest goes; commits lag, they never overshoot. */
+        snap_clear(&r->ring[r->head]);
+        r->head = (r->head + 1) % TDM__KSNAP_MAX;
+        r->count--;
+    }
+    s = &r->ring[(r->head + r->count) % TDM__KSNAP_MAX];
+    s->seq = ++r->last_seq;
+    s->wm = wm;
+    s->n = n;
+    s->next = nx;
+    s->hz = h;
+    r->count++;
+    return TDM_OK;
+}
+
+/* Picks the newest usable snapshot for @p p (see kafka.h).  Snapshots are
+ * scanned from the newest: the horizon of a partition only grows with
+ * the rows read, so the first usable one found is the best, but the scan
+ * does not rely on it. */
+const tdm__ksnap *tdm__ksnap_pick(const tdm__ksnaps *r, int p,
+                                  tdm_time_ms processed, tdm_time_ms done)
+{
+    for (int k = r->count - 1; k >= 0; k--) {
+        const tdm__ksnap *s = &r->ring[(r->head + k) % TDM__KSNAP_MAX];
+        if (processed != TDM_TIME_MAX && s->wm >= processed)
+            continue;
+        if (p < 0 || p >= s->n || s->next[p] < 0)
+            continue;
+        if (s->hz[p] <= done)
+            return s;
+    }
+    return NULL;
+}
+
+/* Drops snapshots older than @p seq (see kafka.h). */
+void tdm__ksnap_drop_before(tdm__ksnaps *r, uint64_t seq)
+{
+    while (r->count > 0 && r->ring[r->head].seq < seq) {
+        snap_clear(&r->ring[r->head]);
+        r->head = (r->head + 1) % TDM__KSNAP_MAX;
+        r->count--;
+    }
+}
+
+/* Decides one partition's commit (see kafka.h). */
+int tdm__kcommit_choose(const tdm__ksnaps *r, const tdm__kcommit_in *in,
+                        tdm_time_ms processed, tdm_time_ms done,
+                        int64_t *off, tdm_time_ms *wm, uint64_t *seq)
+{
+    const tdm__ksnap *s = tdm__ksnap_pick(r, in->p, processed, done);
+
+    *seq = s ? s->seq : 0;
+    *off = s ? s->next[in->p] : in->base;
+    *wm = done > in->floor ? done : in->floor;
+    if (*off < 0 || *off < in->committed)
+        return 0;
+    if (*off > in->committed)
+        return 1;
+    /* Same offset: only a metadata change, and only when it is safe. */
+    return *wm != in->meta_wm && (in->handover || in->quiet);
+}
+
+/* Frees every snapshot (see kafka.h). */
+void tdm__ksnap_free(tdm__ksnaps *r)
+{
+    if (!r)
+        return;
+    while (r->count > 0) {
+        snap_clear(&r->ring[r->head]);
+        r->head = (r->head + 1) % TDM__KSNAP_MAX;
+        r->count--;
+    }
+}

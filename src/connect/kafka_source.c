@@ -1,0 +1,1116 @@
+/* SPDX-License-Identifier: MIT */
+/* kafka_source.c - a source that reads Kafka topics as a member of a
+ * consumer group: every subtask is one consumer, so several processes
+ * with the same group share the partitions (docs/kafka.md).
+ *
+ * Assigned partitions get local indices 0, 1, ... that are never reused
+ * (a partition lost or eagerly revoked and given back keeps its index
+ * and position); each is a split of the subtask's reader.  Offsets are
+ * committed only by commit(), from the snapshots mark() took (kafka.h),
+ * or where reading started, with the operators' watermark as metadata
+ * "tdm1 wm=<ms>"; a new owner resumes there and reads it back as the
+ * partition's floor.  start: committed resumes from any commit, the
+ * other starts only from a tidemark commit and apply to partitions the
+ * group never committed.  With a repartition key the rows go through an
+ * internal topic instead (kafka_shuffle.h) and the splits are its
+ * partitions.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "connect/kafka.h"
+#include "connect/kafka_shuffle.h"
+
+/* How long rd_kafka_committed / offsets_for_times may take at assign. */
+#define KS_QUERY_MS 5000
+/* The first consumer poll of a call waits this long for a message. */
+#define KS_WAIT_MS 50
+/* Periodic commits refresh only the metadata after the group has been
+ * without rebalance callbacks this long (a mock rebalance round takes
+ * session.timeout.ms - 1000, 3 s in the tests). */
+#define KS_QUIET_MS 5000
+/* Input rows buffered per poll on the repartition path. */
+#define KS_SHUFFLE_BATCH 512
+
+/* One assigned partition (kept after revoke: indices are not reused). */
+typedef struct kpart {
+    char *topic;
+    int32_t part;
+    int local;
+    char *name;            /* "topic[part]" */
+    int64_t next;          /* offset after the last record read, -1 */
+    int64_t base;          /* where reading started (nothing before it
+                              is needed), -1 if unknown */
+    int64_t committed;     /* last committed (by anyone), -1 */
+    tdm_time_ms meta_wm;   /* metadata of our last commit */
+    tdm_time_ms floor;     /* previous owner's watermark, or MIN */
+    bool live;             /* assigned now */
+    bool limbo;            /* revoked (eager) or lost: kept, with its
+                              index and position, in case the next
+                              assignment gives it back */
+    bool ended;            /* stop: end reached */
+    bool paused;
+    bool fin_pending;      /* finished flag not reported yet */
+    bool fin_done;         /* finished was flagged (pending or sent) */
+    bool repause;          /* paused before limbo: pause again */
+} kpart;
+
+struct tdm__source {
+    tdm__klog log;          /* first: the rd_kafka_t opaque */
+    tdm__source_conf conf;
+    tdm__source_conf pconf; /* for parsing: ingestion time when the
+                               timestamp comes from the message */
+    int index;
+    tdm__dead_fn dead;
+    void *dead_ud;
+    rd_kafka_t *rk;
+    kpart **parts;          /* by local index */
+    int n_parts, cap_parts;
+    bool assigned_once;
+    bool closing;           /* in close: revokes are the hand-over */
+    bool hold_commits;      /* a rebalance is in progress: no periodic
+                               commits until its callback */
+    int64_t last_rebalance_ms; /* monotonic time of the last callback */
+    bool coop_conf;         /* the configured assignor is cooperative */
+    tdm_err cb_err;         /* NOMEM inside the rebalance callback */
+    tdm__ksnaps snaps;
+    int64_t *mark_next;     /* scratch for mark(), cap_parts entries */
+    bool have_commit;       /* last_proc/last_done are set */
+    tdm_time_ms last_proc, last_done;
+    int *csv_cols;          /* CSV column -> schema index */
+    int n_csv_cols;
+    tdm__json_hint hint;
+    /* Repartition (kafka_shuffle.h): input rows go to the internal
+     * topic; the splits are the internal topic's partitions. */
+    tdm__kshuffle *sh;
+    tdm__batch *inb;
+    int *key_idx;
+    int n_key;
+    bool input_end_sent;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- Partitions ---- */
+
+static kpart *find_live(tdm__source *src, const char *topic, int32_t part)
+{
+    for (int i = src->n_parts - 1; i >= 0; i--) {
+        kpart *kp = src->parts[i];
+        if (kp->live && kp->part == part && strcmp(kp->topic, topic) == 0)
+            return kp;
+    }
+    return NULL;
+}
+
+static kpart *find_limbo(tdm__source *src, const char *topic, int32_t part)
+{
+    for (int i = src->n_parts - 1; i >= 0; i--) {
+        kpart *kp = src->parts[i];
+        if (kp->limbo && kp->part == part && strcmp(kp->topic, topic) == 0)
+            return kp;
+    }
+    return NULL;
+}
+
+/* Allocates the next local index for (topic, part).  NULL on OOM. */
+static kpart *add_part(tdm__source *src, const char *topic, int32_t part)
+{
+    char name[512];
+    kpart *kp;
+
+    if (src->n_parts == src->cap_parts) {
+        int cap = src->cap_parts ? 2 * src->cap_parts : 16;
+        kpart **np = tdm__realloc(src->parts, (size_t)cap * sizeof *np);
+        if (!np)
+            return NULL;
+        src->parts = np;
+        int64_t *nx = tdm__realloc(src->mark_next, (size_t)cap * sizeof *nx);
+        if (!nx)
+            return NULL;
+        src->mark_next = nx;
+        src->cap_parts = cap;
+    }
+    kp = tdm__calloc(1, sizeof *kp);
+    if (!kp)
+        return NULL;
+    snprintf(name, sizeof name, "%s[%d]", topic, (int)part);
+    kp->topic = tdm__strndup(topic, strlen(topic));
+    kp->name = tdm__strndup(name, strlen(name));
+    if (!kp->topic || !kp->name) {
+        tdm__free(kp->topic);
+        tdm__free(kp->name);
+        tdm__free(kp);
+        return NULL;
+    }
+    kp->part = part;
+    kp->local = src->n_parts;
+    kp->next = -1;
+    kp->base = -1;
+    kp->committed = -1;
+    kp->meta_wm = TDM_TIME_MIN;
+    kp->floor = TDM_TIME_MIN;
+    kp->live = true;
+    src->parts[src->n_parts++] = kp;
+    return kp;
+}
+
+/* Stops or resumes fetching one partition. */
+static void set_paused(tdm__source *src, kpart *kp, bool paused)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_resp_err_t e;
+
+    if (!l)
+        return;
+    rd_kafka_topic_partition_list_add(l, kp->topic, kp->part);
+    e = paused ? rd_kafka_pause_partitions(src->rk, l)
+               : rd_kafka_resume_partitions(src->rk, l);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+        kp->paused = paused;
+    else
+        tdm__kafka_logf(&src->log, "cannot %s %s: %s",
+                        paused ? "pause" : "resume", kp->name,
+                        rd_kafka_err2str(e));
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* ---- Commits ---- */
+
+/* Commits the input positions of the repartition path: every row read
+ * was produced to the internal topic, so once the producer is flushed the
+ * positions are durable hand-offs.  @p only: one partition, or NULL for
+ * every live one. */
+static tdm_err commit_input(tdm__source *src, kpart *only)
+{
+    rd_kafka_topic_partition_list_t *l;
+    rd_kafka_resp_err_t e;
+    int n = 0;
+
+    if (tdm__kshuffle_flush(src->sh, 10000) != TDM_OK) {
+        tdm__kafka_logf(&src->log, "repartition flush failed, input not "
+                        "committed: %s", tdm__kshuffle_errmsg(src->sh));
+        return TDM_OK;
+    }
+    l = rd_kafka_topic_partition_list_new(src->n_parts ? src->n_parts : 1);
+    if (!l)
+        return TDM_ERR_NOMEM;
+    for (int i = 0; i < src->n_parts; i++) {
+        kpart *kp = src->parts[i];
+        if (!kp->live || (only && kp != only) || kp->next < 0 ||
+            kp->next <= kp->committed)
+            continue;
+        rd_kafka_topic_partition_list_add(l, kp->topic, kp->part)->offset =
+            kp->next;
+        n++;
+    }
+    if (n > 0) {
+        e = rd_kafka_commit(src->rk, l, 0);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            for (int i = 0; i < l->cnt; i++) {
+                kpart *kp = find_live(src, l->elems[i].topic,
+                                      l->elems[i].partition);
+                if (kp)
+                    kp->committed = l->elems[i].offset;
+            }
+        } else {
+            tdm__kafka_logf(&src->log, "commit failed: %s",
+                            rd_kafka_err2str(e));
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    return TDM_OK;
+}
+
+/* Commits, for every live partition (or just @p only, the hand-over of a
+ * revoke), the offset of the newest snapshot that (processed, done)
+ * allows, with metadata "tdm1 wm=<done>"; then drops the snapshots no
+ * partition needs.  A commit that races a rebalance costs the member
+ * its whole assignment (ILLEGAL_GENERATION, "lost"; measured on the mock
+ * cluster whenever a commit falls into a rebalance), and rebalances move
+ * watermarks, so periodic commits (@p only NULL) refresh the metadata
+ * alone (same offset) only while the group has been quiet for
+ * KS_QUIET_MS, and wait for the next rebalance callback after a commit
+ * met REBALANCE_IN_PROGRESS; the hand-over commit (revoke, close) always
+ * refreshes it.  A failed commit is logged and retried at the next call
+ * (commits are idempotent); only a fatal client error is TDM_ERR_IO. */
+static tdm_err commit_parts(tdm__source *src, kpart *only,
+                            tdm_time_ms processed, tdm_time_ms done)
+{
+    /* Metadata text per listed partition (borrowed by the list). */
+    char (*meta)[TDM__KMETA_MAX];
+    rd_kafka_topic_partition_list_t *l;
+    uint64_t keep = UINT64_MAX;
+    bool quiet = mono_ms() - src->last_rebalance_ms >= KS_QUIET_MS;
+    rd_kafka_resp_err_t e;
+
+    meta = tdm__malloc(((size_t)src->n_parts + 1) * sizeof *meta);
+    l = rd_kafka_topic_partition_list_new(src->n_parts ? src->n_parts : 1);
+    if (!l || !meta) {
+        if (l)
+            rd_kafka_topic_partition_list_destroy(l);
+        tdm__free(meta);
+        return TDM_ERR_NOMEM;
+    }
+    for (int i = 0; i < src->n_parts; i++) {
+        kpart *kp = src->parts[i];
+        tdm__kcommit_in in = {
+            .p = kp->local, .base = kp->base, .committed = kp->committed,
+            .meta_wm = kp->meta_wm, .floor = kp->floor,
+            .handover = only != NULL, .quiet = quiet,
+        };
+        rd_kafka_topic_partition_t *el;
+        tdm_time_ms wm;
+        uint64_t seq;
+        int64_t off;
+        int due;
+
+        if (!kp->live)
+            continue;
+        due = tdm__kcommit_choose(&src->snaps, &in, processed, done, &off,
+                                  &wm, &seq);
+        /* A partition without a usable snapshot (e.g. every record so
+         * far came in one batch whose windows are open) still needs them
+         * all. */
+        if (seq < keep)
+            keep = seq;
+        if (!due || (only && kp != only))
+            continue;
+        el = rd_kafka_topic_partition_list_add(l, kp->topic, kp->part);
+        el->offset = off;
+        /* Borrowed: detached again before the list is destroyed. */
+        el->metadata = meta[l->cnt - 1];
+        el->metadata_size = tdm__kafka_meta_format(wm, meta[l->cnt - 1],
+                                                   sizeof meta[0]);
+    }
+    if (l->cnt > 0) {
+        e = rd_kafka_commit(src->rk, l, 0);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            for (int i = 0; i < l->cnt; i++) {
+                kpart *kp = find_live(src, l->elems[i].topic,
+                                      l->elems[i].partition);
+                if (kp) {
+                    kp->committed = l->elems[i].offset;
+                    tdm__kafka_meta_parse(l->elems[i].metadata,
+                                          l->elems[i].metadata_size,
+                                          &kp->meta_wm);
+                }
+                if (kp && only)
+                    tdm__kafka_logf(&src->log, "hand-over commit of %s: "
+                                    "offset %lld, %s", kp->name,
+                                    (long long)kp->committed,
+                                    (const char *)l->elems[i].metadata);
+            }
+        } else if (e == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS) {
+            src->hold_commits = true;
+        } else {
+            tdm__kafka_logf(&src->log, "commit failed: %s",
+                            rd_kafka_err2str(e));
+        }
+    }
+    for (int i = 0; i < l->cnt; i++) {
+        l->elems[i].metadata = NULL;
+        l->elems[i].metadata_size = 0;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    tdm__free(meta);
+    if (!only && keep != UINT64_MAX)
+        tdm__ksnap_drop_before(&src->snaps, keep);
+    if (rd_kafka_fatal_error(src->rk, NULL, 0) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return TDM_ERR_IO;
+    return TDM_OK;
+}
+
+/* ---- Rebalances ---- */
+
+/* Appends "name, " to a log line being built in (buf, n). */
+static void list_name(char *buf, size_t n, const char *name)
+{
+    size_t len = strlen(buf);
+    if (len + 1 < n)
+        snprintf(buf + len, n - len, "%s%s", len ? " " : "", name);
+}
+
+/* The offset a logical start position (BEGINNING, END) stands for now,
+ * from the partition's low or high watermark; -1 if the broker does not
+ * answer.  Records produced meanwhile only make it lower than where the
+ * fetch starts, so committing it is safe (at least once). */
+static int64_t logical_offset(tdm__source *src, const kpart *kp,
+                              int64_t logical)
+{
+    int64_t lo = -1, hi = -1;
+    rd_kafka_resp_err_t e;
+
+    if (logical != RD_KAFKA_OFFSET_BEGINNING &&
+        logical != RD_KAFKA_OFFSET_END)
+        return -1;
+    e = rd_kafka_query_watermark_offsets(src->rk, kp->topic, kp->part, &lo,
+                                         &hi, KS_QUERY_MS);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        tdm__kafka_logf(&src->log, "cannot read the offsets of %s: %s",
+                        kp->name, rd_kafka_err2str(e));
+        return -1;
+    }
+    return logical == RD_KAFKA_OFFSET_BEGINNING ? lo : hi;
+}
+
+/* "start: timestamp": the offsets of the first records at or after the
+ * start timestamp for the partitions of @p l not @p resumed, written into
+ * their offset (-1: none, start at the end). */
+static void find_times(tdm__source *src, rd_kafka_topic_partition_list_t *l,
+                       const uint8_t *resumed)
+{
+    rd_kafka_topic_partition_list_t *q =
+        rd_kafka_topic_partition_list_new(l->cnt ? l->cnt : 1);
+    rd_kafka_resp_err_t e;
+    int k = 0;
+
+    if (!q)
+        return;
+    for (int i = 0; i < l->cnt; i++)
+        if (!resumed[i])
+            rd_kafka_topic_partition_list_add(q, l->elems[i].topic,
+                                              l->elems[i].partition)
+                ->offset = src->conf.kafka_start_ts;
+    e = q->cnt ? rd_kafka_offsets_for_times(src->rk, q, KS_QUERY_MS)
+               : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+        tdm__kafka_logf(&src->log, "cannot look up offsets for the start "
+                        "timestamp (%s): starting from the latest",
+                        rd_kafka_err2str(e));
+    /* q holds the partitions not resumed, in the order of l. */
+    for (int i = 0; i < l->cnt; i++) {
+        if (resumed[i])
+            continue;
+        l->elems[i].offset =
+            e == RD_KAFKA_RESP_ERR_NO_ERROR && q->elems[k].err == 0
+                ? q->elems[k].offset
+                : -1;
+        k++;
+    }
+    rd_kafka_topic_partition_list_destroy(q);
+}
+
+/* Partitions assigned: local indices, start offsets and floors, then the
+ * (incremental) assign. */
+static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
+                      bool coop)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_copy(in);
+    rd_kafka_error_t *aerr = NULL;
+    rd_kafka_resp_err_t e;
+    char names[1024] = "";
+    int start = src->conf.kafka_start;
+    uint8_t *resumed;
+
+    if (!l) {
+        src->cb_err = TDM_ERR_NOMEM;
+        return;
+    }
+    resumed = tdm__calloc((size_t)l->cnt + 1, 1);
+    if (!resumed) {
+        rd_kafka_topic_partition_list_destroy(l);
+        src->cb_err = TDM_ERR_NOMEM;
+        return;
+    }
+    /* Offsets committed by the group: "start: committed" resumes from
+     * any; the other starts only from a tidemark member's (metadata
+     * "tdm1 wm="), so that partitions moving between the members of a
+     * running group, or a restarted job, continue where they were. */
+    if (src->sh)
+        tdm__kshuffle_input_assigned(src->sh, -1);
+    if (l->cnt > 0) {
+        e = rd_kafka_committed(src->rk, l, KS_QUERY_MS);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+            tdm__kafka_logf(&src->log, "cannot read committed offsets (%s):"
+                            " using the start position",
+                            rd_kafka_err2str(e));
+        for (int i = 0; i < l->cnt; i++) {
+            rd_kafka_topic_partition_t *el = &l->elems[i];
+            tdm_time_ms wm;
+            if (e == RD_KAFKA_RESP_ERR_NO_ERROR && el->offset >= 0 &&
+                (start == TDM__KSTART_COMMITTED ||
+                 tdm__kafka_meta_parse(el->metadata, el->metadata_size, &wm)))
+                resumed[i] = 1;
+            else
+                el->offset = RD_KAFKA_OFFSET_INVALID;
+        }
+    }
+    if (start == TDM__KSTART_TIMESTAMP)
+        find_times(src, l, resumed);
+    for (int i = 0; i < l->cnt; i++) {
+        rd_kafka_topic_partition_t *el = &l->elems[i];
+        kpart *kp = find_live(src, el->topic, el->partition);
+
+        if (!kp && (kp = find_limbo(src, el->topic, el->partition))) {
+            /* Given back after an eager revoke or a loss: the same split,
+             * resumed after the last record read (re-reading from the
+             * commit would count records twice in open windows). */
+            kp->limbo = false;
+            kp->live = true;
+            /* librdkafka forgot the pause: applied again after assign. */
+            kp->repause = kp->paused;
+            kp->paused = false;
+        }
+        if (kp) {
+            if (kp->next >= 0)
+                el->offset = kp->next;
+            list_name(names, sizeof names, kp->name);
+            continue;
+        }
+        kp = add_part(src, el->topic, el->partition);
+        if (!kp) {
+            src->cb_err = TDM_ERR_NOMEM;
+            break;
+        }
+        if (src->sh)
+            tdm__kshuffle_input_assigned(src->sh, kp->local);
+        if (resumed[i]) {
+            kp->committed = kp->next = el->offset;
+            tdm__kafka_meta_parse(el->metadata, el->metadata_size,
+                                  &kp->floor);
+        } else if (start == TDM__KSTART_LATEST) {
+            el->offset = RD_KAFKA_OFFSET_END;
+        } else if (start == TDM__KSTART_TIMESTAMP && el->offset >= 0) {
+            kp->next = el->offset;
+        } else if (start == TDM__KSTART_TIMESTAMP) {
+            /* No record at or after the timestamp: the end. */
+            el->offset = RD_KAFKA_OFFSET_END;
+        } else {
+            el->offset = RD_KAFKA_OFFSET_BEGINNING;
+        }
+        if (kp->next < 0)
+            kp->next = logical_offset(src, kp, el->offset);
+        kp->base = kp->next;
+        if (kp->floor != TDM_TIME_MIN)
+            tdm__kafka_logf(&src->log, "%s starts at the committed offset "
+                            "%lld; records whose results were written "
+                            "(horizon <= %lld) are skipped", kp->name,
+                            (long long)kp->committed, (long long)kp->floor);
+        list_name(names, sizeof names, kp->name);
+    }
+    if (coop) {
+        aerr = rd_kafka_incremental_assign(src->rk, l);
+        if (aerr) {
+            tdm__kafka_logf(&src->log, "assign failed: %s",
+                            rd_kafka_error_string(aerr));
+            rd_kafka_error_destroy(aerr);
+        }
+    } else {
+        e = rd_kafka_assign(src->rk, l);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+            tdm__kafka_logf(&src->log, "assign failed: %s",
+                            rd_kafka_err2str(e));
+    }
+    /* Partitions in limbo that did not come back finish now. */
+    for (int i = 0; i < src->n_parts; i++) {
+        kpart *kp = src->parts[i];
+        if (kp->repause) {
+            kp->repause = false;
+            set_paused(src, kp, true);
+        }
+        if (kp->limbo) {
+            kp->limbo = false;
+            kp->fin_pending = kp->fin_done = true;
+        }
+    }
+    src->assigned_once = true;
+    tdm__kafka_logf(&src->log, "assigned %d partition(s): %s", l->cnt,
+                    l->cnt ? names : "-");
+    rd_kafka_topic_partition_list_destroy(l);
+    tdm__free(resumed);
+}
+
+/* Partitions revoked (or lost): a hand-over commit of what the last
+ * commit() allowed (not when lost), then they finish. */
+static void on_revoke(tdm__source *src, rd_kafka_topic_partition_list_t *l,
+                      bool coop, bool lost)
+{
+    char names[1024] = "";
+
+    for (int i = 0; i < l->cnt; i++) {
+        kpart *kp = find_live(src, l->elems[i].topic, l->elems[i].partition);
+        if (!kp)
+            continue;
+        if (!lost && src->sh)
+            commit_input(src, kp);
+        else if (!lost && src->have_commit)
+            commit_parts(src, kp, src->last_proc, src->last_done);
+        if (!lost && !src->sh && !src->closing && kp->next > kp->committed)
+            tdm__kafka_logf(&src->log, "warning: %s revoked with records "
+                            "read past the committed offset %lld (next "
+                            "%lld): results of its keys may be partial",
+                            kp->name, (long long)kp->committed,
+                            (long long)kp->next);
+        kp->live = false;
+        /* Eager: every revoke precedes a new assignment that usually
+         * gives most partitions back; lost: the member rejoins.  An
+         * ended partition (stop: end) finished already. */
+        if (kp->fin_done)
+            ;
+        else if ((!coop || lost) && !src->closing)
+            kp->limbo = true;
+        else
+            kp->fin_pending = kp->fin_done = true;
+        list_name(names, sizeof names, kp->name);
+    }
+    if (coop) {
+        rd_kafka_error_t *e = rd_kafka_incremental_unassign(src->rk, l);
+        if (e) {
+            tdm__kafka_logf(&src->log, "unassign failed: %s",
+                            rd_kafka_error_string(e));
+            rd_kafka_error_destroy(e);
+        }
+    } else {
+        rd_kafka_assign(src->rk, NULL);
+    }
+    tdm__kafka_logf(&src->log, "%s %d partition(s): %s",
+                    lost ? "lost" : "revoked", l->cnt, l->cnt ? names : "-");
+}
+
+/* librdkafka's rebalance callback (runs inside consumer poll/close). */
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts,
+                         void *opaque)
+{
+    tdm__source *src = opaque;
+    /* NULL before the member joined (a close right after open): the
+     * configured assignor tells. */
+    const char *proto = rd_kafka_rebalance_protocol(rk);
+    bool coop = proto ? strcmp(proto, "COOPERATIVE") == 0 : src->coop_conf;
+
+    src->hold_commits = false;
+    src->last_rebalance_ms = mono_ms();
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS)
+        on_assign(src, parts, coop);
+    else
+        on_revoke(src, parts, coop, rd_kafka_assignment_lost(rk) != 0);
+}
+
+/* ---- Records ---- */
+
+/* Sends a dead letter located "topic[p]@offset". */
+static void dead_letter(tdm__source *src, const kpart *kp, int64_t offset,
+                        const char *reason, const char *raw, size_t len)
+{
+    char loc[600];
+
+    if (!src->dead)
+        return;
+    snprintf(loc, sizeof loc, "%s@%lld", kp->name, (long long)offset);
+    src->dead(src->dead_ud, loc, reason, raw, len);
+}
+
+/* Parses one message into a row of @p b.  Malformed ones become dead
+ * letters.  TDM_OK or TDM_ERR_NOMEM. */
+static tdm_err take_message(tdm__source *src, kpart *kp,
+                            const rd_kafka_message_t *m, tdm__batch *b)
+{
+    const char *val = m->payload ? (const char *)m->payload : "";
+    char reason[512];
+    tdm__row *row;
+    tdm_err err;
+
+    if (src->conf.format == TDM__FMT_CSV)
+        err = tdm__csv_parse_line(&src->pconf, src->csv_cols, src->n_csv_cols,
+                                  val, m->len, b, reason, sizeof reason);
+    else
+        err = tdm__json_parse_line_hint(&src->pconf, &src->hint, val, m->len,
+                                        b, reason, sizeof reason);
+    if (err != TDM_OK) {
+        if (err != TDM_ERR_RANGE)
+            tdm__batch_drop_last(b);
+        if (err != TDM_ERR_PARSE)
+            return err;
+        dead_letter(src, kp, m->offset, reason, val, m->len);
+        return TDM_OK;
+    }
+    row = &b->rows[b->n - 1];
+    row->partition = (uint32_t)kp->local;
+    if (src->conf.ts_from_message) {
+        rd_kafka_timestamp_type_t tt;
+        int64_t ts = rd_kafka_message_timestamp(m, &tt);
+        if (tt == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || ts < 0) {
+            tdm__batch_drop_last(b);
+            dead_letter(src, kp, m->offset, "message has no timestamp", val,
+                        m->len);
+            return TDM_OK;
+        }
+        row->ts = ts;
+    }
+    if (src->conf.key_field >= 0 &&
+        src->conf.key_field < src->conf.schema->n) {
+        int k = src->conf.key_field;
+        if (m->key) {
+            err = tdm__batch_set_string(b, row, k, m->key, m->key_len);
+            if (err != TDM_OK) {
+                tdm__batch_drop_last(b);
+                return err;
+            }
+        } else {
+            row->v[k].null = 1;
+        }
+    }
+    return TDM_OK;
+}
+
+/* Handles one message or event from the consumer.  TDM_OK, TDM_ERR_IO
+ * (fatal client error), TDM_ERR_NOMEM. */
+static tdm_err handle(tdm__source *src, rd_kafka_message_t *m,
+                      tdm__batch *b)
+{
+    const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL;
+    kpart *kp = topic ? find_live(src, topic, m->partition) : NULL;
+
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        if (!kp)
+            return TDM_OK;
+        if (kp->next < m->offset)
+            kp->next = m->offset;
+        if (src->conf.kafka_stop_at_end && !kp->ended) {
+            kp->ended = true;
+            kp->fin_pending = kp->fin_done = true;
+            /* Records produced later are not read. */
+            set_paused(src, kp, true);
+        }
+        return TDM_OK;
+    }
+    if (m->err) {
+        tdm__kafka_logf(&src->log, "consume error%s%s: %s",
+                        kp ? " on " : "", kp ? kp->name : "",
+                        rd_kafka_message_errstr(m));
+        if (m->err == RD_KAFKA_RESP_ERR__FATAL)
+            return TDM_ERR_IO;
+        return TDM_OK;
+    }
+    /* Stale (revoked), ended, or already read (eager re-assignment). */
+    if (!kp || kp->ended || (kp->next >= 0 && m->offset < kp->next))
+        return TDM_OK;
+    kp->next = m->offset + 1;
+    return take_message(src, kp, m, b);
+}
+
+/* Reports pending finished flags of partitions counted before this poll
+ * (@p n_before): into @p finished, or to the shuffle's writer. */
+static void report_finished(tdm__source *src, int n_before,
+                            uint8_t *finished)
+{
+    for (int i = 0; i < n_before && i < src->n_parts; i++) {
+        kpart *kp = src->parts[i];
+        if (!kp->fin_pending)
+            continue;
+        kp->fin_pending = false;
+        if (src->sh)
+            tdm__kshuffle_input_finished(src->sh, kp->local);
+        else if (finished)
+            finished[i] = 1;
+    }
+}
+
+/* 1 when stop: end and every assigned partition ended and reported. */
+static bool input_done(const tdm__source *src)
+{
+    if (!src->conf.kafka_stop_at_end || !src->assigned_once)
+        return false;
+    for (int i = 0; i < src->n_parts; i++) {
+        const kpart *kp = src->parts[i];
+        if (kp->fin_pending || kp->limbo || (kp->live && !kp->ended))
+            return false;
+    }
+    return true;
+}
+
+/* Reads from the consumer into @p b (up to @p limit rows in all),
+ * waiting at most @p wait_ms for the first message. */
+static tdm_err consume(tdm__source *src, tdm__batch *b, size_t limit,
+                       int wait_ms)
+{
+    while (b->n < limit) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(src->rk, wait_ms);
+        tdm_err err;
+
+        wait_ms = 0;
+        if (!m)
+            break;
+        err = handle(src, m, b);
+        rd_kafka_message_destroy(m);
+        if (err != TDM_OK)
+            return err;
+        if (src->cb_err != TDM_OK)
+            return src->cb_err;
+    }
+    return src->cb_err;
+}
+
+/* Reads up to @p max rows (see connect.h, version 2 contract). */
+static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
+                       uint8_t *finished, int *eof)
+{
+    size_t limit = b->n + max > b->cap ? b->cap : b->n + max;
+    int n_before = src->n_parts;
+    tdm_err err;
+
+    *eof = 0;
+    if (!src->sh) {
+        err = consume(src, b, limit, KS_WAIT_MS);
+        if (err != TDM_OK)
+            return err;
+        report_finished(src, n_before, finished);
+        if (input_done(src))
+            *eof = 1;
+        return TDM_OK;
+    }
+    /* Repartition: input rows go to the internal topic; the rows handed
+     * to the runtime come from it. */
+    tdm__batch_clear(src->inb);
+    err = consume(src, src->inb, src->inb->cap, 0);
+    for (size_t i = 0; i < src->inb->n && err == TDM_OK; i++)
+        err = tdm__kshuffle_write(src->sh, (int)src->inb->rows[i].partition,
+                                  &src->inb->rows[i]);
+    if (err != TDM_OK)
+        return err;
+    report_finished(src, n_before, NULL);
+    if (!src->input_end_sent && input_done(src)) {
+        src->input_end_sent = true;
+        err = tdm__kshuffle_input_end(src->sh);
+        if (err != TDM_OK)
+            return err;
+    }
+    return tdm__kshuffle_poll(src->sh, b, max, finished, eof);
+}
+
+/* ---- The vtable ---- */
+
+static void ks_close(tdm__source *src)
+{
+    if (!src)
+        return;
+    if (src->rk) {
+        /* Leaves the group; the revoke callback makes a last hand-over
+         * commit of what the last commit() allowed. */
+        src->closing = true;
+        rd_kafka_consumer_close(src->rk);
+        rd_kafka_destroy(src->rk);
+    }
+    tdm__kshuffle_close(src->sh);
+    for (int i = 0; i < src->n_parts; i++) {
+        tdm__free(src->parts[i]->topic);
+        tdm__free(src->parts[i]->name);
+        tdm__free(src->parts[i]);
+    }
+    tdm__free(src->parts);
+    tdm__free(src->mark_next);
+    tdm__ksnap_free(&src->snaps);
+    tdm__free(src->csv_cols);
+    tdm__free(src->key_idx);
+    if (src->inb)
+        tdm__batch_destroy(src->inb);
+    tdm__free(src);
+}
+
+/* Subscribes to the comma-separated topic list or the pattern. */
+static tdm_err subscribe(tdm__source *src, char *errbuf, size_t errbuf_size)
+{
+    const char *spec = src->conf.kafka_pattern ? src->conf.kafka_pattern
+                                               : src->conf.kafka_topics;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
+    rd_kafka_resp_err_t e;
+    const char *p = spec;
+    char name[512];
+
+    if (!l)
+        return TDM_ERR_NOMEM;
+    while (p && *p) {
+        size_t n = src->conf.kafka_pattern ? strlen(p) : strcspn(p, ",");
+        const char *q = p;
+        size_t k = n;
+        while (k > 0 && (*q == ' ' || *q == '\t'))
+            q++, k--;
+        while (k > 0 && (q[k - 1] == ' ' || q[k - 1] == '\t'))
+            k--;
+        if (k > 0 && k < sizeof name) {
+            memcpy(name, q, k);
+            name[k] = '\0';
+            rd_kafka_topic_partition_list_add(l, name, RD_KAFKA_PARTITION_UA);
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (l->cnt == 0) {
+        rd_kafka_topic_partition_list_destroy(l);
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "topics must name at least one topic");
+    }
+    e = rd_kafka_subscribe(src->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                         "cannot subscribe to '%s': %s", spec,
+                         rd_kafka_err2str(e));
+    return TDM_OK;
+}
+
+/* Opens the repartition path: the job key's field names (comma-separated
+ * repartition_key) to schema indices, then the shuffle. */
+static tdm_err open_shuffle(tdm__source *src, int index, int count,
+                            char *errbuf, size_t errbuf_size)
+{
+    const tdm__source_conf *c = &src->conf;
+    const char *p = c->repartition_key;
+    tdm__kshuffle_conf sc;
+    char name[256];
+    tdm_err err;
+
+    src->key_idx = tdm__calloc((size_t)c->schema->n + 1, sizeof(int));
+    if (!src->key_idx)
+        return TDM_ERR_NOMEM;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        const char *q = p;
+        size_t k = n;
+        int f;
+        while (k > 0 && *q == ' ')
+            q++, k--;
+        while (k > 0 && q[k - 1] == ' ')
+            k--;
+        if (k >= sizeof name)
+            k = sizeof name - 1;
+        memcpy(name, q, k);
+        name[k] = '\0';
+        f = tdm__schema_find(c->schema, name);
+        if (f < 0 || src->n_key >= c->schema->n)
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                             "repartition key '%s' is not a field of the "
+                             "schema", name);
+        src->key_idx[src->n_key++] = f;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (src->n_key == 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "repartition key must name a field");
+    memset(&sc, 0, sizeof sc);
+    sc.brokers = c->kafka_brokers;
+    sc.group = c->kafka_group;
+    sc.props = c->kafka_props;
+    sc.n_props = c->kafka_n_props;
+    sc.schema = c->schema;
+    sc.key_idx = src->key_idx;
+    sc.n_key = src->n_key;
+    sc.log = c->log;
+    sc.log_ud = c->log_ud;
+    sc.strategy = c->repartition_strategy;
+    sc.writers_expected = c->repartition_writers;
+    sc.writer_timeout = c->repartition_writer_timeout;
+    err = tdm__kshuffle_open(&sc, index, count, &src->sh, errbuf,
+                             errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    src->inb = tdm__batch_new(c->schema, KS_SHUFFLE_BATCH);
+    return src->inb ? TDM_OK : TDM_ERR_NOMEM;
+}
+
+/* Opens subtask @p index's consumer (see connect.h).  TDM_OK,
+ * TDM_ERR_INVAL (bad configuration or kafka.* property, named),
+ * TDM_ERR_IO (the client cannot be created or subscribe), NOMEM. */
+static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
+                       tdm__dead_fn dead, void *dead_ud, tdm__source **out,
+                       int *n_partitions, char *errbuf, size_t errbuf_size)
+{
+    const char *defaults[16];
+    char group[300], why[512];
+    rd_kafka_conf_t *kc = NULL;
+    tdm__source *src;
+    tdm_err err;
+    int nd = 0;
+
+    *out = NULL;
+    *n_partitions = 0;
+    if (!conf || !conf->schema)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "kafka source needs a schema");
+    if (!conf->kafka_topics == !conf->kafka_pattern)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "set exactly one of topics and topic_pattern");
+    src = tdm__calloc(1, sizeof *src);
+    if (!src)
+        return TDM_ERR_NOMEM;
+    src->conf = *conf;
+    src->pconf = *conf;
+    if (conf->ts_from_message)
+        src->pconf.time_mode = TDM__TIME_INGESTION;
+    src->index = index;
+    src->dead = dead;
+    src->dead_ud = dead_ud;
+    src->log.fn = conf->log;
+    src->log.ud = conf->log_ud;
+    snprintf(src->log.prefix, sizeof src->log.prefix,
+             "kafka source '%s'[%d]", conf->name ? conf->name : "?", index);
+
+    /* CSV columns: schema order without the key field (the key comes
+     * from the message key). */
+    src->csv_cols = tdm__malloc((size_t)conf->schema->n * sizeof(int) + 1);
+    if (!src->csv_cols) {
+        err = TDM_ERR_NOMEM;
+        goto fail;
+    }
+    for (int f = 0; f < conf->schema->n; f++)
+        if (f != conf->key_field)
+            src->csv_cols[src->n_csv_cols++] = f;
+
+    if (conf->kafka_group && conf->kafka_group[0])
+        snprintf(group, sizeof group, "%s", conf->kafka_group);
+    else
+        snprintf(group, sizeof group, "tidemark-%s",
+                 conf->name ? conf->name : "source");
+    defaults[nd++] = "group.id";
+    defaults[nd++] = group;
+    defaults[nd++] = "enable.auto.commit";
+    defaults[nd++] = "false";
+    defaults[nd++] = "enable.auto.offset.store";
+    defaults[nd++] = "false";
+    defaults[nd++] = "partition.assignment.strategy";
+    defaults[nd++] = "cooperative-sticky";
+    defaults[nd++] = "enable.partition.eof";
+    defaults[nd++] = conf->kafka_stop_at_end ? "true" : "false";
+    defaults[nd++] = "auto.offset.reset";
+    defaults[nd++] = conf->kafka_start == TDM__KSTART_LATEST ? "latest"
+                                                             : "earliest";
+    defaults[nd++] = NULL;
+    err = tdm__kafka_conf(conf->kafka_brokers, conf->kafka_props,
+                          conf->kafka_n_props, defaults, src, &kc, errbuf,
+                          errbuf_size);
+    if (err != TDM_OK)
+        goto fail;
+    rd_kafka_conf_set_rebalance_cb(kc, rebalance_cb);
+    {
+        char strat[256];
+        size_t n = sizeof strat;
+        src->coop_conf =
+            rd_kafka_conf_get(kc, "partition.assignment.strategy", strat,
+                              &n) == RD_KAFKA_CONF_OK &&
+            strstr(strat, "cooperative") != NULL;
+    }
+    src->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof why);
+    if (!src->rk) {
+        rd_kafka_conf_destroy(kc);
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                        "cannot create the kafka consumer: %s", why);
+        goto fail;
+    }
+    rd_kafka_poll_set_consumer(src->rk);
+    if (conf->repartition_key && conf->repartition_key[0]) {
+        err = open_shuffle(src, index, count, errbuf, errbuf_size);
+        if (err != TDM_OK)
+            goto fail;
+    }
+    err = subscribe(src, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        goto fail;
+    *out = src;
+    return TDM_OK;
+fail:
+    ks_close(src);
+    return err;
+}
+
+static int ks_n_partitions(tdm__source *src)
+{
+    if (src->sh)
+        return tdm__kshuffle_n_partitions(src->sh);
+    return src->n_parts;
+}
+
+static const char *ks_partition_name(tdm__source *src, int p)
+{
+    if (src->sh)
+        return tdm__kshuffle_partition_name(src->sh, p);
+    return p >= 0 && p < src->n_parts ? src->parts[p]->name : "?";
+}
+
+static tdm_time_ms ks_partition_floor(tdm__source *src, int p)
+{
+    if (src->sh)
+        return tdm__kshuffle_partition_floor(src->sh, p);
+    return p >= 0 && p < src->n_parts ? src->parts[p]->floor : TDM_TIME_MIN;
+}
+
+/* Alignment: pauses or resumes one partition (exact in librdkafka: no
+ * prefetched record of a paused partition is delivered).  Partitions of
+ * the repartition topic are not paused. */
+static void ks_pause(tdm__source *src, int p, int paused)
+{
+    kpart *kp;
+
+    if (src->sh || p < 0 || p >= src->n_parts)
+        return;
+    kp = src->parts[p];
+    if (!kp->live || kp->ended || kp->paused == (paused != 0))
+        return;
+    set_paused(src, kp, paused != 0);
+}
+
+/* Remembers every partition's position under watermark @p wm. */
+static void ks_mark(tdm__source *src, tdm_time_ms wm,
+                    const tdm_time_ms *horizon, int n)
+{
+    if (src->sh) {
+        tdm__kshuffle_mark(src->sh, wm, horizon, n);
+        return;
+    }
+    if (n > src->n_parts)
+        n = src->n_parts;
+    for (int p = 0; p < n; p++)
+        src->mark_next[p] = src->parts[p]->live || src->parts[p]->limbo
+                                ? src->parts[p]->next
+                                : -1;
+    /* Out of memory: no snapshot, commits lag. */
+    (void)tdm__ksnap_push(&src->snaps, wm, src->mark_next, horizon, n);
+}
+
+/* Commits what (processed, done) allows (see connect.h). */
+static tdm_err ks_commit(tdm__source *src, tdm_time_ms processed,
+                         tdm_time_ms done)
+{
+    if (src->sh) {
+        tdm_err err = tdm__kshuffle_commit(src->sh, processed, done);
+        tdm_err ierr = commit_input(src, NULL);
+        return err != TDM_OK ? err : ierr;
+    }
+    src->have_commit = true;
+    src->last_proc = processed;
+    src->last_done = done;
+    if (src->hold_commits)
+        return TDM_OK;
+    return commit_parts(src, NULL, processed, done);
+}
+
+static int ks_partition_watermark(tdm__source *src, int p, tdm_time_ms *wm,
+                                  int *idle)
+{
+    if (!src->sh)
+        return 0;
+    return tdm__kshuffle_partition_watermark(src->sh, p, wm, idle);
+}
+
+const tdm__source_vtab tdm__kafka_source = {
+    .version = 2,
+    .open = ks_open,
+    .poll = ks_poll,
+    .close = ks_close,
+    .n_partitions = ks_n_partitions,
+    .partition_name = ks_partition_name,
+    .partition_floor = ks_partition_floor,
+    .pause = ks_pause,
+    .mark = ks_mark,
+    .commit = ks_commit,
+    .partition_watermark = ks_partition_watermark,
+};

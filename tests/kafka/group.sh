@@ -1,0 +1,82 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# group.sh - scale-out through a consumer group: two `tidemark run`
+# processes with the same group share the four partitions of a topic
+# keyed by the job's key, so each owns the keys of its partitions; the
+# union of their results equals the same job over one file.  A record
+# far ahead in every partition fires every window of the data while the
+# processes run; they are then stopped without draining (on_cancel:
+# stop), so the far windows are never written.
+# Usage: group.sh TIDEMARK SOURCE_DIR MOCK TOOL
+. "$(dirname "$0")/lib.sh"
+kafka_init "$@"
+
+start_mock clicks:4
+gen_clicks 0 120 10 >"$W/all.jsonl"
+far_records 4 $((T0 + 1000000)) >"$W/far.jsonl"
+
+window_yaml() {
+    cat <<EOF
+windows:
+  w:
+    from: clicks
+    key_by: user
+    window: {type: tumbling, size: 10s}
+    aggregates: [count() as n, min(ts) as first, max(ts) as last]
+    sink: out
+sinks:
+  out: {type: file, path: $W/$1}
+EOF
+}
+{
+    cat <<EOF
+name: group
+sources:
+  clicks:
+    type: file
+    path: $W/all.jsonl
+    schema: {user: string, ts: int64, p: int64}
+    timestamp.field: ts
+    watermark: {strategy: bounded, max_out_of_orderness: 1s}
+EOF
+    window_yaml ref.jsonl
+} >"$W/ref.yaml"
+run_fg ref "$W/ref.yaml"
+n_ref=$(count_lines "$W/ref.jsonl")
+# 120 records 700 ms apart over 10 users: 9 windows of up to 10 users.
+[ "$n_ref" -ge 60 ] || fail "reference too small ($n_ref rows)"
+
+for m in a b; do
+    {
+        echo "name: group"
+        echo "on_cancel: stop"
+        echo "commit.interval: 200ms"
+        echo "sources:"
+        kafka_source_yaml clicks clicks gg \
+            "schema: {user: string, ts: int64, p: int64}" \
+            "timestamp.field: ts" \
+            "watermark: {strategy: bounded, max_out_of_orderness: 1s}"
+        window_yaml "out-$m.jsonl"
+    } >"$W/$m.yaml"
+done
+run_bg a "$W/a.yaml"
+pid_a=$LAST_PID
+run_bg b "$W/b.yaml"
+pid_b=$LAST_PID
+# The mock's first assignment takes 3 s, a rebalance 3 s more.
+wait_until 30 "both members assigned" both_assigned "$W/a.log" "$W/b.log"
+
+# Keyed by user: the default partitioner puts each user in one
+# partition, so one process owns each key.
+produce clicks --key-field user --ts-field ts "$W/all.jsonl"
+produce clicks --partition-field p --ts-field ts "$W/far.jsonl"
+wait_lines "$n_ref" 30 "$W/out-a.jsonl" "$W/out-b.jsonl"
+stop_pid "$pid_a" TERM
+[ "$WAIT_RC" -eq 0 ] || fail "process a exited with status $WAIT_RC"
+stop_pid "$pid_b" TERM
+[ "$WAIT_RC" -eq 0 ] || fail "process b exited with status $WAIT_RC"
+cat "$W/out-a.jsonl" "$W/out-b.jsonl" >"$W/union.jsonl"
+same_lines "$W/ref.jsonl" "$W/union.jsonl"
+echo "group.sh: a wrote $(count_lines "$W/out-a.jsonl"), b wrote" \
+    "$(count_lines "$W/out-b.jsonl") of $n_ref rows" >&2
+echo "group.sh: ok"
