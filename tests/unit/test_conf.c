@@ -5,6 +5,7 @@
  * required keys, fields against schemas, window and join parameters). */
 #include <string.h>
 
+#include "conf_kit.h"
 #include "harness.h"
 #include "runtime/rt.h"
 
@@ -294,22 +295,6 @@ TDM_TEST(describe_exposes_the_whole_table)
 }
 
 /* ---- Jobs: set and validate ---- */
-
-static tdm_node *add(tdm_job *job, tdm_node_kind kind, const char *name)
-{
-    tdm_node *n = NULL;
-    char msg[256];
-    ASSERT_OK(tdm_job_add_node(job, kind, name, &n, msg, sizeof msg));
-    return n;
-}
-
-static void set(tdm_node *n, const char *key, const char *value)
-{
-    char msg[256];
-    tdm_err e = tdm_node_set(n, key, value, msg, sizeof msg);
-    if (e != TDM_OK)
-        tdm_test_fail(__FILE__, __LINE__, "%s=%s: %s", key, value, msg);
-}
 
 /* A valid job: file source -> tumbling count -> stdout. */
 static tdm_job *base_job(void)

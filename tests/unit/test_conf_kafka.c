@@ -5,24 +5,9 @@
  * (every message names the node and the key). */
 #include <string.h>
 
+#include "conf_kit.h"
 #include "harness.h"
 #include "runtime/rt.h"
-
-static tdm_node *add(tdm_job *job, tdm_node_kind kind, const char *name)
-{
-    tdm_node *n = NULL;
-    char msg[256];
-    ASSERT_OK(tdm_job_add_node(job, kind, name, &n, msg, sizeof msg));
-    return n;
-}
-
-static void set(tdm_node *n, const char *key, const char *value)
-{
-    char msg[256];
-    tdm_err e = tdm_node_set(n, key, value, msg, sizeof msg);
-    if (e != TDM_OK)
-        tdm_test_fail(__FILE__, __LINE__, "%s=%s: %s", key, value, msg);
-}
 
 /* A valid job: kafka source -> tumbling count -> kafka sink. */
 static tdm_job *kafka_job(void)
