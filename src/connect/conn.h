@@ -198,8 +198,11 @@ void tdm__json_dead(const char *location, const char *reason,
 
 /* The schema text of the generator's rows, for a source without one:
  * clicks "user:string, page:string, ts:timestamp", sensors
- * "sensor:string, value:double, ts:timestamp".  Static storage. */
+ * "sensor:string, value:double, ts:timestamp", nexmark every field of
+ * tdm__nexmark_schema.  Static storage. */
 const char *tdm__generator_schema(int gen_kind);
+/* The schema text of NEXMark rows (nexmark_source.c): every field. */
+const char *tdm__nexmark_schema(void);
 /* Epoch ms of the generator's first position (2026-01-01T00:00:00Z). */
 #define TDM__GEN_EPOCH_MS INT64_C(1767225600000)
 

@@ -38,6 +38,9 @@ typedef struct tdm__source_conf {
     double gen_skew, gen_late_fraction;
     tdm_time_ms gen_max_delay, gen_late_delay, gen_idle_from, gen_idle_for;
     int64_t gen_idle_partition;
+    int nx_kinds;          /* NEXMark: bit k keeps kind k (TDM__NX_*) */
+    int64_t nx_ooo_group;  /* NEXMark out-of-order group, >= 1 */
+    bool nx_flink;         /* NEXMark: nexmark-flink numbering */
     /* kafka (docs/kafka.md) */
     const char *kafka_brokers;  /* "brokers", NULL: kafka.bootstrap.servers */
     const char *kafka_topics;   /* "topics", comma-separated, or NULL */
@@ -78,7 +81,7 @@ enum { TDM__FMT_JSON = 1, TDM__FMT_CSV };
 enum { TDM__TIME_EVENT = 1, TDM__TIME_INGESTION, TDM__TIME_PROCESSING };
 enum { TDM__UNIT_MS = 1, TDM__UNIT_S, TDM__UNIT_US, TDM__UNIT_NS,
        TDM__UNIT_ISO8601 };
-enum { TDM__GEN_CLICKS = 1, TDM__GEN_SENSORS };
+enum { TDM__GEN_CLICKS = 1, TDM__GEN_SENSORS, TDM__GEN_NEXMARK };
 
 /* ---- Dead letters ----
  * A malformed record is data, not an error: the parser reports it here
@@ -182,6 +185,7 @@ typedef struct tdm__source_vtab {
 extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */
 extern const tdm__source_vtab tdm__tcp_source;
 extern const tdm__source_vtab tdm__generator_source;
+extern const tdm__source_vtab tdm__nexmark_source; /* generator.kind nexmark */
 extern const tdm__source_vtab tdm__kafka_source;
 
 /* ---- Sinks ---- */

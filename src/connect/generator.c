@@ -85,6 +85,8 @@ static inline double unit(uint64_t r)
 /* The schema text of generated rows (see conn.h). */
 const char *tdm__generator_schema(int gen_kind)
 {
+    if (gen_kind == TDM__GEN_NEXMARK)
+        return tdm__nexmark_schema();
     return gen_kind == TDM__GEN_SENSORS
                ? "sensor:string, value:double, ts:timestamp"
                : "user:string, page:string, ts:timestamp";

@@ -125,10 +125,12 @@ static int64_t next_auction(const tdm__nx_conf *c, nx_rng *r,
     return lo + rng_int(r, hi - lo + 1 + 10);
 }
 
-/* Log-uniform on [100, 10^8): round(10^(6 U) * 100). */
-static int64_t next_price(nx_rng *r)
+/* Log-uniform on [100, 10^8): round(10^(6 U) * 100); with no_prices the
+ * draw is made (later draws stay the same) and 0 returned. */
+static int64_t next_price(const tdm__nx_conf *c, nx_rng *r)
 {
-    return llround(pow(10.0, 6.0 * rng_unit(r)) * 100.0);
+    double u = rng_unit(r);
+    return c->no_prices ? 0 : llround(pow(10.0, 6.0 * u) * 100.0);
 }
 
 /* "1 in ratio is not hot": hot with probability 1 - 1/ratio. */
@@ -153,6 +155,14 @@ void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
     ev->date_time = tdm__nx_time(c, a);
     ev->wm = tdm__nx_time(c, n / g * g);
     int64_t slot = id % TDM__NX_PROPORTION_DENOMINATOR;
+    int kind = slot < TDM__NX_PERSON_PROPORTION ? TDM__NX_PERSON
+               : slot < TDM__NX_PERSON_PROPORTION + TDM__NX_AUCTION_PROPORTION
+                   ? TDM__NX_AUCTION
+                   : TDM__NX_BID;
+    if (c->kinds && !(c->kinds & (1 << kind))) {
+        ev->kind = kind;
+        return;
+    }
     if (slot < TDM__NX_PERSON_PROPORTION) {
         ev->kind = TDM__NX_PERSON;
         ev->id = tdm__nx_last_person(id) + TDM__NX_FIRST_PERSON_ID;
@@ -166,8 +176,8 @@ void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
                              : next_person(c, &r, id);
         ev->seller = seller + TDM__NX_FIRST_PERSON_ID;
         ev->category = TDM__NX_FIRST_CATEGORY_ID + rng_int(&r, 5);
-        ev->initial_bid = next_price(&r);
-        ev->reserve = ev->initial_bid + next_price(&r);
+        ev->initial_bid = next_price(c, &r);
+        ev->reserve = ev->initial_bid + next_price(c, &r);
         /* Auctions live about as long as it takes to create
          * in_flight_auctions more: h = the event time of that many
          * auctions' worth of events (in_flight * 50 / 3) later. */
@@ -191,7 +201,7 @@ void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
                              : next_person(c, &r, id);
         ev->bidder = bidder + TDM__NX_FIRST_PERSON_ID +
                      (c->flink_bidder_quirk ? TDM__NX_FIRST_PERSON_ID : 0);
-        ev->price = next_price(&r);
+        ev->price = next_price(c, &r);
     }
 }
 

@@ -38,6 +38,12 @@ typedef struct tdm__nx_conf {
     int64_t in_flight_auctions; /* numInFlightAuctions */
     int64_t active_people;      /* numActivePeople */
     int flink_bidder_quirk;     /* 1: bidder ids + 2000 (nexmark-flink) */
+    /* Work a caller does not need (the stream stays the same): kinds
+     * outside the mask (bit k: kind k; 0: all) get only kind, event id and
+     * times; with no_prices, prices are drawn but left 0 (log-uniform
+     * prices cost a pow() each). */
+    int kinds;
+    int no_prices;
 } tdm__nx_conf;
 
 /* One generated event.  Strings are not made here (tdm__nx_strings). */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "connect/conn.h"
 #include "runtime/metrics.h"
 #include "runtime/rt.h"
 #include "window/win.h"
@@ -353,12 +354,6 @@ tdm_err tdm_node_add_map(tdm_node *source, tdm_map_fn fn, void *ud)
 
 /* ---- Schemas ---- */
 
-/* The fixed schemas of the generator (see src/connect/generator.c). */
-static const char *const gen_schemas[] = {
-    "user:string, page:string, ts:timestamp",
-    "sensor:string, value:double, ts:timestamp",
-};
-
 static bool is_generator(const tdm_node *n)
 {
     return n->kind == TDM_NODE_SOURCE && !n->src_vt &&
@@ -379,13 +374,13 @@ const tdm__schema *tdm__node_schema(const tdm_node *n)
          * valid while it runs). */
         tdm_node *m = (tdm_node *)n;
         int kind = (int)tdm__node_int(n, "generator.kind");
-        if (kind < 0 || kind > 1)
+        if (kind < 0 || kind > TDM__GEN_NEXMARK - 1)
             kind = 0;
         if (m->gen_schema.n > 0 && m->gen_kind == kind)
             return &m->gen_schema;
         tdm__schema_free(&m->gen_schema);
-        if (tdm__schema_parse(gen_schemas[kind], &m->gen_schema, NULL, 0) !=
-            TDM_OK)
+        const char *text = tdm__generator_schema(kind + 1);
+        if (tdm__schema_parse(text, &m->gen_schema, NULL, 0) != TDM_OK)
             return NULL;
         m->gen_kind = kind;
         return &m->gen_schema;
@@ -886,6 +881,25 @@ static tdm_err validate_source(vctx *c, tdm_node *n)
                 VFAIL(c, n, "generator.idle_partition: %lld is not a "
                             "partition (generator.partitions is %lld)",
                       (long long)idle, (long long)parts);
+            if (tdm__node_int(n, "generator.kind") + 1 == TDM__GEN_NEXMARK) {
+                const char *k = tdm__node_str(n, "generator.nexmark.kinds");
+                const char *p = k;
+                bool any = false;
+                while (*p) {
+                    size_t len = strcspn(p, ",");
+                    bool known = (len == 6 && !strncmp(p, "person", 6)) ||
+                                 (len == 7 && !strncmp(p, "auction", 7)) ||
+                                 (len == 3 && !strncmp(p, "bid", 3));
+                    if (!known)
+                        VFAIL(c, n, "generator.nexmark.kinds: \"%.*s\" is "
+                                    "not person, auction or bid",
+                              (int)len, p);
+                    any = true;
+                    p += len + (p[len] == ',');
+                }
+                if (!any)
+                    VFAIL(c, n, "generator.nexmark.kinds: empty");
+            }
         }
     }
     const tdm__schema *s = tdm__node_schema(n);
@@ -895,7 +909,9 @@ static tdm_err validate_source(vctx *c, tdm_node *n)
     int unit = (int)tdm__node_int(n, "timestamp.unit") + 1;
     const char *tsf = tdm__node_str(n, "timestamp.field");
     if (!*tsf && type == TDM__SRC_GENERATOR && !n->src_vt)
-        tsf = "ts";
+        tsf = tdm__node_int(n, "generator.kind") + 1 == TDM__GEN_NEXMARK
+                  ? "date_time"
+                  : "ts";
     bool ts_message = tdm__node_int(n, "timestamp.source") == 1;
     if (time == TDM__TIME_EVENT && !ts_message) {
         if (!*tsf)

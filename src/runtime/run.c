@@ -199,6 +199,22 @@ static tdm_err plan_kafka(rt_source *s, tdm_node *n)
 }
 
 /* The source's connector configuration and watermark strategy. */
+/* generator.nexmark.kinds ("person,auction,bid", any subset) as a bit
+ * mask of TDM__NX_* kinds; job.c validated the words. */
+static int nexmark_kinds(const char *s)
+{
+    static const char *const names[3] = { "person", "auction", "bid" };
+    int mask = 0;
+    while (*s) {
+        size_t len = strcspn(s, ",");
+        for (int k = 0; k < 3; k++)
+            if (len == strlen(names[k]) && strncmp(s, names[k], len) == 0)
+                mask |= 1 << k;
+        s += len + (s[len] == ',');
+    }
+    return mask;
+}
+
 static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
                            size_t errbuf_size)
 {
@@ -220,7 +236,9 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
     c->time_mode = (int)tdm__node_int(n, "time") + 1;
     const char *tsf = tdm__node_str(n, "timestamp.field");
     if (!*tsf && c->type == TDM__SRC_GENERATOR)
-        tsf = "ts";
+        tsf = tdm__node_int(n, "generator.kind") + 1 == TDM__GEN_NEXMARK
+                  ? "date_time"
+                  : "ts";
     c->ts_field = c->time_mode == TDM__TIME_EVENT
                       ? tdm__schema_find(s->schema, tsf)
                       : -1;
@@ -239,6 +257,9 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
     c->gen_idle_from = tdm__node_int(n, "generator.idle_from");
     c->gen_idle_for = tdm__node_int(n, "generator.idle_for");
     c->gen_idle_partition = tdm__node_int(n, "generator.idle_partition");
+    c->nx_kinds = nexmark_kinds(tdm__node_str(n, "generator.nexmark.kinds"));
+    c->nx_ooo_group = tdm__node_int(n, "generator.nexmark.out_of_order_group");
+    c->nx_flink = tdm__node_int(n, "generator.nexmark.flink_numbering") != 0;
     err0 = plan_kafka(s, n);
     if (err0 != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, err0,
@@ -249,6 +270,9 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
         s->vt = &tdm__kafka_source;
     else if (c->type == TDM__SRC_TCP)
         s->vt = &tdm__tcp_source;
+    else if (c->type == TDM__SRC_GENERATOR &&
+             c->gen_kind == TDM__GEN_NEXMARK)
+        s->vt = &tdm__nexmark_source;
     else if (c->type == TDM__SRC_GENERATOR)
         s->vt = &tdm__generator_source;
     else

@@ -255,3 +255,35 @@ TDM_TEST(strings_of_events)
     ASSERT_TRUE(strncmp(s.url, "https://www.nexmark.com/", 24) == 0);
     ASSERT_TRUE(s.channel != NULL && s.channel[0] != '\0');
 }
+
+/* The work-saving options leave the stream as it is: with only bids
+ * asked for, every bid is the same event as in the full stream (and the
+ * other kinds carry only kind, id and times); without prices, every
+ * other field of a bid or auction is the same and the prices are 0. */
+TDM_TEST(kinds_and_no_prices_keep_the_stream)
+{
+    tdm__nx_conf full, bids, cheap;
+    tdm__nx_conf_default(&full);
+    bids = full;
+    bids.kinds = 1 << TDM__NX_BID;
+    cheap = full;
+    cheap.no_prices = 1;
+    for (int64_t i = 0; i < 20000; i++) {
+        tdm__nx_event a, b, c;
+        tdm__nx_event_at(&full, i, &a);
+        tdm__nx_event_at(&bids, i, &b);
+        tdm__nx_event_at(&cheap, i, &c);
+        ASSERT_EQ(a.kind, b.kind);
+        ASSERT_EQ(a.date_time, b.date_time);
+        if (a.kind == TDM__NX_BID) {
+            ASSERT_TRUE(memcmp(&a, &b, sizeof a) == 0);
+            ASSERT_EQ(c.price, 0);
+            c.price = a.price;
+        } else {
+            ASSERT_EQ(b.id, 0);
+            c.initial_bid = a.initial_bid;
+            c.reserve = a.reserve;
+        }
+        ASSERT_TRUE(memcmp(&a, &c, sizeof a) == 0);
+    }
+}
