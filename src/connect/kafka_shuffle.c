@@ -906,10 +906,10 @@ tdm_err tdm__kshuffle_decode(const void *value, size_t len, tdm__batch *b,
         (int)(v[1] | (v[2] << 8)) != nf)
         return TDM_ERR_PARSE;
     const char *base = (const char *)v + 3, *end = (const char *)v + len;
-    /* Shorter than the fixed part (timestamp, count, flags, values): not
-     * a packed row of this schema. */
-    if (len - 3 < sizeof(int64_t) + 2 * sizeof(uint32_t) +
-                      (size_t)nf * sizeof(tdm__val))
+    /* Not a packed row of this schema: too short, another value count, or
+     * a string outside the string area (checked before unpacking, which
+     * trusts its input). */
+    if (!tdm__row_pack_valid(base, len - 3, b->schema))
         return TDM_ERR_PARSE;
     tdm__row *r = tdm__batch_add(b);
     if (!r)

@@ -217,6 +217,31 @@ void tdm__row_unpack(const void *p, size_t len, const tdm__schema *schema,
             vals[i].u.s.p = base + head + (uintptr_t)vals[i].u.s.p;
 }
 
+bool tdm__row_pack_valid(const void *p, size_t len, const tdm__schema *schema)
+{
+    pack_hdr h;
+    size_t head = sizeof h + (size_t)schema->n * sizeof(tdm__val);
+    if (!p || len < head)
+        return false;
+    memcpy(&h, p, sizeof h);
+    if (h.n != (uint32_t)schema->n)
+        return false;
+    size_t area = len - head;
+    const char *vals = (const char *)p + sizeof h;
+    for (int i = 0; i < schema->n; i++) {
+        tdm__val v;
+        memcpy(&v, vals + (size_t)i * sizeof v, sizeof v);
+        if (v.null || schema->fields[i].type != TDM_TYPE_STRING)
+            continue;
+        /* The offset, kept in the pointer's bytes, and the length must
+         * both lie inside the string area (no pointer is formed). */
+        uintptr_t off = (uintptr_t)v.u.s.p;
+        if (off > area || v.u.s.len > area - off)
+            return false;
+    }
+    return true;
+}
+
 /* ---- Text ---- */
 
 /* Writes @p ms as ISO-8601 UTC, with ".mmm" always (@p millis) or only

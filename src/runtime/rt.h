@@ -298,6 +298,12 @@ tdm_err tdm__row_pack(const tdm__row *row, tdm__keybuf *kb);
  * schema's n values; strings point into @p p. */
 void tdm__row_unpack(const void *p, size_t len, const tdm__schema *schema,
                      tdm__val *vals, tdm__row *out);
+/* Whether  len bytes at  p can be a tdm__row_pack of  schema: long
+ * enough, the value count matching, every string inside the string area.
+ * Bytes from outside (a repartition topic) are checked with this before
+ * tdm__row_unpack, which trusts its input. */
+bool tdm__row_pack_valid(const void *p, size_t len,
+                         const tdm__schema *schema);
 /* Renders a row as one line of JSON-like text (for dead letters). */
 void tdm__row_render(const tdm__row *row, char *buf, size_t n);
 /* Formats epoch ms as ISO-8601 UTC ("2024-12-02T10:00:00Z"). */
