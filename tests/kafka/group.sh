@@ -46,25 +46,7 @@ n_ref=$(count_lines "$W/ref.jsonl")
 # 120 records 700 ms apart over 10 users: 9 windows of up to 10 users.
 [ "$n_ref" -ge 60 ] || fail "reference too small ($n_ref rows)"
 
-for m in a b; do
-    {
-        echo "name: group"
-        echo "on_cancel: stop"
-        echo "commit.interval: 200ms"
-        echo "sources:"
-        kafka_source_yaml clicks clicks gg \
-            "schema: {user: string, ts: int64, p: int64}" \
-            "timestamp.field: ts" \
-            "watermark: {strategy: bounded, max_out_of_orderness: 1s}"
-        window_yaml "out-$m.jsonl"
-    } >"$W/$m.yaml"
-done
-run_bg a "$W/a.yaml"
-pid_a=$LAST_PID
-run_bg b "$W/b.yaml"
-pid_b=$LAST_PID
-# The mock's first assignment takes 3 s, a rebalance 3 s more.
-wait_until 30 "both members assigned" both_assigned "$W/a.log" "$W/b.log"
+start_two_members group gg
 
 # Keyed by user: the default partitioner puts each user in one
 # partition, so one process owns each key.

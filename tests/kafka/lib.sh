@@ -316,3 +316,31 @@ far_records() {
             printf "{\"user\":\"far\",\"ts\":%.0f,\"p\":%d}\n", ts, p;
     }'
 }
+
+# Writes $W/a.yaml and $W/b.yaml - job NAME, the clicks topic read in
+# consumer group GROUP with on_cancel stop and 200 ms commits, then what
+# window_yaml (defined by the calling script) prints for out-a.jsonl and
+# out-b.jsonl - starts both as members of the group and waits until both
+# have partitions.  Sets pid_a and pid_b.
+start_two_members() {
+    for m in a b; do
+        {
+            echo "name: $1"
+            echo "on_cancel: stop"
+            echo "commit.interval: 200ms"
+            echo "sources:"
+            kafka_source_yaml clicks clicks "$2" \
+                "schema: {user: string, ts: int64, p: int64}" \
+                "timestamp.field: ts" \
+                "watermark: {strategy: bounded, max_out_of_orderness: 1s}"
+            window_yaml "out-$m.jsonl"
+        } >"$W/$m.yaml"
+    done
+    run_bg a "$W/a.yaml"
+    pid_a=$LAST_PID
+    run_bg b "$W/b.yaml"
+    pid_b=$LAST_PID
+    # The mock's first assignment takes 3 s, a rebalance 3 s more.
+    wait_until 30 "both members assigned" both_assigned "$W/a.log" \
+        "$W/b.log"
+}

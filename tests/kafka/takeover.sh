@@ -76,24 +76,7 @@ n_half=$(awk -v h="$half" -F'"window_end":' \
 [ "$n_half" -ge 20 ] && [ "$n_ref" -gt "$n_half" ] ||
     fail "reference too small ($n_half of $n_ref rows in the first half)"
 
-for m in a b; do
-    {
-        echo "name: takeover"
-        echo "on_cancel: stop"
-        echo "commit.interval: 200ms"
-        echo "sources:"
-        kafka_source_yaml clicks clicks gt \
-            "schema: {user: string, ts: int64, p: int64}" \
-            "timestamp.field: ts" \
-            "watermark: {strategy: bounded, max_out_of_orderness: 1s}"
-        window_yaml "out-$m.jsonl"
-    } >"$W/$m.yaml"
-done
-run_bg a "$W/a.yaml"
-pid_a=$LAST_PID
-run_bg b "$W/b.yaml"
-pid_b=$LAST_PID
-wait_until 30 "both members assigned" both_assigned "$W/a.log" "$W/b.log"
+start_two_members takeover gt
 
 produce clicks --key-field user --ts-field ts "$W/half1.jsonl"
 produce clicks --partition-field p --ts-field ts "$W/markers.jsonl"
