@@ -502,7 +502,7 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
                            size_t errbuf_size)
 {
     (void)count;
-    char e[512];
+    char e[512] = "";
     tdm_err err = TDM_OK;
     rd_kafka_conf_t *rc = NULL;
     *out = NULL;
@@ -905,7 +905,7 @@ tdm_err tdm__kshuffle_decode(const void *value, size_t len, tdm__batch *b,
     if (!v || len < 3 || v[0] != TDM__KSHUFFLE_VERSION ||
         (int)(v[1] | (v[2] << 8)) != nf)
         return TDM_ERR_PARSE;
-    const char *base = (const char *)v + 3, *end = (const char *)v + len;
+    const char *base = (const char *)v + 3;
     /* Not a packed row of this schema: too short, another value count, or
      * a string outside the string area (checked before unpacking, which
      * trusts its input). */
@@ -921,16 +921,6 @@ tdm_err tdm__kshuffle_decode(const void *value, size_t len, tdm__batch *b,
     tdm__row_unpack(base, len - 3, b->schema, r->v, &u);
     r->ts = u.ts;
     r->flags = u.flags;
-    for (int i = 0; i < nf; i++) {
-        tdm__val *x = &r->v[i];
-        if (x->null || b->schema->fields[i].type != TDM_TYPE_STRING)
-            continue;
-        const char *sp = x->u.s.p;
-        if (sp < base || sp > end || x->u.s.len > (size_t)(end - sp)) {
-            tdm__batch_drop_last(b);
-            return TDM_ERR_PARSE;
-        }
-    }
     for (int i = 0; i < nf; i++) {
         tdm__val *x = &r->v[i];
         if (x->null || b->schema->fields[i].type != TDM_TYPE_STRING)
@@ -1121,7 +1111,7 @@ static int select_mark(const tdm__kshuffle *sh, int i, tdm_time_ms processed,
 }
 
 /* Commits list @p l synchronously; the metadata pointers (ours) are
- * cleared before the list is freed. */
+ * cleared before the list is freed.  A failure is kept in sh->err. */
 static rd_kafka_resp_err_t commit_list(tdm__kshuffle *sh,
                                        rd_kafka_topic_partition_list_t *l)
 {
@@ -1129,13 +1119,11 @@ static rd_kafka_resp_err_t commit_list(tdm__kshuffle *sh,
     if (l->cnt)
         re = rd_kafka_commit(sh->cons, l, 0);
     for (int i = 0; i < l->cnt; i++)
-        l->elems[i].metadata = NULL;
+        l->elems[i].metadata = NULL; /* ours, not librdkafka's */
     rd_kafka_topic_partition_list_destroy(l);
-    if (re) {
+    if (re)
         snprintf(sh->err, sizeof sh->err, "repartition: commit: %s",
                  rd_kafka_err2str(re));
-        shlog(sh, "warn %s", sh->err);
-    }
     return re;
 }
 
@@ -1152,13 +1140,14 @@ static void commit_revoked(tdm__kshuffle *sh, int li)
         return;
     snprintf(meta, sizeof meta, "tdm1 wm=%" PRId64, (int64_t)sh->last_done);
     select_mark(sh, li, sh->last_proc, sh->last_done, l, meta);
-    commit_list(sh, l);
+    if (commit_list(sh, l))
+        shlog(sh, "warn %s", sh->err);
 }
 
 /* One commit attempt of every live partition; trims the ring. */
 static rd_kafka_resp_err_t commit_once(tdm__kshuffle *sh,
                                        tdm_time_ms processed,
-                                       tdm_time_ms done, int quiet)
+                                       tdm_time_ms done)
 {
     rd_kafka_topic_partition_list_t *l =
         rd_kafka_topic_partition_list_new(sh->n_lp ? sh->n_lp : 1);
@@ -1174,19 +1163,9 @@ static rd_kafka_resp_err_t commit_once(tdm__kshuffle *sh,
         if (k >= 0 && k < oldest_used)
             oldest_used = k;
     }
-    rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (l->cnt)
-        re = rd_kafka_commit(sh->cons, l, 0);
-    for (int i = 0; i < l->cnt; i++)
-        l->elems[i].metadata = NULL; /* ours, not librdkafka's */
-    rd_kafka_topic_partition_list_destroy(l);
-    if (re) {
-        snprintf(sh->err, sizeof sh->err, "repartition: commit: %s",
-                 rd_kafka_err2str(re));
-        if (!quiet)
-            shlog(sh, "warn %s", sh->err);
+    rd_kafka_resp_err_t re = commit_list(sh, l);
+    if (re)
         return re;
-    }
     /* Marks older than every one used cannot be needed again (a
      * partition that used none may lag, never overshoot). */
     if (oldest_used < sh->ring_n) {
@@ -1219,7 +1198,7 @@ tdm_err tdm__kshuffle_commit(tdm__kshuffle *sh, tdm_time_ms processed,
     sh->have_commit = 1;
     sh->last_proc = processed;
     sh->last_done = done;
-    rd_kafka_resp_err_t re = commit_once(sh, processed, done, 1);
+    rd_kafka_resp_err_t re = commit_once(sh, processed, done);
     /* The final commit (processed = MAX: no poll follows) waits out a
      * rebalance (another member leaving) for up to 10 s of wall time: the
      * consumer is served, and what it fetches meanwhile is not this run's
@@ -1236,7 +1215,7 @@ tdm_err tdm__kshuffle_commit(tdm__kshuffle *sh, tdm_time_ms processed,
             if (m)
                 rd_kafka_message_destroy(m);
             if (sh->n_revoked == revoked)
-                re = commit_once(sh, processed, done, 1);
+                re = commit_once(sh, processed, done);
         }
     }
     if (re == RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -1300,6 +1279,7 @@ void tdm__kshuffle_close(tdm__kshuffle *sh)
             /* Leaving: stop holding the readers (idle) unless the input
              * ended, whose MAX marker already went. */
             if (!sh->w_ended) {
+                sh->in_known = 1;
                 sh->live_in = 0;
                 send_markers(sh);
             }

@@ -49,7 +49,6 @@ struct tdm__source {
     tdm__nx_conf nx;
     int f[NF_COUNT];   /* schema index of each field, -1: absent */
     bool strings;      /* some string field is present */
-    int kinds;         /* bit k: keep kind k */
     int64_t total, n_part;
     int64_t *parts;    /* this subtask's partitions */
     int64_t *next;     /* per local partition: its next event count */
@@ -112,8 +111,7 @@ static tdm_err nx_open(const tdm__source_conf *conf, int index, int count,
         src->nx.first_event_number = 1;
         src->nx.flink_bidder_quirk = 1;
     }
-    src->kinds = conf->nx_kinds ? conf->nx_kinds : 7;
-    src->nx.kinds = src->kinds;
+    src->nx.kinds = conf->nx_kinds ? conf->nx_kinds : 7;
     src->total = conf->gen_records;
     src->n_part = conf->gen_partitions;
     for (int k = 0; k < NF_COUNT; k++) {
@@ -138,8 +136,10 @@ static tdm_err nx_open(const tdm__source_conf *conf, int index, int count,
     }
     src->nx.no_prices = src->f[NF_PRICE] < 0 && src->f[NF_INITIAL] < 0 &&
                         src->f[NF_RESERVE] < 0;
-    for (int64_t p = index; p < src->n_part; p += count)
-        src->n_parts++;
+    /* Partitions p with p % count == index. */
+    src->n_parts = index < src->n_part
+                       ? (int)((src->n_part - index + count - 1) / count)
+                       : 0;
     size_t n = (size_t)(src->n_parts ? src->n_parts : 1);
     src->parts = tdm__calloc(n, sizeof *src->parts);
     src->next = tdm__calloc(n, sizeof *src->next);
@@ -184,13 +184,9 @@ static inline tdm_err put_str(const tdm__source *src, tdm__batch *b,
 static tdm_err emit(tdm__source *src, tdm__batch *b, const tdm__nx_event *ev,
                     int j)
 {
-    const tdm__schema *sc = src->conf.schema;
-    tdm__row *row = &b->rows[b->n++];
-    row->flags = 0;
-    for (int f = 0; f < sc->n; f++) {
-        row->v[f].null = 1;
-        row->v[f].u.i = 0;
-    }
+    tdm__row *row = tdm__batch_add(b);
+    if (!row)
+        return TDM_ERR_NOMEM;
     row->ts = ev->date_time;
     row->partition = (uint32_t)j;
     put_int(src, row, NF_TYPE, ev->kind);
@@ -257,7 +253,7 @@ static tdm_err nx_poll(tdm__source *src, tdm__batch *b, size_t max,
         src->next[j] = c + src->n_part;
         tdm__nx_event ev;
         tdm__nx_event_at(&src->nx, c, &ev);
-        if (!(src->kinds & (1 << ev.kind)))
+        if (!(src->nx.kinds & (1 << ev.kind)))
             continue;
         tdm_err err = emit(src, b, &ev, j);
         if (err != TDM_OK)

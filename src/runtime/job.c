@@ -8,6 +8,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -727,20 +728,21 @@ static bool node_set(const tdm_node *n, const char *key)
     return v->set && v->text && *v->text;
 }
 
-/* True when @p s is a whole number of milliseconds or ISO-8601 text
- * (start.timestamp). */
-static bool start_ts_ok(const char *s)
+bool tdm__start_ts_parse(const char *s, tdm_time_ms *out)
 {
-    tdm_time_ms ms;
     size_t l = strlen(s);
     size_t i = s[0] == '-' ? 1 : 0;
     bool digits = l > i;
     for (size_t k = i; k < l; k++)
         if (s[k] < '0' || s[k] > '9')
             digits = false;
-    if (digits)
-        return l < 19;
-    return tdm__ts_from_text(s, l, TDM__UNIT_ISO8601, &ms) == TDM_OK;
+    if (digits) {
+        if (l >= 19)
+            return false;
+        *out = strtoll(s, NULL, 10);
+        return true;
+    }
+    return tdm__ts_from_text(s, l, TDM__UNIT_ISO8601, out) == TDM_OK;
 }
 
 /* The Kafka keys of a source: where to connect, what to read, and how
@@ -790,7 +792,8 @@ static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
                     "(epoch milliseconds or ISO-8601)");
     if (start != TDM__KSTART_TIMESTAMP && *sts)
         VFAIL(c, n, "start.timestamp: only used with start: timestamp");
-    if (*sts && !start_ts_ok(sts))
+    tdm_time_ms sts_ms;
+    if (*sts && !tdm__start_ts_parse(sts, &sts_ms))
         VFAIL(c, n, "start.timestamp: expected epoch milliseconds or "
                     "ISO-8601 like \"2026-12-02T10:00:00Z\", got \"%s\"",
               sts);

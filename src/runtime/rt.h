@@ -308,6 +308,10 @@ bool tdm__row_pack_valid(const void *p, size_t len,
 void tdm__row_render(const tdm__row *row, char *buf, size_t n);
 /* Formats epoch ms as ISO-8601 UTC ("2024-12-02T10:00:00Z"). */
 void tdm__format_iso(tdm_time_ms ms, char *buf, size_t n);
+/* Reads a source's start.timestamp: whole epoch milliseconds (fewer than
+ * 19 digits, optional minus) or ISO-8601 text.  True with *out set; false
+ * for anything else (job.c reports it at validation). */
+bool tdm__start_ts_parse(const char *s, tdm_time_ms *out);
 /* ISO-8601 UTC text of @p ms, ".mmm" always (@p millis) or only when
  * not whole seconds; false (nothing written) when out of gmtime's range.
  * Sentinels are the caller's to name. */

@@ -121,13 +121,12 @@ static const char *opt_str(const tdm_node *n, const char *key)
 
 /* The "kafka.*" pass-through properties of a node: the parsed pairs,
  * borrowed (the node outlives the run). */
-static tdm_err plan_props(const tdm_node *n, const char *const **out,
-                          int *n_out)
+static void plan_props(const tdm_node *n, const char *const **out,
+                       int *n_out)
 {
     const tdm__conf_val *v = tdm__node_val(n, "kafka.*");
     *out = (const char *const *)v->props;
     *n_out = v->props ? v->n_props : 0;
-    return TDM_OK;
 }
 
 /* A sink's connector configuration (the table's enum indexes are the
@@ -176,23 +175,13 @@ static tdm_err plan_kafka(rt_source *s, tdm_node *n)
     c->kafka_start = (int)tdm__node_int(n, "start") + 1;
     c->kafka_start_ts = TDM_TIME_MIN;
     const char *st = tdm__node_str(n, "start.timestamp");
-    if (*st) {
-        char *end = NULL;
-        long long v = strtoll(st, &end, 10);
-        tdm_time_ms ms;
-        if (end && *end == 0)
-            c->kafka_start_ts = v;
-        else if (tdm__ts_from_text(st, strlen(st), TDM__UNIT_ISO8601,
-                                   &ms) == TDM_OK)
-            c->kafka_start_ts = ms;
-    }
+    if (*st && !tdm__start_ts_parse(st, &c->kafka_start_ts))
+        c->kafka_start_ts = TDM_TIME_MIN;
     c->kafka_stop_at_end = tdm__node_int(n, "stop") == 1;
     c->ts_from_message = tdm__node_int(n, "timestamp.source") == 1;
     const char *kf = tdm__node_str(n, "key.field");
     c->key_field = *kf ? tdm__schema_find(s->schema, kf) : -1;
-    tdm_err err = plan_props(n, &c->kafka_props, &c->kafka_n_props);
-    if (err != TDM_OK)
-        return err;
+    plan_props(n, &c->kafka_props, &c->kafka_n_props);
     c->log = job_log_line;
     c->log_ud = n->job;
     return TDM_OK;

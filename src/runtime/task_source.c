@@ -404,14 +404,16 @@ static void name_partitions(rt_src_task *t, int from, int to,
     for (int l = from; l < to; l++) {
         rt_part *pp = &t->parts[l];
         char buf[256];
-        const char *name = NULL;
+        /* A version-2 connector names its partitions ("clicks[3]"). */
+        const char *name = t->src->v2 && t->src->vt->partition_name
+                               ? t->src->vt->partition_name(t->conn, l)
+                               : NULL;
         int global = by_field || c->type == TDM__SRC_STDIN ||
                              c->type == TDM__SRC_TCP
                          ? l
                          : t->index + l * P;
-        if (t->src->v2 && t->src->vt->partition_name &&
-            t->src->vt->partition_name(t->conn, l)) {
-            name = t->src->vt->partition_name(t->conn, l);
+        if (name) {
+            /* as named */
         } else if (by_field && row && l == to - 1) {
             const tdm__val *v = &row->v[c->partition_field];
             tdm_type ty = c->schema->fields[c->partition_field].type;
