@@ -38,6 +38,22 @@ struct tdm__sinkobj {
     char first_err[256];
 };
 
+/* Records a failure: the first reason is written before the count
+ * moves, so a reader that sees failed > 0 (flush, close, on another
+ * thread) also sees the reason.  True for the first failure. */
+static bool note_failure(tdm__sinkobj *s, rd_kafka_resp_err_t e)
+{
+    bool first;
+    pthread_mutex_lock(&s->emu);
+    first = s->first_err[0] == '\0';
+    if (first)
+        snprintf(s->first_err, sizeof s->first_err, "%s",
+                 rd_kafka_err2str(e));
+    pthread_mutex_unlock(&s->emu);
+    atomic_fetch_add(&s->failed, 1);
+    return first;
+}
+
 /* Delivery report: counts failures and keeps the first reason. */
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
@@ -46,14 +62,9 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     (void)opaque;
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR)
         return;
-    if (atomic_fetch_add(&s->failed, 1) == 0) {
-        pthread_mutex_lock(&s->emu);
-        snprintf(s->first_err, sizeof s->first_err, "%s",
-                 rd_kafka_err2str(m->err));
-        pthread_mutex_unlock(&s->emu);
+    if (note_failure(s, m->err))
         tdm__kafka_logf(&s->log, "delivery to '%s' failed: %s", s->topic,
                         rd_kafka_err2str(m->err));
-    }
 }
 
 /* Produces one message, waiting while the queue is full (backpressure).
@@ -78,12 +89,7 @@ static tdm_err produce(tdm__sinkobj *s, const char *key, size_t key_len,
         if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || waited >= KK_QUEUE_WAIT_MS) {
             tdm__kafka_logf(&s->log, "cannot produce to '%s': %s", s->topic,
                             rd_kafka_err2str(e));
-            if (atomic_fetch_add(&s->failed, 1) == 0) {
-                pthread_mutex_lock(&s->emu);
-                snprintf(s->first_err, sizeof s->first_err, "%s",
-                         rd_kafka_err2str(e));
-                pthread_mutex_unlock(&s->emu);
-            }
+            note_failure(s, e);
             return TDM_ERR_IO;
         }
         /* Queue full: serve delivery reports until there is room. */
@@ -131,8 +137,7 @@ static tdm_err kk_write_row(tdm__sinkobj *s, const tdm__row *row)
         pthread_mutex_unlock(&s->mu);
         return TDM_ERR_NOMEM;
     }
-    err = produce(s, NULL, 0, s->val.p, s->val.len,
-                  row->ts == TDM_TIME_MIN ? 0 : row->ts);
+    err = produce(s, NULL, 0, s->val.p, s->val.len, row->ts);
     pthread_mutex_unlock(&s->mu);
     return err;
 }
@@ -223,10 +228,10 @@ static tdm_err kk_close(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
     return err;
 }
 
-/* Opens the producer; @p upsert is the output mode (0 append, 1 upsert,
+/* Opens the producer; @p mode is the output mode (0 append, 1 upsert,
  * 2 retract).  TDM_OK, TDM_ERR_INVAL (no topic, or a bad kafka.*
  * property, named), TDM_ERR_IO (the client cannot be created), NOMEM. */
-static tdm_err kk_open(const tdm__sink_conf *conf, int upsert,
+static tdm_err kk_open(const tdm__sink_conf *conf, int mode,
                        tdm__sinkobj **out, char *errbuf, size_t errbuf_size)
 {
     static const char *const defaults[] = {
@@ -245,7 +250,7 @@ static tdm_err kk_open(const tdm__sink_conf *conf, int upsert,
     if (!s)
         return TDM_ERR_NOMEM;
     atomic_init(&s->failed, 0);
-    s->mode = upsert;
+    s->mode = mode;
     s->log.fn = conf->log;
     s->log.ud = conf->log_ud;
     snprintf(s->log.prefix, sizeof s->log.prefix, "kafka sink '%s'",

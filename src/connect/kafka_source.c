@@ -58,6 +58,8 @@ typedef struct kpart {
 
 struct tdm__source {
     tdm__klog log;          /* first: the rd_kafka_t opaque */
+    struct kpart *last;     /* the partition find_live found last: messages
+                               come in runs per partition */
     tdm__source_conf conf;
     tdm__source_conf pconf; /* for parsing: ingestion time when the
                                timestamp comes from the message */
@@ -99,12 +101,17 @@ static int64_t mono_ms(void)
 
 /* ---- Partitions ---- */
 
+/* The live partition (topic, part), NULL if none.  kparts live until
+ * close, so the one-entry cache never dangles. */
 static kpart *find_live(tdm__source *src, const char *topic, int32_t part)
 {
+    kpart *kp = src->last;
+    if (kp && kp->live && kp->part == part && strcmp(kp->topic, topic) == 0)
+        return kp;
     for (int i = src->n_parts - 1; i >= 0; i--) {
-        kpart *kp = src->parts[i];
+        kp = src->parts[i];
         if (kp->live && kp->part == part && strcmp(kp->topic, topic) == 0)
-            return kp;
+            return src->last = kp;
     }
     return NULL;
 }
@@ -957,7 +964,7 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
 
     /* CSV columns: schema order without the key field (the key comes
      * from the message key). */
-    src->csv_cols = tdm__malloc((size_t)conf->schema->n * sizeof(int) + 1);
+    src->csv_cols = tdm__malloc(((size_t)conf->schema->n + 1) * sizeof(int));
     if (!src->csv_cols) {
         err = TDM_ERR_NOMEM;
         goto fail;
