@@ -150,27 +150,32 @@ typedef struct tdm__source_vtab {
      * assignment, once every assigned partition ended. */
     /* Local partition indices allocated so far. */
     int (*n_partitions)(tdm__source *src);
-    /* A name for partition  p ("clicks[3]"), for metrics and logs;
+    /* A name for partition @p p ("clicks[3]"), for metrics and logs;
      * borrowed, valid until close. */
     const char *(*partition_name)(tdm__source *src, int p);
-    /* The watermark stored with the committed offset of  p by its
+    /* The watermark stored with the committed offset of @p p by its
      * previous owner (records whose results it already wrote lie at or
      * below it), TDM_TIME_MIN if none. */
     tdm_time_ms (*partition_floor)(tdm__source *src, int p);
-    /* Alignment: stops (paused = 1) or resumes fetching  p. */
+    /* Alignment: stops (paused = 1) or resumes fetching @p p. */
     void (*pause)(tdm__source *src, int p, int paused);
-    /* The subtask sent watermark  wm after the rows polled so far;
+    /* The subtask sent watermark @p wm after the rows polled so far;
      * horizon[p] (n entries) is the last operator watermark at which a
      * row read so far from p can still change a result.  The connector
      * remembers its positions under this mark. */
     void (*mark)(tdm__source *src, tdm_time_ms wm,
                  const tdm_time_ms *horizon, int n);
-    /* Every mark with wm <  processed has been handled by all
-     * consumers, and every operator's watermark is at least  done with
+    /* Every mark with wm < @p processed has been handled by all
+     * consumers, and every operator's watermark is at least @p done with
      * the sinks flushed: commit, per partition, the newest such mark
-     * whose horizon is <= done.  TDM_OK or TDM_ERR_IO. */
+     * whose horizon is <= done.  @p top is TDM_TIME_MIN, except at the
+     * final commit (every thread stopped, the sinks closed): there the
+     * highest watermark an operator fired, no result of a window with
+     * end - 1 > top having been written (the hand-over is clean; MIN
+     * again when some operator fires before its watermark: early, count
+     * or processing-time triggers).  TDM_OK or TDM_ERR_IO. */
     tdm_err (*commit)(tdm__source *src, tdm_time_ms processed,
-                      tdm_time_ms done);
+                      tdm_time_ms done, tdm_time_ms top);
     /* Watermarks carried by the data itself (a repartition topic's
      * markers): NULL, or called by the runtime after each poll for every
      * partition; returns 1 with *wm / *idle set when partition @p p has a
@@ -180,6 +185,15 @@ typedef struct tdm__source_vtab {
      * generator is NONE), 0 when nothing changed. */
     int (*partition_watermark)(tdm__source *src, int p, tdm_time_ms *wm,
                                int *idle);
+    /* Results a previous owner of the partitions may have written
+     * already (it crashed, or lost them while running): NULL, or called
+     * after each poll; sets *start_le and *last_le so that an event-time
+     * window result with start <= *start_le or end - 1 <= *last_le may
+     * repeat one (TDM_TIME_MIN: none).  Both never decrease, and cover
+     * the rows of the polls so far.  The runtime marks such results as
+     * updates. */
+    void (*replayed)(tdm__source *src, tdm_time_ms *start_le,
+                     tdm_time_ms *last_le);
 } tdm__source_vtab;
 
 extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */
@@ -202,6 +216,9 @@ typedef struct tdm__sink_conf {
     int kafka_n_props;
     tdm__log_fn log;
     void *log_ud;
+    /* The buffer's clock in ms (tests); NULL: CLOCK_MONOTONIC. */
+    int64_t (*now)(void *now_ud);
+    void *now_ud;
 } tdm__sink_conf;
 
 enum { TDM__SINK_STDOUT = 1, TDM__SINK_FILE, TDM__SINK_DISCARD,
@@ -254,6 +271,12 @@ typedef struct tdm__sink_vtab {
      * returns TDM_OK (text: buffer written and fflush'ed; Kafka: every
      * message acknowledged).  Thread-safe. */
     tdm_err (*flush)(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
+    /* Version 2, may be NULL: writes out what has waited in a buffer
+     * longer than the sink's flush interval (no durability promise, no
+     * upsert table).  Called by the run's supervisor about every 100 ms,
+     * so that results reach the output while no others follow them.
+     * Thread-safe; errors surface at the next write, flush or close. */
+    void (*tick)(tdm__sinkobj *s);
 } tdm__sink_vtab;
 
 extern const tdm__sink_vtab tdm__text_sink; /* stdout, file, discard */

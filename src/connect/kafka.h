@@ -41,19 +41,37 @@ tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
 void tdm__kafka_logf(const tdm__klog *lg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ---- Producing ---- */
+
+/* Called when a produce call met QUEUE_FULL: serves  rk's delivery
+ * reports for up to 10 ms and returns 1, or 0 once  limit_ms have
+ * passed since the first call of this wait (*since_ms: -1 before it; set
+ * here).  The caller retries the produce after 1 and gives up after 0. */
+int tdm__kafka_wait_room(rd_kafka_t *rk, int64_t *since_ms,
+                         int64_t limit_ms);
+
 /* ---- Commit metadata ---- */
 
 /* Longest metadata text written, with its NUL. */
-#define TDM__KMETA_MAX 48
+#define TDM__KMETA_MAX 64
 
-/* Writes the commit metadata "tdm1 wm=<wm>" (wm in epoch ms, may be
- * negative) into (out, n); returns its length without the NUL. */
-size_t tdm__kafka_meta_format(tdm_time_ms wm, char *out, size_t n);
+/* Writes the commit metadata into (out, n); returns its length without
+ * the NUL.  "tdm1 wm=<wm>" (wm in epoch ms, may be negative) is what a
+ * running member commits: results of windows whose records lie at or
+ * below wm were written, and the member may have written more before it
+ * stopped (a crash leaves this form).  "tdm1 wm=<wm> top=<top>" (top not
+ * TDM_TIME_MIN) is a clean hand-over, written after every operator
+ * stopped: no result of a window with end - 1 > top was written. */
+size_t tdm__kafka_meta_format(tdm_time_ms wm, tdm_time_ms top, char *out,
+                              size_t n);
 
 /* Reads commit metadata written by tdm__kafka_meta_format.  Returns 1
- * with *wm set, or 0 (and *wm = TDM_TIME_MIN) when @p p is NULL, empty,
- * or not exactly that form (other writers' metadata is ignored). */
-int tdm__kafka_meta_parse(const void *p, size_t n, tdm_time_ms *wm);
+ * with *wm set and *top (may be NULL) set to the top, or TDM_TIME_MIN
+ * for the first form; 0 (and both TDM_TIME_MIN) when @p p is NULL,
+ * empty, or not exactly one of those forms (other writers' metadata is
+ * ignored). */
+int tdm__kafka_meta_parse(const void *p, size_t n, tdm_time_ms *wm,
+                          tdm_time_ms *top);
 
 /* ---- Source snapshots (design section 6, "Connector commit") ----
  * mark() stores, per watermark the subtask sent, every partition's next
@@ -101,6 +119,8 @@ typedef struct tdm__kcommit_in {
     int64_t committed;     /* last committed offset, -1 none */
     tdm_time_ms meta_wm;   /* watermark of the last commit's metadata */
     tdm_time_ms floor;     /* the previous owner's watermark, or MIN */
+    tdm_time_ms top;       /* clean hand-over: the top to write, else MIN */
+    tdm_time_ms meta_top;  /* top of the last commit's metadata, or MIN */
     bool handover;         /* revoke or close: refresh the metadata */
     bool quiet;            /* no rebalance lately: periodic commits may
                               refresh the metadata alone */
@@ -112,9 +132,10 @@ typedef struct tdm__kcommit_in {
  * (records after the commit at or below the previous owner's floor had
  * their results written by it).  Returns 1 with *off and *wm set when a
  * commit is due: a known offset not behind the last commit, which moves
- * it, or changes the metadata in a hand-over or a quiet group.  *seq
- * receives the picked snapshot's sequence number, 0 if none (older
- * snapshots are then still needed), also when 0 is returned. */
+ * it, or changes the metadata (watermark or top) in a hand-over or a
+ * quiet group.  *seq receives the picked snapshot's sequence number, 0
+ * if none (older snapshots are then still needed), also when 0 is
+ * returned. */
 int tdm__kcommit_choose(const tdm__ksnaps *r, const tdm__kcommit_in *in,
                         tdm_time_ms processed, tdm_time_ms done,
                         int64_t *off, tdm_time_ms *wm, uint64_t *seq);

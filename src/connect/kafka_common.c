@@ -84,44 +84,91 @@ tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
     return TDM_OK;
 }
 
+/* ---- Producing ---- */
+
+/* After a QUEUE_FULL (see kafka.h). */
+int tdm__kafka_wait_room(rd_kafka_t *rk, int64_t *since_ms, int64_t limit_ms)
+{
+    int64_t now = tdm__mono_ms();
+    if (*since_ms < 0)
+        *since_ms = now;
+    if (now - *since_ms >= limit_ms)
+        return 0;
+    rd_kafka_poll(rk, 10); /* delivery reports make room */
+    return 1;
+}
+
 /* ---- Commit metadata ---- */
 
-/* Formats "tdm1 wm=<ms>" (see kafka.h). */
-size_t tdm__kafka_meta_format(tdm_time_ms wm, char *out, size_t n)
+/* Formats "tdm1 wm=<ms>" or "tdm1 wm=<ms> top=<ms>" (see kafka.h). */
+size_t tdm__kafka_meta_format(tdm_time_ms wm, tdm_time_ms top, char *out,
+                              size_t n)
 {
-    int len = snprintf(out, n, "tdm1 wm=%" PRId64, (int64_t)wm);
+    int len = top == TDM_TIME_MIN
+                  ? snprintf(out, n, "tdm1 wm=%" PRId64, (int64_t)wm)
+                  : snprintf(out, n, "tdm1 wm=%" PRId64 " top=%" PRId64,
+                             (int64_t)wm, (int64_t)top);
     if (len < 0)
         return 0;
     return (size_t)len < n ? (size_t)len : (n > 0 ? n - 1 : 0);
 }
 
-/* Parses "tdm1 wm=<ms>" (see kafka.h): an optional minus sign and 1-19
- * digits that fit in 64 bits, nothing before or after. */
-int tdm__kafka_meta_parse(const void *p, size_t n, tdm_time_ms *wm)
+/* Reads one decimal int64 from s[0, n): an optional minus sign and
+ * digits that fit in 64 bits, nothing else (strtoll alone would accept
+ * blanks and a plus sign).  1 with *v set, or 0. */
+static int meta_int(const char *s, size_t n, tdm_time_ms *v)
 {
-    static const char tag[] = "tdm1 wm=";
-    const size_t tag_len = sizeof tag - 1;
     char digits[32];
-    const char *s = p;
     char *end;
-    long long v;
+    long long x;
 
-    *wm = TDM_TIME_MIN;
-    if (!p || n <= tag_len || n - tag_len >= sizeof digits ||
-        memcmp(s, tag, tag_len) != 0)
+    if (n == 0 || n >= sizeof digits)
         return 0;
-    memcpy(digits, s + tag_len, n - tag_len);
-    digits[n - tag_len] = '\0';
-    /* strtoll accepts blanks and a plus sign: the text must not. */
+    memcpy(digits, s, n);
+    digits[n] = '\0';
     if (!(digits[0] == '-' || (digits[0] >= '0' && digits[0] <= '9')))
         return 0;
     if (digits[0] == '-' && !(digits[1] >= '0' && digits[1] <= '9'))
         return 0;
     errno = 0;
-    v = strtoll(digits, &end, 10);
+    x = strtoll(digits, &end, 10);
     if (errno != 0 || *end != '\0')
         return 0;
-    *wm = (tdm_time_ms)v;
+    *v = (tdm_time_ms)x;
+    return 1;
+}
+
+/* Parses what tdm__kafka_meta_format writes (see kafka.h). */
+int tdm__kafka_meta_parse(const void *p, size_t n, tdm_time_ms *wm,
+                          tdm_time_ms *top)
+{
+    static const char tag[] = "tdm1 wm=", tag_top[] = " top=";
+    const size_t tag_len = sizeof tag - 1, top_len = sizeof tag_top - 1;
+    const char *s = p, *sp;
+    tdm_time_ms w, t = TDM_TIME_MIN;
+    size_t wn;
+
+    *wm = TDM_TIME_MIN;
+    if (top)
+        *top = TDM_TIME_MIN;
+    if (!p || n <= tag_len || memcmp(s, tag, tag_len) != 0)
+        return 0;
+    s += tag_len;
+    n -= tag_len;
+    sp = memchr(s, ' ', n);
+    wn = sp ? (size_t)(sp - s) : n;
+    if (!meta_int(s, wn, &w))
+        return 0;
+    if (sp) {
+        size_t rest = n - wn;
+        if (rest <= top_len || memcmp(sp, tag_top, top_len) != 0 ||
+            !meta_int(sp + top_len, rest - top_len, &t) ||
+            t == TDM_TIME_MIN)
+            return 0;
+    }
+    *wm = w;
+    if (top)
+        *top = t;
     return 1;
 }
 
@@ -215,7 +262,8 @@ int tdm__kcommit_choose(const tdm__ksnaps *r, const tdm__kcommit_in *in,
     if (*off > in->committed)
         return 1;
     /* Same offset: only a metadata change, and only when it is safe. */
-    return *wm != in->meta_wm && (in->handover || in->quiet);
+    return (*wm != in->meta_wm || in->top != in->meta_top) &&
+           (in->handover || in->quiet);
 }
 
 /* Frees every snapshot (see kafka.h). */

@@ -16,6 +16,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "connect/kafka.h"
 #include "connect/kafka_shuffle.h"
 #include "runtime/rt.h"
 #include "state/state.h"
@@ -359,18 +360,13 @@ static tdm_err make_conf(tdm__kshuffle *sh, const tdm__kshuffle_conf *c,
     return TDM_OK;
 }
 
-/* Parses "tdm1 wm=<ms>" commit metadata; TDM_TIME_MIN when absent. */
+/* The floor in commit metadata "tdm1 wm=<ms>" (kafka.h), TDM_TIME_MIN when
+ * absent or not tidemark's. */
 static tdm_time_ms meta_floor(const void *p, size_t n)
 {
-    char buf[64];
-    long long v;
-    if (!p || n == 0 || n >= sizeof buf)
-        return TDM_TIME_MIN;
-    memcpy(buf, p, n);
-    buf[n] = 0;
-    if (sscanf(buf, "tdm1 wm=%lld", &v) != 1)
-        return TDM_TIME_MIN;
-    return (tdm_time_ms)v;
+    tdm_time_ms wm;
+    tdm__kafka_meta_parse(p, n, &wm, NULL);
+    return wm;
 }
 
 /* Allocates a local index for internal partition @p part. */
@@ -661,7 +657,8 @@ static tdm_err produce(tdm__kshuffle *sh, int32_t part, const void *key,
                        tdm_time_ms ts, rd_kafka_headers_t *h)
 {
     int64_t kts = ts >= 0 && ts != TDM_TIME_MAX ? ts : 0;
-    for (int waited = 0;; waited += 10) {
+    int64_t since = -1;
+    for (;;) {
         rd_kafka_resp_err_t re;
         if (h)
             re = rd_kafka_producev(
@@ -680,7 +677,8 @@ static tdm_err produce(tdm__kshuffle *sh, int32_t part, const void *key,
                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (re == RD_KAFKA_RESP_ERR_NO_ERROR)
             return TDM_OK;
-        if (re != RD_KAFKA_RESP_ERR__QUEUE_FULL || waited >= 30000) {
+        if (re != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
+            !tdm__kafka_wait_room(sh->prod, &since, 30000)) {
             if (h)
                 rd_kafka_headers_destroy(h);
             snprintf(sh->err, sizeof sh->err, "repartition: produce to "
@@ -688,7 +686,6 @@ static tdm_err produce(tdm__kshuffle *sh, int32_t part, const void *key,
                      rd_kafka_err2str(re));
             return TDM_ERR_IO;
         }
-        rd_kafka_poll(sh->prod, 10);
     }
 }
 
@@ -1088,10 +1085,13 @@ void tdm__kshuffle_mark(tdm__kshuffle *sh, tdm_time_ms wm,
 
 /* Adds to @p l, for local partition @p i, the position of the newest
  * mark that is processed and whose rows of @p i can no longer change a
- * result; returns that mark's age index in the ring, or -1 if none. */
+ * result, with metadata "tdm1 wm=<max(done, floor)>" written into
+ * meta[l->cnt] (records at or below the previous owner's floor had their
+ * results written by it, whatever this member's watermark); returns that
+ * mark's age index in the ring, or -1 if none. */
 static int select_mark(const tdm__kshuffle *sh, int i, tdm_time_ms processed,
                        tdm_time_ms done, rd_kafka_topic_partition_list_t *l,
-                       char *meta)
+                       char (*meta)[TDM__KMETA_MAX])
 {
     for (int k = sh->ring_n - 1; k >= 0; k--) {
         const snap *s = &sh->ring[(sh->ring_head + k) % SNAP_RING];
@@ -1100,11 +1100,14 @@ static int select_mark(const tdm__kshuffle *sh, int i, tdm_time_ms processed,
         if (!(s->wm < processed || processed == TDM_TIME_MAX) ||
             s->hz[i] > done)
             continue;
+        tdm_time_ms wm = done > sh->lp[i].floor ? done : sh->lp[i].floor;
+        char *text = meta[l->cnt];
         rd_kafka_topic_partition_t *e =
             rd_kafka_topic_partition_list_add(l, sh->topic, sh->lp[i].part);
         e->offset = s->next[i];
-        e->metadata = meta;
-        e->metadata_size = strlen(meta);
+        e->metadata = text;
+        e->metadata_size =
+            tdm__kafka_meta_format(wm, TDM_TIME_MIN, text, TDM__KMETA_MAX);
         return k;
     }
     return -1;
@@ -1135,10 +1138,9 @@ static void commit_revoked(tdm__kshuffle *sh, int li)
     if (!sh->have_commit)
         return;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    char meta[48];
+    char meta[1][TDM__KMETA_MAX];
     if (!l)
         return;
-    snprintf(meta, sizeof meta, "tdm1 wm=%" PRId64, (int64_t)sh->last_done);
     select_mark(sh, li, sh->last_proc, sh->last_done, l, meta);
     if (commit_list(sh, l))
         shlog(sh, "warn %s", sh->err);
@@ -1151,11 +1153,15 @@ static rd_kafka_resp_err_t commit_once(tdm__kshuffle *sh,
 {
     rd_kafka_topic_partition_list_t *l =
         rd_kafka_topic_partition_list_new(sh->n_lp ? sh->n_lp : 1);
-    char meta[48];
+    char (*meta)[TDM__KMETA_MAX] =
+        tdm__malloc(((size_t)sh->n_lp + 1) * sizeof *meta);
     int oldest_used = sh->ring_n;
-    if (!l)
+    if (!l || !meta) {
+        if (l)
+            rd_kafka_topic_partition_list_destroy(l);
+        tdm__free(meta);
         return RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
-    snprintf(meta, sizeof meta, "tdm1 wm=%" PRId64, (int64_t)done);
+    }
     for (int i = 0; i < sh->n_lp; i++) {
         if (!sh->lp[i].live)
             continue;
@@ -1164,6 +1170,7 @@ static rd_kafka_resp_err_t commit_once(tdm__kshuffle *sh,
             oldest_used = k;
     }
     rd_kafka_resp_err_t re = commit_list(sh, l);
+    tdm__free(meta);
     if (re)
         return re;
     /* Marks older than every one used cannot be needed again (a
@@ -1173,14 +1180,6 @@ static rd_kafka_resp_err_t commit_once(tdm__kshuffle *sh,
         sh->ring_n -= oldest_used;
     }
     return RD_KAFKA_RESP_ERR_NO_ERROR;
-}
-
-/* Wall-clock milliseconds (I/O deadlines, not event time). */
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The group is changing under the commit: retry after serving it. */
@@ -1208,9 +1207,9 @@ tdm_err tdm__kshuffle_commit(tdm__kshuffle *sh, tdm_time_ms processed,
      * another member's now. */
     if (processed == TDM_TIME_MAX && rebalancing(re)) {
         int revoked = sh->n_revoked;
-        int64_t end = mono_ms() + 10000;
+        int64_t end = tdm__mono_ms() + 10000;
         while (rebalancing(re) && sh->n_revoked == revoked &&
-               mono_ms() < end) {
+               tdm__mono_ms() < end) {
             rd_kafka_message_t *m = rd_kafka_consumer_poll(sh->cons, 100);
             if (m)
                 rd_kafka_message_destroy(m);
@@ -1242,9 +1241,9 @@ static void close_consumer(tdm__kshuffle *sh)
                             : NULL;
     int closed = 0;
     if (q && !e) {
-        int64_t end = mono_ms() + 10000;
+        int64_t end = tdm__mono_ms() + 10000;
         while (!(closed = rd_kafka_consumer_closed(sh->cons)) &&
-               mono_ms() < end) {
+               tdm__mono_ms() < end) {
             /* Events, not callbacks: the close queue may carry
              * operations no callback serves. */
             rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 100);

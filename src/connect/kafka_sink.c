@@ -73,7 +73,7 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 static tdm_err produce(tdm__sinkobj *s, const char *key, size_t key_len,
                        const char *val, size_t val_len, int64_t ts)
 {
-    int waited = 0;
+    int64_t since = -1;
 
     for (;;) {
         rd_kafka_resp_err_t e = rd_kafka_producev(
@@ -86,15 +86,14 @@ static tdm_err produce(tdm__sinkobj *s, const char *key, size_t key_len,
             rd_kafka_poll(s->rk, 0); /* delivery reports */
             return TDM_OK;
         }
-        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || waited >= KK_QUEUE_WAIT_MS) {
+        /* Queue full: serve delivery reports until there is room. */
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
+            !tdm__kafka_wait_room(s->rk, &since, KK_QUEUE_WAIT_MS)) {
             tdm__kafka_logf(&s->log, "cannot produce to '%s': %s", s->topic,
                             rd_kafka_err2str(e));
             note_failure(s, e);
             return TDM_ERR_IO;
         }
-        /* Queue full: serve delivery reports until there is room. */
-        rd_kafka_poll(s->rk, 10);
-        waited += 10;
     }
 }
 

@@ -43,8 +43,13 @@ typedef struct kpart {
     int64_t base;          /* where reading started (nothing before it
                               is needed), -1 if unknown */
     int64_t committed;     /* last committed (by anyone), -1 */
-    tdm_time_ms meta_wm;   /* metadata of our last commit */
+    tdm_time_ms meta_wm;   /* metadata of our last commit: watermark */
+    tdm_time_ms meta_top;  /* and top (clean hand-over), or MIN */
     tdm_time_ms floor;     /* previous owner's watermark, or MIN */
+    int64_t replay_end;    /* the previous owner may have read the
+                              records below this offset (it crashed or
+                              was revoked live), -1 none */
+    bool claim;            /* to be committed at assign (claim()) */
     bool live;             /* assigned now */
     bool limbo;            /* revoked (eager) or lost: kept, with its
                               index and position, in case the next
@@ -73,6 +78,8 @@ struct tdm__source {
     bool closing;           /* in close: revokes are the hand-over */
     bool hold_commits;      /* a rebalance is in progress: no periodic
                                commits until its callback */
+    bool claims_pending;    /* some kpart.claim not committed yet */
+    bool claim_warned;      /* the last claim failed (logged once) */
     int64_t last_rebalance_ms; /* monotonic time of the last callback */
     bool coop_conf;         /* the configured assignor is cooperative */
     tdm_err cb_err;         /* NOMEM inside the rebalance callback */
@@ -80,6 +87,11 @@ struct tdm__source {
     int64_t *mark_next;     /* scratch for mark(), cap_parts entries */
     bool have_commit;       /* last_proc/last_done are set */
     tdm_time_ms last_proc, last_done;
+    tdm_time_ms last_top;   /* the final commit's top (kafka.h), or MIN */
+    /* Results a previous owner may have written (connect.h, replayed):
+     * windows starting at or before replay_start, or whose end - 1 is at
+     * or before replay_last. */
+    tdm_time_ms replay_start, replay_last;
     int *csv_cols;          /* CSV column -> schema index */
     int n_csv_cols;
     tdm__json_hint hint;
@@ -91,13 +103,6 @@ struct tdm__source {
     int n_key;
     bool input_end_sent;
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- Partitions ---- */
 
@@ -162,6 +167,8 @@ static kpart *add_part(tdm__source *src, const char *topic, int32_t part)
     kp->base = -1;
     kp->committed = -1;
     kp->meta_wm = TDM_TIME_MIN;
+    kp->meta_top = TDM_TIME_MIN;
+    kp->replay_end = -1;
     kp->floor = TDM_TIME_MIN;
     kp->live = true;
     src->parts[src->n_parts++] = kp;
@@ -237,24 +244,28 @@ static tdm_err commit_input(tdm__source *src, kpart *only)
 
 /* Commits, for every live partition (or just @p only, the hand-over of a
  * revoke), the offset of the newest snapshot that (processed, done)
- * allows, with metadata "tdm1 wm=<done>"; then drops the snapshots no
+ * allows, with metadata "tdm1 wm=<done>" (and " top=<top>" when @p top
+ * is not TDM_TIME_MIN: the final commit after every operator stopped,
+ * and the revokes of the close after it); then drops the snapshots no
  * partition needs.  A commit that races a rebalance costs the member
  * its whole assignment (ILLEGAL_GENERATION, "lost"; measured on the mock
  * cluster whenever a commit falls into a rebalance), and rebalances move
  * watermarks, so periodic commits (@p only NULL) refresh the metadata
  * alone (same offset) only while the group has been quiet for
  * KS_QUIET_MS, and wait for the next rebalance callback after a commit
- * met REBALANCE_IN_PROGRESS; the hand-over commit (revoke, close) always
- * refreshes it.  A failed commit is logged and retried at the next call
- * (commits are idempotent); only a fatal client error is TDM_ERR_IO. */
+ * met REBALANCE_IN_PROGRESS; the hand-over commit (revoke, close) and
+ * the final commit always refresh it.  A failed commit is logged and
+ * retried at the next call (commits are idempotent); only a fatal
+ * client error is TDM_ERR_IO. */
 static tdm_err commit_parts(tdm__source *src, kpart *only,
-                            tdm_time_ms processed, tdm_time_ms done)
+                            tdm_time_ms processed, tdm_time_ms done,
+                            tdm_time_ms top)
 {
     /* Metadata text per listed partition (borrowed by the list). */
     char (*meta)[TDM__KMETA_MAX];
     rd_kafka_topic_partition_list_t *l;
     uint64_t keep = UINT64_MAX;
-    bool quiet = mono_ms() - src->last_rebalance_ms >= KS_QUIET_MS;
+    bool quiet = tdm__mono_ms() - src->last_rebalance_ms >= KS_QUIET_MS;
     rd_kafka_resp_err_t e;
 
     meta = tdm__malloc(((size_t)src->n_parts + 1) * sizeof *meta);
@@ -270,7 +281,8 @@ static tdm_err commit_parts(tdm__source *src, kpart *only,
         tdm__kcommit_in in = {
             .p = kp->local, .base = kp->base, .committed = kp->committed,
             .meta_wm = kp->meta_wm, .floor = kp->floor,
-            .handover = only != NULL, .quiet = quiet,
+            .top = top, .meta_top = kp->meta_top,
+            .handover = only != NULL || top != TDM_TIME_MIN, .quiet = quiet,
         };
         rd_kafka_topic_partition_t *el;
         tdm_time_ms wm;
@@ -293,8 +305,8 @@ static tdm_err commit_parts(tdm__source *src, kpart *only,
         el->offset = off;
         /* Borrowed: detached again before the list is destroyed. */
         el->metadata = meta[l->cnt - 1];
-        el->metadata_size = tdm__kafka_meta_format(wm, meta[l->cnt - 1],
-                                                   sizeof meta[0]);
+        el->metadata_size = tdm__kafka_meta_format(
+            wm, top, meta[l->cnt - 1], sizeof meta[0]);
     }
     if (l->cnt > 0) {
         e = rd_kafka_commit(src->rk, l, 0);
@@ -306,7 +318,7 @@ static tdm_err commit_parts(tdm__source *src, kpart *only,
                     kp->committed = l->elems[i].offset;
                     tdm__kafka_meta_parse(l->elems[i].metadata,
                                           l->elems[i].metadata_size,
-                                          &kp->meta_wm);
+                                          &kp->meta_wm, &kp->meta_top);
                 }
                 if (kp && only)
                     tdm__kafka_logf(&src->log, "hand-over commit of %s: "
@@ -404,6 +416,114 @@ static void find_times(tdm__source *src, rd_kafka_topic_partition_list_t *l,
     rd_kafka_topic_partition_list_destroy(q);
 }
 
+/* A partition resumed from a tidemark commit: which of the results this
+ * member writes may repeat the previous owner's (connect.h, replayed).
+ * A clean hand-over (metadata with top) wrote nothing for windows ending
+ * after top + 1; otherwise (a crash, or a live revoke whose owner kept
+ * firing) the previous owner read at most the records below the log end
+ * now, and every result it wrote has a window holding one of them, so
+ * windows starting at or before the largest timestamp read below that
+ * offset are marked (replay_end; the log end unknown: every record).  A
+ * clean partition is claimed: committed again without top at once, so
+ * that a crash of this member leaves it unclean. */
+static void resumed_from(tdm__source *src, kpart *kp, tdm_time_ms top)
+{
+    int64_t lo = -1, hi = -1;
+    rd_kafka_resp_err_t e;
+
+    if (top != TDM_TIME_MIN) {
+        if (top > kp->floor && top > src->replay_last)
+            src->replay_last = top;
+        kp->claim = true;
+        return;
+    }
+    e = rd_kafka_query_watermark_offsets(src->rk, kp->topic, kp->part, &lo,
+                                         &hi, KS_QUERY_MS);
+    kp->replay_end = e == RD_KAFKA_RESP_ERR_NO_ERROR ? hi : INT64_MAX;
+    tdm__kafka_logf(&src->log, "%s was not handed over cleanly: results of "
+                    "windows holding records below offset %s%lld are "
+                    "marked as updates (they may repeat the previous "
+                    "owner's)", kp->name,
+                    e == RD_KAFKA_RESP_ERR_NO_ERROR ? "" : "(log end unknown) ",
+                    (long long)(e == RD_KAFKA_RESP_ERR_NO_ERROR ? hi : -1));
+}
+
+/* Commits the partitions assigned with claim set at their start offset,
+ * metadata "tdm1 wm=<floor>" (no top): from now on a crash of this
+ * member leaves them unclean, and the next owner resumes here and marks
+ * what it replays (also before this member's first periodic commit).
+ * Inside a rebalance round the broker may answer REBALANCE_IN_PROGRESS
+ * (measured on the mock, cooperative protocol): the claim stays pending
+ * and is retried at the next rebalance callback, or at the next poll
+ * (other errors).  Until it succeeds a crash may repeat results unmarked
+ * (logged once). */
+static void claim(tdm__source *src)
+{
+    char (*meta)[TDM__KMETA_MAX];
+    rd_kafka_topic_partition_list_t *l;
+    rd_kafka_resp_err_t e;
+
+    meta = tdm__malloc(((size_t)src->n_parts + 1) * sizeof *meta);
+    l = rd_kafka_topic_partition_list_new(src->n_parts ? src->n_parts : 1);
+    if (!l || !meta) {
+        src->cb_err = TDM_ERR_NOMEM;
+        goto done;
+    }
+    for (int i = 0; i < src->n_parts; i++) {
+        kpart *kp = src->parts[i];
+        rd_kafka_topic_partition_t *el;
+        if (!kp->claim || !kp->live || kp->base < 0)
+            continue;
+        if (kp->committed > kp->base) {
+            /* A periodic commit (never clean) got there first. */
+            kp->claim = false;
+            continue;
+        }
+        el = rd_kafka_topic_partition_list_add(l, kp->topic, kp->part);
+        el->offset = kp->base;
+        el->metadata = meta[l->cnt - 1];
+        el->metadata_size = tdm__kafka_meta_format(
+            kp->floor, TDM_TIME_MIN, meta[l->cnt - 1], sizeof meta[0]);
+    }
+    if (l->cnt == 0)
+        goto done;
+    e = rd_kafka_commit(src->rk, l, 0);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        if (e == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS)
+            src->hold_commits = true;
+        if (!src->claim_warned)
+            tdm__kafka_logf(&src->log, "claiming the assigned partitions "
+                            "failed (%s), retrying; meanwhile a crash may "
+                            "repeat results unmarked", rd_kafka_err2str(e));
+        src->claim_warned = true;
+        goto done;
+    }
+    src->claim_warned = false;
+    for (int i = 0; i < l->cnt; i++) {
+        kpart *kp = find_live(src, l->elems[i].topic, l->elems[i].partition);
+        if (!kp)
+            continue;
+        kp->claim = false;
+        kp->committed = l->elems[i].offset;
+        kp->meta_wm = kp->floor;
+        kp->meta_top = TDM_TIME_MIN;
+    }
+done:
+    src->claims_pending = false;
+    for (int i = 0; i < src->n_parts; i++)
+        if (src->parts[i]->claim && src->parts[i]->live &&
+            src->parts[i]->base >= 0)
+            src->claims_pending = true;
+    if (l) {
+        for (int i = 0; i < l->cnt; i++) {
+            l->elems[i].metadata = NULL;
+            l->elems[i].metadata_size = 0;
+        }
+        rd_kafka_topic_partition_list_destroy(l);
+    }
+    tdm__free(meta);
+}
+
 /* Partitions assigned: local indices, start offsets and floors, then the
  * (incremental) assign. */
 static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
@@ -443,7 +563,8 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
             tdm_time_ms wm;
             if (e == RD_KAFKA_RESP_ERR_NO_ERROR && el->offset >= 0 &&
                 (start == TDM__KSTART_COMMITTED ||
-                 tdm__kafka_meta_parse(el->metadata, el->metadata_size, &wm)))
+                 tdm__kafka_meta_parse(el->metadata, el->metadata_size, &wm,
+                                       NULL)))
                 resumed[i] = 1;
             else
                 el->offset = RD_KAFKA_OFFSET_INVALID;
@@ -479,9 +600,13 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
         if (src->sh)
             tdm__kshuffle_input_assigned(src->sh, kp->local);
         if (resumed[i]) {
+            tdm_time_ms top;
             kp->committed = kp->next = el->offset;
-            tdm__kafka_meta_parse(el->metadata, el->metadata_size,
-                                  &kp->floor);
+            if (tdm__kafka_meta_parse(el->metadata, el->metadata_size,
+                                      &kp->floor, &top))
+                resumed_from(src, kp, top);
+            else
+                kp->claim = true;
         } else if (start == TDM__KSTART_LATEST) {
             el->offset = RD_KAFKA_OFFSET_END;
         } else if (start == TDM__KSTART_TIMESTAMP && el->offset >= 0) {
@@ -492,6 +617,8 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
         } else {
             el->offset = RD_KAFKA_OFFSET_BEGINNING;
         }
+        if (!resumed[i])
+            kp->claim = true;
         if (kp->next < 0)
             kp->next = logical_offset(src, kp, el->offset);
         kp->base = kp->next;
@@ -515,6 +642,8 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
             tdm__kafka_logf(&src->log, "assign failed: %s",
                             rd_kafka_err2str(e));
     }
+    /* Claimed at the end of the rebalance callback (rebalance_cb). */
+    src->claims_pending = src->sh == NULL;
     /* Partitions in limbo that did not come back finish now. */
     for (int i = 0; i < src->n_parts; i++) {
         kpart *kp = src->parts[i];
@@ -548,7 +677,8 @@ static void on_revoke(tdm__source *src, rd_kafka_topic_partition_list_t *l,
         if (!lost && src->sh)
             commit_input(src, kp);
         else if (!lost && src->have_commit)
-            commit_parts(src, kp, src->last_proc, src->last_done);
+            commit_parts(src, kp, src->last_proc, src->last_done,
+                         src->last_top);
         if (!lost && !src->sh && !src->closing && kp->next > kp->committed)
             tdm__kafka_logf(&src->log, "warning: %s revoked with records "
                             "read past the committed offset %lld (next "
@@ -593,11 +723,14 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     bool coop = proto ? strcmp(proto, "COOPERATIVE") == 0 : src->coop_conf;
 
     src->hold_commits = false;
-    src->last_rebalance_ms = mono_ms();
+    src->last_rebalance_ms = tdm__mono_ms();
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS)
         on_assign(src, parts, coop);
     else
         on_revoke(src, parts, coop, rd_kafka_assignment_lost(rk) != 0);
+    /* A claim refused inside an earlier round of this rebalance. */
+    if (src->claims_pending && !src->closing)
+        claim(src);
 }
 
 /* ---- Records ---- */
@@ -700,6 +833,14 @@ static tdm_err handle(tdm__source *src, rd_kafka_message_t *m,
     if (!kp || kp->ended || (kp->next >= 0 && m->offset < kp->next))
         return TDM_OK;
     kp->next = m->offset + 1;
+    if (m->offset < kp->replay_end) {
+        /* A record the previous owner may have read. */
+        size_t n = b->n;
+        tdm_err err = take_message(src, kp, m, b);
+        if (b->n > n && b->rows[b->n - 1].ts > src->replay_start)
+            src->replay_start = b->rows[b->n - 1].ts;
+        return err;
+    }
     return take_message(src, kp, m, b);
 }
 
@@ -764,6 +905,8 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
     tdm_err err;
 
     *eof = 0;
+    if (src->claims_pending && !src->hold_commits)
+        claim(src);
     if (!src->sh) {
         err = consume(src, b, limit, KS_WAIT_MS);
         if (err != TDM_OK)
@@ -957,6 +1100,8 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
     src->index = index;
     src->dead = dead;
     src->dead_ud = dead_ud;
+    src->last_top = TDM_TIME_MIN;
+    src->replay_start = src->replay_last = TDM_TIME_MIN;
     src->log.fn = conf->log;
     src->log.ud = conf->log_ud;
     snprintf(src->log.prefix, sizeof src->log.prefix,
@@ -1085,7 +1230,7 @@ static void ks_mark(tdm__source *src, tdm_time_ms wm,
 
 /* Commits what (processed, done) allows (see connect.h). */
 static tdm_err ks_commit(tdm__source *src, tdm_time_ms processed,
-                         tdm_time_ms done)
+                         tdm_time_ms done, tdm_time_ms top)
 {
     if (src->sh) {
         tdm_err err = tdm__kshuffle_commit(src->sh, processed, done);
@@ -1095,9 +1240,20 @@ static tdm_err ks_commit(tdm__source *src, tdm_time_ms processed,
     src->have_commit = true;
     src->last_proc = processed;
     src->last_done = done;
+    if (top != TDM_TIME_MIN)
+        src->last_top = top;
     if (src->hold_commits)
         return TDM_OK;
-    return commit_parts(src, NULL, processed, done);
+    return commit_parts(src, NULL, processed, done, top);
+}
+
+/* What this member may repeat (see connect.h).  Not on the repartition
+ * path (docs/kafka.md). */
+static void ks_replayed(tdm__source *src, tdm_time_ms *start_le,
+                        tdm_time_ms *last_le)
+{
+    *start_le = src->sh ? TDM_TIME_MIN : src->replay_start;
+    *last_le = src->sh ? TDM_TIME_MIN : src->replay_last;
 }
 
 static int ks_partition_watermark(tdm__source *src, int p, tdm_time_ms *wm,
@@ -1120,4 +1276,5 @@ const tdm__source_vtab tdm__kafka_source = {
     .mark = ks_mark,
     .commit = ks_commit,
     .partition_watermark = ks_partition_watermark,
+    .replayed = ks_replayed,
 };

@@ -107,6 +107,10 @@ tdm_err tdm__msgf(tdm__msg *m, tdm_err err, const char *fmt, ...)
 
 /* ---- Time ---- */
 
+/* Milliseconds of CLOCK_MONOTONIC (src/time/clock.c): for timeouts and
+ * intervals of the machinery, never for event time. */
+int64_t tdm__mono_ms(void);
+
 static inline tdm_time_ms tdm__time_add_sat(tdm_time_ms a, tdm_time_ms b)
 {
     tdm_time_ms r;

@@ -298,7 +298,7 @@ tdm_err tdm__row_pack(const tdm__row *row, tdm__keybuf *kb);
  * schema's n values; strings point into @p p. */
 void tdm__row_unpack(const void *p, size_t len, const tdm__schema *schema,
                      tdm__val *vals, tdm__row *out);
-/* Whether  len bytes at  p can be a tdm__row_pack of  schema: long
+/* Whether @p len bytes at @p p can be a tdm__row_pack of @p schema: long
  * enough, the value count matching, every string inside the string area.
  * Bytes from outside (a repartition topic) are checked with this before
  * tdm__row_unpack, which trusts its input. */
@@ -341,7 +341,7 @@ void tdm__rowagg_set_input(tdm__rowagg *ra, int input);
 tdm_err tdm__rowagg_aggregate(tdm__rowagg *ra, tdm_aggregate **out);
 /* The output type of aggregate @p fn over a field of type @p in. */
 tdm_type tdm__rowagg_type(tdm__aggfn fn, tdm_type in);
-/* Decodes result bytes into @p out (n values of the output  types;
+/* Decodes result bytes into @p out (n values of the output @p types;
  * strings point into  bytes).  False when the bytes are malformed. */
 bool tdm__rowagg_unpack(const void *bytes, size_t len, int n,
                         const tdm_type *types, tdm__val *out);

@@ -376,6 +376,11 @@ static tdm_err plan_window(tdm__run *run, rt_op *op, tdm_node *n)
     op->lateness = tdm__node_int(n, "allowed_lateness");
     int wtype = (int)tdm__node_int(n, "window.type");
     int trig = (int)tdm__node_int(n, "trigger");
+    /* Count, processing-time and continuous triggers and processing-time
+     * windows write results their watermark has not reached. */
+    op->early = (trig >= 2 && trig <= 4) || !op->event_time;
+    if (op->early)
+        run->any_early = true;
     /* Tumbling and sliding event-time windows end; a record can change
      * results until its last window is cleaned up.  Count and
      * processing-time triggers fire on other clocks. */
@@ -962,17 +967,23 @@ static void progress(tdm__run *run)
 }
 
 /* The lowest published watermark over operator subtasks (acquire:
- * every result fired at or below it was written before). */
-static tdm_time_ms ops_done(tdm__run *run)
+ * every result fired at or below it was written before), and in *top
+ * (may be NULL) the highest: no result of a window with end - 1 above it
+ * was written (event-time firing), MIN without operators. */
+static tdm_time_ms ops_done(tdm__run *run, tdm_time_ms *top)
 {
-    tdm_time_ms done = TDM_TIME_MAX;
+    tdm_time_ms done = TDM_TIME_MAX, hi = TDM_TIME_MIN;
     for (int o = 0; o < run->n_ops; o++)
         for (int j = 0; run->ops[o].tasks && j < run->P; j++) {
             tdm_time_ms w = atomic_load_explicit(&run->ops[o].tasks[j].wm,
                                                  memory_order_acquire);
             if (w < done)
                 done = w;
+            if (w > hi)
+                hi = w;
         }
+    if (top)
+        *top = hi;
     return done;
 }
 
@@ -1015,7 +1026,7 @@ static void commit_round(tdm__run *run)
         for (int k = 0; k < run->P; k++)
             s->tasks[k].c_pend = rt_src_processed(&s->tasks[k]);
     }
-    tdm_time_ms done = ops_done(run);
+    tdm_time_ms done = ops_done(run, NULL);
     if (!flush_sinks(run))
         return;
     for (int i = 0; i < run->n_srcs; i++) {
@@ -1038,14 +1049,17 @@ static void commit_round(tdm__run *run)
  * Connectors are closed afterwards (free_plan), leaving their group. */
 static void final_commit(tdm__run *run)
 {
-    tdm_time_ms done = ops_done(run);
+    tdm_time_ms top;
+    tdm_time_ms done = ops_done(run, &top);
+    if (run->any_early)
+        top = TDM_TIME_MIN;
     for (int i = 0; i < run->n_srcs; i++) {
         rt_source *s = &run->srcs[i];
         if (!s->v2 || !s->tasks || !s->vt->commit)
             continue;
         for (int k = 0; k < run->P; k++) {
             rt_src_task *t = &s->tasks[k];
-            if (t->conn && s->vt->commit(t->conn, TDM_TIME_MAX, done) !=
+            if (t->conn && s->vt->commit(t->conn, TDM_TIME_MAX, done, top) !=
                                TDM_OK)
                 tdm__job_log(run->job, "source %s subtask %d: the final "
                                        "offset commit failed",
@@ -1054,24 +1068,31 @@ static void final_commit(tdm__run *run)
     }
 }
 
-static int64_t mono_ms(void)
+/* How often the supervisor ticks the sinks (connect.h, tick). */
+#define RT_SINK_TICK_MS 100
+
+/* Lets every sink write what waited too long in its buffer (tick). */
+static void tick_sinks(tdm__run *run)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    for (int i = 0; i < run->n_sinks; i++) {
+        rt_sink *s = &run->sinks[i];
+        if (s->obj && s->vt->version >= 2 && s->vt->tick)
+            s->vt->tick(s->obj);
+    }
 }
 
 /* Waits for every thread, calling the progress callback every
- * status.interval and, with a committing source, running a commit round
- * every commit.interval. */
+ * status.interval, ticking the sinks every RT_SINK_TICK_MS and, with a
+ * committing source, running a commit round every commit.interval. */
 static void supervise(tdm__run *run)
 {
     int64_t interval = tdm__job_int(run->job, "status.interval");
-    int64_t next_status = mono_ms() + interval;
-    int64_t next_commit = mono_ms() + run->commit_interval;
+    int64_t next_status = tdm__mono_ms() + interval;
+    int64_t next_commit = tdm__mono_ms() + run->commit_interval;
+    int64_t next_tick = tdm__mono_ms() + RT_SINK_TICK_MS;
     pthread_mutex_lock(&run->mu);
     while (run->n_done < run->n_threads) {
-        int64_t next = next_status;
+        int64_t next = next_status < next_tick ? next_status : next_tick;
         if (run->any_v2 && next_commit < next)
             next = next_commit;
         struct timespec at = { .tv_sec = (time_t)(next / 1000),
@@ -1082,7 +1103,7 @@ static void supervise(tdm__run *run)
         if (run->n_done >= run->n_threads)
             break;
         pthread_mutex_unlock(&run->mu);
-        int64_t now = mono_ms();
+        int64_t now = tdm__mono_ms();
         if (run->any_v2 && now >= next_commit) {
             commit_round(run);
             next_commit = now + run->commit_interval;
@@ -1090,6 +1111,10 @@ static void supervise(tdm__run *run)
         if (now >= next_status) {
             progress(run);
             next_status = now + interval;
+        }
+        if (now >= next_tick) {
+            tick_sinks(run);
+            next_tick = now + RT_SINK_TICK_MS;
         }
         pthread_mutex_lock(&run->mu);
     }
@@ -1128,6 +1153,8 @@ static tdm_err init_run(tdm__run *run, tdm_job *job)
         run->owner[g] =
             (uint16_t)tdm__key_subtask(g, run->key_groups, run->P);
     atomic_init(&run->abort, 0);
+    atomic_init(&run->replay_start, TDM_TIME_MIN);
+    atomic_init(&run->replay_last, TDM_TIME_MIN);
     atomic_init(&run->bad_logged, 0);
     if (pthread_mutex_init(&run->mu, NULL) != 0) {
         tdm__free(run->owner);

@@ -115,6 +115,8 @@ struct rt_op {
     tdm_type *agg_in_types;
     int mode;            /* RT_APPEND, RT_UPSERT, RT_RETRACT */
     bool proc_time;      /* processing-time windows or trigger */
+    bool early;          /* may fire before its watermark (early,
+                            count, processing-time triggers) */
     bool event_time;     /* event-time assigner (lateness applies) */
     tdm_time_ms lateness;
     rt_horizon hz;       /* commit horizon of the records it reads */
@@ -289,6 +291,13 @@ struct tdm__run {
      * endless Kafka source): open windows are not written. */
     bool stop_on_cancel;
     bool any_v2;         /* some source commits (version 2) */
+    /* Results a previous owner may have written (connect.h, replayed):
+     * the maximum over every source subtask; window results with start
+     * <= replay_start or end - 1 <= replay_last are marked as updates.
+     * Published before the rows they cover are pushed (the queues order
+     * them), so relaxed loads suffice. */
+    _Atomic int64_t replay_start, replay_last;
+    bool any_early;      /* some window fires before its watermark */
     tdm_time_ms commit_interval;
     bool flush_warned;   /* the committer's flush failed last round */
     rt_align *aligns;

@@ -221,6 +221,21 @@ static void retract_cleanup(rt_op_task *t, tdm_time_ms now)
     }
 }
 
+/* Whether an event-time window result may repeat one a previous owner of
+ * the input wrote before it crashed or lost its partitions (tdm__run's
+ * replay bounds): then it is marked as an update.  In retract mode the
+ * earlier row is not known here, so nothing is retracted for it. */
+static bool replayed(const rt_op_task *t, const tdm_event *ev)
+{
+    if (!ev->has_window || !t->op->event_time)
+        return false;
+    tdm__run *run = t->run;
+    return ev->win_start <= atomic_load_explicit(&run->replay_start,
+                                                 memory_order_relaxed) ||
+           ev->win_end - 1 <= atomic_load_explicit(&run->replay_last,
+                                                   memory_order_relaxed);
+}
+
 /* A window result: key columns (decoded from the key bytes), aggregate
  * columns, window and pane information, written per output mode:
  *   append   every pane as INSERT;
@@ -253,7 +268,7 @@ static void write_window_result(rt_op_task *t, const tdm_event *ev)
         .win_end = ev->win_end,
         .timing = ev->pane_timing,
         .pane_index = ev->pane_index,
-        .is_update = ev->is_update != 0,
+        .is_update = ev->is_update || replayed(t, ev),
         .change = TDM__CHANGE_INSERT,
     };
     t->c_panes++;
@@ -285,7 +300,7 @@ static void write_window_result(rt_op_task *t, const tdm_event *ev)
         return;
     }
     if (op->mode == RT_UPSERT)
-        out.change = ev->is_update ? TDM__CHANGE_UPDATE : TDM__CHANGE_INSERT;
+        out.change = out.is_update ? TDM__CHANGE_UPDATE : TDM__CHANGE_INSERT;
     if (!fill_aggs(t, agg, agg_len, ev->value)) {
         op_fail_nomem(t);
         return;

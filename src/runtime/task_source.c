@@ -997,6 +997,26 @@ static void mark(rt_src_task *t, bool force)
     t->marked = t->wm_out;
 }
 
+/* Raises  bound to at least  v (several source threads). */
+static void atomic_max(_Atomic int64_t *bound, int64_t v)
+{
+    int64_t cur = atomic_load_explicit(bound, memory_order_relaxed);
+    while (v > cur && !atomic_compare_exchange_weak_explicit(
+                          bound, &cur, v, memory_order_relaxed,
+                          memory_order_relaxed))
+        ;
+}
+
+/* Publishes what the connector says a previous owner may have written
+ * (connect.h, replayed) before this poll's rows are pushed. */
+static void note_replayed(rt_src_task *t)
+{
+    tdm_time_ms start_le = TDM_TIME_MIN, last_le = TDM_TIME_MIN;
+    t->src->vt->replayed(t->conn, &start_le, &last_le);
+    atomic_max(&t->run->replay_start, start_le);
+    atomic_max(&t->run->replay_last, last_le);
+}
+
 /* Commits when the run thread published a new (processed, done) pair
  * (acquire: the pair is as new as the request). */
 static void maybe_commit(rt_src_task *t)
@@ -1010,7 +1030,8 @@ static void maybe_commit(rt_src_task *t)
                                             memory_order_relaxed);
     tdm_time_ms done = atomic_load_explicit(&t->c_done,
                                             memory_order_relaxed);
-    if (vt->commit(t->conn, proc, done) != TDM_OK && !t->commit_warned) {
+    if (vt->commit(t->conn, proc, done, TDM_TIME_MIN) != TDM_OK &&
+        !t->commit_warned) {
         t->commit_warned = true;
         tdm__job_log(t->run->job, "source %s subtask %d: an offset commit "
                                   "failed; the next one will retry",
@@ -1198,6 +1219,9 @@ void *rt_source_main(void *arg)
             if (t->any_floor && t->cur->b->n &&
                 t->src->conf.time_mode == TDM__TIME_EVENT)
                 drop_replayed(t);
+            if (vt->replayed &&
+                t->src->conf.time_mode == TDM__TIME_EVENT)
+                note_replayed(t);
         }
         /* One clock reading per batch: the guard and ingestion time
          * need no finer resolution, and the hot loop no syscall. */

@@ -63,6 +63,14 @@ tdm_err tdm_clock_set(tdm_clock *clk, tdm_time_ms now)
     return TDM_OK;
 }
 
+/* See core.h. */
+int64_t tdm__mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 tdm_time_ms tdm_clock_now(const tdm_clock *clk)
 {
     switch (clk->kind) {
@@ -71,11 +79,8 @@ tdm_time_ms tdm_clock_now(const tdm_clock *clk)
     case CLOCK_KIND_CUSTOM:
         return clk->fn(clk->opaque);
     case CLOCK_KIND_MONOTONIC:
-    default: {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (tdm_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    }
+    default:
+        return tdm__mono_ms();
     }
 }
 

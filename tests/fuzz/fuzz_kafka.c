@@ -35,17 +35,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void fuzz_meta(const uint8_t *p, size_t n)
 {
-    tdm_time_ms wm = 0, again = 0;
-    int ok = tdm__kafka_meta_parse(p, n, &wm);
+    tdm_time_ms wm = 0, top = 0, again = 0, again_top = 0;
+    int ok = tdm__kafka_meta_parse(p, n, &wm, &top);
     CHECK(ok == 0 || ok == 1);
     if (!ok) {
-        CHECK(wm == TDM_TIME_MIN);
+        CHECK(wm == TDM_TIME_MIN && top == TDM_TIME_MIN);
         return;
     }
     char text[64];
-    size_t len = tdm__kafka_meta_format(wm, text, sizeof text);
+    size_t len = tdm__kafka_meta_format(wm, top, text, sizeof text);
     CHECK(len < sizeof text);
-    CHECK(tdm__kafka_meta_parse(text, len, &again) == 1 && again == wm);
+    CHECK(tdm__kafka_meta_parse(text, len, &again, &again_top) == 1 &&
+          again == wm && again_top == top);
 }
 
 static void fuzz_row(const uint8_t *p, size_t n)

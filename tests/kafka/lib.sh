@@ -318,7 +318,8 @@ far_records() {
 }
 
 # Writes $W/a.yaml and $W/b.yaml - job NAME, the clicks topic read in
-# consumer group GROUP with on_cancel stop and 200 ms commits, then what
+# consumer group GROUP with on_cancel stop and commits every
+# $COMMIT_INTERVAL (default 200 ms), then what
 # window_yaml (defined by the calling script) prints for out-a.jsonl and
 # out-b.jsonl - starts both as members of the group and waits until both
 # have partitions.  Sets pid_a and pid_b.
@@ -327,7 +328,7 @@ start_two_members() {
         {
             echo "name: $1"
             echo "on_cancel: stop"
-            echo "commit.interval: 200ms"
+            echo "commit.interval: ${COMMIT_INTERVAL:-200ms}"
             echo "sources:"
             kafka_source_yaml clicks clicks "$2" \
                 "schema: {user: string, ts: int64, p: int64}" \

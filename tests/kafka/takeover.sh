@@ -15,11 +15,21 @@
 # equals the same job over files exactly - b's open window is read again
 # by a from b's committed offset, the records of b's written windows lie
 # at or below the committed watermark and are skipped.
-# MODE kill: b is killed (-9) after its periodic commit covered the
-# first half; the union holds every reference row, and any extra row is
-# an exact copy of a reference row (docs/kafka.md: what a crash can
-# duplicate).
-# Usage: takeover.sh TIDEMARK SOURCE_DIR MOCK TOOL [kill]
+# MODE kill: b is killed (-9) after its periodic commit covered the first
+# half.  a's watermark is at the first half's end already, so what it
+# reads again of b's partitions is late and nothing repeats; without the
+# "update" member the union's rows are exactly the reference's, and no
+# (key, window) has two rows with "update":false.
+# MODE crash: both members crash (kill -9) after writing the first half,
+# before any periodic commit (commit.interval 1h): the group holds only
+# the claims they committed at assignment ("tdm1 wm=<ms>", no top).  A
+# new member c resumes every partition there, not cleanly, reads the
+# first half again from watermark MIN and writes all its results again:
+# each repeat must be marked as an update (docs/kafka.md, what a crash
+# can duplicate).  Without the "update" member the union's rows are
+# exactly the reference's, no (key, window) has two rows with
+# "update":false, and every first-half row is there twice.
+# Usage: takeover.sh TIDEMARK SOURCE_DIR MOCK TOOL [kill|crash]
 . "$(dirname "$0")/lib.sh"
 kafka_init "$@"
 
@@ -76,6 +86,7 @@ n_half=$(awk -v h="$half" -F'"window_end":' \
 [ "$n_half" -ge 20 ] && [ "$n_ref" -gt "$n_half" ] ||
     fail "reference too small ($n_half of $n_ref rows in the first half)"
 
+[ "$MODE" = crash ] && COMMIT_INTERVAL=1h
 start_two_members takeover gt
 
 produce clicks --key-field user --ts-field ts "$W/half1.jsonl"
@@ -90,8 +101,56 @@ committed_half() {
                  split($3, a, "="); if (a[2] + 0 >= h - 1) n++
              } END { print n + 0 }' "$W/committed.txt")" -eq 4 ]
 }
-wait_until 20 "commits of the first half on every partition" committed_half
+# Crash: every partition carries its owner's claim (no top: not clean).
+claimed() {
+    "$TOOL" committed "$BOOT" gt clicks >"$W/committed.txt" 2>/dev/null &&
+        [ "$(grep -c '	tdm1 wm=-\?[0-9]*$' "$W/committed.txt")" -eq 4 ]
+}
 
+# Checks the union of FILES... against the reference when repeats are
+# allowed: without "update" the same set of rows, no (key, window) with
+# two unmarked rows.  Sets n_rep to the number of repeated rows.
+check_marked() {
+    cat "$@" >"$W/union.jsonl"
+    sed 's/,"update":\(true\|false\)}$/}/' "$W/union.jsonl" |
+        sort -u >"$W/union-set.jsonl"
+    sed 's/,"update":\(true\|false\)}$/}/' "$W/ref.jsonl" >"$W/ref-set.jsonl"
+    same_lines "$W/ref-set.jsonl" "$W/union-set.jsonl"
+    grep '"update":false}$' "$W/union.jsonl" |
+        sed 's/^{"user":"\([^"]*\)".*"window_start":\([0-9]*\),.*/\1 \2/' |
+        sort | uniq -d >"$W/unmarked-dups.txt"
+    [ ! -s "$W/unmarked-dups.txt" ] ||
+        fail "repeated results not marked as updates (user, window start):" \
+            "$(head -3 "$W/unmarked-dups.txt" | tr '\n' ' ')"
+    n_rep=$(($(count_lines "$W/union.jsonl") - n_ref))
+}
+
+if [ "$MODE" = crash ]; then
+    wait_until 20 "claims on every partition" claimed
+    stop_pid "$pid_a" KILL
+    stop_pid "$pid_b" KILL
+    sed 's/out-a\.jsonl/out-c.jsonl/' "$W/a.yaml" >"$W/c.yaml"
+    run_bg c "$W/c.yaml"
+    pid_c=$LAST_PID
+    # The dead members leave after the session timeout (4 s), then the
+    # mock's rebalance delay.
+    wait_until 40 "c assigned the partitions" both_assigned "$W/c.log" \
+        "$W/c.log"
+    produce clicks --key-field user --ts-field ts "$W/half2.jsonl"
+    produce clicks --partition-field p --ts-field ts "$W/far.jsonl"
+    wait_lines $((n_ref + n_half)) 40 "$W/out-a.jsonl" "$W/out-b.jsonl" \
+        "$W/out-c.jsonl"
+    stop_pid "$pid_c" TERM
+    [ "$WAIT_RC" -eq 0 ] || fail "process c exited with status $WAIT_RC"
+    check_marked "$W/out-a.jsonl" "$W/out-b.jsonl" "$W/out-c.jsonl"
+    [ "$n_rep" -eq "$n_half" ] ||
+        fail "$n_rep rows repeated, expected the first half's $n_half"
+    echo "takeover.sh (crash): $n_rep repeated rows, all marked" >&2
+    echo "takeover.sh: ok"
+    exit 0
+fi
+
+wait_until 20 "commits of the first half on every partition" committed_half
 before=$(assigned_count "$W/a.log")
 if [ "$MODE" = kill ]; then
     stop_pid "$pid_b" KILL
@@ -111,13 +170,11 @@ produce clicks --partition-field p --ts-field ts "$W/far.jsonl"
 wait_lines "$n_ref" 30 "$W/out-a.jsonl" "$W/out-b.jsonl"
 stop_pid "$pid_a" TERM
 [ "$WAIT_RC" -eq 0 ] || fail "process a exited with status $WAIT_RC"
-cat "$W/out-a.jsonl" "$W/out-b.jsonl" >"$W/union.jsonl"
-n_union=$(count_lines "$W/union.jsonl")
 if [ "$MODE" = kill ]; then
-    sort -u "$W/union.jsonl" >"$W/union-set.jsonl"
-    same_lines "$W/ref.jsonl" "$W/union-set.jsonl"
-    echo "takeover.sh (kill): $((n_union - n_ref)) duplicate rows" >&2
+    check_marked "$W/out-a.jsonl" "$W/out-b.jsonl"
+    echo "takeover.sh (kill): $n_rep repeated rows, all marked" >&2
 else
+    cat "$W/out-a.jsonl" "$W/out-b.jsonl" >"$W/union.jsonl"
     same_lines "$W/ref.jsonl" "$W/union.jsonl"
 fi
 echo "takeover.sh: ok"

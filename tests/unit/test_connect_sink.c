@@ -134,6 +134,51 @@ TDM_TEST(json_results_append)
     remove_dir();
 }
 
+/* Regression: a result stayed in the file sink's buffer for as long as
+ * no further row came (the 500 ms limit was checked only on a write), so
+ * a quiet stream's last results never reached the file and a crash lost
+ * them.  tick writes what waited FLUSH_MS (500 ms) of the sink's clock. */
+static int64_t manual_ms;
+
+static int64_t manual_now(void *ud)
+{
+    (void)ud;
+    return manual_ms;
+}
+
+TDM_TEST(regression_tick_writes_a_row_no_other_follows)
+{
+    char path[256], err[256];
+    result r;
+    tdm__sink_conf c = {0};
+    tdm__sinkobj *s = NULL;
+    make_dir();
+    snprintf(path, sizeof path, "%s/t.jsonl", dir);
+    c.name = "out";
+    c.type = TDM__SINK_FILE;
+    c.path = path;
+    c.format = TDM__FMT_JSON;
+    c.now = manual_now;
+    manual_ms = 1000;
+    ASSERT_OK(tdm__text_sink.open(&c, 0, &s, err, sizeof err));
+    make_result(&r, "p1", 3, 2.0, 0, TDM_PANE_ON_TIME, 0, false,
+                TDM__CHANGE_INSERT);
+    ASSERT_OK(tdm__text_sink.write_result(s, &r.row));
+    tdm__text_sink.tick(s);
+    ASSERT_STR_EQ(slurp(path), "");
+    manual_ms = 1499;
+    tdm__text_sink.tick(s);
+    ASSERT_STR_EQ(slurp(path), "");
+    manual_ms = 1500;
+    tdm__text_sink.tick(s);
+    ASSERT_STR_EQ(slurp(path),
+                  "{\"page\":\"p1\",\"uv\":3,\"avg\":2.0,\"window_start\":0,"
+                  "\"window_end\":300000,\"timing\":\"on_time\",\"pane\":0,"
+                  "\"update\":false}\n");
+    close_ok(s);
+    remove_dir();
+}
+
 TDM_TEST(json_results_retract_mode)
 {
     char path[256];

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* test_kafka_snap.c - the Kafka connectors' logic that needs no broker
  * (src/connect/kafka_common.c, text_sink.c's exported JSON): the commit
- * metadata text "tdm1 wm=<ms>", the choice of the snapshot whose offsets
- * may be committed (design section 6: newest with wm < processed and
- * horizon <= done), the bounded ring, the per-partition commit decision
- * (base offset, floor, metadata-only refreshes), the librdkafka configuration order
- * and error naming, and the JSON keys and values the Kafka sink produces.
+ * metadata text "tdm1 wm=<ms>" (and " top=<ms>" of a clean hand-over),
+ * the choice of the snapshot whose offsets may be committed (design
+ * section 6: newest with wm < processed and horizon <= done), the bounded
+ * ring, the per-partition commit decision (base offset, floor,
+ * metadata-only refreshes), the librdkafka configuration order and error
+ * naming, and the JSON keys and values the Kafka sink produces.
  * Expected values are worked out by hand in the comments.
  */
 #include "harness.h"
@@ -16,14 +17,15 @@
 TDM_TEST(meta_format_is_tdm1_wm)
 {
     char buf[TDM__KMETA_MAX];
-    ASSERT_EQ(tdm__kafka_meta_format(60000, buf, sizeof buf), 13);
+    ASSERT_EQ(tdm__kafka_meta_format(60000, TDM_TIME_MIN, buf, sizeof buf),
+              13);
     ASSERT_STR_EQ(buf, "tdm1 wm=60000");
-    tdm__kafka_meta_format(-5, buf, sizeof buf);
+    tdm__kafka_meta_format(-5, TDM_TIME_MIN, buf, sizeof buf);
     ASSERT_STR_EQ(buf, "tdm1 wm=-5");
     /* The extremes fit: 8 + 20 characters. */
-    tdm__kafka_meta_format(TDM_TIME_MIN, buf, sizeof buf);
+    tdm__kafka_meta_format(TDM_TIME_MIN, TDM_TIME_MIN, buf, sizeof buf);
     ASSERT_STR_EQ(buf, "tdm1 wm=-9223372036854775808");
-    tdm__kafka_meta_format(TDM_TIME_MAX, buf, sizeof buf);
+    tdm__kafka_meta_format(TDM_TIME_MAX, TDM_TIME_MIN, buf, sizeof buf);
     ASSERT_STR_EQ(buf, "tdm1 wm=9223372036854775807");
 }
 
@@ -34,12 +36,13 @@ TDM_TEST(meta_parse_round_trips_and_rejects_other_text)
                                        TDM_TIME_MIN, TDM_TIME_MAX};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         char buf[TDM__KMETA_MAX];
-        size_t n = tdm__kafka_meta_format(vals[i], buf, sizeof buf);
-        ASSERT_EQ(tdm__kafka_meta_parse(buf, n, &wm), 1);
+        size_t n = tdm__kafka_meta_format(vals[i], TDM_TIME_MIN, buf,
+                                          sizeof buf);
+        ASSERT_EQ(tdm__kafka_meta_parse(buf, n, &wm, NULL), 1);
         ASSERT_EQ(wm, vals[i]);
     }
     /* Not NUL-terminated: only n bytes count. */
-    ASSERT_EQ(tdm__kafka_meta_parse("tdm1 wm=123456", 11, &wm), 1);
+    ASSERT_EQ(tdm__kafka_meta_parse("tdm1 wm=123456", 11, &wm, NULL), 1);
     ASSERT_EQ(wm, 123);
 
     static const char *bad[] = {
@@ -49,12 +52,67 @@ TDM_TEST(meta_parse_round_trips_and_rejects_other_text)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         wm = 7;
-        ASSERT_EQ(tdm__kafka_meta_parse(bad[i], strlen(bad[i]), &wm), 0);
+        ASSERT_EQ(tdm__kafka_meta_parse(bad[i], strlen(bad[i]), &wm, NULL), 0);
         ASSERT_EQ(wm, TDM_TIME_MIN);
     }
     wm = 7;
-    ASSERT_EQ(tdm__kafka_meta_parse(NULL, 0, &wm), 0);
+    ASSERT_EQ(tdm__kafka_meta_parse(NULL, 0, &wm, NULL), 0);
     ASSERT_EQ(wm, TDM_TIME_MIN);
+}
+
+/* A clean hand-over adds " top=<ms>": "tdm1 wm=60000 top=65000" (23
+ * characters); the widest, both extremes, fits TDM__KMETA_MAX. */
+TDM_TEST(meta_top_round_trips)
+{
+    char buf[TDM__KMETA_MAX];
+    tdm_time_ms wm = 0, top = 0;
+    ASSERT_EQ(tdm__kafka_meta_format(60000, 65000, buf, sizeof buf), 23);
+    ASSERT_STR_EQ(buf, "tdm1 wm=60000 top=65000");
+    ASSERT_EQ(tdm__kafka_meta_parse(buf, 23, &wm, &top), 1);
+    ASSERT_EQ(wm, 60000);
+    ASSERT_EQ(top, 65000);
+    size_t n = tdm__kafka_meta_format(TDM_TIME_MIN, TDM_TIME_MAX, buf,
+                                      sizeof buf);
+    ASSERT_EQ(n, 8 + 20 + 5 + 19);
+    ASSERT_EQ(tdm__kafka_meta_parse(buf, n, &wm, &top), 1);
+    ASSERT_EQ(wm, TDM_TIME_MIN);
+    ASSERT_EQ(top, TDM_TIME_MAX);
+    /* Without top (a running member's commit): top is MIN. */
+    ASSERT_EQ(tdm__kafka_meta_parse("tdm1 wm=5", 9, &wm, &top), 1);
+    ASSERT_EQ(top, TDM_TIME_MIN);
+    static const char *bad[] = {
+        "tdm1 wm=5 top=", "tdm1 wm=5 top=x", "tdm1 wm=5  top=6",
+        "tdm1 wm=5 top=6 ", "tdm1 wm=5 tip=6", "tdm1 wm=5 top=+6",
+        "tdm1 wm=5 top=-9223372036854775808", "tdm1 wm= top=6",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        wm = top = 7;
+        ASSERT_EQ(tdm__kafka_meta_parse(bad[i], strlen(bad[i]), &wm, &top),
+                  0);
+        ASSERT_EQ(wm, TDM_TIME_MIN);
+        ASSERT_EQ(top, TDM_TIME_MIN);
+    }
+}
+
+/* A final commit at the same offset and watermark still writes when
+ * only the top changes (the hand-over becomes clean). */
+TDM_TEST(kcommit_top_change_is_due)
+{
+    tdm__ksnaps r = {0};
+    tdm__kcommit_in in = {
+        .p = 0, .base = 10, .committed = 10, .meta_wm = 50,
+        .floor = TDM_TIME_MIN, .top = 70, .meta_top = TDM_TIME_MIN,
+        .handover = true,
+    };
+    int64_t off;
+    tdm_time_ms wm;
+    uint64_t seq;
+    ASSERT_EQ(tdm__kcommit_choose(&r, &in, 60, 50, &off, &wm, &seq), 1);
+    ASSERT_EQ(off, 10);
+    ASSERT_EQ(wm, 50);
+    in.meta_top = 70;
+    ASSERT_EQ(tdm__kcommit_choose(&r, &in, 60, 50, &off, &wm, &seq), 0);
+    tdm__ksnap_free(&r);
 }
 
 /* ---- Snapshots ---- */

@@ -3,7 +3,9 @@
  * that come and go, as Kafka assigns them): splits added after a poll
  * and finished on revoke, idleness of a subtask without splits, the
  * (processed, done) pairs of commits after sink flushes, stop without a
- * drain, the replay floor, and watermark alignment pausing a partition.
+ * drain, the replay floor, results marked as updates when a previous
+ * owner may have written them (connect.h, replayed) and the final
+ * commit's top, and watermark alignment pausing a partition.
  * The fake connector below is driven step by step by each test; time is
  * a manual clock the tests move.
  */
@@ -43,6 +45,7 @@ typedef struct fk_mark {
 typedef struct fk_commit {
     int sub;
     tdm_time_ms proc, done;
+    tdm_time_ms top;  /* final commit's top, MIN otherwise */
     int flushes;      /* sink flushes so far */
     int sink_closed;  /* the result sink was closed already */
 } fk_commit;
@@ -63,6 +66,8 @@ static struct fk {
     int n_commits;
     int flushes, flush_fail;
     int closed;
+    /* What replayed() reports (MIN: nothing). */
+    tdm_time_ms replay_start, replay_last;
     atomic_int polls;
 } fk = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
@@ -81,6 +86,7 @@ static void fk_reset(void)
     fk.n_parts = fk.n_rows = fk.n_taken = fk.eof = 0;
     fk.n_pauses = fk.n_marks = fk.n_commits = 0;
     fk.flushes = fk.flush_fail = fk.closed = 0;
+    fk.replay_start = fk.replay_last = TDM_TIME_MIN;
     atomic_store(&fk.polls, 0);
     pthread_mutex_unlock(&fk.mu);
     atomic_store(&fk_now, 0);
@@ -268,15 +274,26 @@ static void fk_mark_fn(tdm__source *s, tdm_time_ms wm,
 }
 
 static tdm_err fk_commit_fn(tdm__source *s, tdm_time_ms processed,
-                            tdm_time_ms done)
+                            tdm_time_ms done, tdm_time_ms top)
 {
     int closed = kit_sink_get("out")->closed;
     pthread_mutex_lock(&fk.mu);
     if (fk.n_commits < FK_LOG)
         fk.commits[fk.n_commits++] =
-            (fk_commit){ FK(s)->index, processed, done, fk.flushes, closed };
+            (fk_commit){ FK(s)->index, processed, done, top, fk.flushes,
+                         closed };
     pthread_mutex_unlock(&fk.mu);
     return TDM_OK;
+}
+
+static void fk_replayed(tdm__source *s, tdm_time_ms *start_le,
+                        tdm_time_ms *last_le)
+{
+    (void)s;
+    pthread_mutex_lock(&fk.mu);
+    *start_le = fk.replay_start;
+    *last_le = fk.replay_last;
+    pthread_mutex_unlock(&fk.mu);
 }
 
 static const tdm__source_vtab fk_source = {
@@ -290,6 +307,7 @@ static const tdm__source_vtab fk_source = {
     .pause = fk_pause,
     .mark = fk_mark_fn,
     .commit = fk_commit_fn,
+    .replayed = fk_replayed,
 };
 
 /* The kit's collecting sink, version 2: flush is counted (and fails on
@@ -588,6 +606,8 @@ static void cancel_case(const char *mode, bool drain)
     fk_commit *last = &fk.commits[fk.n_commits - 1];
     ASSERT_EQ(last->proc, TDM_TIME_MAX);
     ASSERT_EQ(last->done, drain ? TDM_TIME_MAX : 14);
+    /* One operator subtask: nothing above its watermark was written. */
+    ASSERT_EQ(last->top, drain ? TDM_TIME_MAX : 14);
     ASSERT_EQ(last->sink_closed, 1);
     tdm_job_destroy(job);
 }
@@ -629,6 +649,83 @@ TDM_TEST(replay_floor_max_is_none)
     fk_set_eof();
     kit_run_ok(job);
     KIT_EXPECT("out", "k=a n=1 [0,10) on_time#0 +");
+    tdm_job_destroy(job);
+}
+
+/* The connector reports that a previous owner may have written results
+ * of windows starting at or before 12 (it crashed after reading a record
+ * stamped 12): [0,10) and [10,20) are marked as updates, [20,30) is not.
+ * With end - 1 <= 9 instead (a clean hand-over at top 9), only [0,10). */
+static void replay_case(tdm_time_ms start_le, tdm_time_ms last_le,
+                        const char *w0, const char *w1)
+{
+    tdm_job *job = fk_job("1");
+    fk.replay_start = start_le;
+    fk.replay_last = last_le;
+    int p0 = fk_assign(0, "t[0]", TDM_TIME_MIN);
+    fk_push(p0, "a", 1);
+    fk_push(p0, "a", 5);
+    fk_push(p0, "a", 12);
+    fk_push(p0, "a", 25);
+    fk_set_eof();
+    kit_run_ok(job);
+    const char *const want[] = { w0, w1, "k=a n=1 [20,30) on_time#0 +" };
+    kit_expect_lines(__FILE__, __LINE__, "out", want, 3);
+    tdm_job_destroy(job);
+}
+
+TDM_TEST(replayed_windows_are_marked_as_updates)
+{
+    replay_case(12, TDM_TIME_MIN, "k=a n=2 [0,10) on_time#0u +",
+                "k=a n=1 [10,20) on_time#0u +");
+}
+
+TDM_TEST(clean_handover_marks_windows_ending_by_its_top)
+{
+    replay_case(TDM_TIME_MIN, 9, "k=a n=2 [0,10) on_time#0u +",
+                "k=a n=1 [10,20) on_time#0 +");
+}
+
+/* Upsert mode: a replayed first result is an UPDATE of its key+window. */
+TDM_TEST(replayed_result_is_an_upsert_update)
+{
+    tdm_job *job = fk_job("1");
+    for (int i = 0; i < job->n_nodes; i++)
+        if (job->nodes[i]->kind == TDM_NODE_WINDOW)
+            KIT_SET(job->nodes[i], "output_mode", "upsert");
+    fk.replay_start = 3;
+    int p0 = fk_assign(0, "t[0]", TDM_TIME_MIN);
+    fk_push(p0, "a", 1);
+    fk_push(p0, "a", 12);
+    fk_set_eof();
+    kit_run_ok(job);
+    KIT_EXPECT("out", "k=a n=1 [0,10) on_time#0u ~",
+               "k=a n=1 [10,20) on_time#0 +");
+    tdm_job_destroy(job);
+}
+
+/* A count trigger writes results before the watermark reaches their
+ * windows: the final commit cannot vouch for a top (MIN: not clean). */
+TDM_TEST(early_firing_job_commits_no_top)
+{
+    tdm_job *job = fk_job("1");
+    for (int i = 0; i < job->n_nodes; i++)
+        if (job->nodes[i]->kind == TDM_NODE_WINDOW) {
+            KIT_SET(job->nodes[i], "trigger", "count");
+            KIT_SET(job->nodes[i], "trigger.count", "1");
+        }
+    KIT_JOB_SET(job, "on_cancel", "stop");
+    int p0 = fk_assign(0, "t[0]", TDM_TIME_MIN);
+    fk_push(p0, "a", 1);
+    fk_push(p0, "a", 12);
+    kit_bg bg;
+    kit_bg_start(&bg, job);
+    WAIT_FOR(sink_lines() == 2);
+    tdm_job_cancel(job);
+    ASSERT_OK(kit_bg_join(&bg));
+    fk_commit *last = &fk.commits[fk.n_commits - 1];
+    ASSERT_EQ(last->sink_closed, 1);
+    ASSERT_EQ(last->top, TDM_TIME_MIN);
     tdm_job_destroy(job);
 }
 
