@@ -194,6 +194,12 @@ typedef struct tdm__source_vtab {
      * updates. */
     void (*replayed)(tdm__source *src, tdm_time_ms *start_le,
                      tdm_time_ms *last_le);
+    /* Whether split @p p, reported finished, was taken from this member
+     * while the job runs (revoked or lost; not the close, not stop: end):
+     * its next owner re-reads what this member read since the commit, so
+     * the runtime fences the split's keys (their open windows are not
+     * written here; docs/kafka.md, "Key fence").  NULL: never. */
+    int (*fenced)(tdm__source *src, int p);
 } tdm__source_vtab;
 
 extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */

@@ -59,6 +59,8 @@ typedef struct kpart {
     bool fin_pending;      /* finished flag not reported yet */
     bool fin_done;         /* finished was flagged (pending or sent) */
     bool repause;          /* paused before limbo: pause again */
+    bool revoked_live;     /* finished by a revoke or loss while the
+                              job runs (connect.h, fenced) */
 } kpart;
 
 struct tdm__source {
@@ -452,11 +454,10 @@ static void resumed_from(tdm__source *src, kpart *kp, tdm_time_ms top)
  * metadata "tdm1 wm=<floor>" (no top): from now on a crash of this
  * member leaves them unclean, and the next owner resumes here and marks
  * what it replays (also before this member's first periodic commit).
- * Inside a rebalance round the broker may answer REBALANCE_IN_PROGRESS
- * (measured on the mock, cooperative protocol): the claim stays pending
- * and is retried at the next rebalance callback, or at the next poll
- * (other errors).  Until it succeeds a crash may repeat results unmarked
- * (logged once). */
+ * Called by ks_poll once the group has been quiet for KS_QUIET_MS; a
+ * refused claim (REBALANCE_IN_PROGRESS holds commits until the next
+ * callback) stays pending.  Until it succeeds a crash may repeat results
+ * unmarked (docs/kafka.md; a failure is logged once). */
 static void claim(tdm__source *src)
 {
     char (*meta)[TDM__KMETA_MAX];
@@ -642,7 +643,7 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
             tdm__kafka_logf(&src->log, "assign failed: %s",
                             rd_kafka_err2str(e));
     }
-    /* Claimed at the end of the rebalance callback (rebalance_cb). */
+    /* Claimed by a later poll, once the group is quiet (ks_poll). */
     src->claims_pending = src->sh == NULL;
     /* Partitions in limbo that did not come back finish now. */
     for (int i = 0; i < src->n_parts; i++) {
@@ -654,6 +655,7 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
         if (kp->limbo) {
             kp->limbo = false;
             kp->fin_pending = kp->fin_done = true;
+            kp->revoked_live = true;
         }
     }
     src->assigned_once = true;
@@ -680,11 +682,13 @@ static void on_revoke(tdm__source *src, rd_kafka_topic_partition_list_t *l,
             commit_parts(src, kp, src->last_proc, src->last_done,
                          src->last_top);
         if (!lost && !src->sh && !src->closing && kp->next > kp->committed)
-            tdm__kafka_logf(&src->log, "warning: %s revoked with records "
-                            "read past the committed offset %lld (next "
-                            "%lld): results of its keys may be partial",
+            tdm__kafka_logf(&src->log, "%s revoked with records read past the "
+                            "committed offset %lld (next %lld): its next "
+                            "owner reads them again",
                             kp->name, (long long)kp->committed,
                             (long long)kp->next);
+        if (!src->closing)
+            kp->revoked_live = true;
         kp->live = false;
         /* Eager: every revoke precedes a new assignment that usually
          * gives most partitions back; lost: the member rejoins.  An
@@ -728,9 +732,6 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         on_assign(src, parts, coop);
     else
         on_revoke(src, parts, coop, rd_kafka_assignment_lost(rk) != 0);
-    /* A claim refused inside an earlier round of this rebalance. */
-    if (src->claims_pending && !src->closing)
-        claim(src);
 }
 
 /* ---- Records ---- */
@@ -905,7 +906,13 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
     tdm_err err;
 
     *eof = 0;
-    if (src->claims_pending && !src->hold_commits)
+    /* Claims wait, like periodic commits, until the group has been quiet
+     * for KS_QUIET_MS: a commit that meets a rebalance round can cost the
+     * member its assignment without a callback (measured on the mock: a
+     * claim made inside the assign callback left two subtasks reading
+     * the same partitions). */
+    if (src->claims_pending && !src->hold_commits &&
+        tdm__mono_ms() - src->last_rebalance_ms >= KS_QUIET_MS)
         claim(src);
     if (!src->sh) {
         err = consume(src, b, limit, KS_WAIT_MS);
@@ -1256,6 +1263,13 @@ static void ks_replayed(tdm__source *src, tdm_time_ms *start_le,
     *last_le = src->sh ? TDM_TIME_MIN : src->replay_last;
 }
 
+/* See connect.h.  Not on the repartition path. */
+static int ks_fenced(tdm__source *src, int p)
+{
+    return !src->sh && p >= 0 && p < src->n_parts &&
+           src->parts[p]->revoked_live;
+}
+
 static int ks_partition_watermark(tdm__source *src, int p, tdm_time_ms *wm,
                                   int *idle)
 {
@@ -1277,4 +1291,5 @@ const tdm__source_vtab tdm__kafka_source = {
     .commit = ks_commit,
     .partition_watermark = ks_partition_watermark,
     .replayed = ks_replayed,
+    .fenced = ks_fenced,
 };

@@ -362,7 +362,8 @@ typedef enum tdm__item_kind {
     TDM__ITEM_WATERMARK,
     TDM__ITEM_STATUS,
     TDM__ITEM_END,
-    TDM__ITEM_BARRIER
+    TDM__ITEM_BARRIER,
+    TDM__ITEM_FENCE       /* keys of a revoked split (run.h, rt_fence) */
 } tdm__item_kind;
 
 struct tdm__sbatch;
@@ -390,6 +391,7 @@ typedef struct tdm__item {
     struct tdm__sbatch *b; /* BATCH: the source batch (one reference) */
     const tdm__sel *sel;  /* BATCH: the selected rows */
     uint32_t n;
+    void *fence;          /* FENCE: an rt_fence the consumer frees */
 } tdm__item;
 
 /* A bounded multi-producer single-consumer queue with one channel per

@@ -495,6 +495,12 @@ static tdm_time_ms op_horizon(const rt_horizon *h, tdm_time_ms ts)
     return tdm__time_add_sat(end - 1, h->lateness);
 }
 
+/* The commit horizon of a record at  ts for one consumer edge. */
+tdm_time_ms rt_edge_horizon(const rt_edge *e, tdm_time_ms ts)
+{
+    return ts == TDM_TIME_MIN ? TDM_TIME_MIN : op_horizon(&e->op->hz, ts);
+}
+
 /* The maximum over the source's consumers; TDM_TIME_MIN for "no
  * record" (ts TDM_TIME_MIN). */
 tdm_time_ms rt_horizon_of(const rt_source *s, tdm_time_ms ts)
@@ -673,6 +679,16 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
         tdm_err err = plan_repartition(s, errbuf, errbuf_size);
         if (err != TDM_OK)
             return err;
+        /* Key fence (fence.c): event-time window consumers of a source
+         * whose partitions can be revoked while the job runs; not on the
+         * repartition path (the internal topic's partitions carry every
+         * key). */
+        s->fence = s->v2 && s->vt->fenced && !s->conf.repartition_key &&
+                   s->conf.time_mode == TDM__TIME_EVENT;
+        for (int e = 0; e < s->n_edges; e++)
+            if (s->edges[e].op->kind != TDM_NODE_WINDOW ||
+                !s->edges[e].op->event_time)
+                s->fence = false;
     }
     int oc = (int)tdm__job_int(job, "on_cancel");
     run->stop_on_cancel = oc == 2 || (oc == 0 && endless_kafka);

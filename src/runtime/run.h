@@ -57,6 +57,25 @@ typedef struct rt_horizon {
 } rt_horizon;
 
 /* A source feeding an operator. */
+/* One key of an rt_keyset: its hash, value, and bytes in the set's
+ * arena. */
+typedef struct rt_keyent {
+    uint64_t h;
+    int64_t v;
+    size_t off, len;
+} rt_keyent;
+
+/* A map from key bytes to an int64 (zero-initialised = empty).  Keys
+ * are copied into the set.  Not thread-safe: one owner thread. */
+typedef struct rt_keyset {
+    uint32_t *slots;   /* open addressing: entry index + 1, 0 empty */
+    size_t n_slots;    /* a power of two, > 2 * n */
+    rt_keyent *ents;
+    size_t n, cap_ents;
+    char *bytes;
+    size_t used, cap_bytes;
+} rt_keyset;
+
 typedef struct rt_edge {
     rt_op *op;
     int input;        /* union position (window) or side (join) */
@@ -90,6 +109,10 @@ struct rt_source {
     /* Commit horizon: the maximum over the consumers' (hz_end: some
      * consumer changes results until the end). */
     bool hz_end;
+    /* Key fence (fence.c): its subtasks track the keys of each split
+     * and send them to the window subtasks when the connector says the
+     * split was revoked while running. */
+    bool fence;
     /* Alignment group (NULL: none) and this source's first subtask
      * number in its coordinator. */
     rt_align *align;
@@ -207,6 +230,10 @@ struct rt_src_task {
     unsigned ann_seen;
     bool reading_paused;
     uint8_t *ppaused;   /* per split: paused at the connector */
+    /* Key fence: per split and consumer edge (index p * n_edges + e),
+     * key -> highest commit horizon of its records; fk_cap splits. */
+    struct rt_keyset *fk;
+    int fk_cap;
     rt_src_metrics m;
     char pad_tail_[128];
 };
@@ -244,6 +271,11 @@ struct rt_op_task {
      * m (and as deltas to the job's counters) after each group of
      * items. */
     int64_t c_in, c_out, c_late_side, c_panes, c_late_panes, c_regress;
+    /* Key fence (fence.c): key -> epoch of the keys of revoked splits;
+     * fkb holds a fenced key's bytes with its epoch suffix. */
+    struct rt_keyset fence;
+    tdm__keybuf fkb;
+    int64_t c_fenced;   /* results of fenced identities not written */
     int64_t j_out, j_late_side, j_late_panes, j_regress; /* published */
     bool *ch_idle;
     rt_chan *chp;
@@ -304,6 +336,39 @@ struct tdm__run {
     int n_aligns;
 };
 
+/* ---- Key fence (fence.c) ---- */
+
+/* The value of @p key (hash @p h, the caller's tdm__keys_hash), or NULL.
+ * The pointer is valid until the next put or prune. */
+int64_t *rt_keyset_find(const rt_keyset *s, const char *key, size_t len,
+                        uint64_t h);
+/* Sets the value of @p key to @p v, or keeps the larger one if present
+ * (copies the key).  TDM_OK or TDM_ERR_NOMEM (the set is unchanged). */
+tdm_err rt_keyset_put_max(rt_keyset *s, const char *key, size_t len,
+                          uint64_t h, int64_t v);
+/* Removes every key whose value is <= @p le. */
+void rt_keyset_prune(rt_keyset *s, int64_t le);
+/* Frees the set's memory and empties it (the struct is the caller's). */
+void rt_keyset_free(rt_keyset *s);
+
+/* The keys of a fenced split as a source subtask sends them to one window
+ * subtask (item TDM__ITEM_FENCE): n keys, each a uint32 length (native
+ * order) and its bytes, in data.  Allocated by the source, freed by the
+ * consumer (or by the queue's drain). */
+typedef struct rt_fence {
+    uint32_t n;
+    size_t len, cap;
+    char *data;
+} rt_fence;
+
+/* Frees a fence message (NULL-safe). */
+void rt_fence_free(rt_fence *f);
+
+/* The suffix a fenced key's later records carry at the window operator:
+ * the epoch (uint32, native order) then these 8 bytes. */
+#define RT_FENCE_MAGIC "\xf3\x7e\x1d\xa9\x5c\x02\xe8\x6b"
+#define RT_FENCE_SUFFIX (4 + 8)
+
 /* Records the run's first error (message formatted), aborts the run and
  * wakes every waiting thread. */
 void rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
@@ -329,6 +394,8 @@ void rt_thread_done(tdm__run *run);
  * consumers (TDM_TIME_MAX when one of them changes results until the
  * end of input). */
 tdm_time_ms rt_horizon_of(const rt_source *s, tdm_time_ms ts);
+/* The commit horizon of a record at  ts for consumer edge  e alone. */
+tdm_time_ms rt_edge_horizon(const rt_edge *e, tdm_time_ms ts);
 /* The watermark up to which every consumer channel of source subtask
  * @p t has handled its input: the minimum over them of the channel's
  * watermark (TDM_TIME_MAX once ended). */

@@ -221,6 +221,81 @@ static void retract_cleanup(rt_op_task *t, tdm_time_ms now)
     }
 }
 
+/* ---- Key fence (fence.c) ---- */
+
+/* A FENCE item: the keys of a split revoked from this member.  Each
+ * key's epoch moves up by one: its records from now on build a new
+ * identity (fenced_key), and results of older identities are not
+ * written (fence_result). */
+static void apply_fence(rt_op_task *t, const rt_fence *f)
+{
+    size_t off = 0;
+    for (uint32_t i = 0; i < f->n && !t->failed; i++) {
+        uint32_t len;
+        memcpy(&len, f->data + off, sizeof len);
+        const char *key = f->data + off + sizeof len;
+        off += sizeof len + len;
+        uint64_t h = tdm__keys_hash(key, len);
+        int64_t *e = rt_keyset_find(&t->fence, key, len, h);
+        int64_t next = e ? *e + 1 : 1;
+        if (rt_keyset_put_max(&t->fence, key, len, h, next) != TDM_OK)
+            op_fail_nomem(t);
+    }
+}
+
+/* The bytes a record of @p key goes to the operator with: the key
+ * itself, or for a fenced key the key, its epoch and RT_FENCE_MAGIC (in
+ * t->fkb).  NULL on OOM. */
+static const char *fenced_key(rt_op_task *t, const char *key, size_t *len)
+{
+    const int64_t *e = rt_keyset_find(&t->fence, key, *len,
+                                      tdm__keys_hash(key, *len));
+    if (!e)
+        return key;
+    size_t need = *len + RT_FENCE_SUFFIX;
+    if (need > t->fkb.cap) {
+        char *p = tdm__realloc(t->fkb.p, need);
+        if (!p)
+            return NULL;
+        t->fkb.p = p;
+        t->fkb.cap = need;
+    }
+    uint32_t epoch = (uint32_t)*e;
+    memmove(t->fkb.p, key, *len);
+    memcpy(t->fkb.p + *len, &epoch, sizeof epoch);
+    memcpy(t->fkb.p + *len + sizeof epoch, RT_FENCE_MAGIC, 8);
+    *len = need;
+    return t->fkb.p;
+}
+
+/* Whether a result of key bytes (@p key, *len) is of a fenced key's
+ * older identity (true: not written, counted); otherwise *len becomes
+ * the length of the key without its fence suffix. */
+static bool fence_result(rt_op_task *t, const char *key, size_t *len)
+{
+    size_t n = *len;
+    uint32_t epoch = 0;
+    if (n >= RT_FENCE_SUFFIX &&
+        memcmp(key + n - 8, RT_FENCE_MAGIC, 8) == 0) {
+        size_t base = n - RT_FENCE_SUFFIX;
+        const int64_t *e = rt_keyset_find(&t->fence, key, base,
+                                          tdm__keys_hash(key, base));
+        if (e) {
+            memcpy(&epoch, key + base, sizeof epoch);
+            if ((int64_t)epoch != *e)
+                goto stale;
+            *len = base;
+            return false;
+        }
+    }
+    if (rt_keyset_find(&t->fence, key, n, tdm__keys_hash(key, n)))
+        goto stale;
+    return false;
+stale:
+    t->c_fenced++;
+    return true;
+}
+
 /* Whether an event-time window result may repeat one a previous owner of
  * the input wrote before it crashed or lost its partitions (tdm__run's
  * replay bounds): then it is marked as an update.  In retract mode the
@@ -401,10 +476,21 @@ static void on_output_watermark(rt_op_task *t, tdm_time_ms wm)
 static void win_emit(void *opaque, const tdm_event *ev)
 {
     rt_op_task *t = opaque;
+    tdm_event fev;
     if (t->failed)
         return;
     switch (ev->type) {
     case TDM_EVENT_RESULT:
+        /* A fenced key's results carry its identity's suffix: stripped,
+         * or not written at all for an older identity. */
+        if (__builtin_expect(t->fence.n != 0, 0)) {
+            size_t klen = ev->key_len;
+            if (fence_result(t, ev->key, &klen))
+                break;
+            fev = *ev;
+            fev.key_len = klen;
+            ev = &fev;
+        }
         /* A window's first firing is remembered (the firing memory of
          * tdm_job_window_status), with the watermark that fired it. */
         if (ev->pane_index == 0 && t->ws && ev->has_window &&
@@ -530,6 +616,11 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
             op_fail_nomem(t);
             break;
         }
+        if (__builtin_expect(t->fence.n != 0, 0) &&
+            !(key = fenced_key(t, key, &klen))) {
+            op_fail_nomem(t);
+            break;
+        }
         tdm_record rec = { .key = key, .key_len = klen, .ts = sl->ts };
         tdm_err err;
         if (t->win) {
@@ -618,6 +709,11 @@ static bool handle(rt_op_task *t, const tdm__item *it)
                 tdm_joinop_status(t->join, it->ch / P, it->ch % P,
                                   it->idle);
         }
+        break;
+    case TDM__ITEM_FENCE:
+        if (!t->failed)
+            apply_fence(t, it->fence);
+        rt_fence_free(it->fence);
         break;
     case TDM__ITEM_END:
         /* End of a channel is its maximum watermark (a channel that
@@ -995,6 +1091,12 @@ static void free_rslot(void *ud, uint32_t key, tdm__ns ns, void *slot)
 /* Frees an operator subtask (a half-built one too). */
 void rt_op_task_fini(rt_op_task *t)
 {
+    /* Fence messages still queued (the run aborted): ours to free. */
+    for (size_t i = 0; t->q.ring && i < t->q.count; i++) {
+        tdm__item *it = &t->q.ring[(t->q.head + i) % t->q.cap];
+        if (it->kind == TDM__ITEM_FENCE)
+            rt_fence_free(it->fence);
+    }
     tdm_winop_destroy(t->win);
     tdm_joinop_destroy(t->join);
     tdm__rowagg_destroy(t->ra);
@@ -1008,6 +1110,8 @@ void rt_op_task_fini(rt_op_task *t)
     tdm__free(t->kb.p);
     tdm__free(t->pk.p);
     tdm__free(t->uk.p);
+    tdm__free(t->fkb.p);
+    rt_keyset_free(&t->fence);
     tdm__free(t->ch_ended);
     tdm__free(t->ch_warned);
     tdm__free(t->ch_wm);

@@ -320,6 +320,16 @@ static tdm_err ensure_arrays(rt_src_task *t, int need)
         if (!pz)
             return TDM_ERR_NOMEM;
         t->ppaused = pz;
+        if (t->src->fence) {
+            size_t ne = (size_t)t->src->n_edges;
+            rt_keyset *fk = tdm__realloc(t->fk, (size_t)cap * ne * sizeof *fk);
+            if (!fk)
+                return TDM_ERR_NOMEM;
+            memset(fk + (size_t)t->fk_cap * ne, 0,
+                   (size_t)(cap - t->fk_cap) * ne * sizeof *fk);
+            t->fk = fk;
+            t->fk_cap = cap;
+        }
         for (int p = t->part_cap; p < cap; p++) {
             fl[p] = TDM_TIME_MIN;
             pz[p] = 0;
@@ -627,6 +637,23 @@ static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
  * its timestamp and, when the key is a string read in place, the key
  * bytes (tdm__sel), which is all a window subtask reads of it for a
  * count.  At parallelism 1 there is one target and no hashing. */
+/* Key fence: remembers that @p row's key (for consumer edge @p e; the
+ * bytes in (key, klen) when @p have, else encoded here) was read from
+ * its split, with the highest commit horizon of its records there. */
+static __attribute__((noinline)) tdm_err
+track_key(rt_src_task *t, const tdm__row *row, int e, const char *key,
+          size_t klen, bool have)
+{
+    const rt_edge *ed = &t->src->edges[e];
+    if (!have && tdm__key_encode(row, ed->key_idx, ed->n_key, &t->kb,
+                                 &key, &klen) != TDM_OK)
+        return TDM_ERR_NOMEM;
+    rt_keyset *ks = &t->fk[(size_t)row->partition * (size_t)t->src->n_edges +
+                           (size_t)e];
+    return rt_keyset_put_max(ks, key, klen, tdm__keys_hash(key, klen),
+                             rt_edge_horizon(ed, row->ts));
+}
+
 static inline __attribute__((always_inline)) tdm_err
 route(rt_src_task *t, const tdm__row *row, uint32_t i)
 {
@@ -647,6 +674,10 @@ route(rt_src_task *t, const tdm__row *row, uint32_t i)
             uint64_t h = tdm__keys_hash(key, klen);
             j = t->run->owner[tdm__key_group(h, t->run->key_groups)];
         }
+        if (__builtin_expect(s->fence, 0) &&
+            track_key(t, row, e, key, klen, inplace || t->run->P > 1) !=
+                TDM_OK)
+            return TDM_ERR_NOMEM;
         int tg = ed->target_base + j;
         /* An encoded key lives in the subtask's scratch buffer, which the
          * next row overwrites: the consumer encodes it again. */
@@ -914,6 +945,79 @@ static void publish_partitions(rt_src_task *t, bool all)
     }
 }
 
+/* Key fence: split @p p was revoked while running.  Its keys with a
+ * record whose results are not settled yet go, each to the window
+ * subtask that owns it, in a FENCE item after the rows sent so far (so
+ * every record of the split is in the operator before its keys are
+ * fenced).  Out of memory fails the run. */
+static void send_fence(rt_src_task *t, int p)
+{
+    rt_source *s = t->src;
+    int P = t->run->P;
+    rt_fence **msg = tdm__calloc((size_t)P, sizeof *msg);
+    size_t total = 0;
+    if (!msg)
+        goto nomem;
+    flush_rows(t);
+    for (int e = 0; e < s->n_edges; e++) {
+        const rt_edge *ed = &s->edges[e];
+        const rt_keyset *ks = &t->fk[(size_t)p * (size_t)s->n_edges +
+                                     (size_t)e];
+        for (int j = 0; j < P; j++)
+            msg[j] = NULL;
+        for (size_t k = 0; k < ks->n; k++) {
+            const rt_keyent *en = &ks->ents[k];
+            int j = P > 1 ? t->run->owner[tdm__key_group(
+                                en->h, t->run->key_groups)]
+                          : 0;
+            if (!msg[j] && !(msg[j] = tdm__calloc(1, sizeof *msg[j])))
+                goto nomem;
+            rt_fence *f = msg[j];
+            size_t need = f->len + sizeof(uint32_t) + en->len;
+            if (need > f->cap) {
+                size_t cap = f->cap ? 2 * f->cap : 256;
+                while (cap < need)
+                    cap *= 2;
+                char *nd = tdm__realloc(f->data, cap);
+                if (!nd)
+                    goto nomem;
+                f->data = nd;
+                f->cap = cap;
+            }
+            uint32_t len = (uint32_t)en->len;
+            memcpy(f->data + f->len, &len, sizeof len);
+            memcpy(f->data + f->len + sizeof len, ks->bytes + en->off,
+                   en->len);
+            f->len = need;
+            f->n++;
+        }
+        for (int j = 0; j < P; j++) {
+            if (!msg[j])
+                continue;
+            total += msg[j]->n;
+            tdm__item it = { .kind = TDM__ITEM_FENCE,
+                             .ch = ed->input * P + t->index,
+                             .fence = msg[j] };
+            msg[j] = NULL; /* the consumer's now */
+            tdm__queue_push(&ed->op->tasks[j].q, &it);
+        }
+    }
+    if (total > 0)
+        tdm__job_log(t->run->job, "source %s subtask %d: partition %s was "
+                     "revoked with %zu key(s) in open windows: fenced (their "
+                     "windows are left to its next owner)",
+                     s->node->name, t->index,
+                     t->parts[p].name ? t->parts[p].name : "?", total);
+    tdm__free(msg);
+    return;
+nomem:
+    for (int j = 0; msg && j < P; j++)
+        rt_fence_free(msg[j]);
+    tdm__free(msg);
+    rt_fail(t->run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
+            s->node->name);
+}
+
 /* Tells the reader about partitions that finished in the last poll. */
 static void report_finished(rt_src_task *t, bool eof)
 {
@@ -924,6 +1028,13 @@ static void report_finished(rt_src_task *t, bool eof)
                 unit_verdict(t, p);
             if (t->finished[p])
                 tdm_reader_split_finished(t->reader, p);
+            if (t->src->fence && p < t->fk_cap) {
+                if (t->finished[p] && t->src->vt->fenced(t->conn, p))
+                    send_fence(t, p);
+                for (int e = 0; e < t->src->n_edges; e++)
+                    rt_keyset_free(&t->fk[(size_t)p * (size_t)t->src->n_edges
+                                          + (size_t)e]);
+            }
             if (t->src->v2)
                 t->n_live--;
             rt_pub_set(&t->parts[p].p_flags,
@@ -1037,6 +1148,9 @@ static void maybe_commit(rt_src_task *t)
                                   "failed; the next one will retry",
                      t->src->node->name, t->index);
     }
+    /* Keys whose records' results are all settled need no fence. */
+    for (int i = 0; t->fk && i < t->fk_cap * t->src->n_edges; i++)
+        rt_keyset_prune(&t->fk[i], done);
 }
 
 /* Watermarks the data itself carries (a repartition topic's markers),
@@ -1410,6 +1524,9 @@ void rt_source_task_fini(rt_src_task *t)
     tdm__free(t->floor);
     tdm__free(t->hzbuf);
     tdm__free(t->ppaused);
+    for (int i = 0; t->fk && i < t->fk_cap * t->src->n_edges; i++)
+        rt_keyset_free(&t->fk[i]);
+    tdm__free(t->fk);
     for (int p = 0; p < t->part_cap && t->parts; p++)
         tdm__free(t->parts[p].name);
     tdm__free(t->parts);

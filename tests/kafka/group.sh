@@ -15,34 +15,7 @@ start_mock clicks:4
 gen_clicks 0 120 10 >"$W/all.jsonl"
 far_records 4 $((T0 + 1000000)) >"$W/far.jsonl"
 
-window_yaml() {
-    cat <<EOF
-windows:
-  w:
-    from: clicks
-    key_by: user
-    window: {type: tumbling, size: 10s}
-    aggregates: [count() as n, min(ts) as first, max(ts) as last]
-    sink: out
-sinks:
-  out: {type: file, path: $W/$1}
-EOF
-}
-{
-    cat <<EOF
-name: group
-sources:
-  clicks:
-    type: file
-    path: $W/all.jsonl
-    schema: {user: string, ts: int64, p: int64}
-    timestamp.field: ts
-    watermark: {strategy: bounded, max_out_of_orderness: 1s}
-EOF
-    window_yaml ref.jsonl
-} >"$W/ref.yaml"
-run_fg ref "$W/ref.yaml"
-n_ref=$(count_lines "$W/ref.jsonl")
+run_ref group "$W/all.jsonl"
 # 120 records 700 ms apart over 10 users: 9 windows of up to 10 users.
 [ "$n_ref" -ge 60 ] || fail "reference too small ($n_ref rows)"
 

@@ -317,26 +317,30 @@ far_records() {
     }'
 }
 
-# Writes $W/a.yaml and $W/b.yaml - job NAME, the clicks topic read in
-# consumer group GROUP with on_cancel stop and commits every
-# $COMMIT_INTERVAL (default 200 ms), then what
-# window_yaml (defined by the calling script) prints for out-a.jsonl and
-# out-b.jsonl - starts both as members of the group and waits until both
-# have partitions.  Sets pid_a and pid_b.
+# member_yaml NAME GROUP M: writes $W/M.yaml - job NAME, the clicks topic
+# read in consumer group GROUP with on_cancel stop and commits every
+# $COMMIT_INTERVAL (default 200 ms), then what window_yaml (defined by
+# the calling script) prints for out-M.jsonl.
+member_yaml() {
+    {
+        echo "name: $1"
+        echo "on_cancel: stop"
+        echo "commit.interval: ${COMMIT_INTERVAL:-200ms}"
+        echo "sources:"
+        kafka_source_yaml clicks clicks "$2" \
+            "schema: {user: string, ts: int64, p: int64}" \
+            "timestamp.field: ts" \
+            "watermark: {strategy: bounded, max_out_of_orderness: 1s}"
+        window_yaml "out-$3.jsonl"
+    } >"$W/$3.yaml"
+}
+
+# start_two_members NAME GROUP: member_yaml for a and b, starts both as
+# members of the group and waits until both have partitions.  Sets pid_a
+# and pid_b.
 start_two_members() {
-    for m in a b; do
-        {
-            echo "name: $1"
-            echo "on_cancel: stop"
-            echo "commit.interval: ${COMMIT_INTERVAL:-200ms}"
-            echo "sources:"
-            kafka_source_yaml clicks clicks "$2" \
-                "schema: {user: string, ts: int64, p: int64}" \
-                "timestamp.field: ts" \
-                "watermark: {strategy: bounded, max_out_of_orderness: 1s}"
-            window_yaml "out-$m.jsonl"
-        } >"$W/$m.yaml"
-    done
+    member_yaml "$1" "$2" a
+    member_yaml "$1" "$2" b
     run_bg a "$W/a.yaml"
     pid_a=$LAST_PID
     run_bg b "$W/b.yaml"
@@ -344,4 +348,62 @@ start_two_members() {
     # The mock's first assignment takes 3 s, a rebalance 3 s more.
     wait_until 30 "both members assigned" both_assigned "$W/a.log" \
         "$W/b.log"
+}
+
+# check_marked FILES...: the union of FILES against $W/ref.jsonl when
+# repeats are allowed (docs/kafka.md, what a crash can duplicate):
+# without the "update" member the same set of rows (no row missing, none
+# partial), and no (user, window) with two rows whose "update" is false.
+# Sets n_rep to the number of rows beyond the reference's ($n_ref).
+check_marked() {
+    cat "$@" >"$W/union.jsonl"
+    sed 's/,"update":\(true\|false\)}$/}/' "$W/union.jsonl" |
+        sort -u >"$W/union-set.jsonl"
+    sed 's/,"update":\(true\|false\)}$/}/' "$W/ref.jsonl" >"$W/ref-set.jsonl"
+    same_lines "$W/ref-set.jsonl" "$W/union-set.jsonl"
+    grep '"update":false}$' "$W/union.jsonl" |
+        sed 's/^{"user":"\([^"]*\)".*"window_start":\([0-9]*\),.*/\1 \2/' |
+        sort | uniq -d >"$W/unmarked-dups.txt"
+    [ ! -s "$W/unmarked-dups.txt" ] ||
+        fail "repeated results not marked as updates (user, window start):" \
+            "$(head -3 "$W/unmarked-dups.txt" | tr '\n' ' ')"
+    n_rep=$(($(count_lines "$W/union.jsonl") - n_ref))
+}
+
+# window_yaml OUT: the jobs' window and sink, a tumbling 10 s count with
+# the first and last timestamp per user written to $W/OUT (a script may
+# define its own after sourcing this file).
+window_yaml() {
+    cat <<EOF
+windows:
+  w:
+    from: clicks
+    key_by: user
+    window: {type: tumbling, size: 10s}
+    aggregates: [count() as n, min(ts) as first, max(ts) as last]
+    sink: out
+sinks:
+  out: {type: file, path: $W/$1}
+EOF
+}
+
+# run_ref NAME PATH: the reference - job NAME over the clicks files PATH
+# (a glob: one partition per file) with window_yaml's window, written to
+# $W/ref.yaml and run; sets n_ref to its rows in $W/ref.jsonl.
+run_ref() {
+    {
+        cat <<EOF
+name: $1
+sources:
+  clicks:
+    type: file
+    path: $2
+    schema: {user: string, ts: int64, p: int64}
+    timestamp.field: ts
+    watermark: {strategy: bounded, max_out_of_orderness: 1s}
+EOF
+        window_yaml ref.jsonl
+    } >"$W/ref.yaml"
+    run_fg ref "$W/ref.yaml"
+    n_ref=$(count_lines "$W/ref.jsonl")
 }

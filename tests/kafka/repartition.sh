@@ -20,19 +20,6 @@ for p in 0 1 2 3; do
         sed "s/^{/{\"r\":\"r$p\",/" >"$W/part-$p.jsonl"
 done
 
-window_yaml() {
-    cat <<EOF
-windows:
-  w:
-    from: clicks
-    key_by: user
-    window: {type: tumbling, size: 10s}
-    aggregates: [count() as n, min(ts) as first, max(ts) as last]
-    sink: out
-sinks:
-  out: {type: file, path: $W/$1}
-EOF
-}
 SCHEMA="schema: {r: string, user: string, ts: int64, p: int64}"
 WMARK="watermark: {strategy: bounded, max_out_of_orderness: 1s}"
 

@@ -48,38 +48,11 @@ awk -v ts=$((half + 1001)) 'BEGIN {
 }' >"$W/markers.jsonl"
 far_records 4 $((T0 + 1000000)) >"$W/far.jsonl"
 
-window_yaml() {
-    cat <<EOF
-windows:
-  w:
-    from: clicks
-    key_by: user
-    window: {type: tumbling, size: 10s}
-    aggregates: [count() as n, min(ts) as first, max(ts) as last]
-    sink: out
-sinks:
-  out: {type: file, path: $W/$1}
-EOF
-}
 # The reference reads the data and the markers as two files (two
 # partitions); the far records would only add windows never written.
 mkdir "$W/in"
 cp "$W/all.jsonl" "$W/markers.jsonl" "$W/in/"
-{
-    cat <<EOF
-name: takeover
-sources:
-  clicks:
-    type: file
-    path: $W/in/*.jsonl
-    schema: {user: string, ts: int64, p: int64}
-    timestamp.field: ts
-    watermark: {strategy: bounded, max_out_of_orderness: 1s}
-EOF
-    window_yaml ref.jsonl
-} >"$W/ref.yaml"
-run_fg ref "$W/ref.yaml"
-n_ref=$(count_lines "$W/ref.jsonl")
+run_ref takeover "$W/in/*.jsonl"
 n_half=$(awk -v h="$half" -F'"window_end":' \
     '{ split($2, a, ","); if (a[1] + 0 <= h) n++ } END { print n + 0 }' \
     "$W/ref.jsonl")
@@ -107,29 +80,11 @@ claimed() {
         [ "$(grep -c '	tdm1 wm=-\?[0-9]*$' "$W/committed.txt")" -eq 4 ]
 }
 
-# Checks the union of FILES... against the reference when repeats are
-# allowed: without "update" the same set of rows, no (key, window) with
-# two unmarked rows.  Sets n_rep to the number of repeated rows.
-check_marked() {
-    cat "$@" >"$W/union.jsonl"
-    sed 's/,"update":\(true\|false\)}$/}/' "$W/union.jsonl" |
-        sort -u >"$W/union-set.jsonl"
-    sed 's/,"update":\(true\|false\)}$/}/' "$W/ref.jsonl" >"$W/ref-set.jsonl"
-    same_lines "$W/ref-set.jsonl" "$W/union-set.jsonl"
-    grep '"update":false}$' "$W/union.jsonl" |
-        sed 's/^{"user":"\([^"]*\)".*"window_start":\([0-9]*\),.*/\1 \2/' |
-        sort | uniq -d >"$W/unmarked-dups.txt"
-    [ ! -s "$W/unmarked-dups.txt" ] ||
-        fail "repeated results not marked as updates (user, window start):" \
-            "$(head -3 "$W/unmarked-dups.txt" | tr '\n' ' ')"
-    n_rep=$(($(count_lines "$W/union.jsonl") - n_ref))
-}
-
 if [ "$MODE" = crash ]; then
     wait_until 20 "claims on every partition" claimed
     stop_pid "$pid_a" KILL
     stop_pid "$pid_b" KILL
-    sed 's/out-a\.jsonl/out-c.jsonl/' "$W/a.yaml" >"$W/c.yaml"
+    member_yaml takeover gt c
     run_bg c "$W/c.yaml"
     pid_c=$LAST_PID
     # The dead members leave after the session timeout (4 s), then the

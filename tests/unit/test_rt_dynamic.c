@@ -25,6 +25,7 @@ typedef struct fk_part {
     int local;         /* local index there, -1 until its poll adopts it */
     tdm_time_ms floor;
     int revoke;        /* the test revoked it */
+    int fence;         /* ... while running: fenced() says 1 */
     int told;          /* finished flag set */
 } fk_part;
 
@@ -112,6 +113,15 @@ static void fk_revoke(int g)
 {
     pthread_mutex_lock(&fk.mu);
     fk.p[g].revoke = 1;
+    pthread_mutex_unlock(&fk.mu);
+}
+
+/* Revokes  g as a running member loses a partition (fenced). */
+static void fk_revoke_fenced(int g)
+{
+    pthread_mutex_lock(&fk.mu);
+    fk.p[g].revoke = 1;
+    fk.p[g].fence = 1;
     pthread_mutex_unlock(&fk.mu);
 }
 
@@ -296,6 +306,14 @@ static void fk_replayed(tdm__source *s, tdm_time_ms *start_le,
     pthread_mutex_unlock(&fk.mu);
 }
 
+static int fk_fenced(tdm__source *s, int p)
+{
+    pthread_mutex_lock(&fk.mu);
+    int f = fk.p[FK(s)->g_of[p]].fence;
+    pthread_mutex_unlock(&fk.mu);
+    return f;
+}
+
 static const tdm__source_vtab fk_source = {
     .version = 2,
     .open = fk_open,
@@ -308,6 +326,7 @@ static const tdm__source_vtab fk_source = {
     .mark = fk_mark_fn,
     .commit = fk_commit_fn,
     .replayed = fk_replayed,
+    .fenced = fk_fenced,
 };
 
 /* The kit's collecting sink, version 2: flush is counted (and fails on
@@ -726,6 +745,89 @@ TDM_TEST(early_firing_job_commits_no_top)
     fk_commit *last = &fk.commits[fk.n_commits - 1];
     ASSERT_EQ(last->sink_closed, 1);
     ASSERT_EQ(last->top, TDM_TIME_MIN);
+    tdm_job_destroy(job);
+}
+
+/* Key fence.  t[0] (a:1, a:5) and t[1] (b:2) are read; t[0] is revoked
+ * while the job runs, with window [0,10) of key a open (watermark 1).
+ * Its next owner re-reads those records, so this member must not write
+ * its partial [0,10) of a: after b:15 (watermark 14) only b's windows are
+ * written.  Without the fence a n=2 [0,10) would appear. */
+TDM_TEST(fenced_key_open_window_is_not_written)
+{
+    tdm_job *job = fk_job("1");
+    int p0 = fk_assign(0, "t[0]", TDM_TIME_MIN);
+    int p1 = fk_assign(0, "t[1]", TDM_TIME_MIN);
+    fk_push(p0, "a", 1);
+    fk_push(p0, "a", 5);
+    fk_push(p1, "b", 2);
+    kit_bg bg;
+    kit_bg_start(&bg, job);
+    WAIT_FOR(fk_get(&fk.n_taken) == 3);
+    fk_revoke_fenced(p0);
+    WAIT_FOR(fk_get(&fk.p[p0].told) == 1);
+    fk_push(p1, "b", 15);
+    fk_set_eof();
+    ASSERT_OK(kit_bg_join(&bg));
+    KIT_EXPECT("out", "k=b n=1 [0,10) on_time#0 +",
+               "k=b n=1 [10,20) on_time#0 +");
+    tdm_job_destroy(job);
+}
+
+/* The partition comes back to this member (a new split t[0]') and its
+ * records are read again from the commit: a:1, a:5, then a:12.  The
+ * fenced key's records go to a fresh identity, so [0,10) of a is written
+ * once with 2 (not 4: the stale state of the first reading is not
+ * written), and the key is output as "a" (no suffix). */
+TDM_TEST(fenced_key_read_again_is_counted_once)
+{
+    tdm_job *job = fk_job("1");
+    int p0 = fk_assign(0, "t[0]", TDM_TIME_MIN);
+    int p1 = fk_assign(0, "t[1]", TDM_TIME_MIN);
+    fk_push(p0, "a", 1);
+    fk_push(p0, "a", 5);
+    fk_push(p1, "b", 2);
+    kit_bg bg;
+    kit_bg_start(&bg, job);
+    WAIT_FOR(fk_get(&fk.n_taken) == 3);
+    fk_revoke_fenced(p0);
+    WAIT_FOR(fk_get(&fk.p[p0].told) == 1);
+    int p2 = fk_assign(0, "t[0]", TDM_TIME_MIN);
+    fk_push(p2, "a", 1);
+    fk_push(p2, "a", 5);
+    fk_push(p2, "a", 12);
+    WAIT_FOR(fk_get(&fk.n_taken) == 6);
+    fk_push(p1, "b", 15);
+    fk_set_eof();
+    ASSERT_OK(kit_bg_join(&bg));
+    KIT_EXPECT("out", "k=a n=2 [0,10) on_time#0 +",
+               "k=b n=1 [0,10) on_time#0 +",
+               "k=a n=1 [10,20) on_time#0 +",
+               "k=b n=1 [10,20) on_time#0 +");
+    tdm_job_destroy(job);
+}
+
+/* A split that ends (stop: end) or is not fenced keeps its windows: the
+ * same run with a plain revoke writes a n=2 [0,10). */
+TDM_TEST(unfenced_revoke_keeps_open_windows)
+{
+    tdm_job *job = fk_job("1");
+    int p0 = fk_assign(0, "t[0]", TDM_TIME_MIN);
+    int p1 = fk_assign(0, "t[1]", TDM_TIME_MIN);
+    fk_push(p0, "a", 1);
+    fk_push(p0, "a", 5);
+    fk_push(p1, "b", 2);
+    kit_bg bg;
+    kit_bg_start(&bg, job);
+    WAIT_FOR(fk_get(&fk.n_taken) == 3);
+    fk_revoke(p0);
+    WAIT_FOR(fk_get(&fk.p[p0].told) == 1);
+    fk_push(p1, "b", 15);
+    fk_set_eof();
+    ASSERT_OK(kit_bg_join(&bg));
+    KIT_EXPECT("out", "k=a n=2 [0,10) on_time#0 +",
+               "k=b n=1 [0,10) on_time#0 +",
+               "k=b n=1 [10,20) on_time#0 +");
     tdm_job_destroy(job);
 }
 
