@@ -61,6 +61,7 @@ typedef struct kpart {
     bool repause;          /* paused before limbo: pause again */
     bool revoked_live;     /* finished by a revoke or loss while the
                               job runs (connect.h, fenced) */
+    bool handing;          /* in the hand-over commit being made */
 } kpart;
 
 struct tdm__source {
@@ -201,9 +202,9 @@ static void set_paused(tdm__source *src, kpart *kp, bool paused)
 
 /* Commits the input positions of the repartition path: every row read
  * was produced to the internal topic, so once the producer is flushed the
- * positions are durable hand-offs.  @p only: one partition, or NULL for
- * every live one. */
-static tdm_err commit_input(tdm__source *src, kpart *only)
+ * positions are durable hand-offs.  @p handover: only the partitions
+ * being handed over (kpart.handing), else every live one. */
+static tdm_err commit_input(tdm__source *src, bool handover)
 {
     rd_kafka_topic_partition_list_t *l;
     rd_kafka_resp_err_t e;
@@ -219,7 +220,7 @@ static tdm_err commit_input(tdm__source *src, kpart *only)
         return TDM_ERR_NOMEM;
     for (int i = 0; i < src->n_parts; i++) {
         kpart *kp = src->parts[i];
-        if (!kp->live || (only && kp != only) || kp->next < 0 ||
+        if (!kp->live || (handover && !kp->handing) || kp->next < 0 ||
             kp->next <= kp->committed)
             continue;
         rd_kafka_topic_partition_list_add(l, kp->topic, kp->part)->offset =
@@ -244,22 +245,23 @@ static tdm_err commit_input(tdm__source *src, kpart *only)
     return TDM_OK;
 }
 
-/* Commits, for every live partition (or just @p only, the hand-over of a
- * revoke), the offset of the newest snapshot that (processed, done)
- * allows, with metadata "tdm1 wm=<done>" (and " top=<top>" when @p top
- * is not TDM_TIME_MIN: the final commit after every operator stopped,
- * and the revokes of the close after it); then drops the snapshots no
- * partition needs.  A commit that races a rebalance costs the member
- * its whole assignment (ILLEGAL_GENERATION, "lost"; measured on the mock
- * cluster whenever a commit falls into a rebalance), and rebalances move
- * watermarks, so periodic commits (@p only NULL) refresh the metadata
- * alone (same offset) only while the group has been quiet for
- * KS_QUIET_MS, and wait for the next rebalance callback after a commit
- * met REBALANCE_IN_PROGRESS; the hand-over commit (revoke, close) and
- * the final commit always refresh it.  A failed commit is logged and
- * retried at the next call (commits are idempotent); only a fatal
- * client error is TDM_ERR_IO. */
-static tdm_err commit_parts(tdm__source *src, kpart *only,
+/* Commits, for every live partition (or, with @p handover, those being
+ * handed over in a revoke: kpart.handing, in one request), the offset of
+ * the newest snapshot that (processed, done) allows, with metadata
+ * "tdm1 wm=<done>" (and " top=<top>" when @p top is not TDM_TIME_MIN:
+ * the final commit after every operator stopped, and the revokes of the
+ * close after it); then drops the snapshots no partition needs.  A
+ * commit that races a rebalance costs the member its whole assignment
+ * (ILLEGAL_GENERATION, "lost"; measured on the mock cluster whenever a
+ * commit falls into a rebalance), and rebalances move watermarks, so
+ * periodic commits (@p handover false) refresh the metadata alone (same
+ * offset) only while the group has been quiet for KS_QUIET_MS, and wait
+ * for the next rebalance callback after a commit met
+ * REBALANCE_IN_PROGRESS; the hand-over commit (revoke, close) and the
+ * final commit always refresh it.  A failed commit is logged and retried
+ * at the next call (commits are idempotent); only a fatal client error
+ * is TDM_ERR_IO. */
+static tdm_err commit_parts(tdm__source *src, bool handover,
                             tdm_time_ms processed, tdm_time_ms done,
                             tdm_time_ms top)
 {
@@ -284,7 +286,7 @@ static tdm_err commit_parts(tdm__source *src, kpart *only,
             .p = kp->local, .base = kp->base, .committed = kp->committed,
             .meta_wm = kp->meta_wm, .floor = kp->floor,
             .top = top, .meta_top = kp->meta_top,
-            .handover = only != NULL || top != TDM_TIME_MIN, .quiet = quiet,
+            .handover = handover || top != TDM_TIME_MIN, .quiet = quiet,
         };
         rd_kafka_topic_partition_t *el;
         tdm_time_ms wm;
@@ -301,7 +303,7 @@ static tdm_err commit_parts(tdm__source *src, kpart *only,
          * all. */
         if (seq < keep)
             keep = seq;
-        if (!due || (only && kp != only))
+        if (!due || (handover && !kp->handing))
             continue;
         el = rd_kafka_topic_partition_list_add(l, kp->topic, kp->part);
         el->offset = off;
@@ -322,7 +324,7 @@ static tdm_err commit_parts(tdm__source *src, kpart *only,
                                           l->elems[i].metadata_size,
                                           &kp->meta_wm, &kp->meta_top);
                 }
-                if (kp && only)
+                if (kp && handover)
                     tdm__kafka_logf(&src->log, "hand-over commit of %s: "
                                     "offset %lld, %s", kp->name,
                                     (long long)kp->committed,
@@ -341,7 +343,7 @@ static tdm_err commit_parts(tdm__source *src, kpart *only,
     }
     rd_kafka_topic_partition_list_destroy(l);
     tdm__free(meta);
-    if (!only && keep != UINT64_MAX)
+    if (!handover && keep != UINT64_MAX)
         tdm__ksnap_drop_before(&src->snaps, keep);
     if (rd_kafka_fatal_error(src->rk, NULL, 0) != RD_KAFKA_RESP_ERR_NO_ERROR)
         return TDM_ERR_IO;
@@ -665,7 +667,7 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
     tdm__free(resumed);
 }
 
-/* Partitions revoked (or lost): a hand-over commit of what the last
+/* Partitions revoked (or lost): one hand-over commit of what the last
  * commit() allowed (not when lost), then they finish. */
 static void on_revoke(tdm__source *src, rd_kafka_topic_partition_list_t *l,
                       bool coop, bool lost)
@@ -674,13 +676,19 @@ static void on_revoke(tdm__source *src, rd_kafka_topic_partition_list_t *l,
 
     for (int i = 0; i < l->cnt; i++) {
         kpart *kp = find_live(src, l->elems[i].topic, l->elems[i].partition);
+        if (kp)
+            kp->handing = true;
+    }
+    if (!lost && src->sh)
+        commit_input(src, true);
+    else if (!lost && src->have_commit)
+        commit_parts(src, true, src->last_proc, src->last_done,
+                     src->last_top);
+    for (int i = 0; i < l->cnt; i++) {
+        kpart *kp = find_live(src, l->elems[i].topic, l->elems[i].partition);
         if (!kp)
             continue;
-        if (!lost && src->sh)
-            commit_input(src, kp);
-        else if (!lost && src->have_commit)
-            commit_parts(src, kp, src->last_proc, src->last_done,
-                         src->last_top);
+        kp->handing = false;
         if (!lost && !src->sh && !src->closing && kp->next > kp->committed)
             tdm__kafka_logf(&src->log, "%s revoked with records read past the "
                             "committed offset %lld (next %lld): its next "
@@ -1241,7 +1249,7 @@ static tdm_err ks_commit(tdm__source *src, tdm_time_ms processed,
 {
     if (src->sh) {
         tdm_err err = tdm__kshuffle_commit(src->sh, processed, done);
-        tdm_err ierr = commit_input(src, NULL);
+        tdm_err ierr = commit_input(src, false);
         return err != TDM_OK ? err : ierr;
     }
     src->have_commit = true;
@@ -1251,7 +1259,7 @@ static tdm_err ks_commit(tdm__source *src, tdm_time_ms processed,
         src->last_top = top;
     if (src->hold_commits)
         return TDM_OK;
-    return commit_parts(src, NULL, processed, done, top);
+    return commit_parts(src, false, processed, done, top);
 }
 
 /* What this member may repeat (see connect.h).  Not on the repartition
