@@ -32,6 +32,8 @@
 #define KS_QUIET_MS 5000
 /* Input rows buffered per poll on the repartition path. */
 #define KS_SHUFFLE_BATCH 512
+/* kpart.replay_end while the log end is not known yet. */
+#define KS_REPLAY_PENDING INT64_MAX
 
 /* One assigned partition (kept after revoke: indices are not reused). */
 typedef struct kpart {
@@ -48,7 +50,8 @@ typedef struct kpart {
     tdm_time_ms floor;     /* previous owner's watermark, or MIN */
     int64_t replay_end;    /* the previous owner may have read the
                               records below this offset (it crashed or
-                              was revoked live), -1 none */
+                              was revoked live), -1 none,
+                              KS_REPLAY_PENDING until known */
     bool claim;            /* to be committed at assign (claim()) */
     bool live;             /* assigned now */
     bool limbo;            /* revoked (eager) or lost: kept, with its
@@ -95,6 +98,8 @@ struct tdm__source {
      * windows starting at or before replay_start, or whose end - 1 is at
      * or before replay_last. */
     tdm_time_ms replay_start, replay_last;
+    bool replay_pending;    /* some replay_end is KS_REPLAY_PENDING */
+    int64_t replay_tried_ms;
     int *csv_cols;          /* CSV column -> schema index */
     int n_csv_cols;
     tdm__json_hint hint;
@@ -425,31 +430,53 @@ static void find_times(tdm__source *src, rd_kafka_topic_partition_list_t *l,
  * A clean hand-over (metadata with top) wrote nothing for windows ending
  * after top + 1; otherwise (a crash, or a live revoke whose owner kept
  * firing) the previous owner read at most the records below the log end
- * now, and every result it wrote has a window holding one of them, so
- * windows starting at or before the largest timestamp read below that
- * offset are marked (replay_end; the log end unknown: every record).  A
- * clean partition is claimed: committed again without top at once, so
- * that a crash of this member leaves it unclean. */
+ * at our assignment, and every result it wrote has a window holding one
+ * of them, so windows starting at or before the largest timestamp read
+ * below that offset are marked (replay_end).  The log end is asked for
+ * by the next poll (resolve_replay), not inside the rebalance callback;
+ * until then every record read counts.  A clean partition is claimed:
+ * committed again without top, so that a crash of this member leaves it
+ * unclean. */
 static void resumed_from(tdm__source *src, kpart *kp, tdm_time_ms top)
 {
-    int64_t lo = -1, hi = -1;
-    rd_kafka_resp_err_t e;
-
     if (top != TDM_TIME_MIN) {
         if (top > kp->floor && top > src->replay_last)
             src->replay_last = top;
         kp->claim = true;
         return;
     }
-    e = rd_kafka_query_watermark_offsets(src->rk, kp->topic, kp->part, &lo,
-                                         &hi, KS_QUERY_MS);
-    kp->replay_end = e == RD_KAFKA_RESP_ERR_NO_ERROR ? hi : INT64_MAX;
-    tdm__kafka_logf(&src->log, "%s was not handed over cleanly: results of "
-                    "windows holding records below offset %s%lld are "
-                    "marked as updates (they may repeat the previous "
-                    "owner's)", kp->name,
-                    e == RD_KAFKA_RESP_ERR_NO_ERROR ? "" : "(log end unknown) ",
-                    (long long)(e == RD_KAFKA_RESP_ERR_NO_ERROR ? hi : -1));
+    kp->replay_end = KS_REPLAY_PENDING;
+    src->replay_pending = true;
+}
+
+/* Asks for the log end of the partitions resumed uncleanly (at most once
+ * a second while the broker does not answer).  A later log end than the
+ * assignment's only marks more. */
+static void resolve_replay(tdm__source *src)
+{
+    int64_t now = tdm__mono_ms();
+    if (now - src->replay_tried_ms < 1000)
+        return;
+    src->replay_tried_ms = now;
+    src->replay_pending = false;
+    for (int i = 0; i < src->n_parts; i++) {
+        kpart *kp = src->parts[i];
+        int64_t lo = -1, hi = -1;
+        rd_kafka_resp_err_t e;
+        if (kp->replay_end != KS_REPLAY_PENDING)
+            continue;
+        e = rd_kafka_query_watermark_offsets(src->rk, kp->topic, kp->part,
+                                             &lo, &hi, 1000);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            src->replay_pending = true;
+            continue;
+        }
+        kp->replay_end = hi;
+        tdm__kafka_logf(&src->log, "%s was not handed over cleanly: results "
+                        "of windows holding records below offset %lld are "
+                        "marked as updates (they may repeat the previous "
+                        "owner's)", kp->name, (long long)hi);
+    }
 }
 
 /* Commits the partitions assigned with claim set at their start offset,
@@ -475,8 +502,17 @@ static void claim(tdm__source *src)
     for (int i = 0; i < src->n_parts; i++) {
         kpart *kp = src->parts[i];
         rd_kafka_topic_partition_t *el;
-        if (!kp->claim || !kp->live || kp->base < 0)
+        if (!kp->claim || !kp->live)
             continue;
+        if (kp->base < 0) {
+            /* The start offset was never resolved (the broker did not
+             * answer at assignment): nothing to claim at. */
+            tdm__kafka_logf(&src->log, "%s: start offset unknown, not "
+                            "claimed; a crash before the first commit may "
+                            "repeat results unmarked", kp->name);
+            kp->claim = false;
+            continue;
+        }
         if (kp->committed > kp->base) {
             /* A periodic commit (never clean) got there first. */
             kp->claim = false;
@@ -585,6 +621,7 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
              * commit would count records twice in open windows). */
             kp->limbo = false;
             kp->live = true;
+            kp->revoked_live = false;
             /* librdkafka forgot the pause: applied again after assign. */
             kp->repause = kp->paused;
             kp->paused = false;
@@ -695,8 +732,6 @@ static void on_revoke(tdm__source *src, rd_kafka_topic_partition_list_t *l,
                             "owner reads them again",
                             kp->name, (long long)kp->committed,
                             (long long)kp->next);
-        if (!src->closing)
-            kp->revoked_live = true;
         kp->live = false;
         /* Eager: every revoke precedes a new assignment that usually
          * gives most partitions back; lost: the member rejoins.  An
@@ -705,8 +740,10 @@ static void on_revoke(tdm__source *src, rd_kafka_topic_partition_list_t *l,
             ;
         else if ((!coop || lost) && !src->closing)
             kp->limbo = true;
-        else
+        else if (src->closing)
             kp->fin_pending = kp->fin_done = true;
+        else
+            kp->fin_pending = kp->fin_done = kp->revoked_live = true;
         list_name(names, sizeof names, kp->name);
     }
     if (coop) {
@@ -914,6 +951,8 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
     tdm_err err;
 
     *eof = 0;
+    if (src->replay_pending)
+        resolve_replay(src);
     /* Claims wait, like periodic commits, until the group has been quiet
      * for KS_QUIET_MS: a commit that meets a rebalance round can cost the
      * member its assignment without a callback (measured on the mock: a
@@ -1275,7 +1314,7 @@ static void ks_replayed(tdm__source *src, tdm_time_ms *start_le,
 static int ks_fenced(tdm__source *src, int p)
 {
     return !src->sh && p >= 0 && p < src->n_parts &&
-           src->parts[p]->revoked_live;
+           src->parts[p]->revoked_live && !src->parts[p]->ended;
 }
 
 static int ks_partition_watermark(tdm__source *src, int p, tdm_time_ms *wm,

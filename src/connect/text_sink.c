@@ -895,8 +895,9 @@ static tdm_err sink_flush(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
     return err;
 }
 
-/* Writes output buffered longer than FLUSH_MS (see connect.h, tick):
- * "500 ms" holds while no further row arrives to trigger after_write. */
+/* Writes output buffered FLUSH_MS or longer (see connect.h, tick): with
+ * the supervisor's 100 ms tick a row waits at most about 600 ms when no
+ * further row arrives to trigger after_write. */
 static void sink_tick(tdm__sinkobj *s)
 {
     if (!s || s->type == TDM__SINK_DISCARD)

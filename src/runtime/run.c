@@ -213,6 +213,8 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
     s->schema = tdm__node_schema(n);
     atomic_init(&s->unit_warned, 0);
     atomic_init(&s->first_live, TDM_TIME_MAX);
+    atomic_init(&s->replay_start, TDM_TIME_MIN);
+    atomic_init(&s->replay_last, TDM_TIME_MIN);
     c->name = n->name;
     c->type = (int)tdm__node_int(n, "type") + 1;
     c->path = tdm__node_str(n, "path");
@@ -687,7 +689,8 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
                    s->conf.time_mode == TDM__TIME_EVENT;
         for (int e = 0; e < s->n_edges; e++)
             if (s->edges[e].op->kind != TDM_NODE_WINDOW ||
-                !s->edges[e].op->event_time)
+                !s->edges[e].op->event_time ||
+                s->edges[e].op->n_inputs != 1 || s->edges[e].op->early)
                 s->fence = false;
     }
     int oc = (int)tdm__job_int(job, "on_cancel");
@@ -1169,8 +1172,6 @@ static tdm_err init_run(tdm__run *run, tdm_job *job)
         run->owner[g] =
             (uint16_t)tdm__key_subtask(g, run->key_groups, run->P);
     atomic_init(&run->abort, 0);
-    atomic_init(&run->replay_start, TDM_TIME_MIN);
-    atomic_init(&run->replay_last, TDM_TIME_MIN);
     atomic_init(&run->bad_logged, 0);
     if (pthread_mutex_init(&run->mu, NULL) != 0) {
         tdm__free(run->owner);

@@ -113,6 +113,12 @@ struct rt_source {
      * and send them to the window subtasks when the connector says the
      * split was revoked while running. */
     bool fence;
+    /* Results a previous owner of its partitions may have written
+     * (connect.h, replayed): the maximum over its subtasks; results of
+     * the windows it feeds with start <= replay_start or end - 1 <=
+     * replay_last are marked as updates.  Published before the rows they
+     * cover are pushed (the queues order them): relaxed loads suffice. */
+    _Atomic int64_t replay_start, replay_last;
     /* Alignment group (NULL: none) and this source's first subtask
      * number in its coordinator. */
     rt_align *align;
@@ -323,12 +329,6 @@ struct tdm__run {
      * endless Kafka source): open windows are not written. */
     bool stop_on_cancel;
     bool any_v2;         /* some source commits (version 2) */
-    /* Results a previous owner may have written (connect.h, replayed):
-     * the maximum over every source subtask; window results with start
-     * <= replay_start or end - 1 <= replay_last are marked as updates.
-     * Published before the rows they cover are pushed (the queues order
-     * them), so relaxed loads suffice. */
-    _Atomic int64_t replay_start, replay_last;
     bool any_early;      /* some window fires before its watermark */
     tdm_time_ms commit_interval;
     bool flush_warned;   /* the committer's flush failed last round */
@@ -354,7 +354,7 @@ void rt_keyset_free(rt_keyset *s);
 /* The keys of a fenced split as a source subtask sends them to one window
  * subtask (item TDM__ITEM_FENCE): n keys, each a uint32 length (native
  * order) and its bytes, in data.  Allocated by the source, freed by the
- * consumer (or by the queue's drain). */
+ * consumer (or by rt_op_task_fini when the run aborted with it queued). */
 typedef struct rt_fence {
     uint32_t n;
     size_t len, cap;

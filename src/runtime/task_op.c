@@ -297,18 +297,25 @@ stale:
 }
 
 /* Whether an event-time window result may repeat one a previous owner of
- * the input wrote before it crashed or lost its partitions (tdm__run's
- * replay bounds): then it is marked as an update.  In retract mode the
- * earlier row is not known here, so nothing is retracted for it. */
+ * an input's partitions wrote before it crashed or lost them (the input
+ * sources' replay bounds): then it is marked as an update.  In retract
+ * mode the earlier row is not known here, so nothing is retracted for
+ * it. */
 static bool replayed(const rt_op_task *t, const tdm_event *ev)
 {
-    if (!ev->has_window || !t->op->event_time)
+    const rt_op *op = t->op;
+    if (!ev->has_window || !op->event_time)
         return false;
-    tdm__run *run = t->run;
-    return ev->win_start <= atomic_load_explicit(&run->replay_start,
-                                                 memory_order_relaxed) ||
-           ev->win_end - 1 <= atomic_load_explicit(&run->replay_last,
-                                                   memory_order_relaxed);
+    tdm_time_ms last = tdm__time_sub_sat(ev->win_end, 1);
+    for (int i = 0; i < op->n_inputs; i++) {
+        rt_source *s = op->inputs[i];
+        if (ev->win_start <= atomic_load_explicit(&s->replay_start,
+                                                  memory_order_relaxed) ||
+            last <= atomic_load_explicit(&s->replay_last,
+                                         memory_order_relaxed))
+            return true;
+    }
+    return false;
 }
 
 /* A window result: key columns (decoded from the key bytes), aggregate

@@ -998,8 +998,9 @@ static void send_fence(rt_src_task *t, int p)
             tdm__item it = { .kind = TDM__ITEM_FENCE,
                              .ch = ed->input * P + t->index,
                              .fence = msg[j] };
-            msg[j] = NULL; /* the consumer's now */
-            tdm__queue_push(&ed->op->tasks[j].q, &it);
+            msg[j] = NULL; /* the consumer's now, unless the run aborts */
+            if (!tdm__queue_push(&ed->op->tasks[j].q, &it))
+                rt_fence_free(it.fence);
         }
     }
     if (total > 0)
@@ -1124,8 +1125,8 @@ static void note_replayed(rt_src_task *t)
 {
     tdm_time_ms start_le = TDM_TIME_MIN, last_le = TDM_TIME_MIN;
     t->src->vt->replayed(t->conn, &start_le, &last_le);
-    atomic_max(&t->run->replay_start, start_le);
-    atomic_max(&t->run->replay_last, last_le);
+    atomic_max(&t->src->replay_start, start_le);
+    atomic_max(&t->src->replay_last, last_le);
 }
 
 /* Commits when the run thread published a new (processed, done) pair
