@@ -7,8 +7,11 @@
  * Every change reserves what it may need before touching anything, so
  * TDM_ERR_NOMEM always leaves the store as it was.  The key table probes
  * linearly over control bytes and leaves tombstones on removal (entries
- * never move except when the whole table is rebuilt); the spill table and
- * the span map use linear probing with backward-shift deletion.
+ * never move except when the whole table is rebuilt, into a new table
+ * or in place); the spill table and the span map use linear probing with
+ * backward-shift deletion.  Memory is kept across windows (table, member
+ * lists, the renumbering map), so that a stream of tumbling windows
+ * whose keys churn allocates nothing per window once it is warm.
  */
 #include "state/wstore.h"
 
@@ -19,12 +22,12 @@
 /* Creation and accounting                                                 */
 /* ====================================================================== */
 
-static bool alloc_table(size_t slots, uint8_t **ctrl, void **raw,
-                        tdm__ws_key **ents);
+static bool alloc_table(uint32_t eshift, size_t slots, uint8_t **ctrl,
+                        void **raw, tdm__ws_key **ents);
 
 /* Creates an empty store (16-slot key table, 16-entry spill table and
  * span map).  Returns NULL on OOM or when n_vals is not 1 or 2. */
-tdm__wstore *tdm__ws_new(uint32_t n_vals)
+tdm__wstore *tdm__ws_new(uint32_t n_vals, bool one_window)
 {
     if (n_vals < 1 || n_vals > 2)
         return NULL;
@@ -33,12 +36,17 @@ tdm__wstore *tdm__ws_new(uint32_t n_vals)
         return NULL;
     ws->n_vals = n_vals;
     ws->stride = 8 + 8 * n_vals;
-    ws->n_inline = TDM__WS_CELL_BYTES / ws->stride;
+    /* One key, one window: a 32-byte entry has room for one cell of
+     * one double; a 64-byte one keeps 32 bytes of cells. */
+    bool small = one_window && n_vals == 1;
+    ws->eshift = small ? 5 : 6;
+    ws->n_inline = small ? 1 : TDM__WS_CELL_BYTES / ws->stride;
     ws->free_span = TDM__WS_NONE;
     ws->slots = MIN_SLOTS;
     ws->smask = 15;
     ws->spmask = 15;
-    bool keys = alloc_table(MIN_SLOTS, &ws->ctrl, &ws->ents_raw, &ws->ents);
+    bool keys = alloc_table(ws->eshift, MIN_SLOTS, &ws->ctrl, &ws->ents_raw,
+                            &ws->ents);
     ws->stab = tdm__calloc(ws->smask + 1, sizeof *ws->stab);
     ws->smap = tdm__calloc(ws->spmask + 1, sizeof *ws->smap);
     if (!keys || !ws->stab || !ws->smap) {
@@ -54,10 +62,12 @@ void tdm__ws_destroy(tdm__wstore *ws)
     if (!ws)
         return;
     if (ws->ctrl) {
-        for (size_t i = 0; i < ws->slots; i++)
+        for (size_t i = 0; i < ws->slots; i++) {
+            const tdm__ws_key *e = tdm__ws_key_at(ws, (uint32_t)i);
             if ((ws->ctrl[i] & TDM__WS_FULL) &&
-                ws->ents[i].len > TDM__WS_KEY_INLINE)
-                tdm__free(ws->ents[i].k.heap);
+                tdm__ws_key_len(e) > TDM__WS_KEY_INLINE)
+                tdm__free((void *)tdm__ws_key_bytes(e));
+        }
     }
     tdm__free(ws->ctrl);
     tdm__free(ws->ents_raw);
@@ -70,17 +80,20 @@ void tdm__ws_destroy(tdm__wstore *ws)
     tdm__free(ws->spans);
     tdm__free(ws->smap);
     tdm__free(ws->heap);
+    tdm__free(ws->renum);
     tdm__free(ws);
 }
 
 /* The key table as allocated while it holds keys (entries and control
- * bytes of every slot: it is kept between 1/4 and 7/8 full), spilled
+ * bytes of every slot: at most 7/8 full, and sized for the most keys
+ * since the last cleanup, so emptier right after a cleanup), spilled
  * cells (cell plus a half-full table's pointers), span members (one id
  * each), spans and long key bytes.  Inline cells are part of their
  * key's entry. */
 size_t tdm__ws_bytes(const tdm__wstore *ws)
 {
-    size_t table = ws->live_keys ? ws->slots * (sizeof(tdm__ws_key) + 1)
+    size_t table = ws->live_keys ? ws->slots * (((size_t)1 << ws->eshift) +
+                                                1)
                                  : 0;
     return table + ws->heap_bytes +
            ws->n_spilled * (sizeof(tdm__ws_spill) + 2 * sizeof(void *)) +
@@ -93,17 +106,17 @@ size_t tdm__ws_bytes(const tdm__wstore *ws)
 /* Keys                                                                    */
 /* ====================================================================== */
 
-/* Allocates a key table of @p slots: control bytes all EMPTY (and the
- * copies of the first ones) and 64-byte aligned entries.  False on OOM
- * (nothing allocated). */
-static bool alloc_table(size_t slots, uint8_t **ctrl, void **raw,
-                        tdm__ws_key **ents)
+/* Allocates a key table of @p slots entries of 1 << @p eshift bytes:
+ * control bytes all EMPTY (and the copies of the first ones) and 64-byte
+ * aligned entries.  False on OOM (nothing allocated). */
+static bool alloc_table(uint32_t eshift, size_t slots, uint8_t **ctrl,
+                        void **raw, tdm__ws_key **ents)
 {
     *ctrl = NULL;
-    if (slots > (SIZE_MAX - 63) / sizeof(tdm__ws_key))
+    if (slots > (SIZE_MAX - 63) >> eshift)
         return false;
     *ctrl = tdm__calloc(slots + TDM__WS_GROUP - 1, 1);
-    *raw = *ctrl ? tdm__malloc(slots * sizeof(tdm__ws_key) + 63) : NULL;
+    *raw = *ctrl ? tdm__malloc((slots << eshift) + 63) : NULL;
     if (!*raw) {
         tdm__free(*ctrl);
         *ctrl = NULL;
@@ -143,51 +156,41 @@ static size_t free_slot(const uint8_t *ctrl, size_t slots, size_t i)
     }
 }
 
-/* Moves every key into a new table of @p slots and renumbers the ids
- * held by span members and spilled cells (the spill table is rebuilt
- * too, as its positions hash the key id).  Everything is allocated
- * first: false on OOM, with the store unchanged. */
-static bool rebuild(tdm__wstore *ws, size_t slots)
+/* Makes the renumbering map hold @p slots ids (it is kept between
+ * rebuilds, so that a rebuild per window touches no fresh memory).
+ * False on OOM (nothing changed). */
+static bool reserve_renum(tdm__wstore *ws, size_t slots)
 {
-    uint8_t *nctrl;
-    void *nraw;
-    tdm__ws_key *nents;
-    if (slots >= (size_t)TDM__WS_NONE ||
-        !alloc_table(slots, &nctrl, &nraw, &nents))
+    if (ws->renum_cap >= slots)
+        return true;
+    uint32_t *r = tdm__realloc(ws->renum, slots * sizeof *r);
+    if (!r)
         return false;
-    uint32_t *renum = tdm__malloc(ws->slots * sizeof *renum);
-    tdm__ws_spill **nstab = tdm__calloc(ws->smask + 1, sizeof *nstab);
-    if (!renum || !nstab) {
-        tdm__free(renum);
-        tdm__free(nstab);
-        tdm__free(nctrl);
-        tdm__free(nraw);
-        return false;
-    }
-    /* 1. Every key moves to its place in the new table (no tombstones
-     * there); renum[old id] is its new id.  Members of cells released
-     * during a walk that is still going on (the owner's callback added a
-     * key) map to NONE. */
-    for (size_t i = 0; i < ws->slots; i++) {
-        renum[i] = TDM__WS_NONE;
-        if (!(ws->ctrl[i] & TDM__WS_FULL))
-            continue;
-        const tdm__ws_key *e = &ws->ents[i];
-        uint64_t h = tdm__ws_hash(tdm__ws_key_bytes(e), e->len);
-        size_t j = free_slot(nctrl, slots, tdm__ws_home(h, slots));
-        set_ctrl(nctrl, slots, j, tdm__ws_tag(h));
-        nents[j] = *e;
-        renum[i] = (uint32_t)j;
-    }
-    /* 2. Span members (free spans have none). */
+    ws->renum = r;
+    ws->renum_cap = slots;
+    return true;
+}
+
+/* After the keys moved (ws->renum[old id] is the new id, or
+ * TDM__WS_NONE), renumbers the span members and rebuilds the spill
+ * index, whose positions hash the key id, into @p nstab (NULL when no
+ * cell is spilled: the index is empty and stays).  Cannot fail. */
+static void renumber(tdm__wstore *ws, tdm__ws_spill **nstab)
+{
+    /* Members of cells released during a walk that is still going on
+     * (the owner's callback added a key) are NONE and stay so; free
+     * spans have none. */
+    const uint32_t *renum = ws->renum;
     for (uint32_t sid = 0; sid < ws->n_span_ids; sid++) {
         tdm__ws_span *sp = &ws->spans[sid];
         for (uint32_t k = 0; k < sp->n; k++)
             if (sp->members[k] != TDM__WS_NONE)
                 sp->members[k] = renum[sp->members[k]];
     }
-    /* 3. Spilled cells: new key ids, so new positions in a new index
-     * of the same size (the cells themselves stay where they are). */
+    if (!nstab)
+        return;
+    /* Spilled cells: new key ids, so new positions in a new index of
+     * the same size (the cells themselves stay where they are). */
     for (size_t i = 0; i <= ws->smask; i++) {
         tdm__ws_spill *c = ws->stab[i];
         if (!c)
@@ -198,16 +201,134 @@ static bool rebuild(tdm__wstore *ws, size_t slots)
             j = (j + 1) & ws->smask;
         nstab[j] = c;
     }
-    /* 4. Nothing can fail any more: swap the tables in. */
-    tdm__free(renum);
     tdm__free(ws->stab);
     ws->stab = nstab;
+}
+
+/* Moves every key into a new table of @p slots whose entries are 1 <<
+ * @p eshift bytes (at least the current size: a bigger entry gets free
+ * inline cells after the current ones) and renumbers the ids held by
+ * span members and spilled cells.  Everything is allocated first: false
+ * on OOM, with the store unchanged. */
+static bool rebuild_as(tdm__wstore *ws, size_t slots, uint32_t eshift)
+{
+    uint8_t *nctrl;
+    void *nraw;
+    tdm__ws_key *nents;
+    size_t olds = (size_t)1 << ws->eshift, news = (size_t)1 << eshift;
+    if (slots >= (size_t)TDM__WS_NONE || !reserve_renum(ws, ws->slots) ||
+        !alloc_table(eshift, slots, &nctrl, &nraw, &nents))
+        return false;
+    tdm__ws_spill **nstab = NULL;
+    if (ws->n_spilled) {
+        nstab = tdm__calloc(ws->smask + 1, sizeof *nstab);
+        if (!nstab) {
+            tdm__free(nctrl);
+            tdm__free(nraw);
+            return false;
+        }
+    }
+    /* Every key moves to its place in the new table (no tombstones
+     * there); renum[old id] is its new id. */
+    for (size_t i = 0; i < ws->slots; i++) {
+        ws->renum[i] = TDM__WS_NONE;
+        if (!(ws->ctrl[i] & TDM__WS_FULL))
+            continue;
+        const tdm__ws_key *e = tdm__ws_key_at(ws, (uint32_t)i);
+        uint64_t h = tdm__ws_hash(tdm__ws_key_bytes(e), tdm__ws_key_len(e));
+        size_t j = free_slot(nctrl, slots, tdm__ws_home(h, slots));
+        set_ctrl(nctrl, slots, j, tdm__ws_tag(h));
+        char *to = (char *)nents + (j << eshift);
+        memcpy(to, e, olds);
+        if (news > olds)
+            memset(to + olds, 0, news - olds);
+        ws->renum[i] = (uint32_t)j;
+    }
+    /* Nothing can fail any more: swap the tables in. */
+    renumber(ws, nstab);
     tdm__free(ws->ctrl);
     tdm__free(ws->ents_raw);
     ws->ctrl = nctrl;
     ws->ents_raw = nraw;
     ws->ents = nents;
+    ws->eshift = eshift;
     ws->slots = slots;
+    ws->deleted = 0;
+    ws->gen++;
+    ws->resizes++;
+    return true;
+}
+
+/* rebuild_as with the current entry size. */
+static bool rebuild(tdm__wstore *ws, size_t slots)
+{
+    return rebuild_as(ws, slots, ws->eshift);
+}
+
+/* A control byte used only while rehashing in place: a slot whose entry
+ * has not been placed yet (neither empty nor full, so that free_slot
+ * stops at it). */
+#define PENDING 0x02
+
+/* Clears the tombstones by rehashing the keys within the table itself:
+ * no new table, and entries move only when their probe run got shorter.
+ * Each pending entry goes to the first slot of its run that is not full:
+ * there if it is that slot, into it if it is empty, else it swaps with
+ * the pending entry there, which is placed next.  Full slots never
+ * change again, so every key ends with only full slots between its home
+ * and itself, which is what lookups need.  Renumbers like rebuild (the
+ * second half of the renumbering map holds each slot's old id while
+ * entries move); false on OOM (store unchanged). */
+static bool rehash_in_place(tdm__wstore *ws)
+{
+    size_t n = ws->slots;
+    if (!reserve_renum(ws, 2 * n))
+        return false;
+    tdm__ws_spill **nstab = NULL;
+    if (ws->n_spilled) {
+        nstab = tdm__calloc(ws->smask + 1, sizeof *nstab);
+        if (!nstab)
+            return false;
+    }
+    uint8_t *ctrl = ws->ctrl;
+    uint32_t *renum = ws->renum, *old = ws->renum + n;
+    size_t esize = (size_t)1 << ws->eshift;
+    /* Full slots become pending, tombstones empty. */
+    for (size_t i = 0; i < n; i++) {
+        renum[i] = TDM__WS_NONE;
+        old[i] = (uint32_t)i;
+        set_ctrl(ctrl, n, i, (ctrl[i] & TDM__WS_FULL) ? PENDING
+                                                     : TDM__WS_EMPTY);
+    }
+    for (size_t i = 0; i < n; i++) {
+        while (ctrl[i] == PENDING) {
+            tdm__ws_key *e = tdm__ws_key_at(ws, (uint32_t)i);
+            uint64_t h = tdm__ws_hash(tdm__ws_key_bytes(e),
+                                      tdm__ws_key_len(e));
+            size_t j = free_slot(ctrl, n, tdm__ws_home(h, n));
+            tdm__ws_key *to = tdm__ws_key_at(ws, (uint32_t)j);
+            if (j == i) {
+                set_ctrl(ctrl, n, i, tdm__ws_tag(h));
+                renum[old[i]] = (uint32_t)i;
+            } else if (ctrl[j] == TDM__WS_EMPTY) {
+                memcpy(to, e, esize);
+                set_ctrl(ctrl, n, j, tdm__ws_tag(h));
+                set_ctrl(ctrl, n, i, TDM__WS_EMPTY);
+                renum[old[i]] = (uint32_t)j;
+            } else {
+                /* j is pending: swap, and place what came to i next. */
+                uint64_t t[8];
+                memcpy(t, to, esize);
+                memcpy(to, e, esize);
+                memcpy(e, t, esize);
+                set_ctrl(ctrl, n, j, tdm__ws_tag(h));
+                uint32_t o = old[j];
+                renum[old[i]] = (uint32_t)j;
+                old[i] = o;
+            }
+        }
+    }
+    renumber(ws, nstab);
     ws->deleted = 0;
     ws->gen++;
     return true;
@@ -221,6 +342,25 @@ static size_t slots_for(size_t live)
     return slots < MIN_SLOTS ? MIN_SLOTS : slots;
 }
 
+/* Makes room for one more key: full slots and tombstones at most 7/8 of
+ * the table, so that probes end soon.  When the keys alone fill at most
+ * 5/8 of it, the tombstones are the trouble and are cleared in place;
+ * else the table grows by half at least (few rebuilds while the first
+ * windows fill it), to fit the most keys seen lately (the previous
+ * window's, say).  False on OOM (store unchanged). */
+static bool make_room(tdm__wstore *ws)
+{
+    size_t live = ws->live_keys + 1;
+    if ((live + ws->deleted) * 8 <= ws->slots * 7)
+        return true;
+    if (live * 8 <= ws->slots * 5)
+        return rehash_in_place(ws);
+    size_t want = slots_for(live > ws->peak ? live : ws->peak);
+    if (want < ws->slots + ws->slots / 2)
+        want = ws->slots + ws->slots / 2;
+    return rebuild(ws, want);
+}
+
 /* Finds or adds a key; see wstore.h.  A new entry copies the key and
  * starts without cells. */
 tdm_err tdm__ws_intern(tdm__wstore *ws, const char *key, size_t len,
@@ -231,6 +371,13 @@ tdm_err tdm__ws_intern(tdm__wstore *ws, const char *key, size_t len,
         *id = found;
         return TDM_OK;
     }
+    return tdm__ws_intern_absent(ws, key, len, hash, id);
+}
+
+/* Adds a key known to be absent; see wstore.h. */
+tdm_err tdm__ws_intern_absent(tdm__wstore *ws, const char *key, size_t len,
+                              uint64_t hash, uint32_t *id)
+{
     if (len >= UINT32_MAX)
         return TDM_ERR_NOMEM;
     /* Reserve: long key bytes, then room (full slots and tombstones at
@@ -242,8 +389,7 @@ tdm_err tdm__ws_intern(tdm__wstore *ws, const char *key, size_t len,
             return TDM_ERR_NOMEM;
         memcpy(heap, key, len);
     }
-    if ((ws->live_keys + ws->deleted + 1) * 8 > ws->slots * 7 &&
-        !rebuild(ws, slots_for(ws->live_keys + 1))) {
+    if (!make_room(ws)) {
         tdm__free(heap);
         return TDM_ERR_NOMEM;
     }
@@ -254,16 +400,21 @@ tdm_err tdm__ws_intern(tdm__wstore *ws, const char *key, size_t len,
     if (ws->ctrl[i] == TDM__WS_DELETED)
         ws->deleted--;
     set_ctrl(ws->ctrl, ws->slots, i, tdm__ws_tag(hash));
-    tdm__ws_key *e = &ws->ents[i];
-    memset(e, 0, sizeof *e);
-    e->len = (uint32_t)len;
+    tdm__ws_key *e = tdm__ws_key_at(ws, (uint32_t)i);
+    memset(e, 0, (size_t)1 << ws->eshift);
     if (heap) {
-        e->k.heap = heap;
+        uint32_t l = (uint32_t)len;
+        e->meta = TDM__WS_HEAP_KEY;
+        memcpy(e->k, &l, sizeof l);
+        memcpy(e->k + 4, &heap, sizeof heap);
         ws->heap_bytes += len;
-    } else if (len) {
-        memcpy(e->k.in, key, len);
+    } else {
+        e->meta = (uint32_t)len;
+        if (len)
+            memcpy(e->k, key, len);
     }
-    ws->live_keys++;
+    if (++ws->live_keys > ws->peak)
+        ws->peak = ws->live_keys;
     *id = (uint32_t)i;
     return TDM_OK;
 }
@@ -272,12 +423,16 @@ tdm_err tdm__ws_intern(tdm__wstore *ws, const char *key, size_t len,
  * (an empty slot would cut the probe runs through it). */
 void tdm__ws_key_drop_if_empty(tdm__wstore *ws, uint32_t id)
 {
-    tdm__ws_key *e = &ws->ents[id];
-    if (e->n_inline || e->n_spill)
+    tdm__ws_key *e = tdm__ws_key_at(ws, id);
+    if (tdm__ws_n_spill(e))
         return;
-    if (e->len > TDM__WS_KEY_INLINE) {
-        ws->heap_bytes -= e->len;
-        tdm__free(e->k.heap);
+    for (uint32_t i = 0; i < ws->n_inline; i++)
+        if (tdm__ws_inline(ws, e, i)->span)
+            return;
+    size_t len = tdm__ws_key_len(e);
+    if (len > TDM__WS_KEY_INLINE) {
+        ws->heap_bytes -= len;
+        tdm__free((void *)tdm__ws_key_bytes(e));
     }
     /* A slot followed by an empty one is the end of every probe run
      * through it, so it can be empty at once, and so can the tombstones
@@ -300,12 +455,32 @@ void tdm__ws_key_drop_if_empty(tdm__wstore *ws, uint32_t id)
     ws->live_keys--;
 }
 
-/* Shrinks the key table when it is at most 1/4 full; see wstore.h. */
+static void unspill(tdm__wstore *ws);
+
+/* Sizes the key table for the next window; see wstore.h.  The most keys
+ * seen since the last call (the window just cleaned up, together with
+ * the ones after it) is what the next window will likely need: the table
+ * shrinks only when it is more than twice that size, so that a steady
+ * stream of churning windows keeps one table.  Many tombstones are
+ * cleared now, between windows, rather than while the next one fills. */
 void tdm__ws_compact(tdm__wstore *ws)
 {
-    size_t slots = slots_for(ws->live_keys);
-    if (ws->live_keys * 4 <= ws->slots && slots < ws->slots)
-        (void)rebuild(ws, slots);
+    size_t want = slots_for(ws->peak > ws->live_keys ? ws->peak
+                                                     : ws->live_keys);
+    /* 32-byte entries were a guess (one window per key at a time); when
+     * over 1/8 of the cells made since the last call had to spill, keys
+     * overlap windows after all, and 64-byte entries with two inline
+     * cells serve them (once: entries do not shrink back). */
+    if (ws->eshift == 5 && ws->adds_spilled * 8 > ws->adds &&
+        rebuild_as(ws, want * 2 <= ws->slots ? want : ws->slots, 6)) {
+        ws->n_inline = TDM__WS_CELL_BYTES / ws->stride;
+        unspill(ws);
+    } else if (want * 2 <= ws->slots)
+        (void)rebuild(ws, want);
+    else if (ws->deleted * 4 > ws->slots)
+        (void)rehash_in_place(ws);
+    ws->peak = ws->live_keys;
+    ws->adds = ws->adds_spilled = 0;
 }
 
 /* ====================================================================== */
@@ -440,6 +615,38 @@ done:
     ws->n_spilled--;
 }
 
+/* Moves spilled cells into free inline cells of their keys (after the
+ * entries grew), so that the windows open now do not stay on the slow
+ * path.  Cells whose firing count needs more than 32 bits stay.  A
+ * removal shifts later cells of the run back, maybe into the position
+ * just looked at, so that position is looked at again. */
+static void unspill(tdm__wstore *ws)
+{
+    for (size_t i = 0; i <= ws->smask;) {
+        tdm__ws_spill *s = ws->stab[i];
+        tdm__ws_cell *to = NULL;
+        tdm__ws_key *e = NULL;
+        if (s && !s->fires_hi) {
+            e = tdm__ws_key_at(ws, s->key);
+            for (uint32_t k = 0; k < ws->n_inline && !to; k++) {
+                to = tdm__ws_inline(ws, e, k);
+                if (to->span)
+                    to = NULL;
+            }
+        }
+        if (!to) {
+            i++;
+            continue;
+        }
+        to->span = s->c.span & ~TDM__WS_SPILL_BIT;
+        to->fires = s->c.fires;
+        for (uint32_t k = 0; k < ws->n_vals; k++)
+            to->v[k] = s->c.v[k];
+        e->meta -= TDM__WS_SPILL_ONE;
+        spill_remove(ws, s);
+    }
+}
+
 /* The spilled cell around cell @p c (which has the spill bit). */
 static inline tdm__ws_spill *spill_of(tdm__ws_cell *c)
 {
@@ -451,9 +658,10 @@ static inline tdm__ws_spill *spill_of(tdm__ws_cell *c)
 tdm_err tdm__ws_cell_widen(tdm__wstore *ws, uint32_t id, tdm__ws_cell **c)
 {
     tdm__ws_cell *old = *c;
+    tdm__ws_key *e = tdm__ws_key_at(ws, id);
     if (old->span & TDM__WS_SPILL_BIT)
         return TDM_OK;
-    if (!spill_reserve(ws))
+    if (e->meta >= UINT32_MAX - TDM__WS_SPILL_ONE || !spill_reserve(ws))
         return TDM_ERR_NOMEM;
     /* Same span, count and values; the inline cell becomes free. */
     tdm__ws_spill *s = spill_take(ws, id, old->span - 1);
@@ -461,9 +669,7 @@ tdm_err tdm__ws_cell_widen(tdm__wstore *ws, uint32_t id, tdm__ws_cell **c)
     for (uint32_t k = 0; k < ws->n_vals; k++)
         s->c.v[k] = old->v[k];
     old->span = 0;
-    tdm__ws_key *e = tdm__ws_key_at(ws, id);
-    e->n_inline--;
-    e->n_spill++;
+    e->meta += TDM__WS_SPILL_ONE;
     *c = &s->c;
     return TDM_OK;
 }
@@ -630,14 +836,20 @@ tdm_err tdm__ws_span_get(tdm__wstore *ws, tdm_time_ms start,
     }
     /* Free span ids are reused first (linked through "fired"). */
     uint32_t id;
+    uint32_t *members = NULL, mcap = 0;
     if (ws->free_span != TDM__WS_NONE) {
+        /* A reused id brings its member list's memory along. */
         id = ws->free_span;
         ws->free_span = ws->spans[id].fired;
+        members = ws->spans[id].members;
+        mcap = ws->spans[id].cap;
     } else {
         id = ws->n_span_ids++;
     }
     tdm__ws_span *s = &ws->spans[id];
     memset(s, 0, sizeof *s);
+    s->members = members;
+    s->cap = mcap;
     s->start = start;
     s->end = end;
     s->t_fire = t_fire;
@@ -717,9 +929,7 @@ void tdm__ws_span_free(tdm__wstore *ws, uint32_t sid)
     }
 done:
     ws->n_members -= s->n;
-    tdm__free(s->members);
-    s->members = NULL;
-    s->n = s->cap = 0;
+    s->n = 0;
     s->fired = ws->free_span;
     ws->free_span = sid;
     ws->live_spans--;
@@ -737,8 +947,15 @@ tdm__ws_cell *tdm__ws_cell_add(tdm__wstore *ws, uint32_t id, uint32_t sid)
     tdm__ws_span *s = &ws->spans[sid];
     /* Reserve a spilled cell (when the entry is full) and a member
      * place; member lists grow by doubling. */
-    bool inline_room = e->n_inline < ws->n_inline;
-    if (!inline_room && !spill_reserve(ws))
+    tdm__ws_cell *c = NULL;
+    for (uint32_t i = 0; i < ws->n_inline && !c; i++) {
+        c = tdm__ws_inline(ws, e, i);
+        if (c->span)
+            c = NULL;
+    }
+    bool inline_room = c != NULL;
+    if (!inline_room && (e->meta >= UINT32_MAX - TDM__WS_SPILL_ONE ||
+                         !spill_reserve(ws)))
         return NULL;
     if (s->n == s->cap) {
         uint32_t ncap = s->cap ? s->cap * 2 : 4;
@@ -750,23 +967,18 @@ tdm__ws_cell *tdm__ws_cell_add(tdm__wstore *ws, uint32_t id, uint32_t sid)
         s->members = nm;
         s->cap = ncap;
     }
-    tdm__ws_cell *c = NULL;
     if (inline_room) {
         /* The first free inline cell (span 0). */
-        for (uint32_t i = 0; i < ws->n_inline; i++) {
-            c = tdm__ws_inline(ws, e, i);
-            if (!c->span)
-                break;
-        }
         c->span = sid + 1;
         c->fires = 0;
         for (uint32_t k = 0; k < ws->n_vals; k++)
             c->v[k] = 0;
-        e->n_inline++;
     } else {
         c = &spill_take(ws, id, sid)->c;
-        e->n_spill++;
+        e->meta += TDM__WS_SPILL_ONE;
+        ws->adds_spilled++;
     }
+    ws->adds++;
     /* Members keep creation order: the owner fires a span's windows in
      * it (as equal-time timers fire in registration order). */
     s->members[s->n++] = id;
@@ -781,10 +993,9 @@ void tdm__ws_cell_release(tdm__wstore *ws, uint32_t id, tdm__ws_cell *c)
     tdm__ws_key *e = tdm__ws_key_at(ws, id);
     if (c->span & TDM__WS_SPILL_BIT) {
         spill_remove(ws, spill_of(c));
-        e->n_spill--;
+        e->meta -= TDM__WS_SPILL_ONE;
     } else {
         c->span = 0;
-        e->n_inline--;
     }
     ws->n_cells--;
     tdm__ws_key_drop_if_empty(ws, id);

@@ -4,9 +4,11 @@
  * incremental aggregates), laid out so that a record touches one cache
  * line of key state.
  *
- *   key bytes -> key entry (64 bytes: the key, up to two windows inline),
- *                stored in the hash table itself (open addressing with a
- *                byte of hash per slot), so a lookup reads one entry
+ *   key bytes -> key entry (32 bytes: the key and one window inline, for
+ *                tumbling windows of one double; else 64 bytes: up to two
+ *                windows inline), stored in the hash table itself (open
+ *                addressing with a byte of hash per slot), so a lookup
+ *                reads one entry
  *   (key, span) -> cell: one window of one key (inline, or spilled to a
  *                  side table when the entry is full)
  *   span      -> one window interval [start, end) shared by all keys,
@@ -14,8 +16,10 @@
  *                and its fire and cleanup times
  *
  * A key's id is its slot in the table; ids change only when the table
- * is rebuilt (growing, shrinking), and the store then renumbers the span
- * members and spilled cells that hold them.  Timers are per span, not
+ * is rebuilt (growing, shrinking, tombstones cleared in place), and the
+ * store then renumbers the span members and spilled cells that hold
+ * them.  The table is sized for the most keys seen between cleanups, so
+ * that windows whose keys churn reuse one table.  Timers are per span, not
  * per cell: a span is due at its fire time, then at its cleanup time,
  * and the owner walks its member keys.  The lookups of the per-record
  * path are static inline here so that the operator's push compiles into
@@ -29,9 +33,11 @@
 #include "state/state.h"
 
 #define TDM__WS_NONE UINT32_MAX
-#define TDM__WS_KEY_INLINE 16   /* key bytes kept inside the entry */
-#define TDM__WS_CELL_BYTES 32   /* room for inline cells in an entry */
+#define TDM__WS_KEY_INLINE 12   /* key bytes kept inside the entry */
+#define TDM__WS_CELL_BYTES 32   /* room for inline cells in a 64-byte entry */
 #define TDM__WS_SPILL_BIT 0x80000000u
+#define TDM__WS_HEAP_KEY 31u    /* key length code of a key on the heap */
+#define TDM__WS_SPILL_ONE 32u   /* one spilled cell in tdm__ws_key.meta */
 
 /* One window of one key.  @c span is the span id + 1 (0: a free inline
  * cell), with TDM__WS_SPILL_BIT set for cells in the spill table.
@@ -44,25 +50,20 @@ typedef struct tdm__ws_cell {
     double v[2];
 } tdm__ws_cell;
 
-/* A key entry, one cache line.  Keys of up to TDM__WS_KEY_INLINE bytes
- * live in @c k.in, longer ones on the heap.  Only slots whose control
- * byte says "full" hold an entry. */
+/* The head of a key entry (32 or 64 bytes, aligned to its size, so
+ * within one cache line); the inline cells follow it.  @c meta holds the
+ * key's length in its low 5 bits (TDM__WS_HEAP_KEY: the key is on the
+ * heap) and the number of the key's cells in the spill table above
+ * them.  Keys of up to TDM__WS_KEY_INLINE bytes live in @c k, longer
+ * ones on the heap: then @c k holds the length (32 bits) and the
+ * pointer.  Only slots whose control byte says "full" hold an entry. */
 typedef struct tdm__ws_key {
-    uint32_t len;
-    uint32_t spare;
-    union {
-        char in[TDM__WS_KEY_INLINE];
-        char *heap;
-    } k;
-    union {
-        unsigned char bytes[TDM__WS_CELL_BYTES];
-        uint64_t align;
-    } cells;
-    uint32_t n_inline;   /* live inline cells */
-    uint32_t n_spill;    /* cells of this key in the spill table */
+    uint32_t meta;
+    unsigned char k[TDM__WS_KEY_INLINE];
 } tdm__ws_key;
 
-_Static_assert(sizeof(tdm__ws_key) == 64, "a key entry is one cache line");
+#define TDM__WS_HEAD 16         /* bytes before the inline cells */
+_Static_assert(sizeof(tdm__ws_key) == TDM__WS_HEAD, "entry head");
 
 /* A spilled cell: its key id and the high half of the firing count. */
 typedef struct tdm__ws_spill {
@@ -95,18 +96,30 @@ typedef struct tdm__wstore {
      * ctrl has TDM__WS_GROUP - 1 more bytes, copies of the first ones,
      * so that a group of control bytes can be read at any slot. */
     uint8_t *ctrl;
-    tdm__ws_key *ents;   /* 64-byte aligned view of ents_raw */
+    tdm__ws_key *ents;   /* 64-byte aligned view of ents_raw; entry i
+                          * starts i << eshift bytes in */
+    uint32_t eshift;     /* log2 of the entry size: 5 or 6 */
     void *ents_raw;
     size_t slots;        /* table size (any size from 16 on) */
     size_t live_keys;
     size_t deleted;      /* tombstones */
+    size_t peak;         /* most live keys since the last compaction: the
+                          * size the next window is likely to need */
     uint64_t gen;        /* rebuilds so far: ids change with it */
+    uint64_t resizes;    /* rebuilds into a newly allocated table (the
+                          * others rehash in place) */
+    uint32_t *renum;     /* old id -> new id while rebuilding (then the
+                          * old ids by slot, while rehashing in place);
+                          * kept */
+    size_t renum_cap;
     size_t heap_bytes;   /* long keys */
     /* Cells. */
     uint32_t n_vals;     /* doubles per cell: 1 or 2 */
     uint32_t stride;     /* bytes between inline cells */
     uint32_t n_inline;   /* inline cells per entry */
     size_t n_cells;      /* live cells, inline and spilled */
+    size_t adds;         /* cells made since the last compaction */
+    size_t adds_spilled; /* ... of which had to spill */
     /* Spill table: open addressing over (key, span), cells in slabs. */
     tdm__ws_spill **stab;
     size_t smask;
@@ -130,8 +143,12 @@ typedef struct tdm__wstore {
 /* ---- Creation ---- */
 
 /* Creates an empty store whose cells hold @p n_vals doubles (1 or 2).
- * NULL on OOM. */
-tdm__wstore *tdm__ws_new(uint32_t n_vals);
+ * @p one_window: keys likely have one window at a time (tumbling
+ * windows), so that 32-byte entries with one inline cell do when
+ * n_vals is 1 (tdm__ws_compact switches to 64-byte entries if many
+ * cells spill); else entries are 64 bytes with 32 bytes of inline cells
+ * (two of one double, one of two).  NULL on OOM. */
+tdm__wstore *tdm__ws_new(uint32_t n_vals, bool one_window);
 /* Frees everything; NULL is a no-op. */
 void tdm__ws_destroy(tdm__wstore *ws);
 /* Bytes held by live keys, cells and spans (live entries, not spare
@@ -210,10 +227,12 @@ static inline uint64_t tdm__ws_hash(const void *key, size_t len)
     return tdm__ws_fold(h ^ 0x8ebc6af09c88c6e3ULL, 0x589965cc75374cc3ULL);
 }
 
+/* The entry of key @p id. */
 static inline tdm__ws_key *tdm__ws_key_at(const tdm__wstore *ws,
                                           uint32_t id)
 {
-    return &ws->ents[id];
+    return (tdm__ws_key *)(void *)((char *)ws->ents +
+                                   ((size_t)id << ws->eshift));
 }
 
 /* The home slot of a key with hash @p hash in a table of @p slots: the
@@ -230,10 +249,31 @@ static inline uint8_t tdm__ws_tag(uint64_t hash)
     return (uint8_t)(TDM__WS_FULL | (hash >> 57));
 }
 
+/* The length of a live key. */
+static inline size_t tdm__ws_key_len(const tdm__ws_key *e)
+{
+    uint32_t code = e->meta & TDM__WS_HEAP_KEY;
+    if (code != TDM__WS_HEAP_KEY)
+        return code;
+    uint32_t len;
+    memcpy(&len, e->k, sizeof len);
+    return len;
+}
+
 /* The bytes of a live key (not NUL-terminated). */
 static inline const char *tdm__ws_key_bytes(const tdm__ws_key *e)
 {
-    return e->len > TDM__WS_KEY_INLINE ? e->k.heap : e->k.in;
+    if ((e->meta & TDM__WS_HEAP_KEY) != TDM__WS_HEAP_KEY)
+        return (const char *)e->k;
+    char *heap;
+    memcpy(&heap, e->k + 4, sizeof heap);
+    return heap;
+}
+
+/* The number of key @p e's cells in the spill table. */
+static inline uint32_t tdm__ws_n_spill(const tdm__ws_key *e)
+{
+    return e->meta / TDM__WS_SPILL_ONE;
 }
 
 /* True when entry @p e holds exactly @p key.  Short keys compare as one
@@ -242,19 +282,19 @@ static inline const char *tdm__ws_key_bytes(const tdm__ws_key *e)
 static inline bool tdm__ws_key_eq(const tdm__ws_key *e, const char *key,
                                   size_t len)
 {
-    if (e->len != len)
-        return false;
+    uint32_t code = e->meta & TDM__WS_HEAP_KEY;
     if (len > TDM__WS_KEY_INLINE)
-        return memcmp(e->k.heap, key, len) == 0;
+        return code == TDM__WS_HEAP_KEY && tdm__ws_key_len(e) == len &&
+               memcmp(tdm__ws_key_bytes(e), key, len) == 0;
+    if (code != len)
+        return false;
     if (len >= 8)
-        return tdm__ws_rd64(e->k.in) == tdm__ws_rd64(key) &&
-               tdm__ws_rd64(e->k.in + len - 8) ==
-                   tdm__ws_rd64(key + len - 8);
+        return tdm__ws_rd64(e->k) == tdm__ws_rd64(key) &&
+               tdm__ws_rd64(e->k + len - 8) == tdm__ws_rd64(key + len - 8);
     if (len >= 4)
-        return tdm__ws_rd32(e->k.in) == tdm__ws_rd32(key) &&
-               tdm__ws_rd32(e->k.in + len - 4) ==
-                   tdm__ws_rd32(key + len - 4);
-    return len == 0 || memcmp(e->k.in, key, len) == 0;
+        return tdm__ws_rd32(e->k) == tdm__ws_rd32(key) &&
+               tdm__ws_rd32(e->k + len - 4) == tdm__ws_rd32(key + len - 4);
+    return len == 0 || memcmp(e->k, key, len) == 0;
 }
 
 #define TDM__WS_LSB 0x0101010101010101ULL
@@ -305,7 +345,7 @@ tdm__ws_find(const tdm__wstore *ws, const char *key, size_t len,
             size_t j = i + tdm__ws_first(m);
             if (j >= ws->slots)
                 j -= ws->slots;
-            if (tdm__ws_key_eq(&ws->ents[j], key, len))
+            if (tdm__ws_key_eq(tdm__ws_key_at(ws, (uint32_t)j), key, len))
                 return (uint32_t)j;
         }
         if (tdm__ws_zero_bytes(g))
@@ -322,7 +362,8 @@ tdm__ws_find(const tdm__wstore *ws, const char *key, size_t len,
 static inline tdm__ws_cell *tdm__ws_inline(const tdm__wstore *ws,
                                            tdm__ws_key *e, uint32_t i)
 {
-    return (tdm__ws_cell *)(void *)(e->cells.bytes + i * ws->stride);
+    return (tdm__ws_cell *)(void *)((char *)e + TDM__WS_HEAD +
+                                    i * ws->stride);
 }
 
 static inline tdm__ws_span *tdm__ws_span_at(const tdm__wstore *ws,
@@ -345,7 +386,7 @@ static inline tdm__ws_cell *tdm__ws_cell_of(const tdm__wstore *ws,
         if (c->span == sid + 1)
             return c;
     }
-    return e->n_spill ? tdm__ws_spill_find(ws, id, sid) : NULL;
+    return tdm__ws_n_spill(e) ? tdm__ws_spill_find(ws, id, sid) : NULL;
 }
 
 /* The firing count of a cell. */
@@ -383,11 +424,19 @@ tdm_err tdm__ws_cell_widen(tdm__wstore *ws, uint32_t id, tdm__ws_cell **c);
  * (nothing changed). */
 tdm_err tdm__ws_intern(tdm__wstore *ws, const char *key, size_t len,
                        uint64_t hash, uint32_t *id);
+/* tdm__ws_intern for a key that tdm__ws_find just did not find (no
+ * change to the store since): the same, without looking again. */
+tdm_err tdm__ws_intern_absent(tdm__wstore *ws, const char *key, size_t len,
+                              uint64_t hash, uint32_t *id);
 /* Removes key @p id if it has no cell left. */
 void tdm__ws_key_drop_if_empty(tdm__wstore *ws, uint32_t id);
-/* Rebuilds the key table smaller when at most 1/4 of it is in use (and
- * clears tombstones); like tdm__ws_intern it renumbers the keys.  Does
- * nothing when memory for the new table is short. */
+/* Call after cleaning up windows: rebuilds the key table smaller when it
+ * is more than twice the size that the most keys since the last call
+ * need, or clears its tombstones in place when they fill over 1/4 of
+ * it; switches 32-byte entries to 64-byte ones (two inline cells) when
+ * over 1/8 of the cells made since the last call spilled.  Like
+ * tdm__ws_intern it may renumber the keys.  Does nothing that needs
+ * memory when memory is short. */
 void tdm__ws_compact(tdm__wstore *ws);
 /* The id of span [start, end), TDM__WS_NONE when absent. */
 uint32_t tdm__ws_span_find(const tdm__wstore *ws, tdm_time_ms start,
@@ -416,7 +465,8 @@ void tdm__ws_span_take(tdm__wstore *ws, uint32_t sid);
 /* Marks a span fired: it is due next at its cleanup time. */
 void tdm__ws_span_set_fired(tdm__wstore *ws, uint32_t sid);
 /* Frees span @p sid once every member cell was released (or when it
- * never got one). */
+ * never got one).  Its member list's memory is kept for the next span
+ * (the next window of a tumbling stream needs about as much). */
 void tdm__ws_span_free(tdm__wstore *ws, uint32_t sid);
 
 #endif /* TDM_WSTORE_H */

@@ -439,7 +439,7 @@ static void lean_emit(tdm_winop *op, const tdm__ws_key *e,
 {
     tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_RESULT);
     ev.key = tdm__ws_key_bytes(e);
-    ev.key_len = e->len;
+    ev.key_len = tdm__ws_key_len(e);
     ev.has_window = 1;
     ev.win_start = sp->start;
     ev.win_end = sp->end;
@@ -557,13 +557,13 @@ lean_tumbling_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
 {
     tdm__wstore *ws = op->ws;
     tdm__ws_cell *c = NULL;
-    if (kid != TDM__WS_NONE && tdm__ws_key_at(ws, kid)->n_spill)
+    if (kid != TDM__WS_NONE && tdm__ws_n_spill(tdm__ws_key_at(ws, kid)))
         c = tdm__ws_spill_find(ws, kid, sid);
     bool created = false;
     if (!c) {
         if (kid == TDM__WS_NONE) {
-            tdm_err err = tdm__ws_intern(ws, rec->key, rec->key_len, h,
-                                         &kid);
+            tdm_err err = tdm__ws_intern_absent(ws, rec->key,
+                                                rec->key_len, h, &kid);
             if (err != TDM_OK)
                 return err;
         }
@@ -969,7 +969,8 @@ tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
         op->lean_tumbling = op->asg->kind == TDM__ASG_TUMBLING;
         op->lean_kind = op->agg->kind;
         op->lean_sid = TDM__WS_NONE;
-        op->ws = tdm__ws_new(op->lean_kind == TDM_AGG_AVG ? 2 : 1);
+        op->ws = tdm__ws_new(op->lean_kind == TDM_AGG_AVG ? 2 : 1,
+                             op->lean_tumbling);
         if (!op->ws)
             goto nomem;
     }

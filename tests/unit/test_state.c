@@ -566,7 +566,7 @@ static uint32_t ws_intern(tdm__wstore *ws, const char *k, size_t len)
  * The empty store holds 0 bytes. */
 TDM_TEST(ws_keys_intern_find_drop)
 {
-    tdm__wstore *ws = tdm__ws_new(1);
+    tdm__wstore *ws = tdm__ws_new(1, false);
     ASSERT_TRUE(ws != NULL);
     ASSERT_EQ(tdm__ws_bytes(ws), 0);
     static const char *const keys[] = { "", "a", "abc", "abcd", "abcdefgh",
@@ -579,14 +579,14 @@ TDM_TEST(ws_keys_intern_find_drop)
         ASSERT_EQ(ws_intern(ws, keys[i], strlen(keys[i])), ids[i]);
         ASSERT_EQ(ws_find(ws, keys[i], strlen(keys[i])), ids[i]);
         const tdm__ws_key *e = tdm__ws_key_at(ws, ids[i]);
-        ASSERT_EQ(e->len, strlen(keys[i]));
-        ASSERT_TRUE(!memcmp(tdm__ws_key_bytes(e), keys[i], e->len));
+        ASSERT_EQ(tdm__ws_key_len(e), strlen(keys[i]));
+        ASSERT_TRUE(!memcmp(tdm__ws_key_bytes(e), keys[i], strlen(keys[i])));
     }
     /* Same tail or same head, other length: other keys. */
     ASSERT_EQ(ws_find(ws, "bcdefghi", 8), TDM__WS_NONE);
     ASSERT_EQ(ws_find(ws, "abcdefghijklmnoq", 16), TDM__WS_NONE);
     ASSERT_EQ(ws->live_keys, 8);
-    ASSERT_EQ(ws->heap_bytes, 17);
+    ASSERT_EQ(ws->heap_bytes, 16 + 17); /* keys over 12 bytes */
     for (int i = 0; i < 8; i++)
         tdm__ws_key_drop_if_empty(ws, ids[i]);
     ASSERT_EQ(ws->live_keys, 0);
@@ -599,13 +599,16 @@ TDM_TEST(ws_keys_intern_find_drop)
 }
 
 /* Cells: the first n_inline cells of a key live in its entry, more go
- * to the spill table (one double: two inline; two doubles: one).  Each
+ * to the spill table (64-byte entries: one double, two inline; two
+ * doubles, one; 32-byte entries for one window per key: one).  Each
  * span lists its keys in the order their cells were made. */
 TDM_TEST(ws_cells_inline_then_spilled)
 {
-    for (uint32_t nv = 1; nv <= 2; nv++) {
-        tdm__wstore *ws = tdm__ws_new(nv);
-        ASSERT_EQ(ws->n_inline, 3 - nv);
+    for (int shape = 0; shape < 3; shape++) {
+        uint32_t nv = shape == 1 ? 2 : 1;
+        tdm__wstore *ws = tdm__ws_new(nv, shape == 2);
+        ASSERT_EQ(ws->n_inline, shape == 0 ? 2 : 1);
+        ASSERT_EQ(ws->eshift, shape == 2 ? 5 : 6);
         uint32_t k = ws_intern(ws, "key", 3);
         uint32_t sids[4];
         for (int i = 0; i < 4; i++) {
@@ -648,7 +651,7 @@ TDM_TEST(ws_cells_inline_then_spilled)
  * B cleanup MAX never. */
 TDM_TEST(ws_spans_due_in_time_order)
 {
-    tdm__wstore *ws = tdm__ws_new(1);
+    tdm__wstore *ws = tdm__ws_new(1, false);
     uint32_t a, b, c, x;
     ASSERT_OK(tdm__ws_span_get(ws, 0, 10, 9, 19, false, &a));
     ASSERT_OK(tdm__ws_span_get(ws, 5, 10, 9, TDM_TIME_MAX, false, &b));
@@ -678,7 +681,7 @@ TDM_TEST(ws_spans_due_in_time_order)
  * spill table) and its count goes on from 2^32 - 1 to 2^32 and beyond. */
 TDM_TEST(ws_fire_count_widens)
 {
-    tdm__wstore *ws = tdm__ws_new(1);
+    tdm__wstore *ws = tdm__ws_new(1, false);
     uint32_t k = ws_intern(ws, "k", 1), sid;
     ASSERT_OK(tdm__ws_span_get(ws, 0, 10, 9, 9, false, &sid));
     tdm__ws_cell *c = tdm__ws_cell_add(ws, k, sid);
@@ -708,12 +711,12 @@ TDM_TEST(ws_fire_count_widens)
  * members (which name each key once) and then freeing it.  After every
  * step each model key is found; cell values encode (key, span) so that
  * a cell reached through a stale id would be noticed. */
-TDM_TEST(ws_random_against_model)
+static void ws_random_case(bool one_window)
 {
     enum { N_KEYS = 3000, N_SPANS = 4 };
     static unsigned char has[N_KEYS][N_SPANS]; /* model: cell present */
     memset(has, 0, sizeof has);
-    tdm__wstore *ws = tdm__ws_new(1);
+    tdm__wstore *ws = tdm__ws_new(1, one_window);
     uint32_t sids[N_SPANS];
     tdm_time_ms next_start = 0;
     for (int s = 0; s < N_SPANS; s++, next_start++)
@@ -766,7 +769,7 @@ TDM_TEST(ws_random_against_model)
                 ASSERT_TRUE(ki < N_KEYS && has[ki][d]);
                 ASSERT_DBL_EQ(c->v[0], ki * 10.0 + d);
                 size_t klen = ws_key(ki, buf);
-                ASSERT_EQ(e->len, klen);
+                ASSERT_EQ(tdm__ws_key_len(e), klen);
                 ASSERT_TRUE(!memcmp(tdm__ws_key_bytes(e), buf, klen));
                 tdm__ws_cell_release(ws, k, c);
                 has[ki][d] = 0;
@@ -812,13 +815,21 @@ TDM_TEST(ws_random_against_model)
     tdm__ws_destroy(ws);
 }
 
+/* The model case with 64-byte entries (two inline cells) and with
+ * 32-byte ones (one inline cell, so most cells spill). */
+TDM_TEST(ws_random_against_model)
+{
+    ws_random_case(false);
+    ws_random_case(true);
+}
+
 /* Allocation failures: interning (long key bytes, table rebuild), span
  * creation and cell creation (spill slab, member list) fail with
  * TDM_ERR_NOMEM or NULL and leave the store as it was; it works again
  * afterwards. */
 TDM_TEST(ws_oom_leaves_store_unchanged)
 {
-    tdm__wstore *ws = tdm__ws_new(2);
+    tdm__wstore *ws = tdm__ws_new(2, false);
     char buf[48];
     uint32_t sid, id;
     ASSERT_OK(tdm__ws_span_get(ws, 0, 10, 9, 9, false, &sid));
@@ -882,5 +893,236 @@ TDM_TEST(ws_oom_leaves_store_unchanged)
         ASSERT_TRUE(c != NULL);
         ASSERT_DBL_EQ(c->v[0], i);
     }
+    tdm__ws_destroy(ws);
+}
+
+/* Puts key number @p i into span @p sid with value @p v (the key's 4
+ * bytes are the number, so keys never repeat). */
+static void ws_put(tdm__wstore *ws, uint32_t i, uint32_t sid, double v)
+{
+    char buf[4];
+    memcpy(buf, &i, 4);
+    uint32_t id = ws_intern(ws, buf, 4);
+    tdm__ws_cell *c = tdm__ws_cell_add(ws, id, sid);
+    ASSERT_TRUE(c != NULL);
+    c->v[0] = v;
+}
+
+/* Releases every cell of span @p sid through its members (as the
+ * window operator cleans up a window), frees it and compacts. */
+static void ws_clean(tdm__wstore *ws, uint32_t sid)
+{
+    const tdm__ws_span *sp = tdm__ws_span_at(ws, sid);
+    for (uint32_t m = 0; m < sp->n; m++) {
+        uint32_t k = sp->members[m];
+        tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k, sid);
+        ASSERT_TRUE(c != NULL);
+        tdm__ws_cell_release(ws, k, c);
+    }
+    tdm__ws_span_free(ws, sid);
+    tdm__ws_compact(ws);
+}
+
+/* Tumbling windows whose keys churn (issue 7): each window has 3000 new
+ * keys, and the previous window is cleaned up a third of the way into
+ * the next, so that live keys swing between 1000 and 4000.  After the
+ * first two windows the key table keeps its size and memory: no more
+ * table allocations (resizes), only in-place tombstone clearing, and
+ * each new window's member list reuses the freed one's memory.  Every
+ * live key is found with its value after every window. */
+TDM_TEST(ws_churning_windows_keep_one_table)
+{
+    enum { PER_WIN = 3000, WINDOWS = 12 };
+    tdm__wstore *ws = tdm__ws_new(1, true);
+    ASSERT_EQ(ws->eshift, 5); /* 32-byte entries, one inline cell */
+    ASSERT_EQ(ws->n_inline, 1);
+    uint32_t prev = TDM__WS_NONE;
+    uint64_t resizes = 0;
+    size_t slots = 0;
+    const uint32_t *freed_members = NULL;
+    for (uint32_t w = 0; w < WINDOWS; w++) {
+        uint32_t sid;
+        ASSERT_OK(tdm__ws_span_get(ws, w * 10, w * 10 + 10, w * 10 + 9,
+                                   w * 10 + 9, false, &sid));
+        if (w >= 2)
+            ASSERT_TRUE(tdm__ws_span_at(ws, sid)->members == freed_members);
+        for (uint32_t i = 0; i < PER_WIN; i++) {
+            ws_put(ws, w * PER_WIN + i, sid, w * PER_WIN + i);
+            if (i == PER_WIN / 3 && prev != TDM__WS_NONE) {
+                freed_members = tdm__ws_span_at(ws, prev)->members;
+                ws_clean(ws, prev);
+                ASSERT_EQ(ws->live_keys, i + 1);
+            }
+        }
+        prev = sid;
+        if (w == 2) {
+            resizes = ws->resizes;
+            slots = ws->slots;
+        } else if (w > 2) {
+            ASSERT_EQ(ws->resizes, resizes);
+            ASSERT_EQ(ws->slots, slots);
+        }
+        /* This window's keys are all there, with their values. */
+        for (uint32_t i = 0; i < PER_WIN; i++) {
+            uint32_t k = w * PER_WIN + i;
+            uint32_t id = tdm__ws_find(ws, (const char *)&k, 4,
+                                       tdm__ws_hash(&k, 4));
+            ASSERT_TRUE(id != TDM__WS_NONE);
+            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id),
+                                              id, sid);
+            ASSERT_TRUE(c != NULL);
+            ASSERT_DBL_EQ(c->v[0], k);
+        }
+    }
+    /* Tombstones were cleared without a new table; no cell spilled, so
+     * the entries stayed at 32 bytes. */
+    ASSERT_TRUE(ws->gen > ws->resizes);
+    ASSERT_EQ(ws->eshift, 5);
+    ASSERT_EQ(ws->n_cells, PER_WIN);
+    /* Once everything is gone the table shrinks (the last period's peak
+     * is 4000 keys; the next compaction sees none). */
+    ws_clean(ws, prev);
+    tdm__ws_compact(ws);
+    ASSERT_EQ(ws->live_keys, 0);
+    ASSERT_TRUE(ws->slots < slots);
+    tdm__ws_destroy(ws);
+}
+
+/* Clearing tombstones in place renumbers keys like a rebuild: span
+ * members and spilled cells (two doubles: one inline cell, the second
+ * window spills) follow their keys.  Keys 0-1189 get a cell in span A
+ * (the table of 1369 slots is then 87% full), every eighth one in span B
+ * too; then the A cells of keys that are not multiples of 4 go (and so
+ * do those 892 keys), leaving mostly tombstones, and a compaction with no
+ * shrink due (the peak, 1190 keys, needs the table) clears them in
+ * place.  Expected: same slots, no new table, no tombstone, and each
+ * remaining cell holds the value put in (key * 10 + span). */
+TDM_TEST(ws_rehash_in_place_renumbers)
+{
+    tdm__wstore *ws = tdm__ws_new(2, false);
+    uint32_t a, b;
+    ASSERT_OK(tdm__ws_span_get(ws, 0, 10, 9, 9, false, &a));
+    ASSERT_OK(tdm__ws_span_get(ws, 5, 15, 14, 14, false, &b));
+    for (uint32_t i = 0; i < 1190; i++) {
+        ws_put(ws, i, a, i * 10.0);
+        if (i % 8 == 0)
+            ws_put(ws, i, b, i * 10.0 + 1);
+    }
+    ASSERT_EQ(ws->n_spilled, 149);
+    ASSERT_EQ(ws->slots, 1369);
+    size_t before = ws->slots;
+    uint64_t resizes = ws->resizes;
+    for (uint32_t i = 0; i < 1190; i++) {
+        if (i % 4 == 0)
+            continue;
+        uint32_t id = tdm__ws_find(ws, (const char *)&i, 4,
+                                   tdm__ws_hash(&i, 4));
+        tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id, a);
+        tdm__ws_cell_release(ws, id, c);
+    }
+    ASSERT_EQ(ws->live_keys, 298);
+    ASSERT_TRUE(ws->deleted * 4 > ws->slots);
+    uint64_t gen = ws->gen;
+    tdm__ws_compact(ws);
+    ASSERT_EQ(ws->gen, gen + 1);
+    ASSERT_EQ(ws->resizes, resizes);
+    ASSERT_EQ(ws->slots, before);
+    ASSERT_EQ(ws->deleted, 0);
+    for (uint32_t i = 0; i < 1190; i++) {
+        uint32_t id = tdm__ws_find(ws, (const char *)&i, 4,
+                                   tdm__ws_hash(&i, 4));
+        ASSERT_EQ(id != TDM__WS_NONE, i % 4 == 0);
+        if (id == TDM__WS_NONE)
+            continue;
+        tdm__ws_key *e = tdm__ws_key_at(ws, id);
+        tdm__ws_cell *c = tdm__ws_cell_of(ws, e, id, a);
+        ASSERT_EQ(c != NULL, i % 4 == 0);
+        if (c)
+            ASSERT_DBL_EQ(c->v[0], i * 10.0);
+        c = tdm__ws_cell_of(ws, e, id, b);
+        ASSERT_EQ(c != NULL, i % 8 == 0);
+        if (c)
+            ASSERT_DBL_EQ(c->v[0], i * 10.0 + 1);
+    }
+    /* Members name the keys that hold cells there, values match. */
+    for (int s = 0; s < 2; s++) {
+        uint32_t sid = s ? b : a;
+        const tdm__ws_span *sp = tdm__ws_span_at(ws, sid);
+        size_t live = 0;
+        for (uint32_t m = 0; m < sp->n; m++) {
+            uint32_t k = sp->members[m];
+            if (k == TDM__WS_NONE)
+                continue;
+            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k,
+                                              sid);
+            if (!c)
+                continue;
+            uint32_t ki;
+            memcpy(&ki, tdm__ws_key_bytes(tdm__ws_key_at(ws, k)), 4);
+            ASSERT_DBL_EQ(c->v[0], ki * 10.0 + s);
+            live++;
+        }
+        ASSERT_EQ(live, s ? 149 : 298);
+    }
+    tdm__ws_destroy(ws);
+}
+
+/* 32-byte entries (one inline cell) grow to 64 bytes (two) at the next
+ * compaction once over 1/8 of new cells spilled: 100 keys with a cell in
+ * span A, then in span B too, so that 100 of 200 cells spilled.  After
+ * tdm__ws_compact the B cells are inline again (values and firing
+ * counts kept), except key 0's, whose firing count was pushed past 32
+ * bits and has to stay in the spill table. */
+TDM_TEST(ws_small_entries_grow_when_keys_overlap_windows)
+{
+    tdm__wstore *ws = tdm__ws_new(1, true);
+    uint32_t a, b;
+    ASSERT_OK(tdm__ws_span_get(ws, 0, 10, 9, 9, false, &a));
+    ASSERT_OK(tdm__ws_span_get(ws, 5, 15, 14, 14, false, &b));
+    for (uint32_t i = 0; i < 100; i++)
+        ws_put(ws, i, a, i * 10.0);
+    for (uint32_t i = 0; i < 100; i++)
+        ws_put(ws, i, b, i * 10.0 + 1);
+    ASSERT_EQ(ws->n_spilled, 100);
+    /* Firing counts: 5 on key 1's B cell, 2^32 on key 0's. */
+    uint32_t k0 = 0, k1 = 1;
+    uint32_t id0 = ws_find(ws, (const char *)&k0, 4);
+    uint32_t id1 = ws_find(ws, (const char *)&k1, 4);
+    tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id1), id1, b);
+    c->fires = 5;
+    c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id0), id0, b);
+    c->fires = UINT32_MAX;
+    tdm__ws_fires_inc(c);
+    ASSERT_EQ(tdm__ws_fires(c), (uint64_t)UINT32_MAX + 1);
+    uint64_t resizes = ws->resizes;
+    tdm__ws_compact(ws);
+    ASSERT_EQ(ws->eshift, 6);
+    ASSERT_EQ(ws->n_inline, 2);
+    ASSERT_EQ(ws->resizes, resizes + 1);
+    ASSERT_EQ(ws->n_spilled, 1);
+    ASSERT_EQ(ws->n_cells, 200);
+    for (uint32_t i = 0; i < 100; i++) {
+        uint32_t id = ws_find(ws, (const char *)&i, 4);
+        ASSERT_TRUE(id != TDM__WS_NONE);
+        tdm__ws_key *e = tdm__ws_key_at(ws, id);
+        ASSERT_EQ(tdm__ws_n_spill(e), i == 0 ? 1 : 0);
+        c = tdm__ws_cell_of(ws, e, id, a);
+        ASSERT_TRUE(c && !(c->span & TDM__WS_SPILL_BIT));
+        ASSERT_DBL_EQ(c->v[0], i * 10.0);
+        c = tdm__ws_cell_of(ws, e, id, b);
+        ASSERT_TRUE(c != NULL);
+        ASSERT_EQ(!!(c->span & TDM__WS_SPILL_BIT), i == 0);
+        ASSERT_DBL_EQ(c->v[0], i * 10.0 + 1);
+        ASSERT_EQ(tdm__ws_fires(c), i == 0 ? (uint64_t)UINT32_MAX + 1
+                                           : i == 1 ? 5 : 0);
+    }
+    /* Members still name each key once per span. */
+    ASSERT_EQ(tdm__ws_span_at(ws, a)->n, 100);
+    ASSERT_EQ(tdm__ws_span_at(ws, b)->n, 100);
+    ws_clean(ws, a);
+    ws_clean(ws, b);
+    ASSERT_EQ(ws->live_keys, 0);
+    ASSERT_EQ(ws->n_spilled, 0);
+    ASSERT_EQ(tdm__ws_bytes(ws), 0);
     tdm__ws_destroy(ws);
 }
