@@ -24,6 +24,11 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
     const char *what = level <= 3 ? "error" : level <= 4 ? "warning"
                      : level <= 6 ? "info" : "debug";
 
+    /* The kafka.* properties go to producers and consumers alike (the
+     * repartition path has both): each one's complaint about the
+     * other's properties is noise. */
+    if (!strcmp(fac, "CONFWARN") && strstr(buf, "will be ignored by"))
+        return;
     tdm__kafka_logf(lg, "librdkafka %s %s: %s", what, fac, buf);
 }
 

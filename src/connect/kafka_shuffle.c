@@ -7,7 +7,6 @@
  * shuffle carries watermarks.  Single-threaded: one source subtask owns it.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +248,7 @@ typedef struct snap {
 } snap;
 
 struct tdm__kshuffle {
+    tdm__klog log;   /* first: the opaque of both clients (kafka.h) */
     char *topic, *group, writer_id[160];
     const tdm__schema *schema;
     int *key_idx, n_key;
@@ -281,38 +281,8 @@ struct tdm__kshuffle {
     int have_commit; /* the last commit()'s arguments, for hand-overs */
     tdm_time_ms last_proc, last_done;
     int64_t bad_values;
-    tdm__log_fn log;
-    void *log_ud;
     char err[256];
 };
-
-/* Writes a line to the job log, if any. */
-static void shlog(tdm__kshuffle *sh, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void shlog(tdm__kshuffle *sh, const char *fmt, ...)
-{
-    if (!sh->log)
-        return;
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    sh->log(sh->log_ud, line);
-}
-
-/* librdkafka's log lines go to the job log, not stderr. */
-static void rk_log(const rd_kafka_t *rk, int level, const char *fac,
-                   const char *buf)
-{
-    tdm__kshuffle *sh = rd_kafka_opaque(rk);
-    /* The kafka.* properties go to the producer and the consumer alike:
-     * each one's complaint about the other's properties is noise. */
-    if (!strcmp(fac, "CONFWARN") && strstr(buf, "will be ignored by"))
-        return;
-    if (sh && level <= 4)
-        shlog(sh, "warn repartition %s: %s", fac, buf);
-}
 
 /* Delivery reports: count failures (served by rd_kafka_poll/flush on the
  * subtask's thread). */
@@ -323,41 +293,6 @@ static void rk_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
     if (m->err && !sh->delivery_failed++)
         snprintf(sh->err, sizeof sh->err, "repartition: delivery failed: %s",
                  rd_kafka_err2str(m->err));
-}
-
-/* Sets one property, naming it in the error as the job file does. */
-static tdm_err set_prop(rd_kafka_conf_t *c, const char *k, const char *v,
-                        char *errbuf, size_t n)
-{
-    char e[256];
-    if (rd_kafka_conf_set(c, k, v, e, sizeof e) != RD_KAFKA_CONF_OK)
-        return tdm__errf(errbuf, n, TDM_ERR_INVAL, "kafka.%s: %s", k, e);
-    return TDM_OK;
-}
-
-/* A librdkafka configuration: defaults, then the user's properties. */
-static tdm_err make_conf(tdm__kshuffle *sh, const tdm__kshuffle_conf *c,
-                         const char *const *defs, rd_kafka_conf_t **out,
-                         char *errbuf, size_t n)
-{
-    rd_kafka_conf_t *rc = rd_kafka_conf_new();
-    tdm_err err = TDM_OK;
-    if (!rc)
-        return TDM_ERR_NOMEM;
-    if (c->brokers && *c->brokers)
-        err = set_prop(rc, "bootstrap.servers", c->brokers, errbuf, n);
-    for (int i = 0; err == TDM_OK && defs[i]; i += 2)
-        err = set_prop(rc, defs[i], defs[i + 1], errbuf, n);
-    for (int i = 0; err == TDM_OK && i < c->n_props; i++)
-        err = set_prop(rc, c->props[2 * i], c->props[2 * i + 1], errbuf, n);
-    if (err != TDM_OK) {
-        rd_kafka_conf_destroy(rc);
-        return err;
-    }
-    rd_kafka_conf_set_opaque(rc, sh);
-    rd_kafka_conf_set_log_cb(rc, rk_log);
-    *out = rc;
-    return TDM_OK;
 }
 
 /* The floor in commit metadata "tdm1 wm=<ms>" (kafka.h), TDM_TIME_MIN when
@@ -415,8 +350,8 @@ static void rk_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             if (li < 0)
                 snprintf(sh->err, sizeof sh->err, "out of memory");
             else
-                shlog(sh, "info repartition assigned %s (local %d)",
-                      sh->lp[li].name, li);
+                tdm__kafka_logf(&sh->log, "assigned %s (local %d)",
+                                sh->lp[li].name, li);
         }
         if (coop) {
             rd_kafka_error_t *e = rd_kafka_incremental_assign(rk, parts);
@@ -437,7 +372,7 @@ static void rk_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         l->live = 0;
         l->fin_pending = 1;
         sh->local_of[p] = -1;
-        shlog(sh, "info repartition revoked %s", l->name);
+        tdm__kafka_logf(&sh->log, "revoked %s", l->name);
     }
     if (coop) {
         rd_kafka_error_t *e = rd_kafka_incremental_unassign(rk, parts);
@@ -512,8 +447,9 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
     tdm__kshuffle *sh = tdm__calloc(1, sizeof *sh);
     if (!sh)
         return TDM_ERR_NOMEM;
-    sh->log = c->log;
-    sh->log_ud = c->log_ud;
+    sh->log.fn = c->log;
+    sh->log.ud = c->log_ud;
+    snprintf(sh->log.prefix, sizeof sh->log.prefix, "repartition");
     sh->schema = c->schema;
     sh->w_wm = TDM_TIME_MIN;
     sh->last_marker = TDM_TIME_MIN;
@@ -570,7 +506,8 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
     /* Producer: idempotent, rows and markers in order per partition. */
     static const char *const prod_defs[] = {
         "enable.idempotence", "true", "acks", "all", "linger.ms", "5", NULL};
-    if ((err = make_conf(sh, c, prod_defs, &rc, errbuf, errbuf_size)) !=
+    if ((err = tdm__kafka_conf(c->brokers, c->props, c->n_props, prod_defs,
+                               sh, &rc, errbuf, errbuf_size)) !=
         TDM_OK)
         goto fail_msg;
     rd_kafka_conf_set_dr_msg_cb(rc, rk_dr);
@@ -606,7 +543,8 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
         "earliest", "partition.assignment.strategy", "cooperative-sticky",
         NULL};
     rc = NULL;
-    if ((err = make_conf(sh, c, cons_defs, &rc, errbuf, errbuf_size)) !=
+    if ((err = tdm__kafka_conf(c->brokers, c->props, c->n_props, cons_defs,
+                               sh, &rc, errbuf, errbuf_size)) !=
         TDM_OK)
         goto fail_msg;
     rd_kafka_conf_set_rebalance_cb(rc, rk_rebalance);
@@ -633,8 +571,8 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
                         rd_kafka_err2str(re));
         goto fail_msg;
     }
-    shlog(sh, "info repartition writer %s -> %s (%d partitions), reader "
-              "group %s", sh->writer_id, sh->topic, sh->n_parts, rgroup);
+    tdm__kafka_logf(&sh->log, "writer %s -> %s (%d partitions), reader "
+                    "group %s", sh->writer_id, sh->topic, sh->n_parts, rgroup);
     *out = sh;
     return TDM_OK;
 
@@ -967,8 +905,8 @@ tdm_err tdm__kshuffle_poll(tdm__kshuffle *sh, tdm__batch *b, size_t max,
             break;
         if (m->err) {
             if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                shlog(sh, "warn repartition: %s",
-                      rd_kafka_message_errstr(m));
+                tdm__kafka_logf(&sh->log, "warning: %s",
+                                rd_kafka_message_errstr(m));
             rd_kafka_message_destroy(m);
             continue;
         }
@@ -994,9 +932,10 @@ tdm_err tdm__kshuffle_poll(tdm__kshuffle *sh, tdm__batch *b, size_t max,
             rd_kafka_message_destroy(m);
             return err;
         } else if (!sh->bad_values++) {
-            shlog(sh, "warn repartition: %s[%d]@%" PRId64 " is not a row "
-                      "of this job (other build or schema?); skipped",
-                  sh->topic, (int)m->partition, (int64_t)m->offset);
+            tdm__kafka_logf(&sh->log, "warning: %s[%d]@%" PRId64 " is not "
+                            "a row of this job (other build or schema?); "
+                            "skipped", sh->topic, (int)m->partition,
+                            (int64_t)m->offset);
         }
         rd_kafka_message_destroy(m);
         /* The runtime applies watermarks after the batch: stop right
@@ -1143,7 +1082,7 @@ static void commit_revoked(tdm__kshuffle *sh, int li)
         return;
     select_mark(sh, li, sh->last_proc, sh->last_done, l, meta);
     if (commit_list(sh, l))
-        shlog(sh, "warn %s", sh->err);
+        tdm__kafka_logf(&sh->log, "warning: %s", sh->err);
 }
 
 /* One commit attempt of every live partition; trims the ring. */
@@ -1219,7 +1158,7 @@ tdm_err tdm__kshuffle_commit(tdm__kshuffle *sh, tdm_time_ms processed,
     }
     if (re == RD_KAFKA_RESP_ERR_NO_ERROR)
         return TDM_OK;
-    shlog(sh, "warn %s", sh->err);
+    tdm__kafka_logf(&sh->log, "warning: %s", sh->err);
     return re == RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE ? TDM_ERR_NOMEM
                                                       : TDM_ERR_IO;
 }
@@ -1254,8 +1193,8 @@ static void close_consumer(tdm__kshuffle *sh)
                 rd_kafka_event_destroy(ev);
         }
         if (!closed)
-            shlog(sh, "warn repartition: the reader did not leave group "
-                      "\"%s-shuffle\" within 10 s", sh->group);
+            tdm__kafka_logf(&sh->log, "warning: the reader did not leave "
+                            "group \"%s-shuffle\" within 10 s", sh->group);
     }
     if (e)
         rd_kafka_error_destroy(e);

@@ -75,13 +75,13 @@ input_held() {
 }
 internal_held() {
     cat "$W/a.log" "$W/b.log" 2>/dev/null | awk '
-        /repartition assigned/ { n++ } /repartition revoked/ { n-- }
+        /repartition: assigned/ { n++ } /repartition: revoked/ { n-- }
         END { print n + 0 }'
 }
 both_members() {
     [ "$(input_held)" -eq 4 ] && [ "$(internal_held)" -eq 4 ] &&
-        grep -q "repartition assigned" "$W/a.log" &&
-        grep -q "repartition assigned" "$W/b.log"
+        grep -q "repartition: assigned" "$W/a.log" &&
+        grep -q "repartition: assigned" "$W/b.log"
 }
 wait_until 30 "both processes hold input and internal partitions" \
     both_members
