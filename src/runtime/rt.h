@@ -10,9 +10,11 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "connect/connect.h"
 #include "runtime/row.h"
+#include "state/state.h"
 
 /* ====================================================================== */
 /* The configuration table (conf.c)                                        */
@@ -261,13 +263,63 @@ static inline bool tdm__key_inplace(const tdm__row *row, const int *idx,
     }
     return false;
 }
-/* tdm__key_encode with its hot case inlined (a single string key). */
+/* Length of the key bytes of one non-null fixed-width field: the tag
+ * byte 1 and the 8 value bytes. */
+#define TDM__KEY_FIXED_LEN 9
+/* The 8 value bytes of a non-null fixed-width field (any type but
+ * string) as tdm__key_encode writes them after the tag, read as one
+ * native-order word: the int64 (timestamps and bools too) or the
+ * double's bits with -0.0 folded into 0.0. */
+static inline uint64_t tdm__key_fixed_bits(const tdm__val *v, tdm_type type)
+{
+    uint64_t u;
+    if (type == TDM_TYPE_DOUBLE) {
+        double d = v->u.d == 0 ? 0.0 : v->u.d;
+        memcpy(&u, &d, 8);
+    } else {
+        memcpy(&u, &v->u.i, 8);
+    }
+    return u;
+}
+/* Writes the TDM__KEY_FIXED_LEN key bytes of a non-null fixed-width
+ * field whose value bytes are @p bits (tdm__key_fixed_bits) to @p out:
+ * the same bytes as tdm__key_encode of that single field. */
+static inline void tdm__key_fixed_put(uint64_t bits, char *out)
+{
+    out[0] = 1;
+    memcpy(out + 1, &bits, 8);
+}
+/* tdm__keys_hash of the TDM__KEY_FIXED_LEN key bytes of @p bits
+ * (tdm__key_fixed_put): the routing hash of a single fixed-width key.
+ * The hash is inline (state.h), so the compiler folds it for the known
+ * length. */
+static inline uint64_t tdm__key_fixed_hash(uint64_t bits)
+{
+    char b[TDM__KEY_FIXED_LEN];
+    tdm__key_fixed_put(bits, b);
+    return tdm__keys_hash(b, TDM__KEY_FIXED_LEN);
+}
+/* tdm__key_encode with its hot cases inlined: a single string key read
+ * in place, and a single non-null fixed-width key written into @p kb
+ * once it has room (its first use goes through tdm__key_encode, which
+ * grows it). */
 static inline tdm_err tdm__key_get(const tdm__row *row, const int *idx,
                                    int n, tdm__keybuf *kb, const char **key,
                                    size_t *len)
 {
     if (tdm__key_inplace(row, idx, n, key, len))
         return TDM_OK;
+    if (n == 1 && kb->cap >= TDM__KEY_FIXED_LEN) {
+        tdm_type type = row->schema->fields[idx[0]].type;
+        const tdm__val *v = &row->v[idx[0]];
+        if (type != TDM_TYPE_STRING && !v->null) {
+            tdm__key_fixed_put(tdm__key_fixed_bits(v, type), kb->p);
+            kb->len = TDM__KEY_FIXED_LEN;
+            *key = kb->p;
+            *len = TDM__KEY_FIXED_LEN;
+            return TDM_OK;
+        }
+    }
     return tdm__key_encode(row, idx, n, kb, key, len);
 }
 /* Decodes an encoded key into @p out (n values of @p types); strings
@@ -373,15 +425,43 @@ struct tdm__sbatch;
  * key bytes - so that the consumer need not read the row itself.  Rows
  * are written on the source's core; every cache line of them a consumer
  * reads must travel to its core and back before the batch is refilled,
- * and these few bytes are a fraction of the row's.  key is NULL when the
- * key is not a single string read in place (tdm__key_inplace): the
- * consumer then encodes it from the row. */
+ * and these few bytes are a fraction of the row's.  The key is one of:
+ *   - key_len == TDM__SEL_FIXED: a single non-null fixed-width field,
+ *     its value bytes in fixed (tdm__key_fixed_bits; the key bytes are
+ *     tdm__key_fixed_put of them, tdm__sel_key);
+ *   - key != NULL: key_len bytes at key, in the batch's arena (a single
+ *     string read in place, tdm__key_inplace) or static (the one-byte
+ *     key of a null single field);
+ *   - key == NULL: any other key; the consumer encodes it from the row.
+ * A string key never has TDM__SEL_FIXED bytes (a batch holds less). */
+#define TDM__SEL_FIXED UINT32_MAX
 typedef struct tdm__sel {
     uint32_t row;
     uint32_t key_len;
-    const char *key;   /* into the batch's arena, or NULL */
+    union {
+        const char *key;  /* into the batch's arena, static, or NULL */
+        uint64_t fixed;   /* key_len == TDM__SEL_FIXED */
+    };
     tdm_time_ms ts;
 } tdm__sel;
+
+/* The key bytes of a selected row when the source put them in the
+ * selection: true with (*key, *len) set - a fixed-width key written to
+ * @p buf (TDM__KEY_FIXED_LEN bytes) - or false when the consumer must
+ * encode the key from the row. */
+static inline bool tdm__sel_key(const tdm__sel *sl, char *buf,
+                                const char **key, size_t *len)
+{
+    if (sl->key_len == TDM__SEL_FIXED) {
+        tdm__key_fixed_put(sl->fixed, buf);
+        *key = buf;
+        *len = TDM__KEY_FIXED_LEN;
+        return true;
+    }
+    *key = sl->key;
+    *len = sl->key_len;
+    return sl->key != NULL;
+}
 
 typedef struct tdm__item {
     uint8_t kind;

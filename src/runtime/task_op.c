@@ -593,12 +593,15 @@ static void join_emit(void *opaque, const tdm_event *ev)
 /* Pushes the rows of one batch segment into the operator.  The channel
  * says which input (union position or join side) and which source
  * subtask they come from.  The selection carries each row's timestamp
- * and, for a string key, its bytes (tdm__sel), so a count touches only
- * the selection and the key bytes of rows written on another core; other
- * keys are rebuilt here from the same fields the source hashed.  The
- * row itself rides along as the record payload (windows: row aggregates
- * and the late output read it) or packed into it (joins, which keep
- * records beyond the call). */
+ * and, for a single-field key, its bytes (tdm__sel: the value of a
+ * fixed-width field, or a string's bytes in place), so a count touches
+ * only the selection and the key bytes of rows written on another core;
+ * other keys are rebuilt here from the same fields the source hashed.
+ * The row itself rides along as the record payload (windows: row
+ * aggregates and the late output read it) or packed into it (joins,
+ * which keep records beyond the call).  What is the same for every row
+ * of the segment - the operator, its row aggregates, the key fence - is
+ * decided once. */
 static void push_rows(rt_op_task *t, const tdm__item *it)
 {
     rt_op *op = t->op;
@@ -606,35 +609,48 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
     int input = it->ch / P;
     const int *kidx = op->in_key_idx[input];
     const tdm__batch *b = it->b->b;
-    if (t->ra)
-        tdm__rowagg_set_input(t->ra, input);
-    t->c_in += it->n;
-    for (uint32_t k = 0; k < it->n && !t->failed; k++) {
+    tdm_winop *win = t->win;
+    tdm__rowagg *ra = t->ra;
+    /* The fence changes only between items (apply_fence). */
+    const bool fenced = t->fence.n != 0;
+    /* Only a single string key can be bytes in the batch's arena. */
+    const bool pf = op->n_key == 1 &&
+                    b->schema->fields[kidx[0]].type == TDM_TYPE_STRING;
+    const uint32_t n = it->n;
+    if (ra)
+        tdm__rowagg_set_input(ra, input);
+    t->c_in += n;
+    /* The fields no row changes are set once. */
+    tdm_record rec = { .payload_len = sizeof(tdm__row) };
+    char fixed[TDM__KEY_FIXED_LEN];
+    for (uint32_t k = 0; k < n && !t->failed; k++) {
         const tdm__sel *sl = &it->sel[k];
         const tdm__row *row = &b->rows[sl->row];
-        /* The first touch of the key bytes is a transfer from the
+        /* The first touch of in-place key bytes is a transfer from the
          * source's core: start it a few rows ahead. */
-        if (k + PF_KEY < it->n && sl[PF_KEY].key)
+        if (pf && k + PF_KEY < n && sl[PF_KEY].key)
             __builtin_prefetch(sl[PF_KEY].key);
-        const char *key = sl->key;
-        size_t klen = sl->key_len;
-        if (!key && tdm__key_get(row, kidx, op->n_key, &t->kb, &key,
-                                 &klen) != TDM_OK) {
+        const char *key;
+        size_t klen;
+        if (!tdm__sel_key(sl, fixed, &key, &klen) &&
+            tdm__key_get(row, kidx, op->n_key, &t->kb, &key, &klen) !=
+                TDM_OK) {
             op_fail_nomem(t);
             break;
         }
-        if (__builtin_expect(t->fence.n != 0, 0) &&
+        if (__builtin_expect(fenced, 0) &&
             !(key = fenced_key(t, key, &klen))) {
             op_fail_nomem(t);
             break;
         }
-        tdm_record rec = { .key = key, .key_len = klen, .ts = sl->ts };
+        rec.key = key;
+        rec.key_len = klen;
+        rec.ts = sl->ts;
         tdm_err err;
-        if (t->win) {
+        if (win) {
             rec.payload = row;
-            rec.payload_len = sizeof *row;
-            err = tdm_winop_push(t->win, it->ch, &rec);
-            if (t->ra && tdm__rowagg_take_oom(t->ra))
+            err = tdm_winop_push(win, it->ch, &rec);
+            if (ra && tdm__rowagg_take_oom(ra))
                 err = TDM_ERR_NOMEM;
         } else {
             if (tdm__row_pack(row, &t->pk) != TDM_OK) {

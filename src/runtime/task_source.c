@@ -52,7 +52,7 @@ static void before_pool_wait(void *ud)
 /* Sends the rows selected since the last flush to each target.
  *
  * Every target (a downstream subtask of one consumer) has its own region
- * of the batch's selection array, filled by route() from sel_sent to
+ * of the batch's selection array, filled by route_edge() from sel_sent to
  * sel_n.  A flush hands the unsent part of each region to the target's
  * queue as one item holding one reference on the batch; the region's
  * bytes are never written again until the batch comes back from its
@@ -586,6 +586,16 @@ unit_observe(rt_src_task *t, int p, tdm_time_ms ts)
         unit_verdict(t, p);
 }
 
+/* Whether some partition of the subtask still collects unit evidence
+ * (unit_observe), so that a batch must look at its timestamps. */
+static bool unit_open(const rt_src_task *t)
+{
+    for (int p = 0; p < t->n_parts && p < t->part_cap; p++)
+        if (t->uc[p].n >= 0)
+            return true;
+    return false;
+}
+
 /* Punctuated strategy: a row whose marker field is true is a marker. */
 int rt_marker_fn(void *ud, const tdm_record *rec)
 {
@@ -629,14 +639,30 @@ static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
                 false);
 }
 
-/* Routes row @p i of the current batch to the target of each edge: the
- * subtask that owns the key group of its key bytes.  Every consumer of
- * the source (a window, a join side) is an edge with its own key fields,
- * so one row may go to different subtasks of different consumers.  The
- * row is not copied: its index goes into the target's selection, with
- * its timestamp and, when the key is a string read in place, the key
- * bytes (tdm__sel), which is all a window subtask reads of it for a
- * count.  At parallelism 1 there is one target and no hashing. */
+/* How an edge's key bytes are found, which depends on the source's
+ * schema only (route_edge): a single string field read in place, a
+ * single fixed-width field (ints, timestamps and bools, or a double),
+ * or anything else, encoded by tdm__key_encode. */
+enum { KEY_ENCODE = 0, KEY_STRING, KEY_INT, KEY_DOUBLE };
+
+/* Specialisations of scan_batch (lean_kind). */
+enum { LEAN_NO = 0, LEAN_P1, LEAN_PN };
+
+/* The key kind of edge @p ed for rows of @p schema. */
+static int key_kind(const tdm__schema *schema, const rt_edge *ed)
+{
+    if (ed->n_key != 1)
+        return KEY_ENCODE;
+    switch (schema->fields[ed->key_idx[0]].type) {
+    case TDM_TYPE_STRING:
+        return KEY_STRING;
+    case TDM_TYPE_DOUBLE:
+        return KEY_DOUBLE;
+    default:
+        return KEY_INT;
+    }
+}
+
 /* Key fence: remembers that @p row's key (for consumer edge @p e; the
  * bytes in (key, klen) when @p have, else encoded here) was read from
  * its split, with the highest commit horizon of its records there. */
@@ -654,38 +680,102 @@ track_key(rt_src_task *t, const tdm__row *row, int e, const char *key,
                              rt_edge_horizon(ed, row->ts));
 }
 
+/* Routes row @p i of the current batch to the target of edge @p e (of
+ * key kind @p kind): the subtask that owns the key group of its key
+ * bytes.  Every consumer of the source (a window, a join side) is an
+ * edge with its own key fields, so one row may go to different subtasks
+ * of different consumers.  The row is not copied: its index goes into
+ * the target's selection, with its timestamp and the key (tdm__sel) when
+ * it is a single field - the value bytes of a fixed-width one, or a
+ * string read in place - which is all a window subtask reads of it for a
+ * count.  At parallelism 1 (@p P) there is one target and no hashing;
+ * the key bytes are then only built for the key fence (@p fence).
+ * @p kfield is the edge's first key field (read for the fixed-width
+ * kinds), @p sel and @p sel_n the selection and counts of the edge's
+ * first target (its target_base), whose regions are @p cap rows. */
 static inline __attribute__((always_inline)) tdm_err
-route(rt_src_task *t, const tdm__row *row, uint32_t i)
+route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
+           int kind, int kfield, int P, bool fence, tdm__sel *sel,
+           uint32_t *sel_n, size_t cap)
 {
-    rt_source *s = t->src;
+    const rt_edge *ed = &t->src->edges[e];
+    char buf[TDM__KEY_FIXED_LEN];
+    const char *key = NULL;
+    size_t klen = 0;
+    bool have = false;
+    /* What goes into the selection: key_len and the key word (the
+     * fixed value bytes, or the key pointer). */
+    uint32_t sel_len = 0;
+    uint64_t fixed = 0;
+    if (kind == KEY_INT || kind == KEY_DOUBLE) {
+        const tdm__val *v = &row->v[kfield];
+        if (__builtin_expect(v->null, 0)) {
+            /* A null single field is the one byte 0 (tdm__key_encode). */
+            key = "";
+            klen = 1;
+            sel_len = 1;
+        } else {
+            fixed = tdm__key_fixed_bits(
+                v, kind == KEY_DOUBLE ? TDM_TYPE_DOUBLE : TDM_TYPE_INT64);
+            sel_len = TDM__SEL_FIXED;
+            if (fence) {
+                tdm__key_fixed_put(fixed, buf);
+                key = buf;
+                klen = TDM__KEY_FIXED_LEN;
+            }
+        }
+        have = true;
+    } else if (kind == KEY_STRING &&
+               tdm__key_inplace(row, ed->key_idx, 1, &key, &klen) &&
+               klen != TDM__SEL_FIXED) {
+        sel_len = (uint32_t)klen;
+        have = true;
+    }
+    int j = 0;
+    if (P > 1) {
+        /* An encoded key lives in the subtask's scratch buffer, which the
+         * next row overwrites: the consumer encodes it again (key NULL in
+         * the selection). */
+        if (!have && tdm__key_encode(row, ed->key_idx, ed->n_key, &t->kb,
+                                     &key, &klen) != TDM_OK)
+            return TDM_ERR_NOMEM;
+        /* A fixed-width key hashes from its value (no bytes, no call). */
+        uint64_t h = sel_len == TDM__SEL_FIXED ? tdm__key_fixed_hash(fixed)
+                                               : tdm__keys_hash(key, klen);
+        j = t->run->owner[tdm__key_group(h, t->run->key_groups)];
+    }
+    if (__builtin_expect(fence, 0) &&
+        track_key(t, row, e, key, klen, have || P > 1) != TDM_OK)
+        return TDM_ERR_NOMEM;
+    tdm__sel *sl = P > 1 ? &sel[(size_t)j * cap + sel_n[j]++]
+                         : &sel[sel_n[0]++];
+    sl->row = i;
+    sl->key_len = sel_len;
+    if (sel_len == TDM__SEL_FIXED)
+        sl->fixed = fixed;
+    else
+        sl->key = have ? key : NULL;
+    sl->ts = row->ts;
+    return TDM_OK;
+}
+
+/* route_edge for every edge of the source (a source read by several
+ * consumers), finding each edge's key kind per row. */
+static __attribute__((noinline)) tdm_err
+route_all(rt_src_task *t, const tdm__row *row, uint32_t i, int P,
+          bool fence)
+{
+    const rt_source *s = t->src;
     tdm__sbatch *sb = t->cur;
     size_t cap = t->run->batch_size;
     for (int e = 0; e < s->n_edges; e++) {
         const rt_edge *ed = &s->edges[e];
-        const char *key;
-        size_t klen;
-        bool inplace = tdm__key_inplace(row, ed->key_idx, ed->n_key, &key,
-                                        &klen);
-        int j = 0;
-        if (t->run->P > 1) {
-            if (!inplace && tdm__key_encode(row, ed->key_idx, ed->n_key,
-                                            &t->kb, &key, &klen) != TDM_OK)
-                return TDM_ERR_NOMEM;
-            uint64_t h = tdm__keys_hash(key, klen);
-            j = t->run->owner[tdm__key_group(h, t->run->key_groups)];
-        }
-        if (__builtin_expect(s->fence, 0) &&
-            track_key(t, row, e, key, klen, inplace || t->run->P > 1) !=
-                TDM_OK)
+        int tb = ed->target_base;
+        if (route_edge(t, row, i, e, key_kind(row->schema, ed),
+                       ed->n_key ? ed->key_idx[0] : -1, P, fence,
+                       sb->sel + (size_t)tb * cap,
+                       sb->sel_n + tb, cap) != TDM_OK)
             return TDM_ERR_NOMEM;
-        int tg = ed->target_base + j;
-        /* An encoded key lives in the subtask's scratch buffer, which the
-         * next row overwrites: the consumer encodes it again. */
-        tdm__sel *sl = &sb->sel[(size_t)tg * cap + sb->sel_n[tg]++];
-        sl->row = i;
-        sl->key = inplace ? key : NULL;
-        sl->key_len = inplace ? (uint32_t)klen : 0;
-        sl->ts = row->ts;
     }
     return TDM_OK;
 }
@@ -714,22 +804,42 @@ static inline int lag_bucket(int64_t v)
  * Nothing here allocates once the partition arrays have grown; the
  * common row costs no counter of its own (rows routed and in timestamp
  * order are counted by exception, below).  Inlined into process_batch
- * twice, with and without the lag histogram, so that a batch it does
- * not sample pays no test per row for it. */
+ * with and without the lag histogram, so that a batch it does not sample
+ * pays no test per row for it, and for lean batches (@p lean, see
+ * lean_kind) with what they cannot have folded away. */
 static inline __attribute__((always_inline)) tdm_err
-scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on)
+scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
+           const int lean)
 {
     rt_source *s = t->src;
     tdm__batch *b = t->cur->b;
     const tdm__source_conf *c = &s->conf;
     /* Loop invariants in locals: the compiler cannot tell that the
-     * stores below leave them alone. */
-    const int mode = c->time_mode;
-    const bool unit_check = mode == TDM__TIME_EVENT &&
-                            c->ts_unit == TDM__UNIT_MS;
+     * stores below leave them alone.  A lean batch (lean_kind) has them
+     * as constants, and the branches they decide fold away. */
+    const int mode = lean ? TDM__TIME_EVENT : c->time_mode;
+    /* The unit check looks at the first rows of each partition only:
+     * once every partition is judged, the batch skips it. */
+    bool unit_check = mode == TDM__TIME_EVENT &&
+                      c->ts_unit == TDM__UNIT_MS && unit_open(t);
+    /* The routing of a source with one consumer (the common case) is
+     * decided here once: its key kind depends on the schema only. */
+    const int P = lean == LEAN_P1 ? 1 : t->run->P;
+    const bool fence = lean ? false : s->fence;
+    const int kind0 = lean ? KEY_INT
+                      : s->n_edges == 1 ? key_kind(b->schema, &s->edges[0])
+                                        : -1;
+    /* Edge 0's key field and its targets' selections. */
+    const size_t cap = t->run->batch_size;
+    const int tb0 = s->n_edges ? s->edges[0].target_base : 0;
+    const int kfield0 = s->n_edges && s->edges[0].n_key
+                            ? s->edges[0].key_idx[0]
+                            : -1;
+    tdm__sel *const sel0 = t->cur->sel + (size_t)tb0 * cap;
+    uint32_t *const sel_n0 = t->cur->sel_n + tb0;
     const bool max_only = s->wm_max_only;
     const bool guard_dead = t->run->guard_dead;
-    const int n_udfs = s->node->n_udfs;
+    const int n_udfs = lean ? 0 : s->node->n_udfs;
     tdm_time_ms limit = t->run->guard > 0
                             ? tdm__time_add_sat(t->now, t->run->guard)
                             : TDM_TIME_MAX;
@@ -740,14 +850,19 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on)
     rt_phot *hot = t->hot;
     uint64_t *lag_b = t->lag.b;
     uint64_t lag_max = t->lag_max;
+    int n_parts = t->n_parts;
     for (size_t i = 0; i < b->n; i++) {
         tdm__row *row = &b->rows[i];
         const uint32_t p = row->partition;
-        if ((int)p >= t->n_parts) {
+        if ((int)p >= n_parts) {
             if (ensure_partition(t, (int)p, row) != TDM_OK)
                 return TDM_ERR_NOMEM;
+            n_parts = t->n_parts;
             touched = t->mtouched;
             hot = t->hot;
+            /* A new partition is yet to be judged. */
+            unit_check = mode == TDM__TIME_EVENT &&
+                         c->ts_unit == TDM__UNIT_MS;
         }
         /* Partition metrics: records read. */
         rt_phot *ph = &hot[p];
@@ -773,7 +888,12 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on)
                 }
             }
         }
-        if (route(t, row, (uint32_t)i) != TDM_OK)
+        tdm_err rerr = kind0 >= 0
+                           ? route_edge(t, row, (uint32_t)i, 0, kind0,
+                                        kfield0, P, fence, sel0, sel_n0,
+                                        cap)
+                           : route_all(t, row, (uint32_t)i, P, fence);
+        if (rerr != TDM_OK)
             return TDM_ERR_NOMEM;
         if (guarded || mode == TDM__TIME_PROCESSING) {
             if (ph->stamp != seq) {
@@ -866,6 +986,21 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on)
     return TDM_OK;
 }
 
+/* Whether a batch of the subtask is lean - event time, no filter or
+ * map, one consumer keyed by one int64, timestamp or bool field, no key
+ * fence - and at which parallelism (LEAN_P1: one target, no hashing):
+ * the scan of such a batch is specialised (scan_batch), as most keyed
+ * counts and NEXMark-W are. */
+static int lean_kind(const rt_src_task *t)
+{
+    const rt_source *s = t->src;
+    if (s->conf.time_mode != TDM__TIME_EVENT || s->node->n_udfs ||
+        s->fence || s->n_edges != 1 ||
+        key_kind(t->cur->b->schema, &s->edges[0]) != KEY_INT)
+        return LEAN_NO;
+    return t->run->P == 1 ? LEAN_P1 : LEAN_PN;
+}
+
 /* Processes one poll's rows (scan_batch).  The lag histogram takes every
  * record of the first batches and then of one batch in RT_LAG_EVERY: a
  * bucket per out-of-order record was most of what metrics cost the
@@ -876,9 +1011,19 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on)
 static tdm_err process_batch(rt_src_task *t)
 {
     const uint32_t seq = ++t->seq;
-    if (seq <= RT_LAG_EXACT_BATCHES || seq % RT_LAG_EVERY == 0)
-        return scan_batch(t, seq, true);
-    return scan_batch(t, seq, false);
+    const bool lag_on = seq <= RT_LAG_EXACT_BATCHES ||
+                        seq % RT_LAG_EVERY == 0;
+    switch (lean_kind(t)) {
+    case LEAN_P1:
+        return lag_on ? scan_batch(t, seq, true, LEAN_P1)
+                      : scan_batch(t, seq, false, LEAN_P1);
+    case LEAN_PN:
+        return lag_on ? scan_batch(t, seq, true, LEAN_PN)
+                      : scan_batch(t, seq, false, LEAN_PN);
+    default:
+        return lag_on ? scan_batch(t, seq, true, LEAN_NO)
+                      : scan_batch(t, seq, false, LEAN_NO);
+    }
 }
 
 /* Publishes the event lag quantiles of the subtask's histogram and the

@@ -59,57 +59,6 @@ static inline uint64_t table_word(uint64_t hash, uint32_t id)
     return ((hash >> 32) << 32) | (uint64_t)(id + 1);
 }
 
-static inline uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static inline uint64_t rd32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* Eight bytes at a time with a multiply-xorshift mix per word: a few
- * nanoseconds for the short keys records usually carry, where a
- * byte-at-a-time hash costs a multiply per byte.  Tails are read as
- * (possibly overlapping) whole words; the length is mixed into the seed,
- * so keys that differ only in length hash apart. */
-uint64_t tdm__keys_hash(const void *key, size_t len)
-{
-    const unsigned char *p = key;
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^
-                 ((uint64_t)len * 0xff51afd7ed558ccdULL);
-    uint64_t v;
-    if (len > 8) {
-        size_t n = len;
-        while (n > 8) {
-            h = (h ^ rd64(p)) * 0xbf58476d1ce4e5b9ULL;
-            h ^= h >> 31;
-            p += 8;
-            n -= 8;
-        }
-        v = rd64(p + n - 8);
-    } else if (len == 8) {
-        v = rd64(p);
-    } else if (len >= 4) {
-        v = (rd32(p) << 32) | rd32(p + len - 4);
-    } else if (len > 0) {
-        v = (uint64_t)p[0] | ((uint64_t)p[len / 2] << 8) |
-            ((uint64_t)p[len - 1] << 16);
-    } else {
-        v = 0;
-    }
-    h = (h ^ v) * 0x94d049bb133111ebULL;
-    h ^= h >> 32;
-    h *= 0xd6e8feb86659fd93ULL;
-    h ^= h >> 29;
-    return h;
-}
-
 /* Creates an empty key table (16-slot index, no chunks yet).
  * Returns NULL on OOM. */
 tdm__keys *tdm__keys_new(void)
