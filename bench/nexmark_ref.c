@@ -1,16 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* nexmark_ref.c - the naive reference for NEXMark-W: one loop over the
- * generated events that counts bids per (auction, tumbling window) in a
- * hash table, then prints every (auction, window_start, window_end,
- * count) sorted by window then auction.  No engine, no watermark: every
- * bid counts, which is what the engine must produce when no bid is late
- * (the generator's timestamps never fall behind max - 4 s by more than
- * the out-of-order group allows).  Used by bench/run_nexmark.sh to check
- * the engine's result multiset.
- *
- *   nexmark_ref EVENTS [RATE_PER_S] [WINDOW_MS] [OOO_GROUP]
- * (defaults: 50,000,000 events, 100,000 /s, 10,000 ms, 1); prints the
- * rows on stdout and "bids N rows M" on stderr.
+/* nexmark_ref.c - naive references for the NEXMark jobs of bench/nexmark/
+ * (NEXMark-W, q8, q11): plain loops over the generated events
+ * (tdm__nx_event_at, the definition of the stream), grouping by hash table
+ * or by sorting, no engine and no watermark: every event counts, which is
+ * what the engine must produce when none is late.  bench/run_nexmark.sh
+ * and tests/cli/nexmark_*.sh compare the engine's result multisets with
+ * these (usage above main).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -80,26 +75,16 @@ static int by_window_then_auction(const void *a, const void *b)
     return (x->auction > y->auction) - (x->auction < y->auction);
 }
 
-int main(int argc, char **argv)
+/* NEXMark-W: bids counted per (auction, tumbling window of @p size). */
+static int run_w(const tdm__nx_conf *c, int64_t events, int64_t size)
 {
-    int64_t events = argc > 1 ? strtoll(argv[1], NULL, 10) : 50000000;
-    tdm__nx_conf c;
-    tdm__nx_conf_default(&c);
-    c.rate = argc > 2 ? strtoll(argv[2], NULL, 10) : 100000;
-    int64_t size = argc > 3 ? strtoll(argv[3], NULL, 10) : 10000;
-    c.ooo_group = argc > 4 ? strtoll(argv[4], NULL, 10) : 1;
-    if (events < 0 || c.rate <= 0 || size <= 0 || c.ooo_group <= 0) {
-        fprintf(stderr, "usage: nexmark_ref EVENTS [RATE] [WINDOW_MS] "
-                        "[OOO_GROUP]\n");
-        return 2;
-    }
     table t = { calloc(1024, sizeof(cell)), 1024, 0 };
     if (!t.c)
         return 1;
     int64_t bids = 0;
     for (int64_t i = 0; i < events; i++) {
         tdm__nx_event ev;
-        tdm__nx_event_at(&c, i, &ev);
+        tdm__nx_event_at(c, i, &ev);
         if (ev.kind != TDM__NX_BID)
             continue;
         bids++;
@@ -107,6 +92,7 @@ int main(int argc, char **argv)
         int64_t start = ev.date_time - ev.date_time % size;
         if (add(&t, ev.auction, start) != 0) {
             fprintf(stderr, "nexmark_ref: out of memory\n");
+            free(t.c);
             return 1;
         }
     }
@@ -122,4 +108,221 @@ int main(int argc, char **argv)
     fprintf(stderr, "bids %" PRId64 " rows %zu\n", bids, k);
     free(t.c);
     return 0;
+}
+
+/* ---- q8: persons x auctions in the same tumbling window ---- */
+
+/* A person (key id) or an auction (key seller), with its window. */
+typedef struct side {
+    int64_t start, key, id;
+    char name[48]; /* persons only */
+} side;
+
+/* A growable array of sides. */
+typedef struct sides {
+    side *v;
+    size_t n, cap;
+} sides;
+
+static side *push(sides *s)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 1024;
+        side *v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        s->v = v;
+        s->cap = cap;
+    }
+    return &s->v[s->n++];
+}
+
+static int by_window_key(const side *x, const side *y)
+{
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+static int by_window_key_id(const void *a, const void *b)
+{
+    const side *x = a, *y = b;
+    int o = by_window_key(x, y);
+    return o ? o : (x->id > y->id) - (x->id < y->id);
+}
+
+/* Groups both sides by (window, key) by sorting, then prints the cross
+ * product of every group present on both sides. */
+static int run_q8(const tdm__nx_conf *c, int64_t events, int64_t size)
+{
+    sides p = { 0 }, a = { 0 };
+    int rc = 1;
+    for (int64_t i = 0; i < events; i++) {
+        tdm__nx_event ev;
+        tdm__nx_event_at(c, i, &ev);
+        if (ev.kind == TDM__NX_BID)
+            continue;
+        side *s = push(ev.kind == TDM__NX_PERSON ? &p : &a);
+        if (!s)
+            goto fail;
+        s->start = ev.date_time - ev.date_time % size;
+        s->id = ev.id;
+        s->key = ev.kind == TDM__NX_PERSON ? ev.id : ev.seller;
+        s->name[0] = '\0';
+        if (ev.kind == TDM__NX_PERSON) {
+            char buf[512];
+            tdm__nx_strings str;
+            tdm__nx_strings_of(&ev, buf, sizeof buf, &str);
+            snprintf(s->name, sizeof s->name, "%s", str.name);
+        }
+    }
+    if (p.n)
+        qsort(p.v, p.n, sizeof(side), by_window_key_id);
+    if (a.n)
+        qsort(a.v, a.n, sizeof(side), by_window_key_id);
+    size_t i = 0, j = 0, pairs = 0, rows = 0;
+    while (i < p.n && j < a.n) {
+        int o = by_window_key(&p.v[i], &a.v[j]);
+        if (o < 0) {
+            i++;
+            continue;
+        }
+        if (o > 0) {
+            j++;
+            continue;
+        }
+        /* The groups [i, ie) and [j, je) share window and key. */
+        size_t ie = i, je = j;
+        while (ie < p.n && !by_window_key(&p.v[ie], &p.v[i]))
+            ie++;
+        while (je < a.n && !by_window_key(&a.v[je], &a.v[j]))
+            je++;
+        for (size_t x = i; x < ie; x++) {
+            rows++;
+            for (size_t y = j; y < je; y++, pairs++)
+                printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
+                       " %s\n",
+                       p.v[x].id, a.v[y].id, p.v[x].start,
+                       p.v[x].start + size, p.v[x].name);
+        }
+        i = ie;
+        j = je;
+    }
+    fprintf(stderr, "persons %zu auctions %zu pairs %zu rows %zu\n", p.n,
+            a.n, pairs, rows);
+    rc = 0;
+fail:
+    if (rc)
+        fprintf(stderr, "nexmark_ref: out of memory\n");
+    free(p.v);
+    free(a.v);
+    return rc;
+}
+
+/* ---- q11: bids per bidder per session ---- */
+
+typedef struct bid {
+    int64_t bidder, t;
+} bid;
+
+static int by_bidder_time(const void *a, const void *b)
+{
+    const bid *x = a, *y = b;
+    if (x->bidder != y->bidder)
+        return x->bidder < y->bidder ? -1 : 1;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* Sorts all bids by (bidder, time) and cuts each bidder's run where two
+ * consecutive bids lie more than @p gap apart. */
+static int run_q11(const tdm__nx_conf *c, int64_t events, int64_t gap)
+{
+    size_t n = 0, cap = 1024, rows = 0;
+    bid *v = malloc(cap * sizeof *v);
+    if (!v)
+        goto oom;
+    for (int64_t i = 0; i < events; i++) {
+        tdm__nx_event ev;
+        tdm__nx_event_at(c, i, &ev);
+        if (ev.kind != TDM__NX_BID)
+            continue;
+        if (n == cap) {
+            bid *w = realloc(v, cap * 2 * sizeof *v);
+            if (!w)
+                goto oom;
+            v = w;
+            cap *= 2;
+        }
+        v[n].bidder = ev.bidder;
+        v[n++].t = ev.date_time;
+    }
+    qsort(v, n, sizeof *v, by_bidder_time);
+    for (size_t i = 0; i < n;) {
+        size_t e = i + 1;
+        while (e < n && v[e].bidder == v[i].bidder &&
+               v[e].t - v[e - 1].t <= gap)
+            e++;
+        printf("%" PRId64 " %" PRId64 " %" PRId64 " %zu\n", v[i].bidder,
+               v[i].t, v[e - 1].t + gap, e - i);
+        rows++;
+        i = e;
+    }
+    fprintf(stderr, "bids %zu rows %zu\n", n, rows);
+    free(v);
+    return 0;
+oom:
+    fprintf(stderr, "nexmark_ref: out of memory\n");
+    free(v);
+    return 1;
+}
+
+/*   nexmark_ref [QUERY] EVENTS [RATE_PER_S] [SIZE_MS] [OOO_GROUP]
+ *
+ * QUERY is w (the default when the first argument is a number, NEXMark-W's
+ * original command line), q8 or q11; defaults 50,000,000 events,
+ * 100,000 /s, 10,000 ms, 1.  SIZE_MS is the tumbling window (w, q8) or the
+ * session gap (q11).  Rows go to stdout, one line each, a summary to
+ * stderr:
+ *   w    auction window_start window_end count     "bids N rows M"
+ *        (sorted by window then auction)
+ *   q8   person auction window_start window_end name
+ *        "persons P auctions A pairs K rows R"
+ *   q11  bidder session_start session_end count    "bids N rows M"
+ * q8 is the window join persons x auctions on person.id = auction.seller
+ * within one tumbling window: one line per (person, auction) pair, R the
+ * distinct (person, window) rows of NEXMark's q8.  q11 counts each
+ * bidder's bids per session: bids at t1 <= t2 share one when t2 - t1 <=
+ * gap (touching windows [t, t + gap) merge), a session ends gap after its
+ * last bid.  No record is late when the out-of-order group is small (the
+ * generator's times then never fall behind max - 4 s).  Exit code 0, 1 on
+ * out of memory, 2 on bad arguments.
+ */
+int main(int argc, char **argv)
+{
+    /* An optional query name first; a number there is NEXMark-W's
+     * original command line. */
+    const char *q = "w";
+    if (argc > 1 && (argv[1][0] < '0' || argv[1][0] > '9')) {
+        q = argv[1];
+        argc--;
+        argv++;
+    }
+    int64_t events = argc > 1 ? strtoll(argv[1], NULL, 10) : 50000000;
+    tdm__nx_conf c;
+    tdm__nx_conf_default(&c);
+    c.rate = argc > 2 ? strtoll(argv[2], NULL, 10) : 100000;
+    int64_t size = argc > 3 ? strtoll(argv[3], NULL, 10) : 10000;
+    c.ooo_group = argc > 4 ? strtoll(argv[4], NULL, 10) : 1;
+    int known = !strcmp(q, "w") || !strcmp(q, "q8") || !strcmp(q, "q11");
+    if (!known || events < 0 || c.rate <= 0 || size <= 0 ||
+        c.ooo_group <= 0) {
+        fprintf(stderr, "usage: nexmark_ref [w|q8|q11] EVENTS [RATE] "
+                        "[SIZE_MS] [OOO_GROUP]\n");
+        return 2;
+    }
+    if (!strcmp(q, "q8"))
+        return run_q8(&c, events, size);
+    if (!strcmp(q, "q11"))
+        return run_q11(&c, events, size);
+    return run_w(&c, events, size);
 }
