@@ -11,10 +11,22 @@
 #ifndef TDM_CONNECT_H
 #define TDM_CONNECT_H
 
+#include <pthread.h>
+
 #include "runtime/row.h"
 
 /* A line for the job's log (no newline), from a connector's thread. */
 typedef void (*tdm__log_fn)(void *ud, const char *line);
+
+/* What the subtasks of one source share inside a process: the runtime
+ * makes one per version-2 source before opening its connectors and frees
+ * it after every one closed (free_p(p) first when set).  The connector
+ * owns p; every access holds mu. */
+typedef struct tdm__conn_shared {
+    pthread_mutex_t mu;
+    void *p;
+    void (*free_p)(void *p);
+} tdm__conn_shared;
 
 /* ---- Configuration handed to connectors ----
  * The runtime parses the table's keys into this struct (defaults
@@ -71,6 +83,9 @@ typedef struct tdm__source_conf {
     int repartition_writers;
     tdm_time_ms repartition_writer_timeout;
     int repartition_partitions;
+    /* Shared by the source's subtasks in this process (version 2; NULL
+     * for other sources).  Borrowed. */
+    tdm__conn_shared *shared;
 } tdm__source_conf;
 
 enum { TDM__SRC_FILE = 1, TDM__SRC_STDIN, TDM__SRC_TCP, TDM__SRC_GENERATOR,

@@ -26,8 +26,8 @@
 #define KS_QUERY_MS 5000
 /* The first consumer poll of a call waits this long for a message. */
 #define KS_WAIT_MS 50
-/* Periodic commits refresh only the metadata after the group has been
- * without rebalance callbacks this long (a mock rebalance round takes
+/* Periodic commits and claims wait until the group has been without
+ * rebalance callbacks this long (a mock rebalance round takes
  * session.timeout.ms - 1000, 3 s in the tests). */
 #define KS_QUIET_MS 5000
 /* Input rows buffered per poll on the repartition path. */
@@ -65,6 +65,11 @@ typedef struct kpart {
     bool revoked_live;     /* finished by a revoke or loss while the
                               job runs (connect.h, fenced) */
     bool handing;          /* in the hand-over commit being made */
+    bool waiting;          /* paused until another subtask of this
+                              process let it go (owner_take) */
+    bool align_paused;     /* what alignment asked (ks_pause) */
+    bool taken_now;        /* assigned in this callback: owner_take */
+    uint64_t fin_poll;     /* poll in which it was dropped (owners) */
 } kpart;
 
 struct tdm__source {
@@ -100,6 +105,7 @@ struct tdm__source {
     tdm_time_ms replay_start, replay_last;
     bool replay_pending;    /* some replay_end is KS_REPLAY_PENDING */
     int64_t replay_tried_ms;
+    uint64_t poll_no;       /* polls so far (owners_sync) */
     int *csv_cols;          /* CSV column -> schema index */
     int n_csv_cols;
     tdm__json_hint hint;
@@ -258,14 +264,12 @@ static tdm_err commit_input(tdm__source *src, bool handover)
  * close after it); then drops the snapshots no partition needs.  A
  * commit that races a rebalance costs the member its whole assignment
  * (ILLEGAL_GENERATION, "lost"; measured on the mock cluster whenever a
- * commit falls into a rebalance), and rebalances move watermarks, so
- * periodic commits (@p handover false) refresh the metadata alone (same
- * offset) only while the group has been quiet for KS_QUIET_MS, and wait
- * for the next rebalance callback after a commit met
- * REBALANCE_IN_PROGRESS; the hand-over commit (revoke, close) and the
- * final commit always refresh it.  A failed commit is logged and retried
- * at the next call (commits are idempotent); only a fatal client error
- * is TDM_ERR_IO. */
+ * commit falls into a rebalance), so periodic commits (@p handover
+ * false) wait until the group has been quiet for KS_QUIET_MS, and for
+ * the next rebalance callback after a commit met REBALANCE_IN_PROGRESS;
+ * the hand-over commit (revoke, close) and the final commit always go.
+ * A failed commit is logged and retried at the next call (commits are
+ * idempotent); only a fatal client error is TDM_ERR_IO. */
 static tdm_err commit_parts(tdm__source *src, bool handover,
                             tdm_time_ms processed, tdm_time_ms done,
                             tdm_time_ms top)
@@ -277,6 +281,11 @@ static tdm_err commit_parts(tdm__source *src, bool handover,
     bool quiet = tdm__mono_ms() - src->last_rebalance_ms >= KS_QUIET_MS;
     rd_kafka_resp_err_t e;
 
+    /* Periodic commits wait for a quiet group (KS_QUIET_MS): on the mock
+     * a commit during a rebalance round could leave the member unknown to
+     * the group ("Unknown member") with its partitions read nowhere. */
+    if (!handover && top == TDM_TIME_MIN && !quiet)
+        return TDM_OK;
     meta = tdm__malloc(((size_t)src->n_parts + 1) * sizeof *meta);
     l = rd_kafka_topic_partition_list_new(src->n_parts ? src->n_parts : 1);
     if (!l || !meta) {
@@ -563,6 +572,161 @@ done:
     tdm__free(meta);
 }
 
+/* ---- Partitions shared by the subtasks of this process ----
+ *
+ * Every subtask is its own group member, so a partition can move between
+ * two subtasks of one process.  The table (tdm__conn_shared.p) says who
+ * reads each partition: a subtask assigned a partition another one still
+ * holds waits (paused) until that one let it go, and a subtask that finds
+ * its live partition owned by another drops it - the group can assign a
+ * partition to a second member before the first served its revoke
+ * (measured on the mock at parallelism 2: both read it).  Letting go
+ * happens one poll after the split finished, when the runtime has sent
+ * its key fence, so the new reader's rows reach the windows after the
+ * fence. */
+
+typedef struct kowner {
+    char *topic;
+    int32_t part;
+    int owner;         /* subtask index reading it, -1 none */
+    int prev;          /* subtask that must let go first, -1 none */
+} kowner;
+
+typedef struct kowners {
+    kowner *e;
+    int n, cap;
+} kowners;
+
+static void owners_free(void *p)
+{
+    kowners *t = p;
+    if (!t)
+        return;
+    for (int i = 0; i < t->n; i++)
+        tdm__free(t->e[i].topic);
+    tdm__free(t->e);
+    tdm__free(t);
+}
+
+/* The entry of @p kp, added (owner -1) if new; NULL on OOM.  Lock held. */
+static kowner *owner_entry(tdm__conn_shared *sh, const kpart *kp)
+{
+    kowners *t = sh->p;
+    if (!t) {
+        if (!(t = tdm__calloc(1, sizeof *t)))
+            return NULL;
+        sh->p = t;
+        sh->free_p = owners_free;
+    }
+    for (int i = 0; i < t->n; i++)
+        if (t->e[i].part == kp->part && strcmp(t->e[i].topic, kp->topic) == 0)
+            return &t->e[i];
+    if (t->n == t->cap) {
+        int cap = t->cap ? 2 * t->cap : 16;
+        kowner *ne = tdm__realloc(t->e, (size_t)cap * sizeof *ne);
+        if (!ne)
+            return NULL;
+        t->e = ne;
+        t->cap = cap;
+    }
+    kowner *o = &t->e[t->n];
+    if (!(o->topic = tdm__strndup(kp->topic, strlen(kp->topic))))
+        return NULL;
+    o->part = kp->part;
+    o->owner = o->prev = -1;
+    t->n++;
+    return o;
+}
+
+/* @p kp was just assigned to this subtask: it becomes the owner; when
+ * another subtask still holds it, kp waits (paused) until it let go. */
+static void owner_take(tdm__source *src, kpart *kp)
+{
+    tdm__conn_shared *sh = src->conf.shared;
+    int prev = -1;
+    if (!sh)
+        return;
+    pthread_mutex_lock(&sh->mu);
+    kowner *o = owner_entry(sh, kp);
+    if (!o) {
+        src->cb_err = TDM_ERR_NOMEM;
+    } else {
+        if (o->owner >= 0 && o->owner != src->index)
+            o->prev = o->owner;
+        else if (o->prev == src->index)
+            o->prev = -1;
+        o->owner = src->index;
+        prev = o->prev;
+        kp->waiting = prev >= 0;
+    }
+    pthread_mutex_unlock(&sh->mu);
+    if (kp->waiting) {
+        tdm__kafka_logf(&src->log, "%s: waiting for subtask %d of this "
+                        "process to let it go", kp->name, prev);
+        set_paused(src, kp, true);
+    }
+}
+
+/* Once per poll: lets go of partitions this subtask finished in an
+ * earlier poll, drops live ones another subtask now owns (as a revoke
+ * while running: the split finishes and its keys are fenced), and
+ * resumes waiting ones whose previous reader let go. */
+static void owners_sync(tdm__source *src)
+{
+    tdm__conn_shared *sh = src->conf.shared;
+    if (!sh || !sh->p)
+        return;
+    src->poll_no++;
+    pthread_mutex_lock(&sh->mu);
+    kowners *t = sh->p;
+    for (int i = 0; i < t->n; i++) {
+        kowner *o = &t->e[i];
+        kpart *kp = NULL;
+        for (int k = src->n_parts - 1; k >= 0 && !kp; k--)
+            if (src->parts[k]->part == o->part &&
+                strcmp(src->parts[k]->topic, o->topic) == 0 &&
+                (src->parts[k]->live || src->parts[k]->fin_done))
+                kp = src->parts[k];
+        if (o->prev == src->index &&
+            (!kp || (!kp->live && kp->fin_done && !kp->fin_pending &&
+                     src->poll_no > kp->fin_poll)))
+            o->prev = -1;
+        if (kp && kp->live && o->owner != src->index) {
+            tdm__kafka_logf(&src->log, "%s is read by subtask %d of this "
+                            "process now: dropped here", kp->name,
+                            o->owner);
+            set_paused(src, kp, true);
+            kp->live = false;
+            kp->fin_pending = kp->fin_done = kp->revoked_live = true;
+            kp->fin_poll = src->poll_no;
+            if (o->prev < 0)
+                o->prev = src->index;
+        }
+        if (kp && kp->live && kp->waiting && o->prev < 0) {
+            kp->waiting = false;
+            set_paused(src, kp, kp->align_paused);
+        }
+    }
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* At close: nothing of this subtask is waited for any more. */
+static void owners_leave(tdm__source *src)
+{
+    tdm__conn_shared *sh = src->conf.shared;
+    if (!sh || !sh->p)
+        return;
+    pthread_mutex_lock(&sh->mu);
+    kowners *t = sh->p;
+    for (int i = 0; i < t->n; i++) {
+        if (t->e[i].prev == src->index)
+            t->e[i].prev = -1;
+        if (t->e[i].owner == src->index)
+            t->e[i].owner = -1;
+    }
+    pthread_mutex_unlock(&sh->mu);
+}
+
 /* Partitions assigned: local indices, start offsets and floors, then the
  * (incremental) assign. */
 static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
@@ -622,6 +786,7 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
             kp->limbo = false;
             kp->live = true;
             kp->revoked_live = false;
+            kp->taken_now = true;
             /* librdkafka forgot the pause: applied again after assign. */
             kp->repause = kp->paused;
             kp->paused = false;
@@ -637,6 +802,7 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
             src->cb_err = TDM_ERR_NOMEM;
             break;
         }
+        kp->taken_now = true;
         if (src->sh)
             tdm__kshuffle_input_assigned(src->sh, kp->local);
         if (resumed[i]) {
@@ -682,6 +848,11 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
             tdm__kafka_logf(&src->log, "assign failed: %s",
                             rd_kafka_err2str(e));
     }
+    for (int i = 0; i < src->n_parts; i++)
+        if (src->parts[i]->taken_now) {
+            src->parts[i]->taken_now = false;
+            owner_take(src, src->parts[i]);
+        }
     /* Claimed by a later poll, once the group is quiet (ks_poll). */
     src->claims_pending = src->sh == NULL;
     /* Partitions in limbo that did not come back finish now. */
@@ -953,6 +1124,7 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
     *eof = 0;
     if (src->replay_pending)
         resolve_replay(src);
+    owners_sync(src);
     /* Claims wait, like periodic commits, until the group has been quiet
      * for KS_QUIET_MS: a commit that meets a rebalance round can cost the
      * member its assignment without a callback (measured on the mock: a
@@ -995,6 +1167,7 @@ static void ks_close(tdm__source *src)
 {
     if (!src)
         return;
+    owners_leave(src);
     if (src->rk) {
         /* Leaves the group; the revoke callback makes a last hand-over
          * commit of what the last commit() allowed. */
@@ -1259,7 +1432,9 @@ static void ks_pause(tdm__source *src, int p, int paused)
     if (src->sh || p < 0 || p >= src->n_parts)
         return;
     kp = src->parts[p];
-    if (!kp->live || kp->ended || kp->paused == (paused != 0))
+    kp->align_paused = paused != 0;
+    if (!kp->live || kp->ended || kp->waiting ||
+        kp->paused == (paused != 0))
         return;
     set_paused(src, kp, paused != 0);
 }

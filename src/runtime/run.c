@@ -270,6 +270,15 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
         s->vt = &tdm__file_source;
 
     s->v2 = s->vt->version >= 2 && s->vt->n_partitions;
+    if (s->v2) {
+        tdm__conn_shared *sh = tdm__calloc(1, sizeof *sh);
+        if (!sh || pthread_mutex_init(&sh->mu, NULL) != 0) {
+            tdm__free(sh);
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                             "out of memory");
+        }
+        c->shared = sh;
+    }
 
     /* Watermarks: ingestion time is monotonous by construction;
      * processing time has none. */
@@ -818,6 +827,14 @@ static void free_plan(tdm__run *run)
         tdm_wm_strategy_destroy(
             (tdm_wm_strategy *)s->conf.repartition_strategy);
         tdm__free(s->group_owned);
+        /* After every connector of the source closed (task fini). */
+        if (s->conf.shared) {
+            if (s->conf.shared->free_p)
+                s->conf.shared->free_p(s->conf.shared->p);
+            pthread_mutex_destroy(&s->conf.shared->mu);
+            tdm__free(s->conf.shared);
+            s->conf.shared = NULL;
+        }
     }
     for (int k = 0; k < run->n_aligns; k++) {
         rt_align *a = &run->aligns[k];
