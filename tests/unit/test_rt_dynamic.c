@@ -748,6 +748,21 @@ TDM_TEST(early_firing_job_commits_no_top)
     tdm_job_destroy(job);
 }
 
+/* The key fence cases start alike: t[0] (a:1, a:5) and t[1] (b:2) are
+ * assigned and read (watermark 1: window [0,10) of both keys open). */
+static tdm_job *fence_start(kit_bg *bg, int *p0, int *p1)
+{
+    tdm_job *job = fk_job("1");
+    *p0 = fk_assign(0, "t[0]", TDM_TIME_MIN);
+    *p1 = fk_assign(0, "t[1]", TDM_TIME_MIN);
+    fk_push(*p0, "a", 1);
+    fk_push(*p0, "a", 5);
+    fk_push(*p1, "b", 2);
+    kit_bg_start(bg, job);
+    WAIT_FOR(fk_get(&fk.n_taken) == 3);
+    return job;
+}
+
 /* Key fence.  t[0] (a:1, a:5) and t[1] (b:2) are read; t[0] is revoked
  * while the job runs, with window [0,10) of key a open (watermark 1).
  * Its next owner re-reads those records, so this member must not write
@@ -755,15 +770,9 @@ TDM_TEST(early_firing_job_commits_no_top)
  * written.  Without the fence a n=2 [0,10) would appear. */
 TDM_TEST(fenced_key_open_window_is_not_written)
 {
-    tdm_job *job = fk_job("1");
-    int p0 = fk_assign(0, "t[0]", TDM_TIME_MIN);
-    int p1 = fk_assign(0, "t[1]", TDM_TIME_MIN);
-    fk_push(p0, "a", 1);
-    fk_push(p0, "a", 5);
-    fk_push(p1, "b", 2);
     kit_bg bg;
-    kit_bg_start(&bg, job);
-    WAIT_FOR(fk_get(&fk.n_taken) == 3);
+    int p0, p1;
+    tdm_job *job = fence_start(&bg, &p0, &p1);
     fk_revoke_fenced(p0);
     WAIT_FOR(fk_get(&fk.p[p0].told) == 1);
     fk_push(p1, "b", 15);
@@ -781,15 +790,9 @@ TDM_TEST(fenced_key_open_window_is_not_written)
  * written), and the key is output as "a" (no suffix). */
 TDM_TEST(fenced_key_read_again_is_counted_once)
 {
-    tdm_job *job = fk_job("1");
-    int p0 = fk_assign(0, "t[0]", TDM_TIME_MIN);
-    int p1 = fk_assign(0, "t[1]", TDM_TIME_MIN);
-    fk_push(p0, "a", 1);
-    fk_push(p0, "a", 5);
-    fk_push(p1, "b", 2);
     kit_bg bg;
-    kit_bg_start(&bg, job);
-    WAIT_FOR(fk_get(&fk.n_taken) == 3);
+    int p0, p1;
+    tdm_job *job = fence_start(&bg, &p0, &p1);
     fk_revoke_fenced(p0);
     WAIT_FOR(fk_get(&fk.p[p0].told) == 1);
     int p2 = fk_assign(0, "t[0]", TDM_TIME_MIN);
@@ -811,15 +814,9 @@ TDM_TEST(fenced_key_read_again_is_counted_once)
  * same run with a plain revoke writes a n=2 [0,10). */
 TDM_TEST(unfenced_revoke_keeps_open_windows)
 {
-    tdm_job *job = fk_job("1");
-    int p0 = fk_assign(0, "t[0]", TDM_TIME_MIN);
-    int p1 = fk_assign(0, "t[1]", TDM_TIME_MIN);
-    fk_push(p0, "a", 1);
-    fk_push(p0, "a", 5);
-    fk_push(p1, "b", 2);
     kit_bg bg;
-    kit_bg_start(&bg, job);
-    WAIT_FOR(fk_get(&fk.n_taken) == 3);
+    int p0, p1;
+    tdm_job *job = fence_start(&bg, &p0, &p1);
     fk_revoke(p0);
     WAIT_FOR(fk_get(&fk.p[p0].told) == 1);
     fk_push(p1, "b", 15);
