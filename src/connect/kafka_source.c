@@ -691,7 +691,7 @@ static void owners_sync(tdm__source *src)
             (!kp || (!kp->live && kp->fin_done && !kp->fin_pending &&
                      src->poll_no > kp->fin_poll)))
             o->prev = -1;
-        if (kp && kp->live && o->owner != src->index) {
+        if (kp && kp->live && o->owner >= 0 && o->owner != src->index) {
             tdm__kafka_logf(&src->log, "%s is read by subtask %d of this "
                             "process now: dropped here", kp->name,
                             o->owner);
@@ -710,7 +710,8 @@ static void owners_sync(tdm__source *src)
     pthread_mutex_unlock(&sh->mu);
 }
 
-/* At close: nothing of this subtask is waited for any more. */
+/* At the end of input or close: this subtask polls no more, so nothing
+ * of it is waited for, and it owns nothing. */
 static void owners_leave(tdm__source *src)
 {
     tdm__conn_shared *sh = src->conf.shared;
@@ -1138,8 +1139,11 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
         if (err != TDM_OK)
             return err;
         report_finished(src, n_before, finished);
-        if (input_done(src))
+        if (input_done(src)) {
             *eof = 1;
+            /* No more polls here: nobody may wait for this subtask. */
+            owners_leave(src);
+        }
         return TDM_OK;
     }
     /* Repartition: input rows go to the internal topic; the rows handed
