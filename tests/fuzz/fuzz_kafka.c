@@ -22,14 +22,7 @@
 #include "connect/kafka_shuffle.h"
 #include "runtime/rt.h"
 
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
-                    __LINE__, #c);                                      \
-            __builtin_trap();                                           \
-        }                                                               \
-    } while (0)
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

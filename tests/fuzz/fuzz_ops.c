@@ -18,14 +18,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Reports a broken invariant (which one, then a trap). */
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
-                    __LINE__, #c);                                      \
-            __builtin_trap();                                           \
-        }                                                               \
-    } while (0)
+#include "fuzz_check.h"
 
 /* ====================================================================== */
 /* Input decoding                                                           */

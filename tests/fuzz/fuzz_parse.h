@@ -13,14 +13,7 @@
 
 #include "connect/conn.h"
 
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
-                    __LINE__, #c);                                      \
-            __builtin_trap();                                           \
-        }                                                               \
-    } while (0)
+#include "fuzz_check.h"
 
 typedef void (*fuzz_check_row_fn)(const tdm__source_conf *conf,
                                   const tdm__batch *b, const tdm__row *r);

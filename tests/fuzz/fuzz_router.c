@@ -16,14 +16,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
-                    __LINE__, #c);                                      \
-            __builtin_trap();                                           \
-        }                                                               \
-    } while (0)
+#include "fuzz_check.h"
 
 /* True for the routes that carry a job id. */
 static int has_job(tdm__route_id id)
