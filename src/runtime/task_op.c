@@ -860,6 +860,11 @@ void *rt_op_main(void *arg)
         if (t->ws && atomic_load_explicit(&t->ws->req, memory_order_relaxed))
             rt_status_serve(t);
     }
+    if (t->c_fenced)
+        tdm__job_log(run->job, "window %s[%d]: %lld result(s) of fenced keys "
+                     "not written (their partitions' new owners write "
+                     "them)", t->op->node->name, t->index,
+                     (long long)t->c_fenced);
     if (t->ws)
         rt_status_close(t);
     rt_thread_done(run);

@@ -67,6 +67,9 @@ all_rows() {
 wait_until 40 "every row of the reference" all_rows
 stop_pid "$pid_a" TERM
 [ "$WAIT_RC" -eq 0 ] || fail "process a exited with status $WAIT_RC"
+# a's stale windows of the fenced keys fired and were not written.
+grep -q "result(s) of fenced keys not written" "$W/a.log" ||
+    fail "a wrote no line about suppressed results of fenced keys"
 stop_pid "$pid_b" TERM
 [ "$WAIT_RC" -eq 0 ] || fail "process b exited with status $WAIT_RC"
 check_marked "$W/out-a.jsonl" "$W/out-b.jsonl"
