@@ -26,8 +26,8 @@
 #define KS_QUERY_MS 5000
 /* The first consumer poll of a call waits this long for a message. */
 #define KS_WAIT_MS 50
-/* Periodic commits and claims wait until the group has been without
- * rebalance callbacks this long (a mock rebalance round takes
+/* Claims and metadata-only periodic commits wait until the group has
+ * been without rebalance callbacks this long (a mock rebalance round takes
  * session.timeout.ms - 1000, 3 s in the tests). */
 #define KS_QUIET_MS 5000
 /* Input rows buffered per poll on the repartition path. */
@@ -264,12 +264,14 @@ static tdm_err commit_input(tdm__source *src, bool handover)
  * close after it); then drops the snapshots no partition needs.  A
  * commit that races a rebalance costs the member its whole assignment
  * (ILLEGAL_GENERATION, "lost"; measured on the mock cluster whenever a
- * commit falls into a rebalance), so periodic commits (@p handover
- * false) wait until the group has been quiet for KS_QUIET_MS, and for
- * the next rebalance callback after a commit met REBALANCE_IN_PROGRESS;
- * the hand-over commit (revoke, close) and the final commit always go.
- * A failed commit is logged and retried at the next call (commits are
- * idempotent); only a fatal client error is TDM_ERR_IO. */
+ * commit falls into a rebalance), and rebalances move watermarks, so
+ * periodic commits (@p handover false) refresh the metadata alone (same
+ * offset) only while the group has been quiet for KS_QUIET_MS, and wait
+ * for the next rebalance callback after a commit met
+ * REBALANCE_IN_PROGRESS; the hand-over commit (revoke, close) and the
+ * final commit always go.  A failed commit is logged and retried at the
+ * next call (commits are idempotent); only a fatal client error is
+ * TDM_ERR_IO. */
 static tdm_err commit_parts(tdm__source *src, bool handover,
                             tdm_time_ms processed, tdm_time_ms done,
                             tdm_time_ms top)
@@ -281,11 +283,6 @@ static tdm_err commit_parts(tdm__source *src, bool handover,
     bool quiet = tdm__mono_ms() - src->last_rebalance_ms >= KS_QUIET_MS;
     rd_kafka_resp_err_t e;
 
-    /* Periodic commits wait for a quiet group (KS_QUIET_MS): on the mock
-     * a commit during a rebalance round could leave the member unknown to
-     * the group ("Unknown member") with its partitions read nowhere. */
-    if (!handover && top == TDM_TIME_MIN && !quiet)
-        return TDM_OK;
     meta = tdm__malloc(((size_t)src->n_parts + 1) * sizeof *meta);
     l = rd_kafka_topic_partition_list_new(src->n_parts ? src->n_parts : 1);
     if (!l || !meta) {
