@@ -9,12 +9,18 @@
  * function of its number.  Numbers come from one stream and strings from
  * a second one, so asking for an event's strings never changes its ids.
  *
- * tdm__nx_event_at is the definition of the stream; tdm__nx_events, the
- * bulk path the source uses, computes runs of events with the same
- * helpers, but without the per-event divisions and the draws its caller
- * does not need.
+ * tdm__nx_event_at is the definition of the stream.  Two bulk paths give
+ * the same values bit for bit: tdm__nx_events (runs of whole events, with
+ * the same helpers but without the per-event divisions and the draws its
+ * caller does not need) and tdm__nx_fill, the source's, which writes the
+ * fields asked for straight into the caller's columns (rows), steps over
+ * the kinds not kept arithmetically and computes bids without branches
+ * on their draws.  tests/unit/test_nexmark.c holds both to the
+ * definition.
  */
 #include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -574,6 +580,605 @@ void tdm__nx_events(const tdm__nx_conf *c, unsigned fields, int64_t count,
     run_general(c, fields, kinds, num, stride, n, out);
 }
 
+/* ---- Columns (tdm__nx_fill) ----
+ * The source's path.  In order (G = 1), the walk goes slot region by
+ * slot region of the 50-id blocks (person slot 0, auction slots 1-3, bid
+ * slots 4-49): a region of a kind not kept is stepped over in one go
+ * (time, id and turn advanced by the number of events in it), a kept one
+ * is computed event by event.  Bids, the bulk of the stream, have a
+ * kernel without branches on the draws: every event of a bid region
+ * shares its block's last auction and person, and each draw is taken by
+ * its position in the event's stream (the state is a counter: draw t of
+ * event id mixes id * K + (t + 1) * NX_GOLDEN, see rng_seed), so the
+ * hot-auction coin, the auction in flight and the later draws are
+ * computed without reseeding and the hot/not-hot choice is a select.
+ * Everything else goes through the helpers of tdm__nx_events. */
+
+/* The splitmix64 output function of rng_next, on the state it mixes. */
+static inline uint64_t nx_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* rng_int's value for draw output @p z and range @p n > 1. */
+static inline int64_t nx_scale(uint64_t z, uint64_t n)
+{
+    return (int64_t)(((__uint128_t)z * n) >> 64);
+}
+
+/* The smallest draw output z with rng_int(z, ratio) > 0 (is_hot), for
+ * ratio > 1: z * ratio >= 2^64, i.e. z >= ceil(2^64 / ratio). */
+static inline uint64_t hot_threshold(int64_t ratio)
+{
+    return UINT64_MAX / (uint64_t)ratio + 1;
+}
+
+/* The seed state of event @p id, stream 0: rng_seed's before its first
+ * (discarded) draw. */
+#define NX_SEED_MUL 0xd1342543de82ef95ULL
+
+/* Running write positions of the columns. */
+typedef struct nx_dst {
+    char *p[TDM__NX_NCOL];
+    size_t st[TDM__NX_NCOL];
+    size_t flag[TDM__NX_NCOL]; /* tdm__nx_cols.flag */
+} nx_dst;
+
+/* Stores @p v at *p (and 8 zero bytes @p flag bytes past it, when
+ * nonzero), then steps *p by @p st. */
+static inline void col_store(char **p, size_t st, size_t flag, int64_t v)
+{
+    memcpy(*p, &v, sizeof v);
+    if (flag) {
+        const int64_t zero = 0;
+        memcpy(*p + flag, &zero, sizeof zero);
+    }
+    *p += st;
+}
+
+/* Stores @p v at @p p (and the flag word @p flag bytes past it, when
+ * nonzero), without stepping. */
+static inline void col_at(char *p, size_t flag, int64_t v)
+{
+    memcpy(p, &v, sizeof v);
+    if (flag) {
+        const int64_t zero = 0;
+        memcpy(p + flag, &zero, sizeof zero);
+    }
+}
+
+static inline void col_put(nx_dst *d, int col, int64_t v)
+{
+    col_store(&d->p[col], d->st[col], d->flag[col], v);
+}
+
+/* The columns (bits 0 .. 11) each kind has. */
+static const unsigned kind_cols[3] = {
+    TDM__NX_F_EVENT_ID | TDM__NX_F_DATE_TIME | TDM__NX_F_WM | TDM__NX_F_ID,
+    TDM__NX_F_EVENT_ID | TDM__NX_F_DATE_TIME | TDM__NX_F_WM | TDM__NX_F_ID |
+        TDM__NX_F_SELLER | TDM__NX_F_CATEGORY | TDM__NX_F_INITIAL_BID |
+        TDM__NX_F_RESERVE | TDM__NX_F_EXPIRES,
+    TDM__NX_F_EVENT_ID | TDM__NX_F_DATE_TIME | TDM__NX_F_WM |
+        TDM__NX_F_AUCTION | TDM__NX_F_BIDDER | TDM__NX_F_PRICE,
+};
+
+/* Writes event @p ev (its fields among @p want computed) with turn
+ * @p turn to the columns @p want names. */
+static void col_event(nx_dst *d, unsigned want, const tdm__nx_event *ev,
+                      int64_t turn)
+{
+    const unsigned has = kind_cols[ev->kind];
+    static const size_t off[12] = {
+        offsetof(tdm__nx_event, event_id), offsetof(tdm__nx_event, date_time),
+        offsetof(tdm__nx_event, wm), offsetof(tdm__nx_event, id),
+        offsetof(tdm__nx_event, seller), offsetof(tdm__nx_event, category),
+        offsetof(tdm__nx_event, initial_bid),
+        offsetof(tdm__nx_event, reserve), offsetof(tdm__nx_event, expires),
+        offsetof(tdm__nx_event, auction), offsetof(tdm__nx_event, bidder),
+        offsetof(tdm__nx_event, price),
+    };
+    for (unsigned left = want & TDM__NX_F_ALL; left; left &= left - 1) {
+        const int col = __builtin_ctz(left);
+        if ((has >> col) & 1) {
+            int64_t v;
+            memcpy(&v, (const char *)ev + off[col], sizeof v);
+            col_put(d, col, v);
+        } else {
+            d->p[col] += d->st[col];
+        }
+    }
+    if (want & (1u << TDM__NX_C_DATE_TIME2))
+        col_put(d, TDM__NX_C_DATE_TIME2, ev->date_time);
+    if (want & (1u << TDM__NX_C_KIND))
+        col_put(d, TDM__NX_C_KIND, ev->kind);
+    if (want & (1u << TDM__NX_C_TURN))
+        col_put(d, TDM__NX_C_TURN, turn);
+}
+
+/* The TDM__NX_F_* fields an event must have computed for the columns
+ * @p want. */
+static unsigned cols_fields(unsigned want)
+{
+    unsigned f = want & TDM__NX_F_ALL;
+    if (want & (1u << TDM__NX_C_DATE_TIME2))
+        f |= TDM__NX_F_DATE_TIME;
+    return f;
+}
+
+/* @p turn + @p m, modulo @p turns (0 <= turn < turns, m >= 0). */
+static inline int64_t turn_add(int64_t turn, int64_t m, int64_t turns)
+{
+    if (m >= turns)
+        m %= turns;
+    turn += m;
+    return turn >= turns ? turn - turns : turn;
+}
+
+/* Moves @p k on by @p m strides. */
+static void clock_advance(nx_clock *k, int64_t m)
+{
+    if (m <= 64 && k->rate < (UINT64_C(1) << 57)) {
+        /* rem + m * drem < 65 * 2^57 < 2^64: no overflow. */
+        k->q += k->dq * m;
+        k->rem += k->drem * (uint64_t)m;
+        if (k->rem >= k->rate) {
+            k->q += (int64_t)(k->rem / k->rate);
+            k->rem %= k->rate;
+        }
+        return;
+    }
+    /* rem, drem < rate: m * drem + rem in 128 bits. */
+    __uint128_t t = (__uint128_t)k->drem * (uint64_t)m + k->rem;
+    k->q += k->dq * m + (int64_t)(t / k->rate);
+    k->rem = (uint64_t)(t % k->rate);
+}
+
+/* Where a walk is: the walked event's number (a = num in order), id,
+ * block, slot, seed state and turn; and one stride's increments. */
+typedef struct nx_pos {
+    int64_t num, id, epoch, slot, turn;
+    uint64_t sid;
+} nx_pos;
+
+/* Whether the branch-free bid kernel applies to the block of last
+ * auction @p last_a and last person @p last_p for columns @p want: the
+ * draws it takes by position are drawn (ranges above 1). */
+static inline bool bid_fast_ok(const tdm__nx_conf *c, unsigned want,
+                               int64_t last_a, int64_t last_p)
+{
+    if (c->hot_auction_ratio <= 1)
+        return false;
+    if (last_a - in_flight_lo(c, last_a) + 1 + 10 <= 1)
+        return false;
+    if (want & (TDM__NX_F_BIDDER | TDM__NX_F_PRICE)) {
+        if (c->hot_bidders_ratio <= 1 ||
+            active_people(c, last_p) + 10 <= 1)
+            return false;
+    }
+    return true;
+}
+
+/* @p m bids of one block from @p at (stride @p stride), columns @p want
+ * (a constant where inlined, so the compiler drops the others), by
+ * position in each event's stream:
+ *   draw 1: hot-auction coin; draw 2: the auction in flight (used when
+ *   not hot); then the hot-bidder coin at t = 2 (hot auction) or 3, the
+ *   person at t + 1 (used when not hot), the price after them.
+ * bid_fast_ok holds for the block. */
+static inline __attribute__((always_inline)) void
+bids_fast(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
+          const size_t kflag, int64_t m, const nx_pos *at, int64_t stride,
+          nx_clock *clk, int64_t turns)
+{
+    const uint64_t G = NX_GOLDEN;
+    const int64_t last_a = at->epoch * TDM__NX_AUCTION_PROPORTION +
+                           TDM__NX_AUCTION_PROPORTION - 1;
+    const int64_t last_p = at->epoch * TDM__NX_PERSON_PROPORTION;
+    const int64_t hot_a = last_a / TDM__NX_HOT_BATCH * TDM__NX_HOT_BATCH +
+                          TDM__NX_FIRST_AUCTION_ID;
+    const int64_t lo_a = in_flight_lo(c, last_a);
+    const uint64_t range_a = (uint64_t)(last_a - lo_a + 1 + 10);
+    const int64_t base_a = lo_a + TDM__NX_FIRST_AUCTION_ID;
+    const uint64_t thr_a = hot_threshold(c->hot_auction_ratio);
+    const int64_t p_off = TDM__NX_FIRST_PERSON_ID +
+                          (c->flink_bidder_quirk ? TDM__NX_FIRST_PERSON_ID
+                                                 : 0);
+    const bool bidder = (want & (TDM__NX_F_BIDDER | TDM__NX_F_PRICE)) != 0;
+    const int64_t active = bidder ? active_people(c, last_p) : 0;
+    const int64_t hot_p = last_p / TDM__NX_HOT_BATCH * TDM__NX_HOT_BATCH + 1 +
+                          p_off;
+    const int64_t base_p = last_p + 1 - active + p_off;
+    const uint64_t range_p = (uint64_t)(active + 10);
+    const uint64_t thr_b = bidder ? hot_threshold(c->hot_bidders_ratio) : 0;
+    const uint64_t dsid = (uint64_t)stride * NX_SEED_MUL;
+    uint64_t b = at->sid + G; /* the state after the seed's draw */
+    int64_t id = at->id, turn = at->turn;
+    /* Columns of fields bids do not have are stepped over. */
+    const unsigned other = want & TDM__NX_F_ALL & ~kind_cols[TDM__NX_BID];
+    if (other)
+        for (int col = 0; col < 12; col++)
+            if ((other >> col) & 1)
+                d->p[col] += (size_t)m * d->st[col];
+    /* Locals, so that the loop keeps them in registers. */
+    /* kflag (a constant where inlined): the flags are known, kflag for
+     * the value columns and none for the row ones. */
+    const size_t f_ev = kflag ? kflag : d->flag[0];
+    const size_t f_dt = kflag ? kflag : d->flag[1];
+    const size_t f_wm = kflag ? kflag : d->flag[2];
+    const size_t f_auc = kflag ? kflag : d->flag[9];
+    const size_t f_bdr = kflag ? kflag : d->flag[10];
+    const size_t f_pri = kflag ? kflag : d->flag[11];
+    const size_t f_dt2 = kflag ? 0 : d->flag[TDM__NX_C_DATE_TIME2];
+    const size_t f_kind = kflag ? kflag : d->flag[TDM__NX_C_KIND];
+    const size_t f_turn = kflag ? 0 : d->flag[TDM__NX_C_TURN];
+    char *p_ev = d->p[0], *p_dt = d->p[1], *p_wm = d->p[2];
+    char *p_auc = d->p[9], *p_bdr = d->p[10], *p_pri = d->p[11];
+    char *p_dt2 = d->p[TDM__NX_C_DATE_TIME2], *p_kind = d->p[TDM__NX_C_KIND];
+    char *p_turn = d->p[TDM__NX_C_TURN];
+    const size_t s_ev = d->st[0], s_dt = d->st[1], s_wm = d->st[2];
+    const size_t s_auc = d->st[9], s_bdr = d->st[10], s_pri = d->st[11];
+    const size_t s_dt2 = d->st[TDM__NX_C_DATE_TIME2];
+    const size_t s_kind = d->st[TDM__NX_C_KIND];
+    const size_t s_turn = d->st[TDM__NX_C_TURN];
+    /* With kflag the value columns share one stride and the row columns
+     * another (fill_in_order's caller checked): one running pointer per
+     * group, the columns at fixed distances from it. */
+#define NX_DIST(x, from) (kflag && (x) ? (uintptr_t)(x) - (uintptr_t)(from) : 0)
+    char *const v0 = p_dt, *const r0 = p_dt2;
+    const uintptr_t o_ev = NX_DIST(p_ev, v0), o_wm = NX_DIST(p_wm, v0);
+    const uintptr_t o_auc = NX_DIST(p_auc, v0), o_bdr = NX_DIST(p_bdr, v0);
+    const uintptr_t o_pri = NX_DIST(p_pri, v0), o_kind = NX_DIST(p_kind, v0);
+    const uintptr_t o_turn = NX_DIST(p_turn, r0);
+#undef NX_DIST
+    uintptr_t pv = (uintptr_t)v0, pr = (uintptr_t)r0;
+    const tdm_time_ms base = clk->base;
+    const int64_t dq = clk->dq;
+    const uint64_t drem = clk->drem, rate = clk->rate;
+    int64_t q = clk->q;
+    uint64_t rem = clk->rem;
+    /* A store to column x: grouped (kflag) or on its own pointer. */
+#define PUTV(x, o, v)                                                      \
+    (kflag ? col_at((char *)(pv + (o)), kflag, (v))                        \
+           : col_store(&p_##x, s_##x, f_##x, (v)))
+#define PUTR(x, o, v)                                                      \
+    (kflag ? col_at((char *)(pr + (o)), 0, (v))                            \
+           : col_store(&p_##x, s_##x, f_##x, (v)))
+    /* Sub-runs of one event time: with several events per ms (dq = 0)
+     * the time moves on when rem passes rate, after ceil((rate - rem) /
+     * drem) steps; otherwise every step may move it. */
+    for (int64_t e = 0, run; e < m; e += run) {
+      run = m - e;
+      if (dq == 0 && drem > 0) {
+          const uint64_t steps = (rate - rem + drem - 1) / drem;
+          if ((uint64_t)run > steps)
+              run = (int64_t)steps;
+      } else if (dq != 0) {
+          run = 1;
+      }
+      const tdm_time_ms dt = base + q;
+      for (int64_t r = 0; r < run; r++) {
+        const bool hot = nx_mix(b + G) >= thr_a;
+        if (want & TDM__NX_F_EVENT_ID)
+            PUTV(ev, o_ev, id);
+        if (want & TDM__NX_F_DATE_TIME)
+            PUTV(dt, 0, dt);
+        if (want & TDM__NX_F_WM)
+            PUTV(wm, o_wm, dt);
+        /* Both sides of each hot/not-hot choice are computed and one
+         * kept with a mask: the coin is a fair one for auctions, and a
+         * branch on it mispredicts half the time (1.7x slower in wall
+         * time for a few instructions fewer). */
+        const int64_t hot_mask = -(int64_t)hot;
+        if (want & TDM__NX_F_AUCTION) {
+            int64_t a = base_a + nx_scale(nx_mix(b + 2 * G), range_a);
+            PUTV(auc, o_auc, a ^ ((a ^ hot_a) & hot_mask));
+        }
+        if (bidder) {
+            const uint64_t tb = b + 3 * G - (G & (uint64_t)hot_mask);
+            const bool hot_b = nx_mix(tb) >= thr_b;
+            if (want & TDM__NX_F_BIDDER) {
+                int64_t p = base_p + nx_scale(nx_mix(tb + G), range_p);
+                PUTV(bdr, o_bdr, p ^ ((p ^ hot_p) & -(int64_t)hot_b));
+            }
+            if (want & TDM__NX_F_PRICE) {
+                const uint64_t z = nx_mix(tb + (hot_b ? G : 2 * G));
+                const double u = (double)(z >> 11) *
+                                 (1.0 / 9007199254740992.0);
+                PUTV(pri, o_pri,
+                     c->no_prices ? 0 : llround(pow(10.0, 6.0 * u) * 100.0));
+            }
+        }
+        if (want & (1u << TDM__NX_C_DATE_TIME2))
+            PUTR(dt2, 0, dt);
+        if (want & (1u << TDM__NX_C_KIND))
+            PUTV(kind, o_kind, TDM__NX_BID);
+        if (want & (1u << TDM__NX_C_TURN)) {
+            PUTR(turn, o_turn, turn);
+            turn = turn + 1 == turns ? 0 : turn + 1;
+        }
+        b += dsid;
+        id += stride;
+        if (kflag) {
+            pv += s_dt;
+            pr += s_dt2;
+        }
+      }
+      /* run steps of the clock: at most one carry when dq = 0 (run is
+       * at most the steps to it), one step otherwise. */
+      q += dq * run;
+      rem += drem * (uint64_t)run;
+      if (rem >= rate) {
+          rem -= rate;
+          q++;
+      }
+    }
+#undef PUTV
+#undef PUTR
+    clk->q = q;
+    clk->rem = rem;
+    if (kflag) {
+        const size_t dv = pv - (uintptr_t)v0, dr = pr - (uintptr_t)r0;
+        p_ev += dv, p_dt += dv, p_wm += dv, p_auc += dv, p_bdr += dv;
+        p_pri += dv, p_kind += dv, p_dt2 += dr, p_turn += dr;
+    }
+    d->p[0] = p_ev, d->p[1] = p_dt, d->p[2] = p_wm;
+    d->p[9] = p_auc, d->p[10] = p_bdr, d->p[11] = p_pri;
+    d->p[TDM__NX_C_DATE_TIME2] = p_dt2, d->p[TDM__NX_C_KIND] = p_kind;
+    d->p[TDM__NX_C_TURN] = p_turn;
+}
+
+/* @p m events of one slot region of kind @p kind from @p at, one by
+ * one with the helpers of tdm__nx_events (person and auction regions,
+ * and bids where bids_fast does not apply). */
+static void region_slow(const tdm__nx_conf *c, nx_dst *d, unsigned want,
+                        int kind, int64_t m, const nx_pos *at,
+                        int64_t stride, nx_clock *clk, int64_t turns)
+{
+    const unsigned fields = cols_fields(want);
+    const nx_block blk = block_of(at->epoch);
+    int64_t id = at->id, num = at->num, turn = at->turn;
+    for (int64_t e = 0; e < m; e++) {
+        tdm__nx_event ev;
+        ev.kind = kind;
+        ev.event_id = id;
+        ev.date_time = ev.wm = clk->base + clk->q;
+        if (kind == TDM__NX_BID)
+            bid_fields(c, fields, id, &blk, &ev);
+        else if (kind == TDM__NX_AUCTION)
+            auction_fields(c, fields, id, num, ev.date_time, &ev);
+        else
+            ev.id = at->epoch * TDM__NX_PERSON_PROPORTION +
+                    TDM__NX_FIRST_PERSON_ID;
+        col_event(d, want, &ev, turn);
+        clock_step(clk);
+        turn = turn + 1 == turns ? 0 : turn + 1;
+        id += stride;
+        num += stride;
+    }
+}
+
+/* @p m persons, or auctions without category, prices or expiry (q8's
+ * columns), of one slot region from @p at, written directly: a person's
+ * id, an auction's id and its seller by position in its stream (draw 1:
+ * the hot-seller coin when hot_sellers_ratio > 1; then the person when
+ * its range is above 1), as auction_fields draws them. */
+static void region_direct(const tdm__nx_conf *c, nx_dst *d, unsigned want,
+                          int kind, int64_t m, const nx_pos *at,
+                          int64_t stride, nx_clock *clk, int64_t turns)
+{
+    const uint64_t G = NX_GOLDEN;
+    const int64_t last_p = at->epoch * TDM__NX_PERSON_PROPORTION;
+    const int64_t ratio = c->hot_sellers_ratio;
+    const uint64_t thr = ratio > 1 ? hot_threshold(ratio) : 0;
+    const int64_t active = active_people(c, last_p);
+    const uint64_t range = active + 10 > 1 ? (uint64_t)(active + 10) : 0;
+    const int64_t lo = last_p + 1 - active + TDM__NX_FIRST_PERSON_ID;
+    const int64_t hot_s = last_p / TDM__NX_HOT_BATCH * TDM__NX_HOT_BATCH +
+                          TDM__NX_FIRST_PERSON_ID;
+    const uint64_t dsid = (uint64_t)stride * NX_SEED_MUL;
+    const unsigned other = want & TDM__NX_F_ALL & ~kind_cols[kind];
+    uint64_t b = at->sid + G; /* the state after the seed's draw */
+    int64_t id = at->id, slot = at->slot, turn = at->turn;
+    for (int col = 0; other && col < 12; col++)
+        if ((other >> col) & 1)
+            d->p[col] += (size_t)m * d->st[col];
+    for (int64_t e = 0; e < m; e++) {
+        const tdm_time_ms dt = clk->base + clk->q;
+        if (want & TDM__NX_F_EVENT_ID)
+            col_put(d, 0, id);
+        if (want & TDM__NX_F_DATE_TIME)
+            col_put(d, 1, dt);
+        if (want & TDM__NX_F_WM)
+            col_put(d, 2, dt);
+        if (want & TDM__NX_F_ID)
+            col_put(d, 3,
+                    kind == TDM__NX_PERSON
+                        ? last_p + TDM__NX_FIRST_PERSON_ID
+                        : at->epoch * TDM__NX_AUCTION_PROPORTION + slot -
+                              TDM__NX_PERSON_PROPORTION +
+                              TDM__NX_FIRST_AUCTION_ID);
+        if (kind == TDM__NX_AUCTION && (want & TDM__NX_F_SELLER)) {
+            uint64_t t = b + G;
+            bool hot = false;
+            if (ratio > 1) {
+                hot = nx_mix(t) >= thr;
+                t += G;
+            }
+            col_put(d, 4,
+                    hot ? hot_s
+                        : lo + (range ? nx_scale(nx_mix(t), range) : 0));
+        }
+        if (want & (1u << TDM__NX_C_DATE_TIME2))
+            col_put(d, TDM__NX_C_DATE_TIME2, dt);
+        if (want & (1u << TDM__NX_C_KIND))
+            col_put(d, TDM__NX_C_KIND, kind);
+        if (want & (1u << TDM__NX_C_TURN)) {
+            col_put(d, TDM__NX_C_TURN, turn);
+            turn = turn + 1 == turns ? 0 : turn + 1;
+        }
+        clock_step(clk);
+        b += dsid;
+        id += stride;
+        slot += stride;
+    }
+}
+
+/* The in-order walk (see above); the caller checked that ids stay >= 0
+ * and below 2^61 and set @p clk up (clock_init). */
+static inline __attribute__((always_inline)) size_t
+fill_in_order(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
+              const size_t kflag, int kinds, int64_t num, int64_t stride,
+              int64_t n, size_t max, nx_clock *clk, int64_t turn,
+              int64_t turns, int64_t *walked)
+{
+    const int64_t den = TDM__NX_PROPORTION_DENOMINATOR;
+    nx_pos at;
+    at.num = num;
+    at.id = c->first_event_id + num;
+    at.epoch = at.id / den;
+    at.slot = at.id % den;
+    at.turn = turn;
+    at.sid = (uint64_t)at.id * NX_SEED_MUL;
+    /* One event: no step (stride may be anything then). */
+    if (n == 1)
+        stride = 0;
+    const uint64_t dsid = (uint64_t)stride * NX_SEED_MUL;
+    int64_t k = 0;
+    size_t i = 0;
+    while (k < n && i < max) {
+        const int kind = kind_of_slot(at.slot);
+        const int64_t end = kind == TDM__NX_PERSON ? TDM__NX_PERSON_PROPORTION
+                            : kind == TDM__NX_AUCTION
+                                ? TDM__NX_PERSON_PROPORTION +
+                                      TDM__NX_AUCTION_PROPORTION
+                                : den;
+        /* The events of the walk left in this region of the block. */
+        int64_t m = stride == 1 ? end - at.slot
+                    : stride == 0 || stride >= den
+                        ? 1
+                        : (end - at.slot + stride - 1) / stride;
+        if (m > n - k)
+            m = n - k;
+        if (kinds & (1 << kind)) {
+            if ((uint64_t)m > max - i)
+                m = (int64_t)(max - i);
+            if (kind == TDM__NX_BID &&
+                bid_fast_ok(c, want, at.epoch * TDM__NX_AUCTION_PROPORTION +
+                                         TDM__NX_AUCTION_PROPORTION - 1,
+                            at.epoch * TDM__NX_PERSON_PROPORTION))
+                bids_fast(c, d, want, kflag, m, &at, stride, clk, turns);
+            else if (kind == TDM__NX_PERSON ||
+                     (kind == TDM__NX_AUCTION &&
+                      !(want & (TDM__NX_F_CATEGORY | TDM__NX_F_INITIAL_BID |
+                                TDM__NX_F_RESERVE | TDM__NX_F_EXPIRES))))
+                region_direct(c, d, want, kind, m, &at, stride, clk, turns);
+            else
+                region_slow(c, d, want, kind, m, &at, stride, clk, turns);
+            i += (size_t)m;
+        } else {
+            clock_advance(clk, m);
+        }
+        k += m;
+        if (k == n)
+            break; /* no step past the last event */
+        at.turn = turn_add(at.turn, m, turns);
+        at.num += m * stride;
+        at.id += m * stride;
+        at.sid += (uint64_t)m * dsid;
+        at.slot += m * stride;
+        if (at.slot >= den) {
+            at.epoch += at.slot / den;
+            at.slot %= den;
+        }
+    }
+    *walked = k;
+    return i;
+}
+
+/* The columns path (nexmark.h): the in-order walk when the stream is in
+ * order and inside the 64-bit time range, else event by event with
+ * run_general.  Borrows @p c and @p cols.  @thread any (pure). */
+size_t tdm__nx_fill(const tdm__nx_conf *c, const tdm__nx_cols *cols,
+                    int64_t count, int64_t stride, int64_t n, size_t max,
+                    int64_t *walked)
+{
+    /* The source's usual column sets: NEXMark-W's (auction and time,
+     * row timestamp, partition) and q11's (bidder instead of auction),
+     * specialised by the compiler through the constant masks. */
+    const unsigned extra = (1u << TDM__NX_C_DATE_TIME2) |
+                           (1u << TDM__NX_C_TURN);
+    const unsigned w_cols = TDM__NX_F_DATE_TIME | TDM__NX_F_AUCTION | extra;
+    const unsigned q11_cols = TDM__NX_F_DATE_TIME | TDM__NX_F_BIDDER | extra;
+    const int kinds = c->kinds ? c->kinds : 7;
+    const int64_t turns = cols->turns > 0 ? cols->turns : 1;
+    const int64_t turn0 = cols->turn >= 0 && cols->turn < turns
+                              ? cols->turn
+                              : 0;
+    int64_t num = c->first_event_number + count;
+    nx_dst d;
+    unsigned want = 0;
+    for (int col = 0; col < TDM__NX_NCOL; col++) {
+        d.p[col] = cols->p[col];
+        d.st[col] = cols->stride[col];
+        d.flag[col] = cols->flag[col];
+        if (cols->p[col])
+            want |= 1u << col;
+    }
+    *walked = 0;
+    if (n <= 0 || max == 0)
+        return 0;
+    nx_clock clk = { 0, 0, 0, 0, 0, 0 };
+    /* In order, with ids that stay >= 0 and far from overflow (num <
+     * 2^52 by clock_init). */
+    if (c->ooo_group <= 1 && c->first_event_id >= 0 &&
+        c->first_event_id < (INT64_C(1) << 60) &&
+        clock_init(&clk, c, num, stride, (size_t)n)) {
+        /* ... with the flags a row of 24-byte values has (tdm__val: the
+         * null flag 16 bytes past the value), for the value columns
+         * only. */
+        const size_t vf = 16;
+        bool row_flags = d.flag[TDM__NX_C_DATE_TIME2] == 0 &&
+                         d.flag[TDM__NX_C_TURN] == 0;
+        for (int col = 0; col < 12; col++)
+            if ((want >> col) & 1)
+                row_flags = row_flags && d.flag[col] == vf;
+        /* ... and, for bids_fast's grouped stores, one stride for the
+         * value columns and one for the row ones. */
+        for (int col = 0; col < 12; col++)
+            if ((want >> col) & 1)
+                row_flags = row_flags && d.st[col] == d.st[1];
+        row_flags = row_flags && d.st[TDM__NX_C_TURN] ==
+                                     d.st[TDM__NX_C_DATE_TIME2];
+        if (want == w_cols && row_flags)
+            return fill_in_order(c, &d, w_cols, vf, kinds, num, stride, n,
+                                 max, &clk, turn0, turns, walked);
+        if (want == q11_cols && row_flags)
+            return fill_in_order(c, &d, q11_cols, vf, kinds, num, stride, n,
+                                 max, &clk, turn0, turns, walked);
+        return fill_in_order(c, &d, want, 0, kinds, num, stride, n, max,
+                             &clk, turn0, turns, walked);
+    }
+    /* Otherwise event by event with tdm__nx_events' general arithmetic. */
+    const unsigned fields = cols_fields(want);
+    int64_t k = 0, turn = turn0;
+    size_t i = 0;
+    for (; k < n && i < max; k++) {
+        tdm__nx_event ev;
+        run_general(c, fields, kinds, num, 1, 1, &ev);
+        if (kinds & (1 << ev.kind)) {
+            col_event(&d, want, &ev, turn);
+            i++;
+        }
+        turn = turn + 1 == turns ? 0 : turn + 1;
+        if (k + 1 < n)
+            num += stride;
+    }
+    *walked = k;
+    return i;
+}
+
 /* ---- Strings (nexmark.md 1.3.4) ---- */
 
 static const char *const first_names[11] = {
@@ -648,18 +1253,24 @@ void tdm__nx_strings_of(const tdm__nx_event *ev, char *mem, size_t cap,
     memset(out, 0, sizeof *out);
     switch (ev->kind) {
     case TDM__NX_PERSON: {
-        int len = snprintf(tmp, sizeof tmp, "%s %s",
-                           first_names[rng_int(&r, 11)],
-                           last_names[rng_int(&r, 9)]);
+        /* The draws are sequenced explicitly: the last name first, and
+         * the credit card's groups from the last one.  (They used to be
+         * printf arguments, whose order of evaluation C leaves open; this
+         * is the order gcc gave them, so the stream did not change.) */
+        const char *last = last_names[rng_int(&r, 9)];
+        const char *first = first_names[rng_int(&r, 11)];
+        int len = snprintf(tmp, sizeof tmp, "%s %s", first, last);
         out->name = buf_put(&b, tmp, (size_t)len);
         n = rand_str(&r, 7, tmp);
         tmp[n++] = '@';
         n += rand_str(&r, 5, tmp + n);
         memcpy(tmp + n, ".com", 4);
         out->email = buf_put(&b, tmp, n + 4);
-        len = snprintf(tmp, sizeof tmp, "%04d %04d %04d %04d",
-                       (int)rng_int(&r, 10000), (int)rng_int(&r, 10000),
-                       (int)rng_int(&r, 10000), (int)rng_int(&r, 10000));
+        int card[4];
+        for (int g = 3; g >= 0; g--)
+            card[g] = (int)rng_int(&r, 10000);
+        len = snprintf(tmp, sizeof tmp, "%04d %04d %04d %04d", card[0],
+                       card[1], card[2], card[3]);
         out->credit_card = buf_put(&b, tmp, (size_t)len);
         const char *city = cities[rng_int(&r, 10)];
         out->city = buf_put(&b, city, strlen(city));
@@ -700,6 +1311,146 @@ void tdm__nx_strings_of(const tdm__nx_event *ev, char *mem, size_t cap,
                                       "&channel_id=%u", bit_reverse(i));
             out->url = buf_put(&b, tmp, n);
         }
+        break;
+    }
+    }
+}
+
+/* Appends the decimal digits of @p v, at least @p width of them (zeros
+ * in front), to @p out; returns how many (printf's %0*u). */
+static size_t put_dec(char *out, uint32_t v, int width)
+{
+    char tmp[10];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n < width)
+        tmp[n++] = '0';
+    for (int k = 0; k < n; k++)
+        out[k] = tmp[n - 1 - k];
+    return (size_t)n;
+}
+
+/* Appends the NUL-terminated @p s to @p out; returns its length. */
+static size_t put_cstr(char *out, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(out, s, n);
+    return n;
+}
+
+/* tdm__nx_strings_of's strings, only those in @p which (nexmark.h): the
+ * same draws in the same order, formatted by hand.  Borrows @p ev;
+ * writes into @p mem (cap bytes, 512 always enough). */
+void tdm__nx_strings_some(const tdm__nx_event *ev, unsigned which,
+                          char *mem, size_t cap, tdm__nx_strings *out)
+{
+    nx_buf b = { mem, 0, cap };
+    char tmp[256];
+    size_t n;
+    nx_rng r;
+    memset(out, 0, sizeof *out);
+    /* The draws follow tdm__nx_strings_of's order; "left" is the strings
+     * still wanted, so nothing is drawn after the last of them. */
+    unsigned left = which & (ev->kind == TDM__NX_PERSON
+                                 ? TDM__NX_S_NAME | TDM__NX_S_EMAIL |
+                                       TDM__NX_S_CREDIT_CARD |
+                                       TDM__NX_S_CITY | TDM__NX_S_STATE
+                             : ev->kind == TDM__NX_AUCTION
+                                 ? TDM__NX_S_ITEM_NAME |
+                                       TDM__NX_S_DESCRIPTION
+                                 : TDM__NX_S_CHANNEL | TDM__NX_S_URL);
+    if (!left)
+        return;
+    rng_seed(&r, ev->event_id, 0x5851f42d4c957f2dULL);
+    switch (ev->kind) {
+    case TDM__NX_PERSON: {
+        const char *last = last_names[rng_int(&r, 9)];
+        const char *first = first_names[rng_int(&r, 11)];
+        if (left & TDM__NX_S_NAME) {
+            n = put_cstr(tmp, first);
+            tmp[n++] = ' ';
+            n += put_cstr(tmp + n, last);
+            out->name = buf_put(&b, tmp, n);
+        }
+        if (!(left &= ~(unsigned)TDM__NX_S_NAME))
+            break;
+        n = rand_str(&r, 7, tmp);
+        tmp[n++] = '@';
+        n += rand_str(&r, 5, tmp + n);
+        memcpy(tmp + n, ".com", 4);
+        if (left & TDM__NX_S_EMAIL)
+            out->email = buf_put(&b, tmp, n + 4);
+        if (!(left &= ~(unsigned)TDM__NX_S_EMAIL))
+            break;
+        uint32_t card[4];
+        for (int g = 3; g >= 0; g--)
+            card[g] = (uint32_t)rng_int(&r, 10000);
+        n = 0;
+        for (int g = 0; g < 4; g++) {
+            if (g)
+                tmp[n++] = ' ';
+            n += put_dec(tmp + n, card[g], 4);
+        }
+        if (left & TDM__NX_S_CREDIT_CARD)
+            out->credit_card = buf_put(&b, tmp, n);
+        if (!(left &= ~(unsigned)TDM__NX_S_CREDIT_CARD))
+            break;
+        const char *city = cities[rng_int(&r, 10)];
+        if (left & TDM__NX_S_CITY)
+            out->city = buf_put(&b, city, strlen(city));
+        if (!(left &= ~(unsigned)TDM__NX_S_CITY))
+            break;
+        const char *state = states[rng_int(&r, 6)];
+        out->state = buf_put(&b, state, strlen(state));
+        break;
+    }
+    case TDM__NX_AUCTION:
+        n = rand_str(&r, 20, tmp);
+        if (left & TDM__NX_S_ITEM_NAME)
+            out->item_name = buf_put(&b, tmp, n);
+        if (!(left &= ~(unsigned)TDM__NX_S_ITEM_NAME))
+            break;
+        n = rand_str(&r, 100, tmp);
+        out->description = buf_put(&b, tmp, n);
+        break;
+    default: {
+        size_t cn;
+        char chan[32];
+        if (rng_int(&r, 2) == 0) {
+            const char *h = hot_channels[rng_int(&r, 4)];
+            cn = put_cstr(chan, h);
+            if (left & TDM__NX_S_CHANNEL)
+                out->channel = buf_put(&b, chan, cn);
+            if (left & TDM__NX_S_URL) {
+                n = put_cstr(tmp, "https://www.nexmark.com/");
+                n += put_cstr(tmp + n, h);
+                n += put_cstr(tmp + n, "/item.htm?query=1");
+                out->url = buf_put(&b, tmp, n);
+            }
+            break;
+        }
+        uint32_t i = (uint32_t)rng_int(&r, 10000);
+        cn = put_cstr(chan, "channel-");
+        cn += put_dec(chan + cn, i, 1);
+        if (left & TDM__NX_S_CHANNEL)
+            out->channel = buf_put(&b, chan, cn);
+        if (!(left & TDM__NX_S_URL))
+            break;
+        n = put_cstr(tmp, "https://www.nexmark.com/");
+        for (int part = 0; part < 3; part++) {
+            for (int k = 0; k < 5; k++)
+                tmp[n++] = (char)('a' + rng_int(&r, 26));
+            tmp[n++] = '/';
+        }
+        n += put_cstr(tmp + n, "item.htm?query=1");
+        if (rng_int(&r, 10) > 0) {
+            n += put_cstr(tmp + n, "&channel_id=");
+            n += put_dec(tmp + n, bit_reverse(i), 1);
+        }
+        out->url = buf_put(&b, tmp, n);
         break;
     }
     }

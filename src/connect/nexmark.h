@@ -108,6 +108,48 @@ enum {
 void tdm__nx_events(const tdm__nx_conf *c, unsigned fields, int64_t count,
                     int64_t stride, size_t n, tdm__nx_event *out);
 
+/* ---- Columns: the source's path ----
+ * tdm__nx_fill walks a run of event counts like tdm__nx_events but
+ * writes only the events of the kinds kept (c->kinds, 0: all), one after
+ * the other, as columns: value v of kept event i goes to the 8 bytes at
+ * p[col] + i * stride[col] (stored with memcpy, so any byte layout does).
+ * Columns 0 .. 11 are the fields of the TDM__NX_F_* bit of the same
+ * number; a column of a field the event's kind does not have is skipped
+ * (its 8 bytes are left as they were).  The others are written for every
+ * kept event. */
+enum {
+    TDM__NX_C_DATE_TIME2 = 12, /* date_time again (a second copy) */
+    TDM__NX_C_KIND = 13,       /* TDM__NX_PERSON, _AUCTION or _BID */
+    TDM__NX_C_TURN = 14,       /* (turn + k) % turns, k: walk position */
+    TDM__NX_NCOL = 15
+};
+
+/* Where tdm__nx_fill writes.  p[col] NULL: column not written (stride
+ * ignored).  turn, turns (>= 1): see TDM__NX_C_TURN (a round-robin
+ * position, e.g. the partition of an event dealt in turns).  flag[col],
+ * when not 0: with each value of that column, 8 zero bytes are written
+ * flag[col] bytes past it (a "not null" word beside the value; the
+ * value's 8 bytes and these must not overlap). */
+typedef struct tdm__nx_cols {
+    char *p[TDM__NX_NCOL];
+    size_t stride[TDM__NX_NCOL];
+    int64_t turn, turns;
+    size_t flag[TDM__NX_NCOL];
+} tdm__nx_cols;
+
+/* Walks the events count, count + stride, ..., count + (n - 1) * stride
+ * (walk positions k = 0 .. n - 1) and writes those of a kept kind to
+ * @p cols (borrowed) until @p max are written.  Returns how many were
+ * written; *walked is how many events were walked: n, or fewer when the
+ * max-th kept event was written (walked then ends just after it).  Every
+ * value equals tdm__nx_event_at's for that count, bit for bit.  Kinds
+ * not kept cost next to nothing (whole slots of the 50-id block are
+ * stepped over arithmetically when the stream is in order).
+ * Preconditions as tdm__nx_events; n >= 0. */
+size_t tdm__nx_fill(const tdm__nx_conf *c, const tdm__nx_cols *cols,
+                    int64_t count, int64_t stride, int64_t n, size_t max,
+                    int64_t *walked);
+
 /* The strings of an event, written into @p buf (NUL-separated, borrowed
  * pointers into it set below; fields that do not apply to the kind are
  * set to NULL).  @p cap of 512 bytes is always enough.  Persons: name
@@ -120,5 +162,26 @@ typedef struct tdm__nx_strings {
 } tdm__nx_strings;
 void tdm__nx_strings_of(const tdm__nx_event *ev, char *buf, size_t cap,
                         tdm__nx_strings *out);
+
+/* Bits of tdm__nx_strings_some's @p which (one per string). */
+enum {
+    TDM__NX_S_NAME = 1 << 0,
+    TDM__NX_S_EMAIL = 1 << 1,
+    TDM__NX_S_CREDIT_CARD = 1 << 2,
+    TDM__NX_S_CITY = 1 << 3,
+    TDM__NX_S_STATE = 1 << 4,
+    TDM__NX_S_ITEM_NAME = 1 << 5,
+    TDM__NX_S_DESCRIPTION = 1 << 6,
+    TDM__NX_S_CHANNEL = 1 << 7,
+    TDM__NX_S_URL = 1 << 8,
+    TDM__NX_S_ALL = (1 << 9) - 1
+};
+
+/* tdm__nx_strings_of for the strings named in @p which only (the others
+ * are NULL; those named equal tdm__nx_strings_of's, byte for byte), made
+ * without printf and without the draws after the last one named.  Only
+ * ev->kind and ev->event_id are read. */
+void tdm__nx_strings_some(const tdm__nx_event *ev, unsigned which,
+                          char *buf, size_t cap, tdm__nx_strings *out);
 
 #endif /* TDM_NEXMARK_H */

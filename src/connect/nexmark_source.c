@@ -18,11 +18,19 @@
  * `generator.nexmark.kinds` keeps only some kinds (their ids and times
  * are those of the full stream).
  *
- * Cost: events come from the bulk path (tdm__nx_events) with only the
- * fields the schema has, and when the subtask's partitions are visited
- * in one arithmetic progression of event counts (partitions a multiple
- * of the parallelism, the usual case) a whole run at a time.  Rows are
- * written in one pass from a per-kind plan of the schema.
+ * Cost: rows are written by the generator itself (tdm__nx_fill): the
+ * source hands it one column per schema field, pointing into the batch's
+ * values, plus the rows' timestamps and partitions, and it writes the
+ * events of the kept kinds only, stepping over the others
+ * arithmetically.  When the subtask's partitions are visited in one
+ * arithmetic progression of event counts (partitions a multiple of the
+ * parallelism, the usual case) a poll is one call; otherwise one call
+ * per round of partitions.  The generator clears each value's null flag
+ * as it writes it; a short pass, only when needed, nulls the fields a
+ * row's kind lacks (per-kind plan of the schema) and sets the strings.
+ * The batch's layout this relies on (values of row r at vals + r * nf,
+ * partition and flags adjacent, the null flag's word after the value)
+ * is checked: statically, or once per fill.
  */
 #include <stddef.h>
 #include <string.h>
@@ -37,9 +45,6 @@ enum {
     NF_CATEGORY, NF_AUCTION, NF_BIDDER, NF_PRICE, NF_CHANNEL, NF_URL,
     NF_TIME, NF_COUNT
 };
-
-/* Events computed per run of the bulk path (on the stack). */
-#define NX_RUN 64
 
 /* A plan entry: schema field f gets the int64 at byte offset off of
  * tdm__nx_event, or is null (off PLAN_NULL). */
@@ -66,14 +71,24 @@ struct tdm__source {
     tdm__nx_conf nx;
     int f[NF_COUNT];   /* schema index of each field, -1: absent */
     bool strings;      /* some string field is present */
-    unsigned want;     /* TDM__NX_F_* the rows need */
     int nf;            /* schema fields */
-    /* Per kind, the plan of its rows, one entry per schema field: first
-     * the n_set[kind] integer fields the kind has (event_type aside),
-     * then the fields left null.  puts[kind] points into plan. */
+    /* Per kind, the plan of its rows, one entry per schema field but
+     * event_type: first the n_set[kind] integer fields the kind has,
+     * then the n_null[kind] fields left null (strings too: put_strings
+     * sets the kind's own).  puts[kind] points into plan. */
     nx_put *plan;
     const nx_put *puts[3];
-    int n_set[3];
+    int n_set[3], n_null[3];
+    int one_kind;      /* the only kind kept, or -1 */
+    bool pass;         /* rows need fill_rows' pass (nulls, strings) */
+    unsigned str_want; /* TDM__NX_S_* the schema has */
+    int col_of[NF_COUNT]; /* tdm__nx_fill column of field k, -1: none */
+    /* Scratch columns of a fill (event ids for strings, kinds when
+     * several are kept and the schema has no event_type), scratch_cap
+     * entries each. */
+    int64_t *scratch;
+    size_t scratch_cap;
+    int par;           /* the parallelism (subtasks) */
     int64_t total, n_part;
     int64_t *parts;    /* this subtask's partitions */
     int64_t *next;     /* per local partition: its next event count */
@@ -85,28 +100,47 @@ struct tdm__source {
     int64_t pos, stride;
 };
 
-/* The TDM__NX_F_* bit of field @p k (0 for event_type and strings). */
-static unsigned field_bit(int k)
+/* The tdm__nx_fill column of field @p k (-1 for event_type and
+ * strings). */
+static int field_col(int k)
 {
     switch (k) {
-    case NF_ID: return TDM__NX_F_ID;
-    case NF_INITIAL: return TDM__NX_F_INITIAL_BID;
-    case NF_RESERVE: return TDM__NX_F_RESERVE;
-    case NF_EXPIRES: return TDM__NX_F_EXPIRES;
-    case NF_SELLER: return TDM__NX_F_SELLER;
-    case NF_CATEGORY: return TDM__NX_F_CATEGORY;
-    case NF_AUCTION: return TDM__NX_F_AUCTION;
-    case NF_BIDDER: return TDM__NX_F_BIDDER;
-    case NF_PRICE: return TDM__NX_F_PRICE;
-    case NF_TIME: return TDM__NX_F_DATE_TIME;
+    case NF_ID: return 3;
+    case NF_SELLER: return 4;
+    case NF_CATEGORY: return 5;
+    case NF_INITIAL: return 6;
+    case NF_RESERVE: return 7;
+    case NF_EXPIRES: return 8;
+    case NF_AUCTION: return 9;
+    case NF_BIDDER: return 10;
+    case NF_PRICE: return 11;
+    case NF_TIME: return 1;
+    default: return -1;
+    }
+}
+
+/* The TDM__NX_S_* bit of string field @p k (0 for the others). */
+static unsigned field_str(int k)
+{
+    switch (k) {
+    case NF_NAME: return TDM__NX_S_NAME;
+    case NF_EMAIL: return TDM__NX_S_EMAIL;
+    case NF_CARD: return TDM__NX_S_CREDIT_CARD;
+    case NF_CITY: return TDM__NX_S_CITY;
+    case NF_STATE: return TDM__NX_S_STATE;
+    case NF_ITEM: return TDM__NX_S_ITEM_NAME;
+    case NF_DESC: return TDM__NX_S_DESCRIPTION;
+    case NF_CHANNEL: return TDM__NX_S_CHANNEL;
+    case NF_URL: return TDM__NX_S_URL;
     default: return 0;
     }
 }
 
 /* The plan entry of integer field @p k for rows of kind @p kind: where
- * the value lives in tdm__nx_event, or PLAN_NULL when the kind has no
- * such field (strings are PLAN_NULL too: put_str sets them; event_type
- * is set by put_row itself). */
+ * the value lives in tdm__nx_event (only "has it" matters: tdm__nx_fill
+ * writes exactly these), or PLAN_NULL when the kind has no such field
+ * (strings are PLAN_NULL too: put_strings sets them; event_type is in
+ * no plan, fill_rows sets it). */
 static int plan_entry(int k, int kind)
 {
     const bool person = kind == TDM__NX_PERSON;
@@ -157,6 +191,7 @@ static void nx_close(tdm__source *src)
     tdm__free(src->next);
     tdm__free(src->fin);
     tdm__free(src->plan);
+    tdm__free(src->scratch);
     tdm__free(src);
 }
 
@@ -219,10 +254,17 @@ static tdm_err nx_open(const tdm__source_conf *conf, int index, int count,
     }
     src->nx.no_prices = src->f[NF_PRICE] < 0 && src->f[NF_INITIAL] < 0 &&
                         src->f[NF_RESERVE] < 0;
-    /* The fields to compute (the time is every row's timestamp, the id
-     * seeds the strings), and the rows' plans. */
-    src->want = TDM__NX_F_DATE_TIME |
-                (src->strings ? TDM__NX_F_EVENT_ID : 0u);
+    src->one_kind = -1;
+    for (int kind = 0; kind < 3; kind++)
+        if (src->nx.kinds == 1 << kind)
+            src->one_kind = kind;
+    src->par = count;
+    for (int k = 0; k < NF_COUNT; k++) {
+        src->col_of[k] = src->f[k] >= 0 ? field_col(k) : -1;
+        if (src->f[k] >= 0)
+            src->str_want |= field_str(k);
+    }
+    /* The rows' plans. */
     src->nf = conf->schema->n;
     src->plan = tdm__calloc((size_t)(3 * (src->nf ? src->nf : 1)),
                             sizeof *src->plan);
@@ -230,24 +272,36 @@ static tdm_err nx_open(const tdm__source_conf *conf, int index, int count,
         err = TDM_ERR_NOMEM;
         goto fail;
     }
-    for (int k = 0; k < NF_COUNT; k++)
-        if (src->f[k] >= 0)
-            src->want |= field_bit(k);
     for (int kind = 0; kind < 3; kind++) {
         nx_put *plan = src->plan + kind * src->nf;
-        int set = 0, null = src->nf;
-        for (int f = 0; f < src->nf; f++) {
-            int o = PLAN_NULL;
-            for (int k = 0; k < NF_COUNT; k++)
-                if (src->f[k] == f && k != NF_TYPE)
-                    o = plan_entry(k, kind);
-            int at = o == PLAN_NULL ? --null : set++;
-            plan[at].f = f;
-            plan[at].off = o;
+        int set = 0, null = 0;
+        /* Set entries first, then null ones; event_type in neither. */
+        for (int pass = 0; pass < 2; pass++) {
+            for (int f = 0; f < src->nf; f++) {
+                int o = PLAN_NULL;
+                if (f == src->f[NF_TYPE])
+                    continue;
+                for (int k = 0; k < NF_COUNT; k++)
+                    if (src->f[k] == f && k != NF_TYPE)
+                        o = plan_entry(k, kind);
+                if ((o != PLAN_NULL) != (pass == 0))
+                    continue;
+                plan[set + null].f = f;
+                plan[set + null].off = o;
+                if (pass == 0)
+                    set++;
+                else
+                    null++;
+            }
         }
         src->puts[kind] = plan;
         src->n_set[kind] = set;
+        src->n_null[kind] = null;
+        if (null && (src->nx.kinds & (1 << kind)))
+            src->pass = true;
     }
+    if (src->strings)
+        src->pass = true;
     /* Partitions p with p % count == index. */
     src->n_parts = index < src->n_part
                        ? (int)((src->n_part - index + count - 1) / count)
@@ -278,80 +332,149 @@ fail:
     return err;
 }
 
-static inline tdm_err put_str(const tdm__source *src, tdm__batch *b,
-                              tdm__row *row, int k, const char *s)
+/* Sets the string fields of @p row from event (@p kind, @p event_id);
+ * TDM_ERR_NOMEM if the arena cannot grow. */
+static tdm_err put_strings(const tdm__source *src, tdm__batch *b,
+                           tdm__row *row, int kind, int64_t event_id)
 {
-    int f = src->f[k];
-    if (f < 0 || !s)
-        return TDM_OK;
-    return tdm__batch_set_string(b, row, f, s, strlen(s));
-}
-
-/* Sets the string fields of @p row, the last of @p b, from event @p ev
- * (kind and event id); on failure the row is dropped. */
-static tdm_err put_strings(tdm__source *src, tdm__batch *b, tdm__row *row,
-                           const tdm__nx_event *ev)
-{
+    static const int str_fields[] = { NF_NAME, NF_EMAIL, NF_CARD, NF_CITY,
+                                      NF_STATE, NF_ITEM, NF_DESC,
+                                      NF_CHANNEL, NF_URL };
     char mem[512];
     tdm__nx_strings s;
-    tdm__nx_strings_of(ev, mem, sizeof mem, &s);
-    tdm_err err;
-    if ((err = put_str(src, b, row, NF_NAME, s.name)) ||
-        (err = put_str(src, b, row, NF_EMAIL, s.email)) ||
-        (err = put_str(src, b, row, NF_CARD, s.credit_card)) ||
-        (err = put_str(src, b, row, NF_CITY, s.city)) ||
-        (err = put_str(src, b, row, NF_STATE, s.state)) ||
-        (err = put_str(src, b, row, NF_ITEM, s.item_name)) ||
-        (err = put_str(src, b, row, NF_DESC, s.description)) ||
-        (err = put_str(src, b, row, NF_CHANNEL, s.channel)) ||
-        (err = put_str(src, b, row, NF_URL, s.url))) {
-        tdm__batch_drop_last(b);
-        return err;
+    tdm__nx_event ev;
+    ev.kind = kind;
+    ev.event_id = event_id;
+    tdm__nx_strings_some(&ev, src->str_want, mem, sizeof mem, &s);
+    const char *val[] = { s.name, s.email, s.credit_card, s.city, s.state,
+                          s.item_name, s.description, s.channel, s.url };
+    for (size_t k = 0; k < sizeof val / sizeof val[0]; k++) {
+        int f = src->f[str_fields[k]];
+        if (f < 0 || !val[k])
+            continue;
+        tdm_err err = tdm__batch_put_string(b, row, f, val[k],
+                                            strlen(val[k]));
+        if (err != TDM_OK)
+            return err;
     }
     return TDM_OK;
 }
 
-/* Appends event @p ev as a row of local partition @p j; the batch has
- * room (callers check).  Every value of the row is written from the
- * kind's plan (a value or zero and null), so the row starts as
- * tdm__batch_add would leave it, in one pass instead of two. */
-static inline __attribute__((always_inline)) tdm_err
-put_row(tdm__source *src, tdm__batch *b, const tdm__nx_event *ev, int j)
+/* The partition of a row goes to the 8 bytes of partition and flags
+ * (the generator writes its turn, below 2^32, as an int64: partition =
+ * turn, flags = 0). */
+_Static_assert(offsetof(tdm__row, flags) ==
+                   offsetof(tdm__row, partition) + sizeof(uint32_t),
+               "partition and flags adjacent");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "the turn's low half is the partition");
+/* A value's null flag is cleared by the generator's 8-byte "flag" word
+ * (tdm__nx_cols.flag): null and the padding after it. */
+_Static_assert(offsetof(tdm__val, null) >= sizeof(int64_t) &&
+                   offsetof(tdm__val, null) + sizeof(int64_t) <=
+                       sizeof(tdm__val),
+               "null's word inside the value, after u.i");
+
+/* Appends the rows of the kept events among the @p n counts count,
+ * count + stride, ... (local partitions turn, turn + 1, ... mod n_parts)
+ * until the batch holds @p limit rows; *walked: the counts walked (see
+ * tdm__nx_fill).  The generator writes values, timestamps and
+ * partitions straight into the batch; the null flags, event_type's and
+ * the strings are set here.  TDM_OK, or TDM_ERR_NOMEM (scratch or
+ * strings; the rows from the failing one on are dropped). */
+static tdm_err fill_rows(tdm__source *src, tdm__batch *b, size_t limit,
+                         int64_t count, int64_t stride, int64_t n, int turn,
+                         int64_t *walked)
 {
-    tdm__row *row = &b->rows[b->n++];
-    const nx_put *put = src->puts[ev->kind];
-    const nx_put *set = put + src->n_set[ev->kind], *end = put + src->nf;
-    tdm__val *vals = row->v;
-    row->ts = ev->date_time;
-    row->partition = (uint32_t)j;
-    row->flags = 0;
-    for (; put < set; put++) {
-        tdm__val *v = &vals[put->f];
-        memcpy(&v->u.i, (const char *)ev + put->off, sizeof v->u.i);
-        v->null = 0;
+    const size_t row0 = b->n, room = limit - b->n, nf = (size_t)src->nf;
+    const bool need_kind = src->one_kind < 0 && src->f[NF_TYPE] < 0;
+    tdm__nx_cols cols;
+    *walked = 0;
+    if (room == 0 || n <= 0)
+        return TDM_OK;
+    /* The rows' values are one array (tdm__batch_new): row r's value f
+     * is vals[r * nf + f]; checked at both ends of the rows written. */
+    if (nf && b->rows[limit - 1].v != b->rows[row0].v + (room - 1) * nf)
+        return TDM_ERR_INVAL;
+    if ((src->strings || need_kind) && src->scratch_cap < room) {
+        int64_t *p = tdm__realloc(src->scratch, 2 * room * sizeof *p);
+        if (!p)
+            return TDM_ERR_NOMEM;
+        src->scratch = p;
+        src->scratch_cap = room;
     }
-    for (; put < end; put++) {
-        tdm__val *v = &vals[put->f];
-        memset(v, 0, sizeof *v);
-        v->null = 1;
+    memset(&cols, 0, sizeof cols);
+    for (int k = 0; k < NF_COUNT; k++) {
+        int col = src->col_of[k];
+        if (col < 0)
+            continue;
+        cols.p[col] = (char *)&b->rows[row0].v[src->f[k]].u.i;
+        cols.stride[col] = nf * sizeof(tdm__val);
+        cols.flag[col] = offsetof(tdm__val, null);
     }
-    /* event_type: a null entry of every plan, overwritten. */
     if (src->f[NF_TYPE] >= 0) {
-        vals[src->f[NF_TYPE]].u.i = ev->kind;
-        vals[src->f[NF_TYPE]].null = 0;
+        cols.p[TDM__NX_C_KIND] = (char *)&b->rows[row0].v[src->f[NF_TYPE]].u.i;
+        cols.stride[TDM__NX_C_KIND] = nf * sizeof(tdm__val);
+        cols.flag[TDM__NX_C_KIND] = offsetof(tdm__val, null);
+    } else if (need_kind) {
+        cols.p[TDM__NX_C_KIND] = (char *)src->scratch;
+        cols.stride[TDM__NX_C_KIND] = sizeof(int64_t);
     }
-    return src->strings ? put_strings(src, b, row, ev) : TDM_OK;
+    if (src->strings) {
+        cols.p[0] = (char *)(src->scratch + src->scratch_cap);
+        cols.stride[0] = sizeof(int64_t);
+    }
+    cols.p[TDM__NX_C_DATE_TIME2] = (char *)&b->rows[row0].ts;
+    cols.stride[TDM__NX_C_DATE_TIME2] = sizeof(tdm__row);
+    cols.p[TDM__NX_C_TURN] = (char *)&b->rows[row0].partition;
+    cols.stride[TDM__NX_C_TURN] = sizeof(tdm__row);
+    cols.turn = turn;
+    cols.turns = src->n_parts;
+    size_t got = tdm__nx_fill(&src->nx, &cols, count, stride, n, room,
+                              walked);
+    /* The values written are flagged not null; the fields the row's kind
+     * does not have are made null here, and the strings set. */
+    if (!src->pass) {
+        b->n = row0 + got;
+        return TDM_OK;
+    }
+    for (size_t r = 0; r < got; r++) {
+        tdm__row *row = &b->rows[row0 + r];
+        tdm__val *vals = row->v;
+        int kind = src->one_kind;
+        if (kind < 0)
+            kind = src->f[NF_TYPE] >= 0
+                       ? (int)vals[src->f[NF_TYPE]].u.i
+                       : (int)src->scratch[r];
+        const nx_put *put = src->puts[kind] + src->n_set[kind];
+        const nx_put *end = put + src->n_null[kind];
+        for (; put < end; put++) {
+            tdm__val *v = &vals[put->f];
+            memset(v, 0, sizeof *v);
+            v->null = 1;
+        }
+        if (src->strings) {
+            b->n = row0 + r + 1;
+            tdm_err err = put_strings(src, b, row, kind,
+                                      src->scratch[src->scratch_cap + r]);
+            if (err != TDM_OK) {
+                tdm__batch_drop_last(b);
+                return err;
+            }
+        }
+    }
+    b->n = row0 + got;
+    return TDM_OK;
 }
 
-/* nx_poll in progression mode: runs of up to NX_RUN events of the
- * counts pos, pos + stride, ..., each row tagged with its partition (the
- * partitions take turns), until the batch is full or the counts pass
- * the end; then every partition is finished at once (their next counts
- * are all past it), as the turn-taking loop would find them. */
+/* nx_poll in progression mode: the counts pos, pos + stride, ..., each
+ * row tagged with its partition (the partitions take turns), until the
+ * batch is full or the counts pass the end; then every partition is
+ * finished at once (their next counts are all past it), as the
+ * turn-taking loop would find them. */
 static tdm_err poll_run(tdm__source *src, tdm__batch *b, size_t limit,
                         uint8_t *finished)
 {
-    tdm__nx_event evs[NX_RUN];
     while (b->n < limit) {
         if (src->pos >= src->total) {
             for (int j = 0; j < src->n_parts; j++) {
@@ -362,27 +485,14 @@ static tdm_err poll_run(tdm__source *src, tdm__batch *b, size_t limit,
             src->n_done = src->n_parts;
             break;
         }
-        /* Each event makes at most one row: no run overfills. */
         int64_t left = (src->total - src->pos - 1) / src->stride + 1;
-        size_t n = limit - b->n < NX_RUN ? limit - b->n : NX_RUN;
-        if ((int64_t)n > left)
-            n = (size_t)left;
-        tdm__nx_events(&src->nx, src->want, src->pos, src->stride, n, evs);
-        int j = src->cur;
-        for (size_t k = 0; k < n; k++) {
-            int jk = j;
-            j = j + 1 == src->n_parts ? 0 : j + 1;
-            if (!(src->nx.kinds & (1 << evs[k].kind)))
-                continue;
-            tdm_err err = put_row(src, b, &evs[k], jk);
-            if (err != TDM_OK) {
-                src->pos += (int64_t)(k + 1) * src->stride;
-                src->cur = j;
-                return err;
-            }
-        }
-        src->cur = j;
-        src->pos += (int64_t)n * src->stride;
+        int64_t walked = 0;
+        tdm_err err = fill_rows(src, b, limit, src->pos, src->stride, left,
+                                src->cur, &walked);
+        src->pos += walked * src->stride;
+        src->cur = (int)((src->cur + walked % src->n_parts) % src->n_parts);
+        if (err != TDM_OK)
+            return err;
     }
     return TDM_OK;
 }
@@ -399,9 +509,25 @@ static tdm_err nx_poll(tdm__source *src, tdm__batch *b, size_t max,
         if (err != TDM_OK)
             return err;
     }
-    /* Otherwise one event of each local partition in turn. */
+    /* Otherwise one event of each local partition in turn: a whole
+     * round (partition j's next count is index + j * par + r * P, so a
+     * round is a progression of stride par) in one fill while every
+     * partition has its event, else partition by partition. */
     while (!src->ap && src->n_done < src->n_parts && b->n < limit) {
         int j = src->cur;
+        int64_t walked = 0;
+        tdm_err err;
+        if (j == 0 && src->n_done == 0 &&
+            src->next[src->n_parts - 1] < src->total) {
+            err = fill_rows(src, b, limit, src->next[0], src->par,
+                            src->n_parts, 0, &walked);
+            for (int64_t k = 0; k < walked; k++)
+                src->next[k] += src->n_part;
+            src->cur = walked == src->n_parts ? 0 : (int)walked;
+            if (err != TDM_OK)
+                return err;
+            continue;
+        }
         src->cur = j + 1 == src->n_parts ? 0 : j + 1;
         if (src->fin[j])
             continue;
@@ -414,11 +540,7 @@ static tdm_err nx_poll(tdm__source *src, tdm__batch *b, size_t max,
             continue;
         }
         src->next[j] = c + src->n_part;
-        tdm__nx_event ev;
-        tdm__nx_events(&src->nx, src->want, c, 1, 1, &ev);
-        if (!(src->nx.kinds & (1 << ev.kind)))
-            continue;
-        tdm_err err = put_row(src, b, &ev, j);
+        err = fill_rows(src, b, limit, c, 1, 1, j, &walked);
         if (err != TDM_OK)
             return err;
     }

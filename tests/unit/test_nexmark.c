@@ -575,6 +575,15 @@ static int row_matches(const tdm__schema *sc, const tdm__row *row,
         } else if (strcmp(name, "seller") == 0) {
             has = ev->kind == TDM__NX_AUCTION;
             want = ev->seller;
+        } else if (strcmp(name, "category") == 0) {
+            has = ev->kind == TDM__NX_AUCTION;
+            want = ev->category;
+        } else if (strcmp(name, "initial_bid") == 0) {
+            has = ev->kind == TDM__NX_AUCTION;
+            want = ev->initial_bid;
+        } else if (strcmp(name, "reserve") == 0) {
+            has = ev->kind == TDM__NX_AUCTION;
+            want = ev->reserve;
         } else if (strcmp(name, "expires") == 0) {
             has = ev->kind == TDM__NX_AUCTION;
             want = ev->expires;
@@ -588,8 +597,16 @@ static int row_matches(const tdm__schema *sc, const tdm__row *row,
             has = ev->kind == TDM__NX_BID;
             want = ev->price;
         } else if (strcmp(name, "channel") == 0 ||
-                   strcmp(name, "name") == 0) {
-            const char *t = name[0] == 'c' ? str.channel : str.name;
+                   strcmp(name, "name") == 0 ||
+                   strcmp(name, "url") == 0 ||
+                   strcmp(name, "credit_card") == 0 ||
+                   strcmp(name, "item_name") == 0) {
+            const char *t = strcmp(name, "channel") == 0 ? str.channel
+                            : strcmp(name, "name") == 0  ? str.name
+                            : strcmp(name, "url") == 0   ? str.url
+                            : strcmp(name, "item_name") == 0
+                                ? str.item_name
+                                : str.credit_card;
             if (!t ? v->null != 1
                    : v->null != 0 || v->u.s.len != strlen(t) ||
                          memcmp(v->u.s.p, t, v->u.s.len) != 0)
@@ -608,9 +625,10 @@ static int row_matches(const tdm__schema *sc, const tdm__row *row,
 /* Reads subtask @p index of @p count of a source with @p parts
  * partitions and @p total events, checking every row against the rule
  * above; returns the number of rows, or -1 on the first difference. */
-static int64_t check_subtask(const char *schema_text, int kinds,
-                             int64_t ooo, int64_t parts, int64_t total,
-                             int index, int count)
+static int64_t check_subtask_v2(const char *schema_text, int kinds,
+                                int64_t ooo, int64_t parts, int64_t total,
+                                int index, int count, size_t poll,
+                                int flink)
 {
     char err[256];
     tdm__schema sc;
@@ -626,10 +644,15 @@ static int64_t check_subtask(const char *schema_text, int kinds,
     conf.gen_records = total;
     conf.nx_kinds = kinds;
     conf.nx_ooo_group = ooo;
+    conf.nx_flink = flink != 0;
     tdm__source *src = NULL;
     int n_parts = 0;
     int64_t rows = -1;
-    tdm__batch *b = tdm__batch_new(&sc, 100);
+    tdm__batch *b = tdm__batch_new(&sc, poll < 100 ? 100 : poll);
+    uint8_t *finished = calloc((size_t)parts + 1, 1);
+    uint8_t *fin = calloc((size_t)parts + 1, 1);
+    if (!finished || !fin)
+        goto done;
     if (!b || tdm__nexmark_source.open(&conf, index, count, NULL, NULL, &src,
                                        &n_parts, err, sizeof err) != TDM_OK)
         goto done;
@@ -637,13 +660,17 @@ static int64_t check_subtask(const char *schema_text, int kinds,
     tdm__nx_conf_default(&nx);
     nx.rate = 100000;
     nx.ooo_group = ooo;
-    uint8_t finished[8] = { 0 };
+    if (flink) {
+        nx.first_event_id = 1;
+        nx.first_event_number = 1;
+        nx.flink_bidder_quirk = 1;
+    }
     int64_t round = 0, j = 0, seen_fin = 0, n = 0;
     int eof = 0;
-    for (int polls = 0; !eof && polls < 100000; polls++) {
-        uint8_t fin[8] = { 0 };
+    for (int polls = 0; !eof && polls < 1000000; polls++) {
+        memset(fin, 0, (size_t)parts + 1);
         tdm__batch_clear(b);
-        if (tdm__nexmark_source.poll(src, b, 37, fin, &eof) != TDM_OK)
+        if (tdm__nexmark_source.poll(src, b, poll, fin, &eof) != TDM_OK)
             goto done;
         for (size_t r = 0; r < b->n; r++) {
             /* The next event of the rule that is of a kept kind. */
@@ -687,7 +714,17 @@ done:
         tdm__nexmark_source.close(src);
     tdm__batch_destroy(b);
     tdm__schema_free(&sc);
+    free(finished);
+    free(fin);
     return rows;
+}
+
+static int64_t check_subtask(const char *schema_text, int kinds,
+                             int64_t ooo, int64_t parts, int64_t total,
+                             int index, int count)
+{
+    return check_subtask_v2(schema_text, kinds, ooo, parts, total, index,
+                            count, 37, 0);
 }
 
 TDM_TEST(source_rows_follow_the_stream)
@@ -717,4 +754,300 @@ TDM_TEST(source_rows_follow_the_stream)
      * (ids 0..2010: 40 full blocks of 46 bids, then ids 2000..2010 hold
      * 1 person, 3 auctions and 7 bids: 1,847). */
     ASSERT_EQ(total_rows, 12 * (1003 + 307 + 1847));
+}
+
+/* ---- The source's path (tdm__nx_fill) against the definition ----
+ * Random configurations (seeded, reproducible): rates, both numberings
+ * and other first ids/numbers, out-of-order groups, every kinds subset,
+ * ratios and sizes whose draws vanish (<= 1), no_prices; random column
+ * subsets with and without flag words; strides 1..120 (past the 50-id
+ * block); start counts anywhere (not multiples of 50); runs and maxima
+ * of 1, 7, 1024 and random.  Each written value must be
+ * tdm__nx_event_at's, bit for bit, for the kept events in order; the
+ * columns a kind does not have, and everything past the last written
+ * event, untouched; walked must end just after the max-th kept event. */
+
+/* A reproducible stream for the cases (not the generator's). */
+static uint64_t lcg(uint64_t *st)
+{
+    *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *st >> 33;
+}
+
+/* One output record: a value and a flag word per column. */
+typedef struct fill_rec {
+    int64_t val[TDM__NX_NCOL];
+    int64_t flagw[TDM__NX_NCOL];
+} fill_rec;
+
+/* The value of column @p col of event @p ev at walk position @p k, and
+ * whether its kind has it. */
+static int expect_col(const tdm__nx_event *ev, int col, int64_t k,
+                      int64_t turn0, int64_t turns, int64_t *out)
+{
+    if (col == TDM__NX_C_DATE_TIME2) {
+        *out = ev->date_time;
+        return 1;
+    }
+    if (col == TDM__NX_C_KIND) {
+        *out = ev->kind;
+        return 1;
+    }
+    if (col == TDM__NX_C_TURN) {
+        *out = (turn0 + k) % turns;
+        return 1;
+    }
+    if (!((bulk_fields[col].kinds >> ev->kind) & 1))
+        return 0;
+    *out = field_at(ev, bulk_fields[col].off);
+    return 1;
+}
+
+/* Checks one tdm__nx_fill call; returns 0 when it agrees. */
+static int fill_case(const tdm__nx_conf *c, unsigned cols_mask,
+                     unsigned flag_mask, int64_t start, int64_t stride,
+                     int64_t n, size_t max, int64_t turn0, int64_t turns)
+{
+    static fill_rec recs[1100];
+    const int kinds = c->kinds ? c->kinds : 7;
+    const size_t cap = sizeof recs / sizeof recs[0];
+    tdm__nx_cols cols;
+    memset(&cols, 0, sizeof cols);
+    memset(recs, 0x5a, sizeof recs);
+    for (int col = 0; col < TDM__NX_NCOL; col++) {
+        if (!((cols_mask >> col) & 1))
+            continue;
+        cols.p[col] = (char *)&recs[0].val[col];
+        cols.stride[col] = sizeof(fill_rec);
+        if ((flag_mask >> col) & 1)
+            cols.flag[col] = offsetof(fill_rec, flagw) -
+                             offsetof(fill_rec, val);
+    }
+    cols.turn = turn0;
+    cols.turns = turns;
+    int64_t walked = -1;
+    size_t got = tdm__nx_fill(c, &cols, start, stride, n, max, &walked);
+    size_t i = 0;
+    int64_t want_walked = n;
+    for (int64_t k = 0; k < n && i < max; k++) {
+        tdm__nx_event ev;
+        tdm__nx_event_at(c, start + k * stride, &ev);
+        if (!((kinds >> ev.kind) & 1))
+            continue;
+        if (i >= cap)
+            return 1;
+        for (int col = 0; col < TDM__NX_NCOL; col++) {
+            int64_t want = UNSET, flagw = UNSET;
+            if (((cols_mask >> col) & 1) &&
+                expect_col(&ev, col, k, turn0, turns, &want) &&
+                ((flag_mask >> col) & 1))
+                flagw = 0;
+            if (recs[i].val[col] != want || recs[i].flagw[col] != flagw) {
+                fprintf(stderr,
+                        "fill != definition: count %" PRId64 " col %d"
+                        " (cols %#x, stride %" PRId64 ", kinds %d, g %"
+                        PRId64 ")\n",
+                        start + k * stride, col, cols_mask, stride, kinds,
+                        c->ooo_group);
+                return 1;
+            }
+        }
+        if (++i == max)
+            want_walked = k + 1;
+    }
+    if (got != i || walked != want_walked) {
+        fprintf(stderr, "fill: got %zu of %zu, walked %" PRId64 " of %"
+                        PRId64 "\n", got, i, walked, want_walked);
+        return 1;
+    }
+    /* Nothing written past the last event. */
+    for (size_t r = got; r < got + 2 && r < cap; r++)
+        for (int col = 0; col < TDM__NX_NCOL; col++)
+            if (recs[r].val[col] != UNSET || recs[r].flagw[col] != UNSET)
+                return 1;
+    return 0;
+}
+
+TDM_TEST(fill_equals_per_event_random_configs)
+{
+    static const int64_t rates[] = { 1, 7, 999, 1000, 10000, 100000,
+                                     1000000, 123457 };
+    static const size_t sizes[] = { 1, 7, 1024 };
+    const unsigned all_cols = (1u << TDM__NX_NCOL) - 1;
+    /* The source's column sets (the specialised kernels): NEXMark-W's
+     * and q11's with flags on the values. */
+    const unsigned rowcols = (1u << TDM__NX_C_DATE_TIME2) |
+                             (1u << TDM__NX_C_TURN);
+    const unsigned w = TDM__NX_F_DATE_TIME | TDM__NX_F_AUCTION | rowcols;
+    const unsigned q11 = TDM__NX_F_DATE_TIME | TDM__NX_F_BIDDER | rowcols;
+    uint64_t st = 20261203;
+    int64_t cases = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        tdm__nx_conf c;
+        tdm__nx_conf_default(&c);
+        c.rate = rates[lcg(&st) % 8];
+        if (lcg(&st) % 3 == 0) {
+            c.first_event_id = 1;
+            c.first_event_number = 1;
+            c.flink_bidder_quirk = 1;
+        } else if (lcg(&st) % 4 == 0) {
+            c.first_event_id = (int64_t)(lcg(&st) % 100000);
+            c.first_event_number = (int64_t)(lcg(&st) % 100000);
+        }
+        c.ooo_group = lcg(&st) % 5 == 0 ? 2 + (int64_t)(lcg(&st) % 6) : 1;
+        c.kinds = (int)(lcg(&st) % 8);
+        c.no_prices = (int)(lcg(&st) % 2);
+        if (lcg(&st) % 6 == 0) {
+            c.hot_auction_ratio = (int64_t)(lcg(&st) % 4);
+            c.hot_bidders_ratio = (int64_t)(lcg(&st) % 4);
+            c.hot_sellers_ratio = (int64_t)(lcg(&st) % 4);
+            c.in_flight_auctions = (int64_t)(lcg(&st) % 40) - 20;
+            c.active_people = (int64_t)(lcg(&st) % 30) - 12;
+        }
+        unsigned cols_mask, flag_mask;
+        switch (lcg(&st) % 4) {
+        case 0:
+            cols_mask = w;
+            flag_mask = TDM__NX_F_DATE_TIME | TDM__NX_F_AUCTION;
+            break;
+        case 1:
+            cols_mask = q11;
+            flag_mask = TDM__NX_F_DATE_TIME | TDM__NX_F_BIDDER;
+            break;
+        default:
+            cols_mask = (unsigned)lcg(&st) & all_cols;
+            flag_mask = (unsigned)lcg(&st) & all_cols;
+            break;
+        }
+        int64_t stride = lcg(&st) % 3 ? 1 + (int64_t)(lcg(&st) % 4)
+                                      : 1 + (int64_t)(lcg(&st) % 120);
+        int64_t start = (int64_t)(lcg(&st) % 5000000);
+        size_t max = lcg(&st) % 2 ? sizes[lcg(&st) % 3]
+                                  : 1 + (size_t)(lcg(&st) % 1024);
+        int64_t n = lcg(&st) % 2 ? (int64_t)sizes[lcg(&st) % 3]
+                                 : 1 + (int64_t)(lcg(&st) % 1500);
+        int64_t turns = 1 + (int64_t)(lcg(&st) % 70);
+        int64_t turn0 = (int64_t)(lcg(&st) % (uint64_t)turns);
+        ASSERT_EQ(fill_case(&c, cols_mask, flag_mask, start, stride, n, max,
+                            turn0, turns),
+                  0);
+        cases++;
+    }
+    ASSERT_EQ(cases, 3000);
+}
+
+/* NEXMark-W's and q8's shapes over long runs: every bid of 600,000
+ * events at strides 1..4, and persons only / auctions only (the kinds
+ * stepped over), each in runs of 1,024 rows. */
+TDM_TEST(fill_equals_per_event_long_runs)
+{
+    const unsigned rowcols = (1u << TDM__NX_C_DATE_TIME2) |
+                             (1u << TDM__NX_C_TURN);
+    tdm__nx_conf c;
+    tdm__nx_conf_default(&c);
+    c.rate = 100000;
+    for (int kind = 0; kind < 3; kind++) {
+        c.kinds = 1 << kind;
+        unsigned cols = kind == TDM__NX_BID
+                            ? TDM__NX_F_DATE_TIME | TDM__NX_F_AUCTION | rowcols
+                        : kind == TDM__NX_AUCTION
+                            ? TDM__NX_F_DATE_TIME | TDM__NX_F_ID |
+                                  TDM__NX_F_SELLER | rowcols
+                            : TDM__NX_F_DATE_TIME | TDM__NX_F_ID |
+                                  TDM__NX_F_EVENT_ID | rowcols;
+        unsigned flags = cols & TDM__NX_F_ALL;
+        for (int64_t s = 1; s <= 4; s++) {
+            int64_t pos = s - 1, end = 600000;
+            while (pos < end) {
+                int64_t n = (end - pos - 1) / s + 1;
+                if (n > 1500)
+                    n = 1500;
+                ASSERT_EQ(fill_case(&c, cols, flags, pos, s, n, 1024,
+                                    pos % 4, 4), 0);
+                /* Where the next call starts: after 1,024 kept events,
+                 * or after the n counts. */
+                int64_t kept = 0, k = 0;
+                for (; k < n && kept < 1024; k++) {
+                    tdm__nx_event ev;
+                    tdm__nx_event_at(&c, pos + k * s, &ev);
+                    kept += ev.kind == kind;
+                }
+                pos += k * s;
+            }
+        }
+    }
+}
+
+/* The strings the source asks for (any subset) are those of the
+ * definition, byte for byte, and the others NULL. */
+TDM_TEST(strings_some_equal_strings_of)
+{
+    tdm__nx_conf c;
+    tdm__nx_conf_default(&c);
+    uint64_t st = 7;
+    for (int64_t i = 0; i < 20000; i++) {
+        tdm__nx_event ev;
+        tdm__nx_event_at(&c, i, &ev);
+        char m1[512], m2[512];
+        tdm__nx_strings a, b;
+        tdm__nx_strings_of(&ev, m1, sizeof m1, &a);
+        unsigned which = i % 3 == 0 ? TDM__NX_S_ALL
+                                    : (unsigned)lcg(&st) & TDM__NX_S_ALL;
+        tdm__nx_strings_some(&ev, which, m2, sizeof m2, &b);
+        const char *sa[] = { a.name, a.email, a.credit_card, a.city,
+                             a.state, a.item_name, a.description,
+                             a.channel, a.url };
+        const char *sb[] = { b.name, b.email, b.credit_card, b.city,
+                             b.state, b.item_name, b.description,
+                             b.channel, b.url };
+        for (int k = 0; k < 9; k++) {
+            if (!((which >> k) & 1) || !sa[k])
+                ASSERT_TRUE(sb[k] == NULL);
+            else
+                ASSERT_TRUE(sb[k] != NULL && strcmp(sa[k], sb[k]) == 0);
+        }
+    }
+}
+
+/* The source over random layouts: partitions 1..70 at parallelism
+ * 1..5 (progression mode when the parallelism divides the partitions,
+ * rounds otherwise), polls of 1, 7 and 1,024 rows, every kinds subset,
+ * both numberings, out-of-order groups, and the schemas of NEXMark-W,
+ * q8's two sources, q11 and one with every kind of field. */
+TDM_TEST(source_rows_random_layouts)
+{
+    static const char *const schemas[] = {
+        "auction:int64, date_time:timestamp",
+        "id:int64, name:string, date_time:timestamp",
+        "id:int64, seller:int64, date_time:timestamp",
+        "bidder:int64, date_time:timestamp",
+        "event_type:int64, id:int64, seller:int64, category:int64, "
+        "initial_bid:int64, reserve:int64, expires:timestamp, "
+        "auction:int64, price:int64, bidder:int64, date_time:timestamp, "
+        "channel:string, url:string, note:string, name:string, "
+        "credit_card:string, item_name:string",
+        "date_time:timestamp, auction:int64, event_type:int64",
+    };
+    static const int schema_kinds[] = { 4, 1, 2, 4, 0, 0 };
+    static const size_t polls[] = { 1, 7, 1024 };
+    uint64_t st = 99;
+    for (int iter = 0; iter < 120; iter++) {
+        int si = (int)(lcg(&st) % 6);
+        int kinds = lcg(&st) % 2 ? schema_kinds[si] : (int)(lcg(&st) % 8);
+        int64_t parts = 1 + (int64_t)(lcg(&st) % (lcg(&st) % 4 ? 9 : 70));
+        int count = 1 + (int)(lcg(&st) % 5);
+        int index = (int)(lcg(&st) % (uint64_t)count);
+        int64_t ooo = lcg(&st) % 6 == 0 ? 2 + (int64_t)(lcg(&st) % 5) : 1;
+        int64_t total = 1 + (int64_t)(lcg(&st) % 4000);
+        size_t poll = polls[lcg(&st) % 3];
+        int flink = (int)(lcg(&st) % 2);
+        int64_t r = check_subtask_v2(schemas[si], kinds, ooo, parts, total,
+                                     index, count, poll, flink);
+        if (r < 0)
+            fprintf(stderr, "source case %d: schema %d kinds %d parts %"
+                            PRId64 " %d/%d ooo %" PRId64 " total %" PRId64
+                            " poll %zu flink %d\n", iter, si, kinds, parts,
+                    index, count, ooo, total, poll, flink);
+        ASSERT_TRUE(r >= 0);
+    }
 }
