@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* nexmark_ref.c - naive references for the NEXMark jobs of bench/nexmark/
- * (NEXMark-W, q8, q11): plain loops over the generated events
- * (tdm__nx_event_at, the definition of the stream), grouping by hash table
- * or by sorting, no engine and no watermark: every event counts, which is
- * what the engine must produce when none is late.  bench/run_nexmark.sh
- * and tests/cli/nexmark_*.sh compare the engine's result multisets with
- * these (usage above main).
+ * (NEXMark-W and its V1-rate variant, q5 and its hot items, q8, q11):
+ * plain loops over the generated events (tdm__nx_event_at, the definition
+ * of the stream), grouping by hash table or by sorting, no engine and no
+ * watermark: every event counts, which is what the engine must produce
+ * when none is late.  bench/run_nexmark.sh and tests/cli/nexmark_*.sh
+ * compare the engine's result multisets with these (usage above main).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -75,6 +75,18 @@ static int by_window_then_auction(const void *a, const void *b)
     return (x->auction > y->auction) - (x->auction < y->auction);
 }
 
+/* Moves the filled cells of @p t to its front, sorted by window then
+ * auction; returns how many there are. */
+static size_t pack_sorted(table *t)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->c[i].count)
+            t->c[k++] = t->c[i];
+    qsort(t->c, k, sizeof(cell), by_window_then_auction);
+    return k;
+}
+
 /* NEXMark-W: bids counted per (auction, tumbling window of @p size). */
 static int run_w(const tdm__nx_conf *c, int64_t events, int64_t size)
 {
@@ -96,11 +108,7 @@ static int run_w(const tdm__nx_conf *c, int64_t events, int64_t size)
             return 1;
         }
     }
-    size_t k = 0;
-    for (size_t i = 0; i < t.cap; i++)
-        if (t.c[i].count)
-            t.c[k++] = t.c[i];
-    qsort(t.c, k, sizeof(cell), by_window_then_auction);
+    size_t k = pack_sorted(&t);
     for (size_t i = 0; i < k; i++)
         printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
                t.c[i].auction, t.c[i].start, t.c[i].start + size,
@@ -108,6 +116,64 @@ static int run_w(const tdm__nx_conf *c, int64_t events, int64_t size)
     fprintf(stderr, "bids %" PRId64 " rows %zu\n", bids, k);
     free(t.c);
     return 0;
+}
+
+/* ---- q5: bids per auction in sliding windows, and the hot items ---- */
+
+/* q5 (@p hot 0): bids counted per (auction, sliding window of @p size
+ * every @p slide ms), each bid added to every window containing it, one
+ * at a time.  q5hot (@p hot 1): of those counts, per window the largest
+ * and every auction having it. */
+static int run_q5(const tdm__nx_conf *c, int64_t events, int64_t size,
+                  int64_t slide, int hot)
+{
+    table t = { calloc(1024, sizeof(cell)), 1024, 0 };
+    if (!t.c)
+        goto oom;
+    int64_t bids = 0;
+    for (int64_t i = 0; i < events; i++) {
+        tdm__nx_event ev;
+        tdm__nx_event_at(c, i, &ev);
+        if (ev.kind != TDM__NX_BID)
+            continue;
+        bids++;
+        /* Windows start at multiples of the slide (times are positive
+         * here); the last one to contain the bid starts at or before it,
+         * the first one more than size before it. */
+        int64_t last = ev.date_time - ev.date_time % slide;
+        for (int64_t start = last; start > ev.date_time - size;
+             start -= slide)
+            if (add(&t, ev.auction, start) != 0)
+                goto oom;
+    }
+    size_t k = pack_sorted(&t), windows = 0, rows = 0;
+    for (size_t i = 0; i < k;) {
+        /* The window's cells are [i, e). */
+        size_t e = i;
+        int64_t max = 0;
+        while (e < k && t.c[e].start == t.c[i].start) {
+            if (t.c[e].count > max)
+                max = t.c[e].count;
+            e++;
+        }
+        windows++;
+        for (; i < e; i++) {
+            if (hot && t.c[i].count != max)
+                continue;
+            printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
+                   t.c[i].auction, t.c[i].start, t.c[i].start + size,
+                   t.c[i].count);
+            rows++;
+        }
+    }
+    fprintf(stderr, "bids %" PRId64 " windows %zu rows %zu\n", bids,
+            windows, rows);
+    free(t.c);
+    return 0;
+oom:
+    fprintf(stderr, "nexmark_ref: out of memory\n");
+    free(t.c);
+    return 1;
 }
 
 /* ---- q8: persons x auctions in the same tumbling window ---- */
@@ -276,18 +342,27 @@ oom:
     return 1;
 }
 
-/*   nexmark_ref [QUERY] EVENTS [RATE_PER_S] [SIZE_MS] [OOO_GROUP]
+/*   nexmark_ref [QUERY] EVENTS [RATE_PER_S] [SIZE_MS] [OOO_GROUP] [SLIDE_MS]
  *
  * QUERY is w (the default when the first argument is a number, NEXMark-W's
- * original command line), q8 or q11; defaults 50,000,000 events,
- * 100,000 /s, 10,000 ms, 1.  SIZE_MS is the tumbling window (w, q8) or the
- * session gap (q11).  Rows go to stdout, one line each, a summary to
- * stderr:
- *   w    auction window_start window_end count     "bids N rows M"
- *        (sorted by window then auction)
- *   q8   person auction window_start window_end name
- *        "persons P auctions A pairs K rows R"
- *   q11  bidder session_start session_end count    "bids N rows M"
+ * original command line), q5, q5hot, q8 or q11; defaults 50,000,000
+ * events, 100,000 /s, 10,000 ms, 1, 2,000 ms.  RATE_PER_S is the
+ * event-time rate (10,000,000 for the V1-rate stress: w at that rate).
+ * SIZE_MS is the tumbling window (w, q8), the sliding window (q5, q5hot,
+ * which slide by SLIDE_MS) or the session gap (q11).  Rows go to stdout,
+ * one line each, a summary to stderr:
+ *   w      auction window_start window_end count   "bids N rows M"
+ *          (sorted by window then auction)
+ *   q5     auction window_start window_end count   "bids N windows W rows M"
+ *   q5hot  auction window_start window_end count   "bids N windows W rows M"
+ *   q8     person auction window_start window_end name
+ *          "persons P auctions A pairs K rows R"
+ *   q11    bidder session_start session_end count  "bids N rows M"
+ * q5 counts each auction's bids in every window [s, s + size) with s a
+ * multiple of the slide that holds at least one of them (so a bid counts
+ * in size / slide windows when the slide divides the size, windows before
+ * the first bid and after the last included); q5hot keeps, per window,
+ * the rows of q5 whose count is the window's largest (several on a tie).
  * q8 is the window join persons x auctions on person.id = auction.seller
  * within one tumbling window: one line per (person, auction) pair, R the
  * distinct (person, window) rows of NEXMark's q8.  q11 counts each
@@ -313,13 +388,18 @@ int main(int argc, char **argv)
     c.rate = argc > 2 ? strtoll(argv[2], NULL, 10) : 100000;
     int64_t size = argc > 3 ? strtoll(argv[3], NULL, 10) : 10000;
     c.ooo_group = argc > 4 ? strtoll(argv[4], NULL, 10) : 1;
-    int known = !strcmp(q, "w") || !strcmp(q, "q8") || !strcmp(q, "q11");
+    int64_t slide = argc > 5 ? strtoll(argv[5], NULL, 10) : 2000;
+    int q5 = !strcmp(q, "q5"), q5hot = !strcmp(q, "q5hot");
+    int known = !strcmp(q, "w") || q5 || q5hot || !strcmp(q, "q8") ||
+                !strcmp(q, "q11");
     if (!known || events < 0 || c.rate <= 0 || size <= 0 ||
-        c.ooo_group <= 0) {
-        fprintf(stderr, "usage: nexmark_ref [w|q8|q11] EVENTS [RATE] "
-                        "[SIZE_MS] [OOO_GROUP]\n");
+        c.ooo_group <= 0 || slide <= 0 || slide > size) {
+        fprintf(stderr, "usage: nexmark_ref [w|q5|q5hot|q8|q11] EVENTS "
+                        "[RATE] [SIZE_MS] [OOO_GROUP] [SLIDE_MS]\n");
         return 2;
     }
+    if (q5 || q5hot)
+        return run_q5(&c, events, size, slide, q5hot);
     if (!strcmp(q, "q8"))
         return run_q8(&c, events, size);
     if (!strcmp(q, "q11"))

@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # run_nexmark.sh - the NEXMark suite (bench/nexmark/*.yaml): NEXMark-W
-# (nexmark_w.yaml), q8 (q8.yaml) and q11 (q11.yaml).  Per query it first
-# checks the engine's result multiset against the naive reference
+# (nexmark_w.yaml), q5 (q5.yaml, then q5_max.yaml and q5_hot.yaml), the
+# V1-rate stress v1 (nexmark_w.yaml at 10,000,000 events per second of
+# event time), q8 (q8.yaml) and q11 (q11.yaml).  Per query it first checks
+# the engine's result multiset against the naive reference
 # (bench/nexmark_ref.c) on a smaller run, then runs the full job several
 # times at parallelism 1 and 2 and prints events/s by the wall clock,
 # events/s per busy core (CPU time) and peak RSS.  Events are those of the
@@ -10,11 +12,25 @@
 # A program, not a test: nothing here is registered with CTest.
 #
 #   sh bench/run_nexmark.sh [-r RUNS] [-e EVENTS] [-c CHECK_EVENTS]
-#                           [-b BUILD_DIR] [-q "w q8 q11"]
+#                           [-b BUILD_DIR] [-q "w q5 v1 q8 q11"]
 #
 # Defaults: 3 runs, 50,000,000 events, a 10,000,000-event check, build
-# folder build-bench (RelWithDebInfo), all three queries.  Needs
+# folder build-bench (RelWithDebInfo), all five queries.  Needs
 # /usr/bin/time.
+#
+# q5's table rows time its first stage only, the sliding count over the
+# generated bids (its sink discards the rows).  The hot-items stages
+# (q5_max.yaml, q5_hot.yaml) only see that stage's result rows; they run
+# in the check, over the check's rows written as JSON lines, and their
+# time is printed there on a line of its own.  v1's check runs at the
+# stress's own rate, so its 10,000,000 events are 1 s of event time, all
+# in one window (about 600,000 live keys; the full run's 50 M events make
+# about 3 M).
+#
+# The columns "p50 lat" and "p99 lat" are the result latency (wall time
+# from the watermark passing a window's end to the window's row being
+# emitted).  They print "-" for now: the figures will come from the
+# engine's run summary once it reports them.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +38,7 @@ runs=3
 events=50000000
 check=10000000
 build="$root/build-bench"
-queries="w q8 q11"
+queries="w q5 v1 q8 q11"
 while getopts r:e:c:b:q:h opt; do
     case $opt in
     r) runs=$OPTARG ;;
@@ -30,14 +46,14 @@ while getopts r:e:c:b:q:h opt; do
     c) check=$OPTARG ;;
     b) build=$OPTARG ;;
     q) queries=$OPTARG ;;
-    *) sed -n '3,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '3,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 [ -x /usr/bin/time ] || { echo "run_nexmark.sh: /usr/bin/time is missing" >&2; exit 1; }
 for q in $queries; do
     case $q in
-    w | q8 | q11) ;;
-    *) echo "run_nexmark.sh: unknown query \"$q\" (w, q8, q11)" >&2; exit 2 ;;
+    w | q5 | v1 | q8 | q11) ;;
+    *) echo "run_nexmark.sh: unknown query \"$q\" (w, q5, v1, q8, q11)" >&2; exit 2 ;;
     esac
 done
 
@@ -52,16 +68,20 @@ export LC_ALL=C
 # The job file of query $1.
 job_of() {
     case $1 in
-    w) echo "$root/bench/nexmark/nexmark_w.yaml" ;;
+    w | v1) echo "$root/bench/nexmark/nexmark_w.yaml" ;;
     *) echo "$root/bench/nexmark/$1.yaml" ;;
     esac
 }
 
+# The V1-rate stress: NEXMark-W at this event-time rate (events/s).
+v1_rate=10000000
+
 # --set options making query $1 generate $2 events (every source of the
-# job reads the same stream).
+# job reads the same stream), with the query's other settings.
 records_of() {
     case $1 in
-    w) echo "--set sources.events.generator.records=$2" ;;
+    w | q5) echo "--set sources.events.generator.records=$2" ;;
+    v1) echo "--set sources.events.generator.records=$2 --set sources.events.generator.rate=$v1_rate" ;;
     q8) echo "--set sources.persons.generator.records=$2 --set sources.auctions.generator.records=$2" ;;
     q11) echo "--set sources.bids.generator.records=$2" ;;
     esac
@@ -76,22 +96,87 @@ engine_csv() {
         --set "sinks.out.path=$tmp/out.csv" 2>/dev/null
 }
 
+# JSON rows ($1) -> the values of the fields named by the other
+# arguments, space-separated (fields by name; values without quotes).
+json_fields() {
+    f=$1
+    shift
+    awk -F'[{}:,"]+' -v names="$*" '
+        BEGIN { n = split(names, name, " ") }
+        { for (i = 2; i < NF; i += 2) v[$i] = $(i + 1)
+          line = v[name[1]]
+          for (k = 2; k <= n; k++) line = line " " v[name[k]]
+          print line }' "$f"
+}
+
 # ---- Correctness: the engine's result multiset equals the reference's.
-check_w() {
-    # (auction, window, count) rows, and the counts sum to the bids.
-    "$tdm" run "$(job_of w)" --quiet --set "sources.events.generator.records=$check" \
+
+# NEXMark-W ($1 = w) or the V1-rate stress ($1 = v1, the same job at
+# $v1_rate): (auction, window, count) rows, and the counts sum to the bids.
+check_tumbling() {
+    rate=100000
+    [ "$1" = w ] || rate=$v1_rate
+    # shellcheck disable=SC2046
+    "$tdm" run "$(job_of "$1")" --quiet $(records_of "$1" "$check") \
         --set sinks.out.type=file --set "sinks.out.path=$tmp/engine.jsonl" 2>/dev/null
-    sed -E 's/.*"auction":([0-9]+),"n":([0-9]+),"window_start":([0-9]+),"window_end":([0-9]+).*/\1 \3 \4 \2/' \
-        "$tmp/engine.jsonl" | sort > "$tmp/engine.txt"
-    "$ref" "$check" 100000 10000 2>"$tmp/ref.err" | sort > "$tmp/ref.txt"
+    json_fields "$tmp/engine.jsonl" auction window_start window_end n | sort > "$tmp/engine.txt"
+    "$ref" w "$check" $rate 10000 2>"$tmp/ref.err" | sort > "$tmp/ref.txt"
     bids=$(awk '{print $2}' "$tmp/ref.err")
-    sum=$(awk '{s += $4} END {print s}' "$tmp/engine.txt")
+    sum=$(awk '{s += $4} END {printf "%.0f", s}' "$tmp/engine.txt")
     if cmp -s "$tmp/engine.txt" "$tmp/ref.txt" && [ "$sum" = "$bids" ]; then
-        echo "check w: $check events, $bids bids, $(wc -l < "$tmp/ref.txt") rows: engine == reference, sum of counts == bids"
+        echo "check $1: $check events at $rate/s, $bids bids, $(wc -l < "$tmp/ref.txt") rows: engine == reference, sum of counts == bids"
     else
-        echo "check w: FAILED (engine rows $(wc -l < "$tmp/engine.txt"), reference rows $(wc -l < "$tmp/ref.txt"), sum $sum, bids $bids)"
+        echo "check $1: FAILED (engine rows $(wc -l < "$tmp/engine.txt"), reference rows $(wc -l < "$tmp/ref.txt"), sum $sum, bids $bids)"
         return 1
     fi
+}
+
+check_w() {
+    check_tumbling w
+}
+
+check_v1() {
+    check_tumbling v1
+}
+
+check_q5() {
+    # Stage 1: (auction, sliding window, count) rows; a bid counts in
+    # size / slide = 5 windows, so the counts sum to 5 x bids.
+    # shellcheck disable=SC2046
+    "$tdm" run "$(job_of q5)" --quiet $(records_of q5 "$check") \
+        --set sinks.out.type=file --set "sinks.out.path=$tmp/counts.jsonl" 2>/dev/null
+    json_fields "$tmp/counts.jsonl" auction window_start window_end n | sort > "$tmp/engine.txt"
+    "$ref" q5 "$check" 100000 10000 1 2000 2>"$tmp/ref.err" | sort > "$tmp/ref.txt"
+    read -r _ bids _ windows _ rows < "$tmp/ref.err"
+    sum=$(awk '{s += $4} END {printf "%.0f", s}' "$tmp/engine.txt")
+    if cmp -s "$tmp/engine.txt" "$tmp/ref.txt" && [ "$sum" = $((bids * 5)) ]; then
+        echo "check q5: $check events, $bids bids, $rows rows in $windows windows: engine == reference, sum of counts == 5 x bids"
+    else
+        echo "check q5: FAILED (engine rows $(wc -l < "$tmp/engine.txt"), reference rows $rows, sum $sum, 5 x bids $((bids * 5)))"
+        return 1
+    fi
+    # Stages 2 and 3, the hot items, over those rows; timed here.
+    /usr/bin/time -f "%e %U %S %M" -o "$tmp/t_max" "$tdm" run "$root/bench/nexmark/q5_max.yaml" --quiet \
+        --set "sources.counts.path=$tmp/counts.jsonl" \
+        --set "sinks.out.path=$tmp/maxima.jsonl" 2>/dev/null
+    /usr/bin/time -f "%e %U %S %M" -o "$tmp/t_hot" "$tdm" run "$root/bench/nexmark/q5_hot.yaml" --quiet \
+        --set "sources.counts.path=$tmp/counts.jsonl" \
+        --set "sources.maxima.path=$tmp/maxima.jsonl" \
+        --set sinks.out.type=file --set "sinks.out.path=$tmp/hot.jsonl" 2>/dev/null
+    json_fields "$tmp/hot.jsonl" left.auction left.window_start left.window_end left.n | sort > "$tmp/hot.txt"
+    "$ref" q5hot "$check" 100000 10000 1 2000 2>/dev/null | sort > "$tmp/refhot.txt"
+    if cmp -s "$tmp/hot.txt" "$tmp/refhot.txt"; then
+        echo "check q5 hot items: $(wc -l < "$tmp/refhot.txt") rows: engine == reference"
+    else
+        echo "check q5 hot items: FAILED (engine rows $(wc -l < "$tmp/hot.txt"), reference rows $(wc -l < "$tmp/refhot.txt"))"
+        return 1
+    fi
+    read -r mw mu ms mr < "$tmp/t_max"
+    read -r hw hu hs hr < "$tmp/t_hot"
+    awk -v n="$rows" -v mw="$mw" -v mu="$mu" -v ms="$ms" -v mr="$mr" \
+        -v hw="$hw" -v hu="$hu" -v hs="$hs" -v hr="$hr" \
+        'BEGIN { printf "q5 hot stage over %d count rows (JSON lines): q5_max %.2f s wall, %.2f s CPU, %.0f MB; q5_hot %.2f s wall, %.2f s CPU, %.0f MB; together %.0f rows/s (wall)\n",
+                 n, mw, mu + ms, mr / 1024, hw, hu + hs, hr / 1024, n / (mw + hw) }'
 }
 
 check_q8() {
@@ -134,7 +219,7 @@ for q in $queries; do
 done
 
 # ---- Throughput ----
-printf '%-5s %-6s %4s %9s %9s %16s %8s\n' query config run "wall s" "CPU s" "events/s (wall)" "RSS MB"
+printf '%-5s %-6s %4s %9s %9s %16s %8s %8s %8s\n' query config run "wall s" "CPU s" "events/s (wall)" "RSS MB" "p50 lat" "p99 lat"
 for q in $queries; do
     for p in 1 2; do
         i=1
@@ -144,7 +229,7 @@ for q in $queries; do
                 --parallelism $p $(records_of "$q" "$events") >/dev/null
             read -r wall user sys rss < "$tmp/t"
             awk -v q="$q" -v p="p$p" -v i="$i" -v w="$wall" -v u="$user" -v s="$sys" -v r="$rss" -v e="$events" \
-                'BEGIN { printf "%-5s %-6s %4d %9.2f %9.2f %16.0f %8.0f   (per busy core: %.0f)\n", q, p, i, w, u + s, e / w, r / 1024, e / (u + s) }'
+                'BEGIN { printf "%-5s %-6s %4d %9.2f %9.2f %16.0f %8.0f %8s %8s   (per busy core: %.0f)\n", q, p, i, w, u + s, e / w, r / 1024, "-", "-", e / (u + s) }'
             i=$((i + 1))
         done
     done
