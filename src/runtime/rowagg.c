@@ -126,6 +126,7 @@ struct tdm__rowagg {
     int cur;              /* input of the rows being pushed */
     uint64_t seq;
     bool oom;             /* an allocation failed inside add/merge */
+    const void *partial;  /* tdm__rowagg_set_partial: add merges this */
     char *buf;            /* result packing scratch */
     size_t cap;
 };
@@ -215,9 +216,17 @@ static void add_distinct(tdm__rowagg *ra, aslot *a, tdm_type t,
  * payload; field indexes are those of the input being pushed.  An
  * allocation failure sets ra->oom, which the subtask turns into NOMEM
  * after the push (the hook itself cannot fail). */
+static void ra_merge(void *ud, void *into_acc, const void *from_acc);
+
 static void ra_add(void *ud, void *acc, const tdm_record *rec)
 {
     tdm__rowagg *ra = ud;
+    if (ra->partial) {
+        /* Two-phase aggregation: the record stands for a partial
+         * accumulator of the source's local phase. */
+        ra_merge(ud, acc, ra->partial);
+        return;
+    }
     const tdm__row *row = rec->payload;
     aslot *slots = acc;
     const int *idx = ra->idx[ra->cur];
@@ -518,6 +527,51 @@ tdm_err tdm__rowagg_aggregate(tdm__rowagg *ra, tdm_aggregate **out)
         .destroy_acc = ra_destroy_acc,
     };
     return tdm_aggregate_new_custom(&m, ra, out, NULL, 0);
+}
+
+/* Bytes of one accumulator (every aggregate's slot). */
+size_t tdm__rowagg_acc_size(const tdm__rowagg *ra)
+{
+    return (size_t)ra->n * sizeof(aslot);
+}
+
+/* Adds @p row (of the input tdm__rowagg_set_input chose) to @p acc, a
+ * zeroed or earlier-added accumulator of tdm__rowagg_acc_size bytes. */
+void tdm__rowagg_add(tdm__rowagg *ra, void *acc, const tdm__row *row)
+{
+    tdm_record rec = { .ts = row->ts, .payload = row,
+                       .payload_len = sizeof *row };
+    ra_add(ra, acc, &rec);
+}
+
+/* Makes the aggregate's add merge @p acc instead of reading the record
+ * (NULL: back to records). */
+void tdm__rowagg_set_partial(tdm__rowagg *ra, const void *acc)
+{
+    ra->partial = acc;
+}
+
+/* Whether a list of aggregates can run in two phases with the same
+ * result bits (see rt.h). */
+bool tdm__rowagg_two_phase(const tdm__agg_spec *specs, int n,
+                           const tdm_type *types)
+{
+    for (int k = 0; k < n; k++) {
+        switch (specs[k].fn) {
+        case TDM__FN_COUNT:
+            break;
+        case TDM__FN_SUM:
+        case TDM__FN_MIN:
+        case TDM__FN_MAX:
+        case TDM__FN_AVG:
+            if (!is_int(types[k]))
+                return false;
+            break;
+        default:
+            return false;
+        }
+    }
+    return true;
 }
 
 /* True (and cleared) when an allocation inside add or merge failed. */

@@ -397,6 +397,22 @@ tdm_type tdm__rowagg_type(tdm__aggfn fn, tdm_type in);
  * strings point into  bytes).  False when the bytes are malformed. */
 bool tdm__rowagg_unpack(const void *bytes, size_t len, int n,
                         const tdm_type *types, tdm__val *out);
+/* Two-phase aggregation (localagg.c): the source's local phase keeps
+ * accumulators of this layout and size, adds rows to them with
+ * tdm__rowagg_add, and the window subtask merges each partial into its
+ * windows by pushing a record while tdm__rowagg_set_partial names the
+ * partial (the record's payload is then not read). */
+size_t tdm__rowagg_acc_size(const tdm__rowagg *ra);
+void tdm__rowagg_add(tdm__rowagg *ra, void *acc, const tdm__row *row);
+void tdm__rowagg_set_partial(tdm__rowagg *ra, const void *acc);
+/* Whether aggregates @p specs over input types @p types give the same
+ * result bits in two phases as in one: count, and sum, min, max and avg
+ * of integer fields (int64, timestamp, bool).  Double sums and averages
+ * depend on the order of the additions (floating point is not
+ * associative), double min and max on the order of -0.0 and 0.0 or a
+ * NaN; count_distinct, first and last are not mergeable partials here. */
+bool tdm__rowagg_two_phase(const tdm__agg_spec *specs, int n,
+                           const tdm_type *types);
 /* True (and cleared) when an allocation inside add, merge or result
  * failed since the last call. */
 bool tdm__rowagg_take_oom(tdm__rowagg *ra);
@@ -415,7 +431,8 @@ typedef enum tdm__item_kind {
     TDM__ITEM_STATUS,
     TDM__ITEM_END,
     TDM__ITEM_BARRIER,
-    TDM__ITEM_FENCE       /* keys of a revoked split (run.h, rt_fence) */
+    TDM__ITEM_FENCE,      /* keys of a revoked split (run.h, rt_fence) */
+    TDM__ITEM_PARTIAL     /* partial accumulators (run.h, rt_partials) */
 } tdm__item_kind;
 
 struct tdm__sbatch;
@@ -471,7 +488,8 @@ typedef struct tdm__item {
     struct tdm__sbatch *b; /* BATCH: the source batch (one reference) */
     const tdm__sel *sel;  /* BATCH: the selected rows */
     uint32_t n;
-    void *fence;          /* FENCE: an rt_fence the consumer frees */
+    void *fence;          /* FENCE: an rt_fence the consumer frees;
+                             PARTIAL: an rt_partials it frees */
 } tdm__item;
 
 /* A bounded multi-producer single-consumer queue with one channel per

@@ -387,6 +387,10 @@ static tdm_err plan_window(tdm__run *run, rt_op *op, tdm_node *n)
     op->lateness = tdm__node_int(n, "allowed_lateness");
     int wtype = (int)tdm__node_int(n, "window.type");
     int trig = (int)tdm__node_int(n, "trigger");
+    op->wtype = wtype;
+    op->wsize = tdm__node_int(n, "window.size");
+    op->wslide = tdm__node_int(n, "window.slide");
+    op->woffset = tdm__node_int(n, "window.offset");
     /* Count, processing-time and continuous triggers and processing-time
      * windows write results their watermark has not reached. */
     op->early = (trig >= 2 && trig <= 4) || !op->event_time;
@@ -671,6 +675,72 @@ static tdm_err plan_repartition(rt_source *s, char *errbuf,
     return TDM_OK;
 }
 
+/* Two-phase aggregation (localagg.h): why window @p op must run in one
+ * phase, or NULL when its sources may fold its records locally.  The
+ * conditions are those under which the partials give Flink's results
+ * bit for bit (docs/runtime.md, Two-phase aggregation). */
+static const char *two_phase_refusal(const rt_op *op)
+{
+    const tdm_node *n = op->node;
+    if (tdm__node_int(n, "local_aggregation") != 0)
+        return "local_aggregation is off";
+    if (op->wtype != 0 && op->wtype != 1)
+        return "not a tumbling or sliding window";
+    if (tdm__node_int(n, "window.time") != 0)
+        return "processing-time windows";
+    int trig = (int)tdm__node_int(n, "trigger");
+    if ((trig != 0 && trig != 1) || tdm__node_int(n, "trigger.purging"))
+        return "not the event-time trigger";
+    if (!op->fast_count) {
+        for (int i = 0; i < op->n_inputs; i++) {
+            const tdm__schema *sc = op->inputs[i]->schema;
+            tdm_type ty[64];
+            if (op->n_aggs > 64)
+                return "too many aggregates";
+            for (int a = 0; a < op->n_aggs; a++) {
+                int f = op->agg_idx[i][a];
+                ty[a] = f >= 0 ? sc->fields[f].type : TDM_TYPE_INT64;
+            }
+            if (!tdm__rowagg_two_phase(op->specs, op->n_aggs, ty))
+                return "an aggregate that is not count, or sum, min, max "
+                       "or avg of an integer field";
+        }
+    }
+    for (int i = 0; i < op->n_inputs; i++) {
+        const rt_source *s = op->inputs[i];
+        if (s->conf.time_mode != TDM__TIME_EVENT)
+            return "a source not in event time";
+        if (tdm__node_int(s->node, "watermark.idle_timeout") > 0)
+            return "a source with an idle timeout";
+        if (s->conf.type == TDM__SRC_KAFKA || s->v2)
+            return "a kafka source";
+    }
+    return NULL;
+}
+
+/* Decides two-phase aggregation for every window and marks its edges. */
+static void plan_two_phase(tdm__run *run)
+{
+    for (int o = 0; o < run->n_ops; o++) {
+        rt_op *op = &run->ops[o];
+        if (op->kind != TDM_NODE_WINDOW)
+            continue;
+        const char *why = two_phase_refusal(op);
+        op->two_phase = !why;
+        if (run->debug)
+            tdm__job_log(run->job, "debug local_aggregation window=%s "
+                                   "phases=%d%s%s",
+                         op->node->name, why ? 1 : 2,
+                         why ? " reason=" : "", why ? why : "");
+        for (int i = 0; i < run->n_srcs; i++) {
+            rt_source *s = &run->srcs[i];
+            for (int e = 0; e < s->n_edges; e++)
+                if (s->edges[e].op == op)
+                    s->edges[e].local = op->two_phase;
+        }
+    }
+}
+
 /* What the runtime decides once every node is planned: each source's
  * commit horizon (the maximum over its consumers), repartition,
  * alignment groups, commits and what cancel does. */
@@ -702,6 +772,7 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
                 s->edges[e].op->n_inputs != 1 || s->edges[e].op->early)
                 s->fence = false;
     }
+    plan_two_phase(run);
     int oc = (int)tdm__job_int(job, "on_cancel");
     run->stop_on_cancel = oc == 2 || (oc == 0 && endless_kafka);
     run->commit_interval = tdm__job_int(job, "commit.interval");

@@ -19,6 +19,7 @@ typedef struct rt_op rt_op;
 typedef struct rt_source rt_source;
 typedef struct rt_src_task rt_src_task;
 typedef struct rt_op_task rt_op_task;
+typedef struct rt_lagg rt_lagg;
 
 /* A shared sink, opened once. */
 typedef struct rt_sink {
@@ -82,6 +83,8 @@ typedef struct rt_edge {
     int *key_idx;     /* key fields in the source's schema */
     int n_key;
     int target_base;  /* first of op->P targets in the source's list */
+    bool local;       /* two-phase: the source folds records locally
+                         (localagg.h) */
 } rt_edge;
 
 struct rt_source {
@@ -149,6 +152,11 @@ struct rt_op {
     bool event_time;     /* event-time assigner (lateness applies) */
     tdm_time_ms lateness;
     rt_horizon hz;       /* commit horizon of the records it reads */
+    /* Two-phase aggregation (localagg.h): sources fold records into
+     * partial accumulators per (key, slice) and send partial rows. */
+    bool two_phase;
+    int wtype;           /* window.type: 0 tumbling, 1 sliding */
+    tdm_time_ms wsize, wslide, woffset;
     /* Output columns: key fields, then aggregates (window) or left
      * fields, right fields and ts (join). */
     int n_cols;
@@ -240,6 +248,10 @@ struct rt_src_task {
      * key -> highest commit horizon of its records; fk_cap splits. */
     struct rt_keyset *fk;
     int fk_cap;
+    /* Two-phase aggregation: per edge, its local aggregate (NULL: the
+     * edge is routed as is); any_lagg: some edge has one. */
+    rt_lagg **lagg;
+    bool any_lagg;
     rt_src_metrics m;
     char pad_tail_[128];
 };
@@ -363,6 +375,38 @@ typedef struct rt_fence {
 
 /* Frees a fence message (NULL-safe). */
 void rt_fence_free(rt_fence *f);
+
+/* ---- Two-phase aggregation (localagg.c) ---- */
+
+/* One partial row: the slice start (the record timestamp the window
+ * subtask pushes it with), the key (as in tdm__sel: key_len
+ * TDM__SEL_FIXED for a fixed-width key's value bytes in key, else
+ * key_len bytes at offset key of rt_partials.keys); the accumulator
+ * follows. */
+typedef struct rt_pent {
+    tdm_time_ms ts;
+    uint32_t key_len;
+    uint32_t pad_;
+    uint64_t key;
+    uint64_t records;  /* records folded into it (the subtask's
+                          numRecordsIn counts them) */
+} rt_pent;
+
+/* The partial rows a source subtask's local aggregate sends one window
+ * subtask at one watermark (item TDM__ITEM_PARTIAL): n entries of stride
+ * bytes (rt_pent, then acc_size accumulator bytes).  Allocated by the
+ * source, freed by the consumer (or by rt_op_task_fini when the run
+ * aborted with it queued). */
+typedef struct rt_partials {
+    uint32_t n, cap;
+    size_t stride, acc_size;
+    char *ents;
+    char *keys;
+    size_t kused, kcap;
+} rt_partials;
+
+/* Frees a partials message (NULL-safe). */
+void rt_partials_free(rt_partials *m);
 
 /* The suffix a fenced key's later records carry at the window operator:
  * the epoch (uint32, native order) then these 8 bytes. */

@@ -513,6 +513,10 @@ static void win_emit(void *opaque, const tdm_event *ev)
         write_window_result(t, ev);
         break;
     case TDM_EVENT_LATE:
+        /* A partial row is never late (docs/runtime.md, Two-phase
+         * aggregation); it has no row to write if it were. */
+        if (!ev->rec[0]->payload)
+            break;
         sample_late(t, ev->rec[0]->payload, ev->time, false);
         write_late(t, ev->rec[0]->payload);
         break;
@@ -667,6 +671,58 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
     }
 }
 
+/* Merges the partial rows of one source subtask's local aggregate
+ * (two-phase aggregation, localagg.h) into the operator: each partial
+ * goes into every window of its slice as the records it summarises
+ * would have, with the built-in count's lean path
+ * (tdm__winop_push_partial) or, for row aggregates, as a record whose
+ * add merges the partial (tdm__rowagg_set_partial).  The record has no
+ * payload: a partial is never late, so nothing reads it. */
+static void push_partials(rt_op_task *t, const tdm__item *it)
+{
+    const rt_partials *m = it->fence;
+    tdm_winop *win = t->win;
+    tdm__rowagg *ra = t->ra;
+    char fixed[TDM__KEY_FIXED_LEN];
+    tdm_record rec = { .payload = NULL };
+    for (uint32_t k = 0; k < m->n && !t->failed; k++) {
+        const rt_pent *pe =
+            (const rt_pent *)(const void *)(m->ents + (size_t)k * m->stride);
+        const void *acc = (const char *)pe + sizeof *pe;
+        if (pe->key_len == TDM__SEL_FIXED) {
+            tdm__key_fixed_put(pe->key, fixed);
+            rec.key = fixed;
+            rec.key_len = TDM__KEY_FIXED_LEN;
+        } else {
+            rec.key = m->keys ? m->keys + pe->key : "";
+            rec.key_len = pe->key_len;
+        }
+        rec.ts = pe->ts;
+        /* numRecordsIn counts the records a partial stands for. */
+        t->c_in += (int64_t)pe->records;
+        tdm_err err;
+        if (ra) {
+            tdm__rowagg_set_partial(ra, acc);
+            err = tdm_winop_push(win, it->ch, &rec);
+            tdm__rowagg_set_partial(ra, NULL);
+            if (tdm__rowagg_take_oom(ra))
+                err = TDM_ERR_NOMEM;
+        } else {
+            int64_t n;
+            memcpy(&n, acc, sizeof n);
+            double part[2] = { (double)n, 0 };
+            err = tdm__winop_push_partial(win, it->ch, &rec, part);
+        }
+        if (err == TDM_ERR_NOMEM) {
+            op_fail_nomem(t);
+        } else if (err != TDM_OK) {
+            t->failed = true;
+            rt_fail(t->run, err, "window \"%s\": a partial row: %s",
+                    t->op->node->name, tdm_winop_errmsg(win));
+        }
+    }
+}
+
 /* The name of the source feeding channel @p ch. */
 static const char *channel_source(const rt_op_task *t, int ch)
 {
@@ -737,6 +793,11 @@ static bool handle(rt_op_task *t, const tdm__item *it)
         if (!t->failed)
             apply_fence(t, it->fence);
         rt_fence_free(it->fence);
+        break;
+    case TDM__ITEM_PARTIAL:
+        if (!t->failed)
+            push_partials(t, it);
+        rt_partials_free(it->fence);
         break;
     case TDM__ITEM_END:
         /* End of a channel is its maximum watermark (a channel that
@@ -1124,6 +1185,8 @@ void rt_op_task_fini(rt_op_task *t)
         tdm__item *it = &t->q.ring[(t->q.head + i) % t->q.cap];
         if (it->kind == TDM__ITEM_FENCE)
             rt_fence_free(it->fence);
+        else if (it->kind == TDM__ITEM_PARTIAL)
+            rt_partials_free(it->fence);
     }
     tdm_winop_destroy(t->win);
     tdm_joinop_destroy(t->join);

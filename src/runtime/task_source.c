@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "runtime/localagg.h"
 #include "runtime/run.h"
 
 /* ---- Sending ---- */
@@ -110,6 +111,15 @@ static void broadcast(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
 {
     flush_rows(t);
     rt_source *s = t->src;
+    /* Two-phase aggregation: the slices this watermark (END: the
+     * maximum) closes go out as partial rows after the rows and before
+     * the watermark, on the same channels. */
+    if (t->any_lagg && (kind == TDM__ITEM_WATERMARK ||
+                        kind == TDM__ITEM_END))
+        for (int e = 0; e < s->n_edges; e++)
+            if (t->lagg[e])
+                rt_lagg_flush(t, t->lagg[e],
+                              kind == TDM__ITEM_END ? TDM_TIME_MAX : wm);
     for (int e = 0; e < s->n_edges; e++) {
         const rt_edge *ed = &s->edges[e];
         for (int j = 0; j < t->run->P; j++) {
@@ -696,7 +706,7 @@ track_key(rt_src_task *t, const tdm__row *row, int e, const char *key,
 static inline __attribute__((always_inline)) tdm_err
 route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
            int kind, int kfield, int P, bool fence, tdm__sel *sel,
-           uint32_t *sel_n, size_t cap)
+           uint32_t *sel_n, size_t cap, rt_lagg *la)
 {
     const rt_edge *ed = &t->src->edges[e];
     char buf[TDM__KEY_FIXED_LEN];
@@ -731,6 +741,24 @@ route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
         sel_len = (uint32_t)klen;
         have = true;
     }
+    if (la) {
+        /* Two-phase aggregation: folded into the key's slice unless the
+         * slice was flushed (then routed raw, below). */
+        if (!have && tdm__key_encode(row, ed->key_idx, ed->n_key, &la->kb,
+                                     &key, &klen) != TDM_OK)
+            return TDM_ERR_NOMEM;
+        int r = rt_lagg_fold(la, row, row->ts, fixed,
+                             sel_len == TDM__SEL_FIXED ? NULL : key, klen,
+                             t->wm_out);
+        if (r > 0)
+            return TDM_OK;
+        if (r < 0)
+            return TDM_ERR_NOMEM;
+        if (!have && sel_len != TDM__SEL_FIXED) {
+            key = NULL; /* encoded in la->kb: the consumer encodes it */
+            klen = 0;
+        }
+    }
     int j = 0;
     if (P > 1) {
         /* An encoded key lives in the subtask's scratch buffer, which the
@@ -763,7 +791,7 @@ route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
  * consumers), finding each edge's key kind per row. */
 static __attribute__((noinline)) tdm_err
 route_all(rt_src_task *t, const tdm__row *row, uint32_t i, int P,
-          bool fence)
+          bool fence, bool local)
 {
     const rt_source *s = t->src;
     tdm__sbatch *sb = t->cur;
@@ -774,7 +802,8 @@ route_all(rt_src_task *t, const tdm__row *row, uint32_t i, int P,
         if (route_edge(t, row, i, e, key_kind(row->schema, ed),
                        ed->n_key ? ed->key_idx[0] : -1, P, fence,
                        sb->sel + (size_t)tb * cap,
-                       sb->sel_n + tb, cap) != TDM_OK)
+                       sb->sel_n + tb, cap,
+                       local ? t->lagg[e] : NULL) != TDM_OK)
             return TDM_ERR_NOMEM;
     }
     return TDM_OK;
@@ -800,7 +829,9 @@ static inline int lag_bucket(int64_t v)
  *   time stamping (ingestion and processing time use the poll's clock
  *   reading, so one batch shares one timestamp),
  *   filters and maps, the unit check and the timestamp guard,
- *   routing, the event lag, and only then the watermark generator.
+ *   routing (or, with two-phase aggregation, @p lagg, folding into the
+ *   edge's local aggregate: localagg.h), the event lag, and only then
+ *   the watermark generator.
  * Nothing here allocates once the partition arrays have grown; the
  * common row costs no counter of its own (rows routed and in timestamp
  * order are counted by exception, below).  Inlined into process_batch
@@ -809,7 +840,7 @@ static inline int lag_bucket(int64_t v)
  * lean_kind) with what they cannot have folded away. */
 static inline __attribute__((always_inline)) tdm_err
 scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
-           const int lean)
+           const int lean, const bool lagg)
 {
     rt_source *s = t->src;
     tdm__batch *b = t->cur->b;
@@ -839,6 +870,10 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
     uint32_t *const sel_n0 = t->cur->sel_n + tb0;
     const bool max_only = s->wm_max_only;
     const bool guard_dead = t->run->guard_dead;
+    /* Two-phase aggregation: edge 0's local aggregate (and whether any
+     * edge has one). */
+    const bool any_lagg = lagg;
+    rt_lagg *const lagg0 = any_lagg ? t->lagg[0] : NULL;
     const int n_udfs = lean ? 0 : s->node->n_udfs;
     tdm_time_ms limit = t->run->guard > 0
                             ? tdm__time_add_sat(t->now, t->run->guard)
@@ -888,11 +923,16 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
                 }
             }
         }
+        /* Guarded rows (far ahead) and rows without a timestamp go raw:
+         * the window subtask treats them exactly as without the local
+         * phase. */
+        const bool local = any_lagg && !guarded && row->ts != TDM_TIME_MIN;
         tdm_err rerr = kind0 >= 0
                            ? route_edge(t, row, (uint32_t)i, 0, kind0,
                                         kfield0, P, fence, sel0, sel_n0,
-                                        cap)
-                           : route_all(t, row, (uint32_t)i, P, fence);
+                                        cap, local ? lagg0 : NULL)
+                           : route_all(t, row, (uint32_t)i, P, fence,
+                                       local);
         if (rerr != TDM_OK)
             return TDM_ERR_NOMEM;
         if (guarded || mode == TDM__TIME_PROCESSING) {
@@ -1013,16 +1053,25 @@ static tdm_err process_batch(rt_src_task *t)
     const uint32_t seq = ++t->seq;
     const bool lag_on = seq <= RT_LAG_EXACT_BATCHES ||
                         seq % RT_LAG_EVERY == 0;
+    /* Two-phase aggregation (t->any_lagg) is a variant of its own too:
+     * without it the scan pays nothing for it. */
+    const bool la = t->any_lagg;
     switch (lean_kind(t)) {
     case LEAN_P1:
-        return lag_on ? scan_batch(t, seq, true, LEAN_P1)
-                      : scan_batch(t, seq, false, LEAN_P1);
+        if (la)
+            return lag_on ? scan_batch(t, seq, true, LEAN_P1, true)
+                          : scan_batch(t, seq, false, LEAN_P1, true);
+        return lag_on ? scan_batch(t, seq, true, LEAN_P1, false)
+                      : scan_batch(t, seq, false, LEAN_P1, false);
     case LEAN_PN:
-        return lag_on ? scan_batch(t, seq, true, LEAN_PN)
-                      : scan_batch(t, seq, false, LEAN_PN);
+        if (la)
+            return lag_on ? scan_batch(t, seq, true, LEAN_PN, true)
+                          : scan_batch(t, seq, false, LEAN_PN, true);
+        return lag_on ? scan_batch(t, seq, true, LEAN_PN, false)
+                      : scan_batch(t, seq, false, LEAN_PN, false);
     default:
-        return lag_on ? scan_batch(t, seq, true, LEAN_NO)
-                      : scan_batch(t, seq, false, LEAN_NO);
+        return lag_on ? scan_batch(t, seq, true, LEAN_NO, la)
+                      : scan_batch(t, seq, false, LEAN_NO, la);
     }
 }
 
@@ -1509,6 +1558,14 @@ void *rt_source_main(void *arg)
             idle_without_splits(t);
         /* Rows first, then whatever the periodic tick emits. */
         flush_rows(t);
+        /* Two-phase aggregation: a poll that did not fill its batch
+         * means the input is slow, stalled or ending; the partials of
+         * every open slice go out now rather than wait at the source
+         * for a watermark (a slice may then send several partials per
+         * key, each before the watermark that closes it). */
+        for (int e = 0; !t->lazy && t->any_lagg && e < t->src->n_edges; e++)
+            if (t->lagg[e])
+                rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
         if (!t->lazy)
             kick(t);
         tdm_reader_advance(t->reader);
@@ -1545,6 +1602,15 @@ void *rt_source_main(void *arg)
                           "skipped",
                      t->src->node->name, t->index,
                      (long long)t->replay_skipped);
+    for (int e = 0; run->debug && t->lagg && e < t->src->n_edges; e++)
+        if (t->lagg[e])
+            tdm__job_log(job, "debug local_aggregation vertex=%s "
+                              "subtask=%d window=%s folded=%lld "
+                              "partials=%lld",
+                         t->src->node->name, t->index,
+                         t->src->edges[e].op->node->name,
+                         (long long)t->lagg[e]->folded,
+                         (long long)t->lagg[e]->sent);
     /* The final values: every split's watermark, the lag quantiles. */
     t->now = tdm_clock_now(t->clk);
     publish_partitions(t, true);
@@ -1647,6 +1713,20 @@ tdm_err rt_source_task_init(rt_src_task *t)
         if (!t->unkicked)
             err = TDM_ERR_NOMEM;
     }
+    /* Two-phase aggregation: a local aggregate per eligible edge. */
+    for (int e = 0; err == TDM_OK && e < s->n_edges; e++) {
+        if (!s->edges[e].local)
+            continue;
+        if (!t->lagg) {
+            t->lagg = tdm__calloc((size_t)s->n_edges, sizeof *t->lagg);
+            if (!t->lagg) {
+                err = TDM_ERR_NOMEM;
+                break;
+            }
+        }
+        err = rt_lagg_new(t, e, &t->lagg[e]);
+        t->any_lagg = err == TDM_OK;
+    }
     if (err != TDM_OK)
         rt_fail(run, err, "source \"%s\": out of memory", s->node->name);
     return err;
@@ -1682,5 +1762,8 @@ void rt_source_task_fini(rt_src_task *t)
         pthread_mutex_destroy(&t->mx);
     tdm__free(t->unkicked);
     tdm__free(t->kb.p);
+    for (int e = 0; t->lagg && e < t->src->n_edges; e++)
+        rt_lagg_free(t->lagg[e]);
+    tdm__free(t->lagg);
     memset(t, 0, sizeof *t);
 }

@@ -431,6 +431,33 @@ static inline void lean_fold(tdm_agg_kind kind, tdm__ws_cell *c, double v,
     }
 }
 
+/* Folds a partial accumulator @p p of the same aggregate (the local
+ * phase of two-phase aggregation, tdm__winop_push_partial) into a cell:
+ * counts and sums add, AVG adds both its sum and count, MIN and MAX
+ * compare. */
+static inline void lean_fold_part(tdm_agg_kind kind, tdm__ws_cell *c,
+                                  const double *p, bool first)
+{
+    switch (kind) {
+    case TDM_AGG_COUNT:
+    case TDM_AGG_SUM:
+        c->v[0] = first ? p[0] : c->v[0] + p[0];
+        break;
+    case TDM_AGG_AVG:
+        c->v[0] = first ? p[0] : c->v[0] + p[0];
+        c->v[1] = first ? p[1] : c->v[1] + p[1];
+        break;
+    case TDM_AGG_MIN:
+        c->v[0] = (first || p[0] < c->v[0]) ? p[0] : c->v[0];
+        break;
+    case TDM_AGG_MAX:
+        c->v[0] = (first || p[0] > c->v[0]) ? p[0] : c->v[0];
+        break;
+    default:
+        break;
+    }
+}
+
 /* Emits the result of cell @p c (key entry @p e, window @p sp), as
  * emit_result does for a slot: the watermark is at or past the
  * window's maxTimestamp whenever the lean path fires. */
@@ -458,9 +485,9 @@ static void lean_emit(tdm_winop *op, const tdm__ws_key *e,
  * passed its maxTimestamp (EventTimeTrigger.onElement, R4.5).  Returns
  * TDM_OK, or TDM_ERR_NOMEM before anything changed (a cell whose firing
  * count outgrows 32 bits could not move to the spill table). */
-static inline tdm_err lean_add(tdm_winop *op, uint32_t kid,
-                               const tdm__ws_span *sp, tdm__ws_cell *c,
-                               double v, bool created)
+static inline __attribute__((always_inline)) tdm_err
+lean_add(tdm_winop *op, uint32_t kid, const tdm__ws_span *sp,
+         tdm__ws_cell *c, double v, bool created, const double *part)
 {
     bool fire = sp->t_fire <= op->wm;
     if (fire && c->fires == UINT32_MAX && !(c->span & TDM__WS_SPILL_BIT)) {
@@ -468,7 +495,10 @@ static inline tdm_err lean_add(tdm_winop *op, uint32_t kid,
         if (err != TDM_OK)
             return err;
     }
-    lean_fold(op->lean_kind, c, v, created);
+    if (part)
+        lean_fold_part(op->lean_kind, c, part, created);
+    else
+        lean_fold(op->lean_kind, c, v, created);
     if (fire)
         lean_emit(op, tdm__ws_key_at(op->ws, kid), sp, c);
     return TDM_OK;
@@ -481,7 +511,7 @@ static inline tdm_err lean_add(tdm_winop *op, uint32_t kid,
  * TDM_ERR_NOMEM (windows already updated stay updated). */
 static __attribute__((noinline)) tdm_err
 lean_push_slow(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
-               uint64_t h, uint32_t kid)
+               uint64_t h, uint32_t kid, const double *part)
 {
     tdm__wstore *ws = op->ws;
     const char *key = rec->key;
@@ -531,7 +561,7 @@ lean_push_slow(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
         }
         uint64_t gen = ws->gen;
         err = lean_add(op, kid, tdm__ws_span_at(ws, sid), c, rec->value,
-                       created);
+                       created, part);
         if (err != TDM_OK)
             break;
         op->lean_sid = sid; /* tumbling: where the next new window goes */
@@ -553,7 +583,7 @@ lean_push_slow(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
  * made here.  Returns TDM_OK or TDM_ERR_NOMEM (nothing changed). */
 static __attribute__((noinline)) tdm_err
 lean_tumbling_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
-                  uint32_t kid, uint32_t sid)
+                  uint32_t kid, uint32_t sid, const double *part)
 {
     tdm__wstore *ws = op->ws;
     tdm__ws_cell *c = NULL;
@@ -576,21 +606,22 @@ lean_tumbling_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
     }
     /* A new cell cannot fail in lean_add (its firing count is 0). */
     return lean_add(op, kid, tdm__ws_span_at(ws, sid), c, rec->value,
-                    created);
+                    created, part);
 }
 
 /* The lean path's common cases for tumbling windows: one of the key's
  * inline cells holds the record's window; or the record's window is the
  * last window interval a record went to, which holds most new windows
  * too.  Anything else goes through lean_push_slow. */
-static inline tdm_err lean_push(tdm_winop *op, const tdm_record *rec,
-                                tdm_time_ms ts)
+static inline __attribute__((always_inline)) tdm_err
+lean_push(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
+          const double *part)
 {
     tdm__wstore *ws = op->ws;
     uint64_t h = tdm__ws_hash(rec->key, rec->key_len);
     uint32_t kid = tdm__ws_find(ws, rec->key, rec->key_len, h);
     if (!op->lean_tumbling)
-        return lean_push_slow(op, rec, ts, h, kid);
+        return lean_push_slow(op, rec, ts, h, kid, part);
     if (kid != TDM__WS_NONE) {
         tdm__ws_key *e = tdm__ws_key_at(ws, kid);
         for (uint32_t i = 0; i < ws->n_inline; i++) {
@@ -604,16 +635,16 @@ static inline tdm_err lean_push(tdm_winop *op, const tdm_record *rec,
                 continue;
             if (sp->t_clean <= op->wm)
                 break; /* late: the general loop decides */
-            return lean_add(op, kid, sp, c, rec->value, false);
+            return lean_add(op, kid, sp, c, rec->value, false, part);
         }
     }
     uint32_t sid = op->lean_sid;
     if (sid != TDM__WS_NONE) {
         const tdm__ws_span *sp = tdm__ws_span_at(ws, sid);
         if (ts >= sp->start && ts < sp->end && sp->t_clean > op->wm)
-            return lean_tumbling_new(op, rec, h, kid, sid);
+            return lean_tumbling_new(op, rec, h, kid, sid, part);
     }
-    return lean_push_slow(op, rec, ts, h, kid);
+    return lean_push_slow(op, rec, ts, h, kid, part);
 }
 
 /* R3.1 on the lean path: every window interval whose fire time (its
@@ -756,10 +787,29 @@ tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
     op->started = true;
     op->pending = TDM_OK;
     if (op->lean && rec->ts != TDM_TIME_MIN) {
-        tdm_err err = lean_push(op, rec, rec->ts);
+        tdm_err err = lean_push(op, rec, rec->ts, NULL);
         return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
     }
     return general_push(op, rec);
+}
+
+/* Folds a partial accumulator into the windows of rec->ts (win.h).
+ * Returns as tdm_winop_push, or TDM_ERR_STATE when the operator is not
+ * on the lean path. */
+tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
+                                const double *part)
+{
+    if (!op)
+        return TDM_ERR_INVAL;
+    if (!rec || op->ended || ch < 0 || ch >= op->n_channels)
+        return push_refused(op, ch, rec);
+    if (!op->lean || rec->ts == TDM_TIME_MIN || !part)
+        return tdm__msgf(&op->msg, TDM_ERR_STATE, "a partial accumulator "
+                         "needs the lean path and a timestamp");
+    op->started = true;
+    op->pending = TDM_OK;
+    tdm_err err = lean_push(op, rec, rec->ts, part);
+    return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
 }
 
 /* ---- Watermarks, statuses, processing time, end ---- */

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/* localagg.c - the local phase of two-phase window aggregation (see
+ * localagg.h): a source subtask's open slices of one consumer, each an
+ * open-addressing table of (key -> partial accumulator) entries kept in
+ * creation order, and the flush that turns the slices a watermark closes
+ * into partial rows for the window subtasks owning their keys.
+ *
+ * Memory: entries of keys x open slices (at most MAX_OPEN); a flushed
+ * slice's tables are kept for the next slice (KEEP_FREE of them), so no
+ * allocation per record once they have grown; messages are sent in
+ * pieces of PART_CHUNK rows.
+ */
+#include <string.h>
+
+#include "runtime/localagg.h"
+
+/* ---- Slices ---- */
+
+/* ts - start of its slice: (ts - off) mod g, floored (|off| < g). */
+static tdm_time_ms floor_mod(tdm_time_ms ts, tdm_time_ms off, tdm_time_ms g)
+{
+    tdm_time_ms a = ts % g;
+    uint64_t d = (uint64_t)a - (uint64_t)off;
+    if (a < off)
+        d += 2 * (uint64_t)g;
+    if (d >= (uint64_t)g)
+        d -= (uint64_t)g;
+    return (tdm_time_ms)d;
+}
+
+/* Empties a slice's tables for reuse (memory kept). */
+static void slice_reset(rt_lslice *sl)
+{
+    if (sl->idx)
+        memset(sl->idx, 0, (size_t)sl->n_slots * sizeof *sl->idx);
+    sl->n = 0;
+    sl->kused = 0;
+}
+
+static void slice_free(rt_lslice *sl)
+{
+    if (!sl)
+        return;
+    tdm__free(sl->idx);
+    tdm__free(sl->ents);
+    tdm__free(sl->keys);
+    tdm__free(sl);
+}
+
+/* Slices open at once at most.  A watermark normally leaves about
+ * (out-of-orderness + g) / g slices open; when event time runs far ahead
+ * between two watermarks (a fast source, a long watermark.interval) a
+ * new slice sends the oldest one early, which is still before the
+ * watermark that closes it: its keys may then send a second partial,
+ * and the source's memory stays at keys x MAX_OPEN slices. */
+#define MAX_OPEN 4
+
+/* The open slice of @p ts, made (or taken from the free list) when the
+ * record must be folded; see localagg.h. */
+rt_lslice *rt_lagg_slice(rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
+                         bool *raw)
+{
+    *raw = true;
+    /* No slice (or window) bound may saturate: records at the ends of
+     * time go raw, as does one without a timestamp. */
+    if (ts == TDM_TIME_MIN || ts < TDM_TIME_MIN + la->g ||
+        ts > TDM_TIME_MAX - la->g)
+        return NULL;
+    if (la->gaps && floor_mod(ts, la->woff, la->slide) >= la->size)
+        return NULL; /* between two sliding windows: none takes it */
+    tdm_time_ms start = ts - floor_mod(ts, la->off, la->g);
+    tdm_time_ms end = start + la->g;
+    rt_lslice **pp = &la->open;
+    while (*pp && (*pp)->start < start)
+        pp = &(*pp)->next;
+    if (*pp && (*pp)->start == start)
+        return *pp;
+    /* Flushed already: the watermark sent passed its end. */
+    if (end - 1 <= wm)
+        return NULL;
+    int n_open = 0;
+    for (const rt_lslice *o = la->open; o; o = o->next)
+        n_open++;
+    if (n_open >= MAX_OPEN) {
+        /* The oldest goes out early (see MAX_OPEN). */
+        while (n_open-- >= MAX_OPEN && la->open)
+            rt_lagg_flush(la->t, la, la->open->end - 1);
+        pp = &la->open;
+        while (*pp && (*pp)->start < start)
+            pp = &(*pp)->next;
+    }
+    *raw = false;
+    rt_lslice *sl = la->free;
+    if (sl) {
+        la->free = sl->next;
+    } else {
+        sl = tdm__calloc(1, sizeof *sl);
+        if (!sl)
+            return NULL;
+        sl->n_slots = 64;
+        sl->shift = 64 - 6;
+        sl->idx = tdm__calloc(sl->n_slots, sizeof *sl->idx);
+        if (!sl->idx) {
+            slice_free(sl);
+            return NULL;
+        }
+    }
+    sl->start = start;
+    sl->end = end;
+    sl->next = *pp;
+    *pp = sl;
+    return sl;
+}
+
+/* Doubles a slice's index and places every entry again. */
+static bool grow_index(rt_lagg *la, rt_lslice *sl)
+{
+    uint32_t n_slots = sl->n_slots * 2;
+    uint32_t *idx = tdm__calloc(n_slots, sizeof *idx);
+    if (!idx)
+        return false;
+    uint32_t shift = sl->shift - 1, mask = n_slots - 1;
+    for (uint32_t k = 0; k < sl->n; k++) {
+        uint32_t i = (uint32_t)(rt_lagg_ent(la, sl, k)->h >> shift);
+        while (idx[i])
+            i = (i + 1) & mask;
+        idx[i] = k + 1;
+    }
+    tdm__free(sl->idx);
+    sl->idx = idx;
+    sl->n_slots = n_slots;
+    sl->shift = shift;
+    return true;
+}
+
+/* Adds the entry of a key not in @p sl (see localagg.h). */
+rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
+                        uint64_t fixed, const char *key, uint32_t len)
+{
+    /* The index stays at most half full. */
+    if ((sl->n + 1) * 2 > sl->n_slots && !grow_index(la, sl))
+        return NULL;
+    if (sl->n == sl->cap) {
+        uint32_t cap = sl->cap ? sl->cap * 2 : 32;
+        char *ents = tdm__realloc(sl->ents, (size_t)cap * la->stride);
+        if (!ents)
+            return NULL;
+        sl->ents = ents;
+        sl->cap = cap;
+    }
+    uint64_t kw = fixed;
+    uint32_t kl = TDM__SEL_FIXED;
+    if (key) {
+        if (sl->kused + len > sl->kcap) {
+            size_t cap = sl->kcap ? sl->kcap * 2 : 1024;
+            while (cap < sl->kused + len)
+                cap *= 2;
+            char *kb = tdm__realloc(sl->keys, cap);
+            if (!kb)
+                return NULL;
+            sl->keys = kb;
+            sl->kcap = cap;
+        }
+        if (len)
+            memcpy(sl->keys + sl->kused, key, len);
+        kw = sl->kused;
+        kl = len;
+        sl->kused += len;
+    }
+    rt_lent *e = rt_lagg_ent(la, sl, sl->n);
+    memset(e, 0, la->stride);
+    e->h = h;
+    e->key = kw;
+    e->key_len = kl;
+    uint32_t mask = sl->n_slots - 1;
+    uint32_t i = (uint32_t)(h >> sl->shift);
+    while (sl->idx[i])
+        i = (i + 1) & mask;
+    sl->idx[i] = ++sl->n;
+    return e;
+}
+
+/* ---- Flushing ---- */
+
+/* Partial rows per message at most: a flush of many keys goes out in
+ * pieces, so that a message is never large and the queue's capacity
+ * (items per channel) bounds what waits in it. */
+#define PART_CHUNK 4096
+/* Flushed slices kept for reuse at most (their tables grown to a
+ * slice's keys); more are freed. */
+#define KEEP_FREE 2
+
+/* Frees a partials message (NULL-safe). */
+void rt_partials_free(rt_partials *m)
+{
+    if (!m)
+        return;
+    tdm__free(m->ents);
+    tdm__free(m->keys);
+    tdm__free(m);
+}
+
+/* Appends the partial row of entry @p e (slice start @p ts, key bytes
+ * in @p kbytes) to *@p mp, made on first use with room for @p hint
+ * rows.  False on OOM. */
+static bool msg_add(rt_partials **mp, rt_lagg *la, size_t hint,
+                    tdm_time_ms ts, const rt_lent *e, const char *kbytes)
+{
+    rt_partials *m = *mp;
+    if (!m) {
+        m = *mp = tdm__calloc(1, sizeof *m);
+        if (!m)
+            return false;
+        m->stride = sizeof(rt_pent) + la->acc_size;
+        m->acc_size = la->acc_size;
+    }
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? (size_t)m->cap * 2 : hint < 16 ? 16 : hint;
+        if (cap > UINT32_MAX)
+            return false;
+        char *ents = tdm__realloc(m->ents, cap * m->stride);
+        if (!ents)
+            return false;
+        m->ents = ents;
+        m->cap = (uint32_t)cap;
+    }
+    rt_pent *pe = (rt_pent *)(void *)(m->ents + (size_t)m->n * m->stride);
+    memset(pe, 0, sizeof *pe);
+    pe->ts = ts;
+    pe->key_len = e->key_len;
+    pe->key = e->key;
+    if (la->count)
+        memcpy(&pe->records, (const char *)e + sizeof *e,
+               sizeof pe->records);
+    else
+        pe->records = e->n;
+    la->folded += (int64_t)pe->records;
+    if (e->key_len != TDM__SEL_FIXED) {
+        size_t len = e->key_len;
+        if (m->kused + len > m->kcap) {
+            size_t cap = m->kcap ? m->kcap * 2 : 1024;
+            while (cap < m->kused + len)
+                cap *= 2;
+            char *kb = tdm__realloc(m->keys, cap);
+            if (!kb)
+                return false;
+            m->keys = kb;
+            m->kcap = cap;
+        }
+        if (len)
+            memcpy(m->keys + m->kused, kbytes + e->key, len);
+        pe->key = m->kused;
+        m->kused += len;
+    }
+    memcpy((char *)pe + sizeof *pe, (const char *)e + sizeof *e,
+           la->acc_size);
+    m->n++;
+    return true;
+}
+
+/* Hands message @p m to window subtask @p j of edge @p ed (the
+ * consumer frees it, or it is freed here when the run aborts). */
+static void send_msg(rt_src_task *t, rt_lagg *la, const rt_edge *ed, int j,
+                     rt_partials *m)
+{
+    la->sent += m->n;
+    tdm__item it = { .kind = TDM__ITEM_PARTIAL,
+                     .ch = ed->input * t->run->P + t->index,
+                     .fence = m };
+    if (!tdm__queue_push(&ed->op->tasks[j].q, &it))
+        rt_partials_free(m);
+}
+
+/* Sends the slices that watermark @p wm closes (see localagg.h). */
+void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
+{
+    tdm__run *run = t->run;
+    const rt_edge *ed = &t->src->edges[la->edge];
+    int P = run->P;
+    rt_partials *stack_msg[4] = { NULL, NULL, NULL, NULL };
+    rt_partials **msg = P <= 4 ? stack_msg
+                               : tdm__calloc((size_t)P, sizeof *msg);
+    if (!msg)
+        goto nomem;
+    size_t due = 0;
+    for (rt_lslice *sl = la->open; sl && sl->end - 1 <= wm; sl = sl->next)
+        due += sl->n;
+    if (due == 0 && !(la->open && la->open->end - 1 <= wm))
+        goto done;
+    size_t hint = due / (size_t)P + due / (size_t)(4 * P) + 16;
+    if (hint > PART_CHUNK)
+        hint = PART_CHUNK;
+    while (la->open && la->open->end - 1 <= wm) {
+        rt_lslice *sl = la->open;
+        const char *kbytes = sl->keys ? sl->keys : "";
+        for (uint32_t k = 0; k < sl->n; k++) {
+            const rt_lent *e = rt_lagg_ent(la, sl, k);
+            int j = 0;
+            if (P > 1) {
+                /* The key's subtask, as route_edge finds it for rows. */
+                uint64_t h = e->key_len == TDM__SEL_FIXED
+                                 ? tdm__key_fixed_hash(e->key)
+                                 : tdm__keys_hash(kbytes + e->key,
+                                                  e->key_len);
+                j = run->owner[tdm__key_group(h, run->key_groups)];
+            }
+            if (!msg_add(&msg[j], la, hint, sl->start, e, kbytes))
+                goto nomem;
+            if (msg[j]->n == PART_CHUNK) {
+                send_msg(t, la, ed, j, msg[j]);
+                msg[j] = NULL;
+            }
+        }
+        la->open = sl->next;
+        int n_free = 0;
+        for (const rt_lslice *f = la->free; f; f = f->next)
+            n_free++;
+        if (n_free < KEEP_FREE) {
+            slice_reset(sl);
+            sl->next = la->free;
+            la->free = sl;
+        } else {
+            slice_free(sl);
+        }
+    }
+    la->cur = NULL;
+    for (int j = 0; j < P; j++) {
+        if (!msg[j])
+            continue;
+        send_msg(t, la, ed, j, msg[j]);
+        msg[j] = NULL; /* the consumer's now */
+    }
+done:
+    if (msg != stack_msg)
+        tdm__free(msg);
+    return;
+nomem:
+    for (int j = 0; msg && j < P; j++)
+        rt_partials_free(msg[j]);
+    if (msg != stack_msg)
+        tdm__free(msg);
+    la->cur = NULL;
+    rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
+            t->src->node->name);
+}
+
+/* ---- Setup ---- */
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* Creates the local aggregate of subtask @p t for edge @p e. */
+tdm_err rt_lagg_new(rt_src_task *t, int e, rt_lagg **out)
+{
+    const rt_edge *ed = &t->src->edges[e];
+    const rt_op *op = ed->op;
+    *out = NULL;
+    rt_lagg *la = tdm__calloc(1, sizeof *la);
+    if (!la)
+        goto fail;
+    la->t = t;
+    la->edge = e;
+    la->size = op->wsize;
+    la->slide = op->wtype == 1 ? op->wslide : op->wsize;
+    la->woff = op->woffset;
+    la->g = op->wtype == 1 ? gcd64(op->wsize, op->wslide) : op->wsize;
+    la->off = op->woffset % la->g;
+    la->gaps = op->wtype == 1 && op->wslide > op->wsize;
+    la->count = op->fast_count;
+    if (la->count) {
+        la->acc_size = sizeof(int64_t);
+    } else {
+        if (tdm__rowagg_new(op->specs, op->n_aggs, op->agg_in_types,
+                            op->n_inputs, op->agg_idx, &la->ra) != TDM_OK)
+            goto fail;
+        tdm__rowagg_set_input(la->ra, ed->input);
+        la->acc_size = tdm__rowagg_acc_size(la->ra);
+    }
+    la->stride = (sizeof(rt_lent) + la->acc_size + 7) & ~(size_t)7;
+    *out = la;
+    return TDM_OK;
+fail:
+    rt_lagg_free(la);
+    return TDM_ERR_NOMEM;
+}
+
+/* Frees a local aggregate and its slices (NULL is fine). */
+void rt_lagg_free(rt_lagg *la)
+{
+    if (!la)
+        return;
+    for (rt_lslice *sl = la->open, *nx; sl; sl = nx) {
+        nx = sl->next;
+        slice_free(sl);
+    }
+    for (rt_lslice *sl = la->free, *nx; sl; sl = nx) {
+        nx = sl->next;
+        slice_free(sl);
+    }
+    tdm__rowagg_destroy(la->ra);
+    tdm__free(la->kb.p);
+    tdm__free(la);
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/* localagg.h - the local phase of two-phase (local/global) window
+ * aggregation, Flink's table.optimizer.agg-phase-strategy TWO_PHASE: a
+ * source subtask folds each record of an eligible window consumer into a
+ * partial accumulator per (key, slice) instead of routing it, and before
+ * every watermark it sends downstream it flushes the slices that
+ * watermark closes as partial rows (rt_partials), routed by key like
+ * rows.  A slice is the window for tumbling windows and a tumbling piece
+ * of gcd(size, slide) for sliding ones, so every record updates one
+ * slice and windows combine slices.
+ *
+ *   record ─▶ slice of ts open? ─yes─▶ (key, slice) entry += record
+ *                  │ no (flushed: the source's watermark passed it)
+ *                  ▼
+ *             routed raw, as without the local phase
+ *   watermark W ─▶ slices with end - 1 <= W ─▶ partials per target,
+ *                  then W (same channels, in order)
+ *
+ * Why the results are Flink's own: docs/runtime.md, "Two-phase
+ * aggregation".  The per-record fold is inline here; the rest is in
+ * localagg.c.
+ */
+#ifndef TDM_LOCALAGG_H
+#define TDM_LOCALAGG_H
+
+#include "runtime/run.h"
+
+/* One (key, slice) entry: the lookup hash, the key (the value bytes of
+ * a fixed-width key, key_len TDM__SEL_FIXED; else an offset into the
+ * slice's key bytes), the records folded into it (row aggregates only:
+ * a count's accumulator is that number) and, after it, the accumulator
+ * (an int64 count, or a row aggregate's). */
+typedef struct rt_lent {
+    uint64_t h;
+    uint64_t key;
+    uint64_t n;
+    uint32_t key_len;
+    uint32_t pad_;
+} rt_lent;
+
+/* One open slice [start, end) of one consumer: an open-addressing index
+ * (entry number + 1; 0 empty) over entries kept in creation order. */
+typedef struct rt_lslice {
+    tdm_time_ms start, end;
+    uint32_t *idx;
+    uint32_t shift;     /* index slot = h >> shift (64 - log2 slots) */
+    uint32_t n_slots;
+    char *ents;         /* n entries of the consumer's stride */
+    uint32_t n, cap;
+    char *keys;         /* key bytes of keys that are not fixed-width */
+    size_t kused, kcap;
+    struct rt_lslice *next; /* open list (by start) or free list */
+} rt_lslice;
+
+/* The local aggregate of one source subtask for one consumer edge.  One
+ * owner thread (the source subtask's). */
+struct rt_lagg {
+    rt_src_task *t;       /* the owner */
+    int edge;             /* index in the source's edges */
+    tdm_time_ms g, off;   /* slice size, offset (|off| < g) */
+    bool gaps;            /* sliding with slide > size: records between
+                             windows are routed raw */
+    tdm_time_ms size, slide, woff; /* the windows (gaps check) */
+    bool count;           /* a single count(): the accumulator is an
+                             int64 */
+    tdm__rowagg *ra;      /* otherwise the row aggregates, this
+                             subtask's own instance */
+    size_t acc_size, stride;
+    rt_lslice *open;      /* open slices, by start */
+    rt_lslice *free;      /* recycled slices (their memory kept) */
+    rt_lslice *cur;       /* the slice of the last folded record */
+    tdm__keybuf kb;       /* key encoding scratch */
+    int64_t folded;       /* records folded (counted as they are sent) */
+    int64_t sent;         /* partial rows sent */
+};
+
+/* The entry @p i of slice @p sl. */
+static inline rt_lent *rt_lagg_ent(const rt_lagg *la, const rt_lslice *sl,
+                                   uint32_t i)
+{
+    return (rt_lent *)(void *)(sl->ents + (size_t)i * la->stride);
+}
+
+/* The accumulator of entry @p e. */
+static inline void *rt_lagg_acc(rt_lent *e)
+{
+    return (char *)e + sizeof *e;
+}
+
+/* The lookup hash of a fixed-width key's value bytes (Fibonacci
+ * hashing: the index takes the product's top bits). */
+static inline uint64_t rt_lagg_hash_fixed(uint64_t bits)
+{
+    return (bits ^ (bits >> 31)) * 0x9e3779b97f4a7c15ULL;
+}
+
+/* The slow paths (localagg.c).  rt_lagg_slice: the open slice of @p ts,
+ * made if needed, or NULL with *raw when the record must be routed raw
+ * (its slice was flushed: end - 1 <= @p wm; between sliding windows; at
+ * the ends of time), or NULL and !*raw when out of memory. */
+rt_lslice *rt_lagg_slice(rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
+                         bool *raw);
+/* Adds an entry for a key to @p sl (copies key bytes); NULL on OOM. */
+rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
+                        uint64_t fixed, const char *key, uint32_t len);
+
+/* Adds @p row to the accumulator of entry @p e. */
+static inline void rt_lagg_add(rt_lagg *la, rt_lent *e, const tdm__row *row)
+{
+    if (la->count) {
+        int64_t *n = rt_lagg_acc(e);
+        (*n)++;
+    } else {
+        e->n++;
+        tdm__rowagg_add(la->ra, rt_lagg_acc(e), row);
+    }
+}
+
+/* Folds @p row (timestamp @p ts, a proper event time) into its slice
+ * under key @p fixed (a fixed-width key's value bytes, when @p key is
+ * NULL) or (@p key, @p len).  @p wm is the last watermark the subtask
+ * sent.  Returns 1 (folded), 0 (route it raw) or -1 (out of memory). */
+static inline __attribute__((always_inline)) int
+rt_lagg_fold(rt_lagg *la, const tdm__row *row, tdm_time_ms ts,
+             uint64_t fixed, const char *key, size_t len, tdm_time_ms wm)
+{
+    rt_lslice *sl = la->cur;
+    if (__builtin_expect(!sl || ts < sl->start || ts >= sl->end, 0)) {
+        bool raw;
+        sl = rt_lagg_slice(la, ts, wm, &raw);
+        if (!sl)
+            return raw ? 0 : -1;
+        la->cur = sl;
+    }
+    uint64_t h = key ? tdm__keys_hash(key, len) * 0x9e3779b97f4a7c15ULL
+                     : rt_lagg_hash_fixed(fixed);
+    uint32_t mask = sl->n_slots - 1;
+    for (uint32_t i = (uint32_t)(h >> sl->shift);; i = (i + 1) & mask) {
+        uint32_t x = sl->idx[i];
+        if (!x)
+            break;
+        rt_lent *e = rt_lagg_ent(la, sl, x - 1);
+        if (e->h != h)
+            continue;
+        if (key ? e->key_len == len &&
+                      (len == 0 || memcmp(sl->keys + e->key, key, len) == 0)
+                : e->key_len == TDM__SEL_FIXED && e->key == fixed) {
+            rt_lagg_add(la, e, row);
+            return 1;
+        }
+    }
+    rt_lent *e = rt_lagg_insert(la, sl, h, fixed, key, (uint32_t)len);
+    if (!e)
+        return -1;
+    rt_lagg_add(la, e, row);
+    return 1;
+}
+
+/* Creates the local aggregate of source subtask @p t for consumer edge
+ * @p e (which must be eligible: rt_edge.local).  TDM_OK or
+ * TDM_ERR_NOMEM (*out NULL). */
+tdm_err rt_lagg_new(rt_src_task *t, int e, rt_lagg **out);
+/* Frees it (NULL is fine). */
+void rt_lagg_free(rt_lagg *la);
+/* Sends the partials of every open slice whose end - 1 <= @p wm, slice
+ * by slice in time order and within a slice in the order their keys
+ * first appeared, to the consumer subtasks owning their keys (items of
+ * at most a few thousand rt_partials rows per subtask), and recycles
+ * those slices.  Call it after the rows sent so far and before the
+ * watermark @p wm (or END: TDM_TIME_MAX).  Out of memory fails the
+ * run. */
+void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm);
+
+#endif /* TDM_LOCALAGG_H */
