@@ -1131,6 +1131,19 @@ TDM_API int64_t tdm_job_stat(const tdm_job *job, tdm_stat which);
 /** Progress callback: called about every status.interval from the thread
  *  running tdm_job_run, with the job to read counters from. */
 typedef void (*tdm_progress_cb)(void *ud, const tdm_job *job);
+/** @brief Result latency of the last run, in microseconds: the @p q
+ *  quantile (0 <= q <= 1; 0.5 the median, 0.99 the 99th percentile) over
+ *  every on-time result of the job's event-time windows of the
+ *  processing time from the watermark that fired the window leaving its
+ *  source subtask to the row being handed to its sink (queue transit and
+ *  firing included; sink I/O after the hand-over not).  Quantiles are
+ *  within 1/128 above the true value.  *count (may be NULL) gets how many
+ *  results were measured.  Complete once tdm_job_run returned (while it
+ *  runs: the subtasks finished so far; the per-subtask figures are the
+ *  metrics resultLatencyP50/P99).  @returns the quantile, or -1 when no
+ *  result was measured or @p q is out of range. */
+TDM_API int64_t tdm_job_result_latency(const tdm_job *job, double q,
+                                       int64_t *count);
 /** @brief Sets the progress callback (keeps a reference to @p ud). */
 TDM_API tdm_err tdm_job_set_progress(tdm_job *job, tdm_progress_cb cb,
                                      void *ud);
@@ -1234,6 +1247,11 @@ TDM_API void tdm_job_destroy(tdm_job *job);
     X(ALIGN_DRIFT, "alignmentDriftMs", VERTEX, GAUGE, "ms",                \
       "How far the source's watermark is ahead of the slowest source "     \
       "in its alignment group")                                            \
+    X(RESULT_LAT_P50, "resultLatencyP50", VERTEX, GAUGE, "us",             \
+      "Windows: median time from the watermark that fired an on-time "    \
+      "result leaving its source subtask to the row reaching the sink")   \
+    X(RESULT_LAT_P99, "resultLatencyP99", VERTEX, GAUGE, "us",             \
+      "Windows: 99th percentile of the same result latency")              \
     X(LAG_P50, "eventLagP50", VERTEX, GAUGE, "ms",                         \
       "Sources: median of how far records arrive behind the highest "      \
       "timestamp already seen in their partition (records of the first "  \

@@ -382,6 +382,18 @@ static void summary(const tdm__cli_job *cj, const char *name, double secs,
             tdm__cli_thousands(regr, r, sizeof r), regr == 1 ? "" : "s",
             tdm__cli_iso_time(tdm_job_stat(job, TDM_STAT_WATERMARK), wm,
                               sizeof wm));
+    int64_t n_lat = 0;
+    int64_t p50 = tdm_job_result_latency(job, 0.50, &n_lat);
+    if (p50 >= 0) {
+        char nl[32];
+        fprintf(stderr,
+                "tidemark: result latency (watermark leaving its source "
+                "to the row reaching the sink, %s on-time results): "
+                "p50 %.3f ms, p99 %.3f ms, max %.3f ms.\n",
+                tdm__cli_thousands(n_lat, nl, sizeof nl), (double)p50 / 1e3,
+                (double)tdm_job_result_latency(job, 0.99, NULL) / 1e3,
+                (double)tdm_job_result_latency(job, 1.0, NULL) / 1e3);
+    }
 }
 
 /* Installs (or, with @p on == 0, restores) the stop handlers. */

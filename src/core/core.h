@@ -110,6 +110,9 @@ tdm_err tdm__msgf(tdm__msg *m, tdm_err err, const char *fmt, ...)
 /* Milliseconds of CLOCK_MONOTONIC (src/time/clock.c): for timeouts and
  * intervals of the machinery, never for event time. */
 int64_t tdm__mono_ms(void);
+/* The same monotonic clock in microseconds (measurements only: result
+ * latency; never event or processing time semantics). */
+int64_t tdm__mono_us(void);
 
 static inline tdm_time_ms tdm__time_add_sat(tdm_time_ms a, tdm_time_ms b)
 {

@@ -603,6 +603,7 @@ void tdm_job_destroy(tdm_job *job)
     while (job->status_waiters > 0)
         pthread_cond_wait(&job->mcv, &job->mmu);
     tdm_metrics_free(job->final);
+    tdm__hist_fini(&job->lat);
     rt_warea_free(job->warea);
     job->final = NULL;
     job->warea = NULL;
@@ -1341,4 +1342,35 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
                          t ? "not a sink:" : "unknown node", dl);
     }
     return TDM_OK;
+}
+
+/* Adds a finished window subtask's result latencies to the job's (the
+ * histogram is created on first use; out of memory loses the figures,
+ * not the run). */
+void tdm__job_add_latency(tdm_job *job, const tdm__hist *h)
+{
+    pthread_mutex_lock(&job->mmu);
+    if (job->lat.b || tdm__hist_init(&job->lat) == TDM_OK)
+        tdm__hist_merge(&job->lat, h);
+    pthread_mutex_unlock(&job->mmu);
+}
+
+int64_t tdm_job_result_latency(const tdm_job *job, double q, int64_t *count)
+{
+    tdm_job *j = (tdm_job *)job; /* the lock is not part of the state */
+    int64_t v = -1, n = 0;
+    if (!job || q < 0 || q > 1) {
+        if (count)
+            *count = 0;
+        return -1;
+    }
+    pthread_mutex_lock(&j->mmu);
+    if (j->lat.b && j->lat.n) {
+        n = (int64_t)j->lat.n;
+        v = tdm__hist_quantile(&j->lat, q);
+    }
+    pthread_mutex_unlock(&j->mmu);
+    if (count)
+        *count = n;
+    return v;
 }

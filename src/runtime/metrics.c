@@ -437,6 +437,12 @@ static void op_rows(tdm_metrics *m, tdm__run *run, rt_op_task *t)
         rt_pub_get(&om->windows));
     add(m, TDM_METRIC_STATE_BYTES, vx, sub, -1, NULL,
         rt_pub_get(&om->bytes));
+    if (rt_pub_get(&om->lat_p50) >= 0) {
+        add(m, TDM_METRIC_RESULT_LAT_P50, vx, sub, -1, NULL,
+            rt_pub_get(&om->lat_p50));
+        add(m, TDM_METRIC_RESULT_LAT_P99, vx, sub, -1, NULL,
+            rt_pub_get(&om->lat_p99));
+    }
     pthread_mutex_lock(&t->q.mu);
     int64_t qlen = (int64_t)t->q.count;
     pthread_mutex_unlock(&t->q.mu);

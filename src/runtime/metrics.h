@@ -90,6 +90,7 @@ typedef struct rt_op_metrics {
     _Atomic int64_t in, out, late_side, late_drop, panes, late_panes;
     _Atomic int64_t regress, wm_in, idle, last_at;
     _Atomic int64_t keys, windows, bytes;
+    _Atomic int64_t lat_p50, lat_p99; /* us; -1 until a row fired */
 } rt_op_metrics;
 
 /* The event lag histogram of a source subtask takes every record of its

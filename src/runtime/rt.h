@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "connect/connect.h"
+#include "core/hist.h"
 #include "runtime/row.h"
 #include "state/state.h"
 
@@ -184,6 +185,9 @@ struct tdm_job {
     struct tdm_metrics *final;
     struct rt_warea *warea;
     int status_waiters;
+    /* Result latency of the last run (us), merged from the window
+     * subtasks as they finish; guarded by mmu (b NULL: none yet). */
+    tdm__hist lat;
 };
 
 /* Value of key @p key of a node (the table's row for its scope); a zeroed
@@ -202,6 +206,9 @@ const tdm__schema *tdm__node_schema(const tdm_node *n);
 /* "source", "window", "join" or "sink" (static text). */
 const char *tdm__node_kind_name(tdm_node_kind kind);
 /* Sends one line to the job's log callback (serialised). */
+/* Adds a finished window subtask's result latencies (us) to the job's
+ * (tdm_job_result_latency).  Copies @p h's counts. */
+void tdm__job_add_latency(tdm_job *job, const tdm__hist *h);
 void tdm__job_log(tdm_job *job, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Processing time of the job, in epoch-anchored milliseconds that never
@@ -488,8 +495,12 @@ typedef struct tdm__item {
     struct tdm__sbatch *b; /* BATCH: the source batch (one reference) */
     const tdm__sel *sel;  /* BATCH: the selected rows */
     uint32_t n;
-    void *fence;          /* FENCE: an rt_fence the consumer frees;
+    union {
+        void *fence;      /* FENCE: an rt_fence the consumer frees;
                              PARTIAL: an rt_partials it frees */
+        int64_t at_us;    /* WATERMARK, END: when the source sent it
+                           * (tdm__mono_us), for result latency */
+    };
 } tdm__item;
 
 /* A bounded multi-producer single-consumer queue with one channel per

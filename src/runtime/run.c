@@ -1301,6 +1301,8 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
     pthread_mutex_lock(&job->mmu);
     job->clock_base_real = 0;
     atomic_store(&job->start_ms, tdm__job_now(job));
+    if (job->lat.b)
+        tdm__hist_reset(&job->lat);
     pthread_mutex_unlock(&job->mmu);
     atomic_store(&job->cancel, 0);
     atomic_store(&job->running, 1);

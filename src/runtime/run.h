@@ -309,6 +309,15 @@ struct rt_op_task {
     rt_wstat *ws;
     tdm_time_ms *dbg_wm, *dbg_at; /* ring of watermark advances */
     int dbg_n, dbg_head;
+    /* Result latency (docs/metrics.md, resultLatencyP50): when the
+     * watermark item being handled left its source (tdm__mono_us; 0:
+     * unknown), the clock read for the rows it fires (re-read every
+     * RT_LAT_EVERY rows), and the histogram of on-time rows' latencies
+     * in microseconds; lat_pub: when p50/p99 were last published. */
+    int64_t wm_at_us, lat_now_us;
+    uint32_t lat_left;
+    tdm__hist lat;
+    tdm_time_ms lat_pub;
     /* Keeps neighbouring heap data off this subtask's cache lines. */
     char pad_tail_[128];
 };

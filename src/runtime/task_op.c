@@ -318,6 +318,36 @@ static bool replayed(const rt_op_task *t, const tdm_event *ev)
     return false;
 }
 
+/* Result latency of an on-time row fired by the watermark being handled:
+ * the processing time since that watermark left its source subtask.  The
+ * clock is read once per RT_LAT_EVERY rows of one firing (a few
+ * microseconds of rows share a reading), so measuring costs little. */
+#define RT_LAT_EVERY 32u
+static inline void note_latency(rt_op_task *t)
+{
+    if (t->wm_at_us == 0)
+        return;
+    if (t->lat_left == 0) {
+        t->lat_now_us = tdm__mono_us();
+        t->lat_left = RT_LAT_EVERY;
+    }
+    t->lat_left--;
+    tdm__hist_add(&t->lat, t->lat_now_us - t->wm_at_us);
+}
+
+/* Publishes the latency quantiles (a scan of the histogram: at most
+ * once a second, and at the end). */
+static void publish_latency(rt_op_task *t, bool force)
+{
+    if (!t->lat.b || t->lat.n == 0)
+        return;
+    if (!force && t->now - t->lat_pub < 1000)
+        return;
+    t->lat_pub = t->now;
+    rt_pub_set(&t->m.lat_p50, tdm__hist_quantile(&t->lat, 0.50));
+    rt_pub_set(&t->m.lat_p99, tdm__hist_quantile(&t->lat, 0.99));
+}
+
 /* A window result: key columns (decoded from the key bytes), aggregate
  * columns, window and pane information, written per output mode:
  *   append   every pane as INSERT;
@@ -356,6 +386,9 @@ static void write_window_result(rt_op_task *t, const tdm_event *ev)
     t->c_panes++;
     if (ev->pane_timing == TDM_PANE_LATE)
         t->c_late_panes++;
+    else if (ev->pane_timing == TDM_PANE_ON_TIME && t->lat.b &&
+             ev->time < TDM_TIME_MAX && t->win->wm >= ev->time)
+        note_latency(t);
     if (op->mode != RT_APPEND) {
         /* Identity of the row: key bytes, window start and end. */
         t->uk.len = 0;
@@ -752,6 +785,10 @@ static void on_watermark(rt_op_task *t, const tdm__item *it)
     }
     t->ch_wm[ch] = it->t;
     rt_pub_set(&t->chp[ch].wm, it->t);
+    /* Windows this watermark fires count their latency from when it
+     * left its source (0: an END sent before the run started). */
+    t->wm_at_us = it->at_us;
+    t->lat_left = 0;
     tdm_err err = t->win ? tdm_winop_watermark(t->win, ch, it->t)
                          : tdm_joinop_watermark(t->join, ch / P, ch % P,
                                                 it->t);
@@ -867,6 +904,7 @@ static void publish(rt_op_task *t)
         rt_pub_set(&m->keys, tdm__winop_keys(t->win));
         rt_pub_set(&m->windows, tdm_winop_live_windows(t->win));
         rt_pub_set(&m->bytes, tdm_winop_state_bytes(t->win));
+        publish_latency(t, false);
     } else {
         const tdm_joinop *j = t->join;
         rt_pub_set(&m->wm_in, j->wm);
@@ -920,6 +958,10 @@ void *rt_op_main(void *arg)
          * between two groups of items. */
         if (t->ws && atomic_load_explicit(&t->ws->req, memory_order_relaxed))
             rt_status_serve(t);
+    }
+    if (t->lat.b && t->lat.n) {
+        publish_latency(t, true);
+        tdm__job_add_latency(run->job, &t->lat);
     }
     if (t->c_fenced)
         tdm__job_log(run->job, "window %s[%d]: %lld result(s) of fenced keys "
@@ -1108,6 +1150,8 @@ static void init_metrics(rt_op_task *t)
     atomic_init(&m->keys, 0);
     atomic_init(&m->windows, 0);
     atomic_init(&m->bytes, 0);
+    atomic_init(&m->lat_p50, -1);
+    atomic_init(&m->lat_p99, -1);
     t->wm_out = TDM_TIME_MIN;
 }
 
@@ -1141,6 +1185,10 @@ tdm_err rt_op_task_init(rt_op_task *t)
     }
     if (err == TDM_OK)
         err = rt_clock_new(run->job, &t->clk);
+    /* Result latency: windows whose results the watermark fires. */
+    if (err == TDM_OK && op->kind == TDM_NODE_WINDOW && op->event_time &&
+        !op->proc_time)
+        err = tdm__hist_init(&t->lat);
     if (err == TDM_OK) {
         t->ch_ended = tdm__calloc((size_t)op->n_channels, sizeof(bool));
         t->ch_warned = tdm__calloc((size_t)op->n_channels, sizeof(bool));
@@ -1215,6 +1263,7 @@ void rt_op_task_fini(rt_op_task *t)
     tdm__free(t->late);
     tdm__free(t->dbg_wm);
     tdm__free(t->dbg_at);
+    tdm__hist_fini(&t->lat);
     if (t->lmx_ok)
         pthread_mutex_destroy(&t->lmx);
     memset(t, 0, sizeof *t);

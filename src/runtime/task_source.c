@@ -120,13 +120,16 @@ static void broadcast(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
             if (t->lagg[e])
                 rt_lagg_flush(t, t->lagg[e],
                               kind == TDM__ITEM_END ? TDM_TIME_MAX : wm);
+    /* Result latency runs from here: the moment this watermark left. */
+    int64_t at_us = kind == TDM__ITEM_STATUS ? 0 : tdm__mono_us();
     for (int e = 0; e < s->n_edges; e++) {
         const rt_edge *ed = &s->edges[e];
         for (int j = 0; j < t->run->P; j++) {
             tdm__item it = { .kind = (uint8_t)kind,
                              .ch = ed->input * t->run->P + t->index,
                              .t = wm,
-                             .idle = idle };
+                             .idle = idle,
+                             .at_us = at_us };
             tdm__queue_push(&ed->op->tasks[j].q, &it);
         }
     }

@@ -37,6 +37,8 @@ static int agg_kind(tdm_metric id)
     case TDM_METRIC_LAG_P99:
     case TDM_METRIC_LAG_P999:
     case TDM_METRIC_LAG_MAX:
+    case TDM_METRIC_RESULT_LAT_P50:
+    case TDM_METRIC_RESULT_LAT_P99:
         return AGG_MAX;
     default:
         return AGG_SUM;

@@ -71,6 +71,14 @@ int64_t tdm__mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* See core.h. */
+int64_t tdm__mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 tdm_time_ms tdm_clock_now(const tdm_clock *clk)
 {
     switch (clk->kind) {

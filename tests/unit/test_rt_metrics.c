@@ -1361,6 +1361,64 @@ TDM_TEST(debug_log_lines)
     tdm_job_destroy(job);
 }
 
+/* Result latency: every on-time result of an event-time window is
+ * measured once, late refires are not, and each figure lies between 0
+ * and the run's own wall time.  a@1000 and b@12000 fire on time (at
+ * 11999 and at the end); a@2000 comes after a's window fired and, within
+ * the allowed lateness, refires it late: 3 results, 2 measured. */
+static const kit_row lat_rows[] = { { 0, "a", 1000, 1 },
+                                    { 0, "b", 12000, 1 },
+                                    { 0, "a", 2000, 1 } };
+
+TDM_TEST(result_latency_counts_on_time_results)
+{
+    kit_add_data((kit_data){ "lat", 1, lat_rows, 3, 0, 0, 0 });
+    tdm_job *job;
+    ASSERT_OK(tdm_job_new(&job));
+    int64_t n = -5;
+    ASSERT_EQ(tdm_job_result_latency(job, 0.5, &n), -1); /* no run yet */
+    ASSERT_EQ(n, 0);
+    tdm_node *s = kit_source_node(job, "src", "lat");
+    KIT_SET(s, "watermark.max_out_of_orderness", "0ms");
+    KIT_SET(s, "watermark.emit", "on_event");
+    tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
+    KIT_SET(w, "from", "src");
+    KIT_SET(w, "key_by", "k");
+    KIT_SET(w, "window.size", "10s");
+    KIT_SET(w, "allowed_lateness", "1m");
+    KIT_SET(w, "sink", "out");
+    kit_node(job, TDM_NODE_SINK, "out");
+    int64_t t0 = tdm__mono_us();
+    kit_run_ok(job);
+    int64_t wall = tdm__mono_us() - t0;
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_RECORDS_OUT), 3);
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_LATE_REFIRES), 1);
+    int64_t p50 = tdm_job_result_latency(job, 0.5, &n);
+    ASSERT_EQ(n, 2);
+    int64_t p99 = tdm_job_result_latency(job, 0.99, NULL);
+    int64_t max = tdm_job_result_latency(job, 1.0, NULL);
+    ASSERT_TRUE(p50 >= 0 && p50 <= p99 && p99 <= max && max <= wall);
+    ASSERT_EQ(tdm_job_result_latency(job, 1.5, NULL), -1);
+    /* The window's subtask published its own figures. */
+    tdm_metrics *m;
+    ASSERT_OK(tdm_job_metrics(job, &m));
+    int64_t v50, v99;
+    ASSERT_TRUE(tdm_metrics_find(m, TDM_METRIC_RESULT_LAT_P50, "w", 0, -1,
+                                 &v50));
+    ASSERT_TRUE(tdm_metrics_find(m, TDM_METRIC_RESULT_LAT_P99, "w", 0, -1,
+                                 &v99));
+    ASSERT_TRUE(v50 >= 0 && v50 <= v99 && v99 <= max);
+    /* Sources have none. */
+    ASSERT_TRUE(!tdm_metrics_find(m, TDM_METRIC_RESULT_LAT_P50, "src", 0,
+                                  -1, &v50));
+    tdm_metrics_free(m);
+    /* A second run starts from an empty histogram. */
+    kit_run_ok(job);
+    tdm_job_result_latency(job, 0.5, &n);
+    ASSERT_EQ(n, 2);
+    tdm_job_destroy(job);
+}
+
 /* At the default level (info) nothing of it is logged. */
 TDM_TEST(debug_log_off_by_default)
 {
