@@ -962,6 +962,16 @@ static tdm_err validate_source(vctx *c, tdm_node *n)
         if (err != TDM_OK)
             return err;
     }
+    if (*tdm__node_str(n, "sink")) {
+        /* Kafka commits cover what the windows wrote; a pass-through has
+         * no part in that protocol yet. */
+        if (type == TDM__SRC_KAFKA && !n->src_vt)
+            VFAIL(c, n, "sink: kafka sources cannot write to a sink "
+                        "directly (read them with a window or join)");
+        tdm_err err = check_sink_ref(c, n, "sink", false);
+        if (err != TDM_OK)
+            return err;
+    }
     return TDM_OK;
 }
 
@@ -1247,9 +1257,12 @@ static tdm_err validate_sink(vctx *c, tdm_node *n)
 
 static const char *const mode_names[] = { "append", "upsert", "retract" };
 
-/* True when some window or join reads source @p s. */
+/* True when some window or join reads source @p s, or it writes to a
+ * sink itself. */
 static bool source_used(const tdm_job *job, const tdm_node *s)
 {
+    if (*tdm__node_str(s, "sink"))
+        return true;
     for (int i = 0; i < job->n_nodes; i++) {
         const tdm_node *n = job->nodes[i];
         if (n->kind == TDM_NODE_WINDOW) {
@@ -1299,9 +1312,13 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
     }
     if (n_src == 0)
         return vfail(&c, NULL, "no sources: a job needs at least one");
-    if (n_ops == 0)
-        return vfail(&c, NULL, "no windows or joins: nothing reads the "
-                               "sources");
+    int n_pass = 0;
+    for (int i = 0; i < job->n_nodes; i++)
+        n_pass += job->nodes[i]->kind == TDM_NODE_SOURCE &&
+                  *tdm__node_str(job->nodes[i], "sink");
+    if (n_ops == 0 && n_pass == 0)
+        return vfail(&c, NULL, "no windows, joins or source sinks: nothing "
+                               "reads the sources");
     /* A sink writes one output mode (its file format depends on it). */
     for (int i = 0; i < job->n_nodes; i++) {
         tdm_node *a = job->nodes[i];
@@ -1331,7 +1348,8 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
         tdm_node *n = job->nodes[i];
         if (n->kind == TDM_NODE_SOURCE && !source_used(job, n))
             return vfail(&c, n, "not read by any window or join (add it to "
-                                "a window's \"from\" or a join)");
+                                "a window's \"from\" or a join, or give it "
+                                "a \"sink\")");
     }
     const char *dl = tdm__job_str(job, "dead_letter");
     if (*dl) {

@@ -828,6 +828,12 @@ static tdm_err plan(tdm__run *run, char *errbuf, size_t errbuf_size)
         /* Validation made every writer of a sink use one mode. */
         op->sink->mode = op->mode;
     }
+    for (int i = 0; i < run->n_srcs; i++) {
+        rt_source *s = &run->srcs[i];
+        s->pass = find_sink(run, tdm__node_str(s->node, "sink"));
+        if (s->pass)
+            s->pass->used = true;
+    }
     run->dead = find_sink(run, tdm__job_str(job, "dead_letter"));
     if (run->dead)
         run->dead->used = true;

@@ -126,6 +126,9 @@ struct rt_source {
      * number in its coordinator. */
     rt_align *align;
     int align_base;
+    /* Pass-through (key "sink"): every row the source keeps is written
+     * to this sink by the subtask that read it (NULL: none). */
+    rt_sink *pass;
 };
 
 enum { RT_APPEND = 0, RT_UPSERT = 1, RT_RETRACT = 2 };

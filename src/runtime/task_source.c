@@ -878,6 +878,8 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
     const bool any_lagg = lagg;
     rt_lagg *const lagg0 = any_lagg ? t->lagg[0] : NULL;
     const int n_udfs = lean ? 0 : s->node->n_udfs;
+    rt_sink *const pass = lean ? NULL : s->pass;
+    int64_t passed = 0;
     tdm_time_ms limit = t->run->guard > 0
                             ? tdm__time_add_sat(t->now, t->run->guard)
                             : TDM_TIME_MAX;
@@ -938,6 +940,21 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
                                        local);
         if (rerr != TDM_OK)
             return TDM_ERR_NOMEM;
+        if (pass) {
+            /* Pass-through: the row as read, written by this subtask
+             * (the sink serialises writers). */
+            if (pass->vt->write_row(pass->obj, row) != TDM_OK) {
+                rt_fail(t->run, TDM_ERR_IO,
+                        "sink \"%s\": writing a record of source \"%s\" "
+                        "to %s failed",
+                        pass->node->name, s->node->name,
+                        pass->conf.path && *pass->conf.path
+                            ? pass->conf.path
+                            : "stdout");
+                return TDM_ERR_IO;
+            }
+            passed++;
+        }
         if (guarded || mode == TDM__TIME_PROCESSING) {
             if (ph->stamp != seq) {
                 ph->stamp = seq;
@@ -991,6 +1008,8 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
             tdm_reader_record(t->reader, touched[k], &rec);
         }
     rt_count(t->run, TDM_STAT_GUARD_HITS, guard_hits);
+    if (passed)
+        rt_count(t->run, TDM_STAT_RECORDS_OUT, passed);
     /* Publish once per batch: counters, the lag histogram's totals, and
      * the touched partitions' records, highest timestamp and last record
      * time.  Rows routed are those not skipped; rows with an event
@@ -1038,7 +1057,7 @@ static int lean_kind(const rt_src_task *t)
 {
     const rt_source *s = t->src;
     if (s->conf.time_mode != TDM__TIME_EVENT || s->node->n_udfs ||
-        s->fence || s->n_edges != 1 ||
+        s->fence || s->n_edges != 1 || s->pass ||
         key_kind(t->cur->b->schema, &s->edges[0]) != KEY_INT)
         return LEAN_NO;
     return t->run->P == 1 ? LEAN_P1 : LEAN_PN;
@@ -1548,6 +1567,8 @@ void *rt_source_main(void *arg)
         err = process_batch(t);
         t->scanning = false;
         if (err != TDM_OK) {
+            /* The first failure stands (a sink's I/O error was
+             * reported by the scan). */
             rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
                     t->src->node->name);
             break;

@@ -531,7 +531,13 @@ TDM_TEST(validation_checks_joins_and_sources)
     tdm_node *x = add(job, TDM_NODE_SOURCE, "extra");
     set(x, "type", "generator");
     expect_invalid(job, "source \"extra\": not read by any window or join "
-                        "(add it to a window's \"from\" or a join)");
+                        "(add it to a window's \"from\" or a join, or give "
+                        "it a \"sink\")");
+    /* A pass-through sink reads it; the sink must exist. */
+    set(x, "sink", "nowhere");
+    expect_invalid(job, "source \"extra\": sink: unknown node \"nowhere\" "
+                        "(expected the name of a sink)");
+    set(x, "sink", "");
     set(o, "watermark.strategy", "punctuated");
     set(x, "type", "file");
     expect_invalid(job, "source \"orders\": watermark.marker_field: required "
