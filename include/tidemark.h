@@ -1080,7 +1080,9 @@ typedef int (*tdm_filter_fn)(void *ud, const tdm_row *row);
 /** May change field values in place with tdm_row_set_*. */
 typedef void (*tdm_map_fn)(void *ud, tdm_row *row);
 /** @brief Adds a filter after a source's parsing; filters and maps run in
- *  the order added.  Keeps a reference to @p ud until tdm_job_destroy.
+ *  the order added, after the source's `filter` and `compute.*` keys (a
+ *  row a filter drops counts in TDM_STAT_FILTERED).  Keeps a reference
+ *  to @p ud until tdm_job_destroy.
  *  Called from worker threads, concurrently for different subtasks. */
 TDM_API tdm_err tdm_node_add_filter(tdm_node *source, tdm_filter_fn fn,
                                     void *ud);
@@ -1106,7 +1108,8 @@ TDM_API void tdm_row_set_double(tdm_row *row, int i, double v);
 
 /** @brief Checks the whole graph: every reference names an existing node,
  *  required keys are set, fields exist in schemas, window and join
- *  parameters are valid.  @returns TDM_OK or TDM_ERR_INVAL with a message
+ *  parameters are valid, a source's filter and compute.* expressions
+ *  compile (and are kept for the next run).  @returns TDM_OK or TDM_ERR_INVAL with a message
  *  naming the node and key. */
 TDM_API tdm_err tdm_job_validate(tdm_job *job, char *errbuf,
                                  size_t errbuf_size);
@@ -1123,6 +1126,8 @@ typedef enum tdm_stat {
     TDM_STAT_WM_REGRESSIONS,    /* backwards watermarks ignored */
     TDM_STAT_WATERMARK,         /* lowest operator watermark now */
     TDM_STAT_ELAPSED_MS,        /* wall time since the run started */
+    TDM_STAT_FILTERED,          /* dropped by a source's filter (the job
+                                   file's filter key or a tdm_filter_fn) */
     TDM_STAT_COUNT_
 } tdm_stat;
 

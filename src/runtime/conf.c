@@ -76,6 +76,14 @@ int tdm__conf_find(tdm__scope scope, const char *key)
     return prefix;
 }
 
+/* A property name for messages about the PROPS row @p row. */
+static const char *props_example(int row)
+{
+    return strcmp(conf_rows[row].key, "compute.*") == 0
+               ? "price"
+               : "session.timeout.ms";
+}
+
 /* Sets, replaces or (empty value) removes one property of a PROPS
  * value; see rt.h. */
 tdm_err tdm__conf_set_prop(int row, const char *key, const char *value,
@@ -95,8 +103,8 @@ tdm_err tdm__conf_set_prop(int row, const char *key, const char *value,
         if (isspace((unsigned char)*c) || *c == '*')
             return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                              "%s: expected a property name without blanks "
-                             "or '*', e.g. \"%.*ssession.timeout.ms\"",
-                             key, pl, conf_rows[row].key);
+                             "or '*', e.g. \"%.*s%s\"",
+                             key, pl, conf_rows[row].key, props_example(row));
     int at = -1;
     for (int i = 0; i < v->n_props; i++)
         if (strcmp(v->props[2 * i], name) == 0)
@@ -822,8 +830,9 @@ tdm_err tdm__conf_parse(int row, const char *text, bool is_default,
         if (*text)
             err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                             "%s: set one property at a time, e.g. "
-                            "\"%.*ssession.timeout.ms\"",
-                            r->key, (int)strlen(r->key) - 1, r->key);
+                            "\"%.*s%s\"",
+                            r->key, (int)strlen(r->key) - 1, r->key,
+                            props_example(row));
         break;
     case TDM__CT_FIELDS:
         err = parse_fields(r, text, &v, errbuf, errbuf_size);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "connect/conn.h"
+#include "runtime/expr.h"
 #include "runtime/metrics.h"
 #include "runtime/rt.h"
 #include "window/win.h"
@@ -202,6 +203,7 @@ static void node_destroy(tdm_node *n)
         return;
     free_vals(n->vals);
     tdm__schema_free(&n->gen_schema);
+    tdm__src_exprs_destroy(n->exprs);
     tdm__free(n->udfs);
     tdm__free(n->name);
     tdm__free(n);
@@ -830,6 +832,27 @@ static const char *const kafka_only_keys[] = {
     "key.field", "repartition.writers", "repartition.writer_timeout",
 };
 
+/* The filter and compute.* keys (expr.c): compiled here, so that a bad
+ * expression is a validation error, and kept on the node for the run
+ * (not replaced while a run uses them). */
+static tdm_err validate_exprs(vctx *c, tdm_node *n, const char *tsf)
+{
+    tdm__src_exprs *x = NULL;
+    char msg[512];
+    tdm_err err = tdm__src_exprs_compile(n, tsf, &x, msg, sizeof msg);
+    if (err == TDM_ERR_NOMEM)
+        return tdm__errf(c->errbuf, c->n, err, "out of memory");
+    if (err != TDM_OK)
+        VFAIL(c, n, "%s", msg);
+    if (atomic_load(&c->job->running)) {
+        tdm__src_exprs_destroy(x);
+    } else {
+        tdm__src_exprs_destroy(n->exprs);
+        n->exprs = x;
+    }
+    return TDM_OK;
+}
+
 static tdm_err validate_source(vctx *c, tdm_node *n)
 {
     int type = (int)tdm__node_int(n, "type") + 1;
@@ -972,7 +995,9 @@ static tdm_err validate_source(vctx *c, tdm_node *n)
         if (err != TDM_OK)
             return err;
     }
-    return TDM_OK;
+    return validate_exprs(c, n, time == TDM__TIME_EVENT && !ts_message
+                                    ? tsf
+                                    : NULL);
 }
 
 /* Sources a window reads: its "from" list. */

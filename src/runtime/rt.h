@@ -142,6 +142,9 @@ struct tdm_node {
     tdm__conf_val *vals; /* one per table row (only this scope's used) */
     tdm__udf *udfs;
     int n_udfs, cap_udfs;
+    /* The filter and compute.* keys compiled by tdm_job_validate (expr.c;
+     * NULL: neither key), run before the udfs. */
+    struct tdm__src_exprs *exprs;
     /* Test hooks (NULL: the connectors chosen by "type"). */
     const tdm__source_vtab *src_vt;
     const tdm__sink_vtab *sink_vt;

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "runtime/localagg.h"
+#include "runtime/expr.h"
 #include "runtime/run.h"
 
 /* ---- Sending ---- */
@@ -617,9 +618,12 @@ int rt_marker_fn(void *ud, const tdm_record *rec)
     return row && !row->v[s->marker_idx].null && row->v[s->marker_idx].u.i;
 }
 
-/* Runs filters and maps; false when a filter drops the row. */
+/* Runs the job file's filter and computes (expr.c), then the user's
+ * filters and maps; false when a filter drops the row. */
 static bool run_udfs(const tdm_node *n, tdm__row *row)
 {
+    if (n->exprs && !tdm__src_exprs_apply(n->exprs, row))
+        return false;
     for (int i = 0; i < n->n_udfs; i++) {
         const tdm__udf *u = &n->udfs[i];
         if (u->is_map)
@@ -877,13 +881,13 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
      * edge has one). */
     const bool any_lagg = lagg;
     rt_lagg *const lagg0 = any_lagg ? t->lagg[0] : NULL;
-    const int n_udfs = lean ? 0 : s->node->n_udfs;
+    const int n_udfs = lean ? 0 : s->node->n_udfs + (s->node->exprs != NULL);
     rt_sink *const pass = lean ? NULL : s->pass;
     int64_t passed = 0;
     tdm_time_ms limit = t->run->guard > 0
                             ? tdm__time_add_sat(t->now, t->run->guard)
                             : TDM_TIME_MAX;
-    int64_t guard_hits = 0, skipped = 0;
+    int64_t guard_hits = 0, skipped = 0, filtered = 0;
     uint64_t behind = 0;
     int n_mt = 0;
     int *touched = t->mtouched;
@@ -911,6 +915,7 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
             row->ts = t->now;
         if (n_udfs && !run_udfs(s->node, row)) {
             skipped++;
+            filtered++;
             continue;
         }
         bool guarded = false;
@@ -1010,6 +1015,7 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
     rt_count(t->run, TDM_STAT_GUARD_HITS, guard_hits);
     if (passed)
         rt_count(t->run, TDM_STAT_RECORDS_OUT, passed);
+    rt_count(t->run, TDM_STAT_FILTERED, filtered);
     /* Publish once per batch: counters, the lag histogram's totals, and
      * the touched partitions' records, highest timestamp and last record
      * time.  Rows routed are those not skipped; rows with an event
@@ -1057,6 +1063,7 @@ static int lean_kind(const rt_src_task *t)
 {
     const rt_source *s = t->src;
     if (s->conf.time_mode != TDM__TIME_EVENT || s->node->n_udfs ||
+        s->node->exprs ||
         s->fence || s->n_edges != 1 || s->pass ||
         key_kind(t->cur->b->schema, &s->edges[0]) != KEY_INT)
         return LEAN_NO;

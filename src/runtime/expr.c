@@ -1,0 +1,1417 @@
+/* SPDX-License-Identifier: MIT */
+/* expr.c - the expression language of a source's `filter` and
+ * `compute.<field>` keys: a lexer, a recursive-descent parser that checks
+ * types and emits a postfix program as it goes, and the evaluator.
+ *
+ * Precedence, lowest first: OR, AND, NOT, comparisons and IS [NOT] NULL
+ * (not chained), + -, * / %, unary -, operands.  Nulls follow SQL; integer
+ * arithmetic that would overflow or divide by zero gives null instead of
+ * undefined behaviour; a double result that is not finite is null too.
+ * Nothing is allocated after compilation: the evaluator keeps its stack
+ * on the C stack, sized by the compiler's bound.  docs/job-format.md
+ * ("Expressions") is the user's description.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/expr.h"
+#include "runtime/rt.h"
+
+/* Evaluation stack slots; the compiler refuses programs that need more. */
+#define STACK_MAX 128
+/* Nesting (parentheses, NOT, unary minus) the parser follows. */
+#define DEPTH_MAX 64
+
+/* ---- Programs ---- */
+
+typedef enum op {
+    OP_CONST,   /* push consts[a] */
+    OP_FIELD,   /* push field a of the row; k: its expression type */
+    OP_I2D,     /* int to double, a slots below the top */
+    OP_NEG_I,
+    OP_NEG_D,
+    OP_ADD_I,
+    OP_SUB_I,
+    OP_MUL_I,
+    OP_DIV_I,
+    OP_MOD_I,
+    OP_ADD_D,
+    OP_SUB_D,
+    OP_MUL_D,
+    OP_DIV_D,
+    OP_MOD_D,
+    OP_CMP,     /* k: relation (REL_*), ck: operand kinds (CK_*) */
+    OP_AND,
+    OP_OR,
+    OP_NOT,
+    OP_IS_NULL,
+    OP_NOT_NULL
+} op;
+
+enum { REL_EQ, REL_NE, REL_LT, REL_LE, REL_GT, REL_GE };
+enum { CK_II, CK_DD, CK_ID, CK_DI, CK_SS };
+
+/* One instruction.  A binary operator whose right operand is a constant
+ * takes it from consts[a] (kc set) instead of the stack: the constant is
+ * never pushed, which saves two of the five steps of "x % 123 = 0". */
+typedef struct ins {
+    uint8_t op;
+    uint8_t k;  /* OP_FIELD: the field's type; OP_CMP: the relation */
+    uint8_t ck; /* OP_CMP: the operand kinds (CK_*) */
+    uint8_t kc; /* binary operators: the right operand is consts[a] */
+    int32_t a;
+} ins;
+
+struct tdm__expr {
+    tdm__expr_type type;
+    ins *code;
+    int n_code, cap_code;
+    tdm__expr_val *consts;
+    int n_consts, cap_consts;
+    char **strs; /* bytes of string constants */
+    int n_strs;
+};
+
+/* Name of a type for messages. */
+const char *tdm__expr_type_name(tdm__expr_type t)
+{
+    switch (t) {
+    case TDM__EXPR_INT:
+        return "int64";
+    case TDM__EXPR_DOUBLE:
+        return "double";
+    case TDM__EXPR_STRING:
+        return "string";
+    case TDM__EXPR_BOOL:
+        return "bool";
+    case TDM__EXPR_NULL:
+        return "null";
+    }
+    return "?";
+}
+
+tdm__expr_type tdm__expr_result_type(const tdm__expr *e)
+{
+    return e->type;
+}
+
+/* Frees a program and what it owns (NULL is fine). */
+void tdm__expr_destroy(tdm__expr *e)
+{
+    if (!e)
+        return;
+    for (int i = 0; i < e->n_strs; i++)
+        tdm__free(e->strs[i]);
+    tdm__free(e->strs);
+    tdm__free(e->code);
+    tdm__free(e->consts);
+    tdm__free(e);
+}
+
+/* ---- Tokens ---- */
+
+typedef enum tok_kind {
+    T_END,
+    T_INT,   /* digits only: value decided by the parser (sign) */
+    T_NUM,   /* a decimal or exponent literal */
+    T_STR,   /* 'text' ('' is a quote) */
+    T_IDENT, /* a field name, bare or "quoted" */
+    T_LP,
+    T_RP,
+    T_PLUS,
+    T_MINUS,
+    T_STAR,
+    T_SLASH,
+    T_PCT,
+    T_EQ,
+    T_NE,
+    T_LT,
+    T_LE,
+    T_GT,
+    T_GE,
+    T_AND,
+    T_OR,
+    T_NOT,
+    T_IS,
+    T_NULL,
+    T_TRUE,
+    T_FALSE
+} tok_kind;
+
+typedef struct tok {
+    tok_kind kind;
+    size_t at, len;  /* the token's bytes in the source */
+    bool quoted;     /* T_IDENT written "like this" */
+} tok;
+
+typedef struct parser {
+    const char *src;
+    size_t pos; /* the lexer's position after cur */
+    tok cur;
+    const tdm__schema *schema;
+    tdm__expr *e;
+    int depth;
+    int sp, max_sp; /* stack slots the emitted code uses */
+    tdm_err err;    /* the first error (TDM_OK while none) */
+    char *errbuf;
+    size_t errn;
+} parser;
+
+static void perr(parser *p, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Records the first error, prefixed with its 1-based column. */
+static void perr(parser *p, size_t at, const char *fmt, ...)
+{
+    if (p->err != TDM_OK)
+        return;
+    p->err = TDM_ERR_INVAL;
+    if (!p->errbuf || p->errn == 0)
+        return;
+    char msg[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(p->errbuf, p->errn, "column %zu: %s", at + 1, msg);
+}
+
+static void nomem(parser *p)
+{
+    if (p->err == TDM_OK) {
+        p->err = TDM_ERR_NOMEM;
+        if (p->errbuf && p->errn)
+            snprintf(p->errbuf, p->errn, "out of memory");
+    }
+}
+
+/* "the end", or the token's text quoted (shortened when long). */
+static const char *tok_desc(const parser *p, const tok *t, char *buf,
+                            size_t n)
+{
+    if (t->kind == T_END)
+        return "the end";
+    int l = t->len > 24 ? 24 : (int)t->len;
+    snprintf(buf, n, "\"%.*s%s\"", l, p->src + t->at,
+             t->len > 24 ? "..." : "");
+    return buf;
+}
+
+static bool ident_start(int c)
+{
+    return isalpha(c) || c == '_';
+}
+
+static bool ident_char(int c)
+{
+    return isalnum(c) || c == '_' || c == '.';
+}
+
+static bool word_is(const char *s, size_t len, const char *kw)
+{
+    size_t kl = strlen(kw);
+    if (len != kl)
+        return false;
+    for (size_t i = 0; i < kl; i++)
+        if (toupper((unsigned char)s[i]) != kw[i])
+            return false;
+    return true;
+}
+
+/* Reads the next token into p->cur; a lexical error sets p->err and
+ * leaves T_END. */
+static void next(parser *p)
+{
+    static const struct {
+        const char *w;
+        tok_kind k;
+    } kws[] = { { "AND", T_AND },   { "OR", T_OR },     { "NOT", T_NOT },
+                { "IS", T_IS },     { "NULL", T_NULL }, { "TRUE", T_TRUE },
+                { "FALSE", T_FALSE } };
+    const char *s = p->src;
+    size_t i = p->pos;
+    while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
+        i++;
+    tok t = { T_END, i, 0, false };
+    unsigned char c = (unsigned char)s[i];
+    if (c == 0) {
+        p->cur = t;
+        p->pos = i;
+        return;
+    }
+    size_t j = i + 1;
+    if (isdigit(c) || (c == '.' && isdigit((unsigned char)s[i + 1]))) {
+        bool dec = false;
+        j = i;
+        while (isdigit((unsigned char)s[j]))
+            j++;
+        if (s[j] == '.') {
+            dec = true;
+            j++;
+            while (isdigit((unsigned char)s[j]))
+                j++;
+        }
+        if (s[j] == 'e' || s[j] == 'E') {
+            size_t k = j + 1;
+            if (s[k] == '+' || s[k] == '-')
+                k++;
+            if (isdigit((unsigned char)s[k])) {
+                dec = true;
+                j = k;
+                while (isdigit((unsigned char)s[j]))
+                    j++;
+            }
+        }
+        if (ident_char((unsigned char)s[j])) {
+            size_t k = j;
+            while (ident_char((unsigned char)s[k]))
+                k++;
+            perr(p, i, "malformed number \"%.*s\"", (int)(k - i), s + i);
+            p->cur = (tok){ T_END, i, 0, false };
+            return;
+        }
+        t.kind = dec ? T_NUM : T_INT;
+    } else if (ident_start(c)) {
+        while (ident_char((unsigned char)s[j]))
+            j++;
+        t.kind = T_IDENT;
+        for (size_t k = 0; k < sizeof kws / sizeof kws[0]; k++)
+            if (word_is(s + i, j - i, kws[k].w))
+                t.kind = kws[k].k;
+    } else if (c == '\'' || c == '"') {
+        /* A string or a quoted field name; a doubled quote is one. */
+        for (;;) {
+            if (s[j] == 0) {
+                perr(p, i, "unterminated %s (the closing %c is missing)",
+                     c == '\'' ? "string" : "quoted field name", c);
+                p->cur = (tok){ T_END, i, 0, false };
+                return;
+            }
+            if ((unsigned char)s[j] == c) {
+                if ((unsigned char)s[j + 1] != c)
+                    break;
+                j++;
+            }
+            j++;
+        }
+        j++;
+        t.kind = c == '\'' ? T_STR : T_IDENT;
+        t.quoted = c == '"';
+    } else {
+        switch (c) {
+        case '(': t.kind = T_LP; break;
+        case ')': t.kind = T_RP; break;
+        case '+': t.kind = T_PLUS; break;
+        case '-': t.kind = T_MINUS; break;
+        case '*': t.kind = T_STAR; break;
+        case '/': t.kind = T_SLASH; break;
+        case '%': t.kind = T_PCT; break;
+        case '=':
+            t.kind = T_EQ;
+            if (s[j] == '=')
+                j++;
+            break;
+        case '!':
+            if (s[j] != '=') {
+                perr(p, i, "expected \"!=\", got \"!\"");
+                p->cur = (tok){ T_END, i, 0, false };
+                return;
+            }
+            t.kind = T_NE;
+            j++;
+            break;
+        case '<':
+            t.kind = T_LT;
+            if (s[j] == '=') {
+                t.kind = T_LE;
+                j++;
+            } else if (s[j] == '>') {
+                t.kind = T_NE;
+                j++;
+            }
+            break;
+        case '>':
+            t.kind = T_GT;
+            if (s[j] == '=') {
+                t.kind = T_GE;
+                j++;
+            }
+            break;
+        default:
+            if (c >= 0x20 && c < 0x7f)
+                perr(p, i, "unexpected character '%c'", c);
+            else
+                perr(p, i, "unexpected byte 0x%02x", c);
+            p->cur = (tok){ T_END, i, 0, false };
+            return;
+        }
+    }
+    t.len = j - i;
+    p->cur = t;
+    p->pos = j;
+}
+
+/* ---- Emitting code ---- */
+
+/* Stack effect of an instruction: +1 pushes, -1 pops one, 0 in place. */
+static int effect(op o)
+{
+    switch (o) {
+    case OP_CONST:
+    case OP_FIELD:
+        return 1;
+    case OP_I2D:
+    case OP_NEG_I:
+    case OP_NEG_D:
+    case OP_NOT:
+    case OP_IS_NULL:
+    case OP_NOT_NULL:
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static void emit_ins(parser *p, op o, int k, int ck, bool kc, int32_t a)
+{
+    if (p->err != TDM_OK)
+        return;
+    tdm__expr *e = p->e;
+    if (e->n_code == e->cap_code) {
+        int cap = e->cap_code ? e->cap_code * 2 : 16;
+        ins *nc = tdm__realloc(e->code, (size_t)cap * sizeof *nc);
+        if (!nc) {
+            nomem(p);
+            return;
+        }
+        e->code = nc;
+        e->cap_code = cap;
+    }
+    e->code[e->n_code++] = (ins){ (uint8_t)o, (uint8_t)k, (uint8_t)ck,
+                                  (uint8_t)kc, a };
+    p->sp += kc ? 0 : effect(o);
+    if (p->sp > p->max_sp)
+        p->max_sp = p->sp;
+}
+
+static void emit(parser *p, op o, int k, int32_t a)
+{
+    emit_ins(p, o, k, 0, false, a);
+}
+
+/* When the last instruction pushes a constant (the whole right operand
+ * just parsed), removes it and returns true with its index in *idx, so
+ * that the operator takes it directly. */
+static bool take_const(parser *p, int32_t *idx)
+{
+    tdm__expr *e = p->e;
+    if (p->err != TDM_OK || e->n_code == 0 ||
+        e->code[e->n_code - 1].op != OP_CONST)
+        return false;
+    *idx = e->code[--e->n_code].a;
+    p->sp--;
+    return true;
+}
+
+/* Converts the int64 constant consts[idx] to a double in place (it is
+ * used by one instruction only). */
+static void const_to_double(parser *p, int32_t idx)
+{
+    tdm__expr_val *v = &p->e->consts[idx];
+    v->u.d = v->null ? 0 : (double)v->u.i;
+}
+
+/* Emits a binary operator on the two operands just parsed, taking a
+ * constant right operand directly; @p conv_a / @p conv_b convert the
+ * left / right operand from int64 to double first. */
+static void emit_binary(parser *p, op o, int k, int ck, bool conv_a,
+                        bool conv_b)
+{
+    int32_t idx = 0;
+    bool kc = take_const(p, &idx);
+    if (conv_a)
+        emit(p, OP_I2D, 0, kc ? 0 : 1);
+    if (conv_b && kc)
+        const_to_double(p, idx);
+    else if (conv_b)
+        emit(p, OP_I2D, 0, 0);
+    emit_ins(p, o, k, ck, kc, idx);
+}
+
+/* Emits a push of constant @p v (its string bytes already owned by the
+ * program). */
+static void emit_const(parser *p, size_t at, tdm__expr_val v)
+{
+    if (p->err != TDM_OK)
+        return;
+    tdm__expr *e = p->e;
+    if (p->sp + 1 > STACK_MAX) {
+        perr(p, at, "the expression is too complex (more than %d pending "
+                    "operands)",
+             STACK_MAX);
+        return;
+    }
+    if (e->n_consts == e->cap_consts) {
+        int cap = e->cap_consts ? e->cap_consts * 2 : 8;
+        tdm__expr_val *nc = tdm__realloc(e->consts,
+                                         (size_t)cap * sizeof *nc);
+        if (!nc) {
+            nomem(p);
+            return;
+        }
+        e->consts = nc;
+        e->cap_consts = cap;
+    }
+    e->consts[e->n_consts] = v;
+    emit(p, OP_CONST, 0, e->n_consts++);
+}
+
+/* ---- Parsing ---- */
+
+static tdm__expr_type parse_or(parser *p);
+
+static bool numeric(tdm__expr_type t)
+{
+    return t == TDM__EXPR_INT || t == TDM__EXPR_DOUBLE ||
+           t == TDM__EXPR_NULL;
+}
+
+static bool boolish(tdm__expr_type t)
+{
+    return t == TDM__EXPR_BOOL || t == TDM__EXPR_NULL;
+}
+
+/* Enters one level of nesting; false (and an error) past DEPTH_MAX. */
+static bool enter(parser *p)
+{
+    if (++p->depth > DEPTH_MAX) {
+        perr(p, p->cur.at, "the expression is nested too deeply (more "
+                           "than %d levels)",
+             DEPTH_MAX);
+        return false;
+    }
+    return true;
+}
+
+/* Edit distance of a and b (case-insensitive; an adjacent transposition
+ * is one edit), capped at 9. */
+static int distance(const char *a, size_t la, const char *b, size_t lb)
+{
+    int rows[3][64]; /* rows i - 2, i - 1, i, cycled */
+    if (la >= 63 || lb >= 63)
+        return 9;
+    for (size_t j = 0; j <= lb; j++)
+        rows[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int *cur = rows[i % 3], *prev = rows[(i - 1) % 3];
+        int *prev2 = rows[(i + 1) % 3];
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int ca = tolower((unsigned char)a[i - 1]);
+            int cb = tolower((unsigned char)b[j - 1]);
+            int best = prev[j - 1] + (ca != cb);
+            if (prev[j] + 1 < best)
+                best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best)
+                best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 &&
+                ca == tolower((unsigned char)b[j - 2]) &&
+                cb == tolower((unsigned char)a[i - 2]) &&
+                prev2[j - 2] + 1 < best)
+                best = prev2[j - 2] + 1;
+            cur[j] = best;
+        }
+    }
+    int d = rows[la % 3][lb];
+    return d > 9 ? 9 : d;
+}
+
+/* The schema field closest to name[0..len), or NULL when none is near
+ * (at most 2 edits, or a third of the name's length). */
+static const char *closest_field(const tdm__schema *s, const char *name,
+                                 size_t len)
+{
+    const char *best = NULL;
+    int best_d = len / 3 > 2 ? (int)(len / 3) + 1 : 3;
+    for (int i = 0; i < s->n; i++) {
+        int d = distance(name, len, s->fields[i].name,
+                         strlen(s->fields[i].name));
+        if (d < best_d) {
+            best_d = d;
+            best = s->fields[i].name;
+        }
+    }
+    return best;
+}
+
+/* Reports an unknown field with the closest one or the schema's list. */
+static void unknown_field(parser *p, size_t at, const char *name,
+                          size_t len)
+{
+    const char *near = closest_field(p->schema, name, len);
+    if (near) {
+        perr(p, at, "unknown field \"%.*s\" (did you mean \"%s\"?)",
+             (int)len, name, near);
+        return;
+    }
+    char list[200];
+    size_t o = 0;
+    list[0] = 0;
+    for (int i = 0; i < p->schema->n && o + 8 < sizeof list; i++) {
+        int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "",
+                         p->schema->fields[i].name);
+        if (w < 0 || (size_t)w >= sizeof list - o) {
+            snprintf(list + o, sizeof list - o, ", ...");
+            break;
+        }
+        o += (size_t)w;
+    }
+    perr(p, at, "unknown field \"%.*s\" (the schema has %s)", (int)len,
+         name, p->schema->n ? list : "no fields");
+}
+
+/* The unquoted bytes of a quoted token into a new string. */
+static char *unquote(const parser *p, const tok *t, size_t *len)
+{
+    const char *s = p->src + t->at;
+    char q = s[0];
+    char *out = tdm__malloc(t->len);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 1; i + 1 < t->len; i++) {
+        out[o++] = s[i];
+        if (s[i] == q)
+            i++; /* a doubled quote */
+    }
+    out[o] = 0;
+    *len = o;
+    return out;
+}
+
+/* Field: bare or "quoted" name, resolved against the schema. */
+static tdm__expr_type parse_field(parser *p)
+{
+    tok t = p->cur;
+    char *qname = NULL;
+    const char *name = p->src + t.at;
+    size_t len = t.len;
+    if (t.quoted) {
+        qname = unquote(p, &t, &len);
+        if (!qname) {
+            nomem(p);
+            return 0;
+        }
+        name = qname;
+    }
+    int idx = -1;
+    for (int i = 0; i < p->schema->n; i++)
+        if (strlen(p->schema->fields[i].name) == len &&
+            memcmp(p->schema->fields[i].name, name, len) == 0)
+            idx = i;
+    tdm__expr_type ty = 0;
+    if (idx < 0) {
+        unknown_field(p, t.at, name, len);
+    } else {
+        switch (p->schema->fields[idx].type) {
+        case TDM_TYPE_DOUBLE:
+            ty = TDM__EXPR_DOUBLE;
+            break;
+        case TDM_TYPE_STRING:
+            ty = TDM__EXPR_STRING;
+            break;
+        case TDM_TYPE_BOOL:
+            ty = TDM__EXPR_BOOL;
+            break;
+        default:
+            ty = TDM__EXPR_INT;
+            break;
+        }
+        if (p->sp + 1 > STACK_MAX)
+            perr(p, t.at, "the expression is too complex (more than %d "
+                          "pending operands)",
+                 STACK_MAX);
+        emit(p, OP_FIELD, ty, idx);
+    }
+    tdm__free(qname);
+    next(p);
+    return p->err == TDM_OK ? ty : 0;
+}
+
+/* A number; @p neg when a unary minus came right before it (so that
+ * -9223372036854775808 is INT64_MIN). */
+static tdm__expr_type parse_number(parser *p, bool neg, size_t minus_at)
+{
+    tok t = p->cur;
+    const char *s = p->src + t.at;
+    tdm__expr_val v = { .null = 0 };
+    tdm__expr_type ty;
+    if (t.kind == T_INT) {
+        uint64_t u = 0;
+        bool over = false;
+        for (size_t i = 0; i < t.len; i++) {
+            if (u > (UINT64_MAX - 9) / 10)
+                over = true;
+            else
+                u = u * 10 + (uint64_t)(s[i] - '0');
+        }
+        if (over || u > (uint64_t)INT64_MAX + (neg ? 1u : 0u)) {
+            perr(p, neg ? minus_at : t.at,
+                 "integer %s%.*s is out of the int64 range (write it "
+                 "as a decimal, e.g. %.*s.0)",
+                 neg ? "-" : "", (int)t.len, s, (int)t.len, s);
+            return 0;
+        }
+        v.u.i = neg ? (int64_t)(0 - u) : (int64_t)u;
+        ty = TDM__EXPR_INT;
+    } else {
+        char buf[128];
+        if (t.len >= sizeof buf) {
+            perr(p, t.at, "number \"%.*s...\" is too long", 20, s);
+            return 0;
+        }
+        memcpy(buf, s, t.len);
+        buf[t.len] = 0;
+        double d = strtod(buf, NULL);
+        if (!isfinite(d)) {
+            perr(p, t.at, "number %s is out of the double range", buf);
+            return 0;
+        }
+        v.u.d = neg ? -d : d;
+        ty = TDM__EXPR_DOUBLE;
+    }
+    emit_const(p, t.at, v);
+    next(p);
+    return p->err == TDM_OK ? ty : 0;
+}
+
+/* operand: number, 'string', TRUE, FALSE, NULL, field, ( expr ) */
+static tdm__expr_type parse_primary(parser *p)
+{
+    char d[64];
+    tok t = p->cur;
+    tdm__expr_val v = { .null = 0 };
+    switch (t.kind) {
+    case T_INT:
+    case T_NUM:
+        return parse_number(p, false, 0);
+    case T_STR: {
+        size_t len;
+        char *bytes = unquote(p, &t, &len);
+        char **ns = bytes ? tdm__realloc(p->e->strs,
+                                         (size_t)(p->e->n_strs + 1) *
+                                             sizeof *ns)
+                          : NULL;
+        if (!ns) {
+            tdm__free(bytes);
+            nomem(p);
+            return 0;
+        }
+        p->e->strs = ns;
+        p->e->strs[p->e->n_strs++] = bytes;
+        v.u.s.p = bytes;
+        v.u.s.len = (uint32_t)len;
+        emit_const(p, t.at, v);
+        next(p);
+        return p->err == TDM_OK ? TDM__EXPR_STRING : 0;
+    }
+    case T_TRUE:
+    case T_FALSE:
+        v.u.i = t.kind == T_TRUE;
+        emit_const(p, t.at, v);
+        next(p);
+        return p->err == TDM_OK ? TDM__EXPR_BOOL : 0;
+    case T_NULL:
+        v.null = 1;
+        emit_const(p, t.at, v);
+        next(p);
+        return p->err == TDM_OK ? TDM__EXPR_NULL : 0;
+    case T_IDENT:
+        return parse_field(p);
+    case T_LP: {
+        if (!enter(p))
+            return 0;
+        next(p);
+        tdm__expr_type ty = parse_or(p);
+        if (p->err != TDM_OK)
+            return 0;
+        if (p->cur.kind != T_RP) {
+            perr(p, p->cur.at, "expected \")\" (to close the \"(\" at "
+                               "column %zu), got %s",
+                 t.at + 1, tok_desc(p, &p->cur, d, sizeof d));
+            return 0;
+        }
+        p->depth--;
+        next(p);
+        return p->err == TDM_OK ? ty : 0;
+    }
+    default:
+        perr(p, t.at, "expected an operand, got %s",
+             tok_desc(p, &t, d, sizeof d));
+        return 0;
+    }
+}
+
+/* unary: - unary | + unary | operand */
+static tdm__expr_type parse_unary(parser *p)
+{
+    tok t = p->cur;
+    if (t.kind != T_MINUS && t.kind != T_PLUS)
+        return parse_primary(p);
+    if (!enter(p))
+        return 0;
+    next(p);
+    if (p->err != TDM_OK)
+        return 0;
+    tdm__expr_type ty;
+    if (t.kind == T_MINUS &&
+        (p->cur.kind == T_INT || p->cur.kind == T_NUM)) {
+        ty = parse_number(p, true, t.at); /* a negative literal */
+    } else {
+        ty = parse_unary(p);
+        if (p->err != TDM_OK)
+            return 0;
+        if (!numeric(ty)) {
+            perr(p, t.at, "unary %c needs a number, got %s",
+                 t.kind == T_MINUS ? '-' : '+', tdm__expr_type_name(ty));
+            return 0;
+        }
+        if (t.kind == T_MINUS)
+            emit(p, ty == TDM__EXPR_DOUBLE ? OP_NEG_D : OP_NEG_I, 0, 0);
+    }
+    p->depth--;
+    return p->err == TDM_OK ? ty : 0;
+}
+
+/* Emits an arithmetic operator on operands of types @p a and @p b;
+ * returns the result type. */
+static tdm__expr_type arith(parser *p, tok_kind k, size_t at,
+                            tdm__expr_type a, tdm__expr_type b)
+{
+    static const char sym[] = { [T_PLUS] = '+', [T_MINUS] = '-',
+                                [T_STAR] = '*', [T_SLASH] = '/',
+                                [T_PCT] = '%' };
+    if (!numeric(a) || !numeric(b)) {
+        perr(p, at, "%c needs numbers, got %s and %s", sym[k],
+             tdm__expr_type_name(a), tdm__expr_type_name(b));
+        return 0;
+    }
+    bool dbl = a == TDM__EXPR_DOUBLE || b == TDM__EXPR_DOUBLE;
+    op o;
+    switch (k) {
+    case T_PLUS:
+        o = dbl ? OP_ADD_D : OP_ADD_I;
+        break;
+    case T_MINUS:
+        o = dbl ? OP_SUB_D : OP_SUB_I;
+        break;
+    case T_STAR:
+        o = dbl ? OP_MUL_D : OP_MUL_I;
+        break;
+    case T_SLASH:
+        o = dbl ? OP_DIV_D : OP_DIV_I;
+        break;
+    default:
+        o = dbl ? OP_MOD_D : OP_MOD_I;
+        break;
+    }
+    emit_binary(p, o, 0, 0, dbl && a == TDM__EXPR_INT,
+                dbl && b == TDM__EXPR_INT);
+    if (dbl)
+        return TDM__EXPR_DOUBLE;
+    return a == TDM__EXPR_NULL && b == TDM__EXPR_NULL ? TDM__EXPR_NULL
+                                                      : TDM__EXPR_INT;
+}
+
+/* mul: unary ((* | / | %) unary)* */
+static tdm__expr_type parse_mul(parser *p)
+{
+    tdm__expr_type a = parse_unary(p);
+    while (p->err == TDM_OK && (p->cur.kind == T_STAR ||
+                                p->cur.kind == T_SLASH ||
+                                p->cur.kind == T_PCT)) {
+        tok o = p->cur;
+        next(p);
+        tdm__expr_type b = parse_unary(p);
+        if (p->err != TDM_OK)
+            return 0;
+        a = arith(p, o.kind, o.at, a, b);
+    }
+    return p->err == TDM_OK ? a : 0;
+}
+
+/* add: mul ((+ | -) mul)* */
+static tdm__expr_type parse_add(parser *p)
+{
+    tdm__expr_type a = parse_mul(p);
+    while (p->err == TDM_OK &&
+           (p->cur.kind == T_PLUS || p->cur.kind == T_MINUS)) {
+        tok o = p->cur;
+        next(p);
+        tdm__expr_type b = parse_mul(p);
+        if (p->err != TDM_OK)
+            return 0;
+        a = arith(p, o.kind, o.at, a, b);
+    }
+    return p->err == TDM_OK ? a : 0;
+}
+
+static bool is_cmp(tok_kind k)
+{
+    return k >= T_EQ && k <= T_GE;
+}
+
+/* cmp: add [(= | != | < | <= | > | >=) add | IS [NOT] NULL] */
+static tdm__expr_type parse_cmp(parser *p)
+{
+    char d[64];
+    tdm__expr_type a = parse_add(p);
+    if (p->err != TDM_OK)
+        return 0;
+    tok o = p->cur;
+    if (o.kind == T_IS) {
+        next(p);
+        bool neg = false;
+        if (p->cur.kind == T_NOT) {
+            neg = true;
+            next(p);
+        }
+        if (p->err != TDM_OK)
+            return 0;
+        if (p->cur.kind != T_NULL) {
+            perr(p, p->cur.at, "expected NULL after IS%s, got %s",
+                 neg ? " NOT" : "", tok_desc(p, &p->cur, d, sizeof d));
+            return 0;
+        }
+        next(p);
+        emit(p, neg ? OP_NOT_NULL : OP_IS_NULL, 0, 0);
+    } else if (is_cmp(o.kind)) {
+        next(p);
+        tdm__expr_type b = parse_add(p);
+        if (p->err != TDM_OK)
+            return 0;
+        int ck;
+        tdm__expr_type x = a == TDM__EXPR_NULL ? b : a;
+        tdm__expr_type y = b == TDM__EXPR_NULL ? a : b;
+        if (numeric(x) && numeric(y)) {
+            bool xd = x == TDM__EXPR_DOUBLE, yd = y == TDM__EXPR_DOUBLE;
+            ck = xd ? (yd ? CK_DD : CK_DI) : (yd ? CK_ID : CK_II);
+        } else if (x == y) {
+            ck = x == TDM__EXPR_STRING ? CK_SS : CK_II; /* bools: 0/1 */
+        } else {
+            perr(p, o.at, "cannot compare %s with %s (\"%.*s\")",
+                 tdm__expr_type_name(a), tdm__expr_type_name(b),
+                 (int)o.len, p->src + o.at);
+            return 0;
+        }
+        static const uint8_t rel[] = { [T_EQ] = REL_EQ, [T_NE] = REL_NE,
+                                       [T_LT] = REL_LT, [T_LE] = REL_LE,
+                                       [T_GT] = REL_GT, [T_GE] = REL_GE };
+        emit_binary(p, OP_CMP, rel[o.kind], ck, false, false);
+    } else {
+        return a;
+    }
+    if (p->err == TDM_OK && (is_cmp(p->cur.kind) || p->cur.kind == T_IS))
+        perr(p, p->cur.at, "comparisons do not chain (combine them with "
+                           "AND, or add parentheses), got %s",
+             tok_desc(p, &p->cur, d, sizeof d));
+    return p->err == TDM_OK ? TDM__EXPR_BOOL : 0;
+}
+
+/* not: NOT not | cmp */
+static tdm__expr_type parse_not(parser *p)
+{
+    if (p->cur.kind != T_NOT)
+        return parse_cmp(p);
+    tok t = p->cur;
+    if (!enter(p))
+        return 0;
+    next(p);
+    tdm__expr_type a = parse_not(p);
+    if (p->err != TDM_OK)
+        return 0;
+    if (!boolish(a)) {
+        perr(p, t.at, "NOT needs a condition (true or false), got %s",
+             tdm__expr_type_name(a));
+        return 0;
+    }
+    emit(p, OP_NOT, 0, 0);
+    p->depth--;
+    return p->err == TDM_OK ? TDM__EXPR_BOOL : 0;
+}
+
+/* and: not (AND not)* ; or: and (OR and)* */
+static tdm__expr_type parse_logic(parser *p, bool is_or)
+{
+    tdm__expr_type a = is_or ? parse_logic(p, false) : parse_not(p);
+    tok_kind k = is_or ? T_OR : T_AND;
+    while (p->err == TDM_OK && p->cur.kind == k) {
+        tok o = p->cur;
+        next(p);
+        tdm__expr_type b = is_or ? parse_logic(p, false) : parse_not(p);
+        if (p->err != TDM_OK)
+            return 0;
+        if (!boolish(a) || !boolish(b)) {
+            perr(p, o.at, "%s needs conditions (true or false), got %s "
+                          "and %s",
+                 is_or ? "OR" : "AND", tdm__expr_type_name(a),
+                 tdm__expr_type_name(b));
+            return 0;
+        }
+        emit_binary(p, is_or ? OP_OR : OP_AND, 0, 0, false, false);
+        a = TDM__EXPR_BOOL;
+    }
+    return p->err == TDM_OK ? a : 0;
+}
+
+static tdm__expr_type parse_or(parser *p)
+{
+    return parse_logic(p, true);
+}
+
+/* Compiles @p text; see expr.h. */
+tdm_err tdm__expr_compile(const char *text, const tdm__schema *schema,
+                          tdm__expr **out, char *errbuf, size_t errbuf_size)
+{
+    static const tdm__schema empty;
+    char d[64];
+    if (!out)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "out must not be NULL");
+    *out = NULL;
+    if (!text)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "the expression must not be NULL");
+    parser p = { .src = text,
+                 .schema = schema ? schema : &empty,
+                 .errbuf = errbuf,
+                 .errn = errbuf_size };
+    p.e = tdm__calloc(1, sizeof *p.e);
+    if (!p.e)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                         "out of memory");
+    next(&p);
+    tdm__expr_type ty = p.err == TDM_OK ? parse_or(&p) : 0;
+    if (p.err == TDM_OK && p.cur.kind != T_END)
+        perr(&p, p.cur.at, "expected an operator or the end, got %s",
+             tok_desc(&p, &p.cur, d, sizeof d));
+    if (p.err != TDM_OK)
+        goto fail;
+    p.e->type = ty;
+    *out = p.e;
+    return TDM_OK;
+
+fail:
+    tdm__expr_destroy(p.e);
+    return p.err;
+}
+
+/* ---- Evaluation ---- */
+
+/* Three-way comparison of an int64 with a double, exact (no rounding of
+ * the int64): -1, 0, 1, or 2 when @p b is NaN. */
+static int cmp_id(int64_t a, double b)
+{
+    if (b != b)
+        return 2;
+    if (b >= 9223372036854775808.0)
+        return -1;
+    if (b < -9223372036854775808.0)
+        return 1;
+    int64_t bi = (int64_t)b; /* truncated, in range */
+    if (a != bi)
+        return a < bi ? -1 : 1;
+    double frac = b - (double)bi; /* exact for |b| < 2^63 */
+    return frac > 0 ? -1 : frac < 0 ? 1 : 0;
+}
+
+static int cmp_dd(double a, double b)
+{
+    if (a != a || b != b)
+        return 2;
+    return a < b ? -1 : a > b ? 1 : 0;
+}
+
+static int cmp_ss(const tdm__expr_val *a, const tdm__expr_val *b)
+{
+    uint32_t l = a->u.s.len < b->u.s.len ? a->u.s.len : b->u.s.len;
+    int c = l ? memcmp(a->u.s.p, b->u.s.p, l) : 0;
+    if (c)
+        return c < 0 ? -1 : 1;
+    return a->u.s.len < b->u.s.len ? -1 : a->u.s.len > b->u.s.len ? 1 : 0;
+}
+
+/* Whether a three-way result satisfies a relation: rel_table[r][c + 1]
+ * for c = -1, 0, 1, and 2 (unordered: only "not equal" holds). */
+static const uint8_t rel_table[6][4] = {
+    [REL_EQ] = { 0, 1, 0, 0 }, [REL_NE] = { 1, 0, 1, 1 },
+    [REL_LT] = { 1, 0, 0, 0 }, [REL_LE] = { 1, 1, 0, 0 },
+    [REL_GT] = { 0, 0, 1, 0 }, [REL_GE] = { 0, 1, 1, 0 },
+};
+
+/* A double result: null when not finite. */
+static void put_d(tdm__expr_val *a, double r)
+{
+    a->u.d = r;
+    a->null |= !isfinite(r);
+}
+
+_Static_assert(sizeof(((tdm__val *)0)->u) ==
+                   sizeof(((tdm__expr_val *)0)->u) &&
+               offsetof(tdm__val, u.s.len) ==
+                   offsetof(tdm__expr_val, u.s.len),
+               "tdm__val and tdm__expr_val share the layout of their union");
+
+/* Evaluates @p e on @p row; see expr.h.  One dispatch per instruction:
+ * pushes write the next slot; a binary operator takes its right operand
+ * b from the top (popping it) or from the constants, and leaves its
+ * result in a, the slot below; a unary one works on a, the top (every
+ * program pushes before anything else runs). */
+void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
+                    tdm__expr_val *out)
+{
+    tdm__expr_val st[STACK_MAX];
+    int sp = 0;
+    const tdm__expr_val *b;
+    tdm__expr_val *a;
+#define UNARY() (a = &st[sp - 1])
+#define BINARY()                                                          \
+    (b = c->kc ? &e->consts[c->a] : &st[--sp], a = &st[sp - 1])
+    for (const ins *c = e->code, *end = c + e->n_code; c < end; c++) {
+        switch ((op)c->op) {
+        case OP_CONST:
+            st[sp++] = e->consts[c->a];
+            break;
+        case OP_FIELD: {
+            /* The two unions have one layout: copied whole, whatever the
+             * field's type. */
+            const tdm__val *v = &row->v[c->a];
+            tdm__expr_val *t = &st[sp++];
+            memcpy(&t->u, &v->u, sizeof t->u);
+            t->null = v->null;
+            break;
+        }
+        case OP_I2D: {
+            tdm__expr_val *t = &st[sp - 1 - c->a];
+            t->u.d = t->null ? 0 : (double)t->u.i;
+            break;
+        }
+        case OP_NEG_I:
+            UNARY();
+            a->null |= a->u.i == INT64_MIN;
+            a->u.i = a->null ? 0 : -a->u.i;
+            break;
+        case OP_NEG_D:
+            UNARY();
+            a->u.d = -a->u.d;
+            break;
+        case OP_ADD_I:
+            BINARY();
+            a->null |= b->null | __builtin_add_overflow(a->u.i, b->u.i,
+                                                        &a->u.i);
+            break;
+        case OP_SUB_I:
+            BINARY();
+            a->null |= b->null | __builtin_sub_overflow(a->u.i, b->u.i,
+                                                        &a->u.i);
+            break;
+        case OP_MUL_I:
+            BINARY();
+            a->null |= b->null | __builtin_mul_overflow(a->u.i, b->u.i,
+                                                        &a->u.i);
+            break;
+        case OP_DIV_I:
+            BINARY();
+            a->null |= b->null | (b->u.i == 0) |
+                       (a->u.i == INT64_MIN && b->u.i == -1);
+            if (!a->null)
+                a->u.i /= b->u.i;
+            break;
+        case OP_MOD_I:
+            /* x % -1 is 0 (computing it could trap for INT64_MIN). */
+            BINARY();
+            a->null |= b->null | (b->u.i == 0);
+            if (!a->null)
+                a->u.i = b->u.i == -1 ? 0 : a->u.i % b->u.i;
+            break;
+        case OP_ADD_D:
+            BINARY();
+            a->null |= b->null;
+            put_d(a, a->u.d + b->u.d);
+            break;
+        case OP_SUB_D:
+            BINARY();
+            a->null |= b->null;
+            put_d(a, a->u.d - b->u.d);
+            break;
+        case OP_MUL_D:
+            BINARY();
+            a->null |= b->null;
+            put_d(a, a->u.d * b->u.d);
+            break;
+        case OP_DIV_D:
+            BINARY();
+            a->null |= b->null | (b->u.d == 0);
+            if (!a->null)
+                put_d(a, a->u.d / b->u.d);
+            break;
+        case OP_MOD_D:
+            BINARY();
+            a->null |= b->null | (b->u.d == 0);
+            if (!a->null)
+                put_d(a, fmod(a->u.d, b->u.d));
+            break;
+        case OP_CMP: {
+            BINARY();
+            int r = 0;
+            a->null |= b->null;
+            if (!a->null) {
+                switch (c->ck) {
+                case CK_II:
+                    r = (a->u.i > b->u.i) - (a->u.i < b->u.i);
+                    break;
+                case CK_DD:
+                    r = cmp_dd(a->u.d, b->u.d);
+                    break;
+                case CK_ID:
+                    r = cmp_id(a->u.i, b->u.d);
+                    break;
+                case CK_DI:
+                    r = cmp_id(b->u.i, a->u.d);
+                    r = r == 2 ? 2 : -r;
+                    break;
+                default:
+                    r = cmp_ss(a, b);
+                    break;
+                }
+            }
+            a->u.i = a->null ? 0 : rel_table[c->k][r + 1];
+            break;
+        }
+        case OP_AND: {
+            BINARY();
+            bool af = !a->null && !a->u.i, bf = !b->null && !b->u.i;
+            if (af || bf) {
+                a->null = 0;
+                a->u.i = 0;
+            } else {
+                a->null |= b->null;
+                a->u.i = !a->null;
+            }
+            break;
+        }
+        case OP_OR: {
+            BINARY();
+            bool at = !a->null && a->u.i, bt = !b->null && b->u.i;
+            if (at || bt) {
+                a->null = 0;
+                a->u.i = 1;
+            } else {
+                a->null |= b->null;
+                a->u.i = 0;
+            }
+            break;
+        }
+        case OP_NOT:
+            UNARY();
+            a->u.i = a->null ? 0 : !a->u.i;
+            break;
+        case OP_IS_NULL:
+            UNARY();
+            a->u.i = a->null != 0;
+            a->null = 0;
+            break;
+        case OP_NOT_NULL:
+            UNARY();
+            a->u.i = a->null == 0;
+            a->null = 0;
+            break;
+        }
+    }
+#undef UNARY
+#undef BINARY
+    *out = st[0];
+}
+
+/* True only for a non-null true result. */
+bool tdm__expr_true(const tdm__expr *e, const tdm__row *row)
+{
+    tdm__expr_val v;
+    tdm__expr_eval(e, row, &v);
+    return !v.null && v.u.i != 0;
+}
+
+/* ---- A source's filter and computed fields ---- */
+
+/* Frees a set (NULL is fine). */
+void tdm__src_exprs_destroy(tdm__src_exprs *x)
+{
+    if (!x)
+        return;
+    tdm__expr_destroy(x->filter);
+    for (int i = 0; i < x->n_compute; i++)
+        tdm__expr_destroy(x->compute[i].e);
+    tdm__free(x->compute);
+    tdm__free(x);
+}
+
+/* Compiles one key's expression, prefixing errors with the key. */
+static tdm_err compile_key(const char *key, const char *text,
+                           const tdm__schema *s, tdm__expr **out,
+                           char *errbuf, size_t errbuf_size)
+{
+    char msg[400];
+    msg[0] = 0;
+    tdm_err err = tdm__expr_compile(text, s, out, msg, sizeof msg);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err, "%s: %s", key, msg);
+    return TDM_OK;
+}
+
+/* One compute.<field>: the field must exist, be numeric, not carry the
+ * event time or the partition, and fit the expression's type. */
+static tdm_err compile_compute(const tdm_node *n, const char *ts_field,
+                               const tdm__schema *s, const char *field,
+                               const char *text, tdm__expr_compute *out,
+                               char *errbuf, size_t errbuf_size)
+{
+    char key[300];
+    snprintf(key, sizeof key, "compute.%s", field);
+    int idx = tdm__schema_find(s, field);
+    if (idx < 0) {
+        const char *near = closest_field(s, field, strlen(field));
+        if (near)
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                             "%s: field \"%s\" is not in the schema (did "
+                             "you mean \"%s\"?); compute assigns to a "
+                             "field of the schema",
+                             key, field, near);
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s: field \"%s\" is not in the schema; compute "
+                         "assigns to a field of the schema",
+                         key, field);
+    }
+    tdm_type ft = s->fields[idx].type;
+    if (ft != TDM_TYPE_INT64 && ft != TDM_TYPE_DOUBLE &&
+        ft != TDM_TYPE_TIMESTAMP)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s: field \"%s\" is %s; compute assigns only to "
+                         "int64, double or timestamp fields",
+                         key, field,
+                         ft == TDM_TYPE_STRING ? "string" : "bool");
+    if (ts_field && strcmp(ts_field, field) == 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s: \"%s\" is the timestamp field, whose time is "
+                         "taken when the record is read; compute another "
+                         "field",
+                         key, field);
+    if (strcmp(tdm__node_str(n, "partition.field"), field) == 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s: \"%s\" is the partition field, which is read "
+                         "before compute runs; compute another field",
+                         key, field);
+    tdm_err err = compile_key(key, text, s, &out->e, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    tdm__expr_type et = out->e->type;
+    bool ok = et == TDM__EXPR_NULL || et == TDM__EXPR_INT ||
+              (et == TDM__EXPR_DOUBLE && ft == TDM_TYPE_DOUBLE);
+    if (!ok) {
+        tdm__expr_destroy(out->e);
+        out->e = NULL;
+        if (et == TDM__EXPR_DOUBLE)
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                             "%s: the expression is double but field \"%s\" "
+                             "is %s (use integer arithmetic, e.g. "
+                             "\"price * 908 / 1000\")",
+                             key, field, ft == TDM_TYPE_INT64 ? "int64"
+                                                              : "timestamp");
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s: the expression is %s, expected a number for "
+                         "field \"%s\"",
+                         key, tdm__expr_type_name(et), field);
+    }
+    out->field = idx;
+    out->type = ft;
+    return TDM_OK;
+}
+
+/* Compiles the filter and compute.* keys of a source; see expr.h. */
+tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
+                               tdm__src_exprs **out, char *errbuf,
+                               size_t errbuf_size)
+{
+    *out = NULL;
+    const char *filter = tdm__node_str(n, "filter");
+    const tdm__conf_val *cv = tdm__node_val(n, "compute.*");
+    int n_comp = cv->props ? cv->n_props : 0;
+    if (!*filter && n_comp == 0)
+        return TDM_OK;
+    const tdm__schema *s = tdm__node_schema(n);
+    if (!s)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "schema: required for filter and compute");
+    tdm_err err = TDM_OK;
+    tdm__src_exprs *x = tdm__calloc(1, sizeof *x);
+    if (!x || (n_comp && !(x->compute = tdm__calloc((size_t)n_comp,
+                                                    sizeof *x->compute)))) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                        "out of memory");
+        goto fail;
+    }
+    if (*filter) {
+        err = compile_key("filter", filter, s, &x->filter, errbuf,
+                          errbuf_size);
+        if (err != TDM_OK)
+            goto fail;
+        tdm__expr_type t = x->filter->type;
+        if (t != TDM__EXPR_BOOL && t != TDM__EXPR_NULL) {
+            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                            "filter: the expression is %s, expected a "
+                            "condition (true or false), e.g. \"auction %% "
+                            "123 = 0\"",
+                            tdm__expr_type_name(t));
+            goto fail;
+        }
+    }
+    for (int i = 0; i < n_comp; i++) {
+        err = compile_compute(n, ts_field, s, cv->props[2 * i],
+                              cv->props[2 * i + 1], &x->compute[i], errbuf,
+                              errbuf_size);
+        if (err != TDM_OK)
+            goto fail;
+        x->n_compute++;
+    }
+    *out = x;
+    return TDM_OK;
+
+fail:
+    tdm__src_exprs_destroy(x);
+    return err;
+}
+
+/* The filter, then each compute in key order; see expr.h. */
+bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row)
+{
+    if (x->filter && !tdm__expr_true(x->filter, row))
+        return false;
+    for (int i = 0; i < x->n_compute; i++) {
+        const tdm__expr_compute *c = &x->compute[i];
+        tdm__expr_val v;
+        tdm__expr_eval(c->e, row, &v);
+        tdm__val *f = &row->v[c->field];
+        f->null = v.null;
+        if (v.null)
+            continue;
+        if (c->type == TDM_TYPE_DOUBLE)
+            f->u.d = c->e->type == TDM__EXPR_DOUBLE ? v.u.d
+                                                     : (double)v.u.i;
+        else
+            f->u.i = v.u.i;
+    }
+    return true;
+}

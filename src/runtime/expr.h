@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/* expr.h - expressions of the job file: a source's `filter` and
+ * `compute.<field>` keys.
+ *
+ * An expression is compiled once against a source schema (parsing, name
+ * resolution and type checking all happen there, so a bad expression is a
+ * validation error with a column) into a small postfix program that is
+ * evaluated on every row without allocating and without touching shared
+ * state, so one program serves every subtask of the source at once.  The
+ * grammar and the null and overflow rules are in docs/job-format.md,
+ * section "Expressions".
+ */
+#ifndef TDM_EXPR_H
+#define TDM_EXPR_H
+
+#include <stdbool.h>
+
+#include "runtime/row.h"
+
+/* Static type of an expression (or of a value on the evaluation stack). */
+typedef enum tdm__expr_type {
+    TDM__EXPR_INT = 1, /* int64 (int64 and timestamp fields) */
+    TDM__EXPR_DOUBLE,
+    TDM__EXPR_STRING,
+    TDM__EXPR_BOOL,
+    TDM__EXPR_NULL /* the literal NULL: fits any type */
+} tdm__expr_type;
+
+/* A value: the union the type says, and whether it is null. */
+typedef struct tdm__expr_val {
+    union {
+        int64_t i; /* INT, BOOL (0/1) */
+        double d;  /* DOUBLE */
+        struct {
+            const char *p; /* STRING: borrowed from the row or program */
+            uint32_t len;
+        } s;
+    } u;
+    uint8_t null;
+} tdm__expr_val;
+
+typedef struct tdm__expr tdm__expr;
+
+/* Compiles @p text against @p schema (borrowed: field indexes and types
+ * are resolved now, so rows evaluated later must have this schema's
+ * layout).  On failure *out is NULL and errbuf holds "column N: what was
+ * expected, got what" (columns count bytes from 1) or, for an unknown
+ * field, its name and the closest field of the schema.  Returns TDM_OK,
+ * TDM_ERR_INVAL or TDM_ERR_NOMEM.  The program copies what it needs of
+ * @p text. */
+tdm_err tdm__expr_compile(const char *text, const tdm__schema *schema,
+                          tdm__expr **out, char *errbuf, size_t errbuf_size);
+
+/* The static type of a compiled expression. */
+tdm__expr_type tdm__expr_result_type(const tdm__expr *e);
+
+/* Evaluates @p e on @p row (borrowed) into *out.  Allocates nothing and
+ * writes nothing but *out (string results borrow from the row or the
+ * program); safe to call from several threads at once.
+ * @thread any */
+void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
+                    tdm__expr_val *out);
+
+/* A condition holds: evaluates @p e (of type BOOL or NULL) and returns
+ * true only for a non-null true (SQL's WHERE). */
+bool tdm__expr_true(const tdm__expr *e, const tdm__row *row);
+
+/* Frees a program (NULL is fine). */
+void tdm__expr_destroy(tdm__expr *e);
+
+/* Name of a type for messages ("int64", "double", ...). */
+const char *tdm__expr_type_name(tdm__expr_type t);
+
+/* ---- A source's filter and computed fields ---- */
+
+typedef struct tdm__expr_compute {
+    int field;     /* schema index of the assigned field */
+    tdm_type type; /* its schema type */
+    tdm__expr *e;
+} tdm__expr_compute;
+
+/* What the `filter` and `compute.*` keys of one source compiled to. */
+typedef struct tdm__src_exprs {
+    tdm__expr *filter; /* NULL: none */
+    tdm__expr_compute *compute;
+    int n_compute;
+} tdm__src_exprs;
+
+/* Compiles the `filter` and `compute.*` keys of source @p n (borrowed)
+ * against its schema; @p ts_field (or NULL) names the field the event
+ * time is read from, which compute may not assign.  On success *out
+ * receives the program set (owned by the caller), or NULL when the
+ * source has neither key.  On failure errbuf holds "filter: column N:
+ * ..." or "compute.<field>: ..." (a key of the table first, so that the
+ * CLI can place the message in the file).  Returns TDM_OK, TDM_ERR_INVAL
+ * or TDM_ERR_NOMEM. */
+tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
+                               tdm__src_exprs **out, char *errbuf,
+                               size_t errbuf_size);
+
+/* Applies the filter, then the computes in key order, to @p row in
+ * place.  Returns false when the filter does not hold (the row is then
+ * left as it was).  @thread any (the set is read only). */
+bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row);
+
+/* Frees a set (NULL is fine). */
+void tdm__src_exprs_destroy(tdm__src_exprs *x);
+
+#endif /* TDM_EXPR_H */
