@@ -382,6 +382,13 @@ static void summary(const tdm__cli_job *cj, const char *name, double secs,
             tdm__cli_thousands(regr, r, sizeof r), regr == 1 ? "" : "s",
             tdm__cli_iso_time(tdm_job_stat(job, TDM_STAT_WATERMARK), wm,
                               sizeof wm));
+    int64_t filtered = tdm_job_stat(job, TDM_STAT_FILTERED);
+    if (filtered > 0) {
+        char nf[32];
+        fprintf(stderr, "tidemark: %s record%s dropped by source filters.\n",
+                tdm__cli_thousands(filtered, nf, sizeof nf),
+                filtered == 1 ? "" : "s");
+    }
     int64_t n_lat = 0;
     int64_t p50 = tdm_job_result_latency(job, 0.50, &n_lat);
     if (p50 >= 0) {

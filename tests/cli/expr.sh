@@ -64,6 +64,11 @@ for p in 1 2; do
         print field("id"), field("qty"), t, field("per"), field("n")
     }' "$T/out$p.jsonl" >"$T/got$p.txt"
     same_multiset "parallelism $p" "$T/want.txt" "$T/got$p.txt"
+    # The summary counts what the filter dropped: every line awk did
+    # not keep.
+    drop=$(( $(wc -l <tests/cli/data/expr.jsonl) - 9 ))
+    grep -qF "tidemark: $drop records dropped by source filters." "$T/err$p.txt" ||
+        fail "parallelism $p: no \"$drop records dropped\" in the summary"
 done
 
 # A broken expression: file:line:col of the value, the key path, the
