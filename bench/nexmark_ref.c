@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* nexmark_ref.c - naive references for the NEXMark jobs of bench/nexmark/
- * (NEXMark-W and its V1-rate variant, q5 and its hot items, q8, q11):
+ * (NEXMark-W and its V1-rate variant, q5 and its hot items, q8, q11,
+ * and the bids q0-q2 pass through):
  * plain loops over the generated events (tdm__nx_event_at, the definition
  * of the stream), grouping by hash table or by sorting, no engine and no
  * watermark: every event counts, which is what the engine must produce
@@ -115,6 +116,27 @@ static int run_w(const tdm__nx_conf *c, int64_t events, int64_t size)
                t.c[i].count);
     fprintf(stderr, "bids %" PRId64 " rows %zu\n", bids, k);
     free(t.c);
+    return 0;
+}
+
+/* ---- q0, q1, q2: the bids themselves ---- */
+
+/* Every bid as "auction bidder price date_time", in event order: what
+ * the pass-through queries q0 (all), q1 (all, plus price * 0.908) and q2
+ * (auction % 123 == 0, filtered by the caller) must write. */
+static int run_bids(const tdm__nx_conf *c, int64_t events)
+{
+    int64_t bids = 0;
+    for (int64_t i = 0; i < events; i++) {
+        tdm__nx_event ev;
+        tdm__nx_event_at(c, i, &ev);
+        if (ev.kind != TDM__NX_BID)
+            continue;
+        bids++;
+        printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
+               ev.auction, ev.bidder, ev.price, ev.date_time);
+    }
+    fprintf(stderr, "bids %" PRId64 "\n", bids);
     return 0;
 }
 
@@ -345,7 +367,7 @@ oom:
 /*   nexmark_ref [QUERY] EVENTS [RATE_PER_S] [SIZE_MS] [OOO_GROUP] [SLIDE_MS]
  *
  * QUERY is w (the default when the first argument is a number, NEXMark-W's
- * original command line), q5, q5hot, q8 or q11; defaults 50,000,000
+ * original command line), q5, q5hot, q8, q11 or bids; defaults 50,000,000
  * events, 100,000 /s, 10,000 ms, 1, 2,000 ms.  RATE_PER_S is the
  * event-time rate (10,000,000 for the V1-rate stress: w at that rate).
  * SIZE_MS is the tumbling window (w, q8), the sliding window (q5, q5hot,
@@ -358,6 +380,9 @@ oom:
  *   q8     person auction window_start window_end name
  *          "persons P auctions A pairs K rows R"
  *   q11    bidder session_start session_end count  "bids N rows M"
+ *   bids   auction bidder price date_time          "bids N"
+ *          (every bid in event order: q0-q2's rows before their
+ *          filter or computed field)
  * q5 counts each auction's bids in every window [s, s + size) with s a
  * multiple of the slide that holds at least one of them (so a bid counts
  * in size / slide windows when the slide divides the size, windows before
@@ -391,13 +416,15 @@ int main(int argc, char **argv)
     int64_t slide = argc > 5 ? strtoll(argv[5], NULL, 10) : 2000;
     int q5 = !strcmp(q, "q5"), q5hot = !strcmp(q, "q5hot");
     int known = !strcmp(q, "w") || q5 || q5hot || !strcmp(q, "q8") ||
-                !strcmp(q, "q11");
+                !strcmp(q, "q11") || !strcmp(q, "bids");
     if (!known || events < 0 || c.rate <= 0 || size <= 0 ||
         c.ooo_group <= 0 || slide <= 0 || slide > size) {
-        fprintf(stderr, "usage: nexmark_ref [w|q5|q5hot|q8|q11] EVENTS "
+        fprintf(stderr, "usage: nexmark_ref [w|q5|q5hot|q8|q11|bids] EVENTS "
                         "[RATE] [SIZE_MS] [OOO_GROUP] [SLIDE_MS]\n");
         return 2;
     }
+    if (!strcmp(q, "bids"))
+        return run_bids(&c, events);
     if (q5 || q5hot)
         return run_q5(&c, events, size, slide, q5hot);
     if (!strcmp(q, "q8"))
