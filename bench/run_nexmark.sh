@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # run_nexmark.sh - the NEXMark suite (bench/nexmark/*.yaml): NEXMark-W
-# (nexmark_w.yaml), q5 (q5.yaml, then q5_max.yaml and q5_hot.yaml), the
+# (nexmark_w.yaml), the pass-through queries q0, q1 and q2 (q0.yaml,
+# q1.yaml, q2.yaml), q5 (q5.yaml, then q5_max.yaml and q5_hot.yaml), the
 # V1-rate stress v1 (nexmark_w.yaml at 10,000,000 events per second of
 # event time), q8 (q8.yaml) and q11 (q11.yaml).  Per query it first checks
 # the engine's result multiset against the naive reference
@@ -12,11 +13,12 @@
 # A program, not a test: nothing here is registered with CTest.
 #
 #   sh bench/run_nexmark.sh [-r RUNS] [-e EVENTS] [-c CHECK_EVENTS]
-#                           [-b BUILD_DIR] [-q "w q5 v1 q8 q11"]
+#                           [-b BUILD_DIR] [-q "w q0 q1 q2 q5 v1 q8 q11"]
 #
 # Defaults: 3 runs, 50,000,000 events, a 10,000,000-event check, build
-# folder build-bench (RelWithDebInfo), all five queries.  Needs
-# /usr/bin/time.
+# folder build-bench (RelWithDebInfo), all eight queries.  Needs
+# /usr/bin/time.  q0-q2's check is tests/cli/nexmark_q012.sh (their
+# rows against the reference's bids, at its own sizes).
 #
 # q5's table rows time its first stage only, the sliding count over the
 # generated bids (its sink discards the rows).  The hot-items stages
@@ -27,10 +29,11 @@
 # in one window (about 600,000 live keys; the full run's 50 M events make
 # about 3 M).
 #
-# The columns "p50 lat" and "p99 lat" are the result latency (wall time
-# from the watermark passing a window's end to the window's row being
-# emitted).  They print "-" for now: the figures will come from the
-# engine's run summary once it reports them.
+# The columns "p50 lat" and "p99 lat" are the result latency in ms, read
+# from the run summary (docs/metrics.md, resultLatencyP50): over every
+# on-time window result, the wall time from the watermark that fired it
+# leaving its source subtask to the row reaching the sink.  "-" for jobs
+# without event-time windows (q0-q2) and for q8 (a join).
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,7 +41,7 @@ runs=3
 events=50000000
 check=10000000
 build="$root/build-bench"
-queries="w q5 v1 q8 q11"
+queries="w q0 q1 q2 q5 v1 q8 q11"
 while getopts r:e:c:b:q:h opt; do
     case $opt in
     r) runs=$OPTARG ;;
@@ -52,8 +55,8 @@ done
 [ -x /usr/bin/time ] || { echo "run_nexmark.sh: /usr/bin/time is missing" >&2; exit 1; }
 for q in $queries; do
     case $q in
-    w | q5 | v1 | q8 | q11) ;;
-    *) echo "run_nexmark.sh: unknown query \"$q\" (w, q5, v1, q8, q11)" >&2; exit 2 ;;
+    w | q0 | q1 | q2 | q5 | v1 | q8 | q11) ;;
+    *) echo "run_nexmark.sh: unknown query \"$q\" (w, q0, q1, q2, q5, v1, q8, q11)" >&2; exit 2 ;;
     esac
 done
 
@@ -83,7 +86,7 @@ records_of() {
     w | q5) echo "--set sources.events.generator.records=$2" ;;
     v1) echo "--set sources.events.generator.records=$2 --set sources.events.generator.rate=$v1_rate" ;;
     q8) echo "--set sources.persons.generator.records=$2 --set sources.auctions.generator.records=$2" ;;
-    q11) echo "--set sources.bids.generator.records=$2" ;;
+    q0 | q1 | q2 | q11) echo "--set sources.bids.generator.records=$2" ;;
     esac
 }
 
@@ -214,6 +217,24 @@ check_q11() {
     fi
 }
 
+# q0, q1, q2: their rows against the reference's bids (one script for
+# the three, run once).
+q012_checked=0
+check_q012() {
+    [ $q012_checked = 0 ] || return 0
+    q012_checked=1
+    if sh "$root/tests/cli/nexmark_q012.sh" "$tdm" "$root" "$ref" >"$tmp/q012.out" 2>&1; then
+        echo "check q0 q1 q2: $(tail -1 "$tmp/q012.out")"
+    else
+        echo "check q0 q1 q2: FAILED"
+        cat "$tmp/q012.out"
+        return 1
+    fi
+}
+check_q0() { check_q012; }
+check_q1() { check_q012; }
+check_q2() { check_q012; }
+
 for q in $queries; do
     "check_$q" || exit 1
 done
@@ -225,11 +246,17 @@ for q in $queries; do
         i=1
         while [ $i -le "$runs" ]; do
             # shellcheck disable=SC2046
-            /usr/bin/time -f "%e %U %S %M" -o "$tmp/t" "$tdm" run "$(job_of "$q")" --quiet 2>/dev/null \
+            /usr/bin/time -f "%e %U %S %M" -o "$tmp/t" "$tdm" run "$(job_of "$q")" --quiet 2>"$tmp/summary" \
                 --parallelism $p $(records_of "$q" "$events") >/dev/null
             read -r wall user sys rss < "$tmp/t"
+            # "... p50 0.123 ms, p99 4.567 ms, ..." in the summary.
+            lat=$(sed -n 's/.*: p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms.*/\1 \2/p' "$tmp/summary")
+            [ -n "$lat" ] || lat="- -"
+            # shellcheck disable=SC2086
+            set -- $lat
             awk -v q="$q" -v p="p$p" -v i="$i" -v w="$wall" -v u="$user" -v s="$sys" -v r="$rss" -v e="$events" \
-                'BEGIN { printf "%-5s %-6s %4d %9.2f %9.2f %16.0f %8.0f %8s %8s   (per busy core: %.0f)\n", q, p, i, w, u + s, e / w, r / 1024, "-", "-", e / (u + s) }'
+                -v l50="$1" -v l99="$2" \
+                'BEGIN { printf "%-5s %-6s %4d %9.2f %9.2f %16.0f %8.0f %8s %8s   (per busy core: %.0f)\n", q, p, i, w, u + s, e / w, r / 1024, l50, l99, e / (u + s) }'
             i=$((i + 1))
         done
     done
