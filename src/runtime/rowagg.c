@@ -560,10 +560,8 @@ bool tdm__rowagg_two_phase(const tdm__agg_spec *specs, int n,
         switch (specs[k].fn) {
         case TDM__FN_COUNT:
             break;
-        case TDM__FN_SUM:
         case TDM__FN_MIN:
         case TDM__FN_MAX:
-        case TDM__FN_AVG:
             if (!is_int(types[k]))
                 return false;
             break;

@@ -416,11 +416,13 @@ size_t tdm__rowagg_acc_size(const tdm__rowagg *ra);
 void tdm__rowagg_add(tdm__rowagg *ra, void *acc, const tdm__row *row);
 void tdm__rowagg_set_partial(tdm__rowagg *ra, const void *acc);
 /* Whether aggregates @p specs over input types @p types give the same
- * result bits in two phases as in one: count, and sum, min, max and avg
- * of integer fields (int64, timestamp, bool).  Double sums and averages
- * depend on the order of the additions (floating point is not
- * associative), double min and max on the order of -0.0 and 0.0 or a
- * NaN; count_distinct, first and last are not mergeable partials here. */
+ * result bits in two phases as in one: count, and min and max of integer
+ * fields (int64, timestamp, bool).  Sums and averages depend on the
+ * order of the additions: an int64 sum saturates (MAX + 1 - MAX is 0 in
+ * one order, 1 in another), an average adds int64 values as doubles
+ * (rounding past 2^53), and floating point is not associative; double
+ * min and max depend on the order of -0.0 and 0.0 or a NaN;
+ * count_distinct, first and last are not mergeable partials here. */
 bool tdm__rowagg_two_phase(const tdm__agg_spec *specs, int n,
                            const tdm_type *types);
 /* True (and cleared) when an allocation inside add, merge or result

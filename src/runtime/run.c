@@ -702,8 +702,8 @@ static const char *two_phase_refusal(const rt_op *op)
                 ty[a] = f >= 0 ? sc->fields[f].type : TDM_TYPE_INT64;
             }
             if (!tdm__rowagg_two_phase(op->specs, op->n_aggs, ty))
-                return "an aggregate that is not count, or sum, min, max "
-                       "or avg of an integer field";
+                return "an aggregate that is not count, or min or max of "
+                       "an integer field";
         }
     }
     for (int i = 0; i < op->n_inputs; i++) {

@@ -4,7 +4,7 @@
 # auto and off, and the two runs must write the same result and late
 # rows and report the same counters (records in, rows out, late dropped,
 # late output, late refires), at parallelism 1, 2 and 4, for tumbling
-# and sliding windows with offsets, count and sum/min/max/avg, out-of-
+# and sliding windows with offsets, count and min/max, out-of-
 # order and late input with allowed lateness, the three output modes,
 # and a union of two sources.  Rows are compared as multisets (window
 # subtasks write concurrently); at parallelism 1 tumbling windows must
@@ -97,7 +97,8 @@ done
 # The hand-derived refire job (tests/cli/jobs/modes.yaml): a file source.
 for p in 1 2 4; do
     differ "modes file -p $p" tests/cli/jobs/modes.yaml "$p" 0 $LATE \
-        --set sinks.late.path="$T/late.jsonl"
+        --set sinks.late.path="$T/late.jsonl" \
+        --set 'windows.w.aggregates=count() as n, max(v) as total'
 done
 # The late output is exercised: the clicks job has records too late for
 # every window.
@@ -139,3 +140,47 @@ one_phase "off" $C "local_aggregation is off" $LATE \
 one_phase "double sum" $C "an aggregate that is not count" $LATE \
     --set sources.clicks.generator.kind=sensors --set windows.w.key_by=sensor \
     --set 'windows.w.aggregates=sum(value) as s'
+one_phase "integer sum" $B "an aggregate that is not count" $LATE \
+    --set 'windows.w.aggregates=sum(price) as s'
+one_phase "integer avg" $B "an aggregate that is not count" $LATE \
+    --set 'windows.w.aggregates=avg(price) as a'
+
+# Regression (review of the two-phase change, 2026-12-03): integer sums
+# and averages ran in two phases, but a saturating int64 sum is not
+# associative - INT64_MAX, then 1, then -INT64_MAX is 0 added in arrival
+# order and 1 added per slice first - so the two modes wrote different
+# totals.  They now run in one phase, and both modes write 0.
+cat >"$T/sat.csv" <<CSV
+k,v,ts
+a,9223372036854775807,500
+a,1,1500
+a,-9223372036854775807,600
+CSV
+cat >"$T/sat.yaml" <<YAML
+name: sat
+sources:
+  s:
+    type: file
+    path: $T/sat.csv
+    format: csv
+    schema: {k: string, v: int64, ts: int64}
+    timestamp.field: ts
+    watermark: {max_out_of_orderness: 10s}
+windows:
+  w:
+    from: s
+    key_by: k
+    window: {type: sliding, size: 2s, slide: 1s}
+    aggregates: [{fn: sum, field: v, as: total}]
+    sink: out
+sinks:
+  out: {type: file, path: $T/sat.out}
+YAML
+for m in auto off; do
+    expect_exit "saturating sum $m" 0 "$TM" run "$T/sat.yaml" --quiet \
+        --set windows.w.local_aggregation=$m
+    expect_in "saturating sum $m" "$T/sat.out" \
+        '"window_start":0,"window_end":2000'
+    grep '"window_start":0,"window_end":2000' "$T/sat.out" |
+        grep -q '"total":0,' || fail "saturating sum $m: [0,2000) is not 0"
+done

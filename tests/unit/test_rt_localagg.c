@@ -16,12 +16,12 @@
  * the same in every run.  Tumbling 10 s, allowed lateness 5 s:
  *   a@1000 b@2000        folded into slice [0,10000)
  *   a@12000              folded into [10000,20000); W = 11999 flushes
- *                        [0,10000): a n=1 s=1, b n=1 s=2 on time
- *   a@5000 (v 4)         its slice is flushed: raw, refires a n=2 s=5
+ *                        [0,10000): a n=1 m=1, b n=1 m=2 on time
+ *   a@5000 (v 4)         its slice is flushed: raw, refires a n=2 m=4
  *   c@15000              W = 14999 cleans [0,10000) up
  *   a@3000 (v 6)         raw, too late for every window: late output
  *   a@14000 (v 7)        folded into [10000,20000)
- *   end                  [10000,20000): a n=2 s=10, c n=1 s=5 on time
+ *   end                  [10000,20000): a n=2 m=7, c n=1 m=5 on time
  * Folded: 5 records into 4 partial rows. */
 static const kit_row hand_rows[] = {
     { 0, "a", 1000, 1 },  { 0, "b", 2000, 2 },  { 0, "a", 12000, 3 },
@@ -66,7 +66,7 @@ static tdm_job *hand_job(const char *p, const char *mode, loglines *log)
     KIT_SET(w, "key_by", "k");
     KIT_SET(w, "window.size", "10s");
     KIT_SET(w, "allowed_lateness", "5s");
-    KIT_SET(w, "aggregates", "count() as n, sum(v) as s");
+    KIT_SET(w, "aggregates", "count() as n, max(v) as m");
     KIT_SET(w, "local_aggregation", mode);
     KIT_SET(w, "sink", "out");
     KIT_SET(w, "late_output", "late");
@@ -80,11 +80,11 @@ static void check_hand(const char *p, const char *mode)
     loglines log;
     tdm_job *job = hand_job(p, mode, &log);
     kit_run_ok(job);
-    KIT_EXPECT("out", "k=a n=1 s=1 [0,10000) on_time#0 +",
-               "k=b n=1 s=2 [0,10000) on_time#0 +",
-               "k=a n=2 s=5 [0,10000) late#1u +",
-               "k=a n=2 s=10 [10000,20000) on_time#0 +",
-               "k=c n=1 s=5 [10000,20000) on_time#0 +");
+    KIT_EXPECT("out", "k=a n=1 m=1 [0,10000) on_time#0 +",
+               "k=b n=1 m=2 [0,10000) on_time#0 +",
+               "k=a n=2 m=4 [0,10000) late#1u +",
+               "k=a n=2 m=7 [10000,20000) on_time#0 +",
+               "k=c n=1 m=5 [10000,20000) on_time#0 +");
     ASSERT_EQ(kit_sink_get("late")->n, 1);
     ASSERT_TRUE(strstr(kit_sink_get("late")->lines[0], "3000") != NULL);
     ASSERT_EQ(tdm_job_stat(job, TDM_STAT_LATE_SIDE_OUTPUT), 1);
