@@ -6,9 +6,12 @@
  * into partial rows for the window subtasks owning their keys.
  *
  * Memory: entries of keys x open slices (at most MAX_OPEN); a flushed
- * slice's tables are kept for the next slice (KEEP_FREE of them), so no
+ * slice's tables are kept for the next slice (KEEP_FREE of them; with
+ * the open ones never more than MAX_OPEN slices in all), so no
  * allocation per record once they have grown; messages are sent in
- * pieces of PART_CHUNK rows.
+ * pieces of PART_CHUNK rows, and the consumers hand them back to the
+ * local aggregate's pool (rt_ppool, run.h), so a flush reuses their
+ * buffers instead of allocating (and faulting in) fresh ones.
  */
 #include <string.h>
 
@@ -168,10 +171,12 @@ rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
         sl->kused += len;
     }
     rt_lent *e = rt_lagg_ent(la, sl, sl->n);
-    memset(e, 0, la->stride);
-    e->h = h;
-    e->key = kw;
-    e->key_len = kl;
+    *e = (rt_lent){ .h = h, .key = kw, .key_len = kl };
+    /* A count's accumulator is one int64 (a constant size: no call). */
+    if (la->count)
+        memset(rt_lagg_acc(e), 0, sizeof(int64_t));
+    else
+        memset(rt_lagg_acc(e), 0, la->stride - sizeof *e);
     uint32_t mask = sl->n_slots - 1;
     uint32_t i = (uint32_t)(h >> sl->shift);
     while (sl->idx[i])
@@ -187,10 +192,15 @@ rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
  * (items per channel) bounds what waits in it. */
 #define PART_CHUNK 4096
 /* Flushed slices kept for reuse at most (their tables grown to a
- * slice's keys); more are freed. */
-#define KEEP_FREE 2
+ * slice's keys); more are freed.  As many as can be open: a watermark
+ * that closes every open slice (event time ran ahead of it by MAX_OPEN
+ * slices, which a fast source with periodic watermarks does all the
+ * time) keeps them all, so the next slices neither allocate nor grow
+ * their tables again, and the slices made never exceed MAX_OPEN (a
+ * new one is made only when none is free). */
+#define KEEP_FREE MAX_OPEN
 
-/* Frees a partials message (NULL-safe). */
+/* Frees a partials message (NULL-safe; see run.h). */
 void rt_partials_free(rt_partials *m)
 {
     if (!m)
@@ -198,6 +208,48 @@ void rt_partials_free(rt_partials *m)
     tdm__free(m->ents);
     tdm__free(m->keys);
     tdm__free(m);
+}
+
+/* Hands a merged message back to its pool, or frees it when the pool
+ * keeps enough (see run.h).  @thread any (the consumer's). */
+void rt_partials_release(rt_partials *m)
+{
+    if (!m)
+        return;
+    rt_ppool *pool = m->pool;
+    if (pool) {
+        pthread_mutex_lock(&pool->mu);
+        bool keep = pool->n_free < pool->keep;
+        if (keep) {
+            m->next = pool->free;
+            pool->free = m;
+            pool->n_free++;
+        }
+        pthread_mutex_unlock(&pool->mu);
+        if (keep)
+            return;
+    }
+    rt_partials_free(m);
+}
+
+/* A recycled message of @p la's pool, emptied, or NULL when there is
+ * none.  @thread source. */
+static rt_partials *pool_take(rt_lagg *la)
+{
+    rt_ppool *pool = &la->pool;
+    pthread_mutex_lock(&pool->mu);
+    rt_partials *m = pool->free;
+    if (m) {
+        pool->free = m->next;
+        pool->n_free--;
+    }
+    pthread_mutex_unlock(&pool->mu);
+    if (m) {
+        m->next = NULL;
+        m->n = 0;
+        m->kused = 0;
+    }
+    return m;
 }
 
 /* Appends the partial row of entry @p e (slice start @p ts, key bytes
@@ -208,11 +260,15 @@ static bool msg_add(rt_partials **mp, rt_lagg *la, size_t hint,
 {
     rt_partials *m = *mp;
     if (!m) {
-        m = *mp = tdm__calloc(1, sizeof *m);
-        if (!m)
-            return false;
-        m->stride = sizeof(rt_pent) + la->acc_size;
-        m->acc_size = la->acc_size;
+        m = *mp = pool_take(la);
+        if (!m) {
+            m = *mp = tdm__calloc(1, sizeof *m);
+            if (!m)
+                return false;
+            m->stride = sizeof(rt_pent) + la->acc_size;
+            m->acc_size = la->acc_size;
+            m->pool = &la->pool;
+        }
     }
     if (m->n == m->cap) {
         size_t cap = m->cap ? (size_t)m->cap * 2 : hint < 16 ? 16 : hint;
@@ -252,8 +308,13 @@ static bool msg_add(rt_partials **mp, rt_lagg *la, size_t hint,
         pe->key = m->kused;
         m->kused += len;
     }
-    memcpy((char *)pe + sizeof *pe, (const char *)e + sizeof *e,
-           la->acc_size);
+    /* A count's accumulator is records, written above; a constant
+     * size is a move, not a call. */
+    if (la->count)
+        memcpy((char *)pe + sizeof *pe, &pe->records, sizeof(int64_t));
+    else
+        memcpy((char *)pe + sizeof *pe, (const char *)e + sizeof *e,
+               la->acc_size);
     m->n++;
     return true;
 }
@@ -323,7 +384,7 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
             slice_free(sl);
         }
     }
-    la->cur = NULL;
+    rt_lagg_set_cur(la, NULL);
     for (int j = 0; j < P; j++) {
         if (!msg[j])
             continue;
@@ -339,7 +400,7 @@ nomem:
         rt_partials_free(msg[j]);
     if (msg != stack_msg)
         tdm__free(msg);
-    la->cur = NULL;
+    rt_lagg_set_cur(la, NULL);
     rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
             t->src->node->name);
 }
@@ -365,6 +426,12 @@ tdm_err rt_lagg_new(rt_src_task *t, int e, rt_lagg **out)
     rt_lagg *la = tdm__calloc(1, sizeof *la);
     if (!la)
         goto fail;
+    if (pthread_mutex_init(&la->pool.mu, NULL) != 0)
+        goto fail;
+    la->pool_ok = true;
+    /* What can be in flight at once: a full channel and the message
+     * being merged, per consumer subtask. */
+    la->pool.keep = (t->run->qcap + 1) * t->run->P;
     la->t = t;
     la->edge = e;
     la->size = op->wsize;
@@ -403,6 +470,13 @@ void rt_lagg_free(rt_lagg *la)
     for (rt_lslice *sl = la->free, *nx; sl; sl = nx) {
         nx = sl->next;
         slice_free(sl);
+    }
+    if (la->pool_ok) {
+        for (rt_partials *m = la->pool.free, *nx; m; m = nx) {
+            nx = m->next;
+            rt_partials_free(m);
+        }
+        pthread_mutex_destroy(&la->pool.mu);
     }
     tdm__rowagg_destroy(la->ra);
     tdm__free(la->kb.p);

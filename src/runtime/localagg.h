@@ -69,9 +69,13 @@ struct rt_lagg {
     rt_lslice *open;      /* open slices, by start */
     rt_lslice *free;      /* recycled slices (their memory kept) */
     rt_lslice *cur;       /* the slice of the last folded record */
+    tdm_time_ms cur_start; /* its start, and its width (0: no cur), so */
+    uint64_t cur_g;        /* that "ts in cur" is one unsigned compare */
     tdm__keybuf kb;       /* key encoding scratch */
     int64_t folded;       /* records folded (counted as they are sent) */
     int64_t sent;         /* partial rows sent */
+    rt_ppool pool;        /* messages the consumers handed back */
+    bool pool_ok;         /* its mutex was initialised */
 };
 
 /* The entry @p i of slice @p sl. */
@@ -116,43 +120,66 @@ static inline void rt_lagg_add(rt_lagg *la, rt_lent *e, const tdm__row *row)
     }
 }
 
+/* Makes @p sl the slice the next records are tried in first (NULL:
+ * none). */
+static inline void rt_lagg_set_cur(rt_lagg *la, rt_lslice *sl)
+{
+    la->cur = sl;
+    la->cur_start = sl ? sl->start : 0;
+    la->cur_g = sl ? (uint64_t)(sl->end - sl->start) : 0;
+}
+
 /* Folds @p row (timestamp @p ts, a proper event time) into its slice
  * under key @p fixed (a fixed-width key's value bytes, when @p key is
  * NULL) or (@p key, @p len).  @p wm is the last watermark the subtask
- * sent.  Returns 1 (folded), 0 (route it raw) or -1 (out of memory). */
+ * sent.  @p count_only says the caller knows la->count (a constant
+ * there, so the count's path is all that is compiled).  Returns 1
+ * (folded), 0 (route it raw) or -1 (out of memory). */
 static inline __attribute__((always_inline)) int
 rt_lagg_fold(rt_lagg *la, const tdm__row *row, tdm_time_ms ts,
-             uint64_t fixed, const char *key, size_t len, tdm_time_ms wm)
+             uint64_t fixed, const char *key, size_t len, tdm_time_ms wm,
+             const bool count_only)
 {
     rt_lslice *sl = la->cur;
-    if (__builtin_expect(!sl || ts < sl->start || ts >= sl->end, 0)) {
+    /* ts in [cur_start, cur_start + cur_g): one unsigned compare (false
+     * when there is no current slice, cur_g 0). */
+    if (__builtin_expect((uint64_t)ts - (uint64_t)la->cur_start >=
+                             la->cur_g,
+                         0)) {
         bool raw;
         sl = rt_lagg_slice(la, ts, wm, &raw);
         if (!sl)
             return raw ? 0 : -1;
-        la->cur = sl;
+        rt_lagg_set_cur(la, sl);
     }
     uint64_t h = key ? tdm__keys_hash(key, len) * 0x9e3779b97f4a7c15ULL
                      : rt_lagg_hash_fixed(fixed);
     uint32_t mask = sl->n_slots - 1;
+    const uint32_t *idx = sl->idx;
     for (uint32_t i = (uint32_t)(h >> sl->shift);; i = (i + 1) & mask) {
-        uint32_t x = sl->idx[i];
+        uint32_t x = idx[i];
         if (!x)
             break;
         rt_lent *e = rt_lagg_ent(la, sl, x - 1);
-        if (e->h != h)
-            continue;
-        if (key ? e->key_len == len &&
+        /* A fixed-width key's hash is a function of its bytes: compare
+         * the bytes alone. */
+        if (key ? e->h == h && e->key_len == len &&
                       (len == 0 || memcmp(sl->keys + e->key, key, len) == 0)
-                : e->key_len == TDM__SEL_FIXED && e->key == fixed) {
-            rt_lagg_add(la, e, row);
+                : e->key == fixed && e->key_len == TDM__SEL_FIXED) {
+            if (count_only)
+                (*(int64_t *)rt_lagg_acc(e))++;
+            else
+                rt_lagg_add(la, e, row);
             return 1;
         }
     }
     rt_lent *e = rt_lagg_insert(la, sl, h, fixed, key, (uint32_t)len);
     if (!e)
         return -1;
-    rt_lagg_add(la, e, row);
+    if (count_only)
+        (*(int64_t *)rt_lagg_acc(e))++;
+    else
+        rt_lagg_add(la, e, row);
     return 1;
 }
 

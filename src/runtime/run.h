@@ -404,21 +404,45 @@ typedef struct rt_pent {
                           numRecordsIn counts them) */
 } rt_pent;
 
+struct rt_ppool;
+
 /* The partial rows a source subtask's local aggregate sends one window
  * subtask at one watermark (item TDM__ITEM_PARTIAL): n entries of stride
- * bytes (rt_pent, then acc_size accumulator bytes).  Allocated by the
- * source, freed by the consumer (or by rt_op_task_fini when the run
- * aborted with it queued). */
+ * bytes (rt_pent, then acc_size accumulator bytes).  Taken by the source
+ * from its local aggregate's pool (rt_ppool), handed back by the
+ * consumer with rt_partials_release (or freed by rt_op_task_fini when
+ * the run aborted with it queued). */
 typedef struct rt_partials {
     uint32_t n, cap;
     size_t stride, acc_size;
     char *ents;
     char *keys;
     size_t kused, kcap;
+    struct rt_ppool *pool;     /* where it returns (NULL: freed) */
+    struct rt_partials *next;  /* the pool's free list */
 } rt_partials;
 
-/* Frees a partials message (NULL-safe). */
+/* The recycled partials messages of one local aggregate: the consumer
+ * thread puts a message back (its buffers kept), the source thread takes
+ * it for the next flush, so a flush neither allocates nor faults fresh
+ * pages once messages have grown.  At most keep messages wait here (the
+ * rest are freed), which is what can be in flight at once: (queue
+ * capacity + 1) per consumer subtask.  Locked: one lock per message of
+ * thousands of rows. */
+typedef struct rt_ppool {
+    pthread_mutex_t mu;
+    rt_partials *free;
+    int n_free, keep;
+} rt_ppool;
+
+/* Frees a partials message and its buffers (NULL-safe; never touches
+ * its pool, so it is safe after the pool's owner is gone). */
 void rt_partials_free(rt_partials *m);
+/* Hands a partials message the consumer has merged back to its pool
+ * (takes ownership; NULL-safe).  Any thread; the pool must still exist,
+ * which it does until the source subtasks are freed after every thread
+ * was joined. */
+void rt_partials_release(rt_partials *m);
 
 /* The suffix a fenced key's later records carry at the window operator:
  * the epoch (uint32, native order) then these 8 bytes. */

@@ -834,7 +834,7 @@ static bool handle(rt_op_task *t, const tdm__item *it)
     case TDM__ITEM_PARTIAL:
         if (!t->failed)
             push_partials(t, it);
-        rt_partials_free(it->fence);
+        rt_partials_release(it->fence);
         break;
     case TDM__ITEM_END:
         /* End of a channel is its maximum watermark (a channel that

@@ -662,8 +662,9 @@ static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
  * or anything else, encoded by tdm__key_encode. */
 enum { KEY_ENCODE = 0, KEY_STRING, KEY_INT, KEY_DOUBLE };
 
-/* Specialisations of scan_batch (lean_kind). */
+/* Specialisations of scan_batch (lean_kind; and the local aggregate). */
 enum { LEAN_NO = 0, LEAN_P1, LEAN_PN };
+enum { LAGG_NO = 0, LAGG_ANY, LAGG_COUNT };
 
 /* The key kind of edge @p ed for rows of @p schema. */
 static int key_kind(const tdm__schema *schema, const rt_edge *ed)
@@ -713,7 +714,7 @@ track_key(rt_src_task *t, const tdm__row *row, int e, const char *key,
 static inline __attribute__((always_inline)) tdm_err
 route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
            int kind, int kfield, int P, bool fence, tdm__sel *sel,
-           uint32_t *sel_n, size_t cap, rt_lagg *la)
+           uint32_t *sel_n, size_t cap, rt_lagg *la, const bool count_only)
 {
     const rt_edge *ed = &t->src->edges[e];
     char buf[TDM__KEY_FIXED_LEN];
@@ -756,7 +757,7 @@ route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
             return TDM_ERR_NOMEM;
         int r = rt_lagg_fold(la, row, row->ts, fixed,
                              sel_len == TDM__SEL_FIXED ? NULL : key, klen,
-                             t->wm_out);
+                             t->wm_out, count_only);
         if (r > 0)
             return TDM_OK;
         if (r < 0)
@@ -810,7 +811,7 @@ route_all(rt_src_task *t, const tdm__row *row, uint32_t i, int P,
                        ed->n_key ? ed->key_idx[0] : -1, P, fence,
                        sb->sel + (size_t)tb * cap,
                        sb->sel_n + tb, cap,
-                       local ? t->lagg[e] : NULL) != TDM_OK)
+                       local ? t->lagg[e] : NULL, false) != TDM_OK)
             return TDM_ERR_NOMEM;
     }
     return TDM_OK;
@@ -844,10 +845,12 @@ static inline int lag_bucket(int64_t v)
  * order are counted by exception, below).  Inlined into process_batch
  * with and without the lag histogram, so that a batch it does not sample
  * pays no test per row for it, and for lean batches (@p lean, see
- * lean_kind) with what they cannot have folded away. */
+ * lean_kind) with what they cannot have folded away.  @p lagg: LAGG_NO
+ * (no local aggregate), LAGG_ANY, or LAGG_COUNT (edge 0's is a single
+ * count(), which the fold then knows at compile time). */
 static inline __attribute__((always_inline)) tdm_err
 scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
-           const int lean, const bool lagg)
+           const int lean, const int lagg)
 {
     rt_source *s = t->src;
     tdm__batch *b = t->cur->b;
@@ -879,7 +882,7 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
     const bool guard_dead = t->run->guard_dead;
     /* Two-phase aggregation: edge 0's local aggregate (and whether any
      * edge has one). */
-    const bool any_lagg = lagg;
+    const bool any_lagg = lagg != LAGG_NO;
     rt_lagg *const lagg0 = any_lagg ? t->lagg[0] : NULL;
     const int n_udfs = lean ? 0 : s->node->n_udfs + (s->node->exprs != NULL);
     rt_sink *const pass = lean ? NULL : s->pass;
@@ -940,7 +943,8 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
         tdm_err rerr = kind0 >= 0
                            ? route_edge(t, row, (uint32_t)i, 0, kind0,
                                         kfield0, P, fence, sel0, sel_n0,
-                                        cap, local ? lagg0 : NULL)
+                                        cap, local ? lagg0 : NULL,
+                                        lagg == LAGG_COUNT)
                            : route_all(t, row, (uint32_t)i, P, fence,
                                        local);
         if (rerr != TDM_OK)
@@ -1084,20 +1088,28 @@ static tdm_err process_batch(rt_src_task *t)
                         seq % RT_LAG_EVERY == 0;
     /* Two-phase aggregation (t->any_lagg) is a variant of its own too:
      * without it the scan pays nothing for it. */
-    const bool la = t->any_lagg;
+    const int la = t->any_lagg ? LAGG_ANY : LAGG_NO;
     switch (lean_kind(t)) {
     case LEAN_P1:
+        /* A lean batch has one edge: a count's fold is its own variant
+         * (the common keyed count, NEXMark-W). */
+        if (la && t->lagg[0] && t->lagg[0]->count)
+            return lag_on ? scan_batch(t, seq, true, LEAN_P1, LAGG_COUNT)
+                          : scan_batch(t, seq, false, LEAN_P1, LAGG_COUNT);
         if (la)
-            return lag_on ? scan_batch(t, seq, true, LEAN_P1, true)
-                          : scan_batch(t, seq, false, LEAN_P1, true);
-        return lag_on ? scan_batch(t, seq, true, LEAN_P1, false)
-                      : scan_batch(t, seq, false, LEAN_P1, false);
+            return lag_on ? scan_batch(t, seq, true, LEAN_P1, LAGG_ANY)
+                          : scan_batch(t, seq, false, LEAN_P1, LAGG_ANY);
+        return lag_on ? scan_batch(t, seq, true, LEAN_P1, LAGG_NO)
+                      : scan_batch(t, seq, false, LEAN_P1, LAGG_NO);
     case LEAN_PN:
+        if (la && t->lagg[0] && t->lagg[0]->count)
+            return lag_on ? scan_batch(t, seq, true, LEAN_PN, LAGG_COUNT)
+                          : scan_batch(t, seq, false, LEAN_PN, LAGG_COUNT);
         if (la)
-            return lag_on ? scan_batch(t, seq, true, LEAN_PN, true)
-                          : scan_batch(t, seq, false, LEAN_PN, true);
-        return lag_on ? scan_batch(t, seq, true, LEAN_PN, false)
-                      : scan_batch(t, seq, false, LEAN_PN, false);
+            return lag_on ? scan_batch(t, seq, true, LEAN_PN, LAGG_ANY)
+                          : scan_batch(t, seq, false, LEAN_PN, LAGG_ANY);
+        return lag_on ? scan_batch(t, seq, true, LEAN_PN, LAGG_NO)
+                      : scan_batch(t, seq, false, LEAN_PN, LAGG_NO);
     default:
         return lag_on ? scan_batch(t, seq, true, LEAN_NO, la)
                       : scan_batch(t, seq, false, LEAN_NO, la);
