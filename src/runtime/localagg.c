@@ -338,11 +338,7 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
     tdm__run *run = t->run;
     const rt_edge *ed = &t->src->edges[la->edge];
     int P = run->P;
-    rt_partials *stack_msg[4] = { NULL, NULL, NULL, NULL };
-    rt_partials **msg = P <= 4 ? stack_msg
-                               : tdm__calloc((size_t)P, sizeof *msg);
-    if (!msg)
-        goto nomem;
+    rt_partials **msg = la->msg; /* all NULL here */
     size_t due = 0;
     for (rt_lslice *sl = la->open; sl && sl->end - 1 <= wm; sl = sl->next)
         due += sl->n;
@@ -392,14 +388,12 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
         msg[j] = NULL; /* the consumer's now */
     }
 done:
-    if (msg != stack_msg)
-        tdm__free(msg);
     return;
 nomem:
-    for (int j = 0; msg && j < P; j++)
+    for (int j = 0; j < P; j++) {
         rt_partials_free(msg[j]);
-    if (msg != stack_msg)
-        tdm__free(msg);
+        msg[j] = NULL;
+    }
     rt_lagg_set_cur(la, NULL);
     rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
             t->src->node->name);
@@ -429,6 +423,9 @@ tdm_err rt_lagg_new(rt_src_task *t, int e, rt_lagg **out)
     if (pthread_mutex_init(&la->pool.mu, NULL) != 0)
         goto fail;
     la->pool_ok = true;
+    la->msg = tdm__calloc((size_t)t->run->P, sizeof *la->msg);
+    if (!la->msg)
+        goto fail;
     /* What can be in flight at once: a full channel and the message
      * being merged, per consumer subtask. */
     la->pool.keep = (t->run->qcap + 1) * t->run->P;
@@ -471,6 +468,7 @@ void rt_lagg_free(rt_lagg *la)
         nx = sl->next;
         slice_free(sl);
     }
+    tdm__free(la->msg);
     if (la->pool_ok) {
         for (rt_partials *m = la->pool.free, *nx; m; m = nx) {
             nx = m->next;

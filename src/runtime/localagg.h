@@ -76,6 +76,9 @@ struct rt_lagg {
     int64_t sent;         /* partial rows sent */
     rt_ppool pool;        /* messages the consumers handed back */
     bool pool_ok;         /* its mutex was initialised */
+    struct rt_partials **msg; /* flush scratch: one message being filled
+                                 per window subtask (P, all NULL between
+                                 flushes) */
 };
 
 /* The entry @p i of slice @p sl. */

@@ -94,6 +94,10 @@ for p in 1 2 4; do
     differ "union tumbling -p $p" $U "$p" 0 \
         --set windows.w.window.type=tumbling
 done
+# More window subtasks than a flush keeps on its stack before the
+# review (2026-12-03): the per-flush scratch is the aggregate's own now.
+differ "union sliding -p 8" $U 8 0
+differ "bids sliding -p 8" $B 8 0 $LATE
 # The hand-derived refire job (tests/cli/jobs/modes.yaml): a file source.
 for p in 1 2 4; do
     differ "modes file -p $p" tests/cli/jobs/modes.yaml "$p" 0 $LATE \
