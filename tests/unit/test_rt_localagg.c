@@ -10,6 +10,7 @@
  * inputs.
  */
 #include "test_rt_kit.h"
+#include "runtime/run.h"
 
 /* One partition with on-event watermarks (bound 0: W = max - 1), so
  * every watermark follows the record that caused it and the result is
@@ -188,4 +189,36 @@ TDM_TEST(kafka_source_is_one_phase)
     ASSERT_EQ(kit_sink_get("out")->n, 5);
     tdm_job_destroy(job);
     pthread_mutex_destroy(&log.mu);
+}
+
+/* The pool of partial-row messages keeps at most `keep` of those handed
+ * back and frees the rest (memory stays bounded whatever the consumers
+ * return); a message without a pool is freed.  Leaks and double frees
+ * show under the sanitizer build. */
+TDM_TEST(partials_pool_keeps_at_most_keep)
+{
+    rt_ppool pool;
+    memset(&pool, 0, sizeof pool);
+    ASSERT_EQ(pthread_mutex_init(&pool.mu, NULL), 0);
+    pool.keep = 2;
+    rt_partials *m[3];
+    for (int i = 0; i < 3; i++) {
+        m[i] = tdm__calloc(1, sizeof *m[i]);
+        ASSERT_TRUE(m[i] != NULL);
+        m[i]->pool = &pool;
+    }
+    for (int i = 0; i < 3; i++)
+        rt_partials_release(m[i]);
+    ASSERT_EQ(pool.n_free, 2);
+    ASSERT_TRUE(pool.free == m[1] && pool.free->next == m[0]);
+    rt_partials *lone = tdm__calloc(1, sizeof *lone);
+    ASSERT_TRUE(lone != NULL);
+    rt_partials_release(lone); /* no pool: freed */
+    rt_partials_release(NULL);
+    while (pool.free) {
+        rt_partials *nx = pool.free->next;
+        rt_partials_free(pool.free);
+        pool.free = nx;
+    }
+    pthread_mutex_destroy(&pool.mu);
 }
