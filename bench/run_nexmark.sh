@@ -99,18 +99,8 @@ engine_csv() {
         --set "sinks.out.path=$tmp/out.csv" 2>/dev/null
 }
 
-# JSON rows ($1) -> the values of the fields named by the other
-# arguments, space-separated (fields by name; values without quotes).
-json_fields() {
-    f=$1
-    shift
-    awk -F'[{}:,"]+' -v names="$*" '
-        BEGIN { n = split(names, name, " ") }
-        { for (i = 2; i < NF; i += 2) v[$i] = $(i + 1)
-          line = v[name[1]]
-          for (k = 2; k <= n; k++) line = line " " v[name[k]]
-          print line }' "$f"
-}
+# json_fields FILE NAME...: the named fields of JSON rows.
+. "$root/bench/json_fields.sh"
 
 # ---- Correctness: the engine's result multiset equals the reference's.
 

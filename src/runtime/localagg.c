@@ -16,20 +16,9 @@
 #include <string.h>
 
 #include "runtime/localagg.h"
+#include "window/win.h"
 
 /* ---- Slices ---- */
-
-/* ts - start of its slice: (ts - off) mod g, floored (|off| < g). */
-static tdm_time_ms floor_mod(tdm_time_ms ts, tdm_time_ms off, tdm_time_ms g)
-{
-    tdm_time_ms a = ts % g;
-    uint64_t d = (uint64_t)a - (uint64_t)off;
-    if (a < off)
-        d += 2 * (uint64_t)g;
-    if (d >= (uint64_t)g)
-        d -= (uint64_t)g;
-    return (tdm_time_ms)d;
-}
 
 /* Empties a slice's tables for reuse (memory kept). */
 static void slice_reset(rt_lslice *sl)
@@ -69,9 +58,9 @@ rt_lslice *rt_lagg_slice(rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
     if (ts == TDM_TIME_MIN || ts < TDM_TIME_MIN + la->g ||
         ts > TDM_TIME_MAX - la->g)
         return NULL;
-    if (la->gaps && floor_mod(ts, la->woff, la->slide) >= la->size)
+    if (la->gaps && tdm__floor_mod(ts, la->woff, la->slide) >= la->size)
         return NULL; /* between two sliding windows: none takes it */
-    tdm_time_ms start = ts - floor_mod(ts, la->off, la->g);
+    tdm_time_ms start = ts - tdm__floor_mod(ts, la->off, la->g);
     tdm_time_ms end = start + la->g;
     rt_lslice **pp = &la->open;
     while (*pp && (*pp)->start < start)

@@ -141,8 +141,8 @@ void tdm_assigner_destroy(tdm_assigner *a)
  * no overflow even for sizes near TDM_TIME_MAX (precondition: size > 0,
  * |offset| < size).  a - offset lies in (-2 size, 2 size), which uint64
  * arithmetic holds exactly once shifted into [0, 2 size). */
-static tdm_time_ms floor_mod(tdm_time_ms ts, tdm_time_ms offset,
-                             tdm_time_ms size)
+tdm_time_ms tdm__floor_mod(tdm_time_ms ts, tdm_time_ms offset,
+                          tdm_time_ms size)
 {
     tdm_time_ms a = ts % size;
     uint64_t d = (uint64_t)a - (uint64_t)offset;
@@ -167,10 +167,10 @@ void tdm__assign_begin(const tdm_assigner *a, tdm_time_ms ts,
     it->done = false;
     switch (a->kind) {
     case TDM__ASG_TUMBLING:
-        it->back = floor_mod(ts, a->offset, a->size);
+        it->back = tdm__floor_mod(ts, a->offset, a->size);
         break;
     case TDM__ASG_SLIDING:
-        it->back = floor_mod(ts, a->offset, a->slide);
+        it->back = tdm__floor_mod(ts, a->offset, a->slide);
         /* When slide > size the record may fall into the gap between
          * two windows and belong to none. */
         it->done = it->back >= a->size;

@@ -52,6 +52,12 @@ typedef struct tdm__assign_iter {
 
 /* Starts iterating the windows of timestamp @p ts (for processing-time
  * assigners the caller passes the processing time). */
+/* (ts - offset) mod size, floored into [0, size), without overflow
+ * (size > 0, |offset| < size): how far ts lies past the start of its
+ * tumbling window, or of the latest sliding window (mod the slide).
+ * The runtime's two-phase slices use it too. */
+tdm_time_ms tdm__floor_mod(tdm_time_ms ts, tdm_time_ms offset,
+                           tdm_time_ms size);
 void tdm__assign_begin(const tdm_assigner *a, tdm_time_ms ts,
                        tdm__assign_iter *it);
 /* Reports the next window; false when there is none left. */

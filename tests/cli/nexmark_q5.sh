@@ -28,18 +28,8 @@ export LC_ALL=C
 events=1000000
 jobs=$src/bench/nexmark
 
-# JSON rows ($1) -> the values of the fields named by the other
-# arguments, space-separated (fields by name; values without quotes).
-json_fields() {
-    f=$1
-    shift
-    awk -F'[{}:,"]+' -v names="$*" '
-        BEGIN { n = split(names, name, " ") }
-        { for (i = 2; i < NF; i += 2) v[$i] = $(i + 1)
-          line = v[name[1]]
-          for (k = 2; k <= n; k++) line = line " " v[name[k]]
-          print line }' "$f"
-}
+# json_fields FILE NAME...: the named fields of JSON rows.
+. "$src/bench/json_fields.sh"
 
 for rate in 100000 5000; do
     "$ref" q5 $events $rate 10000 1 2000 2>"$tmp/ref.err" | sort > "$tmp/ref.txt"
