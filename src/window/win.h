@@ -412,15 +412,14 @@ tdm_err tdm__winop_disable_lean(tdm_winop *op);
 void tdm__winop_probe(const tdm_winop *op, const char *key, size_t len,
                       tdm_time_ms start, tdm_time_ms end, int *has_state,
                       int64_t *elements);
-/* Two-phase aggregation (the runtime's local phase): folds a partial
- * accumulator @p part of the operator's built-in aggregate - the values
- * of a window store cell: the count (COUNT), the sum (SUM), sum then
- * count (AVG), the minimum or maximum - into every window of rec->ts
- * that is not late, as if the records it summarises arrived now; a
+/* Two-phase aggregation (the runtime's local phase): adds a partial
+ * count part[0] of the operator's built-in count into every window of
+ * rec->ts that is not late, as if the records it counts arrived now; a
  * window already past its maxTimestamp fires as for a record.  The
  * record's value and payload are not read (a late partial goes to the
- * late output with its payload).  Lean path only.  Returns as
- * tdm_winop_push, or TDM_ERR_STATE when the operator is not lean. */
+ * late output with its payload).  Borrows @p rec and @p part.  Returns as
+ * tdm_winop_push, or TDM_ERR_STATE when the operator is not on the lean
+ * path of a built-in count. */
 tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
                                 const double *part);
 /* Keys with live state (the runtime's stateKeys metric). */

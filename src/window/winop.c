@@ -431,31 +431,12 @@ static inline void lean_fold(tdm_agg_kind kind, tdm__ws_cell *c, double v,
     }
 }
 
-/* Folds a partial accumulator @p p of the same aggregate (the local
- * phase of two-phase aggregation, tdm__winop_push_partial) into a cell:
- * counts and sums add, AVG adds both its sum and count, MIN and MAX
- * compare. */
-static inline void lean_fold_part(tdm_agg_kind kind, tdm__ws_cell *c,
-                                  const double *p, bool first)
+/* Folds a partial count @p p (the local phase of two-phase aggregation,
+ * tdm__winop_push_partial) into a cell: counts add. */
+static inline void lean_fold_part(tdm__ws_cell *c, const double *p,
+                                  bool first)
 {
-    switch (kind) {
-    case TDM_AGG_COUNT:
-    case TDM_AGG_SUM:
-        c->v[0] = first ? p[0] : c->v[0] + p[0];
-        break;
-    case TDM_AGG_AVG:
-        c->v[0] = first ? p[0] : c->v[0] + p[0];
-        c->v[1] = first ? p[1] : c->v[1] + p[1];
-        break;
-    case TDM_AGG_MIN:
-        c->v[0] = (first || p[0] < c->v[0]) ? p[0] : c->v[0];
-        break;
-    case TDM_AGG_MAX:
-        c->v[0] = (first || p[0] > c->v[0]) ? p[0] : c->v[0];
-        break;
-    default:
-        break;
-    }
+    c->v[0] = first ? p[0] : c->v[0] + p[0];
 }
 
 /* Emits the result of cell @p c (key entry @p e, window @p sp), as
@@ -496,7 +477,7 @@ lean_add(tdm_winop *op, uint32_t kid, const tdm__ws_span *sp,
             return err;
     }
     if (part)
-        lean_fold_part(op->lean_kind, c, part, created);
+        lean_fold_part(c, part, created);
     else
         lean_fold(op->lean_kind, c, v, created);
     if (fire)
@@ -803,9 +784,10 @@ tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
         return TDM_ERR_INVAL;
     if (!rec || op->ended || ch < 0 || ch >= op->n_channels)
         return push_refused(op, ch, rec);
-    if (!op->lean || rec->ts == TDM_TIME_MIN || !part)
-        return tdm__msgf(&op->msg, TDM_ERR_STATE, "a partial accumulator "
-                         "needs the lean path and a timestamp");
+    if (!op->lean || op->lean_kind != TDM_AGG_COUNT ||
+        rec->ts == TDM_TIME_MIN || !part)
+        return tdm__msgf(&op->msg, TDM_ERR_STATE, "a partial count needs "
+                         "the lean path of a count and a timestamp");
     op->started = true;
     op->pending = TDM_OK;
     tdm_err err = lean_push(op, rec, rec->ts, part);
