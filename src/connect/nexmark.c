@@ -9,13 +9,12 @@
  * function of its number.  Numbers come from one stream and strings from
  * a second one, so asking for an event's strings never changes its ids.
  *
- * tdm__nx_event_at is the definition of the stream.  Two bulk paths give
- * the same values bit for bit: tdm__nx_events (runs of whole events, with
- * the same helpers but without the per-event divisions and the draws its
- * caller does not need) and tdm__nx_fill, the source's, which writes the
- * fields asked for straight into the caller's columns (rows), steps over
- * the kinds not kept arithmetically and computes bids without branches
- * on their draws.  tests/unit/test_nexmark.c holds both to the
+ * tdm__nx_event_at is the definition of the stream.  The bulk path,
+ * tdm__nx_fill (the source's), gives the same values bit for bit: it
+ * writes the fields asked for straight into the caller's columns (rows),
+ * without the per-event divisions and the draws that are not needed,
+ * steps over the kinds not kept arithmetically and computes bids without
+ * branches on their draws.  tests/unit/test_nexmark.c holds it to the
  * definition.
  */
 #include <math.h>
@@ -270,9 +269,9 @@ void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
     }
 }
 
-/* ---- The bulk path ----
- * tdm__nx_events computes what tdm__nx_event_at would, field by field,
- * for a run of event numbers.  Why it is the same stream:
+/* ---- The bulk path's helpers ----
+ * They compute what tdm__nx_event_at would, field by field, for a run of
+ * event numbers (tdm__nx_fill below).  Why it is the same stream:
  *   - numbers, ids and kinds are the same expressions, except in order
  *     (G = 1, so a = n) where the id's block and slot are stepped;
  *   - times: with G = 1, and the whole run inside tdm__nx_time's 64-bit
@@ -464,62 +463,6 @@ static inline int kind_of_slot(int64_t slot)
                : TDM__NX_BID;
 }
 
-/* The in-order run (G = 1, so a = n): times from @p clk, and the id's
- * block and slot by increments too (id = epoch * 50 + slot, 0 <= slot <
- * 50, which is id / 50 and id % 50 for id >= 0), and the block's
- * nx_block when the block changes.  @p kinds is never 0 here.  Inlined
- * into each caller, so that constant @p fields specialise it. */
-static inline __attribute__((always_inline)) void
-run_in_order(const tdm__nx_conf *c, unsigned fields, int kinds, int64_t num,
-             int64_t stride, size_t n, nx_clock *clk, tdm__nx_event *out)
-{
-    const int64_t den = TDM__NX_PROPORTION_DENOMINATOR;
-    int64_t id = c->first_event_id + num;
-    int64_t epoch = id / den, slot = id % den;
-    /* One event: no step (stride may be anything then).  Otherwise
-     * stride < 2^52 and the step past the last event cannot overflow. */
-    if (n == 1)
-        stride = 0;
-    const int64_t d_epoch = stride / den, d_slot = stride % den;
-    nx_block blk = block_of(epoch);
-    int64_t blk_epoch = epoch;
-    for (size_t k = 0; k < n; k++) {
-        tdm__nx_event *ev = &out[k];
-        const int kind = kind_of_slot(slot);
-        ev->kind = kind;
-        if (kinds & (1 << kind)) {
-            const tdm_time_ms dt = clk->base + clk->q;
-            if (fields & TDM__NX_F_EVENT_ID)
-                ev->event_id = id;
-            if (fields & TDM__NX_F_DATE_TIME)
-                ev->date_time = dt;
-            if (fields & TDM__NX_F_WM)
-                ev->wm = dt;
-            if (kind == TDM__NX_BID) {
-                if (epoch != blk_epoch) {
-                    blk = block_of(epoch);
-                    blk_epoch = epoch;
-                }
-                bid_fields(c, fields, id, &blk, ev);
-            } else if (kind == TDM__NX_AUCTION) {
-                auction_fields(c, fields, id, num, dt, ev);
-            } else if (fields & TDM__NX_F_ID) {
-                ev->id = epoch * TDM__NX_PERSON_PROPORTION +
-                         TDM__NX_FIRST_PERSON_ID;
-            }
-        }
-        clock_step(clk);
-        num += stride;
-        id += stride;
-        epoch += d_epoch;
-        slot += d_slot;
-        if (slot >= den) {
-            slot -= den;
-            epoch++;
-        }
-    }
-}
-
 /* Any other run, event by event with tdm__nx_event_at's arithmetic. */
 static void run_general(const tdm__nx_conf *c, unsigned fields, int kinds,
                         int64_t num, int64_t stride, size_t n,
@@ -557,29 +500,6 @@ static void run_general(const tdm__nx_conf *c, unsigned fields, int kinds,
     }
 }
 
-void tdm__nx_events(const tdm__nx_conf *c, unsigned fields, int64_t count,
-                    int64_t stride, size_t n, tdm__nx_event *out)
-{
-    /* NEXMark-W's fields: a call with them as a constant lets the
-     * compiler specialise run_in_order for them. */
-    const unsigned w_fields = TDM__NX_F_DATE_TIME | TDM__NX_F_AUCTION;
-    const int64_t num = c->first_event_number + count;
-    const int kinds = c->kinds ? c->kinds : 7;
-    nx_clock clk = { 0, 0, 0, 0, 0, 0 };
-    /* The in-order run also needs ids >= 0 (block and slot by
-     * increments) that cannot overflow (num < 2^52 by clock_init). */
-    if (c->ooo_group <= 1 && c->first_event_id >= 0 &&
-        c->first_event_id < (INT64_C(1) << 60) &&
-        clock_init(&clk, c, num, stride, n)) {
-        if (fields == w_fields)
-            run_in_order(c, w_fields, kinds, num, stride, n, &clk, out);
-        else
-            run_in_order(c, fields, kinds, num, stride, n, &clk, out);
-        return;
-    }
-    run_general(c, fields, kinds, num, stride, n, out);
-}
-
 /* ---- Columns (tdm__nx_fill) ----
  * The source's path.  In order (G = 1), the walk goes slot region by
  * slot region of the 50-id blocks (person slot 0, auction slots 1-3, bid
@@ -592,7 +512,7 @@ void tdm__nx_events(const tdm__nx_conf *c, unsigned fields, int64_t count,
  * event id mixes id * K + (t + 1) * NX_GOLDEN, see rng_seed), so the
  * hot-auction coin, the auction in flight and the later draws are
  * computed without reseeding and the hot/not-hot choice is a select.
- * Everything else goes through the helpers of tdm__nx_events. */
+ * Everything else goes through the helpers above. */
 
 /* The splitmix64 output function of rng_next, on the state it mixes. */
 static inline uint64_t nx_mix(uint64_t z)
@@ -930,7 +850,7 @@ bids_fast(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
 }
 
 /* @p m events of one slot region of kind @p kind from @p at, one by
- * one with the helpers of tdm__nx_events (person and auction regions,
+ * one with the bulk path's helpers (person and auction regions,
  * and bids where bids_fast does not apply). */
 static void region_slow(const tdm__nx_conf *c, nx_dst *d, unsigned want,
                         int kind, int64_t m, const nx_pos *at,
@@ -1160,7 +1080,7 @@ size_t tdm__nx_fill(const tdm__nx_conf *c, const tdm__nx_cols *cols,
         return fill_in_order(c, &d, want, 0, kinds, num, stride, n, max,
                              &clk, turn0, turns, walked);
     }
-    /* Otherwise event by event with tdm__nx_events' general arithmetic. */
+    /* Otherwise event by event with the general arithmetic (run_general). */
     const unsigned fields = cols_fields(want);
     int64_t k = 0, turn = turn0;
     size_t i = 0;

@@ -76,8 +76,8 @@ int64_t tdm__nx_last_auction(int64_t event_id);
 void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
                       tdm__nx_event *out);
 
-/* The fields of tdm__nx_event that tdm__nx_events computes (bits of its
- * @p fields; kind is always set). */
+/* The int64 fields of tdm__nx_event, as bits (tdm__nx_fill's columns
+ * 0 .. 11 take the same numbers). */
 enum {
     TDM__NX_F_EVENT_ID = 1 << 0,
     TDM__NX_F_DATE_TIME = 1 << 1,
@@ -94,23 +94,9 @@ enum {
     TDM__NX_F_ALL = (1 << 12) - 1
 };
 
-/* The bulk path: the @p n events count, count + stride, ...,
- * count + (n - 1) * stride into out[0 .. n).  out[k].kind is always that
- * of tdm__nx_event_at(c, count + k * stride); for an event whose kind is
- * in c->kinds (0: all), every field named in @p fields that its kind has
- * equals tdm__nx_event_at's too, and every other field of out[k] is left
- * as it was (kinds outside c->kinds get only their kind).  It costs far
- * less per event: no division per event where the stream is in order
- * (times by increments), and only the random draws the fields need (a
- * draw that is not needed advances the stream without being mixed).
- * Preconditions: count >= 0, stride >= 1, and
- * c->first_event_number + count + (n - 1) * stride does not overflow. */
-void tdm__nx_events(const tdm__nx_conf *c, unsigned fields, int64_t count,
-                    int64_t stride, size_t n, tdm__nx_event *out);
-
 /* ---- Columns: the source's path ----
- * tdm__nx_fill walks a run of event counts like tdm__nx_events but
- * writes only the events of the kinds kept (c->kinds, 0: all), one after
+ * tdm__nx_fill walks a run of event counts and writes only the events
+ * of the kinds kept (c->kinds, 0: all), one after
  * the other, as columns: value v of kept event i goes to the 8 bytes at
  * p[col] + i * stride[col] (stored with memcpy, so any byte layout does).
  * Columns 0 .. 11 are the fields of the TDM__NX_F_* bit of the same
@@ -145,7 +131,8 @@ typedef struct tdm__nx_cols {
  * value equals tdm__nx_event_at's for that count, bit for bit.  Kinds
  * not kept cost next to nothing (whole slots of the 50-id block are
  * stepped over arithmetically when the stream is in order).
- * Preconditions as tdm__nx_events; n >= 0. */
+ * Preconditions: count >= 0, stride >= 1, n >= 0, and
+ * c->first_event_number + count + (n - 1) * stride does not overflow. */
 size_t tdm__nx_fill(const tdm__nx_conf *c, const tdm__nx_cols *cols,
                     int64_t count, int64_t stride, int64_t n, size_t max,
                     int64_t *walked);
