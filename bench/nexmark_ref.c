@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* nexmark_ref.c - naive references for the NEXMark jobs of bench/nexmark/
- * (NEXMark-W and its V1-rate variant, q5 and its hot items, q8, q11,
+ * (NEXMark-W and its V1-rate variant, q5 and its hot items, q7, q8, q9, q11,
  * and the bids q0-q2 pass through):
  * plain loops over the generated events (tdm__nx_event_at, the definition
  * of the stream), grouping by hash table or by sorting, no engine and no
@@ -364,21 +364,176 @@ oom:
     return 1;
 }
 
+/* ---- q7: the highest bids of each tumbling window ---- */
+
+/* Two passes over the stream: the largest price of each tumbling window
+ * of @p size (windows are numbered from the first bid's), then every bid
+ * whose price is its window's largest. */
+static int run_q7(const tdm__nx_conf *c, int64_t events, int64_t size)
+{
+    int64_t *max = NULL, first = -1, n = 0, bids = 0, rows = 0;
+    for (int64_t i = 0; i < events; i++) {
+        tdm__nx_event ev;
+        tdm__nx_event_at(c, i, &ev);
+        if (ev.kind != TDM__NX_BID)
+            continue;
+        bids++;
+        int64_t start = ev.date_time - ev.date_time % size;
+        if (first < 0)
+            first = start;
+        if (start < first) {
+            fprintf(stderr, "nexmark_ref: q7 needs the first bid's window "
+                            "to be the earliest\n");
+            free(max);
+            return 1;
+        }
+        int64_t w = (start - first) / size;
+        if (w >= n) {
+            int64_t *m = realloc(max, (size_t)(w + 1) * sizeof *m);
+            if (!m)
+                goto oom;
+            for (int64_t k = n; k <= w; k++)
+                m[k] = -1;
+            max = m;
+            n = w + 1;
+        }
+        if (ev.price > max[w])
+            max[w] = ev.price;
+    }
+    for (int64_t i = 0; i < events; i++) {
+        tdm__nx_event ev;
+        tdm__nx_event_at(c, i, &ev);
+        if (ev.kind != TDM__NX_BID)
+            continue;
+        int64_t start = ev.date_time - ev.date_time % size;
+        if (ev.price != max[(start - first) / size])
+            continue;
+        printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
+               " %" PRId64 "\n",
+               ev.auction, ev.price, ev.bidder, ev.date_time, start,
+               start + size);
+        rows++;
+    }
+    fprintf(stderr, "bids %" PRId64 " windows %" PRId64 " rows %" PRId64
+                    "\n",
+            bids, n, rows);
+    free(max);
+    return 0;
+oom:
+    fprintf(stderr, "nexmark_ref: out of memory\n");
+    free(max);
+    return 1;
+}
+
+/* ---- q9: the winning bid of each auction ---- */
+
+/* An auction and what its valid bids add up to. */
+typedef struct lot {
+    int64_t id, category, date_time, expires;
+    int64_t price, bids, first, last; /* bids 0: none valid */
+} lot;
+
+/* A first pass keeps the auctions in event order, which is id order; a
+ * second pass finds each bid's auction by binary search (a bid may name
+ * an auction generated after it: Beam's generator picks among the
+ * auctions in flight plus a few ahead, and a bid in the same millisecond
+ * before its auction is valid) and counts it when its time lies in
+ * [date_time, expires] (both inclusive).  A lot's bids span at most
+ * expires - date_time, less than @p gap, so they form one session: from
+ * the first valid bid to the last plus the gap. */
+static int run_q9(const tdm__nx_conf *c, int64_t events, int64_t gap)
+{
+    lot *v = NULL;
+    size_t n = 0, cap = 0, rows = 0;
+    int64_t bids = 0, valid = 0;
+    for (int64_t i = 0; i < events; i++) {
+        tdm__nx_event ev;
+        tdm__nx_event_at(c, i, &ev);
+        if (ev.kind != TDM__NX_AUCTION)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 1024;
+            lot *w = realloc(v, cap * sizeof *v);
+            if (!w)
+                goto oom;
+            v = w;
+        }
+        v[n++] = (lot){ .id = ev.id, .category = ev.category,
+                        .date_time = ev.date_time, .expires = ev.expires };
+    }
+    for (int64_t i = 0; i < events; i++) {
+        tdm__nx_event ev;
+        tdm__nx_event_at(c, i, &ev);
+        if (ev.kind != TDM__NX_BID)
+            continue;
+        bids++;
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (v[mid].id < ev.auction)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == n || v[lo].id != ev.auction)
+            continue;
+        lot *a = &v[lo];
+        if (ev.date_time < a->date_time || ev.date_time > a->expires)
+            continue;
+        valid++;
+        if (a->bids == 0 || ev.price > a->price)
+            a->price = ev.price;
+        if (a->bids == 0 || ev.date_time < a->first)
+            a->first = ev.date_time;
+        if (a->bids == 0 || ev.date_time > a->last)
+            a->last = ev.date_time;
+        a->bids++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i].bids)
+            continue;
+        if (v[i].last - v[i].first > gap) {
+            fprintf(stderr, "nexmark_ref: auction %" PRId64 " lives longer "
+                            "than the gap\n", v[i].id);
+            free(v);
+            return 1;
+        }
+        printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
+               " %" PRId64 "\n",
+               v[i].id, v[i].category, v[i].price, v[i].bids, v[i].first,
+               v[i].last + gap);
+        rows++;
+    }
+    fprintf(stderr, "auctions %zu bids %" PRId64 " valid %" PRId64
+                    " rows %zu\n",
+            n, bids, valid, rows);
+    free(v);
+    return 0;
+oom:
+    fprintf(stderr, "nexmark_ref: out of memory\n");
+    free(v);
+    return 1;
+}
+
 /*   nexmark_ref [QUERY] EVENTS [RATE_PER_S] [SIZE_MS] [OOO_GROUP] [SLIDE_MS]
  *
  * QUERY is w (the default when the first argument is a number, NEXMark-W's
- * original command line), q5, q5hot, q8, q11 or bids; defaults 50,000,000
+ * original command line), q5, q5hot, q7, q8, q9, q11 or bids; defaults 50,000,000
  * events, 100,000 /s, 10,000 ms, 1, 2,000 ms.  RATE_PER_S is the
  * event-time rate (10,000,000 for the V1-rate stress: w at that rate).
- * SIZE_MS is the tumbling window (w, q8), the sliding window (q5, q5hot,
- * which slide by SLIDE_MS) or the session gap (q11).  Rows go to stdout,
+ * SIZE_MS is the tumbling window (w, q7, q8), the sliding window (q5,
+ * q5hot, which slide by SLIDE_MS) or the session gap (q9, q11).  Rows go to stdout,
  * one line each, a summary to stderr:
  *   w      auction window_start window_end count   "bids N rows M"
  *          (sorted by window then auction)
  *   q5     auction window_start window_end count   "bids N windows W rows M"
  *   q5hot  auction window_start window_end count   "bids N windows W rows M"
+ *   q7     auction price bidder date_time window_start window_end
+ *          "bids N windows W rows M"
  *   q8     person auction window_start window_end name
  *          "persons P auctions A pairs K rows R"
+ *   q9     auction category price bids session_start session_end
+ *          "auctions A bids N valid V rows M"
  *   q11    bidder session_start session_end count  "bids N rows M"
  *   bids   auction bidder price date_time          "bids N"
  *          (every bid in event order: q0-q2's rows before their
@@ -390,7 +545,11 @@ oom:
  * the rows of q5 whose count is the window's largest (several on a tie).
  * q8 is the window join persons x auctions on person.id = auction.seller
  * within one tumbling window: one line per (person, auction) pair, R the
- * distinct (person, window) rows of NEXMark's q8.  q11 counts each
+ * distinct (person, window) rows of NEXMark's q8.  q7 prints every bid
+ * whose price is the largest of its tumbling window (several on a tie).
+ * q9 prints, per auction with at least one bid in [date_time, expires]
+ * (both inclusive), the largest such price, how many there are, and the
+ * session those bids form (first bid, last bid + gap).  q11 counts each
  * bidder's bids per session: bids at t1 <= t2 share one when t2 - t1 <=
  * gap (touching windows [t, t + gap) merge), a session ends gap after its
  * last bid.  No record is late when the out-of-order group is small (the
@@ -415,20 +574,25 @@ int main(int argc, char **argv)
     c.ooo_group = argc > 4 ? strtoll(argv[4], NULL, 10) : 1;
     int64_t slide = argc > 5 ? strtoll(argv[5], NULL, 10) : 2000;
     int q5 = !strcmp(q, "q5"), q5hot = !strcmp(q, "q5hot");
-    int known = !strcmp(q, "w") || q5 || q5hot || !strcmp(q, "q8") ||
-                !strcmp(q, "q11") || !strcmp(q, "bids");
+    int known = !strcmp(q, "w") || q5 || q5hot || !strcmp(q, "q7") ||
+                !strcmp(q, "q8") || !strcmp(q, "q9") || !strcmp(q, "q11") ||
+                !strcmp(q, "bids");
     if (!known || events < 0 || c.rate <= 0 || size <= 0 ||
-        c.ooo_group <= 0 || slide <= 0 || slide > size) {
-        fprintf(stderr, "usage: nexmark_ref [w|q5|q5hot|q8|q11|bids] EVENTS "
-                        "[RATE] [SIZE_MS] [OOO_GROUP] [SLIDE_MS]\n");
+        c.ooo_group <= 0 || slide <= 0 || ((q5 || q5hot) && slide > size)) {
+        fprintf(stderr, "usage: nexmark_ref [w|q5|q5hot|q7|q8|q9|q11|bids] "
+                        "EVENTS [RATE] [SIZE_MS] [OOO_GROUP] [SLIDE_MS]\n");
         return 2;
     }
     if (!strcmp(q, "bids"))
         return run_bids(&c, events);
     if (q5 || q5hot)
         return run_q5(&c, events, size, slide, q5hot);
+    if (!strcmp(q, "q7"))
+        return run_q7(&c, events, size);
     if (!strcmp(q, "q8"))
         return run_q8(&c, events, size);
+    if (!strcmp(q, "q9"))
+        return run_q9(&c, events, size);
     if (!strcmp(q, "q11"))
         return run_q11(&c, events, size);
     return run_w(&c, events, size);

@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* nexmark.c - two NEXMark queries built with the C API alone (the C
- * counterparts of bench/nexmark/nexmark_w.yaml and q2.yaml):
+/* nexmark.c - three NEXMark queries built with the C API alone (the C
+ * counterparts of bench/nexmark/nexmark_w.yaml, q2.yaml and q7.yaml):
  *
  *   w    NEXMark-W: bids per auction in 10 s tumbling event-time windows,
  *        watermark max - 4 s, over the built-in NEXMark generator;
  *   q2   selection: the bids whose auction is a multiple of 123, kept by
  *        a C filter callback chained into the source subtasks and written
- *        by the source's own sink (a pass-through, no window).
+ *        by the source's own sink (a pass-through, no window);
+ *   q7   highest bid: a global 10 s tumbling MAX(price) window chained
+ *        into a window join of the bids with its rows on price = max
+ *        (a window naming another operator as its input, here the join's
+ *        right side).
  *
  * Rows go to stdout as JSON lines, at parallelism 2.
  *
- *   ./build/example_nexmark w|q2 [EVENTS]     (default 1,000,000 events)
+ *   ./build/example_nexmark w|q2|q7 [EVENTS]  (default 1,000,000 events)
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -43,28 +47,30 @@ int main(int argc, char **argv)
 {
     const char *q = argc > 1 ? argv[1] : "w";
     const char *events = argc > 2 ? argv[2] : "1000000";
-    bool w = strcmp(q, "w") == 0;
+    bool w = strcmp(q, "w") == 0, q7 = strcmp(q, "q7") == 0;
     char err[256] = "";
     int rc = 1;
     int auction = -1;
     tdm_job *job = NULL;
-    tdm_node *src, *win, *out;
+    tdm_node *src, *win, *join, *out;
 
-    if (!w && strcmp(q, "q2") != 0) {
-        fprintf(stderr, "usage: example_nexmark w|q2 [EVENTS]\n");
+    if (!w && !q7 && strcmp(q, "q2") != 0) {
+        fprintf(stderr, "usage: example_nexmark w|q2|q7 [EVENTS]\n");
         return 2;
     }
     const char *const source[] = {
         "type", "generator",
         "schema", w ? "auction:int64, date_time:timestamp"
+               : q7 ? "auction:int64, bidder:int64, price:int64, "
+                      "date_time:timestamp"
                     : "auction:int64, price:int64, date_time:timestamp",
         "generator.kind", "nexmark",
         "generator.records", events,
         "generator.rate", "100000",
         "generator.partitions", "4",
         "generator.nexmark.kinds", "bid",
-        "watermark.strategy", w ? "bounded" : "none",
-        "watermark.max_out_of_orderness", w ? "4s" : "0",
+        "watermark.strategy", w || q7 ? "bounded" : "none",
+        "watermark.max_out_of_orderness", w || q7 ? "4s" : "0",
         NULL
     };
     const char *const window[] = {
@@ -73,6 +79,27 @@ int main(int argc, char **argv)
         "window.type", "tumbling",
         "window.size", "10s",
         "aggregates", "count() as n",
+        "sink", "console",
+        NULL
+    };
+    /* q7: no key_by, so one group per window; its rows (maxprice,
+     * window_start, window_end, stamped window_end - 1) are the join's
+     * right input and are written nowhere else. */
+    const char *const maxprice[] = {
+        "from", "bids",
+        "window.type", "tumbling",
+        "window.size", "10s",
+        "aggregates", "max(price) as maxprice",
+        NULL
+    };
+    const char *const highest[] = {
+        "type", "window",
+        "left", "bids",
+        "right", "maxprice",
+        "left_key", "price",
+        "right_key", "maxprice",
+        "window.type", "tumbling",
+        "window.size", "10s",
         "sink", "console",
         NULL
     };
@@ -93,6 +120,14 @@ int main(int argc, char **argv)
         if (tdm_job_add_node(job, TDM_NODE_WINDOW, "counts", &win, err,
                              sizeof err) ||
             set_all(win, window, err, sizeof err))
+            goto fail;
+    } else if (q7) {
+        if (tdm_job_add_node(job, TDM_NODE_WINDOW, "maxprice", &win, err,
+                             sizeof err) ||
+            set_all(win, maxprice, err, sizeof err) ||
+            tdm_job_add_node(job, TDM_NODE_JOIN, "highest", &join, err,
+                             sizeof err) ||
+            set_all(join, highest, err, sizeof err))
             goto fail;
     } else {
         if (tdm_node_set(src, "sink", "console", err, sizeof err))

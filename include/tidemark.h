@@ -1127,7 +1127,9 @@ typedef enum tdm_stat {
     TDM_STAT_WATERMARK,         /* lowest operator watermark now */
     TDM_STAT_ELAPSED_MS,        /* wall time since the run started */
     TDM_STAT_FILTERED,          /* dropped by a source's filter (the job
-                                   file's filter key or a tdm_filter_fn) */
+                                   file's filter key or a tdm_filter_fn),
+                                   and join pairs a join's filter key
+                                   dropped */
     TDM_STAT_COUNT_
 } tdm_stat;
 

@@ -7,6 +7,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -384,10 +385,18 @@ static void summary(const tdm__cli_job *cj, const char *name, double secs,
                               sizeof wm));
     int64_t filtered = tdm_job_stat(job, TDM_STAT_FILTERED);
     if (filtered > 0) {
+        /* A join's filter counts the pairs it drops there too. */
+        bool join_filter = false;
+        for (size_t i = 0; i < cj->n_entries; i++)
+            if (cj->entries[i].node && cj->entries[i].kind == TDM_NODE_JOIN &&
+                strcmp(cj->entries[i].key, "filter") == 0)
+                join_filter = *cj->entries[i].value != 0;
         char nf[32];
-        fprintf(stderr, "tidemark: %s record%s dropped by source filters.\n",
+        fprintf(stderr, "tidemark: %s record%s dropped by %s.\n",
                 tdm__cli_thousands(filtered, nf, sizeof nf),
-                filtered == 1 ? "" : "s");
+                filtered == 1 ? "" : "s",
+                join_filter ? "source and join filters (a join's: pairs)"
+                            : "source filters");
     }
     int64_t n_lat = 0;
     int64_t p50 = tdm_job_result_latency(job, 0.50, &n_lat);

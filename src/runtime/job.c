@@ -2,7 +2,8 @@
 /* job.c - building a job: nodes and their configuration, user filters and
  * maps, row accessors, counters, and the validation of the whole graph
  * (references, required keys, fields against schemas, window and join
- * parameters).  Every validation message names the node and the key, so
+ * parameters, cycles, and the output schemas of windows and joins other
+ * operators read).  Every validation message names the node and the key, so
  * that a YAML loader can point at the offending line.  Execution lives in
  * run.c.
  */
@@ -203,6 +204,7 @@ static void node_destroy(tdm_node *n)
         return;
     free_vals(n->vals);
     tdm__schema_free(&n->gen_schema);
+    tdm__schema_free(&n->out_schema);
     tdm__src_exprs_destroy(n->exprs);
     tdm__free(n->udfs);
     tdm__free(n->name);
@@ -363,9 +365,12 @@ static bool is_generator(const tdm_node *n)
            tdm__node_int(n, "type") == TDM__SRC_GENERATOR - 1;
 }
 
-/* A source's schema: its own or the generator's. */
+/* A source's schema: its own or the generator's; a window's or join's
+ * output stream (once validation computed it). */
 const tdm__schema *tdm__node_schema(const tdm_node *n)
 {
+    if (n && (n->kind == TDM_NODE_WINDOW || n->kind == TDM_NODE_JOIN))
+        return n->out_schema.n > 0 ? &n->out_schema : NULL;
     if (!n || n->kind != TDM_NODE_SOURCE)
         return NULL;
     const tdm__conf_val *v = tdm__node_val(n, "schema");
@@ -628,6 +633,12 @@ typedef struct vctx {
     tdm_job *job;
     char *errbuf;
     size_t n;
+    /* Operators are validated inputs first (their output schemas feed
+     * their consumers' checks): per node index, 0 not yet, 1 under way
+     * (on the stack), 2 done; the stack names a cycle. */
+    uint8_t *state;
+    const tdm_node **stack;
+    int depth;
 } vctx;
 
 #define VFAIL(c, node, ...)                                                \
@@ -714,6 +725,14 @@ static tdm_err check_field(vctx *c, const tdm_node *n, const char *key,
 {
     const tdm__schema *s = tdm__node_schema(src);
     int i = s ? tdm__schema_find(s, field) : -1;
+    if (i < 0 && src->kind != TDM_NODE_SOURCE)
+        VFAIL(c, n, "%s: field \"%s\" is not in the output of %s \"%s\" "
+                    "(%s)",
+              key, field, tdm__node_kind_name(src->kind), src->name,
+              src->kind == TDM_NODE_JOIN
+                  ? "left.<field>, right.<field> and ts"
+                  : "its key_by fields, aggregate names, window_start "
+                    "and window_end");
     if (i < 0)
         VFAIL(c, n, "%s: field \"%s\" is not in the schema of source "
                     "\"%s\"",
@@ -1000,7 +1019,77 @@ static tdm_err validate_source(vctx *c, tdm_node *n)
                                     : NULL);
 }
 
-/* Sources a window reads: its "from" list. */
+/* An input of operator @p n (key @p key): a source, or a window or join
+ * whose output stream @p n reads (not @p n itself).  *out receives it. */
+static tdm_err check_input(vctx *c, const tdm_node *n, const char *key,
+                           const char *name, tdm_node **out)
+{
+    tdm_node *t = tdm_job_node(c->job, name);
+    if (!t)
+        VFAIL(c, n, "%s: unknown node \"%s\" (expected the name of a "
+                    "source, window or join)",
+              key, name);
+    if (t->kind == TDM_NODE_SINK)
+        VFAIL(c, n, "%s: \"%s\" is a sink, expected a source, window or "
+                    "join",
+              key, name);
+    if (t == n)
+        VFAIL(c, n, "%s: \"%s\" is this %s itself; an operator cannot "
+                    "read its own output",
+              key, name, tdm__node_kind_name(n->kind));
+    *out = t;
+    return TDM_OK;
+}
+
+/* The names of the nodes operator @p n reads (window: its "from"; join:
+ * left, right) into @p names (at most @p max); returns how many. */
+static int op_input_names(const tdm_node *n, const char **names, int max)
+{
+    int k = 0;
+    if (n->kind == TDM_NODE_WINDOW) {
+        const tdm__conf_val *from = tdm__node_val(n, "from");
+        for (int i = 0; i < from->n_fields && k < max; i++)
+            names[k++] = from->fields[i];
+    } else if (n->kind == TDM_NODE_JOIN && max >= 2) {
+        names[k++] = tdm__node_str(n, "left");
+        names[k++] = tdm__node_str(n, "right");
+    }
+    return k;
+}
+
+/* Whether operator @p op is read by another window or join (its output
+ * stream then has consumers, docs/runtime.md, Chained operators); the
+ * first such reader goes to *reader when not NULL. */
+static bool op_consumed(const tdm_job *job, const tdm_node *op,
+                        const tdm_node **reader)
+{
+    for (int i = 0; i < job->n_nodes; i++) {
+        const tdm_node *n = job->nodes[i];
+        const char *names[64];
+        int k = op_input_names(n, names, 64);
+        for (int j = 0; j < k; j++)
+            if (n != op && strcmp(names[j], op->name) == 0) {
+                if (reader)
+                    *reader = n;
+                return true;
+            }
+    }
+    return false;
+}
+
+/* Whether the records of node @p n are stamped in processing time: a
+ * source with time: processing, or a processing-time window (whose
+ * results carry processing-time window bounds). */
+static bool proc_time_output(const tdm_node *n)
+{
+    if (n->kind == TDM_NODE_SOURCE)
+        return tdm__node_int(n, "time") + 1 == TDM__TIME_PROCESSING;
+    if (n->kind == TDM_NODE_WINDOW)
+        return tdm__node_int(n, "window.time") == 1;
+    return false;
+}
+
+/* Inputs of a window: its "from" list (sources, windows, joins). */
 static tdm_err window_inputs(vctx *c, const tdm_node *n, tdm_node **srcs,
                              int max, int *n_srcs)
 {
@@ -1011,13 +1100,167 @@ static tdm_err window_inputs(vctx *c, const tdm_node *n, tdm_node **srcs,
     if (from->n_fields > max)
         VFAIL(c, n, "from: at most %d inputs", max);
     for (int i = 0; i < from->n_fields; i++) {
-        tdm_err err = check_ref(c, n, "from", from->fields[i],
-                                TDM_NODE_SOURCE, &srcs[i]);
+        tdm_err err = check_input(c, n, "from", from->fields[i], &srcs[i]);
         if (err != TDM_OK)
             return err;
     }
     *n_srcs = from->n_fields;
     return TDM_OK;
+}
+
+/* Replaces @p n's output schema by @p fresh (taken), unless a run uses
+ * the node now: then the old one stays (it is the same, computed from
+ * keys a running job does not change) and @p fresh is freed. */
+static void set_out_schema(vctx *c, tdm_node *n, tdm__schema *fresh)
+{
+    if (atomic_load(&c->job->running) && n->out_schema.n > 0) {
+        tdm__schema_free(fresh);
+        return;
+    }
+    tdm__schema_free(&n->out_schema);
+    n->out_schema = *fresh;
+}
+
+/* Appends field @p name (copied, with @p prefix if not NULL) of @p type
+ * to a schema being built with room for it. */
+static tdm_err out_field(tdm__schema *s, const char *prefix,
+                         const char *name, tdm_type type)
+{
+    size_t l = (prefix ? strlen(prefix) : 0) + strlen(name) + 1;
+    char *p = tdm__malloc(l);
+    if (!p)
+        return TDM_ERR_NOMEM;
+    snprintf(p, l, "%s%s", prefix ? prefix : "", name);
+    s->fields[s->n].name = p;
+    s->fields[s->n].type = type;
+    s->n++;
+    return TDM_OK;
+}
+
+/* A window's output stream: its key_by fields (types of its first
+ * input), each aggregate's result, window_start and window_end. */
+static tdm_err window_out_schema(vctx *c, tdm_node *n, const tdm_node *in0)
+{
+    const tdm__conf_val *kb = tdm__node_val(n, "key_by");
+    const tdm__conf_val *ag = tdm__node_val(n, "aggregates");
+    const tdm__schema *s0 = tdm__node_schema(in0);
+    tdm__schema o = { 0, NULL };
+    o.fields = tdm__calloc((size_t)(kb->n_fields + ag->n_aggs + 2),
+                           sizeof *o.fields);
+    tdm_err err = o.fields ? TDM_OK : TDM_ERR_NOMEM;
+    for (int k = 0; err == TDM_OK && k < kb->n_fields; k++) {
+        int f = tdm__schema_find(s0, kb->fields[k]);
+        err = out_field(&o, NULL, kb->fields[k], s0->fields[f].type);
+    }
+    for (int a = 0; err == TDM_OK && a < ag->n_aggs; a++) {
+        const tdm__agg_spec *sp = &ag->aggs[a];
+        int f = sp->field ? tdm__schema_find(s0, sp->field) : -1;
+        tdm_type in = f >= 0 ? s0->fields[f].type : TDM_TYPE_INT64;
+        err = out_field(&o, NULL, sp->as, tdm__rowagg_type(sp->fn, in));
+    }
+    if (err == TDM_OK)
+        err = out_field(&o, NULL, "window_start", TDM_TYPE_TIMESTAMP);
+    if (err == TDM_OK)
+        err = out_field(&o, NULL, "window_end", TDM_TYPE_TIMESTAMP);
+    if (err != TDM_OK) {
+        tdm__schema_free(&o);
+        return tdm__errf(c->errbuf, c->n, TDM_ERR_NOMEM, "out of memory");
+    }
+    set_out_schema(c, n, &o);
+    return TDM_OK;
+}
+
+/* A join's output stream: left.<field> for each left field, right.<field>
+ * for each right field, then ts (the columns its sink gets). */
+static tdm_err join_out_schema(vctx *c, tdm_node *n, const tdm_node *l,
+                               const tdm_node *r)
+{
+    const tdm__schema *ls = tdm__node_schema(l);
+    const tdm__schema *rs = tdm__node_schema(r);
+    tdm__schema o = { 0, NULL };
+    o.fields = tdm__calloc((size_t)(ls->n + rs->n + 1), sizeof *o.fields);
+    tdm_err err = o.fields ? TDM_OK : TDM_ERR_NOMEM;
+    for (int i = 0; err == TDM_OK && i < ls->n; i++)
+        err = out_field(&o, "left.", ls->fields[i].name, ls->fields[i].type);
+    for (int i = 0; err == TDM_OK && i < rs->n; i++)
+        err = out_field(&o, "right.", rs->fields[i].name,
+                        rs->fields[i].type);
+    if (err == TDM_OK)
+        err = out_field(&o, NULL, "ts", TDM_TYPE_TIMESTAMP);
+    if (err != TDM_OK) {
+        tdm__schema_free(&o);
+        return tdm__errf(c->errbuf, c->n, TDM_ERR_NOMEM, "out of memory");
+    }
+    set_out_schema(c, n, &o);
+    return TDM_OK;
+}
+
+/* A join's filter, compiled against its output stream (kept on the node
+ * as its expression set, like a source's filter). */
+static tdm_err join_filter(vctx *c, tdm_node *n)
+{
+    const char *text = tdm__node_str(n, "filter");
+    tdm__src_exprs *x = NULL;
+    if (*text) {
+        char msg[400] = "";
+        x = tdm__calloc(1, sizeof *x);
+        if (!x)
+            return tdm__errf(c->errbuf, c->n, TDM_ERR_NOMEM,
+                             "out of memory");
+        tdm_err err = tdm__expr_compile(text, &n->out_schema, &x->filter,
+                                        msg, sizeof msg);
+        if (err == TDM_OK &&
+            tdm__expr_result_type(x->filter) != TDM__EXPR_BOOL &&
+            tdm__expr_result_type(x->filter) != TDM__EXPR_NULL) {
+            snprintf(msg, sizeof msg, "a condition is needed, got %s",
+                     tdm__expr_type_name(tdm__expr_result_type(x->filter)));
+            err = TDM_ERR_INVAL;
+        }
+        if (err != TDM_OK) {
+            tdm__src_exprs_destroy(x);
+            if (err == TDM_ERR_NOMEM)
+                return tdm__errf(c->errbuf, c->n, err, "out of memory");
+            VFAIL(c, n, "filter: %s", msg);
+        }
+    }
+    if (atomic_load(&c->job->running)) {
+        tdm__src_exprs_destroy(x);
+    } else {
+        tdm__src_exprs_destroy(n->exprs);
+        n->exprs = x;
+    }
+    return TDM_OK;
+}
+
+/* The output of operator @p n: its sink, optional when another operator
+ * reads it; a window read by another operator must write every pane
+ * once (append). */
+static tdm_err check_op_output(vctx *c, const tdm_node *n)
+{
+    const tdm_node *reader = NULL;
+    bool consumed = op_consumed(c->job, n, &reader);
+    if (consumed && n->kind == TDM_NODE_WINDOW &&
+        tdm__node_int(n, "output_mode") != 0)
+        VFAIL(c, n, "output_mode: %s \"%s\" reads this window, which "
+                    "needs output_mode: append (downstream operators take "
+                    "every pane as a record; updates and retractions "
+                    "would be counted again)",
+              tdm__node_kind_name(reader->kind), reader->name);
+    if (consumed && n->kind == TDM_NODE_WINDOW) {
+        const tdm__conf_val *ag = tdm__node_val(n, "aggregates");
+        for (int a = 0; a < ag->n_aggs; a++)
+            if (strcmp(ag->aggs[a].as, "window_start") == 0 ||
+                strcmp(ag->aggs[a].as, "window_end") == 0)
+                VFAIL(c, n, "aggregates: output name \"%s\" is a column "
+                            "of the window's output stream (read by %s "
+                            "\"%s\"); rename it with \"as\"",
+                      ag->aggs[a].as, tdm__node_kind_name(reader->kind),
+                      reader->name);
+    }
+    tdm_err err = check_sink_ref(c, n, "sink", !consumed);
+    if (err == TDM_OK)
+        err = check_sink_ref(c, n, "late_output", false);
+    return err;
 }
 
 #define MAX_INPUTS 64
@@ -1031,10 +1274,16 @@ static tdm_err validate_window(vctx *c, tdm_node *n)
         return err;
     int wtime = (int)tdm__node_int(n, "window.time"); /* 0 event */
     for (int i = 0; i < ns; i++) {
-        int t = (int)tdm__node_int(srcs[i], "time") + 1;
-        if (wtime == 0 && t == TDM__TIME_PROCESSING)
+        if (wtime == 0 && srcs[i]->kind == TDM_NODE_SOURCE &&
+            proc_time_output(srcs[i]))
             VFAIL(c, n, "window.time: event-time windows need watermarks, "
                         "but source \"%s\" uses time: processing (set "
+                        "window.time: processing)",
+                  srcs[i]->name);
+        if (wtime == 0 && proc_time_output(srcs[i]))
+            VFAIL(c, n, "window.time: event-time windows need watermarks, "
+                        "but window \"%s\" is a processing-time window "
+                        "(its results carry no event time; set "
                         "window.time: processing)",
                   srcs[i]->name);
     }
@@ -1160,9 +1409,9 @@ static tdm_err validate_window(vctx *c, tdm_node *n)
         for (int j = 0; j < i; j++)
             if (srcs[i] == srcs[j])
                 VFAIL(c, n, "from: \"%s\" is listed twice", srcs[i]->name);
-    err = check_sink_ref(c, n, "sink", true);
+    err = check_op_output(c, n);
     if (err == TDM_OK)
-        err = check_sink_ref(c, n, "late_output", false);
+        err = window_out_schema(c, n, srcs[0]);
     return err;
 }
 
@@ -1173,15 +1422,19 @@ static tdm_err validate_join(vctx *c, tdm_node *n)
     for (int s = 0; s < 2; s++) {
         const char *name = tdm__node_str(n, side_key[s]);
         if (!*name)
-            VFAIL(c, n, "%s: required (the name of a source)", side_key[s]);
-        tdm_err err = check_ref(c, n, side_key[s], name, TDM_NODE_SOURCE,
-                                &side[s]);
+            VFAIL(c, n, "%s: required (the name of a source, window or "
+                        "join)",
+                  side_key[s]);
+        tdm_err err = check_input(c, n, side_key[s], name, &side[s]);
         if (err != TDM_OK)
             return err;
-        if (tdm__node_int(side[s], "time") + 1 == TDM__TIME_PROCESSING)
-            VFAIL(c, n, "%s: joins need event or ingestion time, but source "
-                        "\"%s\" uses time: processing",
-                  side_key[s], name);
+        if (proc_time_output(side[s]))
+            VFAIL(c, n, "%s: joins need event or ingestion time, but %s "
+                        "\"%s\" %s",
+                  side_key[s], tdm__node_kind_name(side[s]->kind), name,
+                  side[s]->kind == TDM_NODE_SOURCE
+                      ? "uses time: processing"
+                      : "is a processing-time window");
     }
     if (side[0] == side[1])
         VFAIL(c, n, "right: a self-join of \"%s\" is not supported",
@@ -1244,9 +1497,11 @@ static tdm_err validate_join(vctx *c, tdm_node *n)
         if (err != TDM_OK)
             VFAIL(c, n, "window: %s", msg[0] ? msg : tdm_strerror(err));
     }
-    tdm_err err = check_sink_ref(c, n, "sink", true);
+    tdm_err err = check_op_output(c, n);
     if (err == TDM_OK)
-        err = check_sink_ref(c, n, "late_output", false);
+        err = join_out_schema(c, n, side[0], side[1]);
+    if (err == TDM_OK)
+        err = join_filter(c, n);
     return err;
 }
 
@@ -1304,13 +1559,93 @@ static bool source_used(const tdm_job *job, const tdm_node *s)
     return false;
 }
 
+static tdm_err validate_graph(vctx *cp);
+
+static int node_index(const tdm_job *job, const tdm_node *n)
+{
+    for (int i = 0; i < job->n_nodes; i++)
+        if (job->nodes[i] == n)
+            return i;
+    return -1;
+}
+
+/* Validates operator @p n after the operators it reads (their output
+ * schemas are what its key and field checks look at), whatever order
+ * the job declares them in; an operator met again while its own inputs
+ * are being validated closes a cycle, reported with its path. */
+static tdm_err validate_op(vctx *c, tdm_node *n)
+{
+    int me = node_index(c->job, n);
+    if (c->state[me] == 2)
+        return TDM_OK;
+    c->state[me] = 1;
+    c->stack[c->depth++] = n;
+    const char *names[MAX_INPUTS];
+    int k = op_input_names(n, names, MAX_INPUTS);
+    for (int j = 0; j < k; j++) {
+        tdm_node *in = tdm_job_node(c->job, names[j]);
+        if (!in || in == n ||
+            (in->kind != TDM_NODE_WINDOW && in->kind != TDM_NODE_JOIN))
+            continue; /* reported by the node's own checks */
+        int ii = node_index(c->job, in);
+        if (c->state[ii] == 1) {
+            /* The stack from in to n: each reads the next, n reads in. */
+            char path[512];
+            size_t used = 0;
+            path[0] = 0;
+            int from = 0;
+            while (c->stack[from] != in)
+                from++;
+            for (int d = from; d < c->depth && used < sizeof path; d++)
+                used += (size_t)snprintf(
+                    path + used, sizeof path - used, "%s%s reads %s",
+                    d > from ? ", " : "", c->stack[d]->name,
+                    d + 1 < c->depth ? c->stack[d + 1]->name : in->name);
+            VFAIL(c, n, "%s: \"%s\" closes a cycle (%s); an operator "
+                        "cannot read its own output, even through others",
+                  n->kind == TDM_NODE_WINDOW ? "from"
+                  : j == 0                   ? "left"
+                                             : "right",
+                  in->name, path);
+        }
+        tdm_err err = validate_op(c, in);
+        if (err != TDM_OK)
+            return err;
+    }
+    tdm_err err = n->kind == TDM_NODE_WINDOW ? validate_window(c, n)
+                                             : validate_join(c, n);
+    c->depth--;
+    c->state[me] = 2;
+    return err;
+}
+
 /* Checks the whole graph; the first problem found is reported. */
 tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
 {
     if (!job)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "job must not be NULL");
-    vctx c = { job, errbuf, errbuf_size };
+    vctx c = { job, errbuf, errbuf_size, NULL, NULL, 0 };
+    c.state = tdm__calloc((size_t)job->n_nodes + 1, 1);
+    c.stack = tdm__calloc((size_t)job->n_nodes + 1, sizeof *c.stack);
+    if (!c.state || !c.stack) {
+        tdm__free(c.state);
+        tdm__free(c.stack);
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                         "out of memory");
+    }
+    tdm_err err = validate_graph(&c);
+    tdm__free(c.state);
+    tdm__free(c.stack);
+    return err;
+}
+
+/* tdm_job_validate's checks, node by node in the job's order (an
+ * operator's inputs first). */
+static tdm_err validate_graph(vctx *cp)
+{
+    vctx c = *cp;
+    tdm_job *job = c.job;
     int n_src = 0, n_ops = 0;
     for (int i = 0; i < job->n_nodes; i++) {
         tdm_node *n = job->nodes[i];
@@ -1321,12 +1656,9 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
             err = validate_source(&c, n);
             break;
         case TDM_NODE_WINDOW:
-            n_ops++;
-            err = validate_window(&c, n);
-            break;
         case TDM_NODE_JOIN:
             n_ops++;
-            err = validate_join(&c, n);
+            err = validate_op(&c, n);
             break;
         case TDM_NODE_SINK:
             err = validate_sink(&c, n);
@@ -1352,6 +1684,7 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
         for (int k = 0; k < i; k++) {
             tdm_node *b = job->nodes[k];
             if ((b->kind != TDM_NODE_WINDOW && b->kind != TDM_NODE_JOIN) ||
+                !*tdm__node_str(a, "sink") ||
                 strcmp(tdm__node_str(a, "sink"), tdm__node_str(b, "sink")))
                 continue;
             int ma = a->kind == TDM_NODE_WINDOW

@@ -151,6 +151,10 @@ struct tdm_node {
     /* The effective schema of a source: its own, or a generator's. */
     tdm__schema gen_schema;
     int gen_kind;
+    /* A window's or join's output stream as other operators read it
+     * (docs/runtime.md, Chained operators): computed by tdm_job_validate
+     * (n == 0: not yet). */
+    tdm__schema out_schema;
 };
 
 typedef struct tdm__run tdm__run;

@@ -6,6 +6,10 @@
  * thread, and tears everything down once every subtask has finished and
  * every sink is flushed.
  *
+ * An operator other operators read (chaining) is planned as a derived
+ * source as well - its output schema, edges to its readers - without a
+ * thread: its operator subtasks write it (task_source.c, rt_emit_*).
+ *
  * Threads: sources x parallelism + (windows + joins) x parallelism.
  * Failure anywhere (I/O, memory) sets the run's abort flag: producers
  * stop, queues and pools wake their waiters, and the first error is
@@ -27,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/expr.h"
 #include "runtime/run.h"
 
 /* ---- Shared helpers ---- */
@@ -44,6 +49,12 @@ static void wake_all(tdm__run *run)
             for (int i = 0; i < run->P; i++)
                 if (run->srcs[s].tasks[i].pool_ok)
                     tdm__pool_wake(&run->srcs[s].tasks[i].pool);
+    /* Operator subtasks waiting for a free batch of their output. */
+    for (int s = 0; s < run->n_dsrcs; s++)
+        if (run->dsrcs[s].tasks)
+            for (int i = 0; i < run->P; i++)
+                if (run->dsrcs[s].tasks[i].pool_ok)
+                    tdm__pool_wake(&run->dsrcs[s].tasks[i].pool);
 }
 
 /* Only the first error is kept; abort wakes every waiter. */
@@ -98,12 +109,55 @@ static rt_sink *find_sink(tdm__run *run, const char *name)
     return NULL;
 }
 
+/* A source, or the derived source of an operator other operators read
+ * (chaining). */
 static rt_source *find_source(tdm__run *run, const char *name)
 {
     for (int i = 0; i < run->n_srcs; i++)
         if (strcmp(run->srcs[i].node->name, name) == 0)
             return &run->srcs[i];
+    for (int i = 0; i < run->n_dsrcs; i++)
+        if (strcmp(run->dsrcs[i].node->name, name) == 0)
+            return &run->dsrcs[i];
     return NULL;
+}
+
+/* Whether some window or join reads operator node @p op. */
+static bool op_read(const tdm_job *job, const tdm_node *op)
+{
+    for (int i = 0; i < job->n_nodes; i++) {
+        const tdm_node *n = job->nodes[i];
+        if (n->kind == TDM_NODE_WINDOW) {
+            const tdm__conf_val *f = tdm__node_val(n, "from");
+            for (int k = 0; k < f->n_fields; k++)
+                if (strcmp(f->fields[k], op->name) == 0)
+                    return true;
+        } else if (n->kind == TDM_NODE_JOIN) {
+            if (strcmp(tdm__node_str(n, "left"), op->name) == 0 ||
+                strcmp(tdm__node_str(n, "right"), op->name) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* The derived source of operator node @p n (docs/runtime.md, Chained
+ * operators): its output schema, event time unless the window is a
+ * processing-time one; edges are added by its consumers' plans. */
+static void plan_derived(rt_source *s, tdm_node *n)
+{
+    s->node = n;
+    s->schema = tdm__node_schema(n);
+    s->derived = true;
+    atomic_init(&s->unit_warned, 0);
+    atomic_init(&s->first_live, TDM_TIME_MAX);
+    atomic_init(&s->replay_start, TDM_TIME_MIN);
+    atomic_init(&s->replay_last, TDM_TIME_MIN);
+    s->conf.name = n->name;
+    s->conf.time_mode = n->kind == TDM_NODE_WINDOW &&
+                                tdm__node_int(n, "window.time") == 1
+                            ? TDM__TIME_PROCESSING
+                            : TDM__TIME_EVENT;
 }
 
 /* The connectors' log: one line of the job's log. */
@@ -708,6 +762,8 @@ static const char *two_phase_refusal(const rt_op *op)
     }
     for (int i = 0; i < op->n_inputs; i++) {
         const rt_source *s = op->inputs[i];
+        if (s->derived)
+            return "an input that is another operator's output";
         if (s->conf.time_mode != TDM__TIME_EVENT)
             return "a source not in event time";
         if (tdm__node_int(s->node, "watermark.idle_timeout") > 0)
@@ -754,6 +810,11 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
         for (int e = 0; e < s->n_edges; e++)
             if (s->edges[e].op->hz.kind != RT_HZ_WINDOW)
                 s->hz_end = true;
+        /* Chaining: a record's results reach the sinks through more
+         * than one operator, whose horizons are not composed; commits
+         * then wait for the end of input (conservative). */
+        if (run->n_dsrcs > 0)
+            s->hz_end = true;
         run->any_v2 |= s->v2;
         if (s->conf.type == TDM__SRC_KAFKA && !s->conf.kafka_stop_at_end)
             endless_kafka = true;
@@ -793,9 +854,10 @@ static tdm_err plan(tdm__run *run, char *errbuf, size_t errbuf_size)
         nk += k == TDM_NODE_SINK;
     }
     run->srcs = tdm__calloc((size_t)ns + 1, sizeof *run->srcs);
+    run->dsrcs = tdm__calloc((size_t)no + 1, sizeof *run->dsrcs);
     run->ops = tdm__calloc((size_t)no + 1, sizeof *run->ops);
     run->sinks = tdm__calloc((size_t)nk + 1, sizeof *run->sinks);
-    if (!run->srcs || !run->ops || !run->sinks)
+    if (!run->srcs || !run->dsrcs || !run->ops || !run->sinks)
         goto nomem;
     for (int i = 0; i < job->n_nodes; i++) {
         tdm_node *n = job->nodes[i];
@@ -807,6 +869,15 @@ static tdm_err plan(tdm__run *run, char *errbuf, size_t errbuf_size)
             if (err != TDM_OK)
                 return err;
         }
+    }
+    /* Operators other operators read get their derived source first,
+     * so that every consumer finds its inputs whatever the order (the
+     * schemas were computed by validation). */
+    for (int i = 0; i < job->n_nodes; i++) {
+        tdm_node *n = job->nodes[i];
+        if ((n->kind == TDM_NODE_WINDOW || n->kind == TDM_NODE_JOIN) &&
+            op_read(job, n))
+            plan_derived(&run->dsrcs[run->n_dsrcs++], n);
     }
     for (int i = 0; i < job->n_nodes; i++) {
         tdm_node *n = job->nodes[i];
@@ -822,11 +893,20 @@ static tdm_err plan(tdm__run *run, char *errbuf, size_t errbuf_size)
         op->n_channels = op->n_inputs * run->P;
         op->sink = find_sink(run, tdm__node_str(n, "sink"));
         op->late = find_sink(run, tdm__node_str(n, "late_output"));
-        op->sink->used = true;
+        if (op->sink) {
+            op->sink->used = true;
+            /* Validation made every writer of a sink use one mode. */
+            op->sink->mode = op->mode;
+        }
         if (op->late)
             op->late->used = true;
-        /* Validation made every writer of a sink use one mode. */
-        op->sink->mode = op->mode;
+        if (n->kind == TDM_NODE_JOIN && n->exprs)
+            op->filter = n->exprs->filter;
+        for (int k = 0; k < run->n_dsrcs; k++)
+            if (run->dsrcs[k].node == n) {
+                op->out = &run->dsrcs[k];
+                run->dsrcs[k].from = op;
+            }
     }
     for (int i = 0; i < run->n_srcs; i++) {
         rt_source *s = &run->srcs[i];
@@ -921,6 +1001,17 @@ static void free_plan(tdm__run *run)
             pthread_mutex_destroy(&a->mu);
     }
     tdm__free(run->aligns);
+    for (int i = 0; i < run->n_dsrcs; i++) {
+        rt_source *s = &run->dsrcs[i];
+        if (s->tasks)
+            for (int j = 0; j < run->P; j++)
+                rt_source_task_fini(&s->tasks[j]);
+        tdm__free(s->tasks);
+        for (int e = 0; e < s->n_edges; e++)
+            tdm__free(s->edges[e].key_idx);
+        tdm__free(s->edges);
+    }
+    tdm__free(run->dsrcs);
     for (int i = 0; i < run->n_ops; i++) {
         rt_op *op = &run->ops[i];
         if (op->tasks)
@@ -976,6 +1067,33 @@ static tdm_err make_tasks(tdm__run *run)
             if (err != TDM_OK)
                 return err;
         }
+    }
+    /* Output streams of operators read by others: subtask i is written
+     * by op subtask i (no thread of its own). */
+    for (int s = 0; s < run->n_dsrcs; s++) {
+        rt_source *src = &run->dsrcs[s];
+        src->tasks = tdm__calloc((size_t)run->P, sizeof *src->tasks);
+        if (!src->tasks)
+            return TDM_ERR_NOMEM;
+        for (int i = 0; i < run->P; i++) {
+            src->tasks[i].run = run;
+            src->tasks[i].src = src;
+            src->tasks[i].index = i;
+            tdm_err err = rt_emit_init(&src->tasks[i]);
+            if (err != TDM_OK) {
+                rt_fail(run, err, "%s \"%s\": out of memory",
+                        tdm__node_kind_name(src->node->kind),
+                        src->node->name);
+                return err;
+            }
+            src->from->tasks[i].emit = &src->tasks[i];
+        }
+        for (int i = 0; i < run->P; i++)
+            for (int e = 0; e < src->n_edges; e++)
+                for (int j = 0; j < run->P; j++)
+                    src->edges[e].op->tasks[j]
+                        .q.ch_waits[src->edges[e].input * run->P + i] =
+                        &src->tasks[i].m.bp;
     }
     /* Backpressure per source subtask: its waits on each channel it
      * feeds count for it. */

@@ -7,6 +7,11 @@
  *   source subtask i ──batches + control──▶ queue of op subtask j
  *     (rows routed by key group;             (one channel per upstream
  *      watermarks/status/end broadcast)       source subtask)
+ *
+ * An operator read by other operators (chaining) has a derived source:
+ * its output stream, whose subtask i is fed by op subtask i's thread
+ * through the emitter (rt_emit_*, task_source.c) instead of a thread of
+ * its own.
  */
 #ifndef TDM_RUN_H
 #define TDM_RUN_H
@@ -129,6 +134,14 @@ struct rt_source {
     /* Pass-through (key "sink"): every row the source keeps is written
      * to this sink by the subtask that read it (NULL: none). */
     rt_sink *pass;
+    /* A derived source (docs/runtime.md, Chained operators): the output
+     * stream of operator from (node is the operator's node, schema its
+     * output schema); no connector, reader or thread: subtask i is
+     * written by op subtask i through rt_emit_*.  None of the connector
+     * features (commits, fence, replay, alignment, repartition,
+     * two-phase aggregation) apply to it. */
+    bool derived;
+    rt_op *from;
 };
 
 enum { RT_APPEND = 0, RT_UPSERT = 1, RT_RETRACT = 2 };
@@ -166,6 +179,11 @@ struct rt_op {
     const char **col_names;
     char **owned_names;
     tdm_type *col_types;
+    /* Chaining: the derived source other operators read this one's
+     * results from (NULL: none read it), and a join's filter over its
+     * output columns (NULL: none; borrowed from the node). */
+    rt_source *out;
+    const struct tdm__expr *filter;
     rt_op_task *tasks;
 };
 
@@ -196,6 +214,7 @@ struct rt_src_task {
     bool lazy;         /* the current batch's segments are pushed lazily */
     uint8_t *unkicked; /* per target: lazily pushed to since last kick */
     bool empty;        /* will never read a row (see run.c) */
+    uint32_t routed;   /* derived: rows of cur already routed */
     bool failed;
     /* Metrics (metrics.h).  parts has part_cap entries, the first n_pub
      * of them visible to snapshots; mx guards parts and n_pub against
@@ -300,6 +319,11 @@ struct rt_op_task {
     int64_t j_out, j_late_side, j_late_panes, j_regress; /* published */
     bool *ch_idle;
     rt_chan *chp;
+    /* Chaining: the derived source subtask this subtask writes its
+     * results to (NULL: none) and the row being filled (the output
+     * schema's values). */
+    rt_src_task *emit;
+    tdm__val *evals;
     rt_op_metrics m;
     tdm_time_ms now;     /* processing time of the current group */
     tdm_time_ms wm_out;  /* last watermark the operator emitted */
@@ -337,6 +361,8 @@ struct tdm__run {
     atomic_int abort;
     rt_source *srcs;
     int n_srcs;
+    rt_source *dsrcs;    /* derived sources (chaining), no thread each */
+    int n_dsrcs;
     rt_op *ops;
     int n_ops;
     rt_sink *sinks;
@@ -460,6 +486,27 @@ static inline void rt_count(tdm__run *run, tdm_stat s, int64_t v)
         atomic_fetch_add_explicit(&run->job->stats[s], v,
                                   memory_order_relaxed);
 }
+
+/* ---- Emitter: an operator's output stream (task_source.c) ---- */
+
+/* Sets up derived source subtask @p t (run, src, index set): its batch
+ * pool and routing scratch.  Frees with rt_source_task_fini.  TDM_OK or
+ * TDM_ERR_NOMEM. */
+tdm_err rt_emit_init(rt_src_task *t);
+/* Appends one row of the derived schema (@p vals: schema->n values,
+ * strings copied) stamped @p ts to the batch being filled, flushing the
+ * batch first when it is full.  May wait for a free batch or a full
+ * queue (backpressure).  TDM_OK; TDM_ERR_NOMEM; TDM_ERR_STATE when the
+ * run aborted (nothing queued). */
+tdm_err rt_emit_row(rt_src_task *t, const tdm__val *vals, tdm_time_ms ts);
+/* Routes the rows appended since the last flush to the consumers'
+ * subtasks owning their keys and queues them. */
+void rt_emit_flush(rt_src_task *t);
+/* Flushes, then sends a control item (WATERMARK @p wm, STATUS @p idle,
+ * END with @p idle set for a stop without drain) to every consumer
+ * subtask; @p at_us is the result-latency stamp carried along. */
+void rt_emit_control(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
+                     int idle, int64_t at_us);
 
 /* Thread bodies and per-subtask setup/teardown. */
 void *rt_source_main(void *arg);

@@ -11,10 +11,16 @@
  *   operator     RESULT     -> out row (append / upsert / retract)
  *                JOIN       -> out row of left., right. fields and ts
  *                LATE       -> the late output sink
+ *
+ * An operator other operators read (chaining) also appends every result
+ * or pair as a row of its output stream to its derived source subtask
+ * (rt_emit_*), and forwards its output watermark, status and end there
+ * after the rows they cover.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/expr.h"
 #include "runtime/run.h"
 #include "state/state.h"
 #include "window/join.h"
@@ -129,11 +135,45 @@ static bool fill_aggs(rt_op_task *t, const void *bytes, size_t len,
                               op->col_types + op->n_key, v);
 }
 
+/* Chaining: the result in t->vals (and @p out's window) as a row of the
+ * operator's output stream.  A window's row is its key and aggregate
+ * columns, window_start and window_end, stamped window_end - 1 (Flink's
+ * window.maxTimestamp(); a global window's end is TDM_TIME_MAX); a
+ * join's is its columns as written, stamped with the pair's ts. */
+static void emit_out(rt_op_task *t, const tdm__out_row *out)
+{
+    rt_op *op = t->op;
+    tdm_time_ms ts;
+    const tdm__val *vals = t->vals;
+    if (op->kind == TDM_NODE_WINDOW) {
+        tdm__val *v = t->evals;
+        memcpy(v, t->vals, (size_t)op->n_cols * sizeof *v);
+        memset(&v[op->n_cols], 0, 2 * sizeof *v);
+        v[op->n_cols].u.i = out->has_window ? out->win_start : TDM_TIME_MIN;
+        v[op->n_cols + 1].u.i = out->has_window ? out->win_end
+                                                : TDM_TIME_MAX;
+        ts = tdm__time_sub_sat(v[op->n_cols + 1].u.i, 1);
+        vals = v;
+    } else {
+        ts = t->vals[op->n_cols - 1].u.i;
+    }
+    tdm_err err = rt_emit_row(t->emit, vals, ts);
+    if (err == TDM_ERR_NOMEM)
+        op_fail_nomem(t);
+    else if (err != TDM_OK)
+        t->failed = true; /* the run aborted */
+}
+
 /* Points the out row at the subtask's column scratch (names and types
- * fixed at setup, values filled by the caller) and writes it. */
+ * fixed at setup, values filled by the caller) and writes it to the sink
+ * (if any) and the output stream (if read by other operators). */
 static void write_out(rt_op_task *t, tdm__out_row *out)
 {
     rt_op *op = t->op;
+    if (t->emit)
+        emit_out(t, out);
+    if (!op->sink || t->failed)
+        return;
     for (int i = 0; i < op->n_cols; i++)
         t->cols[i].v = t->vals[i];
     out->cols = t->cols;
@@ -499,15 +539,29 @@ static void debug_fire(rt_op_task *t, const tdm_event *ev)
                  (long long)latency);
 }
 
-/* The operator emitted watermark @p wm: published (and logged). */
+/* The operator emitted watermark @p wm: published (and logged), and
+ * forwarded to the operators reading this one, after the rows it fired
+ * (so they are never late there), with the latency stamp of the
+ * watermark that caused it (latency runs from the original source). */
 static void on_output_watermark(rt_op_task *t, tdm_time_ms wm)
 {
     if (t->run->debug)
         debug_watermark(t, wm);
     t->wm_out = wm;
+    if (t->emit && !t->failed)
+        rt_emit_control(t->emit, TDM__ITEM_WATERMARK, wm, 0, t->wm_at_us);
     /* Release: the committer (run.c) that reads it with acquire sees
      * every result fired up to it already handed to the sinks. */
     atomic_store_explicit(&t->wm, wm, memory_order_release);
+}
+
+/* The operator's output status (idle when every input channel is):
+ * published, and forwarded to the operators reading this one. */
+static void on_output_status(rt_op_task *t, int idle)
+{
+    rt_pub_set(&t->m.idle, idle ? 1 : 0);
+    if (t->emit && !t->failed)
+        rt_emit_control(t->emit, TDM__ITEM_STATUS, 0, idle ? 1 : 0, 0);
 }
 
 /* The window operator's output.  LATE events carry the row itself as
@@ -557,7 +611,7 @@ static void win_emit(void *opaque, const tdm_event *ev)
         on_output_watermark(t, ev->time);
         break;
     case TDM_EVENT_STATUS:
-        rt_pub_set(&t->m.idle, ev->idle ? 1 : 0);
+        on_output_status(t, ev->idle);
         break;
     default:
         break;
@@ -580,6 +634,15 @@ static void write_pair(rt_op_task *t, const tdm_event *ev)
     tdm__val *ts = &t->vals[ls->n + rs->n];
     memset(ts, 0, sizeof *ts);
     ts->u.i = ev->time;
+    if (op->filter) {
+        /* The join's filter, over the output columns. */
+        tdm__row row = { .ts = ev->time, .v = t->vals,
+                         .schema = &op->node->out_schema };
+        if (!tdm__expr_true(op->filter, &row)) {
+            rt_count(t->run, TDM_STAT_FILTERED, 1);
+            return;
+        }
+    }
     tdm__out_row out = {
         .has_window = ev->has_window,
         .win_start = ev->win_start,
@@ -615,7 +678,7 @@ static void join_emit(void *opaque, const tdm_event *ev)
         on_output_watermark(t, ev->time);
         break;
     case TDM_EVENT_STATUS:
-        rt_pub_set(&t->m.idle, ev->idle ? 1 : 0);
+        on_output_status(t, ev->idle);
         break;
     default:
         break;
@@ -958,7 +1021,17 @@ void *rt_op_main(void *arg)
          * between two groups of items. */
         if (t->ws && atomic_load_explicit(&t->ws->req, memory_order_relaxed))
             rt_status_serve(t);
+        /* Chaining: results fired without a watermark (processing-time
+         * or early firings, join pairs) go out with each group. */
+        if (t->emit && !t->failed)
+            rt_emit_flush(t->emit);
     }
+    /* Chaining: end of input after the last results and the final
+     * watermark; a stop without drain is passed on as such. */
+    if (t->emit && done && !t->failed &&
+        !atomic_load_explicit(&run->abort, memory_order_relaxed))
+        rt_emit_control(t->emit, TDM__ITEM_END, TDM_TIME_MAX,
+                        t->nodrain ? 1 : 0, 0);
     if (t->lat.b && t->lat.n) {
         publish_latency(t, true);
         tdm__job_add_latency(run->job, &t->lat);
@@ -1195,8 +1268,12 @@ tdm_err rt_op_task_init(rt_op_task *t)
         t->ch_wm = tdm__calloc((size_t)op->n_channels, sizeof *t->ch_wm);
         t->cols = tdm__calloc((size_t)op->n_cols, sizeof *t->cols);
         t->vals = tdm__calloc((size_t)op->n_cols, sizeof *t->vals);
+        /* Chaining: a window's output row has two more columns. */
+        if (op->out)
+            t->evals = tdm__calloc((size_t)op->out->schema->n + 1,
+                                   sizeof *t->evals);
         if (!t->ch_ended || !t->ch_warned || !t->ch_wm || !t->cols ||
-            !t->vals)
+            !t->vals || (op->out && !t->evals))
             err = TDM_ERR_NOMEM;
     }
     if (err == TDM_OK) {
@@ -1256,6 +1333,7 @@ void rt_op_task_fini(rt_op_task *t)
     tdm__free(t->ch_wm);
     tdm__free(t->cols);
     tdm__free(t->vals);
+    tdm__free(t->evals);
     tdm__free(t->lvals);
     tdm__free(t->rvals);
     tdm__free(t->ch_idle);

@@ -27,6 +27,9 @@
 
 /* ---- Sending ---- */
 
+static void push_control(rt_src_task *t, tdm__item_kind kind,
+                         tdm_time_ms wm, int idle, int64_t at_us);
+
 /* Wakes the consumers of every target that got a lazy push since the
  * last kick (see flush_rows). */
 static void kick(rt_src_task *t)
@@ -122,7 +125,16 @@ static void broadcast(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
                 rt_lagg_flush(t, t->lagg[e],
                               kind == TDM__ITEM_END ? TDM_TIME_MAX : wm);
     /* Result latency runs from here: the moment this watermark left. */
-    int64_t at_us = kind == TDM__ITEM_STATUS ? 0 : tdm__mono_us();
+    push_control(t, kind, wm, idle,
+                 kind == TDM__ITEM_STATUS ? 0 : tdm__mono_us());
+}
+
+/* Queues a control item on this subtask's channel of every consumer
+ * subtask (the rows before it were flushed). */
+static void push_control(rt_src_task *t, tdm__item_kind kind,
+                         tdm_time_ms wm, int idle, int64_t at_us)
+{
+    rt_source *s = t->src;
     for (int e = 0; e < s->n_edges; e++) {
         const rt_edge *ed = &s->edges[e];
         for (int j = 0; j < t->run->P; j++) {
@@ -1809,4 +1821,106 @@ void rt_source_task_fini(rt_src_task *t)
         rt_lagg_free(t->lagg[e]);
     tdm__free(t->lagg);
     memset(t, 0, sizeof *t);
+}
+
+/* ---- Emitter: an operator's output stream (chaining) ---- */
+
+/* A derived source subtask has no connector, reader or thread: the
+ * operator subtask with its index appends result rows to a batch of the
+ * output schema and, at a flush, routes them with the same code as a
+ * source's polled rows (route_all) and queues them (flush_rows).  Rows
+ * are routed only at the flush, after the last row was added: adding a
+ * row may grow the batch's arena and move its strings, which in-place
+ * string keys in the selection point to.  A flushed batch is released
+ * (the consumers hold it) and never written again: a consumer may be
+ * reading it. */
+tdm_err rt_emit_init(rt_src_task *t)
+{
+    tdm__run *run = t->run;
+    rt_source *s = t->src;
+    init_metrics(t);
+    if (pthread_mutex_init(&t->mx, NULL) != 0)
+        return TDM_ERR_NOMEM;
+    t->mx_ok = true;
+    tdm_err err = tdm__pool_init(&t->pool, s->schema, run->batch_size,
+                                 s->n_targets, run->qcap + 2, &run->abort,
+                                 run->job);
+    t->pool_ok = err == TDM_OK;
+    if (err != TDM_OK)
+        return err;
+    t->pool.waits = &t->m.bp;
+    t->unkicked = tdm__calloc(s->n_targets > 0 ? (size_t)s->n_targets : 1,
+                              1);
+    return t->unkicked ? TDM_OK : TDM_ERR_NOMEM;
+}
+
+void rt_emit_flush(rt_src_task *t)
+{
+    tdm__sbatch *sb = t->cur;
+    if (!sb)
+        return;
+    int P = t->run->P;
+    const tdm__batch *b = sb->b;
+    for (uint32_t i = t->routed; i < b->n; i++)
+        if (route_all(t, &b->rows[i], i, P, false, false) != TDM_OK) {
+            rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
+                    tdm__node_kind_name(t->src->node->kind),
+                    t->src->node->name);
+            break;
+        }
+    t->routed = (uint32_t)b->n;
+    flush_rows(t);
+    tdm__sbatch_release(sb);
+    t->cur = NULL;
+    t->routed = 0;
+}
+
+tdm_err rt_emit_row(rt_src_task *t, const tdm__val *vals, tdm_time_ms ts)
+{
+    const tdm__schema *sc = t->src->schema;
+    tdm__row *row = NULL;
+    for (int tries = 0; !row && tries < 2; tries++) {
+        if (!t->cur) {
+            tdm_err err = TDM_OK;
+            t->cur = tdm__pool_get(&t->pool, &err);
+            if (!t->cur)
+                return err != TDM_OK ? err : TDM_ERR_STATE;
+            t->routed = 0;
+        }
+        row = tdm__batch_add(t->cur->b);
+        if (!row)
+            rt_emit_flush(t); /* full: send it, take a fresh one */
+    }
+    if (!row)
+        return TDM_ERR_NOMEM;
+    row->ts = ts;
+    for (int i = 0; i < sc->n; i++) {
+        const tdm__val *v = &vals[i];
+        if (sc->fields[i].type == TDM_TYPE_STRING && !v->null) {
+            if (tdm__batch_set_string(t->cur->b, row, i, v->u.s.p,
+                                      v->u.s.len) != TDM_OK) {
+                tdm__batch_drop_last(t->cur->b);
+                return TDM_ERR_NOMEM;
+            }
+        } else {
+            row->v[i] = *v;
+        }
+    }
+    return TDM_OK;
+}
+
+void rt_emit_control(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
+                     int idle, int64_t at_us)
+{
+    rt_emit_flush(t);
+    if (kind == TDM__ITEM_WATERMARK) {
+        t->wm_out = wm;
+        rt_pub_set(&t->m.wm_out, wm);
+    } else if (kind == TDM__ITEM_STATUS) {
+        t->idle = idle != 0;
+        rt_pub_set(&t->m.idle, idle != 0);
+    } else if (kind == TDM__ITEM_END) {
+        rt_pub_set(&t->m.wm_out, TDM_TIME_MAX);
+    }
+    push_control(t, kind, wm, idle, at_us);
 }

@@ -360,10 +360,10 @@ TDM_TEST(validation_names_node_and_key_for_references)
     tdm_node *w = tdm_job_node(job, "counts");
     set(w, "from", "clickz");
     expect_invalid(job, "window \"counts\": from: unknown node \"clickz\" "
-                        "(expected the name of a source)");
+                        "(expected the name of a source, window or join)");
     set(w, "from", "out");
     expect_invalid(job, "window \"counts\": from: \"out\" is a sink, "
-                        "expected a source");
+                        "expected a source, window or join");
     set(w, "from", "clicks");
     set(w, "sink", "nowhere");
     expect_invalid(job, "window \"counts\": sink: unknown node \"nowhere\" "
