@@ -91,6 +91,7 @@ typedef struct tdm__lines {
     size_t beg, end;   /* unread bytes are buf[beg, end) */
     size_t scan;       /* buf[beg, scan) is known to hold no newline */
     int64_t line_no;   /* number of the last line returned */
+    int64_t pos;       /* bytes read from fd (plus the seek offset) */
 } tdm__lines;
 
 enum {
@@ -112,6 +113,31 @@ int tdm__lines_next(tdm__lines *lr, const char **line, size_t *len,
                     int timeout_ms);
 /* Frees the buffer and closes an owned descriptor. */
 void tdm__lines_free(tdm__lines *lr);
+/* The input offset where the next line starts (the byte after the last
+ * line returned; after an over-long line's start, the bytes read so far,
+ * its rest being skipped).  For checkpoints of regular files. */
+int64_t tdm__lines_offset(const tdm__lines *lr);
+/* Continues reading at byte @p offset of a regular file, the last line
+ * returned having been number @p line_no; @p skipping: the bytes from
+ * @p offset up to the next newline belong to an over-long line already
+ * reported.  TDM_OK or TDM_ERR_IO (lseek failed; errno set). */
+tdm_err tdm__lines_seek(tdm__lines *lr, int64_t offset, int64_t line_no,
+                        bool skipping);
+
+/* ---- Checkpoint sections of the sources (docs/checkpoints.md) ----
+ * One section per source subtask; tags are distinct so that a blob of
+ * one kind of source is refused by another. */
+#define TDM__SNAP_TAG_FILE UINT64_C(0x5346)      /* "SF" */
+#define TDM__SNAP_TAG_GENERATOR UINT64_C(0x5347) /* "SG" */
+#define TDM__SNAP_TAG_NEXMARK UINT64_C(0x534E)   /* "SN" */
+#define TDM__SNAP_TAG_KAFKA UINT64_C(0x534B)     /* "SK" */
+#define TDM__SNAP_SOURCE_VERSION 1
+
+/* Writes "source '<name>' checkpoint: offset N: <reason>" for the first
+ * error of @p d into (errbuf, n); returns TDM_ERR_PARSE (parse.c). */
+tdm_err tdm__conn_snap_error(const tdm__source_conf *conf,
+                             const struct tdm__dec *d, char *errbuf,
+                             size_t n);
 
 /* ---- Streams: the lines of one partition as rows (stream.c) ---- */
 

@@ -6,7 +6,8 @@
  *
  * Threading: a source object is owned by one source subtask thread; a
  * sink object is shared by all subtasks that write to it and serialises
- * writes itself.
+ * writes itself (with exactly_once: one sink object per writing subtask,
+ * see tdm__sink_vtab version 3).
  */
 #ifndef TDM_CONNECT_H
 #define TDM_CONNECT_H
@@ -14,6 +15,11 @@
 #include <pthread.h>
 
 #include "runtime/row.h"
+
+/* Checkpoint encoder and decoder (state/ckpt_codec.h), used by the
+ * snapshot members of the vtables below. */
+struct tdm__enc;
+struct tdm__dec;
 
 /* A line for the job's log (no newline), from a connector's thread. */
 typedef void (*tdm__log_fn)(void *ud, const char *line);
@@ -138,7 +144,8 @@ tdm_err tdm__ts_from_text(const char *s, size_t len, int unit,
 typedef struct tdm__source tdm__source;
 
 typedef struct tdm__source_vtab {
-    int version; /* 1, or 2 with the members after close */
+    int version; /* 1; 2 with the members after close; 3 with snapshot
+                    and restore */
     /* Opens the share of the source that subtask @p index of @p count
      * reads (files are dealt round-robin; generator partitions likewise).
      * *n_partitions receives how many partitions this subtask reads (may
@@ -215,6 +222,27 @@ typedef struct tdm__source_vtab {
      * the runtime fences the split's keys (their open windows are not
      * written here; docs/kafka.md, "Key fence").  NULL: never. */
     int (*fenced)(tdm__source *src, int p);
+    /* ---- Version 3: checkpoints (docs/checkpoints.md, "Source
+     * positions").  Both NULL: the source cannot be replayed.  Called on
+     * the subtask's thread between polls.
+     * snapshot: encodes one section holding, per partition this subtask
+     * reads, its global identity and the position just after the last
+     * row poll() returned (and its finished flag).  TDM_OK, NOMEM,
+     * TDM_ERR_UNSUPPORTED (stdin, tcp: not replayable; message says so).
+     * restore: called right after open() with the same configuration
+     * (any subtask count); @p d holds the sections of every old subtask
+     * one after the other (the runtime concatenates their blobs) and the
+     * connector takes the entries of the partitions it now reads, which
+     * continue after their positions (Kafka keeps the list for the
+     * partitions assigned later); partitions finished then are not
+     * reported finished again (the reader's restored split state carries
+     * that).  TDM_OK, TDM_ERR_PARSE (bad blob: the
+     * message names the offset), TDM_ERR_IO (a file shrank below its
+     * position or vanished: the message names it), NOMEM. */
+    tdm_err (*snapshot)(tdm__source *src, struct tdm__enc *e, char *errbuf,
+                        size_t errbuf_size);
+    tdm_err (*restore)(tdm__source *src, struct tdm__dec *d, char *errbuf,
+                       size_t errbuf_size);
 } tdm__source_vtab;
 
 extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */
@@ -240,7 +268,29 @@ typedef struct tdm__sink_conf {
     /* The buffer's clock in ms (tests); NULL: CLOCK_MONOTONIC. */
     int64_t (*now)(void *now_ud);
     void *now_ud;
+    /* Two-phase commit (version 3, docs/checkpoints.md "Sinks"): when
+     * set, the sink object belongs to writer @p writer (0-based) of the
+     * sink and output becomes visible only at commit().  0: output is
+     * written as it comes (the behaviour without checkpoints). */
+    bool exactly_once;
+    int writer;
+    const char *job_name;  /* Kafka transactional.id; NULL: "job" */
+    /* Kafka, tests only: replaces the rd_kafka_*_transaction calls
+     * (tdm__kk_txn_ops below); NULL: librdkafka's. */
+    const struct tdm__kk_txn_ops *kafka_txn_ops;
 } tdm__sink_conf;
+
+/* The transaction calls of the Kafka sink (librdkafka's rd_kafka_*_
+ * transaction functions by default); tests pass a recording shim. */
+struct rd_kafka_s;
+struct rd_kafka_error_s;
+typedef struct tdm__kk_txn_ops {
+    struct rd_kafka_error_s *(*init)(struct rd_kafka_s *rk, int timeout_ms);
+    struct rd_kafka_error_s *(*begin)(struct rd_kafka_s *rk);
+    struct rd_kafka_error_s *(*commit)(struct rd_kafka_s *rk,
+                                       int timeout_ms);
+    struct rd_kafka_error_s *(*abort)(struct rd_kafka_s *rk, int timeout_ms);
+} tdm__kk_txn_ops;
 
 enum { TDM__SINK_STDOUT = 1, TDM__SINK_FILE, TDM__SINK_DISCARD,
        TDM__SINK_KAFKA };
@@ -277,7 +327,7 @@ typedef struct tdm__out_row {
 typedef struct tdm__sinkobj tdm__sinkobj;
 
 typedef struct tdm__sink_vtab {
-    int version; /* 1, or 2 with flush */
+    int version; /* 1, 2 with flush and tick, 3 with 2PC */
     tdm_err (*open)(const tdm__sink_conf *conf, int upsert,
                     tdm__sinkobj **out, char *errbuf, size_t errbuf_size);
     /* Thread-safe: called from several subtasks. */
@@ -290,7 +340,9 @@ typedef struct tdm__sink_vtab {
     tdm_err (*close)(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
     /* Version 2: everything written before the call is durable when it
      * returns TDM_OK (text: buffer written and fflush'ed; Kafka: every
-     * message acknowledged).  Thread-safe. */
+     * message acknowledged).  Thread-safe.  With exactly_once it only
+     * writes the buffer on (to the in-progress part; the open Kafka
+     * transaction) and makes nothing visible: see pre_commit. */
     tdm_err (*flush)(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
     /* Version 2, may be NULL: writes out what has waited in a buffer
      * longer than the sink's flush interval (no durability promise, no
@@ -298,7 +350,44 @@ typedef struct tdm__sink_vtab {
      * so that results reach the output while no others follow them.
      * Thread-safe; errors surface at the next write, flush or close. */
     void (*tick)(tdm__sinkobj *s);
+    /* ---- Version 3: two-phase commit (Flink's TwoPhaseCommitSink).
+     * Only with conf->exactly_once (stdout and discard objects then
+     * only flush at pre_commit and append nothing: at-least-once; commit
+     * and recover do nothing for them).  A sink object then belongs to
+     * one writing subtask (conf->writer), and the runtime calls these
+     * from that subtask's thread (the mutex makes any thread safe):
+     *   recover(s, st)    once, after open, before the first write: st
+     *                     is the sink's section of the restored
+     *                     checkpoint, NULL on a fresh start;
+     *   pre_commit(s, n)  at the writer's barrier n, after the rows
+     *                     before the barrier and before any after it:
+     *                     those rows become pending transaction n,
+     *                     durable but invisible, and its identity is
+     *                     appended to @p st (one section);
+     *   commit(s, n)      once checkpoint n is durable (any later time,
+     *                     also after newer pre_commits): every pending
+     *                     transaction <= n becomes visible; idempotent;
+     *   close             at a clean end, after the final pre_commit +
+     *                     commit (writes without them are discarded).
+     * Errors: TDM_OK, TDM_ERR_IO (message names the path or topic),
+     * TDM_ERR_PARSE (a bad @p st, with its offset), TDM_ERR_STATE,
+     * TDM_ERR_NOMEM. */
+    tdm_err (*pre_commit)(tdm__sinkobj *s, uint64_t ckpt_id,
+                          struct tdm__enc *st, char *errbuf,
+                          size_t errbuf_size);
+    tdm_err (*commit)(tdm__sinkobj *s, uint64_t ckpt_id, char *errbuf,
+                      size_t errbuf_size);
+    tdm_err (*recover)(tdm__sinkobj *s, struct tdm__dec *st, char *errbuf,
+                       size_t errbuf_size);
+    /* Frees the object as a crash would leave it: no flush, no commit,
+     * files and transactions as they are (tests; the runtime's abort
+     * path may use it too). */
+    void (*abandon)(tdm__sinkobj *s);
 } tdm__sink_vtab;
+
+/* Section tags of sink state in a checkpoint (docs/checkpoints.md). */
+#define TDM__CKPT_TAG_FILE_SINK 0x51u
+#define TDM__CKPT_TAG_KAFKA_SINK 0x52u
 
 extern const tdm__sink_vtab tdm__text_sink; /* stdout, file, discard */
 extern const tdm__sink_vtab tdm__kafka_sink;

@@ -24,6 +24,12 @@
  * idle_for is 0).  Fields are found in the schema by name (user, page,
  * sensor, value, ts); absent ones are left out.
  *
+ * Checkpoints (version 3): a partition's position is its next round r
+ * (its next record is r * partitions + p); a restored subtask starts at
+ * the lowest round of its partitions and passes over partitions whose
+ * round is still ahead, so partitions taken over from different old
+ * subtasks (another parallelism) each continue exactly where they were.
+ *
  * Speed: no formatting calls per row - digits are written straight into
  * the batch arena - and one 64-bit mix per random draw.
  */
@@ -31,6 +37,7 @@
 #include <string.h>
 
 #include "connect/conn.h"
+#include "state/ckpt_codec.h"
 
 #define ZIPF_TABLE_MAX ((int64_t)1 << 20)
 /* Names of keys below this many are rendered once, at open (8 bytes per
@@ -55,6 +62,8 @@ struct tdm__source {
     int64_t round_base; /* round * n_part (saturated) */
     uint64_t key1, key2;  /* per-seed keys of the two draws of a record */
     int next;
+    int64_t *start; /* after restore: first round of each partition */
+    int64_t start_max; /* the highest of them */
     double *cdf;    /* Zipf CDF (keys entries) or NULL */
     double zipf_s, zipf_h; /* continuous approximation */
     bool zipf_approx;
@@ -98,6 +107,7 @@ static void gen_close(tdm__source *src)
         return;
     tdm__free(src->parts);
     tdm__free(src->fin);
+    tdm__free(src->start);
     tdm__free(src->cdf);
     tdm__free(src->key_names);
     tdm__free(src);
@@ -454,7 +464,9 @@ fail:
     return err;
 }
 
-/* Appends up to @p max records in increasing index order. */
+/* Appends up to @p max records in increasing index order.  After a
+ * restore (start set) partitions whose round is still ahead are passed
+ * over until every partition has caught up; start is then dropped. */
 static tdm_err gen_poll(tdm__source *src, tdm__batch *b, size_t max,
                         uint8_t *finished, int *eof)
 {
@@ -470,8 +482,14 @@ static tdm_err gen_poll(tdm__source *src, tdm__batch *b, size_t max,
             if (__builtin_mul_overflow(src->round, src->n_part,
                                        &src->round_base))
                 src->round_base = INT64_MAX;
+            if (src->start && src->round >= src->start_max) {
+                tdm__free(src->start);
+                src->start = NULL;
+            }
         }
         src->next++;
+        if (src->start && src->round < src->start[j])
+            continue; /* restored further along */
         if (__builtin_add_overflow(src->round_base, src->parts[j], &i) ||
             i >= src->total) {
             if (!src->fin[j]) {
@@ -491,9 +509,162 @@ static tdm_err gen_poll(tdm__source *src, tdm__batch *b, size_t max,
     return TDM_OK;
 }
 
+/* ---- Checkpoints ---- */
+
+/* The next round of local partition @p j: the poll loop has passed it in
+ * the current round when j < next. */
+static int64_t next_round(const tdm__source *src, int j)
+{
+    int64_t r = j < src->next ? src->round + 1 : src->round;
+    if (src->start && src->start[j] > r)
+        r = src->start[j];
+    return r;
+}
+
+/* Encodes this subtask's partitions (docs/checkpoints.md). */
+static tdm_err gen_snapshot(tdm__source *src, struct tdm__enc *e,
+                            char *errbuf, size_t errbuf_size)
+{
+    (void)errbuf;
+    (void)errbuf_size;
+    tdm__enc_begin(e, TDM__SNAP_TAG_GENERATOR);
+    tdm__enc_uvar(e, TDM__SNAP_SOURCE_VERSION);
+    tdm__enc_uvar(e, (uint64_t)src->n_part);
+    tdm__enc_uvar(e, (uint64_t)src->n_parts);
+    for (int j = 0; j < src->n_parts; j++) {
+        tdm__enc_uvar(e, (uint64_t)src->parts[j]);
+        tdm__enc_uvar(e, (uint64_t)next_round(src, j));
+        tdm__enc_u8(e, src->fin[j]);
+    }
+    tdm__enc_end(e);
+    return e->oom ? TDM_ERR_NOMEM : TDM_OK;
+}
+
+/* Reads the merged sections of the old subtasks (see connect.h) and
+ * keeps the rounds of this subtask's partitions; every one of them must
+ * be listed exactly once. */
+static tdm_err gen_restore(tdm__source *src, struct tdm__dec *d,
+                           char *errbuf, size_t errbuf_size)
+{
+    tdm__dec body;
+    int64_t *start = tdm__calloc((size_t)(src->n_parts ? src->n_parts : 1),
+                                 sizeof *start);
+    uint8_t *seen = tdm__calloc((size_t)(src->n_parts ? src->n_parts : 1),
+                                1);
+    tdm_err err = TDM_OK;
+
+    memset(&body, 0, sizeof body);
+    if (!start || !seen) {
+        err = TDM_ERR_NOMEM;
+        goto out;
+    }
+    while (tdm__dec_left(d) > 0) {
+        uint64_t tag, version, n_part, n;
+        if (tdm__dec_section(d, &tag, &body) != TDM_OK) {
+            err = tdm__conn_snap_error(&src->conf, d, errbuf, errbuf_size);
+            goto out;
+        }
+        if (tag != TDM__SNAP_TAG_GENERATOR)
+            tdm__dec_fail(&body, "not a generator section");
+        tdm__dec_uvar(&body, &version);
+        if (!body.err && version != TDM__SNAP_SOURCE_VERSION)
+            tdm__dec_fail(&body, "unknown generator version");
+        tdm__dec_uvar(&body, &n_part);
+        if (!body.err && n_part != (uint64_t)src->n_part)
+            tdm__dec_fail(&body, "generator.partitions differs from the "
+                                 "checkpoint's");
+        tdm__dec_uvar(&body, &n);
+        if (!body.err && n > tdm__dec_left(&body))
+            tdm__dec_fail(&body, "too many partitions");
+        for (uint64_t k = 0; !body.err && k < n; k++) {
+            uint64_t p, r;
+            uint8_t fin;
+            tdm__dec_uvar(&body, &p);
+            tdm__dec_uvar(&body, &r);
+            if (tdm__dec_u8(&body, &fin) != TDM_OK)
+                break;
+            if (p >= n_part || r > INT64_MAX || fin > 1) {
+                tdm__dec_fail(&body, "bad partition entry");
+                break;
+            }
+            /* Local partitions are ascending: p = index + j * count. */
+            for (int j = 0; j < src->n_parts; j++) {
+                if ((uint64_t)src->parts[j] != p)
+                    continue;
+                if (seen[j]) {
+                    tdm__dec_fail(&body, "partition listed twice");
+                    break;
+                }
+                seen[j] = 1;
+                if (fin && r < (uint64_t)((src->total - p + src->n_part - 1) /
+                                          src->n_part)) {
+                    tdm__dec_fail(&body, "partition finished before its "
+                                         "end");
+                    break;
+                }
+                src->fin[j] = fin;
+                /* Any round from total / partitions + 1 on is past the
+                 * end: clamp, so that passing over partitions ahead
+                 * stays bounded. */
+                uint64_t past = (uint64_t)(src->total / src->n_part) + 1;
+                start[j] = (int64_t)(r < past ? r : past);
+            }
+        }
+        if (body.err) {
+            err = tdm__conn_snap_error(&src->conf, &body, errbuf,
+                                       errbuf_size);
+            goto out;
+        }
+    }
+    if (d->err) {
+        err = tdm__conn_snap_error(&src->conf, d, errbuf, errbuf_size);
+        goto out;
+    }
+    int64_t min = INT64_MAX;
+    for (int j = 0; j < src->n_parts; j++) {
+        if (!seen[j]) {
+            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_PARSE,
+                            "source '%s' checkpoint: generator partition "
+                            "%lld is missing",
+                            src->conf.name ? src->conf.name : "?",
+                            (long long)src->parts[j]);
+            goto out;
+        }
+        if (start[j] < min)
+            min = start[j];
+    }
+    src->n_done = 0;
+    for (int j = 0; j < src->n_parts; j++)
+        src->n_done += src->fin[j];
+    int64_t max = min;
+    for (int j = 0; j < src->n_parts; j++)
+        if (start[j] > max)
+            max = start[j];
+    if (src->n_parts > 0) {
+        src->round = min;
+        src->start_max = max;
+        src->next = 0;
+        if (__builtin_mul_overflow(src->round, src->n_part,
+                                   &src->round_base))
+            src->round_base = INT64_MAX;
+        tdm__free(src->start);
+        src->start = NULL;
+        if (max > min) { /* else nothing to pass over */
+            src->start = start;
+            start = NULL;
+        }
+    }
+out:
+    tdm__free(start);
+    tdm__free(seen);
+    return err;
+}
+
 const tdm__source_vtab tdm__generator_source = {
-    .version = 1,
+    .version = 3,
     .open = gen_open,
     .poll = gen_poll,
     .close = gen_close,
+    .snapshot = gen_snapshot,
+    .restore = gen_restore,
 };

@@ -14,6 +14,12 @@
  * group never committed.  With a repartition key the rows go through an
  * internal topic instead (kafka_shuffle.h) and the splits are its
  * partitions.
+ *
+ * Checkpoints (version 3): a snapshot lists every assigned partition
+ * (topic, partition, the offset after the last record returned); a
+ * restore keeps the merged list of all old subtasks, and a partition
+ * assigned later that is on it starts at its offset, before anything
+ * the group committed.  Not with a repartition key (UNSUPPORTED).
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +27,7 @@
 
 #include "connect/kafka.h"
 #include "connect/kafka_shuffle.h"
+#include "state/ckpt_codec.h"
 
 /* How long rd_kafka_committed / offsets_for_times may take at assign. */
 #define KS_QUERY_MS 5000
@@ -116,7 +123,19 @@ struct tdm__source {
     int *key_idx;
     int n_key;
     bool input_end_sent;
+    /* Positions of a restored checkpoint (ks_restore), looked up when a
+     * partition is first assigned. */
+    struct ks_pos *rpos;
+    int n_rpos;
 };
+
+/* One checkpointed partition position. */
+typedef struct ks_pos {
+    char *topic;
+    int32_t part;
+    int64_t offset;
+    bool ended;
+} ks_pos;
 
 /* ---- Partitions ---- */
 
@@ -727,6 +746,17 @@ static void owners_leave(tdm__source *src)
 
 /* Partitions assigned: local indices, start offsets and floors, then the
  * (incremental) assign. */
+/* The restored position of (topic, part), NULL if none. */
+static const ks_pos *restored_pos(const tdm__source *src, const char *topic,
+                                  int32_t part)
+{
+    for (int i = 0; i < src->n_rpos; i++)
+        if (src->rpos[i].part == part &&
+            strcmp(src->rpos[i].topic, topic) == 0)
+            return &src->rpos[i];
+    return NULL;
+}
+
 static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
                       bool coop)
 {
@@ -803,7 +833,14 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
         kp->taken_now = true;
         if (src->sh)
             tdm__kshuffle_input_assigned(src->sh, kp->local);
-        if (resumed[i]) {
+        const ks_pos *cp = restored_pos(src, el->topic, el->partition);
+        if (cp) {
+            /* A checkpoint's position comes first: exactly after the
+             * last record whose effects the checkpoint holds. */
+            el->offset = cp->offset;
+            kp->next = cp->offset;
+            kp->claim = true;
+        } else if (resumed[i]) {
             tdm_time_ms top;
             kp->committed = kp->next = el->offset;
             if (tdm__kafka_meta_parse(el->metadata, el->metadata_size,
@@ -821,7 +858,7 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
         } else {
             el->offset = RD_KAFKA_OFFSET_BEGINNING;
         }
-        if (!resumed[i])
+        if (!resumed[i] && !cp)
             kp->claim = true;
         if (kp->next < 0)
             kp->next = logical_offset(src, kp, el->offset);
@@ -1187,6 +1224,9 @@ static void ks_close(tdm__source *src)
     tdm__ksnap_free(&src->snaps);
     tdm__free(src->csv_cols);
     tdm__free(src->key_idx);
+    for (int i = 0; i < src->n_rpos; i++)
+        tdm__free(src->rpos[i].topic);
+    tdm__free(src->rpos);
     if (src->inb)
         tdm__batch_destroy(src->inb);
     tdm__free(src);
@@ -1501,8 +1541,115 @@ static int ks_partition_watermark(tdm__source *src, int p, tdm_time_ms *wm,
     return tdm__kshuffle_partition_watermark(src->sh, p, wm, idle);
 }
 
+/* ---- Checkpoints ---- */
+
+/* Encodes every assigned partition's position (docs/checkpoints.md,
+ * "Kafka source"). */
+static tdm_err ks_snapshot(tdm__source *src, struct tdm__enc *e,
+                           char *errbuf, size_t errbuf_size)
+{
+    uint64_t n = 0;
+
+    if (src->sh)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
+                         "source '%s': a repartitioned Kafka source has no "
+                         "checkpoint position yet",
+                         src->conf.name ? src->conf.name : "?");
+    for (int i = 0; i < src->n_parts; i++)
+        if (src->parts[i]->live && src->parts[i]->next >= 0)
+            n++;
+    tdm__enc_begin(e, TDM__SNAP_TAG_KAFKA);
+    tdm__enc_uvar(e, TDM__SNAP_SOURCE_VERSION);
+    tdm__enc_uvar(e, n);
+    for (int i = 0; i < src->n_parts; i++) {
+        const kpart *kp = src->parts[i];
+        if (!kp->live || kp->next < 0)
+            continue;
+        tdm__enc_str(e, kp->topic);
+        tdm__enc_svar(e, kp->part);
+        tdm__enc_uvar(e, (uint64_t)kp->next);
+        tdm__enc_u8(e, kp->ended ? 1 : 0);
+    }
+    tdm__enc_end(e);
+    return e->oom ? TDM_ERR_NOMEM : TDM_OK;
+}
+
+/* Keeps the merged positions of the old subtasks for later assignments
+ * (called before the first poll; a partition may appear once). */
+static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d,
+                          char *errbuf, size_t errbuf_size)
+{
+    tdm__dec body;
+    char *topic = NULL;
+    tdm_err err = TDM_OK;
+
+    memset(&body, 0, sizeof body);
+    if (src->sh)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
+                         "source '%s': a repartitioned Kafka source cannot "
+                         "be restored from a checkpoint yet",
+                         src->conf.name ? src->conf.name : "?");
+    while (tdm__dec_left(d) > 0) {
+        uint64_t tag, version, n;
+        if (tdm__dec_section(d, &tag, &body) != TDM_OK) {
+            err = tdm__conn_snap_error(&src->conf, d, errbuf, errbuf_size);
+            goto out;
+        }
+        if (tag != TDM__SNAP_TAG_KAFKA)
+            tdm__dec_fail(&body, "not a Kafka source section");
+        tdm__dec_uvar(&body, &version);
+        if (!body.err && version != TDM__SNAP_SOURCE_VERSION)
+            tdm__dec_fail(&body, "unknown Kafka source version");
+        tdm__dec_uvar(&body, &n);
+        if (!body.err && n > tdm__dec_left(&body))
+            tdm__dec_fail(&body, "too many partitions");
+        for (uint64_t k = 0; !body.err && k < n; k++) {
+            int64_t part;
+            uint64_t off;
+            uint8_t ended;
+            tdm__dec_str(&body, &topic);
+            tdm__dec_svar(&body, &part);
+            tdm__dec_uvar(&body, &off);
+            if (tdm__dec_u8(&body, &ended) != TDM_OK)
+                break;
+            if (part < 0 || part > INT32_MAX || off > INT64_MAX ||
+                ended > 1 || !topic[0]) {
+                tdm__dec_fail(&body, "bad partition entry");
+                break;
+            }
+            if (restored_pos(src, topic, (int32_t)part)) {
+                tdm__dec_fail(&body, "partition listed twice");
+                break;
+            }
+            ks_pos *a = tdm__realloc(src->rpos, (size_t)(src->n_rpos + 1) *
+                                                    sizeof *a);
+            if (!a) {
+                err = TDM_ERR_NOMEM;
+                goto out;
+            }
+            src->rpos = a;
+            a[src->n_rpos].topic = topic;
+            a[src->n_rpos].part = (int32_t)part;
+            a[src->n_rpos].offset = (int64_t)off;
+            a[src->n_rpos].ended = ended != 0;
+            src->n_rpos++;
+            topic = NULL;
+        }
+        if (body.err) {
+            err = tdm__conn_snap_error(&src->conf, &body, errbuf,
+                                       errbuf_size);
+            goto out;
+        }
+    }
+    if (d->err)
+        err = tdm__conn_snap_error(&src->conf, d, errbuf, errbuf_size);
+out:
+    tdm__free(topic);
+    return err;
+}
+
 const tdm__source_vtab tdm__kafka_source = {
-    .version = 2,
+    .version = 3,
     .open = ks_open,
     .poll = ks_poll,
     .close = ks_close,
@@ -1515,4 +1662,6 @@ const tdm__source_vtab tdm__kafka_source = {
     .partition_watermark = ks_partition_watermark,
     .replayed = ks_replayed,
     .fenced = ks_fenced,
+    .snapshot = ks_snapshot,
+    .restore = ks_restore,
 };

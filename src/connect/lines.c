@@ -186,6 +186,34 @@ int tdm__lines_next(tdm__lines *lr, const char **line, size_t *len,
             if (got == 0)
                 lr->eof = true;
             lr->end += (size_t)got;
+            lr->pos += got;
         }
     }
+}
+
+/* ---- Positions (checkpoints) ---- */
+
+/* The input offset of the next byte a line will start from (see conn.h):
+ * bytes read minus those still buffered; while an over-long line is
+ * being skipped every buffered byte belongs to it, so the position is
+ * what was read. */
+int64_t tdm__lines_offset(const tdm__lines *lr)
+{
+    if (lr->skipping)
+        return lr->pos;
+    return lr->pos - (int64_t)(lr->end - lr->beg);
+}
+
+/* Moves a regular file's reader to @p offset (see conn.h). */
+tdm_err tdm__lines_seek(tdm__lines *lr, int64_t offset, int64_t line_no,
+                        bool skipping)
+{
+    if (offset < 0 || lseek(lr->fd, (off_t)offset, SEEK_SET) < 0)
+        return TDM_ERR_IO;
+    lr->beg = lr->end = lr->scan = 0;
+    lr->eof = false;
+    lr->skipping = skipping;
+    lr->pos = offset;
+    lr->line_no = line_no;
+    return TDM_OK;
 }

@@ -31,12 +31,18 @@
  * The batch's layout this relies on (values of row r at vals + r * nf,
  * partition and flags adjacent, the null flag's word after the value)
  * is checked: statically, or once per fill.
+ *
+ * Checkpoints (version 3): a partition's position is its next event
+ * count.  A restore rebuilds the progression when the counts form one,
+ * else visits partitions one by one (whole rounds again once the counts
+ * line up).
  */
 #include <stddef.h>
 #include <string.h>
 
 #include "connect/conn.h"
 #include "connect/nexmark.h"
+#include "state/ckpt_codec.h"
 
 /* The fields a NEXMark row can have, in this order in f[]. */
 enum {
@@ -98,6 +104,7 @@ struct tdm__source {
      * (cur: the local partition of pos); next[] is then unused. */
     bool ap;
     int64_t pos, stride;
+    bool ragged; /* after restore: next[] may not be one round */
 };
 
 /* The tdm__nx_fill column of field @p k (-1 for event_type and
@@ -497,6 +504,20 @@ static tdm_err poll_run(tdm__source *src, tdm__batch *b, size_t limit,
     return TDM_OK;
 }
 
+/* Whether next[] is one round (next[k] = next[0] + k * par), as it
+ * always is at j = 0 unless a restore took partitions at different
+ * rounds; checked only then, and cleared once true. */
+static bool in_step(tdm__source *src)
+{
+    if (!src->ragged)
+        return true;
+    for (int k = 1; k < src->n_parts; k++)
+        if (src->next[k] != src->next[0] + (int64_t)k * src->par)
+            return false;
+    src->ragged = false;
+    return true;
+}
+
 /* Appends up to @p max rows, one event of each local partition in turn
  * (so partitions advance together in event time). */
 static tdm_err nx_poll(tdm__source *src, tdm__batch *b, size_t max,
@@ -518,7 +539,7 @@ static tdm_err nx_poll(tdm__source *src, tdm__batch *b, size_t max,
         int64_t walked = 0;
         tdm_err err;
         if (j == 0 && src->n_done == 0 &&
-            src->next[src->n_parts - 1] < src->total) {
+            src->next[src->n_parts - 1] < src->total && in_step(src)) {
             err = fill_rows(src, b, limit, src->next[0], src->par,
                             src->n_parts, 0, &walked);
             for (int64_t k = 0; k < walked; k++)
@@ -549,9 +570,172 @@ static tdm_err nx_poll(tdm__source *src, tdm__batch *b, size_t max,
     return TDM_OK;
 }
 
+/* ---- Checkpoints ---- */
+
+/* The next event count of local partition @p j. */
+static int64_t nx_next_count(const tdm__source *src, int j)
+{
+    if (!src->ap)
+        return src->next[j];
+    int64_t k = (j - src->cur + src->n_parts) % src->n_parts;
+    int64_t c;
+    if (__builtin_mul_overflow(k, src->stride, &c) ||
+        __builtin_add_overflow(c, src->pos, &c))
+        return INT64_MAX;
+    return c;
+}
+
+/* Encodes this subtask's partitions (docs/checkpoints.md). */
+static tdm_err nx_snapshot(tdm__source *src, struct tdm__enc *e,
+                           char *errbuf, size_t errbuf_size)
+{
+    (void)errbuf;
+    (void)errbuf_size;
+    tdm__enc_begin(e, TDM__SNAP_TAG_NEXMARK);
+    tdm__enc_uvar(e, TDM__SNAP_SOURCE_VERSION);
+    tdm__enc_uvar(e, (uint64_t)src->n_part);
+    tdm__enc_uvar(e, (uint64_t)src->n_parts);
+    for (int j = 0; j < src->n_parts; j++) {
+        tdm__enc_uvar(e, (uint64_t)src->parts[j]);
+        tdm__enc_uvar(e, (uint64_t)nx_next_count(src, j));
+        tdm__enc_u8(e, src->fin[j]);
+    }
+    tdm__enc_end(e);
+    return e->oom ? TDM_ERR_NOMEM : TDM_OK;
+}
+
+/* Sets the poll state from the next counts in src->next (every local
+ * partition restored). */
+static void nx_resume(tdm__source *src)
+{
+    int n = src->n_parts;
+    /* The partition that goes first: the lowest round, first index. */
+    int first = 0;
+    for (int j = 1; j < n; j++)
+        if ((src->next[j] - src->parts[j]) / src->n_part <
+            (src->next[first] - src->parts[first]) / src->n_part)
+            first = j;
+    src->cur = first;
+    src->n_done = 0;
+    for (int j = 0; j < n; j++)
+        src->n_done += src->fin[j];
+    /* Finished partitions stay finished, not reported again.  The
+     * progression finishes its partitions all at once: only when none or
+     * all are. */
+    if (src->ap && src->n_done > 0 && src->n_done < n)
+        src->ap = false;
+    if (src->ap) {
+        /* Still one progression from next[first]? */
+        bool prog = true;
+        for (int k = 0; k < n && prog; k++) {
+            int j = (first + k) % n;
+            int64_t want;
+            prog = !__builtin_mul_overflow((int64_t)k, src->stride, &want) &&
+                   !__builtin_add_overflow(want, src->next[first], &want) &&
+                   (src->next[j] == want ||
+                    (src->next[j] >= src->total && want >= src->total));
+        }
+        if (prog) {
+            src->pos = src->next[first];
+            return;
+        }
+        src->ap = false;
+    }
+    src->ragged = true;
+}
+
+/* Reads the merged sections of the old subtasks (see connect.h): every
+ * local partition must be listed once, with a count of its own. */
+static tdm_err nx_restore(tdm__source *src, struct tdm__dec *d,
+                          char *errbuf, size_t errbuf_size)
+{
+    tdm__dec body;
+    size_t n_alloc = (size_t)(src->n_parts ? src->n_parts : 1);
+    uint8_t *seen = tdm__calloc(n_alloc, 1);
+    tdm_err err = TDM_OK;
+
+    memset(&body, 0, sizeof body);
+    if (!seen)
+        return TDM_ERR_NOMEM;
+    while (tdm__dec_left(d) > 0) {
+        uint64_t tag, version, n_part, n;
+        if (tdm__dec_section(d, &tag, &body) != TDM_OK) {
+            err = tdm__conn_snap_error(&src->conf, d, errbuf, errbuf_size);
+            goto out;
+        }
+        if (tag != TDM__SNAP_TAG_NEXMARK)
+            tdm__dec_fail(&body, "not a NEXMark section");
+        tdm__dec_uvar(&body, &version);
+        if (!body.err && version != TDM__SNAP_SOURCE_VERSION)
+            tdm__dec_fail(&body, "unknown NEXMark version");
+        tdm__dec_uvar(&body, &n_part);
+        if (!body.err && n_part != (uint64_t)src->n_part)
+            tdm__dec_fail(&body, "generator.partitions differs from the "
+                                 "checkpoint's");
+        tdm__dec_uvar(&body, &n);
+        if (!body.err && n > tdm__dec_left(&body))
+            tdm__dec_fail(&body, "too many partitions");
+        for (uint64_t k = 0; !body.err && k < n; k++) {
+            uint64_t p, c;
+            uint8_t fin;
+            tdm__dec_uvar(&body, &p);
+            tdm__dec_uvar(&body, &c);
+            if (tdm__dec_u8(&body, &fin) != TDM_OK)
+                break;
+            if (p >= n_part || c > INT64_MAX / 2 || fin > 1 ||
+                c % n_part != p) {
+                tdm__dec_fail(&body, "bad partition entry");
+                break;
+            }
+            for (int j = 0; j < src->n_parts; j++) {
+                if ((uint64_t)src->parts[j] != p)
+                    continue;
+                if (seen[j]) {
+                    tdm__dec_fail(&body, "partition listed twice");
+                    break;
+                }
+                seen[j] = 1;
+                if (fin && (int64_t)c < src->total) {
+                    tdm__dec_fail(&body, "partition finished before its "
+                                         "end");
+                    break;
+                }
+                src->next[j] = (int64_t)c;
+                src->fin[j] = fin;
+            }
+        }
+        if (body.err) {
+            err = tdm__conn_snap_error(&src->conf, &body, errbuf,
+                                       errbuf_size);
+            goto out;
+        }
+    }
+    if (d->err) {
+        err = tdm__conn_snap_error(&src->conf, d, errbuf, errbuf_size);
+        goto out;
+    }
+    for (int j = 0; j < src->n_parts; j++) {
+        if (!seen[j]) {
+            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_PARSE,
+                            "source '%s' checkpoint: NEXMark partition "
+                            "%lld is missing",
+                            src->conf.name ? src->conf.name : "?",
+                            (long long)src->parts[j]);
+            goto out;
+        }
+    }
+    if (src->n_parts > 0)
+        nx_resume(src);
+out:
+    tdm__free(seen);
+    return err;
+}
+
 const tdm__source_vtab tdm__nexmark_source = {
-    .version = 1,
+    .version = 3,
     .open = nx_open,
     .poll = nx_poll,
     .close = nx_close,
+    .snapshot = nx_snapshot,
+    .restore = nx_restore,
 };

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "connect/conn.h"
+#include "state/ckpt_codec.h"
 
 /* 1 if the line holds only spaces, tabs and CRs (or nothing). */
 int tdm__conn_is_blank(const char *p, size_t len)
@@ -256,4 +257,19 @@ tdm_err tdm__conn_finish_ts(const tdm__source_conf *conf, tdm__row *row,
         return TDM_OK;
     row->ts = TDM_TIME_MIN;
     return tdm__conn_ts_error(reason, n, f->name, err, conf->ts_unit, shown);
+}
+
+/* The message of a refused source checkpoint (see conn.h). */
+tdm_err tdm__conn_snap_error(const tdm__source_conf *conf,
+                             const struct tdm__dec *d, char *errbuf,
+                             size_t n)
+{
+    size_t off = 0;
+    const char *why = "bad value";
+
+    if (tdm__dec_error(d, &off, &why) == TDM_OK)
+        why = "bad value";
+    return tdm__errf(errbuf, n, TDM_ERR_PARSE,
+                     "source '%s' checkpoint: offset %zu: %s",
+                     conf && conf->name ? conf->name : "?", off, why);
 }

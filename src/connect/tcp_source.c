@@ -193,9 +193,30 @@ static tdm_err tcp_poll(tdm__source *src, tdm__batch *b, size_t max,
     return TDM_OK;
 }
 
+/* A socket cannot be read again: no checkpoint position (a job that
+ * checkpoints refuses this source; docs/checkpoints.md). */
+static tdm_err tcp_snapshot(tdm__source *src, struct tdm__enc *e,
+                            char *errbuf, size_t errbuf_size)
+{
+    (void)e;
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
+                     "source '%s': a tcp socket cannot be replayed, so it "
+                     "has no checkpoint position",
+                     src && src->conf.name ? src->conf.name : "?");
+}
+
+static tdm_err tcp_restore(tdm__source *src, struct tdm__dec *d,
+                           char *errbuf, size_t errbuf_size)
+{
+    (void)d;
+    return tcp_snapshot(src, NULL, errbuf, errbuf_size);
+}
+
 const tdm__source_vtab tdm__tcp_source = {
-    .version = 1,
+    .version = 3,
     .open = tcp_open,
     .poll = tcp_poll,
     .close = tcp_close,
+    .snapshot = tcp_snapshot,
+    .restore = tcp_restore,
 };

@@ -30,16 +30,27 @@
  * (version 2: also writes a changed upsert table) and at close.  A file
  * sink creates missing parent folders.  The JSON lines are
  * also exported (conn.h) for the Kafka sink, so both write the same text.
+ *
+ * Exactly-once (conf->exactly_once, connect.h version 3): a file sink
+ * object belongs to one writer and writes hidden part files that
+ * pre_commit seals and commit renames to "path.part-<w>-<ckpt>"; an
+ * upsert file sink keeps its table in the checkpoint and writes "path"
+ * only at close.  stdout stays at-least-once.  See "Two-phase commit"
+ * below and docs/checkpoints.md, "Sinks: two-phase commit".
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "connect/conn.h"
+#include "core/fileio.h"
+#include "state/ckpt_codec.h"
 
 #define FLUSH_BYTES ((size_t)64 << 10)
 #define FLUSH_MS 500
@@ -77,6 +88,19 @@ struct tdm__sinkobj {
     size_t n_ents, cap_ents;
     uint32_t *slots; /* entry + 1, 0 empty */
     size_t n_slots;
+    /* Two-phase commit (conf->exactly_once on a file sink; see
+     * "Two-phase commit" below).  Rows go to the in-progress part
+     * (fd, opened at its first bytes); pre_commit turns it into a
+     * pending part, commit into a visible one. */
+    bool tpc;
+    int writer;
+    int fd;              /* the in-progress part, -1: none yet */
+    uint64_t part_bytes; /* bytes in the in-progress part */
+    char *dir, *base;    /* folder and file name of path */
+    char *inprog;        /* dir/.base.part-<w>.inprogress */
+    uint64_t *pend;      /* ids of pending parts, ascending */
+    size_t n_pend, cap_pend;
+    bool recovered; /* recover() ran */
 };
 
 /* ---- Buffers ---- */
@@ -467,12 +491,31 @@ static int64_t sink_now(const tdm__sinkobj *s)
     return s->now ? s->now(s->now_ud) : tdm__mono_ms();
 }
 
+/* Two-phase commit: appends s->out to the in-progress part, opening it
+ * at its first bytes.  Mutex held; a failure is kept in io_err. */
+static void tpc_write(tdm__sinkobj *s)
+{
+    tdm_err err = TDM_OK;
+
+    if (s->fd < 0)
+        err = tdm__fio_open(s->inprog, O_WRONLY | O_CREAT | O_TRUNC, 0666,
+                            &s->fd, s->io_msg, sizeof s->io_msg);
+    if (err == TDM_OK)
+        err = tdm__fio_write_all(s->fd, s->out.p, s->out.len, s->inprog,
+                                 s->io_msg, sizeof s->io_msg);
+    if (err == TDM_OK)
+        s->part_bytes += s->out.len;
+    s->io_err = err;
+}
+
 /* Writes the pending output.  Call with the mutex held. */
 static tdm_err flush_out(tdm__sinkobj *s)
 {
     if (s->io_err != TDM_OK)
         return s->io_err;
-    if (s->out.len > 0 && s->f) {
+    if (s->out.len > 0 && s->tpc) {
+        tpc_write(s);
+    } else if (s->out.len > 0 && s->f) {
         if (fwrite(s->out.p, 1, s->out.len, s->f) != s->out.len ||
             fflush(s->f) != 0) {
             s->io_err = TDM_ERR_IO;
@@ -545,6 +588,28 @@ static upsert_entry *upsert_find(tdm__sinkobj *s, const char *key,
     }
 }
 
+/* Rebuilds the slots of the keyed entries with @p ns (a power of two,
+ * > 2 * n_ents) slots.  TDM_OK or NOMEM (the table is unchanged). */
+static tdm_err upsert_rehash(tdm__sinkobj *s, size_t ns)
+{
+    uint32_t *sl = tdm__calloc(ns, sizeof *sl);
+    if (!sl)
+        return TDM_ERR_NOMEM;
+    for (size_t e = 0; e < s->n_ents; e++) {
+        if (!s->ents[e].key)
+            continue;
+        size_t i = (size_t)tdm__hash_bytes(s->ents[e].key, s->ents[e].key_len) &
+                   (ns - 1);
+        while (sl[i])
+            i = (i + 1) & (ns - 1);
+        sl[i] = (uint32_t)e + 1;
+    }
+    tdm__free(s->slots);
+    s->slots = sl;
+    s->n_slots = ns;
+    return TDM_OK;
+}
+
 /* Stores the line s->line for upsert_key (replacing the previous one).
  * Rows without a key are kept as they come. */
 static tdm_err upsert_put(tdm__sinkobj *s, const tdm__out_row *row)
@@ -561,25 +626,9 @@ static tdm_err upsert_put(tdm__sinkobj *s, const tdm__out_row *row)
         s->ents = ne;
         s->cap_ents = cap;
     }
-    if (2 * (s->n_ents + 1) > s->n_slots) {
-        size_t ns = s->n_slots ? 2 * s->n_slots : 128;
-        uint32_t *sl = tdm__calloc(ns, sizeof *sl);
-        if (!sl)
-            return TDM_ERR_NOMEM;
-        for (size_t e = 0; e < s->n_ents; e++) {
-            if (!s->ents[e].key)
-                continue;
-            size_t i = (size_t)tdm__hash_bytes(s->ents[e].key,
-                                               s->ents[e].key_len) &
-                       (ns - 1);
-            while (sl[i])
-                i = (i + 1) & (ns - 1);
-            sl[i] = (uint32_t)e + 1;
-        }
-        tdm__free(s->slots);
-        s->slots = sl;
-        s->n_slots = ns;
-    }
+    if (2 * (s->n_ents + 1) > s->n_slots &&
+        upsert_rehash(s, s->n_slots ? 2 * s->n_slots : 128) != TDM_OK)
+        return TDM_ERR_NOMEM;
     if (row->upsert_key)
         u = upsert_find(s, row->upsert_key, row->upsert_key_len, &slot);
     copy = tdm__memdup(s->line.p, s->line.len);
@@ -638,6 +687,12 @@ static void free_sink(tdm__sinkobj *s)
         return;
     if (s->f && s->own_f)
         fclose(s->f);
+    if (s->fd >= 0)
+        (void)tdm__fio_close(s->fd, s->inprog, NULL, 0);
+    tdm__free(s->dir);
+    tdm__free(s->base);
+    tdm__free(s->inprog);
+    tdm__free(s->pend);
     for (size_t e = 0; e < s->n_ents; e++) {
         tdm__free(s->ents[e].key);
         tdm__free(s->ents[e].line);
@@ -651,6 +706,424 @@ static void free_sink(tdm__sinkobj *s)
     tdm__free(s->path);
     pthread_mutex_destroy(&s->mu);
     tdm__free(s);
+}
+
+/* ---- Two-phase commit ----
+ * (docs/checkpoints.md, "Sinks").  Writer w of a file sink at
+ * "dir/base" keeps its parts next to it:
+ *   dir/.base.part-<w>.inprogress      rows since the last pre_commit
+ *   dir/.base.part-<w>-<id>.pending    pre-committed at checkpoint <id>
+ *   dir/base.part-<w>-<id>             committed (visible)
+ * with <id> in ten digits, so names sort in checkpoint order.  An upsert
+ * file sink has no parts: its table goes into the checkpoint instead and
+ * is written to "path" at close as without checkpoints. */
+
+enum { PART_VISIBLE = 1, PART_PENDING, PART_INPROGRESS };
+
+static tdm_err sink_flush(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
+
+/* Sets up the part names of writer conf->writer.  Mutex not needed. */
+static tdm_err tpc_open(tdm__sinkobj *s, const tdm__sink_conf *conf,
+                        char *errbuf, size_t errbuf_size)
+{
+    const char *slash = strrchr(s->path, '/');
+    size_t dlen = slash ? (size_t)(slash - s->path) : 0;
+
+    if (conf->writer < 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "writer index %d is negative", conf->writer);
+    s->writer = conf->writer;
+    s->dir =
+        slash ? tdm__strndup(s->path, dlen ? dlen : 1) : tdm__strndup(".", 1);
+    s->base = tdm__strndup(slash ? slash + 1 : s->path,
+                           strlen(slash ? slash + 1 : s->path));
+    if (!s->dir || !s->base)
+        return TDM_ERR_NOMEM;
+    if (!s->base[0])
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "path '%s' names a folder", s->path);
+    size_t n = strlen(s->dir) + strlen(s->base) + 48;
+    s->inprog = tdm__malloc(n);
+    if (!s->inprog)
+        return TDM_ERR_NOMEM;
+    snprintf(s->inprog, n, "%s/.%s.part-%d.inprogress", s->dir, s->base,
+             s->writer);
+    s->tpc = s->mode != 1;
+    if (access(s->dir, W_OK | X_OK) != 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                         "cannot create files in '%s': %s", s->dir,
+                         strerror(errno));
+    return TDM_OK;
+}
+
+/* The path of part @p id of kind PART_VISIBLE or PART_PENDING. */
+static void part_path(const tdm__sinkobj *s, int kind, uint64_t id, char *out,
+                      size_t n)
+{
+    if (kind == PART_PENDING)
+        snprintf(out, n, "%s/.%s.part-%d-%010llu.pending", s->dir, s->base,
+                 s->writer, (unsigned long long)id);
+    else
+        snprintf(out, n, "%s/%s.part-%d-%010llu", s->dir, s->base, s->writer,
+                 (unsigned long long)id);
+}
+
+/* Classifies a folder entry: one of this writer's parts (kind, *id) or 0
+ * for anything else. */
+static int part_kind(const tdm__sinkobj *s, const char *name, uint64_t *id)
+{
+    char pre[64];
+    size_t bl = strlen(s->base);
+    bool hidden = name[0] == '.';
+    const char *p = name + hidden;
+    int kind;
+
+    *id = 0;
+    if (strncmp(p, s->base, bl) != 0)
+        return 0;
+    p += bl;
+    snprintf(pre, sizeof pre, ".part-%d", s->writer);
+    if (strncmp(p, pre, strlen(pre)) != 0)
+        return 0;
+    p += strlen(pre);
+    if (hidden && strcmp(p, ".inprogress") == 0)
+        return PART_INPROGRESS;
+    if (*p++ != '-' || strspn(p, "0123456789") != 10)
+        return 0;
+    kind = !hidden && p[10] == '\0'                    ? PART_VISIBLE
+           : hidden && strcmp(p + 10, ".pending") == 0 ? PART_PENDING
+                                                       : 0;
+    for (int i = 0; kind && i < 10; i++)
+        *id = *id * 10 + (uint64_t)(p[i] - '0');
+    return kind;
+}
+
+/* Makes pending part @p id visible; already visible is fine.  Mutex
+ * held.  TDM_OK, TDM_ERR_IO (the message names the paths). */
+static tdm_err publish_part(tdm__sinkobj *s, uint64_t id, char *errbuf,
+                            size_t errbuf_size)
+{
+    char from[4300], to[4300];
+    struct stat st;
+
+    part_path(s, PART_PENDING, id, from, sizeof from);
+    part_path(s, PART_VISIBLE, id, to, sizeof to);
+    if (stat(from, &st) != 0 && errno == ENOENT) {
+        if (stat(to, &st) == 0)
+            return TDM_OK; /* committed before */
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                         "pending part '%s' of checkpoint %llu is missing",
+                         from, (unsigned long long)id);
+    }
+    return tdm__fio_rename(from, to, errbuf, errbuf_size);
+}
+
+/* Writes what the in-progress part holds, fsyncs and closes it and
+ * renames it to pending part @p id.  Mutex held.  A failure is kept in
+ * io_err (the sink then needs recover in a new object). */
+static tdm_err seal_part(tdm__sinkobj *s, uint64_t id)
+{
+    char to[4300];
+    tdm_err err = flush_out(s);
+
+    if (err != TDM_OK || s->part_bytes == 0)
+        return err;
+    part_path(s, PART_PENDING, id, to, sizeof to);
+    err = tdm__fio_fsync(s->fd, s->inprog, s->io_msg, sizeof s->io_msg);
+    if (err == TDM_OK) {
+        int fd = s->fd;
+        s->fd = -1;
+        err = tdm__fio_close(fd, s->inprog, s->io_msg, sizeof s->io_msg);
+    }
+    if (err == TDM_OK)
+        err = tdm__fio_rename(s->inprog, to, s->io_msg, sizeof s->io_msg);
+    if (err == TDM_OK)
+        err = tdm__fio_fsync_dir(s->dir, s->io_msg, sizeof s->io_msg);
+    if (err == TDM_OK && s->n_pend == s->cap_pend) {
+        size_t cap = s->cap_pend ? 2 * s->cap_pend : 8;
+        uint64_t *np = tdm__realloc(s->pend, cap * sizeof *np);
+        if (!np)
+            err = TDM_ERR_NOMEM;
+        else {
+            s->pend = np;
+            s->cap_pend = cap;
+        }
+    }
+    if (err == TDM_OK) {
+        s->pend[s->n_pend++] = id;
+        s->part_bytes = 0;
+        s->header_done = false; /* every part starts with a CSV header */
+    }
+    s->io_err = err;
+    return err;
+}
+
+/* Encodes the upsert table (see docs/checkpoints.md).  Mutex held. */
+static void enc_table(const tdm__sinkobj *s, tdm__enc *e)
+{
+    tdm__enc_u8(e, s->header ? 1 : 0);
+    if (s->header)
+        tdm__enc_bytes(e, s->header, s->header_len);
+    tdm__enc_uvar(e, s->n_ents);
+    for (size_t i = 0; i < s->n_ents; i++) {
+        const upsert_entry *u = &s->ents[i];
+        tdm__enc_u8(e, (uint8_t)((u->key ? 1 : 0) | (u->gone ? 2 : 0)));
+        if (u->key)
+            tdm__enc_bytes(e, u->key, u->key_len);
+        tdm__enc_bytes(e, u->line, u->line_len);
+    }
+}
+
+/* Pre-commit of checkpoint @p ckpt_id (connect.h, version 3). */
+static tdm_err sink_pre_commit(tdm__sinkobj *s, uint64_t ckpt_id, tdm__enc *st,
+                               char *errbuf, size_t errbuf_size)
+{
+    tdm_err err = TDM_OK;
+
+    if (!s || s->type != TDM__SINK_FILE || !s->dir)
+        return s ? sink_flush(s, errbuf, errbuf_size) : TDM_OK;
+    pthread_mutex_lock(&s->mu);
+    if (s->n_pend > 0 && s->pend[s->n_pend - 1] >= ckpt_id) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                        "sink '%s': pre-commit of checkpoint %llu after "
+                        "%llu",
+                        s->name, (unsigned long long)ckpt_id,
+                        (unsigned long long)s->pend[s->n_pend - 1]);
+        goto out;
+    }
+    if (s->tpc)
+        err = seal_part(s, ckpt_id);
+    if (err != TDM_OK) {
+        tdm__errf(errbuf, errbuf_size, err, "%s", s->io_msg);
+        goto out;
+    }
+    tdm__enc_begin(st, TDM__CKPT_TAG_FILE_SINK);
+    tdm__enc_uvar(st, 1); /* version */
+    tdm__enc_uvar(st, (uint64_t)s->writer);
+    tdm__enc_uvar(st, ckpt_id);
+    tdm__enc_u8(st, s->tpc ? 0 : 1);
+    if (s->tpc) {
+        tdm__enc_uvar(st, s->n_pend);
+        for (size_t i = 0; i < s->n_pend; i++)
+            tdm__enc_uvar(st, s->pend[i]);
+    } else {
+        enc_table(s, st);
+    }
+    tdm__enc_end(st);
+out:
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+/* Commit of every pending part <= @p ckpt_id, in order, then an fsync of
+ * the folder.  Idempotent. */
+static tdm_err sink_commit(tdm__sinkobj *s, uint64_t ckpt_id, char *errbuf,
+                           size_t errbuf_size)
+{
+    tdm_err err = TDM_OK;
+    size_t done = 0;
+
+    if (!s || !s->tpc)
+        return TDM_OK;
+    pthread_mutex_lock(&s->mu);
+    while (done < s->n_pend && s->pend[done] <= ckpt_id && err == TDM_OK)
+        if ((err = publish_part(s, s->pend[done], errbuf, errbuf_size)) ==
+            TDM_OK)
+            done++;
+    if (done > 0) {
+        tdm_err e2 = tdm__fio_fsync_dir(s->dir, errbuf, errbuf_size);
+        if (err == TDM_OK && e2 != TDM_OK)
+            err = e2;
+        /* Renamed parts are visible now; a failed fsync is retried by
+         * the next commit (or recover) through the same idempotent
+         * path, so they may leave the list. */
+        memmove(s->pend, s->pend + done, (s->n_pend - done) * sizeof *s->pend);
+        s->n_pend -= done;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+/* Decode helper: the decoder's first error as TDM_ERR_PARSE naming the
+ * sink and the offset. */
+static tdm_err dec_err(const tdm__sinkobj *s, const tdm__dec *d, char *errbuf,
+                       size_t errbuf_size)
+{
+    size_t off = 0;
+    const char *why = "bad input";
+    (void)tdm__dec_error(d, &off, &why);
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_PARSE,
+                     "sink '%s' state: %s at offset %zu", s->name, why, off);
+}
+
+/* Restores the upsert table from @p d into the (empty) table.  Mutex
+ * held.  TDM_OK, TDM_ERR_PARSE (d's error set), NOMEM. */
+static tdm_err dec_table(tdm__sinkobj *s, tdm__dec *d)
+{
+    uint8_t has_hdr = 0;
+    uint64_t n = 0;
+    const void *p;
+    size_t len;
+
+    if (tdm__dec_u8(d, &has_hdr) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (has_hdr > 1)
+        return tdm__dec_fail(d, "bad header flag");
+    if (has_hdr) {
+        if (tdm__dec_bytes(d, &p, &len) != TDM_OK)
+            return TDM_ERR_PARSE;
+        if (!(s->header = tdm__memdup(p, len ? len : 1)))
+            return TDM_ERR_NOMEM;
+        s->header_len = len;
+    }
+    if (tdm__dec_uvar(d, &n) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (n > tdm__dec_left(d) / 2 || n >= UINT32_MAX / 4)
+        return tdm__dec_fail(d, "entry count exceeds the input");
+    if (n > 0 && !(s->ents = tdm__calloc((size_t)n, sizeof *s->ents)))
+        return TDM_ERR_NOMEM;
+    s->cap_ents = (size_t)n;
+    size_t ns = 128;
+    while (ns < 2 * (n + 1))
+        ns *= 2;
+    if (upsert_rehash(s, ns) != TDM_OK)
+        return TDM_ERR_NOMEM;
+    for (uint64_t i = 0; i < n; i++) {
+        upsert_entry *u = &s->ents[i];
+        uint8_t fl = 0;
+        size_t slot = 0;
+        s->n_ents++; /* counted from here, so free_sink frees it */
+        if (tdm__dec_u8(d, &fl) != TDM_OK)
+            return TDM_ERR_PARSE;
+        if (fl > 3)
+            return tdm__dec_fail(d, "bad entry flags");
+        u->gone = (fl & 2) != 0;
+        if (fl & 1) {
+            if (tdm__dec_bytes(d, &p, &len) != TDM_OK)
+                return TDM_ERR_PARSE;
+            if (upsert_find(s, p, len, &slot))
+                return tdm__dec_fail(d, "duplicate key");
+            if (!(u->key = tdm__memdup(p, len ? len : 1)))
+                return TDM_ERR_NOMEM;
+            u->key_len = len;
+            s->slots[slot] = (uint32_t)i + 1;
+        }
+        if (tdm__dec_bytes(d, &p, &len) != TDM_OK)
+            return TDM_ERR_PARSE;
+        if (!(u->line = tdm__memdup(p, len ? len : 1)))
+            return TDM_ERR_NOMEM;
+        u->line_len = len;
+    }
+    s->table_dirty = true;
+    return TDM_OK;
+}
+
+/* Removes this writer's parts that the restored checkpoint does not
+ * keep: the in-progress one, pending ones not in pend[], visible ones
+ * newer than @p ckpt_id (all of them when @p fresh).  Mutex held. */
+static tdm_err sweep_parts(tdm__sinkobj *s, uint64_t ckpt_id, bool fresh,
+                           char *errbuf, size_t errbuf_size)
+{
+    char **names = NULL;
+    size_t n = 0;
+    tdm_err err = tdm__fio_list(s->dir, &names, &n, errbuf, errbuf_size);
+
+    for (size_t i = 0; err == TDM_OK && i < n; i++) {
+        uint64_t id;
+        int kind = part_kind(s, names[i], &id);
+        bool keep =
+            kind == 0 || (kind == PART_VISIBLE && !fresh && id <= ckpt_id);
+        for (size_t k = 0; kind == PART_PENDING && k < s->n_pend; k++)
+            keep = keep || s->pend[k] == id;
+        if (keep)
+            continue;
+        char path[4300];
+        snprintf(path, sizeof path, "%s/%s", s->dir, names[i]);
+        err = tdm__fio_unlink(path, errbuf, errbuf_size);
+    }
+    tdm__fio_list_free(names, n);
+    if (err == TDM_OK)
+        err = tdm__fio_fsync_dir(s->dir, errbuf, errbuf_size);
+    return err;
+}
+
+/* Recover (connect.h, version 3): publishes the parts @p st recorded as
+ * pending, removes the parts written after it, restores an upsert
+ * table.  @p st NULL: a fresh start, every part of this writer goes. */
+static tdm_err sink_recover(tdm__sinkobj *s, tdm__dec *st, char *errbuf,
+                            size_t errbuf_size)
+{
+    tdm_err err = TDM_OK;
+    uint64_t tag = 0, ver = 0, writer = 0, id = 0, n = 0;
+    uint8_t kind = 0;
+    tdm__dec d;
+
+    if (!s || s->type != TDM__SINK_FILE || !s->dir)
+        return TDM_OK;
+    pthread_mutex_lock(&s->mu);
+    if (s->recovered || s->part_bytes > 0 || s->out.len > 0 || s->n_ents) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                        "sink '%s': recover after writes", s->name);
+        goto out;
+    }
+    s->recovered = true;
+    if (!st) {
+        err = s->tpc ? sweep_parts(s, 0, true, errbuf, errbuf_size) : TDM_OK;
+        goto out;
+    }
+    if (tdm__dec_section(st, &tag, &d) != TDM_OK) {
+        err = dec_err(s, st, errbuf, errbuf_size);
+        goto out;
+    }
+    if (tag != TDM__CKPT_TAG_FILE_SINK)
+        (void)tdm__dec_fail(&d, "not a file sink section");
+    else if (tdm__dec_uvar(&d, &ver) == TDM_OK && ver != 1)
+        (void)tdm__dec_fail(&d, "unknown version");
+    else if (tdm__dec_uvar(&d, &writer) == TDM_OK &&
+             writer != (uint64_t)s->writer)
+        (void)tdm__dec_fail(&d, "state of another writer");
+    else if (tdm__dec_uvar(&d, &id) == TDM_OK &&
+             tdm__dec_u8(&d, &kind) == TDM_OK && kind != (s->tpc ? 0 : 1))
+        (void)tdm__dec_fail(&d, "output mode differs from the checkpoint");
+    if (!s->tpc && d.err == TDM_OK && dec_table(s, &d) == TDM_ERR_NOMEM)
+        err = TDM_ERR_NOMEM;
+    if (s->tpc && d.err == TDM_OK && tdm__dec_uvar(&d, &n) == TDM_OK &&
+        n > tdm__dec_left(&d))
+        (void)tdm__dec_fail(&d, "part count exceeds the input");
+    if (s->tpc && d.err == TDM_OK && n > 0) {
+        s->pend = tdm__calloc((size_t)n, sizeof *s->pend);
+        if (!s->pend) {
+            err = TDM_ERR_NOMEM;
+            goto out;
+        }
+        s->cap_pend = (size_t)n;
+        for (uint64_t i = 0; i < n && d.err == TDM_OK; i++) {
+            uint64_t v = 0;
+            if (tdm__dec_uvar(&d, &v) != TDM_OK)
+                break;
+            if ((i > 0 && v <= s->pend[i - 1]) || v > id)
+                (void)tdm__dec_fail(&d, "pending ids out of order");
+            else
+                s->pend[s->n_pend++] = v;
+        }
+    }
+    if (err == TDM_ERR_NOMEM)
+        goto out;
+    if (d.err != TDM_OK) {
+        err = dec_err(s, &d, errbuf, errbuf_size);
+        goto out;
+    }
+    if (!s->tpc)
+        goto out;
+    /* Publish what the checkpoint recorded, then drop the rest. */
+    pthread_mutex_unlock(&s->mu);
+    err = sink_commit(s, id, errbuf, errbuf_size);
+    pthread_mutex_lock(&s->mu);
+    if (err == TDM_OK)
+        err = sweep_parts(s, id, false, errbuf, errbuf_size);
+out:
+    pthread_mutex_unlock(&s->mu);
+    return err;
 }
 
 /* Opens a sink; @p upsert is the output mode (0 append, 1 upsert,
@@ -673,6 +1146,7 @@ static tdm_err sink_open(const tdm__sink_conf *conf, int upsert,
     s = tdm__calloc(1, sizeof *s);
     if (!s)
         return TDM_ERR_NOMEM;
+    s->fd = -1;
     if (pthread_mutex_init(&s->mu, NULL) != 0) {
         tdm__free(s);
         return TDM_ERR_NOMEM;
@@ -691,7 +1165,11 @@ static tdm_err sink_open(const tdm__sink_conf *conf, int upsert,
         if (!s->path)
             goto fail;
         make_parents(s->path);
-        if (upsert == 1) {
+        if (conf->exactly_once) {
+            err = tpc_open(s, conf, errbuf, errbuf_size);
+            if (err != TDM_OK)
+                goto fail;
+        } else if (upsert == 1) {
             /* Written at close; check now that the folder takes a file. */
             char tmp[4200];
             FILE *f;
@@ -811,12 +1289,16 @@ static tdm_err sink_write_dead(tdm__sinkobj *s, const char *location,
 }
 
 /* Writes the upsert table to path.tmp and renames it over path. */
+static tdm_err write_table_durable(tdm__sinkobj *s);
+
 static tdm_err write_table(tdm__sinkobj *s)
 {
     char tmp[4200];
     FILE *f;
     bool ok;
 
+    if (s->dir)
+        return write_table_durable(s);
     snprintf(tmp, sizeof tmp, "%s.tmp", s->path);
     f = fopen(tmp, "w");
     if (!f)
@@ -845,6 +1327,82 @@ io:
     return TDM_ERR_IO;
 }
 
+/* Two-phase commit at close: what was not pre-committed is discarded
+ * (the runtime's final pre_commit + commit come before close), and that
+ * is reported as TDM_ERR_STATE.  Mutex held. */
+static void tpc_close(tdm__sinkobj *s)
+{
+    uint64_t lost = s->part_bytes + s->out.len;
+
+    if (s->fd >= 0) {
+        (void)tdm__fio_close(s->fd, s->inprog, NULL, 0);
+        s->fd = -1;
+        (void)tdm__fio_unlink(s->inprog, NULL, 0);
+    }
+    if (s->io_err != TDM_OK || (lost == 0 && s->n_pend == 0))
+        return;
+    s->io_err = TDM_ERR_STATE;
+    snprintf(s->io_msg, sizeof s->io_msg,
+             "sink '%s': closed with %llu bytes not pre-committed "
+             "(discarded) and %zu parts not committed (left for recovery)",
+             s->name, (unsigned long long)lost, s->n_pend);
+}
+
+/* Frees the sink as a crash would leave it (connect.h, abandon). */
+static void sink_abandon(tdm__sinkobj *s)
+{
+    free_sink(s);
+}
+
+/* Exactly-once upsert at close: the table goes to "path.tmp" through
+ * fileio (written, fsynced), is renamed over "path", and the folder is
+ * fsynced.  Mutex held; a failure is kept in io_err. */
+static tdm_err write_table_durable(tdm__sinkobj *s)
+{
+    char tmp[4200];
+    int fd = -1;
+    tdm_err err;
+
+    snprintf(tmp, sizeof tmp, "%s.tmp", s->path);
+    err = tdm__fio_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666, &fd, s->io_msg,
+                        sizeof s->io_msg);
+    s->out.len = 0;
+    if (s->header)
+        sb_put(&s->out, s->header, s->header_len);
+    for (size_t e = 0; e < s->n_ents; e++) {
+        if (!s->ents[e].gone)
+            sb_put(&s->out, s->ents[e].line, s->ents[e].line_len);
+        if (err == TDM_OK &&
+            (s->out.len >= FLUSH_BYTES || e + 1 == s->n_ents)) {
+            err = tdm__fio_write_all(fd, s->out.p, s->out.len, tmp, s->io_msg,
+                                     sizeof s->io_msg);
+            s->out.len = 0;
+        }
+    }
+    if (err == TDM_OK && s->n_ents == 0 && s->out.len > 0)
+        err = tdm__fio_write_all(fd, s->out.p, s->out.len, tmp, s->io_msg,
+                                 sizeof s->io_msg);
+    if (s->out.oom && err == TDM_OK)
+        err = TDM_ERR_NOMEM;
+    s->out.len = 0;
+    s->out.oom = false;
+    if (err == TDM_OK)
+        err = tdm__fio_fsync(fd, tmp, s->io_msg, sizeof s->io_msg);
+    tdm_err cerr = tdm__fio_close(fd, tmp, s->io_msg, sizeof s->io_msg);
+    if (err == TDM_OK)
+        err = cerr;
+    if (err == TDM_OK)
+        err = tdm__fio_rename(tmp, s->path, s->io_msg, sizeof s->io_msg);
+    if (err == TDM_OK)
+        err = tdm__fio_fsync_dir(s->dir, s->io_msg, sizeof s->io_msg);
+    if (err == TDM_OK)
+        s->table_dirty = false;
+    else
+        (void)tdm__fio_unlink(tmp, NULL, 0);
+    s->io_err = err;
+    return err;
+}
+
 /* Flushes, writes an upsert table, closes the file and frees the sink.
  * Returns TDM_OK or TDM_ERR_IO (message names the path; the first write
  * error of the run if there was one). */
@@ -855,7 +1413,12 @@ static tdm_err sink_close(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
     if (!s)
         return TDM_OK;
     pthread_mutex_lock(&s->mu);
-    err = flush_out(s);
+    if (s->tpc) {
+        tpc_close(s);
+        err = s->io_err;
+    } else {
+        err = flush_out(s);
+    }
     if (err == TDM_OK && upsert_table(s))
         err = write_table(s);
     if (err == TDM_OK && s->f && s->own_f) {
@@ -887,7 +1450,7 @@ static tdm_err sink_flush(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
         return TDM_OK;
     pthread_mutex_lock(&s->mu);
     err = flush_out(s);
-    if (err == TDM_OK && upsert_table(s) && s->table_dirty)
+    if (err == TDM_OK && upsert_table(s) && s->table_dirty && !s->dir)
         err = write_table(s);
     if (err != TDM_OK)
         tdm__errf(errbuf, errbuf_size, err, "%s", s->io_msg);
@@ -909,7 +1472,7 @@ static void sink_tick(tdm__sinkobj *s)
 }
 
 const tdm__sink_vtab tdm__text_sink = {
-    .version = 2,
+    .version = 3,
     .open = sink_open,
     .write_result = sink_write_result,
     .write_row = sink_write_row,
@@ -917,4 +1480,8 @@ const tdm__sink_vtab tdm__text_sink = {
     .close = sink_close,
     .flush = sink_flush,
     .tick = sink_tick,
+    .pre_commit = sink_pre_commit,
+    .commit = sink_commit,
+    .recover = sink_recover,
+    .abandon = sink_abandon,
 };

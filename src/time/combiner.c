@@ -7,6 +7,7 @@
  * maximum over all inputs is flushed, then IDLE.
  */
 #include "wm.h"
+#include "state/ckpt_codec.h"
 
 typedef struct comb_input {
     tdm_time_ms wm; /* only rises */
@@ -132,4 +133,84 @@ tdm_err tdm_combiner_status(tdm_combiner *c, int in, int idle)
 tdm_time_ms tdm_combiner_watermark_out(const tdm_combiner *c)
 {
     return c ? c->out : TDM_TIME_MIN;
+}
+
+/* ---- Checkpoints ---- */
+
+/* Section COMBINER: version, count (uvar), per input wm (svar) and flags
+ * (u8: 1 idle), then the output (svar) and its idle flag (u8). */
+tdm_err tdm__combiner_snapshot(const tdm_combiner *v, struct tdm__enc *e)
+{
+    if (!v || !e)
+        return TDM_ERR_INVAL;
+    tdm__enc_begin(e, TDM__SNAP_TAG_COMBINER);
+    tdm__enc_uvar(e, TDM__SNAP_WM_VERSION);
+    tdm__enc_uvar(e, (uint64_t)v->n);
+    for (int i = 0; i < v->n; i++) {
+        tdm__enc_svar(e, v->in[i].wm);
+        tdm__enc_u8(e, (uint8_t)((v->in[i].idle ? 1 : 0) | 0));
+    }
+    tdm__enc_svar(e, v->out);
+    tdm__enc_u8(e, v->out_idle ? 1 : 0);
+    tdm__enc_end(e);
+    return e->oom ? TDM_ERR_NOMEM : TDM_OK;
+}
+
+/* Restores into a fresh object with the same input count; nothing is
+ * emitted (downstream restores its own state). */
+tdm_err tdm__combiner_restore(tdm_combiner *v, struct tdm__dec *d)
+{
+    uint64_t tag, version, n;
+    tdm__dec body;
+
+    if (!v || !d)
+        return TDM_ERR_INVAL;
+    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (tag != TDM__SNAP_TAG_COMBINER)
+        return tdm__dec_fail(d, "not a combiner section");
+    tdm__dec_uvar(&body, &version);
+    if (!body.err && version != TDM__SNAP_WM_VERSION)
+        tdm__dec_fail(&body, "unknown combiner version");
+    tdm__dec_uvar(&body, &n);
+    if (!body.err && n != (uint64_t)v->n)
+        tdm__dec_fail(&body, "input count differs");
+    /* Validate everything first: a bad blob leaves v as it was. */
+    for (int i = 0; !body.err && i < v->n; i++) {
+        int64_t wm;
+        uint8_t flags;
+        tdm__dec_svar(&body, &wm);
+        if (tdm__dec_u8(&body, &flags) != TDM_OK)
+            break;
+        if (flags & ~1) {
+            tdm__dec_fail(&body, "unknown input flags");
+            break;
+        }
+    }
+    int64_t out;
+    uint8_t out_idle;
+    tdm__dec_svar(&body, &out);
+    tdm__dec_u8(&body, &out_idle);
+    if (!body.err && out_idle > 1)
+        tdm__dec_fail(&body, "bad idle flag");
+    if (body.err) {
+        tdm__wm_dec_adopt(d, &body);
+        return TDM_ERR_PARSE;
+    }
+    /* Second pass over the now validated bytes. */
+    tdm__dec again;
+    tdm__dec_init(&again, body.p, body.len);
+    tdm__dec_uvar(&again, &version);
+    tdm__dec_uvar(&again, &n);
+    for (int i = 0; i < v->n; i++) {
+        int64_t wm;
+        uint8_t flags;
+        tdm__dec_svar(&again, &wm);
+        tdm__dec_u8(&again, &flags);
+        v->in[i].wm = wm;
+        v->in[i].idle = (flags & 1) != 0;
+    }
+    v->out = out;
+    v->out_idle = out_idle != 0;
+    return TDM_OK;
 }

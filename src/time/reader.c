@@ -18,8 +18,13 @@
  * split above the combined value); deferred ones wait for the end of the
  * tick, which combines once.  Splits are kept by pointer so that outputs
  * and clocks that point into them survive tdm_reader_add_split().
+ *
+ * Checkpoints (end of file) save the partials, the combined and emitted
+ * values, idle and pause flags and the schedules' time left, so that a
+ * restored reader emits exactly what the original would have.
  */
 #include "wm.h"
+#include "state/ckpt_codec.h"
 
 struct tdm_reader;
 
@@ -565,4 +570,211 @@ tdm_time_ms tdm_reader_split_watermark_get(const tdm_reader *r, int split)
     if (!r || split < 0 || split >= r->n)
         return TDM_TIME_MIN;
     return r->splits[split]->wm;
+}
+
+/* ---- Checkpoints ---- */
+
+enum { SPLIT_IDLE = 1, SPLIT_FINISHED = 2, SPLIT_HAS_WM = 4,
+       SPLIT_PAUSED = 8 };
+enum { READER_OUT_IDLE = 1, READER_PAUSED = 2, READER_ENDED = 4,
+       READER_ALIGN = 8 };
+
+/* Time left before @p due, within [0, interval]. */
+static tdm_time_ms time_left(const tdm_reader *r, tdm_time_ms due,
+                             tdm_time_ms interval)
+{
+    tdm_time_ms left = tdm__time_sub_sat(due, tdm_clock_now(r->clk));
+    if (left < 0)
+        return 0;
+    return left > interval ? interval : left;
+}
+
+/* Section SPLIT: version, flags u8, wm svar, then (live splits) the
+ * generator core. */
+static tdm_err split_encode(const reader_split *sp, struct tdm__enc *e)
+{
+    uint8_t flags = (uint8_t)((sp->idle ? SPLIT_IDLE : 0) |
+                              (sp->finished ? SPLIT_FINISHED : 0) |
+                              (sp->has_wm ? SPLIT_HAS_WM : 0) |
+                              (sp->paused ? SPLIT_PAUSED : 0));
+    tdm_err err = TDM_OK;
+
+    tdm__enc_begin(e, TDM__SNAP_TAG_SPLIT);
+    tdm__enc_uvar(e, TDM__SNAP_WM_VERSION);
+    tdm__enc_u8(e, flags);
+    tdm__enc_svar(e, sp->wm);
+    if (!sp->finished)
+        err = tdm__wm_core_snapshot(&sp->core, e);
+    tdm__enc_end(e);
+    return err;
+}
+
+/* Reads a split section from @p d into @p sp; errors end up in d. */
+static tdm_err split_decode(reader_split *sp, struct tdm__dec *d)
+{
+    uint64_t tag, version;
+    tdm__dec body;
+    uint8_t flags;
+    int64_t wm;
+
+    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (tag != TDM__SNAP_TAG_SPLIT)
+        return tdm__dec_fail(d, "not a reader split section");
+    tdm__dec_uvar(&body, &version);
+    if (!body.err && version != TDM__SNAP_WM_VERSION)
+        tdm__dec_fail(&body, "unknown reader split version");
+    tdm__dec_u8(&body, &flags);
+    tdm__dec_svar(&body, &wm);
+    if (!body.err && (flags & ~(SPLIT_IDLE | SPLIT_FINISHED | SPLIT_HAS_WM |
+                                SPLIT_PAUSED)))
+        tdm__dec_fail(&body, "unknown split flags");
+    if (!body.err && sp->finished && !(flags & SPLIT_FINISHED))
+        tdm__dec_fail(&body, "split already finished");
+    if (!body.err && !(flags & SPLIT_FINISHED))
+        tdm__wm_core_restore(&sp->core, &body);
+    if (body.err) {
+        tdm__wm_dec_adopt(d, &body);
+        return TDM_ERR_PARSE;
+    }
+    sp->wm = wm;
+    sp->idle = (flags & SPLIT_IDLE) != 0;
+    sp->has_wm = (flags & SPLIT_HAS_WM) != 0;
+    if ((flags & SPLIT_FINISHED) && !sp->finished) {
+        sp->finished = true;
+        tdm__wm_core_fini(&sp->core);
+    }
+    /* Alignment's pause holds; the activity clock stops at the restore
+     * moment. */
+    if ((flags & SPLIT_PAUSED) && !sp->paused) {
+        sp->paused = true;
+        tdm__pclock_pause(&sp->clock);
+    } else if (!(flags & SPLIT_PAUSED) && sp->paused) {
+        sp->paused = false;
+        tdm__pclock_resume(&sp->clock);
+    }
+    return TDM_OK;
+}
+
+/* One split alone (see wm.h). */
+tdm_err tdm__reader_split_snapshot(const tdm_reader *r, int split,
+                                   struct tdm__enc *e)
+{
+    if (!r || !e || split < 0 || split >= r->n)
+        return TDM_ERR_INVAL;
+    tdm_err err = split_encode(r->splits[split], e);
+    return err == TDM_OK && e->oom ? TDM_ERR_NOMEM : err;
+}
+
+tdm_err tdm__reader_split_restore(tdm_reader *r, int split,
+                                  struct tdm__dec *d)
+{
+    if (!r || !d || split < 0 || split >= r->n)
+        return TDM_ERR_INVAL;
+    return split_decode(r->splits[split], d);
+}
+
+/* Section READER: version, flags u8, combined, out, latest, max_desired
+ * (svar), time to the next tick and to the next report (svar), split
+ * count (uvar), then one split section per split. */
+tdm_err tdm__reader_snapshot(const tdm_reader *r, struct tdm__enc *e)
+{
+    if (!r || !e)
+        return TDM_ERR_INVAL;
+    if (r->strat.kind == TDM__GEN_CUSTOM)
+        return TDM_ERR_UNSUPPORTED;
+    uint8_t flags = (uint8_t)((r->out_idle ? READER_OUT_IDLE : 0) |
+                              (r->paused ? READER_PAUSED : 0) |
+                              (r->ended ? READER_ENDED : 0) |
+                              (r->align ? READER_ALIGN : 0));
+    tdm_err err = TDM_OK;
+
+    tdm__enc_begin(e, TDM__SNAP_TAG_READER);
+    tdm__enc_uvar(e, TDM__SNAP_WM_VERSION);
+    tdm__enc_u8(e, flags);
+    tdm__enc_svar(e, r->combined);
+    tdm__enc_svar(e, r->out);
+    tdm__enc_svar(e, r->latest);
+    tdm__enc_svar(e, r->max_desired);
+    tdm__enc_svar(e, r->strat.interval > 0
+                         ? time_left(r, r->next_tick, r->strat.interval)
+                         : 0);
+    tdm__enc_svar(e, r->align ? time_left(r, r->next_report,
+                                          r->update_interval)
+                              : 0);
+    tdm__enc_uvar(e, (uint64_t)r->n);
+    for (int i = 0; i < r->n && err == TDM_OK; i++)
+        err = split_encode(r->splits[i], e);
+    tdm__enc_end(e);
+    return err == TDM_OK && e->oom ? TDM_ERR_NOMEM : err;
+}
+
+/* Restores into a fresh reader of the same strategy (alignment set up as
+ * before, if it was).  Splits are added up to the checkpoint's count. */
+tdm_err tdm__reader_restore(tdm_reader *r, struct tdm__dec *d)
+{
+    uint64_t tag, version, n;
+    tdm__dec body;
+    uint8_t flags;
+    int64_t combined, out, latest, max_desired, tick_left, report_left;
+
+    if (!r || !d)
+        return TDM_ERR_INVAL;
+    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (tag != TDM__SNAP_TAG_READER)
+        return tdm__dec_fail(d, "not a reader section");
+    tdm__dec_uvar(&body, &version);
+    if (!body.err && version != TDM__SNAP_WM_VERSION)
+        tdm__dec_fail(&body, "unknown reader version");
+    tdm__dec_u8(&body, &flags);
+    tdm__dec_svar(&body, &combined);
+    tdm__dec_svar(&body, &out);
+    tdm__dec_svar(&body, &latest);
+    tdm__dec_svar(&body, &max_desired);
+    tdm__dec_svar(&body, &tick_left);
+    tdm__dec_svar(&body, &report_left);
+    tdm__dec_uvar(&body, &n);
+    if (!body.err && (flags & ~(READER_OUT_IDLE | READER_PAUSED |
+                                READER_ENDED | READER_ALIGN)))
+        tdm__dec_fail(&body, "unknown reader flags");
+    if (!body.err && tick_left < 0)
+        tdm__dec_fail(&body, "tick delay out of range");
+    if (!body.err && report_left < 0)
+        tdm__dec_fail(&body, "report delay out of range");
+    if (!body.err && (out < combined && !(flags & READER_ENDED)))
+        tdm__dec_fail(&body, "emitted watermark below the combined one");
+    if (!body.err && (n > tdm__dec_left(&body) || n > INT32_MAX ||
+                      (uint64_t)r->n > n))
+        tdm__dec_fail(&body, "split count differs");
+    for (uint64_t i = 0; !body.err && i < n; i++) {
+        if ((int)i >= r->n && split_add(r, NULL) != TDM_OK)
+            return TDM_ERR_NOMEM;
+        split_decode(r->splits[i], &body);
+    }
+    if (body.err) {
+        tdm__wm_dec_adopt(d, &body);
+        return TDM_ERR_PARSE;
+    }
+    r->combined = combined;
+    r->out = out;
+    r->latest = latest;
+    r->out_idle = (flags & READER_OUT_IDLE) != 0;
+    r->ended = (flags & READER_ENDED) != 0;
+    tdm_time_ms now = tdm_clock_now(r->clk);
+    /* A changed interval caps what was left. */
+    if (tick_left > r->strat.interval)
+        tick_left = r->strat.interval;
+    r->next_tick = tdm__time_add_sat(now, tick_left);
+    if (r->align && (flags & READER_ALIGN)) {
+        r->max_desired = max_desired;
+        if (report_left > r->update_interval)
+            report_left = r->update_interval;
+        r->next_report = tdm__time_add_sat(now, report_left);
+        if ((flags & READER_PAUSED) && !r->paused) {
+            r->paused = true;
+            tdm__pclock_pause(&r->clock);
+        }
+    }
+    return TDM_OK;
 }

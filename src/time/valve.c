@@ -32,6 +32,7 @@
  * record.
  */
 #include "wm.h"
+#include "state/ckpt_codec.h"
 
 typedef struct valve_channel {
     tdm_time_ms wm; /* last watermark received, TDM_TIME_MIN at start */
@@ -244,4 +245,85 @@ int tdm_valve_channel_is_idle(const tdm_valve *v, int ch)
 int tdm_valve_is_idle(const tdm_valve *v)
 {
     return v && v->out_idle ? 1 : 0;
+}
+
+/* ---- Checkpoints ---- */
+
+/* Section VALVE: version, count (uvar), per channel wm (svar) and flags
+ * (u8: 1 idle, 2 aligned), then the output (svar) and its idle flag (u8). */
+tdm_err tdm__valve_snapshot(const tdm_valve *v, struct tdm__enc *e)
+{
+    if (!v || !e)
+        return TDM_ERR_INVAL;
+    tdm__enc_begin(e, TDM__SNAP_TAG_VALVE);
+    tdm__enc_uvar(e, TDM__SNAP_WM_VERSION);
+    tdm__enc_uvar(e, (uint64_t)v->n);
+    for (int i = 0; i < v->n; i++) {
+        tdm__enc_svar(e, v->ch[i].wm);
+        tdm__enc_u8(e, (uint8_t)((v->ch[i].idle ? 1 : 0) | (v->ch[i].aligned ? 2 : 0)));
+    }
+    tdm__enc_svar(e, v->out);
+    tdm__enc_u8(e, v->out_idle ? 1 : 0);
+    tdm__enc_end(e);
+    return e->oom ? TDM_ERR_NOMEM : TDM_OK;
+}
+
+/* Restores into a fresh object with the same channel count; nothing is
+ * emitted (downstream restores its own state). */
+tdm_err tdm__valve_restore(tdm_valve *v, struct tdm__dec *d)
+{
+    uint64_t tag, version, n;
+    tdm__dec body;
+
+    if (!v || !d)
+        return TDM_ERR_INVAL;
+    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (tag != TDM__SNAP_TAG_VALVE)
+        return tdm__dec_fail(d, "not a valve section");
+    tdm__dec_uvar(&body, &version);
+    if (!body.err && version != TDM__SNAP_WM_VERSION)
+        tdm__dec_fail(&body, "unknown valve version");
+    tdm__dec_uvar(&body, &n);
+    if (!body.err && n != (uint64_t)v->n)
+        tdm__dec_fail(&body, "channel count differs");
+    /* Validate everything first: a bad blob leaves v as it was. */
+    for (int i = 0; !body.err && i < v->n; i++) {
+        int64_t wm;
+        uint8_t flags;
+        tdm__dec_svar(&body, &wm);
+        if (tdm__dec_u8(&body, &flags) != TDM_OK)
+            break;
+        if ((flags & ~3) || flags == 3) { /* aligned implies active */
+            tdm__dec_fail(&body, "bad channel flags");
+            break;
+        }
+    }
+    int64_t out;
+    uint8_t out_idle;
+    tdm__dec_svar(&body, &out);
+    tdm__dec_u8(&body, &out_idle);
+    if (!body.err && out_idle > 1)
+        tdm__dec_fail(&body, "bad idle flag");
+    if (body.err) {
+        tdm__wm_dec_adopt(d, &body);
+        return TDM_ERR_PARSE;
+    }
+    /* Second pass over the now validated bytes. */
+    tdm__dec again;
+    tdm__dec_init(&again, body.p, body.len);
+    tdm__dec_uvar(&again, &version);
+    tdm__dec_uvar(&again, &n);
+    for (int i = 0; i < v->n; i++) {
+        int64_t wm;
+        uint8_t flags;
+        tdm__dec_svar(&again, &wm);
+        tdm__dec_u8(&again, &flags);
+        v->ch[i].wm = wm;
+        v->ch[i].idle = (flags & 1) != 0;
+        v->ch[i].aligned = (flags & 2) != 0;
+    }
+    v->out = out;
+    v->out_idle = out_idle != 0;
+    return TDM_OK;
 }

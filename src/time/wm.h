@@ -5,6 +5,8 @@
  * WatermarkGenerator wrapped in WatermarksWithIdleness: it turns records
  * and periodic calls into calls on a tdm_wm_output, whose owner decides
  * what they mean (de-duplicate and send, or record a split's partial).
+ * Also the checkpoint functions of the watermark layer (generator,
+ * reader, valve, combiner; layouts in docs/checkpoints.md).
  */
 #ifndef TDM_TIME_WM_H
 #define TDM_TIME_WM_H
@@ -158,5 +160,63 @@ static inline void tdm__wm_core_on_event(tdm__wm_core *c,
     }
     tdm__wm_core_on_event_slow(c, rec, out);
 }
+
+/* ---- Checkpoints (docs/checkpoints.md, "Watermark layer") ----
+ * Each object is one section with a version first.  Snapshots are taken
+ * on the owning thread between batches; they allocate nothing but the
+ * encoder's buffer.  Restore goes into a fresh object made with the same
+ * strategy (and channel counts) and validates everything: bad input is
+ * TDM_ERR_PARSE with the decoder's error (offset and reason, see
+ * tdm__dec_error) and leaves the object unusable (destroy it).
+ * Processing time does not repeat after a restart: periodic schedules
+ * and idleness countdowns keep the time they had left / had run, counted
+ * from the restore moment.  Custom generators have no way to save their
+ * state: their snapshot is TDM_ERR_UNSUPPORTED. */
+
+struct tdm__enc;
+struct tdm__dec;
+
+#define TDM__SNAP_TAG_WMGEN UINT64_C(0x5447)    /* "TG" */
+#define TDM__SNAP_TAG_READER UINT64_C(0x5452)   /* "TR" */
+#define TDM__SNAP_TAG_SPLIT UINT64_C(0x5453)    /* "TS" */
+#define TDM__SNAP_TAG_VALVE UINT64_C(0x5456)    /* "TV" */
+#define TDM__SNAP_TAG_COMBINER UINT64_C(0x5443) /* "TC" */
+#define TDM__SNAP_WM_VERSION 1
+
+/* Makes the first error of a section's @p body the error of its outer
+ * decoder @p d (unless d has one), so callers read it from d. */
+void tdm__wm_dec_adopt(struct tdm__dec *d, const struct tdm__dec *body);
+
+/* Core fields, no section (wm_strategy.c).  UNSUPPORTED for CUSTOM. */
+tdm_err tdm__wm_core_snapshot(const tdm__wm_core *c, struct tdm__enc *e);
+tdm_err tdm__wm_core_restore(tdm__wm_core *c, struct tdm__dec *d);
+
+/* One channel's generator: emitter state, generator core, time left to
+ * the next periodic emission. */
+tdm_err tdm__wmgen_snapshot(const tdm_wmgen *gen, struct tdm__enc *e);
+tdm_err tdm__wmgen_restore(tdm_wmgen *gen, struct tdm__dec *d);
+
+/* A reader: its combined and emitted watermark, idle and alignment
+ * state, schedules, and every split (one nested split section each).
+ * Restore adds splits up to the checkpoint's count (splits added later,
+ * Kafka); a reader with more splits than the checkpoint is refused. */
+tdm_err tdm__reader_snapshot(const tdm_reader *r, struct tdm__enc *e);
+tdm_err tdm__reader_restore(tdm_reader *r, struct tdm__dec *d);
+/* One split alone (a split section), for a restore with another
+ * parallelism: the runtime keeps each split's section with its
+ * partition's position and restores it into whichever reader now owns
+ * the partition (whose combined output starts afresh).  INVAL (bad
+ * index). */
+tdm_err tdm__reader_split_snapshot(const tdm_reader *r, int split,
+                                   struct tdm__enc *e);
+tdm_err tdm__reader_split_restore(tdm_reader *r, int split,
+                                  struct tdm__dec *d);
+
+/* A valve / combiner: per channel (input) watermark and status, the last
+ * output.  The channel count must match. */
+tdm_err tdm__valve_snapshot(const tdm_valve *v, struct tdm__enc *e);
+tdm_err tdm__valve_restore(tdm_valve *v, struct tdm__dec *d);
+tdm_err tdm__combiner_snapshot(const tdm_combiner *c, struct tdm__enc *e);
+tdm_err tdm__combiner_restore(tdm_combiner *c, struct tdm__dec *d);
 
 #endif /* TDM_TIME_WM_H */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "wm.h"
+#include "state/ckpt_codec.h"
 
 /* A custom generator shared between a strategy and its generators. */
 struct tdm__wm_custom {
@@ -384,4 +385,72 @@ void tdm__wm_core_periodic(tdm__wm_core *c, tdm_wm_output *out)
     default:
         break;
     }
+}
+
+/* ---- Checkpoints ---- */
+
+/* Copies the body's first error to the outer decoder (see wm.h). */
+void tdm__wm_dec_adopt(struct tdm__dec *d, const struct tdm__dec *body)
+{
+    if (d->err != TDM_OK || body->err == TDM_OK)
+        return;
+    d->err = body->err;
+    d->err_off = body->err_off;
+    d->why = body->why;
+}
+
+enum { CORE_COUNTDOWN = 1, CORE_IDLE = 2, CORE_ACTIVITY = 4 };
+
+/* kind u8, max_ts svar, flags u8, countdown run svar (docs). */
+tdm_err tdm__wm_core_snapshot(const tdm__wm_core *c, struct tdm__enc *e)
+{
+    if (c->kind == TDM__GEN_CUSTOM)
+        return TDM_ERR_UNSUPPORTED;
+    uint8_t flags = (uint8_t)((c->countdown ? CORE_COUNTDOWN : 0) |
+                              (c->idle_now ? CORE_IDLE : 0) |
+                              (c->activity != c->activity_seen
+                                   ? CORE_ACTIVITY
+                                   : 0));
+    tdm_time_ms run = 0;
+    if (c->countdown && c->clock)
+        run = tdm__time_sub_sat(tdm__pclock_now(c->clock),
+                                c->countdown_start);
+    tdm__enc_u8(e, (uint8_t)c->kind);
+    tdm__enc_svar(e, c->max_ts);
+    tdm__enc_u8(e, flags);
+    tdm__enc_svar(e, run < 0 ? 0 : run);
+    return TDM_OK;
+}
+
+/* The countdown resumes with the time it had run, on the activity clock
+ * read now (the restore moment). */
+tdm_err tdm__wm_core_restore(tdm__wm_core *c, struct tdm__dec *d)
+{
+    uint8_t kind, flags;
+    int64_t max_ts, run;
+
+    tdm__dec_u8(d, &kind);
+    tdm__dec_svar(d, &max_ts);
+    tdm__dec_u8(d, &flags);
+    if (tdm__dec_svar(d, &run) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (kind != (uint8_t)c->kind)
+        return tdm__dec_fail(d, "watermark generator kind differs");
+    if (flags & ~(CORE_COUNTDOWN | CORE_IDLE | CORE_ACTIVITY))
+        return tdm__dec_fail(d, "unknown generator flags");
+    if (run < 0)
+        return tdm__dec_fail(d, "negative idleness countdown");
+    tdm_time_ms start = tdm__time_add_sat(tdm__time_add_sat(TDM_TIME_MIN,
+                                                            c->bound),
+                                          1);
+    c->max_ts = max_ts > start ? max_ts : start;
+    c->idle_now = (flags & CORE_IDLE) != 0;
+    c->activity_seen = 0;
+    c->activity = (flags & CORE_ACTIVITY) ? 1 : 0;
+    c->countdown = (flags & CORE_COUNTDOWN) != 0;
+    c->countdown_start = 0;
+    if (c->countdown && c->clock)
+        c->countdown_start = tdm__time_sub_sat(tdm__pclock_now(c->clock),
+                                               run);
+    return TDM_OK;
 }

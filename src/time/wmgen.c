@@ -7,6 +7,7 @@
  * code marks it active).
  */
 #include "wm.h"
+#include "state/ckpt_codec.h"
 
 struct tdm_wmgen {
     tdm__wm_core core;
@@ -200,4 +201,84 @@ tdm_time_ms tdm_wmgen_watermark(const tdm_wmgen *gen)
 int tdm_wmgen_is_idle(const tdm_wmgen *gen)
 {
     return gen && gen->idle ? 1 : 0;
+}
+
+/* ---- Checkpoints ---- */
+
+enum { GEN_IDLE = 1, GEN_ENDED = 2 };
+
+/* Time left before @p due on @p clk, within [0, interval]. */
+static tdm_time_ms time_left(tdm_clock *clk, tdm_time_ms due,
+                             tdm_time_ms interval)
+{
+    tdm_time_ms left = tdm__time_sub_sat(due, tdm_clock_now(clk));
+    if (left < 0)
+        return 0;
+    return left > interval ? interval : left;
+}
+
+/* Section WMGEN: version, last svar, flags u8, time to the next periodic
+ * emission svar, then the core. */
+tdm_err tdm__wmgen_snapshot(const tdm_wmgen *gen, struct tdm__enc *e)
+{
+    if (!gen || !e)
+        return TDM_ERR_INVAL;
+    if (gen->core.kind == TDM__GEN_CUSTOM)
+        return TDM_ERR_UNSUPPORTED;
+    tdm__enc_begin(e, TDM__SNAP_TAG_WMGEN);
+    tdm__enc_uvar(e, TDM__SNAP_WM_VERSION);
+    tdm__enc_svar(e, gen->last);
+    tdm__enc_u8(e, (uint8_t)((gen->idle ? GEN_IDLE : 0) |
+                             (gen->ended ? GEN_ENDED : 0)));
+    tdm__enc_svar(e, gen->interval > 0
+                         ? time_left(gen->clock.base, gen->next_due,
+                                     gen->interval)
+                         : 0);
+    tdm_err err = tdm__wm_core_snapshot(&gen->core, e);
+    tdm__enc_end(e);
+    if (err == TDM_OK && e->oom)
+        err = TDM_ERR_NOMEM;
+    return err;
+}
+
+/* Restores into a fresh generator of the same strategy; the next
+ * periodic emission is due after the time it had left. */
+tdm_err tdm__wmgen_restore(tdm_wmgen *gen, struct tdm__dec *d)
+{
+    uint64_t tag, version;
+    tdm__dec body;
+    int64_t last, left;
+    uint8_t flags;
+
+    if (!gen || !d)
+        return TDM_ERR_INVAL;
+    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (tag != TDM__SNAP_TAG_WMGEN)
+        return tdm__dec_fail(d, "not a watermark generator section");
+    tdm__dec_uvar(&body, &version);
+    if (!body.err && version != TDM__SNAP_WM_VERSION)
+        tdm__dec_fail(&body, "unknown watermark generator version");
+    tdm__dec_svar(&body, &last);
+    tdm__dec_u8(&body, &flags);
+    tdm__dec_svar(&body, &left);
+    if (!body.err && (flags & ~(GEN_IDLE | GEN_ENDED)))
+        tdm__dec_fail(&body, "unknown generator flags");
+    if (!body.err && left < 0)
+        tdm__dec_fail(&body, "periodic delay out of range");
+    if (!body.err && (flags & GEN_ENDED) && last != TDM_TIME_MAX)
+        tdm__dec_fail(&body, "ended generator below MAX");
+    if (!body.err)
+        tdm__wm_core_restore(&gen->core, &body);
+    if (body.err) {
+        tdm__wm_dec_adopt(d, &body);
+        return TDM_ERR_PARSE;
+    }
+    gen->last = last;
+    gen->idle = (flags & GEN_IDLE) != 0;
+    gen->ended = (flags & GEN_ENDED) != 0;
+    if (left > gen->interval) /* a changed interval caps it */
+        left = gen->interval;
+    gen->next_due = tdm__time_add_sat(tdm_clock_now(gen->clock.base), left);
+    return TDM_OK;
 }
