@@ -767,6 +767,9 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
     }
 }
 
+/* How many partial rows ahead push_partials fetches key table slots. */
+#define PARTIAL_AHEAD 4
+
 /* Merges the partial rows of one source subtask's local aggregate
  * (two-phase aggregation, localagg.h) into the operator: each partial
  * goes into every window of its slice as the records it summarises
@@ -779,9 +782,21 @@ static void push_partials(rt_op_task *t, const tdm__item *it)
     const rt_partials *m = it->fence;
     tdm_winop *win = t->win;
     tdm__rowagg *ra = t->ra;
-    char fixed[TDM__KEY_FIXED_LEN];
+    char fixed[TDM__KEY_FIXED_LEN], ahead[TDM__KEY_FIXED_LEN];
     tdm_record rec = { .payload = NULL };
     for (uint32_t k = 0; k < m->n && !t->failed; k++) {
+        /* The window store's entries are scattered: fetch ahead the key
+         * table slot of the partial PARTIAL_AHEAD rows on. */
+        if (!ra && k + PARTIAL_AHEAD < m->n) {
+            const rt_pent *pa = (const rt_pent *)(const void *)(
+                m->ents + (size_t)(k + PARTIAL_AHEAD) * m->stride);
+            if (pa->key_len == TDM__SEL_FIXED) {
+                tdm__key_fixed_put(pa->key, ahead);
+                tdm__winop_prefetch_key(win, ahead, TDM__KEY_FIXED_LEN);
+            } else if (m->keys) {
+                tdm__winop_prefetch_key(win, m->keys + pa->key, pa->key_len);
+            }
+        }
         const rt_pent *pe =
             (const rt_pent *)(const void *)(m->ents + (size_t)k * m->stride);
         const void *acc = (const char *)pe + sizeof *pe;

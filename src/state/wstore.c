@@ -25,6 +25,18 @@
 static bool alloc_table(uint32_t eshift, size_t slots, uint8_t **ctrl,
                         void **raw, tdm__ws_key **ents);
 
+/* Inline cells of @p stride bytes in an entry of 1 << @p eshift bytes:
+ * one in 32 bytes, TDM__WS_CELL_BYTES worth in 64, and all the room
+ * after the head in 128. */
+static uint32_t inline_cells(uint32_t eshift, uint32_t stride)
+{
+    if (eshift == 5)
+        return 1;
+    if (eshift == 6)
+        return TDM__WS_CELL_BYTES / stride;
+    return (uint32_t)((((size_t)1 << eshift) - TDM__WS_HEAD) / stride);
+}
+
 /* Creates an empty store (16-slot key table, 16-entry spill table and
  * span map).  Returns NULL on OOM or when n_vals is not 1 or 2. */
 tdm__wstore *tdm__ws_new(uint32_t n_vals, bool one_window)
@@ -40,7 +52,7 @@ tdm__wstore *tdm__ws_new(uint32_t n_vals, bool one_window)
      * one double; a 64-byte one keeps 32 bytes of cells. */
     bool small = one_window && n_vals == 1;
     ws->eshift = small ? 5 : 6;
-    ws->n_inline = small ? 1 : TDM__WS_CELL_BYTES / ws->stride;
+    ws->n_inline = inline_cells(ws->eshift, ws->stride);
     ws->free_span = TDM__WS_NONE;
     ws->slots = MIN_SLOTS;
     ws->smask = 15;
@@ -317,7 +329,7 @@ static bool rehash_in_place(tdm__wstore *ws)
                 renum[old[i]] = (uint32_t)j;
             } else {
                 /* j is pending: swap, and place what came to i next. */
-                uint64_t t[8];
+                uint64_t t[((size_t)1 << TDM__WS_MAX_ESHIFT) / 8];
                 memcpy(t, to, esize);
                 memcpy(to, e, esize);
                 memcpy(e, t, esize);
@@ -470,10 +482,16 @@ void tdm__ws_compact(tdm__wstore *ws)
     /* 32-byte entries were a guess (one window per key at a time); when
      * over 1/8 of the cells made since the last call had to spill, keys
      * overlap windows after all, and 64-byte entries with two inline
-     * cells serve them (once: entries do not shrink back). */
-    if (ws->eshift == 5 && ws->adds_spilled * 8 > ws->adds &&
-        rebuild_as(ws, want * 2 <= ws->slots ? want : ws->slots, 6)) {
-        ws->n_inline = TDM__WS_CELL_BYTES / ws->stride;
+     * cells serve them.  Sliding windows (a key in size / slide windows
+     * at once, and in the windows the watermark has not reached yet)
+     * spill from those too: then entries grow once more, to 128 bytes
+     * (two cache lines) with seven inline cells of one double, four of
+     * two.  Entries do not shrink back. */
+    if (ws->eshift < TDM__WS_MAX_ESHIFT &&
+        ws->adds_spilled * 8 > ws->adds &&
+        rebuild_as(ws, want * 2 <= ws->slots ? want : ws->slots,
+                   ws->eshift + 1)) {
+        ws->n_inline = inline_cells(ws->eshift, ws->stride);
         unspill(ws);
     } else if (want * 2 <= ws->slots)
         (void)rebuild(ws, want);

@@ -6,7 +6,9 @@
  *
  *   key bytes -> key entry (32 bytes: the key and one window inline, for
  *                tumbling windows of one double; else 64 bytes: up to two
- *                windows inline), stored in the hash table itself (open
+ *                windows inline; 128 bytes, up to seven, once keys are
+ *                seen in more windows at a time - sliding windows - see
+ *                tdm__ws_compact), stored in the hash table itself (open
  *                addressing with a byte of hash per slot), so a lookup
  *                reads one entry
  *   (key, span) -> cell: one window of one key (inline, or spilled to a
@@ -35,6 +37,7 @@
 #define TDM__WS_NONE UINT32_MAX
 #define TDM__WS_KEY_INLINE 12   /* key bytes kept inside the entry */
 #define TDM__WS_CELL_BYTES 32   /* room for inline cells in a 64-byte entry */
+#define TDM__WS_MAX_ESHIFT 7    /* entries grow to at most 128 bytes */
 #define TDM__WS_SPILL_BIT 0x80000000u
 #define TDM__WS_HEAP_KEY 31u    /* key length code of a key on the heap */
 #define TDM__WS_SPILL_ONE 32u   /* one spilled cell in tdm__ws_key.meta */
@@ -433,10 +436,11 @@ void tdm__ws_key_drop_if_empty(tdm__wstore *ws, uint32_t id);
 /* Call after cleaning up windows: rebuilds the key table smaller when it
  * is more than twice the size that the most keys since the last call
  * need, or clears its tombstones in place when they fill over 1/4 of
- * it; switches 32-byte entries to 64-byte ones (two inline cells) when
- * over 1/8 of the cells made since the last call spilled.  Like
- * tdm__ws_intern it may renumber the keys.  Does nothing that needs
- * memory when memory is short. */
+ * it; when over 1/8 of the cells made since the last call spilled,
+ * doubles the entries instead (32 -> 64 bytes: two inline cells of one
+ * double, one of two; 64 -> 128 bytes: seven, or four) and moves
+ * spilled cells inline.  Like tdm__ws_intern it may renumber the keys.
+ * Does nothing that needs memory when memory is short. */
 void tdm__ws_compact(tdm__wstore *ws);
 /* The id of span [start, end), TDM__WS_NONE when absent. */
 uint32_t tdm__ws_span_find(const tdm__wstore *ws, tdm_time_ms start,

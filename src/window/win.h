@@ -422,6 +422,12 @@ void tdm__winop_probe(const tdm_winop *op, const char *key, size_t len,
  * path of a built-in count. */
 tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
                                 const double *part);
+/* A hint before tdm__winop_push_partial of a later row with key @p key:
+ * starts fetching the key's home slot in the lean path's key table (its
+ * control bytes and entry), so that the push finds it in the cache.
+ * Changes nothing; a no-op off the lean path.  Borrows @p key. */
+void tdm__winop_prefetch_key(const tdm_winop *op, const char *key,
+                             size_t len);
 /* Keys with live state (the runtime's stateKeys metric). */
 int64_t tdm__winop_keys(const tdm_winop *op);
 /* Records the first error raised inside a callback chain. */

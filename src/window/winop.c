@@ -439,26 +439,44 @@ static inline void lean_fold_part(tdm__ws_cell *c, const double *p,
     c->v[0] = first ? p[0] : c->v[0] + p[0];
 }
 
+/* A result event of window @p sp without its key and value (filled per
+ * cell by lean_emit_in). */
+static inline void lean_event(tdm_event *ev, const tdm__ws_span *sp)
+{
+    *ev = (tdm_event)TDM__EVENT_INIT(TDM_EVENT_RESULT);
+    ev->has_window = 1;
+    ev->win_start = sp->start;
+    ev->win_end = sp->end;
+    ev->time = sp->t_fire;
+}
+
+/* Emits the result of cell @p c (key entry @p e) through @p ev, a
+ * lean_event of the cell's window: sets the fields of the cell, so that
+ * a walk over a window's keys fills one event per key, not a whole new
+ * one. */
+static inline void lean_emit_in(tdm_winop *op, tdm_event *ev,
+                                const tdm__ws_key *e, tdm__ws_cell *c)
+{
+    ev->key = tdm__ws_key_bytes(e);
+    ev->key_len = tdm__ws_key_len(e);
+    ev->value = op->lean_kind == TDM_AGG_AVG ? c->v[0] / c->v[1] : c->v[0];
+    uint64_t n = tdm__ws_fires(c);
+    ev->pane_timing = n == 0 ? TDM_PANE_ON_TIME : TDM_PANE_LATE;
+    ev->pane_index = (int64_t)n;
+    ev->is_update = n != 0;
+    tdm__ws_fires_inc(c);
+    tdm__emit(&op->sink, ev);
+}
+
 /* Emits the result of cell @p c (key entry @p e, window @p sp), as
  * emit_result does for a slot: the watermark is at or past the
  * window's maxTimestamp whenever the lean path fires. */
 static void lean_emit(tdm_winop *op, const tdm__ws_key *e,
                       const tdm__ws_span *sp, tdm__ws_cell *c)
 {
-    tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_RESULT);
-    ev.key = tdm__ws_key_bytes(e);
-    ev.key_len = tdm__ws_key_len(e);
-    ev.has_window = 1;
-    ev.win_start = sp->start;
-    ev.win_end = sp->end;
-    ev.time = sp->t_fire;
-    ev.value = op->lean_kind == TDM_AGG_AVG ? c->v[0] / c->v[1] : c->v[0];
-    uint64_t n = tdm__ws_fires(c);
-    ev.pane_timing = n == 0 ? TDM_PANE_ON_TIME : TDM_PANE_LATE;
-    ev.pane_index = (int64_t)n;
-    ev.is_update = n != 0;
-    tdm__ws_fires_inc(c);
-    tdm__emit(&op->sink, &ev);
+    tdm_event ev;
+    lean_event(&ev, sp);
+    lean_emit_in(op, &ev, e, c);
 }
 
 /* Adds a record's value to cell @p c of key @p kid in the accepted
@@ -647,6 +665,8 @@ static void lean_watermark(tdm_winop *op, tdm_time_ms wm)
         bool fire = !sp->fired;
         bool clean = sp->t_clean != TDM_TIME_MAX && sp->t_clean <= wm;
         uint32_t n = sp->n; /* windows the callback adds fire by record */
+        tdm_event ev;
+        lean_event(&ev, sp);
         for (uint32_t i = 0; i < n; i++) {
             /* Spans, members and ids are read again each time: the emit
              * callback may push records, which may add spans, members or
@@ -654,9 +674,15 @@ static void lean_watermark(tdm_winop *op, tdm_time_ms wm)
             sp = tdm__ws_span_at(ws, sid);
             const uint32_t *m = sp->members;
 #if defined(__GNUC__)
-            /* The members' entries are scattered: fetch ahead. */
-            if (i + 8 < n && m[i + 8] != TDM__WS_NONE)
-                __builtin_prefetch(tdm__ws_key_at(ws, m[i + 8]));
+            /* The members' entries are scattered: fetch ahead, both
+             * cache lines of a 128-byte entry (the cell may be in
+             * either). */
+            if (i + 8 < n && m[i + 8] != TDM__WS_NONE) {
+                const char *ahead =
+                    (const char *)tdm__ws_key_at(ws, m[i + 8]);
+                __builtin_prefetch(ahead);
+                __builtin_prefetch(ahead + ((size_t)1 << ws->eshift) - 1);
+            }
 #endif
             uint32_t kid = m[i];
             if (kid == TDM__WS_NONE)
@@ -665,7 +691,7 @@ static void lean_watermark(tdm_winop *op, tdm_time_ms wm)
             tdm__ws_cell *c = tdm__ws_cell_of(ws, e, kid, sid);
             if (fire) {
                 uint64_t gen = ws->gen;
-                lean_emit(op, e, sp, c);
+                lean_emit_in(op, &ev, e, c);
                 if (ws->gen != gen && clean) {
                     kid = tdm__ws_span_at(ws, sid)->members[i];
                     e = tdm__ws_key_at(ws, kid);
@@ -792,6 +818,27 @@ tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
     op->pending = TDM_OK;
     tdm_err err = lean_push(op, rec, rec->ts, part);
     return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
+}
+
+/* Fetches ahead a key's home slot (win.h).  The slot is where a new
+ * key goes and where most keys are found (short probe runs). */
+void tdm__winop_prefetch_key(const tdm_winop *op, const char *key,
+                             size_t len)
+{
+#if defined(__GNUC__)
+    if (!op || !op->lean)
+        return;
+    const tdm__wstore *ws = op->ws;
+    size_t i = tdm__ws_home(tdm__ws_hash(key, len), ws->slots);
+    const char *e = (const char *)tdm__ws_key_at(ws, (uint32_t)i);
+    __builtin_prefetch(ws->ctrl + i);
+    __builtin_prefetch(e, 1);
+    __builtin_prefetch(e + ((size_t)1 << ws->eshift) - 1, 1);
+#else
+    (void)op;
+    (void)key;
+    (void)len;
+#endif
 }
 
 /* ---- Watermarks, statuses, processing time, end ---- */

@@ -1126,3 +1126,125 @@ TDM_TEST(ws_small_entries_grow_when_keys_overlap_windows)
     ASSERT_EQ(tdm__ws_bytes(ws), 0);
     tdm__ws_destroy(ws);
 }
+
+/* Sliding windows: a key has a cell in several windows at once, more
+ * than a 64-byte entry holds, so most of its cells spill.  At the next
+ * compaction the entries grow once more, to 128 bytes (seven inline
+ * cells of one double, four of two), and every spilled cell moves
+ * inline with its values and firing count.  Then three keys in four
+ * lose all their cells, and the tombstones are cleared in place, which
+ * moves (and swaps) 128-byte entries: every remaining key keeps all its
+ * cells and values, and the span members follow the moves.  Swaps are
+ * rare (an entry whose probe run wraps around the table's end), so the
+ * case runs over 24 key sets per cell size; at the time of writing they
+ * make four swaps of 128-byte entries. */
+TDM_TEST(ws_entries_grow_to_128_bytes_for_sliding_windows)
+{
+    enum { KEYS = 1190, TRIALS = 24 };
+    for (uint32_t run = 0; run < 2 * TRIALS; run++) {
+        uint32_t nv = 1 + run % 2;
+        uint32_t base = run / 2 * 100000; /* other keys, other layouts */
+        uint32_t want_inline = nv == 1 ? 7 : 4;   /* (128 - 16) / (8 + 8nv) */
+        uint32_t was_inline = nv == 1 ? 2 : 1;    /* 32 / (8 + 8nv) */
+        tdm__wstore *ws = tdm__ws_new(nv, false);
+        ASSERT_EQ(ws->eshift, 6);
+        ASSERT_EQ(ws->n_inline, was_inline);
+        uint32_t sid[7];
+        for (uint32_t s = 0; s < want_inline; s++)
+            ASSERT_OK(tdm__ws_span_get(ws, 2 * s, 2 * s + 10, 2 * s + 9,
+                                       2 * s + 9, false, &sid[s]));
+        for (uint32_t s = 0; s < want_inline; s++)
+            for (uint32_t i = 0; i < KEYS; i++)
+                ws_put(ws, base + i, sid[s], i * 10.0 + s);
+        ASSERT_EQ(ws->n_spilled, (size_t)KEYS * (want_inline - was_inline));
+        /* A firing count on a spilled cell of key 3 travels with it. */
+        uint32_t k3 = base + 3;
+        uint32_t id = ws_find(ws, (const char *)&k3, 4);
+        tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id,
+                                          sid[want_inline - 1]);
+        ASSERT_TRUE(c && (c->span & TDM__WS_SPILL_BIT));
+        c->fires = 9;
+        uint64_t resizes = ws->resizes;
+        tdm__ws_compact(ws);
+        ASSERT_EQ(ws->eshift, 7);
+        ASSERT_EQ(ws->n_inline, want_inline);
+        ASSERT_EQ(ws->resizes, resizes + 1);
+        ASSERT_EQ(ws->n_spilled, 0);
+        ASSERT_EQ(ws->n_cells, (size_t)KEYS * want_inline);
+        for (uint32_t i = 0; i < KEYS; i++) {
+            uint32_t k = base + i;
+            id = ws_find(ws, (const char *)&k, 4);
+            ASSERT_TRUE(id != TDM__WS_NONE);
+            tdm__ws_key *e = tdm__ws_key_at(ws, id);
+            ASSERT_EQ(tdm__ws_n_spill(e), 0);
+            for (uint32_t s = 0; s < want_inline; s++) {
+                c = tdm__ws_cell_of(ws, e, id, sid[s]);
+                ASSERT_TRUE(c && !(c->span & TDM__WS_SPILL_BIT));
+                ASSERT_DBL_EQ(c->v[0], i * 10.0 + s);
+                ASSERT_EQ(tdm__ws_fires(c),
+                          i == 3 && s == want_inline - 1 ? 9 : 0);
+            }
+        }
+        /* Keys i % 4 != 0 lose every cell (and so their slots). */
+        for (uint32_t i = 0; i < KEYS; i++) {
+            if (i % 4 == 0)
+                continue;
+            uint32_t k = base + i;
+            for (uint32_t s = 0; s < want_inline; s++) {
+                id = ws_find(ws, (const char *)&k, 4);
+                c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id, sid[s]);
+                ASSERT_TRUE(c != NULL);
+                tdm__ws_cell_release(ws, id, c);
+            }
+        }
+        ASSERT_EQ(ws->live_keys, (KEYS + 3) / 4);
+        ASSERT_TRUE(ws->deleted * 4 > ws->slots);
+        size_t slots = ws->slots;
+        uint64_t gen = ws->gen;
+        resizes = ws->resizes;
+        tdm__ws_compact(ws);
+        ASSERT_EQ(ws->gen, gen + 1);      /* rehashed in place */
+        ASSERT_EQ(ws->resizes, resizes);
+        ASSERT_EQ(ws->slots, slots);
+        ASSERT_EQ(ws->deleted, 0);
+        ASSERT_EQ(ws->eshift, 7);
+        for (uint32_t i = 0; i < KEYS; i++) {
+            uint32_t k = base + i;
+            id = ws_find(ws, (const char *)&k, 4);
+            ASSERT_EQ(id != TDM__WS_NONE, i % 4 == 0);
+            if (id == TDM__WS_NONE)
+                continue;
+            tdm__ws_key *e = tdm__ws_key_at(ws, id);
+            uint32_t got;
+            memcpy(&got, tdm__ws_key_bytes(e), 4);
+            ASSERT_EQ(got, k);
+            for (uint32_t s = 0; s < want_inline; s++) {
+                c = tdm__ws_cell_of(ws, e, id, sid[s]);
+                ASSERT_TRUE(c != NULL);
+                ASSERT_DBL_EQ(c->v[0], i * 10.0 + s);
+            }
+        }
+        /* Each span's members name its KEYS / 4 live keys, renumbered. */
+        for (uint32_t s = 0; s < want_inline; s++) {
+            const tdm__ws_span *sp = tdm__ws_span_at(ws, sid[s]);
+            size_t live = 0;
+            for (uint32_t m = 0; m < sp->n; m++) {
+                uint32_t k = sp->members[m];
+                if (k == TDM__WS_NONE)
+                    continue;
+                c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k, sid[s]);
+                ASSERT_TRUE(c != NULL);
+                uint32_t ki;
+                memcpy(&ki, tdm__ws_key_bytes(tdm__ws_key_at(ws, k)), 4);
+                ASSERT_DBL_EQ(c->v[0], (ki - base) * 10.0 + s);
+                tdm__ws_cell_release(ws, k, c);
+                live++;
+            }
+            ASSERT_EQ(live, (KEYS + 3) / 4);
+            tdm__ws_span_free(ws, sid[s]);
+        }
+        ASSERT_EQ(ws->live_keys, 0);
+        ASSERT_EQ(tdm__ws_bytes(ws), 0);
+        tdm__ws_destroy(ws);
+    }
+}
