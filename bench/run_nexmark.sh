@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 # run_nexmark.sh - the NEXMark suite (bench/nexmark/*.yaml): NEXMark-W
 # (nexmark_w.yaml), the pass-through queries q0, q1 and q2 (q0.yaml,
-# q1.yaml, q2.yaml), q5 (q5.yaml, then q5_max.yaml and q5_hot.yaml), the
-# V1-rate stress v1 (nexmark_w.yaml at 10,000,000 events per second of
-# event time), q8 (q8.yaml) and q11 (q11.yaml).  Per query it first checks
+# q1.yaml, q2.yaml), q5 (q5.yaml, the sliding count) and q5hot (q5 in
+# full: q5_hot.yaml, the count chained into a per-window max and a join),
+# the V1-rate stress v1 (nexmark_w.yaml at 10,000,000 events per second
+# of event time), q7 (q7.yaml), q8 (q8.yaml), q9 (q9.yaml) and q11
+# (q11.yaml).  Per query it first checks
 # the engine's result multiset against the naive reference
 # (bench/nexmark_ref.c) on a smaller run, then runs the full job several
 # times at parallelism 1 and 2 and prints events/s by the wall clock,
@@ -13,18 +15,16 @@
 # A program, not a test: nothing here is registered with CTest.
 #
 #   sh bench/run_nexmark.sh [-r RUNS] [-e EVENTS] [-c CHECK_EVENTS]
-#                           [-b BUILD_DIR] [-q "w q0 q1 q2 q5 v1 q8 q11"]
+#                           [-b BUILD_DIR]
+#                           [-q "w q0 q1 q2 q5 q5hot v1 q7 q8 q9 q11"]
 #
 # Defaults: 3 runs, 50,000,000 events, a 10,000,000-event check, build
-# folder build-bench (RelWithDebInfo), all eight queries.  Needs
+# folder build-bench (RelWithDebInfo), all eleven queries.  Needs
 # /usr/bin/time.  q0-q2's check is tests/cli/nexmark_q012.sh (their
 # rows against the reference's bids, at its own sizes).
 #
-# q5's table rows time its first stage only, the sliding count over the
-# generated bids (its sink discards the rows).  The hot-items stages
-# (q5_max.yaml, q5_hot.yaml) only see that stage's result rows; they run
-# in the check, over the check's rows written as JSON lines, and their
-# time is printed there on a line of its own.  v1's check runs at the
+# q5's table rows time the sliding count alone (its sink discards the
+# rows), q5hot's the whole query with its hot items.  v1's check runs at the
 # stress's own rate, so its 10,000,000 events are 1 s of event time, all
 # in one window (about 600,000 live keys; the full run's 50 M events make
 # about 3 M).
@@ -33,7 +33,7 @@
 # from the run summary (docs/metrics.md, resultLatencyP50): over every
 # on-time window result, the wall time from the watermark that fired it
 # leaving its source subtask to the row reaching the sink.  "-" for jobs
-# without event-time windows (q0-q2) and for q8 (a join).
+# without event-time window results (q0-q2, and the joins q8, q5hot, q7).
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,7 +41,7 @@ runs=3
 events=50000000
 check=10000000
 build="$root/build-bench"
-queries="w q0 q1 q2 q5 v1 q8 q11"
+queries="w q0 q1 q2 q5 q5hot v1 q7 q8 q9 q11"
 while getopts r:e:c:b:q:h opt; do
     case $opt in
     r) runs=$OPTARG ;;
@@ -55,8 +55,8 @@ done
 [ -x /usr/bin/time ] || { echo "run_nexmark.sh: /usr/bin/time is missing" >&2; exit 1; }
 for q in $queries; do
     case $q in
-    w | q0 | q1 | q2 | q5 | v1 | q8 | q11) ;;
-    *) echo "run_nexmark.sh: unknown query \"$q\" (w, q0, q1, q2, q5, v1, q8, q11)" >&2; exit 2 ;;
+    w | q0 | q1 | q2 | q5 | q5hot | v1 | q7 | q8 | q9 | q11) ;;
+    *) echo "run_nexmark.sh: unknown query \"$q\" (w, q0, q1, q2, q5, q5hot, v1, q7, q8, q9, q11)" >&2; exit 2 ;;
     esac
 done
 
@@ -72,6 +72,7 @@ export LC_ALL=C
 job_of() {
     case $1 in
     w | v1) echo "$root/bench/nexmark/nexmark_w.yaml" ;;
+    q5hot) echo "$root/bench/nexmark/q5_hot.yaml" ;;
     *) echo "$root/bench/nexmark/$1.yaml" ;;
     esac
 }
@@ -83,10 +84,11 @@ v1_rate=10000000
 # job reads the same stream), with the query's other settings.
 records_of() {
     case $1 in
-    w | q5) echo "--set sources.events.generator.records=$2" ;;
+    w | q5 | q5hot) echo "--set sources.events.generator.records=$2" ;;
     v1) echo "--set sources.events.generator.records=$2 --set sources.events.generator.rate=$v1_rate" ;;
     q8) echo "--set sources.persons.generator.records=$2 --set sources.auctions.generator.records=$2" ;;
-    q0 | q1 | q2 | q11) echo "--set sources.bids.generator.records=$2" ;;
+    q9) echo "--set sources.auctions.generator.records=$2 --set sources.bids.generator.records=$2" ;;
+    q0 | q1 | q2 | q7 | q11) echo "--set sources.bids.generator.records=$2" ;;
     esac
 }
 
@@ -148,28 +150,56 @@ check_q5() {
         echo "check q5: FAILED (engine rows $(wc -l < "$tmp/engine.txt"), reference rows $rows, sum $sum, 5 x bids $((bids * 5)))"
         return 1
     fi
-    # Stages 2 and 3, the hot items, over those rows; timed here.
-    /usr/bin/time -f "%e %U %S %M" -o "$tmp/t_max" "$tdm" run "$root/bench/nexmark/q5_max.yaml" --quiet \
-        --set "sources.counts.path=$tmp/counts.jsonl" \
-        --set "sinks.out.path=$tmp/maxima.jsonl" 2>/dev/null
-    /usr/bin/time -f "%e %U %S %M" -o "$tmp/t_hot" "$tdm" run "$root/bench/nexmark/q5_hot.yaml" --quiet \
-        --set "sources.counts.path=$tmp/counts.jsonl" \
-        --set "sources.maxima.path=$tmp/maxima.jsonl" \
+}
+
+# q5 in full: the hot items of q5_hot.yaml.
+check_q5hot() {
+    # shellcheck disable=SC2046
+    "$tdm" run "$(job_of q5hot)" --quiet $(records_of q5hot "$check") \
         --set sinks.out.type=file --set "sinks.out.path=$tmp/hot.jsonl" 2>/dev/null
     json_fields "$tmp/hot.jsonl" left.auction left.window_start left.window_end left.n | sort > "$tmp/hot.txt"
-    "$ref" q5hot "$check" 100000 10000 1 2000 2>/dev/null | sort > "$tmp/refhot.txt"
+    "$ref" q5hot "$check" 100000 10000 1 2000 2>"$tmp/ref.err" | sort > "$tmp/refhot.txt"
+    read -r _ bids _ windows _ rows < "$tmp/ref.err"
     if cmp -s "$tmp/hot.txt" "$tmp/refhot.txt"; then
-        echo "check q5 hot items: $(wc -l < "$tmp/refhot.txt") rows: engine == reference"
+        echo "check q5hot: $check events, $bids bids, $rows hot items in $windows windows: engine == reference"
     else
-        echo "check q5 hot items: FAILED (engine rows $(wc -l < "$tmp/hot.txt"), reference rows $(wc -l < "$tmp/refhot.txt"))"
+        echo "check q5hot: FAILED (engine rows $(wc -l < "$tmp/hot.txt"), reference rows $rows)"
         return 1
     fi
-    read -r mw mu ms mr < "$tmp/t_max"
-    read -r hw hu hs hr < "$tmp/t_hot"
-    awk -v n="$rows" -v mw="$mw" -v mu="$mu" -v ms="$ms" -v mr="$mr" \
-        -v hw="$hw" -v hu="$hu" -v hs="$hs" -v hr="$hr" \
-        'BEGIN { printf "q5 hot stage over %d count rows (JSON lines): q5_max %.2f s wall, %.2f s CPU, %.0f MB; q5_hot %.2f s wall, %.2f s CPU, %.0f MB; together %.0f rows/s (wall)\n",
-                 n, mw, mu + ms, mr / 1024, hw, hu + hs, hr / 1024, n / (mw + hw) }'
+}
+
+# q7: the bids having their tumbling window's highest price.
+check_q7() {
+    # shellcheck disable=SC2046
+    "$tdm" run "$(job_of q7)" --quiet $(records_of q7 "$check") \
+        --set sinks.out.type=file --set "sinks.out.path=$tmp/q7.jsonl" 2>/dev/null
+    json_fields "$tmp/q7.jsonl" left.auction left.price left.bidder left.date_time \
+        window_start window_end | sort > "$tmp/engine.txt"
+    "$ref" q7 "$check" 100000 10000 2>"$tmp/ref.err" | sort > "$tmp/ref.txt"
+    read -r _ bids _ windows _ rows < "$tmp/ref.err"
+    if cmp -s "$tmp/engine.txt" "$tmp/ref.txt"; then
+        echo "check q7: $check events, $bids bids, $rows highest bids in $windows windows: engine == reference"
+    else
+        echo "check q7: FAILED (engine rows $(wc -l < "$tmp/engine.txt"), reference rows $rows)"
+        return 1
+    fi
+}
+
+# q9: per auction the highest bid within its lifetime (and how many).
+check_q9() {
+    # shellcheck disable=SC2046
+    "$tdm" run "$(job_of q9)" --quiet $(records_of q9 "$check") \
+        --set sinks.out.type=file --set "sinks.out.path=$tmp/q9.jsonl" 2>/dev/null
+    json_fields "$tmp/q9.jsonl" left.id left.category price bids \
+        window_start window_end | sort > "$tmp/engine.txt"
+    "$ref" q9 "$check" 100000 1000 2>"$tmp/ref.err" | sort > "$tmp/ref.txt"
+    read -r _ auctions _ bids _ valid _ rows < "$tmp/ref.err"
+    if cmp -s "$tmp/engine.txt" "$tmp/ref.txt"; then
+        echo "check q9: $check events, $auctions auctions, $valid of $bids bids valid, $rows winning bids: engine == reference"
+    else
+        echo "check q9: FAILED (engine rows $(wc -l < "$tmp/engine.txt"), reference rows $rows)"
+        return 1
+    fi
 }
 
 check_q8() {
