@@ -405,6 +405,23 @@ int64_t tdm_joinop_buffered(const tdm_joinop *op)
     return op ? op->buffered : 0;
 }
 
+/* Keys with live state (see join.h). */
+int64_t tdm__joinop_state_keys(const tdm_joinop *op)
+{
+    return (int64_t)tdm__keys_count(op->keys);
+}
+
+/* Bytes held by the join's state (see join.h). */
+int64_t tdm__joinop_state_bytes(const tdm_joinop *op)
+{
+    size_t b = tdm__keys_bytes(op->keys) + tdm__timers_bytes(op->timers);
+    for (int s = 0; s < 2; s++)
+        if (op->ibuf[s])
+            b += tdm__kv_bytes(op->ibuf[s]);
+    b += tdm__join_window_bytes(op);
+    return (int64_t)b;
+}
+
 /* The message of the last error on @p op ("" for NULL; never NULL). */
 const char *tdm_joinop_errmsg(const tdm_joinop *op)
 {

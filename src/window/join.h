@@ -54,8 +54,12 @@ struct tdm_joinop {
     tdm_time_ms lower, upper;
     tdm__kv *ibuf[2];
 
-    /* Window join: the assigner and one slot per (key, window). */
+    /* Window join: the assigner and the live windows with their record
+     * logs (join_window.c).  @c wins is no longer used (always NULL); it
+     * stays only because src/runtime/task_op.c still reads it for the
+     * state-bytes gauge until it calls tdm__joinop_state_bytes. */
     tdm_assigner *asg;
+    struct tdm__wjoin *wj;
     tdm__kv *wins;
 };
 
@@ -99,7 +103,19 @@ tdm_err tdm__join_window_init(tdm_joinop *op, char *errbuf, size_t errbuf_size);
 tdm_err tdm__join_window_push(tdm_joinop *op, int side, const tdm_record *rec);
 /* A window timer fired: emits the window's pairs and drops the window. */
 void tdm__join_window_fire(tdm_joinop *op, const tdm__timer *t);
+/* Bytes the window join's record logs and window set hold. */
+size_t tdm__join_window_bytes(const tdm_joinop *op);
 /* Frees every window and the store (op may be half-built). */
 void tdm__join_window_free(tdm_joinop *op);
+
+/* ---- State gauges (join.c), for the runtime's metrics ---- */
+
+/* Keys with live state: the key table's count for the interval join; 0
+ * for the window join, which does not index records by key until a
+ * window fires. */
+int64_t tdm__joinop_state_keys(const tdm_joinop *op);
+/* Bytes held by the join's state: keys, timers and buffered records (for
+ * the window join, its record log chunks). */
+int64_t tdm__joinop_state_bytes(const tdm_joinop *op);
 
 #endif /* TDM_JOIN_H */
