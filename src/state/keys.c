@@ -301,6 +301,12 @@ size_t tdm__keys_count(const tdm__keys *ks)
     return ks->live;
 }
 
+/* One more than the largest id handed out (state.h). */
+uint32_t tdm__keys_id_bound(const tdm__keys *ks)
+{
+    return ks->n_ents;
+}
+
 /* Bytes held by live keys: entry, index share, long key bytes. */
 size_t tdm__keys_bytes(const tdm__keys *ks)
 {

@@ -106,6 +106,9 @@ void **tdm__keys_udata(tdm__keys *ks, uint32_t id);
 uint32_t tdm__keys_refs(const tdm__keys *ks, uint32_t id);
 /* Number of live keys. */
 size_t tdm__keys_count(const tdm__keys *ks);
+/* One more than the largest id ever handed out (live or free): the size
+ * of an array indexed by key id, for snapshots (checkpoints). */
+uint32_t tdm__keys_id_bound(const tdm__keys *ks);
 /* Approximate bytes held by live keys (bytes, entry, index share).  The
  * *_bytes functions of this file count live entries, not capacity kept
  * for reuse, so that they fall back when state is cleaned up. */
@@ -183,6 +186,15 @@ bool tdm__timers_pop(tdm__timers *t, tdm_time_ms upto, tdm__timer *out);
 /* The smallest registered time, TDM_TIME_MAX when empty. */
 tdm_time_ms tdm__timers_peek(const tdm__timers *t);
 size_t tdm__timers_count(const tdm__timers *t);
+/* Calls fn for every registered timer (for snapshots) with its rank:
+ * among the timers of one time, the order they pop in (0, 1, ...).  So
+ * re-adding them sorted by (time, rank) into an empty queue gives the
+ * same pop order.  Buckets are visited in no particular order; fn must
+ * not change the queue. */
+void tdm__timers_each(const tdm__timers *t,
+                      void (*fn)(void *ud, const tdm__timer *tm,
+                                 uint32_t rank),
+                      void *ud);
 size_t tdm__timers_bytes(const tdm__timers *t);
 void tdm__timers_destroy(tdm__timers *t);
 

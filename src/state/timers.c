@@ -446,6 +446,23 @@ bool tdm__timers_pop(tdm__timers *t, tdm_time_ms upto, tdm__timer *out)
     return true;
 }
 
+/* Every timer, bucket by bucket, each bucket in pop order (state.h). */
+void tdm__timers_each(const tdm__timers *t,
+                      void (*fn)(void *ud, const tdm__timer *tm,
+                                 uint32_t rank),
+                      void *ud)
+{
+    for (uint32_t h = 0; h < t->n_heap; h++) {
+        uint32_t rank = 0;
+        for (uint32_t id = BUCKET(t, t->heap[h]).head; id != NIL;
+             id = NODE(t, id).next) {
+            const tnode *n = &NODE(t, id);
+            tdm__timer tm = { n->time, n->key, n->ns };
+            fn(ud, &tm, rank++);
+        }
+    }
+}
+
 /* The earliest time, TDM_TIME_MAX when empty. */
 tdm_time_ms tdm__timers_peek(const tdm__timers *t)
 {

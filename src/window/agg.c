@@ -433,3 +433,14 @@ tdm_err tdm__agg_result(tdm_winop *op, tdm__win_slot *s, tdm_event *ev,
     }
     return TDM_OK;
 }
+
+/* Sets the checkpoint codec of a custom aggregate (win.h). */
+tdm_err tdm__aggregate_set_codec(tdm_aggregate *a, tdm__acc_save_fn save,
+                                 tdm__acc_load_fn load)
+{
+    if (!a || a->type != TDM__AGG_CUSTOM || !save != !load)
+        return TDM_ERR_INVAL;
+    a->acc_save = save;
+    a->acc_load = load;
+    return TDM_OK;
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* join.c - the part of the two-input join operator that both join kinds
- * share: construction, the public entry points, and the watermark path.
+ * share: construction, the public entry points, the watermark path, and
+ * the operator section of a checkpoint (snapshot and restore).
  *
  *   left ch 0..n-1  --> valve L --+
  *                                 +--> combiner --> set W, fire timers <= W
@@ -20,7 +21,10 @@
  */
 #include <string.h>
 
+#include "state/ckpt_codec.h"
+#include "time/wm.h"
 #include "window/join.h"
+#include "window/win.h"
 
 /* ---- Watermark path ---- */
 
@@ -39,6 +43,10 @@ static void on_combined(void *opaque, const tdm_event *ev)
     /* End of input is atomic: both sides reach the maximum in one step,
      * so a minimum seen while only one side has ended is not emitted. */
     if (op->ending && w != TDM_TIME_MAX)
+        return;
+    /* After a restore from several blobs the restarted valves may start
+     * below the restored (minimum) watermark: time does not go back. */
+    if (op->restored && w <= op->wm)
         return;
     /* As Flink's timer service: set the watermark first, fire every timer
      * at or below it in time order (including ones a firing adds), and
@@ -447,4 +455,197 @@ void tdm_joinop_destroy(tdm_joinop *op)
     if (op->keys)
         tdm__keys_destroy(op->keys);
     tdm__free(op);
+}
+
+/* ---- Checkpoints (join.h; layout in docs/checkpoints.md) ---- */
+
+#define JOIN_N_FP 8
+
+/* The settings a restored join must share with the snapshotted one. */
+static void join_fingerprint(const tdm_joinop *op, int64_t *fp)
+{
+    fp[0] = op->kind;
+    fp[1] = op->lower;
+    fp[2] = op->upper;
+    fp[3] = op->asg ? op->asg->kind : 0;
+    fp[4] = op->asg ? op->asg->size : 0;
+    fp[5] = op->asg ? op->asg->slide : 0;
+    fp[6] = op->asg ? op->asg->offset : 0;
+    fp[7] = op->late_output;
+}
+
+tdm_err tdm__joinop_snapshot(const tdm_joinop *op, tdm__enc *e,
+                             int (*key_group)(void *ud, const char *key,
+                                              size_t len),
+                             void *ud, int group_lo, int group_hi)
+{
+    if (!op || !e || group_lo < 0 || group_lo > group_hi)
+        return TDM_ERR_INVAL;
+    size_t ng = (size_t)group_hi - (size_t)group_lo + 1;
+    int64_t fp[JOIN_N_FP];
+    join_fingerprint(op, fp);
+    tdm__enc_begin(e, TDM__SNAP_TAG_JOINOP);
+    tdm__enc_uvar(e, TDM__SNAP_JOINOP_VERSION);
+    tdm__enc_uvar(e, JOIN_N_FP);
+    for (int i = 0; i < JOIN_N_FP; i++)
+        tdm__enc_svar(e, fp[i]);
+    tdm__enc_svar(e, op->wm);
+    tdm__enc_svar(e, op->late_dropped);
+    tdm__enc_svar(e, op->late_emitted);
+    tdm__enc_svar(e, op->bad_records);
+    tdm__enc_u8(e, op->ended ? 1 : 0);
+    tdm__enc_uvar(e, (uint64_t)op->n_channels);
+    tdm_err err = tdm__valve_snapshot(op->valve[0], e);
+    if (err == TDM_OK && op->kind == TDM__JOIN_INTERVAL)
+        err = tdm__valve_snapshot(op->valve[1], e);
+    if (err == TDM_OK && op->kind == TDM__JOIN_INTERVAL)
+        err = tdm__combiner_snapshot(op->comb, e);
+    if (err == TDM_OK)
+        err = op->kind == TDM__JOIN_INTERVAL
+                  ? tdm__join_interval_snap(op, e, key_group, ud, group_lo,
+                                            ng)
+                  : tdm__join_window_snap(op, e, key_group, ud, group_lo,
+                                          ng);
+    tdm__enc_end(e);
+    if (err == TDM_OK && e->oom)
+        err = TDM_ERR_NOMEM;
+    return err;
+}
+
+/* A restore error with the decoder's offset, into the message. */
+static tdm_err join_dec_err(tdm_joinop *op, const tdm__dec *d)
+{
+    size_t off = 0;
+    const char *why = "";
+    tdm_err err = tdm__dec_error(d, &off, &why);
+    if (err == TDM_OK)
+        err = TDM_ERR_PARSE;
+    return tdm__msgf(&op->msg, err, "join restore: %s at offset %zu",
+                     why ? why : "bad input", off);
+}
+
+/* Skips a section of tag @p tag (a valve or combiner not taken). */
+static bool skip_section(tdm__dec *d, uint64_t tag)
+{
+    uint64_t t;
+    tdm__dec body;
+    if (tdm__dec_section(d, &t, &body) != TDM_OK)
+        return false;
+    if (t != tag) {
+        tdm__dec_fail(d, "unexpected section");
+        return false;
+    }
+    return true;
+}
+
+tdm_err tdm__joinop_restore(tdm_joinop *op, tdm__dec *d, int group_lo,
+                            int group_hi)
+{
+    uint64_t tag, version, nfp, nch;
+    tdm__dec body;
+    tdm_err err = TDM_OK;
+    if (!op || !d || group_lo < 0 || group_lo > group_hi)
+        return TDM_ERR_INVAL;
+    if (op->started && !op->restored)
+        return tdm__msgf(&op->msg, TDM_ERR_STATE, "join restore after "
+                         "input");
+    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+        return join_dec_err(op, d);
+    if (tag != TDM__SNAP_TAG_JOINOP) {
+        tdm__dec_fail(d, "not a join section");
+        return join_dec_err(op, d);
+    }
+    tdm__dec_uvar(&body, &version);
+    if (!body.err && version != TDM__SNAP_JOINOP_VERSION)
+        tdm__dec_fail(&body, "unknown join version");
+    tdm__dec_uvar(&body, &nfp);
+    if (!body.err && nfp != JOIN_N_FP)
+        tdm__dec_fail(&body, "join configuration differs");
+    int64_t fp[JOIN_N_FP];
+    join_fingerprint(op, fp);
+    for (int i = 0; !body.err && i < JOIN_N_FP; i++) {
+        int64_t v;
+        if (tdm__dec_svar(&body, &v) == TDM_OK && v != fp[i])
+            tdm__dec_fail(&body, "join configuration differs");
+    }
+    int64_t wm, c[3];
+    uint8_t ended;
+    tdm__dec_svar(&body, &wm);
+    for (int i = 0; i < 3; i++)
+        tdm__dec_svar(&body, &c[i]);
+    tdm__dec_u8(&body, &ended);
+    tdm__dec_uvar(&body, &nch);
+    if (!body.err && (ended > 1 || c[0] < 0 || c[1] < 0 || c[2] < 0))
+        tdm__dec_fail(&body, "bad counters");
+    if (body.err)
+        goto parse;
+    bool take = !op->restored && nch == (uint64_t)op->n_channels;
+    if (take) {
+        if (tdm__valve_restore(op->valve[0], &body) != TDM_OK)
+            goto parse;
+        if (op->kind == TDM__JOIN_INTERVAL &&
+            (tdm__valve_restore(op->valve[1], &body) != TDM_OK ||
+             tdm__combiner_restore(op->comb, &body) != TDM_OK))
+            goto parse;
+    } else {
+        if (!skip_section(&body, TDM__SNAP_TAG_VALVE))
+            goto parse;
+        if (op->kind == TDM__JOIN_INTERVAL &&
+            (!skip_section(&body, TDM__SNAP_TAG_VALVE) ||
+             !skip_section(&body, TDM__SNAP_TAG_COMBINER)))
+            goto parse;
+    }
+    if (!op->restored) {
+        op->wm = wm;
+        op->ended = ended != 0;
+    } else {
+        if (wm < op->wm)
+            op->wm = wm;
+        op->ended = op->ended && ended;
+    }
+    op->late_dropped += c[0];
+    op->late_emitted += c[1];
+    op->bad_records += c[2];
+    op->restored++;
+    op->started = true;
+    while (err == TDM_OK && tdm__dec_left(&body)) {
+        uint64_t gtag, group;
+        tdm__dec g;
+        if (tdm__dec_section(&body, &gtag, &g) != TDM_OK) {
+            err = TDM_ERR_PARSE;
+            break;
+        }
+        if (gtag != TDM__SNAP_TAG_JOINOP_GROUP)
+            continue;
+        if (tdm__dec_uvar(&g, &group) != TDM_OK) {
+            tdm__wm_dec_adopt(&body, &g);
+            err = TDM_ERR_PARSE;
+            break;
+        }
+        if (group < (uint64_t)group_lo || group > (uint64_t)group_hi)
+            continue;
+        err = op->kind == TDM__JOIN_INTERVAL
+                  ? tdm__join_interval_restore_group(op, &g)
+                  : tdm__join_window_restore_group(op, &g);
+        if (err == TDM_OK && tdm__dec_done(&g) != TDM_OK)
+            err = TDM_ERR_PARSE;
+        if (err != TDM_OK)
+            tdm__wm_dec_adopt(&body, &g);
+    }
+    if (op->kind == TDM__JOIN_WINDOW) {
+        tdm_err e2 = tdm__join_window_restore_end(op, &body, err == TDM_OK);
+        if (err == TDM_OK)
+            err = e2;
+    }
+    if (err == TDM_ERR_PARSE)
+        goto parse;
+    if (err != TDM_OK)
+        return tdm__msgf(&op->msg, err, "join restore: %s",
+                         tdm_err_name(err));
+    return TDM_OK;
+parse:
+    if (op->kind == TDM__JOIN_WINDOW)
+        (void)tdm__join_window_restore_end(op, &body, false);
+    tdm__wm_dec_adopt(d, &body);
+    return join_dec_err(op, d);
 }

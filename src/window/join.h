@@ -61,6 +61,11 @@ struct tdm_joinop {
     tdm_assigner *asg;
     struct tdm__wjoin *wj;
     tdm__kv *wins;
+    /* Restore calls taken (join.c); non-zero: combined watermarks at or
+     * below op->wm are ignored. */
+    int restored;
+    struct tdm__wrs *wrs; /* join_window.c: records of a blob being
+                           * restored */
 };
 
 /* ---- Shared helpers (join.c) ---- */
@@ -117,5 +122,62 @@ int64_t tdm__joinop_state_keys(const tdm_joinop *op);
 /* Bytes held by the join's state: keys, timers and buffered records (for
  * the window join, its record log chunks). */
 int64_t tdm__joinop_state_bytes(const tdm_joinop *op);
+
+/* ---- Checkpoints (layout in docs/checkpoints.md, "Operator state") ---- */
+
+struct tdm__enc;
+struct tdm__dec;
+
+#define TDM__SNAP_TAG_JOINOP UINT64_C(0x4f4a)      /* "OJ" */
+#define TDM__SNAP_TAG_JOINOP_GROUP UINT64_C(0x4f4b) /* "OK" */
+#define TDM__SNAP_JOINOP_VERSION 1
+
+/* Writes one TDM__SNAP_TAG_JOINOP section: the operator-wide state (kind
+ * and bounds or assigner as a fingerprint, watermark, counters, end
+ * flag, the valves and the combiner), then one nested
+ * TDM__SNAP_TAG_JOINOP_GROUP section per key group in [group_lo,
+ * group_hi] that has buffered records (interval join: per side and key
+ * the buckets in time order; window join: per live window and side the
+ * records of the group's keys with their arrival positions).  Cleanup
+ * timers are not written: each follows from its bucket or window.
+ * @p key_group as for tdm__winop_snapshot (NULL: all in group 0).
+ * Returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+tdm_err tdm__joinop_snapshot(const tdm_joinop *op, struct tdm__enc *e,
+                             int (*key_group)(void *ud, const char *key,
+                                              size_t len),
+                             void *ud, int group_lo, int group_hi);
+/* Reads one TDM__SNAP_TAG_JOINOP section into a fresh join with the same
+ * configuration, taking the key-group sections in [group_lo, group_hi]
+ * (others skipped); callable once per old subtask's blob before any
+ * input.  Operator-wide state merges as in tdm__winop_restore: the first
+ * blob gives valves and combiner (when channel counts match), the
+ * watermark is the minimum over blobs, counters add, "ended" only if
+ * every blob had it.  Window join: a window's records of one blob keep
+ * their arrival order (pairs per key come out as before); records of
+ * later blobs go after.  Returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_STATE
+ * (input seen), TDM_ERR_PARSE (message with the offset: bad blob or
+ * another configuration), TDM_ERR_NOMEM; after an error destroy the
+ * operator. */
+tdm_err tdm__joinop_restore(tdm_joinop *op, struct tdm__dec *d,
+                            int group_lo, int group_hi);
+
+/* The kinds' parts (join_interval.c, join_window.c): the group sections
+ * of keys whose group (relative to lo, -1 outside) @p kg computes, and
+ * one group section's body after its group number. */
+typedef int (*tdm__join_kg_fn)(void *ud, const char *key, size_t len);
+tdm_err tdm__join_interval_snap(const tdm_joinop *op, struct tdm__enc *e,
+                                tdm__join_kg_fn kg, void *ud, int lo,
+                                size_t ng);
+tdm_err tdm__join_interval_restore_group(tdm_joinop *op,
+                                         struct tdm__dec *d);
+tdm_err tdm__join_window_snap(const tdm_joinop *op, struct tdm__enc *e,
+                              tdm__join_kg_fn kg, void *ud, int lo,
+                              size_t ng);
+/* Window join: reads a group's records into a buffer of the blob... */
+tdm_err tdm__join_window_restore_group(tdm_joinop *op, struct tdm__dec *d);
+/* ... and adds them in arrival order once the blob's groups are read
+ * (also frees the buffer on error: @p ok false). */
+tdm_err tdm__join_window_restore_end(tdm_joinop *op, struct tdm__dec *d,
+                                     bool ok);
 
 #endif /* TDM_JOIN_H */

@@ -15,10 +15,15 @@
  * Timers fire only when the watermark advances, so a record whose cleanup
  * time is already at or below the watermark stays until the next advance
  * (Flink's timer service behaves the same way).
+ *
+ * At the end: the interval join's key-group sections of a checkpoint
+ * (join.h, docs/checkpoints.md "Operator state").
  */
 #include <string.h>
 
+#include "state/ckpt_codec.h"
 #include "window/join.h"
+#include "window/win.h"
 
 /* One buffered record: the key and timestamp live in the key slot and the
  * bucket; value and a copy of the payload here. */
@@ -348,4 +353,180 @@ void tdm__join_interval_free(tdm_joinop *op)
         op->ibuf[s] = NULL;
     }
     op->buffered = 0;
+}
+
+/* ---- Checkpoints (join.h; layout in docs/checkpoints.md) ---- */
+
+typedef struct isnap_ent {
+    const keybuf *kb;
+    uint32_t key;
+    int side;
+} isnap_ent;
+
+typedef struct isnap_gather {
+    isnap_ent *v;
+    size_t n;
+    int side;
+} isnap_gather;
+
+static void isnap_one(void *ud, uint32_t key, tdm__ns ns, void *slot)
+{
+    isnap_gather *g = ud;
+    g->v[g->n].kb = slot;
+    g->v[g->n].key = key;
+    g->v[g->n].side = g->side;
+    g->n++;
+}
+
+/* One group section per key group with buffered records: per side the
+ * number of keys, then per key its bytes and buckets (ts, records:
+ * value bits, payload). */
+tdm_err tdm__join_interval_snap(const tdm_joinop *op, struct tdm__enc *e,
+                                tdm__join_kg_fn kg, void *ud, int lo,
+                                size_t ng)
+{
+    tdm_err err = TDM_ERR_NOMEM;
+    size_t n = tdm__kv_count(op->ibuf[0]) + tdm__kv_count(op->ibuf[1]);
+    isnap_gather g = { tdm__malloc((n + 1) * sizeof *g.v), 0, 0 };
+    int *grp = tdm__malloc((n + 1) * sizeof *grp);
+    uint32_t *order = tdm__malloc((n + 1) * sizeof *order);
+    size_t *first = tdm__malloc((ng + 1) * sizeof *first);
+    if (!g.v || !grp || !order || !first)
+        goto fail;
+    for (int s = 0; s < 2; s++) {
+        g.side = s;
+        tdm__kv_each(op->ibuf[s], isnap_one, &g);
+    }
+    for (size_t i = 0; i < g.n; i++) {
+        size_t len;
+        const char *k = tdm__keys_get(op->keys, g.v[i].key, &len);
+        int x = kg ? kg(ud, k, len) : 0;
+        grp[i] = (x < lo || (size_t)(x - lo) >= ng) ? -1 : x - lo;
+    }
+    if (!tdm__snap_by_group(grp, g.n, ng, order, first))
+        goto fail;
+    for (size_t gi = 0; gi < ng; gi++) {
+        if (first[gi] == first[gi + 1])
+            continue;
+        tdm__enc_begin(e, TDM__SNAP_TAG_JOINOP_GROUP);
+        tdm__enc_uvar(e, (uint64_t)gi + (uint64_t)lo);
+        for (int s = 0; s < 2; s++) {
+            size_t nk = 0;
+            for (size_t j = first[gi]; j < first[gi + 1]; j++)
+                nk += g.v[order[j]].side == s;
+            tdm__enc_uvar(e, nk);
+            for (size_t j = first[gi]; j < first[gi + 1]; j++) {
+                const isnap_ent *x = &g.v[order[j]];
+                if (x->side != s)
+                    continue;
+                size_t len;
+                const char *k = tdm__keys_get(op->keys, x->key, &len);
+                tdm__enc_bytes(e, k, len);
+                tdm__enc_uvar(e, x->kb->n);
+                for (size_t b = 0; b < x->kb->n; b++) {
+                    const bucket *bk = &x->kb->b[x->kb->head + b];
+                    tdm__enc_svar(e, bk->ts);
+                    tdm__enc_uvar(e, bk->n);
+                    for (uint32_t r = 0; r < bk->n; r++) {
+                        uint64_t bits;
+                        memcpy(&bits, &bk->recs[r].value, 8);
+                        tdm__enc_u64(e, bits);
+                        tdm__enc_bytes(e, bk->recs[r].payload,
+                                       bk->recs[r].payload_len);
+                    }
+                }
+            }
+        }
+        tdm__enc_end(e);
+    }
+    err = TDM_OK;
+fail:
+    tdm__free(g.v);
+    tdm__free(grp);
+    tdm__free(order);
+    tdm__free(first);
+    return err;
+}
+
+/* Reads one group section's keys into the buffers, with a cleanup timer
+ * per bucket (their firing only drops the bucket: their order among
+ * equal times is not observable). */
+tdm_err tdm__join_interval_restore_group(tdm_joinop *op, struct tdm__dec *d)
+{
+    for (int s = 0; s < 2; s++) {
+        uint64_t nk;
+        if (tdm__dec_uvar(d, &nk) != TDM_OK)
+            return TDM_ERR_PARSE;
+        if (nk > tdm__dec_left(d))
+            return tdm__dec_fail(d, "bad key count");
+        for (uint64_t k = 0; k < nk; k++) {
+            const void *key;
+            size_t klen;
+            uint64_t nb;
+            tdm__dec_bytes(d, &key, &klen);
+            if (tdm__dec_uvar(d, &nb) != TDM_OK)
+                return TDM_ERR_PARSE;
+            if (nb == 0 || nb > tdm__dec_left(d))
+                return tdm__dec_fail(d, "bad bucket count");
+            uint32_t kid;
+            if (tdm__keys_intern(op->keys, key, klen, &kid) != TDM_OK)
+                return TDM_ERR_NOMEM;
+            bool created;
+            keybuf *kb = tdm__kv_upsert(op->ibuf[s], kid, KEY_NS, &created);
+            if (!kb) {
+                tdm__keys_unref(op->keys, kid);
+                return TDM_ERR_NOMEM;
+            }
+            if (!created) {
+                tdm__keys_unref(op->keys, kid);
+                return tdm__dec_fail(d, "key twice");
+            }
+            /* The interning reference is the key slot's. */
+            kb->b = tdm__calloc((size_t)nb, sizeof *kb->b);
+            if (!kb->b)
+                return TDM_ERR_NOMEM;
+            kb->cap = (size_t)nb;
+            for (uint64_t b = 0; b < nb; b++) {
+                int64_t ts;
+                uint64_t nr;
+                tdm__dec_svar(d, &ts);
+                if (tdm__dec_uvar(d, &nr) != TDM_OK)
+                    return TDM_ERR_PARSE;
+                if (b > 0 && ts <= kb->b[kb->n - 1].ts)
+                    return tdm__dec_fail(d, "buckets out of order");
+                if (nr == 0 || nr > tdm__dec_left(d) / 9 ||
+                    nr > UINT32_MAX)
+                    return tdm__dec_fail(d, "bad record count");
+                bucket *bk = &kb->b[kb->n++];
+                bk->ts = ts;
+                bk->recs = tdm__calloc((size_t)nr, sizeof *bk->recs);
+                if (!bk->recs)
+                    return TDM_ERR_NOMEM;
+                bk->cap = (uint32_t)nr;
+                for (uint64_t r = 0; r < nr; r++) {
+                    uint64_t bits;
+                    const void *p;
+                    size_t plen;
+                    tdm__dec_u64(d, &bits);
+                    if (tdm__dec_bytes(d, &p, &plen) != TDM_OK)
+                        return TDM_ERR_PARSE;
+                    jrec *jr = &bk->recs[bk->n];
+                    memcpy(&jr->value, &bits, 8);
+                    if (plen) {
+                        jr->payload = tdm__memdup(p, plen);
+                        if (!jr->payload)
+                            return TDM_ERR_NOMEM;
+                        jr->payload_len = plen;
+                    }
+                    bk->n++;
+                    op->buffered++;
+                }
+                tdm__ns tns = { ts, s };
+                if (tdm__timers_add(op->timers, cleanup_time(op, s, ts), kid,
+                                    tns) != TDM_OK)
+                    return TDM_ERR_NOMEM;
+            }
+        }
+    }
+    return TDM_OK;
 }

@@ -28,9 +28,14 @@
  * A window whose end - 1 is at or below the watermark is late and takes
  * no records; a record none of whose windows take it is late
  * (window-semantics.md R2.1, R2.2, R4.4).
+ *
+ * At the end: the window join's key-group sections of a checkpoint
+ * (join.h, docs/checkpoints.md "Operator state").
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "state/ckpt_codec.h"
 #include "window/join.h"
 #include "window/win.h"
 
@@ -635,6 +640,7 @@ size_t tdm__join_window_bytes(const tdm_joinop *op)
 void tdm__join_window_free(tdm_joinop *op)
 {
     struct tdm__wjoin *st = op->wj;
+    (void)tdm__join_window_restore_end(op, NULL, false);
     if (!st)
         return;
     for (uint32_t i = 0; i < st->n; i++) {
@@ -649,4 +655,230 @@ void tdm__join_window_free(tdm_joinop *op)
     tdm__free(st);
     op->wj = NULL;
     op->buffered = 0;
+}
+
+/* ---- Checkpoints (join.h; layout in docs/checkpoints.md) ---- */
+
+typedef struct wsnap_ref {
+    const wjrec *r;
+    uint32_t win;
+    uint32_t pos;
+    uint8_t side;
+} wsnap_ref;
+
+/* One group section per key group with buffered records: the windows
+ * holding some of its records, per window and side the records (arrival
+ * position in the side's log, ts, value bits, key, payload). */
+tdm_err tdm__join_window_snap(const tdm_joinop *op, struct tdm__enc *e,
+                              tdm__join_kg_fn kg, void *ud, int lo,
+                              size_t ng)
+{
+    const struct tdm__wjoin *st = op->wj;
+    tdm_err err = TDM_ERR_NOMEM;
+    size_t n = 0;
+    for (uint32_t i = 0; i < st->n; i++)
+        n += (size_t)(st->w[i].log[0].n + st->w[i].log[1].n);
+    wsnap_ref *refs = tdm__malloc((n + 1) * sizeof *refs);
+    int *grp = tdm__malloc((n + 1) * sizeof *grp);
+    uint32_t *order = tdm__malloc((n + 1) * sizeof *order);
+    size_t *first = tdm__malloc((ng + 1) * sizeof *first);
+    if (!refs || !grp || !order || !first)
+        goto fail;
+    size_t m = 0;
+    for (uint32_t i = 0; i < st->n; i++) {
+        for (int s = 0; s < 2; s++) {
+            wjit it = { st->w[i].log[s].head, 0 };
+            uint32_t h, pos = 0;
+            for (wjrec *r; (r = it_next(&it, &h)) != NULL && m < n;) {
+                refs[m].r = r;
+                refs[m].win = i;
+                refs[m].pos = pos++;
+                refs[m].side = (uint8_t)s;
+                int x = kg ? kg(ud, rec_key(r), r->key_len) : 0;
+                grp[m] = (x < lo || (size_t)(x - lo) >= ng) ? -1 : x - lo;
+                m++;
+            }
+        }
+    }
+    if (!tdm__snap_by_group(grp, m, ng, order, first))
+        goto fail;
+    for (size_t gi = 0; gi < ng; gi++) {
+        size_t a = first[gi], b = first[gi + 1];
+        if (a == b)
+            continue;
+        tdm__enc_begin(e, TDM__SNAP_TAG_JOINOP_GROUP);
+        tdm__enc_uvar(e, (uint64_t)gi + (uint64_t)lo);
+        size_t nw = 0;
+        for (size_t j = a; j < b; j++)
+            if (j == a || refs[order[j]].win != refs[order[j - 1]].win)
+                nw++;
+        tdm__enc_uvar(e, nw);
+        for (size_t j = a; j < b;) {
+            uint32_t wi = refs[order[j]].win;
+            tdm__enc_svar(e, st->w[wi].start);
+            tdm__enc_svar(e, st->w[wi].end);
+            for (uint8_t s = 0; s < 2; s++) {
+                size_t k = j, cnt = 0;
+                while (k < b && refs[order[k]].win == wi) {
+                    cnt += refs[order[k]].side == s;
+                    k++;
+                }
+                tdm__enc_uvar(e, cnt);
+                for (k = j; k < b && refs[order[k]].win == wi; k++) {
+                    const wsnap_ref *x = &refs[order[k]];
+                    if (x->side != s)
+                        continue;
+                    uint64_t bits;
+                    memcpy(&bits, &x->r->value, 8);
+                    tdm__enc_uvar(e, x->pos);
+                    tdm__enc_svar(e, x->r->ts);
+                    tdm__enc_u64(e, bits);
+                    tdm__enc_bytes(e, rec_key(x->r), x->r->key_len);
+                    tdm__enc_bytes(e, rec_payload(x->r), x->r->payload_len);
+                }
+            }
+            while (j < b && refs[order[j]].win == wi)
+                j++;
+        }
+        tdm__enc_end(e);
+    }
+    err = TDM_OK;
+fail:
+    tdm__free(refs);
+    tdm__free(grp);
+    tdm__free(order);
+    tdm__free(first);
+    return err;
+}
+
+/* Records read from one blob, added in (window, side, position) order
+ * by tdm__join_window_restore_end.  Points into the blob. */
+typedef struct wrs_rec {
+    tdm_time_ms start, end;
+    uint32_t pos;
+    uint8_t side;
+    tdm_record rec;
+} wrs_rec;
+
+struct tdm__wrs {
+    wrs_rec *v;
+    size_t n, cap;
+};
+typedef struct tdm__wrs wrs_buf;
+
+/* The buffer of the blob being restored, made on first use; NULL on
+ * OOM. */
+static wrs_buf *wrs_of(tdm_joinop *op)
+{
+    if (!op->wrs)
+        op->wrs = tdm__calloc(1, sizeof *op->wrs);
+    return op->wrs;
+}
+
+tdm_err tdm__join_window_restore_group(tdm_joinop *op, struct tdm__dec *d)
+{
+    wrs_buf *wb = wrs_of(op);
+    uint64_t nw;
+    if (!wb)
+        return TDM_ERR_NOMEM;
+    if (tdm__dec_uvar(d, &nw) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (nw > tdm__dec_left(d))
+        return tdm__dec_fail(d, "bad window count");
+    for (uint64_t w = 0; w < nw; w++) {
+        int64_t start, end;
+        tdm__dec_svar(d, &start);
+        if (tdm__dec_svar(d, &end) != TDM_OK)
+            return TDM_ERR_PARSE;
+        if (start >= end || end - 1 <= op->wm)
+            return tdm__dec_fail(d, "bad window");
+        for (uint8_t s = 0; s < 2; s++) {
+            uint64_t nr;
+            if (tdm__dec_uvar(d, &nr) != TDM_OK)
+                return TDM_ERR_PARSE;
+            if (nr > tdm__dec_left(d) / 12)
+                return tdm__dec_fail(d, "bad record count");
+            for (uint64_t i = 0; i < nr; i++) {
+                uint64_t pos, bits;
+                int64_t ts;
+                const void *key, *pl;
+                size_t klen, plen;
+                tdm__dec_uvar(d, &pos);
+                tdm__dec_svar(d, &ts);
+                tdm__dec_u64(d, &bits);
+                tdm__dec_bytes(d, &key, &klen);
+                if (tdm__dec_bytes(d, &pl, &plen) != TDM_OK)
+                    return TDM_ERR_PARSE;
+                if (pos > UINT32_MAX || ts < start || ts >= end ||
+                    klen > WJ_REC_MAX || plen > WJ_REC_MAX)
+                    return tdm__dec_fail(d, "bad record");
+                if (wb->n == wb->cap) {
+                    size_t ncap = wb->cap ? wb->cap * 2 : 64;
+                    wrs_rec *nv = tdm__realloc(wb->v, ncap * sizeof *nv);
+                    if (!nv)
+                        return TDM_ERR_NOMEM;
+                    wb->v = nv;
+                    wb->cap = ncap;
+                }
+                wrs_rec *x = &wb->v[wb->n++];
+                memset(x, 0, sizeof *x);
+                x->start = start;
+                x->end = end;
+                x->pos = (uint32_t)pos;
+                x->side = s;
+                x->rec.key = key;
+                x->rec.key_len = klen;
+                x->rec.ts = ts;
+                memcpy(&x->rec.value, &bits, 8);
+                x->rec.payload = plen ? pl : NULL;
+                x->rec.payload_len = plen;
+            }
+        }
+    }
+    return TDM_OK;
+}
+
+static int cmp_wrs(const void *pa, const void *pb)
+{
+    const wrs_rec *a = pa, *b = pb;
+    if (a->end != b->end)
+        return a->end < b->end ? -1 : 1;
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    if (a->side != b->side)
+        return a->side < b->side ? -1 : 1;
+    if (a->pos != b->pos)
+        return a->pos < b->pos ? -1 : 1;
+    return 0;
+}
+
+tdm_err tdm__join_window_restore_end(tdm_joinop *op, struct tdm__dec *d,
+                                     bool ok)
+{
+    wrs_buf *wb = op->wrs;
+    tdm_err err = TDM_OK;
+    if (!wb)
+        return TDM_OK;
+    if (ok) {
+        if (wb->n)
+            qsort(wb->v, wb->n, sizeof *wb->v, cmp_wrs);
+        for (size_t i = 0; i < wb->n && err == TDM_OK; i++) {
+            const wrs_rec *x = &wb->v[i];
+            if (i && cmp_wrs(x, &wb->v[i - 1]) == 0) {
+                err = tdm__dec_fail(d, "record twice");
+                break;
+            }
+            wjwin *w = win_find(op->wj, x->start, x->end);
+            if (!w)
+                w = win_add(op, x->start, x->end);
+            if (!w || !log_append(op->wj, &w->log[x->side], &x->rec))
+                err = TDM_ERR_NOMEM;
+            else
+                op->buffered++;
+        }
+    }
+    tdm__free(wb->v);
+    tdm__free(wb);
+    op->wrs = NULL;
+    return err;
 }

@@ -116,6 +116,15 @@ typedef enum tdm__agg_type {
     TDM__AGG_WINDOW_FN = 3
 } tdm__agg_type;
 
+struct tdm__enc;
+struct tdm__dec;
+
+/* Checkpoint codec of a custom accumulator (tdm__aggregate_set_codec). */
+typedef tdm_err (*tdm__acc_save_fn)(void *ud, const void *acc,
+                                    struct tdm__enc *e);
+typedef tdm_err (*tdm__acc_load_fn)(void *ud, void *acc,
+                                    struct tdm__dec *d);
+
 struct tdm_aggregate {
     tdm__agg_type type;
     tdm_agg_kind kind;          /* BUILTIN */
@@ -123,7 +132,22 @@ struct tdm_aggregate {
     tdm_window_fn fn;           /* WINDOW_FN */
     void (*fn_destroy)(void *ud);
     void *ud;
+    tdm__acc_save_fn acc_save;  /* CUSTOM: NULL = the bytes are the state */
+    tdm__acc_load_fn acc_load;
 };
+
+/* Gives a custom aggregate a checkpoint codec for its accumulators, for
+ * accumulators that hold pointers (the runtime's row aggregates: distinct
+ * sets, strings).  @p save encodes one accumulator (contents created,
+ * borrowed) into @p e; @p load decodes into zeroed acc_size bytes what
+ * save wrote (the decoder covers exactly that), returns TDM_ERR_PARSE on
+ * bad input (after tdm__dec_fail) and leaves @p acc so that destroy_acc
+ * can release it even then.  Without a codec a custom aggregate's
+ * accumulator bytes are copied as they are, which is refused at snapshot
+ * time (TDM_ERR_UNSUPPORTED) when it has a destroy_acc (a sign that it
+ * holds pointers).  Returns TDM_OK or TDM_ERR_INVAL (not custom). */
+tdm_err tdm__aggregate_set_codec(tdm_aggregate *a, tdm__acc_save_fn save,
+                                 tdm__acc_load_fn load);
 
 struct tdm_result_out {
     double value;
@@ -249,6 +273,9 @@ struct tdm_winop {
      * every record dropped as late, on the drop path only. */
     void (*drop_probe)(void *ud, const tdm_record *rec);
     void *drop_ud;
+    /* Restore calls taken (winop_snap.c); non-zero: watermarks at or
+     * below op->wm are ignored (several old subtasks' valves merged). */
+    int restored;
 };
 
 /* maxTimestamp of a window of this operator. */
@@ -436,5 +463,60 @@ static inline void tdm__win_fail(tdm_winop *op, tdm_err e)
     if (e != TDM_OK && op->pending == TDM_OK)
         op->pending = e;
 }
+
+
+/* ---- Checkpoints (winop_snap.c; layout in docs/checkpoints.md,
+ * "Operator state") ---- */
+
+#define TDM__SNAP_TAG_WINOP UINT64_C(0x4f57)       /* "OW" */
+#define TDM__SNAP_TAG_WINOP_GROUP UINT64_C(0x4f47) /* "OG" */
+#define TDM__SNAP_WINOP_VERSION 1
+
+/* The key group of a key, as the runtime routes it (borrows @p key). */
+typedef int (*tdm__key_group_fn)(void *ud, const char *key, size_t len);
+
+/* Stable counting sort of @p n items by key group for snapshots
+ * (grp[i] in [0, ng), or -1: left out): @p order gets item indexes,
+ * @p first[g] the start of group g in it (first[ng] = the total).
+ * Returns false on OOM. */
+bool tdm__snap_by_group(const int *grp, size_t n, size_t ng,
+                        uint32_t *order, size_t *first);
+
+/* Writes one TDM__SNAP_TAG_WINOP section into @p e: the operator-wide
+ * state (configuration fingerprint, watermark, processing time, counters,
+ * end flag, the input valve), then one nested TDM__SNAP_TAG_WINOP_GROUP
+ * section per key group in [group_lo, group_hi] that has state (windows,
+ * contents, accumulators, trigger state, timers of its keys; on the lean
+ * path its window-store cells).  Keys whose group is outside the range
+ * are left out.  @p key_group may be NULL: every key is in group 0.
+ * Called on the owning thread between inputs; allocates scratch arrays
+ * proportional to the state (not per record), encodes straight from the
+ * operator's tables.  Borrows everything.  Returns TDM_OK,
+ * TDM_ERR_INVAL (NULL op/e, group_lo < 0 or > group_hi),
+ * TDM_ERR_UNSUPPORTED (a custom aggregate with destroy_acc and no
+ * codec), TDM_ERR_NOMEM (scratch or encoder). */
+tdm_err tdm__winop_snapshot(const tdm_winop *op, struct tdm__enc *e,
+                            tdm__key_group_fn key_group, void *ud,
+                            int group_lo, int group_hi);
+/* Reads one TDM__SNAP_TAG_WINOP section from @p d into @p op, a freshly
+ * created operator with the same configuration (assigner, trigger,
+ * aggregate, lateness, late output, lean or not), and takes the key-group
+ * sections whose group is in [group_lo, group_hi] (others are skipped,
+ * so the caller may hand over whole blobs).  Callable once per old
+ * subtask's blob, before any input.  The first call takes the watermark,
+ * processing time (the later of it and the clock), counters, end flag
+ * and - when the channel counts match - the valve; each later call
+ * lowers the watermark to the minimum (the safe merge: no window fires
+ * early), adds the counters, and keeps "ended" only if every blob had
+ * it; its valve is ignored.  Watermarks at or below the restored one are
+ * then ignored, so the valve's restarted output cannot move time back.
+ * Order is kept: timers of one time and windows of one interval fire in
+ * the original order within one blob; state of later blobs goes after.
+ * Returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_STATE (the operator has had
+ * input), TDM_ERR_PARSE (bad blob or other configuration: the message,
+ * tdm_winop_errmsg, names the offset), TDM_ERR_NOMEM.  After an error
+ * the operator is unusable: destroy it. */
+tdm_err tdm__winop_restore(tdm_winop *op, struct tdm__dec *d, int group_lo,
+                           int group_hi);
 
 #endif /* TDM_WIN_H */

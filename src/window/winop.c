@@ -237,6 +237,8 @@ static void lean_watermark(tdm_winop *op, tdm_time_ms wm);
 
 static void process_watermark(tdm_winop *op, tdm_time_ms wm)
 {
+    if (op->restored && wm <= op->wm)
+        return; /* a restarted valve below the restored watermark */
     op->wm = wm;
     if (op->lean) {
         lean_watermark(op, wm);
