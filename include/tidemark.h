@@ -1130,6 +1130,18 @@ typedef enum tdm_stat {
                                    file's filter key or a tdm_filter_fn),
                                    and join pairs a join's filter key
                                    dropped */
+    /* Checkpoints (checkpoint.dir set; docs/checkpoints.md "In the
+     * runtime"): */
+    TDM_STAT_CHECKPOINTS,       /* checkpoints and savepoints completed */
+    TDM_STAT_CHECKPOINTS_FAILED, /* failed (I/O error, disk full): logged,
+                                   the job goes on, the next one retries */
+    TDM_STAT_CHECKPOINT_ID,     /* id of the last completed one (-1: none) */
+    TDM_STAT_CHECKPOINT_MS,     /* its duration: first barrier to durable
+                                   (ms) */
+    TDM_STAT_CHECKPOINT_BYTES,  /* its size: the blobs' bytes */
+    TDM_STAT_CHECKPOINT_ALIGN_MS, /* its alignment time: the longest any
+                                   subtask took from the request to its
+                                   acknowledgement (ms) */
     TDM_STAT_COUNT_
 } tdm_stat;
 
@@ -1172,6 +1184,14 @@ TDM_API tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size);
  *  watermark flushes every window, sinks flush, and tdm_job_run returns
  *  TDM_OK.  Async-signal-safe; harmless when not running. */
 TDM_API void tdm_job_cancel(tdm_job *job);
+/** @brief Asks a running job with checkpointing (job key checkpoint.dir)
+ *  for a savepoint: a checkpoint of kind savepoint, taken as soon as no
+ *  other checkpoint is in progress, that retention never removes.  A run
+ *  restores from the newest valid checkpoint or savepoint in the
+ *  directory (job key checkpoint.restore: latest, the default; none
+ *  starts from scratch).  Async-signal-safe (one atomic store);
+ *  harmless when not running or without checkpointing. */
+TDM_API void tdm_job_savepoint(tdm_job *job);
 /** @brief Destroys a job (not while it runs). */
 TDM_API void tdm_job_destroy(tdm_job *job);
 
@@ -1203,6 +1223,22 @@ TDM_API void tdm_job_destroy(tdm_job *job);
 #define TDM_METRIC_MAP(X)                                                  \
     X(UPTIME, "uptimeMs", JOB, GAUGE, "ms",                                \
       "Processing time since the run started")                             \
+    X(CKPT_COMPLETED, "numberOfCompletedCheckpoints", JOB, COUNTER,        \
+      "checkpoints", "Checkpoints and savepoints completed (only with "    \
+      "checkpoint.dir set)")                                               \
+    X(CKPT_FAILED, "numberOfFailedCheckpoints", JOB, COUNTER,              \
+      "checkpoints", "Checkpoints that failed (I/O error, disk full); "    \
+      "the job goes on and the next one retries")                          \
+    X(CKPT_LAST_ID, "lastCheckpointId", JOB, GAUGE, "id",                  \
+      "Id of the last completed checkpoint (-1: none yet)")                \
+    X(CKPT_DURATION, "lastCheckpointDuration", JOB, GAUGE, "ms",           \
+      "The last completed checkpoint's duration: from its barriers' "      \
+      "request to the checkpoint being durable")                           \
+    X(CKPT_SIZE, "lastCheckpointSize", JOB, GAUGE, "bytes",                \
+      "The last completed checkpoint's size (its blobs)")                  \
+    X(CKPT_ALIGN, "lastCheckpointAlignmentTime", JOB, GAUGE, "ms",         \
+      "The last completed checkpoint's alignment time: the longest any "   \
+      "subtask took from the request to its acknowledgement")              \
     X(WM_INPUT, "currentInputWatermark", VERTEX, GAUGE, "ms",              \
       "Watermark the subtask has received: the minimum over its active "   \
       "channels (sources: over their active partitions)")                  \

@@ -40,12 +40,24 @@ static void on_signal(int sig)
     }
 }
 
+/* SIGUSR1: ask the job for a savepoint (async-signal-safe by
+ * contract; without checkpointing it does nothing). */
+static void on_savepoint_signal(int sig)
+{
+    tdm_job *job = running_job;
+    (void)sig;
+    if (job != NULL) {
+        tdm_job_savepoint(job);
+    }
+}
+
 /* ---- Options only `run` has (--http*, --log-level) ---- */
 
 typedef struct http_opts {
     const char *addr;      /* --http ADDR, or NULL */
     const char *token;     /* --http-token TOKEN, or NULL */
     int linger;            /* --http-linger */
+    int from_scratch;      /* --from-scratch: checkpoint.restore=none */
     const char *log_level; /* --log-level LEVEL, or NULL (checked by the
                               job key log.level it sets) */
 } http_opts;
@@ -67,6 +79,10 @@ static int take_run_opts(int *argc, char **argv, http_opts *h)
         int missing = 0, k;
         if (strcmp(arg, "--http-linger") == 0) {
             h->linger = 1;
+            continue;
+        }
+        if (strcmp(arg, "--from-scratch") == 0) {
+            h->from_scratch = 1;
             continue;
         }
         for (k = 0; k < 3; k++) {
@@ -398,6 +414,21 @@ static void summary(const tdm__cli_job *cj, const char *name, double secs,
                 join_filter ? "source and join filters (a join's: pairs)"
                             : "source filters");
     }
+    int64_t n_ck = tdm_job_stat(job, TDM_STAT_CHECKPOINTS);
+    int64_t n_ckf = tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED);
+    if (n_ck > 0 || n_ckf > 0) {
+        char nb[32];
+        fprintf(stderr,
+                "tidemark: checkpoints: %lld completed, %lld failed; the "
+                "last, %lld: %s bytes, %lld ms, alignment %lld ms.\n",
+                (long long)n_ck, (long long)n_ckf,
+                (long long)tdm_job_stat(job, TDM_STAT_CHECKPOINT_ID),
+                tdm__cli_thousands(tdm_job_stat(job,
+                                                TDM_STAT_CHECKPOINT_BYTES),
+                                   nb, sizeof nb),
+                (long long)tdm_job_stat(job, TDM_STAT_CHECKPOINT_MS),
+                (long long)tdm_job_stat(job, TDM_STAT_CHECKPOINT_ALIGN_MS));
+    }
     int64_t n_lat = 0;
     int64_t p50 = tdm_job_result_latency(job, 0.50, &n_lat);
     if (p50 >= 0) {
@@ -426,6 +457,9 @@ static void handle_signals(int on)
     }
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sa.sa_flags = 0;
+    sa.sa_handler = on ? on_savepoint_signal : SIG_DFL;
+    sigaction(SIGUSR1, &sa, NULL);
 }
 
 /* Runs `tidemark run` (argv after the command name).  Returns
@@ -464,6 +498,10 @@ int tdm__cli_cmd_run(int argc, char **argv)
         /* --log-level is the job key log.level, set last. */
         char arg[128];
         snprintf(arg, sizeof arg, "log.level=%s", log_level);
+        rc = tdm__cli_job_override(cj, arg, stderr);
+    }
+    if (rc == TDM_EXIT_OK && http.from_scratch) {
+        char arg[] = "checkpoint.restore=none";
         rc = tdm__cli_job_override(cj, arg, stderr);
     }
     if (rc == TDM_EXIT_OK) {

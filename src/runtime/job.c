@@ -173,6 +173,7 @@ tdm_err tdm_job_new(tdm_job **out)
     job->log = default_log;
     atomic_init(&job->running, 0);
     atomic_init(&job->cancel, 0);
+    atomic_init(&job->savepoint, 0);
     for (int i = 0; i < TDM_STAT_COUNT_; i++)
         atomic_init(&job->stats[i], 0);
     atomic_init(&job->stats[TDM_STAT_WATERMARK], TDM_TIME_MIN);
@@ -598,6 +599,12 @@ void tdm_job_cancel(tdm_job *job)
 {
     if (job)
         atomic_store(&job->cancel, 1);
+}
+
+void tdm_job_savepoint(tdm_job *job)
+{
+    if (job)
+        atomic_store(&job->savepoint, 1);
 }
 
 /* Frees the job and its nodes (NULL is fine). */
@@ -1640,6 +1647,37 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
     return err;
 }
 
+/* With checkpoint.dir set: every source must be replayable (stdin and
+ * tcp are not: what was read after the last checkpoint would be lost on
+ * a crash), Kafka sources are not wired yet, and operators checkpoint
+ * only when their state can be snapshotted (rt_op_ckpt_supported,
+ * task_op.c). */
+static tdm_err validate_checkpointing(vctx *c)
+{
+    tdm_job *job = c->job;
+    for (int i = 0; i < job->n_nodes; i++) {
+        tdm_node *n = job->nodes[i];
+        if (n->kind == TDM_NODE_SOURCE) {
+            int type = (int)tdm__node_int(n, "type") + 1;
+            if (n->src_vt)
+                continue;
+            if (type == TDM__SRC_STDIN || type == TDM__SRC_TCP)
+                VFAIL(c, n, "type: %s cannot be replayed: checkpointing "
+                            "(checkpoint.dir) needs a replayable source "
+                            "(file, generator)",
+                      type == TDM__SRC_STDIN ? "stdin" : "tcp");
+            if (type == TDM__SRC_KAFKA)
+                VFAIL(c, n, "type: kafka sources do not take part in "
+                            "checkpoints yet; unset checkpoint.dir");
+        } else if (n->kind == TDM_NODE_WINDOW || n->kind == TDM_NODE_JOIN) {
+            const char *why = rt_op_ckpt_supported(n);
+            if (why)
+                VFAIL(c, n, "checkpointing (checkpoint.dir): %s", why);
+        }
+    }
+    return TDM_OK;
+}
+
 /* tdm_job_validate's checks, node by node in the job's order (an
  * operator's inputs first). */
 static tdm_err validate_graph(vctx *cp)
@@ -1708,6 +1746,11 @@ static tdm_err validate_graph(vctx *cp)
             return vfail(&c, n, "not read by any window or join (add it to "
                                 "a window's \"from\" or a join, or give it "
                                 "a \"sink\")");
+    }
+    if (*tdm__job_str(job, "checkpoint.dir")) {
+        tdm_err err = validate_checkpointing(&c);
+        if (err != TDM_OK)
+            return err;
     }
     const char *dl = tdm__job_str(job, "dead_letter");
     if (*dl) {

@@ -530,6 +530,22 @@ tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
     tdm_time_ms start = atomic_load(&job->start_ms);
     add(m, TDM_METRIC_UPTIME, NULL, -1, -1, NULL,
         tdm__time_sub_sat(now, start));
+    if (run->ck.on) {
+        static const struct {
+            tdm_metric id;
+            tdm_stat st;
+        } ck[] = {
+            { TDM_METRIC_CKPT_COMPLETED, TDM_STAT_CHECKPOINTS },
+            { TDM_METRIC_CKPT_FAILED, TDM_STAT_CHECKPOINTS_FAILED },
+            { TDM_METRIC_CKPT_LAST_ID, TDM_STAT_CHECKPOINT_ID },
+            { TDM_METRIC_CKPT_DURATION, TDM_STAT_CHECKPOINT_MS },
+            { TDM_METRIC_CKPT_SIZE, TDM_STAT_CHECKPOINT_BYTES },
+            { TDM_METRIC_CKPT_ALIGN, TDM_STAT_CHECKPOINT_ALIGN_MS },
+        };
+        for (size_t i = 0; i < sizeof ck / sizeof ck[0]; i++)
+            add(m, ck[i].id, NULL, -1, -1, NULL,
+                atomic_load(&job->stats[ck[i].st]));
+    }
     for (int s = 0; s < run->n_srcs; s++) {
         rt_source *src = &run->srcs[s];
         for (int i = 0; src->tasks && i < P; i++)

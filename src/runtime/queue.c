@@ -224,6 +224,26 @@ size_t tdm__queue_pop(tdm__queue *q, tdm__item *out, size_t max,
     return n;
 }
 
+/* Checkpoint alignment: items of a blocked channel the consumer holds
+ * keep their capacity (see rt.h). */
+void tdm__queue_hold(tdm__queue *q, int ch, int n)
+{
+    pthread_mutex_lock(&q->mu);
+    q->ch_count[ch] += n;
+    pthread_mutex_unlock(&q->mu);
+}
+
+void tdm__queue_release(tdm__queue *q, int ch, int n)
+{
+    pthread_mutex_lock(&q->mu);
+    bool was_full = q->ch_count[ch] >= q->per_ch;
+    q->ch_count[ch] -= n;
+    bool wake = was_full && q->ch_count[ch] < q->per_ch;
+    pthread_mutex_unlock(&q->mu);
+    if (wake)
+        pthread_cond_signal(&q->not_full[ch]);
+}
+
 /* Broadcasts every condition of the queue. */
 void tdm__queue_wake(tdm__queue *q)
 {

@@ -175,6 +175,7 @@ struct tdm_job {
     /* Run state, readable from any thread. */
     atomic_int running;
     atomic_int cancel;
+    atomic_int savepoint; /* tdm_job_savepoint: the supervisor takes one */
     _Atomic int64_t stats[TDM_STAT_COUNT_];
     _Atomic int64_t start_ms;   /* processing time the run started */
     _Atomic int64_t queue_waits; /* producer waits on a full queue */
@@ -197,6 +198,10 @@ struct tdm_job {
     tdm__hist lat;
 };
 
+/* Why operator node @p n (window or join) cannot take part in
+ * checkpoints, or NULL when it can (task_op.c, the operator snapshot
+ * adapter). */
+const char *rt_op_ckpt_supported(const tdm_node *n);
 /* Value of key @p key of a node (the table's row for its scope); a zeroed
  * static value when the key does not exist (a programming error). */
 const tdm__conf_val *tdm__node_val(const tdm_node *n, const char *key);
@@ -456,8 +461,9 @@ void tdm__rowagg_destroy(tdm__rowagg *ra);
 /* ====================================================================== */
 
 /* What travels between subtasks: a batch segment, or a control item in
- * order with the batches of its channel.  BARRIER is reserved for
- * checkpoints. */
+ * order with the batches of its channel.  BARRIER(n) (t = checkpoint
+ * id n) separates a channel's items before checkpoint n from those
+ * after it. */
 typedef enum tdm__item_kind {
     TDM__ITEM_BATCH = 1,
     TDM__ITEM_WATERMARK,
@@ -569,6 +575,13 @@ void tdm__queue_kick(tdm__queue *q);
  * forever, until an item or abort).  Returns the number taken. */
 size_t tdm__queue_pop(tdm__queue *q, tdm__item *out, size_t max,
                       int64_t timeout_ms);
+/* Checkpoint alignment (docs/checkpoints.md, "In the runtime"): the
+ * consumer took @p n items of channel @p ch that it holds back (the
+ * channel is blocked by a barrier); they count against the channel's
+ * capacity again, so its producer stops instead of filling the queue.
+ * tdm__queue_release gives the capacity back once they are handled. */
+void tdm__queue_hold(tdm__queue *q, int ch, int n);
+void tdm__queue_release(tdm__queue *q, int ch, int n);
 /* Wakes every waiter (after abort was set). */
 void tdm__queue_wake(tdm__queue *q);
 /* Makes the consumer's current or next tdm__queue_pop return, with no

@@ -835,7 +835,12 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
     }
     plan_two_phase(run);
     int oc = (int)tdm__job_int(job, "on_cancel");
-    run->stop_on_cancel = oc == 2 || (oc == 0 && endless_kafka);
+    /* With checkpoints, auto stops too: windows left open are in the
+     * final checkpoint and the next run completes them exactly. */
+    run->stop_on_cancel =
+        oc == 2 ||
+        (oc == 0 && (endless_kafka ||
+                     *tdm__job_str(run->job, "checkpoint.dir")));
     run->commit_interval = tdm__job_int(job, "commit.interval");
     if (run->commit_interval <= 0)
         run->commit_interval = 1000;
@@ -917,6 +922,18 @@ static tdm_err plan(tdm__run *run, char *errbuf, size_t errbuf_size)
     run->dead = find_sink(run, tdm__job_str(job, "dead_letter"));
     if (run->dead)
         run->dead->used = true;
+    /* Writer roles for checkpoints: each source writing to a sink is
+     * one (its P subtasks are the role's writers). */
+    for (int i = 0; i < run->n_srcs; i++) {
+        rt_source *s = &run->srcs[i];
+        s->pass_role = s->pass ? s->pass->n_roles++ : -1;
+        s->dead_role = run->dead ? run->dead->n_roles++ : -1;
+    }
+    for (int i = 0; i < run->n_ops; i++) {
+        rt_op *op = &run->ops[i];
+        op->sink_role = op->sink ? op->sink->n_roles++ : -1;
+        op->late_role = op->late ? op->late->n_roles++ : -1;
+    }
     return plan_runtime(run, errbuf, errbuf_size);
 
 nomem:
@@ -934,6 +951,12 @@ static tdm_err open_sinks(tdm__run *run, char *errbuf, size_t errbuf_size)
         rt_sink *s = &run->sinks[i];
         if (!s->used)
             continue;
+        if (run->ck.on) {
+            tdm_err err = rt_ckpt_open_sink(run, s, i, errbuf, errbuf_size);
+            if (err != TDM_OK)
+                return err;
+            continue;
+        }
         char msg[256] = "";
         tdm_err err = s->vt->open(&s->conf, s->mode, &s->obj, msg,
                                   sizeof msg);
@@ -948,12 +971,33 @@ static tdm_err open_sinks(tdm__run *run, char *errbuf, size_t errbuf_size)
     return TDM_OK;
 }
 
-/* Closes (flushes) every open sink; the first failure is reported. */
+/* Closes (flushes) every open sink; the first failure is reported.
+ * With checkpoints: every writer's object, after the final checkpoint
+ * committed them (abandoned, as a crash leaves them, when the run
+ * failed: the next run recovers them). */
 static tdm_err close_sinks(tdm__run *run, char *errbuf, size_t errbuf_size,
                            tdm_err err)
 {
     for (int i = 0; i < run->n_sinks; i++) {
         rt_sink *s = &run->sinks[i];
+        for (int w = 0; s->wobj && w < s->n_roles * 256; w++) {
+            if (!s->wobj[w])
+                continue;
+            char msg[256] = "";
+            tdm_err e = TDM_OK;
+            if (err != TDM_OK || run->ck.abandon)
+                s->vt->abandon(s->wobj[w]);
+            else
+                e = s->vt->close(s->wobj[w], msg, sizeof msg);
+            s->wobj[w] = NULL;
+            if (e != TDM_OK && err == TDM_OK)
+                err = tdm__errf(errbuf, errbuf_size,
+                                e == TDM_ERR_NOMEM ? e : TDM_ERR_IO,
+                                "sink \"%s\": %s", s->node->name,
+                                msg[0] ? msg : "closing failed");
+        }
+        tdm__free(s->wobj);
+        s->wobj = NULL;
         if (!s->obj)
             continue;
         char msg[256] = "";
@@ -1038,6 +1082,21 @@ static void free_plan(tdm__run *run)
 }
 
 /* Creates the subtasks (queues, operators, connectors) of every node. */
+/* The sink objects a subtask writes through: the shared ones, or with
+ * checkpoints its own writers (role * 256 + subtask). */
+static void ck_bind(tdm__run *run, rt_ck_slot *c, rt_sink *s0, int r0,
+                    rt_sink *s1, int r1, int k)
+{
+    rt_sink *s[2] = { s0, s1 };
+    int r[2] = { r0, r1 };
+    for (int j = 0; j < 2; j++) {
+        c->sink[j] = s[j];
+        c->w[j] = s[j] ? r[j] * 256 + k : -1;
+        if (s[j])
+            c->obj[j] = run->ck.on ? s[j]->wobj[c->w[j]] : s[j]->obj;
+    }
+}
+
 static tdm_err make_tasks(tdm__run *run)
 {
     for (int o = 0; o < run->n_ops; o++) {
@@ -1049,6 +1108,8 @@ static tdm_err make_tasks(tdm__run *run)
             op->tasks[j].run = run;
             op->tasks[j].op = op;
             op->tasks[j].index = j;
+            ck_bind(run, &op->tasks[j].ck, op->sink, op->sink_role,
+                    op->late, op->late_role, j);
             tdm_err err = rt_op_task_init(&op->tasks[j]);
             if (err != TDM_OK)
                 return err;
@@ -1060,9 +1121,13 @@ static tdm_err make_tasks(tdm__run *run)
         if (!src->tasks)
             return TDM_ERR_NOMEM;
         for (int i = 0; i < run->P; i++) {
-            src->tasks[i].run = run;
-            src->tasks[i].src = src;
-            src->tasks[i].index = i;
+            rt_src_task *t = &src->tasks[i];
+            t->run = run;
+            t->src = src;
+            t->index = i;
+            /* The objects it writes rows and dead letters through. */
+            ck_bind(run, &t->ck, src->pass, src->pass_role, run->dead,
+                    src->dead_role, i);
             tdm_err err = rt_source_task_init(&src->tasks[i]);
             if (err != TDM_OK)
                 return err;
@@ -1309,6 +1374,9 @@ static void tick_sinks(tdm__run *run)
         rt_sink *s = &run->sinks[i];
         if (s->obj && s->vt->version >= 2 && s->vt->tick)
             s->vt->tick(s->obj);
+        for (int w = 0; s->wobj && w < s->n_roles * 256; w++)
+            if (s->wobj[w] && s->vt->tick)
+                s->vt->tick(s->wobj[w]);
     }
 }
 
@@ -1326,15 +1394,22 @@ static void supervise(tdm__run *run)
         int64_t next = next_status < next_tick ? next_status : next_tick;
         if (run->any_v2 && next_commit < next)
             next = next_commit;
+        if (run->ck.on && !run->ck.pending && run->ck.next_ms < next)
+            next = run->ck.next_ms;
+        if (run->ck.on && !run->ck.pending &&
+            atomic_load(&run->job->savepoint))
+            next = tdm__mono_ms();
         struct timespec at = { .tv_sec = (time_t)(next / 1000),
                                .tv_nsec = (long)(next % 1000) * 1000000 };
         int r = 0;
-        while (run->n_done < run->n_threads && r == 0)
+        while (run->n_done < run->n_threads && r == 0 && !run->ck.wake)
             r = pthread_cond_timedwait(&run->cv, &run->mu, &at);
+        run->ck.wake = false;
         if (run->n_done >= run->n_threads)
             break;
         pthread_mutex_unlock(&run->mu);
         int64_t now = tdm__mono_ms();
+        rt_ckpt_step(run, false);
         if (run->any_v2 && now >= next_commit) {
             commit_round(run);
             next_commit = now + run->commit_interval;
@@ -1357,6 +1432,7 @@ static void reset_stats(tdm_job *job)
 {
     for (int i = 0; i < TDM_STAT_COUNT_; i++)
         atomic_store(&job->stats[i], 0);
+    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ID], -1);
     atomic_store(&job->stats[TDM_STAT_WATERMARK], TDM_TIME_MIN);
     atomic_store(&job->queue_waits, 0);
     atomic_store(&job->batches_peak, 0);
@@ -1434,6 +1510,8 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
 
     err = plan(run, errbuf, errbuf_size);
     if (err == TDM_OK)
+        err = rt_ckpt_open(run, errbuf, errbuf_size);
+    if (err == TDM_OK)
         err = open_sinks(run, errbuf, errbuf_size);
     if (err == TDM_OK) {
         err = make_tasks(run);
@@ -1445,6 +1523,9 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
             rt_fail(run, err, "%s", "could not start the job's subtasks");
         supervise(run);
         join_threads(run);
+        /* The final checkpoint commits the last epoch before the sinks
+         * close (docs/checkpoints.md, sink contract). */
+        rt_ckpt_final(run);
         update_watermark(run);
         rt_metrics_finish(run);
         if (run->err != TDM_OK)
@@ -1452,6 +1533,7 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
                             run->errmsg);
     }
     err = close_sinks(run, errbuf, errbuf_size, err);
+    rt_ckpt_close(run);
     if (err == TDM_OK && run->any_v2)
         final_commit(run);
     atomic_store(&job->stats[TDM_STAT_ELAPSED_MS],

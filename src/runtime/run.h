@@ -26,7 +26,8 @@ typedef struct rt_src_task rt_src_task;
 typedef struct rt_op_task rt_op_task;
 typedef struct rt_lagg rt_lagg;
 
-/* A shared sink, opened once. */
+/* A shared sink, opened once; with checkpoints one object per writing
+ * subtask instead (docs/checkpoints.md, "In the runtime"). */
 typedef struct rt_sink {
     tdm_node *node;
     tdm__sink_conf conf;
@@ -34,7 +35,42 @@ typedef struct rt_sink {
     tdm__sinkobj *obj;
     int mode;          /* output mode handed to open: RT_APPEND, ... */
     bool used;
+    /* Checkpoints: writer roles (a source passing rows through to it, a
+     * source's dead letters), each with P writers; writer w = role * P
+     * + subtask owns wobj[w] (exactly_once, conf.writer = w). */
+    int n_roles;
+    tdm__sinkobj **wobj;
 } rt_sink;
+
+struct tdm__ckpt_store;
+
+/* The checkpoint coordinator's state (ckpt.c), kept by the run thread;
+ * req and committed are read by the subtasks between polls. */
+typedef struct rt_ckpt {
+    bool on;
+    struct tdm__ckpt_store *st;
+    tdm_time_ms interval;
+    uint64_t last;         /* highest id used or restored */
+    uint64_t pending;      /* the checkpoint in progress (0: none) */
+    int pending_kind;      /* TDM__CKPT_CHECKPOINT or _SAVEPOINT */
+    int64_t started_us;
+    int64_t next_ms;       /* tdm__mono_ms of the next start */
+    _Atomic uint64_t req;  /* barrier requested (subtasks ack it) */
+    _Atomic uint64_t committed; /* durable: sinks may commit up to it */
+    bool wake;             /* under run->mu: an acknowledgement came */
+    bool abandon;          /* no final checkpoint: abandon the sinks */
+    /* Restore (loaded before the subtasks open). */
+    bool restored;
+    uint64_t from;
+    int old_P;
+    uint8_t **src_pos;     /* per source: every old subtask's connector
+                              section, concatenated */
+    size_t *src_pos_len;
+    uint8_t **src_rd;      /* per source and subtask (same P only): the
+                              reader section */
+    size_t *src_rd_len;
+    struct tdm__ckpt_reader *rd;
+} rt_ckpt;
 
 /* Watermark alignment: one coordinator per watermark.alignment.group,
  * shared by every source of the group (both sides of a join may be);
@@ -142,6 +178,9 @@ struct rt_source {
      * two-phase aggregation) apply to it. */
     bool derived;
     rt_op *from;
+    /* Checkpoints: this source's writer role in its pass-through sink
+     * and in the dead-letter sink (rt_sink.n_roles). */
+    int pass_role, dead_role;
 };
 
 enum { RT_APPEND = 0, RT_UPSERT = 1, RT_RETRACT = 2 };
@@ -185,7 +224,29 @@ struct rt_op {
     rt_source *out;
     const struct tdm__expr *filter;
     rt_op_task *tasks;
+    /* Checkpoints: writer roles in its result and late-output sinks. */
+    int sink_role, late_role;
 };
+
+/* A subtask's part in checkpoints (ckpt.c): the sink objects it writes
+ * (two roles: a source's pass-through and dead letters, an operator's
+ * results and late output; with checkpoints one object per writer) and
+ * its acknowledgements.  acked, ended and the blobs are guarded by
+ * run->mu once the thread runs. */
+typedef struct rt_ck_slot {
+    rt_sink *sink[2];
+    tdm__sinkobj *obj[2];
+    int w[2];              /* writer numbers (-1: none) */
+    uint64_t acked, committed;
+    bool ended;            /* no more barriers: fin is its final state */
+    uint8_t *blob;         /* its state at acked */
+    size_t len;
+    uint8_t *fin;          /* its state once ended */
+    size_t fin_len;
+    uint8_t *sk[2];        /* pre_commit sections at acked */
+    size_t sk_len[2];
+    int64_t ack_us;        /* when it acknowledged (tdm__mono_us) */
+} rt_ck_slot;
 
 /* One source subtask. */
 struct rt_src_task {
@@ -275,6 +336,10 @@ struct rt_src_task {
     rt_lagg **lagg;
     bool any_lagg;
     rt_src_metrics m;
+    /* Checkpoints (ckpt.c): its sink objects and acknowledgements;
+     * pass_obj and dead_obj are ck.obj[0] and [1] (the shared objects
+     * without checkpoints). */
+    rt_ck_slot ck;
     char pad_tail_[128];
 };
 
@@ -345,6 +410,17 @@ struct rt_op_task {
     uint32_t lat_left;
     tdm__hist lat;
     tdm_time_ms lat_pub;
+    /* Checkpoints: sink objects and acknowledgements (ck.obj[0] results,
+     * [1] late output), and alignment: channels blocked by barrier
+     * ck_id and the items held back from them (per channel, FIFO). */
+    rt_ck_slot ck;
+    bool *ck_blocked;
+    int ck_n_blocked;
+    uint64_t ck_id;
+    struct rt_stash {
+        tdm__item *it;
+        int n, cap;
+    } *ck_stash;
     /* Keeps neighbouring heap data off this subtask's cache lines. */
     char pad_tail_[128];
 };
@@ -384,7 +460,48 @@ struct tdm__run {
     bool flush_warned;   /* the committer's flush failed last round */
     rt_align *aligns;
     int n_aligns;
+    rt_ckpt ck;
 };
+
+/* ---- Checkpoints (ckpt.c; docs/checkpoints.md "In the runtime") ---- */
+
+/* Opens checkpoint.dir and, unless checkpoint.restore is none, loads the
+ * newest valid checkpoint (checking the job's shape) for the subtasks
+ * and sinks to restore from.  Before open_sinks and make_tasks.  TDM_OK
+ * (checkpointing off: nothing done), TDM_ERR_IO, TDM_ERR_PARSE,
+ * TDM_ERR_STATE (directory locked, another job's checkpoint). */
+tdm_err rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size);
+/* Opens the per-writer sink objects of sink @p s and recovers each from
+ * the restored checkpoint (or from scratch). */
+tdm_err rt_ckpt_open_sink(tdm__run *run, rt_sink *s, int si, char *errbuf,
+                          size_t errbuf_size);
+/* Restores source subtask @p t's connector and reader (after open). */
+tdm_err rt_ckpt_restore_source(rt_src_task *t, char *msg, size_t n);
+/* Source subtask side, between polls: acknowledges barrier @p id with
+ * its blob and sink sections (takes ownership of the buffers). */
+void rt_ckpt_ack(tdm__run *run, rt_ck_slot *c, uint64_t id, uint8_t *blob,
+                 size_t len, bool final);
+/* Frees a slot's buffers. */
+void rt_ckpt_slot_free(rt_ck_slot *c);
+/* pre_commit of slot @p c's sink objects at @p id into c->sk (the
+ * subtask's thread, or the run thread once it ended).  False: the run
+ * failed. */
+bool rt_ckpt_pre_commit(tdm__run *run, rt_ck_slot *c, uint64_t id);
+/* commit(@p id) on slot @p c's sink objects (failures logged: retried
+ * by the next checkpoint's commit). */
+void rt_ckpt_commit(tdm__run *run, rt_ck_slot *c, uint64_t id);
+/* Restores operator subtask @p t's state (after its operator exists). */
+tdm_err rt_ckpt_restore_op(rt_op_task *t, char *msg, size_t n);
+/* Supervisor side: starts a checkpoint when due, completes one every
+ * subtask acknowledged.  @p at_end: threads all stopped. */
+void rt_ckpt_step(tdm__run *run, bool at_end);
+/* The final checkpoint at a clean end (every subtask stopped), then
+ * sink commits; before the sinks close. */
+void rt_ckpt_final(tdm__run *run);
+/* Closes the store, frees restore data. */
+void rt_ckpt_close(tdm__run *run);
+/* Blob name of a source subtask / a sink writer. */
+void rt_ckpt_src_name(int si, int k, char *buf, size_t n);
 
 /* ---- Key fence (fence.c) ---- */
 

@@ -22,6 +22,8 @@
 
 #include "runtime/expr.h"
 #include "runtime/run.h"
+#include "state/ckpt_codec.h"
+#include "state/ckpt_store.h"
 #include "state/state.h"
 #include "window/join.h"
 #include "window/win.h"
@@ -60,7 +62,7 @@ static void write_late(rt_op_task *t, const tdm__row *row)
     rt_sink *s = t->op->late;
     if (!s || t->failed)
         return;
-    if (s->vt->write_row(s->obj, row) != TDM_OK) {
+    if (s->vt->write_row(t->ck.obj[1], row) != TDM_OK) {
         op_fail_io(t, s, "a late record");
         return;
     }
@@ -178,7 +180,7 @@ static void write_out(rt_op_task *t, tdm__out_row *out)
         t->cols[i].v = t->vals[i];
     out->cols = t->cols;
     out->n_cols = op->n_cols;
-    if (op->sink->vt->write_result(op->sink->obj, out) != TDM_OK) {
+    if (op->sink->vt->write_result(t->ck.obj[0], out) != TDM_OK) {
         op_fail_io(t, op->sink, "a result");
         return;
     }
@@ -874,6 +876,265 @@ static void on_watermark(rt_op_task *t, const tdm__item *it)
         op_fail_nomem(t);
 }
 
+/* ---- Checkpoints: barriers and alignment ---- */
+
+static void on_barrier(rt_op_task *t, const tdm__item *it);
+static bool handle(rt_op_task *t, const tdm__item *it);
+
+/* Section of an operator subtask's own state in its blob (then the
+ * operator's section): the channels' last watermarks and flags. */
+#define RT_CK_TAG_OPTASK UINT64_C(0x524f) /* "RO" */
+#define RT_CK_OPTASK_VERSION 1
+
+/* The key group of a key as the sources route it (the snapshot keeps
+ * state by key group, so a restore at another parallelism can deal it
+ * out again). */
+static int op_key_group(void *ud, const char *key, size_t len)
+{
+    const rt_op_task *t = ud;
+    return tdm__key_group(tdm__keys_hash(key, len), t->run->key_groups);
+}
+
+/* The key groups subtask @p j owns: one contiguous range. */
+static void op_groups(const tdm__run *run, int j, int *lo, int *hi)
+{
+    *lo = run->key_groups;
+    *hi = -1;
+    for (int g = 0; g < run->key_groups; g++)
+        if (run->owner[g] == j) {
+            if (g < *lo)
+                *lo = g;
+            *hi = g;
+        }
+}
+
+/* Encodes this subtask's state: its channels, then the operator (its
+ * key groups only).  *out NULL on failure (the run failed). */
+static bool op_snapshot(rt_op_task *t, uint8_t **out, size_t *len)
+{
+    tdm__enc e;
+    int lo, hi;
+    tdm__enc_init(&e);
+    *out = NULL;
+    *len = 0;
+    tdm__enc_begin(&e, RT_CK_TAG_OPTASK);
+    tdm__enc_uvar(&e, RT_CK_OPTASK_VERSION);
+    tdm__enc_uvar(&e, (uint64_t)t->op->n_channels);
+    for (int c = 0; c < t->op->n_channels; c++) {
+        tdm__enc_svar(&e, t->ch_wm[c]);
+        tdm__enc_u8(&e, (uint8_t)((t->ch_idle[c] ? 1 : 0) |
+                                  (t->ch_ended[c] ? 2 : 0)));
+    }
+    tdm__enc_end(&e);
+    op_groups(t->run, t->index, &lo, &hi);
+    tdm_err err = TDM_ERR_UNSUPPORTED;
+    if (t->win)
+        err = tdm__winop_snapshot(t->win, &e, op_key_group, t, lo < 0 ? 0 : lo,
+                                  hi < lo ? lo : hi);
+    else if (t->join)
+        err = tdm__joinop_snapshot(t->join, &e, op_key_group, t,
+                                   lo < 0 ? 0 : lo, hi < lo ? lo : hi);
+    if (err == TDM_OK)
+        err = tdm__enc_finish(&e, out, len);
+    else
+        tdm__enc_free(&e);
+    if (err != TDM_OK) {
+        rt_fail(t->run, err, "%s \"%s\" subtask %d: checkpoint snapshot "
+                             "failed: %s",
+                tdm__node_kind_name(t->op->kind), t->op->node->name,
+                t->index,
+                err == TDM_ERR_UNSUPPORTED
+                    ? "its aggregate cannot be snapshotted"
+                    : tdm_strerror(err));
+        return false;
+    }
+    return true;
+}
+
+/* Whether every channel has its barrier or has ended. */
+static bool op_aligned(const rt_op_task *t)
+{
+    for (int c = 0; c < t->op->n_channels; c++)
+        if (!t->ck_blocked[c] && !t->ch_ended[c])
+            return false;
+    return true;
+}
+
+static bool dispatch(rt_op_task *t, const tdm__item *it);
+
+/* Aligned on barrier ck_id: snapshot, pre-commit the sinks, acknowledge,
+ * then unblock every channel and handle what was held back, channel by
+ * channel in arrival order.  (No barrier can be among them: the next
+ * checkpoint starts only after this one completed.) */
+static bool op_checkpoint(rt_op_task *t)
+{
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    bool done = false;
+    uint64_t id = t->ck_id;
+    if (op_snapshot(t, &blob, &len)) {
+        if (rt_ckpt_pre_commit(t->run, &t->ck, id)) {
+            rt_ckpt_ack(t->run, &t->ck, id, blob, len, false);
+            blob = NULL;
+        }
+    }
+    tdm__free(blob);
+    t->ck_id = 0;
+    t->ck_n_blocked = 0;
+    for (int c = 0; c < t->op->n_channels; c++) {
+        if (!t->ck_blocked[c])
+            continue;
+        t->ck_blocked[c] = false;
+        struct rt_stash *st = &t->ck_stash[c];
+        int n = st->n;
+        for (int i = 0; i < n; i++)
+            if (dispatch(t, &st->it[i]))
+                done = true;
+        st->n = 0;
+        if (n)
+            tdm__queue_release(&t->q, c, n);
+    }
+    return done;
+}
+
+/* A barrier on channel it->ch blocks the channel until the barrier came
+ * on every channel that has not ended. */
+static void on_barrier(rt_op_task *t, const tdm__item *it)
+{
+    if (!t->ck_blocked || t->failed)
+        return;
+    t->ck_id = (uint64_t)it->t;
+    if (!t->ck_blocked[it->ch]) {
+        t->ck_blocked[it->ch] = true;
+        t->ck_n_blocked++;
+    }
+}
+
+/* Holds an item of a blocked channel (its capacity stays taken, so the
+ * channel's producer stops rather than fill memory).  False: no memory
+ * (the run failed). */
+static bool op_hold(rt_op_task *t, const tdm__item *it)
+{
+    struct rt_stash *st = &t->ck_stash[it->ch];
+    if (st->n == st->cap) {
+        int cap = st->cap ? st->cap * 2 : 16;
+        tdm__item *p = tdm__realloc(st->it, (size_t)cap * sizeof *p);
+        if (!p) {
+            op_fail_nomem(t);
+            return false;
+        }
+        st->it = p;
+        st->cap = cap;
+    }
+    st->it[st->n++] = *it;
+    tdm__queue_hold(&t->q, it->ch, 1);
+    return true;
+}
+
+/* Handles one item, holding it back while its channel is blocked, and
+ * checkpoints once aligned.  True when the operator finished. */
+static bool dispatch(rt_op_task *t, const tdm__item *it)
+{
+    if (t->ck_n_blocked && t->ck_blocked[it->ch]) {
+        if (!op_hold(t, it) && it->kind == TDM__ITEM_BATCH)
+            tdm__sbatch_release(it->b);
+        return false;
+    }
+    bool done = handle(t, it);
+    if (t->ck_n_blocked && op_aligned(t))
+        done = op_checkpoint(t) || done;
+    return done;
+}
+
+/* Between groups of items: commits the coordinator published. */
+static void op_ckpt_poll(rt_op_task *t)
+{
+    uint64_t c = atomic_load_explicit(&t->run->ck.committed,
+                                      memory_order_acquire);
+    if (c > t->ck.committed)
+        rt_ckpt_commit(t->run, &t->ck, c);
+}
+
+/* The operator ended (every channel ended): its final state for the
+ * checkpoints still to come; the coordinator pre-commits and commits
+ * its sinks from now on. */
+static void op_ckpt_end(rt_op_task *t)
+{
+    tdm__run *run = t->run;
+    uint8_t *fin = NULL;
+    size_t len = 0;
+    if (!run->ck.on || atomic_load(&run->abort) || t->failed)
+        return;
+    op_ckpt_poll(t);
+    if (op_snapshot(t, &fin, &len))
+        rt_ckpt_ack(run, &t->ck, 0, fin, len, true);
+}
+
+tdm_err rt_ckpt_restore_op(rt_op_task *t, char *msg, size_t n)
+{
+    tdm__run *run = t->run;
+    rt_ckpt *ck = &run->ck;
+    int oi = (int)(t->op - run->ops), lo, hi;
+    tdm_err err = TDM_OK;
+    op_groups(run, t->index, &lo, &hi);
+    for (int k = 0; err == TDM_OK && k < ck->old_P; k++) {
+        char name[64];
+        void *p = NULL;
+        size_t len = 0;
+        snprintf(name, sizeof name, "o%d-%d", oi, k);
+        err = tdm__ckpt_get(ck->rd, name, &p, &len);
+        if (err != TDM_OK)
+            return tdm__errf(msg, n, err, "checkpoint %llu: %s",
+                             (unsigned long long)ck->from,
+                             tdm__ckpt_reader_errmsg(ck->rd));
+        tdm__dec d, body;
+        uint64_t tag = 0, v = 0, nch = 0;
+        tdm__dec_init(&d, p, len);
+        tdm__dec_section(&d, &tag, &body);
+        if (!d.err && tag != RT_CK_TAG_OPTASK)
+            tdm__dec_fail(&d, "not an operator subtask section");
+        tdm__dec_uvar(&body, &v);
+        tdm__dec_uvar(&body, &nch);
+        if (!body.err && v != RT_CK_OPTASK_VERSION)
+            tdm__dec_fail(&body, "unknown operator subtask version");
+        /* The channels' state only at the same parallelism, into the
+         * same subtask. */
+        bool mine = ck->old_P == run->P && k == t->index &&
+                    nch == (uint64_t)t->op->n_channels;
+        for (uint64_t c = 0; !body.err && c < nch; c++) {
+            int64_t wm = 0;
+            uint8_t fl = 0;
+            tdm__dec_svar(&body, &wm);
+            tdm__dec_u8(&body, &fl);
+            if (!body.err && fl > 3)
+                tdm__dec_fail(&body, "unknown channel flags");
+            if (mine && !body.err) {
+                t->ch_wm[c] = wm;
+                t->ch_idle[c] = (fl & 1) != 0;
+            }
+        }
+        err = d.err ? d.err : body.err;
+        if (err == TDM_OK && lo <= hi)
+            err = t->win ? tdm__winop_restore(t->win, &d, lo, hi)
+                         : tdm__joinop_restore(t->join, &d, lo, hi);
+        if (err != TDM_OK) {
+            size_t off = 0;
+            const char *why = NULL;
+            const tdm__dec *bad = body.err ? &body : &d;
+            tdm__dec_error(bad, &off, &why);
+            err = tdm__errf(msg, n, err == TDM_ERR_NOMEM ? err
+                                                        : TDM_ERR_PARSE,
+                            "checkpoint %llu: blob %s: offset %zu: %s",
+                            (unsigned long long)ck->from, name, off,
+                            why ? why
+                                : t->win ? tdm_winop_errmsg(t->win)
+                                         : tdm_joinop_errmsg(t->join));
+        }
+        tdm__free(p);
+    }
+    return err;
+}
+
 /* Handles one item; returns true once every channel has ended.
  *
  * Items of one channel arrive in the order their source subtask sent
@@ -940,6 +1201,9 @@ static bool handle(rt_op_task *t, const tdm__item *it)
             }
             return true;
         }
+        break;
+    case TDM__ITEM_BARRIER:
+        on_barrier(t, it);
         break;
     default:
         break;
@@ -1022,9 +1286,17 @@ void *rt_op_main(void *arg)
          * samples); the late sample budget is per group. */
         t->now = tdm_clock_now(t->clk);
         t->late_budget = 64;
-        for (size_t i = 0; i < n; i++)
-            if (handle(t, &items[i]))
-                done = true;
+        if (!t->ck_blocked) {
+            for (size_t i = 0; i < n; i++)
+                if (handle(t, &items[i]))
+                    done = true;
+        } else {
+            /* Checkpoints: barriers block their channel until aligned. */
+            for (size_t i = 0; i < n; i++)
+                if (dispatch(t, &items[i]))
+                    done = true;
+            op_ckpt_poll(t);
+        }
         if (t->win && t->op->proc_time && !t->failed && !done)
             tdm_winop_advance(t->win);
         if (t->rtimers && !t->failed)
@@ -1041,6 +1313,8 @@ void *rt_op_main(void *arg)
         if (t->emit && !t->failed)
             rt_emit_flush(t->emit);
     }
+    if (done && t->ck_blocked)
+        op_ckpt_end(t);
     /* Chaining: end of input after the last results and the final
      * watermark; a stop without drain is passed on as such. */
     if (t->emit && done && !t->failed &&
@@ -1301,6 +1575,16 @@ tdm_err rt_op_task_init(rt_op_task *t)
         err = op->kind == TDM_NODE_WINDOW ? init_window(t, msg, sizeof msg)
                                           : init_join(t, msg, sizeof msg);
     }
+    /* Checkpoints: alignment state, and the restored operator. */
+    if (err == TDM_OK && run->ck.on) {
+        t->ck_blocked = tdm__calloc((size_t)op->n_channels, sizeof(bool));
+        t->ck_stash = tdm__calloc((size_t)op->n_channels,
+                                  sizeof *t->ck_stash);
+        if (!t->ck_blocked || !t->ck_stash)
+            err = TDM_ERR_NOMEM;
+    }
+    if (err == TDM_OK && run->ck.restored)
+        err = rt_ckpt_restore_op(t, msg, sizeof msg);
     if (err != TDM_OK)
         rt_fail(run, err, "%s \"%s\": %s",
                 op->kind == TDM_NODE_JOIN ? "join" : "window",
@@ -1328,6 +1612,20 @@ void rt_op_task_fini(rt_op_task *t)
         else if (it->kind == TDM__ITEM_PARTIAL)
             rt_partials_free(it->fence);
     }
+    /* Items held back by an alignment when the run aborted. */
+    for (int c = 0; t->ck_stash && c < t->op->n_channels; c++) {
+        for (int i = 0; i < t->ck_stash[c].n; i++) {
+            tdm__item *it = &t->ck_stash[c].it[i];
+            if (it->kind == TDM__ITEM_FENCE)
+                rt_fence_free(it->fence);
+            else if (it->kind == TDM__ITEM_PARTIAL)
+                rt_partials_free(it->fence);
+        }
+        tdm__free(t->ck_stash[c].it);
+    }
+    tdm__free(t->ck_stash);
+    tdm__free(t->ck_blocked);
+    rt_ckpt_slot_free(&t->ck);
     tdm_winop_destroy(t->win);
     tdm_joinop_destroy(t->join);
     tdm__rowagg_destroy(t->ra);
@@ -1360,4 +1658,51 @@ void rt_op_task_fini(rt_op_task *t)
     if (t->lmx_ok)
         pthread_mutex_destroy(&t->lmx);
     memset(t, 0, sizeof *t);
+}
+
+/* ---- Checkpoints: the operator snapshot adapter ---- */
+
+const char *rt_op_ckpt_supported(const tdm_node *n)
+{
+    const tdm_job *job = n->job;
+    if (n->kind == TDM_NODE_WINDOW &&
+        tdm__node_int(n, "output_mode") == RT_RETRACT)
+        return "output_mode retract does not take part in checkpoints "
+               "yet (its memory of emitted rows is not saved); use append "
+               "or upsert";
+    /* Chaining: a barrier would have to pass through the operator's
+     * output stream (rt_emit_control); not wired yet. */
+    for (int i = 0; i < job->n_nodes; i++) {
+        const tdm_node *m = job->nodes[i];
+        if (m->kind != TDM_NODE_WINDOW && m->kind != TDM_NODE_JOIN)
+            continue;
+        const tdm__conf_val *from = tdm__node_val(m, "from");
+        const char *l = m->kind == TDM_NODE_JOIN ? tdm__node_str(m, "left")
+                                                 : "";
+        const char *r = m->kind == TDM_NODE_JOIN ? tdm__node_str(m, "right")
+                                                 : "";
+        bool reads = strcmp(l, n->name) == 0 || strcmp(r, n->name) == 0;
+        for (int k = 0; m->kind == TDM_NODE_WINDOW && k < from->n_fields;
+             k++)
+            reads = reads || strcmp(from->fields[k], n->name) == 0;
+        if (reads)
+            return "an operator read by another operator (chaining) does "
+                   "not take part in checkpoints yet";
+    }
+    const tdm__conf_val *from = tdm__node_val(n, "from");
+    const char *sides[2] = { "", "" };
+    if (n->kind == TDM_NODE_JOIN) {
+        sides[0] = tdm__node_str(n, "left");
+        sides[1] = tdm__node_str(n, "right");
+    }
+    for (int k = 0; k < from->n_fields + 2; k++) {
+        const char *name = k < from->n_fields ? from->fields[k]
+                                              : sides[k - from->n_fields];
+        const tdm_node *in = *name ? tdm_job_node((tdm_job *)job, name)
+                                   : NULL;
+        if (in && in->kind != TDM_NODE_SOURCE)
+            return "an operator reading another operator (chaining) does "
+                   "not take part in checkpoints yet";
+    }
+    return NULL;
 }

@@ -24,6 +24,8 @@
 #include "runtime/localagg.h"
 #include "runtime/expr.h"
 #include "runtime/run.h"
+#include "state/ckpt_codec.h"
+#include "time/wm.h"
 
 /* ---- Sending ---- */
 
@@ -271,14 +273,15 @@ static void reader_emit(void *opaque, const tdm_event *ev)
 
 /* Counts a malformed record and hands it to the dead letter sink (shared,
  * thread-safe) or the log. */
-static void dead_letter(tdm__run *run, const char *source,
+static void dead_letter(rt_src_task *t, const char *source,
                         const char *location, const char *reason,
                         const char *raw, size_t raw_len, bool malformed)
 {
+    tdm__run *run = t->run;
     if (malformed)
         rt_count(run, TDM_STAT_BAD_RECORDS, 1);
     if (run->dead) {
-        tdm_err err = run->dead->vt->write_dead(run->dead->obj, location,
+        tdm_err err = run->dead->vt->write_dead(t->ck.obj[1], location,
                                                 reason, raw, raw_len);
         if (err != TDM_OK)
             rt_fail(run, TDM_ERR_IO, "sink \"%s\": writing a dead letter "
@@ -305,7 +308,7 @@ static void conn_dead(void *ud, const char *location, const char *reason,
     rt_pub_add(&t->m.bad, 1);
     if (t->run->dead)
         rt_pub_add(&t->m.dead, 1);
-    dead_letter(t->run, t->src->node->name, location, reason, raw, raw_len,
+    dead_letter(t, t->src->node->name, location, reason, raw, raw_len,
                 true);
 }
 
@@ -664,7 +667,7 @@ static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
     if (t->run->dead)
         rt_pub_add(&t->m.dead, 1);
     /* Counted as a guard hit by the caller, not as malformed. */
-    dead_letter(t->run, t->src->node->name, loc, reason, raw, strlen(raw),
+    dead_letter(t, t->src->node->name, loc, reason, raw, strlen(raw),
                 false);
 }
 
@@ -964,7 +967,7 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
         if (pass) {
             /* Pass-through: the row as read, written by this subtask
              * (the sink serialises writers). */
-            if (pass->vt->write_row(pass->obj, row) != TDM_OK) {
+            if (pass->vt->write_row(t->ck.obj[0], row) != TDM_OK) {
                 rt_fail(t->run, TDM_ERR_IO,
                         "sink \"%s\": writing a record of source \"%s\" "
                         "to %s failed",
@@ -1512,6 +1515,113 @@ static void paused_tick(rt_src_task *t)
  * connector assigns partitions and lose them as it revokes them, report
  * idleness while they have none, and mark the connector's positions at
  * every watermark. */
+/* ---- Checkpoints (docs/checkpoints.md, "In the runtime") ---- */
+
+/* Encodes the connector's positions and the reader's state, which
+ * describe the same rows: called between polls, after the last poll's
+ * rows went to the reader and downstream.  *out NULL on failure (the
+ * run failed). */
+static bool src_snapshot(rt_src_task *t, uint8_t **out, size_t *len)
+{
+    const tdm__source_vtab *vt = t->src->vt;
+    char msg[256] = "";
+    tdm__enc e;
+    tdm__enc_init(&e);
+    *out = NULL;
+    *len = 0;
+    tdm_err err = vt->version >= 3 && vt->snapshot && t->conn
+                      ? vt->snapshot(t->conn, &e, msg, sizeof msg)
+                      : TDM_ERR_UNSUPPORTED;
+    if (err == TDM_OK)
+        err = tdm__reader_snapshot(t->reader, &e);
+    if (err == TDM_OK)
+        err = tdm__enc_finish(&e, out, len);
+    else
+        tdm__enc_free(&e);
+    if (err != TDM_OK) {
+        rt_fail(t->run, err, "source \"%s\" subtask %d: checkpoint "
+                             "snapshot failed: %s",
+                t->src->node->name, t->index,
+                msg[0] ? msg : tdm_strerror(err));
+        return false;
+    }
+    return true;
+}
+
+/* Barrier @p id at this source subtask: everything before it leaves
+ * (pending rows, two-phase partials of every open slice, so no partial
+ * state stays in the source), the positions and the reader are
+ * snapshotted, this subtask's sinks pre-commit, then BARRIER goes out
+ * on every channel and the coordinator gets the acknowledgement. */
+static void src_barrier(rt_src_task *t, uint64_t id)
+{
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    flush_rows(t);
+    for (int e = 0; t->any_lagg && e < t->src->n_edges; e++)
+        if (t->lagg[e])
+            rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
+    if (!src_snapshot(t, &blob, &len))
+        return;
+    if (!rt_ckpt_pre_commit(t->run, &t->ck, id)) {
+        tdm__free(blob);
+        return;
+    }
+    push_control(t, TDM__ITEM_BARRIER, (tdm_time_ms)id, 0, 0);
+    rt_ckpt_ack(t->run, &t->ck, id, blob, len, false);
+}
+
+/* Between polls: a commit the coordinator published (every call on a
+ * writer's object from its thread, the sink contract), a barrier it
+ * requested. */
+static void src_ckpt_poll(rt_src_task *t)
+{
+    rt_ckpt *ck = &t->run->ck;
+    uint64_t c = atomic_load_explicit(&ck->committed, memory_order_acquire);
+    if (c > t->ck.committed)
+        rt_ckpt_commit(t->run, &t->ck, c);
+    uint64_t req = atomic_load_explicit(&ck->req, memory_order_acquire);
+    if (req > t->ck.acked)
+        src_barrier(t, req);
+}
+
+/* At the end of the subtask's input (not after a failure): answers the
+ * barriers still asked for, then hands the coordinator its final state;
+ * from then on the coordinator pre-commits and commits this subtask's
+ * sink objects itself (the final checkpoint). */
+static void src_ckpt_end(rt_src_task *t)
+{
+    tdm__run *run = t->run;
+    uint8_t *fin = NULL;
+    size_t len = 0;
+    if (!run->ck.on || atomic_load(&run->abort))
+        return;
+    if (!src_snapshot(t, &fin, &len))
+        return;
+    for (;;) {
+        src_ckpt_poll(t);
+        if (atomic_load(&run->abort))
+            break;
+        /* Under the lock: the coordinator checks "acked or ended" under
+         * it, so no request can fall between the check and the end. */
+        pthread_mutex_lock(&run->mu);
+        if (atomic_load_explicit(&run->ck.req, memory_order_acquire) >
+            t->ck.acked) {
+            pthread_mutex_unlock(&run->mu);
+            continue;
+        }
+        tdm__free(t->ck.fin);
+        t->ck.fin = fin;
+        t->ck.fin_len = len;
+        t->ck.ended = true;
+        run->ck.wake = true;
+        pthread_cond_broadcast(&run->cv);
+        pthread_mutex_unlock(&run->mu);
+        return;
+    }
+    tdm__free(fin);
+}
+
 void *rt_source_main(void *arg)
 {
     rt_src_task *t = arg;
@@ -1522,6 +1632,7 @@ void *rt_source_main(void *arg)
     bool cancelled = false;
     if (t->empty) {
         /* Its END went out before the threads started (run.c). */
+        src_ckpt_end(t);
         vt->close(t->conn);
         t->conn = NULL;
         rt_thread_done(run);
@@ -1537,6 +1648,8 @@ void *rt_source_main(void *arg)
         }
         if (v2)
             maybe_commit(t);
+        if (run->ck.on)
+            src_ckpt_poll(t);
         align_step(t);
         if (!v2 && t->reading_paused) {
             paused_tick(t);
@@ -1637,6 +1750,9 @@ void *rt_source_main(void *arg)
     /* Nothing more follows: no item may wait for a wake-up. */
     t->lazy = false;
     kick(t);
+    /* Checkpoints: the final state, before the reader ends (a restore
+     * from it finds every partition finished and ends the same way). */
+    src_ckpt_end(t);
     /* End of input (or cancel): the maximum watermark, then END; or,
      * stopping without a drain, END marked so (idle = 1): consumers
      * write nothing more for open windows. */
@@ -1751,6 +1867,14 @@ tdm_err rt_source_task_init(rt_src_task *t)
         err = ensure_partition(t, n_parts - 1, NULL);
     if (err == TDM_OK)
         err = ensure_arrays(t, 16);
+    /* Restore (checkpoint.dir): positions, then the reader's state. */
+    if (err == TDM_OK && run->ck.restored) {
+        err = rt_ckpt_restore_source(t, msg, sizeof msg);
+        if (err != TDM_OK) {
+            rt_fail(run, err, "source \"%s\": %s", s->node->name, msg);
+            return err;
+        }
+    }
     if (err == TDM_OK) {
         /* Batches out at once: queue capacity per channel plus the one
          * being filled and the one being consumed. */
@@ -1820,6 +1944,7 @@ void rt_source_task_fini(rt_src_task *t)
     for (int e = 0; t->lagg && e < t->src->n_edges; e++)
         rt_lagg_free(t->lagg[e]);
     tdm__free(t->lagg);
+    rt_ckpt_slot_free(&t->ck);
     memset(t, 0, sizeof *t);
 }
 

@@ -1,0 +1,755 @@
+/* SPDX-License-Identifier: MIT */
+/* ckpt.c - checkpoints in the running job: the coordinator (the run
+ * thread: start a checkpoint every checkpoint.interval, collect every
+ * subtask's acknowledgement, write the checkpoint with ckpt_store, then
+ * let the sinks commit), the per-writer sink objects and their
+ * recovery, the final checkpoint at a clean end, and restore at start
+ * (the job's shape checked, source sections merged for any parallelism).
+ * The subtasks' side of a barrier is in task_source.c (sources) and
+ * task_op.c (operators).  docs/checkpoints.md, "In the runtime".
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/run.h"
+#include "state/ckpt_codec.h"
+#include "state/ckpt_store.h"
+#include "time/wm.h"
+
+/* Writer numbers are role * RT_CK_ROLE + subtask: the same writer keeps
+ * its number (and its part files) at any parallelism (at most 256). */
+#define RT_CK_ROLE 256
+
+/* Version of the job-shape metadata in the manifest. */
+#define RT_CK_META_VERSION 1
+
+void rt_ckpt_src_name(int si, int k, char *buf, size_t n)
+{
+    snprintf(buf, n, "s%d-%d", si, k);
+}
+
+static void sink_blob_name(int si, int w, char *buf, size_t n)
+{
+    snprintf(buf, n, "w%d-%d", si, w);
+}
+
+static void store_log(void *opaque, uint64_t id, const char *msg)
+{
+    tdm__run *run = opaque;
+    (void)id;
+    tdm__job_log(run->job, "checkpoint: %s", msg);
+}
+
+/* The job's shape as the manifest keeps it: every node's kind and name
+ * in order, every source's pass-through sink and the dead-letter sink
+ * (the writer roles of the sinks follow from them). */
+static tdm_err shape_meta(const tdm_job *job, uint8_t **out, size_t *len)
+{
+    tdm__enc e;
+    tdm__enc_init(&e);
+    tdm__enc_uvar(&e, RT_CK_META_VERSION);
+    tdm__enc_uvar(&e, (uint64_t)job->n_nodes);
+    for (int i = 0; i < job->n_nodes; i++) {
+        const tdm_node *n = job->nodes[i];
+        tdm__enc_u8(&e, (uint8_t)n->kind);
+        tdm__enc_str(&e, n->name);
+        bool op = n->kind == TDM_NODE_WINDOW || n->kind == TDM_NODE_JOIN;
+        tdm__enc_str(&e, n->kind == TDM_NODE_SOURCE || op
+                             ? tdm__node_str(n, "sink")
+                             : "");
+        tdm__enc_str(&e, op ? tdm__node_str(n, "late_output") : "");
+    }
+    tdm__enc_str(&e, tdm__job_str(job, "dead_letter"));
+    return tdm__enc_finish(&e, out, len);
+}
+
+/* "a (source), out (sink)" from shape metadata, for the refusal. */
+static void shape_text(const uint8_t *p, size_t len, char *buf, size_t n)
+{
+    tdm__dec d;
+    uint64_t v = 0, cnt = 0;
+    size_t used = 0;
+    buf[0] = 0;
+    tdm__dec_init(&d, p, len);
+    tdm__dec_uvar(&d, &v);
+    tdm__dec_uvar(&d, &cnt);
+    for (uint64_t i = 0; i < cnt && !d.err && used + 1 < n; i++) {
+        uint8_t kind = 0;
+        char *name = NULL, *sink = NULL, *late = NULL;
+        tdm__dec_u8(&d, &kind);
+        tdm__dec_str(&d, &name);
+        tdm__dec_str(&d, &sink);
+        tdm__dec_str(&d, &late);
+        tdm__free(late);
+        if (!d.err) {
+            int w = snprintf(buf + used, n - used, "%s%s (%s)",
+                             i ? ", " : "", name,
+                             tdm__node_kind_name((tdm_node_kind)kind));
+            if (w > 0)
+                used += (size_t)w < n - used ? (size_t)w : n - used - 1;
+        }
+        tdm__free(name);
+        tdm__free(sink);
+    }
+}
+
+/* Reads source @p si's blobs of the restored checkpoint: the connector
+ * sections of every old subtask concatenated, and (same parallelism)
+ * each subtask's reader section. */
+static tdm_err load_source(tdm__run *run, int si, char *errbuf,
+                           size_t errbuf_size)
+{
+    rt_ckpt *ck = &run->ck;
+    tdm__enc merged;
+    tdm__enc_init(&merged);
+    tdm_err err = TDM_OK;
+    for (int k = 0; k < ck->old_P; k++) {
+        char name[64];
+        void *p = NULL;
+        size_t len = 0;
+        rt_ckpt_src_name(si, k, name, sizeof name);
+        err = tdm__ckpt_get(ck->rd, name, &p, &len);
+        if (err != TDM_OK) {
+            err = tdm__errf(errbuf, errbuf_size, err,
+                            "restoring checkpoint %llu: %s",
+                            (unsigned long long)ck->from,
+                            tdm__ckpt_reader_errmsg(ck->rd));
+            goto fail;
+        }
+        tdm__dec d;
+        uint64_t tag;
+        tdm__dec body;
+        tdm__dec_init(&d, p, len);
+        if (len && tdm__dec_section(&d, &tag, &body) != TDM_OK) {
+            tdm__free(p);
+            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_PARSE,
+                            "restoring checkpoint %llu: blob %s: offset "
+                            "%zu: %s",
+                            (unsigned long long)ck->from, name, d.err_off,
+                            d.why ? d.why : "malformed");
+            goto fail;
+        }
+        tdm__enc_raw(&merged, p, d.pos);
+        if (ck->old_P == run->P && len > d.pos) {
+            size_t i = (size_t)si * (size_t)run->P + (size_t)k;
+            ck->src_rd[i] = tdm__malloc(len - d.pos);
+            if (!ck->src_rd[i]) {
+                tdm__free(p);
+                err = TDM_ERR_NOMEM;
+                goto fail;
+            }
+            memcpy(ck->src_rd[i], (uint8_t *)p + d.pos, len - d.pos);
+            ck->src_rd_len[i] = len - d.pos;
+        }
+        tdm__free(p);
+    }
+    err = tdm__enc_finish(&merged, &ck->src_pos[si], &ck->src_pos_len[si]);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err, "out of memory");
+    return TDM_OK;
+fail:
+    tdm__enc_free(&merged);
+    if (err == TDM_ERR_NOMEM)
+        return tdm__errf(errbuf, errbuf_size, err, "out of memory");
+    return err;
+}
+
+tdm_err rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
+{
+    rt_ckpt *ck = &run->ck;
+    tdm_job *job = run->job;
+    const char *dir = tdm__job_str(job, "checkpoint.dir");
+    uint8_t *meta = NULL;
+    size_t meta_len = 0;
+    atomic_init(&ck->req, 0);
+    atomic_init(&ck->committed, 0);
+    if (!*dir)
+        return TDM_OK;
+    ck->on = true;
+    ck->interval = tdm__job_int(job, "checkpoint.interval");
+    ck->next_ms = tdm__mono_ms() + ck->interval;
+    char msg[512] = "";
+    tdm_err err = tdm__ckpt_store_open(dir, TDM__CKPT_WRITE, store_log, run,
+                                       &ck->st, msg, sizeof msg);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
+                         msg);
+    tdm__ckpt_store_set_retain(ck->st,
+                               (unsigned)tdm__job_int(job,
+                                                      "checkpoint.retain"));
+    uint64_t id = 0;
+    int found = 0;
+    err = tdm__ckpt_latest(ck->st, &id, &found);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
+                         tdm__ckpt_store_errmsg(ck->st));
+    if (!found)
+        return TDM_OK;
+    /* Ids go on above the newest, restored or not (a fresh start keeps
+     * the old checkpoints; new ones must not collide with them). */
+    ck->last = id;
+    if (tdm__job_int(job, "checkpoint.restore") == 1) {
+        tdm__job_log(job, "checkpoint: starting from scratch (checkpoint "
+                          "%llu in %s not restored)",
+                     (unsigned long long)id, dir);
+        return TDM_OK;
+    }
+    err = tdm__ckpt_reader_open(ck->st, id, &ck->rd);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
+                         tdm__ckpt_store_errmsg(ck->st));
+    const tdm__ckpt_manifest *m = tdm__ckpt_reader_manifest(ck->rd);
+    err = shape_meta(job, &meta, &meta_len);
+    if (err != TDM_OK)
+        goto fail;
+    if (m->meta_len != meta_len || memcmp(m->meta, meta, meta_len) != 0) {
+        char was[512];
+        shape_text(m->meta, m->meta_len, was, sizeof was);
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                        "checkpoint %llu in %s is of another job shape "
+                        "(its nodes: %s); the nodes, their kinds, names "
+                        "and sinks must be unchanged to resume (start "
+                        "from scratch with --from-scratch or "
+                        "checkpoint.restore: none, or use another "
+                        "checkpoint.dir)",
+                        (unsigned long long)id, dir, was);
+        goto done;
+    }
+    if (m->parallelism < 1 || m->parallelism > RT_CK_ROLE) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_PARSE,
+                        "checkpoint %llu in %s: parallelism %u out of "
+                        "range",
+                        (unsigned long long)id, dir, m->parallelism);
+        goto done;
+    }
+    ck->old_P = (int)m->parallelism;
+    ck->from = id;
+    ck->restored = true;
+    size_t n_rd = (size_t)run->n_srcs * (size_t)run->P;
+    ck->src_pos = tdm__calloc((size_t)run->n_srcs + 1, sizeof *ck->src_pos);
+    ck->src_pos_len = tdm__calloc((size_t)run->n_srcs + 1,
+                                  sizeof *ck->src_pos_len);
+    ck->src_rd = tdm__calloc(n_rd + 1, sizeof *ck->src_rd);
+    ck->src_rd_len = tdm__calloc(n_rd + 1, sizeof *ck->src_rd_len);
+    if (!ck->src_pos || !ck->src_pos_len || !ck->src_rd ||
+        !ck->src_rd_len) {
+        err = TDM_ERR_NOMEM;
+        goto fail;
+    }
+    for (int si = 0; si < run->n_srcs; si++) {
+        err = load_source(run, si, errbuf, errbuf_size);
+        if (err != TDM_OK)
+            goto done;
+    }
+    tdm__job_log(job, "checkpoint: resuming from %s %llu in %s%s",
+                 m->kind == TDM__CKPT_SAVEPOINT ? "savepoint"
+                                                : "checkpoint",
+                 (unsigned long long)id, dir,
+                 ck->old_P != run->P ? " (at another parallelism)" : "");
+    goto done;
+fail:
+    err = tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
+                    tdm_strerror(err));
+done:
+    tdm__free(meta);
+    return err;
+}
+
+/* The sink section of writer @p w in the restored checkpoint (NULL: none
+ * or not restoring; *p to free). */
+static tdm_err restored_section(tdm__run *run, int si, int w, void **p,
+                                size_t *len, char *errbuf,
+                                size_t errbuf_size)
+{
+    rt_ckpt *ck = &run->ck;
+    char name[64];
+    *p = NULL;
+    *len = 0;
+    if (!ck->restored)
+        return TDM_OK;
+    sink_blob_name(si, w, name, sizeof name);
+    tdm_err err = tdm__ckpt_get(ck->rd, name, p, len);
+    if (err == TDM_ERR_STATE) { /* no such blob: this writer wrote none */
+        *p = NULL;
+        return TDM_OK;
+    }
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err,
+                         "restoring checkpoint %llu: %s",
+                         (unsigned long long)ck->from,
+                         tdm__ckpt_reader_errmsg(ck->rd));
+    return TDM_OK;
+}
+
+/* Opens writer @p w of sink @p s and recovers it (its section, or from
+ * scratch); *out NULL on error. */
+static tdm_err open_writer(tdm__run *run, rt_sink *s, int si, int w,
+                           tdm__sinkobj **out, char *errbuf,
+                           size_t errbuf_size)
+{
+    tdm__sink_conf conf = s->conf;
+    void *p = NULL;
+    size_t len = 0;
+    char msg[256] = "";
+    conf.exactly_once = true;
+    conf.writer = w;
+    conf.job_name = tdm__job_str(run->job, "name");
+    *out = NULL;
+    tdm_err err = restored_section(run, si, w, &p, &len, errbuf,
+                                   errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    err = s->vt->open(&conf, s->mode, out, msg, sizeof msg);
+    if (err != TDM_OK) {
+        *out = NULL;
+        tdm__free(p);
+        return tdm__errf(errbuf, errbuf_size,
+                         err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+                         "sink \"%s\": %s", s->node->name,
+                         msg[0] ? msg : tdm_strerror(err));
+    }
+    tdm__dec d;
+    tdm__dec_init(&d, p ? p : "", len);
+    err = s->vt->recover(*out, p ? &d : NULL, msg, sizeof msg);
+    tdm__free(p);
+    if (err != TDM_OK) {
+        s->vt->abandon(*out);
+        *out = NULL;
+        return tdm__errf(errbuf, errbuf_size, err, "sink \"%s\": %s",
+                         s->node->name, msg[0] ? msg : tdm_strerror(err));
+    }
+    return TDM_OK;
+}
+
+tdm_err rt_ckpt_open_sink(tdm__run *run, rt_sink *s, int si, char *errbuf,
+                          size_t errbuf_size)
+{
+    rt_ckpt *ck = &run->ck;
+    if (s->vt->version < 3 || !s->vt->pre_commit)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
+                         "sink \"%s\": this connector cannot take part in "
+                         "checkpoints",
+                         s->node->name);
+    size_t n = (size_t)s->n_roles * RT_CK_ROLE;
+    s->wobj = tdm__calloc(n + 1, sizeof *s->wobj);
+    if (!s->wobj)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                         "out of memory");
+    for (int r = 0; r < s->n_roles; r++) {
+        for (int k = 0; k < run->P; k++) {
+            int w = r * RT_CK_ROLE + k;
+            tdm_err err = open_writer(run, s, si, w, &s->wobj[w], errbuf,
+                                      errbuf_size);
+            if (err != TDM_OK)
+                return err;
+        }
+        /* Writers of the checkpoint beyond today's parallelism: commit
+         * what they had pending, drop their in-progress rows (replayed
+         * by the subtasks that now read their partitions). */
+        for (int k = run->P; ck->restored && k < ck->old_P; k++) {
+            tdm__sinkobj *o = NULL;
+            tdm_err err = open_writer(run, s, si, r * RT_CK_ROLE + k, &o,
+                                      errbuf, errbuf_size);
+            if (err != TDM_OK)
+                return err;
+            s->vt->abandon(o);
+        }
+    }
+    return TDM_OK;
+}
+
+tdm_err rt_ckpt_restore_source(rt_src_task *t, char *msg, size_t n)
+{
+    tdm__run *run = t->run;
+    rt_ckpt *ck = &run->ck;
+    if (!ck->restored)
+        return TDM_OK;
+    int si = (int)(t->src - run->srcs);
+    const tdm__source_vtab *vt = t->src->vt;
+    if (vt->version < 3 || !vt->restore)
+        return tdm__errf(msg, n, TDM_ERR_UNSUPPORTED,
+                         "this connector cannot restore a checkpoint");
+    tdm__dec d;
+    tdm__dec_init(&d, ck->src_pos[si] ? (const void *)ck->src_pos[si] : "",
+                  ck->src_pos_len[si]);
+    tdm_err err = vt->restore(t->conn, &d, msg, n);
+    if (err != TDM_OK)
+        return err;
+    size_t i = (size_t)si * (size_t)run->P + (size_t)t->index;
+    if (ck->old_P != run->P || !ck->src_rd[i])
+        return TDM_OK; /* the reader starts afresh */
+    tdm__dec_init(&d, ck->src_rd[i], ck->src_rd_len[i]);
+    err = tdm__reader_restore(t->reader, &d);
+    if (err != TDM_OK) {
+        size_t off = 0;
+        const char *why = NULL;
+        tdm__dec_error(&d, &off, &why);
+        return tdm__errf(msg, n, err, "checkpoint %llu: reader of subtask "
+                                      "%d: offset %zu: %s",
+                         (unsigned long long)ck->from, t->index, off,
+                         why ? why : tdm_strerror(err));
+    }
+    /* The last watermark the subtask sent: two-phase aggregation routes
+     * records of slices at or below it raw (a late record must stay a
+     * raw record after the restore). */
+    t->wm_out = tdm_reader_watermark(t->reader);
+    return TDM_OK;
+}
+
+void rt_ckpt_slot_free(rt_ck_slot *c)
+{
+    tdm__free(c->blob);
+    tdm__free(c->fin);
+    tdm__free(c->sk[0]);
+    tdm__free(c->sk[1]);
+    c->blob = c->fin = c->sk[0] = c->sk[1] = NULL;
+}
+
+void rt_ckpt_ack(tdm__run *run, rt_ck_slot *c, uint64_t id, uint8_t *blob,
+                 size_t len, bool final)
+{
+    pthread_mutex_lock(&run->mu);
+    if (final) {
+        tdm__free(c->fin);
+        c->fin = blob;
+        c->fin_len = len;
+        c->ended = true;
+    } else {
+        tdm__free(c->blob);
+        c->blob = blob;
+        c->len = len;
+        c->acked = id;
+        c->ack_us = tdm__mono_us();
+    }
+    run->ck.wake = true;
+    pthread_cond_broadcast(&run->cv);
+    pthread_mutex_unlock(&run->mu);
+}
+
+bool rt_ckpt_pre_commit(tdm__run *run, rt_ck_slot *c, uint64_t id)
+{
+    for (int j = 0; j < 2; j++) {
+        tdm__free(c->sk[j]);
+        c->sk[j] = NULL;
+        c->sk_len[j] = 0;
+        if (!c->obj[j])
+            continue;
+        rt_sink *s = c->sink[j];
+        tdm__enc e;
+        char msg[256] = "";
+        tdm__enc_init(&e);
+        tdm_err err = s->vt->pre_commit(c->obj[j], id, &e, msg, sizeof msg);
+        if (err == TDM_OK)
+            err = tdm__enc_finish(&e, &c->sk[j], &c->sk_len[j]);
+        else
+            tdm__enc_free(&e);
+        if (err != TDM_OK) {
+            rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+                    "sink \"%s\": pre-commit of checkpoint %llu failed: %s",
+                    s->node->name, (unsigned long long)id,
+                    msg[0] ? msg : tdm_strerror(err));
+            return false;
+        }
+    }
+    return true;
+}
+
+void rt_ckpt_commit(tdm__run *run, rt_ck_slot *c, uint64_t id)
+{
+    for (int j = 0; j < 2; j++) {
+        char msg[256] = "";
+        if (c->obj[j] &&
+            c->sink[j]->vt->commit(c->obj[j], id, msg, sizeof msg) != TDM_OK)
+            tdm__job_log(run->job, "sink %s: commit of checkpoint %llu "
+                                   "failed (%s); retried at the next "
+                                   "checkpoint",
+                         c->sink[j]->node->name, (unsigned long long)id,
+                         msg);
+    }
+    c->committed = id;
+}
+
+/* Every subtask's slot in a fixed order (sources, then operators), with
+ * its blob name. */
+static int n_slots(const tdm__run *run)
+{
+    return (run->n_srcs + run->n_ops) * run->P;
+}
+
+static rt_ck_slot *slot_at(tdm__run *run, int i, char *name, size_t n)
+{
+    int P = run->P, s = i / P, k = i % P;
+    if (s < run->n_srcs) {
+        if (name)
+            rt_ckpt_src_name(s, k, name, n);
+        return run->srcs[s].tasks ? &run->srcs[s].tasks[k].ck : NULL;
+    }
+    s -= run->n_srcs;
+    if (name)
+        snprintf(name, n, "o%d-%d", s, k);
+    return run->ops[s].tasks ? &run->ops[s].tasks[k].ck : NULL;
+}
+
+/* What one subtask contributes to the checkpoint being written. */
+typedef struct ck_part {
+    uint8_t *blob;
+    size_t len;
+    uint8_t *sk[2];
+    size_t sk_len[2];
+    bool ended_late; /* ended before the barrier: sinks pre-committed here */
+} ck_part;
+
+static void start(tdm__run *run, int kind)
+{
+    rt_ckpt *ck = &run->ck;
+    ck->pending = ++ck->last;
+    ck->pending_kind = kind;
+    ck->started_us = tdm__mono_us();
+    atomic_store_explicit(&ck->req, ck->pending, memory_order_release);
+}
+
+/* Whether every subtask acknowledged the pending checkpoint or ended
+ * (run->mu held). */
+static bool all_acked(tdm__run *run)
+{
+    for (int i = 0; i < n_slots(run); i++) {
+        const rt_ck_slot *c = slot_at(run, i, NULL, 0);
+        if (c && c->acked != run->ck.pending && !c->ended)
+            return false;
+    }
+    return true;
+}
+
+/* Commits the sink objects of the subtasks that ended (the run thread
+ * owns them now); all of them with @p every. */
+static void commit_ended(tdm__run *run, uint64_t id, bool every)
+{
+    for (int i = 0; i < n_slots(run); i++) {
+        rt_ck_slot *c = slot_at(run, i, NULL, 0);
+        if (!c)
+            continue;
+        pthread_mutex_lock(&run->mu);
+        bool ended = c->ended;
+        pthread_mutex_unlock(&run->mu);
+        if (ended || every)
+            rt_ckpt_commit(run, c, id);
+    }
+}
+
+/* Writes the pending checkpoint (every part collected) and, once it is
+ * durable, publishes it for the sinks' commits. */
+static void complete(tdm__run *run)
+{
+    rt_ckpt *ck = &run->ck;
+    tdm_job *job = run->job;
+    uint64_t id = ck->pending;
+    int n_parts = n_slots(run);
+    ck_part *parts = tdm__calloc((size_t)n_parts + 1, sizeof *parts);
+    uint8_t *meta = NULL;
+    size_t meta_len = 0;
+    int64_t align_us = 0;
+    uint64_t bytes = 0;
+    tdm_err err = parts ? shape_meta(job, &meta, &meta_len) : TDM_ERR_NOMEM;
+    const char *why = NULL;
+    char whybuf[600] = "";
+    if (err != TDM_OK)
+        goto fail;
+    /* Take the parts: the acknowledged ones move here; a subtask that
+     * ended before the barrier gives a copy of its final state, and its
+     * sinks pre-commit here (its thread no longer uses them). */
+    pthread_mutex_lock(&run->mu);
+    for (int i = 0; i < n_parts; i++) {
+        rt_ck_slot *c = slot_at(run, i, NULL, 0);
+        ck_part *pt = &parts[i];
+        if (c->acked == id) {
+            pt->blob = c->blob;
+            pt->len = c->len;
+            c->blob = NULL;
+            for (int j = 0; j < 2; j++) {
+                pt->sk[j] = c->sk[j];
+                pt->sk_len[j] = c->sk_len[j];
+                c->sk[j] = NULL;
+            }
+            if (c->ack_us - ck->started_us > align_us)
+                align_us = c->ack_us - ck->started_us;
+        } else {
+            pt->ended_late = true;
+            pt->len = c->fin_len;
+            pt->blob = tdm__malloc(pt->len + 1);
+            if (pt->blob && pt->len)
+                memcpy(pt->blob, c->fin, pt->len);
+            if (!pt->blob)
+                err = TDM_ERR_NOMEM;
+        }
+    }
+    pthread_mutex_unlock(&run->mu);
+    if (err != TDM_OK)
+        goto fail;
+    for (int i = 0; i < n_parts; i++) {
+        rt_ck_slot *c = slot_at(run, i, NULL, 0);
+        if (!parts[i].ended_late)
+            continue;
+        if (!rt_ckpt_pre_commit(run, c, id)) {
+            err = TDM_ERR_IO;
+            goto fail;
+        }
+        for (int j = 0; j < 2; j++) {
+            parts[i].sk[j] = c->sk[j];
+            parts[i].sk_len[j] = c->sk_len[j];
+            c->sk[j] = NULL;
+        }
+    }
+    tdm__ckpt_info info = {
+        .id = id,
+        .kind = (tdm__ckpt_kind)ck->pending_kind,
+        .job = tdm__job_str(job, "name"),
+        .created_ms = (int64_t)time(NULL) * 1000,
+        .parallelism = (uint32_t)run->P,
+        .key_groups = (uint32_t)run->key_groups,
+        .meta = meta,
+        .meta_len = meta_len,
+    };
+    err = tdm__ckpt_begin(ck->st, &info);
+    for (int i = 0; err == TDM_OK && i < n_parts; i++) {
+        char name[64];
+        rt_ck_slot *c = slot_at(run, i, name, sizeof name);
+        ck_part *pt = &parts[i];
+        err = tdm__ckpt_put(ck->st, name, pt->blob ? pt->blob
+                                                   : (uint8_t *)"",
+                            pt->len);
+        bytes += pt->len;
+        for (int j = 0; err == TDM_OK && j < 2; j++) {
+            if (!c->obj[j])
+                continue;
+            sink_blob_name((int)(c->sink[j] - run->sinks), c->w[j], name,
+                           sizeof name);
+            err = tdm__ckpt_put(ck->st, name,
+                                pt->sk[j] ? pt->sk[j] : (uint8_t *)"",
+                                pt->sk_len[j]);
+            bytes += pt->sk_len[j];
+        }
+    }
+    if (err == TDM_OK)
+        err = tdm__ckpt_commit(ck->st);
+    if (err != TDM_OK) {
+        why = tdm__ckpt_store_errmsg(ck->st);
+        goto fail;
+    }
+    int64_t took = (tdm__mono_us() - ck->started_us) / 1000;
+    atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS], 1);
+    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ID], (int64_t)id);
+    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_MS], took);
+    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_BYTES], (int64_t)bytes);
+    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ALIGN_MS],
+                 align_us / 1000);
+    if (ck->pending_kind == TDM__CKPT_SAVEPOINT)
+        tdm__job_log(job, "savepoint %llu written to %s",
+                     (unsigned long long)id,
+                     tdm__job_str(job, "checkpoint.dir"));
+    /* Durable: the writers may make its transactions visible. */
+    atomic_store_explicit(&ck->committed, id, memory_order_release);
+    commit_ended(run, id, false);
+    goto done;
+fail:
+    if (!why) {
+        snprintf(whybuf, sizeof whybuf, "%s", tdm_strerror(err));
+        why = whybuf;
+    }
+    atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
+    tdm__job_log(job, "checkpoint %llu failed: %s (the job goes on; the "
+                      "next checkpoint retries)",
+                 (unsigned long long)id, why);
+done:
+    for (int i = 0; parts && i < n_parts; i++) {
+        tdm__free(parts[i].blob);
+        tdm__free(parts[i].sk[0]);
+        tdm__free(parts[i].sk[1]);
+    }
+    tdm__free(parts);
+    tdm__free(meta);
+    ck->pending = 0;
+    ck->next_ms = tdm__mono_ms() + ck->interval;
+}
+
+void rt_ckpt_step(tdm__run *run, bool at_end)
+{
+    rt_ckpt *ck = &run->ck;
+    if (!ck->on || atomic_load(&run->abort))
+        return;
+    if (!ck->pending) {
+        if (at_end)
+            return;
+        if (atomic_exchange(&run->job->savepoint, 0))
+            start(run, TDM__CKPT_SAVEPOINT);
+        else if (tdm__mono_ms() >= ck->next_ms)
+            start(run, TDM__CKPT_CHECKPOINT);
+        else
+            return;
+    }
+    pthread_mutex_lock(&run->mu);
+    run->ck.wake = false;
+    bool ready = all_acked(run);
+    pthread_mutex_unlock(&run->mu);
+    if (ready)
+        complete(run);
+}
+
+void rt_ckpt_final(tdm__run *run)
+{
+    rt_ckpt *ck = &run->ck;
+    if (!ck->on || atomic_load(&run->abort) || run->err != TDM_OK)
+        return;
+    /* A cancel with on_cancel: drain fired windows early: a final
+     * checkpoint would commit those results and a resumed run could not
+     * reproduce the uninterrupted output; they stay uncommitted (the
+     * next run's recover removes them). */
+    if (atomic_load(&run->job->cancel) && !run->stop_on_cancel &&
+        run->n_ops > 0) {
+        tdm__job_log(run->job, "checkpoint: cancelled with on_cancel: "
+                               "drain; the drained results are not "
+                               "committed (the next run resumes from "
+                               "checkpoint %llu)",
+                     (unsigned long long)atomic_load(&ck->committed));
+        ck->abandon = true;
+        return;
+    }
+    /* A checkpoint in flight completes first (every subtask ended). */
+    if (ck->pending)
+        rt_ckpt_step(run, true);
+    pthread_mutex_lock(&run->mu);
+    bool all = true;
+    for (int i = 0; i < n_slots(run); i++) {
+        const rt_ck_slot *c = slot_at(run, i, NULL, 0);
+        all = all && c && c->ended;
+    }
+    pthread_mutex_unlock(&run->mu);
+    if (!all)
+        return;
+    start(run, atomic_exchange(&run->job->savepoint, 0)
+                   ? TDM__CKPT_SAVEPOINT
+                   : TDM__CKPT_CHECKPOINT);
+    complete(run);
+    uint64_t c = atomic_load(&ck->committed);
+    if (c)
+        commit_ended(run, c, true);
+}
+
+void rt_ckpt_close(tdm__run *run)
+{
+    rt_ckpt *ck = &run->ck;
+    tdm__ckpt_reader_close(ck->rd);
+    ck->rd = NULL;
+    tdm__ckpt_store_close(ck->st);
+    ck->st = NULL;
+    for (int si = 0; ck->src_pos && si < run->n_srcs; si++)
+        tdm__free(ck->src_pos[si]);
+    for (size_t i = 0; ck->src_rd && i < (size_t)run->n_srcs * run->P; i++)
+        tdm__free(ck->src_rd[i]);
+    tdm__free(ck->src_pos);
+    tdm__free(ck->src_pos_len);
+    tdm__free(ck->src_rd);
+    tdm__free(ck->src_rd_len);
+    ck->src_pos = NULL;
+    ck->src_rd = NULL;
+}
