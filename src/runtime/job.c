@@ -1647,11 +1647,15 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
     return err;
 }
 
-/* With checkpoint.dir set: every source must be replayable (stdin and
- * tcp are not: what was read after the last checkpoint would be lost on
- * a crash), Kafka sources are not wired yet, and operators checkpoint
+/* With checkpoint.dir set: every source must be replayable (stdin, a
+ * file source with path "-", and tcp are not: what was read after the
+ * last checkpoint would be lost on a crash), Kafka sources are not wired
+ * yet, connectors set by the test hooks must have the version-3 members
+ * (source snapshot/restore, sink pre_commit), and operators checkpoint
  * only when their state can be snapshotted (rt_op_ckpt_supported,
- * task_op.c). */
+ * task_op.c).  Every window aggregate can (count() natively, the others
+ * through the row aggregate's codec, rowagg.c), so what is refused here
+ * is all that could fail at snapshot time. */
 static tdm_err validate_checkpointing(vctx *c)
 {
     tdm_job *job = c->job;
@@ -1659,8 +1663,19 @@ static tdm_err validate_checkpointing(vctx *c)
         tdm_node *n = job->nodes[i];
         if (n->kind == TDM_NODE_SOURCE) {
             int type = (int)tdm__node_int(n, "type") + 1;
-            if (n->src_vt)
+            if (n->src_vt) {
+                if (n->src_vt->version < 3 || !n->src_vt->snapshot ||
+                    !n->src_vt->restore)
+                    VFAIL(c, n, "checkpointing (checkpoint.dir): this "
+                                "source connector cannot save or restore "
+                                "its position");
                 continue;
+            }
+            if (type == TDM__SRC_FILE &&
+                strcmp(tdm__node_str(n, "path"), "-") == 0)
+                VFAIL(c, n, "path: - (standard input) cannot be replayed: "
+                            "checkpointing (checkpoint.dir) needs a "
+                            "replayable source (file, generator)");
             if (type == TDM__SRC_STDIN || type == TDM__SRC_TCP)
                 VFAIL(c, n, "type: %s cannot be replayed: checkpointing "
                             "(checkpoint.dir) needs a replayable source "
@@ -1673,6 +1688,11 @@ static tdm_err validate_checkpointing(vctx *c)
             const char *why = rt_op_ckpt_supported(n);
             if (why)
                 VFAIL(c, n, "checkpointing (checkpoint.dir): %s", why);
+        } else if (n->kind == TDM_NODE_SINK && n->sink_vt &&
+                   (n->sink_vt->version < 3 || !n->sink_vt->pre_commit)) {
+            VFAIL(c, n, "checkpointing (checkpoint.dir): this sink "
+                        "connector cannot take part in checkpoints "
+                        "(no pre_commit)");
         }
     }
     return TDM_OK;

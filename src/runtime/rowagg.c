@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "runtime/rt.h"
+#include "state/ckpt_codec.h"
+#include "window/win.h"
 
 /* ---- Distinct sets ----
  * Open addressing with linear probing, grown at half load.  Fixed-size
@@ -476,6 +478,209 @@ bool tdm__rowagg_unpack(const void *bytes, size_t len, int n,
     return true;
 }
 
+/* ---- Checkpoint codec ----
+ * One accumulator (docs/checkpoints.md, "Operator state"): uvar slot
+ * count, then per slot a u8 function code and
+ *   count:           svar n
+ *   sum, avg, min,
+ *   max:             u64 value bits (int64 or double), svar n
+ *   count_distinct:  uvar m, then m values: u64 bits, or for strings
+ *                    byte strings (varint length, bytes)
+ *   first, last:     u8 present; if 1: uvar arrival sequence, then u64
+ *                    bits or a byte string
+ * Loading re-inserts distinct values (hashes are recomputed, duplicates
+ * refused) and moves the aggregate's arrival counter past every loaded
+ * sequence, so rows after a restore count as later than restored ones. */
+
+static tdm_err ra_save(void *ud, const void *acc, tdm__enc *e)
+{
+    tdm__rowagg *ra = ud;
+    const aslot *slots = acc;
+    tdm__enc_uvar(e, (uint64_t)ra->n);
+    for (int k = 0; k < ra->n; k++) {
+        const aslot *a = &slots[k];
+        tdm__aggfn fn = ra->specs[k].fn;
+        bool str = ra->types[k] == TDM_TYPE_STRING;
+        tdm__enc_u8(e, (uint8_t)fn);
+        switch (fn) {
+        case TDM__FN_COUNT:
+            tdm__enc_svar(e, a->n);
+            break;
+        case TDM__FN_COUNT_DISTINCT: {
+            const dset *s = a->v.set;
+            tdm__enc_uvar(e, s ? (uint64_t)s->n : 0);
+            for (size_t i = 0; s && i < s->cap; i++) {
+                const dentry *d = &s->e[i];
+                if (!d->h)
+                    continue;
+                if (str)
+                    tdm__enc_bytes(e, d->s, (size_t)d->bits);
+                else
+                    tdm__enc_u64(e, (uint64_t)d->bits);
+            }
+            break;
+        }
+        case TDM__FN_FIRST:
+        case TDM__FN_LAST:
+            tdm__enc_u8(e, a->n ? 1 : 0);
+            if (!a->n)
+                break;
+            tdm__enc_uvar(e, a->seq);
+            if (str) {
+                uint32_t l;
+                memcpy(&l, a->v.s, 4);
+                tdm__enc_bytes(e, a->v.s + 4, l);
+            } else {
+                tdm__enc_u64(e, (uint64_t)a->v.i);
+            }
+            break;
+        default: /* sum, avg, min, max */
+            tdm__enc_u64(e, (uint64_t)a->v.i);
+            tdm__enc_svar(e, a->n);
+            break;
+        }
+    }
+    return TDM_OK;
+}
+
+/* Reads a value count that must be >= 0. */
+static tdm_err load_count(tdm__dec *d, int64_t *n)
+{
+    if (tdm__dec_svar(d, n) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (*n < 0)
+        return tdm__dec_fail(d, "negative value count");
+    return TDM_OK;
+}
+
+/* Loads one count_distinct slot into @p a (zeroed). */
+static tdm_err load_distinct(tdm__dec *d, aslot *a, tdm_type t)
+{
+    uint64_t m;
+    if (tdm__dec_uvar(d, &m) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (m == 0)
+        return TDM_OK;
+    /* Each value takes at least 1 byte (strings) or 8 bytes. */
+    if (m > tdm__dec_left(d) / (t == TDM_TYPE_STRING ? 1 : 8))
+        return tdm__dec_fail(d, "bad distinct value count");
+    a->v.set = tdm__calloc(1, sizeof(dset));
+    if (!a->v.set)
+        return TDM_ERR_NOMEM;
+    for (uint64_t i = 0; i < m; i++) {
+        size_t before = a->v.set->n;
+        bool ok;
+        if (t == TDM_TYPE_STRING) {
+            const void *p;
+            size_t len;
+            if (tdm__dec_bytes(d, &p, &len) != TDM_OK)
+                return TDM_ERR_PARSE;
+            if (len > UINT32_MAX)
+                return tdm__dec_fail(d, "distinct string too long");
+            uint64_t h = mix64(tdm__hash_bytes(p, (uint32_t)len));
+            ok = dset_add(a->v.set, h, (int64_t)len, len ? p : "");
+        } else {
+            uint64_t bits;
+            if (tdm__dec_u64(d, &bits) != TDM_OK)
+                return TDM_ERR_PARSE;
+            if (t == TDM_TYPE_DOUBLE && bits == 0x8000000000000000ULL)
+                return tdm__dec_fail(d, "distinct -0.0 (stored as 0.0)");
+            ok = dset_add(a->v.set, mix64(bits), (int64_t)bits, NULL);
+        }
+        if (!ok)
+            return TDM_ERR_NOMEM;
+        if (a->v.set->n == before)
+            return tdm__dec_fail(d, "duplicate distinct value");
+    }
+    a->n = (int64_t)a->v.set->n;
+    return TDM_OK;
+}
+
+/* Loads one first/last slot into @p a (zeroed). */
+static tdm_err load_kept(tdm__rowagg *ra, tdm__dec *d, aslot *a, tdm_type t)
+{
+    uint8_t has;
+    uint64_t seq;
+    if (tdm__dec_u8(d, &has) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (has > 1)
+        return tdm__dec_fail(d, "bad first/last flag");
+    if (!has)
+        return TDM_OK;
+    if (tdm__dec_uvar(d, &seq) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (seq == 0)
+        return tdm__dec_fail(d, "bad arrival sequence");
+    if (t == TDM_TYPE_STRING) {
+        const void *p;
+        size_t len;
+        if (tdm__dec_bytes(d, &p, &len) != TDM_OK)
+            return TDM_ERR_PARSE;
+        if (len > UINT32_MAX - 4)
+            return tdm__dec_fail(d, "first/last string too long");
+        a->v.s = str_copy(p, (uint32_t)len);
+        if (!a->v.s)
+            return TDM_ERR_NOMEM;
+    } else {
+        uint64_t bits;
+        if (tdm__dec_u64(d, &bits) != TDM_OK)
+            return TDM_ERR_PARSE;
+        a->v.i = (int64_t)bits;
+    }
+    a->n = 1;
+    a->seq = seq;
+    if (seq > ra->seq)
+        ra->seq = seq;
+    return TDM_OK;
+}
+
+static tdm_err ra_load(void *ud, void *acc, tdm__dec *d)
+{
+    tdm__rowagg *ra = ud;
+    aslot *slots = acc;
+    uint64_t n;
+    if (tdm__dec_uvar(d, &n) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (n != (uint64_t)ra->n)
+        return tdm__dec_fail(d, "aggregate count differs");
+    for (int k = 0; k < ra->n; k++) {
+        aslot *a = &slots[k];
+        tdm__aggfn fn = ra->specs[k].fn;
+        tdm_type t = ra->types[k];
+        uint8_t code;
+        tdm_err err = TDM_OK;
+        if (tdm__dec_u8(d, &code) != TDM_OK)
+            return TDM_ERR_PARSE;
+        if (code != (uint8_t)fn)
+            return tdm__dec_fail(d, "aggregate function differs");
+        switch (fn) {
+        case TDM__FN_COUNT:
+            err = load_count(d, &a->n);
+            break;
+        case TDM__FN_COUNT_DISTINCT:
+            err = load_distinct(d, a, t);
+            break;
+        case TDM__FN_FIRST:
+        case TDM__FN_LAST:
+            err = load_kept(ra, d, a, t);
+            break;
+        default: { /* sum, avg, min, max */
+            uint64_t bits;
+            if (tdm__dec_u64(d, &bits) != TDM_OK)
+                return TDM_ERR_PARSE;
+            a->v.i = (int64_t)bits;
+            err = load_count(d, &a->n);
+            if (err == TDM_OK && !a->n && bits != 0)
+                err = tdm__dec_fail(d, "value without a count");
+            break;
+        }
+        }
+        if (err != TDM_OK)
+            return err;
+    }
+    return TDM_OK;
+}
+
 /* ---- Construction ---- */
 
 /* Copies the types and field indexes; borrows the specs. */
@@ -526,7 +731,14 @@ tdm_err tdm__rowagg_aggregate(tdm__rowagg *ra, tdm_aggregate **out)
         .result = ra_result,
         .destroy_acc = ra_destroy_acc,
     };
-    return tdm_aggregate_new_custom(&m, ra, out, NULL, 0);
+    tdm_err err = tdm_aggregate_new_custom(&m, ra, out, NULL, 0);
+    if (err == TDM_OK)
+        err = tdm__aggregate_set_codec(*out, ra_save, ra_load);
+    if (err != TDM_OK) {
+        tdm_aggregate_destroy(*out);
+        *out = NULL;
+    }
+    return err;
 }
 
 /* Bytes of one accumulator (every aggregate's slot). */

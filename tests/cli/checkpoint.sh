@@ -13,8 +13,9 @@
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 
-# A generator with out-of-order and late records, counted per user in
-# 10 s windows; on-event watermarks, so which records are late does not
+# A generator with out-of-order and late records, aggregated per user in
+# 10 s windows (count and row aggregates: distinct pages, first/last
+# page, latest ts); on-event watermarks, so which records are late does not
 # depend on when periodic ticks run and the golden run repeats exactly.
 job() { # job FILE OUTDIR CKDIR RECORDS
     ck=""
@@ -36,7 +37,7 @@ windows:
     from: in
     key_by: user
     window: {type: tumbling, size: 10s}
-    aggregates: "count() as n"
+    aggregates: "count() as n, count_distinct(page) as pages, first(page) as fp, last(page) as lp, max(ts) as hi"
     sink: out
     late_output: late
 sinks:
