@@ -77,10 +77,14 @@ static void nset(tdm_node *n, const char *k, const char *v)
     }
 }
 
+/* Set when the job logs that it resumes from a checkpoint. */
+static bool resumed;
+
 static void quiet_log(void *ud, const char *line)
 {
     (void)ud;
-    (void)line;
+    if (strstr(line, "checkpoint: resuming from") != NULL)
+        resumed = true;
 }
 
 /* A generator read by a tumbling count per user (with late records
@@ -482,9 +486,15 @@ static void crash_and_restore(bool window, long kill_at, const char *p1,
         ASSERT_EQ(system(cmd), 0);
     }
     tdm_job *job = gen_job(window, dir, ck, p2, "1000000");
+    resumed = false;
     run_ok(job);
-    /* Restored, not started over: fewer records read than in all. */
-    ASSERT_TRUE(tdm_job_stat(job, TDM_STAT_RECORDS_IN) < 1000000);
+    /* Restored, not started over.  The records read may still be all
+     * of them: under load the first checkpoint can come before a
+     * source has produced anything (a CI run under ASan restored
+     * pass_through_restored_at_another_parallelism from such a
+     * checkpoint, and an assertion of fewer records read failed). */
+    ASSERT_TRUE(resumed);
+    ASSERT_TRUE(tdm_job_stat(job, TDM_STAT_RECORDS_IN) <= 1000000);
     tdm_job_destroy(job);
 }
 
