@@ -16,7 +16,11 @@
 #               and 30 M)
 #   -j LINES    JSON lines to write and read (default 10 M, 4 files)
 #   -c CONFIGS  comma-separated subset of gen-p1,gen-p2,json-p1,json-p2,
-#               keys1m-p1,keys1m-p2 (default: all)
+#               keys1m-p1,keys1m-p2 (default: all of these), and
+#               keys1m-ck-p1,keys1m-ck-p2: the 1 M-key job with
+#               checkpoint.dir set (interval: CK_INTERVAL, default 10s;
+#               the checkpoint line of each run is printed after the
+#               table)
 #   -t PATH     run this tidemark binary instead of building one (to
 #               compare two versions; gen_jsonl is still compiled)
 #
@@ -86,6 +90,7 @@ run_config() {
     i=0
     while [ "$i" -lt "$runs" ]; do
         i=$((i + 1))
+        rm -rf "$tmp/ck"
         if ! /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" \
             "$tdm" run "$root/bench/runtime/$job" --quiet \
             --parallelism "$par" "$@" 2>"$tmp/err"; then
@@ -99,6 +104,9 @@ run_config() {
         [ -n "$recs" ] || { cat "$tmp/err" >&2; exit 1; }
         # wall user sys rss_kb records
         echo "$(tail -n 1 "$tmp/time") $recs" >>"$tmp/runs"
+        # "checkpoints: 3 completed, 0 failed; the last, ..." (ck runs)
+        sed -n "s/^tidemark: \(checkpoints: .*\)/$name run $i: \1/p" \
+            "$tmp/err" >>"$tmp/cklines"
     done
     # Records/s per run (wall), CPU ns per record, peak RSS; best and
     # median of the runs.
@@ -159,6 +167,16 @@ for c in $(echo "$configs" | tr , ' '); do
         run_config "$c" json_count.yaml "${c#json-p}" \
             --set "sources.clicks.path=$data/clicks-*.jsonl"
         ;;
+    keys1m-ck-p1 | keys1m-ck-p2)
+        p=${c#keys1m-ck-p}
+        ck="--set checkpoint.dir=$tmp/ck --set"
+        ck="$ck checkpoint.interval=${CK_INTERVAL:-10s}"
+        if [ -n "$gen_set" ]; then
+            run_config "$c" keys_1m.yaml "$p" --set "$gen_set" $ck
+        else
+            run_config "$c" keys_1m.yaml "$p" $ck
+        fi
+        ;;
     keys1m-p1 | keys1m-p2)
         p=${c#keys1m-p}
         if [ -n "$gen_set" ]; then
@@ -174,4 +192,8 @@ for c in $(echo "$configs" | tr , ' '); do
     esac
 done
 echo
+if [ -s "$tmp/cklines" ]; then
+    cat "$tmp/cklines"
+    echo
+fi
 echo "load:     $(load) (after)"

@@ -92,6 +92,9 @@ typedef struct tdm__source_conf {
     /* Shared by the source's subtasks in this process (version 2; NULL
      * for other sources).  Borrowed. */
     tdm__conn_shared *shared;
+    /* checkpoint.dir is set: positions come from checkpoints (Kafka:
+     * partitions are assigned by subtask, not by the group). */
+    bool checkpointing;
 } tdm__source_conf;
 
 enum { TDM__SRC_FILE = 1, TDM__SRC_STDIN, TDM__SRC_TCP, TDM__SRC_GENERATOR,
@@ -145,7 +148,7 @@ typedef struct tdm__source tdm__source;
 
 typedef struct tdm__source_vtab {
     int version; /* 1; 2 with the members after close; 3 with snapshot
-                    and restore */
+                    and restore; 4 with checkpoint */
     /* Opens the share of the source that subtask @p index of @p count
      * reads (files are dealt round-robin; generator partitions likewise).
      * *n_partitions receives how many partitions this subtask reads (may
@@ -243,6 +246,12 @@ typedef struct tdm__source_vtab {
                         size_t errbuf_size);
     tdm_err (*restore)(tdm__source *src, struct tdm__dec *d, char *errbuf,
                        size_t errbuf_size);
+    /* ---- Version 4 (may be NULL): checkpoint @p id, on the subtask's
+     * thread.  @p complete 0: the barrier arrived, the next snapshot()
+     * is checkpoint id's (the final snapshot at the end of the input has
+     * no such call); 1: checkpoint id is durable (Kafka commits its
+     * positions to the group, for monitoring). */
+    void (*checkpoint)(tdm__source *src, uint64_t id, int complete);
 } tdm__source_vtab;
 
 extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */
@@ -278,18 +287,28 @@ typedef struct tdm__sink_conf {
     /* Kafka, tests only: replaces the rd_kafka_*_transaction calls
      * (tdm__kk_txn_ops below); NULL: librdkafka's. */
     const struct tdm__kk_txn_ops *kafka_txn_ops;
+    /* log.level debug: Kafka logs every committed transaction. */
+    bool debug;
 } tdm__sink_conf;
 
 /* The transaction calls of the Kafka sink (librdkafka's rd_kafka_*_
  * transaction functions by default); tests pass a recording shim. */
 struct rd_kafka_s;
 struct rd_kafka_error_s;
+struct rd_kafka_topic_partition_list_s;
+struct rd_kafka_consumer_group_metadata_s;
 typedef struct tdm__kk_txn_ops {
     struct rd_kafka_error_s *(*init)(struct rd_kafka_s *rk, int timeout_ms);
     struct rd_kafka_error_s *(*begin)(struct rd_kafka_s *rk);
     struct rd_kafka_error_s *(*commit)(struct rd_kafka_s *rk,
                                        int timeout_ms);
     struct rd_kafka_error_s *(*abort)(struct rd_kafka_s *rk, int timeout_ms);
+    /* May be NULL (librdkafka's): the commit marker. */
+    struct rd_kafka_error_s *(*send_offsets)(
+        struct rd_kafka_s *rk,
+        const struct rd_kafka_topic_partition_list_s *offsets,
+        const struct rd_kafka_consumer_group_metadata_s *cgmetadata,
+        int timeout_ms);
 } tdm__kk_txn_ops;
 
 enum { TDM__SINK_STDOUT = 1, TDM__SINK_FILE, TDM__SINK_DISCARD,

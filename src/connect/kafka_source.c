@@ -15,13 +15,22 @@
  * internal topic instead (kafka_shuffle.h) and the splits are its
  * partitions.
  *
- * Checkpoints (version 3): a snapshot lists every assigned partition
- * (topic, partition, the offset after the last record returned); a
- * restore keeps the merged list of all old subtasks, and a partition
- * assigned later that is on it starts at its offset, before anything
- * the group committed.  Not with a repartition key (UNSUPPORTED).
+ * Checkpoints (versions 3 and 4, conf->checkpointing): partitions are
+ * not assigned by the group but statically, as Flink's KafkaSource
+ * assigns splits itself: every partition of the listed topics (topics
+ * sorted by name, partitions by number) gets a global index g, and
+ * subtask g % count reads it, local indices in g order, so that the
+ * reader's splits line up with a restored reader's.  The assignment
+ * waits for the first poll (after restore): a partition the checkpoint
+ * lists starts at its offset, the others as "start" says.  A snapshot
+ * lists every partition of the subtask (topic, partition, the offset
+ * after the last record returned, ended).  The group only receives
+ * the positions of each durable checkpoint (metadata "tdm1 ckpt=<id>"),
+ * for monitoring; no floor, claim, replay marking or fence applies.
+ * Not with a repartition key (UNSUPPORTED).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,6 +50,8 @@
 #define KS_SHUFFLE_BATCH 512
 /* kpart.replay_end while the log end is not known yet. */
 #define KS_REPLAY_PENDING INT64_MAX
+/* Checkpointing: snapshots whose checkpoint is not durable yet. */
+#define KS_CK_KEEP 4
 
 /* One assigned partition (kept after revoke: indices are not reused). */
 typedef struct kpart {
@@ -127,7 +138,34 @@ struct tdm__source {
      * partition is first assigned. */
     struct ks_pos *rpos;
     int n_rpos;
+    /* Checkpointing (conf.checkpointing): the static assignment, made
+     * by the first poll or snapshot (fixed_assign). */
+    bool fixed;
+    bool fixed_pending;
+    struct ks_glob *glob;   /* every partition of the topics, by global
+                               index (restore checks the checkpoint's) */
+    int n_glob;
+    uint64_t ck_id;         /* checkpoint of the next snapshot, 0: none
+                               announced (the final snapshot) */
+    /* Positions per snapshot until its checkpoint is durable (ring,
+     * n_parts entries each; id 0 is the final snapshot). */
+    struct {
+        uint64_t id;
+        int64_t *next;
+        bool used;
+    } ck[KS_CK_KEEP];
 };
+
+/* A partition of the listed topics and its global index (checkpoints:
+ * the static assignment). */
+typedef struct ks_glob {
+    char *topic;   /* owned */
+    int32_t part;
+} ks_glob;
+
+/* Checkpoint section version of the static assignment: entries carry
+ * the partition's global index. */
+#define KS_SNAP_VERSION_FIXED 2
 
 /* One checkpointed partition position. */
 typedef struct ks_pos {
@@ -1148,6 +1186,352 @@ static tdm_err consume(tdm__source *src, tdm__batch *b, size_t limit,
     return src->cb_err;
 }
 
+/* ---- Static assignment (checkpointing) ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The partition ids of @p topic, sorted, into *ids (tdm__malloc'ed) and
+ * *n.  TDM_OK, TDM_ERR_IO (no metadata, unknown topic: named), NOMEM. */
+static tdm_err topic_partitions(tdm__source *src, const char *topic,
+                                int32_t **ids, int *n, char *errbuf,
+                                size_t errbuf_size)
+{
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(src->rk, topic, NULL);
+    rd_kafka_resp_err_t e;
+    tdm_err err = TDM_OK;
+
+    *ids = NULL;
+    *n = 0;
+    if (!rkt)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                         "topic '%s': %s", topic,
+                         rd_kafka_err2str(rd_kafka_last_error()));
+    e = rd_kafka_metadata(src->rk, 0, rkt, &md, KS_QUERY_MS);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+        md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        e = md->topics[0].err;
+    else if (e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt != 1)
+        e = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                        "cannot read the partitions of topic '%s': %s",
+                        topic, rd_kafka_err2str(e));
+        goto out;
+    }
+    *ids = tdm__malloc(((size_t)md->topics[0].partition_cnt + 1) *
+                       sizeof **ids);
+    if (!*ids) {
+        err = TDM_ERR_NOMEM;
+        goto out;
+    }
+    for (int i = 0; i < md->topics[0].partition_cnt; i++)
+        (*ids)[i] = md->topics[0].partitions[i].id;
+    *n = md->topics[0].partition_cnt;
+    qsort(*ids, (size_t)*n, sizeof **ids, cmp_i32);
+out:
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    return err;
+}
+
+/* At open, with checkpointing: this subtask's partitions, dealt by
+ * global index (topics by name, partitions by number) round-robin over
+ * the @p count subtasks; each gets its local index now.  The consumer
+ * neither subscribes nor joins the group. */
+static tdm_err fixed_setup(tdm__source *src, int index, int count,
+                           char *errbuf, size_t errbuf_size)
+{
+    const char *p = src->conf.kafka_topics;
+    char **names = NULL;
+    int n_names = 0, cap = 0;
+    int64_t g = 0;
+    tdm_err err = TDM_OK;
+
+    if (src->conf.kafka_pattern)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "topic_pattern cannot be used with checkpoints "
+                         "(list the topics)");
+    while (p && *p) {
+        size_t n = strcspn(p, ",");
+        const char *q = p;
+        size_t k = n;
+        while (k > 0 && (*q == ' ' || *q == '\t'))
+            q++, k--;
+        while (k > 0 && (q[k - 1] == ' ' || q[k - 1] == '\t'))
+            k--;
+        if (k > 0) {
+            if (n_names == cap) {
+                cap = cap ? 2 * cap : 8;
+                char **nn = tdm__realloc(names, (size_t)cap * sizeof *nn);
+                if (!nn) {
+                    err = TDM_ERR_NOMEM;
+                    goto out;
+                }
+                names = nn;
+            }
+            names[n_names] = tdm__strndup(q, k);
+            if (!names[n_names]) {
+                err = TDM_ERR_NOMEM;
+                goto out;
+            }
+            n_names++;
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (n_names == 0) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                        "topics must name at least one topic");
+        goto out;
+    }
+    qsort(names, (size_t)n_names, sizeof *names, cmp_str);
+    for (int t = 0; t < n_names && err == TDM_OK; t++) {
+        int32_t *ids = NULL;
+        int n = 0;
+        if (t > 0 && strcmp(names[t], names[t - 1]) == 0)
+            continue;
+        err = topic_partitions(src, names[t], &ids, &n, errbuf, errbuf_size);
+        if (err == TDM_OK && n > 0) {
+            ks_glob *ng = tdm__realloc(src->glob, (size_t)(src->n_glob + n) *
+                                                      sizeof *ng);
+            if (!ng)
+                err = TDM_ERR_NOMEM;
+            else
+                src->glob = ng;
+        }
+        for (int i = 0; i < n && err == TDM_OK; i++, g++) {
+            src->glob[src->n_glob].topic = tdm__strndup(names[t],
+                                                        strlen(names[t]));
+            src->glob[src->n_glob].part = ids[i];
+            if (!src->glob[src->n_glob].topic) {
+                err = TDM_ERR_NOMEM;
+                break;
+            }
+            src->n_glob++;
+            if (g % count == index && !add_part(src, names[t], ids[i]))
+                err = TDM_ERR_NOMEM;
+        }
+        tdm__free(ids);
+    }
+    src->fixed = true;
+    src->fixed_pending = true;
+out:
+    for (int i = 0; i < n_names; i++)
+        tdm__free(names[i]);
+    tdm__free(names);
+    return err;
+}
+
+/* The static assignment, once the restore had its say: a partition the
+ * checkpoint lists starts at its offset (ended there: not read, and
+ * reported finished once, which a restored reader ignores); the others
+ * start as "start" says, resolved to a concrete offset when the broker
+ * answers (so that a snapshot before their first record holds it). */
+static tdm_err fixed_assign(tdm__source *src)
+{
+    rd_kafka_topic_partition_list_t *l, *q = NULL;
+    uint8_t *resumed = NULL;
+    char names[1024] = "";
+    int start = src->conf.kafka_start, n_restored = 0;
+    rd_kafka_resp_err_t e;
+    tdm_err err = TDM_OK;
+
+    src->fixed_pending = false;
+    src->assigned_once = true;
+    l = rd_kafka_topic_partition_list_new(src->n_parts ? src->n_parts : 1);
+    if (!l)
+        return TDM_ERR_NOMEM;
+    for (int i = 0; i < src->n_parts; i++) {
+        kpart *kp = src->parts[i];
+        const ks_pos *cp = restored_pos(src, kp->topic, kp->part);
+        if (cp && cp->ended) {
+            kp->next = kp->base = cp->offset;
+            kp->ended = kp->fin_pending = kp->fin_done = true;
+            n_restored++;
+            list_name(names, sizeof names, kp->name);
+            continue;
+        }
+        rd_kafka_topic_partition_list_add(l, kp->topic, kp->part)->offset =
+            cp ? cp->offset : RD_KAFKA_OFFSET_INVALID;
+        if (cp) {
+            kp->next = cp->offset;
+            n_restored++;
+        }
+    }
+    resumed = tdm__calloc((size_t)l->cnt + 1, 1);
+    q = rd_kafka_topic_partition_list_new(l->cnt ? l->cnt : 1);
+    if (!resumed || !q) {
+        err = TDM_ERR_NOMEM;
+        goto out;
+    }
+    /* start: committed - the group's offset, where there is one. */
+    for (int i = 0; i < l->cnt; i++) {
+        resumed[i] = l->elems[i].offset >= 0;
+        if (!resumed[i] && start == TDM__KSTART_COMMITTED)
+            rd_kafka_topic_partition_list_add(q, l->elems[i].topic,
+                                              l->elems[i].partition);
+    }
+    e = q->cnt ? rd_kafka_committed(src->rk, q, KS_QUERY_MS)
+               : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+        tdm__kafka_logf(&src->log, "cannot read committed offsets (%s): "
+                        "starting from the beginning",
+                        rd_kafka_err2str(e));
+    for (int i = 0, k = 0; i < l->cnt; i++) {
+        rd_kafka_topic_partition_t *el = &l->elems[i];
+        if (resumed[i] || start != TDM__KSTART_COMMITTED)
+            continue;
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR && q->elems[k].err == 0 &&
+            q->elems[k].offset >= 0) {
+            el->offset = q->elems[k].offset;
+            resumed[i] = 1;
+        }
+        k++;
+    }
+    if (start == TDM__KSTART_TIMESTAMP)
+        find_times(src, l, resumed);
+    for (int i = 0; i < l->cnt; i++) {
+        rd_kafka_topic_partition_t *el = &l->elems[i];
+        kpart *kp = find_live(src, el->topic, el->partition);
+        if (!resumed[i]) {
+            if (start == TDM__KSTART_LATEST ||
+                (start == TDM__KSTART_TIMESTAMP && el->offset < 0))
+                el->offset = RD_KAFKA_OFFSET_END;
+            else if (start != TDM__KSTART_TIMESTAMP)
+                el->offset = RD_KAFKA_OFFSET_BEGINNING;
+            if (el->offset < 0) {
+                int64_t off = logical_offset(src, kp, el->offset);
+                if (off >= 0)
+                    el->offset = off;
+            }
+        }
+        kp->next = kp->base = el->offset >= 0 ? el->offset : -1;
+        list_name(names, sizeof names, kp->name);
+    }
+    e = rd_kafka_assign(src->rk, l);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        tdm__kafka_logf(&src->log, "assign failed: %s", rd_kafka_err2str(e));
+        err = TDM_ERR_IO;
+        goto out;
+    }
+    /* Alignment may have asked for pauses before the assignment. */
+    for (int i = 0; i < src->n_parts; i++) {
+        kpart *kp = src->parts[i];
+        if (kp->align_paused && !kp->ended)
+            set_paused(src, kp, true);
+    }
+    tdm__kafka_logf(&src->log, "assigned %d partition(s) by subtask "
+                    "(checkpoints; %d from the checkpoint): %s",
+                    src->n_parts, n_restored, names[0] ? names : "-");
+out:
+    if (q)
+        rd_kafka_topic_partition_list_destroy(q);
+    rd_kafka_topic_partition_list_destroy(l);
+    tdm__free(resumed);
+    return err;
+}
+
+/* Commits the positions @p next (n_parts entries, -1: none) to the
+ * group with metadata "tdm1 ckpt=<id>" ("final" for 0): for monitoring
+ * only (lag tools), never read back by a checkpointed job. */
+static void fixed_commit(tdm__source *src, uint64_t id, const int64_t *next)
+{
+    char meta[TDM__KMETA_MAX];
+    rd_kafka_topic_partition_list_t *l =
+        rd_kafka_topic_partition_list_new(src->n_parts ? src->n_parts : 1);
+    rd_kafka_resp_err_t e;
+
+    if (!l)
+        return;
+    if (id)
+        snprintf(meta, sizeof meta, "tdm1 ckpt=%llu", (unsigned long long)id);
+    else
+        snprintf(meta, sizeof meta, "tdm1 ckpt=final");
+    for (int i = 0; i < src->n_parts; i++) {
+        kpart *kp = src->parts[i];
+        rd_kafka_topic_partition_t *el;
+        if (next[i] < 0 || next[i] == kp->committed)
+            continue;
+        el = rd_kafka_topic_partition_list_add(l, kp->topic, kp->part);
+        el->offset = next[i];
+        el->metadata = meta; /* borrowed, detached below */
+        el->metadata_size = strlen(meta);
+    }
+    e = l->cnt ? rd_kafka_commit(src->rk, l, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+        tdm__kafka_logf(&src->log, "offset commit of checkpoint %s failed "
+                        "(monitoring only): %s", meta + 10,
+                        rd_kafka_err2str(e));
+    for (int i = 0; i < l->cnt; i++) {
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            kpart *kp = find_live(src, l->elems[i].topic,
+                                  l->elems[i].partition);
+            if (kp)
+                kp->committed = l->elems[i].offset;
+        }
+        l->elems[i].metadata = NULL;
+        l->elems[i].metadata_size = 0;
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Remembers the positions just snapshotted under src->ck_id (the
+ * entry of the oldest checkpoint goes when all are taken). */
+static void fixed_keep(tdm__source *src)
+{
+    int slot = -1;
+    for (int i = 0; i < KS_CK_KEEP; i++)
+        if (!src->ck[i].used) {
+            slot = i;
+            break;
+        } else if (slot < 0 || src->ck[i].id < src->ck[slot].id) {
+            slot = i;
+        }
+    if (!src->ck[slot].next) {
+        src->ck[slot].next = tdm__malloc(((size_t)src->n_parts + 1) *
+                                         sizeof(int64_t));
+        if (!src->ck[slot].next)
+            return; /* no monitoring commit for it */
+    }
+    for (int i = 0; i < src->n_parts; i++)
+        src->ck[slot].next[i] = src->parts[i]->next;
+    src->ck[slot].id = src->ck_id;
+    src->ck[slot].used = true;
+    src->ck_id = 0;
+}
+
+/* Commits the newest kept positions of a checkpoint <= @p id (id 0: the
+ * final snapshot's) and forgets those of checkpoints <= id. */
+static void fixed_done(tdm__source *src, uint64_t id)
+{
+    int best = -1;
+    for (int i = 0; i < KS_CK_KEEP; i++) {
+        if (!src->ck[i].used || src->ck[i].id > id ||
+            (id == 0) != (src->ck[i].id == 0))
+            continue;
+        if (best < 0 || src->ck[i].id > src->ck[best].id)
+            best = i;
+    }
+    if (best >= 0)
+        fixed_commit(src, src->ck[best].id, src->ck[best].next);
+    for (int i = 0; i < KS_CK_KEEP; i++)
+        if (src->ck[i].used && src->ck[i].id <= id &&
+            (id == 0) == (src->ck[i].id == 0))
+            src->ck[i].used = false;
+}
+
 /* Reads up to @p max rows (see connect.h, version 2 contract). */
 static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
                        uint8_t *finished, int *eof)
@@ -1157,6 +1541,11 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
     tdm_err err;
 
     *eof = 0;
+    if (src->fixed_pending) {
+        err = fixed_assign(src);
+        if (err != TDM_OK)
+            return err;
+    }
     if (src->replay_pending)
         resolve_replay(src);
     owners_sync(src);
@@ -1227,6 +1616,11 @@ static void ks_close(tdm__source *src)
     for (int i = 0; i < src->n_rpos; i++)
         tdm__free(src->rpos[i].topic);
     tdm__free(src->rpos);
+    for (int i = 0; i < KS_CK_KEEP; i++)
+        tdm__free(src->ck[i].next);
+    for (int i = 0; i < src->n_glob; i++)
+        tdm__free(src->glob[i].topic);
+    tdm__free(src->glob);
     if (src->inb)
         tdm__batch_destroy(src->inb);
     tdm__free(src);
@@ -1427,14 +1821,28 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
         goto fail;
     }
     rd_kafka_poll_set_consumer(src->rk);
+    if (conf->repartition_key && conf->repartition_key[0] &&
+        conf->checkpointing) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
+                        "repartition (key '%s') cannot be used with "
+                        "checkpoints yet", conf->repartition_key);
+        goto fail;
+    }
     if (conf->repartition_key && conf->repartition_key[0]) {
         err = open_shuffle(src, index, count, errbuf, errbuf_size);
         if (err != TDM_OK)
             goto fail;
     }
-    err = subscribe(src, errbuf, errbuf_size);
-    if (err != TDM_OK)
-        goto fail;
+    if (conf->checkpointing) {
+        err = fixed_setup(src, index, count, errbuf, errbuf_size);
+        if (err != TDM_OK)
+            goto fail;
+        *n_partitions = src->n_parts;
+    } else {
+        err = subscribe(src, errbuf, errbuf_size);
+        if (err != TDM_OK)
+            goto fail;
+    }
     *out = src;
     return TDM_OK;
 fail:
@@ -1488,6 +1896,8 @@ static void ks_mark(tdm__source *src, tdm_time_ms wm,
         tdm__kshuffle_mark(src->sh, wm, horizon, n);
         return;
     }
+    if (src->fixed)
+        return; /* positions come from checkpoints */
     if (n > src->n_parts)
         n = src->n_parts;
     for (int p = 0; p < n; p++)
@@ -1506,6 +1916,14 @@ static tdm_err ks_commit(tdm__source *src, tdm_time_ms processed,
         tdm_err err = tdm__kshuffle_commit(src->sh, processed, done);
         tdm_err ierr = commit_input(src, false);
         return err != TDM_OK ? err : ierr;
+    }
+    if (src->fixed) {
+        /* Offsets are committed when a checkpoint is durable
+         * (ks_checkpoint); the final commit after the final checkpoint
+         * commits the final snapshot's. */
+        if (processed == TDM_TIME_MAX)
+            fixed_done(src, 0);
+        return TDM_OK;
     }
     src->have_commit = true;
     src->last_proc = processed;
@@ -1543,6 +1961,18 @@ static int ks_partition_watermark(tdm__source *src, int p, tdm_time_ms *wm,
 
 /* ---- Checkpoints ---- */
 
+/* The global index of (topic, part) under the static assignment, -1
+ * if the topics have no such partition now. */
+static int64_t glob_index(const tdm__source *src, const char *topic,
+                          int32_t part)
+{
+    for (int i = 0; i < src->n_glob; i++)
+        if (src->glob[i].part == part &&
+            strcmp(src->glob[i].topic, topic) == 0)
+            return i;
+    return -1;
+}
+
 /* Encodes every assigned partition's position (docs/checkpoints.md,
  * "Kafka source"). */
 static tdm_err ks_snapshot(tdm__source *src, struct tdm__enc *e,
@@ -1555,11 +1985,20 @@ static tdm_err ks_snapshot(tdm__source *src, struct tdm__enc *e,
                          "source '%s': a repartitioned Kafka source has no "
                          "checkpoint position yet",
                          src->conf.name ? src->conf.name : "?");
+    if (src->fixed_pending) {
+        /* A barrier before the first poll: the start offsets first. */
+        tdm_err err = fixed_assign(src);
+        if (err != TDM_OK)
+            return tdm__errf(errbuf, errbuf_size, err, "source '%s': the "
+                             "partitions could not be assigned",
+                             src->conf.name ? src->conf.name : "?");
+    }
     for (int i = 0; i < src->n_parts; i++)
         if (src->parts[i]->live && src->parts[i]->next >= 0)
             n++;
     tdm__enc_begin(e, TDM__SNAP_TAG_KAFKA);
-    tdm__enc_uvar(e, TDM__SNAP_SOURCE_VERSION);
+    tdm__enc_uvar(e, src->fixed ? KS_SNAP_VERSION_FIXED
+                                : TDM__SNAP_SOURCE_VERSION);
     tdm__enc_uvar(e, n);
     for (int i = 0; i < src->n_parts; i++) {
         const kpart *kp = src->parts[i];
@@ -1569,9 +2008,25 @@ static tdm_err ks_snapshot(tdm__source *src, struct tdm__enc *e,
         tdm__enc_svar(e, kp->part);
         tdm__enc_uvar(e, (uint64_t)kp->next);
         tdm__enc_u8(e, kp->ended ? 1 : 0);
+        if (src->fixed)
+            tdm__enc_uvar(e, (uint64_t)glob_index(src, kp->topic, kp->part));
     }
     tdm__enc_end(e);
+    if (src->fixed && !e->oom)
+        fixed_keep(src);
     return e->oom ? TDM_ERR_NOMEM : TDM_OK;
+}
+
+/* Checkpoint @p id's barrier (the next snapshot is its) or durability
+ * (its positions go to the group, for monitoring). */
+static void ks_checkpoint(tdm__source *src, uint64_t id, int complete)
+{
+    if (!src->fixed || id == 0)
+        return;
+    if (complete)
+        fixed_done(src, id);
+    else
+        src->ck_id = id;
 }
 
 /* Keeps the merged positions of the old subtasks for later assignments
@@ -1598,7 +2053,8 @@ static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d,
         if (tag != TDM__SNAP_TAG_KAFKA)
             tdm__dec_fail(&body, "not a Kafka source section");
         tdm__dec_uvar(&body, &version);
-        if (!body.err && version != TDM__SNAP_SOURCE_VERSION)
+        if (!body.err && version != TDM__SNAP_SOURCE_VERSION &&
+            version != KS_SNAP_VERSION_FIXED)
             tdm__dec_fail(&body, "unknown Kafka source version");
         tdm__dec_uvar(&body, &n);
         if (!body.err && n > tdm__dec_left(&body))
@@ -1607,15 +2063,43 @@ static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d,
             int64_t part;
             uint64_t off;
             uint8_t ended;
+            uint64_t g = 0;
             tdm__dec_str(&body, &topic);
             tdm__dec_svar(&body, &part);
             tdm__dec_uvar(&body, &off);
-            if (tdm__dec_u8(&body, &ended) != TDM_OK)
+            tdm__dec_u8(&body, &ended);
+            if (version == KS_SNAP_VERSION_FIXED)
+                tdm__dec_uvar(&body, &g);
+            if (body.err)
                 break;
             if (part < 0 || part > INT32_MAX || off > INT64_MAX ||
                 ended > 1 || !topic[0]) {
                 tdm__dec_fail(&body, "bad partition entry");
                 break;
+            }
+            /* The static assignment deals partitions (and the readers'
+             * splits) by global index: the checkpoint's must be today's,
+             * or a split's watermark state would land on another
+             * partition. */
+            if (src->fixed && version == KS_SNAP_VERSION_FIXED &&
+                glob_index(src, topic, (int32_t)part) != (int64_t)g) {
+                err = tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                                "source '%s': checkpoint: %s[%lld] was "
+                                "partition %llu of the topics, now %lld: "
+                                "their partitions changed; restore refused "
+                                "(run with --from-scratch)",
+                                src->conf.name ? src->conf.name : "?", topic,
+                                (long long)part, (unsigned long long)g,
+                                (long long)glob_index(src, topic,
+                                                      (int32_t)part));
+                goto out;
+            }
+            if (src->fixed && version != KS_SNAP_VERSION_FIXED) {
+                err = tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                                "source '%s': checkpoint: the positions "
+                                "were not taken with checkpoints on",
+                                src->conf.name ? src->conf.name : "?");
+                goto out;
             }
             if (restored_pos(src, topic, (int32_t)part)) {
                 tdm__dec_fail(&body, "partition listed twice");
@@ -1649,7 +2133,7 @@ out:
 }
 
 const tdm__source_vtab tdm__kafka_source = {
-    .version = 3,
+    .version = 4,
     .open = ks_open,
     .poll = ks_poll,
     .close = ks_close,
@@ -1664,4 +2148,5 @@ const tdm__source_vtab tdm__kafka_source = {
     .fenced = ks_fenced,
     .snapshot = ks_snapshot,
     .restore = ks_restore,
+    .checkpoint = ks_checkpoint,
 };

@@ -95,8 +95,8 @@ static void shape_text(const uint8_t *p, size_t len, char *buf, size_t n)
 }
 
 /* Reads source @p si's blobs of the restored checkpoint: the connector
- * sections of every old subtask concatenated, and (same parallelism)
- * each subtask's reader section. */
+ * sections of every old subtask concatenated, and each old subtask's
+ * reader section (kept at si * old_P + k). */
 static tdm_err load_source(tdm__run *run, int si, char *errbuf,
                            size_t errbuf_size)
 {
@@ -131,8 +131,8 @@ static tdm_err load_source(tdm__run *run, int si, char *errbuf,
             goto fail;
         }
         tdm__enc_raw(&merged, p, d.pos);
-        if (ck->old_P == run->P && len > d.pos) {
-            size_t i = (size_t)si * (size_t)run->P + (size_t)k;
+        if (len > d.pos) {
+            size_t i = (size_t)si * (size_t)ck->old_P + (size_t)k;
             ck->src_rd[i] = tdm__malloc(len - d.pos);
             if (!ck->src_rd[i]) {
                 tdm__free(p);
@@ -226,7 +226,7 @@ tdm_err rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
     ck->old_P = (int)m->parallelism;
     ck->from = id;
     ck->restored = true;
-    size_t n_rd = (size_t)run->n_srcs * (size_t)run->P;
+    size_t n_rd = (size_t)run->n_srcs * (size_t)ck->old_P;
     ck->src_pos = tdm__calloc((size_t)run->n_srcs + 1, sizeof *ck->src_pos);
     ck->src_pos_len = tdm__calloc((size_t)run->n_srcs + 1,
                                   sizeof *ck->src_pos_len);
@@ -359,6 +359,59 @@ tdm_err rt_ckpt_open_sink(tdm__run *run, rt_sink *s, int si, char *errbuf,
     return TDM_OK;
 }
 
+/* Which old split goes where at another parallelism: old subtask @p k
+ * of @p old_P dealt its partitions as every connector does (local split
+ * i is partition k + i * old_P; partitions named by a field are all
+ * subtask 0's, split i being partition i). */
+typedef struct split_map {
+    const rt_src_task *t;
+    int k, old_P;
+} split_map;
+
+/* The local split of the new subtask that reads old split @p i, or -1
+ * when another subtask reads it (or no longer anyone: a file gone from
+ * the glob, which the connector's restore judges).  Version-2
+ * connectors (Kafka with checkpoints: a static assignment by the same
+ * rule) assign their partitions at the first poll, after the restore:
+ * the reader makes the splits ahead of them. */
+static int map_split(void *ud, int i)
+{
+    const split_map *m = ud;
+    const rt_src_task *t = m->t;
+    if (t->src->conf.partition_field >= 0)
+        return t->index == 0 ? i : -1;
+    int64_t g = (int64_t)m->k + (int64_t)i * m->old_P;
+    int64_t P = t->run->P;
+    if (g % P != t->index)
+        return -1;
+    int64_t l = g / P;
+    if (l < t->n_parts ? t->parts[l].global != g : !t->src->v2)
+        return -1;
+    return (int)l;
+}
+
+/* A reader section's error, for the run's message. */
+static tdm_err reader_fail(const rt_src_task *t, tdm_err err,
+                           const tdm__dec *d, int k, char *msg, size_t n)
+{
+    size_t off = 0;
+    const char *why = NULL;
+    tdm__dec_error(d, &off, &why);
+    return tdm__errf(msg, n, err, "checkpoint %llu: reader of subtask "
+                                  "%d: offset %zu: %s",
+                     (unsigned long long)t->run->ck.from, k, off,
+                     why ? why : tdm_strerror(err));
+}
+
+/* Restores source subtask @p t: the connector's positions from every
+ * old subtask's section, then the watermark layer.  At the same
+ * parallelism the subtask's reader is restored whole; at another one
+ * every old reader's splits go to the subtasks that now read their
+ * partitions and what belonged to a reader as a whole is merged
+ * (tdm__reader_restore_splits / _finish; docs/checkpoints.md).  The
+ * subtask's last sent watermark and status follow the restored reader;
+ * at another parallelism the subtask announces them when it starts
+ * (task_source.c). */
 tdm_err rt_ckpt_restore_source(rt_src_task *t, char *msg, size_t n)
 {
     tdm__run *run = t->run;
@@ -376,24 +429,36 @@ tdm_err rt_ckpt_restore_source(rt_src_task *t, char *msg, size_t n)
     tdm_err err = vt->restore(t->conn, &d, msg, n);
     if (err != TDM_OK)
         return err;
-    size_t i = (size_t)si * (size_t)run->P + (size_t)t->index;
-    if (ck->old_P != run->P || !ck->src_rd[i])
-        return TDM_OK; /* the reader starts afresh */
-    tdm__dec_init(&d, ck->src_rd[i], ck->src_rd_len[i]);
-    err = tdm__reader_restore(t->reader, &d);
-    if (err != TDM_OK) {
-        size_t off = 0;
-        const char *why = NULL;
-        tdm__dec_error(&d, &off, &why);
-        return tdm__errf(msg, n, err, "checkpoint %llu: reader of subtask "
-                                      "%d: offset %zu: %s",
-                         (unsigned long long)ck->from, t->index, off,
-                         why ? why : tdm_strerror(err));
+    size_t base = (size_t)si * (size_t)ck->old_P;
+    if (ck->old_P == run->P) {
+        size_t i = base + (size_t)t->index;
+        if (!ck->src_rd[i])
+            return TDM_OK; /* the reader starts afresh */
+        tdm__dec_init(&d, ck->src_rd[i], ck->src_rd_len[i]);
+        err = tdm__reader_restore(t->reader, &d);
+        if (err != TDM_OK)
+            return reader_fail(t, err, &d, t->index, msg, n);
+    } else {
+        for (int k = 0; k < ck->old_P; k++) {
+            size_t i = base + (size_t)k;
+            if (!ck->src_rd[i])
+                continue;
+            split_map m = { .t = t, .k = k, .old_P = ck->old_P };
+            tdm__dec_init(&d, ck->src_rd[i], ck->src_rd_len[i]);
+            err = tdm__reader_restore_splits(t->reader, &d, map_split, &m);
+            if (err != TDM_OK)
+                return reader_fail(t, err, &d, k, msg, n);
+        }
+        err = tdm__reader_restore_finish(t->reader);
+        if (err != TDM_OK)
+            return tdm__errf(msg, n, err, "%s", tdm_strerror(err));
     }
     /* The last watermark the subtask sent: two-phase aggregation routes
      * records of slices at or below it raw (a late record must stay a
      * raw record after the restore). */
     t->wm_out = tdm_reader_watermark(t->reader);
+    t->idle = t->reader_idle = tdm__reader_output_idle(t->reader);
+    t->reading_paused = tdm_reader_is_paused(t->reader) == 1;
     return TDM_OK;
 }
 
@@ -647,6 +712,11 @@ static void complete(tdm__run *run)
         tdm__job_log(job, "savepoint %llu written to %s",
                      (unsigned long long)id,
                      tdm__job_str(job, "checkpoint.dir"));
+    else
+        tdm__job_log(job, "checkpoint %llu completed: %llu bytes, %lld ms, "
+                          "alignment %lld ms",
+                     (unsigned long long)id, (unsigned long long)bytes,
+                     (long long)took, (long long)(align_us / 1000));
     /* Durable: the writers may make its transactions visible. */
     atomic_store_explicit(&ck->committed, id, memory_order_release);
     commit_ended(run, id, false);
@@ -744,7 +814,8 @@ void rt_ckpt_close(tdm__run *run)
     ck->st = NULL;
     for (int si = 0; ck->src_pos && si < run->n_srcs; si++)
         tdm__free(ck->src_pos[si]);
-    for (size_t i = 0; ck->src_rd && i < (size_t)run->n_srcs * run->P; i++)
+    for (size_t i = 0; ck->src_rd && i < (size_t)run->n_srcs * ck->old_P;
+         i++)
         tdm__free(ck->src_rd[i]);
     tdm__free(ck->src_pos);
     tdm__free(ck->src_pos_len);
@@ -752,4 +823,20 @@ void rt_ckpt_close(tdm__run *run)
     tdm__free(ck->src_rd_len);
     ck->src_pos = NULL;
     ck->src_rd = NULL;
+}
+
+/* See run.h.  A write fails when the object's buffer could not go to its
+ * file (the error is then sticky, and flush only reports it) or for want
+ * of memory (flush then writes the buffer out: harmless, the failing run
+ * abandons its sinks).  Other sinks are not asked: a Kafka flush waits
+ * for the broker. */
+void rt_sink_why(const rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n)
+{
+    char msg[360];
+    buf[0] = 0;
+    msg[0] = 0;
+    if (!obj || s->vt != &tdm__text_sink || !s->vt->flush ||
+        s->vt->flush(obj, msg, sizeof msg) == TDM_OK || !msg[0])
+        return;
+    snprintf(buf, n, " (%s)", msg);
 }

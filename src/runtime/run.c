@@ -195,6 +195,7 @@ static void plan_sink(rt_sink *s, tdm_node *n)
     s->conf.kafka_brokers = opt_str(n, "brokers");
     s->conf.kafka_topic = opt_str(n, "topic");
     plan_props(n, &s->conf.kafka_props, &s->conf.kafka_n_props);
+    s->conf.debug = tdm__job_int(n->job, "log.level") == 1;
     s->conf.log = job_log_line;
     s->conf.log_ud = n->job;
     if (n->sink_vt)
@@ -236,6 +237,7 @@ static tdm_err plan_kafka(rt_source *s, tdm_node *n)
     const char *kf = tdm__node_str(n, "key.field");
     c->key_field = *kf ? tdm__schema_find(s->schema, kf) : -1;
     plan_props(n, &c->kafka_props, &c->kafka_n_props);
+    c->checkpointing = *tdm__job_str(n->job, "checkpoint.dir") != '\0';
     c->log = job_log_line;
     c->log_ud = n->job;
     return TDM_OK;

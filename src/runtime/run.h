@@ -66,8 +66,8 @@ typedef struct rt_ckpt {
     uint8_t **src_pos;     /* per source: every old subtask's connector
                               section, concatenated */
     size_t *src_pos_len;
-    uint8_t **src_rd;      /* per source and subtask (same P only): the
-                              reader section */
+    uint8_t **src_rd;      /* per source and old subtask k, at
+                              si * old_P + k: the reader section */
     size_t *src_rd_len;
     struct tdm__ckpt_reader *rd;
 } rt_ckpt;
@@ -502,6 +502,12 @@ void rt_ckpt_final(tdm__run *run);
 void rt_ckpt_close(tdm__run *run);
 /* Blob name of a source subtask / a sink writer. */
 void rt_ckpt_src_name(int si, int k, char *buf, size_t n);
+/* Why a write to object @p obj of sink @p s failed, as " (<message>)"
+ * in @p buf (empty when the sink cannot tell): the text sink keeps an
+ * object's first I/O error with the file and the system's reason (a
+ * full disk), and its flush returns it.  For the failure messages of the
+ * subtasks' writes (task_op.c, task_source.c). */
+void rt_sink_why(const rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n);
 
 /* ---- Key fence (fence.c) ---- */
 

@@ -18,6 +18,7 @@
  * after the rows they cover.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/expr.h"
@@ -38,13 +39,18 @@ typedef struct rslot {
 
 /* A subtask that failed stops feeding its operator and writing; it goes
  * on draining its queue (releasing batches) until the abort reaches its
- * loop, so producers are never left waiting on it. */
-static void op_fail_io(rt_op_task *t, const rt_sink *s, const char *what)
+ * loop, so producers are never left waiting on it.  The message ends
+ * with the sink object's own error (rt_sink_why: the file and the
+ * system's reason, e.g. a full disk). */
+static void op_fail_io(rt_op_task *t, const rt_sink *s, tdm__sinkobj *obj,
+                       const char *what)
 {
+    char why[400];
+    rt_sink_why(s, obj, why, sizeof why);
     t->failed = true;
-    rt_fail(t->run, TDM_ERR_IO, "sink \"%s\": writing %s to %s failed",
+    rt_fail(t->run, TDM_ERR_IO, "sink \"%s\": writing %s to %s failed%s",
             s->node->name, what,
-            s->conf.path && *s->conf.path ? s->conf.path : "stdout");
+            s->conf.path && *s->conf.path ? s->conf.path : "stdout", why);
 }
 
 /* Out of memory in the operator or the output path. */
@@ -63,7 +69,7 @@ static void write_late(rt_op_task *t, const tdm__row *row)
     if (!s || t->failed)
         return;
     if (s->vt->write_row(t->ck.obj[1], row) != TDM_OK) {
-        op_fail_io(t, s, "a late record");
+        op_fail_io(t, s, t->ck.obj[1], "a late record");
         return;
     }
     t->c_late_side++;
@@ -181,7 +187,7 @@ static void write_out(rt_op_task *t, tdm__out_row *out)
     out->cols = t->cols;
     out->n_cols = op->n_cols;
     if (op->sink->vt->write_result(t->ck.obj[0], out) != TDM_OK) {
-        op_fail_io(t, op->sink, "a result");
+        op_fail_io(t, op->sink, t->ck.obj[0], "a result");
         return;
     }
     t->c_out++;
@@ -908,6 +914,300 @@ static void op_groups(const tdm__run *run, int j, int *lo, int *hi)
         }
 }
 
+/* ---- Checkpoints: retract mode's memory of emitted rows ----
+ * A section after the operator's in the subtask's blob: per key group
+ * the (key, window) slots with the aggregate part of the last row
+ * emitted, so that after a restore an update retracts exactly what was
+ * written before (docs/checkpoints.md, "Retract mode's memory"). */
+
+#define RT_CK_TAG_RETRACT UINT64_C(0x5252) /* "RR" */
+#define RT_CK_TAG_RGROUP UINT64_C(0x5247)  /* "RG" */
+#define RT_CK_RETRACT_VERSION 1
+
+/* One remembered row, for the snapshot's order by key group. */
+typedef struct rref {
+    int group;
+    uint32_t kid;
+    tdm__ns ns;
+    const rslot *s;
+} rref;
+
+typedef struct rcollect {
+    rt_op_task *t;
+    rref *v;
+    size_t n;
+} rcollect;
+
+static void collect_rslot(void *ud, uint32_t key, tdm__ns ns, void *slot)
+{
+    rcollect *c = ud;
+    size_t len = 0;
+    const char *k = tdm__keys_get(c->t->rkeys, key, &len);
+    c->v[c->n++] = (rref){ op_key_group(c->t, k, len), key, ns, slot };
+}
+
+static int cmp_rref(const void *a, const void *b)
+{
+    const rref *x = a, *y = b;
+    return x->group < y->group ? -1 : x->group > y->group;
+}
+
+/* The cleanup time of a remembered window (retract_and_remember). */
+static tdm_time_ms retract_at(const rt_op_task *t, tdm__ns ns)
+{
+    return t->op->event_time ? tdm__time_add_sat(ns.b - 1, t->op->lateness)
+                             : ns.b - 1;
+}
+
+/* One slot: key, window, flags (1 cleanup timer), [timer time], flag
+ * of an aggregate part and the part as typed values (count: svar; row
+ * aggregates: per column u8 null, then str or u64 bits). */
+static void encode_rslot(rt_op_task *t, tdm__enc *e, const rref *r)
+{
+    rt_op *op = t->op;
+    size_t klen = 0;
+    const char *k = tdm__keys_get(t->rkeys, r->kid, &klen);
+    tdm_time_ms at = retract_at(t, r->ns);
+    bool timer = tdm__timers_has(t->rtimers, at, r->kid, r->ns);
+    tdm__enc_bytes(e, k, klen);
+    tdm__enc_svar(e, r->ns.a);
+    tdm__enc_svar(e, r->ns.b);
+    tdm__enc_u8(e, timer ? 1 : 0);
+    if (timer)
+        tdm__enc_svar(e, at);
+    tdm__enc_u8(e, r->s->blob ? 1 : 0);
+    if (!r->s->blob)
+        return;
+    if (op->fast_count) {
+        int64_t n = 0;
+        memcpy(&n, r->s->blob, sizeof n);
+        tdm__enc_svar(e, n);
+        return;
+    }
+    tdm__val *v = t->vals + op->n_key;
+    if (!tdm__rowagg_unpack(r->s->blob, r->s->len, op->n_aggs,
+                            op->col_types + op->n_key, v))
+        memset(v, 0, (size_t)op->n_aggs * sizeof *v); /* cannot happen */
+    for (int i = 0; i < op->n_aggs; i++) {
+        tdm__enc_u8(e, v[i].null ? 1 : 0);
+        if (op->col_types[op->n_key + i] == TDM_TYPE_STRING)
+            tdm__enc_bytes(e, v[i].null ? "" : v[i].u.s.p,
+                           v[i].null ? 0 : v[i].u.s.len);
+        else
+            tdm__enc_u64(e, (uint64_t)v[i].u.i);
+    }
+}
+
+/* Appends the retract section: the slots of key groups lo..hi, one "RG"
+ * section per group that has any.  One scratch array (a reference per
+ * slot), nothing per row. */
+static tdm_err retract_snapshot(rt_op_task *t, tdm__enc *e, int lo, int hi)
+{
+    rcollect c = { t, NULL, 0 };
+    size_t n = tdm__kv_count(t->rkv);
+    c.v = tdm__malloc((n + 1) * sizeof *c.v);
+    if (!c.v)
+        return TDM_ERR_NOMEM;
+    tdm__kv_each(t->rkv, collect_rslot, &c);
+    qsort(c.v, c.n, sizeof *c.v, cmp_rref);
+    tdm__enc_begin(e, RT_CK_TAG_RETRACT);
+    tdm__enc_uvar(e, RT_CK_RETRACT_VERSION);
+    for (size_t i = 0; i < c.n;) {
+        size_t j = i;
+        while (j < c.n && c.v[j].group == c.v[i].group)
+            j++;
+        if (c.v[i].group >= lo && c.v[i].group <= hi) {
+            tdm__enc_begin(e, RT_CK_TAG_RGROUP);
+            tdm__enc_uvar(e, (uint64_t)c.v[i].group);
+            tdm__enc_uvar(e, (uint64_t)(j - i));
+            for (size_t k = i; k < j; k++)
+                encode_rslot(t, e, &c.v[k]);
+            tdm__enc_end(e);
+        }
+        i = j;
+    }
+    tdm__enc_end(e);
+    tdm__free(c.v);
+    return TDM_OK;
+}
+
+/* Copies a decoder's first error into @p to (keeping an earlier one). */
+static void dec_pass(tdm__dec *to, const tdm__dec *from)
+{
+    if (from->err && !to->err) {
+        to->err = from->err;
+        to->err_off = from->err_off;
+        to->why = from->why;
+    }
+}
+
+/* Reads one slot's aggregate part into a packed buffer as
+ * retract_and_remember stores it (*blob NULL: none, or an error in @p d
+ * or no memory, told apart by the return). */
+static tdm_err decode_rpart(rt_op_task *t, tdm__dec *d, void **blob,
+                            size_t *len)
+{
+    rt_op *op = t->op;
+    uint8_t has = 0;
+    *blob = NULL;
+    *len = 0;
+    tdm__dec_u8(d, &has);
+    if (d->err || has > 1)
+        return tdm__dec_fail(d, "bad aggregate part flag");
+    if (!has)
+        return TDM_OK;
+    if (op->fast_count) {
+        int64_t n = 0;
+        if (tdm__dec_svar(d, &n) != TDM_OK)
+            return d->err;
+        if (n < 0)
+            return tdm__dec_fail(d, "negative count");
+        *blob = tdm__memdup(&n, sizeof n);
+        *len = sizeof n;
+        return *blob ? TDM_OK : TDM_ERR_NOMEM;
+    }
+    /* First pass: the values (strings borrowed from the input) and the
+     * packed size; then the packed copy (ra_result's layout). */
+    tdm__val *v = t->vals + op->n_key;
+    size_t head = (size_t)op->n_aggs * sizeof(tdm__val), need = head;
+    for (int i = 0; i < op->n_aggs && !d->err; i++) {
+        uint8_t null = 0;
+        memset(&v[i], 0, sizeof v[i]);
+        tdm__dec_u8(d, &null);
+        if (!d->err && null > 1)
+            return tdm__dec_fail(d, "bad null flag");
+        v[i].null = null;
+        if (op->col_types[op->n_key + i] == TDM_TYPE_STRING) {
+            const void *p = NULL;
+            size_t l = 0;
+            if (tdm__dec_bytes(d, &p, &l) == TDM_OK && l > UINT32_MAX)
+                return tdm__dec_fail(d, "string too long");
+            v[i].u.s.p = p;
+            v[i].u.s.len = (uint32_t)l;
+            if (!null)
+                need += l;
+            else if (l)
+                return tdm__dec_fail(d, "a null string with bytes");
+        } else {
+            uint64_t bits = 0;
+            tdm__dec_u64(d, &bits);
+            v[i].u.i = (int64_t)bits;
+        }
+    }
+    if (d->err)
+        return d->err;
+    char *buf = tdm__malloc(need);
+    if (!buf)
+        return TDM_ERR_NOMEM;
+    tdm__val *pv = (tdm__val *)buf;
+    size_t off = 0;
+    for (int i = 0; i < op->n_aggs; i++) {
+        memset(&pv[i], 0, sizeof pv[i]);
+        pv[i].null = v[i].null;
+        if (op->col_types[op->n_key + i] == TDM_TYPE_STRING) {
+            if (v[i].null)
+                continue;
+            if (v[i].u.s.len)
+                memcpy(buf + head + off, v[i].u.s.p, v[i].u.s.len);
+            pv[i].u.s.p = (const char *)(uintptr_t)off;
+            pv[i].u.s.len = v[i].u.s.len;
+            off += v[i].u.s.len;
+        } else {
+            pv[i].u.i = v[i].u.i;
+        }
+    }
+    *blob = buf;
+    *len = need;
+    return TDM_OK;
+}
+
+/* One "RG" section's slots into the memory.  A (key, window) already
+ * remembered is an error (key groups are disjoint across blobs). */
+static tdm_err restore_rgroup(rt_op_task *t, tdm__dec *g)
+{
+    uint64_t n = 0;
+    tdm__dec_uvar(g, &n);
+    if (!g->err && n > tdm__dec_left(g) / 5)
+        return tdm__dec_fail(g, "slot count beyond the section");
+    for (uint64_t i = 0; i < n && !g->err; i++) {
+        const void *k = NULL;
+        size_t klen = 0;
+        tdm__ns ns = { 0, 0 };
+        uint8_t fl = 0;
+        int64_t at = 0;
+        tdm__dec_bytes(g, &k, &klen);
+        tdm__dec_svar(g, &ns.a);
+        tdm__dec_svar(g, &ns.b);
+        tdm__dec_u8(g, &fl);
+        if (!g->err && fl > 1)
+            return tdm__dec_fail(g, "unknown slot flags");
+        if (!g->err && ns.a > ns.b)
+            return tdm__dec_fail(g, "window start after its end");
+        if (fl & 1)
+            tdm__dec_svar(g, &at);
+        void *blob = NULL;
+        size_t len = 0;
+        tdm_err err = decode_rpart(t, g, &blob, &len);
+        if (err != TDM_OK)
+            return err;
+        uint32_t kid;
+        if (tdm__keys_intern(t->rkeys, k, klen, &kid) != TDM_OK) {
+            tdm__free(blob);
+            return TDM_ERR_NOMEM;
+        }
+        bool created = false;
+        rslot *s = tdm__kv_upsert(t->rkv, kid, ns, &created);
+        if (!s || !created) {
+            tdm__keys_unref(t->rkeys, kid);
+            tdm__free(blob);
+            return s ? tdm__dec_fail(g, "a window remembered twice")
+                     : TDM_ERR_NOMEM;
+        }
+        s->blob = blob;
+        s->len = len;
+        if ((fl & 1) && tdm__timers_add(t->rtimers, at, kid, ns) != TDM_OK)
+            return TDM_ERR_NOMEM;
+    }
+    return g->err;
+}
+
+/* Restores the retract memory of key groups lo..hi from the sections
+ * after the operator's in one old subtask's blob (@p d past the
+ * operator section); other sections are skipped.  Errors are left in
+ * @p d (TDM_ERR_PARSE) or returned (TDM_ERR_NOMEM). */
+static tdm_err retract_restore(rt_op_task *t, tdm__dec *d, int lo, int hi)
+{
+    while (!d->err && tdm__dec_left(d) > 0) {
+        uint64_t tag = 0, v = 0;
+        tdm__dec body;
+        if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+            return d->err;
+        if (tag != RT_CK_TAG_RETRACT)
+            continue;
+        tdm__dec_uvar(&body, &v);
+        if (!body.err && v != RT_CK_RETRACT_VERSION)
+            tdm__dec_fail(&body, "unknown retract memory version");
+        while (!body.err && tdm__dec_left(&body) > 0) {
+            uint64_t gtag = 0, group = 0;
+            tdm__dec g;
+            if (tdm__dec_section(&body, &gtag, &g) != TDM_OK ||
+                gtag != RT_CK_TAG_RGROUP)
+                continue; /* an error ends the loop; others skipped */
+            tdm__dec_uvar(&g, &group);
+            if (!g.err && group >= (uint64_t)t->run->key_groups)
+                tdm__dec_fail(&g, "key group out of range");
+            tdm_err err = TDM_OK;
+            if (!g.err && (int)group >= lo && (int)group <= hi)
+                err = restore_rgroup(t, &g);
+            dec_pass(&body, &g);
+            if (err == TDM_ERR_NOMEM)
+                return err;
+        }
+        dec_pass(d, &body);
+    }
+    return d->err;
+}
+
 /* Encodes this subtask's state: its channels, then the operator (its
  * key groups only).  *out NULL on failure (the run failed). */
 static bool op_snapshot(rt_op_task *t, uint8_t **out, size_t *len)
@@ -934,6 +1234,9 @@ static bool op_snapshot(rt_op_task *t, uint8_t **out, size_t *len)
     else if (t->join)
         err = tdm__joinop_snapshot(t->join, &e, op_key_group, t,
                                    lo < 0 ? 0 : lo, hi < lo ? lo : hi);
+    /* Retract mode: its memory of emitted rows, a section of its own. */
+    if (err == TDM_OK && t->rkv)
+        err = retract_snapshot(t, &e, lo < 0 ? 0 : lo, hi < lo ? lo : hi);
     if (err == TDM_OK)
         err = tdm__enc_finish(&e, out, len);
     else
@@ -974,6 +1277,13 @@ static bool op_checkpoint(rt_op_task *t)
     uint64_t id = t->ck_id;
     if (op_snapshot(t, &blob, &len)) {
         if (rt_ckpt_pre_commit(t->run, &t->ck, id)) {
+            /* Chaining: the barrier goes on in the output stream, after
+             * the rows and watermarks emitted before it (the flush in
+             * rt_emit_control), so the reading operators align on it as
+             * on a source's. */
+            if (t->emit && !t->failed)
+                rt_emit_control(t->emit, TDM__ITEM_BARRIER, (tdm_time_ms)id,
+                                0, 0);
             rt_ckpt_ack(t->run, &t->ck, id, blob, len, false);
             blob = NULL;
         }
@@ -1117,6 +1427,11 @@ tdm_err rt_ckpt_restore_op(rt_op_task *t, char *msg, size_t n)
         if (err == TDM_OK && lo <= hi)
             err = t->win ? tdm__winop_restore(t->win, &d, lo, hi)
                          : tdm__joinop_restore(t->join, &d, lo, hi);
+        bool rr = false; /* an error of the retract memory is in d */
+        if (err == TDM_OK && lo <= hi && t->rkv) {
+            err = retract_restore(t, &d, lo, hi);
+            rr = err == TDM_ERR_PARSE;
+        }
         if (err != TDM_OK) {
             size_t off = 0;
             const char *why = NULL;
@@ -1127,8 +1442,9 @@ tdm_err rt_ckpt_restore_op(rt_op_task *t, char *msg, size_t n)
                             "checkpoint %llu: blob %s: offset %zu: %s",
                             (unsigned long long)ck->from, name, off,
                             why ? why
-                                : t->win ? tdm_winop_errmsg(t->win)
-                                         : tdm_joinop_errmsg(t->join));
+                            : rr    ? "bad retract memory"
+                            : t->win ? tdm_winop_errmsg(t->win)
+                                     : tdm_joinop_errmsg(t->join));
         }
         tdm__free(p);
     }
@@ -1664,45 +1980,14 @@ void rt_op_task_fini(rt_op_task *t)
 
 const char *rt_op_ckpt_supported(const tdm_node *n)
 {
-    const tdm_job *job = n->job;
-    if (n->kind == TDM_NODE_WINDOW &&
-        tdm__node_int(n, "output_mode") == RT_RETRACT)
-        return "output_mode retract does not take part in checkpoints "
-               "yet (its memory of emitted rows is not saved); use append "
-               "or upsert";
-    /* Chaining: a barrier would have to pass through the operator's
-     * output stream (rt_emit_control); not wired yet. */
-    for (int i = 0; i < job->n_nodes; i++) {
-        const tdm_node *m = job->nodes[i];
-        if (m->kind != TDM_NODE_WINDOW && m->kind != TDM_NODE_JOIN)
-            continue;
-        const tdm__conf_val *from = tdm__node_val(m, "from");
-        const char *l = m->kind == TDM_NODE_JOIN ? tdm__node_str(m, "left")
-                                                 : "";
-        const char *r = m->kind == TDM_NODE_JOIN ? tdm__node_str(m, "right")
-                                                 : "";
-        bool reads = strcmp(l, n->name) == 0 || strcmp(r, n->name) == 0;
-        for (int k = 0; m->kind == TDM_NODE_WINDOW && k < from->n_fields;
-             k++)
-            reads = reads || strcmp(from->fields[k], n->name) == 0;
-        if (reads)
-            return "an operator read by another operator (chaining) does "
-                   "not take part in checkpoints yet";
-    }
-    const tdm__conf_val *from = tdm__node_val(n, "from");
-    const char *sides[2] = { "", "" };
-    if (n->kind == TDM_NODE_JOIN) {
-        sides[0] = tdm__node_str(n, "left");
-        sides[1] = tdm__node_str(n, "right");
-    }
-    for (int k = 0; k < from->n_fields + 2; k++) {
-        const char *name = k < from->n_fields ? from->fields[k]
-                                              : sides[k - from->n_fields];
-        const tdm_node *in = *name ? tdm_job_node((tdm_job *)job, name)
-                                   : NULL;
-        if (in && in->kind != TDM_NODE_SOURCE)
-            return "an operator reading another operator (chaining) does "
-                   "not take part in checkpoints yet";
-    }
+    /* Every window and join takes part today: chained operators forward
+     * their barriers in their output stream (op_checkpoint), retract
+     * mode saves its memory of emitted rows (retract_snapshot), and
+     * every aggregate list has a codec.  What cannot be checkpointed is
+     * refused elsewhere: unreplayable and Kafka sources, connectors
+     * without the version-3 members (validate_checkpointing in job.c),
+     * and windows in upsert or retract mode read by another operator
+     * (refused with or without checkpoints). */
+    (void)n;
     return NULL;
 }

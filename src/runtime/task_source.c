@@ -283,12 +283,16 @@ static void dead_letter(rt_src_task *t, const char *source,
     if (run->dead) {
         tdm_err err = run->dead->vt->write_dead(t->ck.obj[1], location,
                                                 reason, raw, raw_len);
-        if (err != TDM_OK)
+        if (err != TDM_OK) {
+            char why[400];
+            rt_sink_why(run->dead, t->ck.obj[1], why, sizeof why);
             rt_fail(run, TDM_ERR_IO, "sink \"%s\": writing a dead letter "
-                                     "failed (%s)",
+                                     "to %s failed%s",
                     run->dead->node->name,
                     *run->dead->conf.path ? run->dead->conf.path
-                                          : "stdout");
+                                          : "stdout",
+                    why);
+        }
         return;
     }
     int n = atomic_fetch_add(&run->bad_logged, 1);
@@ -534,7 +538,9 @@ static void splits_added(rt_src_task *t, int from)
 
 /* Makes the arrays and the reader cover partition @p p (partitions
  * named by a field appear as rows arrive; @p row is the first row of
- * @p p then, NULL at setup). */
+ * @p p then, NULL at setup).  Splits a restored reader already has
+ * (partitions named by a field that the checkpoint knew) are not
+ * added again. */
 static tdm_err ensure_partition(rt_src_task *t, int p, const tdm__row *row)
 {
     if (ensure_arrays(t, 2 * (p + 1) + 16) != TDM_OK)
@@ -542,7 +548,8 @@ static tdm_err ensure_partition(rt_src_task *t, int p, const tdm__row *row)
     int from = t->n_parts;
     while (t->n_parts <= p) {
         int idx;
-        if (tdm_reader_add_split(t->reader, &idx) != TDM_OK)
+        if (tdm__reader_split_count(t->reader) <= t->n_parts &&
+            tdm_reader_add_split(t->reader, &idx) != TDM_OK)
             return TDM_ERR_NOMEM;
         t->n_parts++;
     }
@@ -968,13 +975,16 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
             /* Pass-through: the row as read, written by this subtask
              * (the sink serialises writers). */
             if (pass->vt->write_row(t->ck.obj[0], row) != TDM_OK) {
+                char why[400];
+                rt_sink_why(pass, t->ck.obj[0], why, sizeof why);
                 rt_fail(t->run, TDM_ERR_IO,
                         "sink \"%s\": writing a record of source \"%s\" "
-                        "to %s failed",
+                        "to %s failed%s",
                         pass->node->name, s->node->name,
                         pass->conf.path && *pass->conf.path
                             ? pass->conf.path
-                            : "stdout");
+                            : "stdout",
+                        why);
                 return TDM_ERR_IO;
             }
             passed++;
@@ -1548,6 +1558,15 @@ static bool src_snapshot(rt_src_task *t, uint8_t **out, size_t *len)
     return true;
 }
 
+/* Tells a version-4 connector about checkpoint @p id (connect.h,
+ * checkpoint): its barrier arrived (@p complete 0) or it is durable. */
+static void src_ckpt_notify(rt_src_task *t, uint64_t id, int complete)
+{
+    const tdm__source_vtab *vt = t->src->vt;
+    if (vt->version >= 4 && vt->checkpoint && t->conn)
+        vt->checkpoint(t->conn, id, complete);
+}
+
 /* Barrier @p id at this source subtask: everything before it leaves
  * (pending rows, two-phase partials of every open slice, so no partial
  * state stays in the source), the positions and the reader are
@@ -1561,13 +1580,21 @@ static void src_barrier(rt_src_task *t, uint64_t id)
     for (int e = 0; t->any_lagg && e < t->src->n_edges; e++)
         if (t->lagg[e])
             rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
+    src_ckpt_notify(t, id, 0);
     if (!src_snapshot(t, &blob, &len))
         return;
     if (!rt_ckpt_pre_commit(t->run, &t->ck, id)) {
         tdm__free(blob);
         return;
     }
-    push_control(t, TDM__ITEM_BARRIER, (tdm_time_ms)id, 0, 0);
+    /* A subtask that never reads sent its END before the threads
+     * started (run.c): its channels have ended, which consumers count
+     * as aligned.  A barrier after the END would block such a channel
+     * again, and the consumer would take the checkpoint a second time
+     * when its last channel ends (with everything written since in the
+     * first epoch: output duplicated after a restore). */
+    if (!t->empty)
+        push_control(t, TDM__ITEM_BARRIER, (tdm_time_ms)id, 0, 0);
     rt_ckpt_ack(t->run, &t->ck, id, blob, len, false);
 }
 
@@ -1578,8 +1605,10 @@ static void src_ckpt_poll(rt_src_task *t)
 {
     rt_ckpt *ck = &t->run->ck;
     uint64_t c = atomic_load_explicit(&ck->committed, memory_order_acquire);
-    if (c > t->ck.committed)
+    if (c > t->ck.committed) {
         rt_ckpt_commit(t->run, &t->ck, c);
+        src_ckpt_notify(t, c, 1);
+    }
     uint64_t req = atomic_load_explicit(&ck->req, memory_order_acquire);
     if (req > t->ck.acked)
         src_barrier(t, req);
@@ -1622,6 +1651,21 @@ static void src_ckpt_end(rt_src_task *t)
     tdm__free(fin);
 }
 
+/* Sends the watermark and idle status a reader restored at another
+ * parallelism starts with (tdm__reader_restore_finish): the operator
+ * subtasks' channel state was not restored, and without this a channel
+ * would hold their minimum at "no watermark" until the reader's output
+ * rises again.  A watermark at or below an operator's restored one is
+ * ignored there, so nothing moves back. */
+static void announce_restored(rt_src_task *t)
+{
+    if (t->wm_out != TDM_TIME_MIN)
+        broadcast(t, TDM__ITEM_WATERMARK, t->wm_out, 0);
+    if (t->idle)
+        broadcast(t, TDM__ITEM_STATUS, 0, 1);
+    t->sweep = true;
+}
+
 void *rt_source_main(void *arg)
 {
     rt_src_task *t = arg;
@@ -1638,6 +1682,11 @@ void *rt_source_main(void *arg)
         rt_thread_done(run);
         return NULL;
     }
+    /* Restored at another parallelism: the consumers' channels started
+     * afresh, so this subtask's restored watermark and status go out
+     * before anything else. */
+    if (run->ck.restored && run->ck.old_P != run->P)
+        announce_restored(t);
     int eof = t->conn ? 0 : 1;
     while (!eof) {
         if (atomic_load_explicit(&run->abort, memory_order_relaxed))
@@ -1867,13 +1916,20 @@ tdm_err rt_source_task_init(rt_src_task *t)
         err = ensure_partition(t, n_parts - 1, NULL);
     if (err == TDM_OK)
         err = ensure_arrays(t, 16);
-    /* Restore (checkpoint.dir): positions, then the reader's state. */
+    /* Restore (checkpoint.dir): positions, then the reader's state.  A
+     * reader restored with partitions named by a field has a split for
+     * each value the checkpoint knew: the arrays follow it.  (Version-2
+     * connectors assign their partitions at the first poll, where
+     * ensure_partition finds the restored splits.) */
     if (err == TDM_OK && run->ck.restored) {
         err = rt_ckpt_restore_source(t, msg, sizeof msg);
         if (err != TDM_OK) {
             rt_fail(run, err, "source \"%s\": %s", s->node->name, msg);
             return err;
         }
+        int n_splits = tdm__reader_split_count(t->reader);
+        if (!s->v2 && n_splits > t->n_parts)
+            err = ensure_partition(t, n_splits - 1, NULL);
     }
     if (err == TDM_OK) {
         /* Batches out at once: queue capacity per channel plus the one

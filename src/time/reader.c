@@ -21,8 +21,14 @@
  *
  * Checkpoints (end of file) save the partials, the combined and emitted
  * values, idle and pause flags and the schedules' time left, so that a
- * restored reader emits exactly what the original would have.
+ * restored reader emits exactly what the original would have.  At
+ * another parallelism the splits of several old readers are dealt to
+ * new ones, each keeping its state, and what a reader has as a whole is
+ * recombined from the splits it gets (docs/checkpoints.md, "Restore at
+ * another parallelism").
  */
+#include <string.h>
+
 #include "wm.h"
 #include "state/ckpt_codec.h"
 
@@ -39,7 +45,22 @@ typedef struct reader_split {
     bool finished;         /* removed from the combination */
     bool has_wm;           /* known to the alignment checks */
     bool paused;           /* paused by alignment */
+    bool restored;         /* given a state by tdm__reader_restore_splits */
 } reader_split;
+
+/* What the old readers that gave live splits to this one (a restore at
+ * another parallelism, tdm__reader_restore_splits) had at reader level;
+ * tdm__reader_restore_finish merges it. */
+typedef struct reader_merge {
+    int n;                   /* old readers that gave a live split */
+    bool whole;              /* the first of them gave all its live ones */
+    int64_t combined, out, latest; /* the first one's */
+    uint8_t flags;                 /* the first one's (READER_*) */
+    bool align;              /* one of them had alignment on */
+    tdm_time_ms max_desired; /* minimum of their announcements */
+    tdm_time_ms tick_left;   /* minimum time left to a periodic tick */
+    tdm_time_ms report_left; /* minimum time left to a report */
+} reader_merge;
 
 struct tdm_reader {
     reader_split **splits;
@@ -62,6 +83,7 @@ struct tdm_reader {
     tdm_time_ms max_desired; /* last announcement, MAX if none */
     bool paused;             /* reading paused by alignment */
     bool ended;
+    reader_merge merge;      /* restore at another parallelism */
 };
 
 /* ---- Events ---- */
@@ -293,6 +315,15 @@ static tdm_err split_add(tdm_reader *r, int *index_out)
     return TDM_OK;
 }
 
+/* Forgets what restores at another parallelism collected. */
+static void merge_reset(tdm_reader *r)
+{
+    memset(&r->merge, 0, sizeof r->merge);
+    r->merge.max_desired = TDM_TIME_MAX;
+    r->merge.tick_left = TDM_TIME_MAX;
+    r->merge.report_left = TDM_TIME_MAX;
+}
+
 /* Creates a reader with @p n_splits (>= 0) splits from a copy of @p s;
  * keeps @p clk.  The first tick is due one interval after creation.
  * INVAL (negative count, NULL s, clk or out), NOMEM. */
@@ -317,6 +348,7 @@ tdm_err tdm_reader_new(int n_splits, const tdm_wm_strategy *s, tdm_clock *clk,
     r->out = TDM_TIME_MIN;
     r->latest = TDM_TIME_MIN;
     r->max_desired = TDM_TIME_MAX;
+    merge_reset(r);
     for (int i = 0; i < n_splits; i++)
         if (split_add(r, NULL) != TDM_OK)
             goto fail;
@@ -709,45 +741,68 @@ tdm_err tdm__reader_snapshot(const tdm_reader *r, struct tdm__enc *e)
     return err == TDM_OK && e->oom ? TDM_ERR_NOMEM : err;
 }
 
+/* The reader section's fields before its splits. */
+typedef struct reader_head {
+    uint8_t flags;
+    int64_t combined, out, latest, max_desired, tick_left, report_left;
+    uint64_t n; /* split sections that follow in the body */
+} reader_head;
+
+/* Opens a reader section of @p d: checks its tag and version, reads and
+ * checks the fields before the splits into @p h and leaves @p body at
+ * the first split section.  Errors end up in d (PARSE). */
+static tdm_err head_decode(struct tdm__dec *d, tdm__dec *body,
+                           reader_head *h)
+{
+    uint64_t tag, version;
+
+    if (tdm__dec_section(d, &tag, body) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (tag != TDM__SNAP_TAG_READER)
+        return tdm__dec_fail(d, "not a reader section");
+    tdm__dec_uvar(body, &version);
+    if (!body->err && version != TDM__SNAP_WM_VERSION)
+        tdm__dec_fail(body, "unknown reader version");
+    tdm__dec_u8(body, &h->flags);
+    tdm__dec_svar(body, &h->combined);
+    tdm__dec_svar(body, &h->out);
+    tdm__dec_svar(body, &h->latest);
+    tdm__dec_svar(body, &h->max_desired);
+    tdm__dec_svar(body, &h->tick_left);
+    tdm__dec_svar(body, &h->report_left);
+    tdm__dec_uvar(body, &h->n);
+    if (!body->err && (h->flags & ~(READER_OUT_IDLE | READER_PAUSED |
+                                    READER_ENDED | READER_ALIGN)))
+        tdm__dec_fail(body, "unknown reader flags");
+    if (!body->err && h->tick_left < 0)
+        tdm__dec_fail(body, "tick delay out of range");
+    if (!body->err && h->report_left < 0)
+        tdm__dec_fail(body, "report delay out of range");
+    if (!body->err && (h->out < h->combined && !(h->flags & READER_ENDED)))
+        tdm__dec_fail(body, "emitted watermark below the combined one");
+    if (!body->err && (h->n > tdm__dec_left(body) || h->n > INT32_MAX))
+        tdm__dec_fail(body, "split count out of range");
+    if (body->err) {
+        tdm__wm_dec_adopt(d, body);
+        return TDM_ERR_PARSE;
+    }
+    return TDM_OK;
+}
+
 /* Restores into a fresh reader of the same strategy (alignment set up as
  * before, if it was).  Splits are added up to the checkpoint's count. */
 tdm_err tdm__reader_restore(tdm_reader *r, struct tdm__dec *d)
 {
-    uint64_t tag, version, n;
     tdm__dec body;
-    uint8_t flags;
-    int64_t combined, out, latest, max_desired, tick_left, report_left;
+    reader_head h;
 
     if (!r || !d)
         return TDM_ERR_INVAL;
-    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+    if (head_decode(d, &body, &h) != TDM_OK)
         return TDM_ERR_PARSE;
-    if (tag != TDM__SNAP_TAG_READER)
-        return tdm__dec_fail(d, "not a reader section");
-    tdm__dec_uvar(&body, &version);
-    if (!body.err && version != TDM__SNAP_WM_VERSION)
-        tdm__dec_fail(&body, "unknown reader version");
-    tdm__dec_u8(&body, &flags);
-    tdm__dec_svar(&body, &combined);
-    tdm__dec_svar(&body, &out);
-    tdm__dec_svar(&body, &latest);
-    tdm__dec_svar(&body, &max_desired);
-    tdm__dec_svar(&body, &tick_left);
-    tdm__dec_svar(&body, &report_left);
-    tdm__dec_uvar(&body, &n);
-    if (!body.err && (flags & ~(READER_OUT_IDLE | READER_PAUSED |
-                                READER_ENDED | READER_ALIGN)))
-        tdm__dec_fail(&body, "unknown reader flags");
-    if (!body.err && tick_left < 0)
-        tdm__dec_fail(&body, "tick delay out of range");
-    if (!body.err && report_left < 0)
-        tdm__dec_fail(&body, "report delay out of range");
-    if (!body.err && (out < combined && !(flags & READER_ENDED)))
-        tdm__dec_fail(&body, "emitted watermark below the combined one");
-    if (!body.err && (n > tdm__dec_left(&body) || n > INT32_MAX ||
-                      (uint64_t)r->n > n))
+    if ((uint64_t)r->n > h.n)
         tdm__dec_fail(&body, "split count differs");
-    for (uint64_t i = 0; !body.err && i < n; i++) {
+    for (uint64_t i = 0; !body.err && i < h.n; i++) {
         if ((int)i >= r->n && split_add(r, NULL) != TDM_OK)
             return TDM_ERR_NOMEM;
         split_decode(r->splits[i], &body);
@@ -756,25 +811,222 @@ tdm_err tdm__reader_restore(tdm_reader *r, struct tdm__dec *d)
         tdm__wm_dec_adopt(d, &body);
         return TDM_ERR_PARSE;
     }
-    r->combined = combined;
-    r->out = out;
-    r->latest = latest;
-    r->out_idle = (flags & READER_OUT_IDLE) != 0;
-    r->ended = (flags & READER_ENDED) != 0;
+    r->combined = h.combined;
+    r->out = h.out;
+    r->latest = h.latest;
+    r->out_idle = (h.flags & READER_OUT_IDLE) != 0;
+    r->ended = (h.flags & READER_ENDED) != 0;
     tdm_time_ms now = tdm_clock_now(r->clk);
     /* A changed interval caps what was left. */
+    tdm_time_ms tick_left = h.tick_left;
     if (tick_left > r->strat.interval)
         tick_left = r->strat.interval;
     r->next_tick = tdm__time_add_sat(now, tick_left);
-    if (r->align && (flags & READER_ALIGN)) {
-        r->max_desired = max_desired;
+    if (r->align && (h.flags & READER_ALIGN)) {
+        r->max_desired = h.max_desired;
+        tdm_time_ms report_left = h.report_left;
         if (report_left > r->update_interval)
             report_left = r->update_interval;
         r->next_report = tdm__time_add_sat(now, report_left);
-        if ((flags & READER_PAUSED) && !r->paused) {
+        if ((h.flags & READER_PAUSED) && !r->paused) {
             r->paused = true;
             tdm__pclock_pause(&r->clock);
         }
     }
     return TDM_OK;
+}
+
+/* ---- Restore at another parallelism ----
+ *
+ * The splits of several old readers are dealt to new ones.  Each split
+ * keeps its whole state (partial watermark, idle, finished, alignment
+ * pause, generator core).  What belongs to a reader as a whole cannot
+ * be dealt (docs/checkpoints.md, "Restore at another parallelism"):
+ *
+ * - A new reader whose live splits are exactly the live splits of one
+ *   old reader continues as that reader: its combined and emitted
+ *   watermarks, idle output, pause, announcement and schedules.
+ * - Any other new reader is recombined from the splits it now has, as
+ *   combine() does at a tick: the minimum over live non-idle splits
+ *   (the maximum if all are idle, idle output then; nothing without a
+ *   live split), emitted value equal to it; the lowest announcement of
+ *   the old readers, the reader and each split paused exactly when
+ *   above it; the least time left to a tick and to a report.  Such a
+ *   reader never existed, so there is no combined history to keep;
+ *   where an uninterrupted reader of these splits would still show an
+ *   older value (a split finished since its last combine, S5; a split
+ *   back from idleness below it), this one shows the current
+ *   combination, as that reader would at its next tick.
+ *
+ * Neither emits: the runtime announces the result downstream, where an
+ * operator ignores watermarks at or below its own restored one. */
+
+/* Skips one split section of @p body, checking its tag; *live is set
+ * when the split is not finished. */
+static void split_skip(tdm__dec *body, bool *live)
+{
+    uint64_t tag, version = 0;
+    uint8_t flags = 0;
+    tdm__dec sbody;
+    *live = false;
+    if (tdm__dec_section(body, &tag, &sbody) != TDM_OK)
+        return;
+    if (tag != TDM__SNAP_TAG_SPLIT) {
+        tdm__dec_fail(body, "not a reader split section");
+        return;
+    }
+    tdm__dec_uvar(&sbody, &version);
+    tdm__dec_u8(&sbody, &flags);
+    if (sbody.err)
+        tdm__wm_dec_adopt(body, &sbody);
+    *live = !(flags & SPLIT_FINISHED);
+}
+
+/* Restores, into a fresh reader of the same strategy, the splits of one
+ * old reader's section that @p map assigns to it (see wm.h). */
+tdm_err tdm__reader_restore_splits(tdm_reader *r, struct tdm__dec *d,
+                                   int (*map)(void *ud, int split),
+                                   void *ud)
+{
+    tdm__dec body;
+    reader_head h;
+    int live = 0, taken = 0; /* the old reader's live splits; ours */
+
+    if (!r || !d || !map)
+        return TDM_ERR_INVAL;
+    if (head_decode(d, &body, &h) != TDM_OK)
+        return TDM_ERR_PARSE;
+    for (uint64_t i = 0; !body.err && i < h.n; i++) {
+        int l = map(ud, (int)i);
+        if (l < 0) {
+            bool lv;
+            split_skip(&body, &lv);
+            live += lv;
+            continue;
+        }
+        while (l >= r->n)
+            if (split_add(r, NULL) != TDM_OK)
+                return TDM_ERR_NOMEM;
+        reader_split *sp = r->splits[l];
+        if (sp->restored) {
+            tdm__dec_fail(&body, "split restored twice");
+            break;
+        }
+        if (split_decode(sp, &body) != TDM_OK)
+            break;
+        sp->restored = true;
+        live += !sp->finished;
+        taken += !sp->finished;
+    }
+    if (body.err) {
+        tdm__wm_dec_adopt(d, &body);
+        return TDM_ERR_PARSE;
+    }
+    if (taken == 0)
+        return TDM_OK;
+    reader_merge *m = &r->merge;
+    if (m->n++ == 0) {
+        m->whole = taken == live;
+        m->combined = h.combined;
+        m->out = h.out;
+        m->latest = h.latest;
+        m->flags = h.flags;
+    }
+    if (h.tick_left < m->tick_left)
+        m->tick_left = h.tick_left;
+    if (h.flags & READER_ALIGN) {
+        m->align = true;
+        if (h.max_desired < m->max_desired)
+            m->max_desired = h.max_desired;
+        if (h.report_left < m->report_left)
+            m->report_left = h.report_left;
+    }
+    return TDM_OK;
+}
+
+/* Sets the pause of the reader or a split without an event (a restore
+ * emits nothing); the activity clock stops at this moment. */
+static void set_paused(bool *paused, tdm__pclock *clock, bool want)
+{
+    if (want && !*paused)
+        tdm__pclock_pause(clock);
+    else if (!want && *paused)
+        tdm__pclock_resume(clock);
+    *paused = want;
+}
+
+/* Merges what tdm__reader_restore_splits collected (see above). */
+tdm_err tdm__reader_restore_finish(tdm_reader *r)
+{
+    if (!r)
+        return TDM_ERR_INVAL;
+    const reader_merge *m = &r->merge;
+    bool any = false, all_idle = true, fresh = false;
+    tdm_time_ms min = TDM_TIME_MAX, max = TDM_TIME_MIN;
+    for (int i = 0; i < r->n; i++) {
+        const reader_split *sp = r->splits[i];
+        if (sp->finished)
+            continue;
+        any = true;
+        fresh = fresh || !sp->restored;
+        if (sp->wm > max)
+            max = sp->wm;
+        if (!sp->idle) {
+            all_idle = false;
+            if (sp->wm < min)
+                min = sp->wm;
+        }
+    }
+    bool same = m->n == 1 && m->whole && !fresh;
+    tdm_time_ms now = tdm_clock_now(r->clk);
+    if (m->n > 0) {
+        tdm_time_ms left = m->tick_left < r->strat.interval
+                               ? m->tick_left
+                               : r->strat.interval;
+        r->next_tick = tdm__time_add_sat(now, left);
+    }
+    if (r->align && m->align) {
+        r->max_desired = m->max_desired;
+        tdm_time_ms left = m->report_left < r->update_interval
+                               ? m->report_left
+                               : r->update_interval;
+        r->next_report = tdm__time_add_sat(now, left);
+    }
+    if (same) {
+        /* One old reader's splits, all of them: that reader. */
+        r->combined = m->combined;
+        r->out = m->out;
+        r->latest = m->latest;
+        r->out_idle = (m->flags & READER_OUT_IDLE) != 0;
+        set_paused(&r->paused, &r->clock,
+                   r->align && (m->flags & READER_PAUSED));
+        merge_reset(r);
+        return TDM_OK;
+    }
+    r->combined = !any ? TDM_TIME_MIN : all_idle ? max : min;
+    r->out = r->combined;
+    r->latest = r->out;
+    r->out_idle = any && all_idle;
+    set_paused(&r->paused, &r->clock,
+               r->align && r->max_desired < r->latest);
+    for (int i = 0; i < r->n; i++) {
+        reader_split *sp = r->splits[i];
+        if (!sp->finished)
+            set_paused(&sp->paused, &sp->clock,
+                       r->align && sp->has_wm && sp->wm > r->max_desired);
+    }
+    merge_reset(r);
+    return TDM_OK;
+}
+
+/* Splits the reader has (finished ones included). */
+int tdm__reader_split_count(const tdm_reader *r)
+{
+    return r ? r->n : 0;
+}
+
+/* Whether the reader's output is idle (its last status said so). */
+bool tdm__reader_output_idle(const tdm_reader *r)
+{
+    return r && r->out_idle;
 }

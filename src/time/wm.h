@@ -202,15 +202,35 @@ tdm_err tdm__wmgen_restore(tdm_wmgen *gen, struct tdm__dec *d);
  * Kafka); a reader with more splits than the checkpoint is refused. */
 tdm_err tdm__reader_snapshot(const tdm_reader *r, struct tdm__enc *e);
 tdm_err tdm__reader_restore(tdm_reader *r, struct tdm__dec *d);
-/* One split alone (a split section), for a restore with another
- * parallelism: the runtime keeps each split's section with its
- * partition's position and restores it into whichever reader now owns
- * the partition (whose combined output starts afresh).  INVAL (bad
+/* One split alone (a split section), restored into split @p split of
+ * a reader without touching the reader's own state.  INVAL (bad
  * index). */
 tdm_err tdm__reader_split_snapshot(const tdm_reader *r, int split,
                                    struct tdm__enc *e);
 tdm_err tdm__reader_split_restore(tdm_reader *r, int split,
                                   struct tdm__dec *d);
+
+/* Restore at another parallelism (docs/checkpoints.md): the splits of
+ * several old readers dealt to new readers.  For each old reader's
+ * section (as tdm__reader_snapshot wrote it) call
+ * tdm__reader_restore_splits on a fresh reader of the same strategy
+ * (and alignment settings): @p map(ud, i) gives the local split that
+ * old split i becomes in this reader, or -1 when another reader takes
+ * it; splits are added up to the highest index given.  Then call
+ * tdm__reader_restore_finish once: it merges what the old readers had
+ * as a whole (combined watermark, idleness, schedules, alignment) and
+ * recomputes it from the splits; see reader.c.  Neither emits
+ * anything: the caller announces tdm_reader_watermark() and
+ * tdm__reader_output_idle() to consumers whose channel state started
+ * afresh.  PARSE (bad input, also a split given twice), NOMEM, INVAL. */
+tdm_err tdm__reader_restore_splits(tdm_reader *r, struct tdm__dec *d,
+                                   int (*map)(void *ud, int split),
+                                   void *ud);
+tdm_err tdm__reader_restore_finish(tdm_reader *r);
+/* Splits the reader has, finished ones included. */
+int tdm__reader_split_count(const tdm_reader *r);
+/* Whether the reader's output is idle (the last status it gave). */
+bool tdm__reader_output_idle(const tdm_reader *r);
 
 /* A valve / combiner: per channel (input) watermark and status, the last
  * output.  The channel count must match. */

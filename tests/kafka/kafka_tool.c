@@ -7,9 +7,10 @@
  *           [--key-field F] [--ts-field F] FILE...
  *       JSON lines; message key from a field, timestamp (epoch ms) from a
  *       field, partition fixed, from an integer field, or by the key.
- *   consume BOOT TOPIC [--timestamps]
+ *   consume BOOT TOPIC [--timestamps | --offsets]
  *       every partition from the beginning to its end, one line per
- *       message: partition TAB key TAB value ("(null)" for none).
+ *       message: partition TAB key TAB value ("(null)" for none); with
+ *       --offsets: partition TAB offset TAB key TAB value.
  *   committed BOOT GROUP TOPIC
  *       per partition: partition TAB offset TAB metadata.
  *   offsets BOOT TOPIC
@@ -34,7 +35,8 @@ static int usage(void)
     fprintf(stderr,
             "usage: tdm_kafka_tool produce BOOT TOPIC [--partition N | "
             "--partition-field F] [--key-field F] [--ts-field F] FILE...\n"
-            "       tdm_kafka_tool consume BOOT TOPIC [--timestamps]\n"
+            "       tdm_kafka_tool consume BOOT TOPIC [--timestamps | "
+            "--offsets]\n"
             "       tdm_kafka_tool committed BOOT GROUP TOPIC\n"
             "       tdm_kafka_tool offsets BOOT TOPIC\n");
     return 2;
@@ -243,9 +245,12 @@ static int cmd_produce(int argc, char **argv)
 /* ---- consume ---- */
 
 /* Prints one message as partition TAB key TAB value. */
-static void print_message(const rd_kafka_message_t *m, int with_ts)
+static void print_message(const rd_kafka_message_t *m, int with_ts,
+                          int with_off)
 {
     printf("%" PRId32 "\t", m->partition);
+    if (with_off)
+        printf("%" PRId64 "\t", m->offset);
     if (m->key != NULL)
         fwrite(m->key, 1, m->key_len, stdout);
     else
@@ -266,7 +271,8 @@ static int cmd_consume(int argc, char **argv)
 {
     const char *boot = argv[0], *topic = argv[1];
     int with_ts = argc > 2 && strcmp(argv[2], "--timestamps") == 0;
-    if (argc > 2 && !with_ts)
+    int with_off = argc > 2 && strcmp(argv[2], "--offsets") == 0;
+    if (argc > 3 || (argc > 2 && !with_ts && !with_off))
         return usage();
     static const char *const props[] = { "enable.partition.eof", "true",
                                          "group.id", "tdm-kafka-tool",
@@ -322,7 +328,7 @@ static int cmd_consume(int argc, char **argv)
             rd_kafka_message_destroy(m);
             break;
         } else {
-            print_message(m, with_ts);
+            print_message(m, with_ts, with_off);
         }
         rd_kafka_message_destroy(m);
     }

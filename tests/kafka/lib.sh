@@ -30,11 +30,12 @@ kafka_init() {
     # A watchdog ends every process the test started when the test itself
     # is killed (a CTest timeout): tidemark runs with stop: never would
     # otherwise run on.  It holds no pipe of the test's, and ends within a
-    # second once kafka_cleanup removed the pid file.
+    # second once kafka_cleanup removed the pid file.  WATCHDOG_S (default
+    # 115) stays below the test's CTest timeout.
     : >"$W/pids"
     (
         n=0
-        while [ "$n" -lt 115 ] && [ -f "$W/pids" ]; do
+        while [ "$n" -lt "${WATCHDOG_S:-115}" ] && [ -f "$W/pids" ]; do
             sleep 1
             n=$((n + 1))
         done
@@ -153,14 +154,15 @@ wait_grep() {
 }
 
 # start_mock TOPIC:PARTITIONS...: starts the mock cluster with 3 brokers
-# and these topics; sets BOOT to its bootstrap address.
+# and these topics (and the options in MOCK_OPTS, if set); sets BOOT to
+# its bootstrap address.
 start_mock() {
     _args=""
     for _t in "$@"; do
         _args="$_args --topic $_t"
     done
     # shellcheck disable=SC2086
-    "$MOCK" --brokers 3 $_args --bootstrap-file "$W/bootstrap" \
+    "$MOCK" --brokers 3 $_args ${MOCK_OPTS:-} --bootstrap-file "$W/bootstrap" \
         >"$W/mock.log" 2>&1 &
     MOCK_PID=$!
     track "$MOCK_PID"

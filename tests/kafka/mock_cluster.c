@@ -7,7 +7,12 @@
  * death of its parent.
  *
  * Usage: tdm_kafka_mock [--brokers N] [--topic NAME:PARTITIONS]...
- *                       --bootstrap-file F
+ *                       [--delay APIKEY:MS] --bootstrap-file F
+ *
+ * --delay answers the first 4096 requests of one protocol request type
+ * (e.g. 26, EndTxn: a transaction's commit) on every broker MS
+ * milliseconds late, so a test can act while such a request is under
+ * way.
  */
 #include <errno.h>
 #include <signal.h>
@@ -33,7 +38,8 @@ static void on_signal(int sig)
 static int usage(void)
 {
     fprintf(stderr, "usage: tdm_kafka_mock [--brokers N] "
-                    "[--topic NAME:PARTITIONS]... --bootstrap-file F\n");
+                    "[--topic NAME:PARTITIONS]... [--delay APIKEY:MS] "
+                    "--bootstrap-file F\n");
     return 2;
 }
 
@@ -75,6 +81,7 @@ static int write_atomic(const char *path, const char *text)
 int main(int argc, char **argv)
 {
     int brokers = 3;
+    int delay_key = -1, delay_ms = 0;
     const char *bootstrap_file = NULL;
     char err[512];
     for (int i = 1; i < argc; i++) {
@@ -87,6 +94,11 @@ int main(int argc, char **argv)
             bootstrap_file = argv[++i];
         } else if (strcmp(argv[i], "--topic") == 0 && i + 1 < argc) {
             i++; /* Checked below, once the cluster exists. */
+        } else if (strcmp(argv[i], "--delay") == 0 && i + 1 < argc) {
+            if (sscanf(argv[++i], "%d:%d", &delay_key, &delay_ms) != 2 ||
+                delay_key < 0 || delay_key > 1000 || delay_ms < 0 ||
+                delay_ms > 60000)
+                return usage();
         } else {
             return usage();
         }
@@ -117,10 +129,18 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = 0;
+    /* Delayed answers: one stack entry per request (no error). */
+    for (int b = 1; delay_key >= 0 && b <= brokers && rc == 0; b++)
+        for (int k = 0; k < 4096 && rc == 0; k++)
+            if (rd_kafka_mock_broker_push_request_error_rtts(
+                    mc, b, (int16_t)delay_key, 1, RD_KAFKA_RESP_ERR_NO_ERROR,
+                    delay_ms) != RD_KAFKA_RESP_ERR_NO_ERROR)
+                rc = 1;
     for (int i = 1; i < argc && rc == 0; i++) {
         if (strcmp(argv[i], "--topic") != 0) {
             if (strcmp(argv[i], "--brokers") == 0 ||
-                strcmp(argv[i], "--bootstrap-file") == 0)
+                strcmp(argv[i], "--bootstrap-file") == 0 ||
+                strcmp(argv[i], "--delay") == 0)
                 i++;
             continue;
         }
