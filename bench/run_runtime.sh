@@ -104,8 +104,10 @@ run_config() {
         [ -n "$recs" ] || { cat "$tmp/err" >&2; exit 1; }
         # wall user sys rss_kb records
         echo "$(tail -n 1 "$tmp/time") $recs" >>"$tmp/runs"
-        # "checkpoints: 3 completed, 0 failed; the last, ..." (ck runs)
-        sed -n "s/^tidemark: \(checkpoints: .*\)/$name run $i: \1/p" \
+        # "checkpoint 2 completed: 24000000 bytes, ..." per checkpoint
+        # and "checkpoints: 3 completed, 0 failed; ..." (ck runs)
+        sed -n -e "s/^tidemark: \(checkpoints: .*\)/$name run $i: \1/p" \
+            -e "s/^tidemark: \(checkpoint [0-9]* completed.*\)/$name run $i: \1/p" \
             "$tmp/err" >>"$tmp/cklines"
     done
     # Records/s per run (wall), CPU ns per record, peak RSS; best and

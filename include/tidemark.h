@@ -1140,8 +1140,9 @@ typedef enum tdm_stat {
                                    (ms) */
     TDM_STAT_CHECKPOINT_BYTES,  /* its size: the blobs' bytes */
     TDM_STAT_CHECKPOINT_ALIGN_MS, /* its alignment time: the longest any
-                                   subtask took from the request to its
-                                   acknowledgement (ms) */
+                                   operator subtask held input back, from
+                                   the first barrier it received to the
+                                   last (ms) */
     TDM_STAT_COUNT_
 } tdm_stat;
 
@@ -1238,7 +1239,8 @@ TDM_API void tdm_job_destroy(tdm_job *job);
       "The last completed checkpoint's size (its blobs)")                  \
     X(CKPT_ALIGN, "lastCheckpointAlignmentTime", JOB, GAUGE, "ms",         \
       "The last completed checkpoint's alignment time: the longest any "   \
-      "subtask took from the request to its acknowledgement")              \
+      "operator subtask held input back, from the first barrier it "       \
+      "received to the last (Flink's alignment duration)")                 \
     X(WM_INPUT, "currentInputWatermark", VERTEX, GAUGE, "ms",              \
       "Watermark the subtask has received: the minimum over its active "   \
       "channels (sources: over their active partitions)")                  \

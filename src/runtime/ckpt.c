@@ -485,7 +485,6 @@ void rt_ckpt_ack(tdm__run *run, rt_ck_slot *c, uint64_t id, uint8_t *blob,
         c->blob = blob;
         c->len = len;
         c->acked = id;
-        c->ack_us = tdm__mono_us();
     }
     run->ck.wake = true;
     pthread_cond_broadcast(&run->cv);
@@ -636,8 +635,8 @@ static void complete(tdm__run *run)
                 pt->sk_len[j] = c->sk_len[j];
                 c->sk[j] = NULL;
             }
-            if (c->ack_us - ck->started_us > align_us)
-                align_us = c->ack_us - ck->started_us;
+            if (c->align_us > align_us)
+                align_us = c->align_us;
         } else {
             pt->ended_late = true;
             pt->len = c->fin_len;

@@ -245,7 +245,8 @@ typedef struct rt_ck_slot {
     size_t fin_len;
     uint8_t *sk[2];        /* pre_commit sections at acked */
     size_t sk_len[2];
-    int64_t ack_us;        /* when it acknowledged (tdm__mono_us) */
+    int64_t align_us;      /* its alignment for acked: first barrier
+                              in to the last (operators; sources 0) */
 } rt_ck_slot;
 
 /* One source subtask. */
@@ -417,6 +418,8 @@ struct rt_op_task {
     bool *ck_blocked;
     int ck_n_blocked;
     uint64_t ck_id;
+    uint64_t ck_taken; /* the last checkpoint id snapshotted (0: none) */
+    int64_t ck_first_us; /* when ck_id's first barrier came (mono us) */
     struct rt_stash {
         tdm__item *it;
         int n, cap;

@@ -1275,6 +1275,10 @@ static bool op_checkpoint(rt_op_task *t)
     size_t len = 0;
     bool done = false;
     uint64_t id = t->ck_id;
+    t->ck_taken = id;
+    /* Aligned now: the coordinator reads this after the ack below (under
+     * the run's mutex). */
+    t->ck.align_us = tdm__mono_us() - t->ck_first_us;
     if (op_snapshot(t, &blob, &len)) {
         if (rt_ckpt_pre_commit(t->run, &t->ck, id)) {
             /* Chaining: the barrier goes on in the output stream, after
@@ -1313,7 +1317,17 @@ static void on_barrier(rt_op_task *t, const tdm__item *it)
 {
     if (!t->ck_blocked || t->failed)
         return;
+    /* A barrier on a channel that already ended, or of a checkpoint
+     * this subtask has taken, is stale: aligning on it would snapshot
+     * the same checkpoint twice (a source subtask that never read once
+     * sent its barrier after END, and results were duplicated after a
+     * restore; task_source.c no longer does, this keeps any other
+     * sender from doing the same). */
+    if (t->ch_ended[it->ch] || (uint64_t)it->t <= t->ck_taken)
+        return;
     t->ck_id = (uint64_t)it->t;
+    if (t->ck_n_blocked == 0)
+        t->ck_first_us = tdm__mono_us();
     if (!t->ck_blocked[it->ch]) {
         t->ck_blocked[it->ch] = true;
         t->ck_n_blocked++;
