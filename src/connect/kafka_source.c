@@ -1245,6 +1245,32 @@ out:
     return err;
 }
 
+/* The next item of the comma-separated topic list at *pp (the whole rest
+ * when @p whole: a pattern), blanks trimmed: *name and *len (0: an empty
+ * item).  Advances *pp past the item and its comma.  False at the end.
+ * Borrows the list. */
+static bool next_topic(const char **pp, bool whole, const char **name,
+                       size_t *len)
+{
+    const char *p = *pp;
+    if (!p || !*p)
+        return false;
+    size_t n = whole ? strlen(p) : strcspn(p, ",");
+    const char *q = p;
+    size_t k = n;
+    while (k > 0 && (*q == ' ' || *q == '\t'))
+        q++, k--;
+    while (k > 0 && (q[k - 1] == ' ' || q[k - 1] == '\t'))
+        k--;
+    *name = q;
+    *len = k;
+    p += n;
+    if (*p == ',')
+        p++;
+    *pp = p;
+    return true;
+}
+
 /* At open, with checkpointing: this subtask's partitions, dealt by
  * global index (topics by name, partitions by number) round-robin over
  * the @p count subtasks; each gets its local index now.  The consumer
@@ -1262,14 +1288,9 @@ static tdm_err fixed_setup(tdm__source *src, int index, int count,
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "topic_pattern cannot be used with checkpoints "
                          "(list the topics)");
-    while (p && *p) {
-        size_t n = strcspn(p, ",");
-        const char *q = p;
-        size_t k = n;
-        while (k > 0 && (*q == ' ' || *q == '\t'))
-            q++, k--;
-        while (k > 0 && (q[k - 1] == ' ' || q[k - 1] == '\t'))
-            k--;
+    const char *q;
+    size_t k;
+    while (next_topic(&p, false, &q, &k)) {
         if (k > 0) {
             if (n_names == cap) {
                 cap = cap ? 2 * cap : 8;
@@ -1287,9 +1308,6 @@ static tdm_err fixed_setup(tdm__source *src, int index, int count,
             }
             n_names++;
         }
-        p += n;
-        if (*p == ',')
-            p++;
     }
     if (n_names == 0) {
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
@@ -1638,22 +1656,14 @@ static tdm_err subscribe(tdm__source *src, char *errbuf, size_t errbuf_size)
 
     if (!l)
         return TDM_ERR_NOMEM;
-    while (p && *p) {
-        size_t n = src->conf.kafka_pattern ? strlen(p) : strcspn(p, ",");
-        const char *q = p;
-        size_t k = n;
-        while (k > 0 && (*q == ' ' || *q == '\t'))
-            q++, k--;
-        while (k > 0 && (q[k - 1] == ' ' || q[k - 1] == '\t'))
-            k--;
+    const char *q;
+    size_t k;
+    while (next_topic(&p, src->conf.kafka_pattern != NULL, &q, &k)) {
         if (k > 0 && k < sizeof name) {
             memcpy(name, q, k);
             name[k] = '\0';
             rd_kafka_topic_partition_list_add(l, name, RD_KAFKA_PARTITION_UA);
         }
-        p += n;
-        if (*p == ',')
-            p++;
     }
     if (l->cnt == 0) {
         rd_kafka_topic_partition_list_destroy(l);

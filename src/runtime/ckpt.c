@@ -178,17 +178,23 @@ tdm_err rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
     tdm__ckpt_store_set_retain(ck->st,
                                (unsigned)tdm__job_int(job,
                                                       "checkpoint.retain"));
-    uint64_t id = 0;
+    uint64_t id = 0, top = 0;
     int found = 0;
     err = tdm__ckpt_latest(ck->st, &id, &found);
+    if (err == TDM_OK)
+        err = tdm__ckpt_highest(ck->st, &top);
     if (err != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
                          tdm__ckpt_store_errmsg(ck->st));
+    /* Ids go on above every checkpoint directory present, restored or
+     * not, valid or damaged (a fresh start keeps the old checkpoints,
+     * and a damaged newest one stays: new ones must not collide with
+     * them - cli.checkpoint_damage found a restore past a damaged
+     * checkpoint numbering its final checkpoint like the damaged one,
+     * which then could never be written). */
+    ck->last = top > id ? top : id;
     if (!found)
         return TDM_OK;
-    /* Ids go on above the newest, restored or not (a fresh start keeps
-     * the old checkpoints; new ones must not collide with them). */
-    ck->last = id;
     if (tdm__job_int(job, "checkpoint.restore") == 1) {
         tdm__job_log(job, "checkpoint: starting from scratch (checkpoint "
                           "%llu in %s not restored)",

@@ -1112,6 +1112,19 @@ fail:
     return rc;
 }
 
+/* The highest chk-<id> present, damaged or not. */
+tdm_err tdm__ckpt_highest(tdm__ckpt_store *st, uint64_t *id)
+{
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    *id = 0;
+    tdm_err rc = list_ids(st, 0, &ids, &n);
+    if (rc == TDM_OK && n > 0)
+        *id = ids[0];
+    tdm__free(ids);
+    return rc;
+}
+
 /* Opens checkpoint @p id for reading; errors in the store's errmsg. */
 tdm_err tdm__ckpt_reader_open(tdm__ckpt_store *st, uint64_t id,
                               tdm__ckpt_reader **out)

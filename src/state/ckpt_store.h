@@ -172,6 +172,12 @@ void tdm__ckpt_abort(tdm__ckpt_store *st);
  * damage (EIO, EACCES, ...): recovery must not silently fall back past a
  * checkpoint that may be complete.  TDM_ERR_NOMEM. */
 tdm_err tdm__ckpt_latest(tdm__ckpt_store *st, uint64_t *id, int *found);
+/* The highest id of any chk-<id> directory, valid or damaged, in *id
+ * (0: none): a writer numbers new checkpoints above it, since a damaged
+ * checkpoint's directory stays and a new one of the same id could not be
+ * renamed into place.  TDM_ERR_IO if the directory cannot be listed;
+ * TDM_ERR_NOMEM. */
+tdm_err tdm__ckpt_highest(tdm__ckpt_store *st, uint64_t *id);
 /* Checks one checkpoint as tdm__ckpt_latest() does; TDM_OK if valid,
  * TDM_ERR_PARSE if damaged (including a missing manifest or blob),
  * TDM_ERR_IO if it could not be read; the reason is in the errmsg. */

@@ -439,6 +439,39 @@ TDM_TEST(store_torn_newest_falls_back)
     fx_done(&fx);
 }
 
+/* A damaged newest checkpoint is skipped for reading but still counts for
+ * numbering: the runtime numbers new checkpoints above it (the bug
+ * cli.checkpoint_damage found: a run restored past damaged checkpoint 2
+ * numbered its next one 2, whose directory already existed, and a final
+ * checkpoint could never be written). */
+TDM_TEST(store_highest_counts_damaged_checkpoints)
+{
+    fixture fx;
+    fx_init(&fx);
+    tdm__ckpt_store *st = fx_open(&fx, TDM__CKPT_WRITE);
+    uint64_t top = 99;
+    ASSERT_OK(tdm__ckpt_highest(st, &top));
+    ASSERT_EQ(top, 0);
+    must_write(st, 1, TDM__CKPT_CHECKPOINT);
+    must_write(st, 2, TDM__CKPT_CHECKPOINT);
+    char blob[256];
+    snprintf(blob, sizeof blob, "%s/chk-0000000002/state-a", fx.dir);
+    ASSERT_TRUE(truncate(blob, 0) == 0);
+    ASSERT_EQ(latest(st), 1);
+    ASSERT_OK(tdm__ckpt_highest(st, &top));
+    ASSERT_EQ(top, 2);
+    /* Id 2 cannot be written again; 3 can. */
+    char err[1024];
+    ASSERT_TRUE(write_ckpt(st, 2, TDM__CKPT_CHECKPOINT, err, sizeof err) !=
+                TDM_OK);
+    ASSERT_TRUE(strstr(err, "already exists") != NULL);
+    tdm__ckpt_abort(st);
+    must_write(st, 3, TDM__CKPT_CHECKPOINT);
+    ASSERT_EQ(latest(st), 3);
+    tdm__ckpt_store_close(st);
+    fx_done(&fx);
+}
+
 /* A reader also refuses a corrupt blob on get. */
 TDM_TEST(store_get_checks_crc)
 {
