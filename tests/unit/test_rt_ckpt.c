@@ -1075,6 +1075,28 @@ static size_t written_after_restore(const char *sink, int writers)
     return total;
 }
 
+/* A chained case compared as multisets: variant @p v over @p records
+ * per source (NULL: the default), its golden run at @p p1, killed at its
+ * @p kill_at-th rename at @p p1 and restored at @p p2; the restored run
+ * must have written rows, and every writer's parts together must hold
+ * the golden lines. */
+static void chain_multiset_case(int v, const char *records, bool rescale,
+                                long kill_at, const char *p1,
+                                const char *p2)
+{
+    int w1 = atoi(p1), w2 = atoi(p2);
+    chain_records = records ? records : "1000000";
+    chain_variant = v;
+    chain_rescale = rescale;
+    chain_gold_run(p1);
+    ASSERT_TRUE(crash_and_restore_with(chain_job, kill_at, p1, p2,
+                                       chain_records) > 0);
+    ASSERT_TRUE(written_after_restore("out", w2) > 0);
+    ASSERT_TRUE(assert_parts_same_lines("out", w1 > w2 ? w1 : w2) > 0);
+    chain_rescale = false;
+    chain_records = "1000000";
+}
+
 TDM_TEST(chained_window_into_window_restored_after_a_kill)
 {
     make_root();
@@ -1095,14 +1117,7 @@ TDM_TEST(chained_window_into_window_restored_after_a_kill)
 TDM_TEST(chained_window_into_window_restored_at_another_parallelism)
 {
     make_root();
-    chain_variant = CH_WIN_WIN;
-    chain_rescale = true;
-    chain_gold_run("2");
-    ASSERT_TRUE(crash_and_restore_with(chain_job, 4, "2", "3",
-                                       chain_records) > 0);
-    ASSERT_TRUE(written_after_restore("out", 3) > 0);
-    ASSERT_TRUE(assert_parts_same_lines("out", 3) > 0);
-    chain_rescale = false;
+    chain_multiset_case(CH_WIN_WIN, NULL, true, 4, "2", "3");
     remove_root();
 }
 
@@ -1111,24 +1126,14 @@ TDM_TEST(chained_window_into_window_restored_at_another_parallelism)
 TDM_TEST(window_into_window_join_like_q7_restored_after_a_kill)
 {
     make_root();
-    chain_variant = CH_Q7;
-    chain_gold_run("1");
-    ASSERT_TRUE(crash_and_restore_with(chain_job, 4, "1", "1",
-                                       chain_records) > 0);
-    ASSERT_TRUE(written_after_restore("out", 1) > 0);
-    ASSERT_TRUE(assert_parts_same_lines("out", 1) > 0);
+    chain_multiset_case(CH_Q7, NULL, false, 4, "1", "1");
     remove_root();
 }
 
 TDM_TEST(window_into_window_join_like_q7_restored_at_another_parallelism)
 {
     make_root();
-    chain_variant = CH_Q7;
-    chain_gold_run("2");
-    ASSERT_TRUE(crash_and_restore_with(chain_job, 4, "2", "1",
-                                       chain_records) > 0);
-    ASSERT_TRUE(written_after_restore("out", 1) > 0);
-    ASSERT_TRUE(assert_parts_same_lines("out", 2) > 0);
+    chain_multiset_case(CH_Q7, NULL, false, 4, "2", "1");
     remove_root();
 }
 
@@ -1136,28 +1141,14 @@ TDM_TEST(window_into_window_join_like_q7_restored_at_another_parallelism)
 TDM_TEST(join_into_session_window_like_q9_restored_after_a_kill)
 {
     make_root();
-    chain_records = "100000";
-    chain_variant = CH_Q9;
-    chain_gold_run("1");
-    ASSERT_TRUE(crash_and_restore_with(chain_job, 4, "1", "1",
-                                       chain_records) > 0);
-    ASSERT_TRUE(written_after_restore("out", 1) > 0);
-    ASSERT_TRUE(assert_parts_same_lines("out", 1) > 0);
-    chain_records = "1000000";
+    chain_multiset_case(CH_Q9, "100000", false, 4, "1", "1");
     remove_root();
 }
 
 TDM_TEST(join_into_session_window_like_q9_restored_at_another_parallelism)
 {
     make_root();
-    chain_records = "100000";
-    chain_variant = CH_Q9;
-    chain_gold_run("1");
-    ASSERT_TRUE(crash_and_restore_with(chain_job, 4, "1", "2",
-                                       chain_records) > 0);
-    ASSERT_TRUE(written_after_restore("out", 2) > 0);
-    ASSERT_TRUE(assert_parts_same_lines("out", 2) > 0);
-    chain_records = "1000000";
+    chain_multiset_case(CH_Q9, "100000", false, 4, "1", "2");
     remove_root();
 }
 
@@ -1225,17 +1216,8 @@ TDM_TEST(retract_window_with_lateness_restored_after_a_kill)
 TDM_TEST(retract_window_restored_at_another_parallelism)
 {
     make_root();
-    chain_records = "250000";
-    chain_variant = CH_RETRACT;
-    chain_rescale = true;
-    chain_gold_run("2");
     /* Killed later than the others: the restored memory holds more. */
-    ASSERT_TRUE(crash_and_restore_with(chain_job, 12, "2", "3",
-                                       chain_records) > 0);
-    ASSERT_TRUE(written_after_restore("out", 3) > 0);
-    ASSERT_TRUE(assert_parts_same_lines("out", 3) > 0);
-    chain_rescale = false;
-    chain_records = "1000000";
+    chain_multiset_case(CH_RETRACT, "250000", true, 12, "2", "3");
     remove_root();
 }
 
