@@ -41,6 +41,32 @@ tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
 void tdm__kafka_logf(const tdm__klog *lg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ---- Consumer groups ---- */
+
+/* The signature of librdkafka's rebalance callback. */
+typedef void tdm__krebalance_fn(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                                rd_kafka_topic_partition_list_t *parts,
+                                void *opaque);
+
+/* 1 if @p kc (borrowed) names a cooperative partition.assignment.strategy.
+ * librdkafka refuses to mix eager and cooperative assignors, so this is
+ * the protocol of every rebalance of a consumer made from @p kc: the
+ * rebalance callbacks use it instead of rd_kafka_rebalance_protocol(),
+ * which can block forever in a callback served by a consumer close
+ * (librdkafka issue #4041). */
+int tdm__kafka_conf_coop(const rd_kafka_conf_t *kc);
+
+/* Leaves the consumer group of @p rk and destroys @p rk (takes
+ * ownership), within about @p limit_ms: the close runs in librdkafka's
+ * background and its rebalance events are served here by @p rebalance
+ * (called with @p opaque, as the rebalance callback would be); a group
+ * that does not let go in time is left without the LeaveGroup (the other
+ * members notice after session.timeout.ms) rather than blocking the
+ * caller.  Returns 1 if the consumer closed cleanly, 0 if it was given
+ * up. */
+int tdm__kafka_close_consumer(rd_kafka_t *rk, tdm__krebalance_fn *rebalance,
+                              void *opaque, int64_t limit_ms);
+
 /* ---- Producing ---- */
 
 /* Called when a produce call met QUEUE_FULL: serves  rk's delivery

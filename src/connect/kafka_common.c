@@ -282,3 +282,50 @@ void tdm__ksnap_free(tdm__ksnaps *r)
         r->count--;
     }
 }
+
+/* ---- Consumer groups ---- */
+
+/* 1 if the conf's partition.assignment.strategy is cooperative (see
+ * kafka.h). */
+int tdm__kafka_conf_coop(const rd_kafka_conf_t *kc)
+{
+    char strat[256];
+    size_t n = sizeof strat;
+
+    return rd_kafka_conf_get(kc, "partition.assignment.strategy", strat,
+                             &n) == RD_KAFKA_CONF_OK &&
+           strstr(strat, "cooperative") != NULL;
+}
+
+/* Leaves the group within limit_ms and destroys rk (see kafka.h). */
+int tdm__kafka_close_consumer(rd_kafka_t *rk, tdm__krebalance_fn *rebalance,
+                              void *opaque, int64_t limit_ms)
+{
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_error_t *e = q ? rd_kafka_consumer_close_queue(rk, q) : NULL;
+    int closed = 0;
+
+    if (q && !e) {
+        int64_t end = tdm__mono_ms() + limit_ms;
+        while (!(closed = rd_kafka_consumer_closed(rk)) &&
+               tdm__mono_ms() < end) {
+            /* Events, not callbacks: the close queue may carry
+             * operations no callback serves. */
+            rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 100);
+            if (ev && rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE)
+                rebalance(rk, rd_kafka_event_error(ev),
+                          rd_kafka_event_topic_partition_list(ev), opaque);
+            if (ev)
+                rd_kafka_event_destroy(ev);
+        }
+    }
+    if (e)
+        rd_kafka_error_destroy(e);
+    if (q)
+        rd_kafka_queue_destroy(q);
+    if (closed)
+        rd_kafka_destroy(rk);
+    else
+        rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    return closed;
+}

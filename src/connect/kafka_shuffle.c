@@ -253,6 +253,7 @@ struct tdm__kshuffle {
     const tdm__schema *schema;
     int *key_idx, n_key;
     rd_kafka_t *prod, *cons;
+    int coop;                     /* the reader's assignor is cooperative */
     int n_parts; /* partitions of the internal topic */
     tdm_clock *clk;
     int own_clk;
@@ -334,8 +335,7 @@ static void rk_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *op)
 {
     tdm__kshuffle *sh = op;
-    const char *proto = rd_kafka_rebalance_protocol(rk);
-    int coop = proto && !strcmp(proto, "COOPERATIVE");
+    int coop = sh->coop;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         /* Committed offsets and their floors; -1001 (none) leaves the
          * start to auto.offset.reset. */
@@ -548,6 +548,7 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
         TDM_OK)
         goto fail_msg;
     rd_kafka_conf_set_rebalance_cb(rc, rk_rebalance);
+    sh->coop = tdm__kafka_conf_coop(rc);
     sh->cons = rd_kafka_new(RD_KAFKA_CONSUMER, rc, e, sizeof e);
     if (!sh->cons) {
         rd_kafka_conf_destroy(rc);
@@ -1169,42 +1170,12 @@ const char *tdm__kshuffle_errmsg(const tdm__kshuffle *sh)
     return sh->err[0] ? sh->err : "no error";
 }
 
-/* Leaves the reader group, within 10 s: the close runs in librdkafka's
- * background and its rebalance callbacks are served here; a group that
- * does not let go in time is left without the LeaveGroup (the members
- * notice after session.timeout.ms). */
+/* Leaves the reader group, within 10 s (tdm__kafka_close_consumer). */
 static void close_consumer(tdm__kshuffle *sh)
 {
-    rd_kafka_queue_t *q = rd_kafka_queue_new(sh->cons);
-    rd_kafka_error_t *e = q ? rd_kafka_consumer_close_queue(sh->cons, q)
-                            : NULL;
-    int closed = 0;
-    if (q && !e) {
-        int64_t end = tdm__mono_ms() + 10000;
-        while (!(closed = rd_kafka_consumer_closed(sh->cons)) &&
-               tdm__mono_ms() < end) {
-            /* Events, not callbacks: the close queue may carry
-             * operations no callback serves. */
-            rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 100);
-            if (ev && rd_kafka_event_type(ev) == RD_KAFKA_EVENT_REBALANCE)
-                rk_rebalance(sh->cons, rd_kafka_event_error(ev),
-                             rd_kafka_event_topic_partition_list(ev), sh);
-            if (ev)
-                rd_kafka_event_destroy(ev);
-        }
-        if (!closed)
-            tdm__kafka_logf(&sh->log, "warning: the reader did not leave "
-                            "group \"%s-shuffle\" within 10 s", sh->group);
-    }
-    if (e)
-        rd_kafka_error_destroy(e);
-    if (q)
-        rd_kafka_queue_destroy(q);
-    if (closed)
-        rd_kafka_destroy(sh->cons);
-    else
-        rd_kafka_destroy_flags(sh->cons,
-                               RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    if (!tdm__kafka_close_consumer(sh->cons, rk_rebalance, sh, 10000))
+        tdm__kafka_logf(&sh->log, "warning: the reader did not leave "
+                        "group \"%s-shuffle\" within 10 s", sh->group);
 }
 
 /* Last marker, flush, leave, free (see the header). */

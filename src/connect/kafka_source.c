@@ -40,6 +40,8 @@
 
 /* How long rd_kafka_committed / offsets_for_times may take at assign. */
 #define KS_QUERY_MS 5000
+/* How long a close may take to leave the group. */
+#define KS_CLOSE_MS 10000
 /* The first consumer poll of a call waits this long for a message. */
 #define KS_WAIT_MS 50
 /* Claims and metadata-only periodic commits wait until the group has
@@ -821,7 +823,15 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
      * running group, or a restarted job, continue where they were. */
     if (src->sh)
         tdm__kshuffle_input_assigned(src->sh, -1);
-    if (l->cnt > 0) {
+    if (l->cnt > 0 && src->closing) {
+        /* Given while leaving (another member left at the same moment):
+         * nothing is read any more, the assign only completes the
+         * protocol, and a committed-offset query would wait out its
+         * timeout. */
+        e = RD_KAFKA_RESP_ERR__DESTROY;
+        for (int i = 0; i < l->cnt; i++)
+            l->elems[i].offset = RD_KAFKA_OFFSET_INVALID;
+    } else if (l->cnt > 0) {
         e = rd_kafka_committed(src->rk, l, KS_QUERY_MS);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
             tdm__kafka_logf(&src->log, "cannot read committed offsets (%s):"
@@ -839,7 +849,7 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
                 el->offset = RD_KAFKA_OFFSET_INVALID;
         }
     }
-    if (start == TDM__KSTART_TIMESTAMP)
+    if (start == TDM__KSTART_TIMESTAMP && !src->closing)
         find_times(src, l, resumed);
     for (int i = 0; i < l->cnt; i++) {
         rd_kafka_topic_partition_t *el = &l->elems[i];
@@ -1010,10 +1020,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          void *opaque)
 {
     tdm__source *src = opaque;
-    /* NULL before the member joined (a close right after open): the
-     * configured assignor tells. */
-    const char *proto = rd_kafka_rebalance_protocol(rk);
-    bool coop = proto ? strcmp(proto, "COOPERATIVE") == 0 : src->coop_conf;
+    /* The configured assignor tells (tdm__kafka_conf_coop: not
+     * rd_kafka_rebalance_protocol(), which can hang inside a close). */
+    bool coop = src->coop_conf;
 
     src->hold_commits = false;
     src->last_rebalance_ms = tdm__mono_ms();
@@ -1615,10 +1624,16 @@ static void ks_close(tdm__source *src)
     owners_leave(src);
     if (src->rk) {
         /* Leaves the group; the revoke callback makes a last hand-over
-         * commit of what the last commit() allowed. */
+         * commit of what the last commit() allowed.  Bounded: a close
+         * that meets a rebalance (another member leaving at the same
+         * moment) must not hold the job's exit. */
         src->closing = true;
-        rd_kafka_consumer_close(src->rk);
-        rd_kafka_destroy(src->rk);
+        if (!tdm__kafka_close_consumer(src->rk, rebalance_cb, src,
+                                       KS_CLOSE_MS))
+            tdm__kafka_logf(&src->log, "warning: the consumer did not "
+                            "leave its group within %d s",
+                            KS_CLOSE_MS / 1000);
+        src->rk = NULL;
     }
     tdm__kshuffle_close(src->sh);
     for (int i = 0; i < src->n_parts; i++) {
@@ -1815,14 +1830,7 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
     if (err != TDM_OK)
         goto fail;
     rd_kafka_conf_set_rebalance_cb(kc, rebalance_cb);
-    {
-        char strat[256];
-        size_t n = sizeof strat;
-        src->coop_conf =
-            rd_kafka_conf_get(kc, "partition.assignment.strategy", strat,
-                              &n) == RD_KAFKA_CONF_OK &&
-            strstr(strat, "cooperative") != NULL;
-    }
+    src->coop_conf = tdm__kafka_conf_coop(kc);
     src->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof why);
     if (!src->rk) {
         rd_kafka_conf_destroy(kc);

@@ -1343,9 +1343,9 @@ static void tpc_close(tdm__sinkobj *s)
         return;
     s->io_err = TDM_ERR_STATE;
     snprintf(s->io_msg, sizeof s->io_msg,
-             "sink '%s': closed with %llu bytes not pre-committed "
-             "(discarded) and %zu parts not committed (left for recovery)",
-             s->name, (unsigned long long)lost, s->n_pend);
+             "closed with %llu bytes not pre-committed (discarded) and "
+             "%zu parts not committed (left for recovery)",
+             (unsigned long long)lost, s->n_pend);
 }
 
 /* Frees the sink as a crash would leave it (connect.h, abandon). */

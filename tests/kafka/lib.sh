@@ -86,8 +86,10 @@ fail() {
     echo "FAIL: $*" >&2
     for f in "$W"/*.log; do
         [ -f "$f" ] || continue
-        echo "---- $f (last 40 lines)" >&2
-        tail -n 40 "$f" >&2
+        case $f in
+        */stack-*.log) echo "---- $f" >&2; grep -E '^(Thread|#)' "$f" >&2 ;;
+        *) echo "---- $f (last 40 lines)" >&2; tail -n 40 "$f" >&2 ;;
+        esac
     done
     exit 1
 }
@@ -221,6 +223,11 @@ wait_pid() {
             break
         fi
         if [ "$(now_ms)" -gt "$_end" ]; then
+            # Where it hangs, when gdb is there (fail prints *.log).
+            if command -v gdb >/dev/null 2>&1; then
+                gdb -p "$1" -batch -ex "thread apply all bt" \
+                    >"$W/stack-$1.log" 2>&1 || true
+            fi
             fail "process $1 still running after $2 s"
         fi
         sleep 0.05
