@@ -27,6 +27,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,10 @@ struct tdm__sinkobj {
      * after each transaction (mk: that consumer). */
     bool mock_marker;
     rd_kafka_t *mk;
+    /* Tests: TDM_KAFKA_MOCK_KILL=N makes the process SIGKILL itself just
+     * before its N-th commit of a transaction with messages (any writer,
+     * counted in mock_prepared), like TDM_FIO_FAULT's KILL; 0 off. */
+    long kill_at;
     tdm__enc cur;         /* messages since the last pre-commit */
     uint64_t cur_n;
     kk_epoch *pend;       /* pre-committed, oldest first */
@@ -92,6 +97,10 @@ struct tdm__sinkobj {
     bool d_multi;
     tdm__kk_txn_ops ops;
 };
+
+/* Transactions with messages about to commit in this process, for
+ * TDM_KAFKA_MOCK_KILL (a test hook). */
+static atomic_long mock_prepared;
 
 /* Records a failure: the first reason is written before the count
  * moves, so a reader that sees failed > 0 (flush, close, on another
@@ -545,6 +554,12 @@ static tdm_err tx_run(tdm__sinkobj *s, const kk_epoch *ep, int64_t mark,
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                         "transaction '%s': a delivery to '%s' failed: %s",
                         s->txid, s->topic, s->first_err);
+    /* A crash with the checkpoint durable and its transaction prepared,
+     * not committed: the case a sink without the write-ahead log loses
+     * (tests/kafka/checkpoint.sh, scenarios tN). */
+    if (err == TDM_OK && ep && s->kill_at > 0 &&
+        atomic_fetch_add(&mock_prepared, 1) + 1 == s->kill_at)
+        raise(SIGKILL); /* never returns */
     if (err == TDM_OK)
         err = tx_fail(s, "commit", s->ops.commit(s->txp, KK_TX_MS), errbuf,
                       errbuf_size);
@@ -943,6 +958,8 @@ static tdm_err tx_setup(tdm__sinkobj *s, const tdm__sink_conf *conf,
     s->debug = conf->debug;
     const char *mm = getenv("TDM_KAFKA_MOCK_MARKER");
     s->mock_marker = mm && strcmp(mm, "1") == 0;
+    const char *mkill = getenv("TDM_KAFKA_MOCK_KILL");
+    s->kill_at = mkill ? strtol(mkill, NULL, 10) : 0;
     s->ops = real;
     if (conf->kafka_txn_ops) {
         const tdm__kk_txn_ops *o = conf->kafka_txn_ops;
