@@ -957,9 +957,26 @@ done:
 /* Cells                                                                   */
 /* ====================================================================== */
 
-/* Adds the cell of (key id, sid); see wstore.h.  Inline when the entry
- * has a free cell, else spilled. */
-tdm__ws_cell *tdm__ws_cell_add(tdm__wstore *ws, uint32_t id, uint32_t sid)
+/* Grows a span's member list (by doubling); see wstore.h. */
+bool tdm__ws_member_grow(tdm__wstore *ws, uint32_t sid)
+{
+    tdm__ws_span *s = &ws->spans[sid];
+    uint32_t ncap = s->cap ? s->cap * 2 : 4;
+    if (ncap <= s->cap)
+        return false;
+    uint32_t *nm = tdm__realloc(s->members, ncap * sizeof *nm);
+    if (!nm)
+        return false;
+    s->members = nm;
+    s->cap = ncap;
+    return true;
+}
+
+/* Adds the cell of (key id, sid), and the key to the span's members
+ * when @p member.  Inline when the entry has a free cell, else
+ * spilled. */
+static tdm__ws_cell *cell_make(tdm__wstore *ws, uint32_t id, uint32_t sid,
+                               bool member)
 {
     tdm__ws_key *e = tdm__ws_key_at(ws, id);
     tdm__ws_span *s = &ws->spans[sid];
@@ -975,16 +992,8 @@ tdm__ws_cell *tdm__ws_cell_add(tdm__wstore *ws, uint32_t id, uint32_t sid)
     if (!inline_room && (e->meta >= UINT32_MAX - TDM__WS_SPILL_ONE ||
                          !spill_reserve(ws)))
         return NULL;
-    if (s->n == s->cap) {
-        uint32_t ncap = s->cap ? s->cap * 2 : 4;
-        if (ncap <= s->cap)
-            return NULL;
-        uint32_t *nm = tdm__realloc(s->members, ncap * sizeof *nm);
-        if (!nm)
-            return NULL;
-        s->members = nm;
-        s->cap = ncap;
-    }
+    if (member && !tdm__ws_member_reserve(ws, sid))
+        return NULL;
     if (inline_room) {
         /* The first free inline cell (span 0). */
         c->span = sid + 1;
@@ -999,16 +1008,31 @@ tdm__ws_cell *tdm__ws_cell_add(tdm__wstore *ws, uint32_t id, uint32_t sid)
     ws->adds++;
     /* Members keep creation order: the owner fires a span's windows in
      * it (as equal-time timers fire in registration order). */
-    s->members[s->n++] = id;
-    ws->n_members++;
+    if (member)
+        tdm__ws_member_push(ws, sid, id);
+    s->cells++;
     ws->n_cells++;
     return c;
+}
+
+/* Adds the cell of (key id, sid) and the key to the span's members. */
+tdm__ws_cell *tdm__ws_cell_add(tdm__wstore *ws, uint32_t id, uint32_t sid)
+{
+    return cell_make(ws, id, sid, true);
+}
+
+/* Adds the cell of (key id, sid) only; see wstore.h. */
+tdm__ws_cell *tdm__ws_cell_add_bare(tdm__wstore *ws, uint32_t id,
+                                    uint32_t sid)
+{
+    return cell_make(ws, id, sid, false);
 }
 
 /* Removes a cell and, when it was the key's last, the key. */
 void tdm__ws_cell_release(tdm__wstore *ws, uint32_t id, tdm__ws_cell *c)
 {
     tdm__ws_key *e = tdm__ws_key_at(ws, id);
+    ws->spans[(c->span & ~TDM__WS_SPILL_BIT) - 1].cells--;
     if (c->span & TDM__WS_SPILL_BIT) {
         spill_remove(ws, spill_of(c));
         e->meta -= TDM__WS_SPILL_ONE;

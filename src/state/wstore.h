@@ -15,7 +15,10 @@
  *                  side table when the entry is full)
  *   span      -> one window interval [start, end) shared by all keys,
  *                with the keys that have a cell in it (creation order)
- *                and its fire and cleanup times
+ *                and its fire and cleanup times (the window operator's
+ *                sliced mode, window/winop_slice.c, has two kinds: slices
+ *                with cells and no members, windows with members and no
+ *                cells)
  *
  * A key's id is its slot in the table; ids change only when the table
  * is rebuilt (growing, shrinking, tombstones cleared in place), and the
@@ -86,6 +89,9 @@ typedef struct tdm__ws_span {
     uint32_t hpos;       /* position in the due heap, NONE if not due */
     uint32_t fired;      /* 1 once the fire time was handled; next free
                           * id while the span is free */
+    uint32_t cells;      /* live cells in the span (the slices of the
+                          * operator's sliced mode have cells but no
+                          * members) */
 } tdm__ws_span;
 
 /* Control bytes of the key table. */
@@ -456,6 +462,32 @@ tdm_err tdm__ws_span_get(tdm__wstore *ws, tdm_time_ms start,
  * and appends the key to the span's members.  The values are zero.
  * Returns the cell, or NULL on OOM (nothing changed). */
 tdm__ws_cell *tdm__ws_cell_add(tdm__wstore *ws, uint32_t id, uint32_t sid);
+/* tdm__ws_cell_add without the member: for spans that do not list their
+ * keys (the slices of the window operator's sliced mode, whose windows
+ * list the keys instead).  Returns the cell (values zero), or NULL on
+ * OOM (nothing changed). */
+tdm__ws_cell *tdm__ws_cell_add_bare(tdm__wstore *ws, uint32_t id,
+                                    uint32_t sid);
+/* Grows the member list of span @p sid (doubling).  False on OOM
+ * (nothing changed). */
+bool tdm__ws_member_grow(tdm__wstore *ws, uint32_t sid);
+/* Makes room for one more member of span @p sid, so that
+ * tdm__ws_member_push cannot fail.  False on OOM (nothing changed). */
+static inline bool tdm__ws_member_reserve(tdm__wstore *ws, uint32_t sid)
+{
+    return ws->spans[sid].n < ws->spans[sid].cap ||
+           tdm__ws_member_grow(ws, sid);
+}
+/* Appends key @p id to the members of span @p sid without a cell (room
+ * reserved by tdm__ws_member_reserve): a window of the sliced mode,
+ * whose values live in the cells of its slices. */
+static inline void tdm__ws_member_push(tdm__wstore *ws, uint32_t sid,
+                                       uint32_t id)
+{
+    tdm__ws_span *s = &ws->spans[sid];
+    s->members[s->n++] = id;
+    ws->n_members++;
+}
 /* Removes cell @p c of key @p id (the span's member list is left alone:
  * this is for walking a span that is then freed), and the key when it
  * has no cell left. */

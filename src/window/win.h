@@ -2,7 +2,8 @@
 /* win.h - internals of windows: the layouts behind tdm_assigner,
  * tdm_trigger and tdm_aggregate, the window operator's state, and the
  * helpers the files of src/window/ share (assign.c, trigger.c, agg.c,
- * merge.c, winop.c; join_window.c uses the assigner part).
+ * merge.c, winop.c, winop_slice.c; join_window.c uses the assigner
+ * part).
  *
  * Built-in triggers and aggregates are dispatched with a switch on their
  * kind so that the per-record path makes no indirect calls; user-defined
@@ -250,6 +251,23 @@ struct tdm_winop {
     bool lean_tumbling;
     tdm_agg_kind lean_kind;
     uint32_t lean_sid;       /* tumbling: the last window interval used */
+    /* The lean path's sliced mode (winop_slice.c): sliding counts
+     * without allowed lateness keep one cell per (key, slice) and list
+     * each window's keys; a window's count is the sum of its slices'
+     * cells when it fires. */
+    bool lean_sliced;
+    tdm_time_ms slice_len;   /* gcd(size, slide) */
+    tdm_time_ms slice_off;   /* the offset modulo slice_len */
+    uint32_t slice_sid;      /* the slice a record went to last, or NONE */
+    struct tdm__slice_walk *swalk; /* window walks under way, innermost
+                                    * first (the emit callback may call
+                                    * back into the operator) */
+    struct tdm__slice_cache *scache;   /* the windows of slice_sid */
+    uint64_t slice_wgen;     /* window spans freed so far (the cache's
+                              * span ids stay valid while it is equal) */
+    struct tdm__slice_frozen *sfrozen; /* due windows not walked yet whose
+                                        * results were fixed early */
+    uint32_t n_sfrozen, cap_sfrozen;
     tdm__wstore *ws;
     tdm_time_ms lateness;
     tdm_time_ms wm;          /* current watermark */
@@ -430,6 +448,10 @@ static inline bool tdm__win_is_late(const tdm_winop *op, tdm_time_ms end)
  * path even when the lean one applies, so that tests can compare the
  * two.  Returns TDM_OK, or TDM_ERR_STATE after the first input. */
 tdm_err tdm__winop_disable_lean(tdm_winop *op);
+/* Test hook and restore: makes a fresh operator in the sliced mode
+ * (winop_slice.c) keep per-window cells instead.  Returns TDM_OK (also
+ * when it was not sliced), or TDM_ERR_STATE after the first input. */
+tdm_err tdm__winop_disable_slicing(tdm_winop *op);
 /* Probe for observability (the runtime's window status): what the
  * operator holds for window [start, end) of key @p key (merging
  * assigners: the merged window with exactly these bounds).  *has_state
@@ -457,6 +479,43 @@ void tdm__winop_prefetch_key(const tdm_winop *op, const char *key,
                              size_t len);
 /* Keys with live state (the runtime's stateKeys metric). */
 int64_t tdm__winop_keys(const tdm_winop *op);
+/* R2.1 (winop.c): a record no window accepted, and late itself, goes to
+ * the late output or is counted.  Borrows @p rec and @p key. */
+void tdm__win_handle_late(tdm_winop *op, const tdm_record *rec,
+                          const char *key, size_t key_len);
+
+/* ---- The lean path's sliced mode (winop_slice.c) ---- */
+
+/* True when an operator with this configuration takes the sliced mode:
+ * the lean path (event-time trigger, built-in aggregate) of an
+ * event-time sliding count without allowed lateness, whose windows are
+ * at least two and at most 64 slices (slice: gcd(size, slide)).
+ * Other cases - other aggregates (a sum of slices is not the sum of
+ * the records in floating point; min/max and NaN), allowed lateness
+ * (late firings per window), every other trigger or assigner - stay on
+ * the lean path's per-window cells or on the general path. */
+bool tdm__slice_applies(const tdm_winop *op);
+/* Sets the sliced mode's fields of a lean operator for which
+ * tdm__slice_applies holds. */
+void tdm__slice_setup(tdm_winop *op);
+/* Adds @p add (1 for a record, a partial count for
+ * tdm__winop_push_partial) to the cell of the record's key and slice,
+ * making it and listing the key in the windows it is new to; a record
+ * whose windows are all late goes to tdm__win_handle_late.  Borrows
+ * @p rec.  Returns TDM_OK or TDM_ERR_NOMEM (nothing changed). */
+tdm_err tdm__slice_push(tdm_winop *op, const tdm_record *rec, double add);
+/* Fires and cleans up every window whose maxTimestamp is <= @p wm (the
+ * watermark, already in op->wm), in time order and each window's keys
+ * in the order they first came to it, as the lean path does; releases
+ * the slices whose last window fired. */
+void tdm__slice_watermark(tdm_winop *op, tdm_time_ms wm);
+/* Frees what the sliced mode holds outside the window store. */
+void tdm__slice_free(tdm_winop *op);
+/* The count of key @p kid in window [start, end): the sum of its cells
+ * in the window's slices.  False when it has none. */
+bool tdm__slice_count(const tdm_winop *op, uint32_t kid, tdm_time_ms start,
+                      tdm_time_ms end, double *count);
+
 /* Records the first error raised inside a callback chain. */
 static inline void tdm__win_fail(tdm_winop *op, tdm_err e)
 {

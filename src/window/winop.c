@@ -9,7 +9,9 @@
  * or sliding event-time windows, the event-time trigger, a built-in
  * incremental aggregate - with a window store (state/wstore.h): a record
  * costs one key lookup that lands on the key's windows, and windows fire
- * and are cleaned up per window interval instead of per timer.
+ * and are cleaned up per window interval instead of per timer.  Sliding
+ * counts without lateness keep slices instead of windows there
+ * (winop_slice.c, the sliced mode).
  * Watermarks and statuses go through a tdm_valve whose output drives the
  * event-time timers and is then forwarded.
  */
@@ -240,7 +242,9 @@ static void process_watermark(tdm_winop *op, tdm_time_ms wm)
     if (op->restored && wm <= op->wm)
         return; /* a restarted valve below the restored watermark */
     op->wm = wm;
-    if (op->lean) {
+    if (op->lean_sliced) {
+        tdm__slice_watermark(op, wm);
+    } else if (op->lean) {
         lean_watermark(op, wm);
     } else {
         tdm__timer t;
@@ -364,8 +368,8 @@ static tdm_err process_record(tdm_winop *op, uint32_t kid, tdm_time_ms ts,
 
 /* R2.1: a record no window accepted, and late itself, goes to the late
  * output or is counted.  @p key is the record's key (interned or not). */
-static void handle_late(tdm_winop *op, const tdm_record *rec,
-                        const char *key, size_t key_len)
+void tdm__win_handle_late(tdm_winop *op, const tdm_record *rec,
+                          const char *key, size_t key_len)
 {
     if (!op->event_time ||
         tdm__time_add_sat(rec->ts, op->lateness) > op->wm)
@@ -575,7 +579,7 @@ lean_push_slow(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
         return err;
     }
     if (!handled)
-        handle_late(op, rec, key, len);
+        tdm__win_handle_late(op, rec, key, len);
     return TDM_OK;
 }
 
@@ -774,7 +778,7 @@ static __attribute__((noinline)) tdm_err general_push(tdm_winop *op,
     if (err == TDM_OK && !handled) {
         size_t key_len;
         const char *key = tdm__keys_get(op->keys, kid, &key_len);
-        handle_late(op, rec, key, key_len);
+        tdm__win_handle_late(op, rec, key, key_len);
     }
     tdm__keys_unref(op->keys, kid);
     if (err == TDM_OK)
@@ -796,7 +800,8 @@ tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
     op->started = true;
     op->pending = TDM_OK;
     if (op->lean && rec->ts != TDM_TIME_MIN) {
-        tdm_err err = lean_push(op, rec, rec->ts, NULL);
+        tdm_err err = op->lean_sliced ? tdm__slice_push(op, rec, 1)
+                                      : lean_push(op, rec, rec->ts, NULL);
         return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
     }
     return general_push(op, rec);
@@ -818,7 +823,8 @@ tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
                          "the lean path of a count and a timestamp");
     op->started = true;
     op->pending = TDM_OK;
-    tdm_err err = lean_push(op, rec, rec->ts, part);
+    tdm_err err = op->lean_sliced ? tdm__slice_push(op, rec, part[0])
+                                  : lean_push(op, rec, rec->ts, part);
     return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
 }
 
@@ -1050,8 +1056,14 @@ tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
         op->lean_tumbling = op->asg->kind == TDM__ASG_TUMBLING;
         op->lean_kind = op->agg->kind;
         op->lean_sid = TDM__WS_NONE;
+        op->slice_sid = TDM__WS_NONE;
+        /* Sliding counts without lateness (the default) are sliced:
+         * keys then mostly have one slice at a time, as tumbling keys
+         * one window, and start with the small entries. */
+        if (tdm__slice_applies(op))
+            tdm__slice_setup(op);
         op->ws = tdm__ws_new(op->lean_kind == TDM_AGG_AVG ? 2 : 1,
-                             op->lean_tumbling);
+                             op->lean_tumbling || op->lean_sliced);
         if (!op->ws)
             goto nomem;
     }
@@ -1093,6 +1105,8 @@ tdm_err tdm_winop_set_allowed_lateness(tdm_winop *op, tdm_time_ms lateness_ms,
                          "allowed_lateness_ms can only be set before the "
                          "first input");
     op->lateness = lateness_ms;
+    if (op->lean_sliced && !tdm__slice_applies(op))
+        (void)tdm__winop_disable_slicing(op);
     return TDM_OK;
 }
 
@@ -1119,6 +1133,30 @@ tdm_err tdm__winop_disable_lean(tdm_winop *op)
     tdm__ws_destroy(op->ws);
     op->ws = NULL;
     op->lean = false;
+    op->lean_sliced = false;
+    return TDM_OK;
+}
+
+/* Switches a fresh sliced operator to the lean path's per-window cells
+ * (allowed lateness set, a restore, tests).  The store is made again
+ * with the entries of a sliding store; without memory for it the empty
+ * one is kept (its entries grow as cells spill). */
+tdm_err tdm__winop_disable_slicing(tdm_winop *op)
+{
+    if (op->started && !op->restored)
+        return TDM_ERR_STATE;
+    if (!op->lean_sliced)
+        return TDM_OK;
+    op->lean_sliced = false;
+    op->slice_sid = TDM__WS_NONE;
+    tdm__slice_free(op);
+    if (op->ws->live_spans == 0) {
+        tdm__wstore *ws = tdm__ws_new(op->ws->n_vals, false);
+        if (ws) {
+            tdm__ws_destroy(op->ws);
+            op->ws = ws;
+        }
+    }
     return TDM_OK;
 }
 
@@ -1145,6 +1183,8 @@ int64_t tdm_winop_live_windows(const tdm_winop *op)
 {
     if (!op)
         return 0;
+    if (op->lean_sliced)
+        return (int64_t)op->ws->n_members; /* keys listed per window */
     if (op->lean)
         return (int64_t)op->ws->n_cells;
     return (int64_t)tdm__kv_count(op->wins);
@@ -1191,6 +1231,14 @@ void tdm__winop_probe(const tdm_winop *op, const char *key, size_t len,
         uint32_t sid = tdm__ws_span_find(ws, start, end);
         if (kid == TDM__WS_NONE || sid == TDM__WS_NONE)
             return;
+        if (op->lean_sliced) {
+            double n;
+            if (tdm__slice_count(op, kid, start, end, &n)) {
+                *has_state = 1;
+                *elements = (int64_t)n;
+            }
+            return;
+        }
         const tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid),
                                                 kid, sid);
         if (!c)
@@ -1254,6 +1302,7 @@ void tdm_winop_destroy(tdm_winop *op)
     if (op->wins && op->agg)
         tdm__kv_each(op->wins, free_contents, op);
     tdm_valve_destroy(op->valve);
+    tdm__slice_free(op);
     tdm__ws_destroy(op->ws);
     tdm__kv_destroy(op->wins);
     tdm__timers_destroy(op->timers[TDM__EVENT]);

@@ -403,6 +403,28 @@ static int cmp_span_ord(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The firing count and values of key @p kid's window @p sid: its cell,
+ * or in the sliced mode (winop_slice.c) the sum of its slices' cells in
+ * a window that has not fired (fired windows are gone there).  The
+ * snapshot is thus the same as the per-window path's, and a restore
+ * goes on with per-window cells (tdm__winop_restore). */
+static void cell_state(const tdm_winop *op, tdm__ws_key *k, uint32_t kid,
+                       uint32_t sid, uint64_t *fires, double *val)
+{
+    const tdm__wstore *ws = op->ws;
+    val[0] = val[1] = 0;
+    if (op->lean_sliced) {
+        const tdm__ws_span *sp = &ws->spans[sid];
+        *fires = 0;
+        (void)tdm__slice_count(op, kid, sp->start, sp->end, &val[0]);
+        return;
+    }
+    const tdm__ws_cell *c = tdm__ws_cell_of(ws, k, kid, sid);
+    *fires = tdm__ws_fires(c);
+    for (uint32_t v = 0; v < ws->n_vals; v++)
+        val[v] = c->v[v];
+}
+
 static tdm_err snap_lean(const tdm_winop *op, tdm__enc *e, kgroups *kg,
                          size_t ng)
 {
@@ -422,6 +444,8 @@ static tdm_err snap_lean(const tdm_winop *op, tdm__enc *e, kgroups *kg,
         const tdm__ws_span *sp = &ws->spans[sid];
         if (tdm__ws_span_find(ws, sp->start, sp->end) != sid)
             continue; /* a free id */
+        if (op->lean_sliced && sp->end == TDM_TIME_MIN)
+            continue; /* a slice of the sliced mode: in its windows */
         spans[n_sp].seq = sp->seq;
         spans[n_sp].sid = sid;
         n_sp++;
@@ -478,14 +502,16 @@ static tdm_err snap_lean(const tdm_winop *op, tdm__enc *e, kgroups *kg,
                 uint32_t pos = refs[order[j]].pos;
                 uint32_t kid = sp->members[pos];
                 tdm__ws_key *k = tdm__ws_key_at(ws, kid);
-                const tdm__ws_cell *c = tdm__ws_cell_of(ws, k, kid, sid);
+                uint64_t fires;
+                double val[2];
+                cell_state(op, k, kid, sid, &fires, val);
                 size_t klen = tdm__ws_key_len(k);
                 if (klen > CELL_KEY_FAST) {
                     tdm__enc_uvar(e, pos);
                     tdm__enc_bytes(e, tdm__ws_key_bytes(k), klen);
-                    tdm__enc_uvar(e, tdm__ws_fires(c));
+                    tdm__enc_uvar(e, fires);
                     for (uint32_t v = 0; v < ws->n_vals; v++)
-                        tdm__enc_u64(e, dbits(c->v[v]));
+                        tdm__enc_u64(e, dbits(val[v]));
                     continue;
                 }
                 /* The common short key: the cell is put together here
@@ -496,9 +522,9 @@ static tdm_err snap_lean(const tdm_winop *op, tdm__enc *e, kgroups *kg,
                 n += put_uvar(buf + n, klen);
                 memcpy(buf + n, tdm__ws_key_bytes(k), klen);
                 n += klen;
-                n += put_uvar(buf + n, tdm__ws_fires(c));
+                n += put_uvar(buf + n, fires);
                 for (uint32_t v = 0; v < ws->n_vals; v++)
-                    n += put_u64(buf + n, dbits(c->v[v]));
+                    n += put_u64(buf + n, dbits(val[v]));
                 tdm__enc_raw(e, buf, n);
             }
         }
@@ -1008,6 +1034,10 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
     if (op->started && !op->restored)
         return tdm__msgf(&op->msg, TDM_ERR_STATE, "window operator "
                          "restore after input");
+    /* Snapshots hold per-window cells (cell_state): the sliced mode
+     * cannot take them apart into slices, so a restored operator keeps
+     * per-window cells. */
+    (void)tdm__winop_disable_slicing(op);
     if (tdm__dec_section(d, &tag, &body) != TDM_OK)
         return dec_err(op, d);
     if (tag != TDM__SNAP_TAG_WINOP) {

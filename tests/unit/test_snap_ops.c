@@ -386,6 +386,13 @@ static const config configs[] = {
       false },
     { "sliding sum lean lateness", 'S', false, 'n', TDM_AGG_SUM, 4, true,
       false },
+    /* The lean path's sliced mode (winop_slice.c): its snapshot holds
+     * per-window counts, and the restored operator keeps per-window
+     * cells. */
+    { "sliding count sliced", 'S', false, 'n', TDM_AGG_COUNT, 0, true,
+      false },
+    { "sliding count lean lateness", 'S', false, 'n', TDM_AGG_COUNT, 3,
+      false, false },
     { "tumbling count general lateness", 'T', false, 'n', TDM_AGG_COUNT, 5,
       true, true },
     { "sliding collect", 'S', false, 'n', TDM_AGG_COLLECT, 3, false,

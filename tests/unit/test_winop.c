@@ -1059,6 +1059,152 @@ TDM_TEST(lean_state_bytes_per_window)
     tdm_winop_destroy(op);
 }
 
+/* ---- The sliced mode (winop_slice.c) ---- */
+
+static tdm_assigner *sliding(tdm_time_ms size, tdm_time_ms slide,
+                             tdm_time_ms off)
+{
+    tdm_assigner *a;
+    ASSERT_OK(tdm_assigner_new_sliding(size, slide, off, &a, NULL, 0));
+    return a;
+}
+
+/* Which operators are sliced: lean sliding counts without lateness whose
+ * windows are 2 to 64 slices of gcd(size, slide). */
+TDM_TEST(sliced_mode_selection)
+{
+    sink s = { .n = 0 };
+    tdm_winop *op = mk(sliding(10, 2, 0), TDM_AGG_COUNT, 0, 0, &s);
+    ASSERT_TRUE(op->lean && op->lean_sliced);
+    ASSERT_EQ(op->slice_len, 2);
+    tdm_winop_destroy(op);
+    op = mk(sliding(10, 4, 1), TDM_AGG_COUNT, 0, 0, &s);
+    ASSERT_TRUE(op->lean_sliced); /* slices of 2, offset 1 */
+    ASSERT_EQ(op->slice_len, 2);
+    ASSERT_EQ(op->slice_off, 1);
+    tdm_winop_destroy(op);
+    op = mk(sliding(10, 2, 0), TDM_AGG_COUNT, 5, 0, &s); /* lateness */
+    ASSERT_TRUE(op->lean && !op->lean_sliced);
+    tdm_winop_destroy(op);
+    op = mk(sliding(10, 2, 0), TDM_AGG_SUM, 0, 0, &s);
+    ASSERT_TRUE(op->lean && !op->lean_sliced);
+    tdm_winop_destroy(op);
+    op = mk(sliding(10, 10, 0), TDM_AGG_COUNT, 0, 0, &s); /* one slice */
+    ASSERT_TRUE(op->lean && !op->lean_sliced);
+    tdm_winop_destroy(op);
+    op = mk(sliding(5, 10, 0), TDM_AGG_COUNT, 0, 0, &s); /* gaps */
+    ASSERT_TRUE(op->lean && !op->lean_sliced);
+    tdm_winop_destroy(op);
+    op = mk(sliding(7, 10, 0), TDM_AGG_COUNT, 0, 0, &s); /* 7 slices */
+    ASSERT_TRUE(op->lean_sliced);
+    tdm_winop_destroy(op);
+    op = mk(sliding(65, 1, 0), TDM_AGG_COUNT, 0, 0, &s); /* 65 slices */
+    ASSERT_TRUE(op->lean && !op->lean_sliced);
+    tdm_winop_destroy(op);
+    op = mk(tumbling(10, 0), TDM_AGG_COUNT, 0, 0, &s);
+    ASSERT_TRUE(op->lean && !op->lean_sliced);
+    tdm_winop_destroy(op);
+    /* The test hook: before input only. */
+    op = mk(sliding(10, 2, 0), TDM_AGG_COUNT, 0, 0, &s);
+    push(op, "k", 1, 1);
+    ASSERT_ERR(tdm__winop_disable_slicing(op), TDM_ERR_STATE);
+    ASSERT_TRUE(op->lean_sliced);
+    tdm_winop_destroy(op);
+}
+
+/* Size 10, slide 5 (slices of 5).  a@3 is in [-5,5) and [0,10); b@7 in
+ * [0,10) and [5,15); a@8 adds a's second slice, new to [5,15) only.
+ * W 4 fires [-5,5): a 1.  W 9 fires [0,10): a 2, b 1 (a came first).
+ * W 14 fires [5,15): b 1, a 1 (b came to it first).  A record for a
+ * fired slice whose windows are all late is late; state goes with the
+ * last window of each slice. */
+TDM_TEST(sliced_by_hand)
+{
+    sink s = { .n = 0 };
+    tdm_winop *op = mk(sliding(10, 5, 0), TDM_AGG_COUNT, 0, 1, &s);
+    ASSERT_TRUE(op->lean_sliced);
+    push(op, "a", 3, 1);
+    push(op, "b", 7, 1);
+    push(op, "a", 8, 1);
+    /* (key, window) pairs: a in 3 windows, b in 2; cells: 3 slices. */
+    ASSERT_EQ(tdm_winop_live_windows(op), 5);
+    ASSERT_EQ(op->ws->n_cells, 3);
+    ASSERT_EQ(tdm__winop_keys(op), 2);
+    int hs;
+    int64_t el;
+    tdm__winop_probe(op, "a", 1, 0, 10, &hs, &el);
+    ASSERT_EQ(hs, 1);
+    ASSERT_EQ(el, 2);
+    tdm__winop_probe(op, "b", 1, -5, 5, &hs, &el);
+    ASSERT_EQ(hs, 0);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 4));
+    ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 1);
+    ASSERT_TRUE(!strcmp(RES(&s, 0)->key, "a"));
+    ASSERT_EQ(RES(&s, 0)->start, -5);
+    ASSERT_EQ(RES(&s, 0)->value, 1);
+    ASSERT_EQ(RES(&s, 0)->timing, TDM_PANE_ON_TIME);
+    ASSERT_EQ(RES(&s, 0)->time, 4);
+    ASSERT_EQ(op->ws->n_cells, 3); /* slice [0,5) is still in [0,10) */
+    push(op, "c", 2, 1); /* [0,10) is not late yet: counted */
+    ASSERT_OK(tdm_winop_watermark(op, 0, 9));
+    ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 4);
+    ASSERT_TRUE(!strcmp(RES(&s, 1)->key, "a"));
+    ASSERT_EQ(RES(&s, 1)->value, 2);
+    ASSERT_TRUE(!strcmp(RES(&s, 2)->key, "b"));
+    ASSERT_EQ(RES(&s, 2)->value, 1);
+    ASSERT_TRUE(!strcmp(RES(&s, 3)->key, "c"));
+    ASSERT_EQ(op->ws->n_cells, 2); /* slice [0,5) went with [0,10) */
+    push(op, "a", 4, 1); /* every window of [0,5) fired: late */
+    ASSERT_EQ(count_type(&s, TDM_EVENT_LATE), 1);
+    push(op, "b", 6, 1);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 14));
+    ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 6);
+    ASSERT_TRUE(!strcmp(RES(&s, 4)->key, "b"));
+    ASSERT_EQ(RES(&s, 4)->value, 2);
+    ASSERT_EQ(RES(&s, 4)->start, 5);
+    ASSERT_TRUE(!strcmp(RES(&s, 5)->key, "a"));
+    ASSERT_EQ(RES(&s, 5)->value, 1);
+    ASSERT_EQ(tdm_winop_live_windows(op), 0);
+    ASSERT_EQ(tdm_winop_state_bytes(op), 0);
+    ASSERT_EQ(tdm__winop_keys(op), 0);
+    tdm_winop_destroy(op);
+}
+
+/* Issue 7's memory target for counts: at most 64 bytes per live (key,
+ * window).  NEXMark q5's shape: 10 s windows every 2 s, 20,000 keys of
+ * which each bids in one slice, so every key is in five windows. */
+TDM_TEST(sliced_state_bytes_per_window)
+{
+    sink s = { .n = 0 };
+    tdm_winop *op = mk(sliding(10000, 2000, 0), TDM_AGG_COUNT, 0, 0, &s);
+    ASSERT_TRUE(op->lean_sliced);
+    char key[16];
+    for (int k = 0; k < 20000; k++) {
+        snprintf(key, sizeof key, "%08d", k);
+        push(op, key, 20000 + (k % 5) * 2000 + k % 1999, 1);
+    }
+    int64_t live = tdm_winop_live_windows(op);
+    ASSERT_EQ(live, 5 * 20000);
+    int64_t b = tdm_winop_state_bytes(op);
+    ASSERT_TRUE(b > 0);
+    ASSERT_TRUE(b <= 64 * live);
+    /* Per-window cells for comparison: over twice as much. */
+    tdm_winop *pw;
+    tdm_aggregate *agg;
+    ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
+    ASSERT_OK(tdm_winop_new(sliding(10000, 2000, 0), NULL, agg, 1, NULL,
+                            collect, &s, &pw, NULL, 0));
+    ASSERT_OK(tdm__winop_disable_slicing(pw));
+    for (int k = 0; k < 20000; k++) {
+        snprintf(key, sizeof key, "%08d", k);
+        ASSERT_OK(push_ch(pw, 0, key, 20000 + (k % 5) * 2000 + k % 1999, 1));
+    }
+    ASSERT_EQ(tdm_winop_live_windows(pw), live);
+    ASSERT_TRUE(tdm_winop_state_bytes(pw) > 2 * b);
+    tdm_winop_destroy(pw);
+    tdm_winop_destroy(op);
+}
+
 /* ---- Differential runs: lean path against general path ---- */
 
 /* One output event, flattened for comparison. */
@@ -1155,6 +1301,12 @@ static const char *const DIFF_KEYS[] = {
 };
 #define N_DIFF_KEYS ((int)(sizeof DIFF_KEYS / sizeof DIFF_KEYS[0]))
 
+/* Non-zero: diff_op draws only configurations of the lean path's sliced
+ * mode (sliding counts without lateness, winop_slice.c); 2: its "lean"
+ * operator keeps per-window cells instead (tdm__winop_disable_slicing),
+ * so that the two lean variants are compared with each other. */
+static int diff_sliced;
+
 /* Builds one operator of the configuration drawn from @p seed. */
 static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
                           flat_log *log)
@@ -1185,12 +1337,33 @@ static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
     tdm_trigger *t = NULL;
     if (diff_range(&r, 0, 1))
         ASSERT_OK(tdm_trigger_new_event_time(&t));
+    if (diff_sliced) {
+        /* Same draws, then a sliced configuration: size 2-60 with a
+         * slide that leaves at least two slices per window (gaps
+         * between windows too). */
+        static const tdm_time_ms ssizes[] = { 2, 3, 5, 7, 10, 12, 60 };
+        tdm_assigner_destroy(a);
+        tdm_aggregate_destroy(agg);
+        diff_rng q = { seed * 31 + 7 };
+        tdm_time_ms ssize = ssizes[diff_range(&q, 0, 6)], slide;
+        do {
+            slide = diff_range(&q, 1, ssize + 3);
+        } while (slide % ssize == 0); /* one slice per window: not sliced */
+        tdm_time_ms off = diff_range(&q, -(slide - 1), slide - 1);
+        ASSERT_OK(tdm_assigner_new_sliding(ssize, slide, off, &a, NULL, 0));
+        ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
+        late = 0;
+    }
     tdm_winop *op;
     ASSERT_OK(tdm_winop_new(a, t, agg, channels, NULL, flat_collect, log,
                             &op, NULL, 0));
     ASSERT_TRUE(is_lean(op));
     if (!lean)
         ASSERT_OK(tdm__winop_disable_lean(op));
+    if (lean && diff_sliced)
+        ASSERT_TRUE(op->lean_sliced);
+    if (lean && diff_sliced == 2)
+        ASSERT_OK(tdm__winop_disable_slicing(op));
     ASSERT_OK(tdm_winop_set_allowed_lateness(op, late, NULL, 0));
     ASSERT_OK(tdm_winop_set_late_output(op, (int)diff_range(&r, 0, 1)));
     return op;
@@ -1320,11 +1493,188 @@ TDM_TEST(lean_matches_general_path_at_the_extremes)
         diff_run(seed, true);
 }
 
+/* The sliced mode (winop_slice.c) against the general path, record by
+ * record and event by event (extremes: as a multiset per step, see
+ * diff_run), and against the lean path's per-window cells. */
+TDM_TEST(sliced_matches_general_path)
+{
+    diff_sliced = 1;
+    for (uint64_t seed = 1; seed <= 1500; seed++)
+        diff_run(seed, false);
+    for (uint64_t seed = 10000; seed <= 11500; seed++)
+        diff_run(seed, true);
+    diff_sliced = 0;
+}
+
+TDM_TEST(sliced_matches_per_window_lean_path)
+{
+    /* diff_run's "general" operator is the per-window lean one here. */
+    diff_sliced = 1;
+    for (uint64_t seed = 5000; seed <= 6000; seed++) {
+        flat_log la = { NULL, 0, 0, 0 }, lb = { NULL, 0, 0, 0 };
+        tdm_winop *a = diff_op(seed, true, false, &la);
+        diff_sliced = 2;
+        tdm_winop *b = diff_op(seed, true, false, &lb);
+        diff_sliced = 1;
+        ASSERT_TRUE(a->lean_sliced && !b->lean_sliced && b->lean);
+        diff_rng r = { seed };
+        tdm_record *rec;
+        ASSERT_OK(tdm_record_new(&rec));
+        tdm_time_ms base = 0, wm = TDM_TIME_MIN;
+        for (int i = 0; i < 400; i++) {
+            la.step = lb.step = i;
+            if (diff_range(&r, 0, 9) < 8) {
+                const char *k = DIFF_KEYS[diff_range(&r, 0, N_DIFF_KEYS - 1)];
+                tdm_time_ms ts = diff_ts(&r, base, false);
+                tdm_record_set(rec, k, strlen(k), ts, 1);
+                ASSERT_EQ(tdm_winop_push(a, 0, rec), tdm_winop_push(b, 0, rec));
+                base += diff_range(&r, 0, 3);
+            } else {
+                tdm_time_ms w = base - diff_range(&r, 0, 40);
+                if (w > wm)
+                    wm = w;
+                for (int ch = 0; ch < a->n_channels; ch++) {
+                    ASSERT_OK(tdm_winop_watermark(a, ch, w));
+                    ASSERT_OK(tdm_winop_watermark(b, ch, w));
+                }
+            }
+            ASSERT_EQ(tdm_winop_live_windows(a), tdm_winop_live_windows(b));
+            ASSERT_EQ(tdm__winop_keys(a), tdm__winop_keys(b));
+        }
+        la.step = lb.step = 400;
+        ASSERT_OK(tdm_winop_end(a));
+        ASSERT_OK(tdm_winop_end(b));
+        ASSERT_EQ(la.n, lb.n);
+        for (size_t i = 0; i < la.n; i++)
+            ASSERT_TRUE(!memcmp(&la.v[i], &lb.v[i], sizeof la.v[i]));
+        ASSERT_EQ(tdm_winop_live_windows(a), 0);
+        ASSERT_EQ(tdm_winop_state_bytes(a), 0);
+        tdm_winop_destroy(a);
+        tdm_winop_destroy(b);
+        tdm_record_destroy(rec);
+        free(la.v);
+        free(lb.v);
+    }
+    diff_sliced = 0;
+}
+
+/* The emit callback calls back into a sliced operator while a window
+ * fires: each result pushes a record of the next key into the fired
+ * window's last slice (late for that window and for the due windows not
+ * walked yet, counted in later ones), and (@c nested) every third result
+ * sends a later watermark, which fires more windows inside the walk.
+ * Every window must emit the counts it had when the watermark passed it
+ * (winop_slice.c, "frozen"): the same events in the same order as the
+ * per-window lean path; without nested watermarks also the same
+ * multiset as the general path.  (With nested watermarks the general
+ * path differs from both lean variants, which predates the sliced mode:
+ * it fires the cascade of watermarks further before the pushed records
+ * arrive, so more of them are late.) */
+typedef struct rec_ctx {
+    flat_log log;
+    tdm_winop *op;
+    tdm_record *rec;
+    int n_res;
+    tdm_time_ms wm;
+    bool nested;
+} rec_ctx;
+
+static const char *const REC_KEYS[] = { "a", "bb", "k4", "key5",
+                                        "0123456789abcdefg" };
+
+static void rec_collect(void *opaque, const tdm_event *ev)
+{
+    rec_ctx *x = opaque;
+    flat_collect(&x->log, ev);
+    if (tdm_event_get_type(ev) != TDM_EVENT_RESULT || x->n_res >= 400)
+        return;
+    int n = x->n_res++;
+    size_t len;
+    const char *k = tdm_event_key(ev, &len);
+    int ki = 0;
+    while (ki < 5 && (strlen(REC_KEYS[ki]) != len ||
+                      memcmp(REC_KEYS[ki], k, len) != 0))
+        ki++;
+    const char *next = REC_KEYS[(ki + 1) % 5];
+    tdm_time_ms start, end;
+    tdm_event_window(ev, &start, &end);
+    tdm_record_set(x->rec, next, strlen(next), end - 1, 1);
+    ASSERT_OK(tdm_winop_push(x->op, 0, x->rec));
+    if (x->nested && n % 3 == 2 && end + 7 > x->wm) {
+        x->wm = end + 7;
+        ASSERT_OK(tdm_winop_watermark(x->op, 0, x->wm));
+    }
+}
+
+static void rec_run(rec_ctx *x, int mode)
+{
+    tdm_aggregate *agg;
+    ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
+    ASSERT_OK(tdm_winop_new(sliding(12, 4, 0), NULL, agg, 1, NULL,
+                            rec_collect, x, &x->op, NULL, 0));
+    ASSERT_TRUE(x->op->lean_sliced);
+    if (mode == 1)
+        ASSERT_OK(tdm__winop_disable_slicing(x->op));
+    if (mode == 2)
+        ASSERT_OK(tdm__winop_disable_lean(x->op));
+    ASSERT_OK(tdm_winop_set_late_output(x->op, 1));
+    ASSERT_OK(tdm_record_new(&x->rec));
+    x->wm = TDM_TIME_MIN;
+    tdm_record *r;
+    ASSERT_OK(tdm_record_new(&r));
+    for (int i = 0; i < 300; i++) {
+        x->log.step = i;
+        const char *k = REC_KEYS[(i * 7) % 5];
+        tdm_record_set(r, k, strlen(k), i / 2 + (i % 3), 1);
+        ASSERT_OK(tdm_winop_push(x->op, 0, r));
+        if (i % 20 == 19 && i / 2 - 6 > x->wm) {
+            x->wm = i / 2 - 6;
+            ASSERT_OK(tdm_winop_watermark(x->op, 0, x->wm));
+        }
+    }
+    x->log.step = 300;
+    ASSERT_OK(tdm_winop_end(x->op));
+    tdm_record_destroy(r);
+}
+
+TDM_TEST(sliced_emit_callback_may_push_and_fire)
+{
+    for (int nested = 0; nested < 2; nested++) {
+        rec_ctx *x = calloc(3, sizeof *x);
+        ASSERT_TRUE(x != NULL);
+        for (int m = 0; m < 3; m++) {
+            x[m].nested = nested;
+            rec_run(&x[m], m);
+        }
+        ASSERT_TRUE(x[0].n_res > 50);
+        ASSERT_EQ(x[0].log.n, x[1].log.n);
+        for (size_t i = 0; i < x[0].log.n; i++)
+            ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[1].log.v[i],
+                                sizeof(flat_ev)));
+        if (!nested) {
+            ASSERT_EQ(x[0].log.n, x[2].log.n);
+            qsort(x[0].log.v, x[0].log.n, sizeof(flat_ev), flat_cmp);
+            qsort(x[2].log.v, x[2].log.n, sizeof(flat_ev), flat_cmp);
+            for (size_t i = 0; i < x[0].log.n; i++)
+                ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[2].log.v[i],
+                                    sizeof(flat_ev)));
+        }
+        ASSERT_EQ(tdm_winop_live_windows(x[0].op), 0);
+        ASSERT_EQ(tdm_winop_state_bytes(x[0].op), 0);
+        for (int m = 0; m < 3; m++) {
+            tdm_winop_destroy(x[m].op);
+            tdm_record_destroy(x[m].rec);
+            free(x[m].log.v);
+        }
+        free(x);
+    }
+}
+
 /* Allocation failures on the lean path: the n-th allocation fails, for
  * every n until a run completes; every call returns TDM_OK or
  * TDM_ERR_NOMEM, and (under ASan) nothing leaks.  Sliding windows with
  * avg make keys, spans, member lists and spilled cells allocate. */
-static int lean_run_with_failure(long n)
+static int lean_run_with_failure(long n, bool sliced)
 {
     flat_log log = { NULL, 0, 0, 0 };
     tdm_assigner *a;
@@ -1332,7 +1682,7 @@ static int lean_run_with_failure(long n)
     tdm_winop *op = NULL;
     int failures = 0;
     ASSERT_OK(tdm_assigner_new_sliding(20, 5, 0, &a, NULL, 0));
-    ASSERT_OK(tdm_aggregate_new(TDM_AGG_AVG, &agg));
+    ASSERT_OK(tdm_aggregate_new(sliced ? TDM_AGG_COUNT : TDM_AGG_AVG, &agg));
     tdm_record *r;
     ASSERT_OK(tdm_record_new(&r));
     tdm__alloc_fail_after(n);
@@ -1345,7 +1695,8 @@ static int lean_run_with_failure(long n)
         free(log.v);
         return 1;
     }
-    ASSERT_OK(tdm_winop_set_allowed_lateness(op, 10, NULL, 0));
+    ASSERT_OK(tdm_winop_set_allowed_lateness(op, sliced ? 0 : 10, NULL, 0));
+    ASSERT_TRUE(op->lean_sliced == sliced);
     for (int i = 0; i < 60; i++) {
         const char *k = DIFF_KEYS[i % N_DIFF_KEYS];
         tdm_record_set(r, k, strlen(k), (i * 7) % 90, i);
@@ -1380,11 +1731,13 @@ static int lean_run_with_failure(long n)
 
 TDM_TEST(lean_allocation_failures_are_reported_not_fatal)
 {
-    long n = 1;
-    while (lean_run_with_failure(n) != 0 && n < 2000)
-        n++;
-    ASSERT_TRUE(n > 3);
-    ASSERT_TRUE(n < 2000);
+    for (int sliced = 0; sliced < 2; sliced++) {
+        long n = 1;
+        while (lean_run_with_failure(n, sliced) != 0 && n < 2000)
+            n++;
+        ASSERT_TRUE(n > 3);
+        ASSERT_TRUE(n < 2000);
+    }
 }
 
 /* The emit callback pushes records into the operator that is emitting
