@@ -1580,15 +1580,9 @@ static void publish(rt_op_task *t)
     } else {
         const tdm_joinop *j = t->join;
         rt_pub_set(&m->wm_in, j->wm);
-        rt_pub_set(&m->keys, (int64_t)tdm__keys_count(j->keys));
+        rt_pub_set(&m->keys, tdm__joinop_state_keys(j));
         rt_pub_set(&m->windows, tdm_joinop_buffered(j));
-        size_t b = tdm__keys_bytes(j->keys) + tdm__timers_bytes(j->timers);
-        for (int s = 0; s < 2; s++)
-            if (j->ibuf[s])
-                b += tdm__kv_bytes(j->ibuf[s]);
-        if (j->wins)
-            b += tdm__kv_bytes(j->wins);
-        rt_pub_set(&m->bytes, (int64_t)b);
+        rt_pub_set(&m->bytes, tdm__joinop_state_bytes(j));
     }
 }
 

@@ -4,8 +4,8 @@
  * the operator section of a checkpoint (snapshot and restore).
  *
  *   left ch 0..n-1  --> valve L --+
- *                                 +--> combiner --> set W, fire timers <= W
- *   right ch 0..n-1 --> valve R --+                 (cleanup / windows),
+ *                                 +--> combiner --> set W, clean records
+ *   right ch 0..n-1 --> valve R --+                 due by W in bulk,
  *                                                   then forward W
  *
  * Each side's valve merges its channels (rules V1-V8); the combiner takes
@@ -17,7 +17,9 @@
  * logical input (rule O3).  So its channels - left 0..n-1, then right
  * n..2n-1 - share ONE valve that feeds on_combined directly; a side that
  * returns below the watermark is unaligned instead of holding progress.
- * The kinds (join_interval.c, join_window.c) only see records and timers.
+ * The kinds (join_interval.c, join_window.c) only see records and the
+ * watermark: the interval join cleans in bulk when it advances, the window
+ * join fires its window timers.
  */
 #include <string.h>
 
@@ -52,11 +54,12 @@ static void on_combined(void *opaque, const tdm_event *ev)
      * at or below it in time order (including ones a firing adds), and
      * forward the watermark only after the results it caused. */
     op->wm = w;
-    tdm__timer t;
-    while (tdm__timers_pop(op->timers, w, &t)) {
-        if (op->kind == TDM__JOIN_INTERVAL)
-            tdm__join_interval_fire(op, &t);
-        else
+    if (op->kind == TDM__JOIN_INTERVAL) {
+        /* The interval join cleans in bulk; it has no timers. */
+        tdm__join_interval_advance(op, w);
+    } else {
+        tdm__timer t;
+        while (tdm__timers_pop(op->timers, w, &t))
             tdm__join_window_fire(op, &t);
     }
     tdm__emit_watermark(&op->sink, w);
@@ -416,6 +419,8 @@ int64_t tdm_joinop_buffered(const tdm_joinop *op)
 /* Keys with live state (see join.h). */
 int64_t tdm__joinop_state_keys(const tdm_joinop *op)
 {
+    if (op->kind == TDM__JOIN_INTERVAL)
+        return tdm__join_interval_keys(op);
     return (int64_t)tdm__keys_count(op->keys);
 }
 
@@ -423,10 +428,8 @@ int64_t tdm__joinop_state_keys(const tdm_joinop *op)
 int64_t tdm__joinop_state_bytes(const tdm_joinop *op)
 {
     size_t b = tdm__keys_bytes(op->keys) + tdm__timers_bytes(op->timers);
-    for (int s = 0; s < 2; s++)
-        if (op->ibuf[s])
-            b += tdm__kv_bytes(op->ibuf[s]);
-    b += tdm__join_window_bytes(op);
+    b += op->kind == TDM__JOIN_INTERVAL ? tdm__join_interval_bytes(op)
+                                        : tdm__join_window_bytes(op);
     return (int64_t)b;
 }
 

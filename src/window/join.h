@@ -49,15 +49,15 @@ struct tdm_joinop {
     void (*drop_probe)(void *ud, int side, const tdm_record *rec);
     void *drop_ud;
 
-    /* Interval join: normalised inclusive bounds and, per side, one slot
-     * per key (namespace 0/0) holding that key's buckets sorted by ts. */
+    /* Interval join: normalised inclusive bounds and the buffers (time
+     * slices per side, a key table over both; join_interval.c). */
     tdm_time_ms lower, upper;
-    tdm__kv *ibuf[2];
+    struct tdm__ijoin *ij;
 
     /* Window join: the assigner and the live windows with their record
-     * logs (join_window.c).  @c wins is no longer used (always NULL); it
-     * stays only because src/runtime/task_op.c still reads it for the
-     * state-bytes gauge until it calls tdm__joinop_state_bytes. */
+     * logs (join_window.c).  @c wins is no longer used (always NULL):
+     * src/runtime/task_op.c now reads the gauges through
+     * tdm__joinop_state_keys / _bytes; it can go once no caller names it. */
     tdm_assigner *asg;
     struct tdm__wjoin *wj;
     tdm__kv *wins;
@@ -87,12 +87,17 @@ void tdm__join_emit_pair(tdm_joinop *op, const tdm_record *l,
 /* Allocates the interval join's buffers.  Returns TDM_OK or NOMEM. */
 tdm_err tdm__join_interval_init(tdm_joinop *op);
 /* Processes a timestamped record of @p side (timestamp checked by the
- * caller): lateness, buffering, joining, cleanup timer.  Returns TDM_OK
- * or TDM_ERR_NOMEM (then nothing was emitted or kept). */
+ * caller): lateness, buffering (copies key, value and payload), joining.
+ * Returns TDM_OK or TDM_ERR_NOMEM (then nothing was emitted or kept). */
 tdm_err tdm__join_interval_push(tdm_joinop *op, int side,
                                 const tdm_record *rec);
-/* A cleanup timer fired: drops the bucket it names. */
-void tdm__join_interval_fire(tdm_joinop *op, const tdm__timer *t);
+/* The operator watermark advanced to @p w (already in op->wm): cleans,
+ * in bulk, every record whose cleanup time (rule J4) is at or below
+ * @p w.  No timers: the interval join registers none. */
+void tdm__join_interval_advance(tdm_joinop *op, tdm_time_ms w);
+/* Keys with buffered records, and bytes of the buffers. */
+int64_t tdm__join_interval_keys(const tdm_joinop *op);
+size_t tdm__join_interval_bytes(const tdm_joinop *op);
 /* Frees every buffered record and the buffers (op may be half-built). */
 void tdm__join_interval_free(tdm_joinop *op);
 
@@ -115,12 +120,13 @@ void tdm__join_window_free(tdm_joinop *op);
 
 /* ---- State gauges (join.c), for the runtime's metrics ---- */
 
-/* Keys with live state: the key table's count for the interval join; 0
- * for the window join, which does not index records by key until a
- * window fires. */
+/* Keys with live state: keys with buffered records for the interval
+ * join; 0 for the window join, which does not index records by key until
+ * a window fires. */
 int64_t tdm__joinop_state_keys(const tdm_joinop *op);
-/* Bytes held by the join's state: keys, timers and buffered records (for
- * the window join, its record log chunks). */
+/* Bytes held by the join's state: the interval join's slices, chunks and
+ * key table; the window join's record log chunks; and the (for the
+ * interval join empty) key table and timers every join has. */
 int64_t tdm__joinop_state_bytes(const tdm_joinop *op);
 
 /* ---- Checkpoints (layout in docs/checkpoints.md, "Operator state") ---- */
@@ -138,8 +144,8 @@ struct tdm__dec;
  * TDM__SNAP_TAG_JOINOP_GROUP section per key group in [group_lo,
  * group_hi] that has buffered records (interval join: per side and key
  * the buckets in time order; window join: per live window and side the
- * records of the group's keys with their arrival positions).  Cleanup
- * timers are not written: each follows from its bucket or window.
+ * records of the group's keys with their arrival positions).  Cleanup is
+ * not written: it follows from the records' times or the windows.
  * @p key_group as for tdm__winop_snapshot (NULL: all in group 0).
  * Returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
 tdm_err tdm__joinop_snapshot(const tdm_joinop *op, struct tdm__enc *e,

@@ -850,6 +850,209 @@ TDM_TEST(interval_matches_naive_model)
     }
 }
 
+/* The same rules on wider input for the slice store (join_interval.c):
+ * 40 keys, some longer than the inline key bytes, timestamps spread over
+ * many 64 ms slices with up to 300 ms of disorder, bounds up to 200 ms
+ * wide.  Besides the pairs, checks after every step the order of the
+ * pairs one record makes (the other side's records by timestamp, arrival
+ * order within one), the buffered count and the keys with live records
+ * (tdm__joinop_state_keys: keys whose records were all cleaned do not
+ * count, even while a slice still holds them). */
+typedef struct seq_sink {
+    double other[4096]; /* value of the stored record of each pair */
+    int n;
+    int side; /* side of the record being pushed */
+} seq_sink;
+
+static void on_seq(void *opaque, const tdm_event *ev)
+{
+    seq_sink *q = opaque;
+    if (tdm_event_get_type(ev) != TDM_EVENT_JOIN || q->n == 4096)
+        return;
+    q->other[q->n++] = tdm_record_value(tdm_event_record(ev, !q->side));
+}
+
+static void model_key(char *buf, size_t n, int key)
+{
+    if (key % 3 == 0)
+        snprintf(buf, n, "a-rather-long-key-number-%d", key);
+    else
+        snprintf(buf, n, "k%d", key);
+}
+
+TDM_TEST(interval_matches_model_order_and_keys)
+{
+    static mrec buf[8192];
+    static double want[4096];
+    const tdm_time_ms bounds[4][2] = {{0, 200}, {-130, 70}, {0, 0}, {-50, -3}};
+    uint64_t seed = 777;
+    for (int b = 0; b < 4; b++) {
+        tdm_time_ms lo = bounds[b][0], hi = bounds[b][1];
+        static seq_sink q;
+        q.n = 0;
+        tdm_joinop *op = NULL;
+        ASSERT_OK(tdm_joinop_new_interval(lo, hi, 1, 1, 1, NULL, on_seq, &q,
+                                          &op, NULL, 0));
+        int n = 0;
+        tdm_time_ms wm[2] = {TDM_TIME_MIN, TDM_TIME_MIN};
+        tdm_time_ms opwm = TDM_TIME_MIN;
+        tdm_time_ms base = -5000;
+        int64_t pairs = 0, late = 0;
+        for (int step = 0; step < 6000; step++) {
+            seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+            unsigned r = (unsigned)(seed >> 33);
+            int side = (int)((r >> 3) & 1);
+            if (r % 16 == 0) {
+                side = (int)((r >> 20) & 1);
+                tdm_time_ms w = base - 250 - (tdm_time_ms)((r >> 4) % 200);
+                ASSERT_OK(tdm_joinop_watermark(op, side, 0, w));
+                if (w > wm[side])
+                    wm[side] = w;
+                tdm_time_ms m = wm[0] < wm[1] ? wm[0] : wm[1];
+                if (m > opwm) {
+                    opwm = m;
+                    int k = 0;
+                    for (int i = 0; i < n; i++)
+                        if (buf[i].clean > opwm)
+                            buf[k++] = buf[i];
+                    n = k;
+                }
+            } else {
+                base += (r >> 8) % 4;
+                int key = (int)((r >> 12) % 40);
+                tdm_time_ms ts = base - (tdm_time_ms)((r >> 16) % 300);
+                /* Some late records, and some exactly at the watermark
+                 * (kept until the next advance even when cleaned at it). */
+                if ((r >> 24) % 25 == 0)
+                    ts -= 300;
+                else if ((r >> 24) % 25 == 1 && opwm != TDM_TIME_MIN)
+                    ts = opwm;
+                double v = step;
+                char kname[48];
+                model_key(kname, sizeof kname, key);
+                q.n = 0;
+                q.side = side;
+                ASSERT_OK(push(op, side, kname, ts, v));
+                int nw = 0;
+                late += ts < opwm;
+                if (ts >= opwm) {
+                    /* Matches by timestamp, then arrival (a stable
+                     * insertion sort of the buffer's order). */
+                    for (int i = 0; i < n; i++) {
+                        if (buf[i].side == side || buf[i].key != key)
+                            continue;
+                        tdm_time_ms lts = side == 0 ? ts : buf[i].ts;
+                        tdm_time_ms rts = side == 0 ? buf[i].ts : ts;
+                        if (!(lts + lo <= rts && rts <= lts + hi))
+                            continue;
+                        int j = nw++;
+                        while (j > 0 && buf[(int)want[j - 1]].ts > buf[i].ts) {
+                            want[j] = want[j - 1];
+                            j--;
+                        }
+                        want[j] = i;
+                    }
+                    for (int j = 0; j < nw; j++)
+                        want[j] = buf[(int)want[j]].v;
+                    ASSERT_TRUE(n < 8192);
+                    buf[n].side = side;
+                    buf[n].key = key;
+                    buf[n].ts = ts;
+                    buf[n].v = v;
+                    buf[n].clean = side == 0 ? (hi > 0 ? ts + hi : ts)
+                                             : (lo < 0 ? ts - lo : ts);
+                    n++;
+                }
+                ASSERT_EQ(q.n, nw);
+                for (int j = 0; j < nw; j++)
+                    ASSERT_TRUE(q.other[j] == want[j]);
+                pairs += nw;
+            }
+            ASSERT_EQ(tdm_joinop_buffered(op), n);
+            int keys = 0;
+            for (int i = 0; i < n; i++) {
+                int first = 1;
+                for (int j = 0; j < i && first; j++)
+                    first = buf[j].key != buf[i].key;
+                keys += first;
+            }
+            ASSERT_EQ(tdm__joinop_state_keys(op), keys);
+        }
+        ASSERT_EQ(tdm_joinop_late_dropped(op), late);
+        ASSERT_TRUE(pairs > (lo == hi ? 20 : 1000) && late > 100);
+        ASSERT_OK(tdm_joinop_end(op));
+        ASSERT_EQ(tdm_joinop_buffered(op), 0);
+        ASSERT_EQ(tdm__joinop_state_keys(op), 0);
+        tdm_joinop_destroy(op);
+    }
+}
+
+/* Regression (the slice store keeps cleaned records in memory until
+ * their whole 64 ms slice is cleaned): a cleaned record must not join
+ * and its key must not count, while a record of the same key and
+ * timestamp buffered after the advance does both.  Bounds [0, 0]: right
+ * 10 is cleaned at watermark 10; a second right 10 comes after that
+ * advance (not late: 10 < 10 is false). */
+TDM_TEST(interval_cleaned_record_in_its_slice_joins_nothing)
+{
+    cap c;
+    tdm_joinop *op = new_interval(&c, 0, 0, 1, 1, 1);
+    PUSH(op, &c, R, "k", 10, 1, "");
+    PUSH(op, &c, R, "k", 11, 3, "");
+    ASSERT_EQ(tdm__joinop_state_keys(op), 1);
+    WM(op, &c, L, 10, "");
+    WM(op, &c, R, 10, "W10");
+    ASSERT_EQ(tdm_joinop_buffered(op), 1);
+    ASSERT_EQ(tdm__joinop_state_keys(op), 1);
+    WM(op, &c, L, 11, "");
+    WM(op, &c, R, 11, "W11");
+    /* Both cleaned, though their slice [0, 63] is still held. */
+    ASSERT_EQ(tdm_joinop_buffered(op), 0);
+    ASSERT_EQ(tdm__joinop_state_keys(op), 0);
+    /* Left 11 is not late and meets nothing. */
+    PUSH(op, &c, L, "k", 11, 2, "");
+    ASSERT_EQ(tdm__joinop_state_keys(op), 1);
+    /* A right 11 after the advance joins the left 11 only. */
+    PUSH(op, &c, R, "k", 11, 4, "J k:11=2 k:11=4 @11");
+    ASSERT_EQ(tdm_joinop_buffered(op), 2);
+    /* The next advance cleans both: cleanup time 11 <= 12. */
+    WM(op, &c, L, 12, "");
+    WM(op, &c, R, 12, "W12");
+    ASSERT_EQ(tdm_joinop_buffered(op), 0);
+    ASSERT_EQ(tdm__joinop_state_keys(op), 0);
+    PUSH(op, &c, L, "k", 12, 5, "");
+    /* Past the slice: it is dropped, the key too. */
+    WM(op, &c, L, 100, "");
+    WM(op, &c, R, 100, "W100");
+    ASSERT_EQ(tdm__joinop_state_keys(op), 0);
+    ASSERT_TRUE(tdm__joinop_state_bytes(op) > 0);
+    tdm_joinop_destroy(op);
+}
+
+/* Pairs of one record come out by the stored records' timestamps, in
+ * arrival order within one, also when they arrived out of order within
+ * a slice and across slices (bounds [0, 300]: a left at 0 meets rights
+ * 0..300). */
+TDM_TEST(interval_pairs_in_timestamp_order)
+{
+    static seq_sink q;
+    q.n = 0;
+    tdm_joinop *op = NULL;
+    ASSERT_OK(tdm_joinop_new_interval(0, 300, 1, 1, 1, NULL, on_seq, &q, &op,
+                                      NULL, 0));
+    const tdm_time_ms ts[] = {250, 50, 10, 30, 10, 200, 5, 10, 299};
+    for (int i = 0; i < (int)(sizeof ts / sizeof ts[0]); i++)
+        ASSERT_OK(push(op, R, "k", ts[i], 100 + i));
+    q.side = L;
+    ASSERT_OK(push(op, L, "k", 0, 1));
+    /* 5, 10 (x3 in arrival order), 30, 50, 200, 250, 299. */
+    const double want[] = {106, 102, 104, 107, 103, 101, 105, 100, 108};
+    ASSERT_EQ(q.n, 9);
+    for (int i = 0; i < 9; i++)
+        ASSERT_TRUE(q.other[i] == want[i]);
+    tdm_joinop_destroy(op);
+}
+
 /* ---- Window join ---- */
 
 static tdm_joinop *new_window_join(cap *c, tdm_assigner *asg)
