@@ -17,7 +17,9 @@
  * branches on their draws.  tests/unit/test_nexmark.c holds it to the
  * definition.
  */
+#include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -192,6 +194,76 @@ static int64_t next_price(const tdm__nx_conf *c, nx_rng *r)
 {
     double u = rng_unit(r);
     return c->no_prices ? 0 : llround(pow(10.0, 6.0 * u) * 100.0);
+}
+
+/* ---- Prices without pow() ---- */
+
+/* tdm__nx_price_of computes next_price's llround(pow(10, w) * 100), w =
+ * 6u, bit for bit, in a few multiplications.  The draw m (u = m / 2^53)
+ * splits into its top 16 bits i and the rest r: 10^(6u) =
+ * 10^(6 (i >> 8) / 2^8) * 10^(6 (i & 255) / 2^16) * e^x, x = 6 r ln 10 /
+ * 2^53 < 2.2e-4; the first two factors come from two tables of 256
+ * (the first scaled by 100), e^x is 1 + x + x^2 (1/2 + x/6)
+ * (truncation below 1e-16).  Against pow's value of the rounded w =
+ * fl(6u) (w differs from 6u by at most 2^-51, so its power by 1e-15 of
+ * itself) the product is within about 3e-15 of itself: when it is
+ * farther than 2^-40 of itself (9e-13) from a half, a rounding
+ * boundary, both round to the same integer; closer than that (about 1
+ * price in 10^5), pow decides.  Integer splitting and a short
+ * polynomial keep the chain of dependent operations short: a price is
+ * computed per bid.  test_nexmark.c compares it with pow next to
+ * boundaries. */
+#if !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
+#error "nx_price_fast rounds with double arithmetic (FLT_EVAL_METHOD 0)"
+#endif
+#define NX_PRICE_BITS 8
+#define NX_PRICE_N (1 << NX_PRICE_BITS)
+
+static double nx_price_hi[NX_PRICE_N]; /* 100 * 10^(6 j / 2^8) */
+static double nx_price_lo[NX_PRICE_N]; /* 10^(6 j / 2^16) */
+static pthread_once_t nx_price_once = PTHREAD_ONCE_INIT;
+
+static void nx_price_tables(void)
+{
+    for (int j = 0; j < NX_PRICE_N; j++) {
+        nx_price_hi[j] = 100.0 * pow(10.0, 6.0 * (double)j / NX_PRICE_N);
+        nx_price_lo[j] =
+            pow(10.0, 6.0 * (double)j / ((double)NX_PRICE_N * NX_PRICE_N));
+    }
+}
+
+/* The price for a 53-bit draw @p m (u = m / 2^53), as next_price
+ * computes it; the tables must be made (nx_price_init). */
+static inline int64_t nx_price_fast(uint64_t m)
+{
+    const unsigned i = (unsigned)(m >> (53 - 2 * NX_PRICE_BITS));
+    const uint64_t r = m & ((UINT64_C(1) << (53 - 2 * NX_PRICE_BITS)) - 1);
+    /* 6 ln 10 / 2^53 */
+    const double x = (double)(int64_t)r * (13.815510557964274104 /
+                                           9007199254740992.0);
+    const double e = (1.0 + x) + (x * x) * (0.5 + x * (1.0 / 6.0));
+    const double v = nx_price_hi[i >> NX_PRICE_BITS] *
+                     nx_price_lo[i & (NX_PRICE_N - 1)] * e;
+    /* v rounded to an integer by the addition (v < 2^52; double
+     * arithmetic, FLT_EVAL_METHOD 0), and how far v is from it: near a
+     * half, pow decides; elsewhere the nearest integer is the answer. */
+    const double k = (v + 0x1p52) - 0x1p52;
+    if (__builtin_expect(fabs(fabs(v - k) - 0.5) <= v * 0x1p-40, 0)) {
+        const double u = (double)m * (1.0 / 9007199254740992.0);
+        return llround(pow(10.0, 6.0 * u) * 100.0);
+    }
+    return (int64_t)k;
+}
+
+static void nx_price_init(void)
+{
+    pthread_once(&nx_price_once, nx_price_tables);
+}
+
+int64_t tdm__nx_price_of(uint64_t m)
+{
+    nx_price_init();
+    return nx_price_fast(m & ((UINT64_C(1) << 53) - 1));
 }
 
 /* "1 in ratio is not hot": hot with probability 1 - 1/ratio. */
@@ -804,10 +876,7 @@ bids_fast(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
             }
             if (want & TDM__NX_F_PRICE) {
                 const uint64_t z = nx_mix(tb + (hot_b ? G : 2 * G));
-                const double u = (double)(z >> 11) *
-                                 (1.0 / 9007199254740992.0);
-                PUTV(pri, o_pri,
-                     c->no_prices ? 0 : llround(pow(10.0, 6.0 * u) * 100.0));
+                PUTV(pri, o_pri, c->no_prices ? 0 : nx_price_fast(z >> 11));
             }
         }
         if (want & (1u << TDM__NX_C_DATE_TIME2))
@@ -1049,6 +1118,8 @@ size_t tdm__nx_fill(const tdm__nx_conf *c, const tdm__nx_cols *cols,
     *walked = 0;
     if (n <= 0 || max == 0)
         return 0;
+    if ((want & TDM__NX_F_PRICE) && !c->no_prices)
+        nx_price_init();
     nx_clock clk = { 0, 0, 0, 0, 0, 0 };
     /* In order, with ids that stay >= 0 and far from overflow (num <
      * 2^52 by clock_init). */

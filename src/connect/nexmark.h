@@ -40,8 +40,9 @@ typedef struct tdm__nx_conf {
     int flink_bidder_quirk;     /* 1: bidder ids + 2000 (nexmark-flink) */
     /* Work a caller does not need (the stream stays the same): kinds
      * outside the mask (bit k: kind k; 0: all) get only kind, event id and
-     * times; with no_prices, prices are drawn but left 0 (log-uniform
-     * prices cost a pow() each). */
+     * times; with no_prices, prices are drawn but left 0 (a log-uniform
+     * price costs a pow() in the per-event definition, a few
+     * multiplications in tdm__nx_fill). */
     int kinds;
     int no_prices;
 } tdm__nx_conf;
@@ -71,6 +72,12 @@ tdm_time_ms tdm__nx_time(const tdm__nx_conf *c, int64_t n);
 /* The ids of the rules (1.3.2), base 0 (add the FIRST_*_ID offsets). */
 int64_t tdm__nx_last_person(int64_t event_id);
 int64_t tdm__nx_last_auction(int64_t event_id);
+
+/* The price (1.3.4) of a uniform draw u = @p m / 2^53 (the low 53 bits
+ * of @p m): round(10^(6u) * 100), bit for bit what the definition's
+ * llround(pow(10, 6u) * 100) gives, without pow in the common case (the
+ * bulk path's; exposed for tests). */
+int64_t tdm__nx_price_of(uint64_t m);
 
 /* Computes the c-th event (c = events emitted before it, from 0). */
 void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,

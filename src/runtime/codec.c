@@ -6,6 +6,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -159,34 +160,51 @@ typedef struct pack_hdr {
 
 /* Layout: header, n values (strings as offsets from the string area),
  * string bytes. */
-tdm_err tdm__row_pack(const tdm__row *row, tdm__keybuf *kb)
+size_t tdm__row_packed_size(const tdm__row *row)
 {
     int n = row->schema->n;
     size_t strs = 0;
+    /* The schema first: a row without string fields is not read. */
     for (int i = 0; i < n; i++)
-        if (!row->v[i].null &&
-            row->schema->fields[i].type == TDM_TYPE_STRING)
+        if (row->schema->fields[i].type == TDM_TYPE_STRING &&
+            !row->v[i].null)
             strs += row->v[i].u.s.len;
-    size_t head = sizeof(pack_hdr) + (size_t)n * sizeof(tdm__val);
-    if (kb_reserve(kb, head + strs) != TDM_OK)
-        return TDM_ERR_NOMEM;
+    return sizeof(pack_hdr) + (size_t)n * sizeof(tdm__val) + strs;
+}
+
+void tdm__row_pack_into(const tdm__row *row, void *dst)
+{
+    int n = row->schema->n;
+    const tdm__field *f = row->schema->fields;
     pack_hdr h = { row->ts, (uint32_t)n, row->flags };
-    memcpy(kb->p, &h, sizeof h);
-    tdm__val *vals = (tdm__val *)(kb->p + sizeof h);
-    char *s = kb->p + head;
+    memcpy(dst, &h, sizeof h);
+    char *vals = (char *)dst + sizeof h;
+    char *s = vals + (size_t)n * sizeof(tdm__val);
     size_t off = 0;
     for (int i = 0; i < n; i++) {
-        vals[i] = row->v[i];
-        if (!row->v[i].null &&
-            row->schema->fields[i].type == TDM_TYPE_STRING) {
-            uint32_t l = row->v[i].u.s.len;
+        /* The value's bytes as they are (padding included), a string's
+         * pointer then replaced by its offset. */
+        const tdm__val *v = &row->v[i];
+        char *o = vals + (size_t)i * sizeof *v;
+        memcpy(o, v, sizeof *v);
+        if (!v->null && f[i].type == TDM_TYPE_STRING) {
+            uint32_t l = v->u.s.len;
             if (l)
-                memcpy(s + off, row->v[i].u.s.p, l);
-            vals[i].u.s.p = (const char *)(uintptr_t)off;
+                memcpy(s + off, v->u.s.p, l);
+            const char *as_off = (const char *)(uintptr_t)off;
+            memcpy(o + offsetof(tdm__val, u.s.p), &as_off, sizeof as_off);
             off += l;
         }
     }
-    kb->len = head + strs;
+}
+
+tdm_err tdm__row_pack(const tdm__row *row, tdm__keybuf *kb)
+{
+    size_t len = tdm__row_packed_size(row);
+    if (kb_reserve(kb, len) != TDM_OK)
+        return TDM_ERR_NOMEM;
+    tdm__row_pack_into(row, kb->p);
+    kb->len = len;
     return TDM_OK;
 }
 

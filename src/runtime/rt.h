@@ -382,6 +382,11 @@ static inline int tdm__key_subtask(int group, int key_groups,
 /* Serialises a row (timestamp, values, strings) into @p kb, for
  * operators that buffer records (joins keep the payload bytes). */
 tdm_err tdm__row_pack(const tdm__row *row, tdm__keybuf *kb);
+/* The same in two steps, to pack straight into memory of the caller's:
+ * the bytes tdm__row_pack makes of @p row, and writing them at @p dst
+ * (tdm__row_packed_size bytes, any alignment).  Both borrow @p row. */
+size_t tdm__row_packed_size(const tdm__row *row);
+void tdm__row_pack_into(const tdm__row *row, void *dst);
 /* Rebuilds a row from tdm__row_pack bytes: @p vals must hold the
  * schema's n values; strings point into @p p. */
 void tdm__row_unpack(const void *p, size_t len, const tdm__schema *schema,

@@ -103,9 +103,25 @@ static void sample_late(rt_op_task *t, const tdm__row *row, tdm_time_ms ts,
     pthread_mutex_unlock(&t->lmx);
 }
 
+/* The row of a join's late record (push_rows's record, handed back
+ * during the push): a window join's carries the row itself (its log packs
+ * rows, join_pack_write), an interval join's the packed row, unpacked
+ * into @p buf.  The result is borrowed (the batch's row or @p buf). */
+static const tdm__row *join_late_row(rt_op_task *t, int side,
+                                     const tdm_record *rec, tdm__row *buf)
+{
+    if (t->join->kind == TDM__JOIN_WINDOW && rec->payload)
+        return rec->payload;
+    tdm__row_unpack(rec->payload, rec->payload_len,
+                    t->op->inputs[side]->schema, side ? t->rvals : t->lvals,
+                    buf);
+    return buf;
+}
+
 /* The operators' drop probes: a record dropped as late (no late
  * output) is sampled like one sent to the late output.  The window
- * operator's record carries the row itself, the join's the packed row. */
+ * operator's record carries the row itself, the join's see
+ * join_late_row. */
 static void win_dropped(void *ud, const tdm_record *rec)
 {
     rt_op_task *t = ud;
@@ -115,11 +131,21 @@ static void win_dropped(void *ud, const tdm_record *rec)
 static void join_dropped(void *ud, int side, const tdm_record *rec)
 {
     rt_op_task *t = ud;
-    const tdm__schema *s = t->op->inputs[side ? 1 : 0]->schema;
-    tdm__row row;
-    tdm__row_unpack(rec->payload, rec->payload_len, s,
-                    side ? t->rvals : t->lvals, &row);
-    sample_late(t, &row, rec->ts, true);
+    tdm__row buf;
+    sample_late(t, join_late_row(t, side ? 1 : 0, rec, &buf), rec->ts, true);
+}
+
+/* The window join's packer (tdm__join_window_set_packer): push_rows
+ * hands it the row, which is packed straight into the join's record log
+ * (no packing into a buffer and copying). */
+static size_t join_pack_size(const void *payload)
+{
+    return tdm__row_packed_size(payload);
+}
+
+static void join_pack_write(const void *payload, void *dst)
+{
+    tdm__row_pack_into(payload, dst);
 }
 
 /* Fills the aggregate columns from a stored or emitted aggregate part.
@@ -661,8 +687,9 @@ static void write_pair(rt_op_task *t, const tdm_event *ev)
     write_out(t, &out);
 }
 
-/* The join operator's output.  Its records are copies the operator kept,
- * so rows are unpacked from their payload bytes. */
+/* The join operator's output.  Its pairs are of records the operator
+ * kept, so rows are unpacked from their payload bytes; a late record is
+ * the pushed one (join_late_row). */
 static void join_emit(void *opaque, const tdm_event *ev)
 {
     rt_op_task *t = opaque;
@@ -674,12 +701,10 @@ static void join_emit(void *opaque, const tdm_event *ev)
         break;
     case TDM_EVENT_LATE: {
         int side = ev->side == TDM_SIDE_RIGHT ? 1 : 0;
-        const tdm__schema *s = t->op->inputs[side]->schema;
-        tdm__row row;
-        tdm__row_unpack(ev->rec[0]->payload, ev->rec[0]->payload_len, s,
-                        side ? t->rvals : t->lvals, &row);
-        sample_late(t, &row, ev->time, false);
-        write_late(t, &row);
+        tdm__row buf;
+        const tdm__row *row = join_late_row(t, side, ev->rec[0], &buf);
+        sample_late(t, row, ev->time, false);
+        write_late(t, row);
         break;
     }
     case TDM_EVENT_WATERMARK:
@@ -706,10 +731,11 @@ static void join_emit(void *opaque, const tdm_event *ev)
  * only the selection and the key bytes of rows written on another core;
  * other keys are rebuilt here from the same fields the source hashed.
  * The row itself rides along as the record payload (windows: row
- * aggregates and the late output read it) or packed into it (joins,
- * which keep records beyond the call).  What is the same for every row
- * of the segment - the operator, its row aggregates, the key fence - is
- * decided once. */
+ * aggregates and the late output read it; window joins: their log
+ * packs it, join_pack_write) or packed into it (interval joins, which
+ * keep copies of records beyond the call).  What is the same for every
+ * row of the segment - the operator, its row aggregates, the key fence -
+ * is decided once. */
 static void push_rows(rt_op_task *t, const tdm__item *it)
 {
     rt_op *op = t->op;
@@ -718,6 +744,7 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
     const int *kidx = op->in_key_idx[input];
     const tdm__batch *b = it->b->b;
     tdm_winop *win = t->win;
+    const bool wjoin = !win && t->join->kind == TDM__JOIN_WINDOW;
     tdm__rowagg *ra = t->ra;
     /* The fence changes only between items (apply_fence). */
     const bool fenced = t->fence.n != 0;
@@ -760,6 +787,9 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
             err = tdm_winop_push(win, it->ch, &rec);
             if (ra && tdm__rowagg_take_oom(ra))
                 err = TDM_ERR_NOMEM;
+        } else if (wjoin) {
+            rec.payload = row;
+            err = tdm_joinop_push(t->join, input, it->ch % P, &rec);
         } else {
             if (tdm__row_pack(row, &t->pk) != TDM_OK) {
                 op_fail_nomem(t);
@@ -1578,6 +1608,8 @@ static void publish(rt_op_task *t)
         rt_pub_set(&m->bytes, tdm_winop_state_bytes(t->win));
         publish_latency(t, false);
     } else {
+        /* The join's own accounting (join.h): for the window join the
+         * record log chunks, which the key table and kv stores miss. */
         const tdm_joinop *j = t->join;
         rt_pub_set(&m->wm_in, j->wm);
         rt_pub_set(&m->keys, tdm__joinop_state_keys(j));
@@ -1805,6 +1837,10 @@ static tdm_err init_join(rt_op_task *t, char *msg, size_t n)
     if (err == TDM_OK) {
         t->join->drop_probe = join_dropped;
         t->join->drop_ud = t;
+        if (t->join->kind == TDM__JOIN_WINDOW) {
+            const tdm__join_packer pk = { join_pack_size, join_pack_write };
+            tdm__join_window_set_packer(t->join, &pk);
+        }
     }
     if (err == TDM_OK && t->op->late)
         err = tdm_joinop_set_late_output(t->join, 1);

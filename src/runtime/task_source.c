@@ -681,8 +681,10 @@ static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
 /* How an edge's key bytes are found, which depends on the source's
  * schema only (route_edge): a single string field read in place, a
  * single fixed-width field (ints, timestamps and bools, or a double),
- * or anything else, encoded by tdm__key_encode. */
-enum { KEY_ENCODE = 0, KEY_STRING, KEY_INT, KEY_DOUBLE };
+ * no field at all (an unkeyed window: the empty key, as
+ * tdm__key_encode gives it), or anything else, encoded by
+ * tdm__key_encode. */
+enum { KEY_ENCODE = 0, KEY_STRING, KEY_INT, KEY_DOUBLE, KEY_NONE };
 
 /* Specialisations of scan_batch (lean_kind; and the local aggregate). */
 enum { LEAN_NO = 0, LEAN_P1, LEAN_PN };
@@ -691,6 +693,8 @@ enum { LAGG_NO = 0, LAGG_ANY, LAGG_COUNT };
 /* The key kind of edge @p ed for rows of @p schema. */
 static int key_kind(const tdm__schema *schema, const rt_edge *ed)
 {
+    if (ed->n_key == 0)
+        return KEY_NONE;
     if (ed->n_key != 1)
         return KEY_ENCODE;
     switch (schema->fields[ed->key_idx[0]].type) {
@@ -769,6 +773,12 @@ route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
                tdm__key_inplace(row, ed->key_idx, 1, &key, &klen) &&
                klen != TDM__SEL_FIXED) {
         sel_len = (uint32_t)klen;
+        have = true;
+    } else if (kind == KEY_NONE) {
+        /* No key fields: the empty key (static, so the selection may
+         * carry it), without a call to encode nothing. */
+        key = "";
+        klen = 0;
         have = true;
     }
     if (la) {
@@ -885,14 +895,20 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
      * once every partition is judged, the batch skips it. */
     bool unit_check = mode == TDM__TIME_EVENT &&
                       c->ts_unit == TDM__UNIT_MS && unit_open(t);
-    /* The routing of a source with one consumer (the common case) is
-     * decided here once: its key kind depends on the schema only. */
+    /* The routing of a source with one or two consumers (the common
+     * cases; two: NEXMark q7's bids feed a window and a join) is decided
+     * here once: each edge's key kind depends on the schema only.  More
+     * edges go through route_all. */
     const int P = lean == LEAN_P1 ? 1 : t->run->P;
     const bool fence = lean ? false : s->fence;
+    const int n_edges = lean ? 1 : s->n_edges;
     const int kind0 = lean ? KEY_INT
-                      : s->n_edges == 1 ? key_kind(b->schema, &s->edges[0])
-                                        : -1;
-    /* Edge 0's key field and its targets' selections. */
+                      : n_edges == 1 || n_edges == 2
+                          ? key_kind(b->schema, &s->edges[0])
+                          : -1;
+    const int kind1 =
+        n_edges == 2 ? key_kind(b->schema, &s->edges[1]) : -1;
+    /* Edges 0 and 1: key field and their targets' selections. */
     const size_t cap = t->run->batch_size;
     const int tb0 = s->n_edges ? s->edges[0].target_base : 0;
     const int kfield0 = s->n_edges && s->edges[0].n_key
@@ -900,12 +916,19 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
                             : -1;
     tdm__sel *const sel0 = t->cur->sel + (size_t)tb0 * cap;
     uint32_t *const sel_n0 = t->cur->sel_n + tb0;
+    const int tb1 = n_edges == 2 ? s->edges[1].target_base : 0;
+    const int kfield1 = n_edges == 2 && s->edges[1].n_key
+                            ? s->edges[1].key_idx[0]
+                            : -1;
+    tdm__sel *const sel1 = t->cur->sel + (size_t)tb1 * cap;
+    uint32_t *const sel_n1 = t->cur->sel_n + tb1;
     const bool max_only = s->wm_max_only;
     const bool guard_dead = t->run->guard_dead;
     /* Two-phase aggregation: edge 0's local aggregate (and whether any
      * edge has one). */
     const bool any_lagg = lagg != LAGG_NO;
     rt_lagg *const lagg0 = any_lagg ? t->lagg[0] : NULL;
+    rt_lagg *const lagg1 = any_lagg && n_edges == 2 ? t->lagg[1] : NULL;
     const int n_udfs = lean ? 0 : s->node->n_udfs + (s->node->exprs != NULL);
     rt_sink *const pass = lean ? NULL : s->pass;
     int64_t passed = 0;
@@ -962,13 +985,23 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
          * the window subtask treats them exactly as without the local
          * phase. */
         const bool local = any_lagg && !guarded && row->ts != TDM_TIME_MIN;
-        tdm_err rerr = kind0 >= 0
-                           ? route_edge(t, row, (uint32_t)i, 0, kind0,
-                                        kfield0, P, fence, sel0, sel_n0,
-                                        cap, local ? lagg0 : NULL,
-                                        lagg == LAGG_COUNT)
-                           : route_all(t, row, (uint32_t)i, P, fence,
-                                       local);
+        tdm_err rerr;
+        if (kind1 >= 0) {
+            /* Two edges, in route_all's order. */
+            rerr = route_edge(t, row, (uint32_t)i, 0, kind0, kfield0, P,
+                              fence, sel0, sel_n0, cap,
+                              local ? lagg0 : NULL, false);
+            if (rerr == TDM_OK)
+                rerr = route_edge(t, row, (uint32_t)i, 1, kind1, kfield1,
+                                  P, fence, sel1, sel_n1, cap,
+                                  local ? lagg1 : NULL, false);
+        } else {
+            rerr = kind0 >= 0
+                       ? route_edge(t, row, (uint32_t)i, 0, kind0, kfield0,
+                                    P, fence, sel0, sel_n0, cap,
+                                    local ? lagg0 : NULL, lagg == LAGG_COUNT)
+                       : route_all(t, row, (uint32_t)i, P, fence, local);
+        }
         if (rerr != TDM_OK)
             return TDM_ERR_NOMEM;
         if (pass) {

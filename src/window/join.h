@@ -55,12 +55,9 @@ struct tdm_joinop {
     struct tdm__ijoin *ij;
 
     /* Window join: the assigner and the live windows with their record
-     * logs (join_window.c).  @c wins is no longer used (always NULL):
-     * src/runtime/task_op.c now reads the gauges through
-     * tdm__joinop_state_keys / _bytes; it can go once no caller names it. */
+     * logs (join_window.c). */
     tdm_assigner *asg;
     struct tdm__wjoin *wj;
-    tdm__kv *wins;
     /* Restore calls taken (join.c); non-zero: combined watermarks at or
      * below op->wm are ignored. */
     int restored;
@@ -113,6 +110,20 @@ tdm_err tdm__join_window_init(tdm_joinop *op, char *errbuf, size_t errbuf_size);
 tdm_err tdm__join_window_push(tdm_joinop *op, int side, const tdm_record *rec);
 /* A window timer fired: emits the window's pairs and drops the window. */
 void tdm__join_window_fire(tdm_joinop *op, const tdm__timer *t);
+/* How the window join stores a pushed record's payload, when not as a
+ * copy of its payload_len bytes: @c size gives the bytes @c write then
+ * writes at an address of the log (any alignment), both given the
+ * record's payload pointer.  (The runtime packs its rows straight into
+ * the log this way.)  Records in the log - in JOIN events and
+ * checkpoints - hold what @c write wrote; LATE events and the drop probe
+ * of a push get the pushed record as it is.  Restored records are
+ * copied. */
+typedef struct tdm__join_packer {
+    size_t (*size)(const void *payload);
+    void (*write)(const void *payload, void *dst);
+} tdm__join_packer;
+/* Sets (copies) the packer of a window join; NULL: copy payloads. */
+void tdm__join_window_set_packer(tdm_joinop *op, const tdm__join_packer *pk);
 /* Bytes the window join's record logs and window set hold. */
 size_t tdm__join_window_bytes(const tdm_joinop *op);
 /* Frees every window and the store (op may be half-built). */

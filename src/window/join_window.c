@@ -7,13 +7,15 @@
  * not indexed on arrival.  Each live window [start, end) keeps one record
  * log per side: an append-only arena of chunks that grow geometrically
  * (then are recycled from fired windows), so a record costs a copy and no
- * allocation of its own.  A chunk is a slotted page: records (ts, value,
- * key bytes, payload bytes) grow from its front, and a slot (32-bit key
- * hash, record offset) per record grows from its back, so that firing
- * scans 8 bytes per record and reads a record only when its hash
- * matches.  The live windows sit in a small array sorted by end (a few
- * at a time for tumbling and sliding windows), with one timer per window
- * at end - 1 in the operator's timer queue.
+ * allocation of its own (with a packer set, tdm__join_window_set_packer,
+ * the caller's function writes the payload straight into the log).  A
+ * chunk is a slotted page: records (ts, value, key bytes, payload bytes)
+ * grow from its front, and a slot (32-bit key hash, record offset) per
+ * record grows from its back, so that firing scans 8 bytes per record
+ * and reads a record only when its hash matches.  The live windows sit
+ * in a small array sorted by end (a few at a time for tumbling and
+ * sliding windows), with one timer per window at end - 1 in the
+ * operator's timer queue.
  *
  * When the watermark reaches a window's maxTimestamp (end - 1) its timer
  * fires: a hash index is built over the smaller side's records by key,
@@ -90,6 +92,7 @@ struct tdm__wjoin {
     size_t max_win_bytes;
     size_t bytes; /* chunk bytes held (capacity, spares included) plus
                    * the window array */
+    tdm__join_packer pack; /* size NULL: payloads are copied */
 };
 
 /* The first chunk of a log holds this many data bytes; each further
@@ -126,12 +129,17 @@ static uint32_t key_hash(const char *key, size_t len)
 
 /* ---- Record logs ---- */
 
-/* Appends a copy of @p rec to @p lg.  Returns false on OOM (nothing
+/* Appends a copy of @p rec to @p lg, its payload written by the packer
+ * when @p packed (and one is set).  Returns false on OOM (nothing
  * changed but possibly an empty chunk added). */
-static bool log_append(struct tdm__wjoin *st, wjlog *lg, const tdm_record *rec)
+static bool log_append(struct tdm__wjoin *st, wjlog *lg, const tdm_record *rec,
+                       bool packed)
 {
     size_t klen = rec->key_len;
-    size_t plen = rec->payload ? rec->payload_len : 0;
+    packed = packed && st->pack.size && rec->payload;
+    size_t plen = packed ? st->pack.size(rec->payload)
+                  : rec->payload ? rec->payload_len
+                                 : 0;
     if (klen > WJ_REC_MAX || plen > WJ_REC_MAX)
         return false;
     size_t need = rec_size(klen, plen);
@@ -176,7 +184,9 @@ static bool log_append(struct tdm__wjoin *st, wjlog *lg, const tdm_record *rec)
     char *p = (char *)(r + 1);
     if (klen)
         memcpy(p, rec->key, klen);
-    if (plen)
+    if (packed)
+        st->pack.write(rec->payload, p + klen);
+    else if (plen)
         memcpy(p + klen, rec->payload, plen);
     wjslot *sl = chunk_slot(c, c->n);
     sl->hash = key_hash(rec->key, klen);
@@ -366,7 +376,7 @@ tdm_err tdm__join_window_push(tdm_joinop *op, int side, const tdm_record *rec)
     if (op->asg->kind == TDM__ASG_TUMBLING && st->hint < st->n) {
         wjwin *w = &st->w[st->hint];
         if (rec->ts >= w->start && rec->ts < w->end && w->end - 1 > op->wm) {
-            if (!log_append(st, &w->log[side], rec))
+            if (!log_append(st, &w->log[side], rec, true))
                 return TDM_ERR_NOMEM;
             op->buffered++;
             return TDM_OK;
@@ -403,7 +413,7 @@ tdm_err tdm__join_window_push(tdm_joinop *op, int side, const tdm_record *rec)
                 goto fail;
             created = true;
         }
-        if (!log_append(st, &w->log[side], rec)) {
+        if (!log_append(st, &w->log[side], rec, true)) {
             if (created)
                 win_drop(op, w);
             goto fail;
@@ -627,6 +637,17 @@ void tdm__join_window_fire(tdm_joinop *op, const tdm__timer *t)
     w = win_find(op->wj, t->ns.a, t->ns.b);
     if (w)
         win_drop(op, w);
+}
+
+/* Sets the packer (join.h); copies @p pk. */
+void tdm__join_window_set_packer(tdm_joinop *op, const tdm__join_packer *pk)
+{
+    if (!op || !op->wj)
+        return;
+    if (pk && pk->size && pk->write)
+        op->wj->pack = *pk;
+    else
+        memset(&op->wj->pack, 0, sizeof op->wj->pack);
 }
 
 /* Bytes held by the window join's state: record log chunks (capacity,
@@ -871,7 +892,7 @@ tdm_err tdm__join_window_restore_end(tdm_joinop *op, struct tdm__dec *d,
             wjwin *w = win_find(op->wj, x->start, x->end);
             if (!w)
                 w = win_add(op, x->start, x->end);
-            if (!w || !log_append(op->wj, &w->log[x->side], &x->rec))
+            if (!w || !log_append(op->wj, &w->log[x->side], &x->rec, false))
                 err = TDM_ERR_NOMEM;
             else
                 op->buffered++;

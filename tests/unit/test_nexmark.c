@@ -8,6 +8,7 @@
  * definition field by field; the source's rows against its documented
  * order.
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,70 @@ TDM_TEST(bid_distributions)
     ASSERT_TRUE(fa > 0.495 && fa < 0.515);
     ASSERT_TRUE(fb > 0.745 && fb < 0.755);
     ASSERT_TRUE(fp > 0.497 && fp < 0.503);
+}
+
+static uint64_t lcg(uint64_t *st);
+
+/* The price by definition (1.3.4, nexmark.c's next_price) of the draw
+ * u = m / 2^53. */
+static int64_t price_by_pow(uint64_t m)
+{
+    double u = (double)m * (1.0 / 9007199254740992.0);
+    return llround(pow(10.0, 6.0 * u) * 100.0);
+}
+
+/* The bulk path's price without pow (tdm__nx_price_of) is pow's bit for
+ * bit.  Where they could differ is next to a rounding boundary, a price
+ * of k + 0.5: for every k up to 5,000 and 40,000 k spread log-uniformly
+ * up to 10^8, the 257 draws around the one closest to k + 0.5 (which
+ * straddle it: one draw moves 10^(6u) by about 1.5e-15 of itself, so the
+ * window spans both sides even at 10^8) - those are the draws its
+ * fallback to pow must catch; then 2,000,000 draws of a stream, both
+ * ends, and the tables' seams (u a multiple of 2^-16, where their
+ * indexes change). */
+TDM_TEST(price_without_pow_is_pow_bit_for_bit)
+{
+    const double two53 = 9007199254740992.0;
+    int64_t checked = 0, straddled = 0;
+    uint64_t st = 7;
+    for (int64_t j = 0; j < 45000; j++) {
+        double k = j < 5000 ? 100.0 + (double)j
+                            : floor(100.0 * pow(10.0, 6.0 * (double)(lcg(&st) % 1000003) /
+                                                          1000003.0));
+        double u = log10((k + 0.5) / 100.0) / 6.0;
+        uint64_t c = (uint64_t)llround(u * two53);
+        int64_t lo_p = INT64_MAX, hi_p = INT64_MIN;
+        for (uint64_t m = c - 128; m <= c + 128; m++) {
+            int64_t want = price_by_pow(m);
+            int64_t got = tdm__nx_price_of(m);
+            if (got != want)
+                fprintf(stderr, "m %" PRIu64 ": %" PRId64 " != pow's %" PRId64
+                                "\n", m, got, want);
+            ASSERT_EQ(got, want);
+            lo_p = want < lo_p ? want : lo_p;
+            hi_p = want > hi_p ? want : hi_p;
+            checked++;
+        }
+        straddled += hi_p > lo_p;
+    }
+    /* The windows did straddle their boundaries (all but a few, where
+     * the definition's own rounding of 6u moves it by a draw or two). */
+    ASSERT_TRUE(straddled >= 44000);
+    for (int64_t i = 0; i < 2000000; i++) {
+        uint64_t m = ((uint64_t)lcg(&st) << 31 ^ lcg(&st)) & ((1ULL << 53) - 1);
+        ASSERT_EQ(tdm__nx_price_of(m), price_by_pow(m));
+        checked++;
+    }
+    const uint64_t ends[] = { 0, 1, 2, (1ULL << 53) - 1, (1ULL << 53) - 2 };
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        ASSERT_EQ(tdm__nx_price_of(ends[i]), price_by_pow(ends[i]));
+    for (uint64_t i = 1; i < 65536; i++) {
+        /* u a multiple of 2^-16, and its neighbours. */
+        uint64_t c = i << 37;
+        for (uint64_t m = c - 2; m <= c + 2; m++)
+            ASSERT_EQ(tdm__nx_price_of(m), price_by_pow(m));
+    }
+    ASSERT_TRUE(checked > 13000000);
 }
 
 static int cmp_i64(const void *a, const void *b)

@@ -1405,6 +1405,138 @@ TDM_TEST(join_metrics)
     tdm_job_destroy(job);
 }
 
+/* A window join's state gauges read the join's own accounting
+ * (tdm__joinop_state_bytes): its records sit in per-window record logs,
+ * one chunk of 4,096 bytes per side and window to begin with, which the
+ * key table and timers the runtime once summed did not include (so it
+ * published less than the two chunks for a join holding records).  Tumbling
+ * 10 s windows, on-event watermarks (bound 0):
+ *   left o1@1000, right o1@2000   both in [0, 10000): two logs, so at
+ *                                 least 8,192 bytes; 2 buffered
+ *                                 records, no keys tracked;
+ *   right ends                    its channel leaves the minimum;
+ *   left o2@15000                 left watermark 14999 fires [0, 10000)
+ *                                 (the pair o1-o1 goes out) and frees
+ *                                 its two logs; [10000, 20000) has one,
+ *                                 so the bytes fall by at least a chunk;
+ *   left ends                     everything fires and is freed: less
+ *                                 than one chunk is left. */
+TDM_TEST(window_join_state_bytes)
+{
+    n_feeds = 0;
+    feed *fl = feed_new("fl", 1);
+    feed *fr = feed_new("fr", 1);
+    tdm_job *job;
+    ASSERT_OK(tdm_job_new(&job));
+    tdm_node *l = feed_node(job, "l", "fl");
+    tdm_node *r = feed_node(job, "r", "fr");
+    KIT_SET(l, "watermark.max_out_of_orderness", "0ms");
+    KIT_SET(l, "watermark.emit", "on_event");
+    KIT_SET(r, "watermark.max_out_of_orderness", "0ms");
+    KIT_SET(r, "watermark.emit", "on_event");
+    tdm_node *j = kit_node(job, TDM_NODE_JOIN, "j");
+    KIT_SET(j, "type", "window");
+    KIT_SET(j, "left", "l");
+    KIT_SET(j, "right", "r");
+    KIT_SET(j, "left_key", "k");
+    KIT_SET(j, "right_key", "k");
+    KIT_SET(j, "window.size", "10s");
+    KIT_SET(j, "sink", "out");
+    kit_node(job, TDM_NODE_SINK, "out");
+    kit_bg bg;
+    kit_bg_start(&bg, job);
+    feed_push(fl, 0, "o1", 1000);
+    feed_push(fr, 0, "o1", 2000);
+    WAIT_FOR(job, CH_WM, "j", 0, 0, 999);
+    WAIT_FOR(job, CH_WM, "j", 0, 1, 1999);
+    WAIT_FOR(job, RECORDS_IN, "j", 0, -1, 2);
+    tdm_metrics *m = snap(job);
+    ASSERT_EQ(GET(m, STATE_WINDOWS, "j", 0, -1), 2);
+    ASSERT_EQ(GET(m, STATE_KEYS, "j", 0, -1), 0);
+    int64_t held = GET(m, STATE_BYTES, "j", 0, -1);
+    ASSERT_TRUE(held >= 8192);
+    ASSERT_EQ(GET(m, RECORDS_OUT, "j", 0, -1), 0);
+    tdm_metrics_free(m);
+    feed_end(fr);
+    feed_push(fl, 0, "o2", 15000);
+    WAIT_FOR(job, RECORDS_OUT, "j", 0, -1, 1);
+    WAIT_FOR(job, STATE_WINDOWS, "j", 0, -1, 1);
+    m = snap(job);
+    int64_t after = GET(m, STATE_BYTES, "j", 0, -1);
+    ASSERT_TRUE(after >= 4096);
+    ASSERT_TRUE(after <= held - 4096);
+    tdm_metrics_free(m);
+    feed_end(fl);
+    ASSERT_OK(kit_bg_join(&bg));
+    m = snap(job);
+    ASSERT_EQ(GET(m, STATE_WINDOWS, "j", 0, -1), 0);
+    ASSERT_TRUE(GET(m, STATE_BYTES, "j", 0, -1) < 4096);
+    ASSERT_EQ(GET(m, RECORDS_OUT, "j", 0, -1), 1);
+    tdm_metrics_free(m);
+    tdm_job_destroy(job);
+}
+
+/* A window join's late records carry the pushed row itself (its log
+ * packs rows, so the runtime no longer packs them first): the late
+ * output gets the row's fields and the late sample its text.  Tumbling
+ * 10 s windows, on-event watermarks (bound 0): x@20000 on both sides
+ * brings the join's watermark to 19999, so z@1000 on the left (window
+ * [0, 10000), whose end - 1 is behind it) is late: one row to "late",
+ * one late sample with the row, nothing buffered for it; at the end
+ * x-x pairs up in [20000, 30000). */
+TDM_TEST(window_join_late_record_keeps_its_row)
+{
+    n_feeds = 0;
+    feed *fl = feed_new("fl", 1);
+    feed *fr = feed_new("fr", 1);
+    tdm_job *job;
+    ASSERT_OK(tdm_job_new(&job));
+    tdm_node *l = feed_node(job, "l", "fl");
+    tdm_node *r = feed_node(job, "r", "fr");
+    KIT_SET(l, "watermark.max_out_of_orderness", "0ms");
+    KIT_SET(l, "watermark.emit", "on_event");
+    KIT_SET(r, "watermark.max_out_of_orderness", "0ms");
+    KIT_SET(r, "watermark.emit", "on_event");
+    tdm_node *j = kit_node(job, TDM_NODE_JOIN, "j");
+    KIT_SET(j, "type", "window");
+    KIT_SET(j, "left", "l");
+    KIT_SET(j, "right", "r");
+    KIT_SET(j, "left_key", "k");
+    KIT_SET(j, "right_key", "k");
+    KIT_SET(j, "window.size", "10s");
+    KIT_SET(j, "sink", "out");
+    KIT_SET(j, "late_output", "late");
+    kit_node(job, TDM_NODE_SINK, "out");
+    kit_node(job, TDM_NODE_SINK, "late");
+    kit_bg bg;
+    kit_bg_start(&bg, job);
+    feed_push(fl, 0, "x", 20000);
+    feed_push(fr, 0, "x", 20000);
+    WAIT_FOR(job, CH_WM, "j", 0, 0, 19999);
+    WAIT_FOR(job, CH_WM, "j", 0, 1, 19999);
+    feed_push(fl, 0, "z", 1000);
+    WAIT_FOR(job, LATE_SIDE, "j", 0, -1, 1);
+    WAIT_FOR(job, STATE_WINDOWS, "j", 0, -1, 2);
+    tdm_metrics *m = snap(job);
+    ASSERT_EQ(tdm_metrics_late_count(m), 1);
+    const tdm_late_sample *ls = tdm_metrics_late_at(m, 0);
+    ASSERT_STR_EQ(ls->vertex, "j");
+    ASSERT_EQ(ls->ts, 1000);
+    ASSERT_EQ(ls->watermark, 19999);
+    ASSERT_EQ(ls->dropped, 0);
+    ASSERT_STR_EQ(ls->row, "{\"k\": \"z\", \"ts\": 1000, \"v\": 1}");
+    tdm_metrics_free(m);
+    feed_end(fl);
+    feed_end(fr);
+    ASSERT_OK(kit_bg_join(&bg));
+    KIT_EXPECT("late", "{\"k\": \"z\", \"ts\": 1000, \"v\": 1}");
+    KIT_EXPECT("out", "left.k=x left.ts=20000 left.v=1 right.k=x "
+                      "right.ts=20000 right.v=1 ts=29999 [20000,30000) "
+                      "on_time#0 +");
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_LATE_SIDE_OUTPUT), 1);
+    tdm_job_destroy(job);
+}
+
 /* The general path (sessions, a row aggregate): a@1000 and a@3000 with
  * a 5 s gap merge into the session [1000, 8000), which holds both
  * records; the row aggregate does not count them (elements -1).  The
