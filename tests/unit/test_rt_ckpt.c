@@ -1478,12 +1478,12 @@ static void rs_golden(const char *parallelism, char **out, char **late)
  * restores at @p p2 and compares with the golden outputs; repeats with
  * a later kill until the restore came from a checkpoint with progress:
  * the job logged that it resumes, and read at most 90 % of the input
- * (a checkpoint taken before the source read much proves little).  If
- * the kills run past the end of the run (a fast run takes few
- * checkpoints), one restore with some progress must have been seen. */
-static void rs_crash_and_restore(const char *p1, const char *p2,
-                                 const char *gold_out,
-                                 const char *gold_late)
+ * (a checkpoint taken before the source read much proves little).
+ * Returns whether a restore with some progress was seen before the
+ * kills ran past the end of the run. */
+static bool rs_crash_and_restore_once(const char *p1, const char *p2,
+                                      const char *gold_out,
+                                      const char *gold_late)
 {
     char dir[300], ck[300], cmd[1024];
     bool progress = false;
@@ -1506,10 +1506,8 @@ static void rs_crash_and_restore(const char *p1, const char *p2,
         }
         int status = 0;
         ASSERT_EQ(waitpid(pid, &status, 0), pid);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-            ASSERT_TRUE(progress);
-            break;
-        }
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+            return progress;
         ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
         if (!has_checkpoint(ck))
             continue;
@@ -1530,8 +1528,23 @@ static void rs_crash_and_restore(const char *p1, const char *p2,
         free(gl);
         progress = progress || (read > 0 && read < RS_LINES);
         if (read > 0 && read <= RS_LINES - RS_LINES / 10)
-            break;
+            return true;
     }
+}
+
+/* rs_crash_and_restore_once until one restore had progress, at most 5
+ * times: on a loaded machine a run can read all its input between two
+ * checkpoints (their timer starved), and then no kill point restores
+ * from the middle (the test failed so once, "progress", under a
+ * parallel benchmark). */
+static void rs_crash_and_restore(const char *p1, const char *p2,
+                                 const char *gold_out,
+                                 const char *gold_late)
+{
+    bool progress = false;
+    for (int attempt = 0; attempt < 5 && !progress; attempt++)
+        progress = rs_crash_and_restore_once(p1, p2, gold_out, gold_late);
+    ASSERT_TRUE(progress);
 }
 
 TDM_TEST(window_restored_at_other_parallelisms_keeps_watermarks_per_split)
