@@ -247,6 +247,21 @@ static inline tdm__ws_key *tdm__ws_key_at(const tdm__wstore *ws,
 /* The home slot of a key with hash @p hash in a table of @p slots: the
  * low 32 bits of the hash scaled to [0, slots) (slots < 2^32), so that
  * the table can have any size. */
+/* Starts fetching key @p kid's entry (both ends: the cell may be in
+ * either cache line of a 128-byte entry); a walk over a window's
+ * scattered members calls it a few members ahead. */
+static inline void tdm__ws_prefetch_key(const tdm__wstore *ws, uint32_t kid)
+{
+#if defined(__GNUC__)
+    const char *e = (const char *)tdm__ws_key_at(ws, kid);
+    __builtin_prefetch(e);
+    __builtin_prefetch(e + ((size_t)1 << ws->eshift) - 1);
+#else
+    (void)ws;
+    (void)kid;
+#endif
+}
+
 static inline size_t tdm__ws_home(uint64_t hash, size_t slots)
 {
     return (size_t)(((hash & 0xffffffffu) * (uint64_t)slots) >> 32);

@@ -679,17 +679,9 @@ static void lean_watermark(tdm_winop *op, tdm_time_ms wm)
              * rebuild the key table (gen). */
             sp = tdm__ws_span_at(ws, sid);
             const uint32_t *m = sp->members;
-#if defined(__GNUC__)
-            /* The members' entries are scattered: fetch ahead, both
-             * cache lines of a 128-byte entry (the cell may be in
-             * either). */
-            if (i + 8 < n && m[i + 8] != TDM__WS_NONE) {
-                const char *ahead =
-                    (const char *)tdm__ws_key_at(ws, m[i + 8]);
-                __builtin_prefetch(ahead);
-                __builtin_prefetch(ahead + ((size_t)1 << ws->eshift) - 1);
-            }
-#endif
+            /* The members' entries are scattered: fetch ahead. */
+            if (i + 8 < n && m[i + 8] != TDM__WS_NONE)
+                tdm__ws_prefetch_key(ws, m[i + 8]);
             uint32_t kid = m[i];
             if (kid == TDM__WS_NONE)
                 continue;

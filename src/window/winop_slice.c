@@ -382,15 +382,9 @@ static void walk_window(tdm_winop *op, uint32_t sid)
                 tdm__emit(&op->sink, &ev);
             }
         } else {
-#if defined(__GNUC__)
             /* The keys' entries are scattered: fetch ahead. */
-            if (i + 8 < w.n && m[i + 8] != TDM__WS_NONE) {
-                const char *ahead =
-                    (const char *)tdm__ws_key_at(ws, m[i + 8]);
-                __builtin_prefetch(ahead);
-                __builtin_prefetch(ahead + ((size_t)1 << ws->eshift) - 1);
-            }
-#endif
+            if (i + 8 < w.n && m[i + 8] != TDM__WS_NONE)
+                tdm__ws_prefetch_key(ws, m[i + 8]);
             uint32_t kid = m[i];
             double v;
             if (kid != TDM__WS_NONE &&

@@ -87,6 +87,14 @@ static void wait_for(const char *file, int line, tdm_job *job,
     }
 }
 
+/* Watermarks that follow the data exactly: bound 0, one per record
+ * (the setting most cases here need to know when a window fires). */
+static void exact_watermarks(tdm_node *s)
+{
+    KIT_SET(s, "watermark.max_out_of_orderness", "0ms");
+    KIT_SET(s, "watermark.emit", "on_event");
+}
+
 /* ====================================================================== */
 /* The table                                                              */
 /* ====================================================================== */
@@ -419,8 +427,7 @@ static tdm_job *late_job(void)
     ASSERT_OK(tdm_job_new(&job));
     tdm__job_set_clock(job, test_clock, NULL);
     tdm_node *s = kit_source_node(job, "src", "late");
-    KIT_SET(s, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(s, "watermark.emit", "on_event");
+    exact_watermarks(s);
     tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
     KIT_SET(w, "from", "src");
     KIT_SET(w, "key_by", "k");
@@ -589,10 +596,8 @@ TDM_TEST(window_status_pending_then_fired)
     ASSERT_OK(tdm_job_new(&job));
     tdm_node *a = feed_node(job, "a", "fa");
     tdm_node *b = feed_node(job, "b", "fb");
-    KIT_SET(a, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(a, "watermark.emit", "on_event");
-    KIT_SET(b, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(b, "watermark.emit", "on_event");
+    exact_watermarks(a);
+    exact_watermarks(b);
     tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
     KIT_SET(w, "from", "a, b");
     KIT_SET(w, "key_by", "k");
@@ -1070,8 +1075,7 @@ TDM_TEST(snapshots_while_running_from_another_thread)
     KIT_JOB_SET(job, "parallelism", "2");
     KIT_JOB_SET(job, "batch.size", "64");
     tdm_node *s = kit_source_node(job, "src", "endless4");
-    KIT_SET(s, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(s, "watermark.emit", "on_event");
+    exact_watermarks(s);
     tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
     KIT_SET(w, "from", "src");
     KIT_SET(w, "key_by", "k");
@@ -1169,8 +1173,7 @@ static tdm_job *dbg_job(const char *level)
     tdm__job_set_clock(job, test_clock, NULL);
     tdm_job_set_log(job, collect_log, NULL);
     tdm_node *s = kit_source_node(job, "src", "dbg");
-    KIT_SET(s, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(s, "watermark.emit", "on_event");
+    exact_watermarks(s);
     tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
     KIT_SET(w, "from", "src");
     KIT_SET(w, "key_by", "k");
@@ -1228,8 +1231,7 @@ TDM_TEST(result_latency_counts_on_time_results)
     ASSERT_EQ(tdm_job_result_latency(job, 0.5, &n), -1); /* no run yet */
     ASSERT_EQ(n, 0);
     tdm_node *s = kit_source_node(job, "src", "lat");
-    KIT_SET(s, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(s, "watermark.emit", "on_event");
+    exact_watermarks(s);
     tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
     KIT_SET(w, "from", "src");
     KIT_SET(w, "key_by", "k");
@@ -1347,10 +1349,8 @@ TDM_TEST(join_metrics)
     ASSERT_OK(tdm_job_new(&job));
     tdm_node *l = feed_node(job, "l", "fl");
     tdm_node *r = feed_node(job, "r", "fr");
-    KIT_SET(l, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(l, "watermark.emit", "on_event");
-    KIT_SET(r, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(r, "watermark.emit", "on_event");
+    exact_watermarks(l);
+    exact_watermarks(r);
     tdm_node *j = kit_node(job, TDM_NODE_JOIN, "j");
     KIT_SET(j, "left", "l");
     KIT_SET(j, "right", "r");
@@ -1430,10 +1430,8 @@ TDM_TEST(window_join_state_bytes)
     ASSERT_OK(tdm_job_new(&job));
     tdm_node *l = feed_node(job, "l", "fl");
     tdm_node *r = feed_node(job, "r", "fr");
-    KIT_SET(l, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(l, "watermark.emit", "on_event");
-    KIT_SET(r, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(r, "watermark.emit", "on_event");
+    exact_watermarks(l);
+    exact_watermarks(r);
     tdm_node *j = kit_node(job, TDM_NODE_JOIN, "j");
     KIT_SET(j, "type", "window");
     KIT_SET(j, "left", "l");
@@ -1493,10 +1491,8 @@ TDM_TEST(window_join_late_record_keeps_its_row)
     ASSERT_OK(tdm_job_new(&job));
     tdm_node *l = feed_node(job, "l", "fl");
     tdm_node *r = feed_node(job, "r", "fr");
-    KIT_SET(l, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(l, "watermark.emit", "on_event");
-    KIT_SET(r, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(r, "watermark.emit", "on_event");
+    exact_watermarks(l);
+    exact_watermarks(r);
     tdm_node *j = kit_node(job, TDM_NODE_JOIN, "j");
     KIT_SET(j, "type", "window");
     KIT_SET(j, "left", "l");
@@ -1549,8 +1545,7 @@ TDM_TEST(window_status_general_path)
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     tdm_node *s = feed_node(job, "src", "sess");
-    KIT_SET(s, "watermark.max_out_of_orderness", "0ms");
-    KIT_SET(s, "watermark.emit", "on_event");
+    exact_watermarks(s);
     tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
     KIT_SET(w, "from", "src");
     KIT_SET(w, "key_by", "k");
