@@ -41,24 +41,8 @@
 # reproduce a failure), TDM_KILL_RECORDS (records per click file, default
 # 20000).  Outputs go to a folder under /dev/shm when it is writable
 # (checkpoint fsyncs cost nothing there) unless TMPDIR is set.
-if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
-    TMPDIR=/dev/shm
-    export TMPDIR
-fi
-. "$(dirname "$0")/../cli/lib.sh"
-if [ $# -lt 3 ]; then
-    echo "usage: $0 TIDEMARK SOURCE_DIR CRASH_TOOL" >&2
-    exit 2
-fi
-# Absolute paths: the runs happen in $T.
-abs() { case $1 in /*) echo "$1" ;; *) echo "$(pwd)/$1" ;; esac; }
-TOOL=$(abs "$3")
-setup "$(abs "$1")" "$2"
-JOB=$(pwd)/tests/crash/job.yaml
-. "$(pwd)/tests/crash/lib.sh"
-# The job runs in $T/w ($T/out and $T/err are expect_exit's).
-mkdir "$T/w"
-cd "$T/w"
+# The start (TMPDIR, setup, TOOL, JOB, lib.sh, cd $T/w): start.sh.
+. "$(dirname "$0")/start.sh"
 
 mult=${TDM_TEST_TIMEOUT_MULTIPLIER:-1}
 runs=50
