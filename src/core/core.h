@@ -130,6 +130,19 @@ static inline tdm_time_ms tdm__time_sub_sat(tdm_time_ms a, tdm_time_ms b)
     return r;
 }
 
+/* The greatest common divisor of two positive durations: the slice
+ * length of sliding windows, gcd(size, slide), which both the source's
+ * local aggregation and the window's sliced mode cut time into. */
+static inline tdm_time_ms tdm__time_gcd(tdm_time_ms a, tdm_time_ms b)
+{
+    while (b) {
+        tdm_time_ms r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
 /* Floored window start: offset + floor((ts - offset) / size) * size,
  * computed without overflow for every ts (saturates at TDM_TIME_MIN). */
 tdm_time_ms tdm__window_start(tdm_time_ms ts, tdm_time_ms offset,

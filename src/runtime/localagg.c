@@ -390,16 +390,6 @@ nomem:
 
 /* ---- Setup ---- */
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
-}
-
 /* Creates the local aggregate of subtask @p t for edge @p e. */
 tdm_err rt_lagg_new(rt_src_task *t, int e, rt_lagg **out)
 {
@@ -423,7 +413,7 @@ tdm_err rt_lagg_new(rt_src_task *t, int e, rt_lagg **out)
     la->size = op->wsize;
     la->slide = op->wtype == 1 ? op->wslide : op->wsize;
     la->woff = op->woffset;
-    la->g = op->wtype == 1 ? gcd64(op->wsize, op->wslide) : op->wsize;
+    la->g = op->wtype == 1 ? tdm__time_gcd(op->wsize, op->wslide) : op->wsize;
     la->off = op->woffset % la->g;
     la->gaps = op->wtype == 1 && op->wslide > op->wsize;
     la->count = op->fast_count;

@@ -60,16 +60,6 @@ typedef struct tdm__slice_walk {
     struct tdm__slice_walk *up;
 } tdm__slice_walk;
 
-static tdm_time_ms gcd_ms(tdm_time_ms a, tdm_time_ms b)
-{
-    while (b) {
-        tdm_time_ms t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* The windows of one slice that are not late, with their spans: what a
  * new (key, slice) cell lists its key in.  Valid while the slice, the
  * watermark and the window spans (slice_wgen) are the same. */
@@ -88,14 +78,14 @@ bool tdm__slice_applies(const tdm_winop *op)
     if (!op->lean || op->asg->kind != TDM__ASG_SLIDING ||
         op->lean_kind != TDM_AGG_COUNT || op->lateness != 0)
         return false;
-    tdm_time_ms g = gcd_ms(op->asg->size, op->asg->slide);
+    tdm_time_ms g = tdm__time_gcd(op->asg->size, op->asg->slide);
     return g < op->asg->size && op->asg->size / g <= MAX_SLICES;
 }
 
 /* Sets the slice length and offset; see win.h. */
 void tdm__slice_setup(tdm_winop *op)
 {
-    op->slice_len = gcd_ms(op->asg->size, op->asg->slide);
+    op->slice_len = tdm__time_gcd(op->asg->size, op->asg->slide);
     op->slice_off = op->asg->offset % op->slice_len;
     op->slice_sid = TDM__WS_NONE;
     op->lean_sliced = true;
