@@ -62,8 +62,12 @@ expect_in "help" "$T/out" "usage: tidemark diagnose URL"
 
 # ---- A live job ----
 mkfifo "$T/in"
-"$TM" run tests/cli/jobs/stalled.yaml --http 127.0.0.1:0 -q <"$T/in" \
-    >"$T/results" 2>"$T/run.err" &
+# The output files come before the FIFO in the redirections: opening the
+# FIFO blocks until the `exec 3>` below, and the poll must find run.err
+# (CI failure of 2026-12-03: the poll ran before the background shell had
+# created run.err, sed failed, and `set -e` ended the script).
+"$TM" run tests/cli/jobs/stalled.yaml --http 127.0.0.1:0 -q \
+    >"$T/results" 2>"$T/run.err" <"$T/in" &
 pid=$!
 exec 3>"$T/in"
 url=
@@ -72,7 +76,7 @@ while [ -z "$url" ]; do
     tries=$((tries + 1))
     [ "$tries" -le 200 ] || fail "no \"serving\" line from tidemark run"
     url=$(sed -n 's/^tidemark: serving \(http:[^ ]*\) (job "stalled")$/\1/p' \
-        "$T/run.err")
+        "$T/run.err" 2>/dev/null || true)
     [ -n "$url" ] || sleep 0.05
 done
 cat tests/cli/data/stalled.jsonl >&3
