@@ -268,6 +268,10 @@ struct tdm_winop {
     struct tdm__slice_frozen *sfrozen; /* due windows not walked yet whose
                                         * results were fixed early */
     uint32_t n_sfrozen, cap_sfrozen;
+    /* The session mode (winop_session.c): event-time sessions with the
+     * event-time trigger, a built-in aggregate and no allowed lateness
+     * keep their sessions there; NULL otherwise. */
+    struct tdm__sess *sess;
     tdm__wstore *ws;
     tdm_time_ms lateness;
     tdm_time_ms wm;          /* current watermark */
@@ -515,6 +519,46 @@ void tdm__slice_free(tdm_winop *op);
  * in the window's slices.  False when it has none. */
 bool tdm__slice_count(const tdm_winop *op, uint32_t kid, tdm_time_ms start,
                       tdm_time_ms end, double *count);
+
+/* ---- The session mode (winop_session.c) ---- */
+
+/* True when an operator with this configuration takes the session mode:
+ * event-time session windows, the event-time trigger, a built-in
+ * aggregate other than collect, no allowed lateness.  Everything else
+ * with sessions (other triggers, custom aggregates, window functions,
+ * allowed lateness) stays on the general path. */
+bool tdm__sess_applies(const tdm_winop *op);
+/* Gives the operator its session store (op->sess).  Returns TDM_OK or
+ * TDM_ERR_NOMEM (op->sess stays NULL). */
+tdm_err tdm__sess_setup(tdm_winop *op);
+/* Frees the session store and gives back the keys' references; sets
+ * op->sess to NULL.  No-op without one. */
+void tdm__sess_free(tdm_winop *op);
+/* Adds a record (with a timestamp) to its key's sessions, merging
+ * the ones its window [ts, ts + gap) overlaps or touches; a record whose
+ * merged window is late goes to tdm__win_handle_late.  Borrows  rec.
+ * Returns TDM_OK or TDM_ERR_NOMEM (nothing changed). */
+tdm_err tdm__sess_push(tdm_winop *op, const tdm_record *rec);
+/* Fires and removes every session whose maxTimestamp is <=  wm (the
+ * watermark, already in op->wm), in (end, creation) order.  An
+ * allocation failure is left in op->pending; the sessions concerned
+ * fire at a later watermark. */
+void tdm__sess_watermark(tdm_winop *op, tdm_time_ms wm);
+/* Sessions in state, and the bytes the store holds (keys not counted). */
+size_t tdm__sess_count(const tdm_winop *op);
+size_t tdm__sess_bytes(const tdm_winop *op);
+/* The slot of key @p kid's session [start, end), or NULL.  Read-only. */
+tdm__win_slot *tdm__sess_find(const tdm_winop *op, uint32_t kid,
+                              tdm_time_ms start, tdm_time_ms end);
+/* Calls @p fn with every session's slot (borrowed) and creation
+ * sequence, in no particular order (snapshots). */
+typedef void (*tdm__sess_each_fn)(void *ud, const tdm__win_slot *s,
+                                  uint64_t seq);
+void tdm__sess_each(const tdm_winop *op, tdm__sess_each_fn fn, void *ud);
+/* Emits a window result from slot @p s as the general path does on a
+ * firing (winop.c): pane timing and index, is_update; @p purge says the
+ * contents are purged right after.  Updates the slot's panes and flags. */
+void tdm__win_emit(tdm_winop *op, tdm__win_slot *s, bool purge);
 
 /* Records the first error raised inside a callback chain. */
 static inline void tdm__win_fail(tdm_winop *op, tdm_err e)

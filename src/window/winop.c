@@ -11,7 +11,10 @@
  * costs one key lookup that lands on the key's windows, and windows fire
  * and are cleaned up per window interval instead of per timer.  Sliding
  * counts without lateness keep slices instead of windows there
- * (winop_slice.c, the sliced mode).
+ * (winop_slice.c, the sliced mode).  Event-time session windows with
+ * the event-time trigger, a built-in aggregate and no allowed lateness
+ * keep their sessions in the session mode (winop_session.c) instead of
+ * slots and timers.
  * Watermarks and statuses go through a tdm_valve whose output drives the
  * event-time timers and is then forwarded.
  */
@@ -140,7 +143,7 @@ void tdm__win_slot_free(tdm_winop *op, tdm__win_slot *s)
 /* Emits the window's result (R2.4, R2.5: the caller checked that the
  * contents are non-empty), with pane information.  @p purge says whether
  * the contents are purged right after. */
-static void emit_result(tdm_winop *op, tdm__win_slot *s, bool purge)
+void tdm__win_emit(tdm_winop *op, tdm__win_slot *s, bool purge)
 {
     size_t key_len;
     const char *key = tdm__keys_get(op->keys, s->key, &key_len);
@@ -187,7 +190,7 @@ static void emit_result(tdm_winop *op, tdm__win_slot *s, bool purge)
 static inline void apply_result(tdm_winop *op, tdm__win_slot *s, int r)
 {
     if ((r & TDM_TRIGGER_FIRE) && (s->flags & TDM__W_CONTENTS))
-        emit_result(op, s, (r & TDM_TRIGGER_PURGE) != 0);
+        tdm__win_emit(op, s, (r & TDM_TRIGGER_PURGE) != 0);
     if (r & TDM_TRIGGER_PURGE) {
         tdm__agg_clear(op, s);
         s->flags &= ~TDM__W_UNPURGED;
@@ -246,6 +249,8 @@ static void process_watermark(tdm_winop *op, tdm_time_ms wm)
         tdm__slice_watermark(op, wm);
     } else if (op->lean) {
         lean_watermark(op, wm);
+    } else if (op->sess) {
+        tdm__sess_watermark(op, wm);
     } else {
         tdm__timer t;
         while (tdm__timers_pop(op->timers[TDM__EVENT], wm, &t))
@@ -475,7 +480,7 @@ static inline void lean_emit_in(tdm_winop *op, tdm_event *ev,
 }
 
 /* Emits the result of cell @p c (key entry @p e, window @p sp), as
- * emit_result does for a slot: the watermark is at or past the
+ * tdm__win_emit does for a slot: the watermark is at or past the
  * window's maxTimestamp whenever the lean path fires. */
 static void lean_emit(tdm_winop *op, const tdm__ws_key *e,
                       const tdm__ws_span *sp, tdm__ws_cell *c)
@@ -796,6 +801,12 @@ tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
                                       : lean_push(op, rec, rec->ts, NULL);
         return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
     }
+    if (op->sess && rec->ts != TDM_TIME_MIN) {
+        tdm_err err = tdm__sess_push(op, rec);
+        if (err == TDM_OK)
+            err = op->pending;
+        return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
+    }
     return general_push(op, rec);
 }
 
@@ -1059,6 +1070,8 @@ tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
         if (!op->ws)
             goto nomem;
     }
+    if (tdm__sess_applies(op) && tdm__sess_setup(op) != TDM_OK)
+        goto nomem;
     if (op->merging && op->tstate_size) {
         op->tsnap = tdm__calloc(1, op->tstate_size);
         if (!op->tsnap)
@@ -1099,6 +1112,8 @@ tdm_err tdm_winop_set_allowed_lateness(tdm_winop *op, tdm_time_ms lateness_ms,
     op->lateness = lateness_ms;
     if (op->lean_sliced && !tdm__slice_applies(op))
         (void)tdm__winop_disable_slicing(op);
+    if (op->sess && !tdm__sess_applies(op))
+        tdm__sess_free(op);
     return TDM_OK;
 }
 
@@ -1126,6 +1141,7 @@ tdm_err tdm__winop_disable_lean(tdm_winop *op)
     op->ws = NULL;
     op->lean = false;
     op->lean_sliced = false;
+    tdm__sess_free(op);
     return TDM_OK;
 }
 
@@ -1179,6 +1195,8 @@ int64_t tdm_winop_live_windows(const tdm_winop *op)
         return (int64_t)op->ws->n_members; /* keys listed per window */
     if (op->lean)
         return (int64_t)op->ws->n_cells;
+    if (op->sess)
+        return (int64_t)tdm__sess_count(op);
     return (int64_t)tdm__kv_count(op->wins);
 }
 
@@ -1189,6 +1207,8 @@ int64_t tdm_winop_state_bytes(const tdm_winop *op)
         return 0;
     if (op->lean)
         return (int64_t)tdm__ws_bytes(op->ws);
+    if (op->sess)
+        return (int64_t)(tdm__sess_bytes(op) + tdm__keys_bytes(op->keys));
     return (int64_t)(tdm__kv_bytes(op->wins) + tdm__keys_bytes(op->keys) +
                      tdm__timers_bytes(op->timers[TDM__EVENT]) +
                      tdm__timers_bytes(op->timers[TDM__PROC])) +
@@ -1247,7 +1267,8 @@ void tdm__winop_probe(const tdm_winop *op, const char *key, size_t len,
         return;
     tdm__win_slot *s;
     if (op->merging) {
-        s = tdm__win_merge_find((tdm_winop *)op, kid, start, end);
+        s = op->sess ? tdm__sess_find(op, kid, start, end)
+                    : tdm__win_merge_find((tdm_winop *)op, kid, start, end);
     } else {
         tdm__ns ns = { start, end };
         s = tdm__kv_get(op->wins, kid, ns);
@@ -1296,6 +1317,7 @@ void tdm_winop_destroy(tdm_winop *op)
     tdm_valve_destroy(op->valve);
     tdm__slice_free(op);
     tdm__ws_destroy(op->ws);
+    tdm__sess_free(op);
     tdm__kv_destroy(op->wins);
     tdm__timers_destroy(op->timers[TDM__EVENT]);
     tdm__timers_destroy(op->timers[TDM__PROC]);

@@ -290,6 +290,33 @@ static tdm_err enc_slot(const tdm_winop *op, tdm__enc *e,
     return TDM_OK;
 }
 
+/* Encodes one timer of domain @p dom with its rank among the timers of
+ * its time (registration order). */
+static void enc_timer(const tdm_winop *op, tdm__enc *e, uint8_t dom,
+                      const tdm__timer *t, uint32_t rank)
+{
+    size_t len;
+    const char *k = tdm__keys_get(op->keys, t->key, &len);
+    if (len <= CELL_KEY_FAST) {
+        uint8_t buf[REC_BUF];
+        size_t n = 0;
+        buf[n++] = dom;
+        n += put_bytes(buf + n, k, len);
+        n += put_svar(buf + n, t->time);
+        n += put_svar(buf + n, t->ns.a);
+        n += put_svar(buf + n, t->ns.b);
+        n += put_uvar(buf + n, rank);
+        tdm__enc_raw(e, buf, n);
+        return;
+    }
+    tdm__enc_u8(e, dom);
+    tdm__enc_bytes(e, k, len);
+    tdm__enc_svar(e, t->time);
+    tdm__enc_svar(e, t->ns.a);
+    tdm__enc_svar(e, t->ns.b);
+    tdm__enc_uvar(e, rank);
+}
+
 static tdm_err snap_general(const tdm_winop *op, tdm__enc *e, kgroups *kg,
                             size_t ng)
 {
@@ -346,26 +373,7 @@ static tdm_err snap_general(const tdm_winop *op, tdm__enc *e, kgroups *kg,
         tdm__enc_uvar(e, nt);
         for (size_t j = tf[g]; j < tf[g + 1]; j++) {
             const snap_tm *t = &gt.tms[to[j]];
-            size_t len;
-            const char *k = tdm__keys_get(op->keys, t->t.key, &len);
-            if (len <= CELL_KEY_FAST) {
-                uint8_t buf[REC_BUF];
-                size_t n = 0;
-                buf[n++] = t->dom;
-                n += put_bytes(buf + n, k, len);
-                n += put_svar(buf + n, t->t.time);
-                n += put_svar(buf + n, t->t.ns.a);
-                n += put_svar(buf + n, t->t.ns.b);
-                n += put_uvar(buf + n, t->rank);
-                tdm__enc_raw(e, buf, n);
-                continue;
-            }
-            tdm__enc_u8(e, t->dom);
-            tdm__enc_bytes(e, k, len);
-            tdm__enc_svar(e, t->t.time);
-            tdm__enc_svar(e, t->t.ns.a);
-            tdm__enc_svar(e, t->t.ns.b);
-            tdm__enc_uvar(e, t->rank);
+            enc_timer(op, e, t->dom, &t->t, t->rank);
         }
         tdm__enc_end(e);
     }
@@ -379,6 +387,109 @@ fail:
     tdm__free(to);
     tdm__free(sf);
     tdm__free(tf);
+    return err;
+}
+
+/* ====================================================================== */
+/* Snapshot: the session mode                                              */
+/* ====================================================================== */
+
+/* The session mode (winop_session.c) writes what the general path holds
+ * for the same sessions: per session a slot whose namespace is the
+ * session window itself, and its one event-time timer at maxTimestamp,
+ * which is also its cleanup time (flags ET_MAX | ET_CLEAN); timers of
+ * one time are ranked in the mode's firing order, which is the general
+ * path's registration order.  A restore reads them onto the general
+ * path (tdm__winop_restore). */
+typedef struct sess_ref {
+    const tdm__win_slot *s;
+    uint64_t seq;
+} sess_ref;
+
+typedef struct gather_sess {
+    sess_ref *v;
+    size_t n;
+} gather_sess;
+
+static void gather_one_sess(void *ud, const tdm__win_slot *s, uint64_t seq)
+{
+    gather_sess *g = ud;
+    g->v[g->n].s = s;
+    g->v[g->n].seq = seq;
+    g->n++;
+}
+
+static int cmp_sess_ref(const void *pa, const void *pb)
+{
+    const sess_ref *a = pa, *b = pb;
+    if (a->s->end != b->s->end)
+        return a->s->end < b->s->end ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+static tdm_err snap_sess(const tdm_winop *op, tdm__enc *e, kgroups *kg,
+                         size_t ng)
+{
+    tdm_err err = TDM_ERR_NOMEM;
+    size_t n = tdm__sess_count(op);
+    gather_sess gs = { NULL, 0 };
+    int *grp = NULL;
+    uint32_t *order = NULL, *rank = NULL;
+    size_t *first = NULL;
+    gs.v = tdm__malloc((n + 1) * sizeof *gs.v);
+    grp = tdm__malloc((n + 1) * sizeof *grp);
+    order = tdm__malloc((n + 1) * sizeof *order);
+    rank = tdm__malloc((n + 1) * sizeof *rank);
+    first = tdm__malloc((ng + 1) * sizeof *first);
+    if (!gs.v || !grp || !order || !rank || !first)
+        goto fail;
+    tdm__sess_each(op, gather_one_sess, &gs);
+    if (gs.n)
+        qsort(gs.v, gs.n, sizeof *gs.v, cmp_sess_ref);
+    for (size_t i = 0; i < gs.n; i++) {
+        const tdm__win_slot *s = gs.v[i].s;
+        size_t len;
+        const char *k = tdm__keys_get(op->keys, s->key, &len);
+        grp[i] = kg_of(kg, s->key, k, len);
+        rank[i] = (i > 0 && gs.v[i - 1].s->end == s->end) ? rank[i - 1] + 1
+                                                           : 0;
+    }
+    if (!tdm__snap_by_group(grp, gs.n, ng, order, first))
+        goto fail;
+    for (size_t g = 0; g < ng; g++) {
+        size_t a = first[g], b = first[g + 1];
+        if (a == b)
+            continue;
+        tdm__enc_begin(e, TDM__SNAP_TAG_WINOP_GROUP);
+        tdm__enc_uvar(e, (uint64_t)(g + (size_t)kg->lo));
+        tdm__enc_uvar(e, b - a);
+        for (size_t j = a; j < b; j++) {
+            tdm__win_slot s = *gs.v[order[j]].s;
+            s.flags |= TDM__W_ET_MAX | TDM__W_ET_CLEAN;
+            tdm__ns ns = { s.start, s.end };
+            err = enc_slot(op, e, &s, ns);
+            if (err != TDM_OK)
+                goto fail;
+        }
+        tdm__enc_uvar(e, b - a);
+        for (size_t j = a; j < b; j++) {
+            const tdm__win_slot *s = gs.v[order[j]].s;
+            tdm__timer t;
+            t.time = tdm__win_max_ts(op, s->end);
+            t.key = s->key;
+            t.ns.a = s->start;
+            t.ns.b = s->end;
+            enc_timer(op, e, TDM__EVENT, &t, rank[order[j]]);
+        }
+        tdm__enc_end(e);
+    }
+    err = TDM_OK;
+fail:
+    tdm__free(gs.v);
+    tdm__free(grp);
+    tdm__free(order);
+    tdm__free(rank);
+    tdm__free(first);
     return err;
 }
 
@@ -585,8 +696,12 @@ tdm_err tdm__winop_snapshot(const tdm_winop *op, tdm__enc *e,
     err = tdm__valve_snapshot(op->valve, e);
     if (err != TDM_OK)
         goto fail_open;
-    err = op->lean ? snap_lean(op, e, &kg, ng)
-                   : snap_general(op, e, &kg, ng);
+    if (op->lean)
+        err = snap_lean(op, e, &kg, ng);
+    else if (op->sess)
+        err = snap_sess(op, e, &kg, ng);
+    else
+        err = snap_general(op, e, &kg, ng);
 fail_open:
     tdm__enc_end(e);
 fail:
@@ -1038,6 +1153,9 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
      * cannot take them apart into slices, so a restored operator keeps
      * per-window cells. */
     (void)tdm__winop_disable_slicing(op);
+    /* The session mode writes the general path's slots and timers
+     * (snap_sess): a restored operator runs on the general path. */
+    tdm__sess_free(op);
     if (tdm__dec_section(d, &tag, &body) != TDM_OK)
         return dec_err(op, d);
     if (tag != TDM__SNAP_TAG_WINOP) {

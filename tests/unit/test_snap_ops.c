@@ -399,6 +399,11 @@ static const config configs[] = {
       false },
     { "session count lateness", 'E', false, 'n', TDM_AGG_COUNT, 4, true,
       false },
+    /* The session mode (winop_session.c): its snapshot holds the general
+     * path's slots and timers, and the restored operator runs there. */
+    { "session count mode", 'E', false, 'n', TDM_AGG_COUNT, 0, true,
+      false },
+    { "session avg mode", 'E', false, 'e', TDM_AGG_AVG, 0, false, false },
     { "session custom pointers", 'E', false, 'n', -2, 3, true, false },
     { "session custom bytes", 'E', false, 'n', -1, 0, false, false },
     { "session window fn", 'E', false, 'n', -3, 5, true, false },

@@ -1307,6 +1307,10 @@ static const char *const DIFF_KEYS[] = {
  * so that the two lean variants are compared with each other. */
 static int diff_sliced;
 
+/* Non-zero: diff_op draws event-time session windows (gap 1-50) of the
+ * session mode (winop_session.c) instead. */
+static int diff_session;
+
 /* Builds one operator of the configuration drawn from @p seed. */
 static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
                           flat_log *log)
@@ -1354,10 +1358,18 @@ static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
         ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
         late = 0;
     }
+    if (diff_session) {
+        static const tdm_time_ms gaps[] = { 1, 2, 3, 5, 10, 50 };
+        tdm_assigner_destroy(a);
+        diff_rng q = { seed * 17 + 3 };
+        ASSERT_OK(tdm_assigner_new_session(gaps[diff_range(&q, 0, 5)], &a,
+                                           NULL, 0));
+        late = 0;
+    }
     tdm_winop *op;
     ASSERT_OK(tdm_winop_new(a, t, agg, channels, NULL, flat_collect, log,
                             &op, NULL, 0));
-    ASSERT_TRUE(is_lean(op));
+    ASSERT_TRUE(diff_session ? op->sess != NULL : is_lean(op));
     if (!lean)
         ASSERT_OK(tdm__winop_disable_lean(op));
     if (lean && diff_sliced)
@@ -1504,6 +1516,19 @@ TDM_TEST(sliced_matches_general_path)
     for (uint64_t seed = 10000; seed <= 11500; seed++)
         diff_run(seed, true);
     diff_sliced = 0;
+}
+
+/* The session mode against the general path's slots, merges and
+ * timers: the same events in the same order, return codes, live
+ * windows, late counters; near the ends of time too. */
+TDM_TEST(session_mode_matches_general_path)
+{
+    diff_session = 1;
+    for (uint64_t seed = 1; seed <= 1500; seed++)
+        diff_run(seed, false);
+    for (uint64_t seed = 20000; seed <= 20500; seed++)
+        diff_run(seed, true);
+    diff_session = 0;
 }
 
 TDM_TEST(sliced_matches_per_window_lean_path)
@@ -1774,9 +1799,17 @@ static void echo_collect(void *opaque, const tdm_event *ev)
     ASSERT_OK(tdm_winop_push(x->op, 0, x->rec));
 }
 
+/* Non-zero: echo_run uses session windows with this gap (the session
+ * mode, winop_session.c) instead of tumbling ones. */
+static tdm_time_ms echo_session_gap;
+
 static void echo_run(echo_ctx *x, bool lean, tdm_time_ms lateness)
 {
     tdm_assigner *a = tumbling(10, 0);
+    if (echo_session_gap) {
+        tdm_assigner_destroy(a);
+        ASSERT_OK(tdm_assigner_new_session(echo_session_gap, &a, NULL, 0));
+    }
     tdm_aggregate *agg;
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_SUM, &agg));
     ASSERT_OK(tdm_winop_new(a, NULL, agg, 1, NULL, echo_collect, x, &x->op,
@@ -1785,6 +1818,8 @@ static void echo_run(echo_ctx *x, bool lean, tdm_time_ms lateness)
         ASSERT_OK(tdm__winop_disable_lean(x->op));
     ASSERT_OK(tdm_winop_set_allowed_lateness(x->op, lateness, NULL, 0));
     ASSERT_OK(tdm_winop_set_late_output(x->op, 1));
+    if (echo_session_gap)
+        ASSERT_TRUE(lean == (x->op->sess != NULL));
     ASSERT_OK(tdm_record_new(&x->rec));
     tdm_record *r;
     ASSERT_OK(tdm_record_new(&r));
@@ -1827,4 +1862,35 @@ TDM_TEST(lean_emit_callback_may_push_into_the_operator)
         }
         free(x);
     }
+}
+
+/* The same for the session mode: echoes of fired sessions, under new
+ * keys, into their start (late, or a session of their own when the gap
+ * reaches past the watermark), while the mode walks its due sessions;
+ * the session mode and the general path give the same events. */
+TDM_TEST(session_emit_callback_may_push_into_the_operator)
+{
+    static const tdm_time_ms gaps[] = { 1, 4, 40 };
+    for (int g = 0; g < 3; g++) {
+        echo_session_gap = gaps[g];
+        echo_ctx *x = calloc(2, sizeof *x);
+        ASSERT_TRUE(x != NULL);
+        echo_run(&x[0], true, 0);
+        echo_run(&x[1], false, 0);
+        ASSERT_TRUE(x[0].n_keys > 10);
+        ASSERT_EQ(x[0].n_keys, x[1].n_keys);
+        ASSERT_EQ(x[0].log.n, x[1].log.n);
+        ASSERT_EQ(tdm_winop_late_emitted(x[0].op),
+                  tdm_winop_late_emitted(x[1].op));
+        for (size_t i = 0; i < x[0].log.n; i++)
+            ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[1].log.v[i],
+                                sizeof(flat_ev)));
+        for (int k = 0; k < 2; k++) {
+            tdm_winop_destroy(x[k].op);
+            tdm_record_destroy(x[k].rec);
+            free(x[k].log.v);
+        }
+        free(x);
+    }
+    echo_session_gap = 0;
 }

@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/* winop_session.c - the window operator's session mode: event-time
+ * session windows with the event-time trigger, a built-in incremental
+ * aggregate (not collect) and no allowed lateness, the common session
+ * job (NEXMark q11), without the general path's per-record key
+ * interning, slot-store walk, sort and timer move.
+ *
+ * A key's sessions are a list of session records sorted by start, the
+ * first one hanging off the key's interned entry (its per-key pointer);
+ * the key holds one reference while it has sessions.  Each session
+ * record embeds a window slot of the general path (start, end, flags,
+ * contents), so that the aggregate's add, merge and result, the probe
+ * and the checkpoint encoding are the general path's own.  A record
+ * that falls into or extends the key's only session costs one key
+ * lookup and one slot update.
+ *
+ * Due times are lazy: a session is queued once, in a queue of 64 ms
+ * buckets (the general path's timer queue with session ids for keys),
+ * at the bucket of the maxTimestamp it had then.  Sessions only grow,
+ * so the entry is never late; when the watermark reaches it, a session
+ * that grew meanwhile is queued again at its new bucket, one that is
+ * due fires.  A watermark advance fires its due sessions in time order
+ * and removes them: with no allowed lateness a session fires exactly
+ * once, ON_TIME, at its cleanup time (R4.3).  Sessions of one end fire
+ * in the order their windows last changed (made, grown or merged): the
+ * general path registers a new timer at each such change, and its
+ * timers of one time pop in registration order, so both paths emit
+ * the same events in the same order.
+ *
+ * Checkpoints write what the general path would hold (a slot and its
+ * one event-time timer per session, winop_snap.c), and a restored
+ * operator runs on the general path.  Emission detaches the session
+ * before calling the emit callback, so a record the callback pushes
+ * for the same key starts a new session where the general path would
+ * fold it into the session being cleaned up.
+ */
+#include <string.h>
+
+#include "window/win.h"
+
+#define SS_NONE UINT32_MAX
+#define SS_BUCKET_MASK ((tdm_time_ms)63) /* due buckets of 64 ms */
+
+enum { SS_FREE = 0, SS_QUEUED = 1, SS_FIRING = 2 };
+
+typedef struct ss_sess {
+    tdm__win_slot s;   /* the session window and its contents */
+    uint64_t seq;      /* when its window last changed (see below) */
+    tdm_time_ms due;   /* its queue entry's time (SS_QUEUED) */
+    uint32_t knext;    /* the key's next session by start; free list */
+    uint32_t state;    /* SS_FREE, SS_QUEUED or SS_FIRING */
+} ss_sess;
+
+struct tdm__sess {
+    ss_sess *v;
+    uint32_t n, cap;      /* ids handed out, capacity */
+    uint32_t free_head;
+    uint32_t live;
+    uint64_t seq;
+    tdm__timers *due;     /* (bucket, session id) */
+    uint32_t *fire;       /* sessions being fired, innermost walk last */
+    size_t n_fire, cap_fire;
+    uint32_t *scratch;    /* a key's sessions (merges) */
+    size_t cap_scratch;
+};
+
+static const tdm__ns NS0 = { 0, 0 };
+
+/* ---- Setup and teardown ---- */
+
+/* The configurations this mode takes (win.h). */
+bool tdm__sess_applies(const tdm_winop *op)
+{
+    const tdm_assigner *a = op->asg;
+    const tdm_aggregate *g = op->agg;
+    return a->kind == TDM__ASG_SESSION && !a->proc_time &&
+           op->trg->kind == TDM__TRG_EVENT_TIME &&
+           g->type == TDM__AGG_BUILTIN && g->kind != TDM_AGG_COLLECT &&
+           op->lateness == 0 && op->tstate_size == 0 && op->acc_size == 0;
+}
+
+tdm_err tdm__sess_setup(tdm_winop *op)
+{
+    struct tdm__sess *ss = tdm__calloc(1, sizeof *ss);
+    if (!ss)
+        return TDM_ERR_NOMEM;
+    ss->free_head = SS_NONE;
+    ss->due = tdm__timers_new();
+    if (!ss->due) {
+        tdm__free(ss);
+        return TDM_ERR_NOMEM;
+    }
+    op->sess = ss;
+    return TDM_OK;
+}
+
+void tdm__sess_free(tdm_winop *op)
+{
+    struct tdm__sess *ss = op->sess;
+    if (!ss)
+        return;
+    /* Every key with sessions holds one reference. */
+    for (uint32_t i = 0; i < ss->n; i++) {
+        const ss_sess *x = &ss->v[i];
+        if (x->state == SS_FREE)
+            continue;
+        void **first = tdm__keys_udata(op->keys, x->s.key);
+        if (*first == (void *)(uintptr_t)(i + 1)) {
+            *first = NULL;
+            tdm__keys_unref(op->keys, x->s.key);
+        }
+    }
+    tdm__timers_destroy(ss->due);
+    tdm__free(ss->v);
+    tdm__free(ss->fire);
+    tdm__free(ss->scratch);
+    tdm__free(ss);
+    op->sess = NULL;
+}
+
+/* ---- Sessions and keys ---- */
+
+static inline uint32_t key_first(tdm_winop *op, uint32_t kid)
+{
+    uintptr_t p = (uintptr_t)*tdm__keys_udata(op->keys, kid);
+    return p ? (uint32_t)(p - 1) : SS_NONE;
+}
+
+static inline void key_set_first(tdm_winop *op, uint32_t kid, uint32_t sid)
+{
+    *tdm__keys_udata(op->keys, kid) =
+        sid == SS_NONE ? NULL : (void *)(uintptr_t)(sid + 1);
+}
+
+static inline tdm_time_ms bucket_of(tdm_time_ms max_ts)
+{
+    return max_ts & ~SS_BUCKET_MASK;
+}
+
+/* Queues session @p sid at the bucket of its maxTimestamp. */
+static tdm_err queue(struct tdm__sess *ss, tdm_winop *op, uint32_t sid)
+{
+    ss_sess *x = &ss->v[sid];
+    x->due = bucket_of(tdm__win_max_ts(op, x->s.end));
+    x->state = SS_QUEUED;
+    return tdm__timers_add(ss->due, x->due, sid, NS0);
+}
+
+/* A new session [start, end) of key @p kid, not linked to the key yet.
+ * SS_NONE on OOM. */
+static uint32_t sess_new(tdm_winop *op, uint32_t kid, tdm_time_ms start,
+                         tdm_time_ms end)
+{
+    struct tdm__sess *ss = op->sess;
+    uint32_t sid;
+    if (ss->free_head != SS_NONE) {
+        sid = ss->free_head;
+        ss->free_head = ss->v[sid].knext;
+    } else {
+        if (ss->n == ss->cap) {
+            if (ss->cap >= UINT32_MAX / 2)
+                return SS_NONE;
+            uint32_t ncap = ss->cap ? ss->cap * 2 : 64;
+            ss_sess *nv = tdm__realloc(ss->v, (size_t)ncap * sizeof *nv);
+            if (!nv)
+                return SS_NONE;
+            ss->v = nv;
+            ss->cap = ncap;
+        }
+        sid = ss->n++;
+    }
+    ss_sess *x = &ss->v[sid];
+    memset(x, 0, sizeof *x);
+    x->s.start = start;
+    x->s.end = end;
+    x->s.key = kid;
+    x->knext = SS_NONE;
+    x->seq = ss->seq++;
+    if (queue(ss, op, sid) != TDM_OK) {
+        x->state = SS_FREE;
+        x->knext = ss->free_head;
+        ss->free_head = sid;
+        return SS_NONE;
+    }
+    ss->live++;
+    return sid;
+}
+
+/* Removes session @p sid from its key's list (@p prev: the one before
+ * it, SS_NONE when it is the first), dequeues and frees it.  The key's
+ * reference is the caller's business. */
+static void sess_remove(tdm_winop *op, uint32_t sid, uint32_t prev)
+{
+    struct tdm__sess *ss = op->sess;
+    ss_sess *x = &ss->v[sid];
+    if (prev == SS_NONE)
+        key_set_first(op, x->s.key, x->knext);
+    else
+        ss->v[prev].knext = x->knext;
+    if (x->state == SS_QUEUED)
+        tdm__timers_del(ss->due, x->due, sid, NS0);
+    x->state = SS_FREE;
+    x->knext = ss->free_head;
+    ss->free_head = sid;
+    ss->live--;
+}
+
+/* ---- Records ---- */
+
+/* A record's window merged with the key's sessions it overlaps or
+ * touches (MergingWindowSet.addWindow over the sorted list, as
+ * tdm__win_merge_add does it): the first member keeps its storage and
+ * takes the others' contents in start order.  *sid is the session
+ * that takes the record, SS_NONE when the merged window is late (R5.3:
+ * nothing changed).  Returns TDM_OK or TDM_ERR_NOMEM (nothing
+ * changed). */
+static tdm_err merge_add(tdm_winop *op, uint32_t kid, tdm_time_ms start,
+                         tdm_time_ms end, uint32_t *sid)
+{
+    struct tdm__sess *ss = op->sess;
+    *sid = SS_NONE;
+    size_t n = 0;
+    for (uint32_t i = key_first(op, kid); i != SS_NONE; i = ss->v[i].knext) {
+        if (n == ss->cap_scratch) {
+            size_t ncap = ss->cap_scratch ? ss->cap_scratch * 2 : 16;
+            uint32_t *nl = tdm__realloc(ss->scratch, ncap * sizeof *nl);
+            if (!nl)
+                return TDM_ERR_NOMEM;
+            ss->scratch = nl;
+            ss->cap_scratch = ncap;
+        }
+        ss->scratch[n++] = i;
+    }
+    const uint32_t *l = ss->scratch;
+    size_t pos = 0;
+    while (pos < n && ss->v[l[pos]].s.start <= start)
+        pos++;
+    tdm_time_ms gs = start, ge = end;
+    size_t first = pos, last = pos;
+    while (first > 0 && ss->v[l[first - 1]].s.end >= gs) {
+        first--;
+        if (ss->v[l[first]].s.start < gs)
+            gs = ss->v[l[first]].s.start;
+        if (ss->v[l[first]].s.end > ge)
+            ge = ss->v[l[first]].s.end;
+    }
+    while (last < n && ss->v[l[last]].s.start <= ge) {
+        if (ss->v[l[last]].s.end > ge)
+            ge = ss->v[l[last]].s.end;
+        last++;
+    }
+    if (tdm__win_is_late(op, ge))
+        return TDM_OK;
+    if (first == last) {
+        /* A session of its own, linked in start order. */
+        uint32_t nid = sess_new(op, kid, start, end);
+        if (nid == SS_NONE)
+            return TDM_ERR_NOMEM;
+        if (pos == 0) {
+            ss->v[nid].knext = key_first(op, kid);
+            key_set_first(op, kid, nid);
+        } else {
+            ss->v[nid].knext = ss->v[l[pos - 1]].knext;
+            ss->v[l[pos - 1]].knext = nid;
+        }
+        *sid = nid;
+        return TDM_OK;
+    }
+    ss_sess *kept = &ss->v[l[first]];
+    for (size_t i = first + 1; i < last; i++) {
+        /* Built-in numeric contents merge without allocating. */
+        (void)tdm__agg_merge(op, &kept->s, &ss->v[l[i]].s);
+        sess_remove(op, l[i], l[first]);
+    }
+    if (kept->s.start != gs || kept->s.end != ge) {
+        kept->s.start = gs;
+        kept->s.end = ge; /* its queue entry stays, earlier: lazy */
+        kept->seq = ss->seq++;
+    }
+    *sid = l[first];
+    return TDM_OK;
+}
+
+/* The record's window, its key's sessions and the merge: the slow cases
+ * (a new key, several sessions, a record apart from the session). */
+static __attribute__((noinline)) tdm_err
+push_slow(tdm_winop *op, const tdm_record *rec, uint64_t h, bool known,
+          uint32_t kid, tdm_time_ms start, tdm_time_ms end)
+{
+    struct tdm__sess *ss = op->sess;
+    if (!known) {
+        if (tdm__win_is_late(op, end)) {
+            tdm__win_handle_late(op, rec, rec->key, rec->key_len);
+            return TDM_OK;
+        }
+        /* The interning reference is the key's while it has sessions. */
+        tdm_err err = tdm__keys_intern_hashed(op->keys, rec->key,
+                                              rec->key_len, h, &kid);
+        if (err != TDM_OK)
+            return err;
+        uint32_t sid = sess_new(op, kid, start, end);
+        if (sid == SS_NONE) {
+            tdm__keys_unref(op->keys, kid);
+            return TDM_ERR_NOMEM;
+        }
+        key_set_first(op, kid, sid);
+        (void)tdm__agg_add_fast(op->agg, &ss->v[sid].s, rec->value);
+        return TDM_OK;
+    }
+    uint32_t sid;
+    tdm_err err = merge_add(op, kid, start, end, &sid);
+    if (err != TDM_OK)
+        return err;
+    if (sid == SS_NONE) {
+        tdm__win_handle_late(op, rec, rec->key, rec->key_len);
+        return TDM_OK;
+    }
+    (void)tdm__agg_add_fast(op->agg, &ss->v[sid].s, rec->value);
+    return TDM_OK;
+}
+
+tdm_err tdm__sess_push(tdm_winop *op, const tdm_record *rec)
+{
+    struct tdm__sess *ss = op->sess;
+    tdm_time_ms start = rec->ts;
+    tdm_time_ms end = tdm__time_add_sat(start, op->asg->gap);
+    uint64_t h = tdm__keys_hash(rec->key, rec->key_len);
+    uint32_t kid;
+    if (!tdm__keys_find(op->keys, rec->key, rec->key_len, h, &kid))
+        return push_slow(op, rec, h, false, kid, start, end);
+    uint32_t sid = key_first(op, kid);
+    ss_sess *x = &ss->v[sid];
+    /* The common case: the key's only session, which the record's
+     * window overlaps or touches; the merged window cannot be late
+     * while the session is not. */
+    if (x->knext == SS_NONE && start <= x->s.end && end >= x->s.start) {
+        tdm_time_ms ge = end > x->s.end ? end : x->s.end;
+        if (!tdm__win_is_late(op, ge)) {
+            if (start < x->s.start || ge != x->s.end) {
+                if (start < x->s.start)
+                    x->s.start = start;
+                x->s.end = ge;
+                x->seq = ss->seq++;
+            }
+            (void)tdm__agg_add_fast(op->agg, &x->s, rec->value);
+            return TDM_OK;
+        }
+    }
+    return push_slow(op, rec, h, true, kid, start, end);
+}
+
+/* ---- Watermarks ---- */
+
+static int cmp_due(const struct tdm__sess *ss, uint32_t a, uint32_t b)
+{
+    const ss_sess *x = &ss->v[a], *y = &ss->v[b];
+    if (x->s.end != y->s.end)
+        return x->s.end < y->s.end ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Sorts fire[lo, hi) by (end, seq): insertion sort for short runs,
+ * else a heap sort (no recursion, no allocation). */
+static void sort_due(struct tdm__sess *ss, size_t lo, size_t hi)
+{
+    uint32_t *a = ss->fire + lo;
+    size_t n = hi - lo;
+    if (n < 32) {
+        for (size_t i = 1; i < n; i++) {
+            uint32_t v = a[i];
+            size_t j = i;
+            while (j > 0 && cmp_due(ss, a[j - 1], v) > 0) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = v;
+        }
+        return;
+    }
+    for (size_t k = n / 2; k-- > 0;) {
+        for (size_t r = k;;) {
+            size_t c = 2 * r + 1;
+            if (c >= n)
+                break;
+            if (c + 1 < n && cmp_due(ss, a[c], a[c + 1]) < 0)
+                c++;
+            if (cmp_due(ss, a[r], a[c]) >= 0)
+                break;
+            uint32_t t = a[r];
+            a[r] = a[c];
+            a[c] = t;
+            r = c;
+        }
+    }
+    for (size_t m = n; m-- > 1;) {
+        uint32_t t = a[0];
+        a[0] = a[m];
+        a[m] = t;
+        for (size_t r = 0;;) {
+            size_t c = 2 * r + 1;
+            if (c >= m)
+                break;
+            if (c + 1 < m && cmp_due(ss, a[c], a[c + 1]) < 0)
+                c++;
+            if (cmp_due(ss, a[r], a[c]) >= 0)
+                break;
+            uint32_t u = a[r];
+            a[r] = a[c];
+            a[c] = u;
+            r = c;
+        }
+    }
+}
+
+/* Fires session @p sid, due at the watermark: detaches it (and the
+ * key's reference after the emission), then emits its result. */
+static void fire_one(tdm_winop *op, uint32_t sid)
+{
+    struct tdm__sess *ss = op->sess;
+    ss_sess *x = &ss->v[sid];
+    uint32_t kid = x->s.key;
+    uint32_t prev = SS_NONE;
+    for (uint32_t i = key_first(op, kid); i != sid; i = ss->v[i].knext)
+        prev = i;
+    tdm__win_slot s = x->s;
+    sess_remove(op, sid, prev);
+    bool last = key_first(op, kid) == SS_NONE;
+    tdm__win_emit(op, &s, true);
+    /* Unless the callback made the key a new session, which then has
+     * the reference. */
+    if (last && key_first(op, kid) == SS_NONE)
+        tdm__keys_unref(op->keys, kid);
+}
+
+/* Fires every session whose maxTimestamp is <= @p wm (win.h). */
+void tdm__sess_watermark(tdm_winop *op, tdm_time_ms wm)
+{
+    struct tdm__sess *ss = op->sess;
+    size_t base = ss->n_fire;
+    tdm__timer t;
+    size_t n_grown = 0;
+    while (tdm__timers_pop(ss->due, wm, &t)) {
+        uint32_t sid = t.key;
+        ss_sess *x = &ss->v[sid];
+        if (ss->n_fire == ss->cap_fire) {
+            size_t ncap = ss->cap_fire ? ss->cap_fire * 2 : 256;
+            uint32_t *nf = tdm__realloc(ss->fire, ncap * sizeof *nf);
+            if (!nf) {
+                /* Fires later, at a watermark with memory. */
+                tdm__win_fail(op, tdm__timers_add(ss->due, t.time, sid,
+                                                  NS0));
+                tdm__win_fail(op, TDM_ERR_NOMEM);
+                break;
+            }
+            ss->fire = nf;
+            ss->cap_fire = ncap;
+        }
+        x->state = SS_FIRING;
+        ss->fire[ss->n_fire++] = sid;
+        if (tdm__win_max_ts(op, x->s.end) > wm)
+            n_grown++;
+    }
+    size_t top = ss->n_fire;
+    /* Grown sessions go back into the queue at their new bucket. */
+    if (n_grown) {
+        size_t w = base;
+        for (size_t i = base; i < top; i++) {
+            uint32_t sid = ss->fire[i];
+            if (tdm__win_max_ts(op, ss->v[sid].s.end) > wm)
+                tdm__win_fail(op, queue(ss, op, sid));
+            else
+                ss->fire[w++] = sid;
+        }
+        top = w;
+        ss->n_fire = top;
+    }
+    sort_due(ss, base, top);
+    for (size_t i = base; i < top; i++) {
+        uint32_t sid = ss->fire[i];
+        ss_sess *x = &ss->v[sid];
+        /* The emit callback may have pushed records meanwhile: merged
+         * away (freed, maybe reused), or grown past the watermark. */
+        if (x->state != SS_FIRING)
+            continue;
+        if (tdm__win_max_ts(op, x->s.end) > wm) {
+            tdm__win_fail(op, queue(ss, op, sid));
+            continue;
+        }
+        fire_one(op, sid);
+    }
+    ss->n_fire = base;
+}
+
+/* ---- Queries ---- */
+
+size_t tdm__sess_count(const tdm_winop *op)
+{
+    return op->sess->live;
+}
+
+size_t tdm__sess_bytes(const tdm_winop *op)
+{
+    const struct tdm__sess *ss = op->sess;
+    return (size_t)ss->cap * sizeof *ss->v + tdm__timers_bytes(ss->due) +
+           ss->cap_fire * sizeof *ss->fire +
+           ss->cap_scratch * sizeof *ss->scratch;
+}
+
+tdm__win_slot *tdm__sess_find(const tdm_winop *op, uint32_t kid,
+                              tdm_time_ms start, tdm_time_ms end)
+{
+    struct tdm__sess *ss = op->sess;
+    uintptr_t p = (uintptr_t)*tdm__keys_udata(op->keys, kid);
+    for (uint32_t i = p ? (uint32_t)(p - 1) : SS_NONE; i != SS_NONE;
+         i = ss->v[i].knext)
+        if (ss->v[i].s.start == start && ss->v[i].s.end == end)
+            return &ss->v[i].s;
+    return NULL;
+}
+
+void tdm__sess_each(const tdm_winop *op, tdm__sess_each_fn fn, void *ud)
+{
+    const struct tdm__sess *ss = op->sess;
+    for (uint32_t i = 0; i < ss->n; i++)
+        if (ss->v[i].state != SS_FREE)
+            fn(ud, &ss->v[i].s, ss->v[i].seq);
+}
