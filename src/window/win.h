@@ -523,10 +523,9 @@ bool tdm__slice_count(const tdm_winop *op, uint32_t kid, tdm_time_ms start,
 /* ---- The session mode (winop_session.c) ---- */
 
 /* True when an operator with this configuration takes the session mode:
- * event-time session windows, the event-time trigger, a built-in
- * aggregate other than collect, no allowed lateness.  Everything else
- * with sessions (other triggers, custom aggregates, window functions,
- * allowed lateness) stays on the general path. */
+ * event-time session windows, the event-time trigger, no allowed
+ * lateness (any aggregate).  Sessions with other triggers, allowed
+ * lateness or processing time stay on the general path. */
 bool tdm__sess_applies(const tdm_winop *op);
 /* Gives the operator its session store (op->sess).  Returns TDM_OK or
  * TDM_ERR_NOMEM (op->sess stays NULL). */
@@ -536,8 +535,9 @@ tdm_err tdm__sess_setup(tdm_winop *op);
 void tdm__sess_free(tdm_winop *op);
 /* Adds a record (with a timestamp) to its key's sessions, merging
  * the ones its window [ts, ts + gap) overlaps or touches; a record whose
- * merged window is late goes to tdm__win_handle_late.  Borrows  rec.
- * Returns TDM_OK or TDM_ERR_NOMEM (nothing changed). */
+ * merged window is late goes to tdm__win_handle_late.  Borrows @p rec.
+ * Returns TDM_OK or TDM_ERR_NOMEM (as on the general path, sessions
+ * merged before the failure stay merged). */
 tdm_err tdm__sess_push(tdm_winop *op, const tdm_record *rec);
 /* Fires and removes every session whose maxTimestamp is <=  wm (the
  * watermark, already in op->wm), in (end, creation) order.  An

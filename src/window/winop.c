@@ -1208,7 +1208,8 @@ int64_t tdm_winop_state_bytes(const tdm_winop *op)
     if (op->lean)
         return (int64_t)tdm__ws_bytes(op->ws);
     if (op->sess)
-        return (int64_t)(tdm__sess_bytes(op) + tdm__keys_bytes(op->keys));
+        return (int64_t)(tdm__sess_bytes(op) + tdm__keys_bytes(op->keys)) +
+               op->content_bytes;
     return (int64_t)(tdm__kv_bytes(op->wins) + tdm__keys_bytes(op->keys) +
                      tdm__timers_bytes(op->timers[TDM__EVENT]) +
                      tdm__timers_bytes(op->timers[TDM__PROC])) +

@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* winop_session.c - the window operator's session mode: event-time
- * session windows with the event-time trigger, a built-in incremental
- * aggregate (not collect) and no allowed lateness, the common session
- * job (NEXMark q11), without the general path's per-record key
- * interning, slot-store walk, sort and timer move.
+ * session windows with the event-time trigger and no allowed lateness
+ * (NEXMark q11, q9's chained window), with any aggregate, without the
+ * general path's per-record key interning, slot-store walk, sort and
+ * timer move.
  *
  * A key's sessions are a list of session records sorted by start, the
  * first one hanging off the key's interned entry (its per-key pointer);
- * the key holds one reference while it has sessions.  Each session
+ * each session holds a reference to its key.  Each session
  * record embeds a window slot of the general path (start, end, flags,
- * contents), so that the aggregate's add, merge and result, the probe
- * and the checkpoint encoding are the general path's own.  A record
- * that falls into or extends the key's only session costs one key
- * lookup and one slot update.
+ * contents, and a custom accumulator after it at op->acc_off), so that
+ * the aggregate's add, merge, result and clear, the probe and the
+ * checkpoint encoding are the general path's own.  A record that falls
+ * into or extends the key's only session costs one key lookup and one
+ * slot update.
  *
  * Due times are lazy: a session is queued once, in a queue of 64 ms
  * buckets (the general path's timer queue with session ids for keys),
@@ -30,10 +31,11 @@
  * Checkpoints write what the general path would hold (a slot and its
  * one event-time timer per session, winop_snap.c), and a restored
  * operator runs on the general path.  Emission detaches the session
- * before calling the emit callback, so a record the callback pushes
- * for the same key starts a new session where the general path would
- * fold it into the session being cleaned up.
+ * from its key before calling the emit callback, so a record the
+ * callback pushes for the same key starts a new session where the
+ * general path would fold it into the session being cleaned up.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "window/win.h"
@@ -43,16 +45,22 @@
 
 enum { SS_FREE = 0, SS_QUEUED = 1, SS_FIRING = 2 };
 
+/* A session record: these fields, then the slot (16-aligned), then the
+ * slot's custom accumulator; records are ss->stride bytes apart. */
 typedef struct ss_sess {
-    tdm__win_slot s;   /* the session window and its contents */
-    uint64_t seq;      /* when its window last changed (see below) */
+    uint64_t seq;      /* when its window last changed (see above) */
     tdm_time_ms due;   /* its queue entry's time (SS_QUEUED) */
     uint32_t knext;    /* the key's next session by start; free list */
     uint32_t state;    /* SS_FREE, SS_QUEUED or SS_FIRING */
+    uint64_t pad;
+    tdm__win_slot s;   /* the session window and its contents */
 } ss_sess;
 
+_Static_assert(offsetof(ss_sess, s) % 16 == 0, "slot alignment");
+
 struct tdm__sess {
-    ss_sess *v;
+    unsigned char *v;     /* records, stride bytes each */
+    size_t stride;
     uint32_t n, cap;      /* ids handed out, capacity */
     uint32_t free_head;
     uint32_t live;
@@ -64,6 +72,11 @@ struct tdm__sess {
     size_t cap_scratch;
 };
 
+static inline ss_sess *at(const struct tdm__sess *ss, uint32_t sid)
+{
+    return (ss_sess *)(ss->v + (size_t)sid * ss->stride);
+}
+
 static const tdm__ns NS0 = { 0, 0 };
 
 /* ---- Setup and teardown ---- */
@@ -72,11 +85,9 @@ static const tdm__ns NS0 = { 0, 0 };
 bool tdm__sess_applies(const tdm_winop *op)
 {
     const tdm_assigner *a = op->asg;
-    const tdm_aggregate *g = op->agg;
     return a->kind == TDM__ASG_SESSION && !a->proc_time &&
-           op->trg->kind == TDM__TRG_EVENT_TIME &&
-           g->type == TDM__AGG_BUILTIN && g->kind != TDM_AGG_COLLECT &&
-           op->lateness == 0 && op->tstate_size == 0 && op->acc_size == 0;
+           op->trg->kind == TDM__TRG_EVENT_TIME && op->lateness == 0 &&
+           op->tstate_size == 0;
 }
 
 tdm_err tdm__sess_setup(tdm_winop *op)
@@ -85,6 +96,10 @@ tdm_err tdm__sess_setup(tdm_winop *op)
     if (!ss)
         return TDM_ERR_NOMEM;
     ss->free_head = SS_NONE;
+    size_t slot = op->acc_off + op->acc_size;
+    if (slot < sizeof(tdm__win_slot))
+        slot = sizeof(tdm__win_slot);
+    ss->stride = (offsetof(ss_sess, s) + slot + 15) & ~(size_t)15;
     ss->due = tdm__timers_new();
     if (!ss->due) {
         tdm__free(ss);
@@ -99,16 +114,14 @@ void tdm__sess_free(tdm_winop *op)
     struct tdm__sess *ss = op->sess;
     if (!ss)
         return;
-    /* Every key with sessions holds one reference. */
+    /* Contents go, and the sessions' key references. */
     for (uint32_t i = 0; i < ss->n; i++) {
-        const ss_sess *x = &ss->v[i];
+        ss_sess *x = at(ss, i);
         if (x->state == SS_FREE)
             continue;
-        void **first = tdm__keys_udata(op->keys, x->s.key);
-        if (*first == (void *)(uintptr_t)(i + 1)) {
-            *first = NULL;
-            tdm__keys_unref(op->keys, x->s.key);
-        }
+        tdm__agg_clear(op, &x->s);
+        *tdm__keys_udata(op->keys, x->s.key) = NULL;
+        tdm__keys_unref(op->keys, x->s.key);
     }
     tdm__timers_destroy(ss->due);
     tdm__free(ss->v);
@@ -140,14 +153,14 @@ static inline tdm_time_ms bucket_of(tdm_time_ms max_ts)
 /* Queues session @p sid at the bucket of its maxTimestamp. */
 static tdm_err queue(struct tdm__sess *ss, tdm_winop *op, uint32_t sid)
 {
-    ss_sess *x = &ss->v[sid];
+    ss_sess *x = at(ss, sid);
     x->due = bucket_of(tdm__win_max_ts(op, x->s.end));
     x->state = SS_QUEUED;
     return tdm__timers_add(ss->due, x->due, sid, NS0);
 }
 
-/* A new session [start, end) of key @p kid, not linked to the key yet.
- * SS_NONE on OOM. */
+/* A new session [start, end) of key @p kid, not linked to the key yet;
+ * it takes a reference to the key.  SS_NONE on OOM. */
 static uint32_t sess_new(tdm_winop *op, uint32_t kid, tdm_time_ms start,
                          tdm_time_ms end)
 {
@@ -155,13 +168,14 @@ static uint32_t sess_new(tdm_winop *op, uint32_t kid, tdm_time_ms start,
     uint32_t sid;
     if (ss->free_head != SS_NONE) {
         sid = ss->free_head;
-        ss->free_head = ss->v[sid].knext;
+        ss->free_head = at(ss, sid)->knext;
     } else {
         if (ss->n == ss->cap) {
             if (ss->cap >= UINT32_MAX / 2)
                 return SS_NONE;
             uint32_t ncap = ss->cap ? ss->cap * 2 : 64;
-            ss_sess *nv = tdm__realloc(ss->v, (size_t)ncap * sizeof *nv);
+            unsigned char *nv = tdm__realloc(ss->v,
+                                             (size_t)ncap * ss->stride);
             if (!nv)
                 return SS_NONE;
             ss->v = nv;
@@ -169,11 +183,14 @@ static uint32_t sess_new(tdm_winop *op, uint32_t kid, tdm_time_ms start,
         }
         sid = ss->n++;
     }
-    ss_sess *x = &ss->v[sid];
-    memset(x, 0, sizeof *x);
+    ss_sess *x = at(ss, sid);
+    memset(x, 0, ss->stride);
     x->s.start = start;
     x->s.end = end;
     x->s.key = kid;
+    /* What the general path's slot would say: one event timer at
+     * maxTimestamp, which is also the cleanup time (snapshots). */
+    x->s.flags = TDM__W_ET_MAX | TDM__W_ET_CLEAN;
     x->knext = SS_NONE;
     x->seq = ss->seq++;
     if (queue(ss, op, sid) != TDM_OK) {
@@ -182,27 +199,50 @@ static uint32_t sess_new(tdm_winop *op, uint32_t kid, tdm_time_ms start,
         ss->free_head = sid;
         return SS_NONE;
     }
+    tdm__keys_ref(op->keys, kid);
     ss->live++;
     return sid;
 }
 
-/* Removes session @p sid from its key's list (@p prev: the one before
- * it, SS_NONE when it is the first), dequeues and frees it.  The key's
- * reference is the caller's business. */
-static void sess_remove(tdm_winop *op, uint32_t sid, uint32_t prev)
+/* Takes session @p sid out of its key's list (@p prev: the one before
+ * it, SS_NONE when it is the first) and out of the queue; its record
+ * stays allocated, with its key reference (sess_release frees both). */
+static void sess_unlink(tdm_winop *op, uint32_t sid, uint32_t prev)
 {
     struct tdm__sess *ss = op->sess;
-    ss_sess *x = &ss->v[sid];
+    ss_sess *x = at(ss, sid);
     if (prev == SS_NONE)
         key_set_first(op, x->s.key, x->knext);
     else
-        ss->v[prev].knext = x->knext;
+        at(ss, prev)->knext = x->knext;
     if (x->state == SS_QUEUED)
         tdm__timers_del(ss->due, x->due, sid, NS0);
+    x->knext = SS_NONE;
+    ss->live--;
+}
+
+/* Clears an unlinked session's contents, frees its record and drops its
+ * key reference. */
+static void sess_release(tdm_winop *op, uint32_t sid)
+{
+    struct tdm__sess *ss = op->sess;
+    ss_sess *x = at(ss, sid);
+    tdm__agg_clear(op, &x->s);
+    tdm__keys_unref(op->keys, x->s.key);
     x->state = SS_FREE;
     x->knext = ss->free_head;
     ss->free_head = sid;
-    ss->live--;
+}
+
+/* The session before @p sid in its key's list, SS_NONE if it is first. */
+static uint32_t sess_prev(tdm_winop *op, uint32_t sid)
+{
+    struct tdm__sess *ss = op->sess;
+    uint32_t prev = SS_NONE;
+    for (uint32_t i = key_first(op, at(ss, sid)->s.key); i != sid;
+         i = at(ss, i)->knext)
+        prev = i;
+    return prev;
 }
 
 /* ---- Records ---- */
@@ -211,16 +251,17 @@ static void sess_remove(tdm_winop *op, uint32_t sid, uint32_t prev)
  * touches (MergingWindowSet.addWindow over the sorted list, as
  * tdm__win_merge_add does it): the first member keeps its storage and
  * takes the others' contents in start order.  *sid is the session
- * that takes the record, SS_NONE when the merged window is late (R5.3:
- * nothing changed).  Returns TDM_OK or TDM_ERR_NOMEM (nothing
- * changed). */
+ * that takes the record (*created: a new one), SS_NONE when the merged
+ * window is late (R5.3: nothing changed).  Returns TDM_OK or
+ * TDM_ERR_NOMEM. */
 static tdm_err merge_add(tdm_winop *op, uint32_t kid, tdm_time_ms start,
-                         tdm_time_ms end, uint32_t *sid)
+                         tdm_time_ms end, uint32_t *sid, bool *created)
 {
     struct tdm__sess *ss = op->sess;
     *sid = SS_NONE;
+    *created = false;
     size_t n = 0;
-    for (uint32_t i = key_first(op, kid); i != SS_NONE; i = ss->v[i].knext) {
+    for (uint32_t i = key_first(op, kid); i != SS_NONE; i = at(ss, i)->knext) {
         if (n == ss->cap_scratch) {
             size_t ncap = ss->cap_scratch ? ss->cap_scratch * 2 : 16;
             uint32_t *nl = tdm__realloc(ss->scratch, ncap * sizeof *nl);
@@ -233,20 +274,20 @@ static tdm_err merge_add(tdm_winop *op, uint32_t kid, tdm_time_ms start,
     }
     const uint32_t *l = ss->scratch;
     size_t pos = 0;
-    while (pos < n && ss->v[l[pos]].s.start <= start)
+    while (pos < n && at(ss, l[pos])->s.start <= start)
         pos++;
     tdm_time_ms gs = start, ge = end;
     size_t first = pos, last = pos;
-    while (first > 0 && ss->v[l[first - 1]].s.end >= gs) {
+    while (first > 0 && at(ss, l[first - 1])->s.end >= gs) {
         first--;
-        if (ss->v[l[first]].s.start < gs)
-            gs = ss->v[l[first]].s.start;
-        if (ss->v[l[first]].s.end > ge)
-            ge = ss->v[l[first]].s.end;
+        if (at(ss, l[first])->s.start < gs)
+            gs = at(ss, l[first])->s.start;
+        if (at(ss, l[first])->s.end > ge)
+            ge = at(ss, l[first])->s.end;
     }
-    while (last < n && ss->v[l[last]].s.start <= ge) {
-        if (ss->v[l[last]].s.end > ge)
-            ge = ss->v[l[last]].s.end;
+    while (last < n && at(ss, l[last])->s.start <= ge) {
+        if (at(ss, l[last])->s.end > ge)
+            ge = at(ss, l[last])->s.end;
         last++;
     }
     if (tdm__win_is_late(op, ge))
@@ -257,20 +298,28 @@ static tdm_err merge_add(tdm_winop *op, uint32_t kid, tdm_time_ms start,
         if (nid == SS_NONE)
             return TDM_ERR_NOMEM;
         if (pos == 0) {
-            ss->v[nid].knext = key_first(op, kid);
+            at(ss, nid)->knext = key_first(op, kid);
             key_set_first(op, kid, nid);
         } else {
-            ss->v[nid].knext = ss->v[l[pos - 1]].knext;
-            ss->v[l[pos - 1]].knext = nid;
+            at(ss, nid)->knext = at(ss, l[pos - 1])->knext;
+            at(ss, l[pos - 1])->knext = nid;
         }
         *sid = nid;
+        *created = true;
         return TDM_OK;
     }
-    ss_sess *kept = &ss->v[l[first]];
+    /* Contents move first (as tdm__win_merge_add): an allocation
+     * failure leaves every session intact apart from contents already
+     * folded into the kept one. */
+    ss_sess *kept = at(ss, l[first]);
     for (size_t i = first + 1; i < last; i++) {
-        /* Built-in numeric contents merge without allocating. */
-        (void)tdm__agg_merge(op, &kept->s, &ss->v[l[i]].s);
-        sess_remove(op, l[i], l[first]);
+        tdm_err err = tdm__agg_merge(op, &kept->s, &at(ss, l[i])->s);
+        if (err != TDM_OK)
+            return err;
+    }
+    for (size_t i = first + 1; i < last; i++) {
+        sess_unlink(op, l[i], l[first]);
+        sess_release(op, l[i]);
     }
     if (kept->s.start != gs || kept->s.end != ge) {
         kept->s.start = gs;
@@ -281,42 +330,61 @@ static tdm_err merge_add(tdm_winop *op, uint32_t kid, tdm_time_ms start,
     return TDM_OK;
 }
 
+/* Adds the record to session @p sid's contents.  A session made for
+ * it (@p created) is removed again when that fails.  Returns TDM_OK or
+ * TDM_ERR_NOMEM. */
+static tdm_err add(tdm_winop *op, uint32_t sid, const tdm_record *rec,
+                   bool created)
+{
+    tdm__win_slot *s = &at(op->sess, sid)->s;
+    if (tdm__agg_add_fast(op->agg, s, rec->value))
+        return TDM_OK;
+    size_t klen;
+    const char *key = tdm__keys_get(op->keys, s->key, &klen);
+    tdm_err err = tdm__agg_add_slow(op, s, rec, key, klen);
+    if (err == TDM_OK || !created || (s->flags & TDM__W_CONTENTS))
+        return err;
+    sess_unlink(op, sid, sess_prev(op, sid));
+    sess_release(op, sid);
+    return err;
+}
+
 /* The record's window, its key's sessions and the merge: the slow cases
  * (a new key, several sessions, a record apart from the session). */
 static __attribute__((noinline)) tdm_err
 push_slow(tdm_winop *op, const tdm_record *rec, uint64_t h, bool known,
           uint32_t kid, tdm_time_ms start, tdm_time_ms end)
 {
-    struct tdm__sess *ss = op->sess;
     if (!known) {
         if (tdm__win_is_late(op, end)) {
             tdm__win_handle_late(op, rec, rec->key, rec->key_len);
             return TDM_OK;
         }
-        /* The interning reference is the key's while it has sessions. */
+        /* The interning reference is held while the session is made. */
         tdm_err err = tdm__keys_intern_hashed(op->keys, rec->key,
                                               rec->key_len, h, &kid);
         if (err != TDM_OK)
             return err;
         uint32_t sid = sess_new(op, kid, start, end);
         if (sid == SS_NONE) {
-            tdm__keys_unref(op->keys, kid);
-            return TDM_ERR_NOMEM;
+            err = TDM_ERR_NOMEM;
+        } else {
+            key_set_first(op, kid, sid);
+            err = add(op, sid, rec, true);
         }
-        key_set_first(op, kid, sid);
-        (void)tdm__agg_add_fast(op->agg, &ss->v[sid].s, rec->value);
-        return TDM_OK;
+        tdm__keys_unref(op->keys, kid);
+        return err;
     }
     uint32_t sid;
-    tdm_err err = merge_add(op, kid, start, end, &sid);
+    bool created;
+    tdm_err err = merge_add(op, kid, start, end, &sid, &created);
     if (err != TDM_OK)
         return err;
     if (sid == SS_NONE) {
         tdm__win_handle_late(op, rec, rec->key, rec->key_len);
         return TDM_OK;
     }
-    (void)tdm__agg_add_fast(op->agg, &ss->v[sid].s, rec->value);
-    return TDM_OK;
+    return add(op, sid, rec, created);
 }
 
 tdm_err tdm__sess_push(tdm_winop *op, const tdm_record *rec)
@@ -329,7 +397,10 @@ tdm_err tdm__sess_push(tdm_winop *op, const tdm_record *rec)
     if (!tdm__keys_find(op->keys, rec->key, rec->key_len, h, &kid))
         return push_slow(op, rec, h, false, kid, start, end);
     uint32_t sid = key_first(op, kid);
-    ss_sess *x = &ss->v[sid];
+    /* A key without sessions: one being fired holds it. */
+    if (sid == SS_NONE)
+        return push_slow(op, rec, h, true, kid, start, end);
+    ss_sess *x = at(ss, sid);
     /* The common case: the key's only session, which the record's
      * window overlaps or touches; the merged window cannot be late
      * while the session is not. */
@@ -342,8 +413,7 @@ tdm_err tdm__sess_push(tdm_winop *op, const tdm_record *rec)
                 x->s.end = ge;
                 x->seq = ss->seq++;
             }
-            (void)tdm__agg_add_fast(op->agg, &x->s, rec->value);
-            return TDM_OK;
+            return add(op, sid, rec, false);
         }
     }
     return push_slow(op, rec, h, true, kid, start, end);
@@ -353,7 +423,7 @@ tdm_err tdm__sess_push(tdm_winop *op, const tdm_record *rec)
 
 static int cmp_due(const struct tdm__sess *ss, uint32_t a, uint32_t b)
 {
-    const ss_sess *x = &ss->v[a], *y = &ss->v[b];
+    const ss_sess *x = at(ss, a), *y = at(ss, b);
     if (x->s.end != y->s.end)
         return x->s.end < y->s.end ? -1 : 1;
     return x->seq < y->seq ? -1 : x->seq > y->seq;
@@ -412,24 +482,15 @@ static void sort_due(struct tdm__sess *ss, size_t lo, size_t hi)
     }
 }
 
-/* Fires session @p sid, due at the watermark: detaches it (and the
- * key's reference after the emission), then emits its result. */
+/* Fires session @p sid, due at the watermark: detaches it from its key,
+ * emits its result, then frees it.  The emit callback may push records:
+ * they do not see the session, and may move the records (re-read by
+ * id); the session's key reference keeps the event's key bytes. */
 static void fire_one(tdm_winop *op, uint32_t sid)
 {
-    struct tdm__sess *ss = op->sess;
-    ss_sess *x = &ss->v[sid];
-    uint32_t kid = x->s.key;
-    uint32_t prev = SS_NONE;
-    for (uint32_t i = key_first(op, kid); i != sid; i = ss->v[i].knext)
-        prev = i;
-    tdm__win_slot s = x->s;
-    sess_remove(op, sid, prev);
-    bool last = key_first(op, kid) == SS_NONE;
-    tdm__win_emit(op, &s, true);
-    /* Unless the callback made the key a new session, which then has
-     * the reference. */
-    if (last && key_first(op, kid) == SS_NONE)
-        tdm__keys_unref(op->keys, kid);
+    sess_unlink(op, sid, sess_prev(op, sid));
+    tdm__win_emit(op, &at(op->sess, sid)->s, true);
+    sess_release(op, sid);
 }
 
 /* Fires every session whose maxTimestamp is <= @p wm (win.h). */
@@ -441,7 +502,7 @@ void tdm__sess_watermark(tdm_winop *op, tdm_time_ms wm)
     size_t n_grown = 0;
     while (tdm__timers_pop(ss->due, wm, &t)) {
         uint32_t sid = t.key;
-        ss_sess *x = &ss->v[sid];
+        ss_sess *x = at(ss, sid);
         if (ss->n_fire == ss->cap_fire) {
             size_t ncap = ss->cap_fire ? ss->cap_fire * 2 : 256;
             uint32_t *nf = tdm__realloc(ss->fire, ncap * sizeof *nf);
@@ -466,7 +527,7 @@ void tdm__sess_watermark(tdm_winop *op, tdm_time_ms wm)
         size_t w = base;
         for (size_t i = base; i < top; i++) {
             uint32_t sid = ss->fire[i];
-            if (tdm__win_max_ts(op, ss->v[sid].s.end) > wm)
+            if (tdm__win_max_ts(op, at(ss, sid)->s.end) > wm)
                 tdm__win_fail(op, queue(ss, op, sid));
             else
                 ss->fire[w++] = sid;
@@ -477,7 +538,7 @@ void tdm__sess_watermark(tdm_winop *op, tdm_time_ms wm)
     sort_due(ss, base, top);
     for (size_t i = base; i < top; i++) {
         uint32_t sid = ss->fire[i];
-        ss_sess *x = &ss->v[sid];
+        ss_sess *x = at(ss, sid);
         /* The emit callback may have pushed records meanwhile: merged
          * away (freed, maybe reused), or grown past the watermark. */
         if (x->state != SS_FIRING)
@@ -501,7 +562,7 @@ size_t tdm__sess_count(const tdm_winop *op)
 size_t tdm__sess_bytes(const tdm_winop *op)
 {
     const struct tdm__sess *ss = op->sess;
-    return (size_t)ss->cap * sizeof *ss->v + tdm__timers_bytes(ss->due) +
+    return (size_t)ss->cap * ss->stride + tdm__timers_bytes(ss->due) +
            ss->cap_fire * sizeof *ss->fire +
            ss->cap_scratch * sizeof *ss->scratch;
 }
@@ -512,9 +573,9 @@ tdm__win_slot *tdm__sess_find(const tdm_winop *op, uint32_t kid,
     struct tdm__sess *ss = op->sess;
     uintptr_t p = (uintptr_t)*tdm__keys_udata(op->keys, kid);
     for (uint32_t i = p ? (uint32_t)(p - 1) : SS_NONE; i != SS_NONE;
-         i = ss->v[i].knext)
-        if (ss->v[i].s.start == start && ss->v[i].s.end == end)
-            return &ss->v[i].s;
+         i = at(ss, i)->knext)
+        if (at(ss, i)->s.start == start && at(ss, i)->s.end == end)
+            return &at(ss, i)->s;
     return NULL;
 }
 
@@ -522,6 +583,6 @@ void tdm__sess_each(const tdm_winop *op, tdm__sess_each_fn fn, void *ud)
 {
     const struct tdm__sess *ss = op->sess;
     for (uint32_t i = 0; i < ss->n; i++)
-        if (ss->v[i].state != SS_FREE)
-            fn(ud, &ss->v[i].s, ss->v[i].seq);
+        if (at(ss, i)->state != SS_FREE)
+            fn(ud, &at(ss, i)->s, at(ss, i)->seq);
 }

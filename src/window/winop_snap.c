@@ -464,10 +464,10 @@ static tdm_err snap_sess(const tdm_winop *op, tdm__enc *e, kgroups *kg,
         tdm__enc_uvar(e, (uint64_t)(g + (size_t)kg->lo));
         tdm__enc_uvar(e, b - a);
         for (size_t j = a; j < b; j++) {
-            tdm__win_slot s = *gs.v[order[j]].s;
-            s.flags |= TDM__W_ET_MAX | TDM__W_ET_CLEAN;
-            tdm__ns ns = { s.start, s.end };
-            err = enc_slot(op, e, &s, ns);
+            /* Its flags say ET_MAX | ET_CLEAN (winop_session.c). */
+            const tdm__win_slot *s = gs.v[order[j]].s;
+            tdm__ns ns = { s->start, s->end };
+            err = enc_slot(op, e, s, ns);
             if (err != TDM_OK)
                 goto fail;
         }

@@ -1220,6 +1220,7 @@ typedef struct flat_ev {
     int update, idle;
     tdm_time_ms rec_ts;
     uint64_t rec_bits;
+    uint64_t extra; /* FNV-1a of the values and bytes of a result */
     int64_t step; /* input step that produced it */
 } flat_ev;
 
@@ -1259,6 +1260,15 @@ static void flat_collect(void *opaque, const tdm_event *ev)
         o->timing = tdm_event_pane_timing(ev);
         o->pane = tdm_event_pane_index(ev);
         o->update = tdm_event_is_update(ev);
+        size_t nv = 0, nb = 0;
+        const double *vals = tdm_event_values(ev, &nv);
+        const unsigned char *bytes = tdm_event_bytes(ev, &nb);
+        uint64_t h = 1469598103934665603ULL;
+        for (size_t i = 0; i < nv; i++)
+            h = (h ^ dbl_bits(vals[i])) * 1099511628211ULL;
+        for (size_t i = 0; i < nb; i++)
+            h = (h ^ bytes[i]) * 1099511628211ULL;
+        o->extra = h ^ nv ^ ((uint64_t)nb << 32);
     }
     if (o->type == TDM_EVENT_LATE) {
         const tdm_record *r = tdm_event_record(ev, 0);
@@ -1311,6 +1321,26 @@ static int diff_sliced;
  * session mode (winop_session.c) instead. */
 static int diff_session;
 
+/* The session diff's window function: the record count plus the sum of
+ * (ts mod 7) * value over the window's records, in their order. */
+static tdm_err diff_wfn(void *ud, const tdm_window_ctx *ctx,
+                        tdm_result_out *out)
+{
+    (void)ud;
+    size_t n = tdm_window_ctx_count(ctx);
+    double v = (double)n;
+    for (size_t i = 0; i < n; i++) {
+        const tdm_record *r = tdm_window_ctx_record(ctx, i);
+        v += (double)(tdm_record_ts(r) % 7) * tdm_record_value(r);
+    }
+    tdm_result_set_value(out, v);
+    return TDM_OK;
+}
+
+/* The sum-of-squares aggregate's counters of the session diff's two
+ * operators (diff_op's lean one first). */
+static sq_ud diff_sq[2];
+
 /* Builds one operator of the configuration drawn from @p seed. */
 static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
                           flat_log *log)
@@ -1359,12 +1389,28 @@ static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
         late = 0;
     }
     if (diff_session) {
+        /* Any aggregate: the built-in ones, collect, a user aggregate
+         * with heap accumulators, a window function. */
         static const tdm_time_ms gaps[] = { 1, 2, 3, 5, 10, 50 };
         tdm_assigner_destroy(a);
         diff_rng q = { seed * 17 + 3 };
         ASSERT_OK(tdm_assigner_new_session(gaps[diff_range(&q, 0, 5)], &a,
                                            NULL, 0));
         late = 0;
+        int which = (int)diff_range(&q, 0, 7);
+        if (which >= 5) {
+            tdm_aggregate_destroy(agg);
+            sq_ud *u = &diff_sq[lean ? 0 : 1];
+            memset(u, 0, sizeof *u);
+            if (which == 5)
+                ASSERT_OK(tdm_aggregate_new(TDM_AGG_COLLECT, &agg));
+            else if (which == 6)
+                ASSERT_OK(tdm_aggregate_new_custom(&sq_methods, u, &agg,
+                                                   NULL, 0));
+            else
+                ASSERT_OK(tdm_aggregate_new_window_fn(diff_wfn, NULL, NULL,
+                                                      &agg));
+        }
     }
     tdm_winop *op;
     ASSERT_OK(tdm_winop_new(a, t, agg, channels, NULL, flat_collect, log,
@@ -1459,6 +1505,13 @@ static void diff_run(uint64_t seed, bool extremes)
     }
     la.step = lb.step = n_steps;
     ASSERT_EQ(tdm_winop_end(a), tdm_winop_end(b));
+    if (diff_session) {
+        /* User accumulators: made, merged and released alike. */
+        ASSERT_EQ(diff_sq[0].creates, diff_sq[1].creates);
+        ASSERT_EQ(diff_sq[0].merges, diff_sq[1].merges);
+        ASSERT_EQ(diff_sq[0].destroys, diff_sq[0].creates);
+        ASSERT_EQ(diff_sq[1].destroys, diff_sq[1].creates);
+    }
     ASSERT_EQ(tdm_winop_live_windows(a), tdm_winop_live_windows(b));
     ASSERT_EQ(tdm_winop_late_dropped(a), tdm_winop_late_dropped(b));
     ASSERT_EQ(tdm_winop_late_emitted(a), tdm_winop_late_emitted(b));
@@ -1519,8 +1572,9 @@ TDM_TEST(sliced_matches_general_path)
 }
 
 /* The session mode against the general path's slots, merges and
- * timers: the same events in the same order, return codes, live
- * windows, late counters; near the ends of time too. */
+ * timers, with every kind of aggregate: the same events in the same
+ * order, return codes, live windows, late counters; near the ends of
+ * time too. */
 TDM_TEST(session_mode_matches_general_path)
 {
     diff_session = 1;
