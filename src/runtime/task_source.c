@@ -946,6 +946,13 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
     for (size_t i = 0; i < b->n; i++) {
         tdm__row *row = &b->rows[i];
         const uint32_t p = row->partition;
+        if (lean && lagg == LAGG_COUNT && i + RT_LAGG_AHEAD < b->n) {
+            /* The fold's index slot of a row ahead (a fixed-width key). */
+            const tdm__row *ahead = &b->rows[i + RT_LAGG_AHEAD];
+            rt_lagg_prefetch_fixed(lagg0, ahead->ts,
+                                   tdm__key_fixed_bits(&ahead->v[kfield0],
+                                                       TDM_TYPE_INT64));
+        }
         if ((int)p >= n_parts) {
             if (ensure_partition(t, (int)p, row) != TDM_OK)
                 return TDM_ERR_NOMEM;
