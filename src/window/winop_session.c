@@ -429,6 +429,25 @@ static int cmp_due(const struct tdm__sess *ss, uint32_t a, uint32_t b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Heap sort's sift-down of a[r] within a[0, n) (cmp_due order). */
+static void sift_down(const struct tdm__sess *ss, uint32_t *a, size_t r,
+                      size_t n)
+{
+    for (;;) {
+        size_t c = 2 * r + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && cmp_due(ss, a[c], a[c + 1]) < 0)
+            c++;
+        if (cmp_due(ss, a[r], a[c]) >= 0)
+            return;
+        uint32_t t = a[r];
+        a[r] = a[c];
+        a[c] = t;
+        r = c;
+    }
+}
+
 /* Sorts fire[lo, hi) by (end, seq): insertion sort for short runs,
  * else a heap sort (no recursion, no allocation). */
 static void sort_due(struct tdm__sess *ss, size_t lo, size_t hi)
@@ -447,38 +466,13 @@ static void sort_due(struct tdm__sess *ss, size_t lo, size_t hi)
         }
         return;
     }
-    for (size_t k = n / 2; k-- > 0;) {
-        for (size_t r = k;;) {
-            size_t c = 2 * r + 1;
-            if (c >= n)
-                break;
-            if (c + 1 < n && cmp_due(ss, a[c], a[c + 1]) < 0)
-                c++;
-            if (cmp_due(ss, a[r], a[c]) >= 0)
-                break;
-            uint32_t t = a[r];
-            a[r] = a[c];
-            a[c] = t;
-            r = c;
-        }
-    }
+    for (size_t k = n / 2; k-- > 0;)
+        sift_down(ss, a, k, n);
     for (size_t m = n; m-- > 1;) {
         uint32_t t = a[0];
         a[0] = a[m];
         a[m] = t;
-        for (size_t r = 0;;) {
-            size_t c = 2 * r + 1;
-            if (c >= m)
-                break;
-            if (c + 1 < m && cmp_due(ss, a[c], a[c + 1]) < 0)
-                c++;
-            if (cmp_due(ss, a[r], a[c]) >= 0)
-                break;
-            uint32_t u = a[r];
-            a[r] = a[c];
-            a[c] = u;
-            r = c;
-        }
+        sift_down(ss, a, 0, m);
     }
 }
 

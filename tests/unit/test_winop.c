@@ -1891,6 +1891,25 @@ static void echo_run(echo_ctx *x, bool lean, tdm_time_ms lateness)
     tdm_record_destroy(r);
 }
 
+/* Asserts that the two runs x[0] and x[1] logged the same events (as a
+ * multiset when @p sorted, else in order), then frees both. */
+static void echo_same_and_free(echo_ctx *x, bool sorted)
+{
+    if (sorted) {
+        qsort(x[0].log.v, x[0].log.n, sizeof(flat_ev), flat_cmp);
+        qsort(x[1].log.v, x[1].log.n, sizeof(flat_ev), flat_cmp);
+    }
+    for (size_t i = 0; i < x[0].log.n; i++)
+        ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[1].log.v[i],
+                            sizeof(flat_ev)));
+    for (int k = 0; k < 2; k++) {
+        tdm_winop_destroy(x[k].op);
+        tdm_record_destroy(x[k].rec);
+        free(x[k].log.v);
+    }
+    free(x);
+}
+
 TDM_TEST(lean_emit_callback_may_push_into_the_operator)
 {
     static const tdm_time_ms lateness[] = { 0, 5, 1000 };
@@ -1904,17 +1923,7 @@ TDM_TEST(lean_emit_callback_may_push_into_the_operator)
         ASSERT_EQ(x[0].log.n, x[1].log.n);
         ASSERT_EQ(tdm_winop_live_windows(x[0].op),
                   tdm_winop_live_windows(x[1].op));
-        qsort(x[0].log.v, x[0].log.n, sizeof(flat_ev), flat_cmp);
-        qsort(x[1].log.v, x[1].log.n, sizeof(flat_ev), flat_cmp);
-        for (size_t i = 0; i < x[0].log.n; i++)
-            ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[1].log.v[i],
-                                sizeof(flat_ev)));
-        for (int k = 0; k < 2; k++) {
-            tdm_winop_destroy(x[k].op);
-            tdm_record_destroy(x[k].rec);
-            free(x[k].log.v);
-        }
-        free(x);
+        echo_same_and_free(x, true);
     }
 }
 
@@ -1936,15 +1945,7 @@ TDM_TEST(session_emit_callback_may_push_into_the_operator)
         ASSERT_EQ(x[0].log.n, x[1].log.n);
         ASSERT_EQ(tdm_winop_late_emitted(x[0].op),
                   tdm_winop_late_emitted(x[1].op));
-        for (size_t i = 0; i < x[0].log.n; i++)
-            ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[1].log.v[i],
-                                sizeof(flat_ev)));
-        for (int k = 0; k < 2; k++) {
-            tdm_winop_destroy(x[k].op);
-            tdm_record_destroy(x[k].rec);
-            free(x[k].log.v);
-        }
-        free(x);
+        echo_same_and_free(x, false);
     }
     echo_session_gap = 0;
 }
