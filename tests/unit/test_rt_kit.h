@@ -219,6 +219,14 @@ static inline void kit_sink_clear(kit_sink *k)
     k->lines = NULL;
     k->n = k->cap = 0;
     k->opened = k->closed = k->upsert = 0;
+    /* A new job's sink neither blocks nor fails: a case that gated or
+     * failed "out" must not leave it so for the next case of the same
+     * process (bug: test_rt_chain run as one process failed
+     * stop_without_drain_passes_down_the_chain after 20 s, its sink
+     * still failing every write from failure_downstream_...). */
+    k->gate = 0;
+    k->blocked = 0;
+    k->fail_writes = 0;
 }
 
 static inline void kit_push_line(kit_sink *k, const char *line)
