@@ -6,7 +6,7 @@
  * recovery, the final checkpoint at a clean end, and restore at start
  * (the job's shape checked, source sections merged for any parallelism).
  * The subtasks' side of a barrier is in task_source.c (sources) and
- * task_op.c (operators).  docs/checkpoints.md, "In the runtime".
+ * task_op_ckpt.c (operators).  docs/checkpoints.md, "In the runtime".
  */
 #include <stdio.h>
 #include <string.h>

@@ -1653,7 +1653,7 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
  * yet, connectors set by the test hooks must have the version-3 members
  * (source snapshot/restore, sink pre_commit), and operators checkpoint
  * only when their state can be snapshotted (rt_op_ckpt_supported,
- * task_op.c).  Every window aggregate can (count() natively, the others
+ * task_op_ckpt.c).  Every window aggregate can (count() natively, the others
  * through the row aggregate's codec, rowagg.c), so what is refused here
  * is all that could fail at snapshot time. */
 static tdm_err validate_checkpointing(vctx *c)

@@ -199,8 +199,8 @@ struct tdm_job {
 };
 
 /* Why operator node @p n (window or join) cannot take part in
- * checkpoints, or NULL when it can (task_op.c, the operator snapshot
- * adapter). */
+ * checkpoints, or NULL when it can (task_op_ckpt.c, the operator
+ * snapshot adapter). */
 const char *rt_op_ckpt_supported(const tdm_node *n);
 /* Value of key @p key of a node (the table's row for its scope); a zeroed
  * static value when the key does not exist (a programming error). */

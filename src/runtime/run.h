@@ -2,7 +2,9 @@
 /* run.h - the execution plan of a running job and its subtasks, shared
  * by run.c (planning, threads, lifecycle), task_source.c (source
  * subtasks: read, stamp, guard, route, generate watermarks) and
- * task_op.c (window and join subtasks: merge channels, compute, write).
+ * task_op.c (window and join subtasks: merge channels, compute; with
+ * task_op_emit.c writing what they emit and task_op_ckpt.c their
+ * checkpoints, task_op.h what those three share).
  *
  *   source subtask i ──batches + control──▶ queue of op subtask j
  *     (rows routed by key group;             (one channel per upstream
@@ -493,7 +495,8 @@ bool rt_ckpt_pre_commit(tdm__run *run, rt_ck_slot *c, uint64_t id);
 /* commit(@p id) on slot @p c's sink objects (failures logged: retried
  * by the next checkpoint's commit). */
 void rt_ckpt_commit(tdm__run *run, rt_ck_slot *c, uint64_t id);
-/* Restores operator subtask @p t's state (after its operator exists). */
+/* Restores operator subtask @p t's state (after its operator exists;
+ * task_op_ckpt.c). */
 tdm_err rt_ckpt_restore_op(rt_op_task *t, char *msg, size_t n);
 /* Supervisor side: starts a checkpoint when due, completes one every
  * subtask acknowledged.  @p at_end: threads all stopped. */
@@ -509,7 +512,7 @@ void rt_ckpt_src_name(int si, int k, char *buf, size_t n);
  * in @p buf (empty when the sink cannot tell): the text sink keeps an
  * object's first I/O error with the file and the system's reason (a
  * full disk), and its flush returns it.  For the failure messages of the
- * subtasks' writes (task_op.c, task_source.c). */
+ * subtasks' writes (task_op_emit.c, task_source.c). */
 void rt_sink_why(const rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n);
 
 /* ---- Key fence (fence.c) ---- */
