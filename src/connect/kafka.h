@@ -57,13 +57,15 @@ typedef void tdm__krebalance_fn(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 int tdm__kafka_conf_coop(const rd_kafka_conf_t *kc);
 
 /* Leaves the consumer group of @p rk and destroys @p rk (takes
- * ownership), within about @p limit_ms: the close runs in librdkafka's
- * background and its rebalance events are served here by @p rebalance
- * (called with @p opaque, as the rebalance callback would be); a group
- * that does not let go in time is left without the LeaveGroup (the other
- * members notice after session.timeout.ms) rather than blocking the
- * caller.  Returns 1 if the consumer closed cleanly, 0 if it was given
- * up. */
+ * ownership), within about @p limit_ms: first it unsubscribes and polls
+ * (dropping messages) until nothing is assigned, so that the revoke runs
+ * in the configured rebalance callback of an ordinary poll; then the
+ * close runs in librdkafka's background and any rebalance event it
+ * still brings is served here by @p rebalance (called with @p opaque, as
+ * the rebalance callback would be); a group that does not let go in time
+ * is left without the LeaveGroup (the other members notice after
+ * session.timeout.ms) rather than blocking the caller.  Returns 1 if the
+ * consumer closed cleanly, 0 if it was given up. */
 int tdm__kafka_close_consumer(rd_kafka_t *rk, tdm__krebalance_fn *rebalance,
                               void *opaque, int64_t limit_ms);
 

@@ -297,16 +297,47 @@ int tdm__kafka_conf_coop(const rd_kafka_conf_t *kc)
            strstr(strat, "cooperative") != NULL;
 }
 
+/* 1 when rk has no partition assigned (or the assignment cannot be
+ * read). */
+static int assignment_empty(rd_kafka_t *rk)
+{
+    rd_kafka_topic_partition_list_t *a = NULL;
+    int empty = 1;
+
+    if (rd_kafka_assignment(rk, &a) == RD_KAFKA_RESP_ERR_NO_ERROR && a)
+        empty = a->cnt == 0;
+    if (a)
+        rd_kafka_topic_partition_list_destroy(a);
+    return empty;
+}
+
 /* Leaves the group within limit_ms and destroys rk (see kafka.h). */
 int tdm__kafka_close_consumer(rd_kafka_t *rk, tdm__krebalance_fn *rebalance,
                               void *opaque, int64_t limit_ms)
 {
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_error_t *e = q ? rd_kafka_consumer_close_queue(rk, q) : NULL;
+    int64_t end = tdm__mono_ms() + limit_ms;
     int closed = 0;
 
+    /* Unsubscribe first and let the revoke run through the rebalance
+     * callback of an ordinary poll (messages still fetched are dropped:
+     * nothing after the last commit was processed), for at most half the
+     * time: the close then finds nothing assigned.  A rebalance served
+     * inside the close can hang librdkafka 2.0 for good - an assignment
+     * that arrives while closing (librdkafka issue #4527, fixed in 2.4),
+     * an unassign called from the close's rebalance event (#4884); CI saw
+     * kafka.files hang in rd_kafka_incremental_unassign there. */
+    if (rd_kafka_unsubscribe(rk) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        int64_t half = tdm__mono_ms() + limit_ms / 2;
+        while (!assignment_empty(rk) && tdm__mono_ms() < half) {
+            rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+            if (m)
+                rd_kafka_message_destroy(m);
+        }
+    }
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_error_t *e = q ? rd_kafka_consumer_close_queue(rk, q) : NULL;
+
     if (q && !e) {
-        int64_t end = tdm__mono_ms() + limit_ms;
         while (!(closed = rd_kafka_consumer_closed(rk)) &&
                tdm__mono_ms() < end) {
             /* Events, not callbacks: the close queue may carry
