@@ -36,6 +36,7 @@
  * general path would fold it into the session being cleaned up.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "window/win.h"
@@ -58,6 +59,14 @@ typedef struct ss_sess {
 
 _Static_assert(offsetof(ss_sess, s) % 16 == 0, "slot alignment");
 
+/* A session due at a watermark, with the firing order's sort key as it
+ * was when the walk began. */
+typedef struct ss_due {
+    tdm_time_ms end;
+    uint64_t seq;
+    uint32_t sid;
+} ss_due;
+
 struct tdm__sess {
     unsigned char *v;     /* records, stride bytes each */
     size_t stride;
@@ -66,7 +75,7 @@ struct tdm__sess {
     uint32_t live;
     uint64_t seq;
     tdm__timers *due;     /* (bucket, session id) */
-    uint32_t *fire;       /* sessions being fired, innermost walk last */
+    ss_due *fire;         /* sessions being fired, innermost walk last */
     size_t n_fire, cap_fire;
     uint32_t *scratch;    /* a key's sessions (merges) */
     size_t cap_scratch;
@@ -421,59 +430,13 @@ tdm_err tdm__sess_push(tdm_winop *op, const tdm_record *rec)
 
 /* ---- Watermarks ---- */
 
-static int cmp_due(const struct tdm__sess *ss, uint32_t a, uint32_t b)
+/* Firing order: end, then the last change of the window. */
+static int cmp_due(const void *pa, const void *pb)
 {
-    const ss_sess *x = at(ss, a), *y = at(ss, b);
-    if (x->s.end != y->s.end)
-        return x->s.end < y->s.end ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Heap sort's sift-down of a[r] within a[0, n) (cmp_due order). */
-static void sift_down(const struct tdm__sess *ss, uint32_t *a, size_t r,
-                      size_t n)
-{
-    for (;;) {
-        size_t c = 2 * r + 1;
-        if (c >= n)
-            return;
-        if (c + 1 < n && cmp_due(ss, a[c], a[c + 1]) < 0)
-            c++;
-        if (cmp_due(ss, a[r], a[c]) >= 0)
-            return;
-        uint32_t t = a[r];
-        a[r] = a[c];
-        a[c] = t;
-        r = c;
-    }
-}
-
-/* Sorts fire[lo, hi) by (end, seq): insertion sort for short runs,
- * else a heap sort (no recursion, no allocation). */
-static void sort_due(struct tdm__sess *ss, size_t lo, size_t hi)
-{
-    uint32_t *a = ss->fire + lo;
-    size_t n = hi - lo;
-    if (n < 32) {
-        for (size_t i = 1; i < n; i++) {
-            uint32_t v = a[i];
-            size_t j = i;
-            while (j > 0 && cmp_due(ss, a[j - 1], v) > 0) {
-                a[j] = a[j - 1];
-                j--;
-            }
-            a[j] = v;
-        }
-        return;
-    }
-    for (size_t k = n / 2; k-- > 0;)
-        sift_down(ss, a, k, n);
-    for (size_t m = n; m-- > 1;) {
-        uint32_t t = a[0];
-        a[0] = a[m];
-        a[m] = t;
-        sift_down(ss, a, 0, m);
-    }
+    const ss_due *a = pa, *b = pb;
+    if (a->end != b->end)
+        return a->end < b->end ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
 /* Fires session @p sid, due at the watermark: detaches it from its key,
@@ -499,7 +462,7 @@ void tdm__sess_watermark(tdm_winop *op, tdm_time_ms wm)
         ss_sess *x = at(ss, sid);
         if (ss->n_fire == ss->cap_fire) {
             size_t ncap = ss->cap_fire ? ss->cap_fire * 2 : 256;
-            uint32_t *nf = tdm__realloc(ss->fire, ncap * sizeof *nf);
+            ss_due *nf = tdm__realloc(ss->fire, ncap * sizeof *nf);
             if (!nf) {
                 /* Fires later, at a watermark with memory. */
                 tdm__win_fail(op, tdm__timers_add(ss->due, t.time, sid,
@@ -511,7 +474,7 @@ void tdm__sess_watermark(tdm_winop *op, tdm_time_ms wm)
             ss->cap_fire = ncap;
         }
         x->state = SS_FIRING;
-        ss->fire[ss->n_fire++] = sid;
+        ss->fire[ss->n_fire++] = (ss_due){ x->s.end, x->seq, sid };
         if (tdm__win_max_ts(op, x->s.end) > wm)
             n_grown++;
     }
@@ -520,18 +483,19 @@ void tdm__sess_watermark(tdm_winop *op, tdm_time_ms wm)
     if (n_grown) {
         size_t w = base;
         for (size_t i = base; i < top; i++) {
-            uint32_t sid = ss->fire[i];
+            uint32_t sid = ss->fire[i].sid;
             if (tdm__win_max_ts(op, at(ss, sid)->s.end) > wm)
                 tdm__win_fail(op, queue(ss, op, sid));
             else
-                ss->fire[w++] = sid;
+                ss->fire[w++] = ss->fire[i];
         }
         top = w;
         ss->n_fire = top;
     }
-    sort_due(ss, base, top);
+    if (top - base > 1)
+        qsort(ss->fire + base, top - base, sizeof *ss->fire, cmp_due);
     for (size_t i = base; i < top; i++) {
-        uint32_t sid = ss->fire[i];
+        uint32_t sid = ss->fire[i].sid;
         ss_sess *x = at(ss, sid);
         /* The emit callback may have pushed records meanwhile: merged
          * away (freed, maybe reused), or grown past the watermark. */

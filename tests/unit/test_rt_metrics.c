@@ -1405,6 +1405,35 @@ TDM_TEST(join_metrics)
     tdm_job_destroy(job);
 }
 
+/* A window join "j" of tumbling 10 s windows over two fed sources "l"
+ * (feed "fl") and "r" (feed "fr") keyed by k, with exact on-event
+ * watermarks, writing to sink "out" (and, with @p late, its late records
+ * to sink "late"). */
+static tdm_job *fed_window_join(feed **fl, feed **fr, bool late)
+{
+    n_feeds = 0;
+    *fl = feed_new("fl", 1);
+    *fr = feed_new("fr", 1);
+    tdm_job *job;
+    ASSERT_OK(tdm_job_new(&job));
+    exact_watermarks(feed_node(job, "l", "fl"));
+    exact_watermarks(feed_node(job, "r", "fr"));
+    tdm_node *j = kit_node(job, TDM_NODE_JOIN, "j");
+    KIT_SET(j, "type", "window");
+    KIT_SET(j, "left", "l");
+    KIT_SET(j, "right", "r");
+    KIT_SET(j, "left_key", "k");
+    KIT_SET(j, "right_key", "k");
+    KIT_SET(j, "window.size", "10s");
+    KIT_SET(j, "sink", "out");
+    if (late)
+        KIT_SET(j, "late_output", "late");
+    kit_node(job, TDM_NODE_SINK, "out");
+    if (late)
+        kit_node(job, TDM_NODE_SINK, "late");
+    return job;
+}
+
 /* A window join's state gauges read the join's own accounting
  * (tdm__joinop_state_bytes): its records sit in per-window record logs,
  * one chunk of 4,096 bytes per side and window to begin with, which the
@@ -1423,24 +1452,8 @@ TDM_TEST(join_metrics)
  *                                 than one chunk is left. */
 TDM_TEST(window_join_state_bytes)
 {
-    n_feeds = 0;
-    feed *fl = feed_new("fl", 1);
-    feed *fr = feed_new("fr", 1);
-    tdm_job *job;
-    ASSERT_OK(tdm_job_new(&job));
-    tdm_node *l = feed_node(job, "l", "fl");
-    tdm_node *r = feed_node(job, "r", "fr");
-    exact_watermarks(l);
-    exact_watermarks(r);
-    tdm_node *j = kit_node(job, TDM_NODE_JOIN, "j");
-    KIT_SET(j, "type", "window");
-    KIT_SET(j, "left", "l");
-    KIT_SET(j, "right", "r");
-    KIT_SET(j, "left_key", "k");
-    KIT_SET(j, "right_key", "k");
-    KIT_SET(j, "window.size", "10s");
-    KIT_SET(j, "sink", "out");
-    kit_node(job, TDM_NODE_SINK, "out");
+    feed *fl, *fr;
+    tdm_job *job = fed_window_join(&fl, &fr, false);
     kit_bg bg;
     kit_bg_start(&bg, job);
     feed_push(fl, 0, "o1", 1000);
@@ -1484,26 +1497,8 @@ TDM_TEST(window_join_state_bytes)
  * x-x pairs up in [20000, 30000). */
 TDM_TEST(window_join_late_record_keeps_its_row)
 {
-    n_feeds = 0;
-    feed *fl = feed_new("fl", 1);
-    feed *fr = feed_new("fr", 1);
-    tdm_job *job;
-    ASSERT_OK(tdm_job_new(&job));
-    tdm_node *l = feed_node(job, "l", "fl");
-    tdm_node *r = feed_node(job, "r", "fr");
-    exact_watermarks(l);
-    exact_watermarks(r);
-    tdm_node *j = kit_node(job, TDM_NODE_JOIN, "j");
-    KIT_SET(j, "type", "window");
-    KIT_SET(j, "left", "l");
-    KIT_SET(j, "right", "r");
-    KIT_SET(j, "left_key", "k");
-    KIT_SET(j, "right_key", "k");
-    KIT_SET(j, "window.size", "10s");
-    KIT_SET(j, "sink", "out");
-    KIT_SET(j, "late_output", "late");
-    kit_node(job, TDM_NODE_SINK, "out");
-    kit_node(job, TDM_NODE_SINK, "late");
+    feed *fl, *fr;
+    tdm_job *job = fed_window_join(&fl, &fr, true);
     kit_bg bg;
     kit_bg_start(&bg, job);
     feed_push(fl, 0, "x", 20000);
