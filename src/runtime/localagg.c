@@ -20,19 +20,22 @@
 
 /* ---- Slices ---- */
 
-/* Empties a slice's tables for reuse (memory kept). */
+/* Empties a slice's tables for reuse (memory kept).  Its count slots
+ * were emptied one by one by the flush that read them. */
 static void slice_reset(rt_lslice *sl)
 {
     if (sl->idx)
         memset(sl->idx, 0, (size_t)sl->n_slots * sizeof *sl->idx);
     sl->n = 0;
     sl->kused = 0;
+    sl->cs_n = 0;
 }
 
 static void slice_free(rt_lslice *sl)
 {
     if (!sl)
         return;
+    tdm__free(sl->cs);
     tdm__free(sl->idx);
     tdm__free(sl->ents);
     tdm__free(sl->keys);
@@ -113,7 +116,10 @@ static bool grow_index(rt_lagg *la, rt_lslice *sl)
         return false;
     uint32_t shift = sl->shift - 1, mask = n_slots - 1;
     for (uint32_t k = 0; k < sl->n; k++) {
-        uint32_t i = (uint32_t)(rt_lagg_ent(la, sl, k)->h >> shift);
+        const rt_lent *e = rt_lagg_ent(la, sl, k);
+        if (la->count && e->key_len == TDM__SEL_FIXED)
+            continue; /* in a count slot */
+        uint32_t i = (uint32_t)(e->h >> shift);
         while (idx[i])
             i = (i + 1) & mask;
         idx[i] = k + 1;
@@ -125,13 +131,9 @@ static bool grow_index(rt_lagg *la, rt_lslice *sl)
     return true;
 }
 
-/* Adds the entry of a key not in @p sl (see localagg.h). */
-rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
-                        uint64_t fixed, const char *key, uint32_t len)
+/* Makes room for entry sl->n (the entries array grows by doubling). */
+static bool ents_room(rt_lagg *la, rt_lslice *sl)
 {
-    /* The index stays at most half full. */
-    if ((sl->n + 1) * 2 > sl->n_slots && !grow_index(la, sl))
-        return NULL;
     if (sl->n == sl->cap) {
         uint32_t cap = sl->cap ? sl->cap * 2 : 32;
         char *ents = tdm__realloc(sl->ents, (size_t)cap * la->stride);
@@ -140,6 +142,19 @@ rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
         sl->ents = ents;
         sl->cap = cap;
     }
+    return true;
+}
+
+/* Adds the entry of a key not in @p sl (see localagg.h). */
+rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
+                        uint64_t fixed, const char *key, uint32_t len)
+{
+    /* The index stays at most half full (with a count, it holds the
+     * keys without a count slot). */
+    if ((sl->n - sl->cs_n + 1) * 2 > sl->n_slots && !grow_index(la, sl))
+        return NULL;
+    if (!ents_room(la, sl))
+        return NULL;
     uint64_t kw = fixed;
     uint32_t kl = TDM__SEL_FIXED;
     if (key) {
@@ -174,6 +189,82 @@ rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
     return e;
 }
 
+/* The count slot of fixed-width key @p key, not in @p cs (@p slots,
+ * 2^(64 - @p shift); placement @p scatter): the first empty one of its
+ * probe run; *@p dist: how far past its home that is. */
+static uint32_t cslot_free(const rt_cslot *cs, uint32_t slots, uint32_t shift,
+                           bool scatter, uint64_t key, uint32_t *dist)
+{
+    uint32_t mask = slots - 1, i = rt_cslot_home(key, shift, mask, scatter);
+    uint32_t d = 0;
+    while (cs[i].n) {
+        i = (i + 1) & mask;
+        d++;
+    }
+    *dist = d;
+    return i;
+}
+
+/* Places a slice's count slots again in @p slots slots with placement
+ * @p scatter (the first time: 1,024 slots, nothing to place), keys in
+ * creation order; their entries learn their new slots.  Between
+ * flushes every slot in use belongs to an entry. */
+static bool place_cslots(rt_lagg *la, rt_lslice *sl, uint32_t slots,
+                         bool scatter)
+{
+    uint32_t shift = 64 - (uint32_t)__builtin_ctz(slots);
+    /* Zeroed by writing, not calloc: a large calloc maps fresh pages
+     * that the probes' reads map to the zero page, and each first write
+     * then costs a copy-on-write fault and a TLB flush on every CPU
+     * running the job (seen in perf at parallelism 2). */
+    rt_cslot *cs = tdm__malloc((size_t)slots * sizeof *cs);
+    if (!cs)
+        return false;
+    memset(cs, 0, (size_t)slots * sizeof *cs);
+    for (uint32_t k = 0; sl->cs && k < sl->n; k++) {
+        rt_lent *e = rt_lagg_ent(la, sl, k);
+        if (e->key_len != TDM__SEL_FIXED)
+            continue;
+        uint32_t d, i = cslot_free(cs, slots, shift, scatter, e->key, &d);
+        cs[i] = sl->cs[e->cslot];
+        e->cslot = i;
+    }
+    tdm__free(sl->cs);
+    sl->cs = cs;
+    sl->cs_slots = slots;
+    sl->cs_shift = shift;
+    sl->cs_scatter = scatter;
+    return true;
+}
+
+/* Adds a fixed-width key's entry and count slot (see localagg.h). */
+bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed)
+{
+    if (sl->cs_n == 0)
+        sl->cs_scatter = la->cs_scatter; /* a new or recycled slice */
+    /* The count slots stay at most half full. */
+    if ((!sl->cs || (sl->cs_n + 1) * 2 > sl->cs_slots) &&
+        !place_cslots(la, sl, sl->cs ? sl->cs_slots * 2 : 1024,
+                      sl->cs_scatter))
+        return false;
+    if (!ents_room(la, sl))
+        return false;
+    uint32_t d, i = cslot_free(sl->cs, sl->cs_slots, sl->cs_shift,
+                               sl->cs_scatter, fixed, &d);
+    if (d > RT_CS_MAX_PROBE && !sl->cs_scatter) {
+        /* Keys pile up: scatter, from this slice on. */
+        la->cs_scatter = true;
+        if (!place_cslots(la, sl, sl->cs_slots, true))
+            return false;
+        i = cslot_free(sl->cs, sl->cs_slots, sl->cs_shift, true, fixed, &d);
+    }
+    sl->cs[i] = (rt_cslot){ .key = fixed, .n = 1 };
+    sl->cs_n++;
+    rt_lent *e = rt_lagg_ent(la, sl, sl->n++);
+    *e = (rt_lent){ .key = fixed, .key_len = TDM__SEL_FIXED, .cslot = i };
+    return true;
+}
+
 /* ---- Flushing ---- */
 
 /* Partial rows per message at most: a flush of many keys goes out in
@@ -188,6 +279,8 @@ rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
  * their tables again, and the slices made never exceed MAX_OPEN (a
  * new one is made only when none is free). */
 #define KEEP_FREE MAX_OPEN
+/* Entries looked at ahead of the one flushed, for their count slots. */
+#define FLUSH_AHEAD 8
 
 /* Frees a partials message (NULL-safe; see run.h). */
 void rt_partials_free(rt_partials *m)
@@ -242,10 +335,11 @@ static rt_partials *pool_take(rt_lagg *la)
 }
 
 /* Appends the partial row of entry @p e (slice start @p ts, key bytes
- * in @p kbytes) to *@p mp, made on first use with room for @p hint
- * rows.  False on OOM. */
+ * in @p kbytes; @p count its count, for a single count()) to *@p mp,
+ * made on first use with room for @p hint rows.  False on OOM. */
 static bool msg_add(rt_partials **mp, rt_lagg *la, size_t hint,
-                    tdm_time_ms ts, const rt_lent *e, const char *kbytes)
+                    tdm_time_ms ts, const rt_lent *e, const char *kbytes,
+                    int64_t count)
 {
     rt_partials *m = *mp;
     if (!m) {
@@ -275,8 +369,7 @@ static bool msg_add(rt_partials **mp, rt_lagg *la, size_t hint,
     pe->key_len = e->key_len;
     pe->key = e->key;
     if (la->count)
-        memcpy(&pe->records, (const char *)e + sizeof *e,
-               sizeof pe->records);
+        pe->records = (uint64_t)count;
     else
         pe->records = e->n;
     la->folded += (int64_t)pe->records;
@@ -341,6 +434,23 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
         const char *kbytes = sl->keys ? sl->keys : "";
         for (uint32_t k = 0; k < sl->n; k++) {
             const rt_lent *e = rt_lagg_ent(la, sl, k);
+            int64_t count = 0;
+            if (la->count) {
+                if (e->key_len == TDM__SEL_FIXED) {
+                    /* The count slot, emptied as it is read (the slice's
+                     * reset leaves the slots alone). */
+                    if (k + FLUSH_AHEAD < sl->n)
+                        __builtin_prefetch(
+                            &sl->cs[rt_lagg_ent(la, sl, k + FLUSH_AHEAD)
+                                        ->cslot]);
+                    rt_cslot *cs = &sl->cs[e->cslot];
+                    count = cs->n;
+                    cs->n = 0;
+                    cs->key = 0;
+                } else {
+                    memcpy(&count, rt_lagg_acc((rt_lent *)e), sizeof count);
+                }
+            }
             int j = 0;
             if (P > 1) {
                 /* The key's subtask, as route_edge finds it for rows. */
@@ -350,7 +460,7 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
                                                   e->key_len);
                 j = run->owner[tdm__key_group(h, run->key_groups)];
             }
-            if (!msg_add(&msg[j], la, hint, sl->start, e, kbytes))
+            if (!msg_add(&msg[j], la, hint, sl->start, e, kbytes, count))
                 goto nomem;
             if (msg[j]->n == PART_CHUNK) {
                 send_msg(t, la, ed, j, msg[j]);

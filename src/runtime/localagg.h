@@ -28,18 +28,32 @@
 /* One (key, slice) entry: the lookup hash, the key (the value bytes of
  * a fixed-width key, key_len TDM__SEL_FIXED; else an offset into the
  * slice's key bytes), the records folded into it (row aggregates only:
- * a count's accumulator is that number) and, after it, the accumulator
- * (an int64 count, or a row aggregate's). */
+ * a count's accumulator is that number), the key's count slot (a count
+ * and a fixed-width key: see rt_cslot) and, after it, the accumulator
+ * (an int64 count, or a row aggregate's; unused when the count lives in
+ * a count slot). */
 typedef struct rt_lent {
     uint64_t h;
     uint64_t key;
     uint64_t n;
     uint32_t key_len;
-    uint32_t pad_;
+    uint32_t cslot;
 } rt_lent;
 
+/* A count slot: a fixed-width key and its count (0: the slot is empty).
+ * A single count() keeps the count of a fixed-width key here, beside
+ * the key, so that folding a record reads one cache line (the slot)
+ * instead of two dependent ones (an index slot, then the entry); the
+ * entries still keep creation order for the flush. */
+typedef struct rt_cslot {
+    uint64_t key;
+    int64_t n;
+} rt_cslot;
+
 /* One open slice [start, end) of one consumer: an open-addressing index
- * (entry number + 1; 0 empty) over entries kept in creation order. */
+ * (entry number + 1; 0 empty) over entries kept in creation order, and,
+ * for a single count(), the count slots of its fixed-width keys (open
+ * addressing too; their entries are in the same creation order). */
 typedef struct rt_lslice {
     tdm_time_ms start, end;
     uint32_t *idx;
@@ -49,6 +63,11 @@ typedef struct rt_lslice {
     uint32_t n, cap;
     char *keys;         /* key bytes of keys that are not fixed-width */
     size_t kused, kcap;
+    rt_cslot *cs;       /* count slots (NULL until the first one) */
+    uint32_t cs_shift;  /* 64 - log2(cs_slots) */
+    uint32_t cs_slots;  /* slots (a power of two), at most 3/8 used */
+    uint32_t cs_n;      /* slots used */
+    bool cs_scatter;    /* their placement (rt_cslot_home) */
     struct rt_lslice *next; /* open list (by start) or free list */
 } rt_lslice;
 
@@ -71,6 +90,9 @@ struct rt_lagg {
     rt_lslice *cur;       /* the slice of the last folded record */
     tdm_time_ms cur_start; /* its start, and its width (0: no cur), so */
     uint64_t cur_g;        /* that "ts in cur" is one unsigned compare */
+    bool cs_scatter;      /* count slot placement of new slices: direct,
+                             or scatter once a slice had to
+                             (rt_cslot_home) */
     tdm__keybuf kb;       /* key encoding scratch */
     int64_t folded;       /* records folded (counted as they are sent) */
     int64_t sent;         /* partial rows sent */
@@ -101,6 +123,27 @@ static inline uint64_t rt_lagg_hash_fixed(uint64_t bits)
     return (bits ^ (bits >> 31)) * 0x9e3779b97f4a7c15ULL;
 }
 
+/* Count slots: where a key goes.  In direct mode a fixed-width key's
+ * home is its own low bits (key & mask, as Java and Python hash
+ * integers), so keys close together (ids; the keys a stream is busy with
+ * at any moment) sit in consecutive slots and share cache lines: a batch
+ * reads a few lines instead of one per key, and nothing need be fetched
+ * ahead.  Keys that pile up on a few homes (strides of a power of two,
+ * say) push whole runs along: an insert that lands more than
+ * RT_CS_MAX_PROBE slots past its home switches the aggregate to scatter
+ * mode (Fibonacci hashing of every key, the slice's slots placed again)
+ * for good, which bounds every probe of direct mode. */
+#define RT_CS_MAX_PROBE 16
+
+/* The home count slot of fixed-width key @p key among @p mask + 1 =
+ * 2^(64 - @p shift) slots, in scatter mode or not. */
+static inline uint32_t rt_cslot_home(uint64_t key, uint32_t shift,
+                                     uint32_t mask, bool scatter)
+{
+    return scatter ? (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> shift)
+                   : (uint32_t)key & mask;
+}
+
 /* The slow paths (localagg.c).  rt_lagg_slice: the open slice of @p ts,
  * made if needed, or NULL with *raw when the record must be routed raw
  * (its slice was flushed: end - 1 <= @p wm; between sliding windows; at
@@ -110,6 +153,9 @@ rt_lslice *rt_lagg_slice(rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
 /* Adds an entry for a key to @p sl (copies key bytes); NULL on OOM. */
 rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
                         uint64_t fixed, const char *key, uint32_t len);
+/* Adds the entry and count slot (count 1) of fixed-width key @p fixed
+ * to @p sl, a single count's slice; false on OOM. */
+bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed);
 
 /* Adds @p row to the accumulator of entry @p e. */
 static inline void rt_lagg_add(rt_lagg *la, rt_lent *e, const tdm__row *row)
@@ -132,23 +178,26 @@ static inline void rt_lagg_set_cur(rt_lagg *la, rt_lslice *sl)
     la->cur_g = sl ? (uint64_t)(sl->end - sl->start) : 0;
 }
 
-/* Index slot distance of rt_lagg_prefetch_fixed: rows looked at ahead
+/* Count slot distance of rt_lagg_prefetch_fixed: rows looked at ahead
  * of the one being folded. */
 #define RT_LAGG_AHEAD 8
 
-/* A hint for a later row with the fixed-width key @p fixed at @p ts:
- * when ts lies in the current slice, starts fetching the index slot the
- * fold will read first (its load misses the cache when a slice holds
- * many keys).  Changes nothing. */
+/* A hint for a later row with the fixed-width key @p fixed at @p ts, for
+ * a single count() whose count slots scatter keys (la->cs_scatter): when
+ * ts lies in the current slice, starts fetching the slot the fold will
+ * read first (its load misses the cache when a slice holds many keys; in
+ * block mode rows share lines and the look ahead costs more than it
+ * saves, so callers skip it).  Changes nothing. */
 static inline void rt_lagg_prefetch_fixed(const rt_lagg *la, tdm_time_ms ts,
                                           uint64_t fixed)
 {
 #if defined(__GNUC__)
     const rt_lslice *sl = la->cur;
-    if ((uint64_t)ts - (uint64_t)la->cur_start >= la->cur_g)
+    if ((uint64_t)ts - (uint64_t)la->cur_start >= la->cur_g || !sl->cs ||
+        !sl->cs_scatter)
         return;
-    uint64_t h = rt_lagg_hash_fixed(fixed);
-    __builtin_prefetch(&sl->idx[(uint32_t)(h >> sl->shift)]);
+    __builtin_prefetch(
+        &sl->cs[rt_cslot_home(fixed, sl->cs_shift, sl->cs_slots - 1, true)]);
 #else
     (void)la;
     (void)ts;
@@ -178,6 +227,24 @@ rt_lagg_fold(rt_lagg *la, const tdm__row *row, tdm_time_ms ts,
         if (!sl)
             return raw ? 0 : -1;
         rt_lagg_set_cur(la, sl);
+    }
+    if (!key && (count_only || la->count)) {
+        /* A single count() of a fixed-width key: its count slot. */
+        if (__builtin_expect(sl->cs != NULL, 1)) {
+            rt_cslot *cs = sl->cs;
+            uint32_t cmask = sl->cs_slots - 1;
+            for (uint32_t i = rt_cslot_home(fixed, sl->cs_shift, cmask,
+                                            sl->cs_scatter);;
+                 i = (i + 1) & cmask) {
+                if (cs[i].key == fixed && cs[i].n) {
+                    cs[i].n++;
+                    return 1;
+                }
+                if (!cs[i].n)
+                    break;
+            }
+        }
+        return rt_lagg_cinsert(la, sl, fixed) ? 1 : -1;
     }
     uint64_t h = key ? tdm__keys_hash(key, len) * 0x9e3779b97f4a7c15ULL
                      : rt_lagg_hash_fixed(fixed);

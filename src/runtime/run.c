@@ -25,6 +25,7 @@
  * source threads; the final commit follows the sinks' close.  Watermark
  * alignment groups get one coordinator each, driven by their sources.
  */
+#define _GNU_SOURCE /* pthread_setname_np (named threads for top, perf) */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -1196,6 +1197,22 @@ static tdm_err make_tasks(tdm__run *run)
     return TDM_OK;
 }
 
+/* Names subtask thread @p th "NODE/INDEX" (at most 15 bytes: the node
+ * name is cut), as top -H, perf and gdb show it.  Best effort. */
+static void name_thread(pthread_t th, const char *node, int index)
+{
+#if defined(__linux__)
+    char name[16], tail[12];
+    int tl = snprintf(tail, sizeof tail, "/%d", index);
+    snprintf(name, sizeof name, "%.*s%s", 15 - tl, node, tail);
+    (void)pthread_setname_np(th, name);
+#else
+    (void)th;
+    (void)node;
+    (void)index;
+#endif
+}
+
 /* Operator subtasks start first, so their queues are being drained by
  * the time sources produce. */
 static tdm_err start_threads(tdm__run *run)
@@ -1207,6 +1224,7 @@ static tdm_err start_threads(tdm__run *run)
                 return TDM_ERR_NOMEM;
             t->started = true;
             run->n_threads++;
+            name_thread(t->th, run->ops[o].node->name, j);
         }
     for (int s = 0; s < run->n_srcs; s++)
         for (int i = 0; i < run->P; i++) {
@@ -1215,6 +1233,7 @@ static tdm_err start_threads(tdm__run *run)
                 return TDM_ERR_NOMEM;
             t->started = true;
             run->n_threads++;
+            name_thread(t->th, run->srcs[s].node->name, i);
         }
     return TDM_OK;
 }
