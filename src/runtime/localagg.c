@@ -269,8 +269,10 @@ bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed)
 
 /* Partial rows per message at most: a flush of many keys goes out in
  * pieces, so that a message is never large and the queue's capacity
- * (items per channel) bounds what waits in it. */
-#define PART_CHUNK 4096
+ * (items per channel) bounds what waits in it.  Not much smaller: a
+ * flush of a busy window (NEXMark-W: 60,000 keys) should take a few
+ * items, not a queue's worth, or the source waits on every flush. */
+#define PART_CHUNK 16384
 /* Flushed slices kept for reuse at most (their tables grown to a
  * slice's keys); more are freed.  As many as can be open: a watermark
  * that closes every open slice (event time ran ahead of it by MAX_OPEN
