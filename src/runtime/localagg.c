@@ -9,9 +9,10 @@
  * slice's tables are kept for the next slice (KEEP_FREE of them; with
  * the open ones never more than MAX_OPEN slices in all), so no
  * allocation per record once they have grown; messages are sent in
- * pieces of PART_CHUNK rows, and the consumers hand them back to the
- * local aggregate's pool (rt_ppool, run.h), so a flush reuses their
- * buffers instead of allocating (and faulting in) fresh ones.
+ * pieces of PART_CHUNK rows (more for big flushes), and the consumers
+ * hand them back to the local aggregate's pool (rt_ppool, run.h), so a
+ * flush reuses their buffers instead of allocating (and faulting in)
+ * fresh ones.
  */
 #include <string.h>
 
@@ -267,12 +268,15 @@ bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed)
 
 /* ---- Flushing ---- */
 
-/* Partial rows per message at most: a flush of many keys goes out in
- * pieces, so that a message is never large and the queue's capacity
- * (items per channel) bounds what waits in it.  Not much smaller: a
- * flush of a busy window (NEXMark-W: 60,000 keys) should take a few
- * items, not a queue's worth, or the source waits on every flush. */
-#define PART_CHUNK 16384
+/* Partial rows per message: a flush of many keys goes out in pieces, so
+ * that a message is never large and the queue's capacity (items per
+ * channel) bounds what waits in it - and so the latency of the
+ * watermark behind them.  Pieces grow only for a flush that would
+ * otherwise take more than half a queue of them per window subtask
+ * (flush_chunk): the source would wait on every such flush until the
+ * window subtask had merged most of the previous one (NEXMark-W at
+ * parallelism 1: 60,000 keys in 15 items of a 16-item queue). */
+#define PART_CHUNK 4096
 /* Flushed slices kept for reuse at most (their tables grown to a
  * slice's keys); more are freed.  As many as can be open: a watermark
  * that closes every open slice (event time ran ahead of it by MAX_OPEN
@@ -428,9 +432,16 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
         due += sl->n;
     if (due == 0 && !(la->open && la->open->end - 1 <= wm))
         goto done;
-    size_t hint = due / (size_t)P + due / (size_t)(4 * P) + 16;
-    if (hint > PART_CHUNK)
-        hint = PART_CHUNK;
+    /* Rows one window subtask may get (keys spread about evenly), and
+     * the piece size that sends them in half a queue of items. */
+    size_t per = due / (size_t)P + due / (size_t)(4 * P) + 16;
+    size_t items = run->qcap / 2 ? (size_t)run->qcap / 2 : 1;
+    size_t chunk = (per + items - 1) / items;
+    if (chunk < PART_CHUNK)
+        chunk = PART_CHUNK;
+    if (chunk > UINT32_MAX / 2)
+        chunk = UINT32_MAX / 2;
+    size_t hint = per < chunk ? per : chunk;
     while (la->open && la->open->end - 1 <= wm) {
         rt_lslice *sl = la->open;
         const char *kbytes = sl->keys ? sl->keys : "";
@@ -464,7 +475,7 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
             }
             if (!msg_add(&msg[j], la, hint, sl->start, e, kbytes, count))
                 goto nomem;
-            if (msg[j]->n == PART_CHUNK) {
+            if (msg[j]->n == chunk) {
                 send_msg(t, la, ed, j, msg[j]);
                 msg[j] = NULL;
             }
