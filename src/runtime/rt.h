@@ -16,6 +16,7 @@
 #include "core/hist.h"
 #include "runtime/row.h"
 #include "state/state.h"
+#include "state/wstore.h"
 
 /* ====================================================================== */
 /* The configuration table (conf.c)                                        */
@@ -333,6 +334,24 @@ static inline uint64_t tdm__key_fixed_hash(uint64_t bits)
     char b[TDM__KEY_FIXED_LEN];
     tdm__key_fixed_put(bits, b);
     return tdm__keys_hash(b, TDM__KEY_FIXED_LEN);
+#endif
+}
+
+/* tdm__ws_hash of the TDM__KEY_FIXED_LEN key bytes of @p bits: the
+ * window store's hash of a single fixed-width key, spelled out on the
+ * value like tdm__key_fixed_hash and for the same reason (a window
+ * subtask hashed each partial row's key bytes just written to a buffer:
+ * a store-forwarding stall per partial).  test_rt_keys checks that both
+ * agree. */
+static inline uint64_t tdm__key_fixed_ws_hash(uint64_t bits)
+{
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && TDM__KEY_FIXED_LEN == 9
+    return tdm__ws_mix(1 | bits << 8, bits, tdm__ws_seed(TDM__KEY_FIXED_LEN));
+#else
+    char b[TDM__KEY_FIXED_LEN];
+    tdm__key_fixed_put(bits, b);
+    return tdm__ws_hash(b, TDM__KEY_FIXED_LEN);
 #endif
 }
 /* tdm__key_encode with its hot cases inlined: a single string key read

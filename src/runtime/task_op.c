@@ -203,31 +203,35 @@ static void push_partials(rt_op_task *t, const tdm__item *it)
     const rt_partials *m = it->fence;
     tdm_winop *win = t->win;
     tdm__rowagg *ra = t->ra;
-    char fixed[TDM__KEY_FIXED_LEN], ahead[TDM__KEY_FIXED_LEN];
+    char fixed[TDM__KEY_FIXED_LEN];
     tdm_record rec = { .payload = NULL };
     for (uint32_t k = 0; k < m->n && !t->failed; k++) {
         /* The window store's entries are scattered: fetch ahead the key
-         * table slot of the partial PARTIAL_AHEAD rows on. */
+         * table slot of the partial PARTIAL_AHEAD rows on.  A
+         * fixed-width key's hash is computed from its value, not its
+         * bytes (tdm__key_fixed_ws_hash). */
         if (!ra && k + PARTIAL_AHEAD < m->n) {
             const rt_pent *pa = (const rt_pent *)(const void *)(
                 m->ents + (size_t)(k + PARTIAL_AHEAD) * m->stride);
-            if (pa->key_len == TDM__SEL_FIXED) {
-                tdm__key_fixed_put(pa->key, ahead);
-                tdm__winop_prefetch_key(win, ahead, TDM__KEY_FIXED_LEN);
-            } else if (m->keys) {
+            if (pa->key_len == TDM__SEL_FIXED)
+                tdm__winop_prefetch_hash(win,
+                                         tdm__key_fixed_ws_hash(pa->key));
+            else if (m->keys)
                 tdm__winop_prefetch_key(win, m->keys + pa->key, pa->key_len);
-            }
         }
         const rt_pent *pe =
             (const rt_pent *)(const void *)(m->ents + (size_t)k * m->stride);
         const void *acc = (const char *)pe + sizeof *pe;
+        uint64_t hash;
         if (pe->key_len == TDM__SEL_FIXED) {
             tdm__key_fixed_put(pe->key, fixed);
             rec.key = fixed;
             rec.key_len = TDM__KEY_FIXED_LEN;
+            hash = tdm__key_fixed_ws_hash(pe->key);
         } else {
             rec.key = m->keys ? m->keys + pe->key : "";
             rec.key_len = pe->key_len;
+            hash = ra ? 0 : tdm__ws_hash(rec.key, rec.key_len);
         }
         rec.ts = pe->ts;
         /* numRecordsIn counts the records a partial stands for. */
@@ -243,7 +247,7 @@ static void push_partials(rt_op_task *t, const tdm__item *it)
             int64_t n;
             memcpy(&n, acc, sizeof n);
             double part[2] = { (double)n, 0 };
-            err = tdm__winop_push_partial(win, it->ch, &rec, part);
+            err = tdm__winop_push_partial(win, it->ch, &rec, part, hash);
         }
         if (err == TDM_ERR_NOMEM) {
             rt_op_fail_nomem(t);

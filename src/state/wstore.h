@@ -199,6 +199,22 @@ static inline uint64_t tdm__ws_fold(uint64_t a, uint64_t b)
 #endif
 }
 
+/* The seed of tdm__ws_hash for keys of @p len bytes. */
+static inline uint64_t tdm__ws_seed(size_t len)
+{
+    return 0x243f6a8885a308d3ULL ^ ((uint64_t)len * 0x9e3779b97f4a7c15ULL);
+}
+
+/* tdm__ws_hash's last step: the two words @p a, @p b read from the key
+ * (its last 16 bytes, or fewer) mixed with @p seed.  Callers that know
+ * a key's words without its bytes (a fixed-width key: the runtime's
+ * tdm__key_fixed_ws_hash) hash with it directly. */
+static inline uint64_t tdm__ws_mix(uint64_t a, uint64_t b, uint64_t seed)
+{
+    uint64_t h = tdm__ws_fold(a ^ 0xe7037ed1a0b428dbULL, b ^ seed);
+    return tdm__ws_fold(h ^ 0x8ebc6af09c88c6e3ULL, 0x589965cc75374cc3ULL);
+}
+
 /* The key hash of the window store.  Keys of up to 16 bytes are read as
  * two (possibly overlapping) words and mixed with two folded multiplies;
  * longer keys fold 16 bytes per step first.  The length is part of the
@@ -206,8 +222,7 @@ static inline uint64_t tdm__ws_fold(uint64_t a, uint64_t b)
 static inline uint64_t tdm__ws_hash(const void *key, size_t len)
 {
     const unsigned char *p = key;
-    uint64_t seed = 0x243f6a8885a308d3ULL ^ ((uint64_t)len *
-                                             0x9e3779b97f4a7c15ULL);
+    uint64_t seed = tdm__ws_seed(len);
     uint64_t a, b;
     if (len > 16) {
         size_t n = len;
@@ -232,8 +247,7 @@ static inline uint64_t tdm__ws_hash(const void *key, size_t len)
     } else {
         a = b = 0;
     }
-    uint64_t h = tdm__ws_fold(a ^ 0xe7037ed1a0b428dbULL, b ^ seed);
-    return tdm__ws_fold(h ^ 0x8ebc6af09c88c6e3ULL, 0x589965cc75374cc3ULL);
+    return tdm__ws_mix(a, b, seed);
 }
 
 /* The entry of key @p id. */

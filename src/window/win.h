@@ -470,17 +470,20 @@ void tdm__winop_probe(const tdm_winop *op, const char *key, size_t len,
  * rec->ts that is not late, as if the records it counts arrived now; a
  * window already past its maxTimestamp fires as for a record.  The
  * record's value and payload are not read (a late partial goes to the
- * late output with its payload).  Borrows @p rec and @p part.  Returns as
- * tdm_winop_push, or TDM_ERR_STATE when the operator is not on the lean
- * path of a built-in count. */
+ * late output with its payload).  @p hash is tdm__ws_hash of rec's key
+ * bytes (tdm__key_fixed_ws_hash of a fixed-width key).  Borrows @p rec
+ * and @p part.  Returns as tdm_winop_push, or TDM_ERR_STATE when the
+ * operator is not on the lean path of a built-in count. */
 tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
-                                const double *part);
+                                const double *part, uint64_t hash);
 /* A hint before tdm__winop_push_partial of a later row with key @p key:
  * starts fetching the key's home slot in the lean path's key table (its
  * control bytes and entry), so that the push finds it in the cache.
  * Changes nothing; a no-op off the lean path.  Borrows @p key. */
 void tdm__winop_prefetch_key(const tdm_winop *op, const char *key,
                              size_t len);
+/* tdm__winop_prefetch_key for the key whose tdm__ws_hash is @p hash. */
+void tdm__winop_prefetch_hash(const tdm_winop *op, uint64_t hash);
 /* Keys with live state (the runtime's stateKeys metric). */
 int64_t tdm__winop_keys(const tdm_winop *op);
 /* R2.1 (winop.c): a record no window accepted, and late itself, goes to
@@ -505,9 +508,11 @@ void tdm__slice_setup(tdm_winop *op);
 /* Adds @p add (1 for a record, a partial count for
  * tdm__winop_push_partial) to the cell of the record's key and slice,
  * making it and listing the key in the windows it is new to; a record
- * whose windows are all late goes to tdm__win_handle_late.  Borrows
- * @p rec.  Returns TDM_OK or TDM_ERR_NOMEM (nothing changed). */
-tdm_err tdm__slice_push(tdm_winop *op, const tdm_record *rec, double add);
+ * whose windows are all late goes to tdm__win_handle_late.  @p h is
+ * tdm__ws_hash of rec's key.  Borrows @p rec.  Returns TDM_OK or
+ * TDM_ERR_NOMEM (nothing changed). */
+tdm_err tdm__slice_push(tdm_winop *op, const tdm_record *rec, double add,
+                        uint64_t h);
 /* Fires and cleans up every window whose maxTimestamp is <= @p wm (the
  * watermark, already in op->wm), in time order and each window's keys
  * in the order they first came to it, as the lean path does; releases

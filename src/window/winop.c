@@ -625,10 +625,9 @@ lean_tumbling_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
  * too.  Anything else goes through lean_push_slow. */
 static inline __attribute__((always_inline)) tdm_err
 lean_push(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
-          const double *part)
+          const double *part, uint64_t h)
 {
     tdm__wstore *ws = op->ws;
-    uint64_t h = tdm__ws_hash(rec->key, rec->key_len);
     uint32_t kid = tdm__ws_find(ws, rec->key, rec->key_len, h);
     if (!op->lean_tumbling)
         return lean_push_slow(op, rec, ts, h, kid, part);
@@ -797,8 +796,10 @@ tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
     op->started = true;
     op->pending = TDM_OK;
     if (op->lean && rec->ts != TDM_TIME_MIN) {
-        tdm_err err = op->lean_sliced ? tdm__slice_push(op, rec, 1)
-                                      : lean_push(op, rec, rec->ts, NULL);
+        uint64_t h = tdm__ws_hash(rec->key, rec->key_len);
+        tdm_err err = op->lean_sliced
+                          ? tdm__slice_push(op, rec, 1, h)
+                          : lean_push(op, rec, rec->ts, NULL, h);
         return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
     }
     if (op->sess && rec->ts != TDM_TIME_MIN) {
@@ -814,7 +815,7 @@ tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
  * Returns as tdm_winop_push, or TDM_ERR_STATE when the operator is not
  * on the lean path. */
 tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
-                                const double *part)
+                                const double *part, uint64_t hash)
 {
     if (!op)
         return TDM_ERR_INVAL;
@@ -826,29 +827,36 @@ tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
                          "the lean path of a count and a timestamp");
     op->started = true;
     op->pending = TDM_OK;
-    tdm_err err = op->lean_sliced ? tdm__slice_push(op, rec, part[0])
-                                  : lean_push(op, rec, rec->ts, part);
+    tdm_err err = op->lean_sliced ? tdm__slice_push(op, rec, part[0], hash)
+                                  : lean_push(op, rec, rec->ts, part, hash);
     return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
 }
 
-/* Fetches ahead a key's home slot (win.h).  The slot is where a new
- * key goes and where most keys are found (short probe runs). */
+/* Fetches ahead a key's home slot (win.h). */
 void tdm__winop_prefetch_key(const tdm_winop *op, const char *key,
                              size_t len)
+{
+    if (op && op->lean)
+        tdm__winop_prefetch_hash(op, tdm__ws_hash(key, len));
+}
+
+/* Fetches ahead the home slot of a key of hash @p hash (win.h).  The
+ * slot is where a new key goes and where most keys are found (short
+ * probe runs). */
+void tdm__winop_prefetch_hash(const tdm_winop *op, uint64_t hash)
 {
 #if defined(__GNUC__)
     if (!op || !op->lean)
         return;
     const tdm__wstore *ws = op->ws;
-    size_t i = tdm__ws_home(tdm__ws_hash(key, len), ws->slots);
+    size_t i = tdm__ws_home(hash, ws->slots);
     const char *e = (const char *)tdm__ws_key_at(ws, (uint32_t)i);
     __builtin_prefetch(ws->ctrl + i);
     __builtin_prefetch(e, 1);
     __builtin_prefetch(e + ((size_t)1 << ws->eshift) - 1, 1);
 #else
     (void)op;
-    (void)key;
-    (void)len;
+    (void)hash;
 #endif
 }
 

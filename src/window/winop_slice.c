@@ -599,7 +599,8 @@ fail:
 }
 
 /* Adds a record (or a partial count) to its key's slice; see win.h. */
-tdm_err tdm__slice_push(tdm_winop *op, const tdm_record *rec, double add)
+tdm_err tdm__slice_push(tdm_winop *op, const tdm_record *rec, double add,
+                        uint64_t h)
 {
     tdm__wstore *ws = op->ws;
     if (op->swalk) {
@@ -608,7 +609,6 @@ tdm_err tdm__slice_push(tdm_winop *op, const tdm_record *rec, double add)
         if (err != TDM_OK)
             return err;
     }
-    uint64_t h = tdm__ws_hash(rec->key, rec->key_len);
     uint32_t kid = tdm__ws_find(ws, rec->key, rec->key_len, h);
     tdm_time_ms ss, se;
     slice_bounds(op, rec->ts, &ss, &se);

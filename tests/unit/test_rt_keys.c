@@ -135,6 +135,33 @@ TDM_TEST(fixed_key_hash_is_keys_hash_of_its_bytes)
     }
 }
 
+/* The same for the window store's hash (tdm__key_fixed_ws_hash, what
+ * a window subtask hashes a partial row's fixed-width key with): a
+ * difference would make a partial miss its key's entry and count into a
+ * second one. */
+TDM_TEST(fixed_key_ws_hash_is_ws_hash_of_its_bytes)
+{
+    static const uint64_t edge[] = { 0, 1, UINT64_MAX, (uint64_t)INT64_MIN,
+                                     (uint64_t)INT64_MAX,
+                                     0x00ff00ff00ff00ffULL,
+                                     0x8000000000000001ULL, 256 };
+    char b[TDM__KEY_FIXED_LEN];
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        tdm__key_fixed_put(edge[i], b);
+        ASSERT_TRUE(tdm__key_fixed_ws_hash(edge[i]) ==
+                    tdm__ws_hash(b, TDM__KEY_FIXED_LEN));
+    }
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (int i = 0; i < 10000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        tdm__key_fixed_put(x, b);
+        ASSERT_TRUE(tdm__key_fixed_ws_hash(x) ==
+                    tdm__ws_hash(b, TDM__KEY_FIXED_LEN));
+    }
+}
+
 /* A null single field is the one byte 0 whatever its type, on every
  * path: tdm__key_get with a grown buffer falls back to the encoder. */
 TDM_TEST(null_fixed_key_is_one_zero_byte)
