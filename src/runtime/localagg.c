@@ -30,6 +30,7 @@ static void slice_reset(rt_lslice *sl)
     sl->n = 0;
     sl->kused = 0;
     sl->cs_n = 0;
+    sl->n_ord = 0;
 }
 
 static void slice_free(rt_lslice *sl)
@@ -37,6 +38,7 @@ static void slice_free(rt_lslice *sl)
     if (!sl)
         return;
     tdm__free(sl->cs);
+    tdm__free(sl->ord);
     tdm__free(sl->idx);
     tdm__free(sl->ents);
     tdm__free(sl->keys);
@@ -117,10 +119,7 @@ static bool grow_index(rt_lagg *la, rt_lslice *sl)
         return false;
     uint32_t shift = sl->shift - 1, mask = n_slots - 1;
     for (uint32_t k = 0; k < sl->n; k++) {
-        const rt_lent *e = rt_lagg_ent(la, sl, k);
-        if (la->count && e->key_len == TDM__SEL_FIXED)
-            continue; /* in a count slot */
-        uint32_t i = (uint32_t)(e->h >> shift);
+        uint32_t i = (uint32_t)(rt_lagg_ent(la, sl, k)->h >> shift);
         while (idx[i])
             i = (i + 1) & mask;
         idx[i] = k + 1;
@@ -129,6 +128,22 @@ static bool grow_index(rt_lagg *la, rt_lslice *sl)
     sl->idx = idx;
     sl->n_slots = n_slots;
     sl->shift = shift;
+    return true;
+}
+
+/* Makes room for one more creation-order item of a single count. */
+static bool ord_room(rt_lslice *sl)
+{
+    if (sl->n_ord < sl->ord_cap)
+        return true;
+    uint32_t cap = sl->ord_cap ? sl->ord_cap * 2 : 1024;
+    if (cap <= sl->ord_cap)
+        return false;
+    uint32_t *ord = tdm__realloc(sl->ord, (size_t)cap * sizeof *ord);
+    if (!ord)
+        return false;
+    sl->ord = ord;
+    sl->ord_cap = cap;
     return true;
 }
 
@@ -150,11 +165,10 @@ static bool ents_room(rt_lagg *la, rt_lslice *sl)
 rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
                         uint64_t fixed, const char *key, uint32_t len)
 {
-    /* The index stays at most half full (with a count, it holds the
-     * keys without a count slot). */
-    if ((sl->n - sl->cs_n + 1) * 2 > sl->n_slots && !grow_index(la, sl))
+    /* The index stays at most half full. */
+    if ((sl->n + 1) * 2 > sl->n_slots && !grow_index(la, sl))
         return NULL;
-    if (!ents_room(la, sl))
+    if (!ents_room(la, sl) || (la->count && !ord_room(sl)))
         return NULL;
     uint64_t kw = fixed;
     uint32_t kl = TDM__SEL_FIXED;
@@ -186,6 +200,8 @@ rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
     uint32_t i = (uint32_t)(h >> sl->shift);
     while (sl->idx[i])
         i = (i + 1) & mask;
+    if (la->count)
+        sl->ord[sl->n_ord++] = RT_ORD_ENT | sl->n;
     sl->idx[i] = ++sl->n;
     return e;
 }
@@ -208,11 +224,11 @@ static uint32_t cslot_free(const rt_cslot *cs, uint32_t slots, uint32_t shift,
 
 /* Places a slice's count slots again in @p slots slots with placement
  * @p scatter (the first time: 1,024 slots, nothing to place), keys in
- * creation order; their entries learn their new slots.  Between
- * flushes every slot in use belongs to an entry. */
-static bool place_cslots(rt_lagg *la, rt_lslice *sl, uint32_t slots,
-                         bool scatter)
+ * creation order, which learns their new slots. */
+static bool place_cslots(rt_lslice *sl, uint32_t slots, bool scatter)
 {
+    if (slots == 0 || slots > RT_ORD_ENT)
+        return false; /* slot numbers must stay below RT_ORD_ENT */
     uint32_t shift = 64 - (uint32_t)__builtin_ctz(slots);
     /* Zeroed by writing, not calloc: a large calloc maps fresh pages
      * that the probes' reads map to the zero page, and each first write
@@ -222,13 +238,13 @@ static bool place_cslots(rt_lagg *la, rt_lslice *sl, uint32_t slots,
     if (!cs)
         return false;
     memset(cs, 0, (size_t)slots * sizeof *cs);
-    for (uint32_t k = 0; sl->cs && k < sl->n; k++) {
-        rt_lent *e = rt_lagg_ent(la, sl, k);
-        if (e->key_len != TDM__SEL_FIXED)
+    for (uint32_t k = 0; sl->cs && k < sl->n_ord; k++) {
+        if (sl->ord[k] & RT_ORD_ENT)
             continue;
-        uint32_t d, i = cslot_free(cs, slots, shift, scatter, e->key, &d);
-        cs[i] = sl->cs[e->cslot];
-        e->cslot = i;
+        const rt_cslot *old = &sl->cs[sl->ord[k]];
+        uint32_t d, i = cslot_free(cs, slots, shift, scatter, old->key, &d);
+        cs[i] = *old;
+        sl->ord[k] = i;
     }
     tdm__free(sl->cs);
     sl->cs = cs;
@@ -238,31 +254,29 @@ static bool place_cslots(rt_lagg *la, rt_lslice *sl, uint32_t slots,
     return true;
 }
 
-/* Adds a fixed-width key's entry and count slot (see localagg.h). */
+/* Adds a fixed-width key's count slot (see localagg.h). */
 bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed)
 {
     if (sl->cs_n == 0)
         sl->cs_scatter = la->cs_scatter; /* a new or recycled slice */
     /* The count slots stay at most half full. */
     if ((!sl->cs || (sl->cs_n + 1) * 2 > sl->cs_slots) &&
-        !place_cslots(la, sl, sl->cs ? sl->cs_slots * 2 : 1024,
-                      sl->cs_scatter))
+        !place_cslots(sl, sl->cs ? sl->cs_slots * 2 : 1024, sl->cs_scatter))
         return false;
-    if (!ents_room(la, sl))
+    if (!ord_room(sl))
         return false;
     uint32_t d, i = cslot_free(sl->cs, sl->cs_slots, sl->cs_shift,
                                sl->cs_scatter, fixed, &d);
     if (d > RT_CS_MAX_PROBE && !sl->cs_scatter) {
         /* Keys pile up: scatter, from this slice on. */
         la->cs_scatter = true;
-        if (!place_cslots(la, sl, sl->cs_slots, true))
+        if (!place_cslots(sl, sl->cs_slots, true))
             return false;
         i = cslot_free(sl->cs, sl->cs_slots, sl->cs_shift, true, fixed, &d);
     }
     sl->cs[i] = (rt_cslot){ .key = fixed, .n = 1 };
     sl->cs_n++;
-    rt_lent *e = rt_lagg_ent(la, sl, sl->n++);
-    *e = (rt_lent){ .key = fixed, .key_len = TDM__SEL_FIXED, .cslot = i };
+    sl->ord[sl->n_ord++] = i;
     return true;
 }
 
@@ -272,11 +286,16 @@ bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed)
  * that a message is never large and the queue's capacity (items per
  * channel) bounds what waits in it - and so the latency of the
  * watermark behind them.  Pieces grow only for a flush that would
- * otherwise take more than half a queue of them per window subtask
- * (flush_chunk): the source would wait on every such flush until the
+ * otherwise take more than half a queue of them per window subtask, up
+ * to PART_CHUNK_MAX: the source would wait on every such flush until the
  * window subtask had merged most of the previous one (NEXMark-W at
  * parallelism 1: 60,000 keys in 15 items of a 16-item queue). */
 #define PART_CHUNK 4096
+/* The biggest pieces (a flush of millions of keys - NEXMark's V1 stress
+ * - would otherwise send pieces of hundreds of thousands of rows, which
+ * the pool then keeps, and the first rows would wait for the whole
+ * piece). */
+#define PART_CHUNK_MAX 16384
 /* Flushed slices kept for reuse at most (their tables grown to a
  * slice's keys); more are freed.  As many as can be open: a watermark
  * that closes every open slice (event time ran ahead of it by MAX_OPEN
@@ -429,7 +448,7 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
     rt_partials **msg = la->msg; /* all NULL here */
     size_t due = 0;
     for (rt_lslice *sl = la->open; sl && sl->end - 1 <= wm; sl = sl->next)
-        due += sl->n;
+        due += la->count ? sl->n_ord : sl->n;
     if (due == 0 && !(la->open && la->open->end - 1 <= wm))
         goto done;
     /* Rows one window subtask may get (keys spread about evenly), and
@@ -439,30 +458,37 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
     size_t chunk = (per + items - 1) / items;
     if (chunk < PART_CHUNK)
         chunk = PART_CHUNK;
-    if (chunk > UINT32_MAX / 2)
-        chunk = UINT32_MAX / 2;
+    if (chunk > PART_CHUNK_MAX)
+        chunk = PART_CHUNK_MAX;
     size_t hint = per < chunk ? per : chunk;
     while (la->open && la->open->end - 1 <= wm) {
         rt_lslice *sl = la->open;
         const char *kbytes = sl->keys ? sl->keys : "";
-        for (uint32_t k = 0; k < sl->n; k++) {
-            const rt_lent *e = rt_lagg_ent(la, sl, k);
+        /* A single count's keys in creation order (slots and entries),
+         * or the entries. */
+        const uint32_t n_keys = la->count ? sl->n_ord : sl->n;
+        for (uint32_t k = 0; k < n_keys; k++) {
+            const rt_lent *e;
+            rt_lent slot_key;
             int64_t count = 0;
-            if (la->count) {
-                if (e->key_len == TDM__SEL_FIXED) {
-                    /* The count slot, emptied as it is read (the slice's
-                     * reset leaves the slots alone). */
-                    if (k + FLUSH_AHEAD < sl->n)
-                        __builtin_prefetch(
-                            &sl->cs[rt_lagg_ent(la, sl, k + FLUSH_AHEAD)
-                                        ->cslot]);
-                    rt_cslot *cs = &sl->cs[e->cslot];
-                    count = cs->n;
-                    cs->n = 0;
-                    cs->key = 0;
-                } else {
-                    memcpy(&count, rt_lagg_acc((rt_lent *)e), sizeof count);
-                }
+            if (!la->count) {
+                e = rt_lagg_ent(la, sl, k);
+            } else if (sl->ord[k] & RT_ORD_ENT) {
+                e = rt_lagg_ent(la, sl, sl->ord[k] & ~RT_ORD_ENT);
+                memcpy(&count, rt_lagg_acc((rt_lent *)e), sizeof count);
+            } else {
+                /* A count slot, emptied as it is read (the slice's reset
+                 * leaves the slots alone). */
+                if (k + FLUSH_AHEAD < n_keys &&
+                    !(sl->ord[k + FLUSH_AHEAD] & RT_ORD_ENT))
+                    __builtin_prefetch(&sl->cs[sl->ord[k + FLUSH_AHEAD]]);
+                rt_cslot *cs = &sl->cs[sl->ord[k]];
+                slot_key = (rt_lent){ .key = cs->key,
+                                      .key_len = TDM__SEL_FIXED };
+                e = &slot_key;
+                count = cs->n;
+                cs->n = 0;
+                cs->key = 0;
             }
             int j = 0;
             if (P > 1) {

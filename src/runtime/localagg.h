@@ -28,32 +28,35 @@
 /* One (key, slice) entry: the lookup hash, the key (the value bytes of
  * a fixed-width key, key_len TDM__SEL_FIXED; else an offset into the
  * slice's key bytes), the records folded into it (row aggregates only:
- * a count's accumulator is that number), the key's count slot (a count
- * and a fixed-width key: see rt_cslot) and, after it, the accumulator
- * (an int64 count, or a row aggregate's; unused when the count lives in
- * a count slot). */
+ * a count's accumulator is that number) and, after it, the accumulator
+ * (an int64 count, or a row aggregate's). */
 typedef struct rt_lent {
     uint64_t h;
     uint64_t key;
     uint64_t n;
     uint32_t key_len;
-    uint32_t cslot;
+    uint32_t pad_;
 } rt_lent;
 
 /* A count slot: a fixed-width key and its count (0: the slot is empty).
  * A single count() keeps the count of a fixed-width key here, beside
  * the key, so that folding a record reads one cache line (the slot)
- * instead of two dependent ones (an index slot, then the entry); the
- * entries still keep creation order for the flush. */
+ * instead of two dependent ones (an index slot, then the entry); such a
+ * key has no entry. */
 typedef struct rt_cslot {
     uint64_t key;
     int64_t n;
 } rt_cslot;
 
+/* In a single count's creation order (rt_lslice.ord): an entry number
+ * with this bit, else a count slot's. */
+#define RT_ORD_ENT 0x80000000u
+
 /* One open slice [start, end) of one consumer: an open-addressing index
- * (entry number + 1; 0 empty) over entries kept in creation order, and,
- * for a single count(), the count slots of its fixed-width keys (open
- * addressing too; their entries are in the same creation order). */
+ * (entry number + 1; 0 empty) over entries kept in creation order; for
+ * a single count(), also the count slots of its fixed-width keys (open
+ * addressing too; those keys have no entries) and the creation order of
+ * all its keys. */
 typedef struct rt_lslice {
     tdm_time_ms start, end;
     uint32_t *idx;
@@ -65,9 +68,12 @@ typedef struct rt_lslice {
     size_t kused, kcap;
     rt_cslot *cs;       /* count slots (NULL until the first one) */
     uint32_t cs_shift;  /* 64 - log2(cs_slots) */
-    uint32_t cs_slots;  /* slots (a power of two), at most 3/8 used */
+    uint32_t cs_slots;  /* slots (a power of two), at most half used */
     uint32_t cs_n;      /* slots used */
     bool cs_scatter;    /* their placement (rt_cslot_home) */
+    uint32_t *ord;      /* a single count's keys in creation order: slot
+                           numbers, or entry numbers | RT_ORD_ENT */
+    uint32_t n_ord, ord_cap;
     struct rt_lslice *next; /* open list (by start) or free list */
 } rt_lslice;
 
@@ -153,8 +159,8 @@ rt_lslice *rt_lagg_slice(rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
 /* Adds an entry for a key to @p sl (copies key bytes); NULL on OOM. */
 rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
                         uint64_t fixed, const char *key, uint32_t len);
-/* Adds the entry and count slot (count 1) of fixed-width key @p fixed
- * to @p sl, a single count's slice; false on OOM. */
+/* Adds the count slot (count 1) of fixed-width key @p fixed to @p sl,
+ * a single count's slice; false on OOM. */
 bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed);
 
 /* Adds @p row to the accumulator of entry @p e. */
