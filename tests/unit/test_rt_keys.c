@@ -108,11 +108,11 @@ TDM_TEST(fixed_keys_are_the_encoded_bytes)
     check_fixed(TDM_TYPE_DOUBLE, v, d0, 9);
 }
 
-/* The inlined routing hash of a fixed-width key equals tdm__keys_hash
- * of its bytes, for edge values and a run of pseudo-random ones (an
- * xorshift sequence): a difference would route a key to another
- * subtask than the one metrics and the fence compute. */
-TDM_TEST(fixed_key_hash_is_keys_hash_of_its_bytes)
+/* Holds @p of_value(bits) equal to @p of_bytes over the key bytes of
+ * bits (tdm__key_fixed_put), for edge values and a run of pseudo-random
+ * ones (an xorshift sequence). */
+static void check_fixed_hash(uint64_t (*of_value)(uint64_t),
+                             uint64_t (*of_bytes)(const void *, size_t))
 {
     static const uint64_t edge[] = { 0, 1, UINT64_MAX, (uint64_t)INT64_MIN,
                                      (uint64_t)INT64_MAX,
@@ -121,8 +121,7 @@ TDM_TEST(fixed_key_hash_is_keys_hash_of_its_bytes)
     char b[TDM__KEY_FIXED_LEN];
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
         tdm__key_fixed_put(edge[i], b);
-        ASSERT_TRUE(tdm__key_fixed_hash(edge[i]) ==
-                    tdm__keys_hash(b, TDM__KEY_FIXED_LEN));
+        ASSERT_TRUE(of_value(edge[i]) == of_bytes(b, TDM__KEY_FIXED_LEN));
     }
     uint64_t x = 0x9e3779b97f4a7c15ULL;
     for (int i = 0; i < 10000; i++) {
@@ -130,9 +129,36 @@ TDM_TEST(fixed_key_hash_is_keys_hash_of_its_bytes)
         x ^= x >> 7;
         x ^= x << 17;
         tdm__key_fixed_put(x, b);
-        ASSERT_TRUE(tdm__key_fixed_hash(x) ==
-                    tdm__keys_hash(b, TDM__KEY_FIXED_LEN));
+        ASSERT_TRUE(of_value(x) == of_bytes(b, TDM__KEY_FIXED_LEN));
     }
+}
+
+static uint64_t keys_hash(const void *key, size_t len)
+{
+    return tdm__keys_hash(key, len);
+}
+
+static uint64_t ws_hash(const void *key, size_t len)
+{
+    return tdm__ws_hash(key, len);
+}
+
+static uint64_t fixed_hash(uint64_t bits)
+{
+    return tdm__key_fixed_hash(bits);
+}
+
+static uint64_t fixed_ws_hash(uint64_t bits)
+{
+    return tdm__key_fixed_ws_hash(bits);
+}
+
+/* The inlined routing hash of a fixed-width key equals tdm__keys_hash
+ * of its bytes: a difference would route a key to another subtask than
+ * the one metrics and the fence compute. */
+TDM_TEST(fixed_key_hash_is_keys_hash_of_its_bytes)
+{
+    check_fixed_hash(fixed_hash, keys_hash);
 }
 
 /* The same for the window store's hash (tdm__key_fixed_ws_hash, what
@@ -141,25 +167,7 @@ TDM_TEST(fixed_key_hash_is_keys_hash_of_its_bytes)
  * second one. */
 TDM_TEST(fixed_key_ws_hash_is_ws_hash_of_its_bytes)
 {
-    static const uint64_t edge[] = { 0, 1, UINT64_MAX, (uint64_t)INT64_MIN,
-                                     (uint64_t)INT64_MAX,
-                                     0x00ff00ff00ff00ffULL,
-                                     0x8000000000000001ULL, 256 };
-    char b[TDM__KEY_FIXED_LEN];
-    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
-        tdm__key_fixed_put(edge[i], b);
-        ASSERT_TRUE(tdm__key_fixed_ws_hash(edge[i]) ==
-                    tdm__ws_hash(b, TDM__KEY_FIXED_LEN));
-    }
-    uint64_t x = 0x9e3779b97f4a7c15ULL;
-    for (int i = 0; i < 10000; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        tdm__key_fixed_put(x, b);
-        ASSERT_TRUE(tdm__key_fixed_ws_hash(x) ==
-                    tdm__ws_hash(b, TDM__KEY_FIXED_LEN));
-    }
+    check_fixed_hash(fixed_ws_hash, ws_hash);
 }
 
 /* A null single field is the one byte 0 whatever its type, on every
