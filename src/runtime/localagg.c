@@ -304,7 +304,7 @@ bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed)
  * their tables again, and the slices made never exceed MAX_OPEN (a
  * new one is made only when none is free). */
 #define KEEP_FREE MAX_OPEN
-/* Entries looked at ahead of the one flushed, for their count slots. */
+/* Keys looked at ahead of the one flushed, for their count slots. */
 #define FLUSH_AHEAD 8
 
 /* Frees a partials message (NULL-safe; see run.h). */

@@ -192,7 +192,7 @@ static inline void rt_lagg_set_cur(rt_lagg *la, rt_lslice *sl)
  * a single count() whose count slots scatter keys (la->cs_scatter): when
  * ts lies in the current slice, starts fetching the slot the fold will
  * read first (its load misses the cache when a slice holds many keys; in
- * block mode rows share lines and the look ahead costs more than it
+ * direct mode rows share lines and the look-ahead costs more than it
  * saves, so callers skip it).  Changes nothing. */
 static inline void rt_lagg_prefetch_fixed(const rt_lagg *la, tdm_time_ms ts,
                                           uint64_t fixed)
