@@ -220,6 +220,46 @@ void tdm__json_key(const tdm__out_row *row, bool window, tdm__sbuf *b);
 void tdm__json_dead(const char *location, const char *reason,
                     const char *raw, size_t raw_len, tdm__sbuf *b);
 
+/* ---- Part files of an exactly-once file sink (file_parts.c) ---- */
+
+enum { TDM__PART_VISIBLE = 1, TDM__PART_PENDING, TDM__PART_INPROGRESS };
+
+/* A folder entry that is a part of a sink's base name. */
+typedef struct tdm__part {
+    int kind;    /* TDM__PART_* */
+    uint64_t id; /* the checkpoint that closed it (0: in progress) */
+    int writer;
+    bool legacy; /* named writer first ("part-<w>-<id>", before 2026-12) */
+} tdm__part;
+
+/* Whether @p name (an entry of the sink's folder) is a part of the sink
+ * whose file name is @p base, of any writer; fills @p pt. */
+bool tdm__part_parse(const char *base, const char *name, tdm__part *pt);
+/* The path of a part: "dir/base.part-<id>-<w>" (visible),
+ * "dir/.base.part-<id>-<w>.pending", "dir/.base.part-<w>.inprogress". */
+void tdm__part_path(char *out, size_t n, const char *dir, const char *base,
+                    int kind, uint64_t id, int writer);
+/* The same, named writer first as before 2026-12 (visible or pending). */
+void tdm__part_legacy_path(char *out, size_t n, const char *dir,
+                           const char *base, int kind, uint64_t id,
+                           int writer);
+/* Splits a sink path into its folder ("." when none) and file name
+ * (new strings; TDM_ERR_INVAL when the path names a folder). */
+tdm_err tdm__part_split(const char *path, char **dir, char **base,
+                        char *errbuf, size_t errbuf_size);
+/* The highest checkpoint id in the name of any part or replaced-folder
+ * of the sink at @p path (0: none); new ids must go above it. */
+tdm_err tdm__parts_top(const char *path, uint64_t *top, char *errbuf,
+                       size_t errbuf_size);
+/* A fresh start's move aside: every part of any writer with an id below
+ * @p first goes into "dir/base.replaced-<first>/", pending parts of
+ * checkpoints <= @p committed (durable) under their visible names;
+ * pending parts of later checkpoints (never durable) are removed.
+ * Idempotent; *moved counts the parts moved by this call. */
+tdm_err tdm__parts_supersede(const char *path, uint64_t first,
+                             uint64_t committed, size_t *moved,
+                             char *errbuf, size_t errbuf_size);
+
 /* ---- Generator ---- */
 
 /* The schema text of the generator's rows, for a source without one:

@@ -283,6 +283,10 @@ typedef struct tdm__sink_conf {
      * written as it comes (the behaviour without checkpoints). */
     bool exactly_once;
     int writer;
+    /* The restored checkpoint's id, 0 on a fresh start: recover(s, NULL)
+     * with it set means this writer had nothing in that checkpoint (the
+     * restored run had fewer writers), not a fresh start. */
+    uint64_t restored;
     const char *job_name;  /* Kafka transactional.id; NULL: "job" */
     /* Kafka, tests only: replaces the rd_kafka_*_transaction calls
      * (tdm__kk_txn_ops below); NULL: librdkafka's. */
@@ -346,7 +350,8 @@ typedef struct tdm__out_row {
 typedef struct tdm__sinkobj tdm__sinkobj;
 
 typedef struct tdm__sink_vtab {
-    int version; /* 1, 2 with flush and tick, 3 with 2PC */
+    int version; /* 1, 2 with flush and tick, 3 with 2PC, 4 with top
+                    and supersede */
     tdm_err (*open)(const tdm__sink_conf *conf, int upsert,
                     tdm__sinkobj **out, char *errbuf, size_t errbuf_size);
     /* Thread-safe: called from several subtasks. */
@@ -377,7 +382,8 @@ typedef struct tdm__sink_vtab {
      * from that subtask's thread (the mutex makes any thread safe):
      *   recover(s, st)    once, after open, before the first write: st
      *                     is the sink's section of the restored
-     *                     checkpoint, NULL on a fresh start;
+     *                     checkpoint, NULL on a fresh start or for a
+     *                     writer it did not have (conf->restored);
      *   pre_commit(s, n)  at the writer's barrier n, after the rows
      *                     before the barrier and before any after it:
      *                     those rows become pending transaction n,
@@ -402,6 +408,24 @@ typedef struct tdm__sink_vtab {
      * files and transactions as they are (tests; the runtime's abort
      * path may use it too). */
     void (*abandon)(tdm__sinkobj *s);
+    /* ---- Version 4, may be NULL: the output of every writer of a sink
+     * at once, from its configuration (no object).  A fresh start must
+     * neither delete nor hide what earlier runs committed until its own
+     * first checkpoint is durable (docs/checkpoints.md, "Fresh starts"):
+     *   top(conf, &id)    the highest checkpoint id the output names
+     *                     (0: none); the run's ids go above it;
+     *   supersede(conf, first, committed, &moved)
+     *                     moves the output of checkpoints below @p first
+     *                     out of the way, never deleting it; idempotent;
+     *                     the runtime calls it once the fresh run's first
+     *                     checkpoint is durable, before any commit, and
+     *                     again at every restore of that run.
+     * Sinks whose output cannot be taken back (Kafka) leave them NULL. */
+    tdm_err (*top)(const tdm__sink_conf *conf, uint64_t *id, char *errbuf,
+                   size_t errbuf_size);
+    tdm_err (*supersede)(const tdm__sink_conf *conf, uint64_t first,
+                         uint64_t committed, size_t *moved, char *errbuf,
+                         size_t errbuf_size);
 } tdm__sink_vtab;
 
 /* Section tags of sink state in a checkpoint (docs/checkpoints.md). */
