@@ -86,7 +86,8 @@ static int64_t connect_timeout(const tdm__source *src)
                                              : TCP_CONNECT_TIMEOUT_MS;
 }
 
-/* The connector's log, "tcp <address>: <text>" (nothing without one). */
+/* A line for the job's log, "source "<name>": tcp <address>: <text>"
+ * (nothing without a log). */
 static void tcp_log(const tdm__source *src, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void tcp_log(const tdm__source *src, const char *fmt, ...)
@@ -196,7 +197,7 @@ static tdm_err dial_start(tdm__source *src)
         return TDM_ERR_IO;
     }
     src->dl.ai = src->dl.res;
-    dial_next(src);
+    (void)dial_next(src); /* a failure now is dial_step's to report */
     return TDM_OK;
 }
 

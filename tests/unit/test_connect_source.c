@@ -543,11 +543,15 @@ static int64_t fake_now(void *ud)
     return fake_ms;
 }
 
-/* A TCP source on @p addr that reconnects on a clean close, for up to
- * @p timeout_ms with back-off 100 ms doubling up to 300 ms, on the fake
- * clock; CSV with a header. */
-static void tcp_conf(src_fixture *fx, const char *addr, int64_t timeout_ms)
+/* Listens on a loopback port, writes its address into @p addr (64
+ * bytes) and configures a TCP source on it that reconnects on a clean
+ * close, for up to @p timeout_ms with back-off 100 ms doubling up to
+ * 300 ms, on the fake clock; CSV with a header.  Returns the listening
+ * socket. */
+static int tcp_setup(src_fixture *fx, char *addr, int64_t timeout_ms)
 {
+    int port, lfd = listen_loopback(&port);
+    snprintf(addr, 64, "127.0.0.1:%d", port);
     conf_init(fx, "user:string, ts:timestamp", TDM__FMT_CSV, NULL);
     fx->conf.type = TDM__SRC_TCP;
     fx->conf.tcp_address = addr;
@@ -558,6 +562,16 @@ static void tcp_conf(src_fixture *fx, const char *addr, int64_t timeout_ms)
     fx->conf.now = fake_now;
     fx->vt = &tdm__tcp_source;
     fake_ms = 0;
+    return lfd;
+}
+
+/* Opens the source of tcp_setup and accepts its connection. */
+static int tcp_open_accept(src_fixture *fx, int lfd)
+{
+    ASSERT_OK(open_src(fx, 0, 1));
+    int cfd = accept(lfd, NULL, NULL);
+    ASSERT_TRUE(cfd >= 0);
+    return cfd;
 }
 
 /* Closes @p fd with a reset (SO_LINGER 0) instead of a clean close. */
@@ -602,12 +616,8 @@ TDM_TEST(tcp_reconnects_after_a_reset_and_drops_the_cut_line)
 {
     src_fixture fx;
     char addr[64], want[512];
-    int port, lfd = listen_loopback(&port);
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-    tcp_conf(&fx, addr, 1000);
-    ASSERT_OK(open_src(&fx, 0, 1));
-    int cfd = accept(lfd, NULL, NULL);
-    ASSERT_TRUE(cfd >= 0);
+    int lfd = tcp_setup(&fx, addr, 1000);
+    int cfd = tcp_open_accept(&fx, lfd);
     const char *msg = "user,ts\nann,5\nbob,6\ncar,";
     ASSERT_EQ(write(cfd, msg, strlen(msg)), (ssize_t)strlen(msg));
     close_reset(cfd);
@@ -650,12 +660,8 @@ TDM_TEST(tcp_reconnect_backs_off_then_names_the_causes)
 {
     src_fixture fx;
     char addr[64], want[512];
-    int port, lfd = listen_loopback(&port), eof = 0;
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-    tcp_conf(&fx, addr, 1000);
-    ASSERT_OK(open_src(&fx, 0, 1));
-    int cfd = accept(lfd, NULL, NULL);
-    ASSERT_TRUE(cfd >= 0);
+    int eof = 0, lfd = tcp_setup(&fx, addr, 1000);
+    int cfd = tcp_open_accept(&fx, lfd);
     close(lfd); /* later connects are refused */
     ASSERT_EQ(write(cfd, "cut", 3), 3);
     close(cfd);
@@ -681,13 +687,8 @@ TDM_TEST(tcp_reset_without_reconnect_names_the_cause)
 {
     src_fixture fx;
     char addr[64], want[256];
-    int port, lfd = listen_loopback(&port), eof = 0;
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-    tcp_conf(&fx, addr, 0);
-    ASSERT_OK(open_src(&fx, 0, 1));
-    int cfd = accept(lfd, NULL, NULL);
-    ASSERT_TRUE(cfd >= 0);
-    close_reset(cfd);
+    int eof = 0, lfd = tcp_setup(&fx, addr, 0);
+    close_reset(tcp_open_accept(&fx, lfd));
     tdm__batch *b = tdm__batch_new(&fx.schema, 8);
     tdm_err err = TDM_OK;
     for (int i = 0; i < 100 && err == TDM_OK; i++)
@@ -709,17 +710,13 @@ TDM_TEST(tcp_connect_timeout_names_the_cause)
 {
     src_fixture fx;
     char addr[64], want[256];
-    int port, lfd = listen_loopback(&port);
+    int lfd = tcp_setup(&fx, addr, 0);
     struct sockaddr_in a;
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons((uint16_t)port);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
     int filler = socket(AF_INET, SOCK_STREAM, 0);
     ASSERT_EQ(listen(lfd, 0), 0);
     ASSERT_EQ(connect(filler, (struct sockaddr *)&a, sizeof a), 0);
-    tcp_conf(&fx, addr, 0);
     fx.conf.now = NULL; /* open() waits on the real clock */
     fx.conf.tcp_connect_timeout = 100;
     ASSERT_ERR(open_src(&fx, 0, 1), TDM_ERR_IO);
