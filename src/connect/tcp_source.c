@@ -28,10 +28,10 @@
  * nobody listens on at the start is a configuration error.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -61,18 +61,18 @@ struct tdm__source {
     void *dead_ud;
     tdm__stream st;
     bool have_stream;
-    bool reader;          /* subtask 0: it owns the connection */
-    int state;            /* TCP_* */
+    bool reader; /* subtask 0: it owns the connection */
+    int state;   /* TCP_* */
     dialer dl;
-    int64_t n_conn;       /* connections made so far */
-    int64_t lost_at;      /* when the connection was lost */
-    int64_t next_at;      /* when the next attempt starts */
-    int64_t backoff;      /* the wait after the next failed attempt */
-    int attempts;         /* failed attempts since the loss */
-    char lost_why[160];   /* cause of the loss */
-    char why[320];        /* cause of the last failed attempt */
-    char errmsg[640];     /* poll_error */
-    tdm__partmap pm;      /* partition_field values */
+    int64_t n_conn;     /* connections made so far */
+    int64_t lost_at;    /* when the connection was lost */
+    int64_t next_at;    /* when the next attempt starts */
+    int64_t backoff;    /* the wait after the next failed attempt */
+    int attempts;       /* failed attempts since the loss */
+    char lost_why[160]; /* cause of the loss */
+    char why[320];      /* cause of the last failed attempt */
+    char errmsg[640];   /* poll_error */
+    tdm__partmap pm;    /* partition_field values */
 };
 
 static int64_t tcp_now(const tdm__source *src)
@@ -192,8 +192,8 @@ static tdm_err dial_start(tdm__source *src)
     rc = getaddrinfo(host, port, &hints, &src->dl.res);
     if (rc != 0) {
         src->dl.res = NULL;
-        snprintf(src->why, sizeof src->why, "cannot resolve '%s': %s",
-                 address, gai_strerror(rc));
+        snprintf(src->why, sizeof src->why, "cannot resolve '%s': %s", address,
+                 gai_strerror(rc));
         return TDM_ERR_IO;
     }
     src->dl.ai = src->dl.res;
@@ -249,8 +249,7 @@ static int dial_step(tdm__source *src, int64_t wait_ms, int *fd)
     if (e != 0)
         snprintf(src->why, sizeof src->why, "%s", strerror(e));
     else
-        snprintf(src->why, sizeof src->why,
-                 "connect timed out after %lld ms",
+        snprintf(src->why, sizeof src->why, "connect timed out after %lld ms",
                  (long long)connect_timeout(src));
     close(dl->fd);
     dl->fd = -1;
@@ -413,8 +412,7 @@ static void tcp_close(tdm__source *src)
 /* The first connection, blocking up to the connect timeout per address.
  * TDM_OK, TDM_ERR_INVAL (bad address), TDM_ERR_IO (the message names
  * the address and the cause), NOMEM. */
-static tdm_err connect_first(tdm__source *src, char *errbuf,
-                             size_t errbuf_size)
+static tdm_err connect_first(tdm__source *src, char *errbuf, size_t errbuf_size)
 {
     const char *address = src->conf.tcp_address;
     tdm_err err = dial_start(src);
@@ -485,9 +483,8 @@ static tdm_err tcp_poll(tdm__source *src, tdm__batch *b, size_t max,
     err = tdm__stream_read(&src->st, &src->conf, b, limit, 0, &src->pm,
                            src->dead, src->dead_ud, TCP_POLL_MS, &state);
     if (err == TDM_ERR_IO)
-        return connection_lost(src, src->st.lr.read_errno
-                                        ? src->st.lr.read_errno
-                                        : EIO);
+        return connection_lost(
+            src, src->st.lr.read_errno ? src->st.lr.read_errno : EIO);
     if (err != TDM_OK || state != TDM__STREAM_END)
         return err;
     if (src->conf.tcp_reconnect_on_close)
@@ -507,8 +504,8 @@ static const char *tcp_poll_error(tdm__source *src)
 
 /* A socket cannot be read again: no checkpoint position (a job that
  * checkpoints refuses this source; docs/checkpoints.md). */
-static tdm_err tcp_snapshot(tdm__source *src, struct tdm__enc *e,
-                            char *errbuf, size_t errbuf_size)
+static tdm_err tcp_snapshot(tdm__source *src, struct tdm__enc *e, char *errbuf,
+                            size_t errbuf_size)
 {
     (void)e;
     return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
@@ -517,8 +514,8 @@ static tdm_err tcp_snapshot(tdm__source *src, struct tdm__enc *e,
                      src && src->conf.name ? src->conf.name : "?");
 }
 
-static tdm_err tcp_restore(tdm__source *src, struct tdm__dec *d,
-                           char *errbuf, size_t errbuf_size)
+static tdm_err tcp_restore(tdm__source *src, struct tdm__dec *d, char *errbuf,
+                           size_t errbuf_size)
 {
     (void)d;
     return tcp_snapshot(src, NULL, errbuf, errbuf_size);

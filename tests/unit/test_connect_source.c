@@ -599,8 +599,7 @@ static int pending(int lfd)
 
 /* Polls until @p want rows are in @p b or @p dead letters were sent;
  * the connection stays (no eof). */
-static void poll_until(src_fixture *fx, tdm__batch *b, size_t want,
-                       int dead)
+static void poll_until(src_fixture *fx, tdm__batch *b, size_t want, int dead)
 {
     for (int i = 0; i < 1000 && (b->n < want || fx->dead.n < dead); i++)
         poll_once(fx, b);
@@ -625,7 +624,8 @@ TDM_TEST(tcp_reconnects_after_a_reset_and_drops_the_cut_line)
     poll_until(&fx, b, 2, 1);
     snprintf(want, sizeof want,
              "%s:4|line cut: the connection ended (Connection reset by "
-             "peer) before its newline|car,\n", addr);
+             "peer) before its newline|car,\n",
+             addr);
     ASSERT_STR_EQ(fx.dead.text, want);
     /* No attempt before the back-off, one when it is over. */
     fake_ms = 99;
@@ -643,7 +643,8 @@ TDM_TEST(tcp_reconnects_after_a_reset_and_drops_the_cut_line)
     ASSERT_EQ(b->rows[2].ts, 7);
     snprintf(want + strlen(want), sizeof want - strlen(want),
              "%s#2:3|line cut: the connection ended (closed by the peer) "
-             "before its newline|eve,8\n", addr);
+             "before its newline|eve,8\n",
+             addr);
     ASSERT_STR_EQ(fx.dead.text, want);
     ASSERT_EQ(fx.finished[0], 0);
     tdm__batch_destroy(b);
@@ -674,7 +675,8 @@ TDM_TEST(tcp_reconnect_backs_off_then_names_the_causes)
     snprintf(want, sizeof want,
              "tcp %s: connection lost (closed by the peer); no "
              "reconnection within tcp.reconnect.timeout (1000 ms, 5 "
-             "attempts, the last: Connection refused)", addr);
+             "attempts, the last: Connection refused)",
+             addr);
     ASSERT_STR_EQ(fx.vt->poll_error(fx.src), want);
     ASSERT_EQ(b->n, 0);
     tdm__batch_destroy(b);
@@ -696,7 +698,8 @@ TDM_TEST(tcp_reset_without_reconnect_names_the_cause)
     ASSERT_ERR(err, TDM_ERR_IO);
     snprintf(want, sizeof want,
              "tcp %s: connection lost (Connection reset by peer); not "
-             "reconnecting (tcp.reconnect.timeout is 0)", addr);
+             "reconnecting (tcp.reconnect.timeout is 0)",
+             addr);
     ASSERT_STR_EQ(fx.vt->poll_error(fx.src), want);
     tdm__batch_destroy(b);
     close_src(&fx);
