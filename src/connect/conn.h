@@ -86,6 +86,9 @@ typedef struct tdm__lines {
     bool wait;         /* not a regular file: poll() before read() */
     bool eof;          /* read() returned 0 */
     bool skipping;     /* discarding the rest of an over-long line */
+    bool keep_cut;     /* a last line without its newline is no line:
+                          its bytes stay for tdm__lines_rest (sockets) */
+    int read_errno;    /* errno of the read() that failed */
     char *buf;
     size_t cap;        /* allocated bytes */
     size_t beg, end;   /* unread bytes are buf[beg, end) */
@@ -107,10 +110,17 @@ enum {
 tdm_err tdm__lines_init(tdm__lines *lr, int fd, bool own_fd);
 /* The next line in (*line, *len), valid until the next call; lr->line_no
  * is its number (1-based, blank lines counted).  A last line without a
- * newline is returned as a line.  @p timeout_ms bounds the wait of a
- * non-regular descriptor (0: do not wait).  Returns a TDM__LINE_* code. */
+ * newline is returned as a line, unless lr->keep_cut.  @p timeout_ms
+ * bounds the wait of a non-regular descriptor (0: do not wait).  Returns
+ * a TDM__LINE_* code (TDM__LINE_ERROR: lr->read_errno says why, unless
+ * errno is ENOMEM). */
 int tdm__lines_next(tdm__lines *lr, const char **line, size_t *len,
                     int timeout_ms);
+/* After TDM__LINE_EOF or TDM__LINE_ERROR: the bytes read after the last
+ * newline that no line returned (a line cut by the end of the input),
+ * in (*p, return value); 0 when there are none or they belong to an
+ * over-long line already reported.  Valid until the next call. */
+size_t tdm__lines_rest(const tdm__lines *lr, const char **p);
 /* Frees the buffer and closes an owned descriptor. */
 void tdm__lines_free(tdm__lines *lr);
 /* The input offset where the next line starts (the byte after the last

@@ -50,6 +50,17 @@ typedef struct tdm__source_conf {
     int ts_field;          /* schema index of timestamp.field, -1 */
     int ts_unit;           /* TDM__UNIT_MS, _S, _US, _NS, _ISO8601 */
     const char *tcp_address;
+    /* tcp (docs/tcp.md): "tcp.on_close: reconnect" (the job's default)
+     * makes a clean close a lost connection; false: it ends the input.
+     * The durations are in ms; 0 connect timeout: 5 s; 0 reconnect
+     * timeout: a lost connection fails the source at once. */
+    bool tcp_reconnect_on_close;
+    tdm_time_ms tcp_connect_timeout;
+    tdm_time_ms tcp_reconnect_timeout;
+    tdm_time_ms tcp_backoff, tcp_max_backoff;
+    /* The tcp source's clock in ms (tests); NULL: CLOCK_MONOTONIC. */
+    int64_t (*now)(void *now_ud);
+    void *now_ud;
     /* generator */
     int gen_kind;          /* TDM__GEN_CLICKS, TDM__GEN_SENSORS */
     int64_t gen_records, gen_rate, gen_keys, gen_partitions, gen_seed;
@@ -148,7 +159,7 @@ typedef struct tdm__source tdm__source;
 
 typedef struct tdm__source_vtab {
     int version; /* 1; 2 with the members after close; 3 with snapshot
-                    and restore; 4 with checkpoint */
+                    and restore; 4 with checkpoint; 5 with poll_error */
     /* Opens the share of the source that subtask @p index of @p count
      * reads (files are dealt round-robin; generator partitions likewise).
      * *n_partitions receives how many partitions this subtask reads (may
@@ -252,6 +263,11 @@ typedef struct tdm__source_vtab {
      * no such call); 1: checkpoint id is durable (Kafka commits its
      * positions to the group, for monitoring). */
     void (*checkpoint)(tdm__source *src, uint64_t id, int complete);
+    /* ---- Version 5 (may be NULL): why the last poll() failed, naming
+     * the cause ("tcp 127.0.0.1:9000: connection lost (Connection reset
+     * by peer) ..."); borrowed, valid until the next call.  NULL or "":
+     * the runtime reports the code alone. */
+    const char *(*poll_error)(tdm__source *src);
 } tdm__source_vtab;
 
 extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */
