@@ -16,54 +16,7 @@
 setup "$@"
 HG=$3
 
-# wait_for WHAT FILE TEXT: polls FILE (up to ~10 s) until it holds TEXT.
-wait_for() {
-    n=0
-    until grep -q -F -- "$3" "$2" 2>/dev/null; do
-        n=$((n + 1))
-        if [ $n -gt 200 ]; then
-            cat "$2" >&2 || true
-            fail "$1: \"$3\" never appeared in $2"
-        fi
-        sleep 0.05
-    done
-}
-
-# poll WHAT TARGET TEXT [TOKEN]: GETs TARGET until the body holds TEXT.
-poll() {
-    n=0
-    while :; do
-        if [ -n "${4-}" ]; then
-            "$HG" -t "$4" "$PORT" "$2" >"$T/poll" 2>/dev/null || true
-        else
-            "$HG" "$PORT" "$2" >"$T/poll" 2>/dev/null || true
-        fi
-        grep -q -F -- "$3" "$T/poll" && return 0
-        n=$((n + 1))
-        if [ $n -gt 200 ]; then
-            cat "$T/poll" >&2
-            fail "$1: GET $2 never returned $3"
-        fi
-        sleep 0.05
-    done
-}
-
-# get WHAT WANT_EXIT TARGET [http_get options]: one request into
-# $T/body, checking http_get's exit status (0: 2xx, 3: other status).
-get() {
-    what=$1
-    want=$2
-    target=$3
-    shift 3
-    set +e
-    "$HG" "$@" "$PORT" "$target" >"$T/body" 2>"$T/body.err"
-    got=$?
-    set -e
-    if [ "$got" != "$want" ]; then
-        cat "$T/body" "$T/body.err" >&2
-        fail "$what: http_get exited $got, expected $want"
-    fi
-}
+. "$(dirname "$0")/http_lib.sh"
 
 # ---- A live job ----
 mkfifo "$T/in"
