@@ -1378,6 +1378,68 @@ TDM_TEST(tokens_that_cannot_be_sent_are_refused)
 /* Pieces: router, query, times, history                                   */
 /* ====================================================================== */
 
+/* The Host table of host.c, row by row: for each bound address and
+ * allow list, which Host headers are answered. */
+TDM_TEST(host_rules)
+{
+    static const struct {
+        const char *bound, *allow, *host;
+        int want;
+    } cases[] = {
+        {"127.0.0.1", NULL, "127.0.0.1", 1},
+        {"127.0.0.1", NULL, "127.0.0.1:65535", 1},
+        {"127.0.0.1", NULL, "127.0.0.1:", 1},
+        {"127.0.0.1", NULL, "localhost:8081", 1},
+        {"127.0.0.1", NULL, "localhost.:8081", 0},
+        {"127.0.0.1", NULL, "127.1", 0},
+        {"127.0.0.1", NULL, "127.0.0.1 ", 0},
+        {"127.0.0.1", NULL, "", 0},
+        {"127.0.0.1", NULL, ":8081", 0},
+        {"127.0.0.1", NULL, "[127.0.0.1]", 0},
+        {"127.0.0.1", "", "a.example", 0},
+        {"127.0.0.1", "a.example", "A.EXAMPLE:1", 1},
+        {"127.0.0.1", "a.example", "b.a.example", 0},
+        {"127.0.0.1", "a.example", "a.exampl", 0},
+        {"127.0.0.1", "*", "", 1},
+        {"127.0.0.1", "x, * ", "anything at all", 1},
+        {"127.0.0.1", "[fe80::1]:9", "[FE80::1]:8081", 1},
+        {"::1", NULL, "[::1]:8081", 1},
+        {"::1", NULL, "[0:0::1]", 1},
+        {"::1", NULL, "localhost", 1},
+        {"::1", NULL, "127.0.0.1", 0},
+        {"::1", NULL, "[::1", 0},
+        {"0.0.0.0", NULL, "192.0.2.7:8081", 1},
+        {"0.0.0.0", NULL, "[2001:db8::1]", 1},
+        {"0.0.0.0", NULL, "localhost", 1},
+        {"0.0.0.0", NULL, "host.example", 0},
+        {"::", NULL, "10.1.2.3", 1},
+        {"192.0.2.7", NULL, "192.0.2.7:80", 1},
+        {"192.0.2.7", NULL, "192.0.2.8", 0},
+        {"192.0.2.7", NULL, "localhost", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct sockaddr_storage ss;
+        tdm__host_rule r;
+        memset(&ss, 0, sizeof ss);
+        if (strchr(cases[i].bound, ':') != NULL) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            a->sin6_family = AF_INET6;
+            ASSERT_EQ(inet_pton(AF_INET6, cases[i].bound, &a->sin6_addr), 1);
+        } else {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            a->sin_family = AF_INET;
+            ASSERT_EQ(inet_pton(AF_INET, cases[i].bound, &a->sin_addr), 1);
+        }
+        tdm__host_rule_init(&r, &ss, cases[i].allow);
+        if (tdm__host_allowed(&r, cases[i].host) != cases[i].want)
+            tdm_test_fail(__FILE__, __LINE__, "bound %s, allow \"%s\", "
+                          "Host \"%s\": want %d", cases[i].bound,
+                          cases[i].allow ? cases[i].allow : "",
+                          cases[i].host, cases[i].want);
+        ASSERT_EQ(tdm__host_allowed(&r, NULL), 1);
+    }
+}
+
 TDM_TEST(router_routes)
 {
     tdm__route r;
