@@ -368,10 +368,13 @@ static tdm_err check_token(const char *token, char *errbuf,
                            size_t errbuf_size)
 {
     size_t n = strlen(token);
-    if (n == 0 || n > HTTP_MAX_TOKEN)
+    if (n == 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "bearer token: %s", n == 0 ? "empty"
-                         : "longer than 4096 bytes");
+                         "bearer token: empty");
+    if (n > HTTP_MAX_TOKEN)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "bearer token: longer than %u bytes",
+                         HTTP_MAX_TOKEN);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)token[i] <= ' ' || (unsigned char)token[i] > '~')
             return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
