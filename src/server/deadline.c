@@ -119,13 +119,8 @@ void tdm__deadline_free(tdm__deadline *dl)
 {
     if (dl == NULL)
         return;
-    if (dl->started) {
-        pthread_mutex_lock(&dl->mu);
-        dl->stop = 1;
-        pthread_cond_signal(&dl->cv);
-        pthread_mutex_unlock(&dl->mu);
-        pthread_join(dl->th, NULL);
-    }
+    if (dl->started)
+        tdm__thread_stop(&dl->mu, &dl->cv, &dl->stop, dl->th);
     while (dl->head != NULL)
         tdm__deadline_close(dl, dl->head);
     if (dl->has_cv)

@@ -12,6 +12,7 @@
 #define TDM_SERVER_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #include "tidemark.h"
@@ -112,6 +113,12 @@ void tdm__deadline_rearm(tdm__deadline *dl, tdm__deadline_conn *c);
 void tdm__deadline_close(tdm__deadline *dl, tdm__deadline_conn *c);
 
 /* ---- History (history.c) ---- */
+
+/* Ends a helper thread of the server (the history's sampler, the
+ * deadline's watcher) that waits on @p cv under @p mu until *stop: sets
+ * *stop under the lock, wakes the thread and joins @p th. */
+void tdm__thread_stop(pthread_mutex_t *mu, pthread_cond_t *cv, int *stop,
+                      pthread_t th);
 
 /* Samples of every vertex's minimum output watermark and maximum lag,
  * one per second of processing time, for the last 10 minutes.  Filled by

@@ -19,32 +19,6 @@ HG=$3
 . "$(dirname "$0")/http_lib.sh"
 unset TIDEMARK_HTTP_TOKEN
 
-# serve NAME [run options]: starts the job with the options, stderr in
-# $T/NAME.err; sets PID and PORT once the server line is there.
-serve() {
-    name=$1
-    shift
-    mkfifo "$T/$name.in"
-    "$TM" run tests/cli/jobs/stdin.yaml -q "$@" <"$T/$name.in" \
-        >/dev/null 2>"$T/$name.err" &
-    PID=$!
-    exec 3>"$T/$name.in"
-    wait_for "$name: server line" "$T/$name.err" 'tidemark: serving http://'
-    PORT=$(sed -n 's|^tidemark: serving http://.*:\([0-9]*\)/ .*|\1|p' \
-        "$T/$name.err")
-    [ -n "$PORT" ] || fail "$name: no port in: $(cat "$T/$name.err")"
-}
-
-# finish NAME: ends the job's input; it must exit 0.
-finish() {
-    exec 3>&-
-    set +e
-    wait $PID
-    rc=$?
-    set -e
-    [ "$rc" = 0 ] || fail "$1: exit code $rc, expected 0"
-}
-
 # no_warning WHAT FILE: FILE has no public-bind warning.
 no_warning() {
     if grep -q WARNING "$2"; then

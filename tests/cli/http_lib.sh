@@ -51,3 +51,31 @@ get() {
         fail "$what: http_get exited $got, expected $want"
     fi
 }
+
+# serve NAME [run options]: starts `tidemark run` of
+# tests/cli/jobs/stdin.yaml with the options, reading the FIFO $T/NAME.in
+# (kept open on fd 3), stdout in $T/NAME.out, stderr in $T/NAME.err;
+# sets PID and PORT once the server line is there.
+serve() {
+    name=$1
+    shift
+    mkfifo "$T/$name.in"
+    "$TM" run tests/cli/jobs/stdin.yaml -q "$@" <"$T/$name.in" \
+        >"$T/$name.out" 2>"$T/$name.err" &
+    PID=$!
+    exec 3>"$T/$name.in"
+    wait_for "$name: server line" "$T/$name.err" 'tidemark: serving http://'
+    PORT=$(sed -n 's|^tidemark: serving http://.*:\([0-9]*\)/ .*|\1|p' \
+        "$T/$name.err")
+    [ -n "$PORT" ] || fail "$name: no port in: $(cat "$T/$name.err")"
+}
+
+# finish WHAT: closes fd 3, the job's input; the job must exit 0.
+finish() {
+    exec 3>&-
+    set +e
+    wait $PID
+    rc=$?
+    set -e
+    [ "$rc" = 0 ] || fail "$1: exit code $rc, expected 0"
+}
