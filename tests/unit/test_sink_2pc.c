@@ -776,7 +776,7 @@ TDM_TEST(upsert_table_of_an_older_checkpoint_is_restored)
     tdm__enc_begin(&e, TDM__CKPT_TAG_FILE_SINK);
     tdm__enc_uvar(&e, 1); /* version */
     tdm__enc_uvar(&e, 0); /* writer */
-    tdm__enc_uvar(&e, 7); /* checkpoint */
+    tdm__enc_uvar(&e, 2); /* checkpoint */
     tdm__enc_u8(&e, 1);   /* kind: the table */
     tdm__enc_u8(&e, 0);   /* no header */
     tdm__enc_uvar(&e, 2);
@@ -791,8 +791,8 @@ TDM_TEST(upsert_table_of_an_older_checkpoint_is_restored)
     ASSERT_OK(open_sink(&r, "up.jsonl", TDM__FMT_JSON, 1, 0));
     tdm__dec_init(&d, blob, len);
     ASSERT_OK(r.vt->recover(r.s, &d, r.err, sizeof r.err));
-    ASSERT_OK(do_step(&r, &(step){'P', 8}));
-    ASSERT_OK(r.vt->commit(r.s, 8, r.err, sizeof r.err));
+    ASSERT_OK(do_step(&r, &(step){'P', 3}));
+    ASSERT_OK(r.vt->commit(r.s, 3, r.err, sizeof r.err));
     ASSERT_OK(r.vt->close(r.s, r.err, sizeof r.err));
     ASSERT_OK(finish_upsert("up.jsonl", TDM__FMT_JSON));
     sink_path(path, sizeof path, "up.jsonl");
