@@ -391,6 +391,7 @@ void tdm__batch_clear(tdm__batch *b)
     b->arena_used = 0;
     drop_notes(b);
     b->keep_after = TDM_TIME_MAX;
+    b->n_dup_keys = 0;
 }
 
 /* Frees a batch; accepts NULL and half-built batches. */

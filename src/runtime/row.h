@@ -91,6 +91,8 @@ typedef struct tdm__batch {
     tdm_time_ms keep_after; /* TDM_TIME_MAX (the default): note none */
     tdm__kept *kept;        /* n_kept notes, in the order rows were added */
     size_t n_kept, kept_cap;
+    uint32_t n_dup_keys;    /* rows parsed from JSON that named a member
+                               twice in one object (json.c) */
 } tdm__batch;
 
 /* Creates a batch for up to @p cap rows of @p schema; NULL on OOM. */
@@ -137,8 +139,8 @@ tdm_err tdm__batch_keep(tdm__batch *b, const char *location,
 /* The note of @p row (a row of @p b), or NULL; borrowed until the batch
  * is cleared. */
 const tdm__kept *tdm__batch_kept(const tdm__batch *b, const tdm__row *row);
-/* Empties the batch for reuse (keeps its memory; drops the notes and
- * sets keep_after back to TDM_TIME_MAX). */
+/* Empties the batch for reuse (keeps its memory; drops the notes, sets
+ * keep_after back to TDM_TIME_MAX and n_dup_keys to 0). */
 void tdm__batch_clear(tdm__batch *b);
 void tdm__batch_destroy(tdm__batch *b);
 

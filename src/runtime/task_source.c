@@ -1821,6 +1821,11 @@ void *rt_source_main(void *arg)
         t->now = tdm_clock_now(t->clk);
         rt_count(run, TDM_STAT_RECORDS_IN, (int64_t)t->cur->b->n);
         rt_pub_add(&t->m.in, (int64_t)t->cur->b->n);
+        if (t->cur->b->n_dup_keys) {
+            /* Repeated JSON keys, counted by the parser per batch. */
+            rt_count(run, TDM_STAT_DUP_KEYS, t->cur->b->n_dup_keys);
+            rt_pub_add(&t->m.dup, t->cur->b->n_dup_keys);
+        }
         /* Only a poll that filled its batch may push lazily: a partial
          * one means the input is slow or ending, and its rows must not
          * wait for more. */
@@ -1926,6 +1931,7 @@ static void init_metrics(rt_src_task *t)
     atomic_init(&m->guard, 0);
     atomic_init(&m->dead, 0);
     atomic_init(&m->bp, 0);
+    atomic_init(&m->dup, 0);
     atomic_init(&m->wm_out, TDM_TIME_MIN);
     atomic_init(&m->idle, 0);
     atomic_init(&m->last_at, TDM_TIME_MIN);

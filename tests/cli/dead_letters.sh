@@ -1,6 +1,7 @@
 #!/bin/sh
-# dead_letters.sh - issue 18, defect 6 and defect 8's byte order mark,
-# through the CLI; the case is the third argument:
+# dead_letters.sh - issue 18, defect 6 and defect 8's byte order mark
+# and repeated JSON keys, through the CLI; the case is the third
+# argument:
 #  guard    records from the year 2100 among records near 1970 in a
 #           JSON-lines file and a CSV file (jobs/guard_raw.yaml, the
 #           guard dead-lettering): each dead letter names file:line and
@@ -11,6 +12,12 @@
 #  bom      a JSON-lines file and a CSV file (its header) that start
 #           with a UTF-8 byte order mark: no dead letter, a's two records
 #           counted under "a" in both.
+#  dup_keys members named twice (docs/job-format.md, "Repeated keys"):
+#           the last value is kept on both parser paths, a repeat of an
+#           ignored or nested member counts too, and the run summary
+#           counts the four records; a line that repeats a key and is
+#           not JSON is a dead letter and not counted (the guard keeps
+#           the 2100 CSV record: only the JSON line is dead-lettered).
 # Usage: dead_letters.sh TIDEMARK SOURCE_DIR CASE
 . "$(dirname "$0")/lib.sh"
 setup "$@"
@@ -71,7 +78,24 @@ bom)
         expect_in "bom -p $p summary" "$T/err" '0 bad records dead-lettered'
     done
     ;;
+dup_keys)
+    D=tests/cli/data/dup_keys.jsonl
+    for k in b c d eA f; do
+        row "$k" 1
+    done >"$T/dup"
+    printf '%s:6\tinvalid JSON\t%s\n' "$D" \
+        '{\"k\":\"g\",\"ts\":7000,\"x\":1,\"x\":2' >"$T/want.tsv"
+    for p in 1 2; do
+        run "dup_keys -p $p" -p "$p" --set sources.json_in.path="$D" \
+            --set timestamp_guard.dead_letter=false
+        same_multiset "dup_keys -p $p results" "$T/dup" "$T/json.jsonl"
+        check_dead "dup_keys -p $p dead letters" "$T/want.tsv" \
+            "$T/bad.jsonl"
+        expect_in "dup_keys -p $p summary" "$T/err" \
+            'tidemark: 4 JSON records named a member twice; the last value was kept.'
+    done
+    ;;
 *)
-    fail "unknown case '$CASE' (guard, bom)"
+    fail "unknown case '$CASE' (guard, bom, dup_keys)"
     ;;
 esac

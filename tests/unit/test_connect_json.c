@@ -277,6 +277,30 @@ TDM_TEST(json_repeated_members_last_wins)
     teardown(&fx);
 }
 
+/* Every line that names a member twice is counted once in the batch,
+ * wherever the repeat is (a schema field, an ignored member, a nested
+ * object); a line without one, or one that is not JSON, is not. */
+TDM_TEST(json_repeated_members_counted)
+{
+    fixture fx;
+    setup(&fx, STD_SCHEMA, "ts", TDM__UNIT_MS);
+    OK(&fx, "{\"n\":1,\"ts\":1,\"x\":1,\"y\":2}");
+    ASSERT_EQ(fx.b->n_dup_keys, 0);
+    OK(&fx, "{\"n\":1,\"n\":2,\"n\":3,\"ts\":1}");
+    ASSERT_EQ(fx.b->n_dup_keys, 1);
+    tdm__row *r = OK(&fx, "{\"n\":4,\"x\":1,\"ts\":1,\"x\":2}");
+    ASSERT_EQ(r->v[1].u.i, 4);
+    ASSERT_EQ(fx.b->n_dup_keys, 2);
+    OK(&fx, "{\"n\":5,\"o\":{\"a\":1,\"a\":2},\"ts\":1}");
+    ASSERT_EQ(fx.b->n_dup_keys, 3);
+    BAD(&fx, "{\"n\":1,\"n\":2,\"ts\":1",
+        "invalid JSON: '}' expected near end of file (column 19)");
+    ASSERT_EQ(fx.b->n_dup_keys, 3);
+    tdm__batch_clear(fx.b);
+    ASSERT_EQ(fx.b->n_dup_keys, 0);
+    teardown(&fx);
+}
+
 /* A row's note (row.h, keep_after) is found wherever the batch moves
  * the row, goes with a dropped row, and is freed by a clear. */
 TDM_TEST(batch_notes_follow_their_rows)
