@@ -328,19 +328,19 @@ tdm_err tdm__batch_set_string(tdm__batch *b, tdm__row *row, int i,
 /* ---- Notes for dead letters ---- */
 
 /* Notes the last row's location and raw bytes (see row.h).  One
- * allocation holds both; only rows above keep_after get here. */
+ * allocation holds both; only rows above keep_after get here.  A row is
+ * noted once at most, so the array of notes, made at the first, has a
+ * place for every row and never grows. */
 tdm_err tdm__batch_keep(tdm__batch *b, const char *location,
                         const char *raw, size_t raw_len)
 {
-    if (b->n == 0)
+    if (b->n == 0 ||
+        (b->n_kept && b->kept[b->n_kept - 1].v == b->rows[b->n - 1].v))
         return TDM_ERR_INVAL;
-    if (b->n_kept == b->kept_cap) {
-        size_t cap = b->kept_cap ? 2 * b->kept_cap : 8;
-        tdm__kept *k = tdm__realloc(b->kept, cap * sizeof *k);
-        if (!k)
+    if (!b->kept) {
+        b->kept = tdm__calloc(b->cap, sizeof *b->kept);
+        if (!b->kept)
             return TDM_ERR_NOMEM;
-        b->kept = k;
-        b->kept_cap = cap;
     }
     size_t loc_len = strlen(location);
     char *p = tdm__malloc(loc_len + 1 + raw_len + 1);

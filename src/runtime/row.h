@@ -89,8 +89,9 @@ typedef struct tdm__batch {
     char *arena;        /* string bytes */
     size_t arena_used, arena_cap;
     tdm_time_ms keep_after; /* TDM_TIME_MAX (the default): note none */
-    tdm__kept *kept;        /* n_kept notes, in the order rows were added */
-    size_t n_kept, kept_cap;
+    tdm__kept *kept;        /* n_kept notes, in the order rows were added
+                               (cap places, made at the first note) */
+    size_t n_kept;
     uint32_t n_dup_keys;    /* rows parsed from JSON that named a member
                                twice in one object (json.c) */
 } tdm__batch;
@@ -132,8 +133,9 @@ static inline bool tdm__batch_wants(const tdm__batch *b, const tdm__row *row)
     return __builtin_expect(row->ts > b->keep_after, 0);
 }
 /* Notes @p location and the @p raw_len bytes at @p raw (both copied)
- * for the last row added.  TDM_OK, or TDM_ERR_NOMEM with nothing noted
- * (a dead letter then shows the row as parsed). */
+ * for the last row added.  TDM_OK, TDM_ERR_INVAL (no row, or the row
+ * has its note), or TDM_ERR_NOMEM with nothing noted (a dead letter
+ * then shows the row as parsed). */
 tdm_err tdm__batch_keep(tdm__batch *b, const char *location,
                         const char *raw, size_t raw_len);
 /* The note of @p row (a row of @p b), or NULL; borrowed until the batch

@@ -314,6 +314,7 @@ TDM_TEST(batch_notes_follow_their_rows)
     r = OK(&fx, "{\"ts\":101}");
     ASSERT_TRUE(tdm__batch_wants(fx.b, r));
     ASSERT_OK(tdm__batch_keep(fx.b, "f:2", "{\"ts\":101}", 10));
+    ASSERT_EQ(tdm__batch_keep(fx.b, "f:2", "again", 5), TDM_ERR_INVAL);
     r = OK(&fx, "{\"ts\":102}");
     ASSERT_OK(tdm__batch_keep(fx.b, "f:3", "{\"ts\":102}", 10));
     tdm__batch_drop_last(fx.b);
