@@ -331,8 +331,8 @@ tdm_err tdm__batch_set_string(tdm__batch *b, tdm__row *row, int i,
  * allocation holds both; only rows above keep_after get here.  A row is
  * noted once at most, so the array of notes, made at the first, has a
  * place for every row and never grows. */
-tdm_err tdm__batch_keep(tdm__batch *b, const char *location,
-                        const char *raw, size_t raw_len)
+tdm_err tdm__batch_keep(tdm__batch *b, const char *location, const char *raw,
+                        size_t raw_len)
 {
     if (b->n == 0 ||
         (b->n_kept && b->kept[b->n_kept - 1].v == b->rows[b->n - 1].v))
@@ -350,10 +350,10 @@ tdm_err tdm__batch_keep(tdm__batch *b, const char *location,
     if (raw_len)
         memcpy(p + loc_len + 1, raw, raw_len);
     p[loc_len + 1 + raw_len] = '\0';
-    b->kept[b->n_kept++] = (tdm__kept){ .v = b->rows[b->n - 1].v,
-                                        .location = p,
-                                        .raw = p + loc_len + 1,
-                                        .raw_len = raw_len };
+    b->kept[b->n_kept++] = (tdm__kept){.v = b->rows[b->n - 1].v,
+                                       .location = p,
+                                       .raw = p + loc_len + 1,
+                                       .raw_len = raw_len};
     return TDM_OK;
 }
 

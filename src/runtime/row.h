@@ -65,10 +65,10 @@ typedef struct tdm_row tdm__row;
 /* Where a row came from and its bytes as read, noted by its source for a
  * dead letter that a check after the poll may send (tdm__batch_keep). */
 typedef struct tdm__kept {
-    const tdm__val *v;    /* the row's values: they identify the row,
-                             which may be moved within the batch */
-    char *location;       /* "file.jsonl:17", "topic[3]@42" */
-    const char *raw;      /* in the same allocation as location */
+    const tdm__val *v; /* the row's values: they identify the row,
+                          which may be moved within the batch */
+    char *location;    /* "file.jsonl:17", "topic[3]@42" */
+    const char *raw;   /* in the same allocation as location */
     size_t raw_len;
 } tdm__kept;
 
@@ -88,12 +88,16 @@ typedef struct tdm__batch {
     tdm__val *vals;     /* cap * schema->n values */
     char *arena;        /* string bytes */
     size_t arena_used, arena_cap;
-    tdm_time_ms keep_after; /* TDM_TIME_MAX (the default): note none */
-    tdm__kept *kept;        /* n_kept notes, in the order rows were added
-                               (cap places, made at the first note) */
+
+    /* Notes (above): rows with a timestamp above keep_after are noted,
+     * none with TDM_TIME_MAX (the default); n_kept notes, in the order
+     * rows were added, in cap places made at the first note. */
+    tdm_time_ms keep_after;
+    tdm__kept *kept;
     size_t n_kept;
-    uint32_t n_dup_keys;    /* rows parsed from JSON that named a member
-                               twice in one object (json.c) */
+    /* Rows parsed from JSON that named a member twice in one object
+     * (json.c). */
+    uint32_t n_dup_keys;
 } tdm__batch;
 
 /* Creates a batch for up to @p cap rows of @p schema; NULL on OOM. */
@@ -136,8 +140,8 @@ static inline bool tdm__batch_wants(const tdm__batch *b, const tdm__row *row)
  * for the last row added.  TDM_OK, TDM_ERR_INVAL (no row, or the row
  * has its note), or TDM_ERR_NOMEM with nothing noted (a dead letter
  * then shows the row as parsed). */
-tdm_err tdm__batch_keep(tdm__batch *b, const char *location,
-                        const char *raw, size_t raw_len);
+tdm_err tdm__batch_keep(tdm__batch *b, const char *location, const char *raw,
+                        size_t raw_len);
 /* The note of @p row (a row of @p b), or NULL; borrowed until the batch
  * is cleared. */
 const tdm__kept *tdm__batch_kept(const tdm__batch *b, const tdm__row *row);
