@@ -510,7 +510,7 @@ static int parse_fast(const tdm__source_conf *conf, tdm__json_hint *hint,
                     if (n_ign == IGNORED_MAX ||
                         repeated(ign, n_ign, key, key_len))
                         return 0;
-                    ign[n_ign++] = (jkey){ key, key_len };
+                    ign[n_ign++] = (jkey){key, key_len};
                 }
             }
             i = skip_ws(s, len, i);
@@ -650,11 +650,10 @@ static const char *kind_name(json_t *j)
  * them, and only a refused one is loaded again, keeping the last value
  * of each repeated member (docs/job-format.md, "Repeated keys").  NULL
  * with @p jerr set if the line is not JSON. */
-static json_t *load(const char *line, size_t len, json_error_t *jerr,
-                    bool *dup)
+static json_t *load(const char *line, size_t len, json_error_t *jerr, bool *dup)
 {
-    json_t *root = json_loadb(line, len,
-                              JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, jerr);
+    json_t *root =
+        json_loadb(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, jerr);
 
     *dup = !root && json_error_code(jerr) == json_error_duplicate_key;
     if (*dup)
