@@ -673,9 +673,10 @@ static tdm_time_ms keep_after(const rt_src_task *t)
 
 /* Sends a row caught by the timestamp guard to the dead letter output,
  * with the reason spelled out, located and shown as its source noted it
- * (file:line and the line, topic[p]@offset and the message), else (a
- * generator's row, one a map moved ahead) at its partition and rendered
- * as text. */
+ * (file:line and the line, topic[p]@offset and the message); a row
+ * without a note (a generator's, one read back from a repartition topic,
+ * one the source had no memory to note) at its partition and rendered as
+ * text. */
 static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
 {
     char loc[160], reason[256], raw[1024], iso[48], span[32], lim[32];
