@@ -1143,6 +1143,8 @@ typedef enum tdm_stat {
                                    operator subtask held input back, from
                                    the first barrier it received to the
                                    last (ms) */
+    TDM_STAT_DUP_KEYS,          /* JSON records naming a member twice
+                                   in one object (the last value kept) */
     TDM_STAT_COUNT_
 } tdm_stat;
 
@@ -1268,6 +1270,9 @@ TDM_API void tdm_job_destroy(tdm_job *job);
     X(GUARD_HITS, "numTimestampGuardHits", VERTEX, COUNTER, "records",     \
       "Records whose timestamp was further in the future than "            \
       "timestamp_guard")                                                   \
+    X(DUP_KEYS, "numDuplicateKeyRecords", VERTEX, COUNTER, "records",      \
+      "JSON records naming a member twice in one object; the last value "  \
+      "was kept")                                                          \
     X(WM_REGRESSIONS, "numWatermarkRegressions", VERTEX, COUNTER,          \
       "watermarks", "Watermarks that would have moved backwards, ignored") \
     X(STATE_KEYS, "stateKeys", VERTEX, GAUGE, "keys",                      \

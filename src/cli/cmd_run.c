@@ -533,6 +533,16 @@ static void summary(const tdm__cli_job *cj, const char *name, double secs,
                 join_filter ? "source and join filters (a join's: pairs)"
                             : "source filters");
     }
+    int64_t dup = tdm_job_stat(job, TDM_STAT_DUP_KEYS);
+    if (dup > 0) {
+        /* Not bad records: the rule is documented (docs/job-format.md,
+         * "Repeated keys"), but the data may not mean what it says. */
+        char nd[32];
+        fprintf(stderr,
+                "tidemark: %s JSON record%s named a member twice; the last "
+                "value was kept.\n",
+                tdm__cli_thousands(dup, nd, sizeof nd), dup == 1 ? "" : "s");
+    }
     int64_t n_ck = tdm_job_stat(job, TDM_STAT_CHECKPOINTS);
     int64_t n_ckf = tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED);
     if (n_ck > 0 || n_ckf > 0) {

@@ -20,7 +20,9 @@
  * timestamp.unit or, with unit iso8601, ISO-8601 text; members not in the
  * schema are ignored.  An integer literal outside int64 makes the line
  * invalid wherever it is (jansson refuses it); the reason names its
- * member when it is a top-level one.
+ * member when it is a top-level one.  A member named twice in one object
+ * keeps its last value, as Flink's JSON format (Jackson) and jansson do,
+ * and the row is counted (numDuplicateKeyRecords).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -428,14 +430,34 @@ static size_t match_key(const char *s, size_t len, size_t i,
     return j;
 }
 
+/* Members the fast path ignores whose keys it remembers, to tell a
+ * repeated one; a line with more goes to jansson. */
+#define IGNORED_MAX 8
+
+typedef struct jkey {
+    const char *p;
+    size_t len;
+} jkey;
+
+/* Whether key (key, len) is among the @p n keys in @p ign. */
+static bool repeated(const jkey *ign, int n, const char *key, size_t len)
+{
+    for (int k = 0; k < n; k++)
+        if (ign[k].len == len && memcmp(ign[k].p, key, len) == 0)
+            return true;
+    return false;
+}
+
 /* The fast path: 1 with the row filled in, 0 if jansson must decide.
  *
  * It walks the object like scan_object and stores each member whose key
  * names a schema field.  Everything that would need a reason (a type
- * error, a huge number) or jansson's view of the line (a repeated schema
- * member, of which jansson keeps the last) makes it give up; the scratch
- * reason is thrown away because jansson writes the real one.  The
- * "seen" set is a 64-bit mask, so wider schemas always use jansson.
+ * error, a huge number) or jansson's view of the line (a repeated key,
+ * which jansson resolves and counts, see parse_jansson) makes it give
+ * up; the scratch reason is thrown away because jansson writes the real
+ * one.  The "seen" set is a 64-bit mask, so wider schemas always use
+ * jansson; keys of ignored members are kept (IGNORED_MAX) only to spot a
+ * repeat, so a line of schema fields alone pays nothing for that.
  *
  * With a hint, member m's key is first compared with the name of the
  * field member m had in the previous line: when the layout repeats, a
@@ -447,6 +469,8 @@ static int parse_fast(const tdm__source_conf *conf, tdm__json_hint *hint,
 {
     const tdm__schema *sc = conf->schema;
     uint64_t seen = 0;
+    jkey ign[IGNORED_MAX];
+    int n_ign = 0;
     char scratch[8];
     size_t i;
 
@@ -482,6 +506,12 @@ static int parse_fast(const tdm__source_conf *conf, tdm__json_hint *hint,
                 f = find_field(sc, key, key_len);
                 if (hint && m < TDM__JSON_HINT_MAX)
                     hint->field[m] = (int8_t)(f + 1); /* 0 if none */
+                if (f < 0) {
+                    if (n_ign == IGNORED_MAX ||
+                        repeated(ign, n_ign, key, key_len))
+                        return 0;
+                    ign[n_ign++] = (jkey){key, key_len};
+                }
             }
             i = skip_ws(s, len, i);
             if (i >= len || s[i] != ':')
@@ -491,7 +521,7 @@ static int parse_fast(const tdm__source_conf *conf, tdm__json_hint *hint,
                 return 0;
             if (f >= 0) {
                 if (seen & ((uint64_t)1 << f))
-                    return 0; /* jansson keeps the last of repeats */
+                    return 0; /* a repeat: jansson decides */
                 seen |= (uint64_t)1 << f;
                 if (store(conf, b, row, f, &v, scratch, sizeof scratch) !=
                     TDM_OK)
@@ -615,14 +645,32 @@ static const char *kind_name(json_t *j)
     }
 }
 
+/* Loads @p line into a tree; *dup tells whether an object of it names a
+ * member twice.  Repeats are rare, so the line is first loaded refusing
+ * them, and only a refused one is loaded again, keeping the last value
+ * of each repeated member (docs/job-format.md, "Repeated keys").  NULL
+ * with @p jerr set if the line is not JSON. */
+static json_t *load(const char *line, size_t len, json_error_t *jerr, bool *dup)
+{
+    json_t *root =
+        json_loadb(line, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, jerr);
+
+    *dup = !root && json_error_code(jerr) == json_error_duplicate_key;
+    if (*dup)
+        root = json_loadb(line, len, JSON_DECODE_ANY, jerr);
+    return root;
+}
+
 /* The reference path: the row from jansson's tree, schema field by schema
- * field, the first bad one giving the reason. */
+ * field, the first bad one giving the reason.  A row read from a line
+ * with a repeated key is counted in b->n_dup_keys. */
 static tdm_err parse_jansson(const tdm__source_conf *conf, const char *line,
                              size_t len, tdm__batch *b, tdm__row *row,
                              char *reason, size_t n)
 {
     json_error_t jerr;
-    json_t *root = json_loadb(line, len, JSON_DECODE_ANY, &jerr);
+    bool dup;
+    json_t *root = load(line, len, &jerr, &dup);
     tdm_err err = TDM_OK;
 
     if (!root)
@@ -645,6 +693,8 @@ static tdm_err parse_jansson(const tdm__source_conf *conf, const char *line,
             goto out;
     }
     err = tdm__conn_finish_ts(conf, row, reason, n);
+    if (err == TDM_OK && dup)
+        b->n_dup_keys++;
 out:
     json_decref(root);
     return err;

@@ -1034,6 +1034,12 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 /* ---- Records ---- */
 
+/* Writes the location of a message, "topic[p]@offset". */
+static void locate(const kpart *kp, int64_t offset, char *loc, size_t n)
+{
+    snprintf(loc, n, "%s@%lld", kp->name, (long long)offset);
+}
+
 /* Sends a dead letter located "topic[p]@offset". */
 static void dead_letter(tdm__source *src, const kpart *kp, int64_t offset,
                         const char *reason, const char *raw, size_t len)
@@ -1042,7 +1048,7 @@ static void dead_letter(tdm__source *src, const kpart *kp, int64_t offset,
 
     if (!src->dead)
         return;
-    snprintf(loc, sizeof loc, "%s@%lld", kp->name, (long long)offset);
+    locate(kp, offset, loc, sizeof loc);
     src->dead(src->dead_ud, loc, reason, raw, len);
 }
 
@@ -1095,6 +1101,14 @@ static tdm_err take_message(tdm__source *src, kpart *kp,
         } else {
             row->v[k].null = 1;
         }
+    }
+    if (tdm__batch_wants(b, row)) {
+        /* A row the timestamp guard may dead-letter after the poll,
+         * when the message is gone (row.h, keep_after).  Without memory
+         * it is not noted, and its dead letter shows the row. */
+        char loc[600];
+        locate(kp, m->offset, loc, sizeof loc);
+        (void)tdm__batch_keep(b, loc, val, m->len);
     }
     return TDM_OK;
 }

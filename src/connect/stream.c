@@ -5,6 +5,10 @@
  * location "name:line" and the reason.  Also the map from values of a
  * partition field to partition indices.
  *
+ * A UTF-8 byte order mark is dropped from the first line.  Rows the
+ * timestamp guard may catch after the poll are noted with their location
+ * and line (row.h, keep_after), since the line buffer moves on.
+ *
  * A CSV header that cannot be used (bad quoting, a column named twice) is
  * itself dead-lettered, and so is every later line of that stream, with a
  * reason pointing at the header: guessing the columns would turn bad
@@ -185,6 +189,12 @@ void tdm__stream_free(tdm__stream *st)
     st->header_error = NULL;
 }
 
+/* Writes the location of the stream's current line, "name:line". */
+static void locate(const tdm__stream *st, char *loc, size_t n)
+{
+    snprintf(loc, n, "%s:%lld", st->name, (long long)st->lr.line_no);
+}
+
 /* Sends a dead letter located at the stream's current line. */
 static void dead_letter(tdm__stream *st, tdm__dead_fn dead, void *ud,
                         const char *reason, const char *raw, size_t len)
@@ -193,9 +203,33 @@ static void dead_letter(tdm__stream *st, tdm__dead_fn dead, void *ud,
 
     if (!dead)
         return;
-    snprintf(loc, sizeof loc, "%s:%lld", st->name,
-             (long long)st->lr.line_no);
+    locate(st, loc, sizeof loc);
     dead(ud, loc, reason, raw, len);
+}
+
+/* Notes the location and bytes of the row just parsed from @p line for
+ * a dead letter after the poll (row.h, keep_after).  Without memory the
+ * note is skipped: the dead letter then shows the row as parsed, which
+ * is no reason to stop the stream. */
+static void keep(const tdm__stream *st, tdm__batch *b, const char *line,
+                 size_t len)
+{
+    char loc[4096 + 32];
+
+    locate(st, loc, sizeof loc);
+    (void)tdm__batch_keep(b, loc, line, len);
+}
+
+/* The UTF-8 byte order mark some editors put at the start of a file.  It
+ * is no part of the first line's text (a CSV header's first column, a
+ * JSON object), so the first line of a stream loses it. */
+static void strip_bom(const tdm__stream *st, const char **line, size_t *len)
+{
+    if (st->lr.line_no == 1 && *len >= 3 &&
+        memcmp(*line, "\xEF\xBB\xBF", 3) == 0) {
+        *line += 3;
+        *len -= 3;
+    }
 }
 
 /* Handles the CSV header line.  Returns TDM_OK or NOMEM. */
@@ -264,6 +298,7 @@ tdm_err tdm__stream_read(tdm__stream *st, const tdm__source_conf *conf,
         default:
             break;
         }
+        strip_bom(st, &line, &len);
         /* Blank lines are skipped silently, also before a header:
          * they are not records, so they are neither rows nor dead
          * letters (their numbers still count in locations). */
@@ -299,6 +334,8 @@ tdm_err tdm__stream_read(tdm__stream *st, const tdm__source_conf *conf,
                     return err;
                 }
             }
+            if (tdm__batch_wants(b, row))
+                keep(st, b, line, len);
             continue;
         }
         /* The parser added a row before failing: drop it, then report

@@ -349,6 +349,7 @@ static void source_rows(tdm_metrics *m, tdm__run *run, rt_src_task *t)
     add(m, TDM_METRIC_RECORDS_OUT, vx, sub, -1, NULL, rt_pub_get(&sm->out));
     add(m, TDM_METRIC_BAD_RECORDS, vx, sub, -1, NULL, rt_pub_get(&sm->bad));
     add(m, TDM_METRIC_GUARD_HITS, vx, sub, -1, NULL, rt_pub_get(&sm->guard));
+    add(m, TDM_METRIC_DUP_KEYS, vx, sub, -1, NULL, rt_pub_get(&sm->dup));
     add(m, TDM_METRIC_BACKPRESSURE, vx, sub, -1, NULL, rt_pub_get(&sm->bp));
     tdm_time_ms last = rt_pub_get(&sm->last_at);
     if (last != TDM_TIME_MIN)

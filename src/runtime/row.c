@@ -202,8 +202,11 @@ tdm__batch *tdm__batch_new(const tdm__schema *schema, size_t cap)
     b->arena = tdm__malloc(b->arena_cap);
     if (!b->rows || !b->vals || !b->arena)
         goto fail;
+    b->keep_after = TDM_TIME_MAX;
+    /* Every row gets values of its own, even without fields: a note
+     * (tdm__batch_keep) finds its row by them. */
     for (size_t i = 0; i < cap; i++) {
-        b->rows[i].v = b->vals + i * nf;
+        b->rows[i].v = b->vals + i * (nf ? nf : 1);
         b->rows[i].schema = schema;
     }
     return b;
@@ -253,6 +256,9 @@ void tdm__batch_drop_last(tdm__batch *b)
         }
     }
     b->arena_used = mark;
+    /* A row noted, then dropped: its note goes with it. */
+    if (b->n_kept && b->kept[b->n_kept - 1].v == row->v)
+        tdm__free(b->kept[--b->n_kept].location);
 }
 
 /* Moves the arena to a new block of at least @p need free bytes and
@@ -319,11 +325,73 @@ tdm_err tdm__batch_set_string(tdm__batch *b, tdm__row *row, int i,
     return TDM_OK;
 }
 
+/* ---- Notes for dead letters ---- */
+
+/* Notes the last row's location and raw bytes (see row.h).  One
+ * allocation holds both; only rows above keep_after get here.  A row is
+ * noted once at most, so the array of notes, made at the first, has a
+ * place for every row and never grows. */
+tdm_err tdm__batch_keep(tdm__batch *b, const char *location, const char *raw,
+                        size_t raw_len)
+{
+    if (b->n == 0 ||
+        (b->n_kept && b->kept[b->n_kept - 1].v == b->rows[b->n - 1].v))
+        return TDM_ERR_INVAL;
+    if (!b->kept) {
+        b->kept = tdm__calloc(b->cap, sizeof *b->kept);
+        if (!b->kept)
+            return TDM_ERR_NOMEM;
+    }
+    size_t loc_len = strlen(location);
+    char *p = tdm__malloc(loc_len + 1 + raw_len + 1);
+    if (!p)
+        return TDM_ERR_NOMEM;
+    memcpy(p, location, loc_len + 1);
+    if (raw_len)
+        memcpy(p + loc_len + 1, raw, raw_len);
+    p[loc_len + 1 + raw_len] = '\0';
+    b->kept[b->n_kept++] = (tdm__kept){.v = b->rows[b->n - 1].v,
+                                       .location = p,
+                                       .raw = p + loc_len + 1,
+                                       .raw_len = raw_len};
+    return TDM_OK;
+}
+
+/* The note of @p row.  Notes are in the order rows were added, so their
+ * values' addresses ascend (row i's are vals + i * fields): a binary
+ * search finds the row wherever the batch moved it since. */
+const tdm__kept *tdm__batch_kept(const tdm__batch *b, const tdm__row *row)
+{
+    size_t lo = 0, hi = b->n_kept;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const tdm__val *v = b->kept[mid].v;
+        if (v == row->v)
+            return &b->kept[mid];
+        if (v < row->v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* Frees the notes (keeps their array). */
+static void drop_notes(tdm__batch *b)
+{
+    for (size_t i = 0; i < b->n_kept; i++)
+        tdm__free(b->kept[i].location);
+    b->n_kept = 0;
+}
+
 /* Empties the batch, keeping its memory. */
 void tdm__batch_clear(tdm__batch *b)
 {
     b->n = 0;
     b->arena_used = 0;
+    drop_notes(b);
+    b->keep_after = TDM_TIME_MAX;
+    b->n_dup_keys = 0;
 }
 
 /* Frees a batch; accepts NULL and half-built batches. */
@@ -331,6 +399,8 @@ void tdm__batch_destroy(tdm__batch *b)
 {
     if (!b)
         return;
+    drop_notes(b);
+    tdm__free(b->kept);
     tdm__free(b->rows);
     tdm__free(b->vals);
     tdm__free(b->arena);

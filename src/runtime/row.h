@@ -62,9 +62,25 @@ typedef struct tdm_row tdm__row;
 
 /* ---- Batches ---- */
 
+/* Where a row came from and its bytes as read, noted by its source for a
+ * dead letter that a check after the poll may send (tdm__batch_keep). */
+typedef struct tdm__kept {
+    const tdm__val *v; /* the row's values: they identify the row,
+                          which may be moved within the batch */
+    char *location;    /* "file.jsonl:17", "topic[3]@42" */
+    const char *raw;   /* in the same allocation as location */
+    size_t raw_len;
+} tdm__kept;
+
 /* A batch of rows of one schema plus the bytes they point to.  Items
  * besides rows (watermarks, statuses, end) travel as separate queue
- * items, in order with batches. */
+ * items, in order with batches.
+ *
+ * The timestamp guard runs after the poll, when a text source's line
+ * buffer has moved on.  So that its dead letters still carry file:line
+ * and the original bytes, the runtime sets keep_after before the poll
+ * and the source notes every row whose timestamp lies above it (rows
+ * the guard may catch: rare).  Any other row costs one comparison. */
 typedef struct tdm__batch {
     const tdm__schema *schema;
     size_t n, cap;      /* rows used / allocated */
@@ -72,6 +88,16 @@ typedef struct tdm__batch {
     tdm__val *vals;     /* cap * schema->n values */
     char *arena;        /* string bytes */
     size_t arena_used, arena_cap;
+
+    /* Notes (above): rows with a timestamp above keep_after are noted,
+     * none with TDM_TIME_MAX (the default); n_kept notes, in the order
+     * rows were added, in cap places made at the first note. */
+    tdm_time_ms keep_after;
+    tdm__kept *kept;
+    size_t n_kept;
+    /* Rows parsed from JSON that named a member twice in one object
+     * (json.c). */
+    uint32_t n_dup_keys;
 } tdm__batch;
 
 /* Creates a batch for up to @p cap rows of @p schema; NULL on OOM. */
@@ -104,7 +130,23 @@ static inline tdm_err tdm__batch_put_string(tdm__batch *b, tdm__row *row,
     }
     return tdm__batch_set_string(b, row, i, s, len);
 }
-/* Empties the batch for reuse (keeps its memory). */
+/* Whether the source should note @p row (tdm__batch_keep): its
+ * timestamp lies above b->keep_after. */
+static inline bool tdm__batch_wants(const tdm__batch *b, const tdm__row *row)
+{
+    return __builtin_expect(row->ts > b->keep_after, 0);
+}
+/* Notes @p location and the @p raw_len bytes at @p raw (both copied)
+ * for the last row added.  TDM_OK, TDM_ERR_INVAL (no row, or the row
+ * has its note), or TDM_ERR_NOMEM with nothing noted (a dead letter
+ * then shows the row as parsed). */
+tdm_err tdm__batch_keep(tdm__batch *b, const char *location, const char *raw,
+                        size_t raw_len);
+/* The note of @p row (a row of @p b), or NULL; borrowed until the batch
+ * is cleared. */
+const tdm__kept *tdm__batch_kept(const tdm__batch *b, const tdm__row *row);
+/* Empties the batch for reuse (keeps its memory; drops the notes, sets
+ * keep_after back to TDM_TIME_MAX and n_dup_keys to 0). */
 void tdm__batch_clear(tdm__batch *b);
 void tdm__batch_destroy(tdm__batch *b);
 

@@ -656,13 +656,30 @@ static bool run_udfs(const tdm_node *n, tdm__row *row)
     return true;
 }
 
+/* The timestamp above which the connector notes each row's location
+ * and raw bytes in this poll's batch (row.h, keep_after): the guard's
+ * limit at the previous poll's clock reading.  The limit the scan uses,
+ * read after this poll, is no lower, so every row the guard catches was
+ * noted; a row between the two limits is noted for nothing, which is
+ * rare unless the clock jumped (the first poll notes every row with a
+ * timestamp).  Nothing is noted when the guard dead-letters nothing. */
+static tdm_time_ms keep_after(const rt_src_task *t)
+{
+    if (!t->run->guard_dead || t->run->guard <= 0 ||
+        t->src->conf.time_mode != TDM__TIME_EVENT)
+        return TDM_TIME_MAX;
+    return t->now ? tdm__time_add_sat(t->now, t->run->guard) : TDM_TIME_MIN;
+}
+
 /* Sends a row caught by the timestamp guard to the dead letter output,
- * with the reason spelled out and the row rendered as its raw text. */
+ * with the reason spelled out, located and shown as its source noted it
+ * (file:line and the line, topic[p]@offset and the message); a row
+ * without a note (a generator's, one read back from a repartition topic,
+ * one the source had no memory to note) at its partition and rendered as
+ * text. */
 static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
 {
     char loc[160], reason[256], raw[1024], iso[48], span[32], lim[32];
-    snprintf(loc, sizeof loc, "%s partition %u", t->src->node->name,
-             row->partition);
     tdm__format_iso(row->ts, iso, sizeof iso);
     tdm__conf_format_duration(row->ts - t->now, span, sizeof span);
     tdm__conf_format_duration(t->run->guard, lim, sizeof lim);
@@ -670,10 +687,18 @@ static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
              "timestamp %s is %s ahead of processing time (timestamp_guard "
              "%s)",
              iso, span, lim);
-    tdm__row_render(row, raw, sizeof raw);
     if (t->run->dead)
         rt_pub_add(&t->m.dead, 1);
     /* Counted as a guard hit by the caller, not as malformed. */
+    const tdm__kept *k = tdm__batch_kept(t->cur->b, row);
+    if (k) {
+        dead_letter(t, t->src->node->name, k->location, reason, k->raw,
+                    k->raw_len, false);
+        return;
+    }
+    snprintf(loc, sizeof loc, "%s partition %u", t->src->node->name,
+             row->partition);
+    tdm__row_render(row, raw, sizeof raw);
     dead_letter(t, t->src->node->name, loc, reason, raw, strlen(raw),
                 false);
 }
@@ -1767,6 +1792,7 @@ void *rt_source_main(void *arg)
                     t->src->node->name);
             break;
         }
+        t->cur->b->keep_after = keep_after(t);
         err = vt->poll(t->conn, t->cur->b, run->batch_size, t->finished,
                        &eof);
         if (err != TDM_OK) {
@@ -1804,6 +1830,11 @@ void *rt_source_main(void *arg)
         t->now = tdm_clock_now(t->clk);
         rt_count(run, TDM_STAT_RECORDS_IN, (int64_t)t->cur->b->n);
         rt_pub_add(&t->m.in, (int64_t)t->cur->b->n);
+        if (t->cur->b->n_dup_keys) {
+            /* Repeated JSON keys, counted by the parser per batch. */
+            rt_count(run, TDM_STAT_DUP_KEYS, t->cur->b->n_dup_keys);
+            rt_pub_add(&t->m.dup, t->cur->b->n_dup_keys);
+        }
         /* Only a poll that filled its batch may push lazily: a partial
          * one means the input is slow or ending, and its rows must not
          * wait for more. */
@@ -1909,6 +1940,7 @@ static void init_metrics(rt_src_task *t)
     atomic_init(&m->guard, 0);
     atomic_init(&m->dead, 0);
     atomic_init(&m->bp, 0);
+    atomic_init(&m->dup, 0);
     atomic_init(&m->wm_out, TDM_TIME_MIN);
     atomic_init(&m->idle, 0);
     atomic_init(&m->last_at, TDM_TIME_MIN);

@@ -10,7 +10,8 @@
 #    with a n 2 at 11999; at the end [10000,20000) a n 1 and the 2100
 #    window [4102444800000,4102444810000) a n 1 fire.  1 guard hit, 0 late.
 #  - guard on with timestamp_guard.dead_letter: the 2100 record goes to
-#    the dead-letter sink ("in partition 0", ahead of processing time)
+#    the dead-letter sink (guard.jsonl:2, the line as read, ahead of
+#    processing time)
 #    instead; results are the first two rows; it is a guard hit, not a
 #    bad record.
 #  - guard off (timestamp_guard=0): the 2100 record lifts the watermark to
@@ -64,7 +65,9 @@ for p in 1 2 4; do
         fail "guard dead letter -p $p: expected one dead letter"
     fi
     expect_in "guard dead letter -p $p" "$T/bad.jsonl" \
-        '"location":"in partition 0"'
+        '"location":"tests/cli/data/guard.jsonl:2"'
+    expect_in "guard dead letter -p $p" "$T/bad.jsonl" \
+        '"raw":"{\"k\":\"a\",\"ts\":4102444800000}"'
     expect_in "guard dead letter -p $p" "$T/bad.jsonl" \
         'ahead of processing time'
     expect_in "guard dead letter -p $p summary" "$T/err" \

@@ -78,6 +78,7 @@ static void parse_three_ways(const tdm__source_conf *conf, tdm__batch *ba,
         tdm__batch_clear(bj);
         tdm__batch_clear(bf);
     }
+    uint32_t da = ba->n_dup_keys, dj = bj->n_dup_keys;
     ea = tdm__json_parse_line_mode(conf, line, len, ba, ra, sizeof ra,
                                    TDM__JSON_AUTO);
     ej = tdm__json_parse_line_mode(conf, line, len, bj, rj, sizeof rj,
@@ -101,6 +102,12 @@ static void parse_three_ways(const tdm__source_conf *conf, tdm__batch *ba,
         else
             CHECK(strcmp(rf, rj) == 0);
     }
+    /* A repeated key is counted alike on both paths, and only by
+     * jansson: the fast path takes no line with one. */
+    CHECK(ba->n_dup_keys - da == bj->n_dup_keys - dj);
+    CHECK(bf->n_dup_keys == 0);
+    if (ef == TDM_OK)
+        CHECK(bj->n_dup_keys == dj);
     /* The caller of a failed parse drops the row. */
     if (ea != TDM_OK)
         tdm__batch_drop_last(ba);

@@ -277,6 +277,69 @@ TDM_TEST(json_repeated_members_last_wins)
     teardown(&fx);
 }
 
+/* Every line that names a member twice is counted once in the batch,
+ * wherever the repeat is (a schema field, an ignored member, a nested
+ * object); a line without one, or one that is not JSON, is not. */
+TDM_TEST(json_repeated_members_counted)
+{
+    fixture fx;
+    setup(&fx, STD_SCHEMA, "ts", TDM__UNIT_MS);
+    OK(&fx, "{\"n\":1,\"ts\":1,\"x\":1,\"y\":2}");
+    ASSERT_EQ(fx.b->n_dup_keys, 0);
+    OK(&fx, "{\"n\":1,\"n\":2,\"n\":3,\"ts\":1}");
+    ASSERT_EQ(fx.b->n_dup_keys, 1);
+    tdm__row *r = OK(&fx, "{\"n\":4,\"x\":1,\"ts\":1,\"x\":2}");
+    ASSERT_EQ(r->v[1].u.i, 4);
+    ASSERT_EQ(fx.b->n_dup_keys, 2);
+    OK(&fx, "{\"n\":5,\"o\":{\"a\":1,\"a\":2},\"ts\":1}");
+    ASSERT_EQ(fx.b->n_dup_keys, 3);
+    BAD(&fx, "{\"n\":1,\"n\":2,\"ts\":1",
+        "invalid JSON: '}' expected near end of file (column 19)");
+    ASSERT_EQ(fx.b->n_dup_keys, 3);
+    tdm__batch_clear(fx.b);
+    ASSERT_EQ(fx.b->n_dup_keys, 0);
+    teardown(&fx);
+}
+
+/* A row's note (row.h, keep_after) is found wherever the batch moves
+ * the row, goes with a dropped row, and is freed by a clear. */
+TDM_TEST(batch_notes_follow_their_rows)
+{
+    fixture fx;
+    setup(&fx, STD_SCHEMA, "ts", TDM__UNIT_MS);
+    ASSERT_EQ(fx.b->keep_after, TDM_TIME_MAX);
+    fx.b->keep_after = 100;
+    tdm__row *r = OK(&fx, "{\"ts\":1}");
+    ASSERT_TRUE(!tdm__batch_wants(fx.b, r));
+    r = OK(&fx, "{\"ts\":101}");
+    ASSERT_TRUE(tdm__batch_wants(fx.b, r));
+    ASSERT_OK(tdm__batch_keep(fx.b, "f:2", "{\"ts\":101}", 10));
+    ASSERT_EQ(tdm__batch_keep(fx.b, "f:2", "again", 5), TDM_ERR_INVAL);
+    r = OK(&fx, "{\"ts\":102}");
+    ASSERT_OK(tdm__batch_keep(fx.b, "f:3", "{\"ts\":102}", 10));
+    tdm__batch_drop_last(fx.b);
+    ASSERT_EQ(fx.b->n_kept, 1);
+    r = OK(&fx, "{\"ts\":103}");
+    ASSERT_OK(tdm__batch_keep(fx.b, "f:4", "x", 1));
+    /* Rows 0 and 2 swap, as drop_replayed moves rows. */
+    tdm__row tmp = fx.b->rows[0];
+    fx.b->rows[0] = fx.b->rows[2];
+    fx.b->rows[2] = tmp;
+    const tdm__kept *k = tdm__batch_kept(fx.b, &fx.b->rows[0]);
+    ASSERT_TRUE(k != NULL);
+    ASSERT_STR_EQ(k->location, "f:4");
+    ASSERT_EQ(k->raw_len, 1);
+    k = tdm__batch_kept(fx.b, &fx.b->rows[1]);
+    ASSERT_TRUE(k != NULL);
+    ASSERT_STR_EQ(k->location, "f:2");
+    ASSERT_TRUE(memcmp(k->raw, "{\"ts\":101}", 10) == 0);
+    ASSERT_TRUE(tdm__batch_kept(fx.b, &fx.b->rows[2]) == NULL);
+    tdm__batch_clear(fx.b);
+    ASSERT_EQ(fx.b->n_kept, 0);
+    ASSERT_EQ(fx.b->keep_after, TDM_TIME_MAX);
+    teardown(&fx);
+}
+
 TDM_TEST(json_timestamp_units)
 {
     fixture fx;
