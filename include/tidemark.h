@@ -1133,8 +1133,9 @@ typedef enum tdm_stat {
     /* Checkpoints (checkpoint.dir set; docs/checkpoints.md "In the
      * runtime"): */
     TDM_STAT_CHECKPOINTS,       /* checkpoints and savepoints completed */
-    TDM_STAT_CHECKPOINTS_FAILED, /* failed (I/O error, disk full): logged,
-                                   the job goes on, the next one retries */
+    TDM_STAT_CHECKPOINTS_FAILED, /* failed (I/O error, disk full): logged;
+                                   beyond checkpoint.tolerable_failed in
+                                   a row the job fails */
     TDM_STAT_CHECKPOINT_ID,     /* id of the last completed one (-1: none) */
     TDM_STAT_CHECKPOINT_MS,     /* its duration: first barrier to durable
                                    (ms) */
@@ -1143,6 +1144,15 @@ typedef enum tdm_stat {
                                    operator subtask held input back, from
                                    the first barrier it received to the
                                    last (ms) */
+    TDM_STAT_CHECKPOINTS_FAILED_IN_ROW, /* failed since the last completed
+                                   one (checkpoint.tolerable_failed) */
+    TDM_STAT_CHECKPOINT_FAILED_ID, /* id of the last failed one (-1:
+                                   none) */
+    TDM_STAT_CHECKPOINT_FAILED_AT, /* when it failed (epoch ms; 0: none) */
+    TDM_STAT_RESTARTS,          /* restarts by restart.strategy in this
+                                   tdm_job_run (the checkpoint counters
+                                   above also span its restarts; the
+                                   others count the current attempt) */
     TDM_STAT_COUNT_
 } tdm_stat;
 
