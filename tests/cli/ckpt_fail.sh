@@ -1,0 +1,177 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# ckpt_fail.sh - failed checkpoints and restarts end to end
+# (docs/checkpoints.md, "Failures"; issue 18).  The checkpoint directory
+# is made "full" with fault injection on mkdir, which in these runs only
+# the checkpoint store calls (one per checkpoint: its temporary
+# directory; the output and checkpoint directories exist beforehand):
+# TDM_FIO_FAULT=mkdir:N-M:ENOSPC fails checkpoints N to M of the process,
+# after which the disk has room again.  No timing decides an outcome but
+# in the two tolerance cases, which need three periodic checkpoints before
+# the input ends (the run is about 30 of them long at 10 ms; each checks
+# its log says they happened).
+#   1. By default a failed checkpoint fails the job: exit 1, the message
+#      names the checkpoint and the cause; nothing is visible; run again
+#      with room, the output is exactly the run without checkpoints'.
+#   2. The final checkpoint (end of input) fails: exit 1, the output is
+#      said to be pending and stays hidden; a run with room commits it.
+#   3. restart.strategy fixed-delay brings the job back in the same
+#      process once the disk has room: exit 0, the exact output.
+#   4. A disk that stays full: the restarts give up, exit 1.
+#   5. checkpoint.tolerable_failed 2: two failures in a row tolerated,
+#      the exact output; three fail the job.
+#   6. restart keys without checkpoint.dir are refused.
+# The committed output of a sink is its visible parts (out/<name>.part-*;
+# hidden .pending and in-progress parts ignored) in name order, compared
+# with the golden run's file in order and as a multiset.
+# Usage: ckpt_fail.sh TIDEMARK SOURCE_DIR
+. "$(dirname "$0")/lib.sh"
+setup "$@"
+
+N=1000000
+
+# job FILE OUTDIR CKDIR [EXTRA YAML LINE...]: tumbling windows per user
+# over a generator with late records (on-event watermarks: the golden run
+# repeats exactly), results and late records to two file sinks.
+job() {
+    f=$1 out=$2 ck=$3
+    shift 3
+    {
+        echo "name: ckfail"
+        echo "parallelism: 1"
+        if [ -n "$ck" ]; then
+            echo "checkpoint: {dir: $ck, interval: ${INTERVAL:-10ms}}"
+        fi
+        for line in "$@"; do
+            echo "$line"
+        done
+        cat <<YAML
+sources:
+  in:
+    type: generator
+    generator: {records: $N, partitions: 4, rate: 1000000000, keys: 50,
+                max_delay: 2s, late_fraction: 0.01, late_delay: 30s}
+    watermark: {max_out_of_orderness: 1s, emit: on_event}
+windows:
+  w:
+    from: in
+    key_by: user
+    window: {type: tumbling, size: 10s}
+    aggregates: "count() as n, count_distinct(page) as pages, max(ts) as hi"
+    sink: out
+    late_output: late
+sinks:
+  out: {type: file, path: $out/out.jsonl}
+  late: {type: file, path: $out/late.jsonl}
+YAML
+    } >"$f"
+}
+
+# visible OUTDIR BASE: the committed parts of BASE, in name order.
+visible() {
+    ls "$1" | grep -F "$2.part-" | grep -v -e '^\.' -e '\.pending$' \
+        -e '\.inprogress$' | sort | while read -r p; do cat "$1/$p"; done
+}
+
+# check WHAT OUTDIR: its committed output is exactly the golden run's.
+check() {
+    for b in out.jsonl late.jsonl; do
+        visible "$2" "$b" >"$T/got"
+        cmp -s "$T/gold/$b" "$T/got" ||
+            fail "$1: $b differs from the run without checkpoints"
+        same_multiset "$1: $b" "$T/gold/$b" "$T/got"
+    done
+}
+
+# fresh NAME: an empty output and checkpoint directory for case NAME.
+fresh() {
+    mkdir "$T/$1" "$T/$1/out" "$T/$1/ck"
+}
+
+mkdir "$T/gold"
+job "$T/gold.yaml" "$T/gold" ""
+expect_exit "golden run" 0 "$TM" run "$T/gold.yaml" --quiet
+[ -s "$T/gold/late.jsonl" ] || fail "the golden run has no late records"
+
+# 1. Default: the first failed checkpoint fails the job.
+fresh d
+job "$T/d.yaml" "$T/d/out" "$T/d/ck"
+expect_exit "full disk, default" 1 env TDM_FIO_FAULT=mkdir:1:ENOSPC:sticky \
+    "$TM" run "$T/d.yaml" --quiet
+expect_in "default: the checkpoint" "$T/err" "tidemark: checkpoint 1 "
+expect_in "default: the cause" "$T/err" \
+    "failed: mkdir $T/d/ck/chk-0000000001.tmp-"
+expect_in "default: the cause" "$T/err" "No space left on device"
+expect_in "default: what to do" "$T/err" "make room in $T/d/ck"
+expect_in "default: summary" "$T/err" "checkpoints: 0 completed, 1 failed"
+[ -z "$(visible "$T/d/out" out.jsonl)" ] ||
+    fail "default: output visible although no checkpoint completed"
+expect_exit "default, run again with room" 0 "$TM" run "$T/d.yaml" --quiet
+check "default, run again" "$T/d/out"
+
+# 2. The final checkpoint fails: the output is pending, and says so.
+fresh f
+INTERVAL=1h # no periodic checkpoint: the final one is the first
+job "$T/f.yaml" "$T/f/out" "$T/f/ck"
+INTERVAL=10ms
+expect_exit "final checkpoint fails" 1 env TDM_FIO_FAULT=mkdir:1:ENOSPC \
+    "$TM" run "$T/f.yaml" --quiet
+expect_in "final: message" "$T/err" \
+    "tidemark: checkpoint 1 at the end of input failed: mkdir"
+expect_in "final: pending" "$T/err" "is pending (hidden .pending parts) and will be committed by a restart"
+ls -a "$T/f/out" | grep -q '\.pending$' || fail "final: no pending part"
+[ -z "$(visible "$T/f/out" out.jsonl)" ] ||
+    fail "final: output visible although its checkpoint failed"
+expect_exit "final, run again with room" 0 "$TM" run "$T/f.yaml" --quiet
+check "final, run again" "$T/f/out"
+
+# 3. A restart strategy: three checkpoints fail (the first attempt's and
+# two restarts'), then the disk has room and the third restart completes.
+fresh r
+job "$T/r.yaml" "$T/r/out" "$T/r/ck" \
+    "restart: {strategy: fixed-delay, attempts: 3, delay: 0}"
+expect_exit "restarted" 0 env TDM_FIO_FAULT=mkdir:1-3:ENOSPC \
+    "$TM" run "$T/r.yaml" --quiet
+expect_in "restart: logged" "$T/err" \
+    "tidemark: restart 3 of 3 (restart.strategy fixed-delay) in 0 ms"
+expect_in "restart: counted" "$T/err" "tidemark: restarted 3 times"
+expect_in "restart: failures counted" "$T/err" "completed, 3 failed"
+check "restarted" "$T/r/out"
+
+# 4. The disk stays full: the restarts give up.
+fresh g
+job "$T/g.yaml" "$T/g/out" "$T/g/ck" \
+    "restart: {strategy: exponential-delay, attempts: 2, delay: 0}"
+expect_exit "gave up" 1 env TDM_FIO_FAULT=mkdir:1:ENOSPC:sticky \
+    "$TM" run "$T/g.yaml" --quiet
+expect_in "gave up: message" "$T/err" \
+    "(restart.strategy exponential-delay gave up after 2 restarts in a row"
+expect_in "gave up: summary" "$T/err" "checkpoints: 0 completed, 3 failed"
+
+# 5. Tolerated failures: two in a row go on; a third fails the job.
+fresh t
+job "$T/t.yaml" "$T/t/out" "$T/t/ck" "checkpoint.tolerable_failed: 2"
+expect_exit "tolerated" 0 env TDM_FIO_FAULT=mkdir:1-2:ENOSPC \
+    "$TM" run "$T/t.yaml" --quiet
+expect_in "tolerated: logged" "$T/err" \
+    "(2 in a row, checkpoint.tolerable_failed 2: the job goes on"
+expect_in "tolerated: summary" "$T/err" "completed, 2 failed"
+check "tolerated" "$T/t/out"
+fresh u
+job "$T/u.yaml" "$T/u/out" "$T/u/ck" "checkpoint.tolerable_failed: 2"
+expect_exit "beyond tolerance" 1 env TDM_FIO_FAULT=mkdir:1-3:ENOSPC \
+    "$TM" run "$T/u.yaml" --quiet
+expect_in "beyond: two tolerated first" "$T/err" "(2 in a row"
+expect_in "beyond: message" "$T/err" \
+    "3 failed in a row, more than checkpoint.tolerable_failed (2): the job fails"
+expect_exit "beyond, run again with room" 0 "$TM" run "$T/u.yaml" --quiet
+check "beyond tolerance, run again" "$T/u/out"
+
+# 6. Settings that cannot apply are refused with the reason.
+job "$T/n.yaml" "$T/n" "" "restart: {strategy: fixed-delay}"
+expect_exit "restart without checkpoints" 3 "$TM" run "$T/n.yaml" --quiet
+expect_in "refused" "$T/err" "restart.strategy needs checkpoint.dir"
+job "$T/n.yaml" "$T/n" "$T/n/ck" "restart: {attempts: 5}"
+expect_exit "attempts without a strategy" 3 "$TM" run "$T/n.yaml" --quiet
+expect_in "refused" "$T/err" "restart.attempts applies to restart.strategy"
+echo "ok"
