@@ -1239,7 +1239,18 @@ TDM_API void tdm_job_destroy(tdm_job *job);
       "checkpoint.dir set)")                                               \
     X(CKPT_FAILED, "numberOfFailedCheckpoints", JOB, COUNTER,              \
       "checkpoints", "Checkpoints that failed (I/O error, disk full); "    \
-      "the job goes on and the next one retries")                          \
+      "beyond checkpoint.tolerable_failed in a row the job fails")         \
+    X(CKPT_FAILED_IN_ROW, "consecutiveFailedCheckpoints", JOB, GAUGE,      \
+      "checkpoints", "Checkpoints failed since the last completed one "    \
+      "(compare with checkpoint.tolerable_failed)")                        \
+    X(CKPT_FAILED_ID, "lastFailedCheckpointId", JOB, GAUGE, "id",          \
+      "Id of the last failed checkpoint (left out: none failed)")          \
+    X(CKPT_FAILED_AT, "lastCheckpointFailureTimestamp", JOB, GAUGE, "ms",  \
+      "When the last failed checkpoint failed, epoch ms (left out: none "  \
+      "failed; its cause is in GET /jobs/:id, \"checkpoints\")")            \
+    X(RESTARTS, "numRestarts", JOB, COUNTER, "restarts",                   \
+      "Restarts by restart.strategy since the run started (the "           \
+      "checkpoint counters span them, the others restart at 0)")           \
     X(CKPT_LAST_ID, "lastCheckpointId", JOB, GAUGE, "id",                  \
       "Id of the last completed checkpoint (-1: none yet)")                \
     X(CKPT_DURATION, "lastCheckpointDuration", JOB, GAUGE, "ms",           \

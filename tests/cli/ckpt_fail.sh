@@ -24,9 +24,11 @@
 # The committed output of a sink is its visible parts (out/<name>.part-*;
 # hidden .pending and in-progress parts ignored) in name order, compared
 # with the golden run's file in order and as a multiset.
-# Usage: ckpt_fail.sh TIDEMARK SOURCE_DIR
+#   7. The REST API, the metrics and `tidemark diagnose` show them.
+# Usage: ckpt_fail.sh TIDEMARK SOURCE_DIR [HTTP_GET]
 . "$(dirname "$0")/lib.sh"
 setup "$@"
+HG=${3:-}
 
 N=1000000
 
@@ -174,4 +176,42 @@ expect_in "refused" "$T/err" "restart.strategy needs checkpoint.dir"
 job "$T/n.yaml" "$T/n" "$T/n/ck" "restart: {attempts: 5}"
 expect_exit "attempts without a strategy" 3 "$TM" run "$T/n.yaml" --quiet
 expect_in "refused" "$T/err" "restart.attempts applies to restart.strategy"
+# 7. Surfaced: the REST API, the metrics and the diagnosis of a job whose
+# checkpoints failed (one tolerated, the second fails it); the server
+# lingers after the end, so nothing races.
+fresh s
+job "$T/s.yaml" "$T/s/out" "$T/s/ck" "checkpoint.tolerable_failed: 1"
+TDM_FIO_FAULT=mkdir:1:ENOSPC:sticky "$TM" run "$T/s.yaml" --quiet \
+    --http=127.0.0.1:0 --http-linger 2>"$T/s.err" &
+pid=$!
+trap 'kill "$pid" 2>/dev/null || true; rm -rf "$T"' EXIT
+n=0
+until grep -q "still serving on port" "$T/s.err" 2>/dev/null; do
+    n=$((n + 1))
+    [ $n -le 600 ] || fail "surfaced: the run never ended: $(cat "$T/s.err")"
+    sleep 0.05
+done
+url=$(sed -n 's/^tidemark: serving \(http:[^ ]*\) (job "ckfail")$/\1/p' \
+    "$T/s.err")
+port=${url##*:}
+port=${port%/}
+if [ -n "${HG:-}" ]; then
+    "$HG" "$port" /jobs/ckfail >"$T/body"
+    for want in '"checkpoints":{"status":"FAILING"' \
+        '"consecutive_failed":2' '"tolerable_failed":1' \
+        '"failure_message":"mkdir '; do
+        expect_in "surfaced: /jobs/ckfail" "$T/body" "$want"
+    done
+    "$HG" "$port" /metrics >"$T/body"
+    expect_in "surfaced: metrics" "$T/body" \
+        'tidemark_consecutive_failed_checkpoints{job="ckfail"} 2'
+fi
+expect_exit "surfaced: diagnose" 0 "$TM" diagnose "$url"
+# The text is wrapped at 78 columns: search it as one line.
+tr '\n' ' ' <"$T/out" | tr -s ' ' >"$T/flat"
+expect_in "surfaced: diagnosis" "$T/flat" "(CHECKPOINTS_FAILING)"
+expect_in "surfaced: diagnosis" "$T/flat" "[CRITICAL] Checkpoint 2 failed"
+expect_in "surfaced: diagnosis" "$T/flat" "fix: Make room in $T/s/ck"
+kill -INT "$pid"
+wait "$pid" || true
 echo "ok"
