@@ -14,7 +14,8 @@
  * a row (default 0) the run fails, so that a full disk cannot hide the
  * output for the rest of the run.  The final checkpoint (end of input)
  * has no successor to cover it, so its failure always fails the run,
- * whose message says the output is pending until a run commits it.
+ * whose message says the output is pending until a run commits it.  A
+ * savepoint's failure is only logged: it was asked for, not owed.
  *
  * A failed run with restart.strategy set runs again in the same process
  * (tdm_job_run's loop, run.c) after a back-off: a whole new attempt, as a
@@ -34,6 +35,7 @@
 #include <time.h>
 
 #include "runtime/run.h"
+#include "state/ckpt_store.h"
 
 /* ---- Failed checkpoints ---- */
 
@@ -95,6 +97,15 @@ void rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
     tdm_job *job = run->job;
     if (!why) {
         atomic_store(&job->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW], 0);
+        return;
+    }
+    if (run->ck.pending_kind == TDM__CKPT_SAVEPOINT && !at_end(run)) {
+        /* As in Flink, a savepoint is asked for, not owed: its failure
+         * is the asker's to see, and the job's checkpoints go on. */
+        atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
+        tdm__job_log(job, "savepoint %llu failed: %s (the job goes on; ask "
+                          "again once the cause is fixed)",
+                     (unsigned long long)id, why);
         return;
     }
     int64_t n = count_failure(job, id, why);
