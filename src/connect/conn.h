@@ -86,6 +86,9 @@ typedef struct tdm__lines {
     bool wait;         /* not a regular file: poll() before read() */
     bool eof;          /* read() returned 0 */
     bool skipping;     /* discarding the rest of an over-long line */
+    bool keep_cut;     /* a last line without its newline is no line:
+                          its bytes stay for tdm__lines_rest (sockets) */
+    int read_errno;    /* errno of the read() that failed */
     char *buf;
     size_t cap;        /* allocated bytes */
     size_t beg, end;   /* unread bytes are buf[beg, end) */
@@ -107,10 +110,17 @@ enum {
 tdm_err tdm__lines_init(tdm__lines *lr, int fd, bool own_fd);
 /* The next line in (*line, *len), valid until the next call; lr->line_no
  * is its number (1-based, blank lines counted).  A last line without a
- * newline is returned as a line.  @p timeout_ms bounds the wait of a
- * non-regular descriptor (0: do not wait).  Returns a TDM__LINE_* code. */
+ * newline is returned as a line, unless lr->keep_cut.  @p timeout_ms
+ * bounds the wait of a non-regular descriptor (0: do not wait).  Returns
+ * a TDM__LINE_* code (TDM__LINE_ERROR: lr->read_errno says why, unless
+ * errno is ENOMEM). */
 int tdm__lines_next(tdm__lines *lr, const char **line, size_t *len,
                     int timeout_ms);
+/* After TDM__LINE_EOF or TDM__LINE_ERROR: the bytes read after the last
+ * newline that no line returned (a line cut by the end of the input),
+ * in (*p, return value); 0 when there are none or they belong to an
+ * over-long line already reported.  Valid until the next call. */
+size_t tdm__lines_rest(const tdm__lines *lr, const char **p);
 /* Frees the buffer and closes an owned descriptor. */
 void tdm__lines_free(tdm__lines *lr);
 /* The input offset where the next line starts (the byte after the last
@@ -219,6 +229,46 @@ void tdm__json_late(const tdm__row *row, tdm__sbuf *b);
 void tdm__json_key(const tdm__out_row *row, bool window, tdm__sbuf *b);
 void tdm__json_dead(const char *location, const char *reason,
                     const char *raw, size_t raw_len, tdm__sbuf *b);
+
+/* ---- Part files of an exactly-once file sink (file_parts.c) ---- */
+
+enum { TDM__PART_VISIBLE = 1, TDM__PART_PENDING, TDM__PART_INPROGRESS };
+
+/* A folder entry that is a part of a sink's base name. */
+typedef struct tdm__part {
+    int kind;    /* TDM__PART_* */
+    uint64_t id; /* the checkpoint that closed it (0: in progress) */
+    int writer;
+    bool legacy; /* named writer first ("part-<w>-<id>", before 2026-12) */
+} tdm__part;
+
+/* Whether @p name (an entry of the sink's folder) is a part of the sink
+ * whose file name is @p base, of any writer; fills @p pt. */
+bool tdm__part_parse(const char *base, const char *name, tdm__part *pt);
+/* The path of a part: "dir/base.part-<id>-<w>" (visible),
+ * "dir/.base.part-<id>-<w>.pending", "dir/.base.part-<w>.inprogress". */
+void tdm__part_path(char *out, size_t n, const char *dir, const char *base,
+                    int kind, uint64_t id, int writer);
+/* The same, named writer first as before 2026-12 (visible or pending). */
+void tdm__part_legacy_path(char *out, size_t n, const char *dir,
+                           const char *base, int kind, uint64_t id,
+                           int writer);
+/* Splits a sink path into its folder ("." when none) and file name
+ * (new strings; TDM_ERR_INVAL when the path names a folder). */
+tdm_err tdm__part_split(const char *path, char **dir, char **base,
+                        char *errbuf, size_t errbuf_size);
+/* The highest checkpoint id in the name of any part or replaced-folder
+ * of the sink at @p path (0: none); new ids must go above it. */
+tdm_err tdm__parts_top(const char *path, uint64_t *top, char *errbuf,
+                       size_t errbuf_size);
+/* A fresh start's move aside: every part of any writer with an id below
+ * @p first goes into "dir/base.replaced-<first>/", pending parts of
+ * checkpoints <= @p committed (durable) under their visible names;
+ * pending parts of later checkpoints (never durable) are removed.
+ * Idempotent; *moved counts the parts moved by this call. */
+tdm_err tdm__parts_supersede(const char *path, uint64_t first,
+                             uint64_t committed, size_t *moved,
+                             char *errbuf, size_t errbuf_size);
 
 /* ---- Generator ---- */
 

@@ -50,6 +50,17 @@ typedef struct tdm__source_conf {
     int ts_field;          /* schema index of timestamp.field, -1 */
     int ts_unit;           /* TDM__UNIT_MS, _S, _US, _NS, _ISO8601 */
     const char *tcp_address;
+    /* tcp (docs/tcp.md): "tcp.on_close: reconnect" (the job's default)
+     * makes a clean close a lost connection; false: it ends the input.
+     * The durations are in ms; 0 connect timeout: 5 s; 0 reconnect
+     * timeout: a lost connection fails the source at once. */
+    bool tcp_reconnect_on_close;
+    tdm_time_ms tcp_connect_timeout;
+    tdm_time_ms tcp_reconnect_timeout;
+    tdm_time_ms tcp_backoff, tcp_max_backoff;
+    /* The tcp source's clock in ms (tests); NULL: CLOCK_MONOTONIC. */
+    int64_t (*now)(void *now_ud);
+    void *now_ud;
     /* generator */
     int gen_kind;          /* TDM__GEN_CLICKS, TDM__GEN_SENSORS */
     int64_t gen_records, gen_rate, gen_keys, gen_partitions, gen_seed;
@@ -148,7 +159,7 @@ typedef struct tdm__source tdm__source;
 
 typedef struct tdm__source_vtab {
     int version; /* 1; 2 with the members after close; 3 with snapshot
-                    and restore; 4 with checkpoint */
+                    and restore; 4 with checkpoint; 5 with poll_error */
     /* Opens the share of the source that subtask @p index of @p count
      * reads (files are dealt round-robin; generator partitions likewise).
      * *n_partitions receives how many partitions this subtask reads (may
@@ -252,6 +263,11 @@ typedef struct tdm__source_vtab {
      * no such call); 1: checkpoint id is durable (Kafka commits its
      * positions to the group, for monitoring). */
     void (*checkpoint)(tdm__source *src, uint64_t id, int complete);
+    /* ---- Version 5 (may be NULL): why the last poll() failed, naming
+     * the cause ("tcp 127.0.0.1:9000: connection lost (Connection reset
+     * by peer) ..."); borrowed, valid until the next call.  NULL or "":
+     * the runtime reports the code alone. */
+    const char *(*poll_error)(tdm__source *src);
 } tdm__source_vtab;
 
 extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */
@@ -283,6 +299,10 @@ typedef struct tdm__sink_conf {
      * written as it comes (the behaviour without checkpoints). */
     bool exactly_once;
     int writer;
+    /* The restored checkpoint's id, 0 on a fresh start: recover(s, NULL)
+     * with it set means this writer had nothing in that checkpoint (the
+     * restored run had fewer writers), not a fresh start. */
+    uint64_t restored;
     const char *job_name;  /* Kafka transactional.id; NULL: "job" */
     /* Kafka, tests only: replaces the rd_kafka_*_transaction calls
      * (tdm__kk_txn_ops below); NULL: librdkafka's. */
@@ -346,7 +366,8 @@ typedef struct tdm__out_row {
 typedef struct tdm__sinkobj tdm__sinkobj;
 
 typedef struct tdm__sink_vtab {
-    int version; /* 1, 2 with flush and tick, 3 with 2PC */
+    int version; /* 1, 2 with flush and tick, 3 with 2PC, 4 with top
+                    and supersede */
     tdm_err (*open)(const tdm__sink_conf *conf, int upsert,
                     tdm__sinkobj **out, char *errbuf, size_t errbuf_size);
     /* Thread-safe: called from several subtasks. */
@@ -377,7 +398,8 @@ typedef struct tdm__sink_vtab {
      * from that subtask's thread (the mutex makes any thread safe):
      *   recover(s, st)    once, after open, before the first write: st
      *                     is the sink's section of the restored
-     *                     checkpoint, NULL on a fresh start;
+     *                     checkpoint, NULL on a fresh start or for a
+     *                     writer it did not have (conf->restored);
      *   pre_commit(s, n)  at the writer's barrier n, after the rows
      *                     before the barrier and before any after it:
      *                     those rows become pending transaction n,
@@ -402,6 +424,24 @@ typedef struct tdm__sink_vtab {
      * files and transactions as they are (tests; the runtime's abort
      * path may use it too). */
     void (*abandon)(tdm__sinkobj *s);
+    /* ---- Version 4, may be NULL: the output of every writer of a sink
+     * at once, from its configuration (no object).  A fresh start must
+     * neither delete nor hide what earlier runs committed until its own
+     * first checkpoint is durable (docs/checkpoints.md, "Fresh starts"):
+     *   top(conf, &id)    the highest checkpoint id the output names
+     *                     (0: none); the run's ids go above it;
+     *   supersede(conf, first, committed, &moved)
+     *                     moves the output of checkpoints below @p first
+     *                     out of the way, never deleting it; idempotent;
+     *                     the runtime calls it once the fresh run's first
+     *                     checkpoint is durable, before any commit, and
+     *                     again at every restore of that run.
+     * Sinks whose output cannot be taken back (Kafka) leave them NULL. */
+    tdm_err (*top)(const tdm__sink_conf *conf, uint64_t *id, char *errbuf,
+                   size_t errbuf_size);
+    tdm_err (*supersede)(const tdm__sink_conf *conf, uint64_t first,
+                         uint64_t committed, size_t *moved, char *errbuf,
+                         size_t errbuf_size);
 } tdm__sink_vtab;
 
 /* Section tags of sink state in a checkpoint (docs/checkpoints.md). */

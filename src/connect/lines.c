@@ -5,7 +5,10 @@
  * reading allocates nothing per line.  The buffer doubles for a longer
  * line, up to TDM__LINE_MAX; a line longer than that is reported once as
  * TDM__LINE_TOO_LONG (with its first bytes) and skipped up to its
- * newline.  A last line without a newline is an ordinary line.  Pipes,
+ * newline.  A last line without a newline is an ordinary line, except
+ * for a reader that keeps cut lines: a socket's peer can close or reset
+ * the connection in the middle of a line, and the bytes it did send are
+ * then a fragment for the caller to report, not a record.  Pipes,
  * terminals and sockets are polled first, so that a caller can stop
  * waiting after a timeout and come back later.
  */
@@ -99,6 +102,8 @@ static ssize_t fill(tdm__lines *lr, int timeout_ms)
     } while (got < 0 && errno == EINTR);
     if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return -2;
+    if (got < 0)
+        lr->read_errno = errno;
     return got;
 }
 
@@ -150,6 +155,9 @@ int tdm__lines_next(tdm__lines *lr, const char **line, size_t *len,
             lr->beg = lr->scan = lr->end = 0;
         }
         if (lr->eof) {
+            /* A cut line stays in the buffer for tdm__lines_rest. */
+            if (lr->keep_cut)
+                return TDM__LINE_EOF;
             if (lr->beg < lr->end && !lr->skipping)
                 return take_line(lr, lr->end, lr->end, line, len);
             lr->beg = lr->scan = lr->end = 0;
@@ -189,6 +197,16 @@ int tdm__lines_next(tdm__lines *lr, const char **line, size_t *len,
             lr->pos += got;
         }
     }
+}
+
+/* The bytes after the last newline (see conn.h): after an error or the
+ * end they are all the reader holds of the line that was cut. */
+size_t tdm__lines_rest(const tdm__lines *lr, const char **p)
+{
+    *p = lr->buf ? lr->buf + lr->beg : "";
+    if (lr->skipping || !lr->buf)
+        return 0;
+    return lr->end - lr->beg;
 }
 
 /* ---- Positions (checkpoints) ---- */

@@ -33,7 +33,7 @@
  *
  * Exactly-once (conf->exactly_once, connect.h version 3): a file sink
  * object belongs to one writer and writes hidden part files that
- * pre_commit seals and commit renames to "path.part-<w>-<ckpt>"; an
+ * pre_commit seals and commit renames to "path.part-<ckpt>-<w>"; an
  * upsert file sink keeps its table in the checkpoint and writes "path"
  * only at close.  stdout stays at-least-once.  See "Two-phase commit"
  * below and docs/checkpoints.md, "Sinks: two-phase commit".
@@ -94,6 +94,7 @@ struct tdm__sinkobj {
      * pending part, commit into a visible one. */
     bool tpc;
     int writer;
+    uint64_t restored;   /* conf->restored: the checkpoint restored */
     int fd;              /* the in-progress part, -1: none yet */
     uint64_t part_bytes; /* bytes in the in-progress part */
     char *dir, *base;    /* folder and file name of path */
@@ -712,13 +713,15 @@ static void free_sink(tdm__sinkobj *s)
  * (docs/checkpoints.md, "Sinks").  Writer w of a file sink at
  * "dir/base" keeps its parts next to it:
  *   dir/.base.part-<w>.inprogress      rows since the last pre_commit
- *   dir/.base.part-<w>-<id>.pending    pre-committed at checkpoint <id>
- *   dir/base.part-<w>-<id>             committed (visible)
- * with <id> in ten digits, so names sort in checkpoint order.  An upsert
- * file sink has no parts: its table goes into the checkpoint instead and
- * is written to "path" at close as without checkpoints. */
+ *   dir/.base.part-<id>-<w>.pending    pre-committed at checkpoint <id>
+ *   dir/base.part-<id>-<w>             committed (visible)
+ * with <id> in ten digits, so names sort in checkpoint order first
+ * (file_parts.c says why, and reads the older writer-first names).  An
+ * upsert file sink has no parts: its table goes into the checkpoint
+ * instead and is written to "path" at close as without checkpoints. */
 
-enum { PART_VISIBLE = 1, PART_PENDING, PART_INPROGRESS };
+enum { PART_VISIBLE = TDM__PART_VISIBLE, PART_PENDING = TDM__PART_PENDING,
+       PART_INPROGRESS = TDM__PART_INPROGRESS };
 
 static tdm_err sink_flush(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
 
@@ -726,28 +729,21 @@ static tdm_err sink_flush(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
 static tdm_err tpc_open(tdm__sinkobj *s, const tdm__sink_conf *conf,
                         char *errbuf, size_t errbuf_size)
 {
-    const char *slash = strrchr(s->path, '/');
-    size_t dlen = slash ? (size_t)(slash - s->path) : 0;
-
     if (conf->writer < 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "writer index %d is negative", conf->writer);
     s->writer = conf->writer;
-    s->dir =
-        slash ? tdm__strndup(s->path, dlen ? dlen : 1) : tdm__strndup(".", 1);
-    s->base = tdm__strndup(slash ? slash + 1 : s->path,
-                           strlen(slash ? slash + 1 : s->path));
-    if (!s->dir || !s->base)
-        return TDM_ERR_NOMEM;
-    if (!s->base[0])
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "path '%s' names a folder", s->path);
+    s->restored = conf->restored;
+    tdm_err err = tdm__part_split(s->path, &s->dir, &s->base, errbuf,
+                                  errbuf_size);
+    if (err != TDM_OK)
+        return err;
     size_t n = strlen(s->dir) + strlen(s->base) + 48;
     s->inprog = tdm__malloc(n);
     if (!s->inprog)
         return TDM_ERR_NOMEM;
-    snprintf(s->inprog, n, "%s/.%s.part-%d.inprogress", s->dir, s->base,
-             s->writer);
+    tdm__part_path(s->inprog, n, s->dir, s->base, PART_INPROGRESS, 0,
+                   s->writer);
     s->tpc = s->mode != 1;
     if (access(s->dir, W_OK | X_OK) != 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
@@ -760,62 +756,54 @@ static tdm_err tpc_open(tdm__sinkobj *s, const tdm__sink_conf *conf,
 static void part_path(const tdm__sinkobj *s, int kind, uint64_t id, char *out,
                       size_t n)
 {
-    if (kind == PART_PENDING)
-        snprintf(out, n, "%s/.%s.part-%d-%010llu.pending", s->dir, s->base,
-                 s->writer, (unsigned long long)id);
-    else
-        snprintf(out, n, "%s/%s.part-%d-%010llu", s->dir, s->base, s->writer,
-                 (unsigned long long)id);
+    tdm__part_path(out, n, s->dir, s->base, kind, id, s->writer);
 }
 
 /* Classifies a folder entry: one of this writer's parts (kind, *id) or 0
  * for anything else. */
 static int part_kind(const tdm__sinkobj *s, const char *name, uint64_t *id)
 {
-    char pre[64];
-    size_t bl = strlen(s->base);
-    bool hidden = name[0] == '.';
-    const char *p = name + hidden;
-    int kind;
+    tdm__part pt;
 
     *id = 0;
-    if (strncmp(p, s->base, bl) != 0)
+    if (!tdm__part_parse(s->base, name, &pt) || pt.writer != s->writer)
         return 0;
-    p += bl;
-    snprintf(pre, sizeof pre, ".part-%d", s->writer);
-    if (strncmp(p, pre, strlen(pre)) != 0)
-        return 0;
-    p += strlen(pre);
-    if (hidden && strcmp(p, ".inprogress") == 0)
-        return PART_INPROGRESS;
-    if (*p++ != '-' || strspn(p, "0123456789") != 10)
-        return 0;
-    kind = !hidden && p[10] == '\0'                    ? PART_VISIBLE
-           : hidden && strcmp(p + 10, ".pending") == 0 ? PART_PENDING
-                                                       : 0;
-    for (int i = 0; kind && i < 10; i++)
-        *id = *id * 10 + (uint64_t)(p[i] - '0');
-    return kind;
+    *id = pt.id;
+    return pt.kind;
 }
 
-/* Makes pending part @p id visible; already visible is fine.  Mutex
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Makes pending part @p id visible; already visible is fine, and so is a
+ * part pre-committed under its writer-first name by an older tidemark
+ * (file_parts.c, P2), which is published under the current one.  Mutex
  * held.  TDM_OK, TDM_ERR_IO (the message names the paths). */
 static tdm_err publish_part(tdm__sinkobj *s, uint64_t id, char *errbuf,
                             size_t errbuf_size)
 {
-    char from[4300], to[4300];
-    struct stat st;
+    char from[4300], to[4300], old[4300];
 
     part_path(s, PART_PENDING, id, from, sizeof from);
     part_path(s, PART_VISIBLE, id, to, sizeof to);
-    if (stat(from, &st) != 0 && errno == ENOENT) {
-        if (stat(to, &st) == 0)
-            return TDM_OK; /* committed before */
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                         "pending part '%s' of checkpoint %llu is missing",
-                         from, (unsigned long long)id);
-    }
-    return tdm__fio_rename(from, to, errbuf, errbuf_size);
+    if (exists(from))
+        return tdm__fio_rename(from, to, errbuf, errbuf_size);
+    if (exists(to))
+        return TDM_OK; /* committed before */
+    tdm__part_legacy_path(old, sizeof old, s->dir, s->base, PART_PENDING, id,
+                          s->writer);
+    if (exists(old))
+        return tdm__fio_rename(old, to, errbuf, errbuf_size);
+    tdm__part_legacy_path(old, sizeof old, s->dir, s->base, PART_VISIBLE, id,
+                          s->writer);
+    if (exists(old))
+        return TDM_OK; /* committed before, by an older tidemark */
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                     "pending part '%s' of checkpoint %llu is missing", from,
+                     (unsigned long long)id);
 }
 
 /* Writes what the in-progress part holds, fsyncs and closes it and
@@ -1020,7 +1008,11 @@ static tdm_err dec_table(tdm__sinkobj *s, tdm__dec *d)
 
 /* Removes this writer's parts that the restored checkpoint does not
  * keep: the in-progress one, pending ones not in pend[], visible ones
- * newer than @p ckpt_id (all of them when @p fresh).  Mutex held. */
+ * newer than @p ckpt_id.  On a fresh start (@p fresh) only the
+ * in-progress part goes: what an earlier run committed or pre-committed
+ * stays until the new run's first checkpoint is durable, so that a fresh
+ * start killed before it leaves the old run able to resume (the runtime
+ * then moves the old parts aside: tdm__parts_supersede).  Mutex held. */
 static tdm_err sweep_parts(tdm__sinkobj *s, uint64_t ckpt_id, bool fresh,
                            char *errbuf, size_t errbuf_size)
 {
@@ -1031,8 +1023,8 @@ static tdm_err sweep_parts(tdm__sinkobj *s, uint64_t ckpt_id, bool fresh,
     for (size_t i = 0; err == TDM_OK && i < n; i++) {
         uint64_t id;
         int kind = part_kind(s, names[i], &id);
-        bool keep =
-            kind == 0 || (kind == PART_VISIBLE && !fresh && id <= ckpt_id);
+        bool keep = kind == 0 || (kind != PART_INPROGRESS && fresh) ||
+                    (kind == PART_VISIBLE && id <= ckpt_id);
         for (size_t k = 0; kind == PART_PENDING && k < s->n_pend; k++)
             keep = keep || s->pend[k] == id;
         if (keep)
@@ -1049,7 +1041,9 @@ static tdm_err sweep_parts(tdm__sinkobj *s, uint64_t ckpt_id, bool fresh,
 
 /* Recover (connect.h, version 3): publishes the parts @p st recorded as
  * pending, removes the parts written after it, restores an upsert
- * table.  @p st NULL: a fresh start, every part of this writer goes. */
+ * table.  @p st NULL: a writer the restored checkpoint did not have
+ * (conf->restored set: what a crashed run left after it goes), or a
+ * fresh start (only the in-progress part goes; see sweep_parts). */
 static tdm_err sink_recover(tdm__sinkobj *s, tdm__dec *st, char *errbuf,
                             size_t errbuf_size)
 {
@@ -1068,7 +1062,9 @@ static tdm_err sink_recover(tdm__sinkobj *s, tdm__dec *st, char *errbuf,
     }
     s->recovered = true;
     if (!st) {
-        err = s->tpc ? sweep_parts(s, 0, true, errbuf, errbuf_size) : TDM_OK;
+        err = s->tpc ? sweep_parts(s, s->restored, s->restored == 0, errbuf,
+                                   errbuf_size)
+                     : TDM_OK;
         goto out;
     }
     if (tdm__dec_section(st, &tag, &d) != TDM_OK) {
@@ -1471,8 +1467,30 @@ static void sink_tick(tdm__sinkobj *s)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Version 4 (connect.h): a file sink's parts as a whole (file_parts.c);
+ * stdout and discard have none. */
+static tdm_err sink_top(const tdm__sink_conf *conf, uint64_t *id,
+                        char *errbuf, size_t errbuf_size)
+{
+    *id = 0;
+    if (conf->type != TDM__SINK_FILE || !conf->path)
+        return TDM_OK;
+    return tdm__parts_top(conf->path, id, errbuf, errbuf_size);
+}
+
+static tdm_err sink_supersede(const tdm__sink_conf *conf, uint64_t first,
+                              uint64_t committed, size_t *moved,
+                              char *errbuf, size_t errbuf_size)
+{
+    *moved = 0;
+    if (conf->type != TDM__SINK_FILE || !conf->path)
+        return TDM_OK;
+    return tdm__parts_supersede(conf->path, first, committed, moved, errbuf,
+                                errbuf_size);
+}
+
 const tdm__sink_vtab tdm__text_sink = {
-    .version = 3,
+    .version = 4,
     .open = sink_open,
     .write_result = sink_write_result,
     .write_row = sink_write_row,
@@ -1484,4 +1502,6 @@ const tdm__sink_vtab tdm__text_sink = {
     .commit = sink_commit,
     .recover = sink_recover,
     .abandon = sink_abandon,
+    .top = sink_top,
+    .supersede = sink_supersede,
 };

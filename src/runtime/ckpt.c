@@ -194,12 +194,12 @@ tdm_err rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
      * which then could never be written). */
     ck->last = top > id ? top : id;
     if (!found)
-        return TDM_OK;
+        return rt_lineage_begin(run, 0, errbuf, errbuf_size);
     if (tdm__job_int(job, "checkpoint.restore") == 1) {
         tdm__job_log(job, "checkpoint: starting from scratch (checkpoint "
                           "%llu in %s not restored)",
                      (unsigned long long)id, dir);
-        return TDM_OK;
+        return rt_lineage_begin(run, id, errbuf, errbuf_size);
     }
     err = tdm__ckpt_reader_open(ck->st, id, &ck->rd);
     if (err != TDM_OK)
@@ -232,6 +232,9 @@ tdm_err rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
     ck->old_P = (int)m->parallelism;
     ck->from = id;
     ck->restored = true;
+    err = rt_lineage_load(run, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        goto done;
     size_t n_rd = (size_t)run->n_srcs * (size_t)ck->old_P;
     ck->src_pos = tdm__calloc((size_t)run->n_srcs + 1, sizeof *ck->src_pos);
     ck->src_pos_len = tdm__calloc((size_t)run->n_srcs + 1,
@@ -300,6 +303,7 @@ static tdm_err open_writer(tdm__run *run, rt_sink *s, int si, int w,
     char msg[256] = "";
     conf.exactly_once = true;
     conf.writer = w;
+    conf.restored = run->ck.restored ? run->ck.from : 0;
     conf.job_name = tdm__job_str(run->job, "name");
     *out = NULL;
     tdm_err err = restored_section(run, si, w, &p, &len, errbuf,
@@ -342,11 +346,14 @@ tdm_err rt_ckpt_open_sink(tdm__run *run, rt_sink *s, int si, char *errbuf,
     if (!s->wobj)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
                          "out of memory");
+    tdm_err err = rt_lineage_sink_before(run, s, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
     for (int r = 0; r < s->n_roles; r++) {
         for (int k = 0; k < run->P; k++) {
             int w = r * RT_CK_ROLE + k;
-            tdm_err err = open_writer(run, s, si, w, &s->wobj[w], errbuf,
-                                      errbuf_size);
+            err = open_writer(run, s, si, w, &s->wobj[w], errbuf,
+                              errbuf_size);
             if (err != TDM_OK)
                 return err;
         }
@@ -355,14 +362,14 @@ tdm_err rt_ckpt_open_sink(tdm__run *run, rt_sink *s, int si, char *errbuf,
          * by the subtasks that now read their partitions). */
         for (int k = run->P; ck->restored && k < ck->old_P; k++) {
             tdm__sinkobj *o = NULL;
-            tdm_err err = open_writer(run, s, si, r * RT_CK_ROLE + k, &o,
-                                      errbuf, errbuf_size);
+            err = open_writer(run, s, si, r * RT_CK_ROLE + k, &o, errbuf,
+                              errbuf_size);
             if (err != TDM_OK)
                 return err;
             s->vt->abandon(o);
         }
     }
-    return TDM_OK;
+    return rt_lineage_sink_after(run, s, errbuf, errbuf_size);
 }
 
 /* Which old split goes where at another parallelism: old subtask @p k
@@ -574,6 +581,7 @@ static void start(tdm__run *run, int kind)
 {
     rt_ckpt *ck = &run->ck;
     ck->pending = ++ck->last;
+    rt_lineage_started(run, ck->pending);
     ck->pending_kind = kind;
     ck->started_us = tdm__mono_us();
     atomic_store_explicit(&ck->req, ck->pending, memory_order_release);
@@ -681,6 +689,8 @@ static void complete(tdm__run *run)
         .meta_len = meta_len,
     };
     err = tdm__ckpt_begin(ck->st, &info);
+    if (err == TDM_OK)
+        err = rt_lineage_put(run);
     for (int i = 0; err == TDM_OK && i < n_parts; i++) {
         char name[64];
         rt_ck_slot *c = slot_at(run, i, name, sizeof name);
@@ -722,7 +732,10 @@ static void complete(tdm__run *run)
                           "alignment %lld ms",
                      (unsigned long long)id, (unsigned long long)bytes,
                      (long long)took, (long long)(align_us / 1000));
-    /* Durable: the writers may make its transactions visible. */
+    /* Durable: the writers may make its transactions visible, once the
+     * output a fresh start replaces is out of the way. */
+    if (!rt_lineage_durable(run))
+        goto done;
     atomic_store_explicit(&ck->committed, id, memory_order_release);
     commit_ended(run, id, false);
     goto done;

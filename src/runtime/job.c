@@ -858,6 +858,48 @@ static const char *const kafka_only_keys[] = {
     "key.field", "repartition.writers", "repartition.writer_timeout",
 };
 
+/* The keys of a TCP source (docs/tcp.md).  Any of them on another
+ * source is refused, and so are back-off keys of a source that never
+ * reconnects and a back-off longer than its maximum: a setting that
+ * cannot take effect is a mistake to report, not to ignore. */
+static const char *const tcp_keys[] = {
+    "tcp.address", "tcp.on_close", "tcp.connect_timeout",
+    "tcp.reconnect.timeout", "tcp.reconnect.backoff",
+    "tcp.reconnect.max_backoff",
+};
+
+static tdm_err validate_tcp_source(vctx *c, tdm_node *n, int type)
+{
+    if (type != TDM__SRC_TCP) {
+        for (size_t k = 0; k < sizeof tcp_keys / sizeof tcp_keys[0]; k++)
+            if (node_set(n, tcp_keys[k]))
+                VFAIL(c, n, "%s: only tcp sources take it (type is not "
+                            "tcp)",
+                      tcp_keys[k]);
+        return TDM_OK;
+    }
+    const char *a = tdm__node_str(n, "tcp.address");
+    const char *colon = strrchr(a, ':');
+    if (!colon || colon == a || !colon[1])
+        VFAIL(c, n, "tcp.address: expected host:port, got \"%s\"", a);
+    int64_t backoff = tdm__node_int(n, "tcp.reconnect.backoff");
+    int64_t max = tdm__node_int(n, "tcp.reconnect.max_backoff");
+    if (tdm__node_int(n, "tcp.reconnect.timeout") == 0) {
+        const char *k = node_set(n, "tcp.reconnect.backoff")
+                            ? "tcp.reconnect.backoff"
+                            : "tcp.reconnect.max_backoff";
+        if (node_set(n, k))
+            VFAIL(c, n, "%s: the source never reconnects "
+                        "(tcp.reconnect.timeout is 0)",
+                  k);
+    } else if (max < backoff) {
+        VFAIL(c, n, "tcp.reconnect.max_backoff: %lld ms is less than "
+                    "tcp.reconnect.backoff (%lld ms)",
+              (long long)max, (long long)backoff);
+    }
+    return TDM_OK;
+}
+
 /* The filter and compute.* keys (expr.c): compiled here, so that a bad
  * expression is a validation error, and kept on the node for the run
  * (not replaced while a run uses them). */
@@ -919,13 +961,9 @@ static tdm_err validate_source(vctx *c, tdm_node *n)
         if (type == TDM__SRC_FILE && !*path)
             VFAIL(c, n, "path: required for file sources (a file, a glob "
                         "or \"-\" for standard input)");
-        if (type == TDM__SRC_TCP) {
-            const char *a = tdm__node_str(n, "tcp.address");
-            const char *colon = strrchr(a, ':');
-            if (!colon || colon == a || !colon[1])
-                VFAIL(c, n, "tcp.address: expected host:port, got \"%s\"",
-                      a);
-        }
+        tdm_err err = validate_tcp_source(c, n, type);
+        if (err != TDM_OK)
+            return err;
         if (type == TDM__SRC_GENERATOR) {
             /* A schema of its own picks generator fields by name. */
             int64_t parts = tdm__node_int(n, "generator.partitions");

@@ -292,6 +292,11 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
                       : -1;
     c->ts_unit = (int)tdm__node_int(n, "timestamp.unit") + 1;
     c->tcp_address = tdm__node_str(n, "tcp.address");
+    c->tcp_reconnect_on_close = tdm__node_int(n, "tcp.on_close") == 0;
+    c->tcp_connect_timeout = tdm__node_int(n, "tcp.connect_timeout");
+    c->tcp_reconnect_timeout = tdm__node_int(n, "tcp.reconnect.timeout");
+    c->tcp_backoff = tdm__node_int(n, "tcp.reconnect.backoff");
+    c->tcp_max_backoff = tdm__node_int(n, "tcp.reconnect.max_backoff");
     c->gen_kind = (int)tdm__node_int(n, "generator.kind") + 1;
     c->gen_records = tdm__node_int(n, "generator.records");
     c->gen_rate = tdm__node_int(n, "generator.rate");

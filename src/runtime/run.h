@@ -72,6 +72,15 @@ typedef struct rt_ckpt {
                               si * old_P + k: the reader section */
     size_t *src_rd_len;
     struct tdm__ckpt_reader *rd;
+    /* The lineage (ckpt_lineage.c): its first checkpoint (0: none yet,
+     * or restored from a checkpoint older than lineages), the newest
+     * checkpoint durable when it began, and whether its old output has
+     * been moved aside. */
+    uint64_t line_first, line_committed;
+    bool line_done;
+    /* A fresh start: the lineage it replaces, whose move aside it
+     * finishes first (0: none). */
+    uint64_t old_first, old_committed;
 } rt_ckpt;
 
 /* Watermark alignment: one coordinator per watermark.alignment.group,
@@ -506,6 +515,28 @@ void rt_ckpt_step(tdm__run *run, bool at_end);
 void rt_ckpt_final(tdm__run *run);
 /* Closes the store, frees restore data. */
 void rt_ckpt_close(tdm__run *run);
+/* ---- Lineages: a fresh start and the output it replaces
+ * (ckpt_lineage.c) ---- */
+
+/* A fresh start; @p newest: the newest valid checkpoint (0: none),
+ * whose lineage's move aside the fresh start finishes first. */
+tdm_err rt_lineage_begin(tdm__run *run, uint64_t newest, char *errbuf,
+                         size_t errbuf_size);
+/* At a restore (ck->rd open): the restored checkpoint's lineage. */
+tdm_err rt_lineage_load(tdm__run *run, char *errbuf, size_t errbuf_size);
+/* A checkpoint @p id started: the first of a fresh lineage is its id. */
+void rt_lineage_started(tdm__run *run, uint64_t id);
+/* Writes the lineage blob into the checkpoint being written. */
+tdm_err rt_lineage_put(tdm__run *run);
+/* Sink @p s before its writers open (a restore finishes the move aside)
+ * and after (the run's ids go above every id its output names). */
+tdm_err rt_lineage_sink_before(tdm__run *run, const rt_sink *s,
+                               char *errbuf, size_t errbuf_size);
+tdm_err rt_lineage_sink_after(tdm__run *run, const rt_sink *s,
+                              char *errbuf, size_t errbuf_size);
+/* A checkpoint is durable, before the sinks commit: a fresh lineage moves
+ * the old output aside.  False: that failed and the run failed. */
+bool rt_lineage_durable(tdm__run *run);
 
 /* ---- Failed checkpoints and restarts (restart.c) ---- */
 

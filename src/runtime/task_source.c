@@ -1770,9 +1770,17 @@ void *rt_source_main(void *arg)
         err = vt->poll(t->conn, t->cur->b, run->batch_size, t->finished,
                        &eof);
         if (err != TDM_OK) {
-            rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
-                    "source \"%s\": reading failed (%s)",
-                    t->src->node->name, tdm_strerror(err));
+            /* A connector that can name the cause does (version 5). */
+            const char *why = vt->version >= 5 && vt->poll_error
+                                  ? vt->poll_error(t->conn)
+                                  : NULL;
+            if (why && *why)
+                rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+                        "source \"%s\": %s", t->src->node->name, why);
+            else
+                rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+                        "source \"%s\": reading failed (%s)",
+                        t->src->node->name, tdm_strerror(err));
             break;
         }
         /* Partitions assigned in this poll are splits before its rows

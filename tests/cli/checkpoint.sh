@@ -55,7 +55,7 @@ expect_exit "golden run" 0 "$TM" run "$T/gold.yaml" --quiet
 
 # visible OUTDIR BASE: the visible parts of writer 0, in name order.
 visible() {
-    ls "$1" | grep -E "^$2\\.part-0-[0-9]{10}\$" | sort |
+    ls "$1" | grep -E "^$2\\.part-[0-9]{10}-0\$" | sort |
         while read -r f; do cat "$1/$f"; done
 }
 check() { # check WHAT OUTDIR
@@ -178,7 +178,7 @@ sinks:
 YAML
 }
 all_visible() { # all_visible OUTDIR BASE: every writer's visible parts
-    ls "$1" | grep -E "^$2\.part-[0-9]+-[0-9]{10}\$" |
+    ls "$1" | grep -E "^$2\.part-[0-9]{10}-[0-9]+\$" |
         while read -r f; do cat "$1/$f"; done
 }
 mkdir "$T/rsgold"

@@ -77,7 +77,7 @@ grep -q '"update":true' "$T/gold/out.jsonl" ||
 
 # visible OUTDIR BASE: the visible parts of writer 0, in name order.
 visible() {
-    ls "$1" | grep -E "^$2\\.part-0-[0-9]{10}\$" | sort |
+    ls "$1" | grep -E "^$2\\.part-[0-9]{10}-0\$" | sort |
         while read -r f; do cat "$1/$f"; done
 }
 # bykey FILE: the lines grouped by key, each key's lines in file order.
@@ -132,7 +132,7 @@ while :; do
     [ -d "$R/ck" ] || continue
     [ "$(ckpts "$R/ck" | wc -l)" -ge 2 ] || continue
     newest=$(ckpts "$R/ck" | tail -n 1)
-    [ -f "$R/out/out.jsonl.part-0-${newest#chk-}" ] && break
+    [ -f "$R/out/out.jsonl.part-${newest#chk-}-0" ] && break
 done
 cp -R "$R" "$T/killed"
 newest=$(ckpts "$R/ck" | tail -n 1)
@@ -265,8 +265,8 @@ set -e
 [ $got -ne 0 ] || fail "recovered parts: the run was not killed"
 expect_in "recovered parts" "$T/err" \
     "checkpoint: resuming from checkpoint $prev_id in $R/ck"
-ls -a "$R/out" | grep -E '\.part-0-[0-9]{10}(\.pending)?$' |
-    sed -E 's/.*part-0-0*([0-9]+).*/\1/' >"$T/ids"
+ls -a "$R/out" | grep -E '\.part-[0-9]{10}-0(\.pending)?$' |
+    sed -E 's/.*part-0*([0-9]+)-0.*/\1/' >"$T/ids"
 while read -r id; do
     [ "$id" -le "$prev_id" ] || {
         ls -a "$R/out" >&2

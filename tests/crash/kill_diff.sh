@@ -41,7 +41,8 @@
 # reproduce a failure), TDM_KILL_RECORDS (records per click file, default
 # 20000).  Outputs go to a folder under /dev/shm when it is writable
 # (checkpoint fsyncs cost nothing there) unless TMPDIR is set.
-# The start (TMPDIR, setup, TOOL, JOB, lib.sh, cd $T/w): start.sh.
+# The start (TMPDIR, setup, TOOL, JOB, lib.sh, cd $T/w): start.sh; the
+# invocation and the kills drawn: lib.sh.
 . "$(dirname "$0")/start.sh"
 
 mult=${TDM_TEST_TIMEOUT_MULTIPLIER:-1}
@@ -59,58 +60,8 @@ fi
 make_input "${TDM_KILL_RECORDS:-20000}"
 make_golden
 
-# One invocation of the checkpointed job with a fault spec ("" none,
-# "delay:MS" SIGKILL after MS, "stop:MS" SIGINT after MS, else a
-# TDM_FIO_FAULT value): sets rc.  stderr goes to $T/inv.err and is
-# appended to $T/run.err.
-invoke() {
-    set +e
-    case "$1" in
-    "")
-        "$TM" run "$JOB" --quiet $CK_SET >/dev/null 2>"$T/inv.err" ;;
-    delay:*)
-        "$TOOL" kill-after "${1#delay:}" "$TM" run "$JOB" --quiet $CK_SET \
-            >/dev/null 2>"$T/inv.err" ;;
-    stop:*)
-        "$TOOL" kill-after -s INT "${1#stop:}" "$TM" run "$JOB" --quiet \
-            $CK_SET >/dev/null 2>"$T/inv.err" ;;
-    *)
-        TDM_FIO_FAULT="$1" "$TM" run "$JOB" --quiet $CK_SET \
-            >/dev/null 2>"$T/inv.err" ;;
-    esac
-    rc=$?
-    set -e
-    echo "--- $1 (exit code $rc)" >>"$T/run.err"
-    cat "$T/inv.err" >>"$T/run.err"
-}
-
-# draw_kill: a random kill spec in $spec.
-draw_kill() {
-    rnd 6
-    case $R in
-    0 | 1)
-        rnd 4
-        case $R in
-        0) rnd 30; spec="rename:$((R + 1)):KILL" ;;
-        1) rnd 60; spec="fsync:$((R + 1)):KILL" ;;
-        2) rnd 4; spec="mkdir:$((R + 1)):KILL" ;;
-        *) rnd 8; spec="unlink:$((R + 1)):KILL" ;;
-        esac
-        n_proto=$((n_proto + 1)) ;;
-    2 | 3)
-        rnd 200; spec="write:$((R + 1)):KILL"
-        n_write=$((n_write + 1)) ;;
-    *)
-        rnd 200; spec="delay:$((R + 5))"
-        n_delay=$((n_delay + 1)) ;;
-    esac
-}
-
 total_kills=0
 n_stops=0
-n_proto=0
-n_write=0
-n_delay=0
 r=0
 while [ $r -lt "$runs" ]; do
     seed=$((seed0 + r))
@@ -146,9 +97,7 @@ while [ $r -lt "$runs" ]; do
         if [ "$rc" = 137 ]; then
             kills=$((kills + 1))
             list="$list $spec"
-        elif [ "$spec" = "stop:$stop_ms" ] &&
-            { [ "$rc" = 130 ] || grep -q '^tidemark: job "crash" stopped' \
-                "$T/inv.err"; }; then
+        elif stopped "$spec"; then
             # Stopped (or interrupted before the handler was set up).
             list="$list $spec"
             n_stops=$((n_stops + 1))

@@ -154,10 +154,11 @@ EOF
     } >"$W/$1.yaml"
 }
 
-# Every visible part of every writer (name order per writer).
+# Every visible part of every writer (name order: by checkpoint, then
+# writer).
 visible() {
     find "$W/out-$1" -name 'out.jsonl.part-*' | sort |
-        grep -E '/out\.jsonl\.part-[0-9]+-[0-9]{10}$' |
+        grep -E '/out\.jsonl\.part-[0-9]{10}-[0-9]+$' |
         while read -r f; do cat "$f"; done
 }
 

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -529,6 +530,205 @@ TDM_TEST(tcp_connect_errors)
     ASSERT_STR_EQ(fx.err, "tcp.address: expected "
                           "host:port, got \"localhost\"");
     close_src(&fx);
+}
+
+/* ---- TCP: reconnects, cut lines and causes (issue 18) ---- */
+
+/* The tcp source's clock in the tests below: set by hand. */
+static int64_t fake_ms;
+
+static int64_t fake_now(void *ud)
+{
+    (void)ud;
+    return fake_ms;
+}
+
+/* Listens on a loopback port, writes its address into @p addr (64
+ * bytes) and configures a TCP source on it that reconnects on a clean
+ * close, for up to @p timeout_ms with back-off 100 ms doubling up to
+ * 300 ms, on the fake clock; CSV with a header.  Returns the listening
+ * socket. */
+static int tcp_setup(src_fixture *fx, char *addr, int64_t timeout_ms)
+{
+    int port, lfd = listen_loopback(&port);
+    snprintf(addr, 64, "127.0.0.1:%d", port);
+    conf_init(fx, "user:string, ts:timestamp", TDM__FMT_CSV, NULL);
+    fx->conf.type = TDM__SRC_TCP;
+    fx->conf.tcp_address = addr;
+    fx->conf.tcp_reconnect_on_close = true;
+    fx->conf.tcp_reconnect_timeout = timeout_ms;
+    fx->conf.tcp_backoff = 100;
+    fx->conf.tcp_max_backoff = 300;
+    fx->conf.now = fake_now;
+    fx->vt = &tdm__tcp_source;
+    fake_ms = 0;
+    return lfd;
+}
+
+/* Opens the source of tcp_setup and accepts its connection. */
+static int tcp_open_accept(src_fixture *fx, int lfd)
+{
+    ASSERT_OK(open_src(fx, 0, 1));
+    int cfd = accept(lfd, NULL, NULL);
+    ASSERT_TRUE(cfd >= 0);
+    return cfd;
+}
+
+/* Closes @p fd with a reset (SO_LINGER 0) instead of a clean close. */
+static void close_reset(int fd)
+{
+    struct linger lg = {1, 0};
+    ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+    close(fd);
+}
+
+/* One poll that neither fails nor ends the input. */
+static void poll_once(src_fixture *fx, tdm__batch *b)
+{
+    int eof = 0;
+    ASSERT_OK(fx->vt->poll(fx->src, b, 8, fx->finished, &eof));
+    ASSERT_EQ(eof, 0);
+}
+
+/* 1 when a connection waits on the listening socket @p lfd. */
+static int pending(int lfd)
+{
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    return poll(&p, 1, 0);
+}
+
+/* Polls until @p want rows are in @p b or @p dead letters were sent;
+ * the connection stays (no eof). */
+static void poll_until(src_fixture *fx, tdm__batch *b, size_t want, int dead)
+{
+    for (int i = 0; i < 1000 && (b->n < want || fx->dead.n < dead); i++)
+        poll_once(fx, b);
+    ASSERT_EQ(b->n, want);
+    ASSERT_EQ(fx->dead.n, dead);
+}
+
+/* Issue 18: a reset is not the end of the input, and the line it cut is
+ * a dead letter, not a record ("car," would parse as a CSV row); the
+ * source reconnects after the back-off, and the next connection's lines
+ * are located "addr#2:line" - where a clean close cuts a line too. */
+TDM_TEST(tcp_reconnects_after_a_reset_and_drops_the_cut_line)
+{
+    src_fixture fx;
+    char addr[64], want[512];
+    int lfd = tcp_setup(&fx, addr, 1000);
+    int cfd = tcp_open_accept(&fx, lfd);
+    const char *msg = "user,ts\nann,5\nbob,6\ncar,";
+    ASSERT_EQ(write(cfd, msg, strlen(msg)), (ssize_t)strlen(msg));
+    close_reset(cfd);
+    tdm__batch *b = tdm__batch_new(&fx.schema, 8);
+    poll_until(&fx, b, 2, 1);
+    snprintf(want, sizeof want,
+             "%s:4|line cut: the connection ended (Connection reset by "
+             "peer) before its newline|car,\n",
+             addr);
+    ASSERT_STR_EQ(fx.dead.text, want);
+    /* No attempt before the back-off, one when it is over. */
+    fake_ms = 99;
+    poll_once(&fx, b);
+    ASSERT_EQ(pending(lfd), 0);
+    fake_ms = 100;
+    poll_once(&fx, b);
+    ASSERT_EQ(pending(lfd), 1);
+    cfd = accept(lfd, NULL, NULL);
+    ASSERT_TRUE(cfd >= 0);
+    msg = "user,ts\ndan,7\neve,8";
+    ASSERT_EQ(write(cfd, msg, strlen(msg)), (ssize_t)strlen(msg));
+    close(cfd);
+    poll_until(&fx, b, 3, 2);
+    ASSERT_EQ(b->rows[2].ts, 7);
+    snprintf(want + strlen(want), sizeof want - strlen(want),
+             "%s#2:3|line cut: the connection ended (closed by the peer) "
+             "before its newline|eve,8\n",
+             addr);
+    ASSERT_STR_EQ(fx.dead.text, want);
+    ASSERT_EQ(fx.finished[0], 0);
+    tdm__batch_destroy(b);
+    close_src(&fx);
+    close(lfd);
+}
+
+/* Issue 18: with nobody listening after the loss, attempts start at
+ * 100, 300, 600, 900 ms (the wait doubles, capped at 300 ms) and at the
+ * timeout, 1000 ms; then poll fails and poll_error names the address,
+ * the cause of the loss and that of the last attempt.  A fixed back-off
+ * would make 10 attempts, an uncapped one 4. */
+TDM_TEST(tcp_reconnect_backs_off_then_names_the_causes)
+{
+    src_fixture fx;
+    char addr[64], want[512];
+    int eof = 0, lfd = tcp_setup(&fx, addr, 1000);
+    int cfd = tcp_open_accept(&fx, lfd);
+    close(lfd); /* later connects are refused */
+    ASSERT_EQ(write(cfd, "cut", 3), 3);
+    close(cfd);
+    tdm__batch *b = tdm__batch_new(&fx.schema, 8);
+    poll_until(&fx, b, 0, 1); /* the close, seen at 0 ms */
+    for (fake_ms = 50; fake_ms < 1000; fake_ms += 50)
+        poll_once(&fx, b);
+    ASSERT_STR_EQ(fx.vt->poll_error(fx.src), "");
+    ASSERT_ERR(fx.vt->poll(fx.src, b, 8, fx.finished, &eof), TDM_ERR_IO);
+    snprintf(want, sizeof want,
+             "tcp %s: connection lost (closed by the peer); no "
+             "reconnection within tcp.reconnect.timeout (1000 ms, 5 "
+             "attempts, the last: Connection refused)",
+             addr);
+    ASSERT_STR_EQ(fx.vt->poll_error(fx.src), want);
+    ASSERT_EQ(b->n, 0);
+    tdm__batch_destroy(b);
+    close_src(&fx);
+}
+
+/* Issue 18: tcp.reconnect.timeout 0 - a reset fails the source at once,
+ * naming it (not "reading failed (input/output error)"). */
+TDM_TEST(tcp_reset_without_reconnect_names_the_cause)
+{
+    src_fixture fx;
+    char addr[64], want[256];
+    int eof = 0, lfd = tcp_setup(&fx, addr, 0);
+    close_reset(tcp_open_accept(&fx, lfd));
+    tdm__batch *b = tdm__batch_new(&fx.schema, 8);
+    tdm_err err = TDM_OK;
+    for (int i = 0; i < 100 && err == TDM_OK; i++)
+        err = fx.vt->poll(fx.src, b, 8, fx.finished, &eof);
+    ASSERT_ERR(err, TDM_ERR_IO);
+    snprintf(want, sizeof want,
+             "tcp %s: connection lost (Connection reset by peer); not "
+             "reconnecting (tcp.reconnect.timeout is 0)",
+             addr);
+    ASSERT_STR_EQ(fx.vt->poll_error(fx.src), want);
+    tdm__batch_destroy(b);
+    close_src(&fx);
+    close(lfd);
+}
+
+/* Issue 18: a connect that hangs (the listener's accept queue is full,
+ * so the kernel drops the SYN) fails after tcp.connect_timeout, saying
+ * so rather than "Connection timed out". */
+TDM_TEST(tcp_connect_timeout_names_the_cause)
+{
+    src_fixture fx;
+    char addr[64], want[256];
+    int lfd = tcp_setup(&fx, addr, 0);
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    ASSERT_EQ(getsockname(lfd, (struct sockaddr *)&a, &len), 0);
+    int filler = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_EQ(listen(lfd, 0), 0);
+    ASSERT_EQ(connect(filler, (struct sockaddr *)&a, sizeof a), 0);
+    fx.conf.now = NULL; /* open() waits on the real clock */
+    fx.conf.tcp_connect_timeout = 100;
+    ASSERT_ERR(open_src(&fx, 0, 1), TDM_ERR_IO);
+    snprintf(want, sizeof want,
+             "cannot connect to %s: connect timed out after 100 ms", addr);
+    ASSERT_STR_EQ(fx.err, want);
+    close_src(&fx);
+    close(filler);
+    close(lfd);
 }
 
 /* ---- Generator ---- */

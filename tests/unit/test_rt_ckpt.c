@@ -246,24 +246,27 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The visible parts "<base>.part-<w>-<id>" of writer @p w in @p dir
+/* The visible parts "<base>.part-<id>-<w>" of writer @p w in @p dir
  * with lo <= id <= hi, in name order, concatenated. */
 static char *parts_of(const char *dir, const char *base, int w,
                       unsigned long long lo, unsigned long long hi,
                       size_t *len)
 {
-    char prefix[128];
-    snprintf(prefix, sizeof prefix, "%s.part-%d-", base, w);
+    char prefix[128], tail[32];
+    snprintf(prefix, sizeof prefix, "%s.part-", base);
+    snprintf(tail, sizeof tail, "-%d", w);
+    size_t pl = strlen(prefix);
     DIR *d = opendir(dir);
     ASSERT_TRUE(d != NULL);
     char *names[4096];
     int n = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL)
-        if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 &&
-            strlen(de->d_name) == strlen(prefix) + 10 &&
-            strtoull(de->d_name + strlen(prefix), NULL, 10) >= lo &&
-            strtoull(de->d_name + strlen(prefix), NULL, 10) <= hi) {
+        if (strncmp(de->d_name, prefix, pl) == 0 &&
+            strspn(de->d_name + pl, "0123456789") == 10 &&
+            strcmp(de->d_name + pl + 10, tail) == 0 &&
+            strtoull(de->d_name + pl, NULL, 10) >= lo &&
+            strtoull(de->d_name + pl, NULL, 10) <= hi) {
             ASSERT_TRUE(n < 4096);
             names[n++] = strdup(de->d_name);
         }
@@ -1504,8 +1507,8 @@ static char *rs_grouped(const char *text, bool by_window)
     return out;
 }
 
-/* Every visible part "<base>.part-<w>-<id>" in @p dir, in (id, writer)
- * order, concatenated. */
+/* Every visible part "<base>.part-<id>-<w>" in @p dir, in (id, writer)
+ * order (name order is by id, then the writer's digits), concatenated. */
 typedef struct rs_part {
     unsigned long long id;
     int w;
@@ -1535,7 +1538,7 @@ static char *rs_all_parts(const char *dir, const char *base)
         unsigned long long id = 0;
         char tail;
         if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
-            sscanf(de->d_name + strlen(prefix), "%d-%llu%c", &w, &id,
+            sscanf(de->d_name + strlen(prefix), "%llu-%d%c", &id, &w,
                    &tail) != 2)
             continue;
         ASSERT_TRUE(n < 4096);

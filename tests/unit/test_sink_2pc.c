@@ -86,8 +86,10 @@ static void sink_path(char *out, size_t n, const char *name)
     snprintf(out, n, "%s/%s", dir, name);
 }
 
-static tdm_err open_sink(run *r, const char *name, int format, int mode,
-                         int writer)
+/* Opens writer @p writer of the file sink @p name as a run restored
+ * from checkpoint @p restored (0: a fresh start) would. */
+static tdm_err open_sink_at(run *r, const char *name, int format, int mode,
+                            int writer, uint64_t restored)
 {
     char path[256];
     tdm__sink_conf c = {0};
@@ -99,8 +101,37 @@ static tdm_err open_sink(run *r, const char *name, int format, int mode,
     c.now = step_clock;
     c.exactly_once = true;
     c.writer = writer;
+    c.restored = restored;
     r->vt = &tdm__text_sink;
     return r->vt->open(&c, mode, &r->s, r->err, sizeof r->err);
+}
+
+static tdm_err open_sink(run *r, const char *name, int format, int mode,
+                         int writer)
+{
+    return open_sink_at(r, name, format, mode, writer, 0);
+}
+
+/* The sink's version-4 calls on the configuration of @p name. */
+static tdm_err supersede(const char *name, uint64_t first,
+                         uint64_t committed, size_t *moved)
+{
+    char path[256], err[256];
+    size_t m = 0;
+    tdm__sink_conf c = {.name = "out", .type = TDM__SINK_FILE};
+    sink_path(path, sizeof path, name);
+    c.path = path;
+    return tdm__text_sink.supersede(&c, first, committed, moved ? moved : &m,
+                                    err, sizeof err);
+}
+
+static tdm_err parts_top(const char *name, uint64_t *top)
+{
+    char path[256], err[256];
+    tdm__sink_conf c = {.name = "out", .type = TDM__SINK_FILE};
+    sink_path(path, sizeof path, name);
+    c.path = path;
+    return tdm__text_sink.top(&c, top, err, sizeof err);
 }
 
 static void free_blobs(run *r)
@@ -222,34 +253,48 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The visible output of writer @p w: its files "<name>.part-<w>-*" in
- * name order, concatenated.  *hidden counts files starting with "." (a
+/* Whether @p file is a visible part "<name>.part-<10 digits>-<w>" of
+ * writer @p w (spelled out here, not with the sink's own parser). */
+static bool part_of(const char *file, const char *name, int w)
+{
+    char prefix[128], tail[32];
+    size_t pl;
+    snprintf(prefix, sizeof prefix, "%s.part-", name);
+    snprintf(tail, sizeof tail, "-%d", w);
+    pl = strlen(prefix);
+    return strncmp(file, prefix, pl) == 0 &&
+           strspn(file + pl, "0123456789") == 10 &&
+           strcmp(file + pl + 10, tail) == 0;
+}
+
+/* The visible output of writer @p w in folder @p in: its parts in name
+ * order, concatenated.  *hidden counts files starting with "." (a
  * pending or in-progress part). */
-static const char *visible(const char *name, int w, int *hidden)
+static const char *visible_in(const char *in, const char *name, int w,
+                              int *hidden)
 {
     static char buf[1 << 15];
-    char prefix[128], *names[256];
+    char *names[256];
     int n = 0;
     size_t len = 0;
-    DIR *d = opendir(dir);
+    DIR *d = opendir(in);
     struct dirent *de;
 
     ASSERT_TRUE(d != NULL);
-    snprintf(prefix, sizeof prefix, "%s.part-%d-", name, w);
     if (hidden)
         *hidden = 0;
     while ((de = readdir(d)) != NULL) {
         if (hidden && de->d_name[0] == '.' && strcmp(de->d_name, ".") &&
             strcmp(de->d_name, ".."))
             (*hidden)++;
-        if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && n < 256)
+        if (part_of(de->d_name, name, w) && n < 256)
             names[n++] = strdup(de->d_name);
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof names[0], cmp_str);
     for (int i = 0; i < n; i++) {
         char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        snprintf(path, sizeof path, "%s/%s", in, names[i]);
         FILE *f = fopen(path, "rb");
         ASSERT_TRUE(f != NULL);
         len += fread(buf + len, 1, sizeof buf - 1 - len, f);
@@ -258,6 +303,12 @@ static const char *visible(const char *name, int w, int *hidden)
     }
     buf[len] = '\0';
     return buf;
+}
+
+/* visible_in() of the test's folder. */
+static const char *visible(const char *name, int w, int *hidden)
+{
+    return visible_in(dir, name, w, hidden);
 }
 
 /* visible() for bigger outputs (writer 0; returns a malloc'ed buffer
@@ -270,7 +321,10 @@ static const char *visible_big(const char *name)
     free(buf);
     buf = malloc(cap);
     ASSERT_TRUE(buf != NULL);
-    snprintf(cmd, sizeof cmd, "cat '%s'/%s.part-0-* 2>/dev/null", dir, name);
+    snprintf(cmd, sizeof cmd,
+             "cat '%s'/%s.part-[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]"
+             "[0-9]-0 2>/dev/null",
+             dir, name);
     FILE *f = popen(cmd, "r");
     ASSERT_TRUE(f != NULL);
     len = fread(buf, 1, cap - 1, f);
@@ -289,9 +343,11 @@ static bool whole_epochs(const char *got, int format)
 }
 
 /* After a crash: a new sink recovers from the durable checkpoint (or
- * starts fresh), re-runs every epoch after it as an uninterrupted run
- * would, closes; the output must be every row exactly once, in order,
- * and no hidden file may be left. */
+ * starts fresh and, as the runtime does at its first durable checkpoint,
+ * supersedes what the crashed run left: nothing of it was committed),
+ * re-runs every epoch after it as an uninterrupted run would, closes;
+ * the output must be every row exactly once, in order, and no hidden
+ * file may be left. */
 static void recover_and_finish(const char *name, int format)
 {
     run r = {0};
@@ -306,6 +362,8 @@ static void recover_and_finish(const char *name, int format)
     tdm__dec_init(&d, blob, len);
     if (r.vt->recover(r.s, m ? &d : NULL, r.err, sizeof r.err) != TDM_OK)
         tdm_test_fail(__FILE__, __LINE__, "recover: %s", r.err);
+    if (!m && supersede(name, 100, 0, NULL) != TDM_OK)
+        tdm_test_fail(__FILE__, __LINE__, "supersede: %s", r.err);
     /* The new run numbers its checkpoints on from 100 (a runtime may or
      * may not reuse the ids after the restored one; here it does not, so
      * what the crashed run left behind is not simply overwritten). */
@@ -350,9 +408,9 @@ TDM_TEST(uninterrupted_run_is_every_row_once_in_order)
                       expected(EPOCHS, format));
         ASSERT_EQ(hidden, 0);
         /* Parts are named by checkpoint: epochs 1, 2 and 4 have rows. */
-        sink_path(path, sizeof path, "out.jsonl.part-0-0000000002");
+        sink_path(path, sizeof path, "out.jsonl.part-0000000002-0");
         ASSERT_EQ(access(path, F_OK), 0);
-        sink_path(path, sizeof path, "out.jsonl.part-0-0000000003");
+        sink_path(path, sizeof path, "out.jsonl.part-0000000003-0");
         ASSERT_TRUE(access(path, F_OK) != 0);
         sink_path(path, sizeof path, "out.jsonl");
         ASSERT_TRUE(access(path, F_OK) != 0);
@@ -744,8 +802,11 @@ TDM_TEST(bad_state_is_a_parse_error)
     remove_dir();
 }
 
-/* Two writers of one sink keep separate parts; a fresh start of one
- * removes only its own parts (and never the other files there). */
+/* Two writers of one sink keep separate parts.  A fresh start deletes
+ * none of them (only the runtime's supersede at its first durable
+ * checkpoint moves them aside, whole); a writer restored from a
+ * checkpoint that did not have it removes only its parts above that
+ * checkpoint; other files there are never touched. */
 TDM_TEST(writers_keep_separate_parts)
 {
     run a = {0}, b = {0};
@@ -770,17 +831,69 @@ TDM_TEST(writers_keep_separate_parts)
     ASSERT_STR_EQ(visible("out.jsonl", 1, NULL),
                   "{\"location\":\"e2r0\",\"reason\":\"r\",\"raw\":\"x\"}\n"
                   "{\"location\":\"e2r1\",\"reason\":\"r\",\"raw\":\"x\"}\n");
-    /* Writer 1 starts afresh (no checkpoint): its parts go. */
+    const char *w1 = "{\"location\":\"e2r0\",\"reason\":\"r\",\"raw\":\"x\"}\n"
+                     "{\"location\":\"e2r1\",\"reason\":\"r\",\"raw\":\"x\"}\n";
+    /* Writer 1 restored from checkpoint 1 that did not have it (the
+     * restored run had one writer): its part of checkpoint 1 stays. */
     run c = {0};
-    ASSERT_OK(open_sink(&c, "out.jsonl", TDM__FMT_JSON, 0, 1));
+    ASSERT_OK(open_sink_at(&c, "out.jsonl", TDM__FMT_JSON, 0, 1, 1));
     ASSERT_OK(c.vt->recover(c.s, NULL, c.err, sizeof c.err));
     ASSERT_OK(c.vt->close(c.s, c.err, sizeof c.err));
-    ASSERT_STR_EQ(visible("out.jsonl", 1, NULL), "");
+    ASSERT_STR_EQ(visible("out.jsonl", 1, NULL), w1);
+    ASSERT_OK(open_sink(&c, "out.jsonl", TDM__FMT_JSON, 0, 1));
+    /* Writer 1 starts afresh (no checkpoint): nothing goes. */
+    ASSERT_OK(c.vt->recover(c.s, NULL, c.err, sizeof c.err));
+    ASSERT_OK(c.vt->close(c.s, c.err, sizeof c.err));
+    ASSERT_STR_EQ(visible("out.jsonl", 1, NULL), w1);
     ASSERT_STR_EQ(visible("out.jsonl", 0, NULL),
                   expected(EPOCHS, TDM__FMT_JSON));
+    /* The fresh lineage's first checkpoint is 100: both writers' parts
+     * move aside, whole and still visible there. */
+    size_t moved = 0;
+    char aside[256];
+    ASSERT_OK(supersede("out.jsonl", 100, 4, &moved));
+    ASSERT_EQ(moved, 4);
+    ASSERT_STR_EQ(visible("out.jsonl", 0, NULL), "");
+    ASSERT_STR_EQ(visible("out.jsonl", 1, NULL), "");
+    sink_path(aside, sizeof aside, "out.jsonl.replaced-0000000100");
+    ASSERT_STR_EQ(visible_in(aside, "out.jsonl", 0, NULL),
+                  expected(EPOCHS, TDM__FMT_JSON));
+    ASSERT_STR_EQ(visible_in(aside, "out.jsonl", 1, NULL), w1);
+    ASSERT_OK(supersede("out.jsonl", 100, 4, &moved)); /* idempotent */
+    ASSERT_EQ(moved, 0);
+    uint64_t top = 0;
+    ASSERT_OK(parts_top("out.jsonl", &top));
+    ASSERT_EQ(top, 100); /* new ids go above the folder's */
     ASSERT_EQ(access(other, F_OK), 0);
     free_blobs(&a);
     free_blobs(&b);
+    remove_dir();
+}
+
+/* A checkpoint taken by an older tidemark lists a pending part under
+ * its writer-first name ("part-<w>-<id>"): recovery finds it and
+ * publishes it under the current name, so an upgrade loses nothing. */
+TDM_TEST(pending_part_of_an_older_name_is_published)
+{
+    run r = {0}, n = {0};
+    char from[256], to[256];
+    tdm__dec d;
+    make_dir();
+    ASSERT_OK(open_sink(&r, "out.jsonl", TDM__FMT_JSON, 0, 0));
+    ASSERT_OK(r.vt->recover(r.s, NULL, r.err, sizeof r.err));
+    ASSERT_OK(write_epoch(&r, 1));
+    ASSERT_OK(do_step(&r, &(step){'P', 1}));
+    r.vt->abandon(r.s);
+    sink_path(from, sizeof from, ".out.jsonl.part-0000000001-0.pending");
+    sink_path(to, sizeof to, ".out.jsonl.part-0-0000000001.pending");
+    ASSERT_EQ(rename(from, to), 0);
+    ASSERT_OK(open_sink(&n, "out.jsonl", TDM__FMT_JSON, 0, 0));
+    tdm__dec_init(&d, r.blob[1], r.blob_len[1]);
+    ASSERT_OK(n.vt->recover(n.s, &d, n.err, sizeof n.err));
+    ASSERT_OK(n.vt->close(n.s, n.err, sizeof n.err));
+    ASSERT_STR_EQ(visible("out.jsonl", 0, NULL), expected(1, TDM__FMT_JSON));
+    ASSERT_TRUE(access(to, F_OK) != 0);
+    free_blobs(&r);
     remove_dir();
 }
 
