@@ -30,43 +30,19 @@
 setup "$@"
 HG=${3:-}
 
-N=1000000
+JOB=tests/cli/jobs/ckpt_fail.yaml
 
-# job FILE OUTDIR CKDIR [EXTRA YAML LINE...]: tumbling windows per user
-# over a generator with late records (on-event watermarks: the golden run
-# repeats exactly), results and late records to two file sinks.
-job() {
-    f=$1 out=$2 ck=$3
-    shift 3
-    {
-        echo "name: ckfail"
-        echo "parallelism: 1"
-        if [ -n "$ck" ]; then
-            echo "checkpoint: {dir: $ck, interval: ${INTERVAL:-10ms}}"
-        fi
-        for line in "$@"; do
-            echo "$line"
-        done
-        cat <<YAML
-sources:
-  in:
-    type: generator
-    generator: {records: $N, partitions: 4, rate: 1000000000, keys: 50,
-                max_delay: 2s, late_fraction: 0.01, late_delay: 30s}
-    watermark: {max_out_of_orderness: 1s, emit: on_event}
-windows:
-  w:
-    from: in
-    key_by: user
-    window: {type: tumbling, size: 10s}
-    aggregates: "count() as n, count_distinct(page) as pages, max(ts) as hi"
-    sink: out
-    late_output: late
-sinks:
-  out: {type: file, path: $out/out.jsonl}
-  late: {type: file, path: $out/late.jsonl}
-YAML
-    } >"$f"
+# tm_case FAULT DIR [ARG...]: runs the job with TDM_FIO_FAULT=FAULT (""
+# for none), its output in DIR/out and its checkpoints in DIR/ck every
+# $INTERVAL (10ms unless set), and the extra arguments (--set ...).
+tm_case() {
+    fault=$1 d=$2
+    shift 2
+    TDM_FIO_FAULT=$fault "$TM" run "$JOB" --quiet \
+        --set "sinks.out.path=$d/out/out.jsonl" \
+        --set "sinks.late.path=$d/out/late.jsonl" \
+        --set "checkpoint.dir=$d/ck" \
+        --set "checkpoint.interval=${INTERVAL:-10ms}" "$@"
 }
 
 # visible OUTDIR BASE: the committed parts of BASE, in name order.
@@ -91,15 +67,14 @@ fresh() {
 }
 
 mkdir "$T/gold"
-job "$T/gold.yaml" "$T/gold" ""
-expect_exit "golden run" 0 "$TM" run "$T/gold.yaml" --quiet
+expect_exit "golden run" 0 "$TM" run "$JOB" --quiet \
+    --set "sinks.out.path=$T/gold/out.jsonl" \
+    --set "sinks.late.path=$T/gold/late.jsonl"
 [ -s "$T/gold/late.jsonl" ] || fail "the golden run has no late records"
 
 # 1. Default: the first failed checkpoint fails the job.
 fresh d
-job "$T/d.yaml" "$T/d/out" "$T/d/ck"
-expect_exit "full disk, default" 1 env TDM_FIO_FAULT=mkdir:1:ENOSPC:sticky \
-    "$TM" run "$T/d.yaml" --quiet
+expect_exit "full disk, default" 1 tm_case mkdir:1:ENOSPC:sticky "$T/d"
 expect_in "default: the checkpoint" "$T/err" "tidemark: checkpoint 1 "
 expect_in "default: the cause" "$T/err" \
     "failed: mkdir $T/d/ck/chk-0000000001.tmp-"
@@ -108,32 +83,29 @@ expect_in "default: what to do" "$T/err" "make room in $T/d/ck"
 expect_in "default: summary" "$T/err" "checkpoints: 0 completed, 1 failed"
 [ -z "$(visible "$T/d/out" out.jsonl)" ] ||
     fail "default: output visible although no checkpoint completed"
-expect_exit "default, run again with room" 0 "$TM" run "$T/d.yaml" --quiet
+expect_exit "default, run again with room" 0 tm_case "" "$T/d"
 check "default, run again" "$T/d/out"
 
 # 2. The final checkpoint fails: the output is pending, and says so.
 fresh f
 INTERVAL=1h # no periodic checkpoint: the final one is the first
-job "$T/f.yaml" "$T/f/out" "$T/f/ck"
-INTERVAL=10ms
-expect_exit "final checkpoint fails" 1 env TDM_FIO_FAULT=mkdir:1:ENOSPC \
-    "$TM" run "$T/f.yaml" --quiet
+expect_exit "final checkpoint fails" 1 tm_case mkdir:1:ENOSPC "$T/f"
 expect_in "final: message" "$T/err" \
     "tidemark: checkpoint 1 at the end of input failed: mkdir"
 expect_in "final: pending" "$T/err" "is pending (hidden .pending parts) and will be committed by a restart"
 ls -a "$T/f/out" | grep -q '\.pending$' || fail "final: no pending part"
 [ -z "$(visible "$T/f/out" out.jsonl)" ] ||
     fail "final: output visible although its checkpoint failed"
-expect_exit "final, run again with room" 0 "$TM" run "$T/f.yaml" --quiet
+expect_exit "final, run again with room" 0 tm_case "" "$T/f"
 check "final, run again" "$T/f/out"
+INTERVAL=10ms
 
 # 3. A restart strategy: three checkpoints fail (the first attempt's and
 # two restarts'), then the disk has room and the third restart completes.
 fresh r
-job "$T/r.yaml" "$T/r/out" "$T/r/ck" \
-    "restart: {strategy: fixed-delay, attempts: 3, delay: 0}"
-expect_exit "restarted" 0 env TDM_FIO_FAULT=mkdir:1-3:ENOSPC \
-    "$TM" run "$T/r.yaml" --quiet
+expect_exit "restarted" 0 tm_case mkdir:1-3:ENOSPC "$T/r" \
+    --set restart.strategy=fixed-delay --set restart.attempts=3 \
+    --set restart.delay=0
 expect_in "restart: logged" "$T/err" \
     "tidemark: restart 3 of 3 (restart.strategy fixed-delay) in 0 ms"
 expect_in "restart: counted" "$T/err" "tidemark: restarted 3 times"
@@ -142,46 +114,49 @@ check "restarted" "$T/r/out"
 
 # 4. The disk stays full: the restarts give up.
 fresh g
-job "$T/g.yaml" "$T/g/out" "$T/g/ck" \
-    "restart: {strategy: exponential-delay, attempts: 2, delay: 0}"
-expect_exit "gave up" 1 env TDM_FIO_FAULT=mkdir:1:ENOSPC:sticky \
-    "$TM" run "$T/g.yaml" --quiet
+expect_exit "gave up" 1 tm_case mkdir:1:ENOSPC:sticky "$T/g" \
+    --set restart.strategy=exponential-delay --set restart.attempts=2 \
+    --set restart.delay=0
 expect_in "gave up: message" "$T/err" \
     "(restart.strategy exponential-delay gave up after 2 restarts in a row"
 expect_in "gave up: summary" "$T/err" "checkpoints: 0 completed, 3 failed"
 
 # 5. Tolerated failures: two in a row go on; a third fails the job.
 fresh t
-job "$T/t.yaml" "$T/t/out" "$T/t/ck" "checkpoint.tolerable_failed: 2"
-expect_exit "tolerated" 0 env TDM_FIO_FAULT=mkdir:1-2:ENOSPC \
-    "$TM" run "$T/t.yaml" --quiet
+expect_exit "tolerated" 0 tm_case mkdir:1-2:ENOSPC "$T/t" \
+    --set checkpoint.tolerable_failed=2
 expect_in "tolerated: logged" "$T/err" \
     "(2 in a row, checkpoint.tolerable_failed 2: the job goes on"
 expect_in "tolerated: summary" "$T/err" "completed, 2 failed"
 check "tolerated" "$T/t/out"
 fresh u
-job "$T/u.yaml" "$T/u/out" "$T/u/ck" "checkpoint.tolerable_failed: 2"
-expect_exit "beyond tolerance" 1 env TDM_FIO_FAULT=mkdir:1-3:ENOSPC \
-    "$TM" run "$T/u.yaml" --quiet
+expect_exit "beyond tolerance" 1 tm_case mkdir:1-3:ENOSPC "$T/u" \
+    --set checkpoint.tolerable_failed=2
 expect_in "beyond: two tolerated first" "$T/err" "(2 in a row"
 expect_in "beyond: message" "$T/err" \
     "3 failed in a row, more than checkpoint.tolerable_failed (2): the job fails"
-expect_exit "beyond, run again with room" 0 "$TM" run "$T/u.yaml" --quiet
+expect_exit "beyond, run again with room" 0 tm_case "" "$T/u" \
+    --set checkpoint.tolerable_failed=2
 check "beyond tolerance, run again" "$T/u/out"
 
 # 6. Settings that cannot apply are refused with the reason.
-job "$T/n.yaml" "$T/n" "" "restart: {strategy: fixed-delay}"
-expect_exit "restart without checkpoints" 3 "$TM" run "$T/n.yaml" --quiet
+expect_exit "restart without checkpoints" 3 "$TM" run "$JOB" --quiet \
+    --set restart.strategy=fixed-delay
 expect_in "refused" "$T/err" "restart.strategy needs checkpoint.dir"
-job "$T/n.yaml" "$T/n" "$T/n/ck" "restart: {attempts: 5}"
-expect_exit "attempts without a strategy" 3 "$TM" run "$T/n.yaml" --quiet
+expect_exit "attempts without a strategy" 3 tm_case "" "$T/n" \
+    --set restart.attempts=5
 expect_in "refused" "$T/err" "restart.attempts applies to restart.strategy"
 # 7. Surfaced: the REST API, the metrics and the diagnosis of a job whose
 # checkpoints failed (one tolerated, the second fails it); the server
 # lingers after the end, so nothing races.
 fresh s
-job "$T/s.yaml" "$T/s/out" "$T/s/ck" "checkpoint.tolerable_failed: 1"
-TDM_FIO_FAULT=mkdir:1:ENOSPC:sticky "$TM" run "$T/s.yaml" --quiet \
+# Not through tm_case: $! must be tidemark's pid (a background subshell
+# would ignore the SIGINT that ends the lingering).
+TDM_FIO_FAULT=mkdir:1:ENOSPC:sticky "$TM" run "$JOB" --quiet \
+    --set "sinks.out.path=$T/s/out/out.jsonl" \
+    --set "sinks.late.path=$T/s/out/late.jsonl" \
+    --set "checkpoint.dir=$T/s/ck" --set checkpoint.interval=10ms \
+    --set checkpoint.tolerable_failed=1 \
     --http=127.0.0.1:0 --http-linger 2>"$T/s.err" &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$T"' EXIT
