@@ -1186,6 +1186,12 @@ TDM_API tdm_err tdm_job_set_log(tdm_job *job, tdm_log_cb cb, void *ud);
 
 /** @brief Validates, then runs the job to the end of its input (or until
  *  cancelled) on worker threads; returns when every sink is flushed.
+ *  With checkpoint.dir, a checkpoint failing more than
+ *  checkpoint.tolerable_failed times in a row (default 0), or the final
+ *  one failing, fails the run (TDM_ERR_IO); with restart.strategy set, a
+ *  run failing on I/O or memory is run again within this call from the
+ *  newest checkpoint, after a back-off (a cancel ends the wait and the
+ *  call returns the failure).  docs/checkpoints.md, "Failures".
  *  @returns TDM_OK; TDM_ERR_INVAL (validation, message in errbuf);
  *  TDM_ERR_IO (a file could not be opened or written; message names the
  *  path); TDM_ERR_NOMEM.  Malformed records are not errors: they are
