@@ -169,6 +169,8 @@ const char *rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
                      restart_keys[i], restart_keys[i]);
             return buf;
         }
+    /* restart_keys[1..2] apply to both strategies, [3..4] to
+     * exponential-delay only. */
     for (size_t i = 1; i < 5; i++) {
         bool exp_only = i >= 3;
         if (!key_set(job, restart_keys[i]) ||
