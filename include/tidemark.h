@@ -1493,10 +1493,14 @@ typedef struct tdm_http tdm_http;
 /** @brief Starts serving @p job on @p address ("127.0.0.1:8081",
  *  "[::1]:8081", ":8081" means loopback; port 0 picks a free port, see
  *  tdm_http_port).  @p token, if not NULL, is copied and then required as
- *  "Authorization: Bearer TOKEN" on every request.  Keeps a reference to
- *  @p job until tdm_http_stop.  @returns TDM_OK; TDM_ERR_INVAL (bad
- *  address, message in errbuf); TDM_ERR_IO (cannot bind, message names
- *  the address); TDM_ERR_NOMEM. */
+ *  "Authorization: Bearer TOKEN" (scheme in any case) on every request
+ *  but the page; it must be 1-4096 bytes of printable ASCII without
+ *  spaces.  The job keys http.header_timeout and http.allowed_hosts are
+ *  read now: requests whose Host header names another host get 403
+ *  (docs/rest-api.md, "The Host check").  Keeps a reference to @p job
+ *  until tdm_http_stop.  @returns TDM_OK; TDM_ERR_INVAL (bad address or
+ *  token, message in errbuf); TDM_ERR_IO (cannot bind, message names the
+ *  address); TDM_ERR_NOMEM. */
 TDM_API tdm_err tdm_http_start(tdm_job *job, const char *address,
                                const char *token, tdm_http **out,
                                char *errbuf, size_t errbuf_size);

@@ -5,6 +5,8 @@
  * flushes every window, sinks close), and ends with a one-paragraph
  * summary on stderr.  stdout belongs to stdout sinks alone.
  */
+#include <arpa/inet.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -53,14 +55,83 @@ static void on_savepoint_signal(int sig)
 
 /* ---- Options only `run` has (--http*, --log-level) ---- */
 
+/* The longest token tdm_http_start takes; a file holding more is
+ * refused before the server starts. */
+#define TOKEN_MAX 4096
+
 typedef struct http_opts {
     const char *addr;      /* --http ADDR, or NULL */
     const char *token;     /* --http-token TOKEN, or NULL */
+    const char *token_file; /* --http-token-file PATH, or NULL */
+    const char *token_from; /* where the token came from, for messages */
+    char token_buf[TOKEN_MAX + 2]; /* the token read from the file */
     int linger;            /* --http-linger */
     int from_scratch;      /* --from-scratch: checkpoint.restore=none */
     const char *log_level; /* --log-level LEVEL, or NULL (checked by the
                               job key log.level it sets) */
 } http_opts;
+
+/* Reads the token of --http-token-file into h->token_buf: the file's
+ * bytes without the line ends at its end (one written by echo ends with
+ * one).  Returns TDM_EXIT_OK, or TDM_EXIT_USAGE after printing why. */
+static int read_token_file(http_opts *h)
+{
+    FILE *f = fopen(h->token_file, "rb");
+    size_t n;
+    int e;
+    if (f == NULL) {
+        fprintf(stderr, "tidemark run: --http-token-file %s: cannot read "
+                        "it: %s\n", h->token_file, strerror(errno));
+        return TDM_EXIT_USAGE;
+    }
+    n = fread(h->token_buf, 1, sizeof h->token_buf - 1, f);
+    e = ferror(f) ? errno : 0;
+    fclose(f);
+    while (n > 0 && (h->token_buf[n - 1] == '\n' ||
+                     h->token_buf[n - 1] == '\r'))
+        n--;
+    h->token_buf[n] = '\0';
+    if (e != 0 || n == 0 || n > TOKEN_MAX) {
+        fprintf(stderr, "tidemark run: --http-token-file %s: %s%s\n",
+                h->token_file,
+                e != 0   ? "cannot read it: "
+                : n == 0 ? "the file holds no token"
+                         : "the token is longer than 4096 bytes",
+                e != 0 ? strerror(e) : "");
+        return TDM_EXIT_USAGE;
+    }
+    h->token = h->token_buf;
+    return TDM_EXIT_OK;
+}
+
+/* Finds the bearer token of a server: --http-token, else the file of
+ * --http-token-file, else the environment variable TIDEMARK_HTTP_TOKEN
+ * (the first shows in `ps`; the other two do not).  A variable that is
+ * set but empty is an error rather than no token: it is more likely a
+ * mistake than a wish to serve without one.  Sets h->token (NULL: none)
+ * and h->token_from; returns TDM_EXIT_OK or TDM_EXIT_USAGE. */
+static int take_token(http_opts *h)
+{
+    const char *env = getenv("TIDEMARK_HTTP_TOKEN");
+    if (h->token != NULL) {
+        h->token_from = "--http-token";
+        return TDM_EXIT_OK;
+    }
+    if (h->token_file != NULL) {
+        h->token_from = "--http-token-file";
+        return read_token_file(h);
+    }
+    if (env == NULL)
+        return TDM_EXIT_OK;
+    h->token_from = "TIDEMARK_HTTP_TOKEN";
+    if (env[0] == '\0') {
+        fprintf(stderr, "tidemark run: TIDEMARK_HTTP_TOKEN is set but "
+                        "empty; unset it to serve without a token\n");
+        return TDM_EXIT_USAGE;
+    }
+    h->token = env;
+    return TDM_EXIT_OK;
+}
 
 /* Takes the options only `run` has out of argv ("--opt value" or
  * "--opt=value", read by tdm__cli_opt_value), compacting it in place for
@@ -71,7 +142,7 @@ typedef struct http_opts {
 static int take_run_opts(int *argc, char **argv, http_opts *h)
 {
     static const char *const valued[] = {"--http", "--http-token",
-                                         "--log-level"};
+                                         "--log-level", "--http-token-file"};
     int o = 0;
     memset(h, 0, sizeof *h);
     for (int i = 0; i < *argc; i++) {
@@ -85,7 +156,7 @@ static int take_run_opts(int *argc, char **argv, http_opts *h)
             h->from_scratch = 1;
             continue;
         }
-        for (k = 0; k < 3; k++) {
+        for (k = 0; k < 4; k++) {
             v = tdm__cli_opt_value(*argc, argv, &i, valued[k], &missing);
             if (v != NULL || missing)
                 break;
@@ -108,16 +179,26 @@ static int take_run_opts(int *argc, char **argv, http_opts *h)
             h->addr = v;
         else if (k == 1)
             h->token = v;
-        else
+        else if (k == 2)
             h->log_level = v;
+        else
+            h->token_file = v;
     }
     *argc = o;
-    if (h->addr == NULL && (h->token != NULL || h->linger)) {
+    if (h->addr == NULL &&
+        (h->token != NULL || h->token_file != NULL || h->linger)) {
         fprintf(stderr, "tidemark run: %s needs --http ADDR\n",
-                h->token != NULL ? "--http-token" : "--http-linger");
+                h->token != NULL        ? "--http-token"
+                : h->token_file != NULL ? "--http-token-file"
+                                        : "--http-linger");
         return TDM_EXIT_USAGE;
     }
-    return TDM_EXIT_OK;
+    if (h->token != NULL && h->token_file != NULL) {
+        fprintf(stderr, "tidemark run: --http-token and --http-token-file "
+                        "both give a token; give one\n");
+        return TDM_EXIT_USAGE;
+    }
+    return h->addr != NULL ? take_token(h) : TDM_EXIT_OK;
 }
 
 /* The host of an --http address as a URL has it: "[::1]" for IPv6,
@@ -137,6 +218,39 @@ static void url_host(const char *addr, char *buf, size_t n)
         return;
     }
     snprintf(buf, n, "%.*s", (int)len, addr);
+}
+
+/* True when @p host (as url_host gives it) is an IP address other
+ * machines may reach: not loopback, or the wildcard 0.0.0.0 / [::].
+ * "localhost" and what is not an address (refused later) are not. */
+static int is_public(const char *host)
+{
+    unsigned char ip[16];
+    char buf[80];
+    size_t n = strlen(host);
+    if (n > 2 && host[0] == '[' && n < sizeof buf) {
+        static const unsigned char loop[16] = {[15] = 1};
+        memcpy(buf, host + 1, n - 2);
+        buf[n - 2] = '\0';
+        return inet_pton(AF_INET6, buf, ip) == 1 &&
+               memcmp(ip, loop, 16) != 0;
+    }
+    return inet_pton(AF_INET, host, ip) == 1 && ip[0] != 127;
+}
+
+/* Warns, loudly, of a server that other machines can reach and that
+ * answers anyone: the API shows the job's metrics and its recent late
+ * records, rows of data included. */
+static void warn_public(const char *addr)
+{
+    fprintf(stderr,
+            "tidemark: WARNING: --http %s can be reached from other "
+            "machines and no token is set:\n"
+            "tidemark: WARNING: anyone who reaches it can read the job's "
+            "metrics and recent late records.\n"
+            "tidemark: WARNING: set a token (--http-token-file FILE or "
+            "TIDEMARK_HTTP_TOKEN) or listen on 127.0.0.1.\n",
+            addr);
 }
 
 static void handle_signals(int on);
@@ -181,6 +295,9 @@ static int start_http(tdm_job *job, const http_opts *h, const char *name,
     char msg[512] = "", host[80];
     sigset_t block, old;
     tdm_err err;
+    url_host(h->addr, host, sizeof host);
+    if (h->token == NULL && is_public(host))
+        warn_public(h->addr);
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
@@ -188,11 +305,13 @@ static int start_http(tdm_job *job, const http_opts *h, const char *name,
     err = tdm_http_start(job, h->addr, h->token, srv, msg, sizeof msg);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err != TDM_OK) {
-        fprintf(stderr, "tidemark run: --http: %s\n",
+        /* A token the server refuses is named by where it came from. */
+        fprintf(stderr, "tidemark run: %s: %s\n",
+                strncmp(msg, "bearer token", 12) == 0 ? h->token_from
+                                                      : "--http",
                 msg[0] ? msg : tdm_strerror(err));
         return err == TDM_ERR_INVAL ? TDM_EXIT_USAGE : TDM_EXIT_RUNTIME;
     }
-    url_host(h->addr, host, sizeof host);
     fprintf(stderr, "tidemark: serving http://%s:%d/ (job \"%s\")\n", host,
             tdm_http_port(*srv), name);
     fflush(stderr);

@@ -442,6 +442,12 @@ typedef struct tdm__sink_vtab {
     tdm_err (*supersede)(const tdm__sink_conf *conf, uint64_t first,
                          uint64_t committed, size_t *moved, char *errbuf,
                          size_t errbuf_size);
+    /*   finish(conf, mode) at a clean end, after every writer's close:
+     *                     output derived from all the committed parts
+     *                     (an upsert file sink's table, compacted from
+     *                     its changelog into "path"). */
+    tdm_err (*finish)(const tdm__sink_conf *conf, int mode, char *errbuf,
+                      size_t errbuf_size);
 } tdm__sink_vtab;
 
 /* Section tags of sink state in a checkpoint (docs/checkpoints.md). */

@@ -34,15 +34,18 @@
  * Exactly-once (conf->exactly_once, connect.h version 3): a file sink
  * object belongs to one writer and writes hidden part files that
  * pre_commit seals and commit renames to "path.part-<ckpt>-<w>"; an
- * upsert file sink keeps its table in the checkpoint and writes "path"
- * only at close.  stdout stays at-least-once.  See "Two-phase commit"
- * below and docs/checkpoints.md, "Sinks: two-phase commit".
+ * upsert file sink writes its rows as a changelog in the same way
+ * ("path.changelog.part-<ckpt>-<w>", below), which finish() compacts into
+ * "path" at the end of the run.  stdout stays at-least-once.  See
+ * "Two-phase commit" below and docs/checkpoints.md, "Sinks: two-phase
+ * commit".
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -93,6 +96,7 @@ struct tdm__sinkobj {
      * (fd, opened at its first bytes); pre_commit turns it into a
      * pending part, commit into a visible one. */
     bool tpc;
+    bool log;            /* tpc in upsert mode: parts hold a changelog */
     int writer;
     uint64_t restored;   /* conf->restored: the checkpoint restored */
     int fd;              /* the in-progress part, -1: none yet */
@@ -611,9 +615,10 @@ static tdm_err upsert_rehash(tdm__sinkobj *s, size_t ns)
     return TDM_OK;
 }
 
-/* Stores the line s->line for upsert_key (replacing the previous one).
- * Rows without a key are kept as they come. */
-static tdm_err upsert_put(tdm__sinkobj *s, const tdm__out_row *row)
+/* Stores the line s->line for @p key (replacing the previous one; gone:
+ * retracted).  Rows without a key (NULL) are kept as they come. */
+static tdm_err upsert_put_key(tdm__sinkobj *s, const char *key,
+                              size_t key_len, bool gone)
 {
     upsert_entry *u = NULL;
     size_t slot = 0;
@@ -630,16 +635,16 @@ static tdm_err upsert_put(tdm__sinkobj *s, const tdm__out_row *row)
     if (2 * (s->n_ents + 1) > s->n_slots &&
         upsert_rehash(s, s->n_slots ? 2 * s->n_slots : 128) != TDM_OK)
         return TDM_ERR_NOMEM;
-    if (row->upsert_key)
-        u = upsert_find(s, row->upsert_key, row->upsert_key_len, &slot);
-    copy = tdm__memdup(s->line.p, s->line.len);
+    if (key)
+        u = upsert_find(s, key, key_len, &slot);
+    copy = tdm__memdup(s->line.p, s->line.len ? s->line.len : 1);
     if (!copy)
         return TDM_ERR_NOMEM;
     if (u) {
         tdm__free(u->line);
         u->line = copy;
         u->line_len = s->line.len;
-        u->gone = row->change == TDM__CHANGE_RETRACT;
+        u->gone = gone;
         s->table_dirty = true;
         return TDM_OK;
     }
@@ -647,19 +652,167 @@ static tdm_err upsert_put(tdm__sinkobj *s, const tdm__out_row *row)
     memset(u, 0, sizeof *u);
     u->line = copy;
     u->line_len = s->line.len;
-    u->gone = row->change == TDM__CHANGE_RETRACT;
-    if (row->upsert_key) {
-        u->key = tdm__memdup(row->upsert_key,
-                             row->upsert_key_len ? row->upsert_key_len : 1);
+    u->gone = gone;
+    if (key) {
+        u->key = tdm__memdup(key, key_len ? key_len : 1);
         if (!u->key) {
             tdm__free(copy);
             return TDM_ERR_NOMEM;
         }
-        u->key_len = row->upsert_key_len;
+        u->key_len = key_len;
         s->slots[slot] = (uint32_t)s->n_ents + 1;
     }
     s->n_ents++;
     s->table_dirty = true;
+    return TDM_OK;
+}
+
+static tdm_err upsert_put(tdm__sinkobj *s, const tdm__out_row *row)
+{
+    return upsert_put_key(s, row->upsert_key, row->upsert_key_len,
+                          row->change == TDM__CHANGE_RETRACT);
+}
+
+/* ---- Upsert changelog ----
+ * An exactly-once upsert file sink cannot keep its table in memory and
+ * in every checkpoint (it grows with every key ever written), nor write
+ * "path" from each writer (writers would overwrite each other's tables,
+ * and a rescale moves keys between writers).  Its rows go instead, as
+ * they come, into two-phase-commit parts named "path.changelog.part-
+ * <ckpt>-<w>", committed with the checkpoints like any part; at the end
+ * of a run finish() reads the committed parts in name order (checkpoint
+ * first: every key's changes in order, whatever the parallelism of each
+ * run) and writes the latest row of every key to "path".  A record:
+ *
+ *   <t> <key length> <line length> LF <key bytes> <line bytes>
+ *
+ * t: 'u' a row of a key, 'd' a retraction of a key (upsert mode drops
+ * the key), 'r' a row without a key (kept as it comes), 'h' the CSV
+ * header (first in every part).  Lengths in decimal; lines keep their
+ * own newline.  The format is internal: "path" is the output. */
+
+/* Appends one changelog record to s->out.  Mutex held. */
+static void log_record(tdm__sinkobj *s, char t, const char *key,
+                       size_t key_len, const char *line, size_t line_len)
+{
+    char head[64];
+    int n = snprintf(head, sizeof head, "%c %zu %zu\n", t, key_len,
+                     line_len);
+    sb_put(&s->out, head, (size_t)n);
+    if (key_len)
+        sb_put(&s->out, key, key_len);
+    sb_put(&s->out, line, line_len);
+}
+
+/* The row in s->line (and a new CSV header) as changelog records. */
+static tdm_err log_row(tdm__sinkobj *s, const tdm__out_row *row)
+{
+    if (!s->header_done && s->header)
+        log_record(s, 'h', NULL, 0, s->header, s->header_len);
+    s->header_done = true;
+    char t = !row->upsert_key                      ? 'r'
+             : row->change == TDM__CHANGE_RETRACT ? 'd'
+                                                  : 'u';
+    log_record(s, t, row->upsert_key,
+               row->upsert_key ? row->upsert_key_len : 0, s->line.p,
+               s->line.len);
+    if (s->out.oom) {
+        s->out.oom = false;
+        return TDM_ERR_NOMEM;
+    }
+    return after_write(s);
+}
+
+/* Parses the records of one changelog part into the table of @p s.
+ * TDM_OK, TDM_ERR_PARSE (message names the part and offset), NOMEM. */
+static tdm_err log_load(tdm__sinkobj *s, const char *part, const char *p,
+                        size_t len, char *errbuf, size_t errbuf_size)
+{
+    size_t at = 0;
+    while (at < len) {
+        char t = 0;
+        size_t kl = 0, ll = 0;
+        int used = 0;
+        const char *nl = memchr(p + at, '\n', len - at);
+        if (!nl || sscanf(p + at, "%c %zu %zu%n", &t, &kl, &ll, &used) != 3 ||
+            p + at + used != nl || kl > len || ll > len ||
+            (size_t)(nl + 1 - p) + kl + ll > len || !strchr("udrh", t))
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_PARSE,
+                             "changelog part '%s': bad record at offset %zu",
+                             part, at);
+        const char *key = nl + 1, *line = key + kl;
+        s->line.len = 0;
+        sb_put(&s->line, line, ll);
+        if (s->line.oom)
+            return TDM_ERR_NOMEM;
+        tdm_err err = TDM_OK;
+        if (t == 'h' && !s->header) {
+            s->header = tdm__memdup(line, ll ? ll : 1);
+            s->header_len = ll;
+            err = s->header ? TDM_OK : TDM_ERR_NOMEM;
+        } else if (t != 'h') {
+            err = upsert_put_key(s, t == 'r' ? NULL : key, kl, t == 'd');
+        }
+        if (err != TDM_OK)
+            return err;
+        at = (size_t)(line + ll - p);
+    }
+    return TDM_OK;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads every committed changelog part of @p s's path, in name order,
+ * into its table. */
+static tdm_err log_compact(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
+{
+    char **names = NULL, base[4200];
+    size_t n = 0;
+    tdm_err err = tdm__fio_list(s->dir, &names, &n, errbuf, errbuf_size);
+    snprintf(base, sizeof base, "%s.changelog", s->base);
+    if (err == TDM_OK)
+        qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; err == TDM_OK && i < n; i++) {
+        tdm__part pt;
+        char path[4300];
+        void *p = NULL;
+        size_t len = 0;
+        if (!tdm__part_parse(base, names[i], &pt) ||
+            pt.kind != TDM__PART_VISIBLE)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", s->dir, names[i]);
+        err = tdm__fio_read_file(path, &p, &len, errbuf, errbuf_size);
+        if (err == TDM_OK)
+            err = log_load(s, path, p, len, errbuf, errbuf_size);
+        tdm__free(p);
+    }
+    tdm__fio_list_free(names, n);
+    return err;
+}
+
+/* An upsert table restored from a checkpoint of an older tidemark (the
+ * table in the checkpoint) becomes changelog records of the next part,
+ * and leaves memory.  Mutex held. */
+static tdm_err log_from_table(tdm__sinkobj *s)
+{
+    for (size_t e = 0; e < s->n_ents; e++) {
+        const upsert_entry *u = &s->ents[e];
+        if (!s->header_done && s->header)
+            log_record(s, 'h', NULL, 0, s->header, s->header_len);
+        s->header_done = true;
+        log_record(s, !u->key ? 'r' : u->gone ? 'd' : 'u', u->key,
+                   u->key ? u->key_len : 0, u->line, u->line_len);
+        tdm__free(u->key);
+        tdm__free(u->line);
+    }
+    s->n_ents = 0;
+    if (s->slots)
+        memset(s->slots, 0, s->n_slots * sizeof *s->slots);
+    if (s->out.oom)
+        return TDM_ERR_NOMEM;
     return TDM_OK;
 }
 
@@ -738,13 +891,22 @@ static tdm_err tpc_open(tdm__sinkobj *s, const tdm__sink_conf *conf,
                                   errbuf_size);
     if (err != TDM_OK)
         return err;
+    s->log = s->mode == 1;
+    if (s->log) { /* "Upsert changelog" above */
+        char *b = tdm__malloc(strlen(s->base) + sizeof ".changelog");
+        if (!b)
+            return TDM_ERR_NOMEM;
+        sprintf(b, "%s.changelog", s->base);
+        tdm__free(s->base);
+        s->base = b;
+    }
     size_t n = strlen(s->dir) + strlen(s->base) + 48;
     s->inprog = tdm__malloc(n);
     if (!s->inprog)
         return TDM_ERR_NOMEM;
     tdm__part_path(s->inprog, n, s->dir, s->base, PART_INPROGRESS, 0,
                    s->writer);
-    s->tpc = s->mode != 1;
+    s->tpc = true;
     if (access(s->dir, W_OK | X_OK) != 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                          "cannot create files in '%s': %s", s->dir,
@@ -889,7 +1051,7 @@ static tdm_err sink_pre_commit(tdm__sinkobj *s, uint64_t ckpt_id, tdm__enc *st,
     tdm__enc_uvar(st, 1); /* version */
     tdm__enc_uvar(st, (uint64_t)s->writer);
     tdm__enc_uvar(st, ckpt_id);
-    tdm__enc_u8(st, s->tpc ? 0 : 1);
+    tdm__enc_u8(st, s->log ? 2 : s->tpc ? 0 : 1);
     if (s->tpc) {
         tdm__enc_uvar(st, s->n_pend);
         for (size_t i = 0; i < s->n_pend; i++)
@@ -1079,14 +1241,18 @@ static tdm_err sink_recover(tdm__sinkobj *s, tdm__dec *st, char *errbuf,
              writer != (uint64_t)s->writer)
         (void)tdm__dec_fail(&d, "state of another writer");
     else if (tdm__dec_uvar(&d, &id) == TDM_OK &&
-             tdm__dec_u8(&d, &kind) == TDM_OK && kind != (s->tpc ? 0 : 1))
+             tdm__dec_u8(&d, &kind) == TDM_OK &&
+             kind != (s->log ? 2 : s->tpc ? 0 : 1) &&
+             !(s->log && kind == 1)) /* an older tidemark's upsert table */
         (void)tdm__dec_fail(&d, "output mode differs from the checkpoint");
-    if (!s->tpc && d.err == TDM_OK && dec_table(s, &d) == TDM_ERR_NOMEM)
+    if (kind == 1 && d.err == TDM_OK && dec_table(s, &d) == TDM_ERR_NOMEM)
         err = TDM_ERR_NOMEM;
-    if (s->tpc && d.err == TDM_OK && tdm__dec_uvar(&d, &n) == TDM_OK &&
+    if (kind == 1 && s->log && err == TDM_OK && d.err == TDM_OK)
+        err = log_from_table(s);
+    if (kind != 1 && d.err == TDM_OK && tdm__dec_uvar(&d, &n) == TDM_OK &&
         n > tdm__dec_left(&d))
         (void)tdm__dec_fail(&d, "part count exceeds the input");
-    if (s->tpc && d.err == TDM_OK && n > 0) {
+    if (kind != 1 && d.err == TDM_OK && n > 0) {
         s->pend = tdm__calloc((size_t)n, sizeof *s->pend);
         if (!s->pend) {
             err = TDM_ERR_NOMEM;
@@ -1199,10 +1365,11 @@ fail:
     return err;
 }
 
-/* True when rows go to the in-memory upsert table. */
+/* True when rows go to the in-memory upsert table (a file sink in
+ * upsert mode without checkpoints; with them: the changelog). */
 static bool upsert_table(const tdm__sinkobj *s)
 {
-    return s->mode == 1 && s->path != NULL;
+    return s->mode == 1 && s->path != NULL && !s->log;
 }
 
 /* Writes a window result or join pair.  TDM_OK, TDM_ERR_IO, NOMEM. */
@@ -1215,7 +1382,7 @@ static tdm_err sink_write_result(tdm__sinkobj *s, const tdm__out_row *row)
     if (s->type == TDM__SINK_DISCARD)
         return TDM_OK;
     pthread_mutex_lock(&s->mu);
-    if (upsert_table(s)) {
+    if (upsert_table(s) || s->log) {
         s->line.len = 0;
         l.b = &s->line;
         l.json = s->format != TDM__FMT_CSV;
@@ -1231,7 +1398,7 @@ static tdm_err sink_write_result(tdm__sinkobj *s, const tdm__out_row *row)
             s->header = hdr.p;
             s->header_len = hdr.len;
         }
-        err = upsert_put(s, row);
+        err = s->log ? log_row(s, row) : upsert_put(s, row);
         pthread_mutex_unlock(&s->mu);
         return err;
     }
@@ -1467,26 +1634,73 @@ static void sink_tick(tdm__sinkobj *s)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Version 4 (connect.h): a file sink's parts as a whole (file_parts.c);
- * stdout and discard have none. */
+/* Version 4 (connect.h): a file sink's parts as a whole (file_parts.c),
+ * those of "path" and of its upsert changelog; stdout and discard have
+ * none.  Both names of @p conf's path in @p names (0: not a file sink). */
+static int part_names(const tdm__sink_conf *conf, char names[2][4200])
+{
+    if (conf->type != TDM__SINK_FILE || !conf->path)
+        return 0;
+    snprintf(names[0], sizeof names[0], "%s", conf->path);
+    snprintf(names[1], sizeof names[1], "%s.changelog", conf->path);
+    return 2;
+}
+
 static tdm_err sink_top(const tdm__sink_conf *conf, uint64_t *id,
                         char *errbuf, size_t errbuf_size)
 {
+    char names[2][4200];
+    tdm_err err = TDM_OK;
     *id = 0;
-    if (conf->type != TDM__SINK_FILE || !conf->path)
-        return TDM_OK;
-    return tdm__parts_top(conf->path, id, errbuf, errbuf_size);
+    for (int i = 0; err == TDM_OK && i < part_names(conf, names); i++) {
+        uint64_t top = 0;
+        err = tdm__parts_top(names[i], &top, errbuf, errbuf_size);
+        if (top > *id)
+            *id = top;
+    }
+    return err;
 }
 
 static tdm_err sink_supersede(const tdm__sink_conf *conf, uint64_t first,
                               uint64_t committed, size_t *moved,
                               char *errbuf, size_t errbuf_size)
 {
+    char names[2][4200];
+    tdm_err err = TDM_OK;
     *moved = 0;
-    if (conf->type != TDM__SINK_FILE || !conf->path)
+    for (int i = 0; err == TDM_OK && i < part_names(conf, names); i++) {
+        size_t m = 0;
+        err = tdm__parts_supersede(names[i], first, committed, &m, errbuf,
+                                   errbuf_size);
+        *moved += m;
+    }
+    return err;
+}
+
+/* Version 4: an exactly-once upsert file sink's table, compacted from
+ * its committed changelog into "path" ("Upsert changelog" above). */
+static tdm_err sink_finish(const tdm__sink_conf *conf, int mode, char *errbuf,
+                           size_t errbuf_size)
+{
+    tdm__sink_conf c;
+    tdm__sinkobj *s = NULL;
+    if (conf->type != TDM__SINK_FILE || !conf->path || mode != 1)
         return TDM_OK;
-    return tdm__parts_supersede(conf->path, first, committed, moved, errbuf,
-                                errbuf_size);
+    c = *conf;
+    c.exactly_once = false;
+    tdm_err err = sink_open(&c, mode, &s, errbuf, errbuf_size);
+    if (err == TDM_OK)
+        err = tdm__part_split(s->path, &s->dir, &s->base, errbuf,
+                              errbuf_size);
+    if (err == TDM_OK)
+        err = log_compact(s, errbuf, errbuf_size);
+    if (err == TDM_OK && write_table_durable(s) != TDM_OK)
+        err = tdm__errf(errbuf, errbuf_size, s->io_err, "%s", s->io_msg);
+    if (err == TDM_ERR_NOMEM)
+        tdm__errf(errbuf, errbuf_size, err, "out of memory compacting '%s'",
+                  conf->path);
+    free_sink(s);
+    return err;
 }
 
 const tdm__sink_vtab tdm__text_sink = {
@@ -1504,4 +1718,5 @@ const tdm__sink_vtab tdm__text_sink = {
     .abandon = sink_abandon,
     .top = sink_top,
     .supersede = sink_supersede,
+    .finish = sink_finish,
 };

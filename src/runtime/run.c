@@ -1004,6 +1004,16 @@ static tdm_err close_sinks(tdm__run *run, char *errbuf, size_t errbuf_size,
                                 "sink \"%s\": %s", s->node->name,
                                 msg[0] ? msg : "closing failed");
         }
+        if (s->wobj && err == TDM_OK && !run->ck.abandon &&
+            s->vt->version >= 4 && s->vt->finish) {
+            char msg[512] = "";
+            tdm_err e = s->vt->finish(&s->conf, s->mode, msg, sizeof msg);
+            if (e != TDM_OK)
+                err = tdm__errf(errbuf, errbuf_size,
+                                e == TDM_ERR_NOMEM ? e : TDM_ERR_IO,
+                                "sink \"%s\": %s", s->node->name,
+                                msg[0] ? msg : tdm_strerror(e));
+        }
         tdm__free(s->wobj);
         s->wobj = NULL;
         if (!s->obj)

@@ -148,18 +148,24 @@ static void sample_clear(hs_sample *s)
     s->n = 0;
 }
 
+/* Ends a helper thread of the server (see server.h). */
+void tdm__thread_stop(pthread_mutex_t *mu, pthread_cond_t *cv, int *stop,
+                      pthread_t th)
+{
+    pthread_mutex_lock(mu);
+    *stop = 1;
+    pthread_cond_broadcast(cv);
+    pthread_mutex_unlock(mu);
+    pthread_join(th, NULL);
+}
+
 /* Stops the sampler and frees everything (see server.h). */
 void tdm__history_free(tdm__history *h)
 {
     if (h == NULL)
         return;
-    if (h->started) {
-        pthread_mutex_lock(&h->mu);
-        h->stop = 1;
-        pthread_cond_broadcast(&h->cv);
-        pthread_mutex_unlock(&h->mu);
-        pthread_join(h->th, NULL);
-    }
+    if (h->started)
+        tdm__thread_stop(&h->mu, &h->cv, &h->stop, h->th);
     for (size_t i = 0; i < HISTORY_CAP; i++)
         sample_clear(&h->ring[i]);
     for (int i = 0; i < h->n_names; i++)

@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* http.c - the embedded HTTP server: a libmicrohttpd daemon with a
- * thread per connection (at most 64), so a slow request (a window
- * question waits up to 2 s) never holds up another; every answer comes
- * from a snapshot, so nothing here waits on the pipeline.  Here: the
- * listen address, the bearer token (compared in constant time), routing
- * of the raw request target (router.c), rendering (rest.c, prom.c, the
- * page), the headers of every reply, and the history sampler's start. */
+ * thread per connection, so a slow request (a window question waits up
+ * to 2 s) never holds up another; every answer comes from a snapshot,
+ * so nothing here waits on the pipeline.  Here: the listen address, the
+ * bearer token (compared in constant time), routing of the raw request
+ * target (router.c), rendering (rest.c, prom.c, the page), the headers
+ * of every reply, and the history sampler's start.
+ *
+ * What keeps the server answering (docs/rest-api.md, "Limits"): at most
+ * 128 connections, at most 64 of them from one client address, so one
+ * client cannot take every connection; and a connection gets
+ * http.header_timeout to send each request (deadline.c), so clients
+ * trickling headers cannot hold their connections for long.  Requests
+ * naming a foreign Host get 403 (host.c: DNS rebinding). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -21,7 +28,12 @@
 #include "runtime/rt.h"
 #include "server/server.h"
 
-#define HTTP_MAX_CONNECTIONS 64u
+#define HTTP_MAX_CONNECTIONS 128u
+/* Half of them: a single client address never takes them all. */
+#define HTTP_MAX_PER_CLIENT 64u
+/* The longest token a request can carry within the memory limit, with
+ * room to spare for the other headers. */
+#define HTTP_MAX_TOKEN 4096u
 #define HTTP_TIMEOUT_S 10u
 /* Request line plus headers of one connection must fit in this. */
 #define HTTP_MEMORY_LIMIT ((size_t)32 * 1024)
@@ -34,6 +46,9 @@ struct tdm_http {
     size_t token_len;
     int port;
     tdm__history *hist;
+    tdm__deadline *deadline;
+    char *allow;         /* http.allowed_hosts (copied) */
+    tdm__host_rule hosts;
 };
 
 /* What the server keeps per request: the request target exactly as the
@@ -162,14 +177,41 @@ static void *on_target(void *cls, const char *uri, struct MHD_Connection *c)
     return r;
 }
 
-/* Frees the request's context once the reply is sent (or abandoned). */
+/* The deadline watch of connection @p c (NULL when it has none). */
+static tdm__deadline_conn *conn_watch(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci != NULL ? ci->socket_context : NULL;
+}
+
+/* A connection opened or closed: starts or ends its deadline watch,
+ * which is its socket context. */
+static void on_connection(void *cls, struct MHD_Connection *c,
+                          void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode what)
+{
+    tdm_http *s = cls;
+    if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_ctx = tdm__deadline_open(s->deadline,
+                                         ci != NULL ? ci->connect_fd : -1);
+    } else {
+        tdm__deadline_close(s->deadline, *socket_ctx);
+        *socket_ctx = NULL;
+    }
+}
+
+/* Frees the request's context once the reply is sent (or abandoned);
+ * the connection's next request is due from now. */
 static void on_done(void *cls, struct MHD_Connection *c, void **ctx,
                     enum MHD_RequestTerminationCode why)
 {
+    tdm_http *s = cls;
     http_req *r = *ctx;
-    (void)cls;
-    (void)c;
     (void)why;
+    tdm__deadline_rearm(s->deadline, conn_watch(c));
     if (r != NULL) {
         tdm__free(r->target);
         tdm__free(r);
@@ -178,7 +220,9 @@ static void on_done(void *cls, struct MHD_Connection *c, void **ctx,
 }
 
 /* Compares the Authorization header with "Bearer TOKEN" in time that
- * depends on the token's length only, never on where they differ. */
+ * depends on the token's length only, never on where they differ.  The
+ * scheme is matched without regard to case ("bearer", "BEARER"), as RFC
+ * 7235 section 2.1 says of every auth-scheme; the token is exact. */
 static int token_ok(const tdm_http *s, const char *header)
 {
     volatile unsigned char diff = 0;
@@ -266,6 +310,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     }
     if (r != NULL)
         r->answered = 1;
+    tdm__deadline_met(s->deadline, conn_watch(c));
     memset(&rep, 0, sizeof rep);
     if (r == NULL || r->target == NULL) {
         tdm__rest_error(&rep, 500, "out of memory");
@@ -282,6 +327,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     memcpy(path, target, plen);
     path[plen] = '\0';
     tdm__route_parse(method, path, &route);
+    if (!tdm__host_allowed(&s->hosts,
+                           MHD_lookup_connection_value(
+                               c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))) {
+        tdm__rest_error(&rep, 403, "this server does not answer that Host "
+                                   "header (add the name to the job key "
+                                   "http.allowed_hosts)");
+        return send_reply(c, &rep, 0);
+    }
     /* The page is static and holds no data (it fetches everything from
      * the API with the token), so a browser can load it without one. */
     if (route.id != TDM__R_PAGE &&
@@ -307,6 +360,45 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 
 /* ---- Start and stop ---- */
 
+/* Checks @p token: 1 to HTTP_MAX_TOKEN bytes of printable ASCII without
+ * spaces, since anything else could never arrive intact in a header
+ * (a token of "" would lock every client out).  TDM_OK or TDM_ERR_INVAL
+ * with a message. */
+static tdm_err check_token(const char *token, char *errbuf,
+                           size_t errbuf_size)
+{
+    size_t n = strlen(token);
+    if (n == 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "bearer token: empty");
+    if (n > HTTP_MAX_TOKEN)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "bearer token: longer than %u bytes",
+                         HTTP_MAX_TOKEN);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)token[i] <= ' ' || (unsigned char)token[i] > '~')
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                             "bearer token: byte %zu is a space, a control "
+                             "character or not ASCII (a token is printable "
+                             "ASCII without spaces)", i + 1);
+    return TDM_OK;
+}
+
+/* What the job says of the server: the header deadline and the allowed
+ * Host names (copied: the job's keys may change while it serves). */
+static tdm_err take_job_keys(tdm_http *s, const struct sockaddr_storage *ss)
+{
+    const char *allow = tdm__job_str(s->job, "http.allowed_hosts");
+    if (allow == NULL)
+        allow = "";
+    s->allow = tdm__strndup(allow, strlen(allow));
+    if (s->allow == NULL)
+        return TDM_ERR_NOMEM;
+    tdm__host_rule_init(&s->hosts, ss, s->allow);
+    return tdm__deadline_new(tdm__job_int(s->job, "http.header_timeout"),
+                             &s->deadline);
+}
+
 /* Starts the server (see tidemark.h). */
 tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
                        tdm_http **out, char *errbuf, size_t errbuf_size)
@@ -327,6 +419,8 @@ tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s must not be NULL", job == NULL ? "job" : "out");
     err = parse_address(address, &ss, &slen, &v6, errbuf, errbuf_size);
+    if (err == TDM_OK && token != NULL)
+        err = check_token(token, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
     s = tdm__calloc(1, sizeof *s);
@@ -346,6 +440,8 @@ tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
             goto nomem;
     }
     err = tdm__history_new(job, &s->hist);
+    if (err == TDM_OK)
+        err = take_job_keys(s, &ss);
     if (err != TDM_OK)
         goto nomem;
     if (v6)
@@ -353,9 +449,11 @@ tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
     s->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
         (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-        HTTP_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
+        HTTP_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        HTTP_MAX_PER_CLIENT, MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_MEMORY_LIMIT,
         MHD_OPTION_URI_LOG_CALLBACK, on_target, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_NOTIFY_COMPLETED, on_done, s, MHD_OPTION_END);
     if (s->d == NULL) {
         err = bind_error(address, &ss, slen, errbuf, errbuf_size);
@@ -391,6 +489,8 @@ void tdm_http_stop(tdm_http *srv)
         return;
     if (srv->d != NULL)
         MHD_stop_daemon(srv->d);
+    tdm__deadline_free(srv->deadline);
+    tdm__free(srv->allow);
     tdm__history_free(srv->hist);
     tdm__free(srv->token);
     tdm__free(srv->name);

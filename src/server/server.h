@@ -2,7 +2,8 @@
 /* server.h - internals of the embedded HTTP server (http.c: the
  * libmicrohttpd daemon; router.c: method + path -> route; rest.c and
  * prom.c: JSON and Prometheus renderings of tdm_metrics snapshots;
- * history.c: the sampler that keeps the last minutes of watermarks) and
+ * history.c: the sampler that keeps the last minutes of watermarks;
+ * host.c and deadline.c: the Host check and the header deadline) and
  * of the diagnosis (diagnose.c: findings in plain words, the partition
  * holding the watermark back, "why has this window not fired").
  * JSON is built with jansson.  Nothing here is public.
@@ -11,6 +12,8 @@
 #define TDM_SERVER_H
 
 #include <jansson.h>
+#include <pthread.h>
+#include <sys/socket.h>
 
 #include "tidemark.h"
 
@@ -61,7 +64,61 @@ int tdm__metric_is_time(tdm_metric id);
 int tdm__query_get(const char *query, const char *name, char *out,
                    size_t out_size);
 
+/* ---- What is refused before routing (host.c, deadline.c) ---- */
+
+/* Which Host headers a server answers (host.c has the table): built
+ * from the bound address and http.allowed_hosts. */
+typedef struct tdm__host_rule {
+    int family;             /* AF_INET or AF_INET6: the bound address */
+    unsigned char ip[16];   /* the bound address (4 bytes for IPv4) */
+    int any_ip;             /* bound to 0.0.0.0 or ::: any IP literal */
+    int localhost;          /* loopback or wildcard: "localhost" too */
+    const char *allow;      /* http.allowed_hosts, borrowed; may be NULL */
+} tdm__host_rule;
+
+/* Fills *r for a server bound to @p ss (AF_INET or AF_INET6) that also
+ * answers the comma-separated names of @p allow (borrowed for the rule's
+ * life; NULL or "" for none, "*" for any name). */
+void tdm__host_rule_init(tdm__host_rule *r, const struct sockaddr_storage *ss,
+                         const char *allow);
+/* 1 when a request whose Host header is @p host (NULL: none) is
+ * answered, 0 when it gets 403.  Any port is accepted.  Total over
+ * arbitrary bytes (fuzzed with tdm__route_parse). */
+int tdm__host_allowed(const tdm__host_rule *r, const char *host);
+
+/* The header deadline (deadline.c): a watcher thread that cuts the
+ * connections whose request line and headers do not arrive within a
+ * limit of their opening or of their previous reply. */
+typedef struct tdm__deadline tdm__deadline;
+typedef struct tdm__deadline_conn tdm__deadline_conn;
+
+/* Creates the watch with a limit of @p limit_ms and starts its thread.
+ * TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__deadline_new(int64_t limit_ms, tdm__deadline **out);
+/* Stops the thread and frees the watch, closing what is still watched
+ * (call it after the daemon stopped).  NULL is fine. */
+void tdm__deadline_free(tdm__deadline *dl);
+/* Watches the connection on socket @p fd (borrowed: the watch keeps a
+ * dup of it) from now on.  NULL when that is not possible (no memory,
+ * no descriptor): the connection is then shut down at once.
+ * @thread any (libmicrohttpd's, when a connection opens). */
+tdm__deadline_conn *tdm__deadline_open(tdm__deadline *dl, int fd);
+/* The request of @p c arrived: no deadline until its reply ends.  NULL
+ * is fine (as for the next two). */
+void tdm__deadline_met(tdm__deadline *dl, tdm__deadline_conn *c);
+/* The reply of @p c ended: the next request is due within the limit. */
+void tdm__deadline_rearm(tdm__deadline *dl, tdm__deadline_conn *c);
+/* The connection of @p c closed: stops watching it, closes the dup and
+ * frees @p c. */
+void tdm__deadline_close(tdm__deadline *dl, tdm__deadline_conn *c);
+
 /* ---- History (history.c) ---- */
+
+/* Ends a helper thread of the server (the history's sampler, the
+ * deadline's watcher) that waits on @p cv under @p mu until *stop: sets
+ * *stop under the lock, wakes the thread and joins @p th. */
+void tdm__thread_stop(pthread_mutex_t *mu, pthread_cond_t *cv, int *stop,
+                      pthread_t th);
 
 /* Samples of every vertex's minimum output watermark and maximum lag,
  * one per second of processing time, for the last 10 minutes.  Filled by

@@ -16,66 +16,11 @@
 setup "$@"
 HG=$3
 
-# wait_for WHAT FILE TEXT: polls FILE (up to ~10 s) until it holds TEXT.
-wait_for() {
-    n=0
-    until grep -q -F -- "$3" "$2" 2>/dev/null; do
-        n=$((n + 1))
-        if [ $n -gt 200 ]; then
-            cat "$2" >&2 || true
-            fail "$1: \"$3\" never appeared in $2"
-        fi
-        sleep 0.05
-    done
-}
-
-# poll WHAT TARGET TEXT [TOKEN]: GETs TARGET until the body holds TEXT.
-poll() {
-    n=0
-    while :; do
-        if [ -n "${4-}" ]; then
-            "$HG" -t "$4" "$PORT" "$2" >"$T/poll" 2>/dev/null || true
-        else
-            "$HG" "$PORT" "$2" >"$T/poll" 2>/dev/null || true
-        fi
-        grep -q -F -- "$3" "$T/poll" && return 0
-        n=$((n + 1))
-        if [ $n -gt 200 ]; then
-            cat "$T/poll" >&2
-            fail "$1: GET $2 never returned $3"
-        fi
-        sleep 0.05
-    done
-}
-
-# get WHAT WANT_EXIT TARGET [http_get options]: one request into
-# $T/body, checking http_get's exit status (0: 2xx, 3: other status).
-get() {
-    what=$1
-    want=$2
-    target=$3
-    shift 3
-    set +e
-    "$HG" "$@" "$PORT" "$target" >"$T/body" 2>"$T/body.err"
-    got=$?
-    set -e
-    if [ "$got" != "$want" ]; then
-        cat "$T/body" "$T/body.err" >&2
-        fail "$what: http_get exited $got, expected $want"
-    fi
-}
+. "$(dirname "$0")/http_lib.sh"
 
 # ---- A live job ----
-mkfifo "$T/in"
-"$TM" run tests/cli/jobs/stdin.yaml -q --http 127.0.0.1:0 <"$T/in" \
-    >"$T/out" 2>"$T/err" &
-pid=$!
-exec 3>"$T/in"
-wait_for "server line" "$T/err" 'tidemark: serving http://127.0.0.1:'
-expect_in "server line" "$T/err" '/ (job "stdin")'
-PORT=$(sed -n 's|^tidemark: serving http://127\.0\.0\.1:\([0-9]*\)/ .*|\1|p' \
-    "$T/err")
-[ -n "$PORT" ] || fail "no port in: $(cat "$T/err")"
+serve live --http 127.0.0.1:0
+expect_in "server line" "$T/live.err" "tidemark: serving http://127.0.0.1:$PORT/ (job \"stdin\")"
 
 printf '%s\n' '{"k":"a","ts":1000}' '{"k":"a","ts":2000}' \
     '{"k":"b","ts":15000}' >&3
@@ -124,33 +69,21 @@ expect_in "bad escape" "$T/body.err" 'HTTP 400'
 get "bad window" 3 '/jobs/stdin/windows?vertex=w&key=a&window=never'
 expect_in "bad window" "$T/body.err" 'HTTP 400'
 
-exec 3>&-
-set +e
-wait $pid
-rc=$?
-set -e
-[ "$rc" = 0 ] || fail "live job: exit code $rc, expected 0"
-expect_in "summary" "$T/err" 'job "stdin" finished after'
+finish "live job"
+expect_in "summary" "$T/live.err" 'job "stdin" finished after'
 W0='"window_start":0,"window_end":10000'
 W1='"window_start":10000,"window_end":20000'
 OT='"timing":"on_time","pane":0,"update":false'
 printf '%s\n' "{\"k\":\"a\",\"n\":2,$W0,$OT}" "{\"k\":\"b\",\"n\":1,$W1,$OT}" \
     >"$T/expected"
-same_multiset "live job results" "$T/expected" "$T/out"
+same_multiset "live job results" "$T/expected" "$T/live.out"
 
 # ---- --http-linger and --http-token ----
-rm -f "$T/in" "$T/err"
-mkfifo "$T/in"
-"$TM" run tests/cli/jobs/stdin.yaml -q --http=:0 --http-token s3cret \
-    --http-linger <"$T/in" >"$T/out" 2>"$T/err" &
-pid=$!
-exec 3>"$T/in"
-wait_for "linger server line" "$T/err" 'tidemark: serving http://127.0.0.1:'
-PORT=$(sed -n 's|^tidemark: serving http://127\.0\.0\.1:\([0-9]*\)/ .*|\1|p' \
-    "$T/err")
+serve linger --http=:0 --http-token s3cret --http-linger
+expect_in "linger server line" "$T/linger.err" 'tidemark: serving http://127.0.0.1:'
 printf '%s\n' '{"k":"a","ts":1000}' >&3
 exec 3>&-
-wait_for "linger line" "$T/err" 'still serving on port'
+wait_for "linger line" "$T/linger.err" 'still serving on port'
 poll "finished job" /jobs '"status":"FINISHED"' s3cret
 get "no token" 3 /jobs
 expect_in "no token" "$T/body.err" 'HTTP 401'
@@ -158,9 +91,9 @@ get "wrong token" 3 /jobs -t s3cre
 expect_in "wrong token" "$T/body.err" 'HTTP 401'
 get "final values" 0 /jobs/stdin -t s3cret
 expect_in "final values" "$T/body" '"currentOutputWatermark":"end"'
-kill -TERM $pid
+kill -TERM $PID
 set +e
-wait $pid
+wait $PID
 rc=$?
 set -e
 [ "$rc" = 0 ] || fail "linger: exit code $rc after SIGTERM, expected 0"
@@ -174,17 +107,9 @@ expect_exit "token without --http" 2 "$TM" run tests/cli/jobs/stdin.yaml \
 expect_in "token without --http" "$T/err" '--http-token needs --http ADDR'
 expect_exit "missing value" 2 "$TM" run tests/cli/jobs/stdin.yaml --http
 # A port that is taken: a server of our own holds it.
-mkfifo "$T/in2"
-"$TM" run tests/cli/jobs/stdin.yaml -q --http 127.0.0.1:0 <"$T/in2" \
-    >/dev/null 2>"$T/err2" &
-pid=$!
-exec 4>"$T/in2"
-wait_for "second server" "$T/err2" 'tidemark: serving http://127.0.0.1:'
-PORT=$(sed -n 's|^tidemark: serving http://127\.0\.0\.1:\([0-9]*\)/ .*|\1|p' \
-    "$T/err2")
+serve second --http 127.0.0.1:0
 expect_exit "port in use" 1 "$TM" run tests/cli/jobs/stdin.yaml \
     --http "127.0.0.1:$PORT" </dev/null
 expect_in "port in use" "$T/err" "cannot listen on 127.0.0.1:$PORT"
-exec 4>&-
-wait $pid
+finish "second server"
 echo "http.sh: ok"

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* http_get.c - a minimal HTTP/1.1 client for tests/cli/http.sh, so the
  * end-to-end tests of `tidemark run --http` need no curl or wget:
- *   http_get [-X METHOD] [-t TOKEN] [-i] PORT TARGET
+ *   http_get [-X METHOD] [-t TOKEN] [-H HOST] [-i] PORT TARGET
  * sends METHOD (GET) TARGET to 127.0.0.1:PORT (with a bearer token if
- * given) and prints the body (-i: status line and headers first).  Exit
+ * given; with HOST as the Host header, 127.0.0.1:PORT by default) and
+ * prints the body (-i: status line and headers first).  Exit
  * status: 0 for 2xx, 3 for another status ("HTTP <code>" on stderr), 1
  * when the server cannot be reached, 2 on bad usage. */
 #include <arpa/inet.h>
@@ -18,17 +19,17 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: http_get [-X METHOD] [-t TOKEN] [-i] PORT "
-                    "TARGET\n");
+    fprintf(stderr, "usage: http_get [-X METHOD] [-t TOKEN] [-H HOST] [-i] "
+                    "PORT TARGET\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    const char *method = "GET", *token = NULL, *target;
+    const char *method = "GET", *token = NULL, *host = NULL, *target;
     int head = 0, i = 1, fd, status = 0;
     long port;
-    char req[8192], *buf, *body, *end;
+    char req[8192], hostbuf[32], *buf, *body, *end;
     size_t n = 0, cap = 1 << 16, len, off = 0;
     struct sockaddr_in a;
     struct timeval tv = {30, 0};
@@ -38,6 +39,8 @@ int main(int argc, char **argv)
             method = argv[++i];
         else if (strcmp(argv[i], "-t") == 0 && i + 1 < argc)
             token = argv[++i];
+        else if (strcmp(argv[i], "-H") == 0 && i + 1 < argc)
+            host = argv[++i];
         else if (strcmp(argv[i], "-i") == 0)
             head = 1;
         else
@@ -49,10 +52,14 @@ int main(int argc, char **argv)
     target = argv[i + 1];
     if (port <= 0 || port > 65535)
         return usage();
+    if (host == NULL) {
+        snprintf(hostbuf, sizeof hostbuf, "127.0.0.1:%ld", port);
+        host = hostbuf;
+    }
     len = (size_t)snprintf(req, sizeof req,
-                           "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%ld\r\n"
+                           "%s %s HTTP/1.1\r\nHost: %s\r\n"
                            "%s%s%sConnection: close\r\n\r\n",
-                           method, target, port,
+                           method, target, host,
                            token ? "Authorization: Bearer " : "",
                            token ? token : "", token ? "\r\n" : "");
     if (len >= sizeof req)

@@ -102,13 +102,19 @@ make_golden() {
         done
         (cd out && grouped $(for s in $SINKS; do echo "$s.jsonl"; done)) \
             >"gold$pass.g"
+        # The upsert sink's table as a set (the order of first appearance
+        # follows the writers, so it may differ by parallelism).
+        sort out/upserts.jsonl >"gold_upserts$pass.txt"
     done
-    if ! cmp -s gold1.g gold2.g; then
+    if ! cmp -s gold1.g gold2.g ||
+        ! cmp -s gold_upserts1.txt gold_upserts2.txt; then
         diff gold1.g gold2.g | head -20 >&2
         fail "the golden run does not repeat"
     fi
+    [ -s gold_upserts1.txt ] || fail "the golden run wrote no upsert table"
     mv gold1.g gold.g
-    rm -f gold2.g
+    mv gold_upserts1.txt gold_upserts.txt
+    rm -f gold2.g gold_upserts2.txt
     for s in results retracts pages pairs late late_pages dead; do
         grep -q "^$s " gold.g || fail "the golden run wrote nothing to $s"
     done
@@ -120,9 +126,18 @@ make_golden() {
 }
 
 # check_all WHAT [ID]: every sink's committed output (or what the fresh
-# start at checkpoint ID moved aside) equals the golden one (grouped);
-# prints a diff and returns 1 when not.
+# start at checkpoint ID moved aside) equals the golden one (grouped),
+# and (without ID) so does the upsert table (as a set); prints a diff and
+# returns 1 when not.
 check_all() {
+    if [ -z "${2:-}" ]; then
+        sort out/upserts.jsonl >"$T/got_upserts.txt" 2>/dev/null || true
+        if ! cmp -s gold_upserts.txt "$T/got_upserts.txt"; then
+            echo "$1: the upsert table differs from the golden run's:" >&2
+            diff gold_upserts.txt "$T/got_upserts.txt" | head -10 >&2
+            return 1
+        fi
+    fi
     grouped $(visible_parts "${2:-}") >"$T/got.g"
     if ! cmp -s gold.g "$T/got.g"; then
         echo "$1: the committed output differs from the golden run's" \

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_router.c - libFuzzer target for the request router and query
- * parser (src/server/router.c).  Input: "METHOD\nTARGET" (no newline:
- * method NULL).  Traps unless both stay in bounds and are deterministic,
- * routes with ids have non-empty NUL-free ids that survive a round trip
- * (percent-encode every byte, parse again), and only GET and HEAD reach
- * a route.  replay.c runs tests/fuzz/corpus_router/ in every build; with
+ * parser (src/server/router.c) and the Host check (src/server/host.c).
+ * Input: "METHOD\nTARGET" (no newline: method NULL); the whole input is
+ * also tried as a Host header.  Traps unless both parsers stay in bounds
+ * and are deterministic, routes with ids have non-empty NUL-free ids
+ * that survive a round trip (percent-encode every byte, parse again),
+ * only GET and HEAD reach a route, and the Host check keeps the promises
+ * of host_check below.  replay.c runs tests/fuzz/corpus_router/ in every build; with
  * -DTDM_FUZZ=ON (clang):
  *   ./build-fuzz/fuzz_router -max_len=1024 tests/fuzz/corpus_router */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "server/server.h"
 
@@ -96,6 +101,50 @@ static void query(const char *q, const char *name)
     }
 }
 
+/* True when @p host starts with @p name followed by its end or ':'. */
+static int names(const char *host, const char *name)
+{
+    size_t n = strlen(name);
+    return strncasecmp(host, name, n) == 0 &&
+           (host[n] == '\0' || host[n] == ':');
+}
+
+/* The Host check with the input (up to its first NUL) as the header, for
+ * a loopback, a wildcard and an IPv6 server: deterministic; "*" admits
+ * everything and the allow list only adds; a loopback server without an
+ * allow list admits only "127.0.0.1" and "localhost" (any port). */
+static void host_check(const char *host)
+{
+    struct sockaddr_storage ss;
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+    tdm__host_rule plain, listed, any;
+    int ok;
+
+    memset(&ss, 0, sizeof ss);
+    v4->sin_family = AF_INET;
+    v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    tdm__host_rule_init(&plain, &ss, NULL);
+    tdm__host_rule_init(&listed, &ss, "a.example, b.example:1,,");
+    tdm__host_rule_init(&any, &ss, " * ");
+    ok = tdm__host_allowed(&plain, host);
+    CHECK(ok == tdm__host_allowed(&plain, host));
+    CHECK(!ok || names(host, "127.0.0.1") || names(host, "localhost"));
+    CHECK(!ok || tdm__host_allowed(&listed, host));
+    CHECK(tdm__host_allowed(&any, host));
+    CHECK(tdm__host_allowed(&plain, NULL));
+    v4->sin_addr.s_addr = htonl(INADDR_ANY);
+    tdm__host_rule_init(&plain, &ss, "");
+    CHECK(!ok || tdm__host_allowed(&plain, host));
+    memset(&ss, 0, sizeof ss);
+    v6->sin6_family = AF_INET6;
+    tdm__host_rule_init(&plain, &ss, NULL);
+    ok = tdm__host_allowed(&plain, host);
+    CHECK(ok == tdm__host_allowed(&plain, host));
+    CHECK(!ok || host[0] == '[' || strchr(host, '.') != NULL ||
+          names(host, "localhost"));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *buf = malloc(size + 1);
@@ -107,6 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(buf, data, size);
     buf[size] = '\0';
+    host_check(buf);
     nl = memchr(buf, '\n', size);
     if (nl != NULL) {
         *nl = '\0';

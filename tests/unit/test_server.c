@@ -1079,8 +1079,366 @@ TDM_TEST(addresses)
 }
 
 /* ====================================================================== */
+/* What is refused: slow clients, foreign Host headers, bad tokens        */
+/* ====================================================================== */
+
+#define SLOW_MAX 80
+
+/* Clients that send a request line and then one header line every
+ * 100 ms, never idle and never done, for at most 30 s; a thread of
+ * their own notes which of them the server closed. */
+typedef struct trickle {
+    int fd[SLOW_MAX];
+    uint8_t gone[SLOW_MAX];
+    int n;
+    atomic_int closed;
+    atomic_int stop;
+    pthread_t th;
+} trickle;
+
+/* Connects to 127.0.0.1:@p port and sends @p head. */
+static int slow_connect(int port, const char *head)
+{
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_TRUE(fd >= 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    ASSERT_EQ(send(fd, head, strlen(head), MSG_NOSIGNAL),
+              (ssize_t)strlen(head));
+    return fd;
+}
+
+/* True when the server has closed @p fd (end of file or reset); what it
+ * sent before is read and dropped.  Never blocks. */
+static int server_closed(int fd)
+{
+    char buf[512];
+    for (;;) {
+        ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (r > 0)
+            continue;
+        if (r == 0)
+            return 1;
+        return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+    }
+}
+
+/* 10 ms of real time: the pace of polling loops (never a verdict). */
+static void nap(void)
+{
+    struct timespec ts = {0, 10 * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void *trickle_main(void *arg)
+{
+    trickle *t = arg;
+    for (int round = 0; round < 300 && !atomic_load(&t->stop); round++) {
+        for (int i = 0; i < t->n; i++) {
+            if (t->gone[i])
+                continue;
+            (void)send(t->fd[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+            if (server_closed(t->fd[i])) {
+                t->gone[i] = 1;
+                atomic_fetch_add(&t->closed, 1);
+            }
+        }
+        for (int k = 0; k < 10 && !atomic_load(&t->stop); k++)
+            nap();
+    }
+    return NULL;
+}
+
+static void trickle_start(trickle *t, int port, int n)
+{
+    memset(t, 0, sizeof *t);
+    atomic_init(&t->closed, 0);
+    atomic_init(&t->stop, 0);
+    for (t->n = 0; t->n < n; t->n++)
+        t->fd[t->n] = slow_connect(port, "GET /jobs HTTP/1.1\r\n");
+    ASSERT_EQ(pthread_create(&t->th, NULL, trickle_main, t), 0);
+}
+
+static void trickle_stop(trickle *t)
+{
+    atomic_store(&t->stop, 1);
+    pthread_join(t->th, NULL);
+    for (int i = 0; i < t->n; i++)
+        close(t->fd[i]);
+}
+
+/* Waits (polling, at most 10 s) until @p t counts @p want closed. */
+static int closed_reaches(trickle *t, int want)
+{
+    double t0 = kit_secs();
+    while (atomic_load(&t->closed) < want && kit_secs() - t0 < 10.0)
+        nap();
+    return atomic_load(&t->closed);
+}
+
+/* Bug (issue 18): 64 clients sending a header line every 2 s held every
+ * connection of the server for as long as they went on; libmicrohttpd's
+ * timeout is an idle one.  Now a connection has http.header_timeout (1 s
+ * here) for its request: 64 slow clients (one client address's share,
+ * all from 127.0.0.1 like the good client) are cut while they still
+ * trickle, and the good client, retrying while it is refused, is served
+ * within 10 s - the slow ones would have gone on for 30 s. */
+TDM_TEST(slow_clients_do_not_lock_others_out)
+{
+    tdm_job *job = stalled_job("slow", "1");
+    tdm_http *srv = NULL;
+    trickle t;
+    char msg[256];
+    double t0;
+    int port, served = 0;
+    KIT_JOB_SET(job, "http.header_timeout", "1s");
+    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg,
+                             sizeof msg));
+    port = tdm_http_port(srv);
+    trickle_start(&t, port, 64);
+    t0 = kit_secs();
+    while (!served && kit_secs() - t0 < 10.0) {
+        hres r;
+        http_req(port, "GET", "/jobs", NULL, &r);
+        served = r.status == 200;
+        hres_free(&r);
+        if (!served)
+            nap();
+    }
+    ASSERT_TRUE(served);
+    ASSERT_EQ(closed_reaches(&t, 64), 64);
+    trickle_stop(&t);
+    tdm_http_stop(srv);
+    tdm_job_destroy(job);
+}
+
+/* One client address gets at most 64 of the server's 128 connections:
+ * of 70 connections from 127.0.0.1 holding unfinished requests, 6 are
+ * closed at once and the other 64, finished, are answered. */
+TDM_TEST(one_client_gets_at_most_64_connections)
+{
+    tdm_job *job = stalled_job("share", "1");
+    tdm_http *srv = NULL;
+    char msg[256], buf[4096];
+    int fd[70], held[70], port, refused = 0, ok = 0;
+    double t0;
+    KIT_JOB_SET(job, "http.header_timeout", "1h");
+    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg,
+                             sizeof msg));
+    port = tdm_http_port(srv);
+    for (int i = 0; i < 70; i++) {
+        fd[i] = slow_connect(port, "GET /jobs HTTP/1.1\r\nHost: 127.0.0.1"
+                                   "\r\nConnection: close\r\n");
+        held[i] = 1;
+    }
+    t0 = kit_secs();
+    while (refused < 6 && kit_secs() - t0 < 10.0) {
+        for (int i = 0; i < 70; i++)
+            if (held[i] && server_closed(fd[i])) {
+                held[i] = 0;
+                refused++;
+            }
+        nap();
+    }
+    ASSERT_EQ(refused, 6);
+    for (int i = 0; i < 70; i++) {
+        if (held[i]) {
+            size_t n = 0;
+            ssize_t r;
+            struct timeval tv = {10, 0};
+            setsockopt(fd[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+            ASSERT_EQ(send(fd[i], "\r\n", 2, MSG_NOSIGNAL), 2);
+            while (n < sizeof buf - 1 &&
+                   (r = recv(fd[i], buf + n, sizeof buf - 1 - n, 0)) > 0)
+                n += (size_t)r;
+            buf[n] = '\0';
+            ok += strncmp(buf, "HTTP/1.1 200 ", 13) == 0;
+        }
+        close(fd[i]);
+    }
+    ASSERT_EQ(ok, 64);
+    tdm_http_stop(srv);
+    tdm_job_destroy(job);
+}
+
+/* A GET of @p target with Host header @p host (NULL: an HTTP/1.0
+ * request without one); returns the status (0: closed without one). */
+static int get_with_host(int port, const char *target, const char *host)
+{
+    char req[1024];
+    hres r;
+    int n, status;
+    if (host == NULL)
+        n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", target);
+    else
+        n = snprintf(req, sizeof req,
+                     "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
+                     "\r\n", target, host);
+    http_raw(port, req, (size_t)n, &r);
+    status = r.status;
+    if (status == 403)
+        ASSERT_TRUE(strstr(r.body, "http.allowed_hosts") != NULL);
+    hres_free(&r);
+    return status;
+}
+
+/* Bug (issue 18): the Host header was not checked, so without a token a
+ * web page using DNS rebinding (its own name pointed at 127.0.0.1) could
+ * read /jobs/:id/late.  Now a server on 127.0.0.1 answers the Host names
+ * 127.0.0.1 and localhost (any port) and those of http.allowed_hosts;
+ * others get 403, the page too. */
+TDM_TEST(host_header_is_checked)
+{
+    tdm_job *job = stalled_job("hosts", "1");
+    tdm_http *srv = NULL;
+    char msg[256];
+    int port;
+    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg,
+                             sizeof msg));
+    port = tdm_http_port(srv);
+    ASSERT_EQ(get_with_host(port, "/jobs/hosts/late", "evil.example:80"),
+              403);
+    ASSERT_EQ(get_with_host(port, "/jobs", "evil.example"), 403);
+    ASSERT_EQ(get_with_host(port, "/", "evil.example"), 403);
+    ASSERT_EQ(get_with_host(port, "/jobs", "127.0.0.2"), 403);
+    ASSERT_EQ(get_with_host(port, "/jobs", "[::1]"), 403);
+    ASSERT_EQ(get_with_host(port, "/jobs", "localhost.evil.example"), 403);
+    ASSERT_EQ(get_with_host(port, "/jobs", "127.0.0.1:x"), 403);
+    ASSERT_EQ(get_with_host(port, "/jobs/hosts/late", "127.0.0.1:8081"),
+              200);
+    ASSERT_EQ(get_with_host(port, "/jobs", "LocalHost:1"), 200);
+    ASSERT_EQ(get_with_host(port, "/jobs", "localhost"), 200);
+    ASSERT_EQ(get_with_host(port, "/jobs", NULL), 200);
+    tdm_http_stop(srv);
+    /* The allow list adds names (any case, any port, a port written in
+     * the list is ignored). */
+    KIT_JOB_SET(job, "http.allowed_hosts", " tidemark.example ,b.example:9");
+    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg,
+                             sizeof msg));
+    port = tdm_http_port(srv);
+    ASSERT_EQ(get_with_host(port, "/jobs", "TideMark.example:8081"), 200);
+    ASSERT_EQ(get_with_host(port, "/jobs", "b.example"), 200);
+    ASSERT_EQ(get_with_host(port, "/jobs", "localhost"), 200);
+    ASSERT_EQ(get_with_host(port, "/jobs", "evil.example"), 403);
+    tdm_http_stop(srv);
+    tdm_job_destroy(job);
+}
+
+/* Authorization schemes are case-insensitive (RFC 7235 section 2.1):
+ * "bearer" and "BEARER" are accepted; the token itself is exact. */
+TDM_TEST(bearer_scheme_is_case_insensitive)
+{
+    static const char *const auth[] = {"bearer s3cret", "BEARER s3cret",
+                                       "Bearer S3cret", "Basic s3cret"};
+    static const int want[] = {200, 200, 401, 401};
+    tdm_job *job = stalled_job("case", "1");
+    tdm_http *srv = NULL;
+    char msg[256], req[512];
+    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", "s3cret", &srv, msg,
+                             sizeof msg));
+    for (int i = 0; i < 4; i++) {
+        hres r;
+        int n = snprintf(req, sizeof req,
+                         "GET /jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         "Authorization: %s\r\nConnection: close\r\n\r\n",
+                         auth[i]);
+        http_raw(tdm_http_port(srv), req, (size_t)n, &r);
+        ASSERT_EQ(r.status, want[i]);
+        hres_free(&r);
+    }
+    tdm_http_stop(srv);
+    tdm_job_destroy(job);
+}
+
+/* A token no request could carry (empty, with a space or a control
+ * character, not ASCII) is refused at start. */
+TDM_TEST(tokens_that_cannot_be_sent_are_refused)
+{
+    static const char *const bad[] = {"", "two words", "tab\there",
+                                      "new\nline", "caf\xc3\xa9"};
+    tdm_job *job = stalled_job("tokens", "1");
+    tdm_http *srv = NULL;
+    char msg[256];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        msg[0] = '\0';
+        ASSERT_ERR(tdm_http_start(job, "127.0.0.1:0", bad[i], &srv, msg,
+                                  sizeof msg),
+                   TDM_ERR_INVAL);
+        ASSERT_TRUE(srv == NULL);
+        ASSERT_TRUE(strncmp(msg, "bearer token: ", 14) == 0);
+    }
+    tdm_job_destroy(job);
+}
+
+/* ====================================================================== */
 /* Pieces: router, query, times, history                                   */
 /* ====================================================================== */
+
+/* The Host table of host.c, row by row: for each bound address and
+ * allow list, which Host headers are answered. */
+TDM_TEST(host_rules)
+{
+    static const struct {
+        const char *bound, *allow, *host;
+        int want;
+    } cases[] = {
+        {"127.0.0.1", NULL, "127.0.0.1", 1},
+        {"127.0.0.1", NULL, "127.0.0.1:65535", 1},
+        {"127.0.0.1", NULL, "127.0.0.1:", 1},
+        {"127.0.0.1", NULL, "localhost:8081", 1},
+        {"127.0.0.1", NULL, "localhost.:8081", 0},
+        {"127.0.0.1", NULL, "127.1", 0},
+        {"127.0.0.1", NULL, "127.0.0.1 ", 0},
+        {"127.0.0.1", NULL, "", 0},
+        {"127.0.0.1", NULL, ":8081", 0},
+        {"127.0.0.1", NULL, "[127.0.0.1]", 0},
+        {"127.0.0.1", "", "a.example", 0},
+        {"127.0.0.1", "a.example", "A.EXAMPLE:1", 1},
+        {"127.0.0.1", "a.example", "b.a.example", 0},
+        {"127.0.0.1", "a.example", "a.exampl", 0},
+        {"127.0.0.1", "*", "", 1},
+        {"127.0.0.1", "x, * ", "anything at all", 1},
+        {"127.0.0.1", "[fe80::1]:9", "[FE80::1]:8081", 1},
+        {"::1", NULL, "[::1]:8081", 1},
+        {"::1", NULL, "[0:0::1]", 1},
+        {"::1", NULL, "localhost", 1},
+        {"::1", NULL, "127.0.0.1", 0},
+        {"::1", NULL, "[::1", 0},
+        {"0.0.0.0", NULL, "192.0.2.7:8081", 1},
+        {"0.0.0.0", NULL, "[2001:db8::1]", 1},
+        {"0.0.0.0", NULL, "localhost", 1},
+        {"0.0.0.0", NULL, "host.example", 0},
+        {"::", NULL, "10.1.2.3", 1},
+        {"192.0.2.7", NULL, "192.0.2.7:80", 1},
+        {"192.0.2.7", NULL, "192.0.2.8", 0},
+        {"192.0.2.7", NULL, "localhost", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct sockaddr_storage ss;
+        tdm__host_rule r;
+        memset(&ss, 0, sizeof ss);
+        if (strchr(cases[i].bound, ':') != NULL) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            a->sin6_family = AF_INET6;
+            ASSERT_EQ(inet_pton(AF_INET6, cases[i].bound, &a->sin6_addr), 1);
+        } else {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            a->sin_family = AF_INET;
+            ASSERT_EQ(inet_pton(AF_INET, cases[i].bound, &a->sin_addr), 1);
+        }
+        tdm__host_rule_init(&r, &ss, cases[i].allow);
+        if (tdm__host_allowed(&r, cases[i].host) != cases[i].want)
+            tdm_test_fail(__FILE__, __LINE__, "bound %s, allow \"%s\", "
+                          "Host \"%s\": want %d", cases[i].bound,
+                          cases[i].allow ? cases[i].allow : "",
+                          cases[i].host, cases[i].want);
+        ASSERT_EQ(tdm__host_allowed(&r, NULL), 1);
+    }
+}
 
 TDM_TEST(router_routes)
 {
