@@ -1133,8 +1133,9 @@ typedef enum tdm_stat {
     /* Checkpoints (checkpoint.dir set; docs/checkpoints.md "In the
      * runtime"): */
     TDM_STAT_CHECKPOINTS,       /* checkpoints and savepoints completed */
-    TDM_STAT_CHECKPOINTS_FAILED, /* failed (I/O error, disk full): logged,
-                                   the job goes on, the next one retries */
+    TDM_STAT_CHECKPOINTS_FAILED, /* failed (I/O error, disk full): logged;
+                                   beyond checkpoint.tolerable_failed in
+                                   a row the job fails */
     TDM_STAT_CHECKPOINT_ID,     /* id of the last completed one (-1: none) */
     TDM_STAT_CHECKPOINT_MS,     /* its duration: first barrier to durable
                                    (ms) */
@@ -1145,6 +1146,15 @@ typedef enum tdm_stat {
                                    last (ms) */
     TDM_STAT_DUP_KEYS,          /* JSON records naming a member twice
                                    in one object (the last value kept) */
+    TDM_STAT_CHECKPOINTS_FAILED_IN_ROW, /* failed since the last completed
+                                   one (checkpoint.tolerable_failed) */
+    TDM_STAT_CHECKPOINT_FAILED_ID, /* id of the last failed one (-1:
+                                   none) */
+    TDM_STAT_CHECKPOINT_FAILED_AT, /* when it failed (epoch ms; 0: none) */
+    TDM_STAT_RESTARTS,          /* restarts by restart.strategy in this
+                                   tdm_job_run (the checkpoint counters
+                                   above also span its restarts; the
+                                   others count the current attempt) */
     TDM_STAT_COUNT_
 } tdm_stat;
 
@@ -1178,6 +1188,12 @@ TDM_API tdm_err tdm_job_set_log(tdm_job *job, tdm_log_cb cb, void *ud);
 
 /** @brief Validates, then runs the job to the end of its input (or until
  *  cancelled) on worker threads; returns when every sink is flushed.
+ *  With checkpoint.dir, a checkpoint failing more than
+ *  checkpoint.tolerable_failed times in a row (default 0), or the final
+ *  one failing, fails the run (TDM_ERR_IO); with restart.strategy set, a
+ *  run failing on I/O or memory is run again within this call from the
+ *  newest checkpoint, after a back-off (a cancel ends the wait and the
+ *  call returns the failure).  docs/checkpoints.md, "Failures".
  *  @returns TDM_OK; TDM_ERR_INVAL (validation, message in errbuf);
  *  TDM_ERR_IO (a file could not be opened or written; message names the
  *  path); TDM_ERR_NOMEM.  Malformed records are not errors: they are
@@ -1231,7 +1247,18 @@ TDM_API void tdm_job_destroy(tdm_job *job);
       "checkpoint.dir set)")                                               \
     X(CKPT_FAILED, "numberOfFailedCheckpoints", JOB, COUNTER,              \
       "checkpoints", "Checkpoints that failed (I/O error, disk full); "    \
-      "the job goes on and the next one retries")                          \
+      "beyond checkpoint.tolerable_failed in a row the job fails")         \
+    X(CKPT_FAILED_IN_ROW, "consecutiveFailedCheckpoints", JOB, GAUGE,      \
+      "checkpoints", "Checkpoints failed since the last completed one "    \
+      "(compare with checkpoint.tolerable_failed)")                        \
+    X(CKPT_FAILED_ID, "lastFailedCheckpointId", JOB, GAUGE, "id",          \
+      "Id of the last failed checkpoint (left out: none failed)")          \
+    X(CKPT_FAILED_AT, "lastCheckpointFailureTimestamp", JOB, GAUGE, "ms",  \
+      "When the last failed checkpoint failed, epoch ms (left out: none "  \
+      "failed; its cause is in GET /jobs/:id, \"checkpoints\")")            \
+    X(RESTARTS, "numRestarts", JOB, COUNTER, "restarts",                   \
+      "Restarts by restart.strategy since the run started (the "           \
+      "checkpoint counters span them, the others restart at 0)")           \
     X(CKPT_LAST_ID, "lastCheckpointId", JOB, GAUGE, "id",                  \
       "Id of the last completed checkpoint (-1: none yet)")                \
     X(CKPT_DURATION, "lastCheckpointDuration", JOB, GAUGE, "ms",           \

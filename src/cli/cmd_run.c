@@ -558,6 +558,12 @@ static void summary(const tdm__cli_job *cj, const char *name, double secs,
                 (long long)tdm_job_stat(job, TDM_STAT_CHECKPOINT_MS),
                 (long long)tdm_job_stat(job, TDM_STAT_CHECKPOINT_ALIGN_MS));
     }
+    int64_t n_rs = tdm_job_stat(job, TDM_STAT_RESTARTS);
+    if (n_rs > 0)
+        fprintf(stderr, "tidemark: restarted %lld time%s (restart.strategy; "
+                        "the counts above are the last attempt's, but for "
+                        "checkpoints).\n",
+                (long long)n_rs, n_rs == 1 ? "" : "s");
     int64_t n_lat = 0;
     int64_t p50 = tdm_job_result_latency(job, 0.50, &n_lat);
     if (p50 >= 0) {

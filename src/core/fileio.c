@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -34,9 +35,9 @@
 
 typedef struct fio_fault {
     atomic_long seen;   /* operations of this kind since armed */
-    atomic_long target; /* 0: off; else the failing operation's number */
+    atomic_long target; /* 0: off; else the first failing operation */
+    atomic_long last;   /* the last failing one (LONG_MAX: sticky) */
     atomic_int err;     /* errno to fail with */
-    atomic_int sticky;  /* fail every operation after the target too */
 } fio_fault;
 
 static fio_fault faults[TDM__FIO_N_OPS];
@@ -63,13 +64,14 @@ static void recompute_armed(void)
     atomic_store(&fio_armed, any);
 }
 
-static void arm(tdm__fio_op op, long n, int err, int sticky)
+/* Arms operations @p n to @p last (inclusive) of kind @p op. */
+static void arm(tdm__fio_op op, long n, long last, int err)
 {
     fio_fault *f = &faults[op];
     atomic_store(&f->target, 0);
     atomic_store(&f->seen, 0);
     atomic_store(&f->err, err);
-    atomic_store(&f->sticky, sticky != 0);
+    atomic_store(&f->last, last);
     atomic_store(&f->target, n > 0 ? n : 0);
 }
 
@@ -95,7 +97,7 @@ void tdm__fio_fault(tdm__fio_op op, long n, int err, int sticky)
     ensure_env();
     if ((unsigned)op >= TDM__FIO_N_OPS)
         return;
-    arm(op, n, err, sticky);
+    arm(op, n, sticky ? LONG_MAX : n, err);
     recompute_armed();
 }
 
@@ -131,7 +133,7 @@ static int fault_slow(tdm__fio_op op)
     if (target <= 0)
         return 0;
     long seen = atomic_fetch_add(&f->seen, 1) + 1;
-    if (seen == target || (seen > target && atomic_load(&f->sticky))) {
+    if (seen >= target && seen <= atomic_load(&f->last)) {
         atomic_fetch_add(&fio_fired, 1);
         int err = atomic_load(&f->err);
         if (err == TDM__FIO_KILL)
@@ -160,9 +162,10 @@ static const struct {
     {"KILL", TDM__FIO_KILL},
 };
 
-/* Parses one "KIND:N:ERRNO[:sticky]" item of @p len bytes. */
+/* Parses one "KIND:N[-M]:ERRNO[:sticky]" item of @p len bytes: *n and
+ * *last are the first and the last failing operation. */
 static tdm_err parse_item(const char *s, size_t len, int *op, long *n,
-                          int *err, int *sticky, char *errbuf,
+                          long *last, int *err, char *errbuf,
                           size_t errbuf_size)
 {
     char item[128], *save = NULL;
@@ -183,7 +186,10 @@ static tdm_err parse_item(const char *s, size_t len, int *op, long *n,
     char *end;
     errno = 0;
     *n = strtol(num, &end, 10);
-    if (*op < 0 || *end || errno || *n <= 0)
+    *last = *n;
+    if (*end == '-') /* a range: a disk full for a while */
+        *last = strtol(end + 1, &end, 10);
+    if (*op < 0 || *end || errno || *n <= 0 || *last < *n)
         goto fail;
     *err = 0;
     for (size_t i = 0; i < sizeof errno_names / sizeof errno_names[0]; i++)
@@ -195,28 +201,28 @@ static tdm_err parse_item(const char *s, size_t len, int *op, long *n,
             goto fail;
         *err = (int)v;
     }
-    *sticky = 0;
     if (st) {
         if (strcmp(st, "sticky") != 0)
             goto fail;
-        *sticky = 1;
+        *last = LONG_MAX;
     }
     return TDM_OK;
 fail:
     return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                     "bad fault \"%.*s\": want KIND:N:ERRNO[:sticky], KIND "
+                     "bad fault \"%.*s\": want KIND:N[-M]:ERRNO[:sticky], "
+                     "KIND "
                      "one of open, write, fsync, rename, unlink, read, "
                      "mkdir, list", (int)(len > 100 ? 100 : len), s);
 }
 
-/* Parses "KIND:N:ERRNO[:sticky],..." and arms it all, or nothing on
+/* Parses "KIND:N[-M]:ERRNO[:sticky],..." and arms it all, or nothing on
  * error (TDM_ERR_INVAL with a message).  Borrows @p spec. */
 tdm_err tdm__fio_fault_parse(const char *spec, char *errbuf,
                              size_t errbuf_size)
 {
     enum { MAX_ITEMS = 16 };
-    int ops[MAX_ITEMS], errs[MAX_ITEMS], stickies[MAX_ITEMS];
-    long ns[MAX_ITEMS];
+    int ops[MAX_ITEMS], errs[MAX_ITEMS];
+    long ns[MAX_ITEMS], lasts[MAX_ITEMS];
     int count = 0;
     const char *p = spec;
     tdm_err rc = TDM_OK;
@@ -231,8 +237,8 @@ tdm_err tdm__fio_fault_parse(const char *spec, char *errbuf,
                            "more than %d faults", MAX_ITEMS);
             goto fail;
         }
-        rc = parse_item(p, len, &ops[count], &ns[count], &errs[count],
-                        &stickies[count], errbuf, errbuf_size);
+        rc = parse_item(p, len, &ops[count], &ns[count], &lasts[count],
+                        &errs[count], errbuf, errbuf_size);
         if (rc != TDM_OK)
             goto fail;
         count++;
@@ -243,7 +249,7 @@ tdm_err tdm__fio_fault_parse(const char *spec, char *errbuf,
     /* Arm directly (not through tdm__fio_fault): this also runs inside
      * the pthread_once of the environment. */
     for (int i = 0; i < count; i++)
-        arm((tdm__fio_op)ops[i], ns[i], errs[i], stickies[i]);
+        arm((tdm__fio_op)ops[i], ns[i], lasts[i], errs[i]);
     recompute_armed();
     return TDM_OK;
 fail:

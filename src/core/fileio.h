@@ -11,7 +11,7 @@
  * Fault injection: tdm__fio_fault() (or the environment variable
  * TDM_FIO_FAULT, read at the first operation) makes the n-th operation of
  * one kind, counted from the moment it is armed, fail with a chosen errno,
- * once or from then on.  When nothing is armed every operation pays one
+ * once, for a range of operations or from then on.  When nothing is armed every operation pays one
  * predictable branch.  See docs/checkpoints.md#fault-injection.
  * All functions are thread-safe in the sense of the underlying system
  * calls; the fault counters are atomics.
@@ -60,7 +60,9 @@ long tdm__fio_fault_count(tdm__fio_op op);
  * tdm__fio_fault_clear() (all kinds). */
 long tdm__fio_fault_fired(void);
 /* Parses and arms a spec "KIND:N:ERRNO[:sticky]", several separated by
- * ',' (e.g. "fsync:3:ENOSPC,rename:1:EIO").  KIND is open, write, fsync,
+ * ',' (e.g. "fsync:3:ENOSPC,rename:1:EIO"); N-M in place of N fails the
+ * N-th to the M-th operation (a disk full for a while: "mkdir:1-3:ENOSPC"
+ * fails three checkpoints, then the disk has room again).  KIND is open, write, fsync,
  * rename, unlink, read, mkdir or list; ERRNO is ENOSPC, EIO, EDQUOT,
  * EROFS, EACCES, ENOENT, a decimal number, or KILL (TDM__FIO_KILL).  Returns TDM_OK or
  * TDM_ERR_INVAL with a message; on error nothing is armed.  Borrows

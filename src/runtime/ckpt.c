@@ -744,11 +744,9 @@ fail:
         snprintf(whybuf, sizeof whybuf, "%s", tdm_strerror(err));
         why = whybuf;
     }
-    atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
-    tdm__job_log(job, "checkpoint %llu failed: %s (the job goes on; the "
-                      "next checkpoint retries)",
-                 (unsigned long long)id, why);
 done:
+    /* Tolerated, or the run fails (restart.c). */
+    rt_ckpt_outcome(run, id, why);
     for (int i = 0; parts && i < n_parts; i++) {
         tdm__free(parts[i].blob);
         tdm__free(parts[i].sk[0]);
@@ -805,6 +803,8 @@ void rt_ckpt_final(tdm__run *run)
     /* A checkpoint in flight completes first (every subtask ended). */
     if (ck->pending)
         rt_ckpt_step(run, true);
+    if (run->err != TDM_OK)
+        return; /* it failed, and failed the run (restart.c) */
     pthread_mutex_lock(&run->mu);
     bool all = true;
     for (int i = 0; i < n_slots(run); i++) {

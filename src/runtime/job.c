@@ -1818,6 +1818,9 @@ static tdm_err validate_graph(vctx *cp)
         if (err != TDM_OK)
             return err;
     }
+    char why[300];
+    if (rt_restart_refusal(job, why, sizeof why))
+        return vfail(&c, NULL, "%s", why);
     const char *dl = tdm__job_str(job, "dead_letter");
     if (*dl) {
         tdm_node *t = tdm_job_node(job, dl);

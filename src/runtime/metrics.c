@@ -542,8 +542,17 @@ tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
             { TDM_METRIC_CKPT_DURATION, TDM_STAT_CHECKPOINT_MS },
             { TDM_METRIC_CKPT_SIZE, TDM_STAT_CHECKPOINT_BYTES },
             { TDM_METRIC_CKPT_ALIGN, TDM_STAT_CHECKPOINT_ALIGN_MS },
+            { TDM_METRIC_CKPT_FAILED_IN_ROW,
+              TDM_STAT_CHECKPOINTS_FAILED_IN_ROW },
+            { TDM_METRIC_RESTARTS, TDM_STAT_RESTARTS },
+            { TDM_METRIC_CKPT_FAILED_ID, TDM_STAT_CHECKPOINT_FAILED_ID },
+            { TDM_METRIC_CKPT_FAILED_AT, TDM_STAT_CHECKPOINT_FAILED_AT },
         };
-        for (size_t i = 0; i < sizeof ck / sizeof ck[0]; i++)
+        /* The last failure's rows exist once one failed (the last two). */
+        size_t n = sizeof ck / sizeof ck[0];
+        if (atomic_load(&job->stats[TDM_STAT_CHECKPOINT_FAILED_ID]) < 0)
+            n -= 2;
+        for (size_t i = 0; i < n; i++)
             add(m, ck[i].id, NULL, -1, -1, NULL,
                 atomic_load(&job->stats[ck[i].st]));
     }

@@ -177,6 +177,7 @@ struct tdm_job {
     atomic_int running;
     atomic_int cancel;
     atomic_int savepoint; /* tdm_job_savepoint: the supervisor takes one */
+    atomic_int restarting; /* waiting to restart (restart.c) */
     _Atomic int64_t stats[TDM_STAT_COUNT_];
     _Atomic int64_t start_ms;   /* processing time the run started */
     _Atomic int64_t queue_waits; /* producer waits on a full queue */
@@ -194,6 +195,9 @@ struct tdm_job {
     struct tdm_metrics *final;
     struct rt_warea *warea;
     int status_waiters;
+    /* Why the last checkpoint failed (restart.c; "" none), for REST and
+     * the diagnosis; guarded by mmu. */
+    char ck_fail_msg[400];
     /* Result latency of the last run (us), merged from the window
      * subtasks as they finish; guarded by mmu (b NULL: none yet). */
     tdm__hist lat;
@@ -203,6 +207,10 @@ struct tdm_job {
  * checkpoints, or NULL when it can (task_op_ckpt.c, the operator
  * snapshot adapter). */
 const char *rt_op_ckpt_supported(const tdm_node *n);
+/* Why the job's restart.* and checkpoint.tolerable_failed keys cannot
+ * apply, in @p buf; NULL when they can (restart.c, for
+ * tdm_job_validate). */
+const char *rt_restart_refusal(const tdm_job *job, char *buf, size_t n);
 /* Value of key @p key of a node (the table's row for its scope); a zeroed
  * static value when the key does not exist (a programming error). */
 const tdm__conf_val *tdm__node_val(const tdm_node *n, const char *key);

@@ -1463,12 +1463,20 @@ static void supervise(tdm__run *run)
     pthread_mutex_unlock(&run->mu);
 }
 
-/* Counters start from zero at every run. */
-static void reset_stats(tdm_job *job)
+/* Counters start from zero at every run.  The checkpoint counters (from
+ * TDM_STAT_CHECKPOINTS on) span a run's restarts, as Flink's checkpoint
+ * statistics span a job's: they stay when @p restart. */
+static void reset_stats(tdm_job *job, bool restart)
 {
-    for (int i = 0; i < TDM_STAT_COUNT_; i++)
+    int keep = restart ? TDM_STAT_CHECKPOINTS : TDM_STAT_COUNT_;
+    for (int i = 0; i < keep; i++)
+        atomic_store(&job->stats[i], 0);
+    if (restart)
+        return;
+    for (int i = TDM_STAT_CHECKPOINTS; i < TDM_STAT_COUNT_; i++)
         atomic_store(&job->stats[i], 0);
     atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ID], -1);
+    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_FAILED_ID], -1);
     atomic_store(&job->stats[TDM_STAT_WATERMARK], TDM_TIME_MIN);
     atomic_store(&job->queue_waits, 0);
     atomic_store(&job->batches_peak, 0);
@@ -1514,25 +1522,18 @@ static tdm_err init_run(tdm__run *run, tdm_job *job)
     return TDM_OK;
 }
 
-/* Validates and runs the job to its end (or cancel) on worker threads. */
-tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
+/* One attempt: plans, opens (restoring the newest checkpoint), runs the
+ * job to its end (or cancel) on worker threads and tears it down. */
+static tdm_err run_attempt(tdm_job *job, bool restart, char *errbuf,
+                           size_t errbuf_size)
 {
-    if (!job)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "job must not be NULL");
-    if (atomic_load(&job->running))
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
-                         "the job is already running");
-    tdm_err err = tdm_job_validate(job, errbuf, errbuf_size);
-    if (err != TDM_OK)
-        return err;
     tdm__run *run = tdm__calloc(1, sizeof *run);
     if (!run || init_run(run, job) != TDM_OK) {
         tdm__free(run);
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
                          "out of memory starting the job");
     }
-    reset_stats(job);
+    reset_stats(job, restart);
     /* Snapshots read the clock under the metrics lock. */
     pthread_mutex_lock(&job->mmu);
     job->clock_base_real = 0;
@@ -1540,11 +1541,9 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
     if (job->lat.b)
         tdm__hist_reset(&job->lat);
     pthread_mutex_unlock(&job->mmu);
-    atomic_store(&job->cancel, 0);
-    atomic_store(&job->running, 1);
     job->run = run;
 
-    err = plan(run, errbuf, errbuf_size);
+    tdm_err err = plan(run, errbuf, errbuf_size);
     if (err == TDM_OK)
         err = rt_ckpt_open(run, errbuf, errbuf_size);
     if (err == TDM_OK)
@@ -1582,6 +1581,29 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
     tdm__free(run->owner);
     tdm__free(run);
     job->run = NULL;
+    return err;
+}
+
+/* Validates and runs the job, again after a failure as restart.strategy
+ * says (restart.c). */
+tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
+{
+    if (!job)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "job must not be NULL");
+    if (atomic_load(&job->running))
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                         "the job is already running");
+    tdm_err err = tdm_job_validate(job, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    rt_restart rs;
+    rt_restart_init(&rs, job);
+    atomic_store(&job->cancel, 0);
+    atomic_store(&job->running, 1);
+    err = run_attempt(job, false, errbuf, errbuf_size);
+    while (rt_restart_next(&rs, job, err, errbuf, errbuf_size))
+        err = run_attempt(job, true, errbuf, errbuf_size);
     atomic_store(&job->running, 0);
     return err;
 }

@@ -463,7 +463,7 @@ struct tdm__run {
     pthread_cond_t cv;
     int n_threads, n_done;
     tdm_err err;
-    char errmsg[512];
+    char errmsg[1024];
     bool debug;          /* log.level debug */
     /* Cancel stops without draining (on_cancel stop, or auto with an
      * endless Kafka source): open windows are not written. */
@@ -537,6 +537,32 @@ tdm_err rt_lineage_sink_after(tdm__run *run, const rt_sink *s,
 /* A checkpoint is durable, before the sinks commit: a fresh lineage moves
  * the old output aside.  False: that failed and the run failed. */
 bool rt_lineage_durable(tdm__run *run);
+
+/* ---- Failed checkpoints and restarts (restart.c) ---- */
+
+/* Counts checkpoint @p id's outcome (@p why: its failure, NULL when it
+ * completed) and fails the run when the failures in a row exceed
+ * checkpoint.tolerable_failed, or when the final one failed.  The run
+ * thread, at the end of every checkpoint. */
+void rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why);
+
+/* A tdm_job_run's restarts: the attempt count and back-off. */
+typedef struct rt_restart {
+    int strategy;          /* 0 none, 1 fixed-delay, 2 exponential-delay */
+    int64_t attempts;      /* restarts allowed in a row */
+    int64_t in_row;        /* restarts since a checkpoint completed */
+    int64_t delay_ms;      /* the next back-off */
+    int64_t completed;     /* checkpoints completed when it last looked */
+} rt_restart;
+
+/* Reads the job's restart.* keys. */
+void rt_restart_init(rt_restart *rs, const tdm_job *job);
+/* After a failed attempt (@p err, message in @p errbuf): whether to run
+ * again.  When so, logs the restart, counts it and waits the back-off
+ * (false if cancelled meanwhile); when not, and restarts were made,
+ * says so in @p errbuf. */
+bool rt_restart_next(rt_restart *rs, tdm_job *job, tdm_err err,
+                     char *errbuf, size_t errbuf_size);
 /* Blob name of a source subtask / a sink writer. */
 void rt_ckpt_src_name(int si, int k, char *buf, size_t n);
 /* Why a write to object @p obj of sink @p s failed, as " (<message>)"

@@ -1487,6 +1487,81 @@ static void rule_counters(const dx_view *w, dx_out *o)
     }
 }
 
+/* A JOB-scope metric of the snapshot (the view keeps none), or @p dflt
+ * when absent. */
+static int64_t job_val(const tdm_metrics *m, tdm_metric id, int64_t dflt)
+{
+    for (size_t i = 0; i < tdm_metrics_count(m); i++) {
+        const tdm_metric_value *mv = tdm_metrics_at(m, i);
+        if (mv && mv->id == id && !mv->vertex)
+            return mv->value;
+    }
+    return dflt;
+}
+
+/* CHECKPOINTS_FAILING: checkpoints failed since the last completed one,
+ * so the sinks' output since then is hidden; critical once the failures
+ * exceed checkpoint.tolerable_failed (the run failed, or restarts), a
+ * warning while tolerated.  CHECKPOINTS_FAILED (warning): failures
+ * earlier in the run that a completed checkpoint has covered since. */
+static void rule_checkpoints(const dx_view *w, dx_out *o)
+{
+    int64_t failed = job_val(w->m, TDM_METRIC_CKPT_FAILED, 0);
+    if (!w->job || failed == 0)
+        return;
+    tdm_job *job = w->job;
+    int64_t in_row = job_val(w->m, TDM_METRIC_CKPT_FAILED_IN_ROW, 0);
+    int64_t tol = tdm__job_int(job, "checkpoint.tolerable_failed");
+    int64_t last = job_val(w->m, TDM_METRIC_CKPT_LAST_ID, -1);
+    int64_t rs = job_val(w->m, TDM_METRIC_RESTARTS, 0);
+    const char *dir = tdm__job_str(job, "checkpoint.dir");
+    char why[sizeof job->ck_fail_msg], done[48];
+    pthread_mutex_lock(&job->mmu);
+    memcpy(why, job->ck_fail_msg, sizeof why);
+    pthread_mutex_unlock(&job->mmu);
+    if (last > 0)
+        snprintf(done, sizeof done, "checkpoint %" PRId64, last);
+    else
+        snprintf(done, sizeof done, "the run's start");
+    json_t *f = in_row == 0
+        ? finding(o, SEV_WARNING, "CHECKPOINTS_FAILED", NULL, -1, -1,
+                  "%" PRId64 " checkpoint%s failed earlier; checkpoint %"
+                  PRId64 " completed since",
+                  failed, failed == 1 ? "" : "s", last)
+        : finding(o, in_row > tol ? SEV_CRITICAL : SEV_WARNING,
+                  "CHECKPOINTS_FAILING", NULL, -1, -1,
+                  "Checkpoint %" PRId64 " failed: %" PRId64 " in a row, %s "
+                  "checkpoint.tolerable_failed (%" PRId64 ")",
+                  job_val(w->m, TDM_METRIC_CKPT_FAILED_ID, 0), in_row,
+                  in_row > tol ? "more than" : "within", tol);
+    if (!f)
+        return;
+    json_t *ev = evidence(f);
+    add_str(ev, &o->oom, "the last failure: %s", why);
+    add_str(ev, &o->oom, "the last completed checkpoint: %s",
+            last > 0 ? done : "none in this run");
+    add_str(ev, &o->oom, "restarts: %" PRId64 " (restart.strategy %s)", rs,
+            tdm__job_str(job, "restart.strategy"));
+    if (in_row == 0) {
+        set_fix(o, f, "Check the free space and health of %s: the next "
+                      "failures may fail the job.", dir);
+        return;
+    }
+    add_str(ev, &o->oom, "results written since %s are pending (hidden "
+                         "parts) until a checkpoint completes",
+            done);
+    set_fix(o, f,
+            "Make room in %s (or fix the disk or its permissions). %s "
+            "resumes from the newest checkpoint with the exact output; "
+            "restart.strategy exponential-delay restarts it in the "
+            "process, and checkpoint.tolerable_failed rides out short "
+            "outages (the output stays hidden meanwhile).",
+            dir,
+            in_row > tol && !atomic_load(&job->restarting)
+                ? "Then run the job again: it"
+                : "The job");
+}
+
 /* The "all clear" finding, with the numbers that show it. */
 static void rule_all_clear(const dx_view *w, dx_out *o)
 {
@@ -1566,6 +1641,7 @@ json_t *tdm__diagnose(tdm_job *job, const tdm_metrics *m,
         rule_late(&w, &o);
         rule_backpressure(&w, &o);
         rule_counters(&w, &o);
+        rule_checkpoints(&w, &o);
         if (json_array_size(o.items[SEV_CRITICAL]) == 0 &&
             json_array_size(o.items[SEV_WARNING]) == 0)
             rule_all_clear(&w, &o);

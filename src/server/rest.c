@@ -206,9 +206,12 @@ static json_t *jbool(const tdm_metrics *m, tdm_metric id, const char *vertex,
     return json_boolean(v != 0);
 }
 
-/* The job's state: CREATED before its first run, RUNNING, FINISHED. */
+/* The job's state: CREATED before its first run, RUNNING, RESTARTING
+ * (waiting out restart.strategy's back-off), FINISHED. */
 static const char *job_state(tdm_job *job)
 {
+    if (atomic_load(&job->restarting))
+        return "RESTARTING";
     if (atomic_load(&job->running))
         return "RUNNING";
     return atomic_load(&job->start_ms) != 0 ? "FINISHED" : "CREATED";
@@ -252,6 +255,71 @@ fail:
 }
 
 /* ---- GET /jobs/:id ---- */
+
+/* {"id", ...} of the last failed checkpoint, or null: its cause is text
+ * only the job keeps (mmu), not a metric. */
+static json_t *failed_json(tdm_job *job)
+{
+    int64_t id = tdm_job_stat(job, TDM_STAT_CHECKPOINT_FAILED_ID);
+    char why[sizeof job->ck_fail_msg];
+    json_t *f, *msg;
+    if (id <= 0)
+        return json_null();
+    pthread_mutex_lock(&job->mmu);
+    memcpy(why, job->ck_fail_msg, sizeof why);
+    pthread_mutex_unlock(&job->mmu);
+    f = json_object();
+    if (!put(f, "id", json_integer(id)) ||
+        !put(f, "failure_timestamp",
+             json_integer(tdm_job_stat(job, TDM_STAT_CHECKPOINT_FAILED_AT))) ||
+        /* json_string is NULL when a path in it is not UTF-8. */
+        !put(f, "failure_message", (msg = json_string(why)) != NULL
+                                       ? msg
+                                       : json_string("(not UTF-8)"))) {
+        json_decref(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* "checkpoints": counts and the latest completed and failed checkpoint
+ * (after Flink's /jobs/:id/checkpoints), the tolerance and the restarts;
+ * status OK, FAILING (failures since the last completed one) or
+ * RESTARTING.  null without checkpoint.dir. */
+static json_t *ckpt_json(tdm_job *job)
+{
+    int64_t in_row = tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED_IN_ROW);
+    int64_t last = tdm_job_stat(job, TDM_STAT_CHECKPOINT_ID);
+    json_t *c, *counts, *latest;
+    if (!*tdm__job_str(job, "checkpoint.dir"))
+        return json_null();
+    c = json_object();
+    if (!put(c, "status",
+             json_string(atomic_load(&job->restarting) ? "RESTARTING"
+                         : in_row > 0                   ? "FAILING"
+                                                        : "OK")) ||
+        !put(c, "counts", counts = json_object()) ||
+        !put(counts, "completed",
+             json_integer(tdm_job_stat(job, TDM_STAT_CHECKPOINTS))) ||
+        !put(counts, "failed",
+             json_integer(tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED))) ||
+        !put(counts, "consecutive_failed", json_integer(in_row)) ||
+        !put(counts, "restarts",
+             json_integer(tdm_job_stat(job, TDM_STAT_RESTARTS))) ||
+        !put(c, "tolerable_failed",
+             json_integer(tdm__job_int(job, "checkpoint.tolerable_failed"))) ||
+        !put(c, "restart_strategy",
+             json_string(tdm__job_str(job, "restart.strategy"))) ||
+        !put(c, "latest", latest = json_object()) ||
+        !put(latest, "completed",
+             last > 0 ? json_pack("{sI}", "id", (json_int_t)last)
+                      : json_null()) ||
+        !put(latest, "failed", failed_json(job))) {
+        json_decref(c);
+        return NULL;
+    }
+    return c;
+}
 
 /* The "metrics" object of vertex @p vi: every VERTEX-scope metric
  * aggregated over its subtasks (agg_kind), plus the inputs' watermarks
@@ -331,9 +399,10 @@ static json_t *job_json(const tdm__rest_ctx *ctx, const tdm_metrics *m)
     json_t *root = json_object(), *vs = json_array(), *es = json_array();
     size_t nv = tdm_metrics_vertex_count(m);
     int64_t start = atomic_load(&ctx->job->start_ms);
-    const char *state = tdm_metrics_running(m) ? "RUNNING"
-                        : start != 0           ? "FINISHED"
-                                               : "CREATED";
+    const char *state = atomic_load(&ctx->job->restarting) ? "RESTARTING"
+                        : tdm_metrics_running(m)             ? "RUNNING"
+                        : start != 0                         ? "FINISHED"
+                                                             : "CREATED";
 
     if (root == NULL || vs == NULL || es == NULL ||
         !put(root, "jid", json_string(ctx->name)) ||
@@ -345,6 +414,7 @@ static json_t *job_json(const tdm__rest_ctx *ctx, const tdm_metrics *m)
                               ? tdm_job_stat(ctx->job, TDM_STAT_ELAPSED_MS)
                               : -1)) ||
         !put(root, "now", json_integer(tdm_metrics_time(m))) ||
+        !put(root, "checkpoints", ckpt_json(ctx->job)) ||
         !attach(root, "vertices", vs) || !attach(root, "edges", es))
         goto fail;
     for (size_t i = 0; i < nv; i++) {

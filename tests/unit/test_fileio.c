@@ -184,6 +184,31 @@ TDM_TEST(fio_fault_spec_parse)
     rm_tmp(dir);
 }
 
+/* N-M: the N-th to the M-th operation fail, the ones around them not (a
+ * disk full for a while: tests/cli/ckpt_fail.sh). */
+TDM_TEST(fio_fault_range)
+{
+    char dir[64], q[128], err[256];
+    mk_tmp(dir, sizeof dir);
+    ASSERT_OK(tdm__fio_fault_parse("mkdir:2-3:ENOSPC", err, sizeof err));
+    for (int i = 1; i <= 4; i++) {
+        snprintf(q, sizeof q, "%s/d%d", dir, i);
+        tdm_err rc = tdm__fio_mkdir(q, err, sizeof err);
+        ASSERT_EQ(rc, i == 2 || i == 3 ? TDM_ERR_IO : TDM_OK);
+    }
+    ASSERT_EQ(tdm__fio_fault_fired(), 2);
+    tdm__fio_fault_clear();
+    ASSERT_ERR(tdm__fio_fault_parse("mkdir:3-2:ENOSPC", err, sizeof err),
+               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm__fio_fault_parse("mkdir:1-x:ENOSPC", err, sizeof err),
+               TDM_ERR_INVAL);
+    for (int i = 1; i <= 4; i++) {
+        snprintf(q, sizeof q, "%s/d%d", dir, i);
+        rmdir(q);
+    }
+    rm_tmp(dir);
+}
+
 /* Run by fio_fault_from_environment in a fresh process with
  * TDM_FIO_FAULT=fsync:2:EIO; without it (as its own CTest case) it only
  * checks that nothing is armed. */

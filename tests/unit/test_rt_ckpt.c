@@ -437,6 +437,9 @@ TDM_TEST(failed_checkpoint_is_counted_and_the_next_succeeds)
     snprintf(ck, sizeof ck, "%s/ck", tmp_root);
     ASSERT_EQ(mkdir(ck, 0755), 0);
     tdm_job *job = gen_job(false, dir, ck, "1", "300000");
+    /* One failure tolerated (by default a failed checkpoint fails the
+     * run: failed_checkpoint_fails_the_run_by_default). */
+    jset(job, "checkpoint.tolerable_failed", "1");
     /* The first mkdir of the run is checkpoint 1's temporary directory
      * (the directory exists; sinks make none): disk full. */
     tdm__fio_fault(TDM__FIO_MKDIR, 1, ENOSPC, 0);
@@ -455,6 +458,122 @@ TDM_TEST(failed_checkpoint_is_counted_and_the_next_succeeds)
     free(got);
     free(gold);
     remove_root();
+}
+
+/* A run of the plain job on a checkpoint directory that is full for the
+ * mkdirs @p fault names; its error code, message in @p msg.  The job is
+ * left in *out for its counters. */
+static tdm_err run_full(const char *fault, const char *restart,
+                        const char *attempts, tdm_job **out, char *msg,
+                        size_t n)
+{
+    char dir[300], ck[300], why[200];
+    snprintf(dir, sizeof dir, "%s/out", tmp_root);
+    snprintf(ck, sizeof ck, "%s/ck", tmp_root);
+    mkdir(ck, 0755);
+    tdm_job *job = gen_job(false, dir, ck, "1", "300000");
+    if (restart) {
+        jset(job, "restart.strategy", restart);
+        jset(job, "restart.delay", "0");
+        jset(job, "restart.attempts", attempts);
+    }
+    ASSERT_OK(tdm__fio_fault_parse(fault, why, sizeof why));
+    msg[0] = 0;
+    tdm_err err = tdm_job_run(job, msg, n);
+    tdm__fio_fault_clear();
+    *out = job;
+    return err;
+}
+
+TDM_TEST(failed_checkpoint_fails_the_run_by_default)
+{
+    make_root();
+    tdm_job *job = NULL;
+    char msg[1024];
+    ASSERT_ERR(run_full("mkdir:1:ENOSPC:sticky", NULL, NULL, &job, msg,
+                        sizeof msg),
+               TDM_ERR_IO);
+    /* Periodic or at the end of input, checkpoint 1 is the one. */
+    ASSERT_TRUE(strstr(msg, "checkpoint 1 ") != NULL);
+    ASSERT_TRUE(strstr(msg, "No space left on device") != NULL);
+    ASSERT_TRUE(strstr(msg, "restart.strategy") != NULL);
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED), 1);
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED_IN_ROW), 1);
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_CHECKPOINT_FAILED_ID), 1);
+    ASSERT_TRUE(tdm_job_stat(job, TDM_STAT_CHECKPOINT_FAILED_AT) > 0);
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_RESTARTS), 0);
+    tdm_job_destroy(job);
+    remove_root();
+}
+
+TDM_TEST(restart_after_failed_checkpoints_output_equals_golden)
+{
+    make_root();
+    tdm_job *job = NULL;
+    char msg[1024];
+    /* Two checkpoints fail (two attempts), then the disk has room. */
+    tdm_err err = run_full("mkdir:1-2:ENOSPC", "fixed-delay", "2", &job,
+                           msg, sizeof msg);
+    if (err != TDM_OK)
+        fprintf(stderr, "run failed: %s\n", msg);
+    ASSERT_OK(err);
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_RESTARTS), 2);
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED), 2);
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED_IN_ROW), 0);
+    ASSERT_TRUE(tdm_job_stat(job, TDM_STAT_CHECKPOINTS) >= 1);
+    tdm_job_destroy(job);
+    /* The committed output (writer 0's visible parts in order) is the
+     * run without checkpoints'. */
+    size_t gl = 0, pl = 0;
+    char *gold = golden(false, "out.jsonl", "1", "300000", &gl), out[300];
+    snprintf(out, sizeof out, "%s/out", tmp_root);
+    char *got = parts(out, "out.jsonl", 0, &pl);
+    ASSERT_TRUE(pl == gl && memcmp(got, gold, gl) == 0);
+    free(got);
+    free(gold);
+    remove_root();
+}
+
+TDM_TEST(restart_gives_up_after_its_attempts)
+{
+    make_root();
+    tdm_job *job = NULL;
+    char msg[1024];
+    ASSERT_ERR(run_full("mkdir:1:ENOSPC:sticky", "exponential-delay", "2",
+                        &job, msg, sizeof msg),
+               TDM_ERR_IO);
+    ASSERT_TRUE(strstr(msg, "gave up after 2 restarts") != NULL);
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_RESTARTS), 2);
+    ASSERT_EQ(tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED), 3);
+    tdm_job_destroy(job);
+    remove_root();
+}
+
+/* Keys that cannot apply are refused by validation, with the reason. */
+TDM_TEST(restart_keys_that_cannot_apply_are_refused)
+{
+    static const char *const cases[][4] = {
+        /* key, value, with checkpoint.dir?, expected text */
+        { "restart.strategy", "fixed-delay", "", "needs checkpoint.dir" },
+        { "checkpoint.tolerable_failed", "2", "", "needs checkpoint.dir" },
+        { "restart.attempts", "5", "ck", "not none" },
+        { "restart.multiplier", "3", "ck", "exponential-delay only" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tdm_job *job = gen_job(false, "/nonexistent", NULL, "1", "10");
+        char msg[512] = "";
+        if (*cases[i][2])
+            jset(job, "checkpoint.dir", "/nonexistent/ck");
+        if (i == 3)
+            jset(job, "restart.strategy", "fixed-delay");
+        jset(job, cases[i][0], cases[i][1]);
+        ASSERT_ERR(tdm_job_validate(job, msg, sizeof msg), TDM_ERR_INVAL);
+        if (!strstr(msg, cases[i][3]))
+            fprintf(stderr, "case %zu: %s\n", i, msg);
+        ASSERT_TRUE(strstr(msg, cases[i][3]) != NULL);
+        ASSERT_TRUE(strstr(msg, cases[i][0]) != NULL);
+        tdm_job_destroy(job);
+    }
 }
 
 /* Whether @p ck holds a complete checkpoint (chk-<id>, not a temporary

@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/* restart.c - what a failed checkpoint does to the job, and restarts
+ * (Flink's tolerable-failed-checkpoints and restart strategies).
+ *
+ *   checkpoint 3 ok   4 failed   5 failed   ...   (tolerable_failed 1)
+ *                     in a row 1: logged, the job goes on
+ *                                in a row 2: the run fails -> restart
+ *                                            strategy: back-off, then a
+ *                                            new attempt restored from 3
+ *
+ * A checkpoint that cannot be written leaves the sinks' epochs since the
+ * last one pending: hidden parts nobody reads.  Tolerated, the next
+ * checkpoint's commit covers them; beyond checkpoint.tolerable_failed in
+ * a row (default 0) the run fails, so that a full disk cannot hide the
+ * output for the rest of the run.  The final checkpoint (end of input)
+ * has no successor to cover it, so its failure always fails the run,
+ * whose message says the output is pending until a run commits it.  A
+ * savepoint's failure is only logged: it was asked for, not owed.
+ *
+ * A failed run with restart.strategy set runs again in the same process
+ * (tdm_job_run's loop, run.c) after a back-off: a whole new attempt, as a
+ * new process would make, restoring the newest checkpoint, so its output
+ * is exactly the uninterrupted run's.  Only I/O and memory failures are
+ * restarted: an invalid job, a locked directory or another job's
+ * checkpoint fail the same way every time.  A checkpoint completed since
+ * the last restart means the job made progress: the count of restarts in
+ * a row and the back-off start over (Flink resets exponential-delay after
+ * a quiet hour; tidemark's runs are often short, and progress is what
+ * tells a passing fault from a lasting one).  docs/checkpoints.md,
+ * "Failures".
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/run.h"
+#include "state/ckpt_store.h"
+
+/* ---- Failed checkpoints ---- */
+
+/* Whether every subtask has stopped: the checkpoint is the run's last
+ * (rt_ckpt_final's), with no later one to commit what it covers. */
+static bool at_end(tdm__run *run)
+{
+    pthread_mutex_lock(&run->mu);
+    bool end = run->n_done >= run->n_threads;
+    pthread_mutex_unlock(&run->mu);
+    return end;
+}
+
+/* "checkpoint 4" (the newest completed or restored), or "the start". */
+static void last_good(tdm__run *run, char *buf, size_t n)
+{
+    int64_t id = atomic_load(&run->job->stats[TDM_STAT_CHECKPOINT_ID]);
+    if (id < 0 && run->ck.restored)
+        id = (int64_t)run->ck.from;
+    if (id > 0)
+        snprintf(buf, n, "checkpoint %lld", (long long)id);
+    else
+        snprintf(buf, n, "the start");
+}
+
+/* What the operator does, for the run's error: "make room in ck and run
+ * the job again (or set restart.strategy)". */
+static void advice(const tdm_job *job, char *buf, size_t n)
+{
+    const char *dir = tdm__job_str(job, "checkpoint.dir");
+    if (tdm__job_int(job, "restart.strategy") == 0)
+        snprintf(buf, n, "make room in %s and run the job again (or set "
+                         "restart.strategy)", dir);
+    else
+        snprintf(buf, n, "make room in %s; restart.strategy %s restarts "
+                         "it", dir, tdm__job_str(job, "restart.strategy"));
+}
+
+/* Publishes failure @p why of checkpoint @p id; returns the failures in
+ * a row, this one included. */
+static int64_t count_failure(tdm_job *job, uint64_t id, const char *why)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
+    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_FAILED_ID], (int64_t)id);
+    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_FAILED_AT],
+                 (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    pthread_mutex_lock(&job->mmu);
+    snprintf(job->ck_fail_msg, sizeof job->ck_fail_msg, "%s", why);
+    pthread_mutex_unlock(&job->mmu);
+    return atomic_fetch_add(
+               &job->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW], 1) + 1;
+}
+
+/* See run.h. */
+void rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
+{
+    tdm_job *job = run->job;
+    if (!why) {
+        atomic_store(&job->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW], 0);
+        return;
+    }
+    if (run->ck.pending_kind == TDM__CKPT_SAVEPOINT && !at_end(run)) {
+        /* As in Flink, a savepoint is asked for, not owed: its failure
+         * is the asker's to see, and the job's checkpoints go on. */
+        atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
+        tdm__job_log(job, "savepoint %llu failed: %s (the job goes on; ask "
+                          "again once the cause is fixed)",
+                     (unsigned long long)id, why);
+        return;
+    }
+    int64_t n = count_failure(job, id, why);
+    int64_t tol = tdm__job_int(job, "checkpoint.tolerable_failed");
+    char good[64], todo[PATH_MAX + 80];
+    last_good(run, good, sizeof good);
+    advice(job, todo, sizeof todo);
+    if (at_end(run)) {
+        rt_fail(run, TDM_ERR_IO,
+                "checkpoint %llu at the end of input failed: %s; the "
+                "output since %s is pending (hidden .pending parts) and "
+                "will be committed by a restart, which resumes from %s: "
+                "%s",
+                (unsigned long long)id, why, good, good, todo);
+        return;
+    }
+    if (n <= tol) {
+        tdm__job_log(job, "checkpoint %llu failed: %s (%lld in a row, "
+                          "checkpoint.tolerable_failed %lld: the job goes "
+                          "on; the next checkpoint retries)",
+                     (unsigned long long)id, why, (long long)n,
+                     (long long)tol);
+        return;
+    }
+    rt_fail(run, TDM_ERR_IO,
+            "checkpoint %llu failed: %s; %lld failed in a row, more than "
+            "checkpoint.tolerable_failed (%lld): the job fails (the output "
+            "since %s stays pending until a restart commits it: %s)",
+            (unsigned long long)id, why, (long long)n, (long long)tol, good,
+            todo);
+}
+
+/* ---- Settings ---- */
+
+static const char *const restart_keys[] = {
+    "restart.strategy", "restart.attempts",   "restart.delay",
+    "restart.max_delay", "restart.multiplier", "checkpoint.tolerable_failed",
+};
+
+enum { RS_NONE = 0, RS_FIXED = 1, RS_EXPONENTIAL = 2 };
+
+static bool key_set(const tdm_job *job, const char *key)
+{
+    return tdm__job_val(job, key)->set;
+}
+
+/* See run.h.  Keys that would change nothing are refused rather than
+ * ignored: a restart.attempts under strategy none reads like a promise
+ * the runtime would not keep. */
+const char *rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
+{
+    int strategy = (int)tdm__job_int(job, "restart.strategy");
+    size_t n_keys = sizeof restart_keys / sizeof restart_keys[0];
+    for (size_t i = 0; !*tdm__job_str(job, "checkpoint.dir") && i < n_keys;
+         i++)
+        if (key_set(job, restart_keys[i])) {
+            snprintf(buf, n, "%s needs checkpoint.dir: a restart resumes "
+                             "from the newest checkpoint, and a tolerated "
+                             "failure is covered by the next one (set "
+                             "checkpoint.dir or remove %s)",
+                     restart_keys[i], restart_keys[i]);
+            return buf;
+        }
+    /* restart_keys[1..2] apply to both strategies, [3..4] to
+     * exponential-delay only. */
+    for (size_t i = 1; i < 5; i++) {
+        bool exp_only = i >= 3;
+        if (!key_set(job, restart_keys[i]) ||
+            strategy == RS_EXPONENTIAL || (strategy == RS_FIXED && !exp_only))
+            continue;
+        snprintf(buf, n, "%s applies to restart.strategy %s only, not %s",
+                 restart_keys[i],
+                 exp_only ? "exponential-delay"
+                          : "fixed-delay or exponential-delay",
+                 tdm__job_str(job, "restart.strategy"));
+        return buf;
+    }
+    int64_t delay = tdm__job_int(job, "restart.delay");
+    int64_t max = tdm__job_int(job, "restart.max_delay");
+    if (strategy == RS_EXPONENTIAL && max < delay) {
+        snprintf(buf, n, "restart.max_delay (%lld ms) is below restart.delay "
+                         "(%lld ms)",
+                 (long long)max, (long long)delay);
+        return buf;
+    }
+    return NULL;
+}
+
+/* ---- Restarts ---- */
+
+/* See run.h. */
+void rt_restart_init(rt_restart *rs, const tdm_job *job)
+{
+    memset(rs, 0, sizeof *rs);
+    rs->strategy = *tdm__job_str(job, "checkpoint.dir")
+                       ? (int)tdm__job_int(job, "restart.strategy")
+                       : RS_NONE;
+    rs->attempts = tdm__job_int(job, "restart.attempts");
+    rs->delay_ms = tdm__job_int(job, "restart.delay");
+}
+
+/* Failures a new attempt may not meet: I/O (a full disk, a broken
+ * connection) and memory. */
+static bool restartable(tdm_err err)
+{
+    return err == TDM_ERR_IO || err == TDM_ERR_NOMEM;
+}
+
+/* Sleeps @p ms in short steps, watching for tdm_job_cancel (which is a
+ * signal handler's atomic store: nothing to wait on).  False: cancelled. */
+static bool back_off(tdm_job *job, int64_t ms)
+{
+    int64_t until = tdm__mono_ms() + ms;
+    atomic_store(&job->restarting, 1);
+    while (!atomic_load(&job->cancel) && tdm__mono_ms() < until) {
+        int64_t left = until - tdm__mono_ms();
+        struct timespec ts = { 0, (long)(left < 20 ? left : 20) * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    atomic_store(&job->restarting, 0);
+    return !atomic_load(&job->cancel);
+}
+
+/* The back-off after the current one. */
+static int64_t next_delay(const rt_restart *rs, const tdm_job *job)
+{
+    if (rs->strategy != RS_EXPONENTIAL)
+        return rs->delay_ms;
+    double d = (double)rs->delay_ms *
+               tdm__job_val(job, "restart.multiplier")->d;
+    double max = (double)tdm__job_int(job, "restart.max_delay");
+    return (int64_t)(d < max ? d : max);
+}
+
+/* See run.h. */
+bool rt_restart_next(rt_restart *rs, tdm_job *job, tdm_err err,
+                     char *errbuf, size_t errbuf_size)
+{
+    if (err == TDM_OK || rs->strategy == RS_NONE || !restartable(err) ||
+        atomic_load(&job->cancel))
+        return false;
+    int64_t done = atomic_load(&job->stats[TDM_STAT_CHECKPOINTS]);
+    if (done != rs->completed) { /* progress: start over */
+        rs->completed = done;
+        rs->in_row = 0;
+        rs->delay_ms = tdm__job_int(job, "restart.delay");
+    }
+    const char *name = tdm__job_str(job, "restart.strategy");
+    if (rs->in_row >= rs->attempts) {
+        size_t used = errbuf ? strlen(errbuf) : 0;
+        if (errbuf && used + 1 < errbuf_size)
+            snprintf(errbuf + used, errbuf_size - used,
+                     " (restart.strategy %s gave up after %lld restarts in "
+                     "a row: restart.attempts)",
+                     name, (long long)rs->in_row);
+        return false;
+    }
+    rs->in_row++;
+    atomic_fetch_add(&job->stats[TDM_STAT_RESTARTS], 1);
+    tdm__job_log(job, "restart %lld of %lld (restart.strategy %s) in %lld "
+                      "ms, from the newest checkpoint, after: %s",
+                 (long long)rs->in_row, (long long)rs->attempts, name,
+                 (long long)rs->delay_ms,
+                 errbuf && *errbuf ? errbuf : tdm_strerror(err));
+    int64_t wait = rs->delay_ms;
+    rs->delay_ms = next_delay(rs, job);
+    return back_off(job, wait);
+}
