@@ -773,7 +773,7 @@ static tdm_err log_compact(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
     size_t n = 0;
     tdm_err err = tdm__fio_list(s->dir, &names, &n, errbuf, errbuf_size);
     snprintf(base, sizeof base, "%s.changelog", s->base);
-    if (err == TDM_OK)
+    if (err == TDM_OK && n > 1)
         qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = 0; err == TDM_OK && i < n; i++) {
         tdm__part pt;
