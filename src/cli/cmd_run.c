@@ -545,7 +545,10 @@ static void summary(const tdm__cli_job *cj, const char *name, double secs,
     }
     int64_t n_ck = tdm_job_stat(job, TDM_STAT_CHECKPOINTS);
     int64_t n_ckf = tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED);
-    if (n_ck > 0 || n_ckf > 0) {
+    if (n_ck == 0 && n_ckf > 0)
+        fprintf(stderr, "tidemark: checkpoints: 0 completed, %lld failed.\n",
+                (long long)n_ckf);
+    else if (n_ck > 0) {
         char nb[32];
         fprintf(stderr,
                 "tidemark: checkpoints: %lld completed, %lld failed; the "
