@@ -44,6 +44,11 @@ export TDM_KAFKA_MOCK_MARKER
 # write-ahead log loses; a kill by this script after the "prepared" log
 # line missed the commit now and then on a loaded machine, and the
 # check below failed: "the kill did not land inside a Kafka commit");
+# the kill comes before the 2nd commit (g, h): a run whose source reads
+# everything within one checkpoint interval makes only two transactions
+# with messages (the windows fired while reading, those fired at the
+# end), so a kill before the 3rd (4th at parallelism 2) missed them in
+# about one run in three on an idle machine, before and after issue 18;
 # cN, kill -9 as soon as the N-th is committed (the
 # restored checkpoint lists an epoch already committed: only the marker
 # tells); 0, never (the run ends; the next restores its final
@@ -53,8 +58,8 @@ b 1 7 1
 d 2 6 2
 e 2 11 1
 f 1 9 2
-g 1 t3 1
-h 2 t4 2
+g 1 t2 1
+h 2 t2 2
 i 1 c2 1
 j 1 0 1"
 # A subset (by hand: SCENARIOS_ONLY="g h").
