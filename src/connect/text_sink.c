@@ -1170,7 +1170,10 @@ static tdm_err dec_table(tdm__sinkobj *s, tdm__dec *d)
 
 /* Removes this writer's parts that the restored checkpoint does not
  * keep: the in-progress one, pending ones not in pend[], visible ones
- * newer than @p ckpt_id.  On a fresh start (@p fresh) only the
+ * newer than @p ckpt_id; and any writer's pending parts newer than it
+ * (their checkpoint never became durable: a crashed run at a higher
+ * parallelism leaves them for writers no later run has, and a fresh
+ * start would otherwise take them for committed rows).  On a fresh start (@p fresh) only the
  * in-progress part goes: what an earlier run committed or pre-committed
  * stays until the new run's first checkpoint is durable, so that a fresh
  * start killed before it leaves the old run able to resume (the runtime
@@ -1189,6 +1192,10 @@ static tdm_err sweep_parts(tdm__sinkobj *s, uint64_t ckpt_id, bool fresh,
                     (kind == PART_VISIBLE && id <= ckpt_id);
         for (size_t k = 0; kind == PART_PENDING && k < s->n_pend; k++)
             keep = keep || s->pend[k] == id;
+        tdm__part any;
+        if (kind == 0 && !fresh && tdm__part_parse(s->base, names[i], &any) &&
+            any.kind == PART_PENDING && any.id > ckpt_id)
+            keep = false; /* another writer's, of a checkpoint never durable */
         if (keep)
             continue;
         char path[4300];
