@@ -122,7 +122,7 @@ static bool parse_dur_list(const char *text, tdm_time_ms **out, int *n)
  * session:GAP. */
 static bool parse_window(const char *text, tdm__an_opts *o)
 {
-    char buf[256], *parts[5];
+    char buf[256], *parts[5] = {0};
     int n = 0;
     snprintf(buf, sizeof buf, "%s", text);
     for (char *p = buf, *q; n < 5; p = q + 1) {

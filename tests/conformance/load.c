@@ -47,7 +47,7 @@ static int in_list(const char *name, const char *const *names)
 static int check_keys(const json_t *obj, const char *what,
                       const char *const *allowed, char *why, size_t why_size)
 {
-    const char *k;
+    const char *k = NULL;
     json_t *val;
 
     json_object_foreach((json_t *)obj, k, val) {
@@ -184,7 +184,7 @@ static int load_watermark(const json_t *j, struct conf_wm *wm, char *why,
     static const char *const none_keys[] = {"strategy", "interval_ms",
                                             "idle_timeout_ms", NULL};
     const char *what = "pipeline.watermark";
-    const char *s;
+    const char *s = NULL;
     const char *const *keys;
     const json_t *emit;
     int64_t v;
@@ -269,7 +269,7 @@ static int load_window(const json_t *j, const char *what, struct conf_window *w,
         "type", "size_ms", "slide_ms", "offset_ms", "time", NULL};
     static const char *const session_keys[] = {"type", "gap_ms", "time", NULL};
     static const char *const global_keys[] = {"type", "time", NULL};
-    const char *t;
+    const char *t = NULL;
     const char *const *keys;
     const json_t *time;
 
@@ -330,7 +330,7 @@ static int load_trigger(const json_t *j, const char *what, int depth,
     static const char *const cont_keys[] = {"type", "interval_ms", NULL};
     static const char *const purging_keys[] = {"type", "inner", NULL};
     struct conf_trigger *t;
-    const char *type;
+    const char *type = NULL;
     const char *const *keys;
 
     *out = NULL;
@@ -408,7 +408,7 @@ static int load_aggregate(const json_t *j, tdm_agg_kind *out, char *why,
                {"avg", TDM_AGG_AVG},     {"collect", TDM_AGG_COLLECT}};
     const char *what = "pipeline.aggregate";
     const json_t *field;
-    const char *fn;
+    const char *fn = NULL;
     size_t i;
 
     if (need_object(j, what, why, why_size) != 0 ||
@@ -442,7 +442,7 @@ static int load_join(const json_t *j, struct conf_join *jn, char *why,
         NULL};
     static const char *const window_keys[] = {"type", "window", NULL};
     const char *what = "pipeline.join";
-    const char *type;
+    const char *type = NULL;
 
     memset(jn, 0, sizeof(*jn));
     if (need_object(j, what, why, why_size) != 0 ||
@@ -686,7 +686,7 @@ static int load_position(const json_t *it, const struct conf_vector *v,
         return -1;
     in->channel = (int)n;
     if (v->pipe == PIPE_JOIN) {
-        const char *side;
+        const char *side = NULL;
 
         if (get_string(it, "side", what, &side, why, why_size) != 0)
             return -1;
@@ -728,7 +728,7 @@ static int load_input_item(json_t *it, size_t idx, const struct conf_vector *v,
                             1u << IN_PROCTIME | 1u << IN_END;
     unsigned ok;
     char what[64];
-    const char *kind;
+    const char *kind = NULL;
     const json_t *j;
     int64_t n;
     int k;
@@ -845,7 +845,7 @@ static int load_expect(const json_t *e, struct conf_vector *v, char *why,
     static const char *const keys[] = {"output", "counters", NULL};
     static const char *const counter_keys[] = {"late_dropped", NULL};
     const json_t *out, *counters, *item;
-    const char *k;
+    const char *k = NULL;
     json_t *val;
     size_t i;
 

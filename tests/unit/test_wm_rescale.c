@@ -328,8 +328,8 @@ static void check_rescale(const setup *su, const op *script, int new_P,
             if (script[i].kind == OP_FINISH)
                 finished[script[i].a] = true;
         }
-        bool stale[MAX_P];
-        tdm_time_ms comb[MAX_P];
+        bool stale[MAX_P] = {0};
+        tdm_time_ms comb[MAX_P] = {0};
         for (int k = 0; k < new_P; k++) {
             stale[k] = new_P != 2 && ref_is_stale(&ref, k, finished,
                                                   &comb[k]);
