@@ -704,12 +704,18 @@ static void log_record(tdm__sinkobj *s, char t, const char *key,
     sb_put(&s->out, line, line_len);
 }
 
-/* The row in s->line (and a new CSV header) as changelog records. */
-static tdm_err log_row(tdm__sinkobj *s, const tdm__out_row *row)
+/* The CSV header as the first record of a part.  Mutex held. */
+static void log_header(tdm__sinkobj *s)
 {
     if (!s->header_done && s->header)
         log_record(s, 'h', NULL, 0, s->header, s->header_len);
     s->header_done = true;
+}
+
+/* The row in s->line (and a new CSV header) as changelog records. */
+static tdm_err log_row(tdm__sinkobj *s, const tdm__out_row *row)
+{
+    log_header(s);
     char t = !row->upsert_key                      ? 'r'
              : row->change == TDM__CHANGE_RETRACT ? 'd'
                                                   : 'u';
@@ -800,9 +806,7 @@ static tdm_err log_from_table(tdm__sinkobj *s)
 {
     for (size_t e = 0; e < s->n_ents; e++) {
         const upsert_entry *u = &s->ents[e];
-        if (!s->header_done && s->header)
-            log_record(s, 'h', NULL, 0, s->header, s->header_len);
-        s->header_done = true;
+        log_header(s);
         log_record(s, !u->key ? 'r' : u->gone ? 'd' : 'u', u->key,
                    u->key ? u->key_len : 0, u->line, u->line_len);
         tdm__free(u->key);
@@ -1658,8 +1662,9 @@ static tdm_err sink_top(const tdm__sink_conf *conf, uint64_t *id,
 {
     char names[2][4200];
     tdm_err err = TDM_OK;
+    int n = part_names(conf, names);
     *id = 0;
-    for (int i = 0; err == TDM_OK && i < part_names(conf, names); i++) {
+    for (int i = 0; err == TDM_OK && i < n; i++) {
         uint64_t top = 0;
         err = tdm__parts_top(names[i], &top, errbuf, errbuf_size);
         if (top > *id)
@@ -1674,8 +1679,9 @@ static tdm_err sink_supersede(const tdm__sink_conf *conf, uint64_t first,
 {
     char names[2][4200];
     tdm_err err = TDM_OK;
+    int n = part_names(conf, names);
     *moved = 0;
-    for (int i = 0; err == TDM_OK && i < part_names(conf, names); i++) {
+    for (int i = 0; err == TDM_OK && i < n; i++) {
         size_t m = 0;
         err = tdm__parts_supersede(names[i], first, committed, &m, errbuf,
                                    errbuf_size);

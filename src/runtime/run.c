@@ -1463,20 +1463,26 @@ static void supervise(tdm__run *run)
     pthread_mutex_unlock(&run->mu);
 }
 
-/* Counters start from zero at every run.  The checkpoint counters (from
- * TDM_STAT_CHECKPOINTS on) span a run's restarts, as Flink's checkpoint
- * statistics span a job's: they stay when @p restart. */
+/* Whether counter @p i spans a run's restarts: the checkpoint counters,
+ * as Flink's checkpoint statistics span a job's restarts. */
+static bool spans_restarts(int i)
+{
+    return (i >= TDM_STAT_CHECKPOINTS && i <= TDM_STAT_CHECKPOINT_ALIGN_MS) ||
+           (i >= TDM_STAT_CHECKPOINTS_FAILED_IN_ROW &&
+            i <= TDM_STAT_RESTARTS);
+}
+
+/* Counters start from zero at every run; after a restart (@p restart)
+ * only those that do not span restarts. */
 static void reset_stats(tdm_job *job, bool restart)
 {
-    int keep = restart ? TDM_STAT_CHECKPOINTS : TDM_STAT_COUNT_;
-    for (int i = 0; i < keep; i++)
-        atomic_store(&job->stats[i], 0);
-    if (restart)
-        return;
-    for (int i = TDM_STAT_CHECKPOINTS; i < TDM_STAT_COUNT_; i++)
-        atomic_store(&job->stats[i], 0);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ID], -1);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_FAILED_ID], -1);
+    for (int i = 0; i < TDM_STAT_COUNT_; i++)
+        if (!restart || !spans_restarts(i))
+            atomic_store(&job->stats[i], 0);
+    if (!restart) {
+        atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ID], -1);
+        atomic_store(&job->stats[TDM_STAT_CHECKPOINT_FAILED_ID], -1);
+    }
     atomic_store(&job->stats[TDM_STAT_WATERMARK], TDM_TIME_MIN);
     atomic_store(&job->queue_waits, 0);
     atomic_store(&job->batches_peak, 0);
