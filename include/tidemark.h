@@ -117,6 +117,21 @@ TDM_API tdm_time_ms tdm_time_add(tdm_time_ms a, tdm_time_ms b);
 /** @brief a - b, saturated to [TDM_TIME_MIN, TDM_TIME_MAX]. */
 TDM_API tdm_time_ms tdm_time_sub(tdm_time_ms a, tdm_time_ms b);
 
+/** Flag of tdm_time_format: always write ".mmm" (without it, only when
+ *  the time is not a whole second). */
+#define TDM_TIME_FORMAT_MILLIS 1u
+
+/** @brief Writes @p ms as ISO-8601 UTC text ("2024-12-02T10:00:00Z",
+ *  "2024-12-02T10:00:00.250Z") into @p buf, always terminated and cut to
+ *  @p n bytes.  The one calendar formatter of the library, the server and
+ *  the CLI.
+ *  @param flags 0 or TDM_TIME_FORMAT_MILLIS.
+ *  @returns 1 when calendar text was written; 0, writing nothing,
+ *  for TDM_TIME_MIN, TDM_TIME_MAX, a year outside 0000..9999, or @p n of
+ *  0: the caller names those ("no watermark yet", "end of input", ...). */
+TDM_API int tdm_time_format(tdm_time_ms ms, unsigned flags, char *buf,
+                            size_t n);
+
 /* ---- Processing-time clocks ----
 ** Everything that depends on processing time (periodic watermark emission,
 ** idleness, processing-time windows and timers, alignment ticks) reads a

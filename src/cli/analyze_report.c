@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyze.h"
+#include "cli.h"
 #include "connect/conn.h"
 #include "connect/connect.h"
 #include "runtime/rt.h"
@@ -111,11 +112,7 @@ static const char *bytes(int64_t v, char *buf, size_t n)
 
 static const char *iso(tdm_time_ms t, char *buf, size_t n)
 {
-    if (t == TDM_TIME_MIN || t == TDM_TIME_MAX)
-        snprintf(buf, n, "-");
-    else
-        tdm__format_iso(t, buf, n);
-    return buf;
+    return tdm__cli_time(t, 0, "-", "-", buf, n);
 }
 
 static double frac(int64_t a, int64_t b)

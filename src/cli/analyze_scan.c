@@ -35,6 +35,7 @@
 #include <jansson.h>
 
 #include "analyze.h"
+#include "cli.h"
 #include "connect/conn.h"
 #include "runtime/rt.h"
 
@@ -811,7 +812,7 @@ static void close_gaps(scan_ctx *c)
 
 static void iso(tdm_time_ms t, char *buf, size_t n)
 {
-    tdm__format_iso(t, buf, n);
+    tdm__cli_time(t, 0, "-inf", "+inf", buf, n);
 }
 
 /* Timestamp unit: the runtime's verdict, on the first partition with

@@ -129,6 +129,10 @@ const char *tdm__cli_thousands(int64_t v, char *buf, size_t n);
 /* Formats a watermark as ISO-8601 UTC with milliseconds ("none" for
  * TDM_TIME_MIN, "end" for TDM_TIME_MAX). */
 const char *tdm__cli_iso_time(tdm_time_ms t, char *buf, size_t n);
+/* ISO-8601 UTC text of @p t (tdm_time_format with @p flags), @p min and
+ * @p max for the two sentinels, "<t>ms" beyond four-digit years. */
+const char *tdm__cli_time(tdm_time_ms t, unsigned flags, const char *min,
+                          const char *max, char *buf, size_t n);
 
 /* ---- Commands (argv starts after the command name) ---- */
 

@@ -134,33 +134,3 @@ const char *tdm__cli_thousands(int64_t v, char *buf, size_t n)
     return buf;
 }
 
-/* Formats a time as "2026-12-02T10:04:59.999Z" (see cli.h). */
-const char *tdm__cli_iso_time(tdm_time_ms t, char *buf, size_t n)
-{
-    struct tm tm;
-    time_t secs;
-    int64_t ms;
-    if (t == TDM_TIME_MIN) {
-        snprintf(buf, n, "none");
-        return buf;
-    }
-    if (t == TDM_TIME_MAX) {
-        snprintf(buf, n, "end");
-        return buf;
-    }
-    /* Floored division, so negative times print correctly. */
-    ms = t % 1000;
-    secs = (time_t)(t / 1000);
-    if (ms < 0) {
-        ms += 1000;
-        secs -= 1;
-    }
-    if (gmtime_r(&secs, &tm) == NULL) {
-        snprintf(buf, n, "%lld", (long long)t);
-        return buf;
-    }
-    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-             tm.tm_min, tm.tm_sec, (int)ms);
-    return buf;
-}

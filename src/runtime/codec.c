@@ -262,39 +262,13 @@ bool tdm__row_pack_valid(const void *p, size_t len, const tdm__schema *schema)
 
 /* ---- Text ---- */
 
-/* Writes @p ms as ISO-8601 UTC, with ".mmm" always (@p millis) or only
- * when not whole seconds.  False, writing nothing, when gmtime cannot
- * express it.  The one place the runtime, the server and the CLI turn
- * epoch milliseconds into calendar text. */
-bool tdm__format_utc(tdm_time_ms ms, bool millis, char *buf, size_t n)
-{
-    int64_t secs = ms / 1000, frac = ms % 1000;
-    if (frac < 0) {
-        frac += 1000;
-        secs--;
-    }
-    time_t t = (time_t)secs;
-    struct tm tm;
-    if ((int64_t)t != secs || !gmtime_r(&t, &tm))
-        return false;
-    if (frac || millis)
-        snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                 tm.tm_min, tm.tm_sec, (int)frac);
-    else
-        snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                 tm.tm_min, tm.tm_sec);
-    return true;
-}
-
 /* ISO-8601 UTC with milliseconds when not whole seconds; "+inf"/"-inf"
  * for the extremes. */
 void tdm__format_iso(tdm_time_ms ms, char *buf, size_t n)
 {
     if (ms == TDM_TIME_MIN || ms == TDM_TIME_MAX)
         snprintf(buf, n, "%s", ms == TDM_TIME_MIN ? "-inf" : "+inf");
-    else if (!tdm__format_utc(ms, false, buf, n))
+    else if (!tdm_time_format(ms, 0, buf, n))
         snprintf(buf, n, "%lldms", (long long)ms);
 }
 

@@ -693,7 +693,7 @@ void rt_format_ms(tdm_time_ms ms, char *buf, size_t n)
 {
     if (ms == TDM_TIME_MIN || ms == TDM_TIME_MAX)
         snprintf(buf, n, "%s", ms == TDM_TIME_MIN ? "none" : "end");
-    else if (!tdm__format_utc(ms, true, buf, n))
+    else if (!tdm_time_format(ms, TDM_TIME_FORMAT_MILLIS, buf, n))
         snprintf(buf, n, "%lld", (long long)ms);
 }
 

@@ -432,10 +432,6 @@ void tdm__format_iso(tdm_time_ms ms, char *buf, size_t n);
  * 19 digits, optional minus) or ISO-8601 text.  True with *out set; false
  * for anything else (job.c reports it at validation). */
 bool tdm__start_ts_parse(const char *s, tdm_time_ms *out);
-/* ISO-8601 UTC text of @p ms, ".mmm" always (@p millis) or only when
- * not whole seconds; false (nothing written) when out of gmtime's range.
- * Sentinels are the caller's to name. */
-bool tdm__format_utc(tdm_time_ms ms, bool millis, char *buf, size_t n);
 
 /* ====================================================================== */
 /* Row aggregates (rowagg.c)                                               */

@@ -341,9 +341,7 @@ static const char *fmt_time(tdm_time_ms t, char *buf, size_t n)
         snprintf(buf, n, "end of input");
         return buf;
     }
-    /* Years 0000..9999 only: four-digit years read as times. */
-    if (t < INT64_C(-62167219200000) || t > INT64_C(253402300799999) ||
-        !tdm__format_utc(t, true, buf, n))
+    if (!tdm_time_format(t, TDM_TIME_FORMAT_MILLIS, buf, n))
         snprintf(buf, n, "%" PRId64 " ms", t);
     return buf;}
 

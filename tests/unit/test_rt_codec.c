@@ -158,6 +158,27 @@ TDM_TEST(iso_formatting)
     ASSERT_STR_EQ(b, "+inf");
 }
 
+/* The public formatter: milliseconds on request, the sentinels and
+ * five-digit years left to the caller (0, nothing written). */
+TDM_TEST(public_time_format)
+{
+    char b[48] = "untouched";
+    ASSERT_EQ(tdm_time_format(1733133600000LL, TDM_TIME_FORMAT_MILLIS, b,
+                              sizeof b), 1);
+    ASSERT_STR_EQ(b, "2024-12-02T10:00:00.000Z");
+    ASSERT_EQ(tdm_time_format(1733133600250LL, 0, b, sizeof b), 1);
+    ASSERT_STR_EQ(b, "2024-12-02T10:00:00.250Z");
+    strcpy(b, "untouched");
+    ASSERT_EQ(tdm_time_format(TDM_TIME_MIN, 0, b, sizeof b), 0);
+    ASSERT_EQ(tdm_time_format(TDM_TIME_MAX, 0, b, sizeof b), 0);
+    ASSERT_EQ(tdm_time_format(253402300800000LL, 0, b, sizeof b), 0);
+    ASSERT_STR_EQ(b, "untouched");
+    ASSERT_EQ(tdm_time_format(-62167219200000LL, 0, b, sizeof b), 1);
+    ASSERT_STR_EQ(b, "0000-01-01T00:00:00Z");
+    ASSERT_EQ(tdm_time_format(0, 0, b, 8), 1);
+    ASSERT_STR_EQ(b, "1970-01");
+}
+
 /* Channel 0 holds at most 2 items: a third push would wait, but with
  * the run aborted it returns false at once; channel 1 is unaffected;
  * items come out in order. */
