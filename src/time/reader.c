@@ -31,6 +31,7 @@
 
 #include "wm.h"
 #include "state/ckpt_codec.h"
+#include "testhooks.h"
 
 struct tdm_reader;
 

@@ -8,6 +8,7 @@
  */
 #include "wm.h"
 #include "state/ckpt_codec.h"
+#include "testhooks.h"
 
 struct tdm_wmgen {
     tdm__wm_core core;
