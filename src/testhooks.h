@@ -118,17 +118,17 @@ int tdm__fio_fault_hit(tdm__fio_op op);
 /* state/keys.c: the reference count of a live id (test_state). */
 uint32_t tdm__keys_refs(const tdm__keys *ks, uint32_t id);
 /* state/timers.c: the smallest registered time, TDM_TIME_MAX when empty
- * (test_state, test_join). */
+ * (test_state). */
 tdm_time_ms tdm__timers_peek(const tdm__timers *t);
 
 /* time/wmgen.c: one channel's generator alone: emitter state, generator
- * core, time left to the next periodic emission (test_wm_gen,
- * test_snap_time; the runtime checkpoints whole readers). */
+ * core, time left to the next periodic emission (test_snap_time; the
+ * runtime checkpoints whole readers). */
 tdm_err tdm__wmgen_snapshot(const tdm_wmgen *gen, struct tdm__enc *e);
 tdm_err tdm__wmgen_restore(tdm_wmgen *gen, struct tdm__dec *d);
 /* time/reader.c: one split alone (a split section), restored into split
  * @p split of a reader without touching the reader's own state.  INVAL
- * (bad index).  (test_wm_reader, test_snap_time.) */
+ * (bad index).  (test_snap_time.) */
 tdm_err tdm__reader_split_snapshot(const tdm_reader *r, int split,
                                    struct tdm__enc *e);
 tdm_err tdm__reader_split_restore(tdm_reader *r, int split,
@@ -137,7 +137,7 @@ tdm_err tdm__reader_split_restore(tdm_reader *r, int split,
 /* window/winop.c: makes a new operator (before any input) use the
  * general path even when the lean one applies, so that tests can compare
  * the two.  Returns TDM_OK, or TDM_ERR_STATE after the first input
- * (test_winop). */
+ * (test_winop, test_snap_ops). */
 tdm_err tdm__winop_disable_lean(tdm_winop *op);
 
 /* connect/json.c: tdm__json_parse_line_mode in the automatic mode
