@@ -8,11 +8,13 @@
  * written into the caller's (errbuf, errbuf_size) (errbuf may be NULL).
  * Allocation failures return TDM_ERR_NOMEM.
  *
- * Fault injection: tdm__fio_fault() (or the environment variable
- * TDM_FIO_FAULT, read at the first operation) makes the n-th operation of
- * one kind, counted from the moment it is armed, fail with a chosen errno,
- * once, for a range of operations or from then on.  When nothing is armed every operation pays one
- * predictable branch.  See docs/checkpoints.md#fault-injection.
+ * Fault injection (a test seam: fio_fault.c, declared in testhooks.h,
+ * compiled only with TDM_TEST_HOOKS): tdm__fio_fault() (or the
+ * environment variable TDM_FIO_FAULT, read at the first operation) makes
+ * the n-th operation of one kind, counted from the moment it is armed,
+ * fail with a chosen errno, once, for a range of operations or from then
+ * on.  When nothing is armed every operation pays one predictable branch;
+ * without TDM_TEST_HOOKS, nothing.  See docs/checkpoints.md#fault-injection.
  * All functions are thread-safe in the sense of the underlying system
  * calls; the fault counters are atomics.
  */
