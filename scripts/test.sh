@@ -40,7 +40,7 @@ if nm -g --defined-only build-release/libtidemark.a |
     echo "test seams in a default build's libtidemark.a" >&2
     exit 1
 fi
-if objdump -d build-release/libtidemark.a | grep -E 'call.*<raise'; then
+if nm -A build-release/libtidemark.a | grep ' U raise$'; then
     echo "raise() in a default build's libtidemark.a" >&2
     exit 1
 fi
