@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "connect/nexmark.h"
+#include "testhooks.h"
 
 typedef struct cell {
     int64_t auction, start, count; /* count 0: empty slot */

@@ -128,14 +128,7 @@ typedef void (*tdm__dead_fn)(void *ud, const char *location,
                              size_t raw_len);
 
 /* ---- Formats ----
- * Parse one line of text into a new row of @p b (tdm__batch_add), filling
- * the schema's fields and row->ts from ts_field/ts_unit (event time).
- * Returns TDM_OK, or TDM_ERR_PARSE with a reason in (reason, n) naming the
- * field; the caller then drops the row and dead-letters the line.  An
- * empty (or all-blank) line is TDM_ERR_PARSE "empty line". */
-tdm_err tdm__json_parse_line(const tdm__source_conf *conf, const char *line,
-                             size_t len, tdm__batch *b, char *reason,
-                             size_t n);
+ * JSON lines: tdm__json_parse_line_mode (conn.h). */
 /* CSV: @p columns maps each CSV column to a schema index (-1: ignore),
  * taken from the header line (tdm__csv_header) or schema order. */
 tdm_err tdm__csv_parse_line(const tdm__source_conf *conf, const int *columns,

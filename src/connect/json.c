@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "connect/conn.h"
+#include "testhooks.h"
 
 /* ---- Values as both paths see them ---- */
 

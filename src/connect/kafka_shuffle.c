@@ -19,6 +19,7 @@
 #include "connect/kafka_shuffle.h"
 #include "runtime/rt.h"
 #include "state/state.h"
+#include "testhooks.h"
 
 /* ====================================================================== */
 /* Writers' watermarks per partition                                       */

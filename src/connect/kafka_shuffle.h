@@ -46,8 +46,6 @@ int tdm__kwm_get(tdm__kwm *t, int p, tdm_time_ms now, tdm_time_ms *wm,
 /* Forgets partition @p p's writers (revoked): a later marker starts it
  * afresh, though its reported watermark still never goes back. */
 void tdm__kwm_reset(tdm__kwm *t, int p);
-/* Number of distinct writers heard from on @p p (0 for unknown p). */
-int tdm__kwm_writers(const tdm__kwm *t, int p);
 /* Frees the table (NULL is fine). */
 void tdm__kwm_free(tdm__kwm *t);
 

@@ -27,13 +27,17 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "connect/kafka.h"
+#ifdef TDM_TEST_HOOKS
+#include <signal.h>
+
+#include "testhooks.h"
+#endif
 #include "state/ckpt_codec.h"
 
 /* How long a write waits while the producer queue is full. */
@@ -75,6 +79,7 @@ struct tdm__sinkobj {
     char txid[200];       /* transactional.id and marker group */
     rd_kafka_conf_t *tmpl;  /* the producer's configuration */
     rd_kafka_conf_t *ctmpl; /* the marker reader's (a consumer) */
+#ifdef TDM_TEST_HOOKS
     /* Tests on the mock cluster, which drops transactional offset
      * commits: TDM_KAFKA_MOCK_MARKER=1 also commits the marker plainly
      * after each transaction (mk: that consumer). */
@@ -84,6 +89,7 @@ struct tdm__sinkobj {
      * before its N-th commit of a transaction with messages (any writer,
      * counted in mock_prepared), like TDM_FIO_FAULT's KILL; 0 off. */
     long kill_at;
+#endif
     tdm__enc cur;         /* messages since the last pre-commit */
     uint64_t cur_n;
     kk_epoch *pend;       /* pre-committed, oldest first */
@@ -98,9 +104,11 @@ struct tdm__sinkobj {
     tdm__kk_txn_ops ops;
 };
 
+#ifdef TDM_TEST_HOOKS
 /* Transactions with messages about to commit in this process, for
- * TDM_KAFKA_MOCK_KILL (a test hook). */
+ * TDM_KAFKA_MOCK_KILL (a test seam, testhooks.h). */
 static atomic_long mock_prepared;
+#endif
 
 /* Records a failure: the first reason is written before the count
  * moves, so a reader that sees failed > 0 (flush, close, on another
@@ -313,8 +321,10 @@ static void free_sink(tdm__sinkobj *s)
         rd_kafka_destroy(s->rk);
     if (s->txp)
         rd_kafka_destroy(s->txp);
+#ifdef TDM_TEST_HOOKS
     if (s->mk)
         rd_kafka_destroy(s->mk);
+#endif
     if (s->tmpl)
         rd_kafka_conf_destroy(s->tmpl);
     if (s->ctmpl)
@@ -457,6 +467,7 @@ static void log_prepared(tdm__sinkobj *s, const kk_epoch *ep)
     tdm__sbuf_free(&b);
 }
 
+#ifdef TDM_TEST_HOOKS
 /* TDM_KAFKA_MOCK_MARKER: commits @p mark for the marker group plainly,
  * as a broker does when a transaction with that offset commits (the
  * mock cluster drops transactional offset commits).  A crash between the
@@ -489,6 +500,26 @@ static void mock_marker(tdm__sinkobj *s, int64_t mark)
                         rd_kafka_err2str(e));
     rd_kafka_topic_partition_list_destroy(l);
 }
+
+/* The test seams' settings, from the environment (testhooks.h). */
+static void mock_read_env(tdm__sinkobj *s)
+{
+    const char *mm = getenv("TDM_KAFKA_MOCK_MARKER");
+    s->mock_marker = mm && strcmp(mm, "1") == 0;
+    const char *mkill = getenv("TDM_KAFKA_MOCK_KILL");
+    s->kill_at = mkill ? strtol(mkill, NULL, 10) : 0;
+}
+
+/* TDM_KAFKA_MOCK_KILL: a crash with the checkpoint durable and its
+ * transaction prepared, not committed: the case a sink without the
+ * write-ahead log loses (tests/kafka/checkpoint.sh, scenarios tN). */
+static void mock_kill_point(const tdm__sinkobj *s)
+{
+    if (s->kill_at > 0 &&
+        atomic_fetch_add(&mock_prepared, 1) + 1 == s->kill_at)
+        raise(SIGKILL); /* never returns */
+}
+#endif
 
 /* One transaction: the messages of @p ep (may be NULL: none) and the
  * marker offset @p mark for the group on partition 0 of the topic.
@@ -554,19 +585,19 @@ static tdm_err tx_run(tdm__sinkobj *s, const kk_epoch *ep, int64_t mark,
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                         "transaction '%s': a delivery to '%s' failed: %s",
                         s->txid, s->topic, s->first_err);
-    /* A crash with the checkpoint durable and its transaction prepared,
-     * not committed: the case a sink without the write-ahead log loses
-     * (tests/kafka/checkpoint.sh, scenarios tN). */
-    if (err == TDM_OK && ep && s->kill_at > 0 &&
-        atomic_fetch_add(&mock_prepared, 1) + 1 == s->kill_at)
-        raise(SIGKILL); /* never returns */
+#ifdef TDM_TEST_HOOKS
+    if (err == TDM_OK && ep)
+        mock_kill_point(s);
+#endif
     if (err == TDM_OK)
         err = tx_fail(s, "commit", s->ops.commit(s->txp, KK_TX_MS), errbuf,
                       errbuf_size);
     if (err != TDM_OK && !s->fatal)
         (void)tx_fail(s, "abort", s->ops.abort(s->txp, KK_TX_MS), NULL, 0);
+#ifdef TDM_TEST_HOOKS
     if (err == TDM_OK && s->mock_marker)
         mock_marker(s, mark);
+#endif
     if (err == TDM_OK && ep && s->debug)
         tdm__kafka_logf(&s->log, "debug txn committed id=%s checkpoint=%llu",
                         s->txid, (unsigned long long)ep->id);
@@ -956,10 +987,9 @@ static tdm_err tx_setup(tdm__sinkobj *s, const tdm__sink_conf *conf,
     s->tx = true;
     s->writer = conf->writer;
     s->debug = conf->debug;
-    const char *mm = getenv("TDM_KAFKA_MOCK_MARKER");
-    s->mock_marker = mm && strcmp(mm, "1") == 0;
-    const char *mkill = getenv("TDM_KAFKA_MOCK_KILL");
-    s->kill_at = mkill ? strtol(mkill, NULL, 10) : 0;
+#ifdef TDM_TEST_HOOKS
+    mock_read_env(s);
+#endif
     s->ops = real;
     if (conf->kafka_txn_ops) {
         const tdm__kk_txn_ops *o = conf->kafka_txn_ops;

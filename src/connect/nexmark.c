@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "connect/nexmark.h"
+#include "testhooks.h"
 
 /* ---- A small deterministic random stream ---- */
 

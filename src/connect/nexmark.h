@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* nexmark.h - the NEXMark event generator's rules as pure functions:
  * event number -> (kind, ids, price, times, strings), following
- * /work/shared/docs/nexmark.md section 1.3 (Beam's and nexmark-flink's
+ * ../shared/docs/nexmark.md section 1.3 (Beam's and nexmark-flink's
  * common generator).  Every event is a function of its number and the
  * configuration only (a splitmix64 stream seeded with the event id), so
  * generation parallelises and reproduces; the generator source
@@ -73,15 +73,8 @@ tdm_time_ms tdm__nx_time(const tdm__nx_conf *c, int64_t n);
 int64_t tdm__nx_last_person(int64_t event_id);
 int64_t tdm__nx_last_auction(int64_t event_id);
 
-/* The price (1.3.4) of a uniform draw u = @p m / 2^53 (the low 53 bits
- * of @p m): round(10^(6u) * 100), bit for bit what the definition's
- * llround(pow(10, 6u) * 100) gives, without pow in the common case (the
- * bulk path's; exposed for tests). */
-int64_t tdm__nx_price_of(uint64_t m);
-
-/* Computes the c-th event (c = events emitted before it, from 0). */
-void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
-                      tdm__nx_event *out);
+/* The reference computations tdm__nx_price_of and tdm__nx_event_at,
+ * which only tests call, are declared in testhooks.h. */
 
 /* The int64 fields of tdm__nx_event, as bits (tdm__nx_fill's columns
  * 0 .. 11 take the same numbers). */
@@ -154,8 +147,7 @@ typedef struct tdm__nx_strings {
     const char *item_name, *description;
     const char *channel, *url;
 } tdm__nx_strings;
-void tdm__nx_strings_of(const tdm__nx_event *ev, char *buf, size_t cap,
-                        tdm__nx_strings *out);
+/* (tdm__nx_strings_of, the reference, is in testhooks.h.) */
 
 /* Bits of tdm__nx_strings_some's @p which (one per string). */
 enum {

@@ -3,29 +3,44 @@
  *
  * Every allocation in src/ goes through here so that tests can make the
  * N-th one fail and check that each API path reports TDM_ERR_NOMEM and
- * leaks nothing.  The fault counter is process-wide and used only by tests.
+ * leaks nothing.  That fault counter is a test seam (testhooks.h): it
+ * exists only with TDM_TEST_HOOKS, and then it is one process-wide
+ * atomic, since every runtime thread allocates.  Without the option each
+ * function is its libc call and nothing more.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
 
-static long fail_countdown; /* 0: off; else allocations left before fail */
+#ifdef TDM_TEST_HOOKS
+#include <stdatomic.h>
+
+#include "testhooks.h"
+
+static atomic_long fail_countdown; /* 0: off; else allocations left */
 
 void tdm__alloc_fail_after(long n)
 {
-    fail_countdown = n;
+    atomic_store(&fail_countdown, n);
 }
 
+/* Counts one allocation down; true when it is to fail.  The count stays
+ * at 1 once it gets there: every later allocation fails too. */
 static bool should_fail(void)
 {
-    if (fail_countdown <= 0)
-        return false;
-    if (fail_countdown == 1)
-        return true; /* stays at 1: every later allocation fails too */
-    fail_countdown--;
+    long c = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
+    while (c > 1)
+        if (atomic_compare_exchange_weak(&fail_countdown, &c, c - 1))
+            return false;
+    return c == 1;
+}
+#else
+static inline bool should_fail(void)
+{
     return false;
 }
+#endif
 
 void *tdm__malloc(size_t n)
 {

@@ -77,7 +77,8 @@ void tdm__emit_status(const tdm__sink *s, int idle);
 
 /* ---- Allocation ----
  * All library memory goes through these, so tests can fail the N-th
- * allocation (tdm__alloc_fail_after) and check TDM_ERR_NOMEM paths.
+ * allocation (tdm__alloc_fail_after, testhooks.h) and check
+ * TDM_ERR_NOMEM paths.
  * tdm__free(NULL) is a no-op. */
 void *tdm__malloc(size_t n);
 void *tdm__calloc(size_t count, size_t size);
@@ -85,9 +86,6 @@ void *tdm__realloc(void *p, size_t n);
 void tdm__free(void *p);
 char *tdm__strndup(const char *s, size_t n);
 void *tdm__memdup(const void *p, size_t n);
-/* Test hook: the n-th allocation from now on (1 = the next) fails, and
- * every one after it until reset with n = 0. */
-void tdm__alloc_fail_after(long n);
 
 /* ---- Messages ---- */
 

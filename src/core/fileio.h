@@ -8,11 +8,13 @@
  * written into the caller's (errbuf, errbuf_size) (errbuf may be NULL).
  * Allocation failures return TDM_ERR_NOMEM.
  *
- * Fault injection: tdm__fio_fault() (or the environment variable
- * TDM_FIO_FAULT, read at the first operation) makes the n-th operation of
- * one kind, counted from the moment it is armed, fail with a chosen errno,
- * once, for a range of operations or from then on.  When nothing is armed every operation pays one
- * predictable branch.  See docs/checkpoints.md#fault-injection.
+ * Fault injection (a test seam: fio_fault.c, declared in testhooks.h,
+ * compiled only with TDM_TEST_HOOKS): tdm__fio_fault() (or the
+ * environment variable TDM_FIO_FAULT, read at the first operation) makes
+ * the n-th operation of one kind, counted from the moment it is armed,
+ * fail with a chosen errno, once, for a range of operations or from then
+ * on.  When nothing is armed every operation pays one predictable branch;
+ * without TDM_TEST_HOOKS, nothing.  See docs/checkpoints.md#fault-injection.
  * All functions are thread-safe in the sense of the underlying system
  * calls; the fault counters are atomics.
  */
@@ -41,38 +43,8 @@ typedef enum tdm__fio_op {
     TDM__FIO_N_OPS
 } tdm__fio_op;
 
-/* The "errno" that makes the chosen operation kill the process with
- * SIGKILL just before it would run, instead of failing: a crash at an
- * exact point of a write protocol, for tests (kill -9 tests). */
-#define TDM__FIO_KILL (-1)
-
-/* Arms a fault: the @p n-th operation of kind @p op from now (1 = the
- * next one) fails with errno @p err; with @p sticky every later operation
- * of that kind fails too.  n <= 0 disarms that kind.  Re-arming a kind
- * restarts its count.  Other kinds keep their state. */
-void tdm__fio_fault(tdm__fio_op op, long n, int err, int sticky);
-/* Disarms every kind and resets the counters. */
-void tdm__fio_fault_clear(void);
-/* How many operations of kind @p op ran (or were failed) since it was
- * last armed or cleared. */
-long tdm__fio_fault_count(tdm__fio_op op);
-/* How many operations were failed by injection since the last
- * tdm__fio_fault_clear() (all kinds). */
-long tdm__fio_fault_fired(void);
-/* Parses and arms a spec "KIND:N:ERRNO[:sticky]", several separated by
- * ',' (e.g. "fsync:3:ENOSPC,rename:1:EIO"); N-M in place of N fails the
- * N-th to the M-th operation (a disk full for a while: "mkdir:1-3:ENOSPC"
- * fails three checkpoints, then the disk has room again).  KIND is open, write, fsync,
- * rename, unlink, read, mkdir or list; ERRNO is ENOSPC, EIO, EDQUOT,
- * EROFS, EACCES, ENOENT, a decimal number, or KILL (TDM__FIO_KILL).  Returns TDM_OK or
- * TDM_ERR_INVAL with a message; on error nothing is armed.  Borrows
- * @p spec.  The environment variable TDM_FIO_FAULT goes through this at
- * the first file operation of the process (a bad value is ignored and
- * reported once on stderr, since there is no caller to return it to). */
-tdm_err tdm__fio_fault_parse(const char *spec, char *errbuf,
-                             size_t errbuf_size);
-/* The name of a kind ("fsync"), for messages. */
-const char *tdm__fio_op_name(tdm__fio_op op);
+/* Fault injection (tdm__fio_fault, TDM_FIO_FAULT) is a test seam,
+ * declared in testhooks.h and compiled only with TDM_TEST_HOOKS. */
 
 /* ---- Files ---- */
 

@@ -444,6 +444,23 @@ fail:
     return TDM_ERR_PARSE;
 }
 
+/* The restore prelude (ckpt_codec.h): section, tag, version. */
+tdm_err tdm__dec_expect(tdm__dec *d, uint64_t tag, uint64_t version,
+                        const char *not_tag, const char *bad_version,
+                        tdm__dec *body)
+{
+    uint64_t got_tag, got_version;
+
+    if (tdm__dec_section(d, &got_tag, body) != TDM_OK)
+        return TDM_ERR_PARSE;
+    if (got_tag != tag)
+        return tdm__dec_fail(d, not_tag);
+    tdm__dec_uvar(body, &got_version);
+    if (!body->err && got_version != version)
+        tdm__dec_fail(body, bad_version);
+    return TDM_OK;
+}
+
 /* Fails with "trailing bytes" unless the range was read to its end. */
 tdm_err tdm__dec_done(tdm__dec *d)
 {

@@ -101,6 +101,18 @@ tdm_err tdm__dec_str(tdm__dec *d, char **s);
  * (errors in @p body report absolute offsets but do not touch @p d);
  * @p d moves past the body, so ignoring @p body skips the section. */
 tdm_err tdm__dec_section(tdm__dec *d, uint64_t *tag, tdm__dec *body);
+/* The prelude of a versioned section's restore: reads a section header
+ * from @p d into @p body, checks its tag against @p tag and reads its
+ * version from @p body.  Returns TDM_ERR_PARSE when the section cannot
+ * be opened: a bad header (error in @p d) or another tag (@p not_tag in
+ * @p d, e.g. "not a valve section").  Otherwise TDM_OK, with @p body at
+ * the first field after the version; another version than @p version
+ * is marked in @p body (@p bad_version, e.g. "unknown valve version"),
+ * whose reads then all fail, so that the caller's usual checks of body
+ * report it.  Both reasons are static strings. */
+tdm_err tdm__dec_expect(tdm__dec *d, uint64_t tag, uint64_t version,
+                        const char *not_tag, const char *bad_version,
+                        tdm__dec *body);
 /* Bytes left in this decoder's range. */
 size_t tdm__dec_left(const tdm__dec *d);
 /* Marks an error at the current position with a static reason (for

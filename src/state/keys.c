@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "state/state.h"
+#include "testhooks.h"
 
 #define NO_ID UINT32_MAX
 #define CHUNK_SHIFT 10

@@ -102,8 +102,6 @@ const char *tdm__keys_get(const tdm__keys *ks, uint32_t id, size_t *len);
  * a cache), NULL when the key is interned anew; valid while the key
  * lives. */
 void **tdm__keys_udata(tdm__keys *ks, uint32_t id);
-/* The reference count of a live id (for tests and assertions). */
-uint32_t tdm__keys_refs(const tdm__keys *ks, uint32_t id);
 /* Number of live keys. */
 size_t tdm__keys_count(const tdm__keys *ks);
 /* One more than the largest id ever handed out (live or free): the size
@@ -183,8 +181,6 @@ bool tdm__timers_has(const tdm__timers *t, tdm_time_ms time, uint32_t key,
  * with a time <= upto are returned by later calls (Flink fires them in the
  * same watermark). */
 bool tdm__timers_pop(tdm__timers *t, tdm_time_ms upto, tdm__timer *out);
-/* The smallest registered time, TDM_TIME_MAX when empty. */
-tdm_time_ms tdm__timers_peek(const tdm__timers *t);
 size_t tdm__timers_count(const tdm__timers *t);
 /* Calls fn for every registered timer (for snapshots) with its rank:
  * among the timers of one time, the order they pop in (0, 1, ...).  So

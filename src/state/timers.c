@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "state/state.h"
+#include "testhooks.h"
 
 #define NIL UINT32_MAX
 

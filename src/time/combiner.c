@@ -160,18 +160,15 @@ tdm_err tdm__combiner_snapshot(const tdm_combiner *v, struct tdm__enc *e)
  * emitted (downstream restores its own state). */
 tdm_err tdm__combiner_restore(tdm_combiner *v, struct tdm__dec *d)
 {
-    uint64_t tag, version, n;
+    uint64_t version, n; /* version: the second pass skips it */
     tdm__dec body;
 
     if (!v || !d)
         return TDM_ERR_INVAL;
-    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+    if (tdm__dec_expect(d, TDM__SNAP_TAG_COMBINER, TDM__SNAP_WM_VERSION,
+                        "not a combiner section",
+                        "unknown combiner version", &body) != TDM_OK)
         return TDM_ERR_PARSE;
-    if (tag != TDM__SNAP_TAG_COMBINER)
-        return tdm__dec_fail(d, "not a combiner section");
-    tdm__dec_uvar(&body, &version);
-    if (!body.err && version != TDM__SNAP_WM_VERSION)
-        tdm__dec_fail(&body, "unknown combiner version");
     tdm__dec_uvar(&body, &n);
     if (!body.err && n != (uint64_t)v->n)
         tdm__dec_fail(&body, "input count differs");

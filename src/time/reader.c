@@ -31,6 +31,7 @@
 
 #include "wm.h"
 #include "state/ckpt_codec.h"
+#include "testhooks.h"
 
 struct tdm_reader;
 
@@ -644,18 +645,14 @@ static tdm_err split_encode(const reader_split *sp, struct tdm__enc *e)
 /* Reads a split section from @p d into @p sp; errors end up in d. */
 static tdm_err split_decode(reader_split *sp, struct tdm__dec *d)
 {
-    uint64_t tag, version;
     tdm__dec body;
     uint8_t flags;
     int64_t wm;
 
-    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+    if (tdm__dec_expect(d, TDM__SNAP_TAG_SPLIT, TDM__SNAP_WM_VERSION,
+                        "not a reader split section",
+                        "unknown reader split version", &body) != TDM_OK)
         return TDM_ERR_PARSE;
-    if (tag != TDM__SNAP_TAG_SPLIT)
-        return tdm__dec_fail(d, "not a reader split section");
-    tdm__dec_uvar(&body, &version);
-    if (!body.err && version != TDM__SNAP_WM_VERSION)
-        tdm__dec_fail(&body, "unknown reader split version");
     tdm__dec_u8(&body, &flags);
     tdm__dec_svar(&body, &wm);
     if (!body.err && (flags & ~(SPLIT_IDLE | SPLIT_FINISHED | SPLIT_HAS_WM |
@@ -754,15 +751,10 @@ typedef struct reader_head {
 static tdm_err head_decode(struct tdm__dec *d, tdm__dec *body,
                            reader_head *h)
 {
-    uint64_t tag, version;
-
-    if (tdm__dec_section(d, &tag, body) != TDM_OK)
+    if (tdm__dec_expect(d, TDM__SNAP_TAG_READER, TDM__SNAP_WM_VERSION,
+                        "not a reader section",
+                        "unknown reader version", body) != TDM_OK)
         return TDM_ERR_PARSE;
-    if (tag != TDM__SNAP_TAG_READER)
-        return tdm__dec_fail(d, "not a reader section");
-    tdm__dec_uvar(body, &version);
-    if (!body->err && version != TDM__SNAP_WM_VERSION)
-        tdm__dec_fail(body, "unknown reader version");
     tdm__dec_u8(body, &h->flags);
     tdm__dec_svar(body, &h->combined);
     tdm__dec_svar(body, &h->out);

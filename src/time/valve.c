@@ -272,18 +272,15 @@ tdm_err tdm__valve_snapshot(const tdm_valve *v, struct tdm__enc *e)
  * emitted (downstream restores its own state). */
 tdm_err tdm__valve_restore(tdm_valve *v, struct tdm__dec *d)
 {
-    uint64_t tag, version, n;
+    uint64_t version, n; /* version: the second pass skips it */
     tdm__dec body;
 
     if (!v || !d)
         return TDM_ERR_INVAL;
-    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+    if (tdm__dec_expect(d, TDM__SNAP_TAG_VALVE, TDM__SNAP_WM_VERSION,
+                        "not a valve section",
+                        "unknown valve version", &body) != TDM_OK)
         return TDM_ERR_PARSE;
-    if (tag != TDM__SNAP_TAG_VALVE)
-        return tdm__dec_fail(d, "not a valve section");
-    tdm__dec_uvar(&body, &version);
-    if (!body.err && version != TDM__SNAP_WM_VERSION)
-        tdm__dec_fail(&body, "unknown valve version");
     tdm__dec_uvar(&body, &n);
     if (!body.err && n != (uint64_t)v->n)
         tdm__dec_fail(&body, "channel count differs");

@@ -191,10 +191,8 @@ void tdm__wm_dec_adopt(struct tdm__dec *d, const struct tdm__dec *body);
 tdm_err tdm__wm_core_snapshot(const tdm__wm_core *c, struct tdm__enc *e);
 tdm_err tdm__wm_core_restore(tdm__wm_core *c, struct tdm__dec *d);
 
-/* One channel's generator: emitter state, generator core, time left to
- * the next periodic emission. */
-tdm_err tdm__wmgen_snapshot(const tdm_wmgen *gen, struct tdm__enc *e);
-tdm_err tdm__wmgen_restore(tdm_wmgen *gen, struct tdm__dec *d);
+/* One channel's generator alone, and one split of a reader alone
+ * (tdm__wmgen_snapshot, tdm__reader_split_snapshot, ...): testhooks.h. */
 
 /* A reader: its combined and emitted watermark, idle and alignment
  * state, schedules, and every split (one nested split section each).
@@ -202,13 +200,6 @@ tdm_err tdm__wmgen_restore(tdm_wmgen *gen, struct tdm__dec *d);
  * Kafka); a reader with more splits than the checkpoint is refused. */
 tdm_err tdm__reader_snapshot(const tdm_reader *r, struct tdm__enc *e);
 tdm_err tdm__reader_restore(tdm_reader *r, struct tdm__dec *d);
-/* One split alone (a split section), restored into split @p split of
- * a reader without touching the reader's own state.  INVAL (bad
- * index). */
-tdm_err tdm__reader_split_snapshot(const tdm_reader *r, int split,
-                                   struct tdm__enc *e);
-tdm_err tdm__reader_split_restore(tdm_reader *r, int split,
-                                  struct tdm__dec *d);
 
 /* Restore at another parallelism (docs/checkpoints.md): the splits of
  * several old readers dealt to new readers.  For each old reader's

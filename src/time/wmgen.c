@@ -8,6 +8,7 @@
  */
 #include "wm.h"
 #include "state/ckpt_codec.h"
+#include "testhooks.h"
 
 struct tdm_wmgen {
     tdm__wm_core core;
@@ -245,20 +246,17 @@ tdm_err tdm__wmgen_snapshot(const tdm_wmgen *gen, struct tdm__enc *e)
  * periodic emission is due after the time it had left. */
 tdm_err tdm__wmgen_restore(tdm_wmgen *gen, struct tdm__dec *d)
 {
-    uint64_t tag, version;
     tdm__dec body;
     int64_t last, left;
     uint8_t flags;
 
     if (!gen || !d)
         return TDM_ERR_INVAL;
-    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+    if (tdm__dec_expect(d, TDM__SNAP_TAG_WMGEN, TDM__SNAP_WM_VERSION,
+                        "not a watermark generator section",
+                        "unknown watermark generator version",
+                        &body) != TDM_OK)
         return TDM_ERR_PARSE;
-    if (tag != TDM__SNAP_TAG_WMGEN)
-        return tdm__dec_fail(d, "not a watermark generator section");
-    tdm__dec_uvar(&body, &version);
-    if (!body.err && version != TDM__SNAP_WM_VERSION)
-        tdm__dec_fail(&body, "unknown watermark generator version");
     tdm__dec_svar(&body, &last);
     tdm__dec_u8(&body, &flags);
     tdm__dec_svar(&body, &left);

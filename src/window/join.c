@@ -544,7 +544,7 @@ static bool skip_section(tdm__dec *d, uint64_t tag)
 tdm_err tdm__joinop_restore(tdm_joinop *op, tdm__dec *d, int group_lo,
                             int group_hi)
 {
-    uint64_t tag, version, nfp, nch;
+    uint64_t nfp, nch;
     tdm__dec body;
     tdm_err err = TDM_OK;
     if (!op || !d || group_lo < 0 || group_lo > group_hi)
@@ -552,15 +552,10 @@ tdm_err tdm__joinop_restore(tdm_joinop *op, tdm__dec *d, int group_lo,
     if (op->started && !op->restored)
         return tdm__msgf(&op->msg, TDM_ERR_STATE, "join restore after "
                          "input");
-    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+    if (tdm__dec_expect(d, TDM__SNAP_TAG_JOINOP, TDM__SNAP_JOINOP_VERSION,
+                        "not a join section",
+                        "unknown join version", &body) != TDM_OK)
         return join_dec_err(op, d);
-    if (tag != TDM__SNAP_TAG_JOINOP) {
-        tdm__dec_fail(d, "not a join section");
-        return join_dec_err(op, d);
-    }
-    tdm__dec_uvar(&body, &version);
-    if (!body.err && version != TDM__SNAP_JOINOP_VERSION)
-        tdm__dec_fail(&body, "unknown join version");
     tdm__dec_uvar(&body, &nfp);
     if (!body.err && nfp != JOIN_N_FP)
         tdm__dec_fail(&body, "join configuration differs");

@@ -448,10 +448,6 @@ static inline bool tdm__win_is_late(const tdm_winop *op, tdm_time_ms end)
 {
     return op->event_time && tdm__win_cleanup(op, end) <= op->wm;
 }
-/* Test hook: makes a new operator (before any input) use the general
- * path even when the lean one applies, so that tests can compare the
- * two.  Returns TDM_OK, or TDM_ERR_STATE after the first input. */
-tdm_err tdm__winop_disable_lean(tdm_winop *op);
 /* Test hook and restore: makes a fresh operator in the sliced mode
  * (winop_slice.c) keep per-window cells instead.  Returns TDM_OK (also
  * when it was not sliced), or TDM_ERR_STATE after the first input. */

@@ -22,6 +22,7 @@
 
 #include "state/wstore.h"
 #include "window/win.h"
+#include "testhooks.h"
 
 /* ---- Timers with flags and key references ---- */
 

@@ -1142,7 +1142,7 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
     tdm_err err = TDM_OK;
     rs_buf tb = { NULL, 0, 0 };
     rs_cells cb = { NULL, 0, 0 };
-    uint64_t tag, version, nfp;
+    uint64_t nfp;
     tdm__dec body;
     if (!op || !d || group_lo < 0 || group_lo > group_hi)
         return TDM_ERR_INVAL;
@@ -1156,15 +1156,10 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
     /* The session mode writes the general path's slots and timers
      * (snap_sess): a restored operator runs on the general path. */
     tdm__sess_free(op);
-    if (tdm__dec_section(d, &tag, &body) != TDM_OK)
+    if (tdm__dec_expect(d, TDM__SNAP_TAG_WINOP, TDM__SNAP_WINOP_VERSION,
+                        "not a window operator section",
+                        "unknown window operator version", &body) != TDM_OK)
         return dec_err(op, d);
-    if (tag != TDM__SNAP_TAG_WINOP) {
-        tdm__dec_fail(d, "not a window operator section");
-        return dec_err(op, d);
-    }
-    tdm__dec_uvar(&body, &version);
-    if (!body.err && version != TDM__SNAP_WINOP_VERSION)
-        tdm__dec_fail(&body, "unknown window operator version");
     tdm__dec_uvar(&body, &nfp);
     if (!body.err && nfp != N_FP)
         tdm__dec_fail(&body, "operator configuration differs");

@@ -6,6 +6,7 @@
 #include "harness.h"
 #include "core.h"
 #include "window/win.h"
+#include "testhooks.h"
 
 #define MAXW 16
 

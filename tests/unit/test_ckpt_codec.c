@@ -11,6 +11,7 @@
 #include "core.h"
 #include "state/ckpt_codec.h"
 #include "state/ckpt_store.h"
+#include "testhooks.h"
 
 /* An independent CRC-32C: bit by bit from the reflected polynomial, no
  * table. */

@@ -24,6 +24,7 @@
 #include "core.h"
 #include "core/fileio.h"
 #include "state/ckpt_store.h"
+#include "testhooks.h"
 
 /* ---- Helpers ---- */
 

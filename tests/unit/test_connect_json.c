@@ -8,6 +8,7 @@
  * positions (the column is where the bad token ends). */
 #include "harness.h"
 #include "connect/conn.h"
+#include "testhooks.h"
 
 /* The schema of most tests: user:string, n:int64, d:double, ok:bool,
  * ts:timestamp (event time from ts, unit ms unless a test changes it). */

@@ -3,6 +3,7 @@
  * (Flink's TimeWindowTest examples), clocks and records. */
 #include "harness.h"
 #include "core.h"
+#include "testhooks.h"
 
 TDM_TEST(err_table_names_and_messages)
 {

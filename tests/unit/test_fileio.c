@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "core.h"
 #include "core/fileio.h"
+#include "testhooks.h"
 
 extern char **environ;
 

@@ -15,6 +15,7 @@
 #include "core.h"
 #include "harness.h"
 #include "window/join.h"
+#include "testhooks.h"
 
 /* ---- Capturing output ---- */
 

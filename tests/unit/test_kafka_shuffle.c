@@ -7,6 +7,7 @@
  */
 #include "harness.h"
 #include "connect/kafka_shuffle.h"
+#include "testhooks.h"
 
 #define W(t, p, id, wm, idle, now)                                       \
     ASSERT_OK(tdm__kwm_marker(t, p, id, strlen(id), wm, idle, now))

@@ -11,6 +11,7 @@
  */
 #include "harness.h"
 #include "connect/kafka.h"
+#include "testhooks.h"
 
 /* ---- Metadata ---- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_nexmark.c - the NEXMark generator's rules (src/connect/nexmark.c)
- * against /work/shared/docs/nexmark.md section 1.3: id arithmetic worked
+ * against ../shared/docs/nexmark.md section 1.3: id arithmetic worked
  * by hand, the 1/3/46 proportions, event time and the out-of-order
  * permutation, and the distributions the rules imply (hot-key shares,
  * log-uniform prices, distinct auctions per window), with tolerances
@@ -16,6 +16,7 @@
 #include "connect/connect.h"
 #include "connect/nexmark.h"
 #include "harness.h"
+#include "testhooks.h"
 
 /* lastPerson: the person of the current block of 50. */
 TDM_TEST(last_person_by_hand)

@@ -18,6 +18,7 @@
 #include "runtime/rt.h"
 #include "state/ckpt_codec.h"
 #include "window/win.h"
+#include "testhooks.h"
 
 /* The slots under test: one per (function, input type). */
 enum {

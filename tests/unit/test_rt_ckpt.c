@@ -34,6 +34,7 @@
 #include "core/fileio.h"
 #include "harness.h"
 #include "runtime/rt.h"
+#include "testhooks.h"
 
 /* ---- Helpers ---- */
 

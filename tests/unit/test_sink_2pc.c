@@ -24,6 +24,7 @@
 #include "core/fileio.h"
 #include "harness.h"
 #include "state/ckpt_codec.h"
+#include "testhooks.h"
 
 static char dir[128];
 

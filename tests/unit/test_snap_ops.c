@@ -32,6 +32,7 @@
 #include "state/wstore.h"
 #include "window/join.h"
 #include "window/win.h"
+#include "testhooks.h"
 
 /* ---- Traces ---- */
 

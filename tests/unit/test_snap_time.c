@@ -20,6 +20,7 @@
 #include "core.h"
 #include "state/ckpt_codec.h"
 #include "time/wm.h"
+#include "testhooks.h"
 
 /* ---- Traces ---- */
 

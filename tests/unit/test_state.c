@@ -10,6 +10,7 @@
 #include "core.h"
 #include "state/state.h"
 #include "state/wstore.h"
+#include "testhooks.h"
 
 /* A small deterministic generator for the randomised cases. */
 static uint64_t rng_next(uint64_t *s)

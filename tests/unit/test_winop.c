@@ -11,6 +11,7 @@
 #include "core.h"
 #include "state/wstore.h"
 #include "window/win.h"
+#include "testhooks.h"
 
 /* ---- Output capture ---- */
 

@@ -9,6 +9,7 @@
  */
 #include "harness.h"
 #include "core.h"
+#include "testhooks.h"
 
 /* ---- Trace of emitted events ---- */
 
