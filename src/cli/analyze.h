@@ -256,9 +256,6 @@ const char *tdm__analyze_fmt_dur(int64_t ms, char *buf, size_t n);
 int tdm__analyze_svg(FILE *f, const tdm__an_scan *s,
                      const tdm__an_cand *cands, int n_cands);
 
-/* The help text of the command (static storage). */
-extern const char tdm__analyze_help[];
-
 /* The command (argv starts after "analyze"); returns an exit code. */
 int tdm__cli_cmd_analyze(int argc, char **argv);
 

@@ -136,21 +136,28 @@ const char *tdm__cli_time(tdm_time_ms t, unsigned flags, const char *min,
 
 /* ---- Commands (argv starts after the command name) ---- */
 
+/* The functions of the command table (commands.def); each returns an exit
+ * code. */
 int tdm__cli_cmd_run(int argc, char **argv);
 int tdm__cli_cmd_validate(int argc, char **argv);
 int tdm__cli_cmd_config(int argc, char **argv);
+/* `tidemark diagnose` (cmd_diagnose.c). */
+int tdm__cli_cmd_diagnose(int argc, char **argv);
+/* `tidemark analyze` (cmd_analyze.c). */
+int tdm__cli_cmd_analyze(int argc, char **argv);
 /* Takes the value of an option given as "--opt value" or "--opt=value"
  * (common.c): the value, advancing *i past it, or NULL when argv[*i] is
  * not @p name; *missing is set when the value is absent. */
 const char *tdm__cli_opt_value(int argc, char **argv, int *i,
                                const char *name, int *missing);
-/* `tidemark diagnose` (cmd_diagnose.c). */
-int tdm__cli_cmd_diagnose(int argc, char **argv);
-/* `tidemark analyze` (cmd_analyze.c): the command and its help text. */
-int tdm__cli_cmd_analyze(int argc, char **argv);
-extern const char tdm__analyze_help[];
+
+/* ---- Help (help.c) ---- */
+
 /* Prints help on @p topic (NULL: the overview) on @p f; returns
- * TDM_EXIT_OK, or TDM_EXIT_USAGE for an unknown topic. */
+ * TDM_EXIT_OK, or TDM_EXIT_USAGE for an unknown topic (message on
+ * stderr). */
 int tdm__cli_help(const char *topic, FILE *f);
+/* Prints the command names of the table, comma-separated, on @p f. */
+void tdm__cli_help_names(FILE *f);
 
 #endif /* TDM_CLI_H */

@@ -16,70 +16,6 @@
 #include "connect/connect.h"
 #include "runtime/rt.h"
 
-/* Help text (`tidemark analyze --help`, `tidemark help analyze`). */
-const char tdm__analyze_help[] =
-    "usage: tidemark analyze INPUT... --ts-field FIELD [options]\n"
-    "\n"
-    "Reads a sample of a stream (JSON lines or CSV files, globs, - for\n"
-    "stdin) the way `tidemark run` reads it, and reports how out of order\n"
-    "it is: for each record, how far its timestamp is behind the highest\n"
-    "timestamp already seen in its partition (P50 ... P99.99, max; overall,\n"
-    "per partition and over time), the event-to-arrival delay with an\n"
-    "arrival field, and recommended settings with the reasoning:\n"
-    "watermark.max_out_of_orderness for P99 and P99.9 completeness,\n"
-    "allowed_lateness covering the tail, watermark.idle_timeout from the\n"
-    "gaps per partition, and the late fraction to expect with each.  Then\n"
-    "it replays the first --sample records through the engine for a grid\n"
-    "of (bound, lateness) candidates, exactly as a job with parallelism 1\n"
-    "and watermark.emit on_event would run: records on time, refired,\n"
-    "sent to the late output; refired panes; result delay; peak state.\n"
-    "\n"
-    "Options:\n"
-    "  --ts-field F        the event timestamp field (required)\n"
-    "  --unit U            ms (default), s, us, ns or iso8601\n"
-    "  --partition-field F partitions are the values of F (default: one\n"
-    "                      partition per input file, as the file source)\n"
-    "  --arrival-field F   arrival time of each record (same unit): delay\n"
-    "                      statistics, and gaps measured in arrival time\n"
-    "  --key-field F[,F]   key of the what-if windows (default: one key)\n"
-    "  --window SPEC       what-if window: tumbling:SIZE[:OFFSET],\n"
-    "                      sliding:SIZE:SLIDE[:OFFSET] or session:GAP\n"
-    "                      (default tumbling:1m)\n"
-    "  --bounds LIST       what-if out-of-orderness bounds, e.g. 0,500ms,2s\n"
-    "                      (default: from the P90 ... P99.99 of the lag)\n"
-    "  --lateness LIST     what-if allowed lateness values (default: 0 and\n"
-    "                      the ones covering P99.99 and the max)\n"
-    "  --sample N          records replayed (default 1000000; 0: none)\n"
-    "  --schema TEXT       field types as in the job (\"k:string, ts:int64\")\n"
-    "  --format json|csv   default: csv for *.csv inputs, else json\n"
-    "  --csv-delimiter C   CSV field delimiter (default ,)\n"
-    "  --csv-no-header     CSV files have no header line (the columns are\n"
-    "                      the --schema fields in order)\n"
-    "  --batch-size N      the job's batch.size (default 1024): how files\n"
-    "                      interleave\n"
-    "  --guard D           the job's timestamp_guard (default 1h; 0: off)\n"
-    "  --now T             \"now\" (epoch ms or ISO-8601) for the future and\n"
-    "                      guard checks (default: the wall clock)\n"
-    "  --partitions N|LIST expected partitions (N: values 0..N-1); warns\n"
-    "                      about those without data\n"
-    "  --claim-monotonic   warn about partitions that are not in order\n"
-    "  --dead-letter FILE  write bad lines there as JSON lines\n"
-    "  --json              JSON on stdout instead of the tables\n"
-    "  --plot FILE.svg     write the trade-off chart and lag histogram\n"
-    "  -h, --help          print this help\n"
-    "\n"
-    "Bad lines are reported on stderr (the first 10) with file:line and\n"
-    "the field, counted, and the analysis goes on.\n"
-    "\n"
-    "Exit codes: 0 success, 1 an input or output could not be read or\n"
-    "written, 2 usage error.\n"
-    "\n"
-    "Examples:\n"
-    "  tidemark analyze clicks.jsonl --ts-field ts --window tumbling:5m\n"
-    "  tidemark analyze 'logs/*.jsonl' --ts-field ts --partition-field p \\\n"
-    "      --arrival-field received --plot lag.svg\n"
-    "  tidemark analyze data.csv --ts-field time --unit s --json\n";
-
 /* ---- Parsing helpers ---- */
 
 /* A duration >= 0 ("500ms", "2s", "1m30s", bare ms). */
@@ -485,7 +421,7 @@ out:
 
 /* ---- The command ---- */
 
-/* `tidemark analyze` (see the help text above and docs/analyze.md). */
+/* `tidemark analyze` (see its help text in help.c and docs/analyze.md). */
 int tdm__cli_cmd_analyze(int argc, char **argv)
 {
     tdm__an_opts o;
@@ -512,8 +448,7 @@ int tdm__cli_cmd_analyze(int argc, char **argv)
     o.log = stderr;
     rc = parse_args(argc, argv, &o, &json, &plot);
     if (rc == -1) {
-        fputs(tdm__analyze_help, stdout);
-        rc = TDM_EXIT_OK;
+        rc = tdm__cli_help("analyze", stdout);
         goto out;
     }
     if (rc != TDM_EXIT_OK)
