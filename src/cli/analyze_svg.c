@@ -212,7 +212,7 @@ static void tradeoff(FILE *f, const tdm__an_cand *c, int n)
 
 /* ---- The lag histogram ---- */
 
-static void lag_chart(FILE *f, const tdm__hist *h)
+static void lag_chart(FILE *f, const tdm__cli_hist *h)
 {
     char buf[64];
     text(f, RX + RW / 2.0, PY - 20, "middle", 15, "font-weight=\"bold\"",
@@ -238,7 +238,7 @@ static void lag_chart(FILE *f, const tdm__hist *h)
     int64_t lo = 0, hi = 0;
     while (lo <= h->max && nb < 66) {
         uint64_t c = 0;
-        while (i < TDM__HIST_BUCKETS && tdm__hist_bucket_low(i) <= hi)
+        while (i < TDM__CLI_HIST_BUCKETS && tdm__cli_hist_bucket_low(i) <= hi)
             c += h->b[i++];
         cnt[nb++] = c;
         if (hi >= INT64_MAX / 2)
@@ -292,7 +292,7 @@ static void lag_chart(FILE *f, const tdm__hist *h)
         const char *color;
     } marks[] = { { 0.99, "P99", "#c00" }, { 0.999, "P99.9", "#808" } };
     for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++) {
-        int64_t v = tdm__hist_quantile(h, marks[m].q);
+        int64_t v = tdm__cli_hist_quantile(h, marks[m].q);
         int k = 0;
         while (k + 1 < nb && ((int64_t)1 << k) <= v)
             k++;

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "analyze.h"
-#include "core.h"
+#include "cli.h"
 
 /* A key's latest cleanup time, kept in a min-heap to notice when the
  * watermark passes it (the key then holds no window any more). */
@@ -53,6 +53,7 @@ typedef struct replay {
     tdm_clock *clk;
     tdm_reader *rd;
     tdm_winop *op;
+    tdm_record *rec;           /* refilled for every push */
     int n_splits;
     tdm_err err;               /* first error inside a callback */
     int64_t i;                 /* records pushed so far */
@@ -83,7 +84,7 @@ static void heap_push(replay *r, tdm_time_ms t, uint32_t key)
 {
     if (r->n_heap == r->cap_heap) {
         size_t cap = r->cap_heap ? 2 * r->cap_heap : 1024;
-        kentry *h = tdm__realloc(r->heap, cap * sizeof *h);
+        kentry *h = realloc(r->heap, cap * sizeof *h);
         if (!h) {
             r->err = TDM_ERR_NOMEM;
             return;
@@ -131,7 +132,7 @@ static bool set_add(replay *r, tdm_time_ms start, tdm_time_ms end)
 {
     if (2 * (r->n_set + 1) > r->cap_set) {
         size_t cap = r->cap_set ? 2 * r->cap_set : 1024;
-        wrange *ns = tdm__calloc(cap, sizeof *ns);
+        wrange *ns = calloc(cap, sizeof *ns);
         if (!ns) {
             r->err = TDM_ERR_NOMEM;
             return false;
@@ -140,17 +141,17 @@ static bool set_add(replay *r, tdm_time_ms start, tdm_time_ms end)
             if (!r->set[k].used)
                 continue;
             tdm_time_ms se[2] = { r->set[k].start, r->set[k].end };
-            size_t j = (size_t)tdm__hash_bytes(se, sizeof se) & (cap - 1);
+            size_t j = (size_t)tdm__cli_hash_bytes(se, sizeof se) & (cap - 1);
             while (ns[j].used)
                 j = (j + 1) & (cap - 1);
             ns[j] = r->set[k];
         }
-        tdm__free(r->set);
+        free(r->set);
         r->set = ns;
         r->cap_set = cap;
     }
     tdm_time_ms se[2] = { start, end };
-    size_t j = (size_t)tdm__hash_bytes(se, sizeof se) & (r->cap_set - 1);
+    size_t j = (size_t)tdm__cli_hash_bytes(se, sizeof se) & (r->cap_set - 1);
     while (r->set[j].used) {
         if (r->set[j].start == start && r->set[j].end == end)
             return false;
@@ -168,8 +169,8 @@ static void gmax_log(replay *r, tdm_time_ms v)
 {
     if (r->n_g == r->cap_g) {
         int64_t cap = r->cap_g ? 2 * r->cap_g : 4096;
-        tdm_time_ms *gv = tdm__realloc(r->gv, (size_t)cap * sizeof *gv);
-        int64_t *gi = gv ? tdm__realloc(r->gi, (size_t)cap * sizeof *gi)
+        tdm_time_ms *gv = realloc(r->gv, (size_t)cap * sizeof *gv);
+        int64_t *gi = gv ? realloc(r->gi, (size_t)cap * sizeof *gi)
                          : NULL;
         if (gv)
             r->gv = gv;
@@ -237,8 +238,8 @@ static void on_result(replay *r, const tdm_event *ev)
     }
     if (r->n_d == r->cap_d) {
         int64_t cap = r->cap_d ? 2 * r->cap_d : 1024;
-        int64_t *a = tdm__realloc(r->dms, (size_t)cap * sizeof *a);
-        int64_t *b = a ? tdm__realloc(r->drec, (size_t)cap * sizeof *b)
+        int64_t *a = realloc(r->dms, (size_t)cap * sizeof *a);
+        int64_t *b = a ? realloc(r->drec, (size_t)cap * sizeof *b)
                        : NULL;
         if (a)
             r->dms = a;
@@ -249,7 +250,7 @@ static void on_result(replay *r, const tdm_event *ev)
         r->drec = b;
         r->cap_d = cap;
     }
-    r->dms[r->n_d] = tdm__time_sub_sat(r->gmax, end - 1);
+    r->dms[r->n_d] = tdm_time_sub(r->gmax, end - 1);
     r->drec[r->n_d] = r->i - at;
     r->n_d++;
 }
@@ -363,14 +364,14 @@ static tdm_time_ms last_cleanup(const replay *r, tdm_time_ms ts)
     const tdm__an_opts *o = r->o;
     tdm_time_ms end;
     if (o->win_type == TDM__AN_SESSION)
-        end = tdm__time_add_sat(ts, o->win_gap);
+        end = tdm_time_add(ts, o->win_gap);
     else
-        end = tdm__time_add_sat(
-            tdm__window_start(ts, o->win_offset,
+        end = tdm_time_add(
+            tdm_window_start(ts, o->win_offset,
                               o->win_type == TDM__AN_SLIDING ? o->win_slide
                                                              : o->win_size),
             o->win_size);
-    return tdm__time_add_sat(end - 1, r->c->lateness);
+    return tdm_time_add(end - 1, r->c->lateness);
 }
 
 /* ---- Results ---- */
@@ -403,16 +404,17 @@ static void summarize(int64_t *v, int64_t n, tdm__an_dist *d)
 
 static void replay_free(replay *r)
 {
+    tdm_record_destroy(r->rec);
     tdm_reader_destroy(r->rd);
     tdm_winop_destroy(r->op);
     tdm_clock_destroy(r->clk);
-    tdm__free(r->gv);
-    tdm__free(r->gi);
-    tdm__free(r->set);
-    tdm__free(r->dms);
-    tdm__free(r->drec);
-    tdm__free(r->kclean);
-    tdm__free(r->heap);
+    free(r->gv);
+    free(r->gi);
+    free(r->set);
+    free(r->dms);
+    free(r->drec);
+    free(r->kclean);
+    free(r->heap);
 }
 
 /* ---- The replay ---- */
@@ -437,7 +439,7 @@ tdm_err tdm__analyze_replay(const tdm__an_opts *o,
     r.s = s;
     r.c = c;
     r.gmax = TDM_TIME_MIN;
-    r.kclean = tdm__malloc((size_t)(sm->n_keys ? sm->n_keys : 1) *
+    r.kclean = malloc((size_t)(sm->n_keys ? sm->n_keys : 1) *
                            sizeof *r.kclean);
     if (!r.kclean) {
         err = TDM_ERR_NOMEM;
@@ -445,6 +447,9 @@ tdm_err tdm__analyze_replay(const tdm__an_opts *o,
     }
     for (uint32_t k = 0; k < sm->n_keys; k++)
         r.kclean[k] = TDM_TIME_MIN;
+    err = tdm_record_new(&r.rec);
+    if (err != TDM_OK)
+        goto out;
     err = make_engine(&r, errbuf, errbuf_size);
     if (err != TDM_OK)
         goto out;
@@ -477,15 +482,14 @@ tdm_err tdm__analyze_replay(const tdm__an_opts *o,
                 smax = ts;
         }
         size_t off = sm->koff[key];
-        tdm_record rec = { .key = sm->kbytes ? sm->kbytes + off : "",
-                           .key_len = sm->koff[key + 1] - off,
-                           .ts = ts };
+        tdm_record_set(r.rec, sm->kbytes ? sm->kbytes + off : "",
+                       sm->koff[key + 1] - off, ts, 0);
         r.push_late = r.push_refire = 0;
         r.in_push = true;
-        err = tdm_winop_push(r.op, 0, &rec);
+        err = tdm_winop_push(r.op, 0, r.rec);
         r.in_push = false;
         if (err != TDM_OK) {
-            tdm__errf(errbuf, errbuf_size, err, "what-if: %s",
+            tdm__cli_errf(errbuf, errbuf_size, err, "what-if: %s",
                       tdm_winop_errmsg(r.op));
             goto out;
         }
@@ -515,7 +519,7 @@ tdm_err tdm__analyze_replay(const tdm__an_opts *o,
         /* Then the generator sees it (an on-event watermark follows the
          * record that caused it). */
         if (!guarded)
-            tdm_reader_record(r.rd, (int)p, &rec);
+            tdm_reader_record(r.rd, (int)p, r.rec);
     }
     for (; e < sm->n_ev; e++)
         if ((int)sm->ev[e].split < r.n_splits)
@@ -527,7 +531,7 @@ tdm_err tdm__analyze_replay(const tdm__an_opts *o,
             err = tdm_winop_end(r.op);
     }
     if (err == TDM_OK && r.err != TDM_OK)
-        err = tdm__errf(errbuf, errbuf_size, r.err, "what-if: %s",
+        err = tdm__cli_errf(errbuf, errbuf_size, r.err, "what-if: %s",
                         r.err == TDM_ERR_NOMEM ? "out of memory"
                                                : tdm_winop_errmsg(r.op));
     if (err != TDM_OK)

@@ -11,6 +11,7 @@
 #define TDM_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "tidemark.h"
@@ -133,6 +134,19 @@ const char *tdm__cli_iso_time(tdm_time_ms t, char *buf, size_t n);
  * @p max for the two sentinels, "<t>ms" beyond four-digit years. */
 const char *tdm__cli_time(tdm_time_ms t, unsigned flags, const char *min,
                           const char *max, char *buf, size_t n);
+
+/* ---- Memory, messages, hashing (cli_util.c) ---- */
+
+/* A copy of the @p len bytes of @p s, terminated; NULL when out of
+ * memory.  free() it. */
+char *tdm__cli_strndup(const char *s, size_t len);
+/* Formats a message into @p errbuf (when not NULL and not empty) and
+ * returns @p err, for `return tdm__cli_errf(buf, n, ERR, "...")`. */
+tdm_err tdm__cli_errf(char *errbuf, size_t errbuf_size, tdm_err err,
+                      const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A 64-bit hash of @p n bytes whose low bits serve as a table index. */
+uint64_t tdm__cli_hash_bytes(const void *p, size_t n);
 
 /* ---- Commands (argv starts after the command name) ---- */
 

@@ -13,16 +13,20 @@
 
 #include "analyze.h"
 #include "cli.h"
-#include "connect/connect.h"
-#include "runtime/rt.h"
 
 /* ---- Parsing helpers ---- */
+
+/* A duration as the job file writes it, any sign. */
+static bool parse_duration(const char *text, tdm_time_ms *out)
+{
+    return tdm_duration_parse(text, out) == TDM_OK;
+}
 
 /* A duration >= 0 ("500ms", "2s", "1m30s", bare ms). */
 static bool parse_dur(const char *text, tdm_time_ms *out)
 {
     int64_t v;
-    if (!tdm__conf_duration(text, &v) || v < 0)
+    if (!parse_duration(text, &v) || v < 0)
         return false;
     *out = v;
     return true;
@@ -34,21 +38,21 @@ static bool parse_dur_list(const char *text, tdm_time_ms **out, int *n)
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", text);
     int cnt = 0;
-    tdm_time_ms *v = tdm__malloc(sizeof *v * (strlen(text) / 2 + 2));
+    tdm_time_ms *v = malloc(sizeof *v * (strlen(text) / 2 + 2));
     if (!v)
         return false;
     for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
         if (!parse_dur(t, &v[cnt])) {
-            tdm__free(v);
+            free(v);
             return false;
         }
         cnt++;
     }
     if (cnt == 0) {
-        tdm__free(v);
+        free(v);
         return false;
     }
-    tdm__free(*out);
+    free(*out);
     *out = v;
     *n = cnt;
     return true;
@@ -71,20 +75,20 @@ static bool parse_window(const char *text, tdm__an_opts *o)
     o->win_offset = 0;
     if (strcmp(parts[0], "tumbling") == 0 && (n == 2 || n == 3)) {
         o->win_type = TDM__AN_TUMBLING;
-        return tdm__conf_duration(parts[1], &o->win_size) &&
+        return parse_duration(parts[1], &o->win_size) &&
                o->win_size > 0 &&
-               (n == 2 || tdm__conf_duration(parts[2], &o->win_offset));
+               (n == 2 || parse_duration(parts[2], &o->win_offset));
     }
     if (strcmp(parts[0], "sliding") == 0 && (n == 3 || n == 4)) {
         o->win_type = TDM__AN_SLIDING;
-        return tdm__conf_duration(parts[1], &o->win_size) &&
-               tdm__conf_duration(parts[2], &o->win_slide) &&
+        return parse_duration(parts[1], &o->win_size) &&
+               parse_duration(parts[2], &o->win_slide) &&
                o->win_size > 0 && o->win_slide > 0 &&
-               (n == 3 || tdm__conf_duration(parts[3], &o->win_offset));
+               (n == 3 || parse_duration(parts[3], &o->win_offset));
     }
     if (strcmp(parts[0], "session") == 0 && n == 2) {
         o->win_type = TDM__AN_SESSION;
-        return tdm__conf_duration(parts[1], &o->win_gap) && o->win_gap > 0;
+        return parse_duration(parts[1], &o->win_gap) && o->win_gap > 0;
     }
     return false;
 }
@@ -94,11 +98,11 @@ static bool parse_unit(const char *u, int *out)
     static const struct {
         const char *name;
         int unit;
-    } units[] = { { "ms", TDM__UNIT_MS },
-                  { "s", TDM__UNIT_S },
-                  { "us", TDM__UNIT_US },
-                  { "ns", TDM__UNIT_NS },
-                  { "iso8601", TDM__UNIT_ISO8601 } };
+    } units[] = { { "ms", TDM_TS_UNIT_MS },
+                  { "s", TDM_TS_UNIT_S },
+                  { "us", TDM_TS_UNIT_US },
+                  { "ns", TDM_TS_UNIT_NS },
+                  { "iso8601", TDM_TS_UNIT_ISO8601 } };
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(u, units[i].name) == 0) {
             *out = units[i].unit;
@@ -117,7 +121,7 @@ static bool parse_expect(const char *text, tdm__an_opts *o)
     int cnt = 0;
     if (numeric && (n < 1 || n > 100000))
         return false;
-    char **list = tdm__calloc(numeric ? (size_t)n : strlen(text) + 1,
+    char **list = calloc(numeric ? (size_t)n : strlen(text) + 1,
                               sizeof *list);
     if (!list)
         return false;
@@ -125,14 +129,14 @@ static bool parse_expect(const char *text, tdm__an_opts *o)
         for (long k = 0; k < n; k++) {
             char b[24];
             snprintf(b, sizeof b, "%ld", k);
-            list[cnt++] = tdm__strndup(b, strlen(b));
+            list[cnt++] = tdm__cli_strndup(b, strlen(b));
         }
     } else {
         const char *p = text;
         while (*p) {
             size_t l = strcspn(p, ",");
             if (l > 0)
-                list[cnt++] = tdm__strndup(p, l);
+                list[cnt++] = tdm__cli_strndup(p, l);
             p += l;
             if (*p == ',')
                 p++;
@@ -167,7 +171,7 @@ static int usage(const char *fmt, const char *arg)
 static int parse_args(int argc, char **argv, tdm__an_opts *o,
                       bool *json, const char **plot)
 {
-    o->inputs = tdm__calloc((size_t)argc + 1, sizeof *o->inputs);
+    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
     if (!o->inputs)
         return usage("%s", "out of memory");
     for (int i = 0; i < argc; i++) {
@@ -223,9 +227,9 @@ static int parse_args(int argc, char **argv, tdm__an_opts *o,
             o->schema = v;
         } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--format", &missing))) {
             if (strcmp(v, "json") == 0)
-                o->format = TDM__FMT_JSON;
+                o->format = TDM__AN_FMT_JSON;
             else if (strcmp(v, "csv") == 0)
-                o->format = TDM__FMT_CSV;
+                o->format = TDM__AN_FMT_CSV;
             else
                 return usage("--format: expected json or csv, got \"%s\"",
                              v);
@@ -258,7 +262,7 @@ static int parse_args(int argc, char **argv, tdm__an_opts *o,
             long long n = strtoll(v, &end, 10);
             if (*v && !*end && errno == 0)
                 o->now = n;
-            else if (tdm__ts_from_text(v, strlen(v), TDM__UNIT_ISO8601,
+            else if (tdm_time_parse(v, strlen(v), TDM_TS_UNIT_ISO8601,
                                        &o->now) != TDM_OK)
                 return usage("--now: expected epoch ms or ISO-8601 like "
                              "2026-01-01T00:00:00Z, got \"%s\"",
@@ -322,10 +326,10 @@ static int make_grid(const tdm__an_opts *o, const tdm__an_scan *s,
         for (int i = 0; i < o->n_bounds && nb < 8; i++)
             b[nb++] = o->bounds[i];
     } else if (s->lag.n > 0) {
-        b[nb++] = tdm__analyze_nice_up(tdm__hist_quantile(&s->lag, 0.9));
+        b[nb++] = tdm__analyze_nice_up(tdm__cli_hist_quantile(&s->lag, 0.9));
         b[nb++] = r->bound99;
         b[nb++] = r->bound999;
-        b[nb++] = tdm__analyze_nice_up(tdm__hist_quantile(&s->lag, 0.9999));
+        b[nb++] = tdm__analyze_nice_up(tdm__cli_hist_quantile(&s->lag, 0.9999));
     } else {
         b[nb++] = 0;
     }
@@ -339,7 +343,7 @@ static int make_grid(const tdm__an_opts *o, const tdm__an_scan *s,
     }
     nb = uniq(b, nb);
     nl = uniq(l, nl);
-    *out = tdm__calloc((size_t)(nb * nl), sizeof **out);
+    *out = calloc((size_t)(nb * nl), sizeof **out);
     if (!*out)
         return -1;
     int n = 0;
@@ -393,8 +397,8 @@ static tdm_err replay_all(const tdm__an_opts *o, const tdm__an_scan *s,
     int want = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
     tdm_err err = TDM_OK;
     atomic_init(&p.next, 0);
-    p.errs = tdm__calloc((size_t)n, sizeof *p.errs);
-    p.msgs = tdm__calloc((size_t)n, sizeof *p.msgs);
+    p.errs = calloc((size_t)n, sizeof *p.errs);
+    p.msgs = calloc((size_t)n, sizeof *p.msgs);
     if (!p.errs || !p.msgs) {
         err = TDM_ERR_NOMEM;
         goto out;
@@ -414,8 +418,8 @@ static tdm_err replay_all(const tdm__an_opts *o, const tdm__an_scan *s,
             snprintf(errbuf, errbuf_size, "%s", p.msgs[i]);
         }
 out:
-    tdm__free(p.errs);
-    tdm__free(p.msgs);
+    free(p.errs);
+    free(p.msgs);
     return err;
 }
 
@@ -435,7 +439,7 @@ int tdm__cli_cmd_analyze(int argc, char **argv)
 
     memset(&o, 0, sizeof o);
     memset(&s, 0, sizeof s);
-    o.unit = TDM__UNIT_MS;
+    o.unit = TDM_TS_UNIT_MS;
     o.csv_header = true;
     o.csv_delimiter = ',';
     o.win_type = TDM__AN_TUMBLING;
@@ -501,12 +505,12 @@ int tdm__cli_cmd_analyze(int argc, char **argv)
     }
 out:
     tdm__analyze_scan_free(&s);
-    tdm__free(cands);
-    tdm__free(o.inputs);
-    tdm__free(o.bounds);
-    tdm__free(o.lateness);
+    free(cands);
+    free(o.inputs);
+    free(o.bounds);
+    free(o.lateness);
     for (int k = 0; k < o.n_expect; k++)
-        tdm__free(o.expect[k]);
-    tdm__free(o.expect);
+        free(o.expect[k]);
+    free(o.expect);
     return rc;
 }
