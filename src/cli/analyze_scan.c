@@ -631,6 +631,107 @@ static void unit_observe(tdm__an_part *pt, tdm_time_ms ts)
         pt->unit_big++;
 }
 
+/* Out-of-orderness of a record not guarded: how far @p ts is behind
+ * its partition's maximum so far, into the histograms and maxima. */
+static void measure_lag(scan_ctx *c, tdm__an_part *pt, tdm__an_slice *sl,
+                        tdm_time_ms ts)
+{
+    tdm__an_scan *s = c->s;
+    int64_t lag = 0;
+    if (pt->max_ts != TDM_TIME_MIN && ts < pt->max_ts)
+        lag = tdm_time_sub(pt->max_ts, ts);
+    if (ts > pt->max_ts)
+        pt->max_ts = ts;
+    if (ts < pt->min_ts)
+        pt->min_ts = ts;
+    if (lag > 0) {
+        pt->out_of_order++;
+        if (lag > pt->max_lag)
+            pt->max_lag = lag;
+    }
+    tdm__cli_hist_add(&s->lag, lag);
+    if (pt->lag)
+        tdm__cli_hist_add(pt->lag, lag);
+    tdm__cli_hist_add(&sl->lag, lag);
+    if (ts > c->gmax)
+        c->gmax = ts;
+    if (ts < s->min_ts)
+        s->min_ts = ts;
+    sl->max_ts = c->gmax;
+}
+
+/* The gap mark of a record: its arrival time when the arrival field is
+ * given (false when the record has none usable: no gap then), else the
+ * highest event time.  The arrival delay goes into its histogram. */
+static bool gap_mark(scan_ctx *c, const tdm_row *row, tdm_time_ms ts,
+                     tdm_time_ms *mark)
+{
+    tdm__an_scan *s = c->s;
+    tdm_time_ms arr = TDM_TIME_MIN;
+    *mark = c->gmax;
+    if (c->arrival_idx < 0)
+        return true;
+    if (!arrival_of(c, row, &arr)) {
+        s->arrival_missing++;
+        return false;
+    }
+    int64_t d = tdm_time_sub(arr, ts);
+    if (d < 0) {
+        s->arrival_negative++;
+        d = 0;
+    }
+    tdm__cli_hist_add(&s->arrival, d);
+    *mark = arr;
+    return true;
+}
+
+/* The gap is the mark's rise since the partition's previous record (or
+ * since the input's first record for its first one).  The highest event
+ * time never falls; arrival times may, and a fall counts as no gap.
+ * Marks are kept per partition as a maximum, so a late arrival cannot
+ * fake a silence. */
+static void measure_gap(scan_ctx *c, tdm__an_part *pt, tdm_time_ms mark)
+{
+    if (c->first_mark == TDM_TIME_MIN)
+        c->first_mark = mark;
+    if (mark > c->last_mark)
+        c->last_mark = mark;
+    tdm_time_ms from = pt->has_prev ? pt->prev_mark : c->first_mark;
+    int64_t gap = mark > from ? tdm_time_sub(mark, from) : 0;
+    tdm__cli_hist_add(&c->s->gaps, gap);
+    if (!pt->has_prev || gap > pt->max_gap) {
+        pt->max_gap = gap;
+        pt->gap_from = from;
+        pt->gap_to = mark;
+    }
+    if (!pt->has_prev || mark > pt->prev_mark)
+        pt->prev_mark = mark;
+    pt->has_prev = true;
+}
+
+/* The sample: what the replay's window needs of the record (its key
+ * interned to an id, timestamp, partition, guard flag). */
+static tdm_err sample_record(scan_ctx *c, const tdm_row *row, tdm_time_ms ts,
+                             uint32_t p, bool guarded)
+{
+    tdm__an_sample *sm = &c->s->sample;
+    uint32_t key = 0;
+    tdm_err err = TDM_OK;
+    if (c->n_key > 0) {
+        const char *k;
+        size_t kl;
+        err = tdm_source_scan_key(c->sc, row, c->key_idx, c->n_key, &k, &kl);
+        if (err != TDM_OK)
+            return err;
+        err = intern_key(sm, k, kl, &key);
+    } else if (sm->n_keys == 0) {
+        err = intern_key(sm, "", 0, &key);
+    }
+    if (err == TDM_OK)
+        err = sample_add(sm, ts, p, key, guarded);
+    return err;
+}
+
 /* Measures one parsed record and keeps it in the sample.  @p idx is its
  * position in the input (0-based). */
 static tdm_err on_record(scan_ctx *c, const tdm_row *row, int partition,
@@ -665,87 +766,13 @@ static tdm_err on_record(scan_ctx *c, const tdm_row *row, int partition,
         pt->guarded++;
         s->guarded++;
     } else {
-        /* Out-of-orderness against the partition's maximum so far. */
-        int64_t lag = 0;
-        if (pt->max_ts != TDM_TIME_MIN && ts < pt->max_ts)
-            lag = tdm_time_sub(pt->max_ts, ts);
-        if (ts > pt->max_ts)
-            pt->max_ts = ts;
-        if (ts < pt->min_ts)
-            pt->min_ts = ts;
-        if (lag > 0) {
-            pt->out_of_order++;
-            if (lag > pt->max_lag)
-                pt->max_lag = lag;
-        }
-        tdm__cli_hist_add(&s->lag, lag);
-        if (pt->lag)
-            tdm__cli_hist_add(pt->lag, lag);
-        tdm__cli_hist_add(&sl->lag, lag);
-        if (ts > c->gmax)
-            c->gmax = ts;
-        if (ts < s->min_ts)
-            s->min_ts = ts;
-        sl->max_ts = c->gmax;
-
-        /* Gaps: arrival time when known, else the highest event time. */
-        tdm_time_ms arr = TDM_TIME_MIN, mark = c->gmax;
-        bool has_arr = c->arrival_idx >= 0 && arrival_of(c, row, &arr);
-        if (c->arrival_idx >= 0 && !has_arr)
-            s->arrival_missing++;
-        if (has_arr) {
-            int64_t d = tdm_time_sub(arr, ts);
-            if (d < 0) {
-                s->arrival_negative++;
-                d = 0;
-            }
-            tdm__cli_hist_add(&s->arrival, d);
-            mark = arr;
-        }
-        /* The gap is the mark's rise since the partition's previous
-         * record (or since the input's first record for its first one).
-         * The highest event time never falls; arrival times may, and a
-         * fall counts as no gap.  Marks are kept per partition as a
-         * maximum, so a late arrival cannot fake a silence. */
-        if (c->arrival_idx < 0 || has_arr) {
-            if (c->first_mark == TDM_TIME_MIN)
-                c->first_mark = mark;
-            if (mark > c->last_mark)
-                c->last_mark = mark;
-            tdm_time_ms from = pt->has_prev ? pt->prev_mark : c->first_mark;
-            int64_t gap = mark > from ? tdm_time_sub(mark, from) : 0;
-            tdm__cli_hist_add(&s->gaps, gap);
-            if (!pt->has_prev || gap > pt->max_gap) {
-                pt->max_gap = gap;
-                pt->gap_from = from;
-                pt->gap_to = mark;
-            }
-            if (!pt->has_prev || mark > pt->prev_mark)
-                pt->prev_mark = mark;
-            pt->has_prev = true;
-        }
+        tdm_time_ms mark;
+        measure_lag(c, pt, sl, ts);
+        if (gap_mark(c, row, ts, &mark))
+            measure_gap(c, pt, mark);
     }
-
-    /* The sample: what the replay's window needs of the record (its key
-     * interned to an id, timestamp, partition, guard flag). */
-    if (s->sample.n < c->o->sample) {
-        uint32_t key = 0;
-        if (c->n_key > 0) {
-            const char *k;
-            size_t kl;
-            err = tdm_source_scan_key(c->sc, row, c->key_idx, c->n_key, &k,
-                                      &kl);
-            if (err != TDM_OK)
-                return err;
-            err = intern_key(&s->sample, k, kl, &key);
-        } else if (s->sample.n_keys == 0) {
-            err = intern_key(&s->sample, "", 0, &key);
-        }
-        if (err == TDM_OK)
-            err = sample_add(&s->sample, ts, p, key, guarded);
-        if (err != TDM_OK)
-            return err;
-    }
+    if (s->sample.n < c->o->sample)
+        return sample_record(c, row, ts, p, guarded);
     return TDM_OK;
 }
 

@@ -166,6 +166,167 @@ static int usage(const char *fmt, const char *arg)
     return TDM_EXIT_USAGE;
 }
 
+/* parse_args' answer for an argument a group does not know. */
+#define NOT_MINE (-2)
+
+/* The value of option @p name at argv[*i] (see tdm__cli_opt_value). */
+#define OPT(name) tdm__cli_opt_value(argc, argv, i, name, missing)
+
+/* Options of what is read: fields, unit, schema, format.  Returns
+ * TDM_EXIT_OK, TDM_EXIT_USAGE (message printed) or NOT_MINE. */
+static int opt_input(int argc, char **argv, int *i, tdm__an_opts *o,
+                     int *missing)
+{
+    const char *v;
+    if ((v = OPT("--ts-field"))) {
+        o->ts_field = v;
+    } else if ((v = OPT("--unit"))) {
+        if (!parse_unit(v, &o->unit))
+            return usage("--unit: expected ms, s, us, ns or iso8601, "
+                         "got \"%s\"",
+                         v);
+    } else if ((v = OPT("--partition-field"))) {
+        o->partition_field = v;
+    } else if ((v = OPT("--arrival-field"))) {
+        o->arrival_field = v;
+    } else if ((v = OPT("--key-field"))) {
+        o->key_fields = v;
+    } else if ((v = OPT("--schema"))) {
+        o->schema = v;
+    } else if ((v = OPT("--format"))) {
+        if (strcmp(v, "json") == 0)
+            o->format = TDM__AN_FMT_JSON;
+        else if (strcmp(v, "csv") == 0)
+            o->format = TDM__AN_FMT_CSV;
+        else
+            return usage("--format: expected json or csv, got \"%s\"", v);
+    } else if ((v = OPT("--csv-delimiter"))) {
+        if (strlen(v) != 1)
+            return usage("--csv-delimiter: expected one character, "
+                         "got \"%s\"",
+                         v);
+        o->csv_delimiter = v[0];
+    } else if (strcmp(argv[*i], "--csv-no-header") == 0) {
+        o->csv_header = false;
+    } else {
+        return NOT_MINE;
+    }
+    return TDM_EXIT_OK;
+}
+
+/* --sample N: a record count >= 0. */
+static int opt_sample(const char *v, tdm__an_opts *o)
+{
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || errno || n < 0)
+        return usage("--sample: expected a record count >= 0, got \"%s\"",
+                     v);
+    o->sample = n;
+    return TDM_EXIT_OK;
+}
+
+/* --batch-size N: 1 .. 65536. */
+static int opt_batch_size(const char *v, tdm__an_opts *o)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < 1 || n > 65536)
+        return usage("--batch-size: expected 1 .. 65536, got \"%s\"", v);
+    o->batch_size = (int)n;
+    return TDM_EXIT_OK;
+}
+
+/* --now T: epoch ms, or ISO-8601 text. */
+static int opt_now(const char *v, tdm__an_opts *o)
+{
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (*v && !*end && errno == 0)
+        o->now = n;
+    else if (tdm_time_parse(v, strlen(v), TDM_TS_UNIT_ISO8601, &o->now) !=
+             TDM_OK)
+        return usage("--now: expected epoch ms or ISO-8601 like "
+                     "2026-01-01T00:00:00Z, got \"%s\"",
+                     v);
+    return TDM_EXIT_OK;
+}
+
+/* Options of the job being modelled: batch size, guard, now, expected
+ * partitions, the monotonicity claim, dead letters.  Returns as
+ * opt_input. */
+static int opt_job(int argc, char **argv, int *i, tdm__an_opts *o,
+                   int *missing)
+{
+    const char *v;
+    if ((v = OPT("--sample")))
+        return opt_sample(v, o);
+    if ((v = OPT("--batch-size")))
+        return opt_batch_size(v, o);
+    if ((v = OPT("--guard"))) {
+        if (!parse_dur(v, &o->guard))
+            return usage("--guard: expected a duration >= 0 like 1h, "
+                         "got \"%s\"",
+                         v);
+        return TDM_EXIT_OK;
+    }
+    if ((v = OPT("--now")))
+        return opt_now(v, o);
+    if ((v = OPT("--partitions"))) {
+        if (!parse_expect(v, o))
+            return usage("--partitions: expected a count or a list of "
+                         "names, got \"%s\"",
+                         v);
+        return TDM_EXIT_OK;
+    }
+    if (strcmp(argv[*i], "--claim-monotonic") == 0) {
+        o->claim_monotonic = true;
+        return TDM_EXIT_OK;
+    }
+    if ((v = OPT("--dead-letter"))) {
+        o->dead_letter = v;
+        return TDM_EXIT_OK;
+    }
+    return NOT_MINE;
+}
+
+/* Options of the what-if and the output: window, bounds, lateness,
+ * --json, --plot.  Returns as opt_input. */
+static int opt_whatif(int argc, char **argv, int *i, tdm__an_opts *o,
+                      bool *json, const char **plot, int *missing)
+{
+    const char *v;
+    if ((v = OPT("--window"))) {
+        if (!parse_window(v, o))
+            return usage("--window: expected tumbling:SIZE[:OFFSET], "
+                         "sliding:SIZE:SLIDE[:OFFSET] or session:GAP, "
+                         "got \"%s\"",
+                         v);
+        o->window_text = v;
+    } else if ((v = OPT("--bounds"))) {
+        if (!parse_dur_list(v, &o->bounds, &o->n_bounds))
+            return usage("--bounds: expected durations >= 0 like "
+                         "0,500ms,2s, got \"%s\"",
+                         v);
+    } else if ((v = OPT("--lateness"))) {
+        if (!parse_dur_list(v, &o->lateness, &o->n_lateness))
+            return usage("--lateness: expected durations >= 0 like "
+                         "0,1m, got \"%s\"",
+                         v);
+    } else if (strcmp(argv[*i], "--json") == 0) {
+        *json = true;
+    } else if ((v = OPT("--plot"))) {
+        *plot = v;
+    } else {
+        return NOT_MINE;
+    }
+    return TDM_EXIT_OK;
+}
+
+#undef OPT
+
 /* Parses the command line into @p o (inputs point into argv).  Returns
  * TDM_EXIT_OK, TDM_EXIT_USAGE (message printed) or -1 for --help. */
 static int parse_args(int argc, char **argv, tdm__an_opts *o,
@@ -175,118 +336,24 @@ static int parse_args(int argc, char **argv, tdm__an_opts *o,
     if (!o->inputs)
         return usage("%s", "out of memory");
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int missing = 0;
+        const char *a = argv[i];
+        int missing = 0, rc;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
             return -1;
         if (a[0] != '-' || strcmp(a, "-") == 0) {
             o->inputs[o->n_inputs++] = a;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--ts-field", &missing))) {
-            o->ts_field = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--unit", &missing))) {
-            if (!parse_unit(v, &o->unit))
-                return usage("--unit: expected ms, s, us, ns or iso8601, "
-                             "got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--partition-field",
-                                  &missing))) {
-            o->partition_field = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--arrival-field",
-                                  &missing))) {
-            o->arrival_field = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--key-field",
-                                  &missing))) {
-            o->key_fields = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--window", &missing))) {
-            if (!parse_window(v, o))
-                return usage("--window: expected tumbling:SIZE[:OFFSET], "
-                             "sliding:SIZE:SLIDE[:OFFSET] or session:GAP, "
-                             "got \"%s\"",
-                             v);
-            o->window_text = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--bounds", &missing))) {
-            if (!parse_dur_list(v, &o->bounds, &o->n_bounds))
-                return usage("--bounds: expected durations >= 0 like "
-                             "0,500ms,2s, got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--lateness", &missing))) {
-            if (!parse_dur_list(v, &o->lateness, &o->n_lateness))
-                return usage("--lateness: expected durations >= 0 like "
-                             "0,1m, got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--sample", &missing))) {
-            char *end;
-            errno = 0;
-            long long n = strtoll(v, &end, 10);
-            if (!*v || *end || errno || n < 0)
-                return usage("--sample: expected a record count >= 0, got "
-                             "\"%s\"",
-                             v);
-            o->sample = n;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--schema", &missing))) {
-            o->schema = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--format", &missing))) {
-            if (strcmp(v, "json") == 0)
-                o->format = TDM__AN_FMT_JSON;
-            else if (strcmp(v, "csv") == 0)
-                o->format = TDM__AN_FMT_CSV;
-            else
-                return usage("--format: expected json or csv, got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--csv-delimiter",
-                                  &missing))) {
-            if (strlen(v) != 1)
-                return usage("--csv-delimiter: expected one character, "
-                             "got \"%s\"",
-                             v);
-            o->csv_delimiter = v[0];
-        } else if (strcmp(a, "--csv-no-header") == 0) {
-            o->csv_header = false;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--batch-size",
-                                  &missing))) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (!*v || *end || n < 1 || n > 65536)
-                return usage("--batch-size: expected 1 .. 65536, got "
-                             "\"%s\"",
-                             v);
-            o->batch_size = (int)n;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--guard", &missing))) {
-            if (!parse_dur(v, &o->guard))
-                return usage("--guard: expected a duration >= 0 like 1h, "
-                             "got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--now", &missing))) {
-            char *end;
-            errno = 0;
-            long long n = strtoll(v, &end, 10);
-            if (*v && !*end && errno == 0)
-                o->now = n;
-            else if (tdm_time_parse(v, strlen(v), TDM_TS_UNIT_ISO8601,
-                                       &o->now) != TDM_OK)
-                return usage("--now: expected epoch ms or ISO-8601 like "
-                             "2026-01-01T00:00:00Z, got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--partitions",
-                                  &missing))) {
-            if (!parse_expect(v, o))
-                return usage("--partitions: expected a count or a list of "
-                             "names, got \"%s\"",
-                             v);
-        } else if (strcmp(a, "--claim-monotonic") == 0) {
-            o->claim_monotonic = true;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--dead-letter",
-                                  &missing))) {
-            o->dead_letter = v;
-        } else if (strcmp(a, "--json") == 0) {
-            *json = true;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--plot", &missing))) {
-            *plot = v;
-        } else if (missing) {
-            return usage("%s needs a value", a);
-        } else {
-            return usage("unknown option \"%s\"", a);
+            continue;
         }
+        rc = opt_input(argc, argv, &i, o, &missing);
+        if (rc == NOT_MINE)
+            rc = opt_job(argc, argv, &i, o, &missing);
+        if (rc == NOT_MINE)
+            rc = opt_whatif(argc, argv, &i, o, json, plot, &missing);
+        if (rc == NOT_MINE)
+            return missing ? usage("%s needs a value", a)
+                           : usage("unknown option \"%s\"", a);
+        if (rc != TDM_EXIT_OK)
+            return rc;
     }
     if (o->n_inputs == 0)
         return usage("%s", "no INPUT given (a file, a glob or - for stdin)");
