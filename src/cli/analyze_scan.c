@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* analyze_scan.c - the single pass of `tidemark analyze` over its input.
  *
- * The input is read exactly as a `tidemark run` file source reads it at
- * parallelism 1 (src/connect/file_source.c): the same line reader and
+ * The input is read through the public source scan (tdm_source_scan_*,
+ * over a one-source job holding the settings), exactly as a `tidemark
+ * run` file source reads it at parallelism 1: the same line reader and
  * JSON/CSV parsers, one partition per file (or per value of the partition
  * field), files interleaved one batch at a time.  So the records, their
  * order, their partitions and the dead letters are the ones the runtime
