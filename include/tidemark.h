@@ -1709,10 +1709,11 @@ TDM_API void tdm_source_scan_destroy(tdm_source_scan *sc);
 ** for tools that find bad records themselves. */
 typedef struct tdm_dead_letters tdm_dead_letters;
 
-/** @brief Creates (truncates) the dead-letter file @p path.  Copies
- *  @p path.  *out (OUT) is set on success.  @returns TDM_OK;
- *  TDM_ERR_IO (cannot create it: the reason in errbuf); TDM_ERR_INVAL;
- *  TDM_ERR_NOMEM. */
+/** @brief Creates (or truncates) the dead-letter file @p path, and its
+ *  missing parent folders, as a run does.  Copies @p path.  *out (OUT)
+ *  is set on success.  @returns TDM_OK; TDM_ERR_IO (cannot create it:
+ *  "cannot create 'PATH': reason" in errbuf); TDM_ERR_INVAL (NULL
+ *  @p path or @p out); TDM_ERR_NOMEM. */
 TDM_API tdm_err tdm_dead_letters_open(const char *path,
                                       tdm_dead_letters **out, char *errbuf,
                                       size_t errbuf_size);
