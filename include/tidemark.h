@@ -1537,6 +1537,199 @@ TDM_API int tdm_conf_describe(int i, const char **scope, const char **key,
                               const char **unit, const char **choices,
                               const char **description);
 
+/* ====================================================================== */
+/* Tools: reading a source's input without running the job                */
+/* ====================================================================== */
+
+/* What tools such as `tidemark analyze` need to read and measure a job's
+** input the way the job would read it, without a run: durations and
+** timestamp text as the job file writes them, a schema check, a source
+** scan, and the run's dead-letter file.  EXPERIMENTAL (since 0.1.0):
+** these may still change. */
+
+/** @brief Parses a duration as the job file writes one ("250ms", "5s",
+ *  "1m30s", "-2h", bare digits for ms) into *out (OUT).  Borrows
+ *  @p text.  @returns TDM_OK; TDM_ERR_INVAL (@p text or @p out NULL);
+ *  TDM_ERR_PARSE (malformed, or beyond the int64 range).
+ *  @thread any. */
+TDM_API tdm_err tdm_duration_parse(const char *text, tdm_time_ms *out);
+/** @brief Writes @p ms with the largest unit that divides it ("90s",
+ *  "2h", "1d", "250ms", "0ms"; "forever" and "-forever" for TDM_TIME_MAX
+ *  and TDM_TIME_MIN) into @p buf, always terminated and cut to @p n
+ *  bytes (nothing written when @p n is 0).  tdm_duration_parse reads
+ *  every finite result back.  @thread any. */
+TDM_API void tdm_duration_format(tdm_time_ms ms, char *buf, size_t n);
+
+/** @brief The start of the window of size @p size_ms, aligned to
+ *  @p offset_ms, that holds @p ts: offset + floor((ts - offset) / size) *
+ *  size, as the tumbling and sliding assigners compute it (for sliding
+ *  windows pass the slide: the latest window holding @p ts).  Never
+ *  overflows; saturates at TDM_TIME_MIN.  Returns @p ts when @p size_ms
+ *  is not positive.  @thread any. */
+TDM_API tdm_time_ms tdm_window_start(tdm_time_ms ts, tdm_time_ms offset_ms,
+                                     tdm_time_ms size_ms);
+
+/* The units of timestamp values, as the source key timestamp.unit names
+** them ("ms", "s", "us", "ns", "iso8601"). */
+typedef enum tdm_ts_unit {
+    TDM_TS_UNIT_MS = 1,
+    TDM_TS_UNIT_S = 2,
+    TDM_TS_UNIT_US = 3,
+    TDM_TS_UNIT_NS = 4,
+    TDM_TS_UNIT_ISO8601 = 5 /* ISO-8601 text */
+} tdm_ts_unit;
+
+/** @brief The name timestamp.unit gives @p unit ("ms", ..., "iso8601");
+ *  "?" for a value not in tdm_ts_unit.  Static storage. */
+TDM_API const char *tdm_ts_unit_name(tdm_ts_unit unit);
+/** @brief Converts timestamp text to epoch ms the way a source reads its
+ *  timestamp field: ISO-8601 for TDM_TS_UNIT_ISO8601 (a zone such as
+ *  "+01:00" may follow; an integer is epoch ms), else a decimal number of
+ *  the unit ("1733133600", "1733133600.25"), exact or rounded down.
+ *  Blanks around it are ignored.  Borrows @p text (@p len bytes, no
+ *  terminator needed).
+ *  @returns TDM_OK with *out (OUT) set; TDM_ERR_INVAL (NULL pointer, or
+ *  @p unit not in tdm_ts_unit); TDM_ERR_PARSE (not a timestamp);
+ *  TDM_ERR_RANGE (beyond the int64 range of epoch ms).  @thread any. */
+TDM_API tdm_err tdm_time_parse(const char *text, size_t len,
+                               tdm_ts_unit unit, tdm_time_ms *out);
+
+/** @brief Checks schema text as the source key `schema` reads it
+ *  ("name:type, ..." with types int64, double, string, bool, timestamp),
+ *  so that a tool can report it in its own words.  Borrows @p text.
+ *  @returns TDM_OK; TDM_ERR_INVAL with the reason in errbuf, without the
+ *  key's name (it may be left empty); TDM_ERR_NOMEM.  @thread any. */
+TDM_API tdm_err tdm_schema_check(const char *text, char *errbuf,
+                                 size_t errbuf_size);
+/** @brief The type of field @p i of a source's schema, or 0 when the
+ *  source has no field @p i (see tdm_node_field_index). */
+TDM_API tdm_type tdm_node_field_type(const tdm_node *source, int i);
+
+/* ---- Source scans ----
+** A scan reads the input of one file source of a job exactly as a run
+** at parallelism 1 reads it: the same line reader and JSON/CSV parsers,
+** one partition per file (or per value of partition.field, numbered in
+** the order they first appear), files interleaved one batch.size batch
+** at a time, bad lines handed to a callback with their location.  It
+** runs nothing else: no watermarks, no guard, no operators.
+**
+**   tdm_source_scan_new(job, "clicks", paths, n, on_bad, ud, &sc, ...)
+**   while (tdm_source_scan_next(sc, &item, &row, &p) == TDM_OK &&
+**          item != TDM_SCAN_END)
+**       ... a record of partition p, or partition p ended ...
+**   tdm_source_scan_destroy(sc)
+*/
+typedef struct tdm_source_scan tdm_source_scan;
+
+/* What tdm_source_scan_next delivered. */
+typedef enum tdm_scan_item {
+    TDM_SCAN_RECORD = 1,    /* a record with its event time */
+    TDM_SCAN_PARTITION_END, /* a file partition's input ended (after the
+                               records of the batch it ended in) */
+    TDM_SCAN_END            /* every input ended; so does every later
+                               call */
+} tdm_scan_item;
+
+/** Called for every line that is not a record: @p location is
+ *  "file:line", @p reason says what is wrong (a field missing, not of
+ *  its type, no event time, ...), @p raw the line as read (@p raw_len
+ *  bytes).  All three are borrowed for the call. */
+typedef void (*tdm_bad_record_fn)(void *opaque, const char *location,
+                                  const char *reason, const char *raw,
+                                  size_t raw_len);
+
+/** @brief Opens a scan of source node @p source of @p job over the files
+ *  @p paths[0 .. n_paths) in place of its `path` ("-" is standard input,
+ *  named "<stdin>"; globs are not expanded).  The node's format, csv.*,
+ *  schema, partition.field, timestamp.field and timestamp.unit apply, and
+ *  the job's batch.size.  The source must be of type file or stdin with
+ *  time: event.
+ *  Keeps a reference to @p job until tdm_source_scan_destroy (its
+ *  settings must not change meanwhile); borrows @p paths (copied);
+ *  keeps @p on_bad (may be NULL: bad lines are only skipped) and
+ *  @p opaque until tdm_source_scan_destroy.  *out (OUT) is set on success.
+ *  @returns TDM_OK; TDM_ERR_INVAL (no such source, no schema, no
+ *  timestamp.field in it, a partition.field not in it, n_paths < 1;
+ *  message in errbuf); TDM_ERR_UNSUPPORTED (not a file or stdin source,
+ *  or not event time); TDM_ERR_IO ("cannot open 'PATH': reason");
+ *  TDM_ERR_NOMEM.  @thread one thread per scan. */
+TDM_API tdm_err tdm_source_scan_new(tdm_job *job, const char *source,
+                                    const char *const *paths, int n_paths,
+                                    tdm_bad_record_fn on_bad, void *opaque,
+                                    tdm_source_scan **out, char *errbuf,
+                                    size_t errbuf_size);
+/** @brief Delivers the next item in *item (OUT).  For TDM_SCAN_RECORD,
+ *  *row (OUT) is the record, borrowed until the next call (its event time
+ *  is tdm_row_ts; fields through tdm_row_*), and *partition (OUT) its
+ *  partition; for TDM_SCAN_PARTITION_END *row is NULL and *partition the
+ *  partition that ended; for TDM_SCAN_END *row is NULL and *partition -1.
+ *  Calls on_bad, on this thread and inside this call, for bad lines read
+ *  on the way.  Standard input may block until a line or its end arrives.
+ *  @returns TDM_OK; TDM_ERR_IO (a read failed: tdm_source_scan_errmsg
+ *  says "reading 'NAME' failed: reason"); TDM_ERR_NOMEM.  After an error
+ *  the scan can only be destroyed. */
+TDM_API tdm_err tdm_source_scan_next(tdm_source_scan *sc,
+                                     tdm_scan_item *item,
+                                     const tdm_row **row, int *partition);
+/** @brief The message of the scan's last error ("" if none). */
+TDM_API const char *tdm_source_scan_errmsg(const tdm_source_scan *sc);
+/** @brief The name of partition @p partition: the file's path as given
+ *  ("<stdin>" for "-"), or with partition.field that field's value as
+ *  text ("null" when absent).  *name (OUT, @p len bytes, not terminated)
+ *  is valid until tdm_source_scan_destroy.  @returns TDM_OK;
+ *  TDM_ERR_RANGE (no such partition yet). */
+TDM_API tdm_err tdm_source_scan_partition_name(const tdm_source_scan *sc,
+                                               int partition,
+                                               const char **name,
+                                               size_t *len);
+/** @brief Field @p field of @p row (a record of this scan) as a time,
+ *  read as the source reads its timestamp field: a timestamp field as
+ *  it is, an int64, double or string field in the source's
+ *  timestamp.unit.  @returns TDM_OK with *out (OUT) set;
+ *  TDM_ERR_NO_TIMESTAMP (the field is null); TDM_ERR_PARSE or
+ *  TDM_ERR_RANGE (not a time in that unit); TDM_ERR_INVAL (no such field,
+ *  or a bool field). */
+TDM_API tdm_err tdm_source_scan_field_time(const tdm_source_scan *sc,
+                                           const tdm_row *row, int field,
+                                           tdm_time_ms *out);
+/** @brief The key of @p row over fields @p fields[0 .. n_fields) (schema
+ *  indices, borrowed), encoded as the job's key_by encodes it: equal
+ *  field values give equal bytes, different ones different bytes.
+ *  *key (OUT, *len bytes) is valid until the next call on @p sc.
+ *  @returns TDM_OK; TDM_ERR_INVAL (n_fields < 1 or a field out of
+ *  range); TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_source_scan_key(tdm_source_scan *sc, const tdm_row *row,
+                                    const int *fields, int n_fields,
+                                    const char **key, size_t *len);
+/** @brief Closes the inputs and frees the scan (NULL is fine). */
+TDM_API void tdm_source_scan_destroy(tdm_source_scan *sc);
+
+/* ---- Dead-letter files ----
+** The JSON-lines file a run writes bad records to (job key dead_letter),
+** for tools that find bad records themselves. */
+typedef struct tdm_dead_letters tdm_dead_letters;
+
+/** @brief Creates (or truncates) the dead-letter file @p path, and its
+ *  missing parent folders, as a run does.  Copies @p path.  *out (OUT)
+ *  is set on success.  @returns TDM_OK; TDM_ERR_IO (cannot create it:
+ *  "cannot create 'PATH': reason" in errbuf); TDM_ERR_INVAL (NULL
+ *  @p path or @p out); TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_dead_letters_open(const char *path,
+                                      tdm_dead_letters **out, char *errbuf,
+                                      size_t errbuf_size);
+/** @brief Appends one bad record: where it was read, why it is bad and
+ *  its bytes (@p raw_len of @p raw), all borrowed; the same line a run
+ *  writes.  @returns TDM_OK, TDM_ERR_IO (the write failed), TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_dead_letters_write(tdm_dead_letters *dl,
+                                       const char *location,
+                                       const char *reason, const char *raw,
+                                       size_t raw_len);
+/** @brief Flushes and closes the file and frees @p dl (NULL is fine:
+ *  TDM_OK).  @returns TDM_OK or TDM_ERR_IO (flushing or closing failed:
+ *  the reason in errbuf); @p dl is freed either way. */
+TDM_API tdm_err tdm_dead_letters_close(tdm_dead_letters *dl, char *errbuf,
+                                       size_t errbuf_size);
+
 #ifdef __cplusplus
 }
 #endif

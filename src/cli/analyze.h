@@ -16,11 +16,20 @@
 #include <stdio.h>
 
 #include "tidemark.h"
-#include "core/hist.h"
+#include "lag_hist.h"
+
+/* tests/unit/test_analyze.c names the histograms as they were named while
+ * the CLI borrowed the library's (core/hist.h). */
+#define tdm__hist tdm__cli_hist
+#define tdm__hist_init tdm__cli_hist_init
+#define tdm__hist_fini tdm__cli_hist_fini
+#define tdm__hist_quantile tdm__cli_hist_quantile
 
 /* ---- Settings (the command line, checked) ---- */
 
 enum { TDM__AN_TUMBLING = 0, TDM__AN_SLIDING, TDM__AN_SESSION };
+/* --format (0: by the inputs' extension). */
+enum { TDM__AN_FMT_JSON = 1, TDM__AN_FMT_CSV };
 
 /* Partitions that get a lag histogram of their own (58 KB each); the
  * others keep counters and the maximum only. */
@@ -38,8 +47,8 @@ typedef struct tdm__an_opts {
     const char *arrival_field;   /* NULL: none */
     const char *key_fields;   /* "a,b" for the what-if key; NULL: one key */
     const char *schema;       /* NULL: ts timestamp, the rest sniffed */
-    int unit;                 /* TDM__UNIT_* */
-    int format;               /* TDM__FMT_JSON, _CSV; 0: by extension */
+    int unit;                 /* a tdm_ts_unit, TDM_TS_UNIT_* */
+    int format;               /* TDM__AN_FMT_*; 0: by extension */
     char csv_delimiter;
     bool csv_header;
     /* The window of the what-if. */
@@ -72,7 +81,7 @@ typedef struct tdm__an_part {
     int64_t out_of_order;   /* lag > 0 */
     tdm_time_ms min_ts, max_ts; /* over records not guarded */
     int64_t max_lag;
-    tdm__hist *lag;         /* NULL past TDM__AN_PART_HISTS partitions */
+    tdm__cli_hist *lag;         /* NULL past TDM__AN_PART_HISTS partitions */
     /* Gaps: how long the partition said nothing (see analyze_scan.c). */
     bool has_prev;
     tdm_time_ms prev_mark;  /* global max ts (or arrival) at its last
@@ -91,7 +100,7 @@ typedef struct tdm__an_slice {
     int64_t first;          /* index of its first record (0-based) */
     int64_t records;
     tdm_time_ms max_ts;     /* highest timestamp seen at its end */
-    tdm__hist lag;
+    tdm__cli_hist lag;
     bool spike;             /* set by the recommendations */
 } tdm__an_slice;
 
@@ -141,12 +150,12 @@ typedef struct tdm__an_scan {
     tdm_time_ms future_max;
     int64_t future_first;   /* index of the first one */
     tdm_time_ms min_ts, max_ts; /* over records not guarded */
-    tdm__hist lag;          /* every record not guarded */
+    tdm__cli_hist lag;          /* every record not guarded */
     bool has_arrival;
-    tdm__hist arrival;      /* arrival - ts, clamped at 0 */
+    tdm__cli_hist arrival;      /* arrival - ts, clamped at 0 */
     int64_t arrival_negative;
     int64_t arrival_missing;  /* records without a usable arrival time */
-    tdm__hist gaps;         /* one gap per record (see analyze_scan.c) */
+    tdm__cli_hist gaps;         /* one gap per record (see analyze_scan.c) */
     tdm__an_part *parts;
     int n_parts, cap_parts;
     bool by_field;
@@ -255,9 +264,6 @@ const char *tdm__analyze_fmt_dur(int64_t ms, char *buf, size_t n);
  * or -1 when writing failed. */
 int tdm__analyze_svg(FILE *f, const tdm__an_scan *s,
                      const tdm__an_cand *cands, int n_cands);
-
-/* The help text of the command (static storage). */
-extern const char tdm__analyze_help[];
 
 /* The command (argv starts after "analyze"); returns an exit code. */
 int tdm__cli_cmd_analyze(int argc, char **argv);

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "analyze.h"
-#include "core.h"
+#include "cli.h"
 
 /* Gaps this many times the P99.9 gap (and at least OUTLIER_MIN_MS) are
  * silences, not the partition's normal rhythm. */
@@ -52,25 +52,25 @@ int64_t tdm__analyze_nice_up(int64_t v)
 /* Fraction of the lag histogram's values above @p v (0 when @p v is at
  * or above the maximum; otherwise the histogram's count, exact at bucket
  * boundaries and an over-estimate within a bucket). */
-static double frac_above(const tdm__hist *h, int64_t v)
+static double frac_above(const tdm__cli_hist *h, int64_t v)
 {
     if (h->n == 0 || v >= h->max)
         return 0;
-    return (double)tdm__hist_count_above(h, v) / (double)h->n;
+    return (double)tdm__cli_hist_count_above(h, v) / (double)h->n;
 }
 
 /* The largest gap not above @p limit, read off the gap histogram
  * (bucket resolution). */
-static int64_t largest_below(const tdm__hist *h, int64_t limit)
+static int64_t largest_below(const tdm__cli_hist *h, int64_t limit)
 {
     if (h->n == 0)
         return 0;
     if (h->max <= limit)
         return h->max;
-    for (int i = tdm__hist_bucket(limit); i >= 0; i--) {
+    for (int i = tdm__cli_hist_bucket(limit); i >= 0; i--) {
         if (h->b[i] == 0)
             continue;
-        int64_t hi = tdm__hist_bucket_high(i);
+        int64_t hi = tdm__cli_hist_bucket_high(i);
         return hi < limit ? hi : limit;
     }
     return 0;
@@ -89,7 +89,7 @@ static void flag_spikes(tdm__an_scan *s, tdm__an_reco *r)
     int n = 0;
     for (int k = 0; k < s->n_slices; k++)
         if (s->slices[k].lag.n >= SPIKE_MIN_RECORDS)
-            p99[n++] = tdm__hist_quantile(&s->slices[k].lag, 0.99);
+            p99[n++] = tdm__cli_hist_quantile(&s->slices[k].lag, 0.99);
     if (n == 0)
         return;
     qsort(p99, (size_t)n, sizeof *p99, cmp_i64);
@@ -97,7 +97,7 @@ static void flag_spikes(tdm__an_scan *s, tdm__an_reco *r)
     for (int k = 0; k < s->n_slices; k++) {
         tdm__an_slice *sl = &s->slices[k];
         sl->spike = sl->lag.n >= SPIKE_MIN_RECORDS &&
-                    tdm__hist_quantile(&sl->lag, 0.99) >=
+                    tdm__cli_hist_quantile(&sl->lag, 0.99) >=
                         2 * r->slice_p99_median + SPIKE_PLUS_MS;
         r->n_spikes += sl->spike;
     }
@@ -113,8 +113,8 @@ static void idle_estimate(const tdm__an_scan *s, tdm__an_reco *r)
 {
     const tdm__an_sample *sm = &s->sample;
     int n = s->n_parts;
-    tdm_time_ms *prev = tdm__malloc((size_t)(n ? n : 1) * sizeof *prev);
-    uint8_t *resumed = tdm__calloc((size_t)(n ? n : 1), 1);
+    tdm_time_ms *prev = malloc((size_t)(n ? n : 1) * sizeof *prev);
+    uint8_t *resumed = calloc((size_t)(n ? n : 1), 1);
     tdm_time_ms g = TDM_TIME_MIN;
     if (!prev || !resumed)
         goto out;
@@ -127,11 +127,11 @@ static void idle_estimate(const tdm__an_scan *s, tdm__an_reco *r)
             continue;
         r->idle_checked++;
         if (prev[p] != TDM_TIME_MIN && g != TDM_TIME_MIN &&
-            tdm__time_sub_sat(g, prev[p]) > r->idle_timeout)
+            tdm_time_sub(g, prev[p]) > r->idle_timeout)
             resumed[p] = 1;
         if (resumed[p]) {
-            tdm_time_ms wm = tdm__time_sub_sat(
-                tdm__time_sub_sat(g, r->bound99), 1);
+            tdm_time_ms wm = tdm_time_sub(
+                tdm_time_sub(g, r->bound99), 1);
             if (ts <= wm)
                 r->idle_late++;
             else
@@ -142,26 +142,26 @@ static void idle_estimate(const tdm__an_scan *s, tdm__an_reco *r)
         prev[p] = g;
     }
 out:
-    tdm__free(prev);
-    tdm__free(resumed);
+    free(prev);
+    free(resumed);
 }
 
 /* Derives the recommendations (see analyze.h and the file comment). */
 void tdm__analyze_recommend(const tdm__an_opts *o,
                             tdm__an_scan *s, tdm__an_reco *r)
 {
-    const tdm__hist *h = &s->lag;
+    const tdm__cli_hist *h = &s->lag;
     memset(r, 0, sizeof *r);
     (void)o;
     if (h->n > 0) {
         /* Bounds: the quantile (a bucket's highest value, at most 0.8%
          * above the true quantile), rounded up to two digits. */
-        r->bound99 = tdm__analyze_nice_up(tdm__hist_quantile(h, 0.99));
-        r->bound999 = tdm__analyze_nice_up(tdm__hist_quantile(h, 0.999));
+        r->bound99 = tdm__analyze_nice_up(tdm__cli_hist_quantile(h, 0.99));
+        r->bound999 = tdm__analyze_nice_up(tdm__cli_hist_quantile(h, 0.999));
         r->behind99 = frac_above(h, r->bound99);
         r->behind999 = frac_above(h, r->bound999);
         /* Lateness on top of bound99 up to P99.99 and up to the max. */
-        int64_t q9999 = tdm__analyze_nice_up(tdm__hist_quantile(h, 0.9999));
+        int64_t q9999 = tdm__analyze_nice_up(tdm__cli_hist_quantile(h, 0.9999));
         int64_t qmax = tdm__analyze_nice_up(h->max);
         r->late9999 = q9999 > r->bound99 ? q9999 - r->bound99 : 0;
         r->late_max = qmax > r->bound99 ? qmax - r->bound99 : 0;
@@ -170,10 +170,10 @@ void tdm__analyze_recommend(const tdm__an_opts *o,
     }
 
     /* Idle timeout: above every normal gap, below the silences. */
-    const tdm__hist *g = &s->gaps;
+    const tdm__cli_hist *g = &s->gaps;
     r->idle_from_arrival = s->has_arrival;
     if (g->n > 0) {
-        r->gap_p999 = tdm__hist_quantile(g, 0.999);
+        r->gap_p999 = tdm__cli_hist_quantile(g, 0.999);
         r->gap_max = g->max;
         int64_t limit = r->gap_p999 * OUTLIER_FACTOR;
         if (limit < OUTLIER_MIN_MS)

@@ -11,9 +11,6 @@
 
 #include "analyze.h"
 #include "cli.h"
-#include "connect/conn.h"
-#include "connect/connect.h"
-#include "runtime/rt.h"
 
 /* Partitions shown in the terminal table (JSON has them all). */
 #define MAX_TEXT_PARTS 20
@@ -131,12 +128,12 @@ static double input_rate(const tdm__an_scan *s)
 /* ---- Text ---- */
 
 /* One row of a quantile table: P50 ... max of histogram @p h. */
-static void text_quantiles(FILE *f, const tdm__hist *h)
+static void text_quantiles(FILE *f, const tdm__cli_hist *h)
 {
     static const double qs[] = { 0.5, 0.9, 0.99, 0.999, 0.9999 };
     char b[32];
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
-        fprintf(f, " %8s", h && h->n ? dur(tdm__hist_quantile(h, qs[i]), b,
+        fprintf(f, " %8s", h && h->n ? dur(tdm__cli_hist_quantile(h, qs[i]), b,
                                            sizeof b)
                                      : "-");
     fprintf(f, " %8s", h && h->n ? dur(h->max, b, sizeof b) : "-");
@@ -163,7 +160,7 @@ static void text_input(FILE *f, const tdm__an_opts *o,
                    "(timestamp guard)\n",
                 num(s->guarded, d, sizeof d), dur(o->guard, e, sizeof e));
     fprintf(f, "  timestamp field %s (unit %s)%s%s\n", o->ts_field,
-            tdm__conn_unit_name(o->unit),
+            tdm_ts_unit_name((tdm_ts_unit)o->unit),
             o->arrival_field ? ", arrival field " : "",
             o->arrival_field ? o->arrival_field : "");
 }
@@ -269,7 +266,7 @@ static void text_slices(FILE *f, const tdm__an_scan *s,
         const tdm__an_slice *sl = &s->slices[k];
         fprintf(f, "  %5d %12s  %-24s %8s %8s%s\n", k + 1,
                 num(sl->first + 1, a, sizeof a), iso(sl->max_ts, b, sizeof b),
-                sl->lag.n ? dur(tdm__hist_quantile(&sl->lag, 0.99), c,
+                sl->lag.n ? dur(tdm__cli_hist_quantile(&sl->lag, 0.99), c,
                                 sizeof c)
                           : "-",
                 sl->lag.n ? dur(sl->lag.max, d, sizeof d) : "-",
@@ -284,26 +281,26 @@ static void text_reco(FILE *f, const tdm__an_opts *o,
     if (s->lag.n == 0)
         return;
     fprintf(f, "\nRecommendations\n");
-    tdm__conf_format_duration(r->bound99, a, sizeof a);
+    tdm_duration_format(r->bound99, a, sizeof a);
     fprintf(f, "  watermark.max_out_of_orderness: %-8s P99 completeness: at "
                "most %s of records arrive behind the watermark\n",
             r->bound99 ? a : "0", pct(r->behind99, b, sizeof b));
-    tdm__conf_format_duration(r->bound999, a, sizeof a);
+    tdm_duration_format(r->bound999, a, sizeof a);
     fprintf(f, "  %31s %-8s P99.9 completeness: at most %s; results come "
                "%s later\n",
             "", r->bound999 ? a : "0", pct(r->behind999, b, sizeof b),
             dur(r->bound999 - r->bound99, c, sizeof c));
-    tdm__conf_format_duration(r->late9999, a, sizeof a);
+    tdm_duration_format(r->late9999, a, sizeof a);
     fprintf(f, "  allowed_lateness: %-21s with bound %s, covers P99.99 "
                "(%s): at most %s dropped\n",
             r->late9999 ? a : "0", dur(r->bound99, b, sizeof b),
-            dur(tdm__hist_quantile(&s->lag, 0.9999), c, sizeof c),
+            dur(tdm__cli_hist_quantile(&s->lag, 0.9999), c, sizeof c),
             pct(r->dropped9999, d, sizeof d));
-    tdm__conf_format_duration(r->late_max, a, sizeof a);
+    tdm_duration_format(r->late_max, a, sizeof a);
     fprintf(f, "  %17s %-21s covers the max (%s): %s dropped\n", "",
             r->late_max ? a : "0", dur(s->lag.max, c, sizeof c),
             pct(r->dropped_max, d, sizeof d));
-    tdm__conf_format_duration(r->idle_timeout, a, sizeof a);
+    tdm_duration_format(r->idle_timeout, a, sizeof a);
     fprintf(f, "  watermark.idle_timeout: %-15s above every normal gap "
                "(largest %s, P99.9 %s; %s)\n",
             a, dur(r->gap_normal_max, b, sizeof b),
@@ -492,7 +489,7 @@ static void jdbl(FILE *f, double d)
 }
 
 /* "count", quantiles and "max" of histogram @p h (nulls when empty). */
-static void jquantiles(FILE *f, const tdm__hist *h)
+static void jquantiles(FILE *f, const tdm__cli_hist *h)
 {
     static const struct {
         const char *name;
@@ -506,7 +503,7 @@ static void jquantiles(FILE *f, const tdm__hist *h)
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
         fprintf(f, ", \"%s\": ", qs[i].name);
         if (h && h->n)
-            fprintf(f, "%" PRId64, tdm__hist_quantile(h, qs[i].q));
+            fprintf(f, "%" PRId64, tdm__cli_hist_quantile(h, qs[i].q));
         else
             fputs("null", f);
     }
@@ -519,7 +516,7 @@ static void jquantiles(FILE *f, const tdm__hist *h)
 
 /* The histogram on power-of-two buckets: [low, high, count] for
  * [0], [1], [2, 3], [4, 7], ... up to the maximum. */
-static void jhistogram(FILE *f, const tdm__hist *h)
+static void jhistogram(FILE *f, const tdm__cli_hist *h)
 {
     fputs("[", f);
     if (h->n == 0) {
@@ -531,7 +528,7 @@ static void jhistogram(FILE *f, const tdm__hist *h)
     bool first = true;
     while (lo <= h->max) {
         uint64_t cnt = 0;
-        while (i < TDM__HIST_BUCKETS && tdm__hist_bucket_low(i) <= hi) {
+        while (i < TDM__CLI_HIST_BUCKETS && tdm__cli_hist_bucket_low(i) <= hi) {
             cnt += h->b[i];
             i++;
         }
@@ -703,7 +700,7 @@ void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
     fputs("},\n  \"settings\": {\"ts_field\": ", f);
     jstr(f, o->ts_field);
     fprintf(f, ", \"unit\": \"%s\", \"partition_field\": ",
-            tdm__conn_unit_name(o->unit));
+            tdm_ts_unit_name((tdm_ts_unit)o->unit));
     jstr(f, o->partition_field);
     fputs(", \"arrival_field\": ", f);
     jstr(f, o->arrival_field);
@@ -744,7 +741,7 @@ void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
         fputs(", \"p99\": ", f);
         if (sl->lag.n)
             fprintf(f, "%" PRId64 ", \"max\": %" PRId64,
-                    tdm__hist_quantile(&sl->lag, 0.99), sl->lag.max);
+                    tdm__cli_hist_quantile(&sl->lag, 0.99), sl->lag.max);
         else
             fputs("null, \"max\": null", f);
         fprintf(f, ", \"spike\": %s}", sl->spike ? "true" : "false");

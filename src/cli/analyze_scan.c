@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* analyze_scan.c - the single pass of `tidemark analyze` over its input.
  *
- * The input is read exactly as a `tidemark run` file source reads it at
- * parallelism 1 (src/connect/file_source.c): the same line reader and
+ * The input is read through the public source scan (tdm_source_scan_*,
+ * over a one-source job holding the settings), exactly as a `tidemark
+ * run` file source reads it at parallelism 1: the same line reader and
  * JSON/CSV parsers, one partition per file (or per value of the partition
  * field), files interleaved one batch at a time.  So the records, their
  * order, their partitions and the dead letters are the ones the runtime
@@ -36,30 +37,27 @@
 
 #include "analyze.h"
 #include "cli.h"
-#include "connect/conn.h"
-#include "runtime/rt.h"
 
 /* Bad lines reported on the log before they are only counted. */
 #define MAX_LOGGED_BAD 10
 /* Timestamps per partition the unit check looks at. */
 #define UNIT_SAMPLE 100
 
+/* The name of the source node a scan reads through. */
+#define SOURCE "analyze"
+
 /* Everything the pass needs besides the results. */
 typedef struct scan_ctx {
     const tdm__an_opts *o;
     tdm__an_scan *s;
-    tdm__schema schema;
-    tdm__source_conf conf;
+    int format;                /* TDM__AN_FMT_*, the extension decided */
+    tdm_job *job;              /* holds the source node the scan reads */
+    tdm_node *node;
+    tdm_source_scan *sc;
     int arrival_idx;           /* schema index or -1 */
     int key_idx[16];
     int n_key;
-    tdm__keybuf kb;
-    tdm__stream *st;
-    int n_st;
-    tdm__partmap pm;
-    tdm__batch *b;
-    uint8_t *finished;         /* per stream, set by the poll */
-    tdm__sinkobj *dead;
+    tdm_dead_letters *dead;
     tdm_err dead_err;
     char *errbuf;
     size_t errbuf_size;
@@ -84,18 +82,18 @@ tdm_err tdm__analyze_warn(tdm__an_scan *s, const char *kind,
     if (s->n_warnings == s->cap_warnings) {
         int cap = s->cap_warnings ? 2 * s->cap_warnings : 8;
         tdm__an_warning *w =
-            tdm__realloc(s->warnings, (size_t)cap * sizeof *w);
+            realloc(s->warnings, (size_t)cap * sizeof *w);
         if (!w)
             return TDM_ERR_NOMEM;
         s->warnings = w;
         s->cap_warnings = cap;
     }
     tdm__an_warning *w = &s->warnings[s->n_warnings];
-    w->kind = tdm__strndup(kind, strlen(kind));
-    w->message = tdm__strndup(msg, strlen(msg));
+    w->kind = tdm__cli_strndup(kind, strlen(kind));
+    w->message = tdm__cli_strndup(msg, strlen(msg));
     if (!w->kind || !w->message) {
-        tdm__free(w->kind);
-        tdm__free(w->message);
+        free(w->kind);
+        free(w->message);
         return TDM_ERR_NOMEM;
     }
     s->n_warnings++;
@@ -107,11 +105,11 @@ tdm_err tdm__analyze_warn(tdm__an_scan *s, const char *kind,
 /* Appends a copy of @p path to the scan's file list. */
 static tdm_err add_file(tdm__an_scan *s, const char *path)
 {
-    char **f = tdm__realloc(s->files, (size_t)(s->n_files + 1) * sizeof *f);
+    char **f = realloc(s->files, (size_t)(s->n_files + 1) * sizeof *f);
     if (!f)
         return TDM_ERR_NOMEM;
     s->files = f;
-    f[s->n_files] = tdm__strndup(path, strlen(path));
+    f[s->n_files] = tdm__cli_strndup(path, strlen(path));
     if (!f[s->n_files])
         return TDM_ERR_NOMEM;
     s->n_files++;
@@ -156,10 +154,20 @@ static tdm_err expand_inputs(scan_ctx *c)
         }
         globfree(&g);
         if (added == 0)
-            return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_IO,
+            return tdm__cli_errf(c->errbuf, c->errbuf_size, TDM_ERR_IO,
                              "no file matches '%s'", in);
     }
     return TDM_OK;
+}
+
+/* True when @p line holds only blanks (space, tab, CR) before its
+ * newline, as the sources skip such lines. */
+static bool is_blank(const char *line)
+{
+    for (const char *p = line; *p && *p != '\n'; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\r')
+            return false;
+    return true;
 }
 
 /* The JSON type of field @p name in the first non-blank line of the
@@ -167,7 +175,7 @@ static tdm_err expand_inputs(scan_ctx *c)
 static const char *sniff_type(const scan_ctx *c, const char *name)
 {
     const tdm__an_scan *s = c->s;
-    if (c->conf.format != TDM__FMT_JSON || s->n_files == 0 ||
+    if (c->format != TDM__AN_FMT_JSON || s->n_files == 0 ||
         strcmp(s->files[0], "-") == 0)
         return "string";
     /* Only a regular file can be read twice (not a pipe). */
@@ -180,7 +188,7 @@ static const char *sniff_type(const scan_ctx *c, const char *name)
     char line[8192];
     const char *type = "string";
     while (fgets(line, sizeof line, f)) {
-        if (tdm__conn_is_blank(line, strcspn(line, "\n")))
+        if (is_blank(line))
             continue;
         json_t *root = json_loads(line, JSON_DECODE_ANY, NULL);
         json_t *v = root && json_is_object(root)
@@ -215,97 +223,146 @@ static void schema_add(char *buf, size_t n, const char *name,
     snprintf(buf + used, n - used, "%s%s:%s", used ? ", " : "", name, type);
 }
 
-/* Builds the schema (--schema, or the timestamp field as a timestamp,
- * the arrival field likewise and the partition and key fields with the
- * type their first value has) and the source configuration. */
-static tdm_err build_conf(scan_ctx *c)
+/* The input format: --format, else CSV when an input ends in ".csv". */
+static int decide_format(const scan_ctx *c)
+{
+    if (c->o->format)
+        return c->o->format;
+    int format = TDM__AN_FMT_JSON;
+    for (int i = 0; i < c->s->n_files; i++) {
+        size_t l = strlen(c->s->files[i]);
+        if (l >= 4 && strcmp(c->s->files[i] + l - 4, ".csv") == 0)
+            format = TDM__AN_FMT_CSV;
+    }
+    return format;
+}
+
+/* The schema text: --schema, or the timestamp field as a timestamp, the
+ * arrival field likewise and the partition and key fields with the type
+ * their first value has. */
+static void schema_text(const scan_ctx *c, char *text, size_t n)
 {
     const tdm__an_opts *o = c->o;
-    char text[2048] = "";
-    tdm_err err;
-
-    c->conf.name = "analyze";
-    c->conf.type = TDM__SRC_FILE;
-    c->conf.format = o->format;
-    if (!c->conf.format) {
-        c->conf.format = TDM__FMT_JSON;
-        for (int i = 0; i < c->s->n_files; i++) {
-            size_t l = strlen(c->s->files[i]);
-            if (l >= 4 && strcmp(c->s->files[i] + l - 4, ".csv") == 0)
-                c->conf.format = TDM__FMT_CSV;
-        }
-    }
-    c->conf.csv_header = o->csv_header;
-    c->conf.csv_delimiter = o->csv_delimiter ? o->csv_delimiter : ',';
-    c->conf.time_mode = TDM__TIME_EVENT;
-    c->conf.ts_unit = o->unit;
     if (o->schema) {
-        snprintf(text, sizeof text, "%s", o->schema);
-    } else {
-        schema_add(text, sizeof text, o->ts_field, "timestamp");
-        if (o->arrival_field)
-            schema_add(text, sizeof text, o->arrival_field, "timestamp");
-        if (o->partition_field)
-            schema_add(text, sizeof text, o->partition_field,
-                       sniff_type(c, o->partition_field));
-        if (o->key_fields) {
-            char keys[512];
-            snprintf(keys, sizeof keys, "%s", o->key_fields);
-            for (char *k = strtok(keys, ","); k; k = strtok(NULL, ","))
-                schema_add(text, sizeof text, k, sniff_type(c, k));
-        }
+        snprintf(text, n, "%s", o->schema);
+        return;
     }
-    char msg[256] = "";
-    err = tdm__schema_parse(text, &c->schema, msg, sizeof msg);
-    if (err != TDM_OK)
-        return tdm__errf(c->errbuf, c->errbuf_size, err, "--schema: %s",
-                         msg[0] ? msg : tdm_strerror(err));
-    c->conf.schema = &c->schema;
-    c->conf.ts_field = tdm__schema_find(&c->schema, o->ts_field);
-    if (c->conf.ts_field < 0)
-        return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
-                         "--ts-field: \"%s\" is not in the schema",
-                         o->ts_field);
-    if (c->schema.fields[c->conf.ts_field].type == TDM_TYPE_BOOL)
-        return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
-                         "--ts-field: \"%s\" is a bool", o->ts_field);
-    c->conf.partition_field = -1;
-    if (o->partition_field) {
-        c->conf.partition_field =
-            tdm__schema_find(&c->schema, o->partition_field);
-        if (c->conf.partition_field < 0)
-            return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
-                             "--partition-field: \"%s\" is not in the "
-                             "schema",
-                             o->partition_field);
-    }
-    c->arrival_idx = -1;
-    if (o->arrival_field) {
-        c->arrival_idx = tdm__schema_find(&c->schema, o->arrival_field);
-        if (c->arrival_idx < 0 ||
-            c->schema.fields[c->arrival_idx].type == TDM_TYPE_BOOL)
-            return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
-                             "--arrival-field: \"%s\" is not a time field "
-                             "of the schema",
-                             o->arrival_field);
-    }
+    schema_add(text, n, o->ts_field, "timestamp");
+    if (o->arrival_field)
+        schema_add(text, n, o->arrival_field, "timestamp");
+    if (o->partition_field)
+        schema_add(text, n, o->partition_field,
+                   sniff_type(c, o->partition_field));
     if (o->key_fields) {
         char keys[512];
         snprintf(keys, sizeof keys, "%s", o->key_fields);
-        for (char *k = strtok(keys, ","); k; k = strtok(NULL, ",")) {
-            int i = tdm__schema_find(&c->schema, k);
-            if (i < 0)
-                return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
-                                 "--key-field: \"%s\" is not in the "
-                                 "schema",
-                                 k);
-            if (c->n_key == (int)(sizeof c->key_idx / sizeof c->key_idx[0]))
-                return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
+        for (char *k = strtok(keys, ","); k; k = strtok(NULL, ","))
+            schema_add(text, n, k, sniff_type(c, k));
+    }
+}
+
+/* Sets one key of the source node; a refusal (not expected: the options
+ * were checked) is reported with the library's message. */
+static tdm_err node_set(scan_ctx *c, const char *key, const char *value)
+{
+    return tdm_node_set(c->node, key, value, c->errbuf, c->errbuf_size);
+}
+
+/* A job with one file source node holding the settings of the pass: the
+ * runtime reads the input through it (tdm_source_scan). */
+static tdm_err make_source(scan_ctx *c, const char *schema)
+{
+    const tdm__an_opts *o = c->o;
+    char batch[32], delim[2] = { o->csv_delimiter ? o->csv_delimiter : ',',
+                                 '\0' };
+    snprintf(batch, sizeof batch, "%d", o->batch_size);
+    tdm_err err = tdm_job_new(&c->job);
+    if (err == TDM_OK)
+        err = tdm_job_set(c->job, "batch.size", batch, c->errbuf,
+                          c->errbuf_size);
+    if (err == TDM_OK)
+        err = tdm_job_add_node(c->job, TDM_NODE_SOURCE, SOURCE, &c->node,
+                               c->errbuf, c->errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    const char *format = c->format == TDM__AN_FMT_CSV ? "csv" : "json";
+    if ((err = node_set(c, "type", "file")) != TDM_OK ||
+        (err = node_set(c, "format", format)) != TDM_OK ||
+        (err = node_set(c, "csv.header",
+                        o->csv_header ? "true" : "false")) != TDM_OK ||
+        (err = node_set(c, "csv.delimiter", delim)) != TDM_OK ||
+        (err = node_set(c, "schema", schema)) != TDM_OK ||
+        (err = node_set(c, "timestamp.field", o->ts_field)) != TDM_OK ||
+        (err = node_set(c, "timestamp.unit",
+                        tdm_ts_unit_name((tdm_ts_unit)o->unit))) != TDM_OK)
+        return err;
+    if (o->partition_field)
+        err = node_set(c, "partition.field", o->partition_field);
+    return err;
+}
+
+/* The field of option @p opt named @p name, or -1 with the message. */
+static int find_field(scan_ctx *c, const char *opt, const char *name)
+{
+    int i = tdm_node_field_index(c->node, name);
+    if (i < 0)
+        tdm__cli_errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
+                      "%s: \"%s\" is not in the schema", opt, name);
+    return i;
+}
+
+/* Checks that every field an option names is in the schema, as a time
+ * where it must be one, and notes the arrival and key fields. */
+static tdm_err check_fields(scan_ctx *c)
+{
+    const tdm__an_opts *o = c->o;
+    int ts = find_field(c, "--ts-field", o->ts_field);
+    if (ts < 0)
+        return TDM_ERR_INVAL;
+    if (tdm_node_field_type(c->node, ts) == TDM_TYPE_BOOL)
+        return tdm__cli_errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
+                             "--ts-field: \"%s\" is a bool", o->ts_field);
+    if (o->partition_field &&
+        find_field(c, "--partition-field", o->partition_field) < 0)
+        return TDM_ERR_INVAL;
+    c->arrival_idx = -1;
+    if (o->arrival_field) {
+        c->arrival_idx = tdm_node_field_index(c->node, o->arrival_field);
+        if (c->arrival_idx < 0 ||
+            tdm_node_field_type(c->node, c->arrival_idx) == TDM_TYPE_BOOL)
+            return tdm__cli_errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
+                                 "--arrival-field: \"%s\" is not a time "
+                                 "field of the schema",
+                                 o->arrival_field);
+    }
+    if (!o->key_fields)
+        return TDM_OK;
+    char keys[512];
+    snprintf(keys, sizeof keys, "%s", o->key_fields);
+    for (char *k = strtok(keys, ","); k; k = strtok(NULL, ",")) {
+        int i = find_field(c, "--key-field", k);
+        if (i < 0)
+            return TDM_ERR_INVAL;
+        if (c->n_key == (int)(sizeof c->key_idx / sizeof c->key_idx[0]))
+            return tdm__cli_errf(c->errbuf, c->errbuf_size, TDM_ERR_INVAL,
                                  "--key-field: at most 16 fields");
-            c->key_idx[c->n_key++] = i;
-        }
+        c->key_idx[c->n_key++] = i;
     }
     return TDM_OK;
+}
+
+/* Builds the source the pass reads (see the functions above). */
+static tdm_err build_conf(scan_ctx *c)
+{
+    char text[2048] = "", msg[256] = "";
+    c->format = decide_format(c);
+    schema_text(c, text, sizeof text);
+    tdm_err err = tdm_schema_check(text, msg, sizeof msg);
+    if (err != TDM_OK)
+        return tdm__cli_errf(c->errbuf, c->errbuf_size, err, "--schema: %s",
+                             msg[0] ? msg : tdm_strerror(err));
+    err = make_source(c, text);
+    return err == TDM_OK ? check_fields(c) : err;
 }
 
 /* ---- Dead letters ---- */
@@ -325,14 +382,14 @@ static void on_dead(void *ud, const char *location, const char *reason,
                            "counted, not shown%s\n",
                 c->dead ? " (all are in the dead-letter file)" : "");
     if (c->dead && c->dead_err == TDM_OK)
-        c->dead_err = tdm__text_sink.write_dead(c->dead, location, reason,
-                                                raw, raw_len);
+        c->dead_err = tdm_dead_letters_write(c->dead, location, reason, raw,
+                                             raw_len);
 }
 
 /* ---- Per-partition state ---- */
 
-/* Makes partition @p p exist; by-field partitions take their name from
- * the partition map (a type tag, then the value's text). */
+/* Makes partition @p p exist, named as the scan names it (the file, or
+ * the partition field's value); "?" for one the scan does not know. */
 static tdm_err ensure_part(scan_ctx *c, uint32_t p)
 {
     tdm__an_scan *s = c->s;
@@ -342,7 +399,7 @@ static tdm_err ensure_part(scan_ctx *c, uint32_t p)
         int cap = s->cap_parts ? s->cap_parts : 16;
         while (cap <= (int)p)
             cap *= 2;
-        tdm__an_part *np = tdm__realloc(s->parts, (size_t)cap * sizeof *np);
+        tdm__an_part *np = realloc(s->parts, (size_t)cap * sizeof *np);
         if (!np)
             return TDM_ERR_NOMEM;
         memset(np + s->cap_parts, 0,
@@ -354,30 +411,19 @@ static tdm_err ensure_part(scan_ctx *c, uint32_t p)
         tdm__an_part *pt = &s->parts[s->n_parts];
         const char *name = "?";
         size_t len = 1;
-        if (c->s->by_field && (size_t)s->n_parts < c->pm.n) {
-            const char *k = c->pm.keys[s->n_parts];
-            size_t kl = c->pm.lens[s->n_parts];
-            if (kl >= 1 && k[0] == 'n') {
-                name = "null";
-                len = 4;
-            } else {
-                name = kl ? k + 1 : "";
-                len = kl ? kl - 1 : 0;
-            }
-        } else if (!c->s->by_field && s->n_parts < s->n_files) {
-            name = s->files[s->n_parts];
-            if (strcmp(name, "-") == 0)
-                name = "<stdin>";
-            len = strlen(name);
+        if (tdm_source_scan_partition_name(c->sc, s->n_parts, &name, &len) !=
+            TDM_OK) {
+            name = "?";
+            len = 1;
         }
-        pt->name = tdm__strndup(name, len);
+        pt->name = tdm__cli_strndup(name, len);
         if (!pt->name)
             return TDM_ERR_NOMEM;
         pt->min_ts = TDM_TIME_MAX;
         pt->max_ts = TDM_TIME_MIN;
         if (s->n_parts < TDM__AN_PART_HISTS) {
-            pt->lag = tdm__calloc(1, sizeof *pt->lag);
-            if (!pt->lag || tdm__hist_init(pt->lag) != TDM_OK)
+            pt->lag = calloc(1, sizeof *pt->lag);
+            if (!pt->lag || tdm__cli_hist_init(pt->lag) != TDM_OK)
                 return TDM_ERR_NOMEM;
         }
         s->n_parts++;
@@ -397,20 +443,20 @@ static void merge_slices(tdm__an_scan *s)
         tdm__an_slice *d = &s->slices[k];
         tdm__an_slice *a = &s->slices[2 * k], *b = &s->slices[2 * k + 1];
         if (k > 0) {
-            tdm__hist tmp = d->lag;
+            tdm__cli_hist tmp = d->lag;
             d->lag = a->lag;
             a->lag = tmp;
             d->first = a->first;
             d->records = a->records;
             d->max_ts = a->max_ts;
         }
-        tdm__hist_merge(&d->lag, &b->lag);
+        tdm__cli_hist_merge(&d->lag, &b->lag);
         d->records += b->records;
         if (b->max_ts > d->max_ts)
             d->max_ts = b->max_ts;
     }
     for (int k = half; k < s->n_slices; k++) {
-        tdm__hist_reset(&s->slices[k].lag);
+        tdm__cli_hist_reset(&s->slices[k].lag);
         s->slices[k].records = 0;
     }
     s->n_slices = half;
@@ -429,7 +475,7 @@ static tdm__an_slice *slice_for(tdm__an_scan *s, int64_t idx)
         s->slices[s->n_slices - 1].records < s->slice_len)
         return &s->slices[s->n_slices - 1];
     tdm__an_slice *sl = &s->slices[s->n_slices];
-    if (!sl->lag.b && tdm__hist_init(&sl->lag) != TDM_OK)
+    if (!sl->lag.b && tdm__cli_hist_init(&sl->lag) != TDM_OK)
         return NULL;
     sl->first = idx;
     sl->records = 0;
@@ -445,7 +491,7 @@ static tdm__an_slice *slice_for(tdm__an_scan *s, int64_t idx)
 static tdm_err intern_key(tdm__an_sample *sm, const char *k, size_t len,
                           uint32_t *id)
 {
-    uint64_t h = tdm__hash_bytes(k, len);
+    uint64_t h = tdm__cli_hash_bytes(k, len);
     if (sm->n_kslots) {
         size_t mask = sm->n_kslots - 1;
         for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
@@ -465,7 +511,7 @@ static tdm_err intern_key(tdm__an_sample *sm, const char *k, size_t len,
         size_t cap = sm->kcap ? sm->kcap : 4096;
         while (cap < sm->kused + len)
             cap *= 2;
-        char *nb = tdm__realloc(sm->kbytes, cap);
+        char *nb = realloc(sm->kbytes, cap);
         if (!nb)
             return TDM_ERR_NOMEM;
         sm->kbytes = nb;
@@ -473,7 +519,7 @@ static tdm_err intern_key(tdm__an_sample *sm, const char *k, size_t len,
     }
     if (sm->n_keys + 2 > sm->cap_keys) {
         uint32_t cap = sm->cap_keys ? 2 * sm->cap_keys : 256;
-        size_t *no = tdm__realloc(sm->koff, (size_t)cap * sizeof *no);
+        size_t *no = realloc(sm->koff, (size_t)cap * sizeof *no);
         if (!no)
             return TDM_ERR_NOMEM;
         if (sm->cap_keys == 0)
@@ -483,19 +529,19 @@ static tdm_err intern_key(tdm__an_sample *sm, const char *k, size_t len,
     }
     if (2 * ((size_t)sm->n_keys + 1) > sm->n_kslots) {
         size_t ns = sm->n_kslots ? 2 * sm->n_kslots : 512;
-        uint32_t *slots = tdm__calloc(ns, sizeof *slots);
+        uint32_t *slots = calloc(ns, sizeof *slots);
         if (!slots)
             return TDM_ERR_NOMEM;
         for (uint32_t e = 0; e < sm->n_keys; e++) {
             size_t off = sm->koff[e];
-            size_t i = (size_t)tdm__hash_bytes(sm->kbytes + off,
+            size_t i = (size_t)tdm__cli_hash_bytes(sm->kbytes + off,
                                                sm->koff[e + 1] - off) &
                        (ns - 1);
             while (slots[i])
                 i = (i + 1) & (ns - 1);
             slots[i] = e + 1;
         }
-        tdm__free(sm->kslots);
+        free(sm->kslots);
         sm->kslots = slots;
         sm->n_kslots = ns;
     }
@@ -517,19 +563,19 @@ static tdm_err sample_add(tdm__an_sample *sm, tdm_time_ms ts, uint32_t part,
 {
     if (sm->n == sm->cap) {
         int64_t cap = sm->cap ? 2 * sm->cap : 4096;
-        tdm_time_ms *t = tdm__realloc(sm->ts, (size_t)cap * sizeof *t);
+        tdm_time_ms *t = realloc(sm->ts, (size_t)cap * sizeof *t);
         if (!t)
             return TDM_ERR_NOMEM;
         sm->ts = t;
-        uint32_t *p = tdm__realloc(sm->part, (size_t)cap * sizeof *p);
+        uint32_t *p = realloc(sm->part, (size_t)cap * sizeof *p);
         if (!p)
             return TDM_ERR_NOMEM;
         sm->part = p;
-        uint32_t *k = tdm__realloc(sm->key, (size_t)cap * sizeof *k);
+        uint32_t *k = realloc(sm->key, (size_t)cap * sizeof *k);
         if (!k)
             return TDM_ERR_NOMEM;
         sm->key = k;
-        uint8_t *g = tdm__realloc(sm->guarded, (size_t)cap);
+        uint8_t *g = realloc(sm->guarded, (size_t)cap);
         if (!g)
             return TDM_ERR_NOMEM;
         sm->guarded = g;
@@ -548,7 +594,7 @@ static tdm_err sample_event(tdm__an_sample *sm, uint32_t split, int kind)
 {
     if (sm->n_ev == sm->cap_ev) {
         int64_t cap = sm->cap_ev ? 2 * sm->cap_ev : 64;
-        tdm__an_split_ev *e = tdm__realloc(sm->ev, (size_t)cap * sizeof *e);
+        tdm__an_split_ev *e = realloc(sm->ev, (size_t)cap * sizeof *e);
         if (!e)
             return TDM_ERR_NOMEM;
         sm->ev = e;
@@ -563,27 +609,13 @@ static tdm_err sample_event(tdm__an_sample *sm, uint32_t split, int kind)
 
 /* ---- Per record ---- */
 
-/* The arrival time of @p row in ms, false when it has none. */
-static bool arrival_of(const scan_ctx *c, const tdm__row *row,
+/* The arrival time of @p row in ms, false when it has none (null, or
+ * not a time in the unit). */
+static bool arrival_of(const scan_ctx *c, const tdm_row *row,
                        tdm_time_ms *out)
 {
-    const tdm__val *v = &row->v[c->arrival_idx];
-    if (v->null)
-        return false;
-    switch (c->schema.fields[c->arrival_idx].type) {
-    case TDM_TYPE_TIMESTAMP:
-        *out = v->u.i;
-        return true;
-    case TDM_TYPE_INT64:
-        return tdm__ts_from_int(v->u.i, c->o->unit, out) == TDM_OK;
-    case TDM_TYPE_DOUBLE:
-        return tdm__ts_from_double(v->u.d, c->o->unit, out) == TDM_OK;
-    case TDM_TYPE_STRING:
-        return tdm__ts_from_text(v->u.s.p, v->u.s.len, c->o->unit, out) ==
-               TDM_OK;
-    default:
-        return false;
-    }
+    return tdm_source_scan_field_time(c->sc, row, c->arrival_idx, out) ==
+           TDM_OK;
 }
 
 /* Collects unit evidence as the runtime's unit check does: epoch seconds
@@ -600,20 +632,122 @@ static void unit_observe(tdm__an_part *pt, tdm_time_ms ts)
         pt->unit_big++;
 }
 
-/* Measures one parsed record and keeps it in the sample.  @p idx is its
- * position in the input (0-based). */
-static tdm_err on_record(scan_ctx *c, const tdm__row *row, int64_t idx)
+/* Out-of-orderness of a record not guarded: how far @p ts is behind
+ * its partition's maximum so far, into the histograms and maxima. */
+static void measure_lag(scan_ctx *c, tdm__an_part *pt, tdm__an_slice *sl,
+                        tdm_time_ms ts)
 {
     tdm__an_scan *s = c->s;
-    uint32_t p = row->partition;
+    int64_t lag = 0;
+    if (pt->max_ts != TDM_TIME_MIN && ts < pt->max_ts)
+        lag = tdm_time_sub(pt->max_ts, ts);
+    if (ts > pt->max_ts)
+        pt->max_ts = ts;
+    if (ts < pt->min_ts)
+        pt->min_ts = ts;
+    if (lag > 0) {
+        pt->out_of_order++;
+        if (lag > pt->max_lag)
+            pt->max_lag = lag;
+    }
+    tdm__cli_hist_add(&s->lag, lag);
+    if (pt->lag)
+        tdm__cli_hist_add(pt->lag, lag);
+    tdm__cli_hist_add(&sl->lag, lag);
+    if (ts > c->gmax)
+        c->gmax = ts;
+    if (ts < s->min_ts)
+        s->min_ts = ts;
+    sl->max_ts = c->gmax;
+}
+
+/* The gap mark of a record: its arrival time when the arrival field is
+ * given (false when the record has none usable: no gap then), else the
+ * highest event time.  The arrival delay goes into its histogram. */
+static bool gap_mark(scan_ctx *c, const tdm_row *row, tdm_time_ms ts,
+                     tdm_time_ms *mark)
+{
+    tdm__an_scan *s = c->s;
+    tdm_time_ms arr = TDM_TIME_MIN;
+    *mark = c->gmax;
+    if (c->arrival_idx < 0)
+        return true;
+    if (!arrival_of(c, row, &arr)) {
+        s->arrival_missing++;
+        return false;
+    }
+    int64_t d = tdm_time_sub(arr, ts);
+    if (d < 0) {
+        s->arrival_negative++;
+        d = 0;
+    }
+    tdm__cli_hist_add(&s->arrival, d);
+    *mark = arr;
+    return true;
+}
+
+/* The gap is the mark's rise since the partition's previous record (or
+ * since the input's first record for its first one).  The highest event
+ * time never falls; arrival times may, and a fall counts as no gap.
+ * Marks are kept per partition as a maximum, so a late arrival cannot
+ * fake a silence. */
+static void measure_gap(scan_ctx *c, tdm__an_part *pt, tdm_time_ms mark)
+{
+    if (c->first_mark == TDM_TIME_MIN)
+        c->first_mark = mark;
+    if (mark > c->last_mark)
+        c->last_mark = mark;
+    tdm_time_ms from = pt->has_prev ? pt->prev_mark : c->first_mark;
+    int64_t gap = mark > from ? tdm_time_sub(mark, from) : 0;
+    tdm__cli_hist_add(&c->s->gaps, gap);
+    if (!pt->has_prev || gap > pt->max_gap) {
+        pt->max_gap = gap;
+        pt->gap_from = from;
+        pt->gap_to = mark;
+    }
+    if (!pt->has_prev || mark > pt->prev_mark)
+        pt->prev_mark = mark;
+    pt->has_prev = true;
+}
+
+/* The sample: what the replay's window needs of the record (its key
+ * interned to an id, timestamp, partition, guard flag). */
+static tdm_err sample_record(scan_ctx *c, const tdm_row *row, tdm_time_ms ts,
+                             uint32_t p, bool guarded)
+{
+    tdm__an_sample *sm = &c->s->sample;
+    uint32_t key = 0;
+    tdm_err err = TDM_OK;
+    if (c->n_key > 0) {
+        const char *k;
+        size_t kl;
+        err = tdm_source_scan_key(c->sc, row, c->key_idx, c->n_key, &k, &kl);
+        if (err != TDM_OK)
+            return err;
+        err = intern_key(sm, k, kl, &key);
+    } else if (sm->n_keys == 0) {
+        err = intern_key(sm, "", 0, &key);
+    }
+    if (err == TDM_OK)
+        err = sample_add(sm, ts, p, key, guarded);
+    return err;
+}
+
+/* Measures one parsed record and keeps it in the sample.  @p idx is its
+ * position in the input (0-based). */
+static tdm_err on_record(scan_ctx *c, const tdm_row *row, int partition,
+                         int64_t idx)
+{
+    tdm__an_scan *s = c->s;
+    uint32_t p = (uint32_t)partition;
     tdm_err err = ensure_part(c, p);
     if (err != TDM_OK)
         return err;
     tdm__an_part *pt = &s->parts[p];
-    tdm_time_ms ts = row->ts;
+    tdm_time_ms ts = tdm_row_ts(row);
     bool guarded = ts > c->guard_limit;
     pt->records++;
-    if (c->o->unit == TDM__UNIT_MS)
+    if (c->o->unit == TDM_TS_UNIT_MS)
         unit_observe(pt, ts);
     if (ts > c->future_limit) {
         if (s->future++ == 0)
@@ -633,154 +767,13 @@ static tdm_err on_record(scan_ctx *c, const tdm__row *row, int64_t idx)
         pt->guarded++;
         s->guarded++;
     } else {
-        /* Out-of-orderness against the partition's maximum so far. */
-        int64_t lag = 0;
-        if (pt->max_ts != TDM_TIME_MIN && ts < pt->max_ts)
-            lag = tdm__time_sub_sat(pt->max_ts, ts);
-        if (ts > pt->max_ts)
-            pt->max_ts = ts;
-        if (ts < pt->min_ts)
-            pt->min_ts = ts;
-        if (lag > 0) {
-            pt->out_of_order++;
-            if (lag > pt->max_lag)
-                pt->max_lag = lag;
-        }
-        tdm__hist_add(&s->lag, lag);
-        if (pt->lag)
-            tdm__hist_add(pt->lag, lag);
-        tdm__hist_add(&sl->lag, lag);
-        if (ts > c->gmax)
-            c->gmax = ts;
-        if (ts < s->min_ts)
-            s->min_ts = ts;
-        sl->max_ts = c->gmax;
-
-        /* Gaps: arrival time when known, else the highest event time. */
-        tdm_time_ms arr = TDM_TIME_MIN, mark = c->gmax;
-        bool has_arr = c->arrival_idx >= 0 && arrival_of(c, row, &arr);
-        if (c->arrival_idx >= 0 && !has_arr)
-            s->arrival_missing++;
-        if (has_arr) {
-            int64_t d = tdm__time_sub_sat(arr, ts);
-            if (d < 0) {
-                s->arrival_negative++;
-                d = 0;
-            }
-            tdm__hist_add(&s->arrival, d);
-            mark = arr;
-        }
-        /* The gap is the mark's rise since the partition's previous
-         * record (or since the input's first record for its first one).
-         * The highest event time never falls; arrival times may, and a
-         * fall counts as no gap.  Marks are kept per partition as a
-         * maximum, so a late arrival cannot fake a silence. */
-        if (c->arrival_idx < 0 || has_arr) {
-            if (c->first_mark == TDM_TIME_MIN)
-                c->first_mark = mark;
-            if (mark > c->last_mark)
-                c->last_mark = mark;
-            tdm_time_ms from = pt->has_prev ? pt->prev_mark : c->first_mark;
-            int64_t gap = mark > from ? tdm__time_sub_sat(mark, from) : 0;
-            tdm__hist_add(&s->gaps, gap);
-            if (!pt->has_prev || gap > pt->max_gap) {
-                pt->max_gap = gap;
-                pt->gap_from = from;
-                pt->gap_to = mark;
-            }
-            if (!pt->has_prev || mark > pt->prev_mark)
-                pt->prev_mark = mark;
-            pt->has_prev = true;
-        }
+        tdm_time_ms mark;
+        measure_lag(c, pt, sl, ts);
+        if (gap_mark(c, row, ts, &mark))
+            measure_gap(c, pt, mark);
     }
-
-    /* The sample: what the replay's window needs of the record (its key
-     * interned to an id, timestamp, partition, guard flag). */
-    if (s->sample.n < c->o->sample) {
-        uint32_t key = 0;
-        if (c->n_key > 0) {
-            const char *k;
-            size_t kl;
-            if (tdm__key_get(row, c->key_idx, c->n_key, &c->kb, &k, &kl) !=
-                TDM_OK)
-                return TDM_ERR_NOMEM;
-            err = intern_key(&s->sample, k, kl, &key);
-        } else if (s->sample.n_keys == 0) {
-            err = intern_key(&s->sample, "", 0, &key);
-        }
-        if (err == TDM_OK)
-            err = sample_add(&s->sample, ts, p, key, guarded);
-        if (err != TDM_OK)
-            return err;
-    }
-    return TDM_OK;
-}
-
-/* ---- Reading ---- */
-
-/* One poll of the file source at parallelism 1 (file_source.c): up to
- * batch_size rows from the current stream, going on with the next ones
- * when it ends; the next poll starts with the next stream, so files
- * interleave batch by batch.  Finished streams get their flag set. */
-static tdm_err poll_once(scan_ctx *c, int *cur, int *n_done, int *eof)
-{
-    size_t limit = c->b->cap;
-    int waits_left = c->n_st;
-    int timeout = 50;
-    *eof = 0;
-    while (*n_done < c->n_st && c->b->n < limit && waits_left > 0) {
-        tdm__stream *st = &c->st[*cur];
-        int state;
-        if (st->done) {
-            *cur = (*cur + 1) % c->n_st;
-            continue;
-        }
-        tdm_err err = tdm__stream_read(
-            st, &c->conf, c->b, limit, (uint32_t)*cur,
-            c->s->by_field ? &c->pm : NULL, on_dead, c, timeout, &state);
-        if (err != TDM_OK)
-            return tdm__errf(c->errbuf, c->errbuf_size, err,
-                             "reading '%s' failed: %s", st->name,
-                             err == TDM_ERR_IO ? strerror(errno)
-                                               : tdm_strerror(err));
-        if (state == TDM__STREAM_END) {
-            (*n_done)++;
-            if (!c->s->by_field)
-                c->finished[*cur] = 1;
-        } else if (state == TDM__STREAM_AGAIN) {
-            waits_left--;
-            timeout = 0;
-        }
-        *cur = (*cur + 1) % c->n_st;
-        if (state == TDM__STREAM_FULL)
-            break;
-    }
-    if (*n_done == c->n_st)
-        *eof = 1;
-    return TDM_OK;
-}
-
-/* Opens one stream per input file ("-": standard input). */
-static tdm_err open_streams(scan_ctx *c)
-{
-    tdm__an_scan *s = c->s;
-    c->st = tdm__calloc((size_t)s->n_files, sizeof *c->st);
-    c->finished = tdm__calloc((size_t)s->n_files, 1);
-    if (!c->st || !c->finished)
-        return TDM_ERR_NOMEM;
-    for (int i = 0; i < s->n_files; i++) {
-        bool in = strcmp(s->files[i], "-") == 0;
-        int fd = in ? 0 : open(s->files[i], O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            return tdm__errf(c->errbuf, c->errbuf_size, TDM_ERR_IO,
-                             "cannot open '%s': %s", s->files[i],
-                             strerror(errno));
-        tdm_err err = tdm__stream_init(&c->st[i], &c->conf, fd, !in,
-                                       in ? "<stdin>" : s->files[i]);
-        c->n_st++;
-        if (err != TDM_OK)
-            return err;
-    }
+    if (s->sample.n < c->o->sample)
+        return sample_record(c, row, ts, p, guarded);
     return TDM_OK;
 }
 
@@ -795,10 +788,10 @@ static void close_gaps(scan_ctx *c)
         tdm__an_part *pt = &s->parts[p];
         if (!pt->has_prev)
             continue;
-        int64_t gap = tdm__time_sub_sat(c->last_mark, pt->prev_mark);
+        int64_t gap = tdm_time_sub(c->last_mark, pt->prev_mark);
         if (gap <= 0)
             continue;
-        tdm__hist_add(&s->gaps, gap);
+        tdm__cli_hist_add(&s->gaps, gap);
         if (gap > pt->max_gap) {
             pt->max_gap = gap;
             pt->gap_from = pt->prev_mark;
@@ -941,120 +934,133 @@ static tdm_err warn_rest(const scan_ctx *c)
 
 /* ---- The pass ---- */
 
-/* Reads every input once (see analyze.h and the file comment). */
-tdm_err tdm__analyze_scan(const tdm__an_opts *o, tdm__an_scan *s,
-                          char *errbuf, size_t errbuf_size)
+/* Sets up the context and the scan's histograms. */
+static tdm_err start(scan_ctx *c, const tdm__an_opts *o, tdm__an_scan *s,
+                     char *errbuf, size_t errbuf_size)
 {
-    scan_ctx c;
-    tdm_err err;
-    int cur = 0, n_done = 0, eof = 0;
-
     memset(s, 0, sizeof *s);
-    memset(&c, 0, sizeof c);
-    c.o = o;
-    c.s = s;
-    c.errbuf = errbuf;
-    c.errbuf_size = errbuf_size;
-    c.gmax = TDM_TIME_MIN;
-    c.first_mark = TDM_TIME_MIN;
-    c.last_mark = TDM_TIME_MIN;
-    c.guard_limit = o->guard > 0 ? tdm__time_add_sat(o->now, o->guard)
-                                 : TDM_TIME_MAX;
-    c.future_limit = tdm__time_add_sat(o->now, TDM__AN_FUTURE_MS);
+    memset(c, 0, sizeof *c);
+    c->o = o;
+    c->s = s;
+    c->errbuf = errbuf;
+    c->errbuf_size = errbuf_size;
+    c->gmax = TDM_TIME_MIN;
+    c->first_mark = TDM_TIME_MIN;
+    c->last_mark = TDM_TIME_MIN;
+    c->guard_limit = o->guard > 0 ? tdm_time_add(o->now, o->guard)
+                                  : TDM_TIME_MAX;
+    c->future_limit = tdm_time_add(o->now, TDM__AN_FUTURE_MS);
     s->min_ts = TDM_TIME_MAX;
     s->max_ts = TDM_TIME_MIN;
     s->future_max = TDM_TIME_MIN;
     s->slice_len = 1;
     s->by_field = o->partition_field != NULL;
     s->has_arrival = o->arrival_field != NULL;
-    if (tdm__hist_init(&s->lag) != TDM_OK ||
-        tdm__hist_init(&s->gaps) != TDM_OK ||
-        tdm__hist_init(&s->arrival) != TDM_OK) {
-        err = TDM_ERR_NOMEM;
-        goto out;
-    }
-    err = expand_inputs(&c);
-    if (err == TDM_OK)
-        err = build_conf(&c);
-    if (err == TDM_OK && o->dead_letter) {
-        tdm__sink_conf dc = { .name = "dead_letter",
-                              .type = TDM__SINK_FILE,
-                              .path = o->dead_letter,
-                              .format = TDM__FMT_JSON };
-        char msg[256] = "";
-        err = tdm__text_sink.open(&dc, 0, &c.dead, msg, sizeof msg);
-        if (err != TDM_OK)
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                            "--dead-letter: %s",
-                            msg[0] ? msg : tdm_strerror(err));
-    }
-    if (err == TDM_OK)
-        err = open_streams(&c);
-    if (err != TDM_OK)
-        goto out;
-    c.b = tdm__batch_new(&c.schema, (size_t)o->batch_size);
-    if (!c.b) {
-        err = TDM_ERR_NOMEM;
-        goto out;
-    }
-    s->sample.initial_splits = s->by_field ? 0 : s->n_files;
-    if (!s->by_field && (err = ensure_part(&c, (uint32_t)s->n_files - 1)) !=
-                            TDM_OK)
-        goto out;
+    if (tdm__cli_hist_init(&s->lag) != TDM_OK ||
+        tdm__cli_hist_init(&s->gaps) != TDM_OK ||
+        tdm__cli_hist_init(&s->arrival) != TDM_OK)
+        return TDM_ERR_NOMEM;
+    return TDM_OK;
+}
 
-    /* Poll, measure each row, then note the streams that ended in this
-     * poll: the runtime tells its reader after the batch's rows. */
-    while (!eof) {
-        tdm__batch_clear(c.b);
-        err = poll_once(&c, &cur, &n_done, &eof);
+/* Opens the inputs: the globs expanded, the source built, the
+ * dead-letter file created, the scan opened over the files. */
+static tdm_err open_inputs(scan_ctx *c)
+{
+    tdm_err err = expand_inputs(c);
+    if (err == TDM_OK)
+        err = build_conf(c);
+    if (err == TDM_OK && c->o->dead_letter) {
+        char msg[256] = "";
+        err = tdm_dead_letters_open(c->o->dead_letter, &c->dead, msg,
+                                    sizeof msg);
         if (err != TDM_OK)
-            goto out;
-        for (size_t i = 0; i < c.b->n; i++) {
-            err = on_record(&c, &c.b->rows[i], s->records++);
-            if (err != TDM_OK)
-                goto out;
-        }
-        for (int f = 0; f < c.n_st; f++) {
-            if (!c.finished[f])
-                continue;
-            c.finished[f] = 0;
-            if (s->sample.n < o->sample || s->records <= o->sample)
-                err = sample_event(&s->sample, (uint32_t)f,
-                                   TDM__AN_EV_FINISHED);
-            if (err != TDM_OK)
-                goto out;
-        }
-        if (c.dead_err != TDM_OK) {
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                            "--dead-letter: writing '%s' failed",
-                            o->dead_letter);
-            goto out;
-        }
+            err = tdm__cli_errf(c->errbuf, c->errbuf_size, TDM_ERR_IO,
+                                "--dead-letter: %s",
+                                msg[0] ? msg : tdm_strerror(err));
     }
+    if (err != TDM_OK)
+        return err;
+    return tdm_source_scan_new(c->job, SOURCE,
+                               (const char *const *)c->s->files,
+                               c->s->n_files, on_dead, c, &c->sc, c->errbuf,
+                               c->errbuf_size);
+}
+
+/* Takes every item of the scan: records are measured; a file that ended
+ * is noted in the sample after the rows of its batch, as the runtime
+ * tells its reader. */
+static tdm_err read_all(scan_ctx *c)
+{
+    tdm__an_scan *s = c->s;
+    const tdm__an_opts *o = c->o;
+    for (;;) {
+        tdm_scan_item item;
+        const tdm_row *row;
+        int p;
+        tdm_err err = tdm_source_scan_next(c->sc, &item, &row, &p);
+        if (err != TDM_OK) {
+            const char *m = tdm_source_scan_errmsg(c->sc);
+            return tdm__cli_errf(c->errbuf, c->errbuf_size, err, "%s",
+                                 m[0] ? m : tdm_strerror(err));
+        }
+        if (item == TDM_SCAN_END)
+            return TDM_OK;
+        if (item == TDM_SCAN_RECORD)
+            err = on_record(c, row, p, s->records++);
+        else if (s->sample.n < o->sample || s->records <= o->sample)
+            err = sample_event(&s->sample, (uint32_t)p,
+                               TDM__AN_EV_FINISHED);
+        if (err != TDM_OK)
+            return err;
+        if (c->dead_err != TDM_OK)
+            return tdm__cli_errf(c->errbuf, c->errbuf_size, TDM_ERR_IO,
+                                 "--dead-letter: writing '%s' failed",
+                                 o->dead_letter);
+    }
+}
+
+/* Closes the dead-letter file and the scan; an error closing the file
+ * becomes the pass's when it had none. */
+static tdm_err finish(scan_ctx *c, tdm_err err)
+{
+    if (c->dead) {
+        char msg[256] = "";
+        tdm_err e2 = tdm_dead_letters_close(c->dead, msg, sizeof msg);
+        if (e2 != TDM_OK && err == TDM_OK)
+            err = tdm__cli_errf(c->errbuf, c->errbuf_size, TDM_ERR_IO,
+                                "--dead-letter: %s",
+                                msg[0] ? msg : tdm_strerror(e2));
+    }
+    tdm_source_scan_destroy(c->sc);
+    tdm_job_destroy(c->job);
+    return err;
+}
+
+/* Reads every input once (see analyze.h and the file comment). */
+tdm_err tdm__analyze_scan(const tdm__an_opts *o, tdm__an_scan *s,
+                          char *errbuf, size_t errbuf_size)
+{
+    scan_ctx c;
+    tdm_err err = start(&c, o, s, errbuf, errbuf_size);
+    if (err == TDM_OK)
+        err = open_inputs(&c);
+    if (err != TDM_OK)
+        return finish(&c, err);
+    s->sample.initial_splits = s->by_field ? 0 : s->n_files;
+    if (!s->by_field)
+        err = ensure_part(&c, (uint32_t)s->n_files - 1);
+    if (err == TDM_OK)
+        err = read_all(&c);
+    if (err != TDM_OK)
+        return finish(&c, err);
     s->sample.complete = s->records <= o->sample;
     s->max_ts = c.gmax;
     close_gaps(&c);
     err = warn_unit(s);
     if (err == TDM_OK)
         err = warn_rest(&c);
-out:
-    if (c.dead) {
-        char msg[256] = "";
-        tdm_err e2 = tdm__text_sink.close(c.dead, msg, sizeof msg);
-        if (e2 != TDM_OK && err == TDM_OK)
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                            "--dead-letter: %s",
-                            msg[0] ? msg : tdm_strerror(e2));
-    }
-    for (int i = 0; i < c.n_st; i++)
-        tdm__stream_free(&c.st[i]);
-    tdm__free(c.st);
-    tdm__free(c.finished);
-    tdm__batch_destroy(c.b);
-    tdm__partmap_free(&c.pm);
-    tdm__schema_free(&c.schema);
-    tdm__free(c.kb.p);
-    return err;
+    return finish(&c, err);
 }
 
 /* Frees what a scan holds (see analyze.h). */
@@ -1062,35 +1068,35 @@ void tdm__analyze_scan_free(tdm__an_scan *s)
 {
     if (!s)
         return;
-    tdm__hist_fini(&s->lag);
-    tdm__hist_fini(&s->gaps);
-    tdm__hist_fini(&s->arrival);
+    tdm__cli_hist_fini(&s->lag);
+    tdm__cli_hist_fini(&s->gaps);
+    tdm__cli_hist_fini(&s->arrival);
     for (int i = 0; i < s->n_files; i++)
-        tdm__free(s->files[i]);
-    tdm__free(s->files);
+        free(s->files[i]);
+    free(s->files);
     for (int p = 0; p < s->n_parts; p++) {
-        tdm__free(s->parts[p].name);
+        free(s->parts[p].name);
         if (s->parts[p].lag) {
-            tdm__hist_fini(s->parts[p].lag);
-            tdm__free(s->parts[p].lag);
+            tdm__cli_hist_fini(s->parts[p].lag);
+            free(s->parts[p].lag);
         }
     }
-    tdm__free(s->parts);
+    free(s->parts);
     for (int k = 0; k < TDM__AN_SLICES; k++)
-        tdm__hist_fini(&s->slices[k].lag);
+        tdm__cli_hist_fini(&s->slices[k].lag);
     tdm__an_sample *sm = &s->sample;
-    tdm__free(sm->ts);
-    tdm__free(sm->part);
-    tdm__free(sm->key);
-    tdm__free(sm->guarded);
-    tdm__free(sm->ev);
-    tdm__free(sm->kbytes);
-    tdm__free(sm->koff);
-    tdm__free(sm->kslots);
+    free(sm->ts);
+    free(sm->part);
+    free(sm->key);
+    free(sm->guarded);
+    free(sm->ev);
+    free(sm->kbytes);
+    free(sm->koff);
+    free(sm->kslots);
     for (int w = 0; w < s->n_warnings; w++) {
-        tdm__free(s->warnings[w].kind);
-        tdm__free(s->warnings[w].message);
+        free(s->warnings[w].kind);
+        free(s->warnings[w].message);
     }
-    tdm__free(s->warnings);
+    free(s->warnings);
     memset(s, 0, sizeof *s);
 }

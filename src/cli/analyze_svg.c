@@ -86,9 +86,17 @@ static double frac(int64_t a, int64_t b)
     return b > 0 ? (double)a / (double)b : 0;
 }
 
-static void tradeoff(FILE *f, const tdm__an_cand *c, int n)
+/* The trade-off chart's axes: x the median delay (ms), y the percent
+ * of records in results. */
+typedef struct axes {
+    double xlo, xhi, xstep;
+    int xticks;
+    double ymin, ystep;
+} axes;
+
+/* The chart's title, frame and axis titles. */
+static void tradeoff_frame(FILE *f)
 {
-    char buf[64], b2[32], b3[32];
     text(f, LX + LW / 2.0, PY - 20, "middle", 15, "font-weight=\"bold\"",
          "Completeness against result delay");
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
@@ -101,10 +109,22 @@ static void tradeoff(FILE *f, const tdm__an_cand *c, int n)
             LX - 55, PY + PH / 2, LX - 55, PY + PH / 2);
     esc(f, "records in results (%)");
     fputs("</text>\n", f);
+}
+
+/* True when candidate @p c has a point: a delay and records. */
+static bool plotted(const tdm__an_cand *c)
+{
+    return c->delay_ms.n != 0 && c->records != 0;
+}
+
+/* The axes over the candidates' delays and on-time shares, out to round
+ * steps; false when no candidate has a point. */
+static bool tradeoff_axes(const tdm__an_cand *c, int n, axes *a)
+{
     int with = 0;
     double dmin = INFINITY, dmax = 0, ymin = 100;
     for (int i = 0; i < n; i++) {
-        if (c[i].delay_ms.n == 0 || c[i].records == 0)
+        if (!plotted(&c[i]))
             continue;
         with++;
         if (c[i].delay_ms.p50 > dmax)
@@ -115,37 +135,41 @@ static void tradeoff(FILE *f, const tdm__an_cand *c, int n)
         if (y < ymin)
             ymin = y;
     }
-    if (with == 0) {
-        text(f, LX + LW / 2.0, PY + PH / 2.0, "middle", 13, NULL,
-             n ? "every window fired only at the end of input"
-               : "no what-if replay (see --sample)");
-        return;
-    }
-    /* The x axis spans the candidates' delays, out to round steps. */
+    if (with == 0)
+        return false;
     double xspan = dmax - dmin;
     if (xspan < 1)
         xspan = dmax * 0.2 > 10 ? dmax * 0.2 : 10;
-    double xstep = axis_top(xspan / 4);
-    double xlo = floor((dmin - 0.05 * xspan) / xstep) * xstep;
-    if (xlo < 0)
-        xlo = 0;
-    int xticks = (int)ceil((dmax + 0.1 * xspan - xlo) / xstep);
-    if (xticks < 1)
-        xticks = 1;
-    double xhi = xlo + xticks * xstep;
-    /* The y axis spans the candidates' range, rounded out to a step. */
-    double span = 100 - ymin, step = axis_top(span > 0 ? span / 4 : 0.1);
-    ymin = floor(ymin / step) * step;
-    if (ymin > 100 - step)
-        ymin = 100 - step;
+    a->xstep = axis_top(xspan / 4);
+    a->xlo = floor((dmin - 0.05 * xspan) / a->xstep) * a->xstep;
+    if (a->xlo < 0)
+        a->xlo = 0;
+    a->xticks = (int)ceil((dmax + 0.1 * xspan - a->xlo) / a->xstep);
+    if (a->xticks < 1)
+        a->xticks = 1;
+    a->xhi = a->xlo + a->xticks * a->xstep;
+    double span = 100 - ymin;
+    a->ystep = axis_top(span > 0 ? span / 4 : 0.1);
+    ymin = floor(ymin / a->ystep) * a->ystep;
+    if (ymin > 100 - a->ystep)
+        ymin = 100 - a->ystep;
     if (ymin < 0)
         ymin = 0;
-    for (int k = 0; k <= xticks; k++) {
-        double xv = xlo + k * xstep, x = LX + LW * (double)k / xticks;
+    a->ymin = ymin;
+    return true;
+}
+
+/* The ticks, their labels and the horizontal grid. */
+static void tradeoff_ticks(FILE *f, const axes *a)
+{
+    char buf[64];
+    for (int k = 0; k <= a->xticks; k++) {
+        double xv = a->xlo + k * a->xstep, x = LX + LW * (double)k / a->xticks;
         line(f, x, PY + PH, x, PY + PH + 5, "stroke=\"#444\"");
         text(f, x, PY + PH + 18, "middle", 11, NULL,
              tdm__analyze_fmt_dur((int64_t)llround(xv), buf, sizeof buf));
     }
+    double step = a->ystep, ymin = a->ymin;
     for (double yv = ymin; yv <= 100 + step / 1000; yv += step) {
         double y = PY + PH - PH * (yv - ymin) / (100 - ymin);
         line(f, LX - 5, y, LX, y, "stroke=\"#444\"");
@@ -153,51 +177,73 @@ static void tradeoff(FILE *f, const tdm__an_cand *c, int n)
         snprintf(buf, sizeof buf, "%.*f", step < 1 ? 2 : 0, yv);
         text(f, LX - 8, y + 4, "end", 11, NULL, buf);
     }
-    /* Candidates with the same bound share their dot (allowed lateness
-     * changes neither what is on time nor when the first result comes):
-     * one "B=" label per dot, one "L=" label per ring. */
-    for (int i = 0; i < n; i++) {
-        if (c[i].delay_ms.n == 0 || c[i].records == 0)
+}
+
+/* The y position of a share of @p part in @p whole on axes @p a. */
+static double y_of(const axes *a, int64_t part, int64_t whole)
+{
+    double v = 100 * frac(part, whole);
+    return PY + PH - PH * (v - a->ymin) / (100 - a->ymin);
+}
+
+/* Candidate @p i: its on-time dot, its some-result ring and their
+ * labels.  Candidates with the same bound share their dot (allowed
+ * lateness changes neither what is on time nor when the first result
+ * comes): one "B=" label per dot, one "L=" label per ring. */
+static void tradeoff_point(FILE *f, const tdm__an_cand *c, int i,
+                           const axes *a)
+{
+    char buf[64], b2[32], b3[32];
+    double x = LX + LW * ((double)c[i].delay_ms.p50 - a->xlo) /
+                        (a->xhi - a->xlo);
+    double py = y_of(a, c[i].on_time, c[i].records);
+    double pf = y_of(a, c[i].records - c[i].late_output, c[i].records);
+    bool dot_done = false, ring_done = false;
+    for (int j = 0; j < i; j++) {
+        if (!plotted(&c[j]) || c[j].delay_ms.p50 != c[i].delay_ms.p50)
             continue;
-        double x = LX + LW * ((double)c[i].delay_ms.p50 - xlo) / (xhi - xlo);
-        double yo = 100 * frac(c[i].on_time, c[i].records);
-        double yf = 100 * frac(c[i].records - c[i].late_output,
-                               c[i].records);
-        double py = PY + PH - PH * (yo - ymin) / (100 - ymin);
-        double pf = PY + PH - PH * (yf - ymin) / (100 - ymin);
-        bool dot_done = false, ring_done = false;
-        for (int j = 0; j < i; j++) {
-            if (c[j].delay_ms.n == 0 || c[j].records == 0 ||
-                c[j].delay_ms.p50 != c[i].delay_ms.p50)
-                continue;
-            double yj = 100 * frac(c[j].on_time, c[j].records);
-            double fj = 100 * frac(c[j].records - c[j].late_output,
-                                   c[j].records);
-            double pj = PY + PH - PH * (yj - ymin) / (100 - ymin);
-            double qj = PY + PH - PH * (fj - ymin) / (100 - ymin);
-            dot_done |= fabs(pj - py) < 1;
-            ring_done |= fabs(qj - pf) < 10;
-        }
-        if (pf < PY)
-            pf = PY;
-        line(f, x, py, x, pf, "stroke=\"#9ab\" stroke-dasharray=\"3,2\"");
-        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" "
-                   "stroke=\"#c60\" stroke-width=\"2\"/>\n",
-                x, pf);
-        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
-                   "fill=\"#06c\"/>\n",
-                x, py);
-        if (!ring_done) {
-            snprintf(buf, sizeof buf, "L=%s",
-                     tdm__analyze_fmt_dur(c[i].lateness, b3, sizeof b3));
-            text(f, x - 10, pf + 4, "end", 10, "fill=\"#c60\"", buf);
-        }
-        if (!dot_done) {
-            snprintf(buf, sizeof buf, "B=%s",
-                     tdm__analyze_fmt_dur(c[i].bound, b2, sizeof b2));
-            text(f, x + 9, py + 4, "start", 10, "fill=\"#06c\"", buf);
-        }
+        double pj = y_of(a, c[j].on_time, c[j].records);
+        double qj = y_of(a, c[j].records - c[j].late_output, c[j].records);
+        dot_done |= fabs(pj - py) < 1;
+        ring_done |= fabs(qj - pf) < 10;
     }
+    if (pf < PY)
+        pf = PY;
+    line(f, x, py, x, pf, "stroke=\"#9ab\" stroke-dasharray=\"3,2\"");
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" "
+               "stroke=\"#c60\" stroke-width=\"2\"/>\n",
+            x, pf);
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+               "fill=\"#06c\"/>\n",
+            x, py);
+    if (!ring_done) {
+        snprintf(buf, sizeof buf, "L=%s",
+                 tdm__analyze_fmt_dur(c[i].lateness, b3, sizeof b3));
+        text(f, x - 10, pf + 4, "end", 10, "fill=\"#c60\"", buf);
+    }
+    if (!dot_done) {
+        snprintf(buf, sizeof buf, "B=%s",
+                 tdm__analyze_fmt_dur(c[i].bound, b2, sizeof b2));
+        text(f, x + 9, py + 4, "start", 10, "fill=\"#06c\"", buf);
+    }
+}
+
+/* The trade-off chart: per candidate, the share of records on time (dot)
+ * and in some result (ring) against the median result delay. */
+static void tradeoff(FILE *f, const tdm__an_cand *c, int n)
+{
+    axes a;
+    tradeoff_frame(f);
+    if (!tradeoff_axes(c, n, &a)) {
+        text(f, LX + LW / 2.0, PY + PH / 2.0, "middle", 13, NULL,
+             n ? "every window fired only at the end of input"
+               : "no what-if replay (see --sample)");
+        return;
+    }
+    tradeoff_ticks(f, &a);
+    for (int i = 0; i < n; i++)
+        if (plotted(&c[i]))
+            tradeoff_point(f, c, i, &a);
     /* Legend. */
     fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"#06c\"/>\n",
             LX + 10, PY + PH + 58);
@@ -212,7 +258,7 @@ static void tradeoff(FILE *f, const tdm__an_cand *c, int n)
 
 /* ---- The lag histogram ---- */
 
-static void lag_chart(FILE *f, const tdm__hist *h)
+static void lag_chart(FILE *f, const tdm__cli_hist *h)
 {
     char buf[64];
     text(f, RX + RW / 2.0, PY - 20, "middle", 15, "font-weight=\"bold\"",
@@ -238,7 +284,7 @@ static void lag_chart(FILE *f, const tdm__hist *h)
     int64_t lo = 0, hi = 0;
     while (lo <= h->max && nb < 66) {
         uint64_t c = 0;
-        while (i < TDM__HIST_BUCKETS && tdm__hist_bucket_low(i) <= hi)
+        while (i < TDM__CLI_HIST_BUCKETS && tdm__cli_hist_bucket_low(i) <= hi)
             c += h->b[i++];
         cnt[nb++] = c;
         if (hi >= INT64_MAX / 2)
@@ -292,7 +338,7 @@ static void lag_chart(FILE *f, const tdm__hist *h)
         const char *color;
     } marks[] = { { 0.99, "P99", "#c00" }, { 0.999, "P99.9", "#808" } };
     for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++) {
-        int64_t v = tdm__hist_quantile(h, marks[m].q);
+        int64_t v = tdm__cli_hist_quantile(h, marks[m].q);
         int k = 0;
         while (k + 1 < nb && ((int64_t)1 << k) <= v)
             k++;

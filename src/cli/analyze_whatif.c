@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "analyze.h"
-#include "core.h"
+#include "cli.h"
 
 /* A key's latest cleanup time, kept in a min-heap to notice when the
  * watermark passes it (the key then holds no window any more). */
@@ -53,6 +53,7 @@ typedef struct replay {
     tdm_clock *clk;
     tdm_reader *rd;
     tdm_winop *op;
+    tdm_record *rec;           /* refilled for every push */
     int n_splits;
     tdm_err err;               /* first error inside a callback */
     int64_t i;                 /* records pushed so far */
@@ -75,6 +76,8 @@ typedef struct replay {
     kentry *heap;
     size_t n_heap, cap_heap;
     int64_t live_keys;
+    int64_t ev;                /* the sample's next split event */
+    tdm_time_ms smin, smax;    /* timestamps pushed (not guarded) */
 } replay;
 
 /* ---- Small containers ---- */
@@ -83,7 +86,7 @@ static void heap_push(replay *r, tdm_time_ms t, uint32_t key)
 {
     if (r->n_heap == r->cap_heap) {
         size_t cap = r->cap_heap ? 2 * r->cap_heap : 1024;
-        kentry *h = tdm__realloc(r->heap, cap * sizeof *h);
+        kentry *h = realloc(r->heap, cap * sizeof *h);
         if (!h) {
             r->err = TDM_ERR_NOMEM;
             return;
@@ -131,7 +134,7 @@ static bool set_add(replay *r, tdm_time_ms start, tdm_time_ms end)
 {
     if (2 * (r->n_set + 1) > r->cap_set) {
         size_t cap = r->cap_set ? 2 * r->cap_set : 1024;
-        wrange *ns = tdm__calloc(cap, sizeof *ns);
+        wrange *ns = calloc(cap, sizeof *ns);
         if (!ns) {
             r->err = TDM_ERR_NOMEM;
             return false;
@@ -140,17 +143,17 @@ static bool set_add(replay *r, tdm_time_ms start, tdm_time_ms end)
             if (!r->set[k].used)
                 continue;
             tdm_time_ms se[2] = { r->set[k].start, r->set[k].end };
-            size_t j = (size_t)tdm__hash_bytes(se, sizeof se) & (cap - 1);
+            size_t j = (size_t)tdm__cli_hash_bytes(se, sizeof se) & (cap - 1);
             while (ns[j].used)
                 j = (j + 1) & (cap - 1);
             ns[j] = r->set[k];
         }
-        tdm__free(r->set);
+        free(r->set);
         r->set = ns;
         r->cap_set = cap;
     }
     tdm_time_ms se[2] = { start, end };
-    size_t j = (size_t)tdm__hash_bytes(se, sizeof se) & (r->cap_set - 1);
+    size_t j = (size_t)tdm__cli_hash_bytes(se, sizeof se) & (r->cap_set - 1);
     while (r->set[j].used) {
         if (r->set[j].start == start && r->set[j].end == end)
             return false;
@@ -168,8 +171,8 @@ static void gmax_log(replay *r, tdm_time_ms v)
 {
     if (r->n_g == r->cap_g) {
         int64_t cap = r->cap_g ? 2 * r->cap_g : 4096;
-        tdm_time_ms *gv = tdm__realloc(r->gv, (size_t)cap * sizeof *gv);
-        int64_t *gi = gv ? tdm__realloc(r->gi, (size_t)cap * sizeof *gi)
+        tdm_time_ms *gv = realloc(r->gv, (size_t)cap * sizeof *gv);
+        int64_t *gi = gv ? realloc(r->gi, (size_t)cap * sizeof *gi)
                          : NULL;
         if (gv)
             r->gv = gv;
@@ -237,8 +240,8 @@ static void on_result(replay *r, const tdm_event *ev)
     }
     if (r->n_d == r->cap_d) {
         int64_t cap = r->cap_d ? 2 * r->cap_d : 1024;
-        int64_t *a = tdm__realloc(r->dms, (size_t)cap * sizeof *a);
-        int64_t *b = a ? tdm__realloc(r->drec, (size_t)cap * sizeof *b)
+        int64_t *a = realloc(r->dms, (size_t)cap * sizeof *a);
+        int64_t *b = a ? realloc(r->drec, (size_t)cap * sizeof *b)
                        : NULL;
         if (a)
             r->dms = a;
@@ -249,7 +252,7 @@ static void on_result(replay *r, const tdm_event *ev)
         r->drec = b;
         r->cap_d = cap;
     }
-    r->dms[r->n_d] = tdm__time_sub_sat(r->gmax, end - 1);
+    r->dms[r->n_d] = tdm_time_sub(r->gmax, end - 1);
     r->drec[r->n_d] = r->i - at;
     r->n_d++;
 }
@@ -363,14 +366,14 @@ static tdm_time_ms last_cleanup(const replay *r, tdm_time_ms ts)
     const tdm__an_opts *o = r->o;
     tdm_time_ms end;
     if (o->win_type == TDM__AN_SESSION)
-        end = tdm__time_add_sat(ts, o->win_gap);
+        end = tdm_time_add(ts, o->win_gap);
     else
-        end = tdm__time_add_sat(
-            tdm__window_start(ts, o->win_offset,
+        end = tdm_time_add(
+            tdm_window_start(ts, o->win_offset,
                               o->win_type == TDM__AN_SLIDING ? o->win_slide
                                                              : o->win_size),
             o->win_size);
-    return tdm__time_add_sat(end - 1, r->c->lateness);
+    return tdm_time_add(end - 1, r->c->lateness);
 }
 
 /* ---- Results ---- */
@@ -403,149 +406,189 @@ static void summarize(int64_t *v, int64_t n, tdm__an_dist *d)
 
 static void replay_free(replay *r)
 {
+    tdm_record_destroy(r->rec);
     tdm_reader_destroy(r->rd);
     tdm_winop_destroy(r->op);
     tdm_clock_destroy(r->clk);
-    tdm__free(r->gv);
-    tdm__free(r->gi);
-    tdm__free(r->set);
-    tdm__free(r->dms);
-    tdm__free(r->drec);
-    tdm__free(r->kclean);
-    tdm__free(r->heap);
+    free(r->gv);
+    free(r->gi);
+    free(r->set);
+    free(r->dms);
+    free(r->drec);
+    free(r->kclean);
+    free(r->heap);
 }
 
 /* ---- The replay ---- */
+
+/* Prepares the replay of candidate @p c: per-key cleanup times, the
+ * record pushed, the engine. */
+static tdm_err replay_init(replay *r, const tdm__an_opts *o,
+                           const tdm__an_scan *s, tdm__an_cand *c,
+                           char *errbuf, size_t errbuf_size)
+{
+    const tdm__an_sample *sm = &s->sample;
+    memset(r, 0, sizeof *r);
+    r->o = o;
+    r->s = s;
+    r->c = c;
+    r->gmax = TDM_TIME_MIN;
+    r->smin = TDM_TIME_MAX;
+    r->smax = TDM_TIME_MIN;
+    r->kclean = malloc((size_t)(sm->n_keys ? sm->n_keys : 1) *
+                       sizeof *r->kclean);
+    if (!r->kclean)
+        return TDM_ERR_NOMEM;
+    for (uint32_t k = 0; k < sm->n_keys; k++)
+        r->kclean[k] = TDM_TIME_MIN;
+    tdm_err err = tdm_record_new(&r->rec);
+    if (err != TDM_OK)
+        return err;
+    return make_engine(r, errbuf, errbuf_size);
+}
+
+/* Tells the reader about the partitions that finished before sample
+ * record @p before (all of them: INT64_MAX). */
+static void replay_events(replay *r, int64_t before)
+{
+    const tdm__an_sample *sm = &r->s->sample;
+    for (; r->ev < sm->n_ev && sm->ev[r->ev].at <= before; r->ev++)
+        if ((int)sm->ev[r->ev].split < r->n_splits)
+            tdm_reader_split_finished(r->rd, (int)sm->ev[r->ev].split);
+}
+
+/* After a push: the record's fate, its key's state lifetime, peaks. */
+static void replay_account(replay *r, uint32_t key, tdm_time_ms ts)
+{
+    tdm__an_cand *c = r->c;
+    if (!r->push_late) {
+        /* (A late record is counted by the LATE event.) */
+        if (r->push_refire)
+            c->accepted_late++;
+        else
+            c->on_time++;
+        tdm_time_ms cl = last_cleanup(r, ts);
+        if (cl > r->kclean[key]) {
+            if (r->kclean[key] == TDM_TIME_MIN)
+                r->live_keys++;
+            r->kclean[key] = cl;
+            heap_push(r, cl, key);
+        }
+    }
+    int64_t lw = tdm_winop_live_windows(r->op);
+    int64_t lb = tdm_winop_state_bytes(r->op);
+    if (lw > c->peak_windows)
+        c->peak_windows = lw;
+    if (lb > c->peak_bytes)
+        c->peak_bytes = lb;
+    if (r->live_keys > c->peak_keys)
+        c->peak_keys = r->live_keys;
+}
+
+/* Replays sample record @p k: its split, the window push, then the
+ * generator (an on-event watermark follows the record that caused it). */
+static tdm_err replay_record(replay *r, int64_t k, char *errbuf,
+                             size_t errbuf_size)
+{
+    const tdm__an_sample *sm = &r->s->sample;
+    replay_events(r, k);
+    tdm_time_ms ts = sm->ts[k];
+    uint32_t p = sm->part[k], key = sm->key[k];
+    bool guarded = sm->guarded[k] != 0;
+    /* Partitions named by a field get their split on first sight. */
+    while ((int)p >= r->n_splits) {
+        int idx;
+        tdm_err err = tdm_reader_add_split(r->rd, &idx);
+        if (err != TDM_OK)
+            return err;
+        r->n_splits++;
+    }
+    r->i = k + 1;
+    if (!guarded) {
+        if (ts > r->gmax) {
+            r->gmax = ts;
+            gmax_log(r, ts);
+        }
+        if (ts < r->smin)
+            r->smin = ts;
+        if (ts > r->smax)
+            r->smax = ts;
+    }
+    size_t off = sm->koff[key];
+    tdm_record_set(r->rec, sm->kbytes ? sm->kbytes + off : "",
+                   sm->koff[key + 1] - off, ts, 0);
+    r->push_late = r->push_refire = 0;
+    r->in_push = true;
+    tdm_err err = tdm_winop_push(r->op, 0, r->rec);
+    r->in_push = false;
+    if (err != TDM_OK)
+        return tdm__cli_errf(errbuf, errbuf_size, err, "what-if: %s",
+                             tdm_winop_errmsg(r->op));
+    replay_account(r, key, ts);
+    if (!guarded)
+        tdm_reader_record(r->rd, (int)p, r->rec);
+    return TDM_OK;
+}
+
+/* The end of the sample: the last finished partitions, the end of input
+ * through the reader and the window, and an error a callback kept. */
+static tdm_err replay_end(replay *r, char *errbuf, size_t errbuf_size)
+{
+    tdm_err err = TDM_OK;
+    replay_events(r, INT64_MAX);
+    if (r->err == TDM_OK) {
+        r->at_end = true;
+        err = tdm_reader_end(r->rd);
+        if (err == TDM_OK && r->err == TDM_OK)
+            err = tdm_winop_end(r->op);
+    }
+    if (err == TDM_OK && r->err != TDM_OK)
+        err = tdm__cli_errf(errbuf, errbuf_size, r->err, "what-if: %s",
+                            r->err == TDM_ERR_NOMEM
+                                ? "out of memory"
+                                : tdm_winop_errmsg(r->op));
+    return err;
+}
+
+/* The candidate's delays and the seeds' estimate: event rate x
+ * retention x bytes per entry, with the engine's own bytes per live
+ * window as the entry size. */
+static void replay_results(replay *r)
+{
+    const tdm__an_opts *o = r->o;
+    tdm__an_cand *c = r->c;
+    c->records = r->s->sample.n;
+    summarize(r->dms, r->n_d, &c->delay_ms);
+    summarize(r->drec, r->n_d, &c->delay_records);
+    if (r->smax > r->smin && c->peak_windows > 0) {
+        c->rate = (double)c->records * 1000.0 / (double)(r->smax - r->smin);
+        tdm_time_ms span = o->win_type == TDM__AN_SESSION ? o->win_gap
+                                                          : o->win_size;
+        double retention =
+            (double)span + (double)c->bound + (double)c->lateness;
+        double per = (double)c->peak_bytes / (double)c->peak_windows;
+        c->seed_estimate = (int64_t)(c->rate * retention / 1000.0 * per);
+    }
+}
 
 /* Replays the sample for one candidate (see analyze.h). */
 tdm_err tdm__analyze_replay(const tdm__an_opts *o,
                             const tdm__an_scan *s, tdm__an_cand *c,
                             char *errbuf, size_t errbuf_size)
 {
-    const tdm__an_sample *sm = &s->sample;
-    replay r;
     tdm_time_ms bound = c->bound, lateness = c->lateness;
-    tdm_time_ms smin = TDM_TIME_MAX, smax = TDM_TIME_MIN;
-    int64_t e = 0;
-    tdm_err err;
-
     memset(c, 0, sizeof *c);
     c->bound = bound;
     c->lateness = lateness;
-    memset(&r, 0, sizeof r);
-    r.o = o;
-    r.s = s;
-    r.c = c;
-    r.gmax = TDM_TIME_MIN;
-    r.kclean = tdm__malloc((size_t)(sm->n_keys ? sm->n_keys : 1) *
-                           sizeof *r.kclean);
-    if (!r.kclean) {
-        err = TDM_ERR_NOMEM;
-        goto out;
-    }
-    for (uint32_t k = 0; k < sm->n_keys; k++)
-        r.kclean[k] = TDM_TIME_MIN;
-    err = make_engine(&r, errbuf, errbuf_size);
-    if (err != TDM_OK)
-        goto out;
-
-    for (int64_t k = 0; k < sm->n && r.err == TDM_OK; k++) {
-        /* Partitions that finished in the batch before this record. */
-        for (; e < sm->n_ev && sm->ev[e].at <= k; e++)
-            if ((int)sm->ev[e].split < r.n_splits)
-                tdm_reader_split_finished(r.rd, (int)sm->ev[e].split);
-        tdm_time_ms ts = sm->ts[k];
-        uint32_t p = sm->part[k], key = sm->key[k];
-        bool guarded = sm->guarded[k] != 0;
-        /* Partitions named by a field get their split on first sight. */
-        while ((int)p >= r.n_splits) {
-            int idx;
-            err = tdm_reader_add_split(r.rd, &idx);
-            if (err != TDM_OK)
-                goto out;
-            r.n_splits++;
-        }
-        r.i = k + 1;
-        if (!guarded) {
-            if (ts > r.gmax) {
-                r.gmax = ts;
-                gmax_log(&r, ts);
-            }
-            if (ts < smin)
-                smin = ts;
-            if (ts > smax)
-                smax = ts;
-        }
-        size_t off = sm->koff[key];
-        tdm_record rec = { .key = sm->kbytes ? sm->kbytes + off : "",
-                           .key_len = sm->koff[key + 1] - off,
-                           .ts = ts };
-        r.push_late = r.push_refire = 0;
-        r.in_push = true;
-        err = tdm_winop_push(r.op, 0, &rec);
-        r.in_push = false;
-        if (err != TDM_OK) {
-            tdm__errf(errbuf, errbuf_size, err, "what-if: %s",
-                      tdm_winop_errmsg(r.op));
-            goto out;
-        }
-        if (r.push_late) {
-            /* Counted by the LATE event. */
-        } else {
-            if (r.push_refire)
-                c->accepted_late++;
-            else
-                c->on_time++;
-            tdm_time_ms cl = last_cleanup(&r, ts);
-            if (cl > r.kclean[key]) {
-                if (r.kclean[key] == TDM_TIME_MIN)
-                    r.live_keys++;
-                r.kclean[key] = cl;
-                heap_push(&r, cl, key);
-            }
-        }
-        int64_t lw = tdm_winop_live_windows(r.op);
-        int64_t lb = tdm_winop_state_bytes(r.op);
-        if (lw > c->peak_windows)
-            c->peak_windows = lw;
-        if (lb > c->peak_bytes)
-            c->peak_bytes = lb;
-        if (r.live_keys > c->peak_keys)
-            c->peak_keys = r.live_keys;
-        /* Then the generator sees it (an on-event watermark follows the
-         * record that caused it). */
-        if (!guarded)
-            tdm_reader_record(r.rd, (int)p, &rec);
-    }
-    for (; e < sm->n_ev; e++)
-        if ((int)sm->ev[e].split < r.n_splits)
-            tdm_reader_split_finished(r.rd, (int)sm->ev[e].split);
-    if (r.err == TDM_OK) {
-        r.at_end = true;
-        err = tdm_reader_end(r.rd);
-        if (err == TDM_OK && r.err == TDM_OK)
-            err = tdm_winop_end(r.op);
-    }
-    if (err == TDM_OK && r.err != TDM_OK)
-        err = tdm__errf(errbuf, errbuf_size, r.err, "what-if: %s",
-                        r.err == TDM_ERR_NOMEM ? "out of memory"
-                                               : tdm_winop_errmsg(r.op));
-    if (err != TDM_OK)
-        goto out;
-    c->records = sm->n;
-    summarize(r.dms, r.n_d, &c->delay_ms);
-    summarize(r.drec, r.n_d, &c->delay_records);
-    /* The seeds' estimate: event rate x retention x bytes per entry,
-     * with the engine's own bytes per live window as the entry size. */
-    if (smax > smin && c->peak_windows > 0) {
-        c->rate = (double)sm->n * 1000.0 / (double)(smax - smin);
-        tdm_time_ms span = o->win_type == TDM__AN_SESSION ? o->win_gap
-                                                          : o->win_size;
-        double retention = (double)span + (double)bound + (double)lateness;
-        double per = (double)c->peak_bytes / (double)c->peak_windows;
-        c->seed_estimate = (int64_t)(c->rate * retention / 1000.0 * per);
-    }
-out:
+    replay r;
+    tdm_err err = replay_init(&r, o, s, c, errbuf, errbuf_size);
+    for (int64_t k = 0; err == TDM_OK && k < s->sample.n && r.err == TDM_OK;
+         k++)
+        err = replay_record(&r, k, errbuf, errbuf_size);
+    if (err == TDM_OK)
+        err = replay_end(&r, errbuf, errbuf_size);
+    if (err == TDM_OK)
+        replay_results(&r);
     replay_free(&r);
     return err;
 }

@@ -11,6 +11,7 @@
 #define TDM_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "tidemark.h"
@@ -134,23 +135,43 @@ const char *tdm__cli_iso_time(tdm_time_ms t, char *buf, size_t n);
 const char *tdm__cli_time(tdm_time_ms t, unsigned flags, const char *min,
                           const char *max, char *buf, size_t n);
 
+/* ---- Memory, messages, hashing (cli_util.c) ---- */
+
+/* A copy of the @p len bytes of @p s, terminated; NULL when out of
+ * memory.  free() it. */
+char *tdm__cli_strndup(const char *s, size_t len);
+/* Formats a message into @p errbuf (when not NULL and not empty) and
+ * returns @p err, for `return tdm__cli_errf(buf, n, ERR, "...")`. */
+tdm_err tdm__cli_errf(char *errbuf, size_t errbuf_size, tdm_err err,
+                      const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A 64-bit hash of @p n bytes whose low bits serve as a table index. */
+uint64_t tdm__cli_hash_bytes(const void *p, size_t n);
+
 /* ---- Commands (argv starts after the command name) ---- */
 
+/* The functions of the command table (commands.def); each returns an exit
+ * code. */
 int tdm__cli_cmd_run(int argc, char **argv);
 int tdm__cli_cmd_validate(int argc, char **argv);
 int tdm__cli_cmd_config(int argc, char **argv);
+/* `tidemark diagnose` (cmd_diagnose.c). */
+int tdm__cli_cmd_diagnose(int argc, char **argv);
+/* `tidemark analyze` (cmd_analyze.c). */
+int tdm__cli_cmd_analyze(int argc, char **argv);
 /* Takes the value of an option given as "--opt value" or "--opt=value"
  * (common.c): the value, advancing *i past it, or NULL when argv[*i] is
  * not @p name; *missing is set when the value is absent. */
 const char *tdm__cli_opt_value(int argc, char **argv, int *i,
                                const char *name, int *missing);
-/* `tidemark diagnose` (cmd_diagnose.c). */
-int tdm__cli_cmd_diagnose(int argc, char **argv);
-/* `tidemark analyze` (cmd_analyze.c): the command and its help text. */
-int tdm__cli_cmd_analyze(int argc, char **argv);
-extern const char tdm__analyze_help[];
+
+/* ---- Help (help.c) ---- */
+
 /* Prints help on @p topic (NULL: the overview) on @p f; returns
- * TDM_EXIT_OK, or TDM_EXIT_USAGE for an unknown topic. */
+ * TDM_EXIT_OK, or TDM_EXIT_USAGE for an unknown topic (message on
+ * stderr). */
 int tdm__cli_help(const char *topic, FILE *f);
+/* Prints the command names of the table, comma-separated, on @p f. */
+void tdm__cli_help_names(FILE *f);
 
 #endif /* TDM_CLI_H */

@@ -13,80 +13,20 @@
 
 #include "analyze.h"
 #include "cli.h"
-#include "connect/connect.h"
-#include "runtime/rt.h"
-
-/* Help text (`tidemark analyze --help`, `tidemark help analyze`). */
-const char tdm__analyze_help[] =
-    "usage: tidemark analyze INPUT... --ts-field FIELD [options]\n"
-    "\n"
-    "Reads a sample of a stream (JSON lines or CSV files, globs, - for\n"
-    "stdin) the way `tidemark run` reads it, and reports how out of order\n"
-    "it is: for each record, how far its timestamp is behind the highest\n"
-    "timestamp already seen in its partition (P50 ... P99.99, max; overall,\n"
-    "per partition and over time), the event-to-arrival delay with an\n"
-    "arrival field, and recommended settings with the reasoning:\n"
-    "watermark.max_out_of_orderness for P99 and P99.9 completeness,\n"
-    "allowed_lateness covering the tail, watermark.idle_timeout from the\n"
-    "gaps per partition, and the late fraction to expect with each.  Then\n"
-    "it replays the first --sample records through the engine for a grid\n"
-    "of (bound, lateness) candidates, exactly as a job with parallelism 1\n"
-    "and watermark.emit on_event would run: records on time, refired,\n"
-    "sent to the late output; refired panes; result delay; peak state.\n"
-    "\n"
-    "Options:\n"
-    "  --ts-field F        the event timestamp field (required)\n"
-    "  --unit U            ms (default), s, us, ns or iso8601\n"
-    "  --partition-field F partitions are the values of F (default: one\n"
-    "                      partition per input file, as the file source)\n"
-    "  --arrival-field F   arrival time of each record (same unit): delay\n"
-    "                      statistics, and gaps measured in arrival time\n"
-    "  --key-field F[,F]   key of the what-if windows (default: one key)\n"
-    "  --window SPEC       what-if window: tumbling:SIZE[:OFFSET],\n"
-    "                      sliding:SIZE:SLIDE[:OFFSET] or session:GAP\n"
-    "                      (default tumbling:1m)\n"
-    "  --bounds LIST       what-if out-of-orderness bounds, e.g. 0,500ms,2s\n"
-    "                      (default: from the P90 ... P99.99 of the lag)\n"
-    "  --lateness LIST     what-if allowed lateness values (default: 0 and\n"
-    "                      the ones covering P99.99 and the max)\n"
-    "  --sample N          records replayed (default 1000000; 0: none)\n"
-    "  --schema TEXT       field types as in the job (\"k:string, ts:int64\")\n"
-    "  --format json|csv   default: csv for *.csv inputs, else json\n"
-    "  --csv-delimiter C   CSV field delimiter (default ,)\n"
-    "  --csv-no-header     CSV files have no header line (the columns are\n"
-    "                      the --schema fields in order)\n"
-    "  --batch-size N      the job's batch.size (default 1024): how files\n"
-    "                      interleave\n"
-    "  --guard D           the job's timestamp_guard (default 1h; 0: off)\n"
-    "  --now T             \"now\" (epoch ms or ISO-8601) for the future and\n"
-    "                      guard checks (default: the wall clock)\n"
-    "  --partitions N|LIST expected partitions (N: values 0..N-1); warns\n"
-    "                      about those without data\n"
-    "  --claim-monotonic   warn about partitions that are not in order\n"
-    "  --dead-letter FILE  write bad lines there as JSON lines\n"
-    "  --json              JSON on stdout instead of the tables\n"
-    "  --plot FILE.svg     write the trade-off chart and lag histogram\n"
-    "  -h, --help          print this help\n"
-    "\n"
-    "Bad lines are reported on stderr (the first 10) with file:line and\n"
-    "the field, counted, and the analysis goes on.\n"
-    "\n"
-    "Exit codes: 0 success, 1 an input or output could not be read or\n"
-    "written, 2 usage error.\n"
-    "\n"
-    "Examples:\n"
-    "  tidemark analyze clicks.jsonl --ts-field ts --window tumbling:5m\n"
-    "  tidemark analyze 'logs/*.jsonl' --ts-field ts --partition-field p \\\n"
-    "      --arrival-field received --plot lag.svg\n"
-    "  tidemark analyze data.csv --ts-field time --unit s --json\n";
 
 /* ---- Parsing helpers ---- */
+
+/* A duration as the job file writes it, any sign. */
+static bool parse_duration(const char *text, tdm_time_ms *out)
+{
+    return tdm_duration_parse(text, out) == TDM_OK;
+}
 
 /* A duration >= 0 ("500ms", "2s", "1m30s", bare ms). */
 static bool parse_dur(const char *text, tdm_time_ms *out)
 {
     int64_t v;
-    if (!tdm__conf_duration(text, &v) || v < 0)
+    if (!parse_duration(text, &v) || v < 0)
         return false;
     *out = v;
     return true;
@@ -98,21 +38,21 @@ static bool parse_dur_list(const char *text, tdm_time_ms **out, int *n)
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", text);
     int cnt = 0;
-    tdm_time_ms *v = tdm__malloc(sizeof *v * (strlen(text) / 2 + 2));
+    tdm_time_ms *v = malloc(sizeof *v * (strlen(text) / 2 + 2));
     if (!v)
         return false;
     for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
         if (!parse_dur(t, &v[cnt])) {
-            tdm__free(v);
+            free(v);
             return false;
         }
         cnt++;
     }
     if (cnt == 0) {
-        tdm__free(v);
+        free(v);
         return false;
     }
-    tdm__free(*out);
+    free(*out);
     *out = v;
     *n = cnt;
     return true;
@@ -135,20 +75,20 @@ static bool parse_window(const char *text, tdm__an_opts *o)
     o->win_offset = 0;
     if (strcmp(parts[0], "tumbling") == 0 && (n == 2 || n == 3)) {
         o->win_type = TDM__AN_TUMBLING;
-        return tdm__conf_duration(parts[1], &o->win_size) &&
+        return parse_duration(parts[1], &o->win_size) &&
                o->win_size > 0 &&
-               (n == 2 || tdm__conf_duration(parts[2], &o->win_offset));
+               (n == 2 || parse_duration(parts[2], &o->win_offset));
     }
     if (strcmp(parts[0], "sliding") == 0 && (n == 3 || n == 4)) {
         o->win_type = TDM__AN_SLIDING;
-        return tdm__conf_duration(parts[1], &o->win_size) &&
-               tdm__conf_duration(parts[2], &o->win_slide) &&
+        return parse_duration(parts[1], &o->win_size) &&
+               parse_duration(parts[2], &o->win_slide) &&
                o->win_size > 0 && o->win_slide > 0 &&
-               (n == 3 || tdm__conf_duration(parts[3], &o->win_offset));
+               (n == 3 || parse_duration(parts[3], &o->win_offset));
     }
     if (strcmp(parts[0], "session") == 0 && n == 2) {
         o->win_type = TDM__AN_SESSION;
-        return tdm__conf_duration(parts[1], &o->win_gap) && o->win_gap > 0;
+        return parse_duration(parts[1], &o->win_gap) && o->win_gap > 0;
     }
     return false;
 }
@@ -158,11 +98,11 @@ static bool parse_unit(const char *u, int *out)
     static const struct {
         const char *name;
         int unit;
-    } units[] = { { "ms", TDM__UNIT_MS },
-                  { "s", TDM__UNIT_S },
-                  { "us", TDM__UNIT_US },
-                  { "ns", TDM__UNIT_NS },
-                  { "iso8601", TDM__UNIT_ISO8601 } };
+    } units[] = { { "ms", TDM_TS_UNIT_MS },
+                  { "s", TDM_TS_UNIT_S },
+                  { "us", TDM_TS_UNIT_US },
+                  { "ns", TDM_TS_UNIT_NS },
+                  { "iso8601", TDM_TS_UNIT_ISO8601 } };
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(u, units[i].name) == 0) {
             *out = units[i].unit;
@@ -181,7 +121,7 @@ static bool parse_expect(const char *text, tdm__an_opts *o)
     int cnt = 0;
     if (numeric && (n < 1 || n > 100000))
         return false;
-    char **list = tdm__calloc(numeric ? (size_t)n : strlen(text) + 1,
+    char **list = calloc(numeric ? (size_t)n : strlen(text) + 1,
                               sizeof *list);
     if (!list)
         return false;
@@ -189,14 +129,14 @@ static bool parse_expect(const char *text, tdm__an_opts *o)
         for (long k = 0; k < n; k++) {
             char b[24];
             snprintf(b, sizeof b, "%ld", k);
-            list[cnt++] = tdm__strndup(b, strlen(b));
+            list[cnt++] = tdm__cli_strndup(b, strlen(b));
         }
     } else {
         const char *p = text;
         while (*p) {
             size_t l = strcspn(p, ",");
             if (l > 0)
-                list[cnt++] = tdm__strndup(p, l);
+                list[cnt++] = tdm__cli_strndup(p, l);
             p += l;
             if (*p == ',')
                 p++;
@@ -226,127 +166,194 @@ static int usage(const char *fmt, const char *arg)
     return TDM_EXIT_USAGE;
 }
 
+/* parse_args' answer for an argument a group does not know. */
+#define NOT_MINE (-2)
+
+/* The value of option @p name at argv[*i] (see tdm__cli_opt_value). */
+#define OPT(name) tdm__cli_opt_value(argc, argv, i, name, missing)
+
+/* Options of what is read: fields, unit, schema, format.  Returns
+ * TDM_EXIT_OK, TDM_EXIT_USAGE (message printed) or NOT_MINE. */
+static int opt_input(int argc, char **argv, int *i, tdm__an_opts *o,
+                     int *missing)
+{
+    const char *v;
+    if ((v = OPT("--ts-field"))) {
+        o->ts_field = v;
+    } else if ((v = OPT("--unit"))) {
+        if (!parse_unit(v, &o->unit))
+            return usage("--unit: expected ms, s, us, ns or iso8601, "
+                         "got \"%s\"",
+                         v);
+    } else if ((v = OPT("--partition-field"))) {
+        o->partition_field = v;
+    } else if ((v = OPT("--arrival-field"))) {
+        o->arrival_field = v;
+    } else if ((v = OPT("--key-field"))) {
+        o->key_fields = v;
+    } else if ((v = OPT("--schema"))) {
+        o->schema = v;
+    } else if ((v = OPT("--format"))) {
+        if (strcmp(v, "json") == 0)
+            o->format = TDM__AN_FMT_JSON;
+        else if (strcmp(v, "csv") == 0)
+            o->format = TDM__AN_FMT_CSV;
+        else
+            return usage("--format: expected json or csv, got \"%s\"", v);
+    } else if ((v = OPT("--csv-delimiter"))) {
+        if (strlen(v) != 1)
+            return usage("--csv-delimiter: expected one character, "
+                         "got \"%s\"",
+                         v);
+        o->csv_delimiter = v[0];
+    } else if (strcmp(argv[*i], "--csv-no-header") == 0) {
+        o->csv_header = false;
+    } else {
+        return NOT_MINE;
+    }
+    return TDM_EXIT_OK;
+}
+
+/* --sample N: a record count >= 0. */
+static int opt_sample(const char *v, tdm__an_opts *o)
+{
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || errno || n < 0)
+        return usage("--sample: expected a record count >= 0, got \"%s\"",
+                     v);
+    o->sample = n;
+    return TDM_EXIT_OK;
+}
+
+/* --batch-size N: 1 .. 65536. */
+static int opt_batch_size(const char *v, tdm__an_opts *o)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < 1 || n > 65536)
+        return usage("--batch-size: expected 1 .. 65536, got \"%s\"", v);
+    o->batch_size = (int)n;
+    return TDM_EXIT_OK;
+}
+
+/* --now T: epoch ms, or ISO-8601 text. */
+static int opt_now(const char *v, tdm__an_opts *o)
+{
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (*v && !*end && errno == 0)
+        o->now = n;
+    else if (tdm_time_parse(v, strlen(v), TDM_TS_UNIT_ISO8601, &o->now) !=
+             TDM_OK)
+        return usage("--now: expected epoch ms or ISO-8601 like "
+                     "2026-01-01T00:00:00Z, got \"%s\"",
+                     v);
+    return TDM_EXIT_OK;
+}
+
+/* Options of the job being modelled: batch size, guard, now, expected
+ * partitions, the monotonicity claim, dead letters.  Returns as
+ * opt_input. */
+static int opt_job(int argc, char **argv, int *i, tdm__an_opts *o,
+                   int *missing)
+{
+    const char *v;
+    if ((v = OPT("--sample")))
+        return opt_sample(v, o);
+    if ((v = OPT("--batch-size")))
+        return opt_batch_size(v, o);
+    if ((v = OPT("--guard"))) {
+        if (!parse_dur(v, &o->guard))
+            return usage("--guard: expected a duration >= 0 like 1h, "
+                         "got \"%s\"",
+                         v);
+        return TDM_EXIT_OK;
+    }
+    if ((v = OPT("--now")))
+        return opt_now(v, o);
+    if ((v = OPT("--partitions"))) {
+        if (!parse_expect(v, o))
+            return usage("--partitions: expected a count or a list of "
+                         "names, got \"%s\"",
+                         v);
+        return TDM_EXIT_OK;
+    }
+    if (strcmp(argv[*i], "--claim-monotonic") == 0) {
+        o->claim_monotonic = true;
+        return TDM_EXIT_OK;
+    }
+    if ((v = OPT("--dead-letter"))) {
+        o->dead_letter = v;
+        return TDM_EXIT_OK;
+    }
+    return NOT_MINE;
+}
+
+/* Options of the what-if and the output: window, bounds, lateness,
+ * --json, --plot.  Returns as opt_input. */
+static int opt_whatif(int argc, char **argv, int *i, tdm__an_opts *o,
+                      bool *json, const char **plot, int *missing)
+{
+    const char *v;
+    if ((v = OPT("--window"))) {
+        if (!parse_window(v, o))
+            return usage("--window: expected tumbling:SIZE[:OFFSET], "
+                         "sliding:SIZE:SLIDE[:OFFSET] or session:GAP, "
+                         "got \"%s\"",
+                         v);
+        o->window_text = v;
+    } else if ((v = OPT("--bounds"))) {
+        if (!parse_dur_list(v, &o->bounds, &o->n_bounds))
+            return usage("--bounds: expected durations >= 0 like "
+                         "0,500ms,2s, got \"%s\"",
+                         v);
+    } else if ((v = OPT("--lateness"))) {
+        if (!parse_dur_list(v, &o->lateness, &o->n_lateness))
+            return usage("--lateness: expected durations >= 0 like "
+                         "0,1m, got \"%s\"",
+                         v);
+    } else if (strcmp(argv[*i], "--json") == 0) {
+        *json = true;
+    } else if ((v = OPT("--plot"))) {
+        *plot = v;
+    } else {
+        return NOT_MINE;
+    }
+    return TDM_EXIT_OK;
+}
+
+#undef OPT
+
 /* Parses the command line into @p o (inputs point into argv).  Returns
  * TDM_EXIT_OK, TDM_EXIT_USAGE (message printed) or -1 for --help. */
 static int parse_args(int argc, char **argv, tdm__an_opts *o,
                       bool *json, const char **plot)
 {
-    o->inputs = tdm__calloc((size_t)argc + 1, sizeof *o->inputs);
+    o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
     if (!o->inputs)
         return usage("%s", "out of memory");
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int missing = 0;
+        const char *a = argv[i];
+        int missing = 0, rc;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
             return -1;
         if (a[0] != '-' || strcmp(a, "-") == 0) {
             o->inputs[o->n_inputs++] = a;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--ts-field", &missing))) {
-            o->ts_field = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--unit", &missing))) {
-            if (!parse_unit(v, &o->unit))
-                return usage("--unit: expected ms, s, us, ns or iso8601, "
-                             "got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--partition-field",
-                                  &missing))) {
-            o->partition_field = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--arrival-field",
-                                  &missing))) {
-            o->arrival_field = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--key-field",
-                                  &missing))) {
-            o->key_fields = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--window", &missing))) {
-            if (!parse_window(v, o))
-                return usage("--window: expected tumbling:SIZE[:OFFSET], "
-                             "sliding:SIZE:SLIDE[:OFFSET] or session:GAP, "
-                             "got \"%s\"",
-                             v);
-            o->window_text = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--bounds", &missing))) {
-            if (!parse_dur_list(v, &o->bounds, &o->n_bounds))
-                return usage("--bounds: expected durations >= 0 like "
-                             "0,500ms,2s, got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--lateness", &missing))) {
-            if (!parse_dur_list(v, &o->lateness, &o->n_lateness))
-                return usage("--lateness: expected durations >= 0 like "
-                             "0,1m, got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--sample", &missing))) {
-            char *end;
-            errno = 0;
-            long long n = strtoll(v, &end, 10);
-            if (!*v || *end || errno || n < 0)
-                return usage("--sample: expected a record count >= 0, got "
-                             "\"%s\"",
-                             v);
-            o->sample = n;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--schema", &missing))) {
-            o->schema = v;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--format", &missing))) {
-            if (strcmp(v, "json") == 0)
-                o->format = TDM__FMT_JSON;
-            else if (strcmp(v, "csv") == 0)
-                o->format = TDM__FMT_CSV;
-            else
-                return usage("--format: expected json or csv, got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--csv-delimiter",
-                                  &missing))) {
-            if (strlen(v) != 1)
-                return usage("--csv-delimiter: expected one character, "
-                             "got \"%s\"",
-                             v);
-            o->csv_delimiter = v[0];
-        } else if (strcmp(a, "--csv-no-header") == 0) {
-            o->csv_header = false;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--batch-size",
-                                  &missing))) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (!*v || *end || n < 1 || n > 65536)
-                return usage("--batch-size: expected 1 .. 65536, got "
-                             "\"%s\"",
-                             v);
-            o->batch_size = (int)n;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--guard", &missing))) {
-            if (!parse_dur(v, &o->guard))
-                return usage("--guard: expected a duration >= 0 like 1h, "
-                             "got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--now", &missing))) {
-            char *end;
-            errno = 0;
-            long long n = strtoll(v, &end, 10);
-            if (*v && !*end && errno == 0)
-                o->now = n;
-            else if (tdm__ts_from_text(v, strlen(v), TDM__UNIT_ISO8601,
-                                       &o->now) != TDM_OK)
-                return usage("--now: expected epoch ms or ISO-8601 like "
-                             "2026-01-01T00:00:00Z, got \"%s\"",
-                             v);
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--partitions",
-                                  &missing))) {
-            if (!parse_expect(v, o))
-                return usage("--partitions: expected a count or a list of "
-                             "names, got \"%s\"",
-                             v);
-        } else if (strcmp(a, "--claim-monotonic") == 0) {
-            o->claim_monotonic = true;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--dead-letter",
-                                  &missing))) {
-            o->dead_letter = v;
-        } else if (strcmp(a, "--json") == 0) {
-            *json = true;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--plot", &missing))) {
-            *plot = v;
-        } else if (missing) {
-            return usage("%s needs a value", a);
-        } else {
-            return usage("unknown option \"%s\"", a);
+            continue;
         }
+        rc = opt_input(argc, argv, &i, o, &missing);
+        if (rc == NOT_MINE)
+            rc = opt_job(argc, argv, &i, o, &missing);
+        if (rc == NOT_MINE)
+            rc = opt_whatif(argc, argv, &i, o, json, plot, &missing);
+        if (rc == NOT_MINE)
+            return missing ? usage("%s needs a value", a)
+                           : usage("unknown option \"%s\"", a);
+        if (rc != TDM_EXIT_OK)
+            return rc;
     }
     if (o->n_inputs == 0)
         return usage("%s", "no INPUT given (a file, a glob or - for stdin)");
@@ -386,10 +393,10 @@ static int make_grid(const tdm__an_opts *o, const tdm__an_scan *s,
         for (int i = 0; i < o->n_bounds && nb < 8; i++)
             b[nb++] = o->bounds[i];
     } else if (s->lag.n > 0) {
-        b[nb++] = tdm__analyze_nice_up(tdm__hist_quantile(&s->lag, 0.9));
+        b[nb++] = tdm__analyze_nice_up(tdm__cli_hist_quantile(&s->lag, 0.9));
         b[nb++] = r->bound99;
         b[nb++] = r->bound999;
-        b[nb++] = tdm__analyze_nice_up(tdm__hist_quantile(&s->lag, 0.9999));
+        b[nb++] = tdm__analyze_nice_up(tdm__cli_hist_quantile(&s->lag, 0.9999));
     } else {
         b[nb++] = 0;
     }
@@ -403,7 +410,7 @@ static int make_grid(const tdm__an_opts *o, const tdm__an_scan *s,
     }
     nb = uniq(b, nb);
     nl = uniq(l, nl);
-    *out = tdm__calloc((size_t)(nb * nl), sizeof **out);
+    *out = calloc((size_t)(nb * nl), sizeof **out);
     if (!*out)
         return -1;
     int n = 0;
@@ -457,8 +464,8 @@ static tdm_err replay_all(const tdm__an_opts *o, const tdm__an_scan *s,
     int want = cpus < 1 ? 1 : cpus > 4 ? 4 : (int)cpus;
     tdm_err err = TDM_OK;
     atomic_init(&p.next, 0);
-    p.errs = tdm__calloc((size_t)n, sizeof *p.errs);
-    p.msgs = tdm__calloc((size_t)n, sizeof *p.msgs);
+    p.errs = calloc((size_t)n, sizeof *p.errs);
+    p.msgs = calloc((size_t)n, sizeof *p.msgs);
     if (!p.errs || !p.msgs) {
         err = TDM_ERR_NOMEM;
         goto out;
@@ -478,14 +485,14 @@ static tdm_err replay_all(const tdm__an_opts *o, const tdm__an_scan *s,
             snprintf(errbuf, errbuf_size, "%s", p.msgs[i]);
         }
 out:
-    tdm__free(p.errs);
-    tdm__free(p.msgs);
+    free(p.errs);
+    free(p.msgs);
     return err;
 }
 
 /* ---- The command ---- */
 
-/* `tidemark analyze` (see the help text above and docs/analyze.md). */
+/* `tidemark analyze` (see its help text in help.c and docs/analyze.md). */
 int tdm__cli_cmd_analyze(int argc, char **argv)
 {
     tdm__an_opts o;
@@ -499,7 +506,7 @@ int tdm__cli_cmd_analyze(int argc, char **argv)
 
     memset(&o, 0, sizeof o);
     memset(&s, 0, sizeof s);
-    o.unit = TDM__UNIT_MS;
+    o.unit = TDM_TS_UNIT_MS;
     o.csv_header = true;
     o.csv_delimiter = ',';
     o.win_type = TDM__AN_TUMBLING;
@@ -512,8 +519,7 @@ int tdm__cli_cmd_analyze(int argc, char **argv)
     o.log = stderr;
     rc = parse_args(argc, argv, &o, &json, &plot);
     if (rc == -1) {
-        fputs(tdm__analyze_help, stdout);
-        rc = TDM_EXIT_OK;
+        rc = tdm__cli_help("analyze", stdout);
         goto out;
     }
     if (rc != TDM_EXIT_OK)
@@ -566,12 +572,12 @@ int tdm__cli_cmd_analyze(int argc, char **argv)
     }
 out:
     tdm__analyze_scan_free(&s);
-    tdm__free(cands);
-    tdm__free(o.inputs);
-    tdm__free(o.bounds);
-    tdm__free(o.lateness);
+    free(cands);
+    free(o.inputs);
+    free(o.bounds);
+    free(o.lateness);
     for (int k = 0; k < o.n_expect; k++)
-        tdm__free(o.expect[k]);
-    tdm__free(o.expect);
+        free(o.expect[k]);
+    free(o.expect);
     return rc;
 }

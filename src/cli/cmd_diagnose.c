@@ -323,23 +323,19 @@ static int dechunk(const char *p, size_t n, dg_buf *out)
     }
 }
 
-/* GETs @p path from @p u.  On success returns 0 with *status and the body
- * (NUL-terminated, caller frees) in *body; on failure -1 with a message on
- * stderr. */
-static int http_get(const dg_url *u, const char *path, const char *token,
-                    int timeout_s, int *status, char **body)
+/* Prints that no answer came from @p u while doing @p what. */
+static void timed_out(const dg_url *u, const char *what, int timeout_s)
 {
-    int64_t deadline = mono_ms() + (int64_t)timeout_s * 1000;
-    dg_buf in = { 0 }, dec = { 0 };
-    char req[4096], chunk[16384];
-    int fd, rc = -1, done = 0;
-    const char *what = "reading the response";
+    fprintf(stderr, "tidemark diagnose: %s: no answer from %s within %d "
+                    "s\n", what, u->hostport, timeout_s);
+}
 
-    *body = NULL;
-    fd = dial(u, deadline, timeout_s);
-    if (fd < 0) {
-        return -1;
-    }
+/* Sends "GET @p path" (with the bearer @p token, if any) on @p fd.
+ * Returns 0, or -1 with a message on stderr. */
+static int send_request(int fd, const dg_url *u, const char *path,
+                        const char *token, int64_t deadline, int timeout_s)
+{
+    char req[4096];
     int n = snprintf(req, sizeof req,
                      "GET %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: "
                      "tidemark/%s\r\nAccept: application/json\r\n"
@@ -349,7 +345,7 @@ static int http_get(const dg_url *u, const char *path, const char *token,
                      token ? token : "", token ? "\r\n" : "");
     if (n < 0 || (size_t)n >= sizeof req) {
         fprintf(stderr, "tidemark diagnose: request too long\n");
-        goto out;
+        return -1;
     }
     for (size_t off = 0; off < (size_t)n;) {
         ssize_t w = send(fd, req + off, (size_t)n - off, MSG_NOSIGNAL);
@@ -357,105 +353,148 @@ static int http_get(const dg_url *u, const char *path, const char *token,
             off += (size_t)w;
         } else if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
             if (wait_fd(fd, POLLOUT, deadline) != 1) {
-                what = "sending the request";
-                goto timeout;
+                timed_out(u, "sending the request", timeout_s);
+                return -1;
             }
         } else {
             fprintf(stderr, "tidemark diagnose: sending to %s: %s\n",
                     u->hostport, strerror(errno));
-            goto out;
+            return -1;
         }
     }
-    /* Read until the body is complete (Content-Length, last chunk) or
-     * the server closes the connection. */
+    return 0;
+}
+
+/* Whether the response in @p in (headers ending at @p hend) is complete:
+ * its last chunk (decoded into @p dec) or Content-Length bytes.  1, 0, or
+ * -1 with a message for a malformed chunked body. */
+static int response_done(const dg_url *u, dg_buf *in, const char *hend,
+                         dg_buf *dec)
+{
+    size_t hl = (size_t)(hend - in->p) + 4, vl;
+    const char *te = header(in->p, hend + 2, "Transfer-Encoding", &vl);
+    const char *cl = header(in->p, hend + 2, "Content-Length", &vl);
+    if (te != NULL && vl >= 7 && strncasecmp(te, "chunked", 7) == 0) {
+        int d = dechunk(in->p + hl, in->len - hl, dec);
+        if (d < 0)
+            fprintf(stderr, "tidemark diagnose: malformed chunked "
+                            "response from %s\n", u->hostport);
+        return d;
+    }
+    if (cl != NULL)
+        return in->len - hl >= strtoull(cl, NULL, 10);
+    return 0;
+}
+
+/* Reads until the body is complete (Content-Length, last chunk) or the
+ * server closes the connection.  Returns 0, or -1 with a message. */
+static int read_response(int fd, const dg_url *u, int64_t deadline,
+                         int timeout_s, dg_buf *in, dg_buf *dec)
+{
+    char chunk[16384];
     const char *hend = NULL;
+    int done = 0;
     while (!done) {
         int r = wait_fd(fd, POLLIN, deadline);
         if (r == 0) {
-            goto timeout;
+            timed_out(u, "reading the response", timeout_s);
+            return -1;
         }
         ssize_t got = r < 0 ? -1 : recv(fd, chunk, sizeof chunk, 0);
-        if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+        if (got < 0 && (errno == EAGAIN || errno == EINTR))
             continue;
-        }
         if (got < 0) {
             fprintf(stderr, "tidemark diagnose: reading from %s: %s\n",
                     u->hostport, strerror(errno));
-            goto out;
+            return -1;
         }
-        if (got == 0) {
+        if (got == 0)
             break;
-        }
-        if (in.len + (size_t)got > DG_MAX_BODY ||
-            buf_add(&in, chunk, (size_t)got) != 0) {
+        if (in->len + (size_t)got > DG_MAX_BODY ||
+            buf_add(in, chunk, (size_t)got) != 0) {
             fprintf(stderr, "tidemark diagnose: response from %s too "
                             "large\n", u->hostport);
-            goto out;
+            return -1;
         }
-        if (hend == NULL && (hend = strstr(in.p, "\r\n\r\n")) == NULL) {
+        if (hend == NULL && (hend = strstr(in->p, "\r\n\r\n")) == NULL)
             continue;
-        }
-        size_t hl = (size_t)(hend - in.p) + 4, vl;
-        const char *te = header(in.p, hend + 2, "Transfer-Encoding", &vl);
-        const char *cl = header(in.p, hend + 2, "Content-Length", &vl);
-        if (te != NULL && vl >= 7 && strncasecmp(te, "chunked", 7) == 0) {
-            int d = dechunk(in.p + hl, in.len - hl, &dec);
-            if (d < 0) {
-                fprintf(stderr, "tidemark diagnose: malformed chunked "
-                                "response from %s\n", u->hostport);
-                goto out;
-            }
-            done = d;
-        } else if (cl != NULL) {
-            done = in.len - hl >= strtoull(cl, NULL, 10);
-        }
+        done = response_done(u, in, hend, dec);
+        if (done < 0)
+            return -1;
     }
-    /* Headers: "HTTP/1.x NNN reason". */
-    if (in.p == NULL || (hend = strstr(in.p, "\r\n\r\n")) == NULL ||
-        strncmp(in.p, "HTTP/1.", 7) != 0 || strlen(in.p) < 12) {
+    return 0;
+}
+
+/* The body of a plain response: Content-Length bytes (all there must
+ * be) or everything after the headers.  0, or -1 with a message. */
+static int plain_body(const dg_url *u, const dg_buf *in, size_t hl,
+                      const char *cl, char **body)
+{
+    size_t blen = in->len - hl;
+    if (cl != NULL) {
+        unsigned long long want = strtoull(cl, NULL, 10);
+        if (want > blen) {
+            fprintf(stderr, "tidemark diagnose: truncated "
+                            "response from %s\n", u->hostport);
+            return -1;
+        }
+        blen = (size_t)want;
+    }
+    *body = malloc(blen + 1);
+    if (*body == NULL) {
+        fprintf(stderr, "tidemark diagnose: out of memory\n");
+        return -1;
+    }
+    memcpy(*body, in->p + hl, blen);
+    (*body)[blen] = '\0';
+    return 0;
+}
+
+/* The status ("HTTP/1.x NNN reason") and the body of the response in
+ * @p in.  Returns 0, or -1 with a message. */
+static int take_body(const dg_url *u, dg_buf *in, dg_buf *dec, int *status,
+                     char **body)
+{
+    const char *hend;
+    if (in->p == NULL || (hend = strstr(in->p, "\r\n\r\n")) == NULL ||
+        strncmp(in->p, "HTTP/1.", 7) != 0 || strlen(in->p) < 12) {
         fprintf(stderr, "tidemark diagnose: %s did not answer with "
                         "HTTP\n", u->hostport);
-        goto out;
+        return -1;
     }
-    *status = atoi(in.p + 9);
-    {
-        size_t hl = (size_t)(hend - in.p) + 4, vl;
-        const char *te = header(in.p, hend + 2, "Transfer-Encoding", &vl);
-        const char *cl = header(in.p, hend + 2, "Content-Length", &vl);
-        size_t blen = in.len - hl;
-        if (te != NULL && vl >= 7 && strncasecmp(te, "chunked", 7) == 0) {
-            if (dechunk(in.p + hl, in.len - hl, &dec) != 1) {
-                fprintf(stderr, "tidemark diagnose: truncated response "
-                                "from %s\n", u->hostport);
-                goto out;
-            }
-            *body = dec.p ? dec.p : strdup("");
-            dec.p = NULL;
-        } else {
-            if (cl != NULL) {
-                unsigned long long want = strtoull(cl, NULL, 10);
-                if (want > blen) {
-                    fprintf(stderr, "tidemark diagnose: truncated "
-                                    "response from %s\n", u->hostport);
-                    goto out;
-                }
-                blen = (size_t)want;
-            }
-            *body = malloc(blen + 1);
-            if (*body == NULL) {
-                fprintf(stderr, "tidemark diagnose: out of memory\n");
-                goto out;
-            }
-            memcpy(*body, in.p + hl, blen);
-            (*body)[blen] = '\0';
-        }
+    *status = atoi(in->p + 9);
+    size_t hl = (size_t)(hend - in->p) + 4, vl;
+    const char *te = header(in->p, hend + 2, "Transfer-Encoding", &vl);
+    const char *cl = header(in->p, hend + 2, "Content-Length", &vl);
+    if (te == NULL || vl < 7 || strncasecmp(te, "chunked", 7) != 0)
+        return plain_body(u, in, hl, cl, body);
+    if (dechunk(in->p + hl, in->len - hl, dec) != 1) {
+        fprintf(stderr, "tidemark diagnose: truncated response "
+                        "from %s\n", u->hostport);
+        return -1;
     }
-    rc = 0;
-    goto out;
-timeout:
-    fprintf(stderr, "tidemark diagnose: %s: no answer from %s within %d "
-                    "s\n", what, u->hostport, timeout_s);
-out:
+    *body = dec->p ? dec->p : strdup("");
+    dec->p = NULL;
+    return 0;
+}
+
+/* GETs @p path from @p u.  On success returns 0 with *status and the body
+ * (NUL-terminated, caller frees) in *body; on failure -1 with a message on
+ * stderr. */
+static int http_get(const dg_url *u, const char *path, const char *token,
+                    int timeout_s, int *status, char **body)
+{
+    int64_t deadline = mono_ms() + (int64_t)timeout_s * 1000;
+    dg_buf in = { 0 }, dec = { 0 };
+    *body = NULL;
+    int fd = dial(u, deadline, timeout_s);
+    if (fd < 0)
+        return -1;
+    int rc = send_request(fd, u, path, token, deadline, timeout_s);
+    if (rc == 0)
+        rc = read_response(fd, u, deadline, timeout_s, &in, &dec);
+    if (rc == 0)
+        rc = take_body(u, &in, &dec, status, body);
     close(fd);
     free(in.p);
     free(dec.p);

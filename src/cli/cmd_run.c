@@ -474,10 +474,10 @@ static void on_log(void *ud, const char *text)
 
 /* ---- Before and after the run ---- */
 
-/* Prints the closing paragraph; @p how is "finished", "stopped" (by a
- * signal) or "failed". */
-static void summary(const tdm__cli_job *cj, const char *name, double secs,
-                    const char *how)
+/* The summary's first paragraph: counts in and out, late records, bad
+ * records, guard hits, regressions, the final watermark. */
+static void summary_counts(const tdm__cli_job *cj, const char *name,
+                           double secs, const char *how)
 {
     const tdm_job *job = cj->job;
     char in[32], out[32], rate[32], a[32], b[32], c[32], d[32], g[32],
@@ -518,6 +518,13 @@ static void summary(const tdm__cli_job *cj, const char *name, double secs,
             tdm__cli_thousands(regr, r, sizeof r), regr == 1 ? "" : "s",
             tdm__cli_iso_time(tdm_job_stat(job, TDM_STAT_WATERMARK), wm,
                               sizeof wm));
+}
+
+/* Records dropped by filters, and JSON records that named a member
+ * twice. */
+static void summary_drops(const tdm__cli_job *cj)
+{
+    const tdm_job *job = cj->job;
     int64_t filtered = tdm_job_stat(job, TDM_STAT_FILTERED);
     if (filtered > 0) {
         /* A join's filter counts the pairs it drops there too. */
@@ -543,6 +550,11 @@ static void summary(const tdm__cli_job *cj, const char *name, double secs,
                 "value was kept.\n",
                 tdm__cli_thousands(dup, nd, sizeof nd), dup == 1 ? "" : "s");
     }
+}
+
+/* Checkpoints, restarts and the result latency. */
+static void summary_progress(const tdm_job *job)
+{
     int64_t n_ck = tdm_job_stat(job, TDM_STAT_CHECKPOINTS);
     int64_t n_ckf = tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED);
     if (n_ck == 0 && n_ckf > 0)
@@ -581,6 +593,16 @@ static void summary(const tdm__cli_job *cj, const char *name, double secs,
     }
 }
 
+/* Prints the closing paragraph; @p how is "finished", "stopped" (by a
+ * signal) or "failed". */
+static void summary(const tdm__cli_job *cj, const char *name, double secs,
+                    const char *how)
+{
+    summary_counts(cj, name, secs, how);
+    summary_drops(cj);
+    summary_progress(cj->job);
+}
+
 /* Installs (or, with @p on == 0, restores) the stop handlers. */
 static void handle_signals(int on)
 {
@@ -598,6 +620,57 @@ static void handle_signals(int on)
     sa.sa_flags = 0;
     sa.sa_handler = on ? on_savepoint_signal : SIG_DFL;
     sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* Loads the job of `run` (see tdm__cli_job_prepare), then applies
+ * --log-level (the job key log.level, set last) and --from-scratch and
+ * validates it.  Returns an exit code; *cj is set (possibly NULL). */
+static int load_job(const tdm__cli_opts *opts, const http_opts *http,
+                    const char *log_level, tdm__cli_job **cj)
+{
+    int rc = tdm__cli_job_prepare(opts, cj, stderr);
+    if (rc == TDM_EXIT_OK && log_level != NULL) {
+        char arg[128];
+        snprintf(arg, sizeof arg, "log.level=%s", log_level);
+        rc = tdm__cli_job_override(*cj, arg, stderr);
+    }
+    if (rc == TDM_EXIT_OK && http->from_scratch) {
+        char arg[] = "checkpoint.restore=none";
+        rc = tdm__cli_job_override(*cj, arg, stderr);
+    }
+    if (rc == TDM_EXIT_OK)
+        rc = tdm__cli_job_validate(*cj, stderr);
+    if (rc == TDM_EXIT_INVALID && *cj != NULL)
+        fprintf(stderr, "%s: invalid job (%d error%s), not run\n",
+                opts->file, (*cj)->errors, (*cj)->errors == 1 ? "" : "s");
+    return rc;
+}
+
+/* Erases the status line, if one is shown. */
+static void clear_status(status *st)
+{
+    pthread_mutex_lock(&st->mu);
+    if (st->shown) {
+        fputs("\r\033[K", stderr);
+        st->shown = 0;
+    }
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* The exit code of a run that returned @p err, its message printed. */
+static int run_result(tdm__cli_job *cj, tdm_err err, const char *msg)
+{
+    switch (err) {
+    case TDM_OK:
+        return TDM_EXIT_OK;
+    case TDM_ERR_INVAL:
+        tdm__cli_job_report(cj, NULL, NULL, msg[0] ? msg : "invalid job",
+                            stderr);
+        return TDM_EXIT_INVALID;
+    default:
+        fprintf(stderr, "tidemark: %s\n", msg[0] ? msg : tdm_strerror(err));
+        return TDM_EXIT_RUNTIME;
+    }
 }
 
 /* Runs `tidemark run` (argv after the command name).  Returns
@@ -631,27 +704,9 @@ int tdm__cli_cmd_run(int argc, char **argv)
         }
         goto out;
     }
-    rc = tdm__cli_job_prepare(&opts, &cj, stderr);
-    if (rc == TDM_EXIT_OK && log_level != NULL) {
-        /* --log-level is the job key log.level, set last. */
-        char arg[128];
-        snprintf(arg, sizeof arg, "log.level=%s", log_level);
-        rc = tdm__cli_job_override(cj, arg, stderr);
-    }
-    if (rc == TDM_EXIT_OK && http.from_scratch) {
-        char arg[] = "checkpoint.restore=none";
-        rc = tdm__cli_job_override(cj, arg, stderr);
-    }
-    if (rc == TDM_EXIT_OK) {
-        rc = tdm__cli_job_validate(cj, stderr);
-    }
-    if (rc != TDM_EXIT_OK) {
-        if (rc == TDM_EXIT_INVALID && cj != NULL) {
-            fprintf(stderr, "%s: invalid job (%d error%s), not run\n",
-                    opts.file, cj->errors, cj->errors == 1 ? "" : "s");
-        }
+    rc = load_job(&opts, &http, log_level, &cj);
+    if (rc != TDM_EXIT_OK)
         goto out;
-    }
     name = tdm__cli_job_value(cj, NULL, "name");
     st.name = name != NULL && name[0] != '\0' ? name : "job";
     st.live = !opts.quiet && isatty(STDERR_FILENO);
@@ -674,26 +729,8 @@ int tdm__cli_cmd_run(int argc, char **argv)
     handle_signals(0);
     running_job = NULL;
 
-    pthread_mutex_lock(&st.mu);
-    if (st.shown) {
-        fputs("\r\033[K", stderr);
-        st.shown = 0;
-    }
-    pthread_mutex_unlock(&st.mu);
-    switch (err) {
-    case TDM_OK:
-        rc = TDM_EXIT_OK;
-        break;
-    case TDM_ERR_INVAL:
-        tdm__cli_job_report(cj, NULL, NULL, msg[0] ? msg : "invalid job",
-                            stderr);
-        rc = TDM_EXIT_INVALID;
-        break;
-    default:
-        fprintf(stderr, "tidemark: %s\n", msg[0] ? msg : tdm_strerror(err));
-        rc = TDM_EXIT_RUNTIME;
-        break;
-    }
+    clear_status(&st);
+    rc = run_result(cj, err, msg);
     if (err == TDM_OK || err == TDM_ERR_IO) {
         summary(cj, st.name, mono_now() - t0,
                 err != TDM_OK ? "failed"
