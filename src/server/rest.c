@@ -15,54 +15,6 @@
 #include "runtime/rt.h"
 #include "server/server.h"
 
-/* How a VERTEX-scope metric is aggregated over the subtasks of a vertex:
- * watermarks (and the all-idle flag) by minimum, ages, lags and maxima by
- * maximum, counters, state and queues by sum. */
-enum { AGG_SUM = 0, AGG_MIN, AGG_MAX };
-
-static int agg_kind(tdm_metric id)
-{
-    switch (id) {
-    case TDM_METRIC_WM_INPUT:
-    case TDM_METRIC_WM_OUTPUT:
-    case TDM_METRIC_IDLE:
-    case TDM_METRIC_INPUT_WM:
-        return AGG_MIN;
-    case TDM_METRIC_WM_LAG:
-    case TDM_METRIC_LAST_RECORD_AGE:
-    case TDM_METRIC_MAX_TS:
-    case TDM_METRIC_TS_UNIT:
-    case TDM_METRIC_ALIGN_DRIFT:
-    case TDM_METRIC_LAG_P50:
-    case TDM_METRIC_LAG_P99:
-    case TDM_METRIC_LAG_P999:
-    case TDM_METRIC_LAG_MAX:
-    case TDM_METRIC_RESULT_LAT_P50:
-    case TDM_METRIC_RESULT_LAT_P99:
-        return AGG_MAX;
-    default:
-        return AGG_SUM;
-    }
-}
-
-/* True for metrics whose value is a point in event time, rendered with
- * the null / "end" convention (JSON) or left out / +Inf (Prometheus). */
-int tdm__metric_is_time(tdm_metric id)
-{
-    switch (id) {
-    case TDM_METRIC_WM_INPUT:
-    case TDM_METRIC_WM_OUTPUT:
-    case TDM_METRIC_MAX_TS:
-    case TDM_METRIC_INPUT_WM:
-    case TDM_METRIC_CH_WM:
-    case TDM_METRIC_P_WM:
-    case TDM_METRIC_P_MAX_TS:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* ---- JSON helpers ---- */
 
 /* A watermark as JSON: null for none yet, "end" for end of input. */
@@ -75,10 +27,11 @@ static json_t *jtime(tdm_time_ms t)
     return json_integer(t);
 }
 
-/* A metric value as JSON: times with jtime, the rest as integers. */
+/* A metric value as JSON: event times with jtime, the rest as
+ * integers. */
 static json_t *jvalue(tdm_metric id, int64_t v)
 {
-    return tdm__metric_is_time(id) ? jtime(v) : json_integer(v);
+    return tdm_metric_is_event_time(id) ? jtime(v) : json_integer(v);
 }
 
 /* Sets @p key of @p obj to @p v, which is taken even on failure; false
@@ -322,7 +275,7 @@ static json_t *ckpt_json(tdm_job *job)
 }
 
 /* The "metrics" object of vertex @p vi: every VERTEX-scope metric
- * aggregated over its subtasks (agg_kind), plus the inputs' watermarks
+ * aggregated over its subtasks (tdm_metric_combine), plus the inputs' watermarks
  * as currentInput<N>Watermark (minimum). */
 static json_t *vertex_metrics(const tdm_metrics *m, const tdm_vertex_info *vi)
 {
@@ -348,14 +301,14 @@ static json_t *vertex_metrics(const tdm_metrics *m, const tdm_vertex_info *vi)
         }
         if (strcmp(tdm_metric_scope(v->id), "VERTEX") != 0)
             continue;
-        k = agg_kind(v->id);
+        k = tdm_metric_combine(v->id);
         if (!has[v->id])
             acc[v->id] = v->value;
-        else if (k == AGG_MIN && v->value < acc[v->id])
+        else if (k == TDM_METRIC_AGG_MIN && v->value < acc[v->id])
             acc[v->id] = v->value;
-        else if (k == AGG_MAX && v->value > acc[v->id])
+        else if (k == TDM_METRIC_AGG_MAX && v->value > acc[v->id])
             acc[v->id] = v->value;
-        else if (k == AGG_SUM)
+        else if (k == TDM_METRIC_AGG_SUM)
             acc[v->id] = tdm__time_add_sat(acc[v->id], v->value);
         has[v->id] = 1;
     }

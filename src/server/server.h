@@ -49,11 +49,6 @@ typedef struct tdm__route {
  * over arbitrary bytes (fuzzed by tests/fuzz/fuzz_router.c). */
 void tdm__route_parse(const char *method, const char *url, tdm__route *out);
 
-/* True for metrics whose value is a point in event time (watermarks,
- * timestamps): JSON renders TDM_TIME_MIN as null and TDM_TIME_MAX as
- * "end", Prometheus leaves MIN out and writes MAX as +Inf (rest.c). */
-int tdm__metric_is_time(tdm_metric id);
-
 /* Looks parameter @p name up in @p query (the text after '?', without
  * it; may be NULL) and percent-decodes its value ('+' is a space) into
  * @p out (NUL-terminated, @p out_size bytes).  The first occurrence
