@@ -275,8 +275,8 @@ static json_t *ckpt_json(tdm_job *job)
 }
 
 /* The "metrics" object of vertex @p vi: every VERTEX-scope metric
- * aggregated over its subtasks (tdm_metric_combine), plus the inputs' watermarks
- * as currentInput<N>Watermark (minimum). */
+ * aggregated over its subtasks (tdm_metric_combine), plus the inputs'
+ * watermarks as currentInput<N>Watermark (minimum). */
 static json_t *vertex_metrics(const tdm_metrics *m, const tdm_vertex_info *vi)
 {
     int64_t acc[TDM_METRIC_COUNT_];
