@@ -188,6 +188,44 @@ static void consumer_evidence(const tdm__view *w, dx_out *o, json_t *ev,
     }
 }
 
+/* The fix of HELD_BACK_PARTITION (see rule_held_back): set an idle
+ * timeout, wait for the one set, or look at a producer that is behind. */
+static void held_back_fix(const tdm__view *w, const tdm__view_culprit *c,
+                          dx_out *o, json_t *f, int64_t idle)
+{
+    char d[32], nm[160], fx[32];
+    const tdm__view_unit *u = c->unit;
+    int64_t age = c->pub.last_record_age_ms;
+    int is_stalled = tdm__view_stalled(u, c->other_age_ms);
+
+    tdm__view_part_name(u, nm, sizeof nm);
+    if (idle <= 0) {
+        int64_t s = suggest_idle(w, u->vertex, c->other_age_ms, age);
+        fmt_conf(s, fx, sizeof fx);
+        set_fix(o, f,
+                "Set sources.%s.watermark.idle_timeout to %s (--set "
+                "sources.%s.watermark.idle_timeout=%s) so that a partition "
+                "silent for that long is left out of the minimum; and check "
+                "the producer of partition %s, which %s.",
+                u->vertex, fx, u->vertex, fx, nm,
+                is_stalled ? "has stopped sending"
+                           : "is behind the others");
+    } else if (is_stalled || (age >= 0 && age < idle)) {
+        set_fix(o, f,
+                "Check the producer of partition %s; it will be marked idle "
+                "(and left out of the minimum) after %s without records - "
+                "lower sources.%s.watermark.idle_timeout to release windows "
+                "sooner.",
+                nm, tdm__fmt_dur(idle, d, sizeof d), u->vertex);
+    } else {
+        set_fix(o, f,
+                "Check the producer of partition %s: it still sends, but "
+                "with timestamps %s behind the other partitions (a backlog "
+                "or a clock behind); windows fire as it catches up.",
+                nm, tdm__fmt_dur(c->pub.behind_ms, d, sizeof d));
+    }
+}
+
 /* HELD_BACK_PARTITION from the culprit.
  *
  * Severity follows what the lag costs: a culprit behind the next
@@ -202,12 +240,11 @@ static void consumer_evidence(const tdm__view *w, dx_out *o, json_t *ev,
 static void rule_held_back(const tdm__view *w, const tdm__view_culprit *c,
                            const tdm__history *hist, dx_out *o)
 {
-    char a[64], b[64], d[32], e[32], nm[160], nx[160], fx[32];
+    char a[64], b[64], d[32], e[32], nm[160], nx[160];
     const tdm__view_unit *u = c->unit;
     int64_t threshold = tdm__view_hold_threshold(w, u->vertex);
     int64_t age = c->pub.last_record_age_ms;
     int64_t idle = tdm__view_idle_timeout(w, u->vertex);
-    int is_stalled = tdm__view_stalled(u, c->other_age_ms);
     int crit = c->pub.behind_ms < 0 || c->pub.behind_ms >= threshold;
     json_t *f, *ev;
 
@@ -274,31 +311,7 @@ static void rule_held_back(const tdm__view *w, const tdm__view_culprit *c,
     else
         tdm__json_add_str(ev, &o->oom,
                           "source %s has no watermark.idle_timeout", u->vertex);
-    if (idle <= 0) {
-        int64_t s = suggest_idle(w, u->vertex, c->other_age_ms, age);
-        fmt_conf(s, fx, sizeof fx);
-        set_fix(o, f,
-                "Set sources.%s.watermark.idle_timeout to %s (--set "
-                "sources.%s.watermark.idle_timeout=%s) so that a partition "
-                "silent for that long is left out of the minimum; and check "
-                "the producer of partition %s, which %s.",
-                u->vertex, fx, u->vertex, fx, nm,
-                is_stalled ? "has stopped sending"
-                           : "is behind the others");
-    } else if (is_stalled || (age >= 0 && age < idle)) {
-        set_fix(o, f,
-                "Check the producer of partition %s; it will be marked idle "
-                "(and left out of the minimum) after %s without records - "
-                "lower sources.%s.watermark.idle_timeout to release windows "
-                "sooner.",
-                nm, tdm__fmt_dur(idle, d, sizeof d), u->vertex);
-    } else {
-        set_fix(o, f,
-                "Check the producer of partition %s: it still sends, but "
-                "with timestamps %s behind the other partitions (a backlog "
-                "or a clock behind); windows fire as it catches up.",
-                nm, tdm__fmt_dur(c->pub.behind_ms, d, sizeof d));
-    }
+    held_back_fix(w, c, o, f, idle);
 }
 
 /* HELD_BACK_PARTITION for an operator channel when no partition stands
@@ -1028,6 +1041,82 @@ static void rule_all_clear(const tdm__view *w, dx_out *o)
     set_fix(o, f, "Nothing to do.");
 }
 
+/* Runs every rule over view @p w with culprit @p c (see tdm__diagnose
+ * for the order). */
+static void run_rules(const tdm__view *w, const tdm__view_culprit *c,
+                      const tdm__history *hist, dx_out *o)
+{
+    if (w->n == 0) {
+        /* Vertices but no values: the job has not run. */
+        json_t *f = finding(o, SEV_INFO, "NOT_STARTED", NULL, -1, -1,
+                            "The job has not started: there is nothing to "
+                            "diagnose yet");
+        if (f)
+            set_fix(o, f, "Start the job (tdm_job_run, tidemark run) and "
+                           "ask again.");
+    } else if (c->pub.found &&
+               (c->pub.behind_ms < 0 ||
+                c->pub.behind_ms >=
+                    tdm__view_hold_threshold(w, c->unit->vertex) ||
+                tdm__view_stalled(c->unit, c->other_age_ms))) {
+        rule_held_back(w, c, hist, o);
+    } else {
+        rule_held_channel(w, o);
+    }
+    if (w->n > 0) {
+        rule_no_data(w, c, o);
+        rule_all_idle(w, o);
+        rule_unit(w, o);
+        rule_trigger(w, o);
+        rule_future(w, o);
+        rule_late(w, o);
+        rule_backpressure(w, o);
+        rule_counters(w, o);
+        rule_checkpoints(w, o);
+        if (json_array_size(o->items[SEV_CRITICAL]) == 0 &&
+            json_array_size(o->items[SEV_WARNING]) == 0)
+            rule_all_clear(w, o);
+    }
+}
+
+/* The "culprit" member: the partition holding the watermark back, as
+ * GET /jobs/:id/partitions has it (unknowns are null, sinceMs 0 without
+ * history), or null.  Sets *oom on a failed allocation. */
+static json_t *culprit_json(const tdm__view *w, const tdm__view_culprit *c,
+                            const tdm__history *hist, int *oom)
+{
+    json_t *cj;
+    char name[160];
+    tdm_time_ms since;
+    int64_t since_ms = 0;
+    if (!c->pub.found)
+        return json_null();
+    if (!(cj = json_object()))
+        return NULL;
+    tdm__json_set(cj, "vertex", json_string(c->pub.vertex), oom);
+    tdm__json_set(cj, "subtask", json_integer(c->pub.subtask), oom);
+    tdm__json_set(cj, "partition", json_integer(c->pub.partition), oom);
+    snprintf(name, sizeof name, "%s", c->pub.name ? c->pub.name : "");
+    tdm__json_set(cj, "name", json_string(name), oom);
+    tdm__json_set(cj, "watermark", tdm__json_wm(c->pub.watermark), oom);
+    tdm__json_set(cj, "next", tdm__json_wm(c->pub.next), oom);
+    if (tdm__history_culprit_since(hist, c->pub.vertex, c->pub.subtask,
+                                   c->pub.partition, &since) &&
+        since <= w->now)
+        since_ms = w->now - since;
+    tdm__json_set(cj, "behindMs",
+                  c->pub.behind_ms >= 0 ? json_integer(c->pub.behind_ms)
+                                        : json_null(),
+                  oom);
+    tdm__json_set(cj, "lastRecordAgeMs",
+                  c->pub.last_record_age_ms >= 0
+                      ? json_integer(c->pub.last_record_age_ms)
+                      : json_null(),
+                  oom);
+    tdm__json_set(cj, "sinceMs", json_integer(since_ms), oom);
+    return cj;
+}
+
 /* The findings for a snapshot (server.h).  Every rule appends to the
  * list of its severity; the lists are concatenated critical, warning,
  * info, so within a severity the rule order below holds.  The held-back
@@ -1041,7 +1130,6 @@ json_t *tdm__diagnose(tdm_job *job, const tdm_metrics *m,
     tdm__view_culprit c;
     dx_out o;
     json_t *res = NULL, *all = NULL;
-    char name[160];
 
     memset(&o, 0, sizeof o);
     if (!m || tdm__view_build(&w, job, m) != TDM_OK)
@@ -1050,35 +1138,7 @@ json_t *tdm__diagnose(tdm_job *job, const tdm_metrics *m,
         if (!(o.items[s] = json_array()))
             goto fail;
     tdm__view_culprit_find(&w, &c);
-    if (w.n == 0) {
-        /* Vertices but no values: the job has not run. */
-        json_t *f = finding(&o, SEV_INFO, "NOT_STARTED", NULL, -1, -1,
-                            "The job has not started: there is nothing to "
-                            "diagnose yet");
-        if (f)
-            set_fix(&o, f, "Start the job (tdm_job_run, tidemark run) and "
-                           "ask again.");
-    } else if (c.pub.found && (c.pub.behind_ms < 0 ||
-                               c.pub.behind_ms >= tdm__view_hold_threshold(
-                                                      &w, c.unit->vertex) ||
-                               tdm__view_stalled(c.unit, c.other_age_ms)))
-        rule_held_back(&w, &c, hist, &o);
-    else
-        rule_held_channel(&w, &o);
-    if (w.n > 0) {
-        rule_no_data(&w, &c, &o);
-        rule_all_idle(&w, &o);
-        rule_unit(&w, &o);
-        rule_trigger(&w, &o);
-        rule_future(&w, &o);
-        rule_late(&w, &o);
-        rule_backpressure(&w, &o);
-        rule_counters(&w, &o);
-        rule_checkpoints(&w, &o);
-        if (json_array_size(o.items[SEV_CRITICAL]) == 0 &&
-            json_array_size(o.items[SEV_WARNING]) == 0)
-            rule_all_clear(&w, &o);
-    }
+    run_rules(&w, &c, hist, &o);
     /* Most important first: critical, warning, info, each in rule order. */
     if (!(all = json_array()) || !(res = json_object()))
         goto fail;
@@ -1089,43 +1149,8 @@ json_t *tdm__diagnose(tdm_job *job, const tdm_metrics *m,
                   &o.oom);
     tdm__json_set(res, "now", json_integer(w.now), &o.oom);
     tdm__json_set(res, "running", json_boolean(w.running), &o.oom);
-    if (c.pub.found) {
-        json_t *cj = json_object();
-        tdm__json_set(res, "culprit", cj, &o.oom);
-        if (cj) {
-            tdm__json_set(cj, "vertex", json_string(c.pub.vertex), &o.oom);
-            tdm__json_set(cj, "subtask", json_integer(c.pub.subtask), &o.oom);
-            tdm__json_set(cj, "partition", json_integer(c.pub.partition),
-                          &o.oom);
-            snprintf(name, sizeof name, "%s",
-                     c.pub.name ? c.pub.name : "");
-            tdm__json_set(cj, "name", json_string(name), &o.oom);
-            tdm__json_set(cj, "watermark", tdm__json_wm(c.pub.watermark),
-                          &o.oom);
-            tdm__json_set(cj, "next", tdm__json_wm(c.pub.next), &o.oom);
-            /* As GET /jobs/:id/partitions has it: unknowns are null,
-             * sinceMs 0 without history. */
-            tdm_time_ms since;
-            int64_t since_ms = 0;
-            if (tdm__history_culprit_since(hist, c.pub.vertex,
-                                           c.pub.subtask, c.pub.partition,
-                                           &since) &&
-                since <= w.now)
-                since_ms = w.now - since;
-            tdm__json_set(cj, "behindMs",
-                          c.pub.behind_ms >= 0 ? json_integer(c.pub.behind_ms)
-                                               : json_null(),
-                          &o.oom);
-            tdm__json_set(cj, "lastRecordAgeMs",
-                          c.pub.last_record_age_ms >= 0
-                              ? json_integer(c.pub.last_record_age_ms)
-                              : json_null(),
-                          &o.oom);
-            tdm__json_set(cj, "sinceMs", json_integer(since_ms), &o.oom);
-        }
-    } else {
-        tdm__json_set(res, "culprit", json_null(), &o.oom);
-    }
+    tdm__json_set(res, "culprit", culprit_json(&w, &c, hist, &o.oom),
+                  &o.oom);
     if (json_object_set(res, "findings", all) != 0 || o.oom)
         goto fail;
     json_decref(all);

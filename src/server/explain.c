@@ -147,6 +147,352 @@ static int http_of(tdm_err e)
     }
 }
 
+/* ---- One explanation ---- */
+
+/* What the window's configuration says, as the verdicts need it. */
+typedef struct ex_conf {
+    int blind;              /* event-time windows, but a trigger that does
+                               not fire on the watermark */
+    int64_t trg;            /* the trigger (TRG_*) */
+    int64_t trigger_count;  /* the count trigger's count */
+    int64_t lateness;       /* allowed lateness, ms */
+} ex_conf;
+
+/* An explanation being built: the question, the subtask's answer, the
+ * optional view of a snapshot, and the verdict's parts. */
+typedef struct ex_ctx {
+    const char *vertex, *key;
+    tdm_time_ms start, end;
+    tdm_window_status st;
+    ex_conf conf;
+    tdm_metrics *m;         /* NULL when no snapshot could be taken */
+    tdm__view w;
+    int have_view;
+    json_t *ev;             /* evidence lines */
+    int oom;
+    char span[160];         /* "[start, end)" */
+    char verdict[1024];
+    char waiting[512];
+    const char *waiting_for; /* waiting, or NULL (nothing to wait for) */
+} ex_ctx;
+
+/* Reads the facts the verdicts need from window node @p node. */
+static void read_conf(tdm_node *node, ex_conf *cf)
+{
+    int event_time =
+        strcmp(tdm__node_str(node, "window.time"), "processing") != 0 &&
+        strcmp(tdm__node_str(node, "window.type"), "global") != 0;
+    cf->trg = tdm__node_int(node, "trigger");
+    cf->blind = event_time && (cf->trg == TRG_PROC || cf->trg == TRG_COUNT ||
+                               cf->trg == TRG_NEVER);
+    cf->trigger_count = tdm__node_int(node, "trigger.count");
+    cf->lateness = tdm__node_int(node, "allowed_lateness");
+}
+
+/* The trigger's name in the job file, for a blind trigger. */
+static const char *trigger_name(const ex_conf *cf)
+{
+    static const char *const what[] = { "", "", "processing_time",
+                                         "count", "", "never" };
+    return what[cf->trg];
+}
+
+/* The evidence every answer starts with: the subtask and its watermark,
+ * when the window fires and is dropped, what it holds. */
+static void opening_evidence(ex_ctx *x)
+{
+    const tdm_window_status *st = &x->st;
+    char a[64], b[64], d[32], e[32];
+    tdm__json_add_str(
+        x->ev, &x->oom,
+        "key \"%s\" belongs to subtask %d of %s, whose watermark is %s",
+        x->key, st->subtask, x->vertex,
+        tdm__fmt_time(st->watermark, a, sizeof a));
+    tdm__json_add_str(
+        x->ev, &x->oom,
+        "the window fires when that watermark reaches %s (its last "
+        "timestamp); its state is dropped once it passes %s (allowed "
+        "lateness %s)",
+        tdm__fmt_time(st->max_ts, a, sizeof a),
+        tdm__fmt_time(st->cleanup, b, sizeof b),
+        tdm__fmt_dur(x->conf.lateness, d, sizeof d));
+    if (st->has_state)
+        tdm__json_add_str(x->ev, &x->oom,
+                          st->elements >= 0
+                              ? "the window holds %s record%s now"
+                              : "the window holds records now%.0s%s",
+                          tdm__fmt_count(st->elements, e, sizeof e),
+                          st->elements == 1 ? "" : "s");
+    else
+        tdm__json_add_str(x->ev, &x->oom, "the window holds no records now");
+}
+
+/* Verdict: fired (at the end of input, early by its trigger, or when
+ * the watermark reached the window's end). */
+static void verdict_fired(ex_ctx *x)
+{
+    const tdm_window_status *st = &x->st;
+    char a[64];
+    if (st->fired_wm == TDM_TIME_MAX)
+        snprintf(x->verdict, sizeof x->verdict,
+                 "Fired: the window %s of key \"%s\" fired at the end "
+                 "of input.",
+                 x->span, x->key);
+    else if (x->conf.blind || st->fired_wm < st->max_ts)
+        snprintf(x->verdict, sizeof x->verdict,
+                 "Fired: the window %s of key \"%s\" fired (early, by "
+                 "its trigger) while the watermark of subtask %d was at "
+                 "%s.",
+                 x->span, x->key, st->subtask,
+                 tdm__fmt_time(st->fired_wm, a, sizeof a));
+    else
+        snprintf(x->verdict, sizeof x->verdict,
+                 "Fired: the window %s of key \"%s\" fired when the "
+                 "watermark of subtask %d reached %s.",
+                 x->span, x->key, st->subtask,
+                 tdm__fmt_time(st->fired_wm, a, sizeof a));
+    if (st->has_state && st->watermark < st->cleanup)
+        tdm__json_add_str(x->ev, &x->oom,
+                          "its state is kept until the watermark passes %s: "
+                          "a late record until then refires it",
+                          tdm__fmt_time(st->cleanup, a, sizeof a));
+}
+
+/* Verdict: holds records, but its trigger does not fire on the
+ * watermark (processing_time, count, never). */
+static void verdict_blind(ex_ctx *x)
+{
+    const char *what = trigger_name(&x->conf);
+    char a[64];
+    snprintf(x->verdict, sizeof x->verdict,
+             "Not fired: the window %s of key \"%s\" holds records, but "
+             "its %s trigger does not fire on the watermark.",
+             x->span, x->key, what);
+    if (x->conf.trg == TRG_COUNT)
+        snprintf(x->waiting, sizeof x->waiting,
+                 "%" PRId64 " records of key \"%s\" in this window (the "
+                 "count trigger)",
+                 x->conf.trigger_count, x->key);
+    else if (x->conf.trg == TRG_PROC)
+        snprintf(x->waiting, sizeof x->waiting,
+                 "processing time to reach %s (the processing_time "
+                 "trigger)",
+                 tdm__fmt_time(x->st.max_ts, a, sizeof a));
+    else
+        snprintf(x->waiting, sizeof x->waiting,
+                 "nothing: the never trigger fires no window (only the "
+                 "end of input does)");
+    x->waiting_for = x->waiting;
+    tdm__json_add_str(x->ev, &x->oom,
+                      "windows.%s.trigger is %s: remove it to fire each "
+                      "window when the watermark passes its end",
+                      x->vertex, what);
+}
+
+/* Verdict: holds records, waiting for the watermark, and what holds
+ * the watermark back. */
+static void verdict_waiting(ex_ctx *x)
+{
+    const tdm_window_status *st = &x->st;
+    char a[64], b[64];
+    snprintf(x->verdict, sizeof x->verdict,
+             "Not fired: waiting for the watermark of subtask %d to "
+             "pass %s; it is at %s",
+             st->subtask, tdm__fmt_time(st->max_ts, a, sizeof a),
+             st->watermark == TDM_TIME_MIN
+                 ? "nothing yet (no watermark)"
+                 : tdm__fmt_time(st->watermark, b, sizeof b));
+    if (x->have_view)
+        holding_clause(&x->w, &x->oom, x->ev, x->vertex, st, x->verdict,
+                       sizeof x->verdict - 1);
+    strcat(x->verdict, ".");
+    snprintf(x->waiting, sizeof x->waiting,
+             "the watermark of %s subtask %d to pass %s", x->vertex,
+             st->subtask, tdm__fmt_time(st->max_ts, a, sizeof a));
+    x->waiting_for = x->waiting;
+}
+
+/* Verdict: holds records and the watermark has passed its end: it
+ * fires with the next watermark step (asked between two steps). */
+static void verdict_next_step(ex_ctx *x)
+{
+    char a[64];
+    snprintf(x->verdict, sizeof x->verdict,
+             "Not fired yet: the watermark of subtask %d (%s) has "
+             "passed the window's end; it fires with the subtask's next "
+             "watermark step.",
+             x->st.subtask, tdm__fmt_time(x->st.watermark, a, sizeof a));
+    snprintf(x->waiting, sizeof x->waiting,
+             "the next watermark step of %s subtask %d", x->vertex,
+             x->st.subtask);
+    x->waiting_for = x->waiting;
+}
+
+/* Verdict: no records and the watermark has passed its end: no record
+ * came in time (with the vertex's late counts). */
+static void verdict_no_result(ex_ctx *x)
+{
+    const tdm_window_status *st = &x->st;
+    int64_t dropped = 0, side = 0;
+    char a[64], d[32], e[32];
+    if (x->have_view) {
+        dropped = tdm__view_agg(&x->w, x->vertex, TDM_METRIC_LATE_DROPPED,
+                                TDM_METRIC_AGG_SUM, NULL);
+        side = tdm__view_agg(&x->w, x->vertex, TDM_METRIC_LATE_SIDE,
+                             TDM_METRIC_AGG_SUM, NULL);
+    }
+    snprintf(x->verdict, sizeof x->verdict,
+             "No result: no record with key \"%s\" arrived for the "
+             "window %s before the watermark passed its end (%s late "
+             "record%s %s dropped by %s, %s sent to the late output).",
+             x->key, x->span, tdm__fmt_count(dropped, d, sizeof d),
+             dropped == 1 ? "" : "s", dropped == 1 ? "was" : "were",
+             x->vertex, tdm__fmt_count(side, e, sizeof e));
+    if (st->watermark < st->cleanup) {
+        snprintf(x->waiting, sizeof x->waiting,
+                 "a record with key \"%s\" in the window before the "
+                 "watermark passes %s (allowed lateness)",
+                 x->key, tdm__fmt_time(st->cleanup, a, sizeof a));
+        x->waiting_for = x->waiting;
+    }
+    tdm__json_add_str(x->ev, &x->oom,
+                      "(or it fired longer ago than the last 8,192 firings "
+                      "subtask %d remembers)",
+                      st->subtask);
+}
+
+/* Verdict: no records and the watermark below its end: no record yet. */
+static void verdict_no_record(ex_ctx *x)
+{
+    char a[64];
+    snprintf(x->verdict, sizeof x->verdict,
+             "Not fired: no record with key \"%s\" has arrived for the "
+             "window %s yet; the watermark of subtask %d is at %s.",
+             x->key, x->span, x->st.subtask,
+             tdm__fmt_time(x->st.watermark, a, sizeof a));
+    snprintf(x->waiting, sizeof x->waiting,
+             "a record with key \"%s\" in the window, then the "
+             "watermark of %s subtask %d to pass %s",
+             x->key, x->vertex, x->st.subtask,
+             tdm__fmt_time(x->st.max_ts, a, sizeof a));
+    x->waiting_for = x->waiting;
+}
+
+/* Picks the verdict of the six cases (see tdm__explain_window). */
+static void verdict(ex_ctx *x)
+{
+    const tdm_window_status *st = &x->st;
+    if (st->fired)
+        verdict_fired(x);
+    else if (st->has_state && x->conf.blind)
+        verdict_blind(x);
+    else if (st->has_state && st->watermark < st->max_ts)
+        verdict_waiting(x);
+    else if (st->has_state)
+        verdict_next_step(x);
+    else if (st->watermark >= st->max_ts)
+        verdict_no_result(x);
+    else
+        verdict_no_record(x);
+}
+
+/* The closing evidence: a finished job, and the recent late records
+ * (at most 5) that fell into this window. */
+static void closing_evidence(ex_ctx *x)
+{
+    char a[64], c[64];
+    if (!x->st.running)
+        tdm__json_add_str(x->ev, &x->oom,
+                          "the job has finished: this is its final state");
+    for (size_t i = 0, shown = 0; x->m && i < tdm_metrics_late_count(x->m);
+         i++) {
+        const tdm_late_sample *ls = tdm_metrics_late_at(x->m, i);
+        if (!ls || tdm__view_strcmp(ls->vertex, x->vertex) != 0 ||
+            ls->ts < x->start || ls->ts >= x->end || shown >= 5)
+            continue;
+        shown++;
+        tdm__json_add_str(
+            x->ev, &x->oom,
+            "a late record of this window at %s met watermark %s and "
+            "was %s: %s",
+            tdm__fmt_time(ls->ts, a, sizeof a),
+            tdm__fmt_time(ls->watermark, c, sizeof c),
+            ls->dropped ? "dropped" : "sent to the late output",
+            ls->row ? ls->row : "");
+    }
+}
+
+/* The answer's JSON: the question, the verdict, the evidence (taken:
+ * x->ev is NULL afterwards) and the status.  NULL on NOMEM. */
+static json_t *answer_json(ex_ctx *x)
+{
+    json_t *res = json_object();
+    if (!res)
+        return NULL;
+    tdm__json_set(res, "vertex", json_string(x->vertex), &x->oom);
+    tdm__json_set(res, "key", json_string(x->key), &x->oom);
+    tdm__json_set(res, "start", json_integer(x->start), &x->oom);
+    tdm__json_set(res, "end", json_integer(x->end), &x->oom);
+    tdm__json_set(res, "fired", json_boolean(x->st.fired), &x->oom);
+    tdm__json_set(res, "verdict", json_string(x->verdict), &x->oom);
+    tdm__json_set(res, "waiting_for",
+                  x->waiting_for ? json_string(x->waiting_for)
+                                 : json_null(),
+                  &x->oom);
+    tdm__json_set(res, "evidence", x->ev, &x->oom);
+    x->ev = NULL;
+    tdm__json_set(res, "status", status_json(&x->st, &x->oom), &x->oom);
+    if (x->oom) {
+        json_decref(res);
+        return NULL;
+    }
+    return res;
+}
+
+/* Checks the question and asks the window subtask: 200 with the answer
+ * in x->st and the window's configuration in x->conf, or the HTTP status
+ * of the refusal (with its message in errbuf). */
+static int ask(tdm_job *job, ex_ctx *x, char *errbuf, size_t errbuf_size)
+{
+    tdm_node *node;
+    tdm_err err;
+    if (!job || !x->vertex || !*x->vertex) {
+        tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                  "vertex is required (the name of a window)");
+        return 400;
+    }
+    node = tdm_job_node(job, x->vertex);
+    if (!node || node->kind != TDM_NODE_WINDOW) {
+        tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                  node ? "vertex \"%s\" is not a window"
+                       : "no window named \"%s\" in the job",
+                  x->vertex);
+        return 404;
+    }
+    if (!x->key) {
+        tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                  "key is required (the key fields' values, joined by ',')");
+        return 400;
+    }
+    if (x->start >= x->end) {
+        tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                  "start must be before end (got %" PRId64 " and %" PRId64
+                  ")",
+                  x->start, x->end);
+        return 400;
+    }
+    err = tdm_job_window_status(job, x->vertex, x->key, x->start, x->end,
+                                &x->st, errbuf, errbuf_size);
+    if (err == TDM_ERR_STATE)
+        tdm__errf(errbuf, errbuf_size, err, "the job has not run yet");
+    else if (err == TDM_ERR_NOMEM)
+        tdm__errf(errbuf, errbuf_size, err, "out of memory");
+    if (err != TDM_OK)
+        return http_of(err);
+    read_conf(node, &x->conf);
+    return 200;
+}
+
 /* Explains one (key, window) of a window vertex (server.h).
  *
  * The verdict is one of six cases, from the subtask's answer:
@@ -168,260 +514,40 @@ json_t *tdm__explain_window(tdm_job *job, const char *vertex,
                             tdm_time_ms end, int *http_status,
                             char *errbuf, size_t errbuf_size)
 {
-    tdm_window_status st;
-    tdm_metrics *m = NULL;
-    tdm__view w;
-    int oom = 0;
-    json_t *res = NULL, *ev = NULL;
-    char verdict[1024], waiting[512], a[64], b[64], c[64], d[32], e[32];
-    const char *waiting_for = NULL;
-    tdm_node *node;
-    tdm_err err;
-    int have_view = 0, status = 200;
+    ex_ctx x;
+    json_t *res = NULL;
+    char a[64], b[64];
+    int status;
 
-    memset(&w, 0, sizeof w);
-    if (!job || !vertex || !*vertex) {
-        status = 400;
-        tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                  "vertex is required (the name of a window)");
-        goto fail;
-    }
-    node = tdm_job_node(job, vertex);
-    if (!node || node->kind != TDM_NODE_WINDOW) {
-        status = 404;
-        tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                  node ? "vertex \"%s\" is not a window"
-                       : "no window named \"%s\" in the job",
-                  vertex);
-        goto fail;
-    }
-    if (!key) {
-        status = 400;
-        tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                  "key is required (the key fields' values, joined by ',')");
-        goto fail;
-    }
-    if (start >= end) {
-        status = 400;
-        tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                  "start must be before end (got %" PRId64 " and %" PRId64
-                  ")",
-                  start, end);
-        goto fail;
-    }
-    err = tdm_job_window_status(job, vertex, key, start, end, &st, errbuf,
-                                errbuf_size);
-    if (err != TDM_OK) {
-        status = http_of(err);
-        if (err == TDM_ERR_STATE)
-            tdm__errf(errbuf, errbuf_size, err, "the job has not run yet");
-        else if (err == TDM_ERR_NOMEM)
-            tdm__errf(errbuf, errbuf_size, err, "out of memory");
-        goto fail;
-    }
+    memset(&x, 0, sizeof x);
+    x.vertex = vertex;
+    x.key = key;
+    x.start = start;
+    x.end = end;
+    if ((status = ask(job, &x, errbuf, errbuf_size)) != 200)
+        goto out;
     /* The snapshot only adds evidence: without it the answer stands. */
-    if (tdm_job_metrics(job, &m) == TDM_OK &&
-        tdm__view_build(&w, job, m) == TDM_OK)
-        have_view = 1;
-    if (!(res = json_object()) || !(ev = json_array()))
+    if (tdm_job_metrics(job, &x.m) == TDM_OK &&
+        tdm__view_build(&x.w, job, x.m) == TDM_OK)
+        x.have_view = 1;
+    if (!(x.ev = json_array()))
         goto nomem;
-
-    int64_t trg = tdm__node_int(node, "trigger");
-    int event_time =
-        strcmp(tdm__node_str(node, "window.time"), "processing") != 0 &&
-        strcmp(tdm__node_str(node, "window.type"), "global") != 0;
-    int blind = event_time &&
-                (trg == TRG_PROC || trg == TRG_COUNT || trg == TRG_NEVER);
-    int64_t lateness = tdm__node_int(node, "allowed_lateness");
-    char span[160];
-    snprintf(span, sizeof span, "[%s, %s)", tdm__fmt_time(start, a, sizeof a),
+    snprintf(x.span, sizeof x.span, "[%s, %s)",
+             tdm__fmt_time(start, a, sizeof a),
              tdm__fmt_time(end, b, sizeof b));
-
-    tdm__json_add_str(
-        ev, &oom,
-        "key \"%s\" belongs to subtask %d of %s, whose watermark is %s", key,
-        st.subtask, vertex, tdm__fmt_time(st.watermark, a, sizeof a));
-    tdm__json_add_str(
-        ev, &oom,
-        "the window fires when that watermark reaches %s (its last "
-        "timestamp); its state is dropped once it passes %s (allowed "
-        "lateness %s)",
-        tdm__fmt_time(st.max_ts, a, sizeof a),
-        tdm__fmt_time(st.cleanup, b, sizeof b),
-        tdm__fmt_dur(lateness, d, sizeof d));
-    if (st.has_state)
-        tdm__json_add_str(ev, &oom,
-                          st.elements >= 0
-                              ? "the window holds %s record%s now"
-                              : "the window holds records now%.0s%s",
-                          tdm__fmt_count(st.elements, e, sizeof e),
-                          st.elements == 1 ? "" : "s");
-    else
-        tdm__json_add_str(ev, &oom, "the window holds no records now");
-
-    if (st.fired) {
-        if (st.fired_wm == TDM_TIME_MAX)
-            snprintf(verdict, sizeof verdict,
-                     "Fired: the window %s of key \"%s\" fired at the end "
-                     "of input.",
-                     span, key);
-        else if (blind || st.fired_wm < st.max_ts)
-            snprintf(verdict, sizeof verdict,
-                     "Fired: the window %s of key \"%s\" fired (early, by "
-                     "its trigger) while the watermark of subtask %d was at "
-                     "%s.",
-                     span, key, st.subtask,
-                     tdm__fmt_time(st.fired_wm, a, sizeof a));
-        else
-            snprintf(verdict, sizeof verdict,
-                     "Fired: the window %s of key \"%s\" fired when the "
-                     "watermark of subtask %d reached %s.",
-                     span, key, st.subtask,
-                     tdm__fmt_time(st.fired_wm, a, sizeof a));
-        if (st.has_state && st.watermark < st.cleanup)
-            tdm__json_add_str(
-                ev, &oom,
-                "its state is kept until the watermark passes %s: a "
-                "late record until then refires it",
-                tdm__fmt_time(st.cleanup, a, sizeof a));
-    } else if (st.has_state && blind) {
-        static const char *const what[] = { "", "", "processing_time",
-                                             "count", "", "never" };
-        snprintf(verdict, sizeof verdict,
-                 "Not fired: the window %s of key \"%s\" holds records, but "
-                 "its %s trigger does not fire on the watermark.",
-                 span, key, what[trg]);
-        if (trg == TRG_COUNT)
-            snprintf(waiting, sizeof waiting,
-                     "%" PRId64 " records of key \"%s\" in this window (the "
-                     "count trigger)",
-                     tdm__node_int(node, "trigger.count"), key);
-        else if (trg == TRG_PROC)
-            snprintf(waiting, sizeof waiting,
-                     "processing time to reach %s (the processing_time "
-                     "trigger)",
-                     tdm__fmt_time(st.max_ts, a, sizeof a));
-        else
-            snprintf(waiting, sizeof waiting,
-                     "nothing: the never trigger fires no window (only the "
-                     "end of input does)");
-        waiting_for = waiting;
-        tdm__json_add_str(
-            ev, &oom,
-            "windows.%s.trigger is %s: remove it to fire each window "
-            "when the watermark passes its end",
-            vertex, what[trg]);
-    } else if (st.has_state && st.watermark < st.max_ts) {
-        snprintf(verdict, sizeof verdict,
-                 "Not fired: waiting for the watermark of subtask %d to "
-                 "pass %s; it is at %s",
-                 st.subtask, tdm__fmt_time(st.max_ts, a, sizeof a),
-                 st.watermark == TDM_TIME_MIN
-                     ? "nothing yet (no watermark)"
-                     : tdm__fmt_time(st.watermark, b, sizeof b));
-        if (have_view)
-            holding_clause(&w, &oom, ev, vertex, &st, verdict,
-                           sizeof verdict - 1);
-        strcat(verdict, ".");
-        snprintf(waiting, sizeof waiting,
-                 "the watermark of %s subtask %d to pass %s", vertex,
-                 st.subtask, tdm__fmt_time(st.max_ts, a, sizeof a));
-        waiting_for = waiting;
-    } else if (st.has_state) {
-        snprintf(verdict, sizeof verdict,
-                 "Not fired yet: the watermark of subtask %d (%s) has "
-                 "passed the window's end; it fires with the subtask's next "
-                 "watermark step.",
-                 st.subtask, tdm__fmt_time(st.watermark, a, sizeof a));
-        snprintf(waiting, sizeof waiting,
-                 "the next watermark step of %s subtask %d", vertex,
-                 st.subtask);
-        waiting_for = waiting;
-    } else if (st.watermark >= st.max_ts) {
-        int64_t dropped = 0, side = 0;
-        if (have_view) {
-            dropped = tdm__view_agg(&w, vertex, TDM_METRIC_LATE_DROPPED,
-                                    TDM_METRIC_AGG_SUM, NULL);
-            side = tdm__view_agg(&w, vertex, TDM_METRIC_LATE_SIDE,
-                                 TDM_METRIC_AGG_SUM, NULL);
-        }
-        snprintf(verdict, sizeof verdict,
-                 "No result: no record with key \"%s\" arrived for the "
-                 "window %s before the watermark passed its end (%s late "
-                 "record%s %s dropped by %s, %s sent to the late output).",
-                 key, span, tdm__fmt_count(dropped, d, sizeof d),
-                 dropped == 1 ? "" : "s", dropped == 1 ? "was" : "were",
-                 vertex, tdm__fmt_count(side, e, sizeof e));
-        if (st.watermark < st.cleanup) {
-            snprintf(waiting, sizeof waiting,
-                     "a record with key \"%s\" in the window before the "
-                     "watermark passes %s (allowed lateness)",
-                     key, tdm__fmt_time(st.cleanup, a, sizeof a));
-            waiting_for = waiting;
-        }
-        tdm__json_add_str(ev, &oom,
-                          "(or it fired longer ago than the last 8,192 firings "
-                          "subtask %d remembers)",
-                          st.subtask);
-    } else {
-        snprintf(verdict, sizeof verdict,
-                 "Not fired: no record with key \"%s\" has arrived for the "
-                 "window %s yet; the watermark of subtask %d is at %s.",
-                 key, span, st.subtask,
-                 tdm__fmt_time(st.watermark, a, sizeof a));
-        snprintf(waiting, sizeof waiting,
-                 "a record with key \"%s\" in the window, then the "
-                 "watermark of %s subtask %d to pass %s",
-                 key, vertex, st.subtask,
-                 tdm__fmt_time(st.max_ts, a, sizeof a));
-        waiting_for = waiting;
-    }
-    if (!st.running)
-        tdm__json_add_str(ev, &oom,
-                          "the job has finished: this is its final state");
-    /* Recent late records that fell into this window. */
-    for (size_t i = 0, shown = 0; m && i < tdm_metrics_late_count(m); i++) {
-        const tdm_late_sample *ls = tdm_metrics_late_at(m, i);
-        if (!ls || tdm__view_strcmp(ls->vertex, vertex) != 0 ||
-            ls->ts < start || ls->ts >= end || shown >= 5)
-            continue;
-        shown++;
-        tdm__json_add_str(
-            ev, &oom,
-            "a late record of this window at %s met watermark %s and "
-            "was %s: %s",
-            tdm__fmt_time(ls->ts, a, sizeof a),
-            tdm__fmt_time(ls->watermark, c, sizeof c),
-            ls->dropped ? "dropped" : "sent to the late output",
-            ls->row ? ls->row : "");
-    }
-    tdm__json_set(res, "vertex", json_string(vertex), &oom);
-    tdm__json_set(res, "key", json_string(key), &oom);
-    tdm__json_set(res, "start", json_integer(start), &oom);
-    tdm__json_set(res, "end", json_integer(end), &oom);
-    tdm__json_set(res, "fired", json_boolean(st.fired), &oom);
-    tdm__json_set(res, "verdict", json_string(verdict), &oom);
-    tdm__json_set(res, "waiting_for",
-                  waiting_for ? json_string(waiting_for) : json_null(), &oom);
-    tdm__json_set(res, "evidence", ev, &oom);
-    ev = NULL;
-    tdm__json_set(res, "status", status_json(&st, &oom), &oom);
-    if (oom)
-        goto nomem;
-    if (have_view)
-        tdm__view_free(&w);
-    tdm_metrics_free(m);
-    *http_status = 200;
-    return res;
+    opening_evidence(&x);
+    verdict(&x);
+    closing_evidence(&x);
+    if ((res = answer_json(&x)) != NULL)
+        goto out;
 nomem:
     status = 500;
     tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM, "out of memory");
-fail:
-    json_decref(res);
-    json_decref(ev);
-    if (have_view)
-        tdm__view_free(&w);
-    tdm_metrics_free(m);
+out:
+    json_decref(x.ev);
+    if (x.have_view)
+        tdm__view_free(&x.w);
+    tdm_metrics_free(x.m);
     *http_status = status;
-    return NULL;
+    return res;
 }

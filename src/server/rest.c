@@ -1024,6 +1024,69 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
 
 /* ---- Dispatch ---- */
 
+/* GET /metrics: the Prometheus text of a snapshot. */
+static void prom_reply(const tdm__rest_ctx *ctx, tdm__reply *out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    tdm_metrics *m = snapshot(ctx, out);
+    if (m == NULL)
+        return;
+    if (tdm__prom_render(m, ctx->name, &text, &len) != TDM_OK) {
+        tdm_metrics_free(m);
+        tdm__rest_error(out, 500, "out of memory");
+        return;
+    }
+    tdm_metrics_free(m);
+    out->status = 200;
+    out->type = "text/plain; version=0.0.4; charset=utf-8";
+    out->body = text;
+    out->len = len;
+}
+
+/* The routes under /jobs/:id answered from snapshot @p m (borrowed);
+ * @p get is the metrics route's ?get= list (NULL: every metric). */
+static void snapshot_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
+                           const tdm_metrics *m, const char *get,
+                           tdm__reply *out)
+{
+    char msg[512];
+    switch (r->id) {
+    case TDM__R_JOB:
+        reply_json(out, 200, job_json(ctx, m));
+        break;
+    case TDM__R_VERTEX_WATERMARKS: {
+        const tdm_vertex_info *vi = find_vertex(m, r->vertex);
+        if (vi == NULL) {
+            snprintf(msg, sizeof msg, "no vertex \"%s\" in job \"%s\"",
+                     r->vertex, ctx->name);
+            tdm__rest_error(out, 404, msg);
+            break;
+        }
+        reply_json(out, 200, watermarks_json(m, vi));
+        break;
+    }
+    case TDM__R_JOB_METRICS:
+        reply_json(out, 200, metrics_json(m, get));
+        break;
+    case TDM__R_PARTITIONS:
+        reply_json(out, 200, partitions_json(ctx, m));
+        break;
+    case TDM__R_HISTORY:
+        reply_json(out, 200, history_json(ctx, m));
+        break;
+    case TDM__R_LATE:
+        reply_json(out, 200, late_json(m));
+        break;
+    case TDM__R_DIAGNOSIS:
+        reply_json(out, 200, tdm__diagnose(ctx->job, m, ctx->hist));
+        break;
+    default:
+        tdm__rest_error(out, 404, "no such resource");
+        break;
+    }
+}
+
 /* Answers a route (see server.h). */
 void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
                      const char *query, tdm__reply *out)
@@ -1048,23 +1111,9 @@ void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
     case TDM__R_JOBS:
         reply_json(out, 200, jobs_json(ctx));
         return;
-    case TDM__R_PROMETHEUS: {
-        char *text = NULL;
-        size_t len = 0;
-        if ((m = snapshot(ctx, out)) == NULL)
-            return;
-        if (tdm__prom_render(m, ctx->name, &text, &len) != TDM_OK) {
-            tdm_metrics_free(m);
-            tdm__rest_error(out, 500, "out of memory");
-            return;
-        }
-        tdm_metrics_free(m);
-        out->status = 200;
-        out->type = "text/plain; version=0.0.4; charset=utf-8";
-        out->body = text;
-        out->len = len;
+    case TDM__R_PROMETHEUS:
+        prom_reply(ctx, out);
         return;
-    }
     default:
         break;
     }
@@ -1090,39 +1139,7 @@ void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
     }
     if ((m = snapshot(ctx, out)) == NULL)
         return;
-    switch (r->id) {
-    case TDM__R_JOB:
-        reply_json(out, 200, job_json(ctx, m));
-        break;
-    case TDM__R_VERTEX_WATERMARKS: {
-        const tdm_vertex_info *vi = find_vertex(m, r->vertex);
-        if (vi == NULL) {
-            snprintf(msg, sizeof msg, "no vertex \"%s\" in job \"%s\"",
-                     r->vertex, ctx->name);
-            tdm__rest_error(out, 404, msg);
-            break;
-        }
-        reply_json(out, 200, watermarks_json(m, vi));
-        break;
-    }
-    case TDM__R_JOB_METRICS:
-        reply_json(out, 200, metrics_json(m, rc == 1 ? get : NULL));
-        break;
-    case TDM__R_PARTITIONS:
-        reply_json(out, 200, partitions_json(ctx, m));
-        break;
-    case TDM__R_HISTORY:
-        reply_json(out, 200, history_json(ctx, m));
-        break;
-    case TDM__R_LATE:
-        reply_json(out, 200, late_json(m));
-        break;
-    case TDM__R_DIAGNOSIS:
-        reply_json(out, 200, tdm__diagnose(ctx->job, m, ctx->hist));
-        break;
-    default:
-        tdm__rest_error(out, 404, "no such resource");
-        break;
-    }
+    snapshot_reply(ctx, r, m, rc == 1 ? get : NULL, out);
     tdm_metrics_free(m);
 }
+
