@@ -1571,6 +1571,84 @@ TDM_API tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
                                       char *errbuf, size_t errbuf_size);
 
 /* ====================================================================== */
+/* Reading a job back                                                      */
+/* ====================================================================== */
+
+/* What a job's configuration and its run say, for tools that watch a job
+** (the embedded server and its diagnosis are one): the keys read back,
+** typed where a key is a choice, and the run's state.  Choices come back
+** as enums, never as ordinals of the configuration table, so that a
+** reordered table cannot change a reader's answer. */
+
+/* The window assigner of a window or window-join node. */
+typedef enum tdm_window_kind {
+    TDM_WINDOW_KIND_NONE = 0,   /* not a window: a source, a sink, an
+                                   interval join */
+    TDM_WINDOW_KIND_TUMBLING,
+    TDM_WINDOW_KIND_SLIDING,
+    TDM_WINDOW_KIND_SESSION,
+    TDM_WINDOW_KIND_GLOBAL
+} tdm_window_kind;
+
+/* The trigger of a window node (job key "trigger"). */
+typedef enum tdm_trigger_kind {
+    TDM_TRIGGER_KIND_DEFAULT = 0,        /* the assigner's own */
+    TDM_TRIGGER_KIND_EVENT_TIME,
+    TDM_TRIGGER_KIND_PROCESSING_TIME,
+    TDM_TRIGGER_KIND_COUNT,
+    TDM_TRIGGER_KIND_CONTINUOUS_EVENT_TIME,
+    TDM_TRIGGER_KIND_NEVER
+} tdm_trigger_kind;
+
+/** @brief The text of job key @p key: as set, or the table's default
+ *  ("" for an unknown key).  Library-owned; valid until the key is set
+ *  again or the job is destroyed. */
+TDM_API const char *tdm_job_get(const tdm_job *job, const char *key);
+/** @brief The value of job key @p key when it is a number: an INT as is,
+ *  a BOOL as 0 or 1, a DURATION in ms.  0 for an unknown key and for
+ *  keys that are not numbers (strings; choices have typed readers). */
+TDM_API int64_t tdm_job_get_int(const tdm_job *job, const char *key);
+/** @brief The same for the keys of node @p node (its kind's keys). */
+TDM_API const char *tdm_node_get(const tdm_node *node, const char *key);
+TDM_API int64_t tdm_node_get_int(const tdm_node *node, const char *key);
+/** @brief The kind of node @p node. */
+TDM_API tdm_node_kind tdm_node_kind_of(const tdm_node *node);
+/** @brief "source", "window", "join" or "sink" ("node" outside the
+ *  enum).  A static string. */
+TDM_API const char *tdm_node_kind_name(tdm_node_kind kind);
+/** @brief The window assigner of a window node, or of a window join;
+ *  TDM_WINDOW_KIND_NONE for every other node (interval joins too). */
+TDM_API tdm_window_kind tdm_node_window_kind(const tdm_node *node);
+/** @brief 1 when window node @p node assigns windows by processing time
+ *  (window.time processing), else 0. */
+TDM_API int tdm_node_processing_time(const tdm_node *node);
+/** @brief The trigger of window node @p node; TDM_TRIGGER_KIND_DEFAULT
+ *  for every other node. */
+TDM_API tdm_trigger_kind tdm_node_trigger(const tdm_node *node);
+/** @brief The trigger's name in a job file ("processing_time"); a
+ *  static string, "" outside the enum. */
+TDM_API const char *tdm_trigger_name(tdm_trigger_kind kind);
+/** @brief Parses a duration as job files write it ("250ms", "1m30s",
+ *  "2h"; a bare number is ms).  Returns 1 and sets *ms, or 0. */
+TDM_API int tdm_duration_parse(const char *text, int64_t *ms);
+
+/** @brief 1 while @p job runs (between the start and the end of
+ *  tdm_job_run), else 0.  Safe from any thread (one atomic load). */
+TDM_API int tdm_job_is_running(const tdm_job *job);
+/** @brief 1 while @p job waits out restart.strategy's back-off before
+ *  a restart, else 0.  Safe from any thread. */
+TDM_API int tdm_job_is_restarting(const tdm_job *job);
+/** @brief The processing time the job's last run started; 0 before the
+ *  first run.  Safe from any thread. */
+TDM_API tdm_time_ms tdm_job_start_time(const tdm_job *job);
+/** @brief Copies the message of the last failed checkpoint (its cause:
+ *  the I/O error and path; "" when none failed) into @p buf (@p n bytes,
+ *  truncated, NUL-terminated).  Safe from any thread while the job
+ *  runs.  Returns the message's full length. */
+TDM_API size_t tdm_job_checkpoint_failure(tdm_job *job, char *buf,
+                                          size_t n);
+
+/* ====================================================================== */
 /* The embedded HTTP server                                                */
 /* ====================================================================== */
 

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "core.h"
-#include "runtime/rt.h"
 #include "server/view.h"
 
 /* A late fraction above this (per mille) is a HIGH_LATE_RATE ... */
@@ -78,7 +77,7 @@ static int64_t suggest_idle(const tdm__view *w, const char *src,
                             int64_t other_age, int64_t stall_age)
 {
     tdm_node *n = tdm__view_node(w, src);
-    int64_t interval = n ? tdm__node_int(n, "watermark.interval") : 200;
+    int64_t interval = n ? tdm_node_get_int(n, "watermark.interval") : 200;
     int64_t floor_ms = 1000, target = 30000;
     if (interval > 0 && interval < INT64_MAX / 2 && interval * 2 > floor_ms)
         floor_ms = interval * 2;
@@ -531,7 +530,7 @@ static void rule_unit(const tdm__view *w, dx_out *o)
         int64_t mx = tdm__view_agg(w, vi->name, TDM_METRIC_MAX_TS,
                                    TDM_METRIC_AGG_MAX, &n);
         tdm_node *node = tdm__view_node(w, vi->name);
-        const char *conf = node ? tdm__node_str(node, "timestamp.unit") : "";
+        const char *conf = node ? tdm_node_get(node, "timestamp.unit") : "";
         json_t *f = finding(o, SEV_CRITICAL, "TIMESTAMP_UNIT", vi->name,
                             (int)sub, -1,
                             "Timestamps of source %s look like %s, not "
@@ -573,7 +572,7 @@ static void rule_unit(const tdm__view *w, dx_out *o)
 static void rule_future(const tdm__view *w, dx_out *o)
 {
     char a[64], d[32], c1[32];
-    int64_t guard = w->job ? tdm__job_int(w->job, "timestamp_guard") : 0;
+    int64_t guard = w->job ? tdm_job_get_int(w->job, "timestamp_guard") : 0;
     for (size_t i = 0; i < w->n_vertices; i++) {
         const tdm_vertex_info *vi = tdm_metrics_vertex(w->m, i);
         if (vi->kind != TDM_NODE_SOURCE)
@@ -649,7 +648,7 @@ static void lag_evidence(const tdm__view *w, dx_out *o, json_t *ev,
         int64_t qmax =
             tdm__view_agg(w, src, TDM_METRIC_LAG_MAX, TDM_METRIC_AGG_MAX, NULL);
         tdm_node *sn = tdm__view_node(w, src);
-        int64_t b = sn ? tdm__node_int(sn, "watermark.max_out_of_orderness")
+        int64_t b = sn ? tdm_node_get_int(sn, "watermark.max_out_of_orderness")
                        : 0;
         if (b > *bound)
             *bound = b;
@@ -753,44 +752,41 @@ static void rule_late(const tdm__view *w, dx_out *o)
  * the trigger fires, just not on event time. */
 static void rule_trigger(const tdm__view *w, dx_out *o)
 {
-    static const char *const trg_name[] = {
-        "default", "event_time", "processing_time", "count",
-        "continuous_event_time", "never"
-    };
     char c1[32], c2[32];
     for (size_t i = 0; i < w->n_vertices; i++) {
         const tdm_vertex_info *vi = tdm_metrics_vertex(w->m, i);
         tdm_node *n = tdm__view_node(w, vi->name);
         if (vi->kind != TDM_NODE_WINDOW || !n)
             continue;
-        int64_t trg = tdm__node_int(n, "trigger");
-        if (strcmp(tdm__node_str(n, "window.time"), "processing") == 0 ||
-            strcmp(tdm__node_str(n, "window.type"), "global") == 0 ||
-            (trg != TRG_PROC && trg != TRG_COUNT && trg != TRG_NEVER))
+        tdm_trigger_kind trg = tdm_node_trigger(n);
+        if (tdm_node_processing_time(n) ||
+            tdm_node_window_kind(n) == TDM_WINDOW_KIND_GLOBAL ||
+            (trg != TDM_TRIGGER_KIND_PROCESSING_TIME &&
+             trg != TDM_TRIGGER_KIND_COUNT && trg != TDM_TRIGGER_KIND_NEVER))
             continue;
         int64_t panes = tdm__view_agg(w, vi->name, TDM_METRIC_PANES,
                                       TDM_METRIC_AGG_SUM, NULL);
         int64_t open = tdm__view_agg(w, vi->name, TDM_METRIC_STATE_WINDOWS,
                                      TDM_METRIC_AGG_SUM, NULL);
         /* Nothing has ever fired while windows pile up: critical. */
-        int crit = trg == TRG_NEVER || (panes == 0 && open > 0);
+        int crit = trg == TDM_TRIGGER_KIND_NEVER || (panes == 0 && open > 0);
         json_t *f = finding(o, crit ? SEV_CRITICAL : SEV_WARNING,
                             "TRIGGER_NEVER_FIRES_ON_EVENT_TIME", vi->name,
                             -1, -1,
                             "Window %s has event-time windows but a %s "
                             "trigger: the watermark never fires them",
-                            vi->name, trg_name[trg]);
+                            vi->name, tdm_trigger_name(trg));
         if (!f)
             return;
         json_t *ev = evidence(f);
-        if (trg == TRG_COUNT)
+        if (trg == TDM_TRIGGER_KIND_COUNT)
             tdm__json_add_str(
                 ev, &o->oom,
                 "trigger: count fires a window only every %" PRId64
                 " records of one key; the rest of a window is never "
                 "emitted when its end passes",
-                tdm__node_int(n, "trigger.count"));
-        else if (trg == TRG_PROC)
+                tdm_node_get_int(n, "trigger.count"));
+        else if (trg == TDM_TRIGGER_KIND_PROCESSING_TIME)
             tdm__json_add_str(
                 ev, &o->oom,
                 "trigger: processing_time fires on the wall clock, not "
@@ -833,7 +829,7 @@ static void rule_backpressure(const tdm__view *w, dx_out *o)
     if (!worst)
         return;
     tdm_node *n = tdm__view_node(w, worst->vertex);
-    const char *sink = n ? tdm__node_str(n, "sink") : "";
+    const char *sink = n ? tdm_node_get(n, "sink") : "";
     int64_t waits = tdm__view_agg(w, NULL, TDM_METRIC_BACKPRESSURE,
                                   TDM_METRIC_AGG_SUM, NULL);
     json_t *f = finding(o, SEV_WARNING, "BACKPRESSURE", worst->vertex,
@@ -901,7 +897,7 @@ static void rule_counters(const tdm__view *w, dx_out *o)
                                     TDM_METRIC_AGG_SUM, NULL);
         if (bad <= 0)
             continue;
-        const char *dead = w->job ? tdm__job_str(w->job, "dead_letter") : "";
+        const char *dead = w->job ? tdm_job_get(w->job, "dead_letter") : "";
         json_t *f = finding(o, SEV_WARNING, "BAD_RECORDS", vi->name, -1, -1,
                             "%s malformed record%s in %s",
                             tdm__fmt_count(bad, c1, sizeof c1),
@@ -951,14 +947,12 @@ static void rule_checkpoints(const tdm__view *w, dx_out *o)
         return;
     tdm_job *job = w->job;
     int64_t in_row = job_val(w->m, TDM_METRIC_CKPT_FAILED_IN_ROW, 0);
-    int64_t tol = tdm__job_int(job, "checkpoint.tolerable_failed");
+    int64_t tol = tdm_job_get_int(job, "checkpoint.tolerable_failed");
     int64_t last = job_val(w->m, TDM_METRIC_CKPT_LAST_ID, -1);
     int64_t rs = job_val(w->m, TDM_METRIC_RESTARTS, 0);
-    const char *dir = tdm__job_str(job, "checkpoint.dir");
-    char why[sizeof job->ck_fail_msg], done[48];
-    pthread_mutex_lock(&job->mmu);
-    memcpy(why, job->ck_fail_msg, sizeof why);
-    pthread_mutex_unlock(&job->mmu);
+    const char *dir = tdm_job_get(job, "checkpoint.dir");
+    char why[400], done[48];
+    tdm_job_checkpoint_failure(job, why, sizeof why);
     if (last > 0)
         snprintf(done, sizeof done, "checkpoint %" PRId64, last);
     else
@@ -982,7 +976,7 @@ static void rule_checkpoints(const tdm__view *w, dx_out *o)
                       last > 0 ? done : "none in this run");
     tdm__json_add_str(ev, &o->oom,
                       "restarts: %" PRId64 " (restart.strategy %s)", rs,
-                      tdm__job_str(job, "restart.strategy"));
+                      tdm_job_get(job, "restart.strategy"));
     if (in_row == 0) {
         set_fix(o, f, "Check the free space and health of %s: the next "
                       "failures may fail the job.", dir);
@@ -999,7 +993,7 @@ static void rule_checkpoints(const tdm__view *w, dx_out *o)
             "process, and checkpoint.tolerable_failed rides out short "
             "outages (the output stays hidden meanwhile).",
             dir,
-            in_row > tol && !atomic_load(&job->restarting)
+            in_row > tol && !tdm_job_is_restarting(job)
                 ? "Then run the job again: it"
                 : "The job");
 }
@@ -1145,7 +1139,7 @@ json_t *tdm__diagnose(tdm_job *job, const tdm_metrics *m,
     for (int s = 0; s < 3; s++)
         if (json_array_extend(all, o.items[s]) != 0)
             goto fail;
-    tdm__json_set(res, "job", json_string(job ? tdm__job_str(job, "name") : ""),
+    tdm__json_set(res, "job", json_string(job ? tdm_job_get(job, "name") : ""),
                   &o.oom);
     tdm__json_set(res, "now", json_integer(w.now), &o.oom);
     tdm__json_set(res, "running", json_boolean(w.running), &o.oom);

@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "core.h"
-#include "runtime/rt.h"
 #include "server/view.h"
 
 /* The lowest active partition of subtask @p sub of source @p src. */
@@ -153,7 +152,7 @@ static int http_of(tdm_err e)
 typedef struct ex_conf {
     int blind;              /* event-time windows, but a trigger that does
                                not fire on the watermark */
-    int64_t trg;            /* the trigger (TRG_*) */
+    tdm_trigger_kind trg;   /* the trigger */
     int64_t trigger_count;  /* the count trigger's count */
     int64_t lateness;       /* allowed lateness, ms */
 } ex_conf;
@@ -179,22 +178,14 @@ typedef struct ex_ctx {
 /* Reads the facts the verdicts need from window node @p node. */
 static void read_conf(tdm_node *node, ex_conf *cf)
 {
-    int event_time =
-        strcmp(tdm__node_str(node, "window.time"), "processing") != 0 &&
-        strcmp(tdm__node_str(node, "window.type"), "global") != 0;
-    cf->trg = tdm__node_int(node, "trigger");
-    cf->blind = event_time && (cf->trg == TRG_PROC || cf->trg == TRG_COUNT ||
-                               cf->trg == TRG_NEVER);
-    cf->trigger_count = tdm__node_int(node, "trigger.count");
-    cf->lateness = tdm__node_int(node, "allowed_lateness");
-}
-
-/* The trigger's name in the job file, for a blind trigger. */
-static const char *trigger_name(const ex_conf *cf)
-{
-    static const char *const what[] = { "", "", "processing_time",
-                                         "count", "", "never" };
-    return what[cf->trg];
+    int event_time = !tdm_node_processing_time(node) &&
+                     tdm_node_window_kind(node) != TDM_WINDOW_KIND_GLOBAL;
+    cf->trg = tdm_node_trigger(node);
+    cf->blind = event_time && (cf->trg == TDM_TRIGGER_KIND_PROCESSING_TIME ||
+                               cf->trg == TDM_TRIGGER_KIND_COUNT ||
+                               cf->trg == TDM_TRIGGER_KIND_NEVER);
+    cf->trigger_count = tdm_node_get_int(node, "trigger.count");
+    cf->lateness = tdm_node_get_int(node, "allowed_lateness");
 }
 
 /* The evidence every answer starts with: the subtask and its watermark,
@@ -262,18 +253,18 @@ static void verdict_fired(ex_ctx *x)
  * watermark (processing_time, count, never). */
 static void verdict_blind(ex_ctx *x)
 {
-    const char *what = trigger_name(&x->conf);
+    const char *what = tdm_trigger_name(x->conf.trg);
     char a[64];
     snprintf(x->verdict, sizeof x->verdict,
              "Not fired: the window %s of key \"%s\" holds records, but "
              "its %s trigger does not fire on the watermark.",
              x->span, x->key, what);
-    if (x->conf.trg == TRG_COUNT)
+    if (x->conf.trg == TDM_TRIGGER_KIND_COUNT)
         snprintf(x->waiting, sizeof x->waiting,
                  "%" PRId64 " records of key \"%s\" in this window (the "
                  "count trigger)",
                  x->conf.trigger_count, x->key);
-    else if (x->conf.trg == TRG_PROC)
+    else if (x->conf.trg == TDM_TRIGGER_KIND_PROCESSING_TIME)
         snprintf(x->waiting, sizeof x->waiting,
                  "processing time to reach %s (the processing_time "
                  "trigger)",
@@ -462,7 +453,7 @@ static int ask(tdm_job *job, ex_ctx *x, char *errbuf, size_t errbuf_size)
         return 400;
     }
     node = tdm_job_node(job, x->vertex);
-    if (!node || node->kind != TDM_NODE_WINDOW) {
+    if (!node || tdm_node_kind_of(node) != TDM_NODE_WINDOW) {
         tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                   node ? "vertex \"%s\" is not a window"
                        : "no window named \"%s\" in the job",

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "core.h"
-#include "runtime/rt.h"
 #include "server/server.h"
 
 /* ---- JSON helpers ---- */
@@ -163,11 +162,11 @@ static json_t *jbool(const tdm_metrics *m, tdm_metric id, const char *vertex,
  * (waiting out restart.strategy's back-off), FINISHED. */
 static const char *job_state(tdm_job *job)
 {
-    if (atomic_load(&job->restarting))
+    if (tdm_job_is_restarting(job))
         return "RESTARTING";
-    if (atomic_load(&job->running))
+    if (tdm_job_is_running(job))
         return "RUNNING";
-    return atomic_load(&job->start_ms) != 0 ? "FINISHED" : "CREATED";
+    return tdm_job_start_time(job) != 0 ? "FINISHED" : "CREATED";
 }
 
 /* Takes a snapshot, or answers 500 and returns NULL. */
@@ -214,13 +213,11 @@ fail:
 static json_t *failed_json(tdm_job *job)
 {
     int64_t id = tdm_job_stat(job, TDM_STAT_CHECKPOINT_FAILED_ID);
-    char why[sizeof job->ck_fail_msg];
+    char why[400];
     json_t *f, *msg;
     if (id <= 0)
         return json_null();
-    pthread_mutex_lock(&job->mmu);
-    memcpy(why, job->ck_fail_msg, sizeof why);
-    pthread_mutex_unlock(&job->mmu);
+    tdm_job_checkpoint_failure(job, why, sizeof why);
     f = json_object();
     if (!put(f, "id", json_integer(id)) ||
         !put(f, "failure_timestamp",
@@ -244,11 +241,11 @@ static json_t *ckpt_json(tdm_job *job)
     int64_t in_row = tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED_IN_ROW);
     int64_t last = tdm_job_stat(job, TDM_STAT_CHECKPOINT_ID);
     json_t *c, *counts, *latest;
-    if (!*tdm__job_str(job, "checkpoint.dir"))
+    if (!*tdm_job_get(job, "checkpoint.dir"))
         return json_null();
     c = json_object();
     if (!put(c, "status",
-             json_string(atomic_load(&job->restarting) ? "RESTARTING"
+             json_string(tdm_job_is_restarting(job) ? "RESTARTING"
                          : in_row > 0                   ? "FAILING"
                                                         : "OK")) ||
         !put(c, "counts", counts = json_object()) ||
@@ -260,9 +257,10 @@ static json_t *ckpt_json(tdm_job *job)
         !put(counts, "restarts",
              json_integer(tdm_job_stat(job, TDM_STAT_RESTARTS))) ||
         !put(c, "tolerable_failed",
-             json_integer(tdm__job_int(job, "checkpoint.tolerable_failed"))) ||
+             json_integer(
+                 tdm_job_get_int(job, "checkpoint.tolerable_failed"))) ||
         !put(c, "restart_strategy",
-             json_string(tdm__job_str(job, "restart.strategy"))) ||
+             json_string(tdm_job_get(job, "restart.strategy"))) ||
         !put(c, "latest", latest = json_object()) ||
         !put(latest, "completed",
              last > 0 ? json_pack("{sI}", "id", (json_int_t)last)
@@ -351,8 +349,8 @@ static json_t *job_json(const tdm__rest_ctx *ctx, const tdm_metrics *m)
 {
     json_t *root = json_object(), *vs = json_array(), *es = json_array();
     size_t nv = tdm_metrics_vertex_count(m);
-    int64_t start = atomic_load(&ctx->job->start_ms);
-    const char *state = atomic_load(&ctx->job->restarting) ? "RESTARTING"
+    int64_t start = tdm_job_start_time(ctx->job);
+    const char *state = tdm_job_is_restarting(ctx->job) ? "RESTARTING"
                         : tdm_metrics_running(m)             ? "RUNNING"
                         : start != 0                         ? "FINISHED"
                                                              : "CREATED";
@@ -375,7 +373,7 @@ static json_t *job_json(const tdm__rest_ctx *ctx, const tdm_metrics *m)
         json_t *v = json_object(), *ins = NULL;
         if (!push(vs, v) || !put(v, "id", json_string(vi->name)) ||
             !put(v, "name", json_string(vi->name)) ||
-            !put(v, "kind", json_string(tdm__node_kind_name(vi->kind))) ||
+            !put(v, "kind", json_string(tdm_node_kind_name(vi->kind))) ||
             !put(v, "type", jstr(vi->type)) ||
             !put(v, "parallelism", json_integer(vi->parallelism)) ||
             !put(v, "inputs", ins = json_array()) ||
@@ -973,7 +971,7 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
             tdm__rest_error(out, 400, msg);
             return;
         }
-        if (!tdm__conf_duration(slash + 1, &size) || size <= 0) {
+        if (!tdm_duration_parse(slash + 1, &size) || size <= 0) {
             snprintf(msg, sizeof msg, "window: bad size \"%s\" (a positive "
                      "duration like 5m or 30s)", slash + 1);
             tdm__rest_error(out, 400, msg);

@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "core.h"
-#include "runtime/rt.h"
 #include "server/view.h"
 
 /* ====================================================================== */
@@ -273,23 +272,16 @@ int tdm__view_reads(const tdm_vertex_info *vi, const char *input)
  * windows, interval joins). */
 int64_t tdm__view_window_period(tdm_node *n)
 {
-    if (!n)
+    switch (tdm_node_window_kind(n)) {
+    case TDM_WINDOW_KIND_TUMBLING:
+        return tdm_node_get_int(n, "window.size");
+    case TDM_WINDOW_KIND_SLIDING:
+        return tdm_node_get_int(n, "window.slide");
+    case TDM_WINDOW_KIND_SESSION:
+        return tdm_node_get_int(n, "window.gap");
+    default:
         return 0;
-    const char *type = tdm__node_str(n, "window.type");
-    if (n->kind == TDM_NODE_JOIN) {
-        if (strcmp(tdm__node_str(n, "type"), "window") != 0)
-            return 0;
-        if (strcmp(type, "sliding") == 0)
-            return tdm__node_int(n, "window.slide");
-        return tdm__node_int(n, "window.size");
     }
-    if (strcmp(type, "sliding") == 0)
-        return tdm__node_int(n, "window.slide");
-    if (strcmp(type, "session") == 0)
-        return tdm__node_int(n, "window.gap");
-    if (strcmp(type, "global") == 0)
-        return 0;
-    return tdm__node_int(n, "window.size");
 }
 
 /* How far a partition of source @p src must be behind the next one to
@@ -313,7 +305,7 @@ int64_t tdm__view_hold_threshold(const tdm__view *w, const char *src)
 int64_t tdm__view_idle_timeout(const tdm__view *w, const char *src)
 {
     tdm_node *n = tdm__view_node(w, src);
-    return n ? tdm__node_int(n, "watermark.idle_timeout") : 0;
+    return n ? tdm_node_get_int(n, "watermark.idle_timeout") : 0;
 }
 
 /* ====================================================================== */

@@ -124,10 +124,6 @@ int tdm__view_reads(const tdm_vertex_info *vi, const char *input);
 
 /* ---- What the job's configuration says about a vertex ---- */
 
-/* Window trigger choices (conf_table.def order). */
-enum { TRG_DEFAULT = 0, TRG_EVENT, TRG_PROC, TRG_COUNT, TRG_CONT,
-       TRG_NEVER };
-
 /* The period at which windows of operator @p n (may be NULL) end: a
  * tumbling window's size, a sliding window's slide, a session's gap; 0
  * when none (global windows, interval joins, no node). */
