@@ -1236,8 +1236,25 @@ TDM_API void tdm_job_destroy(tdm_job *job);
 
 /* Every metric the runtime keeps, in one table: the identifier, its name
 ** (Flink's where Flink has one), the scope it is kept at, counter or
-** gauge, the unit and a one-line description.  The Prometheus exposition,
-** the REST API and docs/metrics.md are all generated from this table.
+** gauge, the unit, what kind of quantity the value is, how the values of
+** a vertex's subtasks combine into one, and a one-line description.  The
+** Prometheus exposition, the REST API and docs/metrics.md are all
+** generated from this table.
+**
+** Kinds (tdm_metric_kind: a unit alone cannot tell "ms" the point in
+** time from "ms" the duration):
+**   EVENT_TIME  a point in event time, epoch ms (watermarks, timestamps):
+**               TDM_TIME_MIN is "none yet", TDM_TIME_MAX "end of input"
+**   CLOCK_TIME  a point in processing time, epoch ms
+**   DURATION    a span of time (in the unit's ms or us)
+**   COUNT       a count or an amount (records, bytes, keys, items)
+**   FLAG        0 or 1
+**   CODE        an id or an enumerated code
+**
+** Combining (tdm_metric_agg) is how the REST API folds the values of a
+** vertex's subtasks into the vertex's one value: MIN (watermarks, "all
+** idle"), MAX (ages, lags, latencies, the highest timestamp) or SUM
+** (counters, state, queues; and every metric the server never folds).
 **
 ** Scopes (what a tdm_metric_value's fields mean for it):
 **   JOB        the whole job                 vertex NULL, subtask -1
@@ -1255,130 +1272,152 @@ TDM_API void tdm_job_destroy(tdm_job *job);
 ** of a vertex with no watermark, the drift of a source without
 ** alignment) is left out of the snapshot, not reported as 0. */
 #define TDM_METRIC_MAP(X)                                                  \
-    X(UPTIME, "uptimeMs", JOB, GAUGE, "ms",                                \
+    X(UPTIME, "uptimeMs", JOB, GAUGE, "ms", DURATION, SUM,                 \
       "Processing time since the run started")                             \
     X(CKPT_COMPLETED, "numberOfCompletedCheckpoints", JOB, COUNTER,        \
-      "checkpoints", "Checkpoints and savepoints completed (only with "    \
+      "checkpoints", COUNT, SUM,                                           \
+      "Checkpoints and savepoints completed (only with "                   \
       "checkpoint.dir set)")                                               \
     X(CKPT_FAILED, "numberOfFailedCheckpoints", JOB, COUNTER,              \
-      "checkpoints", "Checkpoints that failed (I/O error, disk full); "    \
+      "checkpoints", COUNT, SUM,                                           \
+      "Checkpoints that failed (I/O error, disk full); "                   \
       "beyond checkpoint.tolerable_failed in a row the job fails")         \
     X(CKPT_FAILED_IN_ROW, "consecutiveFailedCheckpoints", JOB, GAUGE,      \
-      "checkpoints", "Checkpoints failed since the last completed one "    \
+      "checkpoints", COUNT, SUM,                                           \
+      "Checkpoints failed since the last completed one "                   \
       "(compare with checkpoint.tolerable_failed)")                        \
-    X(CKPT_FAILED_ID, "lastFailedCheckpointId", JOB, GAUGE, "id",          \
+    X(CKPT_FAILED_ID, "lastFailedCheckpointId", JOB, GAUGE, "id", CODE, SUM, \
       "Id of the last failed checkpoint (left out: none failed)")          \
     X(CKPT_FAILED_AT, "lastCheckpointFailureTimestamp", JOB, GAUGE, "ms",  \
+      CLOCK_TIME, SUM,                                                     \
       "When the last failed checkpoint failed, epoch ms (left out: none "  \
-      "failed; its cause is in GET /jobs/:id, \"checkpoints\")")            \
-    X(RESTARTS, "numRestarts", JOB, COUNTER, "restarts",                   \
+      "failed; its cause is in GET /jobs/:id, \"checkpoints\")")           \
+    X(RESTARTS, "numRestarts", JOB, COUNTER, "restarts", COUNT, SUM,       \
       "Restarts by restart.strategy since the run started (the "           \
       "checkpoint counters span them, the others restart at 0)")           \
-    X(CKPT_LAST_ID, "lastCheckpointId", JOB, GAUGE, "id",                  \
+    X(CKPT_LAST_ID, "lastCheckpointId", JOB, GAUGE, "id", CODE, SUM,       \
       "Id of the last completed checkpoint (-1: none yet)")                \
     X(CKPT_DURATION, "lastCheckpointDuration", JOB, GAUGE, "ms",           \
+      DURATION, SUM,                                                       \
       "The last completed checkpoint's duration: from its barriers' "      \
       "request to the checkpoint being durable")                           \
-    X(CKPT_SIZE, "lastCheckpointSize", JOB, GAUGE, "bytes",                \
+    X(CKPT_SIZE, "lastCheckpointSize", JOB, GAUGE, "bytes", COUNT, SUM,    \
       "The last completed checkpoint's size (its blobs)")                  \
     X(CKPT_ALIGN, "lastCheckpointAlignmentTime", JOB, GAUGE, "ms",         \
+      DURATION, SUM,                                                       \
       "The last completed checkpoint's alignment time: the longest any "   \
       "operator subtask held input back, from the first barrier it "       \
       "received to the last (Flink's alignment duration)")                 \
     X(WM_INPUT, "currentInputWatermark", VERTEX, GAUGE, "ms",              \
+      EVENT_TIME, MIN,                                                     \
       "Watermark the subtask has received: the minimum over its active "   \
       "channels (sources: over their active partitions)")                  \
     X(WM_OUTPUT, "currentOutputWatermark", VERTEX, GAUGE, "ms",            \
+      EVENT_TIME, MIN,                                                     \
       "Watermark the subtask has emitted downstream")                      \
-    X(WM_LAG, "watermarkLag", VERTEX, GAUGE, "ms",                         \
+    X(WM_LAG, "watermarkLag", VERTEX, GAUGE, "ms", DURATION, MAX,          \
       "Processing time minus the output watermark")                        \
-    X(IDLE, "idle", VERTEX, GAUGE, "bool",                                 \
+    X(IDLE, "idle", VERTEX, GAUGE, "bool", FLAG, MIN,                      \
       "1 when every input of the subtask is idle")                         \
-    X(RECORDS_IN, "numRecordsIn", VERTEX, COUNTER, "records",              \
+    X(RECORDS_IN, "numRecordsIn", VERTEX, COUNTER, "records", COUNT, SUM,  \
       "Records received (sources: read and parsed)")                       \
-    X(RECORDS_OUT, "numRecordsOut", VERTEX, COUNTER, "records",            \
+    X(RECORDS_OUT, "numRecordsOut", VERTEX, COUNTER, "records", COUNT, SUM, \
       "Records emitted (sources: routed on; operators: result rows)")      \
     X(LATE_DROPPED, "numLateRecordsDropped", VERTEX, COUNTER, "records",   \
+      COUNT, SUM,                                                          \
       "Records behind the watermark plus allowed lateness, dropped "       \
       "(no late output configured)")                                       \
     X(LATE_SIDE, "numLateRecordsSideOutput", VERTEX, COUNTER, "records",   \
+      COUNT, SUM,                                                          \
       "Records too late for their window, sent to the late output")        \
-    X(LATE_PANES, "numLatePanes", VERTEX, COUNTER, "panes",                \
+    X(LATE_PANES, "numLatePanes", VERTEX, COUNTER, "panes", COUNT, SUM,    \
       "Late firings: windows refired within allowed lateness")             \
-    X(PANES, "numPanesFired", VERTEX, COUNTER, "panes",                    \
+    X(PANES, "numPanesFired", VERTEX, COUNTER, "panes", COUNT, SUM,        \
       "Window results emitted (every firing, on time or late)")            \
-    X(BAD_RECORDS, "numBadRecords", VERTEX, COUNTER, "records",            \
+    X(BAD_RECORDS, "numBadRecords", VERTEX, COUNTER, "records", COUNT, SUM, \
       "Malformed records sent to the dead-letter output")                  \
     X(GUARD_HITS, "numTimestampGuardHits", VERTEX, COUNTER, "records",     \
+      COUNT, SUM,                                                          \
       "Records whose timestamp was further in the future than "            \
       "timestamp_guard")                                                   \
     X(DUP_KEYS, "numDuplicateKeyRecords", VERTEX, COUNTER, "records",      \
+      COUNT, SUM,                                                          \
       "JSON records naming a member twice in one object; the last value "  \
       "was kept")                                                          \
     X(WM_REGRESSIONS, "numWatermarkRegressions", VERTEX, COUNTER,          \
-      "watermarks", "Watermarks that would have moved backwards, ignored") \
-    X(STATE_KEYS, "stateKeys", VERTEX, GAUGE, "keys",                      \
+      "watermarks", COUNT, SUM,                                            \
+      "Watermarks that would have moved backwards, ignored")               \
+    X(STATE_KEYS, "stateKeys", VERTEX, GAUGE, "keys", COUNT, SUM,          \
       "Keys with live state")                                              \
-    X(STATE_WINDOWS, "stateWindows", VERTEX, GAUGE, "windows",             \
+    X(STATE_WINDOWS, "stateWindows", VERTEX, GAUGE, "windows", COUNT, SUM, \
       "Live (key, window) pairs; joins: buffered records")                 \
-    X(STATE_BYTES, "stateBytes", VERTEX, GAUGE, "bytes",                   \
+    X(STATE_BYTES, "stateBytes", VERTEX, GAUGE, "bytes", COUNT, SUM,       \
       "Bytes held by keyed state")                                         \
-    X(QUEUE_LEN, "inputQueueLength", VERTEX, GAUGE, "items",               \
+    X(QUEUE_LEN, "inputQueueLength", VERTEX, GAUGE, "items", COUNT, SUM,   \
       "Items waiting in the subtask's input queue")                        \
-    X(QUEUE_CAP, "inputQueueCapacity", VERTEX, GAUGE, "items",             \
+    X(QUEUE_CAP, "inputQueueCapacity", VERTEX, GAUGE, "items", COUNT, SUM, \
       "Capacity of the subtask's input queue")                             \
     X(BACKPRESSURE, "numBackpressureWaits", VERTEX, COUNTER, "waits",      \
+      COUNT, SUM,                                                          \
       "Times a source subtask waited for a full downstream queue")         \
     X(LAST_RECORD_AGE, "lastRecordAgeMs", VERTEX, GAUGE, "ms",             \
+      DURATION, MAX,                                                       \
       "Processing time since the subtask last received a record")          \
-    X(MAX_TS, "maxTimestamp", VERTEX, GAUGE, "ms",                         \
+    X(MAX_TS, "maxTimestamp", VERTEX, GAUGE, "ms", EVENT_TIME, MAX,        \
       "Highest event timestamp seen (sources)")                            \
-    X(TS_UNIT, "timestampUnitSuspect", VERTEX, GAUGE, "enum",              \
+    X(TS_UNIT, "timestampUnitSuspect", VERTEX, GAUGE, "enum", CODE, MAX,   \
       "0 timestamps look like the configured unit; 1 like seconds, "       \
       "2 microseconds, 3 nanoseconds read as milliseconds")                \
-    X(ALIGN_DRIFT, "alignmentDriftMs", VERTEX, GAUGE, "ms",                \
+    X(ALIGN_DRIFT, "alignmentDriftMs", VERTEX, GAUGE, "ms", DURATION, MAX, \
       "How far the source's watermark is ahead of the slowest source "     \
       "in its alignment group")                                            \
     X(RESULT_LAT_P50, "resultLatencyP50", VERTEX, GAUGE, "us",             \
-      "Windows: median time from the watermark that fired an on-time "    \
-      "result leaving its source subtask to the row reaching the sink")   \
+      DURATION, MAX,                                                       \
+      "Windows: median time from the watermark that fired an on-time "     \
+      "result leaving its source subtask to the row reaching the sink")    \
     X(RESULT_LAT_P99, "resultLatencyP99", VERTEX, GAUGE, "us",             \
-      "Windows: 99th percentile of the same result latency")              \
-    X(LAG_P50, "eventLagP50", VERTEX, GAUGE, "ms",                         \
+      DURATION, MAX,                                                       \
+      "Windows: 99th percentile of the same result latency")               \
+    X(LAG_P50, "eventLagP50", VERTEX, GAUGE, "ms", DURATION, MAX,          \
       "Sources: median of how far records arrive behind the highest "      \
-      "timestamp already seen in their partition (records of the first "  \
+      "timestamp already seen in their partition (records of the first "   \
       "16 batches of a subtask, then of one batch in 8)")                  \
-    X(LAG_P99, "eventLagP99", VERTEX, GAUGE, "ms",                         \
+    X(LAG_P99, "eventLagP99", VERTEX, GAUGE, "ms", DURATION, MAX,          \
       "Sources: 99th percentile of the same out-of-orderness")             \
-    X(LAG_P999, "eventLagP999", VERTEX, GAUGE, "ms",                       \
+    X(LAG_P999, "eventLagP999", VERTEX, GAUGE, "ms", DURATION, MAX,        \
       "Sources: 99.9th percentile of the same out-of-orderness")           \
-    X(LAG_MAX, "eventLagMax", VERTEX, GAUGE, "ms",                         \
+    X(LAG_MAX, "eventLagMax", VERTEX, GAUGE, "ms", DURATION, MAX,          \
       "Sources: largest out-of-orderness of those sampled records")        \
     X(INPUT_WM, "currentInputNWatermark", INPUT, GAUGE, "ms",              \
+      EVENT_TIME, MIN,                                                     \
       "Watermark of logical input N (Flink: currentInput1Watermark ...)")  \
-    X(CH_WM, "channelWatermark", CHANNEL, GAUGE, "ms",                     \
+    X(CH_WM, "channelWatermark", CHANNEL, GAUGE, "ms", EVENT_TIME, SUM,    \
       "Last watermark received on the channel")                            \
-    X(CH_IDLE, "channelIdle", CHANNEL, GAUGE, "bool",                      \
+    X(CH_IDLE, "channelIdle", CHANNEL, GAUGE, "bool", FLAG, SUM,           \
       "1 when the channel is idle (left out of the minimum)")              \
-    X(CH_ENDED, "channelEnded", CHANNEL, GAUGE, "bool",                    \
+    X(CH_ENDED, "channelEnded", CHANNEL, GAUGE, "bool", FLAG, SUM,         \
       "1 when the channel has ended")                                      \
-    X(P_WM, "partitionWatermark", PARTITION, GAUGE, "ms",                  \
+    X(P_WM, "partitionWatermark", PARTITION, GAUGE, "ms", EVENT_TIME, SUM, \
       "The partition's own watermark")                                     \
-    X(P_IDLE, "partitionIdle", PARTITION, GAUGE, "bool",                   \
+    X(P_IDLE, "partitionIdle", PARTITION, GAUGE, "bool", FLAG, SUM,        \
       "1 when the partition is idle (no data for idle_timeout)")           \
     X(P_MAX_TS, "partitionMaxTimestamp", PARTITION, GAUGE, "ms",           \
+      EVENT_TIME, SUM,                                                     \
       "Highest timestamp seen in the partition")                           \
     X(P_RECORDS, "partitionRecords", PARTITION, COUNTER, "records",        \
+      COUNT, SUM,                                                          \
       "Records read from the partition")                                   \
     X(P_LAST_AGE, "partitionLastRecordAgeMs", PARTITION, GAUGE, "ms",      \
+      DURATION, SUM,                                                       \
       "Processing time since the partition's last record")                 \
-    X(P_PAUSED, "partitionPaused", PARTITION, GAUGE, "bool",               \
+    X(P_PAUSED, "partitionPaused", PARTITION, GAUGE, "bool", FLAG, SUM,    \
       "1 when watermark alignment pauses the partition")                   \
-    X(P_FINISHED, "partitionFinished", PARTITION, GAUGE, "bool",           \
+    X(P_FINISHED, "partitionFinished", PARTITION, GAUGE, "bool", FLAG, SUM, \
       "1 when the partition has ended")
 
 typedef enum tdm_metric {
-#define TDM__METRIC_ENUM(id, name, scope, type, unit, help) TDM_METRIC_##id,
+#define TDM__METRIC_ENUM(id, name, scope, type, unit, kind, agg, help)   \
+    TDM_METRIC_##id,
     TDM_METRIC_MAP(TDM__METRIC_ENUM)
 #undef TDM__METRIC_ENUM
     TDM_METRIC_COUNT_
@@ -1392,6 +1431,37 @@ TDM_API const char *tdm_metric_scope(tdm_metric id);
 TDM_API const char *tdm_metric_type(tdm_metric id);
 TDM_API const char *tdm_metric_unit(tdm_metric id);
 TDM_API const char *tdm_metric_help(tdm_metric id);
+
+/* What kind of quantity a metric's value is (the table's kind column). */
+typedef enum tdm_metric_kind {
+    TDM_METRIC_KIND_EVENT_TIME = 0,
+    TDM_METRIC_KIND_CLOCK_TIME,
+    TDM_METRIC_KIND_DURATION,
+    TDM_METRIC_KIND_COUNT,
+    TDM_METRIC_KIND_FLAG,
+    TDM_METRIC_KIND_CODE
+} tdm_metric_kind;
+
+/* How the values of a vertex's subtasks combine (the table's combining
+ * column). */
+typedef enum tdm_metric_agg {
+    TDM_METRIC_AGG_SUM = 0,
+    TDM_METRIC_AGG_MIN,
+    TDM_METRIC_AGG_MAX
+} tdm_metric_agg;
+
+/** @brief The kind of metric @p id (see the table's comment);
+ *  TDM_METRIC_KIND_COUNT for an id outside the table. */
+TDM_API tdm_metric_kind tdm_metric_kind_of(tdm_metric id);
+/** @brief 1 when the value of metric @p id is a point in event time
+ *  (kind TDM_METRIC_KIND_EVENT_TIME), so that TDM_TIME_MIN means "none
+ *  yet" and TDM_TIME_MAX "end of input"; 0 otherwise, and for an id
+ *  outside the table. */
+TDM_API int tdm_metric_is_event_time(tdm_metric id);
+/** @brief How the values of a vertex's subtasks combine into one for
+ *  metric @p id: minimum, maximum or (saturating) sum;
+ *  TDM_METRIC_AGG_SUM for an id outside the table. */
+TDM_API tdm_metric_agg tdm_metric_combine(tdm_metric id);
 
 /* One value of a snapshot.  Strings are owned by the snapshot. */
 typedef struct tdm_metric_value {
@@ -1499,6 +1569,84 @@ TDM_API tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
                                       tdm_time_ms end,
                                       tdm_window_status *out,
                                       char *errbuf, size_t errbuf_size);
+
+/* ====================================================================== */
+/* Reading a job back                                                      */
+/* ====================================================================== */
+
+/* What a job's configuration and its run say, for tools that watch a job
+** (the embedded server and its diagnosis are one): the keys read back,
+** typed where a key is a choice, and the run's state.  Choices come back
+** as enums, never as ordinals of the configuration table, so that a
+** reordered table cannot change a reader's answer. */
+
+/* The window assigner of a window or window-join node. */
+typedef enum tdm_window_kind {
+    TDM_WINDOW_KIND_NONE = 0,   /* not a window: a source, a sink, an
+                                   interval join */
+    TDM_WINDOW_KIND_TUMBLING,
+    TDM_WINDOW_KIND_SLIDING,
+    TDM_WINDOW_KIND_SESSION,
+    TDM_WINDOW_KIND_GLOBAL
+} tdm_window_kind;
+
+/* The trigger of a window node (job key "trigger"). */
+typedef enum tdm_trigger_kind {
+    TDM_TRIGGER_KIND_DEFAULT = 0,        /* the assigner's own */
+    TDM_TRIGGER_KIND_EVENT_TIME,
+    TDM_TRIGGER_KIND_PROCESSING_TIME,
+    TDM_TRIGGER_KIND_COUNT,
+    TDM_TRIGGER_KIND_CONTINUOUS_EVENT_TIME,
+    TDM_TRIGGER_KIND_NEVER
+} tdm_trigger_kind;
+
+/** @brief The text of job key @p key: as set, or the table's default
+ *  ("" for an unknown key).  Library-owned; valid until the key is set
+ *  again or the job is destroyed. */
+TDM_API const char *tdm_job_get(const tdm_job *job, const char *key);
+/** @brief The value of job key @p key when it is a number: an INT as is,
+ *  a BOOL as 0 or 1, a DURATION in ms.  0 for an unknown key and for
+ *  keys that are not numbers (strings; choices have typed readers). */
+TDM_API int64_t tdm_job_get_int(const tdm_job *job, const char *key);
+/** @brief The same for the keys of node @p node (its kind's keys). */
+TDM_API const char *tdm_node_get(const tdm_node *node, const char *key);
+TDM_API int64_t tdm_node_get_int(const tdm_node *node, const char *key);
+/** @brief The kind of node @p node. */
+TDM_API tdm_node_kind tdm_node_kind_of(const tdm_node *node);
+/** @brief "source", "window", "join" or "sink" ("node" outside the
+ *  enum).  A static string. */
+TDM_API const char *tdm_node_kind_name(tdm_node_kind kind);
+/** @brief The window assigner of a window node, or of a window join;
+ *  TDM_WINDOW_KIND_NONE for every other node (interval joins too). */
+TDM_API tdm_window_kind tdm_node_window_kind(const tdm_node *node);
+/** @brief 1 when window node @p node assigns windows by processing time
+ *  (window.time processing), else 0. */
+TDM_API int tdm_node_processing_time(const tdm_node *node);
+/** @brief The trigger of window node @p node; TDM_TRIGGER_KIND_DEFAULT
+ *  for every other node. */
+TDM_API tdm_trigger_kind tdm_node_trigger(const tdm_node *node);
+/** @brief The trigger's name in a job file ("processing_time"); a
+ *  static string, "" outside the enum. */
+TDM_API const char *tdm_trigger_name(tdm_trigger_kind kind);
+/** @brief Parses a duration as job files write it ("250ms", "1m30s",
+ *  "2h"; a bare number is ms).  Returns 1 and sets *ms, or 0. */
+TDM_API int tdm_duration_parse(const char *text, int64_t *ms);
+
+/** @brief 1 while @p job runs (between the start and the end of
+ *  tdm_job_run), else 0.  Safe from any thread (one atomic load). */
+TDM_API int tdm_job_is_running(const tdm_job *job);
+/** @brief 1 while @p job waits out restart.strategy's back-off before
+ *  a restart, else 0.  Safe from any thread. */
+TDM_API int tdm_job_is_restarting(const tdm_job *job);
+/** @brief The processing time the job's last run started; 0 before the
+ *  first run.  Safe from any thread. */
+TDM_API tdm_time_ms tdm_job_start_time(const tdm_job *job);
+/** @brief Copies the message of the last failed checkpoint (its cause:
+ *  the I/O error and path; "" when none failed) into @p buf (@p n bytes,
+ *  truncated, NUL-terminated).  Safe from any thread while the job
+ *  runs.  Returns the message's full length. */
+TDM_API size_t tdm_job_checkpoint_failure(tdm_job *job, char *buf,
+                                          size_t n);
 
 /* ====================================================================== */
 /* The embedded HTTP server                                                */

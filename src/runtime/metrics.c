@@ -27,7 +27,7 @@
 static const struct {
     const char *name, *scope, *type, *unit, *help;
 } metric_rows[] = {
-#define TDM__METRIC_ROW(id, name, scope, type, unit, help)                 \
+#define TDM__METRIC_ROW(id, name, scope, type, unit, kind, agg, help)      \
     { name, #scope, #type, unit, help },
     TDM_METRIC_MAP(TDM__METRIC_ROW)
 #undef TDM__METRIC_ROW

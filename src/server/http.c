@@ -25,7 +25,6 @@
 #include <microhttpd.h>
 
 #include "core.h"
-#include "runtime/rt.h"
 #include "server/server.h"
 
 #define HTTP_MAX_CONNECTIONS 128u
@@ -388,14 +387,14 @@ static tdm_err check_token(const char *token, char *errbuf,
  * Host names (copied: the job's keys may change while it serves). */
 static tdm_err take_job_keys(tdm_http *s, const struct sockaddr_storage *ss)
 {
-    const char *allow = tdm__job_str(s->job, "http.allowed_hosts");
+    const char *allow = tdm_job_get(s->job, "http.allowed_hosts");
     if (allow == NULL)
         allow = "";
     s->allow = tdm__strndup(allow, strlen(allow));
     if (s->allow == NULL)
         return TDM_ERR_NOMEM;
     tdm__host_rule_init(&s->hosts, ss, s->allow);
-    return tdm__deadline_new(tdm__job_int(s->job, "http.header_timeout"),
+    return tdm__deadline_new(tdm_job_get_int(s->job, "http.header_timeout"),
                              &s->deadline);
 }
 
@@ -427,7 +426,7 @@ tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
     if (s == NULL)
         goto nomem;
     s->job = job;
-    name = tdm__job_str(job, "name");
+    name = tdm_job_get(job, "name");
     if (name == NULL || name[0] == '\0')
         name = "job";
     s->name = tdm__strndup(name, strlen(name));

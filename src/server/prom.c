@@ -137,7 +137,7 @@ static void add_sample(pbuf *b, const char *name, const char *job,
             add_str(b, "\"");
         }
     }
-    if (tdm__metric_is_time(v->id) && v->value == TDM_TIME_MAX)
+    if (tdm_metric_is_event_time(v->id) && v->value == TDM_TIME_MAX)
         add_str(b, "} +Inf\n");
     else
         add_fmt(b, "} %lld\n", (long long)v->value);
@@ -185,7 +185,7 @@ tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name,
         for (size_t k = start[id]; k < start[id + 1]; k++) {
             const tdm_metric_value *v = tdm_metrics_at(m, order[k]);
             /* "No watermark yet" is not a number anyone should graph. */
-            if (tdm__metric_is_time(v->id) && v->value == TDM_TIME_MIN)
+            if (tdm_metric_is_event_time(v->id) && v->value == TDM_TIME_MIN)
                 continue;
             if (!header) {
                 add_fmt(&b, "# HELP %s ", name);

@@ -12,56 +12,7 @@
 #include <string.h>
 
 #include "core.h"
-#include "runtime/rt.h"
 #include "server/server.h"
-
-/* How a VERTEX-scope metric is aggregated over the subtasks of a vertex:
- * watermarks (and the all-idle flag) by minimum, ages, lags and maxima by
- * maximum, counters, state and queues by sum. */
-enum { AGG_SUM = 0, AGG_MIN, AGG_MAX };
-
-static int agg_kind(tdm_metric id)
-{
-    switch (id) {
-    case TDM_METRIC_WM_INPUT:
-    case TDM_METRIC_WM_OUTPUT:
-    case TDM_METRIC_IDLE:
-    case TDM_METRIC_INPUT_WM:
-        return AGG_MIN;
-    case TDM_METRIC_WM_LAG:
-    case TDM_METRIC_LAST_RECORD_AGE:
-    case TDM_METRIC_MAX_TS:
-    case TDM_METRIC_TS_UNIT:
-    case TDM_METRIC_ALIGN_DRIFT:
-    case TDM_METRIC_LAG_P50:
-    case TDM_METRIC_LAG_P99:
-    case TDM_METRIC_LAG_P999:
-    case TDM_METRIC_LAG_MAX:
-    case TDM_METRIC_RESULT_LAT_P50:
-    case TDM_METRIC_RESULT_LAT_P99:
-        return AGG_MAX;
-    default:
-        return AGG_SUM;
-    }
-}
-
-/* True for metrics whose value is a point in event time, rendered with
- * the null / "end" convention (JSON) or left out / +Inf (Prometheus). */
-int tdm__metric_is_time(tdm_metric id)
-{
-    switch (id) {
-    case TDM_METRIC_WM_INPUT:
-    case TDM_METRIC_WM_OUTPUT:
-    case TDM_METRIC_MAX_TS:
-    case TDM_METRIC_INPUT_WM:
-    case TDM_METRIC_CH_WM:
-    case TDM_METRIC_P_WM:
-    case TDM_METRIC_P_MAX_TS:
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 /* ---- JSON helpers ---- */
 
@@ -75,10 +26,11 @@ static json_t *jtime(tdm_time_ms t)
     return json_integer(t);
 }
 
-/* A metric value as JSON: times with jtime, the rest as integers. */
+/* A metric value as JSON: event times with jtime, the rest as
+ * integers. */
 static json_t *jvalue(tdm_metric id, int64_t v)
 {
-    return tdm__metric_is_time(id) ? jtime(v) : json_integer(v);
+    return tdm_metric_is_event_time(id) ? jtime(v) : json_integer(v);
 }
 
 /* Sets @p key of @p obj to @p v, which is taken even on failure; false
@@ -210,11 +162,11 @@ static json_t *jbool(const tdm_metrics *m, tdm_metric id, const char *vertex,
  * (waiting out restart.strategy's back-off), FINISHED. */
 static const char *job_state(tdm_job *job)
 {
-    if (atomic_load(&job->restarting))
+    if (tdm_job_is_restarting(job))
         return "RESTARTING";
-    if (atomic_load(&job->running))
+    if (tdm_job_is_running(job))
         return "RUNNING";
-    return atomic_load(&job->start_ms) != 0 ? "FINISHED" : "CREATED";
+    return tdm_job_start_time(job) != 0 ? "FINISHED" : "CREATED";
 }
 
 /* Takes a snapshot, or answers 500 and returns NULL. */
@@ -261,13 +213,11 @@ fail:
 static json_t *failed_json(tdm_job *job)
 {
     int64_t id = tdm_job_stat(job, TDM_STAT_CHECKPOINT_FAILED_ID);
-    char why[sizeof job->ck_fail_msg];
+    char why[400];
     json_t *f, *msg;
     if (id <= 0)
         return json_null();
-    pthread_mutex_lock(&job->mmu);
-    memcpy(why, job->ck_fail_msg, sizeof why);
-    pthread_mutex_unlock(&job->mmu);
+    tdm_job_checkpoint_failure(job, why, sizeof why);
     f = json_object();
     if (!put(f, "id", json_integer(id)) ||
         !put(f, "failure_timestamp",
@@ -291,11 +241,11 @@ static json_t *ckpt_json(tdm_job *job)
     int64_t in_row = tdm_job_stat(job, TDM_STAT_CHECKPOINTS_FAILED_IN_ROW);
     int64_t last = tdm_job_stat(job, TDM_STAT_CHECKPOINT_ID);
     json_t *c, *counts, *latest;
-    if (!*tdm__job_str(job, "checkpoint.dir"))
+    if (!*tdm_job_get(job, "checkpoint.dir"))
         return json_null();
     c = json_object();
     if (!put(c, "status",
-             json_string(atomic_load(&job->restarting) ? "RESTARTING"
+             json_string(tdm_job_is_restarting(job) ? "RESTARTING"
                          : in_row > 0                   ? "FAILING"
                                                         : "OK")) ||
         !put(c, "counts", counts = json_object()) ||
@@ -307,9 +257,10 @@ static json_t *ckpt_json(tdm_job *job)
         !put(counts, "restarts",
              json_integer(tdm_job_stat(job, TDM_STAT_RESTARTS))) ||
         !put(c, "tolerable_failed",
-             json_integer(tdm__job_int(job, "checkpoint.tolerable_failed"))) ||
+             json_integer(
+                 tdm_job_get_int(job, "checkpoint.tolerable_failed"))) ||
         !put(c, "restart_strategy",
-             json_string(tdm__job_str(job, "restart.strategy"))) ||
+             json_string(tdm_job_get(job, "restart.strategy"))) ||
         !put(c, "latest", latest = json_object()) ||
         !put(latest, "completed",
              last > 0 ? json_pack("{sI}", "id", (json_int_t)last)
@@ -322,8 +273,8 @@ static json_t *ckpt_json(tdm_job *job)
 }
 
 /* The "metrics" object of vertex @p vi: every VERTEX-scope metric
- * aggregated over its subtasks (agg_kind), plus the inputs' watermarks
- * as currentInput<N>Watermark (minimum). */
+ * aggregated over its subtasks (tdm_metric_combine), plus the inputs'
+ * watermarks as currentInput<N>Watermark (minimum). */
 static json_t *vertex_metrics(const tdm_metrics *m, const tdm_vertex_info *vi)
 {
     int64_t acc[TDM_METRIC_COUNT_];
@@ -348,14 +299,14 @@ static json_t *vertex_metrics(const tdm_metrics *m, const tdm_vertex_info *vi)
         }
         if (strcmp(tdm_metric_scope(v->id), "VERTEX") != 0)
             continue;
-        k = agg_kind(v->id);
+        k = tdm_metric_combine(v->id);
         if (!has[v->id])
             acc[v->id] = v->value;
-        else if (k == AGG_MIN && v->value < acc[v->id])
+        else if (k == TDM_METRIC_AGG_MIN && v->value < acc[v->id])
             acc[v->id] = v->value;
-        else if (k == AGG_MAX && v->value > acc[v->id])
+        else if (k == TDM_METRIC_AGG_MAX && v->value > acc[v->id])
             acc[v->id] = v->value;
-        else if (k == AGG_SUM)
+        else if (k == TDM_METRIC_AGG_SUM)
             acc[v->id] = tdm__time_add_sat(acc[v->id], v->value);
         has[v->id] = 1;
     }
@@ -398,8 +349,8 @@ static json_t *job_json(const tdm__rest_ctx *ctx, const tdm_metrics *m)
 {
     json_t *root = json_object(), *vs = json_array(), *es = json_array();
     size_t nv = tdm_metrics_vertex_count(m);
-    int64_t start = atomic_load(&ctx->job->start_ms);
-    const char *state = atomic_load(&ctx->job->restarting) ? "RESTARTING"
+    int64_t start = tdm_job_start_time(ctx->job);
+    const char *state = tdm_job_is_restarting(ctx->job) ? "RESTARTING"
                         : tdm_metrics_running(m)             ? "RUNNING"
                         : start != 0                         ? "FINISHED"
                                                              : "CREATED";
@@ -422,7 +373,7 @@ static json_t *job_json(const tdm__rest_ctx *ctx, const tdm_metrics *m)
         json_t *v = json_object(), *ins = NULL;
         if (!push(vs, v) || !put(v, "id", json_string(vi->name)) ||
             !put(v, "name", json_string(vi->name)) ||
-            !put(v, "kind", json_string(tdm__node_kind_name(vi->kind))) ||
+            !put(v, "kind", json_string(tdm_node_kind_name(vi->kind))) ||
             !put(v, "type", jstr(vi->type)) ||
             !put(v, "parallelism", json_integer(vi->parallelism)) ||
             !put(v, "inputs", ins = json_array()) ||
@@ -1020,7 +971,7 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
             tdm__rest_error(out, 400, msg);
             return;
         }
-        if (!tdm__conf_duration(slash + 1, &size) || size <= 0) {
+        if (!tdm_duration_parse(slash + 1, &size) || size <= 0) {
             snprintf(msg, sizeof msg, "window: bad size \"%s\" (a positive "
                      "duration like 5m or 30s)", slash + 1);
             tdm__rest_error(out, 400, msg);
@@ -1071,6 +1022,69 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
 
 /* ---- Dispatch ---- */
 
+/* GET /metrics: the Prometheus text of a snapshot. */
+static void prom_reply(const tdm__rest_ctx *ctx, tdm__reply *out)
+{
+    char *text = NULL;
+    size_t len = 0;
+    tdm_metrics *m = snapshot(ctx, out);
+    if (m == NULL)
+        return;
+    if (tdm__prom_render(m, ctx->name, &text, &len) != TDM_OK) {
+        tdm_metrics_free(m);
+        tdm__rest_error(out, 500, "out of memory");
+        return;
+    }
+    tdm_metrics_free(m);
+    out->status = 200;
+    out->type = "text/plain; version=0.0.4; charset=utf-8";
+    out->body = text;
+    out->len = len;
+}
+
+/* The routes under /jobs/:id answered from snapshot @p m (borrowed);
+ * @p get is the metrics route's ?get= list (NULL: every metric). */
+static void snapshot_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
+                           const tdm_metrics *m, const char *get,
+                           tdm__reply *out)
+{
+    char msg[512];
+    switch (r->id) {
+    case TDM__R_JOB:
+        reply_json(out, 200, job_json(ctx, m));
+        break;
+    case TDM__R_VERTEX_WATERMARKS: {
+        const tdm_vertex_info *vi = find_vertex(m, r->vertex);
+        if (vi == NULL) {
+            snprintf(msg, sizeof msg, "no vertex \"%s\" in job \"%s\"",
+                     r->vertex, ctx->name);
+            tdm__rest_error(out, 404, msg);
+            break;
+        }
+        reply_json(out, 200, watermarks_json(m, vi));
+        break;
+    }
+    case TDM__R_JOB_METRICS:
+        reply_json(out, 200, metrics_json(m, get));
+        break;
+    case TDM__R_PARTITIONS:
+        reply_json(out, 200, partitions_json(ctx, m));
+        break;
+    case TDM__R_HISTORY:
+        reply_json(out, 200, history_json(ctx, m));
+        break;
+    case TDM__R_LATE:
+        reply_json(out, 200, late_json(m));
+        break;
+    case TDM__R_DIAGNOSIS:
+        reply_json(out, 200, tdm__diagnose(ctx->job, m, ctx->hist));
+        break;
+    default:
+        tdm__rest_error(out, 404, "no such resource");
+        break;
+    }
+}
+
 /* Answers a route (see server.h). */
 void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
                      const char *query, tdm__reply *out)
@@ -1095,23 +1109,9 @@ void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
     case TDM__R_JOBS:
         reply_json(out, 200, jobs_json(ctx));
         return;
-    case TDM__R_PROMETHEUS: {
-        char *text = NULL;
-        size_t len = 0;
-        if ((m = snapshot(ctx, out)) == NULL)
-            return;
-        if (tdm__prom_render(m, ctx->name, &text, &len) != TDM_OK) {
-            tdm_metrics_free(m);
-            tdm__rest_error(out, 500, "out of memory");
-            return;
-        }
-        tdm_metrics_free(m);
-        out->status = 200;
-        out->type = "text/plain; version=0.0.4; charset=utf-8";
-        out->body = text;
-        out->len = len;
+    case TDM__R_PROMETHEUS:
+        prom_reply(ctx, out);
         return;
-    }
     default:
         break;
     }
@@ -1137,39 +1137,7 @@ void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
     }
     if ((m = snapshot(ctx, out)) == NULL)
         return;
-    switch (r->id) {
-    case TDM__R_JOB:
-        reply_json(out, 200, job_json(ctx, m));
-        break;
-    case TDM__R_VERTEX_WATERMARKS: {
-        const tdm_vertex_info *vi = find_vertex(m, r->vertex);
-        if (vi == NULL) {
-            snprintf(msg, sizeof msg, "no vertex \"%s\" in job \"%s\"",
-                     r->vertex, ctx->name);
-            tdm__rest_error(out, 404, msg);
-            break;
-        }
-        reply_json(out, 200, watermarks_json(m, vi));
-        break;
-    }
-    case TDM__R_JOB_METRICS:
-        reply_json(out, 200, metrics_json(m, rc == 1 ? get : NULL));
-        break;
-    case TDM__R_PARTITIONS:
-        reply_json(out, 200, partitions_json(ctx, m));
-        break;
-    case TDM__R_HISTORY:
-        reply_json(out, 200, history_json(ctx, m));
-        break;
-    case TDM__R_LATE:
-        reply_json(out, 200, late_json(m));
-        break;
-    case TDM__R_DIAGNOSIS:
-        reply_json(out, 200, tdm__diagnose(ctx->job, m, ctx->hist));
-        break;
-    default:
-        tdm__rest_error(out, 404, "no such resource");
-        break;
-    }
+    snapshot_reply(ctx, r, m, rc == 1 ? get : NULL, out);
     tdm_metrics_free(m);
 }
+

@@ -4,8 +4,11 @@
  * prom.c: JSON and Prometheus renderings of tdm_metrics snapshots;
  * history.c: the sampler that keeps the last minutes of watermarks;
  * host.c and deadline.c: the Host check and the header deadline) and
- * of the diagnosis (diagnose.c: findings in plain words, the partition
- * holding the watermark back, "why has this window not fired").
+ * of the diagnosis (view.c: the partition holding the watermark back,
+ * over a sorted view of a snapshot declared in view.h; diagnose.c:
+ * findings in plain words; explain.c: "why has this window not fired";
+ * words.c: their words for times, durations and counts).
+ * The server is a client of tidemark.h (plus core.h for allocation).
  * JSON is built with jansson.  Nothing here is public.
  */
 #ifndef TDM_SERVER_H
@@ -48,11 +51,6 @@ typedef struct tdm__route {
  * know is TDM__R_NOT_FOUND, TDM__R_BAD_REQUEST or TDM__R_METHOD.  Total
  * over arbitrary bytes (fuzzed by tests/fuzz/fuzz_router.c). */
 void tdm__route_parse(const char *method, const char *url, tdm__route *out);
-
-/* True for metrics whose value is a point in event time (watermarks,
- * timestamps): JSON renders TDM_TIME_MIN as null and TDM_TIME_MAX as
- * "end", Prometheus leaves MIN out and writes MAX as +Inf (rest.c). */
-int tdm__metric_is_time(tdm_metric id);
 
 /* Looks parameter @p name up in @p query (the text after '?', without
  * it; may be NULL) and percent-decodes its value ('+' is a space) into
@@ -197,7 +195,7 @@ tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name,
  * *out, or 0. */
 int tdm__rest_parse_time(const char *text, tdm_time_ms *out);
 
-/* ---- Diagnosis (diagnose.c) ---- */
+/* ---- The culprit (view.c) ---- */
 
 /* The partition (or channel) holding the job's watermark back: the
  * active, unfinished source partition whose watermark is the lowest of
@@ -217,6 +215,32 @@ typedef struct tdm__culprit {
 
 /* Finds the culprit in @p m (see tdm__culprit). */
 void tdm__find_culprit(const tdm_metrics *m, tdm__culprit *out);
+
+/* ---- Words for people (words.c) ---- */
+
+/* Each formatter writes into @p buf (@p n bytes, truncated, always
+ * NUL-terminated) and returns it. */
+
+/* ISO-8601 UTC with milliseconds; "no watermark yet" for TDM_TIME_MIN
+ * and "end of input" for TDM_TIME_MAX. */
+const char *tdm__fmt_time(tdm_time_ms t, char *buf, size_t n);
+/* A duration: "250ms", "2.5s", "42s", "4m12s", "1h5m", "3d4h". */
+const char *tdm__fmt_dur(int64_t ms, char *buf, size_t n);
+/* A count with thousands separators ("1,234,567"). */
+const char *tdm__fmt_count(int64_t v, char *buf, size_t n);
+/* A watermark as REST JSON: integer ms, null (none yet), "end".  New
+ * reference; NULL on NOMEM. */
+json_t *tdm__json_wm(tdm_time_ms t);
+/* Appends a printf-formatted string (at most 1023 bytes) to @p arr;
+ * sets *oom on a failed allocation (best effort: callers check *oom
+ * once at the end). */
+void tdm__json_add_str(json_t *arr, int *oom, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sets @p key of @p obj to @p v (taken, may be NULL: the allocation
+ * that failed), setting *oom on failure. */
+void tdm__json_set(json_t *obj, const char *key, json_t *v, int *oom);
+
+/* ---- Diagnosis (diagnose.c) and one window (explain.c) ---- */
 
 /* The findings for @p job given snapshot @p m (and @p hist, may be NULL,
  * to say since when): a JSON object {"findings":[...]} with each finding
