@@ -15,6 +15,7 @@
 #include "connect/connect.h"
 #include "core/hist.h"
 #include "runtime/row.h"
+#include "runtime/spec.h"
 #include "state/state.h"
 #include "state/wstore.h"
 
@@ -156,6 +157,9 @@ struct tdm_node {
      * (docs/runtime.md, Chained operators): computed by tdm_job_validate
      * (n == 0: not yet). */
     tdm__schema out_schema;
+    /* The typed keys of its kind (spec.h), filled by tdm_job_validate
+     * (tdm__node_spec_fill) and read instead of keys by name. */
+    tdm__node_spec spec;
 };
 
 typedef struct tdm__run tdm__run;
@@ -221,6 +225,10 @@ const char *tdm__node_str(const tdm_node *n, const char *key);
 const tdm__conf_val *tdm__job_val(const tdm_job *job, const char *key);
 int64_t tdm__job_int(const tdm_job *job, const char *key);
 const char *tdm__job_str(const tdm_job *job, const char *key);
+/* Fills @p n's spec from its keys (spec.c; not while a run reads it). */
+void tdm__node_spec_fill(tdm_node *n);
+/* The job-level ENUM keys, typed (spec.c). */
+tdm__job_spec tdm__job_spec_of(const tdm_job *job);
 /* The schema of a source node: its "schema" key or, for a generator
  * without one, the generator's fixed schema.  NULL if neither. */
 const tdm__schema *tdm__node_schema(const tdm_node *n);
