@@ -1247,18 +1247,6 @@ bool tdm__expr_true(const tdm__expr *e, const tdm__row *row)
 
 /* ---- A source's filter and computed fields ---- */
 
-/* Frees a set (NULL is fine). */
-void tdm__src_exprs_destroy(tdm__src_exprs *x)
-{
-    if (!x)
-        return;
-    tdm__expr_destroy(x->filter);
-    for (int i = 0; i < x->n_compute; i++)
-        tdm__expr_destroy(x->compute[i].e);
-    tdm__free(x->compute);
-    tdm__free(x);
-}
-
 /* Compiles one key's expression, prefixing errors with the key. */
 static tdm_err compile_key(const char *key, const char *text,
                            const tdm__schema *s, tdm__expr **out,
@@ -1273,11 +1261,13 @@ static tdm_err compile_key(const char *key, const char *text,
 }
 
 /* One compute.<field>: the field must exist, be numeric, not carry the
- * event time or the partition, and fit the expression's type. */
-static tdm_err compile_compute(const tdm_node *n, const char *ts_field,
-                               const tdm__schema *s, const char *field,
-                               const char *text, tdm__expr_compute *out,
-                               char *errbuf, size_t errbuf_size)
+ * event time or the partition, and fit the expression's type; see
+ * expr.h. */
+tdm_err tdm__expr_compile_compute(const tdm__schema *s, const char *field,
+                                  const char *text, const char *ts_field,
+                                  const char *partition_field,
+                                  tdm__expr_compute *out, char *errbuf,
+                                  size_t errbuf_size)
 {
     char key[300];
     snprintf(key, sizeof key, "compute.%s", field);
@@ -1309,7 +1299,7 @@ static tdm_err compile_compute(const tdm_node *n, const char *ts_field,
                          "taken when the record is read; compute another "
                          "field",
                          key, field);
-    if (strcmp(tdm__node_str(n, "partition.field"), field) == 0)
+    if (partition_field && strcmp(partition_field, field) == 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: \"%s\" is the partition field, which is read "
                          "before compute runs; compute another field",
@@ -1340,58 +1330,23 @@ static tdm_err compile_compute(const tdm_node *n, const char *ts_field,
     return TDM_OK;
 }
 
-/* Compiles the filter and compute.* keys of a source; see expr.h. */
-tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
-                               tdm__src_exprs **out, char *errbuf,
-                               size_t errbuf_size)
+/* A source's or join's filter: a condition; see expr.h. */
+tdm_err tdm__expr_compile_filter(const char *text, const tdm__schema *s,
+                                 tdm__expr **out, char *errbuf,
+                                 size_t errbuf_size)
 {
-    *out = NULL;
-    const char *filter = tdm__node_str(n, "filter");
-    const tdm__conf_val *cv = tdm__node_val(n, "compute.*");
-    int n_comp = cv->props ? cv->n_props : 0;
-    if (!*filter && n_comp == 0)
+    tdm_err err = compile_key("filter", text, s, out, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    tdm__expr_type t = (*out)->type;
+    if (t == TDM__EXPR_BOOL || t == TDM__EXPR_NULL)
         return TDM_OK;
-    const tdm__schema *s = tdm__node_schema(n);
-    if (!s)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "schema: required for filter and compute");
-    tdm_err err = TDM_OK;
-    tdm__src_exprs *x = tdm__calloc(1, sizeof *x);
-    if (!x || (n_comp && !(x->compute = tdm__calloc((size_t)n_comp,
-                                                    sizeof *x->compute)))) {
-        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
-                        "out of memory");
-        goto fail;
-    }
-    if (*filter) {
-        err = compile_key("filter", filter, s, &x->filter, errbuf,
-                          errbuf_size);
-        if (err != TDM_OK)
-            goto fail;
-        tdm__expr_type t = x->filter->type;
-        if (t != TDM__EXPR_BOOL && t != TDM__EXPR_NULL) {
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                            "filter: the expression is %s, expected a "
-                            "condition (true or false), e.g. \"auction %% "
-                            "123 = 0\"",
-                            tdm__expr_type_name(t));
-            goto fail;
-        }
-    }
-    for (int i = 0; i < n_comp; i++) {
-        err = compile_compute(n, ts_field, s, cv->props[2 * i],
-                              cv->props[2 * i + 1], &x->compute[i], errbuf,
-                              errbuf_size);
-        if (err != TDM_OK)
-            goto fail;
-        x->n_compute++;
-    }
-    *out = x;
-    return TDM_OK;
-
-fail:
-    tdm__src_exprs_destroy(x);
-    return err;
+    tdm__expr_destroy(*out);
+    *out = NULL;
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                     "filter: the expression is %s, expected a condition "
+                     "(true or false), e.g. \"auction %% 123 = 0\"",
+                     tdm__expr_type_name(t));
 }
 
 /* The filter, then each compute in key order; see expr.h. */

@@ -225,6 +225,19 @@ const char *tdm__node_str(const tdm_node *n, const char *key);
 const tdm__conf_val *tdm__job_val(const tdm_job *job, const char *key);
 int64_t tdm__job_int(const tdm_job *job, const char *key);
 const char *tdm__job_str(const tdm_job *job, const char *key);
+/* Compiles the `filter` and `compute.*` keys of source @p n (borrowed)
+ * against its schema (job_exprs.c); @p ts_field (or NULL) names the
+ * field the event time is read from, which compute may not assign.  On
+ * success *out receives the set (owned by the caller), or NULL when the
+ * source has neither key.  On failure errbuf holds "filter: column N:
+ * ..." or "compute.<field>: ..." (a key of the table first, so that the
+ * CLI can place the message in the file).  Returns TDM_OK, TDM_ERR_INVAL
+ * or TDM_ERR_NOMEM. */
+tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
+                               struct tdm__src_exprs **out, char *errbuf,
+                               size_t errbuf_size);
+/* Frees a set (NULL is fine; job_exprs.c). */
+void tdm__src_exprs_destroy(struct tdm__src_exprs *x);
 /* Fills @p n's spec from its keys (spec.c; not while a run reads it). */
 void tdm__node_spec_fill(tdm_node *n);
 /* The job-level ENUM keys, typed (spec.c). */
