@@ -222,9 +222,55 @@ static bool word_is(const char *s, size_t len, const char *kw)
     return true;
 }
 
-/* Reads the next token into p->cur; a lexical error sets p->err and
- * leaves T_END. */
-static void next(parser *p)
+/* A lexical error at @p i: the token becomes T_END. */
+static bool lex_fail(parser *p, size_t i)
+{
+    p->cur = (tok){ T_END, i, 0, false };
+    return false;
+}
+
+/* The end of the digits starting at @p j. */
+static size_t skip_digits(const char *s, size_t j)
+{
+    while (isdigit((unsigned char)s[j]))
+        j++;
+    return j;
+}
+
+/* A number at @p i: digits, an optional fraction and exponent (T_NUM)
+ * or digits only (T_INT); *j receives its end. */
+static bool lex_number(parser *p, size_t i, tok *t, size_t *j)
+{
+    const char *s = p->src;
+    bool dec = false;
+    size_t e = skip_digits(s, i);
+    if (s[e] == '.') {
+        dec = true;
+        e = skip_digits(s, e + 1);
+    }
+    if (s[e] == 'e' || s[e] == 'E') {
+        size_t k = e + 1;
+        if (s[k] == '+' || s[k] == '-')
+            k++;
+        if (isdigit((unsigned char)s[k])) {
+            dec = true;
+            e = skip_digits(s, k);
+        }
+    }
+    if (ident_char((unsigned char)s[e])) {
+        size_t k = e;
+        while (ident_char((unsigned char)s[k]))
+            k++;
+        perr(p, i, "malformed number \"%.*s\"", (int)(k - i), s + i);
+        return lex_fail(p, i);
+    }
+    t->kind = dec ? T_NUM : T_INT;
+    *j = e;
+    return true;
+}
+
+/* A name or a keyword at @p i. */
+static void lex_word(parser *p, size_t i, tok *t, size_t *j)
 {
     static const struct {
         const char *w;
@@ -232,6 +278,102 @@ static void next(parser *p)
     } kws[] = { { "AND", T_AND },   { "OR", T_OR },     { "NOT", T_NOT },
                 { "IS", T_IS },     { "NULL", T_NULL }, { "TRUE", T_TRUE },
                 { "FALSE", T_FALSE } };
+    const char *s = p->src;
+    size_t e = i + 1;
+    while (ident_char((unsigned char)s[e]))
+        e++;
+    t->kind = T_IDENT;
+    for (size_t k = 0; k < sizeof kws / sizeof kws[0]; k++)
+        if (word_is(s + i, e - i, kws[k].w))
+            t->kind = kws[k].k;
+    *j = e;
+}
+
+/* A string or a quoted field name at @p i (quote @p c); a doubled quote
+ * is one. */
+static bool lex_quoted(parser *p, size_t i, unsigned char c, tok *t,
+                       size_t *j)
+{
+    const char *s = p->src;
+    size_t e = i + 1;
+    for (;;) {
+        if (s[e] == 0) {
+            perr(p, i, "unterminated %s (the closing %c is missing)",
+                 c == '\'' ? "string" : "quoted field name", c);
+            return lex_fail(p, i);
+        }
+        if ((unsigned char)s[e] == c) {
+            if ((unsigned char)s[e + 1] != c)
+                break;
+            e++;
+        }
+        e++;
+    }
+    t->kind = c == '\'' ? T_STR : T_IDENT;
+    t->quoted = c == '"';
+    *j = e + 1;
+    return true;
+}
+
+/* A comparison starting with '=', '!', '<' or '>' at @p i; *j is the
+ * byte after its first character and moves past a second one. */
+static bool lex_compare(parser *p, size_t i, unsigned char c, tok *t,
+                        size_t *j)
+{
+    char d = p->src[*j];
+    switch (c) {
+    case '=':
+        t->kind = T_EQ;
+        *j += d == '=';
+        return true;
+    case '!':
+        if (d != '=') {
+            perr(p, i, "expected \"!=\", got \"!\"");
+            return lex_fail(p, i);
+        }
+        t->kind = T_NE;
+        *j += 1;
+        return true;
+    case '<':
+        t->kind = d == '=' ? T_LE : d == '>' ? T_NE : T_LT;
+        *j += d == '=' || d == '>';
+        return true;
+    default:
+        t->kind = d == '=' ? T_GE : T_GT;
+        *j += d == '=';
+        return true;
+    }
+}
+
+/* An operator or parenthesis at @p i. */
+static bool lex_punct(parser *p, size_t i, unsigned char c, tok *t,
+                      size_t *j)
+{
+    switch (c) {
+    case '(': t->kind = T_LP; return true;
+    case ')': t->kind = T_RP; return true;
+    case '+': t->kind = T_PLUS; return true;
+    case '-': t->kind = T_MINUS; return true;
+    case '*': t->kind = T_STAR; return true;
+    case '/': t->kind = T_SLASH; return true;
+    case '%': t->kind = T_PCT; return true;
+    case '=':
+    case '!':
+    case '<':
+    case '>':
+        return lex_compare(p, i, c, t, j);
+    }
+    if (c >= 0x20 && c < 0x7f)
+        perr(p, i, "unexpected character '%c'", c);
+    else
+        perr(p, i, "unexpected byte 0x%02x", c);
+    return lex_fail(p, i);
+}
+
+/* Reads the next token into p->cur; a lexical error sets p->err and
+ * leaves T_END. */
+static void next(parser *p)
+{
     const char *s = p->src;
     size_t i = p->pos;
     while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
@@ -244,112 +386,17 @@ static void next(parser *p)
         return;
     }
     size_t j = i + 1;
-    if (isdigit(c) || (c == '.' && isdigit((unsigned char)s[i + 1]))) {
-        bool dec = false;
-        j = i;
-        while (isdigit((unsigned char)s[j]))
-            j++;
-        if (s[j] == '.') {
-            dec = true;
-            j++;
-            while (isdigit((unsigned char)s[j]))
-                j++;
-        }
-        if (s[j] == 'e' || s[j] == 'E') {
-            size_t k = j + 1;
-            if (s[k] == '+' || s[k] == '-')
-                k++;
-            if (isdigit((unsigned char)s[k])) {
-                dec = true;
-                j = k;
-                while (isdigit((unsigned char)s[j]))
-                    j++;
-            }
-        }
-        if (ident_char((unsigned char)s[j])) {
-            size_t k = j;
-            while (ident_char((unsigned char)s[k]))
-                k++;
-            perr(p, i, "malformed number \"%.*s\"", (int)(k - i), s + i);
-            p->cur = (tok){ T_END, i, 0, false };
-            return;
-        }
-        t.kind = dec ? T_NUM : T_INT;
-    } else if (ident_start(c)) {
-        while (ident_char((unsigned char)s[j]))
-            j++;
-        t.kind = T_IDENT;
-        for (size_t k = 0; k < sizeof kws / sizeof kws[0]; k++)
-            if (word_is(s + i, j - i, kws[k].w))
-                t.kind = kws[k].k;
-    } else if (c == '\'' || c == '"') {
-        /* A string or a quoted field name; a doubled quote is one. */
-        for (;;) {
-            if (s[j] == 0) {
-                perr(p, i, "unterminated %s (the closing %c is missing)",
-                     c == '\'' ? "string" : "quoted field name", c);
-                p->cur = (tok){ T_END, i, 0, false };
-                return;
-            }
-            if ((unsigned char)s[j] == c) {
-                if ((unsigned char)s[j + 1] != c)
-                    break;
-                j++;
-            }
-            j++;
-        }
-        j++;
-        t.kind = c == '\'' ? T_STR : T_IDENT;
-        t.quoted = c == '"';
-    } else {
-        switch (c) {
-        case '(': t.kind = T_LP; break;
-        case ')': t.kind = T_RP; break;
-        case '+': t.kind = T_PLUS; break;
-        case '-': t.kind = T_MINUS; break;
-        case '*': t.kind = T_STAR; break;
-        case '/': t.kind = T_SLASH; break;
-        case '%': t.kind = T_PCT; break;
-        case '=':
-            t.kind = T_EQ;
-            if (s[j] == '=')
-                j++;
-            break;
-        case '!':
-            if (s[j] != '=') {
-                perr(p, i, "expected \"!=\", got \"!\"");
-                p->cur = (tok){ T_END, i, 0, false };
-                return;
-            }
-            t.kind = T_NE;
-            j++;
-            break;
-        case '<':
-            t.kind = T_LT;
-            if (s[j] == '=') {
-                t.kind = T_LE;
-                j++;
-            } else if (s[j] == '>') {
-                t.kind = T_NE;
-                j++;
-            }
-            break;
-        case '>':
-            t.kind = T_GT;
-            if (s[j] == '=') {
-                t.kind = T_GE;
-                j++;
-            }
-            break;
-        default:
-            if (c >= 0x20 && c < 0x7f)
-                perr(p, i, "unexpected character '%c'", c);
-            else
-                perr(p, i, "unexpected byte 0x%02x", c);
-            p->cur = (tok){ T_END, i, 0, false };
-            return;
-        }
-    }
+    bool ok;
+    if (isdigit(c) || (c == '.' && isdigit((unsigned char)s[i + 1])))
+        ok = lex_number(p, i, &t, &j);
+    else if (ident_start(c))
+        ok = (lex_word(p, i, &t, &j), true);
+    else if (c == '\'' || c == '"')
+        ok = lex_quoted(p, i, c, &t, &j);
+    else
+        ok = lex_punct(p, i, c, &t, &j);
+    if (!ok)
+        return;
     t.len = j - i;
     p->cur = t;
     p->pos = j;
