@@ -1113,6 +1113,144 @@ _Static_assert(sizeof(((tdm__val *)0)->u) ==
                    offsetof(tdm__expr_val, u.s.len),
                "tdm__val and tdm__expr_val share the layout of their union");
 
+/* The instruction groups of tdm__expr_eval.  Each is called with a
+ * constant opcode from its own case, so once inlined the inner switch
+ * folds away and evaluation keeps one dispatch per instruction. */
+
+/* Pushes field value @p v into @p t: the two unions have one layout, so
+ * it is copied whole, whatever the field's type. */
+static inline void push_field(tdm__expr_val *t, const tdm__val *v)
+{
+    memcpy(&t->u, &v->u, sizeof t->u);
+    t->null = v->null;
+}
+
+/* a = a o b on int64: null on a null operand, an overflow or a zero
+ * divisor; x % -1 is 0 (computing it could trap for INT64_MIN). */
+static inline void int_arith(op o, tdm__expr_val *a, const tdm__expr_val *b)
+{
+    switch (o) {
+    case OP_ADD_I:
+        a->null |= b->null | __builtin_add_overflow(a->u.i, b->u.i, &a->u.i);
+        break;
+    case OP_SUB_I:
+        a->null |= b->null | __builtin_sub_overflow(a->u.i, b->u.i, &a->u.i);
+        break;
+    case OP_MUL_I:
+        a->null |= b->null | __builtin_mul_overflow(a->u.i, b->u.i, &a->u.i);
+        break;
+    case OP_DIV_I:
+        a->null |= b->null | (b->u.i == 0) |
+                   (a->u.i == INT64_MIN && b->u.i == -1);
+        if (!a->null)
+            a->u.i /= b->u.i;
+        break;
+    default: /* OP_MOD_I */
+        a->null |= b->null | (b->u.i == 0);
+        if (!a->null)
+            a->u.i = b->u.i == -1 ? 0 : a->u.i % b->u.i;
+        break;
+    }
+}
+
+/* a = a o b on doubles: null on a null operand, a zero divisor or a
+ * result that is not finite. */
+static inline void dbl_arith(op o, tdm__expr_val *a, const tdm__expr_val *b)
+{
+    a->null |= b->null;
+    switch (o) {
+    case OP_ADD_D:
+        put_d(a, a->u.d + b->u.d);
+        break;
+    case OP_SUB_D:
+        put_d(a, a->u.d - b->u.d);
+        break;
+    case OP_MUL_D:
+        put_d(a, a->u.d * b->u.d);
+        break;
+    case OP_DIV_D:
+        a->null |= b->u.d == 0;
+        if (!a->null)
+            put_d(a, a->u.d / b->u.d);
+        break;
+    default: /* OP_MOD_D */
+        a->null |= b->u.d == 0;
+        if (!a->null)
+            put_d(a, fmod(a->u.d, b->u.d));
+        break;
+    }
+}
+
+/* a = (a rel b) for OP_CMP @p c, null when either operand is. */
+static inline void compare(const ins *c, tdm__expr_val *a,
+                           const tdm__expr_val *b)
+{
+    int r = 0;
+    a->null |= b->null;
+    if (!a->null) {
+        switch (c->ck) {
+        case CK_II:
+            r = (a->u.i > b->u.i) - (a->u.i < b->u.i);
+            break;
+        case CK_DD:
+            r = cmp_dd(a->u.d, b->u.d);
+            break;
+        case CK_ID:
+            r = cmp_id(a->u.i, b->u.d);
+            break;
+        case CK_DI:
+            r = cmp_id(b->u.i, a->u.d);
+            r = r == 2 ? 2 : -r;
+            break;
+        default:
+            r = cmp_ss(a, b);
+            break;
+        }
+    }
+    a->u.i = a->null ? 0 : rel_table[c->k][r + 1];
+}
+
+/* a = a AND b / a OR b in three-valued logic: a false (AND) or true (OR)
+ * operand decides even against null. */
+static inline void and_or(bool is_or, tdm__expr_val *a,
+                          const tdm__expr_val *b)
+{
+    bool ad = !a->null && (a->u.i != 0) == is_or;
+    bool bd = !b->null && (b->u.i != 0) == is_or;
+    if (ad || bd) {
+        a->null = 0;
+        a->u.i = is_or;
+    } else {
+        a->null |= b->null;
+        a->u.i = is_or ? 0 : !a->null;
+    }
+}
+
+/* The unary operators on the top of the stack @p a. */
+static inline void unary(op o, tdm__expr_val *a)
+{
+    switch (o) {
+    case OP_NEG_I:
+        a->null |= a->u.i == INT64_MIN;
+        a->u.i = a->null ? 0 : -a->u.i;
+        break;
+    case OP_NEG_D:
+        a->u.d = -a->u.d;
+        break;
+    case OP_NOT:
+        a->u.i = a->null ? 0 : !a->u.i;
+        break;
+    case OP_IS_NULL:
+        a->u.i = a->null != 0;
+        a->null = 0;
+        break;
+    default: /* OP_NOT_NULL */
+        a->u.i = a->null == 0;
+        a->null = 0;
+        break;
+    }
+}
+
 /* Evaluates @p e on @p row; see expr.h.  One dispatch per instruction:
  * pushes write the next slot; a binary operator takes its right operand
  * b from the top (popping it) or from the constants, and leaves its
@@ -1125,7 +1263,7 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
     int sp = 0;
     const tdm__expr_val *b;
     tdm__expr_val *a;
-#define UNARY() (a = &st[sp - 1])
+#define UNARY(o) unary(o, &st[sp - 1])
 #define BINARY()                                                          \
     (b = c->kc ? &e->consts[c->a] : &st[--sp], a = &st[sp - 1])
     for (const ins *c = e->code, *end = c + e->n_code; c < end; c++) {
@@ -1133,150 +1271,32 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
         case OP_CONST:
             st[sp++] = e->consts[c->a];
             break;
-        case OP_FIELD: {
-            /* The two unions have one layout: copied whole, whatever the
-             * field's type. */
-            const tdm__val *v = &row->v[c->a];
-            tdm__expr_val *t = &st[sp++];
-            memcpy(&t->u, &v->u, sizeof t->u);
-            t->null = v->null;
+        case OP_FIELD:
+            push_field(&st[sp++], &row->v[c->a]);
             break;
-        }
         case OP_I2D: {
             tdm__expr_val *t = &st[sp - 1 - c->a];
             t->u.d = t->null ? 0 : (double)t->u.i;
             break;
         }
-        case OP_NEG_I:
-            UNARY();
-            a->null |= a->u.i == INT64_MIN;
-            a->u.i = a->null ? 0 : -a->u.i;
-            break;
-        case OP_NEG_D:
-            UNARY();
-            a->u.d = -a->u.d;
-            break;
-        case OP_ADD_I:
-            BINARY();
-            a->null |= b->null | __builtin_add_overflow(a->u.i, b->u.i,
-                                                        &a->u.i);
-            break;
-        case OP_SUB_I:
-            BINARY();
-            a->null |= b->null | __builtin_sub_overflow(a->u.i, b->u.i,
-                                                        &a->u.i);
-            break;
-        case OP_MUL_I:
-            BINARY();
-            a->null |= b->null | __builtin_mul_overflow(a->u.i, b->u.i,
-                                                        &a->u.i);
-            break;
-        case OP_DIV_I:
-            BINARY();
-            a->null |= b->null | (b->u.i == 0) |
-                       (a->u.i == INT64_MIN && b->u.i == -1);
-            if (!a->null)
-                a->u.i /= b->u.i;
-            break;
-        case OP_MOD_I:
-            /* x % -1 is 0 (computing it could trap for INT64_MIN). */
-            BINARY();
-            a->null |= b->null | (b->u.i == 0);
-            if (!a->null)
-                a->u.i = b->u.i == -1 ? 0 : a->u.i % b->u.i;
-            break;
-        case OP_ADD_D:
-            BINARY();
-            a->null |= b->null;
-            put_d(a, a->u.d + b->u.d);
-            break;
-        case OP_SUB_D:
-            BINARY();
-            a->null |= b->null;
-            put_d(a, a->u.d - b->u.d);
-            break;
-        case OP_MUL_D:
-            BINARY();
-            a->null |= b->null;
-            put_d(a, a->u.d * b->u.d);
-            break;
-        case OP_DIV_D:
-            BINARY();
-            a->null |= b->null | (b->u.d == 0);
-            if (!a->null)
-                put_d(a, a->u.d / b->u.d);
-            break;
-        case OP_MOD_D:
-            BINARY();
-            a->null |= b->null | (b->u.d == 0);
-            if (!a->null)
-                put_d(a, fmod(a->u.d, b->u.d));
-            break;
-        case OP_CMP: {
-            BINARY();
-            int r = 0;
-            a->null |= b->null;
-            if (!a->null) {
-                switch (c->ck) {
-                case CK_II:
-                    r = (a->u.i > b->u.i) - (a->u.i < b->u.i);
-                    break;
-                case CK_DD:
-                    r = cmp_dd(a->u.d, b->u.d);
-                    break;
-                case CK_ID:
-                    r = cmp_id(a->u.i, b->u.d);
-                    break;
-                case CK_DI:
-                    r = cmp_id(b->u.i, a->u.d);
-                    r = r == 2 ? 2 : -r;
-                    break;
-                default:
-                    r = cmp_ss(a, b);
-                    break;
-                }
-            }
-            a->u.i = a->null ? 0 : rel_table[c->k][r + 1];
-            break;
-        }
-        case OP_AND: {
-            BINARY();
-            bool af = !a->null && !a->u.i, bf = !b->null && !b->u.i;
-            if (af || bf) {
-                a->null = 0;
-                a->u.i = 0;
-            } else {
-                a->null |= b->null;
-                a->u.i = !a->null;
-            }
-            break;
-        }
-        case OP_OR: {
-            BINARY();
-            bool at = !a->null && a->u.i, bt = !b->null && b->u.i;
-            if (at || bt) {
-                a->null = 0;
-                a->u.i = 1;
-            } else {
-                a->null |= b->null;
-                a->u.i = 0;
-            }
-            break;
-        }
-        case OP_NOT:
-            UNARY();
-            a->u.i = a->null ? 0 : !a->u.i;
-            break;
-        case OP_IS_NULL:
-            UNARY();
-            a->u.i = a->null != 0;
-            a->null = 0;
-            break;
-        case OP_NOT_NULL:
-            UNARY();
-            a->u.i = a->null == 0;
-            a->null = 0;
-            break;
+        case OP_NEG_I: UNARY(OP_NEG_I); break;
+        case OP_NEG_D: UNARY(OP_NEG_D); break;
+        case OP_NOT: UNARY(OP_NOT); break;
+        case OP_IS_NULL: UNARY(OP_IS_NULL); break;
+        case OP_NOT_NULL: UNARY(OP_NOT_NULL); break;
+        case OP_ADD_I: BINARY(); int_arith(OP_ADD_I, a, b); break;
+        case OP_SUB_I: BINARY(); int_arith(OP_SUB_I, a, b); break;
+        case OP_MUL_I: BINARY(); int_arith(OP_MUL_I, a, b); break;
+        case OP_DIV_I: BINARY(); int_arith(OP_DIV_I, a, b); break;
+        case OP_MOD_I: BINARY(); int_arith(OP_MOD_I, a, b); break;
+        case OP_ADD_D: BINARY(); dbl_arith(OP_ADD_D, a, b); break;
+        case OP_SUB_D: BINARY(); dbl_arith(OP_SUB_D, a, b); break;
+        case OP_MUL_D: BINARY(); dbl_arith(OP_MUL_D, a, b); break;
+        case OP_DIV_D: BINARY(); dbl_arith(OP_DIV_D, a, b); break;
+        case OP_MOD_D: BINARY(); dbl_arith(OP_MOD_D, a, b); break;
+        case OP_CMP: BINARY(); compare(c, a, b); break;
+        case OP_AND: BINARY(); and_or(false, a, b); break;
+        case OP_OR: BINARY(); and_or(true, a, b); break;
         }
     }
 #undef UNARY
