@@ -4,7 +4,8 @@
  * type, default, bounds and choices come from there, so validation,
  * `tidemark config list` and docs/job-format.md cannot drift apart.
  * This file parses text values per type and explains what was expected
- * when a value does not fit.
+ * when a value does not fit.  An ENUM value is the index of its choice,
+ * which conf_enum.h names (TDM__TRIGGER_COUNT) from the same table rows.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -80,7 +80,8 @@ typedef struct tdm__agg_spec {
 typedef struct tdm__conf_val {
     bool set;       /* given explicitly (not the default) */
     char *text;     /* the text it was parsed from */
-    int64_t i;      /* INT, DURATION (ms), BOOL (0/1), ENUM (choice index) */
+    int64_t i;      /* INT, DURATION (ms), BOOL (0/1), ENUM (choice
+                       index = its conf_enum.h constant) */
     double d;       /* DOUBLE */
     tdm__schema schema;    /* SCHEMA (n == 0: none) */
     tdm__agg_spec *aggs;   /* AGGREGATES */
