@@ -4,7 +4,8 @@
  * type, default, bounds and choices come from there, so validation,
  * `tidemark config list` and docs/job-format.md cannot drift apart.
  * This file parses text values per type and explains what was expected
- * when a value does not fit.
+ * when a value does not fit.  An ENUM value is the index of its choice,
+ * which conf_enum.h names (TDM__TRIGGER_COUNT) from the same table rows.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -522,15 +523,11 @@ static bool ident_char(int c)
     return isalnum(c) || c == '_' || c == '.' || c == '-';
 }
 
-/* One aggregate "fn(field) [as name]" in [s, e). */
-static tdm_err parse_one_agg(const tdm__conf_row *r, const char *s,
-                             const char *e, tdm__agg_spec *out,
-                             char *errbuf, size_t n)
+/* The function of an aggregate: the name before '(' in @p item; *pp
+ * receives the '('.  Returns its index, or -1 with the message set. */
+static int agg_fn(const tdm__conf_row *r, const char *item, const char **pp,
+                  char *errbuf, size_t n)
 {
-    char *item = dup_trim(s, e);
-    if (!item)
-        return TDM_ERR_NOMEM;
-    tdm_err err = TDM_ERR_INVAL;
     const char *p = item;
     const char *fs = p;
     while (isalnum((unsigned char)*p) || *p == '_')
@@ -542,88 +539,114 @@ static tdm_err parse_one_agg(const tdm__conf_row *r, const char *s,
         tdm__errf(errbuf, n, TDM_ERR_INVAL,
                   "%s: expected \"fn(field) as name\", got \"%s\"", r->key,
                   item);
-        goto done;
+        return -1;
     }
-    int fn = -1;
+    *pp = p;
     for (int i = 0; i < N_AGGFN; i++)
         if (strlen(aggfn_names[i]) == fl &&
             strncmp(aggfn_names[i], fs, fl) == 0)
-            fn = i;
-    if (fn < 0) {
-        tdm__errf(errbuf, n, TDM_ERR_INVAL,
-                  "%s: unknown aggregate function \"%.*s\" (expected "
-                  "count, sum, min, max, avg, count_distinct, first or "
-                  "last)",
-                  r->key, (int)fl, fs);
-        goto done;
-    }
-    const char *close = strchr(p, ')');
-    if (!close) {
-        tdm__errf(errbuf, n, TDM_ERR_INVAL,
-                  "%s: missing ')' in \"%s\"", r->key, item);
-        goto done;
-    }
-    char *field = dup_trim(p + 1, close);
-    if (!field) {
-        err = TDM_ERR_NOMEM;
-        goto done;
-    }
-    if (fn == TDM__FN_COUNT) {
-        if (*field && strcmp(field, "*") != 0) {
-            tdm__errf(errbuf, n, TDM_ERR_INVAL,
-                      "%s: count takes no field (write \"count()\"), got "
-                      "\"%s\"",
-                      r->key, item);
-            tdm__free(field);
-            goto done;
-        }
+            return i;
+    tdm__errf(errbuf, n, TDM_ERR_INVAL,
+              "%s: unknown aggregate function \"%.*s\" (expected count, sum, "
+              "min, max, avg, count_distinct, first or last)",
+              r->key, (int)fl, fs);
+    return -1;
+}
+
+/* The field between '(' at @p open and @p close of function @p fn into
+ * out->field (NULL for count, which takes none). */
+static tdm_err agg_field(const tdm__conf_row *r, const char *item, int fn,
+                         const char *open, const char *close,
+                         tdm__agg_spec *out, char *errbuf, size_t n)
+{
+    char *field = dup_trim(open + 1, close);
+    if (!field)
+        return TDM_ERR_NOMEM;
+    tdm_err err = TDM_OK;
+    if (fn == TDM__FN_COUNT && *field && strcmp(field, "*") != 0)
+        err = tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                        "%s: count takes no field (write \"count()\"), got "
+                        "\"%s\"",
+                        r->key, item);
+    else if (fn != TDM__FN_COUNT && !*field)
+        err = tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                        "%s: %s needs a field, e.g. \"%s(amount)\"", r->key,
+                        aggfn_names[fn], aggfn_names[fn]);
+    if (err != TDM_OK || fn == TDM__FN_COUNT) {
         tdm__free(field);
         field = NULL;
-    } else if (!*field) {
-        tdm__errf(errbuf, n, TDM_ERR_INVAL,
-                  "%s: %s needs a field, e.g. \"%s(amount)\"", r->key,
-                  aggfn_names[fn], aggfn_names[fn]);
-        tdm__free(field);
+    }
+    out->field = field;
+    return err;
+}
+
+/* The output name: "as name" at @p p (after the closing ')' at
+ * @p close), or fn_field ("count" for count) when @p p is at the end. */
+static tdm_err agg_name(const tdm__conf_row *r, const char *item,
+                        const char *close, const char *p, int fn,
+                        tdm__agg_spec *out, char *errbuf, size_t n)
+{
+    if (!*p && out->field) {
+        size_t l = strlen(aggfn_names[fn]) + 1 + strlen(out->field) + 1;
+        out->as = tdm__malloc(l);
+        if (out->as)
+            snprintf(out->as, l, "%s_%s", aggfn_names[fn], out->field);
+        return out->as ? TDM_OK : TDM_ERR_NOMEM;
+    }
+    if (!*p) {
+        out->as = tdm__strndup("count", 5);
+        return out->as ? TDM_OK : TDM_ERR_NOMEM;
+    }
+    if (strncmp(p, "as", 2) != 0 || !isspace((unsigned char)p[2]))
+        return tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                         "%s: expected \"as name\" after \"%.*s\", got "
+                         "\"%s\"",
+                         r->key, (int)(close + 1 - item), item, p);
+    p += 2;
+    while (isspace((unsigned char)*p))
+        p++;
+    const char *ns = p;
+    while (ident_char((unsigned char)*p))
+        p++;
+    const char *ne = p;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (ns == ne || *p)
+        return tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                         "%s: expected a column name after \"as\" (letters, "
+                         "digits, '_', '.', '-'), got \"%s\"",
+                         r->key, ns);
+    out->as = tdm__strndup(ns, (size_t)(ne - ns));
+    return out->as ? TDM_OK : TDM_ERR_NOMEM;
+}
+
+/* One aggregate "fn(field) [as name]" in [s, e). */
+static tdm_err parse_one_agg(const tdm__conf_row *r, const char *s,
+                             const char *e, tdm__agg_spec *out,
+                             char *errbuf, size_t n)
+{
+    char *item = dup_trim(s, e);
+    if (!item)
+        return TDM_ERR_NOMEM;
+    tdm_err err = TDM_ERR_INVAL;
+    const char *p = item;
+    int fn = agg_fn(r, item, &p, errbuf, n);
+    if (fn < 0)
+        goto done;
+    const char *close = strchr(p, ')');
+    if (!close) {
+        tdm__errf(errbuf, n, TDM_ERR_INVAL, "%s: missing ')' in \"%s\"",
+                  r->key, item);
         goto done;
     }
+    err = agg_field(r, item, fn, p, close, out, errbuf, n);
+    if (err != TDM_OK)
+        goto done;
     out->fn = (tdm__aggfn)fn;
-    out->field = field;
     p = close + 1;
     while (isspace((unsigned char)*p))
         p++;
-    if (*p) {
-        if (strncmp(p, "as", 2) != 0 || !isspace((unsigned char)p[2])) {
-            tdm__errf(errbuf, n, TDM_ERR_INVAL,
-                      "%s: expected \"as name\" after \"%.*s\", got \"%s\"",
-                      r->key, (int)(close + 1 - item), item, p);
-            goto done;
-        }
-        p += 2;
-        while (isspace((unsigned char)*p))
-            p++;
-        const char *ns = p;
-        while (ident_char((unsigned char)*p))
-            p++;
-        const char *ne = p;
-        while (isspace((unsigned char)*p))
-            p++;
-        if (ns == ne || *p) {
-            tdm__errf(errbuf, n, TDM_ERR_INVAL,
-                      "%s: expected a column name after \"as\" (letters, "
-                      "digits, '_', '.', '-'), got \"%s\"",
-                      r->key, ns);
-            goto done;
-        }
-        out->as = tdm__strndup(ns, (size_t)(ne - ns));
-    } else if (field) {
-        size_t l = strlen(aggfn_names[fn]) + 1 + strlen(field) + 1;
-        out->as = tdm__malloc(l);
-        if (out->as)
-            snprintf(out->as, l, "%s_%s", aggfn_names[fn], field);
-    } else {
-        out->as = tdm__strndup("count", 5);
-    }
-    err = out->as ? TDM_OK : TDM_ERR_NOMEM;
+    err = agg_name(r, item, close, p, fn, out, errbuf, n);
 
 done:
     if (err != TDM_OK) {
@@ -717,6 +740,174 @@ static tdm_err dur_range_err(const tdm__conf_row *r, const char *text,
                      r->key, lo, hi, text);
 }
 
+/* ---- Per type ---- */
+
+/* A STRING value: free text, except csv.delimiter, one character ("\t"
+ * and "tab" spell a tab).  @p v->text is the copy to adjust. */
+static tdm_err parse_string(const tdm__conf_row *r, const char *text,
+                            tdm__conf_val *v, char *errbuf, size_t n)
+{
+    if (strcmp(r->key, "csv.delimiter") != 0)
+        return TDM_OK;
+    if (strcmp(text, "\\t") == 0 || strcmp(text, "tab") == 0) {
+        v->text[0] = '\t';
+        v->text[1] = 0;
+    } else if (strlen(text) != 1) {
+        return tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                         "%s: expected one character (or \"\\t\"), got "
+                         "\"%s\"",
+                         r->key, text);
+    }
+    return TDM_OK;
+}
+
+/* An INT value within the row's bounds (unless a default). */
+static tdm_err parse_int_val(const tdm__conf_row *r, const char *text,
+                             bool is_default, tdm__conf_val *v,
+                             char *errbuf, size_t n)
+{
+    if (!parse_int(text, &v->i))
+        return tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                         "%s: expected an integer, got \"%s\"", r->key,
+                         text);
+    if (!is_default && (v->i < r->imin || v->i > r->imax))
+        return int_range_err(r, text, errbuf, n);
+    return TDM_OK;
+}
+
+/* A DOUBLE value within the row's bounds (unless a default). */
+static tdm_err parse_double_val(const tdm__conf_row *r, const char *text,
+                                bool is_default, tdm__conf_val *v,
+                                char *errbuf, size_t n)
+{
+    if (!parse_double(text, &v->d))
+        return tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                         "%s: expected a number, got \"%s\"", r->key, text);
+    if (!is_default && (v->d < r->dmin || v->d > r->dmax))
+        return tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                         "%s: expected a number from %g to %g, got \"%s\"",
+                         r->key, r->dmin, r->dmax, text);
+    return TDM_OK;
+}
+
+/* A BOOL value. */
+static tdm_err parse_bool_val(const tdm__conf_row *r, const char *text,
+                              tdm__conf_val *v, char *errbuf, size_t n)
+{
+    if (!parse_bool(text, &v->i))
+        return tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                         "%s: expected true or false (or yes/no, 1/0), got "
+                         "\"%s\"",
+                         r->key, text);
+    return TDM_OK;
+}
+
+/* A DURATION value within the row's bounds (unless a default). */
+static tdm_err parse_duration_val(const tdm__conf_row *r, const char *text,
+                                  bool is_default, tdm__conf_val *v,
+                                  char *errbuf, size_t n)
+{
+    if (!tdm__conf_duration(text, &v->i))
+        return tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                         "%s: expected a duration like \"5s\" or \"200ms\", "
+                         "got \"%s\"",
+                         r->key, text);
+    if (!is_default && (v->i < r->imin || v->i > r->imax))
+        return dur_range_err(r, text, errbuf, n);
+    return TDM_OK;
+}
+
+/* An ENUM value: the index of its choice (the conf_enum.h constant). */
+static tdm_err parse_enum_val(const tdm__conf_row *r, const char *text,
+                              tdm__conf_val *v, char *errbuf, size_t n)
+{
+    v->i = enum_index(r->choices, text);
+    if (v->i >= 0)
+        return TDM_OK;
+    char choices[256];
+    list_choices(r->choices, choices, sizeof choices);
+    return tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                     "%s: expected one of %s, got \"%s\"", r->key, choices,
+                     text);
+}
+
+/* A SCHEMA value ("" or blanks: unset). */
+static tdm_err parse_schema_val(const tdm__conf_row *r, const char *text,
+                                tdm__conf_val *v, char *errbuf, size_t n)
+{
+    const char *p = text;
+    while (isspace((unsigned char)*p))
+        p++;
+    if (!*p)
+        return TDM_OK;
+    char msg[200];
+    msg[0] = 0;
+    tdm_err err = tdm__schema_parse(text, &v->schema, msg, sizeof msg);
+    if (err == TDM_ERR_NOMEM)
+        tdm__errf(errbuf, n, err, "%s: out of memory", r->key);
+    else if (err != TDM_OK)
+        tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                  "%s: %s (expected \"name:type, ...\" with types int64, "
+                  "double, string, bool, timestamp)",
+                  r->key, msg[0] ? msg : "malformed schema");
+    return err;
+}
+
+/* A PROPS row as a whole value: only the empty default parses;
+ * properties are set one by one (tdm__conf_set_prop). */
+static tdm_err parse_props_val(int row, const char *text, char *errbuf,
+                               size_t n)
+{
+    const tdm__conf_row *r = &conf_rows[row];
+    if (!*text)
+        return TDM_OK;
+    return tdm__errf(errbuf, n, TDM_ERR_INVAL,
+                     "%s: set one property at a time, e.g. \"%.*s%s\"",
+                     r->key, (int)strlen(r->key) - 1, r->key,
+                     props_example(row));
+}
+
+/* AGGREGATES and FIELDS, whose parsers leave "out of memory" to say. */
+static tdm_err parse_list_val(const tdm__conf_row *r, const char *text,
+                              tdm__conf_val *v, char *errbuf, size_t n)
+{
+    tdm_err err = r->type == TDM__CT_AGGREGATES
+                      ? parse_aggs(r, text, v, errbuf, n)
+                      : parse_fields(r, text, v, errbuf, n);
+    if (err == TDM_ERR_NOMEM)
+        tdm__errf(errbuf, n, err, "%s: out of memory", r->key);
+    return err;
+}
+
+/* Parses @p text by the type of row @p row into @p v (text set). */
+static tdm_err parse_by_type(int row, const char *text, bool is_default,
+                             tdm__conf_val *v, char *errbuf, size_t n)
+{
+    const tdm__conf_row *r = &conf_rows[row];
+    switch (r->type) {
+    case TDM__CT_STRING:
+        return parse_string(r, text, v, errbuf, n);
+    case TDM__CT_INT:
+        return parse_int_val(r, text, is_default, v, errbuf, n);
+    case TDM__CT_DOUBLE:
+        return parse_double_val(r, text, is_default, v, errbuf, n);
+    case TDM__CT_BOOL:
+        return parse_bool_val(r, text, v, errbuf, n);
+    case TDM__CT_DURATION:
+        return parse_duration_val(r, text, is_default, v, errbuf, n);
+    case TDM__CT_ENUM:
+        return parse_enum_val(r, text, v, errbuf, n);
+    case TDM__CT_SCHEMA:
+        return parse_schema_val(r, text, v, errbuf, n);
+    case TDM__CT_PROPS:
+        return parse_props_val(row, text, errbuf, n);
+    case TDM__CT_AGGREGATES:
+    case TDM__CT_FIELDS:
+        return parse_list_val(r, text, v, errbuf, n);
+    }
+    return TDM_OK;
+}
+
 /* ---- Entry point ---- */
 
 /* Parses by the row's type; the old value is replaced only on success. */
@@ -731,116 +922,13 @@ tdm_err tdm__conf_parse(int row, const char *text, bool is_default,
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: value must not be NULL", r->key);
     tdm__conf_val v = { 0 };
-    tdm_err err = TDM_OK;
-    char choices[256];
     v.set = !is_default;
     v.text = tdm__strndup(text, strlen(text));
     if (!v.text)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
                          "%s: out of memory", r->key);
-    switch (r->type) {
-    case TDM__CT_STRING:
-        if (strcmp(r->key, "csv.delimiter") == 0) {
-            /* One character; "\t" and "tab" spell a tab. */
-            if (strcmp(text, "\\t") == 0 || strcmp(text, "tab") == 0) {
-                v.text[0] = '\t';
-                v.text[1] = 0;
-            } else if (strlen(text) != 1) {
-                err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                                "%s: expected one character (or \"\\t\"), "
-                                "got \"%s\"",
-                                r->key, text);
-            }
-        }
-        break;
-    case TDM__CT_INT:
-        if (!parse_int(text, &v.i))
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                            "%s: expected an integer, got \"%s\"", r->key,
-                            text);
-        else if (!is_default && (v.i < r->imin || v.i > r->imax))
-            err = int_range_err(r, text, errbuf, errbuf_size);
-        break;
-    case TDM__CT_DOUBLE:
-        if (!parse_double(text, &v.d))
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                            "%s: expected a number, got \"%s\"", r->key,
-                            text);
-        else if (!is_default && (v.d < r->dmin || v.d > r->dmax))
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                            "%s: expected a number from %g to %g, got "
-                            "\"%s\"",
-                            r->key, r->dmin, r->dmax, text);
-        break;
-    case TDM__CT_BOOL:
-        if (!parse_bool(text, &v.i))
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                            "%s: expected true or false (or yes/no, 1/0), "
-                            "got \"%s\"",
-                            r->key, text);
-        break;
-    case TDM__CT_DURATION:
-        if (!tdm__conf_duration(text, &v.i))
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                            "%s: expected a duration like \"5s\" or "
-                            "\"200ms\", got \"%s\"",
-                            r->key, text);
-        else if (!is_default && (v.i < r->imin || v.i > r->imax))
-            err = dur_range_err(r, text, errbuf, errbuf_size);
-        break;
-    case TDM__CT_ENUM: {
-        int idx = enum_index(r->choices, text);
-        if (idx < 0) {
-            list_choices(r->choices, choices, sizeof choices);
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                            "%s: expected one of %s, got \"%s\"", r->key,
-                            choices, text);
-        }
-        v.i = idx;
-        break;
-    }
-    case TDM__CT_SCHEMA: {
-        const char *p = text;
-        while (isspace((unsigned char)*p))
-            p++;
-        if (!*p)
-            break; /* unset */
-        char msg[200];
-        msg[0] = 0;
-        err = tdm__schema_parse(text, &v.schema, msg, sizeof msg);
-        if (err == TDM_ERR_NOMEM)
-            tdm__errf(errbuf, errbuf_size, err, "%s: out of memory",
-                      r->key);
-        else if (err != TDM_OK)
-            tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                      "%s: %s (expected \"name:type, ...\" with types "
-                      "int64, double, string, bool, timestamp)",
-                      r->key, msg[0] ? msg : "malformed schema");
-        break;
-    }
-    case TDM__CT_AGGREGATES:
-        err = parse_aggs(r, text, &v, errbuf, errbuf_size);
-        if (err == TDM_ERR_NOMEM)
-            tdm__errf(errbuf, errbuf_size, err, "%s: out of memory",
-                      r->key);
-        break;
-    case TDM__CT_PROPS:
-        /* Only the empty default parses as a whole value; properties are
-         * set one by one (tdm__conf_set_prop). */
-        if (*text)
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                            "%s: set one property at a time, e.g. "
-                            "\"%.*s%s\"",
-                            r->key, (int)strlen(r->key) - 1, r->key,
-                            props_example(row));
-        break;
-    case TDM__CT_FIELDS:
-        err = parse_fields(r, text, &v, errbuf, errbuf_size);
-        if (err == TDM_ERR_NOMEM)
-            tdm__errf(errbuf, errbuf_size, err, "%s: out of memory",
-                      r->key);
-        break;
-    }
+    tdm_err err = parse_by_type(row, text, is_default, &v, errbuf,
+                                errbuf_size);
     if (err != TDM_OK) {
         tdm__conf_val_free(&v);
         return err;

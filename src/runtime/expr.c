@@ -222,9 +222,55 @@ static bool word_is(const char *s, size_t len, const char *kw)
     return true;
 }
 
-/* Reads the next token into p->cur; a lexical error sets p->err and
- * leaves T_END. */
-static void next(parser *p)
+/* A lexical error at @p i: the token becomes T_END. */
+static bool lex_fail(parser *p, size_t i)
+{
+    p->cur = (tok){ T_END, i, 0, false };
+    return false;
+}
+
+/* The end of the digits starting at @p j. */
+static size_t skip_digits(const char *s, size_t j)
+{
+    while (isdigit((unsigned char)s[j]))
+        j++;
+    return j;
+}
+
+/* A number at @p i: digits, an optional fraction and exponent (T_NUM)
+ * or digits only (T_INT); *j receives its end. */
+static bool lex_number(parser *p, size_t i, tok *t, size_t *j)
+{
+    const char *s = p->src;
+    bool dec = false;
+    size_t e = skip_digits(s, i);
+    if (s[e] == '.') {
+        dec = true;
+        e = skip_digits(s, e + 1);
+    }
+    if (s[e] == 'e' || s[e] == 'E') {
+        size_t k = e + 1;
+        if (s[k] == '+' || s[k] == '-')
+            k++;
+        if (isdigit((unsigned char)s[k])) {
+            dec = true;
+            e = skip_digits(s, k);
+        }
+    }
+    if (ident_char((unsigned char)s[e])) {
+        size_t k = e;
+        while (ident_char((unsigned char)s[k]))
+            k++;
+        perr(p, i, "malformed number \"%.*s\"", (int)(k - i), s + i);
+        return lex_fail(p, i);
+    }
+    t->kind = dec ? T_NUM : T_INT;
+    *j = e;
+    return true;
+}
+
+/* A name or a keyword at @p i. */
+static void lex_word(parser *p, size_t i, tok *t, size_t *j)
 {
     static const struct {
         const char *w;
@@ -232,6 +278,102 @@ static void next(parser *p)
     } kws[] = { { "AND", T_AND },   { "OR", T_OR },     { "NOT", T_NOT },
                 { "IS", T_IS },     { "NULL", T_NULL }, { "TRUE", T_TRUE },
                 { "FALSE", T_FALSE } };
+    const char *s = p->src;
+    size_t e = i + 1;
+    while (ident_char((unsigned char)s[e]))
+        e++;
+    t->kind = T_IDENT;
+    for (size_t k = 0; k < sizeof kws / sizeof kws[0]; k++)
+        if (word_is(s + i, e - i, kws[k].w))
+            t->kind = kws[k].k;
+    *j = e;
+}
+
+/* A string or a quoted field name at @p i (quote @p c); a doubled quote
+ * is one. */
+static bool lex_quoted(parser *p, size_t i, unsigned char c, tok *t,
+                       size_t *j)
+{
+    const char *s = p->src;
+    size_t e = i + 1;
+    for (;;) {
+        if (s[e] == 0) {
+            perr(p, i, "unterminated %s (the closing %c is missing)",
+                 c == '\'' ? "string" : "quoted field name", c);
+            return lex_fail(p, i);
+        }
+        if ((unsigned char)s[e] == c) {
+            if ((unsigned char)s[e + 1] != c)
+                break;
+            e++;
+        }
+        e++;
+    }
+    t->kind = c == '\'' ? T_STR : T_IDENT;
+    t->quoted = c == '"';
+    *j = e + 1;
+    return true;
+}
+
+/* A comparison starting with '=', '!', '<' or '>' at @p i; *j is the
+ * byte after its first character and moves past a second one. */
+static bool lex_compare(parser *p, size_t i, unsigned char c, tok *t,
+                        size_t *j)
+{
+    char d = p->src[*j];
+    switch (c) {
+    case '=':
+        t->kind = T_EQ;
+        *j += d == '=';
+        return true;
+    case '!':
+        if (d != '=') {
+            perr(p, i, "expected \"!=\", got \"!\"");
+            return lex_fail(p, i);
+        }
+        t->kind = T_NE;
+        *j += 1;
+        return true;
+    case '<':
+        t->kind = d == '=' ? T_LE : d == '>' ? T_NE : T_LT;
+        *j += d == '=' || d == '>';
+        return true;
+    default:
+        t->kind = d == '=' ? T_GE : T_GT;
+        *j += d == '=';
+        return true;
+    }
+}
+
+/* An operator or parenthesis at @p i. */
+static bool lex_punct(parser *p, size_t i, unsigned char c, tok *t,
+                      size_t *j)
+{
+    switch (c) {
+    case '(': t->kind = T_LP; return true;
+    case ')': t->kind = T_RP; return true;
+    case '+': t->kind = T_PLUS; return true;
+    case '-': t->kind = T_MINUS; return true;
+    case '*': t->kind = T_STAR; return true;
+    case '/': t->kind = T_SLASH; return true;
+    case '%': t->kind = T_PCT; return true;
+    case '=':
+    case '!':
+    case '<':
+    case '>':
+        return lex_compare(p, i, c, t, j);
+    }
+    if (c >= 0x20 && c < 0x7f)
+        perr(p, i, "unexpected character '%c'", c);
+    else
+        perr(p, i, "unexpected byte 0x%02x", c);
+    return lex_fail(p, i);
+}
+
+/* Reads the next token into p->cur; a lexical error sets p->err and
+ * leaves T_END. */
+static void next(parser *p)
+{
     const char *s = p->src;
     size_t i = p->pos;
     while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
@@ -244,112 +386,17 @@ static void next(parser *p)
         return;
     }
     size_t j = i + 1;
-    if (isdigit(c) || (c == '.' && isdigit((unsigned char)s[i + 1]))) {
-        bool dec = false;
-        j = i;
-        while (isdigit((unsigned char)s[j]))
-            j++;
-        if (s[j] == '.') {
-            dec = true;
-            j++;
-            while (isdigit((unsigned char)s[j]))
-                j++;
-        }
-        if (s[j] == 'e' || s[j] == 'E') {
-            size_t k = j + 1;
-            if (s[k] == '+' || s[k] == '-')
-                k++;
-            if (isdigit((unsigned char)s[k])) {
-                dec = true;
-                j = k;
-                while (isdigit((unsigned char)s[j]))
-                    j++;
-            }
-        }
-        if (ident_char((unsigned char)s[j])) {
-            size_t k = j;
-            while (ident_char((unsigned char)s[k]))
-                k++;
-            perr(p, i, "malformed number \"%.*s\"", (int)(k - i), s + i);
-            p->cur = (tok){ T_END, i, 0, false };
-            return;
-        }
-        t.kind = dec ? T_NUM : T_INT;
-    } else if (ident_start(c)) {
-        while (ident_char((unsigned char)s[j]))
-            j++;
-        t.kind = T_IDENT;
-        for (size_t k = 0; k < sizeof kws / sizeof kws[0]; k++)
-            if (word_is(s + i, j - i, kws[k].w))
-                t.kind = kws[k].k;
-    } else if (c == '\'' || c == '"') {
-        /* A string or a quoted field name; a doubled quote is one. */
-        for (;;) {
-            if (s[j] == 0) {
-                perr(p, i, "unterminated %s (the closing %c is missing)",
-                     c == '\'' ? "string" : "quoted field name", c);
-                p->cur = (tok){ T_END, i, 0, false };
-                return;
-            }
-            if ((unsigned char)s[j] == c) {
-                if ((unsigned char)s[j + 1] != c)
-                    break;
-                j++;
-            }
-            j++;
-        }
-        j++;
-        t.kind = c == '\'' ? T_STR : T_IDENT;
-        t.quoted = c == '"';
-    } else {
-        switch (c) {
-        case '(': t.kind = T_LP; break;
-        case ')': t.kind = T_RP; break;
-        case '+': t.kind = T_PLUS; break;
-        case '-': t.kind = T_MINUS; break;
-        case '*': t.kind = T_STAR; break;
-        case '/': t.kind = T_SLASH; break;
-        case '%': t.kind = T_PCT; break;
-        case '=':
-            t.kind = T_EQ;
-            if (s[j] == '=')
-                j++;
-            break;
-        case '!':
-            if (s[j] != '=') {
-                perr(p, i, "expected \"!=\", got \"!\"");
-                p->cur = (tok){ T_END, i, 0, false };
-                return;
-            }
-            t.kind = T_NE;
-            j++;
-            break;
-        case '<':
-            t.kind = T_LT;
-            if (s[j] == '=') {
-                t.kind = T_LE;
-                j++;
-            } else if (s[j] == '>') {
-                t.kind = T_NE;
-                j++;
-            }
-            break;
-        case '>':
-            t.kind = T_GT;
-            if (s[j] == '=') {
-                t.kind = T_GE;
-                j++;
-            }
-            break;
-        default:
-            if (c >= 0x20 && c < 0x7f)
-                perr(p, i, "unexpected character '%c'", c);
-            else
-                perr(p, i, "unexpected byte 0x%02x", c);
-            p->cur = (tok){ T_END, i, 0, false };
-            return;
-        }
-    }
+    bool ok;
+    if (isdigit(c) || (c == '.' && isdigit((unsigned char)s[i + 1])))
+        ok = lex_number(p, i, &t, &j);
+    else if (ident_start(c))
+        ok = (lex_word(p, i, &t, &j), true);
+    else if (c == '\'' || c == '"')
+        ok = lex_quoted(p, i, c, &t, &j);
+    else
+        ok = lex_punct(p, i, c, &t, &j);
+    if (!ok)
+        return;
     t.len = j - i;
     p->cur = t;
     p->pos = j;
@@ -1066,6 +1113,144 @@ _Static_assert(sizeof(((tdm__val *)0)->u) ==
                    offsetof(tdm__expr_val, u.s.len),
                "tdm__val and tdm__expr_val share the layout of their union");
 
+/* The instruction groups of tdm__expr_eval.  Each is called with a
+ * constant opcode from its own case, so once inlined the inner switch
+ * folds away and evaluation keeps one dispatch per instruction. */
+
+/* Pushes field value @p v into @p t: the two unions have one layout, so
+ * it is copied whole, whatever the field's type. */
+static inline void push_field(tdm__expr_val *t, const tdm__val *v)
+{
+    memcpy(&t->u, &v->u, sizeof t->u);
+    t->null = v->null;
+}
+
+/* a = a o b on int64: null on a null operand, an overflow or a zero
+ * divisor; x % -1 is 0 (computing it could trap for INT64_MIN). */
+static inline void int_arith(op o, tdm__expr_val *a, const tdm__expr_val *b)
+{
+    switch (o) {
+    case OP_ADD_I:
+        a->null |= b->null | __builtin_add_overflow(a->u.i, b->u.i, &a->u.i);
+        break;
+    case OP_SUB_I:
+        a->null |= b->null | __builtin_sub_overflow(a->u.i, b->u.i, &a->u.i);
+        break;
+    case OP_MUL_I:
+        a->null |= b->null | __builtin_mul_overflow(a->u.i, b->u.i, &a->u.i);
+        break;
+    case OP_DIV_I:
+        a->null |= b->null | (b->u.i == 0) |
+                   (a->u.i == INT64_MIN && b->u.i == -1);
+        if (!a->null)
+            a->u.i /= b->u.i;
+        break;
+    default: /* OP_MOD_I */
+        a->null |= b->null | (b->u.i == 0);
+        if (!a->null)
+            a->u.i = b->u.i == -1 ? 0 : a->u.i % b->u.i;
+        break;
+    }
+}
+
+/* a = a o b on doubles: null on a null operand, a zero divisor or a
+ * result that is not finite. */
+static inline void dbl_arith(op o, tdm__expr_val *a, const tdm__expr_val *b)
+{
+    a->null |= b->null;
+    switch (o) {
+    case OP_ADD_D:
+        put_d(a, a->u.d + b->u.d);
+        break;
+    case OP_SUB_D:
+        put_d(a, a->u.d - b->u.d);
+        break;
+    case OP_MUL_D:
+        put_d(a, a->u.d * b->u.d);
+        break;
+    case OP_DIV_D:
+        a->null |= b->u.d == 0;
+        if (!a->null)
+            put_d(a, a->u.d / b->u.d);
+        break;
+    default: /* OP_MOD_D */
+        a->null |= b->u.d == 0;
+        if (!a->null)
+            put_d(a, fmod(a->u.d, b->u.d));
+        break;
+    }
+}
+
+/* a = (a rel b) for OP_CMP @p c, null when either operand is. */
+static inline void compare(const ins *c, tdm__expr_val *a,
+                           const tdm__expr_val *b)
+{
+    int r = 0;
+    a->null |= b->null;
+    if (!a->null) {
+        switch (c->ck) {
+        case CK_II:
+            r = (a->u.i > b->u.i) - (a->u.i < b->u.i);
+            break;
+        case CK_DD:
+            r = cmp_dd(a->u.d, b->u.d);
+            break;
+        case CK_ID:
+            r = cmp_id(a->u.i, b->u.d);
+            break;
+        case CK_DI:
+            r = cmp_id(b->u.i, a->u.d);
+            r = r == 2 ? 2 : -r;
+            break;
+        default:
+            r = cmp_ss(a, b);
+            break;
+        }
+    }
+    a->u.i = a->null ? 0 : rel_table[c->k][r + 1];
+}
+
+/* a = a AND b / a OR b in three-valued logic: a false (AND) or true (OR)
+ * operand decides even against null. */
+static inline void and_or(bool is_or, tdm__expr_val *a,
+                          const tdm__expr_val *b)
+{
+    bool ad = !a->null && (a->u.i != 0) == is_or;
+    bool bd = !b->null && (b->u.i != 0) == is_or;
+    if (ad || bd) {
+        a->null = 0;
+        a->u.i = is_or;
+    } else {
+        a->null |= b->null;
+        a->u.i = is_or ? 0 : !a->null;
+    }
+}
+
+/* The unary operators on the top of the stack @p a. */
+static inline void unary(op o, tdm__expr_val *a)
+{
+    switch (o) {
+    case OP_NEG_I:
+        a->null |= a->u.i == INT64_MIN;
+        a->u.i = a->null ? 0 : -a->u.i;
+        break;
+    case OP_NEG_D:
+        a->u.d = -a->u.d;
+        break;
+    case OP_NOT:
+        a->u.i = a->null ? 0 : !a->u.i;
+        break;
+    case OP_IS_NULL:
+        a->u.i = a->null != 0;
+        a->null = 0;
+        break;
+    default: /* OP_NOT_NULL */
+        a->u.i = a->null == 0;
+        a->null = 0;
+        break;
+    }
+}
+
 /* Evaluates @p e on @p row; see expr.h.  One dispatch per instruction:
  * pushes write the next slot; a binary operator takes its right operand
  * b from the top (popping it) or from the constants, and leaves its
@@ -1078,7 +1263,7 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
     int sp = 0;
     const tdm__expr_val *b;
     tdm__expr_val *a;
-#define UNARY() (a = &st[sp - 1])
+#define UNARY(o) unary(o, &st[sp - 1])
 #define BINARY()                                                          \
     (b = c->kc ? &e->consts[c->a] : &st[--sp], a = &st[sp - 1])
     for (const ins *c = e->code, *end = c + e->n_code; c < end; c++) {
@@ -1086,150 +1271,32 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
         case OP_CONST:
             st[sp++] = e->consts[c->a];
             break;
-        case OP_FIELD: {
-            /* The two unions have one layout: copied whole, whatever the
-             * field's type. */
-            const tdm__val *v = &row->v[c->a];
-            tdm__expr_val *t = &st[sp++];
-            memcpy(&t->u, &v->u, sizeof t->u);
-            t->null = v->null;
+        case OP_FIELD:
+            push_field(&st[sp++], &row->v[c->a]);
             break;
-        }
         case OP_I2D: {
             tdm__expr_val *t = &st[sp - 1 - c->a];
             t->u.d = t->null ? 0 : (double)t->u.i;
             break;
         }
-        case OP_NEG_I:
-            UNARY();
-            a->null |= a->u.i == INT64_MIN;
-            a->u.i = a->null ? 0 : -a->u.i;
-            break;
-        case OP_NEG_D:
-            UNARY();
-            a->u.d = -a->u.d;
-            break;
-        case OP_ADD_I:
-            BINARY();
-            a->null |= b->null | __builtin_add_overflow(a->u.i, b->u.i,
-                                                        &a->u.i);
-            break;
-        case OP_SUB_I:
-            BINARY();
-            a->null |= b->null | __builtin_sub_overflow(a->u.i, b->u.i,
-                                                        &a->u.i);
-            break;
-        case OP_MUL_I:
-            BINARY();
-            a->null |= b->null | __builtin_mul_overflow(a->u.i, b->u.i,
-                                                        &a->u.i);
-            break;
-        case OP_DIV_I:
-            BINARY();
-            a->null |= b->null | (b->u.i == 0) |
-                       (a->u.i == INT64_MIN && b->u.i == -1);
-            if (!a->null)
-                a->u.i /= b->u.i;
-            break;
-        case OP_MOD_I:
-            /* x % -1 is 0 (computing it could trap for INT64_MIN). */
-            BINARY();
-            a->null |= b->null | (b->u.i == 0);
-            if (!a->null)
-                a->u.i = b->u.i == -1 ? 0 : a->u.i % b->u.i;
-            break;
-        case OP_ADD_D:
-            BINARY();
-            a->null |= b->null;
-            put_d(a, a->u.d + b->u.d);
-            break;
-        case OP_SUB_D:
-            BINARY();
-            a->null |= b->null;
-            put_d(a, a->u.d - b->u.d);
-            break;
-        case OP_MUL_D:
-            BINARY();
-            a->null |= b->null;
-            put_d(a, a->u.d * b->u.d);
-            break;
-        case OP_DIV_D:
-            BINARY();
-            a->null |= b->null | (b->u.d == 0);
-            if (!a->null)
-                put_d(a, a->u.d / b->u.d);
-            break;
-        case OP_MOD_D:
-            BINARY();
-            a->null |= b->null | (b->u.d == 0);
-            if (!a->null)
-                put_d(a, fmod(a->u.d, b->u.d));
-            break;
-        case OP_CMP: {
-            BINARY();
-            int r = 0;
-            a->null |= b->null;
-            if (!a->null) {
-                switch (c->ck) {
-                case CK_II:
-                    r = (a->u.i > b->u.i) - (a->u.i < b->u.i);
-                    break;
-                case CK_DD:
-                    r = cmp_dd(a->u.d, b->u.d);
-                    break;
-                case CK_ID:
-                    r = cmp_id(a->u.i, b->u.d);
-                    break;
-                case CK_DI:
-                    r = cmp_id(b->u.i, a->u.d);
-                    r = r == 2 ? 2 : -r;
-                    break;
-                default:
-                    r = cmp_ss(a, b);
-                    break;
-                }
-            }
-            a->u.i = a->null ? 0 : rel_table[c->k][r + 1];
-            break;
-        }
-        case OP_AND: {
-            BINARY();
-            bool af = !a->null && !a->u.i, bf = !b->null && !b->u.i;
-            if (af || bf) {
-                a->null = 0;
-                a->u.i = 0;
-            } else {
-                a->null |= b->null;
-                a->u.i = !a->null;
-            }
-            break;
-        }
-        case OP_OR: {
-            BINARY();
-            bool at = !a->null && a->u.i, bt = !b->null && b->u.i;
-            if (at || bt) {
-                a->null = 0;
-                a->u.i = 1;
-            } else {
-                a->null |= b->null;
-                a->u.i = 0;
-            }
-            break;
-        }
-        case OP_NOT:
-            UNARY();
-            a->u.i = a->null ? 0 : !a->u.i;
-            break;
-        case OP_IS_NULL:
-            UNARY();
-            a->u.i = a->null != 0;
-            a->null = 0;
-            break;
-        case OP_NOT_NULL:
-            UNARY();
-            a->u.i = a->null == 0;
-            a->null = 0;
-            break;
+        case OP_NEG_I: UNARY(OP_NEG_I); break;
+        case OP_NEG_D: UNARY(OP_NEG_D); break;
+        case OP_NOT: UNARY(OP_NOT); break;
+        case OP_IS_NULL: UNARY(OP_IS_NULL); break;
+        case OP_NOT_NULL: UNARY(OP_NOT_NULL); break;
+        case OP_ADD_I: BINARY(); int_arith(OP_ADD_I, a, b); break;
+        case OP_SUB_I: BINARY(); int_arith(OP_SUB_I, a, b); break;
+        case OP_MUL_I: BINARY(); int_arith(OP_MUL_I, a, b); break;
+        case OP_DIV_I: BINARY(); int_arith(OP_DIV_I, a, b); break;
+        case OP_MOD_I: BINARY(); int_arith(OP_MOD_I, a, b); break;
+        case OP_ADD_D: BINARY(); dbl_arith(OP_ADD_D, a, b); break;
+        case OP_SUB_D: BINARY(); dbl_arith(OP_SUB_D, a, b); break;
+        case OP_MUL_D: BINARY(); dbl_arith(OP_MUL_D, a, b); break;
+        case OP_DIV_D: BINARY(); dbl_arith(OP_DIV_D, a, b); break;
+        case OP_MOD_D: BINARY(); dbl_arith(OP_MOD_D, a, b); break;
+        case OP_CMP: BINARY(); compare(c, a, b); break;
+        case OP_AND: BINARY(); and_or(false, a, b); break;
+        case OP_OR: BINARY(); and_or(true, a, b); break;
         }
     }
 #undef UNARY
@@ -1247,18 +1314,6 @@ bool tdm__expr_true(const tdm__expr *e, const tdm__row *row)
 
 /* ---- A source's filter and computed fields ---- */
 
-/* Frees a set (NULL is fine). */
-void tdm__src_exprs_destroy(tdm__src_exprs *x)
-{
-    if (!x)
-        return;
-    tdm__expr_destroy(x->filter);
-    for (int i = 0; i < x->n_compute; i++)
-        tdm__expr_destroy(x->compute[i].e);
-    tdm__free(x->compute);
-    tdm__free(x);
-}
-
 /* Compiles one key's expression, prefixing errors with the key. */
 static tdm_err compile_key(const char *key, const char *text,
                            const tdm__schema *s, tdm__expr **out,
@@ -1273,11 +1328,13 @@ static tdm_err compile_key(const char *key, const char *text,
 }
 
 /* One compute.<field>: the field must exist, be numeric, not carry the
- * event time or the partition, and fit the expression's type. */
-static tdm_err compile_compute(const tdm_node *n, const char *ts_field,
-                               const tdm__schema *s, const char *field,
-                               const char *text, tdm__expr_compute *out,
-                               char *errbuf, size_t errbuf_size)
+ * event time or the partition, and fit the expression's type; see
+ * expr.h. */
+tdm_err tdm__expr_compile_compute(const tdm__schema *s, const char *field,
+                                  const char *text, const char *ts_field,
+                                  const char *partition_field,
+                                  tdm__expr_compute *out, char *errbuf,
+                                  size_t errbuf_size)
 {
     char key[300];
     snprintf(key, sizeof key, "compute.%s", field);
@@ -1309,7 +1366,7 @@ static tdm_err compile_compute(const tdm_node *n, const char *ts_field,
                          "taken when the record is read; compute another "
                          "field",
                          key, field);
-    if (strcmp(tdm__node_str(n, "partition.field"), field) == 0)
+    if (partition_field && strcmp(partition_field, field) == 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: \"%s\" is the partition field, which is read "
                          "before compute runs; compute another field",
@@ -1340,58 +1397,23 @@ static tdm_err compile_compute(const tdm_node *n, const char *ts_field,
     return TDM_OK;
 }
 
-/* Compiles the filter and compute.* keys of a source; see expr.h. */
-tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
-                               tdm__src_exprs **out, char *errbuf,
-                               size_t errbuf_size)
+/* A source's or join's filter: a condition; see expr.h. */
+tdm_err tdm__expr_compile_filter(const char *text, const tdm__schema *s,
+                                 tdm__expr **out, char *errbuf,
+                                 size_t errbuf_size)
 {
-    *out = NULL;
-    const char *filter = tdm__node_str(n, "filter");
-    const tdm__conf_val *cv = tdm__node_val(n, "compute.*");
-    int n_comp = cv->props ? cv->n_props : 0;
-    if (!*filter && n_comp == 0)
+    tdm_err err = compile_key("filter", text, s, out, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    tdm__expr_type t = (*out)->type;
+    if (t == TDM__EXPR_BOOL || t == TDM__EXPR_NULL)
         return TDM_OK;
-    const tdm__schema *s = tdm__node_schema(n);
-    if (!s)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "schema: required for filter and compute");
-    tdm_err err = TDM_OK;
-    tdm__src_exprs *x = tdm__calloc(1, sizeof *x);
-    if (!x || (n_comp && !(x->compute = tdm__calloc((size_t)n_comp,
-                                                    sizeof *x->compute)))) {
-        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
-                        "out of memory");
-        goto fail;
-    }
-    if (*filter) {
-        err = compile_key("filter", filter, s, &x->filter, errbuf,
-                          errbuf_size);
-        if (err != TDM_OK)
-            goto fail;
-        tdm__expr_type t = x->filter->type;
-        if (t != TDM__EXPR_BOOL && t != TDM__EXPR_NULL) {
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                            "filter: the expression is %s, expected a "
-                            "condition (true or false), e.g. \"auction %% "
-                            "123 = 0\"",
-                            tdm__expr_type_name(t));
-            goto fail;
-        }
-    }
-    for (int i = 0; i < n_comp; i++) {
-        err = compile_compute(n, ts_field, s, cv->props[2 * i],
-                              cv->props[2 * i + 1], &x->compute[i], errbuf,
-                              errbuf_size);
-        if (err != TDM_OK)
-            goto fail;
-        x->n_compute++;
-    }
-    *out = x;
-    return TDM_OK;
-
-fail:
-    tdm__src_exprs_destroy(x);
-    return err;
+    tdm__expr_destroy(*out);
+    *out = NULL;
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                     "filter: the expression is %s, expected a condition "
+                     "(true or false), e.g. \"auction %% 123 = 0\"",
+                     tdm__expr_type_name(t));
 }
 
 /* The filter, then each compute in key order; see expr.h. */

@@ -79,31 +79,40 @@ typedef struct tdm__expr_compute {
     tdm__expr *e;
 } tdm__expr_compute;
 
-/* What the `filter` and `compute.*` keys of one source compiled to. */
+/* What the `filter` and `compute.*` keys of one source compiled to
+ * (built and freed from a node's keys by job_exprs.c). */
 typedef struct tdm__src_exprs {
     tdm__expr *filter; /* NULL: none */
     tdm__expr_compute *compute;
     int n_compute;
 } tdm__src_exprs;
 
-/* Compiles the `filter` and `compute.*` keys of source @p n (borrowed)
- * against its schema; @p ts_field (or NULL) names the field the event
- * time is read from, which compute may not assign.  On success *out
- * receives the program set (owned by the caller), or NULL when the
- * source has neither key.  On failure errbuf holds "filter: column N:
- * ..." or "compute.<field>: ..." (a key of the table first, so that the
- * CLI can place the message in the file).  Returns TDM_OK, TDM_ERR_INVAL
- * or TDM_ERR_NOMEM. */
-tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
-                               tdm__src_exprs **out, char *errbuf,
-                               size_t errbuf_size);
+/* Compiles @p text, the `filter` key of a source, against @p schema
+ * into *out (owned by the caller): it must be a condition.  On failure
+ * *out is NULL and errbuf holds "filter: column N: ..." or "filter: the
+ * expression is int64, expected a condition ...".  Returns TDM_OK,
+ * TDM_ERR_INVAL or TDM_ERR_NOMEM. */
+tdm_err tdm__expr_compile_filter(const char *text, const tdm__schema *schema,
+                                 tdm__expr **out, char *errbuf,
+                                 size_t errbuf_size);
+
+/* Compiles @p text, the key `compute.<field>`, against @p schema into
+ * *out (its program owned by the caller): @p field must be an int64,
+ * double or timestamp field of the schema, other than @p ts_field (the
+ * field event time is read from) and @p partition_field (either may be
+ * NULL), and the expression's type must fit it.  Messages start with
+ * "compute.<field>: ".  Returns TDM_OK, TDM_ERR_INVAL or
+ * TDM_ERR_NOMEM. */
+tdm_err tdm__expr_compile_compute(const tdm__schema *schema,
+                                  const char *field, const char *text,
+                                  const char *ts_field,
+                                  const char *partition_field,
+                                  tdm__expr_compute *out, char *errbuf,
+                                  size_t errbuf_size);
 
 /* Applies the filter, then the computes in key order, to @p row in
  * place.  Returns false when the filter does not hold (the row is then
  * left as it was).  @thread any (the set is read only). */
 bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row);
-
-/* Frees a set (NULL is fine). */
-void tdm__src_exprs_destroy(tdm__src_exprs *x);
 
 #endif /* TDM_EXPR_H */

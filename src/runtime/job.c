@@ -362,8 +362,10 @@ tdm_err tdm_node_add_map(tdm_node *source, tdm_map_fn fn, void *ud)
 
 static bool is_generator(const tdm_node *n)
 {
+    /* Not the spec: schemas are asked for before validation too. */
     return n->kind == TDM_NODE_SOURCE && !n->src_vt &&
-           tdm__node_int(n, "type") == TDM__SRC_GENERATOR - 1;
+           (tdm__source_type)tdm__node_int(n, "type") ==
+               TDM__SOURCE_TYPE_GENERATOR;
 }
 
 /* A source's schema: its own or the generator's; a window's or join's
@@ -383,12 +385,12 @@ const tdm__schema *tdm__node_schema(const tdm_node *n)
          * valid while it runs). */
         tdm_node *m = (tdm_node *)n;
         int kind = (int)tdm__node_int(n, "generator.kind");
-        if (kind < 0 || kind > TDM__GEN_NEXMARK - 1)
-            kind = 0;
+        if (kind < 0 || kind > TDM__GENERATOR_KIND_NEXMARK)
+            kind = TDM__GENERATOR_KIND_CLICKS;
         if (m->gen_schema.n > 0 && m->gen_kind == kind)
             return &m->gen_schema;
         tdm__schema_free(&m->gen_schema);
-        const char *text = tdm__generator_schema(kind + 1);
+        const char *text = tdm__generator_schema(tdm__spec_conn(kind));
         if (tdm__schema_parse(text, &m->gen_schema, NULL, 0) != TDM_OK)
             return NULL;
         m->gen_kind = kind;
@@ -814,12 +816,12 @@ static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
             p += l + 1;
         }
     }
-    int start = (int)tdm__node_int(n, "start") + 1;
+    bool at_ts = n->spec.src.start == TDM__SOURCE_START_TIMESTAMP;
     const char *sts = tdm__node_str(n, "start.timestamp");
-    if (start == TDM__KSTART_TIMESTAMP && !*sts)
+    if (at_ts && !*sts)
         VFAIL(c, n, "start.timestamp: required with start: timestamp "
                     "(epoch milliseconds or ISO-8601)");
-    if (start != TDM__KSTART_TIMESTAMP && *sts)
+    if (!at_ts && *sts)
         VFAIL(c, n, "start.timestamp: only used with start: timestamp");
     tdm_time_ms sts_ms;
     if (*sts && !tdm__start_ts_parse(sts, &sts_ms))
@@ -840,13 +842,13 @@ static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
                         "receives the message key)",
                   kf, type_name(t));
     }
-    if (tdm__node_int(n, "timestamp.source") == 1 &&
-        *tdm__node_str(n, "timestamp.field"))
+    bool ts_message =
+        n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE;
+    if (ts_message && *tdm__node_str(n, "timestamp.field"))
         VFAIL(c, n, "timestamp.field: the event time comes from the "
                     "message (timestamp.source: message); remove "
                     "timestamp.field or set timestamp.source: field");
-    if (tdm__node_int(n, "timestamp.source") == 1 &&
-        (int)tdm__node_int(n, "time") + 1 != TDM__TIME_EVENT)
+    if (ts_message && n->spec.src.time != TDM__SOURCE_TIME_EVENT)
         VFAIL(c, n, "timestamp.source: message timestamps are event time, "
                     "but time is not event");
     return TDM_OK;
@@ -868,9 +870,10 @@ static const char *const tcp_keys[] = {
     "tcp.reconnect.max_backoff",
 };
 
-static tdm_err validate_tcp_source(vctx *c, tdm_node *n, int type)
+static tdm_err validate_tcp_source(vctx *c, tdm_node *n,
+                                   tdm__source_type type)
 {
-    if (type != TDM__SRC_TCP) {
+    if (type != TDM__SOURCE_TYPE_TCP) {
         for (size_t k = 0; k < sizeof tcp_keys / sizeof tcp_keys[0]; k++)
             if (node_set(n, tcp_keys[k]))
                 VFAIL(c, n, "%s: only tcp sources take it (type is not "
@@ -921,32 +924,28 @@ static tdm_err validate_exprs(vctx *c, tdm_node *n, const char *tsf)
     return TDM_OK;
 }
 
-static tdm_err validate_source(vctx *c, tdm_node *n)
+/* The keys only Kafka sources take, on a source of another type. */
+static tdm_err validate_not_kafka(vctx *c, tdm_node *n)
 {
-    int type = (int)tdm__node_int(n, "type") + 1;
-    const char *path = tdm__node_str(n, "path");
-    if (!n->src_vt && type == TDM__SRC_KAFKA) {
-        tdm_err err = validate_kafka_source(c, n);
-        if (err != TDM_OK)
-            return err;
-    } else if (!n->src_vt) {
-        for (size_t k = 0; k < sizeof kafka_only_keys /
-                                   sizeof kafka_only_keys[0]; k++)
-            if (node_set(n, kafka_only_keys[k]))
-                VFAIL(c, n, "%s: only kafka sources take it (type is "
-                            "not kafka)",
-                      kafka_only_keys[k]);
-        if (tdm__node_val(n, "kafka.*")->n_props > 0)
-            VFAIL(c, n, "kafka.%s: only kafka sources take kafka.* "
-                        "properties",
-                  tdm__node_val(n, "kafka.*")->props[0]);
-        if (tdm__node_int(n, "timestamp.source") == 1)
-            VFAIL(c, n, "timestamp.source: message timestamps exist only "
-                        "for kafka sources");
-        if (tdm__node_int(n, "repartition") != 0)
-            VFAIL(c, n, "repartition: only kafka sources re-partition");
-    }
-    /* Alignment: a group with a positive drift. */
+    for (size_t k = 0; k < sizeof kafka_only_keys / sizeof kafka_only_keys[0];
+         k++)
+        if (node_set(n, kafka_only_keys[k]))
+            VFAIL(c, n, "%s: only kafka sources take it (type is not kafka)",
+                  kafka_only_keys[k]);
+    if (tdm__node_val(n, "kafka.*")->n_props > 0)
+        VFAIL(c, n, "kafka.%s: only kafka sources take kafka.* properties",
+              tdm__node_val(n, "kafka.*")->props[0]);
+    if (n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE)
+        VFAIL(c, n, "timestamp.source: message timestamps exist only for "
+                    "kafka sources");
+    if (n->spec.src.repartition != TDM__REPARTITION_NEVER)
+        VFAIL(c, n, "repartition: only kafka sources re-partition");
+    return TDM_OK;
+}
+
+/* Alignment: a group with a positive drift. */
+static tdm_err validate_alignment(vctx *c, tdm_node *n)
+{
     if (*tdm__node_str(n, "watermark.alignment.group") &&
         tdm__node_int(n, "watermark.alignment.max_drift") <= 0)
         VFAIL(c, n, "watermark.alignment.max_drift: required (> 0) with "
@@ -957,75 +956,101 @@ static tdm_err validate_source(vctx *c, tdm_node *n)
         VFAIL(c, n, "watermark.alignment.group: required with "
                     "watermark.alignment.max_drift (sources with the same "
                     "group are aligned)");
-    if (!n->src_vt) {
-        if (type == TDM__SRC_FILE && !*path)
-            VFAIL(c, n, "path: required for file sources (a file, a glob "
-                        "or \"-\" for standard input)");
-        tdm_err err = validate_tcp_source(c, n, type);
-        if (err != TDM_OK)
-            return err;
-        if (type == TDM__SRC_GENERATOR) {
-            /* A schema of its own picks generator fields by name. */
-            int64_t parts = tdm__node_int(n, "generator.partitions");
-            int64_t idle = tdm__node_int(n, "generator.idle_partition");
-            if (idle >= parts)
-                VFAIL(c, n, "generator.idle_partition: %lld is not a "
-                            "partition (generator.partitions is %lld)",
-                      (long long)idle, (long long)parts);
-            if (tdm__node_int(n, "generator.kind") + 1 == TDM__GEN_NEXMARK) {
-                const char *k = tdm__node_str(n, "generator.nexmark.kinds");
-                const char *p = k;
-                bool any = false;
-                while (*p) {
-                    size_t len = strcspn(p, ",");
-                    bool known = (len == 6 && !strncmp(p, "person", 6)) ||
-                                 (len == 7 && !strncmp(p, "auction", 7)) ||
-                                 (len == 3 && !strncmp(p, "bid", 3));
-                    if (!known)
-                        VFAIL(c, n, "generator.nexmark.kinds: \"%.*s\" is "
-                                    "not person, auction or bid",
-                              (int)len, p);
-                    any = true;
-                    p += len + (p[len] == ',');
-                }
-                if (!any)
-                    VFAIL(c, n, "generator.nexmark.kinds: empty");
-            }
-        }
+    return TDM_OK;
+}
+
+/* The NEXMark record kinds: a comma-separated list of person, auction
+ * and bid. */
+static tdm_err validate_nexmark_kinds(vctx *c, tdm_node *n)
+{
+    const char *p = tdm__node_str(n, "generator.nexmark.kinds");
+    bool any = false;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        bool known = (len == 6 && !strncmp(p, "person", 6)) ||
+                     (len == 7 && !strncmp(p, "auction", 7)) ||
+                     (len == 3 && !strncmp(p, "bid", 3));
+        if (!known)
+            VFAIL(c, n, "generator.nexmark.kinds: \"%.*s\" is not person, "
+                        "auction or bid",
+                  (int)len, p);
+        any = true;
+        p += len + (p[len] == ',');
     }
-    const tdm__schema *s = tdm__node_schema(n);
-    if (!s)
-        VFAIL(c, n, "schema: required (e.g. \"user:string, ts:timestamp\")");
-    int time = (int)tdm__node_int(n, "time") + 1;
-    int unit = (int)tdm__node_int(n, "timestamp.unit") + 1;
+    if (!any)
+        VFAIL(c, n, "generator.nexmark.kinds: empty");
+    return TDM_OK;
+}
+
+/* A generator source (a schema of its own picks generator fields by
+ * name). */
+static tdm_err validate_generator(vctx *c, tdm_node *n)
+{
+    int64_t parts = tdm__node_int(n, "generator.partitions");
+    int64_t idle = tdm__node_int(n, "generator.idle_partition");
+    if (idle >= parts)
+        VFAIL(c, n, "generator.idle_partition: %lld is not a partition "
+                    "(generator.partitions is %lld)",
+              (long long)idle, (long long)parts);
+    if (n->spec.src.gen_kind == TDM__GENERATOR_KIND_NEXMARK)
+        return validate_nexmark_kinds(c, n);
+    return TDM_OK;
+}
+
+/* The keys of the connector "type" picks (not for a test hook's). */
+static tdm_err validate_connector(vctx *c, tdm_node *n)
+{
+    tdm__source_type type = n->spec.src.type;
+    if (type == TDM__SOURCE_TYPE_FILE && !*tdm__node_str(n, "path"))
+        VFAIL(c, n, "path: required for file sources (a file, a glob or "
+                    "\"-\" for standard input)");
+    tdm_err err = validate_tcp_source(c, n, type);
+    if (err == TDM_OK && type == TDM__SOURCE_TYPE_GENERATOR)
+        err = validate_generator(c, n);
+    return err;
+}
+
+/* The field event time is read from: timestamp.field, or a generator's
+ * own ("ts", NEXMark's "date_time"); "" when none. */
+static const char *source_ts_field(const tdm_node *n)
+{
     const char *tsf = tdm__node_str(n, "timestamp.field");
-    if (!*tsf && type == TDM__SRC_GENERATOR && !n->src_vt)
-        tsf = tdm__node_int(n, "generator.kind") + 1 == TDM__GEN_NEXMARK
+    if (!*tsf && n->spec.src.type == TDM__SOURCE_TYPE_GENERATOR &&
+        !n->src_vt)
+        tsf = n->spec.src.gen_kind == TDM__GENERATOR_KIND_NEXMARK
                   ? "date_time"
                   : "ts";
-    bool ts_message = tdm__node_int(n, "timestamp.source") == 1;
-    if (time == TDM__TIME_EVENT && !ts_message) {
-        if (!*tsf)
-            VFAIL(c, n, "timestamp.field: required for event time (or set "
-                        "time: ingestion)");
-        tdm_type t = TDM_TYPE_INT64;
-        tdm_err err = check_field(c, n, "timestamp.field", n, tsf, &t);
-        if (err != TDM_OK)
-            return err;
-        if (unit == TDM__UNIT_ISO8601 && t != TDM_TYPE_STRING &&
-            t != TDM_TYPE_TIMESTAMP)
-            VFAIL(c, n, "timestamp.field: \"%s\" is %s, but "
-                        "timestamp.unit iso8601 needs a string or "
-                        "timestamp field",
-                  tsf, type_name(t));
-        if (unit != TDM__UNIT_ISO8601 && t != TDM_TYPE_INT64 &&
-            t != TDM_TYPE_TIMESTAMP)
-            VFAIL(c, n, "timestamp.field: \"%s\" is %s, expected int64 or "
-                        "timestamp (or timestamp.unit: iso8601)",
-                  tsf, type_name(t));
-    }
-    int strategy = (int)tdm__node_int(n, "watermark.strategy");
-    if (strategy == 2) { /* punctuated */
+    return tsf;
+}
+
+/* An event-time source's timestamp field @p tsf: present, and of a
+ * type its timestamp.unit can read. */
+static tdm_err validate_event_time(vctx *c, tdm_node *n, const char *tsf)
+{
+    if (!*tsf)
+        VFAIL(c, n, "timestamp.field: required for event time (or set "
+                    "time: ingestion)");
+    tdm_type t = TDM_TYPE_INT64;
+    tdm_err err = check_field(c, n, "timestamp.field", n, tsf, &t);
+    if (err != TDM_OK)
+        return err;
+    bool iso = n->spec.src.ts_unit == TDM__TIMESTAMP_UNIT_ISO8601;
+    if (iso && t != TDM_TYPE_STRING && t != TDM_TYPE_TIMESTAMP)
+        VFAIL(c, n, "timestamp.field: \"%s\" is %s, but timestamp.unit "
+                    "iso8601 needs a string or timestamp field",
+              tsf, type_name(t));
+    if (!iso && t != TDM_TYPE_INT64 && t != TDM_TYPE_TIMESTAMP)
+        VFAIL(c, n, "timestamp.field: \"%s\" is %s, expected int64 or "
+                    "timestamp (or timestamp.unit: iso8601)",
+              tsf, type_name(t));
+    return TDM_OK;
+}
+
+/* The watermark keys: the punctuated strategy's marker field, and
+ * idleness judged at periodic emissions. */
+static tdm_err validate_source_watermark(vctx *c, tdm_node *n)
+{
+    if (n->spec.src.wm_strategy == TDM__WATERMARK_STRATEGY_PUNCTUATED) {
         const char *mf = tdm__node_str(n, "watermark.marker_field");
         if (!*mf)
             VFAIL(c, n, "watermark.marker_field: required for the punctuated "
@@ -1043,25 +1068,55 @@ static tdm_err validate_source(vctx *c, tdm_node *n)
         tdm__node_int(n, "watermark.interval") == 0)
         VFAIL(c, n, "watermark.idle_timeout: idleness is judged at periodic "
                     "emissions, but watermark.interval is 0");
+    return TDM_OK;
+}
+
+/* partition.field, and a pass-through sink. */
+static tdm_err validate_source_outputs(vctx *c, tdm_node *n)
+{
     const char *pf = tdm__node_str(n, "partition.field");
     if (*pf) {
         tdm_err err = check_field(c, n, "partition.field", n, pf, NULL);
         if (err != TDM_OK)
             return err;
     }
-    if (*tdm__node_str(n, "sink")) {
-        /* Kafka commits cover what the windows wrote; a pass-through has
-         * no part in that protocol yet. */
-        if (type == TDM__SRC_KAFKA && !n->src_vt)
-            VFAIL(c, n, "sink: kafka sources cannot write to a sink "
-                        "directly (read them with a window or join)");
-        tdm_err err = check_sink_ref(c, n, "sink", false);
-        if (err != TDM_OK)
-            return err;
-    }
-    return validate_exprs(c, n, time == TDM__TIME_EVENT && !ts_message
-                                    ? tsf
-                                    : NULL);
+    if (!*tdm__node_str(n, "sink"))
+        return TDM_OK;
+    /* Kafka commits cover what the windows wrote; a pass-through has no
+     * part in that protocol yet. */
+    if (n->spec.src.type == TDM__SOURCE_TYPE_KAFKA && !n->src_vt)
+        VFAIL(c, n, "sink: kafka sources cannot write to a sink directly "
+                    "(read them with a window or join)");
+    return check_sink_ref(c, n, "sink", false);
+}
+
+static tdm_err validate_source(vctx *c, tdm_node *n)
+{
+    const tdm__source_spec *sp = &n->spec.src;
+    tdm_err err = TDM_OK;
+    if (!n->src_vt)
+        err = sp->type == TDM__SOURCE_TYPE_KAFKA ? validate_kafka_source(c, n)
+                                                 : validate_not_kafka(c, n);
+    if (err == TDM_OK)
+        err = validate_alignment(c, n);
+    if (err == TDM_OK && !n->src_vt)
+        err = validate_connector(c, n);
+    if (err != TDM_OK)
+        return err;
+    if (!tdm__node_schema(n))
+        VFAIL(c, n, "schema: required (e.g. \"user:string, ts:timestamp\")");
+    const char *tsf = source_ts_field(n);
+    bool event = sp->time == TDM__SOURCE_TIME_EVENT &&
+                 sp->ts_source != TDM__TIMESTAMP_SOURCE_MESSAGE;
+    if (event)
+        err = validate_event_time(c, n, tsf);
+    if (err == TDM_OK)
+        err = validate_source_watermark(c, n);
+    if (err == TDM_OK)
+        err = validate_source_outputs(c, n);
+    if (err != TDM_OK)
+        return err;
+    return validate_exprs(c, n, event ? tsf : NULL);
 }
 
 /* An input of operator @p n (key @p key): a source, or a window or join
@@ -1128,9 +1183,9 @@ static bool op_consumed(const tdm_job *job, const tdm_node *op,
 static bool proc_time_output(const tdm_node *n)
 {
     if (n->kind == TDM_NODE_SOURCE)
-        return tdm__node_int(n, "time") + 1 == TDM__TIME_PROCESSING;
+        return n->spec.src.time == TDM__SOURCE_TIME_PROCESSING;
     if (n->kind == TDM_NODE_WINDOW)
-        return tdm__node_int(n, "window.time") == 1;
+        return n->spec.win.time == TDM__WINDOW_TIME_PROCESSING;
     return false;
 }
 
@@ -1285,7 +1340,7 @@ static tdm_err check_op_output(vctx *c, const tdm_node *n)
     const tdm_node *reader = NULL;
     bool consumed = op_consumed(c->job, n, &reader);
     if (consumed && n->kind == TDM_NODE_WINDOW &&
-        tdm__node_int(n, "output_mode") != 0)
+        n->spec.win.output_mode != TDM__OUTPUT_MODE_APPEND)
         VFAIL(c, n, "output_mode: %s \"%s\" reads this window, which "
                     "needs output_mode: append (downstream operators take "
                     "every pane as a record; updates and retractions "
@@ -1310,97 +1365,118 @@ static tdm_err check_op_output(vctx *c, const tdm_node *n)
 
 #define MAX_INPUTS 64
 
-static tdm_err validate_window(vctx *c, tdm_node *n)
+/* Event-time windows need watermarks: no input stamped in processing
+ * time. */
+static tdm_err window_time_inputs(vctx *c, const tdm_node *n,
+                                  tdm_node *const *srcs, int ns)
 {
-    tdm_node *srcs[MAX_INPUTS];
-    int ns = 0;
-    tdm_err err = window_inputs(c, n, srcs, MAX_INPUTS, &ns);
-    if (err != TDM_OK)
-        return err;
-    int wtime = (int)tdm__node_int(n, "window.time"); /* 0 event */
+    if (n->spec.win.time != TDM__WINDOW_TIME_EVENT)
+        return TDM_OK;
     for (int i = 0; i < ns; i++) {
-        if (wtime == 0 && srcs[i]->kind == TDM_NODE_SOURCE &&
-            proc_time_output(srcs[i]))
+        if (!proc_time_output(srcs[i]))
+            continue;
+        if (srcs[i]->kind == TDM_NODE_SOURCE)
             VFAIL(c, n, "window.time: event-time windows need watermarks, "
                         "but source \"%s\" uses time: processing (set "
                         "window.time: processing)",
                   srcs[i]->name);
-        if (wtime == 0 && proc_time_output(srcs[i]))
-            VFAIL(c, n, "window.time: event-time windows need watermarks, "
-                        "but window \"%s\" is a processing-time window "
-                        "(its results carry no event time; set "
-                        "window.time: processing)",
-                  srcs[i]->name);
+        VFAIL(c, n, "window.time: event-time windows need watermarks, but "
+                    "window \"%s\" is a processing-time window (its results "
+                    "carry no event time; set window.time: processing)",
+              srcs[i]->name);
     }
-    /* Key fields: in every input, with matching types. */
+    return TDM_OK;
+}
+
+/* Field @p field (key @p key) in every input, with one type (*type). */
+static tdm_err union_field(vctx *c, const tdm_node *n, const char *key,
+                           tdm_node *const *srcs, int ns, const char *field,
+                           tdm_type *type)
+{
+    tdm_type t0 = TDM_TYPE_INT64;
+    for (int i = 0; i < ns; i++) {
+        tdm_type t = TDM_TYPE_INT64;
+        tdm_err err = check_field(c, n, key, srcs[i], field, &t);
+        if (err != TDM_OK)
+            return err;
+        if (i == 0)
+            t0 = t;
+        else if (!types_compatible(t0, t))
+            VFAIL(c, n, "%s: field \"%s\" is %s in \"%s\" but %s in "
+                        "\"%s\"%s",
+                  key, field, type_name(t0), srcs[0]->name, type_name(t),
+                  srcs[i]->name,
+                  strcmp(key, "key_by") == 0
+                      ? "; a union needs the same types"
+                      : "");
+    }
+    *type = t0;
+    return TDM_OK;
+}
+
+/* One aggregate: not named like a key, its field in every input and of
+ * a type its function takes. */
+static tdm_err window_agg(vctx *c, const tdm_node *n, tdm_node *const *srcs,
+                          int ns, const tdm__conf_val *kb,
+                          const tdm__agg_spec *sp)
+{
+    for (int k = 0; k < kb->n_fields; k++)
+        if (strcmp(kb->fields[k], sp->as) == 0)
+            VFAIL(c, n, "aggregates: output name \"%s\" is also a key_by "
+                        "field; rename it with \"as\"",
+                  sp->as);
+    if (!sp->field)
+        return TDM_OK;
+    tdm_type t0 = TDM_TYPE_INT64;
+    tdm_err err = union_field(c, n, "aggregates", srcs, ns, sp->field, &t0);
+    if (err != TDM_OK)
+        return err;
+    bool numeric = t0 == TDM_TYPE_INT64 || t0 == TDM_TYPE_DOUBLE;
+    if ((sp->fn == TDM__FN_SUM || sp->fn == TDM__FN_AVG) && !numeric)
+        VFAIL(c, n, "aggregates: %s(%s) needs an int64 or double field, "
+                    "\"%s\" is %s",
+              tdm__conf_aggfn_name(sp->fn), sp->field, sp->field,
+              type_name(t0));
+    if ((sp->fn == TDM__FN_MIN || sp->fn == TDM__FN_MAX) && !numeric &&
+        t0 != TDM_TYPE_TIMESTAMP)
+        VFAIL(c, n, "aggregates: %s(%s) needs an int64, double or timestamp "
+                    "field, \"%s\" is %s",
+              tdm__conf_aggfn_name(sp->fn), sp->field, sp->field,
+              type_name(t0));
+    return TDM_OK;
+}
+
+/* Key fields in every input with matching types; aggregates whose
+ * fields exist and suit the function. */
+static tdm_err window_fields(vctx *c, const tdm_node *n,
+                             tdm_node *const *srcs, int ns)
+{
     const tdm__conf_val *kb = tdm__node_val(n, "key_by");
     for (int k = 0; k < kb->n_fields; k++) {
-        tdm_type t0 = TDM_TYPE_INT64;
-        for (int i = 0; i < ns; i++) {
-            tdm_type t = TDM_TYPE_INT64;
-            err = check_field(c, n, "key_by", srcs[i], kb->fields[k], &t);
-            if (err != TDM_OK)
-                return err;
-            if (i == 0)
-                t0 = t;
-            else if (!types_compatible(t0, t))
-                VFAIL(c, n, "key_by: field \"%s\" is %s in \"%s\" but %s "
-                            "in \"%s\"; a union needs the same types",
-                      kb->fields[k], type_name(t0), srcs[0]->name,
-                      type_name(t), srcs[i]->name);
-        }
+        tdm_type t;
+        tdm_err err = union_field(c, n, "key_by", srcs, ns, kb->fields[k],
+                                  &t);
+        if (err != TDM_OK)
+            return err;
     }
-    /* Aggregates: fields exist and suit the function. */
     const tdm__conf_val *ag = tdm__node_val(n, "aggregates");
     if (ag->n_aggs == 0)
         VFAIL(c, n, "aggregates: at least one is required");
     for (int a = 0; a < ag->n_aggs; a++) {
-        const tdm__agg_spec *sp = &ag->aggs[a];
-        for (int k = 0; k < kb->n_fields; k++)
-            if (strcmp(kb->fields[k], sp->as) == 0)
-                VFAIL(c, n, "aggregates: output name \"%s\" is also a "
-                            "key_by field; rename it with \"as\"",
-                      sp->as);
-        if (!sp->field)
-            continue;
-        tdm_type t0 = TDM_TYPE_INT64;
-        for (int i = 0; i < ns; i++) {
-            tdm_type t = TDM_TYPE_INT64;
-            err = check_field(c, n, "aggregates", srcs[i], sp->field, &t);
-            if (err != TDM_OK)
-                return err;
-            if (i == 0)
-                t0 = t;
-            else if (!types_compatible(t0, t))
-                VFAIL(c, n, "aggregates: field \"%s\" is %s in \"%s\" but "
-                            "%s in \"%s\"",
-                      sp->field, type_name(t0), srcs[0]->name,
-                      type_name(t), srcs[i]->name);
-        }
-        bool numeric = t0 == TDM_TYPE_INT64 || t0 == TDM_TYPE_DOUBLE;
-        if ((sp->fn == TDM__FN_SUM || sp->fn == TDM__FN_AVG) && !numeric)
-            VFAIL(c, n, "aggregates: %s(%s) needs an int64 or double "
-                        "field, \"%s\" is %s",
-                  tdm__conf_aggfn_name(sp->fn), sp->field, sp->field,
-                  type_name(t0));
-        if ((sp->fn == TDM__FN_MIN || sp->fn == TDM__FN_MAX) && !numeric &&
-            t0 != TDM_TYPE_TIMESTAMP)
-            VFAIL(c, n, "aggregates: %s(%s) needs an int64, double or "
-                        "timestamp field, \"%s\" is %s",
-                  tdm__conf_aggfn_name(sp->fn), sp->field, sp->field,
-                  type_name(t0));
+        tdm_err err = window_agg(c, n, srcs, ns, kb, &ag->aggs[a]);
+        if (err != TDM_OK)
+            return err;
     }
-    /* Window parameters. */
-    int wtype = (int)tdm__node_int(n, "window.type");
-    int64_t size = tdm__node_int(n, "window.size");
-    int64_t slide = tdm__node_int(n, "window.slide");
-    int64_t off = tdm__node_int(n, "window.offset");
-    int64_t gap = tdm__node_int(n, "window.gap");
-    tdm_assigner *asg = NULL;
-    char msg[256];
-    msg[0] = 0;
-    switch (wtype) {
-    case 0: /* tumbling */
+    return TDM_OK;
+}
+
+/* The sizes each assigner needs, before it is built. */
+static tdm_err window_sizes(vctx *c, const tdm_node *n)
+{
+    const tdm__window_spec *w = &n->spec.win;
+    int64_t size = w->size_ms, slide = w->slide_ms, off = w->offset_ms;
+    switch (w->type) {
+    case TDM__WINDOW_TYPE_TUMBLING:
         if (size <= 0)
             VFAIL(c, n, "window.size: required for tumbling windows (e.g. "
                         "\"10s\")");
@@ -1408,9 +1484,8 @@ static tdm_err validate_window(vctx *c, tdm_node *n)
             VFAIL(c, n, "window.offset: must be smaller than window.size in "
                         "magnitude (got %lld ms for a size of %lld ms)",
                   (long long)off, (long long)size);
-        err = tdm_assigner_new_tumbling(size, off, &asg, msg, sizeof msg);
         break;
-    case 1: /* sliding */
+    case TDM__WINDOW_TYPE_SLIDING:
         if (size <= 0)
             VFAIL(c, n, "window.size: required for sliding windows");
         if (slide <= 0)
@@ -1419,37 +1494,64 @@ static tdm_err validate_window(vctx *c, tdm_node *n)
             VFAIL(c, n, "window.offset: must be smaller than window.slide "
                         "in magnitude (got %lld ms for a slide of %lld ms)",
                   (long long)off, (long long)slide);
-        err = tdm_assigner_new_sliding(size, slide, off, &asg, msg,
-                                       sizeof msg);
         break;
-    case 2: /* session */
-        if (gap <= 0)
+    case TDM__WINDOW_TYPE_SESSION:
+        if (w->gap_ms <= 0)
             VFAIL(c, n, "window.gap: required for session windows");
-        err = tdm_assigner_new_session(gap, &asg, msg, sizeof msg);
         break;
-    default: { /* global */
-        int trg = (int)tdm__node_int(n, "trigger");
-        if (trg == 0 || trg == 5)
+    case TDM__WINDOW_TYPE_GLOBAL:
+        if (w->trigger == TDM__TRIGGER_DEFAULT ||
+            w->trigger == TDM__TRIGGER_NEVER)
             VFAIL(c, n, "trigger: a global window never fires with the %s "
                         "trigger; choose count, processing_time or "
                         "continuous_event_time",
-                  trg == 0 ? "default" : "never");
-        err = tdm_assigner_new_global(&asg);
+                  w->trigger == TDM__TRIGGER_DEFAULT ? "default" : "never");
         break;
     }
-    }
+    return TDM_OK;
+}
+
+/* The window parameters: sizes, an assigner that builds, and the keys
+ * its trigger needs. */
+static tdm_err window_params(vctx *c, const tdm_node *n)
+{
+    const tdm__window_spec *w = &n->spec.win;
+    tdm_err err = window_sizes(c, n);
+    if (err != TDM_OK)
+        return err;
+    tdm_assigner *asg = NULL;
+    char msg[256];
+    msg[0] = 0;
+    err = tdm__window_spec_assigner(w, false, &asg, msg, sizeof msg);
     tdm_assigner_destroy(asg);
     if (err != TDM_OK)
         VFAIL(c, n, "window: %s", msg[0] ? msg : tdm_strerror(err));
-    int trg = (int)tdm__node_int(n, "trigger");
-    if (trg == 3 && tdm__node_int(n, "trigger.count") <= 0)
+    if (w->trigger == TDM__TRIGGER_COUNT && w->trigger_count <= 0)
         VFAIL(c, n, "trigger.count: required for the count trigger");
-    if (trg == 4 && tdm__node_int(n, "trigger.interval") <= 0)
+    if (w->trigger == TDM__TRIGGER_CONTINUOUS_EVENT_TIME &&
+        w->trigger_interval_ms <= 0)
         VFAIL(c, n, "trigger.interval: required for the "
                     "continuous_event_time trigger");
-    if (trg == 4 && wtime == 1)
+    if (w->trigger == TDM__TRIGGER_CONTINUOUS_EVENT_TIME &&
+        w->time == TDM__WINDOW_TIME_PROCESSING)
         VFAIL(c, n, "trigger: continuous_event_time needs window.time: "
                     "event");
+    return TDM_OK;
+}
+
+static tdm_err validate_window(vctx *c, tdm_node *n)
+{
+    tdm_node *srcs[MAX_INPUTS];
+    int ns = 0;
+    tdm_err err = window_inputs(c, n, srcs, MAX_INPUTS, &ns);
+    if (err == TDM_OK)
+        err = window_time_inputs(c, n, srcs, ns);
+    if (err == TDM_OK)
+        err = window_fields(c, n, srcs, ns);
+    if (err == TDM_OK)
+        err = window_params(c, n);
+    if (err != TDM_OK)
+        return err;
     for (int i = 0; i < ns; i++)
         for (int j = 0; j < i; j++)
             if (srcs[i] == srcs[j])
@@ -1509,35 +1611,25 @@ static tdm_err validate_join(vctx *c, tdm_node *n)
                   rk->fields[k], type_name(rt), lk->fields[k],
                   type_name(lt));
     }
-    int type = (int)tdm__node_int(n, "type");
-    if (type == 0) {
-        int64_t lo = tdm__node_int(n, "lower");
-        int64_t hi = tdm__node_int(n, "upper");
-        int64_t elo = tdm__node_int(n, "lower_inclusive")
-                          ? lo
-                          : tdm__time_add_sat(lo, 1);
-        int64_t ehi = tdm__node_int(n, "upper_inclusive")
-                          ? hi
-                          : tdm__time_sub_sat(hi, 1);
+    const tdm__join_spec *js = &n->spec.join;
+    if (js->type == TDM__JOIN_TYPE_INTERVAL) {
+        int64_t lo = js->lower_ms, hi = js->upper_ms;
+        int64_t elo = js->lower_inclusive ? lo : tdm__time_add_sat(lo, 1);
+        int64_t ehi = js->upper_inclusive ? hi : tdm__time_sub_sat(hi, 1);
         if (elo > ehi)
             VFAIL(c, n, "lower/upper: the interval [%lld, %lld] ms (after "
                         "exclusive bounds) is empty; lower must not exceed "
                         "upper",
                   (long long)elo, (long long)ehi);
     } else {
-        int wt = (int)tdm__node_int(n, "window.type");
-        int64_t size = tdm__node_int(n, "window.size");
-        int64_t slide = tdm__node_int(n, "window.slide");
-        if (size <= 0)
+        if (js->size_ms <= 0)
             VFAIL(c, n, "window.size: required for a window join");
-        if (wt == 1 && slide <= 0)
+        if (js->window_type == TDM__JOIN_WINDOW_TYPE_SLIDING &&
+            js->slide_ms <= 0)
             VFAIL(c, n, "window.slide: required for sliding windows");
         tdm_assigner *asg = NULL;
         char msg[256] = "";
-        tdm_err err =
-            wt == 0 ? tdm_assigner_new_tumbling(size, 0, &asg, msg, sizeof msg)
-                    : tdm_assigner_new_sliding(size, slide, 0, &asg, msg,
-                                               sizeof msg);
+        tdm_err err = tdm__join_spec_assigner(js, &asg, msg, sizeof msg);
         tdm_assigner_destroy(asg);
         if (err != TDM_OK)
             VFAIL(c, n, "window: %s", msg[0] ? msg : tdm_strerror(err));
@@ -1552,19 +1644,19 @@ static tdm_err validate_join(vctx *c, tdm_node *n)
 
 static tdm_err validate_sink(vctx *c, tdm_node *n)
 {
-    int type = (int)tdm__node_int(n, "type") + 1;
+    tdm__sink_type type = n->spec.sink.type;
     if (n->sink_vt)
         return TDM_OK;
-    if (type == TDM__SINK_FILE && !*tdm__node_str(n, "path"))
+    if (type == TDM__SINK_TYPE_FILE && !*tdm__node_str(n, "path"))
         VFAIL(c, n, "path: required for file sinks");
-    if (type == TDM__SINK_KAFKA) {
+    if (type == TDM__SINK_TYPE_KAFKA) {
         if (!*tdm__node_str(n, "brokers") &&
             !tdm__conf_prop(tdm__node_val(n, "kafka.*"), "bootstrap.servers"))
             VFAIL(c, n, "brokers: required for kafka sinks (\"host:port,"
                         "...\", or kafka.bootstrap.servers)");
         if (!*tdm__node_str(n, "topic"))
             VFAIL(c, n, "topic: required for kafka sinks");
-        if (tdm__node_int(n, "format") + 1 != TDM__FMT_JSON)
+        if (n->spec.sink.format != TDM__SINK_FORMAT_JSON)
             VFAIL(c, n, "format: kafka sinks write JSON (format: json)");
         if (*tdm__node_str(n, "path"))
             VFAIL(c, n, "path: kafka sinks write to topic, not a path");
@@ -1679,6 +1771,11 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
                          "out of memory");
     }
+    /* Specs first: a node's checks read the specs of the nodes it
+     * refers to.  A running job's keys cannot change, nor its specs. */
+    if (!atomic_load(&job->running))
+        for (int i = 0; i < job->n_nodes; i++)
+            tdm__node_spec_fill(job->nodes[i]);
     tdm_err err = validate_graph(&c);
     tdm__free(c.state);
     tdm__free(c.stack);
@@ -1700,7 +1797,7 @@ static tdm_err validate_checkpointing(vctx *c)
     for (int i = 0; i < job->n_nodes; i++) {
         tdm_node *n = job->nodes[i];
         if (n->kind == TDM_NODE_SOURCE) {
-            int type = (int)tdm__node_int(n, "type") + 1;
+            tdm__source_type type = n->spec.src.type;
             if (n->src_vt) {
                 if (n->src_vt->version < 3 || !n->src_vt->snapshot ||
                     !n->src_vt->restore)
@@ -1709,25 +1806,28 @@ static tdm_err validate_checkpointing(vctx *c)
                                 "its position");
                 continue;
             }
-            if (type == TDM__SRC_FILE &&
+            if (type == TDM__SOURCE_TYPE_FILE &&
                 strcmp(tdm__node_str(n, "path"), "-") == 0)
                 VFAIL(c, n, "path: - (standard input) cannot be replayed: "
                             "checkpointing (checkpoint.dir) needs a "
                             "replayable source (file, generator)");
-            if (type == TDM__SRC_STDIN || type == TDM__SRC_TCP)
+            if (type == TDM__SOURCE_TYPE_STDIN ||
+                type == TDM__SOURCE_TYPE_TCP)
                 VFAIL(c, n, "type: %s cannot be replayed: checkpointing "
                             "(checkpoint.dir) needs a replayable source "
                             "(file, generator)",
-                      type == TDM__SRC_STDIN ? "stdin" : "tcp");
+                      type == TDM__SOURCE_TYPE_STDIN ? "stdin" : "tcp");
             /* Kafka: partitions are assigned by subtask from the listed
              * topics (docs/checkpoints.md, "Kafka sources"); the
              * repartition path has no checkpoint position (refused when
              * the connector opens: "auto" is decided by the plan). */
-            if (type == TDM__SRC_KAFKA && *tdm__node_str(n, "topic_pattern"))
+            if (type == TDM__SOURCE_TYPE_KAFKA &&
+                *tdm__node_str(n, "topic_pattern"))
                 VFAIL(c, n, "topic_pattern cannot be used with "
                             "checkpointing (checkpoint.dir): list the "
                             "topics (partitions are assigned by subtask)");
-            if (type == TDM__SRC_KAFKA && tdm__node_int(n, "repartition") == 2)
+            if (type == TDM__SOURCE_TYPE_KAFKA &&
+                n->spec.src.repartition == TDM__REPARTITION_ALWAYS)
                 VFAIL(c, n, "repartition: always cannot be used with "
                             "checkpointing (checkpoint.dir) yet");
         } else if (n->kind == TDM_NODE_WINDOW || n->kind == TDM_NODE_JOIN) {
@@ -1791,12 +1891,12 @@ static tdm_err validate_graph(vctx *cp)
                 !*tdm__node_str(a, "sink") ||
                 strcmp(tdm__node_str(a, "sink"), tdm__node_str(b, "sink")))
                 continue;
-            int ma = a->kind == TDM_NODE_WINDOW
-                         ? (int)tdm__node_int(a, "output_mode")
-                         : 0;
-            int mb = b->kind == TDM_NODE_WINDOW
-                         ? (int)tdm__node_int(b, "output_mode")
-                         : 0;
+            tdm__output_mode ma = a->kind == TDM_NODE_WINDOW
+                                      ? a->spec.win.output_mode
+                                      : TDM__OUTPUT_MODE_APPEND;
+            tdm__output_mode mb = b->kind == TDM_NODE_WINDOW
+                                      ? b->spec.win.output_mode
+                                      : TDM__OUTPUT_MODE_APPEND;
             if (ma != mb)
                 return vfail(&c, a, "sink: \"%s\" also takes %s results "
                                     "from %s \"%s\"; a sink takes one "

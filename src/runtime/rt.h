@@ -15,6 +15,7 @@
 #include "connect/connect.h"
 #include "core/hist.h"
 #include "runtime/row.h"
+#include "runtime/spec.h"
 #include "state/state.h"
 #include "state/wstore.h"
 
@@ -79,7 +80,8 @@ typedef struct tdm__agg_spec {
 typedef struct tdm__conf_val {
     bool set;       /* given explicitly (not the default) */
     char *text;     /* the text it was parsed from */
-    int64_t i;      /* INT, DURATION (ms), BOOL (0/1), ENUM (choice index) */
+    int64_t i;      /* INT, DURATION (ms), BOOL (0/1), ENUM (choice
+                       index = its conf_enum.h constant) */
     double d;       /* DOUBLE */
     tdm__schema schema;    /* SCHEMA (n == 0: none) */
     tdm__agg_spec *aggs;   /* AGGREGATES */
@@ -156,6 +158,9 @@ struct tdm_node {
      * (docs/runtime.md, Chained operators): computed by tdm_job_validate
      * (n == 0: not yet). */
     tdm__schema out_schema;
+    /* The typed keys of its kind (spec.h), filled by tdm_job_validate
+     * (tdm__node_spec_fill) and read instead of keys by name. */
+    tdm__node_spec spec;
 };
 
 typedef struct tdm__run tdm__run;
@@ -221,6 +226,23 @@ const char *tdm__node_str(const tdm_node *n, const char *key);
 const tdm__conf_val *tdm__job_val(const tdm_job *job, const char *key);
 int64_t tdm__job_int(const tdm_job *job, const char *key);
 const char *tdm__job_str(const tdm_job *job, const char *key);
+/* Compiles the `filter` and `compute.*` keys of source @p n (borrowed)
+ * against its schema (job_exprs.c); @p ts_field (or NULL) names the
+ * field the event time is read from, which compute may not assign.  On
+ * success *out receives the set (owned by the caller), or NULL when the
+ * source has neither key.  On failure errbuf holds "filter: column N:
+ * ..." or "compute.<field>: ..." (a key of the table first, so that the
+ * CLI can place the message in the file).  Returns TDM_OK, TDM_ERR_INVAL
+ * or TDM_ERR_NOMEM. */
+tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
+                               struct tdm__src_exprs **out, char *errbuf,
+                               size_t errbuf_size);
+/* Frees a set (NULL is fine; job_exprs.c). */
+void tdm__src_exprs_destroy(struct tdm__src_exprs *x);
+/* Fills @p n's spec from its keys (spec.c; not while a run reads it). */
+void tdm__node_spec_fill(tdm_node *n);
+/* The job-level ENUM keys, typed (spec.c). */
+tdm__job_spec tdm__job_spec_of(const tdm_job *job);
 /* The schema of a source node: its "schema" key or, for a generator
  * without one, the generator's fixed schema.  NULL if neither. */
 const tdm__schema *tdm__node_schema(const tdm_node *n);

@@ -155,10 +155,11 @@ static void plan_derived(rt_source *s, tdm_node *n)
     atomic_init(&s->replay_start, TDM_TIME_MIN);
     atomic_init(&s->replay_last, TDM_TIME_MIN);
     s->conf.name = n->name;
-    s->conf.time_mode = n->kind == TDM_NODE_WINDOW &&
-                                tdm__node_int(n, "window.time") == 1
-                            ? TDM__TIME_PROCESSING
-                            : TDM__TIME_EVENT;
+    s->conf.time_mode =
+        n->kind == TDM_NODE_WINDOW &&
+                n->spec.win.time == TDM__WINDOW_TIME_PROCESSING
+            ? TDM__TIME_PROCESSING
+            : TDM__TIME_EVENT;
 }
 
 /* The connectors' log: one line of the job's log. */
@@ -190,13 +191,14 @@ static void plan_sink(rt_sink *s, tdm_node *n)
 {
     s->node = n;
     s->conf.name = n->name;
-    s->conf.type = (int)tdm__node_int(n, "type") + 1;
+    s->conf.type = tdm__spec_conn(n->spec.sink.type);
     s->conf.path = tdm__node_str(n, "path");
-    s->conf.format = (int)tdm__node_int(n, "format") + 1;
+    s->conf.format = tdm__spec_conn(n->spec.sink.format);
     s->conf.kafka_brokers = opt_str(n, "brokers");
     s->conf.kafka_topic = opt_str(n, "topic");
     plan_props(n, &s->conf.kafka_props, &s->conf.kafka_n_props);
-    s->conf.debug = tdm__job_int(n->job, "log.level") == 1;
+    s->conf.debug =
+        tdm__job_spec_of(n->job).log_level == TDM__LOG_LEVEL_DEBUG;
     s->conf.log = job_log_line;
     s->conf.log_ud = n->job;
     if (n->sink_vt)
@@ -228,13 +230,14 @@ static tdm_err plan_kafka(rt_source *s, tdm_node *n)
         snprintf(s->group_owned, l, "tidemark-%s-%s", job, n->name);
         c->kafka_group = s->group_owned;
     }
-    c->kafka_start = (int)tdm__node_int(n, "start") + 1;
+    c->kafka_start = tdm__spec_conn(n->spec.src.start);
     c->kafka_start_ts = TDM_TIME_MIN;
     const char *st = tdm__node_str(n, "start.timestamp");
     if (*st && !tdm__start_ts_parse(st, &c->kafka_start_ts))
         c->kafka_start_ts = TDM_TIME_MIN;
-    c->kafka_stop_at_end = tdm__node_int(n, "stop") == 1;
-    c->ts_from_message = tdm__node_int(n, "timestamp.source") == 1;
+    c->kafka_stop_at_end = n->spec.src.stop == TDM__SOURCE_STOP_END;
+    c->ts_from_message =
+        n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE;
     const char *kf = tdm__node_str(n, "key.field");
     c->key_field = *kf ? tdm__schema_find(s->schema, kf) : -1;
     plan_props(n, &c->kafka_props, &c->kafka_n_props);
@@ -273,31 +276,32 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
     atomic_init(&s->replay_start, TDM_TIME_MIN);
     atomic_init(&s->replay_last, TDM_TIME_MIN);
     c->name = n->name;
-    c->type = (int)tdm__node_int(n, "type") + 1;
+    c->type = tdm__spec_conn(n->spec.src.type);
     c->path = tdm__node_str(n, "path");
-    c->format = (int)tdm__node_int(n, "format") + 1;
+    c->format = tdm__spec_conn(n->spec.src.format);
     c->csv_header = tdm__node_int(n, "csv.header") != 0;
     c->csv_delimiter = tdm__node_str(n, "csv.delimiter")[0];
     c->schema = s->schema;
     const char *pf = tdm__node_str(n, "partition.field");
     c->partition_field = *pf ? tdm__schema_find(s->schema, pf) : -1;
-    c->time_mode = (int)tdm__node_int(n, "time") + 1;
+    c->time_mode = tdm__spec_conn(n->spec.src.time);
     const char *tsf = tdm__node_str(n, "timestamp.field");
     if (!*tsf && c->type == TDM__SRC_GENERATOR)
-        tsf = tdm__node_int(n, "generator.kind") + 1 == TDM__GEN_NEXMARK
+        tsf = n->spec.src.gen_kind == TDM__GENERATOR_KIND_NEXMARK
                   ? "date_time"
                   : "ts";
     c->ts_field = c->time_mode == TDM__TIME_EVENT
                       ? tdm__schema_find(s->schema, tsf)
                       : -1;
-    c->ts_unit = (int)tdm__node_int(n, "timestamp.unit") + 1;
+    c->ts_unit = tdm__spec_conn(n->spec.src.ts_unit);
     c->tcp_address = tdm__node_str(n, "tcp.address");
-    c->tcp_reconnect_on_close = tdm__node_int(n, "tcp.on_close") == 0;
+    c->tcp_reconnect_on_close =
+        n->spec.src.tcp_on_close == TDM__TCP_ON_CLOSE_RECONNECT;
     c->tcp_connect_timeout = tdm__node_int(n, "tcp.connect_timeout");
     c->tcp_reconnect_timeout = tdm__node_int(n, "tcp.reconnect.timeout");
     c->tcp_backoff = tdm__node_int(n, "tcp.reconnect.backoff");
     c->tcp_max_backoff = tdm__node_int(n, "tcp.reconnect.max_backoff");
-    c->gen_kind = (int)tdm__node_int(n, "generator.kind") + 1;
+    c->gen_kind = tdm__spec_conn(n->spec.src.gen_kind);
     c->gen_records = tdm__node_int(n, "generator.records");
     c->gen_rate = tdm__node_int(n, "generator.rate");
     c->gen_keys = tdm__node_int(n, "generator.keys");
@@ -344,11 +348,12 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
 
     /* Watermarks: ingestion time is monotonous by construction;
      * processing time has none. */
-    int strategy = (int)tdm__node_int(n, "watermark.strategy");
-    tdm_wm_kind kind = strategy == 0   ? TDM_WM_BOUNDED
-                       : strategy == 1 ? TDM_WM_MONOTONOUS
-                       : strategy == 2 ? TDM_WM_PUNCTUATED
-                                       : TDM_WM_NONE;
+    tdm__watermark_strategy strategy = n->spec.src.wm_strategy;
+    tdm_wm_kind kind =
+        strategy == TDM__WATERMARK_STRATEGY_BOUNDED      ? TDM_WM_BOUNDED
+        : strategy == TDM__WATERMARK_STRATEGY_MONOTONOUS ? TDM_WM_MONOTONOUS
+        : strategy == TDM__WATERMARK_STRATEGY_PUNCTUATED ? TDM_WM_PUNCTUATED
+                                                         : TDM_WM_NONE;
     if (c->time_mode == TDM__TIME_INGESTION)
         kind = TDM_WM_MONOTONOUS;
     else if (c->time_mode == TDM__TIME_PROCESSING)
@@ -360,7 +365,7 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
         err = tdm_wm_strategy_set_interval(
             s->strat, tdm__node_int(n, "watermark.interval"), msg,
             sizeof msg);
-    bool on_event = tdm__node_int(n, "watermark.emit") == 1 &&
+    bool on_event = n->spec.src.wm_emit == TDM__WATERMARK_EMIT_ON_EVENT &&
                     (kind == TDM_WM_BOUNDED || kind == TDM_WM_MONOTONOUS);
     if (err == TDM_OK && on_event)
         err = tdm_wm_strategy_set_emit_on_event(s->strat, 1);
@@ -441,32 +446,38 @@ static tdm_err plan_window(tdm__run *run, rt_op *op, tdm_node *n)
     op->specs = aggs->aggs;
     op->n_aggs = aggs->n_aggs;
     op->fast_count = aggs->n_aggs == 1 && aggs->aggs[0].fn == TDM__FN_COUNT;
-    op->mode = (int)tdm__node_int(n, "output_mode");
-    bool global = tdm__node_int(n, "window.type") == 3;
-    bool wproc = tdm__node_int(n, "window.time") == 1;
-    op->proc_time = wproc || tdm__node_int(n, "trigger") == 2;
+    const tdm__window_spec *ws = &n->spec.win;
+    op->mode = (int)ws->output_mode;
+    bool global = ws->type == TDM__WINDOW_TYPE_GLOBAL;
+    bool wproc = ws->time == TDM__WINDOW_TIME_PROCESSING;
+    op->proc_time = tdm__window_spec_proc_time(ws);
     op->event_time = !global && !wproc;
-    op->lateness = tdm__node_int(n, "allowed_lateness");
-    int wtype = (int)tdm__node_int(n, "window.type");
-    int trig = (int)tdm__node_int(n, "trigger");
-    op->wtype = wtype;
-    op->wsize = tdm__node_int(n, "window.size");
-    op->wslide = tdm__node_int(n, "window.slide");
-    op->woffset = tdm__node_int(n, "window.offset");
+    op->lateness = ws->allowed_lateness_ms;
+    tdm__window_type wtype = ws->type;
+    tdm__trigger_kind trig = ws->trigger;
+    op->wtype = (int)wtype;
+    op->wsize = ws->size_ms;
+    op->wslide = ws->slide_ms;
+    op->woffset = ws->offset_ms;
     /* Count, processing-time and continuous triggers and processing-time
      * windows write results their watermark has not reached. */
-    op->early = (trig >= 2 && trig <= 4) || !op->event_time;
+    op->early = trig == TDM__TRIGGER_PROCESSING_TIME ||
+                trig == TDM__TRIGGER_COUNT ||
+                trig == TDM__TRIGGER_CONTINUOUS_EVENT_TIME || !op->event_time;
     if (op->early)
         run->any_early = true;
     /* Tumbling and sliding event-time windows end; a record can change
      * results until its last window is cleaned up.  Count and
      * processing-time triggers fire on other clocks. */
-    if (op->event_time && wtype <= 1 && trig != 2 && trig != 3) {
-        int64_t size = tdm__node_int(n, "window.size");
+    if (op->event_time &&
+        (wtype == TDM__WINDOW_TYPE_TUMBLING ||
+         wtype == TDM__WINDOW_TYPE_SLIDING) &&
+        trig != TDM__TRIGGER_PROCESSING_TIME && trig != TDM__TRIGGER_COUNT) {
+        int64_t size = ws->size_ms;
         op->hz.kind = RT_HZ_WINDOW;
         op->hz.size = size;
-        op->hz.step = wtype == 1 ? tdm__node_int(n, "window.slide") : size;
-        op->hz.offset = tdm__node_int(n, "window.offset");
+        op->hz.step = wtype == TDM__WINDOW_TYPE_SLIDING ? ws->slide_ms : size;
+        op->hz.offset = ws->offset_ms;
         op->hz.lateness = op->lateness;
     }
     op->n_cols = op->n_key + op->n_aggs;
@@ -521,12 +532,14 @@ static tdm_err plan_join(tdm__run *run, rt_op *op, tdm_node *n)
     op->n_key = tdm__node_val(n, "left_key")->n_fields;
     /* A window join's pairs are final when the window fires; an
      * interval join's horizon is not tracked (commits at the end). */
-    int wtype = (int)tdm__node_int(n, "window.type");
-    if (tdm__node_int(n, "type") != 0 && wtype <= 1) {
-        int64_t size = tdm__node_int(n, "window.size");
+    const tdm__join_spec *js = &n->spec.join;
+    if (js->type == TDM__JOIN_TYPE_WINDOW) {
+        int64_t size = js->size_ms;
         op->hz.kind = RT_HZ_WINDOW;
         op->hz.size = size;
-        op->hz.step = wtype == 1 ? tdm__node_int(n, "window.slide") : size;
+        op->hz.step = js->window_type == TDM__JOIN_WINDOW_TYPE_SLIDING
+                          ? js->slide_ms
+                          : size;
     }
     op->inputs = tdm__calloc(2, sizeof *op->inputs);
     op->in_key_idx = tdm__calloc(2, sizeof(int *));
@@ -705,8 +718,9 @@ nomem:
 static tdm_err plan_repartition(rt_source *s, char *errbuf,
                                 size_t errbuf_size)
 {
-    int mode = (int)tdm__node_int(s->node, "repartition");
-    if (mode == 0 || s->conf.type != TDM__SRC_KAFKA || s->n_edges == 0)
+    tdm__repartition mode = s->node->spec.src.repartition;
+    if (mode == TDM__REPARTITION_NEVER || s->conf.type != TDM__SRC_KAFKA ||
+        s->n_edges == 0)
         return TDM_OK;
     const rt_edge *e = &s->edges[0];
     if (e->n_key != 1 || e->key_idx[0] < 0)
@@ -744,14 +758,17 @@ static tdm_err plan_repartition(rt_source *s, char *errbuf,
 static const char *two_phase_refusal(const rt_op *op)
 {
     const tdm_node *n = op->node;
-    if (tdm__node_int(n, "local_aggregation") != 0)
+    const tdm__window_spec *ws = &n->spec.win;
+    if (ws->local_aggregation != TDM__LOCAL_AGGREGATION_AUTO)
         return "local_aggregation is off";
-    if (op->wtype != 0 && op->wtype != 1)
+    if (ws->type != TDM__WINDOW_TYPE_TUMBLING &&
+        ws->type != TDM__WINDOW_TYPE_SLIDING)
         return "not a tumbling or sliding window";
-    if (tdm__node_int(n, "window.time") != 0)
+    if (ws->time != TDM__WINDOW_TIME_EVENT)
         return "processing-time windows";
-    int trig = (int)tdm__node_int(n, "trigger");
-    if ((trig != 0 && trig != 1) || tdm__node_int(n, "trigger.purging"))
+    if ((ws->trigger != TDM__TRIGGER_DEFAULT &&
+         ws->trigger != TDM__TRIGGER_EVENT_TIME) ||
+        ws->trigger_purging)
         return "not the event-time trigger";
     if (!op->fast_count) {
         for (int i = 0; i < op->n_inputs; i++) {
@@ -842,12 +859,12 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
                 s->fence = false;
     }
     plan_two_phase(run);
-    int oc = (int)tdm__job_int(job, "on_cancel");
+    tdm__on_cancel oc = tdm__job_spec_of(job).on_cancel;
     /* With checkpoints, auto stops too: windows left open are in the
      * final checkpoint and the next run completes them exactly. */
     run->stop_on_cancel =
-        oc == 2 ||
-        (oc == 0 && (endless_kafka ||
+        oc == TDM__ON_CANCEL_STOP ||
+        (oc == TDM__ON_CANCEL_AUTO && (endless_kafka ||
                      *tdm__job_str(run->job, "checkpoint.dir")));
     run->commit_interval = tdm__job_int(job, "commit.interval");
     if (run->commit_interval <= 0)
@@ -1500,7 +1517,7 @@ static tdm_err init_run(tdm__run *run, tdm_job *job)
     run->qcap = (int)tdm__job_int(job, "queue.capacity");
     run->guard = tdm__job_int(job, "timestamp_guard");
     run->guard_dead = tdm__job_int(job, "timestamp_guard.dead_letter") != 0;
-    run->debug = tdm__job_int(job, "log.level") == 1;
+    run->debug = tdm__job_spec_of(job).log_level == TDM__LOG_LEVEL_DEBUG;
     if (run->key_groups < run->P)
         run->key_groups = run->P;
     run->owner = tdm__calloc((size_t)run->key_groups, sizeof *run->owner);

@@ -518,69 +518,16 @@ void *rt_op_main(void *arg)
 static tdm_err make_trigger(const rt_op *op, tdm_trigger **out, char *msg,
                             size_t n)
 {
-    const tdm_node *nd = op->node;
-    int kind = (int)tdm__node_int(nd, "trigger");
-    bool purging = tdm__node_int(nd, "trigger.purging") != 0;
-    tdm_err err = TDM_OK;
-    *out = NULL;
-    if (kind == 0 && purging)
-        kind = op->proc_time ? 2 : 1; /* the assigner's default */
-    switch (kind) {
-    case 1:
-        err = tdm_trigger_new_event_time(out);
-        break;
-    case 2:
-        err = tdm_trigger_new_processing_time(out);
-        break;
-    case 3:
-        err = tdm_trigger_new_count(tdm__node_int(nd, "trigger.count"), out,
-                                    msg, n);
-        break;
-    case 4:
-        err = tdm_trigger_new_continuous_event_time(
-            tdm__node_int(nd, "trigger.interval"), out, msg, n);
-        break;
-    case 5:
-        err = tdm_trigger_new_never(out);
-        break;
-    default:
-        return TDM_OK; /* NULL: the assigner's default */
-    }
-    if (err == TDM_OK && purging) {
-        tdm_trigger *p;
-        err = tdm_trigger_new_purging(*out, &p);
-        *out = err == TDM_OK ? p : NULL;
-    }
-    return err;
+    return tdm__window_spec_trigger(&op->node->spec.win, out, msg, n);
 }
 
 /* The node's assigner (window joins: tumbling or sliding, no offset). */
 static tdm_err make_assigner(const tdm_node *nd, bool join,
                              tdm_assigner **out, char *msg, size_t n)
 {
-    int type = (int)tdm__node_int(nd, "window.type");
-    int64_t size = tdm__node_int(nd, "window.size");
-    int64_t slide = tdm__node_int(nd, "window.slide");
-    int64_t off = join ? 0 : tdm__node_int(nd, "window.offset");
-    tdm_err err;
-    switch (type) {
-    case 0:
-        err = tdm_assigner_new_tumbling(size, off, out, msg, n);
-        break;
-    case 1:
-        err = tdm_assigner_new_sliding(size, slide, off, out, msg, n);
-        break;
-    case 2:
-        err = tdm_assigner_new_session(tdm__node_int(nd, "window.gap"), out,
-                                       msg, n);
-        break;
-    default:
-        err = tdm_assigner_new_global(out);
-        break;
-    }
-    if (err == TDM_OK && !join && tdm__node_int(nd, "window.time") == 1)
-        err = tdm_assigner_set_processing_time(*out);
-    return err;
+    if (join)
+        return tdm__join_spec_assigner(&nd->spec.join, out, msg, n);
+    return tdm__window_spec_assigner(&nd->spec.win, true, out, msg, n);
 }
 
 /* A window subtask's operator: assigner, trigger, aggregate (the built-in
@@ -638,11 +585,11 @@ static tdm_err init_join(rt_op_task *t, char *msg, size_t n)
 {
     const tdm_node *nd = t->op->node;
     tdm_err err;
-    if (tdm__node_int(nd, "type") == 0) {
+    const tdm__join_spec *js = &nd->spec.join;
+    if (js->type == TDM__JOIN_TYPE_INTERVAL) {
         err = tdm_joinop_new_interval(
-            tdm__node_int(nd, "lower"), tdm__node_int(nd, "upper"),
-            (int)tdm__node_int(nd, "lower_inclusive"),
-            (int)tdm__node_int(nd, "upper_inclusive"), t->run->P, t->clk,
+            js->lower_ms, js->upper_ms, (int)js->lower_inclusive,
+            (int)js->upper_inclusive, t->run->P, t->clk,
             rt_op_join_emit, t, &t->join, msg, n);
     } else {
         tdm_assigner *asg = NULL;
