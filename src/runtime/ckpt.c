@@ -12,7 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
+#include "runtime/task_op.h"
+#include "runtime/task_source.h"
 #include "state/ckpt_codec.h"
 #include "state/ckpt_store.h"
 #include "time/wm.h"
@@ -843,7 +845,7 @@ void rt_ckpt_close(tdm__run *run)
     ck->src_rd = NULL;
 }
 
-/* See run.h.  A write fails when the object's buffer could not go to its
+/* See rt_ctx.h.  A write fails when the object's buffer could not go to its
  * file (the error is then sticky, and flush only reports it) or for want
  * of memory (flush then writes the buffer out: harmless, the failing run
  * abandons its sinks).  Other sinks are not asked: a Kafka flush waits

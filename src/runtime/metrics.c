@@ -17,7 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/run.h"
+#include "runtime/metrics.h"
+#include "runtime/task_op.h"
+#include "runtime/task_source.h"
 #include "window/win.h"
 
 /* ====================================================================== */
@@ -519,7 +521,7 @@ static void late_rows(tdm_metrics *m, rt_op_task *t)
     pthread_mutex_unlock(&t->lmx);
 }
 
-/* Builds a snapshot of the run's published metrics (see run.h). */
+/* Builds a snapshot of the run's published metrics (see metrics.h). */
 tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
                          tdm_metrics **out)
 {
@@ -905,7 +907,7 @@ void rt_metrics_finish(tdm__run *run)
     pthread_mutex_unlock(&job->mmu);
 }
 
-/* The channel holding the subtask's watermark (see run.h). */
+/* The channel holding the subtask's watermark (see metrics.h). */
 int rt_holding_channel(const rt_op_task *t)
 {
     int best = -1;

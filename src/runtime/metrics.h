@@ -205,4 +205,31 @@ typedef struct rt_warea {
 /* Frees an area (NULL is fine). */
 void rt_warea_free(rt_warea *a);
 
+typedef struct tdm__run tdm__run;
+typedef struct rt_op_task rt_op_task;
+
+/* ---- Metrics (metrics.c) ---- */
+
+/* Builds a snapshot of a run's published metrics at processing time
+ * @p now (@p running: 1 while subtasks run).  The caller holds the
+ * job's metrics lock.  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
+                         struct tdm_metrics **out);
+/* Prepares the job's window status memory for a new run (under the
+ * metrics lock, after the status callers left).  TDM_OK or NOMEM. */
+tdm_err rt_warea_start(tdm__run *run);
+/* Called by the run thread after every subtask stopped: keeps the final
+ * snapshot and the window subtasks' final state, and ends the live view
+ * (tasks are freed right after). */
+void rt_metrics_finish(tdm__run *run);
+/* The window subtask's side of tdm_job_window_status: answers a posted
+ * question, if any (between two groups of items). */
+void rt_status_serve(rt_op_task *t);
+/* Called by a window subtask as it stops: answers a pending question,
+ * then leaves its final watermark for later ones. */
+void rt_status_close(rt_op_task *t);
+/* The channel holding an operator subtask's watermark: the lowest
+ * watermark among channels neither idle nor ended; -1 when none. */
+int rt_holding_channel(const rt_op_task *t);
+
 #endif /* TDM_RT_METRICS_H */

@@ -498,8 +498,8 @@ typedef enum tdm__item_kind {
     TDM__ITEM_STATUS,
     TDM__ITEM_END,
     TDM__ITEM_BARRIER,
-    TDM__ITEM_FENCE,      /* keys of a revoked split (run.h, rt_fence) */
-    TDM__ITEM_PARTIAL     /* partial accumulators (run.h, rt_partials) */
+    TDM__ITEM_FENCE,      /* keys of a revoked split (outbox.h, rt_fence) */
+    TDM__ITEM_PARTIAL     /* partial accumulators (outbox.h, rt_partials) */
 } tdm__item_kind;
 
 struct tdm__sbatch;

@@ -33,7 +33,12 @@
 #include <time.h>
 
 #include "runtime/expr.h"
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
+#include "runtime/metrics.h"
+#include "runtime/plan.h"
+#include "runtime/rt_ctx.h"
+#include "runtime/task_op.h"
+#include "runtime/task_source.h"
 
 /* ---- Shared helpers ---- */
 
@@ -98,6 +103,14 @@ tdm_err rt_clock_new(tdm_job *job, tdm_clock **out)
 }
 
 /* ---- Planning ---- */
+
+/* Punctuated strategy: a row whose marker field is true is a marker. */
+static int marker_fn(void *ud, const tdm_record *rec)
+{
+    const rt_source *s = ud;
+    const tdm__row *row = rec->payload;
+    return row && !row->v[s->marker_idx].null && row->v[s->marker_idx].u.i;
+}
 
 /* Lookups by node name among the planned sinks and sources. */
 static rt_sink *find_sink(tdm__run *run, const char *name)
@@ -374,7 +387,7 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
     if (err == TDM_OK && kind == TDM_WM_PUNCTUATED) {
         s->marker_idx = tdm__schema_find(
             s->schema, tdm__node_str(n, "watermark.marker_field"));
-        err = tdm_wm_strategy_set_marker(s->strat, rt_marker_fn, s);
+        err = tdm_wm_strategy_set_marker(s->strat, marker_fn, s);
     }
     if (err != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, err, "source \"%s\": %s",
@@ -598,7 +611,7 @@ tdm_time_ms rt_horizon_of(const rt_source *s, tdm_time_ms ts)
 /* Minimum over the subtask's consumer channels of what they handled:
  * the channel's watermark is published when the operator takes it, so
  * every row sent before it is in the operator's state by then. */
-tdm_time_ms rt_src_processed(const rt_src_task *t)
+static tdm_time_ms rt_src_processed(const rt_src_task *t)
 {
     const rt_source *s = t->src;
     int P = t->run->P;

@@ -26,7 +26,7 @@
  */
 #include <string.h>
 
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
 #include "runtime/task_op.h"
 #include "state/state.h"
 #include "window/join.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* task_op.h - what the three files of the window and join subtask share
- * (internal to them; run.h declares what the rest of the runtime calls):
+ * (the struct and the thread body are also
+ * what run.c, ckpt.c and metrics.c use):
  *
  *   task_op.c       input dispatch, the subtask loop, setup and teardown;
  *   task_op_emit.c  writing rows: the operators' emit callbacks, the
@@ -15,7 +16,11 @@
 #ifndef TDM_TASK_OP_H
 #define TDM_TASK_OP_H
 
-#include "runtime/run.h"
+#include "core/hist.h"
+#include "runtime/metrics.h"
+#include "runtime/outbox.h"
+#include "runtime/plan.h"
+#include "runtime/rt_ctx.h"
 #include "window/join.h"
 #include "window/win.h"
 
@@ -25,7 +30,99 @@ typedef struct rt_op_rslot {
     size_t len;
 } rt_op_rslot;
 
+/* One window or join subtask. */
+struct rt_op_task {
+    char pad_head_[128];
+    tdm__run *run;
+    rt_op *op;
+    int index;
+    pthread_t th;
+    bool started;
+    tdm__queue q;
+    tdm_clock *clk;
+    tdm_winop *win;
+    tdm_joinop *join;
+    tdm__rowagg *ra;
+    tdm__keybuf kb, pk, uk;
+    bool *ch_ended;
+    bool nodrain;        /* a channel ended without draining (stop) */
+    tdm_time_ms *ch_wm;
+    bool *ch_warned;
+    int ended;
+    _Atomic int64_t wm;       /* published operator watermark */
+    int64_t late_dropped_seen;
+    /* Output scratch. */
+    tdm__col *cols;
+    tdm__val *vals, *lvals, *rvals;
+    /* Retract mode: the last emitted row per key and window. */
+    tdm__keys *rkeys;
+    tdm__kv *rkv;
+    tdm__timers *rtimers;
+    bool failed;
+    /* Metrics (metrics.h): plain counters of this thread, published to
+     * m (and as deltas to the job's counters) after each group of
+     * items. */
+    int64_t c_in, c_out, c_late_side, c_panes, c_late_panes, c_regress;
+    /* Key fence (fence.c): key -> epoch of the keys of revoked splits;
+     * fkb holds a fenced key's bytes with its epoch suffix. */
+    struct rt_keyset fence;
+    tdm__keybuf fkb;
+    int64_t c_fenced;   /* results of fenced identities not written */
+    int64_t j_out, j_late_side, j_late_panes, j_regress; /* published */
+    bool *ch_idle;
+    rt_chan *chp;
+    /* Chaining: the derived source subtask this subtask writes its
+     * results to (NULL: none) and the row being filled (the output
+     * schema's values). */
+    rt_src_task *emit;
+    tdm__val *evals;
+    rt_op_metrics m;
+    tdm_time_ms now;     /* processing time of the current group */
+    tdm_time_ms wm_out;  /* last watermark the operator emitted */
+    /* Late samples: a ring guarded by lmx (taken per late record). */
+    pthread_mutex_t lmx;
+    bool lmx_ok;
+    rt_late *late;
+    int late_n, late_head, late_budget;
+    /* Window status (job-owned) and the debug log. */
+    rt_wstat *ws;
+    tdm_time_ms *dbg_wm, *dbg_at; /* ring of watermark advances */
+    int dbg_n, dbg_head;
+    /* Result latency (docs/metrics.md, resultLatencyP50): when the
+     * watermark item being handled left its source (tdm__mono_us; 0:
+     * unknown), the clock read for the rows it fires (re-read every
+     * RT_LAT_EVERY rows), and the histogram of on-time rows' latencies
+     * in microseconds; lat_pub: when p50/p99 were last published. */
+    int64_t wm_at_us, lat_now_us;
+    uint32_t lat_left;
+    tdm__hist lat;
+    tdm_time_ms lat_pub;
+    /* Checkpoints: sink objects and acknowledgements (ck.obj[0] results,
+     * [1] late output), and alignment: channels blocked by barrier
+     * ck_id and the items held back from them (per channel, FIFO). */
+    rt_ck_slot ck;
+    bool *ck_blocked;
+    int ck_n_blocked;
+    uint64_t ck_id;
+    uint64_t ck_taken; /* the last checkpoint id snapshotted (0: none) */
+    int64_t ck_first_us; /* when ck_id's first barrier came (mono us) */
+    struct rt_stash {
+        tdm__item *it;
+        int n, cap;
+    } *ck_stash;
+    /* Keeps neighbouring heap data off this subtask's cache lines. */
+    char pad_tail_[128];
+};
+
 /* ---- task_op.c ---- */
+
+/* The operator subtask's thread body (@p arg: its rt_op_task). */
+void *rt_op_main(void *arg);
+/* Sets up operator subtask @p t (run, op, index set) before its thread
+ * starts.  TDM_OK or an error; rt_op_task_fini frees either way. */
+tdm_err rt_op_task_init(rt_op_task *t);
+/* Frees what rt_op_task_init or the thread left. */
+void rt_op_task_fini(rt_op_task *t);
 
 /* Out of memory in the operator or the output path: marks subtask @p t
  * failed and fails the run (borrows @p t). */

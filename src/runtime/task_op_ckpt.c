@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
 #include "runtime/task_op.h"
 #include "state/ckpt_codec.h"
 #include "state/ckpt_store.h"
