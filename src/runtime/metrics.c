@@ -687,54 +687,6 @@ const tdm_late_sample *tdm_metrics_late_at(const tdm_metrics *m, size_t i)
 }
 
 /* ====================================================================== */
-/* Text for the debug log                                                  */
-/* ====================================================================== */
-
-/* ISO-8601 with milliseconds, "none" and "end" for the two ends. */
-void rt_format_ms(tdm_time_ms ms, char *buf, size_t n)
-{
-    if (ms == TDM_TIME_MIN || ms == TDM_TIME_MAX)
-        snprintf(buf, n, "%s", ms == TDM_TIME_MIN ? "none" : "end");
-    else if (!tdm_time_format(ms, TDM_TIME_FORMAT_MILLIS, buf, n))
-        snprintf(buf, n, "%lld", (long long)ms);
-}
-
-/* Decodes an operator's key bytes and prints the values joined by ','
- * (strings as they are). */
-void rt_key_text(const rt_op *op, const char *key, size_t len, char *buf,
-                 size_t n)
-{
-    tdm__val vals[16];
-    size_t o = 0;
-    buf[0] = 0;
-    if (op->n_key > 16 ||
-        !tdm__key_decode(key, len, op->col_types, op->n_key, vals)) {
-        snprintf(buf, n, "?");
-        return;
-    }
-    for (int k = 0; k < op->n_key && o < n; k++) {
-        const tdm__val *v = &vals[k];
-        const char *sep = k ? "," : "";
-        int w;
-        if (v->null)
-            w = snprintf(buf + o, n - o, "%snull", sep);
-        else if (op->col_types[k] == TDM_TYPE_STRING)
-            w = snprintf(buf + o, n - o, "%s%.*s", sep, (int)v->u.s.len,
-                         v->u.s.p);
-        else if (op->col_types[k] == TDM_TYPE_DOUBLE)
-            w = snprintf(buf + o, n - o, "%s%.17g", sep, v->u.d);
-        else if (op->col_types[k] == TDM_TYPE_BOOL)
-            w = snprintf(buf + o, n - o, "%s%s", sep,
-                         v->u.i ? "true" : "false");
-        else
-            w = snprintf(buf + o, n - o, "%s%lld", sep, (long long)v->u.i);
-        if (w < 0)
-            break;
-        o += (size_t)w;
-    }
-}
-
-/* ====================================================================== */
 /* The firing memory                                                       */
 /* ====================================================================== */
 

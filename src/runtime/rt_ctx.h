@@ -144,10 +144,15 @@ static inline void rt_count(tdm__run *run, tdm_stat s, int64_t v)
                                   memory_order_relaxed);
 }
 
+/* ---- Services (rt_ctx.c, except rt_sink_why: ckpt.c) ---- */
+
 /* Marks the calling subtask finished (the run thread waits for all). */
 void rt_thread_done(tdm__run *run);
 /* A clock reading the job's processing time. */
 tdm_err rt_clock_new(tdm_job *job, tdm_clock **out);
+/* The connectors' log callback (tdm__source_conf.log, sink conf.log):
+ * one line of the job's log; @p ud is the tdm_job. */
+void tdm__ctx_log_line(void *ud, const char *line);
 /* Formats epoch ms as ISO-8601 with milliseconds ("none" for
  * TDM_TIME_MIN, "end" for TDM_TIME_MAX), for the debug log. */
 void rt_format_ms(tdm_time_ms ms, char *buf, size_t n);

@@ -42,66 +42,6 @@
 
 /* ---- Shared helpers ---- */
 
-/* Wakes every thread that may wait on a queue or a pool, so that it
- * sees the abort flag now rather than at its next timed wake-up. */
-static void wake_all(tdm__run *run)
-{
-    for (int o = 0; o < run->n_ops; o++)
-        if (run->ops[o].tasks)
-            for (int j = 0; j < run->P; j++)
-                tdm__queue_wake(&run->ops[o].tasks[j].q);
-    for (int s = 0; s < run->n_srcs; s++)
-        if (run->srcs[s].tasks)
-            for (int i = 0; i < run->P; i++)
-                if (run->srcs[s].tasks[i].pool_ok)
-                    tdm__pool_wake(&run->srcs[s].tasks[i].pool);
-    /* Operator subtasks waiting for a free batch of their output. */
-    for (int s = 0; s < run->n_dsrcs; s++)
-        if (run->dsrcs[s].tasks)
-            for (int i = 0; i < run->P; i++)
-                if (run->dsrcs[s].tasks[i].pool_ok)
-                    tdm__pool_wake(&run->dsrcs[s].tasks[i].pool);
-}
-
-/* Only the first error is kept; abort wakes every waiter. */
-void rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
-{
-    pthread_mutex_lock(&run->mu);
-    bool first = run->err == TDM_OK;
-    if (first) {
-        run->err = err;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(run->errmsg, sizeof run->errmsg, fmt, ap);
-        va_end(ap);
-    }
-    pthread_mutex_unlock(&run->mu);
-    if (!atomic_exchange(&run->abort, 1))
-        wake_all(run);
-}
-
-/* Counts a finished subtask and wakes the run thread. */
-void rt_thread_done(tdm__run *run)
-{
-    pthread_mutex_lock(&run->mu);
-    run->n_done++;
-    pthread_cond_signal(&run->cv);
-    pthread_mutex_unlock(&run->mu);
-}
-
-/* The processing-time clock every subtask reads (one tdm_clock each, all
- * over the job's time source). */
-static tdm_time_ms clock_read(void *opaque)
-{
-    return tdm__job_now(opaque);
-}
-
-/* A custom clock over tdm__job_now. */
-tdm_err rt_clock_new(tdm_job *job, tdm_clock **out)
-{
-    return tdm_clock_new_custom(clock_read, job, out);
-}
-
 /* ---- Planning ---- */
 
 /* Punctuated strategy: a row whose marker field is true is a marker. */
@@ -174,12 +114,6 @@ static void plan_derived(rt_source *s, tdm_node *n)
                             : TDM__TIME_EVENT;
 }
 
-/* The connectors' log: one line of the job's log. */
-static void job_log_line(void *ud, const char *line)
-{
-    tdm__job_log(ud, "%s", line);
-}
-
 /* A string key's text, NULL when empty (the connectors' "not given"). */
 static const char *opt_str(const tdm_node *n, const char *key)
 {
@@ -210,7 +144,7 @@ static void plan_sink(rt_sink *s, tdm_node *n)
     s->conf.kafka_topic = opt_str(n, "topic");
     plan_props(n, &s->conf.kafka_props, &s->conf.kafka_n_props);
     s->conf.debug = tdm__job_int(n->job, "log.level") == 1;
-    s->conf.log = job_log_line;
+    s->conf.log = tdm__ctx_log_line;
     s->conf.log_ud = n->job;
     if (n->sink_vt)
         s->vt = n->sink_vt;
@@ -252,7 +186,7 @@ static tdm_err plan_kafka(rt_source *s, tdm_node *n)
     c->key_field = *kf ? tdm__schema_find(s->schema, kf) : -1;
     plan_props(n, &c->kafka_props, &c->kafka_n_props);
     c->checkpointing = *tdm__job_str(n->job, "checkpoint.dir") != '\0';
-    c->log = job_log_line;
+    c->log = tdm__ctx_log_line;
     c->log_ud = n->job;
     return TDM_OK;
 }
