@@ -10,7 +10,7 @@
  * its output stream, whose subtask i is fed by op subtask i's thread
  * through the emitter (outbox.h) instead of a thread of its own.
  *
- * Planned by run.c before any thread starts; the subtasks read it and
+ * Planned by plan.c before any thread starts; the subtasks read it and
  * never change it, apart from the few atomic fields noted below.  The
  * tasks pointers are the run's (set by make_tasks).
  */
@@ -183,5 +183,15 @@ struct rt_op {
 tdm_time_ms rt_horizon_of(const rt_source *s, tdm_time_ms ts);
 /* The commit horizon of a record at  ts for consumer edge  e alone. */
 tdm_time_ms rt_edge_horizon(const rt_edge *e, tdm_time_ms ts);
+
+/* Plans run @p run's job (run->job, P, key_groups set): fills the
+ * run's sources, derived sources, operators, sinks and alignment
+ * groups; opens nothing.  TDM_OK, or an error with its message in
+ * @p errbuf (TDM_ERR_NOMEM, or a connector or alignment setting the
+ * plan refuses); tdm__plan_free frees a partial plan.  @thread run. */
+tdm_err tdm__plan_build(tdm__run *run, char *errbuf, size_t errbuf_size);
+/* Frees what tdm__plan_build made (after every subtask was freed; the
+ * run struct itself is the caller's).  @thread run. */
+void tdm__plan_free(tdm__run *run);
 
 #endif /* TDM_RT_PLAN_H */
