@@ -170,7 +170,6 @@ static tdm_err plan_kafka(rt_source *s, tdm_node *n)
     return TDM_OK;
 }
 
-/* The source's connector configuration and watermark strategy. */
 /* generator.nexmark.kinds ("person,auction,bid", any subset) as a bit
  * mask of TDM__NX_* kinds; job.c validated the words. */
 static int nexmark_kinds(const char *s)
@@ -187,17 +186,11 @@ static int nexmark_kinds(const char *s)
     return mask;
 }
 
-static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
-                           size_t errbuf_size)
+/* The connector configuration of source node @p n from its keys (the
+ * table's enum indexes are the connector's constants minus one). */
+static void plan_source_conf(rt_source *s, tdm_node *n)
 {
     tdm__source_conf *c = &s->conf;
-    tdm_err err0;
-    s->node = n;
-    s->schema = tdm__node_schema(n);
-    atomic_init(&s->unit_warned, 0);
-    atomic_init(&s->first_live, TDM_TIME_MAX);
-    atomic_init(&s->replay_start, TDM_TIME_MIN);
-    atomic_init(&s->replay_last, TDM_TIME_MIN);
     c->name = n->name;
     c->type = (int)tdm__node_int(n, "type") + 1;
     c->path = tdm__node_str(n, "path");
@@ -239,10 +232,12 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
     c->nx_kinds = nexmark_kinds(tdm__node_str(n, "generator.nexmark.kinds"));
     c->nx_ooo_group = tdm__node_int(n, "generator.nexmark.out_of_order_group");
     c->nx_flink = tdm__node_int(n, "generator.nexmark.flink_numbering") != 0;
-    err0 = plan_kafka(s, n);
-    if (err0 != TDM_OK)
-        return tdm__errf(errbuf, errbuf_size, err0,
-                         "out of memory planning source \"%s\"", n->name);
+}
+
+/* The connector of source @p s: a test hook's, else by type. */
+static void plan_source_vtab(rt_source *s, const tdm_node *n)
+{
+    const tdm__source_conf *c = &s->conf;
     if (n->src_vt)
         s->vt = n->src_vt;
     else if (c->type == TDM__SRC_KAFKA)
@@ -256,7 +251,14 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
         s->vt = &tdm__generator_source;
     else
         s->vt = &tdm__file_source;
+}
 
+/* Version-2 connectors share state among a source's subtasks (freed by
+ * tdm__plan_free).  TDM_OK or TDM_ERR_NOMEM. */
+static tdm_err plan_source_shared(rt_source *s, char *errbuf,
+                                  size_t errbuf_size)
+{
+    tdm__source_conf *c = &s->conf;
     s->v2 = s->vt->version >= 2 && s->vt->n_partitions;
     if (s->v2) {
         tdm__conn_shared *sh = tdm__calloc(1, sizeof *sh);
@@ -267,9 +269,15 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
         }
         c->shared = sh;
     }
+    return TDM_OK;
+}
 
-    /* Watermarks: ingestion time is monotonous by construction;
-     * processing time has none. */
+/* The watermark strategy of source @p s (node @p n).  TDM_OK or the
+ * strategy's error with the source's name in @p errbuf. */
+static tdm_err plan_source_wm(rt_source *s, tdm_node *n, char *errbuf,
+                              size_t errbuf_size)
+{
+    const tdm__source_conf *c = &s->conf;
     int strategy = (int)tdm__node_int(n, "watermark.strategy");
     tdm_wm_kind kind = strategy == 0   ? TDM_WM_BOUNDED
                        : strategy == 1 ? TDM_WM_MONOTONOUS
@@ -306,6 +314,30 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
         return tdm__errf(errbuf, errbuf_size, err, "source \"%s\": %s",
                          n->name, msg[0] ? msg : tdm_strerror(err));
     return TDM_OK;
+}
+
+/* The source's connector configuration and watermark strategy. */
+static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
+                           size_t errbuf_size)
+{
+    s->node = n;
+    s->schema = tdm__node_schema(n);
+    atomic_init(&s->unit_warned, 0);
+    atomic_init(&s->first_live, TDM_TIME_MAX);
+    atomic_init(&s->replay_start, TDM_TIME_MIN);
+    atomic_init(&s->replay_last, TDM_TIME_MIN);
+    plan_source_conf(s, n);
+    tdm_err err = plan_kafka(s, n);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err,
+                         "out of memory planning source \"%s\"", n->name);
+    plan_source_vtab(s, n);
+    err = plan_source_shared(s, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    /* Watermarks: ingestion time is monotonous by construction;
+     * processing time has none. */
+    return plan_source_wm(s, n, errbuf, errbuf_size);
 }
 
 /* Adds the edge source -> op (input @p input) to the source. */
