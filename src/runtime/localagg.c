@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "runtime/localagg.h"
+#include "runtime/rt_ctx.h"
 #include "runtime/task_op.h"
 #include "window/win.h"
 

@@ -32,15 +32,6 @@
 #include "window/join.h"
 #include "window/win.h"
 
-/* Out of memory in the operator or the output path. */
-void rt_op_fail_nomem(rt_op_task *t)
-{
-    t->failed = true;
-    rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
-            t->op->kind == TDM_NODE_JOIN ? "join" : "window",
-            t->op->node->name);
-}
-
 /* ---- Key fence (fence.c) ---- */
 
 /* A FENCE item: the keys of a split revoked from this member.  Each
@@ -437,6 +428,42 @@ static void publish(rt_op_task *t)
 
 #define POP_MAX 64
 
+static bool dispatch(rt_op_task *t, const tdm__item *it);
+
+/* After a checkpoint: handles the items held back on every blocked
+ * channel, channel by channel in arrival order, then gives their queue
+ * capacity back.  True when the operator finished. */
+static bool handle_released(rt_op_task *t)
+{
+    bool done = false;
+    for (int c = 0; c < t->op->n_channels; c++) {
+        int n;
+        const tdm__item *held = tdm__opck_unblock(t, c, &n);
+        if (!held)
+            continue;
+        for (int i = 0; i < n; i++)
+            if (dispatch(t, &held[i]))
+                done = true;
+        tdm__opck_unblocked(t, c, n);
+    }
+    return done;
+}
+
+/* Checkpoints: handles one item, unless its channel is blocked by a
+ * barrier (task_op_ckpt.c holds it back), and checkpoints once aligned.
+ * True when the operator finished. */
+static bool dispatch(rt_op_task *t, const tdm__item *it)
+{
+    if (tdm__opck_hold(t, it))
+        return false;
+    bool done = rt_op_handle(t, it);
+    if (tdm__opck_aligned(t)) {
+        tdm__opck_checkpoint(t);
+        done = handle_released(t) || done;
+    }
+    return done;
+}
+
 /* The subtask loop: pop items in order, feed the operator, publish
  * counters, until every channel ended or the run aborts.
  *
@@ -466,7 +493,7 @@ void *rt_op_main(void *arg)
         } else {
             /* Checkpoints: barriers block their channel until aligned. */
             for (size_t i = 0; i < n; i++)
-                if (rt_op_dispatch(t, &items[i]))
+                if (dispatch(t, &items[i]))
                     done = true;
             rt_op_ckpt_poll(t);
         }

@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* task_op.h - what the three files of the window and join subtask share
- * (the struct and the thread body are also
- * what run.c, ckpt.c and metrics.c use):
+/* task_op.h - what the files of the window and join subtask share (the
+ * struct, the thread body and its setup are also what run.c, ckpt.c and
+ * metrics.c use):
  *
  *   task_op.c       input dispatch, the subtask loop, setup and teardown;
  *   task_op_emit.c  writing rows: the operators' emit callbacks, the
  *                   append / upsert / retract output modes, late output;
  *   task_op_ckpt.c  checkpoint barriers and alignment, the subtask's
- *                   snapshot and restore, retract mode's memory in it.
+ *                   snapshot and restore, retract mode's memory in it;
+ *   op_ctx.c        what they share below them (the out-of-memory
+ *                   failure), so that neither of the other two calls
+ *                   back into task_op.c.
  *
  * Only functions called once per item, per group of items or on a
- * failure cross these files; the per-record paths (push_rows, and the
- * emit callback down to the sink write) each stay within one file.
+ * failure cross these files, and only downwards: the loop in task_op.c
+ * calls the other three, which return what it must handle (the items a
+ * checkpoint held back) instead of calling it.  The per-record paths
+ * (push_rows, and the emit callback down to the sink write) each stay
+ * within one file.
  */
 #ifndef TDM_TASK_OP_H
 #define TDM_TASK_OP_H
@@ -114,6 +120,12 @@ struct rt_op_task {
     char pad_tail_[128];
 };
 
+/* ---- op_ctx.c: what the three files share, below all of them ---- */
+
+/* Out of memory in the operator or the output path: marks subtask @p t
+ * failed and fails the run (borrows @p t). */
+void rt_op_fail_nomem(rt_op_task *t);
+
 /* ---- task_op.c ---- */
 
 /* The operator subtask's thread body (@p arg: its rt_op_task). */
@@ -124,9 +136,6 @@ tdm_err rt_op_task_init(rt_op_task *t);
 /* Frees what rt_op_task_init or the thread left. */
 void rt_op_task_fini(rt_op_task *t);
 
-/* Out of memory in the operator or the output path: marks subtask @p t
- * failed and fails the run (borrows @p t). */
-void rt_op_fail_nomem(rt_op_task *t);
 /* Handles one item @p it (borrowed; a batch's reference and a fence or
  * partials message are released here, i.e. the call takes ownership of
  * what the item carries); returns true once every channel has ended. */
@@ -157,11 +166,27 @@ void rt_op_retract_cleanup(rt_op_task *t, tdm_time_ms now);
 /* A barrier on channel it->ch (borrowed): blocks the channel until the
  * barrier came on every channel that has not ended. */
 void rt_op_on_barrier(rt_op_task *t, const tdm__item *it);
-/* Handles one item @p it (copied into the channel's stash while the
- * channel is blocked, which then owns what it carries; otherwise as
- * rt_op_handle), and checkpoints once aligned.  True when the operator
- * finished. */
-bool rt_op_dispatch(rt_op_task *t, const tdm__item *it);
+/* While a barrier blocks item @p it's channel: holds the item back
+ * (copied into the channel's stash, which then owns what it carries; on
+ * no memory the run fails and a batch is released) and returns true.
+ * False: the channel is not blocked, the caller handles the item. */
+bool tdm__opck_hold(rt_op_task *t, const tdm__item *it);
+/* Whether a checkpoint is being aligned and every channel has its
+ * barrier or has ended. */
+bool tdm__opck_aligned(const rt_op_task *t);
+/* Once aligned: snapshots the subtask, pre-commits its sinks, passes the
+ * barrier on to a chained output and acknowledges.  The blocked channels
+ * stay blocked until the caller takes their held items, channel by
+ * channel, with tdm__opck_unblock. */
+void tdm__opck_checkpoint(rt_op_task *t);
+/* After tdm__opck_checkpoint: unblocks channel @p c and returns the items
+ * held back on it (@p n of them, in arrival order; NULL when the channel
+ * was not blocked), which the caller handles as fresh items and then
+ * hands back with tdm__opck_unblocked(t, c, n). */
+const tdm__item *tdm__opck_unblock(rt_op_task *t, int c, int *n);
+/* Empties channel @p c's stash and gives its @p n items' queue capacity
+ * back. */
+void tdm__opck_unblocked(rt_op_task *t, int c, int n);
 /* Between groups of items: commits the sinks up to the checkpoint the
  * coordinator published as committed. */
 void rt_op_ckpt_poll(rt_op_task *t);

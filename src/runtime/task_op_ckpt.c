@@ -407,15 +407,15 @@ static bool op_aligned(const rt_op_task *t)
     return true;
 }
 
-/* Aligned on barrier ck_id: snapshot, pre-commit the sinks, acknowledge,
- * then unblock every channel and handle what was held back, channel by
- * channel in arrival order.  (No barrier can be among them: the next
- * checkpoint starts only after this one completed.) */
-static bool op_checkpoint(rt_op_task *t)
+/* See task_op.h.  Aligned on barrier ck_id: snapshot, pre-commit the
+ * sinks, acknowledge; the channels stay marked blocked with their held
+ * items until the loop takes them (tdm__opck_unblock).  (No barrier can
+ * be among those: the next checkpoint starts only after this one
+ * completed.) */
+void tdm__opck_checkpoint(rt_op_task *t)
 {
     uint8_t *blob = NULL;
     size_t len = 0;
-    bool done = false;
     uint64_t id = t->ck_id;
     t->ck_taken = id;
     /* Aligned now: the coordinator reads this after the ack below (under
@@ -437,20 +437,26 @@ static bool op_checkpoint(rt_op_task *t)
     tdm__free(blob);
     t->ck_id = 0;
     t->ck_n_blocked = 0;
-    for (int c = 0; c < t->op->n_channels; c++) {
-        if (!t->ck_blocked[c])
-            continue;
-        t->ck_blocked[c] = false;
-        struct rt_stash *st = &t->ck_stash[c];
-        int n = st->n;
-        for (int i = 0; i < n; i++)
-            if (rt_op_dispatch(t, &st->it[i]))
-                done = true;
-        st->n = 0;
-        if (n)
-            tdm__queue_release(&t->q, c, n);
-    }
-    return done;
+}
+
+/* See task_op.h. */
+const tdm__item *tdm__opck_unblock(rt_op_task *t, int c, int *n)
+{
+    *n = 0;
+    if (!t->ck_blocked[c])
+        return NULL;
+    t->ck_blocked[c] = false;
+    *n = t->ck_stash[c].n;
+    return t->ck_stash[c].it;
+}
+
+/* See task_op.h.  The held items' queue capacity is given back only
+ * now, after they were handled. */
+void tdm__opck_unblocked(rt_op_task *t, int c, int n)
+{
+    t->ck_stash[c].n = 0;
+    if (n)
+        tdm__queue_release(&t->q, c, n);
 }
 
 /* A barrier on channel it->ch blocks the channel until the barrier came
@@ -497,19 +503,20 @@ static bool op_hold(rt_op_task *t, const tdm__item *it)
     return true;
 }
 
-/* Handles one item, holding it back while its channel is blocked, and
- * checkpoints once aligned.  True when the operator finished. */
-bool rt_op_dispatch(rt_op_task *t, const tdm__item *it)
+/* See task_op.h. */
+bool tdm__opck_hold(rt_op_task *t, const tdm__item *it)
 {
-    if (t->ck_n_blocked && t->ck_blocked[it->ch]) {
-        if (!op_hold(t, it) && it->kind == TDM__ITEM_BATCH)
-            tdm__sbatch_release(it->b);
+    if (!(t->ck_n_blocked && t->ck_blocked[it->ch]))
         return false;
-    }
-    bool done = rt_op_handle(t, it);
-    if (t->ck_n_blocked && op_aligned(t))
-        done = op_checkpoint(t) || done;
-    return done;
+    if (!op_hold(t, it) && it->kind == TDM__ITEM_BATCH)
+        tdm__sbatch_release(it->b);
+    return true;
+}
+
+/* See task_op.h. */
+bool tdm__opck_aligned(const rt_op_task *t)
+{
+    return t->ck_n_blocked && op_aligned(t);
 }
 
 /* Between groups of items: commits the coordinator published. */
