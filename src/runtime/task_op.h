@@ -140,6 +140,12 @@ void rt_op_task_fini(rt_op_task *t);
  * partials message are released here, i.e. the call takes ownership of
  * what the item carries); returns true once every channel has ended. */
 bool rt_op_handle(rt_op_task *t, const tdm__item *it);
+/* The window subtask's side of tdm_job_window_status: answers a posted
+ * question, if any (between two groups of items). */
+void rt_status_serve(rt_op_task *t);
+/* Called by a window subtask as it stops: answers a pending question,
+ * then leaves its final watermark for later ones. */
+void rt_status_close(rt_op_task *t);
 
 /* ---- task_op_emit.c ---- */
 

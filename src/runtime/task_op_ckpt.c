@@ -13,8 +13,7 @@
  *                retract mode's memory of emitted rows (task_op_emit.c)
  *                as a section of its own;
  *   restore      rt_ckpt_restore_op reads the old subtasks' blobs back,
- *                at the same or another parallelism (by key group);
- *   adapter      rt_op_ckpt_supported: which operators take part.
+ *                at the same or another parallelism (by key group).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -612,20 +611,4 @@ tdm_err rt_ckpt_restore_op(rt_op_task *t, char *msg, size_t n)
         tdm__free(p);
     }
     return err;
-}
-
-/* ---- Checkpoints: the operator snapshot adapter ---- */
-
-const char *rt_op_ckpt_supported(const tdm_node *n)
-{
-    /* Every window and join takes part today: chained operators forward
-     * their barriers in their output stream (op_checkpoint), retract
-     * mode saves its memory of emitted rows (retract_snapshot), and
-     * every aggregate list has a codec.  What cannot be checkpointed is
-     * refused elsewhere: unreplayable and Kafka sources, connectors
-     * without the version-3 members (validate_checkpointing in job.c),
-     * and windows in upsert or retract mode read by another operator
-     * (refused with or without checkpoints). */
-    (void)n;
-    return NULL;
 }
