@@ -897,19 +897,3 @@ void rt_ckpt_close(tdm__run *run)
     ck->src_pos = NULL;
     ck->src_rd = NULL;
 }
-
-/* See rt_ctx.h.  A write fails when the object's buffer could not go to its
- * file (the error is then sticky, and flush only reports it) or for want
- * of memory (flush then writes the buffer out: harmless, the failing run
- * abandons its sinks).  Other sinks are not asked: a Kafka flush waits
- * for the broker. */
-void rt_sink_why(const rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n)
-{
-    char msg[360];
-    buf[0] = 0;
-    msg[0] = 0;
-    if (!obj || s->vt != &tdm__text_sink || !s->vt->flush ||
-        s->vt->flush(obj, msg, sizeof msg) == TDM_OK || !msg[0])
-        return;
-    snprintf(buf, n, " (%s)", msg);
-}

@@ -132,3 +132,17 @@ void rt_key_text(const rt_op *op, const char *key, size_t len, char *buf,
         o += (size_t)w;
     }
 }
+
+/* See rt_ctx.h.  The sink's own words (tdm__sink_vtab.last_error, version
+ * 5), in parentheses; nothing when it cannot tell. */
+void rt_sink_why(const rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n)
+{
+    char msg[360];
+    buf[0] = 0;
+    msg[0] = 0;
+    if (!obj || s->vt->version < 5 || !s->vt->last_error)
+        return;
+    s->vt->last_error(obj, msg, sizeof msg);
+    if (msg[0])
+        snprintf(buf, n, " (%s)", msg);
+}

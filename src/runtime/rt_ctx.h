@@ -144,7 +144,7 @@ static inline void rt_count(tdm__run *run, tdm_stat s, int64_t v)
                                   memory_order_relaxed);
 }
 
-/* ---- Services (rt_ctx.c, except rt_sink_why: ckpt.c) ---- */
+/* ---- Services (rt_ctx.c) ---- */
 
 /* Marks the calling subtask finished (the run thread waits for all). */
 void rt_thread_done(tdm__run *run);
@@ -161,10 +161,9 @@ void rt_format_ms(tdm_time_ms ms, char *buf, size_t n);
 void rt_key_text(const rt_op *op, const char *key, size_t len, char *buf,
                  size_t n);
 /* Why a write to object @p obj of sink @p s failed, as " (<message>)"
- * in @p buf (empty when the sink cannot tell): the text sink keeps an
- * object's first I/O error with the file and the system's reason (a
- * full disk), and its flush returns it.  For the failure messages of the
- * subtasks' writes (task_op_emit.c, task_source.c). */
+ * in @p buf from the sink's last_error (connect.h, version 5); empty
+ * when the sink cannot tell.  For the failure messages of the subtasks'
+ * writes (task_op_emit.c, task_source.c). */
 void rt_sink_why(const rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n);
 
 #endif /* TDM_RT_CTX_H */
