@@ -360,7 +360,7 @@ typedef struct tdm__sinkobj tdm__sinkobj;
 
 typedef struct tdm__sink_vtab {
     int version; /* 1, 2 with flush and tick, 3 with 2PC, 4 with top
-                    and supersede */
+                    and supersede, 5 with last_error */
     tdm_err (*open)(const tdm__sink_conf *conf, int upsert,
                     tdm__sinkobj **out, char *errbuf, size_t errbuf_size);
     /* Thread-safe: called from several subtasks. */
@@ -441,6 +441,15 @@ typedef struct tdm__sink_vtab {
      *                     its changelog into "path"). */
     tdm_err (*finish)(const tdm__sink_conf *conf, int mode, char *errbuf,
                       size_t errbuf_size);
+    /* ---- Version 5, may be NULL (the sink cannot tell):
+     *   last_error(s, buf, n) after a write to @p s failed: why, as one
+     *                     line in @p buf (the file or topic and the
+     *                     system's reason, e.g. a full disk), or "" when
+     *                     the object has no error to tell.  The runtime
+     *                     appends it to the failure message of the
+     *                     subtask's write.  Thread-safe; it may flush
+     *                     (what flush does), never closes. */
+    void (*last_error)(tdm__sinkobj *s, char *buf, size_t n);
 } tdm__sink_vtab;
 
 /* Section tags of sink state in a checkpoint (docs/checkpoints.md). */

@@ -1716,8 +1716,21 @@ static tdm_err sink_finish(const tdm__sink_conf *conf, int mode, char *errbuf,
     return err;
 }
 
+/* last_error: an object keeps its first I/O error with the file and
+ * the system's reason, and its flush returns it.  A write fails when the
+ * object's buffer could not go to its file (the error is then sticky,
+ * and flush only reports it) or for want of memory (flush then writes
+ * the buffer out: harmless, the failing run abandons its sinks).  (The
+ * Kafka sink has none: its flush waits for the broker.) */
+static void sink_last_error(tdm__sinkobj *s, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (sink_flush(s, buf, n) == TDM_OK)
+        buf[0] = 0;
+}
+
 const tdm__sink_vtab tdm__text_sink = {
-    .version = 4,
+    .version = 5,
     .open = sink_open,
     .write_result = sink_write_result,
     .write_row = sink_write_row,
@@ -1732,4 +1745,5 @@ const tdm__sink_vtab tdm__text_sink = {
     .top = sink_top,
     .supersede = sink_supersede,
     .finish = sink_finish,
+    .last_error = sink_last_error,
 };

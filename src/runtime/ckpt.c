@@ -12,7 +12,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
+#include "runtime/task_op.h"
+#include "runtime/task_source.h"
 #include "state/ckpt_codec.h"
 #include "state/ckpt_store.h"
 #include "time/wm.h"
@@ -155,52 +157,18 @@ fail:
     return err;
 }
 
-tdm_err rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
+/* Restores from checkpoint @p id in @p dir (rt_ckpt_open found it and
+ * restoring is on): checks the job's shape and parallelism, loads the
+ * lineage and every source's sections.  TDM_OK, or an error with its
+ * message in @p errbuf. */
+static tdm_err restore_from(tdm__run *run, uint64_t id, const char *dir,
+                            char *errbuf, size_t errbuf_size)
 {
     rt_ckpt *ck = &run->ck;
     tdm_job *job = run->job;
-    const char *dir = tdm__job_str(job, "checkpoint.dir");
     uint8_t *meta = NULL;
     size_t meta_len = 0;
-    atomic_init(&ck->req, 0);
-    atomic_init(&ck->committed, 0);
-    if (!*dir)
-        return TDM_OK;
-    ck->on = true;
-    ck->interval = tdm__job_int(job, "checkpoint.interval");
-    ck->next_ms = tdm__mono_ms() + ck->interval;
-    char msg[512] = "";
-    tdm_err err = tdm__ckpt_store_open(dir, TDM__CKPT_WRITE, store_log, run,
-                                       &ck->st, msg, sizeof msg);
-    if (err != TDM_OK)
-        return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
-                         msg);
-    tdm__ckpt_store_set_retain(ck->st,
-                               (unsigned)tdm__job_int(job,
-                                                      "checkpoint.retain"));
-    uint64_t id = 0, top = 0;
-    int found = 0;
-    err = tdm__ckpt_latest(ck->st, &id, &found);
-    if (err == TDM_OK)
-        err = tdm__ckpt_highest(ck->st, &top);
-    if (err != TDM_OK)
-        return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
-                         tdm__ckpt_store_errmsg(ck->st));
-    /* Ids go on above every checkpoint directory present, restored or
-     * not, valid or damaged (a fresh start keeps the old checkpoints,
-     * and a damaged newest one stays: new ones must not collide with
-     * them - cli.checkpoint_damage found a restore past a damaged
-     * checkpoint numbering its final checkpoint like the damaged one,
-     * which then could never be written). */
-    ck->last = top > id ? top : id;
-    if (!found)
-        return rt_lineage_begin(run, 0, errbuf, errbuf_size);
-    if (tdm__job_int(job, "checkpoint.restore") == 1) {
-        tdm__job_log(job, "checkpoint: starting from scratch (checkpoint "
-                          "%llu in %s not restored)",
-                     (unsigned long long)id, dir);
-        return rt_lineage_begin(run, id, errbuf, errbuf_size);
-    }
+    tdm_err err;
     err = tdm__ckpt_reader_open(ck->st, id, &ck->rd);
     if (err != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
@@ -263,6 +231,54 @@ fail:
 done:
     tdm__free(meta);
     return err;
+}
+
+/* See ckpt.h. */
+tdm_err rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
+{
+    rt_ckpt *ck = &run->ck;
+    tdm_job *job = run->job;
+    const char *dir = tdm__job_str(job, "checkpoint.dir");
+    atomic_init(&ck->req, 0);
+    atomic_init(&ck->committed, 0);
+    if (!*dir)
+        return TDM_OK;
+    ck->on = true;
+    ck->interval = tdm__job_int(job, "checkpoint.interval");
+    ck->next_ms = tdm__mono_ms() + ck->interval;
+    char msg[512] = "";
+    tdm_err err = tdm__ckpt_store_open(dir, TDM__CKPT_WRITE, store_log, run,
+                                       &ck->st, msg, sizeof msg);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
+                         msg);
+    tdm__ckpt_store_set_retain(ck->st,
+                               (unsigned)tdm__job_int(job,
+                                                      "checkpoint.retain"));
+    uint64_t id = 0, top = 0;
+    int found = 0;
+    err = tdm__ckpt_latest(ck->st, &id, &found);
+    if (err == TDM_OK)
+        err = tdm__ckpt_highest(ck->st, &top);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
+                         tdm__ckpt_store_errmsg(ck->st));
+    /* Ids go on above every checkpoint directory present, restored or
+     * not, valid or damaged (a fresh start keeps the old checkpoints,
+     * and a damaged newest one stays: new ones must not collide with
+     * them - cli.checkpoint_damage found a restore past a damaged
+     * checkpoint numbering its final checkpoint like the damaged one,
+     * which then could never be written). */
+    ck->last = top > id ? top : id;
+    if (!found)
+        return rt_lineage_begin(run, 0, errbuf, errbuf_size);
+    if (tdm__job_int(job, "checkpoint.restore") == 1) {
+        tdm__job_log(job, "checkpoint: starting from scratch (checkpoint "
+                          "%llu in %s not restored)",
+                     (unsigned long long)id, dir);
+        return rt_lineage_begin(run, id, errbuf, errbuf_size);
+    }
+    return restore_from(run, id, dir, errbuf, errbuf_size);
 }
 
 /* The sink section of writer @p w in the restored checkpoint (NULL: none
@@ -615,27 +631,14 @@ static void commit_ended(tdm__run *run, uint64_t id, bool every)
     }
 }
 
-/* Writes the pending checkpoint (every part collected) and, once it is
- * durable, publishes it for the sinks' commits. */
-static void complete(tdm__run *run)
+/* Takes the parts of checkpoint @p id (under run->mu): the acknowledged
+ * ones move into @p parts; a subtask that ended before the barrier gives
+ * a copy of its final state.  The largest alignment goes to
+ * @p align_us.  TDM_OK or TDM_ERR_NOMEM. */
+static tdm_err take_parts(tdm__run *run, uint64_t id, ck_part *parts,
+                          int n_parts, int64_t *align_us)
 {
-    rt_ckpt *ck = &run->ck;
-    tdm_job *job = run->job;
-    uint64_t id = ck->pending;
-    int n_parts = n_slots(run);
-    ck_part *parts = tdm__calloc((size_t)n_parts + 1, sizeof *parts);
-    uint8_t *meta = NULL;
-    size_t meta_len = 0;
-    int64_t align_us = 0;
-    uint64_t bytes = 0;
-    tdm_err err = parts ? shape_meta(job, &meta, &meta_len) : TDM_ERR_NOMEM;
-    const char *why = NULL;
-    char whybuf[600] = "";
-    if (err != TDM_OK)
-        goto fail;
-    /* Take the parts: the acknowledged ones move here; a subtask that
-     * ended before the barrier gives a copy of its final state, and its
-     * sinks pre-commit here (its thread no longer uses them). */
+    tdm_err err = TDM_OK;
     pthread_mutex_lock(&run->mu);
     for (int i = 0; i < n_parts; i++) {
         rt_ck_slot *c = slot_at(run, i, NULL, 0);
@@ -649,8 +652,8 @@ static void complete(tdm__run *run)
                 pt->sk_len[j] = c->sk_len[j];
                 c->sk[j] = NULL;
             }
-            if (c->align_us > align_us)
-                align_us = c->align_us;
+            if (c->align_us > *align_us)
+                *align_us = c->align_us;
         } else {
             pt->ended_late = true;
             pt->len = c->fin_len;
@@ -662,43 +665,60 @@ static void complete(tdm__run *run)
         }
     }
     pthread_mutex_unlock(&run->mu);
-    if (err != TDM_OK)
-        goto fail;
+    return err;
+}
+
+/* The sinks of the subtasks that ended before the barrier pre-commit
+ * here (their threads no longer use them).  TDM_OK, or TDM_ERR_IO when
+ * that failed (the run failed). */
+static tdm_err pre_commit_ended(tdm__run *run, uint64_t id, ck_part *parts,
+                                int n_parts)
+{
     for (int i = 0; i < n_parts; i++) {
         rt_ck_slot *c = slot_at(run, i, NULL, 0);
         if (!parts[i].ended_late)
             continue;
-        if (!rt_ckpt_pre_commit(run, c, id)) {
-            err = TDM_ERR_IO;
-            goto fail;
-        }
+        if (!rt_ckpt_pre_commit(run, c, id))
+            return TDM_ERR_IO;
         for (int j = 0; j < 2; j++) {
             parts[i].sk[j] = c->sk[j];
             parts[i].sk_len[j] = c->sk_len[j];
             c->sk[j] = NULL;
         }
     }
+    return TDM_OK;
+}
+
+/* Writes checkpoint @p id: the manifest (@p meta), the lineage, every
+ * part and its sink sections, then commits it in the store; the bytes
+ * written go to @p bytes.  TDM_OK or the store's error (its message in
+ * tdm__ckpt_store_errmsg). */
+static tdm_err write_parts(tdm__run *run, uint64_t id, const uint8_t *meta,
+                           size_t meta_len, const ck_part *parts,
+                           int n_parts, uint64_t *bytes)
+{
+    rt_ckpt *ck = &run->ck;
     tdm__ckpt_info info = {
         .id = id,
         .kind = (tdm__ckpt_kind)ck->pending_kind,
-        .job = tdm__job_str(job, "name"),
+        .job = tdm__job_str(run->job, "name"),
         .created_ms = (int64_t)time(NULL) * 1000,
         .parallelism = (uint32_t)run->P,
         .key_groups = (uint32_t)run->key_groups,
         .meta = meta,
         .meta_len = meta_len,
     };
-    err = tdm__ckpt_begin(ck->st, &info);
+    tdm_err err = tdm__ckpt_begin(ck->st, &info);
     if (err == TDM_OK)
         err = rt_lineage_put(run);
     for (int i = 0; err == TDM_OK && i < n_parts; i++) {
         char name[64];
         rt_ck_slot *c = slot_at(run, i, name, sizeof name);
-        ck_part *pt = &parts[i];
+        const ck_part *pt = &parts[i];
         err = tdm__ckpt_put(ck->st, name, pt->blob ? pt->blob
                                                    : (uint8_t *)"",
                             pt->len);
-        bytes += pt->len;
+        *bytes += pt->len;
         for (int j = 0; err == TDM_OK && j < 2; j++) {
             if (!c->obj[j])
                 continue;
@@ -707,15 +727,20 @@ static void complete(tdm__run *run)
             err = tdm__ckpt_put(ck->st, name,
                                 pt->sk[j] ? pt->sk[j] : (uint8_t *)"",
                                 pt->sk_len[j]);
-            bytes += pt->sk_len[j];
+            *bytes += pt->sk_len[j];
         }
     }
     if (err == TDM_OK)
         err = tdm__ckpt_commit(ck->st);
-    if (err != TDM_OK) {
-        why = tdm__ckpt_store_errmsg(ck->st);
-        goto fail;
-    }
+    return err;
+}
+
+/* Counts and logs checkpoint @p id as completed. */
+static void report_completed(tdm__run *run, uint64_t id, uint64_t bytes,
+                             int64_t align_us)
+{
+    rt_ckpt *ck = &run->ck;
+    tdm_job *job = run->job;
     int64_t took = (tdm__mono_us() - ck->started_us) / 1000;
     atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS], 1);
     atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ID], (int64_t)id);
@@ -732,6 +757,36 @@ static void complete(tdm__run *run)
                           "alignment %lld ms",
                      (unsigned long long)id, (unsigned long long)bytes,
                      (long long)took, (long long)(align_us / 1000));
+}
+
+/* Writes the pending checkpoint (every part collected) and, once it is
+ * durable, publishes it for the sinks' commits. */
+static void complete(tdm__run *run)
+{
+    rt_ckpt *ck = &run->ck;
+    uint64_t id = ck->pending;
+    int n_parts = n_slots(run);
+    ck_part *parts = tdm__calloc((size_t)n_parts + 1, sizeof *parts);
+    uint8_t *meta = NULL;
+    size_t meta_len = 0;
+    int64_t align_us = 0;
+    uint64_t bytes = 0;
+    tdm_err err =
+        parts ? shape_meta(run->job, &meta, &meta_len) : TDM_ERR_NOMEM;
+    const char *why = NULL;
+    char whybuf[600] = "";
+    if (err == TDM_OK)
+        err = take_parts(run, id, parts, n_parts, &align_us);
+    if (err == TDM_OK)
+        err = pre_commit_ended(run, id, parts, n_parts);
+    if (err != TDM_OK)
+        goto fail;
+    err = write_parts(run, id, meta, meta_len, parts, n_parts, &bytes);
+    if (err != TDM_OK) {
+        why = tdm__ckpt_store_errmsg(ck->st);
+        goto fail;
+    }
+    report_completed(run, id, bytes, align_us);
     /* Durable: the writers may make its transactions visible, once the
      * output a fresh start replaces is out of the way. */
     if (!rt_lineage_durable(run))
@@ -841,20 +896,4 @@ void rt_ckpt_close(tdm__run *run)
     tdm__free(ck->src_rd_len);
     ck->src_pos = NULL;
     ck->src_rd = NULL;
-}
-
-/* See run.h.  A write fails when the object's buffer could not go to its
- * file (the error is then sticky, and flush only reports it) or for want
- * of memory (flush then writes the buffer out: harmless, the failing run
- * abandons its sinks).  Other sinks are not asked: a Kafka flush waits
- * for the broker. */
-void rt_sink_why(const rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n)
-{
-    char msg[360];
-    buf[0] = 0;
-    msg[0] = 0;
-    if (!obj || s->vt != &tdm__text_sink || !s->vt->flush ||
-        s->vt->flush(obj, msg, sizeof msg) == TDM_OK || !msg[0])
-        return;
-    snprintf(buf, n, " (%s)", msg);
 }

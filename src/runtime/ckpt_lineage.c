@@ -38,7 +38,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
 #include "state/ckpt_codec.h"
 #include "state/ckpt_store.h"
 

@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "runtime/run.h"
+#include "runtime/outbox.h"
 
 /* Slot of the open-addressing index: entry index + 1, 0 empty. */
 static size_t ks_probe(const rt_keyset *s, const char *key, size_t len,
@@ -53,7 +53,7 @@ static tdm_err ks_reindex(rt_keyset *s, size_t n_slots)
     return TDM_OK;
 }
 
-/* See run.h. */
+/* See outbox.h. */
 int64_t *rt_keyset_find(const rt_keyset *s, const char *key, size_t len,
                         uint64_t h)
 {
@@ -64,7 +64,7 @@ int64_t *rt_keyset_find(const rt_keyset *s, const char *key, size_t len,
     return found ? &s->ents[s->slots[i] - 1].v : NULL;
 }
 
-/* See run.h. */
+/* See outbox.h. */
 tdm_err rt_keyset_put_max(rt_keyset *s, const char *key, size_t len,
                           uint64_t h, int64_t v)
 {
@@ -106,7 +106,7 @@ tdm_err rt_keyset_put_max(rt_keyset *s, const char *key, size_t len,
     return TDM_OK;
 }
 
-/* See run.h.  Compacts entries and key bytes in place, then re-indexes
+/* See outbox.h.  Compacts entries and key bytes in place, then re-indexes
  * (the index only shrinks, so it cannot fail for want of memory: the
  * old one is cleared and refilled when a smaller one is not granted). */
 void rt_keyset_prune(rt_keyset *s, int64_t le)
@@ -139,7 +139,7 @@ void rt_keyset_prune(rt_keyset *s, int64_t le)
     }
 }
 
-/* See run.h. */
+/* See outbox.h. */
 void rt_keyset_free(rt_keyset *s)
 {
     if (!s)
@@ -150,7 +150,7 @@ void rt_keyset_free(rt_keyset *s)
     memset(s, 0, sizeof *s);
 }
 
-/* See run.h. */
+/* See outbox.h. */
 void rt_fence_free(rt_fence *f)
 {
     if (!f)

@@ -609,27 +609,13 @@ void tdm_job_savepoint(tdm_job *job)
         atomic_store(&job->savepoint, 1);
 }
 
-/* Frees the job and its nodes (NULL is fine). */
-void tdm_job_destroy(tdm_job *job)
+/* See rt.h: the definition's half of tdm_job_destroy (job_api.c). */
+void tdm__job_free(tdm_job *job)
 {
-    if (!job)
-        return;
-    /* Callers of tdm_job_window_status may still be leaving. */
-    pthread_mutex_lock(&job->mmu);
-    while (job->status_waiters > 0)
-        pthread_cond_wait(&job->mcv, &job->mmu);
-    tdm_metrics_free(job->final);
-    tdm__hist_fini(&job->lat);
-    rt_warea_free(job->warea);
-    job->final = NULL;
-    job->warea = NULL;
-    pthread_mutex_unlock(&job->mmu);
     for (int i = 0; i < job->n_nodes; i++)
         node_destroy(job->nodes[i]);
     tdm__free(job->nodes);
     free_vals(job->vals);
-    pthread_cond_destroy(&job->mcv);
-    pthread_mutex_destroy(&job->mmu);
     pthread_mutex_destroy(&job->log_mu);
     tdm__free(job);
 }
@@ -1785,10 +1771,9 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
 /* With checkpoint.dir set: every source must be replayable (stdin, a
  * file source with path "-", and tcp are not: what was read after the
  * last checkpoint would be lost on a crash), Kafka sources are not wired
- * yet, connectors set by the test hooks must have the version-3 members
- * (source snapshot/restore, sink pre_commit), and operators checkpoint
- * only when their state can be snapshotted (rt_op_ckpt_supported,
- * task_op_ckpt.c).  Every window aggregate can (count() natively, the others
+ * yet, and connectors set by the test hooks must have the version-3
+ * members (source snapshot/restore, sink pre_commit).  Every window and
+ * join can be snapshotted (count() natively, the other aggregates
  * through the row aggregate's codec, rowagg.c), so what is refused here
  * is all that could fail at snapshot time. */
 static tdm_err validate_checkpointing(vctx *c)
@@ -1830,10 +1815,6 @@ static tdm_err validate_checkpointing(vctx *c)
                 n->spec.src.repartition == TDM__REPARTITION_ALWAYS)
                 VFAIL(c, n, "repartition: always cannot be used with "
                             "checkpointing (checkpoint.dir) yet");
-        } else if (n->kind == TDM_NODE_WINDOW || n->kind == TDM_NODE_JOIN) {
-            const char *why = rt_op_ckpt_supported(n);
-            if (why)
-                VFAIL(c, n, "checkpointing (checkpoint.dir): %s", why);
         } else if (n->kind == TDM_NODE_SINK && n->sink_vt &&
                    (n->sink_vt->version < 3 || !n->sink_vt->pre_commit)) {
             VFAIL(c, n, "checkpointing (checkpoint.dir): this sink "

@@ -10,13 +10,15 @@
  * the open ones never more than MAX_OPEN slices in all), so no
  * allocation per record once they have grown; messages are sent in
  * pieces of PART_CHUNK rows (more for big flushes), and the consumers
- * hand them back to the local aggregate's pool (rt_ppool, run.h), so a
+ * hand them back to the local aggregate's pool (rt_ppool, outbox.h), so a
  * flush reuses their buffers instead of allocating (and faulting in)
  * fresh ones.
  */
 #include <string.h>
 
 #include "runtime/localagg.h"
+#include "runtime/rt_ctx.h"
+#include "runtime/task_op.h"
 #include "window/win.h"
 
 /* ---- Slices ---- */
@@ -307,7 +309,7 @@ bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed)
 /* Keys looked at ahead of the one flushed, for their count slots. */
 #define FLUSH_AHEAD 8
 
-/* Frees a partials message (NULL-safe; see run.h). */
+/* Frees a partials message (NULL-safe; see outbox.h). */
 void rt_partials_free(rt_partials *m)
 {
     if (!m)
@@ -318,7 +320,7 @@ void rt_partials_free(rt_partials *m)
 }
 
 /* Hands a merged message back to its pool, or frees it when the pool
- * keeps enough (see run.h).  @thread any (the consumer's). */
+ * keeps enough (see outbox.h).  @thread any (the consumer's). */
 void rt_partials_release(rt_partials *m)
 {
     if (!m)

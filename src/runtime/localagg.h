@@ -23,7 +23,7 @@
 #ifndef TDM_LOCALAGG_H
 #define TDM_LOCALAGG_H
 
-#include "runtime/run.h"
+#include "runtime/task_source.h"
 
 /* One (key, slice) entry: the lookup hash, the key (the value bytes of
  * a fixed-width key, key_len TDM__SEL_FIXED; else an offset into the

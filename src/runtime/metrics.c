@@ -17,7 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/run.h"
+#include "runtime/metrics.h"
+#include "runtime/task_op.h"
+#include "runtime/task_source.h"
 #include "window/win.h"
 
 /* ====================================================================== */
@@ -519,7 +521,7 @@ static void late_rows(tdm_metrics *m, rt_op_task *t)
     pthread_mutex_unlock(&t->lmx);
 }
 
-/* Builds a snapshot of the run's published metrics (see run.h). */
+/* Builds a snapshot of the run's published metrics (see metrics.h). */
 tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
                          tdm_metrics **out)
 {
@@ -682,54 +684,6 @@ size_t tdm_metrics_late_count(const tdm_metrics *m)
 const tdm_late_sample *tdm_metrics_late_at(const tdm_metrics *m, size_t i)
 {
     return m && i < m->n_late ? &m->late[i] : NULL;
-}
-
-/* ====================================================================== */
-/* Text for the debug log                                                  */
-/* ====================================================================== */
-
-/* ISO-8601 with milliseconds, "none" and "end" for the two ends. */
-void rt_format_ms(tdm_time_ms ms, char *buf, size_t n)
-{
-    if (ms == TDM_TIME_MIN || ms == TDM_TIME_MAX)
-        snprintf(buf, n, "%s", ms == TDM_TIME_MIN ? "none" : "end");
-    else if (!tdm_time_format(ms, TDM_TIME_FORMAT_MILLIS, buf, n))
-        snprintf(buf, n, "%lld", (long long)ms);
-}
-
-/* Decodes an operator's key bytes and prints the values joined by ','
- * (strings as they are). */
-void rt_key_text(const rt_op *op, const char *key, size_t len, char *buf,
-                 size_t n)
-{
-    tdm__val vals[16];
-    size_t o = 0;
-    buf[0] = 0;
-    if (op->n_key > 16 ||
-        !tdm__key_decode(key, len, op->col_types, op->n_key, vals)) {
-        snprintf(buf, n, "?");
-        return;
-    }
-    for (int k = 0; k < op->n_key && o < n; k++) {
-        const tdm__val *v = &vals[k];
-        const char *sep = k ? "," : "";
-        int w;
-        if (v->null)
-            w = snprintf(buf + o, n - o, "%snull", sep);
-        else if (op->col_types[k] == TDM_TYPE_STRING)
-            w = snprintf(buf + o, n - o, "%s%.*s", sep, (int)v->u.s.len,
-                         v->u.s.p);
-        else if (op->col_types[k] == TDM_TYPE_DOUBLE)
-            w = snprintf(buf + o, n - o, "%s%.17g", sep, v->u.d);
-        else if (op->col_types[k] == TDM_TYPE_BOOL)
-            w = snprintf(buf + o, n - o, "%s%s", sep,
-                         v->u.i ? "true" : "false");
-        else
-            w = snprintf(buf + o, n - o, "%s%lld", sep, (long long)v->u.i);
-        if (w < 0)
-            break;
-        o += (size_t)w;
-    }
 }
 
 /* ====================================================================== */
@@ -905,7 +859,7 @@ void rt_metrics_finish(tdm__run *run)
     pthread_mutex_unlock(&job->mmu);
 }
 
-/* The channel holding the subtask's watermark (see run.h). */
+/* The channel holding the subtask's watermark (see metrics.h). */
 int rt_holding_channel(const rt_op_task *t)
 {
     int best = -1;
@@ -916,72 +870,6 @@ int rt_holding_channel(const rt_op_task *t)
             best = ch;
     }
     return best;
-}
-
-/* The window's last timestamp and cleanup time for vertex @p v. */
-static void window_times(const rt_wvertex *v, tdm_time_ms end,
-                         tdm_time_ms *max_ts, tdm_time_ms *cleanup)
-{
-    *max_ts = v->global ? TDM_TIME_MAX : end - 1;
-    *cleanup = v->event_time ? tdm__time_add_sat(*max_ts, v->lateness)
-                             : *max_ts;
-}
-
-/* Answers the posted question on the subtask's thread: the operator's
- * state of the window, the firing memory, the channels. */
-void rt_status_serve(rt_op_task *t)
-{
-    tdm_job *job = t->run->job;
-    rt_wstat *st = t->ws;
-    pthread_mutex_lock(&job->mmu);
-    atomic_store_explicit(&st->req, 0, memory_order_relaxed);
-    if (st->asked && !st->answered) {
-        tdm_window_status *a = &st->ans;
-        const rt_wvertex *v = NULL;
-        for (int i = 0; job->warea && i < job->warea->n; i++)
-            if (job->warea->v[i].st <= st &&
-                st < job->warea->v[i].st + job->warea->P)
-                v = &job->warea->v[i];
-        memset(a, 0, sizeof *a);
-        a->subtask = t->index;
-        a->watermark = t->win->wm;
-        if (v)
-            window_times(v, st->end, &a->max_ts, &a->cleanup);
-        tdm__winop_probe(t->win, st->key, st->key_len, st->start, st->end,
-                         &a->has_state, &a->elements);
-        if (!a->has_state)
-            a->elements = 0;
-        tdm_time_ms fwm = TDM_TIME_MIN;
-        a->fired = rt_fired_find(&st->fired,
-                                 rt_fired_fp(st->key, st->key_len,
-                                             st->start, st->end),
-                                 &fwm);
-        a->fired_wm = a->fired ? fwm : TDM_TIME_MIN;
-        a->holding_channel = rt_holding_channel(t);
-        a->holding_wm = a->holding_channel >= 0
-                            ? t->ch_wm[a->holding_channel]
-                            : TDM_TIME_MIN;
-        for (int ch = 0; ch < t->op->n_channels; ch++)
-            a->idle_channels += t->ch_idle[ch] && !t->ch_ended[ch];
-        a->running = 1;
-        st->answered = true;
-        pthread_cond_broadcast(&st->cv);
-    }
-    pthread_mutex_unlock(&job->mmu);
-}
-
-/* The subtask stops: a question already posted is answered from the
- * operator (still there), later ones from what it leaves. */
-void rt_status_close(rt_op_task *t)
-{
-    tdm_job *job = t->run->job;
-    rt_status_serve(t);
-    pthread_mutex_lock(&job->mmu);
-    t->ws->final_wm = t->win->wm;
-    t->ws->ended = t->win->ended;
-    t->ws->done = true;
-    pthread_cond_broadcast(&t->ws->cv);
-    pthread_mutex_unlock(&job->mmu);
 }
 
 /* Parses the key text by the key fields' types (several fields joined
@@ -1068,7 +956,7 @@ static void final_answer(const rt_wvertex *v, rt_wstat *st, int j,
     memset(a, 0, sizeof *a);
     a->subtask = j;
     a->watermark = st->final_wm;
-    window_times(v, end, &a->max_ts, &a->cleanup);
+    tdm__met_window_times(v, end, &a->max_ts, &a->cleanup);
     a->has_state = 0;
     a->elements = st->ended ? 0 : -1;
     tdm_time_ms fwm = TDM_TIME_MIN;
@@ -1199,4 +1087,25 @@ out:
     pthread_mutex_unlock(&job->mmu);
     tdm__free(kb.p);
     return err;
+}
+
+/* ====================================================================== */
+/* The run record                                                          */
+/* ====================================================================== */
+
+/* See metrics.h.  Callers of tdm_job_window_status may still be
+ * leaving: wait for them under the lock. */
+void tdm__met_record_fini(tdm_job *job)
+{
+    pthread_mutex_lock(&job->mmu);
+    while (job->status_waiters > 0)
+        pthread_cond_wait(&job->mcv, &job->mmu);
+    tdm_metrics_free(job->final);
+    tdm__hist_fini(&job->lat);
+    rt_warea_free(job->warea);
+    job->final = NULL;
+    job->warea = NULL;
+    pthread_mutex_unlock(&job->mmu);
+    pthread_cond_destroy(&job->mcv);
+    pthread_mutex_destroy(&job->mmu);
 }

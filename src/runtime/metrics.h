@@ -202,7 +202,46 @@ typedef struct rt_warea {
     rt_wvertex *v;
 } rt_warea;
 
+/* The window's last timestamp and cleanup time for vertex @p v and a
+ * window ending at @p end (the two sides of tdm_job_window_status). */
+static inline void tdm__met_window_times(const rt_wvertex *v,
+                                         tdm_time_ms end,
+                                         tdm_time_ms *max_ts,
+                                         tdm_time_ms *cleanup)
+{
+    *max_ts = v->global ? TDM_TIME_MAX : end - 1;
+    *cleanup = v->event_time ? tdm__time_add_sat(*max_ts, v->lateness)
+                             : *max_ts;
+}
+
 /* Frees an area (NULL is fine). */
 void rt_warea_free(rt_warea *a);
+
+typedef struct tdm__run tdm__run;
+typedef struct rt_op_task rt_op_task;
+
+/* ---- Metrics (metrics.c) ---- */
+
+/* Builds a snapshot of a run's published metrics at processing time
+ * @p now (@p running: 1 while subtasks run).  The caller holds the
+ * job's metrics lock.  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
+                         struct tdm_metrics **out);
+/* Prepares the job's window status memory for a new run (under the
+ * metrics lock, after the status callers left).  TDM_OK or NOMEM. */
+tdm_err rt_warea_start(tdm__run *run);
+/* Called by the run thread after every subtask stopped: keeps the final
+ * snapshot and the window subtasks' final state, and ends the live view
+ * (tasks are freed right after). */
+void rt_metrics_finish(tdm__run *run);
+/* The channel holding an operator subtask's watermark: the lowest
+ * watermark among channels neither idle nor ended; -1 when none. */
+int rt_holding_channel(const rt_op_task *t);
+
+/* Frees the job's run record (the last run's final snapshot, window
+ * status memory and result latencies) once the callers of
+ * tdm_job_window_status left, then its metrics lock and condition.
+ * Part of tdm_job_destroy (job_api.c); no run may be going on. */
+void tdm__met_record_fini(tdm_job *job);
 
 #endif /* TDM_RT_METRICS_H */

@@ -34,7 +34,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
 #include "state/ckpt_store.h"
 
 /* ---- Failed checkpoints ---- */
@@ -91,7 +91,7 @@ static int64_t count_failure(tdm_job *job, uint64_t id, const char *why)
                &job->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW], 1) + 1;
 }
 
-/* See run.h. */
+/* See ckpt.h. */
 void rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
 {
     tdm_job *job = run->job;
@@ -152,7 +152,7 @@ static bool key_set(const tdm_job *job, const char *key)
     return tdm__job_val(job, key)->set;
 }
 
-/* See run.h.  Keys that would change nothing are refused rather than
+/* See ckpt.h.  Keys that would change nothing are refused rather than
  * ignored: a restart.attempts under strategy none reads like a promise
  * the runtime would not keep. */
 const char *rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
@@ -196,7 +196,7 @@ const char *rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
 
 /* ---- Restarts ---- */
 
-/* See run.h. */
+/* See ckpt.h. */
 void rt_restart_init(rt_restart *rs, const tdm_job *job)
 {
     memset(rs, 0, sizeof *rs);
@@ -240,7 +240,7 @@ static int64_t next_delay(const rt_restart *rs, const tdm_job *job)
     return (int64_t)(d < max ? d : max);
 }
 
-/* See run.h. */
+/* See ckpt.h. */
 bool rt_restart_next(rt_restart *rs, tdm_job *job, tdm_err err,
                      char *errbuf, size_t errbuf_size)
 {

@@ -208,14 +208,14 @@ struct tdm_job {
     tdm__hist lat;
 };
 
-/* Why operator node @p n (window or join) cannot take part in
- * checkpoints, or NULL when it can (task_op_ckpt.c, the operator
- * snapshot adapter). */
-const char *rt_op_ckpt_supported(const tdm_node *n);
 /* Why the job's restart.* and checkpoint.tolerable_failed keys cannot
  * apply, in @p buf; NULL when they can (restart.c, for
  * tdm_job_validate). */
 const char *rt_restart_refusal(const tdm_job *job, char *buf, size_t n);
+/* Frees the job's definition: its nodes, key values and log lock, then
+ * the job (job.c; the run record is freed before, by job_api.c's
+ * tdm_job_destroy). */
+void tdm__job_free(tdm_job *job);
 /* Value of key @p key of a node (the table's row for its scope); a zeroed
  * static value when the key does not exist (a programming error). */
 const tdm__conf_val *tdm__node_val(const tdm_node *n, const char *key);
@@ -520,8 +520,8 @@ typedef enum tdm__item_kind {
     TDM__ITEM_STATUS,
     TDM__ITEM_END,
     TDM__ITEM_BARRIER,
-    TDM__ITEM_FENCE,      /* keys of a revoked split (run.h, rt_fence) */
-    TDM__ITEM_PARTIAL     /* partial accumulators (run.h, rt_partials) */
+    TDM__ITEM_FENCE,      /* keys of a revoked split (outbox.h, rt_fence) */
+    TDM__ITEM_PARTIAL     /* partial accumulators (outbox.h, rt_partials) */
 } tdm__item_kind;
 
 struct tdm__sbatch;

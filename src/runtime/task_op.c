@@ -26,20 +26,11 @@
  */
 #include <string.h>
 
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
 #include "runtime/task_op.h"
 #include "state/state.h"
 #include "window/join.h"
 #include "window/win.h"
-
-/* Out of memory in the operator or the output path. */
-void rt_op_fail_nomem(rt_op_task *t)
-{
-    t->failed = true;
-    rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
-            t->op->kind == TDM_NODE_JOIN ? "join" : "window",
-            t->op->node->name);
-}
 
 /* ---- Key fence (fence.c) ---- */
 
@@ -437,6 +428,102 @@ static void publish(rt_op_task *t)
 
 #define POP_MAX 64
 
+static bool dispatch(rt_op_task *t, const tdm__item *it);
+
+/* After a checkpoint: handles the items held back on every blocked
+ * channel, channel by channel in arrival order, then gives their queue
+ * capacity back.  True when the operator finished. */
+static bool handle_released(rt_op_task *t)
+{
+    bool done = false;
+    for (int c = 0; c < t->op->n_channels; c++) {
+        int n;
+        const tdm__item *held = tdm__opck_unblock(t, c, &n);
+        if (!held)
+            continue;
+        for (int i = 0; i < n; i++)
+            if (dispatch(t, &held[i]))
+                done = true;
+        tdm__opck_unblocked(t, c, n);
+    }
+    return done;
+}
+
+/* Checkpoints: handles one item, unless its channel is blocked by a
+ * barrier (task_op_ckpt.c holds it back), and checkpoints once aligned.
+ * True when the operator finished. */
+static bool dispatch(rt_op_task *t, const tdm__item *it)
+{
+    if (tdm__opck_hold(t, it))
+        return false;
+    bool done = rt_op_handle(t, it);
+    if (tdm__opck_aligned(t)) {
+        tdm__opck_checkpoint(t);
+        done = handle_released(t) || done;
+    }
+    return done;
+}
+
+/* ---- Window status (tdm_job_window_status): the subtask's side ---- */
+
+/* Answers the posted question on the subtask's thread: the operator's
+ * state of the window, the firing memory, the channels. */
+void rt_status_serve(rt_op_task *t)
+{
+    tdm_job *job = t->run->job;
+    rt_wstat *st = t->ws;
+    pthread_mutex_lock(&job->mmu);
+    atomic_store_explicit(&st->req, 0, memory_order_relaxed);
+    if (st->asked && !st->answered) {
+        tdm_window_status *a = &st->ans;
+        const rt_wvertex *v = NULL;
+        for (int i = 0; job->warea && i < job->warea->n; i++)
+            if (job->warea->v[i].st <= st &&
+                st < job->warea->v[i].st + job->warea->P)
+                v = &job->warea->v[i];
+        memset(a, 0, sizeof *a);
+        a->subtask = t->index;
+        a->watermark = t->win->wm;
+        if (v)
+            tdm__met_window_times(v, st->end, &a->max_ts,
+                                  &a->cleanup);
+        tdm__winop_probe(t->win, st->key, st->key_len, st->start, st->end,
+                         &a->has_state, &a->elements);
+        if (!a->has_state)
+            a->elements = 0;
+        tdm_time_ms fwm = TDM_TIME_MIN;
+        a->fired = rt_fired_find(&st->fired,
+                                 rt_fired_fp(st->key, st->key_len,
+                                             st->start, st->end),
+                                 &fwm);
+        a->fired_wm = a->fired ? fwm : TDM_TIME_MIN;
+        a->holding_channel = rt_holding_channel(t);
+        a->holding_wm = a->holding_channel >= 0
+                            ? t->ch_wm[a->holding_channel]
+                            : TDM_TIME_MIN;
+        for (int ch = 0; ch < t->op->n_channels; ch++)
+            a->idle_channels += t->ch_idle[ch] && !t->ch_ended[ch];
+        a->running = 1;
+        st->answered = true;
+        pthread_cond_broadcast(&st->cv);
+    }
+    pthread_mutex_unlock(&job->mmu);
+}
+
+/* The subtask stops: a question already posted is answered from the
+ * operator (still there), later ones from what it leaves. */
+void rt_status_close(rt_op_task *t)
+{
+    tdm_job *job = t->run->job;
+    rt_status_serve(t);
+    pthread_mutex_lock(&job->mmu);
+    t->ws->final_wm = t->win->wm;
+    t->ws->ended = t->win->ended;
+    t->ws->done = true;
+    pthread_cond_broadcast(&t->ws->cv);
+    pthread_mutex_unlock(&job->mmu);
+}
+
 /* The subtask loop: pop items in order, feed the operator, publish
  * counters, until every channel ended or the run aborts.
  *
@@ -466,7 +553,7 @@ void *rt_op_main(void *arg)
         } else {
             /* Checkpoints: barriers block their channel until aligned. */
             for (size_t i = 0; i < n; i++)
-                if (rt_op_dispatch(t, &items[i]))
+                if (dispatch(t, &items[i]))
                     done = true;
             rt_op_ckpt_poll(t);
         }

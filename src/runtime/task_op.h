@@ -1,21 +1,32 @@
 /* SPDX-License-Identifier: MIT */
-/* task_op.h - what the three files of the window and join subtask share
- * (internal to them; run.h declares what the rest of the runtime calls):
+/* task_op.h - what the files of the window and join subtask share (the
+ * struct, the thread body and its setup are also what run.c, ckpt.c and
+ * metrics.c use):
  *
  *   task_op.c       input dispatch, the subtask loop, setup and teardown;
  *   task_op_emit.c  writing rows: the operators' emit callbacks, the
  *                   append / upsert / retract output modes, late output;
  *   task_op_ckpt.c  checkpoint barriers and alignment, the subtask's
- *                   snapshot and restore, retract mode's memory in it.
+ *                   snapshot and restore, retract mode's memory in it;
+ *   op_ctx.c        what they share below them (the out-of-memory
+ *                   failure), so that neither of the other two calls
+ *                   back into task_op.c.
  *
  * Only functions called once per item, per group of items or on a
- * failure cross these files; the per-record paths (push_rows, and the
- * emit callback down to the sink write) each stay within one file.
+ * failure cross these files, and only downwards: the loop in task_op.c
+ * calls the other three, which return what it must handle (the items a
+ * checkpoint held back) instead of calling it.  The per-record paths
+ * (push_rows, and the emit callback down to the sink write) each stay
+ * within one file.
  */
 #ifndef TDM_TASK_OP_H
 #define TDM_TASK_OP_H
 
-#include "runtime/run.h"
+#include "core/hist.h"
+#include "runtime/metrics.h"
+#include "runtime/outbox.h"
+#include "runtime/plan.h"
+#include "runtime/rt_ctx.h"
 #include "window/join.h"
 #include "window/win.h"
 
@@ -25,15 +36,116 @@ typedef struct rt_op_rslot {
     size_t len;
 } rt_op_rslot;
 
-/* ---- task_op.c ---- */
+/* One window or join subtask. */
+struct rt_op_task {
+    char pad_head_[128];
+    tdm__run *run;
+    rt_op *op;
+    int index;
+    pthread_t th;
+    bool started;
+    tdm__queue q;
+    tdm_clock *clk;
+    tdm_winop *win;
+    tdm_joinop *join;
+    tdm__rowagg *ra;
+    tdm__keybuf kb, pk, uk;
+    bool *ch_ended;
+    bool nodrain;        /* a channel ended without draining (stop) */
+    tdm_time_ms *ch_wm;
+    bool *ch_warned;
+    int ended;
+    _Atomic int64_t wm;       /* published operator watermark */
+    int64_t late_dropped_seen;
+    /* Output scratch. */
+    tdm__col *cols;
+    tdm__val *vals, *lvals, *rvals;
+    /* Retract mode: the last emitted row per key and window. */
+    tdm__keys *rkeys;
+    tdm__kv *rkv;
+    tdm__timers *rtimers;
+    bool failed;
+    /* Metrics (metrics.h): plain counters of this thread, published to
+     * m (and as deltas to the job's counters) after each group of
+     * items. */
+    int64_t c_in, c_out, c_late_side, c_panes, c_late_panes, c_regress;
+    /* Key fence (fence.c): key -> epoch of the keys of revoked splits;
+     * fkb holds a fenced key's bytes with its epoch suffix. */
+    struct rt_keyset fence;
+    tdm__keybuf fkb;
+    int64_t c_fenced;   /* results of fenced identities not written */
+    int64_t j_out, j_late_side, j_late_panes, j_regress; /* published */
+    bool *ch_idle;
+    rt_chan *chp;
+    /* Chaining: the derived source subtask this subtask writes its
+     * results to (NULL: none) and the row being filled (the output
+     * schema's values). */
+    rt_src_task *emit;
+    tdm__val *evals;
+    rt_op_metrics m;
+    tdm_time_ms now;     /* processing time of the current group */
+    tdm_time_ms wm_out;  /* last watermark the operator emitted */
+    /* Late samples: a ring guarded by lmx (taken per late record). */
+    pthread_mutex_t lmx;
+    bool lmx_ok;
+    rt_late *late;
+    int late_n, late_head, late_budget;
+    /* Window status (job-owned) and the debug log. */
+    rt_wstat *ws;
+    tdm_time_ms *dbg_wm, *dbg_at; /* ring of watermark advances */
+    int dbg_n, dbg_head;
+    /* Result latency (docs/metrics.md, resultLatencyP50): when the
+     * watermark item being handled left its source (tdm__mono_us; 0:
+     * unknown), the clock read for the rows it fires (re-read every
+     * RT_LAT_EVERY rows), and the histogram of on-time rows' latencies
+     * in microseconds; lat_pub: when p50/p99 were last published. */
+    int64_t wm_at_us, lat_now_us;
+    uint32_t lat_left;
+    tdm__hist lat;
+    tdm_time_ms lat_pub;
+    /* Checkpoints: sink objects and acknowledgements (ck.obj[0] results,
+     * [1] late output), and alignment: channels blocked by barrier
+     * ck_id and the items held back from them (per channel, FIFO). */
+    rt_ck_slot ck;
+    bool *ck_blocked;
+    int ck_n_blocked;
+    uint64_t ck_id;
+    uint64_t ck_taken; /* the last checkpoint id snapshotted (0: none) */
+    int64_t ck_first_us; /* when ck_id's first barrier came (mono us) */
+    struct rt_stash {
+        tdm__item *it;
+        int n, cap;
+    } *ck_stash;
+    /* Keeps neighbouring heap data off this subtask's cache lines. */
+    char pad_tail_[128];
+};
+
+/* ---- op_ctx.c: what the three files share, below all of them ---- */
 
 /* Out of memory in the operator or the output path: marks subtask @p t
  * failed and fails the run (borrows @p t). */
 void rt_op_fail_nomem(rt_op_task *t);
+
+/* ---- task_op.c ---- */
+
+/* The operator subtask's thread body (@p arg: its rt_op_task). */
+void *rt_op_main(void *arg);
+/* Sets up operator subtask @p t (run, op, index set) before its thread
+ * starts.  TDM_OK or an error; rt_op_task_fini frees either way. */
+tdm_err rt_op_task_init(rt_op_task *t);
+/* Frees what rt_op_task_init or the thread left. */
+void rt_op_task_fini(rt_op_task *t);
+
 /* Handles one item @p it (borrowed; a batch's reference and a fence or
  * partials message are released here, i.e. the call takes ownership of
  * what the item carries); returns true once every channel has ended. */
 bool rt_op_handle(rt_op_task *t, const tdm__item *it);
+/* The window subtask's side of tdm_job_window_status: answers a posted
+ * question, if any (between two groups of items). */
+void rt_status_serve(rt_op_task *t);
+/* Called by a window subtask as it stops: answers a pending question,
+ * then leaves its final watermark for later ones. */
+void rt_status_close(rt_op_task *t);
 
 /* ---- task_op_emit.c ---- */
 
@@ -60,11 +172,27 @@ void rt_op_retract_cleanup(rt_op_task *t, tdm_time_ms now);
 /* A barrier on channel it->ch (borrowed): blocks the channel until the
  * barrier came on every channel that has not ended. */
 void rt_op_on_barrier(rt_op_task *t, const tdm__item *it);
-/* Handles one item @p it (copied into the channel's stash while the
- * channel is blocked, which then owns what it carries; otherwise as
- * rt_op_handle), and checkpoints once aligned.  True when the operator
- * finished. */
-bool rt_op_dispatch(rt_op_task *t, const tdm__item *it);
+/* While a barrier blocks item @p it's channel: holds the item back
+ * (copied into the channel's stash, which then owns what it carries; on
+ * no memory the run fails and a batch is released) and returns true.
+ * False: the channel is not blocked, the caller handles the item. */
+bool tdm__opck_hold(rt_op_task *t, const tdm__item *it);
+/* Whether a checkpoint is being aligned and every channel has its
+ * barrier or has ended. */
+bool tdm__opck_aligned(const rt_op_task *t);
+/* Once aligned: snapshots the subtask, pre-commits its sinks, passes the
+ * barrier on to a chained output and acknowledges.  The blocked channels
+ * stay blocked until the caller takes their held items, channel by
+ * channel, with tdm__opck_unblock. */
+void tdm__opck_checkpoint(rt_op_task *t);
+/* After tdm__opck_checkpoint: unblocks channel @p c and returns the items
+ * held back on it (@p n of them, in arrival order; NULL when the channel
+ * was not blocked), which the caller handles as fresh items and then
+ * hands back with tdm__opck_unblocked(t, c, n). */
+const tdm__item *tdm__opck_unblock(rt_op_task *t, int c, int *n);
+/* Empties channel @p c's stash and gives its @p n items' queue capacity
+ * back. */
+void tdm__opck_unblocked(rt_op_task *t, int c, int n);
 /* Between groups of items: commits the sinks up to the checkpoint the
  * coordinator published as committed. */
 void rt_op_ckpt_poll(rt_op_task *t);

@@ -13,14 +13,13 @@
  *                retract mode's memory of emitted rows (task_op_emit.c)
  *                as a section of its own;
  *   restore      rt_ckpt_restore_op reads the old subtasks' blobs back,
- *                at the same or another parallelism (by key group);
- *   adapter      rt_op_ckpt_supported: which operators take part.
+ *                at the same or another parallelism (by key group).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
 #include "runtime/task_op.h"
 #include "state/ckpt_codec.h"
 #include "state/ckpt_store.h"
@@ -407,15 +406,15 @@ static bool op_aligned(const rt_op_task *t)
     return true;
 }
 
-/* Aligned on barrier ck_id: snapshot, pre-commit the sinks, acknowledge,
- * then unblock every channel and handle what was held back, channel by
- * channel in arrival order.  (No barrier can be among them: the next
- * checkpoint starts only after this one completed.) */
-static bool op_checkpoint(rt_op_task *t)
+/* See task_op.h.  Aligned on barrier ck_id: snapshot, pre-commit the
+ * sinks, acknowledge; the channels stay marked blocked with their held
+ * items until the loop takes them (tdm__opck_unblock).  (No barrier can
+ * be among those: the next checkpoint starts only after this one
+ * completed.) */
+void tdm__opck_checkpoint(rt_op_task *t)
 {
     uint8_t *blob = NULL;
     size_t len = 0;
-    bool done = false;
     uint64_t id = t->ck_id;
     t->ck_taken = id;
     /* Aligned now: the coordinator reads this after the ack below (under
@@ -437,20 +436,26 @@ static bool op_checkpoint(rt_op_task *t)
     tdm__free(blob);
     t->ck_id = 0;
     t->ck_n_blocked = 0;
-    for (int c = 0; c < t->op->n_channels; c++) {
-        if (!t->ck_blocked[c])
-            continue;
-        t->ck_blocked[c] = false;
-        struct rt_stash *st = &t->ck_stash[c];
-        int n = st->n;
-        for (int i = 0; i < n; i++)
-            if (rt_op_dispatch(t, &st->it[i]))
-                done = true;
-        st->n = 0;
-        if (n)
-            tdm__queue_release(&t->q, c, n);
-    }
-    return done;
+}
+
+/* See task_op.h. */
+const tdm__item *tdm__opck_unblock(rt_op_task *t, int c, int *n)
+{
+    *n = 0;
+    if (!t->ck_blocked[c])
+        return NULL;
+    t->ck_blocked[c] = false;
+    *n = t->ck_stash[c].n;
+    return t->ck_stash[c].it;
+}
+
+/* See task_op.h.  The held items' queue capacity is given back only
+ * now, after they were handled. */
+void tdm__opck_unblocked(rt_op_task *t, int c, int n)
+{
+    t->ck_stash[c].n = 0;
+    if (n)
+        tdm__queue_release(&t->q, c, n);
 }
 
 /* A barrier on channel it->ch blocks the channel until the barrier came
@@ -497,19 +502,20 @@ static bool op_hold(rt_op_task *t, const tdm__item *it)
     return true;
 }
 
-/* Handles one item, holding it back while its channel is blocked, and
- * checkpoints once aligned.  True when the operator finished. */
-bool rt_op_dispatch(rt_op_task *t, const tdm__item *it)
+/* See task_op.h. */
+bool tdm__opck_hold(rt_op_task *t, const tdm__item *it)
 {
-    if (t->ck_n_blocked && t->ck_blocked[it->ch]) {
-        if (!op_hold(t, it) && it->kind == TDM__ITEM_BATCH)
-            tdm__sbatch_release(it->b);
+    if (!(t->ck_n_blocked && t->ck_blocked[it->ch]))
         return false;
-    }
-    bool done = rt_op_handle(t, it);
-    if (t->ck_n_blocked && op_aligned(t))
-        done = op_checkpoint(t) || done;
-    return done;
+    if (!op_hold(t, it) && it->kind == TDM__ITEM_BATCH)
+        tdm__sbatch_release(it->b);
+    return true;
+}
+
+/* See task_op.h. */
+bool tdm__opck_aligned(const rt_op_task *t)
+{
+    return t->ck_n_blocked && op_aligned(t);
 }
 
 /* Between groups of items: commits the coordinator published. */
@@ -605,20 +611,4 @@ tdm_err rt_ckpt_restore_op(rt_op_task *t, char *msg, size_t n)
         tdm__free(p);
     }
     return err;
-}
-
-/* ---- Checkpoints: the operator snapshot adapter ---- */
-
-const char *rt_op_ckpt_supported(const tdm_node *n)
-{
-    /* Every window and join takes part today: chained operators forward
-     * their barriers in their output stream (op_checkpoint), retract
-     * mode saves its memory of emitted rows (retract_snapshot), and
-     * every aggregate list has a codec.  What cannot be checkpointed is
-     * refused elsewhere: unreplayable and Kafka sources, connectors
-     * without the version-3 members (validate_checkpointing in job.c),
-     * and windows in upsert or retract mode read by another operator
-     * (refused with or without checkpoints). */
-    (void)n;
-    return NULL;
 }

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "runtime/expr.h"
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
 #include "runtime/task_op.h"
 #include "state/state.h"
 #include "window/join.h"

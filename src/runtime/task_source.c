@@ -23,7 +23,9 @@
 
 #include "runtime/localagg.h"
 #include "runtime/expr.h"
-#include "runtime/run.h"
+#include "runtime/ckpt.h"
+#include "runtime/task_op.h"
+#include "runtime/task_source.h"
 #include "state/ckpt_codec.h"
 #include "time/wm.h"
 
@@ -630,14 +632,6 @@ static bool unit_open(const rt_src_task *t)
         if (t->uc[p].n >= 0)
             return true;
     return false;
-}
-
-/* Punctuated strategy: a row whose marker field is true is a marker. */
-int rt_marker_fn(void *ud, const tdm_record *rec)
-{
-    const rt_source *s = ud;
-    const tdm__row *row = rec->payload;
-    return row && !row->v[s->marker_idx].null && row->v[s->marker_idx].u.i;
 }
 
 /* Runs the job file's filter and computes (expr.c), then the user's

@@ -6,7 +6,7 @@
  * runtime's use of it is in test_rt_dynamic (fenced_* cases).
  */
 #include "harness.h"
-#include "runtime/run.h"
+#include "runtime/outbox.h"
 
 TDM_TEST(put_max_keeps_the_larger_value)
 {

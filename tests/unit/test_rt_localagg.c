@@ -10,7 +10,7 @@
  * inputs.
  */
 #include "test_rt_kit.h"
-#include "runtime/run.h"
+#include "runtime/outbox.h"
 
 /* One partition with on-event watermarks (bound 0: W = max - 1), so
  * every watermark follows the record that caused it and the result is

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* op_ctx.c - what the files of the window and join subtask share below
+ * them (task_op.c the loop, task_op_emit.c the output, task_op_ckpt.c
+ * the checkpoints): today the out-of-memory failure of a subtask.
+ *
+ * Invariant: nothing here calls into those three files, so they call
+ * down into it and never back into each other's upper layers.
+ * Declared in task_op.h.
+ */
+#include "runtime/rt_ctx.h"
+#include "runtime/task_op.h"
+
+/* See task_op.h. */
+void rt_op_fail_nomem(rt_op_task *t)
+{
+    t->failed = true;
+    rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
+            t->op->kind == TDM_NODE_JOIN ? "join" : "window",
+            t->op->node->name);
+}
