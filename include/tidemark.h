@@ -1628,9 +1628,6 @@ TDM_API tdm_trigger_kind tdm_node_trigger(const tdm_node *node);
 /** @brief The trigger's name in a job file ("processing_time"); a
  *  static string, "" outside the enum. */
 TDM_API const char *tdm_trigger_name(tdm_trigger_kind kind);
-/** @brief Parses a duration as job files write it ("250ms", "1m30s",
- *  "2h"; a bare number is ms).  Returns 1 and sets *ms, or 0. */
-TDM_API int tdm_duration_parse(const char *text, int64_t *ms);
 
 /** @brief 1 while @p job runs (between the start and the end of
  *  tdm_job_run), else 0.  Safe from any thread (one atomic load). */

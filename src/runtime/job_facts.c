@@ -132,12 +132,6 @@ tdm_trigger_kind tdm_node_trigger(const tdm_node *node)
     return TDM_TRIGGER_KIND_DEFAULT;
 }
 
-/* A duration as job files write it (tidemark.h). */
-int tdm_duration_parse(const char *text, int64_t *ms)
-{
-    return text && ms && tdm__conf_duration(text, ms);
-}
-
 /* ---- The run ---- */
 
 /* 1 while the job runs (tidemark.h). */

@@ -971,7 +971,7 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
             tdm__rest_error(out, 400, msg);
             return;
         }
-        if (!tdm_duration_parse(slash + 1, &size) || size <= 0) {
+        if (tdm_duration_parse(slash + 1, &size) != TDM_OK || size <= 0) {
             snprintf(msg, sizeof msg, "window: bad size \"%s\" (a positive "
                      "duration like 5m or 30s)", slash + 1);
             tdm__rest_error(out, 400, msg);

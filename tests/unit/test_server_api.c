@@ -142,14 +142,3 @@ TDM_TEST(node_choices_read_back)
     tdm_job_destroy(job);
 }
 
-/* Durations as job files write them. */
-TDM_TEST(duration_parse)
-{
-    int64_t ms = -1;
-    ASSERT_EQ(tdm_duration_parse("1m30s", &ms), 1);
-    ASSERT_EQ(ms, 90000);
-    ASSERT_EQ(tdm_duration_parse("250ms", &ms), 1);
-    ASSERT_EQ(ms, 250);
-    ASSERT_EQ(tdm_duration_parse("soon", &ms), 0);
-    ASSERT_EQ(tdm_duration_parse(NULL, &ms), 0);
-}
