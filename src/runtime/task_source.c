@@ -21,136 +21,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "runtime/localagg.h"
-#include "runtime/expr.h"
 #include "runtime/ckpt.h"
+#include "runtime/expr.h"
+#include "runtime/localagg.h"
+#include "runtime/outbox_route.h"
+#include "runtime/src_metrics.h"
 #include "runtime/task_op.h"
 #include "runtime/task_source.h"
 #include "state/ckpt_codec.h"
 #include "time/wm.h"
-
-/* ---- Sending ---- */
-
-static void push_control(rt_src_task *t, tdm__item_kind kind,
-                         tdm_time_ms wm, int idle, int64_t at_us);
-
-/* Wakes the consumers of every target that got a lazy push since the
- * last kick (see flush_rows). */
-static void kick(rt_src_task *t)
-{
-    rt_source *s = t->src;
-    for (int e = 0; e < s->n_edges; e++) {
-        const rt_edge *ed = &s->edges[e];
-        for (int j = 0; j < t->run->P; j++) {
-            int tg = ed->target_base + j;
-            if (!t->unkicked[tg])
-                continue;
-            t->unkicked[tg] = 0;
-            tdm__queue_kick(&ed->op->tasks[j].q);
-        }
-    }
-}
-
-/* The pool's hook before the subtask waits for a free batch: consumers
- * left asleep by lazy pushes must run to free one. */
-static void before_pool_wait(void *ud)
-{
-    kick(ud);
-}
-
-/* Sends the rows selected since the last flush to each target.
- *
- * Every target (a downstream subtask of one consumer) has its own region
- * of the batch's selection array, filled by route_edge() from sel_sent to
- * sel_n.  A flush hands the unsent part of each region to the target's
- * queue as one item holding one reference on the batch; the region's
- * bytes are never written again until the batch comes back from its
- * pool, so consumers read them without locks.  Targets with nothing new
- * get no item (a key-partitioned batch often skips some subtasks). */
-static void flush_rows(rt_src_task *t)
-{
-    tdm__sbatch *sb = t->cur;
-    if (!sb)
-        return;
-    rt_source *s = t->src;
-    size_t cap = t->run->batch_size;
-    for (int e = 0; e < s->n_edges; e++) {
-        const rt_edge *ed = &s->edges[e];
-        for (int j = 0; j < t->run->P; j++) {
-            int tg = ed->target_base + j;
-            uint32_t from = sb->sel_sent[tg], to = sb->sel_n[tg];
-            if (to == from)
-                continue;
-            tdm__item it = { .kind = TDM__ITEM_BATCH,
-                             .ch = ed->input * t->run->P + t->index,
-                             .b = sb,
-                             .sel = sb->sel + (size_t)tg * cap + from,
-                             .n = to - from };
-            /* The reference is taken before the push: the consumer may
-             * release it before the push even returns. */
-            atomic_fetch_add_explicit(&sb->refs, 1, memory_order_relaxed);
-            /* A full poll means more rows follow at once: the push may
-             * leave a sleeping consumer asleep for a few items (one
-             * wake-up per few batches, not per batch); the subtask kicks
-             * before it could keep them waiting. */
-            bool ok;
-            if (t->lazy) {
-                ok = tdm__queue_push_lazy(&ed->op->tasks[j].q, &it);
-                t->unkicked[tg] = 1;
-            } else {
-                ok = tdm__queue_push(&ed->op->tasks[j].q, &it);
-            }
-            /* Refused only when the run aborts: give the reference back. */
-            if (!ok)
-                tdm__sbatch_release(sb);
-            sb->sel_sent[tg] = to;
-        }
-    }
-}
-
-/* Sends a control item to every downstream subtask, after the rows.
- *
- * Watermarks and statuses are broadcast: every consumer subtask merges
- * all source subtasks in its valve, so each must hear from each.  The
- * rows that preceded the item in this subtask go first (flush_rows), so
- * on every channel a watermark follows exactly the rows it covers. */
-static void broadcast(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
-                      int idle)
-{
-    flush_rows(t);
-    rt_source *s = t->src;
-    /* Two-phase aggregation: the slices this watermark (END: the
-     * maximum) closes go out as partial rows after the rows and before
-     * the watermark, on the same channels. */
-    if (t->any_lagg && (kind == TDM__ITEM_WATERMARK ||
-                        kind == TDM__ITEM_END))
-        for (int e = 0; e < s->n_edges; e++)
-            if (t->lagg[e])
-                rt_lagg_flush(t, t->lagg[e],
-                              kind == TDM__ITEM_END ? TDM_TIME_MAX : wm);
-    /* Result latency runs from here: the moment this watermark left. */
-    push_control(t, kind, wm, idle,
-                 kind == TDM__ITEM_STATUS ? 0 : tdm__mono_us());
-}
-
-/* Queues a control item on this subtask's channel of every consumer
- * subtask (the rows before it were flushed). */
-static void push_control(rt_src_task *t, tdm__item_kind kind,
-                         tdm_time_ms wm, int idle, int64_t at_us)
-{
-    rt_source *s = t->src;
-    for (int e = 0; e < s->n_edges; e++) {
-        const rt_edge *ed = &s->edges[e];
-        for (int j = 0; j < t->run->P; j++) {
-            tdm__item it = { .kind = (uint8_t)kind,
-                             .ch = ed->input * t->run->P + t->index,
-                             .t = wm,
-                             .idle = idle,
-                             .at_us = at_us };
-            tdm__queue_push(&ed->op->tasks[j].q, &it);
-        }
-    }
-}
 
 /* Debug log (log.level debug): one line per watermark the subtask
  * emits, naming the partition with the lowest watermark. */
@@ -256,12 +135,12 @@ static void reader_emit(void *opaque, const tdm_event *ev)
          * so far (broadcast flushes them first): see mark(). */
         t->wm_after_rows = !t->scanning;
         t->sweep = true;
-        broadcast(t, TDM__ITEM_WATERMARK, ev->time, 0);
+        tdm__outbox_broadcast(t, TDM__ITEM_WATERMARK, ev->time, 0);
     } else if (ev->type == TDM_EVENT_STATUS) {
         t->idle = ev->idle != 0;
         t->reader_idle = t->idle;
         t->sweep = true;
-        broadcast(t, TDM__ITEM_STATUS, 0, ev->idle);
+        tdm__outbox_broadcast(t, TDM__ITEM_STATUS, 0, ev->idle);
     } else {
         reader_align(t, ev);
     }
@@ -532,7 +411,7 @@ static void splits_added(rt_src_task *t, int from)
         if (!t->reader_idle) {
             t->idle = false;
             t->sweep = true;
-            broadcast(t, TDM__ITEM_STATUS, 0, 0);
+            tdm__outbox_broadcast(t, TDM__ITEM_STATUS, 0, 0);
         }
     }
     apply_pauses(t);
@@ -697,176 +576,9 @@ static void guard_dead_letter(rt_src_task *t, const tdm__row *row)
                 false);
 }
 
-/* How an edge's key bytes are found, which depends on the source's
- * schema only (route_edge): a single string field read in place, a
- * single fixed-width field (ints, timestamps and bools, or a double),
- * no field at all (an unkeyed window: the empty key, as
- * tdm__key_encode gives it), or anything else, encoded by
- * tdm__key_encode. */
-enum { KEY_ENCODE = 0, KEY_STRING, KEY_INT, KEY_DOUBLE, KEY_NONE };
-
 /* Specialisations of scan_batch (lean_kind; and the local aggregate). */
 enum { LEAN_NO = 0, LEAN_P1, LEAN_PN };
 enum { LAGG_NO = 0, LAGG_ANY, LAGG_COUNT };
-
-/* The key kind of edge @p ed for rows of @p schema. */
-static int key_kind(const tdm__schema *schema, const rt_edge *ed)
-{
-    if (ed->n_key == 0)
-        return KEY_NONE;
-    if (ed->n_key != 1)
-        return KEY_ENCODE;
-    switch (schema->fields[ed->key_idx[0]].type) {
-    case TDM_TYPE_STRING:
-        return KEY_STRING;
-    case TDM_TYPE_DOUBLE:
-        return KEY_DOUBLE;
-    default:
-        return KEY_INT;
-    }
-}
-
-/* Key fence: remembers that @p row's key (for consumer edge @p e; the
- * bytes in (key, klen) when @p have, else encoded here) was read from
- * its split, with the highest commit horizon of its records there. */
-static __attribute__((noinline)) tdm_err
-track_key(rt_src_task *t, const tdm__row *row, int e, const char *key,
-          size_t klen, bool have)
-{
-    const rt_edge *ed = &t->src->edges[e];
-    if (!have && tdm__key_encode(row, ed->key_idx, ed->n_key, &t->kb,
-                                 &key, &klen) != TDM_OK)
-        return TDM_ERR_NOMEM;
-    rt_keyset *ks = &t->fk[(size_t)row->partition * (size_t)t->src->n_edges +
-                           (size_t)e];
-    return rt_keyset_put_max(ks, key, klen, tdm__keys_hash(key, klen),
-                             rt_edge_horizon(ed, row->ts));
-}
-
-/* Routes row @p i of the current batch to the target of edge @p e (of
- * key kind @p kind): the subtask that owns the key group of its key
- * bytes.  Every consumer of the source (a window, a join side) is an
- * edge with its own key fields, so one row may go to different subtasks
- * of different consumers.  The row is not copied: its index goes into
- * the target's selection, with its timestamp and the key (tdm__sel) when
- * it is a single field - the value bytes of a fixed-width one, or a
- * string read in place - which is all a window subtask reads of it for a
- * count.  At parallelism 1 (@p P) there is one target and no hashing;
- * the key bytes are then only built for the key fence (@p fence).
- * @p kfield is the edge's first key field (read for the fixed-width
- * kinds), @p sel and @p sel_n the selection and counts of the edge's
- * first target (its target_base), whose regions are @p cap rows. */
-static inline __attribute__((always_inline)) tdm_err
-route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
-           int kind, int kfield, int P, bool fence, tdm__sel *sel,
-           uint32_t *sel_n, size_t cap, rt_lagg *la, const bool count_only)
-{
-    const rt_edge *ed = &t->src->edges[e];
-    char buf[TDM__KEY_FIXED_LEN];
-    const char *key = NULL;
-    size_t klen = 0;
-    bool have = false;
-    /* What goes into the selection: key_len and the key word (the
-     * fixed value bytes, or the key pointer). */
-    uint32_t sel_len = 0;
-    uint64_t fixed = 0;
-    if (kind == KEY_INT || kind == KEY_DOUBLE) {
-        const tdm__val *v = &row->v[kfield];
-        if (__builtin_expect(v->null, 0)) {
-            /* A null single field is the one byte 0 (tdm__key_encode). */
-            key = "";
-            klen = 1;
-            sel_len = 1;
-        } else {
-            fixed = tdm__key_fixed_bits(
-                v, kind == KEY_DOUBLE ? TDM_TYPE_DOUBLE : TDM_TYPE_INT64);
-            sel_len = TDM__SEL_FIXED;
-            if (fence) {
-                tdm__key_fixed_put(fixed, buf);
-                key = buf;
-                klen = TDM__KEY_FIXED_LEN;
-            }
-        }
-        have = true;
-    } else if (kind == KEY_STRING &&
-               tdm__key_inplace(row, ed->key_idx, 1, &key, &klen) &&
-               klen != TDM__SEL_FIXED) {
-        sel_len = (uint32_t)klen;
-        have = true;
-    } else if (kind == KEY_NONE) {
-        /* No key fields: the empty key (static, so the selection may
-         * carry it), without a call to encode nothing. */
-        key = "";
-        klen = 0;
-        have = true;
-    }
-    if (la) {
-        /* Two-phase aggregation: folded into the key's slice unless the
-         * slice was flushed (then routed raw, below). */
-        if (!have && tdm__key_encode(row, ed->key_idx, ed->n_key, &la->kb,
-                                     &key, &klen) != TDM_OK)
-            return TDM_ERR_NOMEM;
-        int r = rt_lagg_fold(la, row, row->ts, fixed,
-                             sel_len == TDM__SEL_FIXED ? NULL : key, klen,
-                             t->wm_out, count_only);
-        if (r > 0)
-            return TDM_OK;
-        if (r < 0)
-            return TDM_ERR_NOMEM;
-        if (!have && sel_len != TDM__SEL_FIXED) {
-            key = NULL; /* encoded in la->kb: the consumer encodes it */
-            klen = 0;
-        }
-    }
-    int j = 0;
-    if (P > 1) {
-        /* An encoded key lives in the subtask's scratch buffer, which the
-         * next row overwrites: the consumer encodes it again (key NULL in
-         * the selection). */
-        if (!have && tdm__key_encode(row, ed->key_idx, ed->n_key, &t->kb,
-                                     &key, &klen) != TDM_OK)
-            return TDM_ERR_NOMEM;
-        /* A fixed-width key hashes from its value (no bytes, no call). */
-        uint64_t h = sel_len == TDM__SEL_FIXED ? tdm__key_fixed_hash(fixed)
-                                               : tdm__keys_hash(key, klen);
-        j = t->run->owner[tdm__key_group(h, t->run->key_groups)];
-    }
-    if (__builtin_expect(fence, 0) &&
-        track_key(t, row, e, key, klen, have || P > 1) != TDM_OK)
-        return TDM_ERR_NOMEM;
-    tdm__sel *sl = P > 1 ? &sel[(size_t)j * cap + sel_n[j]++]
-                         : &sel[sel_n[0]++];
-    sl->row = i;
-    sl->key_len = sel_len;
-    if (sel_len == TDM__SEL_FIXED)
-        sl->fixed = fixed;
-    else
-        sl->key = have ? key : NULL;
-    sl->ts = row->ts;
-    return TDM_OK;
-}
-
-/* route_edge for every edge of the source (a source read by several
- * consumers), finding each edge's key kind per row. */
-static __attribute__((noinline)) tdm_err
-route_all(rt_src_task *t, const tdm__row *row, uint32_t i, int P,
-          bool fence, bool local)
-{
-    const rt_source *s = t->src;
-    tdm__sbatch *sb = t->cur;
-    size_t cap = t->run->batch_size;
-    for (int e = 0; e < s->n_edges; e++) {
-        const rt_edge *ed = &s->edges[e];
-        int tb = ed->target_base;
-        if (route_edge(t, row, i, e, key_kind(row->schema, ed),
-                       ed->n_key ? ed->key_idx[0] : -1, P, fence,
-                       sb->sel + (size_t)tb * cap,
-                       sb->sel_n + tb, cap,
-                       local ? t->lagg[e] : NULL, false) != TDM_OK)
-            return TDM_ERR_NOMEM;
-    }
-    return TDM_OK;
-}
 
 /* tdm__hist_bucket without its branch: whether a lag is below 256 (its
  * own bucket) or not is a coin toss for out-of-order data, and a
@@ -921,12 +633,12 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
     const int P = lean == LEAN_P1 ? 1 : t->run->P;
     const bool fence = lean ? false : s->fence;
     const int n_edges = lean ? 1 : s->n_edges;
-    const int kind0 = lean ? KEY_INT
+    const int kind0 = lean ? TDM__KEY_BY_INT
                       : n_edges == 1 || n_edges == 2
-                          ? key_kind(b->schema, &s->edges[0])
+                          ? tdm__outbox_key_kind(b->schema, &s->edges[0])
                           : -1;
     const int kind1 =
-        n_edges == 2 ? key_kind(b->schema, &s->edges[1]) : -1;
+        n_edges == 2 ? tdm__outbox_key_kind(b->schema, &s->edges[1]) : -1;
     /* Edges 0 and 1: key field and their targets' selections. */
     const size_t cap = t->run->batch_size;
     const int tb0 = s->n_edges ? s->edges[0].target_base : 0;
@@ -1018,19 +730,21 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
         tdm_err rerr;
         if (kind1 >= 0) {
             /* Two edges, in route_all's order. */
-            rerr = route_edge(t, row, (uint32_t)i, 0, kind0, kfield0, P,
-                              fence, sel0, sel_n0, cap,
-                              local ? lagg0 : NULL, false);
+            rerr = tdm__outbox_route_edge(t, row, (uint32_t)i, 0, kind0,
+                                          kfield0, P, fence, sel0, sel_n0, cap,
+                                          local ? lagg0 : NULL, false);
             if (rerr == TDM_OK)
-                rerr = route_edge(t, row, (uint32_t)i, 1, kind1, kfield1,
-                                  P, fence, sel1, sel_n1, cap,
-                                  local ? lagg1 : NULL, false);
+                rerr = tdm__outbox_route_edge(t, row, (uint32_t)i, 1, kind1,
+                                              kfield1, P, fence, sel1, sel_n1,
+                                              cap, local ? lagg1 : NULL, false);
         } else {
             rerr = kind0 >= 0
-                       ? route_edge(t, row, (uint32_t)i, 0, kind0, kfield0,
-                                    P, fence, sel0, sel_n0, cap,
-                                    local ? lagg0 : NULL, lagg == LAGG_COUNT)
-                       : route_all(t, row, (uint32_t)i, P, fence, local);
+                       ? tdm__outbox_route_edge(t, row, (uint32_t)i, 0, kind0,
+                                                kfield0, P, fence, sel0, sel_n0,
+                                                cap, local ? lagg0 : NULL,
+                                                lagg == LAGG_COUNT)
+                       : tdm__outbox_route_all(t, row, (uint32_t)i, P, fence,
+                                               local);
         }
         if (rerr != TDM_OK)
             return TDM_ERR_NOMEM;
@@ -1155,9 +869,9 @@ static int lean_kind(const rt_src_task *t)
 {
     const rt_source *s = t->src;
     if (s->conf.time_mode != TDM__TIME_EVENT || s->node->n_udfs ||
-        s->node->exprs ||
-        s->fence || s->n_edges != 1 || s->pass ||
-        key_kind(t->cur->b->schema, &s->edges[0]) != KEY_INT)
+        s->node->exprs || s->fence || s->n_edges != 1 || s->pass ||
+        tdm__outbox_key_kind(t->cur->b->schema, &s->edges[0]) !=
+            TDM__KEY_BY_INT)
         return LEAN_NO;
     return t->run->P == 1 ? LEAN_P1 : LEAN_PN;
 }
@@ -1281,7 +995,7 @@ static void send_fence(rt_src_task *t, int p)
     size_t total = 0;
     if (!msg)
         goto nomem;
-    flush_rows(t);
+    tdm__outbox_flush_rows(t);
     for (int e = 0; e < s->n_edges; e++) {
         const rt_edge *ed = &s->edges[e];
         const rt_keyset *ks = &t->fk[(size_t)p * (size_t)s->n_edges +
@@ -1535,7 +1249,7 @@ static void idle_without_splits(rt_src_task *t)
     if (!t->idle) {
         t->idle = true;
         t->sweep = true;
-        broadcast(t, TDM__ITEM_STATUS, 0, 1);
+        tdm__outbox_broadcast(t, TDM__ITEM_STATUS, 0, 1);
     }
 }
 
@@ -1639,7 +1353,7 @@ static void src_barrier(rt_src_task *t, uint64_t id)
 {
     uint8_t *blob = NULL;
     size_t len = 0;
-    flush_rows(t);
+    tdm__outbox_flush_rows(t);
     for (int e = 0; t->any_lagg && e < t->src->n_edges; e++)
         if (t->lagg[e])
             rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
@@ -1657,7 +1371,7 @@ static void src_barrier(rt_src_task *t, uint64_t id)
      * when its last channel ends (with everything written since in the
      * first epoch: output duplicated after a restore). */
     if (!t->empty)
-        push_control(t, TDM__ITEM_BARRIER, (tdm_time_ms)id, 0, 0);
+        tdm__outbox_push_control(t, TDM__ITEM_BARRIER, (tdm_time_ms)id, 0, 0);
     rt_ckpt_ack(t->run, &t->ck, id, blob, len, false);
 }
 
@@ -1723,9 +1437,9 @@ static void src_ckpt_end(rt_src_task *t)
 static void announce_restored(rt_src_task *t)
 {
     if (t->wm_out != TDM_TIME_MIN)
-        broadcast(t, TDM__ITEM_WATERMARK, t->wm_out, 0);
+        tdm__outbox_broadcast(t, TDM__ITEM_WATERMARK, t->wm_out, 0);
     if (t->idle)
-        broadcast(t, TDM__ITEM_STATUS, 0, 1);
+        tdm__outbox_broadcast(t, TDM__ITEM_STATUS, 0, 1);
     t->sweep = true;
 }
 
@@ -1851,7 +1565,7 @@ void *rt_source_main(void *arg)
         if (v2)
             idle_without_splits(t);
         /* Rows first, then whatever the periodic tick emits. */
-        flush_rows(t);
+        tdm__outbox_flush_rows(t);
         /* Two-phase aggregation: a poll that did not fill its batch
          * means the input is slow, stalled or ending; the partials of
          * every open slice go out now rather than wait at the source
@@ -1861,7 +1575,7 @@ void *rt_source_main(void *arg)
             if (t->lagg[e])
                 rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
         if (!t->lazy)
-            kick(t);
+            tdm__outbox_kick(t);
         tdm_reader_advance(t->reader);
         if (v2)
             mark(t, false);
@@ -1875,7 +1589,7 @@ void *rt_source_main(void *arg)
     }
     /* Nothing more follows: no item may wait for a wake-up. */
     t->lazy = false;
-    kick(t);
+    tdm__outbox_kick(t);
     /* Checkpoints: the final state, before the reader ends (a restore
      * from it finds every partition finished and ends the same way). */
     src_ckpt_end(t);
@@ -1884,10 +1598,10 @@ void *rt_source_main(void *arg)
      * write nothing more for open windows. */
     if (!atomic_load(&run->abort)) {
         if (cancelled && run->stop_on_cancel) {
-            broadcast(t, TDM__ITEM_END, TDM_TIME_MAX, 1);
+            tdm__outbox_broadcast(t, TDM__ITEM_END, TDM_TIME_MAX, 1);
         } else {
             tdm_reader_end(t->reader);
-            broadcast(t, TDM__ITEM_END, TDM_TIME_MAX, 0);
+            tdm__outbox_broadcast(t, TDM__ITEM_END, TDM_TIME_MAX, 0);
         }
     }
     /* The last positions; the run thread commits them once the sinks
@@ -1923,30 +1637,6 @@ void *rt_source_main(void *arg)
     return NULL;
 }
 
-/* Zeroes the published metrics: watermarks at "none", no record yet,
- * no lag yet. */
-static void init_metrics(rt_src_task *t)
-{
-    rt_src_metrics *m = &t->m;
-    atomic_init(&m->in, 0);
-    atomic_init(&m->out, 0);
-    atomic_init(&m->bad, 0);
-    atomic_init(&m->guard, 0);
-    atomic_init(&m->dead, 0);
-    atomic_init(&m->bp, 0);
-    atomic_init(&m->dup, 0);
-    atomic_init(&m->wm_out, TDM_TIME_MIN);
-    atomic_init(&m->idle, 0);
-    atomic_init(&m->last_at, TDM_TIME_MIN);
-    atomic_init(&m->max_ts, TDM_TIME_MIN);
-    atomic_init(&m->unit, 0);
-    for (int i = 0; i < 4; i++)
-        atomic_init(&m->lag[i], -1);
-    t->wm_out = TDM_TIME_MIN;
-    t->lag_next = TDM_TIME_MIN;
-    t->sweep_next = TDM_TIME_MIN;
-}
-
 /* Opens the connector share, the reader and the batch pool. */
 tdm_err rt_source_task_init(rt_src_task *t)
 {
@@ -1954,7 +1644,7 @@ tdm_err rt_source_task_init(rt_src_task *t)
     rt_source *s = t->src;
     char msg[256] = "";
     int n_parts = 0;
-    init_metrics(t);
+    tdm__src_metrics_init(t);
     if (pthread_mutex_init(&t->mx, NULL) != 0)
         return TDM_ERR_NOMEM;
     t->mx_ok = true;
@@ -2019,7 +1709,7 @@ tdm_err rt_source_task_init(rt_src_task *t)
                              s->n_targets, run->qcap + 2, &run->abort,
                              run->job);
         t->pool_ok = err == TDM_OK;
-        t->pool.before_wait = before_pool_wait;
+        t->pool.before_wait = tdm__outbox_before_pool_wait;
         t->pool.before_wait_ud = t;
         t->pool.waits = &t->m.bp;
     }
@@ -2083,106 +1773,4 @@ void rt_source_task_fini(rt_src_task *t)
     tdm__free(t->lagg);
     rt_ckpt_slot_free(&t->ck);
     memset(t, 0, sizeof *t);
-}
-
-/* ---- Emitter: an operator's output stream (chaining) ---- */
-
-/* A derived source subtask has no connector, reader or thread: the
- * operator subtask with its index appends result rows to a batch of the
- * output schema and, at a flush, routes them with the same code as a
- * source's polled rows (route_all) and queues them (flush_rows).  Rows
- * are routed only at the flush, after the last row was added: adding a
- * row may grow the batch's arena and move its strings, which in-place
- * string keys in the selection point to.  A flushed batch is released
- * (the consumers hold it) and never written again: a consumer may be
- * reading it. */
-tdm_err rt_emit_init(rt_src_task *t)
-{
-    tdm__run *run = t->run;
-    rt_source *s = t->src;
-    init_metrics(t);
-    if (pthread_mutex_init(&t->mx, NULL) != 0)
-        return TDM_ERR_NOMEM;
-    t->mx_ok = true;
-    tdm_err err = tdm__pool_init(&t->pool, s->schema, run->batch_size,
-                                 s->n_targets, run->qcap + 2, &run->abort,
-                                 run->job);
-    t->pool_ok = err == TDM_OK;
-    if (err != TDM_OK)
-        return err;
-    t->pool.waits = &t->m.bp;
-    t->unkicked = tdm__calloc(s->n_targets > 0 ? (size_t)s->n_targets : 1,
-                              1);
-    return t->unkicked ? TDM_OK : TDM_ERR_NOMEM;
-}
-
-void rt_emit_flush(rt_src_task *t)
-{
-    tdm__sbatch *sb = t->cur;
-    if (!sb)
-        return;
-    int P = t->run->P;
-    const tdm__batch *b = sb->b;
-    for (uint32_t i = t->routed; i < b->n; i++)
-        if (route_all(t, &b->rows[i], i, P, false, false) != TDM_OK) {
-            rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
-                    tdm__node_kind_name(t->src->node->kind),
-                    t->src->node->name);
-            break;
-        }
-    t->routed = (uint32_t)b->n;
-    flush_rows(t);
-    tdm__sbatch_release(sb);
-    t->cur = NULL;
-    t->routed = 0;
-}
-
-tdm_err rt_emit_row(rt_src_task *t, const tdm__val *vals, tdm_time_ms ts)
-{
-    const tdm__schema *sc = t->src->schema;
-    tdm__row *row = NULL;
-    for (int tries = 0; !row && tries < 2; tries++) {
-        if (!t->cur) {
-            tdm_err err = TDM_OK;
-            t->cur = tdm__pool_get(&t->pool, &err);
-            if (!t->cur)
-                return err != TDM_OK ? err : TDM_ERR_STATE;
-            t->routed = 0;
-        }
-        row = tdm__batch_add(t->cur->b);
-        if (!row)
-            rt_emit_flush(t); /* full: send it, take a fresh one */
-    }
-    if (!row)
-        return TDM_ERR_NOMEM;
-    row->ts = ts;
-    for (int i = 0; i < sc->n; i++) {
-        const tdm__val *v = &vals[i];
-        if (sc->fields[i].type == TDM_TYPE_STRING && !v->null) {
-            if (tdm__batch_set_string(t->cur->b, row, i, v->u.s.p,
-                                      v->u.s.len) != TDM_OK) {
-                tdm__batch_drop_last(t->cur->b);
-                return TDM_ERR_NOMEM;
-            }
-        } else {
-            row->v[i] = *v;
-        }
-    }
-    return TDM_OK;
-}
-
-void rt_emit_control(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
-                     int idle, int64_t at_us)
-{
-    rt_emit_flush(t);
-    if (kind == TDM__ITEM_WATERMARK) {
-        t->wm_out = wm;
-        rt_pub_set(&t->m.wm_out, wm);
-    } else if (kind == TDM__ITEM_STATUS) {
-        t->idle = idle != 0;
-        rt_pub_set(&t->m.idle, idle != 0);
-    } else if (kind == TDM__ITEM_END) {
-        rt_pub_set(&t->m.wm_out, TDM_TIME_MAX);
-    }
-    push_control(t, kind, wm, idle, at_us);
 }
