@@ -39,13 +39,14 @@ void tdm__src_metrics_publish(rt_src_task *t, bool all);
  * own bucket) or not is a coin toss for out-of-order data, and a
  * mispredicted branch per record costs more than computing both
  * answers and selecting one. */
-static inline int tdm__src_lag_bucket(int64_t v) {
-  uint64_t u = (uint64_t)v;
-  int x = 63 - __builtin_clzll(u | 1) - TDM__HIST_SUB_BITS;
-  int big = -(x > 0); /* all ones when v >= 256 (a compare, no jump) */
-  int b = TDM__HIST_EXACT + (x - 1) * (1 << TDM__HIST_SUB_BITS) +
-          (int)(u >> (x & big)) - (1 << TDM__HIST_SUB_BITS);
-  return (b & big) | ((int)u & ~big);
+static inline int tdm__src_lag_bucket(int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    int x = 63 - __builtin_clzll(u | 1) - TDM__HIST_SUB_BITS;
+    int big = -(x > 0); /* all ones when v >= 256 (a compare, no jump) */
+    int b = TDM__HIST_EXACT + (x - 1) * (1 << TDM__HIST_SUB_BITS) +
+            (int)(u >> (x & big)) - (1 << TDM__HIST_SUB_BITS);
+    return (b & big) | ((int)u & ~big);
 }
 
 #endif /* TDM_RT_SRC_METRICS_H */

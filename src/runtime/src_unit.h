@@ -27,18 +27,19 @@ bool tdm__src_unit_open(const rt_src_task *t);
 /* Collects unit evidence from the first 100 timestamps of a partition;
  * the verdict comes at the 100th or when the partition ends. */
 static inline __attribute__((always_inline)) void
-tdm__src_unit_observe(rt_src_task *t, int p, tdm_time_ms ts) {
-  struct rt_unit *u = &t->uc[p];
-  if (u->n < 0)
-    return;
-  if (u->n++ == 0)
-    u->first = ts;
-  if (ts >= 100000000LL && ts < 100000000000LL)
-    u->small++;
-  else if (ts >= 100000000000000LL)
-    u->big++;
-  if (u->n >= 100)
-    tdm__src_unit_verdict(t, p);
+tdm__src_unit_observe(rt_src_task *t, int p, tdm_time_ms ts)
+{
+    struct rt_unit *u = &t->uc[p];
+    if (u->n < 0)
+        return;
+    if (u->n++ == 0)
+        u->first = ts;
+    if (ts >= 100000000LL && ts < 100000000000LL)
+        u->small++;
+    else if (ts >= 100000000000000LL)
+        u->big++;
+    if (u->n >= 100)
+        tdm__src_unit_verdict(t, p);
 }
 
 #endif /* TDM_RT_SRC_UNIT_H */

@@ -59,12 +59,11 @@ void tdm__src_v2_idle_without_splits(rt_src_task *t);
 /* Hook between polls: a commit the run thread asked for (version 2). */
 void tdm__src_v2_between_polls(rt_src_task *t);
 
-/* Hook after a poll, before its rows are scanned (version 2): partitions
- * assigned in this poll become splits before its rows (an assigned
- * partition without rows holds the watermark); rows below a replay
- * floor are dropped; what a previous owner may have written is
- * published.  TDM_OK or TDM_ERR_NOMEM. */
-tdm_err tdm__src_v2_on_batch(rt_src_task *t);
+/* Hook after a poll, before its rows are scanned (version 2): rows
+ * below a replay floor are dropped; what a previous owner may have
+ * written is published.  The poll's assigned partitions must be splits
+ * already. */
+void tdm__src_v2_on_batch(rt_src_task *t);
 
 /* Hook at the end of the subtask's input: logs the replayed records it
  * skipped. */

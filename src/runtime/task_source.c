@@ -14,6 +14,17 @@
  * finish them as they are revoked, get marks and commits (run.c), and
  * replay floors; alignment pauses splits at the connector, or a whole
  * version-1 source by not polling.
+ *
+ * This file is the loop and the scan only.  What it sends goes through
+ * the outbox (outbox.c, outbox_route.h); each feature it interleaves is
+ * a component with its own file and hooks, called from here and never
+ * calling back: checkpoints (src_ckpt.c), alignment (src_align.c),
+ * version-2 commits, replay floors and splits (src_v2.c), the key fence
+ * (src_fence.c), the timestamp-unit check (src_unit.c), dead letters
+ * (src_dead.c), published metrics and lag (src_metrics.c), and the
+ * partition arrays (src_parts.c).  The loop's phases: step (between-poll
+ * hooks, poll_batch, scan, after_batch with its after-tick hooks), then
+ * finish.
  */
 #include <string.h>
 
@@ -82,6 +93,231 @@ static bool run_udfs(const tdm_node *n, tdm__row *row)
 enum { LEAN_NO = 0, LEAN_P1, LEAN_PN };
 enum { LAGG_NO = 0, LAGG_ANY, LAGG_COUNT };
 
+/* The always-inline attribute of the scan's per-row steps: each is a
+ * named step of scan_batch, folded into every specialisation of it. */
+#define SCAN_STEP static inline __attribute__((always_inline))
+
+/* The routing of a source with one or two consumers (the common cases;
+ * two: NEXMark q7's bids feed a window and a join), decided once per
+ * batch: each edge's key kind depends on the schema only; kind0 -1:
+ * more edges, routed by tdm__outbox_route_all.  Per edge 0 and 1: key
+ * kind and field, the selection and counts of its first target, its
+ * local aggregate. */
+typedef struct scan_routes {
+    int kind0, kind1, kfield0, kfield1;
+    tdm__sel *sel0, *sel1;
+    uint32_t *sel_n0, *sel_n1;
+    rt_lagg *lagg0, *lagg1;
+} scan_routes;
+
+/* The routes of the current batch (@p lean, @p lagg: scan_batch's). */
+SCAN_STEP scan_routes scan_routes_of(const rt_src_task *t, const int lean,
+                                     const int lagg, const int n_edges)
+{
+    const rt_source *s = t->src;
+    const tdm__sbatch *sb = t->cur;
+    const size_t cap = t->run->batch_size;
+    const bool two = n_edges == 2;
+    const int tb0 = s->n_edges ? s->edges[0].target_base : 0;
+    const int tb1 = two ? s->edges[1].target_base : 0;
+    scan_routes r;
+    r.kind0 = lean ? TDM__KEY_BY_INT
+              : n_edges == 1 || two
+                  ? tdm__outbox_key_kind(sb->b->schema, &s->edges[0])
+                  : -1;
+    r.kind1 = two ? tdm__outbox_key_kind(sb->b->schema, &s->edges[1]) : -1;
+    r.kfield0 = s->n_edges && s->edges[0].n_key ? s->edges[0].key_idx[0] : -1;
+    r.kfield1 = two && s->edges[1].n_key ? s->edges[1].key_idx[0] : -1;
+    r.sel0 = sb->sel + (size_t)tb0 * cap;
+    r.sel_n0 = sb->sel_n + tb0;
+    r.sel1 = sb->sel + (size_t)tb1 * cap;
+    r.sel_n1 = sb->sel_n + tb1;
+    r.lagg0 = lagg != LAGG_NO ? t->lagg[0] : NULL;
+    r.lagg1 = lagg != LAGG_NO && two ? t->lagg[1] : NULL;
+    return r;
+}
+
+/* Routes row @p i (step of scan_batch): to edges 0 and 1 in route_all's
+ * order, to edge 0 alone, or through tdm__outbox_route_all; @p local:
+ * fold into the local aggregates. */
+SCAN_STEP tdm_err scan_route(rt_src_task *t, const tdm__row *row, size_t i,
+                             const scan_routes *r, const int P,
+                             const bool fence, const bool local, const int lagg)
+{
+    const size_t cap = t->run->batch_size;
+    if (r->kind1 >= 0) {
+        tdm_err rerr = tdm__outbox_route_edge(
+            t, row, (uint32_t)i, 0, r->kind0, r->kfield0, P, fence, r->sel0,
+            r->sel_n0, cap, local ? r->lagg0 : NULL, false);
+        if (rerr != TDM_OK)
+            return rerr;
+        return tdm__outbox_route_edge(t, row, (uint32_t)i, 1, r->kind1,
+                                      r->kfield1, P, fence, r->sel1, r->sel_n1,
+                                      cap, local ? r->lagg1 : NULL, false);
+    }
+    if (r->kind0 >= 0)
+        return tdm__outbox_route_edge(
+            t, row, (uint32_t)i, 0, r->kind0, r->kfield0, P, fence, r->sel0,
+            r->sel_n0, cap, local ? r->lagg0 : NULL, lagg == LAGG_COUNT);
+    return tdm__outbox_route_all(t, row, (uint32_t)i, P, fence, local);
+}
+
+/* Pass-through (step of scan_batch): the row as read, written by this
+ * subtask to sink @p pass (the sink serialises writers).  TDM_ERR_IO
+ * fails the run. */
+SCAN_STEP tdm_err scan_pass(rt_src_task *t, rt_sink *pass, const tdm__row *row)
+{
+    if (pass->vt->write_row(t->ck.obj[0], row) == TDM_OK)
+        return TDM_OK;
+    char why[400];
+    rt_sink_why(pass, t->ck.obj[0], why, sizeof why);
+    rt_fail(t->run, TDM_ERR_IO,
+            "sink \"%s\": writing a record of source \"%s\" to %s failed%s",
+            pass->node->name, t->src->node->name,
+            pass->conf.path && *pass->conf.path ? pass->conf.path : "stdout",
+            why);
+    return TDM_ERR_IO;
+}
+
+/* Records partition @p p as touched by batch @p seq (once). */
+SCAN_STEP void scan_touch(rt_phot *ph, uint32_t p, const uint32_t seq,
+                          int *touched, int *n_mt)
+{
+    if (ph->stamp != seq) {
+        ph->stamp = seq;
+        touched[(*n_mt)++] = (int)p;
+    }
+}
+
+/* Event lag (step of scan_batch): how far timestamp @p ts is behind the
+ * highest its partition has seen.  A row in order costs no count (they
+ * are added in bulk after the scan); only a row behind the maximum costs
+ * a bucket. */
+SCAN_STEP void scan_lag(rt_phot *ph, tdm_time_ms ts, const bool lag_on,
+                        uint64_t *lag_b, uint64_t *lag_max, uint64_t *behind)
+{
+    const tdm_time_ms hi = ph->hi;
+    /* Selects rather than jumps: in or out of order is a coin toss. */
+    ph->hi = ts > hi ? ts : hi;
+    if (lag_on && ts < hi) {
+        const uint64_t lag = (uint64_t)hi - (uint64_t)ts;
+        lag_b[tdm__src_lag_bucket((int64_t)lag)]++;
+        *lag_max = lag > *lag_max ? lag : *lag_max;
+        (*behind)++;
+    }
+}
+
+/* What a scan counted, published once per batch (scan_publish). */
+typedef struct scan_counts {
+    int64_t guard_hits, skipped, filtered, passed;
+    uint64_t behind, lag_max;
+    int n_mt;
+} scan_counts;
+
+/* Fetches the local count slot of row @p ahead, a few rows ahead of the
+ * scan (a lean count's fixed-width key, localagg.h). */
+SCAN_STEP void scan_prefetch(const tdm__row *ahead, const scan_routes *r)
+{
+    rt_lagg_prefetch_fixed(
+        r->lagg0, ahead->ts,
+        tdm__key_fixed_bits(&ahead->v[r->kfield0], TDM_TYPE_INT64));
+}
+
+/* A row the timestamp guard caught (step of scan_batch): flagged and
+ * counted; with guard_dead, dead-lettered and skipped (true). */
+SCAN_STEP bool scan_guarded(rt_src_task *t, tdm__row *row,
+                            const bool guard_dead, scan_counts *n)
+{
+    row->flags |= TDM__ROW_GUARDED;
+    n->guard_hits++;
+    if (!guard_dead)
+        return false;
+    tdm__src_dead_guarded(t, row);
+    n->skipped++;
+    return true;
+}
+
+/* The watermark generator's view of a routed row (step of scan_batch).
+ * The partitions a batch touched with a timestamp the generator sees
+ * are listed (their metrics are published after the scan, and with
+ * wm_max_only the generator is called once for each: scan_max_only);
+ * otherwise the row goes to the generator now that it is on its way (an
+ * on-event watermark then follows the row downstream). */
+SCAN_STEP void scan_generator(rt_src_task *t, rt_phot *ph, tdm__row *row,
+                              uint32_t p, const uint32_t seq,
+                              const bool max_only, int *touched, int *n_mt)
+{
+    if (ph->gen != seq) {
+        ph->gen = seq;
+        scan_touch(ph, p, seq, touched, n_mt);
+    }
+    if (!max_only) {
+        tdm_record rec = {
+            .ts = row->ts, .payload = row, .payload_len = sizeof *row};
+        tdm_reader_record(t->reader, (int)p, &rec);
+    }
+}
+
+/* A generator that keeps only a maximum and emits on the periodic tick
+ * (after this batch is sent) cannot tell one call with the partition's
+ * highest timestamp from one call per row: the maximum, and the activity
+ * its idleness timer looks for (one call per batch with such rows), come
+ * out the same. */
+static void scan_max_only(rt_src_task *t, const uint32_t seq, int n_mt)
+{
+    for (int k = 0; k < n_mt; k++) {
+        const rt_phot *ph = &t->hot[t->mtouched[k]];
+        if (ph->gen != seq)
+            continue;
+        tdm_record rec = {.ts = ph->hi};
+        tdm_reader_record(t->reader, t->mtouched[k], &rec);
+    }
+}
+
+/* Publishes once per batch: counters, the lag histogram's totals, and
+ * the touched partitions' records, highest timestamp and last record
+ * time.  Rows routed are those not skipped; rows with an event timestamp
+ * (not guarded, not processing time) those routed minus the guarded
+ * ones still routed. */
+static void scan_publish(rt_src_task *t, const scan_counts n, int mode,
+                         bool lag_on)
+{
+    rt_count(t->run, TDM_STAT_GUARD_HITS, n.guard_hits);
+    if (n.passed)
+        rt_count(t->run, TDM_STAT_RECORDS_OUT, n.passed);
+    rt_count(t->run, TDM_STAT_FILTERED, n.filtered);
+    int64_t routed = (int64_t)t->cur->b->n - n.skipped;
+    if (mode != TDM__TIME_PROCESSING) {
+        int64_t timed = routed - (t->run->guard_dead ? 0 : n.guard_hits);
+        /* The histogram's maximum is set when the quantiles are
+         * published (tdm__src_metrics_publish_lag). */
+        if (lag_on) {
+            t->lag.b[0] += (uint64_t)timed - n.behind;
+            t->lag.n += (uint64_t)timed;
+        }
+        t->lag_seen += (uint64_t)timed;
+        t->lag_max = n.lag_max;
+    }
+    rt_pub_add(&t->m.guard, n.guard_hits);
+    rt_pub_add(&t->m.out, routed);
+    tdm_time_ms vmax = rt_pub_get(&t->m.max_ts);
+    for (int k = 0; k < n.n_mt; k++) {
+        const rt_phot *ph = &t->hot[t->mtouched[k]];
+        rt_part *pp = &t->parts[t->mtouched[k]];
+        rt_pub_set(&pp->p_records, ph->n);
+        rt_pub_set(&pp->p_last_at, t->now);
+        if (ph->hi != rt_pub_get(&pp->p_max_ts))
+            rt_pub_set(&pp->p_max_ts, ph->hi);
+        if (ph->hi > vmax)
+            vmax = ph->hi;
+    }
+    t->n_mt = n.n_mt;
+    if (n.n_mt) {
+        rt_pub_set(&t->m.last_at, t->now);
+        rt_pub_set(&t->m.max_ts, vmax);
+    }
+}
+
 /* Processes the rows of one poll, in order:
  *   partition bookkeeping (partitions named by a field appear late; the
  *   records of each partition, and the partitions the batch touched),
@@ -93,12 +329,13 @@ enum { LAGG_NO = 0, LAGG_ANY, LAGG_COUNT };
  *   the watermark generator.
  * Nothing here allocates once the partition arrays have grown; the
  * common row costs no counter of its own (rows routed and in timestamp
- * order are counted by exception, below).  Inlined into process_batch
- * with and without the lag histogram, so that a batch it does not sample
- * pays no test per row for it, and for lean batches (@p lean, see
- * lean_kind) with what they cannot have folded away.  @p lagg: LAGG_NO
- * (no local aggregate), LAGG_ANY, or LAGG_COUNT (edge 0's is a single
- * count(), which the fold then knows at compile time). */
+ * order are counted by exception: scan_publish).  Inlined into
+ * process_batch with and without the lag histogram, so that a batch it
+ * does not sample pays no test per row for it, and for lean batches
+ * (@p lean, see lean_kind) with what they cannot have folded away.
+ * @p lagg: LAGG_NO (no local aggregate), LAGG_ANY, or LAGG_COUNT (edge
+ * 0's is a single count(), which the fold then knows at compile time).
+ * Its per-row steps (SCAN_STEP) are inlined too. */
 static inline __attribute__((always_inline)) tdm_err
 scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
            const int lean, const int lagg)
@@ -114,68 +351,30 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
      * once every partition is judged, the batch skips it. */
     bool unit_check = mode == TDM__TIME_EVENT && c->ts_unit == TDM__UNIT_MS &&
                       tdm__src_unit_open(t);
-    /* The routing of a source with one or two consumers (the common
-     * cases; two: NEXMark q7's bids feed a window and a join) is decided
-     * here once: each edge's key kind depends on the schema only.  More
-     * edges go through route_all. */
     const int P = lean == LEAN_P1 ? 1 : t->run->P;
     const bool fence = lean ? false : s->fence;
-    const int n_edges = lean ? 1 : s->n_edges;
-    const int kind0 = lean ? TDM__KEY_BY_INT
-                      : n_edges == 1 || n_edges == 2
-                          ? tdm__outbox_key_kind(b->schema, &s->edges[0])
-                          : -1;
-    const int kind1 =
-        n_edges == 2 ? tdm__outbox_key_kind(b->schema, &s->edges[1]) : -1;
-    /* Edges 0 and 1: key field and their targets' selections. */
-    const size_t cap = t->run->batch_size;
-    const int tb0 = s->n_edges ? s->edges[0].target_base : 0;
-    const int kfield0 = s->n_edges && s->edges[0].n_key
-                            ? s->edges[0].key_idx[0]
-                            : -1;
-    tdm__sel *const sel0 = t->cur->sel + (size_t)tb0 * cap;
-    uint32_t *const sel_n0 = t->cur->sel_n + tb0;
-    const int tb1 = n_edges == 2 ? s->edges[1].target_base : 0;
-    const int kfield1 = n_edges == 2 && s->edges[1].n_key
-                            ? s->edges[1].key_idx[0]
-                            : -1;
-    tdm__sel *const sel1 = t->cur->sel + (size_t)tb1 * cap;
-    uint32_t *const sel_n1 = t->cur->sel_n + tb1;
+    const scan_routes r = scan_routes_of(t, lean, lagg, lean ? 1 : s->n_edges);
     const bool max_only = s->wm_max_only;
     const bool guard_dead = t->run->guard_dead;
-    /* Two-phase aggregation: edge 0's local aggregate (and whether any
-     * edge has one). */
-    const bool any_lagg = lagg != LAGG_NO;
-    rt_lagg *const lagg0 = any_lagg ? t->lagg[0] : NULL;
-    rt_lagg *const lagg1 = any_lagg && n_edges == 2 ? t->lagg[1] : NULL;
     /* Count slots of a lean count are fetched ahead when they scatter
      * keys (localagg.h); in direct mode rows share their lines and the
      * look ahead costs more than it saves (about 10 % of NEXMark-W). */
-    const bool prefetch = lean && lagg == LAGG_COUNT && lagg0->cs_scatter;
+    const bool prefetch = lean && lagg == LAGG_COUNT && r.lagg0->cs_scatter;
     const int n_udfs = lean ? 0 : s->node->n_udfs + (s->node->exprs != NULL);
     rt_sink *const pass = lean ? NULL : s->pass;
-    int64_t passed = 0;
     tdm_time_ms limit = t->run->guard > 0
                             ? tdm__time_add_sat(t->now, t->run->guard)
                             : TDM_TIME_MAX;
-    int64_t guard_hits = 0, skipped = 0, filtered = 0;
-    uint64_t behind = 0;
-    int n_mt = 0;
+    scan_counts n = {.lag_max = t->lag_max};
     int *touched = t->mtouched;
     rt_phot *hot = t->hot;
     uint64_t *lag_b = t->lag.b;
-    uint64_t lag_max = t->lag_max;
     int n_parts = t->n_parts;
     for (size_t i = 0; i < b->n; i++) {
         tdm__row *row = &b->rows[i];
         const uint32_t p = row->partition;
-        if (prefetch && i + RT_LAGG_AHEAD < b->n) {
-            /* The fold's count slot of a row ahead (a fixed-width key). */
-            const tdm__row *ahead = &b->rows[i + RT_LAGG_AHEAD];
-            rt_lagg_prefetch_fixed(lagg0, ahead->ts,
-                                   tdm__key_fixed_bits(&ahead->v[kfield0],
-                                                       TDM_TYPE_INT64));
-        }
+        if (prefetch && i + RT_LAGG_AHEAD < b->n)
+            scan_prefetch(&b->rows[i + RT_LAGG_AHEAD], &r);
         if ((int)p >= n_parts) {
             if (tdm__src_parts_ensure(t, (int)p, row) != TDM_OK)
                 return TDM_ERR_NOMEM;
@@ -192,8 +391,8 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
         if (mode != TDM__TIME_EVENT)
             row->ts = t->now;
         if (n_udfs && !run_udfs(s->node, row)) {
-            skipped++;
-            filtered++;
+            n.skipped++;
+            n.filtered++;
             continue;
         }
         bool guarded = false;
@@ -202,149 +401,32 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
                 tdm__src_unit_observe(t, (int)p, row->ts);
             if (row->ts > limit) {
                 guarded = true;
-                row->flags |= TDM__ROW_GUARDED;
-                guard_hits++;
-                if (guard_dead) {
-                    tdm__src_dead_guarded(t, row);
-                    skipped++;
+                if (scan_guarded(t, row, guard_dead, &n))
                     continue;
-                }
             }
         }
         /* Guarded rows (far ahead) and rows without a timestamp go raw:
          * the window subtask treats them exactly as without the local
          * phase. */
-        const bool local = any_lagg && !guarded && row->ts != TDM_TIME_MIN;
-        tdm_err rerr;
-        if (kind1 >= 0) {
-            /* Two edges, in route_all's order. */
-            rerr = tdm__outbox_route_edge(t, row, (uint32_t)i, 0, kind0,
-                                          kfield0, P, fence, sel0, sel_n0, cap,
-                                          local ? lagg0 : NULL, false);
-            if (rerr == TDM_OK)
-                rerr = tdm__outbox_route_edge(t, row, (uint32_t)i, 1, kind1,
-                                              kfield1, P, fence, sel1, sel_n1,
-                                              cap, local ? lagg1 : NULL, false);
-        } else {
-            rerr = kind0 >= 0
-                       ? tdm__outbox_route_edge(t, row, (uint32_t)i, 0, kind0,
-                                                kfield0, P, fence, sel0, sel_n0,
-                                                cap, local ? lagg0 : NULL,
-                                                lagg == LAGG_COUNT)
-                       : tdm__outbox_route_all(t, row, (uint32_t)i, P, fence,
-                                               local);
-        }
-        if (rerr != TDM_OK)
+        const bool local =
+            lagg != LAGG_NO && !guarded && row->ts != TDM_TIME_MIN;
+        if (scan_route(t, row, i, &r, P, fence, local, lagg) != TDM_OK)
             return TDM_ERR_NOMEM;
         if (pass) {
-            /* Pass-through: the row as read, written by this subtask
-             * (the sink serialises writers). */
-            if (pass->vt->write_row(t->ck.obj[0], row) != TDM_OK) {
-                char why[400];
-                rt_sink_why(pass, t->ck.obj[0], why, sizeof why);
-                rt_fail(t->run, TDM_ERR_IO,
-                        "sink \"%s\": writing a record of source \"%s\" "
-                        "to %s failed%s",
-                        pass->node->name, s->node->name,
-                        pass->conf.path && *pass->conf.path
-                            ? pass->conf.path
-                            : "stdout",
-                        why);
+            if (scan_pass(t, pass, row) != TDM_OK)
                 return TDM_ERR_IO;
-            }
-            passed++;
+            n.passed++;
         }
         if (guarded || mode == TDM__TIME_PROCESSING) {
-            if (ph->stamp != seq) {
-                ph->stamp = seq;
-                touched[n_mt++] = (int)p;
-            }
+            scan_touch(ph, p, seq, touched, &n.n_mt);
             continue;
         }
-        /* Event lag: how far the row is behind the highest timestamp
-         * its partition has seen.  A row in order costs no count (they
-         * are added in bulk below); only a row behind the maximum costs
-         * a bucket. */
-        tdm_time_ms ts = row->ts;
-        const tdm_time_ms hi = ph->hi;
-        /* Selects rather than jumps: in or out of order is a coin toss. */
-        ph->hi = ts > hi ? ts : hi;
-        if (lag_on && ts < hi) {
-            const uint64_t lag = (uint64_t)hi - (uint64_t)ts;
-            lag_b[tdm__src_lag_bucket((int64_t)lag)]++;
-            lag_max = lag > lag_max ? lag : lag_max;
-            behind++;
-        }
-        /* The partitions this batch touched with a timestamp the
-         * generator sees (their metrics are published below, and with
-         * wm_max_only the generator is called once for each). */
-        if (ph->gen != seq) {
-            ph->gen = seq;
-            if (ph->stamp != seq) {
-                ph->stamp = seq;
-                touched[n_mt++] = (int)p;
-            }
-        }
-        if (!max_only) {
-            /* The row is on its way; now the generator may see it (an
-             * on-event watermark then follows the row downstream). */
-            tdm_record rec = { .ts = ts, .payload = row,
-                               .payload_len = sizeof *row };
-            tdm_reader_record(t->reader, (int)p, &rec);
-        }
+        scan_lag(ph, row->ts, lag_on, lag_b, &n.lag_max, &n.behind);
+        scan_generator(t, ph, row, p, seq, max_only, touched, &n.n_mt);
     }
-    /* A generator that keeps only a maximum and emits on the periodic
-     * tick (after this batch is sent) cannot tell one call with the
-     * partition's highest timestamp from one call per row: the maximum,
-     * and the activity its idleness timer looks for (one call per batch
-     * with such rows), come out the same. */
     if (max_only)
-        for (int k = 0; k < n_mt; k++) {
-            const rt_phot *ph = &hot[touched[k]];
-            if (ph->gen != seq)
-                continue;
-            tdm_record rec = { .ts = ph->hi };
-            tdm_reader_record(t->reader, touched[k], &rec);
-        }
-    rt_count(t->run, TDM_STAT_GUARD_HITS, guard_hits);
-    if (passed)
-        rt_count(t->run, TDM_STAT_RECORDS_OUT, passed);
-    rt_count(t->run, TDM_STAT_FILTERED, filtered);
-    /* Publish once per batch: counters, the lag histogram's totals, and
-     * the touched partitions' records, highest timestamp and last record
-     * time.  Rows routed are those not skipped; rows with an event
-     * timestamp (not guarded, not processing time) those routed minus
-     * the guarded ones still routed. */
-    int64_t routed = (int64_t)b->n - skipped;
-    if (mode != TDM__TIME_PROCESSING) {
-        int64_t timed = routed - (guard_dead ? 0 : guard_hits);
-        /* The histogram's maximum is set when the quantiles are
-         * published (tdm__src_metrics_publish_lag). */
-        if (lag_on) {
-            lag_b[0] += (uint64_t)timed - behind;
-            t->lag.n += (uint64_t)timed;
-        }
-        t->lag_seen += (uint64_t)timed;
-        t->lag_max = lag_max;
-    }
-    rt_pub_add(&t->m.guard, guard_hits);
-    rt_pub_add(&t->m.out, routed);
-    tdm_time_ms vmax = rt_pub_get(&t->m.max_ts);
-    for (int k = 0; k < n_mt; k++) {
-        const rt_phot *ph = &hot[touched[k]];
-        rt_part *pp = &t->parts[touched[k]];
-        rt_pub_set(&pp->p_records, ph->n);
-        rt_pub_set(&pp->p_last_at, t->now);
-        if (ph->hi != rt_pub_get(&pp->p_max_ts))
-            rt_pub_set(&pp->p_max_ts, ph->hi);
-        if (ph->hi > vmax)
-            vmax = ph->hi;
-    }
-    t->n_mt = n_mt;
-    if (n_mt) {
-        rt_pub_set(&t->m.last_at, t->now);
-        rt_pub_set(&t->m.max_ts, vmax);
-    }
+        scan_max_only(t, seq, n.n_mt);
+    scan_publish(t, n, mode, lag_on);
     return TDM_OK;
 }
 
@@ -556,6 +638,14 @@ static void after_batch(rt_src_task *t, int eof)
         after_tick[h](t);
 }
 
+/* Version 2: makes the partitions the connector assigned splits.  false
+ * for want of memory. */
+static bool assigned_splits(rt_src_task *t)
+{
+    int n = t->src->vt->n_partitions(t->conn);
+    return n <= t->n_parts || tdm__src_parts_ensure(t, n - 1, NULL) == TDM_OK;
+}
+
 /* One iteration: between-poll hooks, then one batch polled, scanned and
  * sent.  false when the loop must stop (*eof untouched then). */
 static bool step(rt_src_task *t, int *eof)
@@ -569,10 +659,13 @@ static bool step(rt_src_task *t, int *eof)
     }
     if (!poll_batch(t, eof))
         return false;
-    if (tdm__src_v2_on_batch(t) != TDM_OK) {
+    /* Partitions assigned in this poll are splits before its rows (an
+     * assigned partition without rows holds the watermark). */
+    if (t->src->v2 && !assigned_splits(t)) {
         fail_nomem(t);
         return false;
     }
+    tdm__src_v2_on_batch(t);
     /* One clock reading per batch: the guard and ingestion time
      * need no finer resolution, and the hot loop no syscall. */
     t->now = tdm_clock_now(t->clk);
