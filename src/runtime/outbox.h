@@ -8,7 +8,9 @@
  *   two-phase:  rt_partials, partial accumulators (item
  *               TDM__ITEM_PARTIAL), recycled through an rt_ppool
  *               (localagg.c);
- *   emitter:    rt_emit_* (task_source.c), used by operator subtasks to
+ *   sending:    tdm__outbox_* (outbox.c), a producer's flush, broadcast
+ *               and kick; routing is in outbox_route.h;
+ *   emitter:    rt_emit_* (outbox.c), used by operator subtasks to
  *               write a chained operator's output stream.
  *
  * A message is allocated by its producer and freed or handed back by
@@ -130,7 +132,30 @@ void rt_partials_release(rt_partials *m);
 #define RT_FENCE_MAGIC "\xf3\x7e\x1d\xa9\x5c\x02\xe8\x6b"
 #define RT_FENCE_SUFFIX (4 + 8)
 
-/* ---- Emitter: an operator's output stream (task_source.c) ---- */
+/* ---- Sending: a producer's outbox (outbox.c) ---- */
+
+/* Wakes the consumers of every target that got a lazy push since the
+ * last kick. */
+void tdm__outbox_kick(rt_src_task *t);
+/* The batch pool's hook before its owner waits for a free batch (@p ud:
+ * the rt_src_task): kicks, so that consumers left asleep by lazy pushes
+ * run and free one. */
+void tdm__outbox_before_pool_wait(void *ud);
+/* Sends the rows routed into the current batch since the last flush:
+ * one item per target with new rows, each holding a reference on the
+ * batch (lazily pushed when t->lazy). */
+void tdm__outbox_flush_rows(rt_src_task *t);
+/* Flushes the rows, then (WATERMARK, END) the local aggregates' partial
+ * rows the watermark closes, then queues control item @p kind (@p wm,
+ * @p idle) to every consumer subtask, stamped for result latency. */
+void tdm__outbox_broadcast(rt_src_task *t, tdm__item_kind kind,
+                           tdm_time_ms wm, int idle);
+/* Queues a control item on this producer's channel of every consumer
+ * subtask (the rows before it must have been flushed). */
+void tdm__outbox_push_control(rt_src_task *t, tdm__item_kind kind,
+                              tdm_time_ms wm, int idle, int64_t at_us);
+
+/* ---- Emitter: an operator's output stream (outbox.c) ---- */
 
 /* Sets up derived source subtask @p t (run, src, index set): its batch
  * pool and routing scratch.  Frees with rt_source_task_fini.  TDM_OK or

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/* src_parts.c - a source subtask's per-partition arrays and names: the
+ * arrays (finished and reported flags, unit evidence, touched list,
+ * replay floors, horizons, pauses, fence key sets, hot and published
+ * partition metrics) grow together to cover every split the reader has;
+ * new partitions get the names metrics label them with (a file source's
+ * globbed files dealt round-robin, a field's value, a version-2
+ * connector's own name).
+ *
+ * Invariant: t->part_cap >= t->n_parts, and every array has part_cap
+ * entries; the published ones (t->parts) move only under t->mx.
+ * Used by task_source.c (the scan, the poll) and by rt_source_task_init.
+ */
+#include <glob.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "runtime/outbox.h"
+#include "runtime/src_parts.h"
+#include "runtime/src_v2.h"
+#include "time/wm.h"
+
+/* Makes the per-partition arrays hold at least @p need entries. */
+tdm_err tdm__src_parts_reserve(rt_src_task *t, int need)
+{
+    if (need > t->part_cap) {
+        int cap = t->part_cap ? t->part_cap : 16;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *f = tdm__realloc(t->finished, (size_t)cap);
+        if (!f)
+            return TDM_ERR_NOMEM;
+        t->finished = f;
+        uint8_t *r = tdm__realloc(t->reported, (size_t)cap);
+        if (!r)
+            return TDM_ERR_NOMEM;
+        t->reported = r;
+        struct rt_unit *u = tdm__realloc(t->uc, (size_t)cap * sizeof *u);
+        if (!u)
+            return TDM_ERR_NOMEM;
+        t->uc = u;
+        int *mt = tdm__realloc(t->mtouched, (size_t)cap * sizeof *mt);
+        if (!mt)
+            return TDM_ERR_NOMEM;
+        t->mtouched = mt;
+        tdm_time_ms *fl = tdm__realloc(t->floor, (size_t)cap * sizeof *fl);
+        if (!fl)
+            return TDM_ERR_NOMEM;
+        t->floor = fl;
+        tdm_time_ms *hz = tdm__realloc(t->hzbuf, (size_t)cap * sizeof *hz);
+        if (!hz)
+            return TDM_ERR_NOMEM;
+        t->hzbuf = hz;
+        uint8_t *pz = tdm__realloc(t->ppaused, (size_t)cap);
+        if (!pz)
+            return TDM_ERR_NOMEM;
+        t->ppaused = pz;
+        if (t->src->fence) {
+            size_t ne = (size_t)t->src->n_edges;
+            rt_keyset *fk = tdm__realloc(t->fk, (size_t)cap * ne * sizeof *fk);
+            if (!fk)
+                return TDM_ERR_NOMEM;
+            memset(fk + (size_t)t->fk_cap * ne, 0,
+                   (size_t)(cap - t->fk_cap) * ne * sizeof *fk);
+            t->fk = fk;
+            t->fk_cap = cap;
+        }
+        for (int p = t->part_cap; p < cap; p++) {
+            fl[p] = TDM_TIME_MIN;
+            pz[p] = 0;
+        }
+        rt_phot *h = tdm__realloc(t->hot, (size_t)cap * sizeof *h);
+        if (!h)
+            return TDM_ERR_NOMEM;
+        t->hot = h;
+        for (int p = t->part_cap; p < cap; p++) {
+            memset(&h[p], 0, sizeof h[p]);
+            h[p].hi = TDM_TIME_MIN;
+        }
+        /* Snapshots read parts under mx: the move must not race them. */
+        pthread_mutex_lock(&t->mx);
+        rt_part *pa = tdm__realloc(t->parts, (size_t)cap * sizeof *pa);
+        if (pa) {
+            t->parts = pa;
+            for (int p = t->part_cap; p < cap; p++) {
+                rt_part *pp = &pa[p];
+                memset(pp, 0, sizeof *pp);
+                pp->global = -1;
+                atomic_init(&pp->p_records, 0);
+                atomic_init(&pp->p_max_ts, TDM_TIME_MIN);
+                atomic_init(&pp->p_last_at, TDM_TIME_MIN);
+                atomic_init(&pp->p_wm, TDM_TIME_MIN);
+                atomic_init(&pp->p_flags, 0);
+            }
+        }
+        pthread_mutex_unlock(&t->mx);
+        if (!pa)
+            return TDM_ERR_NOMEM;
+        memset(t->finished + t->part_cap, 0, (size_t)(cap - t->part_cap));
+        memset(t->reported + t->part_cap, 0, (size_t)(cap - t->part_cap));
+        memset(t->uc + t->part_cap, 0, (size_t)(cap - t->part_cap) * sizeof *u);
+        t->part_cap = cap;
+    }
+    return TDM_OK;
+}
+
+/* The sorted files a file source's glob names (as the connector sees
+ * them: folders left out), for partition names; *n = 0 when none. */
+static char **list_files(const char *pattern, size_t *n)
+{
+    glob_t g;
+    char **list = NULL;
+    *n = 0;
+    memset(&g, 0, sizeof g);
+    if (glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0) {
+        list = tdm__calloc(g.gl_pathc, sizeof *list);
+        for (size_t i = 0; list && i < g.gl_pathc; i++) {
+            struct stat st;
+            if (stat(g.gl_pathv[i], &st) == 0 && S_ISDIR(st.st_mode))
+                continue;
+            list[*n] = tdm__strndup(g.gl_pathv[i], strlen(g.gl_pathv[i]));
+            if (list[*n])
+                (*n)++;
+        }
+    }
+    globfree(&g);
+    return list;
+}
+
+/* Names partitions [from, to) of the subtask as metrics label them, and
+ * numbers them within the source: a file source's files are dealt
+ * round-robin (local partition l of subtask i is file i + l * P of the
+ * sorted glob), generator partitions likewise; partitions named by a
+ * field take the field's value from @p row, the first row of the
+ * partition (in order of appearance, read by subtask 0 only); stdin and
+ * TCP have one partition.  A name that cannot be had is the number. */
+static void name_partitions(rt_src_task *t, int from, int to,
+                            const tdm__row *row)
+{
+    const tdm__source_conf *c = &t->src->conf;
+    int P = t->run->P;
+    char **files = NULL;
+    size_t n_files = 0;
+    bool by_field = c->partition_field >= 0;
+    if (!by_field && !t->src->node->src_vt && c->type == TDM__SRC_FILE &&
+        c->path && *c->path)
+        files = list_files(c->path, &n_files);
+    for (int l = from; l < to; l++) {
+        rt_part *pp = &t->parts[l];
+        char buf[256];
+        /* A version-2 connector names its partitions ("clicks[3]"). */
+        const char *name = t->src->v2 && t->src->vt->partition_name
+                               ? t->src->vt->partition_name(t->conn, l)
+                               : NULL;
+        int global =
+            by_field || c->type == TDM__SRC_STDIN || c->type == TDM__SRC_TCP
+                ? l
+                : t->index + l * P;
+        if (name) {
+            /* as named */
+        } else if (by_field && row && l == to - 1) {
+            const tdm__val *v = &row->v[c->partition_field];
+            tdm_type ty = c->schema->fields[c->partition_field].type;
+            if (v->null)
+                snprintf(buf, sizeof buf, "null");
+            else if (ty == TDM_TYPE_STRING)
+                snprintf(buf, sizeof buf, "%.*s", (int)v->u.s.len, v->u.s.p);
+            else if (ty == TDM_TYPE_DOUBLE)
+                snprintf(buf, sizeof buf, "%.17g", v->u.d);
+            else if (ty == TDM_TYPE_BOOL)
+                snprintf(buf, sizeof buf, "%s", v->u.i ? "true" : "false");
+            else
+                snprintf(buf, sizeof buf, "%lld", (long long)v->u.i);
+            name = buf;
+        } else if (c->type == TDM__SRC_STDIN && !t->src->node->src_vt) {
+            name = "stdin";
+        } else if (c->type == TDM__SRC_TCP && !t->src->node->src_vt) {
+            name = c->tcp_address;
+        } else if (files && (size_t)global < n_files) {
+            name = files[global];
+        }
+        if (!name) {
+            snprintf(buf, sizeof buf, "%d", global);
+            name = buf;
+        }
+        char *copy = tdm__strndup(name, strlen(name));
+        pthread_mutex_lock(&t->mx);
+        tdm__free(pp->name);
+        pp->name = copy;
+        pp->global = global;
+        pthread_mutex_unlock(&t->mx);
+    }
+    for (size_t i = 0; i < n_files; i++)
+        tdm__free(files[i]);
+    tdm__free(files);
+    pthread_mutex_lock(&t->mx);
+    if (to > t->n_pub)
+        t->n_pub = to;
+    pthread_mutex_unlock(&t->mx);
+}
+
+/* Makes the arrays and the reader cover partition @p p (partitions
+ * named by a field appear as rows arrive; @p row is the first row of
+ * @p p then, NULL at setup).  Splits a restored reader already has
+ * (partitions named by a field that the checkpoint knew) are not
+ * added again. */
+tdm_err tdm__src_parts_ensure(rt_src_task *t, int p, const tdm__row *row)
+{
+    if (tdm__src_parts_reserve(t, 2 * (p + 1) + 16) != TDM_OK)
+        return TDM_ERR_NOMEM;
+    int from = t->n_parts;
+    while (t->n_parts <= p) {
+        int idx;
+        if (tdm__reader_split_count(t->reader) <= t->n_parts &&
+            tdm_reader_add_split(t->reader, &idx) != TDM_OK)
+            return TDM_ERR_NOMEM;
+        t->n_parts++;
+    }
+    if (t->n_parts > from) {
+        name_partitions(t, from, t->n_parts, row);
+        if (t->src->v2)
+            tdm__src_v2_splits_added(t, from);
+    }
+    return TDM_OK;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* src_unit.h - the source subtask's timestamp-unit check: the first 100
+ * timestamps of each partition are looked at, and a partition whose
+ * values look like epoch seconds, microseconds or nanoseconds while
+ * timestamp.unit is ms gets a TS_UNIT suspicion (a metric) and, once per
+ * source, a warning on the log.
+ *
+ * State: per partition, t->uc (grown with the partition arrays,
+ * src_parts.c): n < 0 once judged.  The per-row step is inline (the scan
+ * specialises it); the verdict is not.
+ */
+#ifndef TDM_RT_SRC_UNIT_H
+#define TDM_RT_SRC_UNIT_H
+
+#include "runtime/task_source.h"
+
+/* Judges the unit evidence of a partition once: epoch seconds lie in
+ * [1e8, 1e11) (1973-5138), microseconds and nanoseconds at or above 1e14
+ * (the year 5138 in ms).  Small values (synthetic test data) say
+ * nothing. */
+void tdm__src_unit_verdict(rt_src_task *t, int p);
+
+/* Whether some partition of the subtask still collects unit evidence
+ * (tdm__src_unit_observe), so that a batch must look at its timestamps. */
+bool tdm__src_unit_open(const rt_src_task *t);
+
+/* Collects unit evidence from the first 100 timestamps of a partition;
+ * the verdict comes at the 100th or when the partition ends. */
+static inline __attribute__((always_inline)) void
+tdm__src_unit_observe(rt_src_task *t, int p, tdm_time_ms ts)
+{
+    struct rt_unit *u = &t->uc[p];
+    if (u->n < 0)
+        return;
+    if (u->n++ == 0)
+        u->first = ts;
+    if (ts >= 100000000LL && ts < 100000000000LL)
+        u->small++;
+    else if (ts >= 100000000000000LL)
+        u->big++;
+    if (u->n >= 100)
+        tdm__src_unit_verdict(t, p);
+}
+
+#endif /* TDM_RT_SRC_UNIT_H */
