@@ -1416,6 +1416,18 @@ tdm_err tdm__expr_compile_filter(const char *text, const tdm__schema *s,
                      tdm__expr_type_name(t));
 }
 
+/* Frees a set (NULL is fine); see rt.h. */
+void tdm__src_exprs_destroy(tdm__src_exprs *x)
+{
+    if (!x)
+        return;
+    tdm__expr_destroy(x->filter);
+    for (int i = 0; i < x->n_compute; i++)
+        tdm__expr_destroy(x->compute[i].e);
+    tdm__free(x->compute);
+    tdm__free(x);
+}
+
 /* The filter, then each compute in key order; see expr.h. */
 bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row)
 {

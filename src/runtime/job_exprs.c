@@ -13,18 +13,6 @@
 #include "runtime/expr.h"
 #include "runtime/rt.h"
 
-/* Frees a set (NULL is fine); see rt.h. */
-void tdm__src_exprs_destroy(tdm__src_exprs *x)
-{
-    if (!x)
-        return;
-    tdm__expr_destroy(x->filter);
-    for (int i = 0; i < x->n_compute; i++)
-        tdm__expr_destroy(x->compute[i].e);
-    tdm__free(x->compute);
-    tdm__free(x);
-}
-
 /* Compiles the filter and compute.* keys of a source; see rt.h. */
 tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
                                tdm__src_exprs **out, char *errbuf,
