@@ -26,7 +26,7 @@
 /* Version of the job-shape metadata in the manifest. */
 #define RT_CK_META_VERSION 1
 
-void rt_ckpt_src_name(int si, int k, char *buf, size_t n)
+void tdm__rt_ckpt_src_name(int si, int k, char *buf, size_t n)
 {
     snprintf(buf, n, "s%d-%d", si, k);
 }
@@ -102,7 +102,7 @@ static void shape_text(const uint8_t *p, size_t len, char *buf, size_t n)
 static tdm_err load_source(tdm__run *run, int si, char *errbuf,
                            size_t errbuf_size)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     tdm__enc merged;
     tdm__enc_init(&merged);
     tdm_err err = TDM_OK;
@@ -110,7 +110,7 @@ static tdm_err load_source(tdm__run *run, int si, char *errbuf,
         char name[64];
         void *p = NULL;
         size_t len = 0;
-        rt_ckpt_src_name(si, k, name, sizeof name);
+        tdm__rt_ckpt_src_name(si, k, name, sizeof name);
         err = tdm__ckpt_get(ck->rd, name, &p, &len);
         if (err != TDM_OK) {
             err = tdm__errf(errbuf, errbuf_size, err,
@@ -157,14 +157,14 @@ fail:
     return err;
 }
 
-/* Restores from checkpoint @p id in @p dir (rt_ckpt_open found it and
+/* Restores from checkpoint @p id in @p dir (tdm__rt_ckpt_open found it and
  * restoring is on): checks the job's shape and parallelism, loads the
  * lineage and every source's sections.  TDM_OK, or an error with its
  * message in @p errbuf. */
 static tdm_err restore_from(tdm__run *run, uint64_t id, const char *dir,
                             char *errbuf, size_t errbuf_size)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     tdm_job *job = run->job;
     uint8_t *meta = NULL;
     size_t meta_len = 0;
@@ -200,7 +200,7 @@ static tdm_err restore_from(tdm__run *run, uint64_t id, const char *dir,
     ck->old_P = (int)m->parallelism;
     ck->from = id;
     ck->restored = true;
-    err = rt_lineage_load(run, errbuf, errbuf_size);
+    err = tdm__rt_lineage_load(run, errbuf, errbuf_size);
     if (err != TDM_OK)
         goto done;
     size_t n_rd = (size_t)run->n_srcs * (size_t)ck->old_P;
@@ -234,9 +234,9 @@ done:
 }
 
 /* See ckpt.h. */
-tdm_err rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
+tdm_err tdm__rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     tdm_job *job = run->job;
     const char *dir = tdm__job_str(job, "checkpoint.dir");
     atomic_init(&ck->req, 0);
@@ -271,12 +271,12 @@ tdm_err rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
      * which then could never be written). */
     ck->last = top > id ? top : id;
     if (!found)
-        return rt_lineage_begin(run, 0, errbuf, errbuf_size);
+        return tdm__rt_lineage_begin(run, 0, errbuf, errbuf_size);
     if (tdm__job_int(job, "checkpoint.restore") == 1) {
         tdm__job_log(job, "checkpoint: starting from scratch (checkpoint "
                           "%llu in %s not restored)",
                      (unsigned long long)id, dir);
-        return rt_lineage_begin(run, id, errbuf, errbuf_size);
+        return tdm__rt_lineage_begin(run, id, errbuf, errbuf_size);
     }
     return restore_from(run, id, dir, errbuf, errbuf_size);
 }
@@ -287,7 +287,7 @@ static tdm_err restored_section(tdm__run *run, int si, int w, void **p,
                                 size_t *len, char *errbuf,
                                 size_t errbuf_size)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     char name[64];
     *p = NULL;
     *len = 0;
@@ -309,7 +309,7 @@ static tdm_err restored_section(tdm__run *run, int si, int w, void **p,
 
 /* Opens writer @p w of sink @p s and recovers it (its section, or from
  * scratch); *out NULL on error. */
-static tdm_err open_writer(tdm__run *run, rt_sink *s, int si, int w,
+static tdm_err open_writer(tdm__run *run, tdm__rt_sink *s, int si, int w,
                            tdm__sinkobj **out, char *errbuf,
                            size_t errbuf_size)
 {
@@ -348,10 +348,10 @@ static tdm_err open_writer(tdm__run *run, rt_sink *s, int si, int w,
     return TDM_OK;
 }
 
-tdm_err rt_ckpt_open_sink(tdm__run *run, rt_sink *s, int si, char *errbuf,
+tdm_err tdm__rt_ckpt_open_sink(tdm__run *run, tdm__rt_sink *s, int si, char *errbuf,
                           size_t errbuf_size)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     if (s->vt->version < 3 || !s->vt->pre_commit)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
                          "sink \"%s\": this connector cannot take part in "
@@ -362,7 +362,7 @@ tdm_err rt_ckpt_open_sink(tdm__run *run, rt_sink *s, int si, char *errbuf,
     if (!s->wobj)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
                          "out of memory");
-    tdm_err err = rt_lineage_sink_before(run, s, errbuf, errbuf_size);
+    tdm_err err = tdm__rt_lineage_sink_before(run, s, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
     for (int r = 0; r < s->n_roles; r++) {
@@ -385,7 +385,7 @@ tdm_err rt_ckpt_open_sink(tdm__run *run, rt_sink *s, int si, char *errbuf,
             s->vt->abandon(o);
         }
     }
-    return rt_lineage_sink_after(run, s, errbuf, errbuf_size);
+    return tdm__rt_lineage_sink_after(run, s, errbuf, errbuf_size);
 }
 
 /* Which old split goes where at another parallelism: old subtask @p k
@@ -393,7 +393,7 @@ tdm_err rt_ckpt_open_sink(tdm__run *run, rt_sink *s, int si, char *errbuf,
  * i is partition k + i * old_P; partitions named by a field are all
  * subtask 0's, split i being partition i). */
 typedef struct split_map {
-    const rt_src_task *t;
+    const tdm__rt_src_task *t;
     int k, old_P;
 } split_map;
 
@@ -406,7 +406,7 @@ typedef struct split_map {
 static int map_split(void *ud, int i)
 {
     const split_map *m = ud;
-    const rt_src_task *t = m->t;
+    const tdm__rt_src_task *t = m->t;
     if (t->src->conf.partition_field >= 0)
         return t->index == 0 ? i : -1;
     int64_t g = (int64_t)m->k + (int64_t)i * m->old_P;
@@ -420,7 +420,7 @@ static int map_split(void *ud, int i)
 }
 
 /* A reader section's error, for the run's message. */
-static tdm_err reader_fail(const rt_src_task *t, tdm_err err,
+static tdm_err reader_fail(const tdm__rt_src_task *t, tdm_err err,
                            const tdm__dec *d, int k, char *msg, size_t n)
 {
     size_t off = 0;
@@ -441,10 +441,10 @@ static tdm_err reader_fail(const rt_src_task *t, tdm_err err,
  * subtask's last sent watermark and status follow the restored reader;
  * at another parallelism the subtask announces them when it starts
  * (task_source.c). */
-tdm_err rt_ckpt_restore_source(rt_src_task *t, char *msg, size_t n)
+tdm_err tdm__rt_ckpt_restore_source(tdm__rt_src_task *t, char *msg, size_t n)
 {
     tdm__run *run = t->run;
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     if (!ck->restored)
         return TDM_OK;
     int si = (int)(t->src - run->srcs);
@@ -491,7 +491,7 @@ tdm_err rt_ckpt_restore_source(rt_src_task *t, char *msg, size_t n)
     return TDM_OK;
 }
 
-void rt_ckpt_slot_free(rt_ck_slot *c)
+void tdm__rt_ckpt_slot_free(tdm__rt_ck_slot *c)
 {
     tdm__free(c->blob);
     tdm__free(c->fin);
@@ -500,7 +500,7 @@ void rt_ckpt_slot_free(rt_ck_slot *c)
     c->blob = c->fin = c->sk[0] = c->sk[1] = NULL;
 }
 
-void rt_ckpt_ack(tdm__run *run, rt_ck_slot *c, uint64_t id, uint8_t *blob,
+void tdm__rt_ckpt_ack(tdm__run *run, tdm__rt_ck_slot *c, uint64_t id, uint8_t *blob,
                  size_t len, bool final)
 {
     pthread_mutex_lock(&run->mu);
@@ -520,7 +520,7 @@ void rt_ckpt_ack(tdm__run *run, rt_ck_slot *c, uint64_t id, uint8_t *blob,
     pthread_mutex_unlock(&run->mu);
 }
 
-bool rt_ckpt_pre_commit(tdm__run *run, rt_ck_slot *c, uint64_t id)
+bool tdm__rt_ckpt_pre_commit(tdm__run *run, tdm__rt_ck_slot *c, uint64_t id)
 {
     for (int j = 0; j < 2; j++) {
         tdm__free(c->sk[j]);
@@ -528,7 +528,7 @@ bool rt_ckpt_pre_commit(tdm__run *run, rt_ck_slot *c, uint64_t id)
         c->sk_len[j] = 0;
         if (!c->obj[j])
             continue;
-        rt_sink *s = c->sink[j];
+        tdm__rt_sink *s = c->sink[j];
         tdm__enc e;
         char msg[256] = "";
         tdm__enc_init(&e);
@@ -538,7 +538,7 @@ bool rt_ckpt_pre_commit(tdm__run *run, rt_ck_slot *c, uint64_t id)
         else
             tdm__enc_free(&e);
         if (err != TDM_OK) {
-            rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+            tdm__rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
                     "sink \"%s\": pre-commit of checkpoint %llu failed: %s",
                     s->node->name, (unsigned long long)id,
                     msg[0] ? msg : tdm_strerror(err));
@@ -548,7 +548,7 @@ bool rt_ckpt_pre_commit(tdm__run *run, rt_ck_slot *c, uint64_t id)
     return true;
 }
 
-void rt_ckpt_commit(tdm__run *run, rt_ck_slot *c, uint64_t id)
+void tdm__rt_ckpt_commit(tdm__run *run, tdm__rt_ck_slot *c, uint64_t id)
 {
     for (int j = 0; j < 2; j++) {
         char msg[256] = "";
@@ -570,12 +570,12 @@ static int n_slots(const tdm__run *run)
     return (run->n_srcs + run->n_ops) * run->P;
 }
 
-static rt_ck_slot *slot_at(tdm__run *run, int i, char *name, size_t n)
+static tdm__rt_ck_slot *slot_at(tdm__run *run, int i, char *name, size_t n)
 {
     int P = run->P, s = i / P, k = i % P;
     if (s < run->n_srcs) {
         if (name)
-            rt_ckpt_src_name(s, k, name, n);
+            tdm__rt_ckpt_src_name(s, k, name, n);
         return run->srcs[s].tasks ? &run->srcs[s].tasks[k].ck : NULL;
     }
     s -= run->n_srcs;
@@ -595,9 +595,9 @@ typedef struct ck_part {
 
 static void start(tdm__run *run, int kind)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     ck->pending = ++ck->last;
-    rt_lineage_started(run, ck->pending);
+    tdm__rt_lineage_started(run, ck->pending);
     ck->pending_kind = kind;
     ck->started_us = tdm__mono_us();
     atomic_store_explicit(&ck->req, ck->pending, memory_order_release);
@@ -608,7 +608,7 @@ static void start(tdm__run *run, int kind)
 static bool all_acked(tdm__run *run)
 {
     for (int i = 0; i < n_slots(run); i++) {
-        const rt_ck_slot *c = slot_at(run, i, NULL, 0);
+        const tdm__rt_ck_slot *c = slot_at(run, i, NULL, 0);
         if (c && c->acked != run->ck.pending && !c->ended)
             return false;
     }
@@ -620,14 +620,14 @@ static bool all_acked(tdm__run *run)
 static void commit_ended(tdm__run *run, uint64_t id, bool every)
 {
     for (int i = 0; i < n_slots(run); i++) {
-        rt_ck_slot *c = slot_at(run, i, NULL, 0);
+        tdm__rt_ck_slot *c = slot_at(run, i, NULL, 0);
         if (!c)
             continue;
         pthread_mutex_lock(&run->mu);
         bool ended = c->ended;
         pthread_mutex_unlock(&run->mu);
         if (ended || every)
-            rt_ckpt_commit(run, c, id);
+            tdm__rt_ckpt_commit(run, c, id);
     }
 }
 
@@ -641,7 +641,7 @@ static tdm_err take_parts(tdm__run *run, uint64_t id, ck_part *parts,
     tdm_err err = TDM_OK;
     pthread_mutex_lock(&run->mu);
     for (int i = 0; i < n_parts; i++) {
-        rt_ck_slot *c = slot_at(run, i, NULL, 0);
+        tdm__rt_ck_slot *c = slot_at(run, i, NULL, 0);
         ck_part *pt = &parts[i];
         if (c->acked == id) {
             pt->blob = c->blob;
@@ -675,10 +675,10 @@ static tdm_err pre_commit_ended(tdm__run *run, uint64_t id, ck_part *parts,
                                 int n_parts)
 {
     for (int i = 0; i < n_parts; i++) {
-        rt_ck_slot *c = slot_at(run, i, NULL, 0);
+        tdm__rt_ck_slot *c = slot_at(run, i, NULL, 0);
         if (!parts[i].ended_late)
             continue;
-        if (!rt_ckpt_pre_commit(run, c, id))
+        if (!tdm__rt_ckpt_pre_commit(run, c, id))
             return TDM_ERR_IO;
         for (int j = 0; j < 2; j++) {
             parts[i].sk[j] = c->sk[j];
@@ -697,7 +697,7 @@ static tdm_err write_parts(tdm__run *run, uint64_t id, const uint8_t *meta,
                            size_t meta_len, const ck_part *parts,
                            int n_parts, uint64_t *bytes)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     tdm__ckpt_info info = {
         .id = id,
         .kind = (tdm__ckpt_kind)ck->pending_kind,
@@ -710,10 +710,10 @@ static tdm_err write_parts(tdm__run *run, uint64_t id, const uint8_t *meta,
     };
     tdm_err err = tdm__ckpt_begin(ck->st, &info);
     if (err == TDM_OK)
-        err = rt_lineage_put(run);
+        err = tdm__rt_lineage_put(run);
     for (int i = 0; err == TDM_OK && i < n_parts; i++) {
         char name[64];
-        rt_ck_slot *c = slot_at(run, i, name, sizeof name);
+        tdm__rt_ck_slot *c = slot_at(run, i, name, sizeof name);
         const ck_part *pt = &parts[i];
         err = tdm__ckpt_put(ck->st, name, pt->blob ? pt->blob
                                                    : (uint8_t *)"",
@@ -739,7 +739,7 @@ static tdm_err write_parts(tdm__run *run, uint64_t id, const uint8_t *meta,
 static void report_completed(tdm__run *run, uint64_t id, uint64_t bytes,
                              int64_t align_us)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     tdm_job *job = run->job;
     int64_t took = (tdm__mono_us() - ck->started_us) / 1000;
     atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS], 1);
@@ -763,7 +763,7 @@ static void report_completed(tdm__run *run, uint64_t id, uint64_t bytes,
  * durable, publishes it for the sinks' commits. */
 static void complete(tdm__run *run)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     uint64_t id = ck->pending;
     int n_parts = n_slots(run);
     ck_part *parts = tdm__calloc((size_t)n_parts + 1, sizeof *parts);
@@ -789,7 +789,7 @@ static void complete(tdm__run *run)
     report_completed(run, id, bytes, align_us);
     /* Durable: the writers may make its transactions visible, once the
      * output a fresh start replaces is out of the way. */
-    if (!rt_lineage_durable(run))
+    if (!tdm__rt_lineage_durable(run))
         goto done;
     atomic_store_explicit(&ck->committed, id, memory_order_release);
     commit_ended(run, id, false);
@@ -801,7 +801,7 @@ fail:
     }
 done:
     /* Tolerated, or the run fails (restart.c). */
-    rt_ckpt_outcome(run, id, why);
+    tdm__rt_ckpt_outcome(run, id, why);
     for (int i = 0; parts && i < n_parts; i++) {
         tdm__free(parts[i].blob);
         tdm__free(parts[i].sk[0]);
@@ -813,9 +813,9 @@ done:
     ck->next_ms = tdm__mono_ms() + ck->interval;
 }
 
-void rt_ckpt_step(tdm__run *run, bool at_end)
+void tdm__rt_ckpt_step(tdm__run *run, bool at_end)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     if (!ck->on || atomic_load(&run->abort))
         return;
     if (!ck->pending) {
@@ -836,9 +836,9 @@ void rt_ckpt_step(tdm__run *run, bool at_end)
         complete(run);
 }
 
-void rt_ckpt_final(tdm__run *run)
+void tdm__rt_ckpt_final(tdm__run *run)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     if (!ck->on || atomic_load(&run->abort) || run->err != TDM_OK)
         return;
     /* A cancel with on_cancel: drain fired windows early: a final
@@ -857,13 +857,13 @@ void rt_ckpt_final(tdm__run *run)
     }
     /* A checkpoint in flight completes first (every subtask ended). */
     if (ck->pending)
-        rt_ckpt_step(run, true);
+        tdm__rt_ckpt_step(run, true);
     if (run->err != TDM_OK)
         return; /* it failed, and failed the run (restart.c) */
     pthread_mutex_lock(&run->mu);
     bool all = true;
     for (int i = 0; i < n_slots(run); i++) {
-        const rt_ck_slot *c = slot_at(run, i, NULL, 0);
+        const tdm__rt_ck_slot *c = slot_at(run, i, NULL, 0);
         all = all && c && c->ended;
     }
     pthread_mutex_unlock(&run->mu);
@@ -878,9 +878,9 @@ void rt_ckpt_final(tdm__run *run)
         commit_ended(run, c, true);
 }
 
-void rt_ckpt_close(tdm__run *run)
+void tdm__rt_ckpt_close(tdm__run *run)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     tdm__ckpt_reader_close(ck->rd);
     ck->rd = NULL;
     tdm__ckpt_store_close(ck->st);

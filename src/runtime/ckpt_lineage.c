@@ -81,10 +81,10 @@ static tdm_err load(struct tdm__ckpt_reader *rd, uint64_t id,
                      (unsigned long long)id, LINEAGE_BLOB, why, off);
 }
 
-tdm_err rt_lineage_begin(tdm__run *run, uint64_t newest, char *errbuf,
+tdm_err tdm__rt_lineage_begin(tdm__run *run, uint64_t newest, char *errbuf,
                          size_t errbuf_size)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     struct tdm__ckpt_reader *rd = NULL;
     ck->line_first = 0; /* the first checkpoint started (L2) */
     ck->line_committed = newest;
@@ -102,24 +102,24 @@ tdm_err rt_lineage_begin(tdm__run *run, uint64_t newest, char *errbuf,
     return err;
 }
 
-tdm_err rt_lineage_load(tdm__run *run, char *errbuf, size_t errbuf_size)
+tdm_err tdm__rt_lineage_load(tdm__run *run, char *errbuf, size_t errbuf_size)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     ck->line_done = true;
     ck->old_first = ck->old_committed = 0;
     return load(ck->rd, ck->from, &ck->line_first, &ck->line_committed,
                 errbuf, errbuf_size);
 }
 
-void rt_lineage_started(tdm__run *run, uint64_t id)
+void tdm__rt_lineage_started(tdm__run *run, uint64_t id)
 {
     if (!run->ck.line_done && run->ck.line_first == 0)
         run->ck.line_first = id;
 }
 
-tdm_err rt_lineage_put(tdm__run *run)
+tdm_err tdm__rt_lineage_put(tdm__run *run)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     tdm__enc e;
     uint8_t *p = NULL;
     size_t len = 0;
@@ -137,7 +137,7 @@ tdm_err rt_lineage_put(tdm__run *run)
 
 /* supersede() of one sink for the lineage that began at @p first (L2,
  * L3); the message names the sink. */
-static tdm_err supersede(tdm__run *run, const rt_sink *s, uint64_t first,
+static tdm_err supersede(tdm__run *run, const tdm__rt_sink *s, uint64_t first,
                          uint64_t committed, char *errbuf,
                          size_t errbuf_size)
 {
@@ -163,10 +163,10 @@ static tdm_err supersede(tdm__run *run, const rt_sink *s, uint64_t first,
     return TDM_OK;
 }
 
-tdm_err rt_lineage_sink_before(tdm__run *run, const rt_sink *s,
+tdm_err tdm__rt_lineage_sink_before(tdm__run *run, const tdm__rt_sink *s,
                                char *errbuf, size_t errbuf_size)
 {
-    const rt_ckpt *ck = &run->ck;
+    const tdm__rt_ckpt *ck = &run->ck;
     if (ck->restored)
         return supersede(run, s, ck->line_first, ck->line_committed, errbuf,
                          errbuf_size);
@@ -174,10 +174,10 @@ tdm_err rt_lineage_sink_before(tdm__run *run, const rt_sink *s,
                      errbuf_size);
 }
 
-tdm_err rt_lineage_sink_after(tdm__run *run, const rt_sink *s,
+tdm_err tdm__rt_lineage_sink_after(tdm__run *run, const tdm__rt_sink *s,
                               char *errbuf, size_t errbuf_size)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     uint64_t top = 0;
     char msg[512] = "";
 
@@ -192,18 +192,18 @@ tdm_err rt_lineage_sink_after(tdm__run *run, const rt_sink *s,
     return TDM_OK;
 }
 
-bool rt_lineage_durable(tdm__run *run)
+bool tdm__rt_lineage_durable(tdm__run *run)
 {
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     char msg[768] = "";
 
     if (ck->line_done)
         return true;
     for (int i = 0; i < run->n_sinks; i++) {
-        const rt_sink *s = &run->sinks[i];
+        const tdm__rt_sink *s = &run->sinks[i];
         if (s->used && supersede(run, s, ck->line_first, ck->line_committed,
                                  msg, sizeof msg) != TDM_OK) {
-            rt_fail(run, TDM_ERR_IO, "%s (checkpoint %llu is durable: the "
+            tdm__rt_fail(run, TDM_ERR_IO, "%s (checkpoint %llu is durable: the "
                                      "next run finishes the move)",
                     msg, (unsigned long long)ck->line_first);
             return false;

@@ -15,7 +15,7 @@
 #include "runtime/outbox.h"
 
 /* Slot of the open-addressing index: entry index + 1, 0 empty. */
-static size_t ks_probe(const rt_keyset *s, const char *key, size_t len,
+static size_t ks_probe(const tdm__rt_keyset *s, const char *key, size_t len,
                        uint64_t h, bool *found)
 {
     size_t mask = s->n_slots - 1, i = (size_t)h & mask;
@@ -25,7 +25,7 @@ static size_t ks_probe(const rt_keyset *s, const char *key, size_t len,
             *found = false;
             return i;
         }
-        const rt_keyent *en = &s->ents[e - 1];
+        const tdm__rt_keyent *en = &s->ents[e - 1];
         if (en->h == h && en->len == len &&
             memcmp(s->bytes + en->off, key, len) == 0) {
             *found = true;
@@ -36,7 +36,7 @@ static size_t ks_probe(const rt_keyset *s, const char *key, size_t len,
 }
 
 /* Rebuilds the index with @p n_slots slots (a power of two). */
-static tdm_err ks_reindex(rt_keyset *s, size_t n_slots)
+static tdm_err ks_reindex(tdm__rt_keyset *s, size_t n_slots)
 {
     uint32_t *slots = tdm__calloc(n_slots, sizeof *slots);
     if (!slots)
@@ -54,7 +54,7 @@ static tdm_err ks_reindex(rt_keyset *s, size_t n_slots)
 }
 
 /* See outbox.h. */
-int64_t *rt_keyset_find(const rt_keyset *s, const char *key, size_t len,
+int64_t *tdm__rt_keyset_find(const tdm__rt_keyset *s, const char *key, size_t len,
                         uint64_t h)
 {
     bool found;
@@ -65,7 +65,7 @@ int64_t *rt_keyset_find(const rt_keyset *s, const char *key, size_t len,
 }
 
 /* See outbox.h. */
-tdm_err rt_keyset_put_max(rt_keyset *s, const char *key, size_t len,
+tdm_err tdm__rt_keyset_put_max(tdm__rt_keyset *s, const char *key, size_t len,
                           uint64_t h, int64_t v)
 {
     bool found;
@@ -74,14 +74,14 @@ tdm_err rt_keyset_put_max(rt_keyset *s, const char *key, size_t len,
         return TDM_ERR_NOMEM;
     size_t i = ks_probe(s, key, len, h, &found);
     if (found) {
-        rt_keyent *en = &s->ents[s->slots[i] - 1];
+        tdm__rt_keyent *en = &s->ents[s->slots[i] - 1];
         if (v > en->v)
             en->v = v;
         return TDM_OK;
     }
     if (s->n == s->cap_ents) {
         size_t cap = s->cap_ents ? 2 * s->cap_ents : 16;
-        rt_keyent *ne = tdm__realloc(s->ents, cap * sizeof *ne);
+        tdm__rt_keyent *ne = tdm__realloc(s->ents, cap * sizeof *ne);
         if (!ne)
             return TDM_ERR_NOMEM;
         s->ents = ne;
@@ -99,7 +99,7 @@ tdm_err rt_keyset_put_max(rt_keyset *s, const char *key, size_t len,
     }
     if (len)
         memcpy(s->bytes + s->used, key, len);
-    s->ents[s->n] = (rt_keyent){ .h = h, .v = v, .off = s->used,
+    s->ents[s->n] = (tdm__rt_keyent){ .h = h, .v = v, .off = s->used,
                                  .len = len };
     s->used += len;
     s->slots[i] = (uint32_t)++s->n;
@@ -109,11 +109,11 @@ tdm_err rt_keyset_put_max(rt_keyset *s, const char *key, size_t len,
 /* See outbox.h.  Compacts entries and key bytes in place, then re-indexes
  * (the index only shrinks, so it cannot fail for want of memory: the
  * old one is cleared and refilled when a smaller one is not granted). */
-void rt_keyset_prune(rt_keyset *s, int64_t le)
+void tdm__rt_keyset_prune(tdm__rt_keyset *s, int64_t le)
 {
     size_t n = 0, used = 0;
     for (size_t e = 0; e < s->n; e++) {
-        rt_keyent en = s->ents[e];
+        tdm__rt_keyent en = s->ents[e];
         if (en.v <= le)
             continue;
         memmove(s->bytes + used, s->bytes + en.off, en.len);
@@ -140,7 +140,7 @@ void rt_keyset_prune(rt_keyset *s, int64_t le)
 }
 
 /* See outbox.h. */
-void rt_keyset_free(rt_keyset *s)
+void tdm__rt_keyset_free(tdm__rt_keyset *s)
 {
     if (!s)
         return;
@@ -151,7 +151,7 @@ void rt_keyset_free(rt_keyset *s)
 }
 
 /* See outbox.h. */
-void rt_fence_free(rt_fence *f)
+void tdm__rt_fence_free(tdm__rt_fence *f)
 {
     if (!f)
         return;

@@ -1299,7 +1299,7 @@ static tdm_err validate_graph(vctx *cp)
             return err;
     }
     char why[300];
-    if (rt_restart_refusal(job, why, sizeof why))
+    if (tdm__rt_restart_refusal(job, why, sizeof why))
         return vfail(&c, NULL, "%s", why);
     const char *dl = tdm__job_str(job, "dead_letter");
     if (*dl) {

@@ -10,7 +10,7 @@
  * the open ones never more than MAX_OPEN slices in all), so no
  * allocation per record once they have grown; messages are sent in
  * pieces of PART_CHUNK rows (more for big flushes), and the consumers
- * hand them back to the local aggregate's pool (rt_ppool, outbox.h), so a
+ * hand them back to the local aggregate's pool (tdm__rt_ppool, outbox.h), so a
  * flush reuses their buffers instead of allocating (and faulting in)
  * fresh ones.
  */
@@ -25,7 +25,7 @@
 
 /* Empties a slice's tables for reuse (memory kept).  Its count slots
  * were emptied one by one by the flush that read them. */
-static void slice_reset(rt_lslice *sl)
+static void slice_reset(tdm__rt_lslice *sl)
 {
     if (sl->idx)
         memset(sl->idx, 0, (size_t)sl->n_slots * sizeof *sl->idx);
@@ -35,7 +35,7 @@ static void slice_reset(rt_lslice *sl)
     sl->n_ord = 0;
 }
 
-static void slice_free(rt_lslice *sl)
+static void slice_free(tdm__rt_lslice *sl)
 {
     if (!sl)
         return;
@@ -57,7 +57,7 @@ static void slice_free(rt_lslice *sl)
 
 /* The open slice of @p ts, made (or taken from the free list) when the
  * record must be folded; see localagg.h. */
-rt_lslice *rt_lagg_slice(rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
+tdm__rt_lslice *tdm__rt_lagg_slice(tdm__rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
                          bool *raw)
 {
     *raw = true;
@@ -70,7 +70,7 @@ rt_lslice *rt_lagg_slice(rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
         return NULL; /* between two sliding windows: none takes it */
     tdm_time_ms start = ts - tdm__floor_mod(ts, la->off, la->g);
     tdm_time_ms end = start + la->g;
-    rt_lslice **pp = &la->open;
+    tdm__rt_lslice **pp = &la->open;
     while (*pp && (*pp)->start < start)
         pp = &(*pp)->next;
     if (*pp && (*pp)->start == start)
@@ -79,18 +79,18 @@ rt_lslice *rt_lagg_slice(rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
     if (end - 1 <= wm)
         return NULL;
     int n_open = 0;
-    for (const rt_lslice *o = la->open; o; o = o->next)
+    for (const tdm__rt_lslice *o = la->open; o; o = o->next)
         n_open++;
     if (n_open >= MAX_OPEN) {
         /* The oldest goes out early (see MAX_OPEN). */
         while (n_open-- >= MAX_OPEN && la->open)
-            rt_lagg_flush(la->t, la, la->open->end - 1);
+            tdm__rt_lagg_flush(la->t, la, la->open->end - 1);
         pp = &la->open;
         while (*pp && (*pp)->start < start)
             pp = &(*pp)->next;
     }
     *raw = false;
-    rt_lslice *sl = la->free;
+    tdm__rt_lslice *sl = la->free;
     if (sl) {
         la->free = sl->next;
     } else {
@@ -113,7 +113,7 @@ rt_lslice *rt_lagg_slice(rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
 }
 
 /* Doubles a slice's index and places every entry again. */
-static bool grow_index(rt_lagg *la, rt_lslice *sl)
+static bool grow_index(tdm__rt_lagg *la, tdm__rt_lslice *sl)
 {
     uint32_t n_slots = sl->n_slots * 2;
     uint32_t *idx = tdm__calloc(n_slots, sizeof *idx);
@@ -121,7 +121,7 @@ static bool grow_index(rt_lagg *la, rt_lslice *sl)
         return false;
     uint32_t shift = sl->shift - 1, mask = n_slots - 1;
     for (uint32_t k = 0; k < sl->n; k++) {
-        uint32_t i = (uint32_t)(rt_lagg_ent(la, sl, k)->h >> shift);
+        uint32_t i = (uint32_t)(tdm__rt_lagg_ent(la, sl, k)->h >> shift);
         while (idx[i])
             i = (i + 1) & mask;
         idx[i] = k + 1;
@@ -134,7 +134,7 @@ static bool grow_index(rt_lagg *la, rt_lslice *sl)
 }
 
 /* Makes room for one more creation-order item of a single count. */
-static bool ord_room(rt_lslice *sl)
+static bool ord_room(tdm__rt_lslice *sl)
 {
     if (sl->n_ord < sl->ord_cap)
         return true;
@@ -150,7 +150,7 @@ static bool ord_room(rt_lslice *sl)
 }
 
 /* Makes room for entry sl->n (the entries array grows by doubling). */
-static bool ents_room(rt_lagg *la, rt_lslice *sl)
+static bool ents_room(tdm__rt_lagg *la, tdm__rt_lslice *sl)
 {
     if (sl->n == sl->cap) {
         uint32_t cap = sl->cap ? sl->cap * 2 : 32;
@@ -164,7 +164,7 @@ static bool ents_room(rt_lagg *la, rt_lslice *sl)
 }
 
 /* Adds the entry of a key not in @p sl (see localagg.h). */
-rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
+tdm__rt_lent *tdm__rt_lagg_insert(tdm__rt_lagg *la, tdm__rt_lslice *sl, uint64_t h,
                         uint64_t fixed, const char *key, uint32_t len)
 {
     /* The index stays at most half full. */
@@ -191,13 +191,13 @@ rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
         kl = len;
         sl->kused += len;
     }
-    rt_lent *e = rt_lagg_ent(la, sl, sl->n);
-    *e = (rt_lent){ .h = h, .key = kw, .key_len = kl };
+    tdm__rt_lent *e = tdm__rt_lagg_ent(la, sl, sl->n);
+    *e = (tdm__rt_lent){ .h = h, .key = kw, .key_len = kl };
     /* A count's accumulator is one int64 (a constant size: no call). */
     if (la->count)
-        memset(rt_lagg_acc(e), 0, sizeof(int64_t));
+        memset(tdm__rt_lagg_acc(e), 0, sizeof(int64_t));
     else
-        memset(rt_lagg_acc(e), 0, la->stride - sizeof *e);
+        memset(tdm__rt_lagg_acc(e), 0, la->stride - sizeof *e);
     uint32_t mask = sl->n_slots - 1;
     uint32_t i = (uint32_t)(h >> sl->shift);
     while (sl->idx[i])
@@ -211,10 +211,10 @@ rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
 /* The count slot of fixed-width key @p key, not in @p cs (@p slots,
  * 2^(64 - @p shift); placement @p scatter): the first empty one of its
  * probe run; *@p dist: how far past its home that is. */
-static uint32_t cslot_free(const rt_cslot *cs, uint32_t slots, uint32_t shift,
+static uint32_t cslot_free(const tdm__rt_cslot *cs, uint32_t slots, uint32_t shift,
                            bool scatter, uint64_t key, uint32_t *dist)
 {
-    uint32_t mask = slots - 1, i = rt_cslot_home(key, shift, mask, scatter);
+    uint32_t mask = slots - 1, i = tdm__rt_cslot_home(key, shift, mask, scatter);
     uint32_t d = 0;
     while (cs[i].n) {
         i = (i + 1) & mask;
@@ -227,7 +227,7 @@ static uint32_t cslot_free(const rt_cslot *cs, uint32_t slots, uint32_t shift,
 /* Places a slice's count slots again in @p slots slots with placement
  * @p scatter (the first time: 1,024 slots, nothing to place), keys in
  * creation order, which learns their new slots. */
-static bool place_cslots(rt_lslice *sl, uint32_t slots, bool scatter)
+static bool place_cslots(tdm__rt_lslice *sl, uint32_t slots, bool scatter)
 {
     if (slots == 0 || slots > RT_ORD_ENT)
         return false; /* slot numbers must stay below RT_ORD_ENT */
@@ -236,14 +236,14 @@ static bool place_cslots(rt_lslice *sl, uint32_t slots, bool scatter)
      * that the probes' reads map to the zero page, and each first write
      * then costs a copy-on-write fault and a TLB flush on every CPU
      * running the job (seen in perf at parallelism 2). */
-    rt_cslot *cs = tdm__malloc((size_t)slots * sizeof *cs);
+    tdm__rt_cslot *cs = tdm__malloc((size_t)slots * sizeof *cs);
     if (!cs)
         return false;
     memset(cs, 0, (size_t)slots * sizeof *cs);
     for (uint32_t k = 0; sl->cs && k < sl->n_ord; k++) {
         if (sl->ord[k] & RT_ORD_ENT)
             continue;
-        const rt_cslot *old = &sl->cs[sl->ord[k]];
+        const tdm__rt_cslot *old = &sl->cs[sl->ord[k]];
         uint32_t d, i = cslot_free(cs, slots, shift, scatter, old->key, &d);
         cs[i] = *old;
         sl->ord[k] = i;
@@ -257,7 +257,7 @@ static bool place_cslots(rt_lslice *sl, uint32_t slots, bool scatter)
 }
 
 /* Adds a fixed-width key's count slot (see localagg.h). */
-bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed)
+bool tdm__rt_lagg_cinsert(tdm__rt_lagg *la, tdm__rt_lslice *sl, uint64_t fixed)
 {
     if (sl->cs_n == 0)
         sl->cs_scatter = la->cs_scatter; /* a new or recycled slice */
@@ -276,7 +276,7 @@ bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed)
             return false;
         i = cslot_free(sl->cs, sl->cs_slots, sl->cs_shift, true, fixed, &d);
     }
-    sl->cs[i] = (rt_cslot){ .key = fixed, .n = 1 };
+    sl->cs[i] = (tdm__rt_cslot){ .key = fixed, .n = 1 };
     sl->cs_n++;
     sl->ord[sl->n_ord++] = i;
     return true;
@@ -310,7 +310,7 @@ bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed)
 #define FLUSH_AHEAD 8
 
 /* Frees a partials message (NULL-safe; see outbox.h). */
-void rt_partials_free(rt_partials *m)
+void tdm__rt_partials_free(tdm__rt_partials *m)
 {
     if (!m)
         return;
@@ -321,11 +321,11 @@ void rt_partials_free(rt_partials *m)
 
 /* Hands a merged message back to its pool, or frees it when the pool
  * keeps enough (see outbox.h).  @thread any (the consumer's). */
-void rt_partials_release(rt_partials *m)
+void tdm__rt_partials_release(tdm__rt_partials *m)
 {
     if (!m)
         return;
-    rt_ppool *pool = m->pool;
+    tdm__rt_ppool *pool = m->pool;
     if (pool) {
         pthread_mutex_lock(&pool->mu);
         bool keep = pool->n_free < pool->keep;
@@ -338,16 +338,16 @@ void rt_partials_release(rt_partials *m)
         if (keep)
             return;
     }
-    rt_partials_free(m);
+    tdm__rt_partials_free(m);
 }
 
 /* A recycled message of @p la's pool, emptied, or NULL when there is
  * none.  @thread source. */
-static rt_partials *pool_take(rt_lagg *la)
+static tdm__rt_partials *pool_take(tdm__rt_lagg *la)
 {
-    rt_ppool *pool = &la->pool;
+    tdm__rt_ppool *pool = &la->pool;
     pthread_mutex_lock(&pool->mu);
-    rt_partials *m = pool->free;
+    tdm__rt_partials *m = pool->free;
     if (m) {
         pool->free = m->next;
         pool->n_free--;
@@ -364,18 +364,18 @@ static rt_partials *pool_take(rt_lagg *la)
 /* Appends the partial row of entry @p e (slice start @p ts, key bytes
  * in @p kbytes; @p count its count, for a single count()) to *@p mp,
  * made on first use with room for @p hint rows.  False on OOM. */
-static bool msg_add(rt_partials **mp, rt_lagg *la, size_t hint,
-                    tdm_time_ms ts, const rt_lent *e, const char *kbytes,
+static bool msg_add(tdm__rt_partials **mp, tdm__rt_lagg *la, size_t hint,
+                    tdm_time_ms ts, const tdm__rt_lent *e, const char *kbytes,
                     int64_t count)
 {
-    rt_partials *m = *mp;
+    tdm__rt_partials *m = *mp;
     if (!m) {
         m = *mp = pool_take(la);
         if (!m) {
             m = *mp = tdm__calloc(1, sizeof *m);
             if (!m)
                 return false;
-            m->stride = sizeof(rt_pent) + la->acc_size;
+            m->stride = sizeof(tdm__rt_pent) + la->acc_size;
             m->acc_size = la->acc_size;
             m->pool = &la->pool;
         }
@@ -390,7 +390,7 @@ static bool msg_add(rt_partials **mp, rt_lagg *la, size_t hint,
         m->ents = ents;
         m->cap = (uint32_t)cap;
     }
-    rt_pent *pe = (rt_pent *)(void *)(m->ents + (size_t)m->n * m->stride);
+    tdm__rt_pent *pe = (tdm__rt_pent *)(void *)(m->ents + (size_t)m->n * m->stride);
     memset(pe, 0, sizeof *pe);
     pe->ts = ts;
     pe->key_len = e->key_len;
@@ -430,26 +430,26 @@ static bool msg_add(rt_partials **mp, rt_lagg *la, size_t hint,
 
 /* Hands message @p m to window subtask @p j of edge @p ed (the
  * consumer frees it, or it is freed here when the run aborts). */
-static void send_msg(rt_src_task *t, rt_lagg *la, const rt_edge *ed, int j,
-                     rt_partials *m)
+static void send_msg(tdm__rt_src_task *t, tdm__rt_lagg *la, const tdm__rt_edge *ed, int j,
+                     tdm__rt_partials *m)
 {
     la->sent += m->n;
     tdm__item it = { .kind = TDM__ITEM_PARTIAL,
                      .ch = ed->input * t->run->P + t->index,
                      .fence = m };
     if (!tdm__queue_push(&ed->op->tasks[j].q, &it))
-        rt_partials_free(m);
+        tdm__rt_partials_free(m);
 }
 
 /* Sends the slices that watermark @p wm closes (see localagg.h). */
-void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
+void tdm__rt_lagg_flush(tdm__rt_src_task *t, tdm__rt_lagg *la, tdm_time_ms wm)
 {
     tdm__run *run = t->run;
-    const rt_edge *ed = &t->src->edges[la->edge];
+    const tdm__rt_edge *ed = &t->src->edges[la->edge];
     int P = run->P;
-    rt_partials **msg = la->msg; /* all NULL here */
+    tdm__rt_partials **msg = la->msg; /* all NULL here */
     size_t due = 0;
-    for (rt_lslice *sl = la->open; sl && sl->end - 1 <= wm; sl = sl->next)
+    for (tdm__rt_lslice *sl = la->open; sl && sl->end - 1 <= wm; sl = sl->next)
         due += la->count ? sl->n_ord : sl->n;
     if (due == 0 && !(la->open && la->open->end - 1 <= wm))
         goto done;
@@ -464,28 +464,28 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
         chunk = PART_CHUNK_MAX;
     size_t hint = per < chunk ? per : chunk;
     while (la->open && la->open->end - 1 <= wm) {
-        rt_lslice *sl = la->open;
+        tdm__rt_lslice *sl = la->open;
         const char *kbytes = sl->keys ? sl->keys : "";
         /* A single count's keys in creation order (slots and entries),
          * or the entries. */
         const uint32_t n_keys = la->count ? sl->n_ord : sl->n;
         for (uint32_t k = 0; k < n_keys; k++) {
-            const rt_lent *e;
-            rt_lent slot_key;
+            const tdm__rt_lent *e;
+            tdm__rt_lent slot_key;
             int64_t count = 0;
             if (!la->count) {
-                e = rt_lagg_ent(la, sl, k);
+                e = tdm__rt_lagg_ent(la, sl, k);
             } else if (sl->ord[k] & RT_ORD_ENT) {
-                e = rt_lagg_ent(la, sl, sl->ord[k] & ~RT_ORD_ENT);
-                memcpy(&count, rt_lagg_acc((rt_lent *)e), sizeof count);
+                e = tdm__rt_lagg_ent(la, sl, sl->ord[k] & ~RT_ORD_ENT);
+                memcpy(&count, tdm__rt_lagg_acc((tdm__rt_lent *)e), sizeof count);
             } else {
                 /* A count slot, emptied as it is read (the slice's reset
                  * leaves the slots alone). */
                 if (k + FLUSH_AHEAD < n_keys &&
                     !(sl->ord[k + FLUSH_AHEAD] & RT_ORD_ENT))
                     __builtin_prefetch(&sl->cs[sl->ord[k + FLUSH_AHEAD]]);
-                rt_cslot *cs = &sl->cs[sl->ord[k]];
-                slot_key = (rt_lent){ .key = cs->key,
+                tdm__rt_cslot *cs = &sl->cs[sl->ord[k]];
+                slot_key = (tdm__rt_lent){ .key = cs->key,
                                       .key_len = TDM__SEL_FIXED };
                 e = &slot_key;
                 count = cs->n;
@@ -510,7 +510,7 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
         }
         la->open = sl->next;
         int n_free = 0;
-        for (const rt_lslice *f = la->free; f; f = f->next)
+        for (const tdm__rt_lslice *f = la->free; f; f = f->next)
             n_free++;
         if (n_free < KEEP_FREE) {
             slice_reset(sl);
@@ -520,7 +520,7 @@ void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm)
             slice_free(sl);
         }
     }
-    rt_lagg_set_cur(la, NULL);
+    tdm__rt_lagg_set_cur(la, NULL);
     for (int j = 0; j < P; j++) {
         if (!msg[j])
             continue;
@@ -531,23 +531,23 @@ done:
     return;
 nomem:
     for (int j = 0; j < P; j++) {
-        rt_partials_free(msg[j]);
+        tdm__rt_partials_free(msg[j]);
         msg[j] = NULL;
     }
-    rt_lagg_set_cur(la, NULL);
-    rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
+    tdm__rt_lagg_set_cur(la, NULL);
+    tdm__rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
             t->src->node->name);
 }
 
 /* ---- Setup ---- */
 
 /* Creates the local aggregate of subtask @p t for edge @p e. */
-tdm_err rt_lagg_new(rt_src_task *t, int e, rt_lagg **out)
+tdm_err tdm__rt_lagg_new(tdm__rt_src_task *t, int e, tdm__rt_lagg **out)
 {
-    const rt_edge *ed = &t->src->edges[e];
-    const rt_op *op = ed->op;
+    const tdm__rt_edge *ed = &t->src->edges[e];
+    const tdm__rt_op *op = ed->op;
     *out = NULL;
-    rt_lagg *la = tdm__calloc(1, sizeof *la);
+    tdm__rt_lagg *la = tdm__calloc(1, sizeof *la);
     if (!la)
         goto fail;
     if (pthread_mutex_init(&la->pool.mu, NULL) != 0)
@@ -577,32 +577,32 @@ tdm_err rt_lagg_new(rt_src_task *t, int e, rt_lagg **out)
         tdm__rowagg_set_input(la->ra, ed->input);
         la->acc_size = tdm__rowagg_acc_size(la->ra);
     }
-    la->stride = (sizeof(rt_lent) + la->acc_size + 7) & ~(size_t)7;
+    la->stride = (sizeof(tdm__rt_lent) + la->acc_size + 7) & ~(size_t)7;
     *out = la;
     return TDM_OK;
 fail:
-    rt_lagg_free(la);
+    tdm__rt_lagg_free(la);
     return TDM_ERR_NOMEM;
 }
 
 /* Frees a local aggregate and its slices (NULL is fine). */
-void rt_lagg_free(rt_lagg *la)
+void tdm__rt_lagg_free(tdm__rt_lagg *la)
 {
     if (!la)
         return;
-    for (rt_lslice *sl = la->open, *nx; sl; sl = nx) {
+    for (tdm__rt_lslice *sl = la->open, *nx; sl; sl = nx) {
         nx = sl->next;
         slice_free(sl);
     }
-    for (rt_lslice *sl = la->free, *nx; sl; sl = nx) {
+    for (tdm__rt_lslice *sl = la->free, *nx; sl; sl = nx) {
         nx = sl->next;
         slice_free(sl);
     }
     tdm__free(la->msg);
     if (la->pool_ok) {
-        for (rt_partials *m = la->pool.free, *nx; m; m = nx) {
+        for (tdm__rt_partials *m = la->pool.free, *nx; m; m = nx) {
             nx = m->next;
-            rt_partials_free(m);
+            tdm__rt_partials_free(m);
         }
         pthread_mutex_destroy(&la->pool.mu);
     }

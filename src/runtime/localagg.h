@@ -4,7 +4,7 @@
  * source subtask folds each record of an eligible window consumer into a
  * partial accumulator per (key, slice) instead of routing it, and before
  * every watermark it sends downstream it flushes the slices that
- * watermark closes as partial rows (rt_partials), routed by key like
+ * watermark closes as partial rows (tdm__rt_partials), routed by key like
  * rows.  A slice is the window for tumbling windows and a tumbling piece
  * of gcd(size, slide) for sliding ones, so every record updates one
  * slice and windows combine slices.
@@ -30,25 +30,25 @@
  * slice's key bytes), the records folded into it (row aggregates only:
  * a count's accumulator is that number) and, after it, the accumulator
  * (an int64 count, or a row aggregate's). */
-typedef struct rt_lent {
+typedef struct tdm__rt_lent {
     uint64_t h;
     uint64_t key;
     uint64_t n;
     uint32_t key_len;
     uint32_t pad_;
-} rt_lent;
+} tdm__rt_lent;
 
 /* A count slot: a fixed-width key and its count (0: the slot is empty).
  * A single count() keeps the count of a fixed-width key here, beside
  * the key, so that folding a record reads one cache line (the slot)
  * instead of two dependent ones (an index slot, then the entry); such a
  * key has no entry. */
-typedef struct rt_cslot {
+typedef struct tdm__rt_cslot {
     uint64_t key;
     int64_t n;
-} rt_cslot;
+} tdm__rt_cslot;
 
-/* In a single count's creation order (rt_lslice.ord): an entry number
+/* In a single count's creation order (tdm__rt_lslice.ord): an entry number
  * with this bit, else a count slot's. */
 #define RT_ORD_ENT 0x80000000u
 
@@ -57,7 +57,7 @@ typedef struct rt_cslot {
  * a single count(), also the count slots of its fixed-width keys (open
  * addressing too; those keys have no entries) and the creation order of
  * all its keys. */
-typedef struct rt_lslice {
+typedef struct tdm__rt_lslice {
     tdm_time_ms start, end;
     uint32_t *idx;
     uint32_t shift;     /* index slot = h >> shift (64 - log2 slots) */
@@ -66,21 +66,21 @@ typedef struct rt_lslice {
     uint32_t n, cap;
     char *keys;         /* key bytes of keys that are not fixed-width */
     size_t kused, kcap;
-    rt_cslot *cs;       /* count slots (NULL until the first one) */
+    tdm__rt_cslot *cs;       /* count slots (NULL until the first one) */
     uint32_t cs_shift;  /* 64 - log2(cs_slots) */
     uint32_t cs_slots;  /* slots (a power of two), at most half used */
     uint32_t cs_n;      /* slots used */
-    bool cs_scatter;    /* their placement (rt_cslot_home) */
+    bool cs_scatter;    /* their placement (tdm__rt_cslot_home) */
     uint32_t *ord;      /* a single count's keys in creation order: slot
                            numbers, or entry numbers | RT_ORD_ENT */
     uint32_t n_ord, ord_cap;
-    struct rt_lslice *next; /* open list (by start) or free list */
-} rt_lslice;
+    struct tdm__rt_lslice *next; /* open list (by start) or free list */
+} tdm__rt_lslice;
 
 /* The local aggregate of one source subtask for one consumer edge.  One
  * owner thread (the source subtask's). */
-struct rt_lagg {
-    rt_src_task *t;       /* the owner */
+struct tdm__rt_lagg {
+    tdm__rt_src_task *t;       /* the owner */
     int edge;             /* index in the source's edges */
     tdm_time_ms g, off;   /* slice size, offset (|off| < g) */
     bool gaps;            /* sliding with slide > size: records between
@@ -91,40 +91,40 @@ struct rt_lagg {
     tdm__rowagg *ra;      /* otherwise the row aggregates, this
                              subtask's own instance */
     size_t acc_size, stride;
-    rt_lslice *open;      /* open slices, by start */
-    rt_lslice *free;      /* recycled slices (their memory kept) */
-    rt_lslice *cur;       /* the slice of the last folded record */
+    tdm__rt_lslice *open;      /* open slices, by start */
+    tdm__rt_lslice *free;      /* recycled slices (their memory kept) */
+    tdm__rt_lslice *cur;       /* the slice of the last folded record */
     tdm_time_ms cur_start; /* its start, and its width (0: no cur), so */
     uint64_t cur_g;        /* that "ts in cur" is one unsigned compare */
     bool cs_scatter;      /* count slot placement of new slices: direct,
                              or scatter once a slice had to
-                             (rt_cslot_home) */
+                             (tdm__rt_cslot_home) */
     tdm__keybuf kb;       /* key encoding scratch */
     int64_t folded;       /* records folded (counted as they are sent) */
     int64_t sent;         /* partial rows sent */
-    rt_ppool pool;        /* messages the consumers handed back */
+    tdm__rt_ppool pool;        /* messages the consumers handed back */
     bool pool_ok;         /* its mutex was initialised */
-    struct rt_partials **msg; /* flush scratch: one message being filled
+    struct tdm__rt_partials **msg; /* flush scratch: one message being filled
                                  per window subtask (P, all NULL between
                                  flushes) */
 };
 
 /* The entry @p i of slice @p sl. */
-static inline rt_lent *rt_lagg_ent(const rt_lagg *la, const rt_lslice *sl,
+static inline tdm__rt_lent *tdm__rt_lagg_ent(const tdm__rt_lagg *la, const tdm__rt_lslice *sl,
                                    uint32_t i)
 {
-    return (rt_lent *)(void *)(sl->ents + (size_t)i * la->stride);
+    return (tdm__rt_lent *)(void *)(sl->ents + (size_t)i * la->stride);
 }
 
 /* The accumulator of entry @p e. */
-static inline void *rt_lagg_acc(rt_lent *e)
+static inline void *tdm__rt_lagg_acc(tdm__rt_lent *e)
 {
     return (char *)e + sizeof *e;
 }
 
 /* The lookup hash of a fixed-width key's value bytes (Fibonacci
  * hashing: the index takes the product's top bits). */
-static inline uint64_t rt_lagg_hash_fixed(uint64_t bits)
+static inline uint64_t tdm__rt_lagg_hash_fixed(uint64_t bits)
 {
     return (bits ^ (bits >> 31)) * 0x9e3779b97f4a7c15ULL;
 }
@@ -143,48 +143,48 @@ static inline uint64_t rt_lagg_hash_fixed(uint64_t bits)
 
 /* The home count slot of fixed-width key @p key among @p mask + 1 =
  * 2^(64 - @p shift) slots, in scatter mode or not. */
-static inline uint32_t rt_cslot_home(uint64_t key, uint32_t shift,
+static inline uint32_t tdm__rt_cslot_home(uint64_t key, uint32_t shift,
                                      uint32_t mask, bool scatter)
 {
     return scatter ? (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> shift)
                    : (uint32_t)key & mask;
 }
 
-/* The slow paths (localagg.c).  rt_lagg_slice: the open slice of @p ts,
+/* The slow paths (localagg.c).  tdm__rt_lagg_slice: the open slice of @p ts,
  * made if needed, or NULL with *raw when the record must be routed raw
  * (its slice was flushed: end - 1 <= @p wm; between sliding windows; at
  * the ends of time), or NULL and !*raw when out of memory. */
-rt_lslice *rt_lagg_slice(rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
+tdm__rt_lslice *tdm__rt_lagg_slice(tdm__rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
                          bool *raw);
 /* Adds an entry for a key to @p sl (copies key bytes); NULL on OOM. */
-rt_lent *rt_lagg_insert(rt_lagg *la, rt_lslice *sl, uint64_t h,
+tdm__rt_lent *tdm__rt_lagg_insert(tdm__rt_lagg *la, tdm__rt_lslice *sl, uint64_t h,
                         uint64_t fixed, const char *key, uint32_t len);
 /* Adds the count slot (count 1) of fixed-width key @p fixed to @p sl,
  * a single count's slice; false on OOM. */
-bool rt_lagg_cinsert(rt_lagg *la, rt_lslice *sl, uint64_t fixed);
+bool tdm__rt_lagg_cinsert(tdm__rt_lagg *la, tdm__rt_lslice *sl, uint64_t fixed);
 
 /* Adds @p row to the accumulator of entry @p e. */
-static inline void rt_lagg_add(rt_lagg *la, rt_lent *e, const tdm__row *row)
+static inline void tdm__rt_lagg_add(tdm__rt_lagg *la, tdm__rt_lent *e, const tdm__row *row)
 {
     if (la->count) {
-        int64_t *n = rt_lagg_acc(e);
+        int64_t *n = tdm__rt_lagg_acc(e);
         (*n)++;
     } else {
         e->n++;
-        tdm__rowagg_add(la->ra, rt_lagg_acc(e), row);
+        tdm__rowagg_add(la->ra, tdm__rt_lagg_acc(e), row);
     }
 }
 
 /* Makes @p sl the slice the next records are tried in first (NULL:
  * none). */
-static inline void rt_lagg_set_cur(rt_lagg *la, rt_lslice *sl)
+static inline void tdm__rt_lagg_set_cur(tdm__rt_lagg *la, tdm__rt_lslice *sl)
 {
     la->cur = sl;
     la->cur_start = sl ? sl->start : 0;
     la->cur_g = sl ? (uint64_t)(sl->end - sl->start) : 0;
 }
 
-/* Count slot distance of rt_lagg_prefetch_fixed: rows looked at ahead
+/* Count slot distance of tdm__rt_lagg_prefetch_fixed: rows looked at ahead
  * of the one being folded. */
 #define RT_LAGG_AHEAD 8
 
@@ -194,16 +194,16 @@ static inline void rt_lagg_set_cur(rt_lagg *la, rt_lslice *sl)
  * read first (its load misses the cache when a slice holds many keys; in
  * direct mode rows share lines and the look-ahead costs more than it
  * saves, so callers skip it).  Changes nothing. */
-static inline void rt_lagg_prefetch_fixed(const rt_lagg *la, tdm_time_ms ts,
+static inline void tdm__rt_lagg_prefetch_fixed(const tdm__rt_lagg *la, tdm_time_ms ts,
                                           uint64_t fixed)
 {
 #if defined(__GNUC__)
-    const rt_lslice *sl = la->cur;
+    const tdm__rt_lslice *sl = la->cur;
     if ((uint64_t)ts - (uint64_t)la->cur_start >= la->cur_g || !sl->cs ||
         !sl->cs_scatter)
         return;
     __builtin_prefetch(
-        &sl->cs[rt_cslot_home(fixed, sl->cs_shift, sl->cs_slots - 1, true)]);
+        &sl->cs[tdm__rt_cslot_home(fixed, sl->cs_shift, sl->cs_slots - 1, true)]);
 #else
     (void)la;
     (void)ts;
@@ -218,28 +218,28 @@ static inline void rt_lagg_prefetch_fixed(const rt_lagg *la, tdm_time_ms ts,
  * there, so the count's path is all that is compiled).  Returns 1
  * (folded), 0 (route it raw) or -1 (out of memory). */
 static inline __attribute__((always_inline)) int
-rt_lagg_fold(rt_lagg *la, const tdm__row *row, tdm_time_ms ts,
+tdm__rt_lagg_fold(tdm__rt_lagg *la, const tdm__row *row, tdm_time_ms ts,
              uint64_t fixed, const char *key, size_t len, tdm_time_ms wm,
              const bool count_only)
 {
-    rt_lslice *sl = la->cur;
+    tdm__rt_lslice *sl = la->cur;
     /* ts in [cur_start, cur_start + cur_g): one unsigned compare (false
      * when there is no current slice, cur_g 0). */
     if (__builtin_expect((uint64_t)ts - (uint64_t)la->cur_start >=
                              la->cur_g,
                          0)) {
         bool raw;
-        sl = rt_lagg_slice(la, ts, wm, &raw);
+        sl = tdm__rt_lagg_slice(la, ts, wm, &raw);
         if (!sl)
             return raw ? 0 : -1;
-        rt_lagg_set_cur(la, sl);
+        tdm__rt_lagg_set_cur(la, sl);
     }
     if (!key && (count_only || la->count)) {
         /* A single count() of a fixed-width key: its count slot. */
         if (__builtin_expect(sl->cs != NULL, 1)) {
-            rt_cslot *cs = sl->cs;
+            tdm__rt_cslot *cs = sl->cs;
             uint32_t cmask = sl->cs_slots - 1;
-            for (uint32_t i = rt_cslot_home(fixed, sl->cs_shift, cmask,
+            for (uint32_t i = tdm__rt_cslot_home(fixed, sl->cs_shift, cmask,
                                             sl->cs_scatter);;
                  i = (i + 1) & cmask) {
                 if (cs[i].key == fixed && cs[i].n) {
@@ -250,52 +250,52 @@ rt_lagg_fold(rt_lagg *la, const tdm__row *row, tdm_time_ms ts,
                     break;
             }
         }
-        return rt_lagg_cinsert(la, sl, fixed) ? 1 : -1;
+        return tdm__rt_lagg_cinsert(la, sl, fixed) ? 1 : -1;
     }
     uint64_t h = key ? tdm__keys_hash(key, len) * 0x9e3779b97f4a7c15ULL
-                     : rt_lagg_hash_fixed(fixed);
+                     : tdm__rt_lagg_hash_fixed(fixed);
     uint32_t mask = sl->n_slots - 1;
     const uint32_t *idx = sl->idx;
     for (uint32_t i = (uint32_t)(h >> sl->shift);; i = (i + 1) & mask) {
         uint32_t x = idx[i];
         if (!x)
             break;
-        rt_lent *e = rt_lagg_ent(la, sl, x - 1);
+        tdm__rt_lent *e = tdm__rt_lagg_ent(la, sl, x - 1);
         /* A fixed-width key's hash is a function of its bytes: compare
          * the bytes alone. */
         if (key ? e->h == h && e->key_len == len &&
                       (len == 0 || memcmp(sl->keys + e->key, key, len) == 0)
                 : e->key == fixed && e->key_len == TDM__SEL_FIXED) {
             if (count_only)
-                (*(int64_t *)rt_lagg_acc(e))++;
+                (*(int64_t *)tdm__rt_lagg_acc(e))++;
             else
-                rt_lagg_add(la, e, row);
+                tdm__rt_lagg_add(la, e, row);
             return 1;
         }
     }
-    rt_lent *e = rt_lagg_insert(la, sl, h, fixed, key, (uint32_t)len);
+    tdm__rt_lent *e = tdm__rt_lagg_insert(la, sl, h, fixed, key, (uint32_t)len);
     if (!e)
         return -1;
     if (count_only)
-        (*(int64_t *)rt_lagg_acc(e))++;
+        (*(int64_t *)tdm__rt_lagg_acc(e))++;
     else
-        rt_lagg_add(la, e, row);
+        tdm__rt_lagg_add(la, e, row);
     return 1;
 }
 
 /* Creates the local aggregate of source subtask @p t for consumer edge
- * @p e (which must be eligible: rt_edge.local).  TDM_OK or
+ * @p e (which must be eligible: tdm__rt_edge.local).  TDM_OK or
  * TDM_ERR_NOMEM (*out NULL). */
-tdm_err rt_lagg_new(rt_src_task *t, int e, rt_lagg **out);
+tdm_err tdm__rt_lagg_new(tdm__rt_src_task *t, int e, tdm__rt_lagg **out);
 /* Frees it (NULL is fine). */
-void rt_lagg_free(rt_lagg *la);
+void tdm__rt_lagg_free(tdm__rt_lagg *la);
 /* Sends the partials of every open slice whose end - 1 <= @p wm, slice
  * by slice in time order and within a slice in the order their keys
  * first appeared, to the consumer subtasks owning their keys (items of
- * at most a few thousand rt_partials rows per subtask), and recycles
+ * at most a few thousand tdm__rt_partials rows per subtask), and recycles
  * those slices.  Call it after the rows sent so far and before the
  * watermark @p wm (or END: TDM_TIME_MAX).  Out of memory fails the
  * run. */
-void rt_lagg_flush(rt_src_task *t, rt_lagg *la, tdm_time_ms wm);
+void tdm__rt_lagg_flush(tdm__rt_src_task *t, tdm__rt_lagg *la, tdm_time_ms wm);
 
 #endif /* TDM_LOCALAGG_H */

@@ -292,17 +292,17 @@ static void add_lag(tdm_metrics *m, const char *vx, int sub, tdm_time_ms now,
  * A partition is idle when the reader says so (tdm_reader_split_is_idle,
  * published by the subtask with the split's watermark) or the whole
  * subtask announced IDLE; a finished partition is "finished", not idle. */
-static void source_rows(tdm_metrics *m, tdm__run *run, rt_src_task *t)
+static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
 {
     const char *vx = vname(m, t->src->node);
-    const rt_src_metrics *sm = &t->m;
+    const tdm__rt_src_metrics *sm = &t->m;
     int sub = t->index;
     tdm_time_ms now = m->now;
     /* Acquire: the splits' values read below are at least as new. */
     tdm_time_ms wm_out =
         atomic_load_explicit((_Atomic int64_t *)&sm->wm_out,
                              memory_order_acquire);
-    int64_t idle = rt_pub_get(&sm->idle);
+    int64_t idle = tdm__rt_pub_get(&sm->idle);
     tdm_time_ms in_wm = TDM_TIME_MAX;
     bool any_active = false;
     size_t first = m->n;
@@ -311,21 +311,21 @@ static void source_rows(tdm_metrics *m, tdm__run *run, rt_src_task *t)
      * VERTEX rows are moved in front of them. */
     pthread_mutex_lock(&t->mx);
     for (int p = 0; p < t->n_pub && t->parts; p++) {
-        const rt_part *pp = &t->parts[p];
-        int64_t flags = rt_pub_get(&pp->p_flags);
-        tdm_time_ms w = rt_pub_get(&pp->p_wm);
-        tdm_time_ms last = rt_pub_get(&pp->p_last_at);
+        const tdm__rt_part *pp = &t->parts[p];
+        int64_t flags = tdm__rt_pub_get(&pp->p_flags);
+        tdm_time_ms w = tdm__rt_pub_get(&pp->p_wm);
+        tdm_time_ms last = tdm__rt_pub_get(&pp->p_last_at);
         bool fin = (flags & RT_PF_FINISHED) != 0;
         bool pidle = !fin && (idle || (flags & RT_PF_IDLE) != 0);
         const char *label = keep(m, pp->name ? pp->name : "?");
         int ix = pp->global >= 0 ? pp->global : p;
         add(m, TDM_METRIC_P_WM, vx, sub, ix, label, w);
         add(m, TDM_METRIC_P_IDLE, vx, sub, ix, label, pidle);
-        tdm_time_ms mx = rt_pub_get(&pp->p_max_ts);
+        tdm_time_ms mx = tdm__rt_pub_get(&pp->p_max_ts);
         if (mx != TDM_TIME_MIN)
             add(m, TDM_METRIC_P_MAX_TS, vx, sub, ix, label, mx);
         add(m, TDM_METRIC_P_RECORDS, vx, sub, ix, label,
-            rt_pub_get(&pp->p_records));
+            tdm__rt_pub_get(&pp->p_records));
         if (last != TDM_TIME_MIN)
             add(m, TDM_METRIC_P_LAST_AGE, vx, sub, ix, label,
                 age(now, last));
@@ -347,29 +347,29 @@ static void source_rows(tdm_metrics *m, tdm__run *run, rt_src_task *t)
     add(m, TDM_METRIC_WM_OUTPUT, vx, sub, -1, NULL, wm_out);
     add_lag(m, vx, sub, now, wm_out);
     add(m, TDM_METRIC_IDLE, vx, sub, -1, NULL, idle);
-    add(m, TDM_METRIC_RECORDS_IN, vx, sub, -1, NULL, rt_pub_get(&sm->in));
-    add(m, TDM_METRIC_RECORDS_OUT, vx, sub, -1, NULL, rt_pub_get(&sm->out));
-    add(m, TDM_METRIC_BAD_RECORDS, vx, sub, -1, NULL, rt_pub_get(&sm->bad));
-    add(m, TDM_METRIC_GUARD_HITS, vx, sub, -1, NULL, rt_pub_get(&sm->guard));
-    add(m, TDM_METRIC_DUP_KEYS, vx, sub, -1, NULL, rt_pub_get(&sm->dup));
-    add(m, TDM_METRIC_BACKPRESSURE, vx, sub, -1, NULL, rt_pub_get(&sm->bp));
-    tdm_time_ms last = rt_pub_get(&sm->last_at);
+    add(m, TDM_METRIC_RECORDS_IN, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->in));
+    add(m, TDM_METRIC_RECORDS_OUT, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->out));
+    add(m, TDM_METRIC_BAD_RECORDS, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->bad));
+    add(m, TDM_METRIC_GUARD_HITS, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->guard));
+    add(m, TDM_METRIC_DUP_KEYS, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->dup));
+    add(m, TDM_METRIC_BACKPRESSURE, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->bp));
+    tdm_time_ms last = tdm__rt_pub_get(&sm->last_at);
     if (last != TDM_TIME_MIN)
         add(m, TDM_METRIC_LAST_RECORD_AGE, vx, sub, -1, NULL,
             age(now, last));
-    tdm_time_ms mx = rt_pub_get(&sm->max_ts);
+    tdm_time_ms mx = tdm__rt_pub_get(&sm->max_ts);
     if (mx != TDM_TIME_MIN)
         add(m, TDM_METRIC_MAX_TS, vx, sub, -1, NULL, mx);
-    add(m, TDM_METRIC_TS_UNIT, vx, sub, -1, NULL, rt_pub_get(&sm->unit));
-    if (rt_pub_get(&sm->lag[3]) >= 0) {
+    add(m, TDM_METRIC_TS_UNIT, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->unit));
+    if (tdm__rt_pub_get(&sm->lag[3]) >= 0) {
         add(m, TDM_METRIC_LAG_P50, vx, sub, -1, NULL,
-            rt_pub_get(&sm->lag[0]));
+            tdm__rt_pub_get(&sm->lag[0]));
         add(m, TDM_METRIC_LAG_P99, vx, sub, -1, NULL,
-            rt_pub_get(&sm->lag[1]));
+            tdm__rt_pub_get(&sm->lag[1]));
         add(m, TDM_METRIC_LAG_P999, vx, sub, -1, NULL,
-            rt_pub_get(&sm->lag[2]));
+            tdm__rt_pub_get(&sm->lag[2]));
         add(m, TDM_METRIC_LAG_MAX, vx, sub, -1, NULL,
-            rt_pub_get(&sm->lag[3]));
+            tdm__rt_pub_get(&sm->lag[3]));
     }
     (void)run;
     /* VERTEX rows before PARTITION rows: rotate the two groups. */
@@ -390,17 +390,17 @@ static void source_rows(tdm_metrics *m, tdm__run *run, rt_src_task *t)
 /* The watermark of logical input @p in of an operator subtask, from its
  * channels as published: the minimum over active channels; with none
  * active (all idle or ended), the maximum over all of them. */
-static tdm_time_ms input_watermark(const rt_op_task *t, int in)
+static tdm_time_ms input_watermark(const tdm__rt_op_task *t, int in)
 {
     int P = t->run->P;
     tdm_time_ms lo = TDM_TIME_MAX, hi = TDM_TIME_MIN;
     bool active = false;
     for (int ch = in * P; ch < (in + 1) * P; ch++) {
-        const rt_chan *c = &t->chp[ch];
-        tdm_time_ms w = rt_pub_get(&c->wm);
+        const tdm__rt_chan *c = &t->chp[ch];
+        tdm_time_ms w = tdm__rt_pub_get(&c->wm);
         if (w > hi)
             hi = w;
-        if (!rt_pub_get(&c->idle) && !rt_pub_get(&c->ended)) {
+        if (!tdm__rt_pub_get(&c->idle) && !tdm__rt_pub_get(&c->ended)) {
             active = true;
             if (w < lo)
                 lo = w;
@@ -410,48 +410,48 @@ static tdm_time_ms input_watermark(const rt_op_task *t, int in)
 }
 
 /* The rows of one window or join subtask: VERTEX, INPUT, CHANNEL. */
-static void op_rows(tdm_metrics *m, tdm__run *run, rt_op_task *t)
+static void op_rows(tdm_metrics *m, tdm__run *run, tdm__rt_op_task *t)
 {
     const char *vx = vname(m, t->op->node);
-    const rt_op_metrics *om = &t->m;
+    const tdm__rt_op_metrics *om = &t->m;
     int sub = t->index, P = run->P;
     bool win = t->op->kind == TDM_NODE_WINDOW;
     tdm_time_ms now = m->now;
     tdm_time_ms wm_out = atomic_load_explicit(&t->wm, memory_order_relaxed);
-    add(m, TDM_METRIC_WM_INPUT, vx, sub, -1, NULL, rt_pub_get(&om->wm_in));
+    add(m, TDM_METRIC_WM_INPUT, vx, sub, -1, NULL, tdm__rt_pub_get(&om->wm_in));
     add(m, TDM_METRIC_WM_OUTPUT, vx, sub, -1, NULL, wm_out);
     add_lag(m, vx, sub, now, wm_out);
-    add(m, TDM_METRIC_IDLE, vx, sub, -1, NULL, rt_pub_get(&om->idle));
-    add(m, TDM_METRIC_RECORDS_IN, vx, sub, -1, NULL, rt_pub_get(&om->in));
-    add(m, TDM_METRIC_RECORDS_OUT, vx, sub, -1, NULL, rt_pub_get(&om->out));
+    add(m, TDM_METRIC_IDLE, vx, sub, -1, NULL, tdm__rt_pub_get(&om->idle));
+    add(m, TDM_METRIC_RECORDS_IN, vx, sub, -1, NULL, tdm__rt_pub_get(&om->in));
+    add(m, TDM_METRIC_RECORDS_OUT, vx, sub, -1, NULL, tdm__rt_pub_get(&om->out));
     add(m, TDM_METRIC_LATE_DROPPED, vx, sub, -1, NULL,
-        rt_pub_get(&om->late_drop));
+        tdm__rt_pub_get(&om->late_drop));
     add(m, TDM_METRIC_LATE_SIDE, vx, sub, -1, NULL,
-        rt_pub_get(&om->late_side));
+        tdm__rt_pub_get(&om->late_side));
     if (win) {
         add(m, TDM_METRIC_LATE_PANES, vx, sub, -1, NULL,
-            rt_pub_get(&om->late_panes));
-        add(m, TDM_METRIC_PANES, vx, sub, -1, NULL, rt_pub_get(&om->panes));
+            tdm__rt_pub_get(&om->late_panes));
+        add(m, TDM_METRIC_PANES, vx, sub, -1, NULL, tdm__rt_pub_get(&om->panes));
     }
     add(m, TDM_METRIC_WM_REGRESSIONS, vx, sub, -1, NULL,
-        rt_pub_get(&om->regress));
-    add(m, TDM_METRIC_STATE_KEYS, vx, sub, -1, NULL, rt_pub_get(&om->keys));
+        tdm__rt_pub_get(&om->regress));
+    add(m, TDM_METRIC_STATE_KEYS, vx, sub, -1, NULL, tdm__rt_pub_get(&om->keys));
     add(m, TDM_METRIC_STATE_WINDOWS, vx, sub, -1, NULL,
-        rt_pub_get(&om->windows));
+        tdm__rt_pub_get(&om->windows));
     add(m, TDM_METRIC_STATE_BYTES, vx, sub, -1, NULL,
-        rt_pub_get(&om->bytes));
-    if (rt_pub_get(&om->lat_p50) >= 0) {
+        tdm__rt_pub_get(&om->bytes));
+    if (tdm__rt_pub_get(&om->lat_p50) >= 0) {
         add(m, TDM_METRIC_RESULT_LAT_P50, vx, sub, -1, NULL,
-            rt_pub_get(&om->lat_p50));
+            tdm__rt_pub_get(&om->lat_p50));
         add(m, TDM_METRIC_RESULT_LAT_P99, vx, sub, -1, NULL,
-            rt_pub_get(&om->lat_p99));
+            tdm__rt_pub_get(&om->lat_p99));
     }
     pthread_mutex_lock(&t->q.mu);
     int64_t qlen = (int64_t)t->q.count;
     pthread_mutex_unlock(&t->q.mu);
     add(m, TDM_METRIC_QUEUE_LEN, vx, sub, -1, NULL, qlen);
     add(m, TDM_METRIC_QUEUE_CAP, vx, sub, -1, NULL, (int64_t)t->q.cap);
-    tdm_time_ms last = rt_pub_get(&om->last_at);
+    tdm_time_ms last = tdm__rt_pub_get(&om->last_at);
     if (last != TDM_TIME_MIN)
         add(m, TDM_METRIC_LAST_RECORD_AGE, vx, sub, -1, NULL,
             age(now, last));
@@ -463,10 +463,10 @@ static void op_rows(tdm_metrics *m, tdm__run *run, rt_op_task *t)
         snprintf(lab, sizeof lab, "%s#%d",
                  t->op->inputs[ch / P]->node->name, ch % P);
         const char *l = keep(m, lab);
-        const rt_chan *c = &t->chp[ch];
-        add(m, TDM_METRIC_CH_WM, vx, sub, ch, l, rt_pub_get(&c->wm));
-        add(m, TDM_METRIC_CH_IDLE, vx, sub, ch, l, rt_pub_get(&c->idle));
-        add(m, TDM_METRIC_CH_ENDED, vx, sub, ch, l, rt_pub_get(&c->ended));
+        const tdm__rt_chan *c = &t->chp[ch];
+        add(m, TDM_METRIC_CH_WM, vx, sub, ch, l, tdm__rt_pub_get(&c->wm));
+        add(m, TDM_METRIC_CH_IDLE, vx, sub, ch, l, tdm__rt_pub_get(&c->idle));
+        add(m, TDM_METRIC_CH_ENDED, vx, sub, ch, l, tdm__rt_pub_get(&c->ended));
     }
 }
 
@@ -498,13 +498,13 @@ static bool sort_late(tdm_late_sample *a, size_t n)
 }
 
 /* Copies an operator subtask's late samples, oldest first. */
-static void late_rows(tdm_metrics *m, rt_op_task *t)
+static void late_rows(tdm_metrics *m, tdm__rt_op_task *t)
 {
     const char *vx = vname(m, t->op->node);
     pthread_mutex_lock(&t->lmx);
     for (int k = 0; k < t->late_n && !m->oom; k++) {
         int i = (t->late_head - t->late_n + k + RT_LATE_RING) % RT_LATE_RING;
-        const rt_late *l = &t->late[i];
+        const tdm__rt_late *l = &t->late[i];
         if (m->n_late == m->cap_late) {
             size_t cap = m->cap_late ? 2 * m->cap_late : 32;
             tdm_late_sample *p = tdm__realloc(m->late, cap * sizeof *p);
@@ -522,7 +522,7 @@ static void late_rows(tdm_metrics *m, rt_op_task *t)
 }
 
 /* Builds a snapshot of the run's published metrics (see metrics.h). */
-tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
+tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
                          tdm_metrics **out)
 {
     tdm_job *job = run->job;
@@ -559,7 +559,7 @@ tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
                 atomic_load(&job->stats[ck[i].st]));
     }
     for (int s = 0; s < run->n_srcs; s++) {
-        rt_source *src = &run->srcs[s];
+        tdm__rt_source *src = &run->srcs[s];
         for (int i = 0; src->tasks && i < P; i++)
             source_rows(m, run, &src->tasks[i]);
     }
@@ -569,20 +569,20 @@ tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
     /* Sinks: rows written, counted by their writers (operators' results
      * and late records, sources' dead letters). */
     for (int k = 0; k < run->n_sinks; k++) {
-        rt_sink *sk = &run->sinks[k];
+        tdm__rt_sink *sk = &run->sinks[k];
         int64_t n = 0;
         for (int o = 0; o < run->n_ops; o++)
             for (int j = 0; run->ops[o].tasks && j < P; j++) {
-                const rt_op_task *t = &run->ops[o].tasks[j];
+                const tdm__rt_op_task *t = &run->ops[o].tasks[j];
                 if (run->ops[o].sink == sk)
-                    n += rt_pub_get(&t->m.out);
+                    n += tdm__rt_pub_get(&t->m.out);
                 if (run->ops[o].late == sk)
-                    n += rt_pub_get(&t->m.late_side);
+                    n += tdm__rt_pub_get(&t->m.late_side);
             }
         if (run->dead == sk)
             for (int s = 0; s < run->n_srcs; s++)
                 for (int i = 0; run->srcs[s].tasks && i < P; i++)
-                    n += rt_pub_get(&run->srcs[s].tasks[i].m.dead);
+                    n += tdm__rt_pub_get(&run->srcs[s].tasks[i].m.dead);
         add(m, TDM_METRIC_RECORDS_IN, vname(m, sk->node), 0, -1, NULL, n);
     }
     for (int o = 0; o < run->n_ops; o++)
@@ -608,7 +608,7 @@ tdm_err tdm_job_metrics(tdm_job *job, tdm_metrics **out)
     tdm_err err;
     pthread_mutex_lock(&job->mmu);
     if (job->mrun) {
-        err = rt_metrics_build(job->mrun, tdm__job_now(job), 1, out);
+        err = tdm__rt_metrics_build(job->mrun, tdm__job_now(job), 1, out);
     } else if (job->final) {
         /* Immutable: every caller shares it (tdm_metrics_free drops a
          * reference). */
@@ -691,7 +691,7 @@ const tdm_late_sample *tdm_metrics_late_at(const tdm_metrics *m, size_t i)
 /* ====================================================================== */
 
 /* Allocates the firing ring (RT_FIRE_CAP entries). */
-tdm_err rt_fired_alloc(rt_fired *f)
+tdm_err tdm__rt_fired_alloc(tdm__rt_fired *f)
 {
     f->ring = tdm__malloc(RT_FIRE_CAP * sizeof *f->ring);
     if (!f->ring)
@@ -701,13 +701,13 @@ tdm_err rt_fired_alloc(rt_fired *f)
 }
 
 /* Scans the ring from the newest entry back. */
-bool rt_fired_find(const rt_fired *f, uint64_t fp, tdm_time_ms *wm)
+bool tdm__rt_fired_find(const tdm__rt_fired *f, uint64_t fp, tdm_time_ms *wm)
 {
     if (!f->ring)
         return false;
     uint64_t n = f->total < RT_FIRE_CAP ? f->total : RT_FIRE_CAP;
     for (uint64_t k = 1; k <= n; k++) {
-        const rt_fired_ent *e =
+        const tdm__rt_fired_ent *e =
             &f->ring[(f->total - k) & (RT_FIRE_CAP - 1)];
         if (e->fp == fp) {
             *wm = e->wm;
@@ -718,7 +718,7 @@ bool rt_fired_find(const rt_fired *f, uint64_t fp, tdm_time_ms *wm)
 }
 
 /* Frees the ring (a zeroed one is fine). */
-void rt_fired_free(rt_fired *f)
+void tdm__rt_fired_free(tdm__rt_fired *f)
 {
     tdm__free(f->ring);
     memset(f, 0, sizeof *f);
@@ -729,14 +729,14 @@ void rt_fired_free(rt_fired *f)
 /* ====================================================================== */
 
 /* Frees the window status memory of a run (NULL is fine). */
-void rt_warea_free(rt_warea *a)
+void tdm__rt_warea_free(tdm__rt_warea *a)
 {
     if (!a)
         return;
     for (int i = 0; i < a->n; i++) {
-        rt_wvertex *v = &a->v[i];
+        tdm__rt_wvertex *v = &a->v[i];
         for (int j = 0; v->st && j < a->P; j++) {
-            rt_fired_free(&v->st[j].fired);
+            tdm__rt_fired_free(&v->st[j].fired);
             tdm__free(v->st[j].key);
             if (j < v->n_cv)
                 pthread_cond_destroy(&v->st[j].cv);
@@ -756,9 +756,9 @@ void rt_warea_free(rt_warea *a)
 /* Builds the area of a run: one entry per window vertex with what a
  * question needs after the run (key types, lateness), and one mailbox
  * and firing memory per subtask, handed to the subtasks. */
-static rt_warea *warea_new(tdm__run *run)
+static tdm__rt_warea *warea_new(tdm__run *run)
 {
-    rt_warea *a = tdm__calloc(1, sizeof *a);
+    tdm__rt_warea *a = tdm__calloc(1, sizeof *a);
     if (!a)
         return NULL;
     a->P = run->P;
@@ -767,10 +767,10 @@ static rt_warea *warea_new(tdm__run *run)
     if (!a->v)
         goto fail;
     for (int o = 0; o < run->n_ops; o++) {
-        rt_op *op = &run->ops[o];
+        tdm__rt_op *op = &run->ops[o];
         if (op->kind != TDM_NODE_WINDOW)
             continue;
-        rt_wvertex *v = &a->v[a->n++];
+        tdm__rt_wvertex *v = &a->v[a->n++];
         const tdm__conf_val *keys = tdm__node_val(op->node, "key_by");
         v->op = o;
         v->n_key = op->n_key;
@@ -793,7 +793,7 @@ static rt_warea *warea_new(tdm__run *run)
                 goto fail;
         }
         for (int j = 0; j < run->P; j++) {
-            rt_wstat *st = &v->st[j];
+            tdm__rt_wstat *st = &v->st[j];
             if (pthread_cond_init(&st->cv, NULL) != 0)
                 goto fail;
             v->n_cv = j + 1;
@@ -804,22 +804,22 @@ static rt_warea *warea_new(tdm__run *run)
     return a;
 
 fail:
-    rt_warea_free(a);
+    tdm__rt_warea_free(a);
     return NULL;
 }
 
 /* Replaces the job's window status memory and final snapshot with new
  * ones for @p run, and makes the run the one snapshots read. */
-tdm_err rt_warea_start(tdm__run *run)
+tdm_err tdm__rt_warea_start(tdm__run *run)
 {
     tdm_job *job = run->job;
-    rt_warea *a = warea_new(run);
+    tdm__rt_warea *a = warea_new(run);
     if (!a)
         return TDM_ERR_NOMEM;
     pthread_mutex_lock(&job->mmu);
     while (job->status_waiters > 0)
         pthread_cond_wait(&job->mcv, &job->mmu);
-    rt_warea_free(job->warea);
+    tdm__rt_warea_free(job->warea);
     tdm_metrics_free(job->final);
     job->final = NULL;
     job->warea = a;
@@ -834,7 +834,7 @@ tdm_err rt_warea_start(tdm__run *run)
 /* Keeps the final snapshot and what window subtasks leave, and ends the
  * live view (subtasks are freed right after; waiting status callers are
  * woken to answer from what was kept). */
-void rt_metrics_finish(tdm__run *run)
+void tdm__rt_metrics_finish(tdm__run *run)
 {
     tdm_job *job = run->job;
     pthread_mutex_lock(&job->mmu);
@@ -843,14 +843,14 @@ void rt_metrics_finish(tdm__run *run)
         return;
     }
     tdm_metrics *fin = NULL;
-    if (rt_metrics_build(run, tdm__job_now(job), 0, &fin) == TDM_OK) {
+    if (tdm__rt_metrics_build(run, tdm__job_now(job), 0, &fin) == TDM_OK) {
         tdm_metrics_free(job->final);
         job->final = fin;
     }
-    rt_warea *a = job->warea;
+    tdm__rt_warea *a = job->warea;
     for (int i = 0; a && i < a->n; i++)
         for (int j = 0; j < a->P; j++) {
-            const rt_op_task *t = &run->ops[a->v[i].op].tasks[j];
+            const tdm__rt_op_task *t = &run->ops[a->v[i].op].tasks[j];
             a->v[i].st[j].final_wm = t->win ? t->win->wm : TDM_TIME_MIN;
             a->v[i].st[j].ended = t->win && t->win->ended;
             pthread_cond_broadcast(&a->v[i].st[j].cv);
@@ -860,7 +860,7 @@ void rt_metrics_finish(tdm__run *run)
 }
 
 /* The channel holding the subtask's watermark (see metrics.h). */
-int rt_holding_channel(const rt_op_task *t)
+int tdm__rt_holding_channel(const tdm__rt_op_task *t)
 {
     int best = -1;
     for (int ch = 0; ch < t->op->n_channels; ch++) {
@@ -875,7 +875,7 @@ int rt_holding_channel(const rt_op_task *t)
 /* Parses the key text by the key fields' types (several fields joined
  * by ',') and encodes it as the exchange does.  *key points into @p kb
  * or @p text. */
-static tdm_err parse_key(const rt_wvertex *v, const char *text,
+static tdm_err parse_key(const tdm__rt_wvertex *v, const char *text,
                          tdm__keybuf *kb, const char **key, size_t *len,
                          char *errbuf, size_t errbuf_size)
 {
@@ -949,7 +949,7 @@ static tdm_err parse_key(const rt_wvertex *v, const char *text,
 /* The answer from what the subtask left when it stopped (or the run when
  * it ended): the final watermark and the firing memory; a window subtask
  * that reached the end of its input holds nothing. */
-static void final_answer(const rt_wvertex *v, rt_wstat *st, int j,
+static void final_answer(const tdm__rt_wvertex *v, tdm__rt_wstat *st, int j,
                          const char *key, size_t len, tdm_time_ms start,
                          tdm_time_ms end, tdm_window_status *a)
 {
@@ -960,7 +960,7 @@ static void final_answer(const rt_wvertex *v, rt_wstat *st, int j,
     a->has_state = 0;
     a->elements = st->ended ? 0 : -1;
     tdm_time_ms fwm = TDM_TIME_MIN;
-    a->fired = rt_fired_find(&st->fired, rt_fired_fp(key, len, start, end),
+    a->fired = tdm__rt_fired_find(&st->fired, tdm__rt_fired_fp(key, len, start, end),
                              &fwm);
     a->fired_wm = a->fired ? fwm : TDM_TIME_MIN;
     a->holding_channel = -1;
@@ -973,7 +973,7 @@ static void final_answer(const rt_wvertex *v, rt_wstat *st, int j,
  * deadline) for its answer.  Called and returns with the metrics lock
  * held.  TDM_OK with *done set when answered; *done clear when the run
  * ended meanwhile; TDM_ERR_IO on timeout; TDM_ERR_NOMEM. */
-static tdm_err ask_live(tdm_job *job, const rt_wvertex *v, rt_wstat *st,
+static tdm_err ask_live(tdm_job *job, const tdm__rt_wvertex *v, tdm__rt_wstat *st,
                         int j, const char *key, size_t len,
                         tdm_time_ms start, tdm_time_ms end,
                         tdm_window_status *out, bool *done)
@@ -1046,8 +1046,8 @@ tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
     tdm__keybuf kb = { 0 };
     tdm_err err = TDM_OK;
     pthread_mutex_lock(&job->mmu);
-    rt_warea *a = job->warea;
-    const rt_wvertex *v = NULL;
+    tdm__rt_warea *a = job->warea;
+    const tdm__rt_wvertex *v = NULL;
     for (int i = 0; a && i < a->n; i++)
         if (strcmp(a->v[i].name, vertex) == 0)
             v = &a->v[i];
@@ -1067,7 +1067,7 @@ tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
         j = tdm__key_subtask(tdm__key_group(tdm__keys_hash(kbytes, klen),
                                             a->key_groups),
                              a->key_groups, a->P);
-    rt_wstat *st = &v->st[j];
+    tdm__rt_wstat *st = &v->st[j];
     bool done = false;
     if (job->mrun && !st->done) {
         job->status_waiters++;
@@ -1102,7 +1102,7 @@ void tdm__met_record_fini(tdm_job *job)
         pthread_cond_wait(&job->mcv, &job->mmu);
     tdm_metrics_free(job->final);
     tdm__hist_fini(&job->lat);
-    rt_warea_free(job->warea);
+    tdm__rt_warea_free(job->warea);
     job->final = NULL;
     job->warea = NULL;
     pthread_mutex_unlock(&job->mmu);

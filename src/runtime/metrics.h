@@ -20,7 +20,7 @@
 
 /* Adds @p d to a published counter of which the caller is the only
  * writer: a relaxed load and a relaxed store, no read-modify-write. */
-static inline void rt_pub_add(_Atomic int64_t *a, int64_t d)
+static inline void tdm__rt_pub_add(_Atomic int64_t *a, int64_t d)
 {
     if (d)
         atomic_store_explicit(
@@ -29,13 +29,13 @@ static inline void rt_pub_add(_Atomic int64_t *a, int64_t d)
 }
 
 /* Stores a published value (single writer). */
-static inline void rt_pub_set(_Atomic int64_t *a, int64_t v)
+static inline void tdm__rt_pub_set(_Atomic int64_t *a, int64_t v)
 {
     atomic_store_explicit(a, v, memory_order_relaxed);
 }
 
 /* Reads a published value from any thread. */
-static inline int64_t rt_pub_get(const _Atomic int64_t *a)
+static inline int64_t tdm__rt_pub_get(const _Atomic int64_t *a)
 {
     return atomic_load_explicit((_Atomic int64_t *)a, memory_order_relaxed);
 }
@@ -46,20 +46,20 @@ enum { RT_PF_FINISHED = 1, RT_PF_PAUSED = 2, RT_PF_IDLE = 4 };
 
 /* What the source thread touches per record of a partition, 32 bytes
  * (a shift to index, two to a cache line).  Never read by snapshots. */
-typedef struct rt_phot {
+typedef struct tdm__rt_phot {
     int64_t n;              /* records read */
     tdm_time_ms hi;         /* highest timestamp so far (lag reference) */
     uint32_t stamp;         /* batch sequence of the last record */
     uint32_t gen;           /* batch sequence of the last record the
                                generator must see (wm_max_only) */
     uint64_t spare;
-} rt_phot;
+} tdm__rt_phot;
 
 /* One partition (reader split) of a source subtask as published for
  * snapshots (single writer: the source thread).  The array is
  * reallocated (under the subtask's metrics lock) when partitions named
  * by a field appear. */
-typedef struct rt_part {
+typedef struct tdm__rt_part {
     int global;             /* the partition's number within the source */
     char *name;             /* file path, field value, or the number */
     _Atomic int64_t p_records;
@@ -67,31 +67,31 @@ typedef struct rt_part {
     _Atomic int64_t p_last_at;  /* processing time; TDM_TIME_MIN: never */
     _Atomic int64_t p_wm;       /* the split's watermark */
     _Atomic int64_t p_flags;    /* RT_PF_* */
-} rt_part;
+} tdm__rt_part;
 
 /* The published metrics of a source subtask. */
-typedef struct rt_src_metrics {
+typedef struct tdm__rt_src_metrics {
     _Atomic int64_t in, out, bad, guard, dead, bp, dup;
     _Atomic int64_t wm_out, idle, last_at, max_ts, unit;
     _Atomic int64_t lag[4];     /* p50, p99, p999, max; -1 none */
-} rt_src_metrics;
+} tdm__rt_src_metrics;
 
 /* ---- Operator subtasks ---- */
 
 /* One input channel of an operator subtask, as published. */
-typedef struct rt_chan {
+typedef struct tdm__rt_chan {
     _Atomic int64_t wm;
     _Atomic int64_t idle;
     _Atomic int64_t ended;
-} rt_chan;
+} tdm__rt_chan;
 
 /* The published metrics of a window or join subtask. */
-typedef struct rt_op_metrics {
+typedef struct tdm__rt_op_metrics {
     _Atomic int64_t in, out, late_side, late_drop, panes, late_panes;
     _Atomic int64_t regress, wm_in, idle, last_at;
     _Atomic int64_t keys, windows, bytes;
     _Atomic int64_t lat_p50, lat_p99; /* us; -1 until a row fired */
-} rt_op_metrics;
+} tdm__rt_op_metrics;
 
 /* The event lag histogram of a source subtask takes every record of its
  * first RT_LAG_EXACT_BATCHES batches, then those of one batch in
@@ -102,11 +102,11 @@ typedef struct rt_op_metrics {
 /* A late record as remembered for tdm_metrics_late_at. */
 #define RT_LATE_RING 32
 #define RT_LATE_ROW 480
-typedef struct rt_late {
+typedef struct tdm__rt_late {
     tdm_time_ms ts, wm, at;
     int dropped;
     char row[RT_LATE_ROW];
-} rt_late;
+} tdm__rt_late;
 
 /* Watermark advances an operator subtask remembers in debug mode, to
  * say how long after the watermark passed a window it fired. */
@@ -125,18 +125,18 @@ typedef struct rt_late {
  * question instead of a random memory access per firing (an index
  * measured 1-4% of the runtime benchmark, by evicting the window state
  * from the cache).  Allocated at the first firing. */
-typedef struct rt_fired_ent {
+typedef struct tdm__rt_fired_ent {
     uint64_t fp;
     tdm_time_ms wm;
-} rt_fired_ent;
+} tdm__rt_fired_ent;
 
-typedef struct rt_fired {
-    rt_fired_ent *ring;
+typedef struct tdm__rt_fired {
+    tdm__rt_fired_ent *ring;
     uint64_t total;   /* firings remembered so far (the next slot) */
-} rt_fired;
+} tdm__rt_fired;
 
 /* The fingerprint of a window of a key. */
-static inline uint64_t rt_fired_fp(const char *key, size_t len,
+static inline uint64_t tdm__rt_fired_fp(const char *key, size_t len,
                                    tdm_time_ms start, tdm_time_ms end)
 {
     return tdm__ws_fold(tdm__ws_hash(key, len) ^ (uint64_t)start,
@@ -144,31 +144,31 @@ static inline uint64_t rt_fired_fp(const char *key, size_t len,
 }
 
 /* Allocates the ring; TDM_ERR_NOMEM leaves it absent. */
-tdm_err rt_fired_alloc(rt_fired *f);
+tdm_err tdm__rt_fired_alloc(tdm__rt_fired *f);
 
 /* Remembers a first firing, forgetting the oldest when the ring is full.
  * Returns TDM_OK or TDM_ERR_NOMEM (the memory then stays as it was). */
-static inline tdm_err rt_fired_add(rt_fired *f, uint64_t fp,
+static inline tdm_err tdm__rt_fired_add(tdm__rt_fired *f, uint64_t fp,
                                    tdm_time_ms wm)
 {
-    if (!f->ring && rt_fired_alloc(f) != TDM_OK)
+    if (!f->ring && tdm__rt_fired_alloc(f) != TDM_OK)
         return TDM_ERR_NOMEM;
-    rt_fired_ent *e = &f->ring[f->total++ & (RT_FIRE_CAP - 1)];
+    tdm__rt_fired_ent *e = &f->ring[f->total++ & (RT_FIRE_CAP - 1)];
     e->fp = fp;
     e->wm = wm;
     return TDM_OK;
 }
 /* Looks a fingerprint up: true with *wm the watermark of its most
  * recent first firing. */
-bool rt_fired_find(const rt_fired *f, uint64_t fp, tdm_time_ms *wm);
-void rt_fired_free(rt_fired *f);
+bool tdm__rt_fired_find(const tdm__rt_fired *f, uint64_t fp, tdm_time_ms *wm);
+void tdm__rt_fired_free(tdm__rt_fired *f);
 
 /* The mailbox and memory of one window subtask, owned by the job so that
  * questions can be answered after the run (tdm_job_window_status).  The
  * question and answer are guarded by the job's metrics lock; the subtask
  * sees a question through @c req (one relaxed load per group of queue
  * items) and a wake-up of its queue. */
-typedef struct rt_wstat {
+typedef struct tdm__rt_wstat {
     pthread_cond_t cv;
     atomic_int req;
     bool asked, answered;
@@ -176,15 +176,15 @@ typedef struct rt_wstat {
     size_t key_len, key_cap;
     tdm_time_ms start, end;
     tdm_window_status ans;
-    rt_fired fired;
+    tdm__rt_fired fired;
     /* Left by the subtask when it stops (or by the run when it ends). */
     tdm_time_ms final_wm;
     bool ended;
     bool done;           /* the subtask stopped: answers come from here */
-} rt_wstat;
+} tdm__rt_wstat;
 
 /* The window vertices of the last (or current) run. */
-typedef struct rt_wvertex {
+typedef struct tdm__rt_wvertex {
     char *name;
     int op;              /* index in the run's ops */
     int n_key;
@@ -193,18 +193,18 @@ typedef struct rt_wvertex {
     int n_cv;            /* st[0..n_cv) have their condition made */
     bool event_time, global;
     tdm_time_ms lateness;
-    rt_wstat *st;        /* P entries */
-} rt_wvertex;
+    tdm__rt_wstat *st;        /* P entries */
+} tdm__rt_wvertex;
 
-typedef struct rt_warea {
+typedef struct tdm__rt_warea {
     int P, key_groups;
     int n;
-    rt_wvertex *v;
-} rt_warea;
+    tdm__rt_wvertex *v;
+} tdm__rt_warea;
 
 /* The window's last timestamp and cleanup time for vertex @p v and a
  * window ending at @p end (the two sides of tdm_job_window_status). */
-static inline void tdm__met_window_times(const rt_wvertex *v,
+static inline void tdm__met_window_times(const tdm__rt_wvertex *v,
                                          tdm_time_ms end,
                                          tdm_time_ms *max_ts,
                                          tdm_time_ms *cleanup)
@@ -215,28 +215,28 @@ static inline void tdm__met_window_times(const rt_wvertex *v,
 }
 
 /* Frees an area (NULL is fine). */
-void rt_warea_free(rt_warea *a);
+void tdm__rt_warea_free(tdm__rt_warea *a);
 
 typedef struct tdm__run tdm__run;
-typedef struct rt_op_task rt_op_task;
+typedef struct tdm__rt_op_task tdm__rt_op_task;
 
 /* ---- Metrics (metrics.c) ---- */
 
 /* Builds a snapshot of a run's published metrics at processing time
  * @p now (@p running: 1 while subtasks run).  The caller holds the
  * job's metrics lock.  TDM_OK or TDM_ERR_NOMEM. */
-tdm_err rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
+tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
                          struct tdm_metrics **out);
 /* Prepares the job's window status memory for a new run (under the
  * metrics lock, after the status callers left).  TDM_OK or NOMEM. */
-tdm_err rt_warea_start(tdm__run *run);
+tdm_err tdm__rt_warea_start(tdm__run *run);
 /* Called by the run thread after every subtask stopped: keeps the final
  * snapshot and the window subtasks' final state, and ends the live view
  * (tasks are freed right after). */
-void rt_metrics_finish(tdm__run *run);
+void tdm__rt_metrics_finish(tdm__run *run);
 /* The channel holding an operator subtask's watermark: the lowest
  * watermark among channels neither idle nor ended; -1 when none. */
-int rt_holding_channel(const rt_op_task *t);
+int tdm__rt_holding_channel(const tdm__rt_op_task *t);
 
 /* Frees the job's run record (the last run's final snapshot, window
  * status memory and result latencies) once the callers of

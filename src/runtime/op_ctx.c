@@ -11,10 +11,10 @@
 #include "runtime/task_op.h"
 
 /* See task_op.h. */
-void rt_op_fail_nomem(rt_op_task *t)
+void tdm__rt_op_fail_nomem(tdm__rt_op_task *t)
 {
     t->failed = true;
-    rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
+    tdm__rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
             t->op->kind == TDM_NODE_JOIN ? "join" : "window",
             t->op->node->name);
 }

@@ -9,7 +9,7 @@
  *
  * Two kinds of producer use it: a source subtask's thread
  * (task_source.c), and an operator subtask writing a chained operator's
- * output stream through the emitter (rt_emit_*), set up at init with
+ * output stream through the emitter (tdm__rt_emit_*), set up at init with
  * the derived source's targets.  So an operator thread runs outbox code
  * only, never the source loop.
  *
@@ -26,11 +26,11 @@
 
 /* Wakes the consumers of every target that got a lazy push since the
  * last kick (see flush_rows). */
-void tdm__outbox_kick(rt_src_task *t)
+void tdm__outbox_kick(tdm__rt_src_task *t)
 {
-    rt_source *s = t->src;
+    tdm__rt_source *s = t->src;
     for (int e = 0; e < s->n_edges; e++) {
-        const rt_edge *ed = &s->edges[e];
+        const tdm__rt_edge *ed = &s->edges[e];
         for (int j = 0; j < t->run->P; j++) {
             int tg = ed->target_base + j;
             if (!t->unkicked[tg])
@@ -57,15 +57,15 @@ void tdm__outbox_before_pool_wait(void *ud)
  * bytes are never written again until the batch comes back from its
  * pool, so consumers read them without locks.  Targets with nothing new
  * get no item (a key-partitioned batch often skips some subtasks). */
-void tdm__outbox_flush_rows(rt_src_task *t)
+void tdm__outbox_flush_rows(tdm__rt_src_task *t)
 {
     tdm__sbatch *sb = t->cur;
     if (!sb)
         return;
-    rt_source *s = t->src;
+    tdm__rt_source *s = t->src;
     size_t cap = t->run->batch_size;
     for (int e = 0; e < s->n_edges; e++) {
-        const rt_edge *ed = &s->edges[e];
+        const tdm__rt_edge *ed = &s->edges[e];
         for (int j = 0; j < t->run->P; j++) {
             int tg = ed->target_base + j;
             uint32_t from = sb->sel_sent[tg], to = sb->sel_n[tg];
@@ -104,18 +104,18 @@ void tdm__outbox_flush_rows(rt_src_task *t)
  * all source subtasks in its valve, so each must hear from each.  The
  * rows that preceded the item in this subtask go first (flush_rows), so
  * on every channel a watermark follows exactly the rows it covers. */
-void tdm__outbox_broadcast(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
+void tdm__outbox_broadcast(tdm__rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
                            int idle)
 {
     tdm__outbox_flush_rows(t);
-    rt_source *s = t->src;
+    tdm__rt_source *s = t->src;
     /* Two-phase aggregation: the slices this watermark (END: the
      * maximum) closes go out as partial rows after the rows and before
      * the watermark, on the same channels. */
     if (t->any_lagg && (kind == TDM__ITEM_WATERMARK || kind == TDM__ITEM_END))
         for (int e = 0; e < s->n_edges; e++)
             if (t->lagg[e])
-                rt_lagg_flush(t, t->lagg[e],
+                tdm__rt_lagg_flush(t, t->lagg[e],
                               kind == TDM__ITEM_END ? TDM_TIME_MAX : wm);
     /* Result latency runs from here: the moment this watermark left. */
     tdm__outbox_push_control(t, kind, wm, idle,
@@ -124,12 +124,12 @@ void tdm__outbox_broadcast(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
 
 /* Queues a control item on this subtask's channel of every consumer
  * subtask (the rows before it were flushed). */
-void tdm__outbox_push_control(rt_src_task *t, tdm__item_kind kind,
+void tdm__outbox_push_control(tdm__rt_src_task *t, tdm__item_kind kind,
                               tdm_time_ms wm, int idle, int64_t at_us)
 {
-    rt_source *s = t->src;
+    tdm__rt_source *s = t->src;
     for (int e = 0; e < s->n_edges; e++) {
-        const rt_edge *ed = &s->edges[e];
+        const tdm__rt_edge *ed = &s->edges[e];
         for (int j = 0; j < t->run->P; j++) {
             tdm__item it = {.kind = (uint8_t)kind,
                             .ch = ed->input * t->run->P + t->index,
@@ -144,33 +144,33 @@ void tdm__outbox_push_control(rt_src_task *t, tdm__item_kind kind,
 /* Key fence: remembers that @p row's key (for consumer edge @p e; the
  * bytes in (key, klen) when @p have, else encoded here) was read from
  * its split, with the highest commit horizon of its records there. */
-__attribute__((noinline)) tdm_err tdm__outbox_track_key(rt_src_task *t,
+__attribute__((noinline)) tdm_err tdm__outbox_track_key(tdm__rt_src_task *t,
                                                         const tdm__row *row,
                                                         int e, const char *key,
                                                         size_t klen, bool have)
 {
-    const rt_edge *ed = &t->src->edges[e];
+    const tdm__rt_edge *ed = &t->src->edges[e];
     if (!have && tdm__key_encode(row, ed->key_idx, ed->n_key, &t->kb, &key,
                                  &klen) != TDM_OK)
         return TDM_ERR_NOMEM;
-    rt_keyset *ks =
+    tdm__rt_keyset *ks =
         &t->fk[(size_t)row->partition * (size_t)t->src->n_edges + (size_t)e];
-    return rt_keyset_put_max(ks, key, klen, tdm__keys_hash(key, klen),
-                             rt_edge_horizon(ed, row->ts));
+    return tdm__rt_keyset_put_max(ks, key, klen, tdm__keys_hash(key, klen),
+                             tdm__rt_edge_horizon(ed, row->ts));
 }
 
 /* tdm__outbox_route_edge for every edge of the source (a source read by several
  * consumers), finding each edge's key kind per row. */
-__attribute__((noinline)) tdm_err tdm__outbox_route_all(rt_src_task *t,
+__attribute__((noinline)) tdm_err tdm__outbox_route_all(tdm__rt_src_task *t,
                                                         const tdm__row *row,
                                                         uint32_t i, int P,
                                                         bool fence, bool local)
 {
-    const rt_source *s = t->src;
+    const tdm__rt_source *s = t->src;
     tdm__sbatch *sb = t->cur;
     size_t cap = t->run->batch_size;
     for (int e = 0; e < s->n_edges; e++) {
-        const rt_edge *ed = &s->edges[e];
+        const tdm__rt_edge *ed = &s->edges[e];
         int tb = ed->target_base;
         if (tdm__outbox_route_edge(
                 t, row, i, e, tdm__outbox_key_kind(row->schema, ed),
@@ -193,10 +193,10 @@ __attribute__((noinline)) tdm_err tdm__outbox_route_all(rt_src_task *t,
  * which in-place string keys in the selection point to.  A flushed batch is
  * released (the consumers hold it) and never written again: a consumer may be
  * reading it. */
-tdm_err rt_emit_init(rt_src_task *t)
+tdm_err tdm__rt_emit_init(tdm__rt_src_task *t)
 {
     tdm__run *run = t->run;
-    rt_source *s = t->src;
+    tdm__rt_source *s = t->src;
     tdm__src_metrics_init(t);
     if (pthread_mutex_init(&t->mx, NULL) != 0)
         return TDM_ERR_NOMEM;
@@ -212,7 +212,7 @@ tdm_err rt_emit_init(rt_src_task *t)
     return t->unkicked ? TDM_OK : TDM_ERR_NOMEM;
 }
 
-void rt_emit_flush(rt_src_task *t)
+void tdm__rt_emit_flush(tdm__rt_src_task *t)
 {
     tdm__sbatch *sb = t->cur;
     if (!sb)
@@ -222,7 +222,7 @@ void rt_emit_flush(rt_src_task *t)
     for (uint32_t i = t->routed; i < b->n; i++)
         if (tdm__outbox_route_all(t, &b->rows[i], i, P, false, false) !=
             TDM_OK) {
-            rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
+            tdm__rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
                     tdm__node_kind_name(t->src->node->kind),
                     t->src->node->name);
             break;
@@ -234,7 +234,7 @@ void rt_emit_flush(rt_src_task *t)
     t->routed = 0;
 }
 
-tdm_err rt_emit_row(rt_src_task *t, const tdm__val *vals, tdm_time_ms ts)
+tdm_err tdm__rt_emit_row(tdm__rt_src_task *t, const tdm__val *vals, tdm_time_ms ts)
 {
     const tdm__schema *sc = t->src->schema;
     tdm__row *row = NULL;
@@ -248,7 +248,7 @@ tdm_err rt_emit_row(rt_src_task *t, const tdm__val *vals, tdm_time_ms ts)
         }
         row = tdm__batch_add(t->cur->b);
         if (!row)
-            rt_emit_flush(t); /* full: send it, take a fresh one */
+            tdm__rt_emit_flush(t); /* full: send it, take a fresh one */
     }
     if (!row)
         return TDM_ERR_NOMEM;
@@ -268,18 +268,18 @@ tdm_err rt_emit_row(rt_src_task *t, const tdm__val *vals, tdm_time_ms ts)
     return TDM_OK;
 }
 
-void rt_emit_control(rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
+void tdm__rt_emit_control(tdm__rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
                      int idle, int64_t at_us)
 {
-    rt_emit_flush(t);
+    tdm__rt_emit_flush(t);
     if (kind == TDM__ITEM_WATERMARK) {
         t->wm_out = wm;
-        rt_pub_set(&t->m.wm_out, wm);
+        tdm__rt_pub_set(&t->m.wm_out, wm);
     } else if (kind == TDM__ITEM_STATUS) {
         t->idle = idle != 0;
-        rt_pub_set(&t->m.idle, idle != 0);
+        tdm__rt_pub_set(&t->m.idle, idle != 0);
     } else if (kind == TDM__ITEM_END) {
-        rt_pub_set(&t->m.wm_out, TDM_TIME_MAX);
+        tdm__rt_pub_set(&t->m.wm_out, TDM_TIME_MAX);
     }
     tdm__outbox_push_control(t, kind, wm, idle, at_us);
 }

@@ -37,7 +37,7 @@ enum {
 
 /* The key kind of edge @p ed for rows of @p schema. */
 static inline int tdm__outbox_key_kind(const tdm__schema *schema,
-                                       const rt_edge *ed)
+                                       const tdm__rt_edge *ed)
 {
     if (ed->n_key == 0)
         return TDM__KEY_BY_NONE;
@@ -56,7 +56,7 @@ static inline int tdm__outbox_key_kind(const tdm__schema *schema,
 /* Key fence: remembers that @p row's key (for consumer edge @p e; the
  * bytes in (key, klen) when @p have, else encoded here) was read from
  * its split, with the highest commit horizon of its records there. */
-tdm_err tdm__outbox_track_key(rt_src_task *t, const tdm__row *row, int e,
+tdm_err tdm__outbox_track_key(tdm__rt_src_task *t, const tdm__row *row, int e,
                               const char *key, size_t klen, bool have);
 
 /* Routes row @p i of the current batch to the target of edge @p e (of
@@ -73,12 +73,12 @@ tdm_err tdm__outbox_track_key(rt_src_task *t, const tdm__row *row, int e,
  * kinds), @p sel and @p sel_n the selection and counts of the edge's
  * first target (its target_base), whose regions are @p cap rows. */
 static inline __attribute__((always_inline)) tdm_err
-tdm__outbox_route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
+tdm__outbox_route_edge(tdm__rt_src_task *t, const tdm__row *row, uint32_t i, int e,
                        int kind, int kfield, int P, bool fence, tdm__sel *sel,
-                       uint32_t *sel_n, size_t cap, rt_lagg *la,
+                       uint32_t *sel_n, size_t cap, tdm__rt_lagg *la,
                        const bool count_only)
 {
-    const rt_edge *ed = &t->src->edges[e];
+    const tdm__rt_edge *ed = &t->src->edges[e];
     char buf[TDM__KEY_FIXED_LEN];
     const char *key = NULL;
     size_t klen = 0;
@@ -124,7 +124,7 @@ tdm__outbox_route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
         if (!have && tdm__key_encode(row, ed->key_idx, ed->n_key, &la->kb, &key,
                                      &klen) != TDM_OK)
             return TDM_ERR_NOMEM;
-        int r = rt_lagg_fold(la, row, row->ts, fixed,
+        int r = tdm__rt_lagg_fold(la, row, row->ts, fixed,
                              sel_len == TDM__SEL_FIXED ? NULL : key, klen,
                              t->wm_out, count_only);
         if (r > 0)
@@ -167,7 +167,7 @@ tdm__outbox_route_edge(rt_src_task *t, const tdm__row *row, uint32_t i, int e,
 /* tdm__outbox_route_edge for every edge of the source (a source read by
  * several consumers), finding each edge's key kind per row; @p local:
  * fold into the edges' local aggregates. */
-tdm_err tdm__outbox_route_all(rt_src_task *t, const tdm__row *row, uint32_t i,
+tdm_err tdm__outbox_route_all(tdm__rt_src_task *t, const tdm__row *row, uint32_t i,
                               int P, bool fence, bool local);
 
 #endif /* TDM_RT_OUTBOX_ROUTE_H */

@@ -26,13 +26,13 @@
 /* Punctuated strategy: a row whose marker field is true is a marker. */
 static int marker_fn(void *ud, const tdm_record *rec)
 {
-    const rt_source *s = ud;
+    const tdm__rt_source *s = ud;
     const tdm__row *row = rec->payload;
     return row && !row->v[s->marker_idx].null && row->v[s->marker_idx].u.i;
 }
 
 /* Lookups by node name among the planned sinks and sources. */
-static rt_sink *find_sink(tdm__run *run, const char *name)
+static tdm__rt_sink *find_sink(tdm__run *run, const char *name)
 {
     if (!name || !*name)
         return NULL;
@@ -44,7 +44,7 @@ static rt_sink *find_sink(tdm__run *run, const char *name)
 
 /* A source, or the derived source of an operator other operators read
  * (chaining). */
-static rt_source *find_source(tdm__run *run, const char *name)
+static tdm__rt_source *find_source(tdm__run *run, const char *name)
 {
     for (int i = 0; i < run->n_srcs; i++)
         if (strcmp(run->srcs[i].node->name, name) == 0)
@@ -77,7 +77,7 @@ static bool op_read(const tdm_job *job, const tdm_node *op)
 /* The derived source of operator node @p n (docs/runtime.md, Chained
  * operators): its output schema, event time unless the window is a
  * processing-time one; edges are added by its consumers' plans. */
-static void plan_derived(rt_source *s, tdm_node *n)
+static void plan_derived(tdm__rt_source *s, tdm_node *n)
 {
     s->node = n;
     s->schema = tdm__node_schema(n);
@@ -113,7 +113,7 @@ static void plan_props(const tdm_node *n, const char *const **out,
 
 /* A sink's connector configuration (the table's enum indexes are the
  * connector's constants minus one). */
-static void plan_sink(rt_sink *s, tdm_node *n)
+static void plan_sink(tdm__rt_sink *s, tdm_node *n)
 {
     s->node = n;
     s->conf.name = n->name;
@@ -140,7 +140,7 @@ static void plan_sink(rt_sink *s, tdm_node *n)
  * position, stop, where timestamps and keys come from, and the kafka.*
  * pass-through properties; the connectors' log.  The enum keys are the
  * connector's constants minus one.  TDM_OK or TDM_ERR_NOMEM. */
-static tdm_err plan_kafka(rt_source *s, tdm_node *n)
+static tdm_err plan_kafka(tdm__rt_source *s, tdm_node *n)
 {
     tdm__source_conf *c = &s->conf;
     c->kafka_brokers = opt_str(n, "brokers");
@@ -191,7 +191,7 @@ static int nexmark_kinds(const char *s)
 
 /* The connector configuration of source node @p n from its keys (the
  * table's enum indexes are the connector's constants minus one). */
-static void plan_source_conf(rt_source *s, tdm_node *n)
+static void plan_source_conf(tdm__rt_source *s, tdm_node *n)
 {
     tdm__source_conf *c = &s->conf;
     c->name = n->name;
@@ -239,7 +239,7 @@ static void plan_source_conf(rt_source *s, tdm_node *n)
 }
 
 /* The connector of source @p s: a test hook's, else by type. */
-static void plan_source_vtab(rt_source *s, const tdm_node *n)
+static void plan_source_vtab(tdm__rt_source *s, const tdm_node *n)
 {
     const tdm__source_conf *c = &s->conf;
     if (n->src_vt)
@@ -259,7 +259,7 @@ static void plan_source_vtab(rt_source *s, const tdm_node *n)
 
 /* Version-2 connectors share state among a source's subtasks (freed by
  * tdm__plan_free).  TDM_OK or TDM_ERR_NOMEM. */
-static tdm_err plan_source_shared(rt_source *s, char *errbuf,
+static tdm_err plan_source_shared(tdm__rt_source *s, char *errbuf,
                                   size_t errbuf_size)
 {
     tdm__source_conf *c = &s->conf;
@@ -278,7 +278,7 @@ static tdm_err plan_source_shared(rt_source *s, char *errbuf,
 
 /* The watermark strategy of source @p s (node @p n).  TDM_OK or the
  * strategy's error with the source's name in @p errbuf. */
-static tdm_err plan_source_wm(rt_source *s, tdm_node *n, char *errbuf,
+static tdm_err plan_source_wm(tdm__rt_source *s, tdm_node *n, char *errbuf,
                               size_t errbuf_size)
 {
     const tdm__source_conf *c = &s->conf;
@@ -322,7 +322,7 @@ static tdm_err plan_source_wm(rt_source *s, tdm_node *n, char *errbuf,
 }
 
 /* The source's connector configuration and watermark strategy. */
-static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
+static tdm_err plan_source(tdm__rt_source *s, tdm_node *n, char *errbuf,
                            size_t errbuf_size)
 {
     s->node = n;
@@ -346,15 +346,15 @@ static tdm_err plan_source(rt_source *s, tdm_node *n, char *errbuf,
 }
 
 /* Adds the edge source -> op (input @p input) to the source. */
-static tdm_err add_edge(tdm__run *run, rt_source *s, rt_op *op, int input,
+static tdm_err add_edge(tdm__run *run, tdm__rt_source *s, tdm__rt_op *op, int input,
                         const tdm__conf_val *keys)
 {
-    rt_edge *ne = tdm__realloc(s->edges,
+    tdm__rt_edge *ne = tdm__realloc(s->edges,
                                (size_t)(s->n_edges + 1) * sizeof *ne);
     if (!ne)
         return TDM_ERR_NOMEM;
     s->edges = ne;
-    rt_edge *e = &s->edges[s->n_edges];
+    tdm__rt_edge *e = &s->edges[s->n_edges];
     memset(e, 0, sizeof *e);
     e->op = op;
     e->input = input;
@@ -373,7 +373,7 @@ static tdm_err add_edge(tdm__run *run, rt_source *s, rt_op *op, int input,
 
 /* Output column @p i: a name borrowed from the configuration, or one
  * made with a prefix ("left.user") and owned by the plan. */
-static tdm_err set_col(rt_op *op, int i, const char *prefix,
+static tdm_err set_col(tdm__rt_op *op, int i, const char *prefix,
                        const char *name, tdm_type type)
 {
     op->col_types[i] = type;
@@ -394,7 +394,7 @@ static tdm_err set_col(rt_op *op, int i, const char *prefix,
 /* A window: its inputs (a union is several edges into one operator,
  * input i owning channels i*P .. i*P+P-1), the aggregate field indexes
  * per input, and the output columns: key fields, then aggregates. */
-static tdm_err plan_window(tdm__run *run, rt_op *op, tdm_node *n)
+static tdm_err plan_window(tdm__run *run, tdm__rt_op *op, tdm_node *n)
 {
     const tdm__conf_val *from = tdm__node_val(n, "from");
     const tdm__conf_val *keys = tdm__node_val(n, "key_by");
@@ -451,7 +451,7 @@ static tdm_err plan_window(tdm__run *run, rt_op *op, tdm_node *n)
         !op->col_types)
         return TDM_ERR_NOMEM;
     for (int i = 0; i < op->n_inputs; i++) {
-        rt_source *s = find_source(run, from->fields[i]);
+        tdm__rt_source *s = find_source(run, from->fields[i]);
         op->inputs[i] = s;
         tdm_err err = add_edge(run, s, op, i, keys);
         if (err != TDM_OK)
@@ -482,7 +482,7 @@ static tdm_err plan_window(tdm__run *run, rt_op *op, tdm_node *n)
 
 /* A join: left input 0, right input 1; output columns left.*, right.*,
  * ts. */
-static tdm_err plan_join(tdm__run *run, rt_op *op, tdm_node *n)
+static tdm_err plan_join(tdm__run *run, tdm__rt_op *op, tdm_node *n)
 {
     static const char *const side_key[2] = { "left", "right" };
     static const char *const key_key[2] = { "left_key", "right_key" };
@@ -534,7 +534,7 @@ static tdm_err plan_join(tdm__run *run, rt_op *op, tdm_node *n)
 
 /* C(ts) of one operator: the end of the last window holding ts, minus
  * one, plus the allowed lateness (saturating). */
-static tdm_time_ms op_horizon(const rt_horizon *h, tdm_time_ms ts)
+static tdm_time_ms op_horizon(const tdm__rt_horizon *h, tdm_time_ms ts)
 {
     if (h->kind != RT_HZ_WINDOW)
         return TDM_TIME_MAX;
@@ -544,14 +544,14 @@ static tdm_time_ms op_horizon(const rt_horizon *h, tdm_time_ms ts)
 }
 
 /* The commit horizon of a record at  ts for one consumer edge. */
-tdm_time_ms rt_edge_horizon(const rt_edge *e, tdm_time_ms ts)
+tdm_time_ms tdm__rt_edge_horizon(const tdm__rt_edge *e, tdm_time_ms ts)
 {
     return ts == TDM_TIME_MIN ? TDM_TIME_MIN : op_horizon(&e->op->hz, ts);
 }
 
 /* The maximum over the source's consumers; TDM_TIME_MIN for "no
  * record" (ts TDM_TIME_MIN). */
-tdm_time_ms rt_horizon_of(const rt_source *s, tdm_time_ms ts)
+tdm_time_ms tdm__rt_horizon_of(const tdm__rt_source *s, tdm_time_ms ts)
 {
     if (ts == TDM_TIME_MIN)
         return TDM_TIME_MIN;
@@ -571,18 +571,18 @@ tdm_time_ms rt_horizon_of(const rt_source *s, tdm_time_ms ts)
  * the top of its loop (tdm_reader_announce is the reader's own). */
 static void align_emit(void *opaque, const tdm_event *ev)
 {
-    rt_align *a = opaque;
+    tdm__rt_align *a = opaque;
     tdm__run *run = a->run;
     if (ev->type != TDM_EVENT_ANNOUNCE)
         return;
     for (size_t k = 0; k < ev->n_targets; k++) {
         int g = ev->targets[k];
         for (int i = 0; i < run->n_srcs; i++) {
-            rt_source *s = &run->srcs[i];
+            tdm__rt_source *s = &run->srcs[i];
             if (s->align != a || !s->tasks || g < s->align_base ||
                 g >= s->align_base + run->P)
                 continue;
-            rt_src_task *t = &s->tasks[g - s->align_base];
+            tdm__rt_src_task *t = &s->tasks[g - s->align_base];
             atomic_store_explicit(&t->ann_max, ev->time,
                                   memory_order_relaxed);
             atomic_fetch_add_explicit(&t->ann_seq, 1, memory_order_release);
@@ -599,11 +599,11 @@ static tdm_err plan_alignment(tdm__run *run, char *errbuf,
     if (!run->aligns)
         goto nomem;
     for (int i = 0; i < run->n_srcs; i++) {
-        rt_source *s = &run->srcs[i];
+        tdm__rt_source *s = &run->srcs[i];
         const char *g = tdm__node_str(s->node, "watermark.alignment.group");
         if (!*g)
             continue;
-        rt_align *a = NULL;
+        tdm__rt_align *a = NULL;
         for (int k = 0; k < run->n_aligns; k++)
             if (strcmp(run->aligns[k].group, g) == 0)
                 a = &run->aligns[k];
@@ -623,12 +623,12 @@ static tdm_err plan_alignment(tdm__run *run, char *errbuf,
         a->n += run->P;
     }
     for (int k = 0; k < run->n_aligns; k++) {
-        rt_align *a = &run->aligns[k];
+        tdm__rt_align *a = &run->aligns[k];
         char msg[200] = "";
         if (pthread_mutex_init(&a->mu, NULL) != 0)
             goto nomem;
         a->mu_ok = true;
-        if (rt_clock_new(run->job, &a->clk) != TDM_OK)
+        if (tdm__rt_clock_new(run->job, &a->clk) != TDM_OK)
             goto nomem;
         tdm_err err = tdm_align_coord_new(a->n, a->drift, a->interval,
                                           a->clk, align_emit, a, &a->coord,
@@ -649,14 +649,14 @@ nomem:
  * consumer's single key field; "auto" repartitions when it is not
  * key.field.  The source's data then carries its watermarks (the
  * connector reports them per partition), so its generator is NONE. */
-static tdm_err plan_repartition(rt_source *s, char *errbuf,
+static tdm_err plan_repartition(tdm__rt_source *s, char *errbuf,
                                 size_t errbuf_size)
 {
     tdm__repartition mode = s->node->spec.src.repartition;
     if (mode == TDM__REPARTITION_NEVER || s->conf.type != TDM__SRC_KAFKA ||
         s->n_edges == 0)
         return TDM_OK;
-    const rt_edge *e = &s->edges[0];
+    const tdm__rt_edge *e = &s->edges[0];
     if (e->n_key != 1 || e->key_idx[0] < 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "source \"%s\": repartition needs a consumer "
@@ -689,7 +689,7 @@ static tdm_err plan_repartition(rt_source *s, char *errbuf,
  * phase, or NULL when its sources may fold its records locally.  The
  * conditions are those under which the partials give Flink's results
  * bit for bit (docs/runtime.md, Two-phase aggregation). */
-static const char *two_phase_refusal(const rt_op *op)
+static const char *two_phase_refusal(const tdm__rt_op *op)
 {
     const tdm_node *n = op->node;
     const tdm__window_spec *ws = &n->spec.win;
@@ -720,7 +720,7 @@ static const char *two_phase_refusal(const rt_op *op)
         }
     }
     for (int i = 0; i < op->n_inputs; i++) {
-        const rt_source *s = op->inputs[i];
+        const tdm__rt_source *s = op->inputs[i];
         if (s->derived)
             return "an input that is another operator's output";
         if (s->conf.time_mode != TDM__TIME_EVENT)
@@ -737,7 +737,7 @@ static const char *two_phase_refusal(const rt_op *op)
 static void plan_two_phase(tdm__run *run)
 {
     for (int o = 0; o < run->n_ops; o++) {
-        rt_op *op = &run->ops[o];
+        tdm__rt_op *op = &run->ops[o];
         if (op->kind != TDM_NODE_WINDOW)
             continue;
         const char *why = two_phase_refusal(op);
@@ -748,7 +748,7 @@ static void plan_two_phase(tdm__run *run)
                          op->node->name, why ? 1 : 2,
                          why ? " reason=" : "", why ? why : "");
         for (int i = 0; i < run->n_srcs; i++) {
-            rt_source *s = &run->srcs[i];
+            tdm__rt_source *s = &run->srcs[i];
             for (int e = 0; e < s->n_edges; e++)
                 if (s->edges[e].op == op)
                     s->edges[e].local = op->two_phase;
@@ -764,7 +764,7 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
     tdm_job *job = run->job;
     bool endless_kafka = false;
     for (int i = 0; i < run->n_srcs; i++) {
-        rt_source *s = &run->srcs[i];
+        tdm__rt_source *s = &run->srcs[i];
         s->hz_end = s->conf.time_mode == TDM__TIME_PROCESSING;
         for (int e = 0; e < s->n_edges; e++)
             if (s->edges[e].op->hz.kind != RT_HZ_WINDOW)
@@ -848,7 +848,7 @@ tdm_err tdm__plan_build(tdm__run *run, char *errbuf, size_t errbuf_size)
         tdm_node *n = job->nodes[i];
         if (n->kind != TDM_NODE_WINDOW && n->kind != TDM_NODE_JOIN)
             continue;
-        rt_op *op = &run->ops[run->n_ops++];
+        tdm__rt_op *op = &run->ops[run->n_ops++];
         op->node = n;
         op->kind = n->kind;
         tdm_err err = n->kind == TDM_NODE_WINDOW ? plan_window(run, op, n)
@@ -874,7 +874,7 @@ tdm_err tdm__plan_build(tdm__run *run, char *errbuf, size_t errbuf_size)
             }
     }
     for (int i = 0; i < run->n_srcs; i++) {
-        rt_source *s = &run->srcs[i];
+        tdm__rt_source *s = &run->srcs[i];
         s->pass = find_sink(run, tdm__node_str(s->node, "sink"));
         if (s->pass)
             s->pass->used = true;
@@ -885,12 +885,12 @@ tdm_err tdm__plan_build(tdm__run *run, char *errbuf, size_t errbuf_size)
     /* Writer roles for checkpoints: each source writing to a sink is
      * one (its P subtasks are the role's writers). */
     for (int i = 0; i < run->n_srcs; i++) {
-        rt_source *s = &run->srcs[i];
+        tdm__rt_source *s = &run->srcs[i];
         s->pass_role = s->pass ? s->pass->n_roles++ : -1;
         s->dead_role = run->dead ? run->dead->n_roles++ : -1;
     }
     for (int i = 0; i < run->n_ops; i++) {
-        rt_op *op = &run->ops[i];
+        tdm__rt_op *op = &run->ops[i];
         op->sink_role = op->sink ? op->sink->n_roles++ : -1;
         op->late_role = op->late ? op->late->n_roles++ : -1;
     }
@@ -908,7 +908,7 @@ nomem:
 void tdm__plan_free(tdm__run *run)
 {
     for (int i = 0; i < run->n_srcs; i++) {
-        rt_source *s = &run->srcs[i];
+        tdm__rt_source *s = &run->srcs[i];
         for (int e = 0; e < s->n_edges; e++)
             tdm__free(s->edges[e].key_idx);
         tdm__free(s->edges);
@@ -925,7 +925,7 @@ void tdm__plan_free(tdm__run *run)
         }
     }
     for (int k = 0; k < run->n_aligns; k++) {
-        rt_align *a = &run->aligns[k];
+        tdm__rt_align *a = &run->aligns[k];
         tdm_align_coord_destroy(a->coord);
         tdm_clock_destroy(a->clk);
         if (a->mu_ok)
@@ -933,14 +933,14 @@ void tdm__plan_free(tdm__run *run)
     }
     tdm__free(run->aligns);
     for (int i = 0; i < run->n_dsrcs; i++) {
-        rt_source *s = &run->dsrcs[i];
+        tdm__rt_source *s = &run->dsrcs[i];
         for (int e = 0; e < s->n_edges; e++)
             tdm__free(s->edges[e].key_idx);
         tdm__free(s->edges);
     }
     tdm__free(run->dsrcs);
     for (int i = 0; i < run->n_ops; i++) {
-        rt_op *op = &run->ops[i];
+        tdm__rt_op *op = &run->ops[i];
         if (op->agg_idx)
             for (int k = 0; k < op->n_inputs; k++)
                 tdm__free(op->agg_idx[k]);

@@ -4,7 +4,7 @@
  * the job's nodes (key fields, output columns, commit horizons,
  * alignment groups, two-phase aggregation).
  *
- *   rt_source ──rt_edge (key fields, input)──▶ rt_op ──▶ rt_sink
+ *   tdm__rt_source ──tdm__rt_edge (key fields, input)──▶ tdm__rt_op ──▶ tdm__rt_sink
  *
  * An operator read by other operators (chaining) has a derived source:
  * its output stream, whose subtask i is fed by op subtask i's thread
@@ -19,14 +19,14 @@
 
 #include "runtime/rt.h"
 
-typedef struct rt_op rt_op;
-typedef struct rt_source rt_source;
-typedef struct rt_src_task rt_src_task;
-typedef struct rt_op_task rt_op_task;
+typedef struct tdm__rt_op tdm__rt_op;
+typedef struct tdm__rt_source tdm__rt_source;
+typedef struct tdm__rt_src_task tdm__rt_src_task;
+typedef struct tdm__rt_op_task tdm__rt_op_task;
 
 /* A shared sink, opened once; with checkpoints one object per writing
  * subtask instead (docs/checkpoints.md, "In the runtime"). */
-typedef struct rt_sink {
+typedef struct tdm__rt_sink {
     tdm_node *node;
     tdm__sink_conf conf;
     const tdm__sink_vtab *vt;
@@ -38,13 +38,13 @@ typedef struct rt_sink {
      * + subtask owns wobj[w] (exactly_once, conf.writer = w). */
     int n_roles;
     tdm__sinkobj **wobj;
-} rt_sink;
+} tdm__rt_sink;
 
 /* Watermark alignment: one coordinator per watermark.alignment.group,
  * shared by every source of the group (both sides of a join may be);
- * its subtask numbers are rt_source.align_base + subtask index.  mu
+ * its subtask numbers are tdm__rt_source.align_base + subtask index.  mu
  * serialises the coordinator's calls, made from the source threads. */
-typedef struct rt_align {
+typedef struct tdm__rt_align {
     const char *group;   /* borrowed from the first source's key */
     tdm_align_coord *coord;
     tdm_clock *clk;
@@ -53,7 +53,7 @@ typedef struct rt_align {
     tdm_time_ms drift, interval;
     int n;               /* subtasks: sum of P over the group's sources */
     tdm__run *run;
-} rt_align;
+} tdm__rt_align;
 
 /* What a record of time ts can still change, per operator (the commit
  * horizon C(ts), docs/kafka.md): the last operator watermark at which
@@ -61,23 +61,23 @@ typedef struct rt_align {
  * change until the end of input (sessions, global windows, count or
  * processing-time triggers, interval joins). */
 enum { RT_HZ_END = 0, RT_HZ_WINDOW = 1 };
-typedef struct rt_horizon {
+typedef struct tdm__rt_horizon {
     int kind;
     tdm_time_ms size, step, offset, lateness;
-} rt_horizon;
+} tdm__rt_horizon;
 
 /* A source feeding an operator. */
-typedef struct rt_edge {
-    rt_op *op;
+typedef struct tdm__rt_edge {
+    tdm__rt_op *op;
     int input;        /* union position (window) or side (join) */
     int *key_idx;     /* key fields in the source's schema */
     int n_key;
     int target_base;  /* first of op->P targets in the source's list */
     bool local;       /* two-phase: the source folds records locally
                          (localagg.h) */
-} rt_edge;
+} tdm__rt_edge;
 
-struct rt_source {
+struct tdm__rt_source {
     tdm_node *node;
     const tdm__schema *schema;
     tdm__source_conf conf;
@@ -88,11 +88,11 @@ struct rt_source {
      * batch: bounded or monotonous with periodic emission, or none (its
      * on-event hook only keeps a maximum, or nothing). */
     bool wm_max_only;
-    rt_edge *edges;
+    tdm__rt_edge *edges;
     int n_edges;
     int n_targets;
     atomic_int unit_warned;
-    rt_src_task *tasks;
+    tdm__rt_src_task *tasks;
     /* Version-2 connector (partitions come and go, commits). */
     bool v2;
     /* Processing time at which a subtask of this source first had a
@@ -114,35 +114,35 @@ struct rt_source {
     _Atomic int64_t replay_start, replay_last;
     /* Alignment group (NULL: none) and this source's first subtask
      * number in its coordinator. */
-    rt_align *align;
+    tdm__rt_align *align;
     int align_base;
     /* Pass-through (key "sink"): every row the source keeps is written
      * to this sink by the subtask that read it (NULL: none). */
-    rt_sink *pass;
+    tdm__rt_sink *pass;
     /* A derived source (docs/runtime.md, Chained operators): the output
      * stream of operator from (node is the operator's node, schema its
      * output schema); no connector, reader or thread: subtask i is
-     * written by op subtask i through rt_emit_*.  None of the connector
+     * written by op subtask i through tdm__rt_emit_*.  None of the connector
      * features (commits, fence, replay, alignment, repartition,
      * two-phase aggregation) apply to it. */
     bool derived;
-    rt_op *from;
+    tdm__rt_op *from;
     /* Checkpoints: this source's writer role in its pass-through sink
-     * and in the dead-letter sink (rt_sink.n_roles). */
+     * and in the dead-letter sink (tdm__rt_sink.n_roles). */
     int pass_role, dead_role;
 };
 
 enum { RT_APPEND = 0, RT_UPSERT = 1, RT_RETRACT = 2 };
 
-struct rt_op {
+struct tdm__rt_op {
     tdm_node *node;
     tdm_node_kind kind;
     int n_inputs;
-    rt_source **inputs;  /* window: from list; join: left, right */
+    tdm__rt_source **inputs;  /* window: from list; join: left, right */
     int **in_key_idx;    /* per input */
     int n_key;
     int n_channels;
-    rt_sink *sink, *late;
+    tdm__rt_sink *sink, *late;
     /* Windows. */
     const tdm__agg_spec *specs;
     int n_aggs;
@@ -155,7 +155,7 @@ struct rt_op {
                             count, processing-time triggers) */
     bool event_time;     /* event-time assigner (lateness applies) */
     tdm_time_ms lateness;
-    rt_horizon hz;       /* commit horizon of the records it reads */
+    tdm__rt_horizon hz;       /* commit horizon of the records it reads */
     /* Two-phase aggregation (localagg.h): sources fold records into
      * partial accumulators per (key, slice) and send partial rows. */
     bool two_phase;
@@ -170,9 +170,9 @@ struct rt_op {
     /* Chaining: the derived source other operators read this one's
      * results from (NULL: none read it), and a join's filter over its
      * output columns (NULL: none; borrowed from the node). */
-    rt_source *out;
+    tdm__rt_source *out;
     const struct tdm__expr *filter;
-    rt_op_task *tasks;
+    tdm__rt_op_task *tasks;
     /* Checkpoints: writer roles in its result and late-output sinks. */
     int sink_role, late_role;
 };
@@ -180,9 +180,9 @@ struct rt_op {
 /* The commit horizon C(ts) of source @p s: the maximum over its
  * consumers (TDM_TIME_MAX when one of them changes results until the
  * end of input). */
-tdm_time_ms rt_horizon_of(const rt_source *s, tdm_time_ms ts);
+tdm_time_ms tdm__rt_horizon_of(const tdm__rt_source *s, tdm_time_ms ts);
 /* The commit horizon of a record at  ts for consumer edge  e alone. */
-tdm_time_ms rt_edge_horizon(const rt_edge *e, tdm_time_ms ts);
+tdm_time_ms tdm__rt_edge_horizon(const tdm__rt_edge *e, tdm_time_ms ts);
 
 /* Plans run @p run's job (run->job, P, key_groups set): fills the
  * run's sources, derived sources, operators, sinks and alignment

@@ -40,7 +40,7 @@
 /* ---- Failed checkpoints ---- */
 
 /* Whether every subtask has stopped: the checkpoint is the run's last
- * (rt_ckpt_final's), with no later one to commit what it covers. */
+ * (tdm__rt_ckpt_final's), with no later one to commit what it covers. */
 static bool at_end(tdm__run *run)
 {
     pthread_mutex_lock(&run->mu);
@@ -92,7 +92,7 @@ static int64_t count_failure(tdm_job *job, uint64_t id, const char *why)
 }
 
 /* See ckpt.h. */
-void rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
+void tdm__rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
 {
     tdm_job *job = run->job;
     if (!why) {
@@ -114,7 +114,7 @@ void rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
     last_good(run, good, sizeof good);
     advice(job, todo, sizeof todo);
     if (at_end(run)) {
-        rt_fail(run, TDM_ERR_IO,
+        tdm__rt_fail(run, TDM_ERR_IO,
                 "checkpoint %llu at the end of input failed: %s; the "
                 "output since %s is pending (hidden .pending parts) and "
                 "will be committed by a restart, which resumes from %s: "
@@ -130,7 +130,7 @@ void rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
                      (long long)tol);
         return;
     }
-    rt_fail(run, TDM_ERR_IO,
+    tdm__rt_fail(run, TDM_ERR_IO,
             "checkpoint %llu failed: %s; %lld failed in a row, more than "
             "checkpoint.tolerable_failed (%lld): the job fails (the output "
             "since %s stays pending until a restart commits it: %s)",
@@ -155,7 +155,7 @@ static bool key_set(const tdm_job *job, const char *key)
 /* See ckpt.h.  Keys that would change nothing are refused rather than
  * ignored: a restart.attempts under strategy none reads like a promise
  * the runtime would not keep. */
-const char *rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
+const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
 {
     int strategy = (int)tdm__job_int(job, "restart.strategy");
     size_t n_keys = sizeof restart_keys / sizeof restart_keys[0];
@@ -197,7 +197,7 @@ const char *rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
 /* ---- Restarts ---- */
 
 /* See ckpt.h. */
-void rt_restart_init(rt_restart *rs, const tdm_job *job)
+void tdm__rt_restart_init(tdm__rt_restart *rs, const tdm_job *job)
 {
     memset(rs, 0, sizeof *rs);
     rs->strategy = *tdm__job_str(job, "checkpoint.dir")
@@ -230,7 +230,7 @@ static bool back_off(tdm_job *job, int64_t ms)
 }
 
 /* The back-off after the current one. */
-static int64_t next_delay(const rt_restart *rs, const tdm_job *job)
+static int64_t next_delay(const tdm__rt_restart *rs, const tdm_job *job)
 {
     if (rs->strategy != RS_EXPONENTIAL)
         return rs->delay_ms;
@@ -241,7 +241,7 @@ static int64_t next_delay(const rt_restart *rs, const tdm_job *job)
 }
 
 /* See ckpt.h. */
-bool rt_restart_next(rt_restart *rs, tdm_job *job, tdm_err err,
+bool tdm__rt_restart_next(tdm__rt_restart *rs, tdm_job *job, tdm_err err,
                      char *errbuf, size_t errbuf_size)
 {
     if (err == TDM_OK || rs->strategy == RS_NONE || !restartable(err) ||

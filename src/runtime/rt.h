@@ -198,7 +198,7 @@ struct tdm_job {
     pthread_cond_t mcv;
     tdm__run *mrun;
     struct tdm_metrics *final;
-    struct rt_warea *warea;
+    struct tdm__rt_warea *warea;
     int status_waiters;
     /* Why the last checkpoint failed (restart.c; "" none), for REST and
      * the diagnosis; guarded by mmu. */
@@ -211,7 +211,7 @@ struct tdm_job {
 /* Why the job's restart.* and checkpoint.tolerable_failed keys cannot
  * apply, in @p buf; NULL when they can (restart.c, for
  * tdm_job_validate). */
-const char *rt_restart_refusal(const tdm_job *job, char *buf, size_t n);
+const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n);
 /* Frees the job's definition: its nodes, key values and log lock, then
  * the job (job.c; the run record is freed before, by job_api.c's
  * tdm_job_destroy). */
@@ -520,8 +520,8 @@ typedef enum tdm__item_kind {
     TDM__ITEM_STATUS,
     TDM__ITEM_END,
     TDM__ITEM_BARRIER,
-    TDM__ITEM_FENCE,      /* keys of a revoked split (outbox.h, rt_fence) */
-    TDM__ITEM_PARTIAL     /* partial accumulators (outbox.h, rt_partials) */
+    TDM__ITEM_FENCE,      /* keys of a revoked split (outbox.h, tdm__rt_fence) */
+    TDM__ITEM_PARTIAL     /* partial accumulators (outbox.h, tdm__rt_partials) */
 } tdm__item_kind;
 
 struct tdm__sbatch;
@@ -578,8 +578,8 @@ typedef struct tdm__item {
     const tdm__sel *sel;  /* BATCH: the selected rows */
     uint32_t n;
     union {
-        void *fence;      /* FENCE: an rt_fence the consumer frees;
-                             PARTIAL: an rt_partials it frees */
+        void *fence;      /* FENCE: an tdm__rt_fence the consumer frees;
+                             PARTIAL: an tdm__rt_partials it frees */
         int64_t at_us;    /* WATERMARK, END: when the source sent it
                            * (tdm__mono_us), for result latency */
     };

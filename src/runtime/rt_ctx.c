@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* rt_ctx.c - the run's services, the layer every runtime thread may call
  * and which calls nothing above it: the first error and the abort flag
- * (rt_fail, which wakes every waiter), the count of finished threads the
+ * (tdm__rt_fail, which wakes every waiter), the count of finished threads the
  * supervisor waits on, the processing-time clock, the connectors' log
  * line, and the text of times and keys for the debug log.
  *
- * Invariant: rt_fail keeps only the first error (under run->mu) and sets
+ * Invariant: tdm__rt_fail keeps only the first error (under run->mu) and sets
  * abort once; the wake-up that follows is idempotent.  Used by run.c,
  * plan.c, every subtask file and their components; declared in
  * rt_ctx.h.
@@ -43,7 +43,7 @@ static void wake_all(tdm__run *run)
 }
 
 /* Only the first error is kept; abort wakes every waiter. */
-void rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
+void tdm__rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
 {
     pthread_mutex_lock(&run->mu);
     bool first = run->err == TDM_OK;
@@ -60,7 +60,7 @@ void rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
 }
 
 /* Counts a finished subtask and wakes the run thread. */
-void rt_thread_done(tdm__run *run)
+void tdm__rt_thread_done(tdm__run *run)
 {
     pthread_mutex_lock(&run->mu);
     run->n_done++;
@@ -76,7 +76,7 @@ static tdm_time_ms clock_read(void *opaque)
 }
 
 /* A custom clock over tdm__job_now. */
-tdm_err rt_clock_new(tdm_job *job, tdm_clock **out)
+tdm_err tdm__rt_clock_new(tdm_job *job, tdm_clock **out)
 {
     return tdm_clock_new_custom(clock_read, job, out);
 }
@@ -90,7 +90,7 @@ void tdm__ctx_log_line(void *ud, const char *line)
 }
 
 /* ISO-8601 with milliseconds, "none" and "end" for the two ends. */
-void rt_format_ms(tdm_time_ms ms, char *buf, size_t n)
+void tdm__rt_format_ms(tdm_time_ms ms, char *buf, size_t n)
 {
     if (ms == TDM_TIME_MIN || ms == TDM_TIME_MAX)
         snprintf(buf, n, "%s", ms == TDM_TIME_MIN ? "none" : "end");
@@ -100,7 +100,7 @@ void rt_format_ms(tdm_time_ms ms, char *buf, size_t n)
 
 /* Decodes an operator's key bytes and prints the values joined by ','
  * (strings as they are). */
-void rt_key_text(const rt_op *op, const char *key, size_t len, char *buf,
+void tdm__rt_key_text(const tdm__rt_op *op, const char *key, size_t len, char *buf,
                  size_t n)
 {
     tdm__val vals[16];
@@ -135,7 +135,7 @@ void rt_key_text(const rt_op *op, const char *key, size_t len, char *buf,
 
 /* See rt_ctx.h.  The sink's own words (tdm__sink_vtab.last_error, version
  * 5), in parentheses; nothing when it cannot tell. */
-void rt_sink_why(const rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n)
+void tdm__rt_sink_why(const tdm__rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n)
 {
     char msg[360];
     buf[0] = 0;

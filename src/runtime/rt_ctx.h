@@ -5,12 +5,12 @@
  * A tdm__run is made by tdm_job_run for one attempt and lives until its
  * threads are joined.  It holds the plan (plan.h) by pointer, the abort
  * flag and first error, the run lock and condition that the supervisor
- * waits on, and the checkpoint coordinator's state (rt_ckpt).  The
- * services below (rt_fail, rt_thread_done, the clock, the job log line,
- * time and key text, rt_count) depend on nothing above this header:
+ * waits on, and the checkpoint coordinator's state (tdm__rt_ckpt).  The
+ * services below (tdm__rt_fail, tdm__rt_thread_done, the clock, the job log line,
+ * time and key text, tdm__rt_count) depend on nothing above this header:
  * every subtask file and every component may call them.
  *
- * Invariant: the first rt_fail wins; err and errmsg are written once
+ * Invariant: the first tdm__rt_fail wins; err and errmsg are written once
  * under mu, and abort only ever goes from 0 to 1.
  */
 #ifndef TDM_RT_CTX_H
@@ -18,17 +18,17 @@
 
 #include "runtime/rt.h"
 
-typedef struct rt_op rt_op;
-typedef struct rt_source rt_source;
-typedef struct rt_sink rt_sink;
-typedef struct rt_align rt_align;
+typedef struct tdm__rt_op tdm__rt_op;
+typedef struct tdm__rt_source tdm__rt_source;
+typedef struct tdm__rt_sink tdm__rt_sink;
+typedef struct tdm__rt_align tdm__rt_align;
 
 struct tdm__ckpt_store;
 struct tdm__ckpt_reader;
 
 /* The checkpoint coordinator's state (ckpt.c), kept by the run thread;
  * req and committed are read by the subtasks between polls. */
-typedef struct rt_ckpt {
+typedef struct tdm__rt_ckpt {
     bool on;
     struct tdm__ckpt_store *st;
     tdm_time_ms interval;
@@ -61,7 +61,7 @@ typedef struct rt_ckpt {
     /* A fresh start: the lineage it replaces, whose move aside it
      * finishes first (0: none). */
     uint64_t old_first, old_committed;
-} rt_ckpt;
+} tdm__rt_ckpt;
 
 
 /* A subtask's part in checkpoints (ckpt.c): the sink objects it writes
@@ -69,8 +69,8 @@ typedef struct rt_ckpt {
  * results and late output; with checkpoints one object per writer) and
  * its acknowledgements.  acked, ended and the blobs are guarded by
  * run->mu once the thread runs. */
-typedef struct rt_ck_slot {
-    rt_sink *sink[2];
+typedef struct tdm__rt_ck_slot {
+    tdm__rt_sink *sink[2];
     tdm__sinkobj *obj[2];
     int w[2];              /* writer numbers (-1: none) */
     uint64_t acked, committed;
@@ -83,7 +83,7 @@ typedef struct rt_ck_slot {
     size_t sk_len[2];
     int64_t align_us;      /* its alignment for acked: first barrier
                               in to the last (operators; sources 0) */
-} rt_ck_slot;
+} tdm__rt_ck_slot;
 
 struct tdm__run {
     tdm_job *job;
@@ -95,15 +95,15 @@ struct tdm__run {
     tdm_time_ms guard;
     bool guard_dead;
     atomic_int abort;
-    rt_source *srcs;
+    tdm__rt_source *srcs;
     int n_srcs;
-    rt_source *dsrcs;    /* derived sources (chaining), no thread each */
+    tdm__rt_source *dsrcs;    /* derived sources (chaining), no thread each */
     int n_dsrcs;
-    rt_op *ops;
+    tdm__rt_op *ops;
     int n_ops;
-    rt_sink *sinks;
+    tdm__rt_sink *sinks;
     int n_sinks;
-    rt_sink *dead;
+    tdm__rt_sink *dead;
     atomic_int bad_logged;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -118,26 +118,26 @@ struct tdm__run {
     bool any_early;      /* some window fires before its watermark */
     tdm_time_ms commit_interval;
     bool flush_warned;   /* the committer's flush failed last round */
-    rt_align *aligns;
+    tdm__rt_align *aligns;
     int n_aligns;
-    rt_ckpt ck;
+    tdm__rt_ckpt ck;
 };
 
 /* A tdm_job_run's restarts: the attempt count and back-off. */
-typedef struct rt_restart {
+typedef struct tdm__rt_restart {
     int strategy;          /* 0 none, 1 fixed-delay, 2 exponential-delay */
     int64_t attempts;      /* restarts allowed in a row */
     int64_t in_row;        /* restarts since a checkpoint completed */
     int64_t delay_ms;      /* the next back-off */
     int64_t completed;     /* checkpoints completed when it last looked */
-} rt_restart;
+} tdm__rt_restart;
 
 /* Records the run's first error (message formatted), aborts the run and
  * wakes every waiting thread. */
-void rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
+void tdm__rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Adds @p v to a job counter (relaxed). */
-static inline void rt_count(tdm__run *run, tdm_stat s, int64_t v)
+static inline void tdm__rt_count(tdm__run *run, tdm_stat s, int64_t v)
 {
     if (v)
         atomic_fetch_add_explicit(&run->job->stats[s], v,
@@ -147,23 +147,23 @@ static inline void rt_count(tdm__run *run, tdm_stat s, int64_t v)
 /* ---- Services (rt_ctx.c) ---- */
 
 /* Marks the calling subtask finished (the run thread waits for all). */
-void rt_thread_done(tdm__run *run);
+void tdm__rt_thread_done(tdm__run *run);
 /* A clock reading the job's processing time. */
-tdm_err rt_clock_new(tdm_job *job, tdm_clock **out);
+tdm_err tdm__rt_clock_new(tdm_job *job, tdm_clock **out);
 /* The connectors' log callback (tdm__source_conf.log, sink conf.log):
  * one line of the job's log; @p ud is the tdm_job. */
 void tdm__ctx_log_line(void *ud, const char *line);
 /* Formats epoch ms as ISO-8601 with milliseconds ("none" for
  * TDM_TIME_MIN, "end" for TDM_TIME_MAX), for the debug log. */
-void rt_format_ms(tdm_time_ms ms, char *buf, size_t n);
+void tdm__rt_format_ms(tdm_time_ms ms, char *buf, size_t n);
 /* Renders key bytes of an operator as text: the key fields' values
  * joined by ','. */
-void rt_key_text(const rt_op *op, const char *key, size_t len, char *buf,
+void tdm__rt_key_text(const tdm__rt_op *op, const char *key, size_t len, char *buf,
                  size_t n);
 /* Why a write to object @p obj of sink @p s failed, as " (<message>)"
  * in @p buf from the sink's last_error (connect.h, version 5); empty
  * when the sink cannot tell.  For the failure messages of the subtasks'
  * writes (task_op_emit.c, task_source.c). */
-void rt_sink_why(const rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n);
+void tdm__rt_sink_why(const tdm__rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n);
 
 #endif /* TDM_RT_CTX_H */

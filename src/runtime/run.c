@@ -8,7 +8,7 @@
  *
  * An operator other operators read (chaining) is planned as a derived
  * source as well - its output schema, edges to its readers - without a
- * thread: its operator subtasks write it (task_source.c, rt_emit_*).
+ * thread: its operator subtasks write it (task_source.c, tdm__rt_emit_*).
  *
  * Threads: sources x parallelism + (windows + joins) x parallelism.
  * Failure anywhere (I/O, memory) sets the run's abort flag: producers
@@ -47,17 +47,17 @@
 /* Minimum over the subtask's consumer channels of what they handled:
  * the channel's watermark is published when the operator takes it, so
  * every row sent before it is in the operator's state by then. */
-static tdm_time_ms rt_src_processed(const rt_src_task *t)
+static tdm_time_ms tdm__rt_src_processed(const tdm__rt_src_task *t)
 {
-    const rt_source *s = t->src;
+    const tdm__rt_source *s = t->src;
     int P = t->run->P;
     tdm_time_ms m = TDM_TIME_MAX;
     for (int e = 0; e < s->n_edges; e++) {
-        const rt_edge *ed = &s->edges[e];
+        const tdm__rt_edge *ed = &s->edges[e];
         int ch = ed->input * P + t->index;
         for (int j = 0; j < P; j++) {
-            const rt_op_task *o = &ed->op->tasks[j];
-            if (rt_pub_get(&o->chp[ch].ended))
+            const tdm__rt_op_task *o = &ed->op->tasks[j];
+            if (tdm__rt_pub_get(&o->chp[ch].ended))
                 continue;
             tdm_time_ms w = atomic_load_explicit(
                 (_Atomic int64_t *)&o->chp[ch].wm, memory_order_acquire);
@@ -75,11 +75,11 @@ static tdm_time_ms rt_src_processed(const rt_src_task *t)
 static tdm_err open_sinks(tdm__run *run, char *errbuf, size_t errbuf_size)
 {
     for (int i = 0; i < run->n_sinks; i++) {
-        rt_sink *s = &run->sinks[i];
+        tdm__rt_sink *s = &run->sinks[i];
         if (!s->used)
             continue;
         if (run->ck.on) {
-            tdm_err err = rt_ckpt_open_sink(run, s, i, errbuf, errbuf_size);
+            tdm_err err = tdm__rt_ckpt_open_sink(run, s, i, errbuf, errbuf_size);
             if (err != TDM_OK)
                 return err;
             continue;
@@ -106,7 +106,7 @@ static tdm_err close_sinks(tdm__run *run, char *errbuf, size_t errbuf_size,
                            tdm_err err)
 {
     for (int i = 0; i < run->n_sinks; i++) {
-        rt_sink *s = &run->sinks[i];
+        tdm__rt_sink *s = &run->sinks[i];
         for (int w = 0; s->wobj && w < s->n_roles * 256; w++) {
             if (!s->wobj[w])
                 continue;
@@ -156,26 +156,26 @@ static tdm_err close_sinks(tdm__run *run, char *errbuf, size_t errbuf_size,
 static void free_tasks(tdm__run *run)
 {
     for (int i = 0; i < run->n_srcs; i++) {
-        rt_source *s = &run->srcs[i];
+        tdm__rt_source *s = &run->srcs[i];
         if (s->tasks)
             for (int j = 0; j < run->P; j++)
-                rt_source_task_fini(&s->tasks[j]);
+                tdm__rt_source_task_fini(&s->tasks[j]);
         tdm__free(s->tasks);
         s->tasks = NULL;
     }
     for (int i = 0; i < run->n_dsrcs; i++) {
-        rt_source *s = &run->dsrcs[i];
+        tdm__rt_source *s = &run->dsrcs[i];
         if (s->tasks)
             for (int j = 0; j < run->P; j++)
-                rt_source_task_fini(&s->tasks[j]);
+                tdm__rt_source_task_fini(&s->tasks[j]);
         tdm__free(s->tasks);
         s->tasks = NULL;
     }
     for (int i = 0; i < run->n_ops; i++) {
-        rt_op *op = &run->ops[i];
+        tdm__rt_op *op = &run->ops[i];
         if (op->tasks)
             for (int j = 0; j < run->P; j++)
-                rt_op_task_fini(&op->tasks[j]);
+                tdm__rt_op_task_fini(&op->tasks[j]);
         tdm__free(op->tasks);
         op->tasks = NULL;
     }
@@ -191,10 +191,10 @@ static void free_plan(tdm__run *run)
 /* Creates the subtasks (queues, operators, connectors) of every node. */
 /* The sink objects a subtask writes through: the shared ones, or with
  * checkpoints its own writers (role * 256 + subtask). */
-static void ck_bind(tdm__run *run, rt_ck_slot *c, rt_sink *s0, int r0,
-                    rt_sink *s1, int r1, int k)
+static void ck_bind(tdm__run *run, tdm__rt_ck_slot *c, tdm__rt_sink *s0, int r0,
+                    tdm__rt_sink *s1, int r1, int k)
 {
-    rt_sink *s[2] = { s0, s1 };
+    tdm__rt_sink *s[2] = { s0, s1 };
     int r[2] = { r0, r1 };
     for (int j = 0; j < 2; j++) {
         c->sink[j] = s[j];
@@ -207,7 +207,7 @@ static void ck_bind(tdm__run *run, rt_ck_slot *c, rt_sink *s0, int r0,
 static tdm_err make_tasks(tdm__run *run)
 {
     for (int o = 0; o < run->n_ops; o++) {
-        rt_op *op = &run->ops[o];
+        tdm__rt_op *op = &run->ops[o];
         op->tasks = tdm__calloc((size_t)run->P, sizeof *op->tasks);
         if (!op->tasks)
             return TDM_ERR_NOMEM;
@@ -217,25 +217,25 @@ static tdm_err make_tasks(tdm__run *run)
             op->tasks[j].index = j;
             ck_bind(run, &op->tasks[j].ck, op->sink, op->sink_role,
                     op->late, op->late_role, j);
-            tdm_err err = rt_op_task_init(&op->tasks[j]);
+            tdm_err err = tdm__rt_op_task_init(&op->tasks[j]);
             if (err != TDM_OK)
                 return err;
         }
     }
     for (int s = 0; s < run->n_srcs; s++) {
-        rt_source *src = &run->srcs[s];
+        tdm__rt_source *src = &run->srcs[s];
         src->tasks = tdm__calloc((size_t)run->P, sizeof *src->tasks);
         if (!src->tasks)
             return TDM_ERR_NOMEM;
         for (int i = 0; i < run->P; i++) {
-            rt_src_task *t = &src->tasks[i];
+            tdm__rt_src_task *t = &src->tasks[i];
             t->run = run;
             t->src = src;
             t->index = i;
             /* The objects it writes rows and dead letters through. */
             ck_bind(run, &t->ck, src->pass, src->pass_role, run->dead,
                     src->dead_role, i);
-            tdm_err err = rt_source_task_init(&src->tasks[i]);
+            tdm_err err = tdm__rt_source_task_init(&src->tasks[i]);
             if (err != TDM_OK)
                 return err;
         }
@@ -243,7 +243,7 @@ static tdm_err make_tasks(tdm__run *run)
     /* Output streams of operators read by others: subtask i is written
      * by op subtask i (no thread of its own). */
     for (int s = 0; s < run->n_dsrcs; s++) {
-        rt_source *src = &run->dsrcs[s];
+        tdm__rt_source *src = &run->dsrcs[s];
         src->tasks = tdm__calloc((size_t)run->P, sizeof *src->tasks);
         if (!src->tasks)
             return TDM_ERR_NOMEM;
@@ -251,9 +251,9 @@ static tdm_err make_tasks(tdm__run *run)
             src->tasks[i].run = run;
             src->tasks[i].src = src;
             src->tasks[i].index = i;
-            tdm_err err = rt_emit_init(&src->tasks[i]);
+            tdm_err err = tdm__rt_emit_init(&src->tasks[i]);
             if (err != TDM_OK) {
-                rt_fail(run, err, "%s \"%s\": out of memory",
+                tdm__rt_fail(run, err, "%s \"%s\": out of memory",
                         tdm__node_kind_name(src->node->kind),
                         src->node->name);
                 return err;
@@ -270,7 +270,7 @@ static tdm_err make_tasks(tdm__run *run)
     /* Backpressure per source subtask: its waits on each channel it
      * feeds count for it. */
     for (int s = 0; s < run->n_srcs; s++) {
-        rt_source *src = &run->srcs[s];
+        tdm__rt_source *src = &run->srcs[s];
         for (int i = 0; i < run->P; i++)
             for (int e = 0; e < src->n_edges; e++)
                 for (int j = 0; j < run->P; j++)
@@ -283,12 +283,12 @@ static tdm_err make_tasks(tdm__run *run)
      * whatever the thread timing (each channel's first item, so the push
      * cannot block). */
     for (int s = 0; s < run->n_srcs; s++) {
-        rt_source *src = &run->srcs[s];
+        tdm__rt_source *src = &run->srcs[s];
         for (int i = 0; i < run->P; i++) {
             if (!src->tasks[i].empty)
                 continue;
             /* Its END is its maximum watermark. */
-            rt_pub_set(&src->tasks[i].m.wm_out, TDM_TIME_MAX);
+            tdm__rt_pub_set(&src->tasks[i].m.wm_out, TDM_TIME_MAX);
             for (int e = 0; e < src->n_edges; e++)
                 for (int j = 0; j < run->P; j++) {
                     tdm__item it = { .kind = TDM__ITEM_END,
@@ -323,8 +323,8 @@ static tdm_err start_threads(tdm__run *run)
 {
     for (int o = 0; o < run->n_ops; o++)
         for (int j = 0; j < run->P; j++) {
-            rt_op_task *t = &run->ops[o].tasks[j];
-            if (pthread_create(&t->th, NULL, rt_op_main, t) != 0)
+            tdm__rt_op_task *t = &run->ops[o].tasks[j];
+            if (pthread_create(&t->th, NULL, tdm__rt_op_main, t) != 0)
                 return TDM_ERR_NOMEM;
             t->started = true;
             run->n_threads++;
@@ -332,8 +332,8 @@ static tdm_err start_threads(tdm__run *run)
         }
     for (int s = 0; s < run->n_srcs; s++)
         for (int i = 0; i < run->P; i++) {
-            rt_src_task *t = &run->srcs[s].tasks[i];
-            if (pthread_create(&t->th, NULL, rt_source_main, t) != 0)
+            tdm__rt_src_task *t = &run->srcs[s].tasks[i];
+            if (pthread_create(&t->th, NULL, tdm__rt_source_main, t) != 0)
                 return TDM_ERR_NOMEM;
             t->started = true;
             run->n_threads++;
@@ -413,7 +413,7 @@ static tdm_time_ms ops_done(tdm__run *run, tdm_time_ms *top)
 static bool flush_sinks(tdm__run *run)
 {
     for (int i = 0; i < run->n_sinks; i++) {
-        rt_sink *s = &run->sinks[i];
+        tdm__rt_sink *s = &run->sinks[i];
         if (!s->obj || s->vt->version < 2 || !s->vt->flush)
             continue;
         char msg[256] = "";
@@ -441,21 +441,21 @@ static bool flush_sinks(tdm__run *run)
 static void commit_round(tdm__run *run)
 {
     for (int i = 0; i < run->n_srcs; i++) {
-        rt_source *s = &run->srcs[i];
+        tdm__rt_source *s = &run->srcs[i];
         if (!s->v2 || !s->tasks)
             continue;
         for (int k = 0; k < run->P; k++)
-            s->tasks[k].c_pend = rt_src_processed(&s->tasks[k]);
+            s->tasks[k].c_pend = tdm__rt_src_processed(&s->tasks[k]);
     }
     tdm_time_ms done = ops_done(run, NULL);
     if (!flush_sinks(run))
         return;
     for (int i = 0; i < run->n_srcs; i++) {
-        rt_source *s = &run->srcs[i];
+        tdm__rt_source *s = &run->srcs[i];
         if (!s->v2 || !s->tasks)
             continue;
         for (int k = 0; k < run->P; k++) {
-            rt_src_task *t = &s->tasks[k];
+            tdm__rt_src_task *t = &s->tasks[k];
             atomic_store_explicit(&t->c_proc, t->c_pend,
                                   memory_order_relaxed);
             atomic_store_explicit(&t->c_done, done, memory_order_relaxed);
@@ -475,11 +475,11 @@ static void final_commit(tdm__run *run)
     if (run->any_early)
         top = TDM_TIME_MIN;
     for (int i = 0; i < run->n_srcs; i++) {
-        rt_source *s = &run->srcs[i];
+        tdm__rt_source *s = &run->srcs[i];
         if (!s->v2 || !s->tasks || !s->vt->commit)
             continue;
         for (int k = 0; k < run->P; k++) {
-            rt_src_task *t = &s->tasks[k];
+            tdm__rt_src_task *t = &s->tasks[k];
             if (t->conn && s->vt->commit(t->conn, TDM_TIME_MAX, done, top) !=
                                TDM_OK)
                 tdm__job_log(run->job, "source %s subtask %d: the final "
@@ -496,7 +496,7 @@ static void final_commit(tdm__run *run)
 static void tick_sinks(tdm__run *run)
 {
     for (int i = 0; i < run->n_sinks; i++) {
-        rt_sink *s = &run->sinks[i];
+        tdm__rt_sink *s = &run->sinks[i];
         if (s->obj && s->vt->version >= 2 && s->vt->tick)
             s->vt->tick(s->obj);
         for (int w = 0; s->wobj && w < s->n_roles * 256; w++)
@@ -534,7 +534,7 @@ static void supervise(tdm__run *run)
             break;
         pthread_mutex_unlock(&run->mu);
         int64_t now = tdm__mono_ms();
-        rt_ckpt_step(run, false);
+        tdm__rt_ckpt_step(run, false);
         if (run->any_v2 && now >= next_commit) {
             commit_round(run);
             next_commit = now + run->commit_interval;
@@ -640,30 +640,30 @@ static tdm_err run_attempt(tdm_job *job, bool restart, char *errbuf,
 
     tdm_err err = tdm__plan_build(run, errbuf, errbuf_size);
     if (err == TDM_OK)
-        err = rt_ckpt_open(run, errbuf, errbuf_size);
+        err = tdm__rt_ckpt_open(run, errbuf, errbuf_size);
     if (err == TDM_OK)
         err = open_sinks(run, errbuf, errbuf_size);
     if (err == TDM_OK) {
         err = make_tasks(run);
         if (err == TDM_OK)
-            err = rt_warea_start(run);
+            err = tdm__rt_warea_start(run);
         if (err == TDM_OK)
             err = start_threads(run);
         if (err != TDM_OK)
-            rt_fail(run, err, "%s", "could not start the job's subtasks");
+            tdm__rt_fail(run, err, "%s", "could not start the job's subtasks");
         supervise(run);
         join_threads(run);
         /* The final checkpoint commits the last epoch before the sinks
          * close (docs/checkpoints.md, sink contract). */
-        rt_ckpt_final(run);
+        tdm__rt_ckpt_final(run);
         update_watermark(run);
-        rt_metrics_finish(run);
+        tdm__rt_metrics_finish(run);
         if (run->err != TDM_OK)
             err = tdm__errf(errbuf, errbuf_size, run->err, "%s",
                             run->errmsg);
     }
     err = close_sinks(run, errbuf, errbuf_size, err);
-    rt_ckpt_close(run);
+    tdm__rt_ckpt_close(run);
     if (err == TDM_OK && run->any_v2)
         final_commit(run);
     atomic_store(&job->stats[TDM_STAT_ELAPSED_MS],
@@ -692,12 +692,12 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
     tdm_err err = tdm_job_validate(job, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
-    rt_restart rs;
-    rt_restart_init(&rs, job);
+    tdm__rt_restart rs;
+    tdm__rt_restart_init(&rs, job);
     atomic_store(&job->cancel, 0);
     atomic_store(&job->running, 1);
     err = run_attempt(job, false, errbuf, errbuf_size);
-    while (rt_restart_next(&rs, job, err, errbuf, errbuf_size))
+    while (tdm__rt_restart_next(&rs, job, err, errbuf, errbuf_size))
         err = run_attempt(job, true, errbuf, errbuf_size);
     atomic_store(&job->running, 0);
     return err;

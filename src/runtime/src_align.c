@@ -22,7 +22,7 @@
  * whole reader.  Version-1 sources pause by not polling (the loop), so
  * only version 2 with a pause member gets calls.  Each change is a
  * debug log line. */
-void tdm__src_align_apply_pauses(rt_src_task *t)
+void tdm__src_align_apply_pauses(tdm__rt_src_task *t)
 {
     const tdm__source_vtab *vt = t->src->vt;
     if (!t->src->v2 || !vt->pause)
@@ -49,9 +49,9 @@ void tdm__src_align_apply_pauses(rt_src_task *t)
  * coordinator (under the group's lock: every source thread of the group
  * calls it); pauses and resumes of splits or of the whole reader reach
  * the connector through apply_pauses. */
-void tdm__src_align_event(rt_src_task *t, const tdm_event *ev)
+void tdm__src_align_event(tdm__rt_src_task *t, const tdm_event *ev)
 {
-    rt_align *a = t->src->align;
+    tdm__rt_align *a = t->src->align;
     switch (ev->type) {
     case TDM_EVENT_REPORTED:
         if (a) {
@@ -83,9 +83,9 @@ void tdm__src_align_event(rt_src_task *t, const tdm_event *ev)
 /* Alignment, at the top of each iteration: drive the group's
  * coordinator (any thread of the group may: the announcement is due by
  * the clock) and apply the latest announcement to this reader. */
-void tdm__src_align_step(rt_src_task *t)
+void tdm__src_align_step(tdm__rt_src_task *t)
 {
-    rt_align *a = t->src->align;
+    tdm__rt_align *a = t->src->align;
     if (!a)
         return;
     pthread_mutex_lock(&a->mu);
@@ -101,7 +101,7 @@ void tdm__src_align_step(rt_src_task *t)
 
 /* A version-1 source paused by alignment reads nothing: the iteration
  * only ticks the reader (reports, idleness) and waits 20 ms. */
-void tdm__src_align_paused_tick(rt_src_task *t)
+void tdm__src_align_paused_tick(tdm__rt_src_task *t)
 {
     struct timespec ts = {0, 20 * 1000000L};
     nanosleep(&ts, NULL);

@@ -22,7 +22,7 @@
  * describe the same rows: called between polls, after the last poll's
  * rows went to the reader and downstream.  *out NULL on failure (the
  * run failed). */
-static bool src_snapshot(rt_src_task *t, uint8_t **out, size_t *len)
+static bool src_snapshot(tdm__rt_src_task *t, uint8_t **out, size_t *len)
 {
     const tdm__source_vtab *vt = t->src->vt;
     char msg[256] = "";
@@ -40,7 +40,7 @@ static bool src_snapshot(rt_src_task *t, uint8_t **out, size_t *len)
     else
         tdm__enc_free(&e);
     if (err != TDM_OK) {
-        rt_fail(t->run, err,
+        tdm__rt_fail(t->run, err,
                 "source \"%s\" subtask %d: checkpoint "
                 "snapshot failed: %s",
                 t->src->node->name, t->index, msg[0] ? msg : tdm_strerror(err));
@@ -51,7 +51,7 @@ static bool src_snapshot(rt_src_task *t, uint8_t **out, size_t *len)
 
 /* Tells a version-4 connector about checkpoint @p id (connect.h,
  * checkpoint): its barrier arrived (@p complete 0) or it is durable. */
-static void src_ckpt_notify(rt_src_task *t, uint64_t id, int complete)
+static void src_ckpt_notify(tdm__rt_src_task *t, uint64_t id, int complete)
 {
     const tdm__source_vtab *vt = t->src->vt;
     if (vt->version >= 4 && vt->checkpoint && t->conn)
@@ -63,18 +63,18 @@ static void src_ckpt_notify(rt_src_task *t, uint64_t id, int complete)
  * state stays in the source), the positions and the reader are
  * snapshotted, this subtask's sinks pre-commit, then BARRIER goes out
  * on every channel and the coordinator gets the acknowledgement. */
-static void src_barrier(rt_src_task *t, uint64_t id)
+static void src_barrier(tdm__rt_src_task *t, uint64_t id)
 {
     uint8_t *blob = NULL;
     size_t len = 0;
     tdm__outbox_flush_rows(t);
     for (int e = 0; t->any_lagg && e < t->src->n_edges; e++)
         if (t->lagg[e])
-            rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
+            tdm__rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
     src_ckpt_notify(t, id, 0);
     if (!src_snapshot(t, &blob, &len))
         return;
-    if (!rt_ckpt_pre_commit(t->run, &t->ck, id)) {
+    if (!tdm__rt_ckpt_pre_commit(t->run, &t->ck, id)) {
         tdm__free(blob);
         return;
     }
@@ -86,18 +86,18 @@ static void src_barrier(rt_src_task *t, uint64_t id)
      * first epoch: output duplicated after a restore). */
     if (!t->empty)
         tdm__outbox_push_control(t, TDM__ITEM_BARRIER, (tdm_time_ms)id, 0, 0);
-    rt_ckpt_ack(t->run, &t->ck, id, blob, len, false);
+    tdm__rt_ckpt_ack(t->run, &t->ck, id, blob, len, false);
 }
 
 /* Between polls: a commit the coordinator published (every call on a
  * writer's object from its thread, the sink contract), a barrier it
  * requested. */
-void tdm__src_ckpt_poll(rt_src_task *t)
+void tdm__src_ckpt_poll(tdm__rt_src_task *t)
 {
-    rt_ckpt *ck = &t->run->ck;
+    tdm__rt_ckpt *ck = &t->run->ck;
     uint64_t c = atomic_load_explicit(&ck->committed, memory_order_acquire);
     if (c > t->ck.committed) {
-        rt_ckpt_commit(t->run, &t->ck, c);
+        tdm__rt_ckpt_commit(t->run, &t->ck, c);
         src_ckpt_notify(t, c, 1);
     }
     uint64_t req = atomic_load_explicit(&ck->req, memory_order_acquire);
@@ -109,7 +109,7 @@ void tdm__src_ckpt_poll(rt_src_task *t)
  * barriers still asked for, then hands the coordinator its final state;
  * from then on the coordinator pre-commits and commits this subtask's
  * sink objects itself (the final checkpoint). */
-void tdm__src_ckpt_end(rt_src_task *t)
+void tdm__src_ckpt_end(tdm__rt_src_task *t)
 {
     tdm__run *run = t->run;
     uint8_t *fin = NULL;
@@ -148,7 +148,7 @@ void tdm__src_ckpt_end(rt_src_task *t)
  * would hold their minimum at "no watermark" until the reader's output
  * rises again.  A watermark at or below an operator's restored one is
  * ignored there, so nothing moves back. */
-void tdm__src_ckpt_announce_restored(rt_src_task *t)
+void tdm__src_ckpt_announce_restored(tdm__rt_src_task *t)
 {
     if (t->wm_out != TDM_TIME_MIN)
         tdm__outbox_broadcast(t, TDM__ITEM_WATERMARK, t->wm_out, 0);
@@ -159,7 +159,7 @@ void tdm__src_ckpt_announce_restored(rt_src_task *t)
 
 /* Hook between polls: the checkpoint coordinator's commits and barrier
  * requests (checkpoints on). */
-void tdm__src_ckpt_between_polls(rt_src_task *t)
+void tdm__src_ckpt_between_polls(tdm__rt_src_task *t)
 {
     if (t->run->ck.on)
         tdm__src_ckpt_poll(t);

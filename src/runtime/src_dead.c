@@ -23,20 +23,20 @@
 
 /* Counts a malformed record and hands it to the dead letter sink (shared,
  * thread-safe) or the log. */
-void tdm__src_dead_letter(rt_src_task *t, const char *source,
+void tdm__src_dead_letter(tdm__rt_src_task *t, const char *source,
                           const char *location, const char *reason,
                           const char *raw, size_t raw_len, bool malformed)
 {
     tdm__run *run = t->run;
     if (malformed)
-        rt_count(run, TDM_STAT_BAD_RECORDS, 1);
+        tdm__rt_count(run, TDM_STAT_BAD_RECORDS, 1);
     if (run->dead) {
         tdm_err err = run->dead->vt->write_dead(t->ck.obj[1], location, reason,
                                                 raw, raw_len);
         if (err != TDM_OK) {
             char why[400];
-            rt_sink_why(run->dead, t->ck.obj[1], why, sizeof why);
-            rt_fail(run, TDM_ERR_IO,
+            tdm__rt_sink_why(run->dead, t->ck.obj[1], why, sizeof why);
+            tdm__rt_fail(run, TDM_ERR_IO,
                     "sink \"%s\": writing a dead letter "
                     "to %s failed%s",
                     run->dead->node->name,
@@ -58,10 +58,10 @@ void tdm__src_dead_letter(rt_src_task *t, const char *source,
 void tdm__src_dead_conn_cb(void *ud, const char *location, const char *reason,
                            const char *raw, size_t raw_len)
 {
-    rt_src_task *t = ud;
-    rt_pub_add(&t->m.bad, 1);
+    tdm__rt_src_task *t = ud;
+    tdm__rt_pub_add(&t->m.bad, 1);
     if (t->run->dead)
-        rt_pub_add(&t->m.dead, 1);
+        tdm__rt_pub_add(&t->m.dead, 1);
     tdm__src_dead_letter(t, t->src->node->name, location, reason, raw, raw_len,
                          true);
 }
@@ -73,7 +73,7 @@ void tdm__src_dead_conn_cb(void *ud, const char *location, const char *reason,
  * noted; a row between the two limits is noted for nothing, which is
  * rare unless the clock jumped (the first poll notes every row with a
  * timestamp).  Nothing is noted when the guard dead-letters nothing. */
-tdm_time_ms tdm__src_dead_keep_after(const rt_src_task *t)
+tdm_time_ms tdm__src_dead_keep_after(const tdm__rt_src_task *t)
 {
     if (!t->run->guard_dead || t->run->guard <= 0 ||
         t->src->conf.time_mode != TDM__TIME_EVENT)
@@ -87,7 +87,7 @@ tdm_time_ms tdm__src_dead_keep_after(const rt_src_task *t)
  * without a note (a generator's, one read back from a repartition topic,
  * one the source had no memory to note) at its partition and rendered as
  * text. */
-void tdm__src_dead_guarded(rt_src_task *t, const tdm__row *row)
+void tdm__src_dead_guarded(tdm__rt_src_task *t, const tdm__row *row)
 {
     char loc[160], reason[256], raw[1024], iso[48], span[32], lim[32];
     tdm__format_iso(row->ts, iso, sizeof iso);
@@ -98,7 +98,7 @@ void tdm__src_dead_guarded(rt_src_task *t, const tdm__row *row)
              "%s)",
              iso, span, lim);
     if (t->run->dead)
-        rt_pub_add(&t->m.dead, 1);
+        tdm__rt_pub_add(&t->m.dead, 1);
     /* Counted as a guard hit by the caller, not as malformed. */
     const tdm__kept *k = tdm__batch_kept(t->cur->b, row);
     if (k) {

@@ -16,7 +16,7 @@
 
 /* Counts a malformed record and hands it to the dead letter sink (shared,
  * thread-safe) or the log. */
-void tdm__src_dead_letter(rt_src_task *t, const char *source,
+void tdm__src_dead_letter(tdm__rt_src_task *t, const char *source,
                           const char *location, const char *reason,
                           const char *raw, size_t raw_len, bool malformed);
 
@@ -31,7 +31,7 @@ void tdm__src_dead_conn_cb(void *ud, const char *location, const char *reason,
  * noted; a row between the two limits is noted for nothing, which is
  * rare unless the clock jumped (the first poll notes every row with a
  * timestamp).  Nothing is noted when the guard dead-letters nothing. */
-tdm_time_ms tdm__src_dead_keep_after(const rt_src_task *t);
+tdm_time_ms tdm__src_dead_keep_after(const tdm__rt_src_task *t);
 
 /* Sends a row caught by the timestamp guard to the dead letter output,
  * with the reason spelled out, located and shown as its source noted it
@@ -39,6 +39,6 @@ tdm_time_ms tdm__src_dead_keep_after(const rt_src_task *t);
  * without a note (a generator's, one read back from a repartition topic,
  * one the source had no memory to note) at its partition and rendered as
  * text. */
-void tdm__src_dead_guarded(rt_src_task *t, const tdm__row *row);
+void tdm__src_dead_guarded(tdm__rt_src_task *t, const tdm__row *row);
 
 #endif /* TDM_RT_SRC_DEAD_H */

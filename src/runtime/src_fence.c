@@ -21,29 +21,29 @@
  * subtask that owns it, in a FENCE item after the rows sent so far (so
  * every record of the split is in the operator before its keys are
  * fenced).  Out of memory fails the run. */
-void tdm__src_fence_send(rt_src_task *t, int p)
+void tdm__src_fence_send(tdm__rt_src_task *t, int p)
 {
-    rt_source *s = t->src;
+    tdm__rt_source *s = t->src;
     int P = t->run->P;
-    rt_fence **msg = tdm__calloc((size_t)P, sizeof *msg);
+    tdm__rt_fence **msg = tdm__calloc((size_t)P, sizeof *msg);
     size_t total = 0;
     if (!msg)
         goto nomem;
     tdm__outbox_flush_rows(t);
     for (int e = 0; e < s->n_edges; e++) {
-        const rt_edge *ed = &s->edges[e];
-        const rt_keyset *ks =
+        const tdm__rt_edge *ed = &s->edges[e];
+        const tdm__rt_keyset *ks =
             &t->fk[(size_t)p * (size_t)s->n_edges + (size_t)e];
         for (int j = 0; j < P; j++)
             msg[j] = NULL;
         for (size_t k = 0; k < ks->n; k++) {
-            const rt_keyent *en = &ks->ents[k];
+            const tdm__rt_keyent *en = &ks->ents[k];
             int j =
                 P > 1 ? t->run->owner[tdm__key_group(en->h, t->run->key_groups)]
                       : 0;
             if (!msg[j] && !(msg[j] = tdm__calloc(1, sizeof *msg[j])))
                 goto nomem;
-            rt_fence *f = msg[j];
+            tdm__rt_fence *f = msg[j];
             size_t need = f->len + sizeof(uint32_t) + en->len;
             if (need > f->cap) {
                 size_t cap = f->cap ? 2 * f->cap : 256;
@@ -70,7 +70,7 @@ void tdm__src_fence_send(rt_src_task *t, int p)
                             .fence = msg[j]};
             msg[j] = NULL; /* the consumer's now, unless the run aborts */
             if (!tdm__queue_push(&ed->op->tasks[j].q, &it))
-                rt_fence_free(it.fence);
+                tdm__rt_fence_free(it.fence);
         }
     }
     if (total > 0)
@@ -84,37 +84,37 @@ void tdm__src_fence_send(rt_src_task *t, int p)
     return;
 nomem:
     for (int j = 0; msg && j < P; j++)
-        rt_fence_free(msg[j]);
+        tdm__rt_fence_free(msg[j]);
     tdm__free(msg);
-    rt_fail(t->run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
+    tdm__rt_fail(t->run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
             s->node->name);
 }
 
 /* Split @p p finished (reported to the reader): a revoked split's keys
  * are fenced (tdm__src_fence_send), and the split's key sets freed. */
-void tdm__src_fence_on_finished(rt_src_task *t, int p)
+void tdm__src_fence_on_finished(tdm__rt_src_task *t, int p)
 {
     if (!t->src->fence || p >= t->fk_cap)
         return;
     if (t->finished[p] && t->src->vt->fenced(t->conn, p))
         tdm__src_fence_send(t, p);
     for (int e = 0; e < t->src->n_edges; e++)
-        rt_keyset_free(&t->fk[(size_t)p * (size_t)t->src->n_edges + (size_t)e]);
+        tdm__rt_keyset_free(&t->fk[(size_t)p * (size_t)t->src->n_edges + (size_t)e]);
 }
 
 /* After a commit with results settled up to @p done: keys whose records'
  * results are all settled need no fence. */
-void tdm__src_fence_prune(rt_src_task *t, tdm_time_ms done)
+void tdm__src_fence_prune(tdm__rt_src_task *t, tdm_time_ms done)
 {
     for (int i = 0; t->fk && i < t->fk_cap * t->src->n_edges; i++)
-        rt_keyset_prune(&t->fk[i], done);
+        tdm__rt_keyset_prune(&t->fk[i], done);
 }
 
 /* Frees every split's key sets (NULL-safe parts). */
-void tdm__src_fence_free(rt_src_task *t)
+void tdm__src_fence_free(tdm__rt_src_task *t)
 {
     for (int i = 0; t->fk && i < t->fk_cap * t->src->n_edges; i++)
-        rt_keyset_free(&t->fk[i]);
+        tdm__rt_keyset_free(&t->fk[i]);
     tdm__free(t->fk);
     t->fk = NULL;
 }

@@ -19,17 +19,17 @@
  * subtask that owns it, in a FENCE item after the rows sent so far (so
  * every record of the split is in the operator before its keys are
  * fenced).  Out of memory fails the run. */
-void tdm__src_fence_send(rt_src_task *t, int p);
+void tdm__src_fence_send(tdm__rt_src_task *t, int p);
 
 /* Split @p p finished (reported to the reader): a revoked split's keys
  * are fenced (tdm__src_fence_send), and the split's key sets freed. */
-void tdm__src_fence_on_finished(rt_src_task *t, int p);
+void tdm__src_fence_on_finished(tdm__rt_src_task *t, int p);
 
 /* After a commit with results settled up to @p done: keys whose records'
  * results are all settled need no fence. */
-void tdm__src_fence_prune(rt_src_task *t, tdm_time_ms done);
+void tdm__src_fence_prune(tdm__rt_src_task *t, tdm_time_ms done);
 
 /* Frees every split's key sets (NULL-safe parts). */
-void tdm__src_fence_free(rt_src_task *t);
+void tdm__src_fence_free(tdm__rt_src_task *t);
 
 #endif /* TDM_RT_SRC_FENCE_H */

@@ -12,7 +12,7 @@
  * State: t->lag, t->lag_max, t->lag_seen, t->lag_next, t->sweep,
  * t->sweep_next, t->n_mt (the subtask's own), and what snapshots read
  * (t->m, t->parts).  Used by task_source.c (source subtasks) and outbox.c
- * (derived subtasks, rt_emit_init).
+ * (derived subtasks, tdm__rt_emit_init).
  */
 #ifndef TDM_RT_SRC_METRICS_H
 #define TDM_RT_SRC_METRICS_H
@@ -21,19 +21,19 @@
 
 /* Zeroes the published metrics of @p t: watermarks at "none", no
  * record yet, no lag yet. */
-void tdm__src_metrics_init(rt_src_task *t);
+void tdm__src_metrics_init(tdm__rt_src_task *t);
 
 /* Debug log (log.level debug): one line per watermark @p wm the subtask
  * emits, naming the partition with the lowest watermark. */
-void tdm__src_metrics_debug_wm(rt_src_task *t, tdm_time_ms wm);
+void tdm__src_metrics_debug_wm(tdm__rt_src_task *t, tdm_time_ms wm);
 /* Publishes the event lag quantiles of the subtask's histogram and the
  * maximum (-1 while no record had a lag). */
-void tdm__src_metrics_publish_lag(rt_src_task *t);
+void tdm__src_metrics_publish_lag(tdm__rt_src_task *t);
 /* Publishes the watermark (and alignment pause) of the partitions this
  * batch touched, or of every partition when the reader emitted or
  * @p all is set or about every 200 ms; then, about once per second, the
  * event lag quantiles. */
-void tdm__src_metrics_publish(rt_src_task *t, bool all);
+void tdm__src_metrics_publish(tdm__rt_src_task *t, bool all);
 
 /* tdm__hist_bucket without its branch: whether a lag is below 256 (its
  * own bucket) or not is a coin toss for out-of-order data, and a

@@ -9,7 +9,7 @@
  *
  * Invariant: t->part_cap >= t->n_parts, and every array has part_cap
  * entries; the published ones (t->parts) move only under t->mx.
- * Used by task_source.c (the scan, the poll) and by rt_source_task_init.
+ * Used by task_source.c (the scan, the poll) and by tdm__rt_source_task_init.
  */
 #include <glob.h>
 #include <stdio.h>
@@ -22,7 +22,7 @@
 #include "time/wm.h"
 
 /* Makes the per-partition arrays hold at least @p need entries. */
-tdm_err tdm__src_parts_reserve(rt_src_task *t, int need)
+tdm_err tdm__src_parts_reserve(tdm__rt_src_task *t, int need)
 {
     if (need > t->part_cap) {
         int cap = t->part_cap ? t->part_cap : 16;
@@ -36,7 +36,7 @@ tdm_err tdm__src_parts_reserve(rt_src_task *t, int need)
         if (!r)
             return TDM_ERR_NOMEM;
         t->reported = r;
-        struct rt_unit *u = tdm__realloc(t->uc, (size_t)cap * sizeof *u);
+        struct tdm__rt_unit *u = tdm__realloc(t->uc, (size_t)cap * sizeof *u);
         if (!u)
             return TDM_ERR_NOMEM;
         t->uc = u;
@@ -58,7 +58,7 @@ tdm_err tdm__src_parts_reserve(rt_src_task *t, int need)
         t->ppaused = pz;
         if (t->src->fence) {
             size_t ne = (size_t)t->src->n_edges;
-            rt_keyset *fk = tdm__realloc(t->fk, (size_t)cap * ne * sizeof *fk);
+            tdm__rt_keyset *fk = tdm__realloc(t->fk, (size_t)cap * ne * sizeof *fk);
             if (!fk)
                 return TDM_ERR_NOMEM;
             memset(fk + (size_t)t->fk_cap * ne, 0,
@@ -70,7 +70,7 @@ tdm_err tdm__src_parts_reserve(rt_src_task *t, int need)
             fl[p] = TDM_TIME_MIN;
             pz[p] = 0;
         }
-        rt_phot *h = tdm__realloc(t->hot, (size_t)cap * sizeof *h);
+        tdm__rt_phot *h = tdm__realloc(t->hot, (size_t)cap * sizeof *h);
         if (!h)
             return TDM_ERR_NOMEM;
         t->hot = h;
@@ -80,11 +80,11 @@ tdm_err tdm__src_parts_reserve(rt_src_task *t, int need)
         }
         /* Snapshots read parts under mx: the move must not race them. */
         pthread_mutex_lock(&t->mx);
-        rt_part *pa = tdm__realloc(t->parts, (size_t)cap * sizeof *pa);
+        tdm__rt_part *pa = tdm__realloc(t->parts, (size_t)cap * sizeof *pa);
         if (pa) {
             t->parts = pa;
             for (int p = t->part_cap; p < cap; p++) {
-                rt_part *pp = &pa[p];
+                tdm__rt_part *pp = &pa[p];
                 memset(pp, 0, sizeof *pp);
                 pp->global = -1;
                 atomic_init(&pp->p_records, 0);
@@ -135,7 +135,7 @@ static char **list_files(const char *pattern, size_t *n)
  * field take the field's value from @p row, the first row of the
  * partition (in order of appearance, read by subtask 0 only); stdin and
  * TCP have one partition.  A name that cannot be had is the number. */
-static void name_partitions(rt_src_task *t, int from, int to,
+static void name_partitions(tdm__rt_src_task *t, int from, int to,
                             const tdm__row *row)
 {
     const tdm__source_conf *c = &t->src->conf;
@@ -147,7 +147,7 @@ static void name_partitions(rt_src_task *t, int from, int to,
         c->path && *c->path)
         files = list_files(c->path, &n_files);
     for (int l = from; l < to; l++) {
-        rt_part *pp = &t->parts[l];
+        tdm__rt_part *pp = &t->parts[l];
         char buf[256];
         /* A version-2 connector names its partitions ("clicks[3]"). */
         const char *name = t->src->v2 && t->src->vt->partition_name
@@ -205,7 +205,7 @@ static void name_partitions(rt_src_task *t, int from, int to,
  * @p p then, NULL at setup).  Splits a restored reader already has
  * (partitions named by a field that the checkpoint knew) are not
  * added again. */
-tdm_err tdm__src_parts_ensure(rt_src_task *t, int p, const tdm__row *row)
+tdm_err tdm__src_parts_ensure(tdm__rt_src_task *t, int p, const tdm__row *row)
 {
     if (tdm__src_parts_reserve(t, 2 * (p + 1) + 16) != TDM_OK)
         return TDM_ERR_NOMEM;

@@ -9,7 +9,7 @@
  *
  * Invariant: t->part_cap >= t->n_parts, and every array has part_cap
  * entries; the published ones (t->parts) move only under t->mx.
- * Used by task_source.c (the scan, the poll) and by rt_source_task_init.
+ * Used by task_source.c (the scan, the poll) and by tdm__rt_source_task_init.
  */
 #ifndef TDM_RT_SRC_PARTS_H
 #define TDM_RT_SRC_PARTS_H
@@ -17,13 +17,13 @@
 #include "runtime/task_source.h"
 
 /* Makes the per-partition arrays hold at least @p need entries. */
-tdm_err tdm__src_parts_reserve(rt_src_task *t, int need);
+tdm_err tdm__src_parts_reserve(tdm__rt_src_task *t, int need);
 
 /* Makes the arrays and the reader cover partition @p p (partitions
  * named by a field appear as rows arrive; @p row is the first row of
  * @p p then, NULL at setup).  Splits a restored reader already has
  * (partitions named by a field that the checkpoint knew) are not
  * added again. */
-tdm_err tdm__src_parts_ensure(rt_src_task *t, int p, const tdm__row *row);
+tdm_err tdm__src_parts_ensure(tdm__rt_src_task *t, int p, const tdm__row *row);
 
 #endif /* TDM_RT_SRC_PARTS_H */

@@ -19,10 +19,10 @@
  * [1e8, 1e11) (1973-5138), microseconds and nanoseconds at or above 1e14
  * (the year 5138 in ms).  Small values (synthetic test data) say
  * nothing. */
-void tdm__src_unit_verdict(rt_src_task *t, int p)
+void tdm__src_unit_verdict(tdm__rt_src_task *t, int p)
 {
-    struct rt_unit *u = &t->uc[p];
-    rt_source *s = t->src;
+    struct tdm__rt_unit *u = &t->uc[p];
+    tdm__rt_source *s = t->src;
     if (u->n <= 0)
         return;
     const char *what = NULL;
@@ -43,7 +43,7 @@ void tdm__src_unit_verdict(rt_src_task *t, int p)
      * logged once per source. */
     if (suspect && !t->unit) {
         t->unit = suspect;
-        rt_pub_set(&t->m.unit, suspect);
+        tdm__rt_pub_set(&t->m.unit, suspect);
     }
     if (!what || atomic_exchange(&s->unit_warned, 1))
         return;
@@ -62,7 +62,7 @@ void tdm__src_unit_verdict(rt_src_task *t, int p)
 
 /* Whether some partition of the subtask still collects unit evidence
  * (tdm__src_unit_observe), so that a batch must look at its timestamps. */
-bool tdm__src_unit_open(const rt_src_task *t)
+bool tdm__src_unit_open(const tdm__rt_src_task *t)
 {
     for (int p = 0; p < t->n_parts && p < t->part_cap; p++)
         if (t->uc[p].n >= 0)

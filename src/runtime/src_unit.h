@@ -18,18 +18,18 @@
  * [1e8, 1e11) (1973-5138), microseconds and nanoseconds at or above 1e14
  * (the year 5138 in ms).  Small values (synthetic test data) say
  * nothing. */
-void tdm__src_unit_verdict(rt_src_task *t, int p);
+void tdm__src_unit_verdict(tdm__rt_src_task *t, int p);
 
 /* Whether some partition of the subtask still collects unit evidence
  * (tdm__src_unit_observe), so that a batch must look at its timestamps. */
-bool tdm__src_unit_open(const rt_src_task *t);
+bool tdm__src_unit_open(const tdm__rt_src_task *t);
 
 /* Collects unit evidence from the first 100 timestamps of a partition;
  * the verdict comes at the 100th or when the partition ends. */
 static inline __attribute__((always_inline)) void
-tdm__src_unit_observe(rt_src_task *t, int p, tdm_time_ms ts)
+tdm__src_unit_observe(tdm__rt_src_task *t, int p, tdm_time_ms ts)
 {
-    struct rt_unit *u = &t->uc[p];
+    struct tdm__rt_unit *u = &t->uc[p];
     if (u->n < 0)
         return;
     if (u->n++ == 0)

@@ -31,7 +31,7 @@
  * a subtask idle for want of splits becomes active again at once, so
  * that the new (maybe silent) splits hold its consumers as the seeds
  * describe; a paused reader pauses them too. */
-void tdm__src_v2_splits_added(rt_src_task *t, int from)
+void tdm__src_v2_splits_added(tdm__rt_src_task *t, int from)
 {
     const tdm__source_vtab *vt = t->src->vt;
     for (int p = from; p < t->n_parts; p++) {
@@ -68,7 +68,7 @@ void tdm__src_v2_splits_added(rt_src_task *t, int from)
  * as late).  Runs before the hot loop and only while a split has a
  * floor; kept rows are moved down by swapping row slots (each slot
  * keeps its own value array). */
-static void drop_replayed(rt_src_task *t)
+static void drop_replayed(tdm__rt_src_task *t)
 {
     tdm__batch *b = t->cur->b;
     size_t k = 0;
@@ -77,7 +77,7 @@ static void drop_replayed(rt_src_task *t)
         const tdm__row *row = &b->rows[i];
         tdm_time_ms f = t->floor[row->partition];
         if (f != TDM_TIME_MIN && row->ts != TDM_TIME_MIN &&
-            rt_horizon_of(t->src, row->ts) <= f) {
+            tdm__rt_horizon_of(t->src, row->ts) <= f) {
             skipped++;
             continue;
         }
@@ -111,13 +111,13 @@ static void drop_replayed(rt_src_task *t)
  * them all: the tag is W - 1.  After an on-event watermark rows of the
  * same batch may follow it, so the tag is W itself (handled only at the
  * next watermark). */
-void tdm__src_v2_mark(rt_src_task *t, bool force)
+void tdm__src_v2_mark(tdm__rt_src_task *t, bool force)
 {
     const tdm__source_vtab *vt = t->src->vt;
     if (!t->src->v2 || !vt->mark || (!force && t->wm_out == t->marked))
         return;
     for (int p = 0; p < t->n_parts; p++)
-        t->hzbuf[p] = rt_horizon_of(t->src, t->hot[p].hi);
+        t->hzbuf[p] = tdm__rt_horizon_of(t->src, t->hot[p].hi);
     tdm_time_ms tag = t->wm_out;
     if (t->wm_after_rows && tag != TDM_TIME_MIN)
         tag--;
@@ -137,7 +137,7 @@ static void atomic_max(_Atomic int64_t *bound, int64_t v)
 
 /* Publishes what the connector says a previous owner may have written
  * (connect.h, replayed) before this poll's rows are pushed. */
-static void note_replayed(rt_src_task *t)
+static void note_replayed(tdm__rt_src_task *t)
 {
     tdm_time_ms start_le = TDM_TIME_MIN, last_le = TDM_TIME_MIN;
     t->src->vt->replayed(t->conn, &start_le, &last_le);
@@ -147,7 +147,7 @@ static void note_replayed(rt_src_task *t)
 
 /* Commits when the run thread published a new (processed, done) pair
  * (acquire: the pair is as new as the request). */
-static void maybe_commit(rt_src_task *t)
+static void maybe_commit(tdm__rt_src_task *t)
 {
     const tdm__source_vtab *vt = t->src->vt;
     unsigned req = atomic_load_explicit(&t->c_req, memory_order_acquire);
@@ -170,7 +170,7 @@ static void maybe_commit(rt_src_task *t)
 
 /* Watermarks the data itself carries (a repartition topic's markers),
  * applied after the poll's rows, per live split. */
-void tdm__src_v2_carried_watermarks(rt_src_task *t)
+void tdm__src_v2_carried_watermarks(tdm__rt_src_task *t)
 {
     const tdm__source_vtab *vt = t->src->vt;
     for (int p = 0; p < t->n_parts; p++) {
@@ -202,7 +202,7 @@ void tdm__src_v2_carried_watermarks(rt_src_task *t)
  * empty, is in, and until then it may still be given partitions in a
  * later rebalance round, whose records a sibling that already ended
  * would otherwise have made late. */
-void tdm__src_v2_idle_without_splits(rt_src_task *t)
+void tdm__src_v2_idle_without_splits(tdm__rt_src_task *t)
 {
     if (t->n_live > 0 || t->forced_idle)
         return;
@@ -225,7 +225,7 @@ void tdm__src_v2_idle_without_splits(rt_src_task *t)
 }
 
 /* Hook between polls: a commit the run thread asked for (version 2). */
-void tdm__src_v2_between_polls(rt_src_task *t)
+void tdm__src_v2_between_polls(tdm__rt_src_task *t)
 {
     if (t->src->v2)
         maybe_commit(t);
@@ -235,7 +235,7 @@ void tdm__src_v2_between_polls(rt_src_task *t)
  * partitions assigned in this poll are splits by then, tdm__src_parts_ensure):
  * rows below a replay floor are dropped; what a previous owner may have
  * written is published. */
-void tdm__src_v2_on_batch(rt_src_task *t)
+void tdm__src_v2_on_batch(tdm__rt_src_task *t)
 {
     const tdm__source_vtab *vt = t->src->vt;
     if (!t->src->v2)
@@ -249,7 +249,7 @@ void tdm__src_v2_on_batch(rt_src_task *t)
 
 /* Hook at the end of the subtask's input: logs the replayed records it
  * skipped. */
-void tdm__src_v2_on_end(rt_src_task *t)
+void tdm__src_v2_on_end(tdm__rt_src_task *t)
 {
     if (t->replay_skipped)
         tdm__job_log(t->run->job,

@@ -24,7 +24,7 @@
  * a subtask idle for want of splits becomes active again at once, so
  * that the new (maybe silent) splits hold its consumers as the seeds
  * describe; a paused reader pauses them too. */
-void tdm__src_v2_splits_added(rt_src_task *t, int from);
+void tdm__src_v2_splits_added(tdm__rt_src_task *t, int from);
 
 /* Hands the connector a mark when the subtask's watermark moved (or
  * @p force): the positions after every row polled so far, and per split
@@ -35,11 +35,11 @@ void tdm__src_v2_splits_added(rt_src_task *t, int from);
  * them all: the tag is W - 1.  After an on-event watermark rows of the
  * same batch may follow it, so the tag is W itself (handled only at the
  * next watermark). */
-void tdm__src_v2_mark(rt_src_task *t, bool force);
+void tdm__src_v2_mark(tdm__rt_src_task *t, bool force);
 
 /* Watermarks the data itself carries (a repartition topic's markers),
  * applied after the poll's rows, per live split. */
-void tdm__src_v2_carried_watermarks(rt_src_task *t);
+void tdm__src_v2_carried_watermarks(tdm__rt_src_task *t);
 
 /* Version 2: a subtask without a live split says it is idle (once), so
  * that its channels do not hold every consumer at TDM_TIME_MIN while it
@@ -54,19 +54,19 @@ void tdm__src_v2_carried_watermarks(rt_src_task *t);
  * empty, is in, and until then it may still be given partitions in a
  * later rebalance round, whose records a sibling that already ended
  * would otherwise have made late. */
-void tdm__src_v2_idle_without_splits(rt_src_task *t);
+void tdm__src_v2_idle_without_splits(tdm__rt_src_task *t);
 
 /* Hook between polls: a commit the run thread asked for (version 2). */
-void tdm__src_v2_between_polls(rt_src_task *t);
+void tdm__src_v2_between_polls(tdm__rt_src_task *t);
 
 /* Hook after a poll, before its rows are scanned (version 2): rows
  * below a replay floor are dropped; what a previous owner may have
  * written is published.  The poll's assigned partitions must be splits
  * already. */
-void tdm__src_v2_on_batch(rt_src_task *t);
+void tdm__src_v2_on_batch(tdm__rt_src_task *t);
 
 /* Hook at the end of the subtask's input: logs the replayed records it
  * skipped. */
-void tdm__src_v2_on_end(rt_src_task *t);
+void tdm__src_v2_on_end(tdm__rt_src_task *t);
 
 #endif /* TDM_RT_SRC_V2_H */

@@ -14,7 +14,7 @@
  *
  * An operator other operators read (chaining) also appends every result
  * or pair as a row of its output stream to its derived source subtask
- * (rt_emit_*), and forwards its output watermark, status and end there
+ * (tdm__rt_emit_*), and forwards its output watermark, status and end there
  * after the rows they cover.
  *
  * This file holds the input side: the queue items into the operator
@@ -38,7 +38,7 @@
  * key's epoch moves up by one: its records from now on build a new
  * identity (fenced_key), and results of older identities are not
  * written (fence_result, task_op_emit.c). */
-static void apply_fence(rt_op_task *t, const rt_fence *f)
+static void apply_fence(tdm__rt_op_task *t, const tdm__rt_fence *f)
 {
     size_t off = 0;
     for (uint32_t i = 0; i < f->n && !t->failed; i++) {
@@ -47,19 +47,19 @@ static void apply_fence(rt_op_task *t, const rt_fence *f)
         const char *key = f->data + off + sizeof len;
         off += sizeof len + len;
         uint64_t h = tdm__keys_hash(key, len);
-        int64_t *e = rt_keyset_find(&t->fence, key, len, h);
+        int64_t *e = tdm__rt_keyset_find(&t->fence, key, len, h);
         int64_t next = e ? *e + 1 : 1;
-        if (rt_keyset_put_max(&t->fence, key, len, h, next) != TDM_OK)
-            rt_op_fail_nomem(t);
+        if (tdm__rt_keyset_put_max(&t->fence, key, len, h, next) != TDM_OK)
+            tdm__rt_op_fail_nomem(t);
     }
 }
 
 /* The bytes a record of @p key goes to the operator with: the key
  * itself, or for a fenced key the key, its epoch and RT_FENCE_MAGIC (in
  * t->fkb).  NULL on OOM. */
-static const char *fenced_key(rt_op_task *t, const char *key, size_t *len)
+static const char *fenced_key(tdm__rt_op_task *t, const char *key, size_t *len)
 {
-    const int64_t *e = rt_keyset_find(&t->fence, key, *len,
+    const int64_t *e = tdm__rt_keyset_find(&t->fence, key, *len,
                                       tdm__keys_hash(key, *len));
     if (!e)
         return key;
@@ -110,9 +110,9 @@ static void join_pack_write(const void *payload, void *dst)
  * keep copies of records beyond the call).  What is the same for every
  * row of the segment - the operator, its row aggregates, the key fence -
  * is decided once. */
-static void push_rows(rt_op_task *t, const tdm__item *it)
+static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
 {
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     int P = t->run->P;
     int input = it->ch / P;
     const int *kidx = op->in_key_idx[input];
@@ -144,12 +144,12 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
         if (!tdm__sel_key(sl, fixed, &key, &klen) &&
             tdm__key_get(row, kidx, op->n_key, &t->kb, &key, &klen) !=
                 TDM_OK) {
-            rt_op_fail_nomem(t);
+            tdm__rt_op_fail_nomem(t);
             break;
         }
         if (__builtin_expect(fenced, 0) &&
             !(key = fenced_key(t, key, &klen))) {
-            rt_op_fail_nomem(t);
+            tdm__rt_op_fail_nomem(t);
             break;
         }
         rec.key = key;
@@ -166,7 +166,7 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
             err = tdm_joinop_push(t->join, input, it->ch % P, &rec);
         } else {
             if (tdm__row_pack(row, &t->pk) != TDM_OK) {
-                rt_op_fail_nomem(t);
+                tdm__rt_op_fail_nomem(t);
                 break;
             }
             rec.payload = t->pk.p;
@@ -174,7 +174,7 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
             err = tdm_joinop_push(t->join, input, it->ch % P, &rec);
         }
         if (err == TDM_ERR_NOMEM)
-            rt_op_fail_nomem(t);
+            tdm__rt_op_fail_nomem(t);
         /* NO_TIMESTAMP is counted by the operator and skipped. */
     }
 }
@@ -189,9 +189,9 @@ static void push_rows(rt_op_task *t, const tdm__item *it)
  * (tdm__winop_push_partial) or, for row aggregates, as a record whose
  * add merges the partial (tdm__rowagg_set_partial).  The record has no
  * payload: a partial is never late, so nothing reads it. */
-static void push_partials(rt_op_task *t, const tdm__item *it)
+static void push_partials(tdm__rt_op_task *t, const tdm__item *it)
 {
-    const rt_partials *m = it->fence;
+    const tdm__rt_partials *m = it->fence;
     tdm_winop *win = t->win;
     tdm__rowagg *ra = t->ra;
     char fixed[TDM__KEY_FIXED_LEN];
@@ -202,7 +202,7 @@ static void push_partials(rt_op_task *t, const tdm__item *it)
          * fixed-width key's hash is computed from its value, not its
          * bytes (tdm__key_fixed_ws_hash). */
         if (!ra && k + PARTIAL_AHEAD < m->n) {
-            const rt_pent *pa = (const rt_pent *)(const void *)(
+            const tdm__rt_pent *pa = (const tdm__rt_pent *)(const void *)(
                 m->ents + (size_t)(k + PARTIAL_AHEAD) * m->stride);
             if (pa->key_len == TDM__SEL_FIXED)
                 tdm__winop_prefetch_hash(win,
@@ -210,8 +210,8 @@ static void push_partials(rt_op_task *t, const tdm__item *it)
             else if (m->keys)
                 tdm__winop_prefetch_key(win, m->keys + pa->key, pa->key_len);
         }
-        const rt_pent *pe =
-            (const rt_pent *)(const void *)(m->ents + (size_t)k * m->stride);
+        const tdm__rt_pent *pe =
+            (const tdm__rt_pent *)(const void *)(m->ents + (size_t)k * m->stride);
         const void *acc = (const char *)pe + sizeof *pe;
         uint64_t hash;
         if (pe->key_len == TDM__SEL_FIXED) {
@@ -241,17 +241,17 @@ static void push_partials(rt_op_task *t, const tdm__item *it)
             err = tdm__winop_push_partial(win, it->ch, &rec, part, hash);
         }
         if (err == TDM_ERR_NOMEM) {
-            rt_op_fail_nomem(t);
+            tdm__rt_op_fail_nomem(t);
         } else if (err != TDM_OK) {
             t->failed = true;
-            rt_fail(t->run, err, "window \"%s\": a partial row: %s",
+            tdm__rt_fail(t->run, err, "window \"%s\": a partial row: %s",
                     t->op->node->name, tdm_winop_errmsg(win));
         }
     }
 }
 
 /* The name of the source feeding channel @p ch. */
-static const char *channel_source(const rt_op_task *t, int ch)
+static const char *channel_source(const tdm__rt_op_task *t, int ch)
 {
     return t->op->inputs[ch / t->run->P]->node->name;
 }
@@ -259,7 +259,7 @@ static const char *channel_source(const rt_op_task *t, int ch)
 /* A watermark of one channel, checked for monotonicity, then merged by
  * the operator's valve (windows: one valve over all channels; joins: a
  * valve per side, channels within a side). */
-static void on_watermark(rt_op_task *t, const tdm__item *it)
+static void on_watermark(tdm__rt_op_task *t, const tdm__item *it)
 {
     int ch = it->ch, P = t->run->P;
     if (it->t < t->ch_wm[ch]) {
@@ -278,7 +278,7 @@ static void on_watermark(rt_op_task *t, const tdm__item *it)
         return;
     }
     t->ch_wm[ch] = it->t;
-    rt_pub_set(&t->chp[ch].wm, it->t);
+    tdm__rt_pub_set(&t->chp[ch].wm, it->t);
     /* Windows this watermark fires count their latency from when it
      * left its source (0: an END sent before the run started). */
     t->wm_at_us = it->at_us;
@@ -287,7 +287,7 @@ static void on_watermark(rt_op_task *t, const tdm__item *it)
                          : tdm_joinop_watermark(t->join, ch / P, ch % P,
                                                 it->t);
     if (err == TDM_ERR_NOMEM)
-        rt_op_fail_nomem(t);
+        tdm__rt_op_fail_nomem(t);
 }
 
 /* Handles one item; returns true once every channel has ended.
@@ -296,7 +296,7 @@ static void on_watermark(rt_op_task *t, const tdm__item *it)
  * them; items of different channels interleave as the threads ran.  The
  * operator's valve makes the result independent of that interleaving
  * for everything but lateness (docs/runtime.md, "Determinism"). */
-bool rt_op_handle(rt_op_task *t, const tdm__item *it)
+bool tdm__rt_op_handle(tdm__rt_op_task *t, const tdm__item *it)
 {
     int P = t->run->P;
     switch (it->kind) {
@@ -311,7 +311,7 @@ bool rt_op_handle(rt_op_task *t, const tdm__item *it)
         break;
     case TDM__ITEM_STATUS:
         t->ch_idle[it->ch] = it->idle != 0;
-        rt_pub_set(&t->chp[it->ch].idle, it->idle != 0);
+        tdm__rt_pub_set(&t->chp[it->ch].idle, it->idle != 0);
         if (!t->failed) {
             if (t->win)
                 tdm_winop_status(t->win, it->ch, it->idle);
@@ -323,12 +323,12 @@ bool rt_op_handle(rt_op_task *t, const tdm__item *it)
     case TDM__ITEM_FENCE:
         if (!t->failed)
             apply_fence(t, it->fence);
-        rt_fence_free(it->fence);
+        tdm__rt_fence_free(it->fence);
         break;
     case TDM__ITEM_PARTIAL:
         if (!t->failed)
             push_partials(t, it);
-        rt_partials_release(it->fence);
+        tdm__rt_partials_release(it->fence);
         break;
     case TDM__ITEM_END:
         /* End of a channel is its maximum watermark (a channel that
@@ -344,7 +344,7 @@ bool rt_op_handle(rt_op_task *t, const tdm__item *it)
         }
         if (!t->ch_ended[it->ch]) {
             t->ch_ended[it->ch] = true;
-            rt_pub_set(&t->chp[it->ch].ended, 1);
+            tdm__rt_pub_set(&t->chp[it->ch].ended, 1);
             t->ended++;
         }
         if (t->ended == t->op->n_channels) {
@@ -352,13 +352,13 @@ bool rt_op_handle(rt_op_task *t, const tdm__item *it)
                 tdm_err err = t->win ? tdm_winop_end(t->win)
                                      : tdm_joinop_end(t->join);
                 if (err == TDM_ERR_NOMEM)
-                    rt_op_fail_nomem(t);
+                    tdm__rt_op_fail_nomem(t);
             }
             return true;
         }
         break;
     case TDM__ITEM_BARRIER:
-        rt_op_on_barrier(t, it);
+        tdm__rt_op_on_barrier(t, it);
         break;
     default:
         break;
@@ -368,72 +368,72 @@ bool rt_op_handle(rt_op_task *t, const tdm__item *it)
 
 /* Publishes the latency quantiles (a scan of the histogram: at most
  * once a second, and at the end). */
-static void publish_latency(rt_op_task *t, bool force)
+static void publish_latency(tdm__rt_op_task *t, bool force)
 {
     if (!t->lat.b || t->lat.n == 0)
         return;
     if (!force && t->now - t->lat_pub < 1000)
         return;
     t->lat_pub = t->now;
-    rt_pub_set(&t->m.lat_p50, tdm__hist_quantile(&t->lat, 0.50));
-    rt_pub_set(&t->m.lat_p99, tdm__hist_quantile(&t->lat, 0.99));
+    tdm__rt_pub_set(&t->m.lat_p50, tdm__hist_quantile(&t->lat, 0.50));
+    tdm__rt_pub_set(&t->m.lat_p99, tdm__hist_quantile(&t->lat, 0.99));
 }
 
 /* Counters the operator keeps itself, published as deltas: the job's
  * counters are sums over subtasks, added to without locks. */
-static void publish(rt_op_task *t)
+static void publish(tdm__rt_op_task *t)
 {
     int64_t d = t->win ? tdm_winop_late_dropped(t->win)
                        : tdm_joinop_late_dropped(t->join);
-    rt_count(t->run, TDM_STAT_LATE_DROPPED, d - t->late_dropped_seen);
+    tdm__rt_count(t->run, TDM_STAT_LATE_DROPPED, d - t->late_dropped_seen);
     t->late_dropped_seen = d;
     /* The job's counters take this group's deltas; the subtask's
      * metrics its totals (single writer: plain stores). */
-    rt_count(t->run, TDM_STAT_RECORDS_OUT, t->c_out - t->j_out);
-    rt_count(t->run, TDM_STAT_LATE_SIDE_OUTPUT,
+    tdm__rt_count(t->run, TDM_STAT_RECORDS_OUT, t->c_out - t->j_out);
+    tdm__rt_count(t->run, TDM_STAT_LATE_SIDE_OUTPUT,
              t->c_late_side - t->j_late_side);
-    rt_count(t->run, TDM_STAT_LATE_REFIRES, t->c_late_panes - t->j_late_panes);
-    rt_count(t->run, TDM_STAT_WM_REGRESSIONS, t->c_regress - t->j_regress);
+    tdm__rt_count(t->run, TDM_STAT_LATE_REFIRES, t->c_late_panes - t->j_late_panes);
+    tdm__rt_count(t->run, TDM_STAT_WM_REGRESSIONS, t->c_regress - t->j_regress);
     t->j_out = t->c_out;
     t->j_late_side = t->c_late_side;
     t->j_late_panes = t->c_late_panes;
     t->j_regress = t->c_regress;
-    rt_op_metrics *m = &t->m;
-    if (t->c_in != rt_pub_get(&m->in)) {
-        rt_pub_set(&m->in, t->c_in);
-        rt_pub_set(&m->last_at, t->now);
+    tdm__rt_op_metrics *m = &t->m;
+    if (t->c_in != tdm__rt_pub_get(&m->in)) {
+        tdm__rt_pub_set(&m->in, t->c_in);
+        tdm__rt_pub_set(&m->last_at, t->now);
     }
-    rt_pub_set(&m->out, t->c_out);
-    rt_pub_set(&m->late_side, t->c_late_side);
-    rt_pub_set(&m->late_drop, d);
-    rt_pub_set(&m->panes, t->c_panes);
-    rt_pub_set(&m->late_panes, t->c_late_panes);
-    rt_pub_set(&m->regress, t->c_regress);
+    tdm__rt_pub_set(&m->out, t->c_out);
+    tdm__rt_pub_set(&m->late_side, t->c_late_side);
+    tdm__rt_pub_set(&m->late_drop, d);
+    tdm__rt_pub_set(&m->panes, t->c_panes);
+    tdm__rt_pub_set(&m->late_panes, t->c_late_panes);
+    tdm__rt_pub_set(&m->regress, t->c_regress);
     if (t->win) {
-        rt_pub_set(&m->wm_in, t->win->wm);
-        rt_pub_set(&m->keys, tdm__winop_keys(t->win));
-        rt_pub_set(&m->windows, tdm_winop_live_windows(t->win));
-        rt_pub_set(&m->bytes, tdm_winop_state_bytes(t->win));
+        tdm__rt_pub_set(&m->wm_in, t->win->wm);
+        tdm__rt_pub_set(&m->keys, tdm__winop_keys(t->win));
+        tdm__rt_pub_set(&m->windows, tdm_winop_live_windows(t->win));
+        tdm__rt_pub_set(&m->bytes, tdm_winop_state_bytes(t->win));
         publish_latency(t, false);
     } else {
         /* The join's own accounting (join.h): for the window join the
          * record log chunks, which the key table and kv stores miss. */
         const tdm_joinop *j = t->join;
-        rt_pub_set(&m->wm_in, j->wm);
-        rt_pub_set(&m->keys, tdm__joinop_state_keys(j));
-        rt_pub_set(&m->windows, tdm_joinop_buffered(j));
-        rt_pub_set(&m->bytes, tdm__joinop_state_bytes(j));
+        tdm__rt_pub_set(&m->wm_in, j->wm);
+        tdm__rt_pub_set(&m->keys, tdm__joinop_state_keys(j));
+        tdm__rt_pub_set(&m->windows, tdm_joinop_buffered(j));
+        tdm__rt_pub_set(&m->bytes, tdm__joinop_state_bytes(j));
     }
 }
 
 #define POP_MAX 64
 
-static bool dispatch(rt_op_task *t, const tdm__item *it);
+static bool dispatch(tdm__rt_op_task *t, const tdm__item *it);
 
 /* After a checkpoint: handles the items held back on every blocked
  * channel, channel by channel in arrival order, then gives their queue
  * capacity back.  True when the operator finished. */
-static bool handle_released(rt_op_task *t)
+static bool handle_released(tdm__rt_op_task *t)
 {
     bool done = false;
     for (int c = 0; c < t->op->n_channels; c++) {
@@ -452,11 +452,11 @@ static bool handle_released(rt_op_task *t)
 /* Checkpoints: handles one item, unless its channel is blocked by a
  * barrier (task_op_ckpt.c holds it back), and checkpoints once aligned.
  * True when the operator finished. */
-static bool dispatch(rt_op_task *t, const tdm__item *it)
+static bool dispatch(tdm__rt_op_task *t, const tdm__item *it)
 {
     if (tdm__opck_hold(t, it))
         return false;
-    bool done = rt_op_handle(t, it);
+    bool done = tdm__rt_op_handle(t, it);
     if (tdm__opck_aligned(t)) {
         tdm__opck_checkpoint(t);
         done = handle_released(t) || done;
@@ -468,15 +468,15 @@ static bool dispatch(rt_op_task *t, const tdm__item *it)
 
 /* Answers the posted question on the subtask's thread: the operator's
  * state of the window, the firing memory, the channels. */
-void rt_status_serve(rt_op_task *t)
+void tdm__rt_status_serve(tdm__rt_op_task *t)
 {
     tdm_job *job = t->run->job;
-    rt_wstat *st = t->ws;
+    tdm__rt_wstat *st = t->ws;
     pthread_mutex_lock(&job->mmu);
     atomic_store_explicit(&st->req, 0, memory_order_relaxed);
     if (st->asked && !st->answered) {
         tdm_window_status *a = &st->ans;
-        const rt_wvertex *v = NULL;
+        const tdm__rt_wvertex *v = NULL;
         for (int i = 0; job->warea && i < job->warea->n; i++)
             if (job->warea->v[i].st <= st &&
                 st < job->warea->v[i].st + job->warea->P)
@@ -492,12 +492,12 @@ void rt_status_serve(rt_op_task *t)
         if (!a->has_state)
             a->elements = 0;
         tdm_time_ms fwm = TDM_TIME_MIN;
-        a->fired = rt_fired_find(&st->fired,
-                                 rt_fired_fp(st->key, st->key_len,
+        a->fired = tdm__rt_fired_find(&st->fired,
+                                 tdm__rt_fired_fp(st->key, st->key_len,
                                              st->start, st->end),
                                  &fwm);
         a->fired_wm = a->fired ? fwm : TDM_TIME_MIN;
-        a->holding_channel = rt_holding_channel(t);
+        a->holding_channel = tdm__rt_holding_channel(t);
         a->holding_wm = a->holding_channel >= 0
                             ? t->ch_wm[a->holding_channel]
                             : TDM_TIME_MIN;
@@ -512,10 +512,10 @@ void rt_status_serve(rt_op_task *t)
 
 /* The subtask stops: a question already posted is answered from the
  * operator (still there), later ones from what it leaves. */
-void rt_status_close(rt_op_task *t)
+void tdm__rt_status_close(tdm__rt_op_task *t)
 {
     tdm_job *job = t->run->job;
-    rt_status_serve(t);
+    tdm__rt_status_serve(t);
     pthread_mutex_lock(&job->mmu);
     t->ws->final_wm = t->win->wm;
     t->ws->ended = t->win->ended;
@@ -531,9 +531,9 @@ void rt_status_close(rt_op_task *t)
  * every 50 ms to let the operator read its clock and fire due timers;
  * otherwise it sleeps until an item arrives.  Retract mode forgets
  * windows whose cleanup time passed after every group of items. */
-void *rt_op_main(void *arg)
+void *tdm__rt_op_main(void *arg)
 {
-    rt_op_task *t = arg;
+    tdm__rt_op_task *t = arg;
     tdm__run *run = t->run;
     tdm__item items[POP_MAX];
     bool done = false;
@@ -548,38 +548,38 @@ void *rt_op_main(void *arg)
         t->late_budget = 64;
         if (!t->ck_blocked) {
             for (size_t i = 0; i < n; i++)
-                if (rt_op_handle(t, &items[i]))
+                if (tdm__rt_op_handle(t, &items[i]))
                     done = true;
         } else {
             /* Checkpoints: barriers block their channel until aligned. */
             for (size_t i = 0; i < n; i++)
                 if (dispatch(t, &items[i]))
                     done = true;
-            rt_op_ckpt_poll(t);
+            tdm__rt_op_ckpt_poll(t);
         }
         if (t->win && t->op->proc_time && !t->failed && !done)
             tdm_winop_advance(t->win);
         if (t->rtimers && !t->failed)
-            rt_op_retract_cleanup(t, t->op->event_time
+            tdm__rt_op_retract_cleanup(t, t->op->event_time
                                          ? tdm_winop_current_watermark(t->win)
                                          : tdm_clock_now(t->clk));
         publish(t);
         /* A question about a window (tdm_job_window_status) is answered
          * between two groups of items. */
         if (t->ws && atomic_load_explicit(&t->ws->req, memory_order_relaxed))
-            rt_status_serve(t);
+            tdm__rt_status_serve(t);
         /* Chaining: results fired without a watermark (processing-time
          * or early firings, join pairs) go out with each group. */
         if (t->emit && !t->failed)
-            rt_emit_flush(t->emit);
+            tdm__rt_emit_flush(t->emit);
     }
     if (done && t->ck_blocked)
-        rt_op_ckpt_end(t);
+        tdm__rt_op_ckpt_end(t);
     /* Chaining: end of input after the last results and the final
      * watermark; a stop without drain is passed on as such. */
     if (t->emit && done && !t->failed &&
         !atomic_load_explicit(&run->abort, memory_order_relaxed))
-        rt_emit_control(t->emit, TDM__ITEM_END, TDM_TIME_MAX,
+        tdm__rt_emit_control(t->emit, TDM__ITEM_END, TDM_TIME_MAX,
                         t->nodrain ? 1 : 0, 0);
     if (t->lat.b && t->lat.n) {
         publish_latency(t, true);
@@ -591,8 +591,8 @@ void *rt_op_main(void *arg)
                      "them)", t->op->node->name, t->index,
                      (long long)t->c_fenced);
     if (t->ws)
-        rt_status_close(t);
-    rt_thread_done(run);
+        tdm__rt_status_close(t);
+    tdm__rt_thread_done(run);
     return NULL;
 }
 
@@ -602,7 +602,7 @@ void *rt_op_main(void *arg)
  * otherwise, wrapped in a purging trigger when trigger.purging is set
  * (then the default is made explicit, since purging needs an inner
  * trigger). */
-static tdm_err make_trigger(const rt_op *op, tdm_trigger **out, char *msg,
+static tdm_err make_trigger(const tdm__rt_op *op, tdm_trigger **out, char *msg,
                             size_t n)
 {
     return tdm__window_spec_trigger(&op->node->spec.win, out, msg, n);
@@ -620,9 +620,9 @@ static tdm_err make_assigner(const tdm_node *nd, bool join,
 /* A window subtask's operator: assigner, trigger, aggregate (the built-in
  * count for a single count(), the row aggregate otherwise), one valve
  * channel per upstream source subtask, lateness and late output. */
-static tdm_err init_window(rt_op_task *t, char *msg, size_t n)
+static tdm_err init_window(tdm__rt_op_task *t, char *msg, size_t n)
 {
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     tdm_assigner *asg = NULL;
     tdm_trigger *trg = NULL;
     tdm_aggregate *agg = NULL;
@@ -646,10 +646,10 @@ static tdm_err init_window(rt_op_task *t, char *msg, size_t n)
         return err;
     }
     /* tdm_winop_new takes ownership of all three, also on failure. */
-    err = tdm_winop_new(asg, trg, agg, op->n_channels, t->clk, rt_op_win_emit,
+    err = tdm_winop_new(asg, trg, agg, op->n_channels, t->clk, tdm__rt_op_win_emit,
                         t, &t->win, msg, n);
     if (err == TDM_OK) {
-        t->win->drop_probe = rt_op_win_dropped;
+        t->win->drop_probe = tdm__rt_op_win_dropped;
         t->win->drop_ud = t;
     }
     if (err == TDM_OK && op->lateness > 0)
@@ -658,7 +658,7 @@ static tdm_err init_window(rt_op_task *t, char *msg, size_t n)
         err = tdm_winop_set_late_output(t->win, 1);
     if (err == TDM_OK && op->mode == RT_RETRACT) {
         t->rkeys = tdm__keys_new();
-        t->rkv = tdm__kv_new(sizeof(rt_op_rslot));
+        t->rkv = tdm__kv_new(sizeof(tdm__rt_op_rslot));
         t->rtimers = tdm__timers_new();
         if (!t->rkeys || !t->rkv || !t->rtimers)
             err = TDM_ERR_NOMEM;
@@ -668,7 +668,7 @@ static tdm_err init_window(rt_op_task *t, char *msg, size_t n)
 
 /* A join subtask's operator: P channels per side (the sources of a join
  * run at the job's parallelism). */
-static tdm_err init_join(rt_op_task *t, char *msg, size_t n)
+static tdm_err init_join(tdm__rt_op_task *t, char *msg, size_t n)
 {
     const tdm_node *nd = t->op->node;
     tdm_err err;
@@ -677,16 +677,16 @@ static tdm_err init_join(rt_op_task *t, char *msg, size_t n)
         err = tdm_joinop_new_interval(
             js->lower_ms, js->upper_ms, (int)js->lower_inclusive,
             (int)js->upper_inclusive, t->run->P, t->clk,
-            rt_op_join_emit, t, &t->join, msg, n);
+            tdm__rt_op_join_emit, t, &t->join, msg, n);
     } else {
         tdm_assigner *asg = NULL;
         err = make_assigner(nd, true, &asg, msg, n);
         if (err == TDM_OK)
             err = tdm_joinop_new_window(asg, t->run->P, t->clk,
-                                        rt_op_join_emit, t, &t->join, msg, n);
+                                        tdm__rt_op_join_emit, t, &t->join, msg, n);
     }
     if (err == TDM_OK) {
-        t->join->drop_probe = rt_op_join_dropped;
+        t->join->drop_probe = tdm__rt_op_join_dropped;
         t->join->drop_ud = t;
         if (t->join->kind == TDM__JOIN_WINDOW) {
             const tdm__join_packer pk = { join_pack_size, join_pack_write };
@@ -707,9 +707,9 @@ static tdm_err init_join(rt_op_task *t, char *msg, size_t n)
 }
 
 /* Zeroes the published metrics (watermarks at "none"). */
-static void init_metrics(rt_op_task *t)
+static void init_metrics(tdm__rt_op_task *t)
 {
-    rt_op_metrics *m = &t->m;
+    tdm__rt_op_metrics *m = &t->m;
     atomic_init(&m->in, 0);
     atomic_init(&m->out, 0);
     atomic_init(&m->late_side, 0);
@@ -729,10 +729,10 @@ static void init_metrics(rt_op_task *t)
 }
 
 /* Creates the queue, clock, operator and output scratch. */
-tdm_err rt_op_task_init(rt_op_task *t)
+tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
 {
     tdm__run *run = t->run;
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     char msg[256] = "";
     atomic_init(&t->wm, TDM_TIME_MIN);
     init_metrics(t);
@@ -757,7 +757,7 @@ tdm_err rt_op_task_init(rt_op_task *t)
         }
     }
     if (err == TDM_OK)
-        err = rt_clock_new(run->job, &t->clk);
+        err = tdm__rt_clock_new(run->job, &t->clk);
     /* Result latency: windows whose results the watermark fires. */
     if (err == TDM_OK && op->kind == TDM_NODE_WINDOW && op->event_time &&
         !op->proc_time)
@@ -795,9 +795,9 @@ tdm_err rt_op_task_init(rt_op_task *t)
             err = TDM_ERR_NOMEM;
     }
     if (err == TDM_OK && run->ck.restored)
-        err = rt_ckpt_restore_op(t, msg, sizeof msg);
+        err = tdm__rt_ckpt_restore_op(t, msg, sizeof msg);
     if (err != TDM_OK)
-        rt_fail(run, err, "%s \"%s\": %s",
+        tdm__rt_fail(run, err, "%s \"%s\": %s",
                 op->kind == TDM_NODE_JOIN ? "join" : "window",
                 op->node->name, msg[0] ? msg : tdm_strerror(err));
     return err;
@@ -809,34 +809,34 @@ static void free_rslot(void *ud, uint32_t key, tdm__ns ns, void *slot)
     (void)ud;
     (void)key;
     (void)ns;
-    tdm__free(((rt_op_rslot *)slot)->blob);
+    tdm__free(((tdm__rt_op_rslot *)slot)->blob);
 }
 
 /* Frees an operator subtask (a half-built one too). */
-void rt_op_task_fini(rt_op_task *t)
+void tdm__rt_op_task_fini(tdm__rt_op_task *t)
 {
     /* Fence messages still queued (the run aborted): ours to free. */
     for (size_t i = 0; t->q.ring && i < t->q.count; i++) {
         tdm__item *it = &t->q.ring[(t->q.head + i) % t->q.cap];
         if (it->kind == TDM__ITEM_FENCE)
-            rt_fence_free(it->fence);
+            tdm__rt_fence_free(it->fence);
         else if (it->kind == TDM__ITEM_PARTIAL)
-            rt_partials_free(it->fence);
+            tdm__rt_partials_free(it->fence);
     }
     /* Items held back by an alignment when the run aborted. */
     for (int c = 0; t->ck_stash && c < t->op->n_channels; c++) {
         for (int i = 0; i < t->ck_stash[c].n; i++) {
             tdm__item *it = &t->ck_stash[c].it[i];
             if (it->kind == TDM__ITEM_FENCE)
-                rt_fence_free(it->fence);
+                tdm__rt_fence_free(it->fence);
             else if (it->kind == TDM__ITEM_PARTIAL)
-                rt_partials_free(it->fence);
+                tdm__rt_partials_free(it->fence);
         }
         tdm__free(t->ck_stash[c].it);
     }
     tdm__free(t->ck_stash);
     tdm__free(t->ck_blocked);
-    rt_ckpt_slot_free(&t->ck);
+    tdm__rt_ckpt_slot_free(&t->ck);
     tdm_winop_destroy(t->win);
     tdm_joinop_destroy(t->join);
     tdm__rowagg_destroy(t->ra);
@@ -851,7 +851,7 @@ void rt_op_task_fini(rt_op_task *t)
     tdm__free(t->pk.p);
     tdm__free(t->uk.p);
     tdm__free(t->fkb.p);
-    rt_keyset_free(&t->fence);
+    tdm__rt_keyset_free(&t->fence);
     tdm__free(t->ch_ended);
     tdm__free(t->ch_warned);
     tdm__free(t->ch_wm);

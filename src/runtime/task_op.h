@@ -31,16 +31,16 @@
 #include "window/win.h"
 
 /* What retract mode remembers of a window's last emitted result. */
-typedef struct rt_op_rslot {
+typedef struct tdm__rt_op_rslot {
     void *blob; /* aggregate part: int64 count, or packed rowagg bytes */
     size_t len;
-} rt_op_rslot;
+} tdm__rt_op_rslot;
 
 /* One window or join subtask. */
-struct rt_op_task {
+struct tdm__rt_op_task {
     char pad_head_[128];
     tdm__run *run;
-    rt_op *op;
+    tdm__rt_op *op;
     int index;
     pthread_t th;
     bool started;
@@ -71,27 +71,27 @@ struct rt_op_task {
     int64_t c_in, c_out, c_late_side, c_panes, c_late_panes, c_regress;
     /* Key fence (fence.c): key -> epoch of the keys of revoked splits;
      * fkb holds a fenced key's bytes with its epoch suffix. */
-    struct rt_keyset fence;
+    struct tdm__rt_keyset fence;
     tdm__keybuf fkb;
     int64_t c_fenced;   /* results of fenced identities not written */
     int64_t j_out, j_late_side, j_late_panes, j_regress; /* published */
     bool *ch_idle;
-    rt_chan *chp;
+    tdm__rt_chan *chp;
     /* Chaining: the derived source subtask this subtask writes its
      * results to (NULL: none) and the row being filled (the output
      * schema's values). */
-    rt_src_task *emit;
+    tdm__rt_src_task *emit;
     tdm__val *evals;
-    rt_op_metrics m;
+    tdm__rt_op_metrics m;
     tdm_time_ms now;     /* processing time of the current group */
     tdm_time_ms wm_out;  /* last watermark the operator emitted */
     /* Late samples: a ring guarded by lmx (taken per late record). */
     pthread_mutex_t lmx;
     bool lmx_ok;
-    rt_late *late;
+    tdm__rt_late *late;
     int late_n, late_head, late_budget;
     /* Window status (job-owned) and the debug log. */
-    rt_wstat *ws;
+    tdm__rt_wstat *ws;
     tdm_time_ms *dbg_wm, *dbg_at; /* ring of watermark advances */
     int dbg_n, dbg_head;
     /* Result latency (docs/metrics.md, resultLatencyP50): when the
@@ -106,13 +106,13 @@ struct rt_op_task {
     /* Checkpoints: sink objects and acknowledgements (ck.obj[0] results,
      * [1] late output), and alignment: channels blocked by barrier
      * ck_id and the items held back from them (per channel, FIFO). */
-    rt_ck_slot ck;
+    tdm__rt_ck_slot ck;
     bool *ck_blocked;
     int ck_n_blocked;
     uint64_t ck_id;
     uint64_t ck_taken; /* the last checkpoint id snapshotted (0: none) */
     int64_t ck_first_us; /* when ck_id's first barrier came (mono us) */
-    struct rt_stash {
+    struct tdm__rt_stash {
         tdm__item *it;
         int n, cap;
     } *ck_stash;
@@ -124,81 +124,81 @@ struct rt_op_task {
 
 /* Out of memory in the operator or the output path: marks subtask @p t
  * failed and fails the run (borrows @p t). */
-void rt_op_fail_nomem(rt_op_task *t);
+void tdm__rt_op_fail_nomem(tdm__rt_op_task *t);
 
 /* ---- task_op.c ---- */
 
-/* The operator subtask's thread body (@p arg: its rt_op_task). */
-void *rt_op_main(void *arg);
+/* The operator subtask's thread body (@p arg: its tdm__rt_op_task). */
+void *tdm__rt_op_main(void *arg);
 /* Sets up operator subtask @p t (run, op, index set) before its thread
- * starts.  TDM_OK or an error; rt_op_task_fini frees either way. */
-tdm_err rt_op_task_init(rt_op_task *t);
-/* Frees what rt_op_task_init or the thread left. */
-void rt_op_task_fini(rt_op_task *t);
+ * starts.  TDM_OK or an error; tdm__rt_op_task_fini frees either way. */
+tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t);
+/* Frees what tdm__rt_op_task_init or the thread left. */
+void tdm__rt_op_task_fini(tdm__rt_op_task *t);
 
 /* Handles one item @p it (borrowed; a batch's reference and a fence or
  * partials message are released here, i.e. the call takes ownership of
  * what the item carries); returns true once every channel has ended. */
-bool rt_op_handle(rt_op_task *t, const tdm__item *it);
+bool tdm__rt_op_handle(tdm__rt_op_task *t, const tdm__item *it);
 /* The window subtask's side of tdm_job_window_status: answers a posted
  * question, if any (between two groups of items). */
-void rt_status_serve(rt_op_task *t);
+void tdm__rt_status_serve(tdm__rt_op_task *t);
 /* Called by a window subtask as it stops: answers a pending question,
  * then leaves its final watermark for later ones. */
-void rt_status_close(rt_op_task *t);
+void tdm__rt_status_close(tdm__rt_op_task *t);
 
 /* ---- task_op_emit.c ---- */
 
 /* The window operator's emit callback (tdm_winop_new's emit, @p opaque:
- * the rt_op_task): writes results, late records, and forwards watermarks
+ * the tdm__rt_op_task): writes results, late records, and forwards watermarks
  * and status.  Borrows @p ev. */
-void rt_op_win_emit(void *opaque, const tdm_event *ev);
-/* The join operator's emit callback (@p opaque: the rt_op_task): writes
+void tdm__rt_op_win_emit(void *opaque, const tdm_event *ev);
+/* The join operator's emit callback (@p opaque: the tdm__rt_op_task): writes
  * joined pairs and late records, forwards watermarks and status.
  * Borrows @p ev. */
-void rt_op_join_emit(void *opaque, const tdm_event *ev);
-/* The window operator's drop probe (@p ud: the rt_op_task): samples a
+void tdm__rt_op_join_emit(void *opaque, const tdm_event *ev);
+/* The window operator's drop probe (@p ud: the tdm__rt_op_task): samples a
  * record dropped as late.  Borrows @p rec. */
-void rt_op_win_dropped(void *ud, const tdm_record *rec);
-/* The join operator's drop probe (@p ud: the rt_op_task, @p side 0 left,
+void tdm__rt_op_win_dropped(void *ud, const tdm_record *rec);
+/* The join operator's drop probe (@p ud: the tdm__rt_op_task, @p side 0 left,
  * else right): samples a record dropped as late.  Borrows @p rec. */
-void rt_op_join_dropped(void *ud, int side, const tdm_record *rec);
+void tdm__rt_op_join_dropped(void *ud, int side, const tdm_record *rec);
 /* Retract mode: drops what it remembers of windows whose cleanup time is
  * at or before @p now (frees their copies of the aggregate part). */
-void rt_op_retract_cleanup(rt_op_task *t, tdm_time_ms now);
+void tdm__rt_op_retract_cleanup(tdm__rt_op_task *t, tdm_time_ms now);
 
 /* ---- task_op_ckpt.c ---- */
 
 /* A barrier on channel it->ch (borrowed): blocks the channel until the
  * barrier came on every channel that has not ended. */
-void rt_op_on_barrier(rt_op_task *t, const tdm__item *it);
+void tdm__rt_op_on_barrier(tdm__rt_op_task *t, const tdm__item *it);
 /* While a barrier blocks item @p it's channel: holds the item back
  * (copied into the channel's stash, which then owns what it carries; on
  * no memory the run fails and a batch is released) and returns true.
  * False: the channel is not blocked, the caller handles the item. */
-bool tdm__opck_hold(rt_op_task *t, const tdm__item *it);
+bool tdm__opck_hold(tdm__rt_op_task *t, const tdm__item *it);
 /* Whether a checkpoint is being aligned and every channel has its
  * barrier or has ended. */
-bool tdm__opck_aligned(const rt_op_task *t);
+bool tdm__opck_aligned(const tdm__rt_op_task *t);
 /* Once aligned: snapshots the subtask, pre-commits its sinks, passes the
  * barrier on to a chained output and acknowledges.  The blocked channels
  * stay blocked until the caller takes their held items, channel by
  * channel, with tdm__opck_unblock. */
-void tdm__opck_checkpoint(rt_op_task *t);
+void tdm__opck_checkpoint(tdm__rt_op_task *t);
 /* After tdm__opck_checkpoint: unblocks channel @p c and returns the items
  * held back on it (@p n of them, in arrival order; NULL when the channel
  * was not blocked), which the caller handles as fresh items and then
  * hands back with tdm__opck_unblocked(t, c, n). */
-const tdm__item *tdm__opck_unblock(rt_op_task *t, int c, int *n);
+const tdm__item *tdm__opck_unblock(tdm__rt_op_task *t, int c, int *n);
 /* Empties channel @p c's stash and gives its @p n items' queue capacity
  * back. */
-void tdm__opck_unblocked(rt_op_task *t, int c, int n);
+void tdm__opck_unblocked(tdm__rt_op_task *t, int c, int n);
 /* Between groups of items: commits the sinks up to the checkpoint the
  * coordinator published as committed. */
-void rt_op_ckpt_poll(rt_op_task *t);
+void tdm__rt_op_ckpt_poll(tdm__rt_op_task *t);
 /* The operator ended: acknowledges its final state (a snapshot the
  * checkpoint store takes ownership of) for the checkpoints still to
  * come. */
-void rt_op_ckpt_end(rt_op_task *t);
+void tdm__rt_op_ckpt_end(tdm__rt_op_task *t);
 
 #endif /* TDM_TASK_OP_H */

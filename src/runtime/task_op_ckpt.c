@@ -12,7 +12,7 @@
  *                the operator's state of the subtask's key groups, and
  *                retract mode's memory of emitted rows (task_op_emit.c)
  *                as a section of its own;
- *   restore      rt_ckpt_restore_op reads the old subtasks' blobs back,
+ *   restore      tdm__rt_ckpt_restore_op reads the old subtasks' blobs back,
  *                at the same or another parallelism (by key group).
  */
 #include <stdio.h>
@@ -39,7 +39,7 @@
  * out again). */
 static int op_key_group(void *ud, const char *key, size_t len)
 {
-    const rt_op_task *t = ud;
+    const tdm__rt_op_task *t = ud;
     return tdm__key_group(tdm__keys_hash(key, len), t->run->key_groups);
 }
 
@@ -71,11 +71,11 @@ typedef struct rref {
     int group;
     uint32_t kid;
     tdm__ns ns;
-    const rt_op_rslot *s;
+    const tdm__rt_op_rslot *s;
 } rref;
 
 typedef struct rcollect {
-    rt_op_task *t;
+    tdm__rt_op_task *t;
     rref *v;
     size_t n;
 } rcollect;
@@ -96,7 +96,7 @@ static int cmp_rref(const void *a, const void *b)
 
 /* The cleanup time of a remembered window (retract_and_remember,
  * task_op_emit.c). */
-static tdm_time_ms retract_at(const rt_op_task *t, tdm__ns ns)
+static tdm_time_ms retract_at(const tdm__rt_op_task *t, tdm__ns ns)
 {
     return t->op->event_time ? tdm__time_add_sat(ns.b - 1, t->op->lateness)
                              : ns.b - 1;
@@ -105,9 +105,9 @@ static tdm_time_ms retract_at(const rt_op_task *t, tdm__ns ns)
 /* One slot: key, window, flags (1 cleanup timer), [timer time], flag
  * of an aggregate part and the part as typed values (count: svar; row
  * aggregates: per column u8 null, then str or u64 bits). */
-static void encode_rslot(rt_op_task *t, tdm__enc *e, const rref *r)
+static void encode_rslot(tdm__rt_op_task *t, tdm__enc *e, const rref *r)
 {
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     size_t klen = 0;
     const char *k = tdm__keys_get(t->rkeys, r->kid, &klen);
     tdm_time_ms at = retract_at(t, r->ns);
@@ -144,7 +144,7 @@ static void encode_rslot(rt_op_task *t, tdm__enc *e, const rref *r)
 /* Appends the retract section: the slots of key groups lo..hi, one "RG"
  * section per group that has any.  One scratch array (a reference per
  * slot), nothing per row. */
-static tdm_err retract_snapshot(rt_op_task *t, tdm__enc *e, int lo, int hi)
+static tdm_err retract_snapshot(tdm__rt_op_task *t, tdm__enc *e, int lo, int hi)
 {
     rcollect c = { t, NULL, 0 };
     size_t n = tdm__kv_count(t->rkv);
@@ -187,10 +187,10 @@ static void dec_pass(tdm__dec *to, const tdm__dec *from)
 /* Reads one slot's aggregate part into a packed buffer as
  * retract_and_remember stores it (*blob NULL: none, or an error in @p d
  * or no memory, told apart by the return). */
-static tdm_err decode_rpart(rt_op_task *t, tdm__dec *d, void **blob,
+static tdm_err decode_rpart(tdm__rt_op_task *t, tdm__dec *d, void **blob,
                             size_t *len)
 {
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     uint8_t has = 0;
     *blob = NULL;
     *len = 0;
@@ -266,7 +266,7 @@ static tdm_err decode_rpart(rt_op_task *t, tdm__dec *d, void **blob,
 
 /* One "RG" section's slots into the memory.  A (key, window) already
  * remembered is an error (key groups are disjoint across blobs). */
-static tdm_err restore_rgroup(rt_op_task *t, tdm__dec *g)
+static tdm_err restore_rgroup(tdm__rt_op_task *t, tdm__dec *g)
 {
     uint64_t n = 0;
     tdm__dec_uvar(g, &n);
@@ -299,7 +299,7 @@ static tdm_err restore_rgroup(rt_op_task *t, tdm__dec *g)
             return TDM_ERR_NOMEM;
         }
         bool created = false;
-        rt_op_rslot *s = tdm__kv_upsert(t->rkv, kid, ns, &created);
+        tdm__rt_op_rslot *s = tdm__kv_upsert(t->rkv, kid, ns, &created);
         if (!s || !created) {
             tdm__keys_unref(t->rkeys, kid);
             tdm__free(blob);
@@ -318,7 +318,7 @@ static tdm_err restore_rgroup(rt_op_task *t, tdm__dec *g)
  * after the operator's in one old subtask's blob (@p d past the
  * operator section); other sections are skipped.  Errors are left in
  * @p d (TDM_ERR_PARSE) or returned (TDM_ERR_NOMEM). */
-static tdm_err retract_restore(rt_op_task *t, tdm__dec *d, int lo, int hi)
+static tdm_err retract_restore(tdm__rt_op_task *t, tdm__dec *d, int lo, int hi)
 {
     while (!d->err && tdm__dec_left(d) > 0) {
         uint64_t tag = 0, v = 0;
@@ -353,7 +353,7 @@ static tdm_err retract_restore(rt_op_task *t, tdm__dec *d, int lo, int hi)
 
 /* Encodes this subtask's state: its channels, then the operator (its
  * key groups only).  *out NULL on failure (the run failed). */
-static bool op_snapshot(rt_op_task *t, uint8_t **out, size_t *len)
+static bool op_snapshot(tdm__rt_op_task *t, uint8_t **out, size_t *len)
 {
     tdm__enc e;
     int lo, hi;
@@ -385,7 +385,7 @@ static bool op_snapshot(rt_op_task *t, uint8_t **out, size_t *len)
     else
         tdm__enc_free(&e);
     if (err != TDM_OK) {
-        rt_fail(t->run, err, "%s \"%s\" subtask %d: checkpoint snapshot "
+        tdm__rt_fail(t->run, err, "%s \"%s\" subtask %d: checkpoint snapshot "
                              "failed: %s",
                 tdm__node_kind_name(t->op->kind), t->op->node->name,
                 t->index,
@@ -398,7 +398,7 @@ static bool op_snapshot(rt_op_task *t, uint8_t **out, size_t *len)
 }
 
 /* Whether every channel has its barrier or has ended. */
-static bool op_aligned(const rt_op_task *t)
+static bool op_aligned(const tdm__rt_op_task *t)
 {
     for (int c = 0; c < t->op->n_channels; c++)
         if (!t->ck_blocked[c] && !t->ch_ended[c])
@@ -411,7 +411,7 @@ static bool op_aligned(const rt_op_task *t)
  * items until the loop takes them (tdm__opck_unblock).  (No barrier can
  * be among those: the next checkpoint starts only after this one
  * completed.) */
-void tdm__opck_checkpoint(rt_op_task *t)
+void tdm__opck_checkpoint(tdm__rt_op_task *t)
 {
     uint8_t *blob = NULL;
     size_t len = 0;
@@ -421,15 +421,15 @@ void tdm__opck_checkpoint(rt_op_task *t)
      * the run's mutex). */
     t->ck.align_us = tdm__mono_us() - t->ck_first_us;
     if (op_snapshot(t, &blob, &len)) {
-        if (rt_ckpt_pre_commit(t->run, &t->ck, id)) {
+        if (tdm__rt_ckpt_pre_commit(t->run, &t->ck, id)) {
             /* Chaining: the barrier goes on in the output stream, after
              * the rows and watermarks emitted before it (the flush in
-             * rt_emit_control), so the reading operators align on it as
+             * tdm__rt_emit_control), so the reading operators align on it as
              * on a source's. */
             if (t->emit && !t->failed)
-                rt_emit_control(t->emit, TDM__ITEM_BARRIER, (tdm_time_ms)id,
+                tdm__rt_emit_control(t->emit, TDM__ITEM_BARRIER, (tdm_time_ms)id,
                                 0, 0);
-            rt_ckpt_ack(t->run, &t->ck, id, blob, len, false);
+            tdm__rt_ckpt_ack(t->run, &t->ck, id, blob, len, false);
             blob = NULL;
         }
     }
@@ -439,7 +439,7 @@ void tdm__opck_checkpoint(rt_op_task *t)
 }
 
 /* See task_op.h. */
-const tdm__item *tdm__opck_unblock(rt_op_task *t, int c, int *n)
+const tdm__item *tdm__opck_unblock(tdm__rt_op_task *t, int c, int *n)
 {
     *n = 0;
     if (!t->ck_blocked[c])
@@ -451,7 +451,7 @@ const tdm__item *tdm__opck_unblock(rt_op_task *t, int c, int *n)
 
 /* See task_op.h.  The held items' queue capacity is given back only
  * now, after they were handled. */
-void tdm__opck_unblocked(rt_op_task *t, int c, int n)
+void tdm__opck_unblocked(tdm__rt_op_task *t, int c, int n)
 {
     t->ck_stash[c].n = 0;
     if (n)
@@ -460,7 +460,7 @@ void tdm__opck_unblocked(rt_op_task *t, int c, int n)
 
 /* A barrier on channel it->ch blocks the channel until the barrier came
  * on every channel that has not ended. */
-void rt_op_on_barrier(rt_op_task *t, const tdm__item *it)
+void tdm__rt_op_on_barrier(tdm__rt_op_task *t, const tdm__item *it)
 {
     if (!t->ck_blocked || t->failed)
         return;
@@ -484,14 +484,14 @@ void rt_op_on_barrier(rt_op_task *t, const tdm__item *it)
 /* Holds an item of a blocked channel (its capacity stays taken, so the
  * channel's producer stops rather than fill memory).  False: no memory
  * (the run failed). */
-static bool op_hold(rt_op_task *t, const tdm__item *it)
+static bool op_hold(tdm__rt_op_task *t, const tdm__item *it)
 {
-    struct rt_stash *st = &t->ck_stash[it->ch];
+    struct tdm__rt_stash *st = &t->ck_stash[it->ch];
     if (st->n == st->cap) {
         int cap = st->cap ? st->cap * 2 : 16;
         tdm__item *p = tdm__realloc(st->it, (size_t)cap * sizeof *p);
         if (!p) {
-            rt_op_fail_nomem(t);
+            tdm__rt_op_fail_nomem(t);
             return false;
         }
         st->it = p;
@@ -503,7 +503,7 @@ static bool op_hold(rt_op_task *t, const tdm__item *it)
 }
 
 /* See task_op.h. */
-bool tdm__opck_hold(rt_op_task *t, const tdm__item *it)
+bool tdm__opck_hold(tdm__rt_op_task *t, const tdm__item *it)
 {
     if (!(t->ck_n_blocked && t->ck_blocked[it->ch]))
         return false;
@@ -513,39 +513,39 @@ bool tdm__opck_hold(rt_op_task *t, const tdm__item *it)
 }
 
 /* See task_op.h. */
-bool tdm__opck_aligned(const rt_op_task *t)
+bool tdm__opck_aligned(const tdm__rt_op_task *t)
 {
     return t->ck_n_blocked && op_aligned(t);
 }
 
 /* Between groups of items: commits the coordinator published. */
-void rt_op_ckpt_poll(rt_op_task *t)
+void tdm__rt_op_ckpt_poll(tdm__rt_op_task *t)
 {
     uint64_t c = atomic_load_explicit(&t->run->ck.committed,
                                       memory_order_acquire);
     if (c > t->ck.committed)
-        rt_ckpt_commit(t->run, &t->ck, c);
+        tdm__rt_ckpt_commit(t->run, &t->ck, c);
 }
 
 /* The operator ended (every channel ended): its final state for the
  * checkpoints still to come; the coordinator pre-commits and commits
  * its sinks from now on. */
-void rt_op_ckpt_end(rt_op_task *t)
+void tdm__rt_op_ckpt_end(tdm__rt_op_task *t)
 {
     tdm__run *run = t->run;
     uint8_t *fin = NULL;
     size_t len = 0;
     if (!run->ck.on || atomic_load(&run->abort) || t->failed)
         return;
-    rt_op_ckpt_poll(t);
+    tdm__rt_op_ckpt_poll(t);
     if (op_snapshot(t, &fin, &len))
-        rt_ckpt_ack(run, &t->ck, 0, fin, len, true);
+        tdm__rt_ckpt_ack(run, &t->ck, 0, fin, len, true);
 }
 
-tdm_err rt_ckpt_restore_op(rt_op_task *t, char *msg, size_t n)
+tdm_err tdm__rt_ckpt_restore_op(tdm__rt_op_task *t, char *msg, size_t n)
 {
     tdm__run *run = t->run;
-    rt_ckpt *ck = &run->ck;
+    tdm__rt_ckpt *ck = &run->ck;
     int oi = (int)(t->op - run->ops), lo, hi;
     tdm_err err = TDM_OK;
     op_groups(run, t->index, &lo, &hi);

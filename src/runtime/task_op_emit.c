@@ -2,7 +2,7 @@
 /* task_op_emit.c - the output side of window and join subtasks
  * (task_op.c): the operators' emit callbacks turn what they emit into
  * rows, written to the sink and, for an operator other operators read,
- * to its output stream (rt_emit_*):
+ * to its output stream (tdm__rt_emit_*):
  *
  *   RESULT     -> out row per output mode: append (INSERT), upsert
  *                 (INSERT / UPDATE with the upsert key) or retract
@@ -34,23 +34,23 @@
 /* A subtask that failed stops feeding its operator and writing; it goes
  * on draining its queue (releasing batches) until the abort reaches its
  * loop, so producers are never left waiting on it.  The message ends
- * with the sink object's own error (rt_sink_why: the file and the
+ * with the sink object's own error (tdm__rt_sink_why: the file and the
  * system's reason, e.g. a full disk). */
-static void op_fail_io(rt_op_task *t, const rt_sink *s, tdm__sinkobj *obj,
+static void op_fail_io(tdm__rt_op_task *t, const tdm__rt_sink *s, tdm__sinkobj *obj,
                        const char *what)
 {
     char why[400];
-    rt_sink_why(s, obj, why, sizeof why);
+    tdm__rt_sink_why(s, obj, why, sizeof why);
     t->failed = true;
-    rt_fail(t->run, TDM_ERR_IO, "sink \"%s\": writing %s to %s failed%s",
+    tdm__rt_fail(t->run, TDM_ERR_IO, "sink \"%s\": writing %s to %s failed%s",
             s->node->name, what,
             s->conf.path && *s->conf.path ? s->conf.path : "stdout", why);
 }
 
 /* Writes a late record to the late output. */
-static void write_late(rt_op_task *t, const tdm__row *row)
+static void write_late(tdm__rt_op_task *t, const tdm__row *row)
 {
-    rt_sink *s = t->op->late;
+    tdm__rt_sink *s = t->op->late;
     if (!s || t->failed)
         return;
     if (s->vt->write_row(t->ck.obj[1], row) != TDM_OK) {
@@ -65,7 +65,7 @@ static void write_late(rt_op_task *t, const tdm__row *row)
  * ring of the last RT_LATE_RING.  At most late_budget records are
  * rendered per group of items, so a flood of late records costs little
  * (the counters stay exact). */
-static void sample_late(rt_op_task *t, const tdm__row *row, tdm_time_ms ts,
+static void sample_late(tdm__rt_op_task *t, const tdm__row *row, tdm_time_ms ts,
                         bool dropped)
 {
     if (t->late_budget <= 0 || !t->late)
@@ -73,7 +73,7 @@ static void sample_late(rt_op_task *t, const tdm__row *row, tdm_time_ms ts,
     t->late_budget--;
     tdm_time_ms wm = t->win ? t->win->wm : t->join->wm;
     pthread_mutex_lock(&t->lmx);
-    rt_late *l = &t->late[t->late_head];
+    tdm__rt_late *l = &t->late[t->late_head];
     t->late_head = (t->late_head + 1) % RT_LATE_RING;
     if (t->late_n < RT_LATE_RING)
         t->late_n++;
@@ -92,7 +92,7 @@ static void sample_late(rt_op_task *t, const tdm__row *row, tdm_time_ms ts,
  * during the push): a window join's carries the row itself (its log packs
  * rows, join_pack_write), an interval join's the packed row, unpacked
  * into @p buf.  The result is borrowed (the batch's row or @p buf). */
-static const tdm__row *join_late_row(rt_op_task *t, int side,
+static const tdm__row *join_late_row(tdm__rt_op_task *t, int side,
                                      const tdm_record *rec, tdm__row *buf)
 {
     if (t->join->kind == TDM__JOIN_WINDOW && rec->payload)
@@ -107,15 +107,15 @@ static const tdm__row *join_late_row(rt_op_task *t, int side,
  * output) is sampled like one sent to the late output.  The window
  * operator's record carries the row itself, the join's see
  * join_late_row. */
-void rt_op_win_dropped(void *ud, const tdm_record *rec)
+void tdm__rt_op_win_dropped(void *ud, const tdm_record *rec)
 {
-    rt_op_task *t = ud;
+    tdm__rt_op_task *t = ud;
     sample_late(t, rec->payload, rec->ts, true);
 }
 
-void rt_op_join_dropped(void *ud, int side, const tdm_record *rec)
+void tdm__rt_op_join_dropped(void *ud, int side, const tdm_record *rec)
 {
-    rt_op_task *t = ud;
+    tdm__rt_op_task *t = ud;
     tdm__row buf;
     sample_late(t, join_late_row(t, side ? 1 : 0, rec, &buf), rec->ts, true);
 }
@@ -124,10 +124,10 @@ void rt_op_join_dropped(void *ud, int side, const tdm_record *rec)
  * With the built-in count the part is the count itself (an int64, or the
  * event's double value); otherwise it is the row aggregate's packed
  * values. */
-static bool fill_aggs(rt_op_task *t, const void *bytes, size_t len,
+static bool fill_aggs(tdm__rt_op_task *t, const void *bytes, size_t len,
                       double value)
 {
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     tdm__val *v = t->vals + op->n_key;
     if (op->fast_count) {
         memset(v, 0, sizeof *v);
@@ -146,9 +146,9 @@ static bool fill_aggs(rt_op_task *t, const void *bytes, size_t len,
  * columns, window_start and window_end, stamped window_end - 1 (Flink's
  * window.maxTimestamp(); a global window's end is TDM_TIME_MAX); a
  * join's is its columns as written, stamped with the pair's ts. */
-static void emit_out(rt_op_task *t, const tdm__out_row *out)
+static void emit_out(tdm__rt_op_task *t, const tdm__out_row *out)
 {
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     tdm_time_ms ts;
     const tdm__val *vals = t->vals;
     if (op->kind == TDM_NODE_WINDOW) {
@@ -163,9 +163,9 @@ static void emit_out(rt_op_task *t, const tdm__out_row *out)
     } else {
         ts = t->vals[op->n_cols - 1].u.i;
     }
-    tdm_err err = rt_emit_row(t->emit, vals, ts);
+    tdm_err err = tdm__rt_emit_row(t->emit, vals, ts);
     if (err == TDM_ERR_NOMEM)
-        rt_op_fail_nomem(t);
+        tdm__rt_op_fail_nomem(t);
     else if (err != TDM_OK)
         t->failed = true; /* the run aborted */
 }
@@ -173,9 +173,9 @@ static void emit_out(rt_op_task *t, const tdm__out_row *out)
 /* Points the out row at the subtask's column scratch (names and types
  * fixed at setup, values filled by the caller) and writes it to the sink
  * (if any) and the output stream (if read by other operators). */
-static void write_out(rt_op_task *t, tdm__out_row *out)
+static void write_out(tdm__rt_op_task *t, tdm__out_row *out)
 {
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     if (t->emit)
         emit_out(t, out);
     if (!op->sink || t->failed)
@@ -201,23 +201,23 @@ static void write_out(rt_op_task *t, tdm__out_row *out)
  * that window, so no update - and no retraction - can follow.  A pane
  * that is not an update (the first, or one after a purge) retracts
  * nothing: downstream sees it as a fresh insert. */
-static void retract_and_remember(rt_op_task *t, const tdm_event *ev,
+static void retract_and_remember(tdm__rt_op_task *t, const tdm_event *ev,
                                  tdm__out_row *out, const void *agg,
                                  size_t agg_len)
 {
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     tdm__ns ns = { ev->has_window ? ev->win_start : TDM_TIME_MIN,
                    ev->has_window ? ev->win_end : TDM_TIME_MAX };
     uint32_t kid;
     if (tdm__keys_intern(t->rkeys, ev->key, ev->key_len, &kid) != TDM_OK) {
-        rt_op_fail_nomem(t);
+        tdm__rt_op_fail_nomem(t);
         return;
     }
     bool created;
-    rt_op_rslot *s = tdm__kv_upsert(t->rkv, kid, ns, &created);
+    tdm__rt_op_rslot *s = tdm__kv_upsert(t->rkv, kid, ns, &created);
     if (!s) {
         tdm__keys_unref(t->rkeys, kid);
-        rt_op_fail_nomem(t);
+        tdm__rt_op_fail_nomem(t);
         return;
     }
     if (!created) {
@@ -235,13 +235,13 @@ static void retract_and_remember(rt_op_task *t, const tdm_event *ev,
                                                  op->lateness)
                              : ev->win_end - 1;
         if (tdm__timers_add(t->rtimers, at, kid, ns) != TDM_OK) {
-            rt_op_fail_nomem(t);
+            tdm__rt_op_fail_nomem(t);
             return;
         }
     }
     void *copy = tdm__memdup(agg, agg_len ? agg_len : 1);
     if (!copy) {
-        rt_op_fail_nomem(t);
+        tdm__rt_op_fail_nomem(t);
         return;
     }
     tdm__free(s->blob);
@@ -254,11 +254,11 @@ static void retract_and_remember(rt_op_task *t, const tdm_event *ev,
 }
 
 /* Drops what retract mode remembers of windows cleaned up by now. */
-void rt_op_retract_cleanup(rt_op_task *t, tdm_time_ms now)
+void tdm__rt_op_retract_cleanup(tdm__rt_op_task *t, tdm_time_ms now)
 {
     tdm__timer tm;
     while (tdm__timers_pop(t->rtimers, now, &tm)) {
-        rt_op_rslot *s = tdm__kv_get(t->rkv, tm.key, tm.ns);
+        tdm__rt_op_rslot *s = tdm__kv_get(t->rkv, tm.key, tm.ns);
         if (s) {
             tdm__free(s->blob);
             tdm__kv_remove(t->rkv, tm.key, tm.ns);
@@ -272,14 +272,14 @@ void rt_op_retract_cleanup(rt_op_task *t, tdm_time_ms now)
 /* Whether a result of key bytes (@p key, *len) is of a fenced key's
  * older identity (true: not written, counted); otherwise *len becomes
  * the length of the key without its fence suffix. */
-static bool fence_result(rt_op_task *t, const char *key, size_t *len)
+static bool fence_result(tdm__rt_op_task *t, const char *key, size_t *len)
 {
     size_t n = *len;
     uint32_t epoch = 0;
     if (n >= RT_FENCE_SUFFIX &&
         memcmp(key + n - 8, RT_FENCE_MAGIC, 8) == 0) {
         size_t base = n - RT_FENCE_SUFFIX;
-        const int64_t *e = rt_keyset_find(&t->fence, key, base,
+        const int64_t *e = tdm__rt_keyset_find(&t->fence, key, base,
                                           tdm__keys_hash(key, base));
         if (e) {
             memcpy(&epoch, key + base, sizeof epoch);
@@ -289,7 +289,7 @@ static bool fence_result(rt_op_task *t, const char *key, size_t *len)
             return false;
         }
     }
-    if (rt_keyset_find(&t->fence, key, n, tdm__keys_hash(key, n)))
+    if (tdm__rt_keyset_find(&t->fence, key, n, tdm__keys_hash(key, n)))
         goto stale;
     return false;
 stale:
@@ -302,14 +302,14 @@ stale:
  * sources' replay bounds): then it is marked as an update.  In retract
  * mode the earlier row is not known here, so nothing is retracted for
  * it. */
-static bool replayed(const rt_op_task *t, const tdm_event *ev)
+static bool replayed(const tdm__rt_op_task *t, const tdm_event *ev)
 {
-    const rt_op *op = t->op;
+    const tdm__rt_op *op = t->op;
     if (!ev->has_window || !op->event_time)
         return false;
     tdm_time_ms last = tdm__time_sub_sat(ev->win_end, 1);
     for (int i = 0; i < op->n_inputs; i++) {
-        rt_source *s = op->inputs[i];
+        tdm__rt_source *s = op->inputs[i];
         if (ev->win_start <= atomic_load_explicit(&s->replay_start,
                                                   memory_order_relaxed) ||
             last <= atomic_load_explicit(&s->replay_last,
@@ -324,7 +324,7 @@ static bool replayed(const rt_op_task *t, const tdm_event *ev)
  * clock is read once per RT_LAT_EVERY rows of one firing (a few
  * microseconds of rows share a reading), so measuring costs little. */
 #define RT_LAT_EVERY 32u
-static inline void note_latency(rt_op_task *t)
+static inline void note_latency(tdm__rt_op_task *t)
 {
     if (t->wm_at_us == 0)
         return;
@@ -343,12 +343,12 @@ static inline void note_latency(rt_op_task *t)
  *            upsert key (key bytes + start + end) a table sink replaces by;
  *   retract  RETRACT of the previous values before each update, then
  *            INSERT (retract_and_remember). */
-static void write_window_result(rt_op_task *t, const tdm_event *ev)
+static void write_window_result(tdm__rt_op_task *t, const tdm_event *ev)
 {
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     if (!tdm__key_decode(ev->key, ev->key_len, op->col_types, op->n_key,
                          t->vals)) {
-        rt_op_fail_nomem(t); /* cannot happen: we encoded the key */
+        tdm__rt_op_fail_nomem(t); /* cannot happen: we encoded the key */
         return;
     }
     int64_t count = (int64_t)ev->value;
@@ -358,7 +358,7 @@ static void write_window_result(rt_op_task *t, const tdm_event *ev)
         agg = &count;
         agg_len = sizeof count;
     } else if (!agg || (t->ra && tdm__rowagg_take_oom(t->ra))) {
-        rt_op_fail_nomem(t);
+        tdm__rt_op_fail_nomem(t);
         return;
     }
     tdm__out_row out = {
@@ -384,7 +384,7 @@ static void write_window_result(rt_op_task *t, const tdm_event *ev)
         if (need > t->uk.cap) {
             char *p = tdm__realloc(t->uk.p, need);
             if (!p) {
-                rt_op_fail_nomem(t);
+                tdm__rt_op_fail_nomem(t);
                 return;
             }
             t->uk.p = p;
@@ -405,7 +405,7 @@ static void write_window_result(rt_op_task *t, const tdm_event *ev)
     if (op->mode == RT_UPSERT)
         out.change = out.is_update ? TDM__CHANGE_UPDATE : TDM__CHANGE_INSERT;
     if (!fill_aggs(t, agg, agg_len, ev->value)) {
-        rt_op_fail_nomem(t);
+        tdm__rt_op_fail_nomem(t);
         return;
     }
     write_out(t, &out);
@@ -414,7 +414,7 @@ static void write_window_result(rt_op_task *t, const tdm_event *ev)
 /* The processing time at which the subtask's watermark first reached
  * @p wm, from the debug ring of watermark advances; @p now when it has
  * not yet (the watermark reaching it is being processed). */
-static tdm_time_ms reached_at(const rt_op_task *t, tdm_time_ms wm,
+static tdm_time_ms reached_at(const tdm__rt_op_task *t, tdm_time_ms wm,
                               tdm_time_ms now)
 {
     tdm_time_ms at = now;
@@ -428,16 +428,16 @@ static tdm_time_ms reached_at(const rt_op_task *t, tdm_time_ms wm,
 }
 
 /* Debug log: one line per watermark advance of the operator. */
-static void debug_watermark(rt_op_task *t, tdm_time_ms wm)
+static void debug_watermark(tdm__rt_op_task *t, tdm_time_ms wm)
 {
     char from[48], to[48], chn[160] = "-";
-    int ch = rt_holding_channel(t);
+    int ch = tdm__rt_holding_channel(t);
     if (ch >= 0)
         snprintf(chn, sizeof chn, "%s#%d",
                  t->op->inputs[ch / t->run->P]->node->name,
                  ch % t->run->P);
-    rt_format_ms(t->wm_out, from, sizeof from);
-    rt_format_ms(wm, to, sizeof to);
+    tdm__rt_format_ms(t->wm_out, from, sizeof from);
+    tdm__rt_format_ms(wm, to, sizeof to);
     tdm__job_log(t->run->job,
                  "debug wm vertex=%s subtask=%d from=%s to=%s "
                  "channel_min=%s",
@@ -454,19 +454,19 @@ static void debug_watermark(rt_op_task *t, tdm_time_ms wm)
 /* Debug log: one line per window firing, with the records the window
  * holds (when the aggregate knows) and the processing time since the
  * watermark passed the window's last timestamp. */
-static void debug_fire(rt_op_task *t, const tdm_event *ev)
+static void debug_fire(tdm__rt_op_task *t, const tdm_event *ev)
 {
     static const char *const timing[] = { "early", "on_time", "late" };
     char key[256], ws[48], we[48], wm[48], win[112];
-    rt_key_text(t->op, ev->key, ev->key_len, key, sizeof key);
+    tdm__rt_key_text(t->op, ev->key, ev->key_len, key, sizeof key);
     if (ev->has_window) {
-        rt_format_ms(ev->win_start, ws, sizeof ws);
-        rt_format_ms(ev->win_end, we, sizeof we);
+        tdm__rt_format_ms(ev->win_start, ws, sizeof ws);
+        tdm__rt_format_ms(ev->win_end, we, sizeof we);
         snprintf(win, sizeof win, "[%s,%s)", ws, we);
     } else {
         snprintf(win, sizeof win, "global");
     }
-    rt_format_ms(t->win->wm, wm, sizeof wm);
+    tdm__rt_format_ms(t->win->wm, wm, sizeof wm);
     int64_t records = -1;
     if (t->op->fast_count) {
         records = (int64_t)ev->value;
@@ -491,13 +491,13 @@ static void debug_fire(rt_op_task *t, const tdm_event *ev)
  * forwarded to the operators reading this one, after the rows it fired
  * (so they are never late there), with the latency stamp of the
  * watermark that caused it (latency runs from the original source). */
-static void on_output_watermark(rt_op_task *t, tdm_time_ms wm)
+static void on_output_watermark(tdm__rt_op_task *t, tdm_time_ms wm)
 {
     if (t->run->debug)
         debug_watermark(t, wm);
     t->wm_out = wm;
     if (t->emit && !t->failed)
-        rt_emit_control(t->emit, TDM__ITEM_WATERMARK, wm, 0, t->wm_at_us);
+        tdm__rt_emit_control(t->emit, TDM__ITEM_WATERMARK, wm, 0, t->wm_at_us);
     /* Release: the committer (run.c) that reads it with acquire sees
      * every result fired up to it already handed to the sinks. */
     atomic_store_explicit(&t->wm, wm, memory_order_release);
@@ -505,19 +505,19 @@ static void on_output_watermark(rt_op_task *t, tdm_time_ms wm)
 
 /* The operator's output status (idle when every input channel is):
  * published, and forwarded to the operators reading this one. */
-static void on_output_status(rt_op_task *t, int idle)
+static void on_output_status(tdm__rt_op_task *t, int idle)
 {
-    rt_pub_set(&t->m.idle, idle ? 1 : 0);
+    tdm__rt_pub_set(&t->m.idle, idle ? 1 : 0);
     if (t->emit && !t->failed)
-        rt_emit_control(t->emit, TDM__ITEM_STATUS, 0, idle ? 1 : 0, 0);
+        tdm__rt_emit_control(t->emit, TDM__ITEM_STATUS, 0, idle ? 1 : 0, 0);
 }
 
 /* The window operator's output.  LATE events carry the row itself as
  * the record's payload (the push that caused them is still on the
  * stack), so the late output writes it unchanged. */
-void rt_op_win_emit(void *opaque, const tdm_event *ev)
+void tdm__rt_op_win_emit(void *opaque, const tdm_event *ev)
 {
-    rt_op_task *t = opaque;
+    tdm__rt_op_task *t = opaque;
     tdm_event fev;
     if (t->failed)
         return;
@@ -536,11 +536,11 @@ void rt_op_win_emit(void *opaque, const tdm_event *ev)
         /* A window's first firing is remembered (the firing memory of
          * tdm_job_window_status), with the watermark that fired it. */
         if (ev->pane_index == 0 && t->ws && ev->has_window &&
-            rt_fired_add(&t->ws->fired,
-                         rt_fired_fp(ev->key, ev->key_len, ev->win_start,
+            tdm__rt_fired_add(&t->ws->fired,
+                         tdm__rt_fired_fp(ev->key, ev->key_len, ev->win_start,
                                      ev->win_end),
                          t->win->wm) != TDM_OK) {
-            rt_op_fail_nomem(t);
+            tdm__rt_op_fail_nomem(t);
             return;
         }
         if (t->run->debug)
@@ -567,9 +567,9 @@ void rt_op_win_emit(void *opaque, const tdm_event *ev)
 }
 
 /* A joined pair: left fields, right fields, then the pair's ts. */
-static void write_pair(rt_op_task *t, const tdm_event *ev)
+static void write_pair(tdm__rt_op_task *t, const tdm_event *ev)
 {
-    rt_op *op = t->op;
+    tdm__rt_op *op = t->op;
     const tdm__schema *ls = op->inputs[0]->schema;
     const tdm__schema *rs = op->inputs[1]->schema;
     tdm__row l, r;
@@ -587,7 +587,7 @@ static void write_pair(rt_op_task *t, const tdm_event *ev)
         tdm__row row = { .ts = ev->time, .v = t->vals,
                          .schema = &op->node->out_schema };
         if (!tdm__expr_true(op->filter, &row)) {
-            rt_count(t->run, TDM_STAT_FILTERED, 1);
+            tdm__rt_count(t->run, TDM_STAT_FILTERED, 1);
             return;
         }
     }
@@ -604,9 +604,9 @@ static void write_pair(rt_op_task *t, const tdm_event *ev)
 /* The join operator's output.  Its pairs are of records the operator
  * kept, so rows are unpacked from their payload bytes; a late record is
  * the pushed one (join_late_row). */
-void rt_op_join_emit(void *opaque, const tdm_event *ev)
+void tdm__rt_op_join_emit(void *opaque, const tdm_event *ev)
 {
-    rt_op_task *t = opaque;
+    tdm__rt_op_task *t = opaque;
     if (t->failed)
         return;
     switch (ev->type) {

@@ -49,7 +49,7 @@
  * reports), tdm_reader_announce and tdm_reader_end. */
 static void reader_emit(void *opaque, const tdm_event *ev)
 {
-    rt_src_task *t = opaque;
+    tdm__rt_src_task *t = opaque;
     if (ev->type == TDM_EVENT_WATERMARK) {
         if (t->run->debug)
             tdm__src_metrics_debug_wm(t, ev->time);
@@ -107,14 +107,14 @@ typedef struct scan_routes {
     int kind0, kind1, kfield0, kfield1;
     tdm__sel *sel0, *sel1;
     uint32_t *sel_n0, *sel_n1;
-    rt_lagg *lagg0, *lagg1;
+    tdm__rt_lagg *lagg0, *lagg1;
 } scan_routes;
 
 /* The routes of the current batch (@p lean, @p lagg: scan_batch's). */
-SCAN_STEP scan_routes scan_routes_of(const rt_src_task *t, const int lean,
+SCAN_STEP scan_routes scan_routes_of(const tdm__rt_src_task *t, const int lean,
                                      const int lagg, const int n_edges)
 {
-    const rt_source *s = t->src;
+    const tdm__rt_source *s = t->src;
     const tdm__sbatch *sb = t->cur;
     const size_t cap = t->run->batch_size;
     const bool two = n_edges == 2;
@@ -140,7 +140,7 @@ SCAN_STEP scan_routes scan_routes_of(const rt_src_task *t, const int lean,
 /* Routes row @p i (step of scan_batch): to edges 0 and 1 in route_all's
  * order, to edge 0 alone, or through tdm__outbox_route_all; @p local:
  * fold into the local aggregates. */
-SCAN_STEP tdm_err scan_route(rt_src_task *t, const tdm__row *row, size_t i,
+SCAN_STEP tdm_err scan_route(tdm__rt_src_task *t, const tdm__row *row, size_t i,
                              const scan_routes *r, const int P,
                              const bool fence, const bool local, const int lagg)
 {
@@ -165,13 +165,13 @@ SCAN_STEP tdm_err scan_route(rt_src_task *t, const tdm__row *row, size_t i,
 /* Pass-through (step of scan_batch): the row as read, written by this
  * subtask to sink @p pass (the sink serialises writers).  TDM_ERR_IO
  * fails the run. */
-SCAN_STEP tdm_err scan_pass(rt_src_task *t, rt_sink *pass, const tdm__row *row)
+SCAN_STEP tdm_err scan_pass(tdm__rt_src_task *t, tdm__rt_sink *pass, const tdm__row *row)
 {
     if (pass->vt->write_row(t->ck.obj[0], row) == TDM_OK)
         return TDM_OK;
     char why[400];
-    rt_sink_why(pass, t->ck.obj[0], why, sizeof why);
-    rt_fail(t->run, TDM_ERR_IO,
+    tdm__rt_sink_why(pass, t->ck.obj[0], why, sizeof why);
+    tdm__rt_fail(t->run, TDM_ERR_IO,
             "sink \"%s\": writing a record of source \"%s\" to %s failed%s",
             pass->node->name, t->src->node->name,
             pass->conf.path && *pass->conf.path ? pass->conf.path : "stdout",
@@ -180,7 +180,7 @@ SCAN_STEP tdm_err scan_pass(rt_src_task *t, rt_sink *pass, const tdm__row *row)
 }
 
 /* Records partition @p p as touched by batch @p seq (once). */
-SCAN_STEP void scan_touch(rt_phot *ph, uint32_t p, const uint32_t seq,
+SCAN_STEP void scan_touch(tdm__rt_phot *ph, uint32_t p, const uint32_t seq,
                           int *touched, int *n_mt)
 {
     if (ph->stamp != seq) {
@@ -193,7 +193,7 @@ SCAN_STEP void scan_touch(rt_phot *ph, uint32_t p, const uint32_t seq,
  * highest its partition has seen.  A row in order costs no count (they
  * are added in bulk after the scan); only a row behind the maximum costs
  * a bucket. */
-SCAN_STEP void scan_lag(rt_phot *ph, tdm_time_ms ts, const bool lag_on,
+SCAN_STEP void scan_lag(tdm__rt_phot *ph, tdm_time_ms ts, const bool lag_on,
                         uint64_t *lag_b, uint64_t *lag_max, uint64_t *behind)
 {
     const tdm_time_ms hi = ph->hi;
@@ -218,14 +218,14 @@ typedef struct scan_counts {
  * scan (a lean count's fixed-width key, localagg.h). */
 SCAN_STEP void scan_prefetch(const tdm__row *ahead, const scan_routes *r)
 {
-    rt_lagg_prefetch_fixed(
+    tdm__rt_lagg_prefetch_fixed(
         r->lagg0, ahead->ts,
         tdm__key_fixed_bits(&ahead->v[r->kfield0], TDM_TYPE_INT64));
 }
 
 /* A row the timestamp guard caught (step of scan_batch): flagged and
  * counted; with guard_dead, dead-lettered and skipped (true). */
-SCAN_STEP bool scan_guarded(rt_src_task *t, tdm__row *row,
+SCAN_STEP bool scan_guarded(tdm__rt_src_task *t, tdm__row *row,
                             const bool guard_dead, scan_counts *n)
 {
     row->flags |= TDM__ROW_GUARDED;
@@ -243,7 +243,7 @@ SCAN_STEP bool scan_guarded(rt_src_task *t, tdm__row *row,
  * wm_max_only the generator is called once for each: scan_max_only);
  * otherwise the row goes to the generator now that it is on its way (an
  * on-event watermark then follows the row downstream). */
-SCAN_STEP void scan_generator(rt_src_task *t, rt_phot *ph, tdm__row *row,
+SCAN_STEP void scan_generator(tdm__rt_src_task *t, tdm__rt_phot *ph, tdm__row *row,
                               uint32_t p, const uint32_t seq,
                               const bool max_only, int *touched, int *n_mt)
 {
@@ -263,10 +263,10 @@ SCAN_STEP void scan_generator(rt_src_task *t, rt_phot *ph, tdm__row *row,
  * highest timestamp from one call per row: the maximum, and the activity
  * its idleness timer looks for (one call per batch with such rows), come
  * out the same. */
-static void scan_max_only(rt_src_task *t, const uint32_t seq, int n_mt)
+static void scan_max_only(tdm__rt_src_task *t, const uint32_t seq, int n_mt)
 {
     for (int k = 0; k < n_mt; k++) {
-        const rt_phot *ph = &t->hot[t->mtouched[k]];
+        const tdm__rt_phot *ph = &t->hot[t->mtouched[k]];
         if (ph->gen != seq)
             continue;
         tdm_record rec = {.ts = ph->hi};
@@ -279,13 +279,13 @@ static void scan_max_only(rt_src_task *t, const uint32_t seq, int n_mt)
  * time.  Rows routed are those not skipped; rows with an event timestamp
  * (not guarded, not processing time) those routed minus the guarded
  * ones still routed. */
-static void scan_publish(rt_src_task *t, const scan_counts n, int mode,
+static void scan_publish(tdm__rt_src_task *t, const scan_counts n, int mode,
                          bool lag_on)
 {
-    rt_count(t->run, TDM_STAT_GUARD_HITS, n.guard_hits);
+    tdm__rt_count(t->run, TDM_STAT_GUARD_HITS, n.guard_hits);
     if (n.passed)
-        rt_count(t->run, TDM_STAT_RECORDS_OUT, n.passed);
-    rt_count(t->run, TDM_STAT_FILTERED, n.filtered);
+        tdm__rt_count(t->run, TDM_STAT_RECORDS_OUT, n.passed);
+    tdm__rt_count(t->run, TDM_STAT_FILTERED, n.filtered);
     int64_t routed = (int64_t)t->cur->b->n - n.skipped;
     if (mode != TDM__TIME_PROCESSING) {
         int64_t timed = routed - (t->run->guard_dead ? 0 : n.guard_hits);
@@ -298,23 +298,23 @@ static void scan_publish(rt_src_task *t, const scan_counts n, int mode,
         t->lag_seen += (uint64_t)timed;
         t->lag_max = n.lag_max;
     }
-    rt_pub_add(&t->m.guard, n.guard_hits);
-    rt_pub_add(&t->m.out, routed);
-    tdm_time_ms vmax = rt_pub_get(&t->m.max_ts);
+    tdm__rt_pub_add(&t->m.guard, n.guard_hits);
+    tdm__rt_pub_add(&t->m.out, routed);
+    tdm_time_ms vmax = tdm__rt_pub_get(&t->m.max_ts);
     for (int k = 0; k < n.n_mt; k++) {
-        const rt_phot *ph = &t->hot[t->mtouched[k]];
-        rt_part *pp = &t->parts[t->mtouched[k]];
-        rt_pub_set(&pp->p_records, ph->n);
-        rt_pub_set(&pp->p_last_at, t->now);
-        if (ph->hi != rt_pub_get(&pp->p_max_ts))
-            rt_pub_set(&pp->p_max_ts, ph->hi);
+        const tdm__rt_phot *ph = &t->hot[t->mtouched[k]];
+        tdm__rt_part *pp = &t->parts[t->mtouched[k]];
+        tdm__rt_pub_set(&pp->p_records, ph->n);
+        tdm__rt_pub_set(&pp->p_last_at, t->now);
+        if (ph->hi != tdm__rt_pub_get(&pp->p_max_ts))
+            tdm__rt_pub_set(&pp->p_max_ts, ph->hi);
         if (ph->hi > vmax)
             vmax = ph->hi;
     }
     t->n_mt = n.n_mt;
     if (n.n_mt) {
-        rt_pub_set(&t->m.last_at, t->now);
-        rt_pub_set(&t->m.max_ts, vmax);
+        tdm__rt_pub_set(&t->m.last_at, t->now);
+        tdm__rt_pub_set(&t->m.max_ts, vmax);
     }
 }
 
@@ -337,10 +337,10 @@ static void scan_publish(rt_src_task *t, const scan_counts n, int mode,
  * 0's is a single count(), which the fold then knows at compile time).
  * Its per-row steps (SCAN_STEP) are inlined too. */
 static inline __attribute__((always_inline)) tdm_err
-scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
+scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
            const int lean, const int lagg)
 {
-    rt_source *s = t->src;
+    tdm__rt_source *s = t->src;
     tdm__batch *b = t->cur->b;
     const tdm__source_conf *c = &s->conf;
     /* Loop invariants in locals: the compiler cannot tell that the
@@ -361,13 +361,13 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
      * look ahead costs more than it saves (about 10 % of NEXMark-W). */
     const bool prefetch = lean && lagg == LAGG_COUNT && r.lagg0->cs_scatter;
     const int n_udfs = lean ? 0 : s->node->n_udfs + (s->node->exprs != NULL);
-    rt_sink *const pass = lean ? NULL : s->pass;
+    tdm__rt_sink *const pass = lean ? NULL : s->pass;
     tdm_time_ms limit = t->run->guard > 0
                             ? tdm__time_add_sat(t->now, t->run->guard)
                             : TDM_TIME_MAX;
     scan_counts n = {.lag_max = t->lag_max};
     int *touched = t->mtouched;
-    rt_phot *hot = t->hot;
+    tdm__rt_phot *hot = t->hot;
     uint64_t *lag_b = t->lag.b;
     int n_parts = t->n_parts;
     for (size_t i = 0; i < b->n; i++) {
@@ -386,7 +386,7 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
                          c->ts_unit == TDM__UNIT_MS;
         }
         /* Partition metrics: records read. */
-        rt_phot *ph = &hot[p];
+        tdm__rt_phot *ph = &hot[p];
         ph->n++;
         if (mode != TDM__TIME_EVENT)
             row->ts = t->now;
@@ -435,9 +435,9 @@ scan_batch(rt_src_task *t, const uint32_t seq, const bool lag_on,
  * fence - and at which parallelism (LEAN_P1: one target, no hashing):
  * the scan of such a batch is specialised (scan_batch), as most keyed
  * counts and NEXMark-W are. */
-static int lean_kind(const rt_src_task *t)
+static int lean_kind(const tdm__rt_src_task *t)
 {
-    const rt_source *s = t->src;
+    const tdm__rt_source *s = t->src;
     if (s->conf.time_mode != TDM__TIME_EVENT || s->node->n_udfs ||
         s->node->exprs || s->fence || s->n_edges != 1 || s->pass ||
         tdm__outbox_key_kind(t->cur->b->schema, &s->edges[0]) !=
@@ -453,7 +453,7 @@ static int lean_kind(const rt_src_task *t)
  * sample of batches are within a bucket of the full ones on any stream
  * whose disorder does not change every few batches.  The maximum is the
  * sample's too. */
-static tdm_err process_batch(rt_src_task *t)
+static tdm_err process_batch(tdm__rt_src_task *t)
 {
     const uint32_t seq = ++t->seq;
     const bool lag_on = seq <= RT_LAG_EXACT_BATCHES ||
@@ -489,7 +489,7 @@ static tdm_err process_batch(rt_src_task *t)
 }
 
 /* Tells the reader about partitions that finished in the last poll. */
-static void report_finished(rt_src_task *t, bool eof)
+static void report_finished(tdm__rt_src_task *t, bool eof)
 {
     for (int p = 0; p < t->n_parts && p < t->part_cap; p++) {
         if ((t->finished[p] || eof) && !t->reported[p]) {
@@ -501,8 +501,8 @@ static void report_finished(rt_src_task *t, bool eof)
             tdm__src_fence_on_finished(t, p);
             if (t->src->v2)
                 t->n_live--;
-            rt_pub_set(&t->parts[p].p_flags,
-                       rt_pub_get(&t->parts[p].p_flags) | RT_PF_FINISHED);
+            tdm__rt_pub_set(&t->parts[p].p_flags,
+                       tdm__rt_pub_get(&t->parts[p].p_flags) | RT_PF_FINISHED);
         }
     }
 }
@@ -513,7 +513,7 @@ static void report_finished(rt_src_task *t, bool eof)
  * thread asked for, the checkpoint coordinator's commits and barriers,
  * the alignment coordinator's announcements.  Each does nothing for a
  * subtask without its feature. */
-static void (*const between_polls[])(rt_src_task *) = {
+static void (*const between_polls[])(tdm__rt_src_task *) = {
     tdm__src_v2_between_polls,
     tdm__src_ckpt_between_polls,
     tdm__src_align_step,
@@ -521,18 +521,18 @@ static void (*const between_polls[])(rt_src_task *) = {
 
 /* Hooks after the reader's periodic tick: the version-2 mark (only when
  * the watermark moved), then the partitions' published metrics. */
-static void after_tick_mark(rt_src_task *t)
+static void after_tick_mark(tdm__rt_src_task *t)
 {
     if (t->src->v2)
         tdm__src_v2_mark(t, false);
 }
 
-static void after_tick_publish(rt_src_task *t)
+static void after_tick_publish(tdm__rt_src_task *t)
 {
     tdm__src_metrics_publish(t, false);
 }
 
-static void (*const after_tick[])(rt_src_task *) = {
+static void (*const after_tick[])(tdm__rt_src_task *) = {
     after_tick_mark,
     after_tick_publish,
 };
@@ -540,24 +540,24 @@ static void (*const after_tick[])(rt_src_task *) = {
 #define N_HOOKS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* Fails the run for want of memory (source @p t's message). */
-static void fail_nomem(rt_src_task *t)
+static void fail_nomem(tdm__rt_src_task *t)
 {
-    rt_fail(t->run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
+    tdm__rt_fail(t->run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
             t->src->node->name);
 }
 
 /* Fails the run with a poll's error @p err, in the connector's words
  * when it can name the cause (version 5). */
-static void fail_poll(rt_src_task *t, tdm_err err)
+static void fail_poll(tdm__rt_src_task *t, tdm_err err)
 {
     const tdm__source_vtab *vt = t->src->vt;
     const char *why =
         vt->version >= 5 && vt->poll_error ? vt->poll_error(t->conn) : NULL;
     if (why && *why)
-        rt_fail(t->run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+        tdm__rt_fail(t->run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
                 "source \"%s\": %s", t->src->node->name, why);
     else
-        rt_fail(t->run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+        tdm__rt_fail(t->run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
                 "source \"%s\": reading failed (%s)", t->src->node->name,
                 tdm_strerror(err));
 }
@@ -565,7 +565,7 @@ static void fail_poll(rt_src_task *t, tdm_err err)
 /* Takes a free batch and lets the connector fill it (*eof set at the end
  * of input).  false when the loop must stop: the run aborted, or it
  * failed here. */
-static bool poll_batch(rt_src_task *t, int *eof)
+static bool poll_batch(tdm__rt_src_task *t, int *eof)
 {
     tdm__run *run = t->run;
     const tdm__source_vtab *vt = t->src->vt;
@@ -574,7 +574,7 @@ static bool poll_batch(rt_src_task *t, int *eof)
     t->cur = tdm__pool_get(&t->pool, &err);
     if (!t->cur) {
         if (err != TDM_OK)
-            rt_fail(run, err, "source \"%s\": out of memory",
+            tdm__rt_fail(run, err, "source \"%s\": out of memory",
                     t->src->node->name);
         return false;
     }
@@ -597,21 +597,21 @@ static bool poll_batch(rt_src_task *t, int *eof)
 }
 
 /* Counts the poll's records (and the parser's repeated JSON keys). */
-static void count_polled(rt_src_task *t)
+static void count_polled(tdm__rt_src_task *t)
 {
     tdm__run *run = t->run;
-    rt_count(run, TDM_STAT_RECORDS_IN, (int64_t)t->cur->b->n);
-    rt_pub_add(&t->m.in, (int64_t)t->cur->b->n);
+    tdm__rt_count(run, TDM_STAT_RECORDS_IN, (int64_t)t->cur->b->n);
+    tdm__rt_pub_add(&t->m.in, (int64_t)t->cur->b->n);
     if (t->cur->b->n_dup_keys) {
         /* Repeated JSON keys, counted by the parser per batch. */
-        rt_count(run, TDM_STAT_DUP_KEYS, t->cur->b->n_dup_keys);
-        rt_pub_add(&t->m.dup, t->cur->b->n_dup_keys);
+        tdm__rt_count(run, TDM_STAT_DUP_KEYS, t->cur->b->n_dup_keys);
+        tdm__rt_pub_add(&t->m.dup, t->cur->b->n_dup_keys);
     }
 }
 
 /* After the scan: what follows the batch's rows, then the batch goes
  * out and the reader ticks. */
-static void after_batch(rt_src_task *t, int eof)
+static void after_batch(tdm__rt_src_task *t, int eof)
 {
     const bool v2 = t->src->v2;
     /* Watermarks carried by the data follow the rows they came
@@ -630,7 +630,7 @@ static void after_batch(rt_src_task *t, int eof)
      * key, each before the watermark that closes it). */
     for (int e = 0; !t->lazy && t->any_lagg && e < t->src->n_edges; e++)
         if (t->lagg[e])
-            rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
+            tdm__rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
     if (!t->lazy)
         tdm__outbox_kick(t);
     tdm_reader_advance(t->reader);
@@ -640,7 +640,7 @@ static void after_batch(rt_src_task *t, int eof)
 
 /* Version 2: makes the partitions the connector assigned splits.  false
  * for want of memory. */
-static bool assigned_splits(rt_src_task *t)
+static bool assigned_splits(tdm__rt_src_task *t)
 {
     int n = t->src->vt->n_partitions(t->conn);
     return n <= t->n_parts || tdm__src_parts_ensure(t, n - 1, NULL) == TDM_OK;
@@ -648,7 +648,7 @@ static bool assigned_splits(rt_src_task *t)
 
 /* One iteration: between-poll hooks, then one batch polled, scanned and
  * sent.  false when the loop must stop (*eof untouched then). */
-static bool step(rt_src_task *t, int *eof)
+static bool step(tdm__rt_src_task *t, int *eof)
 {
     tdm__run *run = t->run;
     for (int h = 0; h < N_HOOKS(between_polls); h++)
@@ -691,7 +691,7 @@ static bool step(rt_src_task *t, int *eof)
 
 /* The loop: steps until the end of input, an abort or a cancel (then
  * *cancelled set). */
-static void run_loop(rt_src_task *t, bool *cancelled)
+static void run_loop(tdm__rt_src_task *t, bool *cancelled)
 {
     tdm__run *run = t->run;
     int eof = t->conn ? 0 : 1;
@@ -712,7 +712,7 @@ static void run_loop(rt_src_task *t, bool *cancelled)
 }
 
 /* The debug line of each edge's local aggregate, at the end. */
-static void log_lagg(rt_src_task *t)
+static void log_lagg(tdm__rt_src_task *t)
 {
     for (int e = 0; t->run->debug && t->lagg && e < t->src->n_edges; e++)
         if (t->lagg[e])
@@ -730,7 +730,7 @@ static void log_lagg(rt_src_task *t)
 
 /* After the loop: the final state, the end of output, the last marks
  * and metrics. */
-static void finish(rt_src_task *t, bool cancelled)
+static void finish(tdm__rt_src_task *t, bool cancelled)
 {
     tdm__run *run = t->run;
     /* Nothing more follows: no item may wait for a wake-up. */
@@ -782,9 +782,9 @@ static void finish(rt_src_task *t, bool cancelled)
  * connector assigns partitions and lose them as it revokes them, report
  * idleness while they have none, and mark the connector's positions at
  * every watermark (src_v2.c). */
-void *rt_source_main(void *arg)
+void *tdm__rt_source_main(void *arg)
 {
-    rt_src_task *t = arg;
+    tdm__rt_src_task *t = arg;
     tdm__run *run = t->run;
     bool cancelled = false;
     if (t->empty) {
@@ -792,7 +792,7 @@ void *rt_source_main(void *arg)
         tdm__src_ckpt_end(t);
         t->src->vt->close(t->conn);
         t->conn = NULL;
-        rt_thread_done(run);
+        tdm__rt_thread_done(run);
         return NULL;
     }
     /* Restored at another parallelism: the consumers' channels started
@@ -802,15 +802,15 @@ void *rt_source_main(void *arg)
         tdm__src_ckpt_announce_restored(t);
     run_loop(t, &cancelled);
     finish(t, cancelled);
-    rt_thread_done(run);
+    tdm__rt_thread_done(run);
     return NULL;
 }
 
 /* Opens the connector share, the reader and the batch pool. */
-tdm_err rt_source_task_init(rt_src_task *t)
+tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t)
 {
     tdm__run *run = t->run;
-    rt_source *s = t->src;
+    tdm__rt_source *s = t->src;
     char msg[256] = "";
     int n_parts = 0;
     tdm__src_metrics_init(t);
@@ -821,14 +821,14 @@ tdm_err rt_source_task_init(rt_src_task *t)
     if (err != TDM_OK)
         return err;
     t->lag_ok = true;
-    err = rt_clock_new(run->job, &t->clk);
+    err = tdm__rt_clock_new(run->job, &t->clk);
     if (err != TDM_OK)
         return err;
     err = s->vt->open(&s->conf, t->index, run->P, tdm__src_dead_conn_cb, t,
                       &t->conn, &n_parts, msg, sizeof msg);
     if (err != TDM_OK) {
         t->conn = NULL;
-        rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+        tdm__rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
                 "source \"%s\": %s", s->node->name,
                 msg[0] ? msg : tdm_strerror(err));
         return err;
@@ -862,9 +862,9 @@ tdm_err rt_source_task_init(rt_src_task *t)
      * connectors assign their partitions at the first poll, where
      * ensure_partition finds the restored splits.) */
     if (err == TDM_OK && run->ck.restored) {
-        err = rt_ckpt_restore_source(t, msg, sizeof msg);
+        err = tdm__rt_ckpt_restore_source(t, msg, sizeof msg);
         if (err != TDM_OK) {
-            rt_fail(run, err, "source \"%s\": %s", s->node->name, msg);
+            tdm__rt_fail(run, err, "source \"%s\": %s", s->node->name, msg);
             return err;
         }
         int n_splits = tdm__reader_split_count(t->reader);
@@ -899,16 +899,16 @@ tdm_err rt_source_task_init(rt_src_task *t)
                 break;
             }
         }
-        err = rt_lagg_new(t, e, &t->lagg[e]);
+        err = tdm__rt_lagg_new(t, e, &t->lagg[e]);
         t->any_lagg = err == TDM_OK;
     }
     if (err != TDM_OK)
-        rt_fail(run, err, "source \"%s\": out of memory", s->node->name);
+        tdm__rt_fail(run, err, "source \"%s\": out of memory", s->node->name);
     return err;
 }
 
 /* Closes and frees a source subtask (a half-built one too). */
-void rt_source_task_fini(rt_src_task *t)
+void tdm__rt_source_task_fini(tdm__rt_src_task *t)
 {
     if (t->conn)
         t->src->vt->close(t->conn);
@@ -936,8 +936,8 @@ void rt_source_task_fini(rt_src_task *t)
     tdm__free(t->unkicked);
     tdm__free(t->kb.p);
     for (int e = 0; t->lagg && e < t->src->n_edges; e++)
-        rt_lagg_free(t->lagg[e]);
+        tdm__rt_lagg_free(t->lagg[e]);
     tdm__free(t->lagg);
-    rt_ckpt_slot_free(&t->ck);
+    tdm__rt_ckpt_slot_free(&t->ck);
     memset(t, 0, sizeof *t);
 }

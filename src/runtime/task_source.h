@@ -18,13 +18,13 @@
 #include "runtime/plan.h"
 #include "runtime/rt_ctx.h"
 
-typedef struct rt_lagg rt_lagg;
+typedef struct tdm__rt_lagg tdm__rt_lagg;
 
 /* One source subtask. */
-struct rt_src_task {
+struct tdm__rt_src_task {
     char pad_head_[128];
     tdm__run *run;
-    rt_source *src;
+    tdm__rt_source *src;
     int index;
     pthread_t th;
     bool started;
@@ -37,7 +37,7 @@ struct rt_src_task {
     tdm__sbatch *cur;  /* the batch being filled */
     uint8_t *finished; /* poll's per-partition flags */
     uint8_t *reported; /* finished partitions told to the reader */
-    struct rt_unit {
+    struct tdm__rt_unit {
         int n, small, big;
         int64_t first;
     } *uc;             /* timestamp unit evidence per partition */
@@ -54,10 +54,10 @@ struct rt_src_task {
      * snapshots while the array grows. */
     pthread_mutex_t mx;
     bool mx_ok;
-    rt_part *parts;
-    rt_phot *hot;      /* part_cap entries, the source thread's own */
+    tdm__rt_part *parts;
+    tdm__rt_phot *hot;      /* part_cap entries, the source thread's own */
     int n_pub;
-    uint32_t seq;      /* batch sequence (rt_part.stamp) */
+    uint32_t seq;      /* batch sequence (tdm__rt_part.stamp) */
     int *mtouched;     /* partitions with records in this batch (the
                           generator's one call per partition and batch,
                           and the metrics published) */
@@ -101,26 +101,26 @@ struct rt_src_task {
     uint8_t *ppaused;   /* per split: paused at the connector */
     /* Key fence: per split and consumer edge (index p * n_edges + e),
      * key -> highest commit horizon of its records; fk_cap splits. */
-    struct rt_keyset *fk;
+    struct tdm__rt_keyset *fk;
     int fk_cap;
     /* Two-phase aggregation: per edge, its local aggregate (NULL: the
      * edge is routed as is); any_lagg: some edge has one. */
-    rt_lagg **lagg;
+    tdm__rt_lagg **lagg;
     bool any_lagg;
-    rt_src_metrics m;
+    tdm__rt_src_metrics m;
     /* Checkpoints (ckpt.c): its sink objects and acknowledgements;
      * pass_obj and dead_obj are ck.obj[0] and [1] (the shared objects
      * without checkpoints). */
-    rt_ck_slot ck;
+    tdm__rt_ck_slot ck;
     char pad_tail_[128];
 };
 
-/* The source subtask's thread body (@p arg: its rt_src_task). */
-void *rt_source_main(void *arg);
+/* The source subtask's thread body (@p arg: its tdm__rt_src_task). */
+void *tdm__rt_source_main(void *arg);
 /* Sets up source subtask @p t (run, src, index set) before its thread
- * starts.  TDM_OK or an error; rt_source_task_fini frees either way. */
-tdm_err rt_source_task_init(rt_src_task *t);
-/* Frees what rt_source_task_init or the thread left (NULL-safe parts). */
-void rt_source_task_fini(rt_src_task *t);
+ * starts.  TDM_OK or an error; tdm__rt_source_task_fini frees either way. */
+tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t);
+/* Frees what tdm__rt_source_task_init or the thread left (NULL-safe parts). */
+void tdm__rt_source_task_fini(tdm__rt_src_task *t);
 
 #endif /* TDM_RT_TASK_SOURCE_H */

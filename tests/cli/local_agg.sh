@@ -106,7 +106,7 @@ for p in 1 2 4; do
         --set 'windows.w.aggregates=count() as n, max(v) as total'
 done
 # A single count() over int64 keys keeps each key's count in a count
-# slot beside the key (localagg.h, rt_cslot): 3,500 distinct keys per
+# slot beside the key (localagg.h, tdm__rt_cslot): 3,500 distinct keys per
 # 20 s window grow a slice's slots from 1,024 several times; key 0 (the
 # value an empty slot holds), the int64 extremes and null keys (which
 # have no fixed-width bytes and take the slice's index) are among them.

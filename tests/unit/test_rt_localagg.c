@@ -197,27 +197,27 @@ TDM_TEST(kafka_source_is_one_phase)
  * show under the sanitizer build. */
 TDM_TEST(partials_pool_keeps_at_most_keep)
 {
-    rt_ppool pool;
+    tdm__rt_ppool pool;
     memset(&pool, 0, sizeof pool);
     ASSERT_EQ(pthread_mutex_init(&pool.mu, NULL), 0);
     pool.keep = 2;
-    rt_partials *m[3];
+    tdm__rt_partials *m[3];
     for (int i = 0; i < 3; i++) {
         m[i] = tdm__calloc(1, sizeof *m[i]);
         ASSERT_TRUE(m[i] != NULL);
         m[i]->pool = &pool;
     }
     for (int i = 0; i < 3; i++)
-        rt_partials_release(m[i]);
+        tdm__rt_partials_release(m[i]);
     ASSERT_EQ(pool.n_free, 2);
     ASSERT_TRUE(pool.free == m[1] && pool.free->next == m[0]);
-    rt_partials *lone = tdm__calloc(1, sizeof *lone);
+    tdm__rt_partials *lone = tdm__calloc(1, sizeof *lone);
     ASSERT_TRUE(lone != NULL);
-    rt_partials_release(lone); /* no pool: freed */
-    rt_partials_release(NULL);
+    tdm__rt_partials_release(lone); /* no pool: freed */
+    tdm__rt_partials_release(NULL);
     while (pool.free) {
-        rt_partials *nx = pool.free->next;
-        rt_partials_free(pool.free);
+        tdm__rt_partials *nx = pool.free->next;
+        tdm__rt_partials_free(pool.free);
         pool.free = nx;
     }
     pthread_mutex_destroy(&pool.mu);

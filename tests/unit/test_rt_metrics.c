@@ -1296,21 +1296,21 @@ TDM_TEST(debug_log_off_by_default)
  * found. */
 TDM_TEST(firing_memory_ring_and_index)
 {
-    rt_fired f;
+    tdm__rt_fired f;
     memset(&f, 0, sizeof f);
     tdm_time_ms wm = 0;
-    ASSERT_TRUE(!rt_fired_find(&f, 1, &wm));
+    ASSERT_TRUE(!tdm__rt_fired_find(&f, 1, &wm));
     const int total = 70000, cap = (int)RT_FIRE_CAP;
     for (int i = 0; i < total; i++) {
         char key[16];
         snprintf(key, sizeof key, "u%d", i % 977);
-        ASSERT_OK(rt_fired_add(&f, rt_fired_fp(key, strlen(key), i, i + 10),
+        ASSERT_OK(tdm__rt_fired_add(&f, tdm__rt_fired_fp(key, strlen(key), i, i + 10),
                                1000 + i));
     }
     for (int i = 0; i < total; i++) {
         char key[16];
         snprintf(key, sizeof key, "u%d", i % 977);
-        bool found = rt_fired_find(&f, rt_fired_fp(key, strlen(key), i,
+        bool found = tdm__rt_fired_find(&f, tdm__rt_fired_fp(key, strlen(key), i,
                                                    i + 10),
                                    &wm);
         if (i < total - cap) {
@@ -1321,10 +1321,10 @@ TDM_TEST(firing_memory_ring_and_index)
         }
     }
     /* Same key and start, other end: another window. */
-    ASSERT_TRUE(!rt_fired_find(&f, rt_fired_fp("u0", 2, total - 1, total),
+    ASSERT_TRUE(!tdm__rt_fired_find(&f, tdm__rt_fired_fp("u0", 2, total - 1, total),
                                &wm));
-    rt_fired_free(&f);
-    rt_fired_free(&f);
+    tdm__rt_fired_free(&f);
+    tdm__rt_fired_free(&f);
 }
 
 /* ====================================================================== */
