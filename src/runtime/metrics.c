@@ -775,7 +775,7 @@ static tdm__rt_warea *warea_new(tdm__run *run)
         v->op = o;
         v->n_key = op->n_key;
         v->event_time = op->event_time;
-        v->global = tdm__node_int(op->node, "window.type") == 3;
+        v->global = op->node->spec.win.type == TDM__WINDOW_TYPE_GLOBAL;
         v->lateness = op->lateness;
         v->name = tdm__strndup(op->node->name, strlen(op->node->name));
         v->key_types = tdm__calloc((size_t)op->n_key + 1,

@@ -66,7 +66,7 @@ static void last_good(tdm__run *run, char *buf, size_t n)
 static void advice(const tdm_job *job, char *buf, size_t n)
 {
     const char *dir = tdm__job_str(job, "checkpoint.dir");
-    if (tdm__job_int(job, "restart.strategy") == 0)
+    if (tdm__job_spec_of(job).restart_strategy == TDM__RESTART_STRATEGY_NONE)
         snprintf(buf, n, "make room in %s and run the job again (or set "
                          "restart.strategy)", dir);
     else
@@ -145,7 +145,6 @@ static const char *const restart_keys[] = {
     "restart.max_delay", "restart.multiplier", "checkpoint.tolerable_failed",
 };
 
-enum { RS_NONE = 0, RS_FIXED = 1, RS_EXPONENTIAL = 2 };
 
 static bool key_set(const tdm_job *job, const char *key)
 {
@@ -157,7 +156,7 @@ static bool key_set(const tdm_job *job, const char *key)
  * the runtime would not keep. */
 const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
 {
-    int strategy = (int)tdm__job_int(job, "restart.strategy");
+    tdm__restart_strategy strategy = tdm__job_spec_of(job).restart_strategy;
     size_t n_keys = sizeof restart_keys / sizeof restart_keys[0];
     for (size_t i = 0; !*tdm__job_str(job, "checkpoint.dir") && i < n_keys;
          i++)
@@ -174,7 +173,7 @@ const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
     for (size_t i = 1; i < 5; i++) {
         bool exp_only = i >= 3;
         if (!key_set(job, restart_keys[i]) ||
-            strategy == RS_EXPONENTIAL || (strategy == RS_FIXED && !exp_only))
+            strategy == TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY || (strategy == TDM__RESTART_STRATEGY_FIXED_DELAY && !exp_only))
             continue;
         snprintf(buf, n, "%s applies to restart.strategy %s only, not %s",
                  restart_keys[i],
@@ -185,7 +184,7 @@ const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
     }
     int64_t delay = tdm__job_int(job, "restart.delay");
     int64_t max = tdm__job_int(job, "restart.max_delay");
-    if (strategy == RS_EXPONENTIAL && max < delay) {
+    if (strategy == TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY && max < delay) {
         snprintf(buf, n, "restart.max_delay (%lld ms) is below restart.delay "
                          "(%lld ms)",
                  (long long)max, (long long)delay);
@@ -201,8 +200,8 @@ void tdm__rt_restart_init(tdm__rt_restart *rs, const tdm_job *job)
 {
     memset(rs, 0, sizeof *rs);
     rs->strategy = *tdm__job_str(job, "checkpoint.dir")
-                       ? (int)tdm__job_int(job, "restart.strategy")
-                       : RS_NONE;
+                       ? (int)tdm__job_spec_of(job).restart_strategy
+                       : TDM__RESTART_STRATEGY_NONE;
     rs->attempts = tdm__job_int(job, "restart.attempts");
     rs->delay_ms = tdm__job_int(job, "restart.delay");
 }
@@ -232,7 +231,7 @@ static bool back_off(tdm_job *job, int64_t ms)
 /* The back-off after the current one. */
 static int64_t next_delay(const tdm__rt_restart *rs, const tdm_job *job)
 {
-    if (rs->strategy != RS_EXPONENTIAL)
+    if (rs->strategy != TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY)
         return rs->delay_ms;
     double d = (double)rs->delay_ms *
                tdm__job_val(job, "restart.multiplier")->d;
@@ -244,7 +243,7 @@ static int64_t next_delay(const tdm__rt_restart *rs, const tdm_job *job)
 bool tdm__rt_restart_next(tdm__rt_restart *rs, tdm_job *job, tdm_err err,
                      char *errbuf, size_t errbuf_size)
 {
-    if (err == TDM_OK || rs->strategy == RS_NONE || !restartable(err) ||
+    if (err == TDM_OK || rs->strategy == TDM__RESTART_STRATEGY_NONE || !restartable(err) ||
         atomic_load(&job->cancel))
         return false;
     int64_t done = atomic_load(&job->stats[TDM_STAT_CHECKPOINTS]);

@@ -58,28 +58,29 @@ static void on_dead(void *ud, const char *location, const char *reason,
 }
 
 /* The connectors' configuration of source @p n, as run.c plans a file
- * source (enum keys are the constants minus one). */
+ * source (tdm__spec_conn: the connectors' constants are the table's
+ * choices counted from 1; the scan reads an unvalidated node, so by key). */
 static tdm_err plan(tdm_source_scan *sc, const tdm_node *n, char *errbuf,
                     size_t errbuf_size)
 {
     tdm__source_conf *c = &sc->conf;
-    int type = (int)tdm__node_int(n, "type") + 1;
+    int type = tdm__spec_conn((int)tdm__node_int(n, "type"));
     if (type != TDM__SRC_FILE && type != TDM__SRC_STDIN)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
                          "source '%s': only file sources can be scanned",
                          n->name);
-    if ((int)tdm__node_int(n, "time") + 1 != TDM__TIME_EVENT)
+    if ((tdm__source_time)tdm__node_int(n, "time") != TDM__SOURCE_TIME_EVENT)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
                          "source '%s': only event time can be scanned",
                          n->name);
     c->name = n->name;
     c->type = TDM__SRC_FILE;
-    c->format = (int)tdm__node_int(n, "format") + 1;
+    c->format = tdm__spec_conn((int)tdm__node_int(n, "format"));
     c->csv_header = tdm__node_int(n, "csv.header") != 0;
     c->csv_delimiter = tdm__node_str(n, "csv.delimiter")[0];
     c->schema = tdm__node_schema(n);
     c->time_mode = TDM__TIME_EVENT;
-    c->ts_unit = (int)tdm__node_int(n, "timestamp.unit") + 1;
+    c->ts_unit = tdm__spec_conn((int)tdm__node_int(n, "timestamp.unit"));
     if (!c->schema)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "source '%s' has no schema", n->name);
