@@ -17,8 +17,8 @@
 #include "tidemark.h"
 
 #define N_KEYS_DEFAULT 10000
-#define KEY_LEN 9                /* "k" + 8 digits */
-#define RECORDS_PER_MS 100       /* event-time density */
+#define KEY_LEN 9          /* "k" + 8 digits */
+#define RECORDS_PER_MS 100 /* event-time density */
 #define PCT_OUT_OF_ORDER 5
 #define MAX_DISORDER_MS 500
 #define WM_EVERY 1000
@@ -176,11 +176,12 @@ static int run(const input *in, tdm_agg_kind kind, const char *name)
         ok = dropped == 0 && s.value_sum == expect_sum;
     }
     printf("%-5s records %zu  %.2f M records/s  %.1f ns/record  "
-           "(%.3f s; cpu %.1f ns/record)\n", name, in->n,
-           (double)in->n / secs / 1e6, secs * 1e9 / (double)in->n, secs,
-           (c1 - c0) * 1e9 / (double)in->n);
+           "(%.3f s; cpu %.1f ns/record)\n",
+           name, in->n, (double)in->n / secs / 1e6, secs * 1e9 / (double)in->n,
+           secs, (c1 - c0) * 1e9 / (double)in->n);
     printf("      peak live windows %" PRId64 "  state bytes %" PRId64
-           "  bytes/window %.1f\n", peak_live, peak_bytes,
+           "  bytes/window %.1f\n",
+           peak_live, peak_bytes,
            peak_live ? (double)peak_bytes / (double)peak_live : 0.0);
     printf("      results %" PRId64 "  late dropped %" PRId64
            "  value sum %.0f  checksum %016" PRIx64 "  check %s\n",
@@ -218,8 +219,8 @@ int main(int argc, char **argv)
     }
     printf("tidemark %s: %lu keys, tumbling %d ms, %d%% out of order by "
            "<= %d ms, watermark every %d records at max_ts - %d\n",
-           tdm_version(), n_keys, WINDOW_MS, PCT_OUT_OF_ORDER,
-           MAX_DISORDER_MS, WM_EVERY, WM_BOUND_MS);
+           tdm_version(), n_keys, WINDOW_MS, PCT_OUT_OF_ORDER, MAX_DISORDER_MS,
+           WM_EVERY, WM_BOUND_MS);
     if (strcmp(runs, "sum") != 0)
         rc |= run(&in, TDM_AGG_COUNT, "count");
     if (strcmp(runs, "count") != 0)

@@ -35,7 +35,7 @@ static uint64_t mix(int64_t a, int64_t b)
 
 static int grow(table *t)
 {
-    table u = { calloc(t->cap * 2, sizeof(cell)), t->cap * 2, 0 };
+    table u = {calloc(t->cap * 2, sizeof(cell)), t->cap * 2, 0};
     if (!u.c)
         return -1;
     for (size_t i = 0; i < t->cap; i++) {
@@ -92,7 +92,7 @@ static size_t pack_sorted(table *t)
 /* NEXMark-W: bids counted per (auction, tumbling window of @p size). */
 static int run_w(const tdm__nx_conf *c, int64_t events, int64_t size)
 {
-    table t = { calloc(1024, sizeof(cell)), 1024, 0 };
+    table t = {calloc(1024, sizeof(cell)), 1024, 0};
     if (!t.c)
         return 1;
     int64_t bids = 0;
@@ -113,8 +113,7 @@ static int run_w(const tdm__nx_conf *c, int64_t events, int64_t size)
     size_t k = pack_sorted(&t);
     for (size_t i = 0; i < k; i++)
         printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
-               t.c[i].auction, t.c[i].start, t.c[i].start + size,
-               t.c[i].count);
+               t.c[i].auction, t.c[i].start, t.c[i].start + size, t.c[i].count);
     fprintf(stderr, "bids %" PRId64 " rows %zu\n", bids, k);
     free(t.c);
     return 0;
@@ -134,8 +133,8 @@ static int run_bids(const tdm__nx_conf *c, int64_t events)
         if (ev.kind != TDM__NX_BID)
             continue;
         bids++;
-        printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n",
-               ev.auction, ev.bidder, ev.price, ev.date_time);
+        printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n", ev.auction,
+               ev.bidder, ev.price, ev.date_time);
     }
     fprintf(stderr, "bids %" PRId64 "\n", bids);
     return 0;
@@ -150,7 +149,7 @@ static int run_bids(const tdm__nx_conf *c, int64_t events)
 static int run_q5(const tdm__nx_conf *c, int64_t events, int64_t size,
                   int64_t slide, int hot)
 {
-    table t = { calloc(1024, sizeof(cell)), 1024, 0 };
+    table t = {calloc(1024, sizeof(cell)), 1024, 0};
     if (!t.c)
         goto oom;
     int64_t bids = 0;
@@ -164,8 +163,7 @@ static int run_q5(const tdm__nx_conf *c, int64_t events, int64_t size,
          * here); the last one to contain the bid starts at or before it,
          * the first one more than size before it. */
         int64_t last = ev.date_time - ev.date_time % slide;
-        for (int64_t start = last; start > ev.date_time - size;
-             start -= slide)
+        for (int64_t start = last; start > ev.date_time - size; start -= slide)
             if (add(&t, ev.auction, start) != 0)
                 goto oom;
     }
@@ -189,8 +187,8 @@ static int run_q5(const tdm__nx_conf *c, int64_t events, int64_t size,
             rows++;
         }
     }
-    fprintf(stderr, "bids %" PRId64 " windows %zu rows %zu\n", bids,
-            windows, rows);
+    fprintf(stderr, "bids %" PRId64 " windows %zu rows %zu\n", bids, windows,
+            rows);
     free(t.c);
     return 0;
 oom:
@@ -244,7 +242,7 @@ static int by_window_key_id(const void *a, const void *b)
  * product of every group present on both sides. */
 static int run_q8(const tdm__nx_conf *c, int64_t events, int64_t size)
 {
-    sides p = { 0 }, a = { 0 };
+    sides p = {0}, a = {0};
     int rc = 1;
     for (int64_t i = 0; i < events; i++) {
         tdm__nx_event ev;
@@ -289,16 +287,15 @@ static int run_q8(const tdm__nx_conf *c, int64_t events, int64_t size)
         for (size_t x = i; x < ie; x++) {
             rows++;
             for (size_t y = j; y < je; y++, pairs++)
-                printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64
-                       " %s\n",
-                       p.v[x].id, a.v[y].id, p.v[x].start,
-                       p.v[x].start + size, p.v[x].name);
+                printf("%" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 " %s\n",
+                       p.v[x].id, a.v[y].id, p.v[x].start, p.v[x].start + size,
+                       p.v[x].name);
         }
         i = ie;
         j = je;
     }
-    fprintf(stderr, "persons %zu auctions %zu pairs %zu rows %zu\n", p.n,
-            a.n, pairs, rows);
+    fprintf(stderr, "persons %zu auctions %zu pairs %zu rows %zu\n", p.n, a.n,
+            pairs, rows);
     rc = 0;
 fail:
     if (rc)
@@ -351,8 +348,8 @@ static int run_q11(const tdm__nx_conf *c, int64_t events, int64_t gap)
         while (e < n && v[e].bidder == v[i].bidder &&
                v[e].t - v[e - 1].t <= gap)
             e++;
-        printf("%" PRId64 " %" PRId64 " %" PRId64 " %zu\n", v[i].bidder,
-               v[i].t, v[e - 1].t + gap, e - i);
+        printf("%" PRId64 " %" PRId64 " %" PRId64 " %zu\n", v[i].bidder, v[i].t,
+               v[e - 1].t + gap, e - i);
         rows++;
         i = e;
     }
@@ -415,8 +412,7 @@ static int run_q7(const tdm__nx_conf *c, int64_t events, int64_t size)
                start + size);
         rows++;
     }
-    fprintf(stderr, "bids %" PRId64 " windows %" PRId64 " rows %" PRId64
-                    "\n",
+    fprintf(stderr, "bids %" PRId64 " windows %" PRId64 " rows %" PRId64 "\n",
             bids, n, rows);
     free(max);
     return 0;
@@ -459,8 +455,10 @@ static int run_q9(const tdm__nx_conf *c, int64_t events, int64_t gap)
                 goto oom;
             v = w;
         }
-        v[n++] = (lot){ .id = ev.id, .category = ev.category,
-                        .date_time = ev.date_time, .expires = ev.expires };
+        v[n++] = (lot){.id = ev.id,
+                       .category = ev.category,
+                       .date_time = ev.date_time,
+                       .expires = ev.expires};
     }
     for (int64_t i = 0; i < events; i++) {
         tdm__nx_event ev;
@@ -494,8 +492,10 @@ static int run_q9(const tdm__nx_conf *c, int64_t events, int64_t gap)
         if (!v[i].bids)
             continue;
         if (v[i].last - v[i].first > gap) {
-            fprintf(stderr, "nexmark_ref: auction %" PRId64 " lives longer "
-                            "than the gap\n", v[i].id);
+            fprintf(stderr,
+                    "nexmark_ref: auction %" PRId64 " lives longer "
+                    "than the gap\n",
+                    v[i].id);
             free(v);
             return 1;
         }
@@ -505,9 +505,9 @@ static int run_q9(const tdm__nx_conf *c, int64_t events, int64_t gap)
                v[i].last + gap);
         rows++;
     }
-    fprintf(stderr, "auctions %zu bids %" PRId64 " valid %" PRId64
-                    " rows %zu\n",
-            n, bids, valid, rows);
+    fprintf(stderr,
+            "auctions %zu bids %" PRId64 " valid %" PRId64 " rows %zu\n", n,
+            bids, valid, rows);
     free(v);
     return 0;
 oom:
@@ -519,21 +519,18 @@ oom:
 /*   nexmark_ref [QUERY] EVENTS [RATE_PER_S] [SIZE_MS] [OOO_GROUP] [SLIDE_MS]
  *
  * QUERY is w (the default when the first argument is a number, NEXMark-W's
- * original command line), q5, q5hot, q7, q8, q9, q11 or bids; defaults 50,000,000
- * events, 100,000 /s, 10,000 ms, 1, 2,000 ms.  RATE_PER_S is the
+ * original command line), q5, q5hot, q7, q8, q9, q11 or bids; defaults
+ * 50,000,000 events, 100,000 /s, 10,000 ms, 1, 2,000 ms.  RATE_PER_S is the
  * event-time rate (10,000,000 for the V1-rate stress: w at that rate).
  * SIZE_MS is the tumbling window (w, q7, q8), the sliding window (q5,
- * q5hot, which slide by SLIDE_MS) or the session gap (q9, q11).  Rows go to stdout,
- * one line each, a summary to stderr:
- *   w      auction window_start window_end count   "bids N rows M"
- *          (sorted by window then auction)
- *   q5     auction window_start window_end count   "bids N windows W rows M"
- *   q5hot  auction window_start window_end count   "bids N windows W rows M"
- *   q7     auction price bidder date_time window_start window_end
- *          "bids N windows W rows M"
- *   q8     person auction window_start window_end name
- *          "persons P auctions A pairs K rows R"
- *   q9     auction category price bids session_start session_end
+ * q5hot, which slide by SLIDE_MS) or the session gap (q9, q11).  Rows go to
+ * stdout, one line each, a summary to stderr: w      auction window_start
+ * window_end count   "bids N rows M" (sorted by window then auction) q5 auction
+ * window_start window_end count   "bids N windows W rows M" q5hot  auction
+ * window_start window_end count   "bids N windows W rows M" q7     auction
+ * price bidder date_time window_start window_end "bids N windows W rows M" q8
+ * person auction window_start window_end name "persons P auctions A pairs K
+ * rows R" q9     auction category price bids session_start session_end
  *          "auctions A bids N valid V rows M"
  *   q11    bidder session_start session_end count  "bids N rows M"
  *   bids   auction bidder price date_time          "bids N"
@@ -578,8 +575,8 @@ int main(int argc, char **argv)
     int known = !strcmp(q, "w") || q5 || q5hot || !strcmp(q, "q7") ||
                 !strcmp(q, "q8") || !strcmp(q, "q9") || !strcmp(q, "q11") ||
                 !strcmp(q, "bids");
-    if (!known || events < 0 || c.rate <= 0 || size <= 0 ||
-        c.ooo_group <= 0 || slide <= 0 || ((q5 || q5hot) && slide > size)) {
+    if (!known || events < 0 || c.rate <= 0 || size <= 0 || c.ooo_group <= 0 ||
+        slide <= 0 || ((q5 || q5hot) && slide > size)) {
         fprintf(stderr, "usage: nexmark_ref [w|q5|q5hot|q7|q8|q9|q11|bids] "
                         "EVENTS [RATE] [SIZE_MS] [OOO_GROUP] [SLIDE_MS]\n");
         return 2;

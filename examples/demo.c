@@ -51,8 +51,7 @@ static void on_output(void *opaque, const tdm_event *ev)
                "pane=%" PRId64 " %s%s\n",
                (int)klen, key, start, end, tdm_event_value(ev),
                tdm_event_pane_index(ev), timing_name(tdm_event_pane_timing(ev)),
-               tdm_event_is_update(ev) ? " (updates the previous result)"
-                                       : "");
+               tdm_event_is_update(ev) ? " (updates the previous result)" : "");
         break;
     case TDM_EVENT_LATE: {
         const tdm_record *rec = tdm_event_record(ev, 0);
@@ -114,8 +113,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "demo: setup failed: %s\n", err);
         goto fail;
     }
-    tdm_err e = tdm_winop_new(asg, NULL, agg, 1, clk, on_output, NULL, &op,
-                              err, sizeof err);
+    tdm_err e = tdm_winop_new(asg, NULL, agg, 1, clk, on_output, NULL, &op, err,
+                              sizeof err);
     asg = NULL; /* the operator took ownership, even on failure */
     agg = NULL;
     if (e || tdm_winop_set_allowed_lateness(op, 5000, err, sizeof err) ||
@@ -150,8 +149,7 @@ int main(int argc, char **argv)
             what = "field 'clicks': expected an integer";
         if (what) {
             fflush(stdout);
-            fprintf(stderr, "%s:%ld: %s -> dead letter\n", path, lineno,
-                    what);
+            fprintf(stderr, "%s:%ld: %s -> dead letter\n", path, lineno, what);
             printf("DEAD       %s:%ld (%s)\n", path, lineno, what);
             bad++;
             continue;
@@ -164,8 +162,7 @@ int main(int argc, char **argv)
         tdm_record_set(rec, fields[1], strlen(fields[1]), ts, (double)clicks);
         tdm_wmgen_assign(gen, rec);
         if (tdm_winop_push(op, 0, rec) != TDM_OK)
-            fprintf(stderr, "%s:%ld: %s\n", path, lineno,
-                    tdm_winop_errmsg(op));
+            fprintf(stderr, "%s:%ld: %s\n", path, lineno, tdm_winop_errmsg(op));
         tdm_wmgen_on_event(gen, rec);
         records++;
     }

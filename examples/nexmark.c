@@ -59,58 +59,51 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *const source[] = {
-        "type", "generator",
-        "schema", w ? "auction:int64, date_time:timestamp"
-               : q7 ? "auction:int64, bidder:int64, price:int64, "
-                      "date_time:timestamp"
-                    : "auction:int64, price:int64, date_time:timestamp",
-        "generator.kind", "nexmark",
-        "generator.records", events,
-        "generator.rate", "100000",
-        "generator.partitions", "4",
-        "generator.nexmark.kinds", "bid",
-        "watermark.strategy", w || q7 ? "bounded" : "none",
-        "watermark.max_out_of_orderness", w || q7 ? "4s" : "0",
-        NULL
-    };
+        "type",
+        "generator",
+        "schema",
+        w    ? "auction:int64, date_time:timestamp"
+        : q7 ? "auction:int64, bidder:int64, price:int64, "
+               "date_time:timestamp"
+             : "auction:int64, price:int64, date_time:timestamp",
+        "generator.kind",
+        "nexmark",
+        "generator.records",
+        events,
+        "generator.rate",
+        "100000",
+        "generator.partitions",
+        "4",
+        "generator.nexmark.kinds",
+        "bid",
+        "watermark.strategy",
+        w || q7 ? "bounded" : "none",
+        "watermark.max_out_of_orderness",
+        w || q7 ? "4s" : "0",
+        NULL};
     const char *const window[] = {
-        "from", "bids",
-        "key_by", "auction",
-        "window.type", "tumbling",
-        "window.size", "10s",
-        "aggregates", "count() as n",
-        "sink", "console",
-        NULL
-    };
+        "from",     "bids",        "key_by", "auction",    "window.type",
+        "tumbling", "window.size", "10s",    "aggregates", "count() as n",
+        "sink",     "console",     NULL};
     /* q7: no key_by, so one group per window; its rows (maxprice,
      * window_start, window_end, stamped window_end - 1) are the join's
      * right input and are written nowhere else. */
     const char *const maxprice[] = {
-        "from", "bids",
-        "window.type", "tumbling",
-        "window.size", "10s",
-        "aggregates", "max(price) as maxprice",
-        NULL
-    };
+        "from",        "bids", "window.type", "tumbling",
+        "window.size", "10s",  "aggregates",  "max(price) as maxprice",
+        NULL};
     const char *const highest[] = {
-        "type", "window",
-        "left", "bids",
-        "right", "maxprice",
-        "left_key", "price",
-        "right_key", "maxprice",
-        "window.type", "tumbling",
-        "window.size", "10s",
-        "sink", "console",
-        NULL
-    };
-    const char *const sink[] = { "type", "stdout", "format", "json", NULL };
+        "type",        "window",   "left",        "bids",      "right",
+        "maxprice",    "left_key", "price",       "right_key", "maxprice",
+        "window.type", "tumbling", "window.size", "10s",       "sink",
+        "console",     NULL};
+    const char *const sink[] = {"type", "stdout", "format", "json", NULL};
 
     if (tdm_job_new(&job) != TDM_OK)
         goto fail;
     if (tdm_job_set(job, "name", q, err, sizeof err) ||
         tdm_job_set(job, "parallelism", "2", err, sizeof err) ||
-        tdm_job_add_node(job, TDM_NODE_SOURCE, "bids", &src, err,
-                         sizeof err) ||
+        tdm_job_add_node(job, TDM_NODE_SOURCE, "bids", &src, err, sizeof err) ||
         set_all(src, source, err, sizeof err) ||
         tdm_job_add_node(job, TDM_NODE_SINK, "console", &out, err,
                          sizeof err) ||
@@ -141,8 +134,8 @@ int main(int argc, char **argv)
     }
     if (tdm_job_run(job, err, sizeof err) != TDM_OK)
         goto fail;
-    fprintf(stderr, "example_nexmark %s: %lld records in, %lld rows out\n",
-            q, (long long)tdm_job_stat(job, TDM_STAT_RECORDS_IN),
+    fprintf(stderr, "example_nexmark %s: %lld records in, %lld rows out\n", q,
+            (long long)tdm_job_stat(job, TDM_STAT_RECORDS_IN),
             (long long)tdm_job_stat(job, TDM_STAT_RECORDS_OUT));
     rc = 0;
 fail:

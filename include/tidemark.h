@@ -77,16 +77,16 @@ TDM_API int tdm_version_number(void);
 
 /* The one table of error codes: name, value, fixed message.  It generates
 ** the tdm_err enum, tdm_err_name() and tdm_strerror(). */
-#define TDM_ERR_MAP(X)                                                     \
-    X(INVAL, -1, "invalid argument")                                       \
-    X(NOMEM, -2, "out of memory")                                          \
-    X(RANGE, -3, "value out of range")                                     \
-    X(NO_TIMESTAMP, -4, "record has no timestamp")                         \
-    X(STATE, -5, "operation not allowed in the current state")             \
-    X(UNSUPPORTED, -6, "not supported")                                    \
-    X(CHANNEL, -7, "channel, side or split index out of range")            \
-    X(PARSE, -8, "malformed input")                                        \
-    X(IO, -9, "input/output error")                                        \
+#define TDM_ERR_MAP(X)                                                         \
+    X(INVAL, -1, "invalid argument")                                           \
+    X(NOMEM, -2, "out of memory")                                              \
+    X(RANGE, -3, "value out of range")                                         \
+    X(NO_TIMESTAMP, -4, "record has no timestamp")                             \
+    X(STATE, -5, "operation not allowed in the current state")                 \
+    X(UNSUPPORTED, -6, "not supported")                                        \
+    X(CHANNEL, -7, "channel, side or split index out of range")                \
+    X(PARSE, -8, "malformed input")                                            \
+    X(IO, -9, "input/output error")                                            \
     X(CALLBACK, -10, "a user callback reported an error")
 
 typedef enum tdm_err {
@@ -213,23 +213,23 @@ TDM_API void tdm_record_destroy(tdm_record *rec);
 typedef struct tdm_event tdm_event;
 
 typedef enum tdm_event_type {
-    TDM_EVENT_WATERMARK = 1,  /* tdm_event_time: the watermark */
-    TDM_EVENT_STATUS,         /* tdm_event_is_idle: 1 idle, 0 active */
-    TDM_EVENT_RESULT,         /* a window result (window operator, window
-                                 join): key, window, time, value(s), pane */
-    TDM_EVENT_LATE,           /* a record sent to the late side output:
-                                 tdm_event_record(ev, 0); tdm_event_side */
-    TDM_EVENT_JOIN,           /* a joined pair: tdm_event_record(ev, 0) is
-                                 the left record, (ev, 1) the right one;
-                                 tdm_event_time the pair's timestamp */
-    TDM_EVENT_REPORTED,       /* alignment: the reader reports
-                                 tdm_event_time to the coordinator */
-    TDM_EVENT_READING_PAUSED, /* alignment: the reader stops reading */
-    TDM_EVENT_READING_RESUMED,/* alignment: the reader reads again */
-    TDM_EVENT_SPLIT_PAUSED,   /* alignment: split tdm_event_index paused */
-    TDM_EVENT_SPLIT_RESUMED,  /* alignment: split tdm_event_index resumed */
-    TDM_EVENT_ANNOUNCE        /* coordinator: max allowed watermark
-                                 tdm_event_time sent to tdm_event_targets */
+    TDM_EVENT_WATERMARK = 1,   /* tdm_event_time: the watermark */
+    TDM_EVENT_STATUS,          /* tdm_event_is_idle: 1 idle, 0 active */
+    TDM_EVENT_RESULT,          /* a window result (window operator, window
+                                  join): key, window, time, value(s), pane */
+    TDM_EVENT_LATE,            /* a record sent to the late side output:
+                                  tdm_event_record(ev, 0); tdm_event_side */
+    TDM_EVENT_JOIN,            /* a joined pair: tdm_event_record(ev, 0) is
+                                  the left record, (ev, 1) the right one;
+                                  tdm_event_time the pair's timestamp */
+    TDM_EVENT_REPORTED,        /* alignment: the reader reports
+                                  tdm_event_time to the coordinator */
+    TDM_EVENT_READING_PAUSED,  /* alignment: the reader stops reading */
+    TDM_EVENT_READING_RESUMED, /* alignment: the reader reads again */
+    TDM_EVENT_SPLIT_PAUSED,    /* alignment: split tdm_event_index paused */
+    TDM_EVENT_SPLIT_RESUMED,   /* alignment: split tdm_event_index resumed */
+    TDM_EVENT_ANNOUNCE         /* coordinator: max allowed watermark
+                                  tdm_event_time sent to tdm_event_targets */
 } tdm_event_type;
 
 /* Pane timing of a window result, as a downstream that takes updates or
@@ -414,8 +414,8 @@ typedef int (*tdm_marker_fn)(void *ud, const tdm_record *rec);
  *  Keeps a reference to @p ud until the strategy and every generator and
  *  reader made from it are destroyed.  Without one, no record is a
  *  marker. */
-TDM_API tdm_err tdm_wm_strategy_set_marker(tdm_wm_strategy *s,
-                                           tdm_marker_fn fn, void *ud);
+TDM_API tdm_err tdm_wm_strategy_set_marker(tdm_wm_strategy *s, tdm_marker_fn fn,
+                                           void *ud);
 /** @brief Destroys a strategy.  Generators made from it stay valid. */
 TDM_API void tdm_wm_strategy_destroy(tdm_wm_strategy *s);
 
@@ -438,8 +438,7 @@ typedef struct tdm_wmgen tdm_wmgen;
  *  @returns TDM_OK, TDM_ERR_INVAL (NULL s, clk, emit or out),
  *  TDM_ERR_NOMEM. */
 TDM_API tdm_err tdm_wmgen_new(const tdm_wm_strategy *s, tdm_clock *clk,
-                              tdm_emit_cb emit, void *opaque,
-                              tdm_wmgen **out);
+                              tdm_emit_cb emit, void *opaque, tdm_wmgen **out);
 /** @brief Runs the timestamp assigner on @p rec, stores the result in the
  *  record and returns it (TDM_TIME_MIN: the record has no timestamp). */
 TDM_API tdm_time_ms tdm_wmgen_assign(tdm_wmgen *gen, tdm_record *rec);
@@ -512,11 +511,10 @@ typedef struct tdm_combiner tdm_combiner;
 
 /** @brief Creates a combiner over @p n_inputs inputs (>= 1).
  *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
-TDM_API tdm_err tdm_combiner_new(int n_inputs, tdm_emit_cb emit,
-                                 void *opaque, tdm_combiner **out);
+TDM_API tdm_err tdm_combiner_new(int n_inputs, tdm_emit_cb emit, void *opaque,
+                                 tdm_combiner **out);
 /** @brief Input @p in has watermark @p wm (already merged by its valve). */
-TDM_API tdm_err tdm_combiner_watermark(tdm_combiner *c, int in,
-                                       tdm_time_ms wm);
+TDM_API tdm_err tdm_combiner_watermark(tdm_combiner *c, int in, tdm_time_ms wm);
 /** @brief Input @p in is idle (1) or active (0). */
 TDM_API tdm_err tdm_combiner_status(tdm_combiner *c, int in, int idle);
 /** @brief The combiner's last output watermark. */
@@ -665,9 +663,8 @@ TDM_API tdm_err tdm_assigner_new_sliding(tdm_time_ms size_ms,
 /** @brief Session windows with gap @p gap_ms (> 0): each record opens
  *  [ts, ts + gap); windows of a key that overlap or touch merge.
  *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
-TDM_API tdm_err tdm_assigner_new_session(tdm_time_ms gap_ms,
-                                         tdm_assigner **out, char *errbuf,
-                                         size_t errbuf_size);
+TDM_API tdm_err tdm_assigner_new_session(tdm_time_ms gap_ms, tdm_assigner **out,
+                                         char *errbuf, size_t errbuf_size);
 /** @brief The global window: one window per key, maxTimestamp TDM_TIME_MAX,
  *  never late, never cleaned up.  Its default trigger never fires.
  *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
@@ -714,8 +711,7 @@ TDM_API tdm_err tdm_trigger_new_continuous_event_time(tdm_time_ms interval_ms,
                                                       size_t errbuf_size);
 /** @brief Purging trigger around @p inner: every FIRE becomes
  *  FIRE_AND_PURGE.  Takes ownership of @p inner. */
-TDM_API tdm_err tdm_trigger_new_purging(tdm_trigger *inner,
-                                        tdm_trigger **out);
+TDM_API tdm_err tdm_trigger_new_purging(tdm_trigger *inner, tdm_trigger **out);
 /** @brief A trigger that never fires (global windows' default). */
 TDM_API tdm_err tdm_trigger_new_never(tdm_trigger **out);
 
@@ -741,8 +737,8 @@ typedef struct tdm_trigger_methods {
     ** state holds the state of the window kept as storage; @p merged[i]
     ** (n of them) are the states of the other merged windows.  NULL means
     ** the trigger cannot merge (then it must not be used with sessions). */
-    void (*on_merge)(void *ud, tdm_trigger_ctx *ctx,
-                     const void *const *merged, size_t n);
+    void (*on_merge)(void *ud, tdm_trigger_ctx *ctx, const void *const *merged,
+                     size_t n);
     /* The window is being purged from state: delete timers.  May be NULL. */
     void (*clear)(void *ud, tdm_trigger_ctx *ctx);
     /* Releases @p ud when the trigger is destroyed.  May be NULL. */
@@ -841,11 +837,10 @@ TDM_API tdm_err tdm_aggregate_new_custom(const tdm_aggregate_methods *methods,
 /* A full-window function sees the window's records (in arrival order). */
 typedef struct tdm_window_ctx tdm_window_ctx;
 /** @brief The key of the window being evaluated (borrowed). */
-TDM_API const char *tdm_window_ctx_key(const tdm_window_ctx *ctx,
-                                       size_t *len);
+TDM_API const char *tdm_window_ctx_key(const tdm_window_ctx *ctx, size_t *len);
 /** @brief The window's bounds; returns 0 for the global window. */
-TDM_API int tdm_window_ctx_window(const tdm_window_ctx *ctx,
-                                  tdm_time_ms *start, tdm_time_ms *end);
+TDM_API int tdm_window_ctx_window(const tdm_window_ctx *ctx, tdm_time_ms *start,
+                                  tdm_time_ms *end);
 /** @brief Number of records in the window. */
 TDM_API size_t tdm_window_ctx_count(const tdm_window_ctx *ctx);
 /** @brief Record @p i (0 <= i < count), borrowed for the call. */
@@ -872,7 +867,8 @@ TDM_API void tdm_aggregate_destroy(tdm_aggregate *agg);
 **
 **   records --> assign windows --> (merge sessions) --> late? --+--> add,
 **                                                               |    trigger
-**                                                               +--> late output
+**                                                               +--> late
+*output
 **   watermark (per channel) --> valve --> fire timers <= W --> forward W
 **
 ** A window is late when its cleanup time, maxTimestamp + allowed lateness
@@ -980,13 +976,10 @@ typedef struct tdm_joinop tdm_joinop;
  *  @param n_channels  channels per side (>= 1).
  *  @returns TDM_OK, TDM_ERR_INVAL (message names "lower_ms"/"upper_ms"),
  *  TDM_ERR_NOMEM. */
-TDM_API tdm_err tdm_joinop_new_interval(tdm_time_ms lower_ms,
-                                        tdm_time_ms upper_ms,
-                                        int lower_inclusive,
-                                        int upper_inclusive, int n_channels,
-                                        tdm_clock *clk, tdm_emit_cb emit,
-                                        void *opaque, tdm_joinop **out,
-                                        char *errbuf, size_t errbuf_size);
+TDM_API tdm_err tdm_joinop_new_interval(
+    tdm_time_ms lower_ms, tdm_time_ms upper_ms, int lower_inclusive,
+    int upper_inclusive, int n_channels, tdm_clock *clk, tdm_emit_cb emit,
+    void *opaque, tdm_joinop **out, char *errbuf, size_t errbuf_size);
 /** @brief Creates a window join over the windows of @p asg (event-time
  *  tumbling or sliding; takes ownership).
  *  @returns TDM_OK, TDM_ERR_INVAL (session, global or processing-time
@@ -1008,8 +1001,7 @@ TDM_API tdm_err tdm_joinop_push(tdm_joinop *op, int side, int ch,
 TDM_API tdm_err tdm_joinop_watermark(tdm_joinop *op, int side, int ch,
                                      tdm_time_ms wm);
 /** @brief Side @p side, channel @p ch became idle (1) or active (0). */
-TDM_API tdm_err tdm_joinop_status(tdm_joinop *op, int side, int ch,
-                                  int idle);
+TDM_API tdm_err tdm_joinop_status(tdm_joinop *op, int side, int ch, int idle);
 /** @brief End of input on both sides. */
 TDM_API tdm_err tdm_joinop_end(tdm_joinop *op);
 /** @brief Late records dropped (no late output configured). */
@@ -1021,7 +1013,6 @@ TDM_API int64_t tdm_joinop_buffered(const tdm_joinop *op);
 TDM_API const char *tdm_joinop_errmsg(const tdm_joinop *op);
 /** @brief Destroys a join operator. */
 TDM_API void tdm_joinop_destroy(tdm_joinop *op);
-
 
 /* ====================================================================== */
 /* Jobs: the parallel dataflow runtime                                     */
@@ -1076,16 +1067,15 @@ TDM_API tdm_err tdm_job_set(tdm_job *job, const char *key, const char *value,
  *  *out is borrowed from the job (valid until tdm_job_destroy).
  *  @returns TDM_OK, TDM_ERR_INVAL (duplicate or empty name), NOMEM. */
 TDM_API tdm_err tdm_job_add_node(tdm_job *job, tdm_node_kind kind,
-                                 const char *name, tdm_node **out,
-                                 char *errbuf, size_t errbuf_size);
+                                 const char *name, tdm_node **out, char *errbuf,
+                                 size_t errbuf_size);
 /** @brief Finds a node by name; NULL if none. */
 TDM_API tdm_node *tdm_job_node(tdm_job *job, const char *name);
 /** @brief Sets a key of a node (the table's scope for the node's kind)
  *  from text; the value is parsed and checked now.  Copies @p value.
  *  @returns TDM_OK; TDM_ERR_INVAL with a message naming the key. */
-TDM_API tdm_err tdm_node_set(tdm_node *node, const char *key,
-                             const char *value, char *errbuf,
-                             size_t errbuf_size);
+TDM_API tdm_err tdm_node_set(tdm_node *node, const char *key, const char *value,
+                             char *errbuf, size_t errbuf_size);
 
 /* Per-record user functions on a source's records, chained into the
 ** source subtask (no queue).  A tdm_row is borrowed for the call. */
@@ -1124,52 +1114,52 @@ TDM_API void tdm_row_set_double(tdm_row *row, int i, double v);
 /** @brief Checks the whole graph: every reference names an existing node,
  *  required keys are set, fields exist in schemas, window and join
  *  parameters are valid, a source's filter and compute.* expressions
- *  compile (and are kept for the next run).  @returns TDM_OK or TDM_ERR_INVAL with a message
- *  naming the node and key. */
+ *  compile (and are kept for the next run).  @returns TDM_OK or TDM_ERR_INVAL
+ * with a message naming the node and key. */
 TDM_API tdm_err tdm_job_validate(tdm_job *job, char *errbuf,
                                  size_t errbuf_size);
 
 /* Counters of a running or finished job, read with tdm_job_stat(). */
 typedef enum tdm_stat {
-    TDM_STAT_RECORDS_IN = 0,    /* records read and parsed by sources */
-    TDM_STAT_RECORDS_OUT,       /* rows written to result sinks */
-    TDM_STAT_LATE_DROPPED,      /* too late, no late output */
-    TDM_STAT_LATE_SIDE_OUTPUT,  /* too late, sent to the late output */
-    TDM_STAT_LATE_REFIRES,      /* late panes (refired windows) */
-    TDM_STAT_BAD_RECORDS,       /* malformed, dead-lettered */
-    TDM_STAT_GUARD_HITS,        /* caught by the timestamp guard */
-    TDM_STAT_WM_REGRESSIONS,    /* backwards watermarks ignored */
-    TDM_STAT_WATERMARK,         /* lowest operator watermark now */
-    TDM_STAT_ELAPSED_MS,        /* wall time since the run started */
-    TDM_STAT_FILTERED,          /* dropped by a source's filter (the job
-                                   file's filter key or a tdm_filter_fn),
-                                   and join pairs a join's filter key
-                                   dropped */
+    TDM_STAT_RECORDS_IN = 0,   /* records read and parsed by sources */
+    TDM_STAT_RECORDS_OUT,      /* rows written to result sinks */
+    TDM_STAT_LATE_DROPPED,     /* too late, no late output */
+    TDM_STAT_LATE_SIDE_OUTPUT, /* too late, sent to the late output */
+    TDM_STAT_LATE_REFIRES,     /* late panes (refired windows) */
+    TDM_STAT_BAD_RECORDS,      /* malformed, dead-lettered */
+    TDM_STAT_GUARD_HITS,       /* caught by the timestamp guard */
+    TDM_STAT_WM_REGRESSIONS,   /* backwards watermarks ignored */
+    TDM_STAT_WATERMARK,        /* lowest operator watermark now */
+    TDM_STAT_ELAPSED_MS,       /* wall time since the run started */
+    TDM_STAT_FILTERED,         /* dropped by a source's filter (the job
+                                  file's filter key or a tdm_filter_fn),
+                                  and join pairs a join's filter key
+                                  dropped */
     /* Checkpoints (checkpoint.dir set; docs/checkpoints.md "In the
      * runtime"): */
-    TDM_STAT_CHECKPOINTS,       /* checkpoints and savepoints completed */
-    TDM_STAT_CHECKPOINTS_FAILED, /* failed (I/O error, disk full): logged;
-                                   beyond checkpoint.tolerable_failed in
-                                   a row the job fails */
-    TDM_STAT_CHECKPOINT_ID,     /* id of the last completed one (-1: none) */
-    TDM_STAT_CHECKPOINT_MS,     /* its duration: first barrier to durable
-                                   (ms) */
-    TDM_STAT_CHECKPOINT_BYTES,  /* its size: the blobs' bytes */
+    TDM_STAT_CHECKPOINTS,         /* checkpoints and savepoints completed */
+    TDM_STAT_CHECKPOINTS_FAILED,  /* failed (I/O error, disk full): logged;
+                                    beyond checkpoint.tolerable_failed in
+                                    a row the job fails */
+    TDM_STAT_CHECKPOINT_ID,       /* id of the last completed one (-1: none) */
+    TDM_STAT_CHECKPOINT_MS,       /* its duration: first barrier to durable
+                                     (ms) */
+    TDM_STAT_CHECKPOINT_BYTES,    /* its size: the blobs' bytes */
     TDM_STAT_CHECKPOINT_ALIGN_MS, /* its alignment time: the longest any
                                    operator subtask held input back, from
                                    the first barrier it received to the
                                    last (ms) */
-    TDM_STAT_DUP_KEYS,          /* JSON records naming a member twice
-                                   in one object (the last value kept) */
+    TDM_STAT_DUP_KEYS,            /* JSON records naming a member twice
+                                     in one object (the last value kept) */
     TDM_STAT_CHECKPOINTS_FAILED_IN_ROW, /* failed since the last completed
                                    one (checkpoint.tolerable_failed) */
-    TDM_STAT_CHECKPOINT_FAILED_ID, /* id of the last failed one (-1:
-                                   none) */
-    TDM_STAT_CHECKPOINT_FAILED_AT, /* when it failed (epoch ms; 0: none) */
-    TDM_STAT_RESTARTS,          /* restarts by restart.strategy in this
-                                   tdm_job_run (the checkpoint counters
-                                   above also span its restarts; the
-                                   others count the current attempt) */
+    TDM_STAT_CHECKPOINT_FAILED_ID,      /* id of the last failed one (-1:
+                                        none) */
+    TDM_STAT_CHECKPOINT_FAILED_AT,      /* when it failed (epoch ms; 0: none) */
+    TDM_STAT_RESTARTS,                  /* restarts by restart.strategy in this
+                                           tdm_job_run (the checkpoint counters
+                                           above also span its restarts; the
+                                           others count the current attempt) */
     TDM_STAT_COUNT_
 } tdm_stat;
 
@@ -1229,7 +1219,6 @@ TDM_API void tdm_job_savepoint(tdm_job *job);
 /** @brief Destroys a job (not while it runs). */
 TDM_API void tdm_job_destroy(tdm_job *job);
 
-
 /* ====================================================================== */
 /* Metrics of a running job                                                */
 /* ====================================================================== */
@@ -1271,156 +1260,146 @@ TDM_API void tdm_job_destroy(tdm_job *job);
 ** TDM_TIME_MAX "end of input".  A row whose value does not exist (the lag
 ** of a vertex with no watermark, the drift of a source without
 ** alignment) is left out of the snapshot, not reported as 0. */
-#define TDM_METRIC_MAP(X)                                                  \
-    X(UPTIME, "uptimeMs", JOB, GAUGE, "ms", DURATION, SUM,                 \
-      "Processing time since the run started")                             \
-    X(CKPT_COMPLETED, "numberOfCompletedCheckpoints", JOB, COUNTER,        \
-      "checkpoints", COUNT, SUM,                                           \
-      "Checkpoints and savepoints completed (only with "                   \
-      "checkpoint.dir set)")                                               \
-    X(CKPT_FAILED, "numberOfFailedCheckpoints", JOB, COUNTER,              \
-      "checkpoints", COUNT, SUM,                                           \
-      "Checkpoints that failed (I/O error, disk full); "                   \
-      "beyond checkpoint.tolerable_failed in a row the job fails")         \
-    X(CKPT_FAILED_IN_ROW, "consecutiveFailedCheckpoints", JOB, GAUGE,      \
-      "checkpoints", COUNT, SUM,                                           \
-      "Checkpoints failed since the last completed one "                   \
-      "(compare with checkpoint.tolerable_failed)")                        \
-    X(CKPT_FAILED_ID, "lastFailedCheckpointId", JOB, GAUGE, "id", CODE, SUM, \
-      "Id of the last failed checkpoint (left out: none failed)")          \
-    X(CKPT_FAILED_AT, "lastCheckpointFailureTimestamp", JOB, GAUGE, "ms",  \
-      CLOCK_TIME, SUM,                                                     \
-      "When the last failed checkpoint failed, epoch ms (left out: none "  \
-      "failed; its cause is in GET /jobs/:id, \"checkpoints\")")           \
-    X(RESTARTS, "numRestarts", JOB, COUNTER, "restarts", COUNT, SUM,       \
-      "Restarts by restart.strategy since the run started (the "           \
-      "checkpoint counters span them, the others restart at 0)")           \
-    X(CKPT_LAST_ID, "lastCheckpointId", JOB, GAUGE, "id", CODE, SUM,       \
-      "Id of the last completed checkpoint (-1: none yet)")                \
-    X(CKPT_DURATION, "lastCheckpointDuration", JOB, GAUGE, "ms",           \
-      DURATION, SUM,                                                       \
-      "The last completed checkpoint's duration: from its barriers' "      \
-      "request to the checkpoint being durable")                           \
-    X(CKPT_SIZE, "lastCheckpointSize", JOB, GAUGE, "bytes", COUNT, SUM,    \
-      "The last completed checkpoint's size (its blobs)")                  \
-    X(CKPT_ALIGN, "lastCheckpointAlignmentTime", JOB, GAUGE, "ms",         \
-      DURATION, SUM,                                                       \
-      "The last completed checkpoint's alignment time: the longest any "   \
-      "operator subtask held input back, from the first barrier it "       \
-      "received to the last (Flink's alignment duration)")                 \
-    X(WM_INPUT, "currentInputWatermark", VERTEX, GAUGE, "ms",              \
-      EVENT_TIME, MIN,                                                     \
-      "Watermark the subtask has received: the minimum over its active "   \
-      "channels (sources: over their active partitions)")                  \
-    X(WM_OUTPUT, "currentOutputWatermark", VERTEX, GAUGE, "ms",            \
-      EVENT_TIME, MIN,                                                     \
-      "Watermark the subtask has emitted downstream")                      \
-    X(WM_LAG, "watermarkLag", VERTEX, GAUGE, "ms", DURATION, MAX,          \
-      "Processing time minus the output watermark")                        \
-    X(IDLE, "idle", VERTEX, GAUGE, "bool", FLAG, MIN,                      \
-      "1 when every input of the subtask is idle")                         \
-    X(RECORDS_IN, "numRecordsIn", VERTEX, COUNTER, "records", COUNT, SUM,  \
-      "Records received (sources: read and parsed)")                       \
-    X(RECORDS_OUT, "numRecordsOut", VERTEX, COUNTER, "records", COUNT, SUM, \
-      "Records emitted (sources: routed on; operators: result rows)")      \
-    X(LATE_DROPPED, "numLateRecordsDropped", VERTEX, COUNTER, "records",   \
-      COUNT, SUM,                                                          \
-      "Records behind the watermark plus allowed lateness, dropped "       \
-      "(no late output configured)")                                       \
-    X(LATE_SIDE, "numLateRecordsSideOutput", VERTEX, COUNTER, "records",   \
-      COUNT, SUM,                                                          \
-      "Records too late for their window, sent to the late output")        \
-    X(LATE_PANES, "numLatePanes", VERTEX, COUNTER, "panes", COUNT, SUM,    \
-      "Late firings: windows refired within allowed lateness")             \
-    X(PANES, "numPanesFired", VERTEX, COUNTER, "panes", COUNT, SUM,        \
-      "Window results emitted (every firing, on time or late)")            \
-    X(BAD_RECORDS, "numBadRecords", VERTEX, COUNTER, "records", COUNT, SUM, \
-      "Malformed records sent to the dead-letter output")                  \
-    X(GUARD_HITS, "numTimestampGuardHits", VERTEX, COUNTER, "records",     \
-      COUNT, SUM,                                                          \
-      "Records whose timestamp was further in the future than "            \
-      "timestamp_guard")                                                   \
-    X(DUP_KEYS, "numDuplicateKeyRecords", VERTEX, COUNTER, "records",      \
-      COUNT, SUM,                                                          \
-      "JSON records naming a member twice in one object; the last value "  \
-      "was kept")                                                          \
-    X(WM_REGRESSIONS, "numWatermarkRegressions", VERTEX, COUNTER,          \
-      "watermarks", COUNT, SUM,                                            \
-      "Watermarks that would have moved backwards, ignored")               \
-    X(STATE_KEYS, "stateKeys", VERTEX, GAUGE, "keys", COUNT, SUM,          \
-      "Keys with live state")                                              \
-    X(STATE_WINDOWS, "stateWindows", VERTEX, GAUGE, "windows", COUNT, SUM, \
-      "Live (key, window) pairs; joins: buffered records")                 \
-    X(STATE_BYTES, "stateBytes", VERTEX, GAUGE, "bytes", COUNT, SUM,       \
-      "Bytes held by keyed state")                                         \
-    X(QUEUE_LEN, "inputQueueLength", VERTEX, GAUGE, "items", COUNT, SUM,   \
-      "Items waiting in the subtask's input queue")                        \
-    X(QUEUE_CAP, "inputQueueCapacity", VERTEX, GAUGE, "items", COUNT, SUM, \
-      "Capacity of the subtask's input queue")                             \
-    X(BACKPRESSURE, "numBackpressureWaits", VERTEX, COUNTER, "waits",      \
-      COUNT, SUM,                                                          \
-      "Times a source subtask waited for a full downstream queue")         \
-    X(LAST_RECORD_AGE, "lastRecordAgeMs", VERTEX, GAUGE, "ms",             \
-      DURATION, MAX,                                                       \
-      "Processing time since the subtask last received a record")          \
-    X(MAX_TS, "maxTimestamp", VERTEX, GAUGE, "ms", EVENT_TIME, MAX,        \
-      "Highest event timestamp seen (sources)")                            \
-    X(TS_UNIT, "timestampUnitSuspect", VERTEX, GAUGE, "enum", CODE, MAX,   \
-      "0 timestamps look like the configured unit; 1 like seconds, "       \
-      "2 microseconds, 3 nanoseconds read as milliseconds")                \
-    X(ALIGN_DRIFT, "alignmentDriftMs", VERTEX, GAUGE, "ms", DURATION, MAX, \
-      "How far the source's watermark is ahead of the slowest source "     \
-      "in its alignment group")                                            \
-    X(RESULT_LAT_P50, "resultLatencyP50", VERTEX, GAUGE, "us",             \
-      DURATION, MAX,                                                       \
-      "Windows: median time from the watermark that fired an on-time "     \
-      "result leaving its source subtask to the row reaching the sink")    \
-    X(RESULT_LAT_P99, "resultLatencyP99", VERTEX, GAUGE, "us",             \
-      DURATION, MAX,                                                       \
-      "Windows: 99th percentile of the same result latency")               \
-    X(LAG_P50, "eventLagP50", VERTEX, GAUGE, "ms", DURATION, MAX,          \
-      "Sources: median of how far records arrive behind the highest "      \
-      "timestamp already seen in their partition (records of the first "   \
-      "16 batches of a subtask, then of one batch in 8)")                  \
-    X(LAG_P99, "eventLagP99", VERTEX, GAUGE, "ms", DURATION, MAX,          \
-      "Sources: 99th percentile of the same out-of-orderness")             \
-    X(LAG_P999, "eventLagP999", VERTEX, GAUGE, "ms", DURATION, MAX,        \
-      "Sources: 99.9th percentile of the same out-of-orderness")           \
-    X(LAG_MAX, "eventLagMax", VERTEX, GAUGE, "ms", DURATION, MAX,          \
-      "Sources: largest out-of-orderness of those sampled records")        \
-    X(INPUT_WM, "currentInputNWatermark", INPUT, GAUGE, "ms",              \
-      EVENT_TIME, MIN,                                                     \
-      "Watermark of logical input N (Flink: currentInput1Watermark ...)")  \
-    X(CH_WM, "channelWatermark", CHANNEL, GAUGE, "ms", EVENT_TIME, SUM,    \
-      "Last watermark received on the channel")                            \
-    X(CH_IDLE, "channelIdle", CHANNEL, GAUGE, "bool", FLAG, SUM,           \
-      "1 when the channel is idle (left out of the minimum)")              \
-    X(CH_ENDED, "channelEnded", CHANNEL, GAUGE, "bool", FLAG, SUM,         \
-      "1 when the channel has ended")                                      \
-    X(P_WM, "partitionWatermark", PARTITION, GAUGE, "ms", EVENT_TIME, SUM, \
-      "The partition's own watermark")                                     \
-    X(P_IDLE, "partitionIdle", PARTITION, GAUGE, "bool", FLAG, SUM,        \
-      "1 when the partition is idle (no data for idle_timeout)")           \
-    X(P_MAX_TS, "partitionMaxTimestamp", PARTITION, GAUGE, "ms",           \
-      EVENT_TIME, SUM,                                                     \
-      "Highest timestamp seen in the partition")                           \
-    X(P_RECORDS, "partitionRecords", PARTITION, COUNTER, "records",        \
-      COUNT, SUM,                                                          \
-      "Records read from the partition")                                   \
-    X(P_LAST_AGE, "partitionLastRecordAgeMs", PARTITION, GAUGE, "ms",      \
-      DURATION, SUM,                                                       \
-      "Processing time since the partition's last record")                 \
-    X(P_PAUSED, "partitionPaused", PARTITION, GAUGE, "bool", FLAG, SUM,    \
-      "1 when watermark alignment pauses the partition")                   \
-    X(P_FINISHED, "partitionFinished", PARTITION, GAUGE, "bool", FLAG, SUM, \
+#define TDM_METRIC_MAP(X)                                                      \
+    X(UPTIME, "uptimeMs", JOB, GAUGE, "ms", DURATION, SUM,                     \
+      "Processing time since the run started")                                 \
+    X(CKPT_COMPLETED, "numberOfCompletedCheckpoints", JOB, COUNTER,            \
+      "checkpoints", COUNT, SUM,                                               \
+      "Checkpoints and savepoints completed (only with "                       \
+      "checkpoint.dir set)")                                                   \
+    X(CKPT_FAILED, "numberOfFailedCheckpoints", JOB, COUNTER, "checkpoints",   \
+      COUNT, SUM,                                                              \
+      "Checkpoints that failed (I/O error, disk full); "                       \
+      "beyond checkpoint.tolerable_failed in a row the job fails")             \
+    X(CKPT_FAILED_IN_ROW, "consecutiveFailedCheckpoints", JOB, GAUGE,          \
+      "checkpoints", COUNT, SUM,                                               \
+      "Checkpoints failed since the last completed one "                       \
+      "(compare with checkpoint.tolerable_failed)")                            \
+    X(CKPT_FAILED_ID, "lastFailedCheckpointId", JOB, GAUGE, "id", CODE, SUM,   \
+      "Id of the last failed checkpoint (left out: none failed)")              \
+    X(CKPT_FAILED_AT, "lastCheckpointFailureTimestamp", JOB, GAUGE, "ms",      \
+      CLOCK_TIME, SUM,                                                         \
+      "When the last failed checkpoint failed, epoch ms (left out: none "      \
+      "failed; its cause is in GET /jobs/:id, \"checkpoints\")")               \
+    X(RESTARTS, "numRestarts", JOB, COUNTER, "restarts", COUNT, SUM,           \
+      "Restarts by restart.strategy since the run started (the "               \
+      "checkpoint counters span them, the others restart at 0)")               \
+    X(CKPT_LAST_ID, "lastCheckpointId", JOB, GAUGE, "id", CODE, SUM,           \
+      "Id of the last completed checkpoint (-1: none yet)")                    \
+    X(CKPT_DURATION, "lastCheckpointDuration", JOB, GAUGE, "ms", DURATION,     \
+      SUM,                                                                     \
+      "The last completed checkpoint's duration: from its barriers' "          \
+      "request to the checkpoint being durable")                               \
+    X(CKPT_SIZE, "lastCheckpointSize", JOB, GAUGE, "bytes", COUNT, SUM,        \
+      "The last completed checkpoint's size (its blobs)")                      \
+    X(CKPT_ALIGN, "lastCheckpointAlignmentTime", JOB, GAUGE, "ms", DURATION,   \
+      SUM,                                                                     \
+      "The last completed checkpoint's alignment time: the longest any "       \
+      "operator subtask held input back, from the first barrier it "           \
+      "received to the last (Flink's alignment duration)")                     \
+    X(WM_INPUT, "currentInputWatermark", VERTEX, GAUGE, "ms", EVENT_TIME, MIN, \
+      "Watermark the subtask has received: the minimum over its active "       \
+      "channels (sources: over their active partitions)")                      \
+    X(WM_OUTPUT, "currentOutputWatermark", VERTEX, GAUGE, "ms", EVENT_TIME,    \
+      MIN, "Watermark the subtask has emitted downstream")                     \
+    X(WM_LAG, "watermarkLag", VERTEX, GAUGE, "ms", DURATION, MAX,              \
+      "Processing time minus the output watermark")                            \
+    X(IDLE, "idle", VERTEX, GAUGE, "bool", FLAG, MIN,                          \
+      "1 when every input of the subtask is idle")                             \
+    X(RECORDS_IN, "numRecordsIn", VERTEX, COUNTER, "records", COUNT, SUM,      \
+      "Records received (sources: read and parsed)")                           \
+    X(RECORDS_OUT, "numRecordsOut", VERTEX, COUNTER, "records", COUNT, SUM,    \
+      "Records emitted (sources: routed on; operators: result rows)")          \
+    X(LATE_DROPPED, "numLateRecordsDropped", VERTEX, COUNTER, "records",       \
+      COUNT, SUM,                                                              \
+      "Records behind the watermark plus allowed lateness, dropped "           \
+      "(no late output configured)")                                           \
+    X(LATE_SIDE, "numLateRecordsSideOutput", VERTEX, COUNTER, "records",       \
+      COUNT, SUM,                                                              \
+      "Records too late for their window, sent to the late output")            \
+    X(LATE_PANES, "numLatePanes", VERTEX, COUNTER, "panes", COUNT, SUM,        \
+      "Late firings: windows refired within allowed lateness")                 \
+    X(PANES, "numPanesFired", VERTEX, COUNTER, "panes", COUNT, SUM,            \
+      "Window results emitted (every firing, on time or late)")                \
+    X(BAD_RECORDS, "numBadRecords", VERTEX, COUNTER, "records", COUNT, SUM,    \
+      "Malformed records sent to the dead-letter output")                      \
+    X(GUARD_HITS, "numTimestampGuardHits", VERTEX, COUNTER, "records", COUNT,  \
+      SUM,                                                                     \
+      "Records whose timestamp was further in the future than "                \
+      "timestamp_guard")                                                       \
+    X(DUP_KEYS, "numDuplicateKeyRecords", VERTEX, COUNTER, "records", COUNT,   \
+      SUM,                                                                     \
+      "JSON records naming a member twice in one object; the last value "      \
+      "was kept")                                                              \
+    X(WM_REGRESSIONS, "numWatermarkRegressions", VERTEX, COUNTER,              \
+      "watermarks", COUNT, SUM,                                                \
+      "Watermarks that would have moved backwards, ignored")                   \
+    X(STATE_KEYS, "stateKeys", VERTEX, GAUGE, "keys", COUNT, SUM,              \
+      "Keys with live state")                                                  \
+    X(STATE_WINDOWS, "stateWindows", VERTEX, GAUGE, "windows", COUNT, SUM,     \
+      "Live (key, window) pairs; joins: buffered records")                     \
+    X(STATE_BYTES, "stateBytes", VERTEX, GAUGE, "bytes", COUNT, SUM,           \
+      "Bytes held by keyed state")                                             \
+    X(QUEUE_LEN, "inputQueueLength", VERTEX, GAUGE, "items", COUNT, SUM,       \
+      "Items waiting in the subtask's input queue")                            \
+    X(QUEUE_CAP, "inputQueueCapacity", VERTEX, GAUGE, "items", COUNT, SUM,     \
+      "Capacity of the subtask's input queue")                                 \
+    X(BACKPRESSURE, "numBackpressureWaits", VERTEX, COUNTER, "waits", COUNT,   \
+      SUM, "Times a source subtask waited for a full downstream queue")        \
+    X(LAST_RECORD_AGE, "lastRecordAgeMs", VERTEX, GAUGE, "ms", DURATION, MAX,  \
+      "Processing time since the subtask last received a record")              \
+    X(MAX_TS, "maxTimestamp", VERTEX, GAUGE, "ms", EVENT_TIME, MAX,            \
+      "Highest event timestamp seen (sources)")                                \
+    X(TS_UNIT, "timestampUnitSuspect", VERTEX, GAUGE, "enum", CODE, MAX,       \
+      "0 timestamps look like the configured unit; 1 like seconds, "           \
+      "2 microseconds, 3 nanoseconds read as milliseconds")                    \
+    X(ALIGN_DRIFT, "alignmentDriftMs", VERTEX, GAUGE, "ms", DURATION, MAX,     \
+      "How far the source's watermark is ahead of the slowest source "         \
+      "in its alignment group")                                                \
+    X(RESULT_LAT_P50, "resultLatencyP50", VERTEX, GAUGE, "us", DURATION, MAX,  \
+      "Windows: median time from the watermark that fired an on-time "         \
+      "result leaving its source subtask to the row reaching the sink")        \
+    X(RESULT_LAT_P99, "resultLatencyP99", VERTEX, GAUGE, "us", DURATION, MAX,  \
+      "Windows: 99th percentile of the same result latency")                   \
+    X(LAG_P50, "eventLagP50", VERTEX, GAUGE, "ms", DURATION, MAX,              \
+      "Sources: median of how far records arrive behind the highest "          \
+      "timestamp already seen in their partition (records of the first "       \
+      "16 batches of a subtask, then of one batch in 8)")                      \
+    X(LAG_P99, "eventLagP99", VERTEX, GAUGE, "ms", DURATION, MAX,              \
+      "Sources: 99th percentile of the same out-of-orderness")                 \
+    X(LAG_P999, "eventLagP999", VERTEX, GAUGE, "ms", DURATION, MAX,            \
+      "Sources: 99.9th percentile of the same out-of-orderness")               \
+    X(LAG_MAX, "eventLagMax", VERTEX, GAUGE, "ms", DURATION, MAX,              \
+      "Sources: largest out-of-orderness of those sampled records")            \
+    X(INPUT_WM, "currentInputNWatermark", INPUT, GAUGE, "ms", EVENT_TIME, MIN, \
+      "Watermark of logical input N (Flink: currentInput1Watermark ...)")      \
+    X(CH_WM, "channelWatermark", CHANNEL, GAUGE, "ms", EVENT_TIME, SUM,        \
+      "Last watermark received on the channel")                                \
+    X(CH_IDLE, "channelIdle", CHANNEL, GAUGE, "bool", FLAG, SUM,               \
+      "1 when the channel is idle (left out of the minimum)")                  \
+    X(CH_ENDED, "channelEnded", CHANNEL, GAUGE, "bool", FLAG, SUM,             \
+      "1 when the channel has ended")                                          \
+    X(P_WM, "partitionWatermark", PARTITION, GAUGE, "ms", EVENT_TIME, SUM,     \
+      "The partition's own watermark")                                         \
+    X(P_IDLE, "partitionIdle", PARTITION, GAUGE, "bool", FLAG, SUM,            \
+      "1 when the partition is idle (no data for idle_timeout)")               \
+    X(P_MAX_TS, "partitionMaxTimestamp", PARTITION, GAUGE, "ms", EVENT_TIME,   \
+      SUM, "Highest timestamp seen in the partition")                          \
+    X(P_RECORDS, "partitionRecords", PARTITION, COUNTER, "records", COUNT,     \
+      SUM, "Records read from the partition")                                  \
+    X(P_LAST_AGE, "partitionLastRecordAgeMs", PARTITION, GAUGE, "ms",          \
+      DURATION, SUM, "Processing time since the partition's last record")      \
+    X(P_PAUSED, "partitionPaused", PARTITION, GAUGE, "bool", FLAG, SUM,        \
+      "1 when watermark alignment pauses the partition")                       \
+    X(P_FINISHED, "partitionFinished", PARTITION, GAUGE, "bool", FLAG, SUM,    \
       "1 when the partition has ended")
 
 typedef enum tdm_metric {
-#define TDM__METRIC_ENUM(id, name, scope, type, unit, kind, agg, help)   \
+#define TDM__METRIC_ENUM(id, name, scope, type, unit, kind, agg, help)         \
     TDM_METRIC_##id,
     TDM_METRIC_MAP(TDM__METRIC_ENUM)
 #undef TDM__METRIC_ENUM
-    TDM_METRIC_COUNT_
+        TDM_METRIC_COUNT_
 } tdm_metric;
 
 /** @brief The table's fields of metric @p id: name ("numRecordsIn"),
@@ -1466,11 +1445,11 @@ TDM_API tdm_metric_agg tdm_metric_combine(tdm_metric id);
 /* One value of a snapshot.  Strings are owned by the snapshot. */
 typedef struct tdm_metric_value {
     tdm_metric id;
-    const char *vertex;  /* node name; NULL at JOB scope */
-    int subtask;         /* 0-based; -1 at JOB scope */
-    int index;           /* INPUT (1-based), CHANNEL, PARTITION; else -1 */
-    const char *label;   /* CHANNEL: "source#subtask"; PARTITION: its
-                            name; else NULL */
+    const char *vertex; /* node name; NULL at JOB scope */
+    int subtask;        /* 0-based; -1 at JOB scope */
+    int index;          /* INPUT (1-based), CHANNEL, PARTITION; else -1 */
+    const char *label;  /* CHANNEL: "source#subtask"; PARTITION: its
+                           name; else NULL */
     int64_t value;
 } tdm_metric_value;
 
@@ -1478,22 +1457,22 @@ typedef struct tdm_metric_value {
 typedef struct tdm_vertex_info {
     const char *name;
     tdm_node_kind kind;
-    const char *type;          /* "file", "generator", "tumbling",
-                                  "interval", "stdout", ... */
-    int parallelism;           /* subtasks (sinks: 1) */
+    const char *type; /* "file", "generator", "tumbling",
+                         "interval", "stdout", ... */
+    int parallelism;  /* subtasks (sinks: 1) */
     int n_inputs;
     const char *const *inputs; /* upstream vertex names, in input order */
 } tdm_vertex_info;
 
 /* A recent record that arrived too late for its window. */
 typedef struct tdm_late_sample {
-    const char *vertex;      /* the window or join that refused it */
+    const char *vertex; /* the window or join that refused it */
     int subtask;
-    tdm_time_ms ts;          /* its timestamp */
-    tdm_time_ms watermark;   /* the subtask's watermark when it came */
-    tdm_time_ms at;          /* processing time it came */
-    int dropped;             /* 1 dropped, 0 sent to the late output */
-    const char *row;         /* the record rendered as JSON */
+    tdm_time_ms ts;        /* its timestamp */
+    tdm_time_ms watermark; /* the subtask's watermark when it came */
+    tdm_time_ms at;        /* processing time it came */
+    int dropped;           /* 1 dropped, 0 sent to the late output */
+    const char *row;       /* the record rendered as JSON */
 } tdm_late_sample;
 
 typedef struct tdm_metrics tdm_metrics;
@@ -1514,8 +1493,7 @@ TDM_API int tdm_metrics_running(const tdm_metrics *m);
 /** @brief Number of values; tdm_metrics_at(m, i) for i below it returns
  *  one (owned by the snapshot), NULL past the end. */
 TDM_API size_t tdm_metrics_count(const tdm_metrics *m);
-TDM_API const tdm_metric_value *tdm_metrics_at(const tdm_metrics *m,
-                                               size_t i);
+TDM_API const tdm_metric_value *tdm_metrics_at(const tdm_metrics *m, size_t i);
 /** @brief Looks a value up: @p vertex NULL for JOB scope, @p subtask and
  *  @p index -1 where the scope has none.  Returns 1 and sets *value when
  *  found, 0 when absent. */
@@ -1538,22 +1516,22 @@ TDM_API void tdm_metrics_free(tdm_metrics *m);
 
 /* What a window subtask knows about one (key, window). */
 typedef struct tdm_window_status {
-    int subtask;             /* the subtask owning the key */
-    tdm_time_ms watermark;   /* that subtask's current watermark */
-    tdm_time_ms max_ts;      /* the window's last timestamp (end - 1) */
-    tdm_time_ms cleanup;     /* max_ts + allowed lateness */
-    int has_state;           /* 1 if the window holds records now */
-    int64_t elements;        /* records the window holds (if known; -1) */
-    int fired;               /* 1 a result for it was emitted; 0 not (or
-                                longer ago than the subtask remembers:
-                                the last 8,192 firings) */
-    tdm_time_ms fired_wm;    /* watermark at its first firing (fired) */
-    int holding_channel;     /* the channel with the lowest watermark
-                                among active ones (-1 none) */
-    tdm_time_ms holding_wm;  /* its watermark */
-    int idle_channels;       /* channels idle now */
-    int running;             /* 0 when the job has finished: the answer
-                                then comes from the final snapshot */
+    int subtask;            /* the subtask owning the key */
+    tdm_time_ms watermark;  /* that subtask's current watermark */
+    tdm_time_ms max_ts;     /* the window's last timestamp (end - 1) */
+    tdm_time_ms cleanup;    /* max_ts + allowed lateness */
+    int has_state;          /* 1 if the window holds records now */
+    int64_t elements;       /* records the window holds (if known; -1) */
+    int fired;              /* 1 a result for it was emitted; 0 not (or
+                               longer ago than the subtask remembers:
+                               the last 8,192 firings) */
+    tdm_time_ms fired_wm;   /* watermark at its first firing (fired) */
+    int holding_channel;    /* the channel with the lowest watermark
+                               among active ones (-1 none) */
+    tdm_time_ms holding_wm; /* its watermark */
+    int idle_channels;      /* channels idle now */
+    int running;            /* 0 when the job has finished: the answer
+                               then comes from the final snapshot */
 } tdm_window_status;
 
 /** @brief Asks window vertex @p vertex about key @p key (the key fields'
@@ -1566,8 +1544,7 @@ typedef struct tdm_window_status {
  *  TDM_ERR_STATE (the job has not run); TDM_ERR_IO (no answer in time). */
 TDM_API tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
                                       const char *key, tdm_time_ms start,
-                                      tdm_time_ms end,
-                                      tdm_window_status *out,
+                                      tdm_time_ms end, tdm_window_status *out,
                                       char *errbuf, size_t errbuf_size);
 
 /* ====================================================================== */
@@ -1582,8 +1559,8 @@ TDM_API tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
 
 /* The window assigner of a window or window-join node. */
 typedef enum tdm_window_kind {
-    TDM_WINDOW_KIND_NONE = 0,   /* not a window: a source, a sink, an
-                                   interval join */
+    TDM_WINDOW_KIND_NONE = 0, /* not a window: a source, a sink, an
+                                 interval join */
     TDM_WINDOW_KIND_TUMBLING,
     TDM_WINDOW_KIND_SLIDING,
     TDM_WINDOW_KIND_SESSION,
@@ -1592,7 +1569,7 @@ typedef enum tdm_window_kind {
 
 /* The trigger of a window node (job key "trigger"). */
 typedef enum tdm_trigger_kind {
-    TDM_TRIGGER_KIND_DEFAULT = 0,        /* the assigner's own */
+    TDM_TRIGGER_KIND_DEFAULT = 0, /* the assigner's own */
     TDM_TRIGGER_KIND_EVENT_TIME,
     TDM_TRIGGER_KIND_PROCESSING_TIME,
     TDM_TRIGGER_KIND_COUNT,
@@ -1642,8 +1619,7 @@ TDM_API tdm_time_ms tdm_job_start_time(const tdm_job *job);
  *  the I/O error and path; "" when none failed) into @p buf (@p n bytes,
  *  truncated, NUL-terminated).  Safe from any thread while the job
  *  runs.  Returns the message's full length. */
-TDM_API size_t tdm_job_checkpoint_failure(tdm_job *job, char *buf,
-                                          size_t n);
+TDM_API size_t tdm_job_checkpoint_failure(tdm_job *job, char *buf, size_t n);
 
 /* ====================================================================== */
 /* The embedded HTTP server                                                */
@@ -1667,8 +1643,8 @@ typedef struct tdm_http tdm_http;
  *  token, message in errbuf); TDM_ERR_IO (cannot bind, message names the
  *  address); TDM_ERR_NOMEM. */
 TDM_API tdm_err tdm_http_start(tdm_job *job, const char *address,
-                               const char *token, tdm_http **out,
-                               char *errbuf, size_t errbuf_size);
+                               const char *token, tdm_http **out, char *errbuf,
+                               size_t errbuf_size);
 /** @brief The port the server listens on. */
 TDM_API int tdm_http_port(const tdm_http *srv);
 /** @brief Stops the server and frees it (NULL is fine). */
@@ -1736,8 +1712,8 @@ TDM_API const char *tdm_ts_unit_name(tdm_ts_unit unit);
  *  @returns TDM_OK with *out (OUT) set; TDM_ERR_INVAL (NULL pointer, or
  *  @p unit not in tdm_ts_unit); TDM_ERR_PARSE (not a timestamp);
  *  TDM_ERR_RANGE (beyond the int64 range of epoch ms).  @thread any. */
-TDM_API tdm_err tdm_time_parse(const char *text, size_t len,
-                               tdm_ts_unit unit, tdm_time_ms *out);
+TDM_API tdm_err tdm_time_parse(const char *text, size_t len, tdm_ts_unit unit,
+                               tdm_time_ms *out);
 
 /** @brief Checks schema text as the source key `schema` reads it
  *  ("name:type, ..." with types int64, double, string, bool, timestamp),
@@ -1813,8 +1789,7 @@ TDM_API tdm_err tdm_source_scan_new(tdm_job *job, const char *source,
  *  @returns TDM_OK; TDM_ERR_IO (a read failed: tdm_source_scan_errmsg
  *  says "reading 'NAME' failed: reason"); TDM_ERR_NOMEM.  After an error
  *  the scan can only be destroyed. */
-TDM_API tdm_err tdm_source_scan_next(tdm_source_scan *sc,
-                                     tdm_scan_item *item,
+TDM_API tdm_err tdm_source_scan_next(tdm_source_scan *sc, tdm_scan_item *item,
                                      const tdm_row **row, int *partition);
 /** @brief The message of the scan's last error ("" if none). */
 TDM_API const char *tdm_source_scan_errmsg(const tdm_source_scan *sc);
@@ -1824,8 +1799,7 @@ TDM_API const char *tdm_source_scan_errmsg(const tdm_source_scan *sc);
  *  is valid until tdm_source_scan_destroy.  @returns TDM_OK;
  *  TDM_ERR_RANGE (no such partition yet). */
 TDM_API tdm_err tdm_source_scan_partition_name(const tdm_source_scan *sc,
-                                               int partition,
-                                               const char **name,
+                                               int partition, const char **name,
                                                size_t *len);
 /** @brief Field @p field of @p row (a record of this scan) as a time,
  *  read as the source reads its timestamp field: a timestamp field as
@@ -1859,16 +1833,14 @@ typedef struct tdm_dead_letters tdm_dead_letters;
  *  is set on success.  @returns TDM_OK; TDM_ERR_IO (cannot create it:
  *  "cannot create 'PATH': reason" in errbuf); TDM_ERR_INVAL (NULL
  *  @p path or @p out); TDM_ERR_NOMEM. */
-TDM_API tdm_err tdm_dead_letters_open(const char *path,
-                                      tdm_dead_letters **out, char *errbuf,
-                                      size_t errbuf_size);
+TDM_API tdm_err tdm_dead_letters_open(const char *path, tdm_dead_letters **out,
+                                      char *errbuf, size_t errbuf_size);
 /** @brief Appends one bad record: where it was read, why it is bad and
  *  its bytes (@p raw_len of @p raw), all borrowed; the same line a run
  *  writes.  @returns TDM_OK, TDM_ERR_IO (the write failed), TDM_ERR_NOMEM. */
 TDM_API tdm_err tdm_dead_letters_write(tdm_dead_letters *dl,
-                                       const char *location,
-                                       const char *reason, const char *raw,
-                                       size_t raw_len);
+                                       const char *location, const char *reason,
+                                       const char *raw, size_t raw_len);
 /** @brief Flushes and closes the file and frees @p dl (NULL is fine:
  *  TDM_OK).  @returns TDM_OK or TDM_ERR_IO (flushing or closing failed:
  *  the reason in errbuf); @p dl is freed either way. */

@@ -131,8 +131,7 @@ tdm_err tdm__wmgen_restore(tdm_wmgen *gen, struct tdm__dec *d);
  * (bad index).  (test_snap_time.) */
 tdm_err tdm__reader_split_snapshot(const tdm_reader *r, int split,
                                    struct tdm__enc *e);
-tdm_err tdm__reader_split_restore(tdm_reader *r, int split,
-                                  struct tdm__dec *d);
+tdm_err tdm__reader_split_restore(tdm_reader *r, int split, struct tdm__dec *d);
 
 /* window/winop.c: makes a new operator (before any input) use the
  * general path even when the lean one applies, so that tests can compare
@@ -148,8 +147,7 @@ tdm_err tdm__winop_disable_lean(tdm_winop *op);
  * and dead-letters the line.  An empty (or all-blank) line is
  * TDM_ERR_PARSE "empty line". */
 tdm_err tdm__json_parse_line(const tdm__source_conf *conf, const char *line,
-                             size_t len, tdm__batch *b, char *reason,
-                             size_t n);
+                             size_t len, tdm__batch *b, char *reason, size_t n);
 /* connect/kafka_shuffle.c: number of distinct writers heard from on
  * @p p, 0 for unknown p (test_kafka_shuffle). */
 int tdm__kwm_writers(const tdm__kwm *t, int p);
@@ -163,8 +161,7 @@ int tdm__kwm_writers(const tdm__kwm *t, int p);
  * - the c-th event (c = events emitted before it, from 0);
  * - an event's strings (nexmark.h, tdm__nx_strings) in @p buf. */
 int64_t tdm__nx_price_of(uint64_t m);
-void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
-                      tdm__nx_event *out);
+void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count, tdm__nx_event *out);
 void tdm__nx_strings_of(const tdm__nx_event *ev, char *buf, size_t cap,
                         tdm__nx_strings *out);
 

@@ -77,8 +77,7 @@ long tdm__fio_fault_fired(void)
     return 0;
 }
 
-tdm_err tdm__fio_fault_parse(const char *spec, char *errbuf,
-                             size_t errbuf_size)
+tdm_err tdm__fio_fault_parse(const char *spec, char *errbuf, size_t errbuf_size)
 {
     (void)spec, (void)errbuf, (void)errbuf_size;
     skip("tdm__fio_fault_parse");

@@ -40,35 +40,35 @@ enum { TDM__AN_FMT_JSON = 1, TDM__AN_FMT_CSV };
 #define TDM__AN_FUTURE_MS INT64_C(3600000)
 
 typedef struct tdm__an_opts {
-    const char **inputs;      /* files, globs or "-" (stdin) */
+    const char **inputs; /* files, globs or "-" (stdin) */
     int n_inputs;
-    const char *ts_field;     /* required */
+    const char *ts_field;        /* required */
     const char *partition_field; /* NULL: one partition per file */
     const char *arrival_field;   /* NULL: none */
-    const char *key_fields;   /* "a,b" for the what-if key; NULL: one key */
-    const char *schema;       /* NULL: ts timestamp, the rest sniffed */
-    int unit;                 /* a tdm_ts_unit, TDM_TS_UNIT_* */
-    int format;               /* TDM__AN_FMT_*; 0: by extension */
+    const char *key_fields;      /* "a,b" for the what-if key; NULL: one key */
+    const char *schema;          /* NULL: ts timestamp, the rest sniffed */
+    int unit;                    /* a tdm_ts_unit, TDM_TS_UNIT_* */
+    int format;                  /* TDM__AN_FMT_*; 0: by extension */
     char csv_delimiter;
     bool csv_header;
     /* The window of the what-if. */
-    int win_type;             /* TDM__AN_* */
+    int win_type; /* TDM__AN_* */
     tdm_time_ms win_size, win_slide, win_offset, win_gap;
-    const char *window_text;  /* as given, for the report */
+    const char *window_text; /* as given, for the report */
     /* Candidate grids (NULL: derived from the distribution). */
     tdm_time_ms *bounds;
     int n_bounds;
     tdm_time_ms *lateness;
     int n_lateness;
-    int64_t sample;           /* records replayed; 0: no what-if */
-    int batch_size;           /* the job's batch.size */
-    tdm_time_ms guard;        /* the job's timestamp_guard (0: off) */
-    tdm_time_ms now;          /* "now" for the future check and guard */
-    char **expect;            /* expected partition names */
+    int64_t sample;    /* records replayed; 0: no what-if */
+    int batch_size;    /* the job's batch.size */
+    tdm_time_ms guard; /* the job's timestamp_guard (0: off) */
+    tdm_time_ms now;   /* "now" for the future check and guard */
+    char **expect;     /* expected partition names */
     int n_expect;
     bool claim_monotonic;
-    const char *dead_letter;  /* NULL: bad lines on stderr only */
-    FILE *log;                /* bad-line messages (stderr) */
+    const char *dead_letter; /* NULL: bad lines on stderr only */
+    FILE *log;               /* bad-line messages (stderr) */
 } tdm__an_opts;
 
 /* ---- What one pass over the input measured ---- */
@@ -76,19 +76,19 @@ typedef struct tdm__an_opts {
 /* One partition (a file, or a value of the partition field). */
 typedef struct tdm__an_part {
     char *name;
-    int64_t records;        /* parsed records, guarded ones included */
-    int64_t guarded;        /* beyond now + guard: not in the lag */
-    int64_t out_of_order;   /* lag > 0 */
+    int64_t records;            /* parsed records, guarded ones included */
+    int64_t guarded;            /* beyond now + guard: not in the lag */
+    int64_t out_of_order;       /* lag > 0 */
     tdm_time_ms min_ts, max_ts; /* over records not guarded */
     int64_t max_lag;
-    tdm__cli_hist *lag;         /* NULL past TDM__AN_PART_HISTS partitions */
+    tdm__cli_hist *lag; /* NULL past TDM__AN_PART_HISTS partitions */
     /* Gaps: how long the partition said nothing (see analyze_scan.c). */
     bool has_prev;
-    tdm_time_ms prev_mark;  /* global max ts (or arrival) at its last
-                               record */
+    tdm_time_ms prev_mark; /* global max ts (or arrival) at its last
+                              record */
     int64_t max_gap;
     tdm_time_ms gap_from, gap_to; /* where the largest gap lies */
-    bool gap_at_end;        /* the largest gap runs to the end of input */
+    bool gap_at_end;              /* the largest gap runs to the end of input */
     /* Unit evidence from its first 100 timestamps (unit ms only). */
     int unit_n;
     int64_t unit_small, unit_big;
@@ -97,18 +97,18 @@ typedef struct tdm__an_part {
 
 /* A slice of the input by record count. */
 typedef struct tdm__an_slice {
-    int64_t first;          /* index of its first record (0-based) */
+    int64_t first; /* index of its first record (0-based) */
     int64_t records;
-    tdm_time_ms max_ts;     /* highest timestamp seen at its end */
+    tdm_time_ms max_ts; /* highest timestamp seen at its end */
     tdm__cli_hist lag;
-    bool spike;             /* set by the recommendations */
+    bool spike; /* set by the recommendations */
 } tdm__an_slice;
 
 /* Something a split does between two records of the sample. */
 typedef struct tdm__an_split_ev {
-    int64_t at;             /* before sample record `at` (0-based) */
+    int64_t at; /* before sample record `at` (0-based) */
     uint32_t split;
-    uint8_t kind;           /* TDM__AN_EV_* */
+    uint8_t kind; /* TDM__AN_EV_* */
 } tdm__an_split_ev;
 
 enum { TDM__AN_EV_FINISHED = 1, TDM__AN_EV_BATCH };
@@ -124,44 +124,44 @@ typedef struct tdm__an_sample {
     uint8_t *guarded;
     tdm__an_split_ev *ev;
     int64_t n_ev, cap_ev;
-    int initial_splits;     /* splits the reader starts with (files) */
+    int initial_splits; /* splits the reader starts with (files) */
     /* Interned keys: bytes in one arena, open addressing on ids. */
     char *kbytes;
     size_t kused, kcap;
-    size_t *koff;           /* n_keys + 1 offsets */
+    size_t *koff; /* n_keys + 1 offsets */
     uint32_t n_keys, cap_keys;
     uint32_t *kslots;
     size_t n_kslots;
-    bool complete;          /* the sample holds the whole input */
+    bool complete; /* the sample holds the whole input */
 } tdm__an_sample;
 
 typedef struct tdm__an_warning {
-    char *kind;             /* "unit", "future", "no_data", ... */
+    char *kind; /* "unit", "future", "no_data", ... */
     char *message;
 } tdm__an_warning;
 
 typedef struct tdm__an_scan {
     int n_files;
-    char **files;           /* the inputs after glob expansion */
-    int64_t records;        /* parsed records */
-    int64_t bad;            /* dead-lettered lines */
+    char **files;    /* the inputs after glob expansion */
+    int64_t records; /* parsed records */
+    int64_t bad;     /* dead-lettered lines */
     int64_t guarded;
-    int64_t future;         /* beyond now + 1 h */
+    int64_t future; /* beyond now + 1 h */
     tdm_time_ms future_max;
-    int64_t future_first;   /* index of the first one */
+    int64_t future_first;       /* index of the first one */
     tdm_time_ms min_ts, max_ts; /* over records not guarded */
     tdm__cli_hist lag;          /* every record not guarded */
     bool has_arrival;
-    tdm__cli_hist arrival;      /* arrival - ts, clamped at 0 */
+    tdm__cli_hist arrival; /* arrival - ts, clamped at 0 */
     int64_t arrival_negative;
-    int64_t arrival_missing;  /* records without a usable arrival time */
-    tdm__cli_hist gaps;         /* one gap per record (see analyze_scan.c) */
+    int64_t arrival_missing; /* records without a usable arrival time */
+    tdm__cli_hist gaps;      /* one gap per record (see analyze_scan.c) */
     tdm__an_part *parts;
     int n_parts, cap_parts;
     bool by_field;
     tdm__an_slice slices[TDM__AN_SLICES];
     int n_slices;
-    int64_t slice_len;      /* records per slice */
+    int64_t slice_len; /* records per slice */
     tdm__an_sample sample;
     tdm__an_warning *warnings;
     int n_warnings, cap_warnings;
@@ -172,17 +172,17 @@ typedef struct tdm__an_scan {
 typedef struct tdm__an_reco {
     /* Bounded out-of-orderness for P99 and P99.9 completeness. */
     tdm_time_ms bound99, bound999;
-    double behind99, behind999;   /* fraction with lag > bound (bound) */
+    double behind99, behind999; /* fraction with lag > bound (bound) */
     /* Allowed lateness on top of bound99 covering P99.99 and the max. */
     tdm_time_ms late9999, late_max;
     double dropped9999, dropped_max; /* fraction with lag > B + L */
     /* Idle timeout. */
-    bool idle_from_arrival;       /* basis: arrival gaps, else event time */
+    bool idle_from_arrival; /* basis: arrival gaps, else event time */
     tdm_time_ms idle_timeout;
     int64_t gap_p999, gap_normal_max, gap_max;
-    int64_t idle_late;            /* estimated late records (sample) */
-    int64_t idle_checked;         /* records the estimate looked at */
-    int n_idle_parts;             /* partitions silent longer than it */
+    int64_t idle_late;    /* estimated late records (sample) */
+    int64_t idle_checked; /* records the estimate looked at */
+    int n_idle_parts;     /* partitions silent longer than it */
     /* Spikes over time. */
     int64_t slice_p99_median;
     int n_spikes;
@@ -212,8 +212,8 @@ typedef struct tdm__an_cand {
     tdm__an_dist delay_ms;  /* event time from passed to first result */
     tdm__an_dist delay_records;
     int64_t peak_windows, peak_keys, peak_bytes;
-    double rate;            /* records per second of event time */
-    int64_t seed_estimate;  /* rate x retention x bytes per entry */
+    double rate;           /* records per second of event time */
+    int64_t seed_estimate; /* rate x retention x bytes per entry */
 } tdm__an_cand;
 
 /* ---- Functions ---- */
@@ -223,36 +223,32 @@ typedef struct tdm__an_cand {
  * be opened or read, the dead-letter file cannot be written; message in
  * errbuf naming the path); TDM_ERR_INVAL (bad field names or schema);
  * TDM_ERR_NOMEM.  *s is set up even on failure (free it). */
-tdm_err tdm__analyze_scan(const tdm__an_opts *o, tdm__an_scan *s,
-                          char *errbuf, size_t errbuf_size);
+tdm_err tdm__analyze_scan(const tdm__an_opts *o, tdm__an_scan *s, char *errbuf,
+                          size_t errbuf_size);
 /* Frees what a scan holds; a zeroed scan is fine. */
 void tdm__analyze_scan_free(tdm__an_scan *s);
 /* Adds a warning (both strings copied).  TDM_OK or TDM_ERR_NOMEM. */
-tdm_err tdm__analyze_warn(tdm__an_scan *s, const char *kind,
-                          const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+tdm_err tdm__analyze_warn(tdm__an_scan *s, const char *kind, const char *fmt,
+                          ...) __attribute__((format(printf, 3, 4)));
 
 /* Derives the recommendations and flags spikes in s->slices. */
-void tdm__analyze_recommend(const tdm__an_opts *o,
-                            tdm__an_scan *s, tdm__an_reco *r);
+void tdm__analyze_recommend(const tdm__an_opts *o, tdm__an_scan *s,
+                            tdm__an_reco *r);
 /* Rounds @p v up to two significant digits (values up to 100 stay). */
 int64_t tdm__analyze_nice_up(int64_t v);
 
 /* Replays the sample for c->bound and c->lateness and fills the rest of
  * *c.  TDM_OK, TDM_ERR_NOMEM, or an engine error (message in errbuf). */
-tdm_err tdm__analyze_replay(const tdm__an_opts *o,
-                            const tdm__an_scan *s, tdm__an_cand *c,
-                            char *errbuf, size_t errbuf_size);
+tdm_err tdm__analyze_replay(const tdm__an_opts *o, const tdm__an_scan *s,
+                            tdm__an_cand *c, char *errbuf, size_t errbuf_size);
 
 /* The report as a table (text) or JSON.  @p cands may be NULL with
  * n_cands 0 (no what-if). */
 void tdm__analyze_report_text(FILE *f, const tdm__an_opts *o,
-                              const tdm__an_scan *s,
-                              const tdm__an_reco *r,
+                              const tdm__an_scan *s, const tdm__an_reco *r,
                               const tdm__an_cand *cands, int n_cands);
 void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
-                              const tdm__an_scan *s,
-                              const tdm__an_reco *r,
+                              const tdm__an_scan *s, const tdm__an_reco *r,
                               const tdm__an_cand *cands, int n_cands);
 
 /* Formats a duration for people: "0ms", "850ms", "1.2s", "2m30s",
@@ -262,8 +258,8 @@ const char *tdm__analyze_fmt_dur(int64_t ms, char *buf, size_t n);
 /* Writes the SVG plot: completeness against result delay of the
  * candidates, and the lag histogram on log-scaled buckets.  Returns 0,
  * or -1 when writing failed. */
-int tdm__analyze_svg(FILE *f, const tdm__an_scan *s,
-                     const tdm__an_cand *cands, int n_cands);
+int tdm__analyze_svg(FILE *f, const tdm__an_scan *s, const tdm__an_cand *cands,
+                     int n_cands);
 
 /* The command (argv starts after "analyze"); returns an exit code. */
 int tdm__cli_cmd_analyze(int argc, char **argv);

@@ -130,8 +130,7 @@ static void idle_estimate(const tdm__an_scan *s, tdm__an_reco *r)
             tdm_time_sub(g, prev[p]) > r->idle_timeout)
             resumed[p] = 1;
         if (resumed[p]) {
-            tdm_time_ms wm = tdm_time_sub(
-                tdm_time_sub(g, r->bound99), 1);
+            tdm_time_ms wm = tdm_time_sub(tdm_time_sub(g, r->bound99), 1);
             if (ts <= wm)
                 r->idle_late++;
             else
@@ -147,8 +146,8 @@ out:
 }
 
 /* Derives the recommendations (see analyze.h and the file comment). */
-void tdm__analyze_recommend(const tdm__an_opts *o,
-                            tdm__an_scan *s, tdm__an_reco *r)
+void tdm__analyze_recommend(const tdm__an_opts *o, tdm__an_scan *s,
+                            tdm__an_reco *r)
 {
     const tdm__cli_hist *h = &s->lag;
     memset(r, 0, sizeof *r);
@@ -183,8 +182,7 @@ void tdm__analyze_recommend(const tdm__an_opts *o,
     int64_t t = r->gap_normal_max + r->gap_normal_max / 2;
     r->idle_timeout = tdm__analyze_nice_up(t > IDLE_MIN_MS ? t : IDLE_MIN_MS);
     for (int p = 0; p < s->n_parts; p++)
-        if (s->parts[p].records > 0 &&
-            s->parts[p].max_gap > r->idle_timeout)
+        if (s->parts[p].records > 0 && s->parts[p].max_gap > r->idle_timeout)
             r->n_idle_parts++;
     if (s->n_parts > 1)
         idle_estimate(s, r);

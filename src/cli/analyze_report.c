@@ -130,34 +130,36 @@ static double input_rate(const tdm__an_scan *s)
 /* One row of a quantile table: P50 ... max of histogram @p h. */
 static void text_quantiles(FILE *f, const tdm__cli_hist *h)
 {
-    static const double qs[] = { 0.5, 0.9, 0.99, 0.999, 0.9999 };
+    static const double qs[] = {0.5, 0.9, 0.99, 0.999, 0.9999};
     char b[32];
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
-        fprintf(f, " %8s", h && h->n ? dur(tdm__cli_hist_quantile(h, qs[i]), b,
-                                           sizeof b)
-                                     : "-");
+        fprintf(f, " %8s",
+                h && h->n ? dur(tdm__cli_hist_quantile(h, qs[i]), b, sizeof b)
+                          : "-");
     fprintf(f, " %8s", h && h->n ? dur(h->max, b, sizeof b) : "-");
 }
 
-static void text_input(FILE *f, const tdm__an_opts *o,
-                       const tdm__an_scan *s)
+static void text_input(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s)
 {
     char a[48], b[48], c[32], d[32], e[32];
-    fprintf(f, "tidemark analyze: %s records from %d %s (%s bad), "
-               "%d partition%s%s%s\n",
+    fprintf(f,
+            "tidemark analyze: %s records from %d %s (%s bad), "
+            "%d partition%s%s%s\n",
             num(s->records, a, sizeof a), s->n_files,
             s->n_files == 1 ? "input" : "inputs", num(s->bad, b, sizeof b),
             s->n_parts, s->n_parts == 1 ? "" : "s",
             s->by_field ? " by field " : " (one per input)",
             s->by_field ? o->partition_field : "");
     if (s->lag.n > 0)
-        fprintf(f, "  event time %s .. %s (%s), %.4g records/s of event "
-                   "time\n",
+        fprintf(f,
+                "  event time %s .. %s (%s), %.4g records/s of event "
+                "time\n",
                 iso(s->min_ts, a, sizeof a), iso(s->max_ts, b, sizeof b),
                 dur(s->max_ts - s->min_ts, c, sizeof c), input_rate(s));
     if (s->guarded > 0)
-        fprintf(f, "  %s records more than %s ahead of now left out "
-                   "(timestamp guard)\n",
+        fprintf(f,
+                "  %s records more than %s ahead of now left out "
+                "(timestamp guard)\n",
                 num(s->guarded, d, sizeof d), dur(o->guard, e, sizeof e));
     fprintf(f, "  timestamp field %s (unit %s)%s%s\n", o->ts_field,
             tdm_ts_unit_name((tdm_ts_unit)o->unit),
@@ -172,9 +174,9 @@ static void text_lag(FILE *f, const tdm__an_scan *s)
     char a[32], b[32], c[32];
     fprintf(f, "\nOut-of-orderness: how far each record is behind the "
                "highest timestamp already\nseen in its partition\n");
-    fprintf(f, "  %-24s %11s %7s %8s %8s %8s %8s %8s %8s %10s\n",
-            "partition", "records", "behind", "P50", "P90", "P99", "P99.9",
-            "P99.99", "max", "max gap");
+    fprintf(f, "  %-24s %11s %7s %8s %8s %8s %8s %8s %8s %10s\n", "partition",
+            "records", "behind", "P50", "P90", "P99", "P99.9", "P99.99", "max",
+            "max gap");
     fprintf(f, "  %-24s %11s %7s", "all", num((int64_t)s->lag.n, a, sizeof a),
             pct(frac(s->lag.n - (int64_t)s->lag.b[0], (int64_t)s->lag.n), b,
                 sizeof b));
@@ -231,8 +233,9 @@ static void text_lag(FILE *f, const tdm__an_scan *s)
                 pt->gap_at_end ? " (to end)" : "");
     }
     if (shown < s->n_parts)
-        fprintf(f, "  ... %d more partitions (the table shows the %d with "
-                   "the largest max; --json lists all)\n",
+        fprintf(f,
+                "  ... %d more partitions (the table shows the %d with "
+                "the largest max; --json lists all)\n",
                 s->n_parts - shown, shown);
 }
 
@@ -242,22 +245,22 @@ static void text_arrival(FILE *f, const tdm__an_scan *s)
     if (!s->has_arrival)
         return;
     fprintf(f, "\nEvent-to-arrival delay (arrival - timestamp)\n");
-    fprintf(f, "  %-24s %11s %7s %8s %8s %8s %8s %8s %8s\n", "", "records",
-            "", "P50", "P90", "P99", "P99.9", "P99.99", "max");
+    fprintf(f, "  %-24s %11s %7s %8s %8s %8s %8s %8s %8s\n", "", "records", "",
+            "P50", "P90", "P99", "P99.9", "P99.99", "max");
     fprintf(f, "  %-24s %11s %7s", "all",
             num((int64_t)s->arrival.n, a, sizeof a), "");
     text_quantiles(f, &s->arrival);
     fprintf(f, "\n");
 }
 
-static void text_slices(FILE *f, const tdm__an_scan *s,
-                        const tdm__an_reco *r)
+static void text_slices(FILE *f, const tdm__an_scan *s, const tdm__an_reco *r)
 {
     char a[32], b[48], c[32], d[32], e[32];
     if (s->n_slices == 0)
         return;
-    fprintf(f, "\nOver time: %d slices of %s records (a spike: P99 at least "
-               "2 x the median P99 (%s) + 10ms)\n",
+    fprintf(f,
+            "\nOver time: %d slices of %s records (a spike: P99 at least "
+            "2 x the median P99 (%s) + 10ms)\n",
             s->n_slices, num(s->slice_len, a, sizeof a),
             dur(r->slice_p99_median, e, sizeof e));
     fprintf(f, "  %5s %12s  %-24s %8s %8s\n", "slice", "from record",
@@ -266,33 +269,36 @@ static void text_slices(FILE *f, const tdm__an_scan *s,
         const tdm__an_slice *sl = &s->slices[k];
         fprintf(f, "  %5d %12s  %-24s %8s %8s%s\n", k + 1,
                 num(sl->first + 1, a, sizeof a), iso(sl->max_ts, b, sizeof b),
-                sl->lag.n ? dur(tdm__cli_hist_quantile(&sl->lag, 0.99), c,
-                                sizeof c)
-                          : "-",
+                sl->lag.n
+                    ? dur(tdm__cli_hist_quantile(&sl->lag, 0.99), c, sizeof c)
+                    : "-",
                 sl->lag.n ? dur(sl->lag.max, d, sizeof d) : "-",
                 sl->spike ? "  << spike" : "");
     }
 }
 
-static void text_reco(FILE *f, const tdm__an_opts *o,
-                      const tdm__an_scan *s, const tdm__an_reco *r)
+static void text_reco(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
+                      const tdm__an_reco *r)
 {
     char a[32], b[32], c[32], d[32];
     if (s->lag.n == 0)
         return;
     fprintf(f, "\nRecommendations\n");
     tdm_duration_format(r->bound99, a, sizeof a);
-    fprintf(f, "  watermark.max_out_of_orderness: %-8s P99 completeness: at "
-               "most %s of records arrive behind the watermark\n",
+    fprintf(f,
+            "  watermark.max_out_of_orderness: %-8s P99 completeness: at "
+            "most %s of records arrive behind the watermark\n",
             r->bound99 ? a : "0", pct(r->behind99, b, sizeof b));
     tdm_duration_format(r->bound999, a, sizeof a);
-    fprintf(f, "  %31s %-8s P99.9 completeness: at most %s; results come "
-               "%s later\n",
+    fprintf(f,
+            "  %31s %-8s P99.9 completeness: at most %s; results come "
+            "%s later\n",
             "", r->bound999 ? a : "0", pct(r->behind999, b, sizeof b),
             dur(r->bound999 - r->bound99, c, sizeof c));
     tdm_duration_format(r->late9999, a, sizeof a);
-    fprintf(f, "  allowed_lateness: %-21s with bound %s, covers P99.99 "
-               "(%s): at most %s dropped\n",
+    fprintf(f,
+            "  allowed_lateness: %-21s with bound %s, covers P99.99 "
+            "(%s): at most %s dropped\n",
             r->late9999 ? a : "0", dur(r->bound99, b, sizeof b),
             dur(tdm__cli_hist_quantile(&s->lag, 0.9999), c, sizeof c),
             pct(r->dropped9999, d, sizeof d));
@@ -301,8 +307,9 @@ static void text_reco(FILE *f, const tdm__an_opts *o,
             r->late_max ? a : "0", dur(s->lag.max, c, sizeof c),
             pct(r->dropped_max, d, sizeof d));
     tdm_duration_format(r->idle_timeout, a, sizeof a);
-    fprintf(f, "  watermark.idle_timeout: %-15s above every normal gap "
-               "(largest %s, P99.9 %s; %s)\n",
+    fprintf(f,
+            "  watermark.idle_timeout: %-15s above every normal gap "
+            "(largest %s, P99.9 %s; %s)\n",
             a, dur(r->gap_normal_max, b, sizeof b),
             dur(r->gap_p999, c, sizeof c),
             r->idle_from_arrival ? "arrival-time gaps"
@@ -322,33 +329,31 @@ static void text_reco(FILE *f, const tdm__an_opts *o,
         fprintf(f, "%s\n", r->n_idle_parts > shown ? ", ..." : "");
     }
     if (r->idle_checked > 0)
-        fprintf(f, "  %40s est. late after idleness: at most %s of the "
-                   "sample\n",
+        fprintf(f,
+                "  %40s est. late after idleness: at most %s of the "
+                "sample\n",
                 "", pct(frac(r->idle_late, r->idle_checked), b, sizeof b));
     fprintf(f, "  Why:\n");
-    fprintf(f,
-            "  - Bounded watermarks: a partition's watermark is its highest "
-            "timestamp - bound -\n"
-            "    1ms and the source emits the minimum over partitions, so a "
-            "record whose lag is\n"
-            "    <= bound is never behind it; the fractions above count lag "
-            "> bound.  A record\n"
-            "    behind the watermark is late only if its window already "
-            "fired (see the what-if).\n");
-    fprintf(f,
-            "  - These figures assume watermark.emit: on_event.  With "
-            "periodic emission (the\n"
-            "    default) the watermark only trails the on-event one, so "
-            "the same bound makes no\n"
-            "    more records late - unless a partition goes idle or ends "
-            "early - and results\n"
-            "    come up to one watermark.interval later.\n");
-    fprintf(f,
-            "  - Allowed lateness L keeps a window's state L after its end: "
-            "records with lag <=\n"
-            "    bound + L are never dropped; the late ones refire their "
-            "window (a late pane\n"
-            "    each), which downstream must accept as updates.\n");
+    fprintf(f, "  - Bounded watermarks: a partition's watermark is its highest "
+               "timestamp - bound -\n"
+               "    1ms and the source emits the minimum over partitions, so a "
+               "record whose lag is\n"
+               "    <= bound is never behind it; the fractions above count lag "
+               "> bound.  A record\n"
+               "    behind the watermark is late only if its window already "
+               "fired (see the what-if).\n");
+    fprintf(f, "  - These figures assume watermark.emit: on_event.  With "
+               "periodic emission (the\n"
+               "    default) the watermark only trails the on-event one, so "
+               "the same bound makes no\n"
+               "    more records late - unless a partition goes idle or ends "
+               "early - and results\n"
+               "    come up to one watermark.interval later.\n");
+    fprintf(f, "  - Allowed lateness L keeps a window's state L after its end: "
+               "records with lag <=\n"
+               "    bound + L are never dropped; the late ones refire their "
+               "window (a late pane\n"
+               "    each), which downstream must accept as updates.\n");
     fprintf(f,
             "  - Idle timeout: a partition silent longer than it leaves the "
             "watermark minimum, so\n"
@@ -366,27 +371,26 @@ static void text_reco(FILE *f, const tdm__an_opts *o,
     (void)o;
 }
 
-static void text_whatif(FILE *f, const tdm__an_opts *o,
-                        const tdm__an_scan *s,
+static void text_whatif(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
                         const tdm__an_cand *cands, int n)
 {
     char a[32], b[32], c[32], d[32], e[32], g[32], h[32], k[32], m[32];
     char st[32], se[32];
     if (n == 0)
         return;
-    fprintf(f, "\nWhat-if: %s %s records replayed through the engine "
-               "(%s, watermark.emit on_event,\nparallelism 1, no idle "
-               "timeout); delay = from the highest timestamp passing a "
-               "window's end\nto its first result\n",
+    fprintf(f,
+            "\nWhat-if: %s %s records replayed through the engine "
+            "(%s, watermark.emit on_event,\nparallelism 1, no idle "
+            "timeout); delay = from the highest timestamp passing a "
+            "window's end\nto its first result\n",
             s->sample.complete ? "all" : "the first",
             num(s->sample.n, a, sizeof a), o->window_text);
     fprintf(f, "  %8s %8s %8s %8s %8s %7s %8s %17s %15s %9s %7s %9s %9s\n",
-            "bound", "lateness", "on time", "accepted", "late out",
-            "late", "windows", "delay p50 (max)", "records p50",
-            "live wins", "keys", "state", "seed est");
-    fprintf(f, "  %8s %8s %8s %8s %8s %7s %8s %17s %15s %9s %7s %9s %9s\n",
-            "", "", "", "late", "", "panes", "", "", "(max)", "", "", "",
-            "");
+            "bound", "lateness", "on time", "accepted", "late out", "late",
+            "windows", "delay p50 (max)", "records p50", "live wins", "keys",
+            "state", "seed est");
+    fprintf(f, "  %8s %8s %8s %8s %8s %7s %8s %17s %15s %9s %7s %9s %9s\n", "",
+            "", "", "late", "", "panes", "", "", "(max)", "", "", "", "");
     for (int i = 0; i < n; i++) {
         const tdm__an_cand *cd = &cands[i];
         char delay[40], drec[40];
@@ -401,15 +405,15 @@ static void text_whatif(FILE *f, const tdm__an_opts *o,
             snprintf(delay, sizeof delay, "at end");
             snprintf(drec, sizeof drec, "-");
         }
-        fprintf(f, "  %8s %8s %8s %8s %8s %7s %8s %17s %15s %9s %7s %9s "
-                   "%9s\n",
+        fprintf(f,
+                "  %8s %8s %8s %8s %8s %7s %8s %17s %15s %9s %7s %9s "
+                "%9s\n",
                 dur(cd->bound, a, sizeof a), dur(cd->lateness, b, sizeof b),
                 pct(frac(cd->on_time, cd->records), c, sizeof c),
                 pct(frac(cd->accepted_late, cd->records), d, sizeof d),
                 pct(frac(cd->late_output, cd->records), e, sizeof e),
-                num(cd->panes_late, g, sizeof g),
-                num(cd->windows, h, sizeof h), delay, drec,
-                num(cd->peak_windows, k, sizeof k),
+                num(cd->panes_late, g, sizeof g), num(cd->windows, h, sizeof h),
+                delay, drec, num(cd->peak_windows, k, sizeof k),
                 num(cd->peak_keys, m, sizeof m),
                 bytes(cd->peak_bytes, st, sizeof st),
                 bytes(cd->seed_estimate, se, sizeof se));
@@ -427,14 +431,12 @@ static void text_warnings(FILE *f, const tdm__an_scan *s)
         return;
     fprintf(f, "\nWarnings\n");
     for (int w = 0; w < s->n_warnings; w++)
-        fprintf(f, "  - %s: %s\n", s->warnings[w].kind,
-                s->warnings[w].message);
+        fprintf(f, "  - %s: %s\n", s->warnings[w].kind, s->warnings[w].message);
 }
 
 /* The terminal report (see analyze.h). */
 void tdm__analyze_report_text(FILE *f, const tdm__an_opts *o,
-                              const tdm__an_scan *s,
-                              const tdm__an_reco *r,
+                              const tdm__an_scan *s, const tdm__an_reco *r,
                               const tdm__an_cand *cands, int n_cands)
 {
     text_input(f, o, s);
@@ -494,11 +496,11 @@ static void jquantiles(FILE *f, const tdm__cli_hist *h)
     static const struct {
         const char *name;
         double q;
-    } qs[] = { { "p50", 0.5 },
-               { "p90", 0.9 },
-               { "p99", 0.99 },
-               { "p999", 0.999 },
-               { "p9999", 0.9999 } };
+    } qs[] = {{"p50", 0.5},
+              {"p90", 0.9},
+              {"p99", 0.99},
+              {"p999", 0.999},
+              {"p9999", 0.9999}};
     fprintf(f, "\"count\": %" PRIu64, h ? h->n : 0);
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
         fprintf(f, ", \"%s\": ", qs[i].name);
@@ -550,23 +552,25 @@ static void json_partitions(FILE *f, const tdm__an_scan *s)
         const tdm__an_part *pt = &s->parts[p];
         fprintf(f, "%s\n    {\"name\": ", p ? "," : "");
         jstr(f, pt->name);
-        fprintf(f, ", \"records\": %" PRId64 ", \"guarded\": %" PRId64
-                   ", \"behind\": %" PRId64 ", ",
+        fprintf(f,
+                ", \"records\": %" PRId64 ", \"guarded\": %" PRId64
+                ", \"behind\": %" PRId64 ", ",
                 pt->records, pt->guarded, pt->out_of_order);
         if (pt->lag) {
             jquantiles(f, pt->lag);
         } else {
-            fprintf(f, "\"count\": %" PRId64 ", \"p50\": null, \"p90\": "
-                       "null, \"p99\": null, \"p999\": null, \"p9999\": "
-                       "null, \"max\": %" PRId64,
+            fprintf(f,
+                    "\"count\": %" PRId64 ", \"p50\": null, \"p90\": "
+                    "null, \"p99\": null, \"p999\": null, \"p9999\": "
+                    "null, \"max\": %" PRId64,
                     pt->records - pt->guarded, pt->max_lag);
         }
         fputs(", \"min_ts\": ", f);
         jtime(f, pt->records > pt->guarded ? pt->min_ts : TDM_TIME_MIN);
         fputs(", \"max_ts\": ", f);
         jtime(f, pt->max_ts);
-        fprintf(f, ", \"max_gap_ms\": %" PRId64 ", \"gap_from\": ",
-                pt->max_gap);
+        fprintf(f,
+                ", \"max_gap_ms\": %" PRId64 ", \"gap_from\": ", pt->max_gap);
         jtime(f, pt->has_prev ? pt->gap_from : TDM_TIME_MIN);
         fputs(", \"gap_to\": ", f);
         jtime(f, pt->has_prev ? pt->gap_to : TDM_TIME_MIN);
@@ -575,46 +579,48 @@ static void json_partitions(FILE *f, const tdm__an_scan *s)
     fputs("\n  ],\n", f);
 }
 
-static void json_reco(FILE *f, const tdm__an_scan *s,
-                      const tdm__an_reco *r)
+static void json_reco(FILE *f, const tdm__an_scan *s, const tdm__an_reco *r)
 {
     fprintf(f, "  \"recommendations\": {\n");
-    fprintf(f, "    \"max_out_of_orderness\": [{\"target\": \"p99\", "
-               "\"ms\": %" PRId64 ", \"behind_fraction_max\": ",
+    fprintf(f,
+            "    \"max_out_of_orderness\": [{\"target\": \"p99\", "
+            "\"ms\": %" PRId64 ", \"behind_fraction_max\": ",
             r->bound99);
     jdbl(f, r->behind99);
-    fprintf(f, "}, {\"target\": \"p99.9\", \"ms\": %" PRId64
-               ", \"behind_fraction_max\": ",
+    fprintf(f,
+            "}, {\"target\": \"p99.9\", \"ms\": %" PRId64
+            ", \"behind_fraction_max\": ",
             r->bound999);
     jdbl(f, r->behind999);
-    fprintf(f, "}],\n    \"allowed_lateness\": [{\"target\": \"p99.99\", "
-               "\"bound_ms\": %" PRId64 ", \"ms\": %" PRId64
-               ", \"dropped_fraction_max\": ",
+    fprintf(f,
+            "}],\n    \"allowed_lateness\": [{\"target\": \"p99.99\", "
+            "\"bound_ms\": %" PRId64 ", \"ms\": %" PRId64
+            ", \"dropped_fraction_max\": ",
             r->bound99, r->late9999);
     jdbl(f, r->dropped9999);
-    fprintf(f, "}, {\"target\": \"max\", \"bound_ms\": %" PRId64
-               ", \"ms\": %" PRId64 ", \"dropped_fraction_max\": ",
+    fprintf(f,
+            "}, {\"target\": \"max\", \"bound_ms\": %" PRId64
+            ", \"ms\": %" PRId64 ", \"dropped_fraction_max\": ",
             r->bound99, r->late_max);
     jdbl(f, r->dropped_max);
-    fprintf(f, "}],\n    \"idle_timeout\": {\"ms\": %" PRId64
-               ", \"basis\": \"%s\", \"gap_p999_ms\": %" PRId64
-               ", \"normal_gap_max_ms\": %" PRId64
-               ", \"largest_gap_ms\": %" PRId64
-               ", \"partitions_silent_longer\": [",
+    fprintf(f,
+            "}],\n    \"idle_timeout\": {\"ms\": %" PRId64
+            ", \"basis\": \"%s\", \"gap_p999_ms\": %" PRId64
+            ", \"normal_gap_max_ms\": %" PRId64 ", \"largest_gap_ms\": %" PRId64
+            ", \"partitions_silent_longer\": [",
             r->idle_timeout,
-            r->idle_from_arrival ? "arrival_time" : "event_time",
-            r->gap_p999, r->gap_normal_max, r->gap_max);
+            r->idle_from_arrival ? "arrival_time" : "event_time", r->gap_p999,
+            r->gap_normal_max, r->gap_max);
     int k = 0;
     for (int p = 0; p < s->n_parts; p++) {
-        if (s->parts[p].records == 0 ||
-            s->parts[p].max_gap <= r->idle_timeout)
+        if (s->parts[p].records == 0 || s->parts[p].max_gap <= r->idle_timeout)
             continue;
         fputs(k++ ? ", " : "", f);
         jstr(f, s->parts[p].name);
     }
-    fprintf(f, "], \"late_records_estimate\": %" PRId64
-               ", \"records_checked\": %" PRId64
-               ", \"late_fraction_estimate\": ",
+    fprintf(f,
+            "], \"late_records_estimate\": %" PRId64
+            ", \"records_checked\": %" PRId64 ", \"late_fraction_estimate\": ",
             r->idle_late, r->idle_checked);
     jdbl(f, frac(r->idle_late, r->idle_checked));
     fputs("}\n  },\n", f);
@@ -625,33 +631,35 @@ static void jdist(FILE *f, const char *name, const tdm__an_dist *d)
     fprintf(f, ", \"%s\": {\"n\": %" PRId64 ", \"mean\": ", name, d->n);
     if (d->n) {
         jdbl(f, d->mean);
-        fprintf(f, ", \"p50\": %" PRId64 ", \"p99\": %" PRId64
-                   ", \"max\": %" PRId64 "}",
+        fprintf(f,
+                ", \"p50\": %" PRId64 ", \"p99\": %" PRId64
+                ", \"max\": %" PRId64 "}",
                 d->p50, d->p99, d->max);
     } else {
         fputs("null, \"p50\": null, \"p99\": null, \"max\": null}", f);
     }
 }
 
-static void json_whatif(FILE *f, const tdm__an_opts *o,
-                        const tdm__an_scan *s,
+static void json_whatif(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
                         const tdm__an_cand *cands, int n)
 {
     if (n == 0) {
         fputs("  \"whatif\": null,\n", f);
         return;
     }
-    fprintf(f, "  \"whatif\": {\"records\": %" PRId64
-               ", \"complete\": %s, \"window\": ",
+    fprintf(f,
+            "  \"whatif\": {\"records\": %" PRId64
+            ", \"complete\": %s, \"window\": ",
             s->sample.n, s->sample.complete ? "true" : "false");
     jstr(f, o->window_text);
     fputs(", \"candidates\": [", f);
     for (int i = 0; i < n; i++) {
         const tdm__an_cand *c = &cands[i];
-        fprintf(f, "%s\n    {\"bound_ms\": %" PRId64
-                   ", \"lateness_ms\": %" PRId64 ", \"records\": %" PRId64
-                   ", \"on_time\": %" PRId64 ", \"accepted_late\": %" PRId64
-                   ", \"late_output\": %" PRId64 ", \"on_time_fraction\": ",
+        fprintf(f,
+                "%s\n    {\"bound_ms\": %" PRId64 ", \"lateness_ms\": %" PRId64
+                ", \"records\": %" PRId64 ", \"on_time\": %" PRId64
+                ", \"accepted_late\": %" PRId64 ", \"late_output\": %" PRId64
+                ", \"on_time_fraction\": ",
                 i ? "," : "", c->bound, c->lateness, c->records, c->on_time,
                 c->accepted_late, c->late_output);
         jdbl(f, frac(c->on_time, c->records));
@@ -659,28 +667,27 @@ static void json_whatif(FILE *f, const tdm__an_opts *o,
         jdbl(f, frac(c->accepted_late, c->records));
         fputs(", \"late_output_fraction\": ", f);
         jdbl(f, frac(c->late_output, c->records));
-        fprintf(f, ", \"panes_on_time\": %" PRId64 ", \"panes_late\": %" PRId64
-                   ", \"panes_other\": %" PRId64 ", \"windows\": %" PRId64
-                   ", \"windows_at_end\": %" PRId64,
+        fprintf(f,
+                ", \"panes_on_time\": %" PRId64 ", \"panes_late\": %" PRId64
+                ", \"panes_other\": %" PRId64 ", \"windows\": %" PRId64
+                ", \"windows_at_end\": %" PRId64,
                 c->panes_on_time, c->panes_late, c->panes_other, c->windows,
                 c->windows_at_end);
         jdist(f, "delay_ms", &c->delay_ms);
         jdist(f, "delay_records", &c->delay_records);
-        fprintf(f, ", \"peak_live_windows\": %" PRId64
-                   ", \"peak_keys\": %" PRId64
-                   ", \"peak_state_bytes\": %" PRId64 ", \"rate_per_s\": ",
+        fprintf(f,
+                ", \"peak_live_windows\": %" PRId64 ", \"peak_keys\": %" PRId64
+                ", \"peak_state_bytes\": %" PRId64 ", \"rate_per_s\": ",
                 c->peak_windows, c->peak_keys, c->peak_bytes);
         jdbl(f, c->rate);
-        fprintf(f, ", \"seed_estimate_bytes\": %" PRId64 "}",
-                c->seed_estimate);
+        fprintf(f, ", \"seed_estimate_bytes\": %" PRId64 "}", c->seed_estimate);
     }
     fputs("\n  ]},\n", f);
 }
 
 /* The JSON report (see analyze.h and docs/analyze.md). */
 void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
-                              const tdm__an_scan *s,
-                              const tdm__an_reco *r,
+                              const tdm__an_scan *s, const tdm__an_reco *r,
                               const tdm__an_cand *cands, int n_cands)
 {
     fprintf(f, "{\n  \"version\": 1,\n  \"input\": {\"files\": [");
@@ -688,9 +695,10 @@ void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
         fputs(i ? ", " : "", f);
         jstr(f, s->files[i]);
     }
-    fprintf(f, "], \"records\": %" PRId64 ", \"bad_records\": %" PRId64
-               ", \"guarded\": %" PRId64 ", \"future\": %" PRId64
-               ", \"partitions\": %d, \"min_ts\": ",
+    fprintf(f,
+            "], \"records\": %" PRId64 ", \"bad_records\": %" PRId64
+            ", \"guarded\": %" PRId64 ", \"future\": %" PRId64
+            ", \"partitions\": %d, \"min_ts\": ",
             s->records, s->bad, s->guarded, s->future, s->n_parts);
     jtime(f, s->lag.n ? s->min_ts : TDM_TIME_MIN);
     fputs(", \"max_ts\": ", f);
@@ -708,8 +716,9 @@ void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
     jstr(f, o->key_fields);
     fputs(", \"window\": ", f);
     jstr(f, o->window_text);
-    fprintf(f, ", \"sample\": %" PRId64 ", \"batch_size\": %d, "
-               "\"guard_ms\": %" PRId64 ", \"now\": %" PRId64 "},\n",
+    fprintf(f,
+            ", \"sample\": %" PRId64 ", \"batch_size\": %d, "
+            "\"guard_ms\": %" PRId64 ", \"now\": %" PRId64 "},\n",
             o->sample, o->batch_size, o->guard, o->now);
     fputs("  \"lag\": {", f);
     jquantiles(f, &s->lag);
@@ -729,13 +738,15 @@ void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
     jquantiles(f, &s->gaps);
     fputs("},\n", f);
     json_partitions(f, s);
-    fprintf(f, "  \"over_time\": {\"slice_records\": %" PRId64
-               ", \"median_p99\": %" PRId64 ", \"slices\": [",
+    fprintf(f,
+            "  \"over_time\": {\"slice_records\": %" PRId64
+            ", \"median_p99\": %" PRId64 ", \"slices\": [",
             s->slice_len, r->slice_p99_median);
     for (int k = 0; k < s->n_slices; k++) {
         const tdm__an_slice *sl = &s->slices[k];
-        fprintf(f, "%s\n    {\"first\": %" PRId64 ", \"records\": %" PRId64
-                   ", \"max_ts\": ",
+        fprintf(f,
+                "%s\n    {\"first\": %" PRId64 ", \"records\": %" PRId64
+                ", \"max_ts\": ",
                 k ? "," : "", sl->first, sl->records);
         jtime(f, sl->max_ts);
         fputs(", \"p99\": ", f);

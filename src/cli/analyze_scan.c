@@ -50,29 +50,29 @@
 typedef struct scan_ctx {
     const tdm__an_opts *o;
     tdm__an_scan *s;
-    int format;                /* TDM__AN_FMT_*, the extension decided */
-    tdm_job *job;              /* holds the source node the scan reads */
+    int format;   /* TDM__AN_FMT_*, the extension decided */
+    tdm_job *job; /* holds the source node the scan reads */
     tdm_node *node;
     tdm_source_scan *sc;
-    int arrival_idx;           /* schema index or -1 */
+    int arrival_idx; /* schema index or -1 */
     int key_idx[16];
     int n_key;
     tdm_dead_letters *dead;
     tdm_err dead_err;
     char *errbuf;
     size_t errbuf_size;
-    tdm_time_ms gmax;          /* highest timestamp (not guarded) */
-    tdm_time_ms first_mark;    /* the first gap mark of the input */
-    tdm_time_ms last_mark;     /* the latest gap mark */
-    tdm_time_ms guard_limit;   /* now + guard (TDM_TIME_MAX: off) */
-    tdm_time_ms future_limit;  /* now + 1 h */
+    tdm_time_ms gmax;         /* highest timestamp (not guarded) */
+    tdm_time_ms first_mark;   /* the first gap mark of the input */
+    tdm_time_ms last_mark;    /* the latest gap mark */
+    tdm_time_ms guard_limit;  /* now + guard (TDM_TIME_MAX: off) */
+    tdm_time_ms future_limit; /* now + 1 h */
 } scan_ctx;
 
 /* ---- Warnings ---- */
 
 /* Adds a warning (see analyze.h). */
-tdm_err tdm__analyze_warn(tdm__an_scan *s, const char *kind,
-                          const char *fmt, ...)
+tdm_err tdm__analyze_warn(tdm__an_scan *s, const char *kind, const char *fmt,
+                          ...)
 {
     char msg[1024];
     va_list ap;
@@ -81,8 +81,7 @@ tdm_err tdm__analyze_warn(tdm__an_scan *s, const char *kind,
     va_end(ap);
     if (s->n_warnings == s->cap_warnings) {
         int cap = s->cap_warnings ? 2 * s->cap_warnings : 8;
-        tdm__an_warning *w =
-            realloc(s->warnings, (size_t)cap * sizeof *w);
+        tdm__an_warning *w = realloc(s->warnings, (size_t)cap * sizeof *w);
         if (!w)
             return TDM_ERR_NOMEM;
         s->warnings = w;
@@ -155,7 +154,7 @@ static tdm_err expand_inputs(scan_ctx *c)
         globfree(&g);
         if (added == 0)
             return tdm__cli_errf(c->errbuf, c->errbuf_size, TDM_ERR_IO,
-                             "no file matches '%s'", in);
+                                 "no file matches '%s'", in);
     }
     return TDM_OK;
 }
@@ -191,9 +190,8 @@ static const char *sniff_type(const scan_ctx *c, const char *name)
         if (is_blank(line))
             continue;
         json_t *root = json_loads(line, JSON_DECODE_ANY, NULL);
-        json_t *v = root && json_is_object(root)
-                        ? json_object_get(root, name)
-                        : NULL;
+        json_t *v =
+            root && json_is_object(root) ? json_object_get(root, name) : NULL;
         if (json_is_integer(v))
             type = "int64";
         else if (json_is_real(v))
@@ -208,8 +206,7 @@ static const char *sniff_type(const scan_ctx *c, const char *name)
 }
 
 /* Appends "name:type" to the schema text unless the field is there. */
-static void schema_add(char *buf, size_t n, const char *name,
-                       const char *type)
+static void schema_add(char *buf, size_t n, const char *name, const char *type)
 {
     size_t nl = strlen(name);
     const char *p = buf;
@@ -273,13 +270,13 @@ static tdm_err node_set(scan_ctx *c, const char *key, const char *value)
 static tdm_err make_source(scan_ctx *c, const char *schema)
 {
     const tdm__an_opts *o = c->o;
-    char batch[32], delim[2] = { o->csv_delimiter ? o->csv_delimiter : ',',
-                                 '\0' };
+    char batch[32],
+        delim[2] = {o->csv_delimiter ? o->csv_delimiter : ',', '\0'};
     snprintf(batch, sizeof batch, "%d", o->batch_size);
     tdm_err err = tdm_job_new(&c->job);
     if (err == TDM_OK)
-        err = tdm_job_set(c->job, "batch.size", batch, c->errbuf,
-                          c->errbuf_size);
+        err =
+            tdm_job_set(c->job, "batch.size", batch, c->errbuf, c->errbuf_size);
     if (err == TDM_OK)
         err = tdm_job_add_node(c->job, TDM_NODE_SOURCE, SOURCE, &c->node,
                                c->errbuf, c->errbuf_size);
@@ -288,8 +285,8 @@ static tdm_err make_source(scan_ctx *c, const char *schema)
     const char *format = c->format == TDM__AN_FMT_CSV ? "csv" : "json";
     if ((err = node_set(c, "type", "file")) != TDM_OK ||
         (err = node_set(c, "format", format)) != TDM_OK ||
-        (err = node_set(c, "csv.header",
-                        o->csv_header ? "true" : "false")) != TDM_OK ||
+        (err = node_set(c, "csv.header", o->csv_header ? "true" : "false")) !=
+            TDM_OK ||
         (err = node_set(c, "csv.delimiter", delim)) != TDM_OK ||
         (err = node_set(c, "schema", schema)) != TDM_OK ||
         (err = node_set(c, "timestamp.field", o->ts_field)) != TDM_OK ||
@@ -375,15 +372,16 @@ static void on_dead(void *ud, const char *location, const char *reason,
     scan_ctx *c = ud;
     int64_t n = c->s->bad++;
     if (n < MAX_LOGGED_BAD && c->o->log)
-        fprintf(c->o->log, "tidemark analyze: bad record at %s: %s\n",
-                location, reason);
+        fprintf(c->o->log, "tidemark analyze: bad record at %s: %s\n", location,
+                reason);
     else if (n == MAX_LOGGED_BAD && c->o->log)
-        fprintf(c->o->log, "tidemark analyze: further bad records are "
-                           "counted, not shown%s\n",
+        fprintf(c->o->log,
+                "tidemark analyze: further bad records are "
+                "counted, not shown%s\n",
                 c->dead ? " (all are in the dead-letter file)" : "");
     if (c->dead && c->dead_err == TDM_OK)
-        c->dead_err = tdm_dead_letters_write(c->dead, location, reason, raw,
-                                             raw_len);
+        c->dead_err =
+            tdm_dead_letters_write(c->dead, location, reason, raw, raw_len);
 }
 
 /* ---- Per-partition state ---- */
@@ -402,8 +400,7 @@ static tdm_err ensure_part(scan_ctx *c, uint32_t p)
         tdm__an_part *np = realloc(s->parts, (size_t)cap * sizeof *np);
         if (!np)
             return TDM_ERR_NOMEM;
-        memset(np + s->cap_parts, 0,
-               (size_t)(cap - s->cap_parts) * sizeof *np);
+        memset(np + s->cap_parts, 0, (size_t)(cap - s->cap_parts) * sizeof *np);
         s->parts = np;
         s->cap_parts = cap;
     }
@@ -466,13 +463,11 @@ static void merge_slices(tdm__an_scan *s)
 /* The slice record @p idx falls into (started when needed). */
 static tdm__an_slice *slice_for(tdm__an_scan *s, int64_t idx)
 {
-    if (s->n_slices > 0 &&
-        s->slices[s->n_slices - 1].records < s->slice_len)
+    if (s->n_slices > 0 && s->slices[s->n_slices - 1].records < s->slice_len)
         return &s->slices[s->n_slices - 1];
     if (s->n_slices == TDM__AN_SLICES)
         merge_slices(s);
-    if (s->n_slices > 0 &&
-        s->slices[s->n_slices - 1].records < s->slice_len)
+    if (s->n_slices > 0 && s->slices[s->n_slices - 1].records < s->slice_len)
         return &s->slices[s->n_slices - 1];
     tdm__an_slice *sl = &s->slices[s->n_slices];
     if (!sl->lag.b && tdm__cli_hist_init(&sl->lag) != TDM_OK)
@@ -535,7 +530,7 @@ static tdm_err intern_key(tdm__an_sample *sm, const char *k, size_t len,
         for (uint32_t e = 0; e < sm->n_keys; e++) {
             size_t off = sm->koff[e];
             size_t i = (size_t)tdm__cli_hash_bytes(sm->kbytes + off,
-                                               sm->koff[e + 1] - off) &
+                                                   sm->koff[e + 1] - off) &
                        (ns - 1);
             while (slots[i])
                 i = (i + 1) & (ns - 1);
@@ -611,8 +606,7 @@ static tdm_err sample_event(tdm__an_sample *sm, uint32_t split, int kind)
 
 /* The arrival time of @p row in ms, false when it has none (null, or
  * not a time in the unit). */
-static bool arrival_of(const scan_ctx *c, const tdm_row *row,
-                       tdm_time_ms *out)
+static bool arrival_of(const scan_ctx *c, const tdm_row *row, tdm_time_ms *out)
 {
     return tdm_source_scan_field_time(c->sc, row, c->arrival_idx, out) ==
            TDM_OK;
@@ -839,10 +833,9 @@ static tdm_err warn_unit(tdm__an_scan *s)
             "%d values of partition %s are in the range of epoch %s "
             "(first: %lld = %s; read as %s it is %s); use --unit %s here "
             "and timestamp.unit: %s in the job",
-            what,
-            (long long)(what[0] == 's' ? pt->unit_small : pt->unit_big),
-            pt->unit_n, pt->name, what, (long long)pt->unit_first, a, what,
-            b, unit, unit);
+            what, (long long)(what[0] == 's' ? pt->unit_small : pt->unit_big),
+            pt->unit_n, pt->name, what, (long long)pt->unit_first, a, what, b,
+            unit, unit);
     }
     return TDM_OK;
 }
@@ -865,8 +858,7 @@ static tdm_err warn_rest(const scan_ctx *c)
             "timestamp_guard (default 1h) keeps such records from "
             "advancing the watermark%s",
             (long long)s->future, a, (long long)s->future_first + 1, b,
-            o->guard > 0 ? "; here they are left out of the lag as well"
-                         : "");
+            o->guard > 0 ? "; here they are left out of the lag as well" : "");
         if (err != TDM_OK)
             return err;
     }
@@ -908,18 +900,17 @@ static tdm_err warn_rest(const scan_ctx *c)
             "records arrive behind its highest timestamp, by up to %s: "
             "with watermark.strategy monotonous they are behind the "
             "watermark",
-            pt->name, (long long)pt->out_of_order, (long long)pt->records,
-            d);
+            pt->name, (long long)pt->out_of_order, (long long)pt->records, d);
         if (err != TDM_OK)
             return err;
     }
     if (s->arrival_missing > 0) {
-        err = tdm__analyze_warn(s, "arrival_missing",
-                                "%lld records have no usable arrival time "
-                                "in field %s: they are left out of the "
-                                "delay and the gaps",
-                                (long long)s->arrival_missing,
-                                o->arrival_field);
+        err =
+            tdm__analyze_warn(s, "arrival_missing",
+                              "%lld records have no usable arrival time "
+                              "in field %s: they are left out of the "
+                              "delay and the gaps",
+                              (long long)s->arrival_missing, o->arrival_field);
         if (err != TDM_OK)
             return err;
     }
@@ -947,8 +938,8 @@ static tdm_err start(scan_ctx *c, const tdm__an_opts *o, tdm__an_scan *s,
     c->gmax = TDM_TIME_MIN;
     c->first_mark = TDM_TIME_MIN;
     c->last_mark = TDM_TIME_MIN;
-    c->guard_limit = o->guard > 0 ? tdm_time_add(o->now, o->guard)
-                                  : TDM_TIME_MAX;
+    c->guard_limit =
+        o->guard > 0 ? tdm_time_add(o->now, o->guard) : TDM_TIME_MAX;
     c->future_limit = tdm_time_add(o->now, TDM__AN_FUTURE_MS);
     s->min_ts = TDM_TIME_MAX;
     s->max_ts = TDM_TIME_MIN;
@@ -972,8 +963,8 @@ static tdm_err open_inputs(scan_ctx *c)
         err = build_conf(c);
     if (err == TDM_OK && c->o->dead_letter) {
         char msg[256] = "";
-        err = tdm_dead_letters_open(c->o->dead_letter, &c->dead, msg,
-                                    sizeof msg);
+        err =
+            tdm_dead_letters_open(c->o->dead_letter, &c->dead, msg, sizeof msg);
         if (err != TDM_OK)
             err = tdm__cli_errf(c->errbuf, c->errbuf_size, TDM_ERR_IO,
                                 "--dead-letter: %s",
@@ -981,8 +972,7 @@ static tdm_err open_inputs(scan_ctx *c)
     }
     if (err != TDM_OK)
         return err;
-    return tdm_source_scan_new(c->job, SOURCE,
-                               (const char *const *)c->s->files,
+    return tdm_source_scan_new(c->job, SOURCE, (const char *const *)c->s->files,
                                c->s->n_files, on_dead, c, &c->sc, c->errbuf,
                                c->errbuf_size);
 }
@@ -1009,8 +999,7 @@ static tdm_err read_all(scan_ctx *c)
         if (item == TDM_SCAN_RECORD)
             err = on_record(c, row, p, s->records++);
         else if (s->sample.n < o->sample || s->records <= o->sample)
-            err = sample_event(&s->sample, (uint32_t)p,
-                               TDM__AN_EV_FINISHED);
+            err = sample_event(&s->sample, (uint32_t)p, TDM__AN_EV_FINISHED);
         if (err != TDM_OK)
             return err;
         if (c->dead_err != TDM_OK)
@@ -1038,8 +1027,8 @@ static tdm_err finish(scan_ctx *c, tdm_err err)
 }
 
 /* Reads every input once (see analyze.h and the file comment). */
-tdm_err tdm__analyze_scan(const tdm__an_opts *o, tdm__an_scan *s,
-                          char *errbuf, size_t errbuf_size)
+tdm_err tdm__analyze_scan(const tdm__an_opts *o, tdm__an_scan *s, char *errbuf,
+                          size_t errbuf_size)
 {
     scan_ctx c;
     tdm_err err = start(&c, o, s, errbuf, errbuf_size);

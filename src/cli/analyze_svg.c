@@ -54,8 +54,9 @@ static void esc(FILE *f, const char *s)
 static void text(FILE *f, double x, double y, const char *anchor, int size,
                  const char *extra, const char *s)
 {
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" "
-               "font-size=\"%d\"%s%s>",
+    fprintf(f,
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" "
+            "font-size=\"%d\"%s%s>",
             x, y, anchor, size, extra ? " " : "", extra ? extra : "");
     esc(f, s);
     fputs("</text>\n", f);
@@ -64,8 +65,9 @@ static void text(FILE *f, double x, double y, const char *anchor, int size,
 static void line(FILE *f, double x1, double y1, double x2, double y2,
                  const char *style)
 {
-    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-               "%s/>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+            "%s/>\n",
             x1, y1, x2, y2, style);
 }
 
@@ -99,13 +101,15 @@ static void tradeoff_frame(FILE *f)
 {
     text(f, LX + LW / 2.0, PY - 20, "middle", 15, "font-weight=\"bold\"",
          "Completeness against result delay");
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-               "fill=\"none\" stroke=\"#444\"/>\n",
+    fprintf(f,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+            "fill=\"none\" stroke=\"#444\"/>\n",
             LX, PY, LW, PH);
     text(f, LX + LW / 2.0, PY + PH + 40, "middle", 12, NULL,
          "median result delay after a window's end (event time)");
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" "
-               "font-size=\"12\" transform=\"rotate(-90 %d %d)\">",
+    fprintf(f,
+            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" "
+            "font-size=\"12\" transform=\"rotate(-90 %d %d)\">",
             LX - 55, PY + PH / 2, LX - 55, PY + PH / 2);
     esc(f, "records in results (%)");
     fputs("</text>\n", f);
@@ -190,12 +194,11 @@ static double y_of(const axes *a, int64_t part, int64_t whole)
  * labels.  Candidates with the same bound share their dot (allowed
  * lateness changes neither what is on time nor when the first result
  * comes): one "B=" label per dot, one "L=" label per ring. */
-static void tradeoff_point(FILE *f, const tdm__an_cand *c, int i,
-                           const axes *a)
+static void tradeoff_point(FILE *f, const tdm__an_cand *c, int i, const axes *a)
 {
     char buf[64], b2[32], b3[32];
-    double x = LX + LW * ((double)c[i].delay_ms.p50 - a->xlo) /
-                        (a->xhi - a->xlo);
+    double x =
+        LX + LW * ((double)c[i].delay_ms.p50 - a->xlo) / (a->xhi - a->xlo);
     double py = y_of(a, c[i].on_time, c[i].records);
     double pf = y_of(a, c[i].records - c[i].late_output, c[i].records);
     bool dot_done = false, ring_done = false;
@@ -210,11 +213,13 @@ static void tradeoff_point(FILE *f, const tdm__an_cand *c, int i,
     if (pf < PY)
         pf = PY;
     line(f, x, py, x, pf, "stroke=\"#9ab\" stroke-dasharray=\"3,2\"");
-    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" "
-               "stroke=\"#c60\" stroke-width=\"2\"/>\n",
+    fprintf(f,
+            "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" "
+            "stroke=\"#c60\" stroke-width=\"2\"/>\n",
             x, pf);
-    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
-               "fill=\"#06c\"/>\n",
+    fprintf(f,
+            "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" "
+            "fill=\"#06c\"/>\n",
             x, py);
     if (!ring_done) {
         snprintf(buf, sizeof buf, "L=%s",
@@ -245,12 +250,13 @@ static void tradeoff(FILE *f, const tdm__an_cand *c, int n)
         if (plotted(&c[i]))
             tradeoff_point(f, c, i, &a);
     /* Legend. */
-    fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"#06c\"/>\n",
-            LX + 10, PY + PH + 58);
+    fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"4\" fill=\"#06c\"/>\n", LX + 10,
+            PY + PH + 58);
     text(f, LX + 20, PY + PH + 62, "start", 11, NULL,
          "in the first result (on time)");
-    fprintf(f, "<circle cx=\"%d\" cy=\"%d\" r=\"6\" fill=\"none\" "
-               "stroke=\"#c60\" stroke-width=\"2\"/>\n",
+    fprintf(f,
+            "<circle cx=\"%d\" cy=\"%d\" r=\"6\" fill=\"none\" "
+            "stroke=\"#c60\" stroke-width=\"2\"/>\n",
             LX + 200, PY + PH + 58);
     text(f, LX + 210, PY + PH + 62, "start", 11, NULL,
          "in some result (refires too)");
@@ -263,19 +269,20 @@ static void lag_chart(FILE *f, const tdm__cli_hist *h)
     char buf[64];
     text(f, RX + RW / 2.0, PY - 20, "middle", 15, "font-weight=\"bold\"",
          "Out-of-orderness histogram");
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-               "fill=\"none\" stroke=\"#444\"/>\n",
+    fprintf(f,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+            "fill=\"none\" stroke=\"#444\"/>\n",
             RX, PY, RW, PH);
     text(f, RX + RW / 2.0, PY + PH + 40, "middle", 12, NULL,
          "lag behind the partition's highest timestamp (log scale)");
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" "
-               "font-size=\"12\" transform=\"rotate(-90 %d %d)\">",
+    fprintf(f,
+            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" "
+            "font-size=\"12\" transform=\"rotate(-90 %d %d)\">",
             RX - 50, PY + PH / 2, RX - 50, PY + PH / 2);
     esc(f, "records (log scale)");
     fputs("</text>\n", f);
     if (h->n == 0) {
-        text(f, RX + RW / 2.0, PY + PH / 2.0, "middle", 13, NULL,
-             "no records");
+        text(f, RX + RW / 2.0, PY + PH / 2.0, "middle", 13, NULL, "no records");
         return;
     }
     /* Buckets [0], [1], [2, 3], [4, 7], ... up to the maximum. */
@@ -304,8 +311,9 @@ static void lag_chart(FILE *f, const tdm__cli_hist *h)
         if (cnt[k] == 0)
             continue;
         double hgt = PH * log10((double)cnt[k] + 1) / decades;
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                   "height=\"%.1f\" fill=\"#6a9\"><title>",
+        fprintf(f,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                "height=\"%.1f\" fill=\"#6a9\"><title>",
                 RX + k * bw + 1, PY + PH - hgt, bw > 3 ? bw - 2 : bw, hgt);
         int64_t blo = k == 0 ? 0 : (int64_t)1 << (k - 1);
         int64_t bhi = k == 0 ? 0 : 2 * blo - 1;
@@ -336,7 +344,7 @@ static void lag_chart(FILE *f, const tdm__cli_hist *h)
         double q;
         const char *name;
         const char *color;
-    } marks[] = { { 0.99, "P99", "#c00" }, { 0.999, "P99.9", "#808" } };
+    } marks[] = {{0.99, "P99", "#c00"}, {0.999, "P99.9", "#808"}};
     for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++) {
         int64_t v = tdm__cli_hist_quantile(h, marks[m].q);
         int k = 0;
@@ -344,8 +352,8 @@ static void lag_chart(FILE *f, const tdm__cli_hist *h)
             k++;
         double x = RX + k * bw + bw / 2;
         char style[96];
-        snprintf(style, sizeof style,
-                 "stroke=\"%s\" stroke-dasharray=\"5,3\"", marks[m].color);
+        snprintf(style, sizeof style, "stroke=\"%s\" stroke-dasharray=\"5,3\"",
+                 marks[m].color);
         line(f, x, PY, x, PY + PH, style);
         char d1[32];
         snprintf(buf, sizeof buf, "%s %s", marks[m].name,
@@ -356,17 +364,19 @@ static void lag_chart(FILE *f, const tdm__cli_hist *h)
 }
 
 /* Writes the plot (see analyze.h). */
-int tdm__analyze_svg(FILE *f, const tdm__an_scan *s,
-                     const tdm__an_cand *cands, int n_cands)
+int tdm__analyze_svg(FILE *f, const tdm__an_scan *s, const tdm__an_cand *cands,
+                     int n_cands)
 {
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-               "height=\"%d\" viewBox=\"0 0 %d %d\" "
-               "font-family=\"sans-serif\">\n",
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+            "height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "font-family=\"sans-serif\">\n",
             W, H, W, H);
     fputs("<title>tidemark analyze</title>\n", f);
-    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
-               "fill=\"white\"/>\n",
+    fprintf(f,
+            "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+            "fill=\"white\"/>\n",
             W, H);
     tradeoff(f, cands, n_cands);
     lag_chart(f, &s->lag);

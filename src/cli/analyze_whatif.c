@@ -53,13 +53,13 @@ typedef struct replay {
     tdm_clock *clk;
     tdm_reader *rd;
     tdm_winop *op;
-    tdm_record *rec;           /* refilled for every push */
+    tdm_record *rec; /* refilled for every push */
     int n_splits;
-    tdm_err err;               /* first error inside a callback */
-    int64_t i;                 /* records pushed so far */
-    tdm_time_ms gmax;          /* highest timestamp seen (not guarded) */
+    tdm_err err;      /* first error inside a callback */
+    int64_t i;        /* records pushed so far */
+    tdm_time_ms gmax; /* highest timestamp seen (not guarded) */
     bool at_end;
-    bool in_push;              /* inside tdm_winop_push */
+    bool in_push;               /* inside tdm_winop_push */
     int push_late, push_refire; /* what the current push caused */
     /* When the highest timestamp rose: value and record count. */
     tdm_time_ms *gv;
@@ -72,12 +72,12 @@ typedef struct replay {
     int64_t *dms, *drec;
     int64_t n_d, cap_d;
     /* Keys with live windows. */
-    tdm_time_ms *kclean;       /* TDM_TIME_MIN: no live window */
+    tdm_time_ms *kclean; /* TDM_TIME_MIN: no live window */
     kentry *heap;
     size_t n_heap, cap_heap;
     int64_t live_keys;
-    int64_t ev;                /* the sample's next split event */
-    tdm_time_ms smin, smax;    /* timestamps pushed (not guarded) */
+    int64_t ev;             /* the sample's next split event */
+    tdm_time_ms smin, smax; /* timestamps pushed (not guarded) */
 } replay;
 
 /* ---- Small containers ---- */
@@ -142,7 +142,7 @@ static bool set_add(replay *r, tdm_time_ms start, tdm_time_ms end)
         for (size_t k = 0; k < r->cap_set; k++) {
             if (!r->set[k].used)
                 continue;
-            tdm_time_ms se[2] = { r->set[k].start, r->set[k].end };
+            tdm_time_ms se[2] = {r->set[k].start, r->set[k].end};
             size_t j = (size_t)tdm__cli_hash_bytes(se, sizeof se) & (cap - 1);
             while (ns[j].used)
                 j = (j + 1) & (cap - 1);
@@ -152,7 +152,7 @@ static bool set_add(replay *r, tdm_time_ms start, tdm_time_ms end)
         r->set = ns;
         r->cap_set = cap;
     }
-    tdm_time_ms se[2] = { start, end };
+    tdm_time_ms se[2] = {start, end};
     size_t j = (size_t)tdm__cli_hash_bytes(se, sizeof se) & (r->cap_set - 1);
     while (r->set[j].used) {
         if (r->set[j].start == start && r->set[j].end == end)
@@ -172,8 +172,7 @@ static void gmax_log(replay *r, tdm_time_ms v)
     if (r->n_g == r->cap_g) {
         int64_t cap = r->cap_g ? 2 * r->cap_g : 4096;
         tdm_time_ms *gv = realloc(r->gv, (size_t)cap * sizeof *gv);
-        int64_t *gi = gv ? realloc(r->gi, (size_t)cap * sizeof *gi)
-                         : NULL;
+        int64_t *gi = gv ? realloc(r->gi, (size_t)cap * sizeof *gi) : NULL;
         if (gv)
             r->gv = gv;
         if (!gv || !gi) {
@@ -241,8 +240,7 @@ static void on_result(replay *r, const tdm_event *ev)
     if (r->n_d == r->cap_d) {
         int64_t cap = r->cap_d ? 2 * r->cap_d : 1024;
         int64_t *a = realloc(r->dms, (size_t)cap * sizeof *a);
-        int64_t *b = a ? realloc(r->drec, (size_t)cap * sizeof *b)
-                       : NULL;
+        int64_t *b = a ? realloc(r->drec, (size_t)cap * sizeof *b) : NULL;
         if (a)
             r->dms = a;
         if (!a || !b) {
@@ -317,13 +315,11 @@ static tdm_err make_engine(replay *r, char *errbuf, size_t errbuf_size)
         return err;
     switch (o->win_type) {
     case TDM__AN_SLIDING:
-        err = tdm_assigner_new_sliding(o->win_size, o->win_slide,
-                                       o->win_offset, &asg, errbuf,
-                                       errbuf_size);
+        err = tdm_assigner_new_sliding(o->win_size, o->win_slide, o->win_offset,
+                                       &asg, errbuf, errbuf_size);
         break;
     case TDM__AN_SESSION:
-        err = tdm_assigner_new_session(o->win_gap, &asg, errbuf,
-                                       errbuf_size);
+        err = tdm_assigner_new_session(o->win_gap, &asg, errbuf, errbuf_size);
         break;
     default:
         err = tdm_assigner_new_tumbling(o->win_size, o->win_offset, &asg,
@@ -345,8 +341,8 @@ static tdm_err make_engine(replay *r, char *errbuf, size_t errbuf_size)
     if (err == TDM_OK)
         err = tdm_winop_set_late_output(r->op, 1);
     if (err == TDM_OK)
-        err = tdm_wm_strategy_new(TDM_WM_BOUNDED, r->c->bound, &strat,
-                                  errbuf, errbuf_size);
+        err = tdm_wm_strategy_new(TDM_WM_BOUNDED, r->c->bound, &strat, errbuf,
+                                  errbuf_size);
     if (err == TDM_OK)
         err = tdm_wm_strategy_set_emit_on_event(strat, 1);
     if (err == TDM_OK)
@@ -368,11 +364,11 @@ static tdm_time_ms last_cleanup(const replay *r, tdm_time_ms ts)
     if (o->win_type == TDM__AN_SESSION)
         end = tdm_time_add(ts, o->win_gap);
     else
-        end = tdm_time_add(
-            tdm_window_start(ts, o->win_offset,
-                              o->win_type == TDM__AN_SLIDING ? o->win_slide
-                                                             : o->win_size),
-            o->win_size);
+        end = tdm_time_add(tdm_window_start(ts, o->win_offset,
+                                            o->win_type == TDM__AN_SLIDING
+                                                ? o->win_slide
+                                                : o->win_size),
+                           o->win_size);
     return tdm_time_add(end - 1, r->c->lateness);
 }
 
@@ -424,8 +420,8 @@ static void replay_free(replay *r)
 /* Prepares the replay of candidate @p c: per-key cleanup times, the
  * record pushed, the engine. */
 static tdm_err replay_init(replay *r, const tdm__an_opts *o,
-                           const tdm__an_scan *s, tdm__an_cand *c,
-                           char *errbuf, size_t errbuf_size)
+                           const tdm__an_scan *s, tdm__an_cand *c, char *errbuf,
+                           size_t errbuf_size)
 {
     const tdm__an_sample *sm = &s->sample;
     memset(r, 0, sizeof *r);
@@ -435,8 +431,8 @@ static tdm_err replay_init(replay *r, const tdm__an_opts *o,
     r->gmax = TDM_TIME_MIN;
     r->smin = TDM_TIME_MAX;
     r->smax = TDM_TIME_MIN;
-    r->kclean = malloc((size_t)(sm->n_keys ? sm->n_keys : 1) *
-                       sizeof *r->kclean);
+    r->kclean =
+        malloc((size_t)(sm->n_keys ? sm->n_keys : 1) * sizeof *r->kclean);
     if (!r->kclean)
         return TDM_ERR_NOMEM;
     for (uint32_t k = 0; k < sm->n_keys; k++)
@@ -544,9 +540,8 @@ static tdm_err replay_end(replay *r, char *errbuf, size_t errbuf_size)
     }
     if (err == TDM_OK && r->err != TDM_OK)
         err = tdm__cli_errf(errbuf, errbuf_size, r->err, "what-if: %s",
-                            r->err == TDM_ERR_NOMEM
-                                ? "out of memory"
-                                : tdm_winop_errmsg(r->op));
+                            r->err == TDM_ERR_NOMEM ? "out of memory"
+                                                    : tdm_winop_errmsg(r->op));
     return err;
 }
 
@@ -562,8 +557,8 @@ static void replay_results(replay *r)
     summarize(r->drec, r->n_d, &c->delay_records);
     if (r->smax > r->smin && c->peak_windows > 0) {
         c->rate = (double)c->records * 1000.0 / (double)(r->smax - r->smin);
-        tdm_time_ms span = o->win_type == TDM__AN_SESSION ? o->win_gap
-                                                          : o->win_size;
+        tdm_time_ms span =
+            o->win_type == TDM__AN_SESSION ? o->win_gap : o->win_size;
         double retention =
             (double)span + (double)c->bound + (double)c->lateness;
         double per = (double)c->peak_bytes / (double)c->peak_windows;
@@ -572,9 +567,8 @@ static void replay_results(replay *r)
 }
 
 /* Replays the sample for one candidate (see analyze.h). */
-tdm_err tdm__analyze_replay(const tdm__an_opts *o,
-                            const tdm__an_scan *s, tdm__an_cand *c,
-                            char *errbuf, size_t errbuf_size)
+tdm_err tdm__analyze_replay(const tdm__an_opts *o, const tdm__an_scan *s,
+                            tdm__an_cand *c, char *errbuf, size_t errbuf_size)
 {
     tdm_time_ms bound = c->bound, lateness = c->lateness;
     memset(c, 0, sizeof *c);

@@ -27,12 +27,12 @@
 
 /* One key the job file (or --set) gave a value: where and what. */
 typedef struct tdm__cli_entry {
-    char *node;        /* node name, NULL for a job key */
+    char *node;         /* node name, NULL for a job key */
     tdm_node_kind kind; /* node kind (unused for job keys) */
-    char *key;         /* the table key, e.g. "window.size" */
-    char *value;       /* the text handed to the library */
-    int line, col;     /* 1-based position of the key; 0 for --set */
-    int vline, vcol;   /* position of the value */
+    char *key;          /* the table key, e.g. "window.size" */
+    char *value;        /* the text handed to the library */
+    int line, col;      /* 1-based position of the key; 0 for --set */
+    int vline, vcol;    /* position of the value */
 } tdm__cli_entry;
 
 /* One node declared in the job file. */
@@ -58,7 +58,7 @@ typedef struct tdm__cli_job {
     size_t n_entries, cap_entries;
     tdm__cli_decl *decls;
     size_t n_decls, cap_decls;
-    int errors; /* errors found so far */
+    int errors;                /* errors found so far */
     struct tdm__cli_msg *msgs; /* errors not printed yet */
     size_t n_msgs, cap_msgs;
 } tdm__cli_job;
@@ -84,8 +84,8 @@ int tdm__cli_job_validate(tdm__cli_job *cj, FILE *err);
 /* Prints a message about job @p cj at the value of (@p node, @p key)
  * when the file set it ("file:line:col: "), else at the node's name, else
  * at the file. */
-void tdm__cli_job_report(tdm__cli_job *cj, const char *node,
-                         const char *key, const char *msg, FILE *err);
+void tdm__cli_job_report(tdm__cli_job *cj, const char *node, const char *key,
+                         const char *msg, FILE *err);
 
 /* The last value set for (@p node, @p key) (node NULL: a job key), or
  * NULL when neither the file nor --set gave one. */
@@ -98,20 +98,20 @@ void tdm__cli_job_free(tdm__cli_job *cj);
 /* ---- Options shared by `run` and `validate` ---- */
 
 typedef struct tdm__cli_opts {
-    const char *file;          /* the job file */
-    const char **sets;         /* --set arguments, in order */
+    const char *file;  /* the job file */
+    const char **sets; /* --set arguments, in order */
     int n_sets;
-    const char *parallelism;   /* --parallelism N, or NULL */
-    int quiet;                 /* --quiet */
-    int help;                  /* --help */
+    const char *parallelism; /* --parallelism N, or NULL */
+    int quiet;               /* --quiet */
+    int help;                /* --help */
 } tdm__cli_opts;
 
 /* Parses the arguments after the command name.  @p allow_quiet says
  * whether --quiet is accepted.  Prints the problem and returns
  * TDM_EXIT_USAGE on a bad command line; TDM_EXIT_OK otherwise.  The caller
  * frees opts->sets with free(). */
-int tdm__cli_opts_parse(int argc, char **argv, const char *cmd,
-                        int allow_quiet, tdm__cli_opts *opts);
+int tdm__cli_opts_parse(int argc, char **argv, const char *cmd, int allow_quiet,
+                        tdm__cli_opts *opts);
 
 /* Loads the job named by @p opts and applies --parallelism and every
  * --set in order.  Returns an exit code; *out is set (possibly NULL). */
@@ -162,8 +162,8 @@ int tdm__cli_cmd_analyze(int argc, char **argv);
 /* Takes the value of an option given as "--opt value" or "--opt=value"
  * (common.c): the value, advancing *i past it, or NULL when argv[*i] is
  * not @p name; *missing is set when the value is absent. */
-const char *tdm__cli_opt_value(int argc, char **argv, int *i,
-                               const char *name, int *missing);
+const char *tdm__cli_opt_value(int argc, char **argv, int *i, const char *name,
+                               int *missing);
 
 /* ---- Help (help.c) ---- */
 

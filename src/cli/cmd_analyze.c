@@ -75,15 +75,14 @@ static bool parse_window(const char *text, tdm__an_opts *o)
     o->win_offset = 0;
     if (strcmp(parts[0], "tumbling") == 0 && (n == 2 || n == 3)) {
         o->win_type = TDM__AN_TUMBLING;
-        return parse_duration(parts[1], &o->win_size) &&
-               o->win_size > 0 &&
+        return parse_duration(parts[1], &o->win_size) && o->win_size > 0 &&
                (n == 2 || parse_duration(parts[2], &o->win_offset));
     }
     if (strcmp(parts[0], "sliding") == 0 && (n == 3 || n == 4)) {
         o->win_type = TDM__AN_SLIDING;
         return parse_duration(parts[1], &o->win_size) &&
-               parse_duration(parts[2], &o->win_slide) &&
-               o->win_size > 0 && o->win_slide > 0 &&
+               parse_duration(parts[2], &o->win_slide) && o->win_size > 0 &&
+               o->win_slide > 0 &&
                (n == 3 || parse_duration(parts[3], &o->win_offset));
     }
     if (strcmp(parts[0], "session") == 0 && n == 2) {
@@ -98,11 +97,11 @@ static bool parse_unit(const char *u, int *out)
     static const struct {
         const char *name;
         int unit;
-    } units[] = { { "ms", TDM_TS_UNIT_MS },
-                  { "s", TDM_TS_UNIT_S },
-                  { "us", TDM_TS_UNIT_US },
-                  { "ns", TDM_TS_UNIT_NS },
-                  { "iso8601", TDM_TS_UNIT_ISO8601 } };
+    } units[] = {{"ms", TDM_TS_UNIT_MS},
+                 {"s", TDM_TS_UNIT_S},
+                 {"us", TDM_TS_UNIT_US},
+                 {"ns", TDM_TS_UNIT_NS},
+                 {"iso8601", TDM_TS_UNIT_ISO8601}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(u, units[i].name) == 0) {
             *out = units[i].unit;
@@ -121,8 +120,7 @@ static bool parse_expect(const char *text, tdm__an_opts *o)
     int cnt = 0;
     if (numeric && (n < 1 || n > 100000))
         return false;
-    char **list = calloc(numeric ? (size_t)n : strlen(text) + 1,
-                              sizeof *list);
+    char **list = calloc(numeric ? (size_t)n : strlen(text) + 1, sizeof *list);
     if (!list)
         return false;
     if (numeric) {
@@ -221,8 +219,7 @@ static int opt_sample(const char *v, tdm__an_opts *o)
     errno = 0;
     long long n = strtoll(v, &end, 10);
     if (!*v || *end || errno || n < 0)
-        return usage("--sample: expected a record count >= 0, got \"%s\"",
-                     v);
+        return usage("--sample: expected a record count >= 0, got \"%s\"", v);
     o->sample = n;
     return TDM_EXIT_OK;
 }
@@ -257,8 +254,7 @@ static int opt_now(const char *v, tdm__an_opts *o)
 /* Options of the job being modelled: batch size, guard, now, expected
  * partitions, the monotonicity claim, dead letters.  Returns as
  * opt_input. */
-static int opt_job(int argc, char **argv, int *i, tdm__an_opts *o,
-                   int *missing)
+static int opt_job(int argc, char **argv, int *i, tdm__an_opts *o, int *missing)
 {
     const char *v;
     if ((v = OPT("--sample")))
@@ -329,8 +325,8 @@ static int opt_whatif(int argc, char **argv, int *i, tdm__an_opts *o,
 
 /* Parses the command line into @p o (inputs point into argv).  Returns
  * TDM_EXIT_OK, TDM_EXIT_USAGE (message printed) or -1 for --help. */
-static int parse_args(int argc, char **argv, tdm__an_opts *o,
-                      bool *json, const char **plot)
+static int parse_args(int argc, char **argv, tdm__an_opts *o, bool *json,
+                      const char **plot)
 {
     o->inputs = calloc((size_t)argc + 1, sizeof *o->inputs);
     if (!o->inputs)
@@ -433,8 +429,8 @@ typedef struct pool {
     tdm__an_cand *cands;
     int n;
     atomic_int next;
-    tdm_err *errs;        /* per candidate */
-    char (*msgs)[512];    /* per candidate */
+    tdm_err *errs;     /* per candidate */
+    char (*msgs)[512]; /* per candidate */
 } pool;
 
 static void *replay_worker(void *arg)
@@ -444,8 +440,8 @@ static void *replay_worker(void *arg)
         int i = atomic_fetch_add(&p->next, 1);
         if (i >= p->n)
             break;
-        p->errs[i] = tdm__analyze_replay(p->o, p->s, &p->cands[i],
-                                         p->msgs[i], sizeof p->msgs[i]);
+        p->errs[i] = tdm__analyze_replay(p->o, p->s, &p->cands[i], p->msgs[i],
+                                         sizeof p->msgs[i]);
     }
     return NULL;
 }
@@ -457,7 +453,7 @@ static tdm_err replay_all(const tdm__an_opts *o, const tdm__an_scan *s,
                           tdm__an_cand *cands, int n, char *errbuf,
                           size_t errbuf_size)
 {
-    pool p = { .o = o, .s = s, .cands = cands, .n = n };
+    pool p = {.o = o, .s = s, .cands = cands, .n = n};
     pthread_t th[4];
     int started = 0;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -564,8 +560,9 @@ int tdm__cli_cmd_analyze(int argc, char **argv)
         if (f && fclose(f) != 0)
             bad = 1;
         if (bad) {
-            fprintf(stderr, "tidemark analyze: --plot: cannot write '%s': "
-                            "%s\n",
+            fprintf(stderr,
+                    "tidemark analyze: --plot: cannot write '%s': "
+                    "%s\n",
                     plot, strerror(errno));
             rc = TDM_EXIT_RUNTIME;
         }

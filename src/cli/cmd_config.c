@@ -52,14 +52,14 @@ static void md_cell(const char *s)
 }
 
 /* Prints the type column: "duration (ms)", "one of `a`, `b`", ... */
-static void print_type(const char *type, const char *unit,
-                       const char *choices, int md)
+static void print_type(const char *type, const char *unit, const char *choices,
+                       int md)
 {
     char lower[32];
     size_t i;
     for (i = 0; type[i] != '\0' && i + 1 < sizeof lower; i++) {
-        lower[i] = (char)(type[i] >= 'A' && type[i] <= 'Z' ? type[i] + 32
-                                                           : type[i]);
+        lower[i] =
+            (char)(type[i] >= 'A' && type[i] <= 'Z' ? type[i] + 32 : type[i]);
     }
     lower[i] = '\0';
     if (choices != NULL && choices[0] != '\0') {
@@ -116,7 +116,8 @@ static void list_scope(size_t s, int md)
         printf("%s:\n", scopes[s].title);
     }
     for (int i = 0; tdm_conf_describe(i, &scope, &key, &type, &def, &unit,
-                                      &choices, &desc); i++) {
+                                      &choices, &desc);
+         i++) {
         if (scope == NULL || strcasecmp(scope, scopes[s].scope) != 0) {
             continue;
         }
@@ -147,8 +148,7 @@ static void list_scope(size_t s, int md)
 static const struct {
     const char *scope, *title, *intro;
 } mscopes[] = {
-    {"JOB", "Job",
-     "One value for the whole job. Labels: `job`."},
+    {"JOB", "Job", "One value for the whole job. Labels: `job`."},
     {"VERTEX", "Subtask",
      "One value per subtask of a vertex (sources, windows, joins; sinks "
      "have `numRecordsIn` at subtask 0). Labels: `job`, `operator` (the "
@@ -205,15 +205,14 @@ static void list_metrics(int md)
             const char *name = tdm_metric_name((tdm_metric)id);
             char prom[96], type[16];
             size_t i;
-            if (strcmp(tdm_metric_scope((tdm_metric)id),
-                       mscopes[s].scope) != 0) {
+            if (strcmp(tdm_metric_scope((tdm_metric)id), mscopes[s].scope) !=
+                0) {
                 continue;
             }
             prom_name(name, prom, sizeof prom);
             const char *t = tdm_metric_type((tdm_metric)id);
             for (i = 0; t[i] != '\0' && i + 1 < sizeof type; i++) {
-                type[i] = (char)(t[i] >= 'A' && t[i] <= 'Z' ? t[i] + 32
-                                                            : t[i]);
+                type[i] = (char)(t[i] >= 'A' && t[i] <= 'Z' ? t[i] + 32 : t[i]);
             }
             type[i] = '\0';
             if (md) {
@@ -241,9 +240,11 @@ static int cmd_metrics(int argc, char **argv)
                    strcmp(argv[i], "-h") == 0) {
             return tdm__cli_help("config", stdout);
         } else {
-            fprintf(stderr, "tidemark config metrics: unexpected argument "
-                            "\"%s\" (usage: tidemark config metrics "
-                            "[--markdown])\n", argv[i]);
+            fprintf(stderr,
+                    "tidemark config metrics: unexpected argument "
+                    "\"%s\" (usage: tidemark config metrics "
+                    "[--markdown])\n",
+                    argv[i]);
             return TDM_EXIT_USAGE;
         }
     }
@@ -261,8 +262,8 @@ int tdm__cli_cmd_config(int argc, char **argv)
         return cmd_metrics(argc, argv);
     }
     if (argc < 1 || strcmp(argv[0], "list") != 0) {
-        if (argc >= 1 && (strcmp(argv[0], "--help") == 0 ||
-                          strcmp(argv[0], "-h") == 0)) {
+        if (argc >= 1 &&
+            (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
             return tdm__cli_help("config", stdout);
         }
         fprintf(stderr, "usage: tidemark config list [--markdown] "
@@ -279,9 +280,11 @@ int tdm__cli_cmd_config(int argc, char **argv)
         } else if (argv[i][0] != '-' && only == NULL) {
             only = argv[i];
         } else {
-            fprintf(stderr, "tidemark config list: unexpected argument "
-                            "\"%s\" (usage: tidemark config list "
-                            "[--markdown] [SCOPE])\n", argv[i]);
+            fprintf(stderr,
+                    "tidemark config list: unexpected argument "
+                    "\"%s\" (usage: tidemark config list "
+                    "[--markdown] [SCOPE])\n",
+                    argv[i]);
             return TDM_EXIT_USAGE;
         }
     }
@@ -296,8 +299,9 @@ int tdm__cli_cmd_config(int argc, char **argv)
         }
     }
     if (!found) {
-        fprintf(stderr, "tidemark config list: unknown scope \"%s\" "
-                        "(expected job, source, window, join or sink)\n",
+        fprintf(stderr,
+                "tidemark config list: unknown scope \"%s\" "
+                "(expected job, source, window, join or sink)\n",
                 only);
         return TDM_EXIT_USAGE;
     }

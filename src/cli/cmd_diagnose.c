@@ -31,7 +31,7 @@
 
 /* The parts of "http://host:port/prefix" the client needs. */
 typedef struct dg_url {
-    char host[256];   /* without IPv6 brackets */
+    char host[256];     /* without IPv6 brackets */
     char hostport[300]; /* as written, for the Host header and messages */
     char port[16];
     char prefix[512]; /* path prefix without the trailing '/' */
@@ -47,13 +47,17 @@ static int url_parse(const char *text, dg_url *u)
     if (strncmp(p, "http://", 7) == 0) {
         p += 7;
     } else if (strncmp(p, "https://", 8) == 0) {
-        fprintf(stderr, "tidemark diagnose: %s: https is not supported; "
-                        "the embedded server speaks plain http on "
-                        "loopback\n", text);
+        fprintf(stderr,
+                "tidemark diagnose: %s: https is not supported; "
+                "the embedded server speaks plain http on "
+                "loopback\n",
+                text);
         return -1;
     } else if (strstr(p, "://") != NULL) {
-        fprintf(stderr, "tidemark diagnose: %s: expected an http:// "
-                        "URL\n", text);
+        fprintf(stderr,
+                "tidemark diagnose: %s: expected an http:// "
+                "URL\n",
+                text);
         return -1;
     }
     auth = p;
@@ -62,8 +66,10 @@ static int url_parse(const char *text, dg_url *u)
         hs = p + 1;
         he = memchr(hs, ']', (size_t)(path - hs));
         if (he == NULL) {
-            fprintf(stderr, "tidemark diagnose: %s: missing ']' after the "
-                            "IPv6 address\n", text);
+            fprintf(stderr,
+                    "tidemark diagnose: %s: missing ']' after the "
+                    "IPv6 address\n",
+                    text);
             return -1;
         }
         p = he + 1;
@@ -76,15 +82,13 @@ static int url_parse(const char *text, dg_url *u)
         p = he;
     }
     if (he == hs || (size_t)(he - hs) >= sizeof u->host) {
-        fprintf(stderr, "tidemark diagnose: %s: no host in the URL\n",
-                text);
+        fprintf(stderr, "tidemark diagnose: %s: no host in the URL\n", text);
         return -1;
     }
     memcpy(u->host, hs, (size_t)(he - hs));
     if (*p == ':') {
         size_t n = (size_t)(path - p - 1);
-        if (n == 0 || n >= sizeof u->port ||
-            strspn(p + 1, "0123456789") < n) {
+        if (n == 0 || n >= sizeof u->port || strspn(p + 1, "0123456789") < n) {
             fprintf(stderr, "tidemark diagnose: %s: bad port\n", text);
             return -1;
         }
@@ -95,8 +99,7 @@ static int url_parse(const char *text, dg_url *u)
     } else {
         strcpy(u->port, "80");
     }
-    snprintf(u->hostport, sizeof u->hostport, "%.*s", (int)(path - auth),
-             auth);
+    snprintf(u->hostport, sizeof u->hostport, "%.*s", (int)(path - auth), auth);
     /* Keep the path as a prefix, without a query and trailing '/'. */
     size_t pl = strcspn(path, "?#");
     while (pl > 0 && path[pl - 1] == '/') {
@@ -177,7 +180,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
         int64_t left = deadline - mono_ms();
-        struct pollfd pfd = { fd, events, 0 };
+        struct pollfd pfd = {fd, events, 0};
         if (left <= 0) {
             return 0;
         }
@@ -202,8 +205,8 @@ static int dial(const dg_url *u, int64_t deadline, int timeout_s)
     hints.ai_socktype = SOCK_STREAM;
     int gai = getaddrinfo(u->host, u->port, &hints, &res);
     if (gai != 0) {
-        fprintf(stderr, "tidemark diagnose: cannot resolve %s: %s\n",
-                u->host, gai_strerror(gai));
+        fprintf(stderr, "tidemark diagnose: cannot resolve %s: %s\n", u->host,
+                gai_strerror(gai));
         return -1;
     }
     for (struct addrinfo *a = res; a != NULL && fd < 0; a = a->ai_next) {
@@ -241,12 +244,16 @@ static int dial(const dg_url *u, int64_t deadline, int timeout_s)
         return fd;
     }
     if (timed_out) {
-        fprintf(stderr, "tidemark diagnose: cannot connect to %s: no "
-                        "answer within %d s\n", u->hostport, timeout_s);
+        fprintf(stderr,
+                "tidemark diagnose: cannot connect to %s: no "
+                "answer within %d s\n",
+                u->hostport, timeout_s);
     } else if (last == ECONNREFUSED) {
-        fprintf(stderr, "tidemark diagnose: cannot connect to %s: "
-                        "connection refused (is `tidemark run --http %s` "
-                        "running?)\n", u->hostport, u->hostport);
+        fprintf(stderr,
+                "tidemark diagnose: cannot connect to %s: "
+                "connection refused (is `tidemark run --http %s` "
+                "running?)\n",
+                u->hostport, u->hostport);
     } else {
         fprintf(stderr, "tidemark diagnose: cannot connect to %s: %s\n",
                 u->hostport, strerror(last));
@@ -326,8 +333,10 @@ static int dechunk(const char *p, size_t n, dg_buf *out)
 /* Prints that no answer came from @p u while doing @p what. */
 static void timed_out(const dg_url *u, const char *what, int timeout_s)
 {
-    fprintf(stderr, "tidemark diagnose: %s: no answer from %s within %d "
-                    "s\n", what, u->hostport, timeout_s);
+    fprintf(stderr,
+            "tidemark diagnose: %s: no answer from %s within %d "
+            "s\n",
+            what, u->hostport, timeout_s);
 }
 
 /* Sends "GET @p path" (with the bearer @p token, if any) on @p fd.
@@ -341,8 +350,8 @@ static int send_request(int fd, const dg_url *u, const char *path,
                      "tidemark/%s\r\nAccept: application/json\r\n"
                      "Connection: close\r\n%s%s%s\r\n",
                      u->prefix, path, u->hostport, tdm_version(),
-                     token ? "Authorization: Bearer " : "",
-                     token ? token : "", token ? "\r\n" : "");
+                     token ? "Authorization: Bearer " : "", token ? token : "",
+                     token ? "\r\n" : "");
     if (n < 0 || (size_t)n >= sizeof req) {
         fprintf(stderr, "tidemark diagnose: request too long\n");
         return -1;
@@ -377,8 +386,10 @@ static int response_done(const dg_url *u, dg_buf *in, const char *hend,
     if (te != NULL && vl >= 7 && strncasecmp(te, "chunked", 7) == 0) {
         int d = dechunk(in->p + hl, in->len - hl, dec);
         if (d < 0)
-            fprintf(stderr, "tidemark diagnose: malformed chunked "
-                            "response from %s\n", u->hostport);
+            fprintf(stderr,
+                    "tidemark diagnose: malformed chunked "
+                    "response from %s\n",
+                    u->hostport);
         return d;
     }
     if (cl != NULL)
@@ -412,8 +423,10 @@ static int read_response(int fd, const dg_url *u, int64_t deadline,
             break;
         if (in->len + (size_t)got > DG_MAX_BODY ||
             buf_add(in, chunk, (size_t)got) != 0) {
-            fprintf(stderr, "tidemark diagnose: response from %s too "
-                            "large\n", u->hostport);
+            fprintf(stderr,
+                    "tidemark diagnose: response from %s too "
+                    "large\n",
+                    u->hostport);
             return -1;
         }
         if (hend == NULL && (hend = strstr(in->p, "\r\n\r\n")) == NULL)
@@ -434,8 +447,10 @@ static int plain_body(const dg_url *u, const dg_buf *in, size_t hl,
     if (cl != NULL) {
         unsigned long long want = strtoull(cl, NULL, 10);
         if (want > blen) {
-            fprintf(stderr, "tidemark diagnose: truncated "
-                            "response from %s\n", u->hostport);
+            fprintf(stderr,
+                    "tidemark diagnose: truncated "
+                    "response from %s\n",
+                    u->hostport);
             return -1;
         }
         blen = (size_t)want;
@@ -458,8 +473,10 @@ static int take_body(const dg_url *u, dg_buf *in, dg_buf *dec, int *status,
     const char *hend;
     if (in->p == NULL || (hend = strstr(in->p, "\r\n\r\n")) == NULL ||
         strncmp(in->p, "HTTP/1.", 7) != 0 || strlen(in->p) < 12) {
-        fprintf(stderr, "tidemark diagnose: %s did not answer with "
-                        "HTTP\n", u->hostport);
+        fprintf(stderr,
+                "tidemark diagnose: %s did not answer with "
+                "HTTP\n",
+                u->hostport);
         return -1;
     }
     *status = atoi(in->p + 9);
@@ -469,8 +486,10 @@ static int take_body(const dg_url *u, dg_buf *in, dg_buf *dec, int *status,
     if (te == NULL || vl < 7 || strncasecmp(te, "chunked", 7) != 0)
         return plain_body(u, in, hl, cl, body);
     if (dechunk(in->p + hl, in->len - hl, dec) != 1) {
-        fprintf(stderr, "tidemark diagnose: truncated response "
-                        "from %s\n", u->hostport);
+        fprintf(stderr,
+                "tidemark diagnose: truncated response "
+                "from %s\n",
+                u->hostport);
         return -1;
     }
     *body = dec->p ? dec->p : strdup("");
@@ -485,7 +504,7 @@ static int http_get(const dg_url *u, const char *path, const char *token,
                     int timeout_s, int *status, char **body)
 {
     int64_t deadline = mono_ms() + (int64_t)timeout_s * 1000;
-    dg_buf in = { 0 }, dec = { 0 };
+    dg_buf in = {0}, dec = {0};
     *body = NULL;
     int fd = dial(u, deadline, timeout_s);
     if (fd < 0)
@@ -722,7 +741,8 @@ static void print_diagnosis(const json_t *d)
                : "");
     size_t i;
     json_t *f;
-    json_array_foreach(findings, i, f) {
+    json_array_foreach(findings, i, f)
+    {
         char sev[16];
         size_t k;
         const char *s = jstr(f, "severity");
@@ -735,10 +755,10 @@ static void print_diagnosis(const json_t *d)
         printf("    (%s)\n", jstr(f, "code"));
         json_t *e;
         size_t j;
-        json_array_foreach(json_object_get(f, "evidence"), j, e) {
-            wrap(stdout, "    - ", 6, json_string_value(e)
-                                          ? json_string_value(e)
-                                          : "");
+        json_array_foreach(json_object_get(f, "evidence"), j, e)
+        {
+            wrap(stdout, "    - ", 6,
+                 json_string_value(e) ? json_string_value(e) : "");
         }
         if (*jstr(f, "fix")) {
             wrap(stdout, "    fix: ", 9, jstr(f, "fix"));
@@ -756,10 +776,10 @@ static void print_window(const json_t *w)
     char a[64], b[64];
     int fired = json_is_true(json_object_get(w, "fired"));
     printf("Window [%s, %s) of key \"%s\" at %s: %s\n",
-           tdm__cli_iso_time(json_integer_value(json_object_get(w, "start")),
-                             a, sizeof a),
-           tdm__cli_iso_time(json_integer_value(json_object_get(w, "end")),
-                             b, sizeof b),
+           tdm__cli_iso_time(json_integer_value(json_object_get(w, "start")), a,
+                             sizeof a),
+           tdm__cli_iso_time(json_integer_value(json_object_get(w, "end")), b,
+                             sizeof b),
            jstr(w, "key"), jstr(w, "vertex"), fired ? "fired" : "not fired");
     wrap(stdout, "  ", 2, jstr(w, "verdict"));
     if (json_is_string(json_object_get(w, "waiting_for"))) {
@@ -768,7 +788,8 @@ static void print_window(const json_t *w)
     printf("  evidence:\n");
     size_t j;
     json_t *e;
-    json_array_foreach(json_object_get(w, "evidence"), j, e) {
+    json_array_foreach(json_object_get(w, "evidence"), j, e)
+    {
         wrap(stdout, "    - ", 6,
              json_string_value(e) ? json_string_value(e) : "");
     }
@@ -794,43 +815,52 @@ static int parse_opts(int argc, char **argv, dg_opts *o)
             o->help = 1;
         } else if (strcmp(arg, "--json") == 0) {
             o->json = 1;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--job", &missing))) {
+        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--job",
+                                           &missing))) {
             o->job = v;
-        } else if (!missing &&
-                   (v = tdm__cli_opt_value(argc, argv, &i, "--window", &missing))) {
+        } else if (!missing && (v = tdm__cli_opt_value(argc, argv, &i,
+                                                       "--window", &missing))) {
             o->window = v;
-        } else if (!missing &&
-                   (v = tdm__cli_opt_value(argc, argv, &i, "--key", &missing))) {
+        } else if (!missing && (v = tdm__cli_opt_value(argc, argv, &i, "--key",
+                                                       &missing))) {
             o->key = v;
-        } else if (!missing &&
-                   (v = tdm__cli_opt_value(argc, argv, &i, "--vertex", &missing))) {
+        } else if (!missing && (v = tdm__cli_opt_value(argc, argv, &i,
+                                                       "--vertex", &missing))) {
             o->vertex = v;
-        } else if (!missing &&
-                   (v = tdm__cli_opt_value(argc, argv, &i, "--token", &missing))) {
+        } else if (!missing && (v = tdm__cli_opt_value(argc, argv, &i,
+                                                       "--token", &missing))) {
             o->token = v;
-        } else if (!missing &&
-                   (v = tdm__cli_opt_value(argc, argv, &i, "--timeout", &missing))) {
+        } else if (!missing && (v = tdm__cli_opt_value(
+                                    argc, argv, &i, "--timeout", &missing))) {
             char *e;
             long t = strtol(v, &e, 10);
             if (*e || t < 1 || t > 3600) {
-                fprintf(stderr, "tidemark diagnose: --timeout: expected "
-                                "seconds from 1 to 3600, got \"%s\"\n", v);
+                fprintf(stderr,
+                        "tidemark diagnose: --timeout: expected "
+                        "seconds from 1 to 3600, got \"%s\"\n",
+                        v);
                 return TDM_EXIT_USAGE;
             }
             o->timeout_s = (int)t;
         } else if (missing) {
-            fprintf(stderr, "tidemark diagnose: %s needs a value (see "
-                            "`tidemark help diagnose`)\n", arg);
+            fprintf(stderr,
+                    "tidemark diagnose: %s needs a value (see "
+                    "`tidemark help diagnose`)\n",
+                    arg);
             return TDM_EXIT_USAGE;
         } else if (arg[0] == '-' && arg[1] != '\0') {
-            fprintf(stderr, "tidemark diagnose: unknown option %s (see "
-                            "`tidemark help diagnose`)\n", arg);
+            fprintf(stderr,
+                    "tidemark diagnose: unknown option %s (see "
+                    "`tidemark help diagnose`)\n",
+                    arg);
             return TDM_EXIT_USAGE;
         } else if (o->url == NULL) {
             o->url = arg;
         } else {
-            fprintf(stderr, "tidemark diagnose: one URL expected, got "
-                            "\"%s\" and \"%s\"\n", o->url, arg);
+            fprintf(stderr,
+                    "tidemark diagnose: one URL expected, got "
+                    "\"%s\" and \"%s\"\n",
+                    o->url, arg);
             return TDM_EXIT_USAGE;
         }
     }
@@ -869,11 +899,14 @@ static int pick_job(const dg_url *u, const dg_opts *o, char *id, size_t n)
     }
     json_t *list = json_object_get(jobs, "jobs");
     if (json_array_size(list) != 1) {
-        fprintf(stderr, "tidemark diagnose: the server has %zu jobs; "
-                        "choose one with --job", json_array_size(list));
+        fprintf(stderr,
+                "tidemark diagnose: the server has %zu jobs; "
+                "choose one with --job",
+                json_array_size(list));
         size_t i;
         json_t *j;
-        json_array_foreach(list, i, j) {
+        json_array_foreach(list, i, j)
+        {
             fprintf(stderr, "%s %s", i ? "," : ":", jstr(j, "id"));
         }
         fprintf(stderr, "\n");
@@ -899,15 +932,19 @@ static int pick_vertex(const dg_url *u, const dg_opts *o, const char *path,
     }
     size_t i, count = 0;
     json_t *v;
-    json_array_foreach(json_object_get(job, "vertices"), i, v) {
+    json_array_foreach(json_object_get(job, "vertices"), i, v)
+    {
         if (strcmp(jstr(v, "kind"), "window") == 0 && count++ == 0) {
             snprintf(name, n, "%s", jstr(v, "id"));
         }
     }
     if (count != 1) {
-        fprintf(stderr, "tidemark diagnose: the job has %zu windows; "
-                        "choose one with --vertex", count);
-        json_array_foreach(json_object_get(job, "vertices"), i, v) {
+        fprintf(stderr,
+                "tidemark diagnose: the job has %zu windows; "
+                "choose one with --vertex",
+                count);
+        json_array_foreach(json_object_get(job, "vertices"), i, v)
+        {
             if (strcmp(jstr(v, "kind"), "window") == 0) {
                 fprintf(stderr, " %s", jstr(v, "id"));
             }
@@ -941,23 +978,26 @@ int tdm__cli_cmd_diagnose(int argc, char **argv)
         const char *slash = strrchr(o.window, '/');
         char st[128];
         if (slash == NULL || (size_t)(slash - o.window) >= sizeof st) {
-            fprintf(stderr, "tidemark diagnose: --window: expected "
-                            "START/DURATION such as "
-                            "2026-12-02T10:00:00Z/5m, got \"%s\"\n",
+            fprintf(stderr,
+                    "tidemark diagnose: --window: expected "
+                    "START/DURATION such as "
+                    "2026-12-02T10:00:00Z/5m, got \"%s\"\n",
                     o.window);
             return TDM_EXIT_USAGE;
         }
         snprintf(st, sizeof st, "%.*s", (int)(slash - o.window), o.window);
         if (parse_time(st, &start) != 0) {
-            fprintf(stderr, "tidemark diagnose: --window: bad start \"%s\" "
-                            "(ISO-8601 such as 2026-12-02T10:00:00Z, or "
-                            "epoch ms)\n", st);
+            fprintf(stderr,
+                    "tidemark diagnose: --window: bad start \"%s\" "
+                    "(ISO-8601 such as 2026-12-02T10:00:00Z, or "
+                    "epoch ms)\n",
+                    st);
             return TDM_EXIT_USAGE;
         }
-        if (parse_duration(slash + 1, &len) != 0 ||
-            start > INT64_MAX - len) {
-            fprintf(stderr, "tidemark diagnose: --window: bad duration "
-                            "\"%s\" (such as 5m, 30s, 1h, 250ms)\n",
+        if (parse_duration(slash + 1, &len) != 0 || start > INT64_MAX - len) {
+            fprintf(stderr,
+                    "tidemark diagnose: --window: bad duration "
+                    "\"%s\" (such as 5m, 30s, 1h, 250ms)\n",
                     slash + 1);
             return TDM_EXIT_USAGE;
         }

@@ -60,15 +60,15 @@ static void on_savepoint_signal(int sig)
 #define TOKEN_MAX 4096
 
 typedef struct http_opts {
-    const char *addr;      /* --http ADDR, or NULL */
-    const char *token;     /* --http-token TOKEN, or NULL */
-    const char *token_file; /* --http-token-file PATH, or NULL */
-    const char *token_from; /* where the token came from, for messages */
+    const char *addr;              /* --http ADDR, or NULL */
+    const char *token;             /* --http-token TOKEN, or NULL */
+    const char *token_file;        /* --http-token-file PATH, or NULL */
+    const char *token_from;        /* where the token came from, for messages */
     char token_buf[TOKEN_MAX + 2]; /* the token read from the file */
-    int linger;            /* --http-linger */
-    int from_scratch;      /* --from-scratch: checkpoint.restore=none */
-    const char *log_level; /* --log-level LEVEL, or NULL (checked by the
-                              job key log.level it sets) */
+    int linger;                    /* --http-linger */
+    int from_scratch;              /* --from-scratch: checkpoint.restore=none */
+    const char *log_level;         /* --log-level LEVEL, or NULL (checked by the
+                                      job key log.level it sets) */
 } http_opts;
 
 /* Reads the token of --http-token-file into h->token_buf: the file's
@@ -80,15 +80,17 @@ static int read_token_file(http_opts *h)
     size_t n;
     int e;
     if (f == NULL) {
-        fprintf(stderr, "tidemark run: --http-token-file %s: cannot read "
-                        "it: %s\n", h->token_file, strerror(errno));
+        fprintf(stderr,
+                "tidemark run: --http-token-file %s: cannot read "
+                "it: %s\n",
+                h->token_file, strerror(errno));
         return TDM_EXIT_USAGE;
     }
     n = fread(h->token_buf, 1, sizeof h->token_buf - 1, f);
     e = ferror(f) ? errno : 0;
     fclose(f);
-    while (n > 0 && (h->token_buf[n - 1] == '\n' ||
-                     h->token_buf[n - 1] == '\r'))
+    while (n > 0 &&
+           (h->token_buf[n - 1] == '\n' || h->token_buf[n - 1] == '\r'))
         n--;
     h->token_buf[n] = '\0';
     if (e != 0 || n == 0 || n > TOKEN_MAX) {
@@ -162,15 +164,16 @@ static int take_run_opts(int *argc, char **argv, http_opts *h)
                 break;
         }
         if (missing) {
-            fprintf(stderr, "tidemark run: %s needs a value (see "
-                            "`tidemark help run`)\n", valued[k]);
+            fprintf(stderr,
+                    "tidemark run: %s needs a value (see "
+                    "`tidemark help run`)\n",
+                    valued[k]);
             return TDM_EXIT_USAGE;
         }
         if (v == NULL) {
             argv[o++] = argv[i];
             if ((strcmp(arg, "--set") == 0 ||
-                 strcmp(arg, "--parallelism") == 0 ||
-                 strcmp(arg, "-p") == 0) &&
+                 strcmp(arg, "--parallelism") == 0 || strcmp(arg, "-p") == 0) &&
                 i + 1 < *argc)
                 argv[o++] = argv[++i];
             continue;
@@ -232,8 +235,7 @@ static int is_public(const char *host)
         static const unsigned char loop[16] = {[15] = 1};
         memcpy(buf, host + 1, n - 2);
         buf[n - 2] = '\0';
-        return inet_pton(AF_INET6, buf, ip) == 1 &&
-               memcmp(ip, loop, 16) != 0;
+        return inet_pton(AF_INET6, buf, ip) == 1 && memcmp(ip, loop, 16) != 0;
     }
     return inet_pton(AF_INET, host, ip) == 1 && ip[0] != 127;
 }
@@ -324,11 +326,11 @@ static int start_http(tdm_job *job, const http_opts *h, const char *name,
  * callback (worker threads): both write to stderr, under @c mu. */
 typedef struct status {
     pthread_mutex_t mu;
-    int live;           /* status line enabled (terminal, no --quiet) */
-    int shown;          /* a status line is on the screen now */
-    const char *name;   /* job name */
-    int64_t last_in;    /* records in at the previous refresh */
-    double last_t;      /* monotonic seconds at the previous refresh */
+    int live;         /* status line enabled (terminal, no --quiet) */
+    int shown;        /* a status line is on the screen now */
+    const char *name; /* job name */
+    int64_t last_in;  /* records in at the previous refresh */
+    double last_t;    /* monotonic seconds at the previous refresh */
 } status;
 
 static double mono_now(void)
@@ -390,8 +392,11 @@ static const char *human(double v, char *buf, size_t n)
         v /= 1000;
         i++;
     }
-    snprintf(buf, n, v < 10 ? "%.2f%s" : v < 100 ? "%.1f%s" : "%.0f%s", v,
-             suffix[i]);
+    snprintf(buf, n,
+             v < 10    ? "%.2f%s"
+             : v < 100 ? "%.1f%s"
+                       : "%.0f%s",
+             v, suffix[i]);
     return buf;
 }
 
@@ -403,8 +408,8 @@ static const char *human(double v, char *buf, size_t n)
 static void on_progress(void *ud, const tdm_job *job)
 {
     status *st = ud;
-    char line[3][512], in[32], out[32], rate[32], iso[40], ms[32] = "",
-        lag[32] = "", ld[32], ls[32];
+    char line[3][512], in[32], out[32], rate[32], iso[40],
+        ms[32] = "", lag[32] = "", ld[32], ls[32];
     int64_t n_in = tdm_job_stat(job, TDM_STAT_RECORDS_IN);
     tdm_time_ms w = tdm_job_stat(job, TDM_STAT_WATERMARK);
     int64_t now = wall_now_ms();
@@ -418,8 +423,7 @@ static void on_progress(void *ud, const tdm_job *job)
     human(r, rate, sizeof rate);
     human((double)tdm_job_stat(job, TDM_STAT_RECORDS_OUT), out, sizeof out);
     human((double)tdm_job_stat(job, TDM_STAT_LATE_DROPPED), ld, sizeof ld);
-    human((double)tdm_job_stat(job, TDM_STAT_LATE_SIDE_OUTPUT), ls,
-          sizeof ls);
+    human((double)tdm_job_stat(job, TDM_STAT_LATE_SIDE_OUTPUT), ls, sizeof ls);
     tdm__cli_iso_time(w, iso, sizeof iso);
     if (w != TDM_TIME_MIN && w != TDM_TIME_MAX) {
         snprintf(ms, sizeof ms, " (%lld)", (long long)w);
@@ -438,8 +442,8 @@ static void on_progress(void *ud, const tdm_job *job)
              "wm %s%s%s",
              st->name, in, rate, out, ld, ls, iso, ms, lag);
     snprintf(line[1], sizeof line[1],
-             "%s | in %s (%s/s) | out %s | late %s/%s | wm %s%s", st->name,
-             in, rate, out, ld, ls, iso, lag);
+             "%s | in %s (%s/s) | out %s | late %s/%s | wm %s%s", st->name, in,
+             rate, out, ld, ls, iso, lag);
     snprintf(line[2], sizeof line[2], "in %s %s/s out %s late %s/%s wm %s%s",
              in, rate, out, ld, ls, iso, lag);
     for (int i = 2; i >= 0; i--) {
@@ -480,8 +484,8 @@ static void summary_counts(const tdm__cli_job *cj, const char *name,
                            double secs, const char *how)
 {
     const tdm_job *job = cj->job;
-    char in[32], out[32], rate[32], a[32], b[32], c[32], d[32], g[32],
-        r[32], wm[40];
+    char in[32], out[32], rate[32], a[32], b[32], c[32], d[32], g[32], r[32],
+        wm[40];
     int64_t n_in = tdm_job_stat(job, TDM_STAT_RECORDS_IN);
     int64_t el = tdm_job_stat(job, TDM_STAT_ELAPSED_MS);
     int64_t bad = tdm_job_stat(job, TDM_STAT_BAD_RECORDS);
@@ -494,23 +498,22 @@ static void summary_counts(const tdm__cli_job *cj, const char *name,
     if (el > 0) {
         secs = (double)el / 1000.0;
     }
-    tdm__cli_thousands(secs > 0 ? (int64_t)((double)n_in / secs) : n_in,
-                       rate, sizeof rate);
+    tdm__cli_thousands(secs > 0 ? (int64_t)((double)n_in / secs) : n_in, rate,
+                       sizeof rate);
     fprintf(stderr,
             "tidemark: job \"%s\" %s after %.3f s: %s records in, %s rows "
             "out (%s records/s); late records: %s dropped, %s to the late "
             "output, %s late refires; %s bad record%s %s; %s "
             "timestamp guard hit%s; %s watermark regression%s ignored; "
             "final watermark %s.\n",
-            name, how, secs,
-            tdm__cli_thousands(n_in, in, sizeof in),
+            name, how, secs, tdm__cli_thousands(n_in, in, sizeof in),
             tdm__cli_thousands(tdm_job_stat(job, TDM_STAT_RECORDS_OUT), out,
                                sizeof out),
             rate,
             tdm__cli_thousands(tdm_job_stat(job, TDM_STAT_LATE_DROPPED), a,
                                sizeof a),
-            tdm__cli_thousands(tdm_job_stat(job, TDM_STAT_LATE_SIDE_OUTPUT),
-                               b, sizeof b),
+            tdm__cli_thousands(tdm_job_stat(job, TDM_STAT_LATE_SIDE_OUTPUT), b,
+                               sizeof b),
             tdm__cli_thousands(tdm_job_stat(job, TDM_STAT_LATE_REFIRES), c,
                                sizeof c),
             tdm__cli_thousands(bad, d, sizeof d), bad == 1 ? "" : "s", bad_fate,
@@ -567,17 +570,17 @@ static void summary_progress(const tdm_job *job)
                 "last, %lld: %s bytes, %lld ms, alignment %lld ms.\n",
                 (long long)n_ck, (long long)n_ckf,
                 (long long)tdm_job_stat(job, TDM_STAT_CHECKPOINT_ID),
-                tdm__cli_thousands(tdm_job_stat(job,
-                                                TDM_STAT_CHECKPOINT_BYTES),
+                tdm__cli_thousands(tdm_job_stat(job, TDM_STAT_CHECKPOINT_BYTES),
                                    nb, sizeof nb),
                 (long long)tdm_job_stat(job, TDM_STAT_CHECKPOINT_MS),
                 (long long)tdm_job_stat(job, TDM_STAT_CHECKPOINT_ALIGN_MS));
     }
     int64_t n_rs = tdm_job_stat(job, TDM_STAT_RESTARTS);
     if (n_rs > 0)
-        fprintf(stderr, "tidemark: restarted %lld time%s (restart.strategy; "
-                        "the counts above are the last attempt's, but for "
-                        "checkpoints).\n",
+        fprintf(stderr,
+                "tidemark: restarted %lld time%s (restart.strategy; "
+                "the counts above are the last attempt's, but for "
+                "checkpoints).\n",
                 (long long)n_rs, n_rs == 1 ? "" : "s");
     int64_t n_lat = 0;
     int64_t p50 = tdm_job_result_latency(job, 0.50, &n_lat);
@@ -641,8 +644,8 @@ static int load_job(const tdm__cli_opts *opts, const http_opts *http,
     if (rc == TDM_EXIT_OK)
         rc = tdm__cli_job_validate(*cj, stderr);
     if (rc == TDM_EXIT_INVALID && *cj != NULL)
-        fprintf(stderr, "%s: invalid job (%d error%s), not run\n",
-                opts->file, (*cj)->errors, (*cj)->errors == 1 ? "" : "s");
+        fprintf(stderr, "%s: invalid job (%d error%s), not run\n", opts->file,
+                (*cj)->errors, (*cj)->errors == 1 ? "" : "s");
     return rc;
 }
 
@@ -733,13 +736,15 @@ int tdm__cli_cmd_run(int argc, char **argv)
     rc = run_result(cj, err, msg);
     if (err == TDM_OK || err == TDM_ERR_IO) {
         summary(cj, st.name, mono_now() - t0,
-                err != TDM_OK ? "failed"
+                err != TDM_OK    ? "failed"
                 : stop_requested ? "stopped"
                                  : "finished");
     }
     if (srv != NULL && http.linger && !stop_requested) {
-        fprintf(stderr, "tidemark: job \"%s\" ended; still serving on port "
-                        "%d (Ctrl-C to quit)\n", st.name, tdm_http_port(srv));
+        fprintf(stderr,
+                "tidemark: job \"%s\" ended; still serving on port "
+                "%d (Ctrl-C to quit)\n",
+                st.name, tdm_http_port(srv));
         fflush(stderr);
         linger();
     }

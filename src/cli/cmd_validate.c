@@ -41,11 +41,11 @@ int tdm__cli_cmd_validate(int argc, char **argv)
         int nj = count_kind(cj, TDM_NODE_JOIN);
         int nk = count_kind(cj, TDM_NODE_SINK);
         printf("%s: OK (%d source%s, %d window%s, %d join%s, %d sink%s)\n",
-               opts.file, ns, ns == 1 ? "" : "s", nw, nw == 1 ? "" : "s",
-               nj, nj == 1 ? "" : "s", nk, nk == 1 ? "" : "s");
+               opts.file, ns, ns == 1 ? "" : "s", nw, nw == 1 ? "" : "s", nj,
+               nj == 1 ? "" : "s", nk, nk == 1 ? "" : "s");
     } else if (rc == TDM_EXIT_INVALID && cj != NULL) {
-        fprintf(stderr, "%s: invalid job (%d error%s)\n", opts.file,
-                cj->errors, cj->errors == 1 ? "" : "s");
+        fprintf(stderr, "%s: invalid job (%d error%s)\n", opts.file, cj->errors,
+                cj->errors == 1 ? "" : "s");
     }
     tdm__cli_job_free(cj);
     free(opts.sets);

@@ -12,8 +12,8 @@
 /* Takes the value of an option given as "--opt value" or "--opt=value".
  * Returns the value (advancing *i past it) or NULL when @p arg is not
  * @p name; *missing is set when the value is absent. */
-const char *tdm__cli_opt_value(int argc, char **argv, int *i,
-                               const char *name, int *missing)
+const char *tdm__cli_opt_value(int argc, char **argv, int *i, const char *name,
+                               int *missing)
 {
     const char *arg = argv[*i];
     size_t nl = strlen(name);
@@ -35,8 +35,8 @@ const char *tdm__cli_opt_value(int argc, char **argv, int *i,
 }
 
 /* Parses `run`/`validate` arguments (see cli.h). */
-int tdm__cli_opts_parse(int argc, char **argv, const char *cmd,
-                        int allow_quiet, tdm__cli_opts *opts)
+int tdm__cli_opts_parse(int argc, char **argv, const char *cmd, int allow_quiet,
+                        tdm__cli_opts *opts)
 {
     memset(opts, 0, sizeof *opts);
     opts->sets = calloc((size_t)argc + 1, sizeof *opts->sets);
@@ -52,34 +52,40 @@ int tdm__cli_opts_parse(int argc, char **argv, const char *cmd,
         } else if (allow_quiet &&
                    (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0)) {
             opts->quiet = 1;
-        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--set", &missing)) !=
-                   NULL) {
+        } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--set",
+                                           &missing)) != NULL) {
             opts->sets[opts->n_sets++] = v;
         } else if ((v = tdm__cli_opt_value(argc, argv, &i, "--parallelism",
-                                  &missing)) != NULL ||
-                   (!missing &&
-                    (v = tdm__cli_opt_value(argc, argv, &i, "-p", &missing)) !=
-                        NULL)) {
+                                           &missing)) != NULL ||
+                   (!missing && (v = tdm__cli_opt_value(argc, argv, &i, "-p",
+                                                        &missing)) != NULL)) {
             opts->parallelism = v;
         } else if (missing) {
-            fprintf(stderr, "tidemark %s: %s needs a value (see `tidemark "
-                            "help %s`)\n", cmd, arg, cmd);
+            fprintf(stderr,
+                    "tidemark %s: %s needs a value (see `tidemark "
+                    "help %s`)\n",
+                    cmd, arg, cmd);
             return TDM_EXIT_USAGE;
         } else if (arg[0] == '-' && arg[1] != '\0') {
-            fprintf(stderr, "tidemark %s: unknown option %s (see "
-                            "`tidemark help %s`)\n", cmd, arg, cmd);
+            fprintf(stderr,
+                    "tidemark %s: unknown option %s (see "
+                    "`tidemark help %s`)\n",
+                    cmd, arg, cmd);
             return TDM_EXIT_USAGE;
         } else if (opts->file == NULL) {
             opts->file = arg;
         } else {
-            fprintf(stderr, "tidemark %s: one job file expected, got \"%s\" "
-                            "and \"%s\"\n", cmd, opts->file, arg);
+            fprintf(stderr,
+                    "tidemark %s: one job file expected, got \"%s\" "
+                    "and \"%s\"\n",
+                    cmd, opts->file, arg);
             return TDM_EXIT_USAGE;
         }
     }
     if (opts->file == NULL && !opts->help) {
-        fprintf(stderr, "tidemark %s: no job file given (usage: tidemark "
-                        "%s JOB.yaml; see `tidemark help %s`)\n",
+        fprintf(stderr,
+                "tidemark %s: no job file given (usage: tidemark "
+                "%s JOB.yaml; see `tidemark help %s`)\n",
                 cmd, cmd, cmd);
         return TDM_EXIT_USAGE;
     }
@@ -133,4 +139,3 @@ const char *tdm__cli_thousands(int64_t v, char *buf, size_t n)
     buf[o] = '\0';
     return buf;
 }
-

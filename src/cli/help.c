@@ -272,8 +272,8 @@ typedef struct topic {
     const char *text;
 } topic;
 
-#define TDM__CLI_COMMAND(name, synopsis, summary, fn, help)                \
-    { #name, synopsis, summary, help },
+#define TDM__CLI_COMMAND(name, synopsis, summary, fn, help)                    \
+    {#name, synopsis, summary, help},
 static const topic topics[] = {
 #include "commands.def"
 };
@@ -320,8 +320,7 @@ int tdm__cli_help(const char *topic_name, FILE *f)
             return TDM_EXIT_OK;
         }
     }
-    fprintf(stderr, "tidemark help: no help on \"%s\"; topics: ",
-            topic_name);
+    fprintf(stderr, "tidemark help: no help on \"%s\"; topics: ", topic_name);
     tdm__cli_help_names(stderr);
     fputs("\n", stderr);
     return TDM_EXIT_USAGE;

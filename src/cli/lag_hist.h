@@ -18,8 +18,8 @@
 
 #define TDM__CLI_HIST_SUB_BITS 7
 #define TDM__CLI_HIST_EXACT (2 << TDM__CLI_HIST_SUB_BITS) /* 256 exact */
-#define TDM__CLI_HIST_BUCKETS                                              \
-    (TDM__CLI_HIST_EXACT +                                                 \
+#define TDM__CLI_HIST_BUCKETS                                                  \
+    (TDM__CLI_HIST_EXACT +                                                     \
      (62 - TDM__CLI_HIST_SUB_BITS) * (1 << TDM__CLI_HIST_SUB_BITS))
 
 typedef struct tdm__cli_hist {

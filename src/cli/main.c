@@ -16,7 +16,7 @@ typedef struct command {
     int (*fn)(int argc, char **argv);
 } command;
 
-#define TDM__CLI_COMMAND(name, synopsis, summary, fn, help) { #name, fn },
+#define TDM__CLI_COMMAND(name, synopsis, summary, fn, help) {#name, fn},
 static const command commands[] = {
 #include "commands.def"
 };

@@ -29,12 +29,10 @@
 /* Scopes of the table, in the order of tdm_node_kind (0: job). */
 enum { SC_JOB = 0, SC_SOURCE, SC_WINDOW, SC_JOIN, SC_SINK, SC_COUNT };
 
-static const char *const section_names[SC_COUNT] = {
-    NULL, "sources", "windows", "joins", "sinks"
-};
-static const char *const scope_names[SC_COUNT] = {
-    "job", "source", "window", "join", "sink"
-};
+static const char *const section_names[SC_COUNT] = {NULL, "sources", "windows",
+                                                    "joins", "sinks"};
+static const char *const scope_names[SC_COUNT] = {"job", "source", "window",
+                                                  "join", "sink"};
 
 /* Maps a scope name from tdm_conf_describe to SC_*, -1 if unknown. */
 static int scope_index(const char *scope)
@@ -54,8 +52,8 @@ static int scope_index(const char *scope)
 static const char *key_type(int sc, const char *key)
 {
     const char *scope, *k, *type, *props = NULL;
-    for (int i = 0; tdm_conf_describe(i, &scope, &k, &type, NULL, NULL,
-                                      NULL, NULL); i++) {
+    for (int i = 0;
+         tdm_conf_describe(i, &scope, &k, &type, NULL, NULL, NULL, NULL); i++) {
         if (scope_index(scope) != sc) {
             continue;
         }
@@ -78,8 +76,8 @@ static const char *suggest(int sc, const char *key)
 {
     const char *best = NULL, *scope, *k;
     int best_d = 3;
-    for (int i = 0; tdm_conf_describe(i, &scope, &k, NULL, NULL, NULL, NULL,
-                                      NULL); i++) {
+    for (int i = 0;
+         tdm_conf_describe(i, &scope, &k, NULL, NULL, NULL, NULL, NULL); i++) {
         if (scope_index(scope) != sc) {
             continue;
         }
@@ -235,8 +233,7 @@ static const tdm__cli_entry *find_entry(const tdm__cli_job *cj,
         const tdm__cli_entry *e = &cj->entries[i];
         if (strcmp(e->key, key) == 0 &&
             ((node == NULL && e->node == NULL) ||
-             (node != NULL && e->node != NULL &&
-              strcmp(node, e->node) == 0))) {
+             (node != NULL && e->node != NULL && strcmp(node, e->node) == 0))) {
             return e;
         }
     }
@@ -244,8 +241,7 @@ static const tdm__cli_entry *find_entry(const tdm__cli_job *cj,
 }
 
 /* Finds the declaration of node @p name; NULL if none. */
-static const tdm__cli_decl *find_decl(const tdm__cli_job *cj,
-                                      const char *name)
+static const tdm__cli_decl *find_decl(const tdm__cli_job *cj, const char *name)
 {
     for (size_t i = 0; i < cj->n_decls; i++) {
         if (strcmp(cj->decls[i].name, name) == 0) {
@@ -289,8 +285,8 @@ void tdm__cli_job_free(tdm__cli_job *cj)
 }
 
 /* Writes "path" for a key: "windows.uv.window.size" or "parallelism". */
-static void key_path(char *buf, size_t n, tdm_node_kind kind,
-                     const char *node, const char *key)
+static void key_path(char *buf, size_t n, tdm_node_kind kind, const char *node,
+                     const char *key)
 {
     if (node != NULL) {
         snprintf(buf, n, "%s.%s.%s", section_names[kind], node, key);
@@ -337,8 +333,8 @@ static void report(tdm__cli_job *cj, FILE *err, int line, int col,
     if (text == NULL) {
         return;
     }
-    snprintf(text, n + 1, "%s%s%s%s", head, path ? path : "",
-             path ? ": " : "", body);
+    snprintf(text, n + 1, "%s%s%s%s", head, path ? path : "", path ? ": " : "",
+             body);
     tdm__cli_msg *m = &cj->msgs[cj->n_msgs];
     m->line = line > 0 ? line : INT32_MAX;
     m->col = col;
@@ -486,10 +482,10 @@ static const char *scalar_text(const yaml_node_t *n, const char *type)
         return "";
     }
     if (type != NULL && strcasecmp(type, "BOOL") == 0) {
-        static const char *const yes[] = {"yes", "Yes", "YES", "on", "On",
-                                          "ON", "True", "TRUE", "y", "Y"};
-        static const char *const no[] = {"no", "No", "NO", "off", "Off",
-                                         "OFF", "False", "FALSE", "n", "N"};
+        static const char *const yes[] = {"yes", "Yes",  "YES",  "on", "On",
+                                          "ON",  "True", "TRUE", "y",  "Y"};
+        static const char *const no[] = {"no",  "No",    "NO",    "off", "Off",
+                                         "OFF", "False", "FALSE", "n",   "N"};
         for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
             if (strcmp(s, yes[i]) == 0) {
                 return "true";
@@ -511,8 +507,8 @@ static void add_kv(loader *L, const char *path, const char *key,
     for (size_t i = 0; i < L->n; i++) {
         if (strcmp(L->kvs[i].key, key) == 0) {
             report(L->cj, L->err, line_of(kn), col_of(kn), path,
-                   "given twice (first at line %d, column %d)",
-                   L->kvs[i].line, L->kvs[i].col);
+                   "given twice (first at line %d, column %d)", L->kvs[i].line,
+                   L->kvs[i].col);
             return;
         }
     }
@@ -556,11 +552,11 @@ static int schema_entry(loader *L, sbuf *b, const char *path,
                         const yaml_node_t *name, const yaml_node_t *type)
 {
     if (name->type != YAML_SCALAR_NODE || type->type != YAML_SCALAR_NODE) {
-        const yaml_node_t *bad = name->type != YAML_SCALAR_NODE ? name
-                                                                : type;
+        const yaml_node_t *bad = name->type != YAML_SCALAR_NODE ? name : type;
         report(L->cj, L->err, line_of(bad), col_of(bad), path,
                "expected a field name and a type like \"user: string\", "
-               "got %s", node_kind_name(bad));
+               "got %s",
+               node_kind_name(bad));
         return -1;
     }
     if (b->len > 0) {
@@ -581,8 +577,7 @@ static int schema_text(loader *L, const char *path, const yaml_node_t *v,
     if (v->type == YAML_MAPPING_NODE) {
         for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
              p < v->data.mapping.pairs.top; p++) {
-            bad |= schema_entry(L, b, path, get(L, p->key),
-                                get(L, p->value));
+            bad |= schema_entry(L, b, path, get(L, p->key), get(L, p->value));
         }
         return bad;
     }
@@ -596,10 +591,10 @@ static int schema_text(loader *L, const char *path, const yaml_node_t *v,
             sb_str(b, scalar(item));
         } else if (item->type == YAML_MAPPING_NODE &&
                    item->data.mapping.pairs.top -
-                           item->data.mapping.pairs.start == 1) {
+                           item->data.mapping.pairs.start ==
+                       1) {
             yaml_node_pair_t *p = item->data.mapping.pairs.start;
-            bad |= schema_entry(L, b, path, get(L, p->key),
-                                get(L, p->value));
+            bad |= schema_entry(L, b, path, get(L, p->key), get(L, p->value));
         } else {
             report(L->cj, L->err, line_of(item), col_of(item), path,
                    "expected a field like \"user: string\", got %s",
@@ -612,8 +607,8 @@ static int schema_text(loader *L, const char *path, const yaml_node_t *v,
 
 /* Turns one aggregate given as a map {fn: sum, field: amount, as: total}
  * into "sum(amount) as total". */
-static int aggregate_item(loader *L, const char *path,
-                          const yaml_node_t *item, sbuf *b)
+static int aggregate_item(loader *L, const char *path, const yaml_node_t *item,
+                          sbuf *b)
 {
     const char *fn = NULL, *field = "", *as = NULL;
     for (yaml_node_pair_t *p = item->data.mapping.pairs.start;
@@ -649,7 +644,8 @@ static int aggregate_item(loader *L, const char *path,
             } else {
                 report(L->cj, L->err, line_of(k), col_of(k), path,
                        "unknown aggregate key \"%s\"; expected fn, field, "
-                       "as", scalar(k));
+                       "as",
+                       scalar(k));
             }
             return -1;
         }
@@ -722,18 +718,18 @@ static int fields_text(loader *L, const char *path, const yaml_node_t *v,
 
 /* Reports an unknown key, with the closest known key when there is one
  * within edit distance 2. */
-static void unknown_key(loader *L, int sc, const char *path,
-                        const char *key, const yaml_node_t *kn)
+static void unknown_key(loader *L, int sc, const char *path, const char *key,
+                        const yaml_node_t *kn)
 {
     const char *near = suggest(sc, key);
     if (near != NULL) {
         report(L->cj, L->err, line_of(kn), col_of(kn), path,
-               "unknown %s key (did you mean \"%s\"?)", scope_names[sc],
-               near);
+               "unknown %s key (did you mean \"%s\"?)", scope_names[sc], near);
     } else {
         report(L->cj, L->err, line_of(kn), col_of(kn), path,
                "unknown %s key; `tidemark config list` shows the known "
-               "keys", scope_names[sc]);
+               "keys",
+               scope_names[sc]);
     }
 }
 
@@ -773,8 +769,9 @@ static void flatten(loader *L, int sc, const char *base, const char *prefix,
             const char *scope, *k;
             size_t kl = strlen(key);
             int any = type != NULL && strcasecmp(type, "PROPS") == 0;
-            for (int i = 0; tdm_conf_describe(i, &scope, &k, NULL, NULL,
-                                              NULL, NULL, NULL); i++) {
+            for (int i = 0;
+                 tdm_conf_describe(i, &scope, &k, NULL, NULL, NULL, NULL, NULL);
+                 i++) {
                 if (scope_index(scope) == sc && strncmp(k, key, kl) == 0 &&
                     k[kl] == '.') {
                     any = 1;
@@ -847,8 +844,8 @@ static void apply_kvs(loader *L, tdm_node_kind kind, const char *node)
             if (key_rank(e->key) != rank) {
                 continue;
             }
-            if (set_key(L->cj, L->err, kind, node, e->key, e->value,
-                        e->line, e->col, e->vline, e->vcol) != 0) {
+            if (set_key(L->cj, L->err, kind, node, e->key, e->value, e->line,
+                        e->col, e->vline, e->vcol) != 0) {
                 L->oom = 1;
             }
         }
@@ -877,13 +874,12 @@ static void declare_section(loader *L, int sc, const yaml_node_t *kn,
         char msg[512] = "", path[512];
         tdm_node *node;
         if (name->type != YAML_SCALAR_NODE) {
-            report(cj, L->err, line_of(name), col_of(name),
-                   section_names[sc], "expected a %s name, got %s",
-                   scope_names[sc], node_kind_name(name));
+            report(cj, L->err, line_of(name), col_of(name), section_names[sc],
+                   "expected a %s name, got %s", scope_names[sc],
+                   node_kind_name(name));
             continue;
         }
-        snprintf(path, sizeof path, "%s.%s", section_names[sc],
-                 scalar(name));
+        snprintf(path, sizeof path, "%s.%s", section_names[sc], scalar(name));
         const tdm__cli_decl *prev = find_decl(cj, scalar(name));
         if (prev != NULL) {
             report(cj, L->err, line_of(name), col_of(name), path,
@@ -894,8 +890,7 @@ static void declare_section(loader *L, int sc, const yaml_node_t *kn,
         }
         if (strchr(scalar(name), '.') != NULL) {
             report(cj, L->err, line_of(name), col_of(name), path,
-                   "expected a name without '.', got \"%s\"",
-                   scalar(name));
+                   "expected a name without '.', got \"%s\"", scalar(name));
             continue;
         }
         if (body->type != YAML_MAPPING_NODE &&
@@ -906,8 +901,8 @@ static void declare_section(loader *L, int sc, const yaml_node_t *kn,
                    node_kind_name(body));
             continue;
         }
-        tdm_err rc = tdm_job_add_node(cj->job, (tdm_node_kind)sc,
-                                      scalar(name), &node, msg, sizeof msg);
+        tdm_err rc = tdm_job_add_node(cj->job, (tdm_node_kind)sc, scalar(name),
+                                      &node, msg, sizeof msg);
         if (rc == TDM_ERR_NOMEM) {
             L->oom = 1;
             return;
@@ -950,8 +945,7 @@ static void load_section(loader *L, int sc, const yaml_node_t *sec)
          p < sec->data.mapping.pairs.top && !L->oom; p++) {
         yaml_node_t *name = get(L, p->key), *body = get(L, p->value);
         char base[512];
-        if (name->type != YAML_SCALAR_NODE ||
-            body->type != YAML_MAPPING_NODE) {
+        if (name->type != YAML_SCALAR_NODE || body->type != YAML_MAPPING_NODE) {
             continue;
         }
         const tdm__cli_decl *d = find_decl(L->cj, scalar(name));
@@ -959,8 +953,7 @@ static void load_section(loader *L, int sc, const yaml_node_t *sec)
             d->line != line_of(name)) {
             continue; /* Declaration failed (reported). */
         }
-        snprintf(base, sizeof base, "%s.%s.", section_names[sc],
-                 scalar(name));
+        snprintf(base, sizeof base, "%s.%s.", section_names[sc], scalar(name));
         flatten(L, sc, base, "", body);
         apply_kvs(L, (tdm_node_kind)sc, scalar(name));
     }
@@ -991,7 +984,8 @@ static void load_document(loader *L, const yaml_node_t *root)
     if (root->type != YAML_MAPPING_NODE) {
         report(cj, L->err, line_of(root), col_of(root), NULL,
                "expected a map of job keys and the sections sources, "
-               "windows, joins and sinks, got %s", node_kind_name(root));
+               "windows, joins and sinks, got %s",
+               node_kind_name(root));
         return;
     }
     /* Pass 1: sections declare nodes; repeated sections are errors. */
@@ -1000,8 +994,7 @@ static void load_document(loader *L, const yaml_node_t *root)
          p < root->data.mapping.pairs.top && !L->oom; p++) {
         yaml_node_t *kn = get(L, p->key);
         int sc;
-        if (kn->type != YAML_SCALAR_NODE ||
-            (sc = section_of(scalar(kn))) < 0) {
+        if (kn->type != YAML_SCALAR_NODE || (sc = section_of(scalar(kn))) < 0) {
             continue;
         }
         if (seen[sc]) {
@@ -1031,8 +1024,7 @@ static void load_document(loader *L, const yaml_node_t *root)
          p < root->data.mapping.pairs.top && !L->oom; p++) {
         yaml_node_t *kn = get(L, p->key);
         int sc;
-        if (kn->type != YAML_SCALAR_NODE ||
-            (sc = section_of(scalar(kn))) < 0 ||
+        if (kn->type != YAML_SCALAR_NODE || (sc = section_of(scalar(kn))) < 0 ||
             seen[sc] != line_of(kn)) {
             continue;
         }
@@ -1093,8 +1085,8 @@ static void syntax_error(const yaml_parser_t *parser, const char *path,
     int line = (int)parser->problem_mark.line + 1;
     int col = (int)parser->problem_mark.column + 1;
     if (parser->error == YAML_READER_ERROR) {
-        size_t off = parser->problem_offset < len ? parser->problem_offset
-                                                  : len;
+        size_t off =
+            parser->problem_offset < len ? parser->problem_offset : len;
         line = 1;
         col = 1;
         for (size_t i = 0; i < off; i++) {
@@ -1152,7 +1144,7 @@ int tdm__cli_job_load(const char *path, tdm__cli_job **out, FILE *err)
         syntax_error(&parser, path, text, len, err);
         cj->errors++;
         rc = parser.error == YAML_MEMORY_ERROR ? TDM_EXIT_RUNTIME
-                                                : TDM_EXIT_INVALID;
+                                               : TDM_EXIT_INVALID;
         goto out;
     }
     have_doc = 1;
@@ -1210,8 +1202,10 @@ static int override(tdm__cli_job *cj, const char *arg, FILE *err)
     int before = cj->errors;
 
     if (eq == NULL || eq == arg || (size_t)(eq - arg) >= sizeof path) {
-        fprintf(err, "tidemark: --set %s: expected key=value, e.g. --set "
-                     "windows.uv.allowed_lateness=1m\n", arg);
+        fprintf(err,
+                "tidemark: --set %s: expected key=value, e.g. --set "
+                "windows.uv.allowed_lateness=1m\n",
+                arg);
         return TDM_EXIT_USAGE;
     }
     memcpy(path, arg, (size_t)(eq - arg));
@@ -1225,7 +1219,8 @@ static int override(tdm__cli_job *cj, const char *arg, FILE *err)
                 (size_t)(dot - n) >= sizeof name) {
                 report(cj, err, 0, 0, path,
                        "expected %s.NAME.KEY, e.g. "
-                       "windows.uv.allowed_lateness", section_names[s]);
+                       "windows.uv.allowed_lateness",
+                       section_names[s]);
                 return TDM_EXIT_INVALID;
             }
             memcpy(name, n, (size_t)(dot - n));
@@ -1239,8 +1234,8 @@ static int override(tdm__cli_job *cj, const char *arg, FILE *err)
     if (node != NULL) {
         const tdm__cli_decl *d = find_decl(cj, node);
         if (d == NULL || d->kind != (tdm_node_kind)sc) {
-            report(cj, err, 0, 0, path, "%s has no %s named \"%s\"",
-                   cj->file, scope_names[sc], node);
+            report(cj, err, 0, 0, path, "%s has no %s named \"%s\"", cj->file,
+                   scope_names[sc], node);
             return TDM_EXIT_INVALID;
         }
     }
@@ -1248,18 +1243,18 @@ static int override(tdm__cli_job *cj, const char *arg, FILE *err)
     if (type == NULL) {
         const char *near = suggest(sc, key);
         if (near != NULL) {
-            report(cj, err, 0, 0, path,
-                   "unknown %s key (did you mean \"%s\"?)", scope_names[sc],
-                   near);
+            report(cj, err, 0, 0, path, "unknown %s key (did you mean \"%s\"?)",
+                   scope_names[sc], near);
         } else {
             report(cj, err, 0, 0, path,
                    "unknown %s key; `tidemark config list` shows the "
-                   "known keys", scope_names[sc]);
+                   "known keys",
+                   scope_names[sc]);
         }
         return TDM_EXIT_INVALID;
     }
-    if (set_key(cj, err, (tdm_node_kind)sc, node, key, eq + 1, 0, 0, 0,
-                0) != 0) {
+    if (set_key(cj, err, (tdm_node_kind)sc, node, key, eq + 1, 0, 0, 0, 0) !=
+        0) {
         fprintf(err, "tidemark: out of memory\n");
         return TDM_EXIT_RUNTIME;
     }
@@ -1277,11 +1272,10 @@ int tdm__cli_job_override(tdm__cli_job *cj, const char *arg, FILE *err)
 /* ---- Validation with locations ---- */
 
 /* Prints a message at the location of (node, key) (see cli.h). */
-void tdm__cli_job_report(tdm__cli_job *cj, const char *node,
-                         const char *key, const char *msg, FILE *err)
+void tdm__cli_job_report(tdm__cli_job *cj, const char *node, const char *key,
+                         const char *msg, FILE *err)
 {
-    const tdm__cli_entry *e = key != NULL ? find_entry(cj, node, key)
-                                          : NULL;
+    const tdm__cli_entry *e = key != NULL ? find_entry(cj, node, key) : NULL;
     const tdm__cli_decl *d = node != NULL ? find_decl(cj, node) : NULL;
     char path[512];
     if (e != NULL) {
@@ -1291,8 +1285,7 @@ void tdm__cli_job_report(tdm__cli_job *cj, const char *node,
         if (key != NULL) {
             key_path(path, sizeof path, d->kind, node, key);
         } else {
-            snprintf(path, sizeof path, "%s.%s", section_names[d->kind],
-                     node);
+            snprintf(path, sizeof path, "%s.%s", section_names[d->kind], node);
         }
         report(cj, err, d->line, d->col, path, "%s", msg);
     } else {
@@ -1363,8 +1356,7 @@ int tdm__cli_job_validate(tdm__cli_job *cj, FILE *err)
     if (msg[0] == '\0') {
         snprintf(msg, sizeof msg, "%s", tdm_strerror(rc));
     }
-    const char *rest = split_message(msg, name, sizeof name, key,
-                                     sizeof key);
+    const char *rest = split_message(msg, name, sizeof name, key, sizeof key);
     if (rest == NULL) {
         tdm__cli_job_report(cj, NULL, NULL, msg, err);
     } else {

@@ -57,9 +57,8 @@ tdm_err tdm__conn_finish_ts(const tdm__source_conf *conf, tdm__row *row,
  * Tests and the fuzz target check that the paths agree. */
 enum { TDM__JSON_AUTO = 0, TDM__JSON_JANSSON, TDM__JSON_FAST };
 tdm_err tdm__json_parse_line_mode(const tdm__source_conf *conf,
-                                  const char *line, size_t len,
-                                  tdm__batch *b, char *reason, size_t n,
-                                  int mode);
+                                  const char *line, size_t len, tdm__batch *b,
+                                  char *reason, size_t n, int mode);
 
 /* What the fast path learned from the previous line of a stream: the
  * schema field of each of its first members, so that the next line's
@@ -82,19 +81,19 @@ tdm_err tdm__json_parse_line_hint(const tdm__source_conf *conf,
 
 typedef struct tdm__lines {
     int fd;
-    bool own_fd;       /* close fd at the end */
-    bool wait;         /* not a regular file: poll() before read() */
-    bool eof;          /* read() returned 0 */
-    bool skipping;     /* discarding the rest of an over-long line */
-    bool keep_cut;     /* a last line without its newline is no line:
-                          its bytes stay for tdm__lines_rest (sockets) */
-    int read_errno;    /* errno of the read() that failed */
+    bool own_fd;    /* close fd at the end */
+    bool wait;      /* not a regular file: poll() before read() */
+    bool eof;       /* read() returned 0 */
+    bool skipping;  /* discarding the rest of an over-long line */
+    bool keep_cut;  /* a last line without its newline is no line:
+                       its bytes stay for tdm__lines_rest (sockets) */
+    int read_errno; /* errno of the read() that failed */
     char *buf;
-    size_t cap;        /* allocated bytes */
-    size_t beg, end;   /* unread bytes are buf[beg, end) */
-    size_t scan;       /* buf[beg, scan) is known to hold no newline */
-    int64_t line_no;   /* number of the last line returned */
-    int64_t pos;       /* bytes read from fd (plus the seek offset) */
+    size_t cap;      /* allocated bytes */
+    size_t beg, end; /* unread bytes are buf[beg, end) */
+    size_t scan;     /* buf[beg, scan) is known to hold no newline */
+    int64_t line_no; /* number of the last line returned */
+    int64_t pos;     /* bytes read from fd (plus the seek offset) */
 } tdm__lines;
 
 enum {
@@ -146,15 +145,14 @@ tdm_err tdm__lines_seek(tdm__lines *lr, int64_t offset, int64_t line_no,
 /* Writes "source '<name>' checkpoint: offset N: <reason>" for the first
  * error of @p d into (errbuf, n); returns TDM_ERR_PARSE (parse.c). */
 tdm_err tdm__conn_snap_error(const tdm__source_conf *conf,
-                             const struct tdm__dec *d, char *errbuf,
-                             size_t n);
+                             const struct tdm__dec *d, char *errbuf, size_t n);
 
 /* ---- Streams: the lines of one partition as rows (stream.c) ---- */
 
 /* Distinct values of conf->partition_field -> partition indices, in the
  * order they first appear. */
 typedef struct tdm__partmap {
-    char **keys;    /* n keys (tdm__malloc'd), index = partition */
+    char **keys; /* n keys (tdm__malloc'd), index = partition */
     size_t *lens;
     size_t n, cap;
     uint32_t *slots; /* open addressing: partition + 1, 0 = empty */
@@ -168,10 +166,10 @@ void tdm__partmap_free(tdm__partmap *m);
 
 typedef struct tdm__stream {
     tdm__lines lr;
-    char *name;        /* for locations: "name:line" */
-    int *columns;      /* CSV column -> schema index */
+    char *name;   /* for locations: "name:line" */
+    int *columns; /* CSV column -> schema index */
     int n_columns;
-    bool header_done;  /* CSV header seen (or not expected) */
+    bool header_done;   /* CSV header seen (or not expected) */
     char *header_error; /* reason the CSV header was unusable */
     int64_t header_line;
     bool done;
@@ -179,8 +177,8 @@ typedef struct tdm__stream {
 } tdm__stream;
 
 /* Opens a stream over @p fd named @p name (copied).  TDM_OK or NOMEM. */
-tdm_err tdm__stream_init(tdm__stream *st, const tdm__source_conf *conf,
-                         int fd, bool own_fd, const char *name);
+tdm_err tdm__stream_init(tdm__stream *st, const tdm__source_conf *conf, int fd,
+                         bool own_fd, const char *name);
 void tdm__stream_free(tdm__stream *st);
 
 enum {
@@ -227,8 +225,8 @@ void tdm__json_late(const tdm__row *row, tdm__sbuf *b);
  * the row has a window: {"user":"a","window_start":0,"window_end":60000}
  * (the Kafka sink's message key). */
 void tdm__json_key(const tdm__out_row *row, bool window, tdm__sbuf *b);
-void tdm__json_dead(const char *location, const char *reason,
-                    const char *raw, size_t raw_len, tdm__sbuf *b);
+void tdm__json_dead(const char *location, const char *reason, const char *raw,
+                    size_t raw_len, tdm__sbuf *b);
 
 /* ---- Part files of an exactly-once file sink (file_parts.c) ---- */
 
@@ -251,12 +249,11 @@ void tdm__part_path(char *out, size_t n, const char *dir, const char *base,
                     int kind, uint64_t id, int writer);
 /* The same, named writer first as before 2026-12 (visible or pending). */
 void tdm__part_legacy_path(char *out, size_t n, const char *dir,
-                           const char *base, int kind, uint64_t id,
-                           int writer);
+                           const char *base, int kind, uint64_t id, int writer);
 /* Splits a sink path into its folder ("." when none) and file name
  * (new strings; TDM_ERR_INVAL when the path names a folder). */
-tdm_err tdm__part_split(const char *path, char **dir, char **base,
-                        char *errbuf, size_t errbuf_size);
+tdm_err tdm__part_split(const char *path, char **dir, char **base, char *errbuf,
+                        size_t errbuf_size);
 /* The highest checkpoint id in the name of any part or replaced-folder
  * of the sink at @p path (0: none); new ids must go above it. */
 tdm_err tdm__parts_top(const char *path, uint64_t *top, char *errbuf,
@@ -267,8 +264,8 @@ tdm_err tdm__parts_top(const char *path, uint64_t *top, char *errbuf,
  * pending parts of later checkpoints (never durable) are removed.
  * Idempotent; *moved counts the parts moved by this call. */
 tdm_err tdm__parts_supersede(const char *path, uint64_t first,
-                             uint64_t committed, size_t *moved,
-                             char *errbuf, size_t errbuf_size);
+                             uint64_t committed, size_t *moved, char *errbuf,
+                             size_t errbuf_size);
 
 /* ---- Generator ---- */
 

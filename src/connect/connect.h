@@ -38,17 +38,17 @@ typedef struct tdm__conn_shared {
  * The runtime parses the table's keys into this struct (defaults
  * applied) and passes it to open(); connectors never see raw strings. */
 typedef struct tdm__source_conf {
-    const char *name;      /* node name, for messages */
-    int type;              /* TDM__SRC_FILE, _STDIN, _TCP, _GENERATOR */
-    const char *path;      /* file path or glob */
-    int format;            /* TDM__FMT_JSON, TDM__FMT_CSV */
+    const char *name; /* node name, for messages */
+    int type;         /* TDM__SRC_FILE, _STDIN, _TCP, _GENERATOR */
+    const char *path; /* file path or glob */
+    int format;       /* TDM__FMT_JSON, TDM__FMT_CSV */
     bool csv_header;
     char csv_delimiter;
     const tdm__schema *schema;
-    int partition_field;   /* schema index, -1: one partition per file */
-    int time_mode;         /* TDM__TIME_EVENT, _INGESTION, _PROCESSING */
-    int ts_field;          /* schema index of timestamp.field, -1 */
-    int ts_unit;           /* TDM__UNIT_MS, _S, _US, _NS, _ISO8601 */
+    int partition_field; /* schema index, -1: one partition per file */
+    int time_mode;       /* TDM__TIME_EVENT, _INGESTION, _PROCESSING */
+    int ts_field;        /* schema index of timestamp.field, -1 */
+    int ts_unit;         /* TDM__UNIT_MS, _S, _US, _NS, _ISO8601 */
     const char *tcp_address;
     /* tcp (docs/tcp.md): "tcp.on_close: reconnect" (the job's default)
      * makes a clean close a lost connection; false: it ends the input.
@@ -62,14 +62,14 @@ typedef struct tdm__source_conf {
     int64_t (*now)(void *now_ud);
     void *now_ud;
     /* generator */
-    int gen_kind;          /* TDM__GEN_CLICKS, TDM__GEN_SENSORS */
+    int gen_kind; /* TDM__GEN_CLICKS, TDM__GEN_SENSORS */
     int64_t gen_records, gen_rate, gen_keys, gen_partitions, gen_seed;
     double gen_skew, gen_late_fraction;
     tdm_time_ms gen_max_delay, gen_late_delay, gen_idle_from, gen_idle_for;
     int64_t gen_idle_partition;
-    int nx_kinds;          /* NEXMark: bit k keeps kind k (TDM__NX_*) */
-    int64_t nx_ooo_group;  /* NEXMark out-of-order group, >= 1 */
-    bool nx_flink;         /* NEXMark: nexmark-flink numbering */
+    int nx_kinds;         /* NEXMark: bit k keeps kind k (TDM__NX_*) */
+    int64_t nx_ooo_group; /* NEXMark out-of-order group, >= 1 */
+    bool nx_flink;        /* NEXMark: nexmark-flink numbering */
     /* kafka (docs/kafka.md) */
     const char *kafka_brokers;  /* "brokers", NULL: kafka.bootstrap.servers */
     const char *kafka_topics;   /* "topics", comma-separated, or NULL */
@@ -86,7 +86,7 @@ typedef struct tdm__source_conf {
      * key then value, the "kafka." prefix removed.  Borrowed. */
     const char *const *kafka_props;
     int kafka_n_props;
-    tdm__log_fn log;            /* the job's log (may be NULL) */
+    tdm__log_fn log; /* the job's log (may be NULL) */
     void *log_ud;
     /* Repartition through an internal topic (kafka_shuffle.h): the
      * schema field name of the job's key, NULL for none, and the number
@@ -108,14 +108,28 @@ typedef struct tdm__source_conf {
     bool checkpointing;
 } tdm__source_conf;
 
-enum { TDM__SRC_FILE = 1, TDM__SRC_STDIN, TDM__SRC_TCP, TDM__SRC_GENERATOR,
-       TDM__SRC_KAFKA };
-enum { TDM__KSTART_COMMITTED = 1, TDM__KSTART_EARLIEST, TDM__KSTART_LATEST,
-       TDM__KSTART_TIMESTAMP };
+enum {
+    TDM__SRC_FILE = 1,
+    TDM__SRC_STDIN,
+    TDM__SRC_TCP,
+    TDM__SRC_GENERATOR,
+    TDM__SRC_KAFKA
+};
+enum {
+    TDM__KSTART_COMMITTED = 1,
+    TDM__KSTART_EARLIEST,
+    TDM__KSTART_LATEST,
+    TDM__KSTART_TIMESTAMP
+};
 enum { TDM__FMT_JSON = 1, TDM__FMT_CSV };
 enum { TDM__TIME_EVENT = 1, TDM__TIME_INGESTION, TDM__TIME_PROCESSING };
-enum { TDM__UNIT_MS = 1, TDM__UNIT_S, TDM__UNIT_US, TDM__UNIT_NS,
-       TDM__UNIT_ISO8601 };
+enum {
+    TDM__UNIT_MS = 1,
+    TDM__UNIT_S,
+    TDM__UNIT_US,
+    TDM__UNIT_NS,
+    TDM__UNIT_ISO8601
+};
 enum { TDM__GEN_CLICKS = 1, TDM__GEN_SENSORS, TDM__GEN_NEXMARK };
 
 /* ---- Dead letters ----
@@ -123,9 +137,8 @@ enum { TDM__GEN_CLICKS = 1, TDM__GEN_SENSORS, TDM__GEN_NEXMARK };
  * with its location ("file.jsonl:17" or "partition 3:offset 17"), the
  * reason naming the field ("field 'ts': expected an integer, got
  * \"abc\""), and the raw text; then it goes on with the next record. */
-typedef void (*tdm__dead_fn)(void *ud, const char *location,
-                             const char *reason, const char *raw,
-                             size_t raw_len);
+typedef void (*tdm__dead_fn)(void *ud, const char *location, const char *reason,
+                             const char *raw, size_t raw_len);
 
 /* ---- Formats ----
  * JSON lines: tdm__json_parse_line_mode (conn.h). */
@@ -137,8 +150,8 @@ tdm_err tdm__csv_parse_line(const tdm__source_conf *conf, const int *columns,
 /* Splits a CSV header line into the column -> schema index map
  * (*columns allocated with tdm__malloc). */
 tdm_err tdm__csv_header(const tdm__source_conf *conf, const char *line,
-                        size_t len, int **columns, int *n_columns,
-                        char *reason, size_t n);
+                        size_t len, int **columns, int *n_columns, char *reason,
+                        size_t n);
 /* Converts a timestamp value in @p unit to epoch ms (ISO-8601 text:
  * "2026-12-02T10:00:00Z", with optional fraction and +hh:mm offset).
  * TDM_ERR_PARSE / TDM_ERR_RANGE on bad or overflowing input. */
@@ -192,8 +205,8 @@ typedef struct tdm__source_vtab {
      * horizon[p] (n entries) is the last operator watermark at which a
      * row read so far from p can still change a result.  The connector
      * remembers its positions under this mark. */
-    void (*mark)(tdm__source *src, tdm_time_ms wm,
-                 const tdm_time_ms *horizon, int n);
+    void (*mark)(tdm__source *src, tdm_time_ms wm, const tdm_time_ms *horizon,
+                 int n);
     /* Every mark with wm < @p processed has been handled by all
      * consumers, and every operator's watermark is at least @p done with
      * the sinks flushed: commit, per partition, the newest such mark
@@ -203,8 +216,8 @@ typedef struct tdm__source_vtab {
      * end - 1 > top having been written (the hand-over is clean; MIN
      * again when some operator fires before its watermark: early, count
      * or processing-time triggers).  TDM_OK or TDM_ERR_IO. */
-    tdm_err (*commit)(tdm__source *src, tdm_time_ms processed,
-                      tdm_time_ms done, tdm_time_ms top);
+    tdm_err (*commit)(tdm__source *src, tdm_time_ms processed, tdm_time_ms done,
+                      tdm_time_ms top);
     /* Watermarks carried by the data itself (a repartition topic's
      * markers): NULL, or called by the runtime after each poll for every
      * partition; returns 1 with *wm / *idle set when partition @p p has a
@@ -263,7 +276,7 @@ typedef struct tdm__source_vtab {
     const char *(*poll_error)(tdm__source *src);
 } tdm__source_vtab;
 
-extern const tdm__source_vtab tdm__file_source;      /* file, glob, stdin */
+extern const tdm__source_vtab tdm__file_source; /* file, glob, stdin */
 extern const tdm__source_vtab tdm__tcp_source;
 extern const tdm__source_vtab tdm__generator_source;
 extern const tdm__source_vtab tdm__nexmark_source; /* generator.kind nexmark */
@@ -273,7 +286,7 @@ extern const tdm__source_vtab tdm__kafka_source;
 
 typedef struct tdm__sink_conf {
     const char *name;
-    int type;   /* TDM__SINK_STDOUT, _FILE, _DISCARD */
+    int type; /* TDM__SINK_STDOUT, _FILE, _DISCARD */
     const char *path;
     int format; /* TDM__FMT_JSON, TDM__FMT_CSV */
     /* kafka */
@@ -296,7 +309,7 @@ typedef struct tdm__sink_conf {
      * with it set means this writer had nothing in that checkpoint (the
      * restored run had fewer writers), not a fresh start. */
     uint64_t restored;
-    const char *job_name;  /* Kafka transactional.id; NULL: "job" */
+    const char *job_name; /* Kafka transactional.id; NULL: "job" */
     /* Kafka, tests only: replaces the rd_kafka_*_transaction calls
      * (tdm__kk_txn_ops below); NULL: librdkafka's. */
     const struct tdm__kk_txn_ops *kafka_txn_ops;
@@ -313,8 +326,7 @@ struct rd_kafka_consumer_group_metadata_s;
 typedef struct tdm__kk_txn_ops {
     struct rd_kafka_error_s *(*init)(struct rd_kafka_s *rk, int timeout_ms);
     struct rd_kafka_error_s *(*begin)(struct rd_kafka_s *rk);
-    struct rd_kafka_error_s *(*commit)(struct rd_kafka_s *rk,
-                                       int timeout_ms);
+    struct rd_kafka_error_s *(*commit)(struct rd_kafka_s *rk, int timeout_ms);
     struct rd_kafka_error_s *(*abort)(struct rd_kafka_s *rk, int timeout_ms);
     /* May be NULL (librdkafka's): the commit marker. */
     struct rd_kafka_error_s *(*send_offsets)(
@@ -324,8 +336,12 @@ typedef struct tdm__kk_txn_ops {
         int timeout_ms);
 } tdm__kk_txn_ops;
 
-enum { TDM__SINK_STDOUT = 1, TDM__SINK_FILE, TDM__SINK_DISCARD,
-       TDM__SINK_KAFKA };
+enum {
+    TDM__SINK_STDOUT = 1,
+    TDM__SINK_FILE,
+    TDM__SINK_DISCARD,
+    TDM__SINK_KAFKA
+};
 
 /* What a result row says about its window and pane. */
 typedef enum tdm__change {
@@ -345,7 +361,7 @@ typedef struct tdm__col {
 typedef struct tdm__out_row {
     const tdm__col *cols; /* key fields, then aggregates (or join fields) */
     int n_cols;
-    int n_key_cols;       /* cols[0 .. n_key_cols) are the group key */
+    int n_key_cols; /* cols[0 .. n_key_cols) are the group key */
     int has_window;
     tdm_time_ms win_start, win_end;
     tdm_pane_timing timing;
@@ -361,14 +377,13 @@ typedef struct tdm__sinkobj tdm__sinkobj;
 typedef struct tdm__sink_vtab {
     int version; /* 1, 2 with flush and tick, 3 with 2PC, 4 with top
                     and supersede, 5 with last_error */
-    tdm_err (*open)(const tdm__sink_conf *conf, int upsert,
-                    tdm__sinkobj **out, char *errbuf, size_t errbuf_size);
+    tdm_err (*open)(const tdm__sink_conf *conf, int upsert, tdm__sinkobj **out,
+                    char *errbuf, size_t errbuf_size);
     /* Thread-safe: called from several subtasks. */
     tdm_err (*write_result)(tdm__sinkobj *s, const tdm__out_row *row);
     tdm_err (*write_row)(tdm__sinkobj *s, const tdm__row *row); /* late */
     tdm_err (*write_dead)(tdm__sinkobj *s, const char *location,
-                          const char *reason, const char *raw,
-                          size_t raw_len);
+                          const char *reason, const char *raw, size_t raw_len);
     /* Flushes; an upsert file sink writes its final table here. */
     tdm_err (*close)(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
     /* Version 2: everything written before the call is durable when it

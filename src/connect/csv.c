@@ -180,8 +180,8 @@ static tdm_err bad_value(const tdm__source_conf *conf, int idx,
     tdm__conn_quote(shown, sizeof shown, text, len);
     if (what)
         return tdm__errf(reason, n, TDM_ERR_PARSE,
-                         "field '%s': %s out of range, got %s", fd->name,
-                         what, shown);
+                         "field '%s': %s out of range, got %s", fd->name, what,
+                         shown);
     return tdm__errf(reason, n, TDM_ERR_PARSE,
                      "field '%s': expected %s, got %s", fd->name,
                      tdm__conn_expected(fd->type, conf->ts_unit), shown);
@@ -189,9 +189,8 @@ static tdm_err bad_value(const tdm__source_conf *conf, int idx,
 
 /* Stores field @p f as schema field @p idx of @p row.  Returns TDM_OK,
  * TDM_ERR_PARSE (reason written) or TDM_ERR_NOMEM. */
-static tdm_err store(const tdm__source_conf *conf, tdm__batch *b,
-                     tdm__row *row, int idx, const csv_field *f,
-                     char *reason, size_t n)
+static tdm_err store(const tdm__source_conf *conf, tdm__batch *b, tdm__row *row,
+                     int idx, const csv_field *f, char *reason, size_t n)
 {
     const tdm__field *fd = &conf->schema->fields[idx];
     tdm__val *out = &row->v[idx];
@@ -232,14 +231,14 @@ static tdm_err store(const tdm__source_conf *conf, tdm__batch *b,
     case TDM_TYPE_INT64:
         rc = parse_int(p, len, &out->u.i);
         if (rc != 0)
-            return bad_value(conf, idx, rc == -2 ? "integer" : NULL, f,
-                             reason, n);
+            return bad_value(conf, idx, rc == -2 ? "integer" : NULL, f, reason,
+                             n);
         break;
     case TDM_TYPE_DOUBLE:
         rc = parse_double(p, len, &out->u.d);
         if (rc != 0)
-            return bad_value(conf, idx, rc == -2 ? "number" : NULL, f,
-                             reason, n);
+            return bad_value(conf, idx, rc == -2 ? "number" : NULL, f, reason,
+                             n);
         break;
     case TDM_TYPE_BOOL:
         if (len == 1 && (*p == '1' || *p == '0')) {
@@ -258,8 +257,8 @@ static tdm_err store(const tdm__source_conf *conf, tdm__batch *b,
             char shown[80];
             size_t tl = field_text(f, buf, sizeof buf);
             tdm__conn_quote(shown, sizeof shown, buf, tl);
-            return tdm__conn_ts_error(reason, n, fd->name, err,
-                                      conf->ts_unit, shown);
+            return tdm__conn_ts_error(reason, n, fd->name, err, conf->ts_unit,
+                                      shown);
         }
         break;
     }
@@ -332,8 +331,8 @@ tdm_err tdm__csv_parse_line(const tdm__source_conf *conf, const int *columns,
  * *columns allocated), TDM_ERR_PARSE (binary data, bad quoting, a schema
  * field named twice) or TDM_ERR_NOMEM. */
 tdm_err tdm__csv_header(const tdm__source_conf *conf, const char *line,
-                        size_t len, int **columns, int *n_columns,
-                        char *reason, size_t n)
+                        size_t len, int **columns, int *n_columns, char *reason,
+                        size_t n)
 {
     char delim = conf->csv_delimiter ? conf->csv_delimiter : ',';
     int *cols = NULL, count = 1;

@@ -23,12 +23,11 @@ tdm_err tdm_dead_letters_open(const char *path, tdm_dead_letters **out,
     tdm_dead_letters *dl = tdm__calloc(1, sizeof *dl);
     if (!dl)
         return TDM_ERR_NOMEM;
-    tdm__sink_conf conf = { .name = "dead_letter",
-                            .type = TDM__SINK_FILE,
-                            .path = path,
-                            .format = TDM__FMT_JSON };
-    tdm_err err = tdm__text_sink.open(&conf, 0, &dl->sink, errbuf,
-                                      errbuf_size);
+    tdm__sink_conf conf = {.name = "dead_letter",
+                           .type = TDM__SINK_FILE,
+                           .path = path,
+                           .format = TDM__FMT_JSON};
+    tdm_err err = tdm__text_sink.open(&conf, 0, &dl->sink, errbuf, errbuf_size);
     if (err != TDM_OK)
         goto fail;
     *out = dl;
@@ -45,8 +44,7 @@ tdm_err tdm_dead_letters_write(tdm_dead_letters *dl, const char *location,
 {
     if (!dl)
         return TDM_ERR_INVAL;
-    return tdm__text_sink.write_dead(dl->sink, location, reason, raw,
-                                     raw_len);
+    return tdm__text_sink.write_dead(dl->sink, location, reason, raw, raw_len);
 }
 
 /* Closes the file and frees the handle (see tidemark.h). */

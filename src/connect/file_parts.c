@@ -32,11 +32,11 @@
  * new run's first checkpoint moves into "dir/base.replaced-<first>/"
  * (S1), where nothing that reads "base.part-*" sees it and nothing is
  * lost.  Pending parts of checkpoints that never became durable were
- * never committed and go (S3).  The move is idempotent (S2: a part already moved is no longer
- * listed), so a crash in the middle is finished by the next restore of
- * the new run.  New ids start above every part and every replaced-folder
- * present (tdm__parts_top), so a new part can never take an old one's
- * name, even when the checkpoint folder was emptied by hand.
+ * never committed and go (S3).  The move is idempotent (S2: a part already
+ * moved is no longer listed), so a crash in the middle is finished by the next
+ * restore of the new run.  New ids start above every part and every
+ * replaced-folder present (tdm__parts_top), so a new part can never take an old
+ * one's name, even when the checkpoint folder was emptied by hand.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -81,7 +81,7 @@ static bool parse_fields(const char *p, tdm__part *pt, const char **rest)
     if (a == ID_DIGITS && b >= 1 && b <= 9) { /* P1: <id>-<w> */
         pt->id = decimal(p, a);
         pt->writer = (int)decimal(p + a + 1, b);
-    } else if (b == ID_DIGITS && a <= 9) {    /* P2: <w>-<id> */
+    } else if (b == ID_DIGITS && a <= 9) { /* P2: <w>-<id> */
         pt->writer = (int)decimal(p, a);
         pt->id = decimal(p + a + 1, b);
         pt->legacy = true;
@@ -127,26 +127,24 @@ void tdm__part_path(char *out, size_t n, const char *dir, const char *base,
 }
 
 void tdm__part_legacy_path(char *out, size_t n, const char *dir,
-                           const char *base, int kind, uint64_t id,
-                           int writer)
+                           const char *base, int kind, uint64_t id, int writer)
 {
     if (kind == TDM__PART_PENDING)
-        snprintf(out, n, "%s/.%s.part-%d-%010llu.pending", dir, base,
-                 writer, (unsigned long long)id);
+        snprintf(out, n, "%s/.%s.part-%d-%010llu.pending", dir, base, writer,
+                 (unsigned long long)id);
     else
         snprintf(out, n, "%s/%s.part-%d-%010llu", dir, base, writer,
                  (unsigned long long)id);
 }
 
-tdm_err tdm__part_split(const char *path, char **dir, char **base,
-                        char *errbuf, size_t errbuf_size)
+tdm_err tdm__part_split(const char *path, char **dir, char **base, char *errbuf,
+                        size_t errbuf_size)
 {
     const char *slash = strrchr(path, '/');
     size_t dlen = slash ? (size_t)(slash - path) : 0;
     const char *b = slash ? slash + 1 : path;
 
-    *dir = slash ? tdm__strndup(path, dlen ? dlen : 1)
-                 : tdm__strndup(".", 1);
+    *dir = slash ? tdm__strndup(path, dlen ? dlen : 1) : tdm__strndup(".", 1);
     *base = tdm__strndup(b, strlen(b));
     if (!*dir || !*base) {
         tdm__free(*dir);
@@ -166,8 +164,8 @@ static uint64_t replaced_id(const char *base, const char *name)
     size_t bl = strlen(base);
     const char *p = name + bl + 10;
     if (strncmp(name, base, bl) != 0 ||
-        strncmp(name + bl, ".replaced-", 10) != 0 ||
-        digits(p) != ID_DIGITS || p[ID_DIGITS] != '\0')
+        strncmp(name + bl, ".replaced-", 10) != 0 || digits(p) != ID_DIGITS ||
+        p[ID_DIGITS] != '\0')
         return 0;
     return decimal(p, ID_DIGITS);
 }
@@ -193,8 +191,7 @@ static tdm_err listing_open(listing *l, const char *path, char *errbuf,
 {
     struct stat st;
     memset(l, 0, sizeof *l);
-    tdm_err err = tdm__part_split(path, &l->dir, &l->base, errbuf,
-                                  errbuf_size);
+    tdm_err err = tdm__part_split(path, &l->dir, &l->base, errbuf, errbuf_size);
     if (err == TDM_OK && stat(l->dir, &st) != 0 && errno == ENOENT)
         return TDM_OK; /* no folder yet: nothing was ever written */
     if (err == TDM_OK)
@@ -229,16 +226,15 @@ tdm_err tdm__parts_top(const char *path, uint64_t *top, char *errbuf,
  * arrives visible.  An existing target is never replaced. */
 static tdm_err move_part(const listing *l, const char *name,
                          const tdm__part *pt, const char *aside,
-                         uint64_t committed, char *errbuf,
-                         size_t errbuf_size)
+                         uint64_t committed, char *errbuf, size_t errbuf_size)
 {
     char from[4300], to[4300];
     struct stat st;
 
     snprintf(from, sizeof from, "%s/%s", l->dir, name);
     if (pt->kind == TDM__PART_PENDING && pt->id <= committed)
-        tdm__part_path(to, sizeof to, aside, l->base, TDM__PART_VISIBLE,
-                       pt->id, pt->writer);
+        tdm__part_path(to, sizeof to, aside, l->base, TDM__PART_VISIBLE, pt->id,
+                       pt->writer);
     else
         snprintf(to, sizeof to, "%s/%s", aside, name);
     if (lstat(to, &st) == 0)
@@ -250,8 +246,8 @@ static tdm_err move_part(const listing *l, const char *name,
 }
 
 tdm_err tdm__parts_supersede(const char *path, uint64_t first,
-                             uint64_t committed, size_t *moved,
-                             char *errbuf, size_t errbuf_size)
+                             uint64_t committed, size_t *moved, char *errbuf,
+                             size_t errbuf_size)
 {
     listing l;
     char aside[4300] = "";

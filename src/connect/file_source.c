@@ -43,14 +43,14 @@ struct tdm__source {
     void *dead_ud;
     tdm__stream *st; /* one per file (or stdin) this subtask reads */
     int n;
-    int cur;      /* the stream the next poll starts with */
+    int cur; /* the stream the next poll starts with */
     int n_done;
     bool by_field; /* partitions are values of partition_field */
     tdm__partmap pm;
     bool is_stdin;
-    int index;      /* this subtask */
-    int *gid;       /* per stream: its index in the sorted expansion */
-    char **all;     /* every path of the expansion (for restore) */
+    int index;  /* this subtask */
+    int *gid;   /* per stream: its index in the sorted expansion */
+    char **all; /* every path of the expansion (for restore) */
     size_t n_all;
 };
 
@@ -104,8 +104,7 @@ static tdm_err expand(const tdm__source_conf *conf, char ***paths,
     }
     if (rc != 0 && rc != GLOB_NOMATCH) {
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                        "cannot read the folders of '%s'",
-                        conf->path);
+                        "cannot read the folders of '%s'", conf->path);
         goto out;
     }
     list = tdm__calloc(rc == 0 && g.gl_pathc ? g.gl_pathc : 1, sizeof *list);
@@ -129,12 +128,10 @@ static tdm_err expand(const tdm__source_conf *conf, char ***paths,
             struct stat st;
             int e = stat(conf->path, &st) == 0 ? EISDIR : errno;
             err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                            "cannot open '%s': %s",
-                            conf->path, strerror(e));
+                            "cannot open '%s': %s", conf->path, strerror(e));
         } else {
             err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                            "no file matches '%s'",
-                            conf->path);
+                            "no file matches '%s'", conf->path);
         }
         goto out;
     }
@@ -161,8 +158,7 @@ static tdm_err add_stream(tdm__source *src, const char *path, char *errbuf,
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                             "cannot open '%s': %s", path,
-                             strerror(errno));
+                             "cannot open '%s': %s", path, strerror(errno));
     }
     err = tdm__stream_init(st, &src->conf, fd, path != NULL,
                            path ? path : "<stdin>");
@@ -191,16 +187,15 @@ static tdm_err file_open(const tdm__source_conf *conf, int index, int count,
     is_stdin = conf->type == TDM__SRC_STDIN ||
                (conf->path && strcmp(conf->path, "-") == 0);
     if (!is_stdin && (!conf->path || !conf->path[0]))
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "path is not set");
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL, "path is not set");
     src = tdm__calloc(1, sizeof *src);
     if (!src)
         return TDM_ERR_NOMEM;
     src->conf = *conf;
     src->dead = dead;
     src->dead_ud = dead_ud;
-    src->by_field = conf->partition_field >= 0 &&
-                    conf->partition_field < conf->schema->n;
+    src->by_field =
+        conf->partition_field >= 0 && conf->partition_field < conf->schema->n;
     src->is_stdin = is_stdin;
     src->index = index;
     if (is_stdin) {
@@ -225,8 +220,8 @@ static tdm_err file_open(const tdm__source_conf *conf, int index, int count,
             goto fail;
         }
         for (size_t k = 0; k < n_paths; k++) {
-            bool mine = src->by_field ? index == 0
-                                      : (int)(k % (size_t)count) == index;
+            bool mine =
+                src->by_field ? index == 0 : (int)(k % (size_t)count) == index;
             if (!mine)
                 continue;
             src->gid[src->n] = (int)k;
@@ -297,8 +292,8 @@ static tdm_err file_poll(tdm__source *src, tdm__batch *b, size_t max,
 enum { SNAP_FINISHED = 1, SNAP_SKIPPING = 2, SNAP_HEADER_DONE = 4 };
 
 /* Encodes this subtask's files (docs/checkpoints.md, "File source"). */
-static tdm_err file_snapshot(tdm__source *src, struct tdm__enc *e,
-                             char *errbuf, size_t errbuf_size)
+static tdm_err file_snapshot(tdm__source *src, struct tdm__enc *e, char *errbuf,
+                             size_t errbuf_size)
 {
     if (src->is_stdin)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
@@ -375,8 +370,8 @@ static tdm_err entry_read(tdm__source *src, tdm__dec *d, file_entry *fe)
         return tdm__dec_fail(d, "unknown file flags");
     if (n_col > tdm__dec_left(d) || n_col > 65536)
         return tdm__dec_fail(d, "too many CSV columns");
-    if (n_col > 0 && (src->conf.format != TDM__FMT_CSV ||
-                      !(fe->flags & SNAP_HEADER_DONE)))
+    if (n_col > 0 &&
+        (src->conf.format != TDM__FMT_CSV || !(fe->flags & SNAP_HEADER_DONE)))
         return tdm__dec_fail(d, "CSV columns without a header");
     if (!(fe->flags & SNAP_HEADER_DONE) &&
         !(src->conf.format == TDM__FMT_CSV && src->conf.csv_header))
@@ -407,8 +402,7 @@ static tdm_err entry_apply(tdm__source *src, int i, file_entry *fe,
 
     if (fstat(st->lr.fd, &sb) != 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                         "cannot restore '%s': %s", st->name,
-                         strerror(errno));
+                         "cannot restore '%s': %s", st->name, strerror(errno));
     if ((uint64_t)sb.st_size < fe->offset)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                          "cannot restore '%s': it has %lld bytes, fewer "
@@ -455,8 +449,8 @@ static bool path_known(const tdm__source *src, const char *path)
 
 /* Restores the files this subtask reads from the merged sections of the
  * old subtasks (see connect.h).  On error the source must be closed. */
-static tdm_err file_restore(tdm__source *src, struct tdm__dec *d,
-                            char *errbuf, size_t errbuf_size)
+static tdm_err file_restore(tdm__source *src, struct tdm__dec *d, char *errbuf,
+                            size_t errbuf_size)
 {
     tdm_err err = TDM_OK;
     file_entry fe;
@@ -522,7 +516,8 @@ static tdm_err file_restore(tdm__source *src, struct tdm__dec *d,
                        !path_known(src, fe.path)) {
                 err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                                 "cannot restore '%s': the file of the "
-                                "checkpoint is gone", fe.path);
+                                "checkpoint is gone",
+                                fe.path);
                 goto out;
             }
             entry_free(&fe);

@@ -56,21 +56,21 @@ struct tdm__source {
     int64_t total, n_part, rate, keys;
     int64_t *parts; /* this subtask's partitions, ascending */
     int n_parts;
-    uint8_t *fin;   /* per local partition: reported finished */
+    uint8_t *fin; /* per local partition: reported finished */
     int n_done;
-    int64_t round;  /* records round * n_part + parts[next] */
-    int64_t round_base; /* round * n_part (saturated) */
-    uint64_t key1, key2;  /* per-seed keys of the two draws of a record */
+    int64_t round;       /* records round * n_part + parts[next] */
+    int64_t round_base;  /* round * n_part (saturated) */
+    uint64_t key1, key2; /* per-seed keys of the two draws of a record */
     int next;
-    int64_t *start; /* after restore: first round of each partition */
-    int64_t start_max; /* the highest of them */
-    double *cdf;    /* Zipf CDF (keys entries) or NULL */
+    int64_t *start;        /* after restore: first round of each partition */
+    int64_t start_max;     /* the highest of them */
+    double *cdf;           /* Zipf CDF (keys entries) or NULL */
     double zipf_s, zipf_h; /* continuous approximation */
     bool zipf_approx;
-    double key_scale;    /* keys, for uniform draws */
-    int64_t ms_per_record; /* 1000 / rate when exact, else 0 */
-    double ms_per_rec_f;   /* 1000.0 / rate */
-    gen_name *key_names;   /* "u<k>" / "s<k>" for k < keys, or NULL */
+    double key_scale;        /* keys, for uniform draws */
+    int64_t ms_per_record;   /* 1000 / rate when exact, else 0 */
+    double ms_per_rec_f;     /* 1000.0 / rate */
+    gen_name *key_names;     /* "u<k>" / "s<k>" for k < keys, or NULL */
     gen_name page_names[50]; /* "p0" .. "p49" */
 };
 
@@ -123,7 +123,7 @@ static inline int64_t position_ms(const tdm__source *src, int64_t i)
 
     if (src->ms_per_record > 0) /* rate divides 1000 */
         return __builtin_mul_overflow(i, src->ms_per_record, &q) ? INT64_MAX
-                                                                : q;
+                                                                 : q;
     if (i <= (INT64_C(1) << 50) / 1000 && src->rate <= (INT64_C(1) << 30)) {
         num = i * 1000;
         q = (int64_t)((double)i * src->ms_per_rec_f);
@@ -245,9 +245,9 @@ static tdm_err gen_open(const tdm__source_conf *conf, int index, int count,
     if (!conf || !conf->schema || count < 1 || index < 0 || index >= count)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "generator: bad arguments");
-    if (conf->gen_rate < 1 || conf->gen_keys < 1 ||
-        conf->gen_partitions < 1 || conf->gen_records < 0 ||
-        conf->gen_max_delay < 0 || conf->gen_late_delay < 0)
+    if (conf->gen_rate < 1 || conf->gen_keys < 1 || conf->gen_partitions < 1 ||
+        conf->gen_records < 0 || conf->gen_max_delay < 0 ||
+        conf->gen_late_delay < 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "generator.rate, keys and partitions must be >= 1, "
                          "records and delays >= 0");
@@ -267,8 +267,8 @@ static tdm_err gen_open(const tdm__source_conf *conf, int index, int count,
     src->f_page = src->f_value = -1;
     if ((err = field(conf, sensors ? "sensor" : "user", TDM_TYPE_STRING,
                      TDM_TYPE_STRING, &src->f_key, errbuf, errbuf_size)) ||
-        (err = field(conf, "ts", TDM_TYPE_TIMESTAMP, TDM_TYPE_INT64,
-                     &src->f_ts, errbuf, errbuf_size)))
+        (err = field(conf, "ts", TDM_TYPE_TIMESTAMP, TDM_TYPE_INT64, &src->f_ts,
+                     errbuf, errbuf_size)))
         goto fail;
     if (sensors)
         err = field(conf, "value", TDM_TYPE_DOUBLE, TDM_TYPE_DOUBLE,
@@ -324,14 +324,13 @@ static inline size_t n_digits(uint64_t k)
 /* Writes "<prefix><k>" as string field @p f of @p row: straight into the
  * arena (digits from the right, two at a time) when there is room, else
  * through tdm__batch_set_string. */
-static inline tdm_err put_name(tdm__batch *b, tdm__row *row, int f,
-                               char prefix, uint64_t k)
+static inline tdm_err put_name(tdm__batch *b, tdm__row *row, int f, char prefix,
+                               uint64_t k)
 {
     char tmp[24], *dst;
     size_t len = 1 + n_digits(k), at = len;
 
-    dst = b->arena_cap - b->arena_used >= len ? b->arena + b->arena_used
-                                               : tmp;
+    dst = b->arena_cap - b->arena_used >= len ? b->arena + b->arena_used : tmp;
     dst[0] = prefix;
     while (k >= 100) {
         size_t two = (size_t)(k % 100) * 2;
@@ -522,8 +521,8 @@ static int64_t next_round(const tdm__source *src, int j)
 }
 
 /* Encodes this subtask's partitions (docs/checkpoints.md). */
-static tdm_err gen_snapshot(tdm__source *src, struct tdm__enc *e,
-                            char *errbuf, size_t errbuf_size)
+static tdm_err gen_snapshot(tdm__source *src, struct tdm__enc *e, char *errbuf,
+                            size_t errbuf_size)
 {
     (void)errbuf;
     (void)errbuf_size;
@@ -543,14 +542,13 @@ static tdm_err gen_snapshot(tdm__source *src, struct tdm__enc *e,
 /* Reads the merged sections of the old subtasks (see connect.h) and
  * keeps the rounds of this subtask's partitions; every one of them must
  * be listed exactly once. */
-static tdm_err gen_restore(tdm__source *src, struct tdm__dec *d,
-                           char *errbuf, size_t errbuf_size)
+static tdm_err gen_restore(tdm__source *src, struct tdm__dec *d, char *errbuf,
+                           size_t errbuf_size)
 {
     tdm__dec body;
-    int64_t *start = tdm__calloc((size_t)(src->n_parts ? src->n_parts : 1),
-                                 sizeof *start);
-    uint8_t *seen = tdm__calloc((size_t)(src->n_parts ? src->n_parts : 1),
-                                1);
+    int64_t *start =
+        tdm__calloc((size_t)(src->n_parts ? src->n_parts : 1), sizeof *start);
+    uint8_t *seen = tdm__calloc((size_t)(src->n_parts ? src->n_parts : 1), 1);
     tdm_err err = TDM_OK;
 
     memset(&body, 0, sizeof body);
@@ -611,8 +609,7 @@ static tdm_err gen_restore(tdm__source *src, struct tdm__dec *d,
             }
         }
         if (body.err) {
-            err = tdm__conn_snap_error(&src->conf, &body, errbuf,
-                                       errbuf_size);
+            err = tdm__conn_snap_error(&src->conf, &body, errbuf, errbuf_size);
             goto out;
         }
     }
@@ -644,8 +641,7 @@ static tdm_err gen_restore(tdm__source *src, struct tdm__dec *d,
         src->round = min;
         src->start_max = max;
         src->next = 0;
-        if (__builtin_mul_overflow(src->round, src->n_part,
-                                   &src->round_base))
+        if (__builtin_mul_overflow(src->round, src->n_part, &src->round_base))
             src->round_base = INT64_MAX;
         tdm__free(src->start);
         src->start = NULL;

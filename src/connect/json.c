@@ -1,5 +1,5 @@
-            /* "key" (a key with an escape is left to jansson), ':', a
-             * scalar, then ',' for more or '}' for the end. */
+/* "key" (a key with an escape is left to jansson), ':', a
+ * scalar, then ',' for more or '}' for the end. */
 /* SPDX-License-Identifier: MIT */
 /* json.c - JSON lines into typed rows.
  *
@@ -83,8 +83,8 @@ static void show(char *out, size_t n, const jval *v)
     }
 }
 
-static tdm_err type_error(const tdm__source_conf *conf, int idx,
-                          const jval *v, char *reason, size_t n)
+static tdm_err type_error(const tdm__source_conf *conf, int idx, const jval *v,
+                          char *reason, size_t n)
 {
     const tdm__field *f = &conf->schema->fields[idx];
     char shown[64];
@@ -97,9 +97,8 @@ static tdm_err type_error(const tdm__source_conf *conf, int idx,
 
 /* Stores value @p v as field @p idx of @p row, checking its type.
  * Returns TDM_OK, TDM_ERR_PARSE (reason written) or TDM_ERR_NOMEM. */
-static tdm_err store(const tdm__source_conf *conf, tdm__batch *b,
-                     tdm__row *row, int idx, const jval *v, char *reason,
-                     size_t n)
+static tdm_err store(const tdm__source_conf *conf, tdm__batch *b, tdm__row *row,
+                     int idx, const jval *v, char *reason, size_t n)
 {
     const tdm__field *f = &conf->schema->fields[idx];
     tdm__val *out = &row->v[idx];
@@ -145,8 +144,8 @@ static tdm_err store(const tdm__source_conf *conf, tdm__batch *b,
         if (err != TDM_OK) {
             char shown[64];
             show(shown, sizeof shown, v);
-            return tdm__conn_ts_error(reason, n, f->name, err,
-                                      conf->ts_unit, shown);
+            return tdm__conn_ts_error(reason, n, f->name, err, conf->ts_unit,
+                                      shown);
         }
         break;
     }
@@ -418,8 +417,7 @@ static int find_field(const tdm__schema *sc, const char *key, size_t len)
  * scan_string are ever expected, and scan_string takes no key with an
  * escape, a quote or a control byte: the name's bytes are therefore the
  * key's own bytes, exactly as scan_string would have returned them. */
-static size_t match_key(const char *s, size_t len, size_t i,
-                        const char *name)
+static size_t match_key(const char *s, size_t len, size_t i, const char *name)
 {
     size_t j = 0;
     if (s[i] != '"')
@@ -465,8 +463,7 @@ static bool repeated(const jkey *ign, int n, const char *key, size_t len)
  * key costs one comparison instead of a scan and a lookup.  A miss
  * falls back to both and updates the hint. */
 static int parse_fast(const tdm__source_conf *conf, tdm__json_hint *hint,
-                      const char *s, size_t len, tdm__batch *b,
-                      tdm__row *row)
+                      const char *s, size_t len, tdm__batch *b, tdm__row *row)
 {
     const tdm__schema *sc = conf->schema;
     uint64_t seen = 0;
@@ -554,8 +551,7 @@ typedef struct big_ctx {
     size_t key_len, text_len;
 } big_ctx;
 
-static int big_member(void *ctx, const char *key, size_t key_len,
-                      const jval *v)
+static int big_member(void *ctx, const char *key, size_t key_len, const jval *v)
 {
     big_ctx *c = ctx;
     if (v->kind != J_BIG)
@@ -571,8 +567,7 @@ static int big_member(void *ctx, const char *key, size_t key_len,
  * top-level member is named by the scanner ("field 'n': integer out of
  * range, got 99999999999999999999"); otherwise jansson's own words. */
 static tdm_err invalid_json(const char *line, size_t len,
-                            const json_error_t *jerr, char *reason,
-                            size_t n)
+                            const json_error_t *jerr, char *reason, size_t n)
 {
     big_ctx c = {NULL, NULL, 0, 0};
 
@@ -584,13 +579,11 @@ static tdm_err invalid_json(const char *line, size_t len,
                 integral = false;
         return tdm__errf(reason, n, TDM_ERR_PARSE,
                          "field '%.*s': %s out of range, got %.*s",
-                         (int)c.key_len, c.key,
-                         integral ? "integer" : "number",
+                         (int)c.key_len, c.key, integral ? "integer" : "number",
                          c.text_len > 40 ? 40 : (int)c.text_len, c.text);
     }
-    return tdm__errf(reason, n, TDM_ERR_PARSE,
-                     "invalid JSON: %s (column %d)", jerr->text,
-                     jerr->column);
+    return tdm__errf(reason, n, TDM_ERR_PARSE, "invalid JSON: %s (column %d)",
+                     jerr->text, jerr->column);
 }
 
 /* Converts a jansson value into a jval (strings are borrowed). */
@@ -740,9 +733,8 @@ static tdm_err parse_line(const tdm__source_conf *conf, tdm__json_hint *hint,
 
 /* Parses one JSON line with a choice of path (see conn.h). */
 tdm_err tdm__json_parse_line_mode(const tdm__source_conf *conf,
-                                  const char *line, size_t len,
-                                  tdm__batch *b, char *reason, size_t n,
-                                  int mode)
+                                  const char *line, size_t len, tdm__batch *b,
+                                  char *reason, size_t n, int mode)
 {
     return parse_line(conf, NULL, line, len, b, reason, n, mode);
 }
@@ -760,8 +752,7 @@ tdm_err tdm__json_parse_line_hint(const tdm__source_conf *conf,
 /* Parses one JSON line into a new row of @p b (see connect.h): TDM_OK, or
  * TDM_ERR_PARSE with the reason, after which the caller drops the row. */
 tdm_err tdm__json_parse_line(const tdm__source_conf *conf, const char *line,
-                             size_t len, tdm__batch *b, char *reason,
-                             size_t n)
+                             size_t len, tdm__batch *b, char *reason, size_t n)
 {
     return tdm__json_parse_line_mode(conf, line, len, b, reason, n,
                                      TDM__JSON_AUTO);

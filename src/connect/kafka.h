@@ -19,9 +19,9 @@
  * connectors create starts with this struct (rd_kafka_opaque), so one log
  * callback serves the source and the sink. */
 typedef struct tdm__klog {
-    tdm__log_fn fn;     /* NULL: lines are dropped */
+    tdm__log_fn fn; /* NULL: lines are dropped */
     void *ud;
-    char prefix[96];    /* "kafka source 'clicks'[0]" */
+    char prefix[96]; /* "kafka source 'clicks'[0]" */
 } tdm__klog;
 
 /* Builds a librdkafka configuration: @p defaults (NULL-terminated key,
@@ -33,8 +33,8 @@ typedef struct tdm__klog {
  * with a message naming the property ("kafka.foo: No such configuration
  * property"), or TDM_ERR_NOMEM. */
 tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
-                        int n_props, const char *const *defaults,
-                        void *opaque, rd_kafka_conf_t **out, char *errbuf,
+                        int n_props, const char *const *defaults, void *opaque,
+                        rd_kafka_conf_t **out, char *errbuf,
                         size_t errbuf_size);
 
 /* Writes one line "<prefix>: <text>" to the log of @p lg (NULL-safe). */
@@ -75,8 +75,7 @@ int tdm__kafka_close_consumer(rd_kafka_t *rk, tdm__krebalance_fn *rebalance,
  * reports for up to 10 ms and returns 1, or 0 once  limit_ms have
  * passed since the first call of this wait (*since_ms: -1 before it; set
  * here).  The caller retries the produce after 1 and gives up after 0. */
-int tdm__kafka_wait_room(rd_kafka_t *rk, int64_t *since_ms,
-                         int64_t limit_ms);
+int tdm__kafka_wait_room(rd_kafka_t *rk, int64_t *since_ms, int64_t limit_ms);
 
 /* ---- Commit metadata ---- */
 
@@ -110,16 +109,16 @@ int tdm__kafka_meta_parse(const void *p, size_t n, tdm_time_ms *wm,
 #define TDM__KSNAP_MAX 256
 
 typedef struct tdm__ksnap {
-    uint64_t seq;        /* 1, 2, ... in mark order */
-    tdm_time_ms wm;      /* the watermark the subtask sent */
-    int n;               /* partitions covered: next[0..n), hz[0..n) */
-    int64_t *next;       /* offset to resume from; < 0: unknown */
-    tdm_time_ms *hz;     /* horizon of the rows read so far */
+    uint64_t seq;    /* 1, 2, ... in mark order */
+    tdm_time_ms wm;  /* the watermark the subtask sent */
+    int n;           /* partitions covered: next[0..n), hz[0..n) */
+    int64_t *next;   /* offset to resume from; < 0: unknown */
+    tdm_time_ms *hz; /* horizon of the rows read so far */
 } tdm__ksnap;
 
 typedef struct tdm__ksnaps {
     tdm__ksnap ring[TDM__KSNAP_MAX];
-    int head;            /* index of the oldest */
+    int head; /* index of the oldest */
     int count;
     uint64_t last_seq;
 } tdm__ksnaps;
@@ -142,16 +141,16 @@ void tdm__ksnap_drop_before(tdm__ksnaps *r, uint64_t seq);
 /* One partition's commit decision (kafka_source.c's commit): what the
  * partition knows besides the snapshots. */
 typedef struct tdm__kcommit_in {
-    int p;                 /* local index */
-    int64_t base;          /* where reading started, -1 unknown */
-    int64_t committed;     /* last committed offset, -1 none */
-    tdm_time_ms meta_wm;   /* watermark of the last commit's metadata */
-    tdm_time_ms floor;     /* the previous owner's watermark, or MIN */
-    tdm_time_ms top;       /* clean hand-over: the top to write, else MIN */
-    tdm_time_ms meta_top;  /* top of the last commit's metadata, or MIN */
-    bool handover;         /* revoke or close: refresh the metadata */
-    bool quiet;            /* no rebalance lately: periodic commits may
-                              refresh the metadata alone */
+    int p;                /* local index */
+    int64_t base;         /* where reading started, -1 unknown */
+    int64_t committed;    /* last committed offset, -1 none */
+    tdm_time_ms meta_wm;  /* watermark of the last commit's metadata */
+    tdm_time_ms floor;    /* the previous owner's watermark, or MIN */
+    tdm_time_ms top;      /* clean hand-over: the top to write, else MIN */
+    tdm_time_ms meta_top; /* top of the last commit's metadata, or MIN */
+    bool handover;        /* revoke or close: refresh the metadata */
+    bool quiet;           /* no rebalance lately: periodic commits may
+                             refresh the metadata alone */
 } tdm__kcommit_in;
 
 /* Decides a partition's commit for (processed, done): the offset of
@@ -165,8 +164,8 @@ typedef struct tdm__kcommit_in {
  * if none (older snapshots are then still needed), also when 0 is
  * returned. */
 int tdm__kcommit_choose(const tdm__ksnaps *r, const tdm__kcommit_in *in,
-                        tdm_time_ms processed, tdm_time_ms done,
-                        int64_t *off, tdm_time_ms *wm, uint64_t *seq);
+                        tdm_time_ms processed, tdm_time_ms done, int64_t *off,
+                        tdm_time_ms *wm, uint64_t *seq);
 
 /* Frees every snapshot (the struct itself is the caller's). */
 void tdm__ksnap_free(tdm__ksnaps *r);

@@ -21,8 +21,10 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf)
 {
     const tdm__klog *lg = rd_kafka_opaque(rk);
-    const char *what = level <= 3 ? "error" : level <= 4 ? "warning"
-                     : level <= 6 ? "info" : "debug";
+    const char *what = level <= 3   ? "error"
+                       : level <= 4 ? "warning"
+                       : level <= 6 ? "info"
+                                    : "debug";
 
     /* The kafka.* properties go to producers and consumers alike (the
      * repartition path has both): each one's complaint about the
@@ -48,8 +50,8 @@ void tdm__kafka_logf(const tdm__klog *lg, const char *fmt, ...)
 }
 
 /* Sets one property; on failure writes "kafka.<key>: <reason>". */
-static tdm_err set_prop(rd_kafka_conf_t *c, const char *key,
-                        const char *val, char *errbuf, size_t errbuf_size)
+static tdm_err set_prop(rd_kafka_conf_t *c, const char *key, const char *val,
+                        char *errbuf, size_t errbuf_size)
 {
     char why[256];
 
@@ -61,9 +63,8 @@ static tdm_err set_prop(rd_kafka_conf_t *c, const char *key,
 
 /* Builds a configuration (see kafka.h). */
 tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
-                        int n_props, const char *const *defaults,
-                        void *opaque, rd_kafka_conf_t **out, char *errbuf,
-                        size_t errbuf_size)
+                        int n_props, const char *const *defaults, void *opaque,
+                        rd_kafka_conf_t **out, char *errbuf, size_t errbuf_size)
 {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
     tdm_err err = TDM_OK;
@@ -74,11 +75,9 @@ tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
     for (int i = 0; defaults && defaults[i] && err == TDM_OK; i += 2)
         err = set_prop(c, defaults[i], defaults[i + 1], errbuf, errbuf_size);
     if (err == TDM_OK && brokers && brokers[0])
-        err = set_prop(c, "bootstrap.servers", brokers, errbuf,
-                       errbuf_size);
+        err = set_prop(c, "bootstrap.servers", brokers, errbuf, errbuf_size);
     for (int i = 0; i < n_props && err == TDM_OK; i++)
-        err = set_prop(c, props[2 * i], props[2 * i + 1], errbuf,
-                       errbuf_size);
+        err = set_prop(c, props[2 * i], props[2 * i + 1], errbuf, errbuf_size);
     if (err != TDM_OK) {
         rd_kafka_conf_destroy(c);
         return err;
@@ -167,8 +166,7 @@ int tdm__kafka_meta_parse(const void *p, size_t n, tdm_time_ms *wm,
     if (sp) {
         size_t rest = n - wn;
         if (rest <= top_len || memcmp(sp, tag_top, top_len) != 0 ||
-            !meta_int(sp + top_len, rest - top_len, &t) ||
-            t == TDM_TIME_MIN)
+            !meta_int(sp + top_len, rest - top_len, &t) || t == TDM_TIME_MIN)
             return 0;
     }
     *wm = w;
@@ -254,8 +252,8 @@ void tdm__ksnap_drop_before(tdm__ksnaps *r, uint64_t seq)
 
 /* Decides one partition's commit (see kafka.h). */
 int tdm__kcommit_choose(const tdm__ksnaps *r, const tdm__kcommit_in *in,
-                        tdm_time_ms processed, tdm_time_ms done,
-                        int64_t *off, tdm_time_ms *wm, uint64_t *seq)
+                        tdm_time_ms processed, tdm_time_ms done, int64_t *off,
+                        tdm_time_ms *wm, uint64_t *seq)
 {
     const tdm__ksnap *s = tdm__ksnap_pick(r, in->p, processed, done);
 
@@ -292,8 +290,8 @@ int tdm__kafka_conf_coop(const rd_kafka_conf_t *kc)
     char strat[256];
     size_t n = sizeof strat;
 
-    return rd_kafka_conf_get(kc, "partition.assignment.strategy", strat,
-                             &n) == RD_KAFKA_CONF_OK &&
+    return rd_kafka_conf_get(kc, "partition.assignment.strategy", strat, &n) ==
+               RD_KAFKA_CONF_OK &&
            strstr(strat, "cooperative") != NULL;
 }
 

@@ -249,12 +249,12 @@ typedef struct snap {
 } snap;
 
 struct tdm__kshuffle {
-    tdm__klog log;   /* first: the opaque of both clients (kafka.h) */
+    tdm__klog log; /* first: the opaque of both clients (kafka.h) */
     char *topic, *group, writer_id[160];
     const tdm__schema *schema;
     int *key_idx, n_key;
     rd_kafka_t *prod, *cons;
-    int coop;                     /* the reader's assignor is cooperative */
+    int coop;    /* the reader's assignor is cooperative */
     int n_parts; /* partitions of the internal topic */
     tdm_clock *clk;
     int own_clk;
@@ -412,8 +412,9 @@ static int topic_partitions(rd_kafka_t *rk, const char *topic)
         return -1;
     for (int tries = 0; tries < 20 && n < 0; tries++) {
         const struct rd_kafka_metadata *md = NULL;
-        if (rd_kafka_metadata(rk, 0, t, &md, 500) == RD_KAFKA_RESP_ERR_NO_ERROR
-            && md) {
+        if (rd_kafka_metadata(rk, 0, t, &md, 500) ==
+                RD_KAFKA_RESP_ERR_NO_ERROR &&
+            md) {
             if (md->topic_cnt == 1 && !md->topics[0].err &&
                 md->topics[0].partition_cnt > 0)
                 n = md->topics[0].partition_cnt;
@@ -429,8 +430,8 @@ static int topic_partitions(rd_kafka_t *rk, const char *topic)
 }
 
 /* Opens the writer and the reader (see the header). */
-tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
-                           int count, tdm__kshuffle **out, char *errbuf,
+tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index, int count,
+                           tdm__kshuffle **out, char *errbuf,
                            size_t errbuf_size)
 {
     (void)count;
@@ -438,13 +439,12 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
     tdm_err err = TDM_OK;
     rd_kafka_conf_t *rc = NULL;
     *out = NULL;
-    if (!c->group || !*c->group || !c->schema || !c->key_idx ||
-        c->n_key <= 0)
+    if (!c->group || !*c->group || !c->schema || !c->key_idx || c->n_key <= 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "repartition: %s is required",
                          !c->group || !*c->group ? "group"
-                         : !c->schema           ? "schema"
-                                                : "key");
+                         : !c->schema            ? "schema"
+                                                 : "key");
     tdm__kshuffle *sh = tdm__calloc(1, sizeof *sh);
     if (!sh)
         return TDM_ERR_NOMEM;
@@ -491,11 +491,10 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
     }
     const tdm_wm_strategy *st = c->strategy;
     if (!st) {
-        err = tdm_wm_strategy_new(TDM_WM_BOUNDED, 0, &sh->own_strat, e,
-                                  sizeof e);
+        err =
+            tdm_wm_strategy_new(TDM_WM_BOUNDED, 0, &sh->own_strat, e, sizeof e);
         if (err == TDM_OK)
-            err = tdm_wm_strategy_set_interval(sh->own_strat, 200, e,
-                                               sizeof e);
+            err = tdm_wm_strategy_set_interval(sh->own_strat, 200, e, sizeof e);
         if (err != TDM_OK)
             goto fail;
         st = sh->own_strat;
@@ -507,9 +506,8 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
     /* Producer: idempotent, rows and markers in order per partition. */
     static const char *const prod_defs[] = {
         "enable.idempotence", "true", "acks", "all", "linger.ms", "5", NULL};
-    if ((err = tdm__kafka_conf(c->brokers, c->props, c->n_props, prod_defs,
-                               sh, &rc, errbuf, errbuf_size)) !=
-        TDM_OK)
+    if ((err = tdm__kafka_conf(c->brokers, c->props, c->n_props, prod_defs, sh,
+                               &rc, errbuf, errbuf_size)) != TDM_OK)
         goto fail_msg;
     rd_kafka_conf_set_dr_msg_cb(rc, rk_dr);
     sh->prod = rd_kafka_new(RD_KAFKA_PRODUCER, rc, e, sizeof e);
@@ -538,15 +536,20 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
     /* Reader: a member of "<G>-shuffle". */
     char rgroup[512];
     snprintf(rgroup, sizeof rgroup, "%s-shuffle", c->group);
-    const char *const cons_defs[] = {
-        "group.id", rgroup, "enable.auto.commit", "false",
-        "enable.auto.offset.store", "false", "auto.offset.reset",
-        "earliest", "partition.assignment.strategy", "cooperative-sticky",
-        NULL};
+    const char *const cons_defs[] = {"group.id",
+                                     rgroup,
+                                     "enable.auto.commit",
+                                     "false",
+                                     "enable.auto.offset.store",
+                                     "false",
+                                     "auto.offset.reset",
+                                     "earliest",
+                                     "partition.assignment.strategy",
+                                     "cooperative-sticky",
+                                     NULL};
     rc = NULL;
-    if ((err = tdm__kafka_conf(c->brokers, c->props, c->n_props, cons_defs,
-                               sh, &rc, errbuf, errbuf_size)) !=
-        TDM_OK)
+    if ((err = tdm__kafka_conf(c->brokers, c->props, c->n_props, cons_defs, sh,
+                               &rc, errbuf, errbuf_size)) != TDM_OK)
         goto fail_msg;
     rd_kafka_conf_set_rebalance_cb(rc, rk_rebalance);
     sh->coop = tdm__kafka_conf_coop(rc);
@@ -558,8 +561,7 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
         goto fail_msg;
     }
     rd_kafka_poll_set_consumer(sh->cons);
-    rd_kafka_topic_partition_list_t *sub =
-        rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     if (!sub) {
         err = TDM_ERR_NOMEM;
         goto fail;
@@ -573,8 +575,10 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index,
                         rd_kafka_err2str(re));
         goto fail_msg;
     }
-    tdm__kafka_logf(&sh->log, "writer %s -> %s (%d partitions), reader "
-                    "group %s", sh->writer_id, sh->topic, sh->n_parts, rgroup);
+    tdm__kafka_logf(&sh->log,
+                    "writer %s -> %s (%d partitions), reader "
+                    "group %s",
+                    sh->writer_id, sh->topic, sh->n_parts, rgroup);
     *out = sh;
     return TDM_OK;
 
@@ -604,16 +608,14 @@ static tdm_err produce(tdm__kshuffle *sh, int32_t part, const void *key,
             re = rd_kafka_producev(
                 sh->prod, RD_KAFKA_V_TOPIC(sh->topic),
                 RD_KAFKA_V_PARTITION(part), RD_KAFKA_V_KEY(key, klen),
-                RD_KAFKA_V_VALUE((void *)val, vlen),
-                RD_KAFKA_V_TIMESTAMP(kts),
-                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+                RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_TIMESTAMP(kts),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
+                RD_KAFKA_V_END);
         else
             re = rd_kafka_producev(
                 sh->prod, RD_KAFKA_V_TOPIC(sh->topic),
                 RD_KAFKA_V_PARTITION(part), RD_KAFKA_V_KEY(key, klen),
-                RD_KAFKA_V_VALUE((void *)val, vlen),
-                RD_KAFKA_V_TIMESTAMP(kts),
+                RD_KAFKA_V_VALUE((void *)val, vlen), RD_KAFKA_V_TIMESTAMP(kts),
                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
         if (re == RD_KAFKA_RESP_ERR_NO_ERROR)
             return TDM_OK;
@@ -621,9 +623,10 @@ static tdm_err produce(tdm__kshuffle *sh, int32_t part, const void *key,
             !tdm__kafka_wait_room(sh->prod, &since, 30000)) {
             if (h)
                 rd_kafka_headers_destroy(h);
-            snprintf(sh->err, sizeof sh->err, "repartition: produce to "
-                     "%s[%d]: %s", sh->topic, (int)part,
-                     rd_kafka_err2str(re));
+            snprintf(sh->err, sizeof sh->err,
+                     "repartition: produce to "
+                     "%s[%d]: %s",
+                     sh->topic, (int)part, rd_kafka_err2str(re));
             return TDM_ERR_IO;
         }
     }
@@ -666,8 +669,7 @@ static tdm_err in_split(tdm__kshuffle *sh, int input, int *split)
 }
 
 /* Produces a row to its key's partition (see the header). */
-tdm_err tdm__kshuffle_write(tdm__kshuffle *sh, int input,
-                            const tdm__row *row)
+tdm_err tdm__kshuffle_write(tdm__kshuffle *sh, int input, const tdm__row *row)
 {
     int split;
     tdm_err err = in_split(sh, input, &split);
@@ -728,8 +730,8 @@ static tdm_err send_markers(tdm__kshuffle *sh)
      * this writer can arrive, so it must not hold anyone (idle) until it
      * gets input again.  Before that it holds at its watermark (MIN):
      * an input partition may be assigned and not yet read. */
-    int idle = !sh->w_ended &&
-               (sh->w_idle || (sh->in_known && sh->live_in == 0));
+    int idle =
+        !sh->w_ended && (sh->w_idle || (sh->in_known && sh->live_in == 0));
     tdm_time_ms w = sh->w_ended ? TDM_TIME_MAX : sh->w_wm;
     snprintf(wm, sizeof wm, "%" PRId64, (int64_t)w);
     for (int32_t p = 0; p < sh->n_parts; p++) {
@@ -738,10 +740,9 @@ static tdm_err send_markers(tdm__kshuffle *sh)
             return TDM_ERR_NOMEM;
         rd_kafka_header_add(h, TDM__KSHUFFLE_H_WRITER, -1, sh->writer_id, -1);
         rd_kafka_header_add(h, TDM__KSHUFFLE_H_WM, -1, wm, -1);
-        rd_kafka_header_add(h, TDM__KSHUFFLE_H_IDLE, -1, idle ? "1" : "0",
-                            1);
-        tdm_err err = produce(sh, p, sh->writer_id, strlen(sh->writer_id),
-                              NULL, 0, TDM_TIME_MIN, h);
+        rd_kafka_header_add(h, TDM__KSHUFFLE_H_IDLE, -1, idle ? "1" : "0", 1);
+        tdm_err err = produce(sh, p, sh->writer_id, strlen(sh->writer_id), NULL,
+                              0, TDM_TIME_MIN, h);
         if (err != TDM_OK)
             return err;
     }
@@ -764,9 +765,10 @@ tdm_err tdm__kshuffle_flush(tdm__kshuffle *sh, int timeout_ms)
 {
     rd_kafka_resp_err_t re = rd_kafka_flush(sh->prod, timeout_ms);
     if (re != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        snprintf(sh->err, sizeof sh->err, "repartition: flush: %s "
-                 "(%d messages pending)", rd_kafka_err2str(re),
-                 rd_kafka_outq_len(sh->prod));
+        snprintf(sh->err, sizeof sh->err,
+                 "repartition: flush: %s "
+                 "(%d messages pending)",
+                 rd_kafka_err2str(re), rd_kafka_outq_len(sh->prod));
         return TDM_ERR_IO;
     }
     return sh->delivery_failed ? TDM_ERR_IO : TDM_OK;
@@ -780,8 +782,10 @@ static bool header_text(rd_kafka_headers_t *h, const char *name, char *buf,
 {
     const void *v;
     size_t len;
-    if (!h || rd_kafka_header_get_last(h, name, &v, &len) !=
-                  RD_KAFKA_RESP_ERR_NO_ERROR || !v || len >= n)
+    if (!h ||
+        rd_kafka_header_get_last(h, name, &v, &len) !=
+            RD_KAFKA_RESP_ERR_NO_ERROR ||
+        !v || len >= n)
         return false;
     memcpy(buf, v, len);
     buf[len] = 0;
@@ -862,8 +866,7 @@ tdm_err tdm__kshuffle_decode(const void *value, size_t len, tdm__batch *b,
         tdm__val *x = &r->v[i];
         if (x->null || b->schema->fields[i].type != TDM_TYPE_STRING)
             continue;
-        if (tdm__batch_set_string(b, r, i, x->u.s.p, x->u.s.len) !=
-            TDM_OK) {
+        if (tdm__batch_set_string(b, r, i, x->u.s.p, x->u.s.len) != TDM_OK) {
             tdm__batch_drop_last(b);
             return TDM_ERR_NOMEM;
         }
@@ -926,18 +929,19 @@ tdm_err tdm__kshuffle_poll(tdm__kshuffle *sh, tdm__batch *b, size_t max,
             rd_kafka_headers_t *h = NULL;
             rd_kafka_message_headers(m, &h);
             stop = on_marker(sh, li, h);
-        } else if ((err = tdm__kshuffle_decode(m->payload, m->len, b,
-                                               &row)) == TDM_OK) {
+        } else if ((err = tdm__kshuffle_decode(m->payload, m->len, b, &row)) ==
+                   TDM_OK) {
             row->partition = (uint32_t)li;
             got++;
         } else if (err == TDM_ERR_NOMEM) {
             rd_kafka_message_destroy(m);
             return err;
         } else if (!sh->bad_values++) {
-            tdm__kafka_logf(&sh->log, "warning: %s[%d]@%" PRId64 " is not "
+            tdm__kafka_logf(&sh->log,
+                            "warning: %s[%d]@%" PRId64 " is not "
                             "a row of this job (other build or schema?); "
-                            "skipped", sh->topic, (int)m->partition,
-                            (int64_t)m->offset);
+                            "skipped",
+                            sh->topic, (int)m->partition, (int64_t)m->offset);
         }
         rd_kafka_message_destroy(m);
         /* The runtime applies watermarks after the batch: stop right
@@ -983,8 +987,8 @@ tdm_time_ms tdm__kshuffle_partition_floor(tdm__kshuffle *sh, int p)
 }
 
 /* The writers' combined watermark of local index @p p. */
-int tdm__kshuffle_partition_watermark(tdm__kshuffle *sh, int p,
-                                      tdm_time_ms *wm, int *idle)
+int tdm__kshuffle_partition_watermark(tdm__kshuffle *sh, int p, tdm_time_ms *wm,
+                                      int *idle)
 {
     if (p < 0 || p >= sh->n_lp || !sh->lp[p].live)
         return 0;
@@ -1008,8 +1012,8 @@ void tdm__kshuffle_mark(tdm__kshuffle *sh, tdm_time_ms wm,
         int64_t *nx = tdm__realloc(s->next, (size_t)need * sizeof *nx);
         if (nx)
             s->next = nx;
-        tdm_time_ms *hz = nx ? tdm__realloc(s->hz, (size_t)need * sizeof *hz)
-                             : NULL;
+        tdm_time_ms *hz =
+            nx ? tdm__realloc(s->hz, (size_t)need * sizeof *hz) : NULL;
         if (hz)
             s->hz = hz;
         if (!nx || !hz)
@@ -1088,13 +1092,12 @@ static void commit_revoked(tdm__kshuffle *sh, int li)
 }
 
 /* One commit attempt of every live partition; trims the ring. */
-static rd_kafka_resp_err_t commit_once(tdm__kshuffle *sh,
-                                       tdm_time_ms processed,
+static rd_kafka_resp_err_t commit_once(tdm__kshuffle *sh, tdm_time_ms processed,
                                        tdm_time_ms done)
 {
     rd_kafka_topic_partition_list_t *l =
         rd_kafka_topic_partition_list_new(sh->n_lp ? sh->n_lp : 1);
-    char (*meta)[TDM__KMETA_MAX] =
+    char(*meta)[TDM__KMETA_MAX] =
         tdm__malloc(((size_t)sh->n_lp + 1) * sizeof *meta);
     int oldest_used = sh->ring_n;
     if (!l || !meta) {
@@ -1175,8 +1178,10 @@ const char *tdm__kshuffle_errmsg(const tdm__kshuffle *sh)
 static void close_consumer(tdm__kshuffle *sh)
 {
     if (!tdm__kafka_close_consumer(sh->cons, rk_rebalance, sh, 10000))
-        tdm__kafka_logf(&sh->log, "warning: the reader did not leave "
-                        "group \"%s-shuffle\" within 10 s", sh->group);
+        tdm__kafka_logf(&sh->log,
+                        "warning: the reader did not leave "
+                        "group \"%s-shuffle\" within 10 s",
+                        sh->group);
 }
 
 /* Last marker, flush, leave, free (see the header). */

@@ -80,26 +80,26 @@ tdm_err tdm__kshuffle_decode(const void *value, size_t len, tdm__batch *b,
 typedef struct tdm__kshuffle tdm__kshuffle;
 
 typedef struct tdm__kshuffle_conf {
-    const char *brokers;  /* bootstrap servers, NULL: from props */
-    const char *group;    /* the source's group G (required) */
-    const char *topic;    /* internal topic, NULL: "<G>-repartition"; it
-                             must exist (created by the operator or the
-                             mock host); its partition count is read */
+    const char *brokers;      /* bootstrap servers, NULL: from props */
+    const char *group;        /* the source's group G (required) */
+    const char *topic;        /* internal topic, NULL: "<G>-repartition"; it
+                                 must exist (created by the operator or the
+                                 mock host); its partition count is read */
     const char *const *props; /* "kafka.*" pairs (prefix cut), applied to
                                  the producer and the reader consumer */
     int n_props;
     const tdm__schema *schema;
-    const int *key_idx;   /* the job key: schema indices (required) */
+    const int *key_idx; /* the job key: schema indices (required) */
     int n_key;
     /* The writer's watermark generator per input partition (the source's
      * configured strategy; copied).  NULL: bounded, 0 ms, interval 200 ms. */
     const tdm_wm_strategy *strategy;
-    tdm_clock *clock;     /* borrowed; NULL: a monotonic clock of its own */
-    tdm_time_ms marker_interval;  /* 0: 200 ms */
-    tdm_time_ms writer_timeout;   /* "repartition.writer_timeout"; 0: 10 s */
-    int writers_expected;         /* "repartition.writers"; 0: no wait */
-    const char *writer_id; /* NULL: "<host>-<pid>-<index>" */
-    tdm__log_fn log;       /* may be NULL */
+    tdm_clock *clock; /* borrowed; NULL: a monotonic clock of its own */
+    tdm_time_ms marker_interval; /* 0: 200 ms */
+    tdm_time_ms writer_timeout;  /* "repartition.writer_timeout"; 0: 10 s */
+    int writers_expected;        /* "repartition.writers"; 0: no wait */
+    const char *writer_id;       /* NULL: "<host>-<pid>-<index>" */
+    tdm__log_fn log;             /* may be NULL */
     void *log_ud;
 } tdm__kshuffle_conf;
 
@@ -109,8 +109,8 @@ typedef struct tdm__kshuffle_conf {
  * props say otherwise), subscribed at once.  Returns TDM_OK,
  * TDM_ERR_INVAL (a missing field or a bad kafka.* property, named),
  * TDM_ERR_IO (the internal topic is unknown after 10 s), TDM_ERR_NOMEM. */
-tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *conf, int index,
-                           int count, tdm__kshuffle **out, char *errbuf,
+tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *conf, int index, int count,
+                           tdm__kshuffle **out, char *errbuf,
                            size_t errbuf_size);
 
 /* ---- Writer side (called by the Kafka source with its input rows) ---- */
@@ -121,8 +121,7 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *conf, int index,
  * watermark generator of @p input.  Blocks (serving delivery reports) up
  * to 30 s while the producer queue is full.  TDM_OK, TDM_ERR_IO (produce
  * failed, message via tdm__kshuffle_errmsg), TDM_ERR_NOMEM. */
-tdm_err tdm__kshuffle_write(tdm__kshuffle *sh, int input,
-                            const tdm__row *row);
+tdm_err tdm__kshuffle_write(tdm__kshuffle *sh, int input, const tdm__row *row);
 /* Input partition @p input (the source's local index) was assigned: the
  * writer's watermark holds at its split (MIN until rows come, or idle
  * after the strategy's idle timeout) from now on.  @p input = -1 says an
@@ -165,8 +164,8 @@ const char *tdm__kshuffle_partition_name(tdm__kshuffle *sh, int p);
 tdm_time_ms tdm__kshuffle_partition_floor(tdm__kshuffle *sh, int p);
 /* As tdm__source_vtab.partition_watermark: the writers' combined
  * watermark of internal partition @p p (tdm__kwm_get at the clock's now). */
-int tdm__kshuffle_partition_watermark(tdm__kshuffle *sh, int p,
-                                      tdm_time_ms *wm, int *idle);
+int tdm__kshuffle_partition_watermark(tdm__kshuffle *sh, int p, tdm_time_ms *wm,
+                                      int *idle);
 /* As tdm__source_vtab.mark / commit, for the reader's offsets on the
  * internal topic (metadata "tdm1 wm=<done>"; a ring of 64 marks, the
  * oldest dropped when full: commits lag, never overshoot).  The final

@@ -52,31 +52,31 @@
  * (docs/checkpoints.md, "Kafka sink"): per message u8 flags (1 key,
  * 2 value), svar timestamp, then the key and the value as bytes. */
 typedef struct kk_epoch {
-    uint64_t id;   /* the checkpoint that closed it */
-    uint64_t n;    /* messages */
-    uint8_t *buf;  /* owned */
+    uint64_t id;  /* the checkpoint that closed it */
+    uint64_t n;   /* messages */
+    uint8_t *buf; /* owned */
     size_t len;
 } kk_epoch;
 
 struct tdm__sinkobj {
-    tdm__klog log;        /* first: the rd_kafka_t opaque */
-    rd_kafka_t *rk;       /* at-least-once: the producer */
+    tdm__klog log;  /* first: the rd_kafka_t opaque */
+    rd_kafka_t *rk; /* at-least-once: the producer */
     char *topic;
-    int mode;             /* 0 append, 1 upsert, 2 retract */
-    pthread_mutex_t mu;   /* formatting buffers, produce, the log */
+    int mode;           /* 0 append, 1 upsert, 2 retract */
+    pthread_mutex_t mu; /* formatting buffers, produce, the log */
     bool mu_ok;
     tdm__sbuf key, val;
-    atomic_long failed;   /* failed deliveries */
-    pthread_mutex_t emu;  /* first_err */
+    atomic_long failed;  /* failed deliveries */
+    pthread_mutex_t emu; /* first_err */
     bool emu_ok;
     char first_err[256];
     /* Exactly-once: the write-ahead log and the committer. */
     bool tx;
-    bool debug;           /* log every committed transaction */
+    bool debug; /* log every committed transaction */
     int writer;
-    rd_kafka_t *txp;      /* the transactional producer (recover) */
-    bool fatal;           /* txp failed for good: replace the object */
-    char txid[200];       /* transactional.id and marker group */
+    rd_kafka_t *txp;        /* the transactional producer (recover) */
+    bool fatal;             /* txp failed for good: replace the object */
+    char txid[200];         /* transactional.id and marker group */
     rd_kafka_conf_t *tmpl;  /* the producer's configuration */
     rd_kafka_conf_t *ctmpl; /* the marker reader's (a consumer) */
 #ifdef TDM_TEST_HOOKS
@@ -90,11 +90,11 @@ struct tdm__sinkobj {
      * counted in mock_prepared), like TDM_FIO_FAULT's KILL; 0 off. */
     long kill_at;
 #endif
-    tdm__enc cur;         /* messages since the last pre-commit */
+    tdm__enc cur; /* messages since the last pre-commit */
     uint64_t cur_n;
-    kk_epoch *pend;       /* pre-committed, oldest first */
+    kk_epoch *pend; /* pre-committed, oldest first */
     int n_pend, cap_pend;
-    uint64_t last_pre;    /* id of the last pre-commit, 0 none */
+    uint64_t last_pre; /* id of the last pre-commit, 0 none */
     /* Delivery of the transaction being committed (debug line): the
      * offsets (debug only) and their partition. */
     int64_t *d_off;
@@ -119,8 +119,7 @@ static bool note_failure(tdm__sinkobj *s, rd_kafka_resp_err_t e)
     pthread_mutex_lock(&s->emu);
     first = s->first_err[0] == '\0';
     if (first)
-        snprintf(s->first_err, sizeof s->first_err, "%s",
-                 rd_kafka_err2str(e));
+        snprintf(s->first_err, sizeof s->first_err, "%s", rd_kafka_err2str(e));
     pthread_mutex_unlock(&s->emu);
     atomic_fetch_add(&s->failed, 1);
     return first;
@@ -228,8 +227,8 @@ static tdm_err kk_write_result(tdm__sinkobj *s, const tdm__out_row *row)
         pthread_mutex_unlock(&s->mu);
         return TDM_ERR_NOMEM;
     }
-    err = emit(s, has_key ? s->key.p : NULL, s->key.len,
-               tomb ? NULL : s->val.p, s->val.len, ts);
+    err = emit(s, has_key ? s->key.p : NULL, s->key.len, tomb ? NULL : s->val.p,
+               s->val.len, ts);
     pthread_mutex_unlock(&s->mu);
     return err;
 }
@@ -288,8 +287,8 @@ static tdm_err wait_delivered(tdm__sinkobj *s, int ms, char *errbuf,
     failed = atomic_load(&s->failed);
     if (left > 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                         "%d results not delivered to '%s' within %d ms",
-                         left, s->topic, ms);
+                         "%d results not delivered to '%s' within %d ms", left,
+                         s->topic, ms);
     if (failed > 0) {
         char why[256];
         pthread_mutex_lock(&s->emu);
@@ -349,13 +348,13 @@ static void free_sink(tdm__sinkobj *s)
 /* Logs and records a failed transaction call; frees @p e.  TDM_ERR_IO,
  * or TDM_OK when @p e is NULL.  A fatal error makes the object unusable
  * (the producer was fenced or failed for good). */
-static tdm_err tx_fail(tdm__sinkobj *s, const char *what,
-                       rd_kafka_error_t *e, char *errbuf, size_t errbuf_size)
+static tdm_err tx_fail(tdm__sinkobj *s, const char *what, rd_kafka_error_t *e,
+                       char *errbuf, size_t errbuf_size)
 {
     if (!e)
         return TDM_OK;
-    tdm__kafka_logf(&s->log, "%s of transaction '%s' failed: %s", what,
-                    s->txid, rd_kafka_error_string(e));
+    tdm__kafka_logf(&s->log, "%s of transaction '%s' failed: %s", what, s->txid,
+                    rd_kafka_error_string(e));
     tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
               "%s of transaction '%s' (topic '%s') failed: %s", what, s->txid,
               s->topic, rd_kafka_error_string(e));
@@ -383,8 +382,8 @@ static tdm_err tx_init(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
     kc = rd_kafka_conf_dup(s->tmpl);
     if (!kc)
         return TDM_ERR_NOMEM;
-    if (rd_kafka_conf_set(kc, "transactional.id", s->txid, why,
-                          sizeof why) != RD_KAFKA_CONF_OK) {
+    if (rd_kafka_conf_set(kc, "transactional.id", s->txid, why, sizeof why) !=
+        RD_KAFKA_CONF_OK) {
         rd_kafka_conf_destroy(kc);
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "transactional.id: %s", why);
@@ -395,8 +394,8 @@ static tdm_err tx_init(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                          "cannot create the kafka producer: %s", why);
     }
-    tdm_err err = tx_fail(s, "init", s->ops.init(s->txp, KK_TX_MS), errbuf,
-                          errbuf_size);
+    tdm_err err =
+        tx_fail(s, "init", s->ops.init(s->txp, KK_TX_MS), errbuf, errbuf_size);
     if (err != TDM_OK) {
         rd_kafka_destroy(s->txp);
         s->txp = NULL;
@@ -461,8 +460,10 @@ static void log_prepared(tdm__sinkobj *s, const kk_epoch *ep)
         }
     }
     tdm__sbuf_put(&b, "", 1);
-    tdm__kafka_logf(&s->log, "debug txn prepared id=%s checkpoint=%llu "
-                    "messages=%llu%s", s->txid, (unsigned long long)ep->id,
+    tdm__kafka_logf(&s->log,
+                    "debug txn prepared id=%s checkpoint=%llu "
+                    "messages=%llu%s",
+                    s->txid, (unsigned long long)ep->id,
                     (unsigned long long)ep->n, b.oom ? "" : b.p);
     tdm__sbuf_free(&b);
 }
@@ -515,8 +516,7 @@ static void mock_read_env(tdm__sinkobj *s)
  * write-ahead log loses (tests/kafka/checkpoint.sh, scenarios tN). */
 static void mock_kill_point(const tdm__sinkobj *s)
 {
-    if (s->kill_at > 0 &&
-        atomic_fetch_add(&mock_prepared, 1) + 1 == s->kill_at)
+    if (s->kill_at > 0 && atomic_fetch_add(&mock_prepared, 1) + 1 == s->kill_at)
         raise(SIGKILL); /* never returns */
 }
 #endif
@@ -535,8 +535,8 @@ static tdm_err tx_run(tdm__sinkobj *s, const kk_epoch *ep, int64_t mark,
     if (s->fatal)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                          "transaction '%s' (topic '%s'): the producer "
-                         "failed for good: %s", s->txid, s->topic,
-                         s->first_err);
+                         "failed for good: %s",
+                         s->txid, s->topic, s->first_err);
     err = tx_init(s, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
@@ -561,8 +561,10 @@ static tdm_err tx_run(tdm__sinkobj *s, const kk_epoch *ep, int64_t mark,
             }
             err = produce(s, s->txp, k, kl, v, vl, ts);
             if (err != TDM_OK)
-                tdm__errf(errbuf, errbuf_size, err, "cannot produce to "
-                          "'%s' in transaction '%s'", s->topic, s->txid);
+                tdm__errf(errbuf, errbuf_size, err,
+                          "cannot produce to "
+                          "'%s' in transaction '%s'",
+                          s->topic, s->txid);
         }
     }
     if (err == TDM_OK && ep && s->debug)
@@ -627,7 +629,8 @@ static tdm_err read_marker(tdm__sinkobj *s, int64_t *mark, char *errbuf,
         rd_kafka_conf_destroy(cc);
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                          "cannot create the kafka consumer reading the "
-                         "marker of '%s': %s", s->txid, why);
+                         "marker of '%s': %s",
+                         s->txid, why);
     }
     l = rd_kafka_topic_partition_list_new(1);
     if (!l) {
@@ -646,8 +649,8 @@ static tdm_err read_marker(tdm__sinkobj *s, int64_t *mark, char *errbuf,
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                         "kafka sink '%s': cannot read the commit marker "
-                        "(group '%s', %s[0]): %s", s->topic, s->txid,
-                        s->topic, rd_kafka_err2str(e));
+                        "(group '%s', %s[0]): %s",
+                        s->topic, s->txid, s->topic, rd_kafka_err2str(e));
         goto out;
     }
     *mark = l->elems[0].offset < 0 ? -1 : l->elems[0].offset;
@@ -813,7 +816,8 @@ static tdm_err load_state(tdm__sinkobj *s, tdm__dec *st, uint64_t *ckpt,
                 tdm__dec_uvar(&d, &slot) == TDM_OK && (slot >= 4 || id > *ckpt))
                 (void)tdm__dec_fail(&d, "bad pending transaction");
             else if (d.err == TDM_OK)
-                tdm__kafka_logf(&s->log, "checkpoint %llu (an older "
+                tdm__kafka_logf(&s->log,
+                                "checkpoint %llu (an older "
                                 "format) lists a transaction that cannot "
                                 "be resumed: if it was not committed "
                                 "before the restart, its results are lost",
@@ -912,12 +916,12 @@ static tdm_err kk_recover(tdm__sinkobj *s, tdm__dec *st, char *errbuf,
     if (err != TDM_OK)
         goto out;
     if (mark > 0 && (uint64_t)mark > ckpt)
-        tdm__kafka_logf(&s->log, "the last committed transaction is of "
+        tdm__kafka_logf(&s->log,
+                        "the last committed transaction is of "
                         "checkpoint %lld, newer than the restored %llu: "
                         "the results of the checkpoints in between are "
                         "in '%s' already and are written again",
-                        (long long)mark, (unsigned long long)ckpt,
-                        s->topic);
+                        (long long)mark, (unsigned long long)ckpt, s->topic);
     int skip = 0;
     while (skip < s->n_pend && mark >= 0 &&
            s->pend[skip].id <= (uint64_t)mark) {
@@ -930,10 +934,11 @@ static tdm_err kk_recover(tdm__sinkobj *s, tdm__dec *st, char *errbuf,
         s->n_pend -= skip;
     }
     if (s->n_pend > 0)
-        tdm__kafka_logf(&s->log, "checkpoint %llu: %d epoch(s) whose "
+        tdm__kafka_logf(&s->log,
+                        "checkpoint %llu: %d epoch(s) whose "
                         "transaction did not commit (marker %lld) are "
-                        "produced again", (unsigned long long)ckpt,
-                        s->n_pend, (long long)mark);
+                        "produced again",
+                        (unsigned long long)ckpt, s->n_pend, (long long)mark);
     err = commit_upto(s, ckpt, errbuf, errbuf_size);
 out:
     pthread_mutex_unlock(&s->mu);
@@ -976,8 +981,9 @@ static tdm_err tx_setup(tdm__sinkobj *s, const tdm__sink_conf *conf,
         .send_offsets = rd_kafka_send_offsets_to_transaction,
     };
     const char *cdefaults[] = {
-        "group.id", s->txid, "enable.auto.commit", "false",
-        "isolation.level", "read_committed", NULL,
+        "group.id", s->txid,           "enable.auto.commit",
+        "false",    "isolation.level", "read_committed",
+        NULL,
     };
 
     s->tmpl = kc;
@@ -1008,15 +1014,15 @@ static tdm_err tx_setup(tdm__sinkobj *s, const tdm__sink_conf *conf,
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "transactional.id '%s' is too long", s->txid);
     return tdm__kafka_conf(conf->kafka_brokers, conf->kafka_props,
-                           conf->kafka_n_props, cdefaults, s, &s->ctmpl,
-                           errbuf, errbuf_size);
+                           conf->kafka_n_props, cdefaults, s, &s->ctmpl, errbuf,
+                           errbuf_size);
 }
 
 /* Opens the producer; @p mode is the output mode (0 append, 1 upsert,
  * 2 retract).  TDM_OK, TDM_ERR_INVAL (no topic, or a bad kafka.*
  * property, named), TDM_ERR_IO (the client cannot be created), NOMEM. */
-static tdm_err kk_open(const tdm__sink_conf *conf, int mode,
-                       tdm__sinkobj **out, char *errbuf, size_t errbuf_size)
+static tdm_err kk_open(const tdm__sink_conf *conf, int mode, tdm__sinkobj **out,
+                       char *errbuf, size_t errbuf_size)
 {
     static const char *const defaults[] = {
         "enable.idempotence", "true", "acks", "all", "linger.ms", "5", NULL,

@@ -60,42 +60,42 @@ typedef struct kpart {
     char *topic;
     int32_t part;
     int local;
-    char *name;            /* "topic[part]" */
-    int64_t next;          /* offset after the last record read, -1 */
-    int64_t base;          /* where reading started (nothing before it
-                              is needed), -1 if unknown */
-    int64_t committed;     /* last committed (by anyone), -1 */
-    tdm_time_ms meta_wm;   /* metadata of our last commit: watermark */
-    tdm_time_ms meta_top;  /* and top (clean hand-over), or MIN */
-    tdm_time_ms floor;     /* previous owner's watermark, or MIN */
-    int64_t replay_end;    /* the previous owner may have read the
-                              records below this offset (it crashed or
-                              was revoked live), -1 none,
-                              KS_REPLAY_PENDING until known */
-    bool claim;            /* to be committed at assign (claim()) */
-    bool live;             /* assigned now */
-    bool limbo;            /* revoked (eager) or lost: kept, with its
-                              index and position, in case the next
-                              assignment gives it back */
-    bool ended;            /* stop: end reached */
+    char *name;           /* "topic[part]" */
+    int64_t next;         /* offset after the last record read, -1 */
+    int64_t base;         /* where reading started (nothing before it
+                             is needed), -1 if unknown */
+    int64_t committed;    /* last committed (by anyone), -1 */
+    tdm_time_ms meta_wm;  /* metadata of our last commit: watermark */
+    tdm_time_ms meta_top; /* and top (clean hand-over), or MIN */
+    tdm_time_ms floor;    /* previous owner's watermark, or MIN */
+    int64_t replay_end;   /* the previous owner may have read the
+                             records below this offset (it crashed or
+                             was revoked live), -1 none,
+                             KS_REPLAY_PENDING until known */
+    bool claim;           /* to be committed at assign (claim()) */
+    bool live;            /* assigned now */
+    bool limbo;           /* revoked (eager) or lost: kept, with its
+                             index and position, in case the next
+                             assignment gives it back */
+    bool ended;           /* stop: end reached */
     bool paused;
-    bool fin_pending;      /* finished flag not reported yet */
-    bool fin_done;         /* finished was flagged (pending or sent) */
-    bool repause;          /* paused before limbo: pause again */
-    bool revoked_live;     /* finished by a revoke or loss while the
-                              job runs (connect.h, fenced) */
-    bool handing;          /* in the hand-over commit being made */
-    bool waiting;          /* paused until another subtask of this
-                              process let it go (owner_take) */
-    bool align_paused;     /* what alignment asked (ks_pause) */
-    bool taken_now;        /* assigned in this callback: owner_take */
-    uint64_t fin_poll;     /* poll in which it was dropped (owners) */
+    bool fin_pending;  /* finished flag not reported yet */
+    bool fin_done;     /* finished was flagged (pending or sent) */
+    bool repause;      /* paused before limbo: pause again */
+    bool revoked_live; /* finished by a revoke or loss while the
+                          job runs (connect.h, fenced) */
+    bool handing;      /* in the hand-over commit being made */
+    bool waiting;      /* paused until another subtask of this
+                          process let it go (owner_take) */
+    bool align_paused; /* what alignment asked (ks_pause) */
+    bool taken_now;    /* assigned in this callback: owner_take */
+    uint64_t fin_poll; /* poll in which it was dropped (owners) */
 } kpart;
 
 struct tdm__source {
-    tdm__klog log;          /* first: the rd_kafka_t opaque */
-    struct kpart *last;     /* the partition find_live found last: messages
-                               come in runs per partition */
+    tdm__klog log;      /* first: the rd_kafka_t opaque */
+    struct kpart *last; /* the partition find_live found last: messages
+                           come in runs per partition */
     tdm__source_conf conf;
     tdm__source_conf pconf; /* for parsing: ingestion time when the
                                timestamp comes from the message */
@@ -103,30 +103,30 @@ struct tdm__source {
     tdm__dead_fn dead;
     void *dead_ud;
     rd_kafka_t *rk;
-    kpart **parts;          /* by local index */
+    kpart **parts; /* by local index */
     int n_parts, cap_parts;
     bool assigned_once;
-    bool closing;           /* in close: revokes are the hand-over */
-    bool hold_commits;      /* a rebalance is in progress: no periodic
-                               commits until its callback */
-    bool claims_pending;    /* some kpart.claim not committed yet */
-    bool claim_warned;      /* the last claim failed (logged once) */
+    bool closing;              /* in close: revokes are the hand-over */
+    bool hold_commits;         /* a rebalance is in progress: no periodic
+                                  commits until its callback */
+    bool claims_pending;       /* some kpart.claim not committed yet */
+    bool claim_warned;         /* the last claim failed (logged once) */
     int64_t last_rebalance_ms; /* monotonic time of the last callback */
-    bool coop_conf;         /* the configured assignor is cooperative */
-    tdm_err cb_err;         /* NOMEM inside the rebalance callback */
+    bool coop_conf;            /* the configured assignor is cooperative */
+    tdm_err cb_err;            /* NOMEM inside the rebalance callback */
     tdm__ksnaps snaps;
-    int64_t *mark_next;     /* scratch for mark(), cap_parts entries */
-    bool have_commit;       /* last_proc/last_done are set */
+    int64_t *mark_next; /* scratch for mark(), cap_parts entries */
+    bool have_commit;   /* last_proc/last_done are set */
     tdm_time_ms last_proc, last_done;
-    tdm_time_ms last_top;   /* the final commit's top (kafka.h), or MIN */
+    tdm_time_ms last_top; /* the final commit's top (kafka.h), or MIN */
     /* Results a previous owner may have written (connect.h, replayed):
      * windows starting at or before replay_start, or whose end - 1 is at
      * or before replay_last. */
     tdm_time_ms replay_start, replay_last;
-    bool replay_pending;    /* some replay_end is KS_REPLAY_PENDING */
+    bool replay_pending; /* some replay_end is KS_REPLAY_PENDING */
     int64_t replay_tried_ms;
-    uint64_t poll_no;       /* polls so far (owners_sync) */
-    int *csv_cols;          /* CSV column -> schema index */
+    uint64_t poll_no; /* polls so far (owners_sync) */
+    int *csv_cols;    /* CSV column -> schema index */
     int n_csv_cols;
     tdm__json_hint hint;
     /* Repartition (kafka_shuffle.h): input rows go to the internal
@@ -144,11 +144,11 @@ struct tdm__source {
      * by the first poll or snapshot (fixed_assign). */
     bool fixed;
     bool fixed_pending;
-    struct ks_glob *glob;   /* every partition of the topics, by global
-                               index (restore checks the checkpoint's) */
+    struct ks_glob *glob; /* every partition of the topics, by global
+                             index (restore checks the checkpoint's) */
     int n_glob;
-    uint64_t ck_id;         /* checkpoint of the next snapshot, 0: none
-                               announced (the final snapshot) */
+    uint64_t ck_id; /* checkpoint of the next snapshot, 0: none
+                       announced (the final snapshot) */
     /* Positions per snapshot until its checkpoint is durable (ring,
      * n_parts entries each; id 0 is the final snapshot). */
     struct {
@@ -161,7 +161,7 @@ struct tdm__source {
 /* A partition of the listed topics and its global index (checkpoints:
  * the static assignment). */
 typedef struct ks_glob {
-    char *topic;   /* owned */
+    char *topic; /* owned */
     int32_t part;
 } ks_glob;
 
@@ -281,8 +281,10 @@ static tdm_err commit_input(tdm__source *src, bool handover)
     int n = 0;
 
     if (tdm__kshuffle_flush(src->sh, 10000) != TDM_OK) {
-        tdm__kafka_logf(&src->log, "repartition flush failed, input not "
-                        "committed: %s", tdm__kshuffle_errmsg(src->sh));
+        tdm__kafka_logf(&src->log,
+                        "repartition flush failed, input not "
+                        "committed: %s",
+                        tdm__kshuffle_errmsg(src->sh));
         return TDM_OK;
     }
     l = rd_kafka_topic_partition_list_new(src->n_parts ? src->n_parts : 1);
@@ -301,8 +303,8 @@ static tdm_err commit_input(tdm__source *src, bool handover)
         e = rd_kafka_commit(src->rk, l, 0);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
             for (int i = 0; i < l->cnt; i++) {
-                kpart *kp = find_live(src, l->elems[i].topic,
-                                      l->elems[i].partition);
+                kpart *kp =
+                    find_live(src, l->elems[i].topic, l->elems[i].partition);
                 if (kp)
                     kp->committed = l->elems[i].offset;
             }
@@ -336,7 +338,7 @@ static tdm_err commit_parts(tdm__source *src, bool handover,
                             tdm_time_ms top)
 {
     /* Metadata text per listed partition (borrowed by the list). */
-    char (*meta)[TDM__KMETA_MAX];
+    char(*meta)[TDM__KMETA_MAX];
     rd_kafka_topic_partition_list_t *l;
     uint64_t keep = UINT64_MAX;
     bool quiet = tdm__mono_ms() - src->last_rebalance_ms >= KS_QUIET_MS;
@@ -353,10 +355,15 @@ static tdm_err commit_parts(tdm__source *src, bool handover,
     for (int i = 0; i < src->n_parts; i++) {
         kpart *kp = src->parts[i];
         tdm__kcommit_in in = {
-            .p = kp->local, .base = kp->base, .committed = kp->committed,
-            .meta_wm = kp->meta_wm, .floor = kp->floor,
-            .top = top, .meta_top = kp->meta_top,
-            .handover = handover || top != TDM_TIME_MIN, .quiet = quiet,
+            .p = kp->local,
+            .base = kp->base,
+            .committed = kp->committed,
+            .meta_wm = kp->meta_wm,
+            .floor = kp->floor,
+            .top = top,
+            .meta_top = kp->meta_top,
+            .handover = handover || top != TDM_TIME_MIN,
+            .quiet = quiet,
         };
         rd_kafka_topic_partition_t *el;
         tdm_time_ms wm;
@@ -366,8 +373,8 @@ static tdm_err commit_parts(tdm__source *src, bool handover,
 
         if (!kp->live)
             continue;
-        due = tdm__kcommit_choose(&src->snaps, &in, processed, done, &off,
-                                  &wm, &seq);
+        due = tdm__kcommit_choose(&src->snaps, &in, processed, done, &off, &wm,
+                                  &seq);
         /* A partition without a usable snapshot (e.g. every record so
          * far came in one batch whose windows are open) still needs them
          * all. */
@@ -379,15 +386,15 @@ static tdm_err commit_parts(tdm__source *src, bool handover,
         el->offset = off;
         /* Borrowed: detached again before the list is destroyed. */
         el->metadata = meta[l->cnt - 1];
-        el->metadata_size = tdm__kafka_meta_format(
-            wm, top, meta[l->cnt - 1], sizeof meta[0]);
+        el->metadata_size =
+            tdm__kafka_meta_format(wm, top, meta[l->cnt - 1], sizeof meta[0]);
     }
     if (l->cnt > 0) {
         e = rd_kafka_commit(src->rk, l, 0);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
             for (int i = 0; i < l->cnt; i++) {
-                kpart *kp = find_live(src, l->elems[i].topic,
-                                      l->elems[i].partition);
+                kpart *kp =
+                    find_live(src, l->elems[i].topic, l->elems[i].partition);
                 if (kp) {
                     kp->committed = l->elems[i].offset;
                     tdm__kafka_meta_parse(l->elems[i].metadata,
@@ -395,9 +402,10 @@ static tdm_err commit_parts(tdm__source *src, bool handover,
                                           &kp->meta_wm, &kp->meta_top);
                 }
                 if (kp && handover)
-                    tdm__kafka_logf(&src->log, "hand-over commit of %s: "
-                                    "offset %lld, %s", kp->name,
-                                    (long long)kp->committed,
+                    tdm__kafka_logf(&src->log,
+                                    "hand-over commit of %s: "
+                                    "offset %lld, %s",
+                                    kp->name, (long long)kp->committed,
                                     (const char *)l->elems[i].metadata);
             }
         } else if (e == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS) {
@@ -440,11 +448,10 @@ static int64_t logical_offset(tdm__source *src, const kpart *kp,
     int64_t lo = -1, hi = -1;
     rd_kafka_resp_err_t e;
 
-    if (logical != RD_KAFKA_OFFSET_BEGINNING &&
-        logical != RD_KAFKA_OFFSET_END)
+    if (logical != RD_KAFKA_OFFSET_BEGINNING && logical != RD_KAFKA_OFFSET_END)
         return -1;
-    e = rd_kafka_query_watermark_offsets(src->rk, kp->topic, kp->part, &lo,
-                                         &hi, KS_QUERY_MS);
+    e = rd_kafka_query_watermark_offsets(src->rk, kp->topic, kp->part, &lo, &hi,
+                                         KS_QUERY_MS);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
         tdm__kafka_logf(&src->log, "cannot read the offsets of %s: %s",
                         kp->name, rd_kafka_err2str(e));
@@ -474,7 +481,8 @@ static void find_times(tdm__source *src, rd_kafka_topic_partition_list_t *l,
     e = q->cnt ? rd_kafka_offsets_for_times(src->rk, q, KS_QUERY_MS)
                : RD_KAFKA_RESP_ERR_NO_ERROR;
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-        tdm__kafka_logf(&src->log, "cannot look up offsets for the start "
+        tdm__kafka_logf(&src->log,
+                        "cannot look up offsets for the start "
                         "timestamp (%s): starting from the latest",
                         rd_kafka_err2str(e));
     /* q holds the partitions not resumed, in the order of l. */
@@ -530,17 +538,19 @@ static void resolve_replay(tdm__source *src)
         rd_kafka_resp_err_t e;
         if (kp->replay_end != KS_REPLAY_PENDING)
             continue;
-        e = rd_kafka_query_watermark_offsets(src->rk, kp->topic, kp->part,
-                                             &lo, &hi, 1000);
+        e = rd_kafka_query_watermark_offsets(src->rk, kp->topic, kp->part, &lo,
+                                             &hi, 1000);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
             src->replay_pending = true;
             continue;
         }
         kp->replay_end = hi;
-        tdm__kafka_logf(&src->log, "%s was not handed over cleanly: results "
+        tdm__kafka_logf(&src->log,
+                        "%s was not handed over cleanly: results "
                         "of windows holding records below offset %lld are "
                         "marked as updates (they may repeat the previous "
-                        "owner's)", kp->name, (long long)hi);
+                        "owner's)",
+                        kp->name, (long long)hi);
     }
 }
 
@@ -554,7 +564,7 @@ static void resolve_replay(tdm__source *src)
  * unmarked (docs/kafka.md; a failure is logged once). */
 static void claim(tdm__source *src)
 {
-    char (*meta)[TDM__KMETA_MAX];
+    char(*meta)[TDM__KMETA_MAX];
     rd_kafka_topic_partition_list_t *l;
     rd_kafka_resp_err_t e;
 
@@ -572,9 +582,11 @@ static void claim(tdm__source *src)
         if (kp->base < 0) {
             /* The start offset was never resolved (the broker did not
              * answer at assignment): nothing to claim at. */
-            tdm__kafka_logf(&src->log, "%s: start offset unknown, not "
+            tdm__kafka_logf(&src->log,
+                            "%s: start offset unknown, not "
                             "claimed; a crash before the first commit may "
-                            "repeat results unmarked", kp->name);
+                            "repeat results unmarked",
+                            kp->name);
             kp->claim = false;
             continue;
         }
@@ -596,9 +608,11 @@ static void claim(tdm__source *src)
         if (e == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS)
             src->hold_commits = true;
         if (!src->claim_warned)
-            tdm__kafka_logf(&src->log, "claiming the assigned partitions "
+            tdm__kafka_logf(&src->log,
+                            "claiming the assigned partitions "
                             "failed (%s), retrying; meanwhile a crash may "
-                            "repeat results unmarked", rd_kafka_err2str(e));
+                            "repeat results unmarked",
+                            rd_kafka_err2str(e));
         src->claim_warned = true;
         goto done;
     }
@@ -644,8 +658,8 @@ done:
 typedef struct kowner {
     char *topic;
     int32_t part;
-    int owner;         /* subtask index reading it, -1 none */
-    int prev;          /* subtask that must let go first, -1 none */
+    int owner; /* subtask index reading it, -1 none */
+    int prev;  /* subtask that must let go first, -1 none */
 } kowner;
 
 typedef struct kowners {
@@ -717,8 +731,10 @@ static void owner_take(tdm__source *src, kpart *kp)
     }
     pthread_mutex_unlock(&sh->mu);
     if (kp->waiting) {
-        tdm__kafka_logf(&src->log, "%s: waiting for subtask %d of this "
-                        "process to let it go", kp->name, prev);
+        tdm__kafka_logf(&src->log,
+                        "%s: waiting for subtask %d of this "
+                        "process to let it go",
+                        kp->name, prev);
         set_paused(src, kp, true);
     }
 }
@@ -748,9 +764,10 @@ static void owners_sync(tdm__source *src)
                      src->poll_no > kp->fin_poll)))
             o->prev = -1;
         if (kp && kp->live && o->owner >= 0 && o->owner != src->index) {
-            tdm__kafka_logf(&src->log, "%s is read by subtask %d of this "
-                            "process now: dropped here", kp->name,
-                            o->owner);
+            tdm__kafka_logf(&src->log,
+                            "%s is read by subtask %d of this "
+                            "process now: dropped here",
+                            kp->name, o->owner);
             set_paused(src, kp, true);
             kp->live = false;
             kp->fin_pending = kp->fin_done = kp->revoked_live = true;
@@ -791,8 +808,7 @@ static const ks_pos *restored_pos(const tdm__source *src, const char *topic,
                                   int32_t part)
 {
     for (int i = 0; i < src->n_rpos; i++)
-        if (src->rpos[i].part == part &&
-            strcmp(src->rpos[i].topic, topic) == 0)
+        if (src->rpos[i].part == part && strcmp(src->rpos[i].topic, topic) == 0)
             return &src->rpos[i];
     return NULL;
 }
@@ -834,7 +850,8 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
     } else if (l->cnt > 0) {
         e = rd_kafka_committed(src->rk, l, KS_QUERY_MS);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-            tdm__kafka_logf(&src->log, "cannot read committed offsets (%s):"
+            tdm__kafka_logf(&src->log,
+                            "cannot read committed offsets (%s):"
                             " using the start position",
                             rd_kafka_err2str(e));
         for (int i = 0; i < l->cnt; i++) {
@@ -912,10 +929,12 @@ static void on_assign(tdm__source *src, rd_kafka_topic_partition_list_t *in,
             kp->next = logical_offset(src, kp, el->offset);
         kp->base = kp->next;
         if (kp->floor != TDM_TIME_MIN)
-            tdm__kafka_logf(&src->log, "%s starts at the committed offset "
+            tdm__kafka_logf(&src->log,
+                            "%s starts at the committed offset "
                             "%lld; records whose results were written "
-                            "(horizon <= %lld) are skipped", kp->name,
-                            (long long)kp->committed, (long long)kp->floor);
+                            "(horizon <= %lld) are skipped",
+                            kp->name, (long long)kp->committed,
+                            (long long)kp->floor);
         list_name(names, sizeof names, kp->name);
     }
     if (coop) {
@@ -973,15 +992,15 @@ static void on_revoke(tdm__source *src, rd_kafka_topic_partition_list_t *l,
     if (!lost && src->sh)
         commit_input(src, true);
     else if (!lost && src->have_commit)
-        commit_parts(src, true, src->last_proc, src->last_done,
-                     src->last_top);
+        commit_parts(src, true, src->last_proc, src->last_done, src->last_top);
     for (int i = 0; i < l->cnt; i++) {
         kpart *kp = find_live(src, l->elems[i].topic, l->elems[i].partition);
         if (!kp)
             continue;
         kp->handing = false;
         if (!lost && !src->sh && !src->closing && kp->next > kp->committed)
-            tdm__kafka_logf(&src->log, "%s revoked with records read past the "
+            tdm__kafka_logf(&src->log,
+                            "%s revoked with records read past the "
                             "committed offset %lld (next %lld): its next "
                             "owner reads them again",
                             kp->name, (long long)kp->committed,
@@ -1016,8 +1035,7 @@ static void on_revoke(tdm__source *src, rd_kafka_topic_partition_list_t *l,
 
 /* librdkafka's rebalance callback (runs inside consumer poll/close). */
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                         rd_kafka_topic_partition_list_t *parts,
-                         void *opaque)
+                         rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
     tdm__source *src = opaque;
     /* The configured assignor tells (tdm__kafka_conf_coop: not
@@ -1066,8 +1084,8 @@ static tdm_err take_message(tdm__source *src, kpart *kp,
         err = tdm__csv_parse_line(&src->pconf, src->csv_cols, src->n_csv_cols,
                                   val, m->len, b, reason, sizeof reason);
     else
-        err = tdm__json_parse_line_hint(&src->pconf, &src->hint, val, m->len,
-                                        b, reason, sizeof reason);
+        err = tdm__json_parse_line_hint(&src->pconf, &src->hint, val, m->len, b,
+                                        reason, sizeof reason);
     if (err != TDM_OK) {
         if (err != TDM_ERR_RANGE)
             tdm__batch_drop_last(b);
@@ -1089,8 +1107,7 @@ static tdm_err take_message(tdm__source *src, kpart *kp,
         }
         row->ts = ts;
     }
-    if (src->conf.key_field >= 0 &&
-        src->conf.key_field < src->conf.schema->n) {
+    if (src->conf.key_field >= 0 && src->conf.key_field < src->conf.schema->n) {
         int k = src->conf.key_field;
         if (m->key) {
             err = tdm__batch_set_string(b, row, k, m->key, m->key_len);
@@ -1115,8 +1132,7 @@ static tdm_err take_message(tdm__source *src, kpart *kp,
 
 /* Handles one message or event from the consumer.  TDM_OK, TDM_ERR_IO
  * (fatal client error), TDM_ERR_NOMEM. */
-static tdm_err handle(tdm__source *src, rd_kafka_message_t *m,
-                      tdm__batch *b)
+static tdm_err handle(tdm__source *src, rd_kafka_message_t *m, tdm__batch *b)
 {
     const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL;
     kpart *kp = topic ? find_live(src, topic, m->partition) : NULL;
@@ -1135,9 +1151,8 @@ static tdm_err handle(tdm__source *src, rd_kafka_message_t *m,
         return TDM_OK;
     }
     if (m->err) {
-        tdm__kafka_logf(&src->log, "consume error%s%s: %s",
-                        kp ? " on " : "", kp ? kp->name : "",
-                        rd_kafka_message_errstr(m));
+        tdm__kafka_logf(&src->log, "consume error%s%s: %s", kp ? " on " : "",
+                        kp ? kp->name : "", rd_kafka_message_errstr(m));
         if (m->err == RD_KAFKA_RESP_ERR__FATAL)
             return TDM_ERR_IO;
         return TDM_OK;
@@ -1159,8 +1174,7 @@ static tdm_err handle(tdm__source *src, rd_kafka_message_t *m,
 
 /* Reports pending finished flags of partitions counted before this poll
  * (@p n_before): into @p finished, or to the shuffle's writer. */
-static void report_finished(tdm__source *src, int n_before,
-                            uint8_t *finished)
+static void report_finished(tdm__source *src, int n_before, uint8_t *finished)
 {
     for (int i = 0; i < n_before && i < src->n_parts; i++) {
         kpart *kp = src->parts[i];
@@ -1236,9 +1250,8 @@ static tdm_err topic_partitions(tdm__source *src, const char *topic,
     *ids = NULL;
     *n = 0;
     if (!rkt)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                         "topic '%s': %s", topic,
-                         rd_kafka_err2str(rd_kafka_last_error()));
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO, "topic '%s': %s",
+                         topic, rd_kafka_err2str(rd_kafka_last_error()));
     e = rd_kafka_metadata(src->rk, 0, rkt, &md, KS_QUERY_MS);
     if (e == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
         md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -1247,12 +1260,12 @@ static tdm_err topic_partitions(tdm__source *src, const char *topic,
         e = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                        "cannot read the partitions of topic '%s': %s",
-                        topic, rd_kafka_err2str(e));
+                        "cannot read the partitions of topic '%s': %s", topic,
+                        rd_kafka_err2str(e));
         goto out;
     }
-    *ids = tdm__malloc(((size_t)md->topics[0].partition_cnt + 1) *
-                       sizeof **ids);
+    *ids =
+        tdm__malloc(((size_t)md->topics[0].partition_cnt + 1) * sizeof **ids);
     if (!*ids) {
         err = TDM_ERR_NOMEM;
         goto out;
@@ -1298,8 +1311,8 @@ static bool next_topic(const char **pp, bool whole, const char **name,
  * global index (topics by name, partitions by number) round-robin over
  * the @p count subtasks; each gets its local index now.  The consumer
  * neither subscribes nor joins the group. */
-static tdm_err fixed_setup(tdm__source *src, int index, int count,
-                           char *errbuf, size_t errbuf_size)
+static tdm_err fixed_setup(tdm__source *src, int index, int count, char *errbuf,
+                           size_t errbuf_size)
 {
     const char *p = src->conf.kafka_topics;
     char **names = NULL;
@@ -1345,16 +1358,16 @@ static tdm_err fixed_setup(tdm__source *src, int index, int count,
             continue;
         err = topic_partitions(src, names[t], &ids, &n, errbuf, errbuf_size);
         if (err == TDM_OK && n > 0) {
-            ks_glob *ng = tdm__realloc(src->glob, (size_t)(src->n_glob + n) *
-                                                      sizeof *ng);
+            ks_glob *ng =
+                tdm__realloc(src->glob, (size_t)(src->n_glob + n) * sizeof *ng);
             if (!ng)
                 err = TDM_ERR_NOMEM;
             else
                 src->glob = ng;
         }
         for (int i = 0; i < n && err == TDM_OK; i++, g++) {
-            src->glob[src->n_glob].topic = tdm__strndup(names[t],
-                                                        strlen(names[t]));
+            src->glob[src->n_glob].topic =
+                tdm__strndup(names[t], strlen(names[t]));
             src->glob[src->n_glob].part = ids[i];
             if (!src->glob[src->n_glob].topic) {
                 err = TDM_ERR_NOMEM;
@@ -1427,7 +1440,8 @@ static tdm_err fixed_assign(tdm__source *src)
     e = q->cnt ? rd_kafka_committed(src->rk, q, KS_QUERY_MS)
                : RD_KAFKA_RESP_ERR_NO_ERROR;
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-        tdm__kafka_logf(&src->log, "cannot read committed offsets (%s): "
+        tdm__kafka_logf(&src->log,
+                        "cannot read committed offsets (%s): "
                         "starting from the beginning",
                         rd_kafka_err2str(e));
     for (int i = 0, k = 0; i < l->cnt; i++) {
@@ -1473,7 +1487,8 @@ static tdm_err fixed_assign(tdm__source *src)
         if (kp->align_paused && !kp->ended)
             set_paused(src, kp, true);
     }
-    tdm__kafka_logf(&src->log, "assigned %d partition(s) by subtask "
+    tdm__kafka_logf(&src->log,
+                    "assigned %d partition(s) by subtask "
                     "(checkpoints; %d from the checkpoint): %s",
                     src->n_parts, n_restored, names[0] ? names : "-");
 out:
@@ -1512,13 +1527,14 @@ static void fixed_commit(tdm__source *src, uint64_t id, const int64_t *next)
     }
     e = l->cnt ? rd_kafka_commit(src->rk, l, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-        tdm__kafka_logf(&src->log, "offset commit of checkpoint %s failed "
-                        "(monitoring only): %s", meta + 10,
-                        rd_kafka_err2str(e));
+        tdm__kafka_logf(&src->log,
+                        "offset commit of checkpoint %s failed "
+                        "(monitoring only): %s",
+                        meta + 10, rd_kafka_err2str(e));
     for (int i = 0; i < l->cnt; i++) {
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
-            kpart *kp = find_live(src, l->elems[i].topic,
-                                  l->elems[i].partition);
+            kpart *kp =
+                find_live(src, l->elems[i].topic, l->elems[i].partition);
             if (kp)
                 kp->committed = l->elems[i].offset;
         }
@@ -1541,8 +1557,8 @@ static void fixed_keep(tdm__source *src)
             slot = i;
         }
     if (!src->ck[slot].next) {
-        src->ck[slot].next = tdm__malloc(((size_t)src->n_parts + 1) *
-                                         sizeof(int64_t));
+        src->ck[slot].next =
+            tdm__malloc(((size_t)src->n_parts + 1) * sizeof(int64_t));
         if (!src->ck[slot].next)
             return; /* no monitoring commit for it */
     }
@@ -1642,9 +1658,9 @@ static void ks_close(tdm__source *src)
          * that meets a rebalance (another member leaving at the same
          * moment) must not hold the job's exit. */
         src->closing = true;
-        if (!tdm__kafka_close_consumer(src->rk, rebalance_cb, src,
-                                       KS_CLOSE_MS))
-            tdm__kafka_logf(&src->log, "warning: the consumer did not "
+        if (!tdm__kafka_close_consumer(src->rk, rebalance_cb, src, KS_CLOSE_MS))
+            tdm__kafka_logf(&src->log,
+                            "warning: the consumer did not "
                             "leave its group within %d s",
                             KS_CLOSE_MS / 1000);
         src->rk = NULL;
@@ -1739,7 +1755,8 @@ static tdm_err open_shuffle(tdm__source *src, int index, int count,
         if (f < 0 || src->n_key >= c->schema->n)
             return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                              "repartition key '%s' is not a field of the "
-                             "schema", name);
+                             "schema",
+                             name);
         src->key_idx[src->n_key++] = f;
         p += n;
         if (*p == ',')
@@ -1761,8 +1778,7 @@ static tdm_err open_shuffle(tdm__source *src, int index, int count,
     sc.strategy = c->repartition_strategy;
     sc.writers_expected = c->repartition_writers;
     sc.writer_timeout = c->repartition_writer_timeout;
-    err = tdm__kshuffle_open(&sc, index, count, &src->sh, errbuf,
-                             errbuf_size);
+    err = tdm__kshuffle_open(&sc, index, count, &src->sh, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
     src->inb = tdm__batch_new(c->schema, KS_SHUFFLE_BATCH);
@@ -1805,8 +1821,8 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
     src->replay_start = src->replay_last = TDM_TIME_MIN;
     src->log.fn = conf->log;
     src->log.ud = conf->log_ud;
-    snprintf(src->log.prefix, sizeof src->log.prefix,
-             "kafka source '%s'[%d]", conf->name ? conf->name : "?", index);
+    snprintf(src->log.prefix, sizeof src->log.prefix, "kafka source '%s'[%d]",
+             conf->name ? conf->name : "?", index);
 
     /* CSV columns: schema order without the key field (the key comes
      * from the message key). */
@@ -1835,8 +1851,8 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
     defaults[nd++] = "enable.partition.eof";
     defaults[nd++] = conf->kafka_stop_at_end ? "true" : "false";
     defaults[nd++] = "auto.offset.reset";
-    defaults[nd++] = conf->kafka_start == TDM__KSTART_LATEST ? "latest"
-                                                             : "earliest";
+    defaults[nd++] =
+        conf->kafka_start == TDM__KSTART_LATEST ? "latest" : "earliest";
     defaults[nd++] = NULL;
     err = tdm__kafka_conf(conf->kafka_brokers, conf->kafka_props,
                           conf->kafka_n_props, defaults, src, &kc, errbuf,
@@ -1857,7 +1873,8 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
         conf->checkpointing) {
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
                         "repartition (key '%s') cannot be used with "
-                        "checkpoints yet", conf->repartition_key);
+                        "checkpoints yet",
+                        conf->repartition_key);
         goto fail;
     }
     if (conf->repartition_key && conf->repartition_key[0]) {
@@ -1914,8 +1931,7 @@ static void ks_pause(tdm__source *src, int p, int paused)
         return;
     kp = src->parts[p];
     kp->align_paused = paused != 0;
-    if (!kp->live || kp->ended || kp->waiting ||
-        kp->paused == (paused != 0))
+    if (!kp->live || kp->ended || kp->waiting || kp->paused == (paused != 0))
         return;
     set_paused(src, kp, paused != 0);
 }
@@ -1999,16 +2015,15 @@ static int64_t glob_index(const tdm__source *src, const char *topic,
                           int32_t part)
 {
     for (int i = 0; i < src->n_glob; i++)
-        if (src->glob[i].part == part &&
-            strcmp(src->glob[i].topic, topic) == 0)
+        if (src->glob[i].part == part && strcmp(src->glob[i].topic, topic) == 0)
             return i;
     return -1;
 }
 
 /* Encodes every assigned partition's position (docs/checkpoints.md,
  * "Kafka source"). */
-static tdm_err ks_snapshot(tdm__source *src, struct tdm__enc *e,
-                           char *errbuf, size_t errbuf_size)
+static tdm_err ks_snapshot(tdm__source *src, struct tdm__enc *e, char *errbuf,
+                           size_t errbuf_size)
 {
     uint64_t n = 0;
 
@@ -2021,7 +2036,8 @@ static tdm_err ks_snapshot(tdm__source *src, struct tdm__enc *e,
         /* A barrier before the first poll: the start offsets first. */
         tdm_err err = fixed_assign(src);
         if (err != TDM_OK)
-            return tdm__errf(errbuf, errbuf_size, err, "source '%s': the "
+            return tdm__errf(errbuf, errbuf_size, err,
+                             "source '%s': the "
                              "partitions could not be assigned",
                              src->conf.name ? src->conf.name : "?");
     }
@@ -2063,8 +2079,8 @@ static void ks_checkpoint(tdm__source *src, uint64_t id, int complete)
 
 /* Keeps the merged positions of the old subtasks for later assignments
  * (called before the first poll; a partition may appear once). */
-static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d,
-                          char *errbuf, size_t errbuf_size)
+static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d, char *errbuf,
+                          size_t errbuf_size)
 {
     tdm__dec body;
     char *topic = NULL;
@@ -2104,8 +2120,8 @@ static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d,
                 tdm__dec_uvar(&body, &g);
             if (body.err)
                 break;
-            if (part < 0 || part > INT32_MAX || off > INT64_MAX ||
-                ended > 1 || !topic[0]) {
+            if (part < 0 || part > INT32_MAX || off > INT64_MAX || ended > 1 ||
+                !topic[0]) {
                 tdm__dec_fail(&body, "bad partition entry");
                 break;
             }
@@ -2115,15 +2131,15 @@ static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d,
              * partition. */
             if (src->fixed && version == KS_SNAP_VERSION_FIXED &&
                 glob_index(src, topic, (int32_t)part) != (int64_t)g) {
-                err = tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
-                                "source '%s': checkpoint: %s[%lld] was "
-                                "partition %llu of the topics, now %lld: "
-                                "their partitions changed; restore refused "
-                                "(run with --from-scratch)",
-                                src->conf.name ? src->conf.name : "?", topic,
-                                (long long)part, (unsigned long long)g,
-                                (long long)glob_index(src, topic,
-                                                      (int32_t)part));
+                err =
+                    tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                              "source '%s': checkpoint: %s[%lld] was "
+                              "partition %llu of the topics, now %lld: "
+                              "their partitions changed; restore refused "
+                              "(run with --from-scratch)",
+                              src->conf.name ? src->conf.name : "?", topic,
+                              (long long)part, (unsigned long long)g,
+                              (long long)glob_index(src, topic, (int32_t)part));
                 goto out;
             }
             if (src->fixed && version != KS_SNAP_VERSION_FIXED) {
@@ -2137,8 +2153,8 @@ static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d,
                 tdm__dec_fail(&body, "partition listed twice");
                 break;
             }
-            ks_pos *a = tdm__realloc(src->rpos, (size_t)(src->n_rpos + 1) *
-                                                    sizeof *a);
+            ks_pos *a =
+                tdm__realloc(src->rpos, (size_t)(src->n_rpos + 1) * sizeof *a);
             if (!a) {
                 err = TDM_ERR_NOMEM;
                 goto out;
@@ -2152,8 +2168,7 @@ static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d,
             topic = NULL;
         }
         if (body.err) {
-            err = tdm__conn_snap_error(&src->conf, &body, errbuf,
-                                       errbuf_size);
+            err = tdm__conn_snap_error(&src->conf, &body, errbuf, errbuf_size);
             goto out;
         }
     }

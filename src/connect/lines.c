@@ -109,8 +109,8 @@ static ssize_t fill(tdm__lines *lr, int timeout_ms)
 
 /* Returns the line buf[beg, nl) (CR of a CRLF removed) and moves past
  * it. */
-static int take_line(tdm__lines *lr, size_t nl, size_t next,
-                     const char **line, size_t *len)
+static int take_line(tdm__lines *lr, size_t nl, size_t next, const char **line,
+                     size_t *len)
 {
     size_t e = nl;
     if (e > lr->beg && lr->buf[e - 1] == '\r')

@@ -100,8 +100,8 @@ tdm_time_ms tdm__nx_time(const tdm__nx_conf *c, int64_t n)
 {
     /* The common case in 64 bits (a 128-bit division is a library call
      * that showed in the profile); the general one below. */
-    if (n >= 0 && n < (INT64_C(1) << 52) && c->rate > 0 &&
-        c->base_time >= 0 && c->base_time < (INT64_C(1) << 60))
+    if (n >= 0 && n < (INT64_C(1) << 52) && c->rate > 0 && c->base_time >= 0 &&
+        c->base_time < (INT64_C(1) << 60))
         return c->base_time + n * 1000 / c->rate;
     __int128 off = (__int128)n * 1000 / (c->rate > 0 ? c->rate : 1);
     __int128 t = (__int128)c->base_time + off;
@@ -130,8 +130,7 @@ int64_t tdm__nx_last_auction(int64_t event_id)
         /* The person slot: the last auction of the previous block. */
         epoch--;
         off = TDM__NX_AUCTION_PROPORTION - 1;
-    } else if (off >= TDM__NX_PERSON_PROPORTION +
-                          TDM__NX_AUCTION_PROPORTION) {
+    } else if (off >= TDM__NX_PERSON_PROPORTION + TDM__NX_AUCTION_PROPORTION) {
         /* A bid slot: the block's last auction. */
         off = TDM__NX_AUCTION_PROPORTION - 1;
     } else {
@@ -142,8 +141,7 @@ int64_t tdm__nx_last_auction(int64_t event_id)
 
 /* The people next_person draws among when @p last_person
  * (tdm__nx_last_person of the event) is the newest. */
-static inline int64_t active_people(const tdm__nx_conf *c,
-                                    int64_t last_person)
+static inline int64_t active_people(const tdm__nx_conf *c, int64_t last_person)
 {
     int64_t people = last_person + 1;
     return people < c->active_people ? people : c->active_people;
@@ -174,16 +172,14 @@ static inline int64_t in_flight_lo(const tdm__nx_conf *c, int64_t hi)
 
 /* A random auction still in flight (base 0), with the same lead, when
  * @p hi (tdm__nx_last_auction of the event) is the newest. */
-static inline int64_t next_auction(const tdm__nx_conf *c, nx_rng *r,
-                                   int64_t hi)
+static inline int64_t next_auction(const tdm__nx_conf *c, nx_rng *r, int64_t hi)
 {
     int64_t lo = in_flight_lo(c, hi);
     return lo + rng_int(r, hi - lo + 1 + 10);
 }
 
 /* Moves @p r past next_auction's draw. */
-static inline void skip_auction(const tdm__nx_conf *c, nx_rng *r,
-                                int64_t hi)
+static inline void skip_auction(const tdm__nx_conf *c, nx_rng *r, int64_t hi)
 {
     int64_t lo = in_flight_lo(c, hi);
     rng_skip_int(r, hi - lo + 1 + 10);
@@ -240,11 +236,11 @@ static inline int64_t nx_price_fast(uint64_t m)
     const unsigned i = (unsigned)(m >> (53 - 2 * NX_PRICE_BITS));
     const uint64_t r = m & ((UINT64_C(1) << (53 - 2 * NX_PRICE_BITS)) - 1);
     /* 6 ln 10 / 2^53 */
-    const double x = (double)(int64_t)r * (13.815510557964274104 /
-                                           9007199254740992.0);
+    const double x =
+        (double)(int64_t)r * (13.815510557964274104 / 9007199254740992.0);
     const double e = (1.0 + x) + (x * x) * (0.5 + x * (1.0 / 6.0));
-    const double v = nx_price_hi[i >> NX_PRICE_BITS] *
-                     nx_price_lo[i & (NX_PRICE_N - 1)] * e;
+    const double v =
+        nx_price_hi[i >> NX_PRICE_BITS] * nx_price_lo[i & (NX_PRICE_N - 1)] * e;
     /* v rounded to an integer by the addition (v < 2^52; double
      * arithmetic, FLT_EVAL_METHOD 0), and how far v is from it: near a
      * half, pow decides; elsewhere the nearest integer is the answer. */
@@ -273,8 +269,7 @@ static int is_hot(nx_rng *r, int64_t ratio)
     return rng_int(r, ratio) > 0;
 }
 
-void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
-                      tdm__nx_event *ev)
+void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count, tdm__nx_event *ev)
 {
     const int64_t g = c->ooo_group > 0 ? c->ooo_group : 1;
     const int64_t n = c->first_event_number + count;
@@ -300,15 +295,13 @@ void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
     if (slot < TDM__NX_PERSON_PROPORTION) {
         ev->kind = TDM__NX_PERSON;
         ev->id = tdm__nx_last_person(id) + TDM__NX_FIRST_PERSON_ID;
-    } else if (slot < TDM__NX_PERSON_PROPORTION +
-                          TDM__NX_AUCTION_PROPORTION) {
+    } else if (slot < TDM__NX_PERSON_PROPORTION + TDM__NX_AUCTION_PROPORTION) {
         ev->kind = TDM__NX_AUCTION;
         ev->id = tdm__nx_last_auction(id) + TDM__NX_FIRST_AUCTION_ID;
         int64_t seller = is_hot(&r, c->hot_sellers_ratio)
-                             ? tdm__nx_last_person(id) /
-                                   TDM__NX_HOT_BATCH * TDM__NX_HOT_BATCH
-                             : next_person(c, &r,
-                                           tdm__nx_last_person(id));
+                             ? tdm__nx_last_person(id) / TDM__NX_HOT_BATCH *
+                                   TDM__NX_HOT_BATCH
+                             : next_person(c, &r, tdm__nx_last_person(id));
         ev->seller = seller + TDM__NX_FIRST_PERSON_ID;
         ev->category = TDM__NX_FIRST_CATEGORY_ID + rng_int(&r, 5);
         ev->initial_bid = next_price(c, &r);
@@ -316,26 +309,22 @@ void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count,
         /* Auctions live about as long as it takes to create
          * in_flight_auctions more: h = the event time of that many
          * auctions' worth of events (in_flight * 50 / 3) later. */
-        int64_t span = c->in_flight_auctions *
-                       TDM__NX_PROPORTION_DENOMINATOR /
+        int64_t span = c->in_flight_auctions * TDM__NX_PROPORTION_DENOMINATOR /
                        TDM__NX_AUCTION_PROPORTION;
         int64_t h = tdm__nx_time(c, a + span) - ev->date_time;
         ev->expires = ev->date_time + 1 + rng_int(&r, h * 2 > 1 ? h * 2 : 1);
     } else {
         ev->kind = TDM__NX_BID;
         int64_t auction = is_hot(&r, c->hot_auction_ratio)
-                              ? tdm__nx_last_auction(id) /
-                                    TDM__NX_HOT_BATCH * TDM__NX_HOT_BATCH
-                              : next_auction(c, &r,
-                                             tdm__nx_last_auction(id));
+                              ? tdm__nx_last_auction(id) / TDM__NX_HOT_BATCH *
+                                    TDM__NX_HOT_BATCH
+                              : next_auction(c, &r, tdm__nx_last_auction(id));
         ev->auction = auction + TDM__NX_FIRST_AUCTION_ID;
         int64_t bidder = is_hot(&r, c->hot_bidders_ratio)
-                             ? tdm__nx_last_person(id) /
-                                       TDM__NX_HOT_BATCH *
+                             ? tdm__nx_last_person(id) / TDM__NX_HOT_BATCH *
                                        TDM__NX_HOT_BATCH +
                                    1
-                             : next_person(c, &r,
-                                           tdm__nx_last_person(id));
+                             : next_person(c, &r, tdm__nx_last_person(id));
         ev->bidder = bidder + TDM__NX_FIRST_PERSON_ID +
                      (c->flink_bidder_quirk ? TDM__NX_FIRST_PERSON_ID : 0);
         ev->price = next_price(c, &r);
@@ -460,8 +449,7 @@ bid_fields(const tdm__nx_conf *c, unsigned fields, int64_t id,
     if (is_hot(&r, c->hot_bidders_ratio)) {
         if (fields & TDM__NX_F_BIDDER)
             ev->bidder = blk->hot_p + TDM__NX_FIRST_PERSON_ID +
-                         (c->flink_bidder_quirk ? TDM__NX_FIRST_PERSON_ID
-                                                : 0);
+                         (c->flink_bidder_quirk ? TDM__NX_FIRST_PERSON_ID : 0);
     } else if (fields & TDM__NX_F_BIDDER) {
         ev->bidder = next_person(c, &r, last_p) + TDM__NX_FIRST_PERSON_ID +
                      (c->flink_bidder_quirk ? TDM__NX_FIRST_PERSON_ID : 0);
@@ -475,12 +463,11 @@ bid_fields(const tdm__nx_conf *c, unsigned fields, int64_t id,
 /* The auction fields of event @p id (adjusted number @p a, event time
  * @p dt) that @p fields asks for, drawn as in tdm__nx_event_at: hot
  * seller?, [a person], category, initial bid, reserve, expiry. */
-static void auction_fields(const tdm__nx_conf *c, unsigned fields,
-                           int64_t id, int64_t a, tdm_time_ms dt,
-                           tdm__nx_event *ev)
+static void auction_fields(const tdm__nx_conf *c, unsigned fields, int64_t id,
+                           int64_t a, tdm_time_ms dt, tdm__nx_event *ev)
 {
-    const unsigned after_category = TDM__NX_F_INITIAL_BID |
-                                    TDM__NX_F_RESERVE | TDM__NX_F_EXPIRES;
+    const unsigned after_category =
+        TDM__NX_F_INITIAL_BID | TDM__NX_F_RESERVE | TDM__NX_F_EXPIRES;
     const unsigned after_seller = TDM__NX_F_CATEGORY | after_category;
     const int64_t last_p = tdm__nx_last_person(id);
     if (fields & TDM__NX_F_ID)
@@ -519,8 +506,7 @@ static void auction_fields(const tdm__nx_conf *c, unsigned fields,
         rng_skip(&r);
     }
     if (fields & TDM__NX_F_EXPIRES) {
-        int64_t span = c->in_flight_auctions *
-                       TDM__NX_PROPORTION_DENOMINATOR /
+        int64_t span = c->in_flight_auctions * TDM__NX_PROPORTION_DENOMINATOR /
                        TDM__NX_AUCTION_PROPORTION;
         int64_t h = tdm__nx_time(c, a + span) - dt;
         ev->expires = dt + 1 + rng_int(&r, h * 2 > 1 ? h * 2 : 1);
@@ -664,12 +650,17 @@ static void col_event(nx_dst *d, unsigned want, const tdm__nx_event *ev,
 {
     const unsigned has = kind_cols[ev->kind];
     static const size_t off[12] = {
-        offsetof(tdm__nx_event, event_id), offsetof(tdm__nx_event, date_time),
-        offsetof(tdm__nx_event, wm), offsetof(tdm__nx_event, id),
-        offsetof(tdm__nx_event, seller), offsetof(tdm__nx_event, category),
+        offsetof(tdm__nx_event, event_id),
+        offsetof(tdm__nx_event, date_time),
+        offsetof(tdm__nx_event, wm),
+        offsetof(tdm__nx_event, id),
+        offsetof(tdm__nx_event, seller),
+        offsetof(tdm__nx_event, category),
         offsetof(tdm__nx_event, initial_bid),
-        offsetof(tdm__nx_event, reserve), offsetof(tdm__nx_event, expires),
-        offsetof(tdm__nx_event, auction), offsetof(tdm__nx_event, bidder),
+        offsetof(tdm__nx_event, reserve),
+        offsetof(tdm__nx_event, expires),
+        offsetof(tdm__nx_event, auction),
+        offsetof(tdm__nx_event, bidder),
         offsetof(tdm__nx_event, price),
     };
     for (unsigned left = want & TDM__NX_F_ALL; left; left &= left - 1) {
@@ -746,8 +737,7 @@ static inline bool bid_fast_ok(const tdm__nx_conf *c, unsigned want,
     if (last_a - in_flight_lo(c, last_a) + 1 + 10 <= 1)
         return false;
     if (want & (TDM__NX_F_BIDDER | TDM__NX_F_PRICE)) {
-        if (c->hot_bidders_ratio <= 1 ||
-            active_people(c, last_p) + 10 <= 1)
+        if (c->hot_bidders_ratio <= 1 || active_people(c, last_p) + 10 <= 1)
             return false;
     }
     return true;
@@ -766,8 +756,8 @@ bids_fast(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
           nx_clock *clk, int64_t turns)
 {
     const uint64_t G = NX_GOLDEN;
-    const int64_t last_a = at->epoch * TDM__NX_AUCTION_PROPORTION +
-                           TDM__NX_AUCTION_PROPORTION - 1;
+    const int64_t last_a =
+        at->epoch * TDM__NX_AUCTION_PROPORTION + TDM__NX_AUCTION_PROPORTION - 1;
     const int64_t last_p = at->epoch * TDM__NX_PERSON_PROPORTION;
     const int64_t hot_a = last_a / TDM__NX_HOT_BATCH * TDM__NX_HOT_BATCH +
                           TDM__NX_FIRST_AUCTION_ID;
@@ -776,12 +766,11 @@ bids_fast(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
     const int64_t base_a = lo_a + TDM__NX_FIRST_AUCTION_ID;
     const uint64_t thr_a = hot_threshold(c->hot_auction_ratio);
     const int64_t p_off = TDM__NX_FIRST_PERSON_ID +
-                          (c->flink_bidder_quirk ? TDM__NX_FIRST_PERSON_ID
-                                                 : 0);
+                          (c->flink_bidder_quirk ? TDM__NX_FIRST_PERSON_ID : 0);
     const bool bidder = (want & (TDM__NX_F_BIDDER | TDM__NX_F_PRICE)) != 0;
     const int64_t active = bidder ? active_people(c, last_p) : 0;
-    const int64_t hot_p = last_p / TDM__NX_HOT_BATCH * TDM__NX_HOT_BATCH + 1 +
-                          p_off;
+    const int64_t hot_p =
+        last_p / TDM__NX_HOT_BATCH * TDM__NX_HOT_BATCH + 1 + p_off;
     const int64_t base_p = last_p + 1 - active + p_off;
     const uint64_t range_p = (uint64_t)(active + 10);
     const uint64_t thr_b = bidder ? hot_threshold(c->hot_bidders_ratio) : 0;
@@ -832,77 +821,77 @@ bids_fast(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
     int64_t q = clk->q;
     uint64_t rem = clk->rem;
     /* A store to column x: grouped (kflag) or on its own pointer. */
-#define PUTV(x, o, v)                                                      \
-    (kflag ? col_at((char *)(pv + (o)), kflag, (v))                        \
+#define PUTV(x, o, v)                                                          \
+    (kflag ? col_at((char *)(pv + (o)), kflag, (v))                            \
            : col_store(&p_##x, s_##x, f_##x, (v)))
-#define PUTR(x, o, v)                                                      \
-    (kflag ? col_at((char *)(pr + (o)), 0, (v))                            \
+#define PUTR(x, o, v)                                                          \
+    (kflag ? col_at((char *)(pr + (o)), 0, (v))                                \
            : col_store(&p_##x, s_##x, f_##x, (v)))
     /* Sub-runs of one event time: with several events per ms (dq = 0)
      * the time moves on when rem passes rate, after ceil((rate - rem) /
      * drem) steps; otherwise every step may move it. */
     for (int64_t e = 0, run; e < m; e += run) {
-      run = m - e;
-      if (dq == 0 && drem > 0) {
-          const uint64_t steps = (rate - rem + drem - 1) / drem;
-          if ((uint64_t)run > steps)
-              run = (int64_t)steps;
-      } else if (dq != 0) {
-          run = 1;
-      }
-      const tdm_time_ms dt = base + q;
-      for (int64_t r = 0; r < run; r++) {
-        const bool hot = nx_mix(b + G) >= thr_a;
-        if (want & TDM__NX_F_EVENT_ID)
-            PUTV(ev, o_ev, id);
-        if (want & TDM__NX_F_DATE_TIME)
-            PUTV(dt, 0, dt);
-        if (want & TDM__NX_F_WM)
-            PUTV(wm, o_wm, dt);
-        /* Both sides of each hot/not-hot choice are computed and one
-         * kept with a mask: the coin is a fair one for auctions, and a
-         * branch on it mispredicts half the time (1.7x slower in wall
-         * time for a few instructions fewer). */
-        const int64_t hot_mask = -(int64_t)hot;
-        if (want & TDM__NX_F_AUCTION) {
-            int64_t a = base_a + nx_scale(nx_mix(b + 2 * G), range_a);
-            PUTV(auc, o_auc, a ^ ((a ^ hot_a) & hot_mask));
+        run = m - e;
+        if (dq == 0 && drem > 0) {
+            const uint64_t steps = (rate - rem + drem - 1) / drem;
+            if ((uint64_t)run > steps)
+                run = (int64_t)steps;
+        } else if (dq != 0) {
+            run = 1;
         }
-        if (bidder) {
-            const uint64_t tb = b + 3 * G - (G & (uint64_t)hot_mask);
-            const bool hot_b = nx_mix(tb) >= thr_b;
-            if (want & TDM__NX_F_BIDDER) {
-                int64_t p = base_p + nx_scale(nx_mix(tb + G), range_p);
-                PUTV(bdr, o_bdr, p ^ ((p ^ hot_p) & -(int64_t)hot_b));
+        const tdm_time_ms dt = base + q;
+        for (int64_t r = 0; r < run; r++) {
+            const bool hot = nx_mix(b + G) >= thr_a;
+            if (want & TDM__NX_F_EVENT_ID)
+                PUTV(ev, o_ev, id);
+            if (want & TDM__NX_F_DATE_TIME)
+                PUTV(dt, 0, dt);
+            if (want & TDM__NX_F_WM)
+                PUTV(wm, o_wm, dt);
+            /* Both sides of each hot/not-hot choice are computed and one
+             * kept with a mask: the coin is a fair one for auctions, and a
+             * branch on it mispredicts half the time (1.7x slower in wall
+             * time for a few instructions fewer). */
+            const int64_t hot_mask = -(int64_t)hot;
+            if (want & TDM__NX_F_AUCTION) {
+                int64_t a = base_a + nx_scale(nx_mix(b + 2 * G), range_a);
+                PUTV(auc, o_auc, a ^ ((a ^ hot_a) & hot_mask));
             }
-            if (want & TDM__NX_F_PRICE) {
-                const uint64_t z = nx_mix(tb + (hot_b ? G : 2 * G));
-                PUTV(pri, o_pri, c->no_prices ? 0 : nx_price_fast(z >> 11));
+            if (bidder) {
+                const uint64_t tb = b + 3 * G - (G & (uint64_t)hot_mask);
+                const bool hot_b = nx_mix(tb) >= thr_b;
+                if (want & TDM__NX_F_BIDDER) {
+                    int64_t p = base_p + nx_scale(nx_mix(tb + G), range_p);
+                    PUTV(bdr, o_bdr, p ^ ((p ^ hot_p) & -(int64_t)hot_b));
+                }
+                if (want & TDM__NX_F_PRICE) {
+                    const uint64_t z = nx_mix(tb + (hot_b ? G : 2 * G));
+                    PUTV(pri, o_pri, c->no_prices ? 0 : nx_price_fast(z >> 11));
+                }
+            }
+            if (want & (1u << TDM__NX_C_DATE_TIME2))
+                PUTR(dt2, 0, dt);
+            if (want & (1u << TDM__NX_C_KIND))
+                PUTV(kind, o_kind, TDM__NX_BID);
+            if (want & (1u << TDM__NX_C_TURN)) {
+                PUTR(turn, o_turn, turn);
+                turn = turn + 1 == turns ? 0 : turn + 1;
+            }
+            b += dsid;
+            id += stride;
+            if (kflag) {
+                pv += s_dt;
+                pr += s_dt2;
             }
         }
-        if (want & (1u << TDM__NX_C_DATE_TIME2))
-            PUTR(dt2, 0, dt);
-        if (want & (1u << TDM__NX_C_KIND))
-            PUTV(kind, o_kind, TDM__NX_BID);
-        if (want & (1u << TDM__NX_C_TURN)) {
-            PUTR(turn, o_turn, turn);
-            turn = turn + 1 == turns ? 0 : turn + 1;
+        /* run steps of the clock: at most one carry when dq = 0 (run is
+         * at most the steps to it), one step otherwise. */
+        q += dq * run;
+        rem += drem * (uint64_t)run;
+        if (rem >= rate) {
+            rem -= rate;
+            q++;
         }
-        b += dsid;
-        id += stride;
-        if (kflag) {
-            pv += s_dt;
-            pr += s_dt2;
-        }
-      }
-      /* run steps of the clock: at most one carry when dq = 0 (run is
-       * at most the steps to it), one step otherwise. */
-      q += dq * run;
-      rem += drem * (uint64_t)run;
-      if (rem >= rate) {
-          rem -= rate;
-          q++;
-      }
     }
 #undef PUTV
 #undef PUTR
@@ -923,8 +912,8 @@ bids_fast(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
  * one with the bulk path's helpers (person and auction regions,
  * and bids where bids_fast does not apply). */
 static void region_slow(const tdm__nx_conf *c, nx_dst *d, unsigned want,
-                        int kind, int64_t m, const nx_pos *at,
-                        int64_t stride, nx_clock *clk, int64_t turns)
+                        int kind, int64_t m, const nx_pos *at, int64_t stride,
+                        nx_clock *clk, int64_t turns)
 {
     const unsigned fields = cols_fields(want);
     const nx_block blk = block_of(at->epoch);
@@ -939,8 +928,8 @@ static void region_slow(const tdm__nx_conf *c, nx_dst *d, unsigned want,
         else if (kind == TDM__NX_AUCTION)
             auction_fields(c, fields, id, num, ev.date_time, &ev);
         else
-            ev.id = at->epoch * TDM__NX_PERSON_PROPORTION +
-                    TDM__NX_FIRST_PERSON_ID;
+            ev.id =
+                at->epoch * TDM__NX_PERSON_PROPORTION + TDM__NX_FIRST_PERSON_ID;
         col_event(d, want, &ev, turn);
         clock_step(clk);
         turn = turn + 1 == turns ? 0 : turn + 1;
@@ -955,8 +944,8 @@ static void region_slow(const tdm__nx_conf *c, nx_dst *d, unsigned want,
  * the hot-seller coin when hot_sellers_ratio > 1; then the person when
  * its range is above 1), as auction_fields draws them. */
 static void region_direct(const tdm__nx_conf *c, nx_dst *d, unsigned want,
-                          int kind, int64_t m, const nx_pos *at,
-                          int64_t stride, nx_clock *clk, int64_t turns)
+                          int kind, int64_t m, const nx_pos *at, int64_t stride,
+                          nx_clock *clk, int64_t turns)
 {
     const uint64_t G = NX_GOLDEN;
     const int64_t last_p = at->epoch * TDM__NX_PERSON_PROPORTION;
@@ -1020,8 +1009,8 @@ static void region_direct(const tdm__nx_conf *c, nx_dst *d, unsigned want,
 static inline __attribute__((always_inline)) size_t
 fill_in_order(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
               const size_t kflag, int kinds, int64_t num, int64_t stride,
-              int64_t n, size_t max, nx_clock *clk, int64_t turn,
-              int64_t turns, int64_t *walked)
+              int64_t n, size_t max, nx_clock *clk, int64_t turn, int64_t turns,
+              int64_t *walked)
 {
     const int64_t den = TDM__NX_PROPORTION_DENOMINATOR;
     nx_pos at;
@@ -1039,11 +1028,11 @@ fill_in_order(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
     size_t i = 0;
     while (k < n && i < max) {
         const int kind = kind_of_slot(at.slot);
-        const int64_t end = kind == TDM__NX_PERSON ? TDM__NX_PERSON_PROPORTION
-                            : kind == TDM__NX_AUCTION
-                                ? TDM__NX_PERSON_PROPORTION +
-                                      TDM__NX_AUCTION_PROPORTION
-                                : den;
+        const int64_t end =
+            kind == TDM__NX_PERSON ? TDM__NX_PERSON_PROPORTION
+            : kind == TDM__NX_AUCTION
+                ? TDM__NX_PERSON_PROPORTION + TDM__NX_AUCTION_PROPORTION
+                : den;
         /* The events of the walk left in this region of the block. */
         int64_t m = stride == 1 ? end - at.slot
                     : stride == 0 || stride >= den
@@ -1055,8 +1044,9 @@ fill_in_order(const tdm__nx_conf *c, nx_dst *d, const unsigned want,
             if ((uint64_t)m > max - i)
                 m = (int64_t)(max - i);
             if (kind == TDM__NX_BID &&
-                bid_fast_ok(c, want, at.epoch * TDM__NX_AUCTION_PROPORTION +
-                                         TDM__NX_AUCTION_PROPORTION - 1,
+                bid_fast_ok(c, want,
+                            at.epoch * TDM__NX_AUCTION_PROPORTION +
+                                TDM__NX_AUCTION_PROPORTION - 1,
                             at.epoch * TDM__NX_PERSON_PROPORTION))
                 bids_fast(c, d, want, kflag, m, &at, stride, clk, turns);
             else if (kind == TDM__NX_PERSON ||
@@ -1097,15 +1087,14 @@ size_t tdm__nx_fill(const tdm__nx_conf *c, const tdm__nx_cols *cols,
     /* The source's usual column sets: NEXMark-W's (auction and time,
      * row timestamp, partition) and q11's (bidder instead of auction),
      * specialised by the compiler through the constant masks. */
-    const unsigned extra = (1u << TDM__NX_C_DATE_TIME2) |
-                           (1u << TDM__NX_C_TURN);
+    const unsigned extra =
+        (1u << TDM__NX_C_DATE_TIME2) | (1u << TDM__NX_C_TURN);
     const unsigned w_cols = TDM__NX_F_DATE_TIME | TDM__NX_F_AUCTION | extra;
     const unsigned q11_cols = TDM__NX_F_DATE_TIME | TDM__NX_F_BIDDER | extra;
     const int kinds = c->kinds ? c->kinds : 7;
     const int64_t turns = cols->turns > 0 ? cols->turns : 1;
-    const int64_t turn0 = cols->turn >= 0 && cols->turn < turns
-                              ? cols->turn
-                              : 0;
+    const int64_t turn0 =
+        cols->turn >= 0 && cols->turn < turns ? cols->turn : 0;
     int64_t num = c->first_event_number + count;
     nx_dst d;
     unsigned want = 0;
@@ -1121,7 +1110,7 @@ size_t tdm__nx_fill(const tdm__nx_conf *c, const tdm__nx_cols *cols,
         return 0;
     if ((want & TDM__NX_F_PRICE) && !c->no_prices)
         nx_price_init();
-    nx_clock clk = { 0, 0, 0, 0, 0, 0 };
+    nx_clock clk = {0, 0, 0, 0, 0, 0};
     /* In order, with ids that stay >= 0 and far from overflow (num <
      * 2^52 by clock_init). */
     if (c->ooo_group <= 1 && c->first_event_id >= 0 &&
@@ -1131,8 +1120,8 @@ size_t tdm__nx_fill(const tdm__nx_conf *c, const tdm__nx_cols *cols,
          * null flag 16 bytes past the value), for the value columns
          * only. */
         const size_t vf = 16;
-        bool row_flags = d.flag[TDM__NX_C_DATE_TIME2] == 0 &&
-                         d.flag[TDM__NX_C_TURN] == 0;
+        bool row_flags =
+            d.flag[TDM__NX_C_DATE_TIME2] == 0 && d.flag[TDM__NX_C_TURN] == 0;
         for (int col = 0; col < 12; col++)
             if ((want >> col) & 1)
                 row_flags = row_flags && d.flag[col] == vf;
@@ -1141,16 +1130,16 @@ size_t tdm__nx_fill(const tdm__nx_conf *c, const tdm__nx_cols *cols,
         for (int col = 0; col < 12; col++)
             if ((want >> col) & 1)
                 row_flags = row_flags && d.st[col] == d.st[1];
-        row_flags = row_flags && d.st[TDM__NX_C_TURN] ==
-                                     d.st[TDM__NX_C_DATE_TIME2];
+        row_flags =
+            row_flags && d.st[TDM__NX_C_TURN] == d.st[TDM__NX_C_DATE_TIME2];
         if (want == w_cols && row_flags)
-            return fill_in_order(c, &d, w_cols, vf, kinds, num, stride, n,
-                                 max, &clk, turn0, turns, walked);
+            return fill_in_order(c, &d, w_cols, vf, kinds, num, stride, n, max,
+                                 &clk, turn0, turns, walked);
         if (want == q11_cols && row_flags)
             return fill_in_order(c, &d, q11_cols, vf, kinds, num, stride, n,
                                  max, &clk, turn0, turns, walked);
-        return fill_in_order(c, &d, want, 0, kinds, num, stride, n, max,
-                             &clk, turn0, turns, walked);
+        return fill_in_order(c, &d, want, 0, kinds, num, stride, n, max, &clk,
+                             turn0, turns, walked);
     }
     /* Otherwise event by event with the general arithmetic (run_general). */
     const unsigned fields = cols_fields(want);
@@ -1173,21 +1162,18 @@ size_t tdm__nx_fill(const tdm__nx_conf *c, const tdm__nx_cols *cols,
 
 /* ---- Strings (nexmark.md 1.3.4) ---- */
 
-static const char *const first_names[11] = {
-    "Peter", "Paul", "Luke", "John", "Saul", "Vicky",
-    "Kate", "Julie", "Sarah", "Deiter", "Walter"
-};
-static const char *const last_names[9] = {
-    "Shultz", "Abrams", "Spencer", "White", "Bartels",
-    "Walton", "Smith", "Jones", "Noris"
-};
+static const char *const first_names[11] = {"Peter", "Paul",   "Luke",  "John",
+                                            "Saul",  "Vicky",  "Kate",  "Julie",
+                                            "Sarah", "Deiter", "Walter"};
+static const char *const last_names[9] = {"Shultz", "Abrams",  "Spencer",
+                                          "White",  "Bartels", "Walton",
+                                          "Smith",  "Jones",   "Noris"};
 static const char *const cities[10] = {
     "Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland",
-    "Bend", "Redmond", "Seattle", "Kent", "Cheyenne"
-};
-static const char *const states[6] = { "AZ", "CA", "ID", "OR", "WA", "WY" };
-static const char *const hot_channels[4] = { "Google", "Facebook", "Baidu",
-                                             "Apple" };
+    "Bend",    "Redmond",     "Seattle",       "Kent",  "Cheyenne"};
+static const char *const states[6] = {"AZ", "CA", "ID", "OR", "WA", "WY"};
+static const char *const hot_channels[4] = {"Google", "Facebook", "Baidu",
+                                            "Apple"};
 
 /* A writer over the caller's buffer: strings are appended with their
  * NUL; the buffer is large enough by construction (nexmark.h). */
@@ -1237,7 +1223,7 @@ static uint32_t bit_reverse(uint32_t v)
 void tdm__nx_strings_of(const tdm__nx_event *ev, char *mem, size_t cap,
                         tdm__nx_strings *out)
 {
-    nx_buf b = { mem, 0, cap };
+    nx_buf b = {mem, 0, cap};
     char tmp[256];
     size_t n;
     nx_rng r;
@@ -1261,8 +1247,8 @@ void tdm__nx_strings_of(const tdm__nx_event *ev, char *mem, size_t cap,
         int card[4];
         for (int g = 3; g >= 0; g--)
             card[g] = (int)rng_int(&r, 10000);
-        len = snprintf(tmp, sizeof tmp, "%04d %04d %04d %04d", card[0],
-                       card[1], card[2], card[3]);
+        len = snprintf(tmp, sizeof tmp, "%04d %04d %04d %04d", card[0], card[1],
+                       card[2], card[3]);
         out->credit_card = buf_put(&b, tmp, (size_t)len);
         const char *city = cities[rng_int(&r, 10)];
         out->city = buf_put(&b, city, strlen(city));
@@ -1279,8 +1265,8 @@ void tdm__nx_strings_of(const tdm__nx_event *ev, char *mem, size_t cap,
     default: {
         if (rng_int(&r, 2) == 0) {
             int h = (int)rng_int(&r, 4);
-            out->channel = buf_put(&b, hot_channels[h],
-                                   strlen(hot_channels[h]));
+            out->channel =
+                buf_put(&b, hot_channels[h], strlen(hot_channels[h]));
             int len = snprintf(tmp, sizeof tmp,
                                "https://www.nexmark.com/%s/item.htm?query=1",
                                hot_channels[h]);
@@ -1299,8 +1285,8 @@ void tdm__nx_strings_of(const tdm__nx_event *ev, char *mem, size_t cap,
             memcpy(tmp + n, "item.htm?query=1", 16);
             n += 16;
             if (rng_int(&r, 10) > 0)
-                n += (size_t)snprintf(tmp + n, sizeof tmp - n,
-                                      "&channel_id=%u", bit_reverse(i));
+                n += (size_t)snprintf(tmp + n, sizeof tmp - n, "&channel_id=%u",
+                                      bit_reverse(i));
             out->url = buf_put(&b, tmp, n);
         }
         break;
@@ -1336,10 +1322,10 @@ static size_t put_cstr(char *out, const char *s)
 /* tdm__nx_strings_of's strings, only those in @p which (nexmark.h): the
  * same draws in the same order, formatted by hand.  Borrows @p ev;
  * writes into @p mem (cap bytes, 512 always enough). */
-void tdm__nx_strings_some(const tdm__nx_event *ev, unsigned which,
-                          char *mem, size_t cap, tdm__nx_strings *out)
+void tdm__nx_strings_some(const tdm__nx_event *ev, unsigned which, char *mem,
+                          size_t cap, tdm__nx_strings *out)
 {
-    nx_buf b = { mem, 0, cap };
+    nx_buf b = {mem, 0, cap};
     char tmp[256];
     size_t n;
     nx_rng r;
@@ -1348,11 +1334,10 @@ void tdm__nx_strings_some(const tdm__nx_event *ev, unsigned which,
      * still wanted, so nothing is drawn after the last of them. */
     unsigned left = which & (ev->kind == TDM__NX_PERSON
                                  ? TDM__NX_S_NAME | TDM__NX_S_EMAIL |
-                                       TDM__NX_S_CREDIT_CARD |
-                                       TDM__NX_S_CITY | TDM__NX_S_STATE
+                                       TDM__NX_S_CREDIT_CARD | TDM__NX_S_CITY |
+                                       TDM__NX_S_STATE
                              : ev->kind == TDM__NX_AUCTION
-                                 ? TDM__NX_S_ITEM_NAME |
-                                       TDM__NX_S_DESCRIPTION
+                                 ? TDM__NX_S_ITEM_NAME | TDM__NX_S_DESCRIPTION
                                  : TDM__NX_S_CHANNEL | TDM__NX_S_URL);
     if (!left)
         return;

@@ -49,14 +49,13 @@ typedef struct tdm__nx_conf {
 
 /* One generated event.  Strings are not made here (tdm__nx_strings). */
 typedef struct tdm__nx_event {
-    int kind;               /* TDM__NX_PERSON, _AUCTION, _BID */
-    int64_t event_id;       /* after the out-of-order adjustment */
-    tdm_time_ms date_time;  /* event time (ms) */
-    tdm_time_ms wm;         /* the generator's perfect watermark */
+    int kind;              /* TDM__NX_PERSON, _AUCTION, _BID */
+    int64_t event_id;      /* after the out-of-order adjustment */
+    tdm_time_ms date_time; /* event time (ms) */
+    tdm_time_ms wm;        /* the generator's perfect watermark */
     /* person: id; auction: id, seller, category, initial_bid, reserve,
      * expires; bid: auction, bidder, price */
-    int64_t id, seller, category, initial_bid, reserve, auction, bidder,
-        price;
+    int64_t id, seller, category, initial_bid, reserve, auction, bidder, price;
     tdm_time_ms expires;
 } tdm__nx_event;
 
@@ -167,7 +166,7 @@ enum {
  * are NULL; those named equal tdm__nx_strings_of's, byte for byte), made
  * without printf and without the draws after the last one named.  Only
  * ev->kind and ev->event_id are read. */
-void tdm__nx_strings_some(const tdm__nx_event *ev, unsigned which,
-                          char *buf, size_t cap, tdm__nx_strings *out);
+void tdm__nx_strings_some(const tdm__nx_event *ev, unsigned which, char *buf,
+                          size_t cap, tdm__nx_strings *out);
 
 #endif /* TDM_NEXMARK_H */

@@ -46,10 +46,27 @@
 
 /* The fields a NEXMark row can have, in this order in f[]. */
 enum {
-    NF_TYPE, NF_ID, NF_NAME, NF_EMAIL, NF_CARD, NF_CITY, NF_STATE,
-    NF_ITEM, NF_DESC, NF_INITIAL, NF_RESERVE, NF_EXPIRES, NF_SELLER,
-    NF_CATEGORY, NF_AUCTION, NF_BIDDER, NF_PRICE, NF_CHANNEL, NF_URL,
-    NF_TIME, NF_COUNT
+    NF_TYPE,
+    NF_ID,
+    NF_NAME,
+    NF_EMAIL,
+    NF_CARD,
+    NF_CITY,
+    NF_STATE,
+    NF_ITEM,
+    NF_DESC,
+    NF_INITIAL,
+    NF_RESERVE,
+    NF_EXPIRES,
+    NF_SELLER,
+    NF_CATEGORY,
+    NF_AUCTION,
+    NF_BIDDER,
+    NF_PRICE,
+    NF_CHANNEL,
+    NF_URL,
+    NF_TIME,
+    NF_COUNT
 };
 
 /* A plan entry: schema field f gets the int64 at byte offset off of
@@ -63,21 +80,21 @@ static const struct {
     const char *name;
     int kind; /* 0: int64, 1: string, 2: timestamp */
 } nx_fields[NF_COUNT] = {
-    { "event_type", 0 }, { "id", 0 },          { "name", 1 },
-    { "email_address", 1 }, { "credit_card", 1 }, { "city", 1 },
-    { "state", 1 },      { "item_name", 1 },   { "description", 1 },
-    { "initial_bid", 0 }, { "reserve", 0 },    { "expires", 2 },
-    { "seller", 0 },     { "category", 0 },    { "auction", 0 },
-    { "bidder", 0 },     { "price", 0 },       { "channel", 1 },
-    { "url", 1 },        { "date_time", 2 },
+    {"event_type", 0},    {"id", 0},          {"name", 1},
+    {"email_address", 1}, {"credit_card", 1}, {"city", 1},
+    {"state", 1},         {"item_name", 1},   {"description", 1},
+    {"initial_bid", 0},   {"reserve", 0},     {"expires", 2},
+    {"seller", 0},        {"category", 0},    {"auction", 0},
+    {"bidder", 0},        {"price", 0},       {"channel", 1},
+    {"url", 1},           {"date_time", 2},
 };
 
 struct tdm__source {
     tdm__source_conf conf;
     tdm__nx_conf nx;
-    int f[NF_COUNT];   /* schema index of each field, -1: absent */
-    bool strings;      /* some string field is present */
-    int nf;            /* schema fields */
+    int f[NF_COUNT]; /* schema index of each field, -1: absent */
+    bool strings;    /* some string field is present */
+    int nf;          /* schema fields */
     /* Per kind, the plan of its rows, one entry per schema field but
      * event_type: first the n_set[kind] integer fields the kind has,
      * then the n_null[kind] fields left null (strings too: put_strings
@@ -85,19 +102,19 @@ struct tdm__source {
     nx_put *plan;
     const nx_put *puts[3];
     int n_set[3], n_null[3];
-    int one_kind;      /* the only kind kept, or -1 */
-    bool pass;         /* rows need fill_rows' pass (nulls, strings) */
-    unsigned str_want; /* TDM__NX_S_* the schema has */
+    int one_kind;         /* the only kind kept, or -1 */
+    bool pass;            /* rows need fill_rows' pass (nulls, strings) */
+    unsigned str_want;    /* TDM__NX_S_* the schema has */
     int col_of[NF_COUNT]; /* tdm__nx_fill column of field k, -1: none */
     /* Scratch columns of a fill (event ids for strings, kinds when
      * several are kept and the schema has no event_type), scratch_cap
      * entries each. */
     int64_t *scratch;
     size_t scratch_cap;
-    int par;           /* the parallelism (subtasks) */
+    int par; /* the parallelism (subtasks) */
     int64_t total, n_part;
-    int64_t *parts;    /* this subtask's partitions */
-    int64_t *next;     /* per local partition: its next event count */
+    int64_t *parts; /* this subtask's partitions */
+    int64_t *next;  /* per local partition: its next event count */
     uint8_t *fin;
     int n_parts, n_done, cur;
     /* Progression mode: the counts visited are pos, pos + stride, ...
@@ -112,17 +129,28 @@ struct tdm__source {
 static int field_col(int k)
 {
     switch (k) {
-    case NF_ID: return 3;
-    case NF_SELLER: return 4;
-    case NF_CATEGORY: return 5;
-    case NF_INITIAL: return 6;
-    case NF_RESERVE: return 7;
-    case NF_EXPIRES: return 8;
-    case NF_AUCTION: return 9;
-    case NF_BIDDER: return 10;
-    case NF_PRICE: return 11;
-    case NF_TIME: return 1;
-    default: return -1;
+    case NF_ID:
+        return 3;
+    case NF_SELLER:
+        return 4;
+    case NF_CATEGORY:
+        return 5;
+    case NF_INITIAL:
+        return 6;
+    case NF_RESERVE:
+        return 7;
+    case NF_EXPIRES:
+        return 8;
+    case NF_AUCTION:
+        return 9;
+    case NF_BIDDER:
+        return 10;
+    case NF_PRICE:
+        return 11;
+    case NF_TIME:
+        return 1;
+    default:
+        return -1;
     }
 }
 
@@ -130,16 +158,26 @@ static int field_col(int k)
 static unsigned field_str(int k)
 {
     switch (k) {
-    case NF_NAME: return TDM__NX_S_NAME;
-    case NF_EMAIL: return TDM__NX_S_EMAIL;
-    case NF_CARD: return TDM__NX_S_CREDIT_CARD;
-    case NF_CITY: return TDM__NX_S_CITY;
-    case NF_STATE: return TDM__NX_S_STATE;
-    case NF_ITEM: return TDM__NX_S_ITEM_NAME;
-    case NF_DESC: return TDM__NX_S_DESCRIPTION;
-    case NF_CHANNEL: return TDM__NX_S_CHANNEL;
-    case NF_URL: return TDM__NX_S_URL;
-    default: return 0;
+    case NF_NAME:
+        return TDM__NX_S_NAME;
+    case NF_EMAIL:
+        return TDM__NX_S_EMAIL;
+    case NF_CARD:
+        return TDM__NX_S_CREDIT_CARD;
+    case NF_CITY:
+        return TDM__NX_S_CITY;
+    case NF_STATE:
+        return TDM__NX_S_STATE;
+    case NF_ITEM:
+        return TDM__NX_S_ITEM_NAME;
+    case NF_DESC:
+        return TDM__NX_S_DESCRIPTION;
+    case NF_CHANNEL:
+        return TDM__NX_S_CHANNEL;
+    case NF_URL:
+        return TDM__NX_S_URL;
+    default:
+        return 0;
     }
 }
 
@@ -154,13 +192,12 @@ static int plan_entry(int k, int kind)
     const bool auction = kind == TDM__NX_AUCTION;
     const bool bid = kind == TDM__NX_BID;
     switch (k) {
-    case NF_TIME: return (int)offsetof(tdm__nx_event, date_time);
+    case NF_TIME:
+        return (int)offsetof(tdm__nx_event, date_time);
     case NF_ID:
-        return person || auction ? (int)offsetof(tdm__nx_event, id)
-                                 : PLAN_NULL;
+        return person || auction ? (int)offsetof(tdm__nx_event, id) : PLAN_NULL;
     case NF_INITIAL:
-        return auction ? (int)offsetof(tdm__nx_event, initial_bid)
-                       : PLAN_NULL;
+        return auction ? (int)offsetof(tdm__nx_event, initial_bid) : PLAN_NULL;
     case NF_RESERVE:
         return auction ? (int)offsetof(tdm__nx_event, reserve) : PLAN_NULL;
     case NF_EXPIRES:
@@ -175,7 +212,8 @@ static int plan_entry(int k, int kind)
         return bid ? (int)offsetof(tdm__nx_event, bidder) : PLAN_NULL;
     case NF_PRICE:
         return bid ? (int)offsetof(tdm__nx_event, price) : PLAN_NULL;
-    default: return PLAN_NULL;
+    default:
+        return PLAN_NULL;
     }
 }
 
@@ -250,8 +288,7 @@ static tdm_err nx_open(const tdm__source_conf *conf, int index, int count,
                       : t == TDM_TYPE_INT64 || t == TDM_TYPE_TIMESTAMP;
         if (!ok) {
             err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                            "nexmark field '%s' must be %s",
-                            nx_fields[k].name,
+                            "nexmark field '%s' must be %s", nx_fields[k].name,
                             nx_fields[k].kind == 1 ? "a string"
                                                    : "an int64 or timestamp");
             goto fail;
@@ -273,8 +310,8 @@ static tdm_err nx_open(const tdm__source_conf *conf, int index, int count,
     }
     /* The rows' plans. */
     src->nf = conf->schema->n;
-    src->plan = tdm__calloc((size_t)(3 * (src->nf ? src->nf : 1)),
-                            sizeof *src->plan);
+    src->plan =
+        tdm__calloc((size_t)(3 * (src->nf ? src->nf : 1)), sizeof *src->plan);
     if (!src->plan) {
         err = TDM_ERR_NOMEM;
         goto fail;
@@ -341,26 +378,26 @@ fail:
 
 /* Sets the string fields of @p row from event (@p kind, @p event_id);
  * TDM_ERR_NOMEM if the arena cannot grow. */
-static tdm_err put_strings(const tdm__source *src, tdm__batch *b,
-                           tdm__row *row, int kind, int64_t event_id)
+static tdm_err put_strings(const tdm__source *src, tdm__batch *b, tdm__row *row,
+                           int kind, int64_t event_id)
 {
-    static const int str_fields[] = { NF_NAME, NF_EMAIL, NF_CARD, NF_CITY,
-                                      NF_STATE, NF_ITEM, NF_DESC,
-                                      NF_CHANNEL, NF_URL };
+    static const int str_fields[] = {NF_NAME, NF_EMAIL,   NF_CARD,
+                                     NF_CITY, NF_STATE,   NF_ITEM,
+                                     NF_DESC, NF_CHANNEL, NF_URL};
     char mem[512];
     tdm__nx_strings s;
     tdm__nx_event ev;
     ev.kind = kind;
     ev.event_id = event_id;
     tdm__nx_strings_some(&ev, src->str_want, mem, sizeof mem, &s);
-    const char *val[] = { s.name, s.email, s.credit_card, s.city, s.state,
-                          s.item_name, s.description, s.channel, s.url };
+    const char *val[] = {s.name,        s.email,   s.credit_card,
+                         s.city,        s.state,   s.item_name,
+                         s.description, s.channel, s.url};
     for (size_t k = 0; k < sizeof val / sizeof val[0]; k++) {
         int f = src->f[str_fields[k]];
         if (f < 0 || !val[k])
             continue;
-        tdm_err err = tdm__batch_put_string(b, row, f, val[k],
-                                            strlen(val[k]));
+        tdm_err err = tdm__batch_put_string(b, row, f, val[k], strlen(val[k]));
         if (err != TDM_OK)
             return err;
     }
@@ -437,8 +474,7 @@ static tdm_err fill_rows(tdm__source *src, tdm__batch *b, size_t limit,
     cols.stride[TDM__NX_C_TURN] = sizeof(tdm__row);
     cols.turn = turn;
     cols.turns = src->n_parts;
-    size_t got = tdm__nx_fill(&src->nx, &cols, count, stride, n, room,
-                              walked);
+    size_t got = tdm__nx_fill(&src->nx, &cols, count, stride, n, room, walked);
     /* The values written are flagged not null; the fields the row's kind
      * does not have are made null here, and the strings set. */
     if (!src->pass) {
@@ -450,9 +486,8 @@ static tdm_err fill_rows(tdm__source *src, tdm__batch *b, size_t limit,
         tdm__val *vals = row->v;
         int kind = src->one_kind;
         if (kind < 0)
-            kind = src->f[NF_TYPE] >= 0
-                       ? (int)vals[src->f[NF_TYPE]].u.i
-                       : (int)src->scratch[r];
+            kind = src->f[NF_TYPE] >= 0 ? (int)vals[src->f[NF_TYPE]].u.i
+                                        : (int)src->scratch[r];
         const nx_put *put = src->puts[kind] + src->n_set[kind];
         const nx_put *end = put + src->n_null[kind];
         for (; put < end; put++) {
@@ -540,8 +575,8 @@ static tdm_err nx_poll(tdm__source *src, tdm__batch *b, size_t max,
         tdm_err err;
         if (j == 0 && src->n_done == 0 &&
             src->next[src->n_parts - 1] < src->total && in_step(src)) {
-            err = fill_rows(src, b, limit, src->next[0], src->par,
-                            src->n_parts, 0, &walked);
+            err = fill_rows(src, b, limit, src->next[0], src->par, src->n_parts,
+                            0, &walked);
             for (int64_t k = 0; k < walked; k++)
                 src->next[k] += src->n_part;
             src->cur = walked == src->n_parts ? 0 : (int)walked;
@@ -586,8 +621,8 @@ static int64_t nx_next_count(const tdm__source *src, int j)
 }
 
 /* Encodes this subtask's partitions (docs/checkpoints.md). */
-static tdm_err nx_snapshot(tdm__source *src, struct tdm__enc *e,
-                           char *errbuf, size_t errbuf_size)
+static tdm_err nx_snapshot(tdm__source *src, struct tdm__enc *e, char *errbuf,
+                           size_t errbuf_size)
 {
     (void)errbuf;
     (void)errbuf_size;
@@ -646,8 +681,8 @@ static void nx_resume(tdm__source *src)
 
 /* Reads the merged sections of the old subtasks (see connect.h): every
  * local partition must be listed once, with a count of its own. */
-static tdm_err nx_restore(tdm__source *src, struct tdm__dec *d,
-                          char *errbuf, size_t errbuf_size)
+static tdm_err nx_restore(tdm__source *src, struct tdm__dec *d, char *errbuf,
+                          size_t errbuf_size)
 {
     tdm__dec body;
     size_t n_alloc = (size_t)(src->n_parts ? src->n_parts : 1);
@@ -705,8 +740,7 @@ static tdm_err nx_restore(tdm__source *src, struct tdm__dec *d,
             }
         }
         if (body.err) {
-            err = tdm__conn_snap_error(&src->conf, &body, errbuf,
-                                       errbuf_size);
+            err = tdm__conn_snap_error(&src->conf, &body, errbuf, errbuf_size);
             goto out;
         }
     }

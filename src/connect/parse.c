@@ -124,10 +124,10 @@ void tdm__conn_quote(char *out, size_t n, const char *p, size_t len)
         while (show > 0 && ((unsigned char)p[show] & 0xC0) == 0x80)
             show--;
     }
-#define PUT(c)                \
-    do {                      \
-        if (o + 1 < n)        \
-            out[o++] = (c);   \
+#define PUT(c)                                                                 \
+    do {                                                                       \
+        if (o + 1 < n)                                                         \
+            out[o++] = (c);                                                    \
     } while (0)
     PUT('"');
     for (size_t i = 0; i < show; i++) {
@@ -204,9 +204,10 @@ tdm_err tdm__conn_ts_error(char *reason, size_t n, const char *name,
                          "field '%s': timestamp out of range, got %s "
                          "(unit %s)",
                          name, shown, tdm__conn_unit_name(unit));
-    return tdm__errf(reason, n, TDM_ERR_PARSE, "field '%s': expected %s, "
-                     "got %s", name,
-                     tdm__conn_expected(TDM_TYPE_TIMESTAMP, unit), shown);
+    return tdm__errf(reason, n, TDM_ERR_PARSE,
+                     "field '%s': expected %s, "
+                     "got %s",
+                     name, tdm__conn_expected(TDM_TYPE_TIMESTAMP, unit), shown);
 }
 
 /* Sets row->ts from the timestamp field (see conn.h).  The value is
@@ -243,15 +244,13 @@ tdm_err tdm__conn_finish_ts(const tdm__source_conf *conf, tdm__row *row,
             tdm__conn_fmt_double(shown, sizeof shown, v->u.d);
         break;
     case TDM_TYPE_STRING:
-        err = tdm__ts_from_text(v->u.s.p, v->u.s.len, conf->ts_unit,
-                                &row->ts);
+        err = tdm__ts_from_text(v->u.s.p, v->u.s.len, conf->ts_unit, &row->ts);
         if (err != TDM_OK)
             tdm__conn_quote(shown, sizeof shown, v->u.s.p, v->u.s.len);
         break;
     default:
         return tdm__errf(reason, n, TDM_ERR_PARSE,
-                         "field '%s': a bool cannot be a timestamp",
-                         f->name);
+                         "field '%s': a bool cannot be a timestamp", f->name);
     }
     if (err == TDM_OK)
         return TDM_OK;
@@ -261,8 +260,7 @@ tdm_err tdm__conn_finish_ts(const tdm__source_conf *conf, tdm__row *row,
 
 /* The message of a refused source checkpoint (see conn.h). */
 tdm_err tdm__conn_snap_error(const tdm__source_conf *conf,
-                             const struct tdm__dec *d, char *errbuf,
-                             size_t n)
+                             const struct tdm__dec *d, char *errbuf, size_t n)
 {
     size_t off = 0;
     const char *why = "bad value";

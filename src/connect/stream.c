@@ -60,8 +60,8 @@ tdm_err tdm__partmap_get(tdm__partmap *m, const char *key, size_t len,
         if (!slots)
             return TDM_ERR_NOMEM;
         for (size_t e = 0; e < m->n; e++) {
-            size_t s = (size_t)tdm__hash_bytes(m->keys[e], m->lens[e]) &
-                       (ns - 1);
+            size_t s =
+                (size_t)tdm__hash_bytes(m->keys[e], m->lens[e]) & (ns - 1);
             while (slots[s])
                 s = (s + 1) & (ns - 1);
             slots[s] = (uint32_t)e + 1;
@@ -99,9 +99,8 @@ void tdm__partmap_free(tdm__partmap *m)
 
 /* The partition of a parsed row by the value of conf->partition_field:
  * the key is a type tag and the value's text (null has its own key). */
-static tdm_err partition_of(const tdm__source_conf *conf,
-                            const tdm__row *row, tdm__partmap *pm,
-                            uint32_t *index)
+static tdm_err partition_of(const tdm__source_conf *conf, const tdm__row *row,
+                            tdm__partmap *pm, uint32_t *index)
 {
     const tdm__val *v = &row->v[conf->partition_field];
     tdm_type t = conf->schema->fields[conf->partition_field].type;
@@ -142,8 +141,8 @@ static tdm_err partition_of(const tdm__source_conf *conf,
 
 /* Opens a stream over @p fd (see conn.h).  Without a CSV header the
  * columns are the schema's fields in order. */
-tdm_err tdm__stream_init(tdm__stream *st, const tdm__source_conf *conf,
-                         int fd, bool own_fd, const char *name)
+tdm_err tdm__stream_init(tdm__stream *st, const tdm__source_conf *conf, int fd,
+                         bool own_fd, const char *name)
 {
     tdm_err err;
 
@@ -238,8 +237,8 @@ static tdm_err read_header(tdm__stream *st, const tdm__source_conf *conf,
                            void *ud)
 {
     char reason[256];
-    tdm_err err = tdm__csv_header(conf, line, len, &st->columns,
-                                  &st->n_columns, reason, sizeof reason);
+    tdm_err err = tdm__csv_header(conf, line, len, &st->columns, &st->n_columns,
+                                  reason, sizeof reason);
 
     st->header_done = true;
     st->header_line = st->lr.line_no;
@@ -277,8 +276,7 @@ tdm_err tdm__stream_read(tdm__stream *st, const tdm__source_conf *conf,
         tdm_err err;
         /* Wait for input at most once per call: once something was read,
          * hand it over rather than wait for more. */
-        int rc = tdm__lines_next(&st->lr, &line, &len,
-                                 waited ? 0 : timeout_ms);
+        int rc = tdm__lines_next(&st->lr, &line, &len, waited ? 0 : timeout_ms);
         waited = true;
         switch (rc) {
         case TDM__LINE_EOF:
@@ -311,8 +309,7 @@ tdm_err tdm__stream_read(tdm__stream *st, const tdm__source_conf *conf,
             continue;
         }
         if (st->header_error) {
-            snprintf(reason, sizeof reason,
-                     "no usable CSV header (line %lld)",
+            snprintf(reason, sizeof reason, "no usable CSV header (line %lld)",
                      (long long)st->header_line);
             dead_letter(st, dead, dead_ud, reason, line, len);
             continue;

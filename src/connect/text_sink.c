@@ -76,13 +76,13 @@ struct tdm__sinkobj {
     FILE *f;
     bool own_f;
     pthread_mutex_t mu;
-    sbuf out;      /* pending output */
-    sbuf line;     /* scratch for upsert lines */
+    sbuf out;  /* pending output */
+    sbuf line; /* scratch for upsert lines */
     bool header_done;
-    char *header;  /* upsert CSV: the header line */
+    char *header; /* upsert CSV: the header line */
     size_t header_len;
     int64_t last_flush_ms;
-    int64_t (*now)(void *);  /* conf->now, NULL: monotonic */
+    int64_t (*now)(void *); /* conf->now, NULL: monotonic */
     void *now_ud;
     bool table_dirty; /* upsert table changed since it was written */
     tdm_err io_err;
@@ -96,7 +96,7 @@ struct tdm__sinkobj {
      * (fd, opened at its first bytes); pre_commit turns it into a
      * pending part, commit into a visible one. */
     bool tpc;
-    bool log;            /* tpc in upsert mode: parts hold a changelog */
+    bool log; /* tpc in upsert mode: parts hold a changelog */
     int writer;
     uint64_t restored;   /* conf->restored: the checkpoint restored */
     int fd;              /* the in-progress part, -1: none yet */
@@ -262,10 +262,10 @@ static void csv_str(sbuf *b, const char *p, size_t n)
 
 /* Line builder: JSON members or CSV cells, and the CSV header. */
 typedef struct lb {
-    sbuf *b;      /* the line */
-    sbuf *hdr;    /* CSV header being collected, or NULL */
+    sbuf *b;   /* the line */
+    sbuf *hdr; /* CSV header being collected, or NULL */
     bool json;
-    int n;        /* members so far */
+    int n; /* members so far */
 } lb;
 
 static void lb_begin(lb *l)
@@ -467,8 +467,8 @@ void tdm__json_late(const tdm__row *row, tdm__sbuf *b)
 }
 
 /* Appends a dead letter as one JSON line without its newline. */
-void tdm__json_dead(const char *location, const char *reason,
-                    const char *raw, size_t raw_len, tdm__sbuf *b)
+void tdm__json_dead(const char *location, const char *reason, const char *raw,
+                    size_t raw_len, tdm__sbuf *b)
 {
     lb l = {.b = b, .json = true};
     format_dead(&l, location, reason, raw, raw_len);
@@ -524,8 +524,7 @@ static tdm_err flush_out(tdm__sinkobj *s)
         if (fwrite(s->out.p, 1, s->out.len, s->f) != s->out.len ||
             fflush(s->f) != 0) {
             s->io_err = TDM_ERR_IO;
-            snprintf(s->io_msg, sizeof s->io_msg,
-                     "cannot write '%s': %s",
+            snprintf(s->io_msg, sizeof s->io_msg, "cannot write '%s': %s",
                      s->path ? s->path : "<stdout>", strerror(errno));
         }
     }
@@ -542,8 +541,7 @@ static tdm_err after_write(tdm__sinkobj *s)
         s->out.len = 0;
         return TDM_ERR_NOMEM;
     }
-    if (s->out.len >= FLUSH_BYTES ||
-        sink_now(s) - s->last_flush_ms >= FLUSH_MS)
+    if (s->out.len >= FLUSH_BYTES || sink_now(s) - s->last_flush_ms >= FLUSH_MS)
         return flush_out(s);
     return s->io_err;
 }
@@ -576,8 +574,8 @@ static void commit_line(tdm__sinkobj *s, lb *l, sbuf *hdr, size_t mark)
 
 /* ---- Upsert table ---- */
 
-static upsert_entry *upsert_find(tdm__sinkobj *s, const char *key,
-                                 size_t len, size_t *slot)
+static upsert_entry *upsert_find(tdm__sinkobj *s, const char *key, size_t len,
+                                 size_t *slot)
 {
     size_t mask = s->n_slots - 1;
     size_t i = (size_t)tdm__hash_bytes(key, len) & mask;
@@ -617,8 +615,8 @@ static tdm_err upsert_rehash(tdm__sinkobj *s, size_t ns)
 
 /* Stores the line s->line for @p key (replacing the previous one; gone:
  * retracted).  Rows without a key (NULL) are kept as they come. */
-static tdm_err upsert_put_key(tdm__sinkobj *s, const char *key,
-                              size_t key_len, bool gone)
+static tdm_err upsert_put_key(tdm__sinkobj *s, const char *key, size_t key_len,
+                              bool gone)
 {
     upsert_entry *u = NULL;
     size_t slot = 0;
@@ -692,12 +690,11 @@ static tdm_err upsert_put(tdm__sinkobj *s, const tdm__out_row *row)
  * own newline.  The format is internal: "path" is the output. */
 
 /* Appends one changelog record to s->out.  Mutex held. */
-static void log_record(tdm__sinkobj *s, char t, const char *key,
-                       size_t key_len, const char *line, size_t line_len)
+static void log_record(tdm__sinkobj *s, char t, const char *key, size_t key_len,
+                       const char *line, size_t line_len)
 {
     char head[64];
-    int n = snprintf(head, sizeof head, "%c %zu %zu\n", t, key_len,
-                     line_len);
+    int n = snprintf(head, sizeof head, "%c %zu %zu\n", t, key_len, line_len);
     sb_put(&s->out, head, (size_t)n);
     if (key_len)
         sb_put(&s->out, key, key_len);
@@ -716,12 +713,11 @@ static void log_header(tdm__sinkobj *s)
 static tdm_err log_row(tdm__sinkobj *s, const tdm__out_row *row)
 {
     log_header(s);
-    char t = !row->upsert_key                      ? 'r'
+    char t = !row->upsert_key                     ? 'r'
              : row->change == TDM__CHANGE_RETRACT ? 'd'
                                                   : 'u';
-    log_record(s, t, row->upsert_key,
-               row->upsert_key ? row->upsert_key_len : 0, s->line.p,
-               s->line.len);
+    log_record(s, t, row->upsert_key, row->upsert_key ? row->upsert_key_len : 0,
+               s->line.p, s->line.len);
     if (s->out.oom) {
         s->out.oom = false;
         return TDM_ERR_NOMEM;
@@ -807,8 +803,11 @@ static tdm_err log_from_table(tdm__sinkobj *s)
     for (size_t e = 0; e < s->n_ents; e++) {
         const upsert_entry *u = &s->ents[e];
         log_header(s);
-        log_record(s, !u->key ? 'r' : u->gone ? 'd' : 'u', u->key,
-                   u->key ? u->key_len : 0, u->line, u->line_len);
+        log_record(s,
+                   !u->key   ? 'r'
+                   : u->gone ? 'd'
+                             : 'u',
+                   u->key, u->key ? u->key_len : 0, u->line, u->line_len);
         tdm__free(u->key);
         tdm__free(u->line);
     }
@@ -877,8 +876,11 @@ static void free_sink(tdm__sinkobj *s)
  * upsert file sink has no parts: its table goes into the checkpoint
  * instead and is written to "path" at close as without checkpoints. */
 
-enum { PART_VISIBLE = TDM__PART_VISIBLE, PART_PENDING = TDM__PART_PENDING,
-       PART_INPROGRESS = TDM__PART_INPROGRESS };
+enum {
+    PART_VISIBLE = TDM__PART_VISIBLE,
+    PART_PENDING = TDM__PART_PENDING,
+    PART_INPROGRESS = TDM__PART_INPROGRESS
+};
 
 static tdm_err sink_flush(tdm__sinkobj *s, char *errbuf, size_t errbuf_size);
 
@@ -891,8 +893,8 @@ static tdm_err tpc_open(tdm__sinkobj *s, const tdm__sink_conf *conf,
                          "writer index %d is negative", conf->writer);
     s->writer = conf->writer;
     s->restored = conf->restored;
-    tdm_err err = tdm__part_split(s->path, &s->dir, &s->base, errbuf,
-                                  errbuf_size);
+    tdm_err err =
+        tdm__part_split(s->path, &s->dir, &s->base, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
     s->log = s->mode == 1;
@@ -1177,10 +1179,10 @@ static tdm_err dec_table(tdm__sinkobj *s, tdm__dec *d)
  * newer than @p ckpt_id; and any writer's pending parts newer than it
  * (their checkpoint never became durable: a crashed run at a higher
  * parallelism leaves them for writers no later run has, and a fresh
- * start would otherwise take them for committed rows).  On a fresh start (@p fresh) only the
- * in-progress part goes: what an earlier run committed or pre-committed
- * stays until the new run's first checkpoint is durable, so that a fresh
- * start killed before it leaves the old run able to resume (the runtime
+ * start would otherwise take them for committed rows).  On a fresh start (@p
+ * fresh) only the in-progress part goes: what an earlier run committed or
+ * pre-committed stays until the new run's first checkpoint is durable, so that
+ * a fresh start killed before it leaves the old run able to resume (the runtime
  * then moves the old parts aside: tdm__parts_supersede).  Mutex held. */
 static tdm_err sweep_parts(tdm__sinkobj *s, uint64_t ckpt_id, bool fresh,
                            char *errbuf, size_t errbuf_size)
@@ -1253,7 +1255,9 @@ static tdm_err sink_recover(tdm__sinkobj *s, tdm__dec *st, char *errbuf,
         (void)tdm__dec_fail(&d, "state of another writer");
     else if (tdm__dec_uvar(&d, &id) == TDM_OK &&
              tdm__dec_u8(&d, &kind) == TDM_OK &&
-             kind != (s->log ? 2 : s->tpc ? 0 : 1) &&
+             kind != (s->log   ? 2
+                      : s->tpc ? 0
+                               : 1) &&
              !(s->log && kind == 1)) /* an older tidemark's upsert table */
         (void)tdm__dec_fail(&d, "output mode differs from the checkpoint");
     if (kind == 1 && d.err == TDM_OK && dec_table(s, &d) == TDM_ERR_NOMEM)
@@ -1303,8 +1307,7 @@ out:
  * 2 retract).  TDM_OK, TDM_ERR_INVAL (no path for a file sink),
  * TDM_ERR_IO (cannot create the file; message names it), NOMEM. */
 static tdm_err sink_open(const tdm__sink_conf *conf, int upsert,
-                         tdm__sinkobj **out, char *errbuf,
-                         size_t errbuf_size)
+                         tdm__sinkobj **out, char *errbuf, size_t errbuf_size)
 {
     tdm__sinkobj *s;
     const char *name = conf && conf->name ? conf->name : "?";
@@ -1314,8 +1317,7 @@ static tdm_err sink_open(const tdm__sink_conf *conf, int upsert,
     if (!conf)
         return TDM_ERR_INVAL;
     if (conf->type == TDM__SINK_FILE && (!conf->path || !conf->path[0]))
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "path is not set");
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL, "path is not set");
     s = tdm__calloc(1, sizeof *s);
     if (!s)
         return TDM_ERR_NOMEM;
@@ -1350,8 +1352,7 @@ static tdm_err sink_open(const tdm__sink_conf *conf, int upsert,
             f = fopen(tmp, "w");
             if (!f) {
                 err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                                "cannot create '%s': %s",
-                                tmp, strerror(errno));
+                                "cannot create '%s': %s", tmp, strerror(errno));
                 goto fail;
             }
             fclose(f);
@@ -1360,8 +1361,8 @@ static tdm_err sink_open(const tdm__sink_conf *conf, int upsert,
             s->f = fopen(s->path, "w");
             if (!s->f) {
                 err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                                "cannot create '%s': %s",
-                                s->path, strerror(errno));
+                                "cannot create '%s': %s", s->path,
+                                strerror(errno));
                 goto fail;
             }
             s->own_f = true;
@@ -1600,9 +1601,8 @@ static tdm_err sink_close(tdm__sinkobj *s, char *errbuf, size_t errbuf_size)
         s->f = NULL;
         if (fclose(f) != 0) {
             s->io_err = err = TDM_ERR_IO;
-            snprintf(s->io_msg, sizeof s->io_msg,
-                     "cannot write '%s': %s", s->path,
-                     strerror(errno));
+            snprintf(s->io_msg, sizeof s->io_msg, "cannot write '%s': %s",
+                     s->path, strerror(errno));
         }
     }
     if (err != TDM_OK)
@@ -1657,8 +1657,8 @@ static int part_names(const tdm__sink_conf *conf, char names[2][4200])
     return 2;
 }
 
-static tdm_err sink_top(const tdm__sink_conf *conf, uint64_t *id,
-                        char *errbuf, size_t errbuf_size)
+static tdm_err sink_top(const tdm__sink_conf *conf, uint64_t *id, char *errbuf,
+                        size_t errbuf_size)
 {
     char names[2][4200];
     tdm_err err = TDM_OK;
@@ -1674,8 +1674,8 @@ static tdm_err sink_top(const tdm__sink_conf *conf, uint64_t *id,
 }
 
 static tdm_err sink_supersede(const tdm__sink_conf *conf, uint64_t first,
-                              uint64_t committed, size_t *moved,
-                              char *errbuf, size_t errbuf_size)
+                              uint64_t committed, size_t *moved, char *errbuf,
+                              size_t errbuf_size)
 {
     char names[2][4200];
     tdm_err err = TDM_OK;
@@ -1703,8 +1703,7 @@ static tdm_err sink_finish(const tdm__sink_conf *conf, int mode, char *errbuf,
     c.exactly_once = false;
     tdm_err err = sink_open(&c, mode, &s, errbuf, errbuf_size);
     if (err == TDM_OK)
-        err = tdm__part_split(s->path, &s->dir, &s->base, errbuf,
-                              errbuf_size);
+        err = tdm__part_split(s->path, &s->dir, &s->base, errbuf, errbuf_size);
     if (err == TDM_OK)
         err = log_compact(s, errbuf, errbuf_size);
     if (err == TDM_OK && write_table_durable(s) != TDM_OK)

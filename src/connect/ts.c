@@ -157,7 +157,9 @@ static tdm_err decimal_to_ms(const char *s, size_t len, int unit,
         t = iv * 1000;
         for (size_t k = 0; k < 3; k++) /* the first three fraction digits */
             t += (uint64_t)(k < frac_len ? s[frac_beg + k] - '0' : 0) *
-                 (k == 0 ? 100 : k == 1 ? 10 : 1);
+                 (k == 0   ? 100
+                  : k == 1 ? 10
+                           : 1);
         frac_beg += frac_len < 3 ? frac_len : 3;
         frac_len -= frac_len < 3 ? frac_len : 3;
         break;
@@ -212,8 +214,7 @@ static bool is_leap(int y)
 
 static int days_in_month(int y, int m)
 {
-    static const int dm[12] = {31, 28, 31, 30, 31, 30,
-                               31, 31, 30, 31, 30, 31};
+    static const int dm[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     return m == 2 && is_leap(y) ? 29 : dm[m - 1];
 }
 
@@ -245,8 +246,8 @@ static tdm_err iso_to_ms(const char *s, size_t len, tdm_time_ms *out)
     int y, mo, d, h, mi, sec = 0, ms = 0, off = 0;
 
     if ((y = read_digits(s, len, &i, 4)) < 0 || i >= len || s[i++] != '-' ||
-        (mo = read_digits(s, len, &i, 2)) < 0 || i >= len ||
-        s[i++] != '-' || (d = read_digits(s, len, &i, 2)) < 0)
+        (mo = read_digits(s, len, &i, 2)) < 0 || i >= len || s[i++] != '-' ||
+        (d = read_digits(s, len, &i, 2)) < 0)
         return TDM_ERR_PARSE;
     if (i >= len || (s[i] != 'T' && s[i] != 't' && s[i] != ' '))
         return TDM_ERR_PARSE;
@@ -278,15 +279,15 @@ static tdm_err iso_to_ms(const char *s, size_t len, tdm_time_ms *out)
     } else if (s[i] == '+' || s[i] == '-') {
         int sign = s[i++] == '-' ? -1 : 1, oh, om;
         if ((oh = read_digits(s, len, &i, 2)) < 0 || i >= len ||
-            s[i++] != ':' || (om = read_digits(s, len, &i, 2)) < 0 ||
-            oh > 23 || om > 59)
+            s[i++] != ':' || (om = read_digits(s, len, &i, 2)) < 0 || oh > 23 ||
+            om > 59)
             return TDM_ERR_PARSE;
         off = sign * (oh * 60 + om);
     } else {
         return TDM_ERR_PARSE;
     }
-    if (i != len || mo < 1 || mo > 12 || d < 1 ||
-        d > days_in_month(y, mo) || h > 23 || mi > 59 || sec > 59)
+    if (i != len || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) ||
+        h > 23 || mi > 59 || sec > 59)
         return TDM_ERR_PARSE;
     /* Local time minus the offset is UTC. */
     *out = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi - off) *
@@ -299,8 +300,7 @@ static tdm_err iso_to_ms(const char *s, size_t len, tdm_time_ms *out)
  * else a decimal number of the unit ("1733133600", "1733133600.25",
  * "-5"), exact and rounded down.  Surrounding blanks are ignored.
  * Returns TDM_OK, TDM_ERR_PARSE (not a timestamp), TDM_ERR_RANGE. */
-tdm_err tdm__ts_from_text(const char *s, size_t len, int unit,
-                          tdm_time_ms *out)
+tdm_err tdm__ts_from_text(const char *s, size_t len, int unit, tdm_time_ms *out)
 {
     while (len > 0 && (*s == ' ' || *s == '\t')) {
         s++;

@@ -27,8 +27,7 @@ const char *tdm_ts_unit_name(tdm_ts_unit unit)
 tdm_err tdm_time_parse(const char *text, size_t len, tdm_ts_unit unit,
                        tdm_time_ms *out)
 {
-    if (!text || !out || unit < TDM_TS_UNIT_MS ||
-        unit > TDM_TS_UNIT_ISO8601)
+    if (!text || !out || unit < TDM_TS_UNIT_MS || unit > TDM_TS_UNIT_ISO8601)
         return TDM_ERR_INVAL;
     return tdm__ts_from_text(text, len, (int)unit, out);
 }

@@ -55,8 +55,10 @@ struct tdm_event {
     size_t n_targets;
 };
 
-#define TDM__EVENT_INIT(t) \
-    { .type = (t), .side = -1, .index = -1 }
+#define TDM__EVENT_INIT(t)                                                     \
+    {                                                                          \
+        .type = (t), .side = -1, .index = -1                                   \
+    }
 
 /* The emit callback and its opaque pointer, as every operator keeps them. */
 typedef struct tdm__sink {
@@ -92,8 +94,7 @@ void *tdm__memdup(const void *p, size_t n);
 /* Formats into a caller's (errbuf, size); errbuf may be NULL.  Returns
  * @p err so callers can write `return tdm__errf(buf, n, ERR, "...")`. */
 tdm_err tdm__errf(char *errbuf, size_t errbuf_size, tdm_err err,
-                  const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* A fixed buffer for per-handle messages (tdm_X_errmsg). */
 #define TDM__MSG_SIZE 256

@@ -12,8 +12,8 @@ const char *tdm_strerror(int err)
     switch (err) {
     case TDM_OK:
         return "success";
-#define TDM__ERR_MSG(name, val, msg) \
-    case TDM_ERR_##name:             \
+#define TDM__ERR_MSG(name, val, msg)                                           \
+    case TDM_ERR_##name:                                                       \
         return msg;
         TDM_ERR_MAP(TDM__ERR_MSG)
 #undef TDM__ERR_MSG
@@ -27,8 +27,8 @@ const char *tdm_err_name(int err)
     switch (err) {
     case TDM_OK:
         return "TDM_OK";
-#define TDM__ERR_NAME(name, val, msg) \
-    case TDM_ERR_##name:              \
+#define TDM__ERR_NAME(name, val, msg)                                          \
+    case TDM_ERR_##name:                                                       \
         return "TDM_ERR_" #name;
         TDM_ERR_MAP(TDM__ERR_NAME)
 #undef TDM__ERR_NAME

@@ -49,8 +49,8 @@ static tdm_err io_err(char *errbuf, size_t errbuf_size, const char *verb,
     char why[128];
     if (strerror_r(err, why, sizeof why) != 0)
         snprintf(why, sizeof why, "errno %d", err);
-    return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO, "%s %s: %s", verb,
-                     path, why);
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO, "%s %s: %s", verb, path,
+                     why);
 }
 
 /* ---- Files ---- */
@@ -78,9 +78,8 @@ fail:
 
 /* Writes all @p len bytes (EINTR and short writes retried); each
  * write(2) call is one WRITE operation for fault injection. */
-tdm_err tdm__fio_write_all(int fd, const void *p, size_t len,
-                           const char *path, char *errbuf,
-                           size_t errbuf_size)
+tdm_err tdm__fio_write_all(int fd, const void *p, size_t len, const char *path,
+                           char *errbuf, size_t errbuf_size)
 {
     const char *c = p;
     int err = 0;
@@ -109,8 +108,7 @@ fail:
 
 /* Reads until @p cap bytes or end of file; *got says how many. */
 tdm_err tdm__fio_read_full(int fd, void *buf, size_t cap, size_t *got,
-                           const char *path, char *errbuf,
-                           size_t errbuf_size)
+                           const char *path, char *errbuf, size_t errbuf_size)
 {
     char *c = buf;
     size_t n = 0;
@@ -168,8 +166,7 @@ tdm_err tdm__fio_close(int fd, const char *path, char *errbuf,
 }
 
 /* Opens directory @p path and fsyncs it, making its entries durable. */
-tdm_err tdm__fio_fsync_dir(const char *path, char *errbuf,
-                           size_t errbuf_size)
+tdm_err tdm__fio_fsync_dir(const char *path, char *errbuf, size_t errbuf_size)
 {
     int fd = -1;
     tdm_err rc = tdm__fio_open(path, O_RDONLY | O_DIRECTORY, 0, &fd, errbuf,
@@ -239,8 +236,8 @@ tdm_err tdm__fio_read_file(const char *path, void **out, size_t *len,
     if (rc != TDM_OK)
         goto fail;
     /* The size is a hint: the file may grow or shrink while we read. */
-    cap = (fstat(fd, &st) == 0 && st.st_size > 0) ? (size_t)st.st_size + 1
-                                                  : 4096;
+    cap =
+        (fstat(fd, &st) == 0 && st.st_size > 0) ? (size_t)st.st_size + 1 : 4096;
     for (;;) {
         if (n == cap || !buf) {
             size_t ncap = buf ? 2 * cap : cap;
@@ -290,8 +287,7 @@ fail:
 }
 
 /* Creates @p path and its missing parents; existing ones are fine. */
-tdm_err tdm__fio_mkdir_p(const char *path, char *errbuf,
-                         size_t errbuf_size)
+tdm_err tdm__fio_mkdir_p(const char *path, char *errbuf, size_t errbuf_size)
 {
     size_t len = strlen(path);
     char *tmp = tdm__strndup(path, len);
@@ -317,8 +313,7 @@ tdm_err tdm__fio_mkdir_p(const char *path, char *errbuf,
         } else {
             rc = tdm__fio_mkdir(tmp, errbuf, errbuf_size);
             /* Someone else may have created it meanwhile. */
-            if (rc != TDM_OK &&
-                !(stat(tmp, &st) == 0 && S_ISDIR(st.st_mode)))
+            if (rc != TDM_OK && !(stat(tmp, &st) == 0 && S_ISDIR(st.st_mode)))
                 goto fail;
             rc = TDM_OK;
         }
@@ -342,8 +337,8 @@ void tdm__fio_list_free(char **names, size_t n)
 }
 
 /* Lists a directory except "." and ".."; *names owned by the caller. */
-tdm_err tdm__fio_list(const char *dir, char ***names, size_t *n,
-                      char *errbuf, size_t errbuf_size)
+tdm_err tdm__fio_list(const char *dir, char ***names, size_t *n, char *errbuf,
+                      size_t errbuf_size)
 {
     DIR *d = NULL;
     char **v = NULL;
@@ -392,8 +387,8 @@ tdm_err tdm__fio_list(const char *dir, char ***names, size_t *n,
     *n = count;
     return TDM_OK;
 nomem:
-    rc = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
-                   "list %s: out of memory", dir);
+    rc = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM, "list %s: out of memory",
+                   dir);
 fail:
     if (d)
         closedir(d);
@@ -499,8 +494,7 @@ tdm_err tdm__fio_lock(const char *path, int *fd_out, long *holder_pid,
 
     *fd_out = -1;
     *holder_pid = 0;
-    rc = tdm__fio_open(path, O_RDWR | O_CREAT, 0666, &fd, errbuf,
-                       errbuf_size);
+    rc = tdm__fio_open(path, O_RDWR | O_CREAT, 0666, &fd, errbuf, errbuf_size);
     if (rc != TDM_OK)
         goto fail;
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {

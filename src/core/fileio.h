@@ -54,14 +54,12 @@ tdm_err tdm__fio_open(const char *path, int flags, int mode, int *fd_out,
                       char *errbuf, size_t errbuf_size);
 /* Writes all @p len bytes (retrying EINTR and short writes); @p path is
  * only for the message.  Borrows @p p. */
-tdm_err tdm__fio_write_all(int fd, const void *p, size_t len,
-                           const char *path, char *errbuf,
-                           size_t errbuf_size);
+tdm_err tdm__fio_write_all(int fd, const void *p, size_t len, const char *path,
+                           char *errbuf, size_t errbuf_size);
 /* Reads up to @p cap bytes (retrying EINTR and short reads until @p cap
  * or end of file); *got is how many were read (< cap only at end). */
 tdm_err tdm__fio_read_full(int fd, void *buf, size_t cap, size_t *got,
-                           const char *path, char *errbuf,
-                           size_t errbuf_size);
+                           const char *path, char *errbuf, size_t errbuf_size);
 /* fsync(2) of an open file. */
 tdm_err tdm__fio_fsync(int fd, const char *path, char *errbuf,
                        size_t errbuf_size);
@@ -71,8 +69,7 @@ tdm_err tdm__fio_close(int fd, const char *path, char *errbuf,
                        size_t errbuf_size);
 /* Opens a directory and fsyncs it, so that entries created, renamed or
  * removed in it are durable. */
-tdm_err tdm__fio_fsync_dir(const char *path, char *errbuf,
-                           size_t errbuf_size);
+tdm_err tdm__fio_fsync_dir(const char *path, char *errbuf, size_t errbuf_size);
 /* rename(2): atomically replaces @p to (an empty directory or a file). */
 tdm_err tdm__fio_rename(const char *from, const char *to, char *errbuf,
                         size_t errbuf_size);
@@ -84,15 +81,14 @@ tdm_err tdm__fio_read_file(const char *path, void **out, size_t *len,
                            char *errbuf, size_t errbuf_size);
 /* Creates @p path and any missing parents with mode 0777 (less umask);
  * an existing directory is not an error. */
-tdm_err tdm__fio_mkdir_p(const char *path, char *errbuf,
-                         size_t errbuf_size);
+tdm_err tdm__fio_mkdir_p(const char *path, char *errbuf, size_t errbuf_size);
 /* mkdir(2) of one directory; EEXIST is an error. */
 tdm_err tdm__fio_mkdir(const char *path, char *errbuf, size_t errbuf_size);
 /* Lists a directory's entries except "." and "..", in no particular
  * order.  *names (an array of *n strings) is freed with
  * tdm__fio_list_free(). */
-tdm_err tdm__fio_list(const char *dir, char ***names, size_t *n,
-                      char *errbuf, size_t errbuf_size);
+tdm_err tdm__fio_list(const char *dir, char ***names, size_t *n, char *errbuf,
+                      size_t errbuf_size);
 void tdm__fio_list_free(char **names, size_t n);
 /* Removes a directory and everything in it (one level of files and, by
  * recursion, subdirectories).  A name called @p first_name, if present, is

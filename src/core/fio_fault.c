@@ -76,8 +76,7 @@ static void read_env(void)
 {
     const char *spec = getenv("TDM_FIO_FAULT");
     char msg[200];
-    if (spec && *spec &&
-        tdm__fio_fault_parse(spec, msg, sizeof msg) != TDM_OK)
+    if (spec && *spec && tdm__fio_fault_parse(spec, msg, sizeof msg) != TDM_OK)
         fprintf(stderr, "tidemark: ignoring TDM_FIO_FAULT: %s\n", msg);
     recompute_armed();
 }
@@ -144,9 +143,8 @@ static int fault_slow(tdm__fio_op op)
  * (testhooks.h); one relaxed atomic load when nothing is armed. */
 int tdm__fio_fault_hit(tdm__fio_op op)
 {
-    if (__builtin_expect(atomic_load_explicit(&fio_armed,
-                                              memory_order_relaxed) != 0,
-                         0))
+    if (__builtin_expect(
+            atomic_load_explicit(&fio_armed, memory_order_relaxed) != 0, 0))
         return fault_slow(op);
     return 0;
 }
@@ -155,8 +153,8 @@ static const struct {
     const char *name;
     int err;
 } errno_names[] = {
-    {"ENOSPC", ENOSPC}, {"EIO", EIO},       {"EDQUOT", EDQUOT},
-    {"EROFS", EROFS},   {"EACCES", EACCES}, {"ENOENT", ENOENT},
+    {"ENOSPC", ENOSPC},      {"EIO", EIO},       {"EDQUOT", EDQUOT},
+    {"EROFS", EROFS},        {"EACCES", EACCES}, {"ENOENT", ENOENT},
     {"KILL", TDM__FIO_KILL},
 };
 
@@ -210,13 +208,13 @@ fail:
                      "bad fault \"%.*s\": want KIND:N[-M]:ERRNO[:sticky], "
                      "KIND "
                      "one of open, write, fsync, rename, unlink, read, "
-                     "mkdir, list", (int)(len > 100 ? 100 : len), s);
+                     "mkdir, list",
+                     (int)(len > 100 ? 100 : len), s);
 }
 
 /* Parses "KIND:N[-M]:ERRNO[:sticky],..." and arms it all, or nothing on
  * error (TDM_ERR_INVAL with a message).  Borrows @p spec. */
-tdm_err tdm__fio_fault_parse(const char *spec, char *errbuf,
-                             size_t errbuf_size)
+tdm_err tdm__fio_fault_parse(const char *spec, char *errbuf, size_t errbuf_size)
 {
     enum { MAX_ITEMS = 16 };
     int ops[MAX_ITEMS], errs[MAX_ITEMS];

@@ -14,13 +14,13 @@
 
 #define TDM__HIST_SUB_BITS 7
 #define TDM__HIST_EXACT (2 << TDM__HIST_SUB_BITS) /* 256 exact buckets */
-#define TDM__HIST_BUCKETS                                                  \
+#define TDM__HIST_BUCKETS                                                      \
     (TDM__HIST_EXACT + (62 - TDM__HIST_SUB_BITS) * (1 << TDM__HIST_SUB_BITS))
 
 typedef struct tdm__hist {
-    uint64_t n;      /* values added */
-    int64_t max;     /* largest value added (-1: none) */
-    uint64_t *b;     /* TDM__HIST_BUCKETS counts */
+    uint64_t n;  /* values added */
+    int64_t max; /* largest value added (-1: none) */
+    uint64_t *b; /* TDM__HIST_BUCKETS counts */
 } tdm__hist;
 
 /* Prepares an empty histogram.  TDM_OK or TDM_ERR_NOMEM. */
@@ -39,8 +39,7 @@ static inline int tdm__hist_bucket(int64_t v)
     msb = 63 - __builtin_clzll((unsigned long long)v);
     return TDM__HIST_EXACT +
            (msb - TDM__HIST_SUB_BITS - 1) * (1 << TDM__HIST_SUB_BITS) +
-           (int)((v >> (msb - TDM__HIST_SUB_BITS)) -
-                 (1 << TDM__HIST_SUB_BITS));
+           (int)((v >> (msb - TDM__HIST_SUB_BITS)) - (1 << TDM__HIST_SUB_BITS));
 }
 
 /* Adds @p count occurrences of @p v. */

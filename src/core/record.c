@@ -110,8 +110,7 @@ const char *tdm_event_key(const tdm_event *ev, size_t *len)
     return ev->key;
 }
 
-int tdm_event_window(const tdm_event *ev, tdm_time_ms *start,
-                     tdm_time_ms *end)
+int tdm_event_window(const tdm_event *ev, tdm_time_ms *start, tdm_time_ms *end)
 {
     if (!ev->has_window)
         return 0;

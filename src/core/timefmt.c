@@ -38,8 +38,7 @@ int tdm_time_format(tdm_time_ms ms, unsigned flags, char *buf, size_t n)
                  tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
                  tm.tm_min, tm.tm_sec, (int)frac);
     else
-        snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ",
-                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                 tm.tm_min, tm.tm_sec);
+        snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
     return 1;
 }

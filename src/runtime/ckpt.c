@@ -85,9 +85,8 @@ static void shape_text(const uint8_t *p, size_t len, char *buf, size_t n)
         tdm__dec_str(&d, &late);
         tdm__free(late);
         if (!d.err) {
-            int w = snprintf(buf + used, n - used, "%s%s (%s)",
-                             i ? ", " : "", name,
-                             tdm__node_kind_name((tdm_node_kind)kind));
+            int w = snprintf(buf + used, n - used, "%s%s (%s)", i ? ", " : "",
+                             name, tdm__node_kind_name((tdm_node_kind)kind));
             if (w > 0)
                 used += (size_t)w < n - used ? (size_t)w : n - used - 1;
         }
@@ -113,10 +112,9 @@ static tdm_err load_source(tdm__run *run, int si, char *errbuf,
         tdm__rt_ckpt_src_name(si, k, name, sizeof name);
         err = tdm__ckpt_get(ck->rd, name, &p, &len);
         if (err != TDM_OK) {
-            err = tdm__errf(errbuf, errbuf_size, err,
-                            "restoring checkpoint %llu: %s",
-                            (unsigned long long)ck->from,
-                            tdm__ckpt_reader_errmsg(ck->rd));
+            err = tdm__errf(
+                errbuf, errbuf_size, err, "restoring checkpoint %llu: %s",
+                (unsigned long long)ck->from, tdm__ckpt_reader_errmsg(ck->rd));
             goto fail;
         }
         tdm__dec d;
@@ -205,12 +203,11 @@ static tdm_err restore_from(tdm__run *run, uint64_t id, const char *dir,
         goto done;
     size_t n_rd = (size_t)run->n_srcs * (size_t)ck->old_P;
     ck->src_pos = tdm__calloc((size_t)run->n_srcs + 1, sizeof *ck->src_pos);
-    ck->src_pos_len = tdm__calloc((size_t)run->n_srcs + 1,
-                                  sizeof *ck->src_pos_len);
+    ck->src_pos_len =
+        tdm__calloc((size_t)run->n_srcs + 1, sizeof *ck->src_pos_len);
     ck->src_rd = tdm__calloc(n_rd + 1, sizeof *ck->src_rd);
     ck->src_rd_len = tdm__calloc(n_rd + 1, sizeof *ck->src_rd_len);
-    if (!ck->src_pos || !ck->src_pos_len || !ck->src_rd ||
-        !ck->src_rd_len) {
+    if (!ck->src_pos || !ck->src_pos_len || !ck->src_rd || !ck->src_rd_len) {
         err = TDM_ERR_NOMEM;
         goto fail;
     }
@@ -220,8 +217,7 @@ static tdm_err restore_from(tdm__run *run, uint64_t id, const char *dir,
             goto done;
     }
     tdm__job_log(job, "checkpoint: resuming from %s %llu in %s%s",
-                 m->kind == TDM__CKPT_SAVEPOINT ? "savepoint"
-                                                : "checkpoint",
+                 m->kind == TDM__CKPT_SAVEPOINT ? "savepoint" : "checkpoint",
                  (unsigned long long)id, dir,
                  ck->old_P != run->P ? " (at another parallelism)" : "");
     goto done;
@@ -250,11 +246,9 @@ tdm_err tdm__rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
     tdm_err err = tdm__ckpt_store_open(dir, TDM__CKPT_WRITE, store_log, run,
                                        &ck->st, msg, sizeof msg);
     if (err != TDM_OK)
-        return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s",
-                         msg);
-    tdm__ckpt_store_set_retain(ck->st,
-                               (unsigned)tdm__job_int(job,
-                                                      "checkpoint.retain"));
+        return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s", msg);
+    tdm__ckpt_store_set_retain(
+        ck->st, (unsigned)tdm__job_int(job, "checkpoint.retain"));
     uint64_t id = 0, top = 0;
     int found = 0;
     err = tdm__ckpt_latest(ck->st, &id, &found);
@@ -274,8 +268,9 @@ tdm_err tdm__rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
         return tdm__rt_lineage_begin(run, 0, errbuf, errbuf_size);
     if (tdm__job_spec_of(job).checkpoint_restore ==
         TDM__CHECKPOINT_RESTORE_NONE) {
-        tdm__job_log(job, "checkpoint: starting from scratch (checkpoint "
-                          "%llu in %s not restored)",
+        tdm__job_log(job,
+                     "checkpoint: starting from scratch (checkpoint "
+                     "%llu in %s not restored)",
                      (unsigned long long)id, dir);
         return tdm__rt_lineage_begin(run, id, errbuf, errbuf_size);
     }
@@ -285,8 +280,7 @@ tdm_err tdm__rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
 /* The sink section of writer @p w in the restored checkpoint (NULL: none
  * or not restoring; *p to free). */
 static tdm_err restored_section(tdm__run *run, int si, int w, void **p,
-                                size_t *len, char *errbuf,
-                                size_t errbuf_size)
+                                size_t *len, char *errbuf, size_t errbuf_size)
 {
     tdm__rt_ckpt *ck = &run->ck;
     char name[64];
@@ -301,18 +295,16 @@ static tdm_err restored_section(tdm__run *run, int si, int w, void **p,
         return TDM_OK;
     }
     if (err != TDM_OK)
-        return tdm__errf(errbuf, errbuf_size, err,
-                         "restoring checkpoint %llu: %s",
-                         (unsigned long long)ck->from,
-                         tdm__ckpt_reader_errmsg(ck->rd));
+        return tdm__errf(
+            errbuf, errbuf_size, err, "restoring checkpoint %llu: %s",
+            (unsigned long long)ck->from, tdm__ckpt_reader_errmsg(ck->rd));
     return TDM_OK;
 }
 
 /* Opens writer @p w of sink @p s and recovers it (its section, or from
  * scratch); *out NULL on error. */
 static tdm_err open_writer(tdm__run *run, tdm__rt_sink *s, int si, int w,
-                           tdm__sinkobj **out, char *errbuf,
-                           size_t errbuf_size)
+                           tdm__sinkobj **out, char *errbuf, size_t errbuf_size)
 {
     tdm__sink_conf conf = s->conf;
     void *p = NULL;
@@ -323,18 +315,16 @@ static tdm_err open_writer(tdm__run *run, tdm__rt_sink *s, int si, int w,
     conf.restored = run->ck.restored ? run->ck.from : 0;
     conf.job_name = tdm__job_str(run->job, "name");
     *out = NULL;
-    tdm_err err = restored_section(run, si, w, &p, &len, errbuf,
-                                   errbuf_size);
+    tdm_err err = restored_section(run, si, w, &p, &len, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
     err = s->vt->open(&conf, s->mode, out, msg, sizeof msg);
     if (err != TDM_OK) {
         *out = NULL;
         tdm__free(p);
-        return tdm__errf(errbuf, errbuf_size,
-                         err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
-                         "sink \"%s\": %s", s->node->name,
-                         msg[0] ? msg : tdm_strerror(err));
+        return tdm__errf(
+            errbuf, errbuf_size, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+            "sink \"%s\": %s", s->node->name, msg[0] ? msg : tdm_strerror(err));
     }
     tdm__dec d;
     tdm__dec_init(&d, p ? p : "", len);
@@ -349,8 +339,8 @@ static tdm_err open_writer(tdm__run *run, tdm__rt_sink *s, int si, int w,
     return TDM_OK;
 }
 
-tdm_err tdm__rt_ckpt_open_sink(tdm__run *run, tdm__rt_sink *s, int si, char *errbuf,
-                          size_t errbuf_size)
+tdm_err tdm__rt_ckpt_open_sink(tdm__run *run, tdm__rt_sink *s, int si,
+                               char *errbuf, size_t errbuf_size)
 {
     tdm__rt_ckpt *ck = &run->ck;
     if (s->vt->version < 3 || !s->vt->pre_commit)
@@ -361,16 +351,14 @@ tdm_err tdm__rt_ckpt_open_sink(tdm__run *run, tdm__rt_sink *s, int si, char *err
     size_t n = (size_t)s->n_roles * RT_CK_ROLE;
     s->wobj = tdm__calloc(n + 1, sizeof *s->wobj);
     if (!s->wobj)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
-                         "out of memory");
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM, "out of memory");
     tdm_err err = tdm__rt_lineage_sink_before(run, s, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
     for (int r = 0; r < s->n_roles; r++) {
         for (int k = 0; k < run->P; k++) {
             int w = r * RT_CK_ROLE + k;
-            err = open_writer(run, s, si, w, &s->wobj[w], errbuf,
-                              errbuf_size);
+            err = open_writer(run, s, si, w, &s->wobj[w], errbuf, errbuf_size);
             if (err != TDM_OK)
                 return err;
         }
@@ -427,8 +415,9 @@ static tdm_err reader_fail(const tdm__rt_src_task *t, tdm_err err,
     size_t off = 0;
     const char *why = NULL;
     tdm__dec_error(d, &off, &why);
-    return tdm__errf(msg, n, err, "checkpoint %llu: reader of subtask "
-                                  "%d: offset %zu: %s",
+    return tdm__errf(msg, n, err,
+                     "checkpoint %llu: reader of subtask "
+                     "%d: offset %zu: %s",
                      (unsigned long long)t->run->ck.from, k, off,
                      why ? why : tdm_strerror(err));
 }
@@ -473,7 +462,7 @@ tdm_err tdm__rt_ckpt_restore_source(tdm__rt_src_task *t, char *msg, size_t n)
             size_t i = base + (size_t)k;
             if (!ck->src_rd[i])
                 continue;
-            split_map m = { .t = t, .k = k, .old_P = ck->old_P };
+            split_map m = {.t = t, .k = k, .old_P = ck->old_P};
             tdm__dec_init(&d, ck->src_rd[i], ck->src_rd_len[i]);
             err = tdm__reader_restore_splits(t->reader, &d, map_split, &m);
             if (err != TDM_OK)
@@ -501,8 +490,8 @@ void tdm__rt_ckpt_slot_free(tdm__rt_ck_slot *c)
     c->blob = c->fin = c->sk[0] = c->sk[1] = NULL;
 }
 
-void tdm__rt_ckpt_ack(tdm__run *run, tdm__rt_ck_slot *c, uint64_t id, uint8_t *blob,
-                 size_t len, bool final)
+void tdm__rt_ckpt_ack(tdm__run *run, tdm__rt_ck_slot *c, uint64_t id,
+                      uint8_t *blob, size_t len, bool final)
 {
     pthread_mutex_lock(&run->mu);
     if (final) {
@@ -539,10 +528,11 @@ bool tdm__rt_ckpt_pre_commit(tdm__run *run, tdm__rt_ck_slot *c, uint64_t id)
         else
             tdm__enc_free(&e);
         if (err != TDM_OK) {
-            tdm__rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
-                    "sink \"%s\": pre-commit of checkpoint %llu failed: %s",
-                    s->node->name, (unsigned long long)id,
-                    msg[0] ? msg : tdm_strerror(err));
+            tdm__rt_fail(
+                run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
+                "sink \"%s\": pre-commit of checkpoint %llu failed: %s",
+                s->node->name, (unsigned long long)id,
+                msg[0] ? msg : tdm_strerror(err));
             return false;
         }
     }
@@ -555,11 +545,11 @@ void tdm__rt_ckpt_commit(tdm__run *run, tdm__rt_ck_slot *c, uint64_t id)
         char msg[256] = "";
         if (c->obj[j] &&
             c->sink[j]->vt->commit(c->obj[j], id, msg, sizeof msg) != TDM_OK)
-            tdm__job_log(run->job, "sink %s: commit of checkpoint %llu "
-                                   "failed (%s); retried at the next "
-                                   "checkpoint",
-                         c->sink[j]->node->name, (unsigned long long)id,
-                         msg);
+            tdm__job_log(run->job,
+                         "sink %s: commit of checkpoint %llu "
+                         "failed (%s); retried at the next "
+                         "checkpoint",
+                         c->sink[j]->node->name, (unsigned long long)id, msg);
     }
     c->committed = id;
 }
@@ -695,8 +685,8 @@ static tdm_err pre_commit_ended(tdm__run *run, uint64_t id, ck_part *parts,
  * written go to @p bytes.  TDM_OK or the store's error (its message in
  * tdm__ckpt_store_errmsg). */
 static tdm_err write_parts(tdm__run *run, uint64_t id, const uint8_t *meta,
-                           size_t meta_len, const ck_part *parts,
-                           int n_parts, uint64_t *bytes)
+                           size_t meta_len, const ck_part *parts, int n_parts,
+                           uint64_t *bytes)
 {
     tdm__rt_ckpt *ck = &run->ck;
     tdm__ckpt_info info = {
@@ -716,8 +706,7 @@ static tdm_err write_parts(tdm__run *run, uint64_t id, const uint8_t *meta,
         char name[64];
         tdm__rt_ck_slot *c = slot_at(run, i, name, sizeof name);
         const ck_part *pt = &parts[i];
-        err = tdm__ckpt_put(ck->st, name, pt->blob ? pt->blob
-                                                   : (uint8_t *)"",
+        err = tdm__ckpt_put(ck->st, name, pt->blob ? pt->blob : (uint8_t *)"",
                             pt->len);
         *bytes += pt->len;
         for (int j = 0; err == TDM_OK && j < 2; j++) {
@@ -747,15 +736,15 @@ static void report_completed(tdm__run *run, uint64_t id, uint64_t bytes,
     atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ID], (int64_t)id);
     atomic_store(&job->stats[TDM_STAT_CHECKPOINT_MS], took);
     atomic_store(&job->stats[TDM_STAT_CHECKPOINT_BYTES], (int64_t)bytes);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ALIGN_MS],
-                 align_us / 1000);
+    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ALIGN_MS], align_us / 1000);
     if (ck->pending_kind == TDM__CKPT_SAVEPOINT)
         tdm__job_log(job, "savepoint %llu written to %s",
                      (unsigned long long)id,
                      tdm__job_str(job, "checkpoint.dir"));
     else
-        tdm__job_log(job, "checkpoint %llu completed: %llu bytes, %lld ms, "
-                          "alignment %lld ms",
+        tdm__job_log(job,
+                     "checkpoint %llu completed: %llu bytes, %lld ms, "
+                     "alignment %lld ms",
                      (unsigned long long)id, (unsigned long long)bytes,
                      (long long)took, (long long)(align_us / 1000));
 }
@@ -848,10 +837,11 @@ void tdm__rt_ckpt_final(tdm__run *run)
      * next run's recover removes them). */
     if (atomic_load(&run->job->cancel) && !run->stop_on_cancel &&
         run->n_ops > 0) {
-        tdm__job_log(run->job, "checkpoint: cancelled with on_cancel: "
-                               "drain; the drained results are not "
-                               "committed (the next run resumes from "
-                               "checkpoint %llu)",
+        tdm__job_log(run->job,
+                     "checkpoint: cancelled with on_cancel: "
+                     "drain; the drained results are not "
+                     "committed (the next run resumes from "
+                     "checkpoint %llu)",
                      (unsigned long long)atomic_load(&ck->committed));
         ck->abandon = true;
         return;
@@ -870,9 +860,8 @@ void tdm__rt_ckpt_final(tdm__run *run)
     pthread_mutex_unlock(&run->mu);
     if (!all)
         return;
-    start(run, atomic_exchange(&run->job->savepoint, 0)
-                   ? TDM__CKPT_SAVEPOINT
-                   : TDM__CKPT_CHECKPOINT);
+    start(run, atomic_exchange(&run->job->savepoint, 0) ? TDM__CKPT_SAVEPOINT
+                                                        : TDM__CKPT_CHECKPOINT);
     complete(run);
     uint64_t c = atomic_load(&ck->committed);
     if (c)
@@ -888,8 +877,7 @@ void tdm__rt_ckpt_close(tdm__run *run)
     ck->st = NULL;
     for (int si = 0; ck->src_pos && si < run->n_srcs; si++)
         tdm__free(ck->src_pos[si]);
-    for (size_t i = 0; ck->src_rd && i < (size_t)run->n_srcs * ck->old_P;
-         i++)
+    for (size_t i = 0; ck->src_rd && i < (size_t)run->n_srcs * ck->old_P; i++)
         tdm__free(ck->src_rd[i]);
     tdm__free(ck->src_pos);
     tdm__free(ck->src_pos_len);

@@ -24,14 +24,14 @@
 tdm_err tdm__rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size);
 /* Opens the per-writer sink objects of sink @p s and recovers each from
  * the restored checkpoint (or from scratch). */
-tdm_err tdm__rt_ckpt_open_sink(tdm__run *run, tdm__rt_sink *s, int si, char *errbuf,
-                          size_t errbuf_size);
+tdm_err tdm__rt_ckpt_open_sink(tdm__run *run, tdm__rt_sink *s, int si,
+                               char *errbuf, size_t errbuf_size);
 /* Restores source subtask @p t's connector and reader (after open). */
 tdm_err tdm__rt_ckpt_restore_source(tdm__rt_src_task *t, char *msg, size_t n);
 /* Source subtask side, between polls: acknowledges barrier @p id with
  * its blob and sink sections (takes ownership of the buffers). */
-void tdm__rt_ckpt_ack(tdm__run *run, tdm__rt_ck_slot *c, uint64_t id, uint8_t *blob,
-                 size_t len, bool final);
+void tdm__rt_ckpt_ack(tdm__run *run, tdm__rt_ck_slot *c, uint64_t id,
+                      uint8_t *blob, size_t len, bool final);
 /* Frees a slot's buffers. */
 void tdm__rt_ckpt_slot_free(tdm__rt_ck_slot *c);
 /* pre_commit of slot @p c's sink objects at @p id into c->sk (the
@@ -58,7 +58,7 @@ void tdm__rt_ckpt_close(tdm__run *run);
 /* A fresh start; @p newest: the newest valid checkpoint (0: none),
  * whose lineage's move aside the fresh start finishes first. */
 tdm_err tdm__rt_lineage_begin(tdm__run *run, uint64_t newest, char *errbuf,
-                         size_t errbuf_size);
+                              size_t errbuf_size);
 /* At a restore (ck->rd open): the restored checkpoint's lineage. */
 tdm_err tdm__rt_lineage_load(tdm__run *run, char *errbuf, size_t errbuf_size);
 /* A checkpoint @p id started: the first of a fresh lineage is its id. */
@@ -68,9 +68,9 @@ tdm_err tdm__rt_lineage_put(tdm__run *run);
 /* Sink @p s before its writers open (a restore finishes the move aside)
  * and after (the run's ids go above every id its output names). */
 tdm_err tdm__rt_lineage_sink_before(tdm__run *run, const tdm__rt_sink *s,
-                               char *errbuf, size_t errbuf_size);
+                                    char *errbuf, size_t errbuf_size);
 tdm_err tdm__rt_lineage_sink_after(tdm__run *run, const tdm__rt_sink *s,
-                              char *errbuf, size_t errbuf_size);
+                                   char *errbuf, size_t errbuf_size);
 /* A checkpoint is durable, before the sinks commit: a fresh lineage moves
  * the old output aside.  False: that failed and the run failed. */
 bool tdm__rt_lineage_durable(tdm__run *run);
@@ -90,7 +90,7 @@ void tdm__rt_restart_init(tdm__rt_restart *rs, const tdm_job *job);
  * (false if cancelled meanwhile); when not, and restarts were made,
  * says so in @p errbuf. */
 bool tdm__rt_restart_next(tdm__rt_restart *rs, tdm_job *job, tdm_err err,
-                     char *errbuf, size_t errbuf_size);
+                          char *errbuf, size_t errbuf_size);
 /* Blob name of a source subtask / a sink writer. */
 void tdm__rt_ckpt_src_name(int si, int k, char *buf, size_t n);
 

@@ -47,9 +47,8 @@
 
 /* Reads the lineage of checkpoint @p id (reader @p rd) into @p first
  * and @p committed (0, 0: taken before lineages). */
-static tdm_err load(struct tdm__ckpt_reader *rd, uint64_t id,
-                    uint64_t *first, uint64_t *committed, char *errbuf,
-                    size_t errbuf_size)
+static tdm_err load(struct tdm__ckpt_reader *rd, uint64_t id, uint64_t *first,
+                    uint64_t *committed, char *errbuf, size_t errbuf_size)
 {
     void *p = NULL;
     size_t len = 0, off = 0;
@@ -63,8 +62,7 @@ static tdm_err load(struct tdm__ckpt_reader *rd, uint64_t id,
         return TDM_OK;
     if (err != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, err, "checkpoint %llu: %s",
-                         (unsigned long long)id,
-                         tdm__ckpt_reader_errmsg(rd));
+                         (unsigned long long)id, tdm__ckpt_reader_errmsg(rd));
     tdm__dec_init(&d, p, len);
     if (tdm__dec_uvar(&d, &ver) == TDM_OK && ver != LINEAGE_VERSION)
         (void)tdm__dec_fail(&d, "unknown version");
@@ -82,7 +80,7 @@ static tdm_err load(struct tdm__ckpt_reader *rd, uint64_t id,
 }
 
 tdm_err tdm__rt_lineage_begin(tdm__run *run, uint64_t newest, char *errbuf,
-                         size_t errbuf_size)
+                              size_t errbuf_size)
 {
     tdm__rt_ckpt *ck = &run->ck;
     struct tdm__ckpt_reader *rd = NULL;
@@ -107,8 +105,8 @@ tdm_err tdm__rt_lineage_load(tdm__run *run, char *errbuf, size_t errbuf_size)
     tdm__rt_ckpt *ck = &run->ck;
     ck->line_done = true;
     ck->old_first = ck->old_committed = 0;
-    return load(ck->rd, ck->from, &ck->line_first, &ck->line_committed,
-                errbuf, errbuf_size);
+    return load(ck->rd, ck->from, &ck->line_first, &ck->line_committed, errbuf,
+                errbuf_size);
 }
 
 void tdm__rt_lineage_started(tdm__run *run, uint64_t id)
@@ -138,25 +136,25 @@ tdm_err tdm__rt_lineage_put(tdm__run *run)
 /* supersede() of one sink for the lineage that began at @p first (L2,
  * L3); the message names the sink. */
 static tdm_err supersede(tdm__run *run, const tdm__rt_sink *s, uint64_t first,
-                         uint64_t committed, char *errbuf,
-                         size_t errbuf_size)
+                         uint64_t committed, char *errbuf, size_t errbuf_size)
 {
     size_t moved = 0;
     char msg[512] = "";
 
     if (s->vt->version < 4 || !s->vt->supersede || first == 0)
         return TDM_OK;
-    tdm_err err = s->vt->supersede(&s->conf, first, committed, &moved, msg,
-                                   sizeof msg);
+    tdm_err err =
+        s->vt->supersede(&s->conf, first, committed, &moved, msg, sizeof msg);
     if (err != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, err,
                          "sink \"%s\": moving the output replaced by the "
                          "fresh start aside failed: %s",
                          s->node->name, msg[0] ? msg : tdm_strerror(err));
     if (moved > 0)
-        tdm__job_log(run->job, "sink \"%s\": a fresh start replaced the "
-                               "output of checkpoints before %llu: %zu "
-                               "parts moved aside (%s.replaced-%010llu)",
+        tdm__job_log(run->job,
+                     "sink \"%s\": a fresh start replaced the "
+                     "output of checkpoints before %llu: %zu "
+                     "parts moved aside (%s.replaced-%010llu)",
                      s->node->name, (unsigned long long)first, moved,
                      s->conf.path ? s->conf.path : "",
                      (unsigned long long)first);
@@ -164,7 +162,7 @@ static tdm_err supersede(tdm__run *run, const tdm__rt_sink *s, uint64_t first,
 }
 
 tdm_err tdm__rt_lineage_sink_before(tdm__run *run, const tdm__rt_sink *s,
-                               char *errbuf, size_t errbuf_size)
+                                    char *errbuf, size_t errbuf_size)
 {
     const tdm__rt_ckpt *ck = &run->ck;
     if (ck->restored)
@@ -175,7 +173,7 @@ tdm_err tdm__rt_lineage_sink_before(tdm__run *run, const tdm__rt_sink *s,
 }
 
 tdm_err tdm__rt_lineage_sink_after(tdm__run *run, const tdm__rt_sink *s,
-                              char *errbuf, size_t errbuf_size)
+                                   char *errbuf, size_t errbuf_size)
 {
     tdm__rt_ckpt *ck = &run->ck;
     uint64_t top = 0;
@@ -203,9 +201,10 @@ bool tdm__rt_lineage_durable(tdm__run *run)
         const tdm__rt_sink *s = &run->sinks[i];
         if (s->used && supersede(run, s, ck->line_first, ck->line_committed,
                                  msg, sizeof msg) != TDM_OK) {
-            tdm__rt_fail(run, TDM_ERR_IO, "%s (checkpoint %llu is durable: the "
-                                     "next run finishes the move)",
-                    msg, (unsigned long long)ck->line_first);
+            tdm__rt_fail(run, TDM_ERR_IO,
+                         "%s (checkpoint %llu is durable: the "
+                         "next run finishes the move)",
+                         msg, (unsigned long long)ck->line_first);
             return false;
         }
     }

@@ -105,8 +105,8 @@ tdm_err tdm__key_encode(const tdm__row *row, const int *idx, int n,
 }
 
 /* Inverse of tdm__key_encode for the given field types. */
-bool tdm__key_decode(const char *key, size_t len, const tdm_type *types,
-                     int n, tdm__val *out)
+bool tdm__key_decode(const char *key, size_t len, const tdm_type *types, int n,
+                     tdm__val *out)
 {
     if (n == 1 && types[0] == TDM_TYPE_STRING) {
         memset(out, 0, sizeof *out);
@@ -166,8 +166,7 @@ size_t tdm__row_packed_size(const tdm__row *row)
     size_t strs = 0;
     /* The schema first: a row without string fields is not read. */
     for (int i = 0; i < n; i++)
-        if (row->schema->fields[i].type == TDM_TYPE_STRING &&
-            !row->v[i].null)
+        if (row->schema->fields[i].type == TDM_TYPE_STRING && !row->v[i].null)
             strs += row->v[i].u.s.len;
     return sizeof(pack_hdr) + (size_t)n * sizeof(tdm__val) + strs;
 }
@@ -176,7 +175,7 @@ void tdm__row_pack_into(const tdm__row *row, void *dst)
 {
     int n = row->schema->n;
     const tdm__field *f = row->schema->fields;
-    pack_hdr h = { row->ts, (uint32_t)n, row->flags };
+    pack_hdr h = {row->ts, (uint32_t)n, row->flags};
     memcpy(dst, &h, sizeof h);
     char *vals = (char *)dst + sizeof h;
     char *s = vals + (size_t)n * sizeof(tdm__val);

@@ -20,9 +20,18 @@
 
 /* min and max are written as integers in the table (INT64_MIN/MAX for
  * "unbounded"); both an int64 and a double view are kept. */
-#define X(sc, k, ty, df, mn, mx, un, ch, de)                               \
-    { TDM__SCOPE_##sc, k, TDM__CT_##ty, df, (int64_t)(mn), (int64_t)(mx),  \
-      (double)(mn), (double)(mx), un, ch, de },
+#define X(sc, k, ty, df, mn, mx, un, ch, de)                                   \
+    {TDM__SCOPE_##sc,                                                          \
+     k,                                                                        \
+     TDM__CT_##ty,                                                             \
+     df,                                                                       \
+     (int64_t)(mn),                                                            \
+     (int64_t)(mx),                                                            \
+     (double)(mn),                                                             \
+     (double)(mx),                                                             \
+     un,                                                                       \
+     ch,                                                                       \
+     de},
 static const tdm__conf_row conf_rows[] = {
 #include "runtime/conf_table.def"
 };
@@ -30,15 +39,13 @@ static const tdm__conf_row conf_rows[] = {
 
 #define N_ROWS ((int)(sizeof conf_rows / sizeof conf_rows[0]))
 
-static const char *const scope_names[] = { "job", "source", "window", "join",
-                                           "sink" };
+static const char *const scope_names[] = {"job", "source", "window", "join",
+                                          "sink"};
 static const char *const type_names[] = {
-    "string", "int", "double", "bool", "duration", "enum", "schema",
-    "aggregates", "fields", "props"
-};
-static const char *const aggfn_names[] = { "count", "sum", "min", "max",
-                                           "avg", "count_distinct", "first",
-                                           "last" };
+    "string", "int",    "double",     "bool",   "duration",
+    "enum",   "schema", "aggregates", "fields", "props"};
+static const char *const aggfn_names[] = {
+    "count", "sum", "min", "max", "avg", "count_distinct", "first", "last"};
 #define N_AGGFN ((int)(sizeof aggfn_names / sizeof aggfn_names[0]))
 
 /* The expanded table (see rt.h). */
@@ -80,16 +87,14 @@ int tdm__conf_find(tdm__scope scope, const char *key)
 /* A property name for messages about the PROPS row @p row. */
 static const char *props_example(int row)
 {
-    return strcmp(conf_rows[row].key, "compute.*") == 0
-               ? "price"
-               : "session.timeout.ms";
+    return strcmp(conf_rows[row].key, "compute.*") == 0 ? "price"
+                                                        : "session.timeout.ms";
 }
 
 /* Sets, replaces or (empty value) removes one property of a PROPS
  * value; see rt.h. */
 tdm_err tdm__conf_set_prop(int row, const char *key, const char *value,
-                           tdm__conf_val *v, char *errbuf,
-                           size_t errbuf_size)
+                           tdm__conf_val *v, char *errbuf, size_t errbuf_size)
 {
     if (row < 0 || row >= N_ROWS || conf_rows[row].type != TDM__CT_PROPS ||
         !key || !props_match(&conf_rows[row], key))
@@ -133,9 +138,9 @@ tdm_err tdm__conf_set_prop(int row, const char *key, const char *value,
         return TDM_OK;
     }
     char *nm = tdm__strndup(name, strlen(name));
-    char **np = nm ? tdm__realloc(v->props, (size_t)(v->n_props + 1) * 2 *
-                                                sizeof *np)
-                   : NULL;
+    char **np =
+        nm ? tdm__realloc(v->props, (size_t)(v->n_props + 1) * 2 * sizeof *np)
+           : NULL;
     if (!np) {
         tdm__free(nm);
         tdm__free(val);
@@ -169,9 +174,8 @@ const char *tdm__conf_aggfn_name(tdm__aggfn fn)
 
 /* Public view of the table for tools and the documentation generator. */
 int tdm_conf_describe(int i, const char **scope, const char **key,
-                      const char **type, const char **def,
-                      const char **unit, const char **choices,
-                      const char **description)
+                      const char **type, const char **def, const char **unit,
+                      const char **choices, const char **description)
 {
     if (i < 0 || i >= N_ROWS)
         return 0;
@@ -242,8 +246,7 @@ static const struct {
     const char *name;
     int64_t ms;
 } dur_units[] = {
-    { "ms", 1 },        { "s", 1000 },      { "m", 60000 },
-    { "h", 3600000 },   { "d", 86400000 },
+    {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
 };
 
 /* One "<number><unit>" term: digits, an optional fraction, blanks, a
@@ -344,8 +347,7 @@ void tdm__conf_format_duration(int64_t ms, char *buf, size_t n)
     static const struct {
         const char *u;
         int64_t v;
-    } u[] = { { "d", 86400000 }, { "h", 3600000 }, { "m", 60000 },
-              { "s", 1000 } };
+    } u[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}};
     if (ms == INT64_MAX || ms == INT64_MIN) {
         snprintf(buf, n, "%s", ms > 0 ? "forever" : "-forever");
         return;
@@ -402,8 +404,8 @@ static bool parse_double(const char *text, double *out)
 
 static bool parse_bool(const char *text, int64_t *out)
 {
-    static const char *const yes[] = { "true", "yes", "1", "on" };
-    static const char *const no[] = { "false", "no", "0", "off" };
+    static const char *const yes[] = {"true", "yes", "1", "on"};
+    static const char *const no[] = {"false", "no", "0", "off"};
     char buf[16];
     size_t l = strlen(text);
     const char *s = text, *e = text + l;
@@ -503,8 +505,8 @@ static tdm_err parse_fields(const tdm__conf_row *r, const char *text,
                 tdm__free(name);
                 return TDM_ERR_INVAL;
             }
-        char **nf = tdm__realloc(v->fields,
-                                 (size_t)(v->n_fields + 1) * sizeof *nf);
+        char **nf =
+            tdm__realloc(v->fields, (size_t)(v->n_fields + 1) * sizeof *nf);
         if (!nf) {
             tdm__free(name);
             return TDM_ERR_NOMEM;
@@ -622,8 +624,8 @@ static tdm_err agg_name(const tdm__conf_row *r, const char *item,
 
 /* One aggregate "fn(field) [as name]" in [s, e). */
 static tdm_err parse_one_agg(const tdm__conf_row *r, const char *s,
-                             const char *e, tdm__agg_spec *out,
-                             char *errbuf, size_t n)
+                             const char *e, tdm__agg_spec *out, char *errbuf,
+                             size_t n)
 {
     char *item = dup_trim(s, e);
     if (!item)
@@ -635,8 +637,8 @@ static tdm_err parse_one_agg(const tdm__conf_row *r, const char *s,
         goto done;
     const char *close = strchr(p, ')');
     if (!close) {
-        tdm__errf(errbuf, n, TDM_ERR_INVAL, "%s: missing ')' in \"%s\"",
-                  r->key, item);
+        tdm__errf(errbuf, n, TDM_ERR_INVAL, "%s: missing ')' in \"%s\"", r->key,
+                  item);
         goto done;
     }
     err = agg_field(r, item, fn, p, close, out, errbuf, n);
@@ -678,9 +680,9 @@ static tdm_err parse_aggs(const tdm__conf_row *r, const char *text,
         else if (*c == ')')
             depth--;
         if ((*c == ',' && depth <= 0) || *c == 0) {
-            tdm__agg_spec spec = { 0 };
-            tdm__agg_spec *na = tdm__realloc(
-                v->aggs, (size_t)(v->n_aggs + 1) * sizeof *na);
+            tdm__agg_spec spec = {0};
+            tdm__agg_spec *na =
+                tdm__realloc(v->aggs, (size_t)(v->n_aggs + 1) * sizeof *na);
             if (!na)
                 return TDM_ERR_NOMEM;
             v->aggs = na;
@@ -714,8 +716,8 @@ static tdm_err int_range_err(const tdm__conf_row *r, const char *text,
 {
     if (r->imax == INT64_MAX)
         return tdm__errf(errbuf, n, TDM_ERR_INVAL,
-                         "%s: expected an integer >= %lld, got \"%s\"",
-                         r->key, (long long)r->imin, text);
+                         "%s: expected an integer >= %lld, got \"%s\"", r->key,
+                         (long long)r->imin, text);
     return tdm__errf(errbuf, n, TDM_ERR_INVAL,
                      "%s: expected an integer from %lld to %lld, got \"%s\"",
                      r->key, (long long)r->imin, (long long)r->imax, text);
@@ -763,13 +765,12 @@ static tdm_err parse_string(const tdm__conf_row *r, const char *text,
 
 /* An INT value within the row's bounds (unless a default). */
 static tdm_err parse_int_val(const tdm__conf_row *r, const char *text,
-                             bool is_default, tdm__conf_val *v,
-                             char *errbuf, size_t n)
+                             bool is_default, tdm__conf_val *v, char *errbuf,
+                             size_t n)
 {
     if (!parse_int(text, &v->i))
         return tdm__errf(errbuf, n, TDM_ERR_INVAL,
-                         "%s: expected an integer, got \"%s\"", r->key,
-                         text);
+                         "%s: expected an integer, got \"%s\"", r->key, text);
     if (!is_default && (v->i < r->imin || v->i > r->imax))
         return int_range_err(r, text, errbuf, n);
     return TDM_OK;
@@ -777,8 +778,8 @@ static tdm_err parse_int_val(const tdm__conf_row *r, const char *text,
 
 /* A DOUBLE value within the row's bounds (unless a default). */
 static tdm_err parse_double_val(const tdm__conf_row *r, const char *text,
-                                bool is_default, tdm__conf_val *v,
-                                char *errbuf, size_t n)
+                                bool is_default, tdm__conf_val *v, char *errbuf,
+                                size_t n)
 {
     if (!parse_double(text, &v->d))
         return tdm__errf(errbuf, n, TDM_ERR_INVAL,
@@ -862,9 +863,8 @@ static tdm_err parse_props_val(int row, const char *text, char *errbuf,
     if (!*text)
         return TDM_OK;
     return tdm__errf(errbuf, n, TDM_ERR_INVAL,
-                     "%s: set one property at a time, e.g. \"%.*s%s\"",
-                     r->key, (int)strlen(r->key) - 1, r->key,
-                     props_example(row));
+                     "%s: set one property at a time, e.g. \"%.*s%s\"", r->key,
+                     (int)strlen(r->key) - 1, r->key, props_example(row));
 }
 
 /* AGGREGATES and FIELDS, whose parsers leave "out of memory" to say. */
@@ -921,14 +921,13 @@ tdm_err tdm__conf_parse(int row, const char *text, bool is_default,
     if (!text)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: value must not be NULL", r->key);
-    tdm__conf_val v = { 0 };
+    tdm__conf_val v = {0};
     v.set = !is_default;
     v.text = tdm__strndup(text, strlen(text));
     if (!v.text)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
                          "%s: out of memory", r->key);
-    tdm_err err = parse_by_type(row, text, is_default, &v, errbuf,
-                                errbuf_size);
+    tdm_err err = parse_by_type(row, text, is_default, &v, errbuf, errbuf_size);
     if (err != TDM_OK) {
         tdm__conf_val_free(&v);
         return err;

@@ -29,9 +29,9 @@
 /* ---- Programs ---- */
 
 typedef enum op {
-    OP_CONST,   /* push consts[a] */
-    OP_FIELD,   /* push field a of the row; k: its expression type */
-    OP_I2D,     /* int to double, a slots below the top */
+    OP_CONST, /* push consts[a] */
+    OP_FIELD, /* push field a of the row; k: its expression type */
+    OP_I2D,   /* int to double, a slots below the top */
     OP_NEG_I,
     OP_NEG_D,
     OP_ADD_I,
@@ -44,7 +44,7 @@ typedef enum op {
     OP_MUL_D,
     OP_DIV_D,
     OP_MOD_D,
-    OP_CMP,     /* k: relation (REL_*), ck: operand kinds (CK_*) */
+    OP_CMP, /* k: relation (REL_*), ck: operand kinds (CK_*) */
     OP_AND,
     OP_OR,
     OP_NOT,
@@ -144,8 +144,8 @@ typedef enum tok_kind {
 
 typedef struct tok {
     tok_kind kind;
-    size_t at, len;  /* the token's bytes in the source */
-    bool quoted;     /* T_IDENT written "like this" */
+    size_t at, len; /* the token's bytes in the source */
+    bool quoted;    /* T_IDENT written "like this" */
 } tok;
 
 typedef struct parser {
@@ -190,14 +190,12 @@ static void nomem(parser *p)
 }
 
 /* "the end", or the token's text quoted (shortened when long). */
-static const char *tok_desc(const parser *p, const tok *t, char *buf,
-                            size_t n)
+static const char *tok_desc(const parser *p, const tok *t, char *buf, size_t n)
 {
     if (t->kind == T_END)
         return "the end";
     int l = t->len > 24 ? 24 : (int)t->len;
-    snprintf(buf, n, "\"%.*s%s\"", l, p->src + t->at,
-             t->len > 24 ? "..." : "");
+    snprintf(buf, n, "\"%.*s%s\"", l, p->src + t->at, t->len > 24 ? "..." : "");
     return buf;
 }
 
@@ -225,7 +223,7 @@ static bool word_is(const char *s, size_t len, const char *kw)
 /* A lexical error at @p i: the token becomes T_END. */
 static bool lex_fail(parser *p, size_t i)
 {
-    p->cur = (tok){ T_END, i, 0, false };
+    p->cur = (tok){T_END, i, 0, false};
     return false;
 }
 
@@ -275,9 +273,9 @@ static void lex_word(parser *p, size_t i, tok *t, size_t *j)
     static const struct {
         const char *w;
         tok_kind k;
-    } kws[] = { { "AND", T_AND },   { "OR", T_OR },     { "NOT", T_NOT },
-                { "IS", T_IS },     { "NULL", T_NULL }, { "TRUE", T_TRUE },
-                { "FALSE", T_FALSE } };
+    } kws[] = {{"AND", T_AND},    {"OR", T_OR},     {"NOT", T_NOT},
+               {"IS", T_IS},      {"NULL", T_NULL}, {"TRUE", T_TRUE},
+               {"FALSE", T_FALSE}};
     const char *s = p->src;
     size_t e = i + 1;
     while (ident_char((unsigned char)s[e]))
@@ -291,8 +289,7 @@ static void lex_word(parser *p, size_t i, tok *t, size_t *j)
 
 /* A string or a quoted field name at @p i (quote @p c); a doubled quote
  * is one. */
-static bool lex_quoted(parser *p, size_t i, unsigned char c, tok *t,
-                       size_t *j)
+static bool lex_quoted(parser *p, size_t i, unsigned char c, tok *t, size_t *j)
 {
     const char *s = p->src;
     size_t e = i + 1;
@@ -317,8 +314,7 @@ static bool lex_quoted(parser *p, size_t i, unsigned char c, tok *t,
 
 /* A comparison starting with '=', '!', '<' or '>' at @p i; *j is the
  * byte after its first character and moves past a second one. */
-static bool lex_compare(parser *p, size_t i, unsigned char c, tok *t,
-                        size_t *j)
+static bool lex_compare(parser *p, size_t i, unsigned char c, tok *t, size_t *j)
 {
     char d = p->src[*j];
     switch (c) {
@@ -346,17 +342,30 @@ static bool lex_compare(parser *p, size_t i, unsigned char c, tok *t,
 }
 
 /* An operator or parenthesis at @p i. */
-static bool lex_punct(parser *p, size_t i, unsigned char c, tok *t,
-                      size_t *j)
+static bool lex_punct(parser *p, size_t i, unsigned char c, tok *t, size_t *j)
 {
     switch (c) {
-    case '(': t->kind = T_LP; return true;
-    case ')': t->kind = T_RP; return true;
-    case '+': t->kind = T_PLUS; return true;
-    case '-': t->kind = T_MINUS; return true;
-    case '*': t->kind = T_STAR; return true;
-    case '/': t->kind = T_SLASH; return true;
-    case '%': t->kind = T_PCT; return true;
+    case '(':
+        t->kind = T_LP;
+        return true;
+    case ')':
+        t->kind = T_RP;
+        return true;
+    case '+':
+        t->kind = T_PLUS;
+        return true;
+    case '-':
+        t->kind = T_MINUS;
+        return true;
+    case '*':
+        t->kind = T_STAR;
+        return true;
+    case '/':
+        t->kind = T_SLASH;
+        return true;
+    case '%':
+        t->kind = T_PCT;
+        return true;
     case '=':
     case '!':
     case '<':
@@ -378,7 +387,7 @@ static void next(parser *p)
     size_t i = p->pos;
     while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
         i++;
-    tok t = { T_END, i, 0, false };
+    tok t = {T_END, i, 0, false};
     unsigned char c = (unsigned char)s[i];
     if (c == 0) {
         p->cur = t;
@@ -438,8 +447,8 @@ static void emit_ins(parser *p, op o, int k, int ck, bool kc, int32_t a)
         e->code = nc;
         e->cap_code = cap;
     }
-    e->code[e->n_code++] = (ins){ (uint8_t)o, (uint8_t)k, (uint8_t)ck,
-                                  (uint8_t)kc, a };
+    e->code[e->n_code++] =
+        (ins){(uint8_t)o, (uint8_t)k, (uint8_t)ck, (uint8_t)kc, a};
     p->sp += kc ? 0 : effect(o);
     if (p->sp > p->max_sp)
         p->max_sp = p->sp;
@@ -497,15 +506,15 @@ static void emit_const(parser *p, size_t at, tdm__expr_val v)
         return;
     tdm__expr *e = p->e;
     if (p->sp + 1 > STACK_MAX) {
-        perr(p, at, "the expression is too complex (more than %d pending "
-                    "operands)",
+        perr(p, at,
+             "the expression is too complex (more than %d pending "
+             "operands)",
              STACK_MAX);
         return;
     }
     if (e->n_consts == e->cap_consts) {
         int cap = e->cap_consts ? e->cap_consts * 2 : 8;
-        tdm__expr_val *nc = tdm__realloc(e->consts,
-                                         (size_t)cap * sizeof *nc);
+        tdm__expr_val *nc = tdm__realloc(e->consts, (size_t)cap * sizeof *nc);
         if (!nc) {
             nomem(p);
             return;
@@ -523,8 +532,7 @@ static tdm__expr_type parse_or(parser *p);
 
 static bool numeric(tdm__expr_type t)
 {
-    return t == TDM__EXPR_INT || t == TDM__EXPR_DOUBLE ||
-           t == TDM__EXPR_NULL;
+    return t == TDM__EXPR_INT || t == TDM__EXPR_DOUBLE || t == TDM__EXPR_NULL;
 }
 
 static bool boolish(tdm__expr_type t)
@@ -536,8 +544,9 @@ static bool boolish(tdm__expr_type t)
 static bool enter(parser *p)
 {
     if (++p->depth > DEPTH_MAX) {
-        perr(p, p->cur.at, "the expression is nested too deeply (more "
-                           "than %d levels)",
+        perr(p, p->cur.at,
+             "the expression is nested too deeply (more "
+             "than %d levels)",
              DEPTH_MAX);
         return false;
     }
@@ -565,8 +574,7 @@ static int distance(const char *a, size_t la, const char *b, size_t lb)
                 best = prev[j] + 1;
             if (cur[j - 1] + 1 < best)
                 best = cur[j - 1] + 1;
-            if (i > 1 && j > 1 &&
-                ca == tolower((unsigned char)b[j - 2]) &&
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
                 cb == tolower((unsigned char)a[i - 2]) &&
                 prev2[j - 2] + 1 < best)
                 best = prev2[j - 2] + 1;
@@ -585,8 +593,8 @@ static const char *closest_field(const tdm__schema *s, const char *name,
     const char *best = NULL;
     int best_d = len / 3 > 2 ? (int)(len / 3) + 1 : 3;
     for (int i = 0; i < s->n; i++) {
-        int d = distance(name, len, s->fields[i].name,
-                         strlen(s->fields[i].name));
+        int d =
+            distance(name, len, s->fields[i].name, strlen(s->fields[i].name));
         if (d < best_d) {
             best_d = d;
             best = s->fields[i].name;
@@ -596,13 +604,12 @@ static const char *closest_field(const tdm__schema *s, const char *name,
 }
 
 /* Reports an unknown field with the closest one or the schema's list. */
-static void unknown_field(parser *p, size_t at, const char *name,
-                          size_t len)
+static void unknown_field(parser *p, size_t at, const char *name, size_t len)
 {
     const char *near = closest_field(p->schema, name, len);
     if (near) {
-        perr(p, at, "unknown field \"%.*s\" (did you mean \"%s\"?)",
-             (int)len, name, near);
+        perr(p, at, "unknown field \"%.*s\" (did you mean \"%s\"?)", (int)len,
+             name, near);
         return;
     }
     char list[200];
@@ -617,8 +624,8 @@ static void unknown_field(parser *p, size_t at, const char *name,
         }
         o += (size_t)w;
     }
-    perr(p, at, "unknown field \"%.*s\" (the schema has %s)", (int)len,
-         name, p->schema->n ? list : "no fields");
+    perr(p, at, "unknown field \"%.*s\" (the schema has %s)", (int)len, name,
+         p->schema->n ? list : "no fields");
 }
 
 /* The unquoted bytes of a quoted token into a new string. */
@@ -679,8 +686,9 @@ static tdm__expr_type parse_field(parser *p)
             break;
         }
         if (p->sp + 1 > STACK_MAX)
-            perr(p, t.at, "the expression is too complex (more than %d "
-                          "pending operands)",
+            perr(p, t.at,
+                 "the expression is too complex (more than %d "
+                 "pending operands)",
                  STACK_MAX);
         emit(p, OP_FIELD, ty, idx);
     }
@@ -695,7 +703,7 @@ static tdm__expr_type parse_number(parser *p, bool neg, size_t minus_at)
 {
     tok t = p->cur;
     const char *s = p->src + t.at;
-    tdm__expr_val v = { .null = 0 };
+    tdm__expr_val v = {.null = 0};
     tdm__expr_type ty;
     if (t.kind == T_INT) {
         uint64_t u = 0;
@@ -741,7 +749,7 @@ static tdm__expr_type parse_primary(parser *p)
 {
     char d[64];
     tok t = p->cur;
-    tdm__expr_val v = { .null = 0 };
+    tdm__expr_val v = {.null = 0};
     switch (t.kind) {
     case T_INT:
     case T_NUM:
@@ -749,10 +757,10 @@ static tdm__expr_type parse_primary(parser *p)
     case T_STR: {
         size_t len;
         char *bytes = unquote(p, &t, &len);
-        char **ns = bytes ? tdm__realloc(p->e->strs,
-                                         (size_t)(p->e->n_strs + 1) *
-                                             sizeof *ns)
-                          : NULL;
+        char **ns = bytes
+                        ? tdm__realloc(p->e->strs,
+                                       (size_t)(p->e->n_strs + 1) * sizeof *ns)
+                        : NULL;
         if (!ns) {
             tdm__free(bytes);
             nomem(p);
@@ -787,8 +795,9 @@ static tdm__expr_type parse_primary(parser *p)
         if (p->err != TDM_OK)
             return 0;
         if (p->cur.kind != T_RP) {
-            perr(p, p->cur.at, "expected \")\" (to close the \"(\" at "
-                               "column %zu), got %s",
+            perr(p, p->cur.at,
+                 "expected \")\" (to close the \"(\" at "
+                 "column %zu), got %s",
                  t.at + 1, tok_desc(p, &p->cur, d, sizeof d));
             return 0;
         }
@@ -815,8 +824,7 @@ static tdm__expr_type parse_unary(parser *p)
     if (p->err != TDM_OK)
         return 0;
     tdm__expr_type ty;
-    if (t.kind == T_MINUS &&
-        (p->cur.kind == T_INT || p->cur.kind == T_NUM)) {
+    if (t.kind == T_MINUS && (p->cur.kind == T_INT || p->cur.kind == T_NUM)) {
         ty = parse_number(p, true, t.at); /* a negative literal */
     } else {
         ty = parse_unary(p);
@@ -836,12 +844,14 @@ static tdm__expr_type parse_unary(parser *p)
 
 /* Emits an arithmetic operator on operands of types @p a and @p b;
  * returns the result type. */
-static tdm__expr_type arith(parser *p, tok_kind k, size_t at,
-                            tdm__expr_type a, tdm__expr_type b)
+static tdm__expr_type arith(parser *p, tok_kind k, size_t at, tdm__expr_type a,
+                            tdm__expr_type b)
 {
-    static const char sym[] = { [T_PLUS] = '+', [T_MINUS] = '-',
-                                [T_STAR] = '*', [T_SLASH] = '/',
-                                [T_PCT] = '%' };
+    static const char sym[] = {[T_PLUS] = '+',
+                               [T_MINUS] = '-',
+                               [T_STAR] = '*',
+                               [T_SLASH] = '/',
+                               [T_PCT] = '%'};
     if (!numeric(a) || !numeric(b)) {
         perr(p, at, "%c needs numbers, got %s and %s", sym[k],
              tdm__expr_type_name(a), tdm__expr_type_name(b));
@@ -878,9 +888,9 @@ static tdm__expr_type arith(parser *p, tok_kind k, size_t at,
 static tdm__expr_type parse_mul(parser *p)
 {
     tdm__expr_type a = parse_unary(p);
-    while (p->err == TDM_OK && (p->cur.kind == T_STAR ||
-                                p->cur.kind == T_SLASH ||
-                                p->cur.kind == T_PCT)) {
+    while (p->err == TDM_OK &&
+           (p->cur.kind == T_STAR || p->cur.kind == T_SLASH ||
+            p->cur.kind == T_PCT)) {
         tok o = p->cur;
         next(p);
         tdm__expr_type b = parse_unary(p);
@@ -951,20 +961,21 @@ static tdm__expr_type parse_cmp(parser *p)
             ck = x == TDM__EXPR_STRING ? CK_SS : CK_II; /* bools: 0/1 */
         } else {
             perr(p, o.at, "cannot compare %s with %s (\"%.*s\")",
-                 tdm__expr_type_name(a), tdm__expr_type_name(b),
-                 (int)o.len, p->src + o.at);
+                 tdm__expr_type_name(a), tdm__expr_type_name(b), (int)o.len,
+                 p->src + o.at);
             return 0;
         }
-        static const uint8_t rel[] = { [T_EQ] = REL_EQ, [T_NE] = REL_NE,
-                                       [T_LT] = REL_LT, [T_LE] = REL_LE,
-                                       [T_GT] = REL_GT, [T_GE] = REL_GE };
+        static const uint8_t rel[] = {
+            [T_EQ] = REL_EQ, [T_NE] = REL_NE, [T_LT] = REL_LT,
+            [T_LE] = REL_LE, [T_GT] = REL_GT, [T_GE] = REL_GE};
         emit_binary(p, OP_CMP, rel[o.kind], ck, false, false);
     } else {
         return a;
     }
     if (p->err == TDM_OK && (is_cmp(p->cur.kind) || p->cur.kind == T_IS))
-        perr(p, p->cur.at, "comparisons do not chain (combine them with "
-                           "AND, or add parentheses), got %s",
+        perr(p, p->cur.at,
+             "comparisons do not chain (combine them with "
+             "AND, or add parentheses), got %s",
              tok_desc(p, &p->cur, d, sizeof d));
     return p->err == TDM_OK ? TDM__EXPR_BOOL : 0;
 }
@@ -1003,8 +1014,9 @@ static tdm__expr_type parse_logic(parser *p, bool is_or)
         if (p->err != TDM_OK)
             return 0;
         if (!boolish(a) || !boolish(b)) {
-            perr(p, o.at, "%s needs conditions (true or false), got %s "
-                          "and %s",
+            perr(p, o.at,
+                 "%s needs conditions (true or false), got %s "
+                 "and %s",
                  is_or ? "OR" : "AND", tdm__expr_type_name(a),
                  tdm__expr_type_name(b));
             return 0;
@@ -1033,14 +1045,13 @@ tdm_err tdm__expr_compile(const char *text, const tdm__schema *schema,
     if (!text)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "the expression must not be NULL");
-    parser p = { .src = text,
-                 .schema = schema ? schema : &empty,
-                 .errbuf = errbuf,
-                 .errn = errbuf_size };
+    parser p = {.src = text,
+                .schema = schema ? schema : &empty,
+                .errbuf = errbuf,
+                .errn = errbuf_size};
     p.e = tdm__calloc(1, sizeof *p.e);
     if (!p.e)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
-                         "out of memory");
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM, "out of memory");
     next(&p);
     tdm__expr_type ty = p.err == TDM_OK ? parse_or(&p) : 0;
     if (p.err == TDM_OK && p.cur.kind != T_END)
@@ -1095,9 +1106,8 @@ static int cmp_ss(const tdm__expr_val *a, const tdm__expr_val *b)
 /* Whether a three-way result satisfies a relation: rel_table[r][c + 1]
  * for c = -1, 0, 1, and 2 (unordered: only "not equal" holds). */
 static const uint8_t rel_table[6][4] = {
-    [REL_EQ] = { 0, 1, 0, 0 }, [REL_NE] = { 1, 0, 1, 1 },
-    [REL_LT] = { 1, 0, 0, 0 }, [REL_LE] = { 1, 1, 0, 0 },
-    [REL_GT] = { 0, 0, 1, 0 }, [REL_GE] = { 0, 1, 1, 0 },
+    [REL_EQ] = {0, 1, 0, 0}, [REL_NE] = {1, 0, 1, 1}, [REL_LT] = {1, 0, 0, 0},
+    [REL_LE] = {1, 1, 0, 0}, [REL_GT] = {0, 0, 1, 0}, [REL_GE] = {0, 1, 1, 0},
 };
 
 /* A double result: null when not finite. */
@@ -1107,10 +1117,9 @@ static void put_d(tdm__expr_val *a, double r)
     a->null |= !isfinite(r);
 }
 
-_Static_assert(sizeof(((tdm__val *)0)->u) ==
-                   sizeof(((tdm__expr_val *)0)->u) &&
-               offsetof(tdm__val, u.s.len) ==
-                   offsetof(tdm__expr_val, u.s.len),
+_Static_assert(sizeof(((tdm__val *)0)->u) == sizeof(((tdm__expr_val *)0)->u) &&
+                   offsetof(tdm__val, u.s.len) ==
+                       offsetof(tdm__expr_val, u.s.len),
                "tdm__val and tdm__expr_val share the layout of their union");
 
 /* The instruction groups of tdm__expr_eval.  Each is called with a
@@ -1140,8 +1149,8 @@ static inline void int_arith(op o, tdm__expr_val *a, const tdm__expr_val *b)
         a->null |= b->null | __builtin_mul_overflow(a->u.i, b->u.i, &a->u.i);
         break;
     case OP_DIV_I:
-        a->null |= b->null | (b->u.i == 0) |
-                   (a->u.i == INT64_MIN && b->u.i == -1);
+        a->null |=
+            b->null | (b->u.i == 0) | (a->u.i == INT64_MIN && b->u.i == -1);
         if (!a->null)
             a->u.i /= b->u.i;
         break;
@@ -1212,8 +1221,7 @@ static inline void compare(const ins *c, tdm__expr_val *a,
 
 /* a = a AND b / a OR b in three-valued logic: a false (AND) or true (OR)
  * operand decides even against null. */
-static inline void and_or(bool is_or, tdm__expr_val *a,
-                          const tdm__expr_val *b)
+static inline void and_or(bool is_or, tdm__expr_val *a, const tdm__expr_val *b)
 {
     bool ad = !a->null && (a->u.i != 0) == is_or;
     bool bd = !b->null && (b->u.i != 0) == is_or;
@@ -1256,16 +1264,14 @@ static inline void unary(op o, tdm__expr_val *a)
  * b from the top (popping it) or from the constants, and leaves its
  * result in a, the slot below; a unary one works on a, the top (every
  * program pushes before anything else runs). */
-void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
-                    tdm__expr_val *out)
+void tdm__expr_eval(const tdm__expr *e, const tdm__row *row, tdm__expr_val *out)
 {
     tdm__expr_val st[STACK_MAX];
     int sp = 0;
     const tdm__expr_val *b;
     tdm__expr_val *a;
 #define UNARY(o) unary(o, &st[sp - 1])
-#define BINARY()                                                          \
-    (b = c->kc ? &e->consts[c->a] : &st[--sp], a = &st[sp - 1])
+#define BINARY() (b = c->kc ? &e->consts[c->a] : &st[--sp], a = &st[sp - 1])
     for (const ins *c = e->code, *end = c + e->n_code; c < end; c++) {
         switch ((op)c->op) {
         case OP_CONST:
@@ -1279,24 +1285,73 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
             t->u.d = t->null ? 0 : (double)t->u.i;
             break;
         }
-        case OP_NEG_I: UNARY(OP_NEG_I); break;
-        case OP_NEG_D: UNARY(OP_NEG_D); break;
-        case OP_NOT: UNARY(OP_NOT); break;
-        case OP_IS_NULL: UNARY(OP_IS_NULL); break;
-        case OP_NOT_NULL: UNARY(OP_NOT_NULL); break;
-        case OP_ADD_I: BINARY(); int_arith(OP_ADD_I, a, b); break;
-        case OP_SUB_I: BINARY(); int_arith(OP_SUB_I, a, b); break;
-        case OP_MUL_I: BINARY(); int_arith(OP_MUL_I, a, b); break;
-        case OP_DIV_I: BINARY(); int_arith(OP_DIV_I, a, b); break;
-        case OP_MOD_I: BINARY(); int_arith(OP_MOD_I, a, b); break;
-        case OP_ADD_D: BINARY(); dbl_arith(OP_ADD_D, a, b); break;
-        case OP_SUB_D: BINARY(); dbl_arith(OP_SUB_D, a, b); break;
-        case OP_MUL_D: BINARY(); dbl_arith(OP_MUL_D, a, b); break;
-        case OP_DIV_D: BINARY(); dbl_arith(OP_DIV_D, a, b); break;
-        case OP_MOD_D: BINARY(); dbl_arith(OP_MOD_D, a, b); break;
-        case OP_CMP: BINARY(); compare(c, a, b); break;
-        case OP_AND: BINARY(); and_or(false, a, b); break;
-        case OP_OR: BINARY(); and_or(true, a, b); break;
+        case OP_NEG_I:
+            UNARY(OP_NEG_I);
+            break;
+        case OP_NEG_D:
+            UNARY(OP_NEG_D);
+            break;
+        case OP_NOT:
+            UNARY(OP_NOT);
+            break;
+        case OP_IS_NULL:
+            UNARY(OP_IS_NULL);
+            break;
+        case OP_NOT_NULL:
+            UNARY(OP_NOT_NULL);
+            break;
+        case OP_ADD_I:
+            BINARY();
+            int_arith(OP_ADD_I, a, b);
+            break;
+        case OP_SUB_I:
+            BINARY();
+            int_arith(OP_SUB_I, a, b);
+            break;
+        case OP_MUL_I:
+            BINARY();
+            int_arith(OP_MUL_I, a, b);
+            break;
+        case OP_DIV_I:
+            BINARY();
+            int_arith(OP_DIV_I, a, b);
+            break;
+        case OP_MOD_I:
+            BINARY();
+            int_arith(OP_MOD_I, a, b);
+            break;
+        case OP_ADD_D:
+            BINARY();
+            dbl_arith(OP_ADD_D, a, b);
+            break;
+        case OP_SUB_D:
+            BINARY();
+            dbl_arith(OP_SUB_D, a, b);
+            break;
+        case OP_MUL_D:
+            BINARY();
+            dbl_arith(OP_MUL_D, a, b);
+            break;
+        case OP_DIV_D:
+            BINARY();
+            dbl_arith(OP_DIV_D, a, b);
+            break;
+        case OP_MOD_D:
+            BINARY();
+            dbl_arith(OP_MOD_D, a, b);
+            break;
+        case OP_CMP:
+            BINARY();
+            compare(c, a, b);
+            break;
+        case OP_AND:
+            BINARY();
+            and_or(false, a, b);
+            break;
+        case OP_OR:
+            BINARY();
+            and_or(true, a, b);
+            break;
         }
     }
 #undef UNARY
@@ -1316,8 +1371,8 @@ bool tdm__expr_true(const tdm__expr *e, const tdm__row *row)
 
 /* Compiles one key's expression, prefixing errors with the key. */
 static tdm_err compile_key(const char *key, const char *text,
-                           const tdm__schema *s, tdm__expr **out,
-                           char *errbuf, size_t errbuf_size)
+                           const tdm__schema *s, tdm__expr **out, char *errbuf,
+                           size_t errbuf_size)
 {
     char msg[400];
     msg[0] = 0;
@@ -1358,8 +1413,7 @@ tdm_err tdm__expr_compile_compute(const tdm__schema *s, const char *field,
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: field \"%s\" is %s; compute assigns only to "
                          "int64, double or timestamp fields",
-                         key, field,
-                         ft == TDM_TYPE_STRING ? "string" : "bool");
+                         key, field, ft == TDM_TYPE_STRING ? "string" : "bool");
     if (ts_field && strcmp(ts_field, field) == 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: \"%s\" is the timestamp field, whose time is "
@@ -1385,8 +1439,8 @@ tdm_err tdm__expr_compile_compute(const tdm__schema *s, const char *field,
                              "%s: the expression is double but field \"%s\" "
                              "is %s (use integer arithmetic, e.g. "
                              "\"price * 908 / 1000\")",
-                             key, field, ft == TDM_TYPE_INT64 ? "int64"
-                                                              : "timestamp");
+                             key, field,
+                             ft == TDM_TYPE_INT64 ? "int64" : "timestamp");
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: the expression is %s, expected a number for "
                          "field \"%s\"",
@@ -1442,8 +1496,7 @@ bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row)
         if (v.null)
             continue;
         if (c->type == TDM_TYPE_DOUBLE)
-            f->u.d = c->e->type == TDM__EXPR_DOUBLE ? v.u.d
-                                                     : (double)v.u.i;
+            f->u.d = c->e->type == TDM__EXPR_DOUBLE ? v.u.d : (double)v.u.i;
         else
             f->u.i = v.u.i;
     }

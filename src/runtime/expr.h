@@ -103,9 +103,8 @@ tdm_err tdm__expr_compile_filter(const char *text, const tdm__schema *schema,
  * NULL), and the expression's type must fit it.  Messages start with
  * "compute.<field>: ".  Returns TDM_OK, TDM_ERR_INVAL or
  * TDM_ERR_NOMEM. */
-tdm_err tdm__expr_compile_compute(const tdm__schema *schema,
-                                  const char *field, const char *text,
-                                  const char *ts_field,
+tdm_err tdm__expr_compile_compute(const tdm__schema *schema, const char *field,
+                                  const char *text, const char *ts_field,
                                   const char *partition_field,
                                   tdm__expr_compute *out, char *errbuf,
                                   size_t errbuf_size);

@@ -54,8 +54,8 @@ static tdm_err ks_reindex(tdm__rt_keyset *s, size_t n_slots)
 }
 
 /* See outbox.h. */
-int64_t *tdm__rt_keyset_find(const tdm__rt_keyset *s, const char *key, size_t len,
-                        uint64_t h)
+int64_t *tdm__rt_keyset_find(const tdm__rt_keyset *s, const char *key,
+                             size_t len, uint64_t h)
 {
     bool found;
     if (s->n == 0)
@@ -66,7 +66,7 @@ int64_t *tdm__rt_keyset_find(const tdm__rt_keyset *s, const char *key, size_t le
 
 /* See outbox.h. */
 tdm_err tdm__rt_keyset_put_max(tdm__rt_keyset *s, const char *key, size_t len,
-                          uint64_t h, int64_t v)
+                               uint64_t h, int64_t v)
 {
     bool found;
     if (2 * (s->n + 1) > s->n_slots &&
@@ -99,8 +99,8 @@ tdm_err tdm__rt_keyset_put_max(tdm__rt_keyset *s, const char *key, size_t len,
     }
     if (len)
         memcpy(s->bytes + s->used, key, len);
-    s->ents[s->n] = (tdm__rt_keyent){ .h = h, .v = v, .off = s->used,
-                                 .len = len };
+    s->ents[s->n] =
+        (tdm__rt_keyent){.h = h, .v = v, .off = s->used, .len = len};
     s->used += len;
     s->slots[i] = (uint32_t)++s->n;
     return TDM_OK;

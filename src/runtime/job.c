@@ -62,9 +62,9 @@ static tdm__conf_val *new_vals(tdm__scope scope)
 }
 
 /* Parses @p value for @p key of @p scope into vals[]. */
-static tdm_err set_val(tdm__conf_val *vals, tdm__scope scope,
-                       const char *what, const char *key, const char *value,
-                       char *errbuf, size_t errbuf_size)
+static tdm_err set_val(tdm__conf_val *vals, tdm__scope scope, const char *what,
+                       const char *key, const char *value, char *errbuf,
+                       size_t errbuf_size)
 {
     if (!key || !*key)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
@@ -72,8 +72,8 @@ static tdm_err set_val(tdm__conf_val *vals, tdm__scope scope,
     int row = tdm__conf_find(scope, key);
     if (row < 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "%s: unknown %s key (see `tidemark config list`)",
-                         key, what);
+                         "%s: unknown %s key (see `tidemark config list`)", key,
+                         what);
     if (!value)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: value must not be NULL", key);
@@ -81,12 +81,11 @@ static tdm_err set_val(tdm__conf_val *vals, tdm__scope scope,
     if (rows[row].type == TDM__CT_PROPS && strcmp(rows[row].key, key) != 0)
         return tdm__conf_set_prop(row, key, value, &vals[row], errbuf,
                                   errbuf_size);
-    return tdm__conf_parse(row, value, false, &vals[row], errbuf,
-                           errbuf_size);
+    return tdm__conf_parse(row, value, false, &vals[row], errbuf, errbuf_size);
 }
 
-static const tdm__conf_val *val_of(const tdm__conf_val *vals,
-                                   tdm__scope scope, const char *key)
+static const tdm__conf_val *val_of(const tdm__conf_val *vals, tdm__scope scope,
+                                   const char *key)
 {
     int row = tdm__conf_find(scope, key);
     return row < 0 ? &zero_val : &vals[row];
@@ -324,8 +323,7 @@ tdm_err tdm_node_set(tdm_node *node, const char *key, const char *value,
 static tdm_err add_udf(tdm_node *n, const tdm__udf *u)
 {
     if (!n || n->kind != TDM_NODE_SOURCE || atomic_load(&n->job->running))
-        return !n || n->kind != TDM_NODE_SOURCE ? TDM_ERR_INVAL
-                                                : TDM_ERR_STATE;
+        return !n || n->kind != TDM_NODE_SOURCE ? TDM_ERR_INVAL : TDM_ERR_STATE;
     if (n->n_udfs == n->cap_udfs) {
         int cap = n->cap_udfs ? n->cap_udfs * 2 : 4;
         tdm__udf *nu = tdm__realloc(n->udfs, (size_t)cap * sizeof *nu);
@@ -343,7 +341,7 @@ tdm_err tdm_node_add_filter(tdm_node *source, tdm_filter_fn fn, void *ud)
 {
     if (!fn)
         return TDM_ERR_INVAL;
-    tdm__udf u = { .is_map = false, .filter = fn, .ud = ud };
+    tdm__udf u = {.is_map = false, .filter = fn, .ud = ud};
     return add_udf(source, &u);
 }
 
@@ -352,7 +350,7 @@ tdm_err tdm_node_add_map(tdm_node *source, tdm_map_fn fn, void *ud)
 {
     if (!fn)
         return TDM_ERR_INVAL;
-    tdm__udf u = { .is_map = true, .map = fn, .ud = ud };
+    tdm__udf u = {.is_map = true, .map = fn, .ud = ud};
     return add_udf(source, &u);
 }
 
@@ -554,8 +552,8 @@ tdm_time_ms tdm__job_now(tdm_job *job)
         job->clock_base_real = read_ms(CLOCK_REALTIME);
         job->clock_base_mono = read_ms(CLOCK_MONOTONIC);
     }
-    return job->clock_base_real + (read_ms(CLOCK_MONOTONIC) -
-                                   job->clock_base_mono);
+    return job->clock_base_real +
+           (read_ms(CLOCK_MONOTONIC) - job->clock_base_mono);
 }
 
 /* Test hook: a custom source connector. */

@@ -32,8 +32,7 @@ tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
     tdm__src_exprs *x = tdm__calloc(1, sizeof *x);
     if (!x || (n_comp && !(x->compute = tdm__calloc((size_t)n_comp,
                                                     sizeof *x->compute)))) {
-        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
-                        "out of memory");
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM, "out of memory");
         goto fail;
     }
     if (*filter)

@@ -106,9 +106,12 @@ int tdm_node_processing_time(const tdm_node *node)
 }
 
 /* Trigger names as conf_table.def spells them, in enum order. */
-static const char *const trigger_names[] = {
-    "default", "event_time", "processing_time", "count",
-    "continuous_event_time", "never"};
+static const char *const trigger_names[] = {"default",
+                                            "event_time",
+                                            "processing_time",
+                                            "count",
+                                            "continuous_event_time",
+                                            "never"};
 
 /* The name of a trigger kind (tidemark.h). */
 const char *tdm_trigger_name(tdm_trigger_kind kind)

@@ -35,8 +35,7 @@ typedef struct vctx {
     int depth;
 } vctx;
 
-#define VFAIL(c, node, ...)                                                \
-    return vfail((c), (node), __VA_ARGS__)
+#define VFAIL(c, node, ...) return vfail((c), (node), __VA_ARGS__)
 
 static tdm_err vfail(vctx *c, const tdm_node *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -85,13 +84,12 @@ static bool types_compatible(tdm_type a, tdm_type b)
 
 /* Checks that @p key names a node of @p kind; *out receives it. */
 static tdm_err check_ref(vctx *c, const tdm_node *n, const char *key,
-                         const char *name, tdm_node_kind kind,
-                         tdm_node **out)
+                         const char *name, tdm_node_kind kind, tdm_node **out)
 {
     tdm_node *t = tdm_job_node(c->job, name);
     if (!t)
-        VFAIL(c, n, "%s: unknown node \"%s\" (expected the name of a %s)",
-              key, name, tdm__node_kind_name(kind));
+        VFAIL(c, n, "%s: unknown node \"%s\" (expected the name of a %s)", key,
+              name, tdm__node_kind_name(kind));
     if (t->kind != kind)
         VFAIL(c, n, "%s: \"%s\" is a %s, expected a %s", key, name,
               tdm__node_kind_name(t->kind), tdm__node_kind_name(kind));
@@ -120,16 +118,18 @@ static tdm_err check_field(vctx *c, const tdm_node *n, const char *key,
     const tdm__schema *s = tdm__node_schema(src);
     int i = s ? tdm__schema_find(s, field) : -1;
     if (i < 0 && src->kind != TDM_NODE_SOURCE)
-        VFAIL(c, n, "%s: field \"%s\" is not in the output of %s \"%s\" "
-                    "(%s)",
+        VFAIL(c, n,
+              "%s: field \"%s\" is not in the output of %s \"%s\" "
+              "(%s)",
               key, field, tdm__node_kind_name(src->kind), src->name,
               src->kind == TDM_NODE_JOIN
                   ? "left.<field>, right.<field> and ts"
                   : "its key_by fields, aggregate names, window_start "
                     "and window_end");
     if (i < 0)
-        VFAIL(c, n, "%s: field \"%s\" is not in the schema of source "
-                    "\"%s\"",
+        VFAIL(c, n,
+              "%s: field \"%s\" is not in the schema of source "
+              "\"%s\"",
               key, field, src->name);
     if (type)
         *type = s->fields[i].type;
@@ -170,19 +170,23 @@ static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
     const tdm__conf_val *props = tdm__node_val(n, "kafka.*");
     if (!*tdm__node_str(n, "brokers") &&
         !tdm__conf_prop(props, "bootstrap.servers"))
-        VFAIL(c, n, "brokers: required for kafka sources (\"host:port,...\""
-                    ", or kafka.bootstrap.servers)");
+        VFAIL(c, n,
+              "brokers: required for kafka sources (\"host:port,...\""
+              ", or kafka.bootstrap.servers)");
     const char *topics = tdm__node_str(n, "topics");
     const char *pattern = tdm__node_str(n, "topic_pattern");
     if (*topics && *pattern)
-        VFAIL(c, n, "topic_pattern: set either topics or topic_pattern, "
-                    "not both");
+        VFAIL(c, n,
+              "topic_pattern: set either topics or topic_pattern, "
+              "not both");
     if (!*topics && !*pattern)
-        VFAIL(c, n, "topics: required for kafka sources (a comma-separated "
-                    "list, or set topic_pattern)");
+        VFAIL(c, n,
+              "topics: required for kafka sources (a comma-separated "
+              "list, or set topic_pattern)");
     if (*pattern && pattern[0] != '^')
-        VFAIL(c, n, "topic_pattern: must start with '^' (a regular "
-                    "expression), got \"%s\"",
+        VFAIL(c, n,
+              "topic_pattern: must start with '^' (a regular "
+              "expression), got \"%s\"",
               pattern);
     if (*topics) {
         /* No empty names: "a,,b", a trailing comma, blanks only. */
@@ -193,8 +197,9 @@ static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
             while (b < l && (p[b] == ' ' || p[b] == '\t'))
                 b++;
             if (b == l)
-                VFAIL(c, n, "topics: expected comma-separated topic names, "
-                            "got \"%s\" (an empty name)",
+                VFAIL(c, n,
+                      "topics: expected comma-separated topic names, "
+                      "got \"%s\" (an empty name)",
                       topics);
             if (!p[l])
                 break;
@@ -204,18 +209,21 @@ static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
     bool at_ts = n->spec.src.start == TDM__SOURCE_START_TIMESTAMP;
     const char *sts = tdm__node_str(n, "start.timestamp");
     if (at_ts && !*sts)
-        VFAIL(c, n, "start.timestamp: required with start: timestamp "
-                    "(epoch milliseconds or ISO-8601)");
+        VFAIL(c, n,
+              "start.timestamp: required with start: timestamp "
+              "(epoch milliseconds or ISO-8601)");
     if (!at_ts && *sts)
         VFAIL(c, n, "start.timestamp: only used with start: timestamp");
     tdm_time_ms sts_ms;
     if (*sts && !tdm__start_ts_parse(sts, &sts_ms))
-        VFAIL(c, n, "start.timestamp: expected epoch milliseconds or "
-                    "ISO-8601 like \"2026-12-02T10:00:00Z\", got \"%s\"",
+        VFAIL(c, n,
+              "start.timestamp: expected epoch milliseconds or "
+              "ISO-8601 like \"2026-12-02T10:00:00Z\", got \"%s\"",
               sts);
     if (*tdm__node_str(n, "partition.field"))
-        VFAIL(c, n, "partition.field: kafka sources are partitioned by "
-                    "their topic partitions; remove it");
+        VFAIL(c, n,
+              "partition.field: kafka sources are partitioned by "
+              "their topic partitions; remove it");
     const char *kf = tdm__node_str(n, "key.field");
     if (*kf) {
         tdm_type t = TDM_TYPE_INT64;
@@ -223,26 +231,34 @@ static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
         if (err != TDM_OK)
             return err;
         if (t != TDM_TYPE_STRING)
-            VFAIL(c, n, "key.field: \"%s\" is %s, expected string (it "
-                        "receives the message key)",
+            VFAIL(c, n,
+                  "key.field: \"%s\" is %s, expected string (it "
+                  "receives the message key)",
                   kf, type_name(t));
     }
-    bool ts_message =
-        n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE;
+    bool ts_message = n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE;
     if (ts_message && *tdm__node_str(n, "timestamp.field"))
-        VFAIL(c, n, "timestamp.field: the event time comes from the "
-                    "message (timestamp.source: message); remove "
-                    "timestamp.field or set timestamp.source: field");
+        VFAIL(c, n,
+              "timestamp.field: the event time comes from the "
+              "message (timestamp.source: message); remove "
+              "timestamp.field or set timestamp.source: field");
     if (ts_message && n->spec.src.time != TDM__SOURCE_TIME_EVENT)
-        VFAIL(c, n, "timestamp.source: message timestamps are event time, "
-                    "but time is not event");
+        VFAIL(c, n,
+              "timestamp.source: message timestamps are event time, "
+              "but time is not event");
     return TDM_OK;
 }
 
 /* Keys that only mean something to a Kafka source. */
 static const char *const kafka_only_keys[] = {
-    "brokers", "topics", "topic_pattern", "group", "start.timestamp",
-    "key.field", "repartition.writers", "repartition.writer_timeout",
+    "brokers",
+    "topics",
+    "topic_pattern",
+    "group",
+    "start.timestamp",
+    "key.field",
+    "repartition.writers",
+    "repartition.writer_timeout",
 };
 
 /* The keys of a TCP source (docs/tcp.md).  Any of them on another
@@ -250,19 +266,19 @@ static const char *const kafka_only_keys[] = {
  * reconnects and a back-off longer than its maximum: a setting that
  * cannot take effect is a mistake to report, not to ignore. */
 static const char *const tcp_keys[] = {
-    "tcp.address", "tcp.on_close", "tcp.connect_timeout",
-    "tcp.reconnect.timeout", "tcp.reconnect.backoff",
-    "tcp.reconnect.max_backoff",
+    "tcp.address",           "tcp.on_close",
+    "tcp.connect_timeout",   "tcp.reconnect.timeout",
+    "tcp.reconnect.backoff", "tcp.reconnect.max_backoff",
 };
 
-static tdm_err validate_tcp_source(vctx *c, tdm_node *n,
-                                   tdm__source_type type)
+static tdm_err validate_tcp_source(vctx *c, tdm_node *n, tdm__source_type type)
 {
     if (type != TDM__SOURCE_TYPE_TCP) {
         for (size_t k = 0; k < sizeof tcp_keys / sizeof tcp_keys[0]; k++)
             if (node_set(n, tcp_keys[k]))
-                VFAIL(c, n, "%s: only tcp sources take it (type is not "
-                            "tcp)",
+                VFAIL(c, n,
+                      "%s: only tcp sources take it (type is not "
+                      "tcp)",
                       tcp_keys[k]);
         return TDM_OK;
     }
@@ -277,12 +293,14 @@ static tdm_err validate_tcp_source(vctx *c, tdm_node *n,
                             ? "tcp.reconnect.backoff"
                             : "tcp.reconnect.max_backoff";
         if (node_set(n, k))
-            VFAIL(c, n, "%s: the source never reconnects "
-                        "(tcp.reconnect.timeout is 0)",
+            VFAIL(c, n,
+                  "%s: the source never reconnects "
+                  "(tcp.reconnect.timeout is 0)",
                   k);
     } else if (max < backoff) {
-        VFAIL(c, n, "tcp.reconnect.max_backoff: %lld ms is less than "
-                    "tcp.reconnect.backoff (%lld ms)",
+        VFAIL(c, n,
+              "tcp.reconnect.max_backoff: %lld ms is less than "
+              "tcp.reconnect.backoff (%lld ms)",
               (long long)max, (long long)backoff);
     }
     return TDM_OK;
@@ -321,8 +339,9 @@ static tdm_err validate_not_kafka(vctx *c, tdm_node *n)
         VFAIL(c, n, "kafka.%s: only kafka sources take kafka.* properties",
               tdm__node_val(n, "kafka.*")->props[0]);
     if (n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE)
-        VFAIL(c, n, "timestamp.source: message timestamps exist only for "
-                    "kafka sources");
+        VFAIL(c, n,
+              "timestamp.source: message timestamps exist only for "
+              "kafka sources");
     if (n->spec.src.repartition != TDM__REPARTITION_NEVER)
         VFAIL(c, n, "repartition: only kafka sources re-partition");
     return TDM_OK;
@@ -333,14 +352,16 @@ static tdm_err validate_alignment(vctx *c, tdm_node *n)
 {
     if (*tdm__node_str(n, "watermark.alignment.group") &&
         tdm__node_int(n, "watermark.alignment.max_drift") <= 0)
-        VFAIL(c, n, "watermark.alignment.max_drift: required (> 0) with "
-                    "watermark.alignment.group");
+        VFAIL(c, n,
+              "watermark.alignment.max_drift: required (> 0) with "
+              "watermark.alignment.group");
     if (!*tdm__node_str(n, "watermark.alignment.group") &&
         (node_set(n, "watermark.alignment.max_drift") ||
          node_set(n, "watermark.alignment.update_interval")))
-        VFAIL(c, n, "watermark.alignment.group: required with "
-                    "watermark.alignment.max_drift (sources with the same "
-                    "group are aligned)");
+        VFAIL(c, n,
+              "watermark.alignment.group: required with "
+              "watermark.alignment.max_drift (sources with the same "
+              "group are aligned)");
     return TDM_OK;
 }
 
@@ -356,8 +377,9 @@ static tdm_err validate_nexmark_kinds(vctx *c, tdm_node *n)
                      (len == 7 && !strncmp(p, "auction", 7)) ||
                      (len == 3 && !strncmp(p, "bid", 3));
         if (!known)
-            VFAIL(c, n, "generator.nexmark.kinds: \"%.*s\" is not person, "
-                        "auction or bid",
+            VFAIL(c, n,
+                  "generator.nexmark.kinds: \"%.*s\" is not person, "
+                  "auction or bid",
                   (int)len, p);
         any = true;
         p += len + (p[len] == ',');
@@ -374,8 +396,9 @@ static tdm_err validate_generator(vctx *c, tdm_node *n)
     int64_t parts = tdm__node_int(n, "generator.partitions");
     int64_t idle = tdm__node_int(n, "generator.idle_partition");
     if (idle >= parts)
-        VFAIL(c, n, "generator.idle_partition: %lld is not a partition "
-                    "(generator.partitions is %lld)",
+        VFAIL(c, n,
+              "generator.idle_partition: %lld is not a partition "
+              "(generator.partitions is %lld)",
               (long long)idle, (long long)parts);
     if (n->spec.src.gen_kind == TDM__GENERATOR_KIND_NEXMARK)
         return validate_nexmark_kinds(c, n);
@@ -387,8 +410,9 @@ static tdm_err validate_connector(vctx *c, tdm_node *n)
 {
     tdm__source_type type = n->spec.src.type;
     if (type == TDM__SOURCE_TYPE_FILE && !*tdm__node_str(n, "path"))
-        VFAIL(c, n, "path: required for file sources (a file, a glob or "
-                    "\"-\" for standard input)");
+        VFAIL(c, n,
+              "path: required for file sources (a file, a glob or "
+              "\"-\" for standard input)");
     tdm_err err = validate_tcp_source(c, n, type);
     if (err == TDM_OK && type == TDM__SOURCE_TYPE_GENERATOR)
         err = validate_generator(c, n);
@@ -400,11 +424,9 @@ static tdm_err validate_connector(vctx *c, tdm_node *n)
 static const char *source_ts_field(const tdm_node *n)
 {
     const char *tsf = tdm__node_str(n, "timestamp.field");
-    if (!*tsf && n->spec.src.type == TDM__SOURCE_TYPE_GENERATOR &&
-        !n->src_vt)
-        tsf = n->spec.src.gen_kind == TDM__GENERATOR_KIND_NEXMARK
-                  ? "date_time"
-                  : "ts";
+    if (!*tsf && n->spec.src.type == TDM__SOURCE_TYPE_GENERATOR && !n->src_vt)
+        tsf = n->spec.src.gen_kind == TDM__GENERATOR_KIND_NEXMARK ? "date_time"
+                                                                  : "ts";
     return tsf;
 }
 
@@ -413,20 +435,23 @@ static const char *source_ts_field(const tdm_node *n)
 static tdm_err validate_event_time(vctx *c, tdm_node *n, const char *tsf)
 {
     if (!*tsf)
-        VFAIL(c, n, "timestamp.field: required for event time (or set "
-                    "time: ingestion)");
+        VFAIL(c, n,
+              "timestamp.field: required for event time (or set "
+              "time: ingestion)");
     tdm_type t = TDM_TYPE_INT64;
     tdm_err err = check_field(c, n, "timestamp.field", n, tsf, &t);
     if (err != TDM_OK)
         return err;
     bool iso = n->spec.src.ts_unit == TDM__TIMESTAMP_UNIT_ISO8601;
     if (iso && t != TDM_TYPE_STRING && t != TDM_TYPE_TIMESTAMP)
-        VFAIL(c, n, "timestamp.field: \"%s\" is %s, but timestamp.unit "
-                    "iso8601 needs a string or timestamp field",
+        VFAIL(c, n,
+              "timestamp.field: \"%s\" is %s, but timestamp.unit "
+              "iso8601 needs a string or timestamp field",
               tsf, type_name(t));
     if (!iso && t != TDM_TYPE_INT64 && t != TDM_TYPE_TIMESTAMP)
-        VFAIL(c, n, "timestamp.field: \"%s\" is %s, expected int64 or "
-                    "timestamp (or timestamp.unit: iso8601)",
+        VFAIL(c, n,
+              "timestamp.field: \"%s\" is %s, expected int64 or "
+              "timestamp (or timestamp.unit: iso8601)",
               tsf, type_name(t));
     return TDM_OK;
 }
@@ -438,21 +463,24 @@ static tdm_err validate_source_watermark(vctx *c, tdm_node *n)
     if (n->spec.src.wm_strategy == TDM__WATERMARK_STRATEGY_PUNCTUATED) {
         const char *mf = tdm__node_str(n, "watermark.marker_field");
         if (!*mf)
-            VFAIL(c, n, "watermark.marker_field: required for the punctuated "
-                        "strategy (a bool field)");
+            VFAIL(c, n,
+                  "watermark.marker_field: required for the punctuated "
+                  "strategy (a bool field)");
         tdm_type t = TDM_TYPE_INT64;
         tdm_err err = check_field(c, n, "watermark.marker_field", n, mf, &t);
         if (err != TDM_OK)
             return err;
         if (t != TDM_TYPE_BOOL)
-            VFAIL(c, n, "watermark.marker_field: \"%s\" is %s, expected "
-                        "bool",
+            VFAIL(c, n,
+                  "watermark.marker_field: \"%s\" is %s, expected "
+                  "bool",
                   mf, type_name(t));
     }
     if (tdm__node_int(n, "watermark.idle_timeout") > 0 &&
         tdm__node_int(n, "watermark.interval") == 0)
-        VFAIL(c, n, "watermark.idle_timeout: idleness is judged at periodic "
-                    "emissions, but watermark.interval is 0");
+        VFAIL(c, n,
+              "watermark.idle_timeout: idleness is judged at periodic "
+              "emissions, but watermark.interval is 0");
     return TDM_OK;
 }
 
@@ -470,8 +498,9 @@ static tdm_err validate_source_outputs(vctx *c, tdm_node *n)
     /* Kafka commits cover what the windows wrote; a pass-through has no
      * part in that protocol yet. */
     if (n->spec.src.type == TDM__SOURCE_TYPE_KAFKA && !n->src_vt)
-        VFAIL(c, n, "sink: kafka sources cannot write to a sink directly "
-                    "(read them with a window or join)");
+        VFAIL(c, n,
+              "sink: kafka sources cannot write to a sink directly "
+              "(read them with a window or join)");
     return check_sink_ref(c, n, "sink", false);
 }
 
@@ -511,16 +540,19 @@ static tdm_err check_input(vctx *c, const tdm_node *n, const char *key,
 {
     tdm_node *t = tdm_job_node(c->job, name);
     if (!t)
-        VFAIL(c, n, "%s: unknown node \"%s\" (expected the name of a "
-                    "source, window or join)",
+        VFAIL(c, n,
+              "%s: unknown node \"%s\" (expected the name of a "
+              "source, window or join)",
               key, name);
     if (t->kind == TDM_NODE_SINK)
-        VFAIL(c, n, "%s: \"%s\" is a sink, expected a source, window or "
-                    "join",
+        VFAIL(c, n,
+              "%s: \"%s\" is a sink, expected a source, window or "
+              "join",
               key, name);
     if (t == n)
-        VFAIL(c, n, "%s: \"%s\" is this %s itself; an operator cannot "
-                    "read its own output",
+        VFAIL(c, n,
+              "%s: \"%s\" is this %s itself; an operator cannot "
+              "read its own output",
               key, name, tdm__node_kind_name(n->kind));
     *out = t;
     return TDM_OK;
@@ -580,8 +612,9 @@ static tdm_err window_inputs(vctx *c, const tdm_node *n, tdm_node **srcs,
 {
     const tdm__conf_val *from = tdm__node_val(n, "from");
     if (from->n_fields == 0)
-        VFAIL(c, n, "from: required (the name of a source, or several for "
-                    "a union)");
+        VFAIL(c, n,
+              "from: required (the name of a source, or several for "
+              "a union)");
     if (from->n_fields > max)
         VFAIL(c, n, "from: at most %d inputs", max);
     for (int i = 0; i < from->n_fields; i++) {
@@ -608,8 +641,8 @@ static void set_out_schema(vctx *c, tdm_node *n, tdm__schema *fresh)
 
 /* Appends field @p name (copied, with @p prefix if not NULL) of @p type
  * to a schema being built with room for it. */
-static tdm_err out_field(tdm__schema *s, const char *prefix,
-                         const char *name, tdm_type type)
+static tdm_err out_field(tdm__schema *s, const char *prefix, const char *name,
+                         tdm_type type)
 {
     size_t l = (prefix ? strlen(prefix) : 0) + strlen(name) + 1;
     char *p = tdm__malloc(l);
@@ -629,9 +662,9 @@ static tdm_err window_out_schema(vctx *c, tdm_node *n, const tdm_node *in0)
     const tdm__conf_val *kb = tdm__node_val(n, "key_by");
     const tdm__conf_val *ag = tdm__node_val(n, "aggregates");
     const tdm__schema *s0 = tdm__node_schema(in0);
-    tdm__schema o = { 0, NULL };
-    o.fields = tdm__calloc((size_t)(kb->n_fields + ag->n_aggs + 2),
-                           sizeof *o.fields);
+    tdm__schema o = {0, NULL};
+    o.fields =
+        tdm__calloc((size_t)(kb->n_fields + ag->n_aggs + 2), sizeof *o.fields);
     tdm_err err = o.fields ? TDM_OK : TDM_ERR_NOMEM;
     for (int k = 0; err == TDM_OK && k < kb->n_fields; k++) {
         int f = tdm__schema_find(s0, kb->fields[k]);
@@ -662,14 +695,13 @@ static tdm_err join_out_schema(vctx *c, tdm_node *n, const tdm_node *l,
 {
     const tdm__schema *ls = tdm__node_schema(l);
     const tdm__schema *rs = tdm__node_schema(r);
-    tdm__schema o = { 0, NULL };
+    tdm__schema o = {0, NULL};
     o.fields = tdm__calloc((size_t)(ls->n + rs->n + 1), sizeof *o.fields);
     tdm_err err = o.fields ? TDM_OK : TDM_ERR_NOMEM;
     for (int i = 0; err == TDM_OK && i < ls->n; i++)
         err = out_field(&o, "left.", ls->fields[i].name, ls->fields[i].type);
     for (int i = 0; err == TDM_OK && i < rs->n; i++)
-        err = out_field(&o, "right.", rs->fields[i].name,
-                        rs->fields[i].type);
+        err = out_field(&o, "right.", rs->fields[i].name, rs->fields[i].type);
     if (err == TDM_OK)
         err = out_field(&o, NULL, "ts", TDM_TYPE_TIMESTAMP);
     if (err != TDM_OK) {
@@ -690,10 +722,9 @@ static tdm_err join_filter(vctx *c, tdm_node *n)
         char msg[400] = "";
         x = tdm__calloc(1, sizeof *x);
         if (!x)
-            return tdm__errf(c->errbuf, c->n, TDM_ERR_NOMEM,
-                             "out of memory");
-        tdm_err err = tdm__expr_compile(text, &n->out_schema, &x->filter,
-                                        msg, sizeof msg);
+            return tdm__errf(c->errbuf, c->n, TDM_ERR_NOMEM, "out of memory");
+        tdm_err err = tdm__expr_compile(text, &n->out_schema, &x->filter, msg,
+                                        sizeof msg);
         if (err == TDM_OK &&
             tdm__expr_result_type(x->filter) != TDM__EXPR_BOOL &&
             tdm__expr_result_type(x->filter) != TDM__EXPR_NULL) {
@@ -726,19 +757,21 @@ static tdm_err check_op_output(vctx *c, const tdm_node *n)
     bool consumed = op_consumed(c->job, n, &reader);
     if (consumed && n->kind == TDM_NODE_WINDOW &&
         n->spec.win.output_mode != TDM__OUTPUT_MODE_APPEND)
-        VFAIL(c, n, "output_mode: %s \"%s\" reads this window, which "
-                    "needs output_mode: append (downstream operators take "
-                    "every pane as a record; updates and retractions "
-                    "would be counted again)",
+        VFAIL(c, n,
+              "output_mode: %s \"%s\" reads this window, which "
+              "needs output_mode: append (downstream operators take "
+              "every pane as a record; updates and retractions "
+              "would be counted again)",
               tdm__node_kind_name(reader->kind), reader->name);
     if (consumed && n->kind == TDM_NODE_WINDOW) {
         const tdm__conf_val *ag = tdm__node_val(n, "aggregates");
         for (int a = 0; a < ag->n_aggs; a++)
             if (strcmp(ag->aggs[a].as, "window_start") == 0 ||
                 strcmp(ag->aggs[a].as, "window_end") == 0)
-                VFAIL(c, n, "aggregates: output name \"%s\" is a column "
-                            "of the window's output stream (read by %s "
-                            "\"%s\"); rename it with \"as\"",
+                VFAIL(c, n,
+                      "aggregates: output name \"%s\" is a column "
+                      "of the window's output stream (read by %s "
+                      "\"%s\"); rename it with \"as\"",
                       ag->aggs[a].as, tdm__node_kind_name(reader->kind),
                       reader->name);
     }
@@ -761,13 +794,15 @@ static tdm_err window_time_inputs(vctx *c, const tdm_node *n,
         if (!proc_time_output(srcs[i]))
             continue;
         if (srcs[i]->kind == TDM_NODE_SOURCE)
-            VFAIL(c, n, "window.time: event-time windows need watermarks, "
-                        "but source \"%s\" uses time: processing (set "
-                        "window.time: processing)",
+            VFAIL(c, n,
+                  "window.time: event-time windows need watermarks, "
+                  "but source \"%s\" uses time: processing (set "
+                  "window.time: processing)",
                   srcs[i]->name);
-        VFAIL(c, n, "window.time: event-time windows need watermarks, but "
-                    "window \"%s\" is a processing-time window (its results "
-                    "carry no event time; set window.time: processing)",
+        VFAIL(c, n,
+              "window.time: event-time windows need watermarks, but "
+              "window \"%s\" is a processing-time window (its results "
+              "carry no event time; set window.time: processing)",
               srcs[i]->name);
     }
     return TDM_OK;
@@ -787,13 +822,13 @@ static tdm_err union_field(vctx *c, const tdm_node *n, const char *key,
         if (i == 0)
             t0 = t;
         else if (!types_compatible(t0, t))
-            VFAIL(c, n, "%s: field \"%s\" is %s in \"%s\" but %s in "
-                        "\"%s\"%s",
+            VFAIL(c, n,
+                  "%s: field \"%s\" is %s in \"%s\" but %s in "
+                  "\"%s\"%s",
                   key, field, type_name(t0), srcs[0]->name, type_name(t),
                   srcs[i]->name,
-                  strcmp(key, "key_by") == 0
-                      ? "; a union needs the same types"
-                      : "");
+                  strcmp(key, "key_by") == 0 ? "; a union needs the same types"
+                                             : "");
     }
     *type = t0;
     return TDM_OK;
@@ -807,8 +842,9 @@ static tdm_err window_agg(vctx *c, const tdm_node *n, tdm_node *const *srcs,
 {
     for (int k = 0; k < kb->n_fields; k++)
         if (strcmp(kb->fields[k], sp->as) == 0)
-            VFAIL(c, n, "aggregates: output name \"%s\" is also a key_by "
-                        "field; rename it with \"as\"",
+            VFAIL(c, n,
+                  "aggregates: output name \"%s\" is also a key_by "
+                  "field; rename it with \"as\"",
                   sp->as);
     if (!sp->field)
         return TDM_OK;
@@ -818,14 +854,16 @@ static tdm_err window_agg(vctx *c, const tdm_node *n, tdm_node *const *srcs,
         return err;
     bool numeric = t0 == TDM_TYPE_INT64 || t0 == TDM_TYPE_DOUBLE;
     if ((sp->fn == TDM__FN_SUM || sp->fn == TDM__FN_AVG) && !numeric)
-        VFAIL(c, n, "aggregates: %s(%s) needs an int64 or double field, "
-                    "\"%s\" is %s",
+        VFAIL(c, n,
+              "aggregates: %s(%s) needs an int64 or double field, "
+              "\"%s\" is %s",
               tdm__conf_aggfn_name(sp->fn), sp->field, sp->field,
               type_name(t0));
     if ((sp->fn == TDM__FN_MIN || sp->fn == TDM__FN_MAX) && !numeric &&
         t0 != TDM_TYPE_TIMESTAMP)
-        VFAIL(c, n, "aggregates: %s(%s) needs an int64, double or timestamp "
-                    "field, \"%s\" is %s",
+        VFAIL(c, n,
+              "aggregates: %s(%s) needs an int64, double or timestamp "
+              "field, \"%s\" is %s",
               tdm__conf_aggfn_name(sp->fn), sp->field, sp->field,
               type_name(t0));
     return TDM_OK;
@@ -833,14 +871,13 @@ static tdm_err window_agg(vctx *c, const tdm_node *n, tdm_node *const *srcs,
 
 /* Key fields in every input with matching types; aggregates whose
  * fields exist and suit the function. */
-static tdm_err window_fields(vctx *c, const tdm_node *n,
-                             tdm_node *const *srcs, int ns)
+static tdm_err window_fields(vctx *c, const tdm_node *n, tdm_node *const *srcs,
+                             int ns)
 {
     const tdm__conf_val *kb = tdm__node_val(n, "key_by");
     for (int k = 0; k < kb->n_fields; k++) {
         tdm_type t;
-        tdm_err err = union_field(c, n, "key_by", srcs, ns, kb->fields[k],
-                                  &t);
+        tdm_err err = union_field(c, n, "key_by", srcs, ns, kb->fields[k], &t);
         if (err != TDM_OK)
             return err;
     }
@@ -863,11 +900,13 @@ static tdm_err window_sizes(vctx *c, const tdm_node *n)
     switch (w->type) {
     case TDM__WINDOW_TYPE_TUMBLING:
         if (size <= 0)
-            VFAIL(c, n, "window.size: required for tumbling windows (e.g. "
-                        "\"10s\")");
+            VFAIL(c, n,
+                  "window.size: required for tumbling windows (e.g. "
+                  "\"10s\")");
         if (off <= -size || off >= size)
-            VFAIL(c, n, "window.offset: must be smaller than window.size in "
-                        "magnitude (got %lld ms for a size of %lld ms)",
+            VFAIL(c, n,
+                  "window.offset: must be smaller than window.size in "
+                  "magnitude (got %lld ms for a size of %lld ms)",
                   (long long)off, (long long)size);
         break;
     case TDM__WINDOW_TYPE_SLIDING:
@@ -876,8 +915,9 @@ static tdm_err window_sizes(vctx *c, const tdm_node *n)
         if (slide <= 0)
             VFAIL(c, n, "window.slide: required for sliding windows");
         if (off <= -slide || off >= slide)
-            VFAIL(c, n, "window.offset: must be smaller than window.slide "
-                        "in magnitude (got %lld ms for a slide of %lld ms)",
+            VFAIL(c, n,
+                  "window.offset: must be smaller than window.slide "
+                  "in magnitude (got %lld ms for a slide of %lld ms)",
                   (long long)off, (long long)slide);
         break;
     case TDM__WINDOW_TYPE_SESSION:
@@ -887,9 +927,10 @@ static tdm_err window_sizes(vctx *c, const tdm_node *n)
     case TDM__WINDOW_TYPE_GLOBAL:
         if (w->trigger == TDM__TRIGGER_DEFAULT ||
             w->trigger == TDM__TRIGGER_NEVER)
-            VFAIL(c, n, "trigger: a global window never fires with the %s "
-                        "trigger; choose count, processing_time or "
-                        "continuous_event_time",
+            VFAIL(c, n,
+                  "trigger: a global window never fires with the %s "
+                  "trigger; choose count, processing_time or "
+                  "continuous_event_time",
                   w->trigger == TDM__TRIGGER_DEFAULT ? "default" : "never");
         break;
     }
@@ -915,12 +956,14 @@ static tdm_err window_params(vctx *c, const tdm_node *n)
         VFAIL(c, n, "trigger.count: required for the count trigger");
     if (w->trigger == TDM__TRIGGER_CONTINUOUS_EVENT_TIME &&
         w->trigger_interval_ms <= 0)
-        VFAIL(c, n, "trigger.interval: required for the "
-                    "continuous_event_time trigger");
+        VFAIL(c, n,
+              "trigger.interval: required for the "
+              "continuous_event_time trigger");
     if (w->trigger == TDM__TRIGGER_CONTINUOUS_EVENT_TIME &&
         w->time == TDM__WINDOW_TIME_PROCESSING)
-        VFAIL(c, n, "trigger: continuous_event_time needs window.time: "
-                    "event");
+        VFAIL(c, n,
+              "trigger: continuous_event_time needs window.time: "
+              "event");
     return TDM_OK;
 }
 
@@ -950,19 +993,21 @@ static tdm_err validate_window(vctx *c, tdm_node *n)
 static tdm_err validate_join(vctx *c, tdm_node *n)
 {
     tdm_node *side[2];
-    static const char *const side_key[2] = { "left", "right" };
+    static const char *const side_key[2] = {"left", "right"};
     for (int s = 0; s < 2; s++) {
         const char *name = tdm__node_str(n, side_key[s]);
         if (!*name)
-            VFAIL(c, n, "%s: required (the name of a source, window or "
-                        "join)",
+            VFAIL(c, n,
+                  "%s: required (the name of a source, window or "
+                  "join)",
                   side_key[s]);
         tdm_err err = check_input(c, n, side_key[s], name, &side[s]);
         if (err != TDM_OK)
             return err;
         if (proc_time_output(side[s]))
-            VFAIL(c, n, "%s: joins need event or ingestion time, but %s "
-                        "\"%s\" %s",
+            VFAIL(c, n,
+                  "%s: joins need event or ingestion time, but %s "
+                  "\"%s\" %s",
                   side_key[s], tdm__node_kind_name(side[s]->kind), name,
                   side[s]->kind == TDM_NODE_SOURCE
                       ? "uses time: processing"
@@ -974,27 +1019,27 @@ static tdm_err validate_join(vctx *c, tdm_node *n)
     const tdm__conf_val *lk = tdm__node_val(n, "left_key");
     const tdm__conf_val *rk = tdm__node_val(n, "right_key");
     if (lk->n_fields == 0)
-        VFAIL(c, n, "left_key: required (the key field(s) of the left "
-                    "input)");
+        VFAIL(c, n,
+              "left_key: required (the key field(s) of the left "
+              "input)");
     if (rk->n_fields == 0)
-        VFAIL(c, n, "right_key: required (the key field(s) of the right "
-                    "input)");
+        VFAIL(c, n,
+              "right_key: required (the key field(s) of the right "
+              "input)");
     if (lk->n_fields != rk->n_fields)
-        VFAIL(c, n, "right_key: %d field(s), but left_key has %d",
-              rk->n_fields, lk->n_fields);
+        VFAIL(c, n, "right_key: %d field(s), but left_key has %d", rk->n_fields,
+              lk->n_fields);
     for (int k = 0; k < lk->n_fields; k++) {
         tdm_type lt = TDM_TYPE_INT64, rt = TDM_TYPE_INT64;
-        tdm_err err = check_field(c, n, "left_key", side[0], lk->fields[k],
-                                  &lt);
+        tdm_err err =
+            check_field(c, n, "left_key", side[0], lk->fields[k], &lt);
         if (err == TDM_OK)
-            err = check_field(c, n, "right_key", side[1], rk->fields[k],
-                              &rt);
+            err = check_field(c, n, "right_key", side[1], rk->fields[k], &rt);
         if (err != TDM_OK)
             return err;
         if (!types_compatible(lt, rt))
             VFAIL(c, n, "right_key: \"%s\" is %s but left key \"%s\" is %s",
-                  rk->fields[k], type_name(rt), lk->fields[k],
-                  type_name(lt));
+                  rk->fields[k], type_name(rt), lk->fields[k], type_name(lt));
     }
     const tdm__join_spec *js = &n->spec.join;
     if (js->type == TDM__JOIN_TYPE_INTERVAL) {
@@ -1002,9 +1047,10 @@ static tdm_err validate_join(vctx *c, tdm_node *n)
         int64_t elo = js->lower_inclusive ? lo : tdm__time_add_sat(lo, 1);
         int64_t ehi = js->upper_inclusive ? hi : tdm__time_sub_sat(hi, 1);
         if (elo > ehi)
-            VFAIL(c, n, "lower/upper: the interval [%lld, %lld] ms (after "
-                        "exclusive bounds) is empty; lower must not exceed "
-                        "upper",
+            VFAIL(c, n,
+                  "lower/upper: the interval [%lld, %lld] ms (after "
+                  "exclusive bounds) is empty; lower must not exceed "
+                  "upper",
                   (long long)elo, (long long)ehi);
     } else {
         if (js->size_ms <= 0)
@@ -1037,8 +1083,9 @@ static tdm_err validate_sink(vctx *c, tdm_node *n)
     if (type == TDM__SINK_TYPE_KAFKA) {
         if (!*tdm__node_str(n, "brokers") &&
             !tdm__conf_prop(tdm__node_val(n, "kafka.*"), "bootstrap.servers"))
-            VFAIL(c, n, "brokers: required for kafka sinks (\"host:port,"
-                        "...\", or kafka.bootstrap.servers)");
+            VFAIL(c, n,
+                  "brokers: required for kafka sinks (\"host:port,"
+                  "...\", or kafka.bootstrap.servers)");
         if (!*tdm__node_str(n, "topic"))
             VFAIL(c, n, "topic: required for kafka sinks");
         if (n->spec.sink.format != TDM__SINK_FORMAT_JSON)
@@ -1050,14 +1097,15 @@ static tdm_err validate_sink(vctx *c, tdm_node *n)
             VFAIL(c, n, "%s: only kafka sinks take it (type is not kafka)",
                   *tdm__node_str(n, "brokers") ? "brokers" : "topic");
         if (tdm__node_val(n, "kafka.*")->n_props > 0)
-            VFAIL(c, n, "kafka.%s: only kafka sinks take kafka.* "
-                        "properties",
+            VFAIL(c, n,
+                  "kafka.%s: only kafka sinks take kafka.* "
+                  "properties",
                   tdm__node_val(n, "kafka.*")->props[0]);
     }
     return TDM_OK;
 }
 
-static const char *const mode_names[] = { "append", "upsert", "retract" };
+static const char *const mode_names[] = {"append", "upsert", "retract"};
 
 /* True when some window or join reads source @p s, or it writes to a
  * sink itself. */
@@ -1123,8 +1171,9 @@ static tdm_err validate_op(vctx *c, tdm_node *n)
                     path + used, sizeof path - used, "%s%s reads %s",
                     d > from ? ", " : "", c->stack[d]->name,
                     d + 1 < c->depth ? c->stack[d + 1]->name : in->name);
-            VFAIL(c, n, "%s: \"%s\" closes a cycle (%s); an operator "
-                        "cannot read its own output, even through others",
+            VFAIL(c, n,
+                  "%s: \"%s\" closes a cycle (%s); an operator "
+                  "cannot read its own output, even through others",
                   n->kind == TDM_NODE_WINDOW ? "from"
                   : j == 0                   ? "left"
                                              : "right",
@@ -1147,14 +1196,13 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
     if (!job)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "job must not be NULL");
-    vctx c = { job, errbuf, errbuf_size, NULL, NULL, 0 };
+    vctx c = {job, errbuf, errbuf_size, NULL, NULL, 0};
     c.state = tdm__calloc((size_t)job->n_nodes + 1, 1);
     c.stack = tdm__calloc((size_t)job->n_nodes + 1, sizeof *c.stack);
     if (!c.state || !c.stack) {
         tdm__free(c.state);
         tdm__free(c.stack);
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
-                         "out of memory");
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM, "out of memory");
     }
     /* Specs first: a node's checks read the specs of the nodes it
      * refers to.  A running job's keys cannot change, nor its specs. */
@@ -1185,21 +1233,23 @@ static tdm_err validate_checkpointing(vctx *c)
             if (n->src_vt) {
                 if (n->src_vt->version < 3 || !n->src_vt->snapshot ||
                     !n->src_vt->restore)
-                    VFAIL(c, n, "checkpointing (checkpoint.dir): this "
-                                "source connector cannot save or restore "
-                                "its position");
+                    VFAIL(c, n,
+                          "checkpointing (checkpoint.dir): this "
+                          "source connector cannot save or restore "
+                          "its position");
                 continue;
             }
             if (type == TDM__SOURCE_TYPE_FILE &&
                 strcmp(tdm__node_str(n, "path"), "-") == 0)
-                VFAIL(c, n, "path: - (standard input) cannot be replayed: "
-                            "checkpointing (checkpoint.dir) needs a "
-                            "replayable source (file, generator)");
-            if (type == TDM__SOURCE_TYPE_STDIN ||
-                type == TDM__SOURCE_TYPE_TCP)
-                VFAIL(c, n, "type: %s cannot be replayed: checkpointing "
-                            "(checkpoint.dir) needs a replayable source "
-                            "(file, generator)",
+                VFAIL(c, n,
+                      "path: - (standard input) cannot be replayed: "
+                      "checkpointing (checkpoint.dir) needs a "
+                      "replayable source (file, generator)");
+            if (type == TDM__SOURCE_TYPE_STDIN || type == TDM__SOURCE_TYPE_TCP)
+                VFAIL(c, n,
+                      "type: %s cannot be replayed: checkpointing "
+                      "(checkpoint.dir) needs a replayable source "
+                      "(file, generator)",
                       type == TDM__SOURCE_TYPE_STDIN ? "stdin" : "tcp");
             /* Kafka: partitions are assigned by subtask from the listed
              * topics (docs/checkpoints.md, "Kafka sources"); the
@@ -1207,18 +1257,21 @@ static tdm_err validate_checkpointing(vctx *c)
              * the connector opens: "auto" is decided by the plan). */
             if (type == TDM__SOURCE_TYPE_KAFKA &&
                 *tdm__node_str(n, "topic_pattern"))
-                VFAIL(c, n, "topic_pattern cannot be used with "
-                            "checkpointing (checkpoint.dir): list the "
-                            "topics (partitions are assigned by subtask)");
+                VFAIL(c, n,
+                      "topic_pattern cannot be used with "
+                      "checkpointing (checkpoint.dir): list the "
+                      "topics (partitions are assigned by subtask)");
             if (type == TDM__SOURCE_TYPE_KAFKA &&
                 n->spec.src.repartition == TDM__REPARTITION_ALWAYS)
-                VFAIL(c, n, "repartition: always cannot be used with "
-                            "checkpointing (checkpoint.dir) yet");
+                VFAIL(c, n,
+                      "repartition: always cannot be used with "
+                      "checkpointing (checkpoint.dir) yet");
         } else if (n->kind == TDM_NODE_SINK && n->sink_vt &&
                    (n->sink_vt->version < 3 || !n->sink_vt->pre_commit)) {
-            VFAIL(c, n, "checkpointing (checkpoint.dir): this sink "
-                        "connector cannot take part in checkpoints "
-                        "(no pre_commit)");
+            VFAIL(c, n,
+                  "checkpointing (checkpoint.dir): this sink "
+                  "connector cannot take part in checkpoints "
+                  "(no pre_commit)");
         }
     }
     return TDM_OK;
@@ -1258,8 +1311,9 @@ static tdm_err validate_graph(vctx *cp)
         n_pass += job->nodes[i]->kind == TDM_NODE_SOURCE &&
                   *tdm__node_str(job->nodes[i], "sink");
     if (n_ops == 0 && n_pass == 0)
-        return vfail(&c, NULL, "no windows, joins or source sinks: nothing "
-                               "reads the sources");
+        return vfail(&c, NULL,
+                     "no windows, joins or source sinks: nothing "
+                     "reads the sources");
     /* A sink writes one output mode (its file format depends on it). */
     for (int i = 0; i < job->n_nodes; i++) {
         tdm_node *a = job->nodes[i];
@@ -1278,10 +1332,11 @@ static tdm_err validate_graph(vctx *cp)
                                       ? b->spec.win.output_mode
                                       : TDM__OUTPUT_MODE_APPEND;
             if (ma != mb)
-                return vfail(&c, a, "sink: \"%s\" also takes %s results "
-                                    "from %s \"%s\"; a sink takes one "
-                                    "output mode (give this one its own "
-                                    "sink)",
+                return vfail(&c, a,
+                             "sink: \"%s\" also takes %s results "
+                             "from %s \"%s\"; a sink takes one "
+                             "output mode (give this one its own "
+                             "sink)",
                              tdm__node_str(a, "sink"), mode_names[mb],
                              tdm__node_kind_name(b->kind), b->name);
         }
@@ -1289,9 +1344,10 @@ static tdm_err validate_graph(vctx *cp)
     for (int i = 0; i < job->n_nodes; i++) {
         tdm_node *n = job->nodes[i];
         if (n->kind == TDM_NODE_SOURCE && !source_used(job, n))
-            return vfail(&c, n, "not read by any window or join (add it to "
-                                "a window's \"from\" or a join, or give it "
-                                "a \"sink\")");
+            return vfail(&c, n,
+                         "not read by any window or join (add it to "
+                         "a window's \"from\" or a join, or give it "
+                         "a \"sink\")");
     }
     if (*tdm__job_str(job, "checkpoint.dir")) {
         tdm_err err = validate_checkpointing(&c);
@@ -1305,8 +1361,9 @@ static tdm_err validate_graph(vctx *cp)
     if (*dl) {
         tdm_node *t = tdm_job_node(job, dl);
         if (!t || t->kind != TDM_NODE_SINK)
-            return vfail(&c, NULL, "dead_letter: %s \"%s\" (expected the "
-                                   "name of a sink)",
+            return vfail(&c, NULL,
+                         "dead_letter: %s \"%s\" (expected the "
+                         "name of a sink)",
                          t ? "not a sink:" : "unknown node", dl);
     }
     return TDM_OK;

@@ -57,8 +57,8 @@ static void slice_free(tdm__rt_lslice *sl)
 
 /* The open slice of @p ts, made (or taken from the free list) when the
  * record must be folded; see localagg.h. */
-tdm__rt_lslice *tdm__rt_lagg_slice(tdm__rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
-                         bool *raw)
+tdm__rt_lslice *tdm__rt_lagg_slice(tdm__rt_lagg *la, tdm_time_ms ts,
+                                   tdm_time_ms wm, bool *raw)
 {
     *raw = true;
     /* No slice (or window) bound may saturate: records at the ends of
@@ -164,8 +164,9 @@ static bool ents_room(tdm__rt_lagg *la, tdm__rt_lslice *sl)
 }
 
 /* Adds the entry of a key not in @p sl (see localagg.h). */
-tdm__rt_lent *tdm__rt_lagg_insert(tdm__rt_lagg *la, tdm__rt_lslice *sl, uint64_t h,
-                        uint64_t fixed, const char *key, uint32_t len)
+tdm__rt_lent *tdm__rt_lagg_insert(tdm__rt_lagg *la, tdm__rt_lslice *sl,
+                                  uint64_t h, uint64_t fixed, const char *key,
+                                  uint32_t len)
 {
     /* The index stays at most half full. */
     if ((sl->n + 1) * 2 > sl->n_slots && !grow_index(la, sl))
@@ -192,7 +193,7 @@ tdm__rt_lent *tdm__rt_lagg_insert(tdm__rt_lagg *la, tdm__rt_lslice *sl, uint64_t
         sl->kused += len;
     }
     tdm__rt_lent *e = tdm__rt_lagg_ent(la, sl, sl->n);
-    *e = (tdm__rt_lent){ .h = h, .key = kw, .key_len = kl };
+    *e = (tdm__rt_lent){.h = h, .key = kw, .key_len = kl};
     /* A count's accumulator is one int64 (a constant size: no call). */
     if (la->count)
         memset(tdm__rt_lagg_acc(e), 0, sizeof(int64_t));
@@ -211,10 +212,12 @@ tdm__rt_lent *tdm__rt_lagg_insert(tdm__rt_lagg *la, tdm__rt_lslice *sl, uint64_t
 /* The count slot of fixed-width key @p key, not in @p cs (@p slots,
  * 2^(64 - @p shift); placement @p scatter): the first empty one of its
  * probe run; *@p dist: how far past its home that is. */
-static uint32_t cslot_free(const tdm__rt_cslot *cs, uint32_t slots, uint32_t shift,
-                           bool scatter, uint64_t key, uint32_t *dist)
+static uint32_t cslot_free(const tdm__rt_cslot *cs, uint32_t slots,
+                           uint32_t shift, bool scatter, uint64_t key,
+                           uint32_t *dist)
 {
-    uint32_t mask = slots - 1, i = tdm__rt_cslot_home(key, shift, mask, scatter);
+    uint32_t mask = slots - 1,
+             i = tdm__rt_cslot_home(key, shift, mask, scatter);
     uint32_t d = 0;
     while (cs[i].n) {
         i = (i + 1) & mask;
@@ -276,7 +279,7 @@ bool tdm__rt_lagg_cinsert(tdm__rt_lagg *la, tdm__rt_lslice *sl, uint64_t fixed)
             return false;
         i = cslot_free(sl->cs, sl->cs_slots, sl->cs_shift, true, fixed, &d);
     }
-    sl->cs[i] = (tdm__rt_cslot){ .key = fixed, .n = 1 };
+    sl->cs[i] = (tdm__rt_cslot){.key = fixed, .n = 1};
     sl->cs_n++;
     sl->ord[sl->n_ord++] = i;
     return true;
@@ -390,7 +393,8 @@ static bool msg_add(tdm__rt_partials **mp, tdm__rt_lagg *la, size_t hint,
         m->ents = ents;
         m->cap = (uint32_t)cap;
     }
-    tdm__rt_pent *pe = (tdm__rt_pent *)(void *)(m->ents + (size_t)m->n * m->stride);
+    tdm__rt_pent *pe =
+        (tdm__rt_pent *)(void *)(m->ents + (size_t)m->n * m->stride);
     memset(pe, 0, sizeof *pe);
     pe->ts = ts;
     pe->key_len = e->key_len;
@@ -430,13 +434,13 @@ static bool msg_add(tdm__rt_partials **mp, tdm__rt_lagg *la, size_t hint,
 
 /* Hands message @p m to window subtask @p j of edge @p ed (the
  * consumer frees it, or it is freed here when the run aborts). */
-static void send_msg(tdm__rt_src_task *t, tdm__rt_lagg *la, const tdm__rt_edge *ed, int j,
-                     tdm__rt_partials *m)
+static void send_msg(tdm__rt_src_task *t, tdm__rt_lagg *la,
+                     const tdm__rt_edge *ed, int j, tdm__rt_partials *m)
 {
     la->sent += m->n;
-    tdm__item it = { .kind = TDM__ITEM_PARTIAL,
-                     .ch = ed->input * t->run->P + t->index,
-                     .fence = m };
+    tdm__item it = {.kind = TDM__ITEM_PARTIAL,
+                    .ch = ed->input * t->run->P + t->index,
+                    .fence = m};
     if (!tdm__queue_push(&ed->op->tasks[j].q, &it))
         tdm__rt_partials_free(m);
 }
@@ -477,7 +481,8 @@ void tdm__rt_lagg_flush(tdm__rt_src_task *t, tdm__rt_lagg *la, tdm_time_ms wm)
                 e = tdm__rt_lagg_ent(la, sl, k);
             } else if (sl->ord[k] & RT_ORD_ENT) {
                 e = tdm__rt_lagg_ent(la, sl, sl->ord[k] & ~RT_ORD_ENT);
-                memcpy(&count, tdm__rt_lagg_acc((tdm__rt_lent *)e), sizeof count);
+                memcpy(&count, tdm__rt_lagg_acc((tdm__rt_lent *)e),
+                       sizeof count);
             } else {
                 /* A count slot, emptied as it is read (the slice's reset
                  * leaves the slots alone). */
@@ -485,8 +490,8 @@ void tdm__rt_lagg_flush(tdm__rt_src_task *t, tdm__rt_lagg *la, tdm_time_ms wm)
                     !(sl->ord[k + FLUSH_AHEAD] & RT_ORD_ENT))
                     __builtin_prefetch(&sl->cs[sl->ord[k + FLUSH_AHEAD]]);
                 tdm__rt_cslot *cs = &sl->cs[sl->ord[k]];
-                slot_key = (tdm__rt_lent){ .key = cs->key,
-                                      .key_len = TDM__SEL_FIXED };
+                slot_key =
+                    (tdm__rt_lent){.key = cs->key, .key_len = TDM__SEL_FIXED};
                 e = &slot_key;
                 count = cs->n;
                 cs->n = 0;
@@ -497,8 +502,7 @@ void tdm__rt_lagg_flush(tdm__rt_src_task *t, tdm__rt_lagg *la, tdm_time_ms wm)
                 /* The key's subtask, as route_edge finds it for rows. */
                 uint64_t h = e->key_len == TDM__SEL_FIXED
                                  ? tdm__key_fixed_hash(e->key)
-                                 : tdm__keys_hash(kbytes + e->key,
-                                                  e->key_len);
+                                 : tdm__keys_hash(kbytes + e->key, e->key_len);
                 j = run->owner[tdm__key_group(h, run->key_groups)];
             }
             if (!msg_add(&msg[j], la, hint, sl->start, e, kbytes, count))
@@ -536,7 +540,7 @@ nomem:
     }
     tdm__rt_lagg_set_cur(la, NULL);
     tdm__rt_fail(run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
-            t->src->node->name);
+                 t->src->node->name);
 }
 
 /* ---- Setup ---- */

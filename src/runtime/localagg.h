@@ -60,19 +60,19 @@ typedef struct tdm__rt_cslot {
 typedef struct tdm__rt_lslice {
     tdm_time_ms start, end;
     uint32_t *idx;
-    uint32_t shift;     /* index slot = h >> shift (64 - log2 slots) */
+    uint32_t shift; /* index slot = h >> shift (64 - log2 slots) */
     uint32_t n_slots;
-    char *ents;         /* n entries of the consumer's stride */
+    char *ents; /* n entries of the consumer's stride */
     uint32_t n, cap;
-    char *keys;         /* key bytes of keys that are not fixed-width */
+    char *keys; /* key bytes of keys that are not fixed-width */
     size_t kused, kcap;
-    tdm__rt_cslot *cs;       /* count slots (NULL until the first one) */
-    uint32_t cs_shift;  /* 64 - log2(cs_slots) */
-    uint32_t cs_slots;  /* slots (a power of two), at most half used */
-    uint32_t cs_n;      /* slots used */
-    bool cs_scatter;    /* their placement (tdm__rt_cslot_home) */
-    uint32_t *ord;      /* a single count's keys in creation order: slot
-                           numbers, or entry numbers | RT_ORD_ENT */
+    tdm__rt_cslot *cs; /* count slots (NULL until the first one) */
+    uint32_t cs_shift; /* 64 - log2(cs_slots) */
+    uint32_t cs_slots; /* slots (a power of two), at most half used */
+    uint32_t cs_n;     /* slots used */
+    bool cs_scatter;   /* their placement (tdm__rt_cslot_home) */
+    uint32_t *ord;     /* a single count's keys in creation order: slot
+                          numbers, or entry numbers | RT_ORD_ENT */
     uint32_t n_ord, ord_cap;
     struct tdm__rt_lslice *next; /* open list (by start) or free list */
 } tdm__rt_lslice;
@@ -80,38 +80,38 @@ typedef struct tdm__rt_lslice {
 /* The local aggregate of one source subtask for one consumer edge.  One
  * owner thread (the source subtask's). */
 struct tdm__rt_lagg {
-    tdm__rt_src_task *t;       /* the owner */
-    int edge;             /* index in the source's edges */
-    tdm_time_ms g, off;   /* slice size, offset (|off| < g) */
-    bool gaps;            /* sliding with slide > size: records between
-                             windows are routed raw */
+    tdm__rt_src_task *t;           /* the owner */
+    int edge;                      /* index in the source's edges */
+    tdm_time_ms g, off;            /* slice size, offset (|off| < g) */
+    bool gaps;                     /* sliding with slide > size: records between
+                                      windows are routed raw */
     tdm_time_ms size, slide, woff; /* the windows (gaps check) */
-    bool count;           /* a single count(): the accumulator is an
-                             int64 */
-    tdm__rowagg *ra;      /* otherwise the row aggregates, this
-                             subtask's own instance */
+    bool count;                    /* a single count(): the accumulator is an
+                                      int64 */
+    tdm__rowagg *ra;               /* otherwise the row aggregates, this
+                                      subtask's own instance */
     size_t acc_size, stride;
-    tdm__rt_lslice *open;      /* open slices, by start */
-    tdm__rt_lslice *free;      /* recycled slices (their memory kept) */
-    tdm__rt_lslice *cur;       /* the slice of the last folded record */
+    tdm__rt_lslice *open;  /* open slices, by start */
+    tdm__rt_lslice *free;  /* recycled slices (their memory kept) */
+    tdm__rt_lslice *cur;   /* the slice of the last folded record */
     tdm_time_ms cur_start; /* its start, and its width (0: no cur), so */
     uint64_t cur_g;        /* that "ts in cur" is one unsigned compare */
-    bool cs_scatter;      /* count slot placement of new slices: direct,
-                             or scatter once a slice had to
-                             (tdm__rt_cslot_home) */
-    tdm__keybuf kb;       /* key encoding scratch */
-    int64_t folded;       /* records folded (counted as they are sent) */
-    int64_t sent;         /* partial rows sent */
-    tdm__rt_ppool pool;        /* messages the consumers handed back */
-    bool pool_ok;         /* its mutex was initialised */
+    bool cs_scatter;       /* count slot placement of new slices: direct,
+                              or scatter once a slice had to
+                              (tdm__rt_cslot_home) */
+    tdm__keybuf kb;        /* key encoding scratch */
+    int64_t folded;        /* records folded (counted as they are sent) */
+    int64_t sent;          /* partial rows sent */
+    tdm__rt_ppool pool;    /* messages the consumers handed back */
+    bool pool_ok;          /* its mutex was initialised */
     struct tdm__rt_partials **msg; /* flush scratch: one message being filled
                                  per window subtask (P, all NULL between
                                  flushes) */
 };
 
 /* The entry @p i of slice @p sl. */
-static inline tdm__rt_lent *tdm__rt_lagg_ent(const tdm__rt_lagg *la, const tdm__rt_lslice *sl,
-                                   uint32_t i)
+static inline tdm__rt_lent *
+tdm__rt_lagg_ent(const tdm__rt_lagg *la, const tdm__rt_lslice *sl, uint32_t i)
 {
     return (tdm__rt_lent *)(void *)(sl->ents + (size_t)i * la->stride);
 }
@@ -144,7 +144,7 @@ static inline uint64_t tdm__rt_lagg_hash_fixed(uint64_t bits)
 /* The home count slot of fixed-width key @p key among @p mask + 1 =
  * 2^(64 - @p shift) slots, in scatter mode or not. */
 static inline uint32_t tdm__rt_cslot_home(uint64_t key, uint32_t shift,
-                                     uint32_t mask, bool scatter)
+                                          uint32_t mask, bool scatter)
 {
     return scatter ? (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> shift)
                    : (uint32_t)key & mask;
@@ -154,17 +154,19 @@ static inline uint32_t tdm__rt_cslot_home(uint64_t key, uint32_t shift,
  * made if needed, or NULL with *raw when the record must be routed raw
  * (its slice was flushed: end - 1 <= @p wm; between sliding windows; at
  * the ends of time), or NULL and !*raw when out of memory. */
-tdm__rt_lslice *tdm__rt_lagg_slice(tdm__rt_lagg *la, tdm_time_ms ts, tdm_time_ms wm,
-                         bool *raw);
+tdm__rt_lslice *tdm__rt_lagg_slice(tdm__rt_lagg *la, tdm_time_ms ts,
+                                   tdm_time_ms wm, bool *raw);
 /* Adds an entry for a key to @p sl (copies key bytes); NULL on OOM. */
-tdm__rt_lent *tdm__rt_lagg_insert(tdm__rt_lagg *la, tdm__rt_lslice *sl, uint64_t h,
-                        uint64_t fixed, const char *key, uint32_t len);
+tdm__rt_lent *tdm__rt_lagg_insert(tdm__rt_lagg *la, tdm__rt_lslice *sl,
+                                  uint64_t h, uint64_t fixed, const char *key,
+                                  uint32_t len);
 /* Adds the count slot (count 1) of fixed-width key @p fixed to @p sl,
  * a single count's slice; false on OOM. */
 bool tdm__rt_lagg_cinsert(tdm__rt_lagg *la, tdm__rt_lslice *sl, uint64_t fixed);
 
 /* Adds @p row to the accumulator of entry @p e. */
-static inline void tdm__rt_lagg_add(tdm__rt_lagg *la, tdm__rt_lent *e, const tdm__row *row)
+static inline void tdm__rt_lagg_add(tdm__rt_lagg *la, tdm__rt_lent *e,
+                                    const tdm__row *row)
 {
     if (la->count) {
         int64_t *n = tdm__rt_lagg_acc(e);
@@ -194,16 +196,16 @@ static inline void tdm__rt_lagg_set_cur(tdm__rt_lagg *la, tdm__rt_lslice *sl)
  * read first (its load misses the cache when a slice holds many keys; in
  * direct mode rows share lines and the look-ahead costs more than it
  * saves, so callers skip it).  Changes nothing. */
-static inline void tdm__rt_lagg_prefetch_fixed(const tdm__rt_lagg *la, tdm_time_ms ts,
-                                          uint64_t fixed)
+static inline void tdm__rt_lagg_prefetch_fixed(const tdm__rt_lagg *la,
+                                               tdm_time_ms ts, uint64_t fixed)
 {
 #if defined(__GNUC__)
     const tdm__rt_lslice *sl = la->cur;
     if ((uint64_t)ts - (uint64_t)la->cur_start >= la->cur_g || !sl->cs ||
         !sl->cs_scatter)
         return;
-    __builtin_prefetch(
-        &sl->cs[tdm__rt_cslot_home(fixed, sl->cs_shift, sl->cs_slots - 1, true)]);
+    __builtin_prefetch(&sl->cs[tdm__rt_cslot_home(fixed, sl->cs_shift,
+                                                  sl->cs_slots - 1, true)]);
 #else
     (void)la;
     (void)ts;
@@ -219,14 +221,13 @@ static inline void tdm__rt_lagg_prefetch_fixed(const tdm__rt_lagg *la, tdm_time_
  * (folded), 0 (route it raw) or -1 (out of memory). */
 static inline __attribute__((always_inline)) int
 tdm__rt_lagg_fold(tdm__rt_lagg *la, const tdm__row *row, tdm_time_ms ts,
-             uint64_t fixed, const char *key, size_t len, tdm_time_ms wm,
-             const bool count_only)
+                  uint64_t fixed, const char *key, size_t len, tdm_time_ms wm,
+                  const bool count_only)
 {
     tdm__rt_lslice *sl = la->cur;
     /* ts in [cur_start, cur_start + cur_g): one unsigned compare (false
      * when there is no current slice, cur_g 0). */
-    if (__builtin_expect((uint64_t)ts - (uint64_t)la->cur_start >=
-                             la->cur_g,
+    if (__builtin_expect((uint64_t)ts - (uint64_t)la->cur_start >= la->cur_g,
                          0)) {
         bool raw;
         sl = tdm__rt_lagg_slice(la, ts, wm, &raw);
@@ -240,8 +241,8 @@ tdm__rt_lagg_fold(tdm__rt_lagg *la, const tdm__row *row, tdm_time_ms ts,
             tdm__rt_cslot *cs = sl->cs;
             uint32_t cmask = sl->cs_slots - 1;
             for (uint32_t i = tdm__rt_cslot_home(fixed, sl->cs_shift, cmask,
-                                            sl->cs_scatter);;
-                 i = (i + 1) & cmask) {
+                                                 sl->cs_scatter);
+                 ; i = (i + 1) & cmask) {
                 if (cs[i].key == fixed && cs[i].n) {
                     cs[i].n++;
                     return 1;

@@ -18,8 +18,8 @@ static const struct {
     tdm_metric_kind kind;
     tdm_metric_agg agg;
 } kind_rows[] = {
-#define TDM__METRIC_KIND_ROW(id, name, scope, type, unit, kind, agg, help) \
-    { TDM_METRIC_KIND_##kind, TDM_METRIC_AGG_##agg },
+#define TDM__METRIC_KIND_ROW(id, name, scope, type, unit, kind, agg, help)     \
+    {TDM_METRIC_KIND_##kind, TDM_METRIC_AGG_##agg},
     TDM_METRIC_MAP(TDM__METRIC_KIND_ROW)
 #undef TDM__METRIC_KIND_ROW
 };

@@ -29,8 +29,8 @@
 static const struct {
     const char *name, *scope, *type, *unit, *help;
 } metric_rows[] = {
-#define TDM__METRIC_ROW(id, name, scope, type, unit, kind, agg, help)      \
-    { name, #scope, #type, unit, help },
+#define TDM__METRIC_ROW(id, name, scope, type, unit, kind, agg, help)          \
+    {name, #scope, #type, unit, help},
     TDM_METRIC_MAP(TDM__METRIC_ROW)
 #undef TDM__METRIC_ROW
 };
@@ -75,7 +75,7 @@ const char *tdm_metric_help(tdm_metric id)
 /* ====================================================================== */
 
 struct tdm_metrics {
-    atomic_int refs;        /* the final snapshot is shared, immutable */
+    atomic_int refs; /* the final snapshot is shared, immutable */
     tdm_time_ms now;
     int running;
     tdm_metric_value *v;
@@ -85,7 +85,7 @@ struct tdm_metrics {
     size_t n_vx;
     tdm_late_sample *late;
     size_t n_late, cap_late;
-    char **strs;            /* every string the snapshot owns */
+    char **strs; /* every string the snapshot owns */
     size_t n_strs, cap_strs;
     bool oom;
 };
@@ -116,8 +116,8 @@ static const char *keep(tdm_metrics *m, const char *s)
 }
 
 /* Appends one value. */
-static void add(tdm_metrics *m, tdm_metric id, const char *vertex,
-                int subtask, int index, const char *label, int64_t value)
+static void add(tdm_metrics *m, tdm_metric id, const char *vertex, int subtask,
+                int index, const char *label, int64_t value)
 {
     if (m->oom)
         return;
@@ -131,8 +131,7 @@ static void add(tdm_metrics *m, tdm_metric id, const char *vertex,
         m->v = p;
         m->cap = cap;
     }
-    m->v[m->n++] = (tdm_metric_value){ id, vertex, subtask, index, label,
-                                       value };
+    m->v[m->n++] = (tdm_metric_value){id, vertex, subtask, index, label, value};
 }
 
 /* Frees a snapshot (NULL is fine). */
@@ -213,8 +212,7 @@ static void add_vertex(tdm_metrics *m, const tdm_job *job, const tdm_node *n,
             bool feeds = false;
             if (o->kind == TDM_NODE_WINDOW || o->kind == TDM_NODE_JOIN)
                 feeds = strcmp(tdm__node_str(o, "sink"), n->name) == 0 ||
-                        strcmp(tdm__node_str(o, "late_output"), n->name) ==
-                            0;
+                        strcmp(tdm__node_str(o, "late_output"), n->name) == 0;
             else if (o->kind == TDM_NODE_SOURCE)
                 feeds = dead;
             if (feeds)
@@ -226,13 +224,13 @@ static void add_vertex(tdm_metrics *m, const tdm_job *job, const tdm_node *n,
 
 /* An empty snapshot with the job's vertices: sources, then windows and
  * joins, then sinks, each in the order they were added. */
-static tdm_metrics *snapshot_new(const tdm_job *job, int P,
-                                 tdm_time_ms now, int running)
+static tdm_metrics *snapshot_new(const tdm_job *job, int P, tdm_time_ms now,
+                                 int running)
 {
     static const tdm_node_kind order[3][2] = {
-        { TDM_NODE_SOURCE, TDM_NODE_SOURCE },
-        { TDM_NODE_WINDOW, TDM_NODE_JOIN },
-        { TDM_NODE_SINK, TDM_NODE_SINK } };
+        {TDM_NODE_SOURCE, TDM_NODE_SOURCE},
+        {TDM_NODE_WINDOW, TDM_NODE_JOIN},
+        {TDM_NODE_SINK, TDM_NODE_SINK}};
     tdm_metrics *m = tdm__calloc(1, sizeof *m);
     if (!m)
         return NULL;
@@ -299,9 +297,8 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
     int sub = t->index;
     tdm_time_ms now = m->now;
     /* Acquire: the splits' values read below are at least as new. */
-    tdm_time_ms wm_out =
-        atomic_load_explicit((_Atomic int64_t *)&sm->wm_out,
-                             memory_order_acquire);
+    tdm_time_ms wm_out = atomic_load_explicit((_Atomic int64_t *)&sm->wm_out,
+                                              memory_order_acquire);
     int64_t idle = tdm__rt_pub_get(&sm->idle);
     tdm_time_ms in_wm = TDM_TIME_MAX;
     bool any_active = false;
@@ -327,8 +324,7 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
         add(m, TDM_METRIC_P_RECORDS, vx, sub, ix, label,
             tdm__rt_pub_get(&pp->p_records));
         if (last != TDM_TIME_MIN)
-            add(m, TDM_METRIC_P_LAST_AGE, vx, sub, ix, label,
-                age(now, last));
+            add(m, TDM_METRIC_P_LAST_AGE, vx, sub, ix, label, age(now, last));
         add(m, TDM_METRIC_P_PAUSED, vx, sub, ix, label,
             (flags & RT_PF_PAUSED) != 0);
         add(m, TDM_METRIC_P_FINISHED, vx, sub, ix, label, fin);
@@ -348,15 +344,18 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
     add_lag(m, vx, sub, now, wm_out);
     add(m, TDM_METRIC_IDLE, vx, sub, -1, NULL, idle);
     add(m, TDM_METRIC_RECORDS_IN, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->in));
-    add(m, TDM_METRIC_RECORDS_OUT, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->out));
-    add(m, TDM_METRIC_BAD_RECORDS, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->bad));
-    add(m, TDM_METRIC_GUARD_HITS, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->guard));
+    add(m, TDM_METRIC_RECORDS_OUT, vx, sub, -1, NULL,
+        tdm__rt_pub_get(&sm->out));
+    add(m, TDM_METRIC_BAD_RECORDS, vx, sub, -1, NULL,
+        tdm__rt_pub_get(&sm->bad));
+    add(m, TDM_METRIC_GUARD_HITS, vx, sub, -1, NULL,
+        tdm__rt_pub_get(&sm->guard));
     add(m, TDM_METRIC_DUP_KEYS, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->dup));
-    add(m, TDM_METRIC_BACKPRESSURE, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->bp));
+    add(m, TDM_METRIC_BACKPRESSURE, vx, sub, -1, NULL,
+        tdm__rt_pub_get(&sm->bp));
     tdm_time_ms last = tdm__rt_pub_get(&sm->last_at);
     if (last != TDM_TIME_MIN)
-        add(m, TDM_METRIC_LAST_RECORD_AGE, vx, sub, -1, NULL,
-            age(now, last));
+        add(m, TDM_METRIC_LAST_RECORD_AGE, vx, sub, -1, NULL, age(now, last));
     tdm_time_ms mx = tdm__rt_pub_get(&sm->max_ts);
     if (mx != TDM_TIME_MIN)
         add(m, TDM_METRIC_MAX_TS, vx, sub, -1, NULL, mx);
@@ -423,7 +422,8 @@ static void op_rows(tdm_metrics *m, tdm__run *run, tdm__rt_op_task *t)
     add_lag(m, vx, sub, now, wm_out);
     add(m, TDM_METRIC_IDLE, vx, sub, -1, NULL, tdm__rt_pub_get(&om->idle));
     add(m, TDM_METRIC_RECORDS_IN, vx, sub, -1, NULL, tdm__rt_pub_get(&om->in));
-    add(m, TDM_METRIC_RECORDS_OUT, vx, sub, -1, NULL, tdm__rt_pub_get(&om->out));
+    add(m, TDM_METRIC_RECORDS_OUT, vx, sub, -1, NULL,
+        tdm__rt_pub_get(&om->out));
     add(m, TDM_METRIC_LATE_DROPPED, vx, sub, -1, NULL,
         tdm__rt_pub_get(&om->late_drop));
     add(m, TDM_METRIC_LATE_SIDE, vx, sub, -1, NULL,
@@ -431,11 +431,13 @@ static void op_rows(tdm_metrics *m, tdm__run *run, tdm__rt_op_task *t)
     if (win) {
         add(m, TDM_METRIC_LATE_PANES, vx, sub, -1, NULL,
             tdm__rt_pub_get(&om->late_panes));
-        add(m, TDM_METRIC_PANES, vx, sub, -1, NULL, tdm__rt_pub_get(&om->panes));
+        add(m, TDM_METRIC_PANES, vx, sub, -1, NULL,
+            tdm__rt_pub_get(&om->panes));
     }
     add(m, TDM_METRIC_WM_REGRESSIONS, vx, sub, -1, NULL,
         tdm__rt_pub_get(&om->regress));
-    add(m, TDM_METRIC_STATE_KEYS, vx, sub, -1, NULL, tdm__rt_pub_get(&om->keys));
+    add(m, TDM_METRIC_STATE_KEYS, vx, sub, -1, NULL,
+        tdm__rt_pub_get(&om->keys));
     add(m, TDM_METRIC_STATE_WINDOWS, vx, sub, -1, NULL,
         tdm__rt_pub_get(&om->windows));
     add(m, TDM_METRIC_STATE_BYTES, vx, sub, -1, NULL,
@@ -453,15 +455,14 @@ static void op_rows(tdm_metrics *m, tdm__run *run, tdm__rt_op_task *t)
     add(m, TDM_METRIC_QUEUE_CAP, vx, sub, -1, NULL, (int64_t)t->q.cap);
     tdm_time_ms last = tdm__rt_pub_get(&om->last_at);
     if (last != TDM_TIME_MIN)
-        add(m, TDM_METRIC_LAST_RECORD_AGE, vx, sub, -1, NULL,
-            age(now, last));
+        add(m, TDM_METRIC_LAST_RECORD_AGE, vx, sub, -1, NULL, age(now, last));
     for (int in = 0; in < t->op->n_inputs; in++)
         add(m, TDM_METRIC_INPUT_WM, vx, sub, in + 1, NULL,
             input_watermark(t, in));
     for (int ch = 0; ch < t->op->n_channels; ch++) {
         char lab[200];
-        snprintf(lab, sizeof lab, "%s#%d",
-                 t->op->inputs[ch / P]->node->name, ch % P);
+        snprintf(lab, sizeof lab, "%s#%d", t->op->inputs[ch / P]->node->name,
+                 ch % P);
         const char *l = keep(m, lab);
         const tdm__rt_chan *c = &t->chp[ch];
         add(m, TDM_METRIC_CH_WM, vx, sub, ch, l, tdm__rt_pub_get(&c->wm));
@@ -516,14 +517,14 @@ static void late_rows(tdm_metrics *m, tdm__rt_op_task *t)
             m->cap_late = cap;
         }
         m->late[m->n_late++] = (tdm_late_sample){
-            vx, t->index, l->ts, l->wm, l->at, l->dropped, keep(m, l->row) };
+            vx, t->index, l->ts, l->wm, l->at, l->dropped, keep(m, l->row)};
     }
     pthread_mutex_unlock(&t->lmx);
 }
 
 /* Builds a snapshot of the run's published metrics (see metrics.h). */
 tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
-                         tdm_metrics **out)
+                              tdm_metrics **out)
 {
     tdm_job *job = run->job;
     int P = run->P;
@@ -538,17 +539,16 @@ tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
             tdm_metric id;
             tdm_stat st;
         } ck[] = {
-            { TDM_METRIC_CKPT_COMPLETED, TDM_STAT_CHECKPOINTS },
-            { TDM_METRIC_CKPT_FAILED, TDM_STAT_CHECKPOINTS_FAILED },
-            { TDM_METRIC_CKPT_LAST_ID, TDM_STAT_CHECKPOINT_ID },
-            { TDM_METRIC_CKPT_DURATION, TDM_STAT_CHECKPOINT_MS },
-            { TDM_METRIC_CKPT_SIZE, TDM_STAT_CHECKPOINT_BYTES },
-            { TDM_METRIC_CKPT_ALIGN, TDM_STAT_CHECKPOINT_ALIGN_MS },
-            { TDM_METRIC_CKPT_FAILED_IN_ROW,
-              TDM_STAT_CHECKPOINTS_FAILED_IN_ROW },
-            { TDM_METRIC_RESTARTS, TDM_STAT_RESTARTS },
-            { TDM_METRIC_CKPT_FAILED_ID, TDM_STAT_CHECKPOINT_FAILED_ID },
-            { TDM_METRIC_CKPT_FAILED_AT, TDM_STAT_CHECKPOINT_FAILED_AT },
+            {TDM_METRIC_CKPT_COMPLETED, TDM_STAT_CHECKPOINTS},
+            {TDM_METRIC_CKPT_FAILED, TDM_STAT_CHECKPOINTS_FAILED},
+            {TDM_METRIC_CKPT_LAST_ID, TDM_STAT_CHECKPOINT_ID},
+            {TDM_METRIC_CKPT_DURATION, TDM_STAT_CHECKPOINT_MS},
+            {TDM_METRIC_CKPT_SIZE, TDM_STAT_CHECKPOINT_BYTES},
+            {TDM_METRIC_CKPT_ALIGN, TDM_STAT_CHECKPOINT_ALIGN_MS},
+            {TDM_METRIC_CKPT_FAILED_IN_ROW, TDM_STAT_CHECKPOINTS_FAILED_IN_ROW},
+            {TDM_METRIC_RESTARTS, TDM_STAT_RESTARTS},
+            {TDM_METRIC_CKPT_FAILED_ID, TDM_STAT_CHECKPOINT_FAILED_ID},
+            {TDM_METRIC_CKPT_FAILED_AT, TDM_STAT_CHECKPOINT_FAILED_AT},
         };
         /* The last failure's rows exist once one failed (the last two). */
         size_t n = sizeof ck / sizeof ck[0];
@@ -778,17 +778,15 @@ static tdm__rt_warea *warea_new(tdm__run *run)
         v->global = op->node->spec.win.type == TDM__WINDOW_TYPE_GLOBAL;
         v->lateness = op->lateness;
         v->name = tdm__strndup(op->node->name, strlen(op->node->name));
-        v->key_types = tdm__calloc((size_t)op->n_key + 1,
-                                   sizeof *v->key_types);
-        v->key_names = tdm__calloc((size_t)op->n_key + 1,
-                                   sizeof *v->key_names);
+        v->key_types = tdm__calloc((size_t)op->n_key + 1, sizeof *v->key_types);
+        v->key_names = tdm__calloc((size_t)op->n_key + 1, sizeof *v->key_names);
         v->st = tdm__calloc((size_t)run->P, sizeof *v->st);
         if (!v->name || !v->key_types || !v->key_names || !v->st)
             goto fail;
         for (int k = 0; k < op->n_key; k++) {
             v->key_types[k] = op->col_types[k];
-            v->key_names[k] = tdm__strndup(keys->fields[k],
-                                           strlen(keys->fields[k]));
+            v->key_names[k] =
+                tdm__strndup(keys->fields[k], strlen(keys->fields[k]));
             if (!v->key_names[k])
                 goto fail;
         }
@@ -938,8 +936,8 @@ static tdm_err parse_key(const tdm__rt_wvertex *v, const char *text,
                                                             : "integer",
                          v->key_names[k]);
     }
-    tdm__schema schema = { v->n_key, fields };
-    tdm__row row = { .v = vals, .schema = &schema };
+    tdm__schema schema = {v->n_key, fields};
+    tdm__row row = {.v = vals, .schema = &schema};
     if (tdm__key_encode(&row, idx, v->n_key, kb, key, len) != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
                          "key: out of memory");
@@ -960,8 +958,8 @@ static void final_answer(const tdm__rt_wvertex *v, tdm__rt_wstat *st, int j,
     a->has_state = 0;
     a->elements = st->ended ? 0 : -1;
     tdm_time_ms fwm = TDM_TIME_MIN;
-    a->fired = tdm__rt_fired_find(&st->fired, tdm__rt_fired_fp(key, len, start, end),
-                             &fwm);
+    a->fired = tdm__rt_fired_find(&st->fired,
+                                  tdm__rt_fired_fp(key, len, start, end), &fwm);
     a->fired_wm = a->fired ? fwm : TDM_TIME_MIN;
     a->holding_channel = -1;
     a->holding_wm = TDM_TIME_MIN;
@@ -973,8 +971,8 @@ static void final_answer(const tdm__rt_wvertex *v, tdm__rt_wstat *st, int j,
  * deadline) for its answer.  Called and returns with the metrics lock
  * held.  TDM_OK with *done set when answered; *done clear when the run
  * ended meanwhile; TDM_ERR_IO on timeout; TDM_ERR_NOMEM. */
-static tdm_err ask_live(tdm_job *job, const tdm__rt_wvertex *v, tdm__rt_wstat *st,
-                        int j, const char *key, size_t len,
+static tdm_err ask_live(tdm_job *job, const tdm__rt_wvertex *v,
+                        tdm__rt_wstat *st, int j, const char *key, size_t len,
                         tdm_time_ms start, tdm_time_ms end,
                         tdm_window_status *out, bool *done)
 {
@@ -1023,10 +1021,10 @@ static tdm_err ask_live(tdm_job *job, const tdm__rt_wvertex *v, tdm__rt_wstat *s
 
 /* Asks the subtask owning @p key about window [start, end) of window
  * vertex @p vertex (see tidemark.h). */
-tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
-                              const char *key, tdm_time_ms start,
-                              tdm_time_ms end, tdm_window_status *out,
-                              char *errbuf, size_t errbuf_size)
+tdm_err tdm_job_window_status(tdm_job *job, const char *vertex, const char *key,
+                              tdm_time_ms start, tdm_time_ms end,
+                              tdm_window_status *out, char *errbuf,
+                              size_t errbuf_size)
 {
     if (!job || !out)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
@@ -1043,7 +1041,7 @@ tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "vertex: no window named \"%s\"%s", vertex,
                          n ? " (it is not a window)" : "");
-    tdm__keybuf kb = { 0 };
+    tdm__keybuf kb = {0};
     tdm_err err = TDM_OK;
     pthread_mutex_lock(&job->mmu);
     tdm__rt_warea *a = job->warea;
@@ -1064,9 +1062,9 @@ tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
     /* The owning subtask, as the exchange routes the key. */
     int j = 0;
     if (a->P > 1)
-        j = tdm__key_subtask(tdm__key_group(tdm__keys_hash(kbytes, klen),
-                                            a->key_groups),
-                             a->key_groups, a->P);
+        j = tdm__key_subtask(
+            tdm__key_group(tdm__keys_hash(kbytes, klen), a->key_groups),
+            a->key_groups, a->P);
     tdm__rt_wstat *st = &v->st[j];
     bool done = false;
     if (job->mrun && !st->done) {

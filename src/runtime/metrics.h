@@ -23,9 +23,9 @@
 static inline void tdm__rt_pub_add(_Atomic int64_t *a, int64_t d)
 {
     if (d)
-        atomic_store_explicit(
-            a, atomic_load_explicit(a, memory_order_relaxed) + d,
-            memory_order_relaxed);
+        atomic_store_explicit(a,
+                              atomic_load_explicit(a, memory_order_relaxed) + d,
+                              memory_order_relaxed);
 }
 
 /* Stores a published value (single writer). */
@@ -47,11 +47,11 @@ enum { RT_PF_FINISHED = 1, RT_PF_PAUSED = 2, RT_PF_IDLE = 4 };
 /* What the source thread touches per record of a partition, 32 bytes
  * (a shift to index, two to a cache line).  Never read by snapshots. */
 typedef struct tdm__rt_phot {
-    int64_t n;              /* records read */
-    tdm_time_ms hi;         /* highest timestamp so far (lag reference) */
-    uint32_t stamp;         /* batch sequence of the last record */
-    uint32_t gen;           /* batch sequence of the last record the
-                               generator must see (wm_max_only) */
+    int64_t n;      /* records read */
+    tdm_time_ms hi; /* highest timestamp so far (lag reference) */
+    uint32_t stamp; /* batch sequence of the last record */
+    uint32_t gen;   /* batch sequence of the last record the
+                       generator must see (wm_max_only) */
     uint64_t spare;
 } tdm__rt_phot;
 
@@ -60,20 +60,20 @@ typedef struct tdm__rt_phot {
  * reallocated (under the subtask's metrics lock) when partitions named
  * by a field appear. */
 typedef struct tdm__rt_part {
-    int global;             /* the partition's number within the source */
-    char *name;             /* file path, field value, or the number */
+    int global; /* the partition's number within the source */
+    char *name; /* file path, field value, or the number */
     _Atomic int64_t p_records;
-    _Atomic int64_t p_max_ts;   /* TDM_TIME_MIN: none yet */
-    _Atomic int64_t p_last_at;  /* processing time; TDM_TIME_MIN: never */
-    _Atomic int64_t p_wm;       /* the split's watermark */
-    _Atomic int64_t p_flags;    /* RT_PF_* */
+    _Atomic int64_t p_max_ts;  /* TDM_TIME_MIN: none yet */
+    _Atomic int64_t p_last_at; /* processing time; TDM_TIME_MIN: never */
+    _Atomic int64_t p_wm;      /* the split's watermark */
+    _Atomic int64_t p_flags;   /* RT_PF_* */
 } tdm__rt_part;
 
 /* The published metrics of a source subtask. */
 typedef struct tdm__rt_src_metrics {
     _Atomic int64_t in, out, bad, guard, dead, bp, dup;
     _Atomic int64_t wm_out, idle, last_at, max_ts, unit;
-    _Atomic int64_t lag[4];     /* p50, p99, p999, max; -1 none */
+    _Atomic int64_t lag[4]; /* p50, p99, p999, max; -1 none */
 } tdm__rt_src_metrics;
 
 /* ---- Operator subtasks ---- */
@@ -132,12 +132,12 @@ typedef struct tdm__rt_fired_ent {
 
 typedef struct tdm__rt_fired {
     tdm__rt_fired_ent *ring;
-    uint64_t total;   /* firings remembered so far (the next slot) */
+    uint64_t total; /* firings remembered so far (the next slot) */
 } tdm__rt_fired;
 
 /* The fingerprint of a window of a key. */
 static inline uint64_t tdm__rt_fired_fp(const char *key, size_t len,
-                                   tdm_time_ms start, tdm_time_ms end)
+                                        tdm_time_ms start, tdm_time_ms end)
 {
     return tdm__ws_fold(tdm__ws_hash(key, len) ^ (uint64_t)start,
                         ((uint64_t)end << 1) | 1);
@@ -149,7 +149,7 @@ tdm_err tdm__rt_fired_alloc(tdm__rt_fired *f);
 /* Remembers a first firing, forgetting the oldest when the ring is full.
  * Returns TDM_OK or TDM_ERR_NOMEM (the memory then stays as it was). */
 static inline tdm_err tdm__rt_fired_add(tdm__rt_fired *f, uint64_t fp,
-                                   tdm_time_ms wm)
+                                        tdm_time_ms wm)
 {
     if (!f->ring && tdm__rt_fired_alloc(f) != TDM_OK)
         return TDM_ERR_NOMEM;
@@ -180,20 +180,20 @@ typedef struct tdm__rt_wstat {
     /* Left by the subtask when it stops (or by the run when it ends). */
     tdm_time_ms final_wm;
     bool ended;
-    bool done;           /* the subtask stopped: answers come from here */
+    bool done; /* the subtask stopped: answers come from here */
 } tdm__rt_wstat;
 
 /* The window vertices of the last (or current) run. */
 typedef struct tdm__rt_wvertex {
     char *name;
-    int op;              /* index in the run's ops */
+    int op; /* index in the run's ops */
     int n_key;
     tdm_type *key_types;
     char **key_names;
-    int n_cv;            /* st[0..n_cv) have their condition made */
+    int n_cv; /* st[0..n_cv) have their condition made */
     bool event_time, global;
     tdm_time_ms lateness;
-    tdm__rt_wstat *st;        /* P entries */
+    tdm__rt_wstat *st; /* P entries */
 } tdm__rt_wvertex;
 
 typedef struct tdm__rt_warea {
@@ -205,13 +205,12 @@ typedef struct tdm__rt_warea {
 /* The window's last timestamp and cleanup time for vertex @p v and a
  * window ending at @p end (the two sides of tdm_job_window_status). */
 static inline void tdm__met_window_times(const tdm__rt_wvertex *v,
-                                         tdm_time_ms end,
-                                         tdm_time_ms *max_ts,
+                                         tdm_time_ms end, tdm_time_ms *max_ts,
                                          tdm_time_ms *cleanup)
 {
     *max_ts = v->global ? TDM_TIME_MAX : end - 1;
-    *cleanup = v->event_time ? tdm__time_add_sat(*max_ts, v->lateness)
-                             : *max_ts;
+    *cleanup =
+        v->event_time ? tdm__time_add_sat(*max_ts, v->lateness) : *max_ts;
 }
 
 /* Frees an area (NULL is fine). */
@@ -226,7 +225,7 @@ typedef struct tdm__rt_op_task tdm__rt_op_task;
  * @p now (@p running: 1 while subtasks run).  The caller holds the
  * job's metrics lock.  TDM_OK or TDM_ERR_NOMEM. */
 tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
-                         struct tdm_metrics **out);
+                              struct tdm_metrics **out);
 /* Prepares the job's window status memory for a new run (under the
  * metrics lock, after the status callers left).  TDM_OK or NOMEM. */
 tdm_err tdm__rt_warea_start(tdm__run *run);

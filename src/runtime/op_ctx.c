@@ -15,6 +15,6 @@ void tdm__rt_op_fail_nomem(tdm__rt_op_task *t)
 {
     t->failed = true;
     tdm__rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
-            t->op->kind == TDM_NODE_JOIN ? "join" : "window",
-            t->op->node->name);
+                 t->op->kind == TDM_NODE_JOIN ? "join" : "window",
+                 t->op->node->name);
 }

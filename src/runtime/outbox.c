@@ -104,8 +104,8 @@ void tdm__outbox_flush_rows(tdm__rt_src_task *t)
  * all source subtasks in its valve, so each must hear from each.  The
  * rows that preceded the item in this subtask go first (flush_rows), so
  * on every channel a watermark follows exactly the rows it covers. */
-void tdm__outbox_broadcast(tdm__rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
-                           int idle)
+void tdm__outbox_broadcast(tdm__rt_src_task *t, tdm__item_kind kind,
+                           tdm_time_ms wm, int idle)
 {
     tdm__outbox_flush_rows(t);
     tdm__rt_source *s = t->src;
@@ -116,7 +116,7 @@ void tdm__outbox_broadcast(tdm__rt_src_task *t, tdm__item_kind kind, tdm_time_ms
         for (int e = 0; e < s->n_edges; e++)
             if (t->lagg[e])
                 tdm__rt_lagg_flush(t, t->lagg[e],
-                              kind == TDM__ITEM_END ? TDM_TIME_MAX : wm);
+                                   kind == TDM__ITEM_END ? TDM_TIME_MAX : wm);
     /* Result latency runs from here: the moment this watermark left. */
     tdm__outbox_push_control(t, kind, wm, idle,
                              kind == TDM__ITEM_STATUS ? 0 : tdm__mono_us());
@@ -156,7 +156,7 @@ __attribute__((noinline)) tdm_err tdm__outbox_track_key(tdm__rt_src_task *t,
     tdm__rt_keyset *ks =
         &t->fk[(size_t)row->partition * (size_t)t->src->n_edges + (size_t)e];
     return tdm__rt_keyset_put_max(ks, key, klen, tdm__keys_hash(key, klen),
-                             tdm__rt_edge_horizon(ed, row->ts));
+                                  tdm__rt_edge_horizon(ed, row->ts));
 }
 
 /* tdm__outbox_route_edge for every edge of the source (a source read by several
@@ -223,8 +223,8 @@ void tdm__rt_emit_flush(tdm__rt_src_task *t)
         if (tdm__outbox_route_all(t, &b->rows[i], i, P, false, false) !=
             TDM_OK) {
             tdm__rt_fail(t->run, TDM_ERR_NOMEM, "%s \"%s\": out of memory",
-                    tdm__node_kind_name(t->src->node->kind),
-                    t->src->node->name);
+                         tdm__node_kind_name(t->src->node->kind),
+                         t->src->node->name);
             break;
         }
     t->routed = (uint32_t)b->n;
@@ -234,7 +234,8 @@ void tdm__rt_emit_flush(tdm__rt_src_task *t)
     t->routed = 0;
 }
 
-tdm_err tdm__rt_emit_row(tdm__rt_src_task *t, const tdm__val *vals, tdm_time_ms ts)
+tdm_err tdm__rt_emit_row(tdm__rt_src_task *t, const tdm__val *vals,
+                         tdm_time_ms ts)
 {
     const tdm__schema *sc = t->src->schema;
     tdm__row *row = NULL;
@@ -268,8 +269,8 @@ tdm_err tdm__rt_emit_row(tdm__rt_src_task *t, const tdm__val *vals, tdm_time_ms 
     return TDM_OK;
 }
 
-void tdm__rt_emit_control(tdm__rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
-                     int idle, int64_t at_us)
+void tdm__rt_emit_control(tdm__rt_src_task *t, tdm__item_kind kind,
+                          tdm_time_ms wm, int idle, int64_t at_us)
 {
     tdm__rt_emit_flush(t);
     if (kind == TDM__ITEM_WATERMARK) {

@@ -35,8 +35,8 @@ typedef struct tdm__rt_keyent {
 /* A map from key bytes to an int64 (zero-initialised = empty).  Keys
  * are copied into the set.  Not thread-safe: one owner thread. */
 typedef struct tdm__rt_keyset {
-    uint32_t *slots;   /* open addressing: entry index + 1, 0 empty */
-    size_t n_slots;    /* a power of two, > 2 * n */
+    uint32_t *slots; /* open addressing: entry index + 1, 0 empty */
+    size_t n_slots;  /* a power of two, > 2 * n */
     tdm__rt_keyent *ents;
     size_t n, cap_ents;
     char *bytes;
@@ -47,12 +47,12 @@ typedef struct tdm__rt_keyset {
 
 /* The value of @p key (hash @p h, the caller's tdm__keys_hash), or NULL.
  * The pointer is valid until the next put or prune. */
-int64_t *tdm__rt_keyset_find(const tdm__rt_keyset *s, const char *key, size_t len,
-                        uint64_t h);
+int64_t *tdm__rt_keyset_find(const tdm__rt_keyset *s, const char *key,
+                             size_t len, uint64_t h);
 /* Sets the value of @p key to @p v, or keeps the larger one if present
  * (copies the key).  TDM_OK or TDM_ERR_NOMEM (the set is unchanged). */
 tdm_err tdm__rt_keyset_put_max(tdm__rt_keyset *s, const char *key, size_t len,
-                          uint64_t h, int64_t v);
+                               uint64_t h, int64_t v);
 /* Removes every key whose value is <= @p le. */
 void tdm__rt_keyset_prune(tdm__rt_keyset *s, int64_t le);
 /* Frees the set's memory and empties it (the struct is the caller's). */
@@ -83,8 +83,8 @@ typedef struct tdm__rt_pent {
     uint32_t key_len;
     uint32_t pad_;
     uint64_t key;
-    uint64_t records;  /* records folded into it (the subtask's
-                          numRecordsIn counts them) */
+    uint64_t records; /* records folded into it (the subtask's
+                         numRecordsIn counts them) */
 } tdm__rt_pent;
 
 struct tdm__rt_ppool;
@@ -101,8 +101,8 @@ typedef struct tdm__rt_partials {
     char *ents;
     char *keys;
     size_t kused, kcap;
-    struct tdm__rt_ppool *pool;     /* where it returns (NULL: freed) */
-    struct tdm__rt_partials *next;  /* the pool's free list */
+    struct tdm__rt_ppool *pool;    /* where it returns (NULL: freed) */
+    struct tdm__rt_partials *next; /* the pool's free list */
 } tdm__rt_partials;
 
 /* The recycled partials messages of one local aggregate: the consumer
@@ -166,14 +166,15 @@ tdm_err tdm__rt_emit_init(tdm__rt_src_task *t);
  * batch first when it is full.  May wait for a free batch or a full
  * queue (backpressure).  TDM_OK; TDM_ERR_NOMEM; TDM_ERR_STATE when the
  * run aborted (nothing queued). */
-tdm_err tdm__rt_emit_row(tdm__rt_src_task *t, const tdm__val *vals, tdm_time_ms ts);
+tdm_err tdm__rt_emit_row(tdm__rt_src_task *t, const tdm__val *vals,
+                         tdm_time_ms ts);
 /* Routes the rows appended since the last flush to the consumers'
  * subtasks owning their keys and queues them. */
 void tdm__rt_emit_flush(tdm__rt_src_task *t);
 /* Flushes, then sends a control item (WATERMARK @p wm, STATUS @p idle,
  * END with @p idle set for a stop without drain) to every consumer
  * subtask; @p at_us is the result-latency stamp carried along. */
-void tdm__rt_emit_control(tdm__rt_src_task *t, tdm__item_kind kind, tdm_time_ms wm,
-                     int idle, int64_t at_us);
+void tdm__rt_emit_control(tdm__rt_src_task *t, tdm__item_kind kind,
+                          tdm_time_ms wm, int idle, int64_t at_us);
 
 #endif /* TDM_RT_OUTBOX_H */

@@ -73,10 +73,10 @@ tdm_err tdm__outbox_track_key(tdm__rt_src_task *t, const tdm__row *row, int e,
  * kinds), @p sel and @p sel_n the selection and counts of the edge's
  * first target (its target_base), whose regions are @p cap rows. */
 static inline __attribute__((always_inline)) tdm_err
-tdm__outbox_route_edge(tdm__rt_src_task *t, const tdm__row *row, uint32_t i, int e,
-                       int kind, int kfield, int P, bool fence, tdm__sel *sel,
-                       uint32_t *sel_n, size_t cap, tdm__rt_lagg *la,
-                       const bool count_only)
+tdm__outbox_route_edge(tdm__rt_src_task *t, const tdm__row *row, uint32_t i,
+                       int e, int kind, int kfield, int P, bool fence,
+                       tdm__sel *sel, uint32_t *sel_n, size_t cap,
+                       tdm__rt_lagg *la, const bool count_only)
 {
     const tdm__rt_edge *ed = &t->src->edges[e];
     char buf[TDM__KEY_FIXED_LEN];
@@ -125,8 +125,8 @@ tdm__outbox_route_edge(tdm__rt_src_task *t, const tdm__row *row, uint32_t i, int
                                      &klen) != TDM_OK)
             return TDM_ERR_NOMEM;
         int r = tdm__rt_lagg_fold(la, row, row->ts, fixed,
-                             sel_len == TDM__SEL_FIXED ? NULL : key, klen,
-                             t->wm_out, count_only);
+                                  sel_len == TDM__SEL_FIXED ? NULL : key, klen,
+                                  t->wm_out, count_only);
         if (r > 0)
             return TDM_OK;
         if (r < 0)
@@ -167,7 +167,7 @@ tdm__outbox_route_edge(tdm__rt_src_task *t, const tdm__row *row, uint32_t i, int
 /* tdm__outbox_route_edge for every edge of the source (a source read by
  * several consumers), finding each edge's key kind per row; @p local:
  * fold into the edges' local aggregates. */
-tdm_err tdm__outbox_route_all(tdm__rt_src_task *t, const tdm__row *row, uint32_t i,
-                              int P, bool fence, bool local);
+tdm_err tdm__outbox_route_all(tdm__rt_src_task *t, const tdm__row *row,
+                              uint32_t i, int P, bool fence, bool local);
 
 #endif /* TDM_RT_OUTBOX_ROUTE_H */

@@ -87,11 +87,10 @@ static void plan_derived(tdm__rt_source *s, tdm_node *n)
     atomic_init(&s->replay_start, TDM_TIME_MIN);
     atomic_init(&s->replay_last, TDM_TIME_MIN);
     s->conf.name = n->name;
-    s->conf.time_mode =
-        n->kind == TDM_NODE_WINDOW &&
-                n->spec.win.time == TDM__WINDOW_TIME_PROCESSING
-            ? TDM__TIME_PROCESSING
-            : TDM__TIME_EVENT;
+    s->conf.time_mode = n->kind == TDM_NODE_WINDOW &&
+                                n->spec.win.time == TDM__WINDOW_TIME_PROCESSING
+                            ? TDM__TIME_PROCESSING
+                            : TDM__TIME_EVENT;
 }
 
 /* A string key's text, NULL when empty (the connectors' "not given"). */
@@ -103,8 +102,7 @@ static const char *opt_str(const tdm_node *n, const char *key)
 
 /* The "kafka.*" pass-through properties of a node: the parsed pairs,
  * borrowed (the node outlives the run). */
-static void plan_props(const tdm_node *n, const char *const **out,
-                       int *n_out)
+static void plan_props(const tdm_node *n, const char *const **out, int *n_out)
 {
     const tdm__conf_val *v = tdm__node_val(n, "kafka.*");
     *out = (const char *const *)v->props;
@@ -123,8 +121,7 @@ static void plan_sink(tdm__rt_sink *s, tdm_node *n)
     s->conf.kafka_brokers = opt_str(n, "brokers");
     s->conf.kafka_topic = opt_str(n, "topic");
     plan_props(n, &s->conf.kafka_props, &s->conf.kafka_n_props);
-    s->conf.debug =
-        tdm__job_spec_of(n->job).log_level == TDM__LOG_LEVEL_DEBUG;
+    s->conf.debug = tdm__job_spec_of(n->job).log_level == TDM__LOG_LEVEL_DEBUG;
     s->conf.log = tdm__ctx_log_line;
     s->conf.log_ud = n->job;
     if (n->sink_vt)
@@ -162,8 +159,7 @@ static tdm_err plan_kafka(tdm__rt_source *s, tdm_node *n)
     if (*st && !tdm__start_ts_parse(st, &c->kafka_start_ts))
         c->kafka_start_ts = TDM_TIME_MIN;
     c->kafka_stop_at_end = n->spec.src.stop == TDM__SOURCE_STOP_END;
-    c->ts_from_message =
-        n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE;
+    c->ts_from_message = n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE;
     const char *kf = tdm__node_str(n, "key.field");
     c->key_field = *kf ? tdm__schema_find(s->schema, kf) : -1;
     plan_props(n, &c->kafka_props, &c->kafka_n_props);
@@ -177,7 +173,7 @@ static tdm_err plan_kafka(tdm__rt_source *s, tdm_node *n)
  * mask of TDM__NX_* kinds; job.c validated the words. */
 static int nexmark_kinds(const char *s)
 {
-    static const char *const names[3] = { "person", "auction", "bid" };
+    static const char *const names[3] = {"person", "auction", "bid"};
     int mask = 0;
     while (*s) {
         size_t len = strcspn(s, ",");
@@ -206,12 +202,10 @@ static void plan_source_conf(tdm__rt_source *s, tdm_node *n)
     c->time_mode = tdm__spec_conn(n->spec.src.time);
     const char *tsf = tdm__node_str(n, "timestamp.field");
     if (!*tsf && c->type == TDM__SRC_GENERATOR)
-        tsf = n->spec.src.gen_kind == TDM__GENERATOR_KIND_NEXMARK
-                  ? "date_time"
-                  : "ts";
-    c->ts_field = c->time_mode == TDM__TIME_EVENT
-                      ? tdm__schema_find(s->schema, tsf)
-                      : -1;
+        tsf = n->spec.src.gen_kind == TDM__GENERATOR_KIND_NEXMARK ? "date_time"
+                                                                  : "ts";
+    c->ts_field =
+        c->time_mode == TDM__TIME_EVENT ? tdm__schema_find(s->schema, tsf) : -1;
     c->ts_unit = tdm__spec_conn(n->spec.src.ts_unit);
     c->tcp_address = tdm__node_str(n, "tcp.address");
     c->tcp_reconnect_on_close =
@@ -248,8 +242,7 @@ static void plan_source_vtab(tdm__rt_source *s, const tdm_node *n)
         s->vt = &tdm__kafka_source;
     else if (c->type == TDM__SRC_TCP)
         s->vt = &tdm__tcp_source;
-    else if (c->type == TDM__SRC_GENERATOR &&
-             c->gen_kind == TDM__GEN_NEXMARK)
+    else if (c->type == TDM__SRC_GENERATOR && c->gen_kind == TDM__GEN_NEXMARK)
         s->vt = &tdm__nexmark_source;
     else if (c->type == TDM__SRC_GENERATOR)
         s->vt = &tdm__generator_source;
@@ -297,27 +290,25 @@ static tdm_err plan_source_wm(tdm__rt_source *s, tdm_node *n, char *errbuf,
     tdm_err err = tdm_wm_strategy_new(kind, bound, &s->strat, msg, sizeof msg);
     if (err == TDM_OK)
         err = tdm_wm_strategy_set_interval(
-            s->strat, tdm__node_int(n, "watermark.interval"), msg,
-            sizeof msg);
+            s->strat, tdm__node_int(n, "watermark.interval"), msg, sizeof msg);
     bool on_event = n->spec.src.wm_emit == TDM__WATERMARK_EMIT_ON_EVENT &&
                     (kind == TDM_WM_BOUNDED || kind == TDM_WM_MONOTONOUS);
     if (err == TDM_OK && on_event)
         err = tdm_wm_strategy_set_emit_on_event(s->strat, 1);
-    s->wm_max_only = !on_event && (kind == TDM_WM_BOUNDED ||
-                                   kind == TDM_WM_MONOTONOUS ||
-                                   kind == TDM_WM_NONE);
+    s->wm_max_only =
+        !on_event && (kind == TDM_WM_BOUNDED || kind == TDM_WM_MONOTONOUS ||
+                      kind == TDM_WM_NONE);
     int64_t idle = tdm__node_int(n, "watermark.idle_timeout");
     if (err == TDM_OK && idle > 0 && kind != TDM_WM_NONE)
-        err = tdm_wm_strategy_set_idle_timeout(s->strat, idle, msg,
-                                               sizeof msg);
+        err = tdm_wm_strategy_set_idle_timeout(s->strat, idle, msg, sizeof msg);
     if (err == TDM_OK && kind == TDM_WM_PUNCTUATED) {
         s->marker_idx = tdm__schema_find(
             s->schema, tdm__node_str(n, "watermark.marker_field"));
         err = tdm_wm_strategy_set_marker(s->strat, marker_fn, s);
     }
     if (err != TDM_OK)
-        return tdm__errf(errbuf, errbuf_size, err, "source \"%s\": %s",
-                         n->name, msg[0] ? msg : tdm_strerror(err));
+        return tdm__errf(errbuf, errbuf_size, err, "source \"%s\": %s", n->name,
+                         msg[0] ? msg : tdm_strerror(err));
     return TDM_OK;
 }
 
@@ -346,11 +337,11 @@ static tdm_err plan_source(tdm__rt_source *s, tdm_node *n, char *errbuf,
 }
 
 /* Adds the edge source -> op (input @p input) to the source. */
-static tdm_err add_edge(tdm__run *run, tdm__rt_source *s, tdm__rt_op *op, int input,
-                        const tdm__conf_val *keys)
+static tdm_err add_edge(tdm__run *run, tdm__rt_source *s, tdm__rt_op *op,
+                        int input, const tdm__conf_val *keys)
 {
-    tdm__rt_edge *ne = tdm__realloc(s->edges,
-                               (size_t)(s->n_edges + 1) * sizeof *ne);
+    tdm__rt_edge *ne =
+        tdm__realloc(s->edges, (size_t)(s->n_edges + 1) * sizeof *ne);
     if (!ne)
         return TDM_ERR_NOMEM;
     s->edges = ne;
@@ -446,9 +437,8 @@ static tdm_err plan_window(tdm__run *run, tdm__rt_op *op, tdm_node *n)
     op->col_names = tdm__calloc((size_t)op->n_cols, sizeof(char *));
     op->owned_names = tdm__calloc((size_t)op->n_cols, sizeof(char *));
     op->col_types = tdm__calloc((size_t)op->n_cols, sizeof(tdm_type));
-    if (!op->inputs || !op->in_key_idx || !op->agg_idx ||
-        !op->agg_in_types || !op->col_names || !op->owned_names ||
-        !op->col_types)
+    if (!op->inputs || !op->in_key_idx || !op->agg_idx || !op->agg_in_types ||
+        !op->col_names || !op->owned_names || !op->col_types)
         return TDM_ERR_NOMEM;
     for (int i = 0; i < op->n_inputs; i++) {
         tdm__rt_source *s = find_source(run, from->fields[i]);
@@ -484,8 +474,8 @@ static tdm_err plan_window(tdm__run *run, tdm__rt_op *op, tdm_node *n)
  * ts. */
 static tdm_err plan_join(tdm__run *run, tdm__rt_op *op, tdm_node *n)
 {
-    static const char *const side_key[2] = { "left", "right" };
-    static const char *const key_key[2] = { "left_key", "right_key" };
+    static const char *const side_key[2] = {"left", "right"};
+    static const char *const key_key[2] = {"left_key", "right_key"};
     op->n_inputs = 2;
     op->n_key = tdm__node_val(n, "left_key")->n_fields;
     /* A window join's pairs are final when the window fires; an
@@ -505,8 +495,8 @@ static tdm_err plan_join(tdm__run *run, tdm__rt_op *op, tdm_node *n)
         return TDM_ERR_NOMEM;
     for (int s = 0; s < 2; s++) {
         op->inputs[s] = find_source(run, tdm__node_str(n, side_key[s]));
-        tdm_err err = add_edge(run, op->inputs[s], op, s,
-                               tdm__node_val(n, key_key[s]));
+        tdm_err err =
+            add_edge(run, op->inputs[s], op, s, tdm__node_val(n, key_key[s]));
         if (err != TDM_OK)
             return err;
     }
@@ -519,8 +509,8 @@ static tdm_err plan_join(tdm__run *run, tdm__rt_op *op, tdm_node *n)
     if (!op->col_names || !op->owned_names || !op->col_types)
         return TDM_ERR_NOMEM;
     for (int i = 0; i < ls->n; i++)
-        if (set_col(op, i, "left.", ls->fields[i].name,
-                    ls->fields[i].type) != TDM_OK)
+        if (set_col(op, i, "left.", ls->fields[i].name, ls->fields[i].type) !=
+            TDM_OK)
             return TDM_ERR_NOMEM;
     for (int i = 0; i < rs->n; i++)
         if (set_col(op, ls->n + i, "right.", rs->fields[i].name,
@@ -583,8 +573,7 @@ static void align_emit(void *opaque, const tdm_event *ev)
                 g >= s->align_base + run->P)
                 continue;
             tdm__rt_src_task *t = &s->tasks[g - s->align_base];
-            atomic_store_explicit(&t->ann_max, ev->time,
-                                  memory_order_relaxed);
+            atomic_store_explicit(&t->ann_max, ev->time, memory_order_relaxed);
             atomic_fetch_add_explicit(&t->ann_seq, 1, memory_order_release);
         }
     }
@@ -592,8 +581,7 @@ static void align_emit(void *opaque, const tdm_event *ev)
 
 /* One coordinator per distinct watermark.alignment.group; a group's
  * drift and interval are those of its first source. */
-static tdm_err plan_alignment(tdm__run *run, char *errbuf,
-                              size_t errbuf_size)
+static tdm_err plan_alignment(tdm__run *run, char *errbuf, size_t errbuf_size)
 {
     run->aligns = tdm__calloc((size_t)run->n_srcs + 1, sizeof *run->aligns);
     if (!run->aligns)
@@ -611,10 +599,9 @@ static tdm_err plan_alignment(tdm__run *run, char *errbuf,
             a = &run->aligns[run->n_aligns++];
             a->group = g;
             a->run = run;
-            a->drift = tdm__node_int(s->node,
-                                     "watermark.alignment.max_drift");
-            a->interval = tdm__node_int(
-                s->node, "watermark.alignment.update_interval");
+            a->drift = tdm__node_int(s->node, "watermark.alignment.max_drift");
+            a->interval =
+                tdm__node_int(s->node, "watermark.alignment.update_interval");
             if (a->interval <= 0)
                 a->interval = 1000;
         }
@@ -630,13 +617,13 @@ static tdm_err plan_alignment(tdm__run *run, char *errbuf,
         a->mu_ok = true;
         if (tdm__rt_clock_new(run->job, &a->clk) != TDM_OK)
             goto nomem;
-        tdm_err err = tdm_align_coord_new(a->n, a->drift, a->interval,
-                                          a->clk, align_emit, a, &a->coord,
-                                          msg, sizeof msg);
+        tdm_err err =
+            tdm_align_coord_new(a->n, a->drift, a->interval, a->clk, align_emit,
+                                a, &a->coord, msg, sizeof msg);
         if (err != TDM_OK)
             return tdm__errf(errbuf, errbuf_size, err,
-                             "watermark.alignment.group \"%s\": %s",
-                             a->group, msg[0] ? msg : tdm_strerror(err));
+                             "watermark.alignment.group \"%s\": %s", a->group,
+                             msg[0] ? msg : tdm_strerror(err));
     }
     return TDM_OK;
 
@@ -660,7 +647,8 @@ static tdm_err plan_repartition(tdm__rt_source *s, char *errbuf,
     if (e->n_key != 1 || e->key_idx[0] < 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "source \"%s\": repartition needs a consumer "
-                         "keyed by one field", s->node->name);
+                         "keyed by one field",
+                         s->node->name);
     const char *key = s->schema->fields[e->key_idx[0]].name;
     if (mode == 1 && s->conf.key_field == e->key_idx[0])
         return TDM_OK;
@@ -672,8 +660,7 @@ static tdm_err plan_repartition(tdm__rt_source *s, char *errbuf,
         tdm__node_int(s->node, "repartition.writer_timeout");
     tdm_wm_strategy *none = NULL;
     char msg[200] = "";
-    tdm_err err = tdm_wm_strategy_new(TDM_WM_NONE, 0, &none, msg,
-                                      sizeof msg);
+    tdm_err err = tdm_wm_strategy_new(TDM_WM_NONE, 0, &none, msg, sizeof msg);
     if (err != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, err, "source \"%s\": %s",
                          s->node->name, msg[0] ? msg : tdm_strerror(err));
@@ -743,10 +730,11 @@ static void plan_two_phase(tdm__run *run)
         const char *why = two_phase_refusal(op);
         op->two_phase = !why;
         if (run->debug)
-            tdm__job_log(run->job, "debug local_aggregation window=%s "
-                                   "phases=%d%s%s",
-                         op->node->name, why ? 1 : 2,
-                         why ? " reason=" : "", why ? why : "");
+            tdm__job_log(run->job,
+                         "debug local_aggregation window=%s "
+                         "phases=%d%s%s",
+                         op->node->name, why ? 1 : 2, why ? " reason=" : "",
+                         why ? why : "");
         for (int i = 0; i < run->n_srcs; i++) {
             tdm__rt_source *s = &run->srcs[i];
             for (int e = 0; e < s->n_edges; e++)
@@ -788,8 +776,8 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
                    s->conf.time_mode == TDM__TIME_EVENT;
         for (int e = 0; e < s->n_edges; e++)
             if (s->edges[e].op->kind != TDM_NODE_WINDOW ||
-                !s->edges[e].op->event_time ||
-                s->edges[e].op->n_inputs != 1 || s->edges[e].op->early)
+                !s->edges[e].op->event_time || s->edges[e].op->n_inputs != 1 ||
+                s->edges[e].op->early)
                 s->fence = false;
     }
     plan_two_phase(run);
@@ -798,8 +786,8 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
      * final checkpoint and the next run completes them exactly. */
     run->stop_on_cancel =
         oc == TDM__ON_CANCEL_STOP ||
-        (oc == TDM__ON_CANCEL_AUTO && (endless_kafka ||
-                     *tdm__job_str(run->job, "checkpoint.dir")));
+        (oc == TDM__ON_CANCEL_AUTO &&
+         (endless_kafka || *tdm__job_str(run->job, "checkpoint.dir")));
     run->commit_interval = tdm__job_int(job, "commit.interval");
     if (run->commit_interval <= 0)
         run->commit_interval = 1000;
@@ -829,8 +817,8 @@ tdm_err tdm__plan_build(tdm__run *run, char *errbuf, size_t errbuf_size)
         if (n->kind == TDM_NODE_SINK)
             plan_sink(&run->sinks[run->n_sinks++], n);
         else if (n->kind == TDM_NODE_SOURCE) {
-            tdm_err err = plan_source(&run->srcs[run->n_srcs++], n, errbuf,
-                                      errbuf_size);
+            tdm_err err =
+                plan_source(&run->srcs[run->n_srcs++], n, errbuf, errbuf_size);
             if (err != TDM_OK)
                 return err;
         }

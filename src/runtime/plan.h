@@ -4,7 +4,8 @@
  * the job's nodes (key fields, output columns, commit horizons,
  * alignment groups, two-phase aggregation).
  *
- *   tdm__rt_source ──tdm__rt_edge (key fields, input)──▶ tdm__rt_op ──▶ tdm__rt_sink
+ *   tdm__rt_source ──tdm__rt_edge (key fields, input)──▶ tdm__rt_op ──▶
+ * tdm__rt_sink
  *
  * An operator read by other operators (chaining) has a derived source:
  * its output stream, whose subtask i is fed by op subtask i's thread
@@ -31,7 +32,7 @@ typedef struct tdm__rt_sink {
     tdm__sink_conf conf;
     const tdm__sink_vtab *vt;
     tdm__sinkobj *obj;
-    int mode;          /* output mode handed to open: RT_APPEND, ... */
+    int mode; /* output mode handed to open: RT_APPEND, ... */
     bool used;
     /* Checkpoints: writer roles (a source passing rows through to it, a
      * source's dead letters), each with P writers; writer w = role * P
@@ -45,13 +46,13 @@ typedef struct tdm__rt_sink {
  * its subtask numbers are tdm__rt_source.align_base + subtask index.  mu
  * serialises the coordinator's calls, made from the source threads. */
 typedef struct tdm__rt_align {
-    const char *group;   /* borrowed from the first source's key */
+    const char *group; /* borrowed from the first source's key */
     tdm_align_coord *coord;
     tdm_clock *clk;
     pthread_mutex_t mu;
     bool mu_ok;
     tdm_time_ms drift, interval;
-    int n;               /* subtasks: sum of P over the group's sources */
+    int n; /* subtasks: sum of P over the group's sources */
     tdm__run *run;
 } tdm__rt_align;
 
@@ -69,12 +70,12 @@ typedef struct tdm__rt_horizon {
 /* A source feeding an operator. */
 typedef struct tdm__rt_edge {
     tdm__rt_op *op;
-    int input;        /* union position (window) or side (join) */
-    int *key_idx;     /* key fields in the source's schema */
+    int input;    /* union position (window) or side (join) */
+    int *key_idx; /* key fields in the source's schema */
     int n_key;
-    int target_base;  /* first of op->P targets in the source's list */
-    bool local;       /* two-phase: the source folds records locally
-                         (localagg.h) */
+    int target_base; /* first of op->P targets in the source's list */
+    bool local;      /* two-phase: the source folds records locally
+                        (localagg.h) */
 } tdm__rt_edge;
 
 struct tdm__rt_source {
@@ -98,7 +99,7 @@ struct tdm__rt_source {
     /* Processing time at which a subtask of this source first had a
      * split (TDM_TIME_MAX: none yet); see idle_without_splits. */
     _Atomic int64_t first_live;
-    char *group_owned;   /* the default kafka group name */
+    char *group_owned; /* the default kafka group name */
     /* Commit horizon: the maximum over the consumers' (hz_end: some
      * consumer changes results until the end). */
     bool hz_end;
@@ -138,28 +139,28 @@ struct tdm__rt_op {
     tdm_node *node;
     tdm_node_kind kind;
     int n_inputs;
-    tdm__rt_source **inputs;  /* window: from list; join: left, right */
-    int **in_key_idx;    /* per input */
+    tdm__rt_source **inputs; /* window: from list; join: left, right */
+    int **in_key_idx;        /* per input */
     int n_key;
     int n_channels;
     tdm__rt_sink *sink, *late;
     /* Windows. */
     const tdm__agg_spec *specs;
     int n_aggs;
-    bool fast_count;     /* a single count(): the built-in aggregate */
-    int **agg_idx;       /* [input][aggregate] field index */
+    bool fast_count; /* a single count(): the built-in aggregate */
+    int **agg_idx;   /* [input][aggregate] field index */
     tdm_type *agg_in_types;
-    int mode;            /* RT_APPEND, RT_UPSERT, RT_RETRACT */
-    bool proc_time;      /* processing-time windows or trigger */
-    bool early;          /* may fire before its watermark (early,
-                            count, processing-time triggers) */
-    bool event_time;     /* event-time assigner (lateness applies) */
+    int mode;        /* RT_APPEND, RT_UPSERT, RT_RETRACT */
+    bool proc_time;  /* processing-time windows or trigger */
+    bool early;      /* may fire before its watermark (early,
+                        count, processing-time triggers) */
+    bool event_time; /* event-time assigner (lateness applies) */
     tdm_time_ms lateness;
-    tdm__rt_horizon hz;       /* commit horizon of the records it reads */
+    tdm__rt_horizon hz; /* commit horizon of the records it reads */
     /* Two-phase aggregation (localagg.h): sources fold records into
      * partial accumulators per (key, slice) and send partial rows. */
     bool two_phase;
-    int wtype;           /* window.type: 0 tumbling, 1 sliding */
+    int wtype; /* window.type: 0 tumbling, 1 sliding */
     tdm_time_ms wsize, wslide, woffset;
     /* Output columns: key fields, then aggregates (window) or left
      * fields, right fields and ts (join). */

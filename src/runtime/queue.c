@@ -384,8 +384,7 @@ tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
             atomic_fetch_add_explicit(&p->job->queue_waits, 1,
                                       memory_order_relaxed);
             if (p->waits)
-                atomic_fetch_add_explicit(p->waits, 1,
-                                          memory_order_relaxed);
+                atomic_fetch_add_explicit(p->waits, 1, memory_order_relaxed);
             counted = true;
         }
         p->waiting = true;
@@ -401,10 +400,11 @@ tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
     pthread_mutex_unlock(&p->mu);
     peak_update(p->job);
     tdm__batch_clear(sb->b);
-    memset(sb->sel_n, 0, (size_t)(p->n_targets > 0 ? p->n_targets : 1) *
-                             sizeof *sb->sel_n);
-    memset(sb->sel_sent, 0, (size_t)(p->n_targets > 0 ? p->n_targets : 1) *
-                                sizeof *sb->sel_sent);
+    memset(sb->sel_n, 0,
+           (size_t)(p->n_targets > 0 ? p->n_targets : 1) * sizeof *sb->sel_n);
+    memset(sb->sel_sent, 0,
+           (size_t)(p->n_targets > 0 ? p->n_targets : 1) *
+               sizeof *sb->sel_sent);
     atomic_store_explicit(&sb->refs, 1, memory_order_relaxed);
     return sb;
 }

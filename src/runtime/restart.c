@@ -67,11 +67,15 @@ static void advice(const tdm_job *job, char *buf, size_t n)
 {
     const char *dir = tdm__job_str(job, "checkpoint.dir");
     if (tdm__job_spec_of(job).restart_strategy == TDM__RESTART_STRATEGY_NONE)
-        snprintf(buf, n, "make room in %s and run the job again (or set "
-                         "restart.strategy)", dir);
+        snprintf(buf, n,
+                 "make room in %s and run the job again (or set "
+                 "restart.strategy)",
+                 dir);
     else
-        snprintf(buf, n, "make room in %s; restart.strategy %s restarts "
-                         "it", dir, tdm__job_str(job, "restart.strategy"));
+        snprintf(buf, n,
+                 "make room in %s; restart.strategy %s restarts "
+                 "it",
+                 dir, tdm__job_str(job, "restart.strategy"));
 }
 
 /* Publishes failure @p why of checkpoint @p id; returns the failures in
@@ -87,8 +91,9 @@ static int64_t count_failure(tdm_job *job, uint64_t id, const char *why)
     pthread_mutex_lock(&job->mmu);
     snprintf(job->ck_fail_msg, sizeof job->ck_fail_msg, "%s", why);
     pthread_mutex_unlock(&job->mmu);
-    return atomic_fetch_add(
-               &job->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW], 1) + 1;
+    return atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW],
+                            1) +
+           1;
 }
 
 /* See ckpt.h. */
@@ -103,8 +108,9 @@ void tdm__rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
         /* As in Flink, a savepoint is asked for, not owed: its failure
          * is the asker's to see, and the job's checkpoints go on. */
         atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
-        tdm__job_log(job, "savepoint %llu failed: %s (the job goes on; ask "
-                          "again once the cause is fixed)",
+        tdm__job_log(job,
+                     "savepoint %llu failed: %s (the job goes on; ask "
+                     "again once the cause is fixed)",
                      (unsigned long long)id, why);
         return;
     }
@@ -115,36 +121,35 @@ void tdm__rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
     advice(job, todo, sizeof todo);
     if (at_end(run)) {
         tdm__rt_fail(run, TDM_ERR_IO,
-                "checkpoint %llu at the end of input failed: %s; the "
-                "output since %s is pending (hidden .pending parts) and "
-                "will be committed by a restart, which resumes from %s: "
-                "%s",
-                (unsigned long long)id, why, good, good, todo);
+                     "checkpoint %llu at the end of input failed: %s; the "
+                     "output since %s is pending (hidden .pending parts) and "
+                     "will be committed by a restart, which resumes from %s: "
+                     "%s",
+                     (unsigned long long)id, why, good, good, todo);
         return;
     }
     if (n <= tol) {
-        tdm__job_log(job, "checkpoint %llu failed: %s (%lld in a row, "
-                          "checkpoint.tolerable_failed %lld: the job goes "
-                          "on; the next checkpoint retries)",
-                     (unsigned long long)id, why, (long long)n,
-                     (long long)tol);
+        tdm__job_log(job,
+                     "checkpoint %llu failed: %s (%lld in a row, "
+                     "checkpoint.tolerable_failed %lld: the job goes "
+                     "on; the next checkpoint retries)",
+                     (unsigned long long)id, why, (long long)n, (long long)tol);
         return;
     }
-    tdm__rt_fail(run, TDM_ERR_IO,
-            "checkpoint %llu failed: %s; %lld failed in a row, more than "
-            "checkpoint.tolerable_failed (%lld): the job fails (the output "
-            "since %s stays pending until a restart commits it: %s)",
-            (unsigned long long)id, why, (long long)n, (long long)tol, good,
-            todo);
+    tdm__rt_fail(
+        run, TDM_ERR_IO,
+        "checkpoint %llu failed: %s; %lld failed in a row, more than "
+        "checkpoint.tolerable_failed (%lld): the job fails (the output "
+        "since %s stays pending until a restart commits it: %s)",
+        (unsigned long long)id, why, (long long)n, (long long)tol, good, todo);
 }
 
 /* ---- Settings ---- */
 
 static const char *const restart_keys[] = {
-    "restart.strategy", "restart.attempts",   "restart.delay",
+    "restart.strategy",  "restart.attempts",   "restart.delay",
     "restart.max_delay", "restart.multiplier", "checkpoint.tolerable_failed",
 };
-
 
 static bool key_set(const tdm_job *job, const char *key)
 {
@@ -158,13 +163,13 @@ const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
 {
     tdm__restart_strategy strategy = tdm__job_spec_of(job).restart_strategy;
     size_t n_keys = sizeof restart_keys / sizeof restart_keys[0];
-    for (size_t i = 0; !*tdm__job_str(job, "checkpoint.dir") && i < n_keys;
-         i++)
+    for (size_t i = 0; !*tdm__job_str(job, "checkpoint.dir") && i < n_keys; i++)
         if (key_set(job, restart_keys[i])) {
-            snprintf(buf, n, "%s needs checkpoint.dir: a restart resumes "
-                             "from the newest checkpoint, and a tolerated "
-                             "failure is covered by the next one (set "
-                             "checkpoint.dir or remove %s)",
+            snprintf(buf, n,
+                     "%s needs checkpoint.dir: a restart resumes "
+                     "from the newest checkpoint, and a tolerated "
+                     "failure is covered by the next one (set "
+                     "checkpoint.dir or remove %s)",
                      restart_keys[i], restart_keys[i]);
             return buf;
         }
@@ -173,7 +178,8 @@ const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
     for (size_t i = 1; i < 5; i++) {
         bool exp_only = i >= 3;
         if (!key_set(job, restart_keys[i]) ||
-            strategy == TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY || (strategy == TDM__RESTART_STRATEGY_FIXED_DELAY && !exp_only))
+            strategy == TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY ||
+            (strategy == TDM__RESTART_STRATEGY_FIXED_DELAY && !exp_only))
             continue;
         snprintf(buf, n, "%s applies to restart.strategy %s only, not %s",
                  restart_keys[i],
@@ -185,8 +191,9 @@ const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
     int64_t delay = tdm__job_int(job, "restart.delay");
     int64_t max = tdm__job_int(job, "restart.max_delay");
     if (strategy == TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY && max < delay) {
-        snprintf(buf, n, "restart.max_delay (%lld ms) is below restart.delay "
-                         "(%lld ms)",
+        snprintf(buf, n,
+                 "restart.max_delay (%lld ms) is below restart.delay "
+                 "(%lld ms)",
                  (long long)max, (long long)delay);
         return buf;
     }
@@ -221,7 +228,7 @@ static bool back_off(tdm_job *job, int64_t ms)
     atomic_store(&job->restarting, 1);
     while (!atomic_load(&job->cancel) && tdm__mono_ms() < until) {
         int64_t left = until - tdm__mono_ms();
-        struct timespec ts = { 0, (long)(left < 20 ? left : 20) * 1000000 };
+        struct timespec ts = {0, (long)(left < 20 ? left : 20) * 1000000};
         nanosleep(&ts, NULL);
     }
     atomic_store(&job->restarting, 0);
@@ -233,18 +240,18 @@ static int64_t next_delay(const tdm__rt_restart *rs, const tdm_job *job)
 {
     if (rs->strategy != TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY)
         return rs->delay_ms;
-    double d = (double)rs->delay_ms *
-               tdm__job_val(job, "restart.multiplier")->d;
+    double d =
+        (double)rs->delay_ms * tdm__job_val(job, "restart.multiplier")->d;
     double max = (double)tdm__job_int(job, "restart.max_delay");
     return (int64_t)(d < max ? d : max);
 }
 
 /* See ckpt.h. */
 bool tdm__rt_restart_next(tdm__rt_restart *rs, tdm_job *job, tdm_err err,
-                     char *errbuf, size_t errbuf_size)
+                          char *errbuf, size_t errbuf_size)
 {
-    if (err == TDM_OK || rs->strategy == TDM__RESTART_STRATEGY_NONE || !restartable(err) ||
-        atomic_load(&job->cancel))
+    if (err == TDM_OK || rs->strategy == TDM__RESTART_STRATEGY_NONE ||
+        !restartable(err) || atomic_load(&job->cancel))
         return false;
     int64_t done = atomic_load(&job->stats[TDM_STAT_CHECKPOINTS]);
     if (done != rs->completed) { /* progress: start over */
@@ -264,8 +271,9 @@ bool tdm__rt_restart_next(tdm__rt_restart *rs, tdm_job *job, tdm_err err,
     }
     rs->in_row++;
     atomic_fetch_add(&job->stats[TDM_STAT_RESTARTS], 1);
-    tdm__job_log(job, "restart %lld of %lld (restart.strategy %s) in %lld "
-                      "ms, from the newest checkpoint, after: %s",
+    tdm__job_log(job,
+                 "restart %lld of %lld (restart.strategy %s) in %lld "
+                 "ms, from the newest checkpoint, after: %s",
                  (long long)rs->in_row, (long long)rs->attempts, name,
                  (long long)rs->delay_ms,
                  errbuf && *errbuf ? errbuf : tdm_strerror(err));

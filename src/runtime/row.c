@@ -17,8 +17,8 @@ static const struct {
     const char *name;
     tdm_type type;
 } type_names[] = {
-    {"int64", TDM_TYPE_INT64},   {"double", TDM_TYPE_DOUBLE},
-    {"string", TDM_TYPE_STRING}, {"bool", TDM_TYPE_BOOL},
+    {"int64", TDM_TYPE_INT64},         {"double", TDM_TYPE_DOUBLE},
+    {"string", TDM_TYPE_STRING},       {"bool", TDM_TYPE_BOOL},
     {"timestamp", TDM_TYPE_TIMESTAMP},
 };
 
@@ -54,8 +54,8 @@ static bool valid_name(const char *p, size_t len)
 
 /* Parses one "name:type" entry into field @p f (name allocated). */
 static tdm_err parse_entry(const char *p, size_t len, int index,
-                          const tdm__schema *so_far, tdm__field *f,
-                          char *errbuf, size_t errbuf_size)
+                           const tdm__schema *so_far, tdm__field *f,
+                           char *errbuf, size_t errbuf_size)
 {
     const char *colon, *name, *type;
     size_t name_len, type_len;

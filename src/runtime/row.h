@@ -83,10 +83,10 @@ typedef struct tdm__kept {
  * the guard may catch: rare).  Any other row costs one comparison. */
 typedef struct tdm__batch {
     const tdm__schema *schema;
-    size_t n, cap;      /* rows used / allocated */
-    tdm__row *rows;     /* cap rows */
-    tdm__val *vals;     /* cap * schema->n values */
-    char *arena;        /* string bytes */
+    size_t n, cap;  /* rows used / allocated */
+    tdm__row *rows; /* cap rows */
+    tdm__val *vals; /* cap * schema->n values */
+    char *arena;    /* string bytes */
     size_t arena_used, arena_cap;
 
     /* Notes (above): rows with a timestamp above keep_after are noted,
@@ -115,8 +115,8 @@ tdm_err tdm__batch_set_string(tdm__batch *b, tdm__row *row, int i,
 /* tdm__batch_set_string with the common case inlined: a short string
  * from outside the arena that fits without growing it (parsers call this
  * for every string field, mostly a few bytes long). */
-static inline tdm_err tdm__batch_put_string(tdm__batch *b, tdm__row *row,
-                                           int i, const char *s, size_t len)
+static inline tdm_err tdm__batch_put_string(tdm__batch *b, tdm__row *row, int i,
+                                            const char *s, size_t len)
 {
     if (len <= 16 && b->arena_cap - b->arena_used >= len) {
         char *dst = b->arena + b->arena_used;

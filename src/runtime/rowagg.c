@@ -124,12 +124,12 @@ struct tdm__rowagg {
     tdm__agg_spec *specs; /* borrowed from the node */
     tdm_type *types;      /* input field type per aggregate */
     int n_inputs;
-    int **idx;            /* [input][aggregate] field index */
-    int cur;              /* input of the rows being pushed */
+    int **idx; /* [input][aggregate] field index */
+    int cur;   /* input of the rows being pushed */
     uint64_t seq;
-    bool oom;             /* an allocation failed inside add/merge */
-    const void *partial;  /* tdm__rowagg_set_partial: add merges this */
-    char *buf;            /* result packing scratch */
+    bool oom;            /* an allocation failed inside add/merge */
+    const void *partial; /* tdm__rowagg_set_partial: add merges this */
+    char *buf;           /* result packing scratch */
     size_t cap;
 };
 
@@ -169,8 +169,7 @@ static char *str_copy(const char *p, uint32_t len)
 }
 
 /* Stores value @p v of type @p t as a first/last value. */
-static void keep_value(tdm__rowagg *ra, aslot *a, tdm_type t,
-                       const tdm__val *v)
+static void keep_value(tdm__rowagg *ra, aslot *a, tdm_type t, const tdm__val *v)
 {
     if (t == TDM_TYPE_STRING) {
         char *s = str_copy(v->u.s.p, v->u.s.len);
@@ -345,9 +344,9 @@ static void ra_merge(void *ud, void *into_acc, const void *from_acc)
         case TDM__FN_LAST: {
             if (!b->n)
                 break;
-            bool take = !a->n || (ra->specs[k].fn == TDM__FN_FIRST
-                                      ? b->seq < a->seq
-                                      : b->seq > a->seq);
+            bool take =
+                !a->n || (ra->specs[k].fn == TDM__FN_FIRST ? b->seq < a->seq
+                                                           : b->seq > a->seq);
             if (!take)
                 break;
             if (t == TDM_TYPE_STRING) {
@@ -751,8 +750,8 @@ size_t tdm__rowagg_acc_size(const tdm__rowagg *ra)
  * zeroed or earlier-added accumulator of tdm__rowagg_acc_size bytes. */
 void tdm__rowagg_add(tdm__rowagg *ra, void *acc, const tdm__row *row)
 {
-    tdm_record rec = { .ts = row->ts, .payload = row,
-                       .payload_len = sizeof *row };
+    tdm_record rec = {
+        .ts = row->ts, .payload = row, .payload_len = sizeof *row};
     ra_add(ra, acc, &rec);
 }
 

@@ -78,18 +78,18 @@ typedef struct tdm__agg_spec {
 /* A parsed value.  Which members are meaningful depends on the row's
  * type; everything is owned by the value (tdm__conf_val_free). */
 typedef struct tdm__conf_val {
-    bool set;       /* given explicitly (not the default) */
-    char *text;     /* the text it was parsed from */
-    int64_t i;      /* INT, DURATION (ms), BOOL (0/1), ENUM (choice
-                       index = its conf_enum.h constant) */
-    double d;       /* DOUBLE */
-    tdm__schema schema;    /* SCHEMA (n == 0: none) */
-    tdm__agg_spec *aggs;   /* AGGREGATES */
+    bool set;            /* given explicitly (not the default) */
+    char *text;          /* the text it was parsed from */
+    int64_t i;           /* INT, DURATION (ms), BOOL (0/1), ENUM (choice
+                            index = its conf_enum.h constant) */
+    double d;            /* DOUBLE */
+    tdm__schema schema;  /* SCHEMA (n == 0: none) */
+    tdm__agg_spec *aggs; /* AGGREGATES */
     int n_aggs;
-    char **fields;         /* FIELDS */
+    char **fields; /* FIELDS */
     int n_fields;
-    char **props;          /* PROPS: 2 * n_props strings, name then value,
-                              the prefix removed, in the order first set */
+    char **props; /* PROPS: 2 * n_props strings, name then value,
+                     the prefix removed, in the order first set */
     int n_props;
 } tdm__conf_val;
 
@@ -104,8 +104,7 @@ int tdm__conf_find(tdm__scope scope, const char *key);
  * TDM_ERR_INVAL (not a PROPS row, empty or blank-containing name),
  * TDM_ERR_NOMEM (v unchanged). */
 tdm_err tdm__conf_set_prop(int row, const char *key, const char *value,
-                           tdm__conf_val *v, char *errbuf,
-                           size_t errbuf_size);
+                           tdm__conf_val *v, char *errbuf, size_t errbuf_size);
 /* The value of property @p name (without the prefix) in a PROPS value,
  * or NULL when it is not set. */
 const char *tdm__conf_prop(const tdm__conf_val *v, const char *name);
@@ -181,11 +180,11 @@ struct tdm_job {
     /* Run state, readable from any thread. */
     atomic_int running;
     atomic_int cancel;
-    atomic_int savepoint; /* tdm_job_savepoint: the supervisor takes one */
+    atomic_int savepoint;  /* tdm_job_savepoint: the supervisor takes one */
     atomic_int restarting; /* waiting to restart (restart.c) */
     _Atomic int64_t stats[TDM_STAT_COUNT_];
-    _Atomic int64_t start_ms;   /* processing time the run started */
-    _Atomic int64_t queue_waits; /* producer waits on a full queue */
+    _Atomic int64_t start_ms;     /* processing time the run started */
+    _Atomic int64_t queue_waits;  /* producer waits on a full queue */
     _Atomic int64_t batches_live; /* source batches allocated now */
     _Atomic int64_t batches_peak;
     tdm__run *run;
@@ -300,8 +299,8 @@ tdm_err tdm__key_encode(const tdm__row *row, const int *idx, int n,
  * null and not starting with NUL (see above) - without a copy: true with
  * *key pointing into the row's string (or a static ""), false when the
  * key must be encoded. */
-static inline bool tdm__key_inplace(const tdm__row *row, const int *idx,
-                                    int n, const char **key, size_t *len)
+static inline bool tdm__key_inplace(const tdm__row *row, const int *idx, int n,
+                                    const char **key, size_t *len)
 {
     if (n == 1 && row->schema->fields[idx[0]].type == TDM_TYPE_STRING) {
         const tdm__val *v = &row->v[idx[0]];
@@ -349,7 +348,7 @@ static inline void tdm__key_fixed_put(uint64_t bits, char *out)
  * flush at parallelism 2.  test_rt_keys checks that both agree. */
 static inline uint64_t tdm__key_fixed_hash(uint64_t bits)
 {
-#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) &&             \
     __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && TDM__KEY_FIXED_LEN == 9
     uint64_t h = 0x9e3779b97f4a7c15ULL ^
                  ((uint64_t)TDM__KEY_FIXED_LEN * 0xff51afd7ed558ccdULL);
@@ -375,7 +374,7 @@ static inline uint64_t tdm__key_fixed_hash(uint64_t bits)
  * agree. */
 static inline uint64_t tdm__key_fixed_ws_hash(uint64_t bits)
 {
-#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) &&             \
     __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && TDM__KEY_FIXED_LEN == 9
     return tdm__ws_mix(1 | bits << 8, bits, tdm__ws_seed(TDM__KEY_FIXED_LEN));
 #else
@@ -388,8 +387,8 @@ static inline uint64_t tdm__key_fixed_ws_hash(uint64_t bits)
  * in place, and a single non-null fixed-width key written into @p kb
  * once it has room (its first use goes through tdm__key_encode, which
  * grows it). */
-static inline tdm_err tdm__key_get(const tdm__row *row, const int *idx,
-                                   int n, tdm__keybuf *kb, const char **key,
+static inline tdm_err tdm__key_get(const tdm__row *row, const int *idx, int n,
+                                   tdm__keybuf *kb, const char **key,
                                    size_t *len)
 {
     if (tdm__key_inplace(row, idx, n, key, len))
@@ -409,8 +408,8 @@ static inline tdm_err tdm__key_get(const tdm__row *row, const int *idx,
 }
 /* Decodes an encoded key into @p out (n values of @p types); strings
  * point into @p key.  Returns false when the bytes are malformed. */
-bool tdm__key_decode(const char *key, size_t len, const tdm_type *types,
-                     int n, tdm__val *out);
+bool tdm__key_decode(const char *key, size_t len, const tdm_type *types, int n,
+                     tdm__val *out);
 /* The key group of a key's hash, as Flink's KeyGroupRangeAssignment
  * (hash mod key_groups), with the modulo replaced by a multiply-shift
  * range reduction (the high 32 bits of the hash scaled to [0, groups)):
@@ -422,8 +421,7 @@ static inline int tdm__key_group(uint64_t hash, int key_groups)
 /* The subtask that owns a key group: group * P / key_groups, so every
  * subtask owns one contiguous range of groups (the runtime keeps the
  * answers in a table). */
-static inline int tdm__key_subtask(int group, int key_groups,
-                                   int parallelism)
+static inline int tdm__key_subtask(int group, int key_groups, int parallelism)
 {
     return (int)((int64_t)group * parallelism / key_groups);
 }
@@ -444,8 +442,7 @@ void tdm__row_unpack(const void *p, size_t len, const tdm__schema *schema,
  * enough, the value count matching, every string inside the string area.
  * Bytes from outside (a repartition topic) are checked with this before
  * tdm__row_unpack, which trusts its input. */
-bool tdm__row_pack_valid(const void *p, size_t len,
-                         const tdm__schema *schema);
+bool tdm__row_pack_valid(const void *p, size_t len, const tdm__schema *schema);
 /* Renders a row as one line of JSON-like text (for dead letters). */
 void tdm__row_render(const tdm__row *row, char *buf, size_t n);
 /* Formats epoch ms as ISO-8601 UTC ("2024-12-02T10:00:00Z"). */
@@ -520,8 +517,8 @@ typedef enum tdm__item_kind {
     TDM__ITEM_STATUS,
     TDM__ITEM_END,
     TDM__ITEM_BARRIER,
-    TDM__ITEM_FENCE,      /* keys of a revoked split (outbox.h, tdm__rt_fence) */
-    TDM__ITEM_PARTIAL     /* partial accumulators (outbox.h, tdm__rt_partials) */
+    TDM__ITEM_FENCE,  /* keys of a revoked split (outbox.h, tdm__rt_fence) */
+    TDM__ITEM_PARTIAL /* partial accumulators (outbox.h, tdm__rt_partials) */
 } tdm__item_kind;
 
 struct tdm__sbatch;
@@ -545,8 +542,8 @@ typedef struct tdm__sel {
     uint32_t row;
     uint32_t key_len;
     union {
-        const char *key;  /* into the batch's arena, static, or NULL */
-        uint64_t fixed;   /* key_len == TDM__SEL_FIXED */
+        const char *key; /* into the batch's arena, static, or NULL */
+        uint64_t fixed;  /* key_len == TDM__SEL_FIXED */
     };
     tdm_time_ms ts;
 } tdm__sel;
@@ -555,8 +552,8 @@ typedef struct tdm__sel {
  * selection: true with (*key, *len) set - a fixed-width key written to
  * @p buf (TDM__KEY_FIXED_LEN bytes) - or false when the consumer must
  * encode the key from the row. */
-static inline bool tdm__sel_key(const tdm__sel *sl, char *buf,
-                                const char **key, size_t *len)
+static inline bool tdm__sel_key(const tdm__sel *sl, char *buf, const char **key,
+                                size_t *len)
 {
     if (sl->key_len == TDM__SEL_FIXED) {
         tdm__key_fixed_put(sl->fixed, buf);
@@ -571,17 +568,17 @@ static inline bool tdm__sel_key(const tdm__sel *sl, char *buf,
 
 typedef struct tdm__item {
     uint8_t kind;
-    int32_t ch;           /* input channel at the consumer */
-    int32_t idle;         /* STATUS */
-    tdm_time_ms t;        /* WATERMARK */
+    int32_t ch;            /* input channel at the consumer */
+    int32_t idle;          /* STATUS */
+    tdm_time_ms t;         /* WATERMARK */
     struct tdm__sbatch *b; /* BATCH: the source batch (one reference) */
-    const tdm__sel *sel;  /* BATCH: the selected rows */
+    const tdm__sel *sel;   /* BATCH: the selected rows */
     uint32_t n;
     union {
-        void *fence;      /* FENCE: an tdm__rt_fence the consumer frees;
-                             PARTIAL: an tdm__rt_partials it frees */
-        int64_t at_us;    /* WATERMARK, END: when the source sent it
-                           * (tdm__mono_us), for result latency */
+        void *fence;   /* FENCE: an tdm__rt_fence the consumer frees;
+                          PARTIAL: an tdm__rt_partials it frees */
+        int64_t at_us; /* WATERMARK, END: when the source sent it
+                        * (tdm__mono_us), for result latency */
     };
 } tdm__item;
 
@@ -597,9 +594,9 @@ typedef struct tdm__queue {
     int n_ch, per_ch;
     int *ch_count;
     bool consumer_waiting;
-    bool poked;         /* tdm__queue_poke: the next pop returns */
-    size_t wake_at;     /* lazy pushes wake a sleeping consumer from here */
-    int64_t signals;    /* consumer wake-ups sent (tests) */
+    bool poked;      /* tdm__queue_poke: the next pop returns */
+    size_t wake_at;  /* lazy pushes wake a sleeping consumer from here */
+    int64_t signals; /* consumer wake-ups sent (tests) */
     const atomic_int *abort;
     _Atomic int64_t *waits;
     /* Per channel: the producer's own wait counter (NULL: none). */
@@ -646,10 +643,10 @@ void tdm__queue_fini(tdm__queue *q);
 typedef struct tdm__sbatch {
     tdm__batch *b;
     struct tdm__pool *pool;
-    tdm__sel *sel;      /* n_targets * cap selected rows */
-    uint32_t *sel_n;    /* per target: rows selected */
-    uint32_t *sel_sent; /* per target: rows already sent */
-    uint32_t *counts;   /* the padded block sel_n and sel_sent live in */
+    tdm__sel *sel;            /* n_targets * cap selected rows */
+    uint32_t *sel_n;          /* per target: rows selected */
+    uint32_t *sel_sent;       /* per target: rows already sent */
+    uint32_t *counts;         /* the padded block sel_n and sel_sent live in */
     struct tdm__sbatch *next; /* free list / all list */
     struct tdm__sbatch *all_next;
     /* Consumers update refs while the producer reads the fields above,
@@ -666,8 +663,8 @@ typedef struct tdm__pool {
     tdm__sbatch *free_list;
     tdm__sbatch *all;
     int n_all, max;
-    int n_free;   /* batches on the free list */
-    int wake_at;  /* a waiting producer is woken with this many free */
+    int n_free;      /* batches on the free list */
+    int wake_at;     /* a waiting producer is woken with this many free */
     int64_t signals; /* producer wake-ups sent (tests) */
     bool waiting;
     /* Called (pool unlocked) before the producer waits for a batch: the

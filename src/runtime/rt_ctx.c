@@ -100,8 +100,8 @@ void tdm__rt_format_ms(tdm_time_ms ms, char *buf, size_t n)
 
 /* Decodes an operator's key bytes and prints the values joined by ','
  * (strings as they are). */
-void tdm__rt_key_text(const tdm__rt_op *op, const char *key, size_t len, char *buf,
-                 size_t n)
+void tdm__rt_key_text(const tdm__rt_op *op, const char *key, size_t len,
+                      char *buf, size_t n)
 {
     tdm__val vals[16];
     size_t o = 0;
@@ -135,7 +135,8 @@ void tdm__rt_key_text(const tdm__rt_op *op, const char *key, size_t len, char *b
 
 /* See rt_ctx.h.  The sink's own words (tdm__sink_vtab.last_error, version
  * 5), in parentheses; nothing when it cannot tell. */
-void tdm__rt_sink_why(const tdm__rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n)
+void tdm__rt_sink_why(const tdm__rt_sink *s, tdm__sinkobj *obj, char *buf,
+                      size_t n)
 {
     char msg[360];
     buf[0] = 0;

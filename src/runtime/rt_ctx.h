@@ -6,8 +6,8 @@
  * threads are joined.  It holds the plan (plan.h) by pointer, the abort
  * flag and first error, the run lock and condition that the supervisor
  * waits on, and the checkpoint coordinator's state (tdm__rt_ckpt).  The
- * services below (tdm__rt_fail, tdm__rt_thread_done, the clock, the job log line,
- * time and key text, tdm__rt_count) depend on nothing above this header:
+ * services below (tdm__rt_fail, tdm__rt_thread_done, the clock, the job log
+ * line, time and key text, tdm__rt_count) depend on nothing above this header:
  * every subtask file and every component may call them.
  *
  * Invariant: the first tdm__rt_fail wins; err and errmsg are written once
@@ -32,24 +32,24 @@ typedef struct tdm__rt_ckpt {
     bool on;
     struct tdm__ckpt_store *st;
     tdm_time_ms interval;
-    uint64_t last;         /* highest id used or restored */
-    uint64_t pending;      /* the checkpoint in progress (0: none) */
-    int pending_kind;      /* TDM__CKPT_CHECKPOINT or _SAVEPOINT */
+    uint64_t last;    /* highest id used or restored */
+    uint64_t pending; /* the checkpoint in progress (0: none) */
+    int pending_kind; /* TDM__CKPT_CHECKPOINT or _SAVEPOINT */
     int64_t started_us;
-    int64_t next_ms;       /* tdm__mono_ms of the next start */
-    _Atomic uint64_t req;  /* barrier requested (subtasks ack it) */
+    int64_t next_ms;            /* tdm__mono_ms of the next start */
+    _Atomic uint64_t req;       /* barrier requested (subtasks ack it) */
     _Atomic uint64_t committed; /* durable: sinks may commit up to it */
-    bool wake;             /* under run->mu: an acknowledgement came */
-    bool abandon;          /* no final checkpoint: abandon the sinks */
+    bool wake;                  /* under run->mu: an acknowledgement came */
+    bool abandon;               /* no final checkpoint: abandon the sinks */
     /* Restore (loaded before the subtasks open). */
     bool restored;
     uint64_t from;
     int old_P;
-    uint8_t **src_pos;     /* per source: every old subtask's connector
-                              section, concatenated */
+    uint8_t **src_pos; /* per source: every old subtask's connector
+                          section, concatenated */
     size_t *src_pos_len;
-    uint8_t **src_rd;      /* per source and old subtask k, at
-                              si * old_P + k: the reader section */
+    uint8_t **src_rd; /* per source and old subtask k, at
+                         si * old_P + k: the reader section */
     size_t *src_rd_len;
     struct tdm__ckpt_reader *rd;
     /* The lineage (ckpt_lineage.c): its first checkpoint (0: none yet,
@@ -63,7 +63,6 @@ typedef struct tdm__rt_ckpt {
     uint64_t old_first, old_committed;
 } tdm__rt_ckpt;
 
-
 /* A subtask's part in checkpoints (ckpt.c): the sink objects it writes
  * (two roles: a source's pass-through and dead letters, an operator's
  * results and late output; with checkpoints one object per writer) and
@@ -72,24 +71,24 @@ typedef struct tdm__rt_ckpt {
 typedef struct tdm__rt_ck_slot {
     tdm__rt_sink *sink[2];
     tdm__sinkobj *obj[2];
-    int w[2];              /* writer numbers (-1: none) */
+    int w[2]; /* writer numbers (-1: none) */
     uint64_t acked, committed;
-    bool ended;            /* no more barriers: fin is its final state */
-    uint8_t *blob;         /* its state at acked */
+    bool ended;    /* no more barriers: fin is its final state */
+    uint8_t *blob; /* its state at acked */
     size_t len;
-    uint8_t *fin;          /* its state once ended */
+    uint8_t *fin; /* its state once ended */
     size_t fin_len;
-    uint8_t *sk[2];        /* pre_commit sections at acked */
+    uint8_t *sk[2]; /* pre_commit sections at acked */
     size_t sk_len[2];
-    int64_t align_us;      /* its alignment for acked: first barrier
-                              in to the last (operators; sources 0) */
+    int64_t align_us; /* its alignment for acked: first barrier
+                         in to the last (operators; sources 0) */
 } tdm__rt_ck_slot;
 
 struct tdm__run {
     tdm_job *job;
     int P;
     int key_groups;
-    uint16_t *owner;     /* key group -> subtask */
+    uint16_t *owner; /* key group -> subtask */
     size_t batch_size;
     int qcap;
     tdm_time_ms guard;
@@ -97,7 +96,7 @@ struct tdm__run {
     atomic_int abort;
     tdm__rt_source *srcs;
     int n_srcs;
-    tdm__rt_source *dsrcs;    /* derived sources (chaining), no thread each */
+    tdm__rt_source *dsrcs; /* derived sources (chaining), no thread each */
     int n_dsrcs;
     tdm__rt_op *ops;
     int n_ops;
@@ -110,14 +109,14 @@ struct tdm__run {
     int n_threads, n_done;
     tdm_err err;
     char errmsg[1024];
-    bool debug;          /* log.level debug */
+    bool debug; /* log.level debug */
     /* Cancel stops without draining (on_cancel stop, or auto with an
      * endless Kafka source): open windows are not written. */
     bool stop_on_cancel;
-    bool any_v2;         /* some source commits (version 2) */
-    bool any_early;      /* some window fires before its watermark */
+    bool any_v2;    /* some source commits (version 2) */
+    bool any_early; /* some window fires before its watermark */
     tdm_time_ms commit_interval;
-    bool flush_warned;   /* the committer's flush failed last round */
+    bool flush_warned; /* the committer's flush failed last round */
     tdm__rt_align *aligns;
     int n_aligns;
     tdm__rt_ckpt ck;
@@ -125,11 +124,11 @@ struct tdm__run {
 
 /* A tdm_job_run's restarts: the attempt count and back-off. */
 typedef struct tdm__rt_restart {
-    int strategy;          /* 0 none, 1 fixed-delay, 2 exponential-delay */
-    int64_t attempts;      /* restarts allowed in a row */
-    int64_t in_row;        /* restarts since a checkpoint completed */
-    int64_t delay_ms;      /* the next back-off */
-    int64_t completed;     /* checkpoints completed when it last looked */
+    int strategy;      /* 0 none, 1 fixed-delay, 2 exponential-delay */
+    int64_t attempts;  /* restarts allowed in a row */
+    int64_t in_row;    /* restarts since a checkpoint completed */
+    int64_t delay_ms;  /* the next back-off */
+    int64_t completed; /* checkpoints completed when it last looked */
 } tdm__rt_restart;
 
 /* Records the run's first error (message formatted), aborts the run and
@@ -140,8 +139,7 @@ void tdm__rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
 static inline void tdm__rt_count(tdm__run *run, tdm_stat s, int64_t v)
 {
     if (v)
-        atomic_fetch_add_explicit(&run->job->stats[s], v,
-                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&run->job->stats[s], v, memory_order_relaxed);
 }
 
 /* ---- Services (rt_ctx.c) ---- */
@@ -158,12 +156,13 @@ void tdm__ctx_log_line(void *ud, const char *line);
 void tdm__rt_format_ms(tdm_time_ms ms, char *buf, size_t n);
 /* Renders key bytes of an operator as text: the key fields' values
  * joined by ','. */
-void tdm__rt_key_text(const tdm__rt_op *op, const char *key, size_t len, char *buf,
-                 size_t n);
+void tdm__rt_key_text(const tdm__rt_op *op, const char *key, size_t len,
+                      char *buf, size_t n);
 /* Why a write to object @p obj of sink @p s failed, as " (<message>)"
  * in @p buf from the sink's last_error (connect.h, version 5); empty
  * when the sink cannot tell.  For the failure messages of the subtasks'
  * writes (task_op_emit.c, task_source.c). */
-void tdm__rt_sink_why(const tdm__rt_sink *s, tdm__sinkobj *obj, char *buf, size_t n);
+void tdm__rt_sink_why(const tdm__rt_sink *s, tdm__sinkobj *obj, char *buf,
+                      size_t n);
 
 #endif /* TDM_RT_CTX_H */

@@ -79,14 +79,14 @@ static tdm_err open_sinks(tdm__run *run, char *errbuf, size_t errbuf_size)
         if (!s->used)
             continue;
         if (run->ck.on) {
-            tdm_err err = tdm__rt_ckpt_open_sink(run, s, i, errbuf, errbuf_size);
+            tdm_err err =
+                tdm__rt_ckpt_open_sink(run, s, i, errbuf, errbuf_size);
             if (err != TDM_OK)
                 return err;
             continue;
         }
         char msg[256] = "";
-        tdm_err err = s->vt->open(&s->conf, s->mode, &s->obj, msg,
-                                  sizeof msg);
+        tdm_err err = s->vt->open(&s->conf, s->mode, &s->obj, msg, sizeof msg);
         if (err != TDM_OK) {
             s->obj = NULL;
             return tdm__errf(errbuf, errbuf_size,
@@ -194,8 +194,8 @@ static void free_plan(tdm__run *run)
 static void ck_bind(tdm__run *run, tdm__rt_ck_slot *c, tdm__rt_sink *s0, int r0,
                     tdm__rt_sink *s1, int r1, int k)
 {
-    tdm__rt_sink *s[2] = { s0, s1 };
-    int r[2] = { r0, r1 };
+    tdm__rt_sink *s[2] = {s0, s1};
+    int r[2] = {r0, r1};
     for (int j = 0; j < 2; j++) {
         c->sink[j] = s[j];
         c->w[j] = s[j] ? r[j] * 256 + k : -1;
@@ -215,8 +215,8 @@ static tdm_err make_tasks(tdm__run *run)
             op->tasks[j].run = run;
             op->tasks[j].op = op;
             op->tasks[j].index = j;
-            ck_bind(run, &op->tasks[j].ck, op->sink, op->sink_role,
-                    op->late, op->late_role, j);
+            ck_bind(run, &op->tasks[j].ck, op->sink, op->sink_role, op->late,
+                    op->late_role, j);
             tdm_err err = tdm__rt_op_task_init(&op->tasks[j]);
             if (err != TDM_OK)
                 return err;
@@ -254,8 +254,8 @@ static tdm_err make_tasks(tdm__run *run)
             tdm_err err = tdm__rt_emit_init(&src->tasks[i]);
             if (err != TDM_OK) {
                 tdm__rt_fail(run, err, "%s \"%s\": out of memory",
-                        tdm__node_kind_name(src->node->kind),
-                        src->node->name);
+                             tdm__node_kind_name(src->node->kind),
+                             src->node->name);
                 return err;
             }
             src->from->tasks[i].emit = &src->tasks[i];
@@ -263,7 +263,8 @@ static tdm_err make_tasks(tdm__run *run)
         for (int i = 0; i < run->P; i++)
             for (int e = 0; e < src->n_edges; e++)
                 for (int j = 0; j < run->P; j++)
-                    src->edges[e].op->tasks[j]
+                    src->edges[e]
+                        .op->tasks[j]
                         .q.ch_waits[src->edges[e].input * run->P + i] =
                         &src->tasks[i].m.bp;
     }
@@ -274,7 +275,8 @@ static tdm_err make_tasks(tdm__run *run)
         for (int i = 0; i < run->P; i++)
             for (int e = 0; e < src->n_edges; e++)
                 for (int j = 0; j < run->P; j++)
-                    src->edges[e].op->tasks[j]
+                    src->edges[e]
+                        .op->tasks[j]
                         .q.ch_waits[src->edges[e].input * run->P + i] =
                         &src->tasks[i].m.bp;
     }
@@ -291,9 +293,9 @@ static tdm_err make_tasks(tdm__run *run)
             tdm__rt_pub_set(&src->tasks[i].m.wm_out, TDM_TIME_MAX);
             for (int e = 0; e < src->n_edges; e++)
                 for (int j = 0; j < run->P; j++) {
-                    tdm__item it = { .kind = TDM__ITEM_END,
-                                     .ch = src->edges[e].input * run->P + i,
-                                     .t = TDM_TIME_MAX };
+                    tdm__item it = {.kind = TDM__ITEM_END,
+                                    .ch = src->edges[e].input * run->P + i,
+                                    .t = TDM_TIME_MAX};
                     tdm__queue_push(&src->edges[e].op->tasks[j].q, &it);
                 }
         }
@@ -374,8 +376,7 @@ static void update_watermark(tdm__run *run)
                 wm = w;
             any = true;
         }
-    atomic_store(&run->job->stats[TDM_STAT_WATERMARK],
-                 any ? wm : TDM_TIME_MIN);
+    atomic_store(&run->job->stats[TDM_STAT_WATERMARK], any ? wm : TDM_TIME_MIN);
 }
 
 /* Refreshes the watermark counter and calls the progress callback. */
@@ -420,11 +421,11 @@ static bool flush_sinks(tdm__run *run)
         if (s->vt->flush(s->obj, msg, sizeof msg) != TDM_OK) {
             /* Said once per failure spell, not every round. */
             if (!run->flush_warned)
-                tdm__job_log(run->job, "sink %s: flush failed (%s); "
-                                       "offsets are not committed until "
-                                       "a flush succeeds",
-                             s->node->name,
-                             msg[0] ? msg : "no reason given");
+                tdm__job_log(run->job,
+                             "sink %s: flush failed (%s); "
+                             "offsets are not committed until "
+                             "a flush succeeds",
+                             s->node->name, msg[0] ? msg : "no reason given");
             run->flush_warned = true;
             return false;
         }
@@ -456,8 +457,7 @@ static void commit_round(tdm__run *run)
             continue;
         for (int k = 0; k < run->P; k++) {
             tdm__rt_src_task *t = &s->tasks[k];
-            atomic_store_explicit(&t->c_proc, t->c_pend,
-                                  memory_order_relaxed);
+            atomic_store_explicit(&t->c_proc, t->c_pend, memory_order_relaxed);
             atomic_store_explicit(&t->c_done, done, memory_order_relaxed);
             atomic_fetch_add_explicit(&t->c_req, 1, memory_order_release);
         }
@@ -480,10 +480,11 @@ static void final_commit(tdm__run *run)
             continue;
         for (int k = 0; k < run->P; k++) {
             tdm__rt_src_task *t = &s->tasks[k];
-            if (t->conn && s->vt->commit(t->conn, TDM_TIME_MAX, done, top) !=
-                               TDM_OK)
-                tdm__job_log(run->job, "source %s subtask %d: the final "
-                                       "offset commit failed",
+            if (t->conn &&
+                s->vt->commit(t->conn, TDM_TIME_MAX, done, top) != TDM_OK)
+                tdm__job_log(run->job,
+                             "source %s subtask %d: the final "
+                             "offset commit failed",
                              s->node->name, k);
         }
     }
@@ -521,11 +522,10 @@ static void supervise(tdm__run *run)
             next = next_commit;
         if (run->ck.on && !run->ck.pending && run->ck.next_ms < next)
             next = run->ck.next_ms;
-        if (run->ck.on && !run->ck.pending &&
-            atomic_load(&run->job->savepoint))
+        if (run->ck.on && !run->ck.pending && atomic_load(&run->job->savepoint))
             next = tdm__mono_ms();
-        struct timespec at = { .tv_sec = (time_t)(next / 1000),
-                               .tv_nsec = (long)(next % 1000) * 1000000 };
+        struct timespec at = {.tv_sec = (time_t)(next / 1000),
+                              .tv_nsec = (long)(next % 1000) * 1000000};
         int r = 0;
         while (run->n_done < run->n_threads && r == 0 && !run->ck.wake)
             r = pthread_cond_timedwait(&run->cv, &run->mu, &at);
@@ -557,8 +557,7 @@ static void supervise(tdm__run *run)
 static bool spans_restarts(int i)
 {
     return (i >= TDM_STAT_CHECKPOINTS && i <= TDM_STAT_CHECKPOINT_ALIGN_MS) ||
-           (i >= TDM_STAT_CHECKPOINTS_FAILED_IN_ROW &&
-            i <= TDM_STAT_RESTARTS);
+           (i >= TDM_STAT_CHECKPOINTS_FAILED_IN_ROW && i <= TDM_STAT_RESTARTS);
 }
 
 /* Counters start from zero at every run; after a restart (@p restart)
@@ -596,8 +595,7 @@ static tdm_err init_run(tdm__run *run, tdm_job *job)
     if (!run->owner)
         return TDM_ERR_NOMEM;
     for (int g = 0; g < run->key_groups; g++)
-        run->owner[g] =
-            (uint16_t)tdm__key_subtask(g, run->key_groups, run->P);
+        run->owner[g] = (uint16_t)tdm__key_subtask(g, run->key_groups, run->P);
     atomic_init(&run->abort, 0);
     atomic_init(&run->bad_logged, 0);
     if (pthread_mutex_init(&run->mu, NULL) != 0) {
@@ -659,8 +657,7 @@ static tdm_err run_attempt(tdm_job *job, bool restart, char *errbuf,
         update_watermark(run);
         tdm__rt_metrics_finish(run);
         if (run->err != TDM_OK)
-            err = tdm__errf(errbuf, errbuf_size, run->err, "%s",
-                            run->errmsg);
+            err = tdm__errf(errbuf, errbuf_size, run->err, "%s", run->errmsg);
     }
     err = close_sinks(run, errbuf, errbuf_size, err);
     tdm__rt_ckpt_close(run);

@@ -33,13 +33,13 @@ struct tdm_source_scan {
     tdm__source_conf conf;
     tdm__stream *st;
     int n_st;
-    uint8_t *finished;    /* per stream: ended in the current poll */
-    tdm__partmap pm;      /* partition.field values -> partitions */
+    uint8_t *finished; /* per stream: ended in the current poll */
+    tdm__partmap pm;   /* partition.field values -> partitions */
     tdm__batch *b;
-    size_t next_row;      /* the batch's next row to deliver */
-    int next_fin;         /* the next stream to look at for an end */
-    int cur, n_done;      /* the poll's stream; streams that ended */
-    int polled, eof;      /* a batch was read; every stream ended */
+    size_t next_row; /* the batch's next row to deliver */
+    int next_fin;    /* the next stream to look at for an end */
+    int cur, n_done; /* the poll's stream; streams that ended */
+    int polled, eof; /* a batch was read; every stream ended */
     tdm_bad_record_fn on_bad;
     void *opaque;
     tdm__keybuf kb;
@@ -84,18 +84,20 @@ static tdm_err plan(tdm_source_scan *sc, const tdm_node *n, char *errbuf,
     if (!c->schema)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "source '%s' has no schema", n->name);
-    c->ts_field = tdm__schema_find(c->schema,
-                                   tdm__node_str(n, "timestamp.field"));
+    c->ts_field =
+        tdm__schema_find(c->schema, tdm__node_str(n, "timestamp.field"));
     if (c->ts_field < 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "source '%s': timestamp.field is not in the "
-                         "schema", n->name);
+                         "schema",
+                         n->name);
     const char *pf = tdm__node_str(n, "partition.field");
     c->partition_field = *pf ? tdm__schema_find(c->schema, pf) : -1;
     if (*pf && c->partition_field < 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "source '%s': partition.field is not in the "
-                         "schema", n->name);
+                         "schema",
+                         n->name);
     return TDM_OK;
 }
 
@@ -112,8 +114,7 @@ static tdm_err open_streams(tdm_source_scan *sc, const char *const *paths,
         int fd = in ? 0 : open(paths[i], O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                             "cannot open '%s': %s", paths[i],
-                             strerror(errno));
+                             "cannot open '%s': %s", paths[i], strerror(errno));
         tdm_err err = tdm__stream_init(&sc->st[i], &sc->conf, fd, !in,
                                        in ? "<stdin>" : paths[i]);
         sc->n_st++;
@@ -154,8 +155,7 @@ tdm_err tdm_source_scan_new(tdm_job *job, const char *source,
     sc->on_bad = on_bad;
     sc->opaque = opaque;
     if ((err = plan(sc, n, errbuf, errbuf_size)) != TDM_OK ||
-        (err = open_streams(sc, paths, n_paths, errbuf, errbuf_size)) !=
-            TDM_OK)
+        (err = open_streams(sc, paths, n_paths, errbuf, errbuf_size)) != TDM_OK)
         goto fail;
     sc->b = tdm__batch_new(sc->conf.schema,
                            (size_t)tdm__job_int(job, "batch.size"));
@@ -284,9 +284,8 @@ const char *tdm_source_scan_errmsg(const tdm_source_scan *sc)
 /* ---- Records ---- */
 
 /* A partition's name (see tidemark.h). */
-tdm_err tdm_source_scan_partition_name(const tdm_source_scan *sc,
-                                       int partition, const char **name,
-                                       size_t *len)
+tdm_err tdm_source_scan_partition_name(const tdm_source_scan *sc, int partition,
+                                       const char **name, size_t *len)
 {
     if (sc->conf.partition_field < 0) {
         if (partition < 0 || partition >= sc->n_st)
@@ -339,8 +338,8 @@ tdm_err tdm_source_scan_field_time(const tdm_source_scan *sc,
 
 /* A record's key (see tidemark.h). */
 tdm_err tdm_source_scan_key(tdm_source_scan *sc, const tdm_row *row,
-                            const int *fields, int n_fields,
-                            const char **key, size_t *len)
+                            const int *fields, int n_fields, const char **key,
+                            size_t *len)
 {
     if (n_fields < 1 || !fields)
         return TDM_ERR_INVAL;

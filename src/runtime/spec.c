@@ -85,8 +85,7 @@ static void fill_window(const tdm_node *n, tdm__window_spec *w)
     w->trigger_purging = num(n, "trigger.purging") != 0;
     w->allowed_lateness_ms = num(n, "allowed_lateness");
     w->output_mode = (tdm__output_mode)num(n, "output_mode");
-    w->local_aggregation =
-        (tdm__local_aggregation)num(n, "local_aggregation");
+    w->local_aggregation = (tdm__local_aggregation)num(n, "local_aggregation");
 }
 
 static void fill_join(const tdm_node *n, tdm__join_spec *j)
@@ -146,8 +145,7 @@ tdm_err tdm__window_spec_assigner(const tdm__window_spec *w, bool with_time,
     tdm_err err;
     switch (w->type) {
     case TDM__WINDOW_TYPE_TUMBLING:
-        err = tdm_assigner_new_tumbling(w->size_ms, w->offset_ms, out, msg,
-                                        n);
+        err = tdm_assigner_new_tumbling(w->size_ms, w->offset_ms, out, msg, n);
         break;
     case TDM__WINDOW_TYPE_SLIDING:
         err = tdm_assigner_new_sliding(w->size_ms, w->slide_ms, w->offset_ms,
@@ -189,8 +187,8 @@ static tdm_err builtin_trigger(const tdm__window_spec *w,
 }
 
 /* The trigger of a window's spec; see spec.h. */
-tdm_err tdm__window_spec_trigger(const tdm__window_spec *w,
-                                 tdm_trigger **out, char *msg, size_t n)
+tdm_err tdm__window_spec_trigger(const tdm__window_spec *w, tdm_trigger **out,
+                                 char *msg, size_t n)
 {
     tdm__trigger_kind kind = w->trigger;
     *out = NULL;

@@ -112,8 +112,8 @@ tdm_err tdm__window_spec_assigner(const tdm__window_spec *w, bool with_time,
  * trigger.purging is set (the default then made explicit: event or
  * processing time as the window's time).  TDM_OK, TDM_ERR_INVAL,
  * TDM_ERR_NOMEM. */
-tdm_err tdm__window_spec_trigger(const tdm__window_spec *w,
-                                 tdm_trigger **out, char *msg, size_t n);
+tdm_err tdm__window_spec_trigger(const tdm__window_spec *w, tdm_trigger **out,
+                                 char *msg, size_t n);
 /* A window join's assigner (tumbling or sliding, no offset). */
 tdm_err tdm__join_spec_assigner(const tdm__join_spec *j, tdm_assigner **out,
                                 char *msg, size_t n);

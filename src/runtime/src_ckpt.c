@@ -41,9 +41,10 @@ static bool src_snapshot(tdm__rt_src_task *t, uint8_t **out, size_t *len)
         tdm__enc_free(&e);
     if (err != TDM_OK) {
         tdm__rt_fail(t->run, err,
-                "source \"%s\" subtask %d: checkpoint "
-                "snapshot failed: %s",
-                t->src->node->name, t->index, msg[0] ? msg : tdm_strerror(err));
+                     "source \"%s\" subtask %d: checkpoint "
+                     "snapshot failed: %s",
+                     t->src->node->name, t->index,
+                     msg[0] ? msg : tdm_strerror(err));
         return false;
     }
     return true;

@@ -36,12 +36,12 @@ void tdm__src_dead_letter(tdm__rt_src_task *t, const char *source,
         if (err != TDM_OK) {
             char why[400];
             tdm__rt_sink_why(run->dead, t->ck.obj[1], why, sizeof why);
-            tdm__rt_fail(run, TDM_ERR_IO,
-                    "sink \"%s\": writing a dead letter "
-                    "to %s failed%s",
-                    run->dead->node->name,
-                    *run->dead->conf.path ? run->dead->conf.path : "stdout",
-                    why);
+            tdm__rt_fail(
+                run, TDM_ERR_IO,
+                "sink \"%s\": writing a dead letter "
+                "to %s failed%s",
+                run->dead->node->name,
+                *run->dead->conf.path ? run->dead->conf.path : "stdout", why);
         }
         return;
     }

@@ -87,7 +87,7 @@ nomem:
         tdm__rt_fence_free(msg[j]);
     tdm__free(msg);
     tdm__rt_fail(t->run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
-            s->node->name);
+                 s->node->name);
 }
 
 /* Split @p p finished (reported to the reader): a revoked split's keys
@@ -99,7 +99,8 @@ void tdm__src_fence_on_finished(tdm__rt_src_task *t, int p)
     if (t->finished[p] && t->src->vt->fenced(t->conn, p))
         tdm__src_fence_send(t, p);
     for (int e = 0; e < t->src->n_edges; e++)
-        tdm__rt_keyset_free(&t->fk[(size_t)p * (size_t)t->src->n_edges + (size_t)e]);
+        tdm__rt_keyset_free(
+            &t->fk[(size_t)p * (size_t)t->src->n_edges + (size_t)e]);
 }
 
 /* After a commit with results settled up to @p done: keys whose records'

@@ -67,7 +67,7 @@ void tdm__src_metrics_publish_lag(tdm__rt_src_task *t)
     bool any = t->lag_seen > 0;
     for (int i = 0; i < 3; i++)
         tdm__rt_pub_set(&t->m.lag[i],
-                   any && h->n ? tdm__hist_quantile(h, q[i]) : -1);
+                        any && h->n ? tdm__hist_quantile(h, q[i]) : -1);
     tdm__rt_pub_set(&t->m.lag[3], any ? h->max : -1);
 }
 
@@ -94,8 +94,8 @@ void tdm__src_metrics_publish(tdm__rt_src_task *t, bool all)
         tdm_time_ms w = tdm_reader_split_watermark_get(t->reader, p);
         if (w != tdm__rt_pub_get(&pp->p_wm))
             tdm__rt_pub_set(&pp->p_wm, w);
-        int64_t f =
-            tdm__rt_pub_get(&pp->p_flags) & ~(int64_t)(RT_PF_PAUSED | RT_PF_IDLE);
+        int64_t f = tdm__rt_pub_get(&pp->p_flags) &
+                    ~(int64_t)(RT_PF_PAUSED | RT_PF_IDLE);
         if (tdm_reader_split_is_paused(t->reader, p) == 1)
             f |= RT_PF_PAUSED;
         if (tdm_reader_split_is_idle(t->reader, p) == 1)

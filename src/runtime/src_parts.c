@@ -58,7 +58,8 @@ tdm_err tdm__src_parts_reserve(tdm__rt_src_task *t, int need)
         t->ppaused = pz;
         if (t->src->fence) {
             size_t ne = (size_t)t->src->n_edges;
-            tdm__rt_keyset *fk = tdm__realloc(t->fk, (size_t)cap * ne * sizeof *fk);
+            tdm__rt_keyset *fk =
+                tdm__realloc(t->fk, (size_t)cap * ne * sizeof *fk);
             if (!fk)
                 return TDM_ERR_NOMEM;
             memset(fk + (size_t)t->fk_cap * ne, 0,

@@ -59,8 +59,8 @@ static void apply_fence(tdm__rt_op_task *t, const tdm__rt_fence *f)
  * t->fkb).  NULL on OOM. */
 static const char *fenced_key(tdm__rt_op_task *t, const char *key, size_t *len)
 {
-    const int64_t *e = tdm__rt_keyset_find(&t->fence, key, *len,
-                                      tdm__keys_hash(key, *len));
+    const int64_t *e =
+        tdm__rt_keyset_find(&t->fence, key, *len, tdm__keys_hash(key, *len));
     if (!e)
         return key;
     size_t need = *len + RT_FENCE_SUFFIX;
@@ -123,14 +123,14 @@ static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
     /* The fence changes only between items (apply_fence). */
     const bool fenced = t->fence.n != 0;
     /* Only a single string key can be bytes in the batch's arena. */
-    const bool pf = op->n_key == 1 &&
-                    b->schema->fields[kidx[0]].type == TDM_TYPE_STRING;
+    const bool pf =
+        op->n_key == 1 && b->schema->fields[kidx[0]].type == TDM_TYPE_STRING;
     const uint32_t n = it->n;
     if (ra)
         tdm__rowagg_set_input(ra, input);
     t->c_in += n;
     /* The fields no row changes are set once. */
-    tdm_record rec = { .payload_len = sizeof(tdm__row) };
+    tdm_record rec = {.payload_len = sizeof(tdm__row)};
     char fixed[TDM__KEY_FIXED_LEN];
     for (uint32_t k = 0; k < n && !t->failed; k++) {
         const tdm__sel *sl = &it->sel[k];
@@ -142,13 +142,11 @@ static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
         const char *key;
         size_t klen;
         if (!tdm__sel_key(sl, fixed, &key, &klen) &&
-            tdm__key_get(row, kidx, op->n_key, &t->kb, &key, &klen) !=
-                TDM_OK) {
+            tdm__key_get(row, kidx, op->n_key, &t->kb, &key, &klen) != TDM_OK) {
             tdm__rt_op_fail_nomem(t);
             break;
         }
-        if (__builtin_expect(fenced, 0) &&
-            !(key = fenced_key(t, key, &klen))) {
+        if (__builtin_expect(fenced, 0) && !(key = fenced_key(t, key, &klen))) {
             tdm__rt_op_fail_nomem(t);
             break;
         }
@@ -195,23 +193,26 @@ static void push_partials(tdm__rt_op_task *t, const tdm__item *it)
     tdm_winop *win = t->win;
     tdm__rowagg *ra = t->ra;
     char fixed[TDM__KEY_FIXED_LEN];
-    tdm_record rec = { .payload = NULL };
+    tdm_record rec = {.payload = NULL};
     for (uint32_t k = 0; k < m->n && !t->failed; k++) {
         /* The window store's entries are scattered: fetch ahead the key
          * table slot of the partial PARTIAL_AHEAD rows on.  A
          * fixed-width key's hash is computed from its value, not its
          * bytes (tdm__key_fixed_ws_hash). */
         if (!ra && k + PARTIAL_AHEAD < m->n) {
-            const tdm__rt_pent *pa = (const tdm__rt_pent *)(const void *)(
-                m->ents + (size_t)(k + PARTIAL_AHEAD) * m->stride);
+            const tdm__rt_pent *pa =
+                (const tdm__rt_pent *)(const void *)(m->ents +
+                                                     (size_t)(k +
+                                                              PARTIAL_AHEAD) *
+                                                         m->stride);
             if (pa->key_len == TDM__SEL_FIXED)
-                tdm__winop_prefetch_hash(win,
-                                         tdm__key_fixed_ws_hash(pa->key));
+                tdm__winop_prefetch_hash(win, tdm__key_fixed_ws_hash(pa->key));
             else if (m->keys)
                 tdm__winop_prefetch_key(win, m->keys + pa->key, pa->key_len);
         }
         const tdm__rt_pent *pe =
-            (const tdm__rt_pent *)(const void *)(m->ents + (size_t)k * m->stride);
+            (const tdm__rt_pent *)(const void *)(m->ents +
+                                                 (size_t)k * m->stride);
         const void *acc = (const char *)pe + sizeof *pe;
         uint64_t hash;
         if (pe->key_len == TDM__SEL_FIXED) {
@@ -237,7 +238,7 @@ static void push_partials(tdm__rt_op_task *t, const tdm__item *it)
         } else {
             int64_t n;
             memcpy(&n, acc, sizeof n);
-            double part[2] = { (double)n, 0 };
+            double part[2] = {(double)n, 0};
             err = tdm__winop_push_partial(win, it->ch, &rec, part, hash);
         }
         if (err == TDM_ERR_NOMEM) {
@@ -245,7 +246,7 @@ static void push_partials(tdm__rt_op_task *t, const tdm__item *it)
         } else if (err != TDM_OK) {
             t->failed = true;
             tdm__rt_fail(t->run, err, "window \"%s\": a partial row: %s",
-                    t->op->node->name, tdm_winop_errmsg(win));
+                         t->op->node->name, tdm_winop_errmsg(win));
         }
     }
 }
@@ -284,8 +285,7 @@ static void on_watermark(tdm__rt_op_task *t, const tdm__item *it)
     t->wm_at_us = it->at_us;
     t->lat_left = 0;
     tdm_err err = t->win ? tdm_winop_watermark(t->win, ch, it->t)
-                         : tdm_joinop_watermark(t->join, ch / P, ch % P,
-                                                it->t);
+                         : tdm_joinop_watermark(t->join, ch / P, ch % P, it->t);
     if (err == TDM_ERR_NOMEM)
         tdm__rt_op_fail_nomem(t);
 }
@@ -316,8 +316,7 @@ bool tdm__rt_op_handle(tdm__rt_op_task *t, const tdm__item *it)
             if (t->win)
                 tdm_winop_status(t->win, it->ch, it->idle);
             else
-                tdm_joinop_status(t->join, it->ch / P, it->ch % P,
-                                  it->idle);
+                tdm_joinop_status(t->join, it->ch / P, it->ch % P, it->idle);
         }
         break;
     case TDM__ITEM_FENCE:
@@ -349,8 +348,8 @@ bool tdm__rt_op_handle(tdm__rt_op_task *t, const tdm__item *it)
         }
         if (t->ended == t->op->n_channels) {
             if (!t->failed && !t->nodrain) {
-                tdm_err err = t->win ? tdm_winop_end(t->win)
-                                     : tdm_joinop_end(t->join);
+                tdm_err err =
+                    t->win ? tdm_winop_end(t->win) : tdm_joinop_end(t->join);
                 if (err == TDM_ERR_NOMEM)
                     tdm__rt_op_fail_nomem(t);
             }
@@ -391,8 +390,9 @@ static void publish(tdm__rt_op_task *t)
      * metrics its totals (single writer: plain stores). */
     tdm__rt_count(t->run, TDM_STAT_RECORDS_OUT, t->c_out - t->j_out);
     tdm__rt_count(t->run, TDM_STAT_LATE_SIDE_OUTPUT,
-             t->c_late_side - t->j_late_side);
-    tdm__rt_count(t->run, TDM_STAT_LATE_REFIRES, t->c_late_panes - t->j_late_panes);
+                  t->c_late_side - t->j_late_side);
+    tdm__rt_count(t->run, TDM_STAT_LATE_REFIRES,
+                  t->c_late_panes - t->j_late_panes);
     tdm__rt_count(t->run, TDM_STAT_WM_REGRESSIONS, t->c_regress - t->j_regress);
     t->j_out = t->c_out;
     t->j_late_side = t->c_late_side;
@@ -485,22 +485,19 @@ void tdm__rt_status_serve(tdm__rt_op_task *t)
         a->subtask = t->index;
         a->watermark = t->win->wm;
         if (v)
-            tdm__met_window_times(v, st->end, &a->max_ts,
-                                  &a->cleanup);
+            tdm__met_window_times(v, st->end, &a->max_ts, &a->cleanup);
         tdm__winop_probe(t->win, st->key, st->key_len, st->start, st->end,
                          &a->has_state, &a->elements);
         if (!a->has_state)
             a->elements = 0;
         tdm_time_ms fwm = TDM_TIME_MIN;
-        a->fired = tdm__rt_fired_find(&st->fired,
-                                 tdm__rt_fired_fp(st->key, st->key_len,
-                                             st->start, st->end),
-                                 &fwm);
+        a->fired = tdm__rt_fired_find(
+            &st->fired,
+            tdm__rt_fired_fp(st->key, st->key_len, st->start, st->end), &fwm);
         a->fired_wm = a->fired ? fwm : TDM_TIME_MIN;
         a->holding_channel = tdm__rt_holding_channel(t);
-        a->holding_wm = a->holding_channel >= 0
-                            ? t->ch_wm[a->holding_channel]
-                            : TDM_TIME_MIN;
+        a->holding_wm = a->holding_channel >= 0 ? t->ch_wm[a->holding_channel]
+                                                : TDM_TIME_MIN;
         for (int ch = 0; ch < t->op->n_channels; ch++)
             a->idle_channels += t->ch_idle[ch] && !t->ch_ended[ch];
         a->running = 1;
@@ -540,8 +537,8 @@ void *tdm__rt_op_main(void *arg)
     while (!done) {
         if (atomic_load_explicit(&run->abort, memory_order_relaxed))
             break;
-        size_t n = tdm__queue_pop(&t->q, items, POP_MAX,
-                                  t->op->proc_time ? 50 : -1);
+        size_t n =
+            tdm__queue_pop(&t->q, items, POP_MAX, t->op->proc_time ? 50 : -1);
         /* One clock reading per group of items (last record time, late
          * samples); the late sample budget is per group. */
         t->now = tdm_clock_now(t->clk);
@@ -560,9 +557,9 @@ void *tdm__rt_op_main(void *arg)
         if (t->win && t->op->proc_time && !t->failed && !done)
             tdm_winop_advance(t->win);
         if (t->rtimers && !t->failed)
-            tdm__rt_op_retract_cleanup(t, t->op->event_time
-                                         ? tdm_winop_current_watermark(t->win)
-                                         : tdm_clock_now(t->clk));
+            tdm__rt_op_retract_cleanup(
+                t, t->op->event_time ? tdm_winop_current_watermark(t->win)
+                                     : tdm_clock_now(t->clk));
         publish(t);
         /* A question about a window (tdm_job_window_status) is answered
          * between two groups of items. */
@@ -580,16 +577,17 @@ void *tdm__rt_op_main(void *arg)
     if (t->emit && done && !t->failed &&
         !atomic_load_explicit(&run->abort, memory_order_relaxed))
         tdm__rt_emit_control(t->emit, TDM__ITEM_END, TDM_TIME_MAX,
-                        t->nodrain ? 1 : 0, 0);
+                             t->nodrain ? 1 : 0, 0);
     if (t->lat.b && t->lat.n) {
         publish_latency(t, true);
         tdm__job_add_latency(run->job, &t->lat);
     }
     if (t->c_fenced)
-        tdm__job_log(run->job, "window %s[%d]: %lld result(s) of fenced keys "
+        tdm__job_log(run->job,
+                     "window %s[%d]: %lld result(s) of fenced keys "
                      "not written (their partitions' new owners write "
-                     "them)", t->op->node->name, t->index,
-                     (long long)t->c_fenced);
+                     "them)",
+                     t->op->node->name, t->index, (long long)t->c_fenced);
     if (t->ws)
         tdm__rt_status_close(t);
     tdm__rt_thread_done(run);
@@ -609,8 +607,8 @@ static tdm_err make_trigger(const tdm__rt_op *op, tdm_trigger **out, char *msg,
 }
 
 /* The node's assigner (window joins: tumbling or sliding, no offset). */
-static tdm_err make_assigner(const tdm_node *nd, bool join,
-                             tdm_assigner **out, char *msg, size_t n)
+static tdm_err make_assigner(const tdm_node *nd, bool join, tdm_assigner **out,
+                             char *msg, size_t n)
 {
     if (join)
         return tdm__join_spec_assigner(&nd->spec.join, out, msg, n);
@@ -646,8 +644,8 @@ static tdm_err init_window(tdm__rt_op_task *t, char *msg, size_t n)
         return err;
     }
     /* tdm_winop_new takes ownership of all three, also on failure. */
-    err = tdm_winop_new(asg, trg, agg, op->n_channels, t->clk, tdm__rt_op_win_emit,
-                        t, &t->win, msg, n);
+    err = tdm_winop_new(asg, trg, agg, op->n_channels, t->clk,
+                        tdm__rt_op_win_emit, t, &t->win, msg, n);
     if (err == TDM_OK) {
         t->win->drop_probe = tdm__rt_op_win_dropped;
         t->win->drop_ud = t;
@@ -676,20 +674,21 @@ static tdm_err init_join(tdm__rt_op_task *t, char *msg, size_t n)
     if (js->type == TDM__JOIN_TYPE_INTERVAL) {
         err = tdm_joinop_new_interval(
             js->lower_ms, js->upper_ms, (int)js->lower_inclusive,
-            (int)js->upper_inclusive, t->run->P, t->clk,
-            tdm__rt_op_join_emit, t, &t->join, msg, n);
+            (int)js->upper_inclusive, t->run->P, t->clk, tdm__rt_op_join_emit,
+            t, &t->join, msg, n);
     } else {
         tdm_assigner *asg = NULL;
         err = make_assigner(nd, true, &asg, msg, n);
         if (err == TDM_OK)
             err = tdm_joinop_new_window(asg, t->run->P, t->clk,
-                                        tdm__rt_op_join_emit, t, &t->join, msg, n);
+                                        tdm__rt_op_join_emit, t, &t->join, msg,
+                                        n);
     }
     if (err == TDM_OK) {
         t->join->drop_probe = tdm__rt_op_join_dropped;
         t->join->drop_ud = t;
         if (t->join->kind == TDM__JOIN_WINDOW) {
-            const tdm__join_packer pk = { join_pack_size, join_pack_write };
+            const tdm__join_packer pk = {join_pack_size, join_pack_write};
             tdm__join_window_set_packer(t->join, &pk);
         }
     }
@@ -736,8 +735,8 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
     char msg[256] = "";
     atomic_init(&t->wm, TDM_TIME_MIN);
     init_metrics(t);
-    tdm_err err = tdm__queue_init(&t->q, op->n_channels, run->qcap,
-                                  &run->abort, &run->job->queue_waits);
+    tdm_err err = tdm__queue_init(&t->q, op->n_channels, run->qcap, &run->abort,
+                                  &run->job->queue_waits);
     if (err == TDM_OK) {
         t->lmx_ok = pthread_mutex_init(&t->lmx, NULL) == 0;
         t->ch_idle = tdm__calloc((size_t)op->n_channels, sizeof(bool));
@@ -770,8 +769,8 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
         t->vals = tdm__calloc((size_t)op->n_cols, sizeof *t->vals);
         /* Chaining: a window's output row has two more columns. */
         if (op->out)
-            t->evals = tdm__calloc((size_t)op->out->schema->n + 1,
-                                   sizeof *t->evals);
+            t->evals =
+                tdm__calloc((size_t)op->out->schema->n + 1, sizeof *t->evals);
         if (!t->ch_ended || !t->ch_warned || !t->ch_wm || !t->cols ||
             !t->vals || (op->out && !t->evals))
             err = TDM_ERR_NOMEM;
@@ -789,8 +788,7 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
     /* Checkpoints: alignment state, and the restored operator. */
     if (err == TDM_OK && run->ck.on) {
         t->ck_blocked = tdm__calloc((size_t)op->n_channels, sizeof(bool));
-        t->ck_stash = tdm__calloc((size_t)op->n_channels,
-                                  sizeof *t->ck_stash);
+        t->ck_stash = tdm__calloc((size_t)op->n_channels, sizeof *t->ck_stash);
         if (!t->ck_blocked || !t->ck_stash)
             err = TDM_ERR_NOMEM;
     }
@@ -798,8 +796,8 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
         err = tdm__rt_ckpt_restore_op(t, msg, sizeof msg);
     if (err != TDM_OK)
         tdm__rt_fail(run, err, "%s \"%s\": %s",
-                op->kind == TDM_NODE_JOIN ? "join" : "window",
-                op->node->name, msg[0] ? msg : tdm_strerror(err));
+                     op->kind == TDM_NODE_JOIN ? "join" : "window",
+                     op->node->name, msg[0] ? msg : tdm_strerror(err));
     return err;
 }
 

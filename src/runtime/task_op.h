@@ -51,11 +51,11 @@ struct tdm__rt_op_task {
     tdm__rowagg *ra;
     tdm__keybuf kb, pk, uk;
     bool *ch_ended;
-    bool nodrain;        /* a channel ended without draining (stop) */
+    bool nodrain; /* a channel ended without draining (stop) */
     tdm_time_ms *ch_wm;
     bool *ch_warned;
     int ended;
-    _Atomic int64_t wm;       /* published operator watermark */
+    _Atomic int64_t wm; /* published operator watermark */
     int64_t late_dropped_seen;
     /* Output scratch. */
     tdm__col *cols;
@@ -73,7 +73,7 @@ struct tdm__rt_op_task {
      * fkb holds a fenced key's bytes with its epoch suffix. */
     struct tdm__rt_keyset fence;
     tdm__keybuf fkb;
-    int64_t c_fenced;   /* results of fenced identities not written */
+    int64_t c_fenced; /* results of fenced identities not written */
     int64_t j_out, j_late_side, j_late_panes, j_regress; /* published */
     bool *ch_idle;
     tdm__rt_chan *chp;
@@ -83,8 +83,8 @@ struct tdm__rt_op_task {
     tdm__rt_src_task *emit;
     tdm__val *evals;
     tdm__rt_op_metrics m;
-    tdm_time_ms now;     /* processing time of the current group */
-    tdm_time_ms wm_out;  /* last watermark the operator emitted */
+    tdm_time_ms now;    /* processing time of the current group */
+    tdm_time_ms wm_out; /* last watermark the operator emitted */
     /* Late samples: a ring guarded by lmx (taken per late record). */
     pthread_mutex_t lmx;
     bool lmx_ok;
@@ -110,12 +110,12 @@ struct tdm__rt_op_task {
     bool *ck_blocked;
     int ck_n_blocked;
     uint64_t ck_id;
-    uint64_t ck_taken; /* the last checkpoint id snapshotted (0: none) */
+    uint64_t ck_taken;   /* the last checkpoint id snapshotted (0: none) */
     int64_t ck_first_us; /* when ck_id's first barrier came (mono us) */
     struct tdm__rt_stash {
         tdm__item *it;
         int n, cap;
-    } *ck_stash;
+    } * ck_stash;
     /* Keeps neighbouring heap data off this subtask's cache lines. */
     char pad_tail_[128];
 };

@@ -85,7 +85,7 @@ static void collect_rslot(void *ud, uint32_t key, tdm__ns ns, void *slot)
     rcollect *c = ud;
     size_t len = 0;
     const char *k = tdm__keys_get(c->t->rkeys, key, &len);
-    c->v[c->n++] = (rref){ op_key_group(c->t, k, len), key, ns, slot };
+    c->v[c->n++] = (rref){op_key_group(c->t, k, len), key, ns, slot};
 }
 
 static int cmp_rref(const void *a, const void *b)
@@ -146,7 +146,7 @@ static void encode_rslot(tdm__rt_op_task *t, tdm__enc *e, const rref *r)
  * slot), nothing per row. */
 static tdm_err retract_snapshot(tdm__rt_op_task *t, tdm__enc *e, int lo, int hi)
 {
-    rcollect c = { t, NULL, 0 };
+    rcollect c = {t, NULL, 0};
     size_t n = tdm__kv_count(t->rkv);
     c.v = tdm__malloc((n + 1) * sizeof *c.v);
     if (!c.v)
@@ -275,7 +275,7 @@ static tdm_err restore_rgroup(tdm__rt_op_task *t, tdm__dec *g)
     for (uint64_t i = 0; i < n && !g->err; i++) {
         const void *k = NULL;
         size_t klen = 0;
-        tdm__ns ns = { 0, 0 };
+        tdm__ns ns = {0, 0};
         uint8_t fl = 0;
         int64_t at = 0;
         tdm__dec_bytes(g, &k, &klen);
@@ -365,8 +365,8 @@ static bool op_snapshot(tdm__rt_op_task *t, uint8_t **out, size_t *len)
     tdm__enc_uvar(&e, (uint64_t)t->op->n_channels);
     for (int c = 0; c < t->op->n_channels; c++) {
         tdm__enc_svar(&e, t->ch_wm[c]);
-        tdm__enc_u8(&e, (uint8_t)((t->ch_idle[c] ? 1 : 0) |
-                                  (t->ch_ended[c] ? 2 : 0)));
+        tdm__enc_u8(
+            &e, (uint8_t)((t->ch_idle[c] ? 1 : 0) | (t->ch_ended[c] ? 2 : 0)));
     }
     tdm__enc_end(&e);
     op_groups(t->run, t->index, &lo, &hi);
@@ -385,13 +385,13 @@ static bool op_snapshot(tdm__rt_op_task *t, uint8_t **out, size_t *len)
     else
         tdm__enc_free(&e);
     if (err != TDM_OK) {
-        tdm__rt_fail(t->run, err, "%s \"%s\" subtask %d: checkpoint snapshot "
-                             "failed: %s",
-                tdm__node_kind_name(t->op->kind), t->op->node->name,
-                t->index,
-                err == TDM_ERR_UNSUPPORTED
-                    ? "its aggregate cannot be snapshotted"
-                    : tdm_strerror(err));
+        tdm__rt_fail(
+            t->run, err,
+            "%s \"%s\" subtask %d: checkpoint snapshot "
+            "failed: %s",
+            tdm__node_kind_name(t->op->kind), t->op->node->name, t->index,
+            err == TDM_ERR_UNSUPPORTED ? "its aggregate cannot be snapshotted"
+                                       : tdm_strerror(err));
         return false;
     }
     return true;
@@ -427,8 +427,8 @@ void tdm__opck_checkpoint(tdm__rt_op_task *t)
              * tdm__rt_emit_control), so the reading operators align on it as
              * on a source's. */
             if (t->emit && !t->failed)
-                tdm__rt_emit_control(t->emit, TDM__ITEM_BARRIER, (tdm_time_ms)id,
-                                0, 0);
+                tdm__rt_emit_control(t->emit, TDM__ITEM_BARRIER,
+                                     (tdm_time_ms)id, 0, 0);
             tdm__rt_ckpt_ack(t->run, &t->ck, id, blob, len, false);
             blob = NULL;
         }
@@ -521,8 +521,8 @@ bool tdm__opck_aligned(const tdm__rt_op_task *t)
 /* Between groups of items: commits the coordinator published. */
 void tdm__rt_op_ckpt_poll(tdm__rt_op_task *t)
 {
-    uint64_t c = atomic_load_explicit(&t->run->ck.committed,
-                                      memory_order_acquire);
+    uint64_t c =
+        atomic_load_explicit(&t->run->ck.committed, memory_order_acquire);
     if (c > t->ck.committed)
         tdm__rt_ckpt_commit(t->run, &t->ck, c);
 }
@@ -599,12 +599,11 @@ tdm_err tdm__rt_ckpt_restore_op(tdm__rt_op_task *t, char *msg, size_t n)
             const char *why = NULL;
             const tdm__dec *bad = body.err ? &body : &d;
             tdm__dec_error(bad, &off, &why);
-            err = tdm__errf(msg, n, err == TDM_ERR_NOMEM ? err
-                                                        : TDM_ERR_PARSE,
+            err = tdm__errf(msg, n, err == TDM_ERR_NOMEM ? err : TDM_ERR_PARSE,
                             "checkpoint %llu: blob %s: offset %zu: %s",
                             (unsigned long long)ck->from, name, off,
-                            why ? why
-                            : rr    ? "bad retract memory"
+                            why      ? why
+                            : rr     ? "bad retract memory"
                             : t->win ? tdm_winop_errmsg(t->win)
                                      : tdm_joinop_errmsg(t->join));
         }

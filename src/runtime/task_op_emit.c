@@ -36,15 +36,15 @@
  * loop, so producers are never left waiting on it.  The message ends
  * with the sink object's own error (tdm__rt_sink_why: the file and the
  * system's reason, e.g. a full disk). */
-static void op_fail_io(tdm__rt_op_task *t, const tdm__rt_sink *s, tdm__sinkobj *obj,
-                       const char *what)
+static void op_fail_io(tdm__rt_op_task *t, const tdm__rt_sink *s,
+                       tdm__sinkobj *obj, const char *what)
 {
     char why[400];
     tdm__rt_sink_why(s, obj, why, sizeof why);
     t->failed = true;
     tdm__rt_fail(t->run, TDM_ERR_IO, "sink \"%s\": writing %s to %s failed%s",
-            s->node->name, what,
-            s->conf.path && *s->conf.path ? s->conf.path : "stdout", why);
+                 s->node->name, what,
+                 s->conf.path && *s->conf.path ? s->conf.path : "stdout", why);
 }
 
 /* Writes a late record to the late output. */
@@ -97,9 +97,8 @@ static const tdm__row *join_late_row(tdm__rt_op_task *t, int side,
 {
     if (t->join->kind == TDM__JOIN_WINDOW && rec->payload)
         return rec->payload;
-    tdm__row_unpack(rec->payload, rec->payload_len,
-                    t->op->inputs[side]->schema, side ? t->rvals : t->lvals,
-                    buf);
+    tdm__row_unpack(rec->payload, rec->payload_len, t->op->inputs[side]->schema,
+                    side ? t->rvals : t->lvals, buf);
     return buf;
 }
 
@@ -137,8 +136,8 @@ static bool fill_aggs(tdm__rt_op_task *t, const void *bytes, size_t len,
             v->u.i = (int64_t)value;
         return true;
     }
-    return tdm__rowagg_unpack(bytes, len, op->n_aggs,
-                              op->col_types + op->n_key, v);
+    return tdm__rowagg_unpack(bytes, len, op->n_aggs, op->col_types + op->n_key,
+                              v);
 }
 
 /* Chaining: the result in t->vals (and @p out's window) as a row of the
@@ -156,8 +155,7 @@ static void emit_out(tdm__rt_op_task *t, const tdm__out_row *out)
         memcpy(v, t->vals, (size_t)op->n_cols * sizeof *v);
         memset(&v[op->n_cols], 0, 2 * sizeof *v);
         v[op->n_cols].u.i = out->has_window ? out->win_start : TDM_TIME_MIN;
-        v[op->n_cols + 1].u.i = out->has_window ? out->win_end
-                                                : TDM_TIME_MAX;
+        v[op->n_cols + 1].u.i = out->has_window ? out->win_end : TDM_TIME_MAX;
         ts = tdm__time_sub_sat(v[op->n_cols + 1].u.i, 1);
         vals = v;
     } else {
@@ -206,8 +204,8 @@ static void retract_and_remember(tdm__rt_op_task *t, const tdm_event *ev,
                                  size_t agg_len)
 {
     tdm__rt_op *op = t->op;
-    tdm__ns ns = { ev->has_window ? ev->win_start : TDM_TIME_MIN,
-                   ev->has_window ? ev->win_end : TDM_TIME_MAX };
+    tdm__ns ns = {ev->has_window ? ev->win_start : TDM_TIME_MIN,
+                  ev->has_window ? ev->win_end : TDM_TIME_MAX};
     uint32_t kid;
     if (tdm__keys_intern(t->rkeys, ev->key, ev->key_len, &kid) != TDM_OK) {
         tdm__rt_op_fail_nomem(t);
@@ -231,8 +229,7 @@ static void retract_and_remember(tdm__rt_op_task *t, const tdm_event *ev,
     } else if (ev->has_window) {
         /* Forget the window when the operator does (cleanup time). */
         tdm_time_ms at = op->event_time
-                             ? tdm__time_add_sat(ev->win_end - 1,
-                                                 op->lateness)
+                             ? tdm__time_add_sat(ev->win_end - 1, op->lateness)
                              : ev->win_end - 1;
         if (tdm__timers_add(t->rtimers, at, kid, ns) != TDM_OK) {
             tdm__rt_op_fail_nomem(t);
@@ -276,11 +273,10 @@ static bool fence_result(tdm__rt_op_task *t, const char *key, size_t *len)
 {
     size_t n = *len;
     uint32_t epoch = 0;
-    if (n >= RT_FENCE_SUFFIX &&
-        memcmp(key + n - 8, RT_FENCE_MAGIC, 8) == 0) {
+    if (n >= RT_FENCE_SUFFIX && memcmp(key + n - 8, RT_FENCE_MAGIC, 8) == 0) {
         size_t base = n - RT_FENCE_SUFFIX;
         const int64_t *e = tdm__rt_keyset_find(&t->fence, key, base,
-                                          tdm__keys_hash(key, base));
+                                               tdm__keys_hash(key, base));
         if (e) {
             memcpy(&epoch, key + base, sizeof epoch);
             if ((int64_t)epoch != *e)
@@ -310,10 +306,9 @@ static bool replayed(const tdm__rt_op_task *t, const tdm_event *ev)
     tdm_time_ms last = tdm__time_sub_sat(ev->win_end, 1);
     for (int i = 0; i < op->n_inputs; i++) {
         tdm__rt_source *s = op->inputs[i];
-        if (ev->win_start <= atomic_load_explicit(&s->replay_start,
-                                                  memory_order_relaxed) ||
-            last <= atomic_load_explicit(&s->replay_last,
-                                         memory_order_relaxed))
+        if (ev->win_start <=
+                atomic_load_explicit(&s->replay_start, memory_order_relaxed) ||
+            last <= atomic_load_explicit(&s->replay_last, memory_order_relaxed))
             return true;
     }
     return false;
@@ -392,8 +387,8 @@ static void write_window_result(tdm__rt_op_task *t, const tdm_event *ev)
         }
         if (ev->key_len)
             memcpy(t->uk.p, ev->key, ev->key_len);
-        tdm_time_ms se[2] = { ev->has_window ? ev->win_start : TDM_TIME_MIN,
-                              ev->has_window ? ev->win_end : TDM_TIME_MAX };
+        tdm_time_ms se[2] = {ev->has_window ? ev->win_start : TDM_TIME_MIN,
+                             ev->has_window ? ev->win_end : TDM_TIME_MAX};
         memcpy(t->uk.p + ev->key_len, se, 16);
         out.upsert_key = t->uk.p;
         out.upsert_key_len = need;
@@ -434,8 +429,7 @@ static void debug_watermark(tdm__rt_op_task *t, tdm_time_ms wm)
     int ch = tdm__rt_holding_channel(t);
     if (ch >= 0)
         snprintf(chn, sizeof chn, "%s#%d",
-                 t->op->inputs[ch / t->run->P]->node->name,
-                 ch % t->run->P);
+                 t->op->inputs[ch / t->run->P]->node->name, ch % t->run->P);
     tdm__rt_format_ms(t->wm_out, from, sizeof from);
     tdm__rt_format_ms(wm, to, sizeof to);
     tdm__job_log(t->run->job,
@@ -456,7 +450,7 @@ static void debug_watermark(tdm__rt_op_task *t, tdm_time_ms wm)
  * watermark passed the window's last timestamp. */
 static void debug_fire(tdm__rt_op_task *t, const tdm_event *ev)
 {
-    static const char *const timing[] = { "early", "on_time", "late" };
+    static const char *const timing[] = {"early", "on_time", "late"};
     char key[256], ws[48], we[48], wm[48], win[112];
     tdm__rt_key_text(t->op, ev->key, ev->key_len, key, sizeof key);
     if (ev->has_window) {
@@ -537,9 +531,9 @@ void tdm__rt_op_win_emit(void *opaque, const tdm_event *ev)
          * tdm_job_window_status), with the watermark that fired it. */
         if (ev->pane_index == 0 && t->ws && ev->has_window &&
             tdm__rt_fired_add(&t->ws->fired,
-                         tdm__rt_fired_fp(ev->key, ev->key_len, ev->win_start,
-                                     ev->win_end),
-                         t->win->wm) != TDM_OK) {
+                              tdm__rt_fired_fp(ev->key, ev->key_len,
+                                               ev->win_start, ev->win_end),
+                              t->win->wm) != TDM_OK) {
             tdm__rt_op_fail_nomem(t);
             return;
         }
@@ -573,10 +567,10 @@ static void write_pair(tdm__rt_op_task *t, const tdm_event *ev)
     const tdm__schema *ls = op->inputs[0]->schema;
     const tdm__schema *rs = op->inputs[1]->schema;
     tdm__row l, r;
-    tdm__row_unpack(ev->rec[0]->payload, ev->rec[0]->payload_len, ls,
-                    t->lvals, &l);
-    tdm__row_unpack(ev->rec[1]->payload, ev->rec[1]->payload_len, rs,
-                    t->rvals, &r);
+    tdm__row_unpack(ev->rec[0]->payload, ev->rec[0]->payload_len, ls, t->lvals,
+                    &l);
+    tdm__row_unpack(ev->rec[1]->payload, ev->rec[1]->payload_len, rs, t->rvals,
+                    &r);
     memcpy(t->vals, t->lvals, (size_t)ls->n * sizeof *t->vals);
     memcpy(t->vals + ls->n, t->rvals, (size_t)rs->n * sizeof *t->vals);
     tdm__val *ts = &t->vals[ls->n + rs->n];
@@ -584,8 +578,8 @@ static void write_pair(tdm__rt_op_task *t, const tdm_event *ev)
     ts->u.i = ev->time;
     if (op->filter) {
         /* The join's filter, over the output columns. */
-        tdm__row row = { .ts = ev->time, .v = t->vals,
-                         .schema = &op->node->out_schema };
+        tdm__row row = {
+            .ts = ev->time, .v = t->vals, .schema = &op->node->out_schema};
         if (!tdm__expr_true(op->filter, &row)) {
             tdm__rt_count(t->run, TDM_STAT_FILTERED, 1);
             return;

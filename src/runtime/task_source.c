@@ -165,17 +165,18 @@ SCAN_STEP tdm_err scan_route(tdm__rt_src_task *t, const tdm__row *row, size_t i,
 /* Pass-through (step of scan_batch): the row as read, written by this
  * subtask to sink @p pass (the sink serialises writers).  TDM_ERR_IO
  * fails the run. */
-SCAN_STEP tdm_err scan_pass(tdm__rt_src_task *t, tdm__rt_sink *pass, const tdm__row *row)
+SCAN_STEP tdm_err scan_pass(tdm__rt_src_task *t, tdm__rt_sink *pass,
+                            const tdm__row *row)
 {
     if (pass->vt->write_row(t->ck.obj[0], row) == TDM_OK)
         return TDM_OK;
     char why[400];
     tdm__rt_sink_why(pass, t->ck.obj[0], why, sizeof why);
-    tdm__rt_fail(t->run, TDM_ERR_IO,
-            "sink \"%s\": writing a record of source \"%s\" to %s failed%s",
-            pass->node->name, t->src->node->name,
-            pass->conf.path && *pass->conf.path ? pass->conf.path : "stdout",
-            why);
+    tdm__rt_fail(
+        t->run, TDM_ERR_IO,
+        "sink \"%s\": writing a record of source \"%s\" to %s failed%s",
+        pass->node->name, t->src->node->name,
+        pass->conf.path && *pass->conf.path ? pass->conf.path : "stdout", why);
     return TDM_ERR_IO;
 }
 
@@ -243,8 +244,8 @@ SCAN_STEP bool scan_guarded(tdm__rt_src_task *t, tdm__row *row,
  * wm_max_only the generator is called once for each: scan_max_only);
  * otherwise the row goes to the generator now that it is on its way (an
  * on-event watermark then follows the row downstream). */
-SCAN_STEP void scan_generator(tdm__rt_src_task *t, tdm__rt_phot *ph, tdm__row *row,
-                              uint32_t p, const uint32_t seq,
+SCAN_STEP void scan_generator(tdm__rt_src_task *t, tdm__rt_phot *ph,
+                              tdm__row *row, uint32_t p, const uint32_t seq,
                               const bool max_only, int *touched, int *n_mt)
 {
     if (ph->gen != seq) {
@@ -382,8 +383,7 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
             touched = t->mtouched;
             hot = t->hot;
             /* A new partition is yet to be judged. */
-            unit_check = mode == TDM__TIME_EVENT &&
-                         c->ts_unit == TDM__UNIT_MS;
+            unit_check = mode == TDM__TIME_EVENT && c->ts_unit == TDM__UNIT_MS;
         }
         /* Partition metrics: records read. */
         tdm__rt_phot *ph = &hot[p];
@@ -456,8 +456,7 @@ static int lean_kind(const tdm__rt_src_task *t)
 static tdm_err process_batch(tdm__rt_src_task *t)
 {
     const uint32_t seq = ++t->seq;
-    const bool lag_on = seq <= RT_LAG_EXACT_BATCHES ||
-                        seq % RT_LAG_EVERY == 0;
+    const bool lag_on = seq <= RT_LAG_EXACT_BATCHES || seq % RT_LAG_EVERY == 0;
     /* Two-phase aggregation (t->any_lagg) is a variant of its own too:
      * without it the scan pays nothing for it. */
     const int la = t->any_lagg ? LAGG_ANY : LAGG_NO;
@@ -502,7 +501,8 @@ static void report_finished(tdm__rt_src_task *t, bool eof)
             if (t->src->v2)
                 t->n_live--;
             tdm__rt_pub_set(&t->parts[p].p_flags,
-                       tdm__rt_pub_get(&t->parts[p].p_flags) | RT_PF_FINISHED);
+                            tdm__rt_pub_get(&t->parts[p].p_flags) |
+                                RT_PF_FINISHED);
         }
     }
 }
@@ -543,7 +543,7 @@ static void (*const after_tick[])(tdm__rt_src_task *) = {
 static void fail_nomem(tdm__rt_src_task *t)
 {
     tdm__rt_fail(t->run, TDM_ERR_NOMEM, "source \"%s\": out of memory",
-            t->src->node->name);
+                 t->src->node->name);
 }
 
 /* Fails the run with a poll's error @p err, in the connector's words
@@ -555,11 +555,11 @@ static void fail_poll(tdm__rt_src_task *t, tdm_err err)
         vt->version >= 5 && vt->poll_error ? vt->poll_error(t->conn) : NULL;
     if (why && *why)
         tdm__rt_fail(t->run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
-                "source \"%s\": %s", t->src->node->name, why);
+                     "source \"%s\": %s", t->src->node->name, why);
     else
         tdm__rt_fail(t->run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
-                "source \"%s\": reading failed (%s)", t->src->node->name,
-                tdm_strerror(err));
+                     "source \"%s\": reading failed (%s)", t->src->node->name,
+                     tdm_strerror(err));
 }
 
 /* Takes a free batch and lets the connector fill it (*eof set at the end
@@ -575,7 +575,7 @@ static bool poll_batch(tdm__rt_src_task *t, int *eof)
     if (!t->cur) {
         if (err != TDM_OK)
             tdm__rt_fail(run, err, "source \"%s\": out of memory",
-                    t->src->node->name);
+                         t->src->node->name);
         return false;
     }
     /* The finished flags must cover partitions the connector may
@@ -829,8 +829,8 @@ tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t)
     if (err != TDM_OK) {
         t->conn = NULL;
         tdm__rt_fail(run, err == TDM_ERR_NOMEM ? err : TDM_ERR_IO,
-                "source \"%s\": %s", s->node->name,
-                msg[0] ? msg : tdm_strerror(err));
+                     "source \"%s\": %s", s->node->name,
+                     msg[0] ? msg : tdm_strerror(err));
         return err;
     }
     /* A subtask with no partition has a reader with no split: it emits
@@ -840,8 +840,8 @@ tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t)
      * by a field appear only at subtask 0 (connect.h).  So a subtask
      * other than 0 with none, or any subtask with none when partitions
      * are fixed, will never read a row. */
-    t->empty = !s->v2 && n_parts == 0 &&
-               (s->conf.partition_field < 0 || t->index > 0);
+    t->empty =
+        !s->v2 && n_parts == 0 && (s->conf.partition_field < 0 || t->index > 0);
     t->marked = TDM_TIME_MIN;
     atomic_init(&t->c_proc, TDM_TIME_MIN);
     atomic_init(&t->c_done, TDM_TIME_MIN);
@@ -874,17 +874,16 @@ tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t)
     if (err == TDM_OK) {
         /* Batches out at once: queue capacity per channel plus the one
          * being filled and the one being consumed. */
-        err = tdm__pool_init(&t->pool, s->schema, run->batch_size,
-                             s->n_targets, run->qcap + 2, &run->abort,
-                             run->job);
+        err = tdm__pool_init(&t->pool, s->schema, run->batch_size, s->n_targets,
+                             run->qcap + 2, &run->abort, run->job);
         t->pool_ok = err == TDM_OK;
         t->pool.before_wait = tdm__outbox_before_pool_wait;
         t->pool.before_wait_ud = t;
         t->pool.waits = &t->m.bp;
     }
     if (err == TDM_OK) {
-        t->unkicked = tdm__calloc(s->n_targets > 0 ? (size_t)s->n_targets
-                                                   : 1, 1);
+        t->unkicked =
+            tdm__calloc(s->n_targets > 0 ? (size_t)s->n_targets : 1, 1);
         if (!t->unkicked)
             err = TDM_ERR_NOMEM;
     }

@@ -29,7 +29,7 @@ struct tdm__rt_src_task {
     pthread_t th;
     bool started;
     tdm__source *conn;
-    int n_parts;       /* splits the reader has */
+    int n_parts; /* splits the reader has */
     tdm_clock *clk;
     tdm_reader *reader;
     tdm__pool pool;
@@ -40,7 +40,7 @@ struct tdm__rt_src_task {
     struct tdm__rt_unit {
         int n, small, big;
         int64_t first;
-    } *uc;             /* timestamp unit evidence per partition */
+    } * uc; /* timestamp unit evidence per partition */
     int part_cap;
     tdm__keybuf kb;
     tdm_time_ms now;
@@ -55,7 +55,7 @@ struct tdm__rt_src_task {
     pthread_mutex_t mx;
     bool mx_ok;
     tdm__rt_part *parts;
-    tdm__rt_phot *hot;      /* part_cap entries, the source thread's own */
+    tdm__rt_phot *hot; /* part_cap entries, the source thread's own */
     int n_pub;
     uint32_t seq;      /* batch sequence (tdm__rt_part.stamp) */
     int *mtouched;     /* partitions with records in this batch (the
@@ -69,10 +69,10 @@ struct tdm__rt_src_task {
     bool lag_ok;
     tdm_time_ms lag_next;   /* next publication of the quantiles */
     tdm_time_ms sweep_next; /* next refresh of every split watermark */
-    bool sweep;        /* the reader emitted: refresh every split */
-    int unit;          /* timestamp unit suspicion (TS_UNIT) */
-    tdm_time_ms wm_out; /* last watermark emitted */
-    bool idle;          /* last status emitted */
+    bool sweep;             /* the reader emitted: refresh every split */
+    int unit;               /* timestamp unit suspicion (TS_UNIT) */
+    tdm_time_ms wm_out;     /* last watermark emitted */
+    bool idle;              /* last status emitted */
     /* Version-2 sources (run.c, task_source.c). */
     bool forced_idle;   /* idle because no split is live */
     bool reader_idle;   /* the reader's own last status */
@@ -88,7 +88,7 @@ struct tdm__rt_src_task {
     /* Commits: the run thread publishes (c_proc, c_done), then bumps
      * c_req (release); the source thread commits when it changed. */
     _Atomic int64_t c_proc, c_done;
-    tdm_time_ms c_pend;  /* the run thread's own, before the flush */
+    tdm_time_ms c_pend; /* the run thread's own, before the flush */
     atomic_uint c_req;
     unsigned c_seen;
     bool commit_warned;
@@ -98,7 +98,7 @@ struct tdm__rt_src_task {
     atomic_uint ann_seq;
     unsigned ann_seen;
     bool reading_paused;
-    uint8_t *ppaused;   /* per split: paused at the connector */
+    uint8_t *ppaused; /* per split: paused at the connector */
     /* Key fence: per split and consumer edge (index p * n_edges + e),
      * key -> highest commit horizon of its records; fk_cap splits. */
     struct tdm__rt_keyset *fk;

@@ -29,13 +29,13 @@
 /* One connection being watched; a node of the watcher's list. */
 struct tdm__deadline_conn {
     tdm__deadline_conn *prev, *next;
-    int fd;          /* a dup of the connection's socket */
-    int64_t due_ms;  /* monotonic ms; 0: its request has arrived */
+    int fd;         /* a dup of the connection's socket */
+    int64_t due_ms; /* monotonic ms; 0: its request has arrived */
 };
 
 struct tdm__deadline {
     pthread_mutex_t mu;
-    pthread_cond_t cv;  /* on the monotonic clock */
+    pthread_cond_t cv; /* on the monotonic clock */
     pthread_t th;
     int has_cv;
     int started;
@@ -103,8 +103,7 @@ tdm_err tdm__deadline_new(int64_t limit_ms, tdm__deadline **out)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     dl->has_cv = pthread_cond_init(&dl->cv, &ca) == 0;
     pthread_condattr_destroy(&ca);
-    if (!dl->has_cv ||
-        pthread_create(&dl->th, NULL, watch_main, dl) != 0)
+    if (!dl->has_cv || pthread_create(&dl->th, NULL, watch_main, dl) != 0)
         goto fail;
     dl->started = 1;
     *out = dl;

@@ -81,8 +81,7 @@ static int64_t suggest_idle(const tdm__view *w, const char *src,
     int64_t floor_ms = 1000, target = 30000;
     if (interval > 0 && interval < INT64_MAX / 2 && interval * 2 > floor_ms)
         floor_ms = interval * 2;
-    if (other_age > 0 && other_age < INT64_MAX / 5 &&
-        other_age * 5 > floor_ms)
+    if (other_age > 0 && other_age < INT64_MAX / 5 && other_age * 5 > floor_ms)
         floor_ms = other_age * 5;
     if (stall_age > 0 && stall_age / 2 < target)
         target = stall_age / 2;
@@ -96,22 +95,20 @@ static int64_t suggest_idle(const tdm__view *w, const char *src,
 /* ====================================================================== */
 
 enum { SEV_CRITICAL = 0, SEV_WARNING, SEV_INFO };
-static const char *const sev_name[] = { "critical", "warning", "info" };
+static const char *const sev_name[] = {"critical", "warning", "info"};
 
 /* The findings being built; sorted by severity at the end. */
 typedef struct dx_out {
-    json_t *items[3];             /* one array per severity */
+    json_t *items[3]; /* one array per severity */
     int oom;
 } dx_out;
 
 /* Starts a finding: its object, with evidence array.  NULL on NOMEM. */
-static json_t *finding(dx_out *o, int sev, const char *code,
-                       const char *vertex, int subtask, int partition,
-                       const char *fmt, ...)
+static json_t *finding(dx_out *o, int sev, const char *code, const char *vertex,
+                       int subtask, int partition, const char *fmt, ...)
     __attribute__((format(printf, 7, 8)));
-static json_t *finding(dx_out *o, int sev, const char *code,
-                       const char *vertex, int subtask, int partition,
-                       const char *fmt, ...)
+static json_t *finding(dx_out *o, int sev, const char *code, const char *vertex,
+                       int subtask, int partition, const char *fmt, ...)
 {
     char title[512];
     va_list ap;
@@ -207,8 +204,7 @@ static void held_back_fix(const tdm__view *w, const tdm__view_culprit *c,
                 "silent for that long is left out of the minimum; and check "
                 "the producer of partition %s, which %s.",
                 u->vertex, fx, u->vertex, fx, nm,
-                is_stalled ? "has stopped sending"
-                           : "is behind the others");
+                is_stalled ? "has stopped sending" : "is behind the others");
     } else if (is_stalled || (age >= 0 && age < idle)) {
         set_fix(o, f,
                 "Check the producer of partition %s; it will be marked idle "
@@ -256,8 +252,8 @@ static void rule_held_back(const tdm__view *w, const tdm__view_culprit *c,
                     "holds every window back",
                     nm, u->vertex);
     else
-        f = finding(o, crit ? SEV_CRITICAL : SEV_WARNING,
-                    "HELD_BACK_PARTITION", u->vertex, u->subtask, u->index,
+        f = finding(o, crit ? SEV_CRITICAL : SEV_WARNING, "HELD_BACK_PARTITION",
+                    u->vertex, u->subtask, u->index,
                     "Partition %s of source %s holds the watermark back by "
                     "%s",
                     nm, u->vertex, tdm__fmt_dur(c->pub.behind_ms, d, sizeof d));
@@ -338,8 +334,8 @@ static void rule_held_channel(const tdm__view *w, dx_out *o)
             if (!low || ch->v[TDM_METRIC_CH_WM] < low->v[TDM_METRIC_CH_WM]) {
                 next = low;
                 low = ch;
-            } else if (!next || ch->v[TDM_METRIC_CH_WM] <
-                                    next->v[TDM_METRIC_CH_WM]) {
+            } else if (!next ||
+                       ch->v[TDM_METRIC_CH_WM] < next->v[TDM_METRIC_CH_WM]) {
                 next = ch;
             }
         }
@@ -403,16 +399,14 @@ static void rule_no_data(const tdm__view *w, const tdm__view_culprit *c,
         int64_t age = tdm__view_val(u, TDM_METRIC_P_LAST_AGE, -1);
         int64_t recs = tdm__view_val(u, TDM_METRIC_P_RECORDS, -1);
         tdm__view_part_name(u, nm, sizeof nm);
-        json_t *f = finding(o, holds ? SEV_CRITICAL : SEV_WARNING,
-                            "NO_DATA_NO_IDLE", u->vertex, u->subtask,
-                            u->index,
-                            recs == 0
-                                ? "Partition %s of source %s has had no "
-                                  "data%s and there is no idle timeout"
-                                : "Partition %s of source %s has had no "
-                                  "data for %s and there is no idle timeout",
-                            nm, u->vertex,
-                            recs == 0 ? "" : tdm__fmt_dur(age, d, sizeof d));
+        json_t *f = finding(
+            o, holds ? SEV_CRITICAL : SEV_WARNING, "NO_DATA_NO_IDLE", u->vertex,
+            u->subtask, u->index,
+            recs == 0 ? "Partition %s of source %s has had no "
+                        "data%s and there is no idle timeout"
+                      : "Partition %s of source %s has had no "
+                        "data for %s and there is no idle timeout",
+            nm, u->vertex, recs == 0 ? "" : tdm__fmt_dur(age, d, sizeof d));
         if (!f)
             return;
         if (u->label)
@@ -506,9 +500,9 @@ static void rule_all_idle(const tdm__view *w, dx_out *o)
  * subtask that suspects something names the unit. */
 static void rule_unit(const tdm__view *w, dx_out *o)
 {
-    static const char *const unit_word[] = { "milliseconds", "seconds",
-                                             "microseconds", "nanoseconds" };
-    static const char *const unit_key[] = { "ms", "s", "us", "ns" };
+    static const char *const unit_word[] = {"milliseconds", "seconds",
+                                            "microseconds", "nanoseconds"};
+    static const char *const unit_key[] = {"ms", "s", "us", "ns"};
     char a[64], b[64];
     for (size_t i = 0; i < w->n_vertices; i++) {
         const tdm_vertex_info *vi = tdm_metrics_vertex(w->m, i);
@@ -531,11 +525,11 @@ static void rule_unit(const tdm__view *w, dx_out *o)
                                    TDM_METRIC_AGG_MAX, &n);
         tdm_node *node = tdm__view_node(w, vi->name);
         const char *conf = node ? tdm_node_get(node, "timestamp.unit") : "";
-        json_t *f = finding(o, SEV_CRITICAL, "TIMESTAMP_UNIT", vi->name,
-                            (int)sub, -1,
-                            "Timestamps of source %s look like %s, not "
-                            "milliseconds",
-                            vi->name, unit_word[suspect]);
+        json_t *f =
+            finding(o, SEV_CRITICAL, "TIMESTAMP_UNIT", vi->name, (int)sub, -1,
+                    "Timestamps of source %s look like %s, not "
+                    "milliseconds",
+                    vi->name, unit_word[suspect]);
         if (!f)
             return;
         json_t *ev = evidence(f);
@@ -543,12 +537,11 @@ static void rule_unit(const tdm__view *w, dx_out *o)
                           *conf ? conf : "ms");
         if (n) {
             /* The highest timestamp converted from the suspected unit. */
-            tdm_time_ms as_unit = suspect == 2   ? mx / 1000
-                                  : suspect == 3 ? mx / 1000000
-                                  : (mx > INT64_MAX / 1000 ||
-                                     mx < INT64_MIN / 1000)
-                                      ? mx
-                                      : mx * 1000;
+            tdm_time_ms as_unit =
+                suspect == 2   ? mx / 1000
+                : suspect == 3 ? mx / 1000000
+                : (mx > INT64_MAX / 1000 || mx < INT64_MIN / 1000) ? mx
+                                                                   : mx * 1000;
             tdm__json_add_str(
                 ev, &o->oom,
                 "highest timestamp %" PRId64 " reads as %s in ms, but "
@@ -586,12 +579,12 @@ static void rule_future(const tdm__view *w, dx_out *o)
                                    TDM_METRIC_AGG_MAX, &n);
         if (hits <= 0)
             continue;
-        json_t *f = finding(o, SEV_WARNING, "FUTURE_TIMESTAMPS", vi->name,
-                            -1, -1,
-                            "%s record%s of source %s had timestamps far in "
-                            "the future",
-                            tdm__fmt_count(hits, c1, sizeof c1),
-                            hits == 1 ? "" : "s", vi->name);
+        json_t *f =
+            finding(o, SEV_WARNING, "FUTURE_TIMESTAMPS", vi->name, -1, -1,
+                    "%s record%s of source %s had timestamps far in "
+                    "the future",
+                    tdm__fmt_count(hits, c1, sizeof c1), hits == 1 ? "" : "s",
+                    vi->name);
         if (!f)
             return;
         json_t *ev = evidence(f);
@@ -648,8 +641,8 @@ static void lag_evidence(const tdm__view *w, dx_out *o, json_t *ev,
         int64_t qmax =
             tdm__view_agg(w, src, TDM_METRIC_LAG_MAX, TDM_METRIC_AGG_MAX, NULL);
         tdm_node *sn = tdm__view_node(w, src);
-        int64_t b = sn ? tdm_node_get_int(sn, "watermark.max_out_of_orderness")
-                       : 0;
+        int64_t b =
+            sn ? tdm_node_get_int(sn, "watermark.max_out_of_orderness") : 0;
         if (b > *bound)
             *bound = b;
         if (!n)
@@ -693,16 +686,14 @@ static void rule_late(const tdm__view *w, dx_out *o)
         int64_t side = tdm__view_agg(w, vi->name, TDM_METRIC_LATE_SIDE,
                                      TDM_METRIC_AGG_SUM, NULL);
         int64_t late = tdm__time_add_sat(dropped, side);
-        if (in < DX_LATE_MIN_RECORDS || late <= 0 ||
-            late > INT64_MAX / 1000 ||
+        if (in < DX_LATE_MIN_RECORDS || late <= 0 || late > INT64_MAX / 1000 ||
             late * 1000 <= (int64_t)DX_LATE_PERMILLE * in)
             continue;
         /* late / in > 1 % was checked in integers above (late * 1000 >
          * 10 * in); the title shows tenths of a percent, rounded half
          * up. */
         int64_t pm = (late * 1000 * 10 / in + 5) / 10;
-        json_t *f = finding(o, SEV_WARNING, "HIGH_LATE_RATE", vi->name, -1,
-                            -1,
+        json_t *f = finding(o, SEV_WARNING, "HIGH_LATE_RATE", vi->name, -1, -1,
                             "%" PRId64 ".%" PRId64 "%% of the records of "
                             "%s arrived too late for their window",
                             pm / 10, pm % 10, vi->name);
@@ -770,12 +761,12 @@ static void rule_trigger(const tdm__view *w, dx_out *o)
                                      TDM_METRIC_AGG_SUM, NULL);
         /* Nothing has ever fired while windows pile up: critical. */
         int crit = trg == TDM_TRIGGER_KIND_NEVER || (panes == 0 && open > 0);
-        json_t *f = finding(o, crit ? SEV_CRITICAL : SEV_WARNING,
-                            "TRIGGER_NEVER_FIRES_ON_EVENT_TIME", vi->name,
-                            -1, -1,
-                            "Window %s has event-time windows but a %s "
-                            "trigger: the watermark never fires them",
-                            vi->name, tdm_trigger_name(trg));
+        json_t *f =
+            finding(o, crit ? SEV_CRITICAL : SEV_WARNING,
+                    "TRIGGER_NEVER_FIRES_ON_EVENT_TIME", vi->name, -1, -1,
+                    "Window %s has event-time windows but a %s "
+                    "trigger: the watermark never fires them",
+                    vi->name, tdm_trigger_name(trg));
         if (!f)
             return;
         json_t *ev = evidence(f);
@@ -870,12 +861,12 @@ static void rule_counters(const tdm__view *w, dx_out *o)
     int64_t reg = tdm__view_agg(w, NULL, TDM_METRIC_WM_REGRESSIONS,
                                 TDM_METRIC_AGG_SUM, NULL);
     if (reg > 0) {
-        json_t *f = finding(o, SEV_WARNING, "WATERMARK_REGRESSIONS", NULL,
-                            -1, -1,
-                            "%s watermark%s tried to move backwards and "
-                            "%s ignored",
-                            tdm__fmt_count(reg, c1, sizeof c1),
-                            reg == 1 ? "" : "s", reg == 1 ? "was" : "were");
+        json_t *f =
+            finding(o, SEV_WARNING, "WATERMARK_REGRESSIONS", NULL, -1, -1,
+                    "%s watermark%s tried to move backwards and "
+                    "%s ignored",
+                    tdm__fmt_count(reg, c1, sizeof c1), reg == 1 ? "" : "s",
+                    reg == 1 ? "was" : "were");
         if (!f)
             return;
         for (size_t i = 0; i < w->n_vertices; i++) {
@@ -957,17 +948,19 @@ static void rule_checkpoints(const tdm__view *w, dx_out *o)
         snprintf(done, sizeof done, "checkpoint %" PRId64, last);
     else
         snprintf(done, sizeof done, "the run's start");
-    json_t *f = in_row == 0
-        ? finding(o, SEV_WARNING, "CHECKPOINTS_FAILED", NULL, -1, -1,
-                  "%" PRId64 " checkpoint%s failed earlier; checkpoint %"
-                  PRId64 " completed since",
-                  failed, failed == 1 ? "" : "s", last)
-        : finding(o, in_row > tol ? SEV_CRITICAL : SEV_WARNING,
-                  "CHECKPOINTS_FAILING", NULL, -1, -1,
-                  "Checkpoint %" PRId64 " failed: %" PRId64 " in a row, %s "
-                  "checkpoint.tolerable_failed (%" PRId64 ")",
-                  job_val(w->m, TDM_METRIC_CKPT_FAILED_ID, 0), in_row,
-                  in_row > tol ? "more than" : "within", tol);
+    json_t *f =
+        in_row == 0
+            ? finding(o, SEV_WARNING, "CHECKPOINTS_FAILED", NULL, -1, -1,
+                      "%" PRId64
+                      " checkpoint%s failed earlier; checkpoint %" PRId64
+                      " completed since",
+                      failed, failed == 1 ? "" : "s", last)
+            : finding(o, in_row > tol ? SEV_CRITICAL : SEV_WARNING,
+                      "CHECKPOINTS_FAILING", NULL, -1, -1,
+                      "Checkpoint %" PRId64 " failed: %" PRId64 " in a row, %s "
+                      "checkpoint.tolerable_failed (%" PRId64 ")",
+                      job_val(w->m, TDM_METRIC_CKPT_FAILED_ID, 0), in_row,
+                      in_row > tol ? "more than" : "within", tol);
     if (!f)
         return;
     json_t *ev = evidence(f);
@@ -978,8 +971,10 @@ static void rule_checkpoints(const tdm__view *w, dx_out *o)
                       "restarts: %" PRId64 " (restart.strategy %s)", rs,
                       tdm_job_get(job, "restart.strategy"));
     if (in_row == 0) {
-        set_fix(o, f, "Check the free space and health of %s: the next "
-                      "failures may fail the job.", dir);
+        set_fix(o, f,
+                "Check the free space and health of %s: the next "
+                "failures may fail the job.",
+                dir);
         return;
     }
     tdm__json_add_str(ev, &o->oom,
@@ -1046,13 +1041,13 @@ static void run_rules(const tdm__view *w, const tdm__view_culprit *c,
                             "The job has not started: there is nothing to "
                             "diagnose yet");
         if (f)
-            set_fix(o, f, "Start the job (tdm_job_run, tidemark run) and "
-                           "ask again.");
-    } else if (c->pub.found &&
-               (c->pub.behind_ms < 0 ||
-                c->pub.behind_ms >=
-                    tdm__view_hold_threshold(w, c->unit->vertex) ||
-                tdm__view_stalled(c->unit, c->other_age_ms))) {
+            set_fix(o, f,
+                    "Start the job (tdm_job_run, tidemark run) and "
+                    "ask again.");
+    } else if (c->pub.found && (c->pub.behind_ms < 0 ||
+                                c->pub.behind_ms >= tdm__view_hold_threshold(
+                                                        w, c->unit->vertex) ||
+                                tdm__view_stalled(c->unit, c->other_age_ms))) {
         rule_held_back(w, c, hist, o);
     } else {
         rule_held_channel(w, o);
@@ -1143,8 +1138,7 @@ json_t *tdm__diagnose(tdm_job *job, const tdm_metrics *m,
                   &o.oom);
     tdm__json_set(res, "now", json_integer(w.now), &o.oom);
     tdm__json_set(res, "running", json_boolean(w.running), &o.oom);
-    tdm__json_set(res, "culprit", culprit_json(&w, &c, hist, &o.oom),
-                  &o.oom);
+    tdm__json_set(res, "culprit", culprit_json(&w, &c, hist, &o.oom), &o.oom);
     if (json_object_set(res, "findings", all) != 0 || o.oom)
         goto fail;
     json_decref(all);

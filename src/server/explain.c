@@ -94,8 +94,7 @@ static void holding_clause(const tdm__view *w, int *oom, json_t *ev,
                  nm, tdm__fmt_dur(age, d, sizeof d),
                  tdm__fmt_dur(idle, a, sizeof a));
     else
-        snprintf(buf + len, n - len, ", whose lowest partition is %s",
-                 nm);
+        snprintf(buf + len, n - len, ", whose lowest partition is %s", nm);
     tdm__json_add_str(
         ev, oom,
         "partition %s of %s subtask %d is at %s; last record %s ago; "
@@ -150,11 +149,11 @@ static int http_of(tdm_err e)
 
 /* What the window's configuration says, as the verdicts need it. */
 typedef struct ex_conf {
-    int blind;              /* event-time windows, but a trigger that does
-                               not fire on the watermark */
-    tdm_trigger_kind trg;   /* the trigger */
-    int64_t trigger_count;  /* the count trigger's count */
-    int64_t lateness;       /* allowed lateness, ms */
+    int blind;             /* event-time windows, but a trigger that does
+                              not fire on the watermark */
+    tdm_trigger_kind trg;  /* the trigger */
+    int64_t trigger_count; /* the count trigger's count */
+    int64_t lateness;      /* allowed lateness, ms */
 } ex_conf;
 
 /* An explanation being built: the question, the subtask's answer, the
@@ -164,12 +163,12 @@ typedef struct ex_ctx {
     tdm_time_ms start, end;
     tdm_window_status st;
     ex_conf conf;
-    tdm_metrics *m;         /* NULL when no snapshot could be taken */
+    tdm_metrics *m; /* NULL when no snapshot could be taken */
     tdm__view w;
     int have_view;
-    json_t *ev;             /* evidence lines */
+    json_t *ev; /* evidence lines */
     int oom;
-    char span[160];         /* "[start, end)" */
+    char span[160]; /* "[start, end)" */
     char verdict[1024];
     char waiting[512];
     const char *waiting_for; /* waiting, or NULL (nothing to wait for) */
@@ -196,9 +195,8 @@ static void opening_evidence(ex_ctx *x)
     char a[64], b[64], d[32], e[32];
     tdm__json_add_str(
         x->ev, &x->oom,
-        "key \"%s\" belongs to subtask %d of %s, whose watermark is %s",
-        x->key, st->subtask, x->vertex,
-        tdm__fmt_time(st->watermark, a, sizeof a));
+        "key \"%s\" belongs to subtask %d of %s, whose watermark is %s", x->key,
+        st->subtask, x->vertex, tdm__fmt_time(st->watermark, a, sizeof a));
     tdm__json_add_str(
         x->ev, &x->oom,
         "the window fires when that watermark reaches %s (its last "
@@ -337,8 +335,8 @@ static void verdict_no_result(ex_ctx *x)
              "window %s before the watermark passed its end (%s late "
              "record%s %s dropped by %s, %s sent to the late output).",
              x->key, x->span, tdm__fmt_count(dropped, d, sizeof d),
-             dropped == 1 ? "" : "s", dropped == 1 ? "was" : "were",
-             x->vertex, tdm__fmt_count(side, e, sizeof e));
+             dropped == 1 ? "" : "s", dropped == 1 ? "was" : "were", x->vertex,
+             tdm__fmt_count(side, e, sizeof e));
     if (st->watermark < st->cleanup) {
         snprintf(x->waiting, sizeof x->waiting,
                  "a record with key \"%s\" in the window before the "
@@ -427,8 +425,7 @@ static json_t *answer_json(ex_ctx *x)
     tdm__json_set(res, "fired", json_boolean(x->st.fired), &x->oom);
     tdm__json_set(res, "verdict", json_string(x->verdict), &x->oom);
     tdm__json_set(res, "waiting_for",
-                  x->waiting_for ? json_string(x->waiting_for)
-                                 : json_null(),
+                  x->waiting_for ? json_string(x->waiting_for) : json_null(),
                   &x->oom);
     tdm__json_set(res, "evidence", x->ev, &x->oom);
     x->ev = NULL;
@@ -467,8 +464,7 @@ static int ask(tdm_job *job, ex_ctx *x, char *errbuf, size_t errbuf_size)
     }
     if (x->start >= x->end) {
         tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                  "start must be before end (got %" PRId64 " and %" PRId64
-                  ")",
+                  "start must be before end (got %" PRId64 " and %" PRId64 ")",
                   x->start, x->end);
         return 400;
     }
@@ -500,10 +496,9 @@ static int ask(tdm_job *job, ex_ctx *x, char *errbuf, size_t errbuf_size)
  *   no records, watermark < max_ts     -> no record yet.
  * The metrics snapshot only adds evidence (channel labels, partitions,
  * late samples); without it the verdict stands. */
-json_t *tdm__explain_window(tdm_job *job, const char *vertex,
-                            const char *key, tdm_time_ms start,
-                            tdm_time_ms end, int *http_status,
-                            char *errbuf, size_t errbuf_size)
+json_t *tdm__explain_window(tdm_job *job, const char *vertex, const char *key,
+                            tdm_time_ms start, tdm_time_ms end,
+                            int *http_status, char *errbuf, size_t errbuf_size)
 {
     ex_ctx x;
     json_t *res = NULL;

@@ -20,14 +20,14 @@
 
 /* One vertex in one sample. */
 typedef struct hs_entry {
-    int slot;           /* index into the history's names */
-    tdm_time_ms wm;     /* minimum output watermark (has_wm) */
-    int64_t lag;        /* maximum lag (has_lag) */
+    int slot;       /* index into the history's names */
+    tdm_time_ms wm; /* minimum output watermark (has_wm) */
+    int64_t lag;    /* maximum lag (has_lag) */
     uint8_t has_wm, has_lag;
 } hs_entry;
 
 typedef struct hs_sample {
-    tdm_time_ms t;      /* processing time of the snapshot */
+    tdm_time_ms t; /* processing time of the snapshot */
     hs_entry *v;
     int n;
 } hs_sample;
@@ -284,8 +284,8 @@ tdm_err tdm__history_add(tdm__history *h, const tdm_metrics *m)
     pthread_mutex_lock(&h->mu);
     /* A finished job's snapshot is its final one, always at the same
      * time: one sample of it is enough. */
-    if (h->n > 0 && tdm_metrics_time(m) <=
-                        h->ring[(h->head + h->n - 1) % HISTORY_CAP].t) {
+    if (h->n > 0 &&
+        tdm_metrics_time(m) <= h->ring[(h->head + h->n - 1) % HISTORY_CAP].t) {
         pthread_mutex_unlock(&h->mu);
         tdm__free(e);
         return TDM_OK;
@@ -330,8 +330,7 @@ size_t tdm__history_count(const tdm__history *h)
 /* Since when a partition has been the culprit (see server.h).  The lock
  * is taken through a cast: reading the history is logically const. */
 int tdm__history_culprit_since(const tdm__history *h, const char *vertex,
-                               int subtask, int partition,
-                               tdm_time_ms *since)
+                               int subtask, int partition, tdm_time_ms *since)
 {
     tdm__history *w = (tdm__history *)h;
     int found = 0;

@@ -40,13 +40,13 @@
 struct tdm_http {
     struct MHD_Daemon *d;
     tdm_job *job;
-    char *name;          /* the job's name at start: its id */
-    char *token;         /* NULL: no authentication */
+    char *name;  /* the job's name at start: its id */
+    char *token; /* NULL: no authentication */
     size_t token_len;
     int port;
     tdm__history *hist;
     tdm__deadline *deadline;
-    char *allow;         /* http.allowed_hosts (copied) */
+    char *allow; /* http.allowed_hosts (copied) */
     tdm__host_rule hosts;
 };
 
@@ -110,8 +110,7 @@ static tdm_err parse_address(const char *addr, struct sockaddr_storage *ss,
     }
     if (port > 65535)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "address \"%s\": port %ld is above 65535", addr,
-                         port);
+                         "address \"%s\": port %ld is above 65535", addr, port);
     if (*v6) {
         struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
         a->sin6_family = AF_INET6;
@@ -134,14 +133,14 @@ bad:
     return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                      "address \"%s\": expected HOST:PORT such as "
                      "\"127.0.0.1:8081\", \"[::1]:8081\" or \":8081\" "
-                     "(HOST an IP address, PORT 0-65535)", addr);
+                     "(HOST an IP address, PORT 0-65535)",
+                     addr);
 }
 
 /* Why binding @p ss failed, found by trying it: libmicrohttpd only says
  * that it could not start.  Fills errbuf; returns TDM_ERR_IO. */
-static tdm_err bind_error(const char *addr,
-                          const struct sockaddr_storage *ss, socklen_t len,
-                          char *errbuf, size_t errbuf_size)
+static tdm_err bind_error(const char *addr, const struct sockaddr_storage *ss,
+                          socklen_t len, char *errbuf, size_t errbuf_size)
 {
     int fd = socket(ss->ss_family, SOCK_STREAM, 0), one = 1, e = 0;
     if (fd < 0) {
@@ -194,8 +193,8 @@ static void on_connection(void *cls, struct MHD_Connection *c,
     if (what == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        *socket_ctx = tdm__deadline_open(s->deadline,
-                                         ci != NULL ? ci->connect_fd : -1);
+        *socket_ctx =
+            tdm__deadline_open(s->deadline, ci != NULL ? ci->connect_fd : -1);
     } else {
         tdm__deadline_close(s->deadline, *socket_ctx);
         *socket_ctx = NULL;
@@ -266,8 +265,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, tdm__reply *rep,
     if (resp == NULL)
         return MHD_NO;
     if (rep->type != NULL && status != 500)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                                rep->type);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rep->type);
     else
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                                 "application/json");
@@ -287,8 +285,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, tdm__reply *rep,
  * reply goes out on the first call). */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
-                                  const char *version,
-                                  const char *upload_data,
+                                  const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **ctx)
 {
     tdm_http *s = cls;
@@ -327,11 +324,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     path[plen] = '\0';
     tdm__route_parse(method, path, &route);
     if (!tdm__host_allowed(&s->hosts,
-                           MHD_lookup_connection_value(
-                               c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST))) {
-        tdm__rest_error(&rep, 403, "this server does not answer that Host "
-                                   "header (add the name to the job key "
-                                   "http.allowed_hosts)");
+                           MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                       MHD_HTTP_HEADER_HOST))) {
+        tdm__rest_error(&rep, 403,
+                        "this server does not answer that Host "
+                        "header (add the name to the job key "
+                        "http.allowed_hosts)");
         return send_reply(c, &rep, 0);
     }
     /* The page is static and holds no data (it fetches everything from
@@ -339,8 +337,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     if (route.id != TDM__R_PAGE &&
         !token_ok(s, MHD_lookup_connection_value(
                          c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
-        tdm__rest_error(&rep, 401, "missing or wrong bearer token "
-                                   "(Authorization: Bearer TOKEN)");
+        tdm__rest_error(&rep, 401,
+                        "missing or wrong bearer token "
+                        "(Authorization: Bearer TOKEN)");
         return send_reply(c, &rep, 0);
     }
     if (route.id == TDM__R_PAGE) {
@@ -363,8 +362,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
  * spaces, since anything else could never arrive intact in a header
  * (a token of "" would lock every client out).  TDM_OK or TDM_ERR_INVAL
  * with a message. */
-static tdm_err check_token(const char *token, char *errbuf,
-                           size_t errbuf_size)
+static tdm_err check_token(const char *token, char *errbuf, size_t errbuf_size)
 {
     size_t n = strlen(token);
     if (n == 0)
@@ -372,14 +370,14 @@ static tdm_err check_token(const char *token, char *errbuf,
                          "bearer token: empty");
     if (n > HTTP_MAX_TOKEN)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "bearer token: longer than %u bytes",
-                         HTTP_MAX_TOKEN);
+                         "bearer token: longer than %u bytes", HTTP_MAX_TOKEN);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)token[i] <= ' ' || (unsigned char)token[i] > '~')
             return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                              "bearer token: byte %zu is a space, a control "
                              "character or not ASCII (a token is printable "
-                             "ASCII without spaces)", i + 1);
+                             "ASCII without spaces)",
+                             i + 1);
     return TDM_OK;
 }
 
@@ -451,9 +449,9 @@ tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
         HTTP_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         HTTP_MAX_PER_CLIENT, MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_MEMORY_LIMIT,
-        MHD_OPTION_URI_LOG_CALLBACK, on_target, s,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_done, s, MHD_OPTION_END);
+        MHD_OPTION_URI_LOG_CALLBACK, on_target, s, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, s, MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+        MHD_OPTION_END);
     if (s->d == NULL) {
         err = bind_error(address, &ss, slen, errbuf, errbuf_size);
         goto fail;

@@ -106,7 +106,6 @@ static void metric_name(tdm_metric id, char *buf, size_t n)
     buf[o < n ? o : n - 1] = '\0';
 }
 
-
 /* Appends one sample line for value @p v of metric family @p name. */
 static void add_sample(pbuf *b, const char *name, const char *job,
                        const tdm_metric_value *v, const char *scope)
@@ -147,8 +146,8 @@ static void add_sample(pbuf *b, const char *name, const char *job,
  * its HELP and TYPE lines together, so the values are visited metric by
  * metric through a list of value indexes grouped by metric (a counting
  * sort: the snapshot's own order is kept within each metric). */
-tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name,
-                         char **out, size_t *len)
+tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name, char **out,
+                         size_t *len)
 {
     pbuf b = {NULL, 0, 0, 0};
     size_t n = tdm_metrics_count(m);

@@ -112,7 +112,6 @@ static void reply_json(tdm__reply *out, int status, json_t *j)
 
 /* ---- Snapshot helpers ---- */
 
-
 /* The vertex named @p name in the snapshot, or NULL. */
 static const tdm_vertex_info *find_vertex(const tdm_metrics *m,
                                           const char *name)
@@ -223,9 +222,9 @@ static json_t *failed_json(tdm_job *job)
         !put(f, "failure_timestamp",
              json_integer(tdm_job_stat(job, TDM_STAT_CHECKPOINT_FAILED_AT))) ||
         /* json_string is NULL when a path in it is not UTF-8. */
-        !put(f, "failure_message", (msg = json_string(why)) != NULL
-                                       ? msg
-                                       : json_string("(not UTF-8)"))) {
+        !put(f, "failure_message",
+             (msg = json_string(why)) != NULL ? msg
+                                              : json_string("(not UTF-8)"))) {
         json_decref(f);
         return NULL;
     }
@@ -246,8 +245,8 @@ static json_t *ckpt_json(tdm_job *job)
     c = json_object();
     if (!put(c, "status",
              json_string(tdm_job_is_restarting(job) ? "RESTARTING"
-                         : in_row > 0                   ? "FAILING"
-                                                        : "OK")) ||
+                         : in_row > 0               ? "FAILING"
+                                                    : "OK")) ||
         !put(c, "counts", counts = json_object()) ||
         !put(counts, "completed",
              json_integer(tdm_job_stat(job, TDM_STAT_CHECKPOINTS))) ||
@@ -324,8 +323,8 @@ static json_t *vertex_metrics(const tdm_metrics *m, const tdm_vertex_info *vi)
         char key[48];
         for (size_t i = 0; i < n; i++) {
             const tdm_metric_value *v = tdm_metrics_at(m, i);
-            if (v == NULL || v->id != TDM_METRIC_INPUT_WM ||
-                v->index != in || !of_vertex(v, vi->name))
+            if (v == NULL || v->id != TDM_METRIC_INPUT_WM || v->index != in ||
+                !of_vertex(v, vi->name))
                 continue;
             if (!found || v->value < w)
                 w = v->value;
@@ -351,9 +350,9 @@ static json_t *job_json(const tdm__rest_ctx *ctx, const tdm_metrics *m)
     size_t nv = tdm_metrics_vertex_count(m);
     int64_t start = tdm_job_start_time(ctx->job);
     const char *state = tdm_job_is_restarting(ctx->job) ? "RESTARTING"
-                        : tdm_metrics_running(m)             ? "RUNNING"
-                        : start != 0                         ? "FINISHED"
-                                                             : "CREATED";
+                        : tdm_metrics_running(m)        ? "RUNNING"
+                        : start != 0                    ? "FINISHED"
+                                                        : "CREATED";
 
     if (root == NULL || vs == NULL || es == NULL ||
         !put(root, "jid", json_string(ctx->name)) ||
@@ -416,8 +415,7 @@ static int push_flink(json_t *arr, const char *id, int64_t v)
 /* Flink's list: per subtask, currentInputWatermark,
  * currentOutputWatermark and currentInput<N>Watermark, values as strings
  * with Long.MIN_VALUE for "none yet". */
-static json_t *watermarks_json(const tdm_metrics *m,
-                               const tdm_vertex_info *vi)
+static json_t *watermarks_json(const tdm_metrics *m, const tdm_vertex_info *vi)
 {
     json_t *arr = json_array();
     size_t n = tdm_metrics_count(m);
@@ -467,8 +465,7 @@ static void metric_id(const tdm_metric_value *v, char *buf, size_t n)
     if (v->vertex == NULL)
         snprintf(buf, n, "%s", name);
     else if (v->index >= 0)
-        snprintf(buf, n, "%s.%d.%s.%d", v->vertex, v->subtask, name,
-                 v->index);
+        snprintf(buf, n, "%s.%d.%s.%d", v->vertex, v->subtask, name, v->index);
     else
         snprintf(buf, n, "%s.%d.%s", v->vertex, v->subtask, name);
 }
@@ -534,8 +531,8 @@ static int indexes(const tdm_metrics *m, tdm_metric id, const char *vertex,
     *out = NULL;
     for (size_t i = 0; i < n; i++) {
         const tdm_metric_value *v = tdm_metrics_at(m, i);
-        if (v == NULL || v->id != id || v->subtask != subtask ||
-            v->index < 0 || !of_vertex(v, vertex))
+        if (v == NULL || v->id != id || v->subtask != subtask || v->index < 0 ||
+            !of_vertex(v, vertex))
             continue;
         if (k == cap) {
             int *nx;
@@ -597,11 +594,11 @@ static json_t *culprit_json(const tdm__rest_ctx *ctx, const tdm_metrics *m,
         !put(o, "name", jstr(c->name)) ||
         !put(o, "watermark", jtime(c->watermark)) ||
         !put(o, "next", jtime(c->next)) ||
-        !put(o, "behindMs", c->behind_ms >= 0 ? json_integer(c->behind_ms)
-                                               : json_null()) ||
-        !put(o, "lastRecordAgeMs", c->last_record_age_ms >= 0
-                                       ? json_integer(c->last_record_age_ms)
-                                       : json_null()) ||
+        !put(o, "behindMs",
+             c->behind_ms >= 0 ? json_integer(c->behind_ms) : json_null()) ||
+        !put(o, "lastRecordAgeMs",
+             c->last_record_age_ms >= 0 ? json_integer(c->last_record_age_ms)
+                                        : json_null()) ||
         !put(o, "sinceMs", json_integer(since_ms))) {
         json_decref(o);
         return NULL;
@@ -683,8 +680,7 @@ static json_t *op_task_json(const tdm_metrics *m, const char *vertex, int st)
         int64_t idle = 0, ended = 0;
         find(m, TDM_METRIC_CH_IDLE, vertex, st, ix[i], &idle);
         find(m, TDM_METRIC_CH_ENDED, vertex, st, ix[i], &ended);
-        if (idle || ended ||
-            !find(m, TDM_METRIC_CH_WM, vertex, st, ix[i], &w))
+        if (idle || ended || !find(m, TDM_METRIC_CH_WM, vertex, st, ix[i], &w))
             continue;
         if (!any || w < lo)
             lo = w;
@@ -768,8 +764,8 @@ static json_t *history_json(const tdm__rest_ctx *ctx, const tdm_metrics *m)
 {
     json_t *root = json_object();
     if (root == NULL || !put(root, "now", json_integer(tdm_metrics_time(m))) ||
-        !put(root, "samples", ctx->hist != NULL ? tdm__history_json(ctx->hist)
-                                                : json_array())) {
+        !put(root, "samples",
+             ctx->hist != NULL ? tdm__history_json(ctx->hist) : json_array())) {
         json_decref(root);
         return NULL;
     }
@@ -916,8 +912,8 @@ int tdm__rest_parse_time(const char *text, tdm_time_ms *out)
         p++;
     if (*p != '\0')
         return 0;
-    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
-        mi > 59 || s > 59)
+    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 ||
+        s > 59)
         return 0;
     if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
         return 0;
@@ -942,8 +938,9 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
 
     if (tdm__query_get(query, "vertex", vertex, sizeof vertex) != 1 ||
         vertex[0] == '\0') {
-        tdm__rest_error(out, 400, "vertex: the window vertex is required "
-                                  "(?vertex=NAME&key=KEY&window=START/SIZE)");
+        tdm__rest_error(out, 400,
+                        "vertex: the window vertex is required "
+                        "(?vertex=NAME&key=KEY&window=START/SIZE)");
         return;
     }
     rs = tdm__query_get(query, "key", key, sizeof key);
@@ -959,21 +956,27 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
         char *slash = strchr(a, '/');
         int64_t size;
         if (slash == NULL) {
-            snprintf(msg, sizeof msg, "window: expected START/SIZE like "
-                     "2026-12-02T10:00:00Z/5m, got \"%s\"", a);
+            snprintf(msg, sizeof msg,
+                     "window: expected START/SIZE like "
+                     "2026-12-02T10:00:00Z/5m, got \"%s\"",
+                     a);
             tdm__rest_error(out, 400, msg);
             return;
         }
         *slash = '\0';
         if (!tdm__rest_parse_time(a, &start)) {
-            snprintf(msg, sizeof msg, "window: bad start \"%s\" (ISO-8601 "
-                     "UTC or epoch milliseconds)", a);
+            snprintf(msg, sizeof msg,
+                     "window: bad start \"%s\" (ISO-8601 "
+                     "UTC or epoch milliseconds)",
+                     a);
             tdm__rest_error(out, 400, msg);
             return;
         }
         if (tdm_duration_parse(slash + 1, &size) != TDM_OK || size <= 0) {
-            snprintf(msg, sizeof msg, "window: bad size \"%s\" (a positive "
-                     "duration like 5m or 30s)", slash + 1);
+            snprintf(msg, sizeof msg,
+                     "window: bad size \"%s\" (a positive "
+                     "duration like 5m or 30s)",
+                     slash + 1);
             tdm__rest_error(out, 400, msg);
             return;
         }
@@ -988,19 +991,24 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
         rs = tdm__query_get(query, "start", a, sizeof a);
         re = tdm__query_get(query, "end", b, sizeof b);
         if (rs != 1 || re != 1) {
-            tdm__rest_error(out, 400, "start and end (or window=START/SIZE) "
-                                      "are required");
+            tdm__rest_error(out, 400,
+                            "start and end (or window=START/SIZE) "
+                            "are required");
             return;
         }
         if (!tdm__rest_parse_time(a, &start)) {
-            snprintf(msg, sizeof msg, "start: bad time \"%s\" (ISO-8601 UTC "
-                     "or epoch milliseconds)", a);
+            snprintf(msg, sizeof msg,
+                     "start: bad time \"%s\" (ISO-8601 UTC "
+                     "or epoch milliseconds)",
+                     a);
             tdm__rest_error(out, 400, msg);
             return;
         }
         if (!tdm__rest_parse_time(b, &end)) {
-            snprintf(msg, sizeof msg, "end: bad time \"%s\" (ISO-8601 UTC "
-                     "or epoch milliseconds)", b);
+            snprintf(msg, sizeof msg,
+                     "end: bad time \"%s\" (ISO-8601 UTC "
+                     "or epoch milliseconds)",
+                     b);
             tdm__rest_error(out, 400, msg);
             return;
         }
@@ -1009,8 +1017,8 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
         tdm__rest_error(out, 400, "the window's start must be before its end");
         return;
     }
-    j = tdm__explain_window(ctx->job, vertex, key, start, end, &status,
-                            errbuf, sizeof errbuf);
+    j = tdm__explain_window(ctx->job, vertex, key, start, end, &status, errbuf,
+                            sizeof errbuf);
     if (j == NULL) {
         if (status != 400 && status != 404 && status != 503)
             status = 500;
@@ -1100,8 +1108,9 @@ void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
         tdm__rest_error(out, 404, "no such resource (see docs/rest-api.md)");
         return;
     case TDM__R_BAD_REQUEST:
-        tdm__rest_error(out, 400, "malformed path: bad %-escape, NUL or "
-                                  "id longer than 127 bytes");
+        tdm__rest_error(out, 400,
+                        "malformed path: bad %-escape, NUL or "
+                        "id longer than 127 bytes");
         return;
     case TDM__R_METHOD:
         tdm__rest_error(out, 405, "only GET and HEAD are allowed");
@@ -1130,8 +1139,9 @@ void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
     if (r->id == TDM__R_JOB_METRICS) {
         rc = tdm__query_get(query, "get", get, sizeof get);
         if (rc < 0) {
-            tdm__rest_error(out, 400, "get: malformed or longer than 8191 "
-                                      "bytes");
+            tdm__rest_error(out, 400,
+                            "get: malformed or longer than 8191 "
+                            "bytes");
             return;
         }
     }
@@ -1140,4 +1150,3 @@ void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
     snapshot_reply(ctx, r, m, rc == 1 ? get : NULL, out);
     tdm_metrics_free(m);
 }
-

@@ -146,9 +146,9 @@ static tdm__route_id job_sub_route(const char *s, size_t n)
         const char *word;
         tdm__route_id id;
     } subs[] = {
-        {"metrics", TDM__R_JOB_METRICS},   {"partitions", TDM__R_PARTITIONS},
-        {"history", TDM__R_HISTORY},       {"late", TDM__R_LATE},
-        {"diagnosis", TDM__R_DIAGNOSIS},   {"windows", TDM__R_WINDOW},
+        {"metrics", TDM__R_JOB_METRICS}, {"partitions", TDM__R_PARTITIONS},
+        {"history", TDM__R_HISTORY},     {"late", TDM__R_LATE},
+        {"diagnosis", TDM__R_DIAGNOSIS}, {"windows", TDM__R_WINDOW},
     };
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         if (seg_is(s, n, subs[i].word))
@@ -196,8 +196,7 @@ void tdm__route_parse(const char *method, const char *url, tdm__route *out)
         if (id != TDM__R_NOT_FOUND && k >= 2) {
             if (len[1] == 0)
                 return;
-            if (pct_decode(seg[1], len[1], 0, out->job,
-                           sizeof out->job) != 0) {
+            if (pct_decode(seg[1], len[1], 0, out->job, sizeof out->job) != 0) {
                 out->job[0] = '\0';
                 out->id = TDM__R_BAD_REQUEST;
                 return;
@@ -245,8 +244,7 @@ int tdm__query_get(const char *query, const char *name, char *out,
         size_t klen = eq ? (size_t)(eq - p) : plen;
         /* Keys are compared decoded; a key too long to be ours is
          * skipped (it cannot match), a malformed one too. */
-        if (klen > 0 &&
-            pct_decode(p, klen, 1, key, sizeof key) == 0 &&
+        if (klen > 0 && pct_decode(p, klen, 1, key, sizeof key) == 0 &&
             strcmp(key, name) == 0) {
             const char *v = eq ? eq + 1 : p + plen;
             size_t vlen = (size_t)(p + plen - v);

@@ -35,15 +35,15 @@ typedef enum tdm__route_id {
     TDM__R_HISTORY,           /* GET /jobs/:id/history */
     TDM__R_LATE,              /* GET /jobs/:id/late */
     TDM__R_DIAGNOSIS,         /* GET /jobs/:id/diagnosis */
-    TDM__R_WINDOW,            /* GET /jobs/:id/windows?vertex=&key=&start=&end= */
-    TDM__R_PROMETHEUS         /* GET /metrics */
+    TDM__R_WINDOW,    /* GET /jobs/:id/windows?vertex=&key=&start=&end= */
+    TDM__R_PROMETHEUS /* GET /metrics */
 } tdm__route_id;
 
 /* A parsed request target.  Strings point into the route's own buffer. */
 typedef struct tdm__route {
     tdm__route_id id;
-    char job[128];     /* :id, percent-decoded */
-    char vertex[128];  /* :vid, percent-decoded */
+    char job[128];    /* :id, percent-decoded */
+    char vertex[128]; /* :vid, percent-decoded */
 } tdm__route;
 
 /* Parses @p method and @p url (path without the query string, as
@@ -67,11 +67,11 @@ int tdm__query_get(const char *query, const char *name, char *out,
 /* Which Host headers a server answers (host.c has the table): built
  * from the bound address and http.allowed_hosts. */
 typedef struct tdm__host_rule {
-    int family;             /* AF_INET or AF_INET6: the bound address */
-    unsigned char ip[16];   /* the bound address (4 bytes for IPv4) */
-    int any_ip;             /* bound to 0.0.0.0 or ::: any IP literal */
-    int localhost;          /* loopback or wildcard: "localhost" too */
-    const char *allow;      /* http.allowed_hosts, borrowed; may be NULL */
+    int family;           /* AF_INET or AF_INET6: the bound address */
+    unsigned char ip[16]; /* the bound address (4 bytes for IPv4) */
+    int any_ip;           /* bound to 0.0.0.0 or ::: any IP literal */
+    int localhost;        /* loopback or wildcard: "localhost" too */
+    const char *allow;    /* http.allowed_hosts, borrowed; may be NULL */
 } tdm__host_rule;
 
 /* Fills *r for a server bound to @p ss (AF_INET or AF_INET6) that also
@@ -150,8 +150,7 @@ size_t tdm__history_count(const tdm__history *h);
  * when the latest sample named it; 0 otherwise (no sample yet, another
  * partition or none).  @p h may be NULL (returns 0). */
 int tdm__history_culprit_since(const tdm__history *h, const char *vertex,
-                               int subtask, int partition,
-                               tdm_time_ms *since);
+                               int subtask, int partition, tdm_time_ms *since);
 /* The samples as JSON: [{"t": ms, "vertices": {"<name>": {"watermark":
  * ms | null | "end", "lag": ms | null}}}], oldest first.  New
  * reference; NULL on NOMEM. */
@@ -187,8 +186,8 @@ void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
 void tdm__rest_error(tdm__reply *out, int status, const char *msg);
 /* Renders snapshot @p m of job @p job_name as Prometheus text format
  * 0.0.4 into *out and *len (tdm__malloc'd).  TDM_OK or TDM_ERR_NOMEM. */
-tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name,
-                         char **out, size_t *len);
+tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name, char **out,
+                         size_t *len);
 /* Parses a time for the windows route: ISO-8601 UTC
  * ("2026-12-02T10:00:00Z"; fraction of 1-9 digits and "Z" optional)
  * or epoch ms (an optionally negative integer).  Returns 1 and sets
@@ -203,13 +202,13 @@ int tdm__rest_parse_time(const char *text, tdm_time_ms *out);
  * partition stands out (all equal, all idle, nothing read yet). */
 typedef struct tdm__culprit {
     int found;
-    const char *vertex;      /* source vertex (points into the snapshot) */
+    const char *vertex; /* source vertex (points into the snapshot) */
     int subtask;
     int partition;
-    const char *name;        /* partition name (into the snapshot) */
-    tdm_time_ms watermark;   /* its watermark */
-    tdm_time_ms next;        /* the next lowest partition's watermark */
-    int64_t behind_ms;       /* next - watermark */
+    const char *name;           /* partition name (into the snapshot) */
+    tdm_time_ms watermark;      /* its watermark */
+    tdm_time_ms next;           /* the next lowest partition's watermark */
+    int64_t behind_ms;          /* next - watermark */
     int64_t last_record_age_ms; /* -1 unknown */
 } tdm__culprit;
 
@@ -257,10 +256,9 @@ json_t *tdm__diagnose(tdm_job *job, const tdm_metrics *m,
  * fired), "evidence":[strings], "status":{the tdm_window_status fields}}.
  * On a bad request (unknown vertex, bad key), NULL with a message in
  * errbuf; *http_status receives 400 or 404 (or 503 no answer in time). */
-json_t *tdm__explain_window(tdm_job *job, const char *vertex,
-                            const char *key, tdm_time_ms start,
-                            tdm_time_ms end, int *http_status,
-                            char *errbuf, size_t errbuf_size);
+json_t *tdm__explain_window(tdm_job *job, const char *vertex, const char *key,
+                            tdm_time_ms start, tdm_time_ms end,
+                            int *http_status, char *errbuf, size_t errbuf_size);
 
 /* ---- The web page (generated from web/index.html at build time) ---- */
 extern const unsigned char tdm__web_index[];

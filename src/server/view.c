@@ -146,9 +146,8 @@ tdm_err tdm__view_build(tdm__view *w, tdm_job *job, const tdm_metrics *m)
     for (size_t i = 0; i < k; i++) {
         const tdm_metric_value *mv = e[i].mv;
         tdm__view_unit *u = w->n ? &w->u[w->n - 1] : NULL;
-        if (!u || cmp_key(u->scope, u->vertex, u->subtask, u->index,
-                          e[i].scope, mv->vertex, mv->subtask,
-                          mv->index) != 0) {
+        if (!u || cmp_key(u->scope, u->vertex, u->subtask, u->index, e[i].scope,
+                          mv->vertex, mv->subtask, mv->index) != 0) {
             u = &w->u[w->n++];
             u->scope = e[i].scope;
             u->vertex = mv->vertex;
@@ -168,8 +167,7 @@ tdm_err tdm__view_build(tdm__view *w, tdm_job *job, const tdm_metrics *m)
         for (int j = 0; j < vi->n_inputs; j++) {
             int o = vertex_index(w, vi->inputs[j]);
             if (o >= 0)
-                w->group[uf_find(w->group, o)] =
-                    uf_find(w->group, (int)i);
+                w->group[uf_find(w->group, o)] = uf_find(w->group, (int)i);
         }
     }
     for (size_t i = 0; i < w->n_vertices; i++)
@@ -201,8 +199,8 @@ size_t tdm__view_lower_bound(const tdm__view *w, int scope, const char *vertex,
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         const tdm__view_unit *u = &w->u[mid];
-        if (cmp_key(u->scope, u->vertex, u->subtask, u->index, scope,
-                    vertex, subtask, index) < 0)
+        if (cmp_key(u->scope, u->vertex, u->subtask, u->index, scope, vertex,
+                    subtask, index) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -216,8 +214,8 @@ const tdm__view_unit *tdm__view_find(const tdm__view *w, int scope,
 {
     size_t i = tdm__view_lower_bound(w, scope, vertex, subtask, index);
     const tdm__view_unit *u = i < w->n ? &w->u[i] : NULL;
-    if (u && cmp_key(u->scope, u->vertex, u->subtask, u->index, scope,
-                     vertex, subtask, index) == 0)
+    if (u && cmp_key(u->scope, u->vertex, u->subtask, u->index, scope, vertex,
+                     subtask, index) == 0)
         return u;
     return NULL;
 }
@@ -330,8 +328,7 @@ static void top2(const tdm__view_unit **top, const tdm__view_unit *u,
     if (!top[0] || (sign > 0 ? x < top[0]->v[id] : x > top[0]->v[id])) {
         top[1] = top[0];
         top[0] = u;
-    } else if (!top[1] ||
-               (sign > 0 ? x < top[1]->v[id] : x > top[1]->v[id])) {
+    } else if (!top[1] || (sign > 0 ? x < top[1]->v[id] : x > top[1]->v[id])) {
         top[1] = u;
     }
 }
@@ -357,7 +354,7 @@ static void group_stats(tdm__view *w)
 tdm__view_others tdm__view_others_of(const tdm__view *w,
                                      const tdm__view_unit *u)
 {
-    tdm__view_others r = { 0, NULL, NULL, -1 };
+    tdm__view_others r = {0, NULL, NULL, -1};
     if (u->group < 0)
         return r;
     const tdm__view_gstat *g = &w->gs[u->group];
@@ -407,11 +404,9 @@ void tdm__view_culprit_find(const tdm__view *w, tdm__view_culprit *c)
         c->pub.watermark = low;
         c->pub.next = next->v[TDM_METRIC_P_WM];
         /* No watermark at all is not a distance: -1 says "unknown". */
-        c->pub.behind_ms = low == TDM_TIME_MIN
-                               ? -1
-                               : tdm__time_sub_sat(c->pub.next, low);
-        c->pub.last_record_age_ms =
-            tdm__view_val(u, TDM_METRIC_P_LAST_AGE, -1);
+        c->pub.behind_ms =
+            low == TDM_TIME_MIN ? -1 : tdm__time_sub_sat(c->pub.next, low);
+        c->pub.last_record_age_ms = tdm__view_val(u, TDM_METRIC_P_LAST_AGE, -1);
         return;
     }
 }
@@ -441,8 +436,7 @@ int tdm__view_stalled(const tdm__view_unit *u, int64_t other_age)
         return 1;
     if (age < TDM__VIEW_STALL_MS)
         return 0;
-    return other_age < 0 || other_age > INT64_MAX / 10 ||
-           age >= other_age * 10;
+    return other_age < 0 || other_age > INT64_MAX / 10 || age >= other_age * 10;
 }
 
 /* A partition's name for text: "p3" (quoted), or "#2" without one. */

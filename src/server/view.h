@@ -37,8 +37,8 @@ typedef struct tdm__view_unit {
     int subtask;
     int index;
     const char *label;
-    int group;                    /* connected component of its vertex */
-    uint64_t has;                 /* bit i: v[i] is present */
+    int group;    /* connected component of its vertex */
+    uint64_t has; /* bit i: v[i] is present */
     int64_t v[TDM_METRIC_COUNT_];
 } tdm__view_unit;
 
@@ -53,31 +53,31 @@ typedef struct tdm__view_gstat {
 } tdm__view_gstat;
 
 typedef struct tdm__view {
-    tdm_job *job;                 /* may be NULL (tdm__find_culprit) */
+    tdm_job *job; /* may be NULL (tdm__find_culprit) */
     const tdm_metrics *m;
     tdm__view_unit *u;
     size_t n;
     tdm_time_ms now;
     int running;
-    int *group;                   /* per vertex: connected component */
+    int *group; /* per vertex: connected component */
     size_t n_vertices;
-    tdm__view_gstat *gs;          /* per component (index: a vertex) */
+    tdm__view_gstat *gs; /* per component (index: a vertex) */
 } tdm__view;
 
 /* The candidate culprit with the partition it was compared with. */
 typedef struct tdm__view_culprit {
     tdm__culprit pub;
-    const tdm__view_unit *unit;   /* the culprit partition */
-    const tdm__view_unit *next;   /* the next lowest one */
-    int64_t other_age_ms;         /* freshest other partition's age (-1) */
+    const tdm__view_unit *unit; /* the culprit partition */
+    const tdm__view_unit *next; /* the next lowest one */
+    int64_t other_age_ms;       /* freshest other partition's age (-1) */
 } tdm__view_culprit;
 
 /* What the other active partitions of a partition's part of the job
  * show. */
 typedef struct tdm__view_others {
-    int n;                        /* how many */
+    int n;                         /* how many */
     const tdm__view_unit *lo, *hi; /* lowest and highest watermark */
-    int64_t fresh_age;            /* the freshest one's silence (-1) */
+    int64_t fresh_age;             /* the freshest one's silence (-1) */
 } tdm__view_others;
 
 /* ---- The view ---- */
@@ -106,8 +106,8 @@ static inline int64_t tdm__view_val(const tdm__view_unit *u, tdm_metric id,
 int tdm__view_strcmp(const char *a, const char *b);
 /* The position of the first unit at or after (scope, vertex, subtask,
  * index) in the sorted units (w->n when none): the start of a run. */
-size_t tdm__view_lower_bound(const tdm__view *w, int scope,
-                             const char *vertex, int subtask, int index);
+size_t tdm__view_lower_bound(const tdm__view *w, int scope, const char *vertex,
+                             int subtask, int index);
 /* The unit of (scope, vertex, subtask, index), NULL when absent. */
 const tdm__view_unit *tdm__view_find(const tdm__view *w, int scope,
                                      const char *vertex, int subtask,
@@ -152,7 +152,6 @@ void tdm__view_culprit_find(const tdm__view *w, tdm__view_culprit *c);
  * longer. */
 int tdm__view_stalled(const tdm__view_unit *u, int64_t other_age);
 /* A partition's name for text: "p3" (quoted), or "#2" without one. */
-const char *tdm__view_part_name(const tdm__view_unit *u, char *buf,
-                                size_t n);
+const char *tdm__view_part_name(const tdm__view_unit *u, char *buf, size_t n);
 
 #endif /* TDM_SERVER_VIEW_H */

@@ -39,8 +39,8 @@ uint32_t tdm__crc32c(uint32_t crc, const void *p, size_t n);
 typedef struct tdm__enc {
     uint8_t *buf; /* owned; tdm__enc_free() or tdm__enc_finish() */
     size_t len, cap;
-    int oom;      /* sticky: an allocation failed */
-    int bad;      /* sticky: sections unbalanced or too deep */
+    int oom; /* sticky: an allocation failed */
+    int bad; /* sticky: sections unbalanced or too deep */
     int depth;
     size_t open[TDM__ENC_MAX_DEPTH]; /* offsets of open length fields */
 } tdm__enc;

@@ -24,8 +24,7 @@
 /* ---- Manifest ---- */
 
 /* "TDMCKPT" and a NUL: the first 8 bytes of every MANIFEST. */
-static const uint8_t manifest_magic[8] = {'T', 'D', 'M', 'C',
-                                          'K', 'P', 'T', 0};
+static const uint8_t manifest_magic[8] = {'T', 'D', 'M', 'C', 'K', 'P', 'T', 0};
 enum {
     SEC_HEADER = 1, /* id, kind, job, created, parallelism, groups, meta */
     SEC_BLOB = 2    /* name, size, crc */
@@ -66,8 +65,8 @@ void tdm__ckpt_manifest_free(tdm__ckpt_manifest *m)
 }
 
 /* Encodes a manifest (borrowed) into a new buffer, CRC included. */
-tdm_err tdm__ckpt_manifest_encode(const tdm__ckpt_manifest *m,
-                                  uint8_t **out, size_t *len)
+tdm_err tdm__ckpt_manifest_encode(const tdm__ckpt_manifest *m, uint8_t **out,
+                                  size_t *len)
 {
     tdm__enc e;
     tdm__enc_init(&e);
@@ -169,8 +168,7 @@ static tdm_err decode_blob(tdm__dec *b, tdm__ckpt_manifest *m, size_t *cap)
     }
     if (m->n_blobs == *cap) {
         size_t ncap = *cap ? 2 * *cap : 8;
-        tdm__ckpt_blob_info *nb =
-            tdm__realloc(m->blobs, ncap * sizeof *nb);
+        tdm__ckpt_blob_info *nb = tdm__realloc(m->blobs, ncap * sizeof *nb);
         if (!nb) {
             rc = TDM_ERR_NOMEM;
             goto fail;
@@ -252,8 +250,7 @@ tdm_err tdm__ckpt_manifest_decode(const void *p, size_t len,
             continue; /* unknown section: skipped (format evolution) */
         }
         if (rc == TDM_ERR_NOMEM) {
-            rc = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
-                           "out of memory");
+            rc = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM, "out of memory");
             goto fail;
         }
         if (rc != TDM_OK) {
@@ -392,12 +389,10 @@ static void remove_strays(tdm__ckpt_store *st, char **names, size_t n)
             tdm__free(p); /* ours, being written */
             continue;
         }
-        if (tdm__fio_remove_tree(p, MANIFEST_NAME, err, sizeof err) ==
-            TDM_OK)
+        if (tdm__fio_remove_tree(p, MANIFEST_NAME, err, sizeof err) == TDM_OK)
             logf_(st, id, "removed stray temporary directory %s", p);
         else
-            logf_(st, id, "cannot remove stray temporary directory: %s",
-                  err);
+            logf_(st, id, "cannot remove stray temporary directory: %s", err);
         tdm__free(p);
     }
 }
@@ -405,8 +400,8 @@ static void remove_strays(tdm__ckpt_store *st, char **names, size_t n)
 /* Opens a checkpoint directory for reading or writing (see
  * ckpt_store.h); @p dir is copied. */
 tdm_err tdm__ckpt_store_open(const char *dir, int mode, tdm__ckpt_log_cb log,
-                             void *opaque, tdm__ckpt_store **out,
-                             char *errbuf, size_t errbuf_size)
+                             void *opaque, tdm__ckpt_store **out, char *errbuf,
+                             size_t errbuf_size)
 {
     tdm__ckpt_store *st = NULL;
     char *lock_path = NULL;
@@ -443,7 +438,8 @@ tdm_err tdm__ckpt_store_open(const char *dir, int mode, tdm__ckpt_log_cb log,
         if (rc == TDM_ERR_STATE) {
             rc = tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                            "checkpoint directory %s is in use by another "
-                           "tidemark (pid %ld)", dir, holder);
+                           "tidemark (pid %ld)",
+                           dir, holder);
             goto fail;
         }
         if (rc != TDM_OK)
@@ -526,8 +522,8 @@ void tdm__ckpt_abort(tdm__ckpt_store *st)
     if (!st || !st->pending)
         return;
     drop_blob(st);
-    if (tdm__fio_remove_tree(st->tmp_path, MANIFEST_NAME, err,
-                             sizeof err) != TDM_OK)
+    if (tdm__fio_remove_tree(st->tmp_path, MANIFEST_NAME, err, sizeof err) !=
+        TDM_OK)
         logf_(st, st->man.id, "cannot remove %s: %s", st->tmp_path, err);
     drop_pending(st);
 }
@@ -545,12 +541,10 @@ tdm_err tdm__ckpt_begin(tdm__ckpt_store *st, const tdm__ckpt_info *info)
     tdm_err rc;
     if (st->mode != TDM__CKPT_WRITE)
         return tdm__errf(st->msg, sizeof st->msg, TDM_ERR_STATE,
-                         "checkpoint directory %s is open read-only",
-                         st->dir);
+                         "checkpoint directory %s is open read-only", st->dir);
     if (st->pending)
         return tdm__errf(st->msg, sizeof st->msg, TDM_ERR_STATE,
-                         "checkpoint %" PRIu64 " is still pending",
-                         st->man.id);
+                         "checkpoint %" PRIu64 " is still pending", st->man.id);
     if (!info || info->id > TDM__CKPT_ID_MAX ||
         (unsigned)info->kind > TDM__CKPT_SAVEPOINT ||
         (info->meta_len > 0 && !info->meta))
@@ -574,8 +568,8 @@ tdm_err tdm__ckpt_begin(tdm__ckpt_store *st, const tdm__ckpt_info *info)
         st->man.meta_len = info->meta_len;
     }
     st->final_path = pathf("%s/chk-%010" PRIu64, st->dir, info->id);
-    st->tmp_path = pathf("%s/chk-%010" PRIu64 ".tmp-%ld", st->dir,
-                         info->id, (long)getpid());
+    st->tmp_path = pathf("%s/chk-%010" PRIu64 ".tmp-%ld", st->dir, info->id,
+                         (long)getpid());
     if (!st->final_path || !st->tmp_path)
         goto nomem;
     if (access(st->final_path, F_OK) == 0) {
@@ -645,8 +639,7 @@ static tdm_err flush_blob(tdm__ckpt_store *st)
 }
 
 /* Appends to the open blob through the 64 KiB buffer (borrows @p p). */
-tdm_err tdm__ckpt_blob_append(tdm__ckpt_store *st, const void *p,
-                              size_t len)
+tdm_err tdm__ckpt_blob_append(tdm__ckpt_store *st, const void *p, size_t len)
 {
     tdm_err rc;
     if (st->blob_fd < 0)
@@ -665,8 +658,8 @@ tdm_err tdm__ckpt_blob_append(tdm__ckpt_store *st, const void *p,
     if (rc != TDM_OK)
         goto fail;
     if (len >= WBUF_SIZE) {
-        rc = tdm__fio_write_all(st->blob_fd, p, len, st->blob_path,
-                                st->msg, sizeof st->msg);
+        rc = tdm__fio_write_all(st->blob_fd, p, len, st->blob_path, st->msg,
+                                sizeof st->msg);
         if (rc != TDM_OK)
             goto fail;
     } else {
@@ -691,12 +684,10 @@ tdm_err tdm__ckpt_blob_close(tdm__ckpt_store *st)
         goto fail;
     /* The blob's bytes must be on disk before the manifest that vouches
      * for them. */
-    rc = tdm__fio_fsync(st->blob_fd, st->blob_path, st->msg,
-                        sizeof st->msg);
+    rc = tdm__fio_fsync(st->blob_fd, st->blob_path, st->msg, sizeof st->msg);
     if (rc != TDM_OK)
         goto fail;
-    rc = tdm__fio_close(st->blob_fd, st->blob_path, st->msg,
-                        sizeof st->msg);
+    rc = tdm__fio_close(st->blob_fd, st->blob_path, st->msg, sizeof st->msg);
     st->blob_fd = -1;
     if (rc != TDM_OK)
         goto fail;
@@ -747,8 +738,8 @@ static tdm_err write_manifest(tdm__ckpt_store *st)
         rc = nomem(st);
         goto fail;
     }
-    rc = tdm__fio_open(path, O_WRONLY | O_CREAT | O_EXCL, 0666, &fd,
-                       st->msg, sizeof st->msg);
+    rc = tdm__fio_open(path, O_WRONLY | O_CREAT | O_EXCL, 0666, &fd, st->msg,
+                       sizeof st->msg);
     if (rc != TDM_OK)
         goto fail;
     rc = tdm__fio_write_all(fd, buf, len, path, st->msg, sizeof st->msg);
@@ -773,9 +764,10 @@ fail:
 }
 
 /* After a failed open or read of @p path: a file that does not exist
- * (or a chk-<id> that is not a directory) is damage to the checkpoint (TDM_ERR_PARSE, so recovery skips it); any
- * other I/O error stays TDM_ERR_IO (recovery stops rather than silently
- * fall back past a checkpoint it merely could not read). */
+ * (or a chk-<id> that is not a directory) is damage to the checkpoint
+ * (TDM_ERR_PARSE, so recovery skips it); any other I/O error stays TDM_ERR_IO
+ * (recovery stops rather than silently fall back past a checkpoint it merely
+ * could not read). */
 static tdm_err missing_is_damage(const char *path, tdm_err rc)
 {
     struct stat sb;
@@ -880,7 +872,8 @@ static int quick_valid(const char *path, int *savepoint)
     ok = 1;
     for (size_t i = 0; i < m.n_blobs && ok; i++) {
         char *bp = pathf("%s/%s", path, m.blobs[i].name);
-        ok = bp && stat(bp, &sb) == 0 && (uint64_t)sb.st_size == m.blobs[i].size;
+        ok =
+            bp && stat(bp, &sb) == 0 && (uint64_t)sb.st_size == m.blobs[i].size;
         tdm__free(bp);
     }
     tdm__ckpt_manifest_free(&m);
@@ -953,8 +946,7 @@ tdm_err tdm__ckpt_commit(tdm__ckpt_store *st)
     rc = tdm__fio_fsync_dir(st->tmp_path, st->msg, sizeof st->msg);
     if (rc != TDM_OK)
         goto fail;
-    rc = tdm__fio_rename(st->tmp_path, st->final_path, st->msg,
-                         sizeof st->msg);
+    rc = tdm__fio_rename(st->tmp_path, st->final_path, st->msg, sizeof st->msg);
     if (rc != TDM_OK)
         goto fail;
     /* The rename itself must be durable before the caller acts on the
@@ -964,12 +956,12 @@ tdm_err tdm__ckpt_commit(tdm__ckpt_store *st)
         /* Not known to be durable, so not committed: take it back under
          * the temporary name (which the abort removes); if even that
          * fails, remove it where it is, MANIFEST first. */
-        if (tdm__fio_rename(st->final_path, st->tmp_path, err,
-                            sizeof err) != TDM_OK &&
+        if (tdm__fio_rename(st->final_path, st->tmp_path, err, sizeof err) !=
+                TDM_OK &&
             tdm__fio_remove_tree(st->final_path, MANIFEST_NAME, err,
                                  sizeof err) != TDM_OK)
-            logf_(st, st->man.id, "cannot take back %s: %s",
-                  st->final_path, err);
+            logf_(st, st->man.id, "cannot take back %s: %s", st->final_path,
+                  err);
         goto fail;
     }
     int is_checkpoint = st->man.kind == TDM__CKPT_CHECKPOINT;
@@ -985,9 +977,9 @@ fail:
 
 /* Checks blob @p bi of the checkpoint at @p chk_path: present, of the
  * manifest's size and CRC.  Reads in chunks through @p buf. */
-static tdm_err verify_blob(const char *chk_path,
-                           const tdm__ckpt_blob_info *bi, uint8_t *buf,
-                           size_t cap, char *errbuf, size_t errbuf_size)
+static tdm_err verify_blob(const char *chk_path, const tdm__ckpt_blob_info *bi,
+                           uint8_t *buf, size_t cap, char *errbuf,
+                           size_t errbuf_size)
 {
     int fd = -1;
     uint64_t size = 0;
@@ -1006,8 +998,7 @@ static tdm_err verify_blob(const char *chk_path,
     }
     for (;;) {
         size_t got;
-        rc = tdm__fio_read_full(fd, buf, cap, &got, path, errbuf,
-                                errbuf_size);
+        rc = tdm__fio_read_full(fd, buf, cap, &got, path, errbuf, errbuf_size);
         if (rc != TDM_OK)
             goto fail;
         crc = tdm__crc32c(crc, buf, got);
@@ -1017,14 +1008,15 @@ static tdm_err verify_blob(const char *chk_path,
     }
     if (size != bi->size) {
         rc = tdm__errf(errbuf, errbuf_size, TDM_ERR_PARSE,
-                       "blob %s: %" PRIu64 " bytes, the manifest says %"
-                       PRIu64, path, size, bi->size);
+                       "blob %s: %" PRIu64 " bytes, the manifest says %" PRIu64,
+                       path, size, bi->size);
         goto fail;
     }
     if (crc != bi->crc) {
         rc = tdm__errf(errbuf, errbuf_size, TDM_ERR_PARSE,
                        "blob %s: CRC mismatch (%08" PRIx32 ", the manifest "
-                       "says %08" PRIx32 ")", path, crc, bi->crc);
+                       "says %08" PRIx32 ")",
+                       path, crc, bi->crc);
         goto fail;
     }
     close(fd);
@@ -1054,9 +1046,10 @@ tdm_err tdm__ckpt_verify(tdm__ckpt_store *st, uint64_t id)
     if (rc != TDM_OK)
         goto fail;
     if (m.id != id) {
-        rc = tdm__errf(st->msg, sizeof st->msg, TDM_ERR_PARSE,
-                       "manifest %s/" MANIFEST_NAME " is of checkpoint %"
-                       PRIu64, path, m.id);
+        rc =
+            tdm__errf(st->msg, sizeof st->msg, TDM_ERR_PARSE,
+                      "manifest %s/" MANIFEST_NAME " is of checkpoint %" PRIu64,
+                      path, m.id);
         goto fail;
     }
     buf = tdm__malloc(WBUF_SIZE);
@@ -1146,9 +1139,10 @@ tdm_err tdm__ckpt_reader_open(tdm__ckpt_store *st, uint64_t id,
     if (rc != TDM_OK)
         goto fail;
     if (rd->man.id != id) {
-        rc = tdm__errf(st->msg, sizeof st->msg, TDM_ERR_PARSE,
-                       "manifest %s/" MANIFEST_NAME " is of checkpoint %"
-                       PRIu64, rd->path, rd->man.id);
+        rc =
+            tdm__errf(st->msg, sizeof st->msg, TDM_ERR_PARSE,
+                      "manifest %s/" MANIFEST_NAME " is of checkpoint %" PRIu64,
+                      rd->path, rd->man.id);
         goto fail;
     }
     *out = rd;
@@ -1159,8 +1153,7 @@ fail:
 }
 
 /* The checkpoint's manifest (owned by the reader). */
-const tdm__ckpt_manifest *
-tdm__ckpt_reader_manifest(const tdm__ckpt_reader *rd)
+const tdm__ckpt_manifest *tdm__ckpt_reader_manifest(const tdm__ckpt_reader *rd)
 {
     return &rd->man;
 }
@@ -1194,18 +1187,16 @@ tdm_err tdm__ckpt_get(tdm__ckpt_reader *rd, const char *name, void **p,
     }
     path = pathf("%s/%s", rd->path, name);
     if (!path) {
-        rc = tdm__errf(rd->msg, sizeof rd->msg, TDM_ERR_NOMEM,
-                       "out of memory");
+        rc = tdm__errf(rd->msg, sizeof rd->msg, TDM_ERR_NOMEM, "out of memory");
         goto fail;
     }
     rc = tdm__fio_read_file(path, &bytes, &n, rd->msg, sizeof rd->msg);
     if (rc != TDM_OK)
         goto fail;
     if (n != bi->size || tdm__crc32c(0, bytes, n) != bi->crc) {
-        rc = tdm__errf(rd->msg, sizeof rd->msg, TDM_ERR_PARSE,
-                       "blob %s: %s", path,
-                       n != bi->size ? "size differs from the manifest"
-                                     : "CRC mismatch");
+        rc = tdm__errf(
+            rd->msg, sizeof rd->msg, TDM_ERR_PARSE, "blob %s: %s", path,
+            n != bi->size ? "size differs from the manifest" : "CRC mismatch");
         goto fail;
     }
     tdm__free(path);

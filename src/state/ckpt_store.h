@@ -73,8 +73,8 @@ typedef struct tdm__ckpt_manifest {
 void tdm__ckpt_manifest_free(tdm__ckpt_manifest *m);
 /* Encodes @p m (borrowed) into a new buffer freed with tdm__free(),
  * trailing CRC included.  Returns TDM_OK, TDM_ERR_NOMEM. */
-tdm_err tdm__ckpt_manifest_encode(const tdm__ckpt_manifest *m,
-                                  uint8_t **out, size_t *len);
+tdm_err tdm__ckpt_manifest_encode(const tdm__ckpt_manifest *m, uint8_t **out,
+                                  size_t *len);
 /* Decodes and checks a manifest: magic, CRC, known version, one header,
  * valid and distinct blob names, the kind known; unknown sections are
  * skipped.  @p p is borrowed; *m is filled (owned by the caller; zeroed
@@ -95,12 +95,11 @@ typedef struct tdm__ckpt_reader tdm__ckpt_reader;
  * is not valid), every stray temporary directory removed, and every
  * retention failure.  @p id is the checkpoint id (0 if none); @p msg is
  * borrowed for the call. */
-typedef void (*tdm__ckpt_log_cb)(void *opaque, uint64_t id,
-                                 const char *msg);
+typedef void (*tdm__ckpt_log_cb)(void *opaque, uint64_t id, const char *msg);
 
 enum {
-    TDM__CKPT_READ = 0,  /* no lock, no writes: works on a locked dir */
-    TDM__CKPT_WRITE = 1  /* creates the directory, takes <dir>/LOCK */
+    TDM__CKPT_READ = 0, /* no lock, no writes: works on a locked dir */
+    TDM__CKPT_WRITE = 1 /* creates the directory, takes <dir>/LOCK */
 };
 
 /* Opens the checkpoint directory @p dir (copied).  With TDM__CKPT_WRITE
@@ -109,8 +108,8 @@ enum {
  * "checkpoint directory D is in use by another tidemark (pid N)".
  * @p log may be NULL.  On error *out is NULL and errbuf says why. */
 tdm_err tdm__ckpt_store_open(const char *dir, int mode, tdm__ckpt_log_cb log,
-                             void *opaque, tdm__ckpt_store **out,
-                             char *errbuf, size_t errbuf_size);
+                             void *opaque, tdm__ckpt_store **out, char *errbuf,
+                             size_t errbuf_size);
 /* Aborts a pending checkpoint, releases the lock, frees.  NULL is fine. */
 void tdm__ckpt_store_close(tdm__ckpt_store *st);
 /* The message of the last failed call on @p st (library-owned, valid
@@ -122,13 +121,13 @@ void tdm__ckpt_store_set_retain(tdm__ckpt_store *st, unsigned n);
 
 /* What tdm__ckpt_begin() needs; borrowed, the store copies. */
 typedef struct tdm__ckpt_info {
-    uint64_t id;          /* 0 .. TDM__CKPT_ID_MAX, not yet in the dir */
+    uint64_t id; /* 0 .. TDM__CKPT_ID_MAX, not yet in the dir */
     tdm__ckpt_kind kind;
-    const char *job;      /* NULL means "" */
+    const char *job; /* NULL means "" */
     int64_t created_ms;
     uint32_t parallelism;
     uint32_t key_groups;
-    const void *meta;     /* opaque bytes, may be NULL */
+    const void *meta; /* opaque bytes, may be NULL */
     size_t meta_len;
 } tdm__ckpt_info;
 
@@ -147,8 +146,7 @@ tdm_err tdm__ckpt_put(tdm__ckpt_store *st, const char *name, const void *p,
  * close (which fsyncs).  One open blob at a time; appends are buffered.
  * Failures as for tdm__ckpt_put. */
 tdm_err tdm__ckpt_blob_open(tdm__ckpt_store *st, const char *name);
-tdm_err tdm__ckpt_blob_append(tdm__ckpt_store *st, const void *p,
-                              size_t len);
+tdm_err tdm__ckpt_blob_append(tdm__ckpt_store *st, const void *p, size_t len);
 tdm_err tdm__ckpt_blob_close(tdm__ckpt_store *st);
 /* Writes and fsyncs MANIFEST, fsyncs the temporary directory, renames it
  * to chk-<id>, fsyncs <dir>; then applies retention (its failures go to
@@ -189,8 +187,7 @@ tdm_err tdm__ckpt_verify(tdm__ckpt_store *st, uint64_t id);
 tdm_err tdm__ckpt_reader_open(tdm__ckpt_store *st, uint64_t id,
                               tdm__ckpt_reader **out);
 /* The manifest (owned by the reader). */
-const tdm__ckpt_manifest *
-tdm__ckpt_reader_manifest(const tdm__ckpt_reader *rd);
+const tdm__ckpt_manifest *tdm__ckpt_reader_manifest(const tdm__ckpt_reader *rd);
 /* Reads blob @p name, checks size and CRC; *p (freed with tdm__free) and
  * *len.  TDM_ERR_STATE if the manifest has no such blob, TDM_ERR_PARSE if
  * the bytes do not match, TDM_ERR_IO. */

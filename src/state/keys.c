@@ -22,27 +22,27 @@
 typedef struct key_ent {
     uint64_t hash;
     uint32_t len;
-    uint32_t refs;      /* 0 while the id is free */
+    uint32_t refs; /* 0 while the id is free */
     union {
-        void *udata;    /* the owner's per-key pointer while live */
+        void *udata; /* the owner's per-key pointer while live */
         uint32_t next_free;
     } u;
-    char *heap;         /* key bytes when longer than INLINE_MAX - 1 */
+    char *heap; /* key bytes when longer than INLINE_MAX - 1 */
     char in[INLINE_MAX];
 } key_ent;
 
 _Static_assert(sizeof(key_ent) == 64, "a key entry is one cache line");
 
 struct tdm__keys {
-    key_ent **chunks;   /* 64-byte aligned views into the allocations */
-    void **allocs;      /* what tdm__malloc returned, per chunk */
+    key_ent **chunks; /* 64-byte aligned views into the allocations */
+    void **allocs;    /* what tdm__malloc returned, per chunk */
     uint32_t n_chunks;
     uint32_t n_ents;    /* ids handed out so far (live or free) */
     uint32_t free_head; /* first free id, NO_ID when none */
     uint64_t *table;    /* (tag << 32) | (id + 1); 0 = empty */
     size_t mask;        /* table size - 1 (a power of two) */
     size_t live;
-    size_t heap_bytes;  /* bytes of keys kept outside their entry */
+    size_t heap_bytes; /* bytes of keys kept outside their entry */
 };
 
 static inline key_ent *ent(const tdm__keys *ks, uint32_t id)
@@ -217,8 +217,7 @@ tdm_err tdm__keys_intern_hashed(tdm__keys *ks, const char *key, size_t len,
 tdm_err tdm__keys_intern(tdm__keys *ks, const char *key, size_t len,
                          uint32_t *id)
 {
-    return tdm__keys_intern_hashed(ks, key, len, tdm__keys_hash(key, len),
-                                   id);
+    return tdm__keys_intern_hashed(ks, key, len, tdm__keys_hash(key, len), id);
 }
 
 /* Takes a reference on a live id (precondition: refs > 0). */
@@ -242,8 +241,8 @@ static void table_delete_at(tdm__keys *ks, size_t i)
             size_t home = (size_t)ent(ks, (uint32_t)w - 1)->hash & ks->mask;
             /* The entry at j may fill the hole at i unless its home lies
              * cyclically in (i, j]. */
-            bool stays = (i <= j) ? (i < home && home <= j)
-                                  : (i < home || home <= j);
+            bool stays =
+                (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
             if (!stays)
                 break;
         }
@@ -311,8 +310,7 @@ uint32_t tdm__keys_id_bound(const tdm__keys *ks)
 /* Bytes held by live keys: entry, index share, long key bytes. */
 size_t tdm__keys_bytes(const tdm__keys *ks)
 {
-    return ks->live * (sizeof(key_ent) + 2 * sizeof(uint64_t)) +
-           ks->heap_bytes;
+    return ks->live * (sizeof(key_ent) + 2 * sizeof(uint64_t)) + ks->heap_bytes;
 }
 
 /* Frees the table, every entry chunk and long key; NULL is a

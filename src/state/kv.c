@@ -14,9 +14,9 @@
 
 typedef struct kv_slot {
     uint32_t key;
-    uint32_t hash;            /* low 32 bits of the slot's hash */
+    uint32_t hash; /* low 32 bits of the slot's hash */
     tdm__ns ns;
-    struct kv_slot *knext;    /* next slot of the same key; free list link */
+    struct kv_slot *knext; /* next slot of the same key; free list link */
     struct kv_slot *kprev;
 } kv_slot;
 
@@ -28,20 +28,20 @@ typedef struct kv_slot {
 
 typedef struct slab {
     struct slab *next;
-    void *raw;                /* what tdm__malloc returned */
+    void *raw; /* what tdm__malloc returned */
 } slab;
 
 struct tdm__kv {
     size_t value_size;
-    size_t val_off;       /* value size rounded to 16 */
-    size_t slot_size;     /* value + header, a multiple of 64 */
-    kv_slot **tab;        /* NULL = empty */
+    size_t val_off;   /* value size rounded to 16 */
+    size_t slot_size; /* value + header, a multiple of 64 */
+    kv_slot **tab;    /* NULL = empty */
     size_t mask;
     size_t count;
     kv_slot *free_list;
     slab *slabs;
     size_t n_slabs;
-    kv_slot **heads;      /* per key id: first slot of that key */
+    kv_slot **heads; /* per key id: first slot of that key */
     uint32_t n_heads;
 };
 
@@ -160,8 +160,8 @@ static kv_slot *alloc_slot(tdm__kv *kv)
         kv->n_slabs++;
         char *base = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
         for (size_t i = SLAB_SLOTS; i-- > 0;) {
-            kv_slot *s = (kv_slot *)(void *)(base + i * kv->slot_size +
-                                             kv->val_off);
+            kv_slot *s =
+                (kv_slot *)(void *)(base + i * kv->slot_size + kv->val_off);
             s->knext = kv->free_list;
             kv->free_list = s;
         }
@@ -240,8 +240,8 @@ static void table_delete_at(tdm__kv *kv, size_t i)
             if (!s)
                 return;
             size_t home = home_of(kv, s);
-            bool stays = (i <= j) ? (i < home && home <= j)
-                                  : (i < home || home <= j);
+            bool stays =
+                (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
             if (!stays)
                 break;
         }
@@ -297,8 +297,7 @@ void tdm__kv_remove_slot(tdm__kv *kv, void *value)
 /* Calls fn for the slots of one key through the key's list;
  * fn must not insert or remove. */
 void tdm__kv_each_of_key(tdm__kv *kv, uint32_t key,
-                         void (*fn)(void *ud, tdm__ns ns, void *slot),
-                         void *ud)
+                         void (*fn)(void *ud, tdm__ns ns, void *slot), void *ud)
 {
     if (key >= kv->n_heads)
         return;

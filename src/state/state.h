@@ -52,8 +52,8 @@ tdm_err tdm__keys_intern(tdm__keys *ks, const char *key, size_t len,
 static inline uint64_t tdm__keys_hash(const void *key, size_t len)
 {
     const unsigned char *p = key;
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^
-                 ((uint64_t)len * 0xff51afd7ed558ccdULL);
+    uint64_t h =
+        0x9e3779b97f4a7c15ULL ^ ((uint64_t)len * 0xff51afd7ed558ccdULL);
     uint64_t v;
     uint32_t a, b;
     if (len > 8) {
@@ -188,8 +188,7 @@ size_t tdm__timers_count(const tdm__timers *t);
  * same pop order.  Buckets are visited in no particular order; fn must
  * not change the queue. */
 void tdm__timers_each(const tdm__timers *t,
-                      void (*fn)(void *ud, const tdm__timer *tm,
-                                 uint32_t rank),
+                      void (*fn)(void *ud, const tdm__timer *tm, uint32_t rank),
                       void *ud);
 size_t tdm__timers_bytes(const tdm__timers *t);
 void tdm__timers_destroy(tdm__timers *t);

@@ -22,31 +22,31 @@ typedef struct tnode {
     tdm_time_ms time;
     tdm__ns ns;
     uint32_t key;
-    uint32_t next, prev;  /* bucket list; next is the free link when free */
+    uint32_t next, prev; /* bucket list; next is the free link when free */
     uint32_t bucket;
 } tnode;
 
 typedef struct tbucket {
     tdm_time_ms time;
-    uint32_t head, tail;  /* node ids; head is the free link when free */
-    uint32_t hpos;        /* position in the heap */
+    uint32_t head, tail; /* node ids; head is the free link when free */
+    uint32_t hpos;       /* position in the heap */
 } tbucket;
 
 /* A growable pool of fixed-size items with a free list, indexed by id. */
 typedef struct pool {
     void *items;
-    uint32_t n, cap;      /* ids handed out so far, capacity */
+    uint32_t n, cap; /* ids handed out so far, capacity */
     uint32_t free_head;
 } pool;
 
 struct tdm__timers {
-    pool nodes;           /* tnode */
-    pool buckets;         /* tbucket */
-    uint32_t *ntab;       /* node id + 1 by triple hash; 0 = empty */
+    pool nodes;     /* tnode */
+    pool buckets;   /* tbucket */
+    uint32_t *ntab; /* node id + 1 by triple hash; 0 = empty */
     size_t nmask;
-    uint32_t *btab;       /* bucket id + 1 by time hash; 0 = empty */
+    uint32_t *btab; /* bucket id + 1 by time hash; 0 = empty */
     size_t bmask;
-    uint32_t *heap;       /* bucket ids, ordered by time */
+    uint32_t *heap; /* bucket ids, ordered by time */
     uint32_t n_heap, cap_heap;
     uint32_t n_timers;
     uint32_t n_buckets;
@@ -64,8 +64,7 @@ static inline uint64_t mix64(uint64_t h)
     return h;
 }
 
-static inline uint64_t timer_hash(tdm_time_ms time, uint32_t key,
-                                  tdm__ns ns)
+static inline uint64_t timer_hash(tdm_time_ms time, uint32_t key, tdm__ns ns)
 {
     uint64_t h = (uint64_t)time * 0x9e3779b97f4a7c15ULL;
     h ^= (uint64_t)key * 0xc2b2ae3d27d4eb4fULL;
@@ -413,8 +412,7 @@ bool tdm__timers_remove(tdm__timers *t, tdm_time_ms time, uint32_t key,
 }
 
 /* Deletes (time, key, ns) if present. */
-void tdm__timers_del(tdm__timers *t, tdm_time_ms time, uint32_t key,
-                     tdm__ns ns)
+void tdm__timers_del(tdm__timers *t, tdm_time_ms time, uint32_t key, tdm__ns ns)
 {
     tdm__timers_remove(t, time, key, ns);
 }
@@ -449,8 +447,7 @@ bool tdm__timers_pop(tdm__timers *t, tdm_time_ms upto, tdm__timer *out)
 
 /* Every timer, bucket by bucket, each bucket in pop order (state.h). */
 void tdm__timers_each(const tdm__timers *t,
-                      void (*fn)(void *ud, const tdm__timer *tm,
-                                 uint32_t rank),
+                      void (*fn)(void *ud, const tdm__timer *tm, uint32_t rank),
                       void *ud)
 {
     for (uint32_t h = 0; h < t->n_heap; h++) {
@@ -458,7 +455,7 @@ void tdm__timers_each(const tdm__timers *t,
         for (uint32_t id = BUCKET(t, t->heap[h]).head; id != NIL;
              id = NODE(t, id).next) {
             const tnode *n = &NODE(t, id);
-            tdm__timer tm = { n->time, n->key, n->ns };
+            tdm__timer tm = {n->time, n->key, n->ns};
             fn(ud, &tm, rank++);
         }
     }
@@ -482,8 +479,7 @@ size_t tdm__timers_bytes(const tdm__timers *t)
     /* A node and a half-full table's share per live timer, plus the
      * buckets of the distinct times. */
     return (size_t)t->n_timers * (sizeof(tnode) + 2 * sizeof(uint32_t)) +
-           (size_t)t->n_buckets *
-               (sizeof(tbucket) + 3 * sizeof(uint32_t));
+           (size_t)t->n_buckets * (sizeof(tbucket) + 3 * sizeof(uint32_t));
 }
 
 /* Frees the queue; NULL is a no-op. */

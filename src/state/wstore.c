@@ -57,8 +57,8 @@ tdm__wstore *tdm__ws_new(uint32_t n_vals, bool one_window)
     ws->slots = MIN_SLOTS;
     ws->smask = 15;
     ws->spmask = 15;
-    bool keys = alloc_table(ws->eshift, MIN_SLOTS, &ws->ctrl, &ws->ents_raw,
-                            &ws->ents);
+    bool keys =
+        alloc_table(ws->eshift, MIN_SLOTS, &ws->ctrl, &ws->ents_raw, &ws->ents);
     ws->stab = tdm__calloc(ws->smask + 1, sizeof *ws->stab);
     ws->smap = tdm__calloc(ws->spmask + 1, sizeof *ws->smap);
     if (!keys || !ws->stab || !ws->smap) {
@@ -104,14 +104,13 @@ void tdm__ws_destroy(tdm__wstore *ws)
  * key's entry. */
 size_t tdm__ws_bytes(const tdm__wstore *ws)
 {
-    size_t table = ws->live_keys ? ws->slots * (((size_t)1 << ws->eshift) +
-                                                1)
-                                 : 0;
+    size_t table =
+        ws->live_keys ? ws->slots * (((size_t)1 << ws->eshift) + 1) : 0;
     return table + ws->heap_bytes +
            ws->n_spilled * (sizeof(tdm__ws_spill) + 2 * sizeof(void *)) +
            ws->n_members * sizeof(uint32_t) +
-           ws->live_spans * (sizeof(tdm__ws_span) + 2 * sizeof(uint32_t) +
-                             sizeof(uint32_t));
+           ws->live_spans *
+               (sizeof(tdm__ws_span) + 2 * sizeof(uint32_t) + sizeof(uint32_t));
 }
 
 /* ====================================================================== */
@@ -143,8 +142,7 @@ static inline uint32_t spill_sid(const tdm__ws_spill *s);
 
 /* Sets control byte @p i of a table of @p slots, and its copy past the
  * end. */
-static inline void set_ctrl(uint8_t *ctrl, size_t slots, size_t i,
-                            uint8_t v)
+static inline void set_ctrl(uint8_t *ctrl, size_t slots, size_t i, uint8_t v)
 {
     ctrl[i] = v;
     if (i < TDM__WS_GROUP - 1)
@@ -309,14 +307,13 @@ static bool rehash_in_place(tdm__wstore *ws)
     for (size_t i = 0; i < n; i++) {
         renum[i] = TDM__WS_NONE;
         old[i] = (uint32_t)i;
-        set_ctrl(ctrl, n, i, (ctrl[i] & TDM__WS_FULL) ? PENDING
-                                                     : TDM__WS_EMPTY);
+        set_ctrl(ctrl, n, i,
+                 (ctrl[i] & TDM__WS_FULL) ? PENDING : TDM__WS_EMPTY);
     }
     for (size_t i = 0; i < n; i++) {
         while (ctrl[i] == PENDING) {
             tdm__ws_key *e = tdm__ws_key_at(ws, (uint32_t)i);
-            uint64_t h = tdm__ws_hash(tdm__ws_key_bytes(e),
-                                      tdm__ws_key_len(e));
+            uint64_t h = tdm__ws_hash(tdm__ws_key_bytes(e), tdm__ws_key_len(e));
             size_t j = free_slot(ctrl, n, tdm__ws_home(h, n));
             tdm__ws_key *to = tdm__ws_key_at(ws, (uint32_t)j);
             if (j == i) {
@@ -407,8 +404,7 @@ tdm_err tdm__ws_intern_absent(tdm__wstore *ws, const char *key, size_t len,
     }
     /* The key is absent, so the first free slot of its probe run is
      * where it goes; a tombstone there is reused. */
-    size_t i = free_slot(ws->ctrl, ws->slots,
-                         tdm__ws_home(hash, ws->slots));
+    size_t i = free_slot(ws->ctrl, ws->slots, tdm__ws_home(hash, ws->slots));
     if (ws->ctrl[i] == TDM__WS_DELETED)
         ws->deleted--;
     set_ctrl(ws->ctrl, ws->slots, i, tdm__ws_tag(hash));
@@ -477,8 +473,8 @@ static void unspill(tdm__wstore *ws);
  * cleared now, between windows, rather than while the next one fills. */
 void tdm__ws_compact(tdm__wstore *ws)
 {
-    size_t want = slots_for(ws->peak > ws->live_keys ? ws->peak
-                                                     : ws->live_keys);
+    size_t want =
+        slots_for(ws->peak > ws->live_keys ? ws->peak : ws->live_keys);
     /* 32-byte entries were a guess (one window per key at a time); when
      * over 1/8 of the cells made since the last call had to spill, keys
      * overlap windows after all, and 64-byte entries with two inline
@@ -487,8 +483,7 @@ void tdm__ws_compact(tdm__wstore *ws)
      * spill from those too: then entries grow once more, to 128 bytes
      * (two cache lines) with seven inline cells of one double, four of
      * two.  Entries do not shrink back. */
-    if (ws->eshift < TDM__WS_MAX_ESHIFT &&
-        ws->adds_spilled * 8 > ws->adds &&
+    if (ws->eshift < TDM__WS_MAX_ESHIFT && ws->adds_spilled * 8 > ws->adds &&
         rebuild_as(ws, want * 2 <= ws->slots ? want : ws->slots,
                    ws->eshift + 1)) {
         ws->n_inline = inline_cells(ws->eshift, ws->stride);
@@ -566,8 +561,7 @@ static bool spill_reserve(tdm__wstore *ws)
     /* Then a free cell: a new slab when the free list is empty (slabs
      * are kept until the store is destroyed). */
     if (!ws->sfree) {
-        void **nl = tdm__realloc(ws->sslabs,
-                                 (ws->n_sslabs + 1) * sizeof *nl);
+        void **nl = tdm__realloc(ws->sslabs, (ws->n_sslabs + 1) * sizeof *nl);
         if (!nl)
             return false;
         ws->sslabs = nl;
@@ -617,10 +611,9 @@ static void spill_remove(tdm__wstore *ws, tdm__ws_spill *s)
             tdm__ws_spill *o = ws->stab[j];
             if (!o)
                 goto done;
-            size_t home = (size_t)spill_hash(o->key, spill_sid(o)) &
-                          ws->smask;
-            bool stays = (i <= j) ? (i < home && home <= j)
-                                  : (i < home || home <= j);
+            size_t home = (size_t)spill_hash(o->key, spill_sid(o)) & ws->smask;
+            bool stays =
+                (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
             if (!stays)
                 break;
         }
@@ -668,8 +661,7 @@ static void unspill(tdm__wstore *ws)
 /* The spilled cell around cell @p c (which has the spill bit). */
 static inline tdm__ws_spill *spill_of(tdm__ws_cell *c)
 {
-    return (tdm__ws_spill *)(void *)((char *)c -
-                                     offsetof(tdm__ws_spill, c));
+    return (tdm__ws_spill *)(void *)((char *)c - offsetof(tdm__ws_spill, c));
 }
 
 /* Moves an inline cell to the spill table; see wstore.h. */
@@ -754,8 +746,7 @@ static void sift_down(tdm__wstore *ws, uint32_t pos)
         uint32_t c = 2 * pos + 1;
         if (c >= ws->n_heap)
             break;
-        if (c + 1 < ws->n_heap && span_before(ws, ws->heap[c + 1],
-                                              ws->heap[c]))
+        if (c + 1 < ws->n_heap && span_before(ws, ws->heap[c + 1], ws->heap[c]))
             c++;
         if (!span_before(ws, ws->heap[c], sid))
             break;
@@ -822,9 +813,9 @@ static bool grow_smap(tdm__wstore *ws)
 }
 
 /* Finds or adds a span; see wstore.h. */
-tdm_err tdm__ws_span_get(tdm__wstore *ws, tdm_time_ms start,
-                         tdm_time_ms end, tdm_time_ms t_fire,
-                         tdm_time_ms t_clean, bool fired, uint32_t *sid)
+tdm_err tdm__ws_span_get(tdm__wstore *ws, tdm_time_ms start, tdm_time_ms end,
+                         tdm_time_ms t_fire, tdm_time_ms t_clean, bool fired,
+                         uint32_t *sid)
 {
     uint32_t found = tdm__ws_span_find(ws, start, end);
     if (found != TDM__WS_NONE) {
@@ -937,8 +928,8 @@ void tdm__ws_span_free(tdm__wstore *ws, uint32_t sid)
                 goto done;
             const tdm__ws_span *o = &ws->spans[v - 1];
             size_t home = (size_t)span_hash(o->start, o->end) & ws->spmask;
-            bool stays = (i <= j) ? (i < home && home <= j)
-                                  : (i < home || home <= j);
+            bool stays =
+                (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
             if (!stays)
                 break;
         }
@@ -989,8 +980,8 @@ static tdm__ws_cell *cell_make(tdm__wstore *ws, uint32_t id, uint32_t sid,
             c = NULL;
     }
     bool inline_room = c != NULL;
-    if (!inline_room && (e->meta >= UINT32_MAX - TDM__WS_SPILL_ONE ||
-                         !spill_reserve(ws)))
+    if (!inline_room &&
+        (e->meta >= UINT32_MAX - TDM__WS_SPILL_ONE || !spill_reserve(ws)))
         return NULL;
     if (member && !tdm__ws_member_reserve(ws, sid))
         return NULL;
@@ -1022,8 +1013,7 @@ tdm__ws_cell *tdm__ws_cell_add(tdm__wstore *ws, uint32_t id, uint32_t sid)
 }
 
 /* Adds the cell of (key id, sid) only; see wstore.h. */
-tdm__ws_cell *tdm__ws_cell_add_bare(tdm__wstore *ws, uint32_t id,
-                                    uint32_t sid)
+tdm__ws_cell *tdm__ws_cell_add_bare(tdm__wstore *ws, uint32_t id, uint32_t sid)
 {
     return cell_make(ws, id, sid, false);
 }

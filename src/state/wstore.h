@@ -38,12 +38,12 @@
 #include "state/state.h"
 
 #define TDM__WS_NONE UINT32_MAX
-#define TDM__WS_KEY_INLINE 12   /* key bytes kept inside the entry */
-#define TDM__WS_CELL_BYTES 32   /* room for inline cells in a 64-byte entry */
-#define TDM__WS_MAX_ESHIFT 7    /* entries grow to at most 128 bytes */
+#define TDM__WS_KEY_INLINE 12 /* key bytes kept inside the entry */
+#define TDM__WS_CELL_BYTES 32 /* room for inline cells in a 64-byte entry */
+#define TDM__WS_MAX_ESHIFT 7  /* entries grow to at most 128 bytes */
 #define TDM__WS_SPILL_BIT 0x80000000u
-#define TDM__WS_HEAP_KEY 31u    /* key length code of a key on the heap */
-#define TDM__WS_SPILL_ONE 32u   /* one spilled cell in tdm__ws_key.meta */
+#define TDM__WS_HEAP_KEY 31u  /* key length code of a key on the heap */
+#define TDM__WS_SPILL_ONE 32u /* one spilled cell in tdm__ws_key.meta */
 
 /* One window of one key.  @c span is the span id + 1 (0: a free inline
  * cell), with TDM__WS_SPILL_BIT set for cells in the spill table.
@@ -68,7 +68,7 @@ typedef struct tdm__ws_key {
     unsigned char k[TDM__WS_KEY_INLINE];
 } tdm__ws_key;
 
-#define TDM__WS_HEAD 16         /* bytes before the inline cells */
+#define TDM__WS_HEAD 16 /* bytes before the inline cells */
 _Static_assert(sizeof(tdm__ws_key) == TDM__WS_HEAD, "entry head");
 
 /* A spilled cell: its key id and the high half of the firing count. */
@@ -83,45 +83,45 @@ typedef struct tdm__ws_spill {
 typedef struct tdm__ws_span {
     tdm_time_ms start, end;
     tdm_time_ms t_fire, t_clean;
-    uint64_t seq;        /* creation order, breaks ties between due times */
-    uint32_t *members;   /* key ids, in the order their cells were made */
+    uint64_t seq;      /* creation order, breaks ties between due times */
+    uint32_t *members; /* key ids, in the order their cells were made */
     uint32_t n, cap;
-    uint32_t hpos;       /* position in the due heap, NONE if not due */
-    uint32_t fired;      /* 1 once the fire time was handled; next free
-                          * id while the span is free */
-    uint32_t cells;      /* live cells in the span (the slices of the
-                          * operator's sliced mode have cells but no
-                          * members) */
+    uint32_t hpos;  /* position in the due heap, NONE if not due */
+    uint32_t fired; /* 1 once the fire time was handled; next free
+                     * id while the span is free */
+    uint32_t cells; /* live cells in the span (the slices of the
+                     * operator's sliced mode have cells but no
+                     * members) */
 } tdm__ws_span;
 
 /* Control bytes of the key table. */
 #define TDM__WS_EMPTY 0x00
-#define TDM__WS_DELETED 0x01  /* a tombstone: probing goes on past it */
-#define TDM__WS_FULL 0x80     /* ORed with 7 bits of the key's hash */
-#define TDM__WS_GROUP 8       /* control bytes probed at once */
+#define TDM__WS_DELETED 0x01 /* a tombstone: probing goes on past it */
+#define TDM__WS_FULL 0x80    /* ORed with 7 bits of the key's hash */
+#define TDM__WS_GROUP 8      /* control bytes probed at once */
 
 typedef struct tdm__wstore {
     /* Keys: slot i holds entry ents[i] when ctrl[i] & TDM__WS_FULL.
      * ctrl has TDM__WS_GROUP - 1 more bytes, copies of the first ones,
      * so that a group of control bytes can be read at any slot. */
     uint8_t *ctrl;
-    tdm__ws_key *ents;   /* 64-byte aligned view of ents_raw; entry i
-                          * starts i << eshift bytes in */
-    uint32_t eshift;     /* log2 of the entry size: 5 or 6 */
+    tdm__ws_key *ents; /* 64-byte aligned view of ents_raw; entry i
+                        * starts i << eshift bytes in */
+    uint32_t eshift;   /* log2 of the entry size: 5 or 6 */
     void *ents_raw;
-    size_t slots;        /* table size (any size from 16 on) */
+    size_t slots; /* table size (any size from 16 on) */
     size_t live_keys;
-    size_t deleted;      /* tombstones */
-    size_t peak;         /* most live keys since the last compaction: the
-                          * size the next window is likely to need */
-    uint64_t gen;        /* rebuilds so far: ids change with it */
-    uint64_t resizes;    /* rebuilds into a newly allocated table (the
-                          * others rehash in place) */
-    uint32_t *renum;     /* old id -> new id while rebuilding (then the
-                          * old ids by slot, while rehashing in place);
-                          * kept */
+    size_t deleted;   /* tombstones */
+    size_t peak;      /* most live keys since the last compaction: the
+                       * size the next window is likely to need */
+    uint64_t gen;     /* rebuilds so far: ids change with it */
+    uint64_t resizes; /* rebuilds into a newly allocated table (the
+                       * others rehash in place) */
+    uint32_t *renum;  /* old id -> new id while rebuilding (then the
+                       * old ids by slot, while rehashing in place);
+                       * kept */
     size_t renum_cap;
-    size_t heap_bytes;   /* long keys */
+    size_t heap_bytes; /* long keys */
     /* Cells. */
     uint32_t n_vals;     /* doubles per cell: 1 or 2 */
     uint32_t stride;     /* bytes between inline cells */
@@ -146,7 +146,7 @@ typedef struct tdm__wstore {
     uint32_t *heap;
     uint32_t n_heap, cap_heap;
     uint64_t seq;
-    size_t n_members;    /* members of all spans (= n_cells) */
+    size_t n_members; /* members of all spans (= n_cells) */
 } tdm__wstore;
 
 /* ---- Creation ---- */
@@ -251,8 +251,7 @@ static inline uint64_t tdm__ws_hash(const void *key, size_t len)
 }
 
 /* The entry of key @p id. */
-static inline tdm__ws_key *tdm__ws_key_at(const tdm__wstore *ws,
-                                          uint32_t id)
+static inline tdm__ws_key *tdm__ws_key_at(const tdm__wstore *ws, uint32_t id)
 {
     return (tdm__ws_key *)(void *)((char *)ws->ents +
                                    ((size_t)id << ws->eshift));
@@ -372,8 +371,7 @@ static inline uint64_t tdm__ws_group(const uint8_t *ctrl, size_t i)
  * first free slot of their run, and a slot only becomes empty when no
  * run goes on past it). */
 static inline __attribute__((always_inline)) uint32_t
-tdm__ws_find(const tdm__wstore *ws, const char *key, size_t len,
-             uint64_t hash)
+tdm__ws_find(const tdm__wstore *ws, const char *key, size_t len, uint64_t hash)
 {
     uint64_t tags = TDM__WS_LSB * tdm__ws_tag(hash);
     size_t i = tdm__ws_home(hash, ws->slots);
@@ -400,12 +398,10 @@ tdm__ws_find(const tdm__wstore *ws, const char *key, size_t len,
 static inline tdm__ws_cell *tdm__ws_inline(const tdm__wstore *ws,
                                            tdm__ws_key *e, uint32_t i)
 {
-    return (tdm__ws_cell *)(void *)((char *)e + TDM__WS_HEAD +
-                                    i * ws->stride);
+    return (tdm__ws_cell *)(void *)((char *)e + TDM__WS_HEAD + i * ws->stride);
 }
 
-static inline tdm__ws_span *tdm__ws_span_at(const tdm__wstore *ws,
-                                            uint32_t sid)
+static inline tdm__ws_span *tdm__ws_span_at(const tdm__wstore *ws, uint32_t sid)
 {
     return &ws->spans[sid];
 }
@@ -432,9 +428,12 @@ static inline uint64_t tdm__ws_fires(const tdm__ws_cell *c)
 {
     uint64_t n = c->fires;
     if (c->span & TDM__WS_SPILL_BIT)
-        n |= (uint64_t)((const tdm__ws_spill *)(const void *)
-                        ((const char *)c -
-                         offsetof(tdm__ws_spill, c)))->fires_hi << 32;
+        n |= (uint64_t)((const tdm__ws_spill *)(const void *)((const char *)c -
+                                                              offsetof(
+                                                                  tdm__ws_spill,
+                                                                  c)))
+                 ->fires_hi
+             << 32;
     return n;
 }
 
@@ -444,8 +443,8 @@ static inline uint64_t tdm__ws_fires(const tdm__ws_cell *c)
 static inline void tdm__ws_fires_inc(tdm__ws_cell *c)
 {
     if (++c->fires == 0)
-        ((tdm__ws_spill *)(void *)((char *)c -
-                                   offsetof(tdm__ws_spill, c)))->fires_hi++;
+        ((tdm__ws_spill *)(void *)((char *)c - offsetof(tdm__ws_spill, c)))
+            ->fires_hi++;
 }
 
 /* Moves inline cell *@p c of key @p id to the spill table, so that its
@@ -484,9 +483,9 @@ uint32_t tdm__ws_span_find(const tdm__wstore *ws, tdm_time_ms start,
  * at @p t_clean when @p fired (its fire time has passed already); a due
  * time of TDM_TIME_MAX means never.  Returns TDM_OK or TDM_ERR_NOMEM
  * (nothing changed). */
-tdm_err tdm__ws_span_get(tdm__wstore *ws, tdm_time_ms start,
-                         tdm_time_ms end, tdm_time_ms t_fire,
-                         tdm_time_ms t_clean, bool fired, uint32_t *sid);
+tdm_err tdm__ws_span_get(tdm__wstore *ws, tdm_time_ms start, tdm_time_ms end,
+                         tdm_time_ms t_fire, tdm_time_ms t_clean, bool fired,
+                         uint32_t *sid);
 /* Adds a cell for key @p id in span @p sid (precondition: none exists)
  * and appends the key to the span's members.  The values are zero.
  * Returns the cell, or NULL on OOM (nothing changed). */
@@ -495,8 +494,7 @@ tdm__ws_cell *tdm__ws_cell_add(tdm__wstore *ws, uint32_t id, uint32_t sid);
  * keys (the slices of the window operator's sliced mode, whose windows
  * list the keys instead).  Returns the cell (values zero), or NULL on
  * OOM (nothing changed). */
-tdm__ws_cell *tdm__ws_cell_add_bare(tdm__wstore *ws, uint32_t id,
-                                    uint32_t sid);
+tdm__ws_cell *tdm__ws_cell_add_bare(tdm__wstore *ws, uint32_t id, uint32_t sid);
 /* Grows the member list of span @p sid (doubling).  False on OOM
  * (nothing changed). */
 bool tdm__ws_member_grow(tdm__wstore *ws, uint32_t sid);

@@ -84,8 +84,7 @@ void tdm_align_coord_destroy(tdm_align_coord *c)
 }
 
 /* The latest report replaces the previous one, even if lower. */
-tdm_err tdm_align_coord_report(tdm_align_coord *c, int subtask,
-                               tdm_time_ms wm)
+tdm_err tdm_align_coord_report(tdm_align_coord *c, int subtask, tdm_time_ms wm)
 {
     if (!c)
         return TDM_ERR_INVAL;

@@ -166,8 +166,8 @@ tdm_err tdm__combiner_restore(tdm_combiner *v, struct tdm__dec *d)
     if (!v || !d)
         return TDM_ERR_INVAL;
     if (tdm__dec_expect(d, TDM__SNAP_TAG_COMBINER, TDM__SNAP_WM_VERSION,
-                        "not a combiner section",
-                        "unknown combiner version", &body) != TDM_OK)
+                        "not a combiner section", "unknown combiner version",
+                        &body) != TDM_OK)
         return TDM_ERR_PARSE;
     tdm__dec_uvar(&body, &n);
     if (!body.err && n != (uint64_t)v->n)

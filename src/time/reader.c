@@ -39,28 +39,28 @@ typedef struct reader_split {
     struct tdm_reader *r;
     int index;
     tdm__wm_core core;
-    tdm__pclock clock;     /* activity clock, child of the reader's */
+    tdm__pclock clock; /* activity clock, child of the reader's */
     tdm_wm_output immediate, deferred;
-    tdm_time_ms wm;        /* partial watermark (only rises) */
-    bool idle;             /* partial idle flag */
-    bool finished;         /* removed from the combination */
-    bool has_wm;           /* known to the alignment checks */
-    bool paused;           /* paused by alignment */
-    bool restored;         /* given a state by tdm__reader_restore_splits */
+    tdm_time_ms wm; /* partial watermark (only rises) */
+    bool idle;      /* partial idle flag */
+    bool finished;  /* removed from the combination */
+    bool has_wm;    /* known to the alignment checks */
+    bool paused;    /* paused by alignment */
+    bool restored;  /* given a state by tdm__reader_restore_splits */
 } reader_split;
 
 /* What the old readers that gave live splits to this one (a restore at
  * another parallelism, tdm__reader_restore_splits) had at reader level;
  * tdm__reader_restore_finish merges it. */
 typedef struct reader_merge {
-    int n;                   /* old readers that gave a live split */
-    bool whole;              /* the first of them gave all its live ones */
+    int n;      /* old readers that gave a live split */
+    bool whole; /* the first of them gave all its live ones */
     int64_t combined, out, latest; /* the first one's */
     uint8_t flags;                 /* the first one's (READER_*) */
-    bool align;              /* one of them had alignment on */
-    tdm_time_ms max_desired; /* minimum of their announcements */
-    tdm_time_ms tick_left;   /* minimum time left to a periodic tick */
-    tdm_time_ms report_left; /* minimum time left to a report */
+    bool align;                    /* one of them had alignment on */
+    tdm_time_ms max_desired;       /* minimum of their announcements */
+    tdm_time_ms tick_left;         /* minimum time left to a periodic tick */
+    tdm_time_ms report_left;       /* minimum time left to a report */
 } reader_merge;
 
 struct tdm_reader {
@@ -84,7 +84,7 @@ struct tdm_reader {
     tdm_time_ms max_desired; /* last announcement, MAX if none */
     bool paused;             /* reading paused by alignment */
     bool ended;
-    reader_merge merge;      /* restore at another parallelism */
+    reader_merge merge; /* restore at another parallelism */
 };
 
 /* ---- Events ---- */
@@ -607,10 +607,13 @@ tdm_time_ms tdm_reader_split_watermark_get(const tdm_reader *r, int split)
 
 /* ---- Checkpoints ---- */
 
-enum { SPLIT_IDLE = 1, SPLIT_FINISHED = 2, SPLIT_HAS_WM = 4,
-       SPLIT_PAUSED = 8 };
-enum { READER_OUT_IDLE = 1, READER_PAUSED = 2, READER_ENDED = 4,
-       READER_ALIGN = 8 };
+enum { SPLIT_IDLE = 1, SPLIT_FINISHED = 2, SPLIT_HAS_WM = 4, SPLIT_PAUSED = 8 };
+enum {
+    READER_OUT_IDLE = 1,
+    READER_PAUSED = 2,
+    READER_ENDED = 4,
+    READER_ALIGN = 8
+};
 
 /* Time left before @p due, within [0, interval]. */
 static tdm_time_ms time_left(const tdm_reader *r, tdm_time_ms due,
@@ -655,8 +658,8 @@ static tdm_err split_decode(reader_split *sp, struct tdm__dec *d)
         return TDM_ERR_PARSE;
     tdm__dec_u8(&body, &flags);
     tdm__dec_svar(&body, &wm);
-    if (!body.err && (flags & ~(SPLIT_IDLE | SPLIT_FINISHED | SPLIT_HAS_WM |
-                                SPLIT_PAUSED)))
+    if (!body.err &&
+        (flags & ~(SPLIT_IDLE | SPLIT_FINISHED | SPLIT_HAS_WM | SPLIT_PAUSED)))
         tdm__dec_fail(&body, "unknown split flags");
     if (!body.err && sp->finished && !(flags & SPLIT_FINISHED))
         tdm__dec_fail(&body, "split already finished");
@@ -695,8 +698,7 @@ tdm_err tdm__reader_split_snapshot(const tdm_reader *r, int split,
     return err == TDM_OK && e->oom ? TDM_ERR_NOMEM : err;
 }
 
-tdm_err tdm__reader_split_restore(tdm_reader *r, int split,
-                                  struct tdm__dec *d)
+tdm_err tdm__reader_split_restore(tdm_reader *r, int split, struct tdm__dec *d)
 {
     if (!r || !d || split < 0 || split >= r->n)
         return TDM_ERR_INVAL;
@@ -728,8 +730,7 @@ tdm_err tdm__reader_snapshot(const tdm_reader *r, struct tdm__enc *e)
     tdm__enc_svar(e, r->strat.interval > 0
                          ? time_left(r, r->next_tick, r->strat.interval)
                          : 0);
-    tdm__enc_svar(e, r->align ? time_left(r, r->next_report,
-                                          r->update_interval)
+    tdm__enc_svar(e, r->align ? time_left(r, r->next_report, r->update_interval)
                               : 0);
     tdm__enc_uvar(e, (uint64_t)r->n);
     for (int i = 0; i < r->n && err == TDM_OK; i++)
@@ -748,12 +749,11 @@ typedef struct reader_head {
 /* Opens a reader section of @p d: checks its tag and version, reads and
  * checks the fields before the splits into @p h and leaves @p body at
  * the first split section.  Errors end up in d (PARSE). */
-static tdm_err head_decode(struct tdm__dec *d, tdm__dec *body,
-                           reader_head *h)
+static tdm_err head_decode(struct tdm__dec *d, tdm__dec *body, reader_head *h)
 {
     if (tdm__dec_expect(d, TDM__SNAP_TAG_READER, TDM__SNAP_WM_VERSION,
-                        "not a reader section",
-                        "unknown reader version", body) != TDM_OK)
+                        "not a reader section", "unknown reader version",
+                        body) != TDM_OK)
         return TDM_ERR_PARSE;
     tdm__dec_u8(body, &h->flags);
     tdm__dec_svar(body, &h->combined);
@@ -877,8 +877,7 @@ static void split_skip(tdm__dec *body, bool *live)
 /* Restores, into a fresh reader of the same strategy, the splits of one
  * old reader's section that @p map assigns to it (see wm.h). */
 tdm_err tdm__reader_restore_splits(tdm_reader *r, struct tdm__dec *d,
-                                   int (*map)(void *ud, int split),
-                                   void *ud)
+                                   int (*map)(void *ud, int split), void *ud)
 {
     tdm__dec body;
     reader_head h;
@@ -972,9 +971,8 @@ tdm_err tdm__reader_restore_finish(tdm_reader *r)
     bool same = m->n == 1 && m->whole && !fresh;
     tdm_time_ms now = tdm_clock_now(r->clk);
     if (m->n > 0) {
-        tdm_time_ms left = m->tick_left < r->strat.interval
-                               ? m->tick_left
-                               : r->strat.interval;
+        tdm_time_ms left =
+            m->tick_left < r->strat.interval ? m->tick_left : r->strat.interval;
         r->next_tick = tdm__time_add_sat(now, left);
     }
     if (r->align && m->align) {
@@ -999,8 +997,7 @@ tdm_err tdm__reader_restore_finish(tdm_reader *r)
     r->out = r->combined;
     r->latest = r->out;
     r->out_idle = any && all_idle;
-    set_paused(&r->paused, &r->clock,
-               r->align && r->max_desired < r->latest);
+    set_paused(&r->paused, &r->clock, r->align && r->max_desired < r->latest);
     for (int i = 0; i < r->n; i++) {
         reader_split *sp = r->splits[i];
         if (!sp->finished)

@@ -260,7 +260,8 @@ tdm_err tdm__valve_snapshot(const tdm_valve *v, struct tdm__enc *e)
     tdm__enc_uvar(e, (uint64_t)v->n);
     for (int i = 0; i < v->n; i++) {
         tdm__enc_svar(e, v->ch[i].wm);
-        tdm__enc_u8(e, (uint8_t)((v->ch[i].idle ? 1 : 0) | (v->ch[i].aligned ? 2 : 0)));
+        tdm__enc_u8(
+            e, (uint8_t)((v->ch[i].idle ? 1 : 0) | (v->ch[i].aligned ? 2 : 0)));
     }
     tdm__enc_svar(e, v->out);
     tdm__enc_u8(e, v->out_idle ? 1 : 0);
@@ -278,8 +279,8 @@ tdm_err tdm__valve_restore(tdm_valve *v, struct tdm__dec *d)
     if (!v || !d)
         return TDM_ERR_INVAL;
     if (tdm__dec_expect(d, TDM__SNAP_TAG_VALVE, TDM__SNAP_WM_VERSION,
-                        "not a valve section",
-                        "unknown valve version", &body) != TDM_OK)
+                        "not a valve section", "unknown valve version",
+                        &body) != TDM_OK)
         return TDM_ERR_PARSE;
     tdm__dec_uvar(&body, &n);
     if (!body.err && n != (uint64_t)v->n)

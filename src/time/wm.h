@@ -70,15 +70,15 @@ typedef struct tdm__wm_custom tdm__wm_custom;
  * wm_strategy.c writes it. */
 struct tdm_wm_strategy {
     enum tdm__wm_gen_kind kind;
-    tdm_time_ms bound;         /* BOUNDED, PUNCTUATED */
-    tdm_time_ms interval;      /* periodic emission, 0 = off */
-    bool emit_on_event;        /* BOUNDED: emit after every record */
-    tdm_time_ms idle_timeout;  /* 0 = no idleness detection */
-    tdm_timestamp_fn ts_fn;    /* NULL = the record's own timestamp */
+    tdm_time_ms bound;        /* BOUNDED, PUNCTUATED */
+    tdm_time_ms interval;     /* periodic emission, 0 = off */
+    bool emit_on_event;       /* BOUNDED: emit after every record */
+    tdm_time_ms idle_timeout; /* 0 = no idleness detection */
+    tdm_timestamp_fn ts_fn;   /* NULL = the record's own timestamp */
     void *ts_ud;
-    tdm_marker_fn marker_fn;   /* PUNCTUATED */
+    tdm_marker_fn marker_fn; /* PUNCTUATED */
     void *marker_ud;
-    tdm__wm_custom *custom;    /* CUSTOM: one reference held */
+    tdm__wm_custom *custom; /* CUSTOM: one reference held */
 };
 
 /* Copies @p src into @p dst, taking one more reference on a custom
@@ -118,7 +118,7 @@ typedef struct tdm__wm_core {
     uint64_t activity_seen;   /* value at the previous check */
     bool countdown;           /* a countdown is running */
     tdm_time_ms countdown_start;
-    bool idle_now;            /* the wrapper has marked idle */
+    bool idle_now; /* the wrapper has marked idle */
 } tdm__wm_core;
 
 /* Instantiates the generator of @p s for one partition, reading idleness
@@ -146,8 +146,7 @@ static inline tdm_time_ms tdm__wm_core_bounded_value(const tdm__wm_core *c)
 /* Lets the generator see a record whose timestamp (rec->ts, not
  * TDM_TIME_MIN) is assigned.  The periodic bounded case - the per-record
  * hot path - is three compares and at most three stores, with no call. */
-static inline void tdm__wm_core_on_event(tdm__wm_core *c,
-                                         const tdm_record *rec,
+static inline void tdm__wm_core_on_event(tdm__wm_core *c, const tdm_record *rec,
                                          tdm_wm_output *out)
 {
     /* The idleness wrapper counts activity and clears its flag. */
@@ -215,8 +214,7 @@ tdm_err tdm__reader_restore(tdm_reader *r, struct tdm__dec *d);
  * tdm__reader_output_idle() to consumers whose channel state started
  * afresh.  PARSE (bad input, also a split given twice), NOMEM, INVAL. */
 tdm_err tdm__reader_restore_splits(tdm_reader *r, struct tdm__dec *d,
-                                   int (*map)(void *ud, int split),
-                                   void *ud);
+                                   int (*map)(void *ud, int split), void *ud);
 tdm_err tdm__reader_restore_finish(tdm_reader *r);
 /* Splits the reader has, finished ones included. */
 int tdm__reader_split_count(const tdm_reader *r);

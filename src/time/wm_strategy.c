@@ -207,8 +207,8 @@ tdm_err tdm_wm_strategy_set_emit_on_event(tdm_wm_strategy *s, int on_event)
 /* Wraps future generators in idleness detection.  INVAL for a NULL
  * strategy or a timeout <= 0. */
 tdm_err tdm_wm_strategy_set_idle_timeout(tdm_wm_strategy *s,
-                                         tdm_time_ms timeout_ms,
-                                         char *errbuf, size_t errbuf_size)
+                                         tdm_time_ms timeout_ms, char *errbuf,
+                                         size_t errbuf_size)
 {
     if (!s)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
@@ -282,8 +282,7 @@ tdm_err tdm__wm_core_init(tdm__wm_core *c, const struct tdm_wm_strategy *s,
     c->kind = s->kind;
     c->emit_on_event = s->emit_on_event;
     c->bound = s->bound;
-    c->max_ts = tdm__time_add_sat(tdm__time_add_sat(TDM_TIME_MIN, s->bound),
-                                  1);
+    c->max_ts = tdm__time_add_sat(tdm__time_add_sat(TDM_TIME_MIN, s->bound), 1);
     c->marker_fn = s->marker_fn;
     c->marker_ud = s->marker_ud;
     c->idle_timeout = s->idle_timeout;
@@ -406,15 +405,13 @@ tdm_err tdm__wm_core_snapshot(const tdm__wm_core *c, struct tdm__enc *e)
 {
     if (c->kind == TDM__GEN_CUSTOM)
         return TDM_ERR_UNSUPPORTED;
-    uint8_t flags = (uint8_t)((c->countdown ? CORE_COUNTDOWN : 0) |
-                              (c->idle_now ? CORE_IDLE : 0) |
-                              (c->activity != c->activity_seen
-                                   ? CORE_ACTIVITY
-                                   : 0));
+    uint8_t flags =
+        (uint8_t)((c->countdown ? CORE_COUNTDOWN : 0) |
+                  (c->idle_now ? CORE_IDLE : 0) |
+                  (c->activity != c->activity_seen ? CORE_ACTIVITY : 0));
     tdm_time_ms run = 0;
     if (c->countdown && c->clock)
-        run = tdm__time_sub_sat(tdm__pclock_now(c->clock),
-                                c->countdown_start);
+        run = tdm__time_sub_sat(tdm__pclock_now(c->clock), c->countdown_start);
     tdm__enc_u8(e, (uint8_t)c->kind);
     tdm__enc_svar(e, c->max_ts);
     tdm__enc_u8(e, flags);
@@ -440,9 +437,8 @@ tdm_err tdm__wm_core_restore(tdm__wm_core *c, struct tdm__dec *d)
         return tdm__dec_fail(d, "unknown generator flags");
     if (run < 0)
         return tdm__dec_fail(d, "negative idleness countdown");
-    tdm_time_ms start = tdm__time_add_sat(tdm__time_add_sat(TDM_TIME_MIN,
-                                                            c->bound),
-                                          1);
+    tdm_time_ms start =
+        tdm__time_add_sat(tdm__time_add_sat(TDM_TIME_MIN, c->bound), 1);
     c->max_ts = max_ts > start ? max_ts : start;
     c->idle_now = (flags & CORE_IDLE) != 0;
     c->activity_seen = 0;
@@ -450,7 +446,6 @@ tdm_err tdm__wm_core_restore(tdm__wm_core *c, struct tdm__dec *d)
     c->countdown = (flags & CORE_COUNTDOWN) != 0;
     c->countdown_start = 0;
     if (c->countdown && c->clock)
-        c->countdown_start = tdm__time_sub_sat(tdm__pclock_now(c->clock),
-                                               run);
+        c->countdown_start = tdm__time_sub_sat(tdm__pclock_now(c->clock), run);
     return TDM_OK;
 }

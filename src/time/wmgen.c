@@ -231,10 +231,9 @@ tdm_err tdm__wmgen_snapshot(const tdm_wmgen *gen, struct tdm__enc *e)
     tdm__enc_svar(e, gen->last);
     tdm__enc_u8(e, (uint8_t)((gen->idle ? GEN_IDLE : 0) |
                              (gen->ended ? GEN_ENDED : 0)));
-    tdm__enc_svar(e, gen->interval > 0
-                         ? time_left(gen->clock.base, gen->next_due,
-                                     gen->interval)
-                         : 0);
+    tdm__enc_svar(e, gen->interval > 0 ? time_left(gen->clock.base,
+                                                   gen->next_due, gen->interval)
+                                       : 0);
     tdm_err err = tdm__wm_core_snapshot(&gen->core, e);
     tdm__enc_end(e);
     if (err == TDM_OK && e->oom)
@@ -254,8 +253,7 @@ tdm_err tdm__wmgen_restore(tdm_wmgen *gen, struct tdm__dec *d)
         return TDM_ERR_INVAL;
     if (tdm__dec_expect(d, TDM__SNAP_TAG_WMGEN, TDM__SNAP_WM_VERSION,
                         "not a watermark generator section",
-                        "unknown watermark generator version",
-                        &body) != TDM_OK)
+                        "unknown watermark generator version", &body) != TDM_OK)
         return TDM_ERR_PARSE;
     tdm__dec_svar(&body, &last);
     tdm__dec_u8(&body, &flags);

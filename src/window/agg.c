@@ -36,8 +36,8 @@ tdm_err tdm_aggregate_new(tdm_agg_kind kind, tdm_aggregate **out)
 
 /* A user aggregate; copies @p methods.  Returns TDM_OK,
  * TDM_ERR_INVAL naming the bad field, TDM_ERR_NOMEM. */
-tdm_err tdm_aggregate_new_custom(const tdm_aggregate_methods *methods,
-                                 void *ud, tdm_aggregate **out, char *errbuf,
+tdm_err tdm_aggregate_new_custom(const tdm_aggregate_methods *methods, void *ud,
+                                 tdm_aggregate **out, char *errbuf,
                                  size_t errbuf_size)
 {
     if (!out)
@@ -113,8 +113,7 @@ void tdm_result_set_value(tdm_result_out *out, double value)
 
 /* Copies the result bytes into the operator's reusable buffer.
  * Returns TDM_OK or TDM_ERR_NOMEM (the firing is then skipped). */
-tdm_err tdm_result_set_bytes(tdm_result_out *out, const void *bytes,
-                             size_t len)
+tdm_err tdm_result_set_bytes(tdm_result_out *out, const void *bytes, size_t len)
 {
     if (len > out->cap) {
         unsigned char *nb = tdm__realloc(out->bytes, len);
@@ -238,8 +237,8 @@ tdm_err tdm__agg_add_slow(tdm_winop *op, tdm__win_slot *s,
         break;
     }
     case TDM__AGG_WINDOW_FN: {
-        if (!reserve(op, (void **)&s->c.recs.r, &s->c.recs.cap,
-                     s->c.recs.n, 1, sizeof(tdm_record)))
+        if (!reserve(op, (void **)&s->c.recs.r, &s->c.recs.cap, s->c.recs.n, 1,
+                     sizeof(tdm_record)))
             return TDM_ERR_NOMEM;
         tdm_record *r = &s->c.recs.r[s->c.recs.n];
         *r = *rec;
@@ -263,8 +262,7 @@ tdm_err tdm__agg_add_slow(tdm_winop *op, tdm__win_slot *s,
 }
 
 /* Folds window @p from's contents into @p into (session merges). */
-tdm_err tdm__agg_merge(tdm_winop *op, tdm__win_slot *into,
-                       tdm__win_slot *from)
+tdm_err tdm__agg_merge(tdm_winop *op, tdm__win_slot *into, tdm__win_slot *from)
 {
     const tdm_aggregate *a = op->agg;
     if (!(from->flags & TDM__W_CONTENTS))
@@ -349,8 +347,7 @@ void tdm__agg_clear(tdm_winop *op, tdm__win_slot *s)
             op->content_bytes -= (int64_t)s->c.recs.r[i].payload_len;
             tdm__free((void *)s->c.recs.r[i].payload);
         }
-        op->content_bytes -=
-            (int64_t)(s->c.recs.cap * sizeof(tdm_record));
+        op->content_bytes -= (int64_t)(s->c.recs.cap * sizeof(tdm_record));
         tdm__free(s->c.recs.r);
         break;
     }

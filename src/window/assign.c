@@ -33,8 +33,7 @@ tdm_err tdm_assigner_new_tumbling(tdm_time_ms size_ms, tdm_time_ms offset_ms,
     *out = NULL;
     if (size_ms <= 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "size_ms must be > 0 (got %lld)",
-                         (long long)size_ms);
+                         "size_ms must be > 0 (got %lld)", (long long)size_ms);
     /* |offset| < size, written so that offset = INT64_MIN cannot
      * overflow. */
     if (offset_ms >= size_ms || offset_ms <= -size_ms)
@@ -63,8 +62,7 @@ tdm_err tdm_assigner_new_sliding(tdm_time_ms size_ms, tdm_time_ms slide_ms,
     *out = NULL;
     if (size_ms <= 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "size_ms must be > 0 (got %lld)",
-                         (long long)size_ms);
+                         "size_ms must be > 0 (got %lld)", (long long)size_ms);
     if (slide_ms <= 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "slide_ms must be > 0 (got %lld)",
@@ -77,8 +75,9 @@ tdm_err tdm_assigner_new_sliding(tdm_time_ms size_ms, tdm_time_ms slide_ms,
     if (size_ms / slide_ms > MAX_WINDOWS_PER_RECORD)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "size_ms / slide_ms must be <= %d (got size_ms "
-                         "%lld, slide_ms %lld)", MAX_WINDOWS_PER_RECORD,
-                         (long long)size_ms, (long long)slide_ms);
+                         "%lld, slide_ms %lld)",
+                         MAX_WINDOWS_PER_RECORD, (long long)size_ms,
+                         (long long)slide_ms);
     tdm_err err = new_assigner(TDM__ASG_SLIDING, out);
     if (err != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, err,
@@ -141,8 +140,7 @@ void tdm_assigner_destroy(tdm_assigner *a)
  * no overflow even for sizes near TDM_TIME_MAX (precondition: size > 0,
  * |offset| < size).  a - offset lies in (-2 size, 2 size), which uint64
  * arithmetic holds exactly once shifted into [0, 2 size). */
-tdm_time_ms tdm__floor_mod(tdm_time_ms ts, tdm_time_ms offset,
-                          tdm_time_ms size)
+tdm_time_ms tdm__floor_mod(tdm_time_ms ts, tdm_time_ms offset, tdm_time_ms size)
 {
     tdm_time_ms a = ts % size;
     uint64_t d = (uint64_t)a - (uint64_t)offset;

@@ -505,10 +505,8 @@ tdm_err tdm__joinop_snapshot(const tdm_joinop *op, tdm__enc *e,
         err = tdm__combiner_snapshot(op->comb, e);
     if (err == TDM_OK)
         err = op->kind == TDM__JOIN_INTERVAL
-                  ? tdm__join_interval_snap(op, e, key_group, ud, group_lo,
-                                            ng)
-                  : tdm__join_window_snap(op, e, key_group, ud, group_lo,
-                                          ng);
+                  ? tdm__join_interval_snap(op, e, key_group, ud, group_lo, ng)
+                  : tdm__join_window_snap(op, e, key_group, ud, group_lo, ng);
     tdm__enc_end(e);
     if (err == TDM_OK && e->oom)
         err = TDM_ERR_NOMEM;
@@ -550,11 +548,12 @@ tdm_err tdm__joinop_restore(tdm_joinop *op, tdm__dec *d, int group_lo,
     if (!op || !d || group_lo < 0 || group_lo > group_hi)
         return TDM_ERR_INVAL;
     if (op->started && !op->restored)
-        return tdm__msgf(&op->msg, TDM_ERR_STATE, "join restore after "
+        return tdm__msgf(&op->msg, TDM_ERR_STATE,
+                         "join restore after "
                          "input");
     if (tdm__dec_expect(d, TDM__SNAP_TAG_JOINOP, TDM__SNAP_JOINOP_VERSION,
-                        "not a join section",
-                        "unknown join version", &body) != TDM_OK)
+                        "not a join section", "unknown join version",
+                        &body) != TDM_OK)
         return join_dec_err(op, d);
     tdm__dec_uvar(&body, &nfp);
     if (!body.err && nfp != JOIN_N_FP)
@@ -638,8 +637,7 @@ tdm_err tdm__joinop_restore(tdm_joinop *op, tdm__dec *d, int group_lo,
     if (err == TDM_ERR_PARSE)
         goto parse;
     if (err != TDM_OK)
-        return tdm__msgf(&op->msg, err, "join restore: %s",
-                         tdm_err_name(err));
+        return tdm__msgf(&op->msg, err, "join restore: %s", tdm_err_name(err));
     return TDM_OK;
 parse:
     if (op->kind == TDM__JOIN_WINDOW)

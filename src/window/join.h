@@ -145,7 +145,7 @@ int64_t tdm__joinop_state_bytes(const tdm_joinop *op);
 struct tdm__enc;
 struct tdm__dec;
 
-#define TDM__SNAP_TAG_JOINOP UINT64_C(0x4f4a)      /* "OJ" */
+#define TDM__SNAP_TAG_JOINOP UINT64_C(0x4f4a)       /* "OJ" */
 #define TDM__SNAP_TAG_JOINOP_GROUP UINT64_C(0x4f4b) /* "OK" */
 #define TDM__SNAP_JOINOP_VERSION 1
 
@@ -175,8 +175,8 @@ tdm_err tdm__joinop_snapshot(const tdm_joinop *op, struct tdm__enc *e,
  * (input seen), TDM_ERR_PARSE (message with the offset: bad blob or
  * another configuration), TDM_ERR_NOMEM; after an error destroy the
  * operator. */
-tdm_err tdm__joinop_restore(tdm_joinop *op, struct tdm__dec *d,
-                            int group_lo, int group_hi);
+tdm_err tdm__joinop_restore(tdm_joinop *op, struct tdm__dec *d, int group_lo,
+                            int group_hi);
 
 /* The kinds' parts (join_interval.c, join_window.c): the group sections
  * of keys whose group (relative to lo, -1 outside) @p kg computes, and
@@ -185,11 +185,9 @@ typedef int (*tdm__join_kg_fn)(void *ud, const char *key, size_t len);
 tdm_err tdm__join_interval_snap(const tdm_joinop *op, struct tdm__enc *e,
                                 tdm__join_kg_fn kg, void *ud, int lo,
                                 size_t ng);
-tdm_err tdm__join_interval_restore_group(tdm_joinop *op,
-                                         struct tdm__dec *d);
+tdm_err tdm__join_interval_restore_group(tdm_joinop *op, struct tdm__dec *d);
 tdm_err tdm__join_window_snap(const tdm_joinop *op, struct tdm__enc *e,
-                              tdm__join_kg_fn kg, void *ud, int lo,
-                              size_t ng);
+                              tdm__join_kg_fn kg, void *ud, int lo, size_t ng);
 /* Window join: reads a group's records into a buffer of the blob... */
 tdm_err tdm__join_window_restore_group(tdm_joinop *op, struct tdm__dec *d);
 /* ... and adds them in arrival order once the blob's groups are read

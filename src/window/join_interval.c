@@ -105,8 +105,8 @@ typedef struct iside {
 typedef struct ikey {
     uint64_t hash;
     iseg *first[2], *last[2]; /* per side: segments in slice order */
-    tdm_time_ms x; /* the latest cleanup time of its records */
-    uint32_t xe;   /* advance count when x was last raised */
+    tdm_time_ms x;            /* the latest cleanup time of its records */
+    uint32_t xe;              /* advance count when x was last raised */
     uint32_t len;
     uint32_t next_free; /* free list, while unused */
     union {
@@ -483,8 +483,8 @@ static void key_remove(tdm_joinop *op, uint32_t idx)
             break;
         uint32_t home = (uint32_t)(s >> 32) & mask;
         /* Move s to the hole unless its home lies cyclically in (i, j]. */
-        bool stays = (i <= j) ? (home > i && home <= j)
-                              : (home > i || home <= j);
+        bool stays =
+            (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
         if (!stays) {
             ij->tab[i] = s;
             i = j;
@@ -606,7 +606,8 @@ static islice *slice_get(struct tdm__ijoin *ij, iside *sd, int64_t k)
     s->segs = NULL;
     s->nrun = s->dead = 0;
     s->live = 0;
-    memmove(sd->sl + lo + 1, sd->sl + lo, (size_t)(sd->n - lo) * sizeof *sd->sl);
+    memmove(sd->sl + lo + 1, sd->sl + lo,
+            (size_t)(sd->n - lo) * sizeof *sd->sl);
     sd->sl[lo] = s;
     sd->n++;
     sd->hint = lo;
@@ -650,7 +651,8 @@ static void run_add(islice *s, tdm_time_ms ts)
             s->run[lo].n++;
             return;
         }
-        memmove(s->run + lo + 1, s->run + lo, (size_t)(n - lo) * sizeof *s->run);
+        memmove(s->run + lo + 1, s->run + lo,
+                (size_t)(n - lo) * sizeof *s->run);
     } else {
         lo = n;
     }
@@ -873,8 +875,8 @@ static void join_seg(tdm_joinop *op, int side, const tdm_record *rec,
                 bool found = false;
                 tdm_time_ms next = TDM_TIME_MAX;
                 for (const irec *r = g->head; r; r = r->next)
-                    if (in_range(ij, o, r, lo, hi) &&
-                        (first || r->ts > cur) && r->ts <= next) {
+                    if (in_range(ij, o, r, lo, hi) && (first || r->ts > cur) &&
+                        r->ts <= next) {
                         next = r->ts;
                         found = true;
                     }
@@ -1095,8 +1097,7 @@ static size_t key_count(const ikey *e, int s)
  * number of keys, then per key its bytes and buckets (ts, records:
  * value bits, payload). */
 tdm_err tdm__join_interval_snap(const tdm_joinop *op, struct tdm__enc *e,
-                                tdm__join_kg_fn kg, void *ud, int lo,
-                                size_t ng)
+                                tdm__join_kg_fn kg, void *ud, int lo, size_t ng)
 {
     const struct tdm__ijoin *ij = op->ij;
     tdm_err err = TDM_ERR_NOMEM;
@@ -1219,8 +1220,7 @@ tdm_err tdm__join_interval_restore_group(tdm_joinop *op, struct tdm__dec *d)
                 if (b > 0 && ts <= prev)
                     return tdm__dec_fail(d, "buckets out of order");
                 prev = ts;
-                if (nr == 0 || nr > tdm__dec_left(d) / 9 ||
-                    nr > UINT32_MAX)
+                if (nr == 0 || nr > tdm__dec_left(d) / 9 || nr > UINT32_MAX)
                     return tdm__dec_fail(d, "bad record count");
                 for (uint64_t r = 0; r < nr; r++) {
                     uint64_t bits;

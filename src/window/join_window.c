@@ -90,8 +90,8 @@ struct tdm__wjoin {
     wjchunk *spare;
     size_t spare_bytes;
     size_t max_win_bytes;
-    size_t bytes; /* chunk bytes held (capacity, spares included) plus
-                   * the window array */
+    size_t bytes;          /* chunk bytes held (capacity, spares included) plus
+                            * the window array */
     tdm__join_packer pack; /* size NULL: payloads are copied */
 };
 
@@ -137,7 +137,7 @@ static bool log_append(struct tdm__wjoin *st, wjlog *lg, const tdm_record *rec,
 {
     size_t klen = rec->key_len;
     packed = packed && st->pack.size && rec->payload;
-    size_t plen = packed ? st->pack.size(rec->payload)
+    size_t plen = packed         ? st->pack.size(rec->payload)
                   : rec->payload ? rec->payload_len
                                  : 0;
     if (klen > WJ_REC_MAX || plen > WJ_REC_MAX)
@@ -691,8 +691,7 @@ typedef struct wsnap_ref {
  * holding some of its records, per window and side the records (arrival
  * position in the side's log, ts, value bits, key, payload). */
 tdm_err tdm__join_window_snap(const tdm_joinop *op, struct tdm__enc *e,
-                              tdm__join_kg_fn kg, void *ud, int lo,
-                              size_t ng)
+                              tdm__join_kg_fn kg, void *ud, int lo, size_t ng)
 {
     const struct tdm__wjoin *st = op->wj;
     tdm_err err = TDM_ERR_NOMEM;
@@ -708,7 +707,7 @@ tdm_err tdm__join_window_snap(const tdm_joinop *op, struct tdm__enc *e,
     size_t m = 0;
     for (uint32_t i = 0; i < st->n; i++) {
         for (int s = 0; s < 2; s++) {
-            wjit it = { st->w[i].log[s].head, 0 };
+            wjit it = {st->w[i].log[s].head, 0};
             uint32_t h, pos = 0;
             for (wjrec *r; (r = it_next(&it, &h)) != NULL && m < n;) {
                 refs[m].r = r;

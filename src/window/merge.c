@@ -36,7 +36,7 @@ static void count_one(void *ud, tdm__ns ns, void *slot)
  * (size_t)-1 on OOM.  One spare entry is always left. */
 static size_t gather_key(tdm_winop *op, uint32_t key)
 {
-    struct gather g = { op, 0, false };
+    struct gather g = {op, 0, false};
     tdm__kv_each_of_key(op->wins, key, count_one, &g);
     size_t need = g.n + 1;
     if (need > op->mlist_cap) {
@@ -77,7 +77,7 @@ static void find_one(void *ud, tdm__ns ns, void *slot)
 tdm__win_slot *tdm__win_merge_find(tdm_winop *op, uint32_t key,
                                    tdm_time_ms start, tdm_time_ms end)
 {
-    struct find f = { start, end, NULL };
+    struct find f = {start, end, NULL};
     tdm__kv_each_of_key(op->wins, key, find_one, &f);
     return f.found;
 }
@@ -97,7 +97,7 @@ static void delete_cleanup(tdm_winop *op, uint32_t key, tdm_time_ms start,
     tdm_time_ms c = tdm__win_cleanup(op, end);
     if (c == TDM_TIME_MAX)
         return;
-    tdm_trigger_ctx ctx = { op, key, start, end, NULL, NULL };
+    tdm_trigger_ctx ctx = {op, key, start, end, NULL, NULL};
     tdm__win_timer_del(&ctx, op->event_time ? TDM__EVENT : TDM__PROC, c);
 }
 
@@ -146,7 +146,7 @@ tdm_err tdm__win_merge_add(tdm_winop *op, uint32_t key, tdm_time_ms start,
         return TDM_OK; /* R5.3: lateness is judged on the merged window */
     if (m == 0) {
         /* A new session of its own. */
-        tdm__ns ns = { start, end };
+        tdm__ns ns = {start, end};
         *slot = tdm__win_slot_new(op, key, ns, start, end);
         return *slot ? TDM_OK : TDM_ERR_NOMEM;
     }
@@ -180,15 +180,14 @@ tdm_err tdm__win_merge_add(tdm_winop *op, uint32_t key, tdm_time_ms start,
     size_t nm = 0;
     for (size_t i = first + 1; i < last; i++)
         op->mstates[nm++] = tdm__win_tstate(op, l[i]);
-    tdm_trigger_ctx ctx = { op, key, gs, ge, kept,
-                            tdm__win_tstate(op, kept) };
+    tdm_trigger_ctx ctx = {op, key, gs, ge, kept, tdm__win_tstate(op, kept)};
     tdm__trigger_on_merge(op->trg, &ctx, op->mstates, nm);
 
     /* Then, per merged window: trigger.clear and deleteCleanupTimer.  The
      * kept window's clear sees a copy of its state from before the
      * merge; built-in triggers treat the state as merged away. */
     for (size_t i = first; i < last; i++) {
-        tdm_trigger_ctx c = { op, key, 0, 0, NULL, NULL };
+        tdm_trigger_ctx c = {op, key, 0, 0, NULL, NULL};
         if (i == first) {
             c.start = kept_start;
             c.end = kept_end;

@@ -46,8 +46,8 @@ tdm_err tdm_trigger_new_never(tdm_trigger **out)
 
 /* CountTrigger(count).  Returns TDM_OK, TDM_ERR_INVAL naming
  * count, TDM_ERR_NOMEM. */
-tdm_err tdm_trigger_new_count(int64_t count, tdm_trigger **out,
-                              char *errbuf, size_t errbuf_size)
+tdm_err tdm_trigger_new_count(int64_t count, tdm_trigger **out, char *errbuf,
+                              size_t errbuf_size)
 {
     if (!out)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
@@ -67,8 +67,7 @@ tdm_err tdm_trigger_new_count(int64_t count, tdm_trigger **out,
 /* ContinuousEventTimeTrigger(interval).  Returns TDM_OK,
  * TDM_ERR_INVAL naming interval_ms, TDM_ERR_NOMEM. */
 tdm_err tdm_trigger_new_continuous_event_time(tdm_time_ms interval_ms,
-                                              tdm_trigger **out,
-                                              char *errbuf,
+                                              tdm_trigger **out, char *errbuf,
                                               size_t errbuf_size)
 {
     if (!out)
@@ -202,8 +201,7 @@ void tdm_trigger_ctx_delete_event_timer(tdm_trigger_ctx *ctx, tdm_time_ms t)
 
 /* Registers a processing-time timer for the ctx window
  * (idempotent).  Returns TDM_OK or TDM_ERR_NOMEM. */
-tdm_err tdm_trigger_ctx_register_proc_timer(tdm_trigger_ctx *ctx,
-                                            tdm_time_ms t)
+tdm_err tdm_trigger_ctx_register_proc_timer(tdm_trigger_ctx *ctx, tdm_time_ms t)
 {
     return tdm__win_timer_add(ctx, TDM__PROC, t);
 }
@@ -386,9 +384,8 @@ int tdm__trigger_on_time(const tdm_trigger *t, tdm_trigger_ctx *ctx,
     }
     case TDM__TRG_CUSTOM:
         if (d == TDM__EVENT)
-            return t->m.on_event_time
-                       ? t->m.on_event_time(t->ud, ctx, time)
-                       : TDM_TRIGGER_CONTINUE;
+            return t->m.on_event_time ? t->m.on_event_time(t->ud, ctx, time)
+                                      : TDM_TRIGGER_CONTINUE;
         return t->m.on_processing_time
                    ? t->m.on_processing_time(t->ud, ctx, time)
                    : TDM_TRIGGER_CONTINUE;

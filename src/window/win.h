@@ -47,7 +47,7 @@ struct tdm_assigner {
 typedef struct tdm__assign_iter {
     const tdm_assigner *a;
     tdm_time_ms ts;
-    tdm_time_ms back;  /* ts - start of the next window, >= 0 */
+    tdm_time_ms back; /* ts - start of the next window, >= 0 */
     bool done;
 } tdm__assign_iter;
 
@@ -93,11 +93,11 @@ typedef enum tdm__trg_kind {
 
 struct tdm_trigger {
     tdm__trg_kind kind;
-    int64_t count;           /* COUNT */
-    tdm_time_ms interval;    /* CONTINUOUS */
-    tdm_trigger *inner;      /* PURGING */
-    tdm_trigger_methods m;   /* CUSTOM */
-    void *ud;                /* CUSTOM */
+    int64_t count;         /* COUNT */
+    tdm_time_ms interval;  /* CONTINUOUS */
+    tdm_trigger *inner;    /* PURGING */
+    tdm_trigger_methods m; /* CUSTOM */
+    void *ud;              /* CUSTOM */
 };
 
 /* Built-in trigger state (COUNT: the count; CONTINUOUS: the pending fire
@@ -123,17 +123,16 @@ struct tdm__dec;
 /* Checkpoint codec of a custom accumulator (tdm__aggregate_set_codec). */
 typedef tdm_err (*tdm__acc_save_fn)(void *ud, const void *acc,
                                     struct tdm__enc *e);
-typedef tdm_err (*tdm__acc_load_fn)(void *ud, void *acc,
-                                    struct tdm__dec *d);
+typedef tdm_err (*tdm__acc_load_fn)(void *ud, void *acc, struct tdm__dec *d);
 
 struct tdm_aggregate {
     tdm__agg_type type;
-    tdm_agg_kind kind;          /* BUILTIN */
-    tdm_aggregate_methods m;    /* CUSTOM */
-    tdm_window_fn fn;           /* WINDOW_FN */
+    tdm_agg_kind kind;       /* BUILTIN */
+    tdm_aggregate_methods m; /* CUSTOM */
+    tdm_window_fn fn;        /* WINDOW_FN */
     void (*fn_destroy)(void *ud);
     void *ud;
-    tdm__acc_save_fn acc_save;  /* CUSTOM: NULL = the bytes are the state */
+    tdm__acc_save_fn acc_save; /* CUSTOM: NULL = the bytes are the state */
     tdm__acc_load_fn acc_load;
 };
 
@@ -155,7 +154,7 @@ struct tdm_result_out {
     unsigned char *bytes; /* owned by the operator, reused */
     size_t len, cap;
     bool has_bytes;
-    tdm_err err;          /* NOMEM from tdm_result_set_bytes */
+    tdm_err err; /* NOMEM from tdm_result_set_bytes */
 };
 
 struct tdm_window_ctx {
@@ -173,23 +172,23 @@ struct tdm_window_ctx {
 
 /* Window slot flags. */
 enum {
-    TDM__W_CONTENTS = 1u << 0,  /* window state is non-empty */
-    TDM__W_ET_MAX = 1u << 1,    /* event timer at maxTimestamp registered */
-    TDM__W_ET_CLEAN = 1u << 2,  /* event timer at cleanup time registered */
-    TDM__W_PT_MAX = 1u << 3,    /* proc timer at maxTimestamp registered */
-    TDM__W_PT_CLEAN = 1u << 4,  /* proc timer at cleanup time registered */
-    TDM__W_ONTIME = 1u << 5,    /* the ON_TIME pane was emitted */
-    TDM__W_UNPURGED = 1u << 6   /* an emitted firing was not purged */
+    TDM__W_CONTENTS = 1u << 0, /* window state is non-empty */
+    TDM__W_ET_MAX = 1u << 1,   /* event timer at maxTimestamp registered */
+    TDM__W_ET_CLEAN = 1u << 2, /* event timer at cleanup time registered */
+    TDM__W_PT_MAX = 1u << 3,   /* proc timer at maxTimestamp registered */
+    TDM__W_PT_CLEAN = 1u << 4, /* proc timer at cleanup time registered */
+    TDM__W_ONTIME = 1u << 5,   /* the ON_TIME pane was emitted */
+    TDM__W_UNPURGED = 1u << 6  /* an emitted firing was not purged */
 };
-#define TDM__W_TIMER_FLAGS                                                \
+#define TDM__W_TIMER_FLAGS                                                     \
     (TDM__W_ET_MAX | TDM__W_ET_CLEAN | TDM__W_PT_MAX | TDM__W_PT_CLEAN)
 
 /* Contents of a window.  Built-in incremental aggregates keep two
  * doubles; collect a value array; window functions record copies. */
 typedef union tdm__win_contents {
     struct {
-        double a;   /* sum, min or max */
-        double n;   /* count */
+        double a; /* sum, min or max */
+        double n; /* count */
     } num;
     struct {
         double *v;
@@ -207,7 +206,7 @@ typedef union tdm__win_contents {
  * trigger state (op->tstate_off) follow in the same slot. */
 typedef struct tdm__win_slot {
     tdm_time_ms start, end;
-    int64_t panes;      /* firings emitted since the state was created */
+    int64_t panes; /* firings emitted since the state was created */
     uint32_t flags;
     uint32_t key;
     tdm__win_contents c;
@@ -216,15 +215,12 @@ typedef struct tdm__win_slot {
 struct tdm_trigger_ctx {
     tdm_winop *op;
     uint32_t key;
-    tdm_time_ms start, end;  /* the window at hand */
-    tdm__win_slot *slot;     /* its state (NULL: none) */
-    void *state;             /* trigger state (NULL if size 0) */
+    tdm_time_ms start, end; /* the window at hand */
+    tdm__win_slot *slot;    /* its state (NULL: none) */
+    void *state;            /* trigger state (NULL if size 0) */
 };
 
-typedef enum tdm__domain {
-    TDM__EVENT = 0,
-    TDM__PROC = 1
-} tdm__domain;
+typedef enum tdm__domain { TDM__EVENT = 0, TDM__PROC = 1 } tdm__domain;
 
 /* The window store (state/wstore.h) behind the lean path. */
 typedef struct tdm__wstore tdm__wstore;
@@ -237,10 +233,10 @@ struct tdm_winop {
     tdm_valve *valve;
     tdm_clock *clk;
     int n_channels;
-    bool event_time;         /* assigner in event time: lateness applies */
+    bool event_time; /* assigner in event time: lateness applies */
     bool merging;
     bool global;
-    bool single;             /* one window per record (tumbling, global) */
+    bool single; /* one window per record (tumbling, global) */
     bool late_output;
     bool started;
     bool ended;
@@ -250,21 +246,21 @@ struct tdm_winop {
     bool lean;
     bool lean_tumbling;
     tdm_agg_kind lean_kind;
-    uint32_t lean_sid;       /* tumbling: the last window interval used */
+    uint32_t lean_sid; /* tumbling: the last window interval used */
     /* The lean path's sliced mode (winop_slice.c): sliding counts
      * without allowed lateness keep one cell per (key, slice) and list
      * each window's keys; a window's count is the sum of its slices'
      * cells when it fires. */
     bool lean_sliced;
-    tdm_time_ms slice_len;   /* gcd(size, slide) */
-    tdm_time_ms slice_off;   /* the offset modulo slice_len */
-    uint32_t slice_sid;      /* the slice a record went to last, or NONE */
-    struct tdm__slice_walk *swalk; /* window walks under way, innermost
-                                    * first (the emit callback may call
-                                    * back into the operator) */
+    tdm_time_ms slice_len; /* gcd(size, slide) */
+    tdm_time_ms slice_off; /* the offset modulo slice_len */
+    uint32_t slice_sid;    /* the slice a record went to last, or NONE */
+    struct tdm__slice_walk *swalk;     /* window walks under way, innermost
+                                        * first (the emit callback may call
+                                        * back into the operator) */
     struct tdm__slice_cache *scache;   /* the windows of slice_sid */
-    uint64_t slice_wgen;     /* window spans freed so far (the cache's
-                              * span ids stay valid while it is equal) */
+    uint64_t slice_wgen;               /* window spans freed so far (the cache's
+                                        * span ids stay valid while it is equal) */
     struct tdm__slice_frozen *sfrozen; /* due windows not walked yet whose
                                         * results were fixed early */
     uint32_t n_sfrozen, cap_sfrozen;
@@ -274,22 +270,22 @@ struct tdm_winop {
     struct tdm__sess *sess;
     tdm__wstore *ws;
     tdm_time_ms lateness;
-    tdm_time_ms wm;          /* current watermark */
-    tdm_time_ms proctime;    /* last clock reading */
+    tdm_time_ms wm;       /* current watermark */
+    tdm_time_ms proctime; /* last clock reading */
     tdm__keys *keys;
     tdm__kv *wins;
-    tdm__timers *timers[2];  /* by tdm__domain */
+    tdm__timers *timers[2];         /* by tdm__domain */
     size_t acc_off, acc_size;       /* custom accumulator in the slot */
     size_t tstate_off, tstate_size; /* trigger state in the slot */
     int64_t late_dropped, late_emitted, bad_records, fn_errors;
-    int64_t content_bytes;   /* heap bytes held by window contents */
-    tdm_err pending;         /* first error raised inside a callback */
+    int64_t content_bytes; /* heap bytes held by window contents */
+    tdm_err pending;       /* first error raised inside a callback */
     tdm_result_out res;
     /* Scratch for firings (sorted collect values, records) and merges. */
-    tdm__win_slot **mlist;  /* a key's windows */
-    void **mstates;         /* trigger states of merged windows */
-    size_t mlist_cap;       /* capacity of both arrays */
-    unsigned char *tsnap;   /* copy of the kept window's trigger state */
+    tdm__win_slot **mlist; /* a key's windows */
+    void **mstates;        /* trigger states of merged windows */
+    size_t mlist_cap;      /* capacity of both arrays */
+    unsigned char *tsnap;  /* copy of the kept window's trigger state */
     tdm__msg msg;
     /* Observability probe (the runtime's late samples): called with
      * every record dropped as late, on the drop path only. */
@@ -301,16 +297,14 @@ struct tdm_winop {
 };
 
 /* maxTimestamp of a window of this operator. */
-static inline tdm_time_ms tdm__win_max_ts(const tdm_winop *op,
-                                          tdm_time_ms end)
+static inline tdm_time_ms tdm__win_max_ts(const tdm_winop *op, tdm_time_ms end)
 {
     return op->global ? TDM_TIME_MAX : end - 1;
 }
 
 /* Flink's cleanupTime: maxTimestamp + lateness for event-time assigners
  * (TDM_TIME_MAX when that overflows), maxTimestamp otherwise. */
-static inline tdm_time_ms tdm__win_cleanup(const tdm_winop *op,
-                                           tdm_time_ms end)
+static inline tdm_time_ms tdm__win_cleanup(const tdm_winop *op, tdm_time_ms end)
 {
     tdm_time_ms m = tdm__win_max_ts(op, end);
     if (!op->event_time)
@@ -339,8 +333,7 @@ static inline void *tdm__win_acc(const tdm_winop *op, tdm__win_slot *s)
 /* Registers a timer of @p d at @p t for the ctx's window, keeping the
  * slot's timer flags in step and a key reference per timer.  Registering
  * an existing timer is a no-op.  Returns TDM_OK or TDM_ERR_NOMEM. */
-tdm_err tdm__win_timer_add(tdm_trigger_ctx *ctx, tdm__domain d,
-                           tdm_time_ms t);
+tdm_err tdm__win_timer_add(tdm_trigger_ctx *ctx, tdm__domain d, tdm_time_ms t);
 /* Deletes that timer (no-op if absent). */
 void tdm__win_timer_del(tdm_trigger_ctx *ctx, tdm__domain d, tdm_time_ms t);
 
@@ -380,8 +373,7 @@ tdm_err tdm__agg_add_slow(tdm_winop *op, tdm__win_slot *s,
                           size_t key_len);
 /* Folds the contents of @p from into @p into and leaves @p from empty.
  * Returns TDM_OK or TDM_ERR_NOMEM (then nothing moved). */
-tdm_err tdm__agg_merge(tdm_winop *op, tdm__win_slot *into,
-                       tdm__win_slot *from);
+tdm_err tdm__agg_merge(tdm_winop *op, tdm__win_slot *into, tdm__win_slot *from);
 /* Empties the contents (purge or cleanup). */
 void tdm__agg_clear(tdm_winop *op, tdm__win_slot *s);
 /* Computes the result of non-empty contents into @p ev (value, values,
@@ -393,8 +385,8 @@ void tdm__agg_free_result(tdm_result_out *r);
 
 /* Adds a record's value with a built-in incremental aggregate: the fast
  * path of the operator (no calls, no allocation). */
-static inline bool tdm__agg_add_fast(const tdm_aggregate *a,
-                                     tdm__win_slot *s, double v)
+static inline bool tdm__agg_add_fast(const tdm_aggregate *a, tdm__win_slot *s,
+                                     double v)
 {
     if (a->type != TDM__AGG_BUILTIN)
         return false;
@@ -476,16 +468,15 @@ tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
  * starts fetching the key's home slot in the lean path's key table (its
  * control bytes and entry), so that the push finds it in the cache.
  * Changes nothing; a no-op off the lean path.  Borrows @p key. */
-void tdm__winop_prefetch_key(const tdm_winop *op, const char *key,
-                             size_t len);
+void tdm__winop_prefetch_key(const tdm_winop *op, const char *key, size_t len);
 /* tdm__winop_prefetch_key for the key whose tdm__ws_hash is @p hash. */
 void tdm__winop_prefetch_hash(const tdm_winop *op, uint64_t hash);
 /* Keys with live state (the runtime's stateKeys metric). */
 int64_t tdm__winop_keys(const tdm_winop *op);
 /* R2.1 (winop.c): a record no window accepted, and late itself, goes to
  * the late output or is counted.  Borrows @p rec and @p key. */
-void tdm__win_handle_late(tdm_winop *op, const tdm_record *rec,
-                          const char *key, size_t key_len);
+void tdm__win_handle_late(tdm_winop *op, const tdm_record *rec, const char *key,
+                          size_t key_len);
 
 /* ---- The lean path's sliced mode (winop_slice.c) ---- */
 
@@ -568,7 +559,6 @@ static inline void tdm__win_fail(tdm_winop *op, tdm_err e)
         op->pending = e;
 }
 
-
 /* ---- Checkpoints (winop_snap.c; layout in docs/checkpoints.md,
  * "Operator state") ---- */
 
@@ -583,8 +573,8 @@ typedef int (*tdm__key_group_fn)(void *ud, const char *key, size_t len);
  * (grp[i] in [0, ng), or -1: left out): @p order gets item indexes,
  * @p first[g] the start of group g in it (first[ng] = the total).
  * Returns false on OOM. */
-bool tdm__snap_by_group(const int *grp, size_t n, size_t ng,
-                        uint32_t *order, size_t *first);
+bool tdm__snap_by_group(const int *grp, size_t n, size_t ng, uint32_t *order,
+                        size_t *first);
 
 /* Writes one TDM__SNAP_TAG_WINOP section into @p e: the operator-wide
  * state (configuration fingerprint, watermark, processing time, counters,
@@ -600,8 +590,8 @@ bool tdm__snap_by_group(const int *grp, size_t n, size_t ng,
  * TDM_ERR_UNSUPPORTED (a custom aggregate with destroy_acc and no
  * codec), TDM_ERR_NOMEM (scratch or encoder). */
 tdm_err tdm__winop_snapshot(const tdm_winop *op, struct tdm__enc *e,
-                            tdm__key_group_fn key_group, void *ud,
-                            int group_lo, int group_hi);
+                            tdm__key_group_fn key_group, void *ud, int group_lo,
+                            int group_hi);
 /* Reads one TDM__SNAP_TAG_WINOP section from @p d into @p op, a freshly
  * created operator with the same configuration (assigner, trigger,
  * aggregate, lateness, late output, lean or not), and takes the key-group

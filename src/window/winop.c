@@ -50,8 +50,7 @@ static inline bool ctx_owns_flags(const tdm_trigger_ctx *ctx)
 /* Registers timer (d, t) for the ctx window; see win.h.  The
  * slot's flags short-cut repeats of its maxTimestamp and cleanup
  * timers.  Returns TDM_OK or TDM_ERR_NOMEM. */
-tdm_err tdm__win_timer_add(tdm_trigger_ctx *ctx, tdm__domain d,
-                           tdm_time_ms t)
+tdm_err tdm__win_timer_add(tdm_trigger_ctx *ctx, tdm__domain d, tdm_time_ms t)
 {
     tdm_winop *op = ctx->op;
     uint32_t bits = 0;
@@ -62,7 +61,7 @@ tdm_err tdm__win_timer_add(tdm_trigger_ctx *ctx, tdm__domain d,
             return TDM_OK;
         }
     }
-    tdm__ns ns = { ctx->start, ctx->end };
+    tdm__ns ns = {ctx->start, ctx->end};
     bool added;
     tdm_err err = tdm__timers_insert(op->timers[d], t, ctx->key, ns, &added);
     if (err != TDM_OK)
@@ -78,7 +77,7 @@ tdm_err tdm__win_timer_add(tdm_trigger_ctx *ctx, tdm__domain d,
 void tdm__win_timer_del(tdm_trigger_ctx *ctx, tdm__domain d, tdm_time_ms t)
 {
     tdm_winop *op = ctx->op;
-    tdm__ns ns = { ctx->start, ctx->end };
+    tdm__ns ns = {ctx->start, ctx->end};
     if (ctx_owns_flags(ctx)) {
         /* The flags are exact for maxTimestamp and cleanup timers: when
          * they say "not registered" the queue need not be searched. */
@@ -162,10 +161,11 @@ void tdm__win_emit(tdm_winop *op, tdm__win_slot *s, bool purge)
     if (err != TDM_OK) {
         /* A user function declined: skip this firing, count it. */
         op->fn_errors++;
-        tdm__msgf(&op->msg, err, "window function failed for key '%.*s' "
-                  "window [%lld, %lld): %s", (int)(key_len > 64 ? 64
-                  : key_len), key, (long long)s->start, (long long)s->end,
-                  tdm_err_name(err));
+        tdm__msgf(&op->msg, err,
+                  "window function failed for key '%.*s' "
+                  "window [%lld, %lld): %s",
+                  (int)(key_len > 64 ? 64 : key_len), key, (long long)s->start,
+                  (long long)s->end, tdm_err_name(err));
         return;
     }
     /* Pane timing against the time domain of the windows: processing
@@ -202,8 +202,8 @@ static inline void apply_result(tdm_winop *op, tdm__win_slot *s, int r)
  * trigger.clear), then the window itself (R4.3).  Emits nothing. */
 static void clear_all(tdm_winop *op, tdm__win_slot *s)
 {
-    tdm_trigger_ctx ctx = { op, s->key, s->start, s->end, s,
-                            tdm__win_tstate(op, s) };
+    tdm_trigger_ctx ctx = {op,     s->key, s->start,
+                           s->end, s,      tdm__win_tstate(op, s)};
     tdm__agg_clear(op, s);
     tdm__trigger_clear(op->trg, &ctx, false);
     tdm__win_slot_free(op, s);
@@ -221,8 +221,8 @@ static void on_timer(tdm_winop *op, tdm__domain d, const tdm__timer *t)
     if (s) {
         /* The popped timer is gone: its flags go too. */
         s->flags &= ~timer_bits(op, d, s->end, t->time);
-        tdm_trigger_ctx ctx = { op, t->key, s->start, s->end, s,
-                                tdm__win_tstate(op, s) };
+        tdm_trigger_ctx ctx = {op,     t->key, s->start,
+                               s->end, s,      tdm__win_tstate(op, s)};
         int r = tdm__trigger_on_time(op->trg, &ctx, d, t->time);
         apply_result(op, s, r);
         /* The trigger was asked first; cleanup runs after it for the
@@ -287,8 +287,8 @@ static tdm_err add_to_window(tdm_winop *op, tdm__win_slot *s,
             return err;
         }
     }
-    tdm_trigger_ctx ctx = { op, s->key, s->start, s->end, s,
-                            tdm__win_tstate(op, s) };
+    tdm_trigger_ctx ctx = {op,     s->key, s->start,
+                           s->end, s,      tdm__win_tstate(op, s)};
     int r;
     if (op->trg->kind == TDM__TRG_EVENT_TIME) {
         /* EventTimeTrigger inline (the common case). */
@@ -298,8 +298,7 @@ static tdm_err add_to_window(tdm_winop *op, tdm__win_slot *s,
         } else {
             r = TDM_TRIGGER_CONTINUE;
             if (!(s->flags & TDM__W_ET_MAX))
-                tdm__win_fail(op, tdm__win_timer_add(&ctx, TDM__EVENT,
-                                                     max_ts));
+                tdm__win_fail(op, tdm__win_timer_add(&ctx, TDM__EVENT, max_ts));
         }
     } else {
         r = tdm__trigger_on_element(op->trg, &ctx, rec);
@@ -348,7 +347,7 @@ static tdm_err process_record(tdm_winop *op, uint32_t kid, tdm_time_ms ts,
             void **cache = tdm__keys_udata(op->keys, kid);
             s = *cache;
             if (!s || s->start != start || s->end != end) {
-                tdm__ns ns = { start, end };
+                tdm__ns ns = {start, end};
                 s = tdm__kv_upsert(op->wins, kid, ns, &created);
                 if (!s)
                     return TDM_ERR_NOMEM;
@@ -374,11 +373,10 @@ static tdm_err process_record(tdm_winop *op, uint32_t kid, tdm_time_ms ts,
 
 /* R2.1: a record no window accepted, and late itself, goes to the late
  * output or is counted.  @p key is the record's key (interned or not). */
-void tdm__win_handle_late(tdm_winop *op, const tdm_record *rec,
-                          const char *key, size_t key_len)
+void tdm__win_handle_late(tdm_winop *op, const tdm_record *rec, const char *key,
+                          size_t key_len)
 {
-    if (!op->event_time ||
-        tdm__time_add_sat(rec->ts, op->lateness) > op->wm)
+    if (!op->event_time || tdm__time_add_sat(rec->ts, op->lateness) > op->wm)
         return;
     if (!op->late_output) {
         op->late_dropped++;
@@ -445,8 +443,7 @@ static inline void lean_fold(tdm_agg_kind kind, tdm__ws_cell *c, double v,
 
 /* Folds a partial count @p p (the local phase of two-phase aggregation,
  * tdm__winop_push_partial) into a cell: counts add. */
-static inline void lean_fold_part(tdm__ws_cell *c, const double *p,
-                                  bool first)
+static inline void lean_fold_part(tdm__ws_cell *c, const double *p, bool first)
 {
     c->v[0] = first ? p[0] : c->v[0] + p[0];
 }
@@ -497,8 +494,8 @@ static void lean_emit(tdm_winop *op, const tdm__ws_key *e,
  * TDM_OK, or TDM_ERR_NOMEM before anything changed (a cell whose firing
  * count outgrows 32 bits could not move to the spill table). */
 static inline __attribute__((always_inline)) tdm_err
-lean_add(tdm_winop *op, uint32_t kid, const tdm__ws_span *sp,
-         tdm__ws_cell *c, double v, bool created, const double *part)
+lean_add(tdm_winop *op, uint32_t kid, const tdm__ws_span *sp, tdm__ws_cell *c,
+         double v, bool created, const double *part)
 {
     bool fire = sp->t_fire <= op->wm;
     if (fire && c->fires == UINT32_MAX && !(c->span & TDM__WS_SPILL_BIT)) {
@@ -521,8 +518,8 @@ lean_add(tdm_winop *op, uint32_t kid, const tdm__ws_span *sp,
  * @p kid its id (TDM__WS_NONE: not in the store yet).  Returns TDM_OK or
  * TDM_ERR_NOMEM (windows already updated stay updated). */
 static __attribute__((noinline)) tdm_err
-lean_push_slow(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
-               uint64_t h, uint32_t kid, const double *part)
+lean_push_slow(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts, uint64_t h,
+               uint32_t kid, const double *part)
 {
     tdm__wstore *ws = op->ws;
     const char *key = rec->key;
@@ -603,8 +600,8 @@ lean_tumbling_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
     bool created = false;
     if (!c) {
         if (kid == TDM__WS_NONE) {
-            tdm_err err = tdm__ws_intern_absent(ws, rec->key,
-                                                rec->key_len, h, &kid);
+            tdm_err err =
+                tdm__ws_intern_absent(ws, rec->key, rec->key_len, h, &kid);
             if (err != TDM_OK)
                 return err;
         }
@@ -616,8 +613,8 @@ lean_tumbling_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
         created = true;
     }
     /* A new cell cannot fail in lean_add (its firing count is 0). */
-    return lean_add(op, kid, tdm__ws_span_at(ws, sid), c, rec->value,
-                    created, part);
+    return lean_add(op, kid, tdm__ws_span_at(ws, sid), c, rec->value, created,
+                    part);
 }
 
 /* The lean path's common cases for tumbling windows: one of the key's
@@ -718,13 +715,13 @@ static void lean_watermark(tdm_winop *op, tdm_time_ms wm)
 }
 
 /* The error message of a record that failed with @p err (NOMEM). */
-static __attribute__((noinline)) tdm_err push_failed(tdm_winop *op,
-                                                     const tdm_record *rec,
-                                                     tdm_err err)
+static __attribute__((noinline)) tdm_err
+push_failed(tdm_winop *op, const tdm_record *rec, tdm_err err)
 {
-    return tdm__msgf(&op->msg, err, "out of memory processing a record of "
-                     "key '%.*s'", (int)(rec->key_len > 64 ? 64
-                                         : rec->key_len), rec->key);
+    return tdm__msgf(&op->msg, err,
+                     "out of memory processing a record of "
+                     "key '%.*s'",
+                     (int)(rec->key_len > 64 ? 64 : rec->key_len), rec->key);
 }
 
 /* A push that is refused before it is looked at: NULL record, after the
@@ -735,8 +732,7 @@ static __attribute__((noinline)) tdm_err push_refused(tdm_winop *op, int ch,
     if (!rec)
         return tdm__msgf(&op->msg, TDM_ERR_INVAL, "rec must not be NULL");
     if (op->ended)
-        return tdm__msgf(&op->msg, TDM_ERR_STATE,
-                         "push after end of input");
+        return tdm__msgf(&op->msg, TDM_ERR_STATE, "push after end of input");
     return tdm__msgf(&op->msg, TDM_ERR_CHANNEL,
                      "channel %d out of range (n_channels %d)", ch,
                      op->n_channels);
@@ -764,8 +760,8 @@ static __attribute__((noinline)) tdm_err general_push(tdm_winop *op,
     uint32_t kid;
     uint64_t h = tdm__keys_hash(rec->key, rec->key_len);
     /* The interning reference is held while the record is processed. */
-    tdm_err err = tdm__keys_intern_hashed(op->keys, rec->key, rec->key_len,
-                                          h, &kid);
+    tdm_err err =
+        tdm__keys_intern_hashed(op->keys, rec->key, rec->key_len, h, &kid);
     if (err != TDM_OK)
         return tdm__msgf(&op->msg, err, "out of memory adding key '%.*s'",
                          (int)(rec->key_len > 64 ? 64 : rec->key_len),
@@ -798,9 +794,8 @@ tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
     op->pending = TDM_OK;
     if (op->lean && rec->ts != TDM_TIME_MIN) {
         uint64_t h = tdm__ws_hash(rec->key, rec->key_len);
-        tdm_err err = op->lean_sliced
-                          ? tdm__slice_push(op, rec, 1, h)
-                          : lean_push(op, rec, rec->ts, NULL, h);
+        tdm_err err = op->lean_sliced ? tdm__slice_push(op, rec, 1, h)
+                                      : lean_push(op, rec, rec->ts, NULL, h);
         return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
     }
     if (op->sess && rec->ts != TDM_TIME_MIN) {
@@ -824,7 +819,8 @@ tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
         return push_refused(op, ch, rec);
     if (!op->lean || op->lean_kind != TDM_AGG_COUNT ||
         rec->ts == TDM_TIME_MIN || !part)
-        return tdm__msgf(&op->msg, TDM_ERR_STATE, "a partial count needs "
+        return tdm__msgf(&op->msg, TDM_ERR_STATE,
+                         "a partial count needs "
                          "the lean path of a count and a timestamp");
     op->started = true;
     op->pending = TDM_OK;
@@ -834,8 +830,7 @@ tdm_err tdm__winop_push_partial(tdm_winop *op, int ch, const tdm_record *rec,
 }
 
 /* Fetches ahead a key's home slot (win.h). */
-void tdm__winop_prefetch_key(const tdm_winop *op, const char *key,
-                             size_t len)
+void tdm__winop_prefetch_key(const tdm_winop *op, const char *key, size_t len)
 {
     if (op && op->lean)
         tdm__winop_prefetch_hash(op, tdm__ws_hash(key, len));
@@ -895,8 +890,7 @@ tdm_err tdm_winop_status(tdm_winop *op, int ch, int idle)
     if (!op)
         return TDM_ERR_INVAL;
     if (op->ended)
-        return tdm__msgf(&op->msg, TDM_ERR_STATE,
-                         "status after end of input");
+        return tdm__msgf(&op->msg, TDM_ERR_STATE, "status after end of input");
     if (ch < 0 || ch >= op->n_channels)
         return tdm__msgf(&op->msg, TDM_ERR_CHANNEL,
                          "channel %d out of range (n_channels %d)", ch,
@@ -929,8 +923,10 @@ tdm_err tdm_winop_advance(tdm_winop *op)
     while (tdm__timers_pop(op->timers[TDM__PROC], op->proctime, &t))
         on_timer(op, TDM__PROC, &t);
     if (op->pending != TDM_OK)
-        return tdm__msgf(&op->msg, op->pending, "processing-time timers: "
-                         "%s", tdm_err_name(op->pending));
+        return tdm__msgf(&op->msg, op->pending,
+                         "processing-time timers: "
+                         "%s",
+                         tdm_err_name(op->pending));
     return TDM_OK;
 }
 
@@ -949,8 +945,7 @@ tdm_err tdm_winop_end(tdm_winop *op)
     if (err == TDM_OK)
         err = op->pending;
     if (err != TDM_OK)
-        return tdm__msgf(&op->msg, err, "end of input: %s",
-                         tdm_err_name(err));
+        return tdm__msgf(&op->msg, err, "end of input: %s", tdm_err_name(err));
     return TDM_OK;
 }
 
@@ -963,10 +958,10 @@ static size_t round16(size_t n)
 
 /* Builds the operator; owns asg, trg and agg in every case.
  * Returns TDM_OK, TDM_ERR_INVAL naming the parameter, TDM_ERR_NOMEM. */
-tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
-                      tdm_aggregate *agg, int n_channels, tdm_clock *clk,
-                      tdm_emit_cb emit, void *opaque, tdm_winop **out,
-                      char *errbuf, size_t errbuf_size)
+tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg, tdm_aggregate *agg,
+                      int n_channels, tdm_clock *clk, tdm_emit_cb emit,
+                      void *opaque, tdm_winop **out, char *errbuf,
+                      size_t errbuf_size)
 {
     tdm_winop *op = NULL;
     tdm_err err;
@@ -1133,7 +1128,8 @@ tdm_err tdm_winop_set_late_output(tdm_winop *op, int enabled)
     if (!op)
         return TDM_ERR_INVAL;
     if (op->started)
-        return tdm__msgf(&op->msg, TDM_ERR_STATE, "late output can only "
+        return tdm__msgf(&op->msg, TDM_ERR_STATE,
+                         "late output can only "
                          "be set before the first input");
     op->late_output = enabled != 0;
     return TDM_OK;
@@ -1261,8 +1257,8 @@ void tdm__winop_probe(const tdm_winop *op, const char *key, size_t len,
             }
             return;
         }
-        const tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid),
-                                                kid, sid);
+        const tdm__ws_cell *c =
+            tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid), kid, sid);
         if (!c)
             return;
         *has_state = 1;
@@ -1278,9 +1274,9 @@ void tdm__winop_probe(const tdm_winop *op, const char *key, size_t len,
     tdm__win_slot *s;
     if (op->merging) {
         s = op->sess ? tdm__sess_find(op, kid, start, end)
-                    : tdm__win_merge_find((tdm_winop *)op, kid, start, end);
+                     : tdm__win_merge_find((tdm_winop *)op, kid, start, end);
     } else {
-        tdm__ns ns = { start, end };
+        tdm__ns ns = {start, end};
         s = tdm__kv_get(op->wins, kid, ns);
     }
     if (!s || !(s->flags & TDM__W_CONTENTS))

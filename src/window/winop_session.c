@@ -49,12 +49,12 @@ enum { SS_FREE = 0, SS_QUEUED = 1, SS_FIRING = 2 };
 /* A session record: these fields, then the slot (16-aligned), then the
  * slot's custom accumulator; records are ss->stride bytes apart. */
 typedef struct ss_sess {
-    uint64_t seq;      /* when its window last changed (see above) */
-    tdm_time_ms due;   /* its queue entry's time (SS_QUEUED) */
-    uint32_t knext;    /* the key's next session by start; free list */
-    uint32_t state;    /* SS_FREE, SS_QUEUED or SS_FIRING */
+    uint64_t seq;    /* when its window last changed (see above) */
+    tdm_time_ms due; /* its queue entry's time (SS_QUEUED) */
+    uint32_t knext;  /* the key's next session by start; free list */
+    uint32_t state;  /* SS_FREE, SS_QUEUED or SS_FIRING */
     uint64_t pad;
-    tdm__win_slot s;   /* the session window and its contents */
+    tdm__win_slot s; /* the session window and its contents */
 } ss_sess;
 
 _Static_assert(offsetof(ss_sess, s) % 16 == 0, "slot alignment");
@@ -68,16 +68,16 @@ typedef struct ss_due {
 } ss_due;
 
 struct tdm__sess {
-    unsigned char *v;     /* records, stride bytes each */
+    unsigned char *v; /* records, stride bytes each */
     size_t stride;
-    uint32_t n, cap;      /* ids handed out, capacity */
+    uint32_t n, cap; /* ids handed out, capacity */
     uint32_t free_head;
     uint32_t live;
     uint64_t seq;
-    tdm__timers *due;     /* (bucket, session id) */
-    ss_due *fire;         /* sessions being fired, innermost walk last */
+    tdm__timers *due; /* (bucket, session id) */
+    ss_due *fire;     /* sessions being fired, innermost walk last */
     size_t n_fire, cap_fire;
-    uint32_t *scratch;    /* a key's sessions (merges) */
+    uint32_t *scratch; /* a key's sessions (merges) */
     size_t cap_scratch;
 };
 
@@ -86,7 +86,7 @@ static inline ss_sess *at(const struct tdm__sess *ss, uint32_t sid)
     return (ss_sess *)(ss->v + (size_t)sid * ss->stride);
 }
 
-static const tdm__ns NS0 = { 0, 0 };
+static const tdm__ns NS0 = {0, 0};
 
 /* ---- Setup and teardown ---- */
 
@@ -183,8 +183,7 @@ static uint32_t sess_new(tdm_winop *op, uint32_t kid, tdm_time_ms start,
             if (ss->cap >= UINT32_MAX / 2)
                 return SS_NONE;
             uint32_t ncap = ss->cap ? ss->cap * 2 : 64;
-            unsigned char *nv = tdm__realloc(ss->v,
-                                             (size_t)ncap * ss->stride);
+            unsigned char *nv = tdm__realloc(ss->v, (size_t)ncap * ss->stride);
             if (!nv)
                 return SS_NONE;
             ss->v = nv;
@@ -370,8 +369,8 @@ push_slow(tdm_winop *op, const tdm_record *rec, uint64_t h, bool known,
             return TDM_OK;
         }
         /* The interning reference is held while the session is made. */
-        tdm_err err = tdm__keys_intern_hashed(op->keys, rec->key,
-                                              rec->key_len, h, &kid);
+        tdm_err err =
+            tdm__keys_intern_hashed(op->keys, rec->key, rec->key_len, h, &kid);
         if (err != TDM_OK)
             return err;
         uint32_t sid = sess_new(op, kid, start, end);
@@ -465,8 +464,7 @@ void tdm__sess_watermark(tdm_winop *op, tdm_time_ms wm)
             ss_due *nf = tdm__realloc(ss->fire, ncap * sizeof *nf);
             if (!nf) {
                 /* Fires later, at a watermark with memory. */
-                tdm__win_fail(op, tdm__timers_add(ss->due, t.time, sid,
-                                                  NS0));
+                tdm__win_fail(op, tdm__timers_add(ss->due, t.time, sid, NS0));
                 tdm__win_fail(op, TDM_ERR_NOMEM);
                 break;
             }
@@ -474,7 +472,7 @@ void tdm__sess_watermark(tdm_winop *op, tdm_time_ms wm)
             ss->cap_fire = ncap;
         }
         x->state = SS_FIRING;
-        ss->fire[ss->n_fire++] = (ss_due){ x->s.end, x->seq, sid };
+        ss->fire[ss->n_fire++] = (ss_due){x->s.end, x->seq, sid};
         if (tdm__win_max_ts(op, x->s.end) > wm)
             n_grown++;
     }

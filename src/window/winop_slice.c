@@ -50,13 +50,13 @@
 
 /* A window walk under way (see the file comment). */
 typedef struct tdm__slice_walk {
-    uint32_t sid;            /* the window's span */
-    uint32_t next;           /* members before it have been emitted */
-    uint32_t n;              /* members to walk */
-    unsigned char *frozen;   /* from member `next` at the freeze on: count
-                              * (8 bytes), key length (4, UINT32_MAX: no
-                              * result) and key bytes per member */
-    size_t cursor;           /* read position in frozen */
+    uint32_t sid;          /* the window's span */
+    uint32_t next;         /* members before it have been emitted */
+    uint32_t n;            /* members to walk */
+    unsigned char *frozen; /* from member `next` at the freeze on: count
+                            * (8 bytes), key length (4, UINT32_MAX: no
+                            * result) and key bytes per member */
+    size_t cursor;         /* read position in frozen */
     struct tdm__slice_walk *up;
 } tdm__slice_walk;
 
@@ -64,7 +64,7 @@ typedef struct tdm__slice_walk {
  * new (key, slice) cell lists its key in.  Valid while the slice, the
  * watermark and the window spans (slice_wgen) are the same. */
 typedef struct tdm__slice_cache {
-    uint32_t slice;          /* slice span id, NONE: empty */
+    uint32_t slice; /* slice span id, NONE: empty */
     tdm_time_ms wm;
     uint64_t wgen;
     int nw;
@@ -140,8 +140,8 @@ bool tdm__slice_count(const tdm_winop *op, uint32_t kid, tdm_time_ms start,
                 break; /* the last slice again: it saturated */
             prev = ss;
             uint32_t sid = tdm__ws_span_find(ws, ss, SLICE_END);
-            const tdm__ws_cell *c = sid == TDM__WS_NONE ? NULL
-                                    : tdm__ws_spill_find(ws, kid, sid);
+            const tdm__ws_cell *c =
+                sid == TDM__WS_NONE ? NULL : tdm__ws_spill_find(ws, kid, sid);
             if (c) {
                 sum += c->v[0];
                 any = true;
@@ -237,8 +237,8 @@ static tdm_err freeze_due(tdm_winop *op)
             continue;
         if (op->n_sfrozen == op->cap_sfrozen) {
             uint32_t ncap = op->cap_sfrozen ? op->cap_sfrozen * 2 : 4;
-            tdm__slice_frozen *nf = tdm__realloc(op->sfrozen,
-                                                 ncap * sizeof *nf);
+            tdm__slice_frozen *nf =
+                tdm__realloc(op->sfrozen, ncap * sizeof *nf);
             if (!nf)
                 return TDM_ERR_NOMEM;
             op->sfrozen = nf;
@@ -469,8 +469,8 @@ void tdm__slice_watermark(tdm_winop *op, tdm_time_ms wm)
 /* Fills @p c with the windows of slice @p sid (start @p ss) that are
  * not late, making their spans.  Returns TDM_OK or TDM_ERR_NOMEM (spans
  * made stay: windows with nothing fire with nothing). */
-static tdm_err cache_windows(tdm_winop *op, tdm__slice_cache *c,
-                             uint32_t sid, tdm_time_ms ss)
+static tdm_err cache_windows(tdm_winop *op, tdm__slice_cache *c, uint32_t sid,
+                             tdm_time_ms ss)
 {
     tdm__wstore *ws = op->ws;
     tdm__assign_iter it;
@@ -481,10 +481,9 @@ static tdm_err cache_windows(tdm_winop *op, tdm__slice_cache *c,
     while (c->nw < MAX_SLICES && tdm__assign_next(&it, &start, &end)) {
         if (tdm__win_cleanup(op, end) <= op->wm)
             continue; /* R2 step 2: a late window */
-        tdm_err err = tdm__ws_span_get(ws, start, end,
-                                       tdm__win_max_ts(op, end),
-                                       tdm__win_cleanup(op, end), false,
-                                       &c->sid[c->nw]);
+        tdm_err err =
+            tdm__ws_span_get(ws, start, end, tdm__win_max_ts(op, end),
+                             tdm__win_cleanup(op, end), false, &c->sid[c->nw]);
         if (err != TDM_OK)
             return err;
         c->start[c->nw] = start;
@@ -528,8 +527,8 @@ static tdm_err slice_windows(tdm_winop *op, uint32_t sid, tdm_time_ms ss,
  * (NONE: not in the store).  Returns TDM_OK or TDM_ERR_NOMEM (nothing
  * changed but maybe empty window spans, which fire with nothing). */
 static __attribute__((noinline)) tdm_err
-slice_push_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
-               uint32_t kid, tdm_time_ms ss, uint32_t sid, double add)
+slice_push_new(tdm_winop *op, const tdm_record *rec, uint64_t h, uint32_t kid,
+               tdm_time_ms ss, uint32_t sid, double add)
 {
     tdm__wstore *ws = op->ws;
     tdm__slice_cache one;
@@ -544,8 +543,8 @@ slice_push_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
         return TDM_OK;
     }
     if (sid != TDM__WS_NONE && kid != TDM__WS_NONE) {
-        tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid), kid,
-                                          sid);
+        tdm__ws_cell *c =
+            tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid), kid, sid);
         if (c) {
             c->v[0] += add;
             return TDM_OK;
@@ -561,8 +560,8 @@ slice_push_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
         /* Never due; t_clean names the slice's last window: the first
          * the assigner reports (the latest start), which is not late
          * when any is, so it is the first of wins. */
-        err = tdm__ws_span_get(ws, ss, SLICE_END, TDM_TIME_MAX,
-                               wins->end[0], false, &sid);
+        err = tdm__ws_span_get(ws, ss, SLICE_END, TDM_TIME_MAX, wins->end[0],
+                               false, &sid);
         if (err != TDM_OK)
             goto fail;
         new_slice = true;
@@ -571,8 +570,7 @@ slice_push_new(tdm_winop *op, const tdm_record *rec, uint64_t h,
     for (int i = 0; i < nw; i++) {
         double v;
         need[i] = new_key ||
-                  !tdm__slice_count(op, kid, wins->start[i], wins->end[i],
-                                    &v);
+                  !tdm__slice_count(op, kid, wins->start[i], wins->end[i], &v);
         if (need[i] && !tdm__ws_member_reserve(ws, wins->sid[i])) {
             err = TDM_ERR_NOMEM;
             goto fail;
@@ -622,8 +620,8 @@ tdm_err tdm__slice_push(tdm_winop *op, const tdm_record *rec, double add,
      * not late, so neither is any window that listed the key. */
     if (sid != TDM__WS_NONE && kid != TDM__WS_NONE &&
         tdm__win_cleanup(op, ws->spans[sid].t_clean) > op->wm) {
-        tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid), kid,
-                                          sid);
+        tdm__ws_cell *c =
+            tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid), kid, sid);
         if (c) {
             c->v[0] += add;
             return TDM_OK;

@@ -128,8 +128,7 @@ typedef struct kgroups {
 } kgroups;
 
 /* The group of a key relative to lo, or -1 when outside the range. */
-static inline int kg_of(kgroups *k, uint32_t id, const char *key,
-                        size_t len)
+static inline int kg_of(kgroups *k, uint32_t id, const char *key, size_t len)
 {
     int g = k->g[id];
     if (g == INT_MIN) {
@@ -144,7 +143,7 @@ static inline int kg_of(kgroups *k, uint32_t id, const char *key,
  * left out): fills @p order with item indexes, @p first[g] with the
  * start of group g in it (first[ng] = total).  Returns false on OOM. */
 bool tdm__snap_by_group(const int *grp, size_t n, size_t ng, uint32_t *order,
-                     size_t *first)
+                        size_t *first)
 {
     memset(first, 0, (ng + 1) * sizeof *first);
     for (size_t i = 0; i < n; i++)
@@ -235,8 +234,7 @@ static tdm_err enc_slot(const tdm_winop *op, tdm__enc *e,
             n += put_u64(buf + n, dbits(s->c.num.n));
         }
         if (op->tstate_size) {
-            memcpy(buf + n, (const char *)s + op->tstate_off,
-                   op->tstate_size);
+            memcpy(buf + n, (const char *)s + op->tstate_off, op->tstate_size);
             n += op->tstate_size;
         }
         tdm__enc_raw(e, buf, n);
@@ -322,10 +320,10 @@ static tdm_err snap_general(const tdm_winop *op, tdm__enc *e, kgroups *kg,
 {
     tdm_err err = TDM_ERR_NOMEM;
     size_t n_slots = tdm__kv_count(op->wins);
-    size_t n_tms = tdm__timers_count(op->timers[0]) +
-                   tdm__timers_count(op->timers[1]);
-    gather_ns gs = { NULL, 0 };
-    gather gt = { NULL, 0, 0 };
+    size_t n_tms =
+        tdm__timers_count(op->timers[0]) + tdm__timers_count(op->timers[1]);
+    gather_ns gs = {NULL, 0};
+    gather gt = {NULL, 0, 0};
     int *sg = NULL, *tg = NULL;
     uint32_t *so = NULL, *to = NULL;
     size_t *sf = NULL, *tf = NULL;
@@ -356,7 +354,8 @@ static tdm_err snap_general(const tdm_winop *op, tdm__enc *e, kgroups *kg,
         const char *k = tdm__keys_get(op->keys, id, &len);
         tg[i] = kg_of(kg, id, k, len);
     }
-    if (!tdm__snap_by_group(sg, gs.n, ng, so, sf) || !tdm__snap_by_group(tg, gt.n_tms, ng, to, tf))
+    if (!tdm__snap_by_group(sg, gs.n, ng, so, sf) ||
+        !tdm__snap_by_group(tg, gt.n_tms, ng, to, tf))
         goto fail;
     for (size_t g = 0; g < ng; g++) {
         size_t ns = sf[g + 1] - sf[g], nt = tf[g + 1] - tf[g];
@@ -432,7 +431,7 @@ static tdm_err snap_sess(const tdm_winop *op, tdm__enc *e, kgroups *kg,
 {
     tdm_err err = TDM_ERR_NOMEM;
     size_t n = tdm__sess_count(op);
-    gather_sess gs = { NULL, 0 };
+    gather_sess gs = {NULL, 0};
     int *grp = NULL;
     uint32_t *order = NULL, *rank = NULL;
     size_t *first = NULL;
@@ -451,8 +450,7 @@ static tdm_err snap_sess(const tdm_winop *op, tdm__enc *e, kgroups *kg,
         size_t len;
         const char *k = tdm__keys_get(op->keys, s->key, &len);
         grp[i] = kg_of(kg, s->key, k, len);
-        rank[i] = (i > 0 && gs.v[i - 1].s->end == s->end) ? rank[i - 1] + 1
-                                                           : 0;
+        rank[i] = (i > 0 && gs.v[i - 1].s->end == s->end) ? rank[i - 1] + 1 : 0;
     }
     if (!tdm__snap_by_group(grp, gs.n, ng, order, first))
         goto fail;
@@ -466,7 +464,7 @@ static tdm_err snap_sess(const tdm_winop *op, tdm__enc *e, kgroups *kg,
         for (size_t j = a; j < b; j++) {
             /* Its flags say ET_MAX | ET_CLEAN (winop_session.c). */
             const tdm__win_slot *s = gs.v[order[j]].s;
-            tdm__ns ns = { s->start, s->end };
+            tdm__ns ns = {s->start, s->end};
             err = enc_slot(op, e, s, ns);
             if (err != TDM_OK)
                 goto fail;
@@ -580,8 +578,8 @@ static tdm_err snap_lean(const tdm_winop *op, tdm__enc *e, kgroups *kg,
             const tdm__ws_key *k = tdm__ws_key_at(ws, kid);
             refs[n_refs].sid = spans[i].sid;
             refs[n_refs].pos = j;
-            grp[n_refs] = kg_of(kg, kid, tdm__ws_key_bytes(k),
-                                tdm__ws_key_len(k));
+            grp[n_refs] =
+                kg_of(kg, kid, tdm__ws_key_bytes(k), tdm__ws_key_len(k));
             n_refs++;
         }
     }
@@ -656,11 +654,11 @@ fail:
 /* ====================================================================== */
 
 tdm_err tdm__winop_snapshot(const tdm_winop *op, tdm__enc *e,
-                            tdm__key_group_fn key_group, void *ud,
-                            int group_lo, int group_hi)
+                            tdm__key_group_fn key_group, void *ud, int group_lo,
+                            int group_hi)
 {
     tdm_err err;
-    kgroups kg = { NULL, key_group, ud, group_lo, group_hi };
+    kgroups kg = {NULL, key_group, ud, group_lo, group_hi};
     if (!op || !e || group_lo < 0 || group_lo > group_hi)
         return TDM_ERR_INVAL;
     if (op->agg->type == TDM__AGG_CUSTOM && op->agg->m.destroy_acc &&
@@ -724,8 +722,10 @@ static tdm_err dec_err(tdm_winop *op, const tdm__dec *d)
     tdm_err err = tdm__dec_error(d, &off, &why);
     if (err == TDM_OK)
         err = TDM_ERR_PARSE;
-    return tdm__msgf(&op->msg, err, "window operator restore: %s at "
-                     "offset %zu", why ? why : "bad input", off);
+    return tdm__msgf(&op->msg, err,
+                     "window operator restore: %s at "
+                     "offset %zu",
+                     why ? why : "bad input", off);
 }
 
 /* Makes the first error of @p body the error of @p d. */
@@ -786,7 +786,7 @@ static tdm_err dec_slot(tdm_winop *op, tdm__dec *d)
     uint32_t kid;
     if (tdm__keys_intern(op->keys, key, klen, &kid) != TDM_OK)
         return TDM_ERR_NOMEM;
-    tdm__ns ns = { na, nb };
+    tdm__ns ns = {na, nb};
     bool created;
     tdm__win_slot *s = tdm__kv_upsert(op->wins, kid, ns, &created);
     if (!s) {
@@ -847,8 +847,9 @@ static tdm_err dec_slot(tdm_winop *op, tdm__dec *d)
                     err = tdm__dec_done(&body);
                 if (err != TDM_OK) {
                     adopt(d, &body);
-                    return err == TDM_ERR_NOMEM ? err
-                           : tdm__dec_fail(d, "bad accumulator");
+                    return err == TDM_ERR_NOMEM
+                               ? err
+                               : tdm__dec_fail(d, "bad accumulator");
                 }
             } else {
                 const void *p;
@@ -1097,9 +1098,9 @@ static tdm_err add_cells(tdm_winop *op, tdm__dec *d, rs_cells *cb)
             (r->start != cb->c[i - 1].start || r->end != cb->c[i - 1].end))
             return tdm__dec_fail(d, "window order differs between groups");
         uint32_t sid;
-        tdm_err err = tdm__ws_span_get(ws, r->start, r->end, r->end - 1,
-                                       tdm__win_cleanup(op, r->end),
-                                       r->fired, &sid);
+        tdm_err err =
+            tdm__ws_span_get(ws, r->start, r->end, r->end - 1,
+                             tdm__win_cleanup(op, r->end), r->fired, &sid);
         if (err != TDM_OK)
             return err;
         uint64_t h = tdm__ws_hash(r->key, r->klen);
@@ -1118,16 +1119,14 @@ static tdm_err add_cells(tdm_winop *op, tdm__dec *d, rs_cells *cb)
         for (uint32_t v = 0; v < ws->n_vals; v++)
             c->v[v] = r->v[v];
 
-        if (r->fires > UINT32_MAX &&
-            !(c->span & TDM__WS_SPILL_BIT)) {
+        if (r->fires > UINT32_MAX && !(c->span & TDM__WS_SPILL_BIT)) {
             err = tdm__ws_cell_widen(ws, kid, &c);
             if (err != TDM_OK)
                 return err;
         }
         c->fires = (uint32_t)r->fires;
         if (c->span & TDM__WS_SPILL_BIT)
-            ((tdm__ws_spill *)(void *)((char *)c -
-                                       offsetof(tdm__ws_spill, c)))
+            ((tdm__ws_spill *)(void *)((char *)c - offsetof(tdm__ws_spill, c)))
                 ->fires_hi = (uint32_t)(r->fires >> 32);
     }
     cb->n = 0;
@@ -1140,14 +1139,15 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
                            int group_hi)
 {
     tdm_err err = TDM_OK;
-    rs_buf tb = { NULL, 0, 0 };
-    rs_cells cb = { NULL, 0, 0 };
+    rs_buf tb = {NULL, 0, 0};
+    rs_cells cb = {NULL, 0, 0};
     uint64_t nfp;
     tdm__dec body;
     if (!op || !d || group_lo < 0 || group_lo > group_hi)
         return TDM_ERR_INVAL;
     if (op->started && !op->restored)
-        return tdm__msgf(&op->msg, TDM_ERR_STATE, "window operator "
+        return tdm__msgf(&op->msg, TDM_ERR_STATE,
+                         "window operator "
                          "restore after input");
     /* Snapshots hold per-window cells (cell_state): the sliced mode
      * cannot take them apart into slices, so a restored operator keeps

@@ -76,25 +76,52 @@ int main(int argc, char **argv)
             usage();
         i++;
         switch (a[1]) {
-        case 'n': n = atoll(v); break;
-        case 'p': parts = atoi(v); break;
-        case 's': step = atoll(v); break;
-        case 'l': mean = atof(v); break;
-        case 'f': frac = atof(v); break;
-        case 'k': keys = atoi(v); break;
-        case 't': start = atoll(v); break;
-        case 'u': seconds = strcmp(v, "s") == 0; break;
-        case 'F': future = atoll(v); break;
-        case 'x': spike = atof(v); break;
-        case 'S': rng_state = (uint64_t)atoll(v); break;
-        case 'o': out = v; break;
-        case 'D': dir = v; break;
+        case 'n':
+            n = atoll(v);
+            break;
+        case 'p':
+            parts = atoi(v);
+            break;
+        case 's':
+            step = atoll(v);
+            break;
+        case 'l':
+            mean = atof(v);
+            break;
+        case 'f':
+            frac = atof(v);
+            break;
+        case 'k':
+            keys = atoi(v);
+            break;
+        case 't':
+            start = atoll(v);
+            break;
+        case 'u':
+            seconds = strcmp(v, "s") == 0;
+            break;
+        case 'F':
+            future = atoll(v);
+            break;
+        case 'x':
+            spike = atof(v);
+            break;
+        case 'S':
+            rng_state = (uint64_t)atoll(v);
+            break;
+        case 'o':
+            out = v;
+            break;
+        case 'D':
+            dir = v;
+            break;
         case 'i':
-            if (sscanf(v, "%lld:%lld:%lld", &idle_p, &idle_from,
-                       &idle_for) != 3)
+            if (sscanf(v, "%lld:%lld:%lld", &idle_p, &idle_from, &idle_for) !=
+                3)
                 usage();
             break;
-        default: usage();
+        default:
+            usage();
         }
     }
     if (parts < 1 || keys < 1 || step < 0 || n < 0)

@@ -71,8 +71,8 @@ int main(int argc, char **argv)
     a.sin_port = htons((unsigned short)port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        fprintf(stderr, "http_get: cannot connect to 127.0.0.1:%ld: %s\n",
-                port, strerror(errno));
+        fprintf(stderr, "http_get: cannot connect to 127.0.0.1:%ld: %s\n", port,
+                strerror(errno));
         return 1;
     }
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

@@ -119,7 +119,8 @@ static int only_keys(const json_t *obj, const char *const *allowed, char *why,
     const char *k;
     json_t *val;
 
-    json_object_foreach((json_t *)obj, k, val) {
+    json_object_foreach((json_t *)obj, k, val)
+    {
         const char *const *a;
 
         (void)val;
@@ -159,7 +160,8 @@ static int put_value(json_t *dst, const json_t *src, int allow_list, char *why,
     if (!j)
         return set_why(why, why_size, "invalid output item: missing \"value\"");
     if (json_is_array(j) && allow_list) {
-        json_array_foreach(j, i, x) {
+        json_array_foreach(j, i, x)
+        {
             if (!json_is_number(x))
                 return set_why(why, why_size,
                                "invalid output item: \"value\" list must hold "
@@ -334,7 +336,8 @@ static int canon_body(const json_t *item, json_t *c, char *why, size_t why_size)
         to = json_array();
         if (!to || json_object_set_new(c, "to", to) != 0)
             return set_why(why, why_size, "out of memory");
-        json_array_foreach(j, i, x) {
+        json_array_foreach(j, i, x)
+        {
             int64_t t;
 
             if (to_int64(x, &t) != 0)
@@ -386,7 +389,8 @@ static int canon_body(const json_t *item, json_t *c, char *why, size_t why_size)
         const char *k;
         json_t *val;
 
-        json_object_foreach((json_t *)item, k, val) {
+        json_object_foreach((json_t *)item, k, val)
+        {
             (void)val;
             if (strcmp(k, "after") != 0)
                 return set_why(why, why_size,
@@ -493,14 +497,16 @@ static int item_equal(const json_t *e, const json_t *a)
         return 0;
     switch (json_typeof(e)) {
     case JSON_OBJECT:
-        json_object_foreach((json_t *)e, k, ev) {
+        json_object_foreach((json_t *)e, k, ev)
+        {
             if (strcmp(k, "after") == 0)
                 continue;
             av = json_object_get(a, k);
             if (!av || !item_equal(ev, av))
                 return 0;
         }
-        json_object_foreach((json_t *)a, k, av) {
+        json_object_foreach((json_t *)a, k, av)
+        {
             (void)av;
             if (strcmp(k, "after") != 0 && strcmp(k, "side") != 0 &&
                 !json_object_get(e, k))
@@ -510,7 +516,8 @@ static int item_equal(const json_t *e, const json_t *a)
     case JSON_ARRAY:
         if (json_array_size(e) != json_array_size(a))
             return 0;
-        json_array_foreach((json_t *)e, i, ev) {
+        json_array_foreach((json_t *)e, i, ev)
+        {
             if (!item_equal(ev, json_array_get(a, i)))
                 return 0;
         }
@@ -571,7 +578,8 @@ static size_t collect(const json_t *list, int64_t after, struct entry *out)
     size_t i, n = 0;
     int seg = 0;
 
-    json_array_foreach(list, i, item) {
+    json_array_foreach(list, i, item)
+    {
         if (after_of(item) != after)
             continue;
         out[n].item = item;

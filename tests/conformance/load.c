@@ -50,7 +50,8 @@ static int check_keys(const json_t *obj, const char *what,
     const char *k = NULL;
     json_t *val;
 
-    json_object_foreach((json_t *)obj, k, val) {
+    json_object_foreach((json_t *)obj, k, val)
+    {
         (void)val;
         if (!in_list(k, allowed))
             return set_why(why, why_size, "unsupported field \"%s\" in %s", k,
@@ -859,7 +860,8 @@ static int load_expect(const json_t *e, struct conf_vector *v, char *why,
     v->expected = json_array();
     if (!v->expected)
         return set_why(why, why_size, "out of memory");
-    json_array_foreach(out, i, item) {
+    json_array_foreach(out, i, item)
+    {
         char sub[CONF_MSG];
         json_t *c = conf_canon_expected(item, v->n_input, sub, sizeof(sub));
 
@@ -872,7 +874,8 @@ static int load_expect(const json_t *e, struct conf_vector *v, char *why,
     if (counters) {
         if (need_object(counters, "expect.counters", why, why_size) != 0)
             return -1;
-        json_object_foreach((json_t *)counters, k, val) {
+        json_object_foreach((json_t *)counters, k, val)
+        {
             (void)val;
             if (!in_list(k, counter_keys))
                 return set_why(why, why_size, "unsupported counter \"%s\"", k);

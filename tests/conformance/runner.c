@@ -42,7 +42,8 @@ static void print_items(const char *title, const json_t *items)
     size_t i;
 
     printf("    %s (%zu):\n", title, json_array_size(items));
-    json_array_foreach(items, i, it) {
+    json_array_foreach(items, i, it)
+    {
         char *r = conf_render(it);
 
         printf("      after %lld: %s\n",

@@ -117,8 +117,7 @@ static int maybe_malformed(FILE *f, long long ts)
                 ts);
         break;
     default:
-        fprintf(f, "{\"user\":\"u%lld\",\"order_id\":\"o2\"}\n",
-                uni(0, 199));
+        fprintf(f, "{\"user\":\"u%lld\",\"order_id\":\"o2\"}\n", uni(0, 199));
         break;
     }
     return 1;

@@ -7,13 +7,13 @@
 
 #include <stdio.h>
 
-#define CHECK(c)                                                        \
-    do {                                                                \
-        if (!(c)) {                                                     \
-            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
-                    __LINE__, #c);                                      \
-            __builtin_trap();                                           \
-        }                                                               \
+#define CHECK(c)                                                               \
+    do {                                                                       \
+        if (!(c)) {                                                            \
+            fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__,         \
+                    __LINE__, #c);                                             \
+            __builtin_trap();                                                  \
+        }                                                                      \
     } while (0)
 
 #endif /* TDM_FUZZ_CHECK_H */

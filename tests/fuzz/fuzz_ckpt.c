@@ -27,8 +27,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void check_same(const tdm__ckpt_manifest *a,
-                       const tdm__ckpt_manifest *b)
+static void check_same(const tdm__ckpt_manifest *a, const tdm__ckpt_manifest *b)
 {
     CHECK(a->version == b->version && a->id == b->id && a->kind == b->kind);
     CHECK(strcmp(a->job, b->job) == 0);
@@ -69,8 +68,8 @@ static void manifest(const uint8_t *p, size_t len)
     uint8_t *enc;
     size_t enc_len;
     if (tdm__ckpt_manifest_encode(&m, &enc, &enc_len) == TDM_OK) {
-        CHECK(tdm__ckpt_manifest_decode(enc, enc_len, &back, err,
-                                        sizeof err) == TDM_OK);
+        CHECK(tdm__ckpt_manifest_decode(enc, enc_len, &back, err, sizeof err) ==
+              TDM_OK);
         check_same(&m, &back);
         tdm__ckpt_manifest_free(&back);
         tdm__free(enc);
@@ -106,8 +105,7 @@ static void check_error(const tdm__dec *d, size_t total)
 }
 
 /* Reads values from @p d, picked by @p tag, until it ends or fails. */
-static void values(tdm__dec *d, uint64_t tag, const uint8_t *all,
-                   size_t total)
+static void values(tdm__dec *d, uint64_t tag, const uint8_t *all, size_t total)
 {
     for (int k = 0; tdm__dec_left(d) > 0 && k < 256; k++) {
         size_t start = d->pos;
@@ -160,8 +158,7 @@ static void values(tdm__dec *d, uint64_t tag, const uint8_t *all,
 
 /* Walks @p d as a stream of sections; each body is walked the same way
  * (to depth 4) and, if it is not made of sections, read as values. */
-static void sections(tdm__dec *d, int depth, const uint8_t *all,
-                     size_t total)
+static void sections(tdm__dec *d, int depth, const uint8_t *all, size_t total)
 {
     while (tdm__dec_left(d) > 0) {
         uint64_t tag;

@@ -92,8 +92,7 @@ static void round_trip(const tdm__source_conf *conf, const int *cols,
             if (x->v[f].null)
                 continue;
             CHECK(x->v[f].u.s.len == y->v[f].u.s.len);
-            CHECK(memcmp(x->v[f].u.s.p, y->v[f].u.s.p, x->v[f].u.s.len) ==
-                  0);
+            CHECK(memcmp(x->v[f].u.s.p, y->v[f].u.s.p, x->v[f].u.s.len) == 0);
         }
     } else {
         /* Only an all-null or all-blank row may fail to come back (an
@@ -134,8 +133,8 @@ static int run(const char *schema_text, uint8_t cfg, const uint8_t *data,
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
         lines++;
         if (conf.csv_header && !cols) {
-            tdm_err err = tdm__csv_header(&conf, p, len, &cols, &n_cols,
-                                          reason, sizeof reason);
+            tdm_err err = tdm__csv_header(&conf, p, len, &cols, &n_cols, reason,
+                                          sizeof reason);
             CHECK(err == TDM_OK || err == TDM_ERR_PARSE);
             if (err == TDM_OK) {
                 for (int c = 0; c < n_cols; c++)
@@ -177,8 +176,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    run("s:string, i:int64, d:double, b:bool, ts:timestamp", data[0],
-        data + 1, size - 1, false);
+    run("s:string, i:int64, d:double, b:bool, ts:timestamp", data[0], data + 1,
+        size - 1, false);
     run("a:string, b:string, c:string", data[0], data + 1, size - 1, true);
     return 0;
 }

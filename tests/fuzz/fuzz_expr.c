@@ -25,39 +25,35 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define SCHEMA                                                           \
-    "i:int64, j:int64, d:double, e:double, s:string, u:string, b:bool, " \
+#define SCHEMA                                                                 \
+    "i:int64, j:int64, d:double, e:double, s:string, u:string, b:bool, "       \
     "c:bool, t:timestamp"
 #define N_ROWS 4
 
 static void fill_rows(tdm__batch *b)
 {
     static const char *const strs[N_ROWS][2] = {
-        { "abc", "abd" }, { "", "" }, { "zz\x01", "a" }, { NULL, NULL }
-    };
+        {"abc", "abd"}, {"", ""}, {"zz\x01", "a"}, {NULL, NULL}};
     static const int64_t ints[N_ROWS][2] = {
-        { 7, -3 }, { 0, 0 }, { INT64_MIN, INT64_MAX }, { 0, 0 }
-    };
+        {7, -3}, {0, 0}, {INT64_MIN, INT64_MAX}, {0, 0}};
     static const double dbls[N_ROWS][2] = {
-        { 2.5, -0.125 }, { 0.0, -0.0 }, { 1.7976931348623157e308, -1e-300 },
-        { 0, 0 }
-    };
+        {2.5, -0.125}, {0.0, -0.0}, {1.7976931348623157e308, -1e-300}, {0, 0}};
     for (int r = 0; r < N_ROWS; r++) {
         tdm__row *row = tdm__batch_add(b);
         CHECK(row != NULL);
         if (r == N_ROWS - 1)
             continue; /* all null */
-        row->v[0] = (tdm__val){ .u.i = ints[r][0] };
-        row->v[1] = (tdm__val){ .u.i = ints[r][1] };
-        row->v[2] = (tdm__val){ .u.d = dbls[r][0] };
-        row->v[3] = (tdm__val){ .u.d = dbls[r][1] };
+        row->v[0] = (tdm__val){.u.i = ints[r][0]};
+        row->v[1] = (tdm__val){.u.i = ints[r][1]};
+        row->v[2] = (tdm__val){.u.d = dbls[r][0]};
+        row->v[3] = (tdm__val){.u.d = dbls[r][1]};
         CHECK(tdm__batch_set_string(b, row, 4, strs[r][0],
                                     strlen(strs[r][0])) == TDM_OK);
         CHECK(tdm__batch_set_string(b, row, 5, strs[r][1],
                                     strlen(strs[r][1])) == TDM_OK);
-        row->v[6] = (tdm__val){ .u.i = r & 1 };
-        row->v[7] = (tdm__val){ .u.i = !(r & 1) };
-        row->v[8] = (tdm__val){ .u.i = ints[r][1] };
+        row->v[6] = (tdm__val){.u.i = r & 1};
+        row->v[7] = (tdm__val){.u.i = !(r & 1)};
+        row->v[8] = (tdm__val){.u.i = ints[r][1]};
     }
 }
 
@@ -70,8 +66,7 @@ static void same_val(tdm__expr_type t, const tdm__expr_val *a,
         return;
     if (t == TDM__EXPR_STRING) {
         CHECK(a->u.s.len == b->u.s.len);
-        CHECK(a->u.s.len == 0 ||
-              memcmp(a->u.s.p, b->u.s.p, a->u.s.len) == 0);
+        CHECK(a->u.s.len == 0 || memcmp(a->u.s.p, b->u.s.p, a->u.s.len) == 0);
     } else {
         CHECK(memcmp(&a->u.i, &b->u.i, sizeof a->u.i) == 0);
     }

@@ -35,8 +35,7 @@ static void same_row(const tdm__row *a, const tdm__row *b)
         switch (a->schema->fields[f].type) {
         case TDM_TYPE_STRING:
             CHECK(a->v[f].u.s.len == b->v[f].u.s.len);
-            CHECK(memcmp(a->v[f].u.s.p, b->v[f].u.s.p, a->v[f].u.s.len) ==
-                  0);
+            CHECK(memcmp(a->v[f].u.s.p, b->v[f].u.s.p, a->v[f].u.s.len) == 0);
             break;
         case TDM_TYPE_DOUBLE:
             CHECK(memcmp(&a->v[f].u.d, &b->v[f].u.d, sizeof(double)) == 0);
@@ -67,8 +66,8 @@ static void check_row(const tdm__source_conf *conf, const tdm__batch *b,
 }
 
 static void parse_three_ways(const tdm__source_conf *conf, tdm__batch *ba,
-                             tdm__batch *bj, tdm__batch *bf,
-                             const char *line, size_t len)
+                             tdm__batch *bj, tdm__batch *bf, const char *line,
+                             size_t len)
 {
     char ra[512], rj[512], rf[512];
     tdm_err ea, ej, ef;

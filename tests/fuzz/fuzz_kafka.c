@@ -54,7 +54,7 @@ static void fuzz_row(const uint8_t *p, size_t n)
     tdm_err e = tdm__kshuffle_decode(p, n, b, &row);
     CHECK(e == TDM_OK || e == TDM_ERR_PARSE);
     if (e == TDM_OK) {
-        tdm__keybuf k1 = { 0 }, k2 = { 0 };
+        tdm__keybuf k1 = {0}, k2 = {0};
         tdm__row *r2 = NULL;
         CHECK(tdm__kshuffle_encode(row, &k1) == TDM_OK);
         CHECK(tdm__kshuffle_decode(k1.p, k1.len, b, &r2) == TDM_OK);

@@ -65,8 +65,8 @@ static tdm_time_ms draw_ts(cursor *c, tdm_time_ms base, int no_extremes)
     }
 }
 
-static const char *const KEYS[] = {"a", "b", "cc", "", "key-4", "k5", "k6",
-                                   "seven"};
+static const char *const KEYS[] = {"a",     "b",  "cc", "",
+                                   "key-4", "k5", "k6", "seven"};
 
 /* ====================================================================== */
 /* What the checks remember between events                                 */
@@ -272,8 +272,8 @@ static tdm_trigger *make_trigger(trig_kind k, cursor *c)
         tdm_trigger_new_count(1 + u8(c) % 4, &t, NULL, 0);
         break;
     case TRIG_CONTINUOUS:
-        tdm_trigger_new_continuous_event_time(SIZES[u8(c) % 8] * 3, &t,
-                                              NULL, 0);
+        tdm_trigger_new_continuous_event_time(SIZES[u8(c) % 8] * 3, &t, NULL,
+                                              0);
         break;
     case TRIG_PURGING_EVENT:
         tdm_trigger_new_event_time(&inner);
@@ -365,8 +365,8 @@ static void fuzz_winop(cursor *c)
               TDM_OK);
         break;
     case A_SLIDING:
-        CHECK(tdm_assigner_new_sliding(s.size, s.slide, s.offset, &asg,
-                                       NULL, 0) == TDM_OK);
+        CHECK(tdm_assigner_new_sliding(s.size, s.slide, s.offset, &asg, NULL,
+                                       0) == TDM_OK);
         break;
     case A_SESSION:
         CHECK(tdm_assigner_new_session(s.gap, &asg, NULL, 0) == TDM_OK);
@@ -383,10 +383,9 @@ static void fuzz_winop(cursor *c)
     /* tdm_winop_new takes ownership of asg, trg and agg, even on failure.
      * Only a merging assigner may be refused (a trigger or aggregate that
      * cannot merge), and every built-in one can. */
-    CHECK(tdm_winop_new(asg, trg, agg, n_ch, clk, on_emit, &s, &op, NULL,
-                        0) == TDM_OK);
-    CHECK(tdm_winop_set_allowed_lateness(op, s.lateness, NULL, 0) ==
+    CHECK(tdm_winop_new(asg, trg, agg, n_ch, clk, on_emit, &s, &op, NULL, 0) ==
           TDM_OK);
+    CHECK(tdm_winop_set_allowed_lateness(op, s.lateness, NULL, 0) == TDM_OK);
     CHECK(tdm_winop_set_late_output(op, s.late_output) == TDM_OK);
 
     while (more(c)) {
@@ -507,8 +506,8 @@ static void fuzz_join(cursor *c)
     if (tdm_clock_new_manual(0, &clk) != TDM_OK ||
         tdm_record_new(&rec) != TDM_OK)
         goto done;
-    e = tdm_joinop_new_interval(lower, upper, lower_inc, upper_inc, n_ch,
-                                clk, on_emit, &s, &op, NULL, 0);
+    e = tdm_joinop_new_interval(lower, upper, lower_inc, upper_inc, n_ch, clk,
+                                on_emit, &s, &op, NULL, 0);
     if (s.lower > s.upper) {
         CHECK(e == TDM_ERR_INVAL && op == NULL);
         goto done;

@@ -29,8 +29,8 @@ static void fuzz_on_dead(void *ud, const char *loc, const char *reason,
 /* Reads @p n bytes through a temporary file and a stream of @p conf;
  * every row goes to @p check_row.  Blank lines count in neither rows nor
  * dead letters; nothing else is lost, so rows + dead <= @p lines. */
-static void fuzz_through_stream(const tdm__source_conf *conf,
-                                const uint8_t *p, size_t n, int lines,
+static void fuzz_through_stream(const tdm__source_conf *conf, const uint8_t *p,
+                                size_t n, int lines,
                                 fuzz_check_row_fn check_row)
 {
     FILE *f = tmpfile();
@@ -49,8 +49,8 @@ static void fuzz_through_stream(const tdm__source_conf *conf,
     CHECK(tdm__stream_init(&st, conf, fileno(f), false, "fuzz") == TDM_OK);
     while (state != TDM__STREAM_END) {
         tdm__batch_clear(b);
-        CHECK(tdm__stream_read(&st, conf, b, 16, 0, NULL, fuzz_on_dead,
-                               &dead, 0, &state) == TDM_OK);
+        CHECK(tdm__stream_read(&st, conf, b, 16, 0, NULL, fuzz_on_dead, &dead,
+                               0, &state) == TDM_OK);
         for (size_t i = 0; i < b->n; i++)
             check_row(conf, b, &b->rows[i]);
         rows += (int)b->n;

@@ -6,8 +6,8 @@
  * and are deterministic, routes with ids have non-empty NUL-free ids
  * that survive a round trip (percent-encode every byte, parse again),
  * only GET and HEAD reach a route, and the Host check keeps the promises
- * of host_check below.  replay.c runs tests/fuzz/corpus_router/ in every build; with
- * -DTDM_FUZZ=ON (clang):
+ * of host_check below.  replay.c runs tests/fuzz/corpus_router/ in every build;
+ * with -DTDM_FUZZ=ON (clang):
  *   ./build-fuzz/fuzz_router -max_len=1024 tests/fuzz/corpus_router */
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -73,15 +73,15 @@ static rd_kafka_t *client(rd_kafka_type_t type, const char *boot,
         rd_kafka_conf_set_opaque(conf, failed);
         rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     }
-    if (rd_kafka_conf_set(conf, "bootstrap.servers", boot, err,
-                          sizeof err) != RD_KAFKA_CONF_OK)
+    if (rd_kafka_conf_set(conf, "bootstrap.servers", boot, err, sizeof err) !=
+        RD_KAFKA_CONF_OK)
         goto bad;
     if (rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err) !=
         RD_KAFKA_CONF_OK)
         goto bad;
     for (int i = 0; extra != NULL && extra[i] != NULL; i += 2)
-        if (rd_kafka_conf_set(conf, extra[i], extra[i + 1], err,
-                              sizeof err) != RD_KAFKA_CONF_OK)
+        if (rd_kafka_conf_set(conf, extra[i], extra[i + 1], err, sizeof err) !=
+            RD_KAFKA_CONF_OK)
             goto bad;
     rd_kafka_t *rk = rd_kafka_new(type, conf, err, sizeof err);
     if (rk == NULL) {
@@ -156,11 +156,10 @@ static int cmd_produce(int argc, char **argv)
     }
     if (first_file < 0)
         return usage();
-    static const char *const props[] = { "enable.idempotence", "true",
-                                         "linger.ms", "5", NULL };
+    static const char *const props[] = {"enable.idempotence", "true",
+                                        "linger.ms", "5", NULL};
     int failed_deliveries = 0;
-    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, boot, props,
-                            &failed_deliveries);
+    rd_kafka_t *rk = client(RD_KAFKA_PRODUCER, boot, props, &failed_deliveries);
     if (rk == NULL)
         return 1;
     for (int i = first_file; i < argc && rc == 0; i++) {
@@ -215,8 +214,8 @@ static int cmd_produce(int argc, char **argv)
                     rd_kafka_poll(rk, 50);
             } while (e == RD_KAFKA_RESP_ERR__QUEUE_FULL);
             if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-                fprintf(stderr, "tdm_kafka_tool: %s:%ld: %s\n", argv[i],
-                        lineno, rd_kafka_err2str(e));
+                fprintf(stderr, "tdm_kafka_tool: %s:%ld: %s\n", argv[i], lineno,
+                        rd_kafka_err2str(e));
                 rc = 1;
             }
             n_msgs++;
@@ -237,8 +236,8 @@ static int cmd_produce(int argc, char **argv)
         rc = 1;
     rd_kafka_destroy(rk);
     if (rc == 0)
-        fprintf(stderr, "tdm_kafka_tool: produced %ld messages to %s\n",
-                n_msgs, topic);
+        fprintf(stderr, "tdm_kafka_tool: produced %ld messages to %s\n", n_msgs,
+                topic);
     return rc;
 }
 
@@ -274,10 +273,9 @@ static int cmd_consume(int argc, char **argv)
     int with_off = argc > 2 && strcmp(argv[2], "--offsets") == 0;
     if (argc > 3 || (argc > 2 && !with_ts && !with_off))
         return usage();
-    static const char *const props[] = { "enable.partition.eof", "true",
-                                         "group.id", "tdm-kafka-tool",
-                                         "enable.auto.commit", "false",
-                                         NULL };
+    static const char *const props[] = {
+        "enable.partition.eof", "true",  "group.id", "tdm-kafka-tool",
+        "enable.auto.commit",   "false", NULL};
     rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, boot, props, NULL);
     if (rk == NULL)
         return 1;
@@ -306,8 +304,9 @@ static int cmd_consume(int argc, char **argv)
     int64_t deadline = now_ms() + TIMEOUT_MS;
     while (ended != NULL && n_ended < n) {
         if (now_ms() > deadline) {
-            fprintf(stderr, "tdm_kafka_tool: %d of %d partitions did not "
-                            "reach their end in %d ms\n",
+            fprintf(stderr,
+                    "tdm_kafka_tool: %d of %d partitions did not "
+                    "reach their end in %d ms\n",
                     n - n_ended, n, TIMEOUT_MS);
             rc = 1;
             break;
@@ -316,14 +315,12 @@ static int cmd_consume(int argc, char **argv)
         if (m == NULL)
             continue;
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            if (m->partition >= 0 && m->partition < n &&
-                !ended[m->partition]) {
+            if (m->partition >= 0 && m->partition < n && !ended[m->partition]) {
                 ended[m->partition] = 1;
                 n_ended++;
             }
         } else if (m->err) {
-            fprintf(stderr, "tdm_kafka_tool: %s\n",
-                    rd_kafka_message_errstr(m));
+            fprintf(stderr, "tdm_kafka_tool: %s\n", rd_kafka_message_errstr(m));
             rc = 1;
             rd_kafka_message_destroy(m);
             break;
@@ -345,8 +342,8 @@ static int cmd_committed(int argc, char **argv)
     if (argc != 3)
         return usage();
     const char *boot = argv[0], *group = argv[1], *topic = argv[2];
-    const char *const props[] = { "group.id", group, "enable.auto.commit",
-                                  "false", NULL };
+    const char *const props[] = {"group.id", group, "enable.auto.commit",
+                                 "false", NULL};
     rd_kafka_t *rk = client(RD_KAFKA_CONSUMER, boot, props, NULL);
     if (rk == NULL)
         return 1;
@@ -362,8 +359,7 @@ static int cmd_committed(int argc, char **argv)
         rd_kafka_topic_partition_list_add(list, topic, p);
     rd_kafka_resp_err_t e = rd_kafka_committed(rk, list, TIMEOUT_MS);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        fprintf(stderr, "tdm_kafka_tool: committed: %s\n",
-                rd_kafka_err2str(e));
+        fprintf(stderr, "tdm_kafka_tool: committed: %s\n", rd_kafka_err2str(e));
         rc = 1;
     }
     for (int i = 0; rc == 0 && i < list->cnt; i++) {
@@ -392,8 +388,8 @@ static int cmd_offsets(int argc, char **argv)
         rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
             rk, argv[1], p, &lo, &hi, TIMEOUT_MS);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            fprintf(stderr, "tdm_kafka_tool: offsets of %s[%d]: %s\n",
-                    argv[1], p, rd_kafka_err2str(e));
+            fprintf(stderr, "tdm_kafka_tool: offsets of %s[%d]: %s\n", argv[1],
+                    p, rd_kafka_err2str(e));
             rc = 1;
         } else {
             printf("%d\t%" PRId64 "\t%" PRId64 "\n", p, lo, hi);

@@ -89,8 +89,7 @@ int main(int argc, char **argv)
             brokers = atoi(argv[++i]);
             if (brokers < 1 || brokers > 16)
                 return usage();
-        } else if (strcmp(argv[i], "--bootstrap-file") == 0 &&
-                   i + 1 < argc) {
+        } else if (strcmp(argv[i], "--bootstrap-file") == 0 && i + 1 < argc) {
             bootstrap_file = argv[++i];
         } else if (strcmp(argv[i], "--topic") == 0 && i + 1 < argc) {
             i++; /* Checked below, once the cluster exists. */
@@ -147,13 +146,14 @@ int main(int argc, char **argv)
         char name[256];
         int parts;
         if (parse_topic(argv[++i], name, sizeof name, &parts) != 0) {
-            fprintf(stderr, "tdm_kafka_mock: --topic %s: expected "
-                            "NAME:PARTITIONS (1 to 1000)\n", argv[i]);
+            fprintf(stderr,
+                    "tdm_kafka_mock: --topic %s: expected "
+                    "NAME:PARTITIONS (1 to 1000)\n",
+                    argv[i]);
             rc = 2;
             break;
         }
-        rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, name, parts,
-                                                           1);
+        rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(mc, name, parts, 1);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
             fprintf(stderr, "tdm_kafka_mock: topic %s: %s\n", name,
                     rd_kafka_err2str(e));
@@ -168,7 +168,7 @@ int main(int argc, char **argv)
     }
     /* Serve until told to stop; the brokers run on the cluster's own
      * threads, this one only waits. */
-    struct timespec tick = { 0, 50 * 1000 * 1000 };
+    struct timespec tick = {0, 50 * 1000 * 1000};
     while (rc == 0 && !stop_flag)
         nanosleep(&tick, NULL);
     rd_kafka_mock_cluster_destroy(mc);

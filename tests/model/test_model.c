@@ -134,20 +134,19 @@ static void stream_push(stream *st, step s)
 typedef struct gen_params {
     int n_records;
     int n_keys;
-    tdm_time_ms base;      /* first "true" time */
-    tdm_time_ms max_step;  /* true time advances by [0, max_step] */
+    tdm_time_ms base;     /* first "true" time */
+    tdm_time_ms max_step; /* true time advances by [0, max_step] */
     tdm_time_ms small_delay, big_delay;
     int pct_big_delay;
-    int pct_wm;            /* chance of a watermark before a record */
-    tdm_time_ms wm_lag;    /* watermark = true time - [0, wm_lag] */
-    int allow_wm_regress;  /* multi-channel: sometimes send a lower one */
+    int pct_wm;           /* chance of a watermark before a record */
+    tdm_time_ms wm_lag;   /* watermark = true time - [0, wm_lag] */
+    int allow_wm_regress; /* multi-channel: sometimes send a lower one */
 } gen_params;
 
 /* Draws a stream: records whose timestamps trail a rising "true" time by
  * a small or (sometimes) a big delay, and watermarks that trail it too.
  * Per channel, watermarks never decrease unless allow_wm_regress. */
-static void gen_stream(rng *r, const gen_params *g, int n_channels,
-                       stream *st)
+static void gen_stream(rng *r, const gen_params *g, int n_channels, stream *st)
 {
     tdm_time_ms t = g->base;
     tdm_time_ms last_wm[2] = {TDM_TIME_MIN, TDM_TIME_MIN};
@@ -351,8 +350,13 @@ static double oracle_agg(tdm_agg_kind k, const stream *st, const int *idx,
 static void push_result(expect *ex, int at, int key, tdm_time_ms s,
                         tdm_time_ms e, double value, int64_t pane)
 {
-    ev x = {.step = at, .kind = EV_RESULT, .key = key, .a = s, .b = e,
-            .value = value, .pane = pane};
+    ev x = {.step = at,
+            .kind = EV_RESULT,
+            .key = key,
+            .a = s,
+            .b = e,
+            .value = value,
+            .pane = pane};
     if (pane < 0) {
         x.timing = -1;
         x.update = -1;
@@ -374,8 +378,14 @@ static void oracle_unhandled(const model_cfg *c, const stream *st, int i,
     if (sat_add(s->ts, c->lateness) > w)
         return; /* in no window, but not late itself: silently ignored */
     if (c->late_output) {
-        ev x = {.step = i, .kind = EV_LATE, .key = s->key, .a = s->ts,
-                .value = s->value, .pane = -1, .timing = -1, .update = -1};
+        ev x = {.step = i,
+                .kind = EV_LATE,
+                .key = s->key,
+                .a = s->ts,
+                .value = s->value,
+                .pane = -1,
+                .timing = -1,
+                .update = -1};
         evvec_push(&ex->evs, x);
         ex->late_emitted++;
     } else {
@@ -385,13 +395,16 @@ static void oracle_unhandled(const model_cfg *c, const stream *st, int i,
 
 static void oracle_forwarded_watermarks(const stream *st,
                                         const tdm_time_ms *w_before,
-                                        const tdm_time_ms *w_after,
-                                        expect *ex)
+                                        const tdm_time_ms *w_after, expect *ex)
 {
     for (int i = 0; i < st->n; i++)
         if (w_after[i] > w_before[i]) {
-            ev x = {.step = i, .kind = EV_WM, .a = w_after[i], .pane = -1,
-                    .timing = -1, .update = -1};
+            ev x = {.step = i,
+                    .kind = EV_WM,
+                    .a = w_after[i],
+                    .pane = -1,
+                    .timing = -1,
+                    .update = -1};
             evvec_push(&ex->evs, x);
         }
 }
@@ -427,8 +440,7 @@ static void oracle_time_windows(const model_cfg *c, const stream *st,
             continue;
         int k = oracle_window_starts(c, s->ts, starts, 4096);
         for (int j = 0; j < k; j++) {
-            tdm_time_ms cleanup = sat_add(starts[j] + c->size - 1,
-                                          c->lateness);
+            tdm_time_ms cleanup = sat_add(starts[j] + c->size - 1, c->lateness);
             if (cleanup <= w_before[i])
                 continue; /* R2.2: this window is late, silently skipped */
             if (n_acc == cap_acc) {
@@ -521,8 +533,8 @@ static void sess_add(sess *s, int step_idx)
  *    (R5.4), otherwise its timer is pending at end-1;
  *  - on a watermark, pending timers <= W fire, then sessions whose
  *    cleanup time is <= W are removed (R4.3). */
-static void oracle_sessions(const model_cfg *c, const stream *st,
-                            expect *ex, char *err, size_t err_size)
+static void oracle_sessions(const model_cfg *c, const stream *st, expect *ex,
+                            char *err, size_t err_size)
 {
     int n = st->n;
     tdm_time_ms *w_before = xrealloc(NULL, (size_t)n * sizeof *w_before);
@@ -600,8 +612,7 @@ static void oracle_sessions(const model_cfg *c, const stream *st,
                 if (x->alive && x->timer && x->end - 1 <= wa) {
                     x->timer = 0;
                     push_result(ex, i, x->key, x->start, x->end,
-                                oracle_agg(c->agg, st, x->members, x->n),
-                                -1);
+                                oracle_agg(c->agg, st, x->members, x->n), -1);
                 }
             }
             for (int j = 0; j < n_ss; j++) {
@@ -708,18 +719,18 @@ static tdm_winop *make_op(const model_cfg *c, tdm_clock *clk, run_ctx *rc)
     tdm_winop *op = NULL;
 
     if (c->type == W_TUMBLING)
-        ASSERT_OK(tdm_assigner_new_tumbling(c->size, c->offset, &asg, eb,
-                                            sizeof eb));
+        ASSERT_OK(
+            tdm_assigner_new_tumbling(c->size, c->offset, &asg, eb, sizeof eb));
     else if (c->type == W_SLIDING)
-        ASSERT_OK(tdm_assigner_new_sliding(c->size, c->slide, c->offset,
-                                           &asg, eb, sizeof eb));
+        ASSERT_OK(tdm_assigner_new_sliding(c->size, c->slide, c->offset, &asg,
+                                           eb, sizeof eb));
     else
         ASSERT_OK(tdm_assigner_new_session(c->gap, &asg, eb, sizeof eb));
     if (c->explicit_trigger)
         ASSERT_OK(tdm_trigger_new_event_time(&trg));
     ASSERT_OK(tdm_aggregate_new(c->agg, &agg));
-    if (tdm_winop_new(asg, trg, agg, c->n_channels, clk, on_emit, rc, &op,
-                      eb, sizeof eb) != TDM_OK)
+    if (tdm_winop_new(asg, trg, agg, c->n_channels, clk, on_emit, rc, &op, eb,
+                      sizeof eb) != TDM_OK)
         tdm_test_fail(__FILE__, __LINE__, "tdm_winop_new: %s", eb);
     ASSERT_OK(tdm_winop_set_allowed_lateness(op, c->lateness, eb, sizeof eb));
     ASSERT_OK(tdm_winop_set_late_output(op, c->late_output));
@@ -734,9 +745,8 @@ static void cfg_format(const model_cfg *c, char *buf, size_t n)
              "%s size=%" PRId64 " slide=%" PRId64 " offset=%" PRId64
              " gap=%" PRId64 " lateness=%" PRId64
              " late_output=%d agg=%s channels=%d explicit_trigger=%d",
-             types[c->type], c->size, c->slide, c->offset, c->gap,
-             c->lateness, c->late_output, aggs[c->agg], c->n_channels,
-             c->explicit_trigger);
+             types[c->type], c->size, c->slide, c->offset, c->gap, c->lateness,
+             c->late_output, aggs[c->agg], c->n_channels, c->explicit_trigger);
 }
 
 /* Prints the stream up to @p upto (inclusive), for failure reports. */
@@ -745,9 +755,9 @@ static void dump_stream(const stream *st, int upto)
     for (int i = 0; i <= upto && i < st->n; i++) {
         const step *s = &st->steps[i];
         if (s->kind == ST_REC)
-            fprintf(stderr, "  %4d record key=\"%s\" ts=%" PRId64
-                    " value=%g ch=%d\n", i, KEYS[s->key], s->ts, s->value,
-                    s->ch);
+            fprintf(stderr,
+                    "  %4d record key=\"%s\" ts=%" PRId64 " value=%g ch=%d\n",
+                    i, KEYS[s->key], s->ts, s->value, s->ch);
         else if (s->kind == ST_WM)
             fprintf(stderr, "  %4d watermark %" PRId64 " ch=%d\n", i, s->ts,
                     s->ch);
@@ -783,8 +793,7 @@ typedef struct totals {
 
 /* Feeds @p st to a fresh operator and compares with the oracle. */
 static void run_and_compare(const char *case_name, uint64_t seed,
-                            const model_cfg *c, const stream *st,
-                            totals *tot)
+                            const model_cfg *c, const stream *st, totals *tot)
 {
     expect ex = {0};
     run_ctx rc = {.check_panes = c->check_panes};
@@ -827,17 +836,16 @@ static void run_and_compare(const char *case_name, uint64_t seed,
             model_fail(case_name, seed, c, st, i, rc.err);
         if (tdm_winop_current_watermark(op) != ex.w_after[i]) {
             snprintf(msg, sizeof msg,
-                     "step %d: operator watermark %" PRId64
-                     ", oracle %" PRId64, i,
-                     tdm_winop_current_watermark(op), ex.w_after[i]);
+                     "step %d: operator watermark %" PRId64 ", oracle %" PRId64,
+                     i, tdm_winop_current_watermark(op), ex.w_after[i]);
             model_fail(case_name, seed, c, st, i, msg);
         }
         /* State after cleanup (R4.3); not checked at END, where windows
          * with a saturated cleanup time may stay. */
         if (s->kind != ST_END && tdm_winop_live_windows(op) != ex.live[i]) {
             snprintf(msg, sizeof msg,
-                     "step %d: %" PRId64 " live windows, oracle %" PRId64,
-                     i, tdm_winop_live_windows(op), ex.live[i]);
+                     "step %d: %" PRId64 " live windows, oracle %" PRId64, i,
+                     tdm_winop_live_windows(op), ex.live[i]);
             model_fail(case_name, seed, c, st, i, msg);
         }
     }
@@ -858,8 +866,10 @@ static void run_and_compare(const char *case_name, uint64_t seed,
             ev_format(y, b, sizeof b);
         else
             snprintf(b, sizeof b, "(nothing)");
-        snprintf(msg, sizeof msg, "first difference:\n  oracle: %s\n"
-                 "  engine: %s", a, b);
+        snprintf(msg, sizeof msg,
+                 "first difference:\n  oracle: %s\n"
+                 "  engine: %s",
+                 a, b);
         int at = x && y ? (x->step < y->step ? x->step : y->step)
                         : (x ? x->step : y->step);
         model_fail(case_name, seed, c, st, at, msg);
@@ -1047,9 +1057,9 @@ static void run_case(const char *name, case_kind kind, int n_seeds)
     }
     printf("%s: %" PRId64 " streams, %" PRId64 " records, %" PRId64
            " results (%" PRId64 " late firings), %" PRId64
-           " watermarks, %" PRId64 " late records out, %" PRId64
-           " dropped\n", name, tot.streams, tot.records, tot.results,
-           tot.late_firings, tot.watermarks, tot.late_records, tot.dropped);
+           " watermarks, %" PRId64 " late records out, %" PRId64 " dropped\n",
+           name, tot.streams, tot.records, tot.results, tot.late_firings,
+           tot.watermarks, tot.late_records, tot.dropped);
     free(st.steps);
 }
 

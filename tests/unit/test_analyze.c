@@ -34,26 +34,32 @@
 /* ---- Generated streams ---- */
 
 typedef struct gen {
-    int64_t n;          /* records */
+    int64_t n; /* records */
     int parts;
-    int64_t step;       /* ms per tick */
-    double mean, frac;  /* lag: exponential mean, lagged fraction */
+    int64_t step;      /* ms per tick */
+    double mean, frac; /* lag: exponential mean, lagged fraction */
     int keys;
-    bool seconds;       /* timestamps in whole seconds */
-    int idle_p;         /* -1: none */
+    bool seconds; /* timestamps in whole seconds */
+    int idle_p;   /* -1: none */
     int64_t idle_from, idle_for;
     int64_t future_every; /* every k-th record 2 days ahead (0: none) */
-    double spike;       /* lag factor for records in [40%, 45%) */
-    bool arrival;       /* "arr": the clock when written */
-    bool per_file;      /* one file per partition, else field "p" */
+    double spike;         /* lag factor for records in [40%, 45%) */
+    bool arrival;         /* "arr": the clock when written */
+    bool per_file;        /* one file per partition, else field "p" */
     uint64_t seed;
 } gen;
 
 static gen gen_default(void)
 {
-    gen g = { .n = 200000, .parts = 1, .step = 1, .mean = 100,
-              .frac = 0.5, .keys = 10, .idle_p = -1, .spike = 1,
-              .seed = 42 };
+    gen g = {.n = 200000,
+             .parts = 1,
+             .step = 1,
+             .mean = 100,
+             .frac = 0.5,
+             .keys = 10,
+             .idle_p = -1,
+             .spike = 1,
+             .seed = 42};
     return g;
 }
 
@@ -77,7 +83,7 @@ static void write_stream(const char *dir, const char *name, const gen *g)
 {
     FILE *fs[16];
     int64_t maxts[16];
-    bool seen[16] = { false };
+    bool seen[16] = {false};
     uint64_t st = g->seed;
     char path[512];
     ASSERT_TRUE(g->parts >= 1 && g->parts <= 16);
@@ -204,12 +210,14 @@ static bool has_warning(const tdm__an_scan *s, const char *kind,
     return false;
 }
 
-#define ASSERT_NEAR(v, want, tol)                                        \
-    do {                                                                 \
-        double v_ = (double)(v), w_ = (double)(want), t_ = (tol);        \
-        if (fabs(v_ - w_) > t_)                                          \
-            tdm_test_fail(__FILE__, __LINE__, "%s = %.6g, want %.6g +- " \
-                          "%.3g", #v, v_, w_, t_);                       \
+#define ASSERT_NEAR(v, want, tol)                                              \
+    do {                                                                       \
+        double v_ = (double)(v), w_ = (double)(want), t_ = (tol);              \
+        if (fabs(v_ - w_) > t_)                                                \
+            tdm_test_fail(__FILE__, __LINE__,                                  \
+                          "%s = %.6g, want %.6g +- "                           \
+                          "%.3g",                                              \
+                          #v, v_, w_, t_);                                     \
     } while (0)
 
 /* ---- The distribution ---- */
@@ -266,8 +274,7 @@ TDM_TEST(recommend_exponential)
     ASSERT_TRUE(f.r.behind99 >= 0.0080);
     ASSERT_TRUE(f.r.bound999 >= 580 && f.r.bound999 <= 660);
     ASSERT_TRUE(f.r.behind999 <= 0.0013);
-    ASSERT_EQ(f.r.bound99 + f.r.late_max,
-              tdm__analyze_nice_up(f.s.lag.max));
+    ASSERT_EQ(f.r.bound99 + f.r.late_max, tdm__analyze_nice_up(f.s.lag.max));
     ASSERT_DBL_EQ(f.r.dropped_max, 0.0);
     ASSERT_TRUE(f.r.dropped9999 <= 0.0002);
     ASSERT_EQ(f.r.idle_timeout, 1000);
@@ -321,10 +328,8 @@ TDM_TEST(whatif_fractions_exponential)
     ASSERT_TRUE(c0.peak_windows >= 10 && c0.peak_windows <= 20);
     ASSERT_TRUE(c0.peak_bytes > 0);
     replay(&f, 200, 300, &c1);
-    ASSERT_NEAR((double)c1.late_output / 200000, 0.000335,
-                0.000335 * 0.40);
-    ASSERT_NEAR((double)c1.accepted_late / 200000, 0.006398,
-                0.006398 * 0.12);
+    ASSERT_NEAR((double)c1.late_output / 200000, 0.000335, 0.000335 * 0.40);
+    ASSERT_NEAR((double)c1.accepted_late / 200000, 0.006398, 0.006398 * 0.12);
     /* Allowed lateness does not change what is on time.  A record
      * accepted late fires one pane at once: a LATE pane when its key's
      * window had fired, else the key's first (ON_TIME) pane of it. */
@@ -550,7 +555,7 @@ TDM_TEST(warn_partitions_without_data)
     write_stream(f.dir, "three", &g);
     fix_input(&f, "three.jsonl");
     f.o.partition_field = "p";
-    char *expect[] = { "0", "1", "2", "3" };
+    char *expect[] = {"0", "1", "2", "3"};
     f.o.expect = expect;
     f.o.n_expect = 4;
     fix_scan(&f);
@@ -761,8 +766,8 @@ TDM_TEST(report_json_is_valid)
     ASSERT_EQ(json_integer_value(json_object_get(lag, "p99")),
               tdm__hist_quantile(&f.s.lag, 0.99));
     ASSERT_EQ(json_array_size(json_object_get(root, "partitions")), 2);
-    json_t *cands = json_object_get(json_object_get(root, "whatif"),
-                                    "candidates");
+    json_t *cands =
+        json_object_get(json_object_get(root, "whatif"), "candidates");
     ASSERT_EQ(json_array_size(cands), 2);
     json_t *c1 = json_array_get(cands, 1);
     ASSERT_EQ(json_integer_value(json_object_get(c1, "late_output")),
@@ -801,10 +806,9 @@ static void check_xml(const char *x)
     }
     while (*p) {
         if (*p == '&') {
-            ASSERT_TRUE(strncmp(p, "&amp;", 5) == 0 ||
-                        strncmp(p, "&lt;", 4) == 0 ||
-                        strncmp(p, "&gt;", 4) == 0 ||
-                        strncmp(p, "&quot;", 6) == 0);
+            ASSERT_TRUE(
+                strncmp(p, "&amp;", 5) == 0 || strncmp(p, "&lt;", 4) == 0 ||
+                strncmp(p, "&gt;", 4) == 0 || strncmp(p, "&quot;", 6) == 0);
             p++;
             continue;
         }
@@ -914,9 +918,9 @@ TDM_TEST(svg_checker_rejects_bad_xml)
 {
     /* Each of these would fail check_xml; run them in a child process
      * so the harness's failure exit can be observed. */
-    static const char *bad[] = { "<svg><g></svg>", "<svg>a & b</svg>",
-                                 "<svg x=1></svg>", "<svg></svg><svg/>",
-                                 "<svg><text>1 < 2</text></svg>" };
+    static const char *bad[] = {"<svg><g></svg>", "<svg>a & b</svg>",
+                                "<svg x=1></svg>", "<svg></svg><svg/>",
+                                "<svg><text>1 < 2</text></svg>"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         fflush(NULL);
         pid_t pid = fork();

@@ -67,14 +67,13 @@ TDM_TEST(tumbling_floored_start_with_offsets)
  * would overflow here. */
 TDM_TEST(tumbling_huge_size_and_offset)
 {
-    ASSERT_EQ(tumbling_start(TDM_TIME_MAX, -(TDM_TIME_MAX - 2),
-                             TDM_TIME_MAX - 1), 2);
+    ASSERT_EQ(
+        tumbling_start(TDM_TIME_MAX, -(TDM_TIME_MAX - 2), TDM_TIME_MAX - 1), 2);
     ASSERT_EQ(tumbling_start(TDM_TIME_MAX, -(TDM_TIME_MAX - 2), 1),
               -(TDM_TIME_MAX - 2));
     /* Offset MAX - 1: the grid point below -5 is MAX - 1 - 2 MAX = MIN,
      * exactly representable; the window is [MIN, -1). */
-    ASSERT_EQ(tumbling_start(TDM_TIME_MAX, TDM_TIME_MAX - 1, -5),
-              TDM_TIME_MIN);
+    ASSERT_EQ(tumbling_start(TDM_TIME_MAX, TDM_TIME_MAX - 1, -5), TDM_TIME_MIN);
 }
 
 TDM_TEST(tumbling_at_the_extremes_saturates)
@@ -217,8 +216,9 @@ TDM_TEST(bad_configuration_names_the_parameter)
     ASSERT_TRUE(strstr(buf, "offset_ms") != NULL);
     ASSERT_ERR(tdm_assigner_new_tumbling(1000, -1000, &a, buf, sizeof buf),
                TDM_ERR_INVAL);
-    ASSERT_ERR(tdm_assigner_new_tumbling(1000, TDM_TIME_MIN, &a, buf,
-                                         sizeof buf), TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_assigner_new_tumbling(1000, TDM_TIME_MIN, &a, buf, sizeof buf),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "offset_ms") != NULL);
     ASSERT_OK(tdm_assigner_new_tumbling(1000, -999, &a, buf, sizeof buf));
     tdm_assigner_destroy(a);
@@ -239,8 +239,7 @@ TDM_TEST(bad_configuration_names_the_parameter)
     ASSERT_OK(tdm_assigner_new_sliding(10000000, 1, 0, &a, buf, sizeof buf));
     tdm_assigner_destroy(a);
 
-    ASSERT_ERR(tdm_assigner_new_session(0, &a, buf, sizeof buf),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_assigner_new_session(0, &a, buf, sizeof buf), TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "gap_ms") != NULL);
     ASSERT_ERR(tdm_assigner_new_session(10, NULL, buf, sizeof buf),
                TDM_ERR_INVAL);
@@ -253,8 +252,7 @@ TDM_TEST(constructors_report_nomem)
     tdm__alloc_fail_after(1);
     ASSERT_ERR(tdm_assigner_new_tumbling(10, 0, &a, NULL, 0), TDM_ERR_NOMEM);
     tdm__alloc_fail_after(1);
-    ASSERT_ERR(tdm_assigner_new_sliding(10, 5, 0, &a, NULL, 0),
-               TDM_ERR_NOMEM);
+    ASSERT_ERR(tdm_assigner_new_sliding(10, 5, 0, &a, NULL, 0), TDM_ERR_NOMEM);
     tdm__alloc_fail_after(1);
     ASSERT_ERR(tdm_assigner_new_session(10, &a, NULL, 0), TDM_ERR_NOMEM);
     tdm__alloc_fail_after(1);

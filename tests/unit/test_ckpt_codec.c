@@ -70,8 +70,7 @@ TDM_TEST(crc32c_matches_bitwise_and_chains)
      * byte tail, at any alignment). */
     for (size_t off = 0; off < 16; off++)
         for (size_t n = 0; n < 40; n++)
-            ASSERT_EQ(tdm__crc32c(0, buf + off, n),
-                      crc_bitwise(buf + off, n));
+            ASSERT_EQ(tdm__crc32c(0, buf + off, n), crc_bitwise(buf + off, n));
 }
 
 TDM_TEST(codec_fixed_and_varint_bytes)
@@ -79,18 +78,18 @@ TDM_TEST(codec_fixed_and_varint_bytes)
     tdm__enc e;
     size_t len;
     tdm__enc_init(&e);
-    tdm__enc_u32(&e, 0x01020304u);          /* 04 03 02 01 */
-    tdm__enc_uvar(&e, 300);                 /* 300 = 0b10_0101100: AC 02 */
-    tdm__enc_svar(&e, -1);                  /* zigzag 1: 01 */
-    tdm__enc_svar(&e, 1);                   /* zigzag 2: 02 */
-    tdm__enc_svar(&e, INT64_MIN);           /* zigzag 2^64-1: FF x9, 01 */
-    tdm__enc_str(&e, "hi");                 /* 02 'h' 'i' */
-    tdm__enc_u64(&e, 0x1122334455667788u);  /* 88 77 .. 11 */
+    tdm__enc_u32(&e, 0x01020304u);         /* 04 03 02 01 */
+    tdm__enc_uvar(&e, 300);                /* 300 = 0b10_0101100: AC 02 */
+    tdm__enc_svar(&e, -1);                 /* zigzag 1: 01 */
+    tdm__enc_svar(&e, 1);                  /* zigzag 2: 02 */
+    tdm__enc_svar(&e, INT64_MIN);          /* zigzag 2^64-1: FF x9, 01 */
+    tdm__enc_str(&e, "hi");                /* 02 'h' 'i' */
+    tdm__enc_u64(&e, 0x1122334455667788u); /* 88 77 .. 11 */
     uint8_t *b = finish(&e, &len);
     static const uint8_t want[] = {
-        0x04, 0x03, 0x02, 0x01, 0xAC, 0x02, 0x01, 0x02, 0xFF, 0xFF, 0xFF,
-        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0x02, 'h',  'i',  0x88,
-        0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
+        0x04, 0x03, 0x02, 0x01, 0xAC, 0x02, 0x01, 0x02, 0xFF, 0xFF,
+        0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0x02, 'h',
+        'i',  0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11};
     ASSERT_EQ(len, sizeof want);
     ASSERT_TRUE(memcmp(b, want, len) == 0);
     tdm__free(b);
@@ -141,57 +140,78 @@ static tdm_err decode_all(const uint8_t *b, size_t len, int check)
     char *s = NULL;
     tdm__dec_init(&d, b, len);
     tdm__dec_u8(&d, &u8);
-    if (check) ASSERT_EQ(u8, 0);
+    if (check)
+        ASSERT_EQ(u8, 0);
     tdm__dec_u8(&d, &u8);
-    if (check) ASSERT_EQ(u8, 255);
+    if (check)
+        ASSERT_EQ(u8, 255);
     tdm__dec_u32(&d, &u32);
-    if (check) ASSERT_EQ(u32, 0);
+    if (check)
+        ASSERT_EQ(u32, 0);
     tdm__dec_u32(&d, &u32);
-    if (check) ASSERT_EQ(u32, UINT32_MAX);
+    if (check)
+        ASSERT_EQ(u32, UINT32_MAX);
     tdm__dec_u64(&d, &u64);
-    if (check) ASSERT_TRUE(u64 == UINT64_MAX);
+    if (check)
+        ASSERT_TRUE(u64 == UINT64_MAX);
     tdm__dec_uvar(&d, &u64);
-    if (check) ASSERT_EQ(u64, 0);
+    if (check)
+        ASSERT_EQ(u64, 0);
     tdm__dec_uvar(&d, &u64);
-    if (check) ASSERT_EQ(u64, 127);
+    if (check)
+        ASSERT_EQ(u64, 127);
     tdm__dec_uvar(&d, &u64);
-    if (check) ASSERT_EQ(u64, 128);
+    if (check)
+        ASSERT_EQ(u64, 128);
     tdm__dec_uvar(&d, &u64);
-    if (check) ASSERT_TRUE(u64 == UINT64_MAX);
+    if (check)
+        ASSERT_TRUE(u64 == UINT64_MAX);
     tdm__dec_svar(&d, &s64);
-    if (check) ASSERT_EQ(s64, 0);
+    if (check)
+        ASSERT_EQ(s64, 0);
     tdm__dec_svar(&d, &s64);
-    if (check) ASSERT_TRUE(s64 == INT64_MIN);
+    if (check)
+        ASSERT_TRUE(s64 == INT64_MIN);
     tdm__dec_svar(&d, &s64);
-    if (check) ASSERT_TRUE(s64 == INT64_MAX);
+    if (check)
+        ASSERT_TRUE(s64 == INT64_MAX);
     tdm__dec_svar(&d, &s64);
-    if (check) ASSERT_EQ(s64, -64);
+    if (check)
+        ASSERT_EQ(s64, -64);
     tdm__dec_svar(&d, &s64);
-    if (check) ASSERT_EQ(s64, 64);
+    if (check)
+        ASSERT_EQ(s64, 64);
     tdm__dec_bytes(&d, &p, &n);
-    if (check) ASSERT_EQ(n, 0);
+    if (check)
+        ASSERT_EQ(n, 0);
     tdm__dec_bytes(&d, &p, &n);
     if (check) {
         ASSERT_EQ(n, 3);
         ASSERT_TRUE(memcmp(p, "\0\1\2", 3) == 0);
     }
     tdm__dec_str(&d, &s);
-    if (check) ASSERT_STR_EQ(s, "checkpoint");
+    if (check)
+        ASSERT_STR_EQ(s, "checkpoint");
     tdm__free(s);
     uint64_t tag;
     tdm__dec sec, inner;
     tdm__dec_section(&d, &tag, &sec);
-    if (check) ASSERT_EQ(tag, 9);
+    if (check)
+        ASSERT_EQ(tag, 9);
     tdm__dec_u32(&sec, &u32);
-    if (check) ASSERT_EQ(u32, 42);
+    if (check)
+        ASSERT_EQ(u32, 42);
     tdm__dec_section(&sec, &tag, &inner);
-    if (check) ASSERT_EQ(tag, 10);
+    if (check)
+        ASSERT_EQ(tag, 10);
     tdm__dec_svar(&inner, &s64);
-    if (check) ASSERT_EQ(s64, -5);
+    if (check)
+        ASSERT_EQ(s64, -5);
     tdm__dec_done(&inner);
     tdm__dec_done(&sec);
     tdm__dec_uvar(&d, &u64);
-    if (check) ASSERT_EQ(u64, 77);
+    if (check)
+        ASSERT_EQ(u64, 77);
     tdm__dec_done(&d);
     if (sec.err != TDM_OK)
         return sec.err;
@@ -304,13 +324,12 @@ TDM_TEST(codec_section_layout_and_skip)
     tdm__enc_begin(&e, 200); /* tag 200 = C8 01; length 3 = 03 00 00 00 */
     tdm__enc_raw(&e, "xyz", 3);
     tdm__enc_end(&e);
-    tdm__enc_begin(&e, 1);   /* tag 01; length 1; body 2A */
+    tdm__enc_begin(&e, 1); /* tag 01; length 1; body 2A */
     tdm__enc_u8(&e, 42);
     tdm__enc_end(&e);
     uint8_t *b = finish(&e, &len);
-    static const uint8_t want[] = {0xC8, 0x01, 0x03, 0x00, 0x00, 0x00, 'x',
-                                   'y',  'z',  0x01, 0x01, 0x00, 0x00, 0x00,
-                                   0x2A};
+    static const uint8_t want[] = {0xC8, 0x01, 0x03, 0x00, 0x00, 0x00, 'x', 'y',
+                                   'z',  0x01, 0x01, 0x00, 0x00, 0x00, 0x2A};
     ASSERT_EQ(len, sizeof want);
     ASSERT_TRUE(memcmp(b, want, len) == 0);
     /* A reader that knows only tag 1 skips tag 200 by its length. */
@@ -454,8 +473,8 @@ static uint8_t *hand_manifest(uint32_t version, int unknown, int dup,
         tdm__enc_end(&e);
     }
     tdm__enc_begin(&e, 1);
-    tdm__enc_uvar(&e, 5);      /* id */
-    tdm__enc_u8(&e, 0);        /* checkpoint */
+    tdm__enc_uvar(&e, 5); /* id */
+    tdm__enc_u8(&e, 0);   /* checkpoint */
     tdm__enc_str(&e, "j");
     tdm__enc_svar(&e, 1000);
     tdm__enc_uvar(&e, 2);

@@ -49,8 +49,8 @@ static void log_reset(logbuf *lb)
 }
 
 typedef struct fixture {
-    char root[64];  /* mkdtemp */
-    char dir[128];  /* the checkpoint directory, root/ck/a (made by open) */
+    char root[64]; /* mkdtemp */
+    char dir[128]; /* the checkpoint directory, root/ck/a (made by open) */
     logbuf log;
 } fixture;
 
@@ -73,8 +73,8 @@ static tdm__ckpt_store *fx_open(fixture *fx, int mode)
 {
     tdm__ckpt_store *st;
     char err[512];
-    tdm_err rc = tdm__ckpt_store_open(fx->dir, mode, log_cb, &fx->log, &st,
-                                      err, sizeof err);
+    tdm_err rc = tdm__ckpt_store_open(fx->dir, mode, log_cb, &fx->log, &st, err,
+                                      sizeof err);
     if (rc != TDM_OK)
         tdm_test_fail(__FILE__, __LINE__, "open: %s", err);
     return st;
@@ -92,20 +92,23 @@ static size_t blob_bytes(uint64_t id, int which, uint8_t *out, size_t cap)
     return n;
 }
 
-static const char *const blob_names[3] = {"state-a", "source.offsets",
-                                          "empty"};
+static const char *const blob_names[3] = {"state-a", "source.offsets", "empty"};
 static uint8_t gen_buf[200000];
 
 /* Writes checkpoint @p id: blob 0 with put, blob 1 streamed in uneven
  * pieces, blob 2 empty.  Returns the first error (the store's message
  * in @p err). */
-static tdm_err write_ckpt(tdm__ckpt_store *st, uint64_t id,
-                          tdm__ckpt_kind kind, char *err, size_t n)
+static tdm_err write_ckpt(tdm__ckpt_store *st, uint64_t id, tdm__ckpt_kind kind,
+                          char *err, size_t n)
 {
-    tdm__ckpt_info info = {.id = id, .kind = kind, .job = "clicks",
+    tdm__ckpt_info info = {.id = id,
+                           .kind = kind,
+                           .job = "clicks",
                            .created_ms = 1700000000000 + (int64_t)id,
-                           .parallelism = 2, .key_groups = 128,
-                           .meta = "m", .meta_len = 1};
+                           .parallelism = 2,
+                           .key_groups = 128,
+                           .meta = "m",
+                           .meta_len = 1};
     tdm_err rc = tdm__ckpt_begin(st, &info);
     if (rc != TDM_OK)
         goto out;
@@ -340,8 +343,7 @@ static void write_raw(const char *path, const uint8_t *p, size_t len)
 
 /* Asserts that checkpoint 2 is skipped for a reason containing @p why and
  * checkpoint 1 is chosen. */
-static void expect_fallback(fixture *fx, tdm__ckpt_store *st,
-                            const char *why)
+static void expect_fallback(fixture *fx, tdm__ckpt_store *st, const char *why)
 {
     log_reset(&fx->log);
     ASSERT_EQ(latest(st), 1);
@@ -565,7 +567,8 @@ TDM_TEST(store_two_writers_second_refused)
     ASSERT_TRUE(b == NULL);
     snprintf(want, sizeof want,
              "checkpoint directory %s is in use by another tidemark "
-             "(pid %ld)", fx.dir, (long)getpid());
+             "(pid %ld)",
+             fx.dir, (long)getpid());
     ASSERT_STR_EQ(err, want);
     /* Readers of a locked directory still work. */
     tdm__ckpt_store *r = fx_open(&fx, TDM__CKPT_READ);
@@ -601,8 +604,7 @@ static int disk_full_loop(fixture *fx, tdm__ckpt_store *st, tdm__fio_op op,
                  (unsigned long long)id);
         tdm__fio_fault_clear();
         tdm__fio_fault(op, n, ENOSPC, sticky);
-        tdm_err rc = write_ckpt(st, id, TDM__CKPT_CHECKPOINT, err,
-                                sizeof err);
+        tdm_err rc = write_ckpt(st, id, TDM__CKPT_CHECKPOINT, err, sizeof err);
         long fired = tdm__fio_fault_fired();
         tdm__fio_fault_clear();
         if (rc == TDM_OK) {
@@ -785,8 +787,8 @@ TDM_TEST(store_crash_child)
         return;
     tdm__ckpt_store *st;
     char err[1024];
-    ASSERT_OK(tdm__ckpt_store_open(dir, TDM__CKPT_WRITE, NULL, NULL, &st,
-                                   err, sizeof err));
+    ASSERT_OK(tdm__ckpt_store_open(dir, TDM__CKPT_WRITE, NULL, NULL, &st, err,
+                                   sizeof err));
     must_write(st, strtoull(ids, NULL, 10), TDM__CKPT_CHECKPOINT);
     tdm__ckpt_store_close(st);
 }
@@ -820,8 +822,8 @@ static int run_child(const char *dir, uint64_t id, const char *fault)
  * Stops when the writer finishes before its n-th operation. */
 TDM_TEST(store_killed_at_every_step)
 {
-    static const char *const kinds[] = {"mkdir", "open", "write", "fsync",
-                                        "rename", "unlink"};
+    static const char *const kinds[] = {"mkdir", "open",   "write",
+                                        "fsync", "rename", "unlink"};
     fixture fx;
     fx_init(&fx);
     tdm__ckpt_store *st = fx_open(&fx, TDM__CKPT_WRITE);

@@ -60,7 +60,7 @@ TDM_TEST(same_answers)
     tdm__hist_merge(&h, &h2);
     ASSERT_EQ(c.n, h.n);
     ASSERT_EQ(c.max, h.max);
-    static const double qs[] = { 0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1 };
+    static const double qs[] = {0, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999, 1};
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
         ASSERT_EQ(tdm__cli_hist_quantile(&c, qs[i]),
                   tdm__hist_quantile(&h, qs[i]));

@@ -55,7 +55,7 @@ TDM_TEST(durations_reject_garbage_and_overflow)
     ASSERT_TRUE(dur_bad(""));
     ASSERT_TRUE(dur_bad("s"));
     ASSERT_TRUE(dur_bad("5x"));
-    ASSERT_TRUE(dur_bad("1m30")); /* a bare number only alone */
+    ASSERT_TRUE(dur_bad("1m30"));    /* a bare number only alone */
     ASSERT_TRUE(dur_bad("1.0005s")); /* not whole milliseconds */
     ASSERT_TRUE(dur_bad("99999999999999999999"));
     ASSERT_TRUE(dur_bad("9999999999999999d")); /* overflows int64 ms */
@@ -78,7 +78,7 @@ TDM_TEST(duration_format_picks_largest_exact_unit)
 /* The example message of the brief, verbatim. */
 TDM_TEST(bad_duration_message_names_key_and_expectation)
 {
-    tdm__conf_val v = { 0 };
+    tdm__conf_val v = {0};
     char msg[256];
     ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "window.size", "5 parsecs", &v, msg,
                      sizeof msg),
@@ -86,13 +86,13 @@ TDM_TEST(bad_duration_message_names_key_and_expectation)
     ASSERT_STR_EQ(msg, "window.size: expected a duration like \"5s\" or "
                        "\"200ms\", got \"5 parsecs\"");
     /* window.size has min 1 ms. */
-    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "window.size", "0", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        parse(TDM__SCOPE_WINDOW, "window.size", "0", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "window.size: expected a duration of at least 1ms, "
                        "got \"0\"");
-    ASSERT_OK(parse(TDM__SCOPE_WINDOW, "window.size", "10s", &v, msg,
-                    sizeof msg));
+    ASSERT_OK(
+        parse(TDM__SCOPE_WINDOW, "window.size", "10s", &v, msg, sizeof msg));
     ASSERT_EQ(v.i, 10000);
     ASSERT_TRUE(v.set);
     tdm__conf_val_free(&v);
@@ -100,7 +100,7 @@ TDM_TEST(bad_duration_message_names_key_and_expectation)
 
 TDM_TEST(ints_doubles_bools_and_bounds)
 {
-    tdm__conf_val v = { 0 };
+    tdm__conf_val v = {0};
     char msg[256];
     ASSERT_OK(parse(TDM__SCOPE_JOB, "parallelism", "4", &v, msg, sizeof msg));
     ASSERT_EQ(v.i, 4);
@@ -109,41 +109,40 @@ TDM_TEST(ints_doubles_bools_and_bounds)
                TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "parallelism: expected an integer from 1 to 256, got "
                        "\"0\"");
-    ASSERT_ERR(parse(TDM__SCOPE_JOB, "parallelism", "four", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        parse(TDM__SCOPE_JOB, "parallelism", "four", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "parallelism: expected an integer, got \"four\"");
-    ASSERT_ERR(parse(TDM__SCOPE_JOB, "parallelism", "4x", &v, msg,
-                     sizeof msg),
+    ASSERT_ERR(parse(TDM__SCOPE_JOB, "parallelism", "4x", &v, msg, sizeof msg),
                TDM_ERR_INVAL);
     /* The failed parses left the value as it was. */
     ASSERT_EQ(v.i, 4);
     ASSERT_OK(parse(TDM__SCOPE_SOURCE, "generator.skew", "1.25", &v, msg,
                     sizeof msg));
     ASSERT_DBL_EQ(v.d, 1.25);
-    ASSERT_ERR(parse(TDM__SCOPE_SOURCE, "generator.skew", "11", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        parse(TDM__SCOPE_SOURCE, "generator.skew", "11", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "generator.skew: expected a number from 0 to 10, got "
                        "\"11\"");
-    ASSERT_ERR(parse(TDM__SCOPE_SOURCE, "generator.skew", "nan", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
-    static const char *const yes[] = { "true", "yes", "1", "TRUE", "Yes" };
-    static const char *const no[] = { "false", "no", "0", "False" };
+    ASSERT_ERR(
+        parse(TDM__SCOPE_SOURCE, "generator.skew", "nan", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
+    static const char *const yes[] = {"true", "yes", "1", "TRUE", "Yes"};
+    static const char *const no[] = {"false", "no", "0", "False"};
     for (size_t i = 0; i < 5; i++) {
         ASSERT_OK(parse(TDM__SCOPE_SOURCE, "csv.header", yes[i], &v, msg,
                         sizeof msg));
         ASSERT_EQ(v.i, 1);
     }
     for (size_t i = 0; i < 4; i++) {
-        ASSERT_OK(parse(TDM__SCOPE_SOURCE, "csv.header", no[i], &v, msg,
-                        sizeof msg));
+        ASSERT_OK(
+            parse(TDM__SCOPE_SOURCE, "csv.header", no[i], &v, msg, sizeof msg));
         ASSERT_EQ(v.i, 0);
     }
-    ASSERT_ERR(parse(TDM__SCOPE_SOURCE, "csv.header", "maybe", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        parse(TDM__SCOPE_SOURCE, "csv.header", "maybe", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "csv.header: expected true or false (or yes/no, 1/0), "
                        "got \"maybe\"");
     tdm__conf_val_free(&v);
@@ -151,15 +150,15 @@ TDM_TEST(ints_doubles_bools_and_bounds)
 
 TDM_TEST(enums_take_choice_index_and_list_choices)
 {
-    tdm__conf_val v = { 0 };
+    tdm__conf_val v = {0};
     char msg[256];
     /* tumbling|sliding|session|global: session is index 2. */
     ASSERT_OK(parse(TDM__SCOPE_WINDOW, "window.type", "session", &v, msg,
                     sizeof msg));
     ASSERT_EQ(v.i, 2);
-    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "window.type", "tumblin", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        parse(TDM__SCOPE_WINDOW, "window.type", "tumblin", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "window.type: expected one of tumbling, sliding, "
                        "session, global, got \"tumblin\"");
     tdm__conf_val_free(&v);
@@ -167,7 +166,7 @@ TDM_TEST(enums_take_choice_index_and_list_choices)
 
 TDM_TEST(aggregates_parse_with_default_names)
 {
-    tdm__conf_val v = { 0 };
+    tdm__conf_val v = {0};
     char msg[256];
     ASSERT_OK(parse(TDM__SCOPE_WINDOW, "aggregates",
                     "count() as clicks, sum(amount), "
@@ -185,8 +184,8 @@ TDM_TEST(aggregates_parse_with_default_names)
     ASSERT_STR_EQ(v.aggs[2].as, "uv");
     ASSERT_STR_EQ(v.aggs[3].as, "last_page");
     /* The table's default. */
-    ASSERT_OK(parse(TDM__SCOPE_WINDOW, "aggregates", "count()", &v, msg,
-                    sizeof msg));
+    ASSERT_OK(
+        parse(TDM__SCOPE_WINDOW, "aggregates", "count()", &v, msg, sizeof msg));
     ASSERT_EQ(v.n_aggs, 1);
     ASSERT_STR_EQ(v.aggs[0].as, "count");
     tdm__conf_val_free(&v);
@@ -194,21 +193,21 @@ TDM_TEST(aggregates_parse_with_default_names)
 
 TDM_TEST(aggregate_errors_name_the_problem)
 {
-    tdm__conf_val v = { 0 };
+    tdm__conf_val v = {0};
     char msg[256];
     ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "aggregates", "median(x)", &v, msg,
                      sizeof msg),
                TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(msg, "aggregates: unknown aggregate function "
                             "\"median\"") == msg);
-    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "aggregates", "sum()", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        parse(TDM__SCOPE_WINDOW, "aggregates", "sum()", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "aggregates: sum needs a field, e.g. "
                        "\"sum(amount)\"");
-    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "aggregates", "count(x)", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        parse(TDM__SCOPE_WINDOW, "aggregates", "count(x)", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(msg, "count takes no field") != NULL);
     ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "aggregates",
                      "count() as n, sum(x) as n", &v, msg, sizeof msg),
@@ -217,48 +216,44 @@ TDM_TEST(aggregate_errors_name_the_problem)
     ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "aggregates", "sum(x) total", &v, msg,
                      sizeof msg),
                TDM_ERR_INVAL);
-    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "aggregates", "", &v, msg,
-                     sizeof msg),
+    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "aggregates", "", &v, msg, sizeof msg),
                TDM_ERR_INVAL);
-    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "aggregates", "sum(x", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        parse(TDM__SCOPE_WINDOW, "aggregates", "sum(x", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_EQ(v.n_aggs, 0);
 }
 
 TDM_TEST(fields_schema_and_delimiter)
 {
-    tdm__conf_val v = { 0 };
+    tdm__conf_val v = {0};
     char msg[256];
     ASSERT_OK(parse(TDM__SCOPE_WINDOW, "key_by", " page , user", &v, msg,
                     sizeof msg));
     ASSERT_EQ(v.n_fields, 2);
     ASSERT_STR_EQ(v.fields[0], "page");
     ASSERT_STR_EQ(v.fields[1], "user");
-    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "key_by", "a,,b", &v, msg,
-                     sizeof msg),
+    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "key_by", "a,,b", &v, msg, sizeof msg),
                TDM_ERR_INVAL);
-    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "key_by", "a, a", &v, msg,
-                     sizeof msg),
+    ASSERT_ERR(parse(TDM__SCOPE_WINDOW, "key_by", "a, a", &v, msg, sizeof msg),
                TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "key_by: \"a\" is listed twice");
     ASSERT_OK(parse(TDM__SCOPE_SOURCE, "schema",
-                    "user:string, ts:timestamp, n:int64", &v, msg,
-                    sizeof msg));
+                    "user:string, ts:timestamp, n:int64", &v, msg, sizeof msg));
     ASSERT_EQ(v.schema.n, 3);
     ASSERT_EQ(v.schema.fields[1].type, TDM_TYPE_TIMESTAMP);
-    ASSERT_ERR(parse(TDM__SCOPE_SOURCE, "schema", "user:strong", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        parse(TDM__SCOPE_SOURCE, "schema", "user:strong", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strncmp(msg, "schema: ", 8) == 0);
-    ASSERT_OK(parse(TDM__SCOPE_SOURCE, "csv.delimiter", ";", &v, msg,
-                    sizeof msg));
-    ASSERT_OK(parse(TDM__SCOPE_SOURCE, "csv.delimiter", "\\t", &v, msg,
-                    sizeof msg));
+    ASSERT_OK(
+        parse(TDM__SCOPE_SOURCE, "csv.delimiter", ";", &v, msg, sizeof msg));
+    ASSERT_OK(
+        parse(TDM__SCOPE_SOURCE, "csv.delimiter", "\\t", &v, msg, sizeof msg));
     ASSERT_STR_EQ(v.text, "\t");
-    ASSERT_ERR(parse(TDM__SCOPE_SOURCE, "csv.delimiter", ";;", &v, msg,
-                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        parse(TDM__SCOPE_SOURCE, "csv.delimiter", ";;", &v, msg, sizeof msg),
+        TDM_ERR_INVAL);
     tdm__conf_val_free(&v);
 }
 
@@ -276,19 +271,18 @@ TDM_TEST(describe_exposes_the_whole_table)
                   1);
         ASSERT_STR_EQ(key, rows[i].key);
         ASSERT_TRUE(desc && *desc);
-        tdm__conf_val v = { 0 };
+        tdm__conf_val v = {0};
         ASSERT_OK(tdm__conf_parse(i, def, true, &v, NULL, 0));
         tdm__conf_val_free(&v);
     }
     ASSERT_EQ(tdm_conf_describe(n, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
               0);
-    ASSERT_EQ(tdm_conf_describe(-1, NULL, NULL, NULL, NULL, NULL, NULL,
-                                NULL),
+    ASSERT_EQ(tdm_conf_describe(-1, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
               0);
     int w = tdm__conf_find(TDM__SCOPE_WINDOW, "window.size");
-    ASSERT_EQ(tdm_conf_describe(w, &scope, &key, &type, &def, &unit,
-                                &choices, NULL),
-              1);
+    ASSERT_EQ(
+        tdm_conf_describe(w, &scope, &key, &type, &def, &unit, &choices, NULL),
+        1);
     ASSERT_STR_EQ(scope, "window");
     ASSERT_STR_EQ(type, "duration");
     ASSERT_STR_EQ(unit, "ms");
@@ -332,19 +326,17 @@ TDM_TEST(job_keys_and_node_names)
     ASSERT_ERR(tdm_job_set(job, "paralelism", "2", msg, sizeof msg),
                TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(msg, "paralelism: unknown job key") == msg);
-    ASSERT_ERR(tdm_node_set(tdm_job_node(job, "counts"), "path", "x", msg,
-                            sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_node_set(tdm_job_node(job, "counts"), "path", "x", msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(msg, "path: unknown window key") == msg);
     tdm_node *n;
-    ASSERT_ERR(tdm_job_add_node(job, TDM_NODE_SINK, "out", &n, msg,
-                                sizeof msg),
+    ASSERT_ERR(tdm_job_add_node(job, TDM_NODE_SINK, "out", &n, msg, sizeof msg),
                TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "duplicate node name \"out\"");
     ASSERT_ERR(tdm_job_add_node(job, TDM_NODE_SINK, "", &n, msg, sizeof msg),
                TDM_ERR_INVAL);
-    ASSERT_ERR(tdm_job_add_node(job, TDM_NODE_SINK, "a.b", &n, msg,
-                                sizeof msg),
+    ASSERT_ERR(tdm_job_add_node(job, TDM_NODE_SINK, "a.b", &n, msg, sizeof msg),
                TDM_ERR_INVAL);
     ASSERT_TRUE(tdm_job_node(job, "clicks") != NULL);
     ASSERT_TRUE(tdm_job_node(job, "nope") == NULL);

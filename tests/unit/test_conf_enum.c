@@ -24,12 +24,12 @@ typedef struct enum_row {
     int n;
 } enum_row;
 
-#define X(sc, k, ty, df, mn, mx, un, ch, de)                               \
-    TDM__CONF_ENUM_ROW_##ty({ TDM__SCOPE_##sc, k, ch }, )
-#define CHOICES(type, items)                                               \
-    #type, (const choice[]){ items },                                      \
-        (int)(sizeof((const choice[]){ items }) / sizeof(choice))
-#define CH(constant, text) { #constant, (int)(constant), text },
+#define X(sc, k, ty, df, mn, mx, un, ch, de)                                   \
+    TDM__CONF_ENUM_ROW_##ty({TDM__SCOPE_##sc, k, ch}, )
+#define CHOICES(type, items)                                                   \
+#type, (const choice[]){items }, (int)(sizeof((const choice[]){items}) /   \
+                                           sizeof(choice))
+#define CH(constant, text) {#constant, (int)(constant), text},
 static const enum_row enum_rows[] = {
 #include "runtime/conf_table.def"
 };
@@ -77,7 +77,7 @@ TDM_TEST(enum_values_agree_with_the_choices)
             if (k)
                 strcat(joined, "|");
             strcat(joined, ch->text);
-            tdm__conf_val v = { 0 };
+            tdm__conf_val v = {0};
             ASSERT_OK(tdm__conf_parse(row, ch->text, false, &v, NULL, 0));
             ASSERT_EQ(v.i, ch->value);
             tdm__conf_val_free(&v);
@@ -90,7 +90,7 @@ TDM_TEST(enum_values_agree_with_the_choices)
 TDM_TEST(enum_constants_by_name)
 {
     int row = tdm__conf_find(TDM__SCOPE_WINDOW, "trigger");
-    tdm__conf_val v = { 0 };
+    tdm__conf_val v = {0};
     ASSERT_OK(tdm__conf_parse(row, "count", false, &v, NULL, 0));
     ASSERT_EQ(v.i, TDM__TRIGGER_COUNT);
     row = tdm__conf_find(TDM__SCOPE_WINDOW, "window.type");

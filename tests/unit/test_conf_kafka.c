@@ -55,8 +55,8 @@ TDM_TEST(props_set_replace_remove)
 {
     tdm_job *job = kafka_job();
     tdm_node *s = tdm_job_node(job, "clicks");
-    ASSERT_TRUE(tdm__conf_find(TDM__SCOPE_SOURCE, "kafka.session.timeout.ms")
-                == tdm__conf_find(TDM__SCOPE_SOURCE, "kafka.*"));
+    ASSERT_TRUE(tdm__conf_find(TDM__SCOPE_SOURCE, "kafka.session.timeout.ms") ==
+                tdm__conf_find(TDM__SCOPE_SOURCE, "kafka.*"));
     ASSERT_EQ(tdm__conf_find(TDM__SCOPE_SOURCE, "kafka."), -1);
     ASSERT_EQ(tdm__conf_find(TDM__SCOPE_WINDOW, "kafka.x"), -1);
     set(s, "kafka.session.timeout.ms", "4000");
@@ -91,12 +91,10 @@ TDM_TEST(props_reject_bad_names)
                TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "kafka.a b: expected a property name without blanks "
                        "or '*', e.g. \"kafka.session.timeout.ms\"");
-    ASSERT_ERR(tdm_node_set(s, "kafka.*", "x", msg, sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_node_set(s, "kafka.*", "x", msg, sizeof msg), TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "kafka.*: set one property at a time, e.g. "
                        "\"kafka.session.timeout.ms\"");
-    ASSERT_ERR(tdm_node_set(s, "kafkax", "1", msg, sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_node_set(s, "kafkax", "1", msg, sizeof msg), TDM_ERR_INVAL);
     ASSERT_EQ(tdm__node_val(s, "kafka.*")->n_props, 0);
     tdm_job_destroy(job);
 }

@@ -35,9 +35,8 @@ static void setup(fixture *fx, const char *header, int unit)
     fx->b = tdm__batch_new(&fx->schema, 16);
     ASSERT_TRUE(fx->b != NULL);
     if (header) {
-        ASSERT_OK(tdm__csv_header(&fx->conf, header, strlen(header),
-                                  &fx->cols, &fx->n_cols, fx->reason,
-                                  sizeof fx->reason));
+        ASSERT_OK(tdm__csv_header(&fx->conf, header, strlen(header), &fx->cols,
+                                  &fx->n_cols, fx->reason, sizeof fx->reason));
     } else {
         fx->n_cols = 5;
         fx->cols = tdm__malloc(5 * sizeof(int));
@@ -55,24 +54,24 @@ static void teardown(fixture *fx)
 
 static tdm__row *parse_ok(fixture *fx, const char *line, int line_no)
 {
-    tdm_err err = tdm__csv_parse_line(&fx->conf, fx->cols, fx->n_cols, line,
-                                      strlen(line), fx->b, fx->reason,
-                                      sizeof fx->reason);
+    tdm_err err =
+        tdm__csv_parse_line(&fx->conf, fx->cols, fx->n_cols, line, strlen(line),
+                            fx->b, fx->reason, sizeof fx->reason);
     if (err != TDM_OK)
-        tdm_test_fail(__FILE__, line_no, "%s: %s (%s)", line,
-                      tdm_err_name(err), fx->reason);
+        tdm_test_fail(__FILE__, line_no, "%s: %s (%s)", line, tdm_err_name(err),
+                      fx->reason);
     return &fx->b->rows[fx->b->n - 1];
 }
 
 static void parse_bad(fixture *fx, const char *line, size_t len,
                       const char *reason, int line_no)
 {
-    tdm_err err = tdm__csv_parse_line(&fx->conf, fx->cols, fx->n_cols, line,
-                                      len, fx->b, fx->reason,
-                                      sizeof fx->reason);
+    tdm_err err =
+        tdm__csv_parse_line(&fx->conf, fx->cols, fx->n_cols, line, len, fx->b,
+                            fx->reason, sizeof fx->reason);
     if (err != TDM_ERR_PARSE)
-        tdm_test_fail(__FILE__, line_no, "%s: got %s, want a parse error",
-                      line, tdm_err_name(err));
+        tdm_test_fail(__FILE__, line_no, "%s: got %s, want a parse error", line,
+                      tdm_err_name(err));
     if (strcmp(fx->reason, reason) != 0)
         tdm_test_fail(__FILE__, line_no, "reason \"%s\", want \"%s\"",
                       fx->reason, reason);
@@ -80,15 +79,16 @@ static void parse_bad(fixture *fx, const char *line, size_t len,
 }
 
 #define OK(fx, line) parse_ok(fx, line, __LINE__)
-#define BAD(fx, line, reason) \
+#define BAD(fx, line, reason)                                                  \
     parse_bad(fx, line, strlen(line), reason, __LINE__)
 
 static void assert_str(const tdm__val *v, const char *s, int line_no)
 {
     if (v->null || v->u.s.len != strlen(s) || memcmp(v->u.s.p, s, v->u.s.len))
-        tdm_test_fail(__FILE__, line_no, "string \"%.*s\" (null %d), want "
-                      "\"%s\"", (int)v->u.s.len, v->null ? "" : v->u.s.p,
-                      v->null, s);
+        tdm_test_fail(__FILE__, line_no,
+                      "string \"%.*s\" (null %d), want "
+                      "\"%s\"",
+                      (int)v->u.s.len, v->null ? "" : v->u.s.p, v->null, s);
 }
 #define ASSERT_VSTR(v, s) assert_str(v, s, __LINE__)
 
@@ -148,8 +148,8 @@ TDM_TEST(csv_header_errors)
     ASSERT_STR_EQ(fx.reason, "CSV header: column 'user' appears twice "
                              "(columns 1 and 3)");
     ASSERT_TRUE(cols == NULL);
-    ASSERT_ERR(tdm__csv_header(&fx.conf, "\"user,ts", 8, &cols, &n,
-                               fx.reason, sizeof fx.reason),
+    ASSERT_ERR(tdm__csv_header(&fx.conf, "\"user,ts", 8, &cols, &n, fx.reason,
+                               sizeof fx.reason),
                TDM_ERR_PARSE);
     ASSERT_STR_EQ(fx.reason, "column 1: quoted field has no closing quote");
     ASSERT_ERR(tdm__csv_header(&fx.conf, "", 0, &cols, &n, fx.reason,
@@ -215,10 +215,12 @@ TDM_TEST(csv_malformed_lines)
     setup(&fx, NULL, TDM__UNIT_MS);
     BAD(&fx, "a,1,2,true", "expected 5 columns, got 4");
     BAD(&fx, "a,1,2,true,3,4", "expected 5 columns, got 6");
-    BAD(&fx, "\"abc,1,2,true,3", "column 1: quoted field has no closing "
-                                 "quote");
-    BAD(&fx, "a,\"1\"x,2,true,3", "column 2: unexpected text after the "
-                                  "closing quote");
+    BAD(&fx, "\"abc,1,2,true,3",
+        "column 1: quoted field has no closing "
+        "quote");
+    BAD(&fx, "a,\"1\"x,2,true,3",
+        "column 2: unexpected text after the "
+        "closing quote");
     BAD(&fx, "", "empty line");
     BAD(&fx, " \t\r", "empty line");
     teardown(&fx);
@@ -232,12 +234,15 @@ TDM_TEST(csv_wrong_types_name_the_column)
     BAD(&fx, "a,1.5,2,true,3", "field 'n': expected an integer, got \"1.5\"");
     BAD(&fx, "a,1,x,true,3", "field 'd': expected a number, got \"x\"");
     BAD(&fx, "a,1,inf,true,3", "field 'd': expected a number, got \"inf\"");
-    BAD(&fx, "a,1,2,yes,3", "field 'ok': expected true or false, got "
-                            "\"yes\"");
-    BAD(&fx, "a,1,2,true,soon", "field 'ts': expected a timestamp in ms, "
-                                "got \"soon\"");
-    BAD(&fx, "a,\"1\"\"\",2,true,3", "field 'n': expected an integer, got "
-                                     "\"1\\\"\"");
+    BAD(&fx, "a,1,2,yes,3",
+        "field 'ok': expected true or false, got "
+        "\"yes\"");
+    BAD(&fx, "a,1,2,true,soon",
+        "field 'ts': expected a timestamp in ms, "
+        "got \"soon\"");
+    BAD(&fx, "a,\"1\"\"\",2,true,3",
+        "field 'n': expected an integer, got "
+        "\"1\\\"\"");
     teardown(&fx);
 }
 
@@ -279,8 +284,9 @@ TDM_TEST(csv_iso_timestamps)
     ASSERT_EQ(r->ts, INT64_C(1796205600000));
     r = OK(&fx, "a,\"2026-12-02T11:00:00+01:00\"");
     ASSERT_EQ(r->ts, INT64_C(1796205600000));
-    BAD(&fx, "a,2026-12-02", "field 'ts': expected ISO-8601 text like "
-                             "\"2026-12-02T10:00:00Z\", got \"2026-12-02\"");
+    BAD(&fx, "a,2026-12-02",
+        "field 'ts': expected ISO-8601 text like "
+        "\"2026-12-02T10:00:00Z\", got \"2026-12-02\"");
     teardown(&fx);
 }
 
@@ -294,7 +300,8 @@ TDM_TEST(csv_long_value_is_cut_in_the_reason)
     strcpy(line, "a,");
     memset(line + 2, 'x', 100);
     strcat(line, ",2,true,3");
-    BAD(&fx, line, "field 'n': expected an integer, got "
-                   "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"...");
+    BAD(&fx, line,
+        "field 'n': expected an integer, got "
+        "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"...");
     teardown(&fx);
 }

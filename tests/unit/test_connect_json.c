@@ -49,8 +49,8 @@ static tdm__row *parse_ok(fixture *fx, const char *line, int line_no)
     tdm_err err = tdm__json_parse_line(&fx->conf, line, strlen(line), fx->b,
                                        fx->reason, sizeof fx->reason);
     if (err != TDM_OK)
-        tdm_test_fail(__FILE__, line_no, "%s: %s (%s)", line,
-                      tdm_err_name(err), fx->reason);
+        tdm_test_fail(__FILE__, line_no, "%s: %s (%s)", line, tdm_err_name(err),
+                      fx->reason);
     return &fx->b->rows[fx->b->n - 1];
 }
 
@@ -60,11 +60,11 @@ static void parse_bad(fixture *fx, const char *line, size_t len,
                       const char *reason, int line_no)
 {
     size_t n0 = fx->b->n;
-    tdm_err err = tdm__json_parse_line(&fx->conf, line, len, fx->b,
-                                       fx->reason, sizeof fx->reason);
+    tdm_err err = tdm__json_parse_line(&fx->conf, line, len, fx->b, fx->reason,
+                                       sizeof fx->reason);
     if (err != TDM_ERR_PARSE)
-        tdm_test_fail(__FILE__, line_no, "%s: got %s, want a parse error",
-                      line, tdm_err_name(err));
+        tdm_test_fail(__FILE__, line_no, "%s: got %s, want a parse error", line,
+                      tdm_err_name(err));
     if (strcmp(fx->reason, reason) != 0)
         tdm_test_fail(__FILE__, line_no, "reason \"%s\", want \"%s\"",
                       fx->reason, reason);
@@ -73,15 +73,16 @@ static void parse_bad(fixture *fx, const char *line, size_t len,
 }
 
 #define OK(fx, line) parse_ok(fx, line, __LINE__)
-#define BAD(fx, line, reason) \
+#define BAD(fx, line, reason)                                                  \
     parse_bad(fx, line, strlen(line), reason, __LINE__)
 
 static void assert_str(const tdm__val *v, const char *s, int line_no)
 {
     if (v->null || v->u.s.len != strlen(s) || memcmp(v->u.s.p, s, v->u.s.len))
-        tdm_test_fail(__FILE__, line_no, "string \"%.*s\" (null %d), want "
-                      "\"%s\"", (int)v->u.s.len, v->null ? "" : v->u.s.p,
-                      v->null, s);
+        tdm_test_fail(__FILE__, line_no,
+                      "string \"%.*s\" (null %d), want "
+                      "\"%s\"",
+                      (int)v->u.s.len, v->null ? "" : v->u.s.p, v->null, s);
 }
 #define ASSERT_VSTR(v, s) assert_str(v, s, __LINE__)
 
@@ -189,8 +190,9 @@ TDM_TEST(json_huge_numbers)
         "field 'n': integer out of range, got 99999999999999999999");
     BAD(&fx, "{\"n\":-9223372036854775809,\"ts\":1}",
         "field 'n': integer out of range, got -9223372036854775809");
-    BAD(&fx, "{\"d\":1e999,\"ts\":1}", "field 'd': number out of range, got "
-                                       "1e999");
+    BAD(&fx, "{\"d\":1e999,\"ts\":1}",
+        "field 'd': number out of range, got "
+        "1e999");
     /* jansson refuses such a literal anywhere: a member outside the
      * schema makes the line invalid too, and is named. */
     BAD(&fx, "{\"ts\":1,\"other\":123456789012345678901234567890}",
@@ -213,8 +215,9 @@ TDM_TEST(json_invalid_syntax_uses_jansson_reason)
         "invalid JSON: string or '}' expected near end of file (column 12)");
     BAD(&fx, "{\"ts\":1} x",
         "invalid JSON: end of file expected near 'x' (column 10)");
-    BAD(&fx, "garbage", "invalid JSON: invalid token near 'garbage' "
-                        "(column 7)");
+    BAD(&fx, "garbage",
+        "invalid JSON: invalid token near 'garbage' "
+        "(column 7)");
     BAD(&fx, "{\"ts\":01}", "invalid JSON: invalid token near '0' (column 7)");
     BAD(&fx, "[1,2]", "expected a JSON object, got an array");
     BAD(&fx, "42", "expected a JSON object, got a number");
@@ -235,8 +238,7 @@ TDM_TEST(json_binary_garbage)
 {
     fixture fx;
     setup(&fx, STD_SCHEMA, "ts", TDM__UNIT_MS);
-    parse_bad(&fx, "\0\1abc", 5, "binary data: NUL byte at column 1",
-              __LINE__);
+    parse_bad(&fx, "\0\1abc", 5, "binary data: NUL byte at column 1", __LINE__);
     BAD(&fx, "\xff\xfe{}", "binary data: invalid UTF-8 byte 0xff at column 1");
     BAD(&fx, "{\"user\":\"a\x01\",\"ts\":1}",
         "binary data: control byte 0x01 at column 11");
@@ -246,8 +248,9 @@ TDM_TEST(json_binary_garbage)
     BAD(&fx, "{\"user\":\"\xed\xa0\x80\",\"ts\":1}",
         "binary data: invalid UTF-8 byte 0xed at column 10");
     /* A sequence cut by the end of the line. */
-    BAD(&fx, "{\"ts\":1}\xe2\x82", "binary data: invalid UTF-8 byte 0xe2 at "
-                                   "column 9");
+    BAD(&fx, "{\"ts\":1}\xe2\x82",
+        "binary data: invalid UTF-8 byte 0xe2 at "
+        "column 9");
     teardown(&fx);
 }
 
@@ -361,8 +364,9 @@ TDM_TEST(json_timestamp_units)
     fx.conf.ts_unit = TDM__UNIT_ISO8601;
     r = OK(&fx, "{\"ts\":\"2026-12-02T10:00:00.250Z\"}");
     ASSERT_EQ(r->ts, INT64_C(1796205600250));
-    BAD(&fx, "{\"ts\":5}", "field 'ts': expected ISO-8601 text like "
-                           "\"2026-12-02T10:00:00Z\", got 5");
+    BAD(&fx, "{\"ts\":5}",
+        "field 'ts': expected ISO-8601 text like "
+        "\"2026-12-02T10:00:00Z\", got 5");
     BAD(&fx, "{\"ts\":\"2026-13-01T00:00:00Z\"}",
         "field 'ts': expected ISO-8601 text like \"2026-12-02T10:00:00Z\", "
         "got \"2026-13-01T00:00:00Z\"");
@@ -418,8 +422,8 @@ TDM_TEST(json_batch_full_and_arena_growth)
         ASSERT_VSTR(&fx.b->rows[i].v[0], name);
         ASSERT_EQ(fx.b->rows[i].ts, i);
     }
-    ASSERT_ERR(tdm__json_parse_line(&fx.conf, "{\"ts\":1}", 8, fx.b,
-                                    fx.reason, sizeof fx.reason),
+    ASSERT_ERR(tdm__json_parse_line(&fx.conf, "{\"ts\":1}", 8, fx.b, fx.reason,
+                                    sizeof fx.reason),
                TDM_ERR_RANGE);
     ASSERT_EQ(fx.b->n, 64);
     teardown(&fx);
@@ -436,8 +440,8 @@ static void same_row(const tdm__row *a, const tdm__row *b, int n)
         tdm_type t = a->schema->fields[i].type;
         if (t == TDM_TYPE_STRING) {
             ASSERT_EQ(a->v[i].u.s.len, b->v[i].u.s.len);
-            ASSERT_TRUE(memcmp(a->v[i].u.s.p, b->v[i].u.s.p,
-                               a->v[i].u.s.len) == 0);
+            ASSERT_TRUE(memcmp(a->v[i].u.s.p, b->v[i].u.s.p, a->v[i].u.s.len) ==
+                        0);
         } else if (t == TDM_TYPE_DOUBLE) {
             ASSERT_DBL_EQ(a->v[i].u.d, b->v[i].u.d);
         } else {
@@ -479,12 +483,12 @@ TDM_TEST(json_fast_path_agrees_with_jansson)
     int fast_taken = 0;
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         const char *l = lines[i];
-        tdm_err ea = tdm__json_parse_line_mode(&a.conf, l, strlen(l), a.b,
-                                               a.reason, sizeof a.reason,
-                                               TDM__JSON_FAST);
-        tdm_err eb = tdm__json_parse_line_mode(&b.conf, l, strlen(l), b.b,
-                                               b.reason, sizeof b.reason,
-                                               TDM__JSON_JANSSON);
+        tdm_err ea =
+            tdm__json_parse_line_mode(&a.conf, l, strlen(l), a.b, a.reason,
+                                      sizeof a.reason, TDM__JSON_FAST);
+        tdm_err eb =
+            tdm__json_parse_line_mode(&b.conf, l, strlen(l), b.b, b.reason,
+                                      sizeof b.reason, TDM__JSON_JANSSON);
         if (ea == TDM_ERR_UNSUPPORTED)
             continue;
         fast_taken++;
@@ -535,16 +539,15 @@ TDM_TEST(json_layout_hint_changes_nothing)
     fixture a, b;
     setup(&a, STD_SCHEMA, "ts", TDM__UNIT_MS);
     setup(&b, STD_SCHEMA, "ts", TDM__UNIT_MS);
-    tdm__json_hint hint = { { 0 } };
+    tdm__json_hint hint = {{0}};
     int ok = 0;
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         const char *l = lines[i];
         tdm_err ea = tdm__json_parse_line_hint(&a.conf, &hint, l, strlen(l),
-                                               a.b, a.reason,
-                                               sizeof a.reason);
-        tdm_err eb = tdm__json_parse_line_mode(&b.conf, l, strlen(l), b.b,
-                                               b.reason, sizeof b.reason,
-                                               TDM__JSON_JANSSON);
+                                               a.b, a.reason, sizeof a.reason);
+        tdm_err eb =
+            tdm__json_parse_line_mode(&b.conf, l, strlen(l), b.b, b.reason,
+                                      sizeof b.reason, TDM__JSON_JANSSON);
         if (ea != eb)
             tdm_test_fail(__FILE__, __LINE__, "%s: hinted %s, jansson %s", l,
                           tdm_err_name(ea), tdm_err_name(eb));
@@ -651,8 +654,7 @@ TDM_TEST(schema_and_batch_out_of_memory)
     char big[5000];
     memset(big, 'x', sizeof big);
     tdm__alloc_fail_after(1);
-    ASSERT_ERR(tdm__batch_set_string(b, r, 1, big, sizeof big),
-               TDM_ERR_NOMEM);
+    ASSERT_ERR(tdm__batch_set_string(b, r, 1, big, sizeof big), TDM_ERR_NOMEM);
     tdm__alloc_fail_after(0);
     ASSERT_EQ(r->v[1].null, 1);
     ASSERT_OK(tdm__batch_set_string(b, r, 1, big, sizeof big));

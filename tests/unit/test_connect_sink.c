@@ -75,8 +75,8 @@ typedef struct result {
 } result;
 
 static void make_result(result *r, const char *page, int64_t uv, double avg,
-                        tdm_time_ms start, tdm_pane_timing timing,
-                        int64_t pane, bool update, tdm__change change)
+                        tdm_time_ms start, tdm_pane_timing timing, int64_t pane,
+                        bool update, tdm__change change)
 {
     memset(r, 0, sizeof *r);
     r->cols[0].name = "page";
@@ -108,16 +108,15 @@ TDM_TEST(json_results_append)
     char path[256];
     result r;
     make_dir();
-    tdm__sinkobj *s = open_file("r.jsonl", TDM__FMT_JSON, 0, path,
-                                sizeof path);
+    tdm__sinkobj *s = open_file("r.jsonl", TDM__FMT_JSON, 0, path, sizeof path);
     make_result(&r, "p1", 3, 2.0, 0, TDM_PANE_ON_TIME, 0, false,
                 TDM__CHANGE_INSERT);
     ASSERT_OK(tdm__text_sink.write_result(s, &r.row));
     make_result(&r, "p1", 4, 0.1, 0, TDM_PANE_LATE, 1, true,
                 TDM__CHANGE_INSERT);
     ASSERT_OK(tdm__text_sink.write_result(s, &r.row));
-    make_result(&r, "a\"b", 1, NAN, 300000, TDM_PANE_EARLY, 0,
-                false, TDM__CHANGE_INSERT);
+    make_result(&r, "a\"b", 1, NAN, 300000, TDM_PANE_EARLY, 0, false,
+                TDM__CHANGE_INSERT);
     r.cols[1].v.null = 1;
     ASSERT_OK(tdm__text_sink.write_result(s, &r.row));
     close_ok(s);
@@ -184,8 +183,7 @@ TDM_TEST(json_results_retract_mode)
     char path[256];
     result r;
     make_dir();
-    tdm__sinkobj *s = open_file("r.jsonl", TDM__FMT_JSON, 2, path,
-                                sizeof path);
+    tdm__sinkobj *s = open_file("r.jsonl", TDM__FMT_JSON, 2, path, sizeof path);
     make_result(&r, "p1", 3, 1.5, 0, TDM_PANE_ON_TIME, 0, false,
                 TDM__CHANGE_INSERT);
     ASSERT_OK(tdm__text_sink.write_result(s, &r.row));
@@ -214,8 +212,8 @@ TDM_TEST(upsert_file_keeps_latest_row_per_key_written_at_close)
     char path[256], tmp[300];
     result r;
     make_dir();
-    tdm__sinkobj *s = open_file("sub/up.csv", TDM__FMT_CSV, 1, path,
-                                sizeof path);
+    tdm__sinkobj *s =
+        open_file("sub/up.csv", TDM__FMT_CSV, 1, path, sizeof path);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     /* p1@0 on time, p2@0 on time, p1@0 late update: two rows, p1 first
      * (first appearance) with the late values. */
@@ -301,8 +299,7 @@ TDM_TEST(join_rows_without_window)
     };
     tdm__out_row row = {.cols = cols, .n_cols = 3};
     make_dir();
-    tdm__sinkobj *s = open_file("j.jsonl", TDM__FMT_JSON, 0, path,
-                                sizeof path);
+    tdm__sinkobj *s = open_file("j.jsonl", TDM__FMT_JSON, 0, path, sizeof path);
     ASSERT_OK(tdm__text_sink.write_result(s, &row));
     close_ok(s);
     ASSERT_STR_EQ(slurp(path),
@@ -315,16 +312,16 @@ TDM_TEST(late_rows_have_fields_and_ts)
     char path[256];
     tdm__schema sc;
     make_dir();
-    ASSERT_OK(tdm__schema_parse("user:string, n:int64, t:timestamp", &sc,
-                                NULL, 0));
+    ASSERT_OK(
+        tdm__schema_parse("user:string, n:int64, t:timestamp", &sc, NULL, 0));
     tdm__batch *b = tdm__batch_new(&sc, 4);
     tdm__row *r = tdm__batch_add(b);
     ASSERT_OK(tdm__batch_set_string(b, r, 0, "ann", 3));
     r->v[2].u.i = 1700;
     r->v[2].null = 0;
     r->ts = 1700;
-    tdm__sinkobj *s = open_file("late.jsonl", TDM__FMT_JSON, 0, path,
-                                sizeof path);
+    tdm__sinkobj *s =
+        open_file("late.jsonl", TDM__FMT_JSON, 0, path, sizeof path);
     ASSERT_OK(tdm__text_sink.write_row(s, r));
     close_ok(s);
     ASSERT_STR_EQ(slurp(path),
@@ -357,15 +354,15 @@ TDM_TEST(dead_letters_escape_raw_bytes)
 {
     char path[256];
     make_dir();
-    tdm__sinkobj *s = open_file("dead.jsonl", TDM__FMT_JSON, 0, path,
-                                sizeof path);
+    tdm__sinkobj *s =
+        open_file("dead.jsonl", TDM__FMT_JSON, 0, path, sizeof path);
     /* NUL, a control byte, a quote, a backslash, valid UTF-8 (é) and a
      * byte that is not UTF-8 (0xff). */
-    ASSERT_OK(tdm__text_sink.write_dead(s, "in.jsonl:3", "binary data: NUL "
+    ASSERT_OK(tdm__text_sink.write_dead(s, "in.jsonl:3",
+                                        "binary data: NUL "
                                         "byte at column 1",
                                         "\0\x01\"\\\xc3\xa9\xff", 7));
-    ASSERT_OK(tdm__text_sink.write_dead(s, "in.jsonl:4", "empty line", "",
-                                        0));
+    ASSERT_OK(tdm__text_sink.write_dead(s, "in.jsonl:4", "empty line", "", 0));
     close_ok(s);
     ASSERT_STR_EQ(slurp(path),
                   "{\"location\":\"in.jsonl:3\",\"reason\":\"binary data: NUL "
@@ -374,8 +371,10 @@ TDM_TEST(dead_letters_escape_raw_bytes)
                   "{\"location\":\"in.jsonl:4\",\"reason\":\"empty line\","
                   "\"raw\":\"\"}\n");
     s = open_file("dead.csv", TDM__FMT_CSV, 0, path, sizeof path);
-    ASSERT_OK(tdm__text_sink.write_dead(s, "in.csv:2", "expected 2 columns, "
-                                        "got 3", "a,\"b\",c", 7));
+    ASSERT_OK(tdm__text_sink.write_dead(s, "in.csv:2",
+                                        "expected 2 columns, "
+                                        "got 3",
+                                        "a,\"b\",c", 7));
     close_ok(s);
     ASSERT_STR_EQ(slurp(path), "location,reason,raw\n"
                                "in.csv:2,\"expected 2 columns, got 3\","
@@ -385,8 +384,8 @@ TDM_TEST(dead_letters_escape_raw_bytes)
 
 TDM_TEST(discard_sink_writes_nothing)
 {
-    tdm__sink_conf c = {.name = "null", .type = TDM__SINK_DISCARD,
-                        .format = TDM__FMT_JSON};
+    tdm__sink_conf c = {
+        .name = "null", .type = TDM__SINK_DISCARD, .format = TDM__FMT_JSON};
     tdm__sinkobj *s = NULL;
     result r;
     ASSERT_OK(tdm__text_sink.open(&c, 0, &s, NULL, 0));
@@ -400,8 +399,8 @@ TDM_TEST(discard_sink_writes_nothing)
 TDM_TEST(open_and_write_errors_name_the_path)
 {
     char path[256], err[256], want[512];
-    tdm__sink_conf c = {.name = "out", .type = TDM__SINK_FILE,
-                        .format = TDM__FMT_JSON};
+    tdm__sink_conf c = {
+        .name = "out", .type = TDM__SINK_FILE, .format = TDM__FMT_JSON};
     tdm__sinkobj *s = NULL;
     make_dir();
     /* A path below a regular file cannot be created. */
@@ -411,12 +410,13 @@ TDM_TEST(open_and_write_errors_name_the_path)
     snprintf(path, sizeof path, "%s/file/out.jsonl", dir);
     c.path = path;
     ASSERT_ERR(tdm__text_sink.open(&c, 0, &s, err, sizeof err), TDM_ERR_IO);
-    snprintf(want, sizeof want, "cannot create '%s': Not a "
-             "directory", path);
+    snprintf(want, sizeof want,
+             "cannot create '%s': Not a "
+             "directory",
+             path);
     ASSERT_STR_EQ(err, want);
     c.path = "";
-    ASSERT_ERR(tdm__text_sink.open(&c, 0, &s, err, sizeof err),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm__text_sink.open(&c, 0, &s, err, sizeof err), TDM_ERR_INVAL);
     ASSERT_STR_EQ(err, "path is not set");
     /* /dev/full takes the open but fails every write. */
     c.path = "/dev/full";
@@ -452,8 +452,8 @@ TDM_TEST(concurrent_writers_never_interleave_lines)
     pthread_t th[4];
     writer_arg args[4];
     make_dir();
-    tdm__sinkobj *s = open_file("many.jsonl", TDM__FMT_JSON, 0, path,
-                                sizeof path);
+    tdm__sinkobj *s =
+        open_file("many.jsonl", TDM__FMT_JSON, 0, path, sizeof path);
     for (int t = 0; t < 4; t++) {
         args[t].s = s;
         args[t].id = t;
@@ -471,7 +471,8 @@ TDM_TEST(concurrent_writers_never_interleave_lines)
     int n = 0, per[4] = {0};
     while (fgets(line, sizeof line, f)) {
         int t, i;
-        ASSERT_EQ(sscanf(line, "{\"location\":\"t%d:%d\",\"reason\":\"r\","
+        ASSERT_EQ(sscanf(line,
+                         "{\"location\":\"t%d:%d\",\"reason\":\"r\","
                          "\"raw\":\"0123456789\"}",
                          &t, &i),
                   2);

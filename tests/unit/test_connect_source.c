@@ -59,8 +59,8 @@ static void on_dead(void *ud, const char *location, const char *reason,
 {
     dead_log *d = ud;
     size_t used = strlen(d->text);
-    snprintf(d->text + used, sizeof d->text - used, "%s|%s|%.*s\n",
-             location, reason, (int)(raw_len > 60 ? 60 : raw_len), raw);
+    snprintf(d->text + used, sizeof d->text - used, "%s|%s|%.*s\n", location,
+             reason, (int)(raw_len > 60 ? 60 : raw_len), raw);
     d->n++;
 }
 
@@ -96,8 +96,8 @@ static void conf_init(src_fixture *fx, const char *schema, int format,
 
 static tdm_err open_src(src_fixture *fx, int index, int count)
 {
-    return fx->vt->open(&fx->conf, index, count, on_dead, &fx->dead,
-                        &fx->src, &fx->n_parts, fx->err, sizeof fx->err);
+    return fx->vt->open(&fx->conf, index, count, on_dead, &fx->dead, &fx->src,
+                        &fx->n_parts, fx->err, sizeof fx->err);
 }
 
 static void close_src(src_fixture *fx)
@@ -145,17 +145,16 @@ TDM_TEST(file_every_malformed_kind_with_location)
     /* Line by line: good; bad JSON; missing field; wrong type; huge
      * number; empty (skipped silently); blank (skipped); binary garbage;
      * CRLF good; truncated last line without a newline (good). */
-    static const char data[] =
-        "{\"user\":\"a\",\"ts\":1}\n"
-        "{\"user\":\"b\",\n"
-        "{\"user\":\"c\"}\n"
-        "{\"user\":7,\"ts\":3}\n"
-        "{\"user\":\"d\",\"ts\":99999999999999999999}\n"
-        "\n"
-        "   \n"
-        "\x01\x02\xff\xfe\n"
-        "{\"user\":\"e\",\"ts\":5}\r\n"
-        "{\"user\":\"f\",\"ts\":6}";
+    static const char data[] = "{\"user\":\"a\",\"ts\":1}\n"
+                               "{\"user\":\"b\",\n"
+                               "{\"user\":\"c\"}\n"
+                               "{\"user\":7,\"ts\":3}\n"
+                               "{\"user\":\"d\",\"ts\":99999999999999999999}\n"
+                               "\n"
+                               "   \n"
+                               "\x01\x02\xff\xfe\n"
+                               "{\"user\":\"e\",\"ts\":5}\r\n"
+                               "{\"user\":\"f\",\"ts\":6}";
     strcpy(path, write_file("a.jsonl", data, sizeof data - 1));
     conf_init(&fx, "user:string, ts:timestamp", TDM__FMT_JSON, path);
     ASSERT_OK(open_src(&fx, 0, 1));
@@ -244,8 +243,7 @@ TDM_TEST(file_open_errors_name_the_path)
     conf_init(&fx, "user:string, ts:timestamp", TDM__FMT_JSON, path);
     ASSERT_ERR(open_src(&fx, 0, 1), TDM_ERR_IO);
     char want[512];
-    snprintf(want, sizeof want,
-             "cannot open '%s': No such file or directory",
+    snprintf(want, sizeof want, "cannot open '%s': No such file or directory",
              path);
     ASSERT_STR_EQ(fx.err, want);
     ASSERT_TRUE(fx.src == NULL);
@@ -253,8 +251,7 @@ TDM_TEST(file_open_errors_name_the_path)
     snprintf(path, sizeof path, "%s/*.csv", dir);
     conf_init(&fx, "user:string, ts:timestamp", TDM__FMT_JSON, path);
     ASSERT_ERR(open_src(&fx, 0, 1), TDM_ERR_IO);
-    snprintf(want, sizeof want, "no file matches '%s'",
-             path);
+    snprintf(want, sizeof want, "no file matches '%s'", path);
     ASSERT_STR_EQ(fx.err, want);
     close_src(&fx);
     conf_init(&fx, "user:string, ts:timestamp", TDM__FMT_JSON, "");
@@ -303,8 +300,10 @@ TDM_TEST(file_long_lines_grow_then_dead_letter)
     tdm__batch_destroy(b);
     ASSERT_EQ(fx.dead.n, 1);
     char want[512];
-    snprintf(want, sizeof want, "%s:2|line too long (more than 16777216 "
-             "bytes)|", path);
+    snprintf(want, sizeof want,
+             "%s:2|line too long (more than 16777216 "
+             "bytes)|",
+             path);
     ASSERT_TRUE(strncmp(fx.dead.text, want, strlen(want)) == 0);
     (void)out;
     close_src(&fx);
@@ -521,8 +520,7 @@ TDM_TEST(tcp_connect_errors)
     fx.conf.tcp_address = addr;
     fx.vt = &tdm__tcp_source;
     ASSERT_ERR(open_src(&fx, 0, 1), TDM_ERR_IO);
-    snprintf(want, sizeof want,
-             "cannot connect to %s: Connection refused",
+    snprintf(want, sizeof want, "cannot connect to %s: Connection refused",
              addr);
     ASSERT_STR_EQ(fx.err, want);
     fx.conf.tcp_address = "localhost";
@@ -771,8 +769,7 @@ static int gen_all(src_fixture *fx, int index, int count, char **lines,
             else
                 snprintf(buf, sizeof buf, "%.*s %.*s %lld",
                          (int)r->v[0].u.s.len, r->v[0].u.s.p,
-                         (int)r->v[1].u.s.len, r->v[1].u.s.p,
-                         (long long)r->ts);
+                         (int)r->v[1].u.s.len, r->v[1].u.s.p, (long long)r->ts);
             lines[n++] = strdup(buf);
         }
     }
@@ -1016,7 +1013,7 @@ static long name_number(const tdm__val *v, char prefix, long keys)
  * key counts are large enough that keys of 5 and 6 digits occur. */
 TDM_TEST(generator_names_from_table_and_digits)
 {
-    static const long keys[] = { 65536, 1000000 };
+    static const long keys[] = {65536, 1000000};
     for (int t = 0; t < 2; t++) {
         src_fixture fx;
         gen_conf(&fx, TDM__GEN_CLICKS);
@@ -1053,8 +1050,8 @@ TDM_TEST(generator_rejects_wrong_field_types)
     src_fixture fx;
     gen_conf(&fx, TDM__GEN_CLICKS);
     tdm__schema_free(&fx.schema);
-    ASSERT_OK(tdm__schema_parse("user:int64, ts:timestamp", &fx.schema, NULL,
-                                0));
+    ASSERT_OK(
+        tdm__schema_parse("user:int64, ts:timestamp", &fx.schema, NULL, 0));
     ASSERT_ERR(open_src(&fx, 0, 1), TDM_ERR_INVAL);
     ASSERT_STR_EQ(fx.err, "generator field 'user' has the "
                           "wrong type");

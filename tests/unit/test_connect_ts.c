@@ -89,12 +89,12 @@ TDM_TEST(iso_rejects_malformed_text)
 {
     const char *bad[] = {
         "",
-        "2026-12-02",               /* no time */
-        "2026-12-02T10:00:00",      /* no zone */
-        "2026-13-02T10:00:00Z",     /* month 13 */
+        "2026-12-02",           /* no time */
+        "2026-12-02T10:00:00",  /* no zone */
+        "2026-13-02T10:00:00Z", /* month 13 */
         "2026-00-02T10:00:00Z",
         "2026-12-32T10:00:00Z",
-        "2026-04-31T10:00:00Z",     /* April has 30 days */
+        "2026-04-31T10:00:00Z", /* April has 30 days */
         "2026-12-02T24:00:00Z",
         "2026-12-02T10:60:00Z",
         "2026-12-02T10:00:60Z",     /* no leap seconds */
@@ -170,22 +170,21 @@ TDM_TEST(decimal_text_exact_and_floored)
 TDM_TEST(decimal_text_rejects_and_ranges)
 {
     tdm_time_ms t;
-    const char *bad[] = {"", "abc", "12abc", "1.", ".5", "1e3", "--1", "1 2",
-                         "0x10"};
+    const char *bad[] = {"",    "abc", "12abc", "1.",  ".5",
+                         "1e3", "--1", "1 2",   "0x10"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (tdm__ts_from_text(bad[i], strlen(bad[i]), TDM__UNIT_MS, &t) !=
             TDM_ERR_PARSE)
             tdm_test_fail(__FILE__, __LINE__, "accepted \"%s\"", bad[i]);
     ASSERT_ERR(tdm__ts_from_text("9223372036854775808", 19, TDM__UNIT_MS, &t),
                TDM_ERR_RANGE);
-    ASSERT_ERR(tdm__ts_from_text("-9223372036854775808", 20, TDM__UNIT_MS,
-                                 &t),
+    ASSERT_ERR(tdm__ts_from_text("-9223372036854775808", 20, TDM__UNIT_MS, &t),
                TDM_ERR_RANGE);
     ASSERT_ERR(tdm__ts_from_text("9223372036854776", 16, TDM__UNIT_S, &t),
                TDM_ERR_RANGE);
-    ASSERT_ERR(tdm__ts_from_text("99999999999999999999999", 23, TDM__UNIT_NS,
-                                 &t),
-               TDM_ERR_RANGE);
+    ASSERT_ERR(
+        tdm__ts_from_text("99999999999999999999999", 23, TDM__UNIT_NS, &t),
+        TDM_ERR_RANGE);
 }
 
 TDM_TEST(double_units)
@@ -202,11 +201,9 @@ TDM_TEST(double_units)
     ASSERT_OK(tdm__ts_from_double(2500.0, TDM__UNIT_US, &t));
     ASSERT_EQ(t, 2);
     ASSERT_ERR(tdm__ts_from_double(1e300, TDM__UNIT_S, &t), TDM_ERR_RANGE);
-    ASSERT_ERR(tdm__ts_from_double(NAN, TDM__UNIT_S, &t),
-               TDM_ERR_RANGE);
+    ASSERT_ERR(tdm__ts_from_double(NAN, TDM__UNIT_S, &t), TDM_ERR_RANGE);
     ASSERT_ERR(tdm__ts_from_double(9.3e18, TDM__UNIT_MS, &t), TDM_ERR_RANGE);
-    ASSERT_ERR(tdm__ts_from_double(1.0, TDM__UNIT_ISO8601, &t),
-               TDM_ERR_PARSE);
+    ASSERT_ERR(tdm__ts_from_double(1.0, TDM__UNIT_ISO8601, &t), TDM_ERR_PARSE);
 }
 
 TDM_TEST(unit_names)

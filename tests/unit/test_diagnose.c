@@ -47,8 +47,7 @@ static struct {
     size_t n;
     int phase;
     int64_t polls;
-} ph = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0,
-         0 };
+} ph = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0};
 static _Atomic int64_t ph_now;
 
 static tdm_time_ms ph_clock(void *ud)
@@ -138,8 +137,7 @@ static void ph_close(tdm__source *src)
 }
 
 static const tdm__source_vtab ph_source = {
-    .version = 1, .open = ph_open, .poll = ph_poll, .close = ph_close
-};
+    .version = 1, .open = ph_open, .poll = ph_poll, .close = ph_close};
 
 static void ph_release(int phase)
 {
@@ -215,8 +213,7 @@ static tdm_metrics *wait_snap(tdm_job *job, snap_pred ok, const void *arg,
             return m;
         tdm_metrics_free(m);
         if (kit_secs() - t0 > 10)
-            tdm_test_fail(__FILE__, __LINE__, "timed out waiting: %s",
-                          what);
+            tdm_test_fail(__FILE__, __LINE__, "timed out waiting: %s", what);
         for (int i = 0; i < 1000; i++)
             sched_yield();
     }
@@ -225,8 +222,7 @@ static tdm_metrics *wait_snap(tdm_job *job, snap_pred ok, const void *arg,
 /* The window's input watermark (subtask 0) equals *arg. */
 static int wm_is(const tdm_metrics *m, const void *arg)
 {
-    return metric(m, TDM_METRIC_WM_INPUT, "w", 0, -1) ==
-           *(const int64_t *)arg;
+    return metric(m, TDM_METRIC_WM_INPUT, "w", 0, -1) == *(const int64_t *)arg;
 }
 
 /* The window's records in (subtask 0) reached *arg. */
@@ -278,23 +274,27 @@ static int evidence_has(const json_t *f, int i, const char *text)
     return 0;
 }
 
-#define ASSERT_CONTAINS(hay, needle)                                     \
-    do {                                                                 \
-        const char *h_ = (hay);                                          \
-        if (!h_ || !strstr(h_, (needle)))                                \
-            tdm_test_fail(__FILE__, __LINE__, "\"%s\" does not contain " \
-                          "\"%s\"", h_ ? h_ : "(null)", (needle));       \
+#define ASSERT_CONTAINS(hay, needle)                                           \
+    do {                                                                       \
+        const char *h_ = (hay);                                                \
+        if (!h_ || !strstr(h_, (needle)))                                      \
+            tdm_test_fail(__FILE__, __LINE__,                                  \
+                          "\"%s\" does not contain "                           \
+                          "\"%s\"",                                            \
+                          h_ ? h_ : "(null)", (needle));                       \
     } while (0)
 
-#define ASSERT_EVIDENCE(f, text)                                        \
-    do {                                                                \
-        if (!evidence_has((f), -1, (text))) {                           \
-            char *d_ = json_dumps((f), JSON_INDENT(1));                 \
-            fprintf(stderr, "%s\n", d_);                                \
-            free(d_);                                                   \
-            tdm_test_fail(__FILE__, __LINE__, "no evidence line has "   \
-                          "\"%s\"", (text));                            \
-        }                                                               \
+#define ASSERT_EVIDENCE(f, text)                                               \
+    do {                                                                       \
+        if (!evidence_has((f), -1, (text))) {                                  \
+            char *d_ = json_dumps((f), JSON_INDENT(1));                        \
+            fprintf(stderr, "%s\n", d_);                                       \
+            free(d_);                                                          \
+            tdm_test_fail(__FILE__, __LINE__,                                  \
+                          "no evidence line has "                              \
+                          "\"%s\"",                                            \
+                          (text));                                             \
+        }                                                                      \
     } while (0)
 
 static void dump(const json_t *j)
@@ -329,16 +329,11 @@ static void ph_finish(kit_bg *bg, tdm_job *job)
  * 10:18:59.999 - 10:02:12.999 = 16 min 47 s = 1,007,000 ms, and its last
  * record is 252 s = 4m12s old while p0 and p1 got theirs just now. */
 static const ph_row stall_rows[] = {
-    { 1, "p0", "u42", B - 2 * MIN_ },
-    { 1, "p1", "u7", B + 5000 },
-    { 1, "p0", "u42", B + 10000 },
-    { 1, "p2", "u9", B + 20000 },
-    { 1, "p0", "u42", B + MIN_ },
-    { 1, "p2", "u9", B + 133000 },
-    { 2, "p1", "u42", B + 4 * MIN_ },
-    { 2, "p0", "u42", B + 6 * MIN_ },
-    { 2, "p1", "u7", B + 19 * MIN_ },
-    { 2, "p0", "u42", B + 20 * MIN_ },
+    {1, "p0", "u42", B - 2 * MIN_}, {1, "p1", "u7", B + 5000},
+    {1, "p0", "u42", B + 10000},    {1, "p2", "u9", B + 20000},
+    {1, "p0", "u42", B + MIN_},     {1, "p2", "u9", B + 133000},
+    {2, "p1", "u42", B + 4 * MIN_}, {2, "p0", "u42", B + 6 * MIN_},
+    {2, "p1", "u7", B + 19 * MIN_}, {2, "p0", "u42", B + 20 * MIN_},
 };
 #define T0 (B + 30 * MIN_)
 #define T1 (T0 + 252000)
@@ -361,8 +356,8 @@ static tdm_job *stall_job(kit_bg *bg)
     int64_t ten = 10;
     tdm_metrics_free(wait_snap(job, in_is, &ten, "phase 2 records"));
     tdm_metrics_free(wait_snap(job, wm_is, &wm2, "phase 2 watermark"));
-    const int64_t parts[] = { 0, B + 20 * MIN_ - 1, 1, B + 19 * MIN_ - 1,
-                              2, B + 132999, -1, 0 };
+    const int64_t parts[] = {0, B + 20 * MIN_ - 1, 1,  B + 19 * MIN_ - 1,
+                             2, B + 132999,        -1, 0};
     tdm_metrics_free(wait_snap(job, parts_wm_are, parts, "partitions"));
     return job;
 }
@@ -452,8 +447,8 @@ TDM_TEST(explain_window_pending_fired_and_empty)
     /* u42's [10:00, 10:05) holds 10:00:10, 10:01 and 10:04 and waits
      * for the watermark to pass 10:04:59.999; held at p2's 10:02:12.999,
      * silent for 4m12s with no idle timeout.  One channel (clicks#0). */
-    json_t *x = tdm__explain_window(job, "w", "u42", B, B + 5 * MIN_,
-                                    &status, msg, sizeof msg);
+    json_t *x = tdm__explain_window(job, "w", "u42", B, B + 5 * MIN_, &status,
+                                    msg, sizeof msg);
     ASSERT_TRUE(x != NULL);
     ASSERT_EQ(status, 200);
     ASSERT_TRUE(json_is_false(json_object_get(x, "fired")));
@@ -488,8 +483,8 @@ TDM_TEST(explain_window_pending_fired_and_empty)
     json_decref(x);
 
     /* No record of "nobody" yet, the window still open. */
-    x = tdm__explain_window(job, "w", "nobody", B, B + 5 * MIN_, &status,
-                            msg, sizeof msg);
+    x = tdm__explain_window(job, "w", "nobody", B, B + 5 * MIN_, &status, msg,
+                            sizeof msg);
     ASSERT_TRUE(x != NULL);
     ASSERT_CONTAINS(jstr(x, "verdict"),
                     "Not fired: no record with key \"nobody\" has arrived");
@@ -510,12 +505,12 @@ TDM_TEST(explain_window_pending_fired_and_empty)
     json_decref(x);
 
     /* Bad requests. */
-    ASSERT_TRUE(tdm__explain_window(job, "nope", "u42", B, B + 1, &status,
-                                    msg, sizeof msg) == NULL);
+    ASSERT_TRUE(tdm__explain_window(job, "nope", "u42", B, B + 1, &status, msg,
+                                    sizeof msg) == NULL);
     ASSERT_EQ(status, 404);
     ASSERT_STR_EQ(msg, "no window named \"nope\" in the job");
-    ASSERT_TRUE(tdm__explain_window(job, "clicks", "u42", B, B + 1,
-                                    &status, msg, sizeof msg) == NULL);
+    ASSERT_TRUE(tdm__explain_window(job, "clicks", "u42", B, B + 1, &status,
+                                    msg, sizeof msg) == NULL);
     ASSERT_EQ(status, 404);
     ASSERT_STR_EQ(msg, "vertex \"clicks\" is not a window");
     ASSERT_TRUE(tdm__explain_window(job, "w", "u42", B, B, &status, msg,
@@ -537,8 +532,8 @@ TDM_TEST(before_any_run_nothing_to_diagnose_and_503)
     ASSERT_STR_EQ(jstr(finding_at(d, 0), "severity"), "info");
     json_decref(d);
     tdm_metrics_free(m);
-    ASSERT_TRUE(tdm__explain_window(job, "w", "u42", B, B + 5 * MIN_,
-                                    &status, msg, sizeof msg) == NULL);
+    ASSERT_TRUE(tdm__explain_window(job, "w", "u42", B, B + 5 * MIN_, &status,
+                                    msg, sizeof msg) == NULL);
     ASSERT_EQ(status, 503);
     ASSERT_STR_EQ(msg, "the job has not run yet");
     tdm_job_destroy(job);
@@ -550,10 +545,10 @@ TDM_TEST(before_any_run_nothing_to_diagnose_and_503)
  * reported as NO_DATA_NO_IDLE, critical since they hold the minimum
  * below p2. */
 static const ph_row tie_rows[] = {
-    { 1, "p0", "a", B + MIN_ },
-    { 1, "p1", "b", B + MIN_ },
-    { 1, "p2", "c", B + MIN_ },
-    { 2, "p2", "c", B + 20 * MIN_ },
+    {1, "p0", "a", B + MIN_},
+    {1, "p1", "b", B + MIN_},
+    {1, "p2", "c", B + MIN_},
+    {2, "p2", "c", B + 20 * MIN_},
 };
 
 TDM_TEST(tied_silent_partitions_have_no_data_and_no_idle_timeout)
@@ -567,7 +562,7 @@ TDM_TEST(tied_silent_partitions_have_no_data_and_no_idle_timeout)
     atomic_store(&ph_now, T1);
     ph_release(2);
     tdm_metrics_free(wait_snap(job, in_is, &four, "phase 2"));
-    const int64_t parts[] = { 2, B + 20 * MIN_ - 1, -1, 0 };
+    const int64_t parts[] = {2, B + 20 * MIN_ - 1, -1, 0};
     tdm_metrics_free(wait_snap(job, parts_wm_are, parts, "p2 watermark"));
     tdm_metrics *m = wait_snap(job, wm_is, &wm, "watermark");
     tdm__culprit c;
@@ -631,8 +626,8 @@ static int all_idle(const tdm_metrics *m, const void *arg)
  * idle: then the watermark cannot move. */
 TDM_TEST(every_partition_idle)
 {
-    static const ph_row rows[] = { { 1, "p0", "a", B + 1000 },
-                                   { 1, "p1", "b", B + 2000 } };
+    static const ph_row rows[] = {{1, "p0", "a", B + 1000},
+                                  {1, "p1", "b", B + 2000}};
     kit_bg bg;
     tdm_job *job = ph_job(rows, 2, T0, NULL);
     KIT_SET(tdm_job_node(job, "clicks"), "watermark.idle_timeout", "1s");
@@ -666,8 +661,10 @@ TDM_TEST(every_partition_idle)
     char age[64];
     int64_t ms = 1500 * (int64_t)steps;
     if (ms < 10000)
-        snprintf(age, sizeof age, "the most recent record arrived %d.%ds "
-                 "ago", (int)(ms / 1000), (int)(ms % 1000 / 100));
+        snprintf(age, sizeof age,
+                 "the most recent record arrived %d.%ds "
+                 "ago",
+                 (int)(ms / 1000), (int)(ms % 1000 / 100));
     else
         snprintf(age, sizeof age, "the most recent record arrived %ds ago",
                  (int)(ms / 1000));
@@ -685,10 +682,10 @@ TDM_TEST(every_partition_idle)
  * seconds; the highest, 1733133605 ms, is 1970-01-21T01:25:33.605Z. */
 TDM_TEST(seconds_read_as_milliseconds)
 {
-    static const kit_row r[] = { { 0, "a", 1733133600, 1 },
-                                 { 0, "a", 1733133601, 1 },
-                                 { 0, "a", 1733133605, 1 } };
-    kit_add_data((kit_data){ "secs", 1, r, 3, 0, 0, 0 });
+    static const kit_row r[] = {{0, "a", 1733133600, 1},
+                                {0, "a", 1733133601, 1},
+                                {0, "a", 1733133605, 1}};
+    kit_add_data((kit_data){"secs", 1, r, 3, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     kit_source_node(job, "clicks", "secs");
@@ -730,10 +727,9 @@ static tdm_time_ms fixed_clock(void *ud)
  * (1 of 3); 1000 and 2000 lie in the past. */
 TDM_TEST(future_timestamps_caught_by_the_guard)
 {
-    static const kit_row r[] = { { 0, "a", 1000, 1 },
-                                 { 0, "a", 10000000000000LL, 1 },
-                                 { 0, "a", 2000, 1 } };
-    kit_add_data((kit_data){ "guard", 1, r, 3, 0, 0, 0 });
+    static const kit_row r[] = {
+        {0, "a", 1000, 1}, {0, "a", 10000000000000LL, 1}, {0, "a", 2000, 1}};
+    kit_add_data((kit_data){"guard", 1, r, 3, 0, 0, 0});
     atomic_store(&fixed_ms, 1000000);
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
@@ -775,11 +771,11 @@ TDM_TEST(future_timestamps_caught_by_the_guard)
  * pane fired while windows pile up - critical. */
 TDM_TEST(count_trigger_on_event_time_windows)
 {
-    static const ph_row rows[] = { { 1, "p0", "u1", B + 1000 },
-                                   { 1, "p0", "u1", B + 2000 },
-                                   { 1, "p0", "u1", B + 3000 },
-                                   { 1, "p0", "u2", B + MIN_ },
-                                   { 1, "p0", "u2", B + 2 * MIN_ } };
+    static const ph_row rows[] = {{1, "p0", "u1", B + 1000},
+                                  {1, "p0", "u1", B + 2000},
+                                  {1, "p0", "u1", B + 3000},
+                                  {1, "p0", "u2", B + MIN_},
+                                  {1, "p0", "u2", B + 2 * MIN_}};
     kit_bg bg;
     tdm_node *w;
     tdm_job *job = ph_job(rows, 5, T0, &w);
@@ -809,8 +805,8 @@ TDM_TEST(count_trigger_on_event_time_windows)
     /* And for one window: it holds records the watermark cannot fire. */
     char msg[256];
     int status;
-    json_t *x = tdm__explain_window(job, "w", "u1", B, B + 5 * MIN_,
-                                    &status, msg, sizeof msg);
+    json_t *x = tdm__explain_window(job, "w", "u1", B, B + 5 * MIN_, &status,
+                                    msg, sizeof msg);
     ASSERT_TRUE(x != NULL);
     ASSERT_STR_EQ(jstr(x, "verdict"),
                   "Not fired: the window [2026-12-02T10:00:00.000Z, "
@@ -842,9 +838,9 @@ TDM_TEST(high_late_rate_recommends_the_p999_lag)
         int64_t ts = 10000 + 10 * (int64_t)i;
         if (i % 20 == 19)
             ts = 10000 + 10 * (int64_t)(i - 1) - 2500;
-        late_rows[i] = (kit_row){ 0, "a", ts, 1 };
+        late_rows[i] = (kit_row){0, "a", ts, 1};
     }
-    kit_add_data((kit_data){ "late", 1, late_rows, LATE_N, 0, 0, 0 });
+    kit_add_data((kit_data){"late", 1, late_rows, LATE_N, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     tdm_node *s = kit_source_node(job, "src", "late");
@@ -898,7 +894,7 @@ static int queue_full(const tdm_metrics *m, const void *arg)
 
 TDM_TEST(full_queue_is_backpressure)
 {
-    kit_add_data((kit_data){ "endless", 1, NULL, 0, 5000000, 10, 1 });
+    kit_add_data((kit_data){"endless", 1, NULL, 0, 5000000, 10, 1});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "batch.size", "64");
@@ -921,8 +917,7 @@ TDM_TEST(full_queue_is_backpressure)
     int64_t cap = metric(m, TDM_METRIC_QUEUE_CAP, "w", 0, -1);
     json_t *d = tdm__diagnose(job, m, NULL);
     json_t *f = NULL;
-    for (size_t i = 0; i < json_array_size(json_object_get(d, "findings"));
-         i++)
+    for (size_t i = 0; i < json_array_size(json_object_get(d, "findings")); i++)
         if (strcmp(jstr(finding_at(d, i), "code"), "BACKPRESSURE") == 0)
             f = finding_at(d, i);
     if (!f)
@@ -932,8 +927,9 @@ TDM_TEST(full_queue_is_backpressure)
     ASSERT_STR_EQ(jstr(f, "title"), "w subtask 0 cannot keep up: its input "
                                     "queue is full");
     char line[128];
-    snprintf(line, sizeof line, "input queue of w subtask 0: %" PRId64
-             " of %" PRId64 " items", cap, cap);
+    snprintf(line, sizeof line,
+             "input queue of w subtask 0: %" PRId64 " of %" PRId64 " items",
+             cap, cap);
     ASSERT_EVIDENCE(f, line);
     ASSERT_EVIDENCE(f, "w writes its results to sink out");
     ASSERT_CONTAINS(jstr(f, "fix"), "Speed up sink out");
@@ -953,11 +949,11 @@ TDM_TEST(full_queue_is_backpressure)
  * [10000,20000)). */
 TDM_TEST(healthy_job_is_all_clear)
 {
-    static const kit_row r[] = { { 0, "a", 1000, 1 },
-                                 { 0, "a", 2000, 1 },
-                                 { 0, "a", 3000, 1 },
-                                 { 0, "a", 12000, 1 } };
-    kit_add_data((kit_data){ "fine", 1, r, 4, 0, 0, 0 });
+    static const kit_row r[] = {{0, "a", 1000, 1},
+                                {0, "a", 2000, 1},
+                                {0, "a", 3000, 1},
+                                {0, "a", 12000, 1}};
+    kit_add_data((kit_data){"fine", 1, r, 4, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     kit_source_node(job, "src", "fine");
@@ -991,9 +987,9 @@ TDM_TEST(healthy_job_is_all_clear)
  * trigger is critical and comes first. */
 TDM_TEST(critical_findings_come_first)
 {
-    static const ph_row rows[] = { { 1, "p0", "a", B + 1000 },
-                                   { 1, "p1", "b", B + 2000 },
-                                   { 2, "p1", "b", B + 5000 } };
+    static const ph_row rows[] = {{1, "p0", "a", B + 1000},
+                                  {1, "p1", "b", B + 2000},
+                                  {2, "p1", "b", B + 5000}};
     kit_bg bg;
     tdm_node *w;
     tdm_job *job = ph_job(rows, 3, T0, &w);
@@ -1007,7 +1003,7 @@ TDM_TEST(critical_findings_come_first)
     tdm_metrics_free(wait_snap(job, in_is, &three, "phase 2"));
     /* Waiting for the records and the watermark alone could snapshot p1
      * still at B+1999 (1.0s ahead). */
-    const int64_t parts[] = { 1, B + 4999, -1, 0 };
+    const int64_t parts[] = {1, B + 4999, -1, 0};
     tdm_metrics_free(wait_snap(job, parts_wm_are, parts, "p1 watermark"));
     tdm_metrics *m = wait_snap(job, wm_is, &wm, "watermark");
     json_t *d = tdm__diagnose(job, m, NULL);

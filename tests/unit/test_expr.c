@@ -18,8 +18,8 @@
  *   i = 7, j = -2, big = INT64_MAX, min = INT64_MIN, d = 2.5,
  *   s = "abc", b = true, t = 1000 (timestamp), n = null (int64),
  *   nd = null (double), ns = null (string). */
-#define SCHEMA                                                          \
-    "i:int64, j:int64, big:int64, min:int64, d:double, s:string, "      \
+#define SCHEMA                                                                 \
+    "i:int64, j:int64, big:int64, min:int64, d:double, s:string, "             \
     "b:bool, t:timestamp, n:int64, nd:double, ns:string, my-field:int64"
 
 typedef struct fixture {
@@ -39,18 +39,18 @@ static void fx_init(void)
     fx.row = tdm__batch_add(fx.batch);
     ASSERT_TRUE(fx.row != NULL);
     tdm__row *r = fx.row;
-    r->v[0] = (tdm__val){ .u.i = 7 };
-    r->v[1] = (tdm__val){ .u.i = -2 };
-    r->v[2] = (tdm__val){ .u.i = INT64_MAX };
-    r->v[3] = (tdm__val){ .u.i = INT64_MIN };
-    r->v[4] = (tdm__val){ .u.d = 2.5 };
+    r->v[0] = (tdm__val){.u.i = 7};
+    r->v[1] = (tdm__val){.u.i = -2};
+    r->v[2] = (tdm__val){.u.i = INT64_MAX};
+    r->v[3] = (tdm__val){.u.i = INT64_MIN};
+    r->v[4] = (tdm__val){.u.d = 2.5};
     ASSERT_OK(tdm__batch_set_string(fx.batch, r, 5, "abc", 3));
-    r->v[6] = (tdm__val){ .u.i = 1 };
-    r->v[7] = (tdm__val){ .u.i = 1000 };
-    r->v[8] = (tdm__val){ .null = 1 };
-    r->v[9] = (tdm__val){ .null = 1 };
-    r->v[10] = (tdm__val){ .null = 1 };
-    r->v[11] = (tdm__val){ .u.i = 42 };
+    r->v[6] = (tdm__val){.u.i = 1};
+    r->v[7] = (tdm__val){.u.i = 1000};
+    r->v[8] = (tdm__val){.null = 1};
+    r->v[9] = (tdm__val){.null = 1};
+    r->v[10] = (tdm__val){.null = 1};
+    r->v[11] = (tdm__val){.u.i = 42};
 }
 
 static void fx_free(void)
@@ -75,33 +75,32 @@ static tdm__expr_val eval_at(const char *file, int line, const char *text,
     return v;
 }
 
-static void want_int(const char *file, int line, const char *text,
-                     int64_t want)
+static void want_int(const char *file, int line, const char *text, int64_t want)
 {
     tdm__expr_type t;
     tdm__expr_val v = eval_at(file, line, text, &t);
     if (t != TDM__EXPR_INT || v.null || v.u.i != want)
-        tdm_test_fail(file, line, "\"%s\": got %s %s%" PRId64 ", want int64 "
+        tdm_test_fail(file, line,
+                      "\"%s\": got %s %s%" PRId64 ", want int64 "
                       "%" PRId64,
                       text, tdm__expr_type_name(t), v.null ? "null " : "",
                       v.u.i, want);
 }
 
-static void want_dbl(const char *file, int line, const char *text,
-                     double want)
+static void want_dbl(const char *file, int line, const char *text, double want)
 {
     tdm__expr_type t;
     tdm__expr_val v = eval_at(file, line, text, &t);
     if (t != TDM__EXPR_DOUBLE || v.null || v.u.d != want)
-        tdm_test_fail(file, line, "\"%s\": got %s %s%.17g, want double "
+        tdm_test_fail(file, line,
+                      "\"%s\": got %s %s%.17g, want double "
                       "%.17g",
                       text, tdm__expr_type_name(t), v.null ? "null " : "",
                       v.u.d, want);
 }
 
 /* want: 1 true, 0 false, -1 null. */
-static void want_bool(const char *file, int line, const char *text,
-                      int want)
+static void want_bool(const char *file, int line, const char *text, int want)
 {
     tdm__expr_type t;
     tdm__expr_val v = eval_at(file, line, text, &t);
@@ -131,8 +130,8 @@ static void want_err(const char *file, int line, const char *text,
     tdm__expr *e = NULL;
     tdm_err err = tdm__expr_compile(text, &fx.schema, &e, msg, sizeof msg);
     if (err != TDM_ERR_INVAL || e != NULL || strcmp(msg, want) != 0)
-        tdm_test_fail(file, line, "\"%s\": got %s \"%s\", want \"%s\"",
-                      text, tdm_err_name(err), msg, want);
+        tdm_test_fail(file, line, "\"%s\": got %s \"%s\", want \"%s\"", text,
+                      tdm_err_name(err), msg, want);
 }
 
 #define INT(text, want) want_int(__FILE__, __LINE__, text, want)
@@ -172,27 +171,27 @@ TDM_TEST(precedence_and_associativity)
     fx_init();
     INT("1 + 2 * 3", 7);
     INT("(1 + 2) * 3", 9);
-    INT("10 - 4 - 3", 3);      /* (10 - 4) - 3 */
-    INT("100 / 10 / 5", 2);    /* (100 / 10) / 5 */
-    INT("2 * 3 % 4", 2);       /* (2 * 3) % 4 */
-    INT("2 + 3 % 4", 5);       /* 2 + (3 % 4) */
+    INT("10 - 4 - 3", 3);   /* (10 - 4) - 3 */
+    INT("100 / 10 / 5", 2); /* (100 / 10) / 5 */
+    INT("2 * 3 % 4", 2);    /* (2 * 3) % 4 */
+    INT("2 + 3 % 4", 5);    /* 2 + (3 % 4) */
     INT("-2 * -3", 6);
     INT("i - -2", 9);
-    INT("-i % 4", -3);         /* (-7) % 4 */
+    INT("-i % 4", -3); /* (-7) % 4 */
     BOOL("1 + 1 = 2", 1);
     BOOL("i % 7 = 0 AND j < 0", 1);
-    BOOL("NOT 1 = 2", 1);      /* NOT (1 = 2) */
-    BOOL("NOT TRUE OR TRUE", 1);        /* (NOT TRUE) OR TRUE */
-    BOOL("TRUE OR TRUE AND FALSE", 1);  /* TRUE OR (TRUE AND FALSE) */
+    BOOL("NOT 1 = 2", 1);              /* NOT (1 = 2) */
+    BOOL("NOT TRUE OR TRUE", 1);       /* (NOT TRUE) OR TRUE */
+    BOOL("TRUE OR TRUE AND FALSE", 1); /* TRUE OR (TRUE AND FALSE) */
     BOOL("(TRUE OR TRUE) AND FALSE", 0);
-    BOOL("FALSE AND TRUE OR TRUE", 1);  /* (FALSE AND TRUE) OR TRUE */
+    BOOL("FALSE AND TRUE OR TRUE", 1); /* (FALSE AND TRUE) OR TRUE */
     BOOL("not not b", 1);
     BOOL("i > 5 and i <= 7 or false", 1);
     BOOL("i == 7", 1);
     BOOL("i != 7", 0);
     BOOL("i <> 8", 1);
     BOOL("i >= 7 AND i < 8 AND i > 6 AND i <= 7", 1);
-    BOOL("i + 1 IS NULL", 0);  /* (i + 1) IS NULL */
+    BOOL("i + 1 IS NULL", 0); /* (i + 1) IS NULL */
     fx_free();
 }
 
@@ -202,9 +201,9 @@ TDM_TEST(integer_edges)
     INT("-9223372036854775808", INT64_MIN);
     INT("9223372036854775807", INT64_MAX);
     BOOL("min = -9223372036854775808", 1);
-    NUL("min / -1", TDM__EXPR_INT);          /* 2^63 does not fit */
+    NUL("min / -1", TDM__EXPR_INT); /* 2^63 does not fit */
     NUL("-9223372036854775808 / -1", TDM__EXPR_INT);
-    INT("min % -1", 0);                       /* no trap, and 0 */
+    INT("min % -1", 0); /* no trap, and 0 */
     INT("7 % -1", 0);
     NUL("-min", TDM__EXPR_INT);
     NUL("big + 1", TDM__EXPR_INT);
@@ -216,9 +215,9 @@ TDM_TEST(integer_edges)
     NUL("i / 0", TDM__EXPR_INT);
     NUL("i % 0", TDM__EXPR_INT);
     NUL("i / (j + 2)", TDM__EXPR_INT);
-    INT("-7 / 2", -3);   /* truncates toward zero */
+    INT("-7 / 2", -3); /* truncates toward zero */
     INT("7 / -2", -3);
-    INT("-7 % 2", -1);   /* the sign of the dividend */
+    INT("-7 % 2", -1); /* the sign of the dividend */
     INT("7 % -2", 1);
     /* An overflow inside a larger expression makes it all null, and a
      * null operand of a comparison makes the comparison null. */
@@ -251,7 +250,7 @@ TDM_TEST(doubles)
     NUL("d / 0", TDM__EXPR_DOUBLE);
     NUL("d / 0.0", TDM__EXPR_DOUBLE);
     NUL("d % 0", TDM__EXPR_DOUBLE);
-    NUL("1e308 * 10", TDM__EXPR_DOUBLE);  /* not finite: null */
+    NUL("1e308 * 10", TDM__EXPR_DOUBLE); /* not finite: null */
     DBL("big * 1.0", 9223372036854775808.0);
     /* Mixed comparisons are exact: 2^53 + 1 is not 2^53 as a double
      * would make it. */
@@ -275,7 +274,7 @@ TDM_TEST(strings_and_bools)
     BOOL("s = 'abc'", 1);
     BOOL("s <> 'abd'", 1);
     BOOL("s < 'abd'", 1);
-    BOOL("s < 'ab'", 0);    /* a prefix sorts first */
+    BOOL("s < 'ab'", 0); /* a prefix sorts first */
     BOOL("s > 'ab'", 1);
     BOOL("'' < s", 1);
     BOOL("'it''s' = 'it''s'", 1);
@@ -327,14 +326,13 @@ TDM_TEST(filters_keep_only_true)
     static const struct {
         const char *text;
         bool keep;
-    } cases[] = { { "i = 7", true },   { "i = 8", false },
-                  { "n = 1", false },  { "NOT (n = 1)", false },
-                  { "n IS NULL", true }, { "NULL", false } };
+    } cases[] = {{"i = 7", true},        {"i = 8", false},    {"n = 1", false},
+                 {"NOT (n = 1)", false}, {"n IS NULL", true}, {"NULL", false}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char msg[256];
         tdm__expr *e = NULL;
-        ASSERT_OK(tdm__expr_compile(cases[k].text, &fx.schema, &e, msg,
-                                    sizeof msg));
+        ASSERT_OK(
+            tdm__expr_compile(cases[k].text, &fx.schema, &e, msg, sizeof msg));
         if (tdm__expr_true(e, fx.row) != cases[k].keep)
             tdm_test_fail(__FILE__, __LINE__, "\"%s\": keep is %d",
                           cases[k].text, !cases[k].keep);
@@ -453,8 +451,7 @@ TDM_TEST(long_expressions)
     static char text[20000];
     size_t o = 0;
     for (int k = 0; k < 2000; k++)
-        o += (size_t)snprintf(text + o, sizeof text - o, "%s1",
-                              k ? " + " : "");
+        o += (size_t)snprintf(text + o, sizeof text - o, "%s1", k ? " + " : "");
     INT(text, 2000);
     o = 0;
     for (int k = 0; k < 60; k++)
@@ -506,7 +503,7 @@ static void want_invalid(const char *file, int line, const char *key,
     tdm_job_destroy(job);
 }
 
-#define INVALID(key, value, want) \
+#define INVALID(key, value, want)                                              \
     want_invalid(__FILE__, __LINE__, key, value, want)
 
 TDM_TEST(source_keys_are_checked_at_validation)
@@ -547,13 +544,13 @@ TDM_TEST(source_keys_are_checked_at_validation)
 }
 
 static const kit_row expr_rows[] = {
-    { 0, "a", 1000, 3 },  { 0, "a", 2000, 4 },   { 0, "b", 3000, 10 },
-    { 0, "b", 4000, 11 }, { 0, "c", 5000, -6 },  { 0, "a", 6000, 9 },
+    {0, "a", 1000, 3},  {0, "a", 2000, 4},  {0, "b", 3000, 10},
+    {0, "b", 4000, 11}, {0, "c", 5000, -6}, {0, "a", 6000, 9},
 };
 
 TDM_TEST(filter_and_compute_run_in_the_source)
 {
-    kit_add_data((kit_data){ "expr_rows", 1, expr_rows, 6, 0, 0, 0 });
+    kit_add_data((kit_data){"expr_rows", 1, expr_rows, 6, 0, 0, 0});
     /* The schema gets a field w the source leaves null.  Keep odd v (3,
      * 11, 9 stay; 4, 10, -6 go), then w = v * 10, then v = w + 1: the
      * computes run in key order, the second sees the first's result.
@@ -579,13 +576,12 @@ static int keep_small(void *ud, const tdm_row *row)
 
 TDM_TEST(expressions_run_before_user_functions)
 {
-    kit_add_data((kit_data){ "expr_rows", 1, expr_rows, 6, 0, 0, 0 });
+    kit_add_data((kit_data){"expr_rows", 1, expr_rows, 6, 0, 0, 0});
     /* compute makes v * 10; the C filter then keeps v < 50, so it sees
      * the computed values: 30, 40, -60 stay (3, 4, -6 read), 100, 110,
      * 90 go.  a: 30 + 40 = 70; c: -60. */
     tdm_job *job = key_job("compute.v", "v * 10");
-    ASSERT_OK(tdm_node_add_filter(tdm_job_node(job, "src"), keep_small,
-                                  NULL));
+    ASSERT_OK(tdm_node_add_filter(tdm_job_node(job, "src"), keep_small, NULL));
     kit_run_ok(job);
     KIT_EXPECT("out", "k=a n=2 total=70 [0,10000) on_time#0 +",
                "k=c n=1 total=-60 [0,10000) on_time#0 +");
@@ -595,7 +591,7 @@ TDM_TEST(expressions_run_before_user_functions)
 
 TDM_TEST(a_null_result_makes_the_field_null)
 {
-    kit_add_data((kit_data){ "expr_rows", 1, expr_rows, 6, 0, 0, 0 });
+    kit_add_data((kit_data){"expr_rows", 1, expr_rows, 6, 0, 0, 0});
     /* 100 / (v - 4) divides by zero for v = 4: that row's v is null, so
      * sum(v) leaves it out but count() counts it.  a: 100/-1 + null +
      * 100/5 = -100 + 20 = -80 over 3 rows; b: 100/6 + 100/7 = 16 + 14 =

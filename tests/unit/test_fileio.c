@@ -34,12 +34,11 @@ static void rm_tmp(const char *dir)
 }
 
 /* Writes @p s to @p path through the layer, fsynced. */
-static tdm_err write_file(const char *path, const char *s, char *err,
-                          size_t n)
+static tdm_err write_file(const char *path, const char *s, char *err, size_t n)
 {
     int fd;
-    tdm_err rc = tdm__fio_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666,
-                               &fd, err, n);
+    tdm_err rc =
+        tdm__fio_open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666, &fd, err, n);
     if (rc != TDM_OK)
         return rc;
     rc = tdm__fio_write_all(fd, s, strlen(s), path, err, n);
@@ -84,8 +83,7 @@ TDM_TEST(fio_write_read_rename_list)
     ASSERT_ERR(tdm__fio_read_file(missing, &bytes, &len, err, sizeof err),
                TDM_ERR_IO);
     char want[256];
-    snprintf(want, sizeof want, "open %s: No such file or directory",
-             missing);
+    snprintf(want, sizeof want, "open %s: No such file or directory", missing);
     ASSERT_STR_EQ(err, want);
     /* remove_tree takes nested directories; a missing tree is fine. */
     char x[128];
@@ -102,14 +100,12 @@ TDM_TEST(fio_fault_nth_once_and_sticky)
     mk_tmp(dir, sizeof dir);
     snprintf(p, sizeof p, "%s/f", dir);
     int fd;
-    ASSERT_OK(tdm__fio_open(p, O_WRONLY | O_CREAT, 0666, &fd, err,
-                            sizeof err));
+    ASSERT_OK(tdm__fio_open(p, O_WRONLY | O_CREAT, 0666, &fd, err, sizeof err));
     /* The third write from now fails once with ENOSPC. */
     tdm__fio_fault(TDM__FIO_WRITE, 3, ENOSPC, 0);
     ASSERT_OK(tdm__fio_write_all(fd, "1", 1, p, err, sizeof err));
     ASSERT_OK(tdm__fio_write_all(fd, "2", 1, p, err, sizeof err));
-    ASSERT_ERR(tdm__fio_write_all(fd, "3", 1, p, err, sizeof err),
-               TDM_ERR_IO);
+    ASSERT_ERR(tdm__fio_write_all(fd, "3", 1, p, err, sizeof err), TDM_ERR_IO);
     snprintf(want, sizeof want, "write %s: No space left on device", p);
     ASSERT_STR_EQ(err, want);
     ASSERT_OK(tdm__fio_write_all(fd, "4", 1, p, err, sizeof err));
@@ -142,8 +138,8 @@ TDM_TEST(fio_fault_nth_once_and_sticky)
     snprintf(q, sizeof q, "%s/g", dir);
     tdm__fio_fault(TDM__FIO_RENAME, 1, ENOSPC, 0);
     ASSERT_ERR(tdm__fio_rename(p, q, err, sizeof err), TDM_ERR_IO);
-    snprintf(want, sizeof want, "rename %s to %s: No space left on device",
-             p, q);
+    snprintf(want, sizeof want, "rename %s to %s: No space left on device", p,
+             q);
     ASSERT_STR_EQ(err, want);
     ASSERT_TRUE(access(p, F_OK) == 0 && access(q, F_OK) != 0);
     tdm__fio_fault(TDM__FIO_MKDIR, 1, EDQUOT, 0);
@@ -171,8 +167,7 @@ TDM_TEST(fio_fault_spec_parse)
                TDM_ERR_INVAL);
     ASSERT_ERR(tdm__fio_fault_parse("fsync:2:ENOTANERRNO", err, sizeof err),
                TDM_ERR_INVAL);
-    ASSERT_ERR(tdm__fio_fault_parse("fsync:2", err, sizeof err),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm__fio_fault_parse("fsync:2", err, sizeof err), TDM_ERR_INVAL);
     ASSERT_ERR(tdm__fio_fault_parse("fsync:2:EIO:often", err, sizeof err),
                TDM_ERR_INVAL);
     /* A bad item arms nothing, even after good ones. */
@@ -220,8 +215,7 @@ TDM_TEST(fio_env_child)
     mk_tmp(dir, sizeof dir);
     snprintf(p, sizeof p, "%s/f", dir);
     int fd;
-    ASSERT_OK(tdm__fio_open(p, O_WRONLY | O_CREAT, 0666, &fd, err,
-                            sizeof err));
+    ASSERT_OK(tdm__fio_open(p, O_WRONLY | O_CREAT, 0666, &fd, err, sizeof err));
     ASSERT_OK(tdm__fio_fsync(fd, p, err, sizeof err));
     if (spec && strcmp(spec, "fsync:2:EIO") == 0) {
         ASSERT_ERR(tdm__fio_fsync(fd, p, err, sizeof err), TDM_ERR_IO);
@@ -261,8 +255,7 @@ TDM_TEST(fio_lock_excludes_second_holder)
     ASSERT_OK(tdm__fio_lock(p, &fd1, &holder, err, sizeof err));
     /* flock belongs to the open file, so a second open in this process
      * conflicts like another process would. */
-    ASSERT_ERR(tdm__fio_lock(p, &fd2, &holder, err, sizeof err),
-               TDM_ERR_STATE);
+    ASSERT_ERR(tdm__fio_lock(p, &fd2, &holder, err, sizeof err), TDM_ERR_STATE);
     ASSERT_EQ(holder, getpid());
     ASSERT_EQ(fd2, -1);
     tdm__fio_unlock(fd1);

@@ -9,7 +9,7 @@
 #include "connect/kafka_shuffle.h"
 #include "testhooks.h"
 
-#define W(t, p, id, wm, idle, now)                                       \
+#define W(t, p, id, wm, idle, now)                                             \
     ASSERT_OK(tdm__kwm_marker(t, p, id, strlen(id), wm, idle, now))
 
 /* No writer heard from: nothing to report, the watermark is MIN. */
@@ -232,7 +232,7 @@ TDM_TEST(kwm_end_of_input)
 
 static tdm__schema schema_of(const char *text)
 {
-    tdm__schema s = { 0 };
+    tdm__schema s = {0};
     ASSERT_OK(tdm__schema_parse(text, &s, NULL, 0));
     return s;
 }
@@ -257,7 +257,7 @@ TDM_TEST(row_encoding_round_trip)
     r->v[3].null = 0;
     /* note stays null */
     ASSERT_OK(tdm__batch_set_string(in, r, 5, "", 0));
-    tdm__keybuf kb = { 0 };
+    tdm__keybuf kb = {0};
     ASSERT_OK(tdm__kshuffle_encode(r, &kb));
     ASSERT_EQ((unsigned char)kb.p[0], TDM__KSHUFFLE_VERSION);
     ASSERT_EQ(kb.p[1], 6);
@@ -301,12 +301,11 @@ TDM_TEST(row_encoding_rejects_foreign_bytes)
     tdm__row *r = tdm__batch_add(in);
     r->ts = 5;
     ASSERT_OK(tdm__batch_set_string(in, r, 0, "bob", 3));
-    tdm__keybuf kb = { 0 };
+    tdm__keybuf kb = {0};
     ASSERT_OK(tdm__kshuffle_encode(r, &kb));
     tdm__row *d = NULL;
     ASSERT_ERR(tdm__kshuffle_decode(kb.p, kb.len, out3, &d), TDM_ERR_PARSE);
-    ASSERT_ERR(tdm__kshuffle_decode(kb.p, kb.len - 1, out, &d),
-               TDM_ERR_PARSE);
+    ASSERT_ERR(tdm__kshuffle_decode(kb.p, kb.len - 1, out, &d), TDM_ERR_PARSE);
     ASSERT_ERR(tdm__kshuffle_decode(kb.p, 2, out, &d), TDM_ERR_PARSE);
     ASSERT_ERR(tdm__kshuffle_decode(NULL, 0, out, &d), TDM_ERR_PARSE);
     kb.p[0] = TDM__KSHUFFLE_VERSION + 1;
@@ -333,29 +332,26 @@ TDM_TEST(row_encoding_rejects_foreign_bytes)
 TDM_TEST(open_checks_parameters)
 {
     tdm__schema s = schema_of("user:string, n:int64");
-    int key[1] = { 0 };
-    const char *props[] = { "no.such.property", "1" };
-    tdm__kshuffle_conf c = { 0 };
+    int key[1] = {0};
+    const char *props[] = {"no.such.property", "1"};
+    tdm__kshuffle_conf c = {0};
     tdm__kshuffle *sh = (tdm__kshuffle *)1;
     char e[256] = "";
     c.brokers = "127.0.0.1:1";
     c.group = "g";
     c.schema = &s;
-    ASSERT_ERR(tdm__kshuffle_open(&c, 0, 1, &sh, e, sizeof e),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm__kshuffle_open(&c, 0, 1, &sh, e, sizeof e), TDM_ERR_INVAL);
     ASSERT_TRUE(sh == NULL);
     ASSERT_TRUE(strstr(e, "key") != NULL);
     c.key_idx = key;
     c.n_key = 1;
     c.group = NULL;
-    ASSERT_ERR(tdm__kshuffle_open(&c, 0, 1, &sh, e, sizeof e),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm__kshuffle_open(&c, 0, 1, &sh, e, sizeof e), TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(e, "group") != NULL);
     c.group = "g";
     c.props = props;
     c.n_props = 1;
-    ASSERT_ERR(tdm__kshuffle_open(&c, 0, 1, &sh, e, sizeof e),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm__kshuffle_open(&c, 0, 1, &sh, e, sizeof e), TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(e, "kafka.no.such.property") != NULL);
     ASSERT_TRUE(sh == NULL);
     tdm__kshuffle_close(NULL);

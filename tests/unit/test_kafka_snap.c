@@ -18,8 +18,7 @@
 TDM_TEST(meta_format_is_tdm1_wm)
 {
     char buf[TDM__KMETA_MAX];
-    ASSERT_EQ(tdm__kafka_meta_format(60000, TDM_TIME_MIN, buf, sizeof buf),
-              13);
+    ASSERT_EQ(tdm__kafka_meta_format(60000, TDM_TIME_MIN, buf, sizeof buf), 13);
     ASSERT_STR_EQ(buf, "tdm1 wm=60000");
     tdm__kafka_meta_format(-5, TDM_TIME_MIN, buf, sizeof buf);
     ASSERT_STR_EQ(buf, "tdm1 wm=-5");
@@ -33,12 +32,12 @@ TDM_TEST(meta_format_is_tdm1_wm)
 TDM_TEST(meta_parse_round_trips_and_rejects_other_text)
 {
     tdm_time_ms wm = 0;
-    static const tdm_time_ms vals[] = {0, 1, -1, 1767225600000,
-                                       TDM_TIME_MIN, TDM_TIME_MAX};
+    static const tdm_time_ms vals[] = {
+        0, 1, -1, 1767225600000, TDM_TIME_MIN, TDM_TIME_MAX};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         char buf[TDM__KMETA_MAX];
-        size_t n = tdm__kafka_meta_format(vals[i], TDM_TIME_MIN, buf,
-                                          sizeof buf);
+        size_t n =
+            tdm__kafka_meta_format(vals[i], TDM_TIME_MIN, buf, sizeof buf);
         ASSERT_EQ(tdm__kafka_meta_parse(buf, n, &wm, NULL), 1);
         ASSERT_EQ(wm, vals[i]);
     }
@@ -47,9 +46,17 @@ TDM_TEST(meta_parse_round_trips_and_rejects_other_text)
     ASSERT_EQ(wm, 123);
 
     static const char *bad[] = {
-        "", "tdm1 wm=", "tdm1 wm=12x", "tdm2 wm=5", " tdm1 wm=5",
-        "tdm1 wm=+5", "tdm1 wm= 5", "tdm1 wm=-", "tdm1 wm=5 ",
-        "tdm1 wm=9223372036854775808", "some other client's metadata",
+        "",
+        "tdm1 wm=",
+        "tdm1 wm=12x",
+        "tdm2 wm=5",
+        " tdm1 wm=5",
+        "tdm1 wm=+5",
+        "tdm1 wm= 5",
+        "tdm1 wm=-",
+        "tdm1 wm=5 ",
+        "tdm1 wm=9223372036854775808",
+        "some other client's metadata",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         wm = 7;
@@ -72,8 +79,8 @@ TDM_TEST(meta_top_round_trips)
     ASSERT_EQ(tdm__kafka_meta_parse(buf, 23, &wm, &top), 1);
     ASSERT_EQ(wm, 60000);
     ASSERT_EQ(top, 65000);
-    size_t n = tdm__kafka_meta_format(TDM_TIME_MIN, TDM_TIME_MAX, buf,
-                                      sizeof buf);
+    size_t n =
+        tdm__kafka_meta_format(TDM_TIME_MIN, TDM_TIME_MAX, buf, sizeof buf);
     ASSERT_EQ(n, 8 + 20 + 5 + 19);
     ASSERT_EQ(tdm__kafka_meta_parse(buf, n, &wm, &top), 1);
     ASSERT_EQ(wm, TDM_TIME_MIN);
@@ -82,14 +89,18 @@ TDM_TEST(meta_top_round_trips)
     ASSERT_EQ(tdm__kafka_meta_parse("tdm1 wm=5", 9, &wm, &top), 1);
     ASSERT_EQ(top, TDM_TIME_MIN);
     static const char *bad[] = {
-        "tdm1 wm=5 top=", "tdm1 wm=5 top=x", "tdm1 wm=5  top=6",
-        "tdm1 wm=5 top=6 ", "tdm1 wm=5 tip=6", "tdm1 wm=5 top=+6",
-        "tdm1 wm=5 top=-9223372036854775808", "tdm1 wm= top=6",
+        "tdm1 wm=5 top=",
+        "tdm1 wm=5 top=x",
+        "tdm1 wm=5  top=6",
+        "tdm1 wm=5 top=6 ",
+        "tdm1 wm=5 tip=6",
+        "tdm1 wm=5 top=+6",
+        "tdm1 wm=5 top=-9223372036854775808",
+        "tdm1 wm= top=6",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         wm = top = 7;
-        ASSERT_EQ(tdm__kafka_meta_parse(bad[i], strlen(bad[i]), &wm, &top),
-                  0);
+        ASSERT_EQ(tdm__kafka_meta_parse(bad[i], strlen(bad[i]), &wm, &top), 0);
         ASSERT_EQ(wm, TDM_TIME_MIN);
         ASSERT_EQ(top, TDM_TIME_MIN);
     }
@@ -101,8 +112,13 @@ TDM_TEST(kcommit_top_change_is_due)
 {
     tdm__ksnaps r = {0};
     tdm__kcommit_in in = {
-        .p = 0, .base = 10, .committed = 10, .meta_wm = 50,
-        .floor = TDM_TIME_MIN, .top = 70, .meta_top = TDM_TIME_MIN,
+        .p = 0,
+        .base = 10,
+        .committed = 10,
+        .meta_wm = 50,
+        .floor = TDM_TIME_MIN,
+        .top = 70,
+        .meta_top = TDM_TIME_MIN,
         .handover = true,
     };
     int64_t off;
@@ -188,10 +204,8 @@ TDM_TEST(pick_skips_unknown_offsets_and_narrow_snapshots)
     /* S4 wm 4000: p0's offset unknown (revoked when marked), p2 new. */
     ASSERT_OK(tdm__ksnap_push(&r, 4000, n4, h4, 3));
     /* p0 falls back to S3 (18); p1 takes S4 (30); p2 only S4 covers. */
-    ASSERT_EQ(tdm__ksnap_pick(&r, 0, TDM_TIME_MAX, TDM_TIME_MAX)->next[0],
-              18);
-    ASSERT_EQ(tdm__ksnap_pick(&r, 1, TDM_TIME_MAX, TDM_TIME_MAX)->next[1],
-              30);
+    ASSERT_EQ(tdm__ksnap_pick(&r, 0, TDM_TIME_MAX, TDM_TIME_MAX)->next[0], 18);
+    ASSERT_EQ(tdm__ksnap_pick(&r, 1, TDM_TIME_MAX, TDM_TIME_MAX)->next[1], 30);
     ASSERT_EQ(tdm__ksnap_pick(&r, 2, TDM_TIME_MAX, TDM_TIME_MAX)->next[2], 7);
     /* Before S4 is processed p2 has nothing. */
     ASSERT_TRUE(tdm__ksnap_pick(&r, 2, 4000, TDM_TIME_MAX) == NULL);
@@ -259,8 +273,11 @@ TDM_TEST(push_out_of_memory_leaves_ring_unchanged)
 TDM_TEST(commit_moves_to_picked_offset_with_done_as_metadata)
 {
     tdm__ksnaps r;
-    tdm__kcommit_in in = {.p = 0, .base = 0, .committed = 0,
-                          .meta_wm = TDM_TIME_MIN, .floor = TDM_TIME_MIN};
+    tdm__kcommit_in in = {.p = 0,
+                          .base = 0,
+                          .committed = 0,
+                          .meta_wm = TDM_TIME_MIN,
+                          .floor = TDM_TIME_MIN};
     int64_t off;
     tdm_time_ms wm;
     uint64_t seq;
@@ -286,8 +303,11 @@ TDM_TEST(commit_moves_to_picked_offset_with_done_as_metadata)
 TDM_TEST(commit_metadata_alone_only_in_handover_or_quiet_group)
 {
     tdm__ksnaps r;
-    tdm__kcommit_in in = {.p = 0, .base = 10, .committed = 10,
-                          .meta_wm = 50000, .floor = TDM_TIME_MIN};
+    tdm__kcommit_in in = {.p = 0,
+                          .base = 10,
+                          .committed = 10,
+                          .meta_wm = 50000,
+                          .floor = TDM_TIME_MIN};
     int64_t off;
     tdm_time_ms wm;
     uint64_t seq;
@@ -312,8 +332,11 @@ TDM_TEST(commit_without_snapshot_uses_base_and_keeps_floor)
     /* Resumed at offset 5 from a previous owner whose floor is 90000;
      * our operators are behind it (done 60000) and nothing is
      * processed yet (processed 1000 allows no snapshot). */
-    tdm__kcommit_in in = {.p = 0, .base = 5, .committed = 5,
-                          .meta_wm = 90000, .floor = 90000,
+    tdm__kcommit_in in = {.p = 0,
+                          .base = 5,
+                          .committed = 5,
+                          .meta_wm = 90000,
+                          .floor = 90000,
                           .handover = true};
     int64_t off;
     tdm_time_ms wm;
@@ -363,8 +386,8 @@ TDM_TEST(conf_user_properties_override_defaults_and_brokers)
     tdm__klog lg = {0};
     rd_kafka_conf_t *c = NULL;
     char err[256] = "";
-    ASSERT_OK(tdm__kafka_conf("a:1", props, 2, defaults, &lg, &c, err,
-                              sizeof err));
+    ASSERT_OK(
+        tdm__kafka_conf("a:1", props, 2, defaults, &lg, &c, err, sizeof err));
     ASSERT_STR_EQ(get(c, "linger.ms"), "50");
     ASSERT_STR_EQ(get(c, "acks"), "-1"); /* "all" as librdkafka shows it */
     ASSERT_STR_EQ(get(c, "client.id"), "me");
@@ -383,13 +406,14 @@ TDM_TEST(conf_error_names_the_kafka_property)
     const char *bad_val[] = {"linger.ms", "soon"};
     rd_kafka_conf_t *c = (rd_kafka_conf_t *)&c;
     char err[256] = "";
-    ASSERT_ERR(tdm__kafka_conf(NULL, props, 1, NULL, NULL, &c, err,
-                               sizeof err), TDM_ERR_INVAL);
+    ASSERT_ERR(tdm__kafka_conf(NULL, props, 1, NULL, NULL, &c, err, sizeof err),
+               TDM_ERR_INVAL);
     ASSERT_TRUE(c == NULL);
     ASSERT_TRUE(strncmp(err, "kafka.no.such.thing: ", 21) == 0);
     ASSERT_TRUE(strstr(err, "No such configuration property") != NULL);
-    ASSERT_ERR(tdm__kafka_conf(NULL, bad_val, 1, NULL, NULL, &c, err,
-                               sizeof err), TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm__kafka_conf(NULL, bad_val, 1, NULL, NULL, &c, err, sizeof err),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strncmp(err, "kafka.linger.ms: ", 17) == 0);
 }
 

@@ -50,7 +50,7 @@ TDM_TEST(kinds_and_new_ids)
 {
     tdm__nx_conf c;
     tdm__nx_conf_default(&c);
-    int count[3] = { 0, 0, 0 };
+    int count[3] = {0, 0, 0};
     for (int64_t i = 0; i < 5000; i++) {
         tdm__nx_event ev;
         tdm__nx_event_at(&c, i, &ev);
@@ -105,7 +105,7 @@ TDM_TEST(out_of_order_group_permutation)
     tdm__nx_conf_default(&c);
     c.ooo_group = 3;
     c.rate = 1000; /* one ms per event: times equal adjusted numbers */
-    static const int64_t want[6] = { 0, 2, 1, 3, 5, 4 };
+    static const int64_t want[6] = {0, 2, 1, 3, 5, 4};
     for (int64_t n = 0; n < 6; n++) {
         tdm__nx_event ev;
         tdm__nx_event_at(&c, n, &ev);
@@ -197,9 +197,11 @@ TDM_TEST(price_without_pow_is_pow_bit_for_bit)
     int64_t checked = 0, straddled = 0;
     uint64_t st = 7;
     for (int64_t j = 0; j < 45000; j++) {
-        double k = j < 5000 ? 100.0 + (double)j
-                            : floor(100.0 * pow(10.0, 6.0 * (double)(lcg(&st) % 1000003) /
-                                                          1000003.0));
+        double k =
+            j < 5000
+                ? 100.0 + (double)j
+                : floor(100.0 * pow(10.0, 6.0 * (double)(lcg(&st) % 1000003) /
+                                              1000003.0));
         double u = log10((k + 0.5) / 100.0) / 6.0;
         uint64_t c = (uint64_t)llround(u * two53);
         int64_t lo_p = INT64_MAX, hi_p = INT64_MIN;
@@ -207,8 +209,9 @@ TDM_TEST(price_without_pow_is_pow_bit_for_bit)
             int64_t want = price_by_pow(m);
             int64_t got = tdm__nx_price_of(m);
             if (got != want)
-                fprintf(stderr, "m %" PRIu64 ": %" PRId64 " != pow's %" PRId64
-                                "\n", m, got, want);
+                fprintf(stderr,
+                        "m %" PRIu64 ": %" PRId64 " != pow's %" PRId64 "\n", m,
+                        got, want);
             ASSERT_EQ(got, want);
             lo_p = want < lo_p ? want : lo_p;
             hi_p = want > hi_p ? want : hi_p;
@@ -224,7 +227,7 @@ TDM_TEST(price_without_pow_is_pow_bit_for_bit)
         ASSERT_EQ(tdm__nx_price_of(m), price_by_pow(m));
         checked++;
     }
-    const uint64_t ends[] = { 0, 1, 2, (1ULL << 53) - 1, (1ULL << 53) - 2 };
+    const uint64_t ends[] = {0, 1, 2, (1ULL << 53) - 1, (1ULL << 53) - 2};
     for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
         ASSERT_EQ(tdm__nx_price_of(ends[i]), price_by_pow(ends[i]));
     for (uint64_t i = 1; i < 65536; i++) {
@@ -279,7 +282,7 @@ TDM_TEST(auction_fields)
 {
     tdm__nx_conf c;
     tdm__nx_conf_default(&c);
-    int seen_cat[5] = { 0 };
+    int seen_cat[5] = {0};
     for (int64_t i = 0; i < 100000; i++) {
         tdm__nx_event ev;
         tdm__nx_event_at(&c, i, &ev);
@@ -289,8 +292,7 @@ TDM_TEST(auction_fields)
         seen_cat[ev.category - 10] = 1;
         ASSERT_TRUE(ev.reserve > ev.initial_bid);
         ASSERT_TRUE(ev.expires > ev.date_time);
-        ASSERT_TRUE(ev.seller <=
-                    tdm__nx_last_person(ev.event_id) + 10 + 1000);
+        ASSERT_TRUE(ev.seller <= tdm__nx_last_person(ev.event_id) + 10 + 1000);
     }
     for (int k = 0; k < 5; k++)
         ASSERT_TRUE(seen_cat[k]);
@@ -370,18 +372,18 @@ static const struct {
     size_t off;
     int kinds;
 } bulk_fields[] = {
-    { TDM__NX_F_EVENT_ID, offsetof(tdm__nx_event, event_id), 7 },
-    { TDM__NX_F_DATE_TIME, offsetof(tdm__nx_event, date_time), 7 },
-    { TDM__NX_F_WM, offsetof(tdm__nx_event, wm), 7 },
-    { TDM__NX_F_ID, offsetof(tdm__nx_event, id), 3 },
-    { TDM__NX_F_SELLER, offsetof(tdm__nx_event, seller), 2 },
-    { TDM__NX_F_CATEGORY, offsetof(tdm__nx_event, category), 2 },
-    { TDM__NX_F_INITIAL_BID, offsetof(tdm__nx_event, initial_bid), 2 },
-    { TDM__NX_F_RESERVE, offsetof(tdm__nx_event, reserve), 2 },
-    { TDM__NX_F_EXPIRES, offsetof(tdm__nx_event, expires), 2 },
-    { TDM__NX_F_AUCTION, offsetof(tdm__nx_event, auction), 4 },
-    { TDM__NX_F_BIDDER, offsetof(tdm__nx_event, bidder), 4 },
-    { TDM__NX_F_PRICE, offsetof(tdm__nx_event, price), 4 },
+    {TDM__NX_F_EVENT_ID, offsetof(tdm__nx_event, event_id), 7},
+    {TDM__NX_F_DATE_TIME, offsetof(tdm__nx_event, date_time), 7},
+    {TDM__NX_F_WM, offsetof(tdm__nx_event, wm), 7},
+    {TDM__NX_F_ID, offsetof(tdm__nx_event, id), 3},
+    {TDM__NX_F_SELLER, offsetof(tdm__nx_event, seller), 2},
+    {TDM__NX_F_CATEGORY, offsetof(tdm__nx_event, category), 2},
+    {TDM__NX_F_INITIAL_BID, offsetof(tdm__nx_event, initial_bid), 2},
+    {TDM__NX_F_RESERVE, offsetof(tdm__nx_event, reserve), 2},
+    {TDM__NX_F_EXPIRES, offsetof(tdm__nx_event, expires), 2},
+    {TDM__NX_F_AUCTION, offsetof(tdm__nx_event, auction), 4},
+    {TDM__NX_F_BIDDER, offsetof(tdm__nx_event, bidder), 4},
+    {TDM__NX_F_PRICE, offsetof(tdm__nx_event, price), 4},
 };
 
 static int64_t field_at(const tdm__nx_event *ev, size_t off)
@@ -448,17 +450,15 @@ static int row_matches(const tdm__schema *sc, const tdm__row *row,
         } else if (strcmp(name, "price") == 0) {
             has = ev->kind == TDM__NX_BID;
             want = ev->price;
-        } else if (strcmp(name, "channel") == 0 ||
-                   strcmp(name, "name") == 0 ||
+        } else if (strcmp(name, "channel") == 0 || strcmp(name, "name") == 0 ||
                    strcmp(name, "url") == 0 ||
                    strcmp(name, "credit_card") == 0 ||
                    strcmp(name, "item_name") == 0) {
-            const char *t = strcmp(name, "channel") == 0 ? str.channel
-                            : strcmp(name, "name") == 0  ? str.name
-                            : strcmp(name, "url") == 0   ? str.url
-                            : strcmp(name, "item_name") == 0
-                                ? str.item_name
-                                : str.credit_card;
+            const char *t = strcmp(name, "channel") == 0     ? str.channel
+                            : strcmp(name, "name") == 0      ? str.name
+                            : strcmp(name, "url") == 0       ? str.url
+                            : strcmp(name, "item_name") == 0 ? str.item_name
+                                                             : str.credit_card;
             if (!t ? v->null != 1
                    : v->null != 0 || v->u.s.len != strlen(t) ||
                          memcmp(v->u.s.p, t, v->u.s.len) != 0)
@@ -477,10 +477,9 @@ static int row_matches(const tdm__schema *sc, const tdm__row *row,
 /* Reads subtask @p index of @p count of a source with @p parts
  * partitions and @p total events, checking every row against the rule
  * above; returns the number of rows, or -1 on the first difference. */
-static int64_t check_subtask_v2(const char *schema_text, int kinds,
-                                int64_t ooo, int64_t parts, int64_t total,
-                                int index, int count, size_t poll,
-                                int flink)
+static int64_t check_subtask_v2(const char *schema_text, int kinds, int64_t ooo,
+                                int64_t parts, int64_t total, int index,
+                                int count, size_t poll, int flink)
 {
     char err[256];
     tdm__schema sc;
@@ -571,12 +570,11 @@ done:
     return rows;
 }
 
-static int64_t check_subtask(const char *schema_text, int kinds,
-                             int64_t ooo, int64_t parts, int64_t total,
-                             int index, int count)
+static int64_t check_subtask(const char *schema_text, int kinds, int64_t ooo,
+                             int64_t parts, int64_t total, int index, int count)
 {
-    return check_subtask_v2(schema_text, kinds, ooo, parts, total, index,
-                            count, 37, 0);
+    return check_subtask_v2(schema_text, kinds, ooo, parts, total, index, count,
+                            37, 0);
 }
 
 TDM_TEST(source_rows_follow_the_stream)
@@ -590,12 +588,11 @@ TDM_TEST(source_rows_follow_the_stream)
     for (int64_t parts = 1; parts <= 4; parts++) {
         for (int count = 1; count <= 3; count++) {
             for (int index = 0; index < count; index++) {
-                int64_t r1 = check_subtask(all, 0, 1, parts, 1003, index,
-                                           count);
-                int64_t r2 = check_subtask(w, 1 << TDM__NX_BID, 1, parts,
-                                           2011, index, count);
-                int64_t r3 = check_subtask(all, 0, 3, parts, 307, index,
-                                           count);
+                int64_t r1 =
+                    check_subtask(all, 0, 1, parts, 1003, index, count);
+                int64_t r2 = check_subtask(w, 1 << TDM__NX_BID, 1, parts, 2011,
+                                           index, count);
+                int64_t r3 = check_subtask(all, 0, 3, parts, 307, index, count);
                 ASSERT_TRUE(r1 >= 0 && r2 >= 0 && r3 >= 0);
                 total_rows += r1 + r2 + r3;
             }
@@ -672,8 +669,8 @@ static int fill_case(const tdm__nx_conf *c, unsigned cols_mask,
         cols.p[col] = (char *)&recs[0].val[col];
         cols.stride[col] = sizeof(fill_rec);
         if ((flag_mask >> col) & 1)
-            cols.flag[col] = offsetof(fill_rec, flagw) -
-                             offsetof(fill_rec, val);
+            cols.flag[col] =
+                offsetof(fill_rec, flagw) - offsetof(fill_rec, val);
     }
     cols.turn = turn0;
     cols.turns = turns;
@@ -697,8 +694,8 @@ static int fill_case(const tdm__nx_conf *c, unsigned cols_mask,
             if (recs[i].val[col] != want || recs[i].flagw[col] != flagw) {
                 fprintf(stderr,
                         "fill != definition: count %" PRId64 " col %d"
-                        " (cols %#x, stride %" PRId64 ", kinds %d, g %"
-                        PRId64 ")\n",
+                        " (cols %#x, stride %" PRId64 ", kinds %d, g %" PRId64
+                        ")\n",
                         start + k * stride, col, cols_mask, stride, kinds,
                         c->ooo_group);
                 return 1;
@@ -708,8 +705,9 @@ static int fill_case(const tdm__nx_conf *c, unsigned cols_mask,
             want_walked = k + 1;
     }
     if (got != i || walked != want_walked) {
-        fprintf(stderr, "fill: got %zu of %zu, walked %" PRId64 " of %"
-                        PRId64 "\n", got, i, walked, want_walked);
+        fprintf(stderr,
+                "fill: got %zu of %zu, walked %" PRId64 " of %" PRId64 "\n",
+                got, i, walked, want_walked);
         return 1;
     }
     /* Nothing written past the last event. */
@@ -722,14 +720,14 @@ static int fill_case(const tdm__nx_conf *c, unsigned cols_mask,
 
 TDM_TEST(fill_equals_per_event_random_configs)
 {
-    static const int64_t rates[] = { 1, 7, 999, 1000, 10000, 100000,
-                                     1000000, 123457 };
-    static const size_t sizes[] = { 1, 7, 1024 };
+    static const int64_t rates[] = {1,     7,      999,     1000,
+                                    10000, 100000, 1000000, 123457};
+    static const size_t sizes[] = {1, 7, 1024};
     const unsigned all_cols = (1u << TDM__NX_NCOL) - 1;
     /* The source's column sets (the specialised kernels): NEXMark-W's
      * and q11's with flags on the values. */
-    const unsigned rowcols = (1u << TDM__NX_C_DATE_TIME2) |
-                             (1u << TDM__NX_C_TURN);
+    const unsigned rowcols =
+        (1u << TDM__NX_C_DATE_TIME2) | (1u << TDM__NX_C_TURN);
     const unsigned w = TDM__NX_F_DATE_TIME | TDM__NX_F_AUCTION | rowcols;
     const unsigned q11 = TDM__NX_F_DATE_TIME | TDM__NX_F_BIDDER | rowcols;
     uint64_t st = 20261203;
@@ -774,8 +772,8 @@ TDM_TEST(fill_equals_per_event_random_configs)
         int64_t stride = lcg(&st) % 3 ? 1 + (int64_t)(lcg(&st) % 4)
                                       : 1 + (int64_t)(lcg(&st) % 120);
         int64_t start = (int64_t)(lcg(&st) % 5000000);
-        size_t max = lcg(&st) % 2 ? sizes[lcg(&st) % 3]
-                                  : 1 + (size_t)(lcg(&st) % 1024);
+        size_t max =
+            lcg(&st) % 2 ? sizes[lcg(&st) % 3] : 1 + (size_t)(lcg(&st) % 1024);
         int64_t n = lcg(&st) % 2 ? (int64_t)sizes[lcg(&st) % 3]
                                  : 1 + (int64_t)(lcg(&st) % 1500);
         int64_t turns = 1 + (int64_t)(lcg(&st) % 70);
@@ -793,8 +791,8 @@ TDM_TEST(fill_equals_per_event_random_configs)
  * stepped over), each in runs of 1,024 rows. */
 TDM_TEST(fill_equals_per_event_long_runs)
 {
-    const unsigned rowcols = (1u << TDM__NX_C_DATE_TIME2) |
-                             (1u << TDM__NX_C_TURN);
+    const unsigned rowcols =
+        (1u << TDM__NX_C_DATE_TIME2) | (1u << TDM__NX_C_TURN);
     tdm__nx_conf c;
     tdm__nx_conf_default(&c);
     c.rate = 100000;
@@ -814,8 +812,8 @@ TDM_TEST(fill_equals_per_event_long_runs)
                 int64_t n = (end - pos - 1) / s + 1;
                 if (n > 1500)
                     n = 1500;
-                ASSERT_EQ(fill_case(&c, cols, flags, pos, s, n, 1024,
-                                    pos % 4, 4), 0);
+                ASSERT_EQ(
+                    fill_case(&c, cols, flags, pos, s, n, 1024, pos % 4, 4), 0);
                 /* Where the next call starts: after 1,024 kept events,
                  * or after the n counts. */
                 int64_t kept = 0, k = 0;
@@ -843,15 +841,15 @@ TDM_TEST(strings_some_equal_strings_of)
         char m1[512], m2[512];
         tdm__nx_strings a, b;
         tdm__nx_strings_of(&ev, m1, sizeof m1, &a);
-        unsigned which = i % 3 == 0 ? TDM__NX_S_ALL
-                                    : (unsigned)lcg(&st) & TDM__NX_S_ALL;
+        unsigned which =
+            i % 3 == 0 ? TDM__NX_S_ALL : (unsigned)lcg(&st) & TDM__NX_S_ALL;
         tdm__nx_strings_some(&ev, which, m2, sizeof m2, &b);
-        const char *sa[] = { a.name, a.email, a.credit_card, a.city,
-                             a.state, a.item_name, a.description,
-                             a.channel, a.url };
-        const char *sb[] = { b.name, b.email, b.credit_card, b.city,
-                             b.state, b.item_name, b.description,
-                             b.channel, b.url };
+        const char *sa[] = {a.name,        a.email,   a.credit_card,
+                            a.city,        a.state,   a.item_name,
+                            a.description, a.channel, a.url};
+        const char *sb[] = {b.name,        b.email,   b.credit_card,
+                            b.city,        b.state,   b.item_name,
+                            b.description, b.channel, b.url};
         for (int k = 0; k < 9; k++) {
             if (!((which >> k) & 1) || !sa[k])
                 ASSERT_TRUE(sb[k] == NULL);
@@ -880,8 +878,8 @@ TDM_TEST(source_rows_random_layouts)
         "credit_card:string, item_name:string",
         "date_time:timestamp, auction:int64, event_type:int64",
     };
-    static const int schema_kinds[] = { 4, 1, 2, 4, 0, 0 };
-    static const size_t polls[] = { 1, 7, 1024 };
+    static const int schema_kinds[] = {4, 1, 2, 4, 0, 0};
+    static const size_t polls[] = {1, 7, 1024};
     uint64_t st = 99;
     for (int iter = 0; iter < 120; iter++) {
         int si = (int)(lcg(&st) % 6);
@@ -896,10 +894,11 @@ TDM_TEST(source_rows_random_layouts)
         int64_t r = check_subtask_v2(schemas[si], kinds, ooo, parts, total,
                                      index, count, poll, flink);
         if (r < 0)
-            fprintf(stderr, "source case %d: schema %d kinds %d parts %"
-                            PRId64 " %d/%d ooo %" PRId64 " total %" PRId64
-                            " poll %zu flink %d\n", iter, si, kinds, parts,
-                    index, count, ooo, total, poll, flink);
+            fprintf(
+                stderr,
+                "source case %d: schema %d kinds %d parts %" PRId64
+                " %d/%d ooo %" PRId64 " total %" PRId64 " poll %zu flink %d\n",
+                iter, si, kinds, parts, index, count, ooo, total, poll, flink);
         ASSERT_TRUE(r >= 0);
     }
 }

@@ -22,26 +22,58 @@
 
 /* The slots under test: one per (function, input type). */
 enum {
-    S_COUNT, S_SUM_I, S_SUM_D, S_MIN_I, S_MAX_I, S_MIN_D, S_MAX_D,
-    S_MIN_T, S_MAX_T, S_AVG_I, S_AVG_D, S_CD_I, S_CD_D, S_CD_S,
-    S_FIRST_S, S_LAST_S, S_FIRST_D, S_LAST_I, S_EMPTY_SUM, S_EMPTY_FIRST,
+    S_COUNT,
+    S_SUM_I,
+    S_SUM_D,
+    S_MIN_I,
+    S_MAX_I,
+    S_MIN_D,
+    S_MAX_D,
+    S_MIN_T,
+    S_MAX_T,
+    S_AVG_I,
+    S_AVG_D,
+    S_CD_I,
+    S_CD_D,
+    S_CD_S,
+    S_FIRST_S,
+    S_LAST_S,
+    S_FIRST_D,
+    S_LAST_I,
+    S_EMPTY_SUM,
+    S_EMPTY_FIRST,
     N_SLOTS
 };
 
 static const tdm__aggfn fns[N_SLOTS] = {
-    TDM__FN_COUNT, TDM__FN_SUM, TDM__FN_SUM, TDM__FN_MIN, TDM__FN_MAX,
-    TDM__FN_MIN, TDM__FN_MAX, TDM__FN_MIN, TDM__FN_MAX, TDM__FN_AVG,
-    TDM__FN_AVG, TDM__FN_COUNT_DISTINCT, TDM__FN_COUNT_DISTINCT,
-    TDM__FN_COUNT_DISTINCT, TDM__FN_FIRST, TDM__FN_LAST, TDM__FN_FIRST,
-    TDM__FN_LAST, TDM__FN_SUM, TDM__FN_FIRST,
+    TDM__FN_COUNT,
+    TDM__FN_SUM,
+    TDM__FN_SUM,
+    TDM__FN_MIN,
+    TDM__FN_MAX,
+    TDM__FN_MIN,
+    TDM__FN_MAX,
+    TDM__FN_MIN,
+    TDM__FN_MAX,
+    TDM__FN_AVG,
+    TDM__FN_AVG,
+    TDM__FN_COUNT_DISTINCT,
+    TDM__FN_COUNT_DISTINCT,
+    TDM__FN_COUNT_DISTINCT,
+    TDM__FN_FIRST,
+    TDM__FN_LAST,
+    TDM__FN_FIRST,
+    TDM__FN_LAST,
+    TDM__FN_SUM,
+    TDM__FN_FIRST,
 };
 
 static const tdm_type types[N_SLOTS] = {
-    TDM_TYPE_INT64, TDM_TYPE_INT64, TDM_TYPE_DOUBLE, TDM_TYPE_INT64,
-    TDM_TYPE_INT64, TDM_TYPE_DOUBLE, TDM_TYPE_DOUBLE, TDM_TYPE_TIMESTAMP,
-    TDM_TYPE_TIMESTAMP, TDM_TYPE_INT64, TDM_TYPE_DOUBLE, TDM_TYPE_INT64,
-    TDM_TYPE_DOUBLE, TDM_TYPE_STRING, TDM_TYPE_STRING, TDM_TYPE_STRING,
-    TDM_TYPE_DOUBLE, TDM_TYPE_INT64, TDM_TYPE_INT64, TDM_TYPE_STRING,
+    TDM_TYPE_INT64,     TDM_TYPE_INT64,  TDM_TYPE_DOUBLE, TDM_TYPE_INT64,
+    TDM_TYPE_INT64,     TDM_TYPE_DOUBLE, TDM_TYPE_DOUBLE, TDM_TYPE_TIMESTAMP,
+    TDM_TYPE_TIMESTAMP, TDM_TYPE_INT64,  TDM_TYPE_DOUBLE, TDM_TYPE_INT64,
+    TDM_TYPE_DOUBLE,    TDM_TYPE_STRING, TDM_TYPE_STRING, TDM_TYPE_STRING,
+    TDM_TYPE_DOUBLE,    TDM_TYPE_INT64,  TDM_TYPE_INT64,  TDM_TYPE_STRING,
 };
 
 typedef struct fixture {
@@ -102,7 +134,7 @@ static void add(fixture *f, void *acc, int64_t i, double d, const char *s,
     }
     v[S_EMPTY_SUM].null = 1;
     v[S_EMPTY_FIRST].null = 1;
-    tdm__row row = { .ts = 0, .v = v };
+    tdm__row row = {.ts = 0, .v = v};
     tdm__rowagg_add(f->ra, acc, &row);
     ASSERT_TRUE(!tdm__rowagg_take_oom(f->ra));
 }
@@ -188,9 +220,9 @@ static void check_filled(const tdm__val *v)
      * + 5 - 7 + 0: -2 / 6. */
     ASSERT_DBL_EQ(v[S_AVG_I].u.d, -2.0 / 6.0);
     ASSERT_TRUE(isnan(v[S_AVG_D].u.d));
-    ASSERT_EQ(v[S_CD_I].u.i, 5);       /* 5, MIN, MAX, -7, 0 */
-    ASSERT_EQ(v[S_CD_D].u.i, 4);       /* 1.5, -inf, inf, 0 (= -0) */
-    ASSERT_EQ(v[S_CD_S].u.i, 4);       /* alpha, "", a\0b, omega */
+    ASSERT_EQ(v[S_CD_I].u.i, 5); /* 5, MIN, MAX, -7, 0 */
+    ASSERT_EQ(v[S_CD_D].u.i, 4); /* 1.5, -inf, inf, 0 (= -0) */
+    ASSERT_EQ(v[S_CD_S].u.i, 4); /* alpha, "", a\0b, omega */
     ASSERT_TRUE(str_is(&v[S_FIRST_S], "alpha", 5));
     ASSERT_TRUE(str_is(&v[S_LAST_S], "a\0b", 3));
     ASSERT_EQ(dbits(v[S_FIRST_D].u.d), dbits(1.5));
@@ -220,8 +252,7 @@ TDM_TEST(every_slot_round_trips_with_extreme_values)
         ASSERT_EQ(before[k].null, after[k].null);
         if (types[k] == TDM_TYPE_STRING && fns[k] != TDM__FN_COUNT_DISTINCT)
             ASSERT_TRUE(before[k].null ||
-                        str_is(&after[k], before[k].u.s.p,
-                               before[k].u.s.len));
+                        str_is(&after[k], before[k].u.s.p, before[k].u.s.len));
         else
             ASSERT_EQ(before[k].u.i, after[k].u.i);
     }
@@ -422,8 +453,8 @@ TDM_TEST(corrupt_accumulators_are_refused)
      * it claim two values and append the same value again. */
     size_t at = 0;
     for (size_t i = 0; i + 10 < len; i++)
-        if (p[i] == TDM__FN_COUNT_DISTINCT && p[i + 1] == 1 &&
-            p[i + 2] == 1 && p[i + 3] == 0) {
+        if (p[i] == TDM__FN_COUNT_DISTINCT && p[i + 1] == 1 && p[i + 2] == 1 &&
+            p[i + 3] == 0) {
             at = i;
             break;
         }

@@ -14,7 +14,7 @@
 
 #include "test_rt_kit.h"
 
-static const char *const ps[] = { "1", "2", "4" };
+static const char *const ps[] = {"1", "2", "4"};
 
 /* Three partitions, each in timestamp order (so nothing is late whatever
  * the thread timing):
@@ -22,15 +22,15 @@ static const char *const ps[] = { "1", "2", "4" };
  *   p1: b@3000 v5, a@9999 v6, b@10000 v7
  *   p2: c@500 v8, c@19999 v9, a@20000 v10 */
 static const kit_row three_rows[] = {
-    { 0, "a", 1000, 1 },  { 1, "b", 3000, 5 },  { 2, "c", 500, 8 },
-    { 0, "b", 2000, 2 },  { 1, "a", 9999, 6 },  { 2, "c", 19999, 9 },
-    { 0, "a", 11000, 3 }, { 1, "b", 10000, 7 }, { 2, "a", 20000, 10 },
-    { 0, "c", 25000, 4 },
+    {0, "a", 1000, 1},  {1, "b", 3000, 5},  {2, "c", 500, 8},
+    {0, "b", 2000, 2},  {1, "a", 9999, 6},  {2, "c", 19999, 9},
+    {0, "a", 11000, 3}, {1, "b", 10000, 7}, {2, "a", 20000, 10},
+    {0, "c", 25000, 4},
 };
 
 static tdm_job *new_job(const char *parallelism)
 {
-    kit_add_data((kit_data){ "three", 3, three_rows, 10, 0, 0, 0 });
+    kit_add_data((kit_data){"three", 3, three_rows, 10, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "parallelism", parallelism);
@@ -69,8 +69,9 @@ TDM_TEST(window_of_window_counts_at_parallelism_1_2_4)
         KIT_SET(c, "from", "counts");
         KIT_SET(c, "key_by", "k");
         KIT_SET(c, "window.size", "30s");
-        KIT_SET(c, "aggregates", "max(n) as mx, sum(n) as total, count() "
-                                 "as rows, min(window_start) as first");
+        KIT_SET(c, "aggregates",
+                "max(n) as mx, sum(n) as total, count() "
+                "as rows, min(window_start) as first");
         KIT_SET(c, "sink", "out");
         add_counts(job, NULL);
         kit_node(job, TDM_NODE_SINK, "out");
@@ -105,8 +106,7 @@ TDM_TEST(chained_window_with_its_own_sink)
     kit_node(job, TDM_NODE_SINK, "out");
     kit_run_ok(job);
     KIT_EXPECT("mid", "k=a n=2 [0,10000) on_time#0 +",
-               "k=b n=2 [0,10000) on_time#0 +",
-               "k=c n=1 [0,10000) on_time#0 +",
+               "k=b n=2 [0,10000) on_time#0 +", "k=c n=1 [0,10000) on_time#0 +",
                "k=a n=1 [10000,20000) on_time#0 +",
                "k=b n=1 [10000,20000) on_time#0 +",
                "k=c n=1 [10000,20000) on_time#0 +",
@@ -138,20 +138,19 @@ TDM_TEST(metrics_of_a_chained_run)
     tdm_metrics *m = NULL;
     ASSERT_OK(tdm_job_metrics(job, &m));
     int64_t v = -1;
-    ASSERT_TRUE(tdm_metrics_find(m, TDM_METRIC_RECORDS_IN, "counts", 0, -1,
-                                 &v));
+    ASSERT_TRUE(
+        tdm_metrics_find(m, TDM_METRIC_RECORDS_IN, "counts", 0, -1, &v));
     ASSERT_EQ(v, 10);
-    ASSERT_TRUE(tdm_metrics_find(m, TDM_METRIC_RECORDS_OUT, "counts", 0,
-                                 -1, &v));
+    ASSERT_TRUE(
+        tdm_metrics_find(m, TDM_METRIC_RECORDS_OUT, "counts", 0, -1, &v));
     ASSERT_EQ(v, 0);
-    ASSERT_TRUE(tdm_metrics_find(m, TDM_METRIC_RECORDS_IN, "coarse", 0, -1,
-                                 &v));
+    ASSERT_TRUE(
+        tdm_metrics_find(m, TDM_METRIC_RECORDS_IN, "coarse", 0, -1, &v));
     ASSERT_EQ(v, 8);
-    ASSERT_TRUE(tdm_metrics_find(m, TDM_METRIC_RECORDS_OUT, "coarse", 0,
-                                 -1, &v));
+    ASSERT_TRUE(
+        tdm_metrics_find(m, TDM_METRIC_RECORDS_OUT, "coarse", 0, -1, &v));
     ASSERT_EQ(v, 3);
-    ASSERT_TRUE(tdm_metrics_find(m, TDM_METRIC_CH_ENDED, "coarse", 0, 0,
-                                 &v));
+    ASSERT_TRUE(tdm_metrics_find(m, TDM_METRIC_CH_ENDED, "coarse", 0, 0, &v));
     ASSERT_EQ(v, 1);
     ASSERT_EQ(tdm_metrics_vertex_count(m), 4); /* src, counts, coarse, out */
     int seen = 0;
@@ -245,17 +244,19 @@ TDM_TEST(window_into_window_join_at_parallelism_1_2_4)
  * left.k and tumbling 10 s, with the sum of right.v:
  *   a [0,10s): 1 pair, 20;  b [0,10s): 1, 30;  a [10s,20s): 1, 40. */
 static const kit_row left_rows[] = {
-    { 0, "a", 1000, 1 }, { 0, "b", 2000, 2 }, { 0, "a", 15000, 3 },
+    {0, "a", 1000, 1},
+    {0, "b", 2000, 2},
+    {0, "a", 15000, 3},
 };
 static const kit_row right_rows[] = {
-    { 0, "a", 1500, 10 }, { 0, "a", 1800, 20 },  { 0, "b", 2500, 30 },
-    { 0, "b", 9000, 50 }, { 0, "a", 15500, 40 },
+    {0, "a", 1500, 10}, {0, "a", 1800, 20},  {0, "b", 2500, 30},
+    {0, "b", 9000, 50}, {0, "a", 15500, 40},
 };
 
 TDM_TEST(interval_join_with_filter_into_window_at_parallelism_1_2_4)
 {
-    kit_add_data((kit_data){ "L", 1, left_rows, 3, 0, 0, 0 });
-    kit_add_data((kit_data){ "R", 1, right_rows, 5, 0, 0, 0 });
+    kit_add_data((kit_data){"L", 1, left_rows, 3, 0, 0, 0});
+    kit_add_data((kit_data){"R", 1, right_rows, 5, 0, 0, 0});
     for (int i = 0; i < 3; i++) {
         tdm_job *job;
         ASSERT_OK(tdm_job_new(&job));
@@ -292,8 +293,8 @@ TDM_TEST(interval_join_with_filter_into_window_at_parallelism_1_2_4)
  * and no window after it. */
 TDM_TEST(join_filter_applies_to_its_sink)
 {
-    kit_add_data((kit_data){ "L", 1, left_rows, 3, 0, 0, 0 });
-    kit_add_data((kit_data){ "R", 1, right_rows, 5, 0, 0, 0 });
+    kit_add_data((kit_data){"L", 1, left_rows, 3, 0, 0, 0});
+    kit_add_data((kit_data){"R", 1, right_rows, 5, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     kit_source_node(job, "l", "L");
@@ -326,13 +327,13 @@ TDM_TEST(join_filter_applies_to_its_sink)
  * "second" sums the counts per k and tumbling 20 s: a 3 from 2 rows, on
  * time (each row precedes the watermark that fired it). */
 static const kit_row late_rows[] = {
-    { 0, "a", 1000, 1 },  { 0, "a", 12000, 1 }, { 0, "a", 5000, 1 },
-    { 0, "a", 16000, 1 }, { 0, "a", 2000, 1 },  { 0, "b", 3000, 1 },
+    {0, "a", 1000, 1},  {0, "a", 12000, 1}, {0, "a", 5000, 1},
+    {0, "a", 16000, 1}, {0, "a", 2000, 1},  {0, "b", 3000, 1},
 };
 
 TDM_TEST(late_records_at_the_first_operator)
 {
-    kit_add_data((kit_data){ "late", 1, late_rows, 6, 0, 0, 0 });
+    kit_add_data((kit_data){"late", 1, late_rows, 6, 0, 0, 0});
     for (int i = 0; i < 3; i++) {
         tdm_job *job;
         ASSERT_OK(tdm_job_new(&job));
@@ -373,7 +374,7 @@ TDM_TEST(late_records_at_the_first_operator)
  * them per key over 10 s: 1,000 per key and window, 2 windows. */
 TDM_TEST(chain_over_many_batches)
 {
-    kit_add_data((kit_data){ "gen", 4, NULL, 0, 20000, 10, 1 });
+    kit_add_data((kit_data){"gen", 4, NULL, 0, 20000, 10, 1});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "parallelism", "2");
@@ -410,7 +411,7 @@ TDM_TEST(chain_over_many_batches)
  * and so does the source.  Small batches and queues make that fast. */
 static tdm_job *blocked_chain(void)
 {
-    kit_add_data((kit_data){ "endless", 1, NULL, 0, 5000000, 10, 1 });
+    kit_add_data((kit_data){"endless", 1, NULL, 0, 5000000, 10, 1});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "batch.size", "64");
@@ -520,7 +521,7 @@ TDM_TEST(failure_downstream_stops_a_blocked_chain)
  * stays where the data left it (with drain it would be the end). */
 TDM_TEST(stop_without_drain_passes_down_the_chain)
 {
-    kit_add_data((kit_data){ "forever", 1, NULL, 0, -1, 10, 1 });
+    kit_add_data((kit_data){"forever", 1, NULL, 0, -1, 10, 1});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "on_cancel", "stop");

@@ -42,11 +42,10 @@ static char tmp_root[64];
 
 static void make_root(void)
 {
-    snprintf(tmp_root, sizeof tmp_root, "/tmp/tdm_rt_ckpt_%ld",
-             (long)getpid());
+    snprintf(tmp_root, sizeof tmp_root, "/tmp/tdm_rt_ckpt_%ld", (long)getpid());
     char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s/out %s/gold",
-             tmp_root, tmp_root, tmp_root);
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s/out %s/gold", tmp_root,
+             tmp_root, tmp_root);
     ASSERT_EQ(system(cmd), 0);
 }
 
@@ -108,8 +107,8 @@ static tdm_job *join_job(const char *dir, const char *ck,
 
 /* The window gen_job builds: 0 tumbling count(); 1 clicks in unkeyed
  * session windows with every string aggregate (count_distinct, first,
- * last) and min/max of timestamps; 2 sensor readings in tumbling windows with every
- * numeric aggregate over doubles (the row aggregate, rowagg.c). */
+ * last) and min/max of timestamps; 2 sensor readings in tumbling windows with
+ * every numeric aggregate over doubles (the row aggregate, rowagg.c). */
 static int win_variant;
 
 static tdm_job *gen_job(bool window, const char *dir, const char *ck,
@@ -196,7 +195,7 @@ static tdm_job *join_job(const char *dir, const char *ck,
         jset(job, "checkpoint.dir", ck);
         jset(job, "checkpoint.interval", "10ms");
     }
-    const char *names[2] = { "a", "b" };
+    const char *names[2] = {"a", "b"};
     for (int i = 0; i < 2; i++) {
         tdm_node *s = node(job, TDM_NODE_SOURCE, names[i]);
         nset(s, "type", "generator");
@@ -250,8 +249,7 @@ static int cmp_str(const void *a, const void *b)
 /* The visible parts "<base>.part-<id>-<w>" of writer @p w in @p dir
  * with lo <= id <= hi, in name order, concatenated. */
 static char *parts_of(const char *dir, const char *base, int w,
-                      unsigned long long lo, unsigned long long hi,
-                      size_t *len)
+                      unsigned long long lo, unsigned long long hi, size_t *len)
 {
     char prefix[128], tail[32];
     snprintf(prefix, sizeof prefix, "%s.part-", base);
@@ -367,8 +365,8 @@ TDM_TEST(held_items_keep_their_channel_full)
     atomic_int abort_flag;
     atomic_init(&abort_flag, 0);
     ASSERT_OK(tdm__queue_init(&q, 2, 2, &abort_flag, NULL));
-    tdm__item a = { .kind = TDM__ITEM_BARRIER, .ch = 0, .t = 1 };
-    tdm__item b = { .kind = TDM__ITEM_WATERMARK, .ch = 0, .t = 5 };
+    tdm__item a = {.kind = TDM__ITEM_BARRIER, .ch = 0, .t = 1};
+    tdm__item b = {.kind = TDM__ITEM_WATERMARK, .ch = 0, .t = 5};
     ASSERT_TRUE(tdm__queue_push(&q, &a));
     ASSERT_TRUE(tdm__queue_push(&q, &b));
     /* Channel 0 is full: its producer would wait. */
@@ -380,11 +378,11 @@ TDM_TEST(held_items_keep_their_channel_full)
      * taken, so the producer can add one more item and then waits. */
     tdm__queue_hold(&q, 0, 1);
     ASSERT_EQ(q.ch_count[0], 1);
-    tdm__item c = { .kind = TDM__ITEM_WATERMARK, .ch = 0, .t = 6 };
+    tdm__item c = {.kind = TDM__ITEM_WATERMARK, .ch = 0, .t = 6};
     ASSERT_TRUE(tdm__queue_push(&q, &c));
     ASSERT_EQ(q.ch_count[0], 2); /* full again: push would block */
     /* Channel 1 is not affected. */
-    tdm__item d = { .kind = TDM__ITEM_WATERMARK, .ch = 1, .t = 7 };
+    tdm__item d = {.kind = TDM__ITEM_WATERMARK, .ch = 1, .t = 7};
     ASSERT_TRUE(tdm__queue_push(&q, &d));
     ASSERT_EQ(q.ch_count[1], 1);
     /* Aligned: the held item is handled and its capacity returns. */
@@ -491,9 +489,9 @@ TDM_TEST(failed_checkpoint_fails_the_run_by_default)
     make_root();
     tdm_job *job = NULL;
     char msg[1024];
-    ASSERT_ERR(run_full("mkdir:1:ENOSPC:sticky", NULL, NULL, &job, msg,
-                        sizeof msg),
-               TDM_ERR_IO);
+    ASSERT_ERR(
+        run_full("mkdir:1:ENOSPC:sticky", NULL, NULL, &job, msg, sizeof msg),
+        TDM_ERR_IO);
     /* Periodic or at the end of input, checkpoint 1 is the one. */
     ASSERT_TRUE(strstr(msg, "checkpoint 1 ") != NULL);
     ASSERT_TRUE(strstr(msg, "No space left on device") != NULL);
@@ -513,8 +511,8 @@ TDM_TEST(restart_after_failed_checkpoints_output_equals_golden)
     tdm_job *job = NULL;
     char msg[1024];
     /* Two checkpoints fail (two attempts), then the disk has room. */
-    tdm_err err = run_full("mkdir:1-2:ENOSPC", "fixed-delay", "2", &job,
-                           msg, sizeof msg);
+    tdm_err err =
+        run_full("mkdir:1-2:ENOSPC", "fixed-delay", "2", &job, msg, sizeof msg);
     if (err != TDM_OK)
         fprintf(stderr, "run failed: %s\n", msg);
     ASSERT_OK(err);
@@ -540,8 +538,8 @@ TDM_TEST(restart_gives_up_after_its_attempts)
     make_root();
     tdm_job *job = NULL;
     char msg[1024];
-    ASSERT_ERR(run_full("mkdir:1:ENOSPC:sticky", "exponential-delay", "2",
-                        &job, msg, sizeof msg),
+    ASSERT_ERR(run_full("mkdir:1:ENOSPC:sticky", "exponential-delay", "2", &job,
+                        msg, sizeof msg),
                TDM_ERR_IO);
     ASSERT_TRUE(strstr(msg, "gave up after 2 restarts") != NULL);
     ASSERT_EQ(tdm_job_stat(job, TDM_STAT_RESTARTS), 2);
@@ -555,10 +553,10 @@ TDM_TEST(restart_keys_that_cannot_apply_are_refused)
 {
     static const char *const cases[][4] = {
         /* key, value, with checkpoint.dir?, expected text */
-        { "restart.strategy", "fixed-delay", "", "needs checkpoint.dir" },
-        { "checkpoint.tolerable_failed", "2", "", "needs checkpoint.dir" },
-        { "restart.attempts", "5", "ck", "not none" },
-        { "restart.multiplier", "3", "ck", "exponential-delay only" },
+        {"restart.strategy", "fixed-delay", "", "needs checkpoint.dir"},
+        {"checkpoint.tolerable_failed", "2", "", "needs checkpoint.dir"},
+        {"restart.attempts", "5", "ck", "not none"},
+        {"restart.multiplier", "3", "ck", "exponential-delay only"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tdm_job *job = gen_job(false, "/nonexistent", NULL, "1", "10");
@@ -608,8 +606,7 @@ static bool has_checkpoint(const char *ck)
  * from nothing with an earlier kill.  Returns the records the restored
  * run read (> 0). */
 typedef tdm_job *(*job_builder)(const char *dir, const char *ck,
-                                const char *parallelism,
-                                const char *records);
+                                const char *parallelism, const char *records);
 
 static int64_t crash_and_restore_with(job_builder build, long kill_at,
                                       const char *p1, const char *p2,
@@ -954,8 +951,8 @@ static bool chain_rescale;
 static const char *chain_records = "1000000";
 
 /* A generator source: clicks (keys 40) or NEXMark events of @p kinds. */
-static tdm_node *chain_source(tdm_job *job, const char *name,
-                              const char *kinds, const char *records)
+static tdm_node *chain_source(tdm_job *job, const char *name, const char *kinds,
+                              const char *records)
 {
     tdm_node *s = node(job, TDM_NODE_SOURCE, name);
     nset(s, "type", "generator");
@@ -968,11 +965,13 @@ static tdm_node *chain_source(tdm_job *job, const char *name,
         nset(s, "generator.rate", "20000");
         nset(s, "watermark.max_out_of_orderness", "4s");
         if (strcmp(kinds, "bid") == 0)
-            nset(s, "schema", "auction:int64,bidder:int64,price:int64,"
-                              "date_time:timestamp");
+            nset(s, "schema",
+                 "auction:int64,bidder:int64,price:int64,"
+                 "date_time:timestamp");
         else
-            nset(s, "schema", "id:int64,category:int64,"
-                              "date_time:timestamp,expires:timestamp");
+            nset(s, "schema",
+                 "id:int64,category:int64,"
+                 "date_time:timestamp,expires:timestamp");
         return s;
     }
     /* 50 s of event time per million records: about 12 records per
@@ -1034,8 +1033,9 @@ static tdm_job *chain_job(const char *dir, const char *ck,
         nset(w, "from", "w1");
         nset(w, "key_by", "user");
         nset(w, "window.size", "10s");
-        nset(w, "aggregates", "count() as panes, sum(n) as total, "
-                              "max(window_end) as last_end");
+        nset(w, "aggregates",
+             "count() as panes, sum(n) as total, "
+             "max(window_end) as last_end");
         nset(w, "sink", "out");
         if (!chain_rescale) {
             nset(w, "late_output", "late2");
@@ -1089,8 +1089,9 @@ static tdm_job *chain_job(const char *dir, const char *ck,
             nset(w, "aggregates", "count() as n");
         } else {
             nset(w, "allowed_lateness", "5s");
-            nset(w, "aggregates", "count() as n, last(page) as lp, "
-                                  "max(ts) as hi");
+            nset(w, "aggregates",
+                 "count() as n, last(page) as lp, "
+                 "max(ts) as hi");
             nset(w, "late_output", "late");
             file_sink(job, "late", dir);
         }
@@ -1168,8 +1169,7 @@ static size_t assert_parts_same_lines(const char *sink, int writers)
     }
     char *gs = sorted_lines(gold, gl), *as = sorted_lines(all, total);
     if (total != gl)
-        fprintf(stderr, "sink %s: %zu bytes, golden %zu\n", sink, total,
-                gl);
+        fprintf(stderr, "sink %s: %zu bytes, golden %zu\n", sink, total, gl);
     ASSERT_EQ(total, gl);
     ASSERT_STR_EQ(as, gs);
     free(gs);
@@ -1204,16 +1204,15 @@ static size_t written_after_restore(const char *sink, int writers)
  * must have written rows, and every writer's parts together must hold
  * the golden lines. */
 static void chain_multiset_case(int v, const char *records, bool rescale,
-                                long kill_at, const char *p1,
-                                const char *p2)
+                                long kill_at, const char *p1, const char *p2)
 {
     int w1 = atoi(p1), w2 = atoi(p2);
     chain_records = records ? records : "1000000";
     chain_variant = v;
     chain_rescale = rescale;
     chain_gold_run(p1);
-    ASSERT_TRUE(crash_and_restore_with(chain_job, kill_at, p1, p2,
-                                       chain_records) > 0);
+    ASSERT_TRUE(
+        crash_and_restore_with(chain_job, kill_at, p1, p2, chain_records) > 0);
     ASSERT_TRUE(written_after_restore("out", w2) > 0);
     ASSERT_TRUE(assert_parts_same_lines("out", w1 > w2 ? w1 : w2) > 0);
     chain_rescale = false;
@@ -1226,8 +1225,8 @@ TDM_TEST(chained_window_into_window_restored_after_a_kill)
     chain_variant = CH_WIN_WIN;
     chain_rescale = false;
     chain_gold_run("1");
-    ASSERT_TRUE(crash_and_restore_with(chain_job, 4, "1", "1",
-                                       chain_records) > 0);
+    ASSERT_TRUE(crash_and_restore_with(chain_job, 4, "1", "1", chain_records) >
+                0);
     ASSERT_TRUE(written_after_restore("out", 1) > 0);
     /* The second window's results and late rows (late firings of the
      * first), and the first's late records, exactly in order. */
@@ -1286,8 +1285,8 @@ TDM_TEST(retract_window_with_lateness_restored_after_a_kill)
     chain_variant = CH_RETRACT;
     chain_rescale = false;
     chain_gold_run("1");
-    ASSERT_TRUE(crash_and_restore_with(chain_job, 6, "1", "1",
-                                       chain_records) > 0);
+    ASSERT_TRUE(crash_and_restore_with(chain_job, 6, "1", "1", chain_records) >
+                0);
     ASSERT_TRUE(written_after_restore("out", 1) > 0);
     ASSERT_TRUE(assert_parts_equal("out") > 0);
     ASSERT_TRUE(assert_parts_equal("late") > 0);
@@ -1318,11 +1317,10 @@ TDM_TEST(retract_window_with_lateness_restored_after_a_kill)
     }
     qsort(keys, nb, sizeof *keys, cmp_str);
     bool straddles = false;
-    for (char *l = after, *e; !straddles && (e = strchr(l, '\n'));
-         l = e + 1) {
+    for (char *l = after, *e; !straddles && (e = strchr(l, '\n')); l = e + 1) {
         *e = 0;
-        char *timing = strstr(l, "\"op\":\"-\"") ? strstr(l, ",\"timing\"")
-                                                 : NULL;
+        char *timing =
+            strstr(l, "\"op\":\"-\"") ? strstr(l, ",\"timing\"") : NULL;
         if (timing) {
             *timing = 0;
             straddles = bsearch(&l, keys, nb, sizeof *keys, cmp_str) != NULL;
@@ -1382,7 +1380,7 @@ TDM_TEST(retract_window_restored_at_another_parallelism)
  * window).  Deterministic: a pure function of i. */
 static void rs_write_input(const char *path)
 {
-    static const int64_t lag[4] = { 0, 300, 700, 1500 };
+    static const int64_t lag[4] = {0, 300, 700, 1500};
     FILE *f = fopen(path, "w");
     ASSERT_TRUE(f != NULL);
     uint64_t x = 0x9E3779B97F4A7C15ull;
@@ -1395,14 +1393,13 @@ static void rs_write_input(const char *path)
         int64_t ts = 1700000000000LL + i - lag[j] - (int64_t)((x >> 20) % 801);
         if ((x >> 40) % 200 == 0)
             ts -= 20000;
-        fprintf(f, "{\"user\":\"u%d\",\"part\":\"p%d\",\"ts\":%lld}\n", user,
-                j, (long long)ts);
+        fprintf(f, "{\"user\":\"u%d\",\"part\":\"p%d\",\"ts\":%lld}\n", user, j,
+                (long long)ts);
     }
     ASSERT_EQ(fclose(f), 0);
 }
 
-static tdm_job *rs_job(const char *dir, const char *ck,
-                       const char *parallelism)
+static tdm_job *rs_job(const char *dir, const char *ck, const char *parallelism)
 {
     tdm_job *job;
     char path[512];
@@ -1540,8 +1537,8 @@ static char *rs_all_parts(const char *dir, const char *base)
         unsigned long long id = 0;
         char tail;
         if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
-            sscanf(de->d_name + strlen(prefix), "%llu-%d%c", &id, &w,
-                   &tail) != 2)
+            sscanf(de->d_name + strlen(prefix), "%llu-%d%c", &id, &w, &tail) !=
+                2)
             continue;
         ASSERT_TRUE(n < 4096);
         ps[n].id = id;
@@ -1614,8 +1611,7 @@ static bool rs_crash_and_restore_once(const char *p1, const char *p2,
     snprintf(ck, sizeof ck, "%s/ck", tmp_root);
     for (long k = 6;; k += 3) {
         ASSERT_TRUE(k < 1000);
-        snprintf(cmd, sizeof cmd, "rm -rf %s %s && mkdir -p %s", dir, ck,
-                 dir);
+        snprintf(cmd, sizeof cmd, "rm -rf %s %s && mkdir -p %s", dir, ck, dir);
         ASSERT_EQ(system(cmd), 0);
         fflush(NULL);
         pid_t pid = fork();
@@ -1661,8 +1657,7 @@ static bool rs_crash_and_restore_once(const char *p1, const char *p2,
  * from the middle (the test failed so once, "progress", under a
  * parallel benchmark). */
 static void rs_crash_and_restore(const char *p1, const char *p2,
-                                 const char *gold_out,
-                                 const char *gold_late)
+                                 const char *gold_out, const char *gold_late)
 {
     bool progress = false;
     for (int attempt = 0; attempt < 5 && !progress; attempt++)
@@ -1684,7 +1679,7 @@ TDM_TEST(window_restored_at_other_parallelisms_keeps_watermarks_per_split)
     ASSERT_TRUE(gold_late[0] != 0);
 
     /* The golden runs agree at 1, 2 and 4 (this setup's point). */
-    static const char *const other[] = { "1", "4" };
+    static const char *const other[] = {"1", "4"};
     for (int i = 0; i < 2; i++) {
         char *o, *l;
         rs_golden(other[i], &o, &l);

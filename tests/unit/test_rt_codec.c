@@ -12,7 +12,7 @@
 
 static tdm__schema schema_of(const char *text)
 {
-    tdm__schema s = { 0 };
+    tdm__schema s = {0};
     ASSERT_OK(tdm__schema_parse(text, &s, NULL, 0));
     return s;
 }
@@ -48,7 +48,7 @@ TDM_TEST(single_string_key_is_its_own_bytes)
 {
     tdm__schema s = schema_of("k:string");
     tdm__batch *b = tdm__batch_new(&s, 4);
-    tdm__keybuf kb = { 0 };
+    tdm__keybuf kb = {0};
     char out[16];
     ASSERT_EQ(enc_string(b, "abc", 3, &kb, out), 3);
     ASSERT_TRUE(memcmp(out, "abc", 3) == 0);
@@ -74,13 +74,13 @@ TDM_TEST(compound_keys_round_trip)
     ASSERT_OK(tdm__batch_set_string(b, row, 0, "ab", 2));
     row->v[1].u.i = 7;
     row->v[1].null = 0;
-    int idx[3] = { 0, 1, 2 };
-    tdm__keybuf kb = { 0 };
+    int idx[3] = {0, 1, 2};
+    tdm__keybuf kb = {0};
     const char *key;
     size_t len;
     ASSERT_OK(tdm__key_encode(row, idx, 3, &kb, &key, &len));
     ASSERT_EQ(len, 17);
-    tdm_type types[3] = { TDM_TYPE_STRING, TDM_TYPE_INT64, TDM_TYPE_DOUBLE };
+    tdm_type types[3] = {TDM_TYPE_STRING, TDM_TYPE_INT64, TDM_TYPE_DOUBLE};
     tdm__val v[3];
     ASSERT_TRUE(tdm__key_decode(key, len, types, 3, v));
     ASSERT_EQ(v[0].u.s.len, 2);
@@ -121,7 +121,7 @@ TDM_TEST(packed_rows_round_trip)
     row->v[3].null = 0;
     row->ts = 1234;
     row->flags = TDM__ROW_GUARDED;
-    tdm__keybuf kb = { 0 };
+    tdm__keybuf kb = {0};
     ASSERT_OK(tdm__row_pack(row, &kb));
     tdm__val vals[4];
     tdm__row out;
@@ -163,8 +163,9 @@ TDM_TEST(iso_formatting)
 TDM_TEST(public_time_format)
 {
     char b[48] = "untouched";
-    ASSERT_EQ(tdm_time_format(1733133600000LL, TDM_TIME_FORMAT_MILLIS, b,
-                              sizeof b), 1);
+    ASSERT_EQ(
+        tdm_time_format(1733133600000LL, TDM_TIME_FORMAT_MILLIS, b, sizeof b),
+        1);
     ASSERT_STR_EQ(b, "2024-12-02T10:00:00.000Z");
     ASSERT_EQ(tdm_time_format(1733133600250LL, 0, b, sizeof b), 1);
     ASSERT_STR_EQ(b, "2024-12-02T10:00:00.250Z");
@@ -190,7 +191,7 @@ TDM_TEST(queue_channels_are_bounded_separately)
     atomic_init(&waits, 0);
     tdm__queue q;
     ASSERT_OK(tdm__queue_init(&q, 2, 2, &abort_flag, &waits));
-    tdm__item it = { .kind = TDM__ITEM_WATERMARK, .ch = 0, .t = 1 };
+    tdm__item it = {.kind = TDM__ITEM_WATERMARK, .ch = 0, .t = 1};
     ASSERT_TRUE(tdm__queue_push(&q, &it));
     it.t = 2;
     ASSERT_TRUE(tdm__queue_push(&q, &it));
@@ -226,7 +227,7 @@ TDM_TEST(queue_lazy_pushes_wake_at_a_few_items_or_a_kick)
     tdm__queue q;
     ASSERT_OK(tdm__queue_init(&q, 2, 16, &abort_flag, NULL));
     ASSERT_EQ(q.wake_at, 4);
-    tdm__item it = { .kind = TDM__ITEM_WATERMARK, .ch = 0 };
+    tdm__item it = {.kind = TDM__ITEM_WATERMARK, .ch = 0};
     q.consumer_waiting = true;
     for (int i = 1; i <= 3; i++) {
         it.t = i;
@@ -328,7 +329,7 @@ TDM_TEST(pool_runs_the_before_wait_hook_before_blocking)
     tdm__schema s = schema_of("k:string");
     tdm__pool p;
     ASSERT_OK(tdm__pool_init(&p, &s, 4, 1, 1, &abort_flag, job));
-    hook_ctx h = { NULL, 0 };
+    hook_ctx h = {NULL, 0};
     p.before_wait = give_back;
     p.before_wait_ud = &h;
     tdm_err err;

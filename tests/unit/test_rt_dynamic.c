@@ -21,12 +21,12 @@
 
 typedef struct fk_part {
     char name[32];
-    int sub;           /* owning subtask */
-    int local;         /* local index there, -1 until its poll adopts it */
+    int sub;   /* owning subtask */
+    int local; /* local index there, -1 until its poll adopts it */
     tdm_time_ms floor;
-    int revoke;        /* the test revoked it */
-    int fence;         /* ... while running: fenced() says 1 */
-    int told;          /* finished flag set */
+    int revoke; /* the test revoked it */
+    int fence;  /* ... while running: fenced() says 1 */
+    int told;   /* finished flag set */
 } fk_part;
 
 typedef struct fk_row {
@@ -46,9 +46,9 @@ typedef struct fk_mark {
 typedef struct fk_commit {
     int sub;
     tdm_time_ms proc, done;
-    tdm_time_ms top;  /* final commit's top, MIN otherwise */
-    int flushes;      /* sink flushes so far */
-    int sink_closed;  /* the result sink was closed already */
+    tdm_time_ms top; /* final commit's top, MIN otherwise */
+    int flushes;     /* sink flushes so far */
+    int sink_closed; /* the result sink was closed already */
 } fk_commit;
 
 /* Everything the fake keeps, behind one lock (tests read it too). */
@@ -70,7 +70,7 @@ static struct fk {
     /* What replayed() reports (MIN: nothing). */
     tdm_time_ms replay_start, replay_last;
     atomic_int polls;
-} fk = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} fk = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic int64_t fk_now;
 
@@ -128,7 +128,7 @@ static void fk_revoke_fenced(int g)
 static void fk_push(int g, const char *k, int64_t ts)
 {
     pthread_mutex_lock(&fk.mu);
-    fk.rows[fk.n_rows++] = (fk_row){ g, k, ts, 0 };
+    fk.rows[fk.n_rows++] = (fk_row){g, k, ts, 0};
     pthread_mutex_unlock(&fk.mu);
 }
 
@@ -224,7 +224,7 @@ static tdm_err fk_poll(tdm__source *src, tdm__batch *b, size_t max,
     }
     pthread_mutex_unlock(&fk.mu);
     if (b->n == 0 && !*eof) {
-        struct timespec ts = { 0, 1000000L };
+        struct timespec ts = {0, 1000000L};
         nanosleep(&ts, NULL);
     }
     return TDM_OK;
@@ -290,8 +290,7 @@ static tdm_err fk_commit_fn(tdm__source *s, tdm_time_ms processed,
     pthread_mutex_lock(&fk.mu);
     if (fk.n_commits < FK_LOG)
         fk.commits[fk.n_commits++] =
-            (fk_commit){ FK(s)->index, processed, done, top, fk.flushes,
-                         closed };
+            (fk_commit){FK(s)->index, processed, done, top, fk.flushes, closed};
     pthread_mutex_unlock(&fk.mu);
     return TDM_OK;
 }
@@ -383,15 +382,14 @@ static tdm_job *fk_job(const char *parallelism)
 }
 
 /* Spins (yielding) until @p cond holds, at most 5 s. */
-#define WAIT_FOR(cond)                                                  \
-    do {                                                                \
-        double t0_ = kit_secs();                                        \
-        while (!(cond)) {                                               \
-            if (kit_secs() - t0_ > 5.0)                                 \
-                tdm_test_fail(__FILE__, __LINE__, "timed out: %s",      \
-                              #cond);                                   \
-            sched_yield();                                              \
-        }                                                               \
+#define WAIT_FOR(cond)                                                         \
+    do {                                                                       \
+        double t0_ = kit_secs();                                               \
+        while (!(cond)) {                                                      \
+            if (kit_secs() - t0_ > 5.0)                                        \
+                tdm_test_fail(__FILE__, __LINE__, "timed out: %s", #cond);     \
+            sched_yield();                                                     \
+        }                                                                      \
     } while (0)
 
 /* Waits until the sources polled @p n more times (so that everything
@@ -509,8 +507,7 @@ TDM_TEST(subtask_without_splits_is_idle)
     fk_set_eof();
     ASSERT_OK(kit_bg_join(&bg));
     KIT_EXPECT("out", "k=a n=1 [0,10) on_time#0 +",
-               "k=b n=1 [0,10) on_time#0 +",
-               "k=a n=1 [10,20) on_time#0 +");
+               "k=b n=1 [0,10) on_time#0 +", "k=a n=1 [10,20) on_time#0 +");
     tdm_job_destroy(job);
 }
 
@@ -688,7 +685,7 @@ static void replay_case(tdm_time_ms start_le, tdm_time_ms last_le,
     fk_push(p0, "a", 25);
     fk_set_eof();
     kit_run_ok(job);
-    const char *const want[] = { w0, w1, "k=a n=1 [20,30) on_time#0 +" };
+    const char *const want[] = {w0, w1, "k=a n=1 [20,30) on_time#0 +"};
     kit_expect_lines(__FILE__, __LINE__, "out", want, 3);
     tdm_job_destroy(job);
 }
@@ -804,8 +801,7 @@ TDM_TEST(fenced_key_read_again_is_counted_once)
     fk_set_eof();
     ASSERT_OK(kit_bg_join(&bg));
     KIT_EXPECT("out", "k=a n=2 [0,10) on_time#0 +",
-               "k=b n=1 [0,10) on_time#0 +",
-               "k=a n=1 [10,20) on_time#0 +",
+               "k=b n=1 [0,10) on_time#0 +", "k=a n=1 [10,20) on_time#0 +",
                "k=b n=1 [10,20) on_time#0 +");
     tdm_job_destroy(job);
 }
@@ -823,8 +819,7 @@ TDM_TEST(unfenced_revoke_keeps_open_windows)
     fk_set_eof();
     ASSERT_OK(kit_bg_join(&bg));
     KIT_EXPECT("out", "k=a n=2 [0,10) on_time#0 +",
-               "k=b n=1 [0,10) on_time#0 +",
-               "k=b n=1 [10,20) on_time#0 +");
+               "k=b n=1 [0,10) on_time#0 +", "k=b n=1 [10,20) on_time#0 +");
     tdm_job_destroy(job);
 }
 
@@ -833,7 +828,7 @@ static struct {
     pthread_mutex_t mu;
     char lines[64][200];
     int n;
-} logs = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} logs = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void keep_log(void *ud, const char *line)
 {
@@ -932,7 +927,7 @@ static int log_has(const char *line)
 TDM_TEST(alignment_pauses_a_version1_source)
 {
     fk_reset();
-    kit_add_data((kit_data){ "endless", 1, NULL, 0, -1, 2, 1 });
+    kit_add_data((kit_data){"endless", 1, NULL, 0, -1, 2, 1});
     logs.n = 0;
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
@@ -945,7 +940,7 @@ TDM_TEST(alignment_pauses_a_version1_source)
     tdm__node_set_source_vtab(s, &fk_source);
     KIT_SET(s, "schema", KIT_SCHEMA);
     KIT_SET(s, "timestamp.field", "ts");
-    tdm_node *both[2] = { f, s };
+    tdm_node *both[2] = {f, s};
     for (int i = 0; i < 2; i++) {
         KIT_SET(both[i], "watermark.emit", "on_event");
         KIT_SET(both[i], "watermark.alignment.group", "g");

@@ -68,7 +68,7 @@ static inline void feed_push(feed *f, int part, const char *k, int64_t ts)
 {
     pthread_mutex_lock(&feed_mu);
     ASSERT_TRUE(f->n < FEED_MAX);
-    f->rows[f->n++] = (kit_row){ part, k, ts, 1 };
+    f->rows[f->n++] = (kit_row){part, k, ts, 1};
     pthread_cond_broadcast(&feed_cv);
     pthread_mutex_unlock(&feed_mu);
 }
@@ -140,11 +140,9 @@ static inline void feed_close(tdm__source *s)
 }
 
 static const tdm__source_vtab feed_source = {
-    .version = 1, .open = feed_open, .poll = feed_poll, .close = feed_close
-};
+    .version = 1, .open = feed_open, .poll = feed_poll, .close = feed_close};
 
-static inline tdm_node *feed_node(tdm_job *job, const char *name,
-                                  const char *f)
+static inline tdm_node *feed_node(tdm_job *job, const char *name, const char *f)
 {
     tdm_node *s = kit_node(job, TDM_NODE_SOURCE, name);
     tdm__node_set_source_vtab(s, &feed_source);

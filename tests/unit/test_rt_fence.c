@@ -44,15 +44,15 @@ TDM_TEST(prune_removes_keys_at_or_below_the_bound)
     for (int i = 0; i < 1000; i++) {
         int n = snprintf(k, sizeof k, "k%d", i);
         ASSERT_OK(tdm__rt_keyset_put_max(&s, k, (size_t)n,
-                                    tdm__keys_hash(k, (size_t)n), i));
+                                         tdm__keys_hash(k, (size_t)n), i));
     }
     ASSERT_EQ(s.n, 1000);
     tdm__rt_keyset_prune(&s, 499);
     ASSERT_EQ(s.n, 500);
     for (int i = 0; i < 1000; i++) {
         int n = snprintf(k, sizeof k, "k%d", i);
-        const int64_t *v = tdm__rt_keyset_find(&s, k, (size_t)n,
-                                          tdm__keys_hash(k, (size_t)n));
+        const int64_t *v =
+            tdm__rt_keyset_find(&s, k, (size_t)n, tdm__keys_hash(k, (size_t)n));
         if (i < 500) {
             ASSERT_TRUE(v == NULL);
         } else {

@@ -49,7 +49,7 @@ static tdm_job *stream_job(const char *data, const char *parallelism)
  * growing and stay <= 4 * 64, whatever the 5 M records of the source. */
 TDM_TEST(slow_sink_backpressure_bounds_memory)
 {
-    kit_add_data((kit_data){ "endless", 1, NULL, 0, 5000000, 10, 1 });
+    kit_add_data((kit_data){"endless", 1, NULL, 0, 5000000, 10, 1});
     tdm_job *job = stream_job("endless", "1");
     KIT_JOB_SET(job, "batch.size", "64");
     KIT_JOB_SET(job, "queue.capacity", "2");
@@ -113,10 +113,10 @@ static void on_progress(void *ud, const tdm_job *job)
  * the counts add up to exactly the records read. */
 TDM_TEST(cancel_stops_an_endless_job_and_flushes)
 {
-    kit_add_data((kit_data){ "forever", 2, NULL, 0, -1, 10, 1 });
+    kit_add_data((kit_data){"forever", 2, NULL, 0, -1, 10, 1});
     tdm_job *job = stream_job("forever", "2");
     KIT_JOB_SET(job, "status.interval", "1ms");
-    prog p = { 0, 20000 };
+    prog p = {0, 20000};
     ASSERT_OK(tdm_job_set_progress(job, on_progress, &p));
     kit_run_ok(job);
     int64_t in = tdm_job_stat(job, TDM_STAT_RECORDS_IN);
@@ -274,7 +274,7 @@ static tdm_time_ms proc_clock(void *ud)
  * depends on timing). */
 TDM_TEST(processing_time_windows_fire_on_the_clock)
 {
-    kit_add_data((kit_data){ "ptime", 1, NULL, 0, -1, 3, 1 });
+    kit_add_data((kit_data){"ptime", 1, NULL, 0, -1, 3, 1});
     atomic_store(&proc_now, 500);
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));

@@ -40,7 +40,7 @@ static void check_fixed(tdm_type type, tdm__val v, const unsigned char *want,
     tdm__row row;
     one_field(&s, &val, &row, type, v, false);
     int idx = 0;
-    tdm__keybuf kb = { 0 };
+    tdm__keybuf kb = {0};
     const char *key;
     size_t len;
     ASSERT_OK(tdm__key_encode(&row, &idx, 1, &kb, &key, &len));
@@ -55,7 +55,7 @@ static void check_fixed(tdm_type type, tdm__val v, const unsigned char *want,
     ASSERT_OK(tdm__key_get(&row, &idx, 1, &kb, &key, &len));
     ASSERT_EQ(len, n);
     ASSERT_TRUE(memcmp(key, want, n) == 0);
-    tdm__sel sl = { .row = 0, .key_len = TDM__SEL_FIXED };
+    tdm__sel sl = {.row = 0, .key_len = TDM__SEL_FIXED};
     sl.fixed = tdm__key_fixed_bits(&val, type);
     char buf[TDM__KEY_FIXED_LEN];
     ASSERT_TRUE(tdm__sel_key(&sl, buf, &key, &len));
@@ -82,27 +82,27 @@ TDM_TEST(fixed_keys_are_the_encoded_bytes)
 {
     if (!little_endian())
         return; /* the expected bytes below are written for one order */
-    tdm__val v = { 0 };
+    tdm__val v = {0};
     v.u.i = 0x0102030405060708LL;
-    static const unsigned char i1[] = { 1, 8, 7, 6, 5, 4, 3, 2, 1 };
+    static const unsigned char i1[] = {1, 8, 7, 6, 5, 4, 3, 2, 1};
     check_fixed(TDM_TYPE_INT64, v, i1, 9);
     v.u.i = -1;
-    static const unsigned char i2[] = { 1, 0xff, 0xff, 0xff, 0xff,
-                                        0xff, 0xff, 0xff, 0xff };
+    static const unsigned char i2[] = {1,    0xff, 0xff, 0xff, 0xff,
+                                       0xff, 0xff, 0xff, 0xff};
     check_fixed(TDM_TYPE_INT64, v, i2, 9);
     v.u.i = INT64_MIN;
-    static const unsigned char i3[] = { 1, 0, 0, 0, 0, 0, 0, 0, 0x80 };
+    static const unsigned char i3[] = {1, 0, 0, 0, 0, 0, 0, 0, 0x80};
     check_fixed(TDM_TYPE_INT64, v, i3, 9);
     v.u.i = 0x0102030405060708LL;
     check_fixed(TDM_TYPE_TIMESTAMP, v, i1, 9);
     v.u.i = 1;
-    static const unsigned char b1[] = { 1, 1, 0, 0, 0, 0, 0, 0, 0 };
+    static const unsigned char b1[] = {1, 1, 0, 0, 0, 0, 0, 0, 0};
     check_fixed(TDM_TYPE_BOOL, v, b1, 9);
     v.u.d = 1.0;
-    static const unsigned char d1[] = { 1, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f };
+    static const unsigned char d1[] = {1, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f};
     check_fixed(TDM_TYPE_DOUBLE, v, d1, 9);
     v.u.d = -0.0;
-    static const unsigned char d0[] = { 1, 0, 0, 0, 0, 0, 0, 0, 0 };
+    static const unsigned char d0[] = {1, 0, 0, 0, 0, 0, 0, 0, 0};
     check_fixed(TDM_TYPE_DOUBLE, v, d0, 9);
     v.u.d = 0.0;
     check_fixed(TDM_TYPE_DOUBLE, v, d0, 9);
@@ -114,10 +114,14 @@ TDM_TEST(fixed_keys_are_the_encoded_bytes)
 static void check_fixed_hash(uint64_t (*of_value)(uint64_t),
                              uint64_t (*of_bytes)(const void *, size_t))
 {
-    static const uint64_t edge[] = { 0, 1, UINT64_MAX, (uint64_t)INT64_MIN,
-                                     (uint64_t)INT64_MAX,
-                                     0x00ff00ff00ff00ffULL,
-                                     0x8000000000000001ULL, 256 };
+    static const uint64_t edge[] = {0,
+                                    1,
+                                    UINT64_MAX,
+                                    (uint64_t)INT64_MIN,
+                                    (uint64_t)INT64_MAX,
+                                    0x00ff00ff00ff00ffULL,
+                                    0x8000000000000001ULL,
+                                    256};
     char b[TDM__KEY_FIXED_LEN];
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
         tdm__key_fixed_put(edge[i], b);
@@ -174,17 +178,17 @@ TDM_TEST(fixed_key_ws_hash_is_ws_hash_of_its_bytes)
  * path: tdm__key_get with a grown buffer falls back to the encoder. */
 TDM_TEST(null_fixed_key_is_one_zero_byte)
 {
-    static const tdm_type types[] = { TDM_TYPE_INT64, TDM_TYPE_DOUBLE,
-                                      TDM_TYPE_BOOL, TDM_TYPE_TIMESTAMP };
+    static const tdm_type types[] = {TDM_TYPE_INT64, TDM_TYPE_DOUBLE,
+                                     TDM_TYPE_BOOL, TDM_TYPE_TIMESTAMP};
     for (int t = 0; t < 4; t++) {
         tdm__schema s;
         tdm__val val;
         tdm__row row;
-        tdm__val v = { 0 };
+        tdm__val v = {0};
         v.u.i = 42;
         one_field(&s, &val, &row, types[t], v, true);
         int idx = 0;
-        tdm__keybuf kb = { 0 };
+        tdm__keybuf kb = {0};
         const char *key;
         size_t len;
         ASSERT_OK(tdm__key_encode(&row, &idx, 1, &kb, &key, &len));
@@ -204,7 +208,7 @@ TDM_TEST(selection_key_pointer_or_none)
     char buf[TDM__KEY_FIXED_LEN];
     const char *key = NULL;
     size_t len = 99;
-    tdm__sel sl = { .row = 3, .key_len = 3, .ts = 7 };
+    tdm__sel sl = {.row = 3, .key_len = 3, .ts = 7};
     sl.key = "abc";
     ASSERT_TRUE(tdm__sel_key(&sl, buf, &key, &len));
     ASSERT_TRUE(key == sl.key);
@@ -218,15 +222,14 @@ TDM_TEST(selection_key_pointer_or_none)
 
 /* Four partitions, each in timestamp order (nothing late). */
 static const kit_row ik_rows[] = {
-    { 0, "a", 1000, 5 },      { 1, "b", 2000, 5 },
-    { 2, "a", 3000, -3 },     { 3, "b", 4000, INT64_MIN },
-    { 1, "a", 5000, -999 },   { 2, "b", 6000, 0 },
-    { 3, "a", 7000, 100 },    { 0, "b", 12000, 5 },
+    {0, "a", 1000, 5},         {1, "b", 2000, 5},    {2, "a", 3000, -3},
+    {3, "b", 4000, INT64_MIN}, {1, "a", 5000, -999}, {2, "b", 6000, 0},
+    {3, "a", 7000, 100},       {0, "b", 12000, 5},
 };
 
 static void add_ik(void)
 {
-    kit_add_data((kit_data){ "ik", 4, ik_rows, 8, 0, 0, 0 });
+    kit_add_data((kit_data){"ik", 4, ik_rows, 8, 0, 0, 0});
 }
 
 /* A job reading "ik" (with @p schema instead of the kit's, if not NULL)
@@ -260,7 +263,7 @@ static tdm_job *ik_job(const char *parallelism, const char *schema,
     return job;
 }
 
-static const char *const ik_ps[] = { "1", "2", "4" };
+static const char *const ik_ps[] = {"1", "2", "4"};
 
 /* Keyed by v (int64; the lean scan: event time, no map, one consumer):
  *   [0,10000)     5: 1000, 2000 -> 2; -3, INT64_MIN, -999, 0, 100: 1
@@ -296,8 +299,7 @@ TDM_TEST(null_int64_key_counts_at_parallelism_1_2_4)
     add_ik();
     for (int i = 0; i < 3; i++) {
         tdm_job *job = ik_job(ik_ps[i], NULL, "v", NULL);
-        ASSERT_OK(tdm_node_add_map(tdm_job_node(job, "src"), null_999,
-                                   NULL));
+        ASSERT_OK(tdm_node_add_map(tdm_job_node(job, "src"), null_999, NULL));
         kit_run_ok(job);
         KIT_EXPECT("out", "v=5 count=2 [0,10000) on_time#0 +",
                    "v=-3 count=1 [0,10000) on_time#0 +",
@@ -330,10 +332,9 @@ TDM_TEST(double_key_folds_negative_zero_at_parallelism_1_2_4)
 {
     add_ik();
     for (int i = 0; i < 3; i++) {
-        tdm_job *job = ik_job(ik_ps[i], "k:string, ts:int64, v:double",
-                              "v", NULL);
-        ASSERT_OK(tdm_node_add_map(tdm_job_node(job, "src"), to_double,
-                                   NULL));
+        tdm_job *job =
+            ik_job(ik_ps[i], "k:string, ts:int64, v:double", "v", NULL);
+        ASSERT_OK(tdm_node_add_map(tdm_job_node(job, "src"), to_double, NULL));
         kit_run_ok(job);
         KIT_EXPECT("out", "v=5 count=2 [0,10000) on_time#0 +",
                    "v=-3 count=1 [0,10000) on_time#0 +",

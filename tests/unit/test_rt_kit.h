@@ -73,9 +73,9 @@ struct tdm__source {
     const kit_data *d;
     const tdm__source_conf *conf;
     int index, count;
-    int n_local;          /* partitions of this subtask */
-    size_t pos;           /* next listed row (or generated index) */
-    int64_t *last_of;     /* listed: index of each partition's last row */
+    int n_local;      /* partitions of this subtask */
+    size_t pos;       /* next listed row (or generated index) */
+    int64_t *last_of; /* listed: index of each partition's last row */
     uint8_t *done;
 };
 
@@ -89,8 +89,8 @@ static inline tdm_err kit_open(const tdm__source_conf *conf, int index,
     (void)dead_ud;
     const kit_data *d = kit_find(conf->path);
     if (!d)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                         "no dataset \"%s\"", conf->path);
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO, "no dataset \"%s\"",
+                         conf->path);
     tdm__source *s = calloc(1, sizeof *s);
     s->d = d;
     s->conf = conf;
@@ -111,7 +111,7 @@ static inline tdm_err kit_open(const tdm__source_conf *conf, int index,
 }
 
 static inline void kit_fill(tdm__batch *b, int local, const char *k, int64_t ts,
-                     int64_t v)
+                            int64_t v)
 {
     tdm__row *row = tdm__batch_add(b);
     row->partition = (uint32_t)local;
@@ -124,7 +124,7 @@ static inline void kit_fill(tdm__batch *b, int local, const char *k, int64_t ts,
 }
 
 static inline tdm_err kit_poll(tdm__source *s, tdm__batch *b, size_t max,
-                        uint8_t *finished, int *eof)
+                               uint8_t *finished, int *eof)
 {
     const kit_data *d = s->d;
     if (!d->rows) {
@@ -172,8 +172,7 @@ static inline void kit_close(tdm__source *s)
 }
 
 static const tdm__source_vtab kit_source = {
-    .version = 1, .open = kit_open, .poll = kit_poll, .close = kit_close
-};
+    .version = 1, .open = kit_open, .poll = kit_poll, .close = kit_close};
 
 /* ====================================================================== */
 /* Sinks                                                                   */
@@ -243,7 +242,7 @@ struct tdm__sinkobj {
 };
 
 static inline tdm_err kit_sink_open(const tdm__sink_conf *conf, int upsert,
-                             tdm__sinkobj **out, char *errbuf, size_t n)
+                                    tdm__sinkobj **out, char *errbuf, size_t n)
 {
     (void)errbuf;
     (void)n;
@@ -269,8 +268,8 @@ static inline void kit_val(char *buf, size_t n, tdm_type t, const tdm__val *v)
         snprintf(buf, n, "%lld", (long long)v->u.i);
 }
 
-static const char *const kit_timing[] = { "early", "on_time", "late" };
-static const char *const kit_change[] = { "+", "~", "-" };
+static const char *const kit_timing[] = {"early", "on_time", "late"};
+static const char *const kit_change[] = {"+", "~", "-"};
 
 /* "col=val col=val [s,e) timing#pane change" (update marked with u). */
 static inline tdm_err kit_write_result(tdm__sinkobj *o, const tdm__out_row *r)
@@ -285,9 +284,8 @@ static inline tdm_err kit_write_result(tdm__sinkobj *o, const tdm__out_row *r)
                                 r->cols[i].name, v);
     }
     if (r->has_window)
-        off += (size_t)snprintf(line + off, sizeof line - off,
-                                "[%lld,%lld) ", (long long)r->win_start,
-                                (long long)r->win_end);
+        off += (size_t)snprintf(line + off, sizeof line - off, "[%lld,%lld) ",
+                                (long long)r->win_start, (long long)r->win_end);
     snprintf(line + off, sizeof line - off, "%s#%lld%s %s",
              kit_timing[r->timing], (long long)r->pane_index,
              r->is_update ? "u" : "", kit_change[r->change]);
@@ -317,8 +315,8 @@ static inline tdm_err kit_write_row(tdm__sinkobj *o, const tdm__row *row)
 }
 
 static inline tdm_err kit_write_dead(tdm__sinkobj *o, const char *loc,
-                              const char *reason, const char *raw,
-                              size_t raw_len)
+                                     const char *reason, const char *raw,
+                                     size_t raw_len)
 {
     char line[1024];
     snprintf(line, sizeof line, "%s | %s | %.*s", loc, reason, (int)raw_len,
@@ -338,11 +336,12 @@ static inline tdm_err kit_sink_close(tdm__sinkobj *o, char *errbuf, size_t n)
     return TDM_OK;
 }
 
-static const tdm__sink_vtab kit_sink_vt = {
-    .version = 1, .open = kit_sink_open, .write_result = kit_write_result,
-    .write_row = kit_write_row, .write_dead = kit_write_dead,
-    .close = kit_sink_close
-};
+static const tdm__sink_vtab kit_sink_vt = {.version = 1,
+                                           .open = kit_sink_open,
+                                           .write_result = kit_write_result,
+                                           .write_row = kit_write_row,
+                                           .write_dead = kit_write_dead,
+                                           .close = kit_sink_close};
 
 /* ====================================================================== */
 /* Jobs                                                                    */
@@ -363,25 +362,25 @@ static inline tdm_node *kit_node(tdm_job *job, tdm_node_kind kind,
     return n;
 }
 
-#define KIT_SET(n, key, value)                                          \
-    do {                                                                \
-        char m_[256];                                                   \
-        if (tdm_node_set((n), (key), (value), m_, sizeof m_) != TDM_OK) \
-            tdm_test_fail(__FILE__, __LINE__, "%s=%s: %s", (key),       \
-                          (value), m_);                                 \
+#define KIT_SET(n, key, value)                                                 \
+    do {                                                                       \
+        char m_[256];                                                          \
+        if (tdm_node_set((n), (key), (value), m_, sizeof m_) != TDM_OK)        \
+            tdm_test_fail(__FILE__, __LINE__, "%s=%s: %s", (key), (value),     \
+                          m_);                                                 \
     } while (0)
 
-#define KIT_JOB_SET(j, key, value)                                      \
-    do {                                                                \
-        char m_[256];                                                   \
-        if (tdm_job_set((j), (key), (value), m_, sizeof m_) != TDM_OK)  \
-            tdm_test_fail(__FILE__, __LINE__, "%s=%s: %s", (key),       \
-                          (value), m_);                                 \
+#define KIT_JOB_SET(j, key, value)                                             \
+    do {                                                                       \
+        char m_[256];                                                          \
+        if (tdm_job_set((j), (key), (value), m_, sizeof m_) != TDM_OK)         \
+            tdm_test_fail(__FILE__, __LINE__, "%s=%s: %s", (key), (value),     \
+                          m_);                                                 \
     } while (0)
 
 /* A source node reading dataset @p data through the kit source. */
 static inline tdm_node *kit_source_node(tdm_job *job, const char *name,
-                                 const char *data)
+                                        const char *data)
 {
     tdm_node *s = kit_node(job, TDM_NODE_SOURCE, name);
     tdm__node_set_source_vtab(s, &kit_source);
@@ -399,8 +398,8 @@ static inline int kit_cmp(const void *a, const void *b)
 /* Sorts the sink's lines (a multiset compare) and checks them against
  * @p want (n lines, any order). */
 static inline void kit_expect_lines(const char *file, int line,
-                                    const char *sink,
-                             const char *const *want, size_t n)
+                                    const char *sink, const char *const *want,
+                                    size_t n)
 {
     kit_sink *k = kit_sink_get(sink);
     char **w = malloc((n + 1) * sizeof *w);
@@ -425,23 +424,21 @@ static inline void kit_expect_lines(const char *file, int line,
     free(w);
 }
 
-#define KIT_EXPECT(sink, ...)                                           \
-    do {                                                                \
-        static const char *const w_[] = { __VA_ARGS__ };                \
-        kit_expect_lines(__FILE__, __LINE__, (sink), w_,                \
-                         sizeof w_ / sizeof w_[0]);                     \
+#define KIT_EXPECT(sink, ...)                                                  \
+    do {                                                                       \
+        static const char *const w_[] = {__VA_ARGS__};                         \
+        kit_expect_lines(__FILE__, __LINE__, (sink), w_,                       \
+                         sizeof w_ / sizeof w_[0]);                            \
     } while (0)
 
-#define KIT_EXPECT_NONE(sink) \
-    ASSERT_EQ(kit_sink_get(sink)->n, 0)
+#define KIT_EXPECT_NONE(sink) ASSERT_EQ(kit_sink_get(sink)->n, 0)
 
 static inline void kit_run_ok(tdm_job *job)
 {
     char msg[512] = "";
     tdm_err e = tdm_job_run(job, msg, sizeof msg);
     if (e != TDM_OK)
-        tdm_test_fail(__FILE__, __LINE__, "run: %s: %s", tdm_err_name(e),
-                      msg);
+        tdm_test_fail(__FILE__, __LINE__, "run: %s: %s", tdm_err_name(e), msg);
 }
 
 /* Seconds since some fixed point, for bounded spin-waits. */

@@ -25,9 +25,9 @@
  *   end                  [10000,20000): a n=2 m=7, c n=1 m=5 on time
  * Folded: 5 records into 4 partial rows. */
 static const kit_row hand_rows[] = {
-    { 0, "a", 1000, 1 },  { 0, "b", 2000, 2 },  { 0, "a", 12000, 3 },
-    { 0, "a", 5000, 4 },  { 0, "c", 15000, 5 }, { 0, "a", 3000, 6 },
-    { 0, "a", 14000, 7 },
+    {0, "a", 1000, 1},  {0, "b", 2000, 2},  {0, "a", 12000, 3},
+    {0, "a", 5000, 4},  {0, "c", 15000, 5}, {0, "a", 3000, 6},
+    {0, "a", 14000, 7},
 };
 
 /* The log lines of a run that mention local aggregation. */
@@ -49,9 +49,8 @@ static void capture(void *ud, const char *line)
 
 static tdm_job *hand_job(const char *p, const char *mode, loglines *log)
 {
-    kit_add_data((kit_data){ "hand", 1, hand_rows,
-                             sizeof hand_rows / sizeof hand_rows[0], 0, 0,
-                             0 });
+    kit_add_data((kit_data){"hand", 1, hand_rows,
+                            sizeof hand_rows / sizeof hand_rows[0], 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "parallelism", p);
@@ -146,27 +145,25 @@ TDM_TEST(hand_computed_sliding_count)
 {
     for (int k = 0; k < 3; k++) {
         loglines log;
-        tdm_job *job = hand_job(k == 1 ? "2" : "1", k == 2 ? "off" : "auto",
-                                &log);
+        tdm_job *job =
+            hand_job(k == 1 ? "2" : "1", k == 2 ? "off" : "auto", &log);
         tdm_node *w = tdm_job_node(job, "w");
         ASSERT_TRUE(w != NULL);
         KIT_SET(w, "window.type", "sliding");
         KIT_SET(w, "window.slide", "5s");
         KIT_SET(w, "aggregates", "count() as n");
         kit_run_ok(job);
-        KIT_EXPECT("out", "k=a n=1 [-5000,5000) on_time#0 +",
-                   "k=b n=1 [-5000,5000) on_time#0 +",
-                   "k=a n=1 [0,10000) on_time#0 +",
-                   "k=b n=1 [0,10000) on_time#0 +",
-                   "k=a n=2 [0,10000) late#1u +",
-                   "k=a n=2 [5000,15000) on_time#0 +",
-                   "k=a n=3 [5000,15000) late#1u +",
-                   "k=a n=2 [10000,20000) on_time#0 +",
-                   "k=c n=1 [10000,20000) on_time#0 +",
-                   "k=c n=1 [15000,25000) on_time#0 +");
+        KIT_EXPECT(
+            "out", "k=a n=1 [-5000,5000) on_time#0 +",
+            "k=b n=1 [-5000,5000) on_time#0 +", "k=a n=1 [0,10000) on_time#0 +",
+            "k=b n=1 [0,10000) on_time#0 +", "k=a n=2 [0,10000) late#1u +",
+            "k=a n=2 [5000,15000) on_time#0 +",
+            "k=a n=3 [5000,15000) late#1u +",
+            "k=a n=2 [10000,20000) on_time#0 +",
+            "k=c n=1 [10000,20000) on_time#0 +",
+            "k=c n=1 [15000,25000) on_time#0 +");
         ASSERT_EQ(kit_sink_get("late")->n, 1);
-        ASSERT_TRUE(strstr(log.text, k == 2 ? "phases=1" : "phases=2") !=
-                    NULL);
+        ASSERT_TRUE(strstr(log.text, k == 2 ? "phases=1" : "phases=2") != NULL);
         tdm_job_destroy(job);
         pthread_mutex_destroy(&log.mu);
     }

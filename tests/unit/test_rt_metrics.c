@@ -29,7 +29,7 @@ static tdm_metrics *snap(tdm_job *job)
 }
 
 /* A value that must exist. */
-#define GET(m, id, vx, sub, idx)                                         \
+#define GET(m, id, vx, sub, idx)                                               \
     get_value(__FILE__, __LINE__, (m), TDM_METRIC_##id, (vx), (sub), (idx))
 
 static int64_t get_value(const char *file, int line, const tdm_metrics *m,
@@ -42,13 +42,13 @@ static int64_t get_value(const char *file, int line, const tdm_metrics *m,
     return v;
 }
 
-#define ABSENT(m, id, vx, sub, idx) \
-    ASSERT_TRUE(!tdm_metrics_find((m), TDM_METRIC_##id, (vx), (sub), \
-                                  (idx), NULL))
+#define ABSENT(m, id, vx, sub, idx)                                            \
+    ASSERT_TRUE(                                                               \
+        !tdm_metrics_find((m), TDM_METRIC_##id, (vx), (sub), (idx), NULL))
 
 /* The label of a value that must exist. */
-static const char *label_of(const tdm_metrics *m, tdm_metric id,
-                            const char *vx, int sub, int idx)
+static const char *label_of(const tdm_metrics *m, tdm_metric id, const char *vx,
+                            int sub, int idx)
 {
     for (size_t i = 0; i < tdm_metrics_count(m); i++) {
         const tdm_metric_value *v = tdm_metrics_at(m, i);
@@ -61,13 +61,12 @@ static const char *label_of(const tdm_metrics *m, tdm_metric id,
 
 /* Waits until value (id, vx, sub, idx) of a fresh snapshot equals
  * @p want (a bounded spin: the pipeline runs on its own threads). */
-#define WAIT_FOR(job, id, vx, sub, idx, want)                             \
-    wait_for(__FILE__, __LINE__, (job), TDM_METRIC_##id, (vx), (sub),    \
-             (idx), (want))
+#define WAIT_FOR(job, id, vx, sub, idx, want)                                  \
+    wait_for(__FILE__, __LINE__, (job), TDM_METRIC_##id, (vx), (sub), (idx),   \
+             (want))
 
-static void wait_for(const char *file, int line, tdm_job *job,
-                     tdm_metric id, const char *vx, int sub, int idx,
-                     int64_t want)
+static void wait_for(const char *file, int line, tdm_job *job, tdm_metric id,
+                     const char *vx, int sub, int idx, int64_t want)
 {
     double t0 = kit_secs();
     int64_t v = 0;
@@ -381,8 +380,8 @@ TDM_TEST(idle_channel_and_vertex)
     tdm_metrics_free(m);
     tdm_window_status st;
     char msg[256];
-    ASSERT_OK(tdm_job_window_status(job, "w", "a", 0, 10000, &st, msg,
-                                    sizeof msg));
+    ASSERT_OK(
+        tdm_job_window_status(job, "w", "a", 0, 10000, &st, msg, sizeof msg));
     ASSERT_EQ(st.running, 1);
     ASSERT_EQ(st.holding_channel, -1);
     ASSERT_EQ(st.idle_channels, 1);
@@ -415,13 +414,13 @@ TDM_TEST(idle_channel_and_vertex)
  * w writes 5 results (one of them a late pane), w2 4; 1 record goes to
  * the late output, 2 are dropped. */
 static const kit_row late_rows_data[] = {
-    { 0, "a", 1000, 1 },  { 0, "b", 12000, 1 }, { 0, "a", 2000, 1 },
-    { 0, "c", 16000, 1 }, { 0, "a", 3000, 1 },  { 0, "b", 25000, 1 },
+    {0, "a", 1000, 1},  {0, "b", 12000, 1}, {0, "a", 2000, 1},
+    {0, "c", 16000, 1}, {0, "a", 3000, 1},  {0, "b", 25000, 1},
 };
 
 static tdm_job *late_job(void)
 {
-    kit_add_data((kit_data){ "late", 1, late_rows_data, 6, 0, 0, 0 });
+    kit_add_data((kit_data){"late", 1, late_rows_data, 6, 0, 0, 0});
     atomic_store(&clock_now, T0);
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
@@ -540,13 +539,13 @@ TDM_TEST(window_status_after_the_run)
     tdm_job *job = late_job();
     tdm_window_status st;
     char msg[256] = "";
-    ASSERT_ERR(tdm_job_window_status(job, "w", "a", 0, 10000, &st, msg,
-                                     sizeof msg),
-               TDM_ERR_STATE);
+    ASSERT_ERR(
+        tdm_job_window_status(job, "w", "a", 0, 10000, &st, msg, sizeof msg),
+        TDM_ERR_STATE);
     ASSERT_TRUE(strstr(msg, "not run") != NULL);
     kit_run_ok(job);
-    ASSERT_OK(tdm_job_window_status(job, "w", "a", 0, 10000, &st, msg,
-                                    sizeof msg));
+    ASSERT_OK(
+        tdm_job_window_status(job, "w", "a", 0, 10000, &st, msg, sizeof msg));
     ASSERT_EQ(st.running, 0);
     ASSERT_EQ(st.subtask, 0);
     ASSERT_EQ(st.fired, 1);
@@ -557,8 +556,8 @@ TDM_TEST(window_status_after_the_run)
     ASSERT_EQ(st.has_state, 0);
     ASSERT_EQ(st.elements, 0);
     ASSERT_EQ(st.holding_channel, -1);
-    ASSERT_OK(tdm_job_window_status(job, "w2", "a", 0, 10000, &st, msg,
-                                    sizeof msg));
+    ASSERT_OK(
+        tdm_job_window_status(job, "w2", "a", 0, 10000, &st, msg, sizeof msg));
     ASSERT_EQ(st.fired, 1);
     ASSERT_EQ(st.fired_wm, 11999);
     ASSERT_EQ(st.cleanup, 9999);
@@ -567,8 +566,8 @@ TDM_TEST(window_status_after_the_run)
                                     sizeof msg));
     ASSERT_EQ(st.fired, 1);
     ASSERT_EQ(st.fired_wm, TDM_TIME_MAX);
-    ASSERT_OK(tdm_job_window_status(job, "w", "c", 0, 10000, &st, msg,
-                                    sizeof msg));
+    ASSERT_OK(
+        tdm_job_window_status(job, "w", "c", 0, 10000, &st, msg, sizeof msg));
     ASSERT_EQ(st.fired, 0);
     ASSERT_EQ(st.fired_wm, TDM_TIME_MIN);
     tdm_job_destroy(job);
@@ -617,8 +616,8 @@ TDM_TEST(window_status_pending_then_fired)
 
     tdm_window_status st;
     char msg[256];
-    ASSERT_OK(tdm_job_window_status(job, "w", "a", 0, 10000, &st, msg,
-                                    sizeof msg));
+    ASSERT_OK(
+        tdm_job_window_status(job, "w", "a", 0, 10000, &st, msg, sizeof msg));
     ASSERT_EQ(st.running, 1);
     ASSERT_EQ(st.subtask, 0);
     ASSERT_EQ(st.watermark, 2999);
@@ -640,8 +639,8 @@ TDM_TEST(window_status_pending_then_fired)
 
     feed_push(fb, 0, "x", 20000);
     WAIT_FOR(job, WM_INPUT, "w", 0, -1, 14999);
-    ASSERT_OK(tdm_job_window_status(job, "w", "a", 0, 10000, &st, msg,
-                                    sizeof msg));
+    ASSERT_OK(
+        tdm_job_window_status(job, "w", "a", 0, 10000, &st, msg, sizeof msg));
     ASSERT_EQ(st.fired, 1);
     ASSERT_EQ(st.fired_wm, 14999);
     ASSERT_EQ(st.has_state, 0);
@@ -668,34 +667,34 @@ TDM_TEST(window_status_bad_input)
     kit_run_ok(job);
     tdm_window_status st;
     char msg[256];
-    ASSERT_ERR(tdm_job_window_status(NULL, "w", "a", 0, 1, &st, msg,
-                                     sizeof msg),
-               TDM_ERR_INVAL);
-    ASSERT_ERR(tdm_job_window_status(job, "w", "a", 0, 1, NULL, msg,
-                                     sizeof msg),
-               TDM_ERR_INVAL);
-    ASSERT_ERR(tdm_job_window_status(job, NULL, "a", 0, 1, &st, msg,
-                                     sizeof msg),
-               TDM_ERR_INVAL);
-    ASSERT_ERR(tdm_job_window_status(job, "w", NULL, 0, 1, &st, msg,
-                                     sizeof msg),
-               TDM_ERR_INVAL);
-    ASSERT_ERR(tdm_job_window_status(job, "nope", "a", 0, 1, &st, msg,
-                                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_job_window_status(NULL, "w", "a", 0, 1, &st, msg, sizeof msg),
+        TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_job_window_status(job, "w", "a", 0, 1, NULL, msg, sizeof msg),
+        TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_job_window_status(job, NULL, "a", 0, 1, &st, msg, sizeof msg),
+        TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_job_window_status(job, "w", NULL, 0, 1, &st, msg, sizeof msg),
+        TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_job_window_status(job, "nope", "a", 0, 1, &st, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(msg, "nope") != NULL);
-    ASSERT_ERR(tdm_job_window_status(job, "src", "a", 0, 1, &st, msg,
-                                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_job_window_status(job, "src", "a", 0, 1, &st, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(msg, "not a window") != NULL);
-    ASSERT_ERR(tdm_job_window_status(job, "w", "a", 10, 10, &st, msg,
-                                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_job_window_status(job, "w", "a", 10, 10, &st, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(msg, "start") != NULL);
     /* Key fields k (string) and v (int64). */
-    ASSERT_ERR(tdm_job_window_status(job, "wk", "a", 0, 10000, &st, msg,
-                                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_job_window_status(job, "wk", "a", 0, 10000, &st, msg, sizeof msg),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(msg, "2 values") != NULL);
     ASSERT_ERR(tdm_job_window_status(job, "wk", "a,x1", 0, 10000, &st, msg,
                                      sizeof msg),
@@ -715,7 +714,7 @@ TDM_TEST(window_status_bad_input)
  * key has windows [0,10s) only. */
 TDM_TEST(window_status_finds_the_owning_subtask)
 {
-    kit_add_data((kit_data){ "gen1000", 2, NULL, 0, 1000, 10, 1 });
+    kit_add_data((kit_data){"gen1000", 2, NULL, 0, 1000, 10, 1});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "parallelism", "2");
@@ -728,7 +727,7 @@ TDM_TEST(window_status_finds_the_owning_subtask)
     KIT_SET(w, "sink", "out");
     kit_node(job, TDM_NODE_SINK, "out");
     kit_run_ok(job);
-    int seen[2] = { 0, 0 };
+    int seen[2] = {0, 0};
     for (int k = 0; k < 10; k++) {
         char key[8];
         snprintf(key, sizeof key, "k%d", k);
@@ -761,10 +760,10 @@ static kit_row lag_rows[200];
 TDM_TEST(event_lag_quantiles)
 {
     for (int i = 1; i <= 100; i++) {
-        lag_rows[2 * (i - 1)] = (kit_row){ 0, "a", 10000LL * i, 1 };
-        lag_rows[2 * (i - 1) + 1] = (kit_row){ 0, "a", 10000LL * i - i, 1 };
+        lag_rows[2 * (i - 1)] = (kit_row){0, "a", 10000LL * i, 1};
+        lag_rows[2 * (i - 1) + 1] = (kit_row){0, "a", 10000LL * i - i, 1};
     }
-    kit_add_data((kit_data){ "lag", 1, lag_rows, 200, 0, 0, 0 });
+    kit_add_data((kit_data){"lag", 1, lag_rows, 200, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     tdm_node *s = kit_source_node(job, "src", "lag");
@@ -811,17 +810,16 @@ TDM_TEST(event_lag_sampled_close_to_full_stream)
     static int64_t lags[2 * SAMPLED_BATCHES];
     for (int j = 1; j <= SAMPLED_BATCHES; j++) {
         int64_t lag = j == 3 ? 5000 : j % 100;
-        sampled_rows[2 * (j - 1)] = (kit_row){ 0, "a", 10000LL * j, 1 };
-        sampled_rows[2 * (j - 1) + 1] =
-            (kit_row){ 0, "a", 10000LL * j - lag, 1 };
+        sampled_rows[2 * (j - 1)] = (kit_row){0, "a", 10000LL * j, 1};
+        sampled_rows[2 * (j - 1) + 1] = (kit_row){0, "a", 10000LL * j - lag, 1};
         lags[2 * (j - 1)] = 0;
         lags[2 * (j - 1) + 1] = lag;
     }
     qsort(lags, 2 * SAMPLED_BATCHES, sizeof lags[0], cmp_i64);
     /* The 99th percentile: the ceil(0.99 n)-th smallest value. */
     int64_t ref_p99 = lags[(2 * SAMPLED_BATCHES * 99 + 99) / 100 - 1];
-    kit_add_data((kit_data){ "sampled", 1, sampled_rows,
-                             2 * SAMPLED_BATCHES, 0, 0, 0 });
+    kit_add_data(
+        (kit_data){"sampled", 1, sampled_rows, 2 * SAMPLED_BATCHES, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "batch.size", "2");
@@ -839,8 +837,7 @@ TDM_TEST(event_lag_sampled_close_to_full_stream)
     ASSERT_EQ(GET(m, LAG_MAX, "src", 0, -1), 5000);
     int64_t p99 = GET(m, LAG_P99, "src", 0, -1);
     ASSERT_TRUE(p99 >= ref_p99 - 2 && p99 <= ref_p99 + 2);
-    ASSERT_EQ(GET(m, LAG_P50, "src", 0, -1),
-              lags[2 * SAMPLED_BATCHES / 2 - 1]);
+    ASSERT_EQ(GET(m, LAG_P50, "src", 0, -1), lags[2 * SAMPLED_BATCHES / 2 - 1]);
     ASSERT_EQ(GET(m, RECORDS_IN, "src", 0, -1), 2 * SAMPLED_BATCHES);
     tdm_metrics_free(m);
     tdm_job_destroy(job);
@@ -849,7 +846,7 @@ TDM_TEST(event_lag_sampled_close_to_full_stream)
 /* A source with no record has no lag (left out, not 0). */
 TDM_TEST(no_records_no_lag)
 {
-    kit_add_data((kit_data){ "empty", 1, lag_rows, 0, 0, 0, 0 });
+    kit_add_data((kit_data){"empty", 1, lag_rows, 0, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     kit_source_node(job, "src", "empty");
@@ -878,13 +875,14 @@ TDM_TEST(no_records_no_lag)
 /* Values around 1.7e9 in a ms field look like epoch seconds: the
  * subtask's suspicion is 1. */
 static const kit_row secs_rows[] = {
-    { 0, "a", 1733133600, 1 }, { 0, "a", 1733133601, 1 },
-    { 0, "b", 1733133602, 1 },
+    {0, "a", 1733133600, 1},
+    {0, "a", 1733133601, 1},
+    {0, "b", 1733133602, 1},
 };
 
 TDM_TEST(timestamp_unit_suspicion)
 {
-    kit_add_data((kit_data){ "secs", 1, secs_rows, 3, 0, 0, 0 });
+    kit_add_data((kit_data){"secs", 1, secs_rows, 3, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     tdm_job_set_log(job, NULL, NULL);
@@ -1055,8 +1053,7 @@ static void *snapper_main(void *arg)
         tdm_metrics_free(m);
         tdm_window_status st;
         char msg[128];
-        tdm_job_window_status(sp->job, "w", "k3", 0, 10, &st, msg,
-                              sizeof msg);
+        tdm_job_window_status(sp->job, "w", "k3", 0, 10, &st, msg, sizeof msg);
         atomic_fetch_add(&sp->taken, 1);
     }
     return NULL;
@@ -1069,7 +1066,7 @@ static void *snapper_main(void *arg)
  * teardown and for use after free. */
 TDM_TEST(snapshots_while_running_from_another_thread)
 {
-    kit_add_data((kit_data){ "endless4", 4, NULL, 0, -1, 10, 1 });
+    kit_add_data((kit_data){"endless4", 4, NULL, 0, -1, 10, 1});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "parallelism", "2");
@@ -1083,7 +1080,7 @@ TDM_TEST(snapshots_while_running_from_another_thread)
     KIT_SET(w, "aggregates", "count() as n");
     KIT_SET(w, "sink", "out");
     kit_node(job, TDM_NODE_SINK, "out");
-    snapper sp = { .job = job };
+    snapper sp = {.job = job};
     atomic_init(&sp.stop, 0);
     atomic_init(&sp.taken, 0);
     kit_bg bg;
@@ -1110,8 +1107,7 @@ TDM_TEST(snapshots_while_running_from_another_thread)
     ASSERT_EQ(GET(m, RECORDS_IN, "src", 0, -1) +
                   GET(m, RECORDS_IN, "src", 1, -1),
               tdm_job_stat(job, TDM_STAT_RECORDS_IN));
-    ASSERT_EQ(GET(m, RECORDS_OUT, "w", 0, -1) +
-                  GET(m, RECORDS_OUT, "w", 1, -1),
+    ASSERT_EQ(GET(m, RECORDS_OUT, "w", 0, -1) + GET(m, RECORDS_OUT, "w", 1, -1),
               tdm_job_stat(job, TDM_STAT_RECORDS_OUT));
     ASSERT_EQ(GET(m, LATE_DROPPED, "w", 0, -1) +
                   GET(m, LATE_DROPPED, "w", 1, -1),
@@ -1158,12 +1154,11 @@ static int count_logged(const char *prefix)
  * "src#0", holding it, up to its end).  At 11999 a[0,10s) fires with its
  * one record, on time; at the end b[10s,20s).  The clock stands still,
  * so every firing is 0 ms after its watermark. */
-static const kit_row dbg_rows[] = { { 0, "a", 1000, 1 },
-                                    { 0, "b", 12000, 1 } };
+static const kit_row dbg_rows[] = {{0, "a", 1000, 1}, {0, "b", 12000, 1}};
 
 static tdm_job *dbg_job(const char *level)
 {
-    kit_add_data((kit_data){ "dbg", 1, dbg_rows, 2, 0, 0, 0 });
+    kit_add_data((kit_data){"dbg", 1, dbg_rows, 2, 0, 0, 0});
     atomic_store(&clock_now, T0);
     n_log = 0;
     tdm_job *job;
@@ -1218,13 +1213,12 @@ TDM_TEST(debug_log_lines)
  * and the run's own wall time.  a@1000 and b@12000 fire on time (at
  * 11999 and at the end); a@2000 comes after a's window fired and, within
  * the allowed lateness, refires it late: 3 results, 2 measured. */
-static const kit_row lat_rows[] = { { 0, "a", 1000, 1 },
-                                    { 0, "b", 12000, 1 },
-                                    { 0, "a", 2000, 1 } };
+static const kit_row lat_rows[] = {
+    {0, "a", 1000, 1}, {0, "b", 12000, 1}, {0, "a", 2000, 1}};
 
 TDM_TEST(result_latency_counts_on_time_results)
 {
-    kit_add_data((kit_data){ "lat", 1, lat_rows, 3, 0, 0, 0 });
+    kit_add_data((kit_data){"lat", 1, lat_rows, 3, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     int64_t n = -5;
@@ -1254,14 +1248,14 @@ TDM_TEST(result_latency_counts_on_time_results)
     tdm_metrics *m;
     ASSERT_OK(tdm_job_metrics(job, &m));
     int64_t v50, v99;
-    ASSERT_TRUE(tdm_metrics_find(m, TDM_METRIC_RESULT_LAT_P50, "w", 0, -1,
-                                 &v50));
-    ASSERT_TRUE(tdm_metrics_find(m, TDM_METRIC_RESULT_LAT_P99, "w", 0, -1,
-                                 &v99));
+    ASSERT_TRUE(
+        tdm_metrics_find(m, TDM_METRIC_RESULT_LAT_P50, "w", 0, -1, &v50));
+    ASSERT_TRUE(
+        tdm_metrics_find(m, TDM_METRIC_RESULT_LAT_P99, "w", 0, -1, &v99));
     ASSERT_TRUE(v50 >= 0 && v50 <= v99 && v99 <= max);
     /* Sources have none. */
-    ASSERT_TRUE(!tdm_metrics_find(m, TDM_METRIC_RESULT_LAT_P50, "src", 0,
-                                  -1, &v50));
+    ASSERT_TRUE(
+        !tdm_metrics_find(m, TDM_METRIC_RESULT_LAT_P50, "src", 0, -1, &v50));
     tdm_metrics_free(m);
     /* A second run starts from an empty histogram. */
     kit_run_ok(job);
@@ -1304,15 +1298,14 @@ TDM_TEST(firing_memory_ring_and_index)
     for (int i = 0; i < total; i++) {
         char key[16];
         snprintf(key, sizeof key, "u%d", i % 977);
-        ASSERT_OK(tdm__rt_fired_add(&f, tdm__rt_fired_fp(key, strlen(key), i, i + 10),
-                               1000 + i));
+        ASSERT_OK(tdm__rt_fired_add(
+            &f, tdm__rt_fired_fp(key, strlen(key), i, i + 10), 1000 + i));
     }
     for (int i = 0; i < total; i++) {
         char key[16];
         snprintf(key, sizeof key, "u%d", i % 977);
-        bool found = tdm__rt_fired_find(&f, tdm__rt_fired_fp(key, strlen(key), i,
-                                                   i + 10),
-                                   &wm);
+        bool found = tdm__rt_fired_find(
+            &f, tdm__rt_fired_fp(key, strlen(key), i, i + 10), &wm);
         if (i < total - cap) {
             ASSERT_TRUE(!found);
         } else {
@@ -1321,8 +1314,8 @@ TDM_TEST(firing_memory_ring_and_index)
         }
     }
     /* Same key and start, other end: another window. */
-    ASSERT_TRUE(!tdm__rt_fired_find(&f, tdm__rt_fired_fp("u0", 2, total - 1, total),
-                               &wm));
+    ASSERT_TRUE(!tdm__rt_fired_find(
+        &f, tdm__rt_fired_fp("u0", 2, total - 1, total), &wm));
     tdm__rt_fired_free(&f);
     tdm__rt_fired_free(&f);
 }
@@ -1399,9 +1392,9 @@ TDM_TEST(join_metrics)
     /* A join is no window. */
     tdm_window_status st;
     char msg[256];
-    ASSERT_ERR(tdm_job_window_status(job, "j", "o1", 0, 10, &st, msg,
-                                     sizeof msg),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_job_window_status(job, "j", "o1", 0, 10, &st, msg, sizeof msg),
+        TDM_ERR_INVAL);
     tdm_job_destroy(job);
 }
 
@@ -1557,14 +1550,14 @@ TDM_TEST(window_status_general_path)
     WAIT_FOR(job, WM_INPUT, "w", 0, -1, 2999);
     tdm_window_status st;
     char msg[256];
-    ASSERT_OK(tdm_job_window_status(job, "w", "a", 1000, 8000, &st, msg,
-                                    sizeof msg));
+    ASSERT_OK(
+        tdm_job_window_status(job, "w", "a", 1000, 8000, &st, msg, sizeof msg));
     ASSERT_EQ(st.has_state, 1);
     ASSERT_EQ(st.elements, -1);
     ASSERT_EQ(st.fired, 0);
     ASSERT_EQ(st.max_ts, 7999);
-    ASSERT_OK(tdm_job_window_status(job, "w", "a", 1000, 6000, &st, msg,
-                                    sizeof msg));
+    ASSERT_OK(
+        tdm_job_window_status(job, "w", "a", 1000, 6000, &st, msg, sizeof msg));
     ASSERT_EQ(st.has_state, 0);
     tdm_metrics *m = snap(job);
     ASSERT_EQ(GET(m, STATE_WINDOWS, "w", 0, -1), 1);
@@ -1572,8 +1565,8 @@ TDM_TEST(window_status_general_path)
     tdm_metrics_free(m);
     feed_end(f);
     ASSERT_OK(kit_bg_join(&bg));
-    ASSERT_OK(tdm_job_window_status(job, "w", "a", 1000, 8000, &st, msg,
-                                    sizeof msg));
+    ASSERT_OK(
+        tdm_job_window_status(job, "w", "a", 1000, 8000, &st, msg, sizeof msg));
     ASSERT_EQ(st.fired, 1);
     ASSERT_EQ(st.fired_wm, TDM_TIME_MAX);
     ASSERT_EQ(st.running, 0);

@@ -14,15 +14,15 @@
  * whatever the thread timing: a partition's watermark stays below its
  * next record, and merged watermarks are minimums. */
 static const kit_row three_rows[] = {
-    { 0, "a", 1000, 1 },  { 1, "b", 3000, 5 },  { 2, "c", 500, 8 },
-    { 0, "b", 2000, 2 },  { 1, "a", 9999, 6 },  { 2, "c", 19999, 9 },
-    { 0, "a", 11000, 3 }, { 1, "b", 10000, 7 }, { 2, "a", 20000, 10 },
-    { 0, "c", 25000, 4 },
+    {0, "a", 1000, 1},  {1, "b", 3000, 5},  {2, "c", 500, 8},
+    {0, "b", 2000, 2},  {1, "a", 9999, 6},  {2, "c", 19999, 9},
+    {0, "a", 11000, 3}, {1, "b", 10000, 7}, {2, "a", 20000, 10},
+    {0, "c", 25000, 4},
 };
 
 static void add_three(void)
 {
-    kit_add_data((kit_data){ "three", 3, three_rows, 10, 0, 0, 0 });
+    kit_add_data((kit_data){"three", 3, three_rows, 10, 0, 0, 0});
 }
 
 static tdm_job *three_job(const char *aggs, const char *parallelism)
@@ -51,8 +51,8 @@ static tdm_job *three_job(const char *aggs, const char *parallelism)
 static void check_three(const char *parallelism)
 {
     add_three();
-    tdm_job *job = three_job("count() as n, sum(v) as s, max(ts) as mx",
-                             parallelism);
+    tdm_job *job =
+        three_job("count() as n, sum(v) as s, max(ts) as mx", parallelism);
     kit_run_ok(job);
     KIT_EXPECT("out", "k=a n=2 s=7 mx=9999 [0,10000) on_time#0 +",
                "k=b n=2 s=7 mx=3000 [0,10000) on_time#0 +",
@@ -90,7 +90,7 @@ TDM_TEST(same_results_at_parallelism_4)
 TDM_TEST(single_count_fast_path_at_parallelism_1_2_4)
 {
     add_three();
-    static const char *const ps[] = { "1", "2", "4" };
+    static const char *const ps[] = {"1", "2", "4"};
     for (int i = 0; i < 3; i++) {
         tdm_job *job = three_job("count()", ps[i]);
         kit_run_ok(job);
@@ -111,10 +111,10 @@ TDM_TEST(single_count_fast_path_at_parallelism_1_2_4)
  *   b [10000,20000): n 1, s 1. */
 TDM_TEST(union_of_two_sources)
 {
-    static const kit_row r1[] = { { 0, "a", 1000, 1 }, { 0, "b", 15000, 1 } };
-    static const kit_row r2[] = { { 0, "a", 2000, 5 }, { 0, "a", 12000, 1 } };
-    kit_add_data((kit_data){ "u1", 1, r1, 2, 0, 0, 0 });
-    kit_add_data((kit_data){ "u2", 1, r2, 2, 0, 0, 0 });
+    static const kit_row r1[] = {{0, "a", 1000, 1}, {0, "b", 15000, 1}};
+    static const kit_row r2[] = {{0, "a", 2000, 5}, {0, "a", 12000, 1}};
+    kit_add_data((kit_data){"u1", 1, r1, 2, 0, 0, 0});
+    kit_add_data((kit_data){"u2", 1, r2, 2, 0, 0, 0});
     for (int p = 1; p <= 2; p++) {
         tdm_job *job;
         ASSERT_OK(tdm_job_new(&job));
@@ -145,10 +145,12 @@ TDM_TEST(union_of_two_sources)
  * [1000,11000), n 2, s 6, lo = hi = 3, mean 3, d 1. */
 TDM_TEST(session_windows_with_every_row_aggregate)
 {
-    static const kit_row r[] = { { 0, "a", 0, 5 },    { 0, "a", 20000, 1 },
-                                 { 0, "a", 10000, 4 }, { 0, "b", 1000, 3 },
-                                 { 0, "b", 1000, 3 } };
-    kit_add_data((kit_data){ "sess", 1, r, 5, 0, 0, 0 });
+    static const kit_row r[] = {{0, "a", 0, 5},
+                                {0, "a", 20000, 1},
+                                {0, "a", 10000, 4},
+                                {0, "b", 1000, 3},
+                                {0, "b", 1000, 3}};
+    kit_add_data((kit_data){"sess", 1, r, 5, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     kit_source_node(job, "src", "sess");
@@ -185,13 +187,13 @@ TDM_TEST(session_windows_with_every_row_aggregate)
  * The second partition-less subtask at parallelism 2 ends at once, so
  * the classification does not depend on timing. */
 static const kit_row late_rows[] = {
-    { 0, "a", 1000, 1 },  { 0, "a", 12000, 1 }, { 0, "a", 5000, 1 },
-    { 0, "a", 16000, 1 }, { 0, "a", 2000, 1 },  { 0, "b", 3000, 1 },
+    {0, "a", 1000, 1},  {0, "a", 12000, 1}, {0, "a", 5000, 1},
+    {0, "a", 16000, 1}, {0, "a", 2000, 1},  {0, "b", 3000, 1},
 };
 
 static tdm_job *late_job(const char *mode, const char *p, bool late_out)
 {
-    kit_add_data((kit_data){ "late", 1, late_rows, 6, 0, 0, 0 });
+    kit_add_data((kit_data){"late", 1, late_rows, 6, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "parallelism", p);
@@ -215,15 +217,14 @@ static tdm_job *late_job(const char *mode, const char *p, bool late_out)
 
 TDM_TEST(late_output_and_retractions)
 {
-    static const char *const ps[] = { "1", "2" };
+    static const char *const ps[] = {"1", "2"};
     for (int i = 0; i < 2; i++) {
         tdm_job *job = late_job("retract", ps[i], true);
         kit_run_ok(job);
         /* Retract mode: before the update, the previous result (n=1) is
          * withdrawn with the update's pane information. */
         KIT_EXPECT("out", "k=a n=1 [0,10000) on_time#0 +",
-                   "k=a n=1 [0,10000) late#1u -",
-                   "k=a n=2 [0,10000) late#1u +",
+                   "k=a n=1 [0,10000) late#1u -", "k=a n=2 [0,10000) late#1u +",
                    "k=a n=2 [10000,20000) on_time#0 +");
         KIT_EXPECT("late", "{\"k\": \"a\", \"ts\": 2000, \"v\": 1}",
                    "{\"k\": \"b\", \"ts\": 3000, \"v\": 1}");
@@ -267,15 +268,14 @@ TDM_TEST(upsert_mode_and_dropped_late_records)
  * poll before any periodic watermark, so nothing is late. */
 TDM_TEST(interval_join_pairs)
 {
-    static const kit_row orders[] = { { 0, "o1", 1000, 100 },
-                                      { 0, "o2", 2000, 200 },
-                                      { 0, "o3", 3000, 300 } };
-    static const kit_row pays[] = { { 0, "o1", 4000, 1 },
-                                    { 0, "o2", 9000, 2 },
-                                    { 0, "o3", 3000, 3 },
-                                    { 0, "o1", 6000, 4 } };
-    kit_add_data((kit_data){ "orders", 1, orders, 3, 0, 0, 0 });
-    kit_add_data((kit_data){ "pays", 1, pays, 4, 0, 0, 0 });
+    static const kit_row orders[] = {
+        {0, "o1", 1000, 100}, {0, "o2", 2000, 200}, {0, "o3", 3000, 300}};
+    static const kit_row pays[] = {{0, "o1", 4000, 1},
+                                   {0, "o2", 9000, 2},
+                                   {0, "o3", 3000, 3},
+                                   {0, "o1", 6000, 4}};
+    kit_add_data((kit_data){"orders", 1, orders, 3, 0, 0, 0});
+    kit_add_data((kit_data){"pays", 1, pays, 4, 0, 0, 0});
     for (int p = 1; p <= 2; p++) {
         tdm_job *job;
         ASSERT_OK(tdm_job_new(&job));
@@ -310,11 +310,11 @@ TDM_TEST(interval_join_pairs)
  * y@3000 has no partner in its window (y@12000 is in the next). */
 TDM_TEST(window_join_pairs)
 {
-    static const kit_row l[] = { { 0, "x", 1000, 1 }, { 0, "y", 3000, 2 } };
-    static const kit_row r[] = { { 0, "x", 2000, 3 }, { 0, "x", 9000, 4 },
-                                 { 0, "y", 12000, 5 } };
-    kit_add_data((kit_data){ "wl", 1, l, 2, 0, 0, 0 });
-    kit_add_data((kit_data){ "wr", 1, r, 3, 0, 0, 0 });
+    static const kit_row l[] = {{0, "x", 1000, 1}, {0, "y", 3000, 2}};
+    static const kit_row r[] = {
+        {0, "x", 2000, 3}, {0, "x", 9000, 4}, {0, "y", 12000, 5}};
+    kit_add_data((kit_data){"wl", 1, l, 2, 0, 0, 0});
+    kit_add_data((kit_data){"wr", 1, r, 3, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     kit_source_node(job, "l", "wl");
@@ -420,14 +420,14 @@ static tdm_time_ms ticking_clock(void *ud)
  * The second batch's a@8000 then belongs to a fired window: late, to the
  * late output.  [20000,30000) fires at the end with a@20000.  Had the
  * generator seen only 5000, a@8000 would have been counted (n=3). */
-static const kit_row batch_max_rows[] = { { 0, "a", 9000, 1 },
-                                          { 0, "a", 20000, 1 },
-                                          { 0, "a", 5000, 1 },
-                                          { 0, "a", 8000, 1 } };
+static const kit_row batch_max_rows[] = {{0, "a", 9000, 1},
+                                         {0, "a", 20000, 1},
+                                         {0, "a", 5000, 1},
+                                         {0, "a", 8000, 1}};
 
 TDM_TEST(periodic_watermark_takes_each_batch_maximum)
 {
-    kit_add_data((kit_data){ "bmax", 1, batch_max_rows, 4, 0, 0, 0 });
+    kit_add_data((kit_data){"bmax", 1, batch_max_rows, 4, 0, 0, 0});
     atomic_store(&ticking_now, 0);
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
@@ -457,13 +457,12 @@ TDM_TEST(periodic_watermark_takes_each_batch_maximum)
  * on time (without the guard the watermark would be 1e13 - 1 and a@2000
  * late).  The guarded record itself is still processed:
  *   a [0,10000): 1000, 2000 -> 2;  a [1e13, 1e13 + 10000): 1. */
-static const kit_row guard_rows[] = { { 0, "a", 1000, 1 },
-                                      { 0, "a", 10000000000000LL, 1 },
-                                      { 0, "a", 2000, 1 } };
+static const kit_row guard_rows[] = {
+    {0, "a", 1000, 1}, {0, "a", 10000000000000LL, 1}, {0, "a", 2000, 1}};
 
 static tdm_job *guard_job(void)
 {
-    kit_add_data((kit_data){ "guard", 1, guard_rows, 3, 0, 0, 0 });
+    kit_add_data((kit_data){"guard", 1, guard_rows, 3, 0, 0, 0});
     atomic_store(&fixed_now, 1000000);
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
@@ -511,8 +510,7 @@ TDM_TEST(timestamp_guard_can_dead_letter)
     KIT_EXPECT("out", "k=a count=2 [0,10000) on_time#0 +");
     kit_sink *d = kit_sink_get("dead");
     ASSERT_EQ(d->n, 1);
-    ASSERT_TRUE(strncmp(d->lines[0], "src partition 0 | timestamp ", 28) ==
-                0);
+    ASSERT_TRUE(strncmp(d->lines[0], "src partition 0 | timestamp ", 28) == 0);
     ASSERT_TRUE(strstr(d->lines[0], "ahead of processing time "
                                     "(timestamp_guard 1h)") != NULL);
     ASSERT_TRUE(strstr(d->lines[0], "{\"k\": \"a\", \"ts\": 10000000000000, "
@@ -542,13 +540,13 @@ static void collect_log(void *ud, const char *line)
  * says so with the evidence. */
 TDM_TEST(unit_check_reports_seconds_in_a_ms_field)
 {
-    static const kit_row r[] = { { 0, "a", 1733133600, 1 },
-                                 { 0, "a", 1733133601, 1 },
-                                 { 0, "a", 1733133605, 1 } };
-    kit_add_data((kit_data){ "secs", 1, r, 3, 0, 0, 0 });
+    static const kit_row r[] = {{0, "a", 1733133600, 1},
+                                {0, "a", 1733133601, 1},
+                                {0, "a", 1733133605, 1}};
+    kit_add_data((kit_data){"secs", 1, r, 3, 0, 0, 0});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
-    static logbuf lb = { PTHREAD_MUTEX_INITIALIZER, { { 0 } }, 0 };
+    static logbuf lb = {PTHREAD_MUTEX_INITIALIZER, {{0}}, 0};
     ASSERT_OK(tdm_job_set_log(job, collect_log, &lb));
     kit_source_node(job, "clicks", "secs");
     tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");

@@ -102,8 +102,7 @@ static tdm_err held_poll(tdm__source *s, tdm__batch *b, size_t max,
 }
 
 static const tdm__source_vtab held_source = {
-    .version = 1, .open = kit_open, .poll = held_poll, .close = kit_close
-};
+    .version = 1, .open = kit_open, .poll = held_poll, .close = kit_close};
 
 /* ====================================================================== */
 /* A tiny HTTP client                                                      */
@@ -112,7 +111,7 @@ static const tdm__source_vtab held_source = {
 typedef struct hres {
     int status;
     char head[8192];
-    char *body;      /* malloc'd, NUL-terminated (may hold NULs) */
+    char *body; /* malloc'd, NUL-terminated (may hold NULs) */
     size_t len;
     int closed_early; /* the server closed without a status line */
 } hres;
@@ -200,8 +199,7 @@ static void http_req(int port, const char *method, const char *target,
 
 /* The value of header @p name (case-insensitive), copied into @p buf;
  * NULL when absent. */
-static const char *header(const hres *r, const char *name, char *buf,
-                          size_t n)
+static const char *header(const hres *r, const char *name, char *buf, size_t n)
 {
     const char *p = strstr(r->head, "\r\n");
     size_t nl = strlen(name);
@@ -235,20 +233,20 @@ static json_t *get_json_at(const char *file, int line, int port,
     json_t *j;
     http_req(port, "GET", target, NULL, &r);
     if (r.status != want)
-        tdm_test_fail(file, line, "GET %s: status %d, want %d; body %s",
-                      target, r.status, want, r.body ? r.body : "");
+        tdm_test_fail(file, line, "GET %s: status %d, want %d; body %s", target,
+                      r.status, want, r.body ? r.body : "");
     if (header(&r, "Content-Type", ct, sizeof ct) == NULL ||
         strcmp(ct, "application/json") != 0)
         tdm_test_fail(file, line, "GET %s: content type %s", target,
                       header(&r, "Content-Type", ct, sizeof ct));
     j = json_loads(r.body, 0, &e);
     if (j == NULL)
-        tdm_test_fail(file, line, "GET %s: not JSON (%s): %s", target,
-                      e.text, r.body);
+        tdm_test_fail(file, line, "GET %s: not JSON (%s): %s", target, e.text,
+                      r.body);
     hres_free(&r);
     return j;
 }
-#define GET_JSON(port, target, want) \
+#define GET_JSON(port, target, want)                                           \
     get_json_at(__FILE__, __LINE__, (port), (target), (want))
 
 /* The integer at @p key of @p obj (fails the test when it is not one). */
@@ -318,8 +316,8 @@ static tdm_job *stalled_job(const char *name, const char *parallelism)
     KIT_JOB_SET(job, "name", name);
     KIT_JOB_SET(job, "parallelism", parallelism);
     kit_add_data((kit_data){"stalled", 2, stalled_rows,
-                            sizeof stalled_rows / sizeof stalled_rows[0], 0,
-                            0, 0});
+                            sizeof stalled_rows / sizeof stalled_rows[0], 0, 0,
+                            0});
     s = kit_source_node(job, "clicks", "stalled");
     tdm__node_set_source_vtab(s, &held_source);
     KIT_SET(s, "watermark.emit", "on_event");
@@ -345,8 +343,8 @@ static int64_t vertex_metric(int port, const char *job, const char *vid,
     int64_t r = INT64_MIN;
     snprintf(target, sizeof target, "/jobs/%s", job);
     j = GET_JSON(port, target, 200);
-    v = json_object_get(
-        find_by(json_object_get(j, "vertices"), "id", vid), "metrics");
+    v = json_object_get(find_by(json_object_get(j, "vertices"), "id", vid),
+                        "metrics");
     if (json_is_integer(json_object_get(v, key)))
         r = json_integer_value(json_object_get(v, key));
     json_decref(j);
@@ -363,8 +361,7 @@ static int partitions_settled(int port)
     json_t *srcs = json_object_get(j, "sources");
     int ok = 0;
     for (size_t s = 0; s < json_array_size(srcs); s++) {
-        json_t *parts = json_object_get(json_array_get(srcs, s),
-                                        "partitions");
+        json_t *parts = json_object_get(json_array_get(srcs, s), "partitions");
         for (size_t p = 0; p < json_array_size(parts); p++) {
             json_t *e = json_array_get(parts, p);
             json_t *w = json_object_get(e, "watermark");
@@ -388,16 +385,16 @@ static void live_start_p(live *L, const char *token, const char *parallelism)
     double t0;
     L->job = stalled_job("stalled", parallelism);
     kit_bg_start(&L->bg, L->job);
-    ASSERT_OK(tdm_http_start(L->job, "127.0.0.1:0", token, &L->srv, msg,
-                             sizeof msg));
+    ASSERT_OK(
+        tdm_http_start(L->job, "127.0.0.1:0", token, &L->srv, msg, sizeof msg));
     L->port = tdm_http_port(L->srv);
     ASSERT_TRUE(L->port > 0);
     if (token != NULL)
         return;
     t0 = kit_secs();
     while (vertex_metric(L->port, "stalled", "w", "numRecordsIn") != 4 ||
-           vertex_metric(L->port, "stalled", "w",
-                         "currentInputWatermark") != B + 499 ||
+           vertex_metric(L->port, "stalled", "w", "currentInputWatermark") !=
+               B + 499 ||
            !partitions_settled(L->port)) {
         ASSERT_TRUE(kit_secs() - t0 < 10.0);
         sched_yield();
@@ -465,9 +462,9 @@ TDM_TEST(job_has_graph_and_vertex_metrics)
     ASSERT_STR_EQ(JSTR(v, "kind"), "window");
     ASSERT_STR_EQ(JSTR(v, "type"), "tumbling");
     ASSERT_EQ(json_array_size(json_object_get(v, "inputs")), 1);
-    ASSERT_STR_EQ(json_string_value(
-                      json_array_get(json_object_get(v, "inputs"), 0)),
-                  "clicks");
+    ASSERT_STR_EQ(
+        json_string_value(json_array_get(json_object_get(v, "inputs"), 0)),
+        "clicks");
     m = json_object_get(v, "metrics");
     ASSERT_EQ(JINT(m, "numRecordsIn"), 4);
     ASSERT_EQ(JINT(m, "currentInputWatermark"), B + 499);
@@ -503,11 +500,9 @@ TDM_TEST(vertex_watermarks_in_flink_shape)
     ASSERT_TRUE(json_is_array(j));
     ASSERT_STR_EQ(JSTR(find_by(j, "id", "0.currentInputWatermark"), "value"),
                   want);
-    ASSERT_STR_EQ(JSTR(find_by(j, "id", "0.currentOutputWatermark"),
-                       "value"),
+    ASSERT_STR_EQ(JSTR(find_by(j, "id", "0.currentOutputWatermark"), "value"),
                   want);
-    ASSERT_STR_EQ(JSTR(find_by(j, "id", "0.currentInput1Watermark"),
-                       "value"),
+    ASSERT_STR_EQ(JSTR(find_by(j, "id", "0.currentInput1Watermark"), "value"),
                   want);
     json_decref(j);
     /* Percent-encoded ids: "st%61lled" is "stalled", "%77" is "w". */
@@ -539,12 +534,10 @@ TDM_TEST(metrics_by_id)
     json_decref(j);
     j = GET_JSON(L.port, "/jobs/stalled/metrics", 200);
     ASSERT_TRUE(json_array_size(j) > 10);
-    ASSERT_STR_EQ(JSTR(find_by(j, "id", "clicks.0.partitionRecords.0"),
-                       "value"),
-                  "3");
-    ASSERT_STR_EQ(JSTR(find_by(j, "id", "clicks.0.partitionRecords.1"),
-                       "value"),
-                  "1");
+    ASSERT_STR_EQ(
+        JSTR(find_by(j, "id", "clicks.0.partitionRecords.0"), "value"), "3");
+    ASSERT_STR_EQ(
+        JSTR(find_by(j, "id", "clicks.0.partitionRecords.1"), "value"), "1");
     json_decref(j);
     j = GET_JSON(L.port, "/jobs/stalled/metrics?get=%zz", 400);
     json_decref(j);
@@ -581,14 +574,14 @@ TDM_TEST(partitions_show_the_culprit)
     ASSERT_EQ(JINT(json_array_get(parts, 0), "watermark"), B + 11999);
     ASSERT_EQ(JINT(json_array_get(parts, 0), "records"), 3);
     ASSERT_EQ(JINT(json_array_get(parts, 0), "maxTimestamp"), B + 12000);
-    ASSERT_TRUE(json_is_false(
-        json_object_get(json_array_get(parts, 0), "holdsBack")));
+    ASSERT_TRUE(
+        json_is_false(json_object_get(json_array_get(parts, 0), "holdsBack")));
     ASSERT_EQ(JINT(json_array_get(parts, 1), "watermark"), B + 499);
     ASSERT_EQ(JINT(json_array_get(parts, 1), "records"), 1);
-    ASSERT_TRUE(json_is_true(
-        json_object_get(json_array_get(parts, 1), "holdsBack")));
-    ASSERT_TRUE(json_is_false(
-        json_object_get(json_array_get(parts, 1), "finished")));
+    ASSERT_TRUE(
+        json_is_true(json_object_get(json_array_get(parts, 1), "holdsBack")));
+    ASSERT_TRUE(
+        json_is_false(json_object_get(json_array_get(parts, 1), "finished")));
 
     /* w has one channel (clicks#0): nothing to hold back against. */
     op = json_array_get(json_object_get(j, "operators"), 0);
@@ -632,9 +625,10 @@ TDM_TEST(prometheus_text)
                                "operator=\"clicks\",subtask=\"0\","
                                "partition=\"1\",partition_name=\""));
     /* The culprit (see stalled_rows): partition 1, 11500 ms behind. */
-    ASSERT_TRUE(strstr(r.body, "\ntidemark_watermark_held_back_ms{job=\"stalled\","
-                               "operator=\"clicks\",subtask=\"0\","
-                               "partition=\"1\""));
+    ASSERT_TRUE(strstr(r.body,
+                       "\ntidemark_watermark_held_back_ms{job=\"stalled\","
+                       "operator=\"clicks\",subtask=\"0\","
+                       "partition=\"1\""));
     ASSERT_TRUE(strstr(r.body, "} 11500\n"));
     /* A channel sample carries channel and from. */
     ASSERT_TRUE(strstr(r.body, "\ntidemark_channel_watermark{job=\"stalled\","
@@ -645,8 +639,7 @@ TDM_TEST(prometheus_text)
         const char *t = strstr(r.body, "# TYPE tidemark_num_records_in ");
         const char *s = strstr(r.body, "\ntidemark_num_records_in{");
         ASSERT_TRUE(t != NULL && s != NULL && t < s);
-        ASSERT_TRUE(strstr(t + 1, "# TYPE tidemark_num_records_in ") ==
-                    NULL);
+        ASSERT_TRUE(strstr(t + 1, "# TYPE tidemark_num_records_in ") == NULL);
     }
     hres_free(&r);
     live_stop(&L);
@@ -674,22 +667,27 @@ TDM_TEST(window_explanation)
     ASSERT_TRUE(json_is_false(json_object_get(j, "fired")));
     json_decref(j);
     /* Bad queries. */
-    json_decref(GET_JSON(L.port, "/jobs/stalled/windows?key=a&start=1&end=2",
+    json_decref(
+        GET_JSON(L.port, "/jobs/stalled/windows?key=a&start=1&end=2", 400));
+    json_decref(GET_JSON(L.port,
+                         "/jobs/stalled/windows?vertex=w&start=1&"
+                         "end=2",
                          400));
-    json_decref(GET_JSON(L.port, "/jobs/stalled/windows?vertex=w&start=1&"
-                                 "end=2",
+    json_decref(GET_JSON(L.port,
+                         "/jobs/stalled/windows?vertex=w&key=a&"
+                         "window=yesterday/5m",
                          400));
-    json_decref(GET_JSON(L.port, "/jobs/stalled/windows?vertex=w&key=a&"
-                                 "window=yesterday/5m",
+    json_decref(GET_JSON(L.port,
+                         "/jobs/stalled/windows?vertex=w&key=a&"
+                         "window=1000/0s",
                          400));
-    json_decref(GET_JSON(L.port, "/jobs/stalled/windows?vertex=w&key=a&"
-                                 "window=1000/0s",
+    json_decref(GET_JSON(L.port,
+                         "/jobs/stalled/windows?vertex=w&key=a&"
+                         "start=5&end=5",
                          400));
-    json_decref(GET_JSON(L.port, "/jobs/stalled/windows?vertex=w&key=a&"
-                                 "start=5&end=5",
-                         400));
-    json_decref(GET_JSON(L.port, "/jobs/stalled/windows?vertex=w&key=a&"
-                                 "start=2024-13-01T00:00:00Z&end=5",
+    json_decref(GET_JSON(L.port,
+                         "/jobs/stalled/windows?vertex=w&key=a&"
+                         "start=2024-13-01T00:00:00Z&end=5",
                          400));
     live_stop(&L);
 }
@@ -852,8 +850,7 @@ TDM_TEST(malformed_requests_do_not_hurt)
     /* A request line longer than the connection's memory. */
     memcpy(big, "GET /", 5);
     memset(big + 5, 'a', sizeof big - 5);
-    memcpy(big + sizeof big - 30, " HTTP/1.1\r\nConnection: close\r\n\r\n",
-           30);
+    memcpy(big + sizeof big - 30, " HTTP/1.1\r\nConnection: close\r\n\r\n", 30);
     http_raw(L.port, big, sizeof big, &r);
     ASSERT_TRUE(r.closed_early || (r.status >= 400 && r.status < 500));
     hres_free(&r);
@@ -983,8 +980,7 @@ TDM_TEST(finished_job_serves_final_values)
     ASSERT_OK(tdm_http_start(job, ":0", NULL, &srv, msg, sizeof msg));
     port = tdm_http_port(srv);
     j = GET_JSON(port, "/jobs", 200);
-    ASSERT_STR_EQ(JSTR(json_array_get(json_object_get(j, "jobs"), 0),
-                       "status"),
+    ASSERT_STR_EQ(JSTR(json_array_get(json_object_get(j, "jobs"), 0), "status"),
                   "FINISHED");
     json_decref(j);
 
@@ -1009,8 +1005,7 @@ TDM_TEST(finished_job_serves_final_values)
     ASSERT_STR_EQ(JSTR(c, "currentOutputWatermark"), "end");
     ASSERT_EQ(JINT(c, "numRecordsIn"), 3);
     c = json_object_get(
-        find_by(json_object_get(j, "vertices"), "id", "w\"x\\y\nz"),
-        "metrics");
+        find_by(json_object_get(j, "vertices"), "id", "w\"x\\y\nz"), "metrics");
     ASSERT_EQ(JINT(c, "numLateRecordsDropped"), 1);
     ASSERT_EQ(JINT(c, "numPanesFired"), 2);
     json_decref(j);
@@ -1037,10 +1032,17 @@ TDM_TEST(addresses)
     tdm_job *job = stalled_job("addr", "1");
     tdm_http *a = NULL, *b = NULL;
     char msg[256], addr[64];
-    static const char *const bad[] = {
-        "", "8081", "127.0.0.1", "127.0.0.1:", "127.0.0.1:99999",
-        "127.0.0.1:80a", "example.com:80", "[::1:80", "::1:80",
-        "256.0.0.1:80", "127.0.0.1:-1"};
+    static const char *const bad[] = {"",
+                                      "8081",
+                                      "127.0.0.1",
+                                      "127.0.0.1:",
+                                      "127.0.0.1:99999",
+                                      "127.0.0.1:80a",
+                                      "example.com:80",
+                                      "[::1:80",
+                                      "::1:80",
+                                      "256.0.0.1:80",
+                                      "127.0.0.1:-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         msg[0] = '\0';
         ASSERT_ERR(tdm_http_start(job, bad[i], NULL, &a, msg, sizeof msg),
@@ -1196,8 +1198,7 @@ TDM_TEST(slow_clients_do_not_lock_others_out)
     double t0;
     int port, served = 0;
     KIT_JOB_SET(job, "http.header_timeout", "1s");
-    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg,
-                             sizeof msg));
+    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg, sizeof msg));
     port = tdm_http_port(srv);
     trickle_start(&t, port, 64);
     t0 = kit_secs();
@@ -1227,8 +1228,7 @@ TDM_TEST(one_client_gets_at_most_64_connections)
     int fd[70], held[70], port, refused = 0, ok = 0;
     double t0;
     KIT_JOB_SET(job, "http.header_timeout", "1h");
-    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg,
-                             sizeof msg));
+    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg, sizeof msg));
     port = tdm_http_port(srv);
     for (int i = 0; i < 70; i++) {
         fd[i] = slow_connect(port, "GET /jobs HTTP/1.1\r\nHost: 127.0.0.1"
@@ -1277,7 +1277,8 @@ static int get_with_host(int port, const char *target, const char *host)
     else
         n = snprintf(req, sizeof req,
                      "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
-                     "\r\n", target, host);
+                     "\r\n",
+                     target, host);
     http_raw(port, req, (size_t)n, &r);
     status = r.status;
     if (status == 403)
@@ -1297,19 +1298,16 @@ TDM_TEST(host_header_is_checked)
     tdm_http *srv = NULL;
     char msg[256];
     int port;
-    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg,
-                             sizeof msg));
+    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg, sizeof msg));
     port = tdm_http_port(srv);
-    ASSERT_EQ(get_with_host(port, "/jobs/hosts/late", "evil.example:80"),
-              403);
+    ASSERT_EQ(get_with_host(port, "/jobs/hosts/late", "evil.example:80"), 403);
     ASSERT_EQ(get_with_host(port, "/jobs", "evil.example"), 403);
     ASSERT_EQ(get_with_host(port, "/", "evil.example"), 403);
     ASSERT_EQ(get_with_host(port, "/jobs", "127.0.0.2"), 403);
     ASSERT_EQ(get_with_host(port, "/jobs", "[::1]"), 403);
     ASSERT_EQ(get_with_host(port, "/jobs", "localhost.evil.example"), 403);
     ASSERT_EQ(get_with_host(port, "/jobs", "127.0.0.1:x"), 403);
-    ASSERT_EQ(get_with_host(port, "/jobs/hosts/late", "127.0.0.1:8081"),
-              200);
+    ASSERT_EQ(get_with_host(port, "/jobs/hosts/late", "127.0.0.1:8081"), 200);
     ASSERT_EQ(get_with_host(port, "/jobs", "LocalHost:1"), 200);
     ASSERT_EQ(get_with_host(port, "/jobs", "localhost"), 200);
     ASSERT_EQ(get_with_host(port, "/jobs", NULL), 200);
@@ -1317,8 +1315,7 @@ TDM_TEST(host_header_is_checked)
     /* The allow list adds names (any case, any port, a port written in
      * the list is ignored). */
     KIT_JOB_SET(job, "http.allowed_hosts", " tidemark.example ,b.example:9");
-    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg,
-                             sizeof msg));
+    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", NULL, &srv, msg, sizeof msg));
     port = tdm_http_port(srv);
     ASSERT_EQ(get_with_host(port, "/jobs", "TideMark.example:8081"), 200);
     ASSERT_EQ(get_with_host(port, "/jobs", "b.example"), 200);
@@ -1338,8 +1335,8 @@ TDM_TEST(bearer_scheme_is_case_insensitive)
     tdm_job *job = stalled_job("case", "1");
     tdm_http *srv = NULL;
     char msg[256], req[512];
-    ASSERT_OK(tdm_http_start(job, "127.0.0.1:0", "s3cret", &srv, msg,
-                             sizeof msg));
+    ASSERT_OK(
+        tdm_http_start(job, "127.0.0.1:0", "s3cret", &srv, msg, sizeof msg));
     for (int i = 0; i < 4; i++) {
         hres r;
         int n = snprintf(req, sizeof req,
@@ -1358,16 +1355,16 @@ TDM_TEST(bearer_scheme_is_case_insensitive)
  * character, not ASCII) is refused at start. */
 TDM_TEST(tokens_that_cannot_be_sent_are_refused)
 {
-    static const char *const bad[] = {"", "two words", "tab\there",
-                                      "new\nline", "caf\xc3\xa9"};
+    static const char *const bad[] = {"", "two words", "tab\there", "new\nline",
+                                      "caf\xc3\xa9"};
     tdm_job *job = stalled_job("tokens", "1");
     tdm_http *srv = NULL;
     char msg[256];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         msg[0] = '\0';
-        ASSERT_ERR(tdm_http_start(job, "127.0.0.1:0", bad[i], &srv, msg,
-                                  sizeof msg),
-                   TDM_ERR_INVAL);
+        ASSERT_ERR(
+            tdm_http_start(job, "127.0.0.1:0", bad[i], &srv, msg, sizeof msg),
+            TDM_ERR_INVAL);
         ASSERT_TRUE(srv == NULL);
         ASSERT_TRUE(strncmp(msg, "bearer token: ", 14) == 0);
     }
@@ -1432,9 +1429,10 @@ TDM_TEST(host_rules)
         }
         tdm__host_rule_init(&r, &ss, cases[i].allow);
         if (tdm__host_allowed(&r, cases[i].host) != cases[i].want)
-            tdm_test_fail(__FILE__, __LINE__, "bound %s, allow \"%s\", "
-                          "Host \"%s\": want %d", cases[i].bound,
-                          cases[i].allow ? cases[i].allow : "",
+            tdm_test_fail(__FILE__, __LINE__,
+                          "bound %s, allow \"%s\", "
+                          "Host \"%s\": want %d",
+                          cases[i].bound, cases[i].allow ? cases[i].allow : "",
                           cases[i].host, cases[i].want);
         ASSERT_EQ(tdm__host_allowed(&r, NULL), 1);
     }
@@ -1587,16 +1585,14 @@ TDM_TEST(history_samples_and_culprit_since)
     ASSERT_OK(tdm__history_add(h, m));
     tdm_metrics_free(m);
     ASSERT_EQ(tdm__history_count(h), 2);
-    ASSERT_TRUE(
-        tdm__history_culprit_since(h, "clicks", 0, 1, &since));
+    ASSERT_TRUE(tdm__history_culprit_since(h, "clicks", 0, 1, &since));
     ASSERT_EQ(since, B + 60000);
     ASSERT_TRUE(!tdm__history_culprit_since(h, "clicks", 0, 0, &since));
     ASSERT_TRUE(!tdm__history_culprit_since(NULL, "clicks", 0, 1, &since));
     j = tdm__history_json(h);
     ASSERT_EQ(json_array_size(j), 2);
     ASSERT_EQ(JINT(json_array_get(j, 0), "t"), B + 60000);
-    v = json_object_get(json_object_get(json_array_get(j, 1), "vertices"),
-                        "w");
+    v = json_object_get(json_object_get(json_array_get(j, 1), "vertices"), "w");
     ASSERT_EQ(JINT(v, "watermark"), B + 499);
     ASSERT_EQ(JINT(v, "lag"), 60501);
     v = json_object_get(json_object_get(json_array_get(j, 0), "vertices"),

@@ -10,10 +10,10 @@
 /* The old rest.c switch tdm__metric_is_time, as a list. */
 static int was_time(tdm_metric id)
 {
-    static const tdm_metric ids[] = {
-        TDM_METRIC_WM_INPUT, TDM_METRIC_WM_OUTPUT, TDM_METRIC_MAX_TS,
-        TDM_METRIC_INPUT_WM, TDM_METRIC_CH_WM,     TDM_METRIC_P_WM,
-        TDM_METRIC_P_MAX_TS};
+    static const tdm_metric ids[] = {TDM_METRIC_WM_INPUT, TDM_METRIC_WM_OUTPUT,
+                                     TDM_METRIC_MAX_TS,   TDM_METRIC_INPUT_WM,
+                                     TDM_METRIC_CH_WM,    TDM_METRIC_P_WM,
+                                     TDM_METRIC_P_MAX_TS};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
         if (ids[i] == id)
             return 1;
@@ -23,15 +23,14 @@ static int was_time(tdm_metric id)
 /* The old rest.c switch agg_kind, as two lists (the rest summed). */
 static tdm_metric_agg was_agg(tdm_metric id)
 {
-    static const tdm_metric mins[] = {TDM_METRIC_WM_INPUT,
-                                      TDM_METRIC_WM_OUTPUT, TDM_METRIC_IDLE,
-                                      TDM_METRIC_INPUT_WM};
+    static const tdm_metric mins[] = {TDM_METRIC_WM_INPUT, TDM_METRIC_WM_OUTPUT,
+                                      TDM_METRIC_IDLE, TDM_METRIC_INPUT_WM};
     static const tdm_metric maxs[] = {
-        TDM_METRIC_WM_LAG,         TDM_METRIC_LAST_RECORD_AGE,
-        TDM_METRIC_MAX_TS,         TDM_METRIC_TS_UNIT,
-        TDM_METRIC_ALIGN_DRIFT,    TDM_METRIC_LAG_P50,
-        TDM_METRIC_LAG_P99,        TDM_METRIC_LAG_P999,
-        TDM_METRIC_LAG_MAX,        TDM_METRIC_RESULT_LAT_P50,
+        TDM_METRIC_WM_LAG,        TDM_METRIC_LAST_RECORD_AGE,
+        TDM_METRIC_MAX_TS,        TDM_METRIC_TS_UNIT,
+        TDM_METRIC_ALIGN_DRIFT,   TDM_METRIC_LAG_P50,
+        TDM_METRIC_LAG_P99,       TDM_METRIC_LAG_P999,
+        TDM_METRIC_LAG_MAX,       TDM_METRIC_RESULT_LAT_P50,
         TDM_METRIC_RESULT_LAT_P99};
     for (size_t i = 0; i < sizeof mins / sizeof mins[0]; i++)
         if (mins[i] == id)
@@ -59,18 +58,14 @@ TDM_TEST(metric_kinds)
     ASSERT_STR_EQ(tdm_metric_unit(TDM_METRIC_WM_INPUT),
                   tdm_metric_unit(TDM_METRIC_WM_LAG));
     ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_WM_INPUT),
-                  TDM_METRIC_KIND_EVENT_TIME);
-    ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_WM_LAG),
-                  TDM_METRIC_KIND_DURATION);
+              TDM_METRIC_KIND_EVENT_TIME);
+    ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_WM_LAG), TDM_METRIC_KIND_DURATION);
     ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_CKPT_FAILED_AT),
-                  TDM_METRIC_KIND_CLOCK_TIME);
+              TDM_METRIC_KIND_CLOCK_TIME);
     ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_IDLE), TDM_METRIC_KIND_FLAG);
-    ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_RECORDS_IN),
-                  TDM_METRIC_KIND_COUNT);
-    ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_TS_UNIT),
-                  TDM_METRIC_KIND_CODE);
-    ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_COUNT_),
-                  TDM_METRIC_KIND_COUNT);
+    ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_RECORDS_IN), TDM_METRIC_KIND_COUNT);
+    ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_TS_UNIT), TDM_METRIC_KIND_CODE);
+    ASSERT_EQ(tdm_metric_kind_of(TDM_METRIC_COUNT_), TDM_METRIC_KIND_COUNT);
     ASSERT_EQ(tdm_metric_is_event_time((tdm_metric)-1), 0);
     ASSERT_EQ(tdm_metric_combine((tdm_metric)9999), TDM_METRIC_AGG_SUM);
 }
@@ -107,12 +102,9 @@ TDM_TEST(node_choices_read_back)
     tdm_node *w, *j, *s;
     char err[256];
     ASSERT_OK(tdm_job_new(&job));
-    ASSERT_OK(tdm_job_add_node(job, TDM_NODE_WINDOW, "w", &w, err,
-                               sizeof err));
-    ASSERT_OK(tdm_job_add_node(job, TDM_NODE_JOIN, "j", &j, err,
-                               sizeof err));
-    ASSERT_OK(tdm_job_add_node(job, TDM_NODE_SOURCE, "s", &s, err,
-                               sizeof err));
+    ASSERT_OK(tdm_job_add_node(job, TDM_NODE_WINDOW, "w", &w, err, sizeof err));
+    ASSERT_OK(tdm_job_add_node(job, TDM_NODE_JOIN, "j", &j, err, sizeof err));
+    ASSERT_OK(tdm_job_add_node(job, TDM_NODE_SOURCE, "s", &s, err, sizeof err));
     ASSERT_EQ(tdm_node_kind_of(w), TDM_NODE_WINDOW);
     ASSERT_STR_EQ(tdm_node_kind_name(tdm_node_kind_of(j)), "join");
     ASSERT_EQ(tdm_node_window_kind(w), TDM_WINDOW_KIND_TUMBLING);
@@ -134,11 +126,10 @@ TDM_TEST(node_choices_read_back)
                   "processing_time");
     ASSERT_STR_EQ(tdm_trigger_name((tdm_trigger_kind)42), "");
     ASSERT_EQ(tdm_node_trigger(s), TDM_TRIGGER_KIND_DEFAULT);
-    ASSERT_OK(tdm_node_set(s, "watermark.idle_timeout", "30s", err,
-                           sizeof err));
+    ASSERT_OK(
+        tdm_node_set(s, "watermark.idle_timeout", "30s", err, sizeof err));
     ASSERT_EQ(tdm_node_get_int(s, "watermark.idle_timeout"), 30000);
     ASSERT_EQ(tdm_node_get_int(w, "watermark.idle_timeout"), 0);
     ASSERT_STR_EQ(tdm_node_get(s, "timestamp.unit"), "ms");
     tdm_job_destroy(job);
 }
-

@@ -114,8 +114,8 @@ static tdm_err open_sink(run *r, const char *name, int format, int mode,
 }
 
 /* The sink's version-4 calls on the configuration of @p name. */
-static tdm_err supersede(const char *name, uint64_t first,
-                         uint64_t committed, size_t *moved)
+static tdm_err supersede(const char *name, uint64_t first, uint64_t committed,
+                         size_t *moved)
 {
     char path[256], err[256];
     size_t m = 0;

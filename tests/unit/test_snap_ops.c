@@ -73,9 +73,8 @@ static void on_event(void *opaque, const tdm_event *ev)
         n += snprintf(buf + n, sizeof buf - (size_t)n,
                       " w=%d[%lld,%lld) v=%.17g pane=%d/%lld upd=%d",
                       ev->has_window, (long long)ev->win_start,
-                      (long long)ev->win_end, ev->value,
-                      (int)ev->pane_timing, (long long)ev->pane_index,
-                      ev->is_update);
+                      (long long)ev->win_end, ev->value, (int)ev->pane_timing,
+                      (long long)ev->pane_index, ev->is_update);
         for (size_t i = 0; i < ev->n_values && n < 1800; i++)
             n += snprintf(buf + n, sizeof buf - (size_t)n, " %.17g",
                           ev->values[i]);
@@ -86,18 +85,18 @@ static void on_event(void *opaque, const tdm_event *ev)
     }
     if (ev->type == TDM_EVENT_JOIN)
         for (int i = 0; i < 2; i++)
-            n += snprintf(buf + n, sizeof buf - (size_t)n,
-                          " r%d=%lld,%.17g,%.*s w=%d[%lld,%lld)", i,
-                          (long long)ev->rec[i]->ts, ev->rec[i]->value,
-                          (int)ev->rec[i]->payload_len,
-                          ev->rec[i]->payload
-                              ? (const char *)ev->rec[i]->payload : "",
-                          ev->has_window, (long long)ev->win_start,
-                          (long long)ev->win_end);
+            n += snprintf(
+                buf + n, sizeof buf - (size_t)n,
+                " r%d=%lld,%.17g,%.*s w=%d[%lld,%lld)", i,
+                (long long)ev->rec[i]->ts, ev->rec[i]->value,
+                (int)ev->rec[i]->payload_len,
+                ev->rec[i]->payload ? (const char *)ev->rec[i]->payload : "",
+                ev->has_window, (long long)ev->win_start,
+                (long long)ev->win_end);
     if (ev->type == TDM_EVENT_LATE && ev->rec[0])
-        n += snprintf(buf + n, sizeof buf - (size_t)n,
-                      " rec=%lld,%.17g,%.*s", (long long)ev->rec[0]->ts,
-                      ev->rec[0]->value, (int)ev->rec[0]->payload_len,
+        n += snprintf(buf + n, sizeof buf - (size_t)n, " rec=%lld,%.17g,%.*s",
+                      (long long)ev->rec[0]->ts, ev->rec[0]->value,
+                      (int)ev->rec[0]->payload_len,
                       ev->rec[0]->payload ? (const char *)ev->rec[0]->payload
                                           : "");
     (void)n;
@@ -136,7 +135,7 @@ static uint32_t rnd(void)
 static void make_script(step *s, size_t n, uint64_t seed)
 {
     rng_state = seed;
-    tdm_time_ms now = 0, wm[2] = { -1000, -1000 }, clock = 1000;
+    tdm_time_ms now = 0, wm[2] = {-1000, -1000}, clock = 1000;
     for (size_t i = 0; i < n; i++) {
         step *p = &s[i];
         memset(p, 0, sizeof *p);
@@ -294,9 +293,8 @@ static tdm_err wfn(void *ud, const tdm_window_ctx *ctx, tdm_result_out *out)
         size_t pl;
         const void *p = tdm_record_payload(r, &pl);
         n += (size_t)snprintf(buf + n, sizeof buf - n, "%lld:%g:%.*s;",
-                              (long long)tdm_record_ts(r),
-                              tdm_record_value(r), (int)pl,
-                              p ? (const char *)p : "");
+                              (long long)tdm_record_ts(r), tdm_record_value(r),
+                              (int)pl, p ? (const char *)p : "");
     }
     return tdm_result_set_bytes(out, buf, n);
 }
@@ -331,12 +329,11 @@ static tdm_trigger_result ct_event(void *ud, tdm_trigger_ctx *ctx,
                                    tdm_time_ms t)
 {
     (void)ud;
-    return t == tdm_trigger_ctx_max_timestamp(ctx)
-               ? TDM_TRIGGER_FIRE_AND_PURGE : TDM_TRIGGER_CONTINUE;
+    return t == tdm_trigger_ctx_max_timestamp(ctx) ? TDM_TRIGGER_FIRE_AND_PURGE
+                                                   : TDM_TRIGGER_CONTINUE;
 }
 
-static tdm_trigger_result ct_proc(void *ud, tdm_trigger_ctx *ctx,
-                                  tdm_time_ms t)
+static tdm_trigger_result ct_proc(void *ud, tdm_trigger_ctx *ctx, tdm_time_ms t)
 {
     (void)ud;
     ctrg *st = tdm_trigger_ctx_state(ctx);
@@ -346,8 +343,8 @@ static tdm_trigger_result ct_proc(void *ud, tdm_trigger_ctx *ctx,
     return TDM_TRIGGER_FIRE;
 }
 
-static void ct_merge(void *ud, tdm_trigger_ctx *ctx,
-                     const void *const *merged, size_t n)
+static void ct_merge(void *ud, tdm_trigger_ctx *ctx, const void *const *merged,
+                     size_t n)
 {
     (void)ud;
     ctrg *st = tdm_trigger_ctx_state(ctx);
@@ -361,76 +358,62 @@ static void ct_clear(void *ud, tdm_trigger_ctx *ctx)
 {
     (void)ud;
     ctrg *st = tdm_trigger_ctx_state(ctx);
-    tdm_trigger_ctx_delete_event_timer(ctx,
-                                       tdm_trigger_ctx_max_timestamp(ctx));
+    tdm_trigger_ctx_delete_event_timer(ctx, tdm_trigger_ctx_max_timestamp(ctx));
     if (st->proc_at)
         tdm_trigger_ctx_delete_proc_timer(ctx, st->proc_at);
 }
 
 typedef struct config {
     const char *name;
-    char asg;           /* T tumbling, S sliding, E session, G global */
-    bool proc;          /* processing-time windows */
-    char trg;           /* e event time, p proc, c count, C continuous,
-                         * P purging count, n default */
-    int agg;            /* tdm_agg_kind, or -1 custom bytes, -2 custom
-                         * pointers, -3 window function */
+    char asg;  /* T tumbling, S sliding, E session, G global */
+    bool proc; /* processing-time windows */
+    char trg;  /* e event time, p proc, c count, C continuous,
+                * P purging count, n default */
+    int agg;   /* tdm_agg_kind, or -1 custom bytes, -2 custom
+                * pointers, -3 window function */
     tdm_time_ms lateness;
     bool late_output;
-    bool general;       /* force the general path */
+    bool general; /* force the general path */
 } config;
 
 static const config configs[] = {
-    { "tumbling count lean", 'T', false, 'n', TDM_AGG_COUNT, 0, false,
-      false },
-    { "tumbling avg lean lateness", 'T', false, 'n', TDM_AGG_AVG, 6, true,
-      false },
-    { "sliding sum lean lateness", 'S', false, 'n', TDM_AGG_SUM, 4, true,
-      false },
+    {"tumbling count lean", 'T', false, 'n', TDM_AGG_COUNT, 0, false, false},
+    {"tumbling avg lean lateness", 'T', false, 'n', TDM_AGG_AVG, 6, true,
+     false},
+    {"sliding sum lean lateness", 'S', false, 'n', TDM_AGG_SUM, 4, true, false},
     /* The lean path's sliced mode (winop_slice.c): its snapshot holds
      * per-window counts, and the restored operator keeps per-window
      * cells. */
-    { "sliding count sliced", 'S', false, 'n', TDM_AGG_COUNT, 0, true,
-      false },
-    { "sliding count lean lateness", 'S', false, 'n', TDM_AGG_COUNT, 3,
-      false, false },
-    { "tumbling count general lateness", 'T', false, 'n', TDM_AGG_COUNT, 5,
-      true, true },
-    { "sliding collect", 'S', false, 'n', TDM_AGG_COLLECT, 3, false,
-      false },
-    { "session count lateness", 'E', false, 'n', TDM_AGG_COUNT, 4, true,
-      false },
+    {"sliding count sliced", 'S', false, 'n', TDM_AGG_COUNT, 0, true, false},
+    {"sliding count lean lateness", 'S', false, 'n', TDM_AGG_COUNT, 3, false,
+     false},
+    {"tumbling count general lateness", 'T', false, 'n', TDM_AGG_COUNT, 5, true,
+     true},
+    {"sliding collect", 'S', false, 'n', TDM_AGG_COLLECT, 3, false, false},
+    {"session count lateness", 'E', false, 'n', TDM_AGG_COUNT, 4, true, false},
     /* The session mode (winop_session.c): its snapshot holds the general
      * path's slots and timers, and the restored operator runs there. */
-    { "session count mode", 'E', false, 'n', TDM_AGG_COUNT, 0, true,
-      false },
-    { "session avg mode", 'E', false, 'e', TDM_AGG_AVG, 0, false, false },
-    { "session custom pointers", 'E', false, 'n', -2, 3, true, false },
-    { "session custom bytes", 'E', false, 'n', -1, 0, false, false },
-    { "session window fn", 'E', false, 'n', -3, 5, true, false },
-    { "session count trigger", 'E', false, 'c', TDM_AGG_SUM, 2, true,
-      false },
-    { "tumbling count trigger collect", 'T', false, 'c', TDM_AGG_COLLECT, 4,
-      true, false },
-    { "tumbling purging count sum", 'T', false, 'P', TDM_AGG_SUM, 2, false,
-      false },
-    { "tumbling continuous max", 'T', false, 'C', TDM_AGG_MAX, 5, true,
-      false },
-    { "session continuous min", 'E', false, 'C', TDM_AGG_MIN, 0, true,
-      false },
-    { "global purging count", 'G', false, 'P', TDM_AGG_COUNT, 0, false,
-      false },
-    { "global count window fn", 'G', false, 'c', -3, 0, false, false },
-    { "tumbling proc-time sum", 'T', true, 'n', TDM_AGG_SUM, 0, false,
-      false },
-    { "session proc-time window fn", 'E', true, 'n', -3, 0, false, false },
-    { "tumbling event-time, proc trigger", 'T', false, 'p', TDM_AGG_AVG, 3,
-      true, false },
-    { "sliding window fn lateness", 'S', false, 'n', -3, 4, true, false },
-    { "tumbling custom trigger", 'T', false, 'X', TDM_AGG_SUM, 3, true,
-      false },
-    { "session custom trigger window fn", 'E', false, 'X', -3, 2, true,
-      false },
+    {"session count mode", 'E', false, 'n', TDM_AGG_COUNT, 0, true, false},
+    {"session avg mode", 'E', false, 'e', TDM_AGG_AVG, 0, false, false},
+    {"session custom pointers", 'E', false, 'n', -2, 3, true, false},
+    {"session custom bytes", 'E', false, 'n', -1, 0, false, false},
+    {"session window fn", 'E', false, 'n', -3, 5, true, false},
+    {"session count trigger", 'E', false, 'c', TDM_AGG_SUM, 2, true, false},
+    {"tumbling count trigger collect", 'T', false, 'c', TDM_AGG_COLLECT, 4,
+     true, false},
+    {"tumbling purging count sum", 'T', false, 'P', TDM_AGG_SUM, 2, false,
+     false},
+    {"tumbling continuous max", 'T', false, 'C', TDM_AGG_MAX, 5, true, false},
+    {"session continuous min", 'E', false, 'C', TDM_AGG_MIN, 0, true, false},
+    {"global purging count", 'G', false, 'P', TDM_AGG_COUNT, 0, false, false},
+    {"global count window fn", 'G', false, 'c', -3, 0, false, false},
+    {"tumbling proc-time sum", 'T', true, 'n', TDM_AGG_SUM, 0, false, false},
+    {"session proc-time window fn", 'E', true, 'n', -3, 0, false, false},
+    {"tumbling event-time, proc trigger", 'T', false, 'p', TDM_AGG_AVG, 3, true,
+     false},
+    {"sliding window fn lateness", 'S', false, 'n', -3, 4, true, false},
+    {"tumbling custom trigger", 'T', false, 'X', TDM_AGG_SUM, 3, true, false},
+    {"session custom trigger window fn", 'E', false, 'X', -3, 2, true, false},
 };
 
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
@@ -468,16 +451,16 @@ static tdm_winop *make_op(const config *c, tdm_clock *clk, trace *out)
         ASSERT_OK(tdm_trigger_new_count(3, &trg, eb, sizeof eb));
         break;
     case 'C':
-        ASSERT_OK(tdm_trigger_new_continuous_event_time(3, &trg, eb,
-                                                        sizeof eb));
+        ASSERT_OK(
+            tdm_trigger_new_continuous_event_time(3, &trg, eb, sizeof eb));
         break;
     case 'P':
         ASSERT_OK(tdm_trigger_new_count(2, &inner, eb, sizeof eb));
         ASSERT_OK(tdm_trigger_new_purging(inner, &trg));
         break;
     case 'X': {
-        tdm_trigger_methods m = { 1, sizeof(ctrg), ct_element, ct_event,
-                                  ct_proc, ct_merge, ct_clear, NULL };
+        tdm_trigger_methods m = {1,       sizeof(ctrg), ct_element, ct_event,
+                                 ct_proc, ct_merge,     ct_clear,   NULL};
         ASSERT_OK(tdm_trigger_new_custom(&m, NULL, &trg, eb, sizeof eb));
         break;
     }
@@ -487,13 +470,13 @@ static tdm_winop *make_op(const config *c, tdm_clock *clk, trace *out)
     if (c->agg >= 0) {
         ASSERT_OK(tdm_aggregate_new((tdm_agg_kind)c->agg, &agg));
     } else if (c->agg == -1) {
-        tdm_aggregate_methods m = { 1, sizeof(bacc), NULL, bacc_add,
-                                    bacc_merge, bacc_result, NULL, NULL };
+        tdm_aggregate_methods m = {1,          sizeof(bacc), NULL, bacc_add,
+                                   bacc_merge, bacc_result,  NULL, NULL};
         ASSERT_OK(tdm_aggregate_new_custom(&m, NULL, &agg, eb, sizeof eb));
     } else if (c->agg == -2) {
-        tdm_aggregate_methods m = { 1, sizeof(pacc), NULL, pacc_add,
-                                    pacc_merge, pacc_result, pacc_destroy,
-                                    NULL };
+        tdm_aggregate_methods m = {
+            1,          sizeof(pacc), NULL,         pacc_add,
+            pacc_merge, pacc_result,  pacc_destroy, NULL};
         ASSERT_OK(tdm_aggregate_new_custom(&m, NULL, &agg, eb, sizeof eb));
         ASSERT_OK(tdm__aggregate_set_codec(agg, pacc_save, pacc_load));
     } else {
@@ -503,8 +486,8 @@ static tdm_winop *make_op(const config *c, tdm_clock *clk, trace *out)
     ASSERT_OK(tdm_winop_new(asg, trg, agg, 2, clk, on_event, out, &op, eb,
                             sizeof eb));
     if (c->lateness)
-        ASSERT_OK(tdm_winop_set_allowed_lateness(op, c->lateness, eb,
-                                                 sizeof eb));
+        ASSERT_OK(
+            tdm_winop_set_allowed_lateness(op, c->lateness, eb, sizeof eb));
     if (c->late_output)
         ASSERT_OK(tdm_winop_set_late_output(op, 1));
     if (c->general)
@@ -521,8 +504,8 @@ static int key_group(void *ud, const char *key, size_t len)
     return (int)(h % N_GROUPS);
 }
 
-static void run_steps(tdm_winop *op, tdm_clock *clk, const step *s,
-                      size_t from, size_t to, int glo, int ghi)
+static void run_steps(tdm_winop *op, tdm_clock *clk, const step *s, size_t from,
+                      size_t to, int glo, int ghi)
 {
     tdm_record rec;
     for (size_t i = from; i < to; i++) {
@@ -565,8 +548,8 @@ static void snapshot(const tdm_winop *op, int glo, int ghi, uint8_t **blob,
     ASSERT_OK(tdm__enc_finish(&e, blob, len));
 }
 
-static tdm_err restore(tdm_winop *op, const uint8_t *blob, size_t len,
-                       int glo, int ghi)
+static tdm_err restore(tdm_winop *op, const uint8_t *blob, size_t len, int glo,
+                       int ghi)
 {
     tdm__dec d;
     tdm__dec_init(&d, blob, len);
@@ -585,9 +568,8 @@ static void expect_same(const trace *want, size_t from, const trace *got,
     ASSERT_EQ(want->n - from, got->n - got_from);
     for (size_t i = 0; i < want->n - from; i++) {
         if (strcmp(want->line[from + i], got->line[got_from + i]) != 0)
-            fprintf(stderr, "%s cut %zu event %zu:\n got  %s\n want %s\n",
-                    what, cut, i, got->line[got_from + i],
-                    want->line[from + i]);
+            fprintf(stderr, "%s cut %zu event %zu:\n got  %s\n want %s\n", what,
+                    cut, i, got->line[got_from + i], want->line[from + i]);
         ASSERT_STR_EQ(want->line[from + i], got->line[got_from + i]);
     }
 }
@@ -627,7 +609,7 @@ static void stats(const char *name, const trace *t)
 {
     if (!getenv("SNAP_STATS"))
         return;
-    size_t n[8] = { 0 };
+    size_t n[8] = {0};
     for (size_t i = 0; i < t->n; i++) {
         int ty = atoi(t->line[i] + 1);
         if (ty >= 0 && ty < 8)
@@ -642,11 +624,11 @@ static void cut_everywhere(const config *c, uint64_t seed)
 {
     step s[N_STEPS];
     make_script(s, N_STEPS, seed);
-    trace t = { 0 };
+    trace t = {0};
     golden(c, s, N_STEPS, &t);
     stats(c->name, &t);
     for (size_t k = 0; k <= N_STEPS; k++) {
-        trace got = { 0 };
+        trace got = {0};
         tdm_clock *ca = NULL, *cb = NULL;
         ASSERT_OK(tdm_clock_new_manual(1000, &ca));
         tdm_winop *a = make_op(c, ca, &got);
@@ -707,14 +689,14 @@ static void split_two(const config *c, uint64_t seed)
 {
     step s[N_STEPS];
     make_script(s, N_STEPS, seed);
-    trace t = { 0 };
+    trace t = {0};
     golden(c, s, N_STEPS, &t);
     ASSERT_TRUE(t.n > 0);
     /* Watermark events are type TDM_EVENT_WATERMARK, statuses
      * TDM_EVENT_STATUS: find their numbers from the golden trace's
      * first characters is not possible, so filter by type values. */
     for (size_t k = 0; k <= N_STEPS; k += 7) {
-        trace pa = { 0 }, r1 = { 0 }, r2 = { 0 };
+        trace pa = {0}, r1 = {0}, r2 = {0};
         tdm_clock *ca = NULL, *c1 = NULL, *c2 = NULL;
         ASSERT_OK(tdm_clock_new_manual(1000, &ca));
         tdm_winop *a = make_op(c, ca, &pa);
@@ -735,7 +717,7 @@ static void split_two(const config *c, uint64_t seed)
         run_steps(o2, c2, s, k, N_STEPS, 2, N_GROUPS - 1);
         ASSERT_OK(tdm_winop_end(o1));
         ASSERT_OK(tdm_winop_end(o2));
-        trace want = { 0 }, got = { 0 };
+        trace want = {0}, got = {0};
         keyed_only(&t, 0, &want);
         keyed_only(&pa, 0, &got);
         keyed_only(&r1, 0, &got);
@@ -773,10 +755,10 @@ static void merge_two(const config *c, uint64_t seed)
 {
     step s[N_STEPS];
     make_script(s, N_STEPS, seed);
-    trace t = { 0 };
+    trace t = {0};
     golden(c, s, N_STEPS, &t);
     for (size_t k = 0; k <= N_STEPS; k += 9) {
-        trace p1 = { 0 }, p2 = { 0 }, r = { 0 };
+        trace p1 = {0}, p2 = {0}, r = {0};
         tdm_clock *c1 = NULL, *c2 = NULL, *cr = NULL;
         ASSERT_OK(tdm_clock_new_manual(1000, &c1));
         ASSERT_OK(tdm_clock_new_manual(1000, &c2));
@@ -796,7 +778,7 @@ static void merge_two(const config *c, uint64_t seed)
                   tdm_winop_late_dropped(o1) + tdm_winop_late_dropped(o2));
         run_steps(m, cr, s, k, N_STEPS, 0, N_GROUPS - 1);
         ASSERT_OK(tdm_winop_end(m));
-        trace want = { 0 }, got = { 0 };
+        trace want = {0}, got = {0};
         keyed_only(&t, 0, &want);
         keyed_only(&p1, 0, &got);
         keyed_only(&p2, 0, &got);
@@ -831,12 +813,12 @@ TDM_TEST(rescale_two_into_one)
 
 TDM_TEST(corrupt_blobs_refused_without_crash)
 {
-    static const size_t picks[] = { 0, 1, 3, 6, 8, 9, 13, 15 };
+    static const size_t picks[] = {0, 1, 3, 6, 8, 9, 13, 15};
     for (size_t pi = 0; pi < sizeof picks / sizeof picks[0]; pi++) {
         const config *c = &configs[picks[pi]];
         step s[N_STEPS];
         make_script(s, N_STEPS, 5 + pi);
-        trace t = { 0 };
+        trace t = {0};
         tdm_clock *clk = NULL;
         ASSERT_OK(tdm_clock_new_manual(1000, &clk));
         tdm_winop *a = make_op(c, clk, &t);
@@ -847,12 +829,12 @@ TDM_TEST(corrupt_blobs_refused_without_crash)
         tdm_winop_destroy(a);
         /* Every truncation. */
         for (size_t cut = 0; cut < len; cut++) {
-            trace o = { 0 };
+            trace o = {0};
             tdm_winop *b = make_op(c, clk, &o);
             tdm_err err = restore(b, blob, cut, 0, N_GROUPS - 1);
             if (err != TDM_ERR_PARSE)
-                fprintf(stderr, "%s: truncation at %zu of %zu: %s\n",
-                        c->name, cut, len, tdm_err_name(err));
+                fprintf(stderr, "%s: truncation at %zu of %zu: %s\n", c->name,
+                        cut, len, tdm_err_name(err));
             ASSERT_EQ(err, TDM_ERR_PARSE);
             ASSERT_TRUE(strstr(tdm_winop_errmsg(b), "offset") != NULL);
             tdm_winop_destroy(b);
@@ -868,7 +850,7 @@ TDM_TEST(corrupt_blobs_refused_without_crash)
             int flips = 1 + (int)(rnd() % 3);
             for (int f = 0; f < flips; f++)
                 bad[rnd() % len] ^= (uint8_t)(1u << (rnd() % 8));
-            trace o = { 0 };
+            trace o = {0};
             tdm_winop *b = make_op(c, clk, &o);
             tdm_err err = restore(b, bad, len, 0, N_GROUPS - 1);
             ASSERT_TRUE(err == TDM_OK || err == TDM_ERR_PARSE);
@@ -878,7 +860,7 @@ TDM_TEST(corrupt_blobs_refused_without_crash)
         free(bad);
         /* Another configuration is refused. */
         const config *other = &configs[(picks[pi] + 1) % N_CONFIGS];
-        trace o = { 0 };
+        trace o = {0};
         tdm_winop *b = make_op(other, clk, &o);
         ASSERT_ERR(restore(b, blob, len, 0, N_GROUPS - 1), TDM_ERR_PARSE);
         tdm_winop_destroy(b);
@@ -895,10 +877,10 @@ TDM_TEST(custom_pointer_aggregate_without_codec_refused)
     tdm_assigner *asg = NULL;
     tdm_aggregate *agg = NULL;
     ASSERT_OK(tdm_assigner_new_tumbling(10, 0, &asg, eb, sizeof eb));
-    tdm_aggregate_methods m = { 1, sizeof(pacc), NULL, pacc_add, pacc_merge,
-                                pacc_result, pacc_destroy, NULL };
+    tdm_aggregate_methods m = {1,          sizeof(pacc), NULL,         pacc_add,
+                               pacc_merge, pacc_result,  pacc_destroy, NULL};
     ASSERT_OK(tdm_aggregate_new_custom(&m, NULL, &agg, eb, sizeof eb));
-    trace t = { 0 };
+    trace t = {0};
     tdm_winop *op = NULL;
     ASSERT_OK(tdm_winop_new(asg, NULL, agg, 1, NULL, on_event, &t, &op, eb,
                             sizeof eb));
@@ -913,7 +895,7 @@ TDM_TEST(custom_pointer_aggregate_without_codec_refused)
 
 TDM_TEST(restore_after_input_refused)
 {
-    trace t = { 0 };
+    trace t = {0};
     tdm_clock *clk = NULL;
     ASSERT_OK(tdm_clock_new_manual(1000, &clk));
     tdm_winop *a = make_op(&configs[0], clk, &t);
@@ -936,19 +918,19 @@ TDM_TEST(restore_after_input_refused)
 
 typedef struct jconfig {
     const char *name;
-    char kind;          /* I interval, T tumbling window, S sliding window */
+    char kind; /* I interval, T tumbling window, S sliding window */
     tdm_time_ms lower, upper;
     int lower_incl, upper_incl;
     bool late_output;
 } jconfig;
 
 static const jconfig jconfigs[] = {
-    { "interval -3..5", 'I', -3, 5, 1, 1, true },
-    { "interval 0..0", 'I', 0, 0, 1, 1, false },
-    { "interval (-10,-2)", 'I', -10, -2, 0, 0, true },
-    { "interval 2..12", 'I', 2, 12, 1, 1, false },
-    { "window tumbling", 'T', 0, 0, 0, 0, true },
-    { "window sliding", 'S', 0, 0, 0, 0, false },
+    {"interval -3..5", 'I', -3, 5, 1, 1, true},
+    {"interval 0..0", 'I', 0, 0, 1, 1, false},
+    {"interval (-10,-2)", 'I', -10, -2, 0, 0, true},
+    {"interval 2..12", 'I', 2, 12, 1, 1, false},
+    {"window tumbling", 'T', 0, 0, 0, 0, true},
+    {"window sliding", 'S', 0, 0, 0, 0, false},
 };
 
 #define N_JCONFIGS (sizeof jconfigs / sizeof jconfigs[0])
@@ -959,15 +941,14 @@ static tdm_joinop *make_join(const jconfig *c, tdm_clock *clk, trace *out)
     tdm_joinop *op = NULL;
     if (c->kind == 'I') {
         ASSERT_OK(tdm_joinop_new_interval(c->lower, c->upper, c->lower_incl,
-                                          c->upper_incl, 2, clk, on_event,
-                                          out, &op, eb, sizeof eb));
+                                          c->upper_incl, 2, clk, on_event, out,
+                                          &op, eb, sizeof eb));
     } else {
         tdm_assigner *asg = NULL;
         if (c->kind == 'T')
             ASSERT_OK(tdm_assigner_new_tumbling(10, 0, &asg, eb, sizeof eb));
         else
-            ASSERT_OK(tdm_assigner_new_sliding(12, 4, 0, &asg, eb,
-                                               sizeof eb));
+            ASSERT_OK(tdm_assigner_new_sliding(12, 4, 0, &asg, eb, sizeof eb));
         ASSERT_OK(tdm_joinop_new_window(asg, 2, clk, on_event, out, &op, eb,
                                         sizeof eb));
     }
@@ -980,11 +961,11 @@ static tdm_joinop *make_join(const jconfig *c, tdm_clock *clk, trace *out)
  * may be refused (e.g. a flipped end flag), they must only not crash. */
 static bool g_tolerant;
 
-#define JCALL(x)                                                         \
-    do {                                                                 \
-        tdm_err jc_err_ = (x);                                           \
-        if (!g_tolerant)                                                 \
-            ASSERT_OK(jc_err_);                                          \
+#define JCALL(x)                                                               \
+    do {                                                                       \
+        tdm_err jc_err_ = (x);                                                 \
+        if (!g_tolerant)                                                       \
+            ASSERT_OK(jc_err_);                                                \
     } while (0)
 
 /* Watermarks and statuses go to the step's side and channel. */
@@ -1058,11 +1039,11 @@ static void jcut_everywhere(const jconfig *c, uint64_t seed)
 {
     step s[N_STEPS];
     make_script(s, N_STEPS, seed);
-    trace t = { 0 };
+    trace t = {0};
     jgolden(c, s, &t);
     stats(c->name, &t);
     for (size_t k = 0; k <= N_STEPS; k++) {
-        trace got = { 0 };
+        trace got = {0};
         tdm_joinop *a = make_join(c, NULL, &got);
         run_join(a, s, 0, k, 0, N_GROUPS - 1);
         uint8_t *blob;
@@ -1098,13 +1079,13 @@ static void jsplit_and_merge(const jconfig *c, uint64_t seed)
 {
     step s[N_STEPS];
     make_script(s, N_STEPS, seed);
-    trace t = { 0 }, want = { 0 };
+    trace t = {0}, want = {0};
     jgolden(c, s, &t);
     keyed_only(&t, 0, &want);
     sort_trace(&want);
     for (size_t k = 0; k <= N_STEPS; k += 5) {
         /* 1 -> 2 */
-        trace pa = { 0 }, r1 = { 0 }, r2 = { 0 }, got = { 0 };
+        trace pa = {0}, r1 = {0}, r2 = {0}, got = {0};
         tdm_joinop *a = make_join(c, NULL, &pa);
         run_join(a, s, 0, k, 0, N_GROUPS - 1);
         uint8_t *b1, *b2;
@@ -1132,7 +1113,7 @@ static void jsplit_and_merge(const jconfig *c, uint64_t seed)
         trace_free(&r2);
         trace_free(&got);
         /* 2 -> 1 */
-        trace p1 = { 0 }, p2 = { 0 }, r = { 0 };
+        trace p1 = {0}, p2 = {0}, r = {0};
         o1 = make_join(c, NULL, &p1);
         o2 = make_join(c, NULL, &p2);
         run_join(o1, s, 0, k, 0, 1);
@@ -1175,7 +1156,7 @@ TDM_TEST(join_corrupt_blobs_refused_without_crash)
         const jconfig *c = &jconfigs[ci];
         step s[N_STEPS];
         make_script(s, N_STEPS, 900 + ci);
-        trace t = { 0 };
+        trace t = {0};
         tdm_joinop *a = make_join(c, NULL, &t);
         run_join(a, s, 0, N_STEPS / 2, 0, N_GROUPS - 1);
         uint8_t *blob;
@@ -1184,12 +1165,12 @@ TDM_TEST(join_corrupt_blobs_refused_without_crash)
         tdm_joinop_destroy(a);
         ASSERT_TRUE(len > 40);
         for (size_t cut = 0; cut < len; cut++) {
-            trace o = { 0 };
+            trace o = {0};
             tdm_joinop *b = make_join(c, NULL, &o);
             tdm_err err = jrestore(b, blob, cut, 0, N_GROUPS - 1);
             if (err != TDM_ERR_PARSE)
-                fprintf(stderr, "%s: truncation at %zu of %zu: %s\n",
-                        c->name, cut, len, tdm_err_name(err));
+                fprintf(stderr, "%s: truncation at %zu of %zu: %s\n", c->name,
+                        cut, len, tdm_err_name(err));
             ASSERT_EQ(err, TDM_ERR_PARSE);
             ASSERT_TRUE(strstr(tdm_joinop_errmsg(b), "offset") != NULL);
             tdm_joinop_destroy(b);
@@ -1203,7 +1184,7 @@ TDM_TEST(join_corrupt_blobs_refused_without_crash)
             int flips = 1 + (int)(rnd() % 3);
             for (int f = 0; f < flips; f++)
                 bad[rnd() % len] ^= (uint8_t)(1u << (rnd() % 8));
-            trace o = { 0 };
+            trace o = {0};
             tdm_joinop *b = make_join(c, NULL, &o);
             tdm_err err = jrestore(b, bad, len, 0, N_GROUPS - 1);
             ASSERT_TRUE(err == TDM_OK || err == TDM_ERR_PARSE);
@@ -1219,7 +1200,7 @@ TDM_TEST(join_corrupt_blobs_refused_without_crash)
         }
         free(bad);
         /* Another configuration is refused. */
-        trace o = { 0 };
+        trace o = {0};
         tdm_joinop *b = make_join(&jconfigs[(ci + 1) % N_JCONFIGS], NULL, &o);
         ASSERT_ERR(jrestore(b, blob, len, 0, N_GROUPS - 1), TDM_ERR_PARSE);
         tdm_joinop_destroy(b);
@@ -1234,12 +1215,12 @@ TDM_TEST(join_corrupt_blobs_refused_without_crash)
  * late firing of both operators carries the same pane index. */
 TDM_TEST(lean_firing_count_beyond_32_bits)
 {
-    config c = { "tumbling count lean", 'T', false, 'n', TDM_AGG_COUNT, 100,
-                 false, false };
-    trace ta = { 0 }, tb = { 0 };
+    config c = {"tumbling count lean", 'T', false, 'n',
+                TDM_AGG_COUNT,         100, false, false};
+    trace ta = {0}, tb = {0};
     tdm_winop *a = make_op(&c, NULL, &ta);
     ASSERT_TRUE(a->lean);
-    tdm_record rec = { "k", 1, 1, 1.0, NULL, 0 };
+    tdm_record rec = {"k", 1, 1, 1.0, NULL, 0};
     ASSERT_OK(tdm_winop_push(a, 0, &rec));
     ASSERT_OK(tdm_winop_watermark(a, 0, 9));
     ASSERT_OK(tdm_winop_watermark(a, 1, 9));
@@ -1247,13 +1228,12 @@ TDM_TEST(lean_firing_count_beyond_32_bits)
     uint32_t kid = tdm__ws_find(ws, "k", 1, tdm__ws_hash("k", 1));
     uint32_t sid = tdm__ws_span_find(ws, 0, 10);
     ASSERT_TRUE(kid != TDM__WS_NONE && sid != TDM__WS_NONE);
-    tdm__ws_cell *cell = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid), kid,
-                                         sid);
+    tdm__ws_cell *cell = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid), kid, sid);
     ASSERT_TRUE(cell != NULL);
     ASSERT_OK(tdm__ws_cell_widen(ws, kid, &cell));
     cell->fires = 7;
-    ((tdm__ws_spill *)(void *)((char *)cell -
-                               offsetof(tdm__ws_spill, c)))->fires_hi = 1;
+    ((tdm__ws_spill *)(void *)((char *)cell - offsetof(tdm__ws_spill, c)))
+        ->fires_hi = 1;
     ASSERT_EQ(tdm__ws_fires(cell), ((uint64_t)1 << 32) + 7);
     uint8_t *blob;
     size_t len;

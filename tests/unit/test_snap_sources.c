@@ -112,8 +112,8 @@ static void row_text(const rig *g, const tdm__row *row, bool with_part,
     out[0] = '\0';
     if (with_part)
         used += (size_t)snprintf(out, n, "p%u ", (unsigned)row->partition);
-    used += (size_t)snprintf(out + used, n - used, "ts=%lld",
-                             (long long)row->ts);
+    used +=
+        (size_t)snprintf(out + used, n - used, "ts=%lld", (long long)row->ts);
     for (int f = 0; f < g->schema.n && used < n; f++) {
         const tdm__val *v = &row->v[f];
         tdm_type t = g->schema.fields[f].type;
@@ -123,8 +123,7 @@ static void row_text(const rig *g, const tdm__row *row, bool with_part,
             used += (size_t)snprintf(out + used, n - used, " %.*s",
                                      (int)v->u.s.len, v->u.s.p);
         else if (t == TDM_TYPE_DOUBLE)
-            used += (size_t)snprintf(out + used, n - used, " %.17g",
-                                     v->u.d);
+            used += (size_t)snprintf(out + used, n - used, " %.17g", v->u.d);
         else
             used += (size_t)snprintf(out + used, n - used, " %lld",
                                      (long long)v->u.i);
@@ -137,8 +136,8 @@ static tdm__source *open_sub(rig *g, int index, int count, run *into,
     tdm__source *src = NULL;
     char err[256];
     g->dead = &into->dead;
-    tdm_err rc = g->vt->open(&g->conf, index, count, on_dead, g, &src,
-                             n_parts, err, sizeof err);
+    tdm_err rc = g->vt->open(&g->conf, index, count, on_dead, g, &src, n_parts,
+                             err, sizeof err);
     if (rc != TDM_OK)
         tdm_test_fail(__FILE__, __LINE__, "open: %s", err);
     return src;
@@ -204,8 +203,8 @@ static tdm__source *open_restored(rig *g, int index, int count,
     tdm__dec_init(&d, blob, len);
     tdm_err rc = g->vt->restore(src, &d, err, sizeof err);
     if (rc != TDM_OK)
-        tdm_test_fail(__FILE__, __LINE__, "restore: %s: %s",
-                      tdm_err_name(rc), err);
+        tdm_test_fail(__FILE__, __LINE__, "restore: %s: %s", tdm_err_name(rc),
+                      err);
     return src;
 }
 
@@ -231,8 +230,7 @@ static void check_same(rig *g, int count)
             int n_parts;
             memset(&tmp, 0, sizeof tmp);
             tdm__source *src = open_sub(g, index, count, &tmp, &n_parts);
-            for (n_polls = 0;
-                 !read_polls(g, src, n_parts, 1, true, &tmp);)
+            for (n_polls = 0; !read_polls(g, src, n_parts, 1, true, &tmp);)
                 n_polls++;
             g->vt->close(src);
             run_free(&tmp);
@@ -252,8 +250,7 @@ static void check_same(rig *g, int count)
             g->vt->close(src);
             free(blob);
             sl_expect_eq(&got.rows, &want.rows, false, "row", __LINE__);
-            sl_expect_eq(&got.dead, &want.dead, false, "dead letter",
-                         __LINE__);
+            sl_expect_eq(&got.dead, &want.dead, false, "dead letter", __LINE__);
             sl_expect_eq(&got.fin, &want.fin, false, "finished", __LINE__);
             run_free(&got);
         }
@@ -342,29 +339,26 @@ static void make_json_files(void)
 {
     strcpy(dir, "/tmp/tdm-snap-XXXXXX");
     ASSERT_TRUE(mkdtemp(dir) != NULL);
-    write_file("a.jsonl",
-               "{\"user\":\"a1\",\"ts\":1}\n"
-               "{\"user\":\"a2\",\"ts\":2}\n"
-               "not json\n"
-               "\n"
-               "{\"user\":\"a3\",\"ts\":3}\r\n"
-               "{\"user\":\"a4\"}\n"
-               "{\"user\":\"a5\",\"ts\":5}\n"
-               "{\"user\":\"a6\",\"ts\":6}");
-    write_file("b.jsonl",
-               "{\"user\":\"b1\",\"ts\":10}\n"
-               "{\"user\":2,\"ts\":20}\n"
-               "{\"user\":\"b3\",\"ts\":30}\n"
-               "{\"user\":\"b4\",\"ts\":40}\n");
-    write_file("c.jsonl",
-               "\n"
-               "{\"user\":\"c1\",\"ts\":100}\n"
-               "{\"user\":\"c2\",\"ts\":\"x\"}\n"
-               "{\"user\":\"c3\",\"ts\":300}\n"
-               "{\"user\":\"c4\",\"ts\":400}\n"
-               "{\"user\":\"c5\",\"ts\":500}\n"
-               "{\"user\":\"c6\",\"ts\":600}\n"
-               "{\"user\":\"c7\",\"ts\":700}\n");
+    write_file("a.jsonl", "{\"user\":\"a1\",\"ts\":1}\n"
+                          "{\"user\":\"a2\",\"ts\":2}\n"
+                          "not json\n"
+                          "\n"
+                          "{\"user\":\"a3\",\"ts\":3}\r\n"
+                          "{\"user\":\"a4\"}\n"
+                          "{\"user\":\"a5\",\"ts\":5}\n"
+                          "{\"user\":\"a6\",\"ts\":6}");
+    write_file("b.jsonl", "{\"user\":\"b1\",\"ts\":10}\n"
+                          "{\"user\":2,\"ts\":20}\n"
+                          "{\"user\":\"b3\",\"ts\":30}\n"
+                          "{\"user\":\"b4\",\"ts\":40}\n");
+    write_file("c.jsonl", "\n"
+                          "{\"user\":\"c1\",\"ts\":100}\n"
+                          "{\"user\":\"c2\",\"ts\":\"x\"}\n"
+                          "{\"user\":\"c3\",\"ts\":300}\n"
+                          "{\"user\":\"c4\",\"ts\":400}\n"
+                          "{\"user\":\"c5\",\"ts\":500}\n"
+                          "{\"user\":\"c6\",\"ts\":600}\n"
+                          "{\"user\":\"c7\",\"ts\":700}\n");
 }
 
 static void make_csv_files(void)
@@ -373,29 +367,26 @@ static void make_csv_files(void)
     ASSERT_TRUE(mkdtemp(dir) != NULL);
     /* Columns in another order than the schema: a restored partition
      * that forgot its header would mix them up. */
-    write_file("a.csv",
-               "ts,user\n"
-               "1,a1\n"
-               "2,a2\n"
-               "x,a3\n"
-               "4,a4\n"
-               "5\n"
-               "6,a6\n"
-               "7,a7\n");
-    write_file("b.csv",
-               "\n"
-               "user,ts\n"
-               "b1,10\n"
-               "b2,20\n"
-               "b3,30\n"
-               "b4,oops\n"
-               "b5,50\n");
+    write_file("a.csv", "ts,user\n"
+                        "1,a1\n"
+                        "2,a2\n"
+                        "x,a3\n"
+                        "4,a4\n"
+                        "5\n"
+                        "6,a6\n"
+                        "7,a7\n");
+    write_file("b.csv", "\n"
+                        "user,ts\n"
+                        "b1,10\n"
+                        "b2,20\n"
+                        "b3,30\n"
+                        "b4,oops\n"
+                        "b5,50\n");
     /* An unusable header: every line is a dead letter naming it. */
-    write_file("c.csv",
-               "user,user\n"
-               "c1,100\n"
-               "c2,200\n"
-               "c3,300\n");
+    write_file("c.csv", "user,user\n"
+                        "c1,100\n"
+                        "c2,200\n"
+                        "c3,300\n");
     write_file("d.csv", "ts,user\n1000,d1\n");
 }
 
@@ -534,8 +525,7 @@ TDM_TEST(stdin_and_tcp_not_replayable)
     g.conf.path = "-";
     tdm__source *src = open_sub(&g, 0, 1, &got, &n_parts);
     tdm__enc_init(&e);
-    ASSERT_ERR(g.vt->snapshot(src, &e, err, sizeof err),
-               TDM_ERR_UNSUPPORTED);
+    ASSERT_ERR(g.vt->snapshot(src, &e, err, sizeof err), TDM_ERR_UNSUPPORTED);
     ASSERT_TRUE(strstr(err, "standard input") != NULL);
     tdm__enc_free(&e);
     g.vt->close(src);
@@ -679,8 +669,8 @@ static void corrupt_check(rig *g, int count, bool empty_ok)
             tdm__dec_init(&d, copy, len);
             tdm_err rc = g->vt->restore(src, &d, err, sizeof err);
             if (rc != TDM_OK && rc != TDM_ERR_PARSE && rc != TDM_ERR_IO)
-                tdm_test_fail(__FILE__, __LINE__, "flip %zu.%d: %s", at,
-                              bit, tdm_err_name(rc));
+                tdm_test_fail(__FILE__, __LINE__, "flip %zu.%d: %s", at, bit,
+                              tdm_err_name(rc));
             if (rc == TDM_OK)
                 read_polls(g, src, n_parts, 3, true, &got);
             g->vt->close(src);
@@ -734,13 +724,12 @@ static rd_kafka_t *mock_with_data(char *bootstraps, size_t n)
             else
                 snprintf(v, sizeof v, "{\"user\":\"k%d-%d\",\"ts\":%d}", p, i,
                          100 * i + p);
-            ASSERT_EQ(rd_kafka_producev(rk, RD_KAFKA_V_TOPIC("clicks"),
-                                        RD_KAFKA_V_PARTITION(p),
-                                        RD_KAFKA_V_VALUE(v, strlen(v)),
-                                        RD_KAFKA_V_MSGFLAGS(
-                                            RD_KAFKA_MSG_F_COPY),
-                                        RD_KAFKA_V_END),
-                      RD_KAFKA_RESP_ERR_NO_ERROR);
+            ASSERT_EQ(
+                rd_kafka_producev(
+                    rk, RD_KAFKA_V_TOPIC("clicks"), RD_KAFKA_V_PARTITION(p),
+                    RD_KAFKA_V_VALUE(v, strlen(v)),
+                    RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+                RD_KAFKA_RESP_ERR_NO_ERROR);
         }
     }
     ASSERT_EQ(rd_kafka_flush(rk, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -750,8 +739,8 @@ static rd_kafka_t *mock_with_data(char *bootstraps, size_t n)
 static void kafka_rig(rig *g, const char *bootstraps, const char *group)
 {
     memset(g, 0, sizeof *g);
-    ASSERT_OK(tdm__schema_parse("user:string, ts:timestamp", &g->schema,
-                                NULL, 0));
+    ASSERT_OK(
+        tdm__schema_parse("user:string, ts:timestamp", &g->schema, NULL, 0));
     g->conf.name = "clicks";
     g->conf.type = TDM__SRC_KAFKA;
     g->conf.format = TDM__FMT_JSON;

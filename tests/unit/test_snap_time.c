@@ -73,13 +73,13 @@ static void trace_cb(void *opaque, const tdm_event *ev)
 /* ---- Scripts ---- */
 
 enum {
-    OP_REC,     /* record a (split / channel b) with timestamp c */
-    OP_TIME,    /* clock += a */
-    OP_TICK,    /* advance (periodic emission, reports) */
-    OP_WM,      /* explicit watermark c on split / channel b */
-    OP_STATUS,  /* split / channel b idle = c */
-    OP_FINISH,  /* split b finished */
-    OP_ANNOUNCE,/* alignment: max watermark c */
+    OP_REC,      /* record a (split / channel b) with timestamp c */
+    OP_TIME,     /* clock += a */
+    OP_TICK,     /* advance (periodic emission, reports) */
+    OP_WM,       /* explicit watermark c on split / channel b */
+    OP_STATUS,   /* split / channel b idle = c */
+    OP_FINISH,   /* split b finished */
+    OP_ANNOUNCE, /* alignment: max watermark c */
     OP_END
 };
 
@@ -120,8 +120,8 @@ static tdm_wm_strategy *bounded_strategy(tdm_time_ms bound, int on_event,
     return s;
 }
 
-static void gen_rig_new(gen_rig *g, const tdm_wm_strategy *s,
-                        tdm_time_ms now, trace *t)
+static void gen_rig_new(gen_rig *g, const tdm_wm_strategy *s, tdm_time_ms now,
+                        trace *t)
 {
     ASSERT_OK(tdm_clock_new_manual(now, &g->clk));
     ASSERT_OK(tdm_wmgen_new(s, g->clk, trace_cb, t, &g->gen));
@@ -160,16 +160,13 @@ static void gen_step(gen_rig *g, const op *o)
 /* Bounded 5 ms, interval 100, idle after 250: records, silence long
  * enough to go idle, records again (ACTIVE), silence, end. */
 static const op gen_script[] = {
-    {OP_REC, 0, 1000},  {OP_REC, 0, 990},   {OP_TIME, 60, 0},
-    {OP_TICK, 0, 0},    {OP_TIME, 50, 0},   {OP_TICK, 0, 0},
-    {OP_REC, 0, 1200},  {OP_TIME, 100, 0},  {OP_TICK, 0, 0},
-    {OP_TIME, 100, 0},  {OP_TICK, 0, 0},    {OP_TIME, 100, 0},
-    {OP_TICK, 0, 0},    {OP_TIME, 100, 0},  {OP_TICK, 0, 0},
-    {OP_TIME, 100, 0},  {OP_TICK, 0, 0},    {OP_TIME, 100, 0},
-    {OP_TICK, 0, 0},    {OP_REC, 0, 1300},  {OP_TIME, 30, 0},
-    {OP_TICK, 0, 0},    {OP_TIME, 80, 0},   {OP_TICK, 0, 0},
-    {OP_REC, 0, 1250},  {OP_TIME, 100, 0},  {OP_TICK, 0, 0},
-    {OP_END, 0, 0},
+    {OP_REC, 0, 1000}, {OP_REC, 0, 990},  {OP_TIME, 60, 0},  {OP_TICK, 0, 0},
+    {OP_TIME, 50, 0},  {OP_TICK, 0, 0},   {OP_REC, 0, 1200}, {OP_TIME, 100, 0},
+    {OP_TICK, 0, 0},   {OP_TIME, 100, 0}, {OP_TICK, 0, 0},   {OP_TIME, 100, 0},
+    {OP_TICK, 0, 0},   {OP_TIME, 100, 0}, {OP_TICK, 0, 0},   {OP_TIME, 100, 0},
+    {OP_TICK, 0, 0},   {OP_TIME, 100, 0}, {OP_TICK, 0, 0},   {OP_REC, 0, 1300},
+    {OP_TIME, 30, 0},  {OP_TICK, 0, 0},   {OP_TIME, 80, 0},  {OP_TICK, 0, 0},
+    {OP_REC, 0, 1250}, {OP_TIME, 100, 0}, {OP_TICK, 0, 0},   {OP_END, 0, 0},
 };
 #define N_GEN_SCRIPT ((int)(sizeof gen_script / sizeof gen_script[0]))
 
@@ -311,8 +308,7 @@ typedef struct reader_rig {
 } reader_rig;
 
 static void reader_rig_new(reader_rig *g, const tdm_wm_strategy *s,
-                           int n_splits, bool align, tdm_time_ms now,
-                           trace *t)
+                           int n_splits, bool align, tdm_time_ms now, trace *t)
 {
     ASSERT_OK(tdm_clock_new_manual(now, &g->clk));
     ASSERT_OK(tdm_reader_new(n_splits, s, g->clk, trace_cb, t, &g->r));
@@ -377,19 +373,19 @@ static void reader_step(reader_rig *g, const op *o, trace *t)
  * announcement that pauses a split and the reader, one that resumes
  * them, a finished split, then the end. */
 static const op reader_script[] = {
-    {OP_REC, 0, 100},      {OP_REC, 1, 200},      {OP_REC, 2, 150},
-    {OP_TIME, 100, 0},     {OP_TICK, 0, 0},       {OP_REC, 0, 300},
-    {OP_REC, 1, 250},      {OP_TIME, 100, 0},     {OP_TICK, 0, 0},
-    {OP_ANNOUNCE, 0, 200}, {OP_REC, 0, 320},      {OP_REC, 1, 260},
-    {OP_TIME, 100, 0},     {OP_TICK, 0, 0},       {OP_TIME, 100, 0},
-    {OP_TICK, 0, 0},       {OP_ANNOUNCE, 0, 1000},{OP_REC, 1, 400},
-    {OP_REC, 0, 410},      {OP_TIME, 100, 0},     {OP_TICK, 0, 0},
-    {OP_WM, 1, 500},       {OP_STATUS, 0, 1},     {OP_TIME, 100, 0},
-    {OP_TICK, 0, 0},       {OP_STATUS, 0, 0},     {OP_FINISH, 2, 0},
-    {OP_REC, 0, 600},      {OP_REC, 1, 650},      {OP_TIME, 100, 0},
-    {OP_TICK, 0, 0},       {OP_TIME, 100, 0},     {OP_TICK, 0, 0},
-    {OP_TIME, 100, 0},     {OP_TICK, 0, 0},       {OP_REC, 1, 700},
-    {OP_TIME, 100, 0},     {OP_TICK, 0, 0},       {OP_END, 0, 0},
+    {OP_REC, 0, 100},      {OP_REC, 1, 200},       {OP_REC, 2, 150},
+    {OP_TIME, 100, 0},     {OP_TICK, 0, 0},        {OP_REC, 0, 300},
+    {OP_REC, 1, 250},      {OP_TIME, 100, 0},      {OP_TICK, 0, 0},
+    {OP_ANNOUNCE, 0, 200}, {OP_REC, 0, 320},       {OP_REC, 1, 260},
+    {OP_TIME, 100, 0},     {OP_TICK, 0, 0},        {OP_TIME, 100, 0},
+    {OP_TICK, 0, 0},       {OP_ANNOUNCE, 0, 1000}, {OP_REC, 1, 400},
+    {OP_REC, 0, 410},      {OP_TIME, 100, 0},      {OP_TICK, 0, 0},
+    {OP_WM, 1, 500},       {OP_STATUS, 0, 1},      {OP_TIME, 100, 0},
+    {OP_TICK, 0, 0},       {OP_STATUS, 0, 0},      {OP_FINISH, 2, 0},
+    {OP_REC, 0, 600},      {OP_REC, 1, 650},       {OP_TIME, 100, 0},
+    {OP_TICK, 0, 0},       {OP_TIME, 100, 0},      {OP_TICK, 0, 0},
+    {OP_TIME, 100, 0},     {OP_TICK, 0, 0},        {OP_REC, 1, 700},
+    {OP_TIME, 100, 0},     {OP_TICK, 0, 0},        {OP_END, 0, 0},
     {OP_TIME, 100, 0},     {OP_TICK, 0, 0},
 };
 #define N_READER_SCRIPT ((int)(sizeof reader_script / sizeof reader_script[0]))
@@ -531,13 +527,11 @@ TDM_TEST(reader_split_alone)
 /* ---- Valve and combiner ---- */
 
 static const op valve_script[] = {
-    {OP_WM, 0, 10},     {OP_WM, 1, 20},     {OP_WM, 2, 25},
-    {OP_WM, 0, 30},     {OP_STATUS, 1, 1},  {OP_STATUS, 0, 1},
-    {OP_STATUS, 1, 0},  {OP_STATUS, 0, 0},  {OP_WM, 1, 35},
-    {OP_STATUS, 2, 1},  {OP_STATUS, 1, 1},  {OP_STATUS, 0, 1},
-    {OP_STATUS, 2, 0},  {OP_WM, 2, 31},     {OP_WM, 2, 40},
-    {OP_STATUS, 0, 0},  {OP_WM, 0, 45},     {OP_STATUS, 1, 0},
-    {OP_WM, 1, 50},     {OP_END, 0, 0},
+    {OP_WM, 0, 10},    {OP_WM, 1, 20},    {OP_WM, 2, 25},    {OP_WM, 0, 30},
+    {OP_STATUS, 1, 1}, {OP_STATUS, 0, 1}, {OP_STATUS, 1, 0}, {OP_STATUS, 0, 0},
+    {OP_WM, 1, 35},    {OP_STATUS, 2, 1}, {OP_STATUS, 1, 1}, {OP_STATUS, 0, 1},
+    {OP_STATUS, 2, 0}, {OP_WM, 2, 31},    {OP_WM, 2, 40},    {OP_STATUS, 0, 0},
+    {OP_WM, 0, 45},    {OP_STATUS, 1, 0}, {OP_WM, 1, 50},    {OP_END, 0, 0},
 };
 #define N_VALVE_SCRIPT ((int)(sizeof valve_script / sizeof valve_script[0]))
 

@@ -71,8 +71,7 @@ TDM_TEST(keys_forgotten_after_last_unref_and_id_reused)
     ASSERT_OK(tdm__keys_intern(ks, "k3", 2, &again));
     ASSERT_EQ(again, a);
     ASSERT_STR_EQ(tdm__keys_get(ks, again, NULL), "k3");
-    ASSERT_TRUE(tdm__keys_find(ks, "k2", 2, tdm__keys_hash("k2", 2),
-                               &found));
+    ASSERT_TRUE(tdm__keys_find(ks, "k2", 2, tdm__keys_hash("k2", 2), &found));
     ASSERT_EQ(found, b);
     tdm__keys_destroy(ks);
 }
@@ -143,8 +142,7 @@ TDM_TEST(keys_oom_reports_nomem_and_keeps_table_usable)
             ASSERT_ERR(e, TDM_ERR_NOMEM);
             failures++;
             ASSERT_TRUE(!tdm__keys_find(ks, buf, (size_t)len,
-                                        tdm__keys_hash(buf, (size_t)len),
-                                        &id));
+                                        tdm__keys_hash(buf, (size_t)len), &id));
         }
     }
     ASSERT_TRUE(failures > 0);
@@ -157,7 +155,7 @@ TDM_TEST(keys_oom_reports_nomem_and_keeps_table_usable)
 
 static tdm__ns ns2(tdm_time_ms a, tdm_time_ms b)
 {
-    tdm__ns n = { a, b };
+    tdm__ns n = {a, b};
     return n;
 }
 
@@ -203,8 +201,8 @@ TDM_TEST(kv_slot_pointers_stable_across_growth)
         ptr[i][2] = -i;
     }
     for (int i = 0; i < N; i++) {
-        int64_t *p = tdm__kv_get(kv, (uint32_t)(i % 97),
-                                 ns2(i, TDM_TIME_MAX - i));
+        int64_t *p =
+            tdm__kv_get(kv, (uint32_t)(i % 97), ns2(i, TDM_TIME_MAX - i));
         ASSERT_TRUE(p == ptr[i]);
         ASSERT_EQ(p[0], i);
         ASSERT_EQ(p[2], -i);
@@ -244,7 +242,7 @@ TDM_TEST(kv_each_of_key_and_each)
     for (int i = 1; i <= 3; i++)
         *(int64_t *)tdm__kv_upsert(kv, 3, ns2(10 * i, 0), NULL) = i;
     *(int64_t *)tdm__kv_upsert(kv, 4, ns2(100, 0), NULL) = 50;
-    struct collect c = { 0, 0, 0 };
+    struct collect c = {0, 0, 0};
     tdm__kv_each_of_key(kv, 3, collect_of_key, &c);
     ASSERT_EQ(c.n, 3);
     ASSERT_EQ(c.sum_a, 60);
@@ -314,7 +312,7 @@ TDM_TEST(kv_random_against_model)
         ASSERT_EQ(tdm__kv_count(kv), count);
     }
     for (uint32_t k = 0; k < K; k++) {
-        struct collect c = { 0, 0, 0 };
+        struct collect c = {0, 0, 0};
         int64_t want_n = 0, want_val = 0;
         for (int w = 0; w < W; w++)
             if (present[k][w]) {
@@ -397,7 +395,7 @@ TDM_TEST(timers_deduplicate_exact_triples_and_delete)
     ASSERT_TRUE(tdm__timers_has(t, 1999, 1, ns2(0, 2000)));
     tdm__timers_del(t, 1999, 1, ns2(0, 2000));
     tdm__timers_del(t, 1999, 1, ns2(0, 2000)); /* absent: no-op */
-    tdm__timers_del(t, 5, 9, ns2(0, 0));      /* never added */
+    tdm__timers_del(t, 5, 9, ns2(0, 0));       /* never added */
     ASSERT_TRUE(!tdm__timers_has(t, 1999, 1, ns2(0, 2000)));
     ASSERT_TRUE(tdm__timers_has(t, 1999, 2, ns2(0, 2000)));
     ASSERT_EQ(tdm__timers_count(t), 3);
@@ -460,18 +458,16 @@ TDM_TEST(timers_random_against_model)
         int op = (int)(rng_next(&seed) % 10);
         int found = -1;
         for (int i = 0; i < n; i++)
-            if (model[i].time == time && model[i].key == key &&
-                model[i].a == a)
+            if (model[i].time == time && model[i].key == key && model[i].a == a)
                 found = i;
         if (op < 5 && n < MAXN) {
             ASSERT_OK(tdm__timers_add(t, time, key, ns2(a, -a)));
             if (found < 0) {
-                struct m e = { time, key, a, seq++ };
+                struct m e = {time, key, a, seq++};
                 model[n++] = e;
             }
         } else if (op < 7) {
-            ASSERT_EQ(tdm__timers_has(t, time, key, ns2(a, -a)),
-                      found >= 0);
+            ASSERT_EQ(tdm__timers_has(t, time, key, ns2(a, -a)), found >= 0);
             tdm__timers_del(t, time, key, ns2(a, -a));
             if (found >= 0)
                 model[found] = model[--n];
@@ -570,9 +566,14 @@ TDM_TEST(ws_keys_intern_find_drop)
     tdm__wstore *ws = tdm__ws_new(1, false);
     ASSERT_TRUE(ws != NULL);
     ASSERT_EQ(tdm__ws_bytes(ws), 0);
-    static const char *const keys[] = { "", "a", "abc", "abcd", "abcdefgh",
-                                        "abcdefghi", "abcdefghijklmnop",
-                                        "abcdefghijklmnopq" };
+    static const char *const keys[] = {"",
+                                       "a",
+                                       "abc",
+                                       "abcd",
+                                       "abcdefgh",
+                                       "abcdefghi",
+                                       "abcdefghijklmnop",
+                                       "abcdefghijklmnopq"};
     uint32_t ids[8];
     for (int i = 0; i < 8; i++)
         ids[i] = ws_intern(ws, keys[i], strlen(keys[i]));
@@ -618,14 +619,13 @@ TDM_TEST(ws_cells_inline_then_spilled)
             tdm__ws_cell *c = tdm__ws_cell_add(ws, k, sids[i]);
             ASSERT_TRUE(c != NULL);
             c->v[0] = i;
-            ASSERT_EQ(!!(c->span & TDM__WS_SPILL_BIT),
-                      i >= (int)ws->n_inline);
+            ASSERT_EQ(!!(c->span & TDM__WS_SPILL_BIT), i >= (int)ws->n_inline);
         }
         ASSERT_EQ(ws->n_cells, 4);
         ASSERT_EQ(ws->n_spilled, 4 - ws->n_inline);
         for (int i = 0; i < 4; i++) {
-            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k,
-                                              sids[i]);
+            tdm__ws_cell *c =
+                tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k, sids[i]);
             ASSERT_TRUE(c != NULL);
             ASSERT_DBL_EQ(c->v[0], i);
             ASSERT_EQ(tdm__ws_span_at(ws, sids[i])->n, 1);
@@ -633,8 +633,8 @@ TDM_TEST(ws_cells_inline_then_spilled)
         }
         /* Releasing the last cell drops the key. */
         for (int i = 0; i < 4; i++) {
-            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k,
-                                              sids[i]);
+            tdm__ws_cell *c =
+                tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k, sids[i]);
             tdm__ws_cell_release(ws, k, c);
             tdm__ws_span_free(ws, sids[i]);
             ASSERT_EQ(ws->live_keys, i < 3 ? 1 : 0);
@@ -721,8 +721,8 @@ static void ws_random_case(bool one_window)
     uint32_t sids[N_SPANS];
     tdm_time_ms next_start = 0;
     for (int s = 0; s < N_SPANS; s++, next_start++)
-        ASSERT_OK(tdm__ws_span_get(ws, next_start, next_start + 1, 0, 0,
-                                   false, &sids[s]));
+        ASSERT_OK(tdm__ws_span_get(ws, next_start, next_start + 1, 0, 0, false,
+                                   &sids[s]));
     uint64_t rs = 7;
     char buf[48];
     size_t cells = 0, rebuilt = 0, max_live = 0;
@@ -750,8 +750,8 @@ static void ws_random_case(bool one_window)
             has[i][s] = 1;
             cells++;
         } else {
-            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id),
-                                              id, sids[s]);
+            tdm__ws_cell *c =
+                tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id, sids[s]);
             ASSERT_TRUE(c != NULL);
             ASSERT_DBL_EQ(c->v[0], i * 10.0 + s);
         }
@@ -777,8 +777,8 @@ static void ws_random_case(bool one_window)
                 cells--;
             }
             tdm__ws_span_free(ws, sids[d]);
-            ASSERT_OK(tdm__ws_span_get(ws, next_start, next_start + 1, 0,
-                                       0, false, &sids[d]));
+            ASSERT_OK(tdm__ws_span_get(ws, next_start, next_start + 1, 0, 0,
+                                       false, &sids[d]));
             next_start++;
             size_t slots = ws->slots;
             tdm__ws_compact(ws);
@@ -807,8 +807,8 @@ static void ws_random_case(bool one_window)
         for (int s = 0; s < N_SPANS; s++) {
             if (!has[i][s])
                 continue;
-            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id),
-                                              id, sids[s]);
+            tdm__ws_cell *c =
+                tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id, sids[s]);
             ASSERT_TRUE(c != NULL);
             ASSERT_DBL_EQ(c->v[0], i * 10.0 + s);
         }
@@ -856,8 +856,8 @@ TDM_TEST(ws_oom_leaves_store_unchanged)
         tdm__alloc_fail_after(0);
         if (!c) {
             ASSERT_EQ(ws->n_cells, cells);
-            ASSERT_TRUE(tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id,
-                                        sid) == NULL);
+            ASSERT_TRUE(tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id, sid) ==
+                        NULL);
             c = tdm__ws_cell_add(ws, id, sid);
             ASSERT_TRUE(c != NULL);
         }
@@ -868,15 +868,15 @@ TDM_TEST(ws_oom_leaves_store_unchanged)
     for (tdm_time_ms t = 100; t < 140; t++) {
         uint32_t other;
         tdm__alloc_fail_after(1);
-        tdm_err err = tdm__ws_span_get(ws, t, t + 10, t + 9, t + 9, false,
-                                       &other);
+        tdm_err err =
+            tdm__ws_span_get(ws, t, t + 10, t + 9, t + 9, false, &other);
         tdm__alloc_fail_after(0);
         if (err != TDM_OK) {
             ASSERT_ERR(err, TDM_ERR_NOMEM);
             ASSERT_EQ(tdm__ws_span_find(ws, t, t + 10), TDM__WS_NONE);
             failed++;
-            ASSERT_OK(tdm__ws_span_get(ws, t, t + 10, t + 9, t + 9, false,
-                                       &other));
+            ASSERT_OK(
+                tdm__ws_span_get(ws, t, t + 10, t + 9, t + 9, false, &other));
         }
         ASSERT_EQ(tdm__ws_span_find(ws, t, t + 10), other);
     }
@@ -889,8 +889,7 @@ TDM_TEST(ws_oom_leaves_store_unchanged)
             continue;
         id = ws_find(ws, buf, len);
         ASSERT_TRUE(id != TDM__WS_NONE);
-        tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id,
-                                          sid);
+        tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id, sid);
         ASSERT_TRUE(c != NULL);
         ASSERT_DBL_EQ(c->v[0], i);
     }
@@ -966,11 +965,11 @@ TDM_TEST(ws_churning_windows_keep_one_table)
         /* This window's keys are all there, with their values. */
         for (uint32_t i = 0; i < PER_WIN; i++) {
             uint32_t k = w * PER_WIN + i;
-            uint32_t id = tdm__ws_find(ws, (const char *)&k, 4,
-                                       tdm__ws_hash(&k, 4));
+            uint32_t id =
+                tdm__ws_find(ws, (const char *)&k, 4, tdm__ws_hash(&k, 4));
             ASSERT_TRUE(id != TDM__WS_NONE);
-            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id),
-                                              id, sid);
+            tdm__ws_cell *c =
+                tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id, sid);
             ASSERT_TRUE(c != NULL);
             ASSERT_DBL_EQ(c->v[0], k);
         }
@@ -1016,8 +1015,8 @@ TDM_TEST(ws_rehash_in_place_renumbers)
     for (uint32_t i = 0; i < 1190; i++) {
         if (i % 4 == 0)
             continue;
-        uint32_t id = tdm__ws_find(ws, (const char *)&i, 4,
-                                   tdm__ws_hash(&i, 4));
+        uint32_t id =
+            tdm__ws_find(ws, (const char *)&i, 4, tdm__ws_hash(&i, 4));
         tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, id), id, a);
         tdm__ws_cell_release(ws, id, c);
     }
@@ -1030,8 +1029,8 @@ TDM_TEST(ws_rehash_in_place_renumbers)
     ASSERT_EQ(ws->slots, before);
     ASSERT_EQ(ws->deleted, 0);
     for (uint32_t i = 0; i < 1190; i++) {
-        uint32_t id = tdm__ws_find(ws, (const char *)&i, 4,
-                                   tdm__ws_hash(&i, 4));
+        uint32_t id =
+            tdm__ws_find(ws, (const char *)&i, 4, tdm__ws_hash(&i, 4));
         ASSERT_EQ(id != TDM__WS_NONE, i % 4 == 0);
         if (id == TDM__WS_NONE)
             continue;
@@ -1054,8 +1053,8 @@ TDM_TEST(ws_rehash_in_place_renumbers)
             uint32_t k = sp->members[m];
             if (k == TDM__WS_NONE)
                 continue;
-            tdm__ws_cell *c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k,
-                                              sid);
+            tdm__ws_cell *c =
+                tdm__ws_cell_of(ws, tdm__ws_key_at(ws, k), k, sid);
             if (!c)
                 continue;
             uint32_t ki;
@@ -1114,8 +1113,9 @@ TDM_TEST(ws_small_entries_grow_when_keys_overlap_windows)
         ASSERT_TRUE(c != NULL);
         ASSERT_EQ(!!(c->span & TDM__WS_SPILL_BIT), i == 0);
         ASSERT_DBL_EQ(c->v[0], i * 10.0 + 1);
-        ASSERT_EQ(tdm__ws_fires(c), i == 0 ? (uint64_t)UINT32_MAX + 1
-                                           : i == 1 ? 5 : 0);
+        ASSERT_EQ(tdm__ws_fires(c), i == 0   ? (uint64_t)UINT32_MAX + 1
+                                    : i == 1 ? 5
+                                             : 0);
     }
     /* Members still name each key once per span. */
     ASSERT_EQ(tdm__ws_span_at(ws, a)->n, 100);
@@ -1144,9 +1144,9 @@ TDM_TEST(ws_entries_grow_to_128_bytes_for_sliding_windows)
     enum { KEYS = 1190, TRIALS = 24 };
     for (uint32_t run = 0; run < 2 * TRIALS; run++) {
         uint32_t nv = 1 + run % 2;
-        uint32_t base = run / 2 * 100000; /* other keys, other layouts */
-        uint32_t want_inline = nv == 1 ? 7 : 4;   /* (128 - 16) / (8 + 8nv) */
-        uint32_t was_inline = nv == 1 ? 2 : 1;    /* 32 / (8 + 8nv) */
+        uint32_t base = run / 2 * 100000;       /* other keys, other layouts */
+        uint32_t want_inline = nv == 1 ? 7 : 4; /* (128 - 16) / (8 + 8nv) */
+        uint32_t was_inline = nv == 1 ? 2 : 1;  /* 32 / (8 + 8nv) */
         tdm__wstore *ws = tdm__ws_new(nv, false);
         ASSERT_EQ(ws->eshift, 6);
         ASSERT_EQ(ws->n_inline, was_inline);
@@ -1204,7 +1204,7 @@ TDM_TEST(ws_entries_grow_to_128_bytes_for_sliding_windows)
         uint64_t gen = ws->gen;
         resizes = ws->resizes;
         tdm__ws_compact(ws);
-        ASSERT_EQ(ws->gen, gen + 1);      /* rehashed in place */
+        ASSERT_EQ(ws->gen, gen + 1); /* rehashed in place */
         ASSERT_EQ(ws->resizes, resizes);
         ASSERT_EQ(ws->slots, slots);
         ASSERT_EQ(ws->deleted, 0);

@@ -71,8 +71,8 @@ TDM_TEST(time_parse_units)
 TDM_TEST(schema_check_and_field_types)
 {
     char msg[200] = "x";
-    ASSERT_OK(tdm_schema_check("ts:timestamp, k:string, n:int64", msg,
-                               sizeof msg));
+    ASSERT_OK(
+        tdm_schema_check("ts:timestamp, k:string, n:int64", msg, sizeof msg));
     ASSERT_STR_EQ(msg, "");
     ASSERT_ERR(tdm_schema_check("ts:nope", msg, sizeof msg), TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(msg, "nope") != NULL);
@@ -133,8 +133,7 @@ static void write_file(const char *dir, const char *name, const char *text,
 
 /* A job with file source "s": @p schema, timestamp field ts, batch.size
  * @p batch, partition.field @p pf (NULL: by file). */
-static tdm_job *scan_job(const char *schema, const char *batch,
-                         const char *pf)
+static tdm_job *scan_job(const char *schema, const char *batch, const char *pf)
 {
     tdm_job *job;
     tdm_node *src;
@@ -157,11 +156,11 @@ TDM_TEST(source_scan_interleaves_files_by_batch)
                sizeof a);
     write_file(dir, "b.jsonl", "{\"ts\":10}\n", b, sizeof b);
     tdm_job *job = scan_job("ts:int64", "2", NULL);
-    const char *paths[] = { a, b };
-    bad_lines bad = { 0, "" };
+    const char *paths[] = {a, b};
+    bad_lines bad = {0, ""};
     tdm_source_scan *sc;
-    ASSERT_OK(tdm_source_scan_new(job, "s", paths, 2, on_bad, &bad, &sc,
-                                  NULL, 0));
+    ASSERT_OK(
+        tdm_source_scan_new(job, "s", paths, 2, on_bad, &bad, &sc, NULL, 0));
     /* Poll 1: a1 a2 (full).  Poll 2 starts with b: b10, b ends, then a3
      * fills the batch; b's end follows the batch's rows.  Poll 3: a's bad
      * line, a4, a ends.  Then the end, again and again. */
@@ -169,11 +168,11 @@ TDM_TEST(source_scan_interleaves_files_by_batch)
         tdm_scan_item item;
         int part;
         tdm_time_ms ts;
-    } want[] = { { TDM_SCAN_RECORD, 0, 1 },        { TDM_SCAN_RECORD, 0, 2 },
-                 { TDM_SCAN_RECORD, 1, 10 },       { TDM_SCAN_RECORD, 0, 3 },
-                 { TDM_SCAN_PARTITION_END, 1, 0 }, { TDM_SCAN_RECORD, 0, 4 },
-                 { TDM_SCAN_PARTITION_END, 0, 0 }, { TDM_SCAN_END, -1, 0 },
-                 { TDM_SCAN_END, -1, 0 } };
+    } want[] = {{TDM_SCAN_RECORD, 0, 1},        {TDM_SCAN_RECORD, 0, 2},
+                {TDM_SCAN_RECORD, 1, 10},       {TDM_SCAN_RECORD, 0, 3},
+                {TDM_SCAN_PARTITION_END, 1, 0}, {TDM_SCAN_RECORD, 0, 4},
+                {TDM_SCAN_PARTITION_END, 0, 0}, {TDM_SCAN_END, -1, 0},
+                {TDM_SCAN_END, -1, 0}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tdm_scan_item item;
         const tdm_row *row;
@@ -212,12 +211,12 @@ TDM_TEST(source_scan_fields_keys_and_partition_names)
                "{\"ts\":2,\"p\":null,\"arr\":\"soon\",\"k\":\"v\"}\n"
                "{\"ts\":3,\"p\":\"x\",\"k\":\"u\"}\n",
                a, sizeof a);
-    tdm_job *job = scan_job("ts:int64, p:string, arr:string, k:string",
-                            "1024", "p");
-    const char *paths[] = { a };
+    tdm_job *job =
+        scan_job("ts:int64, p:string, arr:string, k:string", "1024", "p");
+    const char *paths[] = {a};
     tdm_source_scan *sc;
-    ASSERT_OK(tdm_source_scan_new(job, "s", paths, 1, NULL, NULL, &sc,
-                                  NULL, 0));
+    ASSERT_OK(
+        tdm_source_scan_new(job, "s", paths, 1, NULL, NULL, &sc, NULL, 0));
     tdm_scan_item item;
     const tdm_row *rows[3];
     int parts[3];
@@ -242,12 +241,10 @@ TDM_TEST(source_scan_fields_keys_and_partition_names)
     tdm_time_ms t;
     ASSERT_OK(tdm_source_scan_field_time(sc, rows[0], 2, &t));
     ASSERT_EQ(t, 5);
-    ASSERT_ERR(tdm_source_scan_field_time(sc, rows[1], 2, &t),
-               TDM_ERR_PARSE);
+    ASSERT_ERR(tdm_source_scan_field_time(sc, rows[1], 2, &t), TDM_ERR_PARSE);
     ASSERT_ERR(tdm_source_scan_field_time(sc, rows[2], 2, &t),
                TDM_ERR_NO_TIMESTAMP);
-    ASSERT_ERR(tdm_source_scan_field_time(sc, rows[0], 9, &t),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_source_scan_field_time(sc, rows[0], 9, &t), TDM_ERR_INVAL);
     int bad_field = 7;
     const char *k;
     size_t kl;
@@ -273,15 +270,15 @@ TDM_TEST(source_scan_refuses)
     char msg[256];
     tdm_source_scan *sc = (tdm_source_scan *)1;
     tdm_job *job = scan_job("ts:int64", "16", NULL);
-    const char *none[] = { "/nonexistent-tdm-scan/x.jsonl" };
+    const char *none[] = {"/nonexistent-tdm-scan/x.jsonl"};
     ASSERT_ERR(tdm_source_scan_new(job, "s", none, 1, NULL, NULL, &sc, msg,
                                    sizeof msg),
                TDM_ERR_IO);
     ASSERT_TRUE(sc == NULL);
     ASSERT_TRUE(strstr(msg, "cannot open '/nonexistent-tdm-scan/x.jsonl'") ==
                 msg);
-    ASSERT_ERR(tdm_source_scan_new(job, "nope", none, 1, NULL, NULL, &sc,
-                                   msg, sizeof msg),
+    ASSERT_ERR(tdm_source_scan_new(job, "nope", none, 1, NULL, NULL, &sc, msg,
+                                   sizeof msg),
                TDM_ERR_INVAL);
     ASSERT_ERR(tdm_source_scan_new(job, "s", none, 0, NULL, NULL, &sc, msg,
                                    sizeof msg),
@@ -311,8 +308,10 @@ TDM_TEST(dead_letters_write_json_lines)
     snprintf(path, sizeof path, "%s/dl.jsonl", dir);
     tdm_dead_letters *dl;
     ASSERT_OK(tdm_dead_letters_open(path, &dl, msg, sizeof msg));
-    ASSERT_OK(tdm_dead_letters_write(dl, "in.jsonl:3", "field 'ts' is "
-                                     "missing", "{\"a\":1}", 7));
+    ASSERT_OK(tdm_dead_letters_write(dl, "in.jsonl:3",
+                                     "field 'ts' is "
+                                     "missing",
+                                     "{\"a\":1}", 7));
     ASSERT_OK(tdm_dead_letters_close(dl, msg, sizeof msg));
     ASSERT_OK(tdm_dead_letters_close(NULL, msg, sizeof msg));
     FILE *f = fopen(path, "r");
@@ -326,8 +325,7 @@ TDM_TEST(dead_letters_write_json_lines)
     char below[300];
     snprintf(below, sizeof below, "%s/dl.jsonl", path);
     msg[0] = '\0';
-    ASSERT_ERR(tdm_dead_letters_open(below, &dl, msg, sizeof msg),
-               TDM_ERR_IO);
+    ASSERT_ERR(tdm_dead_letters_open(below, &dl, msg, sizeof msg), TDM_ERR_IO);
     ASSERT_TRUE(msg[0] != '\0');
     unlink(path);
     rmdir(dir);

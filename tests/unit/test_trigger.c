@@ -71,8 +71,8 @@ static tdm_winop *mk(tdm_assigner *a, tdm_trigger *t, tdm_agg_kind kind,
     tdm_winop *op;
     char buf[128];
     ASSERT_OK(tdm_aggregate_new(kind, &agg));
-    ASSERT_OK(tdm_winop_new(a, t, agg, 1, clk, collect, s, &op, buf,
-                            sizeof buf));
+    ASSERT_OK(
+        tdm_winop_new(a, t, agg, 1, clk, collect, s, &op, buf, sizeof buf));
     return op;
 }
 
@@ -98,7 +98,7 @@ static void push(tdm_winop *op, const char *key, tdm_time_ms ts, double v)
  * the watermark (R3.1). */
 TDM_TEST(event_time_fires_at_end_minus_one)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_trigger *t;
     ASSERT_OK(tdm_trigger_new_event_time(&t));
     tdm_winop *op = mk(tumbling(2000), t, TDM_AGG_SUM, NULL, &s);
@@ -129,7 +129,7 @@ TDM_TEST(event_time_fires_at_end_minus_one)
  * then LATE 6+7 = 13 (pane 2). */
 TDM_TEST(event_time_late_firings_accumulate)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(1000), NULL, TDM_AGG_SUM, NULL, &s);
     ASSERT_OK(tdm_winop_set_allowed_lateness(op, 500, NULL, 0));
     push(op, "a", 10, 1);
@@ -151,7 +151,7 @@ TDM_TEST(event_time_late_firings_accumulate)
 /* The event-time trigger on the global window fires once, at end. */
 TDM_TEST(event_time_on_global_fires_only_at_end)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_assigner *a;
     tdm_trigger *t;
     ASSERT_OK(tdm_assigner_new_global(&a));
@@ -179,11 +179,10 @@ TDM_TEST(event_time_on_global_fires_only_at_end)
  * silently at cleanup and at end of input. */
 TDM_TEST(count_trigger_never_fires_on_time)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_trigger *t;
     char buf[64];
-    ASSERT_ERR(tdm_trigger_new_count(0, &t, buf, sizeof buf),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_trigger_new_count(0, &t, buf, sizeof buf), TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "count") != NULL);
     ASSERT_OK(tdm_trigger_new_count(2, &t, NULL, 0));
     tdm_winop *op = mk(tumbling(1000), t, TDM_AGG_COUNT, NULL, &s);
@@ -211,7 +210,7 @@ TDM_TEST(count_trigger_never_fires_on_time)
  * all EARLY except the last (ON_TIME). */
 TDM_TEST(continuous_epoch_aligned_and_several_per_watermark)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_assigner *a;
     tdm_trigger *t;
     char buf[64];
@@ -251,7 +250,7 @@ TDM_TEST(continuous_epoch_aligned_and_several_per_watermark)
  * as the final one, which fires exactly once at watermark -1. */
 TDM_TEST(continuous_fire_time_capped_at_max_timestamp)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_trigger *t;
     ASSERT_OK(tdm_trigger_new_continuous_event_time(3000, &t, NULL, 0));
     tdm_winop *op = mk(tumbling(10000), t, TDM_AGG_COUNT, NULL, &s);
@@ -272,7 +271,7 @@ TDM_TEST(continuous_fire_time_capped_at_max_timestamp)
  * input (timestamp MAX) instead of walking to MAX. */
 TDM_TEST(continuous_on_global_fires_once_at_end)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_assigner *a;
     tdm_trigger *t;
     ASSERT_OK(tdm_assigner_new_global(&a));
@@ -301,7 +300,7 @@ TDM_TEST(continuous_on_global_fires_once_at_end)
  * 10^15 + 1000 fires once more. */
 TDM_TEST(continuous_on_global_far_watermark_fires_once)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_assigner *a;
     tdm_trigger *t;
     ASSERT_OK(tdm_assigner_new_global(&a));
@@ -333,9 +332,9 @@ TDM_TEST(continuous_on_processing_time_windows_is_refused)
     ASSERT_OK(tdm_assigner_set_processing_time(a));
     ASSERT_OK(tdm_trigger_new_continuous_event_time(100, &t, NULL, 0));
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
-    ASSERT_ERR(tdm_winop_new(a, t, agg, 1, clk, collect, NULL, &op, buf,
-                             sizeof buf),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_winop_new(a, t, agg, 1, clk, collect, NULL, &op, buf, sizeof buf),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "continuous_event_time") != NULL);
     ASSERT_TRUE(op == NULL);
     tdm_clock_destroy(clk);
@@ -349,7 +348,7 @@ TDM_TEST(continuous_on_processing_time_windows_is_refused)
  * at 9999 is empty again. */
 TDM_TEST(purging_continuous_skips_empty_panes)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_trigger *inner, *t;
     ASSERT_OK(tdm_trigger_new_continuous_event_time(3000, &inner, NULL, 0));
     ASSERT_OK(tdm_trigger_new_purging(inner, &t));
@@ -377,7 +376,7 @@ TDM_TEST(purging_continuous_skips_empty_panes)
 /* The global window's default trigger never fires, not even at end. */
 TDM_TEST(never_trigger_keeps_global_contents)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_assigner *a;
     ASSERT_OK(tdm_assigner_new_global(&a));
     tdm_winop *op = mk(a, NULL, TDM_AGG_COUNT, NULL, &s);
@@ -397,7 +396,7 @@ TDM_TEST(never_trigger_keeps_global_contents)
  * end of input does not fire it (R7.3). */
 TDM_TEST(processing_time_trigger_fires_at_end_minus_one)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_clock *clk;
     tdm_assigner *a;
     ASSERT_OK(tdm_clock_new_manual(100, &clk));
@@ -462,12 +461,12 @@ static void my_clear(void *ud, tdm_trigger_ctx *ctx)
 {
     my_trig *m = ud;
     m->clears++;
-    tdm_trigger_ctx_delete_event_timer(
-        ctx, tdm_trigger_ctx_max_timestamp(ctx) - 100);
+    tdm_trigger_ctx_delete_event_timer(ctx, tdm_trigger_ctx_max_timestamp(ctx) -
+                                                100);
 }
 
-static void my_merge(void *ud, tdm_trigger_ctx *ctx,
-                     const void *const *merged, size_t n)
+static void my_merge(void *ud, tdm_trigger_ctx *ctx, const void *const *merged,
+                     size_t n)
 {
     my_trig *m = ud;
     int64_t *st = tdm_trigger_ctx_state(ctx);
@@ -496,7 +495,7 @@ static const tdm_trigger_methods my_methods = {
  * FIRE_AND_PURGE with 3 records.  Watermark 999: cleanup calls clear. */
 TDM_TEST(custom_trigger_state_timers_and_clear)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     my_trig m;
     memset(&m, 0, sizeof m);
     tdm_trigger *t;
@@ -531,7 +530,7 @@ TDM_TEST(custom_trigger_state_timers_and_clear)
  * no FIRE (odd).  clear ran for both old windows. */
 TDM_TEST(custom_trigger_merges_with_sessions)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     my_trig m;
     memset(&m, 0, sizeof m);
     tdm_trigger *t;
@@ -586,8 +585,9 @@ TDM_TEST(custom_trigger_bad_configuration)
     tdm_winop *op;
     ASSERT_OK(tdm_assigner_new_session(100, &a, NULL, 0));
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
-    ASSERT_ERR(tdm_winop_new(a, t, agg, 1, NULL, collect, NULL, &op, buf,
-                             sizeof buf), TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_winop_new(a, t, agg, 1, NULL, collect, NULL, &op, buf, sizeof buf),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "trg") != NULL);
     ASSERT_TRUE(op == NULL);
     /* The operator took ownership and destroyed the trigger. */
@@ -605,7 +605,7 @@ TDM_TEST(custom_trigger_bad_configuration)
  * results of value 2, then cleans up. */
 TDM_TEST(continuous_on_sessions_merges_fire_times)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_assigner *a;
     tdm_trigger *t;
     ASSERT_OK(tdm_assigner_new_session(3000, &a, NULL, 0));

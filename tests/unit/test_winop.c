@@ -99,8 +99,8 @@ static tdm_winop *mk_agg(tdm_assigner *a, tdm_aggregate *agg,
 {
     tdm_winop *op;
     char buf[128];
-    ASSERT_OK(tdm_winop_new(a, NULL, agg, channels, NULL, collect, s, &op,
-                            buf, sizeof buf));
+    ASSERT_OK(tdm_winop_new(a, NULL, agg, channels, NULL, collect, s, &op, buf,
+                            sizeof buf));
     ASSERT_OK(tdm_winop_set_allowed_lateness(op, lateness, buf, sizeof buf));
     ASSERT_OK(tdm_winop_set_late_output(op, late_out));
     return op;
@@ -128,8 +128,8 @@ static tdm_assigner *session(tdm_time_ms gap)
     return a;
 }
 
-static tdm_err push_ch(tdm_winop *op, int ch, const char *key,
-                       tdm_time_ms ts, double v)
+static tdm_err push_ch(tdm_winop *op, int ch, const char *key, tdm_time_ms ts,
+                       double v)
 {
     tdm_record *r;
     ASSERT_OK(tdm_record_new(&r));
@@ -152,7 +152,7 @@ static void push(tdm_winop *op, const char *key, tdm_time_ms ts, double v)
  * are forwarded too. */
 TDM_TEST(watermark_min_over_channels_results_first)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_aggregate *agg;
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
     tdm_winop *op = mk_agg(tumbling(1000, 0), agg, 0, 0, 2, &s);
@@ -187,7 +187,7 @@ TDM_TEST(watermark_min_over_channels_results_first)
  * After cleanup a record for the same window is late (dropped: 1). */
 TDM_TEST(lateness_cleanup_boundary)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(2000, 0), TDM_AGG_COUNT, 500, 0, &s);
     push(op, "k", 100, 1);
     ASSERT_OK(tdm_winop_watermark(op, 0, 1999));
@@ -212,7 +212,7 @@ TDM_TEST(lateness_cleanup_boundary)
  * late output with its own key, timestamp and value, side -1. */
 TDM_TEST(late_output_carries_the_record)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(2000, 0), TDM_AGG_SUM, 0, 1, &s);
     ASSERT_OK(tdm_winop_watermark(op, 0, 1800));
     push(op, "k", 1500, 4);
@@ -236,7 +236,7 @@ TDM_TEST(late_output_carries_the_record)
  * is neither side output nor counted. */
 TDM_TEST(sliding_partially_late_record_is_silently_partial)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_assigner *a;
     ASSERT_OK(tdm_assigner_new_sliding(2000, 1000, 0, &a, NULL, 0));
     tdm_winop *op = mk(a, TDM_AGG_COUNT, 0, 1, &s);
@@ -256,7 +256,7 @@ TDM_TEST(sliding_partially_late_record_is_silently_partial)
 /* R1.2: size 7 offset 3: -10 -> [-11,-4), 2 -> [-4,3), 3 -> [3,10). */
 TDM_TEST(negative_timestamps_and_offsets)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(7, 3), TDM_AGG_COUNT, 0, 0, &s);
     push(op, "k", -10, 1);
     push(op, "k", 2, 1);
@@ -285,9 +285,8 @@ TDM_TEST(negative_timestamps_and_offsets)
  * it fires at W = MAX - 1 and again for a record at W = MAX - 1. */
 TDM_TEST(window_near_max_with_lateness_max)
 {
-    sink s = { .n = 0 };
-    tdm_winop *op = mk(tumbling(1000, 0), TDM_AGG_COUNT, TDM_TIME_MAX, 1,
-                       &s);
+    sink s = {.n = 0};
+    tdm_winop *op = mk(tumbling(1000, 0), TDM_AGG_COUNT, TDM_TIME_MAX, 1, &s);
     push(op, "k", TDM_TIME_MAX - 5, 1);
     ASSERT_OK(tdm_winop_watermark(op, 0, TDM_TIME_MAX - 2));
     ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 0);
@@ -312,7 +311,7 @@ TDM_TEST(window_near_max_with_lateness_max)
  * window [MIN, MIN + 808) (start saturated, maxTimestamp MIN + 807). */
 TDM_TEST(window_near_min)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(1000, 0), TDM_AGG_COUNT, 0, 0, &s);
     push(op, "k", TDM_TIME_MIN + 1, 1);
     ASSERT_OK(tdm_winop_watermark(op, 0, TDM_TIME_MIN + 807));
@@ -328,7 +327,7 @@ TDM_TEST(window_near_min)
  * 0 and 3001 do not -> [0,3000) and [3001,6001). */
 TDM_TEST(touching_sessions_merge)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(session(3000), TDM_AGG_SUM, 0, 0, &s);
     push(op, "a", 0, 1);
     push(op, "a", 3000, 2);
@@ -366,7 +365,7 @@ TDM_TEST(touching_sessions_merge)
  * [3000,6000).  W 5999 fires sum 1+2+4 = 7. */
 TDM_TEST(late_records_absorbed_by_live_sessions)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(session(1000), TDM_AGG_SUM, 0, 0, &s);
     push(op, "k", 5000, 1);
     ASSERT_OK(tdm_winop_watermark(op, 0, 4500));
@@ -393,7 +392,7 @@ TDM_TEST(late_records_absorbed_by_live_sessions)
  * LATE update of the fired session. */
 TDM_TEST(late_record_bridges_fired_sessions)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(session(100), TDM_AGG_SUM, 1000, 0, &s);
     push(op, "k", 0, 1);
     push(op, "k", 300, 2);
@@ -424,7 +423,7 @@ TDM_TEST(late_record_bridges_fired_sessions)
  * one equal to it likewise. */
 TDM_TEST(record_inside_session_does_not_merge)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(session(1000), TDM_AGG_MAX, 0, 0, &s);
     push(op, "k", 0, 1);
     push(op, "k", 900, 5);  /* [0,1900) */
@@ -443,10 +442,10 @@ TDM_TEST(record_inside_session_does_not_merge)
 /* count, sum, min, max, avg, collect over the values 4, -1, 2.5, 4. */
 TDM_TEST(builtin_aggregates)
 {
-    static const double vals[] = { 4, -1, 2.5, 4 };
-    static const double want[] = { 4, 9.5, -1, 4, 9.5 / 4 };
+    static const double vals[] = {4, -1, 2.5, 4};
+    static const double want[] = {4, 9.5, -1, 4, 9.5 / 4};
     for (int kind = TDM_AGG_COUNT; kind <= TDM_AGG_COLLECT; kind++) {
-        sink s = { .n = 0 };
+        sink s = {.n = 0};
         tdm_winop *op = mk(tumbling(100, 0), (tdm_agg_kind)kind, 0, 0, &s);
         for (int i = 0; i < 4; i++)
             push(op, "k", i, vals[i]);
@@ -472,7 +471,7 @@ TDM_TEST(builtin_aggregates)
  * are concatenated and sorted at firing: 1, 2, 3, 7. */
 TDM_TEST(collect_merges_sessions)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(session(10), TDM_AGG_COLLECT, 0, 0, &s);
     push(op, "k", 0, 3);
     push(op, "k", 5, 1);  /* [0,15) */
@@ -554,7 +553,7 @@ static const tdm_aggregate_methods sq_methods = {
  * ([12,22) touches [0,15) and [20,30)): 1 + 4 + 9 + 16 = 30. */
 TDM_TEST(custom_aggregate_with_sessions)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     sq_ud u;
     memset(&u, 0, sizeof u);
     tdm_aggregate *agg;
@@ -590,7 +589,8 @@ TDM_TEST(custom_aggregate_bad_configuration)
     m.merge = NULL;
     ASSERT_OK(tdm_aggregate_new_custom(&m, &u, &agg, NULL, 0));
     ASSERT_ERR(tdm_winop_new(session(10), NULL, agg, 1, NULL, collect, NULL,
-                             &op, buf, sizeof buf), TDM_ERR_INVAL);
+                             &op, buf, sizeof buf),
+               TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "agg") != NULL);
     ASSERT_EQ(u.ud_destroyed, 1);
     m.add = NULL;
@@ -639,7 +639,7 @@ static tdm_err wf(void *ud, const tdm_window_ctx *ctx, tdm_result_out *out)
 
 TDM_TEST(window_function_sees_records_in_order)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     wf_ud w;
     memset(&w, 0, sizeof w);
     tdm_aggregate *agg;
@@ -676,10 +676,9 @@ TDM_TEST(window_function_sees_records_in_order)
 
 TDM_TEST(record_without_timestamp_is_rejected)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(100, 0), TDM_AGG_COUNT, 0, 0, &s);
-    ASSERT_ERR(push_ch(op, 0, "user-7", TDM_TIME_MIN, 1),
-               TDM_ERR_NO_TIMESTAMP);
+    ASSERT_ERR(push_ch(op, 0, "user-7", TDM_TIME_MIN, 1), TDM_ERR_NO_TIMESTAMP);
     ASSERT_TRUE(strstr(tdm_winop_errmsg(op), "user-7") != NULL);
     ASSERT_EQ(tdm_winop_bad_records(op), 1);
     ASSERT_EQ(tdm_winop_live_windows(op), 0);
@@ -690,7 +689,7 @@ TDM_TEST(record_without_timestamp_is_rejected)
 
 TDM_TEST(settings_only_before_input_and_state_after_end)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     char buf[128];
     tdm_winop *op = mk(tumbling(100, 0), TDM_AGG_COUNT, 0, 0, &s);
     ASSERT_ERR(tdm_winop_set_allowed_lateness(op, -1, buf, sizeof buf),
@@ -713,22 +712,26 @@ TDM_TEST(bad_operator_configuration)
     tdm_winop *op;
     char buf[128];
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
-    ASSERT_ERR(tdm_winop_new(tumbling(10, 0), NULL, agg, 0, NULL, collect,
-                             NULL, &op, buf, sizeof buf), TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_winop_new(tumbling(10, 0), NULL, agg, 0, NULL, collect, NULL,
+                             &op, buf, sizeof buf),
+               TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "n_channels") != NULL);
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
-    ASSERT_ERR(tdm_winop_new(NULL, NULL, agg, 1, NULL, collect, NULL, &op,
-                             buf, sizeof buf), TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_winop_new(NULL, NULL, agg, 1, NULL, collect, NULL, &op, buf,
+                             sizeof buf),
+               TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "asg") != NULL);
     ASSERT_ERR(tdm_winop_new(tumbling(10, 0), NULL, NULL, 1, NULL, collect,
-                             NULL, &op, buf, sizeof buf), TDM_ERR_INVAL);
+                             NULL, &op, buf, sizeof buf),
+               TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "agg") != NULL);
     /* Processing time needs a clock. */
     tdm_assigner *a = tumbling(10, 0);
     ASSERT_OK(tdm_assigner_set_processing_time(a));
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
     ASSERT_ERR(tdm_winop_new(a, NULL, agg, 1, NULL, collect, NULL, &op, buf,
-                             sizeof buf), TDM_ERR_INVAL);
+                             sizeof buf),
+               TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "clk") != NULL);
     tdm_winop_destroy(NULL);
 }
@@ -740,7 +743,7 @@ TDM_TEST(bad_operator_configuration)
  * and collect arrays are all released). */
 TDM_TEST(state_bytes_follow_live_windows)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(100, 0), TDM_AGG_COLLECT, 0, 0, &s);
     ASSERT_EQ(tdm_winop_state_bytes(op), 0);
     push(op, "a", 1, 1);
@@ -772,7 +775,7 @@ TDM_TEST(state_bytes_follow_live_windows)
  * nothing leaks. */
 static int run_with_failure(long n)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_assigner *a;
     tdm_aggregate *agg;
     tdm_winop *op = NULL;
@@ -786,8 +789,8 @@ static int run_with_failure(long n)
     tdm_record *r;
     ASSERT_OK(tdm_record_new(&r));
     tdm__alloc_fail_after(n);
-    tdm_err err = tdm_winop_new(a, NULL, agg, 2, NULL, collect, &s, &op,
-                                NULL, 0);
+    tdm_err err =
+        tdm_winop_new(a, NULL, agg, 2, NULL, collect, &s, &op, NULL, 0);
     if (err != TDM_OK) {
         ASSERT_ERR(err, TDM_ERR_NOMEM);
         tdm__alloc_fail_after(0);
@@ -796,9 +799,9 @@ static int run_with_failure(long n)
     }
     err = tdm_winop_set_allowed_lateness(op, 20, NULL, 0);
     ASSERT_OK(err);
-    static const tdm_time_ms ts[] = { 0, 5, 30, 12, 50, 45, 100, 3 };
+    static const tdm_time_ms ts[] = {0, 5, 30, 12, 50, 45, 100, 3};
     for (int i = 0; i < 8; i++) {
-        char key[2] = { (char)('a' + i % 3), 0 };
+        char key[2] = {(char)('a' + i % 3), 0};
         tdm_record_set(r, key, 1, ts[i], i);
         err = tdm_winop_push(op, 0, r);
         if (err != TDM_OK) {
@@ -855,7 +858,7 @@ static bool is_lean(const tdm_winop *op)
  * aggregate; not collect, sessions, processing time, other triggers. */
 TDM_TEST(lean_path_selection)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(10, 0), TDM_AGG_COUNT, 0, 0, &s);
     ASSERT_TRUE(is_lean(op));
     tdm_winop_destroy(op);
@@ -876,15 +879,14 @@ TDM_TEST(lean_path_selection)
     ASSERT_OK(tdm_clock_new_manual(0, &clk));
     tdm_aggregate *agg;
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
-    ASSERT_OK(tdm_winop_new(a, NULL, agg, 1, clk, collect, &s, &op, NULL,
-                            0));
+    ASSERT_OK(tdm_winop_new(a, NULL, agg, 1, clk, collect, &s, &op, NULL, 0));
     ASSERT_TRUE(!is_lean(op));
     tdm_winop_destroy(op);
     tdm_trigger *t;
     ASSERT_OK(tdm_trigger_new_event_time(&t));
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_MIN, &agg));
-    ASSERT_OK(tdm_winop_new(tumbling(10, 0), t, agg, 1, NULL, collect, &s,
-                            &op, NULL, 0));
+    ASSERT_OK(tdm_winop_new(tumbling(10, 0), t, agg, 1, NULL, collect, &s, &op,
+                            NULL, 0));
     ASSERT_TRUE(is_lean(op));
     /* The test hook only works before the first input. */
     push(op, "k", 1, 1);
@@ -892,8 +894,8 @@ TDM_TEST(lean_path_selection)
     tdm_winop_destroy(op);
     ASSERT_OK(tdm_trigger_new_count(2, &t, NULL, 0));
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_MIN, &agg));
-    ASSERT_OK(tdm_winop_new(tumbling(10, 0), t, agg, 1, NULL, collect, &s,
-                            &op, NULL, 0));
+    ASSERT_OK(tdm_winop_new(tumbling(10, 0), t, agg, 1, NULL, collect, &s, &op,
+                            NULL, 0));
     ASSERT_TRUE(!is_lean(op));
     tdm_winop_destroy(op);
     tdm_clock_destroy(clk);
@@ -910,7 +912,7 @@ TDM_TEST(lean_path_selection)
  * W 199 fires [100,200) for a: 1; it is cleaned up at W 249. */
 TDM_TEST(lean_tumbling_by_hand)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(100, 0), TDM_AGG_COUNT, 50, 1, &s);
     ASSERT_TRUE(is_lean(op));
     push(op, "a", 10, 1);
@@ -973,10 +975,10 @@ TDM_TEST(lean_tumbling_by_hand)
  * key get the same windows. */
 TDM_TEST(lean_sliding_avg_spills)
 {
-    static const char *const keys[] = { "k", "a-key-longer-than-16-bytes", "" };
-    static const double want[] = { 3, 4.5, 4.5, 6 };
+    static const char *const keys[] = {"k", "a-key-longer-than-16-bytes", ""};
+    static const double want[] = {3, 4.5, 4.5, 6};
     for (int k = 0; k < 3; k++) {
-        sink s = { .n = 0 };
+        sink s = {.n = 0};
         tdm_assigner *a;
         ASSERT_OK(tdm_assigner_new_sliding(30, 10, 0, &a, NULL, 0));
         tdm_winop *op = mk(a, TDM_AGG_AVG, 0, 0, &s);
@@ -1007,7 +1009,7 @@ TDM_TEST(lean_sliding_avg_spills)
  * update: one firing per accepted late record, R4.5). */
 TDM_TEST(lean_pane_index_passes_32_bits)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(100, 0), TDM_AGG_SUM, 1000, 0, &s);
     push(op, "k", 1, 1);
     ASSERT_OK(tdm_winop_watermark(op, 0, 99)); /* pane 0 */
@@ -1040,7 +1042,7 @@ TDM_TEST(lean_pane_index_passes_32_bits)
  * rest is index words, span member ids and two spans). */
 TDM_TEST(lean_state_bytes_per_window)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(tumbling(100, 0), TDM_AGG_COUNT, 0, 0, &s);
     char key[8];
     for (int k = 0; k < 50; k++) {
@@ -1074,7 +1076,7 @@ static tdm_assigner *sliding(tdm_time_ms size, tdm_time_ms slide,
  * windows are 2 to 64 slices of gcd(size, slide). */
 TDM_TEST(sliced_mode_selection)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(sliding(10, 2, 0), TDM_AGG_COUNT, 0, 0, &s);
     ASSERT_TRUE(op->lean && op->lean_sliced);
     ASSERT_EQ(op->slice_len, 2);
@@ -1121,7 +1123,7 @@ TDM_TEST(sliced_mode_selection)
  * last window of each slice. */
 TDM_TEST(sliced_by_hand)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(sliding(10, 5, 0), TDM_AGG_COUNT, 0, 1, &s);
     ASSERT_TRUE(op->lean_sliced);
     push(op, "a", 3, 1);
@@ -1146,7 +1148,7 @@ TDM_TEST(sliced_by_hand)
     ASSERT_EQ(RES(&s, 0)->timing, TDM_PANE_ON_TIME);
     ASSERT_EQ(RES(&s, 0)->time, 4);
     ASSERT_EQ(op->ws->n_cells, 3); /* slice [0,5) is still in [0,10) */
-    push(op, "c", 2, 1); /* [0,10) is not late yet: counted */
+    push(op, "c", 2, 1);           /* [0,10) is not late yet: counted */
     ASSERT_OK(tdm_winop_watermark(op, 0, 9));
     ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 4);
     ASSERT_TRUE(!strcmp(RES(&s, 1)->key, "a"));
@@ -1155,7 +1157,7 @@ TDM_TEST(sliced_by_hand)
     ASSERT_EQ(RES(&s, 2)->value, 1);
     ASSERT_TRUE(!strcmp(RES(&s, 3)->key, "c"));
     ASSERT_EQ(op->ws->n_cells, 2); /* slice [0,5) went with [0,10) */
-    push(op, "a", 4, 1); /* every window of [0,5) fired: late */
+    push(op, "a", 4, 1);           /* every window of [0,5) fired: late */
     ASSERT_EQ(count_type(&s, TDM_EVENT_LATE), 1);
     push(op, "b", 6, 1);
     ASSERT_OK(tdm_winop_watermark(op, 0, 14));
@@ -1176,7 +1178,7 @@ TDM_TEST(sliced_by_hand)
  * which each bids in one slice, so every key is in five windows. */
 TDM_TEST(sliced_state_bytes_per_window)
 {
-    sink s = { .n = 0 };
+    sink s = {.n = 0};
     tdm_winop *op = mk(sliding(10000, 2000, 0), TDM_AGG_COUNT, 0, 0, &s);
     ASSERT_TRUE(op->lean_sliced);
     char key[16];
@@ -1222,7 +1224,7 @@ typedef struct flat_ev {
     tdm_time_ms rec_ts;
     uint64_t rec_bits;
     uint64_t extra; /* FNV-1a of the values and bytes of a result */
-    int64_t step; /* input step that produced it */
+    int64_t step;   /* input step that produced it */
 } flat_ev;
 
 typedef struct flat_log {
@@ -1306,8 +1308,17 @@ static int64_t diff_range(diff_rng *r, int64_t lo, int64_t hi)
 /* Keys of every length class of the store: empty, 1-3, 4-7, 8-16 bytes
  * (inline), over 16 (heap), and pairs that differ only in the tail. */
 static const char *const DIFF_KEYS[] = {
-    "", "a", "bb", "k4", "key5", "k0123456", "k01234567", "k01234568",
-    "0123456789abcdef", "0123456789abcdeg", "0123456789abcdefg",
+    "",
+    "a",
+    "bb",
+    "k4",
+    "key5",
+    "k0123456",
+    "k01234567",
+    "k01234568",
+    "0123456789abcdef",
+    "0123456789abcdeg",
+    "0123456789abcdefg",
     "a key of forty bytes, kept on the heap..",
 };
 #define N_DIFF_KEYS ((int)(sizeof DIFF_KEYS / sizeof DIFF_KEYS[0]))
@@ -1346,8 +1357,8 @@ static sq_ud diff_sq[2];
 static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
                           flat_log *log)
 {
-    diff_rng r = { seed };
-    static const tdm_time_ms sizes[] = { 1, 2, 3, 5, 7, 10, 100 };
+    diff_rng r = {seed};
+    static const tdm_time_ms sizes[] = {1, 2, 3, 5, 7, 10, 100};
     tdm_time_ms size = sizes[diff_range(&r, 0, 6)];
     tdm_assigner *a;
     if (diff_range(&r, 0, 1)) {
@@ -1360,9 +1371,9 @@ static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
         tdm_time_ms off = diff_range(&r, -(slide - 1), slide - 1);
         ASSERT_OK(tdm_assigner_new_sliding(size, slide, off, &a, NULL, 0));
     }
-    tdm_agg_kind kind = (tdm_agg_kind)diff_range(&r, TDM_AGG_COUNT,
-                                                 TDM_AGG_AVG);
-    static const tdm_time_ms lateness[] = { 0, 0, 1, 5, 50, 1000 };
+    tdm_agg_kind kind =
+        (tdm_agg_kind)diff_range(&r, TDM_AGG_COUNT, TDM_AGG_AVG);
+    static const tdm_time_ms lateness[] = {0, 0, 1, 5, 50, 1000};
     tdm_time_ms late = lateness[diff_range(&r, 0, 5)];
     if (extremes && diff_range(&r, 0, 2) == 0)
         late = TDM_TIME_MAX;
@@ -1376,10 +1387,10 @@ static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
         /* Same draws, then a sliced configuration: size 2-60 with a
          * slide that leaves at least two slices per window (gaps
          * between windows too). */
-        static const tdm_time_ms ssizes[] = { 2, 3, 5, 7, 10, 12, 60 };
+        static const tdm_time_ms ssizes[] = {2, 3, 5, 7, 10, 12, 60};
         tdm_assigner_destroy(a);
         tdm_aggregate_destroy(agg);
-        diff_rng q = { seed * 31 + 7 };
+        diff_rng q = {seed * 31 + 7};
         tdm_time_ms ssize = ssizes[diff_range(&q, 0, 6)], slide;
         do {
             slide = diff_range(&q, 1, ssize + 3);
@@ -1392,11 +1403,11 @@ static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
     if (diff_session) {
         /* Any aggregate: the built-in ones, collect, a user aggregate
          * with heap accumulators, a window function. */
-        static const tdm_time_ms gaps[] = { 1, 2, 3, 5, 10, 50 };
+        static const tdm_time_ms gaps[] = {1, 2, 3, 5, 10, 50};
         tdm_assigner_destroy(a);
-        diff_rng q = { seed * 17 + 3 };
-        ASSERT_OK(tdm_assigner_new_session(gaps[diff_range(&q, 0, 5)], &a,
-                                           NULL, 0));
+        diff_rng q = {seed * 17 + 3};
+        ASSERT_OK(
+            tdm_assigner_new_session(gaps[diff_range(&q, 0, 5)], &a, NULL, 0));
         late = 0;
         int which = (int)diff_range(&q, 0, 7);
         if (which >= 5) {
@@ -1406,16 +1417,16 @@ static tdm_winop *diff_op(uint64_t seed, bool lean, bool extremes,
             if (which == 5)
                 ASSERT_OK(tdm_aggregate_new(TDM_AGG_COLLECT, &agg));
             else if (which == 6)
-                ASSERT_OK(tdm_aggregate_new_custom(&sq_methods, u, &agg,
-                                                   NULL, 0));
+                ASSERT_OK(
+                    tdm_aggregate_new_custom(&sq_methods, u, &agg, NULL, 0));
             else
-                ASSERT_OK(tdm_aggregate_new_window_fn(diff_wfn, NULL, NULL,
-                                                      &agg));
+                ASSERT_OK(
+                    tdm_aggregate_new_window_fn(diff_wfn, NULL, NULL, &agg));
         }
     }
     tdm_winop *op;
-    ASSERT_OK(tdm_winop_new(a, t, agg, channels, NULL, flat_collect, log,
-                            &op, NULL, 0));
+    ASSERT_OK(tdm_winop_new(a, t, agg, channels, NULL, flat_collect, log, &op,
+                            NULL, 0));
     ASSERT_TRUE(diff_session ? op->sess != NULL : is_lean(op));
     if (!lean)
         ASSERT_OK(tdm__winop_disable_lean(op));
@@ -1455,14 +1466,14 @@ static tdm_time_ms diff_ts(diff_rng *r, tdm_time_ms base, bool extremes)
  * lean one window by window, and R3.5 leaves that order open. */
 static void diff_run(uint64_t seed, bool extremes)
 {
-    flat_log la = { NULL, 0, 0, 0 }, lb = { NULL, 0, 0, 0 };
+    flat_log la = {NULL, 0, 0, 0}, lb = {NULL, 0, 0, 0};
     tdm_winop *a = diff_op(seed, true, extremes, &la);
     tdm_winop *b = diff_op(seed, false, extremes, &lb);
-    diff_rng r = { seed ^ 0x5bd1e995u };
+    diff_rng r = {seed ^ 0x5bd1e995u};
     tdm_record *rec;
     ASSERT_OK(tdm_record_new(&rec));
     tdm_time_ms base = diff_range(&r, -1000, 1000);
-    tdm_time_ms wm[2] = { TDM_TIME_MIN, TDM_TIME_MIN };
+    tdm_time_ms wm[2] = {TDM_TIME_MIN, TDM_TIME_MIN};
     int n_steps = 300;
     for (int i = 0; i < n_steps; i++) {
         la.step = lb.step = i;
@@ -1495,13 +1506,15 @@ static void diff_run(uint64_t seed, bool extremes)
             eb = tdm_winop_status(b, ch, idle);
         }
         if (ea != eb)
-            tdm_test_fail(__FILE__, __LINE__, "seed %" PRIu64 " step %d: "
-                          "%s vs %s", seed, i, tdm_err_name(ea),
-                          tdm_err_name(eb));
+            tdm_test_fail(__FILE__, __LINE__,
+                          "seed %" PRIu64 " step %d: "
+                          "%s vs %s",
+                          seed, i, tdm_err_name(ea), tdm_err_name(eb));
         if (tdm_winop_live_windows(a) != tdm_winop_live_windows(b))
-            tdm_test_fail(__FILE__, __LINE__, "seed %" PRIu64 " step %d: "
-                          "live windows %" PRId64 " vs %" PRId64, seed, i,
-                          tdm_winop_live_windows(a),
+            tdm_test_fail(__FILE__, __LINE__,
+                          "seed %" PRIu64 " step %d: "
+                          "live windows %" PRId64 " vs %" PRId64,
+                          seed, i, tdm_winop_live_windows(a),
                           tdm_winop_live_windows(b));
     }
     la.step = lb.step = n_steps;
@@ -1517,22 +1530,24 @@ static void diff_run(uint64_t seed, bool extremes)
     ASSERT_EQ(tdm_winop_late_dropped(a), tdm_winop_late_dropped(b));
     ASSERT_EQ(tdm_winop_late_emitted(a), tdm_winop_late_emitted(b));
     if (la.n != lb.n)
-        tdm_test_fail(__FILE__, __LINE__, "seed %" PRIu64 ": %zu vs %zu "
-                      "events", seed, la.n, lb.n);
+        tdm_test_fail(__FILE__, __LINE__,
+                      "seed %" PRIu64 ": %zu vs %zu "
+                      "events",
+                      seed, la.n, lb.n);
     if (extremes) {
         qsort(la.v, la.n, sizeof *la.v, flat_cmp);
         qsort(lb.v, lb.n, sizeof *lb.v, flat_cmp);
     }
     for (size_t i = 0; i < la.n; i++)
         if (memcmp(&la.v[i], &lb.v[i], sizeof la.v[i]) != 0)
-            tdm_test_fail(__FILE__, __LINE__, "seed %" PRIu64 ": event "
+            tdm_test_fail(__FILE__, __LINE__,
+                          "seed %" PRIu64 ": event "
                           "%zu (step %" PRId64 ", type %d, key '%s', "
                           "window [%" PRId64 ", %" PRId64 ")) differs from "
-                          "type %d key '%s' window [%" PRId64 ", %" PRId64
-                          ")", seed, i, la.v[i].step, (int)la.v[i].type,
-                          la.v[i].key, la.v[i].start, la.v[i].end,
-                          (int)lb.v[i].type, lb.v[i].key, lb.v[i].start,
-                          lb.v[i].end);
+                          "type %d key '%s' window [%" PRId64 ", %" PRId64 ")",
+                          seed, i, la.v[i].step, (int)la.v[i].type, la.v[i].key,
+                          la.v[i].start, la.v[i].end, (int)lb.v[i].type,
+                          lb.v[i].key, lb.v[i].start, lb.v[i].end);
     tdm_winop_destroy(a);
     tdm_winop_destroy(b);
     tdm_record_destroy(rec);
@@ -1591,13 +1606,13 @@ TDM_TEST(sliced_matches_per_window_lean_path)
     /* diff_run's "general" operator is the per-window lean one here. */
     diff_sliced = 1;
     for (uint64_t seed = 5000; seed <= 6000; seed++) {
-        flat_log la = { NULL, 0, 0, 0 }, lb = { NULL, 0, 0, 0 };
+        flat_log la = {NULL, 0, 0, 0}, lb = {NULL, 0, 0, 0};
         tdm_winop *a = diff_op(seed, true, false, &la);
         diff_sliced = 2;
         tdm_winop *b = diff_op(seed, true, false, &lb);
         diff_sliced = 1;
         ASSERT_TRUE(a->lean_sliced && !b->lean_sliced && b->lean);
-        diff_rng r = { seed };
+        diff_rng r = {seed};
         tdm_record *rec;
         ASSERT_OK(tdm_record_new(&rec));
         tdm_time_ms base = 0, wm = TDM_TIME_MIN;
@@ -1659,8 +1674,8 @@ typedef struct rec_ctx {
     bool nested;
 } rec_ctx;
 
-static const char *const REC_KEYS[] = { "a", "bb", "k4", "key5",
-                                        "0123456789abcdefg" };
+static const char *const REC_KEYS[] = {"a", "bb", "k4", "key5",
+                                       "0123456789abcdefg"};
 
 static void rec_collect(void *opaque, const tdm_event *ev)
 {
@@ -1672,8 +1687,8 @@ static void rec_collect(void *opaque, const tdm_event *ev)
     size_t len;
     const char *k = tdm_event_key(ev, &len);
     int ki = 0;
-    while (ki < 5 && (strlen(REC_KEYS[ki]) != len ||
-                      memcmp(REC_KEYS[ki], k, len) != 0))
+    while (ki < 5 &&
+           (strlen(REC_KEYS[ki]) != len || memcmp(REC_KEYS[ki], k, len) != 0))
         ki++;
     const char *next = REC_KEYS[(ki + 1) % 5];
     tdm_time_ms start, end;
@@ -1690,8 +1705,8 @@ static void rec_run(rec_ctx *x, int mode)
 {
     tdm_aggregate *agg;
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_COUNT, &agg));
-    ASSERT_OK(tdm_winop_new(sliding(12, 4, 0), NULL, agg, 1, NULL,
-                            rec_collect, x, &x->op, NULL, 0));
+    ASSERT_OK(tdm_winop_new(sliding(12, 4, 0), NULL, agg, 1, NULL, rec_collect,
+                            x, &x->op, NULL, 0));
     ASSERT_TRUE(x->op->lean_sliced);
     if (mode == 1)
         ASSERT_OK(tdm__winop_disable_slicing(x->op));
@@ -1729,15 +1744,15 @@ TDM_TEST(sliced_emit_callback_may_push_and_fire)
         ASSERT_TRUE(x[0].n_res > 50);
         ASSERT_EQ(x[0].log.n, x[1].log.n);
         for (size_t i = 0; i < x[0].log.n; i++)
-            ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[1].log.v[i],
-                                sizeof(flat_ev)));
+            ASSERT_TRUE(
+                !memcmp(&x[0].log.v[i], &x[1].log.v[i], sizeof(flat_ev)));
         if (!nested) {
             ASSERT_EQ(x[0].log.n, x[2].log.n);
             qsort(x[0].log.v, x[0].log.n, sizeof(flat_ev), flat_cmp);
             qsort(x[2].log.v, x[2].log.n, sizeof(flat_ev), flat_cmp);
             for (size_t i = 0; i < x[0].log.n; i++)
-                ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[2].log.v[i],
-                                    sizeof(flat_ev)));
+                ASSERT_TRUE(
+                    !memcmp(&x[0].log.v[i], &x[2].log.v[i], sizeof(flat_ev)));
         }
         ASSERT_EQ(tdm_winop_live_windows(x[0].op), 0);
         ASSERT_EQ(tdm_winop_state_bytes(x[0].op), 0);
@@ -1756,7 +1771,7 @@ TDM_TEST(sliced_emit_callback_may_push_and_fire)
  * avg make keys, spans, member lists and spilled cells allocate. */
 static int lean_run_with_failure(long n, bool sliced)
 {
-    flat_log log = { NULL, 0, 0, 0 };
+    flat_log log = {NULL, 0, 0, 0};
     tdm_assigner *a;
     tdm_aggregate *agg;
     tdm_winop *op = NULL;
@@ -1766,8 +1781,8 @@ static int lean_run_with_failure(long n, bool sliced)
     tdm_record *r;
     ASSERT_OK(tdm_record_new(&r));
     tdm__alloc_fail_after(n);
-    tdm_err err = tdm_winop_new(a, NULL, agg, 1, NULL, flat_collect, &log,
-                                &op, NULL, 0);
+    tdm_err err =
+        tdm_winop_new(a, NULL, agg, 1, NULL, flat_collect, &log, &op, NULL, 0);
     if (err != TDM_OK) {
         ASSERT_ERR(err, TDM_ERR_NOMEM);
         tdm__alloc_fail_after(0);
@@ -1867,8 +1882,8 @@ static void echo_run(echo_ctx *x, bool lean, tdm_time_ms lateness)
     }
     tdm_aggregate *agg;
     ASSERT_OK(tdm_aggregate_new(TDM_AGG_SUM, &agg));
-    ASSERT_OK(tdm_winop_new(a, NULL, agg, 1, NULL, echo_collect, x, &x->op,
-                            NULL, 0));
+    ASSERT_OK(
+        tdm_winop_new(a, NULL, agg, 1, NULL, echo_collect, x, &x->op, NULL, 0));
     if (!lean)
         ASSERT_OK(tdm__winop_disable_lean(x->op));
     ASSERT_OK(tdm_winop_set_allowed_lateness(x->op, lateness, NULL, 0));
@@ -1901,8 +1916,7 @@ static void echo_same_and_free(echo_ctx *x, bool sorted)
         qsort(x[1].log.v, x[1].log.n, sizeof(flat_ev), flat_cmp);
     }
     for (size_t i = 0; i < x[0].log.n; i++)
-        ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[1].log.v[i],
-                            sizeof(flat_ev)));
+        ASSERT_TRUE(!memcmp(&x[0].log.v[i], &x[1].log.v[i], sizeof(flat_ev)));
     for (int k = 0; k < 2; k++) {
         tdm_winop_destroy(x[k].op);
         tdm_record_destroy(x[k].rec);
@@ -1913,7 +1927,7 @@ static void echo_same_and_free(echo_ctx *x, bool sorted)
 
 TDM_TEST(lean_emit_callback_may_push_into_the_operator)
 {
-    static const tdm_time_ms lateness[] = { 0, 5, 1000 };
+    static const tdm_time_ms lateness[] = {0, 5, 1000};
     for (int l = 0; l < 3; l++) {
         echo_ctx *x = calloc(2, sizeof *x);
         ASSERT_TRUE(x != NULL);
@@ -1934,7 +1948,7 @@ TDM_TEST(lean_emit_callback_may_push_into_the_operator)
  * the session mode and the general path give the same events. */
 TDM_TEST(session_emit_callback_may_push_into_the_operator)
 {
-    static const tdm_time_ms gaps[] = { 1, 4, 40 };
+    static const tdm_time_ms gaps[] = {1, 4, 40};
     for (int g = 0; g < 3; g++) {
         echo_session_gap = gaps[g];
         echo_ctx *x = calloc(2, sizeof *x);

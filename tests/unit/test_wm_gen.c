@@ -28,8 +28,8 @@ static void put_time(trace *t, const char *prefix, tdm_time_ms v)
         snprintf(t->buf + n, sizeof t->buf - n, "%s%sMAX", n ? " " : "",
                  prefix);
     else
-        snprintf(t->buf + n, sizeof t->buf - n, "%s%s%" PRId64,
-                 n ? " " : "", prefix, v);
+        snprintf(t->buf + n, sizeof t->buf - n, "%s%s%" PRId64, n ? " " : "",
+                 prefix, v);
 }
 
 static void trace_cb(void *opaque, const tdm_event *ev)
@@ -132,8 +132,7 @@ TDM_TEST(strategy_rejects_bad_arguments)
     ASSERT_ERR(tdm_wm_strategy_set_idle_timeout(s, 0, err, sizeof err),
                TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(err, "timeout_ms must be > 0 (got 0)") != NULL);
-    ASSERT_ERR(tdm_wm_strategy_set_idle_timeout(s, -3, NULL, 0),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_wm_strategy_set_idle_timeout(s, -3, NULL, 0), TDM_ERR_INVAL);
     tdm_wm_strategy_destroy(s);
     tdm_wm_strategy_destroy(NULL);
 
@@ -150,12 +149,10 @@ TDM_TEST(wmgen_new_rejects_null_arguments)
     fix f;
     fix_open(&f, TDM_WM_BOUNDED, 0);
     tdm_wmgen *g = NULL;
-    ASSERT_ERR(tdm_wmgen_new(NULL, f.clk, trace_cb, &f.tr, &g),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_wmgen_new(NULL, f.clk, trace_cb, &f.tr, &g), TDM_ERR_INVAL);
     ASSERT_ERR(tdm_wmgen_new(f.s, NULL, trace_cb, &f.tr, &g), TDM_ERR_INVAL);
     ASSERT_ERR(tdm_wmgen_new(f.s, f.clk, NULL, &f.tr, &g), TDM_ERR_INVAL);
-    ASSERT_ERR(tdm_wmgen_new(f.s, f.clk, trace_cb, &f.tr, NULL),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_wmgen_new(f.s, f.clk, trace_cb, &f.tr, NULL), TDM_ERR_INVAL);
     ASSERT_TRUE(g == NULL);
     tdm_wmgen_destroy(NULL);
     fix_close(&f);
@@ -496,8 +493,7 @@ TDM_TEST(timestamp_assigner)
     fix f;
     fix_open(&f, TDM_WM_BOUNDED, 0);
     int ud = 7;
-    ASSERT_OK(tdm_wm_strategy_set_timestamp_assigner(f.s, ts_from_value,
-                                                     &ud));
+    ASSERT_OK(tdm_wm_strategy_set_timestamp_assigner(f.s, ts_from_value, &ud));
     fix_start(&f);
     tdm_record_set(f.rec, "k", 1, 5, 300.0);
     ASSERT_EQ(tdm_wmgen_assign(f.g, f.rec), 300);
@@ -808,8 +804,8 @@ TDM_TEST(out_of_memory_paths)
         tdm__alloc_fail_after(n);
         tdm_err e1 =
             tdm_wm_strategy_new_custom(&custom_methods, &u, &s, NULL, 0);
-        tdm_err e2 = s ? tdm_wmgen_new(s, clk, trace_cb, NULL, &g)
-                       : TDM_ERR_NOMEM;
+        tdm_err e2 =
+            s ? tdm_wmgen_new(s, clk, trace_cb, NULL, &g) : TDM_ERR_NOMEM;
         tdm__alloc_fail_after(0);
         ASSERT_TRUE(e1 == TDM_ERR_NOMEM || e2 == TDM_ERR_NOMEM);
         if (e2 != TDM_OK)

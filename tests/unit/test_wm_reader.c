@@ -28,8 +28,7 @@ static void put(trace *t, const char *fmt, const char *prefix, int64_t v)
     else if (v == TDM_TIME_MAX)
         snprintf(t->buf + n, sizeof t->buf - n, "%s%sMAX", sep, prefix);
     else
-        snprintf(t->buf + n, sizeof t->buf - n, "%s%s%" PRId64, sep, prefix,
-                 v);
+        snprintf(t->buf + n, sizeof t->buf - n, "%s%s%" PRId64, sep, prefix, v);
 }
 
 static void trace_cb(void *opaque, const tdm_event *ev)
@@ -105,8 +104,7 @@ static void fix_open(fix *f, tdm_wm_kind kind, tdm_time_ms bound)
 
 static void fix_start(fix *f, int n_splits)
 {
-    ASSERT_OK(
-        tdm_reader_new(n_splits, f->s, f->clk, trace_cb, &f->tr, &f->r));
+    ASSERT_OK(tdm_reader_new(n_splits, f->s, f->clk, trace_cb, &f->tr, &f->r));
 }
 
 static void fix_close(fix *f)
@@ -140,13 +138,10 @@ TDM_TEST(reader_rejects_bad_arguments)
     fix f;
     fix_open(&f, TDM_WM_NONE, 0);
     tdm_reader *r = NULL;
-    ASSERT_ERR(tdm_reader_new(-1, f.s, f.clk, NULL, NULL, &r),
-               TDM_ERR_INVAL);
-    ASSERT_ERR(tdm_reader_new(1, NULL, f.clk, NULL, NULL, &r),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_reader_new(-1, f.s, f.clk, NULL, NULL, &r), TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_reader_new(1, NULL, f.clk, NULL, NULL, &r), TDM_ERR_INVAL);
     ASSERT_ERR(tdm_reader_new(1, f.s, NULL, NULL, NULL, &r), TDM_ERR_INVAL);
-    ASSERT_ERR(tdm_reader_new(1, f.s, f.clk, NULL, NULL, NULL),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_reader_new(1, f.s, f.clk, NULL, NULL, NULL), TDM_ERR_INVAL);
     ASSERT_TRUE(r == NULL);
     fix_start(&f, 2);
     ASSERT_ERR(tdm_reader_split_watermark(f.r, 2, 5), TDM_ERR_CHANNEL);
@@ -643,17 +638,17 @@ TDM_TEST(coordinator_rejects_bad_arguments)
     tdm_align_coord *c = NULL;
     char err[128] = "";
     ASSERT_OK(tdm_clock_new_manual(0, &clk));
-    ASSERT_ERR(tdm_align_coord_new(0, 0, 1000, clk, NULL, NULL, &c, err,
-                                   sizeof err),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_align_coord_new(0, 0, 1000, clk, NULL, NULL, &c, err, sizeof err),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(err, "n_subtasks") != NULL);
-    ASSERT_ERR(tdm_align_coord_new(2, -1, 1000, clk, NULL, NULL, &c, err,
-                                   sizeof err),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_align_coord_new(2, -1, 1000, clk, NULL, NULL, &c, err, sizeof err),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(err, "max_drift_ms") != NULL);
-    ASSERT_ERR(tdm_align_coord_new(2, 0, 0, clk, NULL, NULL, &c, err,
-                                   sizeof err),
-               TDM_ERR_INVAL);
+    ASSERT_ERR(
+        tdm_align_coord_new(2, 0, 0, clk, NULL, NULL, &c, err, sizeof err),
+        TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(err, "update_interval_ms") != NULL);
     ASSERT_ERR(tdm_align_coord_new(2, 0, 10, NULL, NULL, NULL, &c, NULL, 0),
                TDM_ERR_INVAL);
@@ -665,8 +660,7 @@ TDM_TEST(coordinator_rejects_bad_arguments)
     for (long n = 1; n <= 4; n++) {
         c = NULL;
         tdm__alloc_fail_after(n);
-        tdm_err e =
-            tdm_align_coord_new(2, 0, 10, clk, NULL, NULL, &c, NULL, 0);
+        tdm_err e = tdm_align_coord_new(2, 0, 10, clk, NULL, NULL, &c, NULL, 0);
         tdm__alloc_fail_after(0);
         ASSERT_ERR(e, TDM_ERR_NOMEM);
         ASSERT_TRUE(c == NULL);
@@ -687,13 +681,13 @@ TDM_TEST(coordinator_announces_min_plus_drift)
     tdm_align_coord *c = NULL;
     trace tr = {{0}};
     ASSERT_OK(tdm_clock_new_manual(0, &clk));
-    ASSERT_OK(tdm_align_coord_new(3, 100, 1000, clk, trace_cb, &tr, &c,
-                                  NULL, 0));
-#define STEP(now, want)                                                 \
-    do {                                                                \
-        ASSERT_OK(tdm_clock_set(clk, (now)));                           \
-        ASSERT_OK(tdm_align_coord_advance(c));                          \
-        ASSERT_STR_EQ(take(&tr), (want));                               \
+    ASSERT_OK(
+        tdm_align_coord_new(3, 100, 1000, clk, trace_cb, &tr, &c, NULL, 0));
+#define STEP(now, want)                                                        \
+    do {                                                                       \
+        ASSERT_OK(tdm_clock_set(clk, (now)));                                  \
+        ASSERT_OK(tdm_align_coord_advance(c));                                 \
+        ASSERT_STR_EQ(take(&tr), (want));                                      \
     } while (0)
     STEP(1000, "");
     ASSERT_OK(tdm_align_coord_report(c, 0, 500));

@@ -164,10 +164,10 @@ typedef struct op {
 static void step(deploy *dp, const op *o)
 {
     int P = dp->P;
-    tdm_reader *r = o->kind == OP_REC || o->kind == OP_FINISH ||
-                            o->kind == OP_STATUS
-                        ? dp->r[o->a % P]
-                        : NULL;
+    tdm_reader *r =
+        o->kind == OP_REC || o->kind == OP_FINISH || o->kind == OP_STATUS
+            ? dp->r[o->a % P]
+            : NULL;
     int split = o->a / P;
     switch (o->kind) {
     case OP_REC:
@@ -237,11 +237,10 @@ static void restore_all(deploy *dp, int old_P, uint8_t **blob, size_t *len)
 {
     for (int k2 = 0; k2 < dp->P; k2++) {
         for (int k = 0; k < old_P; k++) {
-            map_ctx m = { k, old_P, k2, dp->P };
+            map_ctx m = {k, old_P, k2, dp->P};
             tdm__dec d;
             tdm__dec_init(&d, blob[k], len[k]);
-            ASSERT_OK(tdm__reader_restore_splits(dp->r[k2], &d, map_split,
-                                                 &m));
+            ASSERT_OK(tdm__reader_restore_splits(dp->r[k2], &d, map_split, &m));
         }
         ASSERT_OK(tdm__reader_restore_finish(dp->r[k2]));
     }
@@ -280,8 +279,8 @@ static bool ref_is_stale(const deploy *ref, int k, const bool *finished,
 }
 
 /* @p in without its watermarks at or below @p floor. */
-static void drop_watermarks_upto(const char *in, tdm_time_ms floor,
-                                 char *out, size_t n)
+static void drop_watermarks_upto(const char *in, tdm_time_ms floor, char *out,
+                                 size_t n)
 {
     size_t used = 0;
     out[0] = 0;
@@ -317,7 +316,7 @@ static void check_rescale(const setup *su, const op *script, int new_P,
         deploy ref, old, got;
         uint8_t *blob[MAX_P];
         size_t len[MAX_P];
-        bool finished[N_PARTS] = { false };
+        bool finished[N_PARTS] = {false};
         tdm_time_ms start[MAX_P];
 
         deploy_new(&ref, su, new_P, true);
@@ -331,8 +330,7 @@ static void check_rescale(const setup *su, const op *script, int new_P,
         bool stale[MAX_P] = {0};
         tdm_time_ms comb[MAX_P] = {0};
         for (int k = 0; k < new_P; k++) {
-            stale[k] = new_P != 2 && ref_is_stale(&ref, k, finished,
-                                                  &comb[k]);
+            stale[k] = new_P != 2 && ref_is_stale(&ref, k, finished, &comb[k]);
             n_stale += stale[k];
         }
         snapshot_all(&old, blob, len);
@@ -351,9 +349,9 @@ static void check_rescale(const setup *su, const op *script, int new_P,
                     tdm_reader_watermark(ref.r[k]) ||
                 tdm__reader_output_idle(got.r[k]) !=
                     tdm__reader_output_idle(ref.r[k]))
-                fprintf(stderr, "cut %d reader %d of %d: W%" PRId64
-                                " idle %d, the reference W%" PRId64
-                                " idle %d\n",
+                fprintf(stderr,
+                        "cut %d reader %d of %d: W%" PRId64
+                        " idle %d, the reference W%" PRId64 " idle %d\n",
                         cut, k, new_P, tdm_reader_watermark(got.r[k]),
                         tdm__reader_output_idle(got.r[k]),
                         tdm_reader_watermark(ref.r[k]),
@@ -391,8 +389,9 @@ static void check_rescale(const setup *su, const op *script, int new_P,
                                  stale[k] ? start[k] : TDM_TIME_MIN, want,
                                  sizeof want);
             if (strcmp(got.out[k].t.buf, want) != 0)
-                fprintf(stderr, "cut %d reader %d of %d:\n  got  %s\n"
-                                "  want %s\n",
+                fprintf(stderr,
+                        "cut %d reader %d of %d:\n  got  %s\n"
+                        "  want %s\n",
                         cut, k, new_P, got.out[k].t.buf, want);
             ASSERT_STR_EQ(got.out[k].t.buf, want);
         }
@@ -423,56 +422,50 @@ static tdm_wm_strategy *bounded(tdm_time_ms bound, int on_event,
  * (followed by a tick, as the runtime's loop ticks after every poll),
  * records at or below a partition's watermark. */
 static const op on_event_script[] = {
-    { OP_REC, 0, 100 },  { OP_REC, 1, 105 },  { OP_REC, 2, 98 },
-    { OP_REC, 3, 120 },  { OP_REC, 4, 101 },  { OP_REC, 5, 99 },
-    { OP_TIME, 0, 50 },  { OP_TICK, 0, 0 },   { OP_REC, 0, 130 },
-    { OP_REC, 2, 125 },  { OP_REC, 1, 90 },   { OP_REC, 3, 140 },
-    { OP_REC, 4, 135 },  { OP_REC, 5, 131 },  { OP_REC, 5, 129 },
-    { OP_TIME, 0, 60 },  { OP_TICK, 0, 0 },   { OP_FINISH, 2, 0 },
-    { OP_TIME, 0, 60 },  { OP_TICK, 0, 0 },   { OP_REC, 0, 160 },
-    { OP_REC, 1, 150 },  { OP_REC, 3, 170 },  { OP_REC, 4, 155 },
-    { OP_REC, 5, 152 },  { OP_REC, 0, 158 },  { OP_TIME, 0, 100 },
-    { OP_TICK, 0, 0 },   { OP_REC, 0, 200 },  { OP_REC, 1, 210 },
-    { OP_REC, 3, 205 },  { OP_REC, 4, 199 },  { OP_REC, 5, 220 },
-    { OP_FINISH, 4, 0 }, { OP_TIME, 0, 100 }, { OP_TICK, 0, 0 },
-    { OP_REC, 0, 240 },  { OP_REC, 5, 230 },  { OP_END, 0, 0 },
+    {OP_REC, 0, 100}, {OP_REC, 1, 105},  {OP_REC, 2, 98},   {OP_REC, 3, 120},
+    {OP_REC, 4, 101}, {OP_REC, 5, 99},   {OP_TIME, 0, 50},  {OP_TICK, 0, 0},
+    {OP_REC, 0, 130}, {OP_REC, 2, 125},  {OP_REC, 1, 90},   {OP_REC, 3, 140},
+    {OP_REC, 4, 135}, {OP_REC, 5, 131},  {OP_REC, 5, 129},  {OP_TIME, 0, 60},
+    {OP_TICK, 0, 0},  {OP_FINISH, 2, 0}, {OP_TIME, 0, 60},  {OP_TICK, 0, 0},
+    {OP_REC, 0, 160}, {OP_REC, 1, 150},  {OP_REC, 3, 170},  {OP_REC, 4, 155},
+    {OP_REC, 5, 152}, {OP_REC, 0, 158},  {OP_TIME, 0, 100}, {OP_TICK, 0, 0},
+    {OP_REC, 0, 200}, {OP_REC, 1, 210},  {OP_REC, 3, 205},  {OP_REC, 4, 199},
+    {OP_REC, 5, 220}, {OP_FINISH, 4, 0}, {OP_TIME, 0, 100}, {OP_TICK, 0, 0},
+    {OP_REC, 0, 240}, {OP_REC, 5, 230},  {OP_END, 0, 0},
 };
 
 /* Periodic emission with idleness: partition 5 falls silent (idle after
  * 250 ms of processing time without records) and comes back; partition
  * 3 is declared idle by the reader and active again. */
 static const op idle_script[] = {
-    { OP_REC, 0, 100 },  { OP_REC, 1, 105 },  { OP_REC, 2, 98 },
-    { OP_REC, 3, 120 },  { OP_REC, 4, 101 },  { OP_REC, 5, 99 },
-    { OP_TIME, 0, 100 }, { OP_TICK, 0, 0 },   { OP_REC, 0, 130 },
-    { OP_REC, 1, 128 },  { OP_REC, 2, 125 },  { OP_REC, 3, 140 },
-    { OP_REC, 4, 135 },  { OP_TIME, 0, 100 }, { OP_TICK, 0, 0 },
-    { OP_REC, 0, 150 },  { OP_REC, 1, 151 },  { OP_REC, 2, 149 },
-    { OP_REC, 3, 160 },  { OP_REC, 4, 155 },  { OP_TIME, 0, 100 },
-    { OP_TICK, 0, 0 },   { OP_REC, 0, 170 },  { OP_REC, 1, 175 },
-    { OP_REC, 2, 172 },  { OP_REC, 3, 180 },  { OP_REC, 4, 171 },
-    { OP_TIME, 0, 100 }, { OP_TICK, 0, 0 },   { OP_STATUS, 3, 1 },
-    { OP_REC, 0, 190 },  { OP_REC, 1, 191 },  { OP_REC, 2, 195 },
-    { OP_REC, 4, 192 },  { OP_TIME, 0, 100 }, { OP_TICK, 0, 0 },
-    { OP_REC, 5, 185 },  { OP_REC, 3, 200 },  { OP_REC, 0, 210 },
-    { OP_REC, 1, 205 },  { OP_REC, 2, 206 },  { OP_REC, 4, 208 },
-    { OP_TIME, 0, 100 }, { OP_TICK, 0, 0 },   { OP_END, 0, 0 },
+    {OP_REC, 0, 100},  {OP_REC, 1, 105},  {OP_REC, 2, 98},   {OP_REC, 3, 120},
+    {OP_REC, 4, 101},  {OP_REC, 5, 99},   {OP_TIME, 0, 100}, {OP_TICK, 0, 0},
+    {OP_REC, 0, 130},  {OP_REC, 1, 128},  {OP_REC, 2, 125},  {OP_REC, 3, 140},
+    {OP_REC, 4, 135},  {OP_TIME, 0, 100}, {OP_TICK, 0, 0},   {OP_REC, 0, 150},
+    {OP_REC, 1, 151},  {OP_REC, 2, 149},  {OP_REC, 3, 160},  {OP_REC, 4, 155},
+    {OP_TIME, 0, 100}, {OP_TICK, 0, 0},   {OP_REC, 0, 170},  {OP_REC, 1, 175},
+    {OP_REC, 2, 172},  {OP_REC, 3, 180},  {OP_REC, 4, 171},  {OP_TIME, 0, 100},
+    {OP_TICK, 0, 0},   {OP_STATUS, 3, 1}, {OP_REC, 0, 190},  {OP_REC, 1, 191},
+    {OP_REC, 2, 195},  {OP_REC, 4, 192},  {OP_TIME, 0, 100}, {OP_TICK, 0, 0},
+    {OP_REC, 5, 185},  {OP_REC, 3, 200},  {OP_REC, 0, 210},  {OP_REC, 1, 205},
+    {OP_REC, 2, 206},  {OP_REC, 4, 208},  {OP_TIME, 0, 100}, {OP_TICK, 0, 0},
+    {OP_END, 0, 0},
 };
 
 /* Watermark alignment: announcements pause partitions (and readers)
  * that run ahead and resume them; reports every 150 ms. */
 static const op align_script[] = {
-    { OP_REC, 0, 100 },      { OP_REC, 1, 105 },  { OP_REC, 2, 98 },
-    { OP_REC, 3, 120 },      { OP_REC, 4, 101 },  { OP_REC, 5, 99 },
-    { OP_TIME, 0, 150 },     { OP_TICK, 0, 0 },   { OP_ANNOUNCE, 0, 107 },
-    { OP_REC, 0, 140 },      { OP_REC, 2, 110 },  { OP_REC, 4, 112 },
-    { OP_REC, 5, 111 },      { OP_TIME, 0, 150 }, { OP_TICK, 0, 0 },
-    { OP_ANNOUNCE, 0, 119 }, { OP_REC, 1, 125 },  { OP_REC, 2, 131 },
-    { OP_REC, 4, 150 },      { OP_REC, 5, 129 },  { OP_TIME, 0, 150 },
-    { OP_TICK, 0, 0 },       { OP_ANNOUNCE, 0, 135 },
-    { OP_REC, 1, 160 },      { OP_REC, 3, 165 },  { OP_REC, 5, 158 },
-    { OP_TIME, 0, 150 },     { OP_TICK, 0, 0 },   { OP_ANNOUNCE, 0, 170 },
-    { OP_REC, 0, 180 },      { OP_REC, 2, 182 },  { OP_END, 0, 0 },
+    {OP_REC, 0, 100},      {OP_REC, 1, 105},      {OP_REC, 2, 98},
+    {OP_REC, 3, 120},      {OP_REC, 4, 101},      {OP_REC, 5, 99},
+    {OP_TIME, 0, 150},     {OP_TICK, 0, 0},       {OP_ANNOUNCE, 0, 107},
+    {OP_REC, 0, 140},      {OP_REC, 2, 110},      {OP_REC, 4, 112},
+    {OP_REC, 5, 111},      {OP_TIME, 0, 150},     {OP_TICK, 0, 0},
+    {OP_ANNOUNCE, 0, 119}, {OP_REC, 1, 125},      {OP_REC, 2, 131},
+    {OP_REC, 4, 150},      {OP_REC, 5, 129},      {OP_TIME, 0, 150},
+    {OP_TICK, 0, 0},       {OP_ANNOUNCE, 0, 135}, {OP_REC, 1, 160},
+    {OP_REC, 3, 165},      {OP_REC, 5, 158},      {OP_TIME, 0, 150},
+    {OP_TICK, 0, 0},       {OP_ANNOUNCE, 0, 170}, {OP_REC, 0, 180},
+    {OP_REC, 2, 182},      {OP_END, 0, 0},
 };
 
 /* ---- Tests ---- */
@@ -483,7 +476,7 @@ static const op align_script[] = {
  * lowest (cuts 34-35, until the next tick). */
 TDM_TEST(two_readers_dealt_to_one_and_three_on_event)
 {
-    setup su = { bounded(10, 1, 0), false };
+    setup su = {bounded(10, 1, 0), false};
     check_rescale(&su, on_event_script, 1, 2);
     check_rescale(&su, on_event_script, 3, 9);
     tdm_wm_strategy_destroy(su.s);
@@ -493,7 +486,7 @@ TDM_TEST(two_readers_dealt_to_one_and_three_on_event)
  * below the output of reader 2 at parallelism 3. */
 TDM_TEST(two_readers_dealt_to_one_and_three_periodic_with_idleness)
 {
-    setup su = { bounded(10, 0, 250), false };
+    setup su = {bounded(10, 0, 250), false};
     check_rescale(&su, idle_script, 1, 0);
     check_rescale(&su, idle_script, 3, 1);
     tdm_wm_strategy_destroy(su.s);
@@ -501,7 +494,7 @@ TDM_TEST(two_readers_dealt_to_one_and_three_periodic_with_idleness)
 
 TDM_TEST(two_readers_dealt_to_one_and_three_with_alignment)
 {
-    setup su = { bounded(10, 1, 0), true };
+    setup su = {bounded(10, 1, 0), true};
     check_rescale(&su, align_script, 1, 0);
     check_rescale(&su, align_script, 3, 0);
     tdm_wm_strategy_destroy(su.s);
@@ -513,7 +506,7 @@ TDM_TEST(two_readers_dealt_to_one_and_three_with_alignment)
  * keeps its value until its next combination, S5). */
 TDM_TEST(same_dealing_continues_as_the_old_reader)
 {
-    setup su = { bounded(10, 1, 0), false };
+    setup su = {bounded(10, 1, 0), false};
     check_rescale(&su, on_event_script, 2, 0);
     tdm_wm_strategy_destroy(su.s);
 }
@@ -522,7 +515,7 @@ TDM_TEST(same_dealing_continues_as_the_old_reader)
  * are refused (TDM_ERR_PARSE with the offset), never a crash. */
 TDM_TEST(bad_input_is_refused)
 {
-    setup su = { bounded(10, 1, 0), false };
+    setup su = {bounded(10, 1, 0), false};
     deploy old, got;
     uint8_t *blob[MAX_P];
     size_t len[MAX_P];
@@ -531,7 +524,7 @@ TDM_TEST(bad_input_is_refused)
         step(&old, &on_event_script[i]);
     snapshot_all(&old, blob, len);
     /* Both old readers' split 0 into the same split. */
-    map_ctx all = { 0, 2, 0, 1 };
+    map_ctx all = {0, 2, 0, 1};
     deploy_new(&got, &su, 1, false);
     tdm__dec d;
     tdm__dec_init(&d, blob[0], len[0]);
@@ -546,7 +539,7 @@ TDM_TEST(bad_input_is_refused)
     deploy_free(&got);
     for (size_t cut = 0; cut < len[1]; cut++) {
         deploy_new(&got, &su, 1, false);
-        map_ctx m = { 1, 2, 0, 1 };
+        map_ctx m = {1, 2, 0, 1};
         tdm__dec_init(&d, blob[1], cut);
         ASSERT_ERR(tdm__reader_restore_splits(got.r[0], &d, map_split, &m),
                    TDM_ERR_PARSE);
