@@ -4,6 +4,7 @@
 set -eu
 pkgs="cmake make gcc pkg-config libjansson-dev libyaml-dev libmicrohttpd-dev librdkafka-dev"
 [ "${TDM_WITH_CLANG:-0}" = 1 ] && pkgs="$pkgs clang libclang-rt-14-dev"
+[ "${TDM_WITH_FORMAT:-0}" = 1 ] && pkgs="$pkgs clang-format"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
