@@ -42,10 +42,8 @@
  * (CMakeLists.txt, docs/design-notes.md "Test hooks").
  *
  * Part 2 (every build): see the declarations below; each says which
- * tests call it.  Test-only internals of src/runtime and src/server
- * (tdm__job_set_clock, tdm__job_batches_live/peak, tdm__job_queue_waits,
- * tdm__node_set_source_vtab/sink_vtab, tdm__rowagg_add,
- * tdm__history_count) are still declared by their owners.
+ * tests call it.  The server's one (tdm__history_count) stays in
+ * server.h: the server includes nothing below tidemark.h and core.h.
  */
 #ifndef TDM_TESTHOOKS_H
 #define TDM_TESTHOOKS_H
@@ -67,6 +65,8 @@ typedef struct tdm__source_conf tdm__source_conf;
 typedef struct tdm__nx_conf tdm__nx_conf;
 typedef struct tdm__nx_event tdm__nx_event;
 typedef struct tdm__nx_strings tdm__nx_strings;
+typedef struct tdm__source_vtab tdm__source_vtab;
+typedef struct tdm__sink_vtab tdm__sink_vtab;
 struct tdm__enc;
 struct tdm__dec;
 
@@ -164,5 +164,23 @@ int64_t tdm__nx_price_of(uint64_t m);
 void tdm__nx_event_at(const tdm__nx_conf *c, int64_t count, tdm__nx_event *out);
 void tdm__nx_strings_of(const tdm__nx_event *ev, char *buf, size_t cap,
                         tdm__nx_strings *out);
+
+/* runtime/job.c, the job's seams for the runtime's unit tests
+ * (test_rt_*, test_diagnose, test_server through test_rt_kit.h and
+ * test_rt_feed.h): */
+/* Makes source node @p n read through @p vt instead of its "type"; the
+ * node still needs a "schema".  Keeps a reference to @p vt. */
+void tdm__node_set_source_vtab(tdm_node *n, const tdm__source_vtab *vt);
+/* Makes sink node @p n write through @p vt. */
+void tdm__node_set_sink_vtab(tdm_node *n, const tdm__sink_vtab *vt);
+/* Replaces the job's processing-time clock (fn must be thread-safe and
+ * never go backwards). */
+void tdm__job_set_clock(tdm_job *job, tdm_clock_fn fn, void *ud);
+/* Times a source subtask waited for a full queue or for a free batch
+ * since the run started (backpressure). */
+int64_t tdm__job_queue_waits(const tdm_job *job);
+/* Source batches currently allocated / the most at once. */
+int64_t tdm__job_batches_live(const tdm_job *job);
+int64_t tdm__job_batches_peak(const tdm_job *job);
 
 #endif

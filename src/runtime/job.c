@@ -16,6 +16,7 @@
 #include "runtime/metrics.h"
 #include "runtime/rt.h"
 #include "window/win.h"
+#include "testhooks.h"
 
 static const tdm__conf_val zero_val;
 

@@ -257,22 +257,9 @@ void tdm__job_log(tdm_job *job, const char *fmt, ...)
  * go backwards. */
 tdm_time_ms tdm__job_now(tdm_job *job);
 
-/* ---- Test hooks ---- */
-
-/* Makes source node @p n read through @p vt instead of its "type"; the
- * node still needs a "schema".  Keeps a reference to @p vt. */
-void tdm__node_set_source_vtab(tdm_node *n, const tdm__source_vtab *vt);
-/* Makes sink node @p n write through @p vt. */
-void tdm__node_set_sink_vtab(tdm_node *n, const tdm__sink_vtab *vt);
-/* Replaces the job's processing-time clock (fn must be thread-safe and
- * never go backwards). */
-void tdm__job_set_clock(tdm_job *job, tdm_clock_fn fn, void *ud);
-/* Times a source subtask waited for a full queue or for a free batch
- * since the run started (backpressure). */
-int64_t tdm__job_queue_waits(const tdm_job *job);
-/* Source batches currently allocated / the most at once. */
-int64_t tdm__job_batches_live(const tdm_job *job);
-int64_t tdm__job_batches_peak(const tdm_job *job);
+/* The test-only seams of the job (tdm__node_set_source_vtab,
+ * tdm__job_set_clock, tdm__job_queue_waits, ...) are declared in
+ * testhooks.h. */
 
 /* ====================================================================== */
 /* Key encoding and row codecs (codec.c)                                   */

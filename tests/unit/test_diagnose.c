@@ -15,6 +15,7 @@
 
 #include "server/server.h"
 #include "test_rt_kit.h"
+#include "testhooks.h"
 
 /* 2026-12-02T10:00:00Z in epoch ms: every time below is relative to it. */
 #define B 1796205600000LL

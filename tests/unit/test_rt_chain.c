@@ -566,6 +566,7 @@ TDM_TEST(stop_without_drain_passes_down_the_chain)
 /* ---- Idleness is forwarded ---- */
 /* The fed source and moved clock of test_rt_metrics.c. */
 #include "test_rt_feed.h"
+#include "testhooks.h"
 
 /* Waits (bounded) until sink @p name holds @p n lines. */
 static void wait_lines(const char *name, size_t n)

@@ -10,6 +10,7 @@
  * a manual clock the tests move.
  */
 #include "test_rt_kit.h"
+#include "testhooks.h"
 
 /* ====================================================================== */
 /* A fake version-2 source                                                 */

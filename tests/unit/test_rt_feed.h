@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "test_rt_kit.h"
+#include "testhooks.h"
 
 #define FEED_MAX 512
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "test_rt_kit.h"
+#include "testhooks.h"
 
 /* Sums the "n=" column over a sink's lines. */
 static int64_t sum_n(const char *sink)

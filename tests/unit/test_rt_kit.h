@@ -17,6 +17,7 @@
 
 #include "harness.h"
 #include "runtime/rt.h"
+#include "testhooks.h"
 
 /* ====================================================================== */
 /* Sources                                                                 */

@@ -15,6 +15,7 @@
 #include "test_rt_kit.h"
 
 #include "test_rt_feed.h"
+#include "testhooks.h"
 
 /* ====================================================================== */
 /* Snapshot helpers                                                       */

@@ -7,6 +7,7 @@
  * and failure reporting.  Every expected line is derived by hand in the
  * comment above it. */
 #include "test_rt_kit.h"
+#include "testhooks.h"
 
 /* ---- Datasets ---- */
 

@@ -20,6 +20,7 @@
 
 #include "server/server.h"
 #include "test_rt_kit.h"
+#include "testhooks.h"
 
 /* 2024-12-02T10:00:00Z: every timestamp below is B + something. */
 #define B INT64_C(1733133600000)
