@@ -71,11 +71,15 @@ echo "== tests, sanitizer build"
 # than its limit (over 3 minutes for one test_rt_ckpt case, over 5 for
 # cli.checkpoint_damage), and they run the same threads as
 # test_rt_ckpt's plain restore cases, which stay; their durability is
-# the other two runs' to check.  Reports
+# the other two runs' to check.  Also left out: test_sink_2pc's Kafka
+# cases, whose librdkafka mock-cluster threads crash inside TSan's own
+# allocator (librdkafka is not instrumented; the crash is in rdk:main
+# before any of our code runs); the Kafka sink's protocol is the other
+# two runs' to check.  Reports
 # inside librdkafka and libmicrohttpd only are suppressed
 # (tests/tsan.supp).
 TSAN_TESTS='^(test_rt_|test_server|test_sink_2pc|test_connect_sink|test_connect_source|test_kafka_shuffle|test_diagnose|cli\.example\.|cli\.chain$|cli\.signal$|cli\.http$)'
-TSAN_SKIP='^test_rt_ckpt\..*(after_a_kill|at_another_parallelism|at_other_parallelisms)'
+TSAN_SKIP='^test_rt_ckpt\..*(after_a_kill|at_another_parallelism|at_other_parallelisms)|^test_sink_2pc\.kafka_'
 echo "== tests, ThreadSanitizer build ($TSAN_TESTS)"
 (
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(pwd)/tests/tsan.supp"
