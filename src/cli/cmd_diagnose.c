@@ -403,7 +403,9 @@ static int read_response(int fd, const dg_url *u, int64_t deadline,
                          int timeout_s, dg_buf *in, dg_buf *dec)
 {
     char chunk[16384];
-    const char *hend = NULL;
+    /* Where the headers end, as an offset: buf_add may move in->p. */
+    size_t hoff = 0;
+    int have_headers = 0;
     int done = 0;
     while (!done) {
         int r = wait_fd(fd, POLLIN, deadline);
@@ -429,9 +431,14 @@ static int read_response(int fd, const dg_url *u, int64_t deadline,
                     u->hostport);
             return -1;
         }
-        if (hend == NULL && (hend = strstr(in->p, "\r\n\r\n")) == NULL)
-            continue;
-        done = response_done(u, in, hend, dec);
+        if (!have_headers) {
+            const char *hend = strstr(in->p, "\r\n\r\n");
+            if (hend == NULL)
+                continue;
+            hoff = (size_t)(hend - in->p);
+            have_headers = 1;
+        }
+        done = response_done(u, in, in->p + hoff, dec);
         if (done < 0)
             return -1;
     }

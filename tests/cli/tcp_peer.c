@@ -11,7 +11,10 @@
  *               before this one are done before the source connects)
  *   accept      wait for the source to connect (at most 60 s: a source
  *               that never comes back fails the test instead of hanging)
- *   send TEXT   write TEXT, where \n is a newline and \\ a backslash
+ *   send TEXT   write TEXT, where \n is a newline, \r a carriage return
+ *               and \\ a backslash
+ *   request     read from the connection up to the end of an HTTP request's
+ *               headers (an empty line), at most 60 s
  *   reset       close the connection with a reset (SO_LINGER 0)
  *   close       close the connection cleanly (FIN)
  *   unlisten    stop listening: later connects are refused
@@ -37,13 +40,16 @@ static int fail(const char *step, const char *why)
     return 1;
 }
 
-/* Decodes \n and \\ of @p text in place; returns its length. */
+/* Decodes \n, \r and \\ of @p text in place; returns its length. */
 static size_t unescape(char *text)
 {
     size_t o = 0;
     for (size_t i = 0; text[i]; i++) {
         if (text[i] == '\\' && text[i + 1] == 'n') {
             text[o++] = '\n';
+            i++;
+        } else if (text[i] == '\\' && text[i + 1] == 'r') {
+            text[o++] = '\r';
             i++;
         } else if (text[i] == '\\' && text[i + 1] == '\\') {
             text[o++] = '\\';
@@ -74,6 +80,27 @@ static int step_send(char *text)
         if (n < 0)
             return fail("send", strerror(errno));
         off += (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads until the bytes read end with "\r\n\r\n" (a request with no body,
+ * as an HTTP GET; so that the close that follows is not a reset for
+ * unread data). */
+static int step_request(void)
+{
+    char last[4] = {0}, c;
+    struct pollfd p = {.fd = cfd, .events = POLLIN};
+    if (cfd < 0)
+        return fail("request", "no connection");
+    while (memcmp(last, "\r\n\r\n", 4) != 0) {
+        if (poll(&p, 1, 60000) != 1)
+            return fail("request", "no request within 60 s");
+        ssize_t n = read(cfd, &c, 1);
+        if (n <= 0)
+            return fail("request", n ? strerror(errno) : "connection closed");
+        memmove(last, last + 1, 3);
+        last[3] = c;
     }
     return 0;
 }
@@ -109,6 +136,8 @@ static int run_step(char *line)
         return step_send(line + 5);
     if (strcmp(line, "accept") == 0)
         return step_accept();
+    if (strcmp(line, "request") == 0)
+        return step_request();
     if (strcmp(line, "reset") == 0 || strcmp(line, "close") == 0)
         return step_close(line[0] == 'r');
     if (strcmp(line, "unlisten") == 0) {
