@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* harness.c - registry and main() of the unit-test harness (harness.h).
- * Each case runs under an alarm of TDM_TEST_TIMEOUT seconds (default 60)
+ * Each case runs under an alarm of TDM_TEST_TIMEOUT seconds (default 300)
  * times TDM_TEST_TIMEOUT_MULTIPLIER, as a second guard behind CTest's.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -41,9 +41,9 @@ static unsigned timeout_seconds(void)
 {
     const char *t = getenv("TDM_TEST_TIMEOUT");
     const char *m = getenv("TDM_TEST_TIMEOUT_MULTIPLIER");
-    unsigned s = t ? (unsigned)atoi(t) : 60;
+    unsigned s = t ? (unsigned)atoi(t) : 300;
     unsigned k = m ? (unsigned)atoi(m) : 1;
-    return (s ? s : 60) * (k ? k : 1);
+    return (s ? s : 300) * (k ? k : 1);
 }
 
 int main(int argc, char **argv)

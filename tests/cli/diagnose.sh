@@ -74,7 +74,7 @@ url=
 tries=0
 while [ -z "$url" ]; do
     tries=$((tries + 1))
-    [ "$tries" -le 200 ] || fail "no \"serving\" line from tidemark run"
+    [ "$tries" -le 2000 ] || fail "no \"serving\" line from tidemark run"
     url=$(sed -n 's/^tidemark: serving \(http:[^ ]*\) (job "stalled")$/\1/p' \
         "$T/run.err" 2>/dev/null || true)
     [ -n "$url" ] || sleep 0.05
@@ -86,7 +86,7 @@ tries=0
 until "$TM" diagnose "$url" >"$T/diag" 2>"$T/diag.err" &&
     flat "$T/diag" | grep -q -F "holds the watermark back by 17m17s"; do
     tries=$((tries + 1))
-    if [ "$tries" -gt 200 ]; then
+    if [ "$tries" -gt 2000 ]; then
         cat "$T/diag" "$T/diag.err" >&2
         fail "the diagnosis never named the stalled partition"
     fi

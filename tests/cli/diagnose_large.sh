@@ -48,7 +48,7 @@ peer=$!
 tries=0
 until [ -s "$T/port" ]; do
     tries=$((tries + 1))
-    [ "$tries" -le 200 ] || fail "the peer printed no port"
+    [ "$tries" -le 2000 ] || fail "the peer printed no port"
     sleep 0.05
 done
 port=$(cat "$T/port")

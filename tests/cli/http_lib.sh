@@ -3,12 +3,13 @@
 # client, $T the temporary folder and $PORT the server's port).  Every
 # wait polls a condition a bounded number of times.
 
-# wait_for WHAT FILE TEXT: polls FILE (up to ~10 s) until it holds TEXT.
+# wait_for WHAT FILE TEXT: polls FILE (up to ~100 s: a bound for a hang,
+# sized for a loaded machine) until it holds TEXT.
 wait_for() {
     n=0
     until grep -q -F -- "$3" "$2" 2>/dev/null; do
         n=$((n + 1))
-        if [ $n -gt 200 ]; then
+        if [ $n -gt 2000 ]; then
             cat "$2" >&2 || true
             fail "$1: \"$3\" never appeared in $2"
         fi
@@ -27,7 +28,7 @@ poll() {
         fi
         grep -q -F -- "$3" "$T/poll" && return 0
         n=$((n + 1))
-        if [ $n -gt 200 ]; then
+        if [ $n -gt 2000 ]; then
             cat "$T/poll" >&2
             fail "$1: GET $2 never returned $3"
         fi

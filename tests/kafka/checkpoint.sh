@@ -28,8 +28,8 @@
 # is topic_pattern with checkpoint.dir.
 # Usage: checkpoint.sh TIDEMARK SOURCE_DIR MOCK TOOL
 . "$(dirname "$0")/lib.sh"
-# Nine runs and their restarts: CTest gives this script 400 s (ASan).
-WATCHDOG_S=390
+# Nine runs and their restarts: CTest gives this script 1200 s.
+WATCHDOG_S=1190
 kafka_init "$@"
 # The mock drops the offsets a transaction commits: the sink also
 # commits its marker plainly after each transaction (test hook).
@@ -242,7 +242,7 @@ echo "$SCENARIOS" | while read -r s p n p2; do
         # Polled without the 50 ms of wait_grep: the commit takes a few
         # mock round trips.
         k=${n#?}
-        end=$(($(now_ms) + 60000))
+        end=$(($(now_ms) + 60000 * WAIT_SCALE))
         while [ "$(grep -c "debug txn committed" "$W/$s-kill.log")" -lt "$k" ]
         do
             kill -0 "$pid" 2>/dev/null || break

@@ -31,11 +31,11 @@ kafka_init() {
     # is killed (a CTest timeout): tidemark runs with stop: never would
     # otherwise run on.  It holds no pipe of the test's, and ends within a
     # second once kafka_cleanup removed the pid file.  WATCHDOG_S (default
-    # 115) stays below the test's CTest timeout.
+    # 595) stays below the test's CTest timeout (600 s).
     : >"$W/pids"
     (
         n=0
-        while [ "$n" -lt "${WATCHDOG_S:-115}" ] && [ -f "$W/pids" ]; do
+        while [ "$n" -lt "${WATCHDOG_S:-595}" ] && [ -f "$W/pids" ]; do
             sleep 1
             n=$((n + 1))
         done
@@ -99,16 +99,23 @@ now_ms() {
     echo $(($(date +%s%N) / 1000000))
 }
 
+# The waits below are bounds for a hang, never a verdict on speed: each
+# TIMEOUT_S is multiplied by TDM_WAIT_SCALE (default 5), so that a
+# loaded machine (two suites at once beside other builds: the heaviest
+# tests ran 20-30 times slower) does not fail them.  The watchdog
+# (kafka_init) and the CTest timeouts are sized above the scaled waits.
+WAIT_SCALE=${TDM_WAIT_SCALE:-5}
+
 # wait_until TIMEOUT_S DESCRIPTION COMMAND...: runs COMMAND every 50 ms
-# until it succeeds; fails the test after TIMEOUT_S seconds.
+# until it succeeds; fails the test after TIMEOUT_S (scaled) seconds.
 wait_until() {
     _t=$1
     _what=$2
     shift 2
-    _end=$(($(now_ms) + _t * 1000))
+    _end=$(($(now_ms) + _t * 1000 * WAIT_SCALE))
     while ! "$@"; do
         if [ "$(now_ms)" -gt "$_end" ]; then
-            fail "timed out after ${_t}s waiting for: $_what"
+            fail "timed out after $((_t * WAIT_SCALE))s waiting for: $_what"
         fi
         sleep 0.05
     done
@@ -213,9 +220,9 @@ run_fg() {
 
 # wait_pid PID TIMEOUT_S: waits for PID to exit (polling); returns its
 # status through WAIT_RC and as the function's status.  Fails the test
-# on timeout.
+# on timeout (TIMEOUT_S scaled as wait_until's).
 wait_pid() {
-    _end=$(($(now_ms) + $2 * 1000))
+    _end=$(($(now_ms) + $2 * 1000 * WAIT_SCALE))
     while kill -0 "$1" 2>/dev/null; do
         # A zombie still answers kill -0; `wait` reaps it below.
         if [ -r "/proc/$1/stat" ] &&
@@ -228,7 +235,7 @@ wait_pid() {
                 gdb -p "$1" -batch -ex "thread apply all bt" \
                     >"$W/stack-$1.log" 2>&1 || true
             fi
-            fail "process $1 still running after $2 s"
+            fail "process $1 still running after $(($2 * WAIT_SCALE)) s"
         fi
         sleep 0.05
     done
