@@ -149,8 +149,8 @@ static inline uint64_t tdm__hash_bytes_seeded(const void *key, size_t len,
  * keys are these bytes (rt.h, tdm__key_fixed_hash). */
 static inline uint64_t tdm__hash_fixed9(uint64_t bits, uint64_t seed)
 {
-    return tdm__hash_last(tdm__hash_step(tdm__hash_start(9, seed), 1 | bits << 8),
-                          bits);
+    return tdm__hash_last(
+        tdm__hash_step(tdm__hash_start(9, seed), 1 | bits << 8), bits);
 }
 
 /* ---- Folded multiply (the window store's hash, wstore.h) ---- */
