@@ -14,95 +14,30 @@
  */
 #include <string.h>
 
+#include "core/map.h"
 #include "runtime/rt.h"
 #include "state/ckpt_codec.h"
 #include "window/win.h"
 
 /* ---- Distinct sets ----
- * Open addressing with linear probing, grown at half load.  Fixed-size
- * values are stored as their 8 bytes (so equality is exact, no
- * collision can merge two values); strings as copies compared byte by
- * byte after a hash match. */
+ * A tdm__map (core/map.h) of the values' bytes: fixed-size values as
+ * their 8 bytes (so equality is exact, no collision can merge two
+ * values), strings as their bytes.  Iterated in insertion order. */
 
-typedef struct dentry {
-    uint64_t h;   /* 0: empty slot (real hashes are forced odd) */
-    int64_t bits; /* fixed-size value, or a string's length */
-    char *s;      /* string copy */
-} dentry;
+typedef tdm__map dset;
 
-typedef struct dset {
-    dentry *e;
-    size_t n, cap;
-} dset;
-
-static uint64_t mix64(uint64_t x)
+/* Inserts a value's bytes (copied).  Returns false on OOM (the set is
+ * unchanged). */
+static bool dset_add(dset *s, const void *p, size_t len)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x | 1;
+    uint64_t *v;
+    return tdm__map_put(s, p, len, tdm__hash_bytes(p, len), &v, NULL) == TDM_OK;
 }
 
-/* Doubles the table and reinserts every entry. */
-static bool dset_grow(dset *s)
-{
-    size_t cap = s->cap ? s->cap * 2 : 8;
-    dentry *e = tdm__calloc(cap, sizeof *e);
-    if (!e)
-        return false;
-    for (size_t i = 0; i < s->cap; i++) {
-        if (!s->e[i].h)
-            continue;
-        size_t j = s->e[i].h & (cap - 1);
-        while (e[j].h)
-            j = (j + 1) & (cap - 1);
-        e[j] = s->e[i];
-    }
-    tdm__free(s->e);
-    s->e = e;
-    s->cap = cap;
-    return true;
-}
-
-/* Inserts a value (string when @p str is not NULL); copies strings.
- * Returns false on OOM (the set is unchanged). */
-static bool dset_add(dset *s, uint64_t h, int64_t bits, const char *str)
-{
-    if ((s->n + 1) * 2 > s->cap && !dset_grow(s))
-        return false;
-    size_t j = h & (s->cap - 1);
-    while (s->e[j].h) {
-        dentry *d = &s->e[j];
-        if (d->h == h && d->bits == bits &&
-            (!str || memcmp(d->s, str, (size_t)bits) == 0))
-            return true;
-        j = (j + 1) & (s->cap - 1);
-    }
-    char *copy = NULL;
-    if (str) {
-        copy = tdm__malloc(bits ? (size_t)bits : 1);
-        if (!copy)
-            return false;
-        memcpy(copy, str, (size_t)bits);
-    }
-    s->e[j].h = h;
-    s->e[j].bits = bits;
-    s->e[j].s = copy;
-    s->n++;
-    return true;
-}
-
-/* Frees the table and its string copies (NULL is fine). */
+/* Frees the set and its value copies (NULL is fine). */
 static void dset_free(dset *s)
 {
-    if (!s)
-        return;
-    for (size_t i = 0; i < s->cap; i++)
-        tdm__free(s->e[i].s);
-    tdm__free(s->e);
-    tdm__free(s);
+    tdm__map_destroy(s);
 }
 
 /* ---- Accumulators ---- */
@@ -192,7 +127,7 @@ static void add_distinct(tdm__rowagg *ra, aslot *a, tdm_type t,
                          const tdm__val *v)
 {
     if (!a->v.set) {
-        a->v.set = tdm__calloc(1, sizeof(dset));
+        a->v.set = tdm__map_new();
         if (!a->v.set) {
             ra->oom = true;
             return;
@@ -200,17 +135,16 @@ static void add_distinct(tdm__rowagg *ra, aslot *a, tdm_type t,
     }
     bool ok;
     if (t == TDM_TYPE_STRING) {
-        uint64_t h = mix64(tdm__hash_bytes(v->u.s.p, v->u.s.len));
-        ok = dset_add(a->v.set, h, (int64_t)v->u.s.len, v->u.s.p);
+        ok = dset_add(a->v.set, v->u.s.p, v->u.s.len);
     } else {
         int64_t bits = v->u.i;
         if (t == TDM_TYPE_DOUBLE && v->u.d == 0)
             bits = 0; /* -0.0 counts as 0.0 */
-        ok = dset_add(a->v.set, mix64((uint64_t)bits), bits, NULL);
+        ok = dset_add(a->v.set, &bits, sizeof bits);
     }
     if (!ok)
         ra->oom = true;
-    a->n = (int64_t)a->v.set->n;
+    a->n = (int64_t)tdm__map_count(a->v.set);
 }
 
 /* Adds one row to every aggregate of the window.  The row is the record's
@@ -331,13 +265,13 @@ static void ra_merge(void *ud, void *into_acc, const void *from_acc)
                 a->v.set = b->v.set;
                 b->v.set = NULL;
             } else {
-                for (size_t i = 0; i < b->v.set->cap; i++) {
-                    const dentry *d = &b->v.set->e[i];
-                    if (d->h && !dset_add(a->v.set, d->h, d->bits, d->s))
+                size_t pos = 0, len;
+                const void *p;
+                while (tdm__map_next(b->v.set, &pos, &p, &len))
+                    if (!dset_add(a->v.set, p, len))
                         ra->oom = true;
-                }
             }
-            a->n = (int64_t)a->v.set->n;
+            a->n = (int64_t)tdm__map_count(a->v.set);
             b->n = 0;
             break;
         case TDM__FN_FIRST:
@@ -506,16 +440,17 @@ static tdm_err ra_save(void *ud, const void *acc, tdm__enc *e)
             tdm__enc_svar(e, a->n);
             break;
         case TDM__FN_COUNT_DISTINCT: {
-            const dset *s = a->v.set;
-            tdm__enc_uvar(e, s ? (uint64_t)s->n : 0);
-            for (size_t i = 0; s && i < s->cap; i++) {
-                const dentry *d = &s->e[i];
-                if (!d->h)
-                    continue;
-                if (str)
-                    tdm__enc_bytes(e, d->s, (size_t)d->bits);
-                else
-                    tdm__enc_u64(e, (uint64_t)d->bits);
+            size_t pos = 0, len;
+            const void *p;
+            tdm__enc_uvar(e, (uint64_t)tdm__map_count(a->v.set));
+            while (tdm__map_next(a->v.set, &pos, &p, &len)) {
+                uint64_t bits;
+                if (str) {
+                    tdm__enc_bytes(e, p, len);
+                } else {
+                    memcpy(&bits, p, sizeof bits);
+                    tdm__enc_u64(e, bits);
+                }
             }
             break;
         }
@@ -563,11 +498,11 @@ static tdm_err load_distinct(tdm__dec *d, aslot *a, tdm_type t)
     /* Each value takes at least 1 byte (strings) or 8 bytes. */
     if (m > tdm__dec_left(d) / (t == TDM_TYPE_STRING ? 1 : 8))
         return tdm__dec_fail(d, "bad distinct value count");
-    a->v.set = tdm__calloc(1, sizeof(dset));
+    a->v.set = tdm__map_new();
     if (!a->v.set)
         return TDM_ERR_NOMEM;
     for (uint64_t i = 0; i < m; i++) {
-        size_t before = a->v.set->n;
+        size_t before = tdm__map_count(a->v.set);
         bool ok;
         if (t == TDM_TYPE_STRING) {
             const void *p;
@@ -576,22 +511,21 @@ static tdm_err load_distinct(tdm__dec *d, aslot *a, tdm_type t)
                 return TDM_ERR_PARSE;
             if (len > UINT32_MAX)
                 return tdm__dec_fail(d, "distinct string too long");
-            uint64_t h = mix64(tdm__hash_bytes(p, (uint32_t)len));
-            ok = dset_add(a->v.set, h, (int64_t)len, len ? p : "");
+            ok = dset_add(a->v.set, len ? p : "", len);
         } else {
             uint64_t bits;
             if (tdm__dec_u64(d, &bits) != TDM_OK)
                 return TDM_ERR_PARSE;
             if (t == TDM_TYPE_DOUBLE && bits == 0x8000000000000000ULL)
                 return tdm__dec_fail(d, "distinct -0.0 (stored as 0.0)");
-            ok = dset_add(a->v.set, mix64(bits), (int64_t)bits, NULL);
+            ok = dset_add(a->v.set, &bits, sizeof bits);
         }
         if (!ok)
             return TDM_ERR_NOMEM;
-        if (a->v.set->n == before)
+        if (tdm__map_count(a->v.set) == before)
             return tdm__dec_fail(d, "duplicate distinct value");
     }
-    a->n = (int64_t)a->v.set->n;
+    a->n = (int64_t)tdm__map_count(a->v.set);
     return TDM_OK;
 }
 

@@ -337,15 +337,7 @@ static inline uint64_t tdm__key_fixed_hash(uint64_t bits)
 {
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) &&             \
     __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && TDM__KEY_FIXED_LEN == 9
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^
-                 ((uint64_t)TDM__KEY_FIXED_LEN * 0xff51afd7ed558ccdULL);
-    h = (h ^ (1 | bits << 8)) * 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 31;
-    h = (h ^ bits) * 0x94d049bb133111ebULL;
-    h ^= h >> 32;
-    h *= 0xd6e8feb86659fd93ULL;
-    h ^= h >> 29;
-    return h;
+    return tdm__hash_fixed9(bits, TDM__HASH_ROUTE);
 #else
     char b[TDM__KEY_FIXED_LEN];
     tdm__key_fixed_put(bits, b);

@@ -36,15 +36,17 @@ void tdm__src_fence_send(tdm__rt_src_task *t, int p)
             &t->fk[(size_t)p * (size_t)s->n_edges + (size_t)e];
         for (int j = 0; j < P; j++)
             msg[j] = NULL;
-        for (size_t k = 0; k < ks->n; k++) {
-            const tdm__rt_keyent *en = &ks->ents[k];
-            int j =
-                P > 1 ? t->run->owner[tdm__key_group(en->h, t->run->key_groups)]
-                      : 0;
+        size_t pos = 0, klen;
+        const void *kp;
+        while (tdm__map_next(ks->map, &pos, &kp, &klen)) {
+            uint64_t kh = tdm__map_hash_at(ks->map, pos);
+            int j = P > 1
+                        ? t->run->owner[tdm__key_group(kh, t->run->key_groups)]
+                        : 0;
             if (!msg[j] && !(msg[j] = tdm__calloc(1, sizeof *msg[j])))
                 goto nomem;
             tdm__rt_fence *f = msg[j];
-            size_t need = f->len + sizeof(uint32_t) + en->len;
+            size_t need = f->len + sizeof(uint32_t) + klen;
             if (need > f->cap) {
                 size_t cap = f->cap ? 2 * f->cap : 256;
                 while (cap < need)
@@ -55,9 +57,9 @@ void tdm__src_fence_send(tdm__rt_src_task *t, int p)
                 f->data = nd;
                 f->cap = cap;
             }
-            uint32_t len = (uint32_t)en->len;
+            uint32_t len = (uint32_t)klen;
             memcpy(f->data + f->len, &len, sizeof len);
-            memcpy(f->data + f->len + sizeof len, ks->bytes + en->off, en->len);
+            memcpy(f->data + f->len + sizeof len, kp, klen);
             f->len = need;
             f->n++;
         }
