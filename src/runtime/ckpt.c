@@ -266,8 +266,7 @@ tdm_err tdm__rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
     ck->last = top > id ? top : id;
     if (!found)
         return tdm__rt_lineage_begin(run, 0, errbuf, errbuf_size);
-    if (tdm__job_spec_of(job).checkpoint_restore ==
-        TDM__CHECKPOINT_RESTORE_NONE) {
+    if (job->spec.checkpoint_restore == TDM__CHECKPOINT_RESTORE_NONE) {
         tdm__job_log(job,
                      "checkpoint: starting from scratch (checkpoint "
                      "%llu in %s not restored)",

@@ -168,6 +168,7 @@ tdm_err tdm_job_new(tdm_job **out)
         tdm__free(job);
         return TDM_ERR_NOMEM;
     }
+    tdm__job_spec_fill(job);
     job->log = default_log;
     atomic_init(&job->running, 0);
     atomic_init(&job->cancel, 0);
@@ -193,8 +194,10 @@ tdm_err tdm_job_set(tdm_job *job, const char *key, const char *value,
     if (atomic_load(&job->running))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "%s: the job is running", key ? key : "");
-    return set_val(job->vals, TDM__SCOPE_JOB, "job", key, value, errbuf,
-                   errbuf_size);
+    tdm_err err = set_val(job->vals, TDM__SCOPE_JOB, "job", key, value, errbuf,
+                          errbuf_size);
+    tdm__job_spec_fill(job); /* also on failure: a value may be freed */
+    return err;
 }
 
 static void node_destroy(tdm_node *n)
@@ -286,6 +289,7 @@ tdm_err tdm_job_add_node(tdm_job *job, tdm_node_kind kind, const char *name,
         node_destroy(n);
         goto nomem;
     }
+    tdm__node_spec_fill(n);
     job->nodes[job->n_nodes++] = n;
     if (out)
         *out = n;
@@ -317,8 +321,11 @@ tdm_err tdm_node_set(tdm_node *node, const char *key, const char *value,
     if (atomic_load(&node->job->running))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "%s: the job is running", key ? key : "");
-    return set_val(node->vals, node->scope, tdm__node_kind_name(node->kind),
-                   key, value, errbuf, errbuf_size);
+    tdm_err err =
+        set_val(node->vals, node->scope, tdm__node_kind_name(node->kind), key,
+                value, errbuf, errbuf_size);
+    tdm__node_spec_fill(node); /* also on failure: a value may be freed */
+    return err;
 }
 
 static tdm_err add_udf(tdm_node *n, const tdm__udf *u)

@@ -1206,9 +1206,11 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
     }
     /* Specs first: a node's checks read the specs of the nodes it
      * refers to.  A running job's keys cannot change, nor its specs. */
-    if (!atomic_load(&job->running))
+    if (!atomic_load(&job->running)) {
+        tdm__job_spec_fill(job);
         for (int i = 0; i < job->n_nodes; i++)
             tdm__node_spec_fill(job->nodes[i]);
+    }
     tdm_err err = validate_graph(&c);
     tdm__free(c.state);
     tdm__free(c.stack);

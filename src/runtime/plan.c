@@ -121,7 +121,7 @@ static void plan_sink(tdm__rt_sink *s, tdm_node *n)
     s->conf.kafka_brokers = opt_str(n, "brokers");
     s->conf.kafka_topic = opt_str(n, "topic");
     plan_props(n, &s->conf.kafka_props, &s->conf.kafka_n_props);
-    s->conf.debug = tdm__job_spec_of(n->job).log_level == TDM__LOG_LEVEL_DEBUG;
+    s->conf.debug = n->job->spec.log_level == TDM__LOG_LEVEL_DEBUG;
     s->conf.log = tdm__ctx_log_line;
     s->conf.log_ud = n->job;
     if (n->sink_vt)
@@ -781,7 +781,7 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
                 s->fence = false;
     }
     plan_two_phase(run);
-    tdm__on_cancel oc = tdm__job_spec_of(job).on_cancel;
+    tdm__on_cancel oc = job->spec.on_cancel;
     /* With checkpoints, auto stops too: windows left open are in the
      * final checkpoint and the next run completes them exactly. */
     run->stop_on_cancel =

@@ -66,7 +66,7 @@ static void last_good(tdm__run *run, char *buf, size_t n)
 static void advice(const tdm_job *job, char *buf, size_t n)
 {
     const char *dir = tdm__job_str(job, "checkpoint.dir");
-    if (tdm__job_spec_of(job).restart_strategy == TDM__RESTART_STRATEGY_NONE)
+    if (job->spec.restart_strategy == TDM__RESTART_STRATEGY_NONE)
         snprintf(buf, n,
                  "make room in %s and run the job again (or set "
                  "restart.strategy)",
@@ -161,7 +161,7 @@ static bool key_set(const tdm_job *job, const char *key)
  * the runtime would not keep. */
 const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
 {
-    tdm__restart_strategy strategy = tdm__job_spec_of(job).restart_strategy;
+    tdm__restart_strategy strategy = job->spec.restart_strategy;
     size_t n_keys = sizeof restart_keys / sizeof restart_keys[0];
     for (size_t i = 0; !*tdm__job_str(job, "checkpoint.dir") && i < n_keys; i++)
         if (key_set(job, restart_keys[i])) {
@@ -207,7 +207,7 @@ void tdm__rt_restart_init(tdm__rt_restart *rs, const tdm_job *job)
 {
     memset(rs, 0, sizeof *rs);
     rs->strategy = *tdm__job_str(job, "checkpoint.dir")
-                       ? (int)tdm__job_spec_of(job).restart_strategy
+                       ? (int)job->spec.restart_strategy
                        : TDM__RESTART_STRATEGY_NONE;
     rs->attempts = tdm__job_int(job, "restart.attempts");
     rs->delay_ms = tdm__job_int(job, "restart.delay");

@@ -588,7 +588,7 @@ static tdm_err init_run(tdm__run *run, tdm_job *job)
     run->qcap = (int)tdm__job_int(job, "queue.capacity");
     run->guard = tdm__job_int(job, "timestamp_guard");
     run->guard_dead = tdm__job_int(job, "timestamp_guard.dead_letter") != 0;
-    run->debug = tdm__job_spec_of(job).log_level == TDM__LOG_LEVEL_DEBUG;
+    run->debug = job->spec.log_level == TDM__LOG_LEVEL_DEBUG;
     if (run->key_groups < run->P)
         run->key_groups = run->P;
     run->owner = tdm__calloc((size_t)run->key_groups, sizeof *run->owner);
