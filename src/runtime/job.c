@@ -366,10 +366,10 @@ tdm_err tdm_node_add_map(tdm_node *source, tdm_map_fn fn, void *ud)
 
 static bool is_generator(const tdm_node *n)
 {
-    /* Not the spec: schemas are asked for before validation too. */
+    /* Schemas are asked for before validation too: the spec is kept in
+     * step with the keys as they are set. */
     return n->kind == TDM_NODE_SOURCE && !n->src_vt &&
-           (tdm__source_type)tdm__node_int(n, "type") ==
-               TDM__SOURCE_TYPE_GENERATOR;
+           n->spec.src.type == TDM__SOURCE_TYPE_GENERATOR;
 }
 
 /* A source's schema: its own or the generator's; a window's or join's
@@ -380,7 +380,7 @@ const tdm__schema *tdm__node_schema(const tdm_node *n)
         return n->out_schema.n > 0 ? &n->out_schema : NULL;
     if (!n || n->kind != TDM_NODE_SOURCE)
         return NULL;
-    const tdm__conf_val *v = tdm__node_val(n, "schema");
+    const tdm__conf_val *v = n->spec.src.schema;
     if (v->schema.n > 0)
         return &v->schema;
     if (is_generator(n)) {
@@ -388,7 +388,7 @@ const tdm__schema *tdm__node_schema(const tdm_node *n)
          * generator.kind changed (so pointers handed to a run stay
          * valid while it runs). */
         tdm_node *m = (tdm_node *)n;
-        int kind = (int)tdm__node_int(n, "generator.kind");
+        int kind = (int)n->spec.src.gen_kind;
         if (kind < 0 || kind > TDM__GENERATOR_KIND_NEXMARK)
             kind = TDM__GENERATOR_KIND_CLICKS;
         if (m->gen_schema.n > 0 && m->gen_kind == kind)

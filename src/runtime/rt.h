@@ -123,6 +123,11 @@ bool tdm__conf_duration(const char *text, int64_t *ms);
 void tdm__conf_format_duration(int64_t ms, char *buf, size_t n);
 /* The name of an aggregate function ("count_distinct"). */
 const char *tdm__conf_aggfn_name(tdm__aggfn fn);
+/* The text of choice @p value (a conf_enum.h constant) of the ENUM key
+ * @p key of @p scope into @p buf ("fixed-delay"); "" when the key is not
+ * an ENUM or the value is out of range. */
+void tdm__conf_enum_text(tdm__scope scope, const char *key, int64_t value,
+                         char *buf, size_t size);
 
 /* ====================================================================== */
 /* Jobs and nodes (job.c)                                                  */

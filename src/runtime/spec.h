@@ -175,6 +175,33 @@ const tdm__spec_field *tdm__spec_fields(int *n);
 void tdm__spec_fill_scope(int scope, const struct tdm__conf_val *vals,
                           void *base);
 
+/* The "sink" key of a node of kind @p kind (sources, windows and joins
+ * have one; "" otherwise). */
+static inline const char *tdm__node_spec_sink(tdm_node_kind kind,
+                                              const tdm__node_spec *s)
+{
+    switch (kind) {
+    case TDM_NODE_SOURCE:
+        return s->src.sink;
+    case TDM_NODE_WINDOW:
+        return s->win.sink;
+    case TDM_NODE_JOIN:
+        return s->join.sink;
+    default:
+        return "";
+    }
+}
+
+/* The "late_output" key of a node of kind @p kind (windows and joins;
+ * "" otherwise). */
+static inline const char *tdm__node_spec_late(tdm_node_kind kind,
+                                              const tdm__node_spec *s)
+{
+    if (kind == TDM_NODE_WINDOW)
+        return s->win.late_output;
+    return kind == TDM_NODE_JOIN ? s->join.late_output : "";
+}
+
 /* The connectors' constants (connect.h: TDM__SRC_*, TDM__FMT_*,
  * TDM__TIME_*, TDM__UNIT_*, TDM__GEN_*, TDM__KSTART_*, TDM__SINK_*) are
  * the table's choices counted from 1; spec.c asserts it for every one at
