@@ -87,8 +87,7 @@ TDM_TEST(set_keys_show_in_the_spec)
     ASSERT_EQ(src->spec.src.type, TDM__SOURCE_TYPE_GENERATOR);
     ASSERT_TRUE(src->spec.src.gen_skew == 0.25);
     ASSERT_EQ(src->spec.src.kafka->n_props, 1);
-    ASSERT_TRUE(tdm_node_set(src, "generator.skew", "many", NULL, 0) !=
-                TDM_OK);
+    ASSERT_TRUE(tdm_node_set(src, "generator.skew", "many", NULL, 0) != TDM_OK);
     ASSERT_OK(tdm_job_add_node(job, TDM_NODE_WINDOW, "w", &win, NULL, 0));
     ASSERT_OK(tdm_node_set(win, "window.size", "5s", NULL, 0));
     ASSERT_OK(tdm_node_set(win, "key_by", "a, b", NULL, 0));
