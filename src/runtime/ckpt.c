@@ -58,11 +58,11 @@ static tdm_err shape_meta(const tdm_job *job, uint8_t **out, size_t *len)
         tdm__enc_str(&e, n->name);
         bool op = n->kind == TDM_NODE_WINDOW || n->kind == TDM_NODE_JOIN;
         tdm__enc_str(&e, n->kind == TDM_NODE_SOURCE || op
-                             ? tdm__node_str(n, "sink")
+                             ? tdm__node_spec_sink(n->kind, &n->spec)
                              : "");
-        tdm__enc_str(&e, op ? tdm__node_str(n, "late_output") : "");
+        tdm__enc_str(&e, op ? tdm__node_spec_late(n->kind, &n->spec) : "");
     }
-    tdm__enc_str(&e, tdm__job_str(job, "dead_letter"));
+    tdm__enc_str(&e, job->spec.dead_letter);
     return tdm__enc_finish(&e, out, len);
 }
 
@@ -234,21 +234,20 @@ tdm_err tdm__rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
 {
     tdm__rt_ckpt *ck = &run->ck;
     tdm_job *job = run->job;
-    const char *dir = tdm__job_str(job, "checkpoint.dir");
+    const char *dir = job->spec.checkpoint_dir;
     atomic_init(&ck->req, 0);
     atomic_init(&ck->committed, 0);
     if (!*dir)
         return TDM_OK;
     ck->on = true;
-    ck->interval = tdm__job_int(job, "checkpoint.interval");
+    ck->interval = job->spec.checkpoint_interval_ms;
     ck->next_ms = tdm__mono_ms() + ck->interval;
     char msg[512] = "";
     tdm_err err = tdm__ckpt_store_open(dir, TDM__CKPT_WRITE, store_log, run,
                                        &ck->st, msg, sizeof msg);
     if (err != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s", msg);
-    tdm__ckpt_store_set_retain(
-        ck->st, (unsigned)tdm__job_int(job, "checkpoint.retain"));
+    tdm__ckpt_store_set_retain(ck->st, (unsigned)job->spec.checkpoint_retain);
     uint64_t id = 0, top = 0;
     int found = 0;
     err = tdm__ckpt_latest(ck->st, &id, &found);
@@ -266,8 +265,7 @@ tdm_err tdm__rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
     ck->last = top > id ? top : id;
     if (!found)
         return tdm__rt_lineage_begin(run, 0, errbuf, errbuf_size);
-    if (tdm__job_spec_of(job).checkpoint_restore ==
-        TDM__CHECKPOINT_RESTORE_NONE) {
+    if (job->spec.checkpoint_restore == TDM__CHECKPOINT_RESTORE_NONE) {
         tdm__job_log(job,
                      "checkpoint: starting from scratch (checkpoint "
                      "%llu in %s not restored)",
@@ -313,7 +311,7 @@ static tdm_err open_writer(tdm__run *run, tdm__rt_sink *s, int si, int w,
     conf.exactly_once = true;
     conf.writer = w;
     conf.restored = run->ck.restored ? run->ck.from : 0;
-    conf.job_name = tdm__job_str(run->job, "name");
+    conf.job_name = run->job->spec.name;
     *out = NULL;
     tdm_err err = restored_section(run, si, w, &p, &len, errbuf, errbuf_size);
     if (err != TDM_OK)
@@ -692,7 +690,7 @@ static tdm_err write_parts(tdm__run *run, uint64_t id, const uint8_t *meta,
     tdm__ckpt_info info = {
         .id = id,
         .kind = (tdm__ckpt_kind)ck->pending_kind,
-        .job = tdm__job_str(run->job, "name"),
+        .job = run->job->spec.name,
         .created_ms = (int64_t)time(NULL) * 1000,
         .parallelism = (uint32_t)run->P,
         .key_groups = (uint32_t)run->key_groups,
@@ -739,8 +737,7 @@ static void report_completed(tdm__run *run, uint64_t id, uint64_t bytes,
     atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ALIGN_MS], align_us / 1000);
     if (ck->pending_kind == TDM__CKPT_SAVEPOINT)
         tdm__job_log(job, "savepoint %llu written to %s",
-                     (unsigned long long)id,
-                     tdm__job_str(job, "checkpoint.dir"));
+                     (unsigned long long)id, job->spec.checkpoint_dir);
     else
         tdm__job_log(job,
                      "checkpoint %llu completed: %llu bytes, %lld ms, "

@@ -168,6 +168,7 @@ tdm_err tdm_job_new(tdm_job **out)
         tdm__free(job);
         return TDM_ERR_NOMEM;
     }
+    tdm__job_spec_fill(job);
     job->log = default_log;
     atomic_init(&job->running, 0);
     atomic_init(&job->cancel, 0);
@@ -193,8 +194,10 @@ tdm_err tdm_job_set(tdm_job *job, const char *key, const char *value,
     if (atomic_load(&job->running))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "%s: the job is running", key ? key : "");
-    return set_val(job->vals, TDM__SCOPE_JOB, "job", key, value, errbuf,
-                   errbuf_size);
+    tdm_err err = set_val(job->vals, TDM__SCOPE_JOB, "job", key, value, errbuf,
+                          errbuf_size);
+    tdm__job_spec_fill(job); /* also on failure: a value may be freed */
+    return err;
 }
 
 static void node_destroy(tdm_node *n)
@@ -286,6 +289,7 @@ tdm_err tdm_job_add_node(tdm_job *job, tdm_node_kind kind, const char *name,
         node_destroy(n);
         goto nomem;
     }
+    tdm__node_spec_fill(n);
     job->nodes[job->n_nodes++] = n;
     if (out)
         *out = n;
@@ -317,8 +321,11 @@ tdm_err tdm_node_set(tdm_node *node, const char *key, const char *value,
     if (atomic_load(&node->job->running))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "%s: the job is running", key ? key : "");
-    return set_val(node->vals, node->scope, tdm__node_kind_name(node->kind),
-                   key, value, errbuf, errbuf_size);
+    tdm_err err =
+        set_val(node->vals, node->scope, tdm__node_kind_name(node->kind), key,
+                value, errbuf, errbuf_size);
+    tdm__node_spec_fill(node); /* also on failure: a value may be freed */
+    return err;
 }
 
 static tdm_err add_udf(tdm_node *n, const tdm__udf *u)
@@ -359,10 +366,10 @@ tdm_err tdm_node_add_map(tdm_node *source, tdm_map_fn fn, void *ud)
 
 static bool is_generator(const tdm_node *n)
 {
-    /* Not the spec: schemas are asked for before validation too. */
+    /* Schemas are asked for before validation too: the spec is kept in
+     * step with the keys as they are set. */
     return n->kind == TDM_NODE_SOURCE && !n->src_vt &&
-           (tdm__source_type)tdm__node_int(n, "type") ==
-               TDM__SOURCE_TYPE_GENERATOR;
+           n->spec.src.type == TDM__SOURCE_TYPE_GENERATOR;
 }
 
 /* A source's schema: its own or the generator's; a window's or join's
@@ -373,7 +380,7 @@ const tdm__schema *tdm__node_schema(const tdm_node *n)
         return n->out_schema.n > 0 ? &n->out_schema : NULL;
     if (!n || n->kind != TDM_NODE_SOURCE)
         return NULL;
-    const tdm__conf_val *v = tdm__node_val(n, "schema");
+    const tdm__conf_val *v = n->spec.src.schema;
     if (v->schema.n > 0)
         return &v->schema;
     if (is_generator(n)) {
@@ -381,7 +388,7 @@ const tdm__schema *tdm__node_schema(const tdm_node *n)
          * generator.kind changed (so pointers handed to a run stay
          * valid while it runs). */
         tdm_node *m = (tdm_node *)n;
-        int kind = (int)tdm__node_int(n, "generator.kind");
+        int kind = (int)n->spec.src.gen_kind;
         if (kind < 0 || kind > TDM__GENERATOR_KIND_NEXMARK)
             kind = TDM__GENERATOR_KIND_CLICKS;
         if (m->gen_schema.n > 0 && m->gen_kind == kind)

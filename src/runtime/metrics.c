@@ -151,27 +151,18 @@ void tdm_metrics_free(tdm_metrics *m)
     tdm__free(m);
 }
 
-/* The canonical text of an ENUM key of a node (its choice), "" when the
- * key is not an enum. */
-static void enum_text(const tdm_node *n, const char *key, char *buf,
-                      size_t size)
+/* The canonical text of a node's type (a window's window.type): its
+ * choice in the table. */
+static void type_text(const tdm_node *n, char *buf, size_t size)
 {
-    int rows_n;
-    const tdm__conf_row *rows = tdm__conf_rows(&rows_n);
-    int r = tdm__conf_find(n->scope, key);
-    buf[0] = 0;
-    if (r < 0 || rows[r].type != TDM__CT_ENUM)
-        return;
-    const char *p = rows[r].choices;
-    for (int64_t i = tdm__node_int(n, key); i > 0 && p; i--) {
-        p = strchr(p, '|');
-        if (p)
-            p++;
-    }
-    if (!p)
-        return;
-    size_t l = strcspn(p, "|");
-    snprintf(buf, size, "%.*s", (int)l, p);
+    const tdm__node_spec *s = &n->spec;
+    int64_t v = n->kind == TDM_NODE_SOURCE   ? (int64_t)s->src.type
+                : n->kind == TDM_NODE_WINDOW ? (int64_t)s->win.type
+                : n->kind == TDM_NODE_JOIN   ? (int64_t)s->join.type
+                                             : (int64_t)s->sink.type;
+    tdm__conf_enum_text(n->scope,
+                        n->kind == TDM_NODE_WINDOW ? "window.type" : "type", v,
+                        buf, size);
 }
 
 /* Appends the vertex of node @p n: kind, type, parallelism and the
@@ -187,8 +178,7 @@ static void add_vertex(tdm_metrics *m, const tdm_job *job, const tdm_node *n,
     m->nodes[m->n_vx++] = n;
     v->name = keep(m, n->name);
     v->kind = n->kind;
-    enum_text(n, n->kind == TDM_NODE_WINDOW ? "window.type" : "type", type,
-              sizeof type);
+    type_text(n, type, sizeof type);
     v->type = keep(m, type);
     v->parallelism = n->kind == TDM_NODE_SINK ? 1 : P;
     const char **in = tdm__calloc((size_t)job->n_nodes + 2, sizeof *in);
@@ -199,20 +189,22 @@ static void add_vertex(tdm_metrics *m, const tdm_job *job, const tdm_node *n,
     v->inputs = in;
     int k = 0;
     if (n->kind == TDM_NODE_WINDOW) {
-        const tdm__conf_val *from = tdm__node_val(n, "from");
+        const tdm__conf_val *from = n->spec.win.from;
         for (int i = 0; i < from->n_fields && k < job->n_nodes + 1; i++)
             in[k++] = keep(m, from->fields[i]);
     } else if (n->kind == TDM_NODE_JOIN) {
-        in[k++] = keep(m, tdm__node_str(n, "left"));
-        in[k++] = keep(m, tdm__node_str(n, "right"));
+        in[k++] = keep(m, n->spec.join.left);
+        in[k++] = keep(m, n->spec.join.right);
     } else if (n->kind == TDM_NODE_SINK) {
-        bool dead = strcmp(tdm__job_str(job, "dead_letter"), n->name) == 0;
+        bool dead = strcmp(job->spec.dead_letter, n->name) == 0;
         for (int i = 0; i < job->n_nodes; i++) {
             const tdm_node *o = job->nodes[i];
             bool feeds = false;
             if (o->kind == TDM_NODE_WINDOW || o->kind == TDM_NODE_JOIN)
-                feeds = strcmp(tdm__node_str(o, "sink"), n->name) == 0 ||
-                        strcmp(tdm__node_str(o, "late_output"), n->name) == 0;
+                feeds = strcmp(tdm__node_spec_sink(o->kind, &o->spec),
+                               n->name) == 0 ||
+                        strcmp(tdm__node_spec_late(o->kind, &o->spec),
+                               n->name) == 0;
             else if (o->kind == TDM_NODE_SOURCE)
                 feeds = dead;
             if (feeds)
@@ -616,8 +608,8 @@ tdm_err tdm_job_metrics(tdm_job *job, tdm_metrics **out)
         *out = job->final;
         err = TDM_OK;
     } else {
-        *out = snapshot_new(job, (int)tdm__job_int(job, "parallelism"),
-                            tdm__job_now(job), 0);
+        *out =
+            snapshot_new(job, (int)job->spec.parallelism, tdm__job_now(job), 0);
         err = *out ? TDM_OK : TDM_ERR_NOMEM;
     }
     pthread_mutex_unlock(&job->mmu);
@@ -771,7 +763,7 @@ static tdm__rt_warea *warea_new(tdm__run *run)
         if (op->kind != TDM_NODE_WINDOW)
             continue;
         tdm__rt_wvertex *v = &a->v[a->n++];
-        const tdm__conf_val *keys = tdm__node_val(op->node, "key_by");
+        const tdm__conf_val *keys = op->node->spec.win.key_by;
         v->op = o;
         v->n_key = op->n_key;
         v->event_time = op->event_time;

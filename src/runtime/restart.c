@@ -61,12 +61,21 @@ static void last_good(tdm__run *run, char *buf, size_t n)
         snprintf(buf, n, "the start");
 }
 
+/* The text of the job's restart.strategy ("fixed-delay") in @p buf. */
+static const char *strategy_text(const tdm_job *job, char *buf, size_t n)
+{
+    tdm__conf_enum_text(TDM__SCOPE_JOB, "restart.strategy",
+                        job->spec.restart_strategy, buf, n);
+    return buf;
+}
+
 /* What the operator does, for the run's error: "make room in ck and run
  * the job again (or set restart.strategy)". */
 static void advice(const tdm_job *job, char *buf, size_t n)
 {
-    const char *dir = tdm__job_str(job, "checkpoint.dir");
-    if (tdm__job_spec_of(job).restart_strategy == TDM__RESTART_STRATEGY_NONE)
+    const char *dir = job->spec.checkpoint_dir;
+    char name[32];
+    if (job->spec.restart_strategy == TDM__RESTART_STRATEGY_NONE)
         snprintf(buf, n,
                  "make room in %s and run the job again (or set "
                  "restart.strategy)",
@@ -75,7 +84,7 @@ static void advice(const tdm_job *job, char *buf, size_t n)
         snprintf(buf, n,
                  "make room in %s; restart.strategy %s restarts "
                  "it",
-                 dir, tdm__job_str(job, "restart.strategy"));
+                 dir, strategy_text(job, name, sizeof name));
 }
 
 /* Publishes failure @p why of checkpoint @p id; returns the failures in
@@ -115,7 +124,7 @@ void tdm__rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
         return;
     }
     int64_t n = count_failure(job, id, why);
-    int64_t tol = tdm__job_int(job, "checkpoint.tolerable_failed");
+    int64_t tol = job->spec.checkpoint_tolerable_failed;
     char good[64], todo[PATH_MAX + 80];
     last_good(run, good, sizeof good);
     advice(job, todo, sizeof todo);
@@ -161,9 +170,10 @@ static bool key_set(const tdm_job *job, const char *key)
  * the runtime would not keep. */
 const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
 {
-    tdm__restart_strategy strategy = tdm__job_spec_of(job).restart_strategy;
+    tdm__restart_strategy strategy = job->spec.restart_strategy;
+    char name[32];
     size_t n_keys = sizeof restart_keys / sizeof restart_keys[0];
-    for (size_t i = 0; !*tdm__job_str(job, "checkpoint.dir") && i < n_keys; i++)
+    for (size_t i = 0; !*job->spec.checkpoint_dir && i < n_keys; i++)
         if (key_set(job, restart_keys[i])) {
             snprintf(buf, n,
                      "%s needs checkpoint.dir: a restart resumes "
@@ -185,11 +195,11 @@ const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
                  restart_keys[i],
                  exp_only ? "exponential-delay"
                           : "fixed-delay or exponential-delay",
-                 tdm__job_str(job, "restart.strategy"));
+                 strategy_text(job, name, sizeof name));
         return buf;
     }
-    int64_t delay = tdm__job_int(job, "restart.delay");
-    int64_t max = tdm__job_int(job, "restart.max_delay");
+    int64_t delay = job->spec.restart_delay_ms;
+    int64_t max = job->spec.restart_max_delay_ms;
     if (strategy == TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY && max < delay) {
         snprintf(buf, n,
                  "restart.max_delay (%lld ms) is below restart.delay "
@@ -206,11 +216,10 @@ const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
 void tdm__rt_restart_init(tdm__rt_restart *rs, const tdm_job *job)
 {
     memset(rs, 0, sizeof *rs);
-    rs->strategy = *tdm__job_str(job, "checkpoint.dir")
-                       ? (int)tdm__job_spec_of(job).restart_strategy
-                       : TDM__RESTART_STRATEGY_NONE;
-    rs->attempts = tdm__job_int(job, "restart.attempts");
-    rs->delay_ms = tdm__job_int(job, "restart.delay");
+    rs->strategy = *job->spec.checkpoint_dir ? (int)job->spec.restart_strategy
+                                             : TDM__RESTART_STRATEGY_NONE;
+    rs->attempts = job->spec.restart_attempts;
+    rs->delay_ms = job->spec.restart_delay_ms;
 }
 
 /* Failures a new attempt may not meet: I/O (a full disk, a broken
@@ -240,9 +249,8 @@ static int64_t next_delay(const tdm__rt_restart *rs, const tdm_job *job)
 {
     if (rs->strategy != TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY)
         return rs->delay_ms;
-    double d =
-        (double)rs->delay_ms * tdm__job_val(job, "restart.multiplier")->d;
-    double max = (double)tdm__job_int(job, "restart.max_delay");
+    double d = (double)rs->delay_ms * job->spec.restart_multiplier;
+    double max = (double)job->spec.restart_max_delay_ms;
     return (int64_t)(d < max ? d : max);
 }
 
@@ -257,9 +265,10 @@ bool tdm__rt_restart_next(tdm__rt_restart *rs, tdm_job *job, tdm_err err,
     if (done != rs->completed) { /* progress: start over */
         rs->completed = done;
         rs->in_row = 0;
-        rs->delay_ms = tdm__job_int(job, "restart.delay");
+        rs->delay_ms = job->spec.restart_delay_ms;
     }
-    const char *name = tdm__job_str(job, "restart.strategy");
+    char name[32];
+    strategy_text(job, name, sizeof name);
     if (rs->in_row >= rs->attempts) {
         size_t used = errbuf ? strlen(errbuf) : 0;
         if (errbuf && used + 1 < errbuf_size)

@@ -123,6 +123,11 @@ bool tdm__conf_duration(const char *text, int64_t *ms);
 void tdm__conf_format_duration(int64_t ms, char *buf, size_t n);
 /* The name of an aggregate function ("count_distinct"). */
 const char *tdm__conf_aggfn_name(tdm__aggfn fn);
+/* The text of choice @p value (a conf_enum.h constant) of the ENUM key
+ * @p key of @p scope into @p buf ("fixed-delay"); "" when the key is not
+ * an ENUM or the value is out of range. */
+void tdm__conf_enum_text(tdm__scope scope, const char *key, int64_t value,
+                         char *buf, size_t size);
 
 /* ====================================================================== */
 /* Jobs and nodes (job.c)                                                  */
@@ -157,7 +162,7 @@ struct tdm_node {
      * (docs/runtime.md, Chained operators): computed by tdm_job_validate
      * (n == 0: not yet). */
     tdm__schema out_schema;
-    /* The typed keys of its kind (spec.h), filled by tdm_job_validate
+    /* The typed keys of its kind (spec.h), refilled whenever one is set
      * (tdm__node_spec_fill) and read instead of keys by name. */
     tdm__node_spec spec;
 };
@@ -166,6 +171,7 @@ typedef struct tdm__run tdm__run;
 
 struct tdm_job {
     tdm__conf_val *vals; /* one per table row (JOB scope used) */
+    tdm__job_spec spec;  /* the typed vals, refilled whenever one is set */
     tdm_node **nodes;
     int n_nodes, cap_nodes;
     tdm_progress_cb progress;
@@ -238,10 +244,11 @@ tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
                                size_t errbuf_size);
 /* Frees a set (NULL is fine; job_exprs.c). */
 void tdm__src_exprs_destroy(struct tdm__src_exprs *x);
-/* Fills @p n's spec from its keys (spec.c; not while a run reads it). */
+/* Fills @p n's spec from its keys (spec.c; not while a run reads it:
+ * keys are set only while the job is not running). */
 void tdm__node_spec_fill(tdm_node *n);
-/* The job-level ENUM keys, typed (spec.c). */
-tdm__job_spec tdm__job_spec_of(const tdm_job *job);
+/* Fills @p job's spec from its job-level keys (spec.c; likewise). */
+void tdm__job_spec_fill(tdm_job *job);
 /* The schema of a source node: its "schema" key or, for a generator
  * without one, the generator's fixed schema.  NULL if neither. */
 const tdm__schema *tdm__node_schema(const tdm_node *n);

@@ -511,7 +511,7 @@ static void tick_sinks(tdm__run *run)
  * committing source, running a commit round every commit.interval. */
 static void supervise(tdm__run *run)
 {
-    int64_t interval = tdm__job_int(run->job, "status.interval");
+    int64_t interval = run->job->spec.status_interval_ms;
     int64_t next_status = tdm__mono_ms() + interval;
     int64_t next_commit = tdm__mono_ms() + run->commit_interval;
     int64_t next_tick = tdm__mono_ms() + RT_SINK_TICK_MS;
@@ -582,13 +582,13 @@ static tdm_err init_run(tdm__run *run, tdm_job *job)
 {
     memset(run, 0, sizeof *run);
     run->job = job;
-    run->P = (int)tdm__job_int(job, "parallelism");
-    run->key_groups = (int)tdm__job_int(job, "key_groups");
-    run->batch_size = (size_t)tdm__job_int(job, "batch.size");
-    run->qcap = (int)tdm__job_int(job, "queue.capacity");
-    run->guard = tdm__job_int(job, "timestamp_guard");
-    run->guard_dead = tdm__job_int(job, "timestamp_guard.dead_letter") != 0;
-    run->debug = tdm__job_spec_of(job).log_level == TDM__LOG_LEVEL_DEBUG;
+    run->P = (int)job->spec.parallelism;
+    run->key_groups = (int)job->spec.key_groups;
+    run->batch_size = (size_t)job->spec.batch_size;
+    run->qcap = (int)job->spec.queue_capacity;
+    run->guard = job->spec.timestamp_guard_ms;
+    run->guard_dead = job->spec.timestamp_guard_dead_letter;
+    run->debug = job->spec.log_level == TDM__LOG_LEVEL_DEBUG;
     if (run->key_groups < run->P)
         run->key_groups = run->P;
     run->owner = tdm__calloc((size_t)run->key_groups, sizeof *run->owner);
