@@ -55,9 +55,10 @@ static tdm_time_ms tdm__rt_src_processed(const tdm__rt_src_task *t)
     for (int e = 0; e < s->n_edges; e++) {
         const tdm__rt_edge *ed = &s->edges[e];
         int ch = ed->input * P + t->index;
+        const tdm__rt_op_task *ots =
+            tdm__rt_op_tasks(t->run, tdm__rt_op_index(t->run, ed->op));
         for (int j = 0; j < P; j++) {
-            const tdm__rt_op_task *o =
-                &tdm__rt_op_tasks(t->run, tdm__rt_op_index(t->run, ed->op))[j];
+            const tdm__rt_op_task *o = &ots[j];
             if (tdm__rt_pub_get(&o->chp[ch].ended))
                 continue;
             tdm_time_ms w = atomic_load_explicit(
