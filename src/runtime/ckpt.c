@@ -565,12 +565,14 @@ static tdm__rt_ck_slot *slot_at(tdm__run *run, int i, char *name, size_t n)
     if (s < run->n_srcs) {
         if (name)
             tdm__rt_ckpt_src_name(s, k, name, n);
-        return run->srcs[s].tasks ? &run->srcs[s].tasks[k].ck : NULL;
+        tdm__rt_src_task *ts = tdm__rt_src_tasks(run, s);
+        return ts ? &ts[k].ck : NULL;
     }
     s -= run->n_srcs;
     if (name)
         snprintf(name, n, "o%d-%d", s, k);
-    return run->ops[s].tasks ? &run->ops[s].tasks[k].ck : NULL;
+    tdm__rt_op_task *ts = tdm__rt_op_tasks(run, s);
+    return ts ? &ts[k].ck : NULL;
 }
 
 /* What one subtask contributes to the checkpoint being written. */
@@ -730,11 +732,12 @@ static void report_completed(tdm__run *run, uint64_t id, uint64_t bytes,
     tdm__rt_ckpt *ck = &run->ck;
     tdm_job *job = run->job;
     int64_t took = (tdm__mono_us() - ck->started_us) / 1000;
-    atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS], 1);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ID], (int64_t)id);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_MS], took);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_BYTES], (int64_t)bytes);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ALIGN_MS], align_us / 1000);
+    atomic_fetch_add(&run->rec->stats[TDM_STAT_CHECKPOINTS], 1);
+    atomic_store(&run->rec->stats[TDM_STAT_CHECKPOINT_ID], (int64_t)id);
+    atomic_store(&run->rec->stats[TDM_STAT_CHECKPOINT_MS], took);
+    atomic_store(&run->rec->stats[TDM_STAT_CHECKPOINT_BYTES], (int64_t)bytes);
+    atomic_store(&run->rec->stats[TDM_STAT_CHECKPOINT_ALIGN_MS],
+                 align_us / 1000);
     if (ck->pending_kind == TDM__CKPT_SAVEPOINT)
         tdm__job_log(job, "savepoint %llu written to %s",
                      (unsigned long long)id, job->spec.checkpoint_dir);
@@ -808,7 +811,7 @@ void tdm__rt_ckpt_step(tdm__run *run, bool at_end)
     if (!ck->pending) {
         if (at_end)
             return;
-        if (atomic_exchange(&run->job->savepoint, 0))
+        if (atomic_exchange(&run->rec->savepoint, 0))
             start(run, TDM__CKPT_SAVEPOINT);
         else if (tdm__mono_ms() >= ck->next_ms)
             start(run, TDM__CKPT_CHECKPOINT);
@@ -832,7 +835,7 @@ void tdm__rt_ckpt_final(tdm__run *run)
      * checkpoint would commit those results and a resumed run could not
      * reproduce the uninterrupted output; they stay uncommitted (the
      * next run's recover removes them). */
-    if (atomic_load(&run->job->cancel) && !run->stop_on_cancel &&
+    if (atomic_load(&run->rec->cancel) && !run->stop_on_cancel &&
         run->n_ops > 0) {
         tdm__job_log(run->job,
                      "checkpoint: cancelled with on_cancel: "
@@ -857,7 +860,7 @@ void tdm__rt_ckpt_final(tdm__run *run)
     pthread_mutex_unlock(&run->mu);
     if (!all)
         return;
-    start(run, atomic_exchange(&run->job->savepoint, 0) ? TDM__CKPT_SAVEPOINT
+    start(run, atomic_exchange(&run->rec->savepoint, 0) ? TDM__CKPT_SAVEPOINT
                                                         : TDM__CKPT_CHECKPOINT);
     complete(run);
     uint64_t c = atomic_load(&ck->committed);

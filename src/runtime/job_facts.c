@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "runtime/rt.h"
+#include "runtime/run_record.h"
 
 /* ---- Keys ---- */
 
@@ -156,30 +157,31 @@ tdm_trigger_kind tdm_node_trigger(const tdm_node *node)
 /* 1 while the job runs (tidemark.h). */
 int tdm_job_is_running(const tdm_job *job)
 {
-    return atomic_load(&((tdm_job *)job)->running) != 0;
+    return atomic_load(&job->rec->running) != 0;
 }
 
 /* 1 while the job waits to restart (tidemark.h). */
 int tdm_job_is_restarting(const tdm_job *job)
 {
-    return atomic_load(&((tdm_job *)job)->restarting) != 0;
+    return atomic_load(&job->rec->restarting) != 0;
 }
 
 /* When the last run started, 0 before any (tidemark.h). */
 tdm_time_ms tdm_job_start_time(const tdm_job *job)
 {
-    return atomic_load(&((tdm_job *)job)->start_ms);
+    return atomic_load(&job->rec->start_ms);
 }
 
 /* Why the last checkpoint failed, copied under the metrics lock
  * (tidemark.h). */
 size_t tdm_job_checkpoint_failure(tdm_job *job, char *buf, size_t n)
 {
+    tdm__run_record *rec = job->rec;
     size_t len;
-    pthread_mutex_lock(&job->mmu);
-    len = strlen(job->ck_fail_msg);
+    pthread_mutex_lock(&rec->mmu);
+    len = strlen(rec->ck_fail_msg);
     if (n > 0)
-        snprintf(buf, n, "%s", job->ck_fail_msg);
-    pthread_mutex_unlock(&job->mmu);
+        snprintf(buf, n, "%s", rec->ck_fail_msg);
+    pthread_mutex_unlock(&rec->mmu);
     return len;
 }

@@ -332,7 +332,7 @@ static tdm_err validate_exprs(vctx *c, tdm_node *n, const char *tsf)
         return tdm__errf(c->errbuf, c->n, err, "out of memory");
     if (err != TDM_OK)
         VFAIL(c, n, "%s", msg);
-    if (atomic_load(&c->job->running)) {
+    if (tdm__run_record_running(c->job->rec)) {
         tdm__src_exprs_destroy(x);
     } else {
         tdm__src_exprs_destroy(n->exprs);
@@ -635,7 +635,7 @@ static tdm_err window_inputs(vctx *c, const tdm_node *n, tdm_node **srcs,
  * keys a running job does not change) and @p fresh is freed. */
 static void set_out_schema(vctx *c, tdm_node *n, tdm__schema *fresh)
 {
-    if (atomic_load(&c->job->running) && n->out_schema.n > 0) {
+    if (tdm__run_record_running(c->job->rec) && n->out_schema.n > 0) {
         tdm__schema_free(fresh);
         return;
     }
@@ -743,7 +743,7 @@ static tdm_err join_filter(vctx *c, tdm_node *n)
             VFAIL(c, n, "filter: %s", msg);
         }
     }
-    if (atomic_load(&c->job->running)) {
+    if (tdm__run_record_running(c->job->rec)) {
         tdm__src_exprs_destroy(x);
     } else {
         tdm__src_exprs_destroy(n->exprs);
@@ -1213,7 +1213,7 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
     }
     /* Specs first: a node's checks read the specs of the nodes it
      * refers to.  A running job's keys cannot change, nor its specs. */
-    if (!atomic_load(&job->running)) {
+    if (!tdm__run_record_running(job->rec)) {
         tdm__job_spec_fill(job);
         for (int i = 0; i < job->n_nodes; i++)
             tdm__node_spec_fill(job->nodes[i]);

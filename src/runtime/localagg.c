@@ -441,7 +441,9 @@ static void send_msg(tdm__rt_src_task *t, tdm__rt_lagg *la,
     tdm__item it = {.kind = TDM__ITEM_PARTIAL,
                     .ch = ed->input * t->run->P + t->index,
                     .fence = m};
-    if (!tdm__queue_push(&ed->op->tasks[j].q, &it))
+    tdm__rt_op_task *to =
+        tdm__rt_op_tasks(t->run, tdm__rt_op_index(t->run, ed->op));
+    if (!tdm__queue_push(&to[j].q, &it))
         tdm__rt_partials_free(m);
 }
 

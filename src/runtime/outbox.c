@@ -24,6 +24,14 @@
 
 /* ---- Sending ---- */
 
+/* The subtasks of edge @p ed's consumer (the run holds them, rt_ctx.h):
+ * target j of the edge is subtask j's queue. */
+static tdm__rt_op_task *consumers(const tdm__rt_src_task *t,
+                                  const tdm__rt_edge *ed)
+{
+    return tdm__rt_op_tasks(t->run, tdm__rt_op_index(t->run, ed->op));
+}
+
 /* Wakes the consumers of every target that got a lazy push since the
  * last kick (see flush_rows). */
 void tdm__outbox_kick(tdm__rt_src_task *t)
@@ -36,7 +44,7 @@ void tdm__outbox_kick(tdm__rt_src_task *t)
             if (!t->unkicked[tg])
                 continue;
             t->unkicked[tg] = 0;
-            tdm__queue_kick(&ed->op->tasks[j].q);
+            tdm__queue_kick(&consumers(t, ed)[j].q);
         }
     }
 }
@@ -66,6 +74,7 @@ void tdm__outbox_flush_rows(tdm__rt_src_task *t)
     size_t cap = t->run->batch_size;
     for (int e = 0; e < s->n_edges; e++) {
         const tdm__rt_edge *ed = &s->edges[e];
+        tdm__rt_op_task *to_ts = consumers(t, ed);
         for (int j = 0; j < t->run->P; j++) {
             int tg = ed->target_base + j;
             uint32_t from = sb->sel_sent[tg], to = sb->sel_n[tg];
@@ -85,10 +94,10 @@ void tdm__outbox_flush_rows(tdm__rt_src_task *t)
              * before it could keep them waiting. */
             bool ok;
             if (t->lazy) {
-                ok = tdm__queue_push_lazy(&ed->op->tasks[j].q, &it);
+                ok = tdm__queue_push_lazy(&to_ts[j].q, &it);
                 t->unkicked[tg] = 1;
             } else {
-                ok = tdm__queue_push(&ed->op->tasks[j].q, &it);
+                ok = tdm__queue_push(&to_ts[j].q, &it);
             }
             /* Refused only when the run aborts: give the reference back. */
             if (!ok)
@@ -136,7 +145,7 @@ void tdm__outbox_push_control(tdm__rt_src_task *t, tdm__item_kind kind,
                             .t = wm,
                             .idle = idle,
                             .at_us = at_us};
-            tdm__queue_push(&ed->op->tasks[j].q, &it);
+            tdm__queue_push(&consumers(t, ed)[j].q, &it);
         }
     }
 }

@@ -18,7 +18,6 @@
 #include "runtime/expr.h"
 #include "runtime/plan.h"
 #include "runtime/rt_ctx.h"
-#include "runtime/task_source.h"
 #include "time/wm.h"
 
 /* ---- Planning ---- */
@@ -556,29 +555,6 @@ tdm_time_ms tdm__rt_horizon_of(const tdm__rt_source *s, tdm_time_ms ts)
     return hz;
 }
 
-/* The coordinator's announcements: each target subtask (numbered
- * within the group) gets the allowed maximum; its thread applies it at
- * the top of its loop (tdm_reader_announce is the reader's own). */
-static void align_emit(void *opaque, const tdm_event *ev)
-{
-    tdm__rt_align *a = opaque;
-    tdm__run *run = a->run;
-    if (ev->type != TDM_EVENT_ANNOUNCE)
-        return;
-    for (size_t k = 0; k < ev->n_targets; k++) {
-        int g = ev->targets[k];
-        for (int i = 0; i < run->n_srcs; i++) {
-            tdm__rt_source *s = &run->srcs[i];
-            if (s->align != a || !s->tasks || g < s->align_base ||
-                g >= s->align_base + run->P)
-                continue;
-            tdm__rt_src_task *t = &s->tasks[g - s->align_base];
-            atomic_store_explicit(&t->ann_max, ev->time, memory_order_relaxed);
-            atomic_fetch_add_explicit(&t->ann_seq, 1, memory_order_release);
-        }
-    }
-}
-
 /* One coordinator per distinct watermark.alignment.group; a group's
  * drift and interval are those of its first source. */
 static tdm_err plan_alignment(tdm__run *run, char *errbuf, size_t errbuf_size)
@@ -617,8 +593,8 @@ static tdm_err plan_alignment(tdm__run *run, char *errbuf, size_t errbuf_size)
         if (tdm__rt_clock_new(run->job, &a->clk) != TDM_OK)
             goto nomem;
         tdm_err err =
-            tdm_align_coord_new(a->n, a->drift, a->interval, a->clk, align_emit,
-                                a, &a->coord, msg, sizeof msg);
+            tdm_align_coord_new(a->n, a->drift, a->interval, a->clk,
+                                run->align_emit, a, &a->coord, msg, sizeof msg);
         if (err != TDM_OK)
             return tdm__errf(errbuf, errbuf_size, err,
                              "watermark.alignment.group \"%s\": %s", a->group,

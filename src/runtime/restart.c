@@ -52,7 +52,7 @@ static bool at_end(tdm__run *run)
 /* "checkpoint 4" (the newest completed or restored), or "the start". */
 static void last_good(tdm__run *run, char *buf, size_t n)
 {
-    int64_t id = atomic_load(&run->job->stats[TDM_STAT_CHECKPOINT_ID]);
+    int64_t id = atomic_load(&run->rec->stats[TDM_STAT_CHECKPOINT_ID]);
     if (id < 0 && run->ck.restored)
         id = (int64_t)run->ck.from;
     if (id > 0)
@@ -91,16 +91,17 @@ static void advice(const tdm_job *job, char *buf, size_t n)
  * a row, this one included. */
 static int64_t count_failure(tdm_job *job, uint64_t id, const char *why)
 {
+    tdm__run_record *rec = job->rec;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_FAILED_ID], (int64_t)id);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_FAILED_AT],
+    atomic_fetch_add(&rec->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
+    atomic_store(&rec->stats[TDM_STAT_CHECKPOINT_FAILED_ID], (int64_t)id);
+    atomic_store(&rec->stats[TDM_STAT_CHECKPOINT_FAILED_AT],
                  (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-    pthread_mutex_lock(&job->mmu);
-    snprintf(job->ck_fail_msg, sizeof job->ck_fail_msg, "%s", why);
-    pthread_mutex_unlock(&job->mmu);
-    return atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW],
+    pthread_mutex_lock(&rec->mmu);
+    snprintf(rec->ck_fail_msg, sizeof rec->ck_fail_msg, "%s", why);
+    pthread_mutex_unlock(&rec->mmu);
+    return atomic_fetch_add(&rec->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW],
                             1) +
            1;
 }
@@ -110,13 +111,13 @@ void tdm__rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
 {
     tdm_job *job = run->job;
     if (!why) {
-        atomic_store(&job->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW], 0);
+        atomic_store(&job->rec->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW], 0);
         return;
     }
     if (run->ck.pending_kind == TDM__CKPT_SAVEPOINT && !at_end(run)) {
         /* As in Flink, a savepoint is asked for, not owed: its failure
          * is the asker's to see, and the job's checkpoints go on. */
-        atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
+        atomic_fetch_add(&job->rec->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
         tdm__job_log(job,
                      "savepoint %llu failed: %s (the job goes on; ask "
                      "again once the cause is fixed)",
@@ -234,14 +235,14 @@ static bool restartable(tdm_err err)
 static bool back_off(tdm_job *job, int64_t ms)
 {
     int64_t until = tdm__mono_ms() + ms;
-    atomic_store(&job->restarting, 1);
-    while (!atomic_load(&job->cancel) && tdm__mono_ms() < until) {
+    atomic_store(&job->rec->restarting, 1);
+    while (!atomic_load(&job->rec->cancel) && tdm__mono_ms() < until) {
         int64_t left = until - tdm__mono_ms();
         struct timespec ts = {0, (long)(left < 20 ? left : 20) * 1000000};
         nanosleep(&ts, NULL);
     }
-    atomic_store(&job->restarting, 0);
-    return !atomic_load(&job->cancel);
+    atomic_store(&job->rec->restarting, 0);
+    return !atomic_load(&job->rec->cancel);
 }
 
 /* The back-off after the current one. */
@@ -259,9 +260,9 @@ bool tdm__rt_restart_next(tdm__rt_restart *rs, tdm_job *job, tdm_err err,
                           char *errbuf, size_t errbuf_size)
 {
     if (err == TDM_OK || rs->strategy == TDM__RESTART_STRATEGY_NONE ||
-        !restartable(err) || atomic_load(&job->cancel))
+        !restartable(err) || atomic_load(&job->rec->cancel))
         return false;
-    int64_t done = atomic_load(&job->stats[TDM_STAT_CHECKPOINTS]);
+    int64_t done = atomic_load(&job->rec->stats[TDM_STAT_CHECKPOINTS]);
     if (done != rs->completed) { /* progress: start over */
         rs->completed = done;
         rs->in_row = 0;
@@ -279,7 +280,7 @@ bool tdm__rt_restart_next(tdm__rt_restart *rs, tdm_job *job, tdm_err err,
         return false;
     }
     rs->in_row++;
-    atomic_fetch_add(&job->stats[TDM_STAT_RESTARTS], 1);
+    atomic_fetch_add(&job->rec->stats[TDM_STAT_RESTARTS], 1);
     tdm__job_log(job,
                  "restart %lld of %lld (restart.strategy %s) in %lld "
                  "ms, from the newest checkpoint, after: %s",

@@ -168,6 +168,7 @@ struct tdm_node {
 };
 
 typedef struct tdm__run tdm__run;
+typedef struct tdm__run_record tdm__run_record;
 
 struct tdm_job {
     tdm__conf_val *vals; /* one per table row (JOB scope used) */
@@ -183,40 +184,24 @@ struct tdm_job {
     tdm_clock_fn clock_fn;
     void *clock_ud;
     int64_t clock_base_real, clock_base_mono;
-    /* Run state, readable from any thread. */
-    atomic_int running;
-    atomic_int cancel;
-    atomic_int savepoint;  /* tdm_job_savepoint: the supervisor takes one */
-    atomic_int restarting; /* waiting to restart (restart.c) */
-    _Atomic int64_t stats[TDM_STAT_COUNT_];
-    _Atomic int64_t start_ms;     /* processing time the run started */
-    _Atomic int64_t queue_waits;  /* producer waits on a full queue */
-    _Atomic int64_t batches_live; /* source batches allocated now */
-    _Atomic int64_t batches_peak;
-    tdm__run *run;
-    /* Metrics (metrics.c): mmu guards mrun (the run snapshots read, set
-     * while its subtasks exist), final (the last run's final snapshot),
-     * warea (window status memory of the last run) and the window
-     * status mailboxes; mcv wakes a run start or destroy waiting for the
-     * status callers to leave. */
-    pthread_mutex_t mmu;
-    pthread_cond_t mcv;
-    tdm__run *mrun;
-    struct tdm_metrics *final;
-    struct tdm__rt_warea *warea;
-    int status_waiters;
-    /* Why the last checkpoint failed (restart.c; "" none), for REST and
-     * the diagnosis; guarded by mmu. */
-    char ck_fail_msg[400];
-    /* Result latency of the last run (us), merged from the window
-     * subtasks as they finish; guarded by mmu (b NULL: none yet). */
-    tdm__hist lat;
+    /* The record of its runs (run_record.h): run state, counters and
+     * what the metrics side keeps; made and freed with the job
+     * (job_api.c), never touched by the definition's code. */
+    tdm__run_record *rec;
 };
+
+/* 1 while a run of the job that owns @p rec goes on (run_record.c): the
+ * definition refuses changes then. */
+int tdm__run_record_running(const tdm__run_record *rec);
 
 /* Why the job's restart.* and checkpoint.tolerable_failed keys cannot
  * apply, in @p buf; NULL when they can (restart.c, for
  * tdm_job_validate). */
 const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n);
+/* Makes an empty job definition, every job key at its default and the
+ * log on stderr; no run record yet (job.c; tdm_job_new in job_api.c adds
+ * it).  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__job_alloc(tdm_job **out);
 /* Frees the job's definition: its nodes, key values and log lock, then
  * the job (job.c; the run record is freed before, by job_api.c's
  * tdm_job_destroy). */

@@ -71,7 +71,9 @@ void tdm__src_fence_send(tdm__rt_src_task *t, int p)
                             .ch = ed->input * P + t->index,
                             .fence = msg[j]};
             msg[j] = NULL; /* the consumer's now, unless the run aborts */
-            if (!tdm__queue_push(&ed->op->tasks[j].q, &it))
+            tdm__rt_op_task *to =
+                tdm__rt_op_tasks(t->run, tdm__rt_op_index(t->run, ed->op));
+            if (!tdm__queue_push(&to[j].q, &it))
                 tdm__rt_fence_free(it.fence);
         }
     }

@@ -470,17 +470,17 @@ static bool dispatch(tdm__rt_op_task *t, const tdm__item *it)
  * state of the window, the firing memory, the channels. */
 void tdm__rt_status_serve(tdm__rt_op_task *t)
 {
-    tdm_job *job = t->run->job;
+    tdm__run_record *rec = t->run->rec;
     tdm__rt_wstat *st = t->ws;
-    pthread_mutex_lock(&job->mmu);
+    pthread_mutex_lock(&rec->mmu);
     atomic_store_explicit(&st->req, 0, memory_order_relaxed);
     if (st->asked && !st->answered) {
         tdm_window_status *a = &st->ans;
         const tdm__rt_wvertex *v = NULL;
-        for (int i = 0; job->warea && i < job->warea->n; i++)
-            if (job->warea->v[i].st <= st &&
-                st < job->warea->v[i].st + job->warea->P)
-                v = &job->warea->v[i];
+        for (int i = 0; rec->warea && i < rec->warea->n; i++)
+            if (rec->warea->v[i].st <= st &&
+                st < rec->warea->v[i].st + rec->warea->P)
+                v = &rec->warea->v[i];
         memset(a, 0, sizeof *a);
         a->subtask = t->index;
         a->watermark = t->win->wm;
@@ -504,21 +504,21 @@ void tdm__rt_status_serve(tdm__rt_op_task *t)
         st->answered = true;
         pthread_cond_broadcast(&st->cv);
     }
-    pthread_mutex_unlock(&job->mmu);
+    pthread_mutex_unlock(&rec->mmu);
 }
 
 /* The subtask stops: a question already posted is answered from the
  * operator (still there), later ones from what it leaves. */
 void tdm__rt_status_close(tdm__rt_op_task *t)
 {
-    tdm_job *job = t->run->job;
+    tdm__run_record *rec = t->run->rec;
     tdm__rt_status_serve(t);
-    pthread_mutex_lock(&job->mmu);
+    pthread_mutex_lock(&rec->mmu);
     t->ws->final_wm = t->win->wm;
     t->ws->ended = t->win->ended;
     t->ws->done = true;
     pthread_cond_broadcast(&t->ws->cv);
-    pthread_mutex_unlock(&job->mmu);
+    pthread_mutex_unlock(&rec->mmu);
 }
 
 /* The subtask loop: pop items in order, feed the operator, publish
@@ -736,7 +736,7 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
     atomic_init(&t->wm, TDM_TIME_MIN);
     init_metrics(t);
     tdm_err err = tdm__queue_init(&t->q, op->n_channels, run->qcap, &run->abort,
-                                  &run->job->queue_waits);
+                                  &run->rec->queue_waits);
     if (err == TDM_OK) {
         t->lmx_ok = pthread_mutex_init(&t->lmx, NULL) == 0;
         t->ch_idle = tdm__calloc((size_t)op->n_channels, sizeof(bool));

@@ -698,7 +698,7 @@ static void run_loop(tdm__rt_src_task *t, bool *cancelled)
     while (!eof) {
         if (atomic_load_explicit(&run->abort, memory_order_relaxed))
             break;
-        if (atomic_load_explicit(&run->job->cancel, memory_order_relaxed)) {
+        if (atomic_load_explicit(&run->rec->cancel, memory_order_relaxed)) {
             *cancelled = true;
             break;
         }
