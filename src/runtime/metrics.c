@@ -293,7 +293,7 @@ static void add_lag(tdm_metrics *m, const char *vx, int sub, tdm_time_ms now,
 static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
 {
     const char *vx = vname(m, t->src->node);
-    const tdm__rt_src_metrics *sm = &t->m;
+    const tdm__rt_src_metrics *sm = tdm__src_metrics_pub(t);
     int sub = t->index;
     tdm_time_ms now = m->now;
     /* Acquire: the splits' values read below are at least as new. */
@@ -306,9 +306,10 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
 
     /* Partitions first (their minimum is the input watermark), then the
      * VERTEX rows are moved in front of them. */
-    pthread_mutex_lock(&t->mx);
-    for (int p = 0; p < t->n_pub && t->parts; p++) {
-        const tdm__rt_part *pp = &t->parts[p];
+    const tdm__rt_part *parts;
+    int n_pub = tdm__src_metrics_parts_lock(t, &parts);
+    for (int p = 0; p < n_pub; p++) {
+        const tdm__rt_part *pp = &parts[p];
         int64_t flags = tdm__rt_pub_get(&pp->p_flags);
         tdm_time_ms w = tdm__rt_pub_get(&pp->p_wm);
         tdm_time_ms last = tdm__rt_pub_get(&pp->p_last_at);
@@ -334,7 +335,7 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
                 in_wm = w;
         }
     }
-    pthread_mutex_unlock(&t->mx);
+    tdm__src_metrics_parts_unlock(t);
     if (!any_active)
         in_wm = wm_out;
     size_t n_part = m->n - first;
@@ -582,7 +583,8 @@ tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
         if (run->dead == sk)
             for (int s = 0; s < run->n_srcs; s++)
                 for (int i = 0; run->srcs[s].tasks && i < P; i++)
-                    n += tdm__rt_pub_get(&run->srcs[s].tasks[i].m.dead);
+                    n += tdm__rt_pub_get(
+                        &tdm__src_metrics_pub(&run->srcs[s].tasks[i])->dead);
         add(m, TDM_METRIC_RECORDS_IN, vname(m, sk->node), 0, -1, NULL, n);
     }
     for (int o = 0; o < run->n_ops; o++)

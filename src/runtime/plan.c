@@ -573,8 +573,7 @@ static void align_emit(void *opaque, const tdm_event *ev)
                 g >= s->align_base + run->P)
                 continue;
             tdm__rt_src_task *t = &s->tasks[g - s->align_base];
-            atomic_store_explicit(&t->ann_max, ev->time, memory_order_relaxed);
-            atomic_fetch_add_explicit(&t->ann_seq, 1, memory_order_release);
+            tdm__src_align_announce(t, ev->time);
         }
     }
 }

@@ -266,7 +266,7 @@ static tdm_err make_tasks(tdm__run *run)
                     src->edges[e]
                         .op->tasks[j]
                         .q.ch_waits[src->edges[e].input * run->P + i] =
-                        &src->tasks[i].m.bp;
+                        &src->tasks[i].met.m.bp;
     }
     /* Backpressure per source subtask: its waits on each channel it
      * feeds count for it. */
@@ -278,7 +278,7 @@ static tdm_err make_tasks(tdm__run *run)
                     src->edges[e]
                         .op->tasks[j]
                         .q.ch_waits[src->edges[e].input * run->P + i] =
-                        &src->tasks[i].m.bp;
+                        &src->tasks[i].met.m.bp;
     }
     /* A source subtask that will never read a row ends its channels now,
      * before any thread runs: downstream valves then never wait for it,
@@ -290,7 +290,7 @@ static tdm_err make_tasks(tdm__run *run)
             if (!src->tasks[i].empty)
                 continue;
             /* Its END is its maximum watermark. */
-            tdm__rt_pub_set(&src->tasks[i].m.wm_out, TDM_TIME_MAX);
+            tdm__rt_pub_set(&src->tasks[i].met.m.wm_out, TDM_TIME_MAX);
             for (int e = 0; e < src->n_edges; e++)
                 for (int j = 0; j < run->P; j++) {
                     tdm__item it = {.kind = TDM__ITEM_END,
@@ -446,7 +446,8 @@ static void commit_round(tdm__run *run)
         if (!s->v2 || !s->tasks)
             continue;
         for (int k = 0; k < run->P; k++)
-            s->tasks[k].c_pend = tdm__rt_src_processed(&s->tasks[k]);
+            tdm__src_v2_set_pending(&s->tasks[k],
+                                    tdm__rt_src_processed(&s->tasks[k]));
     }
     tdm_time_ms done = ops_done(run, NULL);
     if (!flush_sinks(run))
@@ -457,9 +458,7 @@ static void commit_round(tdm__run *run)
             continue;
         for (int k = 0; k < run->P; k++) {
             tdm__rt_src_task *t = &s->tasks[k];
-            atomic_store_explicit(&t->c_proc, t->c_pend, memory_order_relaxed);
-            atomic_store_explicit(&t->c_done, done, memory_order_relaxed);
-            atomic_fetch_add_explicit(&t->c_req, 1, memory_order_release);
+            tdm__src_v2_request_commit(t, done);
         }
     }
 }
