@@ -413,7 +413,7 @@ static tdm_time_ms input_watermark(const tdm__rt_op_task *t, int in)
 static void op_rows(tdm_metrics *m, tdm__run *run, tdm__rt_op_task *t)
 {
     const char *vx = vname(m, t->op->node);
-    const tdm__rt_op_metrics *om = &t->m;
+    const tdm__rt_op_metrics *om = tdm__op_metrics_pub(t);
     int sub = t->index, P = run->P;
     bool win = t->op->kind == TDM_NODE_WINDOW;
     tdm_time_ms now = m->now;
@@ -503,10 +503,11 @@ static bool sort_late(tdm_late_sample *a, size_t n)
 static void late_rows(tdm_metrics *m, tdm__rt_op_task *t)
 {
     const char *vx = vname(m, t->op->node);
-    pthread_mutex_lock(&t->lmx);
-    for (int k = 0; k < t->late_n && !m->oom; k++) {
-        int i = (t->late_head - t->late_n + k + RT_LATE_RING) % RT_LATE_RING;
-        const tdm__rt_late *l = &t->late[i];
+    const tdm__rt_late *ring;
+    int head, n_late = tdm__op_metrics_late_lock(t, &ring, &head);
+    for (int k = 0; k < n_late && !m->oom; k++) {
+        int i = (head - n_late + k + RT_LATE_RING) % RT_LATE_RING;
+        const tdm__rt_late *l = &ring[i];
         if (m->n_late == m->cap_late) {
             size_t cap = m->cap_late ? 2 * m->cap_late : 32;
             tdm_late_sample *p = tdm__realloc(m->late, cap * sizeof *p);
@@ -520,7 +521,7 @@ static void late_rows(tdm_metrics *m, tdm__rt_op_task *t)
         m->late[m->n_late++] = (tdm_late_sample){
             vx, t->index, l->ts, l->wm, l->at, l->dropped, keep(m, l->row)};
     }
-    pthread_mutex_unlock(&t->lmx);
+    tdm__op_metrics_late_unlock(t);
 }
 
 /* Builds a snapshot of the run's published metrics (see metrics.h). */
@@ -576,9 +577,9 @@ tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
             for (int j = 0; run->ops[o].tasks && j < P; j++) {
                 const tdm__rt_op_task *t = &run->ops[o].tasks[j];
                 if (run->ops[o].sink == sk)
-                    n += tdm__rt_pub_get(&t->m.out);
+                    n += tdm__rt_pub_get(&tdm__op_metrics_pub(t)->out);
                 if (run->ops[o].late == sk)
-                    n += tdm__rt_pub_get(&t->m.late_side);
+                    n += tdm__rt_pub_get(&tdm__op_metrics_pub(t)->late_side);
             }
         if (run->dead == sk)
             for (int s = 0; s < run->n_srcs; s++)
@@ -825,7 +826,7 @@ tdm_err tdm__rt_warea_start(tdm__run *run)
     job->warea = a;
     for (int i = 0; i < a->n; i++)
         for (int j = 0; j < run->P; j++)
-            run->ops[a->v[i].op].tasks[j].ws = &a->v[i].st[j];
+            run->ops[a->v[i].op].tasks[j].status.ws = &a->v[i].st[j];
     job->mrun = run;
     pthread_mutex_unlock(&job->mmu);
     return TDM_OK;
