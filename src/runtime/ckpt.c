@@ -401,7 +401,7 @@ static int map_split(void *ud, int i)
     if (g % P != t->index)
         return -1;
     int64_t l = g / P;
-    if (l < t->n_parts ? t->parts[l].global != g : !t->src->v2)
+    if (l < t->n_parts ? tdm__src_metrics_part_global(t, l) != g : !t->src->v2)
         return -1;
     return (int)l;
 }
@@ -474,8 +474,9 @@ tdm_err tdm__rt_ckpt_restore_source(tdm__rt_src_task *t, char *msg, size_t n)
      * records of slices at or below it raw (a late record must stay a
      * raw record after the restore). */
     t->wm_out = tdm_reader_watermark(t->reader);
-    t->idle = t->reader_idle = tdm__reader_output_idle(t->reader);
-    t->reading_paused = tdm_reader_is_paused(t->reader) == 1;
+    t->idle = tdm__reader_output_idle(t->reader);
+    tdm__src_v2_reader_status(t, t->idle);
+    tdm__src_align_restored(t, tdm_reader_is_paused(t->reader) == 1);
     return TDM_OK;
 }
 

@@ -287,7 +287,7 @@ static void add_lag(tdm_metrics *m, const char *vx, int sub, tdm_time_ms now,
 static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
 {
     const char *vx = vname(m, t->src->node);
-    const tdm__rt_src_metrics *sm = &t->m;
+    const tdm__rt_src_metrics *sm = tdm__src_metrics_pub(t);
     int sub = t->index;
     tdm_time_ms now = m->now;
     /* Acquire: the splits' values read below are at least as new. */
@@ -300,9 +300,10 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
 
     /* Partitions first (their minimum is the input watermark), then the
      * VERTEX rows are moved in front of them. */
-    pthread_mutex_lock(&t->mx);
-    for (int p = 0; p < t->n_pub && t->parts; p++) {
-        const tdm__rt_part *pp = &t->parts[p];
+    const tdm__rt_part *parts;
+    int n_pub = tdm__src_metrics_parts_lock(t, &parts);
+    for (int p = 0; p < n_pub; p++) {
+        const tdm__rt_part *pp = &parts[p];
         int64_t flags = tdm__rt_pub_get(&pp->p_flags);
         tdm_time_ms w = tdm__rt_pub_get(&pp->p_wm);
         tdm_time_ms last = tdm__rt_pub_get(&pp->p_last_at);
@@ -328,7 +329,7 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
                 in_wm = w;
         }
     }
-    pthread_mutex_unlock(&t->mx);
+    tdm__src_metrics_parts_unlock(t);
     if (!any_active)
         in_wm = wm_out;
     size_t n_part = m->n - first;
@@ -406,7 +407,7 @@ static tdm_time_ms input_watermark(const tdm__rt_op_task *t, int in)
 static void op_rows(tdm_metrics *m, tdm__run *run, tdm__rt_op_task *t)
 {
     const char *vx = vname(m, t->op->node);
-    const tdm__rt_op_metrics *om = &t->m;
+    const tdm__rt_op_metrics *om = tdm__op_metrics_pub(t);
     int sub = t->index, P = run->P;
     bool win = t->op->kind == TDM_NODE_WINDOW;
     tdm_time_ms now = m->now;
@@ -496,10 +497,11 @@ static bool sort_late(tdm_late_sample *a, size_t n)
 static void late_rows(tdm_metrics *m, tdm__rt_op_task *t)
 {
     const char *vx = vname(m, t->op->node);
-    pthread_mutex_lock(&t->lmx);
-    for (int k = 0; k < t->late_n && !m->oom; k++) {
-        int i = (t->late_head - t->late_n + k + RT_LATE_RING) % RT_LATE_RING;
-        const tdm__rt_late *l = &t->late[i];
+    const tdm__rt_late *ring;
+    int head, n_late = tdm__op_metrics_late_lock(t, &ring, &head);
+    for (int k = 0; k < n_late && !m->oom; k++) {
+        int i = (head - n_late + k + RT_LATE_RING) % RT_LATE_RING;
+        const tdm__rt_late *l = &ring[i];
         if (m->n_late == m->cap_late) {
             size_t cap = m->cap_late ? 2 * m->cap_late : 32;
             tdm_late_sample *p = tdm__realloc(m->late, cap * sizeof *p);
@@ -513,7 +515,7 @@ static void late_rows(tdm_metrics *m, tdm__rt_op_task *t)
         m->late[m->n_late++] = (tdm_late_sample){
             vx, t->index, l->ts, l->wm, l->at, l->dropped, keep(m, l->row)};
     }
-    pthread_mutex_unlock(&t->lmx);
+    tdm__op_metrics_late_unlock(t);
 }
 
 /* Builds a snapshot of the run's published metrics (see metrics.h). */
@@ -571,14 +573,15 @@ tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
             for (int j = 0; tdm__rt_op_tasks(run, o) && j < P; j++) {
                 const tdm__rt_op_task *t = &run->op_tasks[o][j];
                 if (run->ops[o].sink == sk)
-                    n += tdm__rt_pub_get(&t->m.out);
+                    n += tdm__rt_pub_get(&tdm__op_metrics_pub(t)->out);
                 if (run->ops[o].late == sk)
-                    n += tdm__rt_pub_get(&t->m.late_side);
+                    n += tdm__rt_pub_get(&tdm__op_metrics_pub(t)->late_side);
             }
         if (run->dead == sk)
             for (int s = 0; s < run->n_srcs; s++)
                 for (int i = 0; tdm__rt_src_tasks(run, s) && i < P; i++)
-                    n += tdm__rt_pub_get(&run->src_tasks[s][i].m.dead);
+                    n += tdm__rt_pub_get(
+                        &tdm__src_metrics_pub(&run->src_tasks[s][i])->dead);
         add(m, TDM_METRIC_RECORDS_IN, vname(m, sk->node), 0, -1, NULL, n);
     }
     for (int o = 0; o < run->n_ops; o++)
@@ -820,7 +823,7 @@ tdm_err tdm__rt_warea_start(tdm__run *run)
     rec->warea = a;
     for (int i = 0; i < a->n; i++)
         for (int j = 0; j < run->P; j++)
-            tdm__rt_op_tasks(run, a->v[i].op)[j].ws = &a->v[i].st[j];
+            tdm__rt_op_tasks(run, a->v[i].op)[j].status.ws = &a->v[i].st[j];
     rec->mrun = run;
     pthread_mutex_unlock(&rec->mmu);
     return TDM_OK;

@@ -233,9 +233,7 @@ static void align_emit(void *opaque, const tdm_event *ev)
             if (s->align != a || !ts || g < s->align_base ||
                 g >= s->align_base + run->P)
                 continue;
-            tdm__rt_src_task *t = &ts[g - s->align_base];
-            atomic_store_explicit(&t->ann_max, ev->time, memory_order_relaxed);
-            atomic_fetch_add_explicit(&t->ann_seq, 1, memory_order_release);
+            tdm__src_align_announce(&ts[g - s->align_base], ev->time);
         }
     }
 }
@@ -309,7 +307,7 @@ static void wire_waits(tdm__run *run, const tdm__rt_source *src,
         tdm__rt_op_task *op_ts =
             tdm__rt_op_tasks(run, tdm__rt_op_index(run, ed->op));
         for (int j = 0; j < run->P; j++)
-            op_ts[j].q.ch_waits[ed->input * run->P + i] = &ts[i].m.bp;
+            op_ts[j].q.ch_waits[ed->input * run->P + i] = &ts[i].met.m.bp;
     }
 }
 
@@ -353,7 +351,7 @@ static void end_empty(tdm__run *run, int s)
         if (!ts[i].empty)
             continue;
         /* Its END is its maximum watermark. */
-        tdm__rt_pub_set(&ts[i].m.wm_out, TDM_TIME_MAX);
+        tdm__rt_pub_set(&ts[i].met.m.wm_out, TDM_TIME_MAX);
         for (int e = 0; e < src->n_edges; e++) {
             const tdm__rt_edge *ed = &src->edges[e];
             tdm__rt_op_task *op_ts =
@@ -548,7 +546,7 @@ static void commit_round(tdm__run *run)
         if (!run->srcs[i].v2 || !ts)
             continue;
         for (int k = 0; k < run->P; k++)
-            ts[k].c_pend = tdm__rt_src_processed(&ts[k]);
+            tdm__src_v2_set_pending(&ts[k], tdm__rt_src_processed(&ts[k]));
     }
     tdm_time_ms done = ops_done(run, NULL);
     if (!flush_sinks(run))
@@ -558,10 +556,7 @@ static void commit_round(tdm__run *run)
         if (!run->srcs[i].v2 || !ts)
             continue;
         for (int k = 0; k < run->P; k++) {
-            tdm__rt_src_task *t = &ts[k];
-            atomic_store_explicit(&t->c_proc, t->c_pend, memory_order_relaxed);
-            atomic_store_explicit(&t->c_done, done, memory_order_relaxed);
-            atomic_fetch_add_explicit(&t->c_req, 1, memory_order_release);
+            tdm__src_v2_request_commit(&ts[k], done);
         }
     }
 }

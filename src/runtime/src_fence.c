@@ -4,7 +4,7 @@
  * settled yet go to the window subtasks owning them in FENCE items, after
  * the rows sent so far, so that its next owner writes their windows.
  *
- * State: t->fk, per split and consumer edge a key set filled per row by
+ * State: t->fence.fk, per split and consumer edge a key set filled per row by
  * the outbox's router (tdm__outbox_track_key) and pruned at each commit.
  * Hooks: on_split_finished (tdm__src_fence_send), after a commit
  * (tdm__src_fence_prune).
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "runtime/outbox.h"
+#include "runtime/task_source.h"
 #include "runtime/src_fence.h"
 #include "runtime/task_op.h"
 #include "time/wm.h"
@@ -33,7 +34,7 @@ void tdm__src_fence_send(tdm__rt_src_task *t, int p)
     for (int e = 0; e < s->n_edges; e++) {
         const tdm__rt_edge *ed = &s->edges[e];
         const tdm__rt_keyset *ks =
-            &t->fk[(size_t)p * (size_t)s->n_edges + (size_t)e];
+            &t->fence.fk[(size_t)p * (size_t)s->n_edges + (size_t)e];
         for (int j = 0; j < P; j++)
             msg[j] = NULL;
         size_t pos = 0, klen;
@@ -83,7 +84,7 @@ void tdm__src_fence_send(tdm__rt_src_task *t, int p)
                      "revoked with %zu key(s) in open windows: fenced (their "
                      "windows are left to its next owner)",
                      s->node->name, t->index,
-                     t->parts[p].name ? t->parts[p].name : "?", total);
+                     t->met.parts[p].name ? t->met.parts[p].name : "?", total);
     tdm__free(msg);
     return;
 nomem:
@@ -98,28 +99,28 @@ nomem:
  * are fenced (tdm__src_fence_send), and the split's key sets freed. */
 void tdm__src_fence_on_finished(tdm__rt_src_task *t, int p)
 {
-    if (!t->src->fence || p >= t->fk_cap)
+    if (!t->src->fence || p >= t->fence.fk_cap)
         return;
     if (t->finished[p] && t->src->vt->fenced(t->conn, p))
         tdm__src_fence_send(t, p);
     for (int e = 0; e < t->src->n_edges; e++)
         tdm__rt_keyset_free(
-            &t->fk[(size_t)p * (size_t)t->src->n_edges + (size_t)e]);
+            &t->fence.fk[(size_t)p * (size_t)t->src->n_edges + (size_t)e]);
 }
 
 /* After a commit with results settled up to @p done: keys whose records'
  * results are all settled need no fence. */
 void tdm__src_fence_prune(tdm__rt_src_task *t, tdm_time_ms done)
 {
-    for (int i = 0; t->fk && i < t->fk_cap * t->src->n_edges; i++)
-        tdm__rt_keyset_prune(&t->fk[i], done);
+    for (int i = 0; t->fence.fk && i < t->fence.fk_cap * t->src->n_edges; i++)
+        tdm__rt_keyset_prune(&t->fence.fk[i], done);
 }
 
 /* Frees every split's key sets (NULL-safe parts). */
 void tdm__src_fence_free(tdm__rt_src_task *t)
 {
-    for (int i = 0; t->fk && i < t->fk_cap * t->src->n_edges; i++)
-        tdm__rt_keyset_free(&t->fk[i]);
-    tdm__free(t->fk);
-    t->fk = NULL;
+    for (int i = 0; t->fence.fk && i < t->fence.fk_cap * t->src->n_edges; i++)
+        tdm__rt_keyset_free(&t->fence.fk[i]);
+    tdm__free(t->fence.fk);
+    t->fence.fk = NULL;
 }

@@ -8,7 +8,7 @@
  * connector's own name).
  *
  * Invariant: t->part_cap >= t->n_parts, and every array has part_cap
- * entries; the published ones (t->parts) move only under t->mx.
+ * entries; the published ones (t->met.parts) move only under t->met.mx.
  * Used by task_source.c (the scan, the poll) and by tdm__rt_source_task_init.
  */
 #include <glob.h>
@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "runtime/outbox.h"
+#include "runtime/task_source.h"
 #include "runtime/src_parts.h"
 #include "runtime/src_v2.h"
 #include "time/wm.h"
@@ -36,54 +37,55 @@ tdm_err tdm__src_parts_reserve(tdm__rt_src_task *t, int need)
         if (!r)
             return TDM_ERR_NOMEM;
         t->reported = r;
-        struct tdm__rt_unit *u = tdm__realloc(t->uc, (size_t)cap * sizeof *u);
+        struct tdm__rt_unit *u =
+            tdm__realloc(t->unit.uc, (size_t)cap * sizeof *u);
         if (!u)
             return TDM_ERR_NOMEM;
-        t->uc = u;
-        int *mt = tdm__realloc(t->mtouched, (size_t)cap * sizeof *mt);
+        t->unit.uc = u;
+        int *mt = tdm__realloc(t->met.mtouched, (size_t)cap * sizeof *mt);
         if (!mt)
             return TDM_ERR_NOMEM;
-        t->mtouched = mt;
-        tdm_time_ms *fl = tdm__realloc(t->floor, (size_t)cap * sizeof *fl);
+        t->met.mtouched = mt;
+        tdm_time_ms *fl = tdm__realloc(t->v2.floor, (size_t)cap * sizeof *fl);
         if (!fl)
             return TDM_ERR_NOMEM;
-        t->floor = fl;
-        tdm_time_ms *hz = tdm__realloc(t->hzbuf, (size_t)cap * sizeof *hz);
+        t->v2.floor = fl;
+        tdm_time_ms *hz = tdm__realloc(t->v2.hzbuf, (size_t)cap * sizeof *hz);
         if (!hz)
             return TDM_ERR_NOMEM;
-        t->hzbuf = hz;
-        uint8_t *pz = tdm__realloc(t->ppaused, (size_t)cap);
+        t->v2.hzbuf = hz;
+        uint8_t *pz = tdm__realloc(t->align.ppaused, (size_t)cap);
         if (!pz)
             return TDM_ERR_NOMEM;
-        t->ppaused = pz;
+        t->align.ppaused = pz;
         if (t->src->fence) {
             size_t ne = (size_t)t->src->n_edges;
             tdm__rt_keyset *fk =
-                tdm__realloc(t->fk, (size_t)cap * ne * sizeof *fk);
+                tdm__realloc(t->fence.fk, (size_t)cap * ne * sizeof *fk);
             if (!fk)
                 return TDM_ERR_NOMEM;
-            memset(fk + (size_t)t->fk_cap * ne, 0,
-                   (size_t)(cap - t->fk_cap) * ne * sizeof *fk);
-            t->fk = fk;
-            t->fk_cap = cap;
+            memset(fk + (size_t)t->fence.fk_cap * ne, 0,
+                   (size_t)(cap - t->fence.fk_cap) * ne * sizeof *fk);
+            t->fence.fk = fk;
+            t->fence.fk_cap = cap;
         }
         for (int p = t->part_cap; p < cap; p++) {
             fl[p] = TDM_TIME_MIN;
             pz[p] = 0;
         }
-        tdm__rt_phot *h = tdm__realloc(t->hot, (size_t)cap * sizeof *h);
+        tdm__rt_phot *h = tdm__realloc(t->met.hot, (size_t)cap * sizeof *h);
         if (!h)
             return TDM_ERR_NOMEM;
-        t->hot = h;
+        t->met.hot = h;
         for (int p = t->part_cap; p < cap; p++) {
             memset(&h[p], 0, sizeof h[p]);
             h[p].hi = TDM_TIME_MIN;
         }
         /* Snapshots read parts under mx: the move must not race them. */
-        pthread_mutex_lock(&t->mx);
-        tdm__rt_part *pa = tdm__realloc(t->parts, (size_t)cap * sizeof *pa);
+        pthread_mutex_lock(&t->met.mx);
+        tdm__rt_part *pa = tdm__realloc(t->met.parts, (size_t)cap * sizeof *pa);
         if (pa) {
-            t->parts = pa;
+            t->met.parts = pa;
             for (int p = t->part_cap; p < cap; p++) {
                 tdm__rt_part *pp = &pa[p];
                 memset(pp, 0, sizeof *pp);
@@ -95,12 +97,13 @@ tdm_err tdm__src_parts_reserve(tdm__rt_src_task *t, int need)
                 atomic_init(&pp->p_flags, 0);
             }
         }
-        pthread_mutex_unlock(&t->mx);
+        pthread_mutex_unlock(&t->met.mx);
         if (!pa)
             return TDM_ERR_NOMEM;
         memset(t->finished + t->part_cap, 0, (size_t)(cap - t->part_cap));
         memset(t->reported + t->part_cap, 0, (size_t)(cap - t->part_cap));
-        memset(t->uc + t->part_cap, 0, (size_t)(cap - t->part_cap) * sizeof *u);
+        memset(t->unit.uc + t->part_cap, 0,
+               (size_t)(cap - t->part_cap) * sizeof *u);
         t->part_cap = cap;
     }
     return TDM_OK;
@@ -148,7 +151,7 @@ static void name_partitions(tdm__rt_src_task *t, int from, int to,
         c->path && *c->path)
         files = list_files(c->path, &n_files);
     for (int l = from; l < to; l++) {
-        tdm__rt_part *pp = &t->parts[l];
+        tdm__rt_part *pp = &t->met.parts[l];
         char buf[256];
         /* A version-2 connector names its partitions ("clicks[3]"). */
         const char *name = t->src->v2 && t->src->vt->partition_name
@@ -186,19 +189,19 @@ static void name_partitions(tdm__rt_src_task *t, int from, int to,
             name = buf;
         }
         char *copy = tdm__strndup(name, strlen(name));
-        pthread_mutex_lock(&t->mx);
+        pthread_mutex_lock(&t->met.mx);
         tdm__free(pp->name);
         pp->name = copy;
         pp->global = global;
-        pthread_mutex_unlock(&t->mx);
+        pthread_mutex_unlock(&t->met.mx);
     }
     for (size_t i = 0; i < n_files; i++)
         tdm__free(files[i]);
     tdm__free(files);
-    pthread_mutex_lock(&t->mx);
-    if (to > t->n_pub)
-        t->n_pub = to;
-    pthread_mutex_unlock(&t->mx);
+    pthread_mutex_lock(&t->met.mx);
+    if (to > t->met.n_pub)
+        t->met.n_pub = to;
+    pthread_mutex_unlock(&t->met.mx);
 }
 
 /* Makes the arrays and the reader cover partition @p p (partitions

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "runtime/outbox.h"
+#include "runtime/task_source.h"
 #include "runtime/src_unit.h"
 #include "time/wm.h"
 
@@ -21,7 +22,7 @@
  * nothing. */
 void tdm__src_unit_verdict(tdm__rt_src_task *t, int p)
 {
-    struct tdm__rt_unit *u = &t->uc[p];
+    struct tdm__rt_unit *u = &t->unit.uc[p];
     tdm__rt_source *s = t->src;
     if (u->n <= 0)
         return;
@@ -41,9 +42,9 @@ void tdm__src_unit_verdict(tdm__rt_src_task *t, int p)
     u->n = -1; /* judged */
     /* The subtask's suspicion is a metric (TS_UNIT); the warning is
      * logged once per source. */
-    if (suspect && !t->unit) {
-        t->unit = suspect;
-        tdm__rt_pub_set(&t->m.unit, suspect);
+    if (suspect && !t->unit.suspect) {
+        t->unit.suspect = suspect;
+        tdm__rt_pub_set(&t->met.m.unit, suspect);
     }
     if (!what || atomic_exchange(&s->unit_warned, 1))
         return;
@@ -65,7 +66,7 @@ void tdm__src_unit_verdict(tdm__rt_src_task *t, int p)
 bool tdm__src_unit_open(const tdm__rt_src_task *t)
 {
     for (int p = 0; p < t->n_parts && p < t->part_cap; p++)
-        if (t->uc[p].n >= 0)
+        if (t->unit.uc[p].n >= 0)
             return true;
     return false;
 }

@@ -84,7 +84,7 @@ static void collect_rslot(void *ud, uint32_t key, tdm__ns ns, void *slot)
 {
     rcollect *c = ud;
     size_t len = 0;
-    const char *k = tdm__keys_get(c->t->rkeys, key, &len);
+    const char *k = tdm__keys_get(c->t->ret.rkeys, key, &len);
     c->v[c->n++] = (rref){op_key_group(c->t, k, len), key, ns, slot};
 }
 
@@ -109,9 +109,9 @@ static void encode_rslot(tdm__rt_op_task *t, tdm__enc *e, const rref *r)
 {
     tdm__rt_op *op = t->op;
     size_t klen = 0;
-    const char *k = tdm__keys_get(t->rkeys, r->kid, &klen);
+    const char *k = tdm__keys_get(t->ret.rkeys, r->kid, &klen);
     tdm_time_ms at = retract_at(t, r->ns);
-    bool timer = tdm__timers_has(t->rtimers, at, r->kid, r->ns);
+    bool timer = tdm__timers_has(t->ret.rtimers, at, r->kid, r->ns);
     tdm__enc_bytes(e, k, klen);
     tdm__enc_svar(e, r->ns.a);
     tdm__enc_svar(e, r->ns.b);
@@ -147,11 +147,11 @@ static void encode_rslot(tdm__rt_op_task *t, tdm__enc *e, const rref *r)
 static tdm_err retract_snapshot(tdm__rt_op_task *t, tdm__enc *e, int lo, int hi)
 {
     rcollect c = {t, NULL, 0};
-    size_t n = tdm__kv_count(t->rkv);
+    size_t n = tdm__kv_count(t->ret.rkv);
     c.v = tdm__malloc((n + 1) * sizeof *c.v);
     if (!c.v)
         return TDM_ERR_NOMEM;
-    tdm__kv_each(t->rkv, collect_rslot, &c);
+    tdm__kv_each(t->ret.rkv, collect_rslot, &c);
     qsort(c.v, c.n, sizeof *c.v, cmp_rref);
     tdm__enc_begin(e, RT_CK_TAG_RETRACT);
     tdm__enc_uvar(e, RT_CK_RETRACT_VERSION);
@@ -294,21 +294,21 @@ static tdm_err restore_rgroup(tdm__rt_op_task *t, tdm__dec *g)
         if (err != TDM_OK)
             return err;
         uint32_t kid;
-        if (tdm__keys_intern(t->rkeys, k, klen, &kid) != TDM_OK) {
+        if (tdm__keys_intern(t->ret.rkeys, k, klen, &kid) != TDM_OK) {
             tdm__free(blob);
             return TDM_ERR_NOMEM;
         }
         bool created = false;
-        tdm__rt_op_rslot *s = tdm__kv_upsert(t->rkv, kid, ns, &created);
+        tdm__rt_op_rslot *s = tdm__kv_upsert(t->ret.rkv, kid, ns, &created);
         if (!s || !created) {
-            tdm__keys_unref(t->rkeys, kid);
+            tdm__keys_unref(t->ret.rkeys, kid);
             tdm__free(blob);
             return s ? tdm__dec_fail(g, "a window remembered twice")
                      : TDM_ERR_NOMEM;
         }
         s->blob = blob;
         s->len = len;
-        if ((fl & 1) && tdm__timers_add(t->rtimers, at, kid, ns) != TDM_OK)
+        if ((fl & 1) && tdm__timers_add(t->ret.rtimers, at, kid, ns) != TDM_OK)
             return TDM_ERR_NOMEM;
     }
     return g->err;
@@ -378,7 +378,7 @@ static bool op_snapshot(tdm__rt_op_task *t, uint8_t **out, size_t *len)
         err = tdm__joinop_snapshot(t->join, &e, op_key_group, t,
                                    lo < 0 ? 0 : lo, hi < lo ? lo : hi);
     /* Retract mode: its memory of emitted rows, a section of its own. */
-    if (err == TDM_OK && t->rkv)
+    if (err == TDM_OK && t->ret.rkv)
         err = retract_snapshot(t, &e, lo < 0 ? 0 : lo, hi < lo ? lo : hi);
     if (err == TDM_OK)
         err = tdm__enc_finish(&e, out, len);
@@ -590,7 +590,7 @@ tdm_err tdm__rt_ckpt_restore_op(tdm__rt_op_task *t, char *msg, size_t n)
             err = t->win ? tdm__winop_restore(t->win, &d, lo, hi)
                          : tdm__joinop_restore(t->join, &d, lo, hi);
         bool rr = false; /* an error of the retract memory is in d */
-        if (err == TDM_OK && lo <= hi && t->rkv) {
+        if (err == TDM_OK && lo <= hi && t->ret.rkv) {
             err = retract_restore(t, &d, lo, hi);
             rr = err == TDM_ERR_PARSE;
         }
