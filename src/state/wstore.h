@@ -205,7 +205,10 @@ static inline uint64_t tdm__ws_mix(uint64_t a, uint64_t b, uint64_t seed)
 /* The key hash of the window store.  Keys of up to 16 bytes are read as
  * two (possibly overlapping) words and mixed with two folded multiplies;
  * longer keys fold 16 bytes per step first.  The length is part of the
- * seed, so keys that differ only in length hash apart. */
+ * seed, so keys that differ only in length hash apart.  Kept apart from
+ * core/hash.h's byte hash (but built from its folded multiply): the
+ * hottest table of the engine, and independent of the routing hash,
+ * whose bits the keys of one window subtask share. */
 static inline uint64_t tdm__ws_hash(const void *key, size_t len)
 {
     const unsigned char *p = key;
