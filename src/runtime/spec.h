@@ -3,14 +3,16 @@
  *
  * A node's keys are stored by table row as parsed text (tdm__conf_val);
  * code that runs a job should not look them up by name and decode ENUM
- * choices by their position.  tdm_job_validate therefore fills one spec
- * per node (tdm__node_spec_fill, spec.c) and keeps it on the node; the
- * planner, the operator set-up and validation itself read the spec's
- * fields, typed by the enums conf_enum.h generates from conf_table.def.
- * The invariant: a spec always equals what its node's keys say at the
- * last validation, and a running job's keys (hence its specs) do not
- * change.  The builders here are the one place that turns a window's or
- * a window join's spec into an assigner and a trigger.
+ * choices by their position.  Every node therefore keeps one spec of its
+ * kind, and the job one job spec (tdm__node_spec_fill,
+ * tdm__job_spec_fill, spec.c); the planner, the operators, validation
+ * and the diagnosis read the spec's fields, typed by the enums
+ * conf_enum.h generates from conf_table.def.  The invariant: a spec
+ * always equals what its node's (job's) keys say: job.c refills it
+ * whenever a key is set and tdm_job_validate refills every spec before
+ * checking, and a running job's keys (hence its specs) do not change.
+ * The builders here are the one place that turns a window's or a window
+ * join's spec into an assigner and a trigger.
  */
 #ifndef TDM_SPEC_H
 #define TDM_SPEC_H
