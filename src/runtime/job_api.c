@@ -84,18 +84,6 @@ void tdm_job_savepoint(tdm_job *job)
         atomic_store(&job->rec->savepoint, 1);
 }
 
-/* Adds a finished window subtask's result latencies to the job's (the
- * histogram is created on first use; out of memory loses the figures,
- * not the run). */
-void tdm__job_add_latency(tdm_job *job, const tdm__hist *h)
-{
-    tdm__run_record *rec = job->rec;
-    pthread_mutex_lock(&rec->mmu);
-    if (rec->lat.b || tdm__hist_init(&rec->lat) == TDM_OK)
-        tdm__hist_merge(&rec->lat, h);
-    pthread_mutex_unlock(&rec->mmu);
-}
-
 int64_t tdm_job_result_latency(const tdm_job *job, double q, int64_t *count)
 {
     int64_t v = -1, n = 0;

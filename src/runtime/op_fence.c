@@ -24,22 +24,20 @@ void tdm__op_fence_apply(tdm__rt_op_task *t, const tdm__rt_fence *f)
         uint64_t h = tdm__keys_hash(key, len);
         int64_t *e = tdm__rt_keyset_find(&t->fence.keys, key, len, h);
         int64_t next = e ? *e + 1 : 1;
-        if (tdm__rt_keyset_put_max(&t->fence.keys, key, len, h, next) !=
-            TDM_OK)
+        if (tdm__rt_keyset_put_max(&t->fence.keys, key, len, h, next) != TDM_OK)
             tdm__rt_op_fail_nomem(t);
     }
 }
 
 /* Whether a result's key belongs to an older identity (counted). */
-bool tdm__op_fence_result(tdm__op_fence_state *f, const char *key,
-                          size_t *len)
+bool tdm__op_fence_result(tdm__op_fence_state *f, const char *key, size_t *len)
 {
     size_t n = *len;
     uint32_t epoch = 0;
     if (n >= RT_FENCE_SUFFIX && memcmp(key + n - 8, RT_FENCE_MAGIC, 8) == 0) {
         size_t base = n - RT_FENCE_SUFFIX;
-        const int64_t *e = tdm__rt_keyset_find(&f->keys, key, base,
-                                               tdm__keys_hash(key, base));
+        const int64_t *e =
+            tdm__rt_keyset_find(&f->keys, key, base, tdm__keys_hash(key, base));
         if (e) {
             memcpy(&epoch, key + base, sizeof epoch);
             if ((int64_t)epoch != *e)
@@ -64,8 +62,7 @@ void tdm__op_fence_on_end(tdm__rt_op_task *t)
                      "window %s[%d]: %lld result(s) of fenced keys "
                      "not written (their partitions' new owners write "
                      "them)",
-                     t->op->node->name, t->index,
-                     (long long)t->fence.c_fenced);
+                     t->op->node->name, t->index, (long long)t->fence.c_fenced);
 }
 
 /* Frees the fence state. */

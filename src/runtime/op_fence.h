@@ -41,8 +41,7 @@ void tdm__op_fence_apply(tdm__rt_op_task *t, const tdm__rt_fence *f);
 /* A result's key @p key (*len bytes): true when it belongs to an older
  * identity of a fenced key (not written, counted); otherwise *len
  * becomes the length of the key without its fence suffix. */
-bool tdm__op_fence_result(tdm__op_fence_state *f, const char *key,
-                          size_t *len);
+bool tdm__op_fence_result(tdm__op_fence_state *f, const char *key, size_t *len);
 
 /* Hook at the end: the results of fenced keys not written, logged. */
 void tdm__op_fence_on_end(tdm__rt_op_task *t);

@@ -41,7 +41,8 @@ void tdm__op_metrics_publish(tdm__rt_op_task *t)
                   t->met.c_late_side - t->met.j_late_side);
     tdm__rt_count(t->run, TDM_STAT_LATE_REFIRES,
                   t->met.c_late_panes - t->met.j_late_panes);
-    tdm__rt_count(t->run, TDM_STAT_WM_REGRESSIONS, t->met.c_regress - t->met.j_regress);
+    tdm__rt_count(t->run, TDM_STAT_WM_REGRESSIONS,
+                  t->met.c_regress - t->met.j_regress);
     t->met.j_out = t->met.c_out;
     t->met.j_late_side = t->met.c_late_side;
     t->met.j_late_panes = t->met.c_late_panes;
@@ -121,7 +122,7 @@ void tdm__op_metrics_on_end(tdm__rt_op_task *t)
 {
     if (t->met.lat.b && t->met.lat.n) {
         publish_latency(t, true);
-        tdm__job_add_latency(t->run->job, &t->met.lat);
+        tdm__run_record_add_latency(t->run->rec, &t->met.lat);
     }
 }
 

@@ -240,9 +240,6 @@ const tdm__schema *tdm__node_schema(const tdm_node *n);
 /* "source", "window", "join" or "sink" (static text). */
 const char *tdm__node_kind_name(tdm_node_kind kind);
 /* Sends one line to the job's log callback (serialised). */
-/* Adds a finished window subtask's result latencies (us) to the job's
- * (tdm_job_result_latency).  Copies @p h's counts. */
-void tdm__job_add_latency(tdm_job *job, const tdm__hist *h);
 void tdm__job_log(tdm_job *job, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Processing time of the job, in epoch-anchored milliseconds that never

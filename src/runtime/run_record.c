@@ -61,3 +61,14 @@ int tdm__run_record_running(const tdm__run_record *rec)
 {
     return atomic_load(&((tdm__run_record *)rec)->running) != 0;
 }
+
+/* Adds a finished window subtask's result latencies to the record's
+ * (the histogram is created on first use; out of memory loses the
+ * figures, not the run). */
+void tdm__run_record_add_latency(tdm__run_record *rec, const tdm__hist *h)
+{
+    pthread_mutex_lock(&rec->mmu);
+    if (rec->lat.b || tdm__hist_init(&rec->lat) == TDM_OK)
+        tdm__hist_merge(&rec->lat, h);
+    pthread_mutex_unlock(&rec->mmu);
+}

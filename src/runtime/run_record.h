@@ -74,5 +74,8 @@ tdm_err tdm__run_record_new(tdm__run_record **out);
  * record (NULL is fine).  The metrics side frees what it hung on it
  * first (tdm__met_record_fini); no run may be going on. */
 void tdm__run_record_free(tdm__run_record *rec);
+/* Adds a finished window subtask's result latencies (us) to the
+ * record's (tdm_job_result_latency); copies @p h's counts. */
+void tdm__run_record_add_latency(tdm__run_record *rec, const tdm__hist *h);
 
 #endif /* TDM_RT_RUN_RECORD_H */
