@@ -90,6 +90,7 @@ struct tdm__rt_lagg {
                                       int64 */
     tdm__rowagg *ra;               /* otherwise the row aggregates, this
                                       subtask's own instance */
+    int input;                     /* the edge's input (field indexes) */
     size_t acc_size, stride;
     tdm__rt_lslice *open;  /* open slices, by start */
     tdm__rt_lslice *free;  /* recycled slices (their memory kept) */
@@ -173,7 +174,9 @@ static inline void tdm__rt_lagg_add(tdm__rt_lagg *la, tdm__rt_lent *e,
         (*n)++;
     } else {
         e->n++;
-        tdm__rowagg_add(la->ra, tdm__rt_lagg_acc(e), row);
+        /* Two-phase aggregates (count, integer min and max) never
+         * allocate, so adding cannot fail. */
+        (void)tdm__rowagg_add(la->ra, tdm__rt_lagg_acc(e), la->input, row);
     }
 }
 

@@ -424,11 +424,13 @@ bool tdm__start_ts_parse(const char *s, tdm_time_ms *out);
 /* Row aggregates (rowagg.c)                                               */
 /* ====================================================================== */
 
-/* The tdm_aggregate_methods the window subtasks use for every aggregate
- * list except a single count: the record's payload is the tdm__row
- * (borrowed during the call), field indexes come from the input the
- * current batch belongs to.  Results are packed into the result bytes as
- * n tdm__val followed by string bytes (tdm__rowagg_unpack). */
+/* The tdm_aggregate_methods (version 2) the window subtasks use for every
+ * aggregate list except a single count: each push gives the row and its
+ * input (whose field indexes apply), or a two-phase partial, in the
+ * tdm_agg_ctx (tdm_winop_push_ctx); add, merge and result return
+ * TDM_ERR_NOMEM when an allocation fails.  Results are packed into the
+ * result bytes as n tdm__val followed by string bytes
+ * (tdm__rowagg_unpack). */
 typedef struct tdm__rowagg tdm__rowagg;
 
 /* Creates the aggregate state for @p n aggregates; @p field_idx[in][a] is
@@ -437,8 +439,6 @@ typedef struct tdm__rowagg tdm__rowagg;
 tdm_err tdm__rowagg_new(const tdm__agg_spec *specs, int n,
                         const tdm_type *types, int n_inputs,
                         int *const *field_idx, tdm__rowagg **out);
-/* The input a row belongs to (called before pushing a batch). */
-void tdm__rowagg_set_input(tdm__rowagg *ra, int input);
 /* Builds the tdm_aggregate (takes no ownership of @p ra, which must
  * outlive it). */
 tdm_err tdm__rowagg_aggregate(tdm__rowagg *ra, tdm_aggregate **out);
@@ -449,13 +449,13 @@ tdm_type tdm__rowagg_type(tdm__aggfn fn, tdm_type in);
 bool tdm__rowagg_unpack(const void *bytes, size_t len, int n,
                         const tdm_type *types, tdm__val *out);
 /* Two-phase aggregation (localagg.c): the source's local phase keeps
- * accumulators of this layout and size, adds rows to them with
- * tdm__rowagg_add, and the window subtask merges each partial into its
- * windows by pushing a record while tdm__rowagg_set_partial names the
- * partial (the record's payload is then not read). */
+ * accumulators of this layout and size, adds rows of its input to them
+ * with tdm__rowagg_add (TDM_OK or TDM_ERR_NOMEM), and the window subtask
+ * merges each partial into its windows by pushing a record whose context
+ * names the partial (tdm_agg_ctx.partial; the record has no row). */
 size_t tdm__rowagg_acc_size(const tdm__rowagg *ra);
-void tdm__rowagg_add(tdm__rowagg *ra, void *acc, const tdm__row *row);
-void tdm__rowagg_set_partial(tdm__rowagg *ra, const void *acc);
+tdm_err tdm__rowagg_add(tdm__rowagg *ra, void *acc, int input,
+                        const tdm__row *row);
 /* Whether aggregates @p specs over input types @p types give the same
  * result bits in two phases as in one: count, and min and max of integer
  * fields (int64, timestamp, bool).  Sums and averages depend on the
@@ -466,9 +466,6 @@ void tdm__rowagg_set_partial(tdm__rowagg *ra, const void *acc);
  * count_distinct, first and last are not mergeable partials here. */
 bool tdm__rowagg_two_phase(const tdm__agg_spec *specs, int n,
                            const tdm_type *types);
-/* True (and cleared) when an allocation inside add, merge or result
- * failed since the last call. */
-bool tdm__rowagg_take_oom(tdm__rowagg *ra);
 void tdm__rowagg_destroy(tdm__rowagg *ra);
 
 /* ====================================================================== */

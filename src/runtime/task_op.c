@@ -57,12 +57,13 @@ static void join_pack_write(const void *payload, void *dst)
  * fixed-width field, or a string's bytes in place), so a count touches
  * only the selection and the key bytes of rows written on another core;
  * other keys are rebuilt here from the same fields the source hashed.
- * The row itself rides along as the record payload (windows: row
- * aggregates and the late output read it; window joins: their log
- * packs it, join_pack_write) or packed into it (interval joins, which
- * keep copies of records beyond the call).  What is the same for every
- * row of the segment - the operator, its row aggregates, the key fence -
- * is decided once. */
+ * Row aggregates get the row and its input in the aggregate context
+ * (tdm_winop_push_ctx).  The row also rides along as the record payload
+ * (windows: the late output writes it from the LATE event's record;
+ * window joins: their log packs it, join_pack_write) or packed into it
+ * (interval joins, which keep copies of records beyond the call).  What
+ * is the same for every row of the segment - the operator, its row
+ * aggregates, the key fence - is decided once. */
 static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
 {
     tdm__rt_op *op = t->op;
@@ -79,11 +80,10 @@ static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
     const bool pf =
         op->n_key == 1 && b->schema->fields[kidx[0]].type == TDM_TYPE_STRING;
     const uint32_t n = it->n;
-    if (ra)
-        tdm__rowagg_set_input(ra, input);
     t->met.c_in += n;
     /* The fields no row changes are set once. */
     tdm_record rec = {.payload_len = sizeof(tdm__row)};
+    tdm_agg_ctx actx = {.input = input};
     char fixed[TDM__KEY_FIXED_LEN];
     for (uint32_t k = 0; k < n && !t->failed; k++) {
         const tdm__sel *sl = &it->sel[k];
@@ -110,9 +110,12 @@ static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
         tdm_err err;
         if (win) {
             rec.payload = row;
-            err = tdm_winop_push(win, it->ch, &rec);
-            if (ra && tdm__rowagg_take_oom(ra))
-                err = TDM_ERR_NOMEM;
+            if (ra) {
+                actx.row = row;
+                err = tdm_winop_push_ctx(win, it->ch, &rec, &actx);
+            } else {
+                err = tdm_winop_push(win, it->ch, &rec);
+            }
         } else if (wjoin) {
             rec.payload = row;
             err = tdm_joinop_push(t->join, input, it->ch % P, &rec);
@@ -139,8 +142,8 @@ static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
  * goes into every window of its slice as the records it summarises
  * would have, with the built-in count's lean path
  * (tdm__winop_push_partial) or, for row aggregates, as a record whose
- * add merges the partial (tdm__rowagg_set_partial).  The record has no
- * payload: a partial is never late, so nothing reads it. */
+ * aggregate context names the partial, which add merges.  The record has
+ * no payload: a partial is never late, so nothing reads it. */
 static void push_partials(tdm__rt_op_task *t, const tdm__item *it)
 {
     const tdm__rt_partials *m = it->fence;
@@ -184,11 +187,8 @@ static void push_partials(tdm__rt_op_task *t, const tdm__item *it)
         t->met.c_in += (int64_t)pe->records;
         tdm_err err;
         if (ra) {
-            tdm__rowagg_set_partial(ra, acc);
-            err = tdm_winop_push(win, it->ch, &rec);
-            tdm__rowagg_set_partial(ra, NULL);
-            if (tdm__rowagg_take_oom(ra))
-                err = TDM_ERR_NOMEM;
+            tdm_agg_ctx actx = {.input = it->ch / t->run->P, .partial = acc};
+            err = tdm_winop_push_ctx(win, it->ch, &rec, &actx);
         } else {
             int64_t n;
             memcpy(&n, acc, sizeof n);

@@ -311,7 +311,7 @@ static void write_window_result(tdm__rt_op_task *t, const tdm_event *ev)
     if (op->fast_count) {
         agg = &count;
         agg_len = sizeof count;
-    } else if (!agg || (t->ra && tdm__rowagg_take_oom(t->ra))) {
+    } else if (!agg) {
         tdm__rt_op_fail_nomem(t);
         return;
     }
