@@ -1211,13 +1211,11 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
         tdm__free(c.stack);
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM, "out of memory");
     }
-    /* Specs first: a node's checks read the specs of the nodes it
-     * refers to.  A running job's keys cannot change, nor its specs. */
-    if (!tdm__run_record_running(job->rec)) {
-        tdm__job_spec_fill(job);
-        for (int i = 0; i < job->n_nodes; i++)
-            tdm__node_spec_fill(job->nodes[i]);
-    }
+    /* The specs are already in step with the keys: every set refills its
+     * node's or the job's (job.c).  Validation does not refill them: a
+     * snapshot of a job not yet running (tdm_job_metrics from another
+     * thread while tdm_job_run validates) reads them, and a refill
+     * zeroes them first. */
     tdm_err err = validate_graph(&c);
     tdm__free(c.state);
     tdm__free(c.stack);

@@ -10,6 +10,7 @@
  * the announcement (t->align.ann_max, t->align.ann_seq) is written by the run
  * thread. Hooks: between_polls (tdm__src_align_step).
  */
+#include <string.h>
 #include <time.h>
 
 #include "runtime/outbox.h"
@@ -141,4 +142,22 @@ bool tdm__src_align_hold(tdm__rt_src_task *t)
         return false;
     tdm__src_align_paused_tick(t);
     return true;
+}
+
+/* See src_align.h.  A new split is not paused. */
+tdm_err tdm__src_align_grow(tdm__rt_src_task *t, int old, int cap)
+{
+    uint8_t *pz = tdm__realloc(t->align.ppaused, (size_t)cap);
+    if (!pz)
+        return TDM_ERR_NOMEM;
+    memset(pz + old, 0, (size_t)(cap - old));
+    t->align.ppaused = pz;
+    return TDM_OK;
+}
+
+/* See src_align.h. */
+void tdm__src_align_free(tdm__rt_src_task *t)
+{
+    tdm__free(t->align.ppaused);
+    t->align.ppaused = NULL;
 }

@@ -69,4 +69,11 @@ void tdm__src_align_paused_tick(tdm__rt_src_task *t);
  * nothing. */
 bool tdm__src_align_hold(tdm__rt_src_task *t);
 
+/* Grows this component's per-split arrays from @p old to @p cap entries
+ * (the new ones initialised); TDM_OK or TDM_ERR_NOMEM, the arrays then
+ * still valid at their old size (src_parts.c's reserve). */
+tdm_err tdm__src_align_grow(tdm__rt_src_task *t, int old, int cap);
+/* Frees the per-split pause flags (NULL-safe). */
+void tdm__src_align_free(tdm__rt_src_task *t);
+
 #endif /* TDM_RT_SRC_ALIGN_H */

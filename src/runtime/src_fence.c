@@ -124,3 +124,22 @@ void tdm__src_fence_free(tdm__rt_src_task *t)
     tdm__free(t->fence.fk);
     t->fence.fk = NULL;
 }
+
+/* See src_fence.h.  Key sets per split and consumer edge, only for a
+ * fenced source; new ones empty. */
+tdm_err tdm__src_fence_grow(tdm__rt_src_task *t, int old, int cap)
+{
+    (void)old;
+    if (!t->src->fence)
+        return TDM_OK;
+    size_t ne = (size_t)t->src->n_edges;
+    tdm__rt_keyset *fk =
+        tdm__realloc(t->fence.fk, (size_t)cap * ne * sizeof *fk);
+    if (!fk)
+        return TDM_ERR_NOMEM;
+    memset(fk + (size_t)t->fence.fk_cap * ne, 0,
+           (size_t)(cap - t->fence.fk_cap) * ne * sizeof *fk);
+    t->fence.fk = fk;
+    t->fence.fk_cap = cap;
+    return TDM_OK;
+}

@@ -41,4 +41,9 @@ void tdm__src_fence_prune(tdm__rt_src_task *t, tdm_time_ms done);
 /* Frees every split's key sets (NULL-safe parts). */
 void tdm__src_fence_free(tdm__rt_src_task *t);
 
+/* Grows this component's per-split arrays from @p old to @p cap entries
+ * (the new ones initialised); TDM_OK or TDM_ERR_NOMEM, the arrays then
+ * still valid at their old size (src_parts.c's reserve). */
+tdm_err tdm__src_fence_grow(tdm__rt_src_task *t, int old, int cap);
+
 #endif /* TDM_RT_SRC_FENCE_H */

@@ -5,6 +5,7 @@
  * read by snapshots (metrics.c) under the rules of metrics.h; this file
  * only writes them from the subtask's own thread, or before it starts.
  */
+#include <string.h>
 #include "runtime/task_source.h"
 #include "runtime/src_metrics.h"
 #include "time/wm.h"
@@ -187,4 +188,45 @@ void tdm__src_metrics_split_finished(tdm__rt_src_task *t, int p)
 {
     tdm__rt_pub_set(&t->met.parts[p].p_flags,
                     tdm__rt_pub_get(&t->met.parts[p].p_flags) | RT_PF_FINISHED);
+}
+
+/* The published entries of splits [old, cap) of @p pa, before any is
+ * seen. */
+static void parts_init(tdm__rt_part *pa, int old, int cap)
+{
+    for (int p = old; p < cap; p++) {
+        tdm__rt_part *pp = &pa[p];
+        memset(pp, 0, sizeof *pp);
+        pp->global = -1;
+        atomic_init(&pp->p_records, 0);
+        atomic_init(&pp->p_max_ts, TDM_TIME_MIN);
+        atomic_init(&pp->p_last_at, TDM_TIME_MIN);
+        atomic_init(&pp->p_wm, TDM_TIME_MIN);
+        atomic_init(&pp->p_flags, 0);
+    }
+}
+
+/* See src_metrics.h. */
+tdm_err tdm__src_metrics_grow(tdm__rt_src_task *t, int old, int cap)
+{
+    int *mt = tdm__realloc(t->met.mtouched, (size_t)cap * sizeof *mt);
+    if (!mt)
+        return TDM_ERR_NOMEM;
+    t->met.mtouched = mt;
+    tdm__rt_phot *h = tdm__realloc(t->met.hot, (size_t)cap * sizeof *h);
+    if (!h)
+        return TDM_ERR_NOMEM;
+    t->met.hot = h;
+    for (int p = old; p < cap; p++) {
+        memset(&h[p], 0, sizeof h[p]);
+        h[p].hi = TDM_TIME_MIN;
+    }
+    pthread_mutex_lock(&t->met.mx);
+    tdm__rt_part *pa = tdm__realloc(t->met.parts, (size_t)cap * sizeof *pa);
+    if (pa) {
+        t->met.parts = pa;
+        parts_init(pa, old, cap);
+    }
+    pthread_mutex_unlock(&t->met.mx);
+    return pa ? TDM_OK : TDM_ERR_NOMEM;
 }

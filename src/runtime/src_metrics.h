@@ -111,4 +111,10 @@ static inline int tdm__src_lag_bucket(int64_t v)
     return (b & big) | ((int)u & ~big);
 }
 
+/* Grows this component's per-split arrays from @p old to @p cap entries
+ * (the new ones initialised); TDM_OK or TDM_ERR_NOMEM, the arrays then
+ * still valid at their old size (src_parts.c's reserve).  The published array
+ * moves under the metrics lock, so that snapshots never read it mid-move. */
+tdm_err tdm__src_metrics_grow(tdm__rt_src_task *t, int old, int cap);
+
 #endif /* TDM_RT_SRC_METRICS_H */

@@ -9,6 +9,7 @@
  * src_parts.c): n < 0 once judged.  The per-row step is inline (the scan
  * specialises it); the verdict is not.
  */
+#include <string.h>
 #include <stdio.h>
 
 #include "runtime/outbox.h"
@@ -69,4 +70,22 @@ bool tdm__src_unit_open(const tdm__rt_src_task *t)
         if (t->unit.uc[p].n >= 0)
             return true;
     return false;
+}
+
+/* See src_unit.h. */
+tdm_err tdm__src_unit_grow(tdm__rt_src_task *t, int old, int cap)
+{
+    struct tdm__rt_unit *u = tdm__realloc(t->unit.uc, (size_t)cap * sizeof *u);
+    if (!u)
+        return TDM_ERR_NOMEM;
+    memset(u + old, 0, (size_t)(cap - old) * sizeof *u);
+    t->unit.uc = u;
+    return TDM_OK;
+}
+
+/* See src_unit.h. */
+void tdm__src_unit_free(tdm__rt_src_task *t)
+{
+    tdm__free(t->unit.uc);
+    t->unit.uc = NULL;
 }

@@ -62,4 +62,11 @@ tdm__src_unit_observe(tdm__rt_src_task *t, tdm__src_unit_state *us, int p,
         tdm__src_unit_verdict(t, p);
 }
 
+/* Grows this component's per-split arrays from @p old to @p cap entries
+ * (the new ones initialised); TDM_OK or TDM_ERR_NOMEM, the arrays then
+ * still valid at their old size (src_parts.c's reserve). */
+tdm_err tdm__src_unit_grow(tdm__rt_src_task *t, int old, int cap);
+/* Frees the unit evidence (NULL-safe). */
+void tdm__src_unit_free(tdm__rt_src_task *t);
+
 #endif /* TDM_RT_SRC_UNIT_H */

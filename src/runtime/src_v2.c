@@ -300,3 +300,28 @@ void tdm__src_v2_split_finished(tdm__rt_src_task *t, int p)
     if (t->src->v2)
         t->v2.n_live--;
 }
+
+/* See src_v2.h.  A new split has no replay floor. */
+tdm_err tdm__src_v2_grow(tdm__rt_src_task *t, int old, int cap)
+{
+    tdm_time_ms *fl = tdm__realloc(t->v2.floor, (size_t)cap * sizeof *fl);
+    if (!fl)
+        return TDM_ERR_NOMEM;
+    t->v2.floor = fl;
+    for (int p = old; p < cap; p++)
+        fl[p] = TDM_TIME_MIN;
+    tdm_time_ms *hz = tdm__realloc(t->v2.hzbuf, (size_t)cap * sizeof *hz);
+    if (!hz)
+        return TDM_ERR_NOMEM;
+    t->v2.hzbuf = hz;
+    return TDM_OK;
+}
+
+/* See src_v2.h. */
+void tdm__src_v2_free(tdm__rt_src_task *t)
+{
+    tdm__free(t->v2.floor);
+    tdm__free(t->v2.hzbuf);
+    t->v2.floor = NULL;
+    t->v2.hzbuf = NULL;
+}

@@ -113,4 +113,11 @@ void tdm__src_v2_split_finished(tdm__rt_src_task *t, int p);
  * skipped. */
 void tdm__src_v2_on_end(tdm__rt_src_task *t);
 
+/* Grows this component's per-split arrays from @p old to @p cap entries
+ * (the new ones initialised); TDM_OK or TDM_ERR_NOMEM, the arrays then
+ * still valid at their old size (src_parts.c's reserve). */
+tdm_err tdm__src_v2_grow(tdm__rt_src_task *t, int old, int cap);
+/* Frees the replay floors and horizons (NULL-safe). */
+void tdm__src_v2_free(tdm__rt_src_task *t);
+
 #endif /* TDM_RT_SRC_V2_H */

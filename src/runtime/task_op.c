@@ -362,11 +362,11 @@ static bool dispatch(tdm__rt_op_task *t, const tdm__item *it)
 /* After a group of items, in this order; each does nothing for a subtask
  * without its feature, and none calls back into the loop.
  *
- * Checkpoints: while aligning (t->ck_blocked), the sinks commit up to
+ * Checkpoints: while aligning (t->cka.blocked), the sinks commit up to
  * the checkpoint the coordinator published. */
 static void after_group_ckpt(tdm__rt_op_task *t)
 {
-    if (t->ck_blocked)
+    if (t->cka.blocked)
         tdm__rt_op_ckpt_poll(t);
 }
 
@@ -402,7 +402,7 @@ static void (*const after_group[])(tdm__rt_op_task *) = {
  * status answer. */
 static void on_end_ckpt(tdm__rt_op_task *t)
 {
-    if (t->done && t->ck_blocked)
+    if (t->done && t->cka.blocked)
         tdm__rt_op_ckpt_end(t);
 }
 
@@ -443,7 +443,7 @@ void *tdm__rt_op_main(void *arg)
          * samples); the late sample budget is per group. */
         t->now = tdm_clock_now(t->clk);
         t->met.late_budget = 64;
-        if (!t->ck_blocked) {
+        if (!t->cka.blocked) {
             for (size_t i = 0; i < n; i++)
                 if (tdm__rt_op_handle(t, &items[i]))
                     done = true;
@@ -631,12 +631,8 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
                                           : init_join(t, msg, sizeof msg);
     }
     /* Checkpoints: alignment state, and the restored operator. */
-    if (err == TDM_OK && run->ck.on) {
-        t->ck_blocked = tdm__calloc((size_t)op->n_channels, sizeof(bool));
-        t->ck_stash = tdm__calloc((size_t)op->n_channels, sizeof *t->ck_stash);
-        if (!t->ck_blocked || !t->ck_stash)
-            err = TDM_ERR_NOMEM;
-    }
+    if (err == TDM_OK && run->ck.on)
+        err = tdm__opck_init(t);
     if (err == TDM_OK && run->ck.restored)
         err = tdm__rt_ckpt_restore_op(t, msg, sizeof msg);
     if (err != TDM_OK)
@@ -650,26 +646,9 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
 void tdm__rt_op_task_fini(tdm__rt_op_task *t)
 {
     /* Fence messages still queued (the run aborted): ours to free. */
-    for (size_t i = 0; t->q.ring && i < t->q.count; i++) {
-        tdm__item *it = &t->q.ring[(t->q.head + i) % t->q.cap];
-        if (it->kind == TDM__ITEM_FENCE)
-            tdm__rt_fence_free(it->fence);
-        else if (it->kind == TDM__ITEM_PARTIAL)
-            tdm__rt_partials_free(it->fence);
-    }
-    /* Items held back by an alignment when the run aborted. */
-    for (int c = 0; t->ck_stash && c < t->op->n_channels; c++) {
-        for (int i = 0; i < t->ck_stash[c].n; i++) {
-            tdm__item *it = &t->ck_stash[c].it[i];
-            if (it->kind == TDM__ITEM_FENCE)
-                tdm__rt_fence_free(it->fence);
-            else if (it->kind == TDM__ITEM_PARTIAL)
-                tdm__rt_partials_free(it->fence);
-        }
-        tdm__free(t->ck_stash[c].it);
-    }
-    tdm__free(t->ck_stash);
-    tdm__free(t->ck_blocked);
+    for (size_t i = 0; t->q.ring && i < t->q.count; i++)
+        tdm__rt_op_item_release(&t->q.ring[(t->q.head + i) % t->q.cap]);
+    tdm__opck_fini(t);
     tdm__rt_ckpt_slot_free(&t->ck);
     tdm_winop_destroy(t->win);
     tdm_joinop_destroy(t->join);

@@ -43,6 +43,21 @@
 #include "window/join.h"
 #include "window/win.h"
 
+/* Checkpoint barrier alignment (task_op_ckpt.c): the channels blocked
+ * by barrier id and the items held back from them (per channel, FIFO).
+ * Allocated only when the run takes checkpoints (blocked NULL: off). */
+typedef struct tdm__op_align_state {
+    bool *blocked;    /* per channel: its barrier came */
+    int n_blocked;    /* channels blocked */
+    uint64_t id;      /* the checkpoint being aligned (0: none) */
+    uint64_t taken;   /* the last checkpoint id snapshotted (0: none) */
+    int64_t first_us; /* when id's first barrier came (mono us) */
+    struct tdm__rt_stash {
+        tdm__item *it;
+        int n, cap;
+    } * stash;
+} tdm__op_align_state;
+
 /* One window or join subtask. */
 struct tdm__rt_op_task {
     char pad_head_[128];
@@ -90,15 +105,7 @@ struct tdm__rt_op_task {
      * [1] late output), and alignment: channels blocked by barrier
      * ck_id and the items held back from them (per channel, FIFO). */
     tdm__rt_ck_slot ck;
-    bool *ck_blocked;
-    int ck_n_blocked;
-    uint64_t ck_id;
-    uint64_t ck_taken;   /* the last checkpoint id snapshotted (0: none) */
-    int64_t ck_first_us; /* when ck_id's first barrier came (mono us) */
-    struct tdm__rt_stash {
-        tdm__item *it;
-        int n, cap;
-    } * ck_stash;
+    tdm__op_align_state cka; /* barrier alignment (task_op_ckpt.c) */
     /* Keeps neighbouring heap data off this subtask's cache lines. */
     char pad_tail_[128];
 };
@@ -108,6 +115,9 @@ struct tdm__rt_op_task {
 /* Out of memory in the operator or the output path: marks subtask @p t
  * failed and fails the run (borrows @p t). */
 void tdm__rt_op_fail_nomem(tdm__rt_op_task *t);
+/* Releases what a queue item carries that is not a batch: a fence or
+ * partials message (the queue and the alignment stash own them). */
+void tdm__rt_op_item_release(const tdm__item *it);
 
 /* ---- task_op.c ---- */
 
@@ -142,6 +152,13 @@ void tdm__rt_op_win_dropped(void *ud, const tdm_record *rec);
 void tdm__rt_op_join_dropped(void *ud, int side, const tdm_record *rec);
 
 /* ---- task_op_ckpt.c ---- */
+
+/* Sets up subtask @p t's alignment state (checkpoints on).  TDM_OK or
+ * TDM_ERR_NOMEM; tdm__opck_fini frees either way. */
+tdm_err tdm__opck_init(tdm__rt_op_task *t);
+/* Frees the alignment state, with the items still held back when a run
+ * aborted (NULL-safe parts). */
+void tdm__opck_fini(tdm__rt_op_task *t);
 
 /* A barrier on channel it->ch (borrowed): blocks the channel until the
  * barrier came on every channel that has not ended. */

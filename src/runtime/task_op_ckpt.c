@@ -401,12 +401,12 @@ static bool op_snapshot(tdm__rt_op_task *t, uint8_t **out, size_t *len)
 static bool op_aligned(const tdm__rt_op_task *t)
 {
     for (int c = 0; c < t->op->n_channels; c++)
-        if (!t->ck_blocked[c] && !t->ch_ended[c])
+        if (!t->cka.blocked[c] && !t->ch_ended[c])
             return false;
     return true;
 }
 
-/* See task_op.h.  Aligned on barrier ck_id: snapshot, pre-commit the
+/* See task_op.h.  Aligned on barrier cka.id: snapshot, pre-commit the
  * sinks, acknowledge; the channels stay marked blocked with their held
  * items until the loop takes them (tdm__opck_unblock).  (No barrier can
  * be among those: the next checkpoint starts only after this one
@@ -415,11 +415,11 @@ void tdm__opck_checkpoint(tdm__rt_op_task *t)
 {
     uint8_t *blob = NULL;
     size_t len = 0;
-    uint64_t id = t->ck_id;
-    t->ck_taken = id;
+    uint64_t id = t->cka.id;
+    t->cka.taken = id;
     /* Aligned now: the coordinator reads this after the ack below (under
      * the run's mutex). */
-    t->ck.align_us = tdm__mono_us() - t->ck_first_us;
+    t->ck.align_us = tdm__mono_us() - t->cka.first_us;
     if (op_snapshot(t, &blob, &len)) {
         if (tdm__rt_ckpt_pre_commit(t->run, &t->ck, id)) {
             /* Chaining: the barrier goes on in the output stream, after
@@ -434,26 +434,26 @@ void tdm__opck_checkpoint(tdm__rt_op_task *t)
         }
     }
     tdm__free(blob);
-    t->ck_id = 0;
-    t->ck_n_blocked = 0;
+    t->cka.id = 0;
+    t->cka.n_blocked = 0;
 }
 
 /* See task_op.h. */
 const tdm__item *tdm__opck_unblock(tdm__rt_op_task *t, int c, int *n)
 {
     *n = 0;
-    if (!t->ck_blocked[c])
+    if (!t->cka.blocked[c])
         return NULL;
-    t->ck_blocked[c] = false;
-    *n = t->ck_stash[c].n;
-    return t->ck_stash[c].it;
+    t->cka.blocked[c] = false;
+    *n = t->cka.stash[c].n;
+    return t->cka.stash[c].it;
 }
 
 /* See task_op.h.  The held items' queue capacity is given back only
  * now, after they were handled. */
 void tdm__opck_unblocked(tdm__rt_op_task *t, int c, int n)
 {
-    t->ck_stash[c].n = 0;
+    t->cka.stash[c].n = 0;
     if (n)
         tdm__queue_release(&t->q, c, n);
 }
@@ -462,7 +462,7 @@ void tdm__opck_unblocked(tdm__rt_op_task *t, int c, int n)
  * on every channel that has not ended. */
 void tdm__rt_op_on_barrier(tdm__rt_op_task *t, const tdm__item *it)
 {
-    if (!t->ck_blocked || t->failed)
+    if (!t->cka.blocked || t->failed)
         return;
     /* A barrier on a channel that already ended, or of a checkpoint
      * this subtask has taken, is stale: aligning on it would snapshot
@@ -470,14 +470,14 @@ void tdm__rt_op_on_barrier(tdm__rt_op_task *t, const tdm__item *it)
      * sent its barrier after END, and results were duplicated after a
      * restore; task_source.c no longer does, this keeps any other
      * sender from doing the same). */
-    if (t->ch_ended[it->ch] || (uint64_t)it->t <= t->ck_taken)
+    if (t->ch_ended[it->ch] || (uint64_t)it->t <= t->cka.taken)
         return;
-    t->ck_id = (uint64_t)it->t;
-    if (t->ck_n_blocked == 0)
-        t->ck_first_us = tdm__mono_us();
-    if (!t->ck_blocked[it->ch]) {
-        t->ck_blocked[it->ch] = true;
-        t->ck_n_blocked++;
+    t->cka.id = (uint64_t)it->t;
+    if (t->cka.n_blocked == 0)
+        t->cka.first_us = tdm__mono_us();
+    if (!t->cka.blocked[it->ch]) {
+        t->cka.blocked[it->ch] = true;
+        t->cka.n_blocked++;
     }
 }
 
@@ -486,7 +486,7 @@ void tdm__rt_op_on_barrier(tdm__rt_op_task *t, const tdm__item *it)
  * (the run failed). */
 static bool op_hold(tdm__rt_op_task *t, const tdm__item *it)
 {
-    struct tdm__rt_stash *st = &t->ck_stash[it->ch];
+    struct tdm__rt_stash *st = &t->cka.stash[it->ch];
     if (st->n == st->cap) {
         int cap = st->cap ? st->cap * 2 : 16;
         tdm__item *p = tdm__realloc(st->it, (size_t)cap * sizeof *p);
@@ -505,7 +505,7 @@ static bool op_hold(tdm__rt_op_task *t, const tdm__item *it)
 /* See task_op.h. */
 bool tdm__opck_hold(tdm__rt_op_task *t, const tdm__item *it)
 {
-    if (!(t->ck_n_blocked && t->ck_blocked[it->ch]))
+    if (!(t->cka.n_blocked && t->cka.blocked[it->ch]))
         return false;
     if (!op_hold(t, it) && it->kind == TDM__ITEM_BATCH)
         tdm__sbatch_release(it->b);
@@ -515,7 +515,7 @@ bool tdm__opck_hold(tdm__rt_op_task *t, const tdm__item *it)
 /* See task_op.h. */
 bool tdm__opck_aligned(const tdm__rt_op_task *t)
 {
-    return t->ck_n_blocked && op_aligned(t);
+    return t->cka.n_blocked && op_aligned(t);
 }
 
 /* Between groups of items: commits the coordinator published. */
@@ -610,4 +610,27 @@ tdm_err tdm__rt_ckpt_restore_op(tdm__rt_op_task *t, char *msg, size_t n)
         tdm__free(p);
     }
     return err;
+}
+
+/* See task_op.h. */
+tdm_err tdm__opck_init(tdm__rt_op_task *t)
+{
+    int n = t->op->n_channels;
+    t->cka.blocked = tdm__calloc((size_t)n, sizeof *t->cka.blocked);
+    t->cka.stash = tdm__calloc((size_t)n, sizeof *t->cka.stash);
+    return t->cka.blocked && t->cka.stash ? TDM_OK : TDM_ERR_NOMEM;
+}
+
+/* See task_op.h. */
+void tdm__opck_fini(tdm__rt_op_task *t)
+{
+    for (int c = 0; t->cka.stash && c < t->op->n_channels; c++) {
+        for (int i = 0; i < t->cka.stash[c].n; i++)
+            tdm__rt_op_item_release(&t->cka.stash[c].it[i]);
+        tdm__free(t->cka.stash[c].it);
+    }
+    tdm__free(t->cka.stash);
+    tdm__free(t->cka.blocked);
+    t->cka.stash = NULL;
+    t->cka.blocked = NULL;
 }

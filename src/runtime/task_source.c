@@ -905,10 +905,9 @@ void tdm__rt_source_task_fini(tdm__rt_src_task *t)
         tdm__pool_fini(&t->pool);
     tdm__free(t->finished);
     tdm__free(t->reported);
-    tdm__free(t->unit.uc);
-    tdm__free(t->v2.floor);
-    tdm__free(t->v2.hzbuf);
-    tdm__free(t->align.ppaused);
+    tdm__src_unit_free(t);
+    tdm__src_v2_free(t);
+    tdm__src_align_free(t);
     tdm__src_fence_free(t);
     tdm__src_metrics_fini(t);
     tdm__free(t->unkicked);
