@@ -808,6 +808,45 @@ TDM_API void tdm_result_set_value(tdm_result_out *out, double value);
 TDM_API tdm_err tdm_result_set_bytes(tdm_result_out *out, const void *bytes,
                                      size_t len);
 
+/* What the window operator tells a version-2 aggregate about the record
+** it adds (tdm_aggregate_methods_v2.add).  The operator fills it and lends
+** it for the call; the aggregate only reads it.  Members may be added at
+** the end in later versions (the operator always allocates it, so an
+** aggregate built against this header keeps working).
+**
+**   input    which input of the operator the record came from: the
+**            position of its stream in a job window's "from" list, or
+**            the input given to tdm_winop_push_ctx; 0 for tdm_winop_push.
+**   partial  NULL for a record.  Otherwise the record stands for a
+**            partial accumulator (acc_size bytes in this aggregate's own
+**            layout, e.g. a source's local pre-aggregate in two-phase
+**            aggregation): add must fold it in as merge would, read
+**            nothing else of the record but its key and timestamp, and
+**            take nothing from it (it is borrowed for the call).
+**   row      the record's typed row, borrowed for the call and read with
+**            tdm_row_* (a job's windows always give one), or NULL when
+**            the record was pushed without one; the record's payload is
+**            then, as in version 1, whatever the embedder set. */
+typedef struct tdm_agg_ctx {
+    int input;
+    const void *partial;
+    const struct tdm_row *row; /* tdm_row */
+} tdm_agg_ctx;
+
+/* A user aggregate: an accumulator of acc_size bytes per window, which
+** the operator keeps inline in the window's state, zeroes and creates on
+** the window's first record, folds records into with add, folds into
+** another window's with merge (session windows), reads with result at
+** each firing and releases with destroy_acc (purge, cleanup, merge,
+** destroy).  Every member runs on the thread that calls the operator
+** (push, watermark, end, advance, destroy), never two at a time for one
+** operator; @p ud is the pointer given to the constructor.
+**
+** Version 1 (tdm_aggregate_methods, tdm_aggregate_new_custom): add, merge
+** and result cannot fail, and add sees only the record.  Version 2
+** (tdm_aggregate_methods_v2, tdm_aggregate_new_custom_v2): they return
+** an error, and add is told the record's input, whether it is a partial,
+** and its row (tdm_agg_ctx).  Both stay supported. */
 typedef struct tdm_aggregate_methods {
     int version;     /* 1 */
     size_t acc_size; /* bytes of accumulator per window, zeroed before
@@ -828,11 +867,59 @@ typedef struct tdm_aggregate_methods {
     void (*destroy)(void *ud);
 } tdm_aggregate_methods;
 
-/** @brief A user-defined incremental aggregate.  Copies @p methods; keeps
- *  @p ud until destroyed.  @returns TDM_OK, TDM_ERR_INVAL, NOMEM. */
+/* Version 2.  What the operator does with an error:
+**   add       the push stops there and returns the error (message:
+**             tdm_winop_errmsg, naming the key); windows the record was
+**             added to before keep it, the others do not see it.  add must
+**             leave @p acc releasable by destroy_acc; a window that had no
+**             contents before is released (destroy_acc) and stays empty.
+**             A job fails on TDM_ERR_NOMEM.
+**   merge     the merge stops and the push returns the error; both
+**             accumulators must stay releasable by destroy_acc (what was
+**             moved stays moved), and both windows are kept.
+**   result    the firing is skipped and counted as a window function's
+**             error is; TDM_ERR_NOMEM (also from tdm_result_set_bytes)
+**             fails the call that fired the window (push, watermark,
+**             advance or end) with TDM_ERR_NOMEM as well. */
+typedef struct tdm_aggregate_methods_v2 {
+    int version;     /* 2 */
+    size_t acc_size; /* bytes of accumulator per window, zeroed before
+                        create */
+    /* Initialises an accumulator.  May be NULL (zeroed bytes suffice). */
+    void (*create)(void *ud, void *acc);
+    /* Adds record @p rec (borrowed: key, timestamp, value, payload),
+    ** described by @p ctx (borrowed, never NULL), to @p acc.  Required.
+    ** Returns TDM_OK or an error. */
+    tdm_err (*add)(void *ud, void *acc, const tdm_record *rec,
+                   const tdm_agg_ctx *ctx);
+    /* Folds @p from into @p into (session merges); the operator releases
+    ** @p from afterwards, so what is taken from it may be detached.  NULL:
+    ** the aggregate cannot be used with merging windows.  Returns TDM_OK
+    ** or an error. */
+    tdm_err (*merge)(void *ud, void *into, void *from);
+    /* Writes the result of @p acc to @p out.  Required.  Returns TDM_OK
+    ** or an error. */
+    tdm_err (*result)(void *ud, const void *acc, tdm_result_out *out);
+    /* Releases what an accumulator holds (not the acc bytes themselves).
+    ** May be NULL. */
+    void (*destroy_acc)(void *ud, void *acc);
+    /* Releases @p ud when the aggregate is destroyed.  May be NULL. */
+    void (*destroy)(void *ud);
+} tdm_aggregate_methods_v2;
+
+/** @brief A user-defined incremental aggregate (version 1).  Copies
+ *  @p methods; keeps @p ud until destroyed.  @returns TDM_OK,
+ *  TDM_ERR_INVAL, NOMEM. */
 TDM_API tdm_err tdm_aggregate_new_custom(const tdm_aggregate_methods *methods,
                                          void *ud, tdm_aggregate **out,
                                          char *errbuf, size_t errbuf_size);
+/** @brief A user-defined incremental aggregate (version 2).  Copies
+ *  @p methods; keeps @p ud until destroyed.  @returns TDM_OK,
+ *  TDM_ERR_INVAL (message names the member: version not 2, add or result
+ *  missing), NOMEM. */
+TDM_API tdm_err tdm_aggregate_new_custom_v2(
+    const tdm_aggregate_methods_v2 *methods, void *ud, tdm_aggregate **out,
+    char *errbuf, size_t errbuf_size);
 
 /* A full-window function sees the window's records (in arrival order). */
 typedef struct tdm_window_ctx tdm_window_ctx;
@@ -916,6 +1003,14 @@ TDM_API tdm_err tdm_winop_set_late_output(tdm_winop *op, int enabled);
  *  bad-record counter grows, tdm_winop_errmsg says which key);
  *  TDM_ERR_CHANNEL; TDM_ERR_STATE after end; TDM_ERR_NOMEM. */
 TDM_API tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec);
+/** @brief tdm_winop_push with what the aggregate is told about the record
+ *  (tdm_agg_ctx, borrowed for the call; NULL: as tdm_winop_push).  Only a
+ *  version-2 aggregate sees @p ctx; a partial (ctx->partial) needs one
+ *  (else TDM_ERR_INVAL).  A late record goes to the late output as with
+ *  tdm_winop_push (the record, not the context).  @returns as
+ *  tdm_winop_push, and a version-2 add or merge error as it was returned. */
+TDM_API tdm_err tdm_winop_push_ctx(tdm_winop *op, int ch, const tdm_record *rec,
+                                   const tdm_agg_ctx *ctx);
 /** @brief A watermark on channel @p ch (goes through the valve). */
 TDM_API tdm_err tdm_winop_watermark(tdm_winop *op, int ch, tdm_time_ms wm);
 /** @brief Channel @p ch became idle (1) or active (0). */

@@ -4,10 +4,10 @@
  * its own tables (analyze's key interning and distinct window sets).
  *
  * CLI business, not API: the library has its own internal versions and
- * the CLI, a client of tidemark.h only, does not borrow them.  The hash
- * is the library's key hash (FNV-1a 64 with its offset basis, then a
+ * the CLI, a client of tidemark.h only, does not borrow them (not even
+ * core/hash.h).  The hash is FNV-1a 64 with its offset basis, then a
  * 64-bit finaliser, so that the low bits serve directly as an
- * open-addressing index): the same tables probe in the same order.
+ * open-addressing index; its values are table positions only.
  */
 #include <stdarg.h>
 #include <stdio.h>

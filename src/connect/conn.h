@@ -155,8 +155,7 @@ typedef struct tdm__partmap {
     char **keys; /* n keys (tdm__malloc'd), index = partition */
     size_t *lens;
     size_t n, cap;
-    uint32_t *slots; /* open addressing: partition + 1, 0 = empty */
-    size_t n_slots;
+    struct tdm__map *idx; /* key -> partition (core/map.h), or NULL */
 } tdm__partmap;
 
 /* Index of @p key, added if new.  TDM_OK or NOMEM. */

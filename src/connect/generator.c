@@ -74,17 +74,6 @@ struct tdm__source {
     gen_name page_names[50]; /* "p0" .. "p49" */
 };
 
-/* A 64-bit finaliser: every input bit affects every output bit. */
-static inline uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 31;
-    x *= 0xd6e8feb86659fd93ULL;
-    x ^= x >> 29;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 32;
-    return x;
-}
-
 /* A uniform double in [0, 1) from the top 53 bits. */
 static inline double unit(uint64_t r)
 {
@@ -259,8 +248,10 @@ static tdm_err gen_open(const tdm__source_conf *conf, int index, int count,
     src->n_part = conf->gen_partitions;
     src->rate = conf->gen_rate;
     src->keys = conf->gen_keys;
-    src->key1 = mix64((uint64_t)conf->gen_seed * 0x9e3779b97f4a7c15ULL + 1);
-    src->key2 = mix64((uint64_t)conf->gen_seed * 0x9e3779b97f4a7c15ULL + 2);
+    src->key1 =
+        tdm__hash_gen_mix64((uint64_t)conf->gen_seed * TDM__HASH_GOLDEN + 1);
+    src->key2 =
+        tdm__hash_gen_mix64((uint64_t)conf->gen_seed * TDM__HASH_GOLDEN + 2);
     src->ms_per_record = 1000 % src->rate == 0 ? 1000 / src->rate : 0;
     src->ms_per_rec_f = 1000.0 / (double)src->rate;
     sensors = conf->gen_kind == TDM__GEN_SENSORS;
@@ -406,8 +397,8 @@ static tdm_err generate(tdm__source *src, tdm__batch *b, int64_t i, int j)
     const tdm__source_conf *c = &src->conf;
     /* Two independent draws (different keys, so the two mixes run in
      * parallel rather than one after the other). */
-    uint64_t r1 = mix64((uint64_t)i ^ src->key1);
-    uint64_t r2 = mix64((uint64_t)i ^ src->key2);
+    uint64_t r1 = tdm__hash_gen_mix64((uint64_t)i ^ src->key1);
+    uint64_t r2 = tdm__hash_gen_mix64((uint64_t)i ^ src->key2);
     int64_t pos = position_ms(src, i), ts;
     tdm__row *row;
     tdm_err err;
@@ -428,7 +419,8 @@ static tdm_err generate(tdm__source *src, tdm__batch *b, int64_t i, int j)
         ts = tdm__time_sub_sat(
             ts, (int64_t)(unit(r2) * ((double)c->gen_max_delay + 1.0)));
     if (c->gen_late_fraction > 0 &&
-        unit(mix64(r2 ^ 0x5851f42d4c957f2dULL)) < c->gen_late_fraction)
+        unit(tdm__hash_gen_mix64(r2 ^ 0x5851f42d4c957f2dULL)) <
+            c->gen_late_fraction)
         ts = tdm__time_sub_sat(ts, c->gen_late_delay);
     if (ts == TDM_TIME_MIN)
         ts++;

@@ -35,14 +35,11 @@ typedef struct nx_rng {
 } nx_rng;
 
 /* The stream's increment: draw k of a stream mixes seed + k * this. */
-#define NX_GOLDEN 0x9e3779b97f4a7c15ULL
+#define NX_GOLDEN TDM__HASH_GOLDEN
 
 static uint64_t rng_next(nx_rng *r)
 {
-    uint64_t z = (r->s += NX_GOLDEN);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return tdm__hash_splitmix64(r->s += NX_GOLDEN);
 }
 
 static void rng_seed(nx_rng *r, int64_t event_id, uint64_t stream)
@@ -576,9 +573,7 @@ static void run_general(const tdm__nx_conf *c, unsigned fields, int kinds,
 /* The splitmix64 output function of rng_next, on the state it mixes. */
 static inline uint64_t nx_mix(uint64_t z)
 {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    return tdm__hash_splitmix64(z);
 }
 
 /* rng_int's value for draw output @p z and range @p n > 1. */

@@ -19,67 +19,51 @@
 #include <string.h>
 
 #include "connect/conn.h"
+#include "core/map.h"
 
 /* ---- Partition map ---- */
+
+/* Makes room for one more key in the key arrays.  TDM_OK or NOMEM. */
+static tdm_err partmap_reserve(tdm__partmap *m)
+{
+    if (m->n < m->cap)
+        return TDM_OK;
+    size_t cap = m->cap ? 2 * m->cap : 8;
+    char **keys = tdm__realloc(m->keys, cap * sizeof *keys);
+    if (!keys)
+        return TDM_ERR_NOMEM;
+    m->keys = keys;
+    size_t *lens = tdm__realloc(m->lens, cap * sizeof *lens);
+    if (!lens)
+        return TDM_ERR_NOMEM;
+    m->lens = lens;
+    m->cap = cap;
+    return TDM_OK;
+}
 
 /* Index of @p key in @p m, added if new (see conn.h). */
 tdm_err tdm__partmap_get(tdm__partmap *m, const char *key, size_t len,
                          uint32_t *index)
 {
     uint64_t h = tdm__hash_bytes(key, len);
-
-    if (m->n_slots > 0) {
-        size_t mask = m->n_slots - 1;
-        for (size_t s = (size_t)h & mask;; s = (s + 1) & mask) {
-            uint32_t e = m->slots[s];
-            if (e == 0)
-                break;
-            if (m->lens[e - 1] == len &&
-                memcmp(m->keys[e - 1], key, len) == 0) {
-                *index = e - 1;
-                return TDM_OK;
-            }
-        }
+    const uint64_t *found = tdm__map_find(m->idx, key, len, h);
+    if (found) {
+        *index = (uint32_t)*found;
+        return TDM_OK;
     }
-    /* New key: grow the arrays and keep the table at most half full. */
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? 2 * m->cap : 8;
-        char **keys = tdm__realloc(m->keys, cap * sizeof *keys);
-        if (!keys)
-            return TDM_ERR_NOMEM;
-        m->keys = keys;
-        size_t *lens = tdm__realloc(m->lens, cap * sizeof *lens);
-        if (!lens)
-            return TDM_ERR_NOMEM;
-        m->lens = lens;
-        m->cap = cap;
-    }
-    if (2 * (m->n + 1) > m->n_slots) {
-        size_t ns = m->n_slots ? 2 * m->n_slots : 16;
-        uint32_t *slots = tdm__calloc(ns, sizeof *slots);
-        if (!slots)
-            return TDM_ERR_NOMEM;
-        for (size_t e = 0; e < m->n; e++) {
-            size_t s =
-                (size_t)tdm__hash_bytes(m->keys[e], m->lens[e]) & (ns - 1);
-            while (slots[s])
-                s = (s + 1) & (ns - 1);
-            slots[s] = (uint32_t)e + 1;
-        }
-        tdm__free(m->slots);
-        m->slots = slots;
-        m->n_slots = ns;
-    }
-    m->keys[m->n] = tdm__memdup(key, len ? len : 1);
-    if (!m->keys[m->n])
+    if (partmap_reserve(m) != TDM_OK)
         return TDM_ERR_NOMEM;
-    m->lens[m->n] = len;
-    {
-        size_t s = (size_t)h & (m->n_slots - 1);
-        while (m->slots[s])
-            s = (s + 1) & (m->n_slots - 1);
-        m->slots[s] = (uint32_t)m->n + 1;
+    if (!m->idx && !(m->idx = tdm__map_new()))
+        return TDM_ERR_NOMEM;
+    char *copy = tdm__memdup(key, len ? len : 1);
+    uint64_t *val;
+    if (!copy || tdm__map_put(m->idx, key, len, h, &val, NULL) != TDM_OK) {
+        tdm__free(copy);
+        return TDM_ERR_NOMEM;
     }
+    *val = m->n;
+    m->keys[m->n] = copy;
+    m->lens[m->n] = len;
     *index = (uint32_t)m->n++;
     return TDM_OK;
 }
@@ -93,7 +77,7 @@ void tdm__partmap_free(tdm__partmap *m)
         tdm__free(m->keys[e]);
     tdm__free(m->keys);
     tdm__free(m->lens);
-    tdm__free(m->slots);
+    tdm__map_destroy(m->idx);
     memset(m, 0, sizeof *m);
 }
 

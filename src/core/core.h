@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/hash.h"
 #include "tidemark.h"
 
 /* ---- Records ---- */
@@ -149,7 +150,9 @@ tdm_time_ms tdm__window_start(tdm_time_ms ts, tdm_time_ms offset,
 
 /* The clock layout is private to clock.c; readers use tdm_clock_now(). */
 
-/* Hashing of keys (FNV-1a 64 with a final mix). */
+/* A table position of key bytes: core/hash.h's seeded byte hash with
+ * seed TDM__HASH_TABLE (not the routing hash, whose bits the keys of one
+ * subtask share). */
 uint64_t tdm__hash_bytes(const void *p, size_t n);
 
 #endif /* TDM_CORE_H */

@@ -181,18 +181,8 @@ const int *tdm_event_targets(const tdm_event *ev, size_t *n)
 
 /* ---- Hashing ---- */
 
-/* FNV-1a over the bytes, then a 64-bit finaliser so that low bits are
- * usable directly as a table index. */
+/* See core.h. */
 uint64_t tdm__hash_bytes(const void *p, size_t n)
 {
-    const unsigned char *s = p;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ULL;
-    }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    return h;
+    return tdm__hash_bytes_seeded(p, n, TDM__HASH_TABLE);
 }

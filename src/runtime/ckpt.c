@@ -58,11 +58,11 @@ static tdm_err shape_meta(const tdm_job *job, uint8_t **out, size_t *len)
         tdm__enc_str(&e, n->name);
         bool op = n->kind == TDM_NODE_WINDOW || n->kind == TDM_NODE_JOIN;
         tdm__enc_str(&e, n->kind == TDM_NODE_SOURCE || op
-                             ? tdm__node_str(n, "sink")
+                             ? tdm__node_spec_sink(n->kind, &n->spec)
                              : "");
-        tdm__enc_str(&e, op ? tdm__node_str(n, "late_output") : "");
+        tdm__enc_str(&e, op ? tdm__node_spec_late(n->kind, &n->spec) : "");
     }
-    tdm__enc_str(&e, tdm__job_str(job, "dead_letter"));
+    tdm__enc_str(&e, job->spec.dead_letter);
     return tdm__enc_finish(&e, out, len);
 }
 
@@ -234,21 +234,20 @@ tdm_err tdm__rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
 {
     tdm__rt_ckpt *ck = &run->ck;
     tdm_job *job = run->job;
-    const char *dir = tdm__job_str(job, "checkpoint.dir");
+    const char *dir = job->spec.checkpoint_dir;
     atomic_init(&ck->req, 0);
     atomic_init(&ck->committed, 0);
     if (!*dir)
         return TDM_OK;
     ck->on = true;
-    ck->interval = tdm__job_int(job, "checkpoint.interval");
+    ck->interval = job->spec.checkpoint_interval_ms;
     ck->next_ms = tdm__mono_ms() + ck->interval;
     char msg[512] = "";
     tdm_err err = tdm__ckpt_store_open(dir, TDM__CKPT_WRITE, store_log, run,
                                        &ck->st, msg, sizeof msg);
     if (err != TDM_OK)
         return tdm__errf(errbuf, errbuf_size, err, "checkpoint.dir: %s", msg);
-    tdm__ckpt_store_set_retain(
-        ck->st, (unsigned)tdm__job_int(job, "checkpoint.retain"));
+    tdm__ckpt_store_set_retain(ck->st, (unsigned)job->spec.checkpoint_retain);
     uint64_t id = 0, top = 0;
     int found = 0;
     err = tdm__ckpt_latest(ck->st, &id, &found);
@@ -266,8 +265,7 @@ tdm_err tdm__rt_ckpt_open(tdm__run *run, char *errbuf, size_t errbuf_size)
     ck->last = top > id ? top : id;
     if (!found)
         return tdm__rt_lineage_begin(run, 0, errbuf, errbuf_size);
-    if (tdm__job_spec_of(job).checkpoint_restore ==
-        TDM__CHECKPOINT_RESTORE_NONE) {
+    if (job->spec.checkpoint_restore == TDM__CHECKPOINT_RESTORE_NONE) {
         tdm__job_log(job,
                      "checkpoint: starting from scratch (checkpoint "
                      "%llu in %s not restored)",
@@ -313,7 +311,7 @@ static tdm_err open_writer(tdm__run *run, tdm__rt_sink *s, int si, int w,
     conf.exactly_once = true;
     conf.writer = w;
     conf.restored = run->ck.restored ? run->ck.from : 0;
-    conf.job_name = tdm__job_str(run->job, "name");
+    conf.job_name = run->job->spec.name;
     *out = NULL;
     tdm_err err = restored_section(run, si, w, &p, &len, errbuf, errbuf_size);
     if (err != TDM_OK)
@@ -403,7 +401,7 @@ static int map_split(void *ud, int i)
     if (g % P != t->index)
         return -1;
     int64_t l = g / P;
-    if (l < t->n_parts ? t->parts[l].global != g : !t->src->v2)
+    if (l < t->n_parts ? tdm__src_metrics_part_global(t, l) != g : !t->src->v2)
         return -1;
     return (int)l;
 }
@@ -476,8 +474,9 @@ tdm_err tdm__rt_ckpt_restore_source(tdm__rt_src_task *t, char *msg, size_t n)
      * records of slices at or below it raw (a late record must stay a
      * raw record after the restore). */
     t->wm_out = tdm_reader_watermark(t->reader);
-    t->idle = t->reader_idle = tdm__reader_output_idle(t->reader);
-    t->reading_paused = tdm_reader_is_paused(t->reader) == 1;
+    t->idle = tdm__reader_output_idle(t->reader);
+    tdm__src_v2_reader_status(t, t->idle);
+    tdm__src_align_restored(t, tdm_reader_is_paused(t->reader) == 1);
     return TDM_OK;
 }
 
@@ -567,12 +566,14 @@ static tdm__rt_ck_slot *slot_at(tdm__run *run, int i, char *name, size_t n)
     if (s < run->n_srcs) {
         if (name)
             tdm__rt_ckpt_src_name(s, k, name, n);
-        return run->srcs[s].tasks ? &run->srcs[s].tasks[k].ck : NULL;
+        tdm__rt_src_task *ts = tdm__rt_src_tasks(run, s);
+        return ts ? &ts[k].ck : NULL;
     }
     s -= run->n_srcs;
     if (name)
         snprintf(name, n, "o%d-%d", s, k);
-    return run->ops[s].tasks ? &run->ops[s].tasks[k].ck : NULL;
+    tdm__rt_op_task *ts = tdm__rt_op_tasks(run, s);
+    return ts ? &ts[k].ck : NULL;
 }
 
 /* What one subtask contributes to the checkpoint being written. */
@@ -692,7 +693,7 @@ static tdm_err write_parts(tdm__run *run, uint64_t id, const uint8_t *meta,
     tdm__ckpt_info info = {
         .id = id,
         .kind = (tdm__ckpt_kind)ck->pending_kind,
-        .job = tdm__job_str(run->job, "name"),
+        .job = run->job->spec.name,
         .created_ms = (int64_t)time(NULL) * 1000,
         .parallelism = (uint32_t)run->P,
         .key_groups = (uint32_t)run->key_groups,
@@ -732,15 +733,15 @@ static void report_completed(tdm__run *run, uint64_t id, uint64_t bytes,
     tdm__rt_ckpt *ck = &run->ck;
     tdm_job *job = run->job;
     int64_t took = (tdm__mono_us() - ck->started_us) / 1000;
-    atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS], 1);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ID], (int64_t)id);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_MS], took);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_BYTES], (int64_t)bytes);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ALIGN_MS], align_us / 1000);
+    atomic_fetch_add(&run->rec->stats[TDM_STAT_CHECKPOINTS], 1);
+    atomic_store(&run->rec->stats[TDM_STAT_CHECKPOINT_ID], (int64_t)id);
+    atomic_store(&run->rec->stats[TDM_STAT_CHECKPOINT_MS], took);
+    atomic_store(&run->rec->stats[TDM_STAT_CHECKPOINT_BYTES], (int64_t)bytes);
+    atomic_store(&run->rec->stats[TDM_STAT_CHECKPOINT_ALIGN_MS],
+                 align_us / 1000);
     if (ck->pending_kind == TDM__CKPT_SAVEPOINT)
         tdm__job_log(job, "savepoint %llu written to %s",
-                     (unsigned long long)id,
-                     tdm__job_str(job, "checkpoint.dir"));
+                     (unsigned long long)id, job->spec.checkpoint_dir);
     else
         tdm__job_log(job,
                      "checkpoint %llu completed: %llu bytes, %lld ms, "
@@ -811,7 +812,7 @@ void tdm__rt_ckpt_step(tdm__run *run, bool at_end)
     if (!ck->pending) {
         if (at_end)
             return;
-        if (atomic_exchange(&run->job->savepoint, 0))
+        if (atomic_exchange(&run->rec->savepoint, 0))
             start(run, TDM__CKPT_SAVEPOINT);
         else if (tdm__mono_ms() >= ck->next_ms)
             start(run, TDM__CKPT_CHECKPOINT);
@@ -835,7 +836,7 @@ void tdm__rt_ckpt_final(tdm__run *run)
      * checkpoint would commit those results and a resumed run could not
      * reproduce the uninterrupted output; they stay uncommitted (the
      * next run's recover removes them). */
-    if (atomic_load(&run->job->cancel) && !run->stop_on_cancel &&
+    if (atomic_load(&run->rec->cancel) && !run->stop_on_cancel &&
         run->n_ops > 0) {
         tdm__job_log(run->job,
                      "checkpoint: cancelled with on_cancel: "
@@ -860,7 +861,7 @@ void tdm__rt_ckpt_final(tdm__run *run)
     pthread_mutex_unlock(&run->mu);
     if (!all)
         return;
-    start(run, atomic_exchange(&run->job->savepoint, 0) ? TDM__CKPT_SAVEPOINT
+    start(run, atomic_exchange(&run->rec->savepoint, 0) ? TDM__CKPT_SAVEPOINT
                                                         : TDM__CKPT_CHECKPOINT);
     complete(run);
     uint64_t c = atomic_load(&ck->committed);

@@ -172,6 +172,26 @@ const char *tdm__conf_aggfn_name(tdm__aggfn fn)
     return (int)fn >= 0 && (int)fn < N_AGGFN ? aggfn_names[fn] : "?";
 }
 
+/* The text of choice @p value of ENUM key @p key (see rt.h). */
+void tdm__conf_enum_text(tdm__scope scope, const char *key, int64_t value,
+                         char *buf, size_t size)
+{
+    int r = tdm__conf_find(scope, key);
+    buf[0] = 0;
+    if (r < 0 || conf_rows[r].type != TDM__CT_ENUM)
+        return;
+    const char *p = conf_rows[r].choices;
+    for (int64_t i = value; i > 0 && p; i--) {
+        p = strchr(p, '|');
+        if (p)
+            p++;
+    }
+    if (!p)
+        return;
+    size_t l = strcspn(p, "|");
+    snprintf(buf, size, "%.*s", (int)l, p);
+}
+
 /* Public view of the table for tools and the documentation generator. */
 int tdm_conf_describe(int i, const char **scope, const char **key,
                       const char **type, const char **def, const char **unit,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* job.c - a job as a definition: nodes and their configuration, user
- * filters and maps, row accessors, counters and the job's log.  It reads
+ * filters and maps, row accessors, callbacks and the job's log.  It reads
  * and stores; it decides nothing about a run.  The validation of the whole
- * graph sits above it (job_validate.c), the public destroy above both
- * (job_api.c), and execution in run.c.
+ * graph sits above it (job_validate.c), the public calls that touch the
+ * record of its runs (new, destroy, counters, cancel) above both
+ * (job_api.c, run_record.h), and execution in run.c.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -136,11 +137,10 @@ static void default_log(void *ud, const char *line)
     fprintf(stderr, "tidemark: %s\n", line);
 }
 
-/* Creates an empty job with every job key at its default. */
-tdm_err tdm_job_new(tdm_job **out)
+/* See rt.h: an empty definition with every job key at its default
+ * (tdm_job_new, job_api.c, adds the run record). */
+tdm_err tdm__job_alloc(tdm_job **out)
 {
-    if (!out)
-        return TDM_ERR_INVAL;
     *out = NULL;
     tdm_job *job = tdm__calloc(1, sizeof *job);
     if (!job)
@@ -155,30 +155,8 @@ tdm_err tdm_job_new(tdm_job **out)
         tdm__free(job);
         return TDM_ERR_NOMEM;
     }
-    if (pthread_mutex_init(&job->mmu, NULL) != 0) {
-        pthread_mutex_destroy(&job->log_mu);
-        free_vals(job->vals);
-        tdm__free(job);
-        return TDM_ERR_NOMEM;
-    }
-    if (pthread_cond_init(&job->mcv, NULL) != 0) {
-        pthread_mutex_destroy(&job->mmu);
-        pthread_mutex_destroy(&job->log_mu);
-        free_vals(job->vals);
-        tdm__free(job);
-        return TDM_ERR_NOMEM;
-    }
+    tdm__job_spec_fill(job);
     job->log = default_log;
-    atomic_init(&job->running, 0);
-    atomic_init(&job->cancel, 0);
-    atomic_init(&job->savepoint, 0);
-    for (int i = 0; i < TDM_STAT_COUNT_; i++)
-        atomic_init(&job->stats[i], 0);
-    atomic_init(&job->stats[TDM_STAT_WATERMARK], TDM_TIME_MIN);
-    atomic_init(&job->start_ms, 0);
-    atomic_init(&job->queue_waits, 0);
-    atomic_init(&job->batches_live, 0);
-    atomic_init(&job->batches_peak, 0);
     *out = job;
     return TDM_OK;
 }
@@ -190,11 +168,13 @@ tdm_err tdm_job_set(tdm_job *job, const char *key, const char *value,
     if (!job)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "job must not be NULL");
-    if (atomic_load(&job->running))
+    if (tdm__run_record_running(job->rec))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "%s: the job is running", key ? key : "");
-    return set_val(job->vals, TDM__SCOPE_JOB, "job", key, value, errbuf,
-                   errbuf_size);
+    tdm_err err = set_val(job->vals, TDM__SCOPE_JOB, "job", key, value, errbuf,
+                          errbuf_size);
+    tdm__job_spec_fill(job); /* also on failure: a value may be freed */
+    return err;
 }
 
 static void node_destroy(tdm_node *n)
@@ -260,7 +240,7 @@ tdm_err tdm_job_add_node(tdm_job *job, tdm_node_kind kind, const char *name,
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s name \"%s\" must not contain '.'",
                          tdm__node_kind_name(kind), name);
-    if (atomic_load(&job->running))
+    if (tdm__run_record_running(job->rec))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "cannot add \"%s\": the job is running", name);
     if (tdm_job_node(job, name))
@@ -286,6 +266,7 @@ tdm_err tdm_job_add_node(tdm_job *job, tdm_node_kind kind, const char *name,
         node_destroy(n);
         goto nomem;
     }
+    tdm__node_spec_fill(n);
     job->nodes[job->n_nodes++] = n;
     if (out)
         *out = n;
@@ -314,16 +295,20 @@ tdm_err tdm_node_set(tdm_node *node, const char *key, const char *value,
     if (!node)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "node must not be NULL");
-    if (atomic_load(&node->job->running))
+    if (tdm__run_record_running(node->job->rec))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "%s: the job is running", key ? key : "");
-    return set_val(node->vals, node->scope, tdm__node_kind_name(node->kind),
-                   key, value, errbuf, errbuf_size);
+    tdm_err err =
+        set_val(node->vals, node->scope, tdm__node_kind_name(node->kind), key,
+                value, errbuf, errbuf_size);
+    tdm__node_spec_fill(node); /* also on failure: a value may be freed */
+    return err;
 }
 
 static tdm_err add_udf(tdm_node *n, const tdm__udf *u)
 {
-    if (!n || n->kind != TDM_NODE_SOURCE || atomic_load(&n->job->running))
+    if (!n || n->kind != TDM_NODE_SOURCE ||
+        tdm__run_record_running(n->job->rec))
         return !n || n->kind != TDM_NODE_SOURCE ? TDM_ERR_INVAL : TDM_ERR_STATE;
     if (n->n_udfs == n->cap_udfs) {
         int cap = n->cap_udfs ? n->cap_udfs * 2 : 4;
@@ -359,10 +344,10 @@ tdm_err tdm_node_add_map(tdm_node *source, tdm_map_fn fn, void *ud)
 
 static bool is_generator(const tdm_node *n)
 {
-    /* Not the spec: schemas are asked for before validation too. */
+    /* Schemas are asked for before validation too: the spec is kept in
+     * step with the keys as they are set. */
     return n->kind == TDM_NODE_SOURCE && !n->src_vt &&
-           (tdm__source_type)tdm__node_int(n, "type") ==
-               TDM__SOURCE_TYPE_GENERATOR;
+           n->spec.src.type == TDM__SOURCE_TYPE_GENERATOR;
 }
 
 /* A source's schema: its own or the generator's; a window's or join's
@@ -373,7 +358,7 @@ const tdm__schema *tdm__node_schema(const tdm_node *n)
         return n->out_schema.n > 0 ? &n->out_schema : NULL;
     if (!n || n->kind != TDM_NODE_SOURCE)
         return NULL;
-    const tdm__conf_val *v = tdm__node_val(n, "schema");
+    const tdm__conf_val *v = n->spec.src.schema;
     if (v->schema.n > 0)
         return &v->schema;
     if (is_generator(n)) {
@@ -381,7 +366,7 @@ const tdm__schema *tdm__node_schema(const tdm_node *n)
          * generator.kind changed (so pointers handed to a run stay
          * valid while it runs). */
         tdm_node *m = (tdm_node *)n;
-        int kind = (int)tdm__node_int(n, "generator.kind");
+        int kind = (int)n->spec.src.gen_kind;
         if (kind < 0 || kind > TDM__GENERATOR_KIND_NEXMARK)
             kind = TDM__GENERATOR_KIND_CLICKS;
         if (m->gen_schema.n > 0 && m->gen_kind == kind)
@@ -488,19 +473,7 @@ void tdm_row_set_double(tdm_row *row, int i, double v)
     row->v[i].null = 0;
 }
 
-/* ---- Counters, callbacks, logging ---- */
-
-int64_t tdm_job_stat(const tdm_job *job, tdm_stat which)
-{
-    if (!job || (int)which < 0 || which >= TDM_STAT_COUNT_)
-        return 0;
-    tdm_job *j = (tdm_job *)job;
-    if (which == TDM_STAT_ELAPSED_MS && atomic_load(&j->running)) {
-        int64_t start = atomic_load(&j->start_ms);
-        return tdm__job_now(j) - start;
-    }
-    return atomic_load_explicit(&j->stats[which], memory_order_relaxed);
-}
+/* ---- Callbacks, logging ---- */
 
 /* Sets (or clears, with NULL) the progress callback. */
 tdm_err tdm_job_set_progress(tdm_job *job, tdm_progress_cb cb, void *ud)
@@ -578,34 +551,6 @@ void tdm__job_set_clock(tdm_job *job, tdm_clock_fn fn, void *ud)
     job->clock_ud = ud;
 }
 
-int64_t tdm__job_queue_waits(const tdm_job *job)
-{
-    return atomic_load(&((tdm_job *)job)->queue_waits);
-}
-
-int64_t tdm__job_batches_live(const tdm_job *job)
-{
-    return atomic_load(&((tdm_job *)job)->batches_live);
-}
-
-int64_t tdm__job_batches_peak(const tdm_job *job)
-{
-    return atomic_load(&((tdm_job *)job)->batches_peak);
-}
-
-/* Asks a running job to stop; async-signal-safe (one lock-free store). */
-void tdm_job_cancel(tdm_job *job)
-{
-    if (job)
-        atomic_store(&job->cancel, 1);
-}
-
-void tdm_job_savepoint(tdm_job *job)
-{
-    if (job)
-        atomic_store(&job->savepoint, 1);
-}
-
 /* See rt.h: the definition's half of tdm_job_destroy (job_api.c). */
 void tdm__job_free(tdm_job *job)
 {
@@ -615,35 +560,4 @@ void tdm__job_free(tdm_job *job)
     free_vals(job->vals);
     pthread_mutex_destroy(&job->log_mu);
     tdm__free(job);
-}
-
-/* Adds a finished window subtask's result latencies to the job's (the
- * histogram is created on first use; out of memory loses the figures,
- * not the run). */
-void tdm__job_add_latency(tdm_job *job, const tdm__hist *h)
-{
-    pthread_mutex_lock(&job->mmu);
-    if (job->lat.b || tdm__hist_init(&job->lat) == TDM_OK)
-        tdm__hist_merge(&job->lat, h);
-    pthread_mutex_unlock(&job->mmu);
-}
-
-int64_t tdm_job_result_latency(const tdm_job *job, double q, int64_t *count)
-{
-    tdm_job *j = (tdm_job *)job; /* the lock is not part of the state */
-    int64_t v = -1, n = 0;
-    if (!job || q < 0 || q > 1) {
-        if (count)
-            *count = 0;
-        return -1;
-    }
-    pthread_mutex_lock(&j->mmu);
-    if (j->lat.b && j->lat.n) {
-        n = (int64_t)j->lat.n;
-        v = tdm__hist_quantile(&j->lat, q);
-    }
-    pthread_mutex_unlock(&j->mmu);
-    if (count)
-        *count = n;
-    return v;
 }

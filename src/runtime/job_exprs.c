@@ -19,8 +19,8 @@ tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
                                size_t errbuf_size)
 {
     *out = NULL;
-    const char *filter = tdm__node_str(n, "filter");
-    const tdm__conf_val *cv = tdm__node_val(n, "compute.*");
+    const char *filter = n->spec.src.filter;
+    const tdm__conf_val *cv = n->spec.src.compute;
     int n_comp = cv->props ? cv->n_props : 0;
     if (!*filter && n_comp == 0)
         return TDM_OK;
@@ -38,7 +38,7 @@ tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
     if (*filter)
         err = tdm__expr_compile_filter(filter, s, &x->filter, errbuf,
                                        errbuf_size);
-    const char *pf = tdm__node_str(n, "partition.field");
+    const char *pf = n->spec.src.partition_field;
     for (int i = 0; err == TDM_OK && i < n_comp; i++) {
         err = tdm__expr_compile_compute(s, cv->props[2 * i],
                                         cv->props[2 * i + 1], ts_field, pf,

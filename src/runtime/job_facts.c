@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "runtime/rt.h"
+#include "runtime/run_record.h"
 
 /* ---- Keys ---- */
 
@@ -75,34 +76,41 @@ const char *tdm_node_kind_name(tdm_node_kind kind)
     return tdm__node_kind_name(kind);
 }
 
+/* The public kind of a window's window.type. */
+static tdm_window_kind window_kind(tdm__window_type t)
+{
+    switch (t) {
+    case TDM__WINDOW_TYPE_TUMBLING:
+        return TDM_WINDOW_KIND_TUMBLING;
+    case TDM__WINDOW_TYPE_SLIDING:
+        return TDM_WINDOW_KIND_SLIDING;
+    case TDM__WINDOW_TYPE_SESSION:
+        return TDM_WINDOW_KIND_SESSION;
+    case TDM__WINDOW_TYPE_GLOBAL:
+        return TDM_WINDOW_KIND_GLOBAL;
+    }
+    return TDM_WINDOW_KIND_NONE;
+}
+
 /* The window assigner (tidemark.h): window.type of a window, or of a
  * join whose type is window. */
 tdm_window_kind tdm_node_window_kind(const tdm_node *node)
 {
-    static const struct {
-        const char *name;
-        tdm_window_kind kind;
-    } kinds[] = {{"tumbling", TDM_WINDOW_KIND_TUMBLING},
-                 {"sliding", TDM_WINDOW_KIND_SLIDING},
-                 {"session", TDM_WINDOW_KIND_SESSION},
-                 {"global", TDM_WINDOW_KIND_GLOBAL}};
-    const char *type;
-    if (!node || (node->kind != TDM_NODE_WINDOW &&
-                  (node->kind != TDM_NODE_JOIN ||
-                   strcmp(tdm__node_str(node, "type"), "window") != 0)))
+    if (node && node->kind == TDM_NODE_WINDOW)
+        return window_kind(node->spec.win.type);
+    if (!node || node->kind != TDM_NODE_JOIN ||
+        node->spec.join.type != TDM__JOIN_TYPE_WINDOW)
         return TDM_WINDOW_KIND_NONE;
-    type = tdm__node_str(node, "window.type");
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (strcmp(type, kinds[i].name) == 0)
-            return kinds[i].kind;
-    return TDM_WINDOW_KIND_NONE;
+    return node->spec.join.window_type == TDM__JOIN_WINDOW_TYPE_SLIDING
+               ? TDM_WINDOW_KIND_SLIDING
+               : TDM_WINDOW_KIND_TUMBLING;
 }
 
 /* 1 for windows by processing time (tidemark.h). */
 int tdm_node_processing_time(const tdm_node *node)
 {
     return node && node->kind == TDM_NODE_WINDOW &&
-           strcmp(tdm__node_str(node, "window.time"), "processing") == 0;
+           node->spec.win.time == TDM__WINDOW_TIME_PROCESSING;
 }
 
 /* Trigger names as conf_table.def spells them, in enum order. */
@@ -122,16 +130,25 @@ const char *tdm_trigger_name(tdm_trigger_kind kind)
                : "";
 }
 
-/* The trigger of a window (tidemark.h), found by its name. */
+/* The trigger of a window (tidemark.h). */
 tdm_trigger_kind tdm_node_trigger(const tdm_node *node)
 {
-    const char *name;
     if (!node || node->kind != TDM_NODE_WINDOW)
         return TDM_TRIGGER_KIND_DEFAULT;
-    name = tdm__node_str(node, "trigger");
-    for (size_t i = 0; i < sizeof trigger_names / sizeof *trigger_names; i++)
-        if (strcmp(name, trigger_names[i]) == 0)
-            return (tdm_trigger_kind)i;
+    switch (node->spec.win.trigger) {
+    case TDM__TRIGGER_EVENT_TIME:
+        return TDM_TRIGGER_KIND_EVENT_TIME;
+    case TDM__TRIGGER_PROCESSING_TIME:
+        return TDM_TRIGGER_KIND_PROCESSING_TIME;
+    case TDM__TRIGGER_COUNT:
+        return TDM_TRIGGER_KIND_COUNT;
+    case TDM__TRIGGER_CONTINUOUS_EVENT_TIME:
+        return TDM_TRIGGER_KIND_CONTINUOUS_EVENT_TIME;
+    case TDM__TRIGGER_NEVER:
+        return TDM_TRIGGER_KIND_NEVER;
+    case TDM__TRIGGER_DEFAULT:
+        break;
+    }
     return TDM_TRIGGER_KIND_DEFAULT;
 }
 
@@ -140,30 +157,31 @@ tdm_trigger_kind tdm_node_trigger(const tdm_node *node)
 /* 1 while the job runs (tidemark.h). */
 int tdm_job_is_running(const tdm_job *job)
 {
-    return atomic_load(&((tdm_job *)job)->running) != 0;
+    return atomic_load(&job->rec->running) != 0;
 }
 
 /* 1 while the job waits to restart (tidemark.h). */
 int tdm_job_is_restarting(const tdm_job *job)
 {
-    return atomic_load(&((tdm_job *)job)->restarting) != 0;
+    return atomic_load(&job->rec->restarting) != 0;
 }
 
 /* When the last run started, 0 before any (tidemark.h). */
 tdm_time_ms tdm_job_start_time(const tdm_job *job)
 {
-    return atomic_load(&((tdm_job *)job)->start_ms);
+    return atomic_load(&job->rec->start_ms);
 }
 
 /* Why the last checkpoint failed, copied under the metrics lock
  * (tidemark.h). */
 size_t tdm_job_checkpoint_failure(tdm_job *job, char *buf, size_t n)
 {
+    tdm__run_record *rec = job->rec;
     size_t len;
-    pthread_mutex_lock(&job->mmu);
-    len = strlen(job->ck_fail_msg);
+    pthread_mutex_lock(&rec->mmu);
+    len = strlen(rec->ck_fail_msg);
     if (n > 0)
-        snprintf(buf, n, "%s", job->ck_fail_msg);
-    pthread_mutex_unlock(&job->mmu);
+        snprintf(buf, n, "%s", rec->ck_fail_msg);
+    pthread_mutex_unlock(&rec->mmu);
     return len;
 }

@@ -98,11 +98,10 @@ static tdm_err check_ref(vctx *c, const tdm_node *n, const char *key,
     return TDM_OK;
 }
 
-/* An optional sink reference. */
+/* An optional sink reference: key @p key of @p n, naming @p name. */
 static tdm_err check_sink_ref(vctx *c, const tdm_node *n, const char *key,
-                              bool required)
+                              const char *name, bool required)
 {
-    const char *name = tdm__node_str(n, key);
     if (!*name) {
         if (required)
             VFAIL(c, n, "%s: required (the name of a sink)", key);
@@ -133,6 +132,25 @@ static tdm_err check_field(vctx *c, const tdm_node *n, const char *key,
               key, field, src->name);
     if (type)
         *type = s->fields[i].type;
+    return TDM_OK;
+}
+
+/* Bit of type @p t in a mask of accepted types. */
+#define TYPE_BIT(t) (1u << (unsigned)(t))
+
+/* Field @p field of source @p n, named by its key @p key, is in its
+ * schema and of a type in @p ok (TYPE_BITs); otherwise "<key>: \"<field>\"
+ * is <type><tail>". */
+static tdm_err check_field_type(vctx *c, const tdm_node *n, const char *key,
+                                const char *field, unsigned ok,
+                                const char *tail)
+{
+    tdm_type t = TDM_TYPE_INT64;
+    tdm_err err = check_field(c, n, key, n, field, &t);
+    if (err != TDM_OK)
+        return err;
+    if (!(ok & TYPE_BIT(t)))
+        VFAIL(c, n, "%s: \"%s\" is %s%s", key, field, type_name(t), tail);
     return TDM_OK;
 }
 
@@ -167,14 +185,13 @@ bool tdm__start_ts_parse(const char *s, tdm_time_ms *out)
  * source opens. */
 static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
 {
-    const tdm__conf_val *props = tdm__node_val(n, "kafka.*");
-    if (!*tdm__node_str(n, "brokers") &&
-        !tdm__conf_prop(props, "bootstrap.servers"))
+    const tdm__conf_val *props = n->spec.src.kafka;
+    if (!*n->spec.src.brokers && !tdm__conf_prop(props, "bootstrap.servers"))
         VFAIL(c, n,
               "brokers: required for kafka sources (\"host:port,...\""
               ", or kafka.bootstrap.servers)");
-    const char *topics = tdm__node_str(n, "topics");
-    const char *pattern = tdm__node_str(n, "topic_pattern");
+    const char *topics = n->spec.src.topics;
+    const char *pattern = n->spec.src.topic_pattern;
     if (*topics && *pattern)
         VFAIL(c, n,
               "topic_pattern: set either topics or topic_pattern, "
@@ -207,7 +224,7 @@ static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
         }
     }
     bool at_ts = n->spec.src.start == TDM__SOURCE_START_TIMESTAMP;
-    const char *sts = tdm__node_str(n, "start.timestamp");
+    const char *sts = n->spec.src.start_timestamp;
     if (at_ts && !*sts)
         VFAIL(c, n,
               "start.timestamp: required with start: timestamp "
@@ -220,24 +237,21 @@ static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
               "start.timestamp: expected epoch milliseconds or "
               "ISO-8601 like \"2026-12-02T10:00:00Z\", got \"%s\"",
               sts);
-    if (*tdm__node_str(n, "partition.field"))
+    if (*n->spec.src.partition_field)
         VFAIL(c, n,
               "partition.field: kafka sources are partitioned by "
               "their topic partitions; remove it");
-    const char *kf = tdm__node_str(n, "key.field");
+    const char *kf = n->spec.src.key_field;
     if (*kf) {
-        tdm_type t = TDM_TYPE_INT64;
-        tdm_err err = check_field(c, n, "key.field", n, kf, &t);
+        tdm_err err =
+            check_field_type(c, n, "key.field", kf, TYPE_BIT(TDM_TYPE_STRING),
+                             ", expected string (it receives "
+                             "the message key)");
         if (err != TDM_OK)
             return err;
-        if (t != TDM_TYPE_STRING)
-            VFAIL(c, n,
-                  "key.field: \"%s\" is %s, expected string (it "
-                  "receives the message key)",
-                  kf, type_name(t));
     }
     bool ts_message = n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE;
-    if (ts_message && *tdm__node_str(n, "timestamp.field"))
+    if (ts_message && *n->spec.src.timestamp_field)
         VFAIL(c, n,
               "timestamp.field: the event time comes from the "
               "message (timestamp.source: message); remove "
@@ -282,13 +296,13 @@ static tdm_err validate_tcp_source(vctx *c, tdm_node *n, tdm__source_type type)
                       tcp_keys[k]);
         return TDM_OK;
     }
-    const char *a = tdm__node_str(n, "tcp.address");
+    const char *a = n->spec.src.tcp_address;
     const char *colon = strrchr(a, ':');
     if (!colon || colon == a || !colon[1])
         VFAIL(c, n, "tcp.address: expected host:port, got \"%s\"", a);
-    int64_t backoff = tdm__node_int(n, "tcp.reconnect.backoff");
-    int64_t max = tdm__node_int(n, "tcp.reconnect.max_backoff");
-    if (tdm__node_int(n, "tcp.reconnect.timeout") == 0) {
+    int64_t backoff = n->spec.src.tcp_reconnect_backoff_ms;
+    int64_t max = n->spec.src.tcp_reconnect_max_backoff_ms;
+    if (n->spec.src.tcp_reconnect_timeout_ms == 0) {
         const char *k = node_set(n, "tcp.reconnect.backoff")
                             ? "tcp.reconnect.backoff"
                             : "tcp.reconnect.max_backoff";
@@ -318,7 +332,7 @@ static tdm_err validate_exprs(vctx *c, tdm_node *n, const char *tsf)
         return tdm__errf(c->errbuf, c->n, err, "out of memory");
     if (err != TDM_OK)
         VFAIL(c, n, "%s", msg);
-    if (atomic_load(&c->job->running)) {
+    if (tdm__run_record_running(c->job->rec)) {
         tdm__src_exprs_destroy(x);
     } else {
         tdm__src_exprs_destroy(n->exprs);
@@ -335,9 +349,9 @@ static tdm_err validate_not_kafka(vctx *c, tdm_node *n)
         if (node_set(n, kafka_only_keys[k]))
             VFAIL(c, n, "%s: only kafka sources take it (type is not kafka)",
                   kafka_only_keys[k]);
-    if (tdm__node_val(n, "kafka.*")->n_props > 0)
+    if (n->spec.src.kafka->n_props > 0)
         VFAIL(c, n, "kafka.%s: only kafka sources take kafka.* properties",
-              tdm__node_val(n, "kafka.*")->props[0]);
+              n->spec.src.kafka->props[0]);
     if (n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE)
         VFAIL(c, n,
               "timestamp.source: message timestamps exist only for "
@@ -350,12 +364,12 @@ static tdm_err validate_not_kafka(vctx *c, tdm_node *n)
 /* Alignment: a group with a positive drift. */
 static tdm_err validate_alignment(vctx *c, tdm_node *n)
 {
-    if (*tdm__node_str(n, "watermark.alignment.group") &&
-        tdm__node_int(n, "watermark.alignment.max_drift") <= 0)
+    if (*n->spec.src.wm_alignment_group &&
+        n->spec.src.wm_alignment_max_drift_ms <= 0)
         VFAIL(c, n,
               "watermark.alignment.max_drift: required (> 0) with "
               "watermark.alignment.group");
-    if (!*tdm__node_str(n, "watermark.alignment.group") &&
+    if (!*n->spec.src.wm_alignment_group &&
         (node_set(n, "watermark.alignment.max_drift") ||
          node_set(n, "watermark.alignment.update_interval")))
         VFAIL(c, n,
@@ -369,7 +383,7 @@ static tdm_err validate_alignment(vctx *c, tdm_node *n)
  * and bid. */
 static tdm_err validate_nexmark_kinds(vctx *c, tdm_node *n)
 {
-    const char *p = tdm__node_str(n, "generator.nexmark.kinds");
+    const char *p = n->spec.src.gen_nexmark_kinds;
     bool any = false;
     while (*p) {
         size_t len = strcspn(p, ",");
@@ -393,8 +407,8 @@ static tdm_err validate_nexmark_kinds(vctx *c, tdm_node *n)
  * name). */
 static tdm_err validate_generator(vctx *c, tdm_node *n)
 {
-    int64_t parts = tdm__node_int(n, "generator.partitions");
-    int64_t idle = tdm__node_int(n, "generator.idle_partition");
+    int64_t parts = n->spec.src.gen_partitions;
+    int64_t idle = n->spec.src.gen_idle_partition;
     if (idle >= parts)
         VFAIL(c, n,
               "generator.idle_partition: %lld is not a partition "
@@ -409,7 +423,7 @@ static tdm_err validate_generator(vctx *c, tdm_node *n)
 static tdm_err validate_connector(vctx *c, tdm_node *n)
 {
     tdm__source_type type = n->spec.src.type;
-    if (type == TDM__SOURCE_TYPE_FILE && !*tdm__node_str(n, "path"))
+    if (type == TDM__SOURCE_TYPE_FILE && !*n->spec.src.path)
         VFAIL(c, n,
               "path: required for file sources (a file, a glob or "
               "\"-\" for standard input)");
@@ -423,7 +437,7 @@ static tdm_err validate_connector(vctx *c, tdm_node *n)
  * own ("ts", NEXMark's "date_time"); "" when none. */
 static const char *source_ts_field(const tdm_node *n)
 {
-    const char *tsf = tdm__node_str(n, "timestamp.field");
+    const char *tsf = n->spec.src.timestamp_field;
     if (!*tsf && n->spec.src.type == TDM__SOURCE_TYPE_GENERATOR && !n->src_vt)
         tsf = n->spec.src.gen_kind == TDM__GENERATOR_KIND_NEXMARK ? "date_time"
                                                                   : "ts";
@@ -438,22 +452,17 @@ static tdm_err validate_event_time(vctx *c, tdm_node *n, const char *tsf)
         VFAIL(c, n,
               "timestamp.field: required for event time (or set "
               "time: ingestion)");
-    tdm_type t = TDM_TYPE_INT64;
-    tdm_err err = check_field(c, n, "timestamp.field", n, tsf, &t);
-    if (err != TDM_OK)
-        return err;
-    bool iso = n->spec.src.ts_unit == TDM__TIMESTAMP_UNIT_ISO8601;
-    if (iso && t != TDM_TYPE_STRING && t != TDM_TYPE_TIMESTAMP)
-        VFAIL(c, n,
-              "timestamp.field: \"%s\" is %s, but timestamp.unit "
-              "iso8601 needs a string or timestamp field",
-              tsf, type_name(t));
-    if (!iso && t != TDM_TYPE_INT64 && t != TDM_TYPE_TIMESTAMP)
-        VFAIL(c, n,
-              "timestamp.field: \"%s\" is %s, expected int64 or "
-              "timestamp (or timestamp.unit: iso8601)",
-              tsf, type_name(t));
-    return TDM_OK;
+    if (n->spec.src.ts_unit == TDM__TIMESTAMP_UNIT_ISO8601)
+        return check_field_type(c, n, "timestamp.field", tsf,
+                                TYPE_BIT(TDM_TYPE_STRING) |
+                                    TYPE_BIT(TDM_TYPE_TIMESTAMP),
+                                ", but timestamp.unit iso8601 needs a "
+                                "string or timestamp field");
+    return check_field_type(c, n, "timestamp.field", tsf,
+                            TYPE_BIT(TDM_TYPE_INT64) |
+                                TYPE_BIT(TDM_TYPE_TIMESTAMP),
+                            ", expected int64 or timestamp (or "
+                            "timestamp.unit: iso8601)");
 }
 
 /* The watermark keys: the punctuated strategy's marker field, and
@@ -461,23 +470,18 @@ static tdm_err validate_event_time(vctx *c, tdm_node *n, const char *tsf)
 static tdm_err validate_source_watermark(vctx *c, tdm_node *n)
 {
     if (n->spec.src.wm_strategy == TDM__WATERMARK_STRATEGY_PUNCTUATED) {
-        const char *mf = tdm__node_str(n, "watermark.marker_field");
+        const char *mf = n->spec.src.wm_marker_field;
         if (!*mf)
             VFAIL(c, n,
                   "watermark.marker_field: required for the punctuated "
                   "strategy (a bool field)");
-        tdm_type t = TDM_TYPE_INT64;
-        tdm_err err = check_field(c, n, "watermark.marker_field", n, mf, &t);
+        tdm_err err =
+            check_field_type(c, n, "watermark.marker_field", mf,
+                             TYPE_BIT(TDM_TYPE_BOOL), ", expected bool");
         if (err != TDM_OK)
             return err;
-        if (t != TDM_TYPE_BOOL)
-            VFAIL(c, n,
-                  "watermark.marker_field: \"%s\" is %s, expected "
-                  "bool",
-                  mf, type_name(t));
     }
-    if (tdm__node_int(n, "watermark.idle_timeout") > 0 &&
-        tdm__node_int(n, "watermark.interval") == 0)
+    if (n->spec.src.wm_idle_timeout_ms > 0 && n->spec.src.wm_interval_ms == 0)
         VFAIL(c, n,
               "watermark.idle_timeout: idleness is judged at periodic "
               "emissions, but watermark.interval is 0");
@@ -487,13 +491,13 @@ static tdm_err validate_source_watermark(vctx *c, tdm_node *n)
 /* partition.field, and a pass-through sink. */
 static tdm_err validate_source_outputs(vctx *c, tdm_node *n)
 {
-    const char *pf = tdm__node_str(n, "partition.field");
+    const char *pf = n->spec.src.partition_field;
     if (*pf) {
         tdm_err err = check_field(c, n, "partition.field", n, pf, NULL);
         if (err != TDM_OK)
             return err;
     }
-    if (!*tdm__node_str(n, "sink"))
+    if (!*n->spec.src.sink)
         return TDM_OK;
     /* Kafka commits cover what the windows wrote; a pass-through has no
      * part in that protocol yet. */
@@ -501,7 +505,7 @@ static tdm_err validate_source_outputs(vctx *c, tdm_node *n)
         VFAIL(c, n,
               "sink: kafka sources cannot write to a sink directly "
               "(read them with a window or join)");
-    return check_sink_ref(c, n, "sink", false);
+    return check_sink_ref(c, n, "sink", n->spec.src.sink, false);
 }
 
 static tdm_err validate_source(vctx *c, tdm_node *n)
@@ -564,12 +568,12 @@ static int op_input_names(const tdm_node *n, const char **names, int max)
 {
     int k = 0;
     if (n->kind == TDM_NODE_WINDOW) {
-        const tdm__conf_val *from = tdm__node_val(n, "from");
+        const tdm__conf_val *from = n->spec.win.from;
         for (int i = 0; i < from->n_fields && k < max; i++)
             names[k++] = from->fields[i];
     } else if (n->kind == TDM_NODE_JOIN && max >= 2) {
-        names[k++] = tdm__node_str(n, "left");
-        names[k++] = tdm__node_str(n, "right");
+        names[k++] = n->spec.join.left;
+        names[k++] = n->spec.join.right;
     }
     return k;
 }
@@ -610,7 +614,7 @@ static bool proc_time_output(const tdm_node *n)
 static tdm_err window_inputs(vctx *c, const tdm_node *n, tdm_node **srcs,
                              int max, int *n_srcs)
 {
-    const tdm__conf_val *from = tdm__node_val(n, "from");
+    const tdm__conf_val *from = n->spec.win.from;
     if (from->n_fields == 0)
         VFAIL(c, n,
               "from: required (the name of a source, or several for "
@@ -631,7 +635,7 @@ static tdm_err window_inputs(vctx *c, const tdm_node *n, tdm_node **srcs,
  * keys a running job does not change) and @p fresh is freed. */
 static void set_out_schema(vctx *c, tdm_node *n, tdm__schema *fresh)
 {
-    if (atomic_load(&c->job->running) && n->out_schema.n > 0) {
+    if (tdm__run_record_running(c->job->rec) && n->out_schema.n > 0) {
         tdm__schema_free(fresh);
         return;
     }
@@ -659,8 +663,8 @@ static tdm_err out_field(tdm__schema *s, const char *prefix, const char *name,
  * input), each aggregate's result, window_start and window_end. */
 static tdm_err window_out_schema(vctx *c, tdm_node *n, const tdm_node *in0)
 {
-    const tdm__conf_val *kb = tdm__node_val(n, "key_by");
-    const tdm__conf_val *ag = tdm__node_val(n, "aggregates");
+    const tdm__conf_val *kb = n->spec.win.key_by;
+    const tdm__conf_val *ag = n->spec.win.aggregates;
     const tdm__schema *s0 = tdm__node_schema(in0);
     tdm__schema o = {0, NULL};
     o.fields =
@@ -716,7 +720,7 @@ static tdm_err join_out_schema(vctx *c, tdm_node *n, const tdm_node *l,
  * as its expression set, like a source's filter). */
 static tdm_err join_filter(vctx *c, tdm_node *n)
 {
-    const char *text = tdm__node_str(n, "filter");
+    const char *text = n->spec.join.filter;
     tdm__src_exprs *x = NULL;
     if (*text) {
         char msg[400] = "";
@@ -739,7 +743,7 @@ static tdm_err join_filter(vctx *c, tdm_node *n)
             VFAIL(c, n, "filter: %s", msg);
         }
     }
-    if (atomic_load(&c->job->running)) {
+    if (tdm__run_record_running(c->job->rec)) {
         tdm__src_exprs_destroy(x);
     } else {
         tdm__src_exprs_destroy(n->exprs);
@@ -764,7 +768,7 @@ static tdm_err check_op_output(vctx *c, const tdm_node *n)
               "would be counted again)",
               tdm__node_kind_name(reader->kind), reader->name);
     if (consumed && n->kind == TDM_NODE_WINDOW) {
-        const tdm__conf_val *ag = tdm__node_val(n, "aggregates");
+        const tdm__conf_val *ag = n->spec.win.aggregates;
         for (int a = 0; a < ag->n_aggs; a++)
             if (strcmp(ag->aggs[a].as, "window_start") == 0 ||
                 strcmp(ag->aggs[a].as, "window_end") == 0)
@@ -775,9 +779,11 @@ static tdm_err check_op_output(vctx *c, const tdm_node *n)
                       ag->aggs[a].as, tdm__node_kind_name(reader->kind),
                       reader->name);
     }
-    tdm_err err = check_sink_ref(c, n, "sink", !consumed);
+    tdm_err err = check_sink_ref(
+        c, n, "sink", tdm__node_spec_sink(n->kind, &n->spec), !consumed);
     if (err == TDM_OK)
-        err = check_sink_ref(c, n, "late_output", false);
+        err = check_sink_ref(c, n, "late_output",
+                             tdm__node_spec_late(n->kind, &n->spec), false);
     return err;
 }
 
@@ -874,14 +880,14 @@ static tdm_err window_agg(vctx *c, const tdm_node *n, tdm_node *const *srcs,
 static tdm_err window_fields(vctx *c, const tdm_node *n, tdm_node *const *srcs,
                              int ns)
 {
-    const tdm__conf_val *kb = tdm__node_val(n, "key_by");
+    const tdm__conf_val *kb = n->spec.win.key_by;
     for (int k = 0; k < kb->n_fields; k++) {
         tdm_type t;
         tdm_err err = union_field(c, n, "key_by", srcs, ns, kb->fields[k], &t);
         if (err != TDM_OK)
             return err;
     }
-    const tdm__conf_val *ag = tdm__node_val(n, "aggregates");
+    const tdm__conf_val *ag = n->spec.win.aggregates;
     if (ag->n_aggs == 0)
         VFAIL(c, n, "aggregates: at least one is required");
     for (int a = 0; a < ag->n_aggs; a++) {
@@ -994,8 +1000,9 @@ static tdm_err validate_join(vctx *c, tdm_node *n)
 {
     tdm_node *side[2];
     static const char *const side_key[2] = {"left", "right"};
+    const char *const side_name[2] = {n->spec.join.left, n->spec.join.right};
     for (int s = 0; s < 2; s++) {
-        const char *name = tdm__node_str(n, side_key[s]);
+        const char *name = side_name[s];
         if (!*name)
             VFAIL(c, n,
                   "%s: required (the name of a source, window or "
@@ -1016,8 +1023,8 @@ static tdm_err validate_join(vctx *c, tdm_node *n)
     if (side[0] == side[1])
         VFAIL(c, n, "right: a self-join of \"%s\" is not supported",
               side[0]->name);
-    const tdm__conf_val *lk = tdm__node_val(n, "left_key");
-    const tdm__conf_val *rk = tdm__node_val(n, "right_key");
+    const tdm__conf_val *lk = n->spec.join.left_key;
+    const tdm__conf_val *rk = n->spec.join.right_key;
     if (lk->n_fields == 0)
         VFAIL(c, n,
               "left_key: required (the key field(s) of the left "
@@ -1078,29 +1085,29 @@ static tdm_err validate_sink(vctx *c, tdm_node *n)
     tdm__sink_type type = n->spec.sink.type;
     if (n->sink_vt)
         return TDM_OK;
-    if (type == TDM__SINK_TYPE_FILE && !*tdm__node_str(n, "path"))
+    if (type == TDM__SINK_TYPE_FILE && !*n->spec.sink.path)
         VFAIL(c, n, "path: required for file sinks");
     if (type == TDM__SINK_TYPE_KAFKA) {
-        if (!*tdm__node_str(n, "brokers") &&
-            !tdm__conf_prop(tdm__node_val(n, "kafka.*"), "bootstrap.servers"))
+        if (!*n->spec.sink.brokers &&
+            !tdm__conf_prop(n->spec.sink.kafka, "bootstrap.servers"))
             VFAIL(c, n,
                   "brokers: required for kafka sinks (\"host:port,"
                   "...\", or kafka.bootstrap.servers)");
-        if (!*tdm__node_str(n, "topic"))
+        if (!*n->spec.sink.topic)
             VFAIL(c, n, "topic: required for kafka sinks");
         if (n->spec.sink.format != TDM__SINK_FORMAT_JSON)
             VFAIL(c, n, "format: kafka sinks write JSON (format: json)");
-        if (*tdm__node_str(n, "path"))
+        if (*n->spec.sink.path)
             VFAIL(c, n, "path: kafka sinks write to topic, not a path");
     } else {
-        if (*tdm__node_str(n, "brokers") || *tdm__node_str(n, "topic"))
+        if (*n->spec.sink.brokers || *n->spec.sink.topic)
             VFAIL(c, n, "%s: only kafka sinks take it (type is not kafka)",
-                  *tdm__node_str(n, "brokers") ? "brokers" : "topic");
-        if (tdm__node_val(n, "kafka.*")->n_props > 0)
+                  *n->spec.sink.brokers ? "brokers" : "topic");
+        if (n->spec.sink.kafka->n_props > 0)
             VFAIL(c, n,
                   "kafka.%s: only kafka sinks take kafka.* "
                   "properties",
-                  tdm__node_val(n, "kafka.*")->props[0]);
+                  n->spec.sink.kafka->props[0]);
     }
     return TDM_OK;
 }
@@ -1111,18 +1118,18 @@ static const char *const mode_names[] = {"append", "upsert", "retract"};
  * sink itself. */
 static bool source_used(const tdm_job *job, const tdm_node *s)
 {
-    if (*tdm__node_str(s, "sink"))
+    if (*s->spec.src.sink)
         return true;
     for (int i = 0; i < job->n_nodes; i++) {
         const tdm_node *n = job->nodes[i];
         if (n->kind == TDM_NODE_WINDOW) {
-            const tdm__conf_val *f = tdm__node_val(n, "from");
+            const tdm__conf_val *f = n->spec.win.from;
             for (int k = 0; k < f->n_fields; k++)
                 if (strcmp(f->fields[k], s->name) == 0)
                     return true;
         } else if (n->kind == TDM_NODE_JOIN) {
-            if (strcmp(tdm__node_str(n, "left"), s->name) == 0 ||
-                strcmp(tdm__node_str(n, "right"), s->name) == 0)
+            if (strcmp(n->spec.join.left, s->name) == 0 ||
+                strcmp(n->spec.join.right, s->name) == 0)
                 return true;
         }
     }
@@ -1204,11 +1211,11 @@ tdm_err tdm_job_validate(tdm_job *job, char *errbuf, size_t errbuf_size)
         tdm__free(c.stack);
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM, "out of memory");
     }
-    /* Specs first: a node's checks read the specs of the nodes it
-     * refers to.  A running job's keys cannot change, nor its specs. */
-    if (!atomic_load(&job->running))
-        for (int i = 0; i < job->n_nodes; i++)
-            tdm__node_spec_fill(job->nodes[i]);
+    /* The specs are already in step with the keys: every set refills its
+     * node's or the job's (job.c).  Validation does not refill them: a
+     * snapshot of a job not yet running (tdm_job_metrics from another
+     * thread while tdm_job_run validates) reads them, and a refill
+     * zeroes them first. */
     tdm_err err = validate_graph(&c);
     tdm__free(c.state);
     tdm__free(c.stack);
@@ -1240,7 +1247,7 @@ static tdm_err validate_checkpointing(vctx *c)
                 continue;
             }
             if (type == TDM__SOURCE_TYPE_FILE &&
-                strcmp(tdm__node_str(n, "path"), "-") == 0)
+                strcmp(n->spec.src.path, "-") == 0)
                 VFAIL(c, n,
                       "path: - (standard input) cannot be replayed: "
                       "checkpointing (checkpoint.dir) needs a "
@@ -1255,8 +1262,7 @@ static tdm_err validate_checkpointing(vctx *c)
              * topics (docs/checkpoints.md, "Kafka sources"); the
              * repartition path has no checkpoint position (refused when
              * the connector opens: "auto" is decided by the plan). */
-            if (type == TDM__SOURCE_TYPE_KAFKA &&
-                *tdm__node_str(n, "topic_pattern"))
+            if (type == TDM__SOURCE_TYPE_KAFKA && *n->spec.src.topic_pattern)
                 VFAIL(c, n,
                       "topic_pattern cannot be used with "
                       "checkpointing (checkpoint.dir): list the "
@@ -1309,7 +1315,7 @@ static tdm_err validate_graph(vctx *cp)
     int n_pass = 0;
     for (int i = 0; i < job->n_nodes; i++)
         n_pass += job->nodes[i]->kind == TDM_NODE_SOURCE &&
-                  *tdm__node_str(job->nodes[i], "sink");
+                  *job->nodes[i]->spec.src.sink;
     if (n_ops == 0 && n_pass == 0)
         return vfail(&c, NULL,
                      "no windows, joins or source sinks: nothing "
@@ -1322,8 +1328,9 @@ static tdm_err validate_graph(vctx *cp)
         for (int k = 0; k < i; k++) {
             tdm_node *b = job->nodes[k];
             if ((b->kind != TDM_NODE_WINDOW && b->kind != TDM_NODE_JOIN) ||
-                !*tdm__node_str(a, "sink") ||
-                strcmp(tdm__node_str(a, "sink"), tdm__node_str(b, "sink")))
+                !*tdm__node_spec_sink(a->kind, &a->spec) ||
+                strcmp(tdm__node_spec_sink(a->kind, &a->spec),
+                       tdm__node_spec_sink(b->kind, &b->spec)))
                 continue;
             tdm__output_mode ma = a->kind == TDM_NODE_WINDOW
                                       ? a->spec.win.output_mode
@@ -1337,8 +1344,9 @@ static tdm_err validate_graph(vctx *cp)
                              "from %s \"%s\"; a sink takes one "
                              "output mode (give this one its own "
                              "sink)",
-                             tdm__node_str(a, "sink"), mode_names[mb],
-                             tdm__node_kind_name(b->kind), b->name);
+                             tdm__node_spec_sink(a->kind, &a->spec),
+                             mode_names[mb], tdm__node_kind_name(b->kind),
+                             b->name);
         }
     }
     for (int i = 0; i < job->n_nodes; i++) {
@@ -1349,7 +1357,7 @@ static tdm_err validate_graph(vctx *cp)
                          "a window's \"from\" or a join, or give it "
                          "a \"sink\")");
     }
-    if (*tdm__job_str(job, "checkpoint.dir")) {
+    if (*job->spec.checkpoint_dir) {
         tdm_err err = validate_checkpointing(&c);
         if (err != TDM_OK)
             return err;
@@ -1357,7 +1365,7 @@ static tdm_err validate_graph(vctx *cp)
     char why[300];
     if (tdm__rt_restart_refusal(job, why, sizeof why))
         return vfail(&c, NULL, "%s", why);
-    const char *dl = tdm__job_str(job, "dead_letter");
+    const char *dl = job->spec.dead_letter;
     if (*dl) {
         tdm_node *t = tdm_job_node(job, dl);
         if (!t || t->kind != TDM_NODE_SINK)

@@ -441,7 +441,9 @@ static void send_msg(tdm__rt_src_task *t, tdm__rt_lagg *la,
     tdm__item it = {.kind = TDM__ITEM_PARTIAL,
                     .ch = ed->input * t->run->P + t->index,
                     .fence = m};
-    if (!tdm__queue_push(&ed->op->tasks[j].q, &it))
+    tdm__rt_op_task *to =
+        tdm__rt_op_tasks(t->run, tdm__rt_op_index(t->run, ed->op));
+    if (!tdm__queue_push(&to[j].q, &it))
         tdm__rt_partials_free(m);
 }
 
@@ -578,7 +580,7 @@ tdm_err tdm__rt_lagg_new(tdm__rt_src_task *t, int e, tdm__rt_lagg **out)
         if (tdm__rowagg_new(op->specs, op->n_aggs, op->agg_in_types,
                             op->n_inputs, op->agg_idx, &la->ra) != TDM_OK)
             goto fail;
-        tdm__rowagg_set_input(la->ra, ed->input);
+        la->input = ed->input;
         la->acc_size = tdm__rowagg_acc_size(la->ra);
     }
     la->stride = (sizeof(tdm__rt_lent) + la->acc_size + 7) & ~(size_t)7;

@@ -90,6 +90,7 @@ struct tdm__rt_lagg {
                                       int64 */
     tdm__rowagg *ra;               /* otherwise the row aggregates, this
                                       subtask's own instance */
+    int input;                     /* the edge's input (field indexes) */
     size_t acc_size, stride;
     tdm__rt_lslice *open;  /* open slices, by start */
     tdm__rt_lslice *free;  /* recycled slices (their memory kept) */
@@ -126,7 +127,7 @@ static inline void *tdm__rt_lagg_acc(tdm__rt_lent *e)
  * hashing: the index takes the product's top bits). */
 static inline uint64_t tdm__rt_lagg_hash_fixed(uint64_t bits)
 {
-    return (bits ^ (bits >> 31)) * 0x9e3779b97f4a7c15ULL;
+    return (bits ^ (bits >> 31)) * TDM__HASH_GOLDEN;
 }
 
 /* Count slots: where a key goes.  In direct mode a fixed-width key's
@@ -146,7 +147,7 @@ static inline uint64_t tdm__rt_lagg_hash_fixed(uint64_t bits)
 static inline uint32_t tdm__rt_cslot_home(uint64_t key, uint32_t shift,
                                           uint32_t mask, bool scatter)
 {
-    return scatter ? (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> shift)
+    return scatter ? (uint32_t)((key * TDM__HASH_GOLDEN) >> shift)
                    : (uint32_t)key & mask;
 }
 
@@ -173,7 +174,9 @@ static inline void tdm__rt_lagg_add(tdm__rt_lagg *la, tdm__rt_lent *e,
         (*n)++;
     } else {
         e->n++;
-        tdm__rowagg_add(la->ra, tdm__rt_lagg_acc(e), row);
+        /* Two-phase aggregates (count, integer min and max) never
+         * allocate, so adding cannot fail. */
+        (void)tdm__rowagg_add(la->ra, tdm__rt_lagg_acc(e), la->input, row);
     }
 }
 
@@ -253,7 +256,7 @@ tdm__rt_lagg_fold(tdm__rt_lagg *la, const tdm__row *row, tdm_time_ms ts,
         }
         return tdm__rt_lagg_cinsert(la, sl, fixed) ? 1 : -1;
     }
-    uint64_t h = key ? tdm__keys_hash(key, len) * 0x9e3779b97f4a7c15ULL
+    uint64_t h = key ? tdm__keys_hash(key, len) * TDM__HASH_GOLDEN
                      : tdm__rt_lagg_hash_fixed(fixed);
     uint32_t mask = sl->n_slots - 1;
     const uint32_t *idx = sl->idx;

@@ -5,12 +5,13 @@
  * and tdm_job_window_status, whose questions a window subtask answers
  * between two groups of queue items.
  *
- * Locking: the job's metrics lock (mmu) guards which run snapshots read
- * and everything that outlives it (the final snapshot, the window status
- * memory).  Subtasks never take it on their data path: their metrics are
- * relaxed atomics read here; only a source subtask growing its partition
- * array, and an operator subtask remembering a late record, take a lock
- * of their own, which snapshots take briefly too.
+ * Locking: the metrics lock of the job's run record (mmu,
+ * run_record.h) guards which run snapshots read and everything that
+ * outlives it (the final snapshot, the window status memory).  Subtasks never
+ * take it on their data path: their metrics are relaxed atomics read here; only
+ * a source subtask growing its partition array, and an operator subtask
+ * remembering a late record, take a lock of their own, which snapshots take
+ * briefly too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 
 #include "runtime/metrics.h"
+#include "runtime/run_record.h"
 #include "runtime/task_op.h"
 #include "runtime/task_source.h"
 #include "window/win.h"
@@ -151,27 +153,18 @@ void tdm_metrics_free(tdm_metrics *m)
     tdm__free(m);
 }
 
-/* The canonical text of an ENUM key of a node (its choice), "" when the
- * key is not an enum. */
-static void enum_text(const tdm_node *n, const char *key, char *buf,
-                      size_t size)
+/* The canonical text of a node's type (a window's window.type): its
+ * choice in the table. */
+static void type_text(const tdm_node *n, char *buf, size_t size)
 {
-    int rows_n;
-    const tdm__conf_row *rows = tdm__conf_rows(&rows_n);
-    int r = tdm__conf_find(n->scope, key);
-    buf[0] = 0;
-    if (r < 0 || rows[r].type != TDM__CT_ENUM)
-        return;
-    const char *p = rows[r].choices;
-    for (int64_t i = tdm__node_int(n, key); i > 0 && p; i--) {
-        p = strchr(p, '|');
-        if (p)
-            p++;
-    }
-    if (!p)
-        return;
-    size_t l = strcspn(p, "|");
-    snprintf(buf, size, "%.*s", (int)l, p);
+    const tdm__node_spec *s = &n->spec;
+    int64_t v = n->kind == TDM_NODE_SOURCE   ? (int64_t)s->src.type
+                : n->kind == TDM_NODE_WINDOW ? (int64_t)s->win.type
+                : n->kind == TDM_NODE_JOIN   ? (int64_t)s->join.type
+                                             : (int64_t)s->sink.type;
+    tdm__conf_enum_text(n->scope,
+                        n->kind == TDM_NODE_WINDOW ? "window.type" : "type", v,
+                        buf, size);
 }
 
 /* Appends the vertex of node @p n: kind, type, parallelism and the
@@ -187,8 +180,7 @@ static void add_vertex(tdm_metrics *m, const tdm_job *job, const tdm_node *n,
     m->nodes[m->n_vx++] = n;
     v->name = keep(m, n->name);
     v->kind = n->kind;
-    enum_text(n, n->kind == TDM_NODE_WINDOW ? "window.type" : "type", type,
-              sizeof type);
+    type_text(n, type, sizeof type);
     v->type = keep(m, type);
     v->parallelism = n->kind == TDM_NODE_SINK ? 1 : P;
     const char **in = tdm__calloc((size_t)job->n_nodes + 2, sizeof *in);
@@ -199,20 +191,22 @@ static void add_vertex(tdm_metrics *m, const tdm_job *job, const tdm_node *n,
     v->inputs = in;
     int k = 0;
     if (n->kind == TDM_NODE_WINDOW) {
-        const tdm__conf_val *from = tdm__node_val(n, "from");
+        const tdm__conf_val *from = n->spec.win.from;
         for (int i = 0; i < from->n_fields && k < job->n_nodes + 1; i++)
             in[k++] = keep(m, from->fields[i]);
     } else if (n->kind == TDM_NODE_JOIN) {
-        in[k++] = keep(m, tdm__node_str(n, "left"));
-        in[k++] = keep(m, tdm__node_str(n, "right"));
+        in[k++] = keep(m, n->spec.join.left);
+        in[k++] = keep(m, n->spec.join.right);
     } else if (n->kind == TDM_NODE_SINK) {
-        bool dead = strcmp(tdm__job_str(job, "dead_letter"), n->name) == 0;
+        bool dead = strcmp(job->spec.dead_letter, n->name) == 0;
         for (int i = 0; i < job->n_nodes; i++) {
             const tdm_node *o = job->nodes[i];
             bool feeds = false;
             if (o->kind == TDM_NODE_WINDOW || o->kind == TDM_NODE_JOIN)
-                feeds = strcmp(tdm__node_str(o, "sink"), n->name) == 0 ||
-                        strcmp(tdm__node_str(o, "late_output"), n->name) == 0;
+                feeds = strcmp(tdm__node_spec_sink(o->kind, &o->spec),
+                               n->name) == 0 ||
+                        strcmp(tdm__node_spec_late(o->kind, &o->spec),
+                               n->name) == 0;
             else if (o->kind == TDM_NODE_SOURCE)
                 feeds = dead;
             if (feeds)
@@ -293,7 +287,7 @@ static void add_lag(tdm_metrics *m, const char *vx, int sub, tdm_time_ms now,
 static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
 {
     const char *vx = vname(m, t->src->node);
-    const tdm__rt_src_metrics *sm = &t->m;
+    const tdm__rt_src_metrics *sm = tdm__src_metrics_pub(t);
     int sub = t->index;
     tdm_time_ms now = m->now;
     /* Acquire: the splits' values read below are at least as new. */
@@ -306,9 +300,10 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
 
     /* Partitions first (their minimum is the input watermark), then the
      * VERTEX rows are moved in front of them. */
-    pthread_mutex_lock(&t->mx);
-    for (int p = 0; p < t->n_pub && t->parts; p++) {
-        const tdm__rt_part *pp = &t->parts[p];
+    const tdm__rt_part *parts;
+    int n_pub = tdm__src_metrics_parts_lock(t, &parts);
+    for (int p = 0; p < n_pub; p++) {
+        const tdm__rt_part *pp = &parts[p];
         int64_t flags = tdm__rt_pub_get(&pp->p_flags);
         tdm_time_ms w = tdm__rt_pub_get(&pp->p_wm);
         tdm_time_ms last = tdm__rt_pub_get(&pp->p_last_at);
@@ -334,7 +329,7 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
                 in_wm = w;
         }
     }
-    pthread_mutex_unlock(&t->mx);
+    tdm__src_metrics_parts_unlock(t);
     if (!any_active)
         in_wm = wm_out;
     size_t n_part = m->n - first;
@@ -412,7 +407,7 @@ static tdm_time_ms input_watermark(const tdm__rt_op_task *t, int in)
 static void op_rows(tdm_metrics *m, tdm__run *run, tdm__rt_op_task *t)
 {
     const char *vx = vname(m, t->op->node);
-    const tdm__rt_op_metrics *om = &t->m;
+    const tdm__rt_op_metrics *om = tdm__op_metrics_pub(t);
     int sub = t->index, P = run->P;
     bool win = t->op->kind == TDM_NODE_WINDOW;
     tdm_time_ms now = m->now;
@@ -502,10 +497,11 @@ static bool sort_late(tdm_late_sample *a, size_t n)
 static void late_rows(tdm_metrics *m, tdm__rt_op_task *t)
 {
     const char *vx = vname(m, t->op->node);
-    pthread_mutex_lock(&t->lmx);
-    for (int k = 0; k < t->late_n && !m->oom; k++) {
-        int i = (t->late_head - t->late_n + k + RT_LATE_RING) % RT_LATE_RING;
-        const tdm__rt_late *l = &t->late[i];
+    const tdm__rt_late *ring;
+    int head, n_late = tdm__op_metrics_late_lock(t, &ring, &head);
+    for (int k = 0; k < n_late && !m->oom; k++) {
+        int i = (head - n_late + k + RT_LATE_RING) % RT_LATE_RING;
+        const tdm__rt_late *l = &ring[i];
         if (m->n_late == m->cap_late) {
             size_t cap = m->cap_late ? 2 * m->cap_late : 32;
             tdm_late_sample *p = tdm__realloc(m->late, cap * sizeof *p);
@@ -519,7 +515,7 @@ static void late_rows(tdm_metrics *m, tdm__rt_op_task *t)
         m->late[m->n_late++] = (tdm_late_sample){
             vx, t->index, l->ts, l->wm, l->at, l->dropped, keep(m, l->row)};
     }
-    pthread_mutex_unlock(&t->lmx);
+    tdm__op_metrics_late_unlock(t);
 }
 
 /* Builds a snapshot of the run's published metrics (see metrics.h). */
@@ -531,7 +527,7 @@ tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
     tdm_metrics *m = snapshot_new(job, P, now, running);
     if (!m)
         return TDM_ERR_NOMEM;
-    tdm_time_ms start = atomic_load(&job->start_ms);
+    tdm_time_ms start = atomic_load(&run->rec->start_ms);
     add(m, TDM_METRIC_UPTIME, NULL, -1, -1, NULL,
         tdm__time_sub_sat(now, start));
     if (run->ck.on) {
@@ -552,42 +548,45 @@ tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
         };
         /* The last failure's rows exist once one failed (the last two). */
         size_t n = sizeof ck / sizeof ck[0];
-        if (atomic_load(&job->stats[TDM_STAT_CHECKPOINT_FAILED_ID]) < 0)
+        if (atomic_load(&run->rec->stats[TDM_STAT_CHECKPOINT_FAILED_ID]) < 0)
             n -= 2;
         for (size_t i = 0; i < n; i++)
             add(m, ck[i].id, NULL, -1, -1, NULL,
-                atomic_load(&job->stats[ck[i].st]));
+                atomic_load(&run->rec->stats[ck[i].st]));
     }
     for (int s = 0; s < run->n_srcs; s++) {
-        tdm__rt_source *src = &run->srcs[s];
-        for (int i = 0; src->tasks && i < P; i++)
-            source_rows(m, run, &src->tasks[i]);
+        tdm__rt_src_task *ts = tdm__rt_src_tasks(run, s);
+        for (int i = 0; ts && i < P; i++)
+            source_rows(m, run, &ts[i]);
     }
-    for (int o = 0; o < run->n_ops; o++)
-        for (int j = 0; run->ops[o].tasks && j < P; j++)
-            op_rows(m, run, &run->ops[o].tasks[j]);
+    for (int o = 0; o < run->n_ops; o++) {
+        tdm__rt_op_task *ts = tdm__rt_op_tasks(run, o);
+        for (int j = 0; ts && j < P; j++)
+            op_rows(m, run, &ts[j]);
+    }
     /* Sinks: rows written, counted by their writers (operators' results
      * and late records, sources' dead letters). */
     for (int k = 0; k < run->n_sinks; k++) {
         tdm__rt_sink *sk = &run->sinks[k];
         int64_t n = 0;
         for (int o = 0; o < run->n_ops; o++)
-            for (int j = 0; run->ops[o].tasks && j < P; j++) {
-                const tdm__rt_op_task *t = &run->ops[o].tasks[j];
+            for (int j = 0; tdm__rt_op_tasks(run, o) && j < P; j++) {
+                const tdm__rt_op_task *t = &run->op_tasks[o][j];
                 if (run->ops[o].sink == sk)
-                    n += tdm__rt_pub_get(&t->m.out);
+                    n += tdm__rt_pub_get(&tdm__op_metrics_pub(t)->out);
                 if (run->ops[o].late == sk)
-                    n += tdm__rt_pub_get(&t->m.late_side);
+                    n += tdm__rt_pub_get(&tdm__op_metrics_pub(t)->late_side);
             }
         if (run->dead == sk)
             for (int s = 0; s < run->n_srcs; s++)
-                for (int i = 0; run->srcs[s].tasks && i < P; i++)
-                    n += tdm__rt_pub_get(&run->srcs[s].tasks[i].m.dead);
+                for (int i = 0; tdm__rt_src_tasks(run, s) && i < P; i++)
+                    n += tdm__rt_pub_get(
+                        &tdm__src_metrics_pub(&run->src_tasks[s][i])->dead);
         add(m, TDM_METRIC_RECORDS_IN, vname(m, sk->node), 0, -1, NULL, n);
     }
     for (int o = 0; o < run->n_ops; o++)
-        for (int j = 0; run->ops[o].tasks && j < P; j++)
-            late_rows(m, &run->ops[o].tasks[j]);
+        for (int j = 0; tdm__rt_op_tasks(run, o) && j < P; j++)
+            late_rows(m, &run->op_tasks[o][j]);
     if (m->n_late > 1)
         sort_late(m->late, m->n_late);
     if (m->oom) {
@@ -604,23 +603,24 @@ tdm_err tdm_job_metrics(tdm_job *job, tdm_metrics **out)
 {
     if (!job || !out)
         return TDM_ERR_INVAL;
+    tdm__run_record *rec = job->rec;
     *out = NULL;
     tdm_err err;
-    pthread_mutex_lock(&job->mmu);
-    if (job->mrun) {
-        err = tdm__rt_metrics_build(job->mrun, tdm__job_now(job), 1, out);
-    } else if (job->final) {
+    pthread_mutex_lock(&rec->mmu);
+    if (rec->mrun) {
+        err = tdm__rt_metrics_build(rec->mrun, tdm__job_now(job), 1, out);
+    } else if (rec->final) {
         /* Immutable: every caller shares it (tdm_metrics_free drops a
          * reference). */
-        atomic_fetch_add(&job->final->refs, 1);
-        *out = job->final;
+        atomic_fetch_add(&rec->final->refs, 1);
+        *out = rec->final;
         err = TDM_OK;
     } else {
-        *out = snapshot_new(job, (int)tdm__job_int(job, "parallelism"),
-                            tdm__job_now(job), 0);
+        *out =
+            snapshot_new(job, (int)job->spec.parallelism, tdm__job_now(job), 0);
         err = *out ? TDM_OK : TDM_ERR_NOMEM;
     }
-    pthread_mutex_unlock(&job->mmu);
+    pthread_mutex_unlock(&rec->mmu);
     return err;
 }
 
@@ -771,7 +771,7 @@ static tdm__rt_warea *warea_new(tdm__run *run)
         if (op->kind != TDM_NODE_WINDOW)
             continue;
         tdm__rt_wvertex *v = &a->v[a->n++];
-        const tdm__conf_val *keys = tdm__node_val(op->node, "key_by");
+        const tdm__conf_val *keys = op->node->spec.win.key_by;
         v->op = o;
         v->n_key = op->n_key;
         v->event_time = op->event_time;
@@ -810,22 +810,22 @@ fail:
  * ones for @p run, and makes the run the one snapshots read. */
 tdm_err tdm__rt_warea_start(tdm__run *run)
 {
-    tdm_job *job = run->job;
+    tdm__run_record *rec = run->rec;
     tdm__rt_warea *a = warea_new(run);
     if (!a)
         return TDM_ERR_NOMEM;
-    pthread_mutex_lock(&job->mmu);
-    while (job->status_waiters > 0)
-        pthread_cond_wait(&job->mcv, &job->mmu);
-    tdm__rt_warea_free(job->warea);
-    tdm_metrics_free(job->final);
-    job->final = NULL;
-    job->warea = a;
+    pthread_mutex_lock(&rec->mmu);
+    while (rec->status_waiters > 0)
+        pthread_cond_wait(&rec->mcv, &rec->mmu);
+    tdm__rt_warea_free(rec->warea);
+    tdm_metrics_free(rec->final);
+    rec->final = NULL;
+    rec->warea = a;
     for (int i = 0; i < a->n; i++)
         for (int j = 0; j < run->P; j++)
-            run->ops[a->v[i].op].tasks[j].ws = &a->v[i].st[j];
-    job->mrun = run;
-    pthread_mutex_unlock(&job->mmu);
+            tdm__rt_op_tasks(run, a->v[i].op)[j].status.ws = &a->v[i].st[j];
+    rec->mrun = run;
+    pthread_mutex_unlock(&rec->mmu);
     return TDM_OK;
 }
 
@@ -835,26 +835,27 @@ tdm_err tdm__rt_warea_start(tdm__run *run)
 void tdm__rt_metrics_finish(tdm__run *run)
 {
     tdm_job *job = run->job;
-    pthread_mutex_lock(&job->mmu);
-    if (job->mrun != run) {
-        pthread_mutex_unlock(&job->mmu);
+    tdm__run_record *rec = run->rec;
+    pthread_mutex_lock(&rec->mmu);
+    if (rec->mrun != run) {
+        pthread_mutex_unlock(&rec->mmu);
         return;
     }
     tdm_metrics *fin = NULL;
     if (tdm__rt_metrics_build(run, tdm__job_now(job), 0, &fin) == TDM_OK) {
-        tdm_metrics_free(job->final);
-        job->final = fin;
+        tdm_metrics_free(rec->final);
+        rec->final = fin;
     }
-    tdm__rt_warea *a = job->warea;
+    tdm__rt_warea *a = rec->warea;
     for (int i = 0; a && i < a->n; i++)
         for (int j = 0; j < a->P; j++) {
-            const tdm__rt_op_task *t = &run->ops[a->v[i].op].tasks[j];
+            const tdm__rt_op_task *t = &tdm__rt_op_tasks(run, a->v[i].op)[j];
             a->v[i].st[j].final_wm = t->win ? t->win->wm : TDM_TIME_MIN;
             a->v[i].st[j].ended = t->win && t->win->ended;
             pthread_cond_broadcast(&a->v[i].st[j].cv);
         }
-    job->mrun = NULL;
-    pthread_mutex_unlock(&job->mmu);
+    rec->mrun = NULL;
+    pthread_mutex_unlock(&rec->mmu);
 }
 
 /* The channel holding the subtask's watermark (see metrics.h). */
@@ -976,15 +977,16 @@ static tdm_err ask_live(tdm_job *job, const tdm__rt_wvertex *v,
                         tdm_time_ms start, tdm_time_ms end,
                         tdm_window_status *out, bool *done)
 {
+    tdm__run_record *rec = job->rec;
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
     dl.tv_sec += 2;
     *done = false;
     /* One question at a time per subtask. */
-    while (st->asked && job->mrun && !st->done)
-        if (pthread_cond_timedwait(&st->cv, &job->mmu, &dl) != 0)
+    while (st->asked && rec->mrun && !st->done)
+        if (pthread_cond_timedwait(&st->cv, &rec->mmu, &dl) != 0)
             return TDM_ERR_IO;
-    if (!job->mrun || st->done)
+    if (!rec->mrun || st->done)
         return TDM_OK;
     if (len > st->key_cap) {
         char *p = tdm__realloc(st->key, len);
@@ -1001,10 +1003,10 @@ static tdm_err ask_live(tdm_job *job, const tdm__rt_wvertex *v,
     st->asked = true;
     st->answered = false;
     atomic_store_explicit(&st->req, 1, memory_order_relaxed);
-    tdm__queue_poke(&job->mrun->ops[v->op].tasks[j].q);
+    tdm__queue_poke(&tdm__rt_op_tasks(rec->mrun, v->op)[j].q);
     tdm_err err = TDM_OK;
-    while (!st->answered && job->mrun && !st->done)
-        if (pthread_cond_timedwait(&st->cv, &job->mmu, &dl) != 0) {
+    while (!st->answered && rec->mrun && !st->done)
+        if (pthread_cond_timedwait(&st->cv, &rec->mmu, &dl) != 0) {
             err = st->answered ? TDM_OK : TDM_ERR_IO;
             break;
         }
@@ -1043,8 +1045,9 @@ tdm_err tdm_job_window_status(tdm_job *job, const char *vertex, const char *key,
                          n ? " (it is not a window)" : "");
     tdm__keybuf kb = {0};
     tdm_err err = TDM_OK;
-    pthread_mutex_lock(&job->mmu);
-    tdm__rt_warea *a = job->warea;
+    tdm__run_record *rec = job->rec;
+    pthread_mutex_lock(&rec->mmu);
+    tdm__rt_warea *a = rec->warea;
     const tdm__rt_wvertex *v = NULL;
     for (int i = 0; a && i < a->n; i++)
         if (strcmp(a->v[i].name, vertex) == 0)
@@ -1067,11 +1070,11 @@ tdm_err tdm_job_window_status(tdm_job *job, const char *vertex, const char *key,
             a->key_groups, a->P);
     tdm__rt_wstat *st = &v->st[j];
     bool done = false;
-    if (job->mrun && !st->done) {
-        job->status_waiters++;
+    if (rec->mrun && !st->done) {
+        rec->status_waiters++;
         err = ask_live(job, v, st, j, kbytes, klen, start, end, out, &done);
-        if (--job->status_waiters == 0)
-            pthread_cond_broadcast(&job->mcv);
+        if (--rec->status_waiters == 0)
+            pthread_cond_broadcast(&rec->mcv);
         if (err == TDM_ERR_IO)
             tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                       "window \"%s\" subtask %d did not answer within 2 s",
@@ -1082,7 +1085,7 @@ tdm_err tdm_job_window_status(tdm_job *job, const char *vertex, const char *key,
     if (!done)
         final_answer(v, st, j, kbytes, klen, start, end, out);
 out:
-    pthread_mutex_unlock(&job->mmu);
+    pthread_mutex_unlock(&rec->mmu);
     tdm__free(kb.p);
     return err;
 }
@@ -1095,15 +1098,17 @@ out:
  * leaving: wait for them under the lock. */
 void tdm__met_record_fini(tdm_job *job)
 {
-    pthread_mutex_lock(&job->mmu);
-    while (job->status_waiters > 0)
-        pthread_cond_wait(&job->mcv, &job->mmu);
-    tdm_metrics_free(job->final);
-    tdm__hist_fini(&job->lat);
-    tdm__rt_warea_free(job->warea);
-    job->final = NULL;
-    job->warea = NULL;
-    pthread_mutex_unlock(&job->mmu);
-    pthread_cond_destroy(&job->mcv);
-    pthread_mutex_destroy(&job->mmu);
+    tdm__run_record *rec = job->rec;
+    if (!rec)
+        return;
+    pthread_mutex_lock(&rec->mmu);
+    while (rec->status_waiters > 0)
+        pthread_cond_wait(&rec->mcv, &rec->mmu);
+    tdm_metrics_free(rec->final);
+    tdm__rt_warea_free(rec->warea);
+    rec->final = NULL;
+    rec->warea = NULL;
+    pthread_mutex_unlock(&rec->mmu);
+    tdm__run_record_free(rec);
+    job->rec = NULL;
 }

@@ -237,10 +237,12 @@ void tdm__rt_metrics_finish(tdm__run *run);
  * watermark among channels neither idle nor ended; -1 when none. */
 int tdm__rt_holding_channel(const tdm__rt_op_task *t);
 
-/* Frees the job's run record (the last run's final snapshot, window
- * status memory and result latencies) once the callers of
- * tdm_job_window_status left, then its metrics lock and condition.
- * Part of tdm_job_destroy (job_api.c); no run may be going on. */
+/* Frees the job's run record (run_record.h): the last run's final
+ * snapshot and window status memory once the callers of
+ * tdm_job_window_status left, then the record itself (its lock,
+ * condition and result latencies, tdm__run_record_free); job->rec is
+ * NULL after.  Part of tdm_job_destroy (job_api.c); no run may be going
+ * on. */
 void tdm__met_record_fini(tdm_job *job);
 
 #endif /* TDM_RT_METRICS_H */

@@ -24,6 +24,14 @@
 
 /* ---- Sending ---- */
 
+/* The subtasks of edge @p ed's consumer (the run holds them, rt_ctx.h):
+ * target j of the edge is subtask j's queue. */
+static tdm__rt_op_task *consumers(const tdm__rt_src_task *t,
+                                  const tdm__rt_edge *ed)
+{
+    return tdm__rt_op_tasks(t->run, tdm__rt_op_index(t->run, ed->op));
+}
+
 /* Wakes the consumers of every target that got a lazy push since the
  * last kick (see flush_rows). */
 void tdm__outbox_kick(tdm__rt_src_task *t)
@@ -36,7 +44,7 @@ void tdm__outbox_kick(tdm__rt_src_task *t)
             if (!t->unkicked[tg])
                 continue;
             t->unkicked[tg] = 0;
-            tdm__queue_kick(&ed->op->tasks[j].q);
+            tdm__queue_kick(&consumers(t, ed)[j].q);
         }
     }
 }
@@ -66,6 +74,7 @@ void tdm__outbox_flush_rows(tdm__rt_src_task *t)
     size_t cap = t->run->batch_size;
     for (int e = 0; e < s->n_edges; e++) {
         const tdm__rt_edge *ed = &s->edges[e];
+        tdm__rt_op_task *to_ts = consumers(t, ed);
         for (int j = 0; j < t->run->P; j++) {
             int tg = ed->target_base + j;
             uint32_t from = sb->sel_sent[tg], to = sb->sel_n[tg];
@@ -85,10 +94,10 @@ void tdm__outbox_flush_rows(tdm__rt_src_task *t)
              * before it could keep them waiting. */
             bool ok;
             if (t->lazy) {
-                ok = tdm__queue_push_lazy(&ed->op->tasks[j].q, &it);
+                ok = tdm__queue_push_lazy(&to_ts[j].q, &it);
                 t->unkicked[tg] = 1;
             } else {
-                ok = tdm__queue_push(&ed->op->tasks[j].q, &it);
+                ok = tdm__queue_push(&to_ts[j].q, &it);
             }
             /* Refused only when the run aborts: give the reference back. */
             if (!ok)
@@ -112,10 +121,10 @@ void tdm__outbox_broadcast(tdm__rt_src_task *t, tdm__item_kind kind,
     /* Two-phase aggregation: the slices this watermark (END: the
      * maximum) closes go out as partial rows after the rows and before
      * the watermark, on the same channels. */
-    if (t->any_lagg && (kind == TDM__ITEM_WATERMARK || kind == TDM__ITEM_END))
+    if (t->la.any && (kind == TDM__ITEM_WATERMARK || kind == TDM__ITEM_END))
         for (int e = 0; e < s->n_edges; e++)
-            if (t->lagg[e])
-                tdm__rt_lagg_flush(t, t->lagg[e],
+            if (t->la.e[e])
+                tdm__rt_lagg_flush(t, t->la.e[e],
                                    kind == TDM__ITEM_END ? TDM_TIME_MAX : wm);
     /* Result latency runs from here: the moment this watermark left. */
     tdm__outbox_push_control(t, kind, wm, idle,
@@ -136,7 +145,7 @@ void tdm__outbox_push_control(tdm__rt_src_task *t, tdm__item_kind kind,
                             .t = wm,
                             .idle = idle,
                             .at_us = at_us};
-            tdm__queue_push(&ed->op->tasks[j].q, &it);
+            tdm__queue_push(&consumers(t, ed)[j].q, &it);
         }
     }
 }
@@ -154,7 +163,8 @@ __attribute__((noinline)) tdm_err tdm__outbox_track_key(tdm__rt_src_task *t,
                                  &klen) != TDM_OK)
         return TDM_ERR_NOMEM;
     tdm__rt_keyset *ks =
-        &t->fk[(size_t)row->partition * (size_t)t->src->n_edges + (size_t)e];
+        &t->fence
+             .fk[(size_t)row->partition * (size_t)t->src->n_edges + (size_t)e];
     return tdm__rt_keyset_put_max(ks, key, klen, tdm__keys_hash(key, klen),
                                   tdm__rt_edge_horizon(ed, row->ts));
 }
@@ -176,7 +186,7 @@ __attribute__((noinline)) tdm_err tdm__outbox_route_all(tdm__rt_src_task *t,
                 t, row, i, e, tdm__outbox_key_kind(row->schema, ed),
                 ed->n_key ? ed->key_idx[0] : -1, P, fence,
                 sb->sel + (size_t)tb * cap, sb->sel_n + tb, cap,
-                local ? t->lagg[e] : NULL, false) != TDM_OK)
+                local ? t->la.e[e] : NULL, false) != TDM_OK)
             return TDM_ERR_NOMEM;
     }
     return TDM_OK;
@@ -198,16 +208,16 @@ tdm_err tdm__rt_emit_init(tdm__rt_src_task *t)
     tdm__run *run = t->run;
     tdm__rt_source *s = t->src;
     tdm__src_metrics_init(t);
-    if (pthread_mutex_init(&t->mx, NULL) != 0)
+    if (pthread_mutex_init(&t->met.mx, NULL) != 0)
         return TDM_ERR_NOMEM;
-    t->mx_ok = true;
+    t->met.mx_ok = true;
     tdm_err err =
         tdm__pool_init(&t->pool, s->schema, run->batch_size, s->n_targets,
                        run->qcap + 2, &run->abort, run->job);
     t->pool_ok = err == TDM_OK;
     if (err != TDM_OK)
         return err;
-    t->pool.waits = &t->m.bp;
+    t->pool.waits = &t->met.m.bp;
     t->unkicked = tdm__calloc(s->n_targets > 0 ? (size_t)s->n_targets : 1, 1);
     return t->unkicked ? TDM_OK : TDM_ERR_NOMEM;
 }
@@ -275,12 +285,12 @@ void tdm__rt_emit_control(tdm__rt_src_task *t, tdm__item_kind kind,
     tdm__rt_emit_flush(t);
     if (kind == TDM__ITEM_WATERMARK) {
         t->wm_out = wm;
-        tdm__rt_pub_set(&t->m.wm_out, wm);
+        tdm__rt_pub_set(&t->met.m.wm_out, wm);
     } else if (kind == TDM__ITEM_STATUS) {
         t->idle = idle != 0;
-        tdm__rt_pub_set(&t->m.idle, idle != 0);
+        tdm__rt_pub_set(&t->met.m.idle, idle != 0);
     } else if (kind == TDM__ITEM_END) {
-        tdm__rt_pub_set(&t->m.wm_out, TDM_TIME_MAX);
+        tdm__rt_pub_set(&t->met.m.wm_out, TDM_TIME_MAX);
     }
     tdm__outbox_push_control(t, kind, wm, idle, at_us);
 }

@@ -20,27 +20,17 @@
 #ifndef TDM_RT_OUTBOX_H
 #define TDM_RT_OUTBOX_H
 
+#include "core/map.h"
 #include "runtime/rt.h"
 
 typedef struct tdm__rt_src_task tdm__rt_src_task;
 
-/* One key of an tdm__rt_keyset: its hash, value, and bytes in the set's
- * arena. */
-typedef struct tdm__rt_keyent {
-    uint64_t h;
-    int64_t v;
-    size_t off, len;
-} tdm__rt_keyent;
-
-/* A map from key bytes to an int64 (zero-initialised = empty).  Keys
- * are copied into the set.  Not thread-safe: one owner thread. */
+/* A map from key bytes to an int64 (zero-initialised = empty): a
+ * tdm__map (core/map.h) keyed with the routing hash, made on first put.
+ * Keys are copied into the set.  Not thread-safe: one owner thread. */
 typedef struct tdm__rt_keyset {
-    uint32_t *slots; /* open addressing: entry index + 1, 0 empty */
-    size_t n_slots;  /* a power of two, > 2 * n */
-    tdm__rt_keyent *ents;
-    size_t n, cap_ents;
-    char *bytes;
-    size_t used, cap_bytes;
+    struct tdm__map *map; /* NULL until the first put */
+    size_t n;             /* keys held (read on the per-record path) */
 } tdm__rt_keyset;
 
 /* ---- Key fence (fence.c) ---- */

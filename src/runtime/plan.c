@@ -18,7 +18,6 @@
 #include "runtime/expr.h"
 #include "runtime/plan.h"
 #include "runtime/rt_ctx.h"
-#include "runtime/task_source.h"
 #include "time/wm.h"
 
 /* ---- Planning ---- */
@@ -61,13 +60,13 @@ static bool op_read(const tdm_job *job, const tdm_node *op)
     for (int i = 0; i < job->n_nodes; i++) {
         const tdm_node *n = job->nodes[i];
         if (n->kind == TDM_NODE_WINDOW) {
-            const tdm__conf_val *f = tdm__node_val(n, "from");
+            const tdm__conf_val *f = n->spec.win.from;
             for (int k = 0; k < f->n_fields; k++)
                 if (strcmp(f->fields[k], op->name) == 0)
                     return true;
         } else if (n->kind == TDM_NODE_JOIN) {
-            if (strcmp(tdm__node_str(n, "left"), op->name) == 0 ||
-                strcmp(tdm__node_str(n, "right"), op->name) == 0)
+            if (strcmp(n->spec.join.left, op->name) == 0 ||
+                strcmp(n->spec.join.right, op->name) == 0)
                 return true;
         }
     }
@@ -94,17 +93,16 @@ static void plan_derived(tdm__rt_source *s, tdm_node *n)
 }
 
 /* A string key's text, NULL when empty (the connectors' "not given"). */
-static const char *opt_str(const tdm_node *n, const char *key)
+static const char *opt_str(const char *v)
 {
-    const char *v = tdm__node_str(n, key);
     return *v ? v : NULL;
 }
 
 /* The "kafka.*" pass-through properties of a node: the parsed pairs,
  * borrowed (the node outlives the run). */
-static void plan_props(const tdm_node *n, const char *const **out, int *n_out)
+static void plan_props(const tdm__conf_val *v, const char *const **out,
+                       int *n_out)
 {
-    const tdm__conf_val *v = tdm__node_val(n, "kafka.*");
     *out = (const char *const *)v->props;
     *n_out = v->props ? v->n_props : 0;
 }
@@ -116,12 +114,13 @@ static void plan_sink(tdm__rt_sink *s, tdm_node *n)
     s->node = n;
     s->conf.name = n->name;
     s->conf.type = tdm__spec_conn(n->spec.sink.type);
-    s->conf.path = tdm__node_str(n, "path");
+    s->conf.path = n->spec.sink.path;
     s->conf.format = tdm__spec_conn(n->spec.sink.format);
-    s->conf.kafka_brokers = opt_str(n, "brokers");
-    s->conf.kafka_topic = opt_str(n, "topic");
-    plan_props(n, &s->conf.kafka_props, &s->conf.kafka_n_props);
-    s->conf.debug = tdm__job_spec_of(n->job).log_level == TDM__LOG_LEVEL_DEBUG;
+    s->conf.kafka_brokers = opt_str(n->spec.sink.brokers);
+    s->conf.kafka_topic = opt_str(n->spec.sink.topic);
+    plan_props(n->spec.sink.kafka, &s->conf.kafka_props,
+               &s->conf.kafka_n_props);
+    s->conf.debug = n->job->spec.log_level == TDM__LOG_LEVEL_DEBUG;
     s->conf.log = tdm__ctx_log_line;
     s->conf.log_ud = n->job;
     if (n->sink_vt)
@@ -140,12 +139,12 @@ static void plan_sink(tdm__rt_sink *s, tdm_node *n)
 static tdm_err plan_kafka(tdm__rt_source *s, tdm_node *n)
 {
     tdm__source_conf *c = &s->conf;
-    c->kafka_brokers = opt_str(n, "brokers");
-    c->kafka_topics = opt_str(n, "topics");
-    c->kafka_pattern = opt_str(n, "topic_pattern");
-    c->kafka_group = opt_str(n, "group");
+    c->kafka_brokers = opt_str(n->spec.src.brokers);
+    c->kafka_topics = opt_str(n->spec.src.topics);
+    c->kafka_pattern = opt_str(n->spec.src.topic_pattern);
+    c->kafka_group = opt_str(n->spec.src.group);
     if (!c->kafka_group) {
-        const char *job = tdm__job_str(n->job, "name");
+        const char *job = n->job->spec.name;
         size_t l = strlen(job) + strlen(n->name) + 16;
         s->group_owned = tdm__malloc(l);
         if (!s->group_owned)
@@ -155,15 +154,15 @@ static tdm_err plan_kafka(tdm__rt_source *s, tdm_node *n)
     }
     c->kafka_start = tdm__spec_conn(n->spec.src.start);
     c->kafka_start_ts = TDM_TIME_MIN;
-    const char *st = tdm__node_str(n, "start.timestamp");
+    const char *st = n->spec.src.start_timestamp;
     if (*st && !tdm__start_ts_parse(st, &c->kafka_start_ts))
         c->kafka_start_ts = TDM_TIME_MIN;
     c->kafka_stop_at_end = n->spec.src.stop == TDM__SOURCE_STOP_END;
     c->ts_from_message = n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE;
-    const char *kf = tdm__node_str(n, "key.field");
+    const char *kf = n->spec.src.key_field;
     c->key_field = *kf ? tdm__schema_find(s->schema, kf) : -1;
-    plan_props(n, &c->kafka_props, &c->kafka_n_props);
-    c->checkpointing = *tdm__job_str(n->job, "checkpoint.dir") != '\0';
+    plan_props(n->spec.src.kafka, &c->kafka_props, &c->kafka_n_props);
+    c->checkpointing = *n->job->spec.checkpoint_dir != '\0';
     c->log = tdm__ctx_log_line;
     c->log_ud = n->job;
     return TDM_OK;
@@ -192,44 +191,44 @@ static void plan_source_conf(tdm__rt_source *s, tdm_node *n)
     tdm__source_conf *c = &s->conf;
     c->name = n->name;
     c->type = tdm__spec_conn(n->spec.src.type);
-    c->path = tdm__node_str(n, "path");
+    c->path = n->spec.src.path;
     c->format = tdm__spec_conn(n->spec.src.format);
-    c->csv_header = tdm__node_int(n, "csv.header") != 0;
-    c->csv_delimiter = tdm__node_str(n, "csv.delimiter")[0];
+    c->csv_header = n->spec.src.csv_header;
+    c->csv_delimiter = n->spec.src.csv_delimiter[0];
     c->schema = s->schema;
-    const char *pf = tdm__node_str(n, "partition.field");
+    const char *pf = n->spec.src.partition_field;
     c->partition_field = *pf ? tdm__schema_find(s->schema, pf) : -1;
     c->time_mode = tdm__spec_conn(n->spec.src.time);
-    const char *tsf = tdm__node_str(n, "timestamp.field");
+    const char *tsf = n->spec.src.timestamp_field;
     if (!*tsf && c->type == TDM__SRC_GENERATOR)
         tsf = n->spec.src.gen_kind == TDM__GENERATOR_KIND_NEXMARK ? "date_time"
                                                                   : "ts";
     c->ts_field =
         c->time_mode == TDM__TIME_EVENT ? tdm__schema_find(s->schema, tsf) : -1;
     c->ts_unit = tdm__spec_conn(n->spec.src.ts_unit);
-    c->tcp_address = tdm__node_str(n, "tcp.address");
+    c->tcp_address = n->spec.src.tcp_address;
     c->tcp_reconnect_on_close =
         n->spec.src.tcp_on_close == TDM__TCP_ON_CLOSE_RECONNECT;
-    c->tcp_connect_timeout = tdm__node_int(n, "tcp.connect_timeout");
-    c->tcp_reconnect_timeout = tdm__node_int(n, "tcp.reconnect.timeout");
-    c->tcp_backoff = tdm__node_int(n, "tcp.reconnect.backoff");
-    c->tcp_max_backoff = tdm__node_int(n, "tcp.reconnect.max_backoff");
+    c->tcp_connect_timeout = n->spec.src.tcp_connect_timeout_ms;
+    c->tcp_reconnect_timeout = n->spec.src.tcp_reconnect_timeout_ms;
+    c->tcp_backoff = n->spec.src.tcp_reconnect_backoff_ms;
+    c->tcp_max_backoff = n->spec.src.tcp_reconnect_max_backoff_ms;
     c->gen_kind = tdm__spec_conn(n->spec.src.gen_kind);
-    c->gen_records = tdm__node_int(n, "generator.records");
-    c->gen_rate = tdm__node_int(n, "generator.rate");
-    c->gen_keys = tdm__node_int(n, "generator.keys");
-    c->gen_partitions = tdm__node_int(n, "generator.partitions");
-    c->gen_seed = tdm__node_int(n, "generator.seed");
-    c->gen_skew = tdm__node_val(n, "generator.skew")->d;
-    c->gen_late_fraction = tdm__node_val(n, "generator.late_fraction")->d;
-    c->gen_max_delay = tdm__node_int(n, "generator.max_delay");
-    c->gen_late_delay = tdm__node_int(n, "generator.late_delay");
-    c->gen_idle_from = tdm__node_int(n, "generator.idle_from");
-    c->gen_idle_for = tdm__node_int(n, "generator.idle_for");
-    c->gen_idle_partition = tdm__node_int(n, "generator.idle_partition");
-    c->nx_kinds = nexmark_kinds(tdm__node_str(n, "generator.nexmark.kinds"));
-    c->nx_ooo_group = tdm__node_int(n, "generator.nexmark.out_of_order_group");
-    c->nx_flink = tdm__node_int(n, "generator.nexmark.flink_numbering") != 0;
+    c->gen_records = n->spec.src.gen_records;
+    c->gen_rate = n->spec.src.gen_rate;
+    c->gen_keys = n->spec.src.gen_keys;
+    c->gen_partitions = n->spec.src.gen_partitions;
+    c->gen_seed = n->spec.src.gen_seed;
+    c->gen_skew = n->spec.src.gen_skew;
+    c->gen_late_fraction = n->spec.src.gen_late_fraction;
+    c->gen_max_delay = n->spec.src.gen_max_delay_ms;
+    c->gen_late_delay = n->spec.src.gen_late_delay_ms;
+    c->gen_idle_from = n->spec.src.gen_idle_from_ms;
+    c->gen_idle_for = n->spec.src.gen_idle_for_ms;
+    c->gen_idle_partition = n->spec.src.gen_idle_partition;
+    c->nx_kinds = nexmark_kinds(n->spec.src.gen_nexmark_kinds);
+    c->nx_ooo_group = n->spec.src.gen_nexmark_out_of_order_group;
+    c->nx_flink = n->spec.src.gen_nexmark_flink_numbering;
 }
 
 /* The connector of source @p s: a test hook's, else by type. */
@@ -285,12 +284,12 @@ static tdm_err plan_source_wm(tdm__rt_source *s, tdm_node *n, char *errbuf,
         kind = TDM_WM_MONOTONOUS;
     else if (c->time_mode == TDM__TIME_PROCESSING)
         kind = TDM_WM_NONE;
-    int64_t bound = tdm__node_int(n, "watermark.max_out_of_orderness");
+    int64_t bound = n->spec.src.wm_max_out_of_orderness_ms;
     char msg[200] = "";
     tdm_err err = tdm_wm_strategy_new(kind, bound, &s->strat, msg, sizeof msg);
     if (err == TDM_OK)
-        err = tdm_wm_strategy_set_interval(
-            s->strat, tdm__node_int(n, "watermark.interval"), msg, sizeof msg);
+        err = tdm_wm_strategy_set_interval(s->strat, n->spec.src.wm_interval_ms,
+                                           msg, sizeof msg);
     bool on_event = n->spec.src.wm_emit == TDM__WATERMARK_EMIT_ON_EVENT &&
                     (kind == TDM_WM_BOUNDED || kind == TDM_WM_MONOTONOUS);
     if (err == TDM_OK && on_event)
@@ -298,12 +297,12 @@ static tdm_err plan_source_wm(tdm__rt_source *s, tdm_node *n, char *errbuf,
     s->wm_max_only =
         !on_event && (kind == TDM_WM_BOUNDED || kind == TDM_WM_MONOTONOUS ||
                       kind == TDM_WM_NONE);
-    int64_t idle = tdm__node_int(n, "watermark.idle_timeout");
+    int64_t idle = n->spec.src.wm_idle_timeout_ms;
     if (err == TDM_OK && idle > 0 && kind != TDM_WM_NONE)
         err = tdm_wm_strategy_set_idle_timeout(s->strat, idle, msg, sizeof msg);
     if (err == TDM_OK && kind == TDM_WM_PUNCTUATED) {
-        s->marker_idx = tdm__schema_find(
-            s->schema, tdm__node_str(n, "watermark.marker_field"));
+        s->marker_idx =
+            tdm__schema_find(s->schema, n->spec.src.wm_marker_field);
         err = tdm_wm_strategy_set_marker(s->strat, marker_fn, s);
     }
     if (err != TDM_OK)
@@ -387,9 +386,9 @@ static tdm_err set_col(tdm__rt_op *op, int i, const char *prefix,
  * per input, and the output columns: key fields, then aggregates. */
 static tdm_err plan_window(tdm__run *run, tdm__rt_op *op, tdm_node *n)
 {
-    const tdm__conf_val *from = tdm__node_val(n, "from");
-    const tdm__conf_val *keys = tdm__node_val(n, "key_by");
-    const tdm__conf_val *aggs = tdm__node_val(n, "aggregates");
+    const tdm__conf_val *from = n->spec.win.from;
+    const tdm__conf_val *keys = n->spec.win.key_by;
+    const tdm__conf_val *aggs = n->spec.win.aggregates;
     op->n_inputs = from->n_fields;
     op->n_key = keys->n_fields;
     op->specs = aggs->aggs;
@@ -474,10 +473,11 @@ static tdm_err plan_window(tdm__run *run, tdm__rt_op *op, tdm_node *n)
  * ts. */
 static tdm_err plan_join(tdm__run *run, tdm__rt_op *op, tdm_node *n)
 {
-    static const char *const side_key[2] = {"left", "right"};
-    static const char *const key_key[2] = {"left_key", "right_key"};
+    const char *const side[2] = {n->spec.join.left, n->spec.join.right};
+    const tdm__conf_val *const side_keys[2] = {n->spec.join.left_key,
+                                               n->spec.join.right_key};
     op->n_inputs = 2;
-    op->n_key = tdm__node_val(n, "left_key")->n_fields;
+    op->n_key = n->spec.join.left_key->n_fields;
     /* A window join's pairs are final when the window fires; an
      * interval join's horizon is not tracked (commits at the end). */
     const tdm__join_spec *js = &n->spec.join;
@@ -494,9 +494,8 @@ static tdm_err plan_join(tdm__run *run, tdm__rt_op *op, tdm_node *n)
     if (!op->inputs || !op->in_key_idx)
         return TDM_ERR_NOMEM;
     for (int s = 0; s < 2; s++) {
-        op->inputs[s] = find_source(run, tdm__node_str(n, side_key[s]));
-        tdm_err err =
-            add_edge(run, op->inputs[s], op, s, tdm__node_val(n, key_key[s]));
+        op->inputs[s] = find_source(run, side[s]);
+        tdm_err err = add_edge(run, op->inputs[s], op, s, side_keys[s]);
         if (err != TDM_OK)
             return err;
     }
@@ -556,29 +555,6 @@ tdm_time_ms tdm__rt_horizon_of(const tdm__rt_source *s, tdm_time_ms ts)
     return hz;
 }
 
-/* The coordinator's announcements: each target subtask (numbered
- * within the group) gets the allowed maximum; its thread applies it at
- * the top of its loop (tdm_reader_announce is the reader's own). */
-static void align_emit(void *opaque, const tdm_event *ev)
-{
-    tdm__rt_align *a = opaque;
-    tdm__run *run = a->run;
-    if (ev->type != TDM_EVENT_ANNOUNCE)
-        return;
-    for (size_t k = 0; k < ev->n_targets; k++) {
-        int g = ev->targets[k];
-        for (int i = 0; i < run->n_srcs; i++) {
-            tdm__rt_source *s = &run->srcs[i];
-            if (s->align != a || !s->tasks || g < s->align_base ||
-                g >= s->align_base + run->P)
-                continue;
-            tdm__rt_src_task *t = &s->tasks[g - s->align_base];
-            atomic_store_explicit(&t->ann_max, ev->time, memory_order_relaxed);
-            atomic_fetch_add_explicit(&t->ann_seq, 1, memory_order_release);
-        }
-    }
-}
-
 /* One coordinator per distinct watermark.alignment.group; a group's
  * drift and interval are those of its first source. */
 static tdm_err plan_alignment(tdm__run *run, char *errbuf, size_t errbuf_size)
@@ -588,7 +564,7 @@ static tdm_err plan_alignment(tdm__run *run, char *errbuf, size_t errbuf_size)
         goto nomem;
     for (int i = 0; i < run->n_srcs; i++) {
         tdm__rt_source *s = &run->srcs[i];
-        const char *g = tdm__node_str(s->node, "watermark.alignment.group");
+        const char *g = s->node->spec.src.wm_alignment_group;
         if (!*g)
             continue;
         tdm__rt_align *a = NULL;
@@ -599,9 +575,8 @@ static tdm_err plan_alignment(tdm__run *run, char *errbuf, size_t errbuf_size)
             a = &run->aligns[run->n_aligns++];
             a->group = g;
             a->run = run;
-            a->drift = tdm__node_int(s->node, "watermark.alignment.max_drift");
-            a->interval =
-                tdm__node_int(s->node, "watermark.alignment.update_interval");
+            a->drift = s->node->spec.src.wm_alignment_max_drift_ms;
+            a->interval = s->node->spec.src.wm_alignment_update_interval_ms;
             if (a->interval <= 0)
                 a->interval = 1000;
         }
@@ -618,8 +593,8 @@ static tdm_err plan_alignment(tdm__run *run, char *errbuf, size_t errbuf_size)
         if (tdm__rt_clock_new(run->job, &a->clk) != TDM_OK)
             goto nomem;
         tdm_err err =
-            tdm_align_coord_new(a->n, a->drift, a->interval, a->clk, align_emit,
-                                a, &a->coord, msg, sizeof msg);
+            tdm_align_coord_new(a->n, a->drift, a->interval, a->clk,
+                                run->align_emit, a, &a->coord, msg, sizeof msg);
         if (err != TDM_OK)
             return tdm__errf(errbuf, errbuf_size, err,
                              "watermark.alignment.group \"%s\": %s", a->group,
@@ -654,10 +629,9 @@ static tdm_err plan_repartition(tdm__rt_source *s, char *errbuf,
         return TDM_OK;
     s->conf.repartition_key = key;
     s->conf.repartition_partitions = 0;
-    s->conf.repartition_writers =
-        (int)tdm__node_int(s->node, "repartition.writers");
+    s->conf.repartition_writers = (int)s->node->spec.src.repartition_writers;
     s->conf.repartition_writer_timeout =
-        tdm__node_int(s->node, "repartition.writer_timeout");
+        s->node->spec.src.repartition_writer_timeout_ms;
     tdm_wm_strategy *none = NULL;
     char msg[200] = "";
     tdm_err err = tdm_wm_strategy_new(TDM_WM_NONE, 0, &none, msg, sizeof msg);
@@ -712,7 +686,7 @@ static const char *two_phase_refusal(const tdm__rt_op *op)
             return "an input that is another operator's output";
         if (s->conf.time_mode != TDM__TIME_EVENT)
             return "a source not in event time";
-        if (tdm__node_int(s->node, "watermark.idle_timeout") > 0)
+        if (s->node->spec.src.wm_idle_timeout_ms > 0)
             return "a source with an idle timeout";
         if (s->conf.type == TDM__SRC_KAFKA || s->v2)
             return "a kafka source";
@@ -781,14 +755,13 @@ static tdm_err plan_runtime(tdm__run *run, char *errbuf, size_t errbuf_size)
                 s->fence = false;
     }
     plan_two_phase(run);
-    tdm__on_cancel oc = tdm__job_spec_of(job).on_cancel;
+    tdm__on_cancel oc = job->spec.on_cancel;
     /* With checkpoints, auto stops too: windows left open are in the
      * final checkpoint and the next run completes them exactly. */
-    run->stop_on_cancel =
-        oc == TDM__ON_CANCEL_STOP ||
-        (oc == TDM__ON_CANCEL_AUTO &&
-         (endless_kafka || *tdm__job_str(run->job, "checkpoint.dir")));
-    run->commit_interval = tdm__job_int(job, "commit.interval");
+    run->stop_on_cancel = oc == TDM__ON_CANCEL_STOP ||
+                          (oc == TDM__ON_CANCEL_AUTO &&
+                           (endless_kafka || *run->job->spec.checkpoint_dir));
+    run->commit_interval = job->spec.commit_interval_ms;
     if (run->commit_interval <= 0)
         run->commit_interval = 1000;
     return plan_alignment(run, errbuf, errbuf_size);
@@ -844,8 +817,8 @@ tdm_err tdm__plan_build(tdm__run *run, char *errbuf, size_t errbuf_size)
         if (err != TDM_OK)
             goto nomem;
         op->n_channels = op->n_inputs * run->P;
-        op->sink = find_sink(run, tdm__node_str(n, "sink"));
-        op->late = find_sink(run, tdm__node_str(n, "late_output"));
+        op->sink = find_sink(run, tdm__node_spec_sink(n->kind, &n->spec));
+        op->late = find_sink(run, tdm__node_spec_late(n->kind, &n->spec));
         if (op->sink) {
             op->sink->used = true;
             /* Validation made every writer of a sink use one mode. */
@@ -863,11 +836,11 @@ tdm_err tdm__plan_build(tdm__run *run, char *errbuf, size_t errbuf_size)
     }
     for (int i = 0; i < run->n_srcs; i++) {
         tdm__rt_source *s = &run->srcs[i];
-        s->pass = find_sink(run, tdm__node_str(s->node, "sink"));
+        s->pass = find_sink(run, s->node->spec.src.sink);
         if (s->pass)
             s->pass->used = true;
     }
-    run->dead = find_sink(run, tdm__job_str(job, "dead_letter"));
+    run->dead = find_sink(run, job->spec.dead_letter);
     if (run->dead)
         run->dead->used = true;
     /* Writer roles for checkpoints: each source writing to a sink is

@@ -12,18 +12,18 @@
  * through the emitter (outbox.h) instead of a thread of its own.
  *
  * Planned by plan.c before any thread starts; the subtasks read it and
- * never change it, apart from the few atomic fields noted below.  The
- * tasks pointers are the run's (set by make_tasks).
+ * never change it, apart from the few atomic fields noted below.  It
+ * holds no subtask: the run does (rt_ctx.h, run->op_tasks[o] for
+ * run->ops[o], tdm__rt_op_index for an operator known by pointer).
  */
 #ifndef TDM_RT_PLAN_H
 #define TDM_RT_PLAN_H
 
 #include "runtime/rt.h"
+#include "runtime/rt_ctx.h"
 
 typedef struct tdm__rt_op tdm__rt_op;
 typedef struct tdm__rt_source tdm__rt_source;
-typedef struct tdm__rt_src_task tdm__rt_src_task;
-typedef struct tdm__rt_op_task tdm__rt_op_task;
 
 /* A shared sink, opened once; with checkpoints one object per writing
  * subtask instead (docs/checkpoints.md, "In the runtime"). */
@@ -93,7 +93,6 @@ struct tdm__rt_source {
     int n_edges;
     int n_targets;
     atomic_int unit_warned;
-    tdm__rt_src_task *tasks;
     /* Version-2 connector (partitions come and go, commits). */
     bool v2;
     /* Processing time at which a subtask of this source first had a
@@ -173,10 +172,16 @@ struct tdm__rt_op {
      * output columns (NULL: none; borrowed from the node). */
     tdm__rt_source *out;
     const struct tdm__expr *filter;
-    tdm__rt_op_task *tasks;
     /* Checkpoints: writer roles in its result and late-output sinks. */
     int sink_role, late_role;
 };
+
+/* The position of operator @p op in run->ops, which is that of its
+ * subtasks in the run (tdm__rt_op_tasks). */
+static inline int tdm__rt_op_index(const tdm__run *run, const tdm__rt_op *op)
+{
+    return (int)(op - run->ops);
+}
 
 /* The commit horizon C(ts) of source @p s: the maximum over its
  * consumers (TDM_TIME_MAX when one of them changes results until the

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "runtime/rt.h"
+#include "runtime/run_record.h"
 
 /* Condition variables wait on CLOCK_MONOTONIC so that timeouts do not
  * jump with the wall clock. */
@@ -331,10 +332,10 @@ static tdm__sbatch *sbatch_new(tdm__pool *p)
 
 static void peak_update(tdm_job *job)
 {
-    int64_t live = atomic_fetch_add(&job->batches_live, 1) + 1;
-    int64_t peak = atomic_load(&job->batches_peak);
+    int64_t live = atomic_fetch_add(&job->rec->batches_live, 1) + 1;
+    int64_t peak = atomic_load(&job->rec->batches_peak);
     while (live > peak &&
-           !atomic_compare_exchange_weak(&job->batches_peak, &peak, live))
+           !atomic_compare_exchange_weak(&job->rec->batches_peak, &peak, live))
         ;
 }
 
@@ -381,7 +382,7 @@ tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
                 break;
         }
         if (!counted) {
-            atomic_fetch_add_explicit(&p->job->queue_waits, 1,
+            atomic_fetch_add_explicit(&p->job->rec->queue_waits, 1,
                                       memory_order_relaxed);
             if (p->waits)
                 atomic_fetch_add_explicit(p->waits, 1, memory_order_relaxed);
@@ -418,7 +419,7 @@ void tdm__sbatch_release(tdm__sbatch *sb)
     if (atomic_fetch_sub_explicit(&sb->refs, 1, memory_order_acq_rel) != 1)
         return;
     tdm__pool *p = sb->pool;
-    atomic_fetch_sub(&p->job->batches_live, 1);
+    atomic_fetch_sub(&p->job->rec->batches_live, 1);
     pthread_mutex_lock(&p->mu);
     sb->next = p->free_list;
     p->free_list = sb;
@@ -445,7 +446,7 @@ void tdm__pool_fini(tdm__pool *p)
     while (sb) {
         tdm__sbatch *next = sb->all_next;
         if (atomic_load(&sb->refs) > 0)
-            atomic_fetch_sub(&p->job->batches_live, 1);
+            atomic_fetch_sub(&p->job->rec->batches_live, 1);
         sbatch_free(sb);
         sb = next;
     }

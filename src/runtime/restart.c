@@ -52,7 +52,7 @@ static bool at_end(tdm__run *run)
 /* "checkpoint 4" (the newest completed or restored), or "the start". */
 static void last_good(tdm__run *run, char *buf, size_t n)
 {
-    int64_t id = atomic_load(&run->job->stats[TDM_STAT_CHECKPOINT_ID]);
+    int64_t id = atomic_load(&run->rec->stats[TDM_STAT_CHECKPOINT_ID]);
     if (id < 0 && run->ck.restored)
         id = (int64_t)run->ck.from;
     if (id > 0)
@@ -61,12 +61,21 @@ static void last_good(tdm__run *run, char *buf, size_t n)
         snprintf(buf, n, "the start");
 }
 
+/* The text of the job's restart.strategy ("fixed-delay") in @p buf. */
+static const char *strategy_text(const tdm_job *job, char *buf, size_t n)
+{
+    tdm__conf_enum_text(TDM__SCOPE_JOB, "restart.strategy",
+                        job->spec.restart_strategy, buf, n);
+    return buf;
+}
+
 /* What the operator does, for the run's error: "make room in ck and run
  * the job again (or set restart.strategy)". */
 static void advice(const tdm_job *job, char *buf, size_t n)
 {
-    const char *dir = tdm__job_str(job, "checkpoint.dir");
-    if (tdm__job_spec_of(job).restart_strategy == TDM__RESTART_STRATEGY_NONE)
+    const char *dir = job->spec.checkpoint_dir;
+    char name[32];
+    if (job->spec.restart_strategy == TDM__RESTART_STRATEGY_NONE)
         snprintf(buf, n,
                  "make room in %s and run the job again (or set "
                  "restart.strategy)",
@@ -75,23 +84,24 @@ static void advice(const tdm_job *job, char *buf, size_t n)
         snprintf(buf, n,
                  "make room in %s; restart.strategy %s restarts "
                  "it",
-                 dir, tdm__job_str(job, "restart.strategy"));
+                 dir, strategy_text(job, name, sizeof name));
 }
 
 /* Publishes failure @p why of checkpoint @p id; returns the failures in
  * a row, this one included. */
 static int64_t count_failure(tdm_job *job, uint64_t id, const char *why)
 {
+    tdm__run_record *rec = job->rec;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_FAILED_ID], (int64_t)id);
-    atomic_store(&job->stats[TDM_STAT_CHECKPOINT_FAILED_AT],
+    atomic_fetch_add(&rec->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
+    atomic_store(&rec->stats[TDM_STAT_CHECKPOINT_FAILED_ID], (int64_t)id);
+    atomic_store(&rec->stats[TDM_STAT_CHECKPOINT_FAILED_AT],
                  (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-    pthread_mutex_lock(&job->mmu);
-    snprintf(job->ck_fail_msg, sizeof job->ck_fail_msg, "%s", why);
-    pthread_mutex_unlock(&job->mmu);
-    return atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW],
+    pthread_mutex_lock(&rec->mmu);
+    snprintf(rec->ck_fail_msg, sizeof rec->ck_fail_msg, "%s", why);
+    pthread_mutex_unlock(&rec->mmu);
+    return atomic_fetch_add(&rec->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW],
                             1) +
            1;
 }
@@ -101,13 +111,13 @@ void tdm__rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
 {
     tdm_job *job = run->job;
     if (!why) {
-        atomic_store(&job->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW], 0);
+        atomic_store(&job->rec->stats[TDM_STAT_CHECKPOINTS_FAILED_IN_ROW], 0);
         return;
     }
     if (run->ck.pending_kind == TDM__CKPT_SAVEPOINT && !at_end(run)) {
         /* As in Flink, a savepoint is asked for, not owed: its failure
          * is the asker's to see, and the job's checkpoints go on. */
-        atomic_fetch_add(&job->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
+        atomic_fetch_add(&job->rec->stats[TDM_STAT_CHECKPOINTS_FAILED], 1);
         tdm__job_log(job,
                      "savepoint %llu failed: %s (the job goes on; ask "
                      "again once the cause is fixed)",
@@ -115,7 +125,7 @@ void tdm__rt_ckpt_outcome(tdm__run *run, uint64_t id, const char *why)
         return;
     }
     int64_t n = count_failure(job, id, why);
-    int64_t tol = tdm__job_int(job, "checkpoint.tolerable_failed");
+    int64_t tol = job->spec.checkpoint_tolerable_failed;
     char good[64], todo[PATH_MAX + 80];
     last_good(run, good, sizeof good);
     advice(job, todo, sizeof todo);
@@ -161,9 +171,10 @@ static bool key_set(const tdm_job *job, const char *key)
  * the runtime would not keep. */
 const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
 {
-    tdm__restart_strategy strategy = tdm__job_spec_of(job).restart_strategy;
+    tdm__restart_strategy strategy = job->spec.restart_strategy;
+    char name[32];
     size_t n_keys = sizeof restart_keys / sizeof restart_keys[0];
-    for (size_t i = 0; !*tdm__job_str(job, "checkpoint.dir") && i < n_keys; i++)
+    for (size_t i = 0; !*job->spec.checkpoint_dir && i < n_keys; i++)
         if (key_set(job, restart_keys[i])) {
             snprintf(buf, n,
                      "%s needs checkpoint.dir: a restart resumes "
@@ -185,11 +196,11 @@ const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
                  restart_keys[i],
                  exp_only ? "exponential-delay"
                           : "fixed-delay or exponential-delay",
-                 tdm__job_str(job, "restart.strategy"));
+                 strategy_text(job, name, sizeof name));
         return buf;
     }
-    int64_t delay = tdm__job_int(job, "restart.delay");
-    int64_t max = tdm__job_int(job, "restart.max_delay");
+    int64_t delay = job->spec.restart_delay_ms;
+    int64_t max = job->spec.restart_max_delay_ms;
     if (strategy == TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY && max < delay) {
         snprintf(buf, n,
                  "restart.max_delay (%lld ms) is below restart.delay "
@@ -206,11 +217,10 @@ const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n)
 void tdm__rt_restart_init(tdm__rt_restart *rs, const tdm_job *job)
 {
     memset(rs, 0, sizeof *rs);
-    rs->strategy = *tdm__job_str(job, "checkpoint.dir")
-                       ? (int)tdm__job_spec_of(job).restart_strategy
-                       : TDM__RESTART_STRATEGY_NONE;
-    rs->attempts = tdm__job_int(job, "restart.attempts");
-    rs->delay_ms = tdm__job_int(job, "restart.delay");
+    rs->strategy = *job->spec.checkpoint_dir ? (int)job->spec.restart_strategy
+                                             : TDM__RESTART_STRATEGY_NONE;
+    rs->attempts = job->spec.restart_attempts;
+    rs->delay_ms = job->spec.restart_delay_ms;
 }
 
 /* Failures a new attempt may not meet: I/O (a full disk, a broken
@@ -225,14 +235,14 @@ static bool restartable(tdm_err err)
 static bool back_off(tdm_job *job, int64_t ms)
 {
     int64_t until = tdm__mono_ms() + ms;
-    atomic_store(&job->restarting, 1);
-    while (!atomic_load(&job->cancel) && tdm__mono_ms() < until) {
+    atomic_store(&job->rec->restarting, 1);
+    while (!atomic_load(&job->rec->cancel) && tdm__mono_ms() < until) {
         int64_t left = until - tdm__mono_ms();
         struct timespec ts = {0, (long)(left < 20 ? left : 20) * 1000000};
         nanosleep(&ts, NULL);
     }
-    atomic_store(&job->restarting, 0);
-    return !atomic_load(&job->cancel);
+    atomic_store(&job->rec->restarting, 0);
+    return !atomic_load(&job->rec->cancel);
 }
 
 /* The back-off after the current one. */
@@ -240,9 +250,8 @@ static int64_t next_delay(const tdm__rt_restart *rs, const tdm_job *job)
 {
     if (rs->strategy != TDM__RESTART_STRATEGY_EXPONENTIAL_DELAY)
         return rs->delay_ms;
-    double d =
-        (double)rs->delay_ms * tdm__job_val(job, "restart.multiplier")->d;
-    double max = (double)tdm__job_int(job, "restart.max_delay");
+    double d = (double)rs->delay_ms * job->spec.restart_multiplier;
+    double max = (double)job->spec.restart_max_delay_ms;
     return (int64_t)(d < max ? d : max);
 }
 
@@ -251,15 +260,16 @@ bool tdm__rt_restart_next(tdm__rt_restart *rs, tdm_job *job, tdm_err err,
                           char *errbuf, size_t errbuf_size)
 {
     if (err == TDM_OK || rs->strategy == TDM__RESTART_STRATEGY_NONE ||
-        !restartable(err) || atomic_load(&job->cancel))
+        !restartable(err) || atomic_load(&job->rec->cancel))
         return false;
-    int64_t done = atomic_load(&job->stats[TDM_STAT_CHECKPOINTS]);
+    int64_t done = atomic_load(&job->rec->stats[TDM_STAT_CHECKPOINTS]);
     if (done != rs->completed) { /* progress: start over */
         rs->completed = done;
         rs->in_row = 0;
-        rs->delay_ms = tdm__job_int(job, "restart.delay");
+        rs->delay_ms = job->spec.restart_delay_ms;
     }
-    const char *name = tdm__job_str(job, "restart.strategy");
+    char name[32];
+    strategy_text(job, name, sizeof name);
     if (rs->in_row >= rs->attempts) {
         size_t used = errbuf ? strlen(errbuf) : 0;
         if (errbuf && used + 1 < errbuf_size)
@@ -270,7 +280,7 @@ bool tdm__rt_restart_next(tdm__rt_restart *rs, tdm_job *job, tdm_err err,
         return false;
     }
     rs->in_row++;
-    atomic_fetch_add(&job->stats[TDM_STAT_RESTARTS], 1);
+    atomic_fetch_add(&job->rec->stats[TDM_STAT_RESTARTS], 1);
     tdm__job_log(job,
                  "restart %lld of %lld (restart.strategy %s) in %lld "
                  "ms, from the newest checkpoint, after: %s",

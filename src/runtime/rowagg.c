@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* rowagg.c - the aggregates of a job's window over typed rows: count,
  * sum, min, max, avg, count_distinct, first and last, any number of them
- * per window, as one user aggregate (tdm_aggregate_methods) of the
- * window operator.  The window operator keeps one accumulator per window
- * (a fixed slot per aggregate) and calls add/merge/result; the record's
- * payload is the tdm__row being pushed.
+ * per window, as one user aggregate (tdm_aggregate_methods_v2) of
+ * the window operator.  The window operator keeps one accumulator per
+ * window (a fixed slot per aggregate) and calls add/merge/result, which
+ * return TDM_ERR_NOMEM when an allocation fails; add reads the row and
+ * the input it came from (whose field indexes apply) from the context
+ * (tdm_agg_ctx), or merges the context's partial accumulator (two-phase
+ * aggregation) - the subtask hands them over with each push
+ * (tdm_winop_push_ctx), nothing is set on the aggregate beforehand.
  *
  * Nulls are skipped by every function but count (which counts records):
  * a window whose values are all null yields null.  first and last follow
@@ -14,95 +18,30 @@
  */
 #include <string.h>
 
+#include "core/map.h"
 #include "runtime/rt.h"
 #include "state/ckpt_codec.h"
 #include "window/win.h"
 
 /* ---- Distinct sets ----
- * Open addressing with linear probing, grown at half load.  Fixed-size
- * values are stored as their 8 bytes (so equality is exact, no
- * collision can merge two values); strings as copies compared byte by
- * byte after a hash match. */
+ * A tdm__map (core/map.h) of the values' bytes: fixed-size values as
+ * their 8 bytes (so equality is exact, no collision can merge two
+ * values), strings as their bytes.  Iterated in insertion order. */
 
-typedef struct dentry {
-    uint64_t h;   /* 0: empty slot (real hashes are forced odd) */
-    int64_t bits; /* fixed-size value, or a string's length */
-    char *s;      /* string copy */
-} dentry;
+typedef tdm__map dset;
 
-typedef struct dset {
-    dentry *e;
-    size_t n, cap;
-} dset;
-
-static uint64_t mix64(uint64_t x)
+/* Inserts a value's bytes (copied).  Returns false on OOM (the set is
+ * unchanged). */
+static bool dset_add(dset *s, const void *p, size_t len)
 {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x | 1;
+    uint64_t *v;
+    return tdm__map_put(s, p, len, tdm__hash_bytes(p, len), &v, NULL) == TDM_OK;
 }
 
-/* Doubles the table and reinserts every entry. */
-static bool dset_grow(dset *s)
-{
-    size_t cap = s->cap ? s->cap * 2 : 8;
-    dentry *e = tdm__calloc(cap, sizeof *e);
-    if (!e)
-        return false;
-    for (size_t i = 0; i < s->cap; i++) {
-        if (!s->e[i].h)
-            continue;
-        size_t j = s->e[i].h & (cap - 1);
-        while (e[j].h)
-            j = (j + 1) & (cap - 1);
-        e[j] = s->e[i];
-    }
-    tdm__free(s->e);
-    s->e = e;
-    s->cap = cap;
-    return true;
-}
-
-/* Inserts a value (string when @p str is not NULL); copies strings.
- * Returns false on OOM (the set is unchanged). */
-static bool dset_add(dset *s, uint64_t h, int64_t bits, const char *str)
-{
-    if ((s->n + 1) * 2 > s->cap && !dset_grow(s))
-        return false;
-    size_t j = h & (s->cap - 1);
-    while (s->e[j].h) {
-        dentry *d = &s->e[j];
-        if (d->h == h && d->bits == bits &&
-            (!str || memcmp(d->s, str, (size_t)bits) == 0))
-            return true;
-        j = (j + 1) & (s->cap - 1);
-    }
-    char *copy = NULL;
-    if (str) {
-        copy = tdm__malloc(bits ? (size_t)bits : 1);
-        if (!copy)
-            return false;
-        memcpy(copy, str, (size_t)bits);
-    }
-    s->e[j].h = h;
-    s->e[j].bits = bits;
-    s->e[j].s = copy;
-    s->n++;
-    return true;
-}
-
-/* Frees the table and its string copies (NULL is fine). */
+/* Frees the set and its value copies (NULL is fine). */
 static void dset_free(dset *s)
 {
-    if (!s)
-        return;
-    for (size_t i = 0; i < s->cap; i++)
-        tdm__free(s->e[i].s);
-    tdm__free(s->e);
-    tdm__free(s);
+    tdm__map_destroy(s);
 }
 
 /* ---- Accumulators ---- */
@@ -125,11 +64,8 @@ struct tdm__rowagg {
     tdm_type *types;      /* input field type per aggregate */
     int n_inputs;
     int **idx; /* [input][aggregate] field index */
-    int cur;   /* input of the rows being pushed */
     uint64_t seq;
-    bool oom;            /* an allocation failed inside add/merge */
-    const void *partial; /* tdm__rowagg_set_partial: add merges this */
-    char *buf;           /* result packing scratch */
+    char *buf; /* result packing scratch */
     size_t cap;
 };
 
@@ -168,15 +104,14 @@ static char *str_copy(const char *p, uint32_t len)
     return s;
 }
 
-/* Stores value @p v of type @p t as a first/last value. */
-static void keep_value(tdm__rowagg *ra, aslot *a, tdm_type t, const tdm__val *v)
+/* Stores value @p v of type @p t as a first/last value.  False on OOM
+ * (the slot unchanged). */
+static bool keep_value(tdm__rowagg *ra, aslot *a, tdm_type t, const tdm__val *v)
 {
     if (t == TDM_TYPE_STRING) {
         char *s = str_copy(v->u.s.p, v->u.s.len);
-        if (!s) {
-            ra->oom = true;
-            return;
-        }
+        if (!s)
+            return false;
         if (a->n)
             tdm__free(a->v.s);
         a->v.s = s;
@@ -185,52 +120,41 @@ static void keep_value(tdm__rowagg *ra, aslot *a, tdm_type t, const tdm__val *v)
     }
     a->n = 1;
     a->seq = ra->seq;
+    return true;
 }
 
-/* Adds a value to the window's distinct set (created on first use). */
-static void add_distinct(tdm__rowagg *ra, aslot *a, tdm_type t,
-                         const tdm__val *v)
+/* Adds a value to the window's distinct set (created on first use).
+ * False on OOM. */
+static bool add_distinct(aslot *a, tdm_type t, const tdm__val *v)
 {
     if (!a->v.set) {
-        a->v.set = tdm__calloc(1, sizeof(dset));
-        if (!a->v.set) {
-            ra->oom = true;
-            return;
-        }
+        a->v.set = tdm__map_new();
+        if (!a->v.set)
+            return false;
     }
     bool ok;
     if (t == TDM_TYPE_STRING) {
-        uint64_t h = mix64(tdm__hash_bytes(v->u.s.p, v->u.s.len));
-        ok = dset_add(a->v.set, h, (int64_t)v->u.s.len, v->u.s.p);
+        ok = dset_add(a->v.set, v->u.s.p, v->u.s.len);
     } else {
         int64_t bits = v->u.i;
         if (t == TDM_TYPE_DOUBLE && v->u.d == 0)
             bits = 0; /* -0.0 counts as 0.0 */
-        ok = dset_add(a->v.set, mix64((uint64_t)bits), bits, NULL);
+        ok = dset_add(a->v.set, &bits, sizeof bits);
     }
-    if (!ok)
-        ra->oom = true;
-    a->n = (int64_t)a->v.set->n;
+    a->n = (int64_t)tdm__map_count(a->v.set);
+    return ok;
 }
 
-/* Adds one row to every aggregate of the window.  The row is the record's
- * payload; field indexes are those of the input being pushed.  An
- * allocation failure sets ra->oom, which the subtask turns into NOMEM
- * after the push (the hook itself cannot fail). */
-static void ra_merge(void *ud, void *into_acc, const void *from_acc);
-
-static void ra_add(void *ud, void *acc, const tdm_record *rec)
+/* Adds one row of input @p input to every aggregate of accumulator
+ * @p acc.  Returns TDM_OK, or TDM_ERR_NOMEM when a distinct set or a
+ * string copy could not grow (the other aggregates still took the
+ * row). */
+static tdm_err add_row(tdm__rowagg *ra, void *acc, int input,
+                       const tdm__row *row)
 {
-    tdm__rowagg *ra = ud;
-    if (ra->partial) {
-        /* Two-phase aggregation: the record stands for a partial
-         * accumulator of the source's local phase. */
-        ra_merge(ud, acc, ra->partial);
-        return;
-    }
-    const tdm__row *row = rec->payload;
     aslot *slots = acc;
-    const int *idx = ra->idx[ra->cur];
+    const int *idx = ra->idx[input];
+    bool ok = true;
     ra->seq++;
     for (int k = 0; k < ra->n; k++) {
         aslot *a = &slots[k];
@@ -267,19 +191,20 @@ static void ra_add(void *ud, void *acc, const tdm_record *rec)
             break;
         }
         case TDM__FN_COUNT_DISTINCT:
-            add_distinct(ra, a, t, v);
+            ok &= add_distinct(a, t, v);
             break;
         case TDM__FN_FIRST:
             if (!a->n)
-                keep_value(ra, a, t, v);
+                ok &= keep_value(ra, a, t, v);
             break;
         case TDM__FN_LAST:
-            keep_value(ra, a, t, v);
+            ok &= keep_value(ra, a, t, v);
             break;
         default:
             break;
         }
     }
+    return ok ? TDM_OK : TDM_ERR_NOMEM;
 }
 
 /* Folds @p from into @p into when session windows merge; the window
@@ -287,12 +212,15 @@ static void ra_add(void *ud, void *acc, const tdm_record *rec)
  * from it is detached.  Counts and sums add, minimum and maximum
  * compare, distinct sets unite (moving the whole set when the target
  * has none), and first/last keep the value with the smaller/larger
- * arrival sequence - the order the rows reached this subtask. */
-static void ra_merge(void *ud, void *into_acc, const void *from_acc)
+ * arrival sequence - the order the rows reached this subtask.  Returns
+ * TDM_OK, or TDM_ERR_NOMEM when a distinct set could not grow (the
+ * rest is merged; both accumulators stay releasable). */
+static tdm_err ra_merge(void *ud, void *into_acc, void *from_acc)
 {
     tdm__rowagg *ra = ud;
     aslot *into = into_acc;
-    aslot *from = (aslot *)from_acc;
+    aslot *from = from_acc;
+    tdm_err err = TDM_OK;
     for (int k = 0; k < ra->n; k++) {
         aslot *a = &into[k], *b = &from[k];
         tdm_type t = ra->types[k];
@@ -331,13 +259,13 @@ static void ra_merge(void *ud, void *into_acc, const void *from_acc)
                 a->v.set = b->v.set;
                 b->v.set = NULL;
             } else {
-                for (size_t i = 0; i < b->v.set->cap; i++) {
-                    const dentry *d = &b->v.set->e[i];
-                    if (d->h && !dset_add(a->v.set, d->h, d->bits, d->s))
-                        ra->oom = true;
-                }
+                size_t pos = 0, len;
+                const void *p;
+                while (tdm__map_next(b->v.set, &pos, &p, &len))
+                    if (!dset_add(a->v.set, p, len))
+                        err = TDM_ERR_NOMEM;
             }
-            a->n = (int64_t)a->v.set->n;
+            a->n = (int64_t)tdm__map_count(a->v.set);
             b->n = 0;
             break;
         case TDM__FN_FIRST:
@@ -364,6 +292,25 @@ static void ra_merge(void *ud, void *into_acc, const void *from_acc)
         }
         }
     }
+    return err;
+}
+
+/* Adds a record to the window's accumulator: the context's row, read
+ * with the field indexes of the context's input, or - two-phase
+ * aggregation - the context's partial accumulator, merged.  A partial
+ * holds only what tdm__rowagg_two_phase allows (counts, integer minima
+ * and maxima), which merging reads and never detaches, so the borrowed
+ * partial is left as it was. */
+static tdm_err ra_add(void *ud, void *acc, const tdm_record *rec,
+                      const tdm_agg_ctx *ctx)
+{
+    (void)rec;
+    if (ctx->partial)
+        return ra_merge(ud, acc, (void *)(uintptr_t)ctx->partial);
+    if (!ctx->row || ctx->input < 0 ||
+        ctx->input >= ((tdm__rowagg *)ud)->n_inputs)
+        return TDM_ERR_INVAL; /* not a job's row */
+    return add_row(ud, acc, ctx->input, ctx->row);
 }
 
 /* Frees what a window's accumulator holds (sets, string copies). */
@@ -393,8 +340,10 @@ static void ra_destroy_acc(void *ud, void *acc)
 /* Packs the results: n tdm__val (strings as offsets), then the bytes.
  * The window operator copies them into the result event; the subtask
  * unpacks them into output columns.  An empty aggregate (every value
- * null) is null; count and count_distinct are 0 then. */
-static void ra_result(void *ud, const void *acc, tdm_result_out *out)
+ * null) is null; count and count_distinct are 0 then.  Returns TDM_OK
+ * or TDM_ERR_NOMEM (the operator skips the firing and fails the call
+ * that fired it). */
+static tdm_err ra_result(void *ud, const void *acc, tdm_result_out *out)
 {
     tdm__rowagg *ra = ud;
     const aslot *slots = acc;
@@ -410,10 +359,8 @@ static void ra_result(void *ud, const void *acc, tdm_result_out *out)
     }
     if (need > ra->cap) {
         char *b = tdm__realloc(ra->buf, need);
-        if (!b) {
-            ra->oom = true; /* no bytes: the caller reports NOMEM */
-            return;
-        }
+        if (!b)
+            return TDM_ERR_NOMEM;
         ra->buf = b;
         ra->cap = need;
     }
@@ -454,7 +401,7 @@ static void ra_result(void *ud, const void *acc, tdm_result_out *out)
             break;
         }
     }
-    tdm_result_set_bytes(out, ra->buf, need);
+    return tdm_result_set_bytes(out, ra->buf, need);
 }
 
 /* Reads the values ra_result packed. */
@@ -506,16 +453,17 @@ static tdm_err ra_save(void *ud, const void *acc, tdm__enc *e)
             tdm__enc_svar(e, a->n);
             break;
         case TDM__FN_COUNT_DISTINCT: {
-            const dset *s = a->v.set;
-            tdm__enc_uvar(e, s ? (uint64_t)s->n : 0);
-            for (size_t i = 0; s && i < s->cap; i++) {
-                const dentry *d = &s->e[i];
-                if (!d->h)
-                    continue;
-                if (str)
-                    tdm__enc_bytes(e, d->s, (size_t)d->bits);
-                else
-                    tdm__enc_u64(e, (uint64_t)d->bits);
+            size_t pos = 0, len;
+            const void *p;
+            tdm__enc_uvar(e, (uint64_t)tdm__map_count(a->v.set));
+            while (tdm__map_next(a->v.set, &pos, &p, &len)) {
+                uint64_t bits;
+                if (str) {
+                    tdm__enc_bytes(e, p, len);
+                } else {
+                    memcpy(&bits, p, sizeof bits);
+                    tdm__enc_u64(e, bits);
+                }
             }
             break;
         }
@@ -563,11 +511,11 @@ static tdm_err load_distinct(tdm__dec *d, aslot *a, tdm_type t)
     /* Each value takes at least 1 byte (strings) or 8 bytes. */
     if (m > tdm__dec_left(d) / (t == TDM_TYPE_STRING ? 1 : 8))
         return tdm__dec_fail(d, "bad distinct value count");
-    a->v.set = tdm__calloc(1, sizeof(dset));
+    a->v.set = tdm__map_new();
     if (!a->v.set)
         return TDM_ERR_NOMEM;
     for (uint64_t i = 0; i < m; i++) {
-        size_t before = a->v.set->n;
+        size_t before = tdm__map_count(a->v.set);
         bool ok;
         if (t == TDM_TYPE_STRING) {
             const void *p;
@@ -576,22 +524,21 @@ static tdm_err load_distinct(tdm__dec *d, aslot *a, tdm_type t)
                 return TDM_ERR_PARSE;
             if (len > UINT32_MAX)
                 return tdm__dec_fail(d, "distinct string too long");
-            uint64_t h = mix64(tdm__hash_bytes(p, (uint32_t)len));
-            ok = dset_add(a->v.set, h, (int64_t)len, len ? p : "");
+            ok = dset_add(a->v.set, len ? p : "", len);
         } else {
             uint64_t bits;
             if (tdm__dec_u64(d, &bits) != TDM_OK)
                 return TDM_ERR_PARSE;
             if (t == TDM_TYPE_DOUBLE && bits == 0x8000000000000000ULL)
                 return tdm__dec_fail(d, "distinct -0.0 (stored as 0.0)");
-            ok = dset_add(a->v.set, mix64(bits), (int64_t)bits, NULL);
+            ok = dset_add(a->v.set, &bits, sizeof bits);
         }
         if (!ok)
             return TDM_ERR_NOMEM;
-        if (a->v.set->n == before)
+        if (tdm__map_count(a->v.set) == before)
             return tdm__dec_fail(d, "duplicate distinct value");
     }
-    a->n = (int64_t)a->v.set->n;
+    a->n = (int64_t)tdm__map_count(a->v.set);
     return TDM_OK;
 }
 
@@ -713,24 +660,18 @@ fail:
     return TDM_ERR_NOMEM;
 }
 
-/* Selects the field indexes of the input being pushed. */
-void tdm__rowagg_set_input(tdm__rowagg *ra, int input)
-{
-    ra->cur = input;
-}
-
 /* The tdm_aggregate over this state (ud = @p ra). */
 tdm_err tdm__rowagg_aggregate(tdm__rowagg *ra, tdm_aggregate **out)
 {
-    tdm_aggregate_methods m = {
-        .version = 1,
+    tdm_aggregate_methods_v2 m = {
+        .version = 2,
         .acc_size = (size_t)ra->n * sizeof(aslot),
         .add = ra_add,
         .merge = ra_merge,
         .result = ra_result,
         .destroy_acc = ra_destroy_acc,
     };
-    tdm_err err = tdm_aggregate_new_custom(&m, ra, out, NULL, 0);
+    tdm_err err = tdm_aggregate_new_custom_v2(&m, ra, out, NULL, 0);
     if (err == TDM_OK)
         err = tdm__aggregate_set_codec(*out, ra_save, ra_load);
     if (err != TDM_OK) {
@@ -746,20 +687,12 @@ size_t tdm__rowagg_acc_size(const tdm__rowagg *ra)
     return (size_t)ra->n * sizeof(aslot);
 }
 
-/* Adds @p row (of the input tdm__rowagg_set_input chose) to @p acc, a
- * zeroed or earlier-added accumulator of tdm__rowagg_acc_size bytes. */
-void tdm__rowagg_add(tdm__rowagg *ra, void *acc, const tdm__row *row)
+/* Adds @p row of input @p input to @p acc, a zeroed or earlier-added
+ * accumulator of tdm__rowagg_acc_size bytes. */
+tdm_err tdm__rowagg_add(tdm__rowagg *ra, void *acc, int input,
+                        const tdm__row *row)
 {
-    tdm_record rec = {
-        .ts = row->ts, .payload = row, .payload_len = sizeof *row};
-    ra_add(ra, acc, &rec);
-}
-
-/* Makes the aggregate's add merge @p acc instead of reading the record
- * (NULL: back to records). */
-void tdm__rowagg_set_partial(tdm__rowagg *ra, const void *acc)
-{
-    ra->partial = acc;
+    return add_row(ra, acc, input, row);
 }
 
 /* Whether a list of aggregates can run in two phases with the same
@@ -781,14 +714,6 @@ bool tdm__rowagg_two_phase(const tdm__agg_spec *specs, int n,
         }
     }
     return true;
-}
-
-/* True (and cleared) when an allocation inside add or merge failed. */
-bool tdm__rowagg_take_oom(tdm__rowagg *ra)
-{
-    bool o = ra->oom;
-    ra->oom = false;
-    return o;
 }
 
 /* Frees the aggregate state (NULL is fine). */

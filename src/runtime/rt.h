@@ -123,6 +123,11 @@ bool tdm__conf_duration(const char *text, int64_t *ms);
 void tdm__conf_format_duration(int64_t ms, char *buf, size_t n);
 /* The name of an aggregate function ("count_distinct"). */
 const char *tdm__conf_aggfn_name(tdm__aggfn fn);
+/* The text of choice @p value (a conf_enum.h constant) of the ENUM key
+ * @p key of @p scope into @p buf ("fixed-delay"); "" when the key is not
+ * an ENUM or the value is out of range. */
+void tdm__conf_enum_text(tdm__scope scope, const char *key, int64_t value,
+                         char *buf, size_t size);
 
 /* ====================================================================== */
 /* Jobs and nodes (job.c)                                                  */
@@ -157,15 +162,17 @@ struct tdm_node {
      * (docs/runtime.md, Chained operators): computed by tdm_job_validate
      * (n == 0: not yet). */
     tdm__schema out_schema;
-    /* The typed keys of its kind (spec.h), filled by tdm_job_validate
+    /* The typed keys of its kind (spec.h), refilled whenever one is set
      * (tdm__node_spec_fill) and read instead of keys by name. */
     tdm__node_spec spec;
 };
 
 typedef struct tdm__run tdm__run;
+typedef struct tdm__run_record tdm__run_record;
 
 struct tdm_job {
     tdm__conf_val *vals; /* one per table row (JOB scope used) */
+    tdm__job_spec spec;  /* the typed vals, refilled whenever one is set */
     tdm_node **nodes;
     int n_nodes, cap_nodes;
     tdm_progress_cb progress;
@@ -177,40 +184,24 @@ struct tdm_job {
     tdm_clock_fn clock_fn;
     void *clock_ud;
     int64_t clock_base_real, clock_base_mono;
-    /* Run state, readable from any thread. */
-    atomic_int running;
-    atomic_int cancel;
-    atomic_int savepoint;  /* tdm_job_savepoint: the supervisor takes one */
-    atomic_int restarting; /* waiting to restart (restart.c) */
-    _Atomic int64_t stats[TDM_STAT_COUNT_];
-    _Atomic int64_t start_ms;     /* processing time the run started */
-    _Atomic int64_t queue_waits;  /* producer waits on a full queue */
-    _Atomic int64_t batches_live; /* source batches allocated now */
-    _Atomic int64_t batches_peak;
-    tdm__run *run;
-    /* Metrics (metrics.c): mmu guards mrun (the run snapshots read, set
-     * while its subtasks exist), final (the last run's final snapshot),
-     * warea (window status memory of the last run) and the window
-     * status mailboxes; mcv wakes a run start or destroy waiting for the
-     * status callers to leave. */
-    pthread_mutex_t mmu;
-    pthread_cond_t mcv;
-    tdm__run *mrun;
-    struct tdm_metrics *final;
-    struct tdm__rt_warea *warea;
-    int status_waiters;
-    /* Why the last checkpoint failed (restart.c; "" none), for REST and
-     * the diagnosis; guarded by mmu. */
-    char ck_fail_msg[400];
-    /* Result latency of the last run (us), merged from the window
-     * subtasks as they finish; guarded by mmu (b NULL: none yet). */
-    tdm__hist lat;
+    /* The record of its runs (run_record.h): run state, counters and
+     * what the metrics side keeps; made and freed with the job
+     * (job_api.c), never touched by the definition's code. */
+    tdm__run_record *rec;
 };
+
+/* 1 while a run of the job that owns @p rec goes on (run_record.c): the
+ * definition refuses changes then. */
+int tdm__run_record_running(const tdm__run_record *rec);
 
 /* Why the job's restart.* and checkpoint.tolerable_failed keys cannot
  * apply, in @p buf; NULL when they can (restart.c, for
  * tdm_job_validate). */
 const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n);
+/* Makes an empty job definition, every job key at its default and the
+ * log on stderr; no run record yet (job.c; tdm_job_new in job_api.c adds
+ * it).  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__job_alloc(tdm_job **out);
 /* Frees the job's definition: its nodes, key values and log lock, then
  * the job (job.c; the run record is freed before, by job_api.c's
  * tdm_job_destroy). */
@@ -238,19 +229,17 @@ tdm_err tdm__src_exprs_compile(const tdm_node *n, const char *ts_field,
                                size_t errbuf_size);
 /* Frees a set (NULL is fine; job_exprs.c). */
 void tdm__src_exprs_destroy(struct tdm__src_exprs *x);
-/* Fills @p n's spec from its keys (spec.c; not while a run reads it). */
+/* Fills @p n's spec from its keys (spec.c; not while a run reads it:
+ * keys are set only while the job is not running). */
 void tdm__node_spec_fill(tdm_node *n);
-/* The job-level ENUM keys, typed (spec.c). */
-tdm__job_spec tdm__job_spec_of(const tdm_job *job);
+/* Fills @p job's spec from its job-level keys (spec.c; likewise). */
+void tdm__job_spec_fill(tdm_job *job);
 /* The schema of a source node: its "schema" key or, for a generator
  * without one, the generator's fixed schema.  NULL if neither. */
 const tdm__schema *tdm__node_schema(const tdm_node *n);
 /* "source", "window", "join" or "sink" (static text). */
 const char *tdm__node_kind_name(tdm_node_kind kind);
 /* Sends one line to the job's log callback (serialised). */
-/* Adds a finished window subtask's result latencies (us) to the job's
- * (tdm_job_result_latency).  Copies @p h's counts. */
-void tdm__job_add_latency(tdm_job *job, const tdm__hist *h);
 void tdm__job_log(tdm_job *job, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Processing time of the job, in epoch-anchored milliseconds that never
@@ -337,15 +326,7 @@ static inline uint64_t tdm__key_fixed_hash(uint64_t bits)
 {
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) &&             \
     __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && TDM__KEY_FIXED_LEN == 9
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^
-                 ((uint64_t)TDM__KEY_FIXED_LEN * 0xff51afd7ed558ccdULL);
-    h = (h ^ (1 | bits << 8)) * 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 31;
-    h = (h ^ bits) * 0x94d049bb133111ebULL;
-    h ^= h >> 32;
-    h *= 0xd6e8feb86659fd93ULL;
-    h ^= h >> 29;
-    return h;
+    return tdm__hash_fixed9(bits, TDM__HASH_ROUTE);
 #else
     char b[TDM__KEY_FIXED_LEN];
     tdm__key_fixed_put(bits, b);
@@ -443,11 +424,13 @@ bool tdm__start_ts_parse(const char *s, tdm_time_ms *out);
 /* Row aggregates (rowagg.c)                                               */
 /* ====================================================================== */
 
-/* The tdm_aggregate_methods the window subtasks use for every aggregate
- * list except a single count: the record's payload is the tdm__row
- * (borrowed during the call), field indexes come from the input the
- * current batch belongs to.  Results are packed into the result bytes as
- * n tdm__val followed by string bytes (tdm__rowagg_unpack). */
+/* The tdm_aggregate_methods (version 2) the window subtasks use for every
+ * aggregate list except a single count: each push gives the row and its
+ * input (whose field indexes apply), or a two-phase partial, in the
+ * tdm_agg_ctx (tdm_winop_push_ctx); add, merge and result return
+ * TDM_ERR_NOMEM when an allocation fails.  Results are packed into the
+ * result bytes as n tdm__val followed by string bytes
+ * (tdm__rowagg_unpack). */
 typedef struct tdm__rowagg tdm__rowagg;
 
 /* Creates the aggregate state for @p n aggregates; @p field_idx[in][a] is
@@ -456,8 +439,6 @@ typedef struct tdm__rowagg tdm__rowagg;
 tdm_err tdm__rowagg_new(const tdm__agg_spec *specs, int n,
                         const tdm_type *types, int n_inputs,
                         int *const *field_idx, tdm__rowagg **out);
-/* The input a row belongs to (called before pushing a batch). */
-void tdm__rowagg_set_input(tdm__rowagg *ra, int input);
 /* Builds the tdm_aggregate (takes no ownership of @p ra, which must
  * outlive it). */
 tdm_err tdm__rowagg_aggregate(tdm__rowagg *ra, tdm_aggregate **out);
@@ -468,13 +449,13 @@ tdm_type tdm__rowagg_type(tdm__aggfn fn, tdm_type in);
 bool tdm__rowagg_unpack(const void *bytes, size_t len, int n,
                         const tdm_type *types, tdm__val *out);
 /* Two-phase aggregation (localagg.c): the source's local phase keeps
- * accumulators of this layout and size, adds rows to them with
- * tdm__rowagg_add, and the window subtask merges each partial into its
- * windows by pushing a record while tdm__rowagg_set_partial names the
- * partial (the record's payload is then not read). */
+ * accumulators of this layout and size, adds rows of its input to them
+ * with tdm__rowagg_add (TDM_OK or TDM_ERR_NOMEM), and the window subtask
+ * merges each partial into its windows by pushing a record whose context
+ * names the partial (tdm_agg_ctx.partial; the record has no row). */
 size_t tdm__rowagg_acc_size(const tdm__rowagg *ra);
-void tdm__rowagg_add(tdm__rowagg *ra, void *acc, const tdm__row *row);
-void tdm__rowagg_set_partial(tdm__rowagg *ra, const void *acc);
+tdm_err tdm__rowagg_add(tdm__rowagg *ra, void *acc, int input,
+                        const tdm__row *row);
 /* Whether aggregates @p specs over input types @p types give the same
  * result bits in two phases as in one: count, and min and max of integer
  * fields (int64, timestamp, bool).  Sums and averages depend on the
@@ -485,9 +466,6 @@ void tdm__rowagg_set_partial(tdm__rowagg *ra, const void *acc);
  * count_distinct, first and last are not mergeable partials here. */
 bool tdm__rowagg_two_phase(const tdm__agg_spec *specs, int n,
                            const tdm_type *types);
-/* True (and cleared) when an allocation inside add, merge or result
- * failed since the last call. */
-bool tdm__rowagg_take_oom(tdm__rowagg *ra);
 void tdm__rowagg_destroy(tdm__rowagg *ra);
 
 /* ====================================================================== */

@@ -6,9 +6,10 @@
  * line, and the text of times and keys for the debug log.
  *
  * Invariant: tdm__rt_fail keeps only the first error (under run->mu) and sets
- * abort once; the wake-up that follows is idempotent.  Used by run.c,
- * plan.c, every subtask file and their components; declared in
- * rt_ctx.h.
+ * abort once; the wake-up that follows is idempotent and is left to the
+ * owner of the subtasks (run->wake_all, run.c): this file knows none.
+ * Used by run.c, plan.c, every subtask file and their components;
+ * declared in rt_ctx.h.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,31 +17,8 @@
 
 #include "runtime/plan.h"
 #include "runtime/rt_ctx.h"
-#include "runtime/task_op.h"
-#include "runtime/task_source.h"
 
 /* ---- Failure and the end of threads ---- */
-
-/* Wakes every thread that may wait on a queue or a pool, so that it
- * sees the abort flag now rather than at its next timed wake-up. */
-static void wake_all(tdm__run *run)
-{
-    for (int o = 0; o < run->n_ops; o++)
-        if (run->ops[o].tasks)
-            for (int j = 0; j < run->P; j++)
-                tdm__queue_wake(&run->ops[o].tasks[j].q);
-    for (int s = 0; s < run->n_srcs; s++)
-        if (run->srcs[s].tasks)
-            for (int i = 0; i < run->P; i++)
-                if (run->srcs[s].tasks[i].pool_ok)
-                    tdm__pool_wake(&run->srcs[s].tasks[i].pool);
-    /* Operator subtasks waiting for a free batch of their output. */
-    for (int s = 0; s < run->n_dsrcs; s++)
-        if (run->dsrcs[s].tasks)
-            for (int i = 0; i < run->P; i++)
-                if (run->dsrcs[s].tasks[i].pool_ok)
-                    tdm__pool_wake(&run->dsrcs[s].tasks[i].pool);
-}
 
 /* Only the first error is kept; abort wakes every waiter. */
 void tdm__rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
@@ -55,8 +33,9 @@ void tdm__rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
         va_end(ap);
     }
     pthread_mutex_unlock(&run->mu);
-    if (!atomic_exchange(&run->abort, 1))
-        wake_all(run);
+    /* The subtasks are run.c's: it wakes them (run->wake_all). */
+    if (!atomic_exchange(&run->abort, 1) && run->wake_all)
+        run->wake_all(run);
 }
 
 /* Counts a finished subtask and wakes the run thread. */

@@ -17,11 +17,14 @@
 #define TDM_RT_CTX_H
 
 #include "runtime/rt.h"
+#include "runtime/run_record.h"
 
 typedef struct tdm__rt_op tdm__rt_op;
 typedef struct tdm__rt_source tdm__rt_source;
 typedef struct tdm__rt_sink tdm__rt_sink;
 typedef struct tdm__rt_align tdm__rt_align;
+typedef struct tdm__rt_src_task tdm__rt_src_task;
+typedef struct tdm__rt_op_task tdm__rt_op_task;
 
 struct tdm__ckpt_store;
 struct tdm__ckpt_reader;
@@ -86,6 +89,7 @@ typedef struct tdm__rt_ck_slot {
 
 struct tdm__run {
     tdm_job *job;
+    tdm__run_record *rec; /* job->rec: the counters and run state */
     int P;
     int key_groups;
     uint16_t *owner; /* key group -> subtask */
@@ -120,7 +124,41 @@ struct tdm__run {
     tdm__rt_align *aligns;
     int n_aligns;
     tdm__rt_ckpt ck;
+    /* The subtasks, made and freed by run.c (the plan holds none):
+     * src_tasks[s] are the P subtasks of srcs[s], dsrc_tasks[s] those of
+     * the derived source dsrcs[s], op_tasks[o] those of ops[o]; NULL
+     * (array or entry) until made.  Read them through the accessors
+     * below. */
+    tdm__rt_src_task **src_tasks;
+    tdm__rt_src_task **dsrc_tasks;
+    tdm__rt_op_task **op_tasks;
+    /* What only the owner of the subtasks (run.c) can do, set before
+     * planning: wake every subtask that may wait on a queue or a pool
+     * (tdm__rt_fail), and take an alignment coordinator's announcements
+     * to its source subtasks (the emit callback plan.c opens the
+     * coordinators with; opaque is the tdm__rt_align). */
+    void (*wake_all)(tdm__run *run);
+    tdm_emit_cb align_emit;
 };
+
+/* The P subtasks of operator @p o (run->ops[o]), NULL before they are
+ * made. */
+static inline tdm__rt_op_task *tdm__rt_op_tasks(const tdm__run *run, int o)
+{
+    return run->op_tasks ? run->op_tasks[o] : NULL;
+}
+/* The P subtasks of source @p s (run->srcs[s]), NULL before they are
+ * made. */
+static inline tdm__rt_src_task *tdm__rt_src_tasks(const tdm__run *run, int s)
+{
+    return run->src_tasks ? run->src_tasks[s] : NULL;
+}
+/* The P subtasks (writers) of derived source @p s (run->dsrcs[s]), NULL
+ * before they are made. */
+static inline tdm__rt_src_task *tdm__rt_dsrc_tasks(const tdm__run *run, int s)
+{
+    return run->dsrc_tasks ? run->dsrc_tasks[s] : NULL;
+}
 
 /* A tdm_job_run's restarts: the attempt count and back-off. */
 typedef struct tdm__rt_restart {
@@ -139,7 +177,7 @@ void tdm__rt_fail(tdm__run *run, tdm_err err, const char *fmt, ...)
 static inline void tdm__rt_count(tdm__run *run, tdm_stat s, int64_t v)
 {
     if (v)
-        atomic_fetch_add_explicit(&run->job->stats[s], v, memory_order_relaxed);
+        atomic_fetch_add_explicit(&run->rec->stats[s], v, memory_order_relaxed);
 }
 
 /* ---- Services (rt_ctx.c) ---- */

@@ -55,8 +55,10 @@ static tdm_time_ms tdm__rt_src_processed(const tdm__rt_src_task *t)
     for (int e = 0; e < s->n_edges; e++) {
         const tdm__rt_edge *ed = &s->edges[e];
         int ch = ed->input * P + t->index;
+        const tdm__rt_op_task *ots =
+            tdm__rt_op_tasks(t->run, tdm__rt_op_index(t->run, ed->op));
         for (int j = 0; j < P; j++) {
-            const tdm__rt_op_task *o = &ed->op->tasks[j];
+            const tdm__rt_op_task *o = &ots[j];
             if (tdm__rt_pub_get(&o->chp[ch].ended))
                 continue;
             tdm_time_ms w = atomic_load_explicit(
@@ -149,36 +151,36 @@ static tdm_err close_sinks(tdm__run *run, char *errbuf, size_t errbuf_size,
     return err;
 }
 
+/* Frees the subtasks of @p n sources (each entry's P, then the array). */
+static void free_src_tasks(tdm__run *run, tdm__rt_src_task **tasks, int n)
+{
+    for (int i = 0; tasks && i < n; i++) {
+        for (int j = 0; tasks[i] && j < run->P; j++)
+            tdm__rt_source_task_fini(&tasks[i][j]);
+        tdm__free(tasks[i]);
+        tasks[i] = NULL;
+    }
+    tdm__free(tasks);
+}
+
 /* Frees every subtask (after the threads were joined), in the order the
  * partials pools need: source subtasks (and their local aggregates'
  * pools) before the operator subtasks, which free what they still hold
  * without returning it to a pool. */
 static void free_tasks(tdm__run *run)
 {
-    for (int i = 0; i < run->n_srcs; i++) {
-        tdm__rt_source *s = &run->srcs[i];
-        if (s->tasks)
-            for (int j = 0; j < run->P; j++)
-                tdm__rt_source_task_fini(&s->tasks[j]);
-        tdm__free(s->tasks);
-        s->tasks = NULL;
+    free_src_tasks(run, run->src_tasks, run->n_srcs);
+    run->src_tasks = NULL;
+    free_src_tasks(run, run->dsrc_tasks, run->n_dsrcs);
+    run->dsrc_tasks = NULL;
+    for (int i = 0; run->op_tasks && i < run->n_ops; i++) {
+        for (int j = 0; run->op_tasks[i] && j < run->P; j++)
+            tdm__rt_op_task_fini(&run->op_tasks[i][j]);
+        tdm__free(run->op_tasks[i]);
+        run->op_tasks[i] = NULL;
     }
-    for (int i = 0; i < run->n_dsrcs; i++) {
-        tdm__rt_source *s = &run->dsrcs[i];
-        if (s->tasks)
-            for (int j = 0; j < run->P; j++)
-                tdm__rt_source_task_fini(&s->tasks[j]);
-        tdm__free(s->tasks);
-        s->tasks = NULL;
-    }
-    for (int i = 0; i < run->n_ops; i++) {
-        tdm__rt_op *op = &run->ops[i];
-        if (op->tasks)
-            for (int j = 0; j < run->P; j++)
-                tdm__rt_op_task_fini(&op->tasks[j]);
-        tdm__free(op->tasks);
-        op->tasks = NULL;
-    }
+    tdm__free(run->op_tasks);
+    run->op_tasks = NULL;
 }
 
 /* Frees the subtasks, then the plan. */
@@ -188,7 +190,54 @@ static void free_plan(tdm__run *run)
     tdm__plan_free(run);
 }
 
-/* Creates the subtasks (queues, operators, connectors) of every node. */
+/* Wakes every thread that may wait on a queue or a pool, so that it
+ * sees the abort flag now rather than at its next timed wake-up
+ * (run->wake_all, called by tdm__rt_fail). */
+static void wake_all(tdm__run *run)
+{
+    for (int o = 0; o < run->n_ops; o++) {
+        tdm__rt_op_task *ts = tdm__rt_op_tasks(run, o);
+        for (int j = 0; ts && j < run->P; j++)
+            tdm__queue_wake(&ts[j].q);
+    }
+    for (int s = 0; s < run->n_srcs; s++) {
+        tdm__rt_src_task *ts = tdm__rt_src_tasks(run, s);
+        for (int i = 0; ts && i < run->P; i++)
+            if (ts[i].pool_ok)
+                tdm__pool_wake(&ts[i].pool);
+    }
+    /* Operator subtasks waiting for a free batch of their output. */
+    for (int s = 0; s < run->n_dsrcs; s++) {
+        tdm__rt_src_task *ts = tdm__rt_dsrc_tasks(run, s);
+        for (int i = 0; ts && i < run->P; i++)
+            if (ts[i].pool_ok)
+                tdm__pool_wake(&ts[i].pool);
+    }
+}
+
+/* The coordinator's announcements: each target subtask (numbered
+ * within the group) gets the allowed maximum; its thread applies it at
+ * the top of its loop (tdm_reader_announce is the reader's own).  The
+ * emit callback of every alignment coordinator (run->align_emit). */
+static void align_emit(void *opaque, const tdm_event *ev)
+{
+    tdm__rt_align *a = opaque;
+    tdm__run *run = a->run;
+    if (ev->type != TDM_EVENT_ANNOUNCE)
+        return;
+    for (size_t k = 0; k < ev->n_targets; k++) {
+        int g = ev->targets[k];
+        for (int i = 0; i < run->n_srcs; i++) {
+            tdm__rt_source *s = &run->srcs[i];
+            tdm__rt_src_task *ts = tdm__rt_src_tasks(run, i);
+            if (s->align != a || !ts || g < s->align_base ||
+                g >= s->align_base + run->P)
+                continue;
+            tdm__src_align_announce(&ts[g - s->align_base], ev->time);
+        }
+    }
+}
+
 /* The sink objects a subtask writes through: the shared ones, or with
  * checkpoints its own writers (role * 256 + subtask). */
 static void ck_bind(tdm__run *run, tdm__rt_ck_slot *c, tdm__rt_sink *s0, int r0,
@@ -204,102 +253,147 @@ static void ck_bind(tdm__run *run, tdm__rt_ck_slot *c, tdm__rt_sink *s0, int r0,
     }
 }
 
+/* Creates operator @p o's subtasks (queues, operators). */
+static tdm_err make_op_tasks(tdm__run *run, int o)
+{
+    tdm__rt_op *op = &run->ops[o];
+    tdm__rt_op_task *ts = tdm__calloc((size_t)run->P, sizeof *ts);
+    run->op_tasks[o] = ts;
+    if (!ts)
+        return TDM_ERR_NOMEM;
+    for (int j = 0; j < run->P; j++) {
+        ts[j].run = run;
+        ts[j].op = op;
+        ts[j].index = j;
+        ck_bind(run, &ts[j].ck, op->sink, op->sink_role, op->late,
+                op->late_role, j);
+        tdm_err err = tdm__rt_op_task_init(&ts[j]);
+        if (err != TDM_OK)
+            return err;
+    }
+    return TDM_OK;
+}
+
+/* Creates source @p s's subtasks (connectors, readers, pools). */
+static tdm_err make_src_tasks(tdm__run *run, int s)
+{
+    tdm__rt_source *src = &run->srcs[s];
+    tdm__rt_src_task *ts = tdm__calloc((size_t)run->P, sizeof *ts);
+    run->src_tasks[s] = ts;
+    if (!ts)
+        return TDM_ERR_NOMEM;
+    for (int i = 0; i < run->P; i++) {
+        tdm__rt_src_task *t = &ts[i];
+        t->run = run;
+        t->src = src;
+        t->index = i;
+        /* The objects it writes rows and dead letters through. */
+        ck_bind(run, &t->ck, src->pass, src->pass_role, run->dead,
+                src->dead_role, i);
+        tdm_err err = tdm__rt_source_task_init(t);
+        if (err != TDM_OK)
+            return err;
+    }
+    return TDM_OK;
+}
+
+/* Counts the waits of subtask @p i of a source (derived or not) whose
+ * subtasks are @p ts on each channel it feeds as its backpressure. */
+static void wire_waits(tdm__run *run, const tdm__rt_source *src,
+                       tdm__rt_src_task *ts, int i)
+{
+    for (int e = 0; e < src->n_edges; e++) {
+        const tdm__rt_edge *ed = &src->edges[e];
+        tdm__rt_op_task *op_ts =
+            tdm__rt_op_tasks(run, tdm__rt_op_index(run, ed->op));
+        for (int j = 0; j < run->P; j++)
+            op_ts[j].q.ch_waits[ed->input * run->P + i] = &ts[i].met.m.bp;
+    }
+}
+
+/* Output streams of operators read by others: subtask i of derived
+ * source @p s is written by op subtask i (no thread of its own). */
+static tdm_err make_dsrc_tasks(tdm__run *run, int s)
+{
+    tdm__rt_source *src = &run->dsrcs[s];
+    tdm__rt_src_task *ts = tdm__calloc((size_t)run->P, sizeof *ts);
+    run->dsrc_tasks[s] = ts;
+    if (!ts)
+        return TDM_ERR_NOMEM;
+    tdm__rt_op_task *from =
+        tdm__rt_op_tasks(run, tdm__rt_op_index(run, src->from));
+    for (int i = 0; i < run->P; i++) {
+        ts[i].run = run;
+        ts[i].src = src;
+        ts[i].index = i;
+        tdm_err err = tdm__rt_emit_init(&ts[i]);
+        if (err != TDM_OK) {
+            tdm__rt_fail(run, err, "%s \"%s\": out of memory",
+                         tdm__node_kind_name(src->node->kind), src->node->name);
+            return err;
+        }
+        from[i].emit = &ts[i];
+    }
+    for (int i = 0; i < run->P; i++)
+        wire_waits(run, src, ts, i);
+    return TDM_OK;
+}
+
+/* A source subtask that will never read a row ends its channels now,
+ * before any thread runs: downstream valves then never wait for it,
+ * whatever the thread timing (each channel's first item, so the push
+ * cannot block). */
+static void end_empty(tdm__run *run, int s)
+{
+    tdm__rt_source *src = &run->srcs[s];
+    tdm__rt_src_task *ts = tdm__rt_src_tasks(run, s);
+    for (int i = 0; i < run->P; i++) {
+        if (!ts[i].empty)
+            continue;
+        /* Its END is its maximum watermark. */
+        tdm__rt_pub_set(&ts[i].met.m.wm_out, TDM_TIME_MAX);
+        for (int e = 0; e < src->n_edges; e++) {
+            const tdm__rt_edge *ed = &src->edges[e];
+            tdm__rt_op_task *op_ts =
+                tdm__rt_op_tasks(run, tdm__rt_op_index(run, ed->op));
+            for (int j = 0; j < run->P; j++) {
+                tdm__item it = {.kind = TDM__ITEM_END,
+                                .ch = ed->input * run->P + i,
+                                .t = TDM_TIME_MAX};
+                tdm__queue_push(&op_ts[j].q, &it);
+            }
+        }
+    }
+}
+
+/* Creates the subtasks (queues, operators, connectors) of every node,
+ * in the run's arrays (rt_ctx.h): operators first, whose queues the
+ * sources feed. */
 static tdm_err make_tasks(tdm__run *run)
 {
-    for (int o = 0; o < run->n_ops; o++) {
-        tdm__rt_op *op = &run->ops[o];
-        op->tasks = tdm__calloc((size_t)run->P, sizeof *op->tasks);
-        if (!op->tasks)
-            return TDM_ERR_NOMEM;
-        for (int j = 0; j < run->P; j++) {
-            op->tasks[j].run = run;
-            op->tasks[j].op = op;
-            op->tasks[j].index = j;
-            ck_bind(run, &op->tasks[j].ck, op->sink, op->sink_role, op->late,
-                    op->late_role, j);
-            tdm_err err = tdm__rt_op_task_init(&op->tasks[j]);
-            if (err != TDM_OK)
-                return err;
-        }
-    }
-    for (int s = 0; s < run->n_srcs; s++) {
-        tdm__rt_source *src = &run->srcs[s];
-        src->tasks = tdm__calloc((size_t)run->P, sizeof *src->tasks);
-        if (!src->tasks)
-            return TDM_ERR_NOMEM;
-        for (int i = 0; i < run->P; i++) {
-            tdm__rt_src_task *t = &src->tasks[i];
-            t->run = run;
-            t->src = src;
-            t->index = i;
-            /* The objects it writes rows and dead letters through. */
-            ck_bind(run, &t->ck, src->pass, src->pass_role, run->dead,
-                    src->dead_role, i);
-            tdm_err err = tdm__rt_source_task_init(&src->tasks[i]);
-            if (err != TDM_OK)
-                return err;
-        }
-    }
-    /* Output streams of operators read by others: subtask i is written
-     * by op subtask i (no thread of its own). */
-    for (int s = 0; s < run->n_dsrcs; s++) {
-        tdm__rt_source *src = &run->dsrcs[s];
-        src->tasks = tdm__calloc((size_t)run->P, sizeof *src->tasks);
-        if (!src->tasks)
-            return TDM_ERR_NOMEM;
-        for (int i = 0; i < run->P; i++) {
-            src->tasks[i].run = run;
-            src->tasks[i].src = src;
-            src->tasks[i].index = i;
-            tdm_err err = tdm__rt_emit_init(&src->tasks[i]);
-            if (err != TDM_OK) {
-                tdm__rt_fail(run, err, "%s \"%s\": out of memory",
-                             tdm__node_kind_name(src->node->kind),
-                             src->node->name);
-                return err;
-            }
-            src->from->tasks[i].emit = &src->tasks[i];
-        }
-        for (int i = 0; i < run->P; i++)
-            for (int e = 0; e < src->n_edges; e++)
-                for (int j = 0; j < run->P; j++)
-                    src->edges[e]
-                        .op->tasks[j]
-                        .q.ch_waits[src->edges[e].input * run->P + i] =
-                        &src->tasks[i].m.bp;
-    }
+    run->op_tasks = tdm__calloc((size_t)run->n_ops + 1, sizeof *run->op_tasks);
+    run->src_tasks =
+        tdm__calloc((size_t)run->n_srcs + 1, sizeof *run->src_tasks);
+    run->dsrc_tasks =
+        tdm__calloc((size_t)run->n_dsrcs + 1, sizeof *run->dsrc_tasks);
+    if (!run->op_tasks || !run->src_tasks || !run->dsrc_tasks)
+        return TDM_ERR_NOMEM;
+    tdm_err err = TDM_OK;
+    for (int o = 0; err == TDM_OK && o < run->n_ops; o++)
+        err = make_op_tasks(run, o);
+    for (int s = 0; err == TDM_OK && s < run->n_srcs; s++)
+        err = make_src_tasks(run, s);
+    for (int s = 0; err == TDM_OK && s < run->n_dsrcs; s++)
+        err = make_dsrc_tasks(run, s);
+    if (err != TDM_OK)
+        return err;
     /* Backpressure per source subtask: its waits on each channel it
      * feeds count for it. */
-    for (int s = 0; s < run->n_srcs; s++) {
-        tdm__rt_source *src = &run->srcs[s];
+    for (int s = 0; s < run->n_srcs; s++)
         for (int i = 0; i < run->P; i++)
-            for (int e = 0; e < src->n_edges; e++)
-                for (int j = 0; j < run->P; j++)
-                    src->edges[e]
-                        .op->tasks[j]
-                        .q.ch_waits[src->edges[e].input * run->P + i] =
-                        &src->tasks[i].m.bp;
-    }
-    /* A source subtask that will never read a row ends its channels now,
-     * before any thread runs: downstream valves then never wait for it,
-     * whatever the thread timing (each channel's first item, so the push
-     * cannot block). */
-    for (int s = 0; s < run->n_srcs; s++) {
-        tdm__rt_source *src = &run->srcs[s];
-        for (int i = 0; i < run->P; i++) {
-            if (!src->tasks[i].empty)
-                continue;
-            /* Its END is its maximum watermark. */
-            tdm__rt_pub_set(&src->tasks[i].m.wm_out, TDM_TIME_MAX);
-            for (int e = 0; e < src->n_edges; e++)
-                for (int j = 0; j < run->P; j++) {
-                    tdm__item it = {.kind = TDM__ITEM_END,
-                                    .ch = src->edges[e].input * run->P + i,
-                                    .t = TDM_TIME_MAX};
-                    tdm__queue_push(&src->edges[e].op->tasks[j].q, &it);
-                }
-        }
-    }
+            wire_waits(run, &run->srcs[s], tdm__rt_src_tasks(run, s), i);
+    for (int s = 0; s < run->n_srcs; s++)
+        end_empty(run, s);
     return TDM_OK;
 }
 
@@ -325,7 +419,7 @@ static tdm_err start_threads(tdm__run *run)
 {
     for (int o = 0; o < run->n_ops; o++)
         for (int j = 0; j < run->P; j++) {
-            tdm__rt_op_task *t = &run->ops[o].tasks[j];
+            tdm__rt_op_task *t = &tdm__rt_op_tasks(run, o)[j];
             if (pthread_create(&t->th, NULL, tdm__rt_op_main, t) != 0)
                 return TDM_ERR_NOMEM;
             t->started = true;
@@ -334,7 +428,7 @@ static tdm_err start_threads(tdm__run *run)
         }
     for (int s = 0; s < run->n_srcs; s++)
         for (int i = 0; i < run->P; i++) {
-            tdm__rt_src_task *t = &run->srcs[s].tasks[i];
+            tdm__rt_src_task *t = &tdm__rt_src_tasks(run, s)[i];
             if (pthread_create(&t->th, NULL, tdm__rt_source_main, t) != 0)
                 return TDM_ERR_NOMEM;
             t->started = true;
@@ -347,20 +441,22 @@ static tdm_err start_threads(tdm__run *run)
 /* Joins every started thread. */
 static void join_threads(tdm__run *run)
 {
-    for (int o = 0; o < run->n_ops; o++)
-        if (run->ops[o].tasks)
-            for (int j = 0; j < run->P; j++)
-                if (run->ops[o].tasks[j].started) {
-                    pthread_join(run->ops[o].tasks[j].th, NULL);
-                    run->ops[o].tasks[j].started = false;
-                }
-    for (int s = 0; s < run->n_srcs; s++)
-        if (run->srcs[s].tasks)
-            for (int i = 0; i < run->P; i++)
-                if (run->srcs[s].tasks[i].started) {
-                    pthread_join(run->srcs[s].tasks[i].th, NULL);
-                    run->srcs[s].tasks[i].started = false;
-                }
+    for (int o = 0; o < run->n_ops; o++) {
+        tdm__rt_op_task *ts = tdm__rt_op_tasks(run, o);
+        for (int j = 0; ts && j < run->P; j++)
+            if (ts[j].started) {
+                pthread_join(ts[j].th, NULL);
+                ts[j].started = false;
+            }
+    }
+    for (int s = 0; s < run->n_srcs; s++) {
+        tdm__rt_src_task *ts = tdm__rt_src_tasks(run, s);
+        for (int i = 0; ts && i < run->P; i++)
+            if (ts[i].started) {
+                pthread_join(ts[i].th, NULL);
+                ts[i].started = false;
+            }
+    }
 }
 
 /* The lowest watermark over operator subtasks. */
@@ -368,15 +464,17 @@ static void update_watermark(tdm__run *run)
 {
     tdm_time_ms wm = TDM_TIME_MAX;
     bool any = false;
-    for (int o = 0; o < run->n_ops; o++)
-        for (int j = 0; run->ops[o].tasks && j < run->P; j++) {
-            tdm_time_ms w = atomic_load_explicit(&run->ops[o].tasks[j].wm,
-                                                 memory_order_relaxed);
+    for (int o = 0; o < run->n_ops; o++) {
+        tdm__rt_op_task *ts = tdm__rt_op_tasks(run, o);
+        for (int j = 0; ts && j < run->P; j++) {
+            tdm_time_ms w =
+                atomic_load_explicit(&ts[j].wm, memory_order_relaxed);
             if (w < wm)
                 wm = w;
             any = true;
         }
-    atomic_store(&run->job->stats[TDM_STAT_WATERMARK], any ? wm : TDM_TIME_MIN);
+    }
+    atomic_store(&run->rec->stats[TDM_STAT_WATERMARK], any ? wm : TDM_TIME_MIN);
 }
 
 /* Refreshes the watermark counter and calls the progress callback. */
@@ -395,15 +493,17 @@ static void progress(tdm__run *run)
 static tdm_time_ms ops_done(tdm__run *run, tdm_time_ms *top)
 {
     tdm_time_ms done = TDM_TIME_MAX, hi = TDM_TIME_MIN;
-    for (int o = 0; o < run->n_ops; o++)
-        for (int j = 0; run->ops[o].tasks && j < run->P; j++) {
-            tdm_time_ms w = atomic_load_explicit(&run->ops[o].tasks[j].wm,
-                                                 memory_order_acquire);
+    for (int o = 0; o < run->n_ops; o++) {
+        tdm__rt_op_task *ts = tdm__rt_op_tasks(run, o);
+        for (int j = 0; ts && j < run->P; j++) {
+            tdm_time_ms w =
+                atomic_load_explicit(&ts[j].wm, memory_order_acquire);
             if (w < done)
                 done = w;
             if (w > hi)
                 hi = w;
         }
+    }
     if (top)
         *top = hi;
     return done;
@@ -442,24 +542,21 @@ static bool flush_sinks(tdm__run *run)
 static void commit_round(tdm__run *run)
 {
     for (int i = 0; i < run->n_srcs; i++) {
-        tdm__rt_source *s = &run->srcs[i];
-        if (!s->v2 || !s->tasks)
+        tdm__rt_src_task *ts = tdm__rt_src_tasks(run, i);
+        if (!run->srcs[i].v2 || !ts)
             continue;
         for (int k = 0; k < run->P; k++)
-            s->tasks[k].c_pend = tdm__rt_src_processed(&s->tasks[k]);
+            tdm__src_v2_set_pending(&ts[k], tdm__rt_src_processed(&ts[k]));
     }
     tdm_time_ms done = ops_done(run, NULL);
     if (!flush_sinks(run))
         return;
     for (int i = 0; i < run->n_srcs; i++) {
-        tdm__rt_source *s = &run->srcs[i];
-        if (!s->v2 || !s->tasks)
+        tdm__rt_src_task *ts = tdm__rt_src_tasks(run, i);
+        if (!run->srcs[i].v2 || !ts)
             continue;
         for (int k = 0; k < run->P; k++) {
-            tdm__rt_src_task *t = &s->tasks[k];
-            atomic_store_explicit(&t->c_proc, t->c_pend, memory_order_relaxed);
-            atomic_store_explicit(&t->c_done, done, memory_order_relaxed);
-            atomic_fetch_add_explicit(&t->c_req, 1, memory_order_release);
+            tdm__src_v2_request_commit(&ts[k], done);
         }
     }
 }
@@ -476,10 +573,11 @@ static void final_commit(tdm__run *run)
         top = TDM_TIME_MIN;
     for (int i = 0; i < run->n_srcs; i++) {
         tdm__rt_source *s = &run->srcs[i];
-        if (!s->v2 || !s->tasks || !s->vt->commit)
+        tdm__rt_src_task *ts = tdm__rt_src_tasks(run, i);
+        if (!s->v2 || !ts || !s->vt->commit)
             continue;
         for (int k = 0; k < run->P; k++) {
-            tdm__rt_src_task *t = &s->tasks[k];
+            tdm__rt_src_task *t = &ts[k];
             if (t->conn &&
                 s->vt->commit(t->conn, TDM_TIME_MAX, done, top) != TDM_OK)
                 tdm__job_log(run->job,
@@ -511,7 +609,7 @@ static void tick_sinks(tdm__run *run)
  * committing source, running a commit round every commit.interval. */
 static void supervise(tdm__run *run)
 {
-    int64_t interval = tdm__job_int(run->job, "status.interval");
+    int64_t interval = run->job->spec.status_interval_ms;
     int64_t next_status = tdm__mono_ms() + interval;
     int64_t next_commit = tdm__mono_ms() + run->commit_interval;
     int64_t next_tick = tdm__mono_ms() + RT_SINK_TICK_MS;
@@ -522,7 +620,7 @@ static void supervise(tdm__run *run)
             next = next_commit;
         if (run->ck.on && !run->ck.pending && run->ck.next_ms < next)
             next = run->ck.next_ms;
-        if (run->ck.on && !run->ck.pending && atomic_load(&run->job->savepoint))
+        if (run->ck.on && !run->ck.pending && atomic_load(&run->rec->savepoint))
             next = tdm__mono_ms();
         struct timespec at = {.tv_sec = (time_t)(next / 1000),
                               .tv_nsec = (long)(next % 1000) * 1000000};
@@ -566,14 +664,14 @@ static void reset_stats(tdm_job *job, bool restart)
 {
     for (int i = 0; i < TDM_STAT_COUNT_; i++)
         if (!restart || !spans_restarts(i))
-            atomic_store(&job->stats[i], 0);
+            atomic_store(&job->rec->stats[i], 0);
     if (!restart) {
-        atomic_store(&job->stats[TDM_STAT_CHECKPOINT_ID], -1);
-        atomic_store(&job->stats[TDM_STAT_CHECKPOINT_FAILED_ID], -1);
+        atomic_store(&job->rec->stats[TDM_STAT_CHECKPOINT_ID], -1);
+        atomic_store(&job->rec->stats[TDM_STAT_CHECKPOINT_FAILED_ID], -1);
     }
-    atomic_store(&job->stats[TDM_STAT_WATERMARK], TDM_TIME_MIN);
-    atomic_store(&job->queue_waits, 0);
-    atomic_store(&job->batches_peak, 0);
+    atomic_store(&job->rec->stats[TDM_STAT_WATERMARK], TDM_TIME_MIN);
+    atomic_store(&job->rec->queue_waits, 0);
+    atomic_store(&job->rec->batches_peak, 0);
 }
 
 /* Reads the job keys the run needs; key groups are at least the
@@ -582,13 +680,16 @@ static tdm_err init_run(tdm__run *run, tdm_job *job)
 {
     memset(run, 0, sizeof *run);
     run->job = job;
-    run->P = (int)tdm__job_int(job, "parallelism");
-    run->key_groups = (int)tdm__job_int(job, "key_groups");
-    run->batch_size = (size_t)tdm__job_int(job, "batch.size");
-    run->qcap = (int)tdm__job_int(job, "queue.capacity");
-    run->guard = tdm__job_int(job, "timestamp_guard");
-    run->guard_dead = tdm__job_int(job, "timestamp_guard.dead_letter") != 0;
-    run->debug = tdm__job_spec_of(job).log_level == TDM__LOG_LEVEL_DEBUG;
+    run->rec = job->rec;
+    run->wake_all = wake_all;
+    run->align_emit = align_emit;
+    run->P = (int)job->spec.parallelism;
+    run->key_groups = (int)job->spec.key_groups;
+    run->batch_size = (size_t)job->spec.batch_size;
+    run->qcap = (int)job->spec.queue_capacity;
+    run->guard = job->spec.timestamp_guard_ms;
+    run->guard_dead = job->spec.timestamp_guard_dead_letter;
+    run->debug = job->spec.log_level == TDM__LOG_LEVEL_DEBUG;
     if (run->key_groups < run->P)
         run->key_groups = run->P;
     run->owner = tdm__calloc((size_t)run->key_groups, sizeof *run->owner);
@@ -628,13 +729,13 @@ static tdm_err run_attempt(tdm_job *job, bool restart, char *errbuf,
     }
     reset_stats(job, restart);
     /* Snapshots read the clock under the metrics lock. */
-    pthread_mutex_lock(&job->mmu);
+    pthread_mutex_lock(&job->rec->mmu);
     job->clock_base_real = 0;
-    atomic_store(&job->start_ms, tdm__job_now(job));
-    if (job->lat.b)
-        tdm__hist_reset(&job->lat);
-    pthread_mutex_unlock(&job->mmu);
-    job->run = run;
+    atomic_store(&job->rec->start_ms, tdm__job_now(job));
+    if (job->rec->lat.b)
+        tdm__hist_reset(&job->rec->lat);
+    pthread_mutex_unlock(&job->rec->mmu);
+    job->rec->run = run;
 
     tdm_err err = tdm__plan_build(run, errbuf, errbuf_size);
     if (err == TDM_OK)
@@ -663,8 +764,8 @@ static tdm_err run_attempt(tdm_job *job, bool restart, char *errbuf,
     tdm__rt_ckpt_close(run);
     if (err == TDM_OK && run->any_v2)
         final_commit(run);
-    atomic_store(&job->stats[TDM_STAT_ELAPSED_MS],
-                 tdm__job_now(job) - atomic_load(&job->start_ms));
+    atomic_store(&job->rec->stats[TDM_STAT_ELAPSED_MS],
+                 tdm__job_now(job) - atomic_load(&job->rec->start_ms));
     if (job->progress && err == TDM_OK)
         job->progress(job->progress_ud, job);
     free_plan(run);
@@ -672,7 +773,7 @@ static tdm_err run_attempt(tdm_job *job, bool restart, char *errbuf,
     pthread_mutex_destroy(&run->mu);
     tdm__free(run->owner);
     tdm__free(run);
-    job->run = NULL;
+    job->rec->run = NULL;
     return err;
 }
 
@@ -683,7 +784,7 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
     if (!job)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "job must not be NULL");
-    if (atomic_load(&job->running))
+    if (atomic_load(&job->rec->running))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "the job is already running");
     tdm_err err = tdm_job_validate(job, errbuf, errbuf_size);
@@ -691,11 +792,11 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
         return err;
     tdm__rt_restart rs;
     tdm__rt_restart_init(&rs, job);
-    atomic_store(&job->cancel, 0);
-    atomic_store(&job->running, 1);
+    atomic_store(&job->rec->cancel, 0);
+    atomic_store(&job->rec->running, 1);
     err = run_attempt(job, false, errbuf, errbuf_size);
     while (tdm__rt_restart_next(&rs, job, err, errbuf, errbuf_size))
         err = run_attempt(job, true, errbuf, errbuf_size);
-    atomic_store(&job->running, 0);
+    atomic_store(&job->rec->running, 0);
     return err;
 }

@@ -59,39 +59,39 @@ static void on_dead(void *ud, const char *location, const char *reason,
 
 /* The connectors' configuration of source @p n, as run.c plans a file
  * source (tdm__spec_conn: the connectors' constants are the table's
- * choices counted from 1; the scan reads an unvalidated node, so by key). */
+ * choices counted from 1; the scan reads an unvalidated node, whose
+ * spec job.c keeps in step with its keys). */
 static tdm_err plan(tdm_source_scan *sc, const tdm_node *n, char *errbuf,
                     size_t errbuf_size)
 {
     tdm__source_conf *c = &sc->conf;
-    int type = tdm__spec_conn((int)tdm__node_int(n, "type"));
+    int type = tdm__spec_conn((int)n->spec.src.type);
     if (type != TDM__SRC_FILE && type != TDM__SRC_STDIN)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
                          "source '%s': only file sources can be scanned",
                          n->name);
-    if ((tdm__source_time)tdm__node_int(n, "time") != TDM__SOURCE_TIME_EVENT)
+    if (n->spec.src.time != TDM__SOURCE_TIME_EVENT)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
                          "source '%s': only event time can be scanned",
                          n->name);
     c->name = n->name;
     c->type = TDM__SRC_FILE;
-    c->format = tdm__spec_conn((int)tdm__node_int(n, "format"));
-    c->csv_header = tdm__node_int(n, "csv.header") != 0;
-    c->csv_delimiter = tdm__node_str(n, "csv.delimiter")[0];
+    c->format = tdm__spec_conn((int)n->spec.src.format);
+    c->csv_header = n->spec.src.csv_header;
+    c->csv_delimiter = n->spec.src.csv_delimiter[0];
     c->schema = tdm__node_schema(n);
     c->time_mode = TDM__TIME_EVENT;
-    c->ts_unit = tdm__spec_conn((int)tdm__node_int(n, "timestamp.unit"));
+    c->ts_unit = tdm__spec_conn((int)n->spec.src.ts_unit);
     if (!c->schema)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "source '%s' has no schema", n->name);
-    c->ts_field =
-        tdm__schema_find(c->schema, tdm__node_str(n, "timestamp.field"));
+    c->ts_field = tdm__schema_find(c->schema, n->spec.src.timestamp_field);
     if (c->ts_field < 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "source '%s': timestamp.field is not in the "
                          "schema",
                          n->name);
-    const char *pf = tdm__node_str(n, "partition.field");
+    const char *pf = n->spec.src.partition_field;
     c->partition_field = *pf ? tdm__schema_find(c->schema, pf) : -1;
     if (*pf && c->partition_field < 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
@@ -157,8 +157,7 @@ tdm_err tdm_source_scan_new(tdm_job *job, const char *source,
     if ((err = plan(sc, n, errbuf, errbuf_size)) != TDM_OK ||
         (err = open_streams(sc, paths, n_paths, errbuf, errbuf_size)) != TDM_OK)
         goto fail;
-    sc->b = tdm__batch_new(sc->conf.schema,
-                           (size_t)tdm__job_int(job, "batch.size"));
+    sc->b = tdm__batch_new(sc->conf.schema, (size_t)job->spec.batch_size);
     if (!sc->b) {
         err = TDM_ERR_NOMEM;
         goto fail;

@@ -11,6 +11,7 @@
  * on_open (tdm__src_ckpt_announce_restored).
  */
 
+#include "runtime/task_source.h"
 #include "runtime/src_ckpt.h"
 #include "runtime/ckpt.h"
 #include "runtime/localagg.h"
@@ -69,9 +70,9 @@ static void src_barrier(tdm__rt_src_task *t, uint64_t id)
     uint8_t *blob = NULL;
     size_t len = 0;
     tdm__outbox_flush_rows(t);
-    for (int e = 0; t->any_lagg && e < t->src->n_edges; e++)
-        if (t->lagg[e])
-            tdm__rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
+    for (int e = 0; t->la.any && e < t->src->n_edges; e++)
+        if (t->la.e[e])
+            tdm__rt_lagg_flush(t, t->la.e[e], TDM_TIME_MAX);
     src_ckpt_notify(t, id, 0);
     if (!src_snapshot(t, &blob, &len))
         return;

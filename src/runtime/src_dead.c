@@ -5,8 +5,8 @@
  * sink (shared, thread-safe) or, without one, to the log (the first
  * few only: a file of garbage must not flood stderr).
  *
- * State: none of its own beyond the subtask's counters (t->m.bad,
- * t->m.dead) and the run's shared log budget (run->bad_logged).
+ * State: none of its own beyond the subtask's counters (t->met.m.bad,
+ * t->met.m.dead) and the run's shared log budget (run->bad_logged).
  * Used by task_source.c (the scan, the connector's open) only.
  */
 #include <stdio.h>
@@ -14,6 +14,7 @@
 
 #include "runtime/ckpt.h"
 #include "runtime/outbox.h"
+#include "runtime/task_source.h"
 #include "runtime/src_dead.h"
 #include "time/wm.h"
 
@@ -59,9 +60,9 @@ void tdm__src_dead_conn_cb(void *ud, const char *location, const char *reason,
                            const char *raw, size_t raw_len)
 {
     tdm__rt_src_task *t = ud;
-    tdm__rt_pub_add(&t->m.bad, 1);
+    tdm__rt_pub_add(&t->met.m.bad, 1);
     if (t->run->dead)
-        tdm__rt_pub_add(&t->m.dead, 1);
+        tdm__rt_pub_add(&t->met.m.dead, 1);
     tdm__src_dead_letter(t, t->src->node->name, location, reason, raw, raw_len,
                          true);
 }
@@ -98,7 +99,7 @@ void tdm__src_dead_guarded(tdm__rt_src_task *t, const tdm__row *row)
              "%s)",
              iso, span, lim);
     if (t->run->dead)
-        tdm__rt_pub_add(&t->m.dead, 1);
+        tdm__rt_pub_add(&t->met.m.dead, 1);
     /* Counted as a guard hit by the caller, not as malformed. */
     const tdm__kept *k = tdm__batch_kept(t->cur->b, row);
     if (k) {

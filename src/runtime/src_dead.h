@@ -5,8 +5,8 @@
  * sink (shared, thread-safe) or, without one, to the log (the first
  * few only: a file of garbage must not flood stderr).
  *
- * State: none of its own beyond the subtask's counters (t->m.bad,
- * t->m.dead) and the run's shared log budget (run->bad_logged).
+ * State: none of its own beyond the subtask's counters (t->met.m.bad,
+ * t->met.m.dead) and the run's shared log budget (run->bad_logged).
  * Used by task_source.c (the scan, the connector's open) only.
  */
 #ifndef TDM_RT_SRC_DEAD_H

@@ -4,7 +4,7 @@
  * settled yet go to the window subtasks owning them in FENCE items, after
  * the rows sent so far, so that its next owner writes their windows.
  *
- * State: t->fk, per split and consumer edge a key set filled per row by
+ * State: t->fence.fk, per split and consumer edge a key set filled per row by
  * the outbox's router (tdm__outbox_track_key) and pruned at each commit.
  * Hooks: on_split_finished (tdm__src_fence_send), after a commit
  * (tdm__src_fence_prune).
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "runtime/outbox.h"
+#include "runtime/task_source.h"
 #include "runtime/src_fence.h"
 #include "runtime/task_op.h"
 #include "time/wm.h"
@@ -33,18 +34,20 @@ void tdm__src_fence_send(tdm__rt_src_task *t, int p)
     for (int e = 0; e < s->n_edges; e++) {
         const tdm__rt_edge *ed = &s->edges[e];
         const tdm__rt_keyset *ks =
-            &t->fk[(size_t)p * (size_t)s->n_edges + (size_t)e];
+            &t->fence.fk[(size_t)p * (size_t)s->n_edges + (size_t)e];
         for (int j = 0; j < P; j++)
             msg[j] = NULL;
-        for (size_t k = 0; k < ks->n; k++) {
-            const tdm__rt_keyent *en = &ks->ents[k];
-            int j =
-                P > 1 ? t->run->owner[tdm__key_group(en->h, t->run->key_groups)]
-                      : 0;
+        size_t pos = 0, klen;
+        const void *kp;
+        while (tdm__map_next(ks->map, &pos, &kp, &klen)) {
+            uint64_t kh = tdm__map_hash_at(ks->map, pos);
+            int j = P > 1
+                        ? t->run->owner[tdm__key_group(kh, t->run->key_groups)]
+                        : 0;
             if (!msg[j] && !(msg[j] = tdm__calloc(1, sizeof *msg[j])))
                 goto nomem;
             tdm__rt_fence *f = msg[j];
-            size_t need = f->len + sizeof(uint32_t) + en->len;
+            size_t need = f->len + sizeof(uint32_t) + klen;
             if (need > f->cap) {
                 size_t cap = f->cap ? 2 * f->cap : 256;
                 while (cap < need)
@@ -55,9 +58,9 @@ void tdm__src_fence_send(tdm__rt_src_task *t, int p)
                 f->data = nd;
                 f->cap = cap;
             }
-            uint32_t len = (uint32_t)en->len;
+            uint32_t len = (uint32_t)klen;
             memcpy(f->data + f->len, &len, sizeof len);
-            memcpy(f->data + f->len + sizeof len, ks->bytes + en->off, en->len);
+            memcpy(f->data + f->len + sizeof len, kp, klen);
             f->len = need;
             f->n++;
         }
@@ -69,7 +72,9 @@ void tdm__src_fence_send(tdm__rt_src_task *t, int p)
                             .ch = ed->input * P + t->index,
                             .fence = msg[j]};
             msg[j] = NULL; /* the consumer's now, unless the run aborts */
-            if (!tdm__queue_push(&ed->op->tasks[j].q, &it))
+            tdm__rt_op_task *to =
+                tdm__rt_op_tasks(t->run, tdm__rt_op_index(t->run, ed->op));
+            if (!tdm__queue_push(&to[j].q, &it))
                 tdm__rt_fence_free(it.fence);
         }
     }
@@ -79,7 +84,7 @@ void tdm__src_fence_send(tdm__rt_src_task *t, int p)
                      "revoked with %zu key(s) in open windows: fenced (their "
                      "windows are left to its next owner)",
                      s->node->name, t->index,
-                     t->parts[p].name ? t->parts[p].name : "?", total);
+                     t->met.parts[p].name ? t->met.parts[p].name : "?", total);
     tdm__free(msg);
     return;
 nomem:
@@ -94,28 +99,47 @@ nomem:
  * are fenced (tdm__src_fence_send), and the split's key sets freed. */
 void tdm__src_fence_on_finished(tdm__rt_src_task *t, int p)
 {
-    if (!t->src->fence || p >= t->fk_cap)
+    if (!t->src->fence || p >= t->fence.fk_cap)
         return;
     if (t->finished[p] && t->src->vt->fenced(t->conn, p))
         tdm__src_fence_send(t, p);
     for (int e = 0; e < t->src->n_edges; e++)
         tdm__rt_keyset_free(
-            &t->fk[(size_t)p * (size_t)t->src->n_edges + (size_t)e]);
+            &t->fence.fk[(size_t)p * (size_t)t->src->n_edges + (size_t)e]);
 }
 
 /* After a commit with results settled up to @p done: keys whose records'
  * results are all settled need no fence. */
 void tdm__src_fence_prune(tdm__rt_src_task *t, tdm_time_ms done)
 {
-    for (int i = 0; t->fk && i < t->fk_cap * t->src->n_edges; i++)
-        tdm__rt_keyset_prune(&t->fk[i], done);
+    for (int i = 0; t->fence.fk && i < t->fence.fk_cap * t->src->n_edges; i++)
+        tdm__rt_keyset_prune(&t->fence.fk[i], done);
 }
 
 /* Frees every split's key sets (NULL-safe parts). */
 void tdm__src_fence_free(tdm__rt_src_task *t)
 {
-    for (int i = 0; t->fk && i < t->fk_cap * t->src->n_edges; i++)
-        tdm__rt_keyset_free(&t->fk[i]);
-    tdm__free(t->fk);
-    t->fk = NULL;
+    for (int i = 0; t->fence.fk && i < t->fence.fk_cap * t->src->n_edges; i++)
+        tdm__rt_keyset_free(&t->fence.fk[i]);
+    tdm__free(t->fence.fk);
+    t->fence.fk = NULL;
+}
+
+/* See src_fence.h.  Key sets per split and consumer edge, only for a
+ * fenced source; new ones empty. */
+tdm_err tdm__src_fence_grow(tdm__rt_src_task *t, int old, int cap)
+{
+    (void)old;
+    if (!t->src->fence)
+        return TDM_OK;
+    size_t ne = (size_t)t->src->n_edges;
+    tdm__rt_keyset *fk =
+        tdm__realloc(t->fence.fk, (size_t)cap * ne * sizeof *fk);
+    if (!fk)
+        return TDM_ERR_NOMEM;
+    memset(fk + (size_t)t->fence.fk_cap * ne, 0,
+           (size_t)(cap - t->fence.fk_cap) * ne * sizeof *fk);
+    t->fence.fk = fk;
+    t->fence.fk_cap = cap;
+    return TDM_OK;
 }

@@ -8,7 +8,9 @@
  * connector's own name).
  *
  * Invariant: t->part_cap >= t->n_parts, and every array has part_cap
- * entries; the published ones (t->parts) move only under t->mx.
+ * entries.  Each component grows its own arrays (its *_grow hook, in
+ * the on_grow list below); the published ones (t->met.parts) move only
+ * under t->met.mx.
  * Used by task_source.c (the scan, the poll) and by tdm__rt_source_task_init.
  */
 #include <glob.h>
@@ -17,92 +19,53 @@
 #include <sys/stat.h>
 
 #include "runtime/outbox.h"
+#include "runtime/task_source.h"
 #include "runtime/src_parts.h"
 #include "runtime/src_v2.h"
+#include "runtime/src_unit.h"
+#include "runtime/src_metrics.h"
+#include "runtime/src_fence.h"
+#include "runtime/src_align.h"
 #include "time/wm.h"
 
-/* Makes the per-partition arrays hold at least @p need entries. */
+/* The loop's own per-split flags: finished, and told to the reader. */
+static tdm_err flags_grow(tdm__rt_src_task *t, int old, int cap)
+{
+    uint8_t *f = tdm__realloc(t->finished, (size_t)cap);
+    if (!f)
+        return TDM_ERR_NOMEM;
+    t->finished = f;
+    uint8_t *r = tdm__realloc(t->reported, (size_t)cap);
+    if (!r)
+        return TDM_ERR_NOMEM;
+    t->reported = r;
+    memset(f + old, 0, (size_t)(cap - old));
+    memset(r + old, 0, (size_t)(cap - old));
+    return TDM_OK;
+}
+
+/* Every holder of per-split arrays, each growing its own (a component's
+ * state is its own): the hook list of a reserve. */
+static tdm_err (*const on_grow[])(tdm__rt_src_task *, int, int) = {
+    flags_grow,       tdm__src_unit_grow,  tdm__src_metrics_grow,
+    tdm__src_v2_grow, tdm__src_align_grow, tdm__src_fence_grow,
+};
+
+/* Makes the per-partition arrays hold at least @p need entries.  On a
+ * failure part_cap stays: the arrays grown so far are only larger. */
 tdm_err tdm__src_parts_reserve(tdm__rt_src_task *t, int need)
 {
-    if (need > t->part_cap) {
-        int cap = t->part_cap ? t->part_cap : 16;
-        while (cap < need)
-            cap *= 2;
-        uint8_t *f = tdm__realloc(t->finished, (size_t)cap);
-        if (!f)
-            return TDM_ERR_NOMEM;
-        t->finished = f;
-        uint8_t *r = tdm__realloc(t->reported, (size_t)cap);
-        if (!r)
-            return TDM_ERR_NOMEM;
-        t->reported = r;
-        struct tdm__rt_unit *u = tdm__realloc(t->uc, (size_t)cap * sizeof *u);
-        if (!u)
-            return TDM_ERR_NOMEM;
-        t->uc = u;
-        int *mt = tdm__realloc(t->mtouched, (size_t)cap * sizeof *mt);
-        if (!mt)
-            return TDM_ERR_NOMEM;
-        t->mtouched = mt;
-        tdm_time_ms *fl = tdm__realloc(t->floor, (size_t)cap * sizeof *fl);
-        if (!fl)
-            return TDM_ERR_NOMEM;
-        t->floor = fl;
-        tdm_time_ms *hz = tdm__realloc(t->hzbuf, (size_t)cap * sizeof *hz);
-        if (!hz)
-            return TDM_ERR_NOMEM;
-        t->hzbuf = hz;
-        uint8_t *pz = tdm__realloc(t->ppaused, (size_t)cap);
-        if (!pz)
-            return TDM_ERR_NOMEM;
-        t->ppaused = pz;
-        if (t->src->fence) {
-            size_t ne = (size_t)t->src->n_edges;
-            tdm__rt_keyset *fk =
-                tdm__realloc(t->fk, (size_t)cap * ne * sizeof *fk);
-            if (!fk)
-                return TDM_ERR_NOMEM;
-            memset(fk + (size_t)t->fk_cap * ne, 0,
-                   (size_t)(cap - t->fk_cap) * ne * sizeof *fk);
-            t->fk = fk;
-            t->fk_cap = cap;
-        }
-        for (int p = t->part_cap; p < cap; p++) {
-            fl[p] = TDM_TIME_MIN;
-            pz[p] = 0;
-        }
-        tdm__rt_phot *h = tdm__realloc(t->hot, (size_t)cap * sizeof *h);
-        if (!h)
-            return TDM_ERR_NOMEM;
-        t->hot = h;
-        for (int p = t->part_cap; p < cap; p++) {
-            memset(&h[p], 0, sizeof h[p]);
-            h[p].hi = TDM_TIME_MIN;
-        }
-        /* Snapshots read parts under mx: the move must not race them. */
-        pthread_mutex_lock(&t->mx);
-        tdm__rt_part *pa = tdm__realloc(t->parts, (size_t)cap * sizeof *pa);
-        if (pa) {
-            t->parts = pa;
-            for (int p = t->part_cap; p < cap; p++) {
-                tdm__rt_part *pp = &pa[p];
-                memset(pp, 0, sizeof *pp);
-                pp->global = -1;
-                atomic_init(&pp->p_records, 0);
-                atomic_init(&pp->p_max_ts, TDM_TIME_MIN);
-                atomic_init(&pp->p_last_at, TDM_TIME_MIN);
-                atomic_init(&pp->p_wm, TDM_TIME_MIN);
-                atomic_init(&pp->p_flags, 0);
-            }
-        }
-        pthread_mutex_unlock(&t->mx);
-        if (!pa)
-            return TDM_ERR_NOMEM;
-        memset(t->finished + t->part_cap, 0, (size_t)(cap - t->part_cap));
-        memset(t->reported + t->part_cap, 0, (size_t)(cap - t->part_cap));
-        memset(t->uc + t->part_cap, 0, (size_t)(cap - t->part_cap) * sizeof *u);
-        t->part_cap = cap;
+    if (need <= t->part_cap)
+        return TDM_OK;
+    int cap = t->part_cap ? t->part_cap : 16;
+    while (cap < need)
+        cap *= 2;
+    for (size_t h = 0; h < sizeof on_grow / sizeof on_grow[0]; h++) {
+        tdm_err err = on_grow[h](t, t->part_cap, cap);
+        if (err != TDM_OK)
+            return err;
     }
+    t->part_cap = cap;
     return TDM_OK;
 }
 
@@ -148,7 +111,7 @@ static void name_partitions(tdm__rt_src_task *t, int from, int to,
         c->path && *c->path)
         files = list_files(c->path, &n_files);
     for (int l = from; l < to; l++) {
-        tdm__rt_part *pp = &t->parts[l];
+        tdm__rt_part *pp = &t->met.parts[l];
         char buf[256];
         /* A version-2 connector names its partitions ("clicks[3]"). */
         const char *name = t->src->v2 && t->src->vt->partition_name
@@ -186,19 +149,19 @@ static void name_partitions(tdm__rt_src_task *t, int from, int to,
             name = buf;
         }
         char *copy = tdm__strndup(name, strlen(name));
-        pthread_mutex_lock(&t->mx);
+        pthread_mutex_lock(&t->met.mx);
         tdm__free(pp->name);
         pp->name = copy;
         pp->global = global;
-        pthread_mutex_unlock(&t->mx);
+        pthread_mutex_unlock(&t->met.mx);
     }
     for (size_t i = 0; i < n_files; i++)
         tdm__free(files[i]);
     tdm__free(files);
-    pthread_mutex_lock(&t->mx);
-    if (to > t->n_pub)
-        t->n_pub = to;
-    pthread_mutex_unlock(&t->mx);
+    pthread_mutex_lock(&t->met.mx);
+    if (to > t->met.n_pub)
+        t->met.n_pub = to;
+    pthread_mutex_unlock(&t->met.mx);
 }
 
 /* Makes the arrays and the reader cover partition @p p (partitions

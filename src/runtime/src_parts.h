@@ -8,7 +8,7 @@
  * connector's own name).
  *
  * Invariant: t->part_cap >= t->n_parts, and every array has part_cap
- * entries; the published ones (t->parts) move only under t->mx.
+ * entries; the published ones (t->met.parts) move only under t->met.mx.
  * Used by task_source.c (the scan, the poll) and by tdm__rt_source_task_init.
  */
 #ifndef TDM_RT_SRC_PARTS_H

@@ -9,9 +9,11 @@
  * src_parts.c): n < 0 once judged.  The per-row step is inline (the scan
  * specialises it); the verdict is not.
  */
+#include <string.h>
 #include <stdio.h>
 
 #include "runtime/outbox.h"
+#include "runtime/task_source.h"
 #include "runtime/src_unit.h"
 #include "time/wm.h"
 
@@ -21,7 +23,7 @@
  * nothing. */
 void tdm__src_unit_verdict(tdm__rt_src_task *t, int p)
 {
-    struct tdm__rt_unit *u = &t->uc[p];
+    struct tdm__rt_unit *u = &t->unit.uc[p];
     tdm__rt_source *s = t->src;
     if (u->n <= 0)
         return;
@@ -41,9 +43,9 @@ void tdm__src_unit_verdict(tdm__rt_src_task *t, int p)
     u->n = -1; /* judged */
     /* The subtask's suspicion is a metric (TS_UNIT); the warning is
      * logged once per source. */
-    if (suspect && !t->unit) {
-        t->unit = suspect;
-        tdm__rt_pub_set(&t->m.unit, suspect);
+    if (suspect && !t->unit.suspect) {
+        t->unit.suspect = suspect;
+        tdm__rt_pub_set(&t->met.m.unit, suspect);
     }
     if (!what || atomic_exchange(&s->unit_warned, 1))
         return;
@@ -65,7 +67,25 @@ void tdm__src_unit_verdict(tdm__rt_src_task *t, int p)
 bool tdm__src_unit_open(const tdm__rt_src_task *t)
 {
     for (int p = 0; p < t->n_parts && p < t->part_cap; p++)
-        if (t->uc[p].n >= 0)
+        if (t->unit.uc[p].n >= 0)
             return true;
     return false;
+}
+
+/* See src_unit.h. */
+tdm_err tdm__src_unit_grow(tdm__rt_src_task *t, int old, int cap)
+{
+    struct tdm__rt_unit *u = tdm__realloc(t->unit.uc, (size_t)cap * sizeof *u);
+    if (!u)
+        return TDM_ERR_NOMEM;
+    memset(u + old, 0, (size_t)(cap - old) * sizeof *u);
+    t->unit.uc = u;
+    return TDM_OK;
+}
+
+/* See src_unit.h. */
+void tdm__src_unit_free(tdm__rt_src_task *t)
+{
+    tdm__free(t->unit.uc);
+    t->unit.uc = NULL;
 }

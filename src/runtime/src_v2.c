@@ -6,14 +6,15 @@
  * the connector's positions at each watermark, and the watermarks the
  * data itself carries.
  *
- * State: t->c_seen, t->commit_warned, t->floor, t->any_floor, t->hzbuf,
- * t->marked, t->n_live, t->forced_idle, t->replay_*; the commit request
- * (t->c_proc, t->c_done, t->c_req) is the run thread's.
+ * State: t->v2.c_seen, t->v2.commit_warned, t->v2.floor, t->v2.any_floor,
+ * t->v2.hzbuf, t->v2.marked, t->v2.n_live, t->v2.forced_idle, t->replay_*; the
+ * commit request (t->v2.c_proc, t->v2.c_done, t->v2.c_req) is the run thread's.
  * Hooks: between_polls (commit), on_batch (assigned splits, replay
  * floor), after_batch (carried watermarks, idleness), after_tick (mark).
  * Every hook does nothing for a version-1 source.
  */
 
+#include "runtime/task_source.h"
 #include "runtime/src_v2.h"
 #include "runtime/outbox.h"
 #include "runtime/src_align.h"
@@ -37,10 +38,10 @@ void tdm__src_v2_splits_added(tdm__rt_src_task *t, int from)
     for (int p = from; p < t->n_parts; p++) {
         tdm_time_ms f = vt->partition_floor ? vt->partition_floor(t->conn, p)
                                             : TDM_TIME_MIN;
-        t->floor[p] = f == TDM_TIME_MAX ? TDM_TIME_MIN : f;
-        if (t->floor[p] != TDM_TIME_MIN)
-            t->any_floor = true;
-        t->n_live++;
+        t->v2.floor[p] = f == TDM_TIME_MAX ? TDM_TIME_MIN : f;
+        if (t->v2.floor[p] != TDM_TIME_MIN)
+            t->v2.any_floor = true;
+        t->v2.n_live++;
     }
     /* The first split of any subtask of the source starts the others'
      * grace (tdm__src_v2_idle_without_splits). */
@@ -51,9 +52,9 @@ void tdm__src_v2_splits_added(tdm__rt_src_task *t, int from)
         ;
     /* (A reader idle by its own account stays so: it says ACTIVE with
      * its next watermark.) */
-    if (t->forced_idle) {
-        t->forced_idle = false;
-        if (!t->reader_idle) {
+    if (t->v2.forced_idle) {
+        t->v2.forced_idle = false;
+        if (!t->v2.reader_idle) {
             t->idle = false;
             t->sweep = true;
             tdm__outbox_broadcast(t, TDM__ITEM_STATUS, 0, 0);
@@ -75,7 +76,7 @@ static void drop_replayed(tdm__rt_src_task *t)
     int64_t skipped = 0;
     for (size_t i = 0; i < b->n; i++) {
         const tdm__row *row = &b->rows[i];
-        tdm_time_ms f = t->floor[row->partition];
+        tdm_time_ms f = t->v2.floor[row->partition];
         if (f != TDM_TIME_MIN && row->ts != TDM_TIME_MIN &&
             tdm__rt_horizon_of(t->src, row->ts) <= f) {
             skipped++;
@@ -91,9 +92,9 @@ static void drop_replayed(tdm__rt_src_task *t)
     b->n = k;
     if (!skipped)
         return;
-    t->replay_skipped += skipped;
-    if (!t->replay_logged) {
-        t->replay_logged = true;
+    t->v2.replay_skipped += skipped;
+    if (!t->v2.replay_logged) {
+        t->v2.replay_logged = true;
         tdm__job_log(t->run->job,
                      "source %s subtask %d: skipping records whose results "
                      "the partition's previous owner already wrote (replay "
@@ -114,15 +115,15 @@ static void drop_replayed(tdm__rt_src_task *t)
 void tdm__src_v2_mark(tdm__rt_src_task *t, bool force)
 {
     const tdm__source_vtab *vt = t->src->vt;
-    if (!t->src->v2 || !vt->mark || (!force && t->wm_out == t->marked))
+    if (!t->src->v2 || !vt->mark || (!force && t->wm_out == t->v2.marked))
         return;
     for (int p = 0; p < t->n_parts; p++)
-        t->hzbuf[p] = tdm__rt_horizon_of(t->src, t->hot[p].hi);
+        t->v2.hzbuf[p] = tdm__rt_horizon_of(t->src, t->met.hot[p].hi);
     tdm_time_ms tag = t->wm_out;
     if (t->wm_after_rows && tag != TDM_TIME_MIN)
         tag--;
-    vt->mark(t->conn, tag, t->hzbuf, t->n_parts);
-    t->marked = t->wm_out;
+    vt->mark(t->conn, tag, t->v2.hzbuf, t->n_parts);
+    t->v2.marked = t->wm_out;
 }
 
 /* Raises  bound to at least  v (several source threads). */
@@ -150,15 +151,17 @@ static void note_replayed(tdm__rt_src_task *t)
 static void maybe_commit(tdm__rt_src_task *t)
 {
     const tdm__source_vtab *vt = t->src->vt;
-    unsigned req = atomic_load_explicit(&t->c_req, memory_order_acquire);
-    if (req == t->c_seen || !vt->commit)
+    unsigned req = atomic_load_explicit(&t->v2.c_req, memory_order_acquire);
+    if (req == t->v2.c_seen || !vt->commit)
         return;
-    t->c_seen = req;
-    tdm_time_ms proc = atomic_load_explicit(&t->c_proc, memory_order_relaxed);
-    tdm_time_ms done = atomic_load_explicit(&t->c_done, memory_order_relaxed);
+    t->v2.c_seen = req;
+    tdm_time_ms proc =
+        atomic_load_explicit(&t->v2.c_proc, memory_order_relaxed);
+    tdm_time_ms done =
+        atomic_load_explicit(&t->v2.c_done, memory_order_relaxed);
     if (vt->commit(t->conn, proc, done, TDM_TIME_MIN) != TDM_OK &&
-        !t->commit_warned) {
-        t->commit_warned = true;
+        !t->v2.commit_warned) {
+        t->v2.commit_warned = true;
         tdm__job_log(t->run->job,
                      "source %s subtask %d: an offset commit "
                      "failed; the next one will retry",
@@ -204,7 +207,7 @@ void tdm__src_v2_carried_watermarks(tdm__rt_src_task *t)
  * would otherwise have made late. */
 void tdm__src_v2_idle_without_splits(tdm__rt_src_task *t)
 {
-    if (t->n_live > 0 || t->forced_idle)
+    if (t->v2.n_live > 0 || t->v2.forced_idle)
         return;
     if (t->src->conf.type == TDM__SRC_KAFKA && t->src->conf.kafka_stop_at_end &&
         t->n_parts == 0)
@@ -216,7 +219,7 @@ void tdm__src_v2_idle_without_splits(tdm__rt_src_task *t)
             t->now < tdm__time_add_sat(first, SPLITLESS_GRACE_MS))
             return;
     }
-    t->forced_idle = true;
+    t->v2.forced_idle = true;
     if (!t->idle) {
         t->idle = true;
         t->sweep = true;
@@ -240,7 +243,7 @@ void tdm__src_v2_on_batch(tdm__rt_src_task *t)
     const tdm__source_vtab *vt = t->src->vt;
     if (!t->src->v2)
         return;
-    if (t->any_floor && t->cur->b->n &&
+    if (t->v2.any_floor && t->cur->b->n &&
         t->src->conf.time_mode == TDM__TIME_EVENT)
         drop_replayed(t);
     if (vt->replayed && t->src->conf.time_mode == TDM__TIME_EVENT)
@@ -251,10 +254,74 @@ void tdm__src_v2_on_batch(tdm__rt_src_task *t)
  * skipped. */
 void tdm__src_v2_on_end(tdm__rt_src_task *t)
 {
-    if (t->replay_skipped)
+    if (t->v2.replay_skipped)
         tdm__job_log(t->run->job,
                      "source %s subtask %d: %lld replayed "
                      "records skipped",
                      t->src->node->name, t->index,
-                     (long long)t->replay_skipped);
+                     (long long)t->v2.replay_skipped);
+}
+
+/* Initial state: nothing marked, no commit asked for. */
+void tdm__src_v2_init(tdm__rt_src_task *t)
+{
+    t->v2.marked = TDM_TIME_MIN;
+    atomic_init(&t->v2.c_proc, TDM_TIME_MIN);
+    atomic_init(&t->v2.c_done, TDM_TIME_MIN);
+    atomic_init(&t->v2.c_req, 0);
+}
+
+/* The run thread notes what the subtask had processed before the
+ * flush. */
+void tdm__src_v2_set_pending(tdm__rt_src_task *t, tdm_time_ms proc)
+{
+    t->v2.c_pend = proc;
+}
+
+/* The run thread asks for a commit: (c_pend, done), then c_req bumped
+ * (release). */
+void tdm__src_v2_request_commit(tdm__rt_src_task *t, tdm_time_ms done)
+{
+    atomic_store_explicit(&t->v2.c_proc, t->v2.c_pend, memory_order_relaxed);
+    atomic_store_explicit(&t->v2.c_done, done, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->v2.c_req, 1, memory_order_release);
+}
+
+/* The reader's own idle status. */
+void tdm__src_v2_reader_status(tdm__rt_src_task *t, bool reader_idle)
+{
+    t->v2.reader_idle = reader_idle;
+}
+
+/* Hook when a split finished: a version-2 split is no longer live. */
+void tdm__src_v2_split_finished(tdm__rt_src_task *t, int p)
+{
+    (void)p;
+    if (t->src->v2)
+        t->v2.n_live--;
+}
+
+/* See src_v2.h.  A new split has no replay floor. */
+tdm_err tdm__src_v2_grow(tdm__rt_src_task *t, int old, int cap)
+{
+    tdm_time_ms *fl = tdm__realloc(t->v2.floor, (size_t)cap * sizeof *fl);
+    if (!fl)
+        return TDM_ERR_NOMEM;
+    t->v2.floor = fl;
+    for (int p = old; p < cap; p++)
+        fl[p] = TDM_TIME_MIN;
+    tdm_time_ms *hz = tdm__realloc(t->v2.hzbuf, (size_t)cap * sizeof *hz);
+    if (!hz)
+        return TDM_ERR_NOMEM;
+    t->v2.hzbuf = hz;
+    return TDM_OK;
+}
+
+/* See src_v2.h. */
+void tdm__src_v2_free(tdm__rt_src_task *t)
+{
+    tdm__free(t->v2.floor);
+    tdm__free(t->v2.hzbuf);
+    t->v2.floor = NULL;
+    t->v2.hzbuf = NULL;
 }

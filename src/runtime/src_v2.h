@@ -6,9 +6,10 @@
  * the connector's positions at each watermark, and the watermarks the
  * data itself carries.
  *
- * State: t->c_seen, t->commit_warned, t->floor, t->any_floor, t->hzbuf,
- * t->marked, t->n_live, t->forced_idle, t->replay_*; the commit request
- * (t->c_proc, t->c_done, t->c_req) is the run thread's.
+ * State: its own struct, tdm__src_v2_state (t->v2): c_seen,
+ * commit_warned, floor, any_floor, hzbuf, marked, n_live, forced_idle,
+ * reader_idle, replay_*; the commit request (c_proc, c_done, c_req,
+ * c_pend) is the run thread's (tdm__src_v2_request_commit).
  * Hooks: between_polls (commit), on_batch (assigned splits, replay
  * floor), after_batch (carried watermarks, idleness), after_tick (mark).
  * Every hook does nothing for a version-1 source.
@@ -16,7 +17,47 @@
 #ifndef TDM_RT_SRC_V2_H
 #define TDM_RT_SRC_V2_H
 
-#include "runtime/task_source.h"
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/outbox.h"
+
+/* A version-2 source subtask's own state. */
+typedef struct tdm__src_v2_state {
+    bool forced_idle;   /* idle because no split is live */
+    bool reader_idle;   /* the reader's own last status */
+    int n_live;         /* splits neither finished nor revoked */
+    tdm_time_ms *floor; /* per split: replay floor (C(ts) <= floor: skip) */
+    bool any_floor;     /* some live split has a floor */
+    tdm_time_ms *hzbuf; /* per split: horizon handed to mark() */
+    tdm_time_ms marked; /* watermark of the last mark() */
+    bool replay_logged;
+    int64_t replay_skipped;
+    /* Commits: the run thread publishes (c_proc, c_done), then bumps
+     * c_req (release); the source thread commits when it changed. */
+    _Atomic int64_t c_proc, c_done;
+    tdm_time_ms c_pend; /* the run thread's own, before the flush */
+    atomic_uint c_req;
+    unsigned c_seen;
+    bool commit_warned;
+} tdm__src_v2_state;
+
+/* Initial state: nothing marked, no commit asked for. */
+void tdm__src_v2_init(tdm__rt_src_task *t);
+
+/* The run thread asks the subtask to commit: what it had processed when
+ * the sinks were flushed (c_pend, set by tdm__src_v2_set_pending), with
+ * results settled up to @p done. */
+void tdm__src_v2_request_commit(tdm__rt_src_task *t, tdm_time_ms done);
+
+/* The run thread notes @p proc, what the subtask had processed before the
+ * flush (the commit it will request). */
+void tdm__src_v2_set_pending(tdm__rt_src_task *t, tdm_time_ms proc);
+
+/* The reader's own idle status (each status it emits, and the restored
+ * reader's). */
+void tdm__src_v2_reader_status(tdm__rt_src_task *t, bool reader_idle);
 
 /* Version 2: splits [from, n_parts) were just assigned.  Each gets the
  * replay floor its previous owner committed (TDM_TIME_MAX, a drained
@@ -65,8 +106,18 @@ void tdm__src_v2_between_polls(tdm__rt_src_task *t);
  * already. */
 void tdm__src_v2_on_batch(tdm__rt_src_task *t);
 
+/* Hook when split @p p finished: a version-2 split is no longer live. */
+void tdm__src_v2_split_finished(tdm__rt_src_task *t, int p);
+
 /* Hook at the end of the subtask's input: logs the replayed records it
  * skipped. */
 void tdm__src_v2_on_end(tdm__rt_src_task *t);
+
+/* Grows this component's per-split arrays from @p old to @p cap entries
+ * (the new ones initialised); TDM_OK or TDM_ERR_NOMEM, the arrays then
+ * still valid at their old size (src_parts.c's reserve). */
+tdm_err tdm__src_v2_grow(tdm__rt_src_task *t, int old, int cap);
+/* Frees the replay floors and horizons (NULL-safe). */
+void tdm__src_v2_free(tdm__rt_src_task *t);
 
 #endif /* TDM_RT_SRC_V2_H */

@@ -32,53 +32,6 @@
 #include "window/join.h"
 #include "window/win.h"
 
-/* ---- Key fence (fence.c) ---- */
-
-/* A FENCE item: the keys of a split revoked from this member.  Each
- * key's epoch moves up by one: its records from now on build a new
- * identity (fenced_key), and results of older identities are not
- * written (fence_result, task_op_emit.c). */
-static void apply_fence(tdm__rt_op_task *t, const tdm__rt_fence *f)
-{
-    size_t off = 0;
-    for (uint32_t i = 0; i < f->n && !t->failed; i++) {
-        uint32_t len;
-        memcpy(&len, f->data + off, sizeof len);
-        const char *key = f->data + off + sizeof len;
-        off += sizeof len + len;
-        uint64_t h = tdm__keys_hash(key, len);
-        int64_t *e = tdm__rt_keyset_find(&t->fence, key, len, h);
-        int64_t next = e ? *e + 1 : 1;
-        if (tdm__rt_keyset_put_max(&t->fence, key, len, h, next) != TDM_OK)
-            tdm__rt_op_fail_nomem(t);
-    }
-}
-
-/* The bytes a record of @p key goes to the operator with: the key
- * itself, or for a fenced key the key, its epoch and RT_FENCE_MAGIC (in
- * t->fkb).  NULL on OOM. */
-static const char *fenced_key(tdm__rt_op_task *t, const char *key, size_t *len)
-{
-    const int64_t *e =
-        tdm__rt_keyset_find(&t->fence, key, *len, tdm__keys_hash(key, *len));
-    if (!e)
-        return key;
-    size_t need = *len + RT_FENCE_SUFFIX;
-    if (need > t->fkb.cap) {
-        char *p = tdm__realloc(t->fkb.p, need);
-        if (!p)
-            return NULL;
-        t->fkb.p = p;
-        t->fkb.cap = need;
-    }
-    uint32_t epoch = (uint32_t)*e;
-    memmove(t->fkb.p, key, *len);
-    memcpy(t->fkb.p + *len, &epoch, sizeof epoch);
-    memcpy(t->fkb.p + *len + sizeof epoch, RT_FENCE_MAGIC, 8);
-    *len = need;
-    return t->fkb.p;
-}
-
 /* ---- Input ---- */
 
 /* The window join's packer (tdm__join_window_set_packer): push_rows
@@ -104,12 +57,13 @@ static void join_pack_write(const void *payload, void *dst)
  * fixed-width field, or a string's bytes in place), so a count touches
  * only the selection and the key bytes of rows written on another core;
  * other keys are rebuilt here from the same fields the source hashed.
- * The row itself rides along as the record payload (windows: row
- * aggregates and the late output read it; window joins: their log
- * packs it, join_pack_write) or packed into it (interval joins, which
- * keep copies of records beyond the call).  What is the same for every
- * row of the segment - the operator, its row aggregates, the key fence -
- * is decided once. */
+ * Row aggregates get the row and its input in the aggregate context
+ * (tdm_winop_push_ctx).  The row also rides along as the record payload
+ * (windows: the late output writes it from the LATE event's record;
+ * window joins: their log packs it, join_pack_write) or packed into it
+ * (interval joins, which keep copies of records beyond the call).  What
+ * is the same for every row of the segment - the operator, its row
+ * aggregates, the key fence - is decided once. */
 static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
 {
     tdm__rt_op *op = t->op;
@@ -120,17 +74,16 @@ static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
     tdm_winop *win = t->win;
     const bool wjoin = !win && t->join->kind == TDM__JOIN_WINDOW;
     tdm__rowagg *ra = t->ra;
-    /* The fence changes only between items (apply_fence). */
-    const bool fenced = t->fence.n != 0;
+    /* The fence changes only between items (tdm__op_fence_apply). */
+    const bool fenced = t->fence.keys.n != 0;
     /* Only a single string key can be bytes in the batch's arena. */
     const bool pf =
         op->n_key == 1 && b->schema->fields[kidx[0]].type == TDM_TYPE_STRING;
     const uint32_t n = it->n;
-    if (ra)
-        tdm__rowagg_set_input(ra, input);
-    t->c_in += n;
+    t->met.c_in += n;
     /* The fields no row changes are set once. */
     tdm_record rec = {.payload_len = sizeof(tdm__row)};
+    tdm_agg_ctx actx = {.input = input};
     char fixed[TDM__KEY_FIXED_LEN];
     for (uint32_t k = 0; k < n && !t->failed; k++) {
         const tdm__sel *sl = &it->sel[k];
@@ -146,7 +99,8 @@ static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
             tdm__rt_op_fail_nomem(t);
             break;
         }
-        if (__builtin_expect(fenced, 0) && !(key = fenced_key(t, key, &klen))) {
+        if (__builtin_expect(fenced, 0) &&
+            !(key = tdm__op_fence_key(&t->fence, key, &klen))) {
             tdm__rt_op_fail_nomem(t);
             break;
         }
@@ -156,9 +110,12 @@ static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
         tdm_err err;
         if (win) {
             rec.payload = row;
-            err = tdm_winop_push(win, it->ch, &rec);
-            if (ra && tdm__rowagg_take_oom(ra))
-                err = TDM_ERR_NOMEM;
+            if (ra) {
+                actx.row = row;
+                err = tdm_winop_push_ctx(win, it->ch, &rec, &actx);
+            } else {
+                err = tdm_winop_push(win, it->ch, &rec);
+            }
         } else if (wjoin) {
             rec.payload = row;
             err = tdm_joinop_push(t->join, input, it->ch % P, &rec);
@@ -185,8 +142,8 @@ static void push_rows(tdm__rt_op_task *t, const tdm__item *it)
  * goes into every window of its slice as the records it summarises
  * would have, with the built-in count's lean path
  * (tdm__winop_push_partial) or, for row aggregates, as a record whose
- * add merges the partial (tdm__rowagg_set_partial).  The record has no
- * payload: a partial is never late, so nothing reads it. */
+ * aggregate context names the partial, which add merges.  The record has
+ * no payload: a partial is never late, so nothing reads it. */
 static void push_partials(tdm__rt_op_task *t, const tdm__item *it)
 {
     const tdm__rt_partials *m = it->fence;
@@ -227,14 +184,11 @@ static void push_partials(tdm__rt_op_task *t, const tdm__item *it)
         }
         rec.ts = pe->ts;
         /* numRecordsIn counts the records a partial stands for. */
-        t->c_in += (int64_t)pe->records;
+        t->met.c_in += (int64_t)pe->records;
         tdm_err err;
         if (ra) {
-            tdm__rowagg_set_partial(ra, acc);
-            err = tdm_winop_push(win, it->ch, &rec);
-            tdm__rowagg_set_partial(ra, NULL);
-            if (tdm__rowagg_take_oom(ra))
-                err = TDM_ERR_NOMEM;
+            tdm_agg_ctx actx = {.input = it->ch / t->run->P, .partial = acc};
+            err = tdm_winop_push_ctx(win, it->ch, &rec, &actx);
         } else {
             int64_t n;
             memcpy(&n, acc, sizeof n);
@@ -266,7 +220,7 @@ static void on_watermark(tdm__rt_op_task *t, const tdm__item *it)
     if (it->t < t->ch_wm[ch]) {
         /* A watermark never goes back: ignore it, count it, say so once
          * per channel. */
-        t->c_regress++;
+        t->met.c_regress++;
         if (!t->ch_warned[ch]) {
             t->ch_warned[ch] = true;
             tdm__job_log(t->run->job,
@@ -282,8 +236,8 @@ static void on_watermark(tdm__rt_op_task *t, const tdm__item *it)
     tdm__rt_pub_set(&t->chp[ch].wm, it->t);
     /* Windows this watermark fires count their latency from when it
      * left its source (0: an END sent before the run started). */
-    t->wm_at_us = it->at_us;
-    t->lat_left = 0;
+    t->met.wm_at_us = it->at_us;
+    t->met.lat_left = 0;
     tdm_err err = t->win ? tdm_winop_watermark(t->win, ch, it->t)
                          : tdm_joinop_watermark(t->join, ch / P, ch % P, it->t);
     if (err == TDM_ERR_NOMEM)
@@ -321,7 +275,7 @@ bool tdm__rt_op_handle(tdm__rt_op_task *t, const tdm__item *it)
         break;
     case TDM__ITEM_FENCE:
         if (!t->failed)
-            apply_fence(t, it->fence);
+            tdm__op_fence_apply(t, it->fence);
         tdm__rt_fence_free(it->fence);
         break;
     case TDM__ITEM_PARTIAL:
@@ -365,67 +319,6 @@ bool tdm__rt_op_handle(tdm__rt_op_task *t, const tdm__item *it)
     return false;
 }
 
-/* Publishes the latency quantiles (a scan of the histogram: at most
- * once a second, and at the end). */
-static void publish_latency(tdm__rt_op_task *t, bool force)
-{
-    if (!t->lat.b || t->lat.n == 0)
-        return;
-    if (!force && t->now - t->lat_pub < 1000)
-        return;
-    t->lat_pub = t->now;
-    tdm__rt_pub_set(&t->m.lat_p50, tdm__hist_quantile(&t->lat, 0.50));
-    tdm__rt_pub_set(&t->m.lat_p99, tdm__hist_quantile(&t->lat, 0.99));
-}
-
-/* Counters the operator keeps itself, published as deltas: the job's
- * counters are sums over subtasks, added to without locks. */
-static void publish(tdm__rt_op_task *t)
-{
-    int64_t d = t->win ? tdm_winop_late_dropped(t->win)
-                       : tdm_joinop_late_dropped(t->join);
-    tdm__rt_count(t->run, TDM_STAT_LATE_DROPPED, d - t->late_dropped_seen);
-    t->late_dropped_seen = d;
-    /* The job's counters take this group's deltas; the subtask's
-     * metrics its totals (single writer: plain stores). */
-    tdm__rt_count(t->run, TDM_STAT_RECORDS_OUT, t->c_out - t->j_out);
-    tdm__rt_count(t->run, TDM_STAT_LATE_SIDE_OUTPUT,
-                  t->c_late_side - t->j_late_side);
-    tdm__rt_count(t->run, TDM_STAT_LATE_REFIRES,
-                  t->c_late_panes - t->j_late_panes);
-    tdm__rt_count(t->run, TDM_STAT_WM_REGRESSIONS, t->c_regress - t->j_regress);
-    t->j_out = t->c_out;
-    t->j_late_side = t->c_late_side;
-    t->j_late_panes = t->c_late_panes;
-    t->j_regress = t->c_regress;
-    tdm__rt_op_metrics *m = &t->m;
-    if (t->c_in != tdm__rt_pub_get(&m->in)) {
-        tdm__rt_pub_set(&m->in, t->c_in);
-        tdm__rt_pub_set(&m->last_at, t->now);
-    }
-    tdm__rt_pub_set(&m->out, t->c_out);
-    tdm__rt_pub_set(&m->late_side, t->c_late_side);
-    tdm__rt_pub_set(&m->late_drop, d);
-    tdm__rt_pub_set(&m->panes, t->c_panes);
-    tdm__rt_pub_set(&m->late_panes, t->c_late_panes);
-    tdm__rt_pub_set(&m->regress, t->c_regress);
-    if (t->win) {
-        tdm__rt_pub_set(&m->wm_in, t->win->wm);
-        tdm__rt_pub_set(&m->keys, tdm__winop_keys(t->win));
-        tdm__rt_pub_set(&m->windows, tdm_winop_live_windows(t->win));
-        tdm__rt_pub_set(&m->bytes, tdm_winop_state_bytes(t->win));
-        publish_latency(t, false);
-    } else {
-        /* The join's own accounting (join.h): for the window join the
-         * record log chunks, which the key table and kv stores miss. */
-        const tdm_joinop *j = t->join;
-        tdm__rt_pub_set(&m->wm_in, j->wm);
-        tdm__rt_pub_set(&m->keys, tdm__joinop_state_keys(j));
-        tdm__rt_pub_set(&m->windows, tdm_joinop_buffered(j));
-        tdm__rt_pub_set(&m->bytes, tdm__joinop_state_bytes(j));
-    }
-}
-
 #define POP_MAX 64
 
 static bool dispatch(tdm__rt_op_task *t, const tdm__item *it);
@@ -464,62 +357,69 @@ static bool dispatch(tdm__rt_op_task *t, const tdm__item *it)
     return done;
 }
 
-/* ---- Window status (tdm_job_window_status): the subtask's side ---- */
+/* ---- The loop's hooks ---- */
 
-/* Answers the posted question on the subtask's thread: the operator's
- * state of the window, the firing memory, the channels. */
-void tdm__rt_status_serve(tdm__rt_op_task *t)
+/* After a group of items, in this order; each does nothing for a subtask
+ * without its feature, and none calls back into the loop.
+ *
+ * Checkpoints: while aligning (t->cka.blocked), the sinks commit up to
+ * the checkpoint the coordinator published. */
+static void after_group_ckpt(tdm__rt_op_task *t)
 {
-    tdm_job *job = t->run->job;
-    tdm__rt_wstat *st = t->ws;
-    pthread_mutex_lock(&job->mmu);
-    atomic_store_explicit(&st->req, 0, memory_order_relaxed);
-    if (st->asked && !st->answered) {
-        tdm_window_status *a = &st->ans;
-        const tdm__rt_wvertex *v = NULL;
-        for (int i = 0; job->warea && i < job->warea->n; i++)
-            if (job->warea->v[i].st <= st &&
-                st < job->warea->v[i].st + job->warea->P)
-                v = &job->warea->v[i];
-        memset(a, 0, sizeof *a);
-        a->subtask = t->index;
-        a->watermark = t->win->wm;
-        if (v)
-            tdm__met_window_times(v, st->end, &a->max_ts, &a->cleanup);
-        tdm__winop_probe(t->win, st->key, st->key_len, st->start, st->end,
-                         &a->has_state, &a->elements);
-        if (!a->has_state)
-            a->elements = 0;
-        tdm_time_ms fwm = TDM_TIME_MIN;
-        a->fired = tdm__rt_fired_find(
-            &st->fired,
-            tdm__rt_fired_fp(st->key, st->key_len, st->start, st->end), &fwm);
-        a->fired_wm = a->fired ? fwm : TDM_TIME_MIN;
-        a->holding_channel = tdm__rt_holding_channel(t);
-        a->holding_wm = a->holding_channel >= 0 ? t->ch_wm[a->holding_channel]
-                                                : TDM_TIME_MIN;
-        for (int ch = 0; ch < t->op->n_channels; ch++)
-            a->idle_channels += t->ch_idle[ch] && !t->ch_ended[ch];
-        a->running = 1;
-        st->answered = true;
-        pthread_cond_broadcast(&st->cv);
-    }
-    pthread_mutex_unlock(&job->mmu);
+    if (t->cka.blocked)
+        tdm__rt_op_ckpt_poll(t);
 }
 
-/* The subtask stops: a question already posted is answered from the
- * operator (still there), later ones from what it leaves. */
-void tdm__rt_status_close(tdm__rt_op_task *t)
+/* Processing time: the operator reads its clock and fires due timers
+ * (not after the last group). */
+static void after_group_advance(tdm__rt_op_task *t)
 {
-    tdm_job *job = t->run->job;
-    tdm__rt_status_serve(t);
-    pthread_mutex_lock(&job->mmu);
-    t->ws->final_wm = t->win->wm;
-    t->ws->ended = t->win->ended;
-    t->ws->done = true;
-    pthread_cond_broadcast(&t->ws->cv);
-    pthread_mutex_unlock(&job->mmu);
+    if (t->win && t->op->proc_time && !t->failed && !t->done)
+        tdm_winop_advance(t->win);
 }
+
+/* Chaining: results fired without a watermark (processing-time or early
+ * firings, join pairs) go out with each group. */
+static void after_group_chain(tdm__rt_op_task *t)
+{
+    if (t->emit && !t->failed)
+        tdm__rt_emit_flush(t->emit);
+}
+
+static void (*const after_group[])(tdm__rt_op_task *) = {
+    after_group_ckpt,
+    after_group_advance,
+    tdm__op_retract_after_group,
+    tdm__op_metrics_publish,
+    tdm__op_status_after_group,
+    after_group_chain,
+};
+
+/* At the end, in this order: the final state acknowledged for the
+ * checkpoints to come; the chained output's end (after the last results
+ * and the final watermark; a stop without drain is passed on as such);
+ * the final latency figures; the fence's log line; the last window
+ * status answer. */
+static void on_end_ckpt(tdm__rt_op_task *t)
+{
+    if (t->done && t->cka.blocked)
+        tdm__rt_op_ckpt_end(t);
+}
+
+static void on_end_chain(tdm__rt_op_task *t)
+{
+    if (t->emit && t->done && !t->failed &&
+        !atomic_load_explicit(&t->run->abort, memory_order_relaxed))
+        tdm__rt_emit_control(t->emit, TDM__ITEM_END, TDM_TIME_MAX,
+                             t->nodrain ? 1 : 0, 0);
+}
+
+static void (*const on_end[])(tdm__rt_op_task *) = {
+    on_end_ckpt,          on_end_chain,          tdm__op_metrics_on_end,
+    tdm__op_fence_on_end, tdm__op_status_on_end,
+};
+
+#define N_HOOKS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* The subtask loop: pop items in order, feed the operator, publish
  * counters, until every channel ended or the run aborts.
@@ -542,8 +442,8 @@ void *tdm__rt_op_main(void *arg)
         /* One clock reading per group of items (last record time, late
          * samples); the late sample budget is per group. */
         t->now = tdm_clock_now(t->clk);
-        t->late_budget = 64;
-        if (!t->ck_blocked) {
+        t->met.late_budget = 64;
+        if (!t->cka.blocked) {
             for (size_t i = 0; i < n; i++)
                 if (tdm__rt_op_handle(t, &items[i]))
                     done = true;
@@ -552,44 +452,14 @@ void *tdm__rt_op_main(void *arg)
             for (size_t i = 0; i < n; i++)
                 if (dispatch(t, &items[i]))
                     done = true;
-            tdm__rt_op_ckpt_poll(t);
         }
-        if (t->win && t->op->proc_time && !t->failed && !done)
-            tdm_winop_advance(t->win);
-        if (t->rtimers && !t->failed)
-            tdm__rt_op_retract_cleanup(
-                t, t->op->event_time ? tdm_winop_current_watermark(t->win)
-                                     : tdm_clock_now(t->clk));
-        publish(t);
-        /* A question about a window (tdm_job_window_status) is answered
-         * between two groups of items. */
-        if (t->ws && atomic_load_explicit(&t->ws->req, memory_order_relaxed))
-            tdm__rt_status_serve(t);
-        /* Chaining: results fired without a watermark (processing-time
-         * or early firings, join pairs) go out with each group. */
-        if (t->emit && !t->failed)
-            tdm__rt_emit_flush(t->emit);
+        t->done = done;
+        for (int h = 0; h < N_HOOKS(after_group); h++)
+            after_group[h](t);
     }
-    if (done && t->ck_blocked)
-        tdm__rt_op_ckpt_end(t);
-    /* Chaining: end of input after the last results and the final
-     * watermark; a stop without drain is passed on as such. */
-    if (t->emit && done && !t->failed &&
-        !atomic_load_explicit(&run->abort, memory_order_relaxed))
-        tdm__rt_emit_control(t->emit, TDM__ITEM_END, TDM_TIME_MAX,
-                             t->nodrain ? 1 : 0, 0);
-    if (t->lat.b && t->lat.n) {
-        publish_latency(t, true);
-        tdm__job_add_latency(run->job, &t->lat);
-    }
-    if (t->c_fenced)
-        tdm__job_log(run->job,
-                     "window %s[%d]: %lld result(s) of fenced keys "
-                     "not written (their partitions' new owners write "
-                     "them)",
-                     t->op->node->name, t->index, (long long)t->c_fenced);
-    if (t->ws)
-        tdm__rt_status_close(t);
+    t->done = done;
+    for (int h = 0; h < N_HOOKS(on_end); h++)
+        on_end[h](t);
     tdm__rt_thread_done(run);
     return NULL;
 }
@@ -655,11 +525,7 @@ static tdm_err init_window(tdm__rt_op_task *t, char *msg, size_t n)
     if (err == TDM_OK && op->late)
         err = tdm_winop_set_late_output(t->win, 1);
     if (err == TDM_OK && op->mode == RT_RETRACT) {
-        t->rkeys = tdm__keys_new();
-        t->rkv = tdm__kv_new(sizeof(tdm__rt_op_rslot));
-        t->rtimers = tdm__timers_new();
-        if (!t->rkeys || !t->rkv || !t->rtimers)
-            err = TDM_ERR_NOMEM;
+        err = tdm__op_retract_open(&t->ret);
     }
     return err;
 }
@@ -705,28 +571,6 @@ static tdm_err init_join(tdm__rt_op_task *t, char *msg, size_t n)
     return err;
 }
 
-/* Zeroes the published metrics (watermarks at "none"). */
-static void init_metrics(tdm__rt_op_task *t)
-{
-    tdm__rt_op_metrics *m = &t->m;
-    atomic_init(&m->in, 0);
-    atomic_init(&m->out, 0);
-    atomic_init(&m->late_side, 0);
-    atomic_init(&m->late_drop, 0);
-    atomic_init(&m->panes, 0);
-    atomic_init(&m->late_panes, 0);
-    atomic_init(&m->regress, 0);
-    atomic_init(&m->wm_in, TDM_TIME_MIN);
-    atomic_init(&m->idle, 0);
-    atomic_init(&m->last_at, TDM_TIME_MIN);
-    atomic_init(&m->keys, 0);
-    atomic_init(&m->windows, 0);
-    atomic_init(&m->bytes, 0);
-    atomic_init(&m->lat_p50, -1);
-    atomic_init(&m->lat_p99, -1);
-    t->wm_out = TDM_TIME_MIN;
-}
-
 /* Creates the queue, clock, operator and output scratch. */
 tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
 {
@@ -734,20 +578,21 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
     tdm__rt_op *op = t->op;
     char msg[256] = "";
     atomic_init(&t->wm, TDM_TIME_MIN);
-    init_metrics(t);
+    tdm__op_metrics_init(t);
+    t->wm_out = TDM_TIME_MIN;
     tdm_err err = tdm__queue_init(&t->q, op->n_channels, run->qcap, &run->abort,
-                                  &run->job->queue_waits);
+                                  &run->rec->queue_waits);
     if (err == TDM_OK) {
-        t->lmx_ok = pthread_mutex_init(&t->lmx, NULL) == 0;
+        t->met.lmx_ok = pthread_mutex_init(&t->met.lmx, NULL) == 0;
         t->ch_idle = tdm__calloc((size_t)op->n_channels, sizeof(bool));
         t->chp = tdm__calloc((size_t)op->n_channels, sizeof *t->chp);
-        t->late = tdm__calloc(RT_LATE_RING, sizeof *t->late);
+        t->met.late = tdm__calloc(RT_LATE_RING, sizeof *t->met.late);
         if (run->debug) {
-            t->dbg_wm = tdm__calloc(RT_DBG_RING, sizeof *t->dbg_wm);
-            t->dbg_at = tdm__calloc(RT_DBG_RING, sizeof *t->dbg_at);
+            t->met.dbg_wm = tdm__calloc(RT_DBG_RING, sizeof *t->met.dbg_wm);
+            t->met.dbg_at = tdm__calloc(RT_DBG_RING, sizeof *t->met.dbg_at);
         }
-        if (!t->lmx_ok || !t->ch_idle || !t->chp || !t->late ||
-            (run->debug && (!t->dbg_wm || !t->dbg_at)))
+        if (!t->met.lmx_ok || !t->ch_idle || !t->chp || !t->met.late ||
+            (run->debug && (!t->met.dbg_wm || !t->met.dbg_at)))
             err = TDM_ERR_NOMEM;
         for (int i = 0; t->chp && i < op->n_channels; i++) {
             atomic_init(&t->chp[i].wm, TDM_TIME_MIN);
@@ -760,7 +605,7 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
     /* Result latency: windows whose results the watermark fires. */
     if (err == TDM_OK && op->kind == TDM_NODE_WINDOW && op->event_time &&
         !op->proc_time)
-        err = tdm__hist_init(&t->lat);
+        err = tdm__hist_init(&t->met.lat);
     if (err == TDM_OK) {
         t->ch_ended = tdm__calloc((size_t)op->n_channels, sizeof(bool));
         t->ch_warned = tdm__calloc((size_t)op->n_channels, sizeof(bool));
@@ -786,12 +631,8 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
                                           : init_join(t, msg, sizeof msg);
     }
     /* Checkpoints: alignment state, and the restored operator. */
-    if (err == TDM_OK && run->ck.on) {
-        t->ck_blocked = tdm__calloc((size_t)op->n_channels, sizeof(bool));
-        t->ck_stash = tdm__calloc((size_t)op->n_channels, sizeof *t->ck_stash);
-        if (!t->ck_blocked || !t->ck_stash)
-            err = TDM_ERR_NOMEM;
-    }
+    if (err == TDM_OK && run->ck.on)
+        err = tdm__opck_init(t);
     if (err == TDM_OK && run->ck.restored)
         err = tdm__rt_ckpt_restore_op(t, msg, sizeof msg);
     if (err != TDM_OK)
@@ -801,55 +642,24 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
     return err;
 }
 
-/* Frees the remembered result of one (key, window). */
-static void free_rslot(void *ud, uint32_t key, tdm__ns ns, void *slot)
-{
-    (void)ud;
-    (void)key;
-    (void)ns;
-    tdm__free(((tdm__rt_op_rslot *)slot)->blob);
-}
-
 /* Frees an operator subtask (a half-built one too). */
 void tdm__rt_op_task_fini(tdm__rt_op_task *t)
 {
     /* Fence messages still queued (the run aborted): ours to free. */
-    for (size_t i = 0; t->q.ring && i < t->q.count; i++) {
-        tdm__item *it = &t->q.ring[(t->q.head + i) % t->q.cap];
-        if (it->kind == TDM__ITEM_FENCE)
-            tdm__rt_fence_free(it->fence);
-        else if (it->kind == TDM__ITEM_PARTIAL)
-            tdm__rt_partials_free(it->fence);
-    }
-    /* Items held back by an alignment when the run aborted. */
-    for (int c = 0; t->ck_stash && c < t->op->n_channels; c++) {
-        for (int i = 0; i < t->ck_stash[c].n; i++) {
-            tdm__item *it = &t->ck_stash[c].it[i];
-            if (it->kind == TDM__ITEM_FENCE)
-                tdm__rt_fence_free(it->fence);
-            else if (it->kind == TDM__ITEM_PARTIAL)
-                tdm__rt_partials_free(it->fence);
-        }
-        tdm__free(t->ck_stash[c].it);
-    }
-    tdm__free(t->ck_stash);
-    tdm__free(t->ck_blocked);
+    for (size_t i = 0; t->q.ring && i < t->q.count; i++)
+        tdm__rt_op_item_release(&t->q.ring[(t->q.head + i) % t->q.cap]);
+    tdm__opck_fini(t);
     tdm__rt_ckpt_slot_free(&t->ck);
     tdm_winop_destroy(t->win);
     tdm_joinop_destroy(t->join);
     tdm__rowagg_destroy(t->ra);
     tdm_clock_destroy(t->clk);
     tdm__queue_fini(&t->q);
-    if (t->rkv)
-        tdm__kv_each(t->rkv, free_rslot, NULL);
-    tdm__kv_destroy(t->rkv);
-    tdm__keys_destroy(t->rkeys);
-    tdm__timers_destroy(t->rtimers);
+    tdm__op_retract_free(&t->ret);
     tdm__free(t->kb.p);
     tdm__free(t->pk.p);
     tdm__free(t->uk.p);
-    tdm__free(t->fkb.p);
-    tdm__rt_keyset_free(&t->fence);
+    tdm__op_fence_free(&t->fence);
     tdm__free(t->ch_ended);
     tdm__free(t->ch_warned);
     tdm__free(t->ch_wm);
@@ -860,11 +670,6 @@ void tdm__rt_op_task_fini(tdm__rt_op_task *t)
     tdm__free(t->rvals);
     tdm__free(t->ch_idle);
     tdm__free(t->chp);
-    tdm__free(t->late);
-    tdm__free(t->dbg_wm);
-    tdm__free(t->dbg_at);
-    tdm__hist_fini(&t->lat);
-    if (t->lmx_ok)
-        pthread_mutex_destroy(&t->lmx);
+    tdm__op_metrics_free(&t->met);
     memset(t, 0, sizeof *t);
 }

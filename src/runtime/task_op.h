@@ -10,7 +10,16 @@
  *                   snapshot and restore, retract mode's memory in it;
  *   op_ctx.c        what they share below them (the out-of-memory
  *                   failure), so that neither of the other two calls
- *                   back into task_op.c.
+ *                   back into task_op.c;
+ *   op_fence.c      the key fence's epochs (state t->fence);
+ *   op_status.c     window status serving (state t->status);
+ *   op_retract.c    retract mode's memory (state t->ret);
+ *   op_metrics.c    counters, latency, late samples (state t->met).
+ *
+ * The loop (tdm__rt_op_main) is a sequence of hook-list calls: the
+ * items of a group, then after_group (checkpoint commits while aligning,
+ * processing-time timers, retract cleanup, metrics publication, status
+ * questions, the chained output's flush), and at the end on_end.
  *
  * Only functions called once per item, per group of items or on a
  * failure cross these files, and only downwards: the loop in task_op.c
@@ -24,17 +33,30 @@
 
 #include "core/hist.h"
 #include "runtime/metrics.h"
+#include "runtime/op_fence.h"
+#include "runtime/op_metrics.h"
+#include "runtime/op_retract.h"
+#include "runtime/op_status.h"
 #include "runtime/outbox.h"
 #include "runtime/plan.h"
 #include "runtime/rt_ctx.h"
 #include "window/join.h"
 #include "window/win.h"
 
-/* What retract mode remembers of a window's last emitted result. */
-typedef struct tdm__rt_op_rslot {
-    void *blob; /* aggregate part: int64 count, or packed rowagg bytes */
-    size_t len;
-} tdm__rt_op_rslot;
+/* Checkpoint barrier alignment (task_op_ckpt.c): the channels blocked
+ * by barrier id and the items held back from them (per channel, FIFO).
+ * Allocated only when the run takes checkpoints (blocked NULL: off). */
+typedef struct tdm__op_align_state {
+    bool *blocked;    /* per channel: its barrier came */
+    int n_blocked;    /* channels blocked */
+    uint64_t id;      /* the checkpoint being aligned (0: none) */
+    uint64_t taken;   /* the last checkpoint id snapshotted (0: none) */
+    int64_t first_us; /* when id's first barrier came (mono us) */
+    struct tdm__rt_stash {
+        tdm__item *it;
+        int n, cap;
+    } * stash;
+} tdm__op_align_state;
 
 /* One window or join subtask. */
 struct tdm__rt_op_task {
@@ -55,26 +77,17 @@ struct tdm__rt_op_task {
     tdm_time_ms *ch_wm;
     bool *ch_warned;
     int ended;
+    bool done;          /* every channel ended (the loop's last group) */
     _Atomic int64_t wm; /* published operator watermark */
-    int64_t late_dropped_seen;
     /* Output scratch. */
     tdm__col *cols;
     tdm__val *vals, *lvals, *rvals;
-    /* Retract mode: the last emitted row per key and window. */
-    tdm__keys *rkeys;
-    tdm__kv *rkv;
-    tdm__timers *rtimers;
+    /* Retract mode's memory (op_retract.h). */
+    tdm__op_retract_state ret;
     bool failed;
-    /* Metrics (metrics.h): plain counters of this thread, published to
-     * m (and as deltas to the job's counters) after each group of
-     * items. */
-    int64_t c_in, c_out, c_late_side, c_panes, c_late_panes, c_regress;
-    /* Key fence (fence.c): key -> epoch of the keys of revoked splits;
-     * fkb holds a fenced key's bytes with its epoch suffix. */
-    struct tdm__rt_keyset fence;
-    tdm__keybuf fkb;
-    int64_t c_fenced; /* results of fenced identities not written */
-    int64_t j_out, j_late_side, j_late_panes, j_regress; /* published */
+    /* Key fence (op_fence.h): fenced keys' epochs, their bytes, the
+     * results not written. */
+    tdm__op_fence_state fence;
     bool *ch_idle;
     tdm__rt_chan *chp;
     /* Chaining: the derived source subtask this subtask writes its
@@ -82,40 +95,17 @@ struct tdm__rt_op_task {
      * schema's values). */
     tdm__rt_src_task *emit;
     tdm__val *evals;
-    tdm__rt_op_metrics m;
     tdm_time_ms now;    /* processing time of the current group */
     tdm_time_ms wm_out; /* last watermark the operator emitted */
-    /* Late samples: a ring guarded by lmx (taken per late record). */
-    pthread_mutex_t lmx;
-    bool lmx_ok;
-    tdm__rt_late *late;
-    int late_n, late_head, late_budget;
-    /* Window status (job-owned) and the debug log. */
-    tdm__rt_wstat *ws;
-    tdm_time_ms *dbg_wm, *dbg_at; /* ring of watermark advances */
-    int dbg_n, dbg_head;
-    /* Result latency (docs/metrics.md, resultLatencyP50): when the
-     * watermark item being handled left its source (tdm__mono_us; 0:
-     * unknown), the clock read for the rows it fires (re-read every
-     * RT_LAT_EVERY rows), and the histogram of on-time rows' latencies
-     * in microseconds; lat_pub: when p50/p99 were last published. */
-    int64_t wm_at_us, lat_now_us;
-    uint32_t lat_left;
-    tdm__hist lat;
-    tdm_time_ms lat_pub;
+    /* Published metrics, latency, late samples, the debug ring
+     * (op_metrics.h). */
+    tdm__op_metrics_state met;
+    tdm__op_status_state status; /* window status (op_status.h) */
     /* Checkpoints: sink objects and acknowledgements (ck.obj[0] results,
      * [1] late output), and alignment: channels blocked by barrier
      * ck_id and the items held back from them (per channel, FIFO). */
     tdm__rt_ck_slot ck;
-    bool *ck_blocked;
-    int ck_n_blocked;
-    uint64_t ck_id;
-    uint64_t ck_taken;   /* the last checkpoint id snapshotted (0: none) */
-    int64_t ck_first_us; /* when ck_id's first barrier came (mono us) */
-    struct tdm__rt_stash {
-        tdm__item *it;
-        int n, cap;
-    } * ck_stash;
+    tdm__op_align_state cka; /* barrier alignment (task_op_ckpt.c) */
     /* Keeps neighbouring heap data off this subtask's cache lines. */
     char pad_tail_[128];
 };
@@ -125,6 +115,9 @@ struct tdm__rt_op_task {
 /* Out of memory in the operator or the output path: marks subtask @p t
  * failed and fails the run (borrows @p t). */
 void tdm__rt_op_fail_nomem(tdm__rt_op_task *t);
+/* Releases what a queue item carries that is not a batch: a fence or
+ * partials message (the queue and the alignment stash own them). */
+void tdm__rt_op_item_release(const tdm__item *it);
 
 /* ---- task_op.c ---- */
 
@@ -140,12 +133,6 @@ void tdm__rt_op_task_fini(tdm__rt_op_task *t);
  * partials message are released here, i.e. the call takes ownership of
  * what the item carries); returns true once every channel has ended. */
 bool tdm__rt_op_handle(tdm__rt_op_task *t, const tdm__item *it);
-/* The window subtask's side of tdm_job_window_status: answers a posted
- * question, if any (between two groups of items). */
-void tdm__rt_status_serve(tdm__rt_op_task *t);
-/* Called by a window subtask as it stops: answers a pending question,
- * then leaves its final watermark for later ones. */
-void tdm__rt_status_close(tdm__rt_op_task *t);
 
 /* ---- task_op_emit.c ---- */
 
@@ -163,11 +150,15 @@ void tdm__rt_op_win_dropped(void *ud, const tdm_record *rec);
 /* The join operator's drop probe (@p ud: the tdm__rt_op_task, @p side 0 left,
  * else right): samples a record dropped as late.  Borrows @p rec. */
 void tdm__rt_op_join_dropped(void *ud, int side, const tdm_record *rec);
-/* Retract mode: drops what it remembers of windows whose cleanup time is
- * at or before @p now (frees their copies of the aggregate part). */
-void tdm__rt_op_retract_cleanup(tdm__rt_op_task *t, tdm_time_ms now);
 
 /* ---- task_op_ckpt.c ---- */
+
+/* Sets up subtask @p t's alignment state (checkpoints on).  TDM_OK or
+ * TDM_ERR_NOMEM; tdm__opck_fini frees either way. */
+tdm_err tdm__opck_init(tdm__rt_op_task *t);
+/* Frees the alignment state, with the items still held back when a run
+ * aborted (NULL-safe parts). */
+void tdm__opck_fini(tdm__rt_op_task *t);
 
 /* A barrier on channel it->ch (borrowed): blocks the channel until the
  * barrier came on every channel that has not ended. */

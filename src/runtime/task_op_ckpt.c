@@ -84,7 +84,7 @@ static void collect_rslot(void *ud, uint32_t key, tdm__ns ns, void *slot)
 {
     rcollect *c = ud;
     size_t len = 0;
-    const char *k = tdm__keys_get(c->t->rkeys, key, &len);
+    const char *k = tdm__keys_get(c->t->ret.rkeys, key, &len);
     c->v[c->n++] = (rref){op_key_group(c->t, k, len), key, ns, slot};
 }
 
@@ -109,9 +109,9 @@ static void encode_rslot(tdm__rt_op_task *t, tdm__enc *e, const rref *r)
 {
     tdm__rt_op *op = t->op;
     size_t klen = 0;
-    const char *k = tdm__keys_get(t->rkeys, r->kid, &klen);
+    const char *k = tdm__keys_get(t->ret.rkeys, r->kid, &klen);
     tdm_time_ms at = retract_at(t, r->ns);
-    bool timer = tdm__timers_has(t->rtimers, at, r->kid, r->ns);
+    bool timer = tdm__timers_has(t->ret.rtimers, at, r->kid, r->ns);
     tdm__enc_bytes(e, k, klen);
     tdm__enc_svar(e, r->ns.a);
     tdm__enc_svar(e, r->ns.b);
@@ -147,11 +147,11 @@ static void encode_rslot(tdm__rt_op_task *t, tdm__enc *e, const rref *r)
 static tdm_err retract_snapshot(tdm__rt_op_task *t, tdm__enc *e, int lo, int hi)
 {
     rcollect c = {t, NULL, 0};
-    size_t n = tdm__kv_count(t->rkv);
+    size_t n = tdm__kv_count(t->ret.rkv);
     c.v = tdm__malloc((n + 1) * sizeof *c.v);
     if (!c.v)
         return TDM_ERR_NOMEM;
-    tdm__kv_each(t->rkv, collect_rslot, &c);
+    tdm__kv_each(t->ret.rkv, collect_rslot, &c);
     qsort(c.v, c.n, sizeof *c.v, cmp_rref);
     tdm__enc_begin(e, RT_CK_TAG_RETRACT);
     tdm__enc_uvar(e, RT_CK_RETRACT_VERSION);
@@ -294,21 +294,21 @@ static tdm_err restore_rgroup(tdm__rt_op_task *t, tdm__dec *g)
         if (err != TDM_OK)
             return err;
         uint32_t kid;
-        if (tdm__keys_intern(t->rkeys, k, klen, &kid) != TDM_OK) {
+        if (tdm__keys_intern(t->ret.rkeys, k, klen, &kid) != TDM_OK) {
             tdm__free(blob);
             return TDM_ERR_NOMEM;
         }
         bool created = false;
-        tdm__rt_op_rslot *s = tdm__kv_upsert(t->rkv, kid, ns, &created);
+        tdm__rt_op_rslot *s = tdm__kv_upsert(t->ret.rkv, kid, ns, &created);
         if (!s || !created) {
-            tdm__keys_unref(t->rkeys, kid);
+            tdm__keys_unref(t->ret.rkeys, kid);
             tdm__free(blob);
             return s ? tdm__dec_fail(g, "a window remembered twice")
                      : TDM_ERR_NOMEM;
         }
         s->blob = blob;
         s->len = len;
-        if ((fl & 1) && tdm__timers_add(t->rtimers, at, kid, ns) != TDM_OK)
+        if ((fl & 1) && tdm__timers_add(t->ret.rtimers, at, kid, ns) != TDM_OK)
             return TDM_ERR_NOMEM;
     }
     return g->err;
@@ -378,7 +378,7 @@ static bool op_snapshot(tdm__rt_op_task *t, uint8_t **out, size_t *len)
         err = tdm__joinop_snapshot(t->join, &e, op_key_group, t,
                                    lo < 0 ? 0 : lo, hi < lo ? lo : hi);
     /* Retract mode: its memory of emitted rows, a section of its own. */
-    if (err == TDM_OK && t->rkv)
+    if (err == TDM_OK && t->ret.rkv)
         err = retract_snapshot(t, &e, lo < 0 ? 0 : lo, hi < lo ? lo : hi);
     if (err == TDM_OK)
         err = tdm__enc_finish(&e, out, len);
@@ -401,12 +401,12 @@ static bool op_snapshot(tdm__rt_op_task *t, uint8_t **out, size_t *len)
 static bool op_aligned(const tdm__rt_op_task *t)
 {
     for (int c = 0; c < t->op->n_channels; c++)
-        if (!t->ck_blocked[c] && !t->ch_ended[c])
+        if (!t->cka.blocked[c] && !t->ch_ended[c])
             return false;
     return true;
 }
 
-/* See task_op.h.  Aligned on barrier ck_id: snapshot, pre-commit the
+/* See task_op.h.  Aligned on barrier cka.id: snapshot, pre-commit the
  * sinks, acknowledge; the channels stay marked blocked with their held
  * items until the loop takes them (tdm__opck_unblock).  (No barrier can
  * be among those: the next checkpoint starts only after this one
@@ -415,11 +415,11 @@ void tdm__opck_checkpoint(tdm__rt_op_task *t)
 {
     uint8_t *blob = NULL;
     size_t len = 0;
-    uint64_t id = t->ck_id;
-    t->ck_taken = id;
+    uint64_t id = t->cka.id;
+    t->cka.taken = id;
     /* Aligned now: the coordinator reads this after the ack below (under
      * the run's mutex). */
-    t->ck.align_us = tdm__mono_us() - t->ck_first_us;
+    t->ck.align_us = tdm__mono_us() - t->cka.first_us;
     if (op_snapshot(t, &blob, &len)) {
         if (tdm__rt_ckpt_pre_commit(t->run, &t->ck, id)) {
             /* Chaining: the barrier goes on in the output stream, after
@@ -434,26 +434,26 @@ void tdm__opck_checkpoint(tdm__rt_op_task *t)
         }
     }
     tdm__free(blob);
-    t->ck_id = 0;
-    t->ck_n_blocked = 0;
+    t->cka.id = 0;
+    t->cka.n_blocked = 0;
 }
 
 /* See task_op.h. */
 const tdm__item *tdm__opck_unblock(tdm__rt_op_task *t, int c, int *n)
 {
     *n = 0;
-    if (!t->ck_blocked[c])
+    if (!t->cka.blocked[c])
         return NULL;
-    t->ck_blocked[c] = false;
-    *n = t->ck_stash[c].n;
-    return t->ck_stash[c].it;
+    t->cka.blocked[c] = false;
+    *n = t->cka.stash[c].n;
+    return t->cka.stash[c].it;
 }
 
 /* See task_op.h.  The held items' queue capacity is given back only
  * now, after they were handled. */
 void tdm__opck_unblocked(tdm__rt_op_task *t, int c, int n)
 {
-    t->ck_stash[c].n = 0;
+    t->cka.stash[c].n = 0;
     if (n)
         tdm__queue_release(&t->q, c, n);
 }
@@ -462,7 +462,7 @@ void tdm__opck_unblocked(tdm__rt_op_task *t, int c, int n)
  * on every channel that has not ended. */
 void tdm__rt_op_on_barrier(tdm__rt_op_task *t, const tdm__item *it)
 {
-    if (!t->ck_blocked || t->failed)
+    if (!t->cka.blocked || t->failed)
         return;
     /* A barrier on a channel that already ended, or of a checkpoint
      * this subtask has taken, is stale: aligning on it would snapshot
@@ -470,14 +470,14 @@ void tdm__rt_op_on_barrier(tdm__rt_op_task *t, const tdm__item *it)
      * sent its barrier after END, and results were duplicated after a
      * restore; task_source.c no longer does, this keeps any other
      * sender from doing the same). */
-    if (t->ch_ended[it->ch] || (uint64_t)it->t <= t->ck_taken)
+    if (t->ch_ended[it->ch] || (uint64_t)it->t <= t->cka.taken)
         return;
-    t->ck_id = (uint64_t)it->t;
-    if (t->ck_n_blocked == 0)
-        t->ck_first_us = tdm__mono_us();
-    if (!t->ck_blocked[it->ch]) {
-        t->ck_blocked[it->ch] = true;
-        t->ck_n_blocked++;
+    t->cka.id = (uint64_t)it->t;
+    if (t->cka.n_blocked == 0)
+        t->cka.first_us = tdm__mono_us();
+    if (!t->cka.blocked[it->ch]) {
+        t->cka.blocked[it->ch] = true;
+        t->cka.n_blocked++;
     }
 }
 
@@ -486,7 +486,7 @@ void tdm__rt_op_on_barrier(tdm__rt_op_task *t, const tdm__item *it)
  * (the run failed). */
 static bool op_hold(tdm__rt_op_task *t, const tdm__item *it)
 {
-    struct tdm__rt_stash *st = &t->ck_stash[it->ch];
+    struct tdm__rt_stash *st = &t->cka.stash[it->ch];
     if (st->n == st->cap) {
         int cap = st->cap ? st->cap * 2 : 16;
         tdm__item *p = tdm__realloc(st->it, (size_t)cap * sizeof *p);
@@ -505,7 +505,7 @@ static bool op_hold(tdm__rt_op_task *t, const tdm__item *it)
 /* See task_op.h. */
 bool tdm__opck_hold(tdm__rt_op_task *t, const tdm__item *it)
 {
-    if (!(t->ck_n_blocked && t->ck_blocked[it->ch]))
+    if (!(t->cka.n_blocked && t->cka.blocked[it->ch]))
         return false;
     if (!op_hold(t, it) && it->kind == TDM__ITEM_BATCH)
         tdm__sbatch_release(it->b);
@@ -515,7 +515,7 @@ bool tdm__opck_hold(tdm__rt_op_task *t, const tdm__item *it)
 /* See task_op.h. */
 bool tdm__opck_aligned(const tdm__rt_op_task *t)
 {
-    return t->ck_n_blocked && op_aligned(t);
+    return t->cka.n_blocked && op_aligned(t);
 }
 
 /* Between groups of items: commits the coordinator published. */
@@ -590,7 +590,7 @@ tdm_err tdm__rt_ckpt_restore_op(tdm__rt_op_task *t, char *msg, size_t n)
             err = t->win ? tdm__winop_restore(t->win, &d, lo, hi)
                          : tdm__joinop_restore(t->join, &d, lo, hi);
         bool rr = false; /* an error of the retract memory is in d */
-        if (err == TDM_OK && lo <= hi && t->rkv) {
+        if (err == TDM_OK && lo <= hi && t->ret.rkv) {
             err = retract_restore(t, &d, lo, hi);
             rr = err == TDM_ERR_PARSE;
         }
@@ -610,4 +610,27 @@ tdm_err tdm__rt_ckpt_restore_op(tdm__rt_op_task *t, char *msg, size_t n)
         tdm__free(p);
     }
     return err;
+}
+
+/* See task_op.h. */
+tdm_err tdm__opck_init(tdm__rt_op_task *t)
+{
+    int n = t->op->n_channels;
+    t->cka.blocked = tdm__calloc((size_t)n, sizeof *t->cka.blocked);
+    t->cka.stash = tdm__calloc((size_t)n, sizeof *t->cka.stash);
+    return t->cka.blocked && t->cka.stash ? TDM_OK : TDM_ERR_NOMEM;
+}
+
+/* See task_op.h. */
+void tdm__opck_fini(tdm__rt_op_task *t)
+{
+    for (int c = 0; t->cka.stash && c < t->op->n_channels; c++) {
+        for (int i = 0; i < t->cka.stash[c].n; i++)
+            tdm__rt_op_item_release(&t->cka.stash[c].it[i]);
+        tdm__free(t->cka.stash[c].it);
+    }
+    tdm__free(t->cka.stash);
+    tdm__free(t->cka.blocked);
+    t->cka.stash = NULL;
+    t->cka.blocked = NULL;
 }

@@ -57,7 +57,7 @@ static void write_late(tdm__rt_op_task *t, const tdm__row *row)
         op_fail_io(t, s, t->ck.obj[1], "a late record");
         return;
     }
-    t->c_late_side++;
+    t->met.c_late_side++;
 }
 
 /* Remembers a late record for tdm_metrics_late_at: its timestamp, the
@@ -68,15 +68,15 @@ static void write_late(tdm__rt_op_task *t, const tdm__row *row)
 static void sample_late(tdm__rt_op_task *t, const tdm__row *row, tdm_time_ms ts,
                         bool dropped)
 {
-    if (t->late_budget <= 0 || !t->late)
+    if (t->met.late_budget <= 0 || !t->met.late)
         return;
-    t->late_budget--;
+    t->met.late_budget--;
     tdm_time_ms wm = t->win ? t->win->wm : t->join->wm;
-    pthread_mutex_lock(&t->lmx);
-    tdm__rt_late *l = &t->late[t->late_head];
-    t->late_head = (t->late_head + 1) % RT_LATE_RING;
-    if (t->late_n < RT_LATE_RING)
-        t->late_n++;
+    pthread_mutex_lock(&t->met.lmx);
+    tdm__rt_late *l = &t->met.late[t->met.late_head];
+    t->met.late_head = (t->met.late_head + 1) % RT_LATE_RING;
+    if (t->met.late_n < RT_LATE_RING)
+        t->met.late_n++;
     l->ts = ts;
     l->wm = wm;
     l->at = t->now;
@@ -85,7 +85,7 @@ static void sample_late(tdm__rt_op_task *t, const tdm__row *row, tdm_time_ms ts,
         tdm__row_render(row, l->row, sizeof l->row);
     else
         l->row[0] = 0;
-    pthread_mutex_unlock(&t->lmx);
+    pthread_mutex_unlock(&t->met.lmx);
 }
 
 /* The row of a join's late record (push_rows's record, handed back
@@ -186,7 +186,7 @@ static void write_out(tdm__rt_op_task *t, tdm__out_row *out)
         op_fail_io(t, op->sink, t->ck.obj[0], "a result");
         return;
     }
-    t->c_out++;
+    t->met.c_out++;
 }
 
 /* Retract mode: emits a retraction of the previous result of this key
@@ -207,19 +207,19 @@ static void retract_and_remember(tdm__rt_op_task *t, const tdm_event *ev,
     tdm__ns ns = {ev->has_window ? ev->win_start : TDM_TIME_MIN,
                   ev->has_window ? ev->win_end : TDM_TIME_MAX};
     uint32_t kid;
-    if (tdm__keys_intern(t->rkeys, ev->key, ev->key_len, &kid) != TDM_OK) {
+    if (tdm__keys_intern(t->ret.rkeys, ev->key, ev->key_len, &kid) != TDM_OK) {
         tdm__rt_op_fail_nomem(t);
         return;
     }
     bool created;
-    tdm__rt_op_rslot *s = tdm__kv_upsert(t->rkv, kid, ns, &created);
+    tdm__rt_op_rslot *s = tdm__kv_upsert(t->ret.rkv, kid, ns, &created);
     if (!s) {
-        tdm__keys_unref(t->rkeys, kid);
+        tdm__keys_unref(t->ret.rkeys, kid);
         tdm__rt_op_fail_nomem(t);
         return;
     }
     if (!created) {
-        tdm__keys_unref(t->rkeys, kid); /* the slot holds one already */
+        tdm__keys_unref(t->ret.rkeys, kid); /* the slot holds one already */
         if (ev->is_update && s->blob) {
             tdm__out_row r = *out;
             r.change = TDM__CHANGE_RETRACT;
@@ -231,7 +231,7 @@ static void retract_and_remember(tdm__rt_op_task *t, const tdm_event *ev,
         tdm_time_ms at = op->event_time
                              ? tdm__time_add_sat(ev->win_end - 1, op->lateness)
                              : ev->win_end - 1;
-        if (tdm__timers_add(t->rtimers, at, kid, ns) != TDM_OK) {
+        if (tdm__timers_add(t->ret.rtimers, at, kid, ns) != TDM_OK) {
             tdm__rt_op_fail_nomem(t);
             return;
         }
@@ -250,48 +250,7 @@ static void retract_and_remember(tdm__rt_op_task *t, const tdm_event *ev,
     write_out(t, out);
 }
 
-/* Drops what retract mode remembers of windows cleaned up by now. */
-void tdm__rt_op_retract_cleanup(tdm__rt_op_task *t, tdm_time_ms now)
-{
-    tdm__timer tm;
-    while (tdm__timers_pop(t->rtimers, now, &tm)) {
-        tdm__rt_op_rslot *s = tdm__kv_get(t->rkv, tm.key, tm.ns);
-        if (s) {
-            tdm__free(s->blob);
-            tdm__kv_remove(t->rkv, tm.key, tm.ns);
-            tdm__keys_unref(t->rkeys, tm.key);
-        }
-    }
-}
-
-/* ---- Key fence (fence.c) ---- */
-
-/* Whether a result of key bytes (@p key, *len) is of a fenced key's
- * older identity (true: not written, counted); otherwise *len becomes
- * the length of the key without its fence suffix. */
-static bool fence_result(tdm__rt_op_task *t, const char *key, size_t *len)
-{
-    size_t n = *len;
-    uint32_t epoch = 0;
-    if (n >= RT_FENCE_SUFFIX && memcmp(key + n - 8, RT_FENCE_MAGIC, 8) == 0) {
-        size_t base = n - RT_FENCE_SUFFIX;
-        const int64_t *e = tdm__rt_keyset_find(&t->fence, key, base,
-                                               tdm__keys_hash(key, base));
-        if (e) {
-            memcpy(&epoch, key + base, sizeof epoch);
-            if ((int64_t)epoch != *e)
-                goto stale;
-            *len = base;
-            return false;
-        }
-    }
-    if (tdm__rt_keyset_find(&t->fence, key, n, tdm__keys_hash(key, n)))
-        goto stale;
-    return false;
-stale:
-    t->c_fenced++;
-    return true;
-}
+/* ---- Replayed results ---- */
 
 /* Whether an event-time window result may repeat one a previous owner of
  * an input's partitions wrote before it crashed or lost them (the input
@@ -321,14 +280,14 @@ static bool replayed(const tdm__rt_op_task *t, const tdm_event *ev)
 #define RT_LAT_EVERY 32u
 static inline void note_latency(tdm__rt_op_task *t)
 {
-    if (t->wm_at_us == 0)
+    if (t->met.wm_at_us == 0)
         return;
-    if (t->lat_left == 0) {
-        t->lat_now_us = tdm__mono_us();
-        t->lat_left = RT_LAT_EVERY;
+    if (t->met.lat_left == 0) {
+        t->met.lat_now_us = tdm__mono_us();
+        t->met.lat_left = RT_LAT_EVERY;
     }
-    t->lat_left--;
-    tdm__hist_add(&t->lat, t->lat_now_us - t->wm_at_us);
+    t->met.lat_left--;
+    tdm__hist_add(&t->met.lat, t->met.lat_now_us - t->met.wm_at_us);
 }
 
 /* A window result: key columns (decoded from the key bytes), aggregate
@@ -352,7 +311,7 @@ static void write_window_result(tdm__rt_op_task *t, const tdm_event *ev)
     if (op->fast_count) {
         agg = &count;
         agg_len = sizeof count;
-    } else if (!agg || (t->ra && tdm__rowagg_take_oom(t->ra))) {
+    } else if (!agg) {
         tdm__rt_op_fail_nomem(t);
         return;
     }
@@ -366,10 +325,10 @@ static void write_window_result(tdm__rt_op_task *t, const tdm_event *ev)
         .is_update = ev->is_update || replayed(t, ev),
         .change = TDM__CHANGE_INSERT,
     };
-    t->c_panes++;
+    t->met.c_panes++;
     if (ev->pane_timing == TDM_PANE_LATE)
-        t->c_late_panes++;
-    else if (ev->pane_timing == TDM_PANE_ON_TIME && t->lat.b &&
+        t->met.c_late_panes++;
+    else if (ev->pane_timing == TDM_PANE_ON_TIME && t->met.lat.b &&
              ev->time < TDM_TIME_MAX && t->win->wm >= ev->time)
         note_latency(t);
     if (op->mode != RT_APPEND) {
@@ -413,11 +372,11 @@ static tdm_time_ms reached_at(const tdm__rt_op_task *t, tdm_time_ms wm,
                               tdm_time_ms now)
 {
     tdm_time_ms at = now;
-    for (int k = 0; k < t->dbg_n; k++) {
-        int i = (t->dbg_head - 1 - k + RT_DBG_RING) % RT_DBG_RING;
-        if (t->dbg_wm[i] < wm)
+    for (int k = 0; k < t->met.dbg_n; k++) {
+        int i = (t->met.dbg_head - 1 - k + RT_DBG_RING) % RT_DBG_RING;
+        if (t->met.dbg_wm[i] < wm)
             break;
-        at = t->dbg_at[i];
+        at = t->met.dbg_at[i];
     }
     return at;
 }
@@ -436,12 +395,12 @@ static void debug_watermark(tdm__rt_op_task *t, tdm_time_ms wm)
                  "debug wm vertex=%s subtask=%d from=%s to=%s "
                  "channel_min=%s",
                  t->op->node->name, t->index, from, to, chn);
-    if (t->dbg_wm) {
-        t->dbg_wm[t->dbg_head] = wm;
-        t->dbg_at[t->dbg_head] = tdm_clock_now(t->clk);
-        t->dbg_head = (t->dbg_head + 1) % RT_DBG_RING;
-        if (t->dbg_n < RT_DBG_RING)
-            t->dbg_n++;
+    if (t->met.dbg_wm) {
+        t->met.dbg_wm[t->met.dbg_head] = wm;
+        t->met.dbg_at[t->met.dbg_head] = tdm_clock_now(t->clk);
+        t->met.dbg_head = (t->met.dbg_head + 1) % RT_DBG_RING;
+        if (t->met.dbg_n < RT_DBG_RING)
+            t->met.dbg_n++;
     }
 }
 
@@ -491,7 +450,8 @@ static void on_output_watermark(tdm__rt_op_task *t, tdm_time_ms wm)
         debug_watermark(t, wm);
     t->wm_out = wm;
     if (t->emit && !t->failed)
-        tdm__rt_emit_control(t->emit, TDM__ITEM_WATERMARK, wm, 0, t->wm_at_us);
+        tdm__rt_emit_control(t->emit, TDM__ITEM_WATERMARK, wm, 0,
+                             t->met.wm_at_us);
     /* Release: the committer (run.c) that reads it with acquire sees
      * every result fired up to it already handed to the sinks. */
     atomic_store_explicit(&t->wm, wm, memory_order_release);
@@ -501,7 +461,7 @@ static void on_output_watermark(tdm__rt_op_task *t, tdm_time_ms wm)
  * published, and forwarded to the operators reading this one. */
 static void on_output_status(tdm__rt_op_task *t, int idle)
 {
-    tdm__rt_pub_set(&t->m.idle, idle ? 1 : 0);
+    tdm__rt_pub_set(&t->met.m.idle, idle ? 1 : 0);
     if (t->emit && !t->failed)
         tdm__rt_emit_control(t->emit, TDM__ITEM_STATUS, 0, idle ? 1 : 0, 0);
 }
@@ -519,9 +479,9 @@ void tdm__rt_op_win_emit(void *opaque, const tdm_event *ev)
     case TDM_EVENT_RESULT:
         /* A fenced key's results carry its identity's suffix: stripped,
          * or not written at all for an older identity. */
-        if (__builtin_expect(t->fence.n != 0, 0)) {
+        if (__builtin_expect(t->fence.keys.n != 0, 0)) {
             size_t klen = ev->key_len;
-            if (fence_result(t, ev->key, &klen))
+            if (tdm__op_fence_result(&t->fence, ev->key, &klen))
                 break;
             fev = *ev;
             fev.key_len = klen;
@@ -529,8 +489,8 @@ void tdm__rt_op_win_emit(void *opaque, const tdm_event *ev)
         }
         /* A window's first firing is remembered (the firing memory of
          * tdm_job_window_status), with the watermark that fired it. */
-        if (ev->pane_index == 0 && t->ws && ev->has_window &&
-            tdm__rt_fired_add(&t->ws->fired,
+        if (ev->pane_index == 0 && t->status.ws && ev->has_window &&
+            tdm__rt_fired_add(&t->status.ws->fired,
                               tdm__rt_fired_fp(ev->key, ev->key_len,
                                                ev->win_start, ev->win_end),
                               t->win->wm) != TDM_OK) {

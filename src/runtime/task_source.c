@@ -63,7 +63,7 @@ static void reader_emit(void *opaque, const tdm_event *ev)
         tdm__outbox_broadcast(t, TDM__ITEM_WATERMARK, ev->time, 0);
     } else if (ev->type == TDM_EVENT_STATUS) {
         t->idle = ev->idle != 0;
-        t->reader_idle = t->idle;
+        tdm__src_v2_reader_status(t, t->idle);
         t->sweep = true;
         tdm__outbox_broadcast(t, TDM__ITEM_STATUS, 0, ev->idle);
     } else {
@@ -132,8 +132,8 @@ SCAN_STEP scan_routes scan_routes_of(const tdm__rt_src_task *t, const int lean,
     r.sel_n0 = sb->sel_n + tb0;
     r.sel1 = sb->sel + (size_t)tb1 * cap;
     r.sel_n1 = sb->sel_n + tb1;
-    r.lagg0 = lagg != LAGG_NO ? t->lagg[0] : NULL;
-    r.lagg1 = lagg != LAGG_NO && two ? t->lagg[1] : NULL;
+    r.lagg0 = lagg != LAGG_NO ? t->la.e[0] : NULL;
+    r.lagg1 = lagg != LAGG_NO && two ? t->la.e[1] : NULL;
     return r;
 }
 
@@ -267,11 +267,11 @@ SCAN_STEP void scan_generator(tdm__rt_src_task *t, tdm__rt_phot *ph,
 static void scan_max_only(tdm__rt_src_task *t, const uint32_t seq, int n_mt)
 {
     for (int k = 0; k < n_mt; k++) {
-        const tdm__rt_phot *ph = &t->hot[t->mtouched[k]];
+        const tdm__rt_phot *ph = &t->met.hot[t->met.mtouched[k]];
         if (ph->gen != seq)
             continue;
         tdm_record rec = {.ts = ph->hi};
-        tdm_reader_record(t->reader, t->mtouched[k], &rec);
+        tdm_reader_record(t->reader, t->met.mtouched[k], &rec);
     }
 }
 
@@ -293,18 +293,18 @@ static void scan_publish(tdm__rt_src_task *t, const scan_counts n, int mode,
         /* The histogram's maximum is set when the quantiles are
          * published (tdm__src_metrics_publish_lag). */
         if (lag_on) {
-            t->lag.b[0] += (uint64_t)timed - n.behind;
-            t->lag.n += (uint64_t)timed;
+            t->met.lag.b[0] += (uint64_t)timed - n.behind;
+            t->met.lag.n += (uint64_t)timed;
         }
-        t->lag_seen += (uint64_t)timed;
-        t->lag_max = n.lag_max;
+        t->met.lag_seen += (uint64_t)timed;
+        t->met.lag_max = n.lag_max;
     }
-    tdm__rt_pub_add(&t->m.guard, n.guard_hits);
-    tdm__rt_pub_add(&t->m.out, routed);
-    tdm_time_ms vmax = tdm__rt_pub_get(&t->m.max_ts);
+    tdm__rt_pub_add(&t->met.m.guard, n.guard_hits);
+    tdm__rt_pub_add(&t->met.m.out, routed);
+    tdm_time_ms vmax = tdm__rt_pub_get(&t->met.m.max_ts);
     for (int k = 0; k < n.n_mt; k++) {
-        const tdm__rt_phot *ph = &t->hot[t->mtouched[k]];
-        tdm__rt_part *pp = &t->parts[t->mtouched[k]];
+        const tdm__rt_phot *ph = &t->met.hot[t->met.mtouched[k]];
+        tdm__rt_part *pp = &t->met.parts[t->met.mtouched[k]];
         tdm__rt_pub_set(&pp->p_records, ph->n);
         tdm__rt_pub_set(&pp->p_last_at, t->now);
         if (ph->hi != tdm__rt_pub_get(&pp->p_max_ts))
@@ -312,10 +312,10 @@ static void scan_publish(tdm__rt_src_task *t, const scan_counts n, int mode,
         if (ph->hi > vmax)
             vmax = ph->hi;
     }
-    t->n_mt = n.n_mt;
+    t->met.n_mt = n.n_mt;
     if (n.n_mt) {
-        tdm__rt_pub_set(&t->m.last_at, t->now);
-        tdm__rt_pub_set(&t->m.max_ts, vmax);
+        tdm__rt_pub_set(&t->met.m.last_at, t->now);
+        tdm__rt_pub_set(&t->met.m.max_ts, vmax);
     }
 }
 
@@ -366,10 +366,10 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
     tdm_time_ms limit = t->run->guard > 0
                             ? tdm__time_add_sat(t->now, t->run->guard)
                             : TDM_TIME_MAX;
-    scan_counts n = {.lag_max = t->lag_max};
-    int *touched = t->mtouched;
-    tdm__rt_phot *hot = t->hot;
-    uint64_t *lag_b = t->lag.b;
+    scan_counts n = {.lag_max = t->met.lag_max};
+    int *touched = t->met.mtouched;
+    tdm__rt_phot *hot = t->met.hot;
+    uint64_t *lag_b = t->met.lag.b;
     int n_parts = t->n_parts;
     for (size_t i = 0; i < b->n; i++) {
         tdm__row *row = &b->rows[i];
@@ -380,8 +380,8 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
             if (tdm__src_parts_ensure(t, (int)p, row) != TDM_OK)
                 return TDM_ERR_NOMEM;
             n_parts = t->n_parts;
-            touched = t->mtouched;
-            hot = t->hot;
+            touched = t->met.mtouched;
+            hot = t->met.hot;
             /* A new partition is yet to be judged. */
             unit_check = mode == TDM__TIME_EVENT && c->ts_unit == TDM__UNIT_MS;
         }
@@ -398,7 +398,7 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
         bool guarded = false;
         if (mode == TDM__TIME_EVENT) {
             if (unit_check)
-                tdm__src_unit_observe(t, (int)p, row->ts);
+                tdm__src_unit_observe(t, &t->unit, (int)p, row->ts);
             if (row->ts > limit) {
                 guarded = true;
                 if (scan_guarded(t, row, guard_dead, &n))
@@ -455,16 +455,16 @@ static int lean_kind(const tdm__rt_src_task *t)
  * sample's too. */
 static tdm_err process_batch(tdm__rt_src_task *t)
 {
-    const uint32_t seq = ++t->seq;
+    const uint32_t seq = ++t->met.seq;
     const bool lag_on = seq <= RT_LAG_EXACT_BATCHES || seq % RT_LAG_EVERY == 0;
-    /* Two-phase aggregation (t->any_lagg) is a variant of its own too:
+    /* Two-phase aggregation (t->la.any) is a variant of its own too:
      * without it the scan pays nothing for it. */
-    const int la = t->any_lagg ? LAGG_ANY : LAGG_NO;
+    const int la = t->la.any ? LAGG_ANY : LAGG_NO;
     switch (lean_kind(t)) {
     case LEAN_P1:
         /* A lean batch has one edge: a count's fold is its own variant
          * (the common keyed count, NEXMark-W). */
-        if (la && t->lagg[0] && t->lagg[0]->count)
+        if (la && t->la.e[0] && t->la.e[0]->count)
             return lag_on ? scan_batch(t, seq, true, LEAN_P1, LAGG_COUNT)
                           : scan_batch(t, seq, false, LEAN_P1, LAGG_COUNT);
         if (la)
@@ -473,7 +473,7 @@ static tdm_err process_batch(tdm__rt_src_task *t)
         return lag_on ? scan_batch(t, seq, true, LEAN_P1, LAGG_NO)
                       : scan_batch(t, seq, false, LEAN_P1, LAGG_NO);
     case LEAN_PN:
-        if (la && t->lagg[0] && t->lagg[0]->count)
+        if (la && t->la.e[0] && t->la.e[0]->count)
             return lag_on ? scan_batch(t, seq, true, LEAN_PN, LAGG_COUNT)
                           : scan_batch(t, seq, false, LEAN_PN, LAGG_COUNT);
         if (la)
@@ -487,22 +487,29 @@ static tdm_err process_batch(tdm__rt_src_task *t)
     }
 }
 
+#define N_HOOKS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Hooks when split @p p finished (told to the reader): a revoked split's
+ * keys are fenced, a version-2 split is no longer live, the partition is
+ * published finished. */
+static void (*const on_split_finished[])(tdm__rt_src_task *, int) = {
+    tdm__src_fence_on_finished,
+    tdm__src_v2_split_finished,
+    tdm__src_metrics_split_finished,
+};
+
 /* Tells the reader about partitions that finished in the last poll. */
 static void report_finished(tdm__rt_src_task *t, bool eof)
 {
     for (int p = 0; p < t->n_parts && p < t->part_cap; p++) {
         if ((t->finished[p] || eof) && !t->reported[p]) {
             t->reported[p] = 1;
-            if (t->uc[p].n > 0)
+            if (t->unit.uc[p].n > 0)
                 tdm__src_unit_verdict(t, p);
             if (t->finished[p])
                 tdm_reader_split_finished(t->reader, p);
-            tdm__src_fence_on_finished(t, p);
-            if (t->src->v2)
-                t->n_live--;
-            tdm__rt_pub_set(&t->parts[p].p_flags,
-                            tdm__rt_pub_get(&t->parts[p].p_flags) |
-                                RT_PF_FINISHED);
+            for (int h = 0; h < N_HOOKS(on_split_finished); h++)
+                on_split_finished[h](t, p);
         }
     }
 }
@@ -537,7 +544,42 @@ static void (*const after_tick[])(tdm__rt_src_task *) = {
     after_tick_publish,
 };
 
-#define N_HOOKS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+/* Hooks before the loop's first poll: a subtask restored at another
+ * parallelism announces its restored watermark and status (the
+ * consumers' channels started afresh) before anything else. */
+static void on_open_announce(tdm__rt_src_task *t)
+{
+    if (t->run->ck.restored && t->run->ck.old_P != t->run->P)
+        tdm__src_ckpt_announce_restored(t);
+}
+
+static void (*const on_open[])(tdm__rt_src_task *) = {
+    on_open_announce,
+};
+
+/* Hooks at the end of input, before the end of output goes out: the
+ * checkpoints' final state, before the reader ends (a restore from it
+ * finds every partition finished and ends the same way). */
+static void (*const before_end[])(tdm__rt_src_task *) = {
+    tdm__src_ckpt_end,
+};
+
+/* Hooks after the end of output: the last positions marked (the run
+ * thread commits them once the sinks are closed, and closes the
+ * connector after that), the replay log, the local aggregates' debug
+ * lines, then the final published values. */
+static void on_end_mark(tdm__rt_src_task *t)
+{
+    if (t->src->v2)
+        tdm__src_v2_mark(t, true);
+}
+
+static void (*const on_end[])(tdm__rt_src_task *) = {
+    on_end_mark,
+    tdm__src_v2_on_end,
+    tdm__src_lagg_log,
+    tdm__src_metrics_on_end,
+};
 
 /* Fails the run for want of memory (source @p t's message). */
 static void fail_nomem(tdm__rt_src_task *t)
@@ -601,11 +643,11 @@ static void count_polled(tdm__rt_src_task *t)
 {
     tdm__run *run = t->run;
     tdm__rt_count(run, TDM_STAT_RECORDS_IN, (int64_t)t->cur->b->n);
-    tdm__rt_pub_add(&t->m.in, (int64_t)t->cur->b->n);
+    tdm__rt_pub_add(&t->met.m.in, (int64_t)t->cur->b->n);
     if (t->cur->b->n_dup_keys) {
         /* Repeated JSON keys, counted by the parser per batch. */
         tdm__rt_count(run, TDM_STAT_DUP_KEYS, t->cur->b->n_dup_keys);
-        tdm__rt_pub_add(&t->m.dup, t->cur->b->n_dup_keys);
+        tdm__rt_pub_add(&t->met.m.dup, t->cur->b->n_dup_keys);
     }
 }
 
@@ -623,14 +665,9 @@ static void after_batch(tdm__rt_src_task *t, int eof)
         tdm__src_v2_idle_without_splits(t);
     /* Rows first, then whatever the periodic tick emits. */
     tdm__outbox_flush_rows(t);
-    /* Two-phase aggregation: a poll that did not fill its batch
-     * means the input is slow, stalled or ending; the partials of
-     * every open slice go out now rather than wait at the source
-     * for a watermark (a slice may then send several partials per
-     * key, each before the watermark that closes it). */
-    for (int e = 0; !t->lazy && t->any_lagg && e < t->src->n_edges; e++)
-        if (t->lagg[e])
-            tdm__rt_lagg_flush(t, t->lagg[e], TDM_TIME_MAX);
+    /* Two-phase aggregation: a poll that did not fill its batch means
+     * the input is slow, stalled or ending (src_lagg.h). */
+    tdm__src_lagg_flush(t);
     if (!t->lazy)
         tdm__outbox_kick(t);
     tdm_reader_advance(t->reader);
@@ -653,10 +690,8 @@ static bool step(tdm__rt_src_task *t, int *eof)
     tdm__run *run = t->run;
     for (int h = 0; h < N_HOOKS(between_polls); h++)
         between_polls[h](t);
-    if (!t->src->v2 && t->reading_paused) {
-        tdm__src_align_paused_tick(t);
+    if (tdm__src_align_hold(t))
         return true;
-    }
     if (!poll_batch(t, eof))
         return false;
     /* Partitions assigned in this poll are splits before its rows (an
@@ -698,7 +733,7 @@ static void run_loop(tdm__rt_src_task *t, bool *cancelled)
     while (!eof) {
         if (atomic_load_explicit(&run->abort, memory_order_relaxed))
             break;
-        if (atomic_load_explicit(&run->job->cancel, memory_order_relaxed)) {
+        if (atomic_load_explicit(&run->rec->cancel, memory_order_relaxed)) {
             *cancelled = true;
             break;
         }
@@ -711,23 +746,6 @@ static void run_loop(tdm__rt_src_task *t, bool *cancelled)
     }
 }
 
-/* The debug line of each edge's local aggregate, at the end. */
-static void log_lagg(tdm__rt_src_task *t)
-{
-    for (int e = 0; t->run->debug && t->lagg && e < t->src->n_edges; e++)
-        if (t->lagg[e])
-            tdm__job_log(
-                t->run->job,
-                "debug local_aggregation vertex=%s "
-                "subtask=%d window=%s folded=%lld "
-                "partials=%lld%s",
-                t->src->node->name, t->index, t->src->edges[e].op->node->name,
-                (long long)t->lagg[e]->folded, (long long)t->lagg[e]->sent,
-                !t->lagg[e]->count       ? ""
-                : t->lagg[e]->cs_scatter ? " count_slots=scatter"
-                                         : " count_slots=direct");
-}
-
 /* After the loop: the final state, the end of output, the last marks
  * and metrics. */
 static void finish(tdm__rt_src_task *t, bool cancelled)
@@ -736,9 +754,8 @@ static void finish(tdm__rt_src_task *t, bool cancelled)
     /* Nothing more follows: no item may wait for a wake-up. */
     t->lazy = false;
     tdm__outbox_kick(t);
-    /* Checkpoints: the final state, before the reader ends (a restore
-     * from it finds every partition finished and ends the same way). */
-    tdm__src_ckpt_end(t);
+    for (int h = 0; h < N_HOOKS(before_end); h++)
+        before_end[h](t);
     /* End of input (or cancel): the maximum watermark, then END; or,
      * stopping without a drain, END marked so (idle = 1): consumers
      * write nothing more for open windows. */
@@ -750,16 +767,8 @@ static void finish(tdm__rt_src_task *t, bool cancelled)
             tdm__outbox_broadcast(t, TDM__ITEM_END, TDM_TIME_MAX, 0);
         }
     }
-    /* The last positions; the run thread commits them once the sinks
-     * are closed, and closes the connector after that. */
-    if (t->src->v2)
-        tdm__src_v2_mark(t, true);
-    tdm__src_v2_on_end(t);
-    log_lagg(t);
-    /* The final values: every split's watermark, the lag quantiles. */
-    t->now = tdm_clock_now(t->clk);
-    tdm__src_metrics_publish(t, true);
-    tdm__src_metrics_publish_lag(t);
+    for (int h = 0; h < N_HOOKS(on_end); h++)
+        on_end[h](t);
     if (t->conn && !t->src->v2) {
         t->src->vt->close(t->conn);
         t->conn = NULL;
@@ -795,11 +804,8 @@ void *tdm__rt_source_main(void *arg)
         tdm__rt_thread_done(run);
         return NULL;
     }
-    /* Restored at another parallelism: the consumers' channels started
-     * afresh, so this subtask's restored watermark and status go out
-     * before anything else. */
-    if (run->ck.restored && run->ck.old_P != run->P)
-        tdm__src_ckpt_announce_restored(t);
+    for (int h = 0; h < N_HOOKS(on_open); h++)
+        on_open[h](t);
     run_loop(t, &cancelled);
     finish(t, cancelled);
     tdm__rt_thread_done(run);
@@ -814,13 +820,9 @@ tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t)
     char msg[256] = "";
     int n_parts = 0;
     tdm__src_metrics_init(t);
-    if (pthread_mutex_init(&t->mx, NULL) != 0)
-        return TDM_ERR_NOMEM;
-    t->mx_ok = true;
-    tdm_err err = tdm__hist_init(&t->lag);
+    tdm_err err = tdm__src_metrics_open(t);
     if (err != TDM_OK)
         return err;
-    t->lag_ok = true;
     err = tdm__rt_clock_new(run->job, &t->clk);
     if (err != TDM_OK)
         return err;
@@ -842,12 +844,8 @@ tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t)
      * are fixed, will never read a row. */
     t->empty =
         !s->v2 && n_parts == 0 && (s->conf.partition_field < 0 || t->index > 0);
-    t->marked = TDM_TIME_MIN;
-    atomic_init(&t->c_proc, TDM_TIME_MIN);
-    atomic_init(&t->c_done, TDM_TIME_MIN);
-    atomic_init(&t->c_req, 0);
-    atomic_init(&t->ann_max, TDM_TIME_MAX);
-    atomic_init(&t->ann_seq, 0);
+    tdm__src_v2_init(t);
+    tdm__src_align_init(t);
     err = tdm_reader_new(0, s->strat, t->clk, reader_emit, t, &t->reader);
     if (err == TDM_OK && s->align)
         err = tdm_reader_set_alignment(t->reader, s->align->drift,
@@ -879,7 +877,7 @@ tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t)
         t->pool_ok = err == TDM_OK;
         t->pool.before_wait = tdm__outbox_before_pool_wait;
         t->pool.before_wait_ud = t;
-        t->pool.waits = &t->m.bp;
+        t->pool.waits = &t->met.m.bp;
     }
     if (err == TDM_OK) {
         t->unkicked =
@@ -888,19 +886,8 @@ tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t)
             err = TDM_ERR_NOMEM;
     }
     /* Two-phase aggregation: a local aggregate per eligible edge. */
-    for (int e = 0; err == TDM_OK && e < s->n_edges; e++) {
-        if (!s->edges[e].local)
-            continue;
-        if (!t->lagg) {
-            t->lagg = tdm__calloc((size_t)s->n_edges, sizeof *t->lagg);
-            if (!t->lagg) {
-                err = TDM_ERR_NOMEM;
-                break;
-            }
-        }
-        err = tdm__rt_lagg_new(t, e, &t->lagg[e]);
-        t->any_lagg = err == TDM_OK;
-    }
+    if (err == TDM_OK)
+        err = tdm__src_lagg_open(t);
     if (err != TDM_OK)
         tdm__rt_fail(run, err, "source \"%s\": out of memory", s->node->name);
     return err;
@@ -918,25 +905,14 @@ void tdm__rt_source_task_fini(tdm__rt_src_task *t)
         tdm__pool_fini(&t->pool);
     tdm__free(t->finished);
     tdm__free(t->reported);
-    tdm__free(t->uc);
-    tdm__free(t->mtouched);
-    tdm__free(t->hot);
-    tdm__free(t->floor);
-    tdm__free(t->hzbuf);
-    tdm__free(t->ppaused);
+    tdm__src_unit_free(t);
+    tdm__src_v2_free(t);
+    tdm__src_align_free(t);
     tdm__src_fence_free(t);
-    for (int p = 0; p < t->part_cap && t->parts; p++)
-        tdm__free(t->parts[p].name);
-    tdm__free(t->parts);
-    if (t->lag_ok)
-        tdm__hist_fini(&t->lag);
-    if (t->mx_ok)
-        pthread_mutex_destroy(&t->mx);
+    tdm__src_metrics_fini(t);
     tdm__free(t->unkicked);
     tdm__free(t->kb.p);
-    for (int e = 0; t->lagg && e < t->src->n_edges; e++)
-        tdm__rt_lagg_free(t->lagg[e]);
-    tdm__free(t->lagg);
+    tdm__src_lagg_free(t);
     tdm__rt_ckpt_slot_free(&t->ck);
     memset(t, 0, sizeof *t);
 }

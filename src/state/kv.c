@@ -45,17 +45,12 @@ struct tdm__kv {
     uint32_t n_heads;
 };
 
-/* Mixes (key, ns) into a well-spread 64-bit value. */
+/* Mixes (key, ns) into a well-spread 64-bit value (core/hash.h's word
+ * steps). */
 static inline uint64_t kv_hash(uint32_t key, tdm__ns ns)
 {
-    uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ULL;
-    h ^= (uint64_t)ns.a * 0xc2b2ae3d27d4eb4fULL;
-    h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL;
-    h ^= (uint64_t)ns.b * 0x94d049bb133111ebULL;
-    h ^= h >> 32;
-    h *= 0xd6e8feb86659fd93ULL;
-    h ^= h >> 32;
-    return h;
+    uint64_t h = tdm__hash_step(tdm__hash_start(24, TDM__HASH_TABLE), key);
+    return tdm__hash_last(tdm__hash_step(h, (uint64_t)ns.a), (uint64_t)ns.b);
 }
 
 static inline void *slot_value(const tdm__kv *kv, kv_slot *s)

@@ -41,48 +41,14 @@ tdm__keys *tdm__keys_new(void);
  * Returns TDM_OK and the id in *id, or TDM_ERR_NOMEM. */
 tdm_err tdm__keys_intern(tdm__keys *ks, const char *key, size_t len,
                          uint32_t *id);
-/* The hash the key table uses (faster than tdm__hash_bytes for short
- * keys; any length, key may be NULL when len is 0).  Eight bytes at a
- * time with a multiply-xorshift mix per word: a few nanoseconds for the
- * short keys records usually carry, where a byte-at-a-time hash costs a
- * multiply per byte.  Tails are read as (possibly overlapping) whole
- * words; the length is mixed into the seed, so keys that differ only in
- * length hash apart.  Inline so that callers hashing a key of a known
- * length (the runtime's fixed-width keys) get it folded. */
+/* The hash the key table uses, and the routing hash (key -> key group ->
+ * subtask, persisted in checkpoints): core/hash.h's seeded byte hash
+ * with seed TDM__HASH_ROUTE (any length, key may be NULL when len is 0).
+ * Inline so that callers hashing a key of a known length (the runtime's
+ * fixed-width keys) get it folded. */
 static inline uint64_t tdm__keys_hash(const void *key, size_t len)
 {
-    const unsigned char *p = key;
-    uint64_t h =
-        0x9e3779b97f4a7c15ULL ^ ((uint64_t)len * 0xff51afd7ed558ccdULL);
-    uint64_t v;
-    uint32_t a, b;
-    if (len > 8) {
-        size_t n = len;
-        while (n > 8) {
-            memcpy(&v, p, 8);
-            h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
-            h ^= h >> 31;
-            p += 8;
-            n -= 8;
-        }
-        memcpy(&v, p + n - 8, 8);
-    } else if (len == 8) {
-        memcpy(&v, p, 8);
-    } else if (len >= 4) {
-        memcpy(&a, p, 4);
-        memcpy(&b, p + len - 4, 4);
-        v = ((uint64_t)a << 32) | b;
-    } else if (len > 0) {
-        v = (uint64_t)p[0] | ((uint64_t)p[len / 2] << 8) |
-            ((uint64_t)p[len - 1] << 16);
-    } else {
-        v = 0;
-    }
-    h = (h ^ v) * 0x94d049bb133111ebULL;
-    h ^= h >> 32;
-    h *= 0xd6e8feb86659fd93ULL;
-    h ^= h >> 29;
-    return h;
+    return tdm__hash_bytes_seeded(key, len, TDM__HASH_ROUTE);
 }
 /* As tdm__keys_intern with the caller's tdm__keys_hash(key, len), for
  * callers that hash once and look up several times. */

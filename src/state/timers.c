@@ -56,28 +56,16 @@ struct tdm__timers {
 #define NODE(t, id) (((tnode *)(t)->nodes.items)[id])
 #define BUCKET(t, id) (((tbucket *)(t)->buckets.items)[id])
 
-static inline uint64_t mix64(uint64_t h)
-{
-    h ^= h >> 32;
-    h *= 0xd6e8feb86659fd93ULL;
-    h ^= h >> 32;
-    return h;
-}
-
 static inline uint64_t timer_hash(tdm_time_ms time, uint32_t key, tdm__ns ns)
 {
-    uint64_t h = (uint64_t)time * 0x9e3779b97f4a7c15ULL;
-    h ^= (uint64_t)key * 0xc2b2ae3d27d4eb4fULL;
-    h = (h ^ (h >> 31)) * 0xbf58476d1ce4e5b9ULL;
-    h ^= (uint64_t)ns.a * 0x94d049bb133111ebULL;
-    h = (h ^ (h >> 29)) * 0xff51afd7ed558ccdULL;
-    h ^= (uint64_t)ns.b * 0xc4ceb9fe1a85ec53ULL;
-    return mix64(h);
+    uint64_t h = tdm__hash_start(32, TDM__HASH_TABLE);
+    h = tdm__hash_step(tdm__hash_step(h, (uint64_t)time), key);
+    return tdm__hash_last(tdm__hash_step(h, (uint64_t)ns.a), (uint64_t)ns.b);
 }
 
 static inline uint64_t time_hash(tdm_time_ms time)
 {
-    return mix64((uint64_t)time * 0x9e3779b97f4a7c15ULL);
+    return tdm__hash_word((uint64_t)time);
 }
 
 /* ---- Pools ---- */

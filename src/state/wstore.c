@@ -508,8 +508,7 @@ void tdm__ws_compact(tdm__wstore *ws)
 /* Mixes (key id, span id) into a table position. */
 static inline uint64_t spill_hash(uint32_t key, uint32_t sid)
 {
-    uint64_t h = ((uint64_t)key << 32 | sid) * 0x9e3779b97f4a7c15ULL;
-    return h ^ (h >> 29);
+    return tdm__hash_word((uint64_t)key << 32 | sid);
 }
 
 /* The span id of a spilled cell (its span field carries the spill
@@ -696,11 +695,7 @@ tdm_err tdm__ws_cell_widen(tdm__wstore *ws, uint32_t id, tdm__ws_cell **c)
 /* Mixes a window interval into a span-map position. */
 static inline uint64_t span_hash(tdm_time_ms start, tdm_time_ms end)
 {
-    uint64_t h = (uint64_t)start * 0x9e3779b97f4a7c15ULL;
-    h ^= (uint64_t)end * 0xc2b2ae3d27d4eb4fULL;
-    h ^= h >> 31;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    return h ^ (h >> 29);
+    return tdm__hash_pair((uint64_t)start, (uint64_t)end);
 }
 
 /* The next time a span is due: its fire time, then its cleanup time. */

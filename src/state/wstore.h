@@ -180,29 +180,16 @@ static inline uint64_t tdm__ws_rd32(const void *p)
     return v;
 }
 
-/* The 128-bit product of a and b folded to 64 bits (high half xor low
- * half): one multiply that mixes every input bit into every output
- * bit. */
+/* The folded multiply of core/hash.h (tdm__hash_fold). */
 static inline uint64_t tdm__ws_fold(uint64_t a, uint64_t b)
 {
-#ifdef __SIZEOF_INT128__
-    __uint128_t r = (__uint128_t)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-#else
-    uint64_t al = a & 0xffffffffu, ah = a >> 32;
-    uint64_t bl = b & 0xffffffffu, bh = b >> 32;
-    uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
-    uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
-    uint64_t lo = (mid << 32) | (ll & 0xffffffffu);
-    uint64_t hi = hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
-    return lo ^ hi;
-#endif
+    return tdm__hash_fold(a, b);
 }
 
 /* The seed of tdm__ws_hash for keys of @p len bytes. */
 static inline uint64_t tdm__ws_seed(size_t len)
 {
-    return 0x243f6a8885a308d3ULL ^ ((uint64_t)len * 0x9e3779b97f4a7c15ULL);
+    return 0x243f6a8885a308d3ULL ^ ((uint64_t)len * TDM__HASH_GOLDEN);
 }
 
 /* tdm__ws_hash's last step: the two words @p a, @p b read from the key
@@ -218,7 +205,10 @@ static inline uint64_t tdm__ws_mix(uint64_t a, uint64_t b, uint64_t seed)
 /* The key hash of the window store.  Keys of up to 16 bytes are read as
  * two (possibly overlapping) words and mixed with two folded multiplies;
  * longer keys fold 16 bytes per step first.  The length is part of the
- * seed, so keys that differ only in length hash apart. */
+ * seed, so keys that differ only in length hash apart.  Kept apart from
+ * core/hash.h's byte hash (but built from its folded multiply): the
+ * hottest table of the engine, and independent of the routing hash,
+ * whose bits the keys of one window subtask share. */
 static inline uint64_t tdm__ws_hash(const void *key, size_t len)
 {
     const unsigned char *p = key;

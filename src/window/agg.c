@@ -7,6 +7,13 @@
  * Contents live in the window slot (tdm__win_slot.c plus an inline
  * accumulator for user aggregates); only collect and window functions
  * allocate, and they account their heap bytes in op->content_bytes.
+ *
+ * User aggregates come in two versions of tdm_aggregate_methods (the
+ * header documents both): version 1's add/merge/result cannot fail,
+ * version 2's return an error and add is given a tdm_agg_ctx (the
+ * record's input, partial, row: op->actx during tdm_winop_push_ctx).
+ * This file is the only place that calls either set, so the rest of the
+ * operator sees one aggregate that may fail.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -68,6 +75,44 @@ tdm_err tdm_aggregate_new_custom(const tdm_aggregate_methods *methods, void *ud,
     return TDM_OK;
 }
 
+/* A version-2 user aggregate; copies @p methods, and what the versions
+ * share into a->m too, so that only add, merge and result look at the
+ * version.  Returns as tdm_aggregate_new_custom. */
+tdm_err tdm_aggregate_new_custom_v2(const tdm_aggregate_methods_v2 *methods,
+                                    void *ud, tdm_aggregate **out, char *errbuf,
+                                    size_t errbuf_size)
+{
+    if (!out)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "out must not be NULL");
+    *out = NULL;
+    if (!methods)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "methods must not be NULL");
+    if (methods->version != 2)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "methods->version must be 2 (got %d)",
+                         methods->version);
+    if (!methods->add || !methods->result)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "methods->%s must not be NULL",
+                         !methods->add ? "add" : "result");
+    tdm_aggregate *a = tdm__calloc(1, sizeof *a);
+    if (!a)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                         "out of memory creating a custom aggregate");
+    a->type = TDM__AGG_CUSTOM;
+    a->m2 = *methods;
+    a->m.version = 2;
+    a->m.acc_size = methods->acc_size;
+    a->m.create = methods->create;
+    a->m.destroy_acc = methods->destroy_acc;
+    a->m.destroy = methods->destroy;
+    a->ud = ud;
+    *out = a;
+    return TDM_OK;
+}
+
 /* A full-window function.  Returns TDM_OK, TDM_ERR_INVAL (NULL
  * fn or out), TDM_ERR_NOMEM. */
 tdm_err tdm_aggregate_new_window_fn(tdm_window_fn fn, void *ud,
@@ -102,6 +147,8 @@ void tdm_aggregate_destroy(tdm_aggregate *agg)
         agg->fn_destroy(agg->ud);
     tdm__free(agg);
 }
+
+const tdm_agg_ctx tdm__agg_no_ctx = {.input = 0};
 
 /* ---- Result output and window context (user code's view) ---- */
 
@@ -183,7 +230,8 @@ size_t tdm__agg_acc_size(const tdm_aggregate *a)
 /* False only for user aggregates without merge. */
 bool tdm__agg_can_merge(const tdm_aggregate *a)
 {
-    return a->type != TDM__AGG_CUSTOM || a->m.merge != NULL;
+    return a->type != TDM__AGG_CUSTOM ||
+           (a->m.version == 1 ? a->m.merge != NULL : a->m2.merge != NULL);
 }
 
 /* ---- Contents ---- */
@@ -207,6 +255,34 @@ static bool reserve(tdm_winop *op, void **p, size_t *cap, size_t n,
     return true;
 }
 
+/* Adds a record to a user aggregate's accumulator, creating it first
+ * when the window has no contents (Flink creates the accumulator on the
+ * first add after creation or purge).  A version-2 add that fails on a
+ * new accumulator releases it: the window stays empty. */
+static tdm_err custom_add(tdm_winop *op, tdm__win_slot *s,
+                          const tdm_record *rec)
+{
+    const tdm_aggregate *a = op->agg;
+    void *acc = tdm__win_acc(op, s);
+    bool fresh = !(s->flags & TDM__W_CONTENTS);
+    if (fresh) {
+        memset(acc, 0, a->m.acc_size);
+        if (a->m.create)
+            a->m.create(a->ud, acc);
+    }
+    if (a->m.version == 1) {
+        if (op->actx && op->actx->partial)
+            return TDM_ERR_INVAL; /* refused by tdm_winop_push_ctx */
+        a->m.add(a->ud, acc, rec);
+        return TDM_OK;
+    }
+    tdm_err err =
+        a->m2.add(a->ud, acc, rec, op->actx ? op->actx : &tdm__agg_no_ctx);
+    if (err != TDM_OK && fresh && a->m.destroy_acc)
+        a->m.destroy_acc(a->ud, acc);
+    return err;
+}
+
 /* Adds a record when the inline fast path does not apply
  * (collect, user aggregates, window functions). */
 tdm_err tdm__agg_add_slow(tdm_winop *op, tdm__win_slot *s,
@@ -225,15 +301,9 @@ tdm_err tdm__agg_add_slow(tdm_winop *op, tdm__win_slot *s,
         s->c.col.v[s->c.col.n++] = rec->value;
         break;
     case TDM__AGG_CUSTOM: {
-        void *acc = tdm__win_acc(op, s);
-        if (!(s->flags & TDM__W_CONTENTS)) {
-            /* Flink creates the accumulator on the first add after
-             * creation or purge. */
-            memset(acc, 0, a->m.acc_size);
-            if (a->m.create)
-                a->m.create(a->ud, acc);
-        }
-        a->m.add(a->ud, acc, rec);
+        tdm_err err = custom_add(op, s, rec);
+        if (err != TDM_OK)
+            return err;
         break;
     }
     case TDM__AGG_WINDOW_FN: {
@@ -309,7 +379,14 @@ tdm_err tdm__agg_merge(tdm_winop *op, tdm__win_slot *into, tdm__win_slot *from)
         }
         break;
     case TDM__AGG_CUSTOM:
-        a->m.merge(a->ud, tdm__win_acc(op, into), tdm__win_acc(op, from));
+        if (a->m.version == 1) {
+            a->m.merge(a->ud, tdm__win_acc(op, into), tdm__win_acc(op, from));
+        } else {
+            tdm_err err = a->m2.merge(a->ud, tdm__win_acc(op, into),
+                                      tdm__win_acc(op, from));
+            if (err != TDM_OK)
+                return err; /* both windows keep their contents */
+        }
         break;
     case TDM__AGG_WINDOW_FN:
         if (!reserve(op, (void **)&into->c.recs.r, &into->c.recs.cap,
@@ -399,7 +476,13 @@ tdm_err tdm__agg_result(tdm_winop *op, tdm__win_slot *s, tdm_event *ev,
         res->has_bytes = false;
         res->len = 0;
         res->err = TDM_OK;
-        a->m.result(a->ud, tdm__win_acc(op, s), res);
+        if (a->m.version == 1) {
+            a->m.result(a->ud, tdm__win_acc(op, s), res);
+        } else {
+            tdm_err err = a->m2.result(a->ud, tdm__win_acc(op, s), res);
+            if (err != TDM_OK)
+                return err;
+        }
         break;
     case TDM__AGG_WINDOW_FN: {
         tdm_window_ctx wc = {

@@ -124,7 +124,7 @@ static wjslot *chunk_slot(wjchunk *c, uint32_t i)
 
 static uint32_t key_hash(const char *key, size_t len)
 {
-    return (uint32_t)tdm__keys_hash(key, len);
+    return (uint32_t)tdm__hash_bytes_seeded(key, len, TDM__HASH_TABLE);
 }
 
 /* ---- Record logs ---- */

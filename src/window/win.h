@@ -127,9 +127,12 @@ typedef tdm_err (*tdm__acc_load_fn)(void *ud, void *acc, struct tdm__dec *d);
 
 struct tdm_aggregate {
     tdm__agg_type type;
-    tdm_agg_kind kind;       /* BUILTIN */
-    tdm_aggregate_methods m; /* CUSTOM */
-    tdm_window_fn fn;        /* WINDOW_FN */
+    tdm_agg_kind kind;           /* BUILTIN */
+    tdm_aggregate_methods m;     /* CUSTOM: version 1, or of version 2 what the
+                                    two share (acc_size, create, destroy_acc,
+                                    destroy; add, merge, result NULL) */
+    tdm_aggregate_methods_v2 m2; /* CUSTOM, m.version 2 */
+    tdm_window_fn fn;            /* WINDOW_FN */
     void (*fn_destroy)(void *ud);
     void *ud;
     tdm__acc_save_fn acc_save; /* CUSTOM: NULL = the bytes are the state */
@@ -280,6 +283,10 @@ struct tdm_winop {
     int64_t late_dropped, late_emitted, bad_records, fn_errors;
     int64_t content_bytes; /* heap bytes held by window contents */
     tdm_err pending;       /* first error raised inside a callback */
+    /* The aggregate context of the record being pushed: set by
+     * tdm_winop_push_ctx for the length of its push, NULL otherwise (a
+     * version-2 add then sees tdm__agg_no_ctx). */
+    const tdm_agg_ctx *actx;
     tdm_result_out res;
     /* Scratch for firings (sorted collect values, records) and merges. */
     tdm__win_slot **mlist; /* a key's windows */
@@ -366,13 +373,15 @@ void tdm__trigger_clear(const tdm_trigger *t, tdm_trigger_ctx *ctx,
 size_t tdm__agg_acc_size(const tdm_aggregate *a);
 bool tdm__agg_can_merge(const tdm_aggregate *a);
 /* Adds a record to the slot's contents.  @p key/@p key_len are the
- * interned key bytes (stable while the slot lives).  Returns TDM_OK or
- * TDM_ERR_NOMEM (contents unchanged). */
+ * interned key bytes (stable while the slot lives).  Returns TDM_OK,
+ * TDM_ERR_NOMEM (contents unchanged) or a version-2 add's error (then
+ * the slot has no contents if it had none before). */
 tdm_err tdm__agg_add_slow(tdm_winop *op, tdm__win_slot *s,
                           const tdm_record *rec, const char *key,
                           size_t key_len);
 /* Folds the contents of @p from into @p into and leaves @p from empty.
- * Returns TDM_OK or TDM_ERR_NOMEM (then nothing moved). */
+ * Returns TDM_OK, TDM_ERR_NOMEM (then nothing moved) or a version-2
+ * merge's error (then both keep their contents, what moved moved). */
 tdm_err tdm__agg_merge(tdm_winop *op, tdm__win_slot *into, tdm__win_slot *from);
 /* Empties the contents (purge or cleanup). */
 void tdm__agg_clear(tdm_winop *op, tdm__win_slot *s);
@@ -382,6 +391,8 @@ tdm_err tdm__agg_result(tdm_winop *op, tdm__win_slot *s, tdm_event *ev,
                         const char *key, size_t key_len);
 /* Frees the scratch buffers of op->res. */
 void tdm__agg_free_result(tdm_result_out *r);
+/* What a version-2 add sees of a record pushed without a context. */
+extern const tdm_agg_ctx tdm__agg_no_ctx;
 
 /* Adds a record's value with a built-in incremental aggregate: the fast
  * path of the operator (no calls, no allocation). */

@@ -159,8 +159,13 @@ void tdm__win_emit(tdm_winop *op, tdm__win_slot *s, bool purge)
     ev.time = max_ts;
     tdm_err err = tdm__agg_result(op, s, &ev, key, key_len);
     if (err != TDM_OK) {
-        /* A user function declined: skip this firing, count it. */
+        /* A user function declined: skip this firing, count it.  A
+         * version-2 aggregate out of memory also fails the call that
+         * fired the window (tidemark.h, tdm_aggregate_methods). */
         op->fn_errors++;
+        if (err == TDM_ERR_NOMEM && op->agg->type == TDM__AGG_CUSTOM &&
+            op->agg->m.version == 2)
+            tdm__win_fail(op, err);
         tdm__msgf(&op->msg, err,
                   "window function failed for key '%.*s' "
                   "window [%lld, %lld): %s",
@@ -714,14 +719,20 @@ static void lean_watermark(tdm_winop *op, tdm_time_ms wm)
         tdm__ws_compact(ws); /* give memory back when keys went away */
 }
 
-/* The error message of a record that failed with @p err (NOMEM). */
+/* The error message of a record that failed with @p err (NOMEM, or a
+ * version-2 aggregate's error). */
 static __attribute__((noinline)) tdm_err
 push_failed(tdm_winop *op, const tdm_record *rec, tdm_err err)
 {
+    int klen = (int)(rec->key_len > 64 ? 64 : rec->key_len);
+    if (err != TDM_ERR_NOMEM)
+        return tdm__msgf(&op->msg, err,
+                         "the aggregate failed on a record of key '%.*s': %s",
+                         klen, rec->key, tdm_err_name(err));
     return tdm__msgf(&op->msg, err,
                      "out of memory processing a record of "
                      "key '%.*s'",
-                     (int)(rec->key_len > 64 ? 64 : rec->key_len), rec->key);
+                     klen, rec->key);
 }
 
 /* A push that is refused before it is looked at: NULL record, after the
@@ -805,6 +816,24 @@ tdm_err tdm_winop_push(tdm_winop *op, int ch, const tdm_record *rec)
         return err == TDM_OK ? TDM_OK : push_failed(op, rec, err);
     }
     return general_push(op, rec);
+}
+
+/* tdm_winop_push with @p ctx lent to a version-2 aggregate's add for
+ * the length of the push (op->actx).  A partial needs a version-2
+ * aggregate: nothing else can fold one. */
+tdm_err tdm_winop_push_ctx(tdm_winop *op, int ch, const tdm_record *rec,
+                           const tdm_agg_ctx *ctx)
+{
+    if (!op)
+        return TDM_ERR_INVAL;
+    if (ctx && ctx->partial &&
+        (op->agg->type != TDM__AGG_CUSTOM || op->agg->m.version != 2))
+        return tdm__msgf(&op->msg, TDM_ERR_INVAL,
+                         "a partial needs a version-2 aggregate");
+    op->actx = ctx;
+    tdm_err err = tdm_winop_push(op, ch, rec);
+    op->actx = NULL;
+    return err;
 }
 
 /* Folds a partial accumulator into the windows of rec->ts (win.h).

@@ -135,8 +135,7 @@ static void add(fixture *f, void *acc, int64_t i, double d, const char *s,
     v[S_EMPTY_SUM].null = 1;
     v[S_EMPTY_FIRST].null = 1;
     tdm__row row = {.ts = 0, .v = v};
-    tdm__rowagg_add(f->ra, acc, &row);
-    ASSERT_TRUE(!tdm__rowagg_take_oom(f->ra));
+    ASSERT_OK(tdm__rowagg_add(f->ra, acc, 0, &row));
 }
 
 /* Saves @p acc; the bytes are the caller's (tdm__free). */
@@ -169,7 +168,7 @@ static void results(fixture *f, const void *acc, tdm__val *out,
 {
     tdm_result_out r;
     memset(&r, 0, sizeof r);
-    f->agg->m.result(f->agg->ud, acc, &r);
+    ASSERT_OK(f->agg->m2.result(f->agg->ud, acc, &r));
     ASSERT_TRUE(r.has_bytes && r.err == TDM_OK);
     tdm_type rt[N_SLOTS];
     for (int k = 0; k < N_SLOTS; k++)
@@ -363,7 +362,7 @@ TDM_TEST(first_last_arrival_order_survives_a_restore)
     add(&g, fresh, 99, 99, "late", 4);
     /* A session merge of a window opened after the restore into the
      * restored one: first stays the restored first, last is the new. */
-    g.agg->m.merge(g.agg->ud, back, fresh);
+    ASSERT_OK(g.agg->m2.merge(g.agg->ud, back, fresh));
     tdm__val v[N_SLOTS];
     unsigned char *b;
     results(&g, back, v, &b);

@@ -9,6 +9,7 @@
  * The fake connector below is driven step by step by each test; time is
  * a manual clock the tests move.
  */
+#include "runtime/run_record.h"
 #include "test_rt_kit.h"
 #include "testhooks.h"
 
@@ -967,10 +968,10 @@ TDM_TEST(alignment_pauses_a_version1_source)
         ASSERT_TRUE(kit_secs() - t0 < 5.0);
         tick(50);
     }
-    int64_t n0 = atomic_load(&job->stats[TDM_STAT_RECORDS_IN]);
+    int64_t n0 = atomic_load(&job->rec->stats[TDM_STAT_RECORDS_IN]);
     tick(50);
     tick(50);
-    int64_t n1 = atomic_load(&job->stats[TDM_STAT_RECORDS_IN]);
+    int64_t n1 = atomic_load(&job->rec->stats[TDM_STAT_RECORDS_IN]);
     ASSERT_EQ(n1, n0);
     ASSERT_TRUE(!log_has("debug pause vertex=fast subtask=0 partition=* "
                          "paused=0"));
