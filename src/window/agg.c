@@ -41,34 +41,51 @@ tdm_err tdm_aggregate_new(tdm_agg_kind kind, tdm_aggregate **out)
     return TDM_OK;
 }
 
+/* What the two custom constructors share: the checks, in the order
+ * their messages name them, and the allocation.  @p given: methods was
+ * not NULL (the other facts are read only then).  The aggregate, or NULL
+ * with *err and the message set. */
+static tdm_aggregate *custom_new(tdm_aggregate **out, bool given, int version,
+                                 int want, bool add, bool result, char *errbuf,
+                                 size_t errbuf_size, tdm_err *err)
+{
+    tdm_aggregate *a = NULL;
+    if (!out)
+        *err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "out must not be NULL");
+    else if (!given)
+        *err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "methods must not be NULL");
+    else if (version != want)
+        *err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "methods->version must be %d (got %d)", want, version);
+    else if (!add || !result)
+        *err =
+            tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                      "methods->%s must not be NULL", !add ? "add" : "result");
+    else if (!(a = tdm__calloc(1, sizeof *a)))
+        *err = tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                         "out of memory creating a custom aggregate");
+    else
+        a->type = TDM__AGG_CUSTOM;
+    if (out)
+        *out = NULL;
+    return a;
+}
+
 /* A user aggregate; copies @p methods.  Returns TDM_OK,
  * TDM_ERR_INVAL naming the bad field, TDM_ERR_NOMEM. */
 tdm_err tdm_aggregate_new_custom(const tdm_aggregate_methods *methods, void *ud,
                                  tdm_aggregate **out, char *errbuf,
                                  size_t errbuf_size)
 {
-    if (!out)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "out must not be NULL");
-    *out = NULL;
-    if (!methods)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "methods must not be NULL");
-    if (methods->version != 1)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "methods->version must be 1 (got %d)",
-                         methods->version);
-    if (!methods->add)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "methods->add must not be NULL");
-    if (!methods->result)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "methods->result must not be NULL");
-    tdm_aggregate *a = tdm__calloc(1, sizeof *a);
+    tdm_err err = TDM_OK;
+    tdm_aggregate *a =
+        custom_new(out, methods != NULL, methods ? methods->version : 0, 1,
+                   methods && methods->add, methods && methods->result, errbuf,
+                   errbuf_size, &err);
     if (!a)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
-                         "out of memory creating a custom aggregate");
-    a->type = TDM__AGG_CUSTOM;
+        return err;
     a->m = *methods;
     a->ud = ud;
     *out = a;
@@ -82,26 +99,13 @@ tdm_err tdm_aggregate_new_custom_v2(const tdm_aggregate_methods_v2 *methods,
                                     void *ud, tdm_aggregate **out, char *errbuf,
                                     size_t errbuf_size)
 {
-    if (!out)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "out must not be NULL");
-    *out = NULL;
-    if (!methods)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "methods must not be NULL");
-    if (methods->version != 2)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "methods->version must be 2 (got %d)",
-                         methods->version);
-    if (!methods->add || !methods->result)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "methods->%s must not be NULL",
-                         !methods->add ? "add" : "result");
-    tdm_aggregate *a = tdm__calloc(1, sizeof *a);
+    tdm_err err = TDM_OK;
+    tdm_aggregate *a =
+        custom_new(out, methods != NULL, methods ? methods->version : 0, 2,
+                   methods && methods->add, methods && methods->result, errbuf,
+                   errbuf_size, &err);
     if (!a)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
-                         "out of memory creating a custom aggregate");
-    a->type = TDM__AGG_CUSTOM;
+        return err;
     a->m2 = *methods;
     a->m.version = 2;
     a->m.acc_size = methods->acc_size;
