@@ -1315,6 +1315,59 @@ TDM_API void tdm_job_savepoint(tdm_job *job);
 TDM_API void tdm_job_destroy(tdm_job *job);
 
 /* ====================================================================== */
+/* Tasks: one job across several processes (scale_out: tasks)             */
+/* ====================================================================== */
+
+/* A job with the key scale_out set to tasks runs as tasks (Kafka
+** Streams' unit of work; docs/scale-out.md): task n reads partition n of
+** every input topic and owns the state of the keys those partitions
+** carry, checkpointed under checkpoint.dir/task-<n>, which every process
+** must reach.  Each process runs a task host: a member of the job's
+** consumer group that runs, as a job of its own, every task the group
+** assigns to it, restores a task from its newest checkpoint before it
+** reads a record, and stops a revoked task with a final checkpoint
+** before the group hands it on.  A task taken over by another process
+** (this one was paused past the session timeout) stops without writing
+** (TDM_ERR_STATE).  The host needs a fresh copy of the job for every
+** task it starts, so it asks for one: */
+
+typedef struct tdm_taskhost tdm_taskhost;
+
+/** @brief Builds a new, unvalidated copy of the job for task @p task
+ *  (the host then sets checkpoint.dir, task.id and task.epoch on it,
+ *  validates and runs it, and destroys it when the task stops).  Called
+ *  on the thread of tdm_taskhost_run.  @returns TDM_OK with *out set, or
+ *  an error with a message in @p errbuf. */
+typedef tdm_err (*tdm_task_build_cb)(void *ud, int task, tdm_job **out,
+                                     char *errbuf, size_t errbuf_size);
+
+/** @brief Makes a task host for job @p def (validated, scale_out: tasks;
+ *  borrowed until tdm_taskhost_destroy), which reads its Kafka sources'
+ *  brokers, topics, group and kafka.* properties and its checkpoint.dir.
+ *  @returns TDM_OK; TDM_ERR_INVAL (not a tasks job, message in errbuf);
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_taskhost_new(tdm_job *def, tdm_task_build_cb build,
+                                 void *ud, tdm_taskhost **out, char *errbuf,
+                                 size_t errbuf_size);
+/** @brief Joins the group and runs the tasks it assigns until
+ *  tdm_taskhost_cancel (every task stops with a final checkpoint, then
+ *  the host leaves the group), or, with sources that stop at the end of
+ *  their input, until every task it holds has finished.  A task that
+ *  fails stops the host (the other tasks stop as on cancel).
+ *  @returns TDM_OK; TDM_ERR_STATE (a task was taken over by another
+ *  process); TDM_ERR_IO (no broker, a task's I/O failed: message names
+ *  the task); TDM_ERR_INVAL (topics not co-partitioned); TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_taskhost_run(tdm_taskhost *host, char *errbuf,
+                                 size_t errbuf_size);
+/** @brief Asks a running host to stop.  Async-signal-safe. */
+TDM_API void tdm_taskhost_cancel(tdm_taskhost *host);
+/** @brief Tasks the host runs now (a snapshot): writes up to @p n task
+ *  numbers into @p tasks and returns how many it runs. */
+TDM_API int tdm_taskhost_tasks(tdm_taskhost *host, int *tasks, int n);
+/** @brief Destroys a host (not while it runs; NULL is fine). */
+TDM_API void tdm_taskhost_destroy(tdm_taskhost *host);
+
+/* ====================================================================== */
 /* Metrics of a running job                                                */
 /* ====================================================================== */
 

@@ -106,6 +106,12 @@ typedef struct tdm__cli_opts {
     int help;                /* --help */
 } tdm__cli_opts;
 
+/* Runs job @p def (loaded and validated from @p opts, scale_out: tasks)
+ * as a task host until a signal, the end of its tasks' input or a
+ * failure (run_tasks.c).  Returns an exit code. */
+int tdm__cli_run_tasks(const tdm__cli_opts *opts, tdm__cli_job *def,
+                       const char *log_level);
+
 /* Parses the arguments after the command name.  @p allow_quiet says
  * whether --quiet is accepted.  Prints the problem and returns
  * TDM_EXIT_USAGE on a bad command line; TDM_EXIT_OK otherwise.  The caller

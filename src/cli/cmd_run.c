@@ -649,6 +649,22 @@ static int load_job(const tdm__cli_opts *opts, const http_opts *http,
     return rc;
 }
 
+/* `run` of a job with scale_out: tasks (run_tasks.c).  Options that
+ * serve one job do not apply: refused. */
+static int run_as_tasks(const tdm__cli_opts *opts, const http_opts *http,
+                        tdm__cli_job *cj, const char *log_level)
+{
+    if (http->addr != NULL || http->from_scratch) {
+        fprintf(stderr,
+                "tidemark run: %s does not apply to scale_out: tasks yet "
+                "(each task is a job of its own, restored wherever the "
+                "group moves it; docs/scale-out.md)\n",
+                http->addr != NULL ? "--http" : "--from-scratch");
+        return TDM_EXIT_USAGE;
+    }
+    return tdm__cli_run_tasks(opts, cj, log_level);
+}
+
 /* Erases the status line, if one is shown. */
 static void clear_status(status *st)
 {
@@ -710,6 +726,10 @@ int tdm__cli_cmd_run(int argc, char **argv)
     rc = load_job(&opts, &http, log_level, &cj);
     if (rc != TDM_EXIT_OK)
         goto out;
+    if (strcmp(tdm_job_get(cj->job, "scale_out"), "tasks") == 0) {
+        rc = run_as_tasks(&opts, &http, cj, log_level);
+        goto out;
+    }
     name = tdm__cli_job_value(cj, NULL, "name");
     st.name = name != NULL && name[0] != '\0' ? name : "job";
     st.live = !opts.quiet && isatty(STDERR_FILENO);

@@ -106,6 +106,14 @@ typedef struct tdm__source_conf {
     /* checkpoint.dir is set: positions come from checkpoints (Kafka:
      * partitions are assigned by subtask, not by the group). */
     bool checkpointing;
+    /* scale_out: tasks (docs/scale-out.md): the task this job runs, -1
+     * otherwise.  With checkpointing, a Kafka source then reads partition
+     * number kafka_task of every listed topic (instead of its share by
+     * global index) and makes no monitoring commits (the group's members
+     * are the task hosts).  kafka_tasked false: not a task (zeroed
+     * configurations stay plain). */
+    bool kafka_tasked;
+    int kafka_task;
 } tdm__source_conf;
 
 enum {

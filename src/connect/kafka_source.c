@@ -1307,6 +1307,17 @@ static bool next_topic(const char **pp, bool whole, const char **name,
     return true;
 }
 
+/* Whether partition @p part (global index @p g) is read by subtask
+ * @p index of @p count: a task reads its partition number of every
+ * topic; otherwise the global indexes are dealt round-robin. */
+static bool mine(const tdm__source *src, int64_t g, int32_t part, int index,
+                 int count)
+{
+    if (src->conf.kafka_tasked)
+        return part == src->conf.kafka_task && index == 0;
+    return g % count == index;
+}
+
 /* At open, with checkpointing: this subtask's partitions, dealt by
  * global index (topics by name, partitions by number) round-robin over
  * the @p count subtasks; each gets its local index now.  The consumer
@@ -1374,7 +1385,8 @@ static tdm_err fixed_setup(tdm__source *src, int index, int count, char *errbuf,
                 break;
             }
             src->n_glob++;
-            if (g % count == index && !add_part(src, names[t], ids[i]))
+            if (mine(src, g, ids[i], index, count) &&
+                !add_part(src, names[t], ids[i]))
                 err = TDM_ERR_NOMEM;
         }
         tdm__free(ids);
@@ -1511,6 +1523,11 @@ static void fixed_commit(tdm__source *src, uint64_t id, const int64_t *next)
 
     if (!l)
         return;
+    if (src->conf.kafka_tasked) {
+        /* A task's job is no group member; the task hosts are. */
+        rd_kafka_topic_partition_list_destroy(l);
+        return;
+    }
     if (id)
         snprintf(meta, sizeof meta, "tdm1 ckpt=%llu", (unsigned long long)id);
     else

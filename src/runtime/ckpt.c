@@ -14,6 +14,7 @@
 
 #include "runtime/ckpt.h"
 #include "runtime/task_op.h"
+#include "runtime/task_owner.h"
 #include "runtime/task_source.h"
 #include "state/ckpt_codec.h"
 #include "state/ckpt_store.h"
@@ -311,7 +312,7 @@ static tdm_err open_writer(tdm__run *run, tdm__rt_sink *s, int si, int w,
     conf.exactly_once = true;
     conf.writer = w;
     conf.restored = run->ck.restored ? run->ck.from : 0;
-    conf.job_name = run->job->spec.name;
+    conf.job_name = s->conf.job_name ? s->conf.job_name : run->job->spec.name;
     *out = NULL;
     tdm_err err = restored_section(run, si, w, &p, &len, errbuf, errbuf_size);
     if (err != TDM_OK)
@@ -750,6 +751,24 @@ static void report_completed(tdm__run *run, uint64_t id, uint64_t bytes,
                      (long long)took, (long long)(align_us / 1000));
 }
 
+/* A task's job (task.epoch set by the task host) checks that no other
+ * process took the task over before a checkpoint becomes durable; a
+ * takeover fails the run for good (TDM_ERR_STATE is not restarted):
+ * nothing since the last durable checkpoint becomes visible.  Owner
+ * files that cannot be read fail the run the same way. */
+static bool still_owner(tdm__run *run)
+{
+    const tdm_job *job = run->job;
+    char msg[600];
+    tdm_err err =
+        tdm__task_owner_check(job->spec.checkpoint_dir, job->spec.task_id,
+                              job->spec.task_epoch, msg, sizeof msg);
+    if (err == TDM_OK)
+        return true;
+    tdm__rt_fail(run, TDM_ERR_STATE, "%s", msg);
+    return false;
+}
+
 /* Writes the pending checkpoint (every part collected) and, once it is
  * durable, publishes it for the sinks' commits. */
 static void complete(tdm__run *run)
@@ -772,6 +791,8 @@ static void complete(tdm__run *run)
         err = pre_commit_ended(run, id, parts, n_parts);
     if (err != TDM_OK)
         goto fail;
+    if (!still_owner(run))
+        goto fenced;
     err = write_parts(run, id, meta, meta_len, parts, n_parts, &bytes);
     if (err != TDM_OK) {
         why = tdm__ckpt_store_errmsg(ck->st);
@@ -793,6 +814,7 @@ fail:
 done:
     /* Tolerated, or the run fails (restart.c). */
     tdm__rt_ckpt_outcome(run, id, why);
+fenced:
     for (int i = 0; parts && i < n_parts; i++) {
         tdm__free(parts[i].blob);
         tdm__free(parts[i].sk[0]);

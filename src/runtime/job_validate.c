@@ -1365,6 +1365,8 @@ static tdm_err validate_graph(vctx *cp)
     char why[300];
     if (tdm__rt_restart_refusal(job, why, sizeof why))
         return vfail(&c, NULL, "%s", why);
+    if (tdm__task_refusal(job, why, sizeof why))
+        return vfail(&c, NULL, "%s", why);
     const char *dl = job->spec.dead_letter;
     if (*dl) {
         tdm_node *t = tdm_job_node(job, dl);

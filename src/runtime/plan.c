@@ -107,9 +107,40 @@ static void plan_props(const tdm__conf_val *v, const char *const **out,
     *n_out = v->props ? v->n_props : 0;
 }
 
+/* "<text>.task-<n>", tdm__malloc'ed; NULL: out of memory. */
+static char *task_text(const char *text, int64_t task)
+{
+    size_t l = strlen(text) + 32;
+    char *p = tdm__malloc(l);
+    if (p)
+        snprintf(p, l, "%s.task-%lld", text, (long long)task);
+    return p;
+}
+
+/* A task's sink (docs/scale-out.md) writes apart from the other tasks:
+ * its own file parts and its own Kafka transactional id.  TDM_OK or
+ * TDM_ERR_NOMEM. */
+static tdm_err plan_sink_task(tdm__rt_sink *s, const tdm_job *job)
+{
+    int64_t t = job->spec.task_id;
+    if (t < 0)
+        return TDM_OK;
+    s->task_name = task_text(job->spec.name, t);
+    if (!s->task_name)
+        return TDM_ERR_NOMEM;
+    s->conf.job_name = s->task_name;
+    if (!*s->conf.path)
+        return TDM_OK;
+    s->task_path = task_text(s->conf.path, t);
+    if (!s->task_path)
+        return TDM_ERR_NOMEM;
+    s->conf.path = s->task_path;
+    return TDM_OK;
+}
+
 /* A sink's connector configuration (the table's enum indexes are the
- * connector's constants minus one). */
-static void plan_sink(tdm__rt_sink *s, tdm_node *n)
+ * connector's constants minus one).  TDM_OK or TDM_ERR_NOMEM. */
+static tdm_err plan_sink(tdm__rt_sink *s, tdm_node *n)
 {
     s->node = n;
     s->conf.name = n->name;
@@ -129,6 +160,7 @@ static void plan_sink(tdm__rt_sink *s, tdm_node *n)
         s->vt = &tdm__kafka_sink;
     else
         s->vt = &tdm__text_sink;
+    return plan_sink_task(s, n->job);
 }
 
 /* The Kafka keys of a source (docs/kafka.md): brokers, topics or a
@@ -163,6 +195,8 @@ static tdm_err plan_kafka(tdm__rt_source *s, tdm_node *n)
     c->key_field = *kf ? tdm__schema_find(s->schema, kf) : -1;
     plan_props(n->spec.src.kafka, &c->kafka_props, &c->kafka_n_props);
     c->checkpointing = *n->job->spec.checkpoint_dir != '\0';
+    c->kafka_tasked = n->job->spec.task_id >= 0;
+    c->kafka_task = (int)n->job->spec.task_id;
     c->log = tdm__ctx_log_line;
     c->log_ud = n->job;
     return TDM_OK;
@@ -787,9 +821,10 @@ tdm_err tdm__plan_build(tdm__run *run, char *errbuf, size_t errbuf_size)
         goto nomem;
     for (int i = 0; i < job->n_nodes; i++) {
         tdm_node *n = job->nodes[i];
-        if (n->kind == TDM_NODE_SINK)
-            plan_sink(&run->sinks[run->n_sinks++], n);
-        else if (n->kind == TDM_NODE_SOURCE) {
+        if (n->kind == TDM_NODE_SINK) {
+            if (plan_sink(&run->sinks[run->n_sinks++], n) != TDM_OK)
+                goto nomem;
+        } else if (n->kind == TDM_NODE_SOURCE) {
             tdm_err err =
                 plan_source(&run->srcs[run->n_srcs++], n, errbuf, errbuf_size);
             if (err != TDM_OK)
@@ -884,6 +919,10 @@ void tdm__plan_free(tdm__run *run)
             tdm__free(s->conf.shared);
             s->conf.shared = NULL;
         }
+    }
+    for (int i = 0; i < run->n_sinks; i++) {
+        tdm__free(run->sinks[i].task_path);
+        tdm__free(run->sinks[i].task_name);
     }
     for (int k = 0; k < run->n_aligns; k++) {
         tdm__rt_align *a = &run->aligns[k];

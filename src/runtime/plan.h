@@ -39,6 +39,10 @@ typedef struct tdm__rt_sink {
      * + subtask owns wobj[w] (exactly_once, conf.writer = w). */
     int n_roles;
     tdm__sinkobj **wobj;
+    /* A task's job (task.id >= 0, docs/scale-out.md): the file path
+     * "<path>.task-<n>" and the transactional name "<job>.task-<n>"
+     * that conf points at. */
+    char *task_path, *task_name;
 } tdm__rt_sink;
 
 /* Watermark alignment: one coordinator per watermark.alignment.group,

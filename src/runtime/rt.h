@@ -198,6 +198,9 @@ int tdm__run_record_running(const tdm__run_record *rec);
  * apply, in @p buf; NULL when they can (restart.c, for
  * tdm_job_validate). */
 const char *tdm__rt_restart_refusal(const tdm_job *job, char *buf, size_t n);
+/* Why @p job cannot run as tasks (scale_out: tasks) as configured, in
+ * @p buf, or NULL (task_rules.c). */
+const char *tdm__task_refusal(const tdm_job *job, char *buf, size_t len);
 /* Makes an empty job definition, every job key at its default and the
  * log on stderr; no run record yet (job.c; tdm_job_new in job_api.c adds
  * it).  TDM_OK or TDM_ERR_NOMEM. */

@@ -790,6 +790,10 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
     tdm_err err = tdm_job_validate(job, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
+    if (job->spec.scale_out == TDM__SCALE_OUT_TASKS && job->spec.task_id < 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "a job with scale_out: tasks runs through a task "
+                         "host (tidemark run does it; tdm_taskhost_run)");
     tdm__rt_restart rs;
     tdm__rt_restart_init(&rs, job);
     atomic_store(&job->rec->cancel, 0);

@@ -153,6 +153,8 @@ typedef struct tdm__job_spec {
     int64_t checkpoint_retain;
     tdm__checkpoint_restore checkpoint_restore;
     int64_t checkpoint_tolerable_failed;
+    tdm__scale_out scale_out;
+    int64_t task_id, task_epoch;
     tdm__restart_strategy restart_strategy;
     int64_t restart_attempts;
     int64_t restart_delay_ms, restart_max_delay_ms;

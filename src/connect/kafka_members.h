@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* kafka_members.h - a process's membership in the consumer group of a
+ * job run as tasks (kafka_members.c says how). */
+#ifndef TDM_KAFKA_MEMBERS_H
+#define TDM_KAFKA_MEMBERS_H
+
+#include <stdbool.h>
+
+#include "connect/connect.h"
+
+typedef struct tdm__kmembers tdm__kmembers;
+
+/* Told of every change of the tasks the group gives this process:
+ * @p assigned true when task @p task was assigned (start it after the
+ * poll returns), false when it was revoked, @p lost true when the group
+ * took it without asking (this member was thought dead).  A revoke must
+ * stop the task before the callback returns: the group hands the task
+ * to another process only then. */
+typedef void tdm__kmembers_fn(void *ud, int task, bool assigned, bool lost);
+
+typedef struct tdm__kmembers_conf {
+    const char *brokers;
+    const char *group;
+    const char *const *topics; /* the job's input topics, co-partitioned */
+    int n_topics;
+    const char *const *props; /* the user's librdkafka pairs */
+    int n_props;
+    tdm__log_fn log;
+    void *log_ud;
+} tdm__kmembers_conf;
+
+/* Joins the group of @p c->topics' lead topic (the first by name): reads
+ * the topics' partition counts, which must all be equal (*n_tasks), and
+ * subscribes.  TDM_OK, TDM_ERR_INVAL (topics not co-partitioned, a bad
+ * property), TDM_ERR_IO (no metadata), TDM_ERR_NOMEM. */
+tdm_err tdm__kmembers_open(const tdm__kmembers_conf *c, tdm__kmembers **out,
+                           int *n_tasks, char *errbuf, size_t errbuf_size);
+
+/* Serves the group for up to @p ms: heartbeats and rebalances, each
+ * change reported to @p fn.  TDM_OK, or TDM_ERR_IO on a fatal consumer
+ * error (named in @p errbuf). */
+tdm_err tdm__kmembers_poll(tdm__kmembers *m, int ms, tdm__kmembers_fn *fn,
+                           void *ud, char *errbuf, size_t errbuf_size);
+
+/* Leaves the group (the revokes it brings go to @p fn) and frees @p m.
+ * NULL-safe. */
+void tdm__kmembers_close(tdm__kmembers *m, tdm__kmembers_fn *fn, void *ud);
+
+#endif

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* task_rules.c - what a job run as tasks must be (scale_out: tasks,
+ * docs/scale-out.md), checked by tdm_job_validate.
+ *
+ * A task is partition n of every input topic, run as a job of its own
+ * by a task host (taskhost.c) with its state in checkpoint.dir/task-<n>.
+ * That rests on: checkpoints (the state moves through them), Kafka
+ * sources only (a file or a generator would be read whole by every
+ * task), one set of brokers (the group's lead topic and the
+ * co-partitioned others; a fixed topic list and no repartition topic
+ * are checkpointing's rules, job_validate.c), one pipeline per task
+ * (parallelism 1: a process runs as many tasks at once as the group
+ * gives it), and the task keys only on a job run as tasks.  Each refusal names
+ * the key that would apply.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+
+/* Why source @p n cannot be a task's, or NULL. */
+static const char *source_refusal(const tdm_node *n, const tdm_node *first,
+                                  char *buf, size_t len)
+{
+    if (n->spec.src.type != TDM__SOURCE_TYPE_KAFKA) {
+        /* R-TR-2 */
+        snprintf(buf, len,
+                 "source \"%s\": scale_out: tasks reads Kafka sources only "
+                 "(every task would read this source whole)",
+                 n->name);
+        return buf;
+    }
+    if (first && strcmp(n->spec.src.brokers, first->spec.src.brokers) != 0) {
+        snprintf(buf, len,
+                 "source \"%s\": scale_out: tasks needs every source on "
+                 "the brokers of \"%s\"",
+                 n->name, first->name); /* R-TR-5 */
+        return buf;
+    }
+    return NULL;
+}
+
+/* Why the task keys are set on a job that is not a task's, or NULL. */
+static const char *task_keys_refusal(const tdm_job *job, char *buf, size_t len)
+{
+    if (job->spec.task_id >= 0 && job->spec.scale_out != TDM__SCALE_OUT_TASKS) {
+        snprintf(buf, len,
+                 "task.id is set by the task host of a job with "
+                 "scale_out: tasks; this job has scale_out: process");
+        return buf; /* R-TR-6 */
+    }
+    if (job->spec.task_epoch > 0 && job->spec.task_id < 0) {
+        snprintf(buf, len,
+                 "task.epoch needs task.id (both are set by the "
+                 "task host)");
+        return buf; /* R-TR-7 */
+    }
+    return NULL;
+}
+
+const char *tdm__task_refusal(const tdm_job *job, char *buf, size_t len)
+{
+    const tdm_node *first = NULL;
+    const char *why = task_keys_refusal(job, buf, len);
+    if (why || job->spec.scale_out != TDM__SCALE_OUT_TASKS)
+        return why;
+    if (!*job->spec.checkpoint_dir) {
+        snprintf(buf, len,
+                 "scale_out: tasks needs checkpoint.dir: a folder "
+                 "every process of the job can reach, where each "
+                 "task's state is checkpointed");
+        return buf; /* R-TR-1 */
+    }
+    if (job->spec.parallelism != 1) {
+        snprintf(buf, len,
+                 "parallelism %lld does not apply to scale_out: tasks: each "
+                 "task is one pipeline, and a process runs every task the "
+                 "group gives it (set parallelism: 1 or leave it out)",
+                 (long long)job->spec.parallelism);
+        return buf; /* R-TR-8 */
+    }
+    for (int i = 0; i < job->n_nodes; i++) {
+        const tdm_node *n = job->nodes[i];
+        if (n->kind != TDM_NODE_SOURCE)
+            continue;
+        why = source_refusal(n, first, buf, len);
+        if (why)
+            return why;
+        first = first ? first : n;
+    }
+    return NULL;
+}

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: MIT */
+/* taskhost.c - the task host: one process's share of a job run as tasks
+ * (scale_out: tasks; docs/scale-out.md, tidemark.h "Tasks").
+ *
+ * A task is partition n of every input topic and the state of the keys
+ * those partitions carry.  The host runs each task it holds as a job of
+ * its own (built by the caller's callback, then given checkpoint.dir
+ * <dir>/task-<n>, task.id n and the owner epoch), on a thread of its
+ * own, so a task's windows, timers, watermark generators and valve,
+ * sink transactions and checkpoints are the task's alone and move with
+ * it: a new owner restores the task's newest checkpoint (state,
+ * watermarks, offsets, pending sink output) before it reads a record.
+ *
+ * Who holds what is the consumer group's call (kafka_members.c): the
+ * host's thread polls the group; an assignment marks a task wanted and
+ * the loop starts it after the poll; a revoke stops the task inside the
+ * poll (a cancel: the task's final checkpoint holds its open windows)
+ * before the group may hand it on.  Before a task starts, the host takes
+ * its owner file (task_owner.c), so a process that still runs the task
+ * without knowing it lost it stops at its next checkpoint without
+ * writing, and waits while an older owner in this machine still holds
+ * the task's checkpoint lock.
+ *
+ * Invariant: a task runs in at most one thread of this process, and
+ * only while the group gives it to this process, or while it is being
+ * stopped inside the revoke that takes it away.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "connect/kafka_members.h"
+#include "runtime/rt.h"
+#include "runtime/rt_ctx.h"
+#include "runtime/task_owner.h"
+
+/* How long the group is polled per loop (ms): how soon a cancel, a
+ * finished task or a retry is seen. */
+#define TH_POLL_MS 100
+/* How long before a task whose checkpoints another owner still locks is
+ * tried again (ms). */
+#define TH_RETRY_MS 500
+
+typedef struct hosted {
+    tdm_job *job;
+    pthread_t th;
+    bool started;        /* the thread exists */
+    atomic_bool ended;   /* the thread returned */
+    bool want;           /* the group gives the task to this process */
+    bool finished;       /* ended at the end of its input, still held */
+    bool waiting_logged; /* "waiting for the previous owner" said */
+    int64_t retry_at;    /* monotonic ms before which it is not started */
+    tdm_err err;
+    char msg[1024];
+} hosted;
+
+struct tdm_taskhost {
+    tdm_job *def;
+    tdm_task_build_cb build;
+    void *ud;
+    atomic_int cancel;
+    tdm__kmembers_conf mc;
+    tdm__kmembers *mem;  /* the group membership, while running */
+    char *group;         /* the group's name (owned) */
+    const char **topics; /* every Kafka source's topics, split */
+    char *topic_text;    /* the storage topics points into */
+    bool stop_at_end;    /* every source stops at the end of its input */
+    int n_tasks;
+    hosted *t;
+    pthread_mutex_t mu; /* t[].started, for tdm_taskhost_tasks */
+    tdm_err fail;
+    char failmsg[1200];
+};
+
+/* ---- The definition's Kafka sources ---- */
+
+/* Appends the comma-separated topics of @p list (modified: split in
+ * place) to h->topics, blanks trimmed.  False: out of memory. */
+static bool add_topics(tdm_taskhost *h, char *list)
+{
+    char *save = NULL;
+    for (char *p = strtok_r(list, ",", &save); p;
+         p = strtok_r(NULL, ",", &save)) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t k = strlen(p);
+        while (k > 0 && (p[k - 1] == ' ' || p[k - 1] == '\t'))
+            p[--k] = '\0';
+        if (!*p)
+            continue;
+        const char **nt =
+            tdm__realloc(h->topics, (size_t)(h->mc.n_topics + 1) * sizeof *nt);
+        if (!nt)
+            return false;
+        h->topics = nt;
+        h->topics[h->mc.n_topics++] = p;
+    }
+    return true;
+}
+
+/* The group of the first source: its "group", else the default a
+ * source takes ("tidemark-<job>-<source>", plan.c).  TDM_OK or NOMEM. */
+static tdm_err group_of(tdm_taskhost *h, const tdm_node *n)
+{
+    const char *g = n->spec.src.group;
+    size_t l = strlen(h->def->spec.name) + strlen(n->name) + strlen(g) + 16;
+    h->group = tdm__malloc(l);
+    if (!h->group)
+        return TDM_ERR_NOMEM;
+    if (*g)
+        snprintf(h->group, l, "%s", g);
+    else
+        snprintf(h->group, l, "tidemark-%s-%s", h->def->spec.name, n->name);
+    h->mc.group = h->group;
+    return TDM_OK;
+}
+
+/* Reads the group's conf from the first Kafka source and the topics of
+ * all (task_rules.c made sure every source is Kafka with one set of
+ * brokers).  TDM_OK or TDM_ERR_NOMEM. */
+static tdm_err read_sources(tdm_taskhost *h)
+{
+    size_t len = 1, used = 0;
+    const tdm_job *job = h->def;
+    for (int i = 0; i < job->n_nodes; i++)
+        if (job->nodes[i]->kind == TDM_NODE_SOURCE)
+            len += strlen(job->nodes[i]->spec.src.topics) + 1;
+    h->topic_text = tdm__calloc(len, 1);
+    if (!h->topic_text)
+        return TDM_ERR_NOMEM;
+    h->stop_at_end = true;
+    for (int i = 0; i < job->n_nodes; i++) {
+        const tdm_node *n = job->nodes[i];
+        if (n->kind != TDM_NODE_SOURCE)
+            continue;
+        if (!h->group) {
+            if (group_of(h, n) != TDM_OK)
+                return TDM_ERR_NOMEM;
+            h->mc.brokers = *n->spec.src.brokers ? n->spec.src.brokers : NULL;
+            h->mc.props = (const char *const *)n->spec.src.kafka->props;
+            h->mc.n_props =
+                n->spec.src.kafka->props ? n->spec.src.kafka->n_props : 0;
+        }
+        h->stop_at_end &= n->spec.src.stop == TDM__SOURCE_STOP_END;
+        char *at = h->topic_text + used;
+        size_t k = strlen(n->spec.src.topics);
+        memcpy(at, n->spec.src.topics, k + 1);
+        used += k + 1;
+        if (!add_topics(h, at))
+            return TDM_ERR_NOMEM;
+    }
+    h->mc.topics = h->topics;
+    return TDM_OK;
+}
+
+/* ---- One task ---- */
+
+/* The thread of a task: runs its job. */
+static void *task_main(void *arg)
+{
+    hosted *t = arg;
+    t->err = tdm_job_run(t->job, t->msg, sizeof t->msg);
+    atomic_store(&t->ended, true);
+    return NULL;
+}
+
+/* "<dir>/task-<n>" into @p out. */
+static void task_dir(const tdm_taskhost *h, int n, char *out, size_t len)
+{
+    snprintf(out, len, "%s/task-%d", h->def->spec.checkpoint_dir, n);
+}
+
+/* Gives the built job of task @p n its keys and validates it. */
+static tdm_err task_keys(tdm_taskhost *h, int n, int64_t epoch, tdm_job *job,
+                         char *errbuf, size_t errbuf_size)
+{
+    char dir[TDM__TASK_PATH_MAX], num[32], ep[32];
+    task_dir(h, n, dir, sizeof dir);
+    snprintf(num, sizeof num, "%d", n);
+    snprintf(ep, sizeof ep, "%lld", (long long)epoch);
+    tdm_err err = tdm_job_set(job, "checkpoint.dir", dir, errbuf, errbuf_size);
+    if (err == TDM_OK)
+        err = tdm_job_set(job, "task.id", num, errbuf, errbuf_size);
+    if (err == TDM_OK)
+        err = tdm_job_set(job, "task.epoch", ep, errbuf, errbuf_size);
+    if (err == TDM_OK)
+        err = tdm_job_validate(job, errbuf, errbuf_size);
+    return err;
+}
+
+/* Starts task @p n: waits (by returning with retry_at set) while its
+ * checkpoints are locked by a previous owner here, takes its owner file,
+ * builds its job and starts its thread.  TDM_OK (started or waiting),
+ * else an error with h->failmsg set. */
+static tdm_err start_task(tdm_taskhost *h, int n)
+{
+    hosted *t = &h->t[n];
+    char dir[TDM__TASK_PATH_MAX], msg[1024] = "";
+    int64_t epoch = 0;
+    task_dir(h, n, dir, sizeof dir);
+    if (!tdm__task_owner_lock_free(dir)) {
+        /* R-TH-1: an older owner in this machine still runs it. */
+        if (!t->waiting_logged)
+            tdm__job_log(h->def,
+                         "task %d: waiting for its previous owner to let go "
+                         "of %s",
+                         n, dir);
+        t->waiting_logged = true;
+        t->retry_at = tdm__mono_ms() + TH_RETRY_MS;
+        return TDM_OK;
+    }
+    tdm_err err = tdm__task_owner_take(dir, &epoch, msg, sizeof msg);
+    if (err == TDM_OK)
+        err = h->build(h->ud, n, &t->job, msg, sizeof msg);
+    if (err == TDM_OK)
+        err = task_keys(h, n, epoch, t->job, msg, sizeof msg);
+    if (err == TDM_OK) {
+        atomic_store(&t->ended, false);
+        if (pthread_create(&t->th, NULL, task_main, t) != 0)
+            err = tdm__errf(msg, sizeof msg, TDM_ERR_NOMEM,
+                            "cannot start a thread");
+    }
+    if (err != TDM_OK) {
+        tdm_job_destroy(t->job);
+        t->job = NULL;
+        snprintf(h->failmsg, sizeof h->failmsg, "task %d: %s", n, msg);
+        return err;
+    }
+    pthread_mutex_lock(&h->mu);
+    t->started = true;
+    pthread_mutex_unlock(&h->mu);
+    t->waiting_logged = false;
+    tdm__job_log(h->def, "task %d started (owner epoch %lld, %s)", n,
+                 (long long)epoch, dir);
+    return TDM_OK;
+}
+
+/* Joins the thread of task @p n (ended or cancelled) and frees its job;
+ * returns how it ended. */
+static tdm_err reap_task(tdm_taskhost *h, int n, char *msg, size_t len)
+{
+    hosted *t = &h->t[n];
+    pthread_join(t->th, NULL);
+    tdm_err err = t->err;
+    snprintf(msg, len, "%s", t->msg);
+    pthread_mutex_lock(&h->mu);
+    t->started = false;
+    pthread_mutex_unlock(&h->mu);
+    tdm_job_destroy(t->job);
+    t->job = NULL;
+    return err;
+}
+
+/* Stops task @p n (a revoke, a cancel, a failure elsewhere): the job's
+ * cancel writes its final checkpoint, with the open windows in it. */
+static void stop_task(tdm_taskhost *h, int n, const char *why)
+{
+    hosted *t = &h->t[n];
+    char msg[1024];
+    if (!t->started)
+        return;
+    /* A cancel made before the thread's tdm_job_run began is forgotten
+     * by it: asked again until the thread returns. */
+    while (!atomic_load(&t->ended)) {
+        tdm_job_cancel(t->job);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    tdm_err err = reap_task(h, n, msg, sizeof msg);
+    if (err != TDM_OK && h->fail == TDM_OK && err != TDM_ERR_STATE)
+        tdm__job_log(h->def, "task %d stopped (%s) with an error: %s", n, why,
+                     msg);
+    else if (err == TDM_ERR_STATE && h->fail == TDM_OK) {
+        h->fail = err;
+        snprintf(h->failmsg, sizeof h->failmsg, "task %d: %s", n, msg);
+    } else
+        tdm__job_log(h->def, "task %d stopped (%s)", n, why);
+}
+
+/* The group's word on task @p n (kafka_members.c; on the host's
+ * thread, inside a poll). */
+static void on_change(void *ud, int n, bool assigned, bool lost)
+{
+    tdm_taskhost *h = ud;
+    if (n < 0 || n >= h->n_tasks)
+        return;
+    if (assigned) {
+        h->t[n].want = true;
+        h->t[n].retry_at = 0;
+        return;
+    }
+    h->t[n].want = false;
+    h->t[n].finished = false;
+    stop_task(h, n, lost ? "lost" : "revoked");
+}
+
+/* ---- The loop ---- */
+
+/* Reaps the tasks whose threads returned: at the end of their input they
+ * stay held as finished; a failure fails the host. */
+static void reap_ended(tdm_taskhost *h)
+{
+    for (int n = 0; n < h->n_tasks && h->fail == TDM_OK; n++) {
+        hosted *t = &h->t[n];
+        char msg[1024];
+        if (!t->started || !atomic_load(&t->ended))
+            continue;
+        tdm_err err = reap_task(h, n, msg, sizeof msg);
+        if (err == TDM_OK) {
+            t->finished = true; /* R-TH-2 */
+            tdm__job_log(h->def, "task %d finished", n);
+            continue;
+        }
+        h->fail = err; /* R-TH-3 */
+        snprintf(h->failmsg, sizeof h->failmsg, "task %d: %s", n, msg);
+    }
+}
+
+/* Starts every wanted task not running, finished or waiting. */
+static void start_wanted(tdm_taskhost *h)
+{
+    int64_t now = tdm__mono_ms();
+    for (int n = 0; n < h->n_tasks && h->fail == TDM_OK; n++) {
+        hosted *t = &h->t[n];
+        if (t->want && !t->started && !t->finished && now >= t->retry_at) {
+            tdm_err err = start_task(h, n);
+            if (err != TDM_OK)
+                h->fail = err;
+        }
+    }
+}
+
+/* True when every source stops at the end of its input and every task
+ * this process holds has finished (at least one held). */
+static bool all_finished(const tdm_taskhost *h)
+{
+    int held = 0;
+    if (!h->stop_at_end)
+        return false;
+    for (int n = 0; n < h->n_tasks; n++) {
+        if (h->t[n].want && !h->t[n].finished)
+            return false;
+        held += h->t[n].want;
+    }
+    return held > 0;
+}
+
+/* Creates @p dir and its parents (mkdir -p).  TDM_OK or TDM_ERR_IO. */
+static tdm_err make_dirs(const char *dir, char *errbuf, size_t errbuf_size)
+{
+    char p[TDM__TASK_PATH_MAX];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST)
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO, "%s: %s", p,
+                             strerror(errno));
+        *s = '/';
+    }
+    if (mkdir(p, 0755) != 0 && errno != EEXIST)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO, "%s: %s", p,
+                         strerror(errno));
+    return TDM_OK;
+}
+
+tdm_err tdm_taskhost_new(tdm_job *def, tdm_task_build_cb build, void *ud,
+                         tdm_taskhost **out, char *errbuf, size_t errbuf_size)
+{
+    tdm_taskhost *h = NULL;
+    if (!out || !def || !build)
+        return TDM_ERR_INVAL;
+    *out = NULL;
+    if (def->spec.scale_out != TDM__SCALE_OUT_TASKS || def->spec.task_id >= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "not a job run as tasks (scale_out: tasks)");
+    h = tdm__calloc(1, sizeof *h);
+    if (!h)
+        return TDM_ERR_NOMEM;
+    h->def = def;
+    h->build = build;
+    h->ud = ud;
+    pthread_mutex_init(&h->mu, NULL);
+    h->mc.log = tdm__ctx_log_line;
+    h->mc.log_ud = def;
+    if (read_sources(h) != TDM_OK)
+        goto nomem;
+    *out = h;
+    return TDM_OK;
+nomem:
+    tdm_taskhost_destroy(h);
+    return TDM_ERR_NOMEM;
+}
+
+/* Polls the group and keeps the held tasks running until a cancel, a
+ * failure or the end of every held task's input. */
+static void serve(tdm_taskhost *h)
+{
+    char msg[600];
+    while (!atomic_load(&h->cancel) && h->fail == TDM_OK) {
+        tdm_err err = tdm__kmembers_poll(h->mem, TH_POLL_MS, on_change, h, msg,
+                                         sizeof msg);
+        if (err != TDM_OK) {
+            h->fail = err;
+            snprintf(h->failmsg, sizeof h->failmsg, "%s", msg);
+            break;
+        }
+        reap_ended(h);
+        start_wanted(h);
+        if (all_finished(h))
+            break;
+    }
+}
+
+tdm_err tdm_taskhost_run(tdm_taskhost *h, char *errbuf, size_t errbuf_size)
+{
+    tdm_err err = make_dirs(h->def->spec.checkpoint_dir, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    err = tdm__kmembers_open(&h->mc, &h->mem, &h->n_tasks, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    h->t = tdm__calloc((size_t)h->n_tasks + 1, sizeof *h->t);
+    if (!h->t) {
+        tdm__kmembers_close(h->mem, NULL, NULL);
+        h->mem = NULL;
+        return TDM_ERR_NOMEM;
+    }
+    tdm__job_log(h->def,
+                 "tasks: %d (partitions of '%s' and its co-partitioned "
+                 "topics), group '%s'",
+                 h->n_tasks, h->mc.topics[0], h->mc.group);
+    serve(h);
+    for (int n = 0; n < h->n_tasks; n++)
+        stop_task(h, n, h->fail != TDM_OK ? "the host stops" : "cancelled");
+    tdm__kmembers_close(h->mem, on_change, h);
+    h->mem = NULL;
+    if (h->fail != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, h->fail, "%s", h->failmsg);
+    return TDM_OK;
+}
+
+void tdm_taskhost_cancel(tdm_taskhost *h)
+{
+    if (h)
+        atomic_store(&h->cancel, 1);
+}
+
+int tdm_taskhost_tasks(tdm_taskhost *h, int *tasks, int n)
+{
+    int k = 0;
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; h->t && i < h->n_tasks; i++)
+        if (h->t[i].started) {
+            if (k < n)
+                tasks[k] = i;
+            k++;
+        }
+    pthread_mutex_unlock(&h->mu);
+    return k;
+}
+
+void tdm_taskhost_destroy(tdm_taskhost *h)
+{
+    if (!h)
+        return;
+    tdm__free(h->t);
+    tdm__free(h->topics);
+    tdm__free(h->topic_text);
+    tdm__free(h->group);
+    pthread_mutex_destroy(&h->mu);
+    tdm__free(h);
+}

@@ -1,0 +1,355 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# tasks.sh - a job run as tasks (scale_out: tasks, docs/scale-out.md)
+# by several `tidemark run` processes in one consumer group, with a
+# checkpoint folder they share.  Task n is partition n of the input
+# topic and the state of its keys (every key lives in one partition);
+# it moves between the processes with its state.  In every mode the
+# union of the visible file parts of every task equals, as a multiset,
+# the same windows over one file per partition (an independent
+# reference, one process, no Kafka): no row lost, none duplicated.
+# Counted and printed: rows lost, duplicated, and (key, window) results
+# out of their windows' order within a key.
+#
+# Modes (the issue's scenarios; 8 partitions, two members a and b):
+#   crash   b is killed (-9) while data flows; a takes b's tasks over
+#           from their checkpoints after the session timeout.
+#   join    a runs alone, b joins while data flows: b's share of the
+#           tasks moves to it (a stops them with a final checkpoint).
+#   twice   two checkpointed processes start at once: each task runs
+#           in one of them (before tasks, each read every partition).
+#   pause   b is stopped (SIGSTOP) past the session timeout: the group
+#           gives its tasks to a, which waits for b's checkpoint locks;
+#           b resumed (SIGCONT) learns it lost them (librdkafka notices
+#           its own session timeout), stops them, and rejoins.
+#   zombie  one of b's tasks is taken over by a process b cannot see
+#           (another machine: its owner file gets a newer epoch); b
+#           stops at the task's next checkpoint without making it
+#           durable and exits with the error; a takes b's tasks over.
+#   random  SEED: 2-4 members, random kill -9, SIGTERM, joins and leaves
+#           while data flows (the differential test; run by
+#           tasks_diff.sh with many seeds).
+# Usage: tasks.sh TIDEMARK SOURCE_DIR MOCK TOOL MODE [SEED]
+. "$(dirname "$0")/lib.sh"
+kafka_init "$@"
+SEED=${6:-1}
+NP=8
+SESSION_MS=${SESSION_MS:-4000}
+KPROPS="{session.timeout.ms: $SESSION_MS, heartbeat.interval.ms: 500}"
+
+start_mock clicks:$NP
+
+# gen P N FROM: N records of partition P from event time FROM, 500 ms
+# apart, some 900 ms out of order (within the 1 s bound: nothing late);
+# three keys per partition, "p<P>-u<i>", so every key lives in one.
+gen() {
+    awk -v p="$1" -v n="$2" -v from="$3" 'BEGIN {
+        for (k = 0; k < n; k++) {
+            ts = from + k * 500 + 37 * p - (k % 3 == 2 ? 900 : 0);
+            printf "{\"user\":\"p%d-u%d\",\"ts\":%.0f,\"p\":%d}\n",
+                   p, (k * 7) % 3, ts, p;
+        }
+    }'
+}
+
+# The data, in CHUNKS parts per partition produced one after the other
+# while the job runs, then a far-ahead record per partition that closes
+# every window of the data.
+CHUNKS=6
+PER=60
+p=0
+while [ "$p" -lt "$NP" ]; do
+    c=0
+    while [ "$c" -lt "$CHUNKS" ]; do
+        gen "$p" "$PER" $((T0 + c * PER * 500)) >"$W/c$c-p$p.jsonl"
+        cat "$W/c$c-p$p.jsonl" >>"$W/all-p$p.jsonl"
+        c=$((c + 1))
+    done
+    printf '{"user":"far-%d","ts":%d,"p":%d}\n' "$p" $((T0 + 10000000)) \
+        "$p" >"$W/far-p$p.jsonl"
+    p=$((p + 1))
+done
+
+# produce_chunk C: chunk C of every partition.
+produce_chunk() {
+    _p=0
+    while [ "$_p" -lt "$NP" ]; do
+        produce clicks --partition "$_p" --key-field user --ts-field ts \
+            "$W/c$1-p$_p.jsonl"
+        _p=$((_p + 1))
+    done
+}
+produce_far() {
+    _p=0
+    while [ "$_p" -lt "$NP" ]; do
+        produce clicks --partition "$_p" --key-field user --ts-field ts \
+            "$W/far-p$_p.jsonl"
+        _p=$((_p + 1))
+    done
+}
+
+WINDOWS='windows:
+  w:
+    from: clicks
+    key_by: user
+    window: {type: tumbling, size: 5s}
+    aggregates: [count() as n, min(ts) as first, max(ts) as last]
+    sink: out'
+
+# The reference: one file per partition, one process, no Kafka.
+{
+    cat <<EOF
+name: ref
+sources:
+  clicks:
+    type: file
+    path: $W/all-p*.jsonl
+    schema: {user: string, ts: int64, p: int64}
+    timestamp.field: ts
+    watermark: {strategy: bounded, max_out_of_orderness: 1s}
+$WINDOWS
+sinks:
+  out: {type: file, path: $W/ref.jsonl}
+EOF
+} >"$W/ref.yaml"
+run_fg ref "$W/ref.yaml"
+n_ref=$(count_lines "$W/ref.jsonl")
+[ "$n_ref" -ge 100 ] || fail "reference too small ($n_ref rows)"
+
+# The job every member runs.
+mkdir -p "$W/out"
+{
+    cat <<EOF
+name: tasks
+scale_out: tasks
+checkpoint: {dir: $W/ck, interval: 200ms}
+sources:
+EOF
+    kafka_source_yaml clicks clicks tasks-g "stop: never" \
+        "schema: {user: string, ts: int64, p: int64}" \
+        "timestamp.field: ts" \
+        "watermark: {strategy: bounded, max_out_of_orderness: 1s}" \
+        "kafka.max.partition.fetch.bytes: 2048"
+    echo "$WINDOWS"
+    cat <<EOF
+sinks:
+  out: {type: file, path: $W/out/out.jsonl}
+EOF
+} >"$W/job.yaml"
+
+# The visible rows of every task (committed parts, name order).
+visible() {
+    find "$W/out" -name 'out.jsonl.task-*.part-*' | sort |
+        grep -E '/out\.jsonl\.task-[0-9]+\.part-[0-9]{10}-[0-9]+$' |
+        while read -r f; do cat "$f"; done | grep -v '"far-' || true
+}
+_visible_at_least() {
+    [ "$(visible | wc -l)" -ge "$1" ]
+}
+# Tasks started so far in log $1.
+started() {
+    if [ -f "$1" ]; then
+        grep -c 'task [0-9]* started' "$1" || true
+    else
+        echo 0
+    fi
+}
+_started_at_least() {
+    _n=0
+    for _f in "$W"/m-*.log; do
+        _n=$((_n + $(started "$_f")))
+    done
+    [ "$_n" -ge "$1" ]
+}
+member() {
+    run_bg "m-$1" "$W/job.yaml"
+    eval "PID_$1=\$LAST_PID"
+}
+
+# The verdict: counts of rows lost, duplicated and out of order (within
+# a key, windows must come in order of their start: a task's parts are
+# named by checkpoint).
+verdict() {
+    visible >"$W/got.jsonl"
+    sort "$W/ref.jsonl" >"$W/ref.sorted"
+    sort "$W/got.jsonl" >"$W/got.sorted"
+    lost=$(comm -23 "$W/ref.sorted" "$W/got.sorted" | wc -l)
+    extra=$(comm -13 "$W/ref.sorted" "$W/got.sorted" | wc -l)
+    reordered=$(awk -F'"window_start":' '{
+            k = $1; split($2, a, ","); s = a[1] + 0
+            if ((k in last) && s < last[k]) bad++
+            last[k] = s
+        } END { print bad + 0 }' "$W/got.jsonl")
+    echo "tasks $MODE: reference $n_ref rows, got $(wc -l <"$W/got.jsonl"):" \
+        "lost $lost, duplicated $extra, reordered $reordered"
+    [ "$lost" -eq 0 ] && [ "$extra" -eq 0 ] && [ "$reordered" -eq 0 ] ||
+        fail "the tasks' output differs from the reference"
+}
+
+# Produces the rest of the chunks from $1 on, then the far records.
+produce_rest() {
+    c=$1
+    while [ "$c" -lt "$CHUNKS" ]; do
+        produce_chunk "$c"
+        c=$((c + 1))
+    done
+    produce_far
+}
+
+finish() {
+    wait_until 120 "every reference row visible" _visible_at_least "$n_ref"
+    for m in "$@"; do
+        eval "stop_pid \$PID_$m TERM"
+    done
+    verdict
+}
+
+case $MODE in
+crash)
+    produce_chunk 0
+    member a
+    member b
+    wait_until 60 "8 tasks started" _started_at_least 8
+    produce_chunk 1
+    wait_until 60 "some output" _visible_at_least 8
+    produce_chunk 2
+    kill -9 "$PID_b"
+    wait_pid "$PID_b" 10 || true
+    produce_rest 3
+    wait_until 60 "b's tasks taken over" _started_at_least 12
+    finish a
+    ;;
+join)
+    produce_chunk 0
+    member a
+    wait_until 60 "8 tasks started" _started_at_least 8
+    produce_chunk 1
+    wait_until 60 "some output" _visible_at_least 8
+    member b
+    produce_chunk 2
+    wait_grep 1 60 "$W/m-b.log" 'task [0-9]* started'
+    produce_rest 3
+    finish a b
+    ;;
+twice)
+    member a
+    member b
+    produce_rest 0
+    finish a b
+    n_a=$(started "$W/m-a.log")
+    n_b=$(started "$W/m-b.log")
+    [ "$n_a" -ge 1 ] && [ "$n_b" -ge 1 ] ||
+        fail "one member ran every task (a $n_a, b $n_b)"
+    ;;
+pause)
+    produce_chunk 0
+    member a
+    member b
+    wait_until 60 "8 tasks started" _started_at_least 8
+    produce_chunk 1
+    wait_until 60 "some output" _visible_at_least 8
+    kill -STOP "$PID_b"
+    produce_chunk 2
+    wait_grep 1 60 "$W/m-a.log" 'waiting for its previous owner'
+    kill -CONT "$PID_b"
+    produce_rest 3
+    finish a b
+    ;;
+zombie)
+    produce_chunk 0
+    member a
+    member b
+    wait_until 60 "8 tasks started" _started_at_least 8
+    produce_chunk 1
+    wait_until 60 "some output" _visible_at_least 8
+    # A task of b taken over by a process this machine cannot see (on
+    # another machine, where b's checkpoint lock means nothing): the
+    # owner file gets a newer epoch, as that process's host writes it.
+    t=$(sed -n 's/.*task \([0-9]*\) started.*/\1/p' "$W/m-b.log" | head -n 1)
+    e=$(sed -n 's/^epoch //p' "$W/ck/task-$t.owner")
+    printf 'tidemark task owner\nepoch %d\nowner elsewhere-1\n' \
+        $((e + 1)) >"$W/ck/task-$t.owner.tmp"
+    mv "$W/ck/task-$t.owner.tmp" "$W/ck/task-$t.owner"
+    before=$(ls "$W/ck/task-$t" | sort | tail -n 1)
+    wait_pid "$PID_b" 60 && fail "the fenced member b exited with status 0"
+    grep -q "task $t: task $t was taken over by elsewhere-1" "$W/m-b.log" ||
+        fail "b did not say that task $t was taken over"
+    after=$(ls "$W/ck/task-$t" | sort | tail -n 1)
+    [ "$before" = "$after" ] ||
+        fail "b made checkpoint $after of task $t durable after the takeover"
+    produce_chunk 2
+    produce_rest 3
+    wait_until 60 "b's tasks taken over" _started_at_least 12
+    finish a
+    ;;
+random)
+    # A seeded script of events between the chunks: kill -9, SIGTERM
+    # (a member leaves), a member joins, or nothing; 2-4 members at the
+    # start, never fewer than one alive.
+    RND=$(((SEED * 2654435761 + 97) % 2147483648))
+    rnd() {
+        RND=$(((RND * 1103515245 + 12345) % 2147483648))
+        R=$((RND / 65536 % $1))
+    }
+    NEXT=0
+    LIVE=""
+    join_one() {
+        member "r$NEXT"
+        LIVE="$LIVE r$NEXT"
+        NEXT=$((NEXT + 1))
+    }
+    n_live() {
+        echo $LIVE | wc -w
+    }
+    pick() {
+        rnd "$(n_live)"
+        VICTIM=$(echo $LIVE | tr ' ' '\n' | sed -n "$((R + 1))p")
+    }
+    drop() {
+        LIVE=$(echo $LIVE | tr ' ' '\n' | grep -v -x "$1" | tr '\n' ' ')
+    }
+    rnd 3
+    k=$((R + 2))
+    while [ "$(n_live)" -lt "$k" ]; do
+        join_one
+    done
+    events=""
+    c=0
+    while [ "$c" -lt "$CHUNKS" ]; do
+        produce_chunk "$c"
+        rnd 4
+        case $R in
+        0)
+            if [ "$(n_live)" -gt 1 ]; then
+                pick
+                eval "kill -9 \$PID_$VICTIM"
+                eval "wait_pid \$PID_$VICTIM 10" || true
+                drop "$VICTIM"
+                events="$events kill:$VICTIM"
+            fi
+            ;;
+        1)
+            if [ "$(n_live)" -gt 1 ]; then
+                pick
+                eval "stop_pid \$PID_$VICTIM TERM"
+                drop "$VICTIM"
+                events="$events term:$VICTIM"
+            fi
+            ;;
+        2)
+            join_one
+            events="$events join:r$((NEXT - 1))"
+            ;;
+        esac
+        c=$((c + 1))
+    done
+    produce_far
+    echo "tasks random seed $SEED: $k members, session $SESSION_MS ms," \
+        "events:${events:- none}"
+    # shellcheck disable=SC2086
+    finish $LIVE
+    ;;
+*)
+    fail "unknown mode $MODE"
+    ;;
+esac
