@@ -157,22 +157,57 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
                         rd_kafka_err2str(m->err));
 }
 
-/* Produces one message on @p rk, waiting while the queue is full
- * (backpressure).  @p key / @p val may be NULL (no key; tombstone).
- * Mutex held.  TDM_OK or TDM_ERR_IO. */
-static tdm_err produce(tdm__sinkobj *s, rd_kafka_t *rk, const char *key,
-                       size_t key_len, const char *val, size_t val_len,
-                       int64_t ts)
-{
-    int64_t since = -1;
+/* Where a message of a transaction lies: the writer (its
+ * transactional id, which names job, sink, task and writer), the epoch
+ * (the checkpoint) and its place in the epoch.  Sent as the headers
+ * tdm-tx, tdm-epoch and tdm-seq, so a reader can prove each epoch
+ * arrived whole and once (docs/scale-out.md, "What the mock cannot
+ * show"). */
+typedef struct tx_tag {
+    const char *txid;
+    uint64_t epoch, seq;
+} tx_tag;
 
-    for (;;) {
-        rd_kafka_resp_err_t e = rd_kafka_producev(
+/* One producev call: the message, with @p tag's headers when not
+ * NULL. */
+static rd_kafka_resp_err_t producev(tdm__sinkobj *s, rd_kafka_t *rk,
+                                    const char *key, size_t key_len,
+                                    const char *val, size_t val_len,
+                                    int64_t ts, const tx_tag *tag)
+{
+    if (!tag)
+        return rd_kafka_producev(
             rk, RD_KAFKA_V_TOPIC(s->topic),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
             RD_KAFKA_V_KEY(key, key ? key_len : 0),
             RD_KAFKA_V_VALUE((void *)val, val ? val_len : 0),
             RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0), RD_KAFKA_V_END);
+    char ep[24], seq[24];
+    int ep_n = snprintf(ep, sizeof ep, "%llu", (unsigned long long)tag->epoch);
+    int seq_n = snprintf(seq, sizeof seq, "%llu", (unsigned long long)tag->seq);
+    return rd_kafka_producev(
+        rk, RD_KAFKA_V_TOPIC(s->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(key, key ? key_len : 0),
+        RD_KAFKA_V_VALUE((void *)val, val ? val_len : 0),
+        RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),
+        RD_KAFKA_V_HEADER("tdm-tx", tag->txid, (ssize_t)strlen(tag->txid)),
+        RD_KAFKA_V_HEADER("tdm-epoch", ep, (ssize_t)ep_n),
+        RD_KAFKA_V_HEADER("tdm-seq", seq, (ssize_t)seq_n), RD_KAFKA_V_END);
+}
+
+/* Produces one message on @p rk, waiting while the queue is full
+ * (backpressure).  @p key / @p val may be NULL (no key; tombstone);
+ * @p tag (NULL: none) places it in a transaction's epoch.
+ * Mutex held.  TDM_OK or TDM_ERR_IO. */
+static tdm_err produce(tdm__sinkobj *s, rd_kafka_t *rk, const char *key,
+                       size_t key_len, const char *val, size_t val_len,
+                       int64_t ts, const tx_tag *tag)
+{
+    int64_t since = -1;
+
+    for (;;) {
+        rd_kafka_resp_err_t e =
+            producev(s, rk, key, key_len, val, val_len, ts, tag);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
             rd_kafka_poll(rk, 0); /* delivery reports */
             return TDM_OK;
@@ -194,7 +229,7 @@ static tdm_err emit(tdm__sinkobj *s, const char *key, size_t key_len,
                     const char *val, size_t val_len, int64_t ts)
 {
     if (!s->tx)
-        return produce(s, s->rk, key, key_len, val, val_len, ts);
+        return produce(s, s->rk, key, key_len, val, val_len, ts, NULL);
     tdm__enc_u8(&s->cur, (uint8_t)((key ? 1 : 0) | (val ? 2 : 0)));
     tdm__enc_svar(&s->cur, ts);
     if (key)
@@ -559,7 +594,8 @@ static tdm_err tx_run(tdm__sinkobj *s, const kk_epoch *ep, int64_t mark,
                                 s->topic, (unsigned long long)ep->id);
                 break;
             }
-            err = produce(s, s->txp, k, kl, v, vl, ts);
+            tx_tag tag = {.txid = s->txid, .epoch = ep->id, .seq = i};
+            err = produce(s, s->txp, k, kl, v, vl, ts, &tag);
             if (err != TDM_OK)
                 tdm__errf(errbuf, errbuf_size, err,
                           "cannot produce to "

@@ -7,7 +7,7 @@
  *           [--key-field F] [--ts-field F] FILE...
  *       JSON lines; message key from a field, timestamp (epoch ms) from a
  *       field, partition fixed, from an integer field, or by the key.
- *   consume BOOT TOPIC [--timestamps | --offsets]
+ *   consume BOOT TOPIC [--timestamps | --offsets | --headers]
  *       every partition from the beginning to its end, one line per
  *       message: partition TAB key TAB value ("(null)" for none); with
  *       --offsets: partition TAB offset TAB key TAB value.
@@ -36,7 +36,7 @@ static int usage(void)
             "usage: tdm_kafka_tool produce BOOT TOPIC [--partition N | "
             "--partition-field F] [--key-field F] [--ts-field F] FILE...\n"
             "       tdm_kafka_tool consume BOOT TOPIC [--timestamps | "
-            "--offsets]\n"
+            "--offsets | --headers]\n"
             "       tdm_kafka_tool committed BOOT GROUP TOPIC\n"
             "       tdm_kafka_tool offsets BOOT TOPIC\n");
     return 2;
@@ -243,9 +243,32 @@ static int cmd_produce(int argc, char **argv)
 
 /* ---- consume ---- */
 
-/* Prints one message as partition TAB key TAB value. */
+/* Prints TAB and the message's headers as name=value;name=value
+ * ("-" when it has none). */
+static void print_headers(const rd_kafka_message_t *m)
+{
+    rd_kafka_headers_t *h = NULL;
+    const char *name;
+    const void *val;
+    size_t len;
+    putchar('\t');
+    if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        putchar('-');
+        return;
+    }
+    for (size_t i = 0; rd_kafka_header_get_all(h, i, &name, &val, &len) ==
+                       RD_KAFKA_RESP_ERR_NO_ERROR;
+         i++) {
+        printf("%s%s=", i ? ";" : "", name);
+        if (val != NULL)
+            fwrite(val, 1, len, stdout);
+    }
+}
+
+/* Prints one message as partition TAB key TAB value (then the
+ * timestamp or the headers when asked). */
 static void print_message(const rd_kafka_message_t *m, int with_ts,
-                          int with_off)
+                          int with_off, int with_hdr)
 {
     printf("%" PRId32 "\t", m->partition);
     if (with_off)
@@ -263,6 +286,8 @@ static void print_message(const rd_kafka_message_t *m, int with_ts,
         rd_kafka_timestamp_type_t tt;
         printf("\t%" PRId64, rd_kafka_message_timestamp(m, &tt));
     }
+    if (with_hdr)
+        print_headers(m);
     putchar('\n');
 }
 
@@ -271,7 +296,8 @@ static int cmd_consume(int argc, char **argv)
     const char *boot = argv[0], *topic = argv[1];
     int with_ts = argc > 2 && strcmp(argv[2], "--timestamps") == 0;
     int with_off = argc > 2 && strcmp(argv[2], "--offsets") == 0;
-    if (argc > 3 || (argc > 2 && !with_ts && !with_off))
+    int with_hdr = argc > 2 && strcmp(argv[2], "--headers") == 0;
+    if (argc > 3 || (argc > 2 && !with_ts && !with_off && !with_hdr))
         return usage();
     static const char *const props[] = {
         "enable.partition.eof", "true",  "group.id", "tdm-kafka-tool",
@@ -325,7 +351,7 @@ static int cmd_consume(int argc, char **argv)
             rd_kafka_message_destroy(m);
             break;
         } else {
-            print_message(m, with_ts, with_off);
+            print_message(m, with_ts, with_off, with_hdr);
         }
         rd_kafka_message_destroy(m);
     }

@@ -37,7 +37,25 @@ NP=8
 SESSION_MS=${SESSION_MS:-4000}
 KPROPS="{session.timeout.ms: $SESSION_MS, heartbeat.interval.ms: 500}"
 
-start_mock clicks:$NP
+# A real cluster instead of the mock: TDM_KAFKA_BROKERS=host:port and
+# TDM_KAFKA_RUN=<id>, with topics tasks-in-<id> (8 partitions) and
+# tasks-out-<id> (2) created beforehand, SESSION_MS at or above the
+# brokers' group.min.session.timeout.ms (6 s by default): the consumer
+# then reads committed transactions only (librdkafka's default
+# isolation.level), and no epoch may arrive twice (docs/scale-out.md).
+if [ -n "${TDM_KAFKA_BROKERS:-}" ]; then
+    BOOT=$TDM_KAFKA_BROKERS
+    IN=tasks-in-$TDM_KAFKA_RUN
+    OUT=tasks-out-$TDM_KAFKA_RUN
+    GROUP=tasks-g-$TDM_KAFKA_RUN
+    STRICT_EOS=1
+else
+    start_mock clicks:$NP out:2
+    IN=clicks
+    OUT=out
+    GROUP=tasks-g
+    STRICT_EOS=0
+fi
 
 # gen P N FROM: N records of partition P from event time FROM, 500 ms
 # apart, some 900 ms out of order (within the 1 s bound: nothing late);
@@ -74,7 +92,7 @@ done
 produce_chunk() {
     _p=0
     while [ "$_p" -lt "$NP" ]; do
-        produce clicks --partition "$_p" --key-field user --ts-field ts \
+        produce "$IN" --partition "$_p" --key-field user --ts-field ts \
             "$W/c$1-p$_p.jsonl"
         _p=$((_p + 1))
     done
@@ -82,7 +100,7 @@ produce_chunk() {
 produce_far() {
     _p=0
     while [ "$_p" -lt "$NP" ]; do
-        produce clicks --partition "$_p" --key-field user --ts-field ts \
+        produce "$IN" --partition "$_p" --key-field user --ts-field ts \
             "$W/far-p$_p.jsonl"
         _p=$((_p + 1))
     done
@@ -95,6 +113,13 @@ WINDOWS='windows:
     window: {type: tumbling, size: 5s}
     aggregates: [count() as n, min(ts) as first, max(ts) as last]
     sink: out'
+# The members write the same windows to a Kafka topic too.
+KWINDOW='  wk:
+    from: clicks
+    key_by: user
+    window: {type: tumbling, size: 5s}
+    aggregates: [count() as n, min(ts) as first, max(ts) as last]
+    sink: kout'
 
 # The reference: one file per partition, one process, no Kafka.
 {
@@ -125,15 +150,17 @@ scale_out: tasks
 checkpoint: {dir: $W/ck, interval: 200ms}
 sources:
 EOF
-    kafka_source_yaml clicks clicks tasks-g "stop: never" \
+    kafka_source_yaml clicks "$IN" "$GROUP" "stop: never" \
         "schema: {user: string, ts: int64, p: int64}" \
         "timestamp.field: ts" \
         "watermark: {strategy: bounded, max_out_of_orderness: 1s}" \
         "kafka.max.partition.fetch.bytes: 2048"
     echo "$WINDOWS"
+    echo "$KWINDOW"
     cat <<EOF
 sinks:
   out: {type: file, path: $W/out/out.jsonl}
+  kout: {type: kafka, brokers: "$BOOT", topic: $OUT}
 EOF
 } >"$W/job.yaml"
 
@@ -161,6 +188,49 @@ _started_at_least() {
     done
     [ "$_n" -ge "$1" ]
 }
+# The Kafka sink's rows, as a read_committed consumer would see them:
+# every message carries its writer's transactional id (which names the
+# task), its epoch (checkpoint) and its place in the epoch; the mock
+# shows aborted and replayed transactions too, so a triple seen twice
+# must carry the same message and counts once.  Writes the distinct
+# rows (far windows left out) to $W/kgot.jsonl and "copies changed gaps"
+# to $W/kcheck: repeated triples, triples whose two copies differ, and
+# epochs missing a sequence number.
+kafka_rows() {
+    "$TOOL" consume "$BOOT" "$OUT" --headers >"$W/kout.tsv" 2>>"$W/tool.log" ||
+        return 1
+    awk -F'\t' -v out="$W/kgot.jsonl" -v chk="$W/kcheck" '
+        {
+            tx = ""; ep = ""; seq = ""
+            n = split($4, h, ";")
+            for (i = 1; i <= n; i++) {
+                if (h[i] ~ /^tdm-tx=/) tx = substr(h[i], 8)
+                if (h[i] ~ /^tdm-epoch=/) ep = substr(h[i], 11)
+                if (h[i] ~ /^tdm-seq=/) seq = substr(h[i], 9)
+            }
+            if (tx == "" || ep == "" || seq == "") { untagged++; next }
+            t = tx " " ep " " seq
+            if (t in seen) {
+                copies++
+                if (seen[t] != $3) changed++
+                next
+            }
+            seen[t] = $3
+            e = tx " " ep
+            cnt[e]++
+            if (seq + 1 > top[e]) top[e] = seq + 1
+            if ($3 !~ /"far-/) print $3 > out
+        }
+        END {
+            for (e in cnt) if (cnt[e] != top[e]) gaps++
+            printf "%d %d %d %d\n", copies, changed, gaps, untagged > chk
+        }' "$W/kout.tsv"
+    touch "$W/kgot.jsonl"
+}
+_kafka_at_least() {
+    kafka_rows && [ "$(wc -l <"$W/kgot.jsonl")" -ge "$1" ]
+}
+
 member() {
     run_bg "m-$1" "$W/job.yaml"
     eval "PID_$1=\$LAST_PID"
@@ -184,6 +254,20 @@ verdict() {
         "lost $lost, duplicated $extra, reordered $reordered"
     [ "$lost" -eq 0 ] && [ "$extra" -eq 0 ] && [ "$reordered" -eq 0 ] ||
         fail "the tasks' output differs from the reference"
+    kafka_rows || fail "reading the Kafka sink's topic"
+    sort "$W/kgot.jsonl" >"$W/kgot.sorted"
+    klost=$(comm -23 "$W/ref.sorted" "$W/kgot.sorted" | wc -l)
+    kextra=$(comm -13 "$W/ref.sorted" "$W/kgot.sorted" | wc -l)
+    read -r copies changed gaps untagged <"$W/kcheck"
+    echo "tasks $MODE: Kafka sink: $(wc -l <"$W/kgot.jsonl") distinct rows:" \
+        "lost $klost, duplicated $kextra; on the wire $copies repeated" \
+        "(aborted or replayed epochs), $changed changed, $gaps epochs" \
+        "with a gap, $untagged untagged"
+    [ "$klost" -eq 0 ] && [ "$kextra" -eq 0 ] && [ "$changed" -eq 0 ] &&
+        [ "$gaps" -eq 0 ] && [ "$untagged" -eq 0 ] ||
+        fail "the Kafka sink's output differs from the reference"
+    [ "$STRICT_EOS" -eq 0 ] || [ "$copies" -eq 0 ] ||
+        fail "a read_committed consumer saw $copies messages twice"
 }
 
 # Produces the rest of the chunks from $1 on, then the far records.
@@ -198,6 +282,7 @@ produce_rest() {
 
 finish() {
     wait_until 120 "every reference row visible" _visible_at_least "$n_ref"
+    wait_until 120 "every reference row in Kafka" _kafka_at_least "$n_ref"
     for m in "$@"; do
         eval "stop_pid \$PID_$m TERM"
     done
