@@ -41,6 +41,7 @@ struct tdm__kmembers {
     tdm__klog log; /* first: the opaque's log (kafka.h) */
     rd_kafka_t *rk;
     char *lead;           /* the lead topic */
+    const char *group;    /* borrowed from the configuration */
     bool coop;            /* the configured assignor is cooperative */
     tdm__kmembers_fn *fn; /* the poll's callback, for the rebalance */
     void *ud;
@@ -89,6 +90,8 @@ static tdm_err shape(tdm__kmembers *m, const tdm__kmembers_conf *c,
                          "scale_out: tasks needs at least one Kafka topic");
     for (int i = 0; i < c->n_topics; i++) {
         int n = 0;
+        if (c->any_counts && c->topics[i] != lead)
+            continue;
         tdm_err err =
             partition_count(m->rk, c->topics[i], &n, errbuf, errbuf_size);
         if (err != TDM_OK)
@@ -157,6 +160,8 @@ static tdm_err make_consumer(tdm__kmembers *m, const tdm__kmembers_conf *c,
                               "cooperative-sticky",
                               "auto.offset.reset",
                               "latest",
+                              c->instance_id ? "group.instance.id" : NULL,
+                              c->instance_id,
                               NULL};
     rd_kafka_conf_t *kc = NULL;
     char why[512];
@@ -200,6 +205,7 @@ tdm_err tdm__kmembers_open(const tdm__kmembers_conf *c, tdm__kmembers **out,
     *out = NULL;
     if (!m)
         goto fail;
+    m->group = c->group;
     m->log.fn = c->log;
     m->log.ud = c->log_ud;
     snprintf(m->log.prefix, sizeof m->log.prefix, "task group '%s'", c->group);
@@ -220,28 +226,27 @@ fail:
 tdm_err tdm__kmembers_poll(tdm__kmembers *m, int ms, tdm__kmembers_fn *fn,
                            void *ud, char *errbuf, size_t errbuf_size)
 {
+    char why[256] = "";
     m->fn = fn;
     m->ud = ud;
     rd_kafka_message_t *msg = rd_kafka_consumer_poll(m->rk, ms);
-    tdm_err err = TDM_OK;
-    if (msg && msg->err && rd_kafka_message_errstr(msg) &&
-        msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-        rd_kafka_resp_err_t fatal = msg->err;
-        char why[256] = "";
-        if (fatal == RD_KAFKA_RESP_ERR__FATAL)
-            fatal = rd_kafka_fatal_error(m->rk, why, sizeof why);
-        if (msg->err == RD_KAFKA_RESP_ERR__FATAL)
-            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO, "task group: %s",
-                            why[0] ? why : "fatal error");
-        else
-            tdm__kafka_logf(&m->log, "%s", rd_kafka_message_errstr(msg));
-        (void)fatal;
-    }
+    if (msg && msg->err && msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF &&
+        msg->err != RD_KAFKA_RESP_ERR__FATAL)
+        tdm__kafka_logf(&m->log, "%s", rd_kafka_message_errstr(msg));
     if (msg)
         rd_kafka_message_destroy(msg); /* R-KM-3: records are not ours */
     m->fn = NULL;
     m->ud = NULL;
-    return err;
+    /* R-KM-4: a fatal error (a newer member with this group.instance.id
+     * fenced this one) ends the membership. */
+    rd_kafka_resp_err_t fatal = rd_kafka_fatal_error(m->rk, why, sizeof why);
+    if (fatal == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return TDM_OK;
+    return tdm__errf(
+        errbuf, errbuf_size,
+        fatal == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID ? TDM_ERR_STATE
+                                                      : TDM_ERR_IO,
+        "group '%s': %s (%s)", m->group, why, rd_kafka_err2name(fatal));
 }
 
 void tdm__kmembers_close(tdm__kmembers *m, tdm__kmembers_fn *fn, void *ud)

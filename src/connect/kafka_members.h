@@ -23,6 +23,10 @@ typedef struct tdm__kmembers_conf {
     const char *group;
     const char *const *topics; /* the job's input topics, co-partitioned */
     int n_topics;
+    const char *instance_id;  /* group.instance.id (static membership), or
+                                 NULL */
+    bool any_counts;          /* the topics need not be co-partitioned (*n_tasks
+                                 is then the lead topic's count) */
     const char *const *props; /* the user's librdkafka pairs */
     int n_props;
     tdm__log_fn log;

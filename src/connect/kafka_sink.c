@@ -172,8 +172,8 @@ typedef struct tx_tag {
  * NULL. */
 static rd_kafka_resp_err_t producev(tdm__sinkobj *s, rd_kafka_t *rk,
                                     const char *key, size_t key_len,
-                                    const char *val, size_t val_len,
-                                    int64_t ts, const tx_tag *tag)
+                                    const char *val, size_t val_len, int64_t ts,
+                                    const tx_tag *tag)
 {
     if (!tag)
         return rd_kafka_producev(
@@ -186,7 +186,8 @@ static rd_kafka_resp_err_t producev(tdm__sinkobj *s, rd_kafka_t *rk,
     int ep_n = snprintf(ep, sizeof ep, "%llu", (unsigned long long)tag->epoch);
     int seq_n = snprintf(seq, sizeof seq, "%llu", (unsigned long long)tag->seq);
     return rd_kafka_producev(
-        rk, RD_KAFKA_V_TOPIC(s->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        rk, RD_KAFKA_V_TOPIC(s->topic),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
         RD_KAFKA_V_KEY(key, key ? key_len : 0),
         RD_KAFKA_V_VALUE((void *)val, val ? val_len : 0),
         RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),

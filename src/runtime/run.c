@@ -34,6 +34,7 @@
 
 #include "runtime/expr.h"
 #include "runtime/ckpt.h"
+#include "runtime/job_guard.h"
 #include "runtime/metrics.h"
 #include "runtime/plan.h"
 #include "runtime/rt_ctx.h"
@@ -795,12 +796,19 @@ tdm_err tdm_job_run(tdm_job *job, char *errbuf, size_t errbuf_size)
                          "a job with scale_out: tasks runs through a task "
                          "host (tidemark run does it; tdm_taskhost_run)");
     tdm__rt_restart rs;
+    tdm__guard *guard = NULL;
     tdm__rt_restart_init(&rs, job);
     atomic_store(&job->rec->cancel, 0);
     atomic_store(&job->rec->running, 1);
-    err = run_attempt(job, false, errbuf, errbuf_size);
-    while (tdm__rt_restart_next(&rs, job, err, errbuf, errbuf_size))
-        err = run_attempt(job, true, errbuf, errbuf_size);
+    err = tdm__guard_open(job, &guard, errbuf, errbuf_size);
+    if (err == TDM_OK) {
+        err = run_attempt(job, false, errbuf, errbuf_size);
+        while (tdm__rt_restart_next(&rs, job, err, errbuf, errbuf_size))
+            err = run_attempt(job, true, errbuf, errbuf_size);
+    }
+    tdm_err gerr = tdm__guard_close(guard, errbuf, errbuf_size);
+    if (err == TDM_OK)
+        err = gerr;
     atomic_store(&job->rec->running, 0);
     return err;
 }

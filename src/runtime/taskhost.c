@@ -33,9 +33,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "connect/kafka_members.h"
 #include "runtime/rt.h"
 #include "runtime/rt_ctx.h"
+#include "runtime/task_group.h"
 #include "runtime/task_owner.h"
 
 /* How long the group is polled per loop (ms): how soon a cancel, a
@@ -63,99 +63,14 @@ struct tdm_taskhost {
     tdm_task_build_cb build;
     void *ud;
     atomic_int cancel;
-    tdm__kmembers_conf mc;
-    tdm__kmembers *mem;  /* the group membership, while running */
-    char *group;         /* the group's name (owned) */
-    const char **topics; /* every Kafka source's topics, split */
-    char *topic_text;    /* the storage topics points into */
-    bool stop_at_end;    /* every source stops at the end of its input */
+    tdm__task_group g;  /* the group, from the definition's sources */
+    tdm__kmembers *mem; /* the group membership, while running */
     int n_tasks;
     hosted *t;
     pthread_mutex_t mu; /* t[].started, for tdm_taskhost_tasks */
     tdm_err fail;
     char failmsg[1200];
 };
-
-/* ---- The definition's Kafka sources ---- */
-
-/* Appends the comma-separated topics of @p list (modified: split in
- * place) to h->topics, blanks trimmed.  False: out of memory. */
-static bool add_topics(tdm_taskhost *h, char *list)
-{
-    char *save = NULL;
-    for (char *p = strtok_r(list, ",", &save); p;
-         p = strtok_r(NULL, ",", &save)) {
-        while (*p == ' ' || *p == '\t')
-            p++;
-        size_t k = strlen(p);
-        while (k > 0 && (p[k - 1] == ' ' || p[k - 1] == '\t'))
-            p[--k] = '\0';
-        if (!*p)
-            continue;
-        const char **nt =
-            tdm__realloc(h->topics, (size_t)(h->mc.n_topics + 1) * sizeof *nt);
-        if (!nt)
-            return false;
-        h->topics = nt;
-        h->topics[h->mc.n_topics++] = p;
-    }
-    return true;
-}
-
-/* The group of the first source: its "group", else the default a
- * source takes ("tidemark-<job>-<source>", plan.c).  TDM_OK or NOMEM. */
-static tdm_err group_of(tdm_taskhost *h, const tdm_node *n)
-{
-    const char *g = n->spec.src.group;
-    size_t l = strlen(h->def->spec.name) + strlen(n->name) + strlen(g) + 16;
-    h->group = tdm__malloc(l);
-    if (!h->group)
-        return TDM_ERR_NOMEM;
-    if (*g)
-        snprintf(h->group, l, "%s", g);
-    else
-        snprintf(h->group, l, "tidemark-%s-%s", h->def->spec.name, n->name);
-    h->mc.group = h->group;
-    return TDM_OK;
-}
-
-/* Reads the group's conf from the first Kafka source and the topics of
- * all (task_rules.c made sure every source is Kafka with one set of
- * brokers).  TDM_OK or TDM_ERR_NOMEM. */
-static tdm_err read_sources(tdm_taskhost *h)
-{
-    size_t len = 1, used = 0;
-    const tdm_job *job = h->def;
-    for (int i = 0; i < job->n_nodes; i++)
-        if (job->nodes[i]->kind == TDM_NODE_SOURCE)
-            len += strlen(job->nodes[i]->spec.src.topics) + 1;
-    h->topic_text = tdm__calloc(len, 1);
-    if (!h->topic_text)
-        return TDM_ERR_NOMEM;
-    h->stop_at_end = true;
-    for (int i = 0; i < job->n_nodes; i++) {
-        const tdm_node *n = job->nodes[i];
-        if (n->kind != TDM_NODE_SOURCE)
-            continue;
-        if (!h->group) {
-            if (group_of(h, n) != TDM_OK)
-                return TDM_ERR_NOMEM;
-            h->mc.brokers = *n->spec.src.brokers ? n->spec.src.brokers : NULL;
-            h->mc.props = (const char *const *)n->spec.src.kafka->props;
-            h->mc.n_props =
-                n->spec.src.kafka->props ? n->spec.src.kafka->n_props : 0;
-        }
-        h->stop_at_end &= n->spec.src.stop == TDM__SOURCE_STOP_END;
-        char *at = h->topic_text + used;
-        size_t k = strlen(n->spec.src.topics);
-        memcpy(at, n->spec.src.topics, k + 1);
-        used += k + 1;
-        if (!add_topics(h, at))
-            return TDM_ERR_NOMEM;
-    }
-    h->mc.topics = h->topics;
-    return TDM_OK;
-}
 
 /* ---- One task ---- */
 
@@ -339,7 +254,7 @@ static void start_wanted(tdm_taskhost *h)
 static bool all_finished(const tdm_taskhost *h)
 {
     int held = 0;
-    if (!h->stop_at_end)
+    if (!h->g.stop_at_end)
         return false;
     for (int n = 0; n < h->n_tasks; n++) {
         if (h->t[n].want && !h->t[n].finished)
@@ -386,9 +301,7 @@ tdm_err tdm_taskhost_new(tdm_job *def, tdm_task_build_cb build, void *ud,
     h->build = build;
     h->ud = ud;
     pthread_mutex_init(&h->mu, NULL);
-    h->mc.log = tdm__ctx_log_line;
-    h->mc.log_ud = def;
-    if (read_sources(h) != TDM_OK)
+    if (tdm__task_group_init(&h->g, def, "") != TDM_OK)
         goto nomem;
     *out = h;
     return TDM_OK;
@@ -422,7 +335,8 @@ tdm_err tdm_taskhost_run(tdm_taskhost *h, char *errbuf, size_t errbuf_size)
     tdm_err err = make_dirs(h->def->spec.checkpoint_dir, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
-    err = tdm__kmembers_open(&h->mc, &h->mem, &h->n_tasks, errbuf, errbuf_size);
+    err =
+        tdm__kmembers_open(&h->g.mc, &h->mem, &h->n_tasks, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
     h->t = tdm__calloc((size_t)h->n_tasks + 1, sizeof *h->t);
@@ -434,7 +348,7 @@ tdm_err tdm_taskhost_run(tdm_taskhost *h, char *errbuf, size_t errbuf_size)
     tdm__job_log(h->def,
                  "tasks: %d (partitions of '%s' and its co-partitioned "
                  "topics), group '%s'",
-                 h->n_tasks, h->mc.topics[0], h->mc.group);
+                 h->n_tasks, h->g.mc.topics[0], h->g.mc.group);
     serve(h);
     for (int n = 0; n < h->n_tasks; n++)
         stop_task(h, n, h->fail != TDM_OK ? "the host stops" : "cancelled");
@@ -470,9 +384,7 @@ void tdm_taskhost_destroy(tdm_taskhost *h)
     if (!h)
         return;
     tdm__free(h->t);
-    tdm__free(h->topics);
-    tdm__free(h->topic_text);
-    tdm__free(h->group);
+    tdm__task_group_fini(&h->g);
     pthread_mutex_destroy(&h->mu);
     tdm__free(h);
 }

@@ -8,10 +8,11 @@
 # lost, duplicated and reordered; the sweep prints one line per run and
 # exits non-zero at the first failing run.  Not a CTest (about a minute
 # per run); `ctest -L kafka` runs three seeds through kafka.tasks_random.
-# Usage: tasks_diff.sh TIDEMARK SOURCE_DIR MOCK TOOL [RUNS]
+# Usage: tasks_diff.sh TIDEMARK SOURCE_DIR MOCK TOOL [RUNS [FIRST]]
 set -eu
 runs=${5:-30}
-i=1
+i=${6:-1}
+runs=$((i + runs - 1))
 while [ "$i" -le "$runs" ]; do
     if [ $((i % 2)) -eq 1 ]; then s=3001; else s=10000; fi
     t0=$(date +%s)
@@ -27,4 +28,4 @@ while [ "$i" -le "$runs" ]; do
 $(($(date +%s) - t0)) s"
     i=$((i + 1))
 done
-echo "tasks_diff: $runs runs, every one equal to the reference"
+echo "tasks_diff: seeds ${6:-1} to $runs, every run equal to the reference"

@@ -152,7 +152,8 @@ TDM_TEST(rules_of_a_job_run_as_tasks)
 
     job = tasks_job();
     set(tdm_job_node(job, "clicks"), "repartition", "always");
-    expect_refused(job, "repartition: always cannot be used with checkpointing");
+    expect_refused(job,
+                   "repartition: always cannot be used with checkpointing");
 
     job = tasks_job();
     tdm_node *f = add(job, TDM_NODE_SOURCE, "more");
