@@ -37,6 +37,20 @@ tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
                         rd_kafka_conf_t **out, char *errbuf,
                         size_t errbuf_size);
 
+/* Checks a node's "kafka.*" properties (@p n_props pairs in @p props,
+ * keys without the prefix) before any connection: each is set on a
+ * scratch configuration (an unknown name or a bad value fails with
+ * librdkafka's own message), and refused when tidemark sets it itself
+ * (transactional.id everywhere; on a source the offset-commit, group,
+ * start and stop properties) or when it is for the other kind of
+ * client: a consumer property on a sink (@p sink), a producer property
+ * on a source unless @p producer_ok (the source re-partitions, so it
+ * also produces).  TDM_OK, or TDM_ERR_INVAL with "kafka.<key>: <why>"
+ * in errbuf, or TDM_ERR_NOMEM. */
+tdm_err tdm__kafka_check_props(const char *const *props, int n_props, bool sink,
+                               bool producer_ok, char *errbuf,
+                               size_t errbuf_size);
+
 /* Writes one line "<prefix>: <text>" to the log of @p lg (NULL-safe). */
 void tdm__kafka_logf(const tdm__klog *lg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
