@@ -34,6 +34,19 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
     tdm__kafka_logf(lg, "librdkafka %s %s: %s", what, fac, buf);
 }
 
+/* librdkafka's error callback, installed when the opaque's tdm__klog
+ * has a guard: the error is logged as librdkafka would and noted by the
+ * guard. */
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    const tdm__klog *lg = opaque;
+
+    (void)rk;
+    tdm__kafka_logf(lg, "librdkafka error: %s: %s",
+                    rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    tdm__kguard_error(lg->guard, (rd_kafka_resp_err_t)err, reason);
+}
+
 /* Writes a line to the log of @p lg (see kafka.h). */
 void tdm__kafka_logf(const tdm__klog *lg, const char *fmt, ...)
 {
@@ -84,6 +97,8 @@ tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
     }
     rd_kafka_conf_set_opaque(c, opaque);
     rd_kafka_conf_set_log_cb(c, log_cb);
+    if (opaque && ((const tdm__klog *)opaque)->guard)
+        rd_kafka_conf_set_error_cb(c, error_cb);
     *out = c;
     return TDM_OK;
 }

@@ -133,6 +133,9 @@ struct tdm__source {
      * topic; the splits are the internal topic's partitions. */
     tdm__kshuffle *sh;
     tdm__batch *inb;
+    /* "brokers.timeout" (kafka_guard.c) and poll_error's text. */
+    tdm__kguard guard;
+    char poll_err[640];
     int *key_idx;
     int n_key;
     bool input_end_sent;
@@ -1130,6 +1133,17 @@ static tdm_err take_message(tdm__source *src, kpart *kp,
     return TDM_OK;
 }
 
+/* Tells the broker guard what message or event @p m says about the
+ * brokers: a message or an end of partition came from one; an error
+ * (all brokers down, authentication) is noted. */
+static void note_contact(tdm__source *src, const rd_kafka_message_t *m)
+{
+    if (!m->err || m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        tdm__kguard_up(&src->guard);
+    else
+        tdm__kguard_error(&src->guard, m->err, rd_kafka_message_errstr(m));
+}
+
 /* Handles one message or event from the consumer.  TDM_OK, TDM_ERR_IO
  * (fatal client error), TDM_ERR_NOMEM. */
 static tdm_err handle(tdm__source *src, rd_kafka_message_t *m, tdm__batch *b)
@@ -1137,6 +1151,7 @@ static tdm_err handle(tdm__source *src, rd_kafka_message_t *m, tdm__batch *b)
     const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL;
     kpart *kp = topic ? find_live(src, topic, m->partition) : NULL;
 
+    note_contact(src, m);
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         if (!kp)
             return TDM_OK;
@@ -1598,6 +1613,10 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
     tdm_err err;
 
     *eof = 0;
+    err = tdm__kguard_check(&src->guard, src->rk, src->poll_err,
+                            sizeof src->poll_err);
+    if (err != TDM_OK)
+        return err;
     if (src->fixed_pending) {
         err = fixed_assign(src);
         if (err != TDM_OK)
@@ -1686,6 +1705,7 @@ static void ks_close(tdm__source *src)
     tdm__free(src->glob);
     if (src->inb)
         tdm__batch_destroy(src->inb);
+    tdm__kguard_destroy(&src->guard);
     tdm__free(src);
 }
 
@@ -1788,6 +1808,25 @@ static tdm_err open_shuffle(tdm__source *src, int index, int count,
 /* Opens subtask @p index's consumer (see connect.h).  TDM_OK,
  * TDM_ERR_INVAL (bad configuration or kafka.* property, named),
  * TDM_ERR_IO (the client cannot be created or subscribe), NOMEM. */
+/* Starts the broker guard (kafka_guard.c) of "brokers.timeout" and
+ * lets librdkafka's errors reach it. */
+static tdm_err start_guard(tdm__source *src, const tdm__source_conf *conf)
+{
+    const char *brokers = conf->kafka_brokers;
+
+    for (int i = 0; !brokers && i < conf->kafka_n_props; i++)
+        if (!strcmp(conf->kafka_props[2 * i], "bootstrap.servers"))
+            brokers = conf->kafka_props[2 * i + 1];
+    src->log.guard = &src->guard;
+    return tdm__kguard_init(&src->guard, conf->kafka_brokers_timeout, brokers);
+}
+
+/* Why the last poll failed (connect.h, version 5). */
+static const char *ks_poll_error(tdm__source *src)
+{
+    return src->poll_err;
+}
+
 static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
                        tdm__dead_fn dead, void *dead_ud, tdm__source **out,
                        int *n_partitions, char *errbuf, size_t errbuf_size)
@@ -1854,6 +1893,9 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
     defaults[nd++] =
         conf->kafka_start == TDM__KSTART_LATEST ? "latest" : "earliest";
     defaults[nd++] = NULL;
+    err = start_guard(src, conf);
+    if (err != TDM_OK)
+        goto fail;
     err = tdm__kafka_conf(conf->kafka_brokers, conf->kafka_props,
                           conf->kafka_n_props, defaults, src, &kc, errbuf,
                           errbuf_size);
@@ -2180,7 +2222,7 @@ out:
 }
 
 const tdm__source_vtab tdm__kafka_source = {
-    .version = 4,
+    .version = 5,
     .open = ks_open,
     .poll = ks_poll,
     .close = ks_close,
@@ -2196,4 +2238,5 @@ const tdm__source_vtab tdm__kafka_source = {
     .snapshot = ks_snapshot,
     .restore = ks_restore,
     .checkpoint = ks_checkpoint,
+    .poll_error = ks_poll_error,
 };

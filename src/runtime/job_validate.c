@@ -296,6 +296,7 @@ static const char *const kafka_only_keys[] = {
     "key.field",
     "repartition.writers",
     "repartition.writer_timeout",
+    "brokers.timeout",
 };
 
 /* The keys of a TCP source (docs/tcp.md).  Any of them on another
@@ -1127,6 +1128,10 @@ static tdm_err validate_sink(vctx *c, tdm_node *n)
         if (*n->spec.sink.brokers || *n->spec.sink.topic)
             VFAIL(c, n, "%s: only kafka sinks take it (type is not kafka)",
                   *n->spec.sink.brokers ? "brokers" : "topic");
+        if (node_set(n, "brokers.timeout"))
+            VFAIL(c, n,
+                  "brokers.timeout: only kafka sinks take it (type is "
+                  "not kafka)");
         if (n->spec.sink.kafka->n_props > 0)
             VFAIL(c, n,
                   "kafka.%s: only kafka sinks take kafka.* "
