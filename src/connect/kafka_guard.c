@@ -74,8 +74,7 @@ void tdm__kguard_up(tdm__kguard *g)
 }
 
 /* librdkafka reported an error (see kafka.h). */
-void tdm__kguard_error(tdm__kguard *g, rd_kafka_resp_err_t err,
-                       const char *why)
+void tdm__kguard_error(tdm__kguard *g, rd_kafka_resp_err_t err, const char *why)
 {
     bool down = err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN ||
                 err == RD_KAFKA_RESP_ERR__AUTHENTICATION;
@@ -89,8 +88,7 @@ void tdm__kguard_error(tdm__kguard *g, rd_kafka_resp_err_t err,
         g->auth_failed = true;
     pthread_mutex_unlock(&g->mu);
     if (down)
-        atomic_compare_exchange_strong(&g->down_since, &expect,
-                                       tdm__mono_ms());
+        atomic_compare_exchange_strong(&g->down_since, &expect, tdm__mono_ms());
 }
 
 /* One metadata request: 1 when a broker answered. */

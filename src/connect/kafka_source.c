@@ -136,6 +136,7 @@ struct tdm__source {
     /* "brokers.timeout" (kafka_guard.c) and poll_error's text. */
     tdm__kguard guard;
     char poll_err[640];
+    bool tomb_logged; /* the first tombstone was logged */
     int *key_idx;
     int n_key;
     bool input_end_sent;
@@ -1144,6 +1145,23 @@ static void note_contact(tdm__source *src, const rd_kafka_message_t *m)
         tdm__kguard_error(&src->guard, m->err, rd_kafka_message_errstr(m));
 }
 
+/* A message with a null value (a tombstone: "delete this key" in a
+ * compacted topic) is no record: it is counted in the batch (the
+ * source's numTombstonesSkipped) and the first one is logged, instead
+ * of a dead letter "empty line". */
+static void skip_tombstone(tdm__source *src, const kpart *kp,
+                           const rd_kafka_message_t *m, tdm__batch *b)
+{
+    b->n_tombstones++;
+    if (src->tomb_logged)
+        return;
+    src->tomb_logged = true;
+    tdm__kafka_logf(&src->log,
+                    "%s@%lld: a tombstone (null value) skipped; further "
+                    "ones are only counted (numTombstonesSkipped)",
+                    kp->name, (long long)m->offset);
+}
+
 /* Handles one message or event from the consumer.  TDM_OK, TDM_ERR_IO
  * (fatal client error), TDM_ERR_NOMEM. */
 static tdm_err handle(tdm__source *src, rd_kafka_message_t *m, tdm__batch *b)
@@ -1176,6 +1194,10 @@ static tdm_err handle(tdm__source *src, rd_kafka_message_t *m, tdm__batch *b)
     if (!kp || kp->ended || (kp->next >= 0 && m->offset < kp->next))
         return TDM_OK;
     kp->next = m->offset + 1;
+    if (!m->payload) {
+        skip_tombstone(src, kp, m, b);
+        return TDM_OK;
+    }
     if (m->offset < kp->replay_end) {
         /* A record the previous owner may have read. */
         size_t n = b->n;
@@ -1649,6 +1671,7 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
      * to the runtime come from it. */
     tdm__batch_clear(src->inb);
     err = consume(src, src->inb, src->inb->cap, 0);
+    b->n_tombstones += src->inb->n_tombstones;
     for (size_t i = 0; i < src->inb->n && err == TDM_OK; i++)
         err = tdm__kshuffle_write(src->sh, (int)src->inb->rows[i].partition,
                                   &src->inb->rows[i]);
