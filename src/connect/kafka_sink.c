@@ -351,7 +351,6 @@ static void free_sink(tdm__sinkobj *s)
         return;
     if (s->rk)
         rd_kafka_destroy(s->rk);
-    tdm__kguard_destroy(&s->guard);
     if (s->txp)
         rd_kafka_destroy(s->txp);
 #ifdef TDM_TEST_HOOKS
@@ -374,6 +373,7 @@ static void free_sink(tdm__sinkobj *s)
         pthread_mutex_destroy(&s->mu);
     if (s->emu_ok)
         pthread_mutex_destroy(&s->emu);
+    tdm__kguard_destroy(&s->guard); /* after every client */
     tdm__free(s);
 }
 
