@@ -129,14 +129,14 @@ struct tdm__source {
     int *csv_cols;    /* CSV column -> schema index */
     int n_csv_cols;
     tdm__json_hint hint;
-    /* Repartition (kafka_shuffle.h): input rows go to the internal
-     * topic; the splits are the internal topic's partitions. */
-    tdm__kshuffle *sh;
-    tdm__batch *inb;
     /* "brokers.timeout" (kafka_guard.c) and poll_error's text. */
     tdm__kguard guard;
     char poll_err[640];
     bool tomb_logged; /* the first tombstone was logged */
+    /* Repartition (kafka_shuffle.h): input rows go to the internal
+     * topic; the splits are the internal topic's partitions. */
+    tdm__kshuffle *sh;
+    tdm__batch *inb;
     int *key_idx;
     int n_key;
     bool input_end_sent;
@@ -1828,9 +1828,6 @@ static tdm_err open_shuffle(tdm__source *src, int index, int count,
     return src->inb ? TDM_OK : TDM_ERR_NOMEM;
 }
 
-/* Opens subtask @p index's consumer (see connect.h).  TDM_OK,
- * TDM_ERR_INVAL (bad configuration or kafka.* property, named),
- * TDM_ERR_IO (the client cannot be created or subscribe), NOMEM. */
 /* Starts the broker guard (kafka_guard.c) of "brokers.timeout" and
  * lets librdkafka's errors reach it. */
 static tdm_err start_guard(tdm__source *src, const tdm__source_conf *conf)
@@ -1850,6 +1847,9 @@ static const char *ks_poll_error(tdm__source *src)
     return src->poll_err;
 }
 
+/* Opens subtask @p index's consumer (see connect.h).  TDM_OK,
+ * TDM_ERR_INVAL (bad configuration or kafka.* property, named),
+ * TDM_ERR_IO (the client cannot be created or subscribe), NOMEM. */
 static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
                        tdm__dead_fn dead, void *dead_ud, tdm__source **out,
                        int *n_partitions, char *errbuf, size_t errbuf_size)

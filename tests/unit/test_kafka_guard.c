@@ -18,8 +18,7 @@ static tdm_err check1(const char *key, const char *val, bool sink,
 {
     const char *props[] = {key, val};
     err[0] = '\0';
-    return tdm__kafka_check_props(props, 1, sink, producer_ok, err,
-                                  sizeof err);
+    return tdm__kafka_check_props(props, 1, sink, producer_ok, err, sizeof err);
 }
 
 TDM_TEST(props_unknown_names_and_bad_values_in_librdkafkas_words)
