@@ -183,7 +183,8 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 
 /* Produces one message on @p rk, waiting while the queue is full
  * (backpressure).  @p key / @p val may be NULL (no key; tombstone).
- * Mutex held.  TDM_OK or TDM_ERR_IO. */
+ * Mutex held.  TDM_OK or TDM_ERR_IO (also from the broker guard,
+ * at-least-once only). */
 static tdm_err produce(tdm__sinkobj *s, rd_kafka_t *rk, const char *key,
                        size_t key_len, const char *val, size_t val_len,
                        int64_t ts)
@@ -191,7 +192,8 @@ static tdm_err produce(tdm__sinkobj *s, rd_kafka_t *rk, const char *key,
     int64_t since = -1;
     char why[8];
 
-    if (guard_check(s, rk, why, sizeof why) != TDM_OK)
+    /* Transactions (commit) keep their own timeouts: not guarded. */
+    if (!s->tx && guard_check(s, rk, why, sizeof why) != TDM_OK)
         return TDM_ERR_IO;
     for (;;) {
         rd_kafka_resp_err_t e = rd_kafka_producev(
