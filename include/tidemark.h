@@ -1255,6 +1255,8 @@ typedef enum tdm_stat {
                                            tdm_job_run (the checkpoint counters
                                            above also span its restarts; the
                                            others count the current attempt) */
+    TDM_STAT_TOMBSTONES,                /* Kafka messages with a null value
+                                           (tombstones), skipped */
     TDM_STAT_COUNT_
 } tdm_stat;
 
@@ -1479,6 +1481,10 @@ TDM_API void tdm_taskhost_destroy(tdm_taskhost *host);
       SUM,                                                                     \
       "JSON records naming a member twice in one object; the last value "      \
       "was kept")                                                              \
+    X(TOMBSTONES, "numTombstonesSkipped", VERTEX, COUNTER, "records", COUNT,   \
+      SUM,                                                                     \
+      "Kafka sources: messages with a null value (tombstones), skipped "       \
+      "and not dead-lettered")                                                 \
     X(WM_REGRESSIONS, "numWatermarkRegressions", VERTEX, COUNTER,              \
       "watermarks", COUNT, SUM,                                                \
       "Watermarks that would have moved backwards, ignored")                   \

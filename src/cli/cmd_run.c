@@ -553,6 +553,13 @@ static void summary_drops(const tdm__cli_job *cj)
                 "value was kept.\n",
                 tdm__cli_thousands(dup, nd, sizeof nd), dup == 1 ? "" : "s");
     }
+    int64_t tomb = tdm_job_stat(job, TDM_STAT_TOMBSTONES);
+    if (tomb > 0) {
+        char nt[32];
+        fprintf(stderr,
+                "tidemark: %s Kafka tombstone%s (null values) skipped.\n",
+                tdm__cli_thousands(tomb, nt, sizeof nt), tomb == 1 ? "" : "s");
+    }
 }
 
 /* Checkpoints, restarts and the result latency. */

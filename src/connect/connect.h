@@ -86,7 +86,8 @@ typedef struct tdm__source_conf {
      * key then value, the "kafka." prefix removed.  Borrowed. */
     const char *const *kafka_props;
     int kafka_n_props;
-    tdm__log_fn log; /* the job's log (may be NULL) */
+    tdm_time_ms kafka_brokers_timeout; /* "brokers.timeout", 0: none */
+    tdm__log_fn log;                   /* the job's log (may be NULL) */
     void *log_ud;
     /* Repartition through an internal topic (kafka_shuffle.h): the
      * schema field name of the job's key, NULL for none, and the number
@@ -302,6 +303,7 @@ typedef struct tdm__sink_conf {
     const char *kafka_topic;
     const char *const *kafka_props; /* as in tdm__source_conf */
     int kafka_n_props;
+    tdm_time_ms kafka_brokers_timeout; /* as in tdm__source_conf */
     tdm__log_fn log;
     void *log_ud;
     /* The buffer's clock in ms (tests); NULL: CLOCK_MONOTONIC. */

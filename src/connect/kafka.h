@@ -10,6 +10,9 @@
 #define TDM_KAFKA_H
 
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 
 #include "connect/conn.h"
 
@@ -22,6 +25,9 @@ typedef struct tdm__klog {
     tdm__log_fn fn; /* NULL: lines are dropped */
     void *ud;
     char prefix[96]; /* "kafka source 'clicks'[0]" */
+    /* When set (before tdm__kafka_conf), librdkafka's errors also go to
+     * this guard (kafka_guard.c); NULL: they are only logged. */
+    struct tdm__kguard *guard;
 } tdm__klog;
 
 /* Builds a librdkafka configuration: @p defaults (NULL-terminated key,
@@ -37,9 +43,67 @@ tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
                         rd_kafka_conf_t **out, char *errbuf,
                         size_t errbuf_size);
 
+/* Checks a node's "kafka.*" properties (@p n_props pairs in @p props,
+ * keys without the prefix) before any connection: each is set on a
+ * scratch configuration (an unknown name or a bad value fails with
+ * librdkafka's own message), and refused when tidemark sets it itself
+ * (transactional.id everywhere; on a source the offset-commit, group,
+ * start and stop properties) or when it is for the other kind of
+ * client: a consumer property on a sink (@p sink), a producer property
+ * on a source unless @p producer_ok (the source re-partitions, so it
+ * also produces).  TDM_OK, or TDM_ERR_INVAL with "kafka.<key>: <why>"
+ * in errbuf, or TDM_ERR_NOMEM. */
+tdm_err tdm__kafka_check_props(const char *const *props, int n_props, bool sink,
+                               bool producer_ok, char *errbuf,
+                               size_t errbuf_size);
+
 /* Writes one line "<prefix>: <text>" to the log of @p lg (NULL-safe). */
 void tdm__kafka_logf(const tdm__klog *lg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ---- The broker guard (kafka_guard.c, "brokers.timeout") ---- */
+
+typedef struct tdm__kguard {
+    int64_t timeout_ms;         /* 0: never gives up */
+    char brokers[256];          /* for the message */
+    _Atomic int64_t down_since; /* monotonic ms; -1: a broker answered */
+    _Atomic int64_t last_probe; /* monotonic ms of the last probe */
+    pthread_mutex_t mu;         /* the fields below */
+    bool mu_ok;
+    bool ever_up;     /* some broker answered once */
+    bool auth_failed; /* the last error was an authentication failure */
+    char why[256];    /* librdkafka's last error */
+} tdm__kguard;
+
+/* Starts @p g down since now, giving up after @p timeout_ms (<= 0:
+ * never); @p brokers (may be NULL) is copied for the message.  TDM_OK or
+ * TDM_ERR_NOMEM. */
+tdm_err tdm__kguard_init(tdm__kguard *g, int64_t timeout_ms,
+                         const char *brokers);
+
+/* Frees @p g's resources (NULL-safe; a zeroed guard is fine). */
+void tdm__kguard_destroy(tdm__kguard *g);
+
+/* Notes that a broker answered (a message, a delivery, a rebalance).
+ * One atomic load when already up; NULL-safe; any thread. */
+void tdm__kguard_up(tdm__kguard *g);
+
+/* Notes librdkafka's error @p err (@p why: its text, may be NULL):
+ * every error's text is kept for the message; all brokers down and an
+ * authentication failure make the guard down (if it was up).  NULL-safe;
+ * any thread. */
+void tdm__kguard_error(tdm__kguard *g, rd_kafka_resp_err_t err,
+                       const char *why);
+
+/* TDM_OK while the guard is up or has been down for less than its
+ * timeout; while down, first asks the cluster for metadata through
+ * @p rk (at most once a second, up to 0.5 s) and comes up if it answers.
+ * After the timeout: TDM_ERR_IO with "cannot reach any of its brokers
+ * <brokers> for <n> ms (brokers.timeout): <librdkafka's last error>"
+ * (or "lost every one of its brokers", "authentication failed with
+ * brokers") in errbuf. */
+tdm_err tdm__kguard_check(tdm__kguard *g, rd_kafka_t *rk, char *errbuf,
+                          size_t errbuf_size);
 
 /* ---- Consumer groups ---- */
 

@@ -34,6 +34,19 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
     tdm__kafka_logf(lg, "librdkafka %s %s: %s", what, fac, buf);
 }
 
+/* librdkafka's error callback, installed when the opaque's tdm__klog
+ * has a guard: the error is logged as librdkafka would and noted by the
+ * guard. */
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+    const tdm__klog *lg = opaque;
+
+    (void)rk;
+    tdm__kafka_logf(lg, "librdkafka error: %s: %s",
+                    rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+    tdm__kguard_error(lg->guard, (rd_kafka_resp_err_t)err, reason);
+}
+
 /* Writes a line to the log of @p lg (see kafka.h). */
 void tdm__kafka_logf(const tdm__klog *lg, const char *fmt, ...)
 {
@@ -84,8 +97,110 @@ tdm_err tdm__kafka_conf(const char *brokers, const char *const *props,
     }
     rd_kafka_conf_set_opaque(c, opaque);
     rd_kafka_conf_set_log_cb(c, log_cb);
+    if (opaque && ((const tdm__klog *)opaque)->guard)
+        rd_kafka_conf_set_error_cb(c, error_cb);
     *out = c;
     return TDM_OK;
+}
+
+/* ---- Checking the user's properties ---- */
+
+/* The properties a user must not set, with the reason: the connector
+ * sets them itself and its guarantees depend on their values.  "*":
+ * sources and sinks, "C": sources (the consumer), "P": sinks. */
+static const struct {
+    const char *key;
+    char who;
+    const char *why;
+} owned[] = {
+    {"transactional.id", '*',
+     "tidemark sets the transactional id itself when checkpoints are on "
+     "(tidemark-<job>-<sink>-<writer>); another id would break its "
+     "fencing and its commit marker"},
+    {"group.id", 'C', "set it with the source's key group"},
+    {"enable.auto.commit", 'C',
+     "tidemark commits offsets itself, only after the results that "
+     "depend on them are written"},
+    {"auto.commit.enable", 'C',
+     "tidemark commits offsets itself, only after the results that "
+     "depend on them are written"},
+    {"enable.auto.offset.store", 'C',
+     "tidemark stores and commits offsets itself"},
+    {"enable.partition.eof", 'C', "set by the source's key stop"},
+    {"auto.offset.reset", 'C', "set by the source's key start"},
+};
+
+/* The C/P column of librdkafka's property table for @p key: 'C'
+ * (consumer only), 'P' (producer only), '*' (both), or 0 when the table
+ * cannot be read or does not list it. */
+static char prop_scope(const char *key)
+{
+    char *text = NULL, scope = 0;
+    size_t len = 0, kl = strlen(key);
+    FILE *f = open_memstream(&text, &len);
+
+    if (!f)
+        return 0;
+    rd_kafka_conf_properties_show(f);
+    fclose(f);
+    for (const char *l = text; l && *l;) {
+        const char *nl = strchr(l, '\n'), *bar = strchr(l, '|');
+        if (!strncmp(l, key, kl) && (l[kl] == ' ' || l[kl] == '|')) {
+            if (bar && (!nl || bar < nl) && bar[1] == ' ' && bar[2] == ' ')
+                scope = bar[3];
+            break;
+        }
+        l = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    return scope;
+}
+
+/* Checks one property @p key = @p val on the scratch configuration
+ * @p c (see tdm__kafka_check_props). */
+static tdm_err check_prop(rd_kafka_conf_t *c, const char *key, const char *val,
+                          bool sink, bool producer_ok, char *errbuf,
+                          size_t errbuf_size)
+{
+    tdm_err err = set_prop(c, key, val, errbuf, errbuf_size);
+    char scope;
+
+    if (err != TDM_OK)
+        return err;
+    for (size_t k = 0; k < sizeof owned / sizeof owned[0]; k++)
+        if (!strcmp(owned[k].key, key) &&
+            (owned[k].who == '*' || owned[k].who == (sink ? 'P' : 'C')))
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                             "kafka.%s: not allowed: %s", key, owned[k].why);
+    scope = prop_scope(key);
+    if (sink && scope == 'C')
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "kafka.%s: a consumer property; a kafka sink is a "
+                         "producer",
+                         key);
+    if (!sink && !producer_ok && scope == 'P')
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "kafka.%s: a producer property; a kafka source "
+                         "produces only with repartition",
+                         key);
+    return TDM_OK;
+}
+
+/* Checks the user's properties (see kafka.h). */
+tdm_err tdm__kafka_check_props(const char *const *props, int n_props, bool sink,
+                               bool producer_ok, char *errbuf,
+                               size_t errbuf_size)
+{
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    tdm_err err = TDM_OK;
+
+    if (!c)
+        return TDM_ERR_NOMEM;
+    for (int i = 0; i < n_props && err == TDM_OK; i++)
+        err = check_prop(c, props[2 * i], props[2 * i + 1], sink, producer_ok,
+                         errbuf, errbuf_size);
+    rd_kafka_conf_destroy(c);
+    return err;
 }
 
 /* ---- Producing ---- */

@@ -69,7 +69,8 @@ struct tdm__sinkobj {
     atomic_long failed;  /* failed deliveries */
     pthread_mutex_t emu; /* first_err */
     bool emu_ok;
-    char first_err[256];
+    char first_err[512];
+    tdm__kguard guard; /* "brokers.timeout" (kafka_guard.c) */
     /* Exactly-once: the write-ahead log and the committer. */
     bool tx;
     bool debug; /* log every committed transaction */
@@ -113,16 +114,38 @@ static atomic_long mock_prepared;
 /* Records a failure: the first reason is written before the count
  * moves, so a reader that sees failed > 0 (flush, close, on another
  * thread) also sees the reason.  True for the first failure. */
-static bool note_failure(tdm__sinkobj *s, rd_kafka_resp_err_t e)
+static bool note_failure_text(tdm__sinkobj *s, const char *why)
 {
     bool first;
     pthread_mutex_lock(&s->emu);
     first = s->first_err[0] == '\0';
     if (first)
-        snprintf(s->first_err, sizeof s->first_err, "%s", rd_kafka_err2str(e));
+        snprintf(s->first_err, sizeof s->first_err, "%s", why);
     pthread_mutex_unlock(&s->emu);
     atomic_fetch_add(&s->failed, 1);
     return first;
+}
+
+/* note_failure_text with librdkafka's text for @p e. */
+static bool note_failure(tdm__sinkobj *s, rd_kafka_resp_err_t e)
+{
+    return note_failure_text(s, rd_kafka_err2str(e));
+}
+
+/* The broker guard's verdict for @p rk (kafka_guard.c): TDM_OK, or
+ * TDM_ERR_IO with the reason noted as a failure (every later flush and
+ * close fails with it too) and in errbuf. */
+static tdm_err guard_check(tdm__sinkobj *s, rd_kafka_t *rk, char *errbuf,
+                           size_t errbuf_size)
+{
+    char why[400];
+
+    if (tdm__kguard_check(&s->guard, rk, why, sizeof why) == TDM_OK)
+        return TDM_OK;
+    if (note_failure_text(s, why))
+        tdm__kafka_logf(&s->log, "%s", why);
+    return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO, "kafka topic '%s': %s",
+                     s->topic, why);
 }
 
 /* Delivery report: counts failures and keeps the first reason; in a
@@ -134,6 +157,7 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 
     (void)opaque;
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        tdm__kguard_up(&s->guard);
         if (s->tx && s->debug) {
             if (s->d_n == s->d_cap) {
                 size_t cap = s->d_cap ? 2 * s->d_cap : 256;
@@ -199,13 +223,18 @@ static rd_kafka_resp_err_t producev(tdm__sinkobj *s, rd_kafka_t *rk,
 /* Produces one message on @p rk, waiting while the queue is full
  * (backpressure).  @p key / @p val may be NULL (no key; tombstone);
  * @p tag (NULL: none) places it in a transaction's epoch.
- * Mutex held.  TDM_OK or TDM_ERR_IO. */
+ * Mutex held.  TDM_OK or TDM_ERR_IO (also from the broker guard,
+ * at-least-once only). */
 static tdm_err produce(tdm__sinkobj *s, rd_kafka_t *rk, const char *key,
                        size_t key_len, const char *val, size_t val_len,
                        int64_t ts, const tx_tag *tag)
 {
     int64_t since = -1;
+    char why[8];
 
+    /* Transactions (commit) keep their own timeouts: not guarded. */
+    if (!s->tx && guard_check(s, rk, why, sizeof why) != TDM_OK)
+        return TDM_ERR_IO;
     for (;;) {
         rd_kafka_resp_err_t e =
             producev(s, rk, key, key_len, val, val_len, ts, tag);
@@ -313,20 +342,26 @@ static tdm_err kk_write_dead(tdm__sinkobj *s, const char *location,
 static tdm_err wait_delivered(tdm__sinkobj *s, int ms, char *errbuf,
                               size_t errbuf_size)
 {
+    int64_t end = tdm__mono_ms() + ms;
     long failed;
     int left = 0;
 
-    if (s->rk) {
-        rd_kafka_flush(s->rk, ms);
+    /* In slices, so that the broker guard can end a wait for brokers
+     * that cannot be reached. */
+    while (s->rk &&
+           rd_kafka_flush(s->rk, 200) == RD_KAFKA_RESP_ERR__TIMED_OUT &&
+           tdm__mono_ms() < end)
+        if (guard_check(s, s->rk, errbuf, errbuf_size) != TDM_OK)
+            return TDM_ERR_IO;
+    if (s->rk)
         left = rd_kafka_outq_len(s->rk);
-    }
     failed = atomic_load(&s->failed);
     if (left > 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                          "%d results not delivered to '%s' within %d ms", left,
                          s->topic, ms);
     if (failed > 0) {
-        char why[256];
+        char why[sizeof s->first_err];
         pthread_mutex_lock(&s->emu);
         snprintf(why, sizeof why, "%s", s->first_err);
         pthread_mutex_unlock(&s->emu);
@@ -376,6 +411,7 @@ static void free_sink(tdm__sinkobj *s)
         pthread_mutex_destroy(&s->mu);
     if (s->emu_ok)
         pthread_mutex_destroy(&s->emu);
+    tdm__kguard_destroy(&s->guard); /* after every client */
     tdm__free(s);
 }
 
@@ -1055,6 +1091,31 @@ static tdm_err tx_setup(tdm__sinkobj *s, const tdm__sink_conf *conf,
                            errbuf_size);
 }
 
+/* Starts the broker guard (kafka_guard.c) of "brokers.timeout" and
+ * lets librdkafka's errors reach it. */
+static tdm_err start_guard(tdm__sinkobj *s, const tdm__sink_conf *conf)
+{
+    const char *brokers = conf->kafka_brokers;
+
+    for (int i = 0; !brokers && i < conf->kafka_n_props; i++)
+        if (!strcmp(conf->kafka_props[2 * i], "bootstrap.servers"))
+            brokers = conf->kafka_props[2 * i + 1];
+    s->log.guard = &s->guard;
+    return tdm__kguard_init(&s->guard, conf->kafka_brokers_timeout, brokers);
+}
+
+/* Why the last write failed (connect.h, version 5): the topic and the
+ * first failure's reason, or "". */
+static void kk_last_error(tdm__sinkobj *s, char *buf, size_t n)
+{
+    pthread_mutex_lock(&s->emu);
+    if (s->first_err[0])
+        snprintf(buf, n, "kafka topic '%s': %s", s->topic, s->first_err);
+    else if (n > 0)
+        buf[0] = '\0';
+    pthread_mutex_unlock(&s->emu);
+}
+
 /* Opens the producer; @p mode is the output mode (0 append, 1 upsert,
  * 2 retract).  TDM_OK, TDM_ERR_INVAL (no topic, or a bad kafka.*
  * property, named), TDM_ERR_IO (the client cannot be created), NOMEM. */
@@ -1092,6 +1153,9 @@ static tdm_err kk_open(const tdm__sink_conf *conf, int mode, tdm__sinkobj **out,
     s->topic = tdm__strndup(conf->kafka_topic, strlen(conf->kafka_topic));
     if (!s->topic)
         goto fail;
+    err = start_guard(s, conf);
+    if (err != TDM_OK)
+        goto fail;
     err = tdm__kafka_conf(conf->kafka_brokers, conf->kafka_props,
                           conf->kafka_n_props, defaults, s, &kc, errbuf,
                           errbuf_size);
@@ -1120,7 +1184,7 @@ fail:
 }
 
 const tdm__sink_vtab tdm__kafka_sink = {
-    .version = 3,
+    .version = 5,
     .open = kk_open,
     .write_result = kk_write_result,
     .write_row = kk_write_row,
@@ -1131,4 +1195,5 @@ const tdm__sink_vtab tdm__kafka_sink = {
     .commit = kk_commit,
     .recover = kk_recover,
     .abandon = kk_abandon,
+    .last_error = kk_last_error,
 };

@@ -129,6 +129,10 @@ struct tdm__source {
     int *csv_cols;    /* CSV column -> schema index */
     int n_csv_cols;
     tdm__json_hint hint;
+    /* "brokers.timeout" (kafka_guard.c) and poll_error's text. */
+    tdm__kguard guard;
+    char poll_err[640];
+    bool tomb_logged; /* the first tombstone was logged */
     /* Repartition (kafka_shuffle.h): input rows go to the internal
      * topic; the splits are the internal topic's partitions. */
     tdm__kshuffle *sh;
@@ -1130,6 +1134,34 @@ static tdm_err take_message(tdm__source *src, kpart *kp,
     return TDM_OK;
 }
 
+/* Tells the broker guard what message or event @p m says about the
+ * brokers: a message or an end of partition came from one; an error
+ * (all brokers down, authentication) is noted. */
+static void note_contact(tdm__source *src, const rd_kafka_message_t *m)
+{
+    if (!m->err || m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        tdm__kguard_up(&src->guard);
+    else
+        tdm__kguard_error(&src->guard, m->err, rd_kafka_message_errstr(m));
+}
+
+/* A message with a null value (a tombstone: "delete this key" in a
+ * compacted topic) is no record: it is counted in the batch (the
+ * source's numTombstonesSkipped) and the first one is logged, instead
+ * of a dead letter "empty line". */
+static void skip_tombstone(tdm__source *src, const kpart *kp,
+                           const rd_kafka_message_t *m, tdm__batch *b)
+{
+    b->n_tombstones++;
+    if (src->tomb_logged)
+        return;
+    src->tomb_logged = true;
+    tdm__kafka_logf(&src->log,
+                    "%s@%lld: a tombstone (null value) skipped; further "
+                    "ones are only counted (numTombstonesSkipped)",
+                    kp->name, (long long)m->offset);
+}
+
 /* Handles one message or event from the consumer.  TDM_OK, TDM_ERR_IO
  * (fatal client error), TDM_ERR_NOMEM. */
 static tdm_err handle(tdm__source *src, rd_kafka_message_t *m, tdm__batch *b)
@@ -1137,6 +1169,7 @@ static tdm_err handle(tdm__source *src, rd_kafka_message_t *m, tdm__batch *b)
     const char *topic = m->rkt ? rd_kafka_topic_name(m->rkt) : NULL;
     kpart *kp = topic ? find_live(src, topic, m->partition) : NULL;
 
+    note_contact(src, m);
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         if (!kp)
             return TDM_OK;
@@ -1161,6 +1194,10 @@ static tdm_err handle(tdm__source *src, rd_kafka_message_t *m, tdm__batch *b)
     if (!kp || kp->ended || (kp->next >= 0 && m->offset < kp->next))
         return TDM_OK;
     kp->next = m->offset + 1;
+    if (!m->payload) {
+        skip_tombstone(src, kp, m, b);
+        return TDM_OK;
+    }
     if (m->offset < kp->replay_end) {
         /* A record the previous owner may have read. */
         size_t n = b->n;
@@ -1615,6 +1652,10 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
     tdm_err err;
 
     *eof = 0;
+    err = tdm__kguard_check(&src->guard, src->rk, src->poll_err,
+                            sizeof src->poll_err);
+    if (err != TDM_OK)
+        return err;
     if (src->fixed_pending) {
         err = fixed_assign(src);
         if (err != TDM_OK)
@@ -1647,6 +1688,7 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
      * to the runtime come from it. */
     tdm__batch_clear(src->inb);
     err = consume(src, src->inb, src->inb->cap, 0);
+    b->n_tombstones += src->inb->n_tombstones;
     for (size_t i = 0; i < src->inb->n && err == TDM_OK; i++)
         err = tdm__kshuffle_write(src->sh, (int)src->inb->rows[i].partition,
                                   &src->inb->rows[i]);
@@ -1703,6 +1745,7 @@ static void ks_close(tdm__source *src)
     tdm__free(src->glob);
     if (src->inb)
         tdm__batch_destroy(src->inb);
+    tdm__kguard_destroy(&src->guard);
     tdm__free(src);
 }
 
@@ -1802,6 +1845,25 @@ static tdm_err open_shuffle(tdm__source *src, int index, int count,
     return src->inb ? TDM_OK : TDM_ERR_NOMEM;
 }
 
+/* Starts the broker guard (kafka_guard.c) of "brokers.timeout" and
+ * lets librdkafka's errors reach it. */
+static tdm_err start_guard(tdm__source *src, const tdm__source_conf *conf)
+{
+    const char *brokers = conf->kafka_brokers;
+
+    for (int i = 0; !brokers && i < conf->kafka_n_props; i++)
+        if (!strcmp(conf->kafka_props[2 * i], "bootstrap.servers"))
+            brokers = conf->kafka_props[2 * i + 1];
+    src->log.guard = &src->guard;
+    return tdm__kguard_init(&src->guard, conf->kafka_brokers_timeout, brokers);
+}
+
+/* Why the last poll failed (connect.h, version 5). */
+static const char *ks_poll_error(tdm__source *src)
+{
+    return src->poll_err;
+}
+
 /* Opens subtask @p index's consumer (see connect.h).  TDM_OK,
  * TDM_ERR_INVAL (bad configuration or kafka.* property, named),
  * TDM_ERR_IO (the client cannot be created or subscribe), NOMEM. */
@@ -1871,6 +1933,9 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
     defaults[nd++] =
         conf->kafka_start == TDM__KSTART_LATEST ? "latest" : "earliest";
     defaults[nd++] = NULL;
+    err = start_guard(src, conf);
+    if (err != TDM_OK)
+        goto fail;
     err = tdm__kafka_conf(conf->kafka_brokers, conf->kafka_props,
                           conf->kafka_n_props, defaults, src, &kc, errbuf,
                           errbuf_size);
@@ -2197,7 +2262,7 @@ out:
 }
 
 const tdm__source_vtab tdm__kafka_source = {
-    .version = 4,
+    .version = 5,
     .open = ks_open,
     .poll = ks_poll,
     .close = ks_close,
@@ -2213,4 +2278,5 @@ const tdm__source_vtab tdm__kafka_source = {
     .snapshot = ks_snapshot,
     .restore = ks_restore,
     .checkpoint = ks_checkpoint,
+    .poll_error = ks_poll_error,
 };

@@ -68,8 +68,8 @@ static void *guard_main(void *arg)
 {
     tdm__guard *g = arg;
     while (!atomic_load(&g->stop)) {
-        g->err = tdm__kmembers_poll(g->mem, GUARD_POLL_MS, on_change, g,
-                                    g->msg, sizeof g->msg);
+        g->err = tdm__kmembers_poll(g->mem, GUARD_POLL_MS, on_change, g, g->msg,
+                                    sizeof g->msg);
         if (g->err != TDM_OK) {
             tdm__job_log(g->job, "%s: stopping", g->msg);
             tdm_job_cancel(g->job); /* R-GUARD-3 */
@@ -102,16 +102,16 @@ static tdm_err first_round(tdm__guard *g, tdm_job *job, char *errbuf,
     tdm_err err = TDM_OK;
     while (err == TDM_OK && !g->assigned_once && tdm__mono_ms() < until &&
            !atomic_load(&job->rec->cancel))
-        err = tdm__kmembers_poll(g->mem, 100, on_change, g, errbuf,
-                                 errbuf_size);
+        err =
+            tdm__kmembers_poll(g->mem, 100, on_change, g, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
     if (g->assigned_once && g->held >= g->n_parts)
         return TDM_OK; /* R-GUARD-1: alone */
     if (!g->assigned_once)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                         "group '%s' gave no assignment in %d s",
-                         g->g.mc.group, GUARD_WAIT_MS / 1000);
+                         "group '%s' gave no assignment in %d s", g->g.mc.group,
+                         GUARD_WAIT_MS / 1000);
     /* R-GUARD-2: another process of this job is in the group. */
     return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                      "job \"%s\" already runs in another process (group "

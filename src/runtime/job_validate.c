@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "connect/conn.h"
+#include "connect/kafka.h"
 #include "runtime/expr.h"
 #include "runtime/metrics.h"
 #include "runtime/rt.h"
@@ -179,13 +180,35 @@ bool tdm__start_ts_parse(const char *s, tdm_time_ms *out)
     return tdm__ts_from_text(s, l, TDM__UNIT_ISO8601, out) == TDM_OK;
 }
 
+/* The kafka.* properties of a source or sink: names and values as
+ * librdkafka takes them, none that tidemark sets itself, none for the
+ * other kind of client (docs/kafka.md, "Operations guards"). */
+static tdm_err validate_kafka_props(vctx *c, tdm_node *n,
+                                    const tdm__conf_val *props, bool sink,
+                                    bool producer_ok)
+{
+    char why[400];
+    tdm_err err = tdm__kafka_check_props((const char *const *)props->props,
+                                         props->n_props, sink, producer_ok, why,
+                                         sizeof why);
+    if (err == TDM_ERR_NOMEM)
+        return err;
+    if (err != TDM_OK)
+        VFAIL(c, n, "%s", why);
+    return TDM_OK;
+}
+
 /* The Kafka keys of a source: where to connect, what to read, and how
  * event time and the key are taken from the message (design: docs/
- * kafka.md).  librdkafka properties (kafka.*) are checked when the
- * source opens. */
+ * kafka.md); its librdkafka properties (kafka.*) by
+ * validate_kafka_props. */
 static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
 {
     const tdm__conf_val *props = n->spec.src.kafka;
+    tdm_err perr = validate_kafka_props(
+        c, n, props, false, n->spec.src.repartition != TDM__REPARTITION_NEVER);
+    if (perr != TDM_OK)
+        return perr;
     if (!*n->spec.src.brokers && !tdm__conf_prop(props, "bootstrap.servers"))
         VFAIL(c, n,
               "brokers: required for kafka sources (\"host:port,...\""
@@ -273,6 +296,7 @@ static const char *const kafka_only_keys[] = {
     "key.field",
     "repartition.writers",
     "repartition.writer_timeout",
+    "brokers.timeout",
 };
 
 /* The keys of a TCP source (docs/tcp.md).  Any of them on another
@@ -1099,10 +1123,15 @@ static tdm_err validate_sink(vctx *c, tdm_node *n)
             VFAIL(c, n, "format: kafka sinks write JSON (format: json)");
         if (*n->spec.sink.path)
             VFAIL(c, n, "path: kafka sinks write to topic, not a path");
+        return validate_kafka_props(c, n, n->spec.sink.kafka, true, false);
     } else {
         if (*n->spec.sink.brokers || *n->spec.sink.topic)
             VFAIL(c, n, "%s: only kafka sinks take it (type is not kafka)",
                   *n->spec.sink.brokers ? "brokers" : "topic");
+        if (node_set(n, "brokers.timeout"))
+            VFAIL(c, n,
+                  "brokers.timeout: only kafka sinks take it (type is "
+                  "not kafka)");
         if (n->spec.sink.kafka->n_props > 0)
             VFAIL(c, n,
                   "kafka.%s: only kafka sinks take kafka.* "

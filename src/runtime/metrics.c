@@ -346,6 +346,8 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
     add(m, TDM_METRIC_GUARD_HITS, vx, sub, -1, NULL,
         tdm__rt_pub_get(&sm->guard));
     add(m, TDM_METRIC_DUP_KEYS, vx, sub, -1, NULL, tdm__rt_pub_get(&sm->dup));
+    add(m, TDM_METRIC_TOMBSTONES, vx, sub, -1, NULL,
+        tdm__rt_pub_get(&sm->tomb));
     add(m, TDM_METRIC_BACKPRESSURE, vx, sub, -1, NULL,
         tdm__rt_pub_get(&sm->bp));
     tdm_time_ms last = tdm__rt_pub_get(&sm->last_at);

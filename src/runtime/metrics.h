@@ -71,7 +71,7 @@ typedef struct tdm__rt_part {
 
 /* The published metrics of a source subtask. */
 typedef struct tdm__rt_src_metrics {
-    _Atomic int64_t in, out, bad, guard, dead, bp, dup;
+    _Atomic int64_t in, out, bad, guard, dead, bp, dup, tomb;
     _Atomic int64_t wm_out, idle, last_at, max_ts, unit;
     _Atomic int64_t lag[4]; /* p50, p99, p999, max; -1 none */
 } tdm__rt_src_metrics;

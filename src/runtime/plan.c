@@ -151,6 +151,7 @@ static tdm_err plan_sink(tdm__rt_sink *s, tdm_node *n)
     s->conf.kafka_topic = opt_str(n->spec.sink.topic);
     plan_props(n->spec.sink.kafka, &s->conf.kafka_props,
                &s->conf.kafka_n_props);
+    s->conf.kafka_brokers_timeout = n->spec.sink.brokers_timeout_ms;
     s->conf.debug = n->job->spec.log_level == TDM__LOG_LEVEL_DEBUG;
     s->conf.log = tdm__ctx_log_line;
     s->conf.log_ud = n->job;
@@ -194,6 +195,7 @@ static tdm_err plan_kafka(tdm__rt_source *s, tdm_node *n)
     const char *kf = n->spec.src.key_field;
     c->key_field = *kf ? tdm__schema_find(s->schema, kf) : -1;
     plan_props(n->spec.src.kafka, &c->kafka_props, &c->kafka_n_props);
+    c->kafka_brokers_timeout = n->spec.src.brokers_timeout_ms;
     c->checkpointing = *n->job->spec.checkpoint_dir != '\0';
     c->kafka_tasked = n->job->spec.task_id >= 0;
     c->kafka_task = (int)n->job->spec.task_id;

@@ -392,6 +392,7 @@ void tdm__batch_clear(tdm__batch *b)
     drop_notes(b);
     b->keep_after = TDM_TIME_MAX;
     b->n_dup_keys = 0;
+    b->n_tombstones = 0;
 }
 
 /* Frees a batch; accepts NULL and half-built batches. */

@@ -98,6 +98,8 @@ typedef struct tdm__batch {
     /* Rows parsed from JSON that named a member twice in one object
      * (json.c). */
     uint32_t n_dup_keys;
+    /* Kafka messages with a null value, skipped (kafka_source.c). */
+    uint32_t n_tombstones;
 } tdm__batch;
 
 /* Creates a batch for up to @p cap rows of @p schema; NULL on OOM. */

@@ -166,6 +166,7 @@ static const tdm__spec_field fields[] = {
     S("repartition", ENUM, repartition),
     S("repartition.writers", INT, repartition_writers),
     S("repartition.writer_timeout", DURATION, repartition_writer_timeout_ms),
+    S("brokers.timeout", DURATION, brokers_timeout_ms),
     S("kafka.*", PROPS, kafka),
     S("filter", STRING, filter),
     S("compute.*", PROPS, compute),
@@ -207,6 +208,7 @@ static const tdm__spec_field fields[] = {
     K("format", ENUM, format),
     K("brokers", STRING, brokers),
     K("topic", STRING, topic),
+    K("brokers.timeout", DURATION, brokers_timeout_ms),
     K("kafka.*", PROPS, kafka),
 };
 #undef J

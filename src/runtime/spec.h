@@ -82,6 +82,7 @@ typedef struct tdm__source_spec {
     tdm__repartition repartition;
     int64_t repartition_writers;
     int64_t repartition_writer_timeout_ms;
+    int64_t brokers_timeout_ms;
     const struct tdm__conf_val *kafka;
     const char *filter;
     const struct tdm__conf_val *compute;
@@ -124,6 +125,7 @@ typedef struct tdm__sink_spec {
     const char *path;
     tdm__sink_format format;
     const char *brokers, *topic;
+    int64_t brokers_timeout_ms;
     const struct tdm__conf_val *kafka;
 } tdm__sink_spec;
 

@@ -22,6 +22,7 @@ void tdm__src_metrics_init(tdm__rt_src_task *t)
     atomic_init(&m->dead, 0);
     atomic_init(&m->bp, 0);
     atomic_init(&m->dup, 0);
+    atomic_init(&m->tomb, 0);
     atomic_init(&m->wm_out, TDM_TIME_MIN);
     atomic_init(&m->idle, 0);
     atomic_init(&m->last_at, TDM_TIME_MIN);

@@ -649,6 +649,10 @@ static void count_polled(tdm__rt_src_task *t)
         tdm__rt_count(run, TDM_STAT_DUP_KEYS, t->cur->b->n_dup_keys);
         tdm__rt_pub_add(&t->met.m.dup, t->cur->b->n_dup_keys);
     }
+    if (t->cur->b->n_tombstones) {
+        tdm__rt_count(run, TDM_STAT_TOMBSTONES, t->cur->b->n_tombstones);
+        tdm__rt_pub_add(&t->met.m.tomb, t->cur->b->n_tombstones);
+    }
 }
 
 /* After the scan: what follows the batch's rows, then the batch goes

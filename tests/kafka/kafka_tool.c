@@ -4,9 +4,12 @@
  * or committed, without any Kafka installation.
  *
  *   produce BOOT TOPIC [--partition N | --partition-field F]
- *           [--key-field F] [--ts-field F] FILE...
+ *           [--key-field F] [--ts-field F] [--null-field F] FILE...
  *       JSON lines; message key from a field, timestamp (epoch ms) from a
  *       field, partition fixed, from an integer field, or by the key.
+ *       With --null-field, a line whose field F is true is produced with
+ *       a null value (a tombstone; key, time and partition as above), one
+ *       whose field F is "empty" with an empty, not null, value.
  *   consume BOOT TOPIC [--timestamps | --offsets | --headers]
  *       every partition from the beginning to its end, one line per
  *       message: partition TAB key TAB value ("(null)" for none); with
@@ -32,13 +35,13 @@
 
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: tdm_kafka_tool produce BOOT TOPIC [--partition N | "
-            "--partition-field F] [--key-field F] [--ts-field F] FILE...\n"
-            "       tdm_kafka_tool consume BOOT TOPIC [--timestamps | "
-            "--offsets | --headers]\n"
-            "       tdm_kafka_tool committed BOOT GROUP TOPIC\n"
-            "       tdm_kafka_tool offsets BOOT TOPIC\n");
+    fprintf(stderr, "usage: tdm_kafka_tool produce BOOT TOPIC [--partition N | "
+                    "--partition-field F] [--key-field F] [--ts-field F] "
+                    "[--null-field F] FILE...\n"
+                    "       tdm_kafka_tool consume BOOT TOPIC [--timestamps | "
+                    "--offsets | --headers]\n"
+                    "       tdm_kafka_tool committed BOOT GROUP TOPIC\n"
+                    "       tdm_kafka_tool offsets BOOT TOPIC\n");
     return 2;
 }
 
@@ -137,6 +140,7 @@ static int cmd_produce(int argc, char **argv)
 {
     const char *boot = argv[0], *topic = argv[1];
     const char *key_field = NULL, *ts_field = NULL, *part_field = NULL;
+    const char *null_field = NULL;
     int32_t fixed = RD_KAFKA_PARTITION_UA;
     int first_file = -1, rc = 0;
     long n_msgs = 0;
@@ -149,6 +153,8 @@ static int cmd_produce(int argc, char **argv)
             key_field = argv[++i];
         else if (strcmp(argv[i], "--ts-field") == 0 && i + 1 < argc)
             ts_field = argv[++i];
+        else if (strcmp(argv[i], "--null-field") == 0 && i + 1 < argc)
+            null_field = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1] == '-')
             return usage();
         else if (first_file < 0)
@@ -189,6 +195,19 @@ static int cmd_produce(int argc, char **argv)
             char *key = NULL;
             int64_t ts = 0;
             int32_t part = fixed;
+            const char *val = line;
+            size_t val_len = (size_t)len;
+            if (obj != NULL && json_is_object(obj) && null_field != NULL) {
+                json_t *nv = json_object_get(obj, null_field);
+                if (json_is_true(nv)) {
+                    val = NULL; /* a tombstone */
+                    val_len = 0;
+                } else if (json_is_string(nv) &&
+                           strcmp(json_string_value(nv), "empty") == 0) {
+                    val = ""; /* empty, not null */
+                    val_len = 0;
+                }
+            }
             if (obj != NULL && json_is_object(obj)) {
                 if (key_field != NULL)
                     key = field_text(obj, key_field);
@@ -207,7 +226,7 @@ static int cmd_produce(int argc, char **argv)
                 e = rd_kafka_producev(
                     rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(part),
                     RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
-                    RD_KAFKA_V_VALUE(line, (size_t)len),
+                    RD_KAFKA_V_VALUE((void *)val, val_len),
                     RD_KAFKA_V_TIMESTAMP(ts),
                     RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
                 if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
