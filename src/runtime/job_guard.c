@@ -7,10 +7,11 @@
  * process started on the same job reads every partition again and every
  * row is written twice (the checkpoint folder's lock does not see it
  * when the two use different folders or machines).  The guard makes the
- * process a member of the group "<group>.guard" (the sources' group
- * with ".guard"; the sources' own group receives monitoring commits
- * from non-members and must stay empty) subscribed to the lead topic,
- * and waits for its first assignment: a process that is not given every
+ * process a member of the group "<group>.guard.<job>" (the sources'
+ * group, then the job's name: two jobs that share a group are not each
+ * other's second process; the sources' own group receives monitoring
+ * commits from non-members and must stay empty) subscribed to the lead
+ * topic, and waits for its first assignment: a process not given every
  * partition of it shares the group with another process of the same
  * job, and the run is refused with TDM_ERR_STATE before it reads
  * anything.  The member stays in the group for the whole run (a thread
@@ -135,7 +136,9 @@ tdm_err tdm__guard_open(tdm_job *job, tdm__guard **out, char *errbuf,
     if (!g)
         return TDM_ERR_NOMEM;
     g->job = job;
-    err = tdm__task_group_init(&g->g, job, ".guard");
+    char suffix[300];
+    snprintf(suffix, sizeof suffix, ".guard.%s", job->spec.name);
+    err = tdm__task_group_init(&g->g, job, suffix);
     g->g.mc.any_counts = true;
     g->g.mc.instance_id = g->g.group;
     if (err == TDM_OK)

@@ -3,7 +3,7 @@
  * into a membership configuration (connect/kafka_members.h) for the two
  * users of a process-level membership: the task host (taskhost.c, the
  * group itself) and the one-process guard of a checkpointed job
- * (job_guard.c, the group with ".guard" appended).  The first Kafka
+ * (job_guard.c, the group with ".guard.<job>" appended).  The first Kafka
  * source gives the brokers, the group and the librdkafka properties
  * (session timeouts and the like apply to the membership too); every
  * source gives its topics.  Invariant: every pointer in mc points into

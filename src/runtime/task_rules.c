@@ -13,14 +13,15 @@
  * gives it), and the task keys only on a job run as tasks.  Each refusal names
  * the key that would apply.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "runtime/rt.h"
 
-/* Why source @p n cannot be a task's, or NULL. */
-static const char *source_refusal(const tdm_node *n, const tdm_node *first,
-                                  char *buf, size_t len)
+/* Whether source @p n cannot be a task's (why in @p buf). */
+static bool source_refused(const tdm_node *n, const tdm_node *first, char *buf,
+                           size_t len)
 {
     if (n->spec.src.type != TDM__SOURCE_TYPE_KAFKA) {
         /* R-TR-2 */
@@ -28,48 +29,51 @@ static const char *source_refusal(const tdm_node *n, const tdm_node *first,
                  "source \"%s\": scale_out: tasks reads Kafka sources only "
                  "(every task would read this source whole)",
                  n->name);
-        return buf;
+        return true;
     }
     if (first && strcmp(n->spec.src.brokers, first->spec.src.brokers) != 0) {
         snprintf(buf, len,
                  "source \"%s\": scale_out: tasks needs every source on "
                  "the brokers of \"%s\"",
                  n->name, first->name); /* R-TR-5 */
-        return buf;
+        return true;
     }
-    return NULL;
+    return false;
 }
 
-/* Why the task keys are set on a job that is not a task's, or NULL. */
-static const char *task_keys_refusal(const tdm_job *job, char *buf, size_t len)
+/* Whether the task keys are set on a job that is not a task's (why in
+ * @p buf). */
+static bool task_keys_refused(const tdm_job *job, char *buf, size_t len)
 {
     if (job->spec.task_id >= 0 && job->spec.scale_out != TDM__SCALE_OUT_TASKS) {
         snprintf(buf, len,
                  "task.id is set by the task host of a job with "
                  "scale_out: tasks; this job has scale_out: process");
-        return buf; /* R-TR-6 */
+        return true; /* R-TR-6 */
     }
     if (job->spec.task_epoch > 0 && job->spec.task_id < 0) {
         snprintf(buf, len,
                  "task.epoch needs task.id (both are set by the "
                  "task host)");
-        return buf; /* R-TR-7 */
+        return true; /* R-TR-7 */
     }
-    return NULL;
+    return false;
 }
 
-const char *tdm__task_refusal(const tdm_job *job, char *buf, size_t len)
+/* Whether @p job cannot run as tasks as configured (why in @p buf). */
+static bool refused(const tdm_job *job, char *buf, size_t len)
 {
     const tdm_node *first = NULL;
-    const char *why = task_keys_refusal(job, buf, len);
-    if (why || job->spec.scale_out != TDM__SCALE_OUT_TASKS)
-        return why;
+    if (task_keys_refused(job, buf, len))
+        return true;
+    if (job->spec.scale_out != TDM__SCALE_OUT_TASKS)
+        return false;
     if (!*job->spec.checkpoint_dir) {
         snprintf(buf, len,
                  "scale_out: tasks needs checkpoint.dir: a folder "
                  "every process of the job can reach, where each "
                  "task's state is checkpointed");
-        return buf; /* R-TR-1 */
+        return true; /* R-TR-1 */
     }
     if (job->spec.parallelism != 1) {
         snprintf(buf, len,
@@ -77,16 +81,20 @@ const char *tdm__task_refusal(const tdm_job *job, char *buf, size_t len)
                  "task is one pipeline, and a process runs every task the "
                  "group gives it (set parallelism: 1 or leave it out)",
                  (long long)job->spec.parallelism);
-        return buf; /* R-TR-8 */
+        return true; /* R-TR-8 */
     }
     for (int i = 0; i < job->n_nodes; i++) {
         const tdm_node *n = job->nodes[i];
         if (n->kind != TDM_NODE_SOURCE)
             continue;
-        why = source_refusal(n, first, buf, len);
-        if (why)
-            return why;
+        if (source_refused(n, first, buf, len))
+            return true;
         first = first ? first : n;
     }
-    return NULL;
+    return false;
+}
+
+const char *tdm__task_refusal(const tdm_job *job, char *buf, size_t len)
+{
+    return refused(job, buf, len) ? buf : NULL;
 }
