@@ -90,38 +90,40 @@ while [ "$p" -lt "$NP" ]; do
     p=$((p + 1))
 done
 
-# produce_chunk C: chunk C of every partition.
-produce_chunk() {
+# produce_parts NAME: the file NAME-p<P>.jsonl of every partition P.
+produce_parts() {
     _p=0
     while [ "$_p" -lt "$NP" ]; do
         produce "$IN" --partition "$_p" --key-field user --ts-field ts \
-            "$W/c$1-p$_p.jsonl"
+            "$W/$1-p$_p.jsonl"
         _p=$((_p + 1))
     done
+}
+# produce_chunk C: chunk C of every partition; produce_far: the
+# far-ahead records.
+produce_chunk() {
+    produce_parts "c$1"
 }
 produce_far() {
-    _p=0
-    while [ "$_p" -lt "$NP" ]; do
-        produce "$IN" --partition "$_p" --key-field user --ts-field ts \
-            "$W/far-p$_p.jsonl"
-        _p=$((_p + 1))
-    done
+    produce_parts far
 }
 
-WINDOWS='windows:
-  w:
+# window NAME SINK: the job's window (YAML, under "windows:").
+window() {
+    cat <<EOF
+  $1:
     from: clicks
     key_by: user
     window: {type: tumbling, size: 5s}
     aggregates: [count() as n, min(ts) as first, max(ts) as last]
-    sink: out'
-# The members write the same windows to a Kafka topic too.
-KWINDOW='  wk:
-    from: clicks
-    key_by: user
-    window: {type: tumbling, size: 5s}
-    aggregates: [count() as n, min(ts) as first, max(ts) as last]
-    sink: kout'
+    sink: $2
+EOF
+}
+# The reference's windows; the members write the same windows to a
+# Kafka topic too.
+WINDOWS="windows:
+$(window w out)"
+KWINDOW=$(window wk kout)
 
 # The reference: one file per partition, one process, no Kafka.
 {
