@@ -37,6 +37,11 @@ typedef struct tdm__conn_shared {
 /* ---- Configuration handed to connectors ----
  * The runtime parses the table's keys into this struct (defaults
  * applied) and passes it to open(); connectors never see raw strings. */
+/* Commits offset @p offset of (@p topic, @p part) with metadata
+ * @p meta to a job's group on a task's behalf (its task host's member). */
+typedef void tdm__task_commit_fn(void *ud, const char *topic, int32_t part,
+                                 int64_t offset, const char *meta);
+
 typedef struct tdm__source_conf {
     const char *name; /* node name, for messages */
     int type;         /* TDM__SRC_FILE, _STDIN, _TCP, _GENERATOR */
@@ -115,6 +120,16 @@ typedef struct tdm__source_conf {
      * configurations stay plain). */
     bool kafka_tasked;
     int kafka_task;
+    /* A task's durable input positions go to the group through its task
+     * host (only a member may commit), for lag tools: called from the
+     * task's thread when a checkpoint is durable, with its id as
+     * metadata "tdm1 ckpt=<id>" (never read back but by start:
+     * committed).  NULL: no commits. */
+    tdm__task_commit_fn *kafka_task_commit;
+    void *kafka_task_commit_ud;
+    /* A task's repartition topic (kafka_shuffle.h): the run's start
+     * file, "<the job's checkpoint.dir>/repartition-<source>.start".  */
+    const char *repartition_start_file;
 } tdm__source_conf;
 
 enum {

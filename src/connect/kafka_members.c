@@ -25,6 +25,7 @@
  * is the configured assignor's (cooperative-sticky unless the user says
  * otherwise: only the tasks that move stop).
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ struct tdm__kmembers {
     bool coop;            /* the configured assignor is cooperative */
     tdm__kmembers_fn *fn; /* the poll's callback, for the rebalance */
     void *ud;
+    atomic_int commits; /* tasks' commits not answered yet */
 };
 
 /* The partition count of @p topic into *n.  TDM_OK or TDM_ERR_IO. */
@@ -120,6 +122,25 @@ static void report(tdm__kmembers *m, const rd_kafka_topic_partition_list_t *l,
 }
 
 /* librdkafka's rebalance callback (inside poll or close). */
+/* The result of the tasks' asynchronous commits (tdm__kmembers_commit),
+ * served by the host's poll: a failure is logged. */
+static void commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    tdm__kmembers *m = opaque;
+    (void)rk;
+    atomic_fetch_sub(&m->commits, 1);
+    for (int i = 0; offsets && i < offsets->cnt; i++) {
+        const rd_kafka_topic_partition_t *e = &offsets->elems[i];
+        rd_kafka_resp_err_t re = e->err ? e->err : err;
+        if (re && re != RD_KAFKA_RESP_ERR__NO_OFFSET)
+            tdm__kafka_logf(&m->log,
+                            "offset commit of %s[%d] failed "
+                            "(monitoring only): %s",
+                            e->topic, (int)e->partition, rd_kafka_err2str(re));
+    }
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -170,6 +191,7 @@ static tdm_err make_consumer(tdm__kmembers *m, const tdm__kmembers_conf *c,
     if (err != TDM_OK)
         return err;
     rd_kafka_conf_set_rebalance_cb(kc, rebalance_cb);
+    rd_kafka_conf_set_offset_commit_cb(kc, commit_cb);
     m->coop = tdm__kafka_conf_coop(kc) != 0;
     m->rk = rd_kafka_new(RD_KAFKA_CONSUMER, kc, why, sizeof why);
     if (!m->rk) {
@@ -255,9 +277,42 @@ void tdm__kmembers_close(tdm__kmembers *m, tdm__kmembers_fn *fn, void *ud)
         return;
     m->fn = fn;
     m->ud = ud;
+    /* The tasks' last commits (their final checkpoints') are answered
+     * before the member leaves: served here, for up to 5 s. */
+    int64_t end = tdm__mono_ms() + 5000;
+    while (m->rk && atomic_load(&m->commits) > 0 && tdm__mono_ms() < end) {
+        rd_kafka_message_t *msg = rd_kafka_consumer_poll(m->rk, 50);
+        if (msg)
+            rd_kafka_message_destroy(msg);
+    }
     if (m->rk &&
         !tdm__kafka_close_consumer(m->rk, rebalance_cb, m, KM_CLOSE_MS))
         tdm__kafka_logf(&m->log, "left the group without a clean close");
     tdm__free(m->lead);
     tdm__free(m);
+}
+
+/* Commits a task's position on its behalf (see the header). */
+void tdm__kmembers_commit(tdm__kmembers *m, const char *topic, int32_t part,
+                          int64_t offset, const char *meta)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    if (!l)
+        return;
+    rd_kafka_topic_partition_t *e =
+        rd_kafka_topic_partition_list_add(l, topic, part);
+    e->offset = offset;
+    /* librdkafka's to free (with free(3)), with the list. */
+    e->metadata = strdup(meta);
+    e->metadata_size = e->metadata ? strlen(meta) : 0;
+    atomic_fetch_add(&m->commits, 1);
+    rd_kafka_resp_err_t re = rd_kafka_commit(m->rk, l, 1);
+    rd_kafka_topic_partition_list_destroy(l);
+    if (re != RD_KAFKA_RESP_ERR_NO_ERROR)
+        atomic_fetch_sub(&m->commits, 1);
+    if (re != RD_KAFKA_RESP_ERR_NO_ERROR)
+        tdm__kafka_logf(&m->log,
+                        "offset commit of %s[%d] failed "
+                        "(monitoring only): %s",
+                        topic, (int)part, rd_kafka_err2str(re));
 }

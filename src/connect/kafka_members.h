@@ -46,6 +46,12 @@ tdm_err tdm__kmembers_open(const tdm__kmembers_conf *c, tdm__kmembers **out,
 tdm_err tdm__kmembers_poll(tdm__kmembers *m, int ms, tdm__kmembers_fn *fn,
                            void *ud, char *errbuf, size_t errbuf_size);
 
+/* Commits offset @p offset of (@p topic, @p part) with metadata @p meta
+ * to the group, asynchronously (for lag tools: a failure is logged and
+ * nothing depends on it).  Any thread; @p m must stay open until the
+ * call returns. */
+void tdm__kmembers_commit(tdm__kmembers *m, const char *topic, int32_t part,
+                          int64_t offset, const char *meta);
 /* Leaves the group (the revokes it brings go to @p fn) and frees @p m.
  * NULL-safe. */
 void tdm__kmembers_close(tdm__kmembers *m, tdm__kmembers_fn *fn, void *ud);

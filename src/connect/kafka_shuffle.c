@@ -18,6 +18,7 @@
 #include "connect/kafka.h"
 #include "connect/kafka_shuffle.h"
 #include "runtime/rt.h"
+#include "state/ckpt_codec.h"
 #include "state/state.h"
 #include "testhooks.h"
 
@@ -210,6 +211,20 @@ int tdm__kwm_writers(const tdm__kwm *t, int p)
     return p >= 0 && p < t->n ? t->p[p].n : 0;
 }
 
+/* Writer @p i of partition @p p, for a checkpoint (see the header). */
+bool tdm__kwm_writer_at(const tdm__kwm *t, int p, int i, const char **id,
+                        size_t *len, tdm_time_ms *wm, int *idle)
+{
+    if (p < 0 || p >= t->n || i < 0 || i >= t->p[p].n)
+        return false;
+    const kwm_writer *w = &t->p[p].w[i];
+    *id = w->id;
+    *len = w->len;
+    *wm = w->wm;
+    *idle = w->idle;
+    return true;
+}
+
 /* Frees the table. */
 void tdm__kwm_free(tdm__kwm *t)
 {
@@ -237,6 +252,7 @@ typedef struct lpart {
     int64_t next;      /* offset after the last message consumed, -1 */
     tdm_time_ms floor; /* from the commit metadata */
     int fin_pending;   /* revoked: report finished at the next poll */
+    tdm__kseen *seen;  /* a task's reader: offsets taken per origin */
     char name[96];
 } lpart;
 
@@ -283,6 +299,11 @@ struct tdm__kshuffle {
     int have_commit; /* the last commit()'s arguments, for hand-overs */
     tdm_time_ms last_proc, last_done;
     int64_t bad_values;
+    /* A task's shuffle (conf.task >= 0): its one internal partition is
+     * assigned by the first poll, after the restore. */
+    int task, tasks;
+    int assign_pending;
+    int64_t replays_dropped;
     char err[256];
 };
 
@@ -429,6 +450,80 @@ static int topic_partitions(rd_kafka_t *rk, const char *topic)
     return n;
 }
 
+/* The end offsets of every internal partition into @p offs. */
+static tdm_err end_offsets(tdm__kshuffle *sh, int64_t *offs, char *errbuf,
+                           size_t errbuf_size)
+{
+    for (int32_t p = 0; p < sh->n_parts; p++) {
+        int64_t lo, hi;
+        rd_kafka_resp_err_t re = rd_kafka_query_watermark_offsets(
+            sh->cons, sh->topic, p, &lo, &hi, 10000);
+        if (re != RD_KAFKA_RESP_ERR_NO_ERROR)
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                             "repartition: end offset of %s[%d]: %s", sh->topic,
+                             (int)p, rd_kafka_err2str(re));
+        offs[p] = hi;
+    }
+    return TDM_OK;
+}
+
+/* A task's reader: the internal topic has a partition per task, and the
+ * task's partition (local index 0) starts where the run's start file
+ * says (a restore moves it); assigned by the first poll. */
+static tdm_err task_reader(tdm__kshuffle *sh, const tdm__kshuffle_conf *c,
+                           char *errbuf, size_t errbuf_size)
+{
+    bool found = false;
+    if (sh->n_parts != sh->tasks || sh->task >= sh->n_parts || !c->start_file)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                         "repartition: topic \"%s\" has %d partitions; "
+                         "a job of %d tasks needs %d (one per task: "
+                         "re-create it)",
+                         sh->topic, sh->n_parts, sh->tasks, sh->tasks);
+    int64_t *offs = tdm__calloc((size_t)sh->n_parts, sizeof *offs);
+    if (!offs)
+        return TDM_ERR_NOMEM;
+    tdm_err err = tdm__kstart_load(c->start_file, sh->topic, sh->n_parts, offs,
+                                   &found, errbuf, errbuf_size);
+    if (err == TDM_OK && !found) {
+        err = end_offsets(sh, offs, errbuf, errbuf_size);
+        if (err == TDM_OK)
+            err = tdm__kstart_publish(c->start_file, sh->topic, sh->n_parts,
+                                      offs, errbuf, errbuf_size);
+    }
+    int li = err == TDM_OK ? add_local(sh, sh->task, TDM_TIME_MIN) : -1;
+    if (err == TDM_OK && (li < 0 || !(sh->lp[li].seen = tdm__kseen_new())))
+        err = TDM_ERR_NOMEM;
+    if (err == TDM_OK) {
+        sh->lp[li].next = offs[sh->task];
+        sh->assign_pending = 1;
+        tdm__kafka_logf(&sh->log,
+                        "task writer %s -> %s (%d partitions), "
+                        "reader of %s",
+                        sh->writer_id, sh->topic, sh->n_parts, sh->lp[li].name);
+    }
+    tdm__free(offs);
+    return err;
+}
+
+/* The first poll of a task's reader: its partition from its position. */
+static tdm_err task_assign(tdm__kshuffle *sh)
+{
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    if (!l)
+        return TDM_ERR_NOMEM;
+    rd_kafka_topic_partition_list_add(l, sh->topic, sh->lp[0].part)->offset =
+        sh->lp[0].next;
+    rd_kafka_resp_err_t re = rd_kafka_assign(sh->cons, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    sh->assign_pending = 0;
+    if (re == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return TDM_OK;
+    snprintf(sh->err, sizeof sh->err, "repartition: assign %s: %s",
+             sh->lp[0].name, rd_kafka_err2str(re));
+    return TDM_ERR_IO;
+}
+
 /* Opens the writer and the reader (see the header). */
 tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index, int count,
                            tdm__kshuffle **out, char *errbuf,
@@ -455,11 +550,17 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index, int count,
     sh->w_wm = TDM_TIME_MIN;
     sh->last_marker = TDM_TIME_MIN;
     sh->marker_interval = c->marker_interval > 0 ? c->marker_interval : 200;
+    sh->task = c->tasked ? c->task : -1;
+    sh->tasks = c->tasks;
     sh->group = tdm__malloc(strlen(c->group) + 1);
     size_t tl = c->topic ? strlen(c->topic) : strlen(c->group) + 12;
     sh->topic = tdm__malloc(tl + 1);
     sh->key_idx = tdm__malloc((size_t)c->n_key * sizeof(int));
-    sh->kwm = tdm__kwm_new(c->writer_timeout, c->writers_expected);
+    /* A task's writers hold every partition while they move: no
+     * timeout, and all of them are waited for. */
+    sh->kwm = sh->task >= 0
+                  ? tdm__kwm_new(TDM_TIME_MAX, c->tasks)
+                  : tdm__kwm_new(c->writer_timeout, c->writers_expected);
     if (!sh->group || !sh->topic || !sh->key_idx || !sh->kwm) {
         err = TDM_ERR_NOMEM;
         goto fail;
@@ -471,7 +572,15 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index, int count,
         snprintf(sh->topic, tl + 1, "%s-repartition", c->group);
     memcpy(sh->key_idx, c->key_idx, (size_t)c->n_key * sizeof(int));
     sh->n_key = c->n_key;
-    if (c->writer_id) {
+    if (c->tasked && (c->task < 0 || c->tasks <= c->task)) {
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                        "repartition: task %d of %d", c->task, c->tasks);
+        goto fail_msg;
+    }
+    if (sh->task >= 0) {
+        /* R-KS-1: a task writes as itself, whoever runs it. */
+        snprintf(sh->writer_id, sizeof sh->writer_id, "task-%d", sh->task);
+    } else if (c->writer_id) {
         snprintf(sh->writer_id, sizeof sh->writer_id, "%s", c->writer_id);
     } else {
         char host[64] = "host";
@@ -561,6 +670,12 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *c, int index, int count,
         goto fail_msg;
     }
     rd_kafka_poll_set_consumer(sh->cons);
+    if (sh->task >= 0) {
+        if ((err = task_reader(sh, c, errbuf, errbuf_size)) != TDM_OK)
+            goto fail_msg;
+        *out = sh;
+        return TDM_OK;
+    }
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
     if (!sub) {
         err = TDM_ERR_NOMEM;
@@ -668,8 +783,32 @@ static tdm_err in_split(tdm__kshuffle *sh, int input, int *split)
     return TDM_OK;
 }
 
+/* A task's row headers: its origin and offset (NULL elsewhere; on
+ * failure *err is set). */
+static rd_kafka_headers_t *row_headers(const tdm__kshuffle *sh,
+                                       const char *origin, int64_t offset,
+                                       tdm_err *err)
+{
+    char off[32];
+    *err = TDM_OK;
+    if (sh->task < 0)
+        return NULL;
+    rd_kafka_headers_t *h = rd_kafka_headers_new(2);
+    if (!h || !origin) {
+        if (h)
+            rd_kafka_headers_destroy(h);
+        *err = h ? TDM_ERR_INVAL : TDM_ERR_NOMEM;
+        return NULL;
+    }
+    snprintf(off, sizeof off, "%" PRId64, offset);
+    rd_kafka_header_add(h, TDM__KSHUFFLE_H_ORIGIN, -1, origin, -1);
+    rd_kafka_header_add(h, TDM__KSHUFFLE_H_OFFSET, -1, off, -1);
+    return h;
+}
+
 /* Produces a row to its key's partition (see the header). */
-tdm_err tdm__kshuffle_write(tdm__kshuffle *sh, int input, const tdm__row *row)
+tdm_err tdm__kshuffle_write(tdm__kshuffle *sh, int input, const tdm__row *row,
+                            const char *origin, int64_t offset)
 {
     int split;
     tdm_err err = in_split(sh, input, &split);
@@ -685,8 +824,11 @@ tdm_err tdm__kshuffle_write(tdm__kshuffle *sh, int input, const tdm__row *row)
     int32_t part = tdm__key_group(tdm__keys_hash(key, klen), sh->n_parts);
     if ((err = tdm__kshuffle_encode(row, &sh->vb)) != TDM_OK)
         return err;
+    rd_kafka_headers_t *h = row_headers(sh, origin, offset, &err);
+    if (err != TDM_OK)
+        return err;
     if ((err = produce(sh, part, key, klen, sh->vb.p, sh->vb.len, row->ts,
-                       NULL)) != TDM_OK)
+                       h)) != TDM_OK)
         return err;
     /* After the row left: its on-event watermark may now be sent. */
     tdm_record rec;
@@ -875,6 +1017,30 @@ tdm_err tdm__kshuffle_decode(const void *value, size_t len, tdm__batch *b,
     return TDM_OK;
 }
 
+/* A task's reader: whether row message @p m is new (1), a replay of one
+ * taken before (0: dropped and counted) or unreadable (0: counted as a
+ * bad value), -1 out of memory. */
+static int task_row_fresh(tdm__kshuffle *sh, int li, rd_kafka_message_t *m)
+{
+    rd_kafka_headers_t *h = NULL;
+    char origin[160], off[32];
+    rd_kafka_message_headers(m, &h);
+    if (!header_text(h, TDM__KSHUFFLE_H_ORIGIN, origin, sizeof origin) ||
+        !header_text(h, TDM__KSHUFFLE_H_OFFSET, off, sizeof off)) {
+        if (!sh->bad_values++) /* R-KS-2 */
+            tdm__kafka_logf(&sh->log,
+                            "warning: %s[%d]@%" PRId64 " has no origin "
+                            "(written outside scale_out: tasks?); skipped",
+                            sh->topic, (int)m->partition, (int64_t)m->offset);
+        return 0;
+    }
+    int r = tdm__kseen_take(sh->lp[li].seen, origin, strlen(origin),
+                            (int64_t)strtoll(off, NULL, 10));
+    if (r == 0)
+        sh->replays_dropped++; /* R-KS-3 */
+    return r;
+}
+
 /* Reads rows and markers (see the header). */
 tdm_err tdm__kshuffle_poll(tdm__kshuffle *sh, tdm__batch *b, size_t max,
                            uint8_t *finished, int *eof)
@@ -889,6 +1055,8 @@ tdm_err tdm__kshuffle_poll(tdm__kshuffle *sh, tdm__batch *b, size_t max,
             sh->lp[i].fin_pending = 0;
             finished[i] = 1;
         }
+    if (sh->assign_pending && (err = task_assign(sh)) != TDM_OK)
+        return err;
     /* The writer: periodic tick, then markers when due. */
     tdm_reader_advance(sh->wr);
     rd_kafka_poll(sh->prod, 0);
@@ -924,11 +1092,16 @@ tdm_err tdm__kshuffle_poll(tdm__kshuffle *sh, tdm__batch *b, size_t max,
             continue;
         }
         sh->lp[li].next = m->offset + 1;
-        int stop = 0;
+        int stop = 0, fresh = 1;
         if (m->len == 0) {
             rd_kafka_headers_t *h = NULL;
             rd_kafka_message_headers(m, &h);
             stop = on_marker(sh, li, h);
+        } else if (sh->task >= 0 && (fresh = task_row_fresh(sh, li, m)) <= 0) {
+            if (fresh < 0) {
+                rd_kafka_message_destroy(m);
+                return TDM_ERR_NOMEM;
+            }
         } else if ((err = tdm__kshuffle_decode(m->payload, m->len, b, &row)) ==
                    TDM_OK) {
             row->partition = (uint32_t)li;
@@ -999,6 +1172,8 @@ int tdm__kshuffle_partition_watermark(tdm__kshuffle *sh, int p, tdm_time_ms *wm,
 void tdm__kshuffle_mark(tdm__kshuffle *sh, tdm_time_ms wm,
                         const tdm_time_ms *horizon, int n)
 {
+    if (sh->task >= 0)
+        return; /* a task's positions go into its checkpoints */
     int slot = (sh->ring_head + sh->ring_n) % SNAP_RING;
     if (sh->ring_n == SNAP_RING) {
         /* Full: the oldest goes (commits lag, never overshoot). */
@@ -1138,6 +1313,8 @@ static int rebalancing(rd_kafka_resp_err_t re)
 tdm_err tdm__kshuffle_commit(tdm__kshuffle *sh, tdm_time_ms processed,
                              tdm_time_ms done)
 {
+    if (sh->task >= 0)
+        return TDM_OK; /* a task's positions go into its checkpoints */
     sh->have_commit = 1;
     sh->last_proc = processed;
     sh->last_done = done;
@@ -1193,7 +1370,9 @@ void tdm__kshuffle_close(tdm__kshuffle *sh)
         if (sh->n_parts > 0 && sh->wr) {
             /* Leaving: stop holding the readers (idle) unless the input
              * ended, whose MAX marker already went. */
-            if (!sh->w_ended) {
+            if (!sh->w_ended && sh->task < 0) {
+                /* A task's writer moves: it holds at its last marker
+                 * until its next owner writes (R-KS-4). */
                 sh->in_known = 1;
                 sh->live_in = 0;
                 send_markers(sh);
@@ -1201,6 +1380,12 @@ void tdm__kshuffle_close(tdm__kshuffle *sh)
         }
         rd_kafka_flush(sh->prod, 5000);
         rd_kafka_destroy(sh->prod);
+    }
+    if (sh->task >= 0 && sh->n_lp == 1) {
+        tdm__kafka_logf(&sh->log,
+                        "%s: %" PRId64 " replayed row(s) dropped (written "
+                        "again by a task that moved)",
+                        sh->lp[0].name, sh->replays_dropped);
     }
     if (sh->cons)
         close_consumer(sh);
@@ -1213,6 +1398,8 @@ void tdm__kshuffle_close(tdm__kshuffle *sh)
         tdm__free(sh->ring[i].next);
         tdm__free(sh->ring[i].hz);
     }
+    for (int i = 0; i < sh->n_lp; i++)
+        tdm__kseen_free(sh->lp[i].seen);
     tdm__free(sh->lp);
     tdm__free(sh->local_of);
     tdm__free(sh->in_split);
@@ -1223,4 +1410,131 @@ void tdm__kshuffle_close(tdm__kshuffle *sh)
     tdm__free(sh->topic);
     tdm__free(sh->group);
     tdm__free(sh);
+}
+
+/* ---- A task's checkpoint ---- */
+
+#define KSH_SNAP_VERSION 1
+
+/* Encodes the reader's state (see the header). */
+tdm_err tdm__kshuffle_snapshot(tdm__kshuffle *sh, struct tdm__enc *e,
+                               char *errbuf, size_t errbuf_size)
+{
+    if (sh->task < 0 || sh->n_lp != 1)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
+                         "repartition: only a task's reader is checkpointed");
+    /* R-KS-5: the input positions of this snapshot are behind rows the
+     * topic holds, or a restore would skip rows never delivered. */
+    if (tdm__kshuffle_flush(sh, 10000) != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO, "%s", sh->err);
+    const lpart *l = &sh->lp[0];
+    int nw = tdm__kwm_writers(sh->kwm, 0), ns = tdm__kseen_count(l->seen);
+    tdm__enc_begin(e, TDM__SNAP_TAG_KSHUFFLE);
+    tdm__enc_uvar(e, KSH_SNAP_VERSION);
+    tdm__enc_svar(e, l->part);
+    tdm__enc_svar(e, l->next);
+    tdm__enc_uvar(e, (uint64_t)nw);
+    for (int i = 0; i < nw; i++) {
+        const char *id = "";
+        size_t len = 0;
+        tdm_time_ms wm = TDM_TIME_MIN;
+        int idle = 0;
+        if (!tdm__kwm_writer_at(sh->kwm, 0, i, &id, &len, &wm, &idle))
+            break;
+        tdm__enc_bytes(e, id, len);
+        tdm__enc_svar(e, wm);
+        tdm__enc_u8(e, idle ? 1 : 0);
+    }
+    tdm__enc_uvar(e, (uint64_t)ns);
+    for (int i = 0; i < ns; i++) {
+        int64_t last;
+        tdm__enc_str(e, tdm__kseen_origin(l->seen, i, &last));
+        tdm__enc_svar(e, last);
+    }
+    tdm__enc_end(e);
+    return e->oom ? TDM_ERR_NOMEM : TDM_OK;
+}
+
+/* Restores the writers' last markers of a checkpoint. */
+static tdm_err restore_writers(tdm__kshuffle *sh, struct tdm__dec *d)
+{
+    uint64_t n;
+    tdm__dec_uvar(d, &n);
+    if (!d->err && n > tdm__dec_left(d))
+        return tdm__dec_fail(d, "too many writers");
+    tdm_time_ms now = tdm_clock_now(sh->clk);
+    for (uint64_t i = 0; i < n && !d->err; i++) {
+        const void *id;
+        size_t len;
+        int64_t wm;
+        uint8_t idle;
+        tdm__dec_bytes(d, &id, &len);
+        tdm__dec_svar(d, &wm);
+        tdm__dec_u8(d, &idle);
+        if (d->err)
+            break;
+        if (idle > 1 || len == 0)
+            return tdm__dec_fail(d, "bad writer entry");
+        if (tdm__kwm_marker(sh->kwm, 0, id, len, wm, idle, now) != TDM_OK)
+            return TDM_ERR_NOMEM;
+    }
+    return d->err ? TDM_ERR_PARSE : TDM_OK;
+}
+
+/* Restores the offsets taken per origin of a checkpoint. */
+static tdm_err restore_seen(tdm__kshuffle *sh, struct tdm__dec *d)
+{
+    uint64_t n;
+    tdm__dec_uvar(d, &n);
+    if (!d->err && n > tdm__dec_left(d))
+        return tdm__dec_fail(d, "too many origins");
+    for (uint64_t i = 0; i < n && !d->err; i++) {
+        char *origin = NULL;
+        int64_t last;
+        tdm__dec_str(d, &origin);
+        tdm__dec_svar(d, &last);
+        int r = d->err || last < 0 ? 1
+                                   : tdm__kseen_take(sh->lp[0].seen, origin,
+                                                     strlen(origin), last);
+        tdm__free(origin);
+        if (r < 0)
+            return TDM_ERR_NOMEM;
+    }
+    return d->err ? TDM_ERR_PARSE : TDM_OK;
+}
+
+/* Restores a task reader's section body (see the header). */
+tdm_err tdm__kshuffle_restore(tdm__kshuffle *sh, struct tdm__dec *d,
+                              char *errbuf, size_t errbuf_size)
+{
+    uint64_t version;
+    int64_t part, next;
+    if (sh->task < 0 || sh->n_lp != 1)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
+                         "repartition: only a task's reader is restored");
+    tdm__dec_uvar(d, &version);
+    if (!d->err && version != KSH_SNAP_VERSION)
+        tdm__dec_fail(d, "unknown repartition reader version");
+    tdm__dec_svar(d, &part);
+    tdm__dec_svar(d, &next);
+    if (d->err)
+        return TDM_ERR_PARSE;
+    if (part != sh->lp[0].part)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
+                         "repartition: the checkpoint reads %s[%lld], this "
+                         "task %s",
+                         sh->topic, (long long)part, sh->lp[0].name);
+    if (next >= 0)
+        sh->lp[0].next = next;
+    tdm_err err = restore_writers(sh, d);
+    if (err == TDM_OK)
+        err = restore_seen(sh, d);
+    if (err == TDM_OK)
+        tdm__kafka_logf(&sh->log,
+                        "%s restored at offset %lld (%d writers, "
+                        "%d origins)",
+                        sh->lp[0].name, (long long)sh->lp[0].next,
+                        tdm__kwm_writers(sh->kwm, 0),
+                        tdm__kseen_count(sh->lp[0].seen));
+    return err;
 }

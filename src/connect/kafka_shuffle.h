@@ -48,6 +48,67 @@ int tdm__kwm_get(tdm__kwm *t, int p, tdm_time_ms now, tdm_time_ms *wm,
 void tdm__kwm_reset(tdm__kwm *t, int p);
 /* Frees the table (NULL is fine). */
 void tdm__kwm_free(tdm__kwm *t);
+/* Writer @p i (0 <= i < tdm__kwm_writers(t, p)) of partition @p p: its
+ * id (*id, *len; the table's), highest watermark and idleness, for a
+ * checkpoint.  False when there is no such writer. */
+bool tdm__kwm_writer_at(const tdm__kwm *t, int p, int i, const char **id,
+                        size_t *len, tdm_time_ms *wm, int *idle);
+/* Distinct writers heard from on partition @p p (0 if unknown). */
+int tdm__kwm_writers(const tdm__kwm *t, int p);
+
+/* ====================================================================== */
+/* Tasks: rows already taken, and where reading starts (pure logic)        */
+/* ====================================================================== */
+
+/* With scale_out: tasks (docs/scale-out.md, "Repartition") a writer is a
+ * task, and a task that moves replays its input from its checkpoint, so
+ * its rows reach the internal topic again.  Every row carries its
+ * origin (the input partition's name, "topic[3]") and offset; a reader
+ * keeps, per origin, the highest offset it took and drops a row at or
+ * below it.  An origin is read by one task at a time and its rows are
+ * produced in offset order by an idempotent producer, so a replayed row
+ * is always at or below that offset and a new one always above it. */
+typedef struct tdm__kseen tdm__kseen;
+
+/* Creates an empty table; NULL on OOM. */
+tdm__kseen *tdm__kseen_new(void);
+/* Whether the row of @p origin (@p len bytes) at @p offset is new: 1
+ * (taken; the table remembers it), 0 (a replay: drop it), -1 (out of
+ * memory). */
+int tdm__kseen_take(tdm__kseen *s, const char *origin, size_t len,
+                    int64_t offset);
+/* Origins known, and origin @p i's name and highest offset taken. */
+int tdm__kseen_count(const tdm__kseen *s);
+const char *tdm__kseen_origin(const tdm__kseen *s, int i, int64_t *offset);
+/* Frees the table (NULL is fine). */
+void tdm__kseen_free(tdm__kseen *s);
+
+/* The start file of a job's internal topic: where a task that has no
+ * checkpoint yet starts reading each internal partition, so that a
+ * fresh job (a new checkpoint folder) does not read rows and markers a
+ * former run of the same group left in the topic, and no task of this
+ * run misses a row another task wrote before it started.  The first
+ * task of the run to open creates it, from the topic's end offsets
+ * queried before any task of the run writes (every task loads or
+ * creates the file before its writer sends anything); a later one loads
+ * it.  Text:
+ *
+ *     tidemark repartition start
+ *     topic <name>
+ *     <partition> <offset>          (one line per partition)
+ *
+ * tdm__kstart_load: TDM_OK, *found set when the file at @p path exists
+ * (then it names @p topic with @p n partitions, whose offsets are in
+ * @p offs); TDM_ERR_STATE (another topic or partition count),
+ * TDM_ERR_PARSE (not such a file), TDM_ERR_IO: named in errbuf. */
+tdm_err tdm__kstart_load(const char *path, const char *topic, int n,
+                         int64_t *offs, bool *found, char *errbuf,
+                         size_t errbuf_size);
+/* Creates the file with @p offs unless it exists (a link of a private
+ * temporary file: exactly one creator wins); either way @p offs then
+ * holds the file's offsets.  TDM_OK, or an error named in errbuf. */
+tdm_err tdm__kstart_publish(const char *path, const char *topic, int n,
+                            int64_t *offs, char *errbuf, size_t errbuf_size);
 
 /* ====================================================================== */
 /* Row encoding on the internal topic                                      */
@@ -61,6 +122,11 @@ void tdm__kwm_free(tdm__kwm *t);
 #define TDM__KSHUFFLE_H_WRITER "tdm-writer"
 #define TDM__KSHUFFLE_H_WM "tdm-wm"
 #define TDM__KSHUFFLE_H_IDLE "tdm-idle"
+/* Tasks: a row's origin ("topic[3]") and offset there (decimal). */
+#define TDM__KSHUFFLE_H_ORIGIN "tdm-origin"
+#define TDM__KSHUFFLE_H_OFFSET "tdm-offset"
+/* Checkpoint section of a task's reader (docs/checkpoints.md). */
+#define TDM__SNAP_TAG_KSHUFFLE UINT64_C(0x5352) /* "SR" */
 
 /* Encodes @p row as a message value into @p kb (kb->len bytes at kb->p;
  * the caller frees kb->p).  TDM_OK or TDM_ERR_NOMEM. */
@@ -99,7 +165,21 @@ typedef struct tdm__kshuffle_conf {
     tdm_time_ms writer_timeout;  /* "repartition.writer_timeout"; 0: 10 s */
     int writers_expected;        /* "repartition.writers"; 0: no wait */
     const char *writer_id;       /* NULL: "<host>-<pid>-<index>" */
-    tdm__log_fn log;             /* may be NULL */
+    /* Tasks (scale_out: tasks): tasked, task >= 0 reads internal partition
+     * `task` only, by static assignment from its checkpointed position
+     * or the start file (start_file, required); the writer is
+     * "task-<task>"; rows carry their origin and offset (headers below)
+     * and the reader drops replayed ones (tdm__kseen); the internal
+     * topic must have `tasks` partitions, and a partition's watermark
+     * waits for all `tasks` writers, each holding it at its last marker
+     * while it moves between processes (no writer timeout; a closing
+     * task sends no idle marker).  tasked false (a zeroed conf): a
+     * member of the reader group (the fields above apply). */
+    bool tasked;
+    int task;
+    int tasks;
+    const char *start_file;
+    tdm__log_fn log; /* may be NULL */
     void *log_ud;
 } tdm__kshuffle_conf;
 
@@ -118,10 +198,13 @@ tdm_err tdm__kshuffle_open(const tdm__kshuffle_conf *conf, int index, int count,
 /* Produces @p row (an input row of input partition @p input, the source's
  * local index; any index >= 0, the writer grows) to the internal
  * partition of its job key, timestamp row->ts, and feeds the writer's
- * watermark generator of @p input.  Blocks (serving delivery reports) up
+ * watermark generator of @p input.  A task's writer also stamps the row
+ * with @p origin (the input partition's name) and @p offset; elsewhere
+ * they are ignored (origin may be NULL).  Blocks (serving delivery reports) up
  * to 30 s while the producer queue is full.  TDM_OK, TDM_ERR_IO (produce
  * failed, message via tdm__kshuffle_errmsg), TDM_ERR_NOMEM. */
-tdm_err tdm__kshuffle_write(tdm__kshuffle *sh, int input, const tdm__row *row);
+tdm_err tdm__kshuffle_write(tdm__kshuffle *sh, int input, const tdm__row *row,
+                            const char *origin, int64_t offset);
 /* Input partition @p input (the source's local index) was assigned: the
  * writer's watermark holds at its split (MIN until rows come, or idle
  * after the strategy's idle timeout) from now on.  @p input = -1 says an
@@ -177,6 +260,24 @@ tdm_err tdm__kshuffle_commit(tdm__kshuffle *sh, tdm_time_ms processed,
                              tdm_time_ms done);
 /* The last error text (never NULL). */
 const char *tdm__kshuffle_errmsg(const tdm__kshuffle *sh);
+
+/* ---- A task's checkpoint (conf.task >= 0) ---- */
+
+struct tdm__enc;
+struct tdm__dec;
+/* Waits (up to 10 s) until every row written so far is acknowledged, so
+ * that the input positions of the same snapshot are behind durable rows,
+ * then encodes the reader: its internal partition's position, every
+ * writer's last marker and the offsets taken per origin.  TDM_OK,
+ * TDM_ERR_IO (the flush: named in errbuf), TDM_ERR_NOMEM;
+ * TDM_ERR_UNSUPPORTED when the shuffle is not a task's. */
+tdm_err tdm__kshuffle_snapshot(tdm__kshuffle *sh, struct tdm__enc *e,
+                               char *errbuf, size_t errbuf_size);
+/* Restores a section's body (tag TDM__SNAP_TAG_KSHUFFLE) before the first
+ * poll.  TDM_OK, TDM_ERR_PARSE (the body: @p body carries the error),
+ * TDM_ERR_STATE (another partition than the task's), TDM_ERR_NOMEM. */
+tdm_err tdm__kshuffle_restore(tdm__kshuffle *sh, struct tdm__dec *body,
+                              char *errbuf, size_t errbuf_size);
 /* Sends a last marker (idle), flushes the producer (5 s), leaves the
  * reader group (at most 10 s; revoked partitions get a hand-over commit
  * of what the last commit() allowed) and frees everything.  NULL is

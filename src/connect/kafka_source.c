@@ -137,6 +137,7 @@ struct tdm__source {
      * topic; the splits are the internal topic's partitions. */
     tdm__kshuffle *sh;
     tdm__batch *inb;
+    int64_t *in_off; /* the offset of each row of inb */
     int *key_idx;
     int n_key;
     bool input_end_sent;
@@ -1100,6 +1101,8 @@ static tdm_err take_message(tdm__source *src, kpart *kp,
     }
     row = &b->rows[b->n - 1];
     row->partition = (uint32_t)kp->local;
+    if (b == src->inb)
+        src->in_off[b->n - 1] = m->offset; /* a task's row origin */
     if (src->conf.ts_from_message) {
         rd_kafka_timestamp_type_t tt;
         int64_t ts = rd_kafka_message_timestamp(m, &tt);
@@ -1548,6 +1551,24 @@ out:
     return err;
 }
 
+/* A task's positions @p next (n_parts entries, -1: none) go to its
+ * task host, which commits them as the group's member: at every durable
+ * checkpoint, changed or not, since an asynchronous commit that met a
+ * rebalance fails (a stale generation) without the task knowing, and
+ * the next one then repairs it. */
+static void task_commit(tdm__source *src, const int64_t *next, const char *meta)
+{
+    if (!src->conf.kafka_task_commit)
+        return;
+    for (int i = 0; i < src->n_parts; i++) {
+        if (next[i] < 0)
+            continue;
+        src->conf.kafka_task_commit(src->conf.kafka_task_commit_ud,
+                                    src->parts[i]->topic, src->parts[i]->part,
+                                    next[i], meta);
+    }
+}
+
 /* Commits the positions @p next (n_parts entries, -1: none) to the
  * group with metadata "tdm1 ckpt=<id>" ("final" for 0): for monitoring
  * only (lag tools), never read back by a checkpointed job. */
@@ -1560,15 +1581,16 @@ static void fixed_commit(tdm__source *src, uint64_t id, const int64_t *next)
 
     if (!l)
         return;
-    if (src->conf.kafka_tasked) {
-        /* A task's job is no group member; the task hosts are. */
-        rd_kafka_topic_partition_list_destroy(l);
-        return;
-    }
     if (id)
         snprintf(meta, sizeof meta, "tdm1 ckpt=%llu", (unsigned long long)id);
     else
         snprintf(meta, sizeof meta, "tdm1 ckpt=final");
+    if (src->conf.kafka_tasked) {
+        /* A task's job is no group member; its task host is. */
+        rd_kafka_topic_partition_list_destroy(l);
+        task_commit(src, next, meta);
+        return;
+    }
     for (int i = 0; i < src->n_parts; i++) {
         kpart *kp = src->parts[i];
         rd_kafka_topic_partition_t *el;
@@ -1689,9 +1711,13 @@ static tdm_err ks_poll(tdm__source *src, tdm__batch *b, size_t max,
     tdm__batch_clear(src->inb);
     err = consume(src, src->inb, src->inb->cap, 0);
     b->n_tombstones += src->inb->n_tombstones;
-    for (size_t i = 0; i < src->inb->n && err == TDM_OK; i++)
-        err = tdm__kshuffle_write(src->sh, (int)src->inb->rows[i].partition,
-                                  &src->inb->rows[i]);
+    for (size_t i = 0; i < src->inb->n && err == TDM_OK; i++) {
+        uint32_t in = src->inb->rows[i].partition;
+        err = tdm__kshuffle_write(
+            src->sh, (int)in, &src->inb->rows[i],
+            in < (uint32_t)src->n_parts ? src->parts[in]->name : NULL,
+            src->in_off[i]);
+    }
     if (err != TDM_OK)
         return err;
     report_finished(src, n_before, NULL);
@@ -1745,6 +1771,7 @@ static void ks_close(tdm__source *src)
     tdm__free(src->glob);
     if (src->inb)
         tdm__batch_destroy(src->inb);
+    tdm__free(src->in_off);
     tdm__kguard_destroy(&src->guard);
     tdm__free(src);
 }
@@ -1782,6 +1809,16 @@ static tdm_err subscribe(tdm__source *src, char *errbuf, size_t errbuf_size)
                          "cannot subscribe to '%s': %s", spec,
                          rd_kafka_err2str(e));
     return TDM_OK;
+}
+
+/* A task job's task count: the partitions of its first topic (tasks
+ * need co-partitioned topics, docs/scale-out.md). */
+static int task_count(const tdm__source *src)
+{
+    int n = 0;
+    for (int i = 0; i < src->n_glob; i++)
+        n += strcmp(src->glob[i].topic, src->glob[0].topic) == 0;
+    return n;
 }
 
 /* Opens the repartition path: the job key's field names (comma-separated
@@ -1838,11 +1875,21 @@ static tdm_err open_shuffle(tdm__source *src, int index, int count,
     sc.strategy = c->repartition_strategy;
     sc.writers_expected = c->repartition_writers;
     sc.writer_timeout = c->repartition_writer_timeout;
+    sc.tasked = c->kafka_tasked;
+    sc.task = c->kafka_task;
+    sc.tasks = c->kafka_tasked ? task_count(src) : 0;
+    sc.start_file = c->repartition_start_file;
     err = tdm__kshuffle_open(&sc, index, count, &src->sh, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
+    /* A task's inputs are its from the start (static assignment). */
+    for (int i = 0; i < src->n_parts && src->fixed && err == TDM_OK; i++)
+        err = tdm__kshuffle_input_assigned(src->sh, src->parts[i]->local);
     src->inb = tdm__batch_new(c->schema, KS_SHUFFLE_BATCH);
-    return src->inb ? TDM_OK : TDM_ERR_NOMEM;
+    src->in_off = tdm__malloc(KS_SHUFFLE_BATCH * sizeof *src->in_off);
+    return err != TDM_OK             ? err
+           : src->inb && src->in_off ? TDM_OK
+                                     : TDM_ERR_NOMEM;
 }
 
 /* Starts the broker guard (kafka_guard.c) of "brokers.timeout" and
@@ -1951,29 +1998,26 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
         goto fail;
     }
     rd_kafka_poll_set_consumer(src->rk);
-    if (conf->repartition_key && conf->repartition_key[0] &&
-        conf->checkpointing) {
+    bool repart = conf->repartition_key && conf->repartition_key[0];
+    if (repart && conf->checkpointing && !conf->kafka_tasked) {
+        /* R-KSRC-1: a checkpointed repartition runs as tasks only. */
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
-                        "repartition (key '%s') cannot be used with "
-                        "checkpoints yet",
+                        "repartition (key '%s') with checkpoints needs "
+                        "scale_out: tasks (docs/scale-out.md)",
                         conf->repartition_key);
         goto fail;
     }
-    if (conf->repartition_key && conf->repartition_key[0]) {
-        err = open_shuffle(src, index, count, errbuf, errbuf_size);
-        if (err != TDM_OK)
-            goto fail;
-    }
-    if (conf->checkpointing) {
+    if (conf->checkpointing)
         err = fixed_setup(src, index, count, errbuf, errbuf_size);
-        if (err != TDM_OK)
-            goto fail;
-        *n_partitions = src->n_parts;
-    } else {
+    else
         err = subscribe(src, errbuf, errbuf_size);
-        if (err != TDM_OK)
-            goto fail;
-    }
+    if (err == TDM_OK && repart)
+        err = open_shuffle(src, index, count, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        goto fail;
+    *n_partitions = src->sh               ? tdm__kshuffle_n_partitions(src->sh)
+                    : conf->checkpointing ? src->n_parts
+                                          : 0;
     *out = src;
     return TDM_OK;
 fail:
@@ -2022,12 +2066,12 @@ static void ks_pause(tdm__source *src, int p, int paused)
 static void ks_mark(tdm__source *src, tdm_time_ms wm,
                     const tdm_time_ms *horizon, int n)
 {
+    if (src->fixed)
+        return; /* positions come from checkpoints */
     if (src->sh) {
         tdm__kshuffle_mark(src->sh, wm, horizon, n);
         return;
     }
-    if (src->fixed)
-        return; /* positions come from checkpoints */
     if (n > src->n_parts)
         n = src->n_parts;
     for (int p = 0; p < n; p++)
@@ -2042,7 +2086,7 @@ static void ks_mark(tdm__source *src, tdm_time_ms wm,
 static tdm_err ks_commit(tdm__source *src, tdm_time_ms processed,
                          tdm_time_ms done, tdm_time_ms top)
 {
-    if (src->sh) {
+    if (src->sh && !src->fixed) {
         tdm_err err = tdm__kshuffle_commit(src->sh, processed, done);
         tdm_err ierr = commit_input(src, false);
         return err != TDM_OK ? err : ierr;
@@ -2109,10 +2153,10 @@ static tdm_err ks_snapshot(tdm__source *src, struct tdm__enc *e, char *errbuf,
 {
     uint64_t n = 0;
 
-    if (src->sh)
+    if (src->sh && !src->fixed)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
                          "source '%s': a repartitioned Kafka source has no "
-                         "checkpoint position yet",
+                         "checkpoint position outside scale_out: tasks",
                          src->conf.name ? src->conf.name : "?");
     if (src->fixed_pending) {
         /* A barrier before the first poll: the start offsets first. */
@@ -2141,6 +2185,14 @@ static tdm_err ks_snapshot(tdm__source *src, struct tdm__enc *e, char *errbuf,
         if (src->fixed)
             tdm__enc_uvar(e, (uint64_t)glob_index(src, kp->topic, kp->part));
     }
+    if (src->sh) {
+        /* A task's reader, after its writer's rows are durable: a
+         * section inside this one (the runtime keeps one section per
+         * connector). */
+        tdm_err err = tdm__kshuffle_snapshot(src->sh, e, errbuf, errbuf_size);
+        if (err != TDM_OK)
+            return err;
+    }
     tdm__enc_end(e);
     if (src->fixed && !e->oom)
         fixed_keep(src);
@@ -2159,6 +2211,26 @@ static void ks_checkpoint(tdm__source *src, uint64_t id, int complete)
         src->ck_id = id;
 }
 
+/* A task's repartition reader: the section nested in the Kafka one
+ * (ks_snapshot).  TDM_OK, or an error named in errbuf. */
+static tdm_err restore_shuffle(tdm__source *src, tdm__dec *body, char *errbuf,
+                               size_t errbuf_size)
+{
+    uint64_t tag;
+    tdm__dec sub;
+    memset(&sub, 0, sizeof sub);
+    if (tdm__dec_section(body, &tag, &sub) != TDM_OK)
+        return tdm__conn_snap_error(&src->conf, body, errbuf, errbuf_size);
+    if (tag != TDM__SNAP_TAG_KSHUFFLE) {
+        tdm__dec_fail(body, "not a repartition reader section");
+        return tdm__conn_snap_error(&src->conf, body, errbuf, errbuf_size);
+    }
+    tdm_err err = tdm__kshuffle_restore(src->sh, &sub, errbuf, errbuf_size);
+    if (err == TDM_ERR_PARSE)
+        err = tdm__conn_snap_error(&src->conf, &sub, errbuf, errbuf_size);
+    return err;
+}
+
 /* Keeps the merged positions of the old subtasks for later assignments
  * (called before the first poll; a partition may appear once). */
 static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d, char *errbuf,
@@ -2169,10 +2241,11 @@ static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d, char *errbuf,
     tdm_err err = TDM_OK;
 
     memset(&body, 0, sizeof body);
-    if (src->sh)
+    if (src->sh && !src->fixed)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
                          "source '%s': a repartitioned Kafka source cannot "
-                         "be restored from a checkpoint yet",
+                         "be restored from a checkpoint outside scale_out: "
+                         "tasks",
                          src->conf.name ? src->conf.name : "?");
     while (tdm__dec_left(d) > 0) {
         uint64_t tag, version, n;
@@ -2249,6 +2322,9 @@ static tdm_err ks_restore(tdm__source *src, struct tdm__dec *d, char *errbuf,
             src->n_rpos++;
             topic = NULL;
         }
+        if (!body.err && src->sh && tdm__dec_left(&body) > 0 &&
+            (err = restore_shuffle(src, &body, errbuf, errbuf_size)) != TDM_OK)
+            goto out;
         if (body.err) {
             err = tdm__conn_snap_error(&src->conf, &body, errbuf, errbuf_size);
             goto out;

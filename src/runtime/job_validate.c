@@ -1297,10 +1297,13 @@ static tdm_err validate_checkpointing(vctx *c)
                       "checkpointing (checkpoint.dir): list the "
                       "topics (partitions are assigned by subtask)");
             if (type == TDM__SOURCE_TYPE_KAFKA &&
-                n->spec.src.repartition == TDM__REPARTITION_ALWAYS)
+                n->spec.src.repartition == TDM__REPARTITION_ALWAYS &&
+                n->job->spec.scale_out != TDM__SCALE_OUT_TASKS)
                 VFAIL(c, n,
-                      "repartition: always cannot be used with "
-                      "checkpointing (checkpoint.dir) yet");
+                      "repartition: always with checkpointing "
+                      "(checkpoint.dir) needs scale_out: tasks (each task "
+                      "writes and reads its partition of the "
+                      "repartition topic, docs/scale-out.md)");
         } else if (n->kind == TDM_NODE_SINK && n->sink_vt &&
                    (n->sink_vt->version < 3 || !n->sink_vt->pre_commit)) {
             VFAIL(c, n,

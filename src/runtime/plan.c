@@ -164,6 +164,24 @@ static tdm_err plan_sink(tdm__rt_sink *s, tdm_node *n)
     return plan_sink_task(s, n->job);
 }
 
+/* A task's repartition start file (kafka_shuffle.h): beside the task
+ * folders, in the folder the job's checkpoint.dir names (a task's is
+ * "<that>/task-<n>"), one per source.  TDM_OK or TDM_ERR_NOMEM. */
+static tdm_err plan_start_file(tdm__rt_source *s, const tdm_node *n)
+{
+    const char *dir = n->job->spec.checkpoint_dir;
+    const char *slash = strrchr(dir, '/');
+    int root = slash ? (int)(slash - dir) : 1;
+    size_t l = strlen(dir) + strlen(n->name) + 32;
+    s->start_file = tdm__malloc(l);
+    if (!s->start_file)
+        return TDM_ERR_NOMEM;
+    snprintf(s->start_file, l, "%.*s/repartition-%s.start", root,
+             slash ? dir : ".", n->name);
+    s->conf.repartition_start_file = s->start_file;
+    return TDM_OK;
+}
+
 /* The Kafka keys of a source (docs/kafka.md): brokers, topics or a
  * pattern, the group (default "tidemark-<job>-<node>"), the start
  * position, stop, where timestamps and keys come from, and the kafka.*
@@ -199,6 +217,10 @@ static tdm_err plan_kafka(tdm__rt_source *s, tdm_node *n)
     c->checkpointing = *n->job->spec.checkpoint_dir != '\0';
     c->kafka_tasked = n->job->spec.task_id >= 0;
     c->kafka_task = (int)n->job->spec.task_id;
+    if (c->kafka_tasked && plan_start_file(s, n) != TDM_OK)
+        return TDM_ERR_NOMEM;
+    c->kafka_task_commit = n->job->task_commit;
+    c->kafka_task_commit_ud = n->job->task_commit_ud;
     c->log = tdm__ctx_log_line;
     c->log_ud = n->job;
     return TDM_OK;
@@ -914,6 +936,7 @@ void tdm__plan_free(tdm__run *run)
         tdm_wm_strategy_destroy(
             (tdm_wm_strategy *)s->conf.repartition_strategy);
         tdm__free(s->group_owned);
+        tdm__free(s->start_file);
         if (s->conf.shared) {
             if (s->conf.shared->free_p)
                 s->conf.shared->free_p(s->conf.shared->p);

@@ -103,6 +103,7 @@ struct tdm__rt_source {
      * split (TDM_TIME_MAX: none yet); see idle_without_splits. */
     _Atomic int64_t first_live;
     char *group_owned; /* the default kafka group name */
+    char *start_file;  /* a task's repartition start file */
     /* Commit horizon: the maximum over the consumers' (hz_end: some
      * consumer changes results until the end). */
     bool hz_end;

@@ -188,6 +188,11 @@ struct tdm_job {
      * what the metrics side keeps; made and freed with the job
      * (job_api.c), never touched by the definition's code. */
     tdm__run_record *rec;
+    /* A task's job (task.id): where its Kafka sources' durable
+     * positions go (its task host commits them to the group); NULL
+     * elsewhere. */
+    tdm__task_commit_fn *task_commit;
+    void *task_commit_ud;
 };
 
 /* 1 while a run of the job that owns @p rec goes on (run_record.c): the

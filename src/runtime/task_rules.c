@@ -7,8 +7,9 @@
  * That rests on: checkpoints (the state moves through them), Kafka
  * sources only (a file or a generator would be read whole by every
  * task), one set of brokers (the group's lead topic and the
- * co-partitioned others; a fixed topic list and no repartition topic
- * are checkpointing's rules, job_validate.c), one pipeline per task
+ * co-partitioned others; a fixed topic list is checkpointing's rule,
+ * job_validate.c), a repartition topic whose writers are the tasks
+ * themselves (no writer count or timeout to set), one pipeline per task
  * (parallelism 1: a process runs as many tasks at once as the group
  * gives it), and the task keys only on a job run as tasks.  Each refusal names
  * the key that would apply.
@@ -30,6 +31,21 @@ static bool source_refused(const tdm_node *n, const tdm_node *first, char *buf,
                  "(every task would read this source whole)",
                  n->name);
         return true;
+    }
+    for (int k = 0; k < 2; k++) {
+        static const char *const keys[2] = {"repartition.writers",
+                                            "repartition.writer_timeout"};
+        const tdm__conf_val *v = tdm__node_val(n, keys[k]);
+        if (v->set && v->text && *v->text) {
+            /* R-TR-9 */
+            snprintf(buf, len,
+                     "source \"%s\": %s does not apply to scale_out: tasks: "
+                     "the writers are the tasks, and a task's writer holds "
+                     "the repartition topic's watermark while it moves "
+                     "(leave it out)",
+                     n->name, keys[k]);
+            return true;
+        }
     }
     if (first && strcmp(n->spec.src.brokers, first->spec.src.brokers) != 0) {
         snprintf(buf, len,

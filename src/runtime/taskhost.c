@@ -107,6 +107,17 @@ static tdm_err task_keys(tdm_taskhost *h, int n, int64_t epoch, tdm_job *job,
     return err;
 }
 
+/* A task's durable input position, committed to the group by this
+ * host's member (only a member may commit to a group with members);
+ * on the task's thread, while the host's poll or its stop of the task
+ * runs, so the membership is open. */
+static void task_commit(void *ud, const char *topic, int32_t part,
+                        int64_t offset, const char *meta)
+{
+    tdm_taskhost *h = ud;
+    tdm__kmembers_commit(h->mem, topic, part, offset, meta);
+}
+
 /* Starts task @p n: waits (by returning with retry_at set) while its
  * checkpoints are locked by a previous owner here, takes its owner file,
  * builds its job and starts its thread.  TDM_OK (started or waiting),
@@ -133,6 +144,11 @@ static tdm_err start_task(tdm_taskhost *h, int n)
         err = h->build(h->ud, n, &t->job, msg, sizeof msg);
     if (err == TDM_OK)
         err = task_keys(h, n, epoch, t->job, msg, sizeof msg);
+    if (err == TDM_OK) {
+        /* R-TH-2: the task's durable positions, for lag tools. */
+        t->job->task_commit = task_commit;
+        t->job->task_commit_ud = h;
+    }
     if (err == TDM_OK) {
         atomic_store(&t->ended, false);
         if (pthread_create(&t->th, NULL, task_main, t) != 0)

@@ -31,6 +31,12 @@
 #   random  SEED: 2-4 members, random kill -9, SIGTERM, joins and leaves
 #           while data flows (the differential test; run by
 #           tasks_diff.sh with many seeds).
+# With REPART=1 the same modes run through a repartition topic: every
+# user sends to every partition, the Kafka key is the partition's region
+# r, and the job keys by user, so each task writes its partition's rows
+# to "<group>-repartition" by user and reads its partition of that
+# topic, whose watermark is the minimum over every task's markers (the
+# issue's scenario 2 is mode join with REPART=1).
 # Usage: tasks.sh TIDEMARK SOURCE_DIR MOCK TOOL MODE [SEED]
 . "$(dirname "$0")/lib.sh"
 kafka_init "$@"
@@ -38,10 +44,12 @@ SEED=${6:-1}
 NP=8
 SESSION_MS=${SESSION_MS:-4000}
 KPROPS="{session.timeout.ms: $SESSION_MS, heartbeat.interval.ms: 500}"
+REPART=${REPART:-0}
 
 # A real cluster instead of the mock: TDM_KAFKA_BROKERS=host:port and
 # TDM_KAFKA_RUN=<id>, with topics tasks-in-<id> (8 partitions) and
-# tasks-out-<id> (2) created beforehand, SESSION_MS at or above the
+# tasks-out-<id> (2) and, with REPART=1, tasks-g-<id>-repartition (8)
+# created beforehand, SESSION_MS at or above the
 # brokers' group.min.session.timeout.ms (6 s by default): the consumer
 # then reads committed transactions only (librdkafka's default
 # isolation.level), and no epoch may arrive twice (docs/scale-out.md).
@@ -52,7 +60,7 @@ if [ -n "${TDM_KAFKA_BROKERS:-}" ]; then
     GROUP=tasks-g-$TDM_KAFKA_RUN
     STRICT_EOS=1
 else
-    start_mock clicks:$NP out:2
+    start_mock clicks:$NP out:2 tasks-g-repartition:$NP
     IN=clicks
     OUT=out
     GROUP=tasks-g
@@ -61,16 +69,31 @@ fi
 
 # gen P N FROM: N records of partition P from event time FROM, 500 ms
 # apart, some 900 ms out of order (within the 1 s bound: nothing late);
-# three keys per partition, "p<P>-u<i>", so every key lives in one.
+# three keys per partition, "p<P>-u<i>", so every key lives in one
+# (REPART=1: six keys "u<i>" shared by every partition, whose region
+# r<P> is the Kafka key).
 gen() {
-    awk -v p="$1" -v n="$2" -v from="$3" 'BEGIN {
+    awk -v p="$1" -v n="$2" -v from="$3" -v rep="$REPART" 'BEGIN {
         for (k = 0; k < n; k++) {
             ts = from + k * 500 + 37 * p - (k % 3 == 2 ? 900 : 0);
-            printf "{\"user\":\"p%d-u%d\",\"ts\":%.0f,\"p\":%d}\n",
-                   p, (k * 7) % 3, ts, p;
+            if (rep)
+                u = sprintf("u%d", (k * 7 + p) % 6)
+            else
+                u = sprintf("p%d-u%d", p, (k * 7) % 3)
+            printf "{\"r\":\"r%d\",\"user\":\"%s\",\"ts\":%.0f,\"p\":%d}\n",
+                   p, u, ts, p;
         }
     }'
 }
+SCHEMA="schema: {r: string, user: string, ts: int64, p: int64}"
+if [ "$REPART" -eq 1 ]; then
+    KEYF=r
+    SRCX="key.field: r
+    repartition: auto"
+else
+    KEYF=user
+    SRCX=""
+fi
 
 # The data, in CHUNKS parts per partition produced one after the other
 # while the job runs, then a far-ahead record per partition that closes
@@ -85,8 +108,8 @@ while [ "$p" -lt "$NP" ]; do
         cat "$W/c$c-p$p.jsonl" >>"$W/all-p$p.jsonl"
         c=$((c + 1))
     done
-    printf '{"user":"far-%d","ts":%d,"p":%d}\n' "$p" $((T0 + 10000000)) \
-        "$p" >"$W/far-p$p.jsonl"
+    printf '{"r":"r%d","user":"far-%d","ts":%d,"p":%d}\n' "$p" "$p" \
+        $((T0 + 10000000)) "$p" >"$W/far-p$p.jsonl"
     p=$((p + 1))
 done
 
@@ -94,7 +117,7 @@ done
 produce_parts() {
     _p=0
     while [ "$_p" -lt "$NP" ]; do
-        produce "$IN" --partition "$_p" --key-field user --ts-field ts \
+        produce "$IN" --partition "$_p" --key-field "$KEYF" --ts-field ts \
             "$W/$1-p$_p.jsonl"
         _p=$((_p + 1))
     done
@@ -133,7 +156,7 @@ sources:
   clicks:
     type: file
     path: $W/all-p*.jsonl
-    schema: {user: string, ts: int64, p: int64}
+    $SCHEMA
     timestamp.field: ts
     watermark: {strategy: bounded, max_out_of_orderness: 1s}
 $WINDOWS
@@ -154,8 +177,7 @@ scale_out: tasks
 checkpoint: {dir: $W/ck, interval: 200ms}
 sources:
 EOF
-    kafka_source_yaml clicks "$IN" "$GROUP" "stop: never" \
-        "schema: {user: string, ts: int64, p: int64}" \
+    kafka_source_yaml clicks "$IN" "$GROUP" "stop: never" "$SCHEMA" "$SRCX" \
         "timestamp.field: ts" \
         "watermark: {strategy: bounded, max_out_of_orderness: 1s}" \
         "kafka.max.partition.fetch.bytes: 2048"
@@ -284,6 +306,23 @@ produce_rest() {
     produce_far
 }
 
+# The group's committed offsets (the task hosts commit each task's
+# durable positions, for lag tools) after every member stopped: the end
+# of every input partition, with tidemark's checkpoint metadata.
+lag_check() {
+    "$TOOL" committed "$BOOT" "$GROUP" "$IN" >"$W/committed.txt" \
+        2>>"$W/tool.log" || fail "reading the group's committed offsets"
+    "$TOOL" offsets "$BOOT" "$IN" >"$W/ends.txt" 2>>"$W/tool.log" ||
+        fail "reading the input's end offsets"
+    behind=$(awk -F'\t' 'NR == FNR { end[$1] = $3; next }
+        { if ($2 != end[$1] || $3 !~ /^tdm1 ckpt=/) { bad++ } n++ }
+        END { print (n == length(end) ? bad + 0 : "missing") }' \
+        "$W/ends.txt" "$W/committed.txt")
+    echo "tasks $MODE: group offsets: $behind of $NP partitions behind" \
+        "the input's end after the stop"
+    [ "$behind" = 0 ] || fail "committed offsets: $(cat "$W/committed.txt")"
+}
+
 finish() {
     wait_until 120 "every reference row visible" _visible_at_least "$n_ref"
     wait_until 120 "every reference row in Kafka" _kafka_at_least "$n_ref"
@@ -291,6 +330,7 @@ finish() {
         eval "stop_pid \$PID_$m TERM"
     done
     verdict
+    lag_check
 }
 
 case $MODE in

@@ -3,7 +3,10 @@
  * writers' markers combine into a partition's watermark (minimum over the
  * writers heard from, idle and silent writers left out, all-idle flush,
  * never backwards, waiting for N writers), the row encoding on the topic,
- * and open()'s parameter checks.  Times are passed in by hand (manual).
+ * and open()'s parameter checks; for tasks, the offsets taken per origin
+ * (a replayed row is dropped, a new one taken) and the run's start file
+ * (one creator wins, a mismatch is refused with its place).  Times are
+ * passed in by hand (manual).
  */
 #include "harness.h"
 #include "connect/kafka_shuffle.h"
@@ -354,6 +357,120 @@ TDM_TEST(open_checks_parameters)
     ASSERT_ERR(tdm__kshuffle_open(&c, 0, 1, &sh, e, sizeof e), TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(e, "kafka.no.such.property") != NULL);
     ASSERT_TRUE(sh == NULL);
+    /* A task out of the task count. */
+    c.props = NULL;
+    c.n_props = 0;
+    c.tasked = true;
+    c.task = 2;
+    c.tasks = 2;
+    ASSERT_ERR(tdm__kshuffle_open(&c, 0, 1, &sh, e, sizeof e), TDM_ERR_INVAL);
+    ASSERT_TRUE(strstr(e, "task 2 of 2") != NULL);
+    ASSERT_TRUE(sh == NULL);
     tdm__kshuffle_close(NULL);
     tdm__schema_free(&s);
+}
+
+/* A task's writers never time out: a silent writer (one between two
+ * owners) holds the partition at its last marker for as long as it
+ * takes, and the partition waits for every task's first marker. */
+TDM_TEST(kwm_tasks_hold_while_a_writer_moves)
+{
+    tdm__kwm *t = tdm__kwm_new(TDM_TIME_MAX, 2);
+    tdm_time_ms wm;
+    int idle;
+    W(t, 0, "task-0", 5000, 0, 0);
+    ASSERT_EQ(tdm__kwm_get(t, 0, 0, &wm, &idle), 0); /* task-1 unheard */
+    W(t, 0, "task-1", 3000, 0, 0);
+    ASSERT_EQ(tdm__kwm_get(t, 0, 0, &wm, &idle), 1);
+    ASSERT_EQ(wm, 3000);
+    /* task-1 moves: silent for an hour, task-0 goes on. */
+    W(t, 0, "task-0", 9000, 0, 3600000);
+    tdm__kwm_get(t, 0, 3600000, &wm, &idle);
+    ASSERT_EQ(wm, 3000);
+    ASSERT_EQ(idle, 0);
+    /* Its next owner starts lower (restored generator): no step back. */
+    W(t, 0, "task-1", 1000, 0, 3600001);
+    tdm__kwm_get(t, 0, 3600001, &wm, &idle);
+    ASSERT_EQ(wm, 3000);
+    W(t, 0, "task-1", 7000, 0, 3600002);
+    tdm__kwm_get(t, 0, 3600002, &wm, &idle);
+    ASSERT_EQ(wm, 7000);
+    /* The checkpoint's view of the writers. */
+    const char *id;
+    size_t len;
+    ASSERT_TRUE(tdm__kwm_writer_at(t, 0, 1, &id, &len, &wm, &idle));
+    ASSERT_EQ(len, 6);
+    ASSERT_TRUE(memcmp(id, "task-1", 6) == 0);
+    ASSERT_EQ(wm, 7000);
+    ASSERT_TRUE(!tdm__kwm_writer_at(t, 0, 2, &id, &len, &wm, &idle));
+    tdm__kwm_free(t);
+}
+
+/* Rows of one origin come in offset order; a task that moved writes
+ * some again from its checkpoint, and even a zombie's copies interleave
+ * with its successor's: each offset is taken once, whatever the
+ * interleaving, and origins do not disturb each other. */
+TDM_TEST(kseen_takes_each_offset_once)
+{
+    tdm__kseen *s = tdm__kseen_new();
+    ASSERT_TRUE(s != NULL);
+    for (int64_t o = 100; o <= 130; o++)
+        ASSERT_EQ(tdm__kseen_take(s, "clicks[3]", 9, o), 1);
+    /* The successor replays from 120: 120..130 are copies. */
+    for (int64_t o = 120; o <= 130; o++)
+        ASSERT_EQ(tdm__kseen_take(s, "clicks[3]", 9, o), 0);
+    ASSERT_EQ(tdm__kseen_take(s, "clicks[3]", 9, 131), 1);
+    /* The zombie's 131 and 132 arrive: 131 is a copy, 132 is new. */
+    ASSERT_EQ(tdm__kseen_take(s, "clicks[3]", 9, 131), 0);
+    ASSERT_EQ(tdm__kseen_take(s, "clicks[3]", 9, 132), 1);
+    /* Another origin starts from 0. */
+    ASSERT_EQ(tdm__kseen_take(s, "clicks[4]", 9, 0), 1);
+    ASSERT_EQ(tdm__kseen_take(s, "clicks[4]", 9, 0), 0);
+    ASSERT_EQ(tdm__kseen_count(s), 2);
+    int64_t last = -1;
+    ASSERT_STR_EQ(tdm__kseen_origin(s, 0, &last), "clicks[3]");
+    ASSERT_EQ(last, 132);
+    ASSERT_TRUE(tdm__kseen_origin(s, 2, &last) == NULL);
+    tdm__kseen_free(s);
+    tdm__kseen_free(NULL);
+}
+
+/* The start file: the first publisher's offsets win, a later one gets
+ * them back; another topic or partition count is refused, a damaged
+ * file names its line. */
+TDM_TEST(kstart_first_creator_wins)
+{
+    char dir[64], path[128], e[512] = "";
+    strcpy(dir, "/tmp/tdm-kstart-XXXXXX");
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/sub/repartition-x.start", dir);
+    int64_t a[3] = {10, 20, 30}, b[3] = {11, 21, 31}, got[3] = {0};
+    bool found = true;
+    ASSERT_OK(tdm__kstart_load(path, "t", 3, got, &found, e, sizeof e));
+    ASSERT_TRUE(!found);
+    ASSERT_OK(tdm__kstart_publish(path, "t", 3, a, e, sizeof e));
+    ASSERT_OK(tdm__kstart_publish(path, "t", 3, b, e, sizeof e));
+    ASSERT_EQ(b[0], 10); /* the file's, not the loser's */
+    ASSERT_EQ(b[2], 30);
+    ASSERT_OK(tdm__kstart_load(path, "t", 3, got, &found, e, sizeof e));
+    ASSERT_TRUE(found);
+    ASSERT_EQ(got[1], 20);
+    ASSERT_ERR(tdm__kstart_load(path, "u", 3, got, &found, e, sizeof e),
+               TDM_ERR_STATE);
+    ASSERT_TRUE(strstr(e, "\"t\"") != NULL);
+    ASSERT_ERR(tdm__kstart_load(path, "t", 4, got, &found, e, sizeof e),
+               TDM_ERR_STATE);
+    ASSERT_ERR(tdm__kstart_load(path, "t", 2, got, &found, e, sizeof e),
+               TDM_ERR_STATE);
+    ASSERT_TRUE(strstr(e, ":5:") != NULL);
+    FILE *f = fopen(path, "w");
+    ASSERT_TRUE(f != NULL);
+    fputs("tidemark repartition start\ntopic t\n0 10\n1 x\n", f);
+    fclose(f);
+    ASSERT_ERR(tdm__kstart_load(path, "t", 3, got, &found, e, sizeof e),
+               TDM_ERR_PARSE);
+    ASSERT_TRUE(strstr(e, ":4:") != NULL);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ASSERT_EQ(system(cmd), 0);
 }

@@ -150,10 +150,24 @@ TDM_TEST(rules_of_a_job_run_as_tasks)
     set(tdm_job_node(job, "clicks"), "topic_pattern", "^c.*");
     expect_refused(job, "topic_pattern cannot be used with checkpointing");
 
+    /* A repartition topic runs as tasks (each task writes and reads its
+     * partition), but its writer count and timeout do not apply. */
     job = tasks_job();
     set(tdm_job_node(job, "clicks"), "repartition", "always");
-    expect_refused(job,
-                   "repartition: always cannot be used with checkpointing");
+    ASSERT_OK(tdm_job_validate(job, msg, sizeof msg));
+    set(tdm_job_node(job, "clicks"), "repartition.writers", "2");
+    expect_refused(job, "source \"clicks\": repartition.writers does not "
+                        "apply to scale_out: tasks");
+    job = tasks_job();
+    set(tdm_job_node(job, "clicks"), "repartition", "auto");
+    set(tdm_job_node(job, "clicks"), "repartition.writer_timeout", "5s");
+    expect_refused(job, "repartition.writer_timeout does not apply");
+    /* Outside tasks, a checkpointed job cannot repartition. */
+    job = tasks_job();
+    ASSERT_OK(tdm_job_set(job, "scale_out", "process", msg, sizeof msg));
+    set(tdm_job_node(job, "clicks"), "repartition", "always");
+    expect_refused(job, "repartition: always with checkpointing "
+                        "(checkpoint.dir) needs scale_out: tasks");
 
     job = tasks_job();
     tdm_node *f = add(job, TDM_NODE_SOURCE, "more");
