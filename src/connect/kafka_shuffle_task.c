@@ -130,9 +130,8 @@ void tdm__kseen_free(tdm__kseen *s)
 #define KSTART_HEAD "tidemark repartition start\n"
 
 /* Parses the text @p t of the file at @p path into @p offs. */
-static tdm_err kstart_parse(const char *path, char *t, const char *topic,
-                            int n, int64_t *offs, char *errbuf,
-                            size_t errbuf_size)
+static tdm_err kstart_parse(const char *path, char *t, const char *topic, int n,
+                            int64_t *offs, char *errbuf, size_t errbuf_size)
 {
     size_t hl = strlen(KSTART_HEAD);
     if (strncmp(t, KSTART_HEAD, hl) != 0)
@@ -153,7 +152,8 @@ static tdm_err kstart_parse(const char *path, char *t, const char *topic,
     for (int line = 3; *p; line++) {
         char *end;
         long part = strtol(p, &end, 10);
-        long long off = end > p && *end == ' ' ? strtoll(end + 1, &end, 10) : -1;
+        long long off =
+            end > p && *end == ' ' ? strtoll(end + 1, &end, 10) : -1;
         if (part != got || part >= n || off < 0 || *end != '\n')
             return tdm__errf(errbuf, errbuf_size,
                              part >= n ? TDM_ERR_STATE : TDM_ERR_PARSE,
@@ -223,10 +223,9 @@ static tdm_err parent_dir(const char *path, bool make, char *errbuf,
                           size_t errbuf_size)
 {
     const char *slash = strrchr(path, '/');
-    char *dir = slash ? tdm__strndup(path, slash == path
-                                               ? 1
-                                               : (size_t)(slash - path))
-                      : tdm__strndup(".", 1);
+    char *dir =
+        slash ? tdm__strndup(path, slash == path ? 1 : (size_t)(slash - path))
+              : tdm__strndup(".", 1);
     if (!dir)
         return TDM_ERR_NOMEM;
     tdm_err err = make ? tdm__fio_mkdir_p(dir, errbuf, errbuf_size)
@@ -248,8 +247,8 @@ tdm_err tdm__kstart_publish(const char *path, const char *topic, int n,
     if (err == TDM_OK)
         err = kstart_write(tmp, topic, n, offs, errbuf, errbuf_size);
     if (err == TDM_OK && link(tmp, path) != 0 && errno != EEXIST)
-        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
-                        "cannot create %s: %s", path, strerror(errno));
+        err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO, "cannot create %s: %s",
+                        path, strerror(errno));
     if (strstr(tmp, "XXXXXX") == NULL)
         unlink(tmp);
     if (err == TDM_OK)
