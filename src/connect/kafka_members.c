@@ -12,7 +12,10 @@
  * a message a fetch brought before the pause is dropped.  The tasks' jobs
  * read the records themselves, by static assignment, from the offsets of
  * their own checkpoints; so the group's committed offsets play no part
- * (nothing is committed to it).
+ * in a task's reading.  The host commits each task's durable positions
+ * to the group for lag tools (tdm__kmembers_commit), and before it
+ * leaves it asks again for the last ones the group refused while its
+ * membership was in motion (kafka_owed.c).
  *
  * The other input topics must have as many partitions as the lead topic
  * (co-partitioned, as Kafka Streams requires for a join): task n reads
@@ -37,6 +40,12 @@
 #define KM_QUERY_MS 10000
 /* How long leaving the group may take at close. */
 #define KM_CLOSE_MS 10000
+/* How long a leaving member serves the group so that its last positions
+ * are committed, and how often it asks again for refused ones. */
+#define KM_SETTLE_MS 10000
+#define KM_RETRY_MS 500
+/* How often refused commits are logged while the job runs. */
+#define KM_REFUSAL_LOG_MS 10000
 
 struct tdm__kmembers {
     tdm__klog log; /* first: the opaque's log (kafka.h) */
@@ -46,7 +55,10 @@ struct tdm__kmembers {
     bool coop;            /* the configured assignor is cooperative */
     tdm__kmembers_fn *fn; /* the poll's callback, for the rebalance */
     void *ud;
-    atomic_int commits; /* tasks' commits not answered yet */
+    tdm__kowed *owed;          /* the positions asked for and the answers */
+    atomic_int refusals;       /* refused commits not logged yet */
+    int64_t refusal_logged_ms; /* when they were last logged */
+    char refusal_why[256];     /* the latest refusal (host's thread) */
 };
 
 /* The partition count of @p topic into *n.  TDM_OK or TDM_ERR_IO. */
@@ -121,26 +133,50 @@ static void report(tdm__kmembers *m, const rd_kafka_topic_partition_list_t *l,
             m->fn(m->ud, l->elems[i].partition, assigned, lost);
 }
 
-/* librdkafka's rebalance callback (inside poll or close). */
-/* The result of the tasks' asynchronous commits (tdm__kmembers_commit),
- * served by the host's poll: a failure is logged. */
+/* Logs the refused commits counted since the last such line, at most
+ * once per KM_REFUSAL_LOG_MS unless @p now_too.  On the host's thread. */
+static void log_refusals(tdm__kmembers *m, bool now_too)
+{
+    int64_t now = tdm__mono_ms();
+    if (!now_too && now - m->refusal_logged_ms < KM_REFUSAL_LOG_MS)
+        return;
+    int k = atomic_exchange(&m->refusals, 0);
+    if (k == 0)
+        return;
+    m->refusal_logged_ms = now;
+    tdm__kafka_logf(&m->log,
+                    "%d offset commit(s) refused by the group (monitoring "
+                    "only; the next checkpoint's commit repairs them)%s%s",
+                    k, m->refusal_why[0] ? ", the latest: " : "",
+                    m->refusal_why);
+}
+
+/* The answers to the tasks' asynchronous commits (tdm__kmembers_commit),
+ * served by the host's poll: each is recorded (kafka_owed.c); refusals
+ * are counted and logged now and then. */
 static void commit_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *offsets, void *opaque)
 {
     tdm__kmembers *m = opaque;
+    bool refused = false;
     (void)rk;
-    atomic_fetch_sub(&m->commits, 1);
     for (int i = 0; offsets && i < offsets->cnt; i++) {
         const rd_kafka_topic_partition_t *e = &offsets->elems[i];
         rd_kafka_resp_err_t re = e->err ? e->err : err;
-        if (re && re != RD_KAFKA_RESP_ERR__NO_OFFSET)
-            tdm__kafka_logf(&m->log,
-                            "offset commit of %s[%d] failed "
-                            "(monitoring only): %s",
-                            e->topic, (int)e->partition, rd_kafka_err2str(re));
+        bool ok = !re || re == RD_KAFKA_RESP_ERR__NO_OFFSET;
+        tdm__kowed_answer(m->owed, e->topic, e->partition, e->offset, ok);
+        if (ok)
+            continue;
+        atomic_fetch_add(&m->refusals, 1);
+        snprintf(m->refusal_why, sizeof m->refusal_why, "%s[%d]: %s", e->topic,
+                 (int)e->partition, rd_kafka_err2str(re));
+        refused = true;
     }
+    if (refused)
+        log_refusals(m, false);
 }
 
+/* librdkafka's rebalance callback (inside poll or close). */
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -230,6 +266,9 @@ tdm_err tdm__kmembers_open(const tdm__kmembers_conf *c, tdm__kmembers **out,
     m->group = c->group;
     m->log.fn = c->log;
     m->log.ud = c->log_ud;
+    m->owed = tdm__kowed_new();
+    if (!m->owed)
+        goto fail;
     snprintf(m->log.prefix, sizeof m->log.prefix, "task group '%s'", c->group);
     err = make_consumer(m, c, errbuf, errbuf_size);
     if (err == TDM_OK)
@@ -271,23 +310,96 @@ tdm_err tdm__kmembers_poll(tdm__kmembers *m, int ms, tdm__kmembers_fn *fn,
         "group '%s': %s (%s)", m->group, why, rd_kafka_err2name(fatal));
 }
 
+/* Serves the group for up to @p ms (rebalances, commit answers). */
+static void serve(tdm__kmembers *m, int ms)
+{
+    rd_kafka_message_t *msg = rd_kafka_consumer_poll(m->rk, ms);
+    if (msg)
+        rd_kafka_message_destroy(msg); /* R-KM-3 */
+}
+
+/* Adds each refused position to the list @p ud, its metadata with it. */
+static void add_refused(void *ud, const char *topic, int32_t part,
+                        int64_t offset, const char *meta)
+{
+    rd_kafka_topic_partition_t *e =
+        rd_kafka_topic_partition_list_add(ud, topic, part);
+    e->offset = offset;
+    e->metadata = strdup(meta); /* librdkafka frees it with the list */
+    e->metadata_size = e->metadata ? strlen(meta) : 0;
+}
+
+/* Asks again for every refused position the group does not already hold
+ * (at that offset or a later one: a newer owner's, kafka_owed.c). */
+static void ask_again(tdm__kmembers *m)
+{
+    rd_kafka_topic_partition_list_t *want =
+        rd_kafka_topic_partition_list_new(8);
+    rd_kafka_topic_partition_list_t *held =
+        rd_kafka_topic_partition_list_new(8);
+    if (want && held) {
+        tdm__kowed_refused(m->owed, add_refused, want);
+        for (int i = 0; i < want->cnt; i++)
+            rd_kafka_topic_partition_list_add(held, want->elems[i].topic,
+                                              want->elems[i].partition);
+    }
+    /* R-KM-5: what the group holds now, read before asking. */
+    if (want && held && want->cnt > 0 &&
+        rd_kafka_committed(m->rk, held, KM_QUERY_MS) == 0) {
+        for (int i = 0; i < held->cnt; i++) {
+            const rd_kafka_topic_partition_t *h = &held->elems[i];
+            if (!h->err && h->offset >= 0)
+                tdm__kowed_held(m->owed, h->topic, h->partition, h->offset);
+            if (h->err || h->offset < want->elems[i].offset)
+                tdm__kmembers_commit(m, h->topic, h->partition,
+                                     want->elems[i].offset,
+                                     want->elems[i].metadata);
+        }
+    }
+    if (want)
+        rd_kafka_topic_partition_list_destroy(want);
+    if (held)
+        rd_kafka_topic_partition_list_destroy(held);
+}
+
+/* The tasks' last commits (their final checkpoints') are answered, and
+ * the refused ones asked again while the rebalance that refused them
+ * ends, before the member leaves: for up to KM_SETTLE_MS. */
+static void settle(tdm__kmembers *m)
+{
+    int64_t end = tdm__mono_ms() + KM_SETTLE_MS, retry_at = 0;
+    int asked = 0, refused = 0;
+    for (;;) {
+        tdm__kowed_count(m->owed, &asked, &refused);
+        if (asked + refused == 0 || tdm__mono_ms() >= end)
+            break;
+        if (asked == 0 && tdm__mono_ms() >= retry_at) {
+            ask_again(m);
+            retry_at = tdm__mono_ms() + KM_RETRY_MS;
+        }
+        serve(m, 50);
+    }
+    log_refusals(m, true);
+    if (asked + refused > 0)
+        tdm__kafka_logf(&m->log,
+                        "left the group with %d position(s) not committed "
+                        "(monitoring only: lag tools show them behind until "
+                        "the tasks' next owner commits)",
+                        asked + refused);
+}
+
 void tdm__kmembers_close(tdm__kmembers *m, tdm__kmembers_fn *fn, void *ud)
 {
     if (!m)
         return;
     m->fn = fn;
     m->ud = ud;
-    /* The tasks' last commits (their final checkpoints') are answered
-     * before the member leaves: served here, for up to 5 s. */
-    int64_t end = tdm__mono_ms() + 5000;
-    while (m->rk && atomic_load(&m->commits) > 0 && tdm__mono_ms() < end) {
-        rd_kafka_message_t *msg = rd_kafka_consumer_poll(m->rk, 50);
-        if (msg)
-            rd_kafka_message_destroy(msg);
-    }
+    if (m->rk && m->owed)
+        settle(m);
     if (m->rk &&
         !tdm__kafka_close_consumer(m->rk, rebalance_cb, m, KM_CLOSE_MS))
         tdm__kafka_logf(&m->log, "left the group without a clean close");
+    tdm__kowed_free(m->owed);
     tdm__free(m->lead);
     tdm__free(m);
 }
@@ -305,14 +417,12 @@ void tdm__kmembers_commit(tdm__kmembers *m, const char *topic, int32_t part,
     /* librdkafka's to free (with free(3)), with the list. */
     e->metadata = strdup(meta);
     e->metadata_size = e->metadata ? strlen(meta) : 0;
-    atomic_fetch_add(&m->commits, 1);
+    tdm__kowed_ask(m->owed, topic, part, offset, meta);
     rd_kafka_resp_err_t re = rd_kafka_commit(m->rk, l, 1);
     rd_kafka_topic_partition_list_destroy(l);
-    if (re != RD_KAFKA_RESP_ERR_NO_ERROR)
-        atomic_fetch_sub(&m->commits, 1);
-    if (re != RD_KAFKA_RESP_ERR_NO_ERROR)
-        tdm__kafka_logf(&m->log,
-                        "offset commit of %s[%d] failed "
-                        "(monitoring only): %s",
-                        topic, (int)part, rd_kafka_err2str(re));
+    if (re != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        /* Refused before it left: counted, logged by the next answer. */
+        tdm__kowed_answer(m->owed, topic, part, offset, false);
+        atomic_fetch_add(&m->refusals, 1);
+    }
 }

@@ -56,4 +56,37 @@ void tdm__kmembers_commit(tdm__kmembers *m, const char *topic, int32_t part,
  * NULL-safe. */
 void tdm__kmembers_close(tdm__kmembers *m, tdm__kmembers_fn *fn, void *ud);
 
+/* ---- What a member owes the group (kafka_owed.c) ----
+ * Per partition, the newest position asked to be committed and the
+ * group's answer, so that refused last commits are asked again before
+ * the member leaves.  Every call is thread-safe. */
+typedef struct tdm__kowed tdm__kowed;
+
+/* Called by tdm__kowed_refused for each refused position. */
+typedef void tdm__kowed_fn(void *ud, const char *topic, int32_t part,
+                           int64_t offset, const char *meta);
+
+/* A new, empty table, or NULL (no memory). */
+tdm__kowed *tdm__kowed_new(void);
+/* Records that @p offset (with @p meta) of (@p topic, @p part) was asked
+ * for; the newest ask replaces an older one.  false: no memory (the ask
+ * is then not tracked). */
+bool tdm__kowed_ask(tdm__kowed *o, const char *topic, int32_t part,
+                    int64_t offset, const char *meta);
+/* The group's answer to the ask of @p offset: taken (@p ok) or refused.
+ * An answer for an older ask than the newest is ignored. */
+void tdm__kowed_answer(tdm__kowed *o, const char *topic, int32_t part,
+                       int64_t offset, bool ok);
+/* The group holds @p committed for the partition: a refused position at
+ * or below it is owed no more. */
+void tdm__kowed_held(tdm__kowed *o, const char *topic, int32_t part,
+                     int64_t committed);
+/* How many positions are in flight (*asked) and refused (*refused). */
+void tdm__kowed_count(tdm__kowed *o, int *asked, int *refused);
+/* Calls @p fn (may be NULL) for each refused position, under the
+ * table's lock (@p fn must not call back into @p o); returns how many. */
+int tdm__kowed_refused(tdm__kowed *o, tdm__kowed_fn *fn, void *ud);
+/* Frees @p o.  NULL-safe. */
+void tdm__kowed_free(tdm__kowed *o);
+
 #endif

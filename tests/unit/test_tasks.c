@@ -4,8 +4,10 @@
  * the next epoch, a check with an older epoch is refused and names the
  * new owner, the checkpoint lock probe) and the rules of a job run as
  * tasks (task_rules.c, through tdm_job_validate: each refusal names the
- * key that would apply).  The processes themselves are
- * tests/kafka/tasks.sh's. */
+ * key that would apply), and the positions a task host owes its group
+ * (kafka_owed.c: the newest ask is owed, a stale answer is ignored, a
+ * refusal is owed until the group holds that offset or a later one).
+ * The processes themselves are tests/kafka/tasks.sh's. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "conf_kit.h"
+#include "connect/kafka_members.h"
 #include "harness.h"
 #include "runtime/rt.h"
 #include "runtime/task_owner.h"
@@ -197,4 +200,57 @@ TDM_TEST(task_keys_only_on_a_task)
     ASSERT_OK(tdm_job_set(job, "task.epoch", "4", msg, sizeof msg));
     ASSERT_OK(tdm_job_validate(job, msg, sizeof msg));
     tdm_job_destroy(job);
+}
+
+/* Counts the refused positions seen by tdm__kowed_refused. */
+static void count_refused(void *ud, const char *topic, int32_t part,
+                          int64_t offset, const char *meta)
+{
+    int *k = ud;
+    ASSERT_STR_EQ(topic, "clicks");
+    ASSERT_EQ(part, 3);
+    ASSERT_EQ(offset, 361);
+    ASSERT_STR_EQ(meta, "tdm1 ckpt=final");
+    (*k)++;
+}
+
+/* A task's positions through a rebalance: the final commit is refused
+ * (owed), an answer to an older ask changes nothing, and the position
+ * is owed until the group takes it or holds it (or a later one, a newer
+ * owner's). */
+TDM_TEST(owed_positions_survive_a_refusal)
+{
+    tdm__kowed *o = tdm__kowed_new();
+    int asked = -1, refused = -1, k = 0;
+    ASSERT_TRUE(o != NULL);
+    ASSERT_TRUE(tdm__kowed_ask(o, "clicks", 3, 300, "tdm1 ckpt=9"));
+    ASSERT_TRUE(tdm__kowed_ask(o, "clicks", 3, 361, "tdm1 ckpt=final"));
+    ASSERT_TRUE(tdm__kowed_ask(o, "clicks", 4, 361, "tdm1 ckpt=final"));
+    tdm__kowed_count(o, &asked, &refused);
+    ASSERT_EQ(asked, 2);
+    ASSERT_EQ(refused, 0);
+    /* The answer to 300 is stale: 361 is still in flight. */
+    tdm__kowed_answer(o, "clicks", 3, 300, true);
+    tdm__kowed_answer(o, "clicks", 3, 361, false);
+    tdm__kowed_answer(o, "clicks", 4, 361, true);
+    tdm__kowed_count(o, &asked, &refused);
+    ASSERT_EQ(asked, 0);
+    ASSERT_EQ(refused, 1);
+    ASSERT_EQ(tdm__kowed_refused(o, count_refused, &k), 1);
+    ASSERT_EQ(k, 1);
+    /* The group holds less: still owed; a later offset: owed no more. */
+    tdm__kowed_held(o, "clicks", 3, 300);
+    ASSERT_EQ(tdm__kowed_refused(o, NULL, NULL), 1);
+    tdm__kowed_held(o, "clicks", 3, 400);
+    ASSERT_EQ(tdm__kowed_refused(o, NULL, NULL), 0);
+    /* Asked again, refused, then taken. */
+    ASSERT_TRUE(tdm__kowed_ask(o, "clicks", 5, 10, "m"));
+    tdm__kowed_answer(o, "clicks", 5, 10, false);
+    ASSERT_TRUE(tdm__kowed_ask(o, "clicks", 5, 10, "m"));
+    tdm__kowed_answer(o, "clicks", 5, 10, true);
+    tdm__kowed_answer(o, "other", 0, 10, false); /* never asked */
+    tdm__kowed_count(o, &asked, &refused);
+    ASSERT_EQ(asked + refused, 0);
+    tdm__kowed_free(o);
+    tdm__kowed_free(NULL);
 }
