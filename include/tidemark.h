@@ -1257,6 +1257,8 @@ typedef enum tdm_stat {
                                            others count the current attempt) */
     TDM_STAT_TOMBSTONES,                /* Kafka messages with a null value
                                            (tombstones), skipped */
+    TDM_STAT_RESTORED_ID,               /* the checkpoint or savepoint this
+                                           run resumed from (-1: none) */
     TDM_STAT_COUNT_
 } tdm_stat;
 
@@ -1366,6 +1368,17 @@ TDM_API void tdm_taskhost_cancel(tdm_taskhost *host);
 /** @brief Tasks the host runs now (a snapshot): writes up to @p n task
  *  numbers into @p tasks and returns how many it runs. */
 TDM_API int tdm_taskhost_tasks(tdm_taskhost *host, int *tasks, int n);
+/** @brief Told of each task's job, on the host's thread: with @p job set
+ *  (and @p epoch, the owner epoch the host took) once the job is built
+ *  and validated, before it runs; with @p job NULL once the task stopped,
+ *  before its job is destroyed (the callback may keep no reference past
+ *  its return then).  tdm_http_start_tasks uses it. */
+typedef void (*tdm_task_watch_cb)(void *ud, int task, tdm_job *job,
+                                  int64_t epoch);
+/** @brief Sets the host's watcher (one; NULL removes it).  Not while the
+ *  host runs. */
+TDM_API void tdm_taskhost_watch(tdm_taskhost *host, tdm_task_watch_cb cb,
+                                void *ud);
 /** @brief Destroys a host (not while it runs; NULL is fine). */
 TDM_API void tdm_taskhost_destroy(tdm_taskhost *host);
 
@@ -1799,6 +1812,20 @@ typedef struct tdm_http tdm_http;
 TDM_API tdm_err tdm_http_start(tdm_job *job, const char *address,
                                const char *token, tdm_http **out, char *errbuf,
                                size_t errbuf_size);
+/** @brief Starts serving the tasks of @p host (not yet running; borrowed
+ *  until tdm_http_stop, which must come after tdm_taskhost_run returned)
+ *  on @p address with @p token, as tdm_http_start does for one job: each
+ *  task's job is served while the host runs it, under the id
+ *  "<name>.task-<n>" (GET /jobs lists them, every /jobs/:id route
+ *  answers for each); GET /tasks lists the tasks with their owner epoch,
+ *  checkpoints and state size; /metrics holds every task's series with a
+ *  task label.  The keys http.* are read from the host's job definition.
+ *  Sets the host's watcher (tdm_taskhost_watch).  @returns as
+ *  tdm_http_start. */
+TDM_API tdm_err tdm_http_start_tasks(tdm_taskhost *host, tdm_job *def,
+                                     const char *address, const char *token,
+                                     tdm_http **out, char *errbuf,
+                                     size_t errbuf_size);
 /** @brief The port the server listens on. */
 TDM_API int tdm_http_port(const tdm_http *srv);
 /** @brief Stops the server and frees it (NULL is fine). */

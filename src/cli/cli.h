@@ -106,11 +106,19 @@ typedef struct tdm__cli_opts {
     int help;                /* --help */
 } tdm__cli_opts;
 
+/* Starts the server of task host @p host (job definition @p def) into
+ * *srv (NULL: none asked for); returns an exit code, the problem
+ * printed. */
+typedef int tdm__cli_serve_fn(void *ud, tdm_taskhost *host, tdm_job *def,
+                              tdm_http **srv);
+
 /* Runs job @p def (loaded and validated from @p opts, scale_out: tasks)
  * as a task host until a signal, the end of its tasks' input or a
- * failure (run_tasks.c).  Returns an exit code. */
+ * failure (run_tasks.c), served by the server @p serve starts (may be
+ * NULL).  Returns an exit code. */
 int tdm__cli_run_tasks(const tdm__cli_opts *opts, tdm__cli_job *def,
-                       const char *log_level);
+                       const char *log_level, tdm__cli_serve_fn *serve,
+                       void *serve_ud);
 
 /* Parses the arguments after the command name.  @p allow_quiet says
  * whether --quiet is accepted.  Prints the problem and returns

@@ -291,20 +291,23 @@ static void linger(void)
  * prints where it serves.  Its threads are created with SIGINT and
  * SIGTERM blocked, so that those signals go to the job's threads or to
  * this one.  Returns an exit code. */
-static int start_http(tdm_job *job, const http_opts *h, const char *name,
-                      tdm_http **srv)
+static int start_http(tdm_job *job, tdm_taskhost *host, const http_opts *h,
+                      const char *name, tdm_http **srv)
 {
-    char msg[512] = "", host[80];
+    char msg[512] = "", url[80];
     sigset_t block, old;
     tdm_err err;
-    url_host(h->addr, host, sizeof host);
-    if (h->token == NULL && is_public(host))
+    url_host(h->addr, url, sizeof url);
+    if (h->token == NULL && is_public(url))
         warn_public(h->addr);
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &block, &old);
-    err = tdm_http_start(job, h->addr, h->token, srv, msg, sizeof msg);
+    err = host != NULL
+              ? tdm_http_start_tasks(host, job, h->addr, h->token, srv, msg,
+                                     sizeof msg)
+              : tdm_http_start(job, h->addr, h->token, srv, msg, sizeof msg);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err != TDM_OK) {
         /* A token the server refuses is named by where it came from. */
@@ -314,8 +317,9 @@ static int start_http(tdm_job *job, const http_opts *h, const char *name,
                 msg[0] ? msg : tdm_strerror(err));
         return err == TDM_ERR_INVAL ? TDM_EXIT_USAGE : TDM_EXIT_RUNTIME;
     }
-    fprintf(stderr, "tidemark: serving http://%s:%d/ (job \"%s\")\n", host,
-            tdm_http_port(*srv), name);
+    fprintf(stderr, "tidemark: serving http://%s:%d/ (%s \"%s\")\n", url,
+            tdm_http_port(*srv), host != NULL ? "the tasks of job" : "job",
+            name);
     fflush(stderr);
     return TDM_EXIT_OK;
 }
@@ -656,20 +660,36 @@ static int load_job(const tdm__cli_opts *opts, const http_opts *http,
     return rc;
 }
 
+/* The server of a task host (run_tasks.c calls it once the host
+ * exists, before it runs): --http serves the host's tasks. */
+static int serve_tasks(void *ud, tdm_taskhost *host, tdm_job *def,
+                       tdm_http **srv)
+{
+    const http_opts *http = ud;
+    const char *name = tdm_job_get(def, "name");
+    *srv = NULL;
+    if (http->addr == NULL)
+        return TDM_EXIT_OK;
+    return start_http(def, host, http, name && name[0] ? name : "job", srv);
+}
+
 /* `run` of a job with scale_out: tasks (run_tasks.c).  Options that
  * serve one job do not apply: refused. */
 static int run_as_tasks(const tdm__cli_opts *opts, const http_opts *http,
                         tdm__cli_job *cj, const char *log_level)
 {
-    if (http->addr != NULL || http->from_scratch) {
+    if (http->linger || http->from_scratch) {
         fprintf(stderr,
-                "tidemark run: %s does not apply to scale_out: tasks yet "
-                "(each task is a job of its own, restored wherever the "
-                "group moves it; docs/scale-out.md)\n",
-                http->addr != NULL ? "--http" : "--from-scratch");
+                "tidemark run: %s does not apply to scale_out: tasks "
+                "(%s; docs/scale-out.md)\n",
+                http->linger ? "--http-linger" : "--from-scratch",
+                http->linger ? "a task host serves its tasks while they run, "
+                               "and they stop with it"
+                             : "each task is a job of its own, restored "
+                               "wherever the group moves it");
         return TDM_EXIT_USAGE;
     }
-    return tdm__cli_run_tasks(opts, cj, log_level);
+    return tdm__cli_run_tasks(opts, cj, log_level, serve_tasks, (void *)http);
 }
 
 /* Erases the status line, if one is shown. */
@@ -749,7 +769,7 @@ int tdm__cli_cmd_run(int argc, char **argv)
         goto out;
     }
     if (http.addr != NULL &&
-        (rc = start_http(cj->job, &http, st.name, &srv)) != TDM_EXIT_OK) {
+        (rc = start_http(cj->job, NULL, &http, st.name, &srv)) != TDM_EXIT_OK) {
         goto out;
     }
     t0 = mono_now();

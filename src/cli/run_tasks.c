@@ -118,10 +118,12 @@ static void host_signals(int on)
 }
 
 int tdm__cli_run_tasks(const tdm__cli_opts *opts, tdm__cli_job *def,
-                       const char *log_level)
+                       const char *log_level, tdm__cli_serve_fn *serve,
+                       void *serve_ud)
 {
     build_ctx b = {.opts = opts, .log_level = log_level};
     tdm_taskhost *h = NULL;
+    tdm_http *srv = NULL;
     char msg[1500] = "";
     int rc = TDM_EXIT_RUNTIME;
     pthread_mutex_init(&b.mu, NULL);
@@ -130,6 +132,9 @@ int tdm__cli_run_tasks(const tdm__cli_opts *opts, tdm__cli_job *def,
         goto out;
     tdm_err err =
         tdm_taskhost_new(def->job, build_task, &b, &h, msg, sizeof msg);
+    if (err == TDM_OK && serve != NULL &&
+        (rc = serve(serve_ud, h, def->job, &srv)) != TDM_EXIT_OK)
+        goto out;
     if (err == TDM_OK) {
         running_host = h;
         host_signals(1);
@@ -145,6 +150,7 @@ int tdm__cli_run_tasks(const tdm__cli_opts *opts, tdm__cli_job *def,
         rc = err == TDM_ERR_INVAL ? TDM_EXIT_INVALID : TDM_EXIT_RUNTIME;
     }
 out:
+    tdm_http_stop(srv); /* the host has stopped every task */
     tdm_taskhost_destroy(h);
     while (b.logs != NULL) {
         task_log *next = b.logs->next;

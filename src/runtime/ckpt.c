@@ -217,6 +217,7 @@ static tdm_err restore_from(tdm__run *run, uint64_t id, const char *dir,
         if (err != TDM_OK)
             goto done;
     }
+    atomic_store(&run->rec->stats[TDM_STAT_RESTORED_ID], (int64_t)id);
     tdm__job_log(job, "checkpoint: resuming from %s %llu in %s%s",
                  m->kind == TDM__CKPT_SAVEPOINT ? "savepoint" : "checkpoint",
                  (unsigned long long)id, dir,

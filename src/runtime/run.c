@@ -656,7 +656,9 @@ static void supervise(tdm__run *run)
 static bool spans_restarts(int i)
 {
     return (i >= TDM_STAT_CHECKPOINTS && i <= TDM_STAT_CHECKPOINT_ALIGN_MS) ||
-           (i >= TDM_STAT_CHECKPOINTS_FAILED_IN_ROW && i <= TDM_STAT_RESTARTS);
+           (i >= TDM_STAT_CHECKPOINTS_FAILED_IN_ROW &&
+            i <= TDM_STAT_RESTARTS) ||
+           i == TDM_STAT_RESTORED_ID;
 }
 
 /* Counters start from zero at every run; after a restart (@p restart)
@@ -669,6 +671,7 @@ static void reset_stats(tdm_job *job, bool restart)
     if (!restart) {
         atomic_store(&job->rec->stats[TDM_STAT_CHECKPOINT_ID], -1);
         atomic_store(&job->rec->stats[TDM_STAT_CHECKPOINT_FAILED_ID], -1);
+        atomic_store(&job->rec->stats[TDM_STAT_RESTORED_ID], -1);
     }
     atomic_store(&job->rec->stats[TDM_STAT_WATERMARK], TDM_TIME_MIN);
     atomic_store(&job->rec->queue_waits, 0);

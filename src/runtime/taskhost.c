@@ -67,7 +67,9 @@ struct tdm_taskhost {
     tdm__kmembers *mem; /* the group membership, while running */
     int n_tasks;
     hosted *t;
-    pthread_mutex_t mu; /* t[].started, for tdm_taskhost_tasks */
+    pthread_mutex_t mu;      /* t[].started, for tdm_taskhost_tasks */
+    tdm_task_watch_cb watch; /* told of each task job's start and end */
+    void *watch_ud;
     tdm_err fail;
     char failmsg[1200];
 };
@@ -149,11 +151,15 @@ static tdm_err start_task(tdm_taskhost *h, int n)
         t->job->task_commit = task_commit;
         t->job->task_commit_ud = h;
     }
+    if (err == TDM_OK && h->watch)
+        h->watch(h->watch_ud, n, t->job, epoch); /* R-TH-4: before it runs */
     if (err == TDM_OK) {
         atomic_store(&t->ended, false);
         if (pthread_create(&t->th, NULL, task_main, t) != 0)
             err = tdm__errf(msg, sizeof msg, TDM_ERR_NOMEM,
                             "cannot start a thread");
+        if (err != TDM_OK && h->watch)
+            h->watch(h->watch_ud, n, NULL, 0);
     }
     if (err != TDM_OK) {
         tdm_job_destroy(t->job);
@@ -181,6 +187,8 @@ static tdm_err reap_task(tdm_taskhost *h, int n, char *msg, size_t len)
     pthread_mutex_lock(&h->mu);
     t->started = false;
     pthread_mutex_unlock(&h->mu);
+    if (h->watch)
+        h->watch(h->watch_ud, n, NULL, 0); /* R-TH-5: before it goes */
     tdm_job_destroy(t->job);
     t->job = NULL;
     return err;
@@ -393,6 +401,14 @@ int tdm_taskhost_tasks(tdm_taskhost *h, int *tasks, int n)
         }
     pthread_mutex_unlock(&h->mu);
     return k;
+}
+
+void tdm_taskhost_watch(tdm_taskhost *h, tdm_task_watch_cb cb, void *ud)
+{
+    if (!h)
+        return;
+    h->watch = cb;
+    h->watch_ud = ud;
 }
 
 void tdm_taskhost_destroy(tdm_taskhost *h)

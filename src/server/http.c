@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -37,14 +38,26 @@
 /* Request line plus headers of one connection must fit in this. */
 #define HTTP_MEMORY_LIMIT ((size_t)32 * 1024)
 
+/* A served job: the request threads' view of it (ctx) and how many of
+ * them use it now.  A task's job leaves the server when its host stops
+ * the task: it is unlinked, then freed once no request uses it. */
+typedef struct served {
+    tdm__rest_ctx ctx; /* ctx.name and ctx.hist are the entry's own */
+    int refs;
+    struct served *next;
+} served;
+
 struct tdm_http {
     struct MHD_Daemon *d;
-    tdm_job *job;
-    char *name;  /* the job's name at start: its id */
-    char *token; /* NULL: no authentication */
+    tdm_job *job;       /* the job, or a task host's definition */
+    char *name;         /* its name at start: the job id, or the host's */
+    tdm_taskhost *host; /* a task host's server: its tasks are served */
+    pthread_mutex_t mu; /* jobs and every entry's refs */
+    pthread_cond_t cv;  /* an entry's refs fell */
+    served *jobs;       /* in task order */
+    char *token;        /* NULL: no authentication */
     size_t token_len;
     int port;
-    tdm__history *hist;
     tdm__deadline *deadline;
     char *allow; /* http.allowed_hosts (copied) */
     tdm__host_rule hosts;
@@ -158,6 +171,131 @@ static tdm_err bind_error(const char *addr, const struct sockaddr_storage *ss,
     return tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                      "cannot listen on %s: the HTTP server did not start",
                      addr);
+}
+
+/* ---- The served jobs ---- */
+
+/* Now, in epoch ms. */
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Frees entry @p e (unlinked, unused): its sampler stops first. */
+static void served_free(served *e)
+{
+    if (e == NULL)
+        return;
+    tdm__history_free(e->ctx.hist);
+    tdm__free((char *)e->ctx.name);
+    tdm__free(e);
+}
+
+/* Serves @p job as @p name (task @p task, -1 for none, with its owner
+ * @p epoch): a history with its sampler, linked in task order.  TDM_OK or
+ * TDM_ERR_NOMEM. */
+static tdm_err serve_job(tdm_http *s, tdm_job *job, const char *name, int task,
+                         int64_t epoch)
+{
+    served *e = tdm__calloc(1, sizeof *e), **at;
+    tdm_err err = TDM_ERR_NOMEM;
+    if (e == NULL)
+        return err;
+    e->ctx.job = job;
+    e->ctx.task = task;
+    e->ctx.epoch = epoch;
+    e->ctx.since_ms = wall_ms();
+    e->ctx.name = tdm__strndup(name, strlen(name));
+    if (e->ctx.name != NULL)
+        err = tdm__history_new(job, &e->ctx.hist);
+    if (err == TDM_OK)
+        err = tdm__history_start(e->ctx.hist, 1000);
+    if (err != TDM_OK) {
+        served_free(e);
+        return err;
+    }
+    pthread_mutex_lock(&s->mu);
+    for (at = &s->jobs; *at != NULL && (*at)->ctx.task < task;)
+        at = &(*at)->next;
+    e->next = *at;
+    *at = e;
+    pthread_mutex_unlock(&s->mu);
+    return TDM_OK;
+}
+
+/* Stops serving task @p task (every task when -2): unlinks its entry,
+ * waits until no request uses it, frees it. */
+static void unserve(tdm_http *s, int task)
+{
+    for (;;) {
+        served *e = NULL, **at;
+        pthread_mutex_lock(&s->mu);
+        for (at = &s->jobs; *at != NULL; at = &(*at)->next)
+            if (task == -2 || (*at)->ctx.task == task)
+                break;
+        if ((e = *at) != NULL) {
+            *at = e->next;
+            while (e->refs > 0)
+                pthread_cond_wait(&s->cv, &s->mu);
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (e == NULL)
+            return;
+        served_free(e);
+    }
+}
+
+/* The host's word on task @p task (tdm_taskhost_watch): served from
+ * the start of its job to its end.  A task that cannot be served for
+ * want of memory runs unserved. */
+static void on_task(void *ud, int task, tdm_job *job, int64_t epoch)
+{
+    tdm_http *s = ud;
+    char name[200];
+    if (job == NULL) {
+        unserve(s, task);
+        return;
+    }
+    snprintf(name, sizeof name, "%s.task-%d", s->name, task);
+    (void)serve_job(s, job, name, task, epoch);
+}
+
+/* Pins every served job for one request into *set (an array the caller
+ * frees with unpin).  false on NOMEM. */
+static bool pin(tdm_http *s, tdm__rest_set *set, served ***pinned)
+{
+    size_t n = 0, i = 0;
+    pthread_mutex_lock(&s->mu);
+    for (served *e = s->jobs; e != NULL; e = e->next)
+        n++;
+    tdm__rest_ctx *ctx = tdm__calloc(n ? n : 1, sizeof *ctx);
+    *pinned = tdm__calloc(n ? n : 1, sizeof **pinned);
+    if (ctx != NULL && *pinned != NULL)
+        for (served *e = s->jobs; e != NULL; e = e->next, i++) {
+            e->refs++;
+            ctx[i] = e->ctx;
+            (*pinned)[i] = e;
+        }
+    pthread_mutex_unlock(&s->mu);
+    set->jobs = ctx;
+    set->n = i;
+    set->tasks = s->host != NULL;
+    set->host = s->host != NULL ? s->name : NULL;
+    return ctx != NULL && *pinned != NULL;
+}
+
+/* Ends a request's pin of @p set and @p pinned. */
+static void unpin(tdm_http *s, tdm__rest_set *set, served **pinned)
+{
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; pinned != NULL && i < set->n; i++)
+        pinned[i]->refs--;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    tdm__free((void *)set->jobs);
+    tdm__free(pinned);
 }
 
 /* ---- Requests ---- */
@@ -292,7 +430,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     http_req *r = *ctx;
     tdm__reply rep;
     tdm__route route;
-    tdm__rest_ctx rc;
+    tdm__rest_set set;
+    served **pinned = NULL;
     char path[2048];
     const char *target, *query;
     size_t plen;
@@ -349,10 +488,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         rep.len = tdm__web_index_len;
         return send_reply(c, &rep, 1);
     }
-    rc.job = s->job;
-    rc.name = s->name;
-    rc.hist = s->hist;
-    tdm__rest_reply(&rc, &route, query, &rep);
+    if (!pin(s, &set, &pinned))
+        tdm__rest_error(&rep, 500, "out of memory");
+    else
+        tdm__rest_reply(&set, &route, query, &rep);
+    unpin(s, &set, pinned);
     return send_reply(c, &rep, 0);
 }
 
@@ -396,9 +536,12 @@ static tdm_err take_job_keys(tdm_http *s, const struct sockaddr_storage *ss)
                              &s->deadline);
 }
 
-/* Starts the server (see tidemark.h). */
-tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
-                       tdm_http **out, char *errbuf, size_t errbuf_size)
+/* A server for @p job (a job, or a task host's definition) on
+ * @p address, with @p token: checked, allocated, listening.  Serves no
+ * job yet.  TDM_OK with *out set, or an error with its message. */
+static tdm_err start_server(tdm_job *job, const char *address,
+                            const char *token, tdm_http **out, char *errbuf,
+                            size_t errbuf_size)
 {
     struct sockaddr_storage ss;
     socklen_t slen = 0;
@@ -423,6 +566,8 @@ tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
     s = tdm__calloc(1, sizeof *s);
     if (s == NULL)
         goto nomem;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
     s->job = job;
     name = tdm_job_get(job, "name");
     if (name == NULL || name[0] == '\0')
@@ -436,10 +581,7 @@ tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
         if (s->token == NULL)
             goto nomem;
     }
-    err = tdm__history_new(job, &s->hist);
-    if (err == TDM_OK)
-        err = take_job_keys(s, &ss);
-    if (err != TDM_OK)
+    if (take_job_keys(s, &ss) != TDM_OK)
         goto nomem;
     if (v6)
         flags |= MHD_USE_IPv6;
@@ -458,9 +600,6 @@ tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
     }
     info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = info != NULL ? (int)info->port : 0;
-    err = tdm__history_start(s->hist, 1000);
-    if (err != TDM_OK)
-        goto nomem;
     *out = s;
     return TDM_OK;
 nomem:
@@ -469,6 +608,39 @@ nomem:
 fail:
     tdm_http_stop(s);
     return err;
+}
+
+/* Starts the server of one job (see tidemark.h). */
+tdm_err tdm_http_start(tdm_job *job, const char *address, const char *token,
+                       tdm_http **out, char *errbuf, size_t errbuf_size)
+{
+    tdm_err err = start_server(job, address, token, out, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    if (serve_job(*out, job, (*out)->name, -1, 0) != TDM_OK) {
+        tdm_http_stop(*out);
+        *out = NULL;
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
+                         "out of memory starting the HTTP server");
+    }
+    return TDM_OK;
+}
+
+/* Starts the server of a task host (see tidemark.h): its tasks come and
+ * go through the host's watcher. */
+tdm_err tdm_http_start_tasks(tdm_taskhost *host, tdm_job *def,
+                             const char *address, const char *token,
+                             tdm_http **out, char *errbuf, size_t errbuf_size)
+{
+    if (host == NULL)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "host must not be NULL");
+    tdm_err err = start_server(def, address, token, out, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    (*out)->host = host;
+    tdm_taskhost_watch(host, on_task, *out);
+    return TDM_OK;
 }
 
 /* The port the server listens on (see tidemark.h). */
@@ -486,10 +658,14 @@ void tdm_http_stop(tdm_http *srv)
         return;
     if (srv->d != NULL)
         MHD_stop_daemon(srv->d);
+    if (srv->host != NULL)
+        tdm_taskhost_watch(srv->host, NULL, NULL);
+    unserve(srv, -2);
     tdm__deadline_free(srv->deadline);
     tdm__free(srv->allow);
-    tdm__history_free(srv->hist);
     tdm__free(srv->token);
     tdm__free(srv->name);
+    pthread_cond_destroy(&srv->cv);
+    pthread_mutex_destroy(&srv->mu);
     tdm__free(srv);
 }

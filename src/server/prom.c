@@ -6,6 +6,9 @@
  * (vertex), the subtask and, where the scope has them, the input, the
  * channel (and the upstream it comes from) or the partition (and its
  * name).  "No watermark yet" is left out; end of input is +Inf.
+ * A task host's server renders every running task's snapshot in one
+ * text: each family's header once, the tasks' samples after it, told
+ * apart by the job (the task job's id) and a task label.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,14 +109,17 @@ static void metric_name(tdm_metric id, char *buf, size_t n)
     buf[o < n ? o : n - 1] = '\0';
 }
 
-/* Appends one sample line for value @p v of metric family @p name. */
-static void add_sample(pbuf *b, const char *name, const char *job,
+/* Appends one sample line for value @p v of metric family @p name, of
+ * job @p j. */
+static void add_sample(pbuf *b, const char *name, const tdm__prom_job *j,
                        const tdm_metric_value *v, const char *scope)
 {
     add_str(b, name);
     add_str(b, "{job=\"");
-    add_escaped(b, job, 0);
+    add_escaped(b, j->name, 0);
     add_str(b, "\"");
+    if (j->task >= 0)
+        add_fmt(b, ",task=\"%d\"", j->task);
     if (v->vertex != NULL) {
         add_str(b, ",operator=\"");
         add_escaped(b, v->vertex, 0);
@@ -142,24 +148,19 @@ static void add_sample(pbuf *b, const char *name, const char *job,
         add_fmt(b, "} %lld\n", (long long)v->value);
 }
 
-/* Renders a snapshot (see server.h).  Samples of one metric must follow
- * its HELP and TYPE lines together, so the values are visited metric by
- * metric through a list of value indexes grouped by metric (a counting
- * sort: the snapshot's own order is kept within each metric). */
-tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name, char **out,
-                         size_t *len)
+/* A snapshot's value indexes grouped by metric: a counting sort that
+ * keeps the snapshot's own order within each metric, so that metric id's
+ * values are order[start[id]] .. order[start[id + 1] - 1].  NULL on
+ * NOMEM. */
+static size_t *group_by_metric(const tdm_metrics *m,
+                               size_t start[TDM_METRIC_COUNT_ + 1])
 {
-    pbuf b = {NULL, 0, 0, 0};
     size_t n = tdm_metrics_count(m);
-    size_t start[TDM_METRIC_COUNT_ + 1];
+    size_t fill[TDM_METRIC_COUNT_];
     size_t *order = tdm__malloc((n ? n : 1) * sizeof *order);
-    char name[96];
-
-    *out = NULL;
-    *len = 0;
     if (order == NULL)
-        return TDM_ERR_NOMEM;
-    memset(start, 0, sizeof start);
+        return NULL;
+    memset(start, 0, (TDM_METRIC_COUNT_ + 1) * sizeof *start);
     for (size_t i = 0; i < n; i++) {
         const tdm_metric_value *v = tdm_metrics_at(m, i);
         if (v != NULL && (int)v->id >= 0 && v->id < TDM_METRIC_COUNT_)
@@ -167,67 +168,116 @@ tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name, char **out,
     }
     for (int id = 0; id < TDM_METRIC_COUNT_; id++)
         start[id + 1] += start[id];
-    {
-        size_t fill[TDM_METRIC_COUNT_];
-        memcpy(fill, start, sizeof fill);
-        for (size_t i = 0; i < n; i++) {
-            const tdm_metric_value *v = tdm_metrics_at(m, i);
-            if (v != NULL && (int)v->id >= 0 && v->id < TDM_METRIC_COUNT_)
-                order[fill[v->id]++] = i;
-        }
+    memcpy(fill, start, sizeof fill);
+    for (size_t i = 0; i < n; i++) {
+        const tdm_metric_value *v = tdm_metrics_at(m, i);
+        if (v != NULL && (int)v->id >= 0 && v->id < TDM_METRIC_COUNT_)
+            order[fill[v->id]++] = i;
     }
-    for (int id = 0; id < TDM_METRIC_COUNT_; id++) {
-        const char *scope = tdm_metric_scope((tdm_metric)id);
-        const char *type = tdm_metric_type((tdm_metric)id);
-        int header = 0;
-        metric_name((tdm_metric)id, name, sizeof name);
-        for (size_t k = start[id]; k < start[id + 1]; k++) {
-            const tdm_metric_value *v = tdm_metrics_at(m, order[k]);
+    return order;
+}
+
+/* Appends the HELP and TYPE lines of metric @p id, named @p name. */
+static void add_header(pbuf *b, int id, const char *name)
+{
+    const char *type = tdm_metric_type((tdm_metric)id);
+    add_fmt(b, "# HELP %s ", name);
+    add_escaped(b, tdm_metric_help((tdm_metric)id), 1);
+    add_fmt(b, " (%s)\n# TYPE %s %s\n", tdm_metric_unit((tdm_metric)id), name,
+            strcmp(type, "COUNTER") == 0 ? "counter" : "gauge");
+}
+
+/* Appends the culprit of job @p j, derived from its snapshot: one series
+ * naming the partition that holds the watermark back, valued by how
+ * far; the family's header first unless *header says it was written. */
+static void add_culprit(pbuf *b, const tdm__prom_job *j, int *header)
+{
+    tdm__culprit c;
+    tdm__find_culprit(j->m, &c);
+    if (!c.found)
+        return;
+    if (!*header)
+        add_str(b, "# HELP tidemark_watermark_held_back_ms The partition "
+                   "holding the job's watermark back: how far its "
+                   "watermark is behind the next lowest partition's "
+                   "(ms; -1 when it has none yet)\n"
+                   "# TYPE tidemark_watermark_held_back_ms gauge\n");
+    *header = 1;
+    add_str(b, "tidemark_watermark_held_back_ms{job=\"");
+    add_escaped(b, j->name, 0);
+    add_str(b, "\"");
+    if (j->task >= 0)
+        add_fmt(b, ",task=\"%d\"", j->task);
+    add_str(b, ",operator=\"");
+    add_escaped(b, c.vertex ? c.vertex : "", 0);
+    add_fmt(b, "\",subtask=\"%d\",partition=\"%d\"", c.subtask, c.partition);
+    if (c.name != NULL) {
+        add_str(b, ",partition_name=\"");
+        add_escaped(b, c.name, 0);
+        add_str(b, "\"");
+    }
+    add_fmt(b, "} %lld\n", (long long)c.behind_ms);
+}
+
+/* Appends every job's samples of metric @p id, after its header. */
+static void add_family(pbuf *b, int id, const tdm__prom_job *jobs, size_t n,
+                       size_t *const *order,
+                       const size_t (*start)[TDM_METRIC_COUNT_ + 1])
+{
+    const char *scope = tdm_metric_scope((tdm_metric)id);
+    char name[96];
+    int header = 0;
+    metric_name((tdm_metric)id, name, sizeof name);
+    for (size_t j = 0; j < n; j++) {
+        for (size_t k = start[j][id]; k < start[j][id + 1]; k++) {
+            const tdm_metric_value *v = tdm_metrics_at(jobs[j].m, order[j][k]);
             /* "No watermark yet" is not a number anyone should graph. */
             if (tdm_metric_is_event_time(v->id) && v->value == TDM_TIME_MIN)
                 continue;
-            if (!header) {
-                add_fmt(&b, "# HELP %s ", name);
-                add_escaped(&b, tdm_metric_help((tdm_metric)id), 1);
-                add_fmt(&b, " (%s)\n# TYPE %s %s\n",
-                        tdm_metric_unit((tdm_metric)id), name,
-                        strcmp(type, "COUNTER") == 0 ? "counter" : "gauge");
-                header = 1;
-            }
-            add_sample(&b, name, job_name, v, scope);
+            if (!header)
+                add_header(b, id, name);
+            header = 1;
+            add_sample(b, name, &jobs[j], v, scope);
         }
     }
-    /* The culprit, derived from the same snapshot: one series naming the
-     * partition that holds the watermark back, valued by how far. */
-    {
-        tdm__culprit c;
-        tdm__find_culprit(m, &c);
-        if (c.found) {
-            add_str(&b, "# HELP tidemark_watermark_held_back_ms The partition "
-                        "holding the job's watermark back: how far its "
-                        "watermark is behind the next lowest partition's "
-                        "(ms; -1 when it has none yet)\n"
-                        "# TYPE tidemark_watermark_held_back_ms gauge\n"
-                        "tidemark_watermark_held_back_ms{job=\"");
-            add_escaped(&b, job_name, 0);
-            add_str(&b, "\",operator=\"");
-            add_escaped(&b, c.vertex ? c.vertex : "", 0);
-            add_fmt(&b, "\",subtask=\"%d\",partition=\"%d\"", c.subtask,
-                    c.partition);
-            if (c.name != NULL) {
-                add_str(&b, ",partition_name=\"");
-                add_escaped(&b, c.name, 0);
-                add_str(&b, "\"");
-            }
-            add_fmt(&b, "} %lld\n", (long long)c.behind_ms);
-        }
+}
+
+/* Renders snapshots (see server.h).  Samples of one metric must follow
+ * its HELP and TYPE lines together, across jobs too, so each snapshot's
+ * values are grouped by metric first (group_by_metric). */
+tdm_err tdm__prom_render(const tdm__prom_job *jobs, size_t n, char **out,
+                         size_t *len)
+{
+    pbuf b = {NULL, 0, 0, 0};
+    size_t(*start)[TDM_METRIC_COUNT_ + 1] =
+        tdm__malloc((n ? n : 1) * sizeof *start);
+    size_t **order = tdm__calloc(n ? n : 1, sizeof *order);
+    int culprit_header = 0;
+    tdm_err err = TDM_ERR_NOMEM;
+
+    *out = NULL;
+    *len = 0;
+    if (start == NULL || order == NULL)
+        goto done;
+    for (size_t j = 0; j < n; j++)
+        if ((order[j] = group_by_metric(jobs[j].m, start[j])) == NULL)
+            goto done;
+    for (int id = 0; id < TDM_METRIC_COUNT_; id++)
+        add_family(&b, id, jobs, n, order,
+                   (const size_t(*)[TDM_METRIC_COUNT_ + 1]) start);
+    for (size_t j = 0; j < n; j++)
+        add_culprit(&b, &jobs[j], &culprit_header);
+    if (!b.oom && reserve(&b, 0)) {
+        *out = b.p;
+        *len = b.len;
+        b.p = NULL;
+        err = TDM_OK;
     }
+done:
+    for (size_t j = 0; order != NULL && j < n; j++)
+        tdm__free(order[j]);
     tdm__free(order);
-    if (b.oom || !reserve(&b, 0)) {
-        tdm__free(b.p);
-        return TDM_ERR_NOMEM;
-    }
-    *out = b.p;
-    *len = b.len;
-    return TDM_OK;
+    tdm__free(start);
+    tdm__free(b.p);
+    return err;
 }

@@ -185,18 +185,78 @@ static tdm_metrics *snapshot(const tdm__rest_ctx *ctx, tdm__reply *out)
 
 /* ---- GET /jobs ---- */
 
-/* {"jobs":[{"id","name","status"}]}: one job per server, its name as
- * its id.  No snapshot is needed: the state is two atomics. */
-static json_t *jobs_json(const tdm__rest_ctx *ctx)
+/* {"jobs":[{"id","name","status"}]}: every served job, its name as its
+ * id (a task's job with its task number).  No snapshot is needed: the
+ * state is two atomics. */
+static json_t *jobs_json(const tdm__rest_set *set)
 {
     json_t *root = json_object(), *arr = json_array(), *j;
     if (root == NULL || !attach(root, "jobs", arr))
         goto fail;
-    j = json_object();
-    if (!push(arr, j) || !put(j, "id", json_string(ctx->name)) ||
-        !put(j, "name", json_string(ctx->name)) ||
-        !put(j, "status", json_string(job_state(ctx->job))))
+    for (size_t i = 0; i < set->n; i++) {
+        const tdm__rest_ctx *ctx = &set->jobs[i];
+        j = json_object();
+        if (!push(arr, j) || !put(j, "id", json_string(ctx->name)) ||
+            !put(j, "name", json_string(ctx->name)) ||
+            !put(j, "status", json_string(job_state(ctx->job))) ||
+            (ctx->task >= 0 && !put(j, "task", json_integer(ctx->task))))
+            goto fail;
+    }
+    json_decref(arr);
+    return root;
+fail:
+    json_decref(arr);
+    json_decref(root);
+    return NULL;
+}
+
+/* ---- GET /tasks ---- */
+
+/* One task of a task host: its number and job id, its state, its owner
+ * epoch, since when this process runs it, the checkpoint it resumed from
+ * and its newest checkpoint with the state's size in it. */
+static json_t *task_json(const tdm__rest_ctx *ctx)
+{
+    tdm_job *job = ctx->job;
+    int64_t last = tdm_job_stat(job, TDM_STAT_CHECKPOINT_ID);
+    int64_t from = tdm_job_stat(job, TDM_STAT_RESTORED_ID);
+    json_t *t = json_object(), *ck = NULL;
+    if (t == NULL || !put(t, "task", json_integer(ctx->task)) ||
+        !put(t, "id", json_string(ctx->name)) ||
+        !put(t, "status", json_string(job_state(job))) ||
+        !put(t, "owner_epoch", json_integer(ctx->epoch)) ||
+        !put(t, "since", json_integer(ctx->since_ms)) ||
+        !put(t, "restored_from", from > 0 ? json_integer(from) : json_null()) ||
+        !put(t, "records_in",
+             json_integer(tdm_job_stat(job, TDM_STAT_RECORDS_IN))) ||
+        !put(t, "checkpoint_dir",
+             json_string(tdm_job_get(job, "checkpoint.dir"))) ||
+        !put(t, "latest_checkpoint", ck = json_object()) ||
+        !put(ck, "id", last > 0 ? json_integer(last) : json_null()) ||
+        !put(ck, "state_bytes",
+             last > 0
+                 ? json_integer(tdm_job_stat(job, TDM_STAT_CHECKPOINT_BYTES))
+                 : json_null()) ||
+        !put(ck, "duration_ms",
+             last > 0 ? json_integer(tdm_job_stat(job, TDM_STAT_CHECKPOINT_MS))
+                      : json_null())) {
+        json_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* {"host": name, "tasks": [...]}: the tasks this process runs now, in
+ * task order (the server keeps them so). */
+static json_t *tasks_json(const tdm__rest_set *set)
+{
+    json_t *root = json_object(), *arr = json_array();
+    if (root == NULL || !put(root, "host", jstr(set->host)) ||
+        !attach(root, "tasks", arr))
         goto fail;
+    for (size_t i = 0; i < set->n; i++)
+        if (!push(arr, task_json(&set->jobs[i])))
+            goto fail;
     json_decref(arr);
     return root;
 fail:
@@ -1030,24 +1090,58 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
 
 /* ---- Dispatch ---- */
 
-/* GET /metrics: the Prometheus text of a snapshot. */
-static void prom_reply(const tdm__rest_ctx *ctx, tdm__reply *out)
+/* GET /metrics: the Prometheus text of a snapshot of every served
+ * job. */
+static void prom_reply(const tdm__rest_set *set, tdm__reply *out)
 {
     char *text = NULL;
-    size_t len = 0;
-    tdm_metrics *m = snapshot(ctx, out);
-    if (m == NULL)
-        return;
-    if (tdm__prom_render(m, ctx->name, &text, &len) != TDM_OK) {
-        tdm_metrics_free(m);
-        tdm__rest_error(out, 500, "out of memory");
+    size_t len = 0, n = 0;
+    tdm__prom_job *jobs = tdm__calloc(set->n ? set->n : 1, sizeof *jobs);
+    tdm_err err = jobs != NULL ? TDM_OK : TDM_ERR_NOMEM;
+    for (; err == TDM_OK && n < set->n; n++) {
+        tdm_metrics *m = NULL;
+        err = tdm_job_metrics(set->jobs[n].job, &m);
+        jobs[n].m = m;
+        jobs[n].name = set->jobs[n].name;
+        jobs[n].task = set->jobs[n].task;
+    }
+    if (err == TDM_OK)
+        err = tdm__prom_render(jobs, set->n, &text, &len);
+    for (size_t i = 0; jobs != NULL && i < n; i++)
+        tdm_metrics_free((tdm_metrics *)jobs[i].m);
+    tdm__free(jobs);
+    if (err != TDM_OK) {
+        tdm__rest_error(out, 500,
+                        err == TDM_ERR_NOMEM ? "out of memory"
+                                             : "cannot take a snapshot");
         return;
     }
-    tdm_metrics_free(m);
     out->status = 200;
     out->type = "text/plain; version=0.0.4; charset=utf-8";
     out->body = text;
     out->len = len;
+}
+
+/* The served job named @p id, or NULL with a 404 in *out naming the
+ * jobs there are. */
+static const tdm__rest_ctx *find_job(const tdm__rest_set *set, const char *id,
+                                     tdm__reply *out)
+{
+    char msg[512];
+    size_t o = 0;
+    for (size_t i = 0; i < set->n; i++)
+        if (strcmp(set->jobs[i].name, id) == 0)
+            return &set->jobs[i];
+    o = (size_t)snprintf(msg, sizeof msg, "no job \"%s\" (this server runs ",
+                         id);
+    for (size_t i = 0; i < set->n && o < sizeof msg; i++)
+        o += (size_t)snprintf(msg + o, sizeof msg - o, "%s\"%s\"",
+                              i ? ", " : "", set->jobs[i].name);
+    if (o < sizeof msg)
+        snprintf(msg + o, sizeof msg - o, "%s)",
+                 set->n == 0 ? "no job now: its tasks run elsewhere" : "");
+    tdm__rest_error(out, 404, msg);
+    return NULL;
 }
 
 /* The routes under /jobs/:id answered from snapshot @p m (borrowed);
@@ -1094,11 +1188,12 @@ static void snapshot_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
 }
 
 /* Answers a route (see server.h). */
-void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
+void tdm__rest_reply(const tdm__rest_set *set, const tdm__route *r,
                      const char *query, tdm__reply *out)
 {
     tdm_metrics *m = NULL;
-    char msg[512], get[8192];
+    char get[8192];
+    const tdm__rest_ctx *ctx;
     int rc;
 
     memset(out, 0, sizeof *out);
@@ -1116,21 +1211,25 @@ void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
         tdm__rest_error(out, 405, "only GET and HEAD are allowed");
         return;
     case TDM__R_JOBS:
-        reply_json(out, 200, jobs_json(ctx));
+        reply_json(out, 200, jobs_json(set));
         return;
     case TDM__R_PROMETHEUS:
-        prom_reply(ctx, out);
+        prom_reply(set, out);
+        return;
+    case TDM__R_TASKS:
+        if (set->tasks)
+            reply_json(out, 200, tasks_json(set));
+        else
+            tdm__rest_error(out, 404,
+                            "this server runs one job, not tasks "
+                            "(scale_out: tasks; see GET /jobs)");
         return;
     default:
         break;
     }
     /* Every other route is under /jobs/:id. */
-    if (strcmp(r->job, ctx->name) != 0) {
-        snprintf(msg, sizeof msg, "no job \"%s\" (this server runs \"%s\")",
-                 r->job, ctx->name);
-        tdm__rest_error(out, 404, msg);
+    if ((ctx = find_job(set, r->job, out)) == NULL)
         return;
-    }
     if (r->id == TDM__R_WINDOW) {
         window_reply(ctx, query, out);
         return;

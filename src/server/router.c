@@ -182,6 +182,8 @@ void tdm__route_parse(const char *method, const char *url, tdm__route *out)
         id = TDM__R_PAGE;
     } else if (k == 1 && seg_is(seg[0], len[0], "metrics")) {
         id = TDM__R_PROMETHEUS;
+    } else if (k == 1 && seg_is(seg[0], len[0], "tasks")) {
+        id = TDM__R_TASKS;
     } else if (k >= 1 && k <= 5 && seg_is(seg[0], len[0], "jobs")) {
         if (k == 1)
             id = TDM__R_JOBS;

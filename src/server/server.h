@@ -35,8 +35,9 @@ typedef enum tdm__route_id {
     TDM__R_HISTORY,           /* GET /jobs/:id/history */
     TDM__R_LATE,              /* GET /jobs/:id/late */
     TDM__R_DIAGNOSIS,         /* GET /jobs/:id/diagnosis */
-    TDM__R_WINDOW,    /* GET /jobs/:id/windows?vertex=&key=&start=&end= */
-    TDM__R_PROMETHEUS /* GET /metrics */
+    TDM__R_WINDOW,     /* GET /jobs/:id/windows?vertex=&key=&start=&end= */
+    TDM__R_PROMETHEUS, /* GET /metrics */
+    TDM__R_TASKS       /* GET /tasks */
 } tdm__route_id;
 
 /* A parsed request target.  Strings point into the route's own buffer. */
@@ -167,26 +168,51 @@ typedef struct tdm__reply {
     size_t len;
 } tdm__reply;
 
-/* What every route needs: the job, its name (the job id) and the
- * history (may be NULL). */
+/* What every route needs of one served job: the job, its name (the job
+ * id) and the history (may be NULL); for a task's job (a server of a
+ * task host), the task number (-1 otherwise), the owner epoch its host
+ * took and when it started here (epoch ms). */
 typedef struct tdm__rest_ctx {
     tdm_job *job;
     const char *name;
     tdm__history *hist;
+    int task;
+    int64_t epoch;
+    int64_t since_ms;
 } tdm__rest_ctx;
 
-/* Answers route @p r (any id but TDM__R_PAGE) with query string @p query
- * (may be NULL) into *out: JSON for every route but TDM__R_PROMETHEUS,
- * errors as {"error": "..."} with 400, 404, 405, 500 or 503.  *out is
- * always filled (body NULL only when even the error could not be
- * allocated: the caller then answers 500 without a body). */
-void tdm__rest_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
+/* The jobs a server serves at the moment of a request: one for a job's
+ * server, the running tasks' for a task host's (@p tasks set; /tasks
+ * answers only then).  Borrowed for the request. */
+typedef struct tdm__rest_set {
+    const tdm__rest_ctx *jobs;
+    size_t n;
+    int tasks;
+    const char *host; /* a task host's job name, for its messages */
+} tdm__rest_set;
+
+/* Answers route @p r (any id but TDM__R_PAGE) over the served jobs @p set
+ * with query string @p query (may be NULL) into *out: JSON for every
+ * route but TDM__R_PROMETHEUS, errors as {"error": "..."} with 400, 404,
+ * 405, 500 or 503.  *out is always filled (body NULL only when even the
+ * error could not be allocated: the caller then answers 500 without a
+ * body). */
+void tdm__rest_reply(const tdm__rest_set *set, const tdm__route *r,
                      const char *query, tdm__reply *out);
 /* An error reply {"error": @p msg} with @p status. */
 void tdm__rest_error(tdm__reply *out, int status, const char *msg);
-/* Renders snapshot @p m of job @p job_name as Prometheus text format
- * 0.0.4 into *out and *len (tdm__malloc'd).  TDM_OK or TDM_ERR_NOMEM. */
-tdm_err tdm__prom_render(const tdm_metrics *m, const char *job_name, char **out,
+/* One job's snapshot for tdm__prom_render: its name (the job label)
+ * and its task number (a task label; -1: none). */
+typedef struct tdm__prom_job {
+    const tdm_metrics *m;
+    const char *name;
+    int task;
+} tdm__prom_job;
+
+/* Renders the snapshots of @p n jobs as Prometheus text format 0.0.4
+ * into *out and *len (tdm__malloc'd): each family's HELP and TYPE once,
+ * then its samples job by job.  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__prom_render(const tdm__prom_job *jobs, size_t n, char **out,
                          size_t *len);
 /* Parses a time for the windows route: ISO-8601 UTC
  * ("2026-12-02T10:00:00Z"; fraction of 1-9 digits and "Z" optional)

@@ -384,6 +384,38 @@ test('the chart draws the watermarks of the history', async () => {
               3);
 });
 
+test('one job: no picker; a task host\'s jobs: a link to each', async () => {
+    assert.equal(await page.locator('[data-testid="job-picker"]')
+        .isHidden(), true);
+    /* A task host's /jobs lists one job per task it runs (each with its
+     * task number): the real job's list, with a second task added. */
+    const isJobs = (url) => url.pathname === '/jobs';
+    await page.route(isJobs, async (route) => {
+        const resp = await route.fetch();
+        const body = await resp.json();
+        body.jobs.push({ id: 'webtest.task-9', name: 'webtest.task-9',
+                         status: 'RUNNING', task: 9 });
+        await route.fulfill({ response: resp, json: body });
+    });
+    try {
+        const links = page.locator('[data-testid="job-link"]');
+        await links.nth(1).waitFor({ timeout: WAIT_MS });
+        assert.equal(await links.count(), 2);
+        assert.equal(await links.nth(0).textContent(), 'webtest');
+        assert.equal(await links.nth(1).textContent(), 'task 9');
+        assert.match(await links.nth(0).getAttribute('class'), /current/);
+        const href = await links.nth(1).getAttribute('href');
+        assert.ok(href.startsWith('?job=webtest.task-9'), href);
+        if (TOKEN) {
+            assert.ok(href.includes('#token='), 'the link keeps the token');
+        }
+    } finally {
+        await page.unroute(isJobs);
+    }
+    await page.locator('[data-testid="job-picker"]')
+        .waitFor({ state: 'hidden', timeout: WAIT_MS });
+});
+
 test('screenshot', async () => {
     mkdirSync(dirname(SHOT), { recursive: true });
     await page.screenshot({ path: SHOT, fullPage: true });

@@ -30,6 +30,10 @@
 #           just before its owner file changed).
 #   guard   the job without scale_out: tasks, started twice: the second
 #           process is refused (job_guard.c) and writes nothing.
+#   http    members started with --http: each serves the tasks it runs
+#           (GET /tasks, /jobs, /jobs/<name>.task-<n>/..., /metrics with
+#           a task label), before and after a second member joins
+#           (HTTP_GET: tests/cli/http_get.c).
 #   random  SEED: 2-4 members, random kill -9, SIGTERM, joins and leaves
 #           while data flows (the differential test; run by
 #           tasks_diff.sh with many seeds).
@@ -215,6 +219,38 @@ _started_at_least() {
         _n=$((_n + $(started "$_f")))
     done
     [ "$_n" -ge "$1" ]
+}
+# member_http NAME: starts member NAME serving its tasks on a free port
+# (--http 127.0.0.1:0); sets PORT_<NAME> once the server line is there.
+member_http() {
+    run_bg "m-$1" "$W/job.yaml" --http 127.0.0.1:0
+    eval "PID_$1=\$LAST_PID"
+    wait_grep 1 60 "$W/m-$1.log" 'serving http://'
+    _p=$(sed -n 's|^tidemark: serving http://.*:\([0-9]*\)/ .*|\1|p' \
+        "$W/m-$1.log")
+    [ -n "$_p" ] || fail "$1: no port in its server line"
+    eval "PORT_$1=\$_p"
+}
+# get PORT TARGET: the body of GET TARGET into $W/body; fails unless 2xx.
+get() {
+    "$HTTP_GET" "$1" "$2" >"$W/body" 2>"$W/body.err" ||
+        fail "GET $2 on port $1: $(cat "$W/body.err" "$W/body")"
+}
+# served PORT: how many tasks GET /tasks lists.
+served() {
+    "$HTTP_GET" "$1" /tasks 2>/dev/null | grep -o '"task":[0-9]*' | wc -l
+}
+_serves() {
+    [ "$(served "$1")" -eq "$2" ]
+}
+_checkpointed() {
+    [ "$("$HTTP_GET" "$1" /tasks 2>/dev/null |
+        grep -o '"state_bytes":[1-9]' | wc -l)" -ge "$2" ]
+}
+_split() {
+    _a=$(served "$PORT_a")
+    _b=$(served "$PORT_b")
+    [ "$_a" -ge 1 ] && [ "$_b" -ge 1 ] && [ $((_a + _b)) -eq "$NP" ]
 }
 # held LOG: the tasks the member of LOG runs now (its last word on each
 # was "started"), one per line.
@@ -450,6 +486,65 @@ zombie)
     produce_rest 3
     wait_until 60 "$v's tasks taken over by $s" _holds "$W/m-$s.log" "$NP"
     finish "$s"
+    ;;
+http)
+    # One member serves its tasks (--http): GET /tasks lists every task
+    # it runs with its owner epoch and checkpoints, each task's job
+    # answers under /jobs/<name>.task-<n>, /metrics carries a task label
+    # (one header per family).  A second member joins: the tasks split
+    # between the two servers, and the moved ones say where they resumed.
+    # What serves one job only is refused, before anything runs.
+    for opt in --http-linger --from-scratch; do
+        set +e
+        "$TM" run "$W/job.yaml" --http 127.0.0.1:0 $opt >/dev/null \
+            2>"$W/refused.txt"
+        rc=$?
+        set -e
+        [ "$rc" = 2 ] &&
+            grep -q -- "$opt does not apply to scale_out: tasks" \
+                "$W/refused.txt" ||
+            fail "run $opt: exit $rc, $(cat "$W/refused.txt")"
+    done
+    produce_chunk 0
+    member_http a
+    wait_until 60 "8 tasks started" _started_at_least 8
+    produce_chunk 1
+    wait_until 60 "some output" _visible_at_least 8
+    wait_until 60 "a serves 8 tasks" _serves "$PORT_a" 8
+    get "$PORT_a" /tasks
+    grep -q '"host":"tasks"' "$W/body" || fail "/tasks: $(cat "$W/body")"
+    for n in 0 1 2 3 4 5 6 7; do
+        grep -q "\"task\":$n,\"id\":\"tasks.task-$n\",\"status\":\"RUNNING\",\"owner_epoch\":[1-9]" \
+            "$W/body" || fail "/tasks: task $n missing: $(cat "$W/body")"
+    done
+    wait_until 60 "a's 8 tasks with a checkpoint's state size" \
+        _checkpointed "$PORT_a" 8
+    get "$PORT_a" /jobs
+    [ "$(grep -o '"id":"tasks.task-[0-7]"' "$W/body" | wc -l)" -eq 8 ] ||
+        fail "/jobs: $(cat "$W/body")"
+    get "$PORT_a" /jobs/tasks.task-3
+    grep -q '"jid":"tasks.task-3"' "$W/body" || fail "/jobs/tasks.task-3"
+    get "$PORT_a" /jobs/tasks.task-3/diagnosis
+    "$HTTP_GET" "$PORT_a" /jobs/tasks >"$W/body" 2>/dev/null &&
+        fail "/jobs/tasks answered 2xx"
+    grep -q 'no job \\"tasks\\" (this server runs \\"tasks.task-0\\"' \
+        "$W/body" || fail "/jobs/tasks: $(cat "$W/body")"
+    get "$PORT_a" /metrics
+    for n in 0 7; do
+        grep -q "^tidemark_uptime_ms{job=\"tasks.task-$n\",task=\"$n\"" \
+            "$W/body" || fail "/metrics: no series of task $n"
+    done
+    dup=$(grep '^# HELP' "$W/body" | sort | uniq -d | head -n 1)
+    [ -z "$dup" ] || fail "/metrics: a family's header twice: $dup"
+    member_http b
+    wait_grep 1 60 "$W/m-b.log" 'task [0-9]* started'
+    wait_until 60 "the tasks split between a and b" _split
+    get "$PORT_b" /tasks
+    grep -q '"restored_from":[1-9]' "$W/body" ||
+        fail "b's tasks resumed from no checkpoint: $(cat "$W/body")"
+    produce_chunk 2
+    produce_rest 3
+    finish a b
     ;;
 guard)
     # The same job without scale_out: tasks (checkpointed, one process

@@ -954,21 +954,18 @@ static const kit_row late_rows_[] = {
     {0, "a", B + 2000, 1},
 };
 
-TDM_TEST(finished_job_serves_final_values)
+/* A finished job named @p name: the late rows through one window,
+ * named @p window. */
+static tdm_job *finished_job(const char *name, const char *window)
 {
     tdm_job *job = NULL;
-    tdm_http *srv = NULL;
     tdm_node *s, *w;
-    json_t *j, *c;
-    hres r;
-    char msg[256];
-    int port;
     ASSERT_OK(tdm_job_new(&job));
-    KIT_JOB_SET(job, "name", "done");
+    KIT_JOB_SET(job, "name", name);
     kit_add_data((kit_data){"late", 1, late_rows_, 3, 0, 0, 0});
     s = kit_source_node(job, "src", "late");
     KIT_SET(s, "watermark.emit", "on_event");
-    w = kit_node(job, TDM_NODE_WINDOW, "w\"x\\y\nz");
+    w = kit_node(job, TDM_NODE_WINDOW, window);
     KIT_SET(w, "from", "src");
     KIT_SET(w, "key_by", "k");
     KIT_SET(w, "window.size", "10s");
@@ -977,6 +974,17 @@ TDM_TEST(finished_job_serves_final_values)
     atomic_store(&clock_now, B + 60000);
     tdm__job_set_clock(job, manual_clock, NULL);
     kit_run_ok(job);
+    return job;
+}
+
+TDM_TEST(finished_job_serves_final_values)
+{
+    tdm_job *job = finished_job("done", "w\"x\\y\nz");
+    tdm_http *srv = NULL;
+    json_t *j, *c;
+    hres r;
+    char msg[256];
+    int port;
 
     ASSERT_OK(tdm_http_start(job, ":0", NULL, &srv, msg, sizeof msg));
     port = tdm_http_port(srv);
@@ -1022,6 +1030,98 @@ TDM_TEST(finished_job_serves_final_values)
     hres_free(&r);
     tdm_http_stop(srv);
     tdm_job_destroy(job);
+}
+
+/* Answers @p path over @p set into a parsed JSON body (NULL when the
+ * body is not JSON), checking the status. */
+static json_t *set_get(const tdm__rest_set *set, const char *path, int status,
+                       tdm__reply *rep)
+{
+    tdm__route r;
+    tdm__route_parse("GET", path, &r);
+    tdm__rest_reply(set, &r, NULL, rep);
+    ASSERT_EQ(rep->status, status);
+    return json_loadb(rep->body, rep->len, 0, NULL);
+}
+
+/* A task host's server serves a set of jobs, one per task: /jobs lists
+ * them with their task numbers, /tasks (only there) their owner epochs
+ * and checkpoints, /jobs/:id finds each and names them all when it does
+ * not, and /metrics gives each family's header once with every task's
+ * samples under it, told apart by a task label. */
+TDM_TEST(a_task_hosts_set_of_jobs)
+{
+    tdm_job *a = finished_job("t", "w"), *b = finished_job("t", "w");
+    tdm__rest_ctx jobs[2] = {
+        {a, "t.task-0", NULL, 0, 3, 1000},
+        {b, "t.task-5", NULL, 5, 1, 2000},
+    };
+    tdm__rest_set set = {jobs, 2, 1, "t"};
+    tdm__reply rep;
+    json_t *j, *e;
+
+    j = set_get(&set, "/jobs", 200, &rep);
+    ASSERT_EQ(json_array_size(json_object_get(j, "jobs")), 2);
+    e = json_array_get(json_object_get(j, "jobs"), 1);
+    ASSERT_STR_EQ(JSTR(e, "id"), "t.task-5");
+    ASSERT_EQ(JINT(e, "task"), 5);
+    json_decref(j);
+    tdm__free(rep.body);
+
+    j = set_get(&set, "/tasks", 200, &rep);
+    ASSERT_STR_EQ(JSTR(j, "host"), "t");
+    e = json_array_get(json_object_get(j, "tasks"), 0);
+    ASSERT_EQ(JINT(e, "task"), 0);
+    ASSERT_STR_EQ(JSTR(e, "status"), "FINISHED");
+    ASSERT_EQ(JINT(e, "owner_epoch"), 3);
+    ASSERT_EQ(JINT(e, "since"), 1000);
+    ASSERT_EQ(JINT(e, "records_in"), 3);
+    ASSERT_TRUE(json_is_null(json_object_get(e, "restored_from")));
+    ASSERT_TRUE(json_is_null(
+        json_object_get(json_object_get(e, "latest_checkpoint"), "id")));
+    json_decref(j);
+    tdm__free(rep.body);
+
+    j = set_get(&set, "/jobs/t.task-5", 200, &rep);
+    ASSERT_STR_EQ(JSTR(j, "jid"), "t.task-5");
+    json_decref(j);
+    tdm__free(rep.body);
+    j = set_get(&set, "/jobs/t", 404, &rep);
+    ASSERT_STR_EQ(JSTR(j, "error"), "no job \"t\" (this server runs "
+                                    "\"t.task-0\", \"t.task-5\")");
+    json_decref(j);
+    tdm__free(rep.body);
+
+    set_get(&set, "/metrics", 200, &rep);
+    {
+        const char *h = strstr(rep.body, "# HELP tidemark_num_records_in ");
+        const char *s0 = strstr(rep.body, "\ntidemark_num_records_in{job=\"t."
+                                          "task-0\",task=\"0\",operator=");
+        const char *s5 = strstr(rep.body, "\ntidemark_num_records_in{job=\"t."
+                                          "task-5\",task=\"5\",operator=");
+        ASSERT_TRUE(h != NULL && s0 != NULL && s5 != NULL);
+        ASSERT_TRUE(h < s0 && s0 < s5);
+        ASSERT_TRUE(strstr(h + 1, "# HELP tidemark_num_records_in ") == NULL);
+    }
+    tdm__free(rep.body);
+
+    /* No task now: empty lists; a job's server has no /tasks. */
+    set.n = 0;
+    j = set_get(&set, "/tasks", 200, &rep);
+    ASSERT_EQ(json_array_size(json_object_get(j, "tasks")), 0);
+    json_decref(j);
+    tdm__free(rep.body);
+    set_get(&set, "/metrics", 200, &rep);
+    ASSERT_EQ(rep.len, 0);
+    tdm__free(rep.body);
+    set.n = 1;
+    set.tasks = 0;
+    j = set_get(&set, "/tasks", 404, &rep);
+    ASSERT_TRUE(strstr(JSTR(j, "error"), "runs one job, not tasks") != NULL);
+    json_decref(j);
+    tdm__free(rep.body);
+    tdm_job_destroy(a);
+    tdm_job_destroy(b);
 }
 
 /* ====================================================================== */
@@ -1448,6 +1548,10 @@ TDM_TEST(router_routes)
     ASSERT_EQ(r.id, TDM__R_PAGE);
     tdm__route_parse("GET", "/metrics", &r);
     ASSERT_EQ(r.id, TDM__R_PROMETHEUS);
+    tdm__route_parse("GET", "/tasks", &r);
+    ASSERT_EQ(r.id, TDM__R_TASKS);
+    tdm__route_parse("POST", "/tasks", &r);
+    ASSERT_EQ(r.id, TDM__R_METHOD);
     tdm__route_parse("HEAD", "/jobs/", &r);
     ASSERT_EQ(r.id, TDM__R_JOBS);
     tdm__route_parse("GET", "/jobs/a%2Fb", &r);
