@@ -18,10 +18,11 @@
 
 /* ---- Exit codes (documented in --help and docs/cli.md) ---- */
 
-#define TDM_EXIT_OK 0      /* success */
-#define TDM_EXIT_RUNTIME 1 /* runtime failure: I/O, out of memory */
-#define TDM_EXIT_USAGE 2   /* bad command line */
-#define TDM_EXIT_INVALID 3 /* invalid job file or --set value */
+#define TDM_EXIT_OK 0       /* success */
+#define TDM_EXIT_RUNTIME 1  /* runtime failure: I/O, out of memory */
+#define TDM_EXIT_USAGE 2    /* bad command line */
+#define TDM_EXIT_INVALID 3  /* invalid job file or --set value */
+#define TDM_EXIT_CRITICAL 4 /* diagnose: a critical finding was reported */
 
 /* ---- A loaded job ---- */
 

@@ -893,6 +893,20 @@ static int parse_opts(int argc, char **argv, dg_opts *o)
     return TDM_EXIT_OK;
 }
 
+/* 1 when the diagnosis @p j holds a critical finding. */
+static int has_critical(json_t *j)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(j, "findings"), i, f)
+    {
+        if (strcmp(jstr(f, "severity"), "critical") == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Picks the job: --job, or the only one /jobs lists. */
 static int pick_job(const dg_url *u, const dg_opts *o, char *id, size_t n)
 {
@@ -965,8 +979,9 @@ static int pick_vertex(const dg_url *u, const dg_opts *o, const char *path,
 }
 
 /* Runs `tidemark diagnose` (argv after the command name).  Returns
- * TDM_EXIT_OK when an answer was printed, TDM_EXIT_RUNTIME when the
- * server could not be reached or refused, TDM_EXIT_USAGE on a bad command
+ * TDM_EXIT_OK when an answer was printed, TDM_EXIT_CRITICAL when that
+ * diagnosis holds a critical finding, TDM_EXIT_RUNTIME when the server
+ * could not be reached or refused, TDM_EXIT_USAGE on a bad command
  * line. */
 int tdm__cli_cmd_diagnose(int argc, char **argv)
 {
@@ -1061,7 +1076,11 @@ int tdm__cli_cmd_diagnose(int argc, char **argv)
     } else {
         print_diagnosis(j);
     }
+    /* R-CD-1: a critical finding fails a script or an alert's check. */
+    int crit = o.window == NULL && has_critical(j);
     json_decref(j);
     free(raw);
-    return fflush(stdout) == 0 ? TDM_EXIT_OK : TDM_EXIT_RUNTIME;
+    if (fflush(stdout) != 0)
+        return TDM_EXIT_RUNTIME;
+    return crit ? TDM_EXIT_CRITICAL : TDM_EXIT_OK;
 }

@@ -15,6 +15,9 @@
 #include "core.h"
 #include "server/view.h"
 
+/* A partition watermark this far ahead of processing time is a
+ * WATERMARK_AHEAD: no producer's clock is a minute fast by accident. */
+#define DX_AHEAD_MS 60000
 /* A late fraction above this (per mille) is a HIGH_LATE_RATE ... */
 #define DX_LATE_PERMILLE 10
 /* ... once the operator has received at least this many records. */
@@ -195,7 +198,23 @@ static void held_back_fix(const tdm__view *w, const tdm__view_culprit *c,
     int is_stalled = tdm__view_stalled(u, c->other_age_ms);
 
     tdm__view_part_name(u, nm, sizeof nm);
-    if (idle <= 0) {
+    if (age >= 0 && age < TDM__VIEW_STALL_MS && c->pub.behind_ms >= 0 &&
+        (idle <= 0 || age < idle)) {
+        /* R-DX-H1: it sent within TDM__VIEW_STALL_MS, and is behind: skew,
+         * not silence.  An idle timeout would drop its records as late
+         * whenever it paused. */
+        set_fix(o, f,
+                "Do not set an idle timeout for it: partition %s still sends "
+                "(its records are %s behind the others, a backlog or a clock "
+                "behind), and a partition marked idle between its records has "
+                "them dropped as late. Check its producer's backlog and the "
+                "consumer lag of the partition; windows fire as it catches "
+                "up. To keep the other partitions from running ahead and "
+                "filling state meanwhile, align them: "
+                "sources.%s.watermark.alignment.group and "
+                ".alignment.max_drift.",
+                nm, tdm__fmt_dur(c->pub.behind_ms, d, sizeof d), u->vertex);
+    } else if (idle <= 0) {
         int64_t s = suggest_idle(w, u->vertex, c->other_age_ms, age);
         fmt_conf(s, fx, sizeof fx);
         set_fix(o, f,
@@ -494,6 +513,95 @@ static void rule_all_idle(const tdm__view *w, dx_out *o)
             "window.");
 }
 
+/* Adds, per window or join that holds state, where its watermark stays
+ * and since when (from the history, when it has the run), to @p ev
+ * unless it is NULL; returns how many hold state. */
+static int stuck_operators(const tdm__view *w, const tdm__history *hist,
+                           dx_out *o, json_t *ev)
+{
+    char a[64], b[64], d[32], c[32];
+    int holding = 0;
+    for (size_t i = 0; i < w->n_vertices; i++) {
+        const tdm_vertex_info *vi = tdm_metrics_vertex(w->m, i);
+        int k = 0;
+        tdm_time_ms since;
+        if (vi->kind != TDM_NODE_WINDOW && vi->kind != TDM_NODE_JOIN)
+            continue;
+        int64_t st = tdm__view_agg(w, vi->name, TDM_METRIC_STATE_WINDOWS,
+                                   TDM_METRIC_AGG_SUM, NULL);
+        int64_t wm = tdm__view_agg(w, vi->name, TDM_METRIC_WM_OUTPUT,
+                                   TDM_METRIC_AGG_MIN, &k);
+        if (st <= 0 || !k)
+            continue;
+        holding++;
+        if (!ev)
+            continue;
+        if (tdm__history_flat_since(hist, vi->name, wm, &since))
+            tdm__json_add_str(
+                ev, &o->oom,
+                "%s %s holds %s %s at watermark %s, flat since %s "
+                "(%s)",
+                vi->kind == TDM_NODE_JOIN ? "join" : "window", vi->name,
+                tdm__fmt_count(st, c, sizeof c),
+                vi->kind == TDM_NODE_JOIN ? "buffered records" : "open windows",
+                tdm__fmt_time(wm, a, sizeof a),
+                tdm__fmt_time(since, b, sizeof b),
+                tdm__fmt_dur(tdm__time_sub_sat(w->now, since), d, sizeof d));
+        else
+            tdm__json_add_str(ev, &o->oom, "%s %s holds %s %s at watermark %s",
+                              vi->kind == TDM_NODE_JOIN ? "join" : "window",
+                              vi->name, tdm__fmt_count(st, c, sizeof c),
+                              vi->kind == TDM_NODE_JOIN ? "buffered records"
+                                                        : "open windows",
+                              tdm__fmt_time(wm, a, sizeof a));
+    }
+    return holding;
+}
+
+/* STALLED_WATERMARK: every unfinished partition has been silent for
+ * TDM__VIEW_STALL_MS or more, none of them idle-marked (that is
+ * ALL_IDLE), and windows hold records.  Nothing can move the watermark:
+ * no partition sends, so no partition holds the others back either (the
+ * culprit rules stay quiet), and an idle timeout would not help - it
+ * leaves silent partitions out of the minimum, and here every one is
+ * silent.  Only records, or the end of the input, fire those windows. */
+static void rule_stalled(const tdm__view *w, const tdm__history *hist,
+                         dx_out *o)
+{
+    char d[32], nm[32];
+    tdm__view_silence sl = tdm__view_silence_of(w);
+    int64_t youngest = sl.youngest;
+    /* R-DX-S1: some partition sends, or all are idle (ALL_IDLE); R-DX-S2:
+     * no window holds anything, so nothing waits (between bursts). */
+    if (!tdm__view_all_silent(w, &sl) || stuck_operators(w, hist, o, NULL) == 0)
+        return;
+    json_t *f = finding(o, SEV_CRITICAL, "STALLED_WATERMARK", NULL, -1, -1,
+                        "No partition has sent a record for %s: the "
+                        "watermark cannot move, and windows wait",
+                        youngest >= 0 ? tdm__fmt_dur(youngest, d, sizeof d)
+                                      : "a long time");
+    if (!f)
+        return;
+    json_t *ev = evidence(f);
+    tdm__json_add_str(ev, &o->oom,
+                      "%d of %d unfinished partitions are silent (no record "
+                      "for %s or more), and none is marked idle",
+                      sl.silent, sl.live,
+                      tdm__fmt_dur(TDM__VIEW_STALL_MS, nm, sizeof nm));
+    stuck_operators(w, hist, o, ev);
+    tdm__json_add_str(ev, &o->oom,
+                      "an idle timeout cannot help: it leaves silent "
+                      "partitions out of the minimum, and every partition "
+                      "is silent");
+    set_fix(o, f,
+            "Check that the producers still send: the windows fire when "
+            "records move the watermark past their end. If the input is "
+            "complete (a replay or a backfill), let it end - a file or a "
+            "closed stdin ends by itself, and a Kafka source with stop: end "
+            "stops at the offsets it found at start: end of input fires "
+            "every window.");
+}
+
 /* TIMESTAMP_UNIT: a source whose timestamps look like another unit.  The
  * runtime judges the first 100 timestamps of each partition and
  * publishes its suspicion per subtask (timestampUnitSuspect); the first
@@ -618,6 +726,82 @@ static void rule_future(const tdm__view *w, dx_out *o)
     }
 }
 
+/* The partition whose watermark is furthest ahead of processing time,
+ * by more than DX_AHEAD_MS, or NULL; *ahead says by how much. */
+static const tdm__view_unit *ahead_part(const tdm__view *w, int64_t *ahead)
+{
+    const tdm__view_unit *best = NULL;
+    for (size_t i = 0; i < w->n; i++) {
+        const tdm__view_unit *u = &w->u[i];
+        if (u->scope != TDM__VIEW_PARTITION ||
+            !tdm__view_has(u, TDM_METRIC_P_WM) ||
+            u->v[TDM_METRIC_P_WM] == TDM_TIME_MIN ||
+            u->v[TDM_METRIC_P_WM] == TDM_TIME_MAX)
+            continue;
+        int64_t by = tdm__time_sub_sat(u->v[TDM_METRIC_P_WM], w->now);
+        if (by > DX_AHEAD_MS && (!best || by > *ahead)) {
+            best = u;
+            *ahead = by;
+        }
+    }
+    return best;
+}
+
+/* WATERMARK_AHEAD: a partition's watermark runs ahead of processing time
+ * (ahead_part): a record from the future, inside timestamp_guard, moved
+ * it, and every record on time by the clocks is now late.  The fix is
+ * the guard that would have kept that record out of the watermark, and
+ * the producer's clock; never a larger bound. */
+static void rule_ahead(const tdm__view *w, dx_out *o)
+{
+    char a[64], b[64], d[32], g[32], fx[32], nm[160];
+    int64_t ahead = 0;
+    const tdm__view_unit *u = ahead_part(w, &ahead);
+    int64_t guard = w->job ? tdm_job_get_int(w->job, "timestamp_guard") : 0;
+    if (!u)
+        return;
+    tdm__view_part_name(u, nm, sizeof nm);
+    json_t *f = finding(o, SEV_CRITICAL, "WATERMARK_AHEAD", u->vertex,
+                        u->subtask, u->index,
+                        "Partition %s of source %s has a watermark %s ahead of "
+                        "processing time",
+                        nm, u->vertex, tdm__fmt_dur(ahead, d, sizeof d));
+    if (!f)
+        return;
+    if (u->label)
+        tdm__json_set(f, "partitionName", json_string(u->label), &o->oom);
+    json_t *ev = evidence(f);
+    tdm__json_add_str(ev, &o->oom, "its watermark is %s; processing time is %s",
+                      tdm__fmt_time(u->v[TDM_METRIC_P_WM], a, sizeof a),
+                      tdm__fmt_time(w->now, b, sizeof b));
+    if (tdm__view_has(u, TDM_METRIC_P_MAX_TS))
+        tdm__json_add_str(
+            ev, &o->oom,
+            "its highest record timestamp is %s: a record from "
+            "the future moved it",
+            tdm__fmt_time(u->v[TDM_METRIC_P_MAX_TS], a, sizeof a));
+    tdm__json_add_str(ev, &o->oom,
+                      "timestamp_guard is %s, so the record counted",
+                      guard > 0 ? tdm__fmt_dur(guard, g, sizeof g) : "off");
+    tdm__json_add_str(ev, &o->oom,
+                      "records whose time is near processing time are now "
+                      "behind the watermark: they are late, and a larger "
+                      "out-of-orderness bound would not change that");
+    /* R-DX-A1: a guard below how far ahead the record was keeps such a
+     * record out of the watermark: half of it, at least 1 minute. */
+    int64_t want = ahead / 2 > 60000 ? ahead / 2 / 60000 * 60000 : 60000;
+    fmt_conf(want, fx, sizeof fx);
+    set_fix(o, f,
+            "Set timestamp_guard to %s (--set timestamp_guard=%s): a record "
+            "more than that ahead of processing time is then processed but "
+            "does not move the watermark (timestamp_guard.dead_letter: true "
+            "sends it to the dead_letter sink instead). Check the clock of "
+            "the producer of partition %s. The watermark never goes back: "
+            "restart the job from a checkpoint taken before the record, or "
+            "from scratch, for the late records to count.",
+            fx, fx, nm);
+}
+
 /* The sources an operator reads whose watermark settings explain its
  * late records, as evidence; *best receives the highest P99.9 seen and
  * *bound the largest configured bound. */
@@ -708,10 +892,18 @@ static void rule_late(const tdm__view *w, dx_out *o)
             tdm__fmt_count(in, c2, sizeof c2),
             tdm__fmt_count(dropped, c3, sizeof c3),
             tdm__fmt_count(side, c4, sizeof c4));
-        int64_t best, bound;
+        int64_t best, bound, ahead = 0;
         const char *src;
         lag_evidence(w, o, ev, vi, &best, &bound, &src);
-        if (src && best > bound) {
+        if (ahead_part(w, &ahead)) {
+            /* R-DX-L1: the watermark ran ahead of the clocks. */
+            set_fix(o, f,
+                    "The watermark is %s ahead of processing time "
+                    "(WATERMARK_AHEAD): records on time by the clocks are "
+                    "late. Follow that finding's fix; a larger bound would "
+                    "not help.",
+                    tdm__fmt_dur(ahead, d, sizeof d));
+        } else if (src && best > bound) {
             int64_t rec = round_up_nice(best);
             fmt_conf(rec, fx, sizeof fx);
             set_fix(o, f,
@@ -1055,8 +1247,10 @@ static void run_rules(const tdm__view *w, const tdm__view_culprit *c,
     if (w->n > 0) {
         rule_no_data(w, c, o);
         rule_all_idle(w, o);
+        rule_stalled(w, hist, o);
         rule_unit(w, o);
         rule_trigger(w, o);
+        rule_ahead(w, o);
         rule_future(w, o);
         rule_late(w, o);
         rule_backpressure(w, o);

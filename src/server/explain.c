@@ -82,7 +82,17 @@ static void holding_clause(const tdm__view *w, int *oom, json_t *ev,
     int64_t age = tdm__view_val(p, TDM_METRIC_P_LAST_AGE, -1);
     int64_t idle = tdm__view_idle_timeout(w, src);
     tdm__view_part_name(p, nm, sizeof nm);
-    if (age >= TDM__VIEW_STALL_MS && idle <= 0)
+    tdm__view_silence sl = tdm__view_silence_of(w);
+    if (tdm__view_all_silent(w, &sl))
+        /* R-EX-1: all silent: no partition to leave out. */
+        snprintf(
+            buf + len, n - len,
+            "; every partition has been silent for %s or more, so only "
+            "new records or the end of the input move the watermark "
+            "(STALLED_WATERMARK)",
+            tdm__fmt_dur(sl.youngest >= 0 ? sl.youngest : TDM__VIEW_STALL_MS, d,
+                         sizeof d));
+    else if (age >= TDM__VIEW_STALL_MS && idle <= 0)
         snprintf(buf + len, n - len,
                  ", whose partition %s has had no data for %s and no idle "
                  "timeout",

@@ -346,6 +346,32 @@ int tdm__history_culprit_since(const tdm__history *h, const char *vertex,
     return found;
 }
 
+/* Since when vertex @p vertex's watermark has been @p wm (see
+ * server.h): the newest samples are walked back while they hold it. */
+int tdm__history_flat_since(const tdm__history *h, const char *vertex,
+                            tdm_time_ms wm, tdm_time_ms *since)
+{
+    tdm__history *w = (tdm__history *)h;
+    int found = 0;
+    if (h == NULL || vertex == NULL)
+        return 0;
+    pthread_mutex_lock(&w->mu);
+    for (size_t k = w->n; k > 0; k--) {
+        const hs_sample *s = &w->ring[(w->head + k - 1) % HISTORY_CAP];
+        int same = 0;
+        for (int i = 0; i < s->n; i++)
+            if (s->v[i].has_wm && s->v[i].wm == wm &&
+                strcmp(w->names[s->v[i].slot], vertex) == 0)
+                same = 1;
+        if (!same)
+            break;
+        *since = s->t;
+        found = 1;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return found;
+}
+
 /* A watermark as JSON: null for none yet, "end" for end of input. */
 static json_t *json_time(tdm_time_ms t)
 {

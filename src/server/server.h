@@ -152,6 +152,12 @@ size_t tdm__history_count(const tdm__history *h);
  * partition or none).  @p h may be NULL (returns 0). */
 int tdm__history_culprit_since(const tdm__history *h, const char *vertex,
                                int subtask, int partition, tdm_time_ms *since);
+/* Since when vertex @p vertex's minimum output watermark has been
+ * @p wm without interruption: 1 with *since set to the processing time
+ * of the oldest of the newest samples that all show it; 0 when the
+ * newest sample does not (or there is none).  @p h may be NULL. */
+int tdm__history_flat_since(const tdm__history *h, const char *vertex,
+                            tdm_time_ms wm, tdm_time_ms *since);
 /* The samples as JSON: [{"t": ms, "vertices": {"<name>": {"watermark":
  * ms | null | "end", "lag": ms | null}}}], oldest first.  New
  * reference; NULL on NOMEM. */

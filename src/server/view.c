@@ -448,3 +448,30 @@ const char *tdm__view_part_name(const tdm__view_unit *u, char *buf, size_t n)
         snprintf(buf, n, "#%d", u->index);
     return buf;
 }
+
+/* Counts the unfinished partitions by silence (see view.h). */
+tdm__view_silence tdm__view_silence_of(const tdm__view *w)
+{
+    tdm__view_silence s = {0, 0, 0, -1};
+    for (size_t i = 0; i < w->n; i++) {
+        const tdm__view_unit *u = &w->u[i];
+        if (u->scope != TDM__VIEW_PARTITION ||
+            tdm__view_val(u, TDM_METRIC_P_FINISHED, 0))
+            continue;
+        int64_t age = tdm__view_val(u, TDM_METRIC_P_LAST_AGE, -1);
+        s.live++;
+        s.idle += tdm__view_val(u, TDM_METRIC_P_IDLE, 0) != 0;
+        if (tdm__view_val(u, TDM_METRIC_P_RECORDS, -1) == 0 ||
+            age >= TDM__VIEW_STALL_MS)
+            s.silent++;
+        if (age >= 0 && (s.youngest < 0 || age < s.youngest))
+            s.youngest = age;
+    }
+    return s;
+}
+
+int tdm__view_all_silent(const tdm__view *w, const tdm__view_silence *s)
+{
+    return w->running && s->live > 0 && s->silent == s->live &&
+           s->idle < s->live;
+}

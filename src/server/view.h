@@ -154,4 +154,18 @@ int tdm__view_stalled(const tdm__view_unit *u, int64_t other_age);
 /* A partition's name for text: "p3" (quoted), or "#2" without one. */
 const char *tdm__view_part_name(const tdm__view_unit *u, char *buf, size_t n);
 
+/* The job's unfinished partitions, counted: how many (live), how many
+ * silent (no record yet, or none for TDM__VIEW_STALL_MS), how many
+ * marked idle, and the youngest last-record age (-1: none known). */
+typedef struct tdm__view_silence {
+    int live, silent, idle;
+    int64_t youngest;
+} tdm__view_silence;
+
+tdm__view_silence tdm__view_silence_of(const tdm__view *w);
+/* 1 when the job runs and every unfinished partition is silent, not all
+ * of them marked idle: no record can move the watermark, and an idle
+ * timeout would not help (STALLED_WATERMARK, docs/diagnosis.md). */
+int tdm__view_all_silent(const tdm__view *w, const tdm__view_silence *s);
+
 #endif /* TDM_SERVER_VIEW_H */

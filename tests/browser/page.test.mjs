@@ -416,6 +416,47 @@ test('one job: no picker; a task host\'s jobs: a link to each', async () => {
         .waitFor({ state: 'hidden', timeout: WAIT_MS });
 });
 
+test('no culprit but a critical finding: the banner shows the finding',
+     async () => {
+    /* Every partition silent (STALLED_WATERMARK): no partition holds the
+     * others back, so /partitions has no culprit; the banner must not be
+     * calm.  The two answers are the real ones, changed that way. */
+    const title = 'No partition has sent a record for 20s: the watermark ' +
+                  'cannot move, and windows wait';
+    const isParts = (url) => url.pathname.endsWith('/partitions');
+    const isDiag = (url) => url.pathname.endsWith('/diagnosis');
+    await page.route(isParts, async (route) => {
+        const resp = await route.fetch();
+        const body = await resp.json();
+        body.culprit = null;
+        await route.fulfill({ response: resp, json: body });
+    });
+    await page.route(isDiag, async (route) => {
+        const resp = await route.fetch();
+        const body = await resp.json();
+        body.culprit = null;
+        body.findings = [{ severity: 'critical', code: 'STALLED_WATERMARK',
+                           title, evidence: [], fix: 'Check that the ' +
+                           'producers still send.' }];
+        await route.fulfill({ response: resp, json: body });
+    });
+    try {
+        const banner = page.locator('[data-testid="finding-banner"]');
+        await banner.waitFor({ timeout: WAIT_MS });
+        assert.equal(await banner.getAttribute('data-code'),
+                     'STALLED_WATERMARK');
+        assert.match(await banner.textContent(), /the watermark cannot move/);
+        assert.match(await banner.textContent(), /producers still send/);
+        assert.equal(await page.locator('[data-testid="no-culprit"]').count(),
+                     0);
+    } finally {
+        await page.unroute(isParts);
+        await page.unroute(isDiag);
+    }
+    await page.locator('[data-testid="culprit-banner"]')
+        .waitFor({ timeout: WAIT_MS });
+});
+
 test('screenshot', async () => {
     mkdirSync(dirname(SHOT), { recursive: true });
     await page.screenshot({ path: SHOT, fullPage: true });

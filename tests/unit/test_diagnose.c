@@ -305,6 +305,18 @@ static void dump(const json_t *j)
     free(d);
 }
 
+/* The first finding of @p d, which must be a critical @p code (the
+ * whole diagnosis is printed when it is not). */
+static json_t *first_critical(json_t *d, const char *code)
+{
+    json_t *f = finding_at(d, 0);
+    if (strcmp(jstr(f, "code"), code) != 0)
+        dump(d);
+    ASSERT_STR_EQ(jstr(f, "code"), code);
+    ASSERT_STR_EQ(jstr(f, "severity"), "critical");
+    return f;
+}
+
 /* Stops a phased job: the input ends, windows flush, the run returns. */
 static void ph_finish(kit_bg *bg, tdm_job *job)
 {
@@ -650,11 +662,7 @@ TDM_TEST(every_partition_idle)
     }
     ASSERT_TRUE(m != NULL);
     json_t *d = tdm__diagnose(job, m, NULL);
-    json_t *f = finding_at(d, 0);
-    if (strcmp(jstr(f, "code"), "ALL_IDLE") != 0)
-        dump(d);
-    ASSERT_STR_EQ(jstr(f, "code"), "ALL_IDLE");
-    ASSERT_STR_EQ(jstr(f, "severity"), "critical");
+    json_t *f = first_critical(d, "ALL_IDLE");
     ASSERT_STR_EQ(jstr(f, "title"), "Every source partition is idle: the "
                                     "watermark cannot move");
     ASSERT_EVIDENCE(f, "2 of 2 unfinished partitions are idle");
@@ -670,6 +678,200 @@ TDM_TEST(every_partition_idle)
         snprintf(age, sizeof age, "the most recent record arrived %ds ago",
                  (int)(ms / 1000));
     ASSERT_EVIDENCE(f, age);
+    json_decref(d);
+    tdm_metrics_free(m);
+    ph_finish(&bg, job);
+}
+
+/* No finding of @p d advises an idle timeout. */
+static void no_idle_advice(json_t *d)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(d, "findings"), i, f)
+    {
+        const char *fix = jstr(f, "fix");
+        if (fix && strstr(fix, "idle_timeout to")) {
+            dump(d);
+            ASSERT_TRUE(!"a finding advises an idle timeout");
+        }
+    }
+}
+
+/* Both partitions of source clicks (subtask 0) went silent *arg ms or
+ * more ago. */
+static int silent_for(const tdm_metrics *m, const void *arg)
+{
+    int64_t want = *(const int64_t *)arg;
+    return metric(m, TDM_METRIC_P_LAST_AGE, "clicks", 0, 0) >= want &&
+           metric(m, TDM_METRIC_P_LAST_AGE, "clicks", 0, 1) >= want;
+}
+
+/* The issue's first stuck case: data stopped on every partition, no idle
+ * timeout.  p0 and p1 send one record each at 10:30 (clock) and fall
+ * silent; 15 s later the windows [10:00, 10:05) of u1 and u2 still wait
+ * at watermark 10:00:00.999 (p0's 10:00:01 - 1 ms, the minimum).  No
+ * partition holds the others back (1 s apart, equally silent), so only
+ * STALLED_WATERMARK speaks, and nothing advises an idle timeout, which
+ * cannot help.  Its fix, ending the input, fires both windows. */
+TDM_TEST(every_partition_silent_stalls_the_watermark)
+{
+    static const ph_row rows[] = {{1, "p0", "u1", B + 1000},
+                                  {1, "p1", "u2", B + 2000}};
+    kit_bg bg;
+    tdm_job *job = ph_job(rows, 2, T0, NULL);
+    kit_bg_start(&bg, job);
+    ph_release(1);
+    int64_t two = 2, wm = B + 999, quiet = 15000;
+    tdm_metrics_free(wait_snap(job, in_is, &two, "records"));
+    tdm_metrics_free(wait_snap(job, wm_is, &wm, "watermark"));
+    atomic_store(&ph_now, T0 + quiet);
+    ph_two_polls();
+    tdm_metrics *m = wait_snap(job, silent_for, &quiet, "15 s of silence");
+    json_t *d = tdm__diagnose(job, m, NULL);
+    json_t *f = finding_at(d, 0);
+    if (json_array_size(json_object_get(d, "findings")) != 1)
+        dump(d);
+    ASSERT_EQ(json_array_size(json_object_get(d, "findings")), 1);
+    ASSERT_STR_EQ(jstr(f, "code"), "STALLED_WATERMARK");
+    ASSERT_STR_EQ(jstr(f, "severity"), "critical");
+    ASSERT_STR_EQ(jstr(f, "title"), "No partition has sent a record for 15s: "
+                                    "the watermark cannot move, and windows "
+                                    "wait");
+    ASSERT_EVIDENCE(f, "2 of 2 unfinished partitions are silent");
+    ASSERT_EVIDENCE(f, "window w holds 2 open windows at watermark "
+                       "2026-12-02T10:00:00.999Z");
+    ASSERT_EVIDENCE(f, "an idle timeout cannot help");
+    ASSERT_CONTAINS(jstr(f, "fix"), "stop: end");
+    no_idle_advice(d);
+    json_decref(d);
+    tdm_metrics_free(m);
+    /* The fix: the input ends, and both windows fire. */
+    ph_release(PH_END);
+    ASSERT_OK(kit_bg_join(&bg));
+    m = snap(job);
+    ASSERT_EQ(metric(m, TDM_METRIC_RECORDS_OUT, "w", 0, -1), 2);
+    tdm_metrics_free(m);
+    tdm_job_destroy(job);
+}
+
+/* The issue's second case: skew.  p1 is 5 minutes behind p0 but still
+ * sends: both send at 10:30 and again at 10:30:20 (clock), p0 at 10:10
+ * and 10:10:01, p1 at 10:05 and 10:05:01 (p1 first, so that it is in
+ * the minimum before p0 moves it; partitions are numbered in order of
+ * appearance: p1 is partition 0).  p1 holds the watermark back
+ * by 5 min (a whole window) while its last record is fresh: the finding
+ * names it, and its fix points at the backlog and at alignment, never at
+ * an idle timeout (which would drop p1's records as late between them). */
+TDM_TEST(a_partition_behind_but_sending_is_skew_not_silence)
+{
+    static const ph_row rows[] = {{1, "p1", "u2", B + 5 * MIN_},
+                                  {1, "p0", "u1", B + 10 * MIN_},
+                                  {2, "p0", "u1", B + 10 * MIN_ + 1000},
+                                  {2, "p1", "u2", B + 5 * MIN_ + 1000}};
+    kit_bg bg;
+    tdm_job *job = ph_job(rows, 4, T0, NULL);
+    kit_bg_start(&bg, job);
+    ph_release(1);
+    int64_t two = 2, four = 4, wm = B + 5 * MIN_ + 999;
+    tdm_metrics_free(wait_snap(job, in_is, &two, "phase 1"));
+    atomic_store(&ph_now, T0 + 20000);
+    ph_release(2);
+    tdm_metrics_free(wait_snap(job, in_is, &four, "phase 2"));
+    const int64_t parts[] = {1, B + 10 * MIN_ + 999, 0, B + 5 * MIN_ + 999, -1,
+                             0};
+    tdm_metrics_free(wait_snap(job, parts_wm_are, parts, "partitions"));
+    tdm_metrics *m = wait_snap(job, wm_is, &wm, "watermark");
+    ASSERT_EQ(metric(m, TDM_METRIC_LATE_DROPPED, "w", 0, -1), 0);
+    json_t *d = tdm__diagnose(job, m, NULL);
+    json_t *f = first_critical(d, "HELD_BACK_PARTITION");
+    ASSERT_STR_EQ(jstr(f, "partitionName"), "p1");
+    ASSERT_CONTAINS(jstr(f, "fix"), "Do not set an idle timeout for it");
+    ASSERT_CONTAINS(jstr(f, "fix"), "backlog");
+    ASSERT_CONTAINS(jstr(f, "fix"), "watermark.alignment.group");
+    no_idle_advice(d);
+    json_decref(d);
+    tdm_metrics_free(m);
+    ph_finish(&bg, job);
+}
+
+/* Rows of the future case: at phase 1 one record of u1 30 minutes ahead
+ * of the clock (10:30): 11:00, inside the 1 h guard; at phase 2, 150
+ * records of u1 at the clock's time (10:30:00.000 + i ms). */
+static ph_row future_rows[151];
+
+static void fill_future_rows(void)
+{
+    future_rows[0] = (ph_row){1, "p0", "u1", B + 60 * MIN_};
+    for (int i = 1; i < 151; i++)
+        future_rows[i] = (ph_row){2, "p0", "u1", B + 30 * MIN_ + i};
+}
+
+/* Runs the future case with timestamp_guard @p guard (NULL: the default
+ * 1 h) until all 151 records are in; returns the job, running. */
+static tdm_job *future_job(kit_bg *bg, const char *guard)
+{
+    fill_future_rows();
+    tdm_job *job = ph_job(future_rows, 151, T0, NULL);
+    if (guard)
+        KIT_JOB_SET(job, "timestamp_guard", guard);
+    kit_bg_start(bg, job);
+    ph_release(1);
+    int64_t one = 1, all = 151;
+    tdm_metrics_free(wait_snap(job, in_is, &one, "phase 1"));
+    ph_release(2);
+    tdm_metrics_free(wait_snap(job, in_is, &all, "phase 2"));
+    return job;
+}
+
+/* The issue's third case: a record 30 minutes in the future, inside the
+ * default 1 h guard, moves p0's watermark to 10:59:59.999 at 10:30, and
+ * the 150 records on time by the clock are late (dropped).  The
+ * diagnosis names the partition and the guard that would have kept the
+ * record out of the watermark (half of 29m59.999s, in whole minutes:
+ * 14m), and the late-rate finding does not blame the bound.  With that
+ * guard, the same data gives no late record and no such finding. */
+TDM_TEST(a_record_from_the_future_moves_the_watermark_ahead)
+{
+    kit_bg bg;
+    tdm_job *job = future_job(&bg, NULL);
+    tdm_metrics *m = snap(job);
+    ASSERT_EQ(metric(m, TDM_METRIC_LATE_DROPPED, "w", 0, -1), 150);
+    json_t *d = tdm__diagnose(job, m, NULL);
+    json_t *f = first_critical(d, "WATERMARK_AHEAD");
+    ASSERT_CONTAINS(jstr(f, "title"), "Partition \"p0\" of source clicks has "
+                                      "a watermark 29m");
+    ASSERT_EVIDENCE(f, "its watermark is 2026-12-02T10:59:59.999Z; processing "
+                       "time is 2026-12-02T10:30:00.000Z");
+    ASSERT_EVIDENCE(f, "its highest record timestamp is "
+                       "2026-12-02T11:00:00.000Z");
+    ASSERT_EVIDENCE(f, "timestamp_guard is 1h0m, so the record counted");
+    ASSERT_CONTAINS(jstr(f, "fix"), "Set timestamp_guard to 14m");
+    size_t i;
+    json_t *g;
+    int late = 0;
+    json_array_foreach(json_object_get(d, "findings"), i, g)
+    {
+        if (strcmp(jstr(g, "code"), "HIGH_LATE_RATE") != 0)
+            continue;
+        late = 1;
+        ASSERT_CONTAINS(jstr(g, "fix"), "(WATERMARK_AHEAD)");
+        ASSERT_TRUE(strstr(jstr(g, "fix"), "max_out_of_orderness to") == NULL);
+    }
+    ASSERT_TRUE(late);
+    json_decref(d);
+    tdm_metrics_free(m);
+    ph_finish(&bg, job);
+
+    /* The fix applied: the record is caught, nothing is late. */
+    job = future_job(&bg, "14m");
+    m = snap(job);
+    ASSERT_EQ(metric(m, TDM_METRIC_LATE_DROPPED, "w", 0, -1), 0);
+    d = tdm__diagnose(job, m, NULL);
+    json_array_foreach(json_object_get(d, "findings"), i, g)
+    {
+        ASSERT_TRUE(strcmp(jstr(g, "code"), "WATERMARK_AHEAD") != 0);
+    }
     json_decref(d);
     tdm_metrics_free(m);
     ph_finish(&bg, job);
