@@ -1577,6 +1577,18 @@ TDM_API const char *tdm_metric_scope(tdm_metric id);
 TDM_API const char *tdm_metric_type(tdm_metric id);
 TDM_API const char *tdm_metric_unit(tdm_metric id);
 TDM_API const char *tdm_metric_help(tdm_metric id);
+/** @brief Metric @p id's name in the Prometheus exposition (GET
+ *  /metrics) into @p buf (@p n bytes, 96 are enough), following
+ *  Prometheus' conventions: "tidemark_" and the name in snake case, an
+ *  "Ms" in it cut, then "_timestamp_seconds" for a point in time,
+ *  "_seconds" for a duration, "_bytes" for a size, and "_total" for a
+ *  counter ("numRecordsIn" -> "tidemark_num_records_in_total",
+ *  "currentOutputWatermark" ->
+ *  "tidemark_current_output_watermark_timestamp_seconds").  @returns how
+ *  many decimal places the value moves there: 3 for milliseconds, 6 for
+ *  microseconds (both become seconds), 0 for values written as they
+ *  are. */
+TDM_API int tdm_metric_prom_name(tdm_metric id, char *buf, size_t n);
 
 /* What kind of quantity a metric's value is (the table's kind column). */
 typedef enum tdm_metric_kind {

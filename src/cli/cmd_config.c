@@ -170,22 +170,6 @@ static const struct {
 };
 #define N_MSCOPES (sizeof mscopes / sizeof mscopes[0])
 
-/* The Prometheus name: "tidemark_" and the camelCase name with an
- * underscore before each capital, lowered. */
-static void prom_name(const char *name, char *buf, size_t n)
-{
-    size_t o = (size_t)snprintf(buf, n, "tidemark_");
-    for (; *name != '\0' && o + 2 < n; name++) {
-        if (*name >= 'A' && *name <= 'Z') {
-            buf[o++] = '_';
-            buf[o++] = (char)(*name - 'A' + 'a');
-        } else {
-            buf[o++] = *name;
-        }
-    }
-    buf[o] = '\0';
-}
-
 /* Prints the table of metrics, grouped by scope: as text, or as the
  * Markdown reference of docs/metrics.md. */
 static void list_metrics(int md)
@@ -209,7 +193,7 @@ static void list_metrics(int md)
                 0) {
                 continue;
             }
-            prom_name(name, prom, sizeof prom);
+            tdm_metric_prom_name((tdm_metric)id, prom, sizeof prom);
             const char *t = tdm_metric_type((tdm_metric)id);
             for (i = 0; t[i] != '\0' && i + 1 < sizeof type; i++) {
                 type[i] = (char)(t[i] >= 'A' && t[i] <= 'Z' ? t[i] + 32 : t[i]);

@@ -9,9 +9,13 @@
  * switch beside the table.  The REST API (server/rest.c) folds vertex
  * values with tdm_metric_combine and renders event times with the null /
  * "end" convention; the Prometheus exposition (server/prom.c) leaves out
- * "none yet" and writes "end of input" as +Inf.  The other columns are
- * read in metrics.c.
+ * "none yet" and writes "end of input" as +Inf, under the names
+ * tdm_metric_prom_name derives from the name, kind, unit and type
+ * columns.  The other columns are read in metrics.c.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "tidemark.h"
 
 static const struct {
@@ -46,4 +50,54 @@ int tdm_metric_is_event_time(tdm_metric id)
 tdm_metric_agg tdm_metric_combine(tdm_metric id)
 {
     return in_table(id) ? kind_rows[id].agg : TDM_METRIC_AGG_SUM;
+}
+
+/* Cuts @p suffix off @p buf (length *len) when it ends with it. */
+static void cut_suffix(char *buf, size_t *len, const char *suffix)
+{
+    size_t k = strlen(suffix);
+    if (*len >= k && strcmp(buf + *len - k, suffix) == 0) {
+        *len -= k;
+        buf[*len] = '\0';
+    }
+}
+
+/* The Prometheus name (see tidemark.h): the name in snake case, an "ms"
+ * word cut, the unit as Prometheus wants it, _total for counters. */
+int tdm_metric_prom_name(tdm_metric id, char *buf, size_t n)
+{
+    const char *s = tdm_metric_name(id), *add = "";
+    tdm_metric_kind k = tdm_metric_kind_of(id);
+    const char *unit = in_table(id) ? tdm_metric_unit(id) : "";
+    int digits = strcmp(unit, "ms") == 0 ? 3 : strcmp(unit, "us") == 0 ? 6 : 0;
+    size_t o;
+    if (n == 0)
+        return 0;
+    o = (size_t)snprintf(buf, n, "tidemark_");
+    for (; s != NULL && *s != '\0' && o + 2 < n; s++) {
+        if (*s >= 'A' && *s <= 'Z') {
+            buf[o++] = '_';
+            buf[o++] = (char)(*s - 'A' + 'a');
+        } else {
+            buf[o++] = *s;
+        }
+    }
+    buf[o < n ? o : n - 1] = '\0';
+    o = strlen(buf);
+    cut_suffix(buf, &o, "_ms");
+    if (digits &&
+        (k == TDM_METRIC_KIND_EVENT_TIME || k == TDM_METRIC_KIND_CLOCK_TIME)) {
+        cut_suffix(buf, &o, "_timestamp"); /* R-MK-1: a point in time */
+        add = "_timestamp_seconds";
+    } else if (digits) {
+        add = "_seconds"; /* R-MK-2: a duration */
+    } else if (strcmp(unit, "bytes") == 0) {
+        cut_suffix(buf, &o, "_bytes");
+        add = "_bytes";
+    }
+    snprintf(buf + o, n - o, "%s%s", add,
+             in_table(id) && strcmp(tdm_metric_type(id), "COUNTER") == 0
+                 ? "_total"
+                 : "");
+    return digits;
 }

@@ -94,6 +94,7 @@ static const tdm__spec_field fields[] = {
     J("status.interval", DURATION, status_interval_ms),
     J("log.level", ENUM, log_level),
     J("http.header_timeout", DURATION, http_header_timeout_ms),
+    J("http.prometheus.max_partitions", INT, http_prom_max_partitions),
     J("http.allowed_hosts", STRING, http_allowed_hosts),
     J("commit.interval", DURATION, commit_interval_ms),
     J("on_cancel", ENUM, on_cancel),

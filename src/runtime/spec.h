@@ -147,6 +147,7 @@ typedef struct tdm__job_spec {
     int64_t status_interval_ms;
     tdm__log_level log_level;
     int64_t http_header_timeout_ms;
+    int64_t http_prom_max_partitions;
     const char *http_allowed_hosts;
     int64_t commit_interval_ms;
     tdm__on_cancel on_cancel;

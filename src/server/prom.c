@@ -8,7 +8,15 @@
  * name).  "No watermark yet" is left out; end of input is +Inf.
  * A task host's server renders every running task's snapshot in one
  * text: each family's header once, the tasks' samples after it, told
- * apart by the job (the task job's id) and a task label.
+ * apart by the job_name (the task job's id) and a task label.
+ *
+ * Prometheus' conventions hold, so that `promtool check metrics` passes
+ * without a warning: the job's label is job_name (Prometheus keeps job
+ * for the scrape job, and stores a clash as exported_job); counters end
+ * in _total; times are seconds (_timestamp_seconds for watermarks and
+ * timestamps, _seconds for durations), written exactly from their ms or
+ * us; sizes end in _bytes.  Partition series, one set per partition,
+ * are capped per source subtask (http.prometheus.max_partitions).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -91,40 +99,41 @@ static void add_escaped(pbuf *b, const char *s, int help)
     }
 }
 
-/* The Prometheus name of a metric: "tidemark_" and the camelCase name
- * with an underscore before each capital, lowered ("numRecordsIn" ->
- * "tidemark_num_records_in"). */
-static void metric_name(tdm_metric id, char *buf, size_t n)
+/* Appends @p v divided by 10^@p digits exactly, as a decimal. */
+static void add_scaled(pbuf *b, int64_t v, int digits)
 {
-    const char *s = tdm_metric_name(id);
-    size_t o = (size_t)snprintf(buf, n, "tidemark_");
-    for (; s != NULL && *s != '\0' && o + 2 < n; s++) {
-        if (*s >= 'A' && *s <= 'Z') {
-            buf[o++] = '_';
-            buf[o++] = (char)(*s - 'A' + 'a');
-        } else {
-            buf[o++] = *s;
-        }
-    }
-    buf[o < n ? o : n - 1] = '\0';
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    uint64_t div = digits == 3 ? 1000u : 1000000u;
+    add_fmt(b, "%s%llu.%0*llu", v < 0 ? "-" : "", (unsigned long long)(u / div),
+            digits, (unsigned long long)(u % div));
 }
 
-/* Appends one sample line for value @p v of metric family @p name, of
- * job @p j. */
-static void add_sample(pbuf *b, const char *name, const tdm__prom_job *j,
-                       const tdm_metric_value *v, const char *scope)
+/* Appends "NAME{job_name="..."[,task="n"][,operator="...",subtask="s"]"
+ * for job @p j (the operator labels when @p vertex is not NULL): the
+ * other labels go on after it. */
+static void add_series_head(pbuf *b, const char *name, const tdm__prom_job *j,
+                            const char *vertex, int subtask)
 {
     add_str(b, name);
-    add_str(b, "{job=\"");
+    add_str(b, "{job_name=\"");
     add_escaped(b, j->name, 0);
     add_str(b, "\"");
     if (j->task >= 0)
         add_fmt(b, ",task=\"%d\"", j->task);
-    if (v->vertex != NULL) {
-        add_str(b, ",operator=\"");
-        add_escaped(b, v->vertex, 0);
-        add_fmt(b, "\",subtask=\"%d\"", v->subtask);
-    }
+    if (vertex == NULL)
+        return;
+    add_str(b, ",operator=\"");
+    add_escaped(b, vertex, 0);
+    add_fmt(b, "\",subtask=\"%d\"", subtask);
+}
+
+/* Appends one sample line for value @p v of metric family @p name, of
+ * job @p j, moved @p digits decimal places (ms or us to seconds). */
+static void add_sample(pbuf *b, const char *name, int digits,
+                       const tdm__prom_job *j, const tdm_metric_value *v,
+                       const char *scope)
+{
+    add_series_head(b, name, j, v->vertex, v->subtask);
     if (strcmp(scope, "INPUT") == 0) {
         add_fmt(b, ",input=\"%d\"", v->index);
     } else if (strcmp(scope, "CHANNEL") == 0) {
@@ -142,10 +151,16 @@ static void add_sample(pbuf *b, const char *name, const tdm__prom_job *j,
             add_str(b, "\"");
         }
     }
-    if (tdm_metric_is_event_time(v->id) && v->value == TDM_TIME_MAX)
+    if (tdm_metric_is_event_time(v->id) && v->value == TDM_TIME_MAX) {
         add_str(b, "} +Inf\n");
+        return;
+    }
+    add_str(b, "} ");
+    if (digits == 0)
+        add_fmt(b, "%lld", (long long)v->value);
     else
-        add_fmt(b, "} %lld\n", (long long)v->value);
+        add_scaled(b, v->value, digits);
+    add_str(b, "\n");
 }
 
 /* A snapshot's value indexes grouped by metric: a counting sort that
@@ -183,8 +198,12 @@ static void add_header(pbuf *b, int id, const char *name)
     const char *type = tdm_metric_type((tdm_metric)id);
     add_fmt(b, "# HELP %s ", name);
     add_escaped(b, tdm_metric_help((tdm_metric)id), 1);
-    add_fmt(b, " (%s)\n# TYPE %s %s\n", tdm_metric_unit((tdm_metric)id), name,
-            strcmp(type, "COUNTER") == 0 ? "counter" : "gauge");
+    char name_[96];
+    add_fmt(b, " (%s)\n# TYPE %s %s\n",
+            tdm_metric_prom_name((tdm_metric)id, name_, sizeof name_)
+                ? "seconds"
+                : tdm_metric_unit((tdm_metric)id),
+            name, strcmp(type, "COUNTER") == 0 ? "counter" : "gauge");
 }
 
 /* Appends the culprit of job @p j, derived from its snapshot: one series
@@ -197,26 +216,26 @@ static void add_culprit(pbuf *b, const tdm__prom_job *j, int *header)
     if (!c.found)
         return;
     if (!*header)
-        add_str(b, "# HELP tidemark_watermark_held_back_ms The partition "
+        add_str(b, "# HELP tidemark_watermark_held_back_seconds The partition "
                    "holding the job's watermark back: how far its "
                    "watermark is behind the next lowest partition's "
-                   "(ms; -1 when it has none yet)\n"
-                   "# TYPE tidemark_watermark_held_back_ms gauge\n");
+                   "(seconds; -1 when it has none yet)\n"
+                   "# TYPE tidemark_watermark_held_back_seconds gauge\n");
     *header = 1;
-    add_str(b, "tidemark_watermark_held_back_ms{job=\"");
-    add_escaped(b, j->name, 0);
-    add_str(b, "\"");
-    if (j->task >= 0)
-        add_fmt(b, ",task=\"%d\"", j->task);
-    add_str(b, ",operator=\"");
-    add_escaped(b, c.vertex ? c.vertex : "", 0);
-    add_fmt(b, "\",subtask=\"%d\",partition=\"%d\"", c.subtask, c.partition);
+    add_series_head(b, "tidemark_watermark_held_back_seconds", j,
+                    c.vertex ? c.vertex : "", c.subtask);
+    add_fmt(b, ",partition=\"%d\"", c.partition);
     if (c.name != NULL) {
         add_str(b, ",partition_name=\"");
         add_escaped(b, c.name, 0);
         add_str(b, "\"");
     }
-    add_fmt(b, "} %lld\n", (long long)c.behind_ms);
+    add_str(b, "} ");
+    if (c.behind_ms < 0)
+        add_str(b, "-1");
+    else
+        add_scaled(b, c.behind_ms, 3);
+    add_str(b, "\n");
 }
 
 /* Appends every job's samples of metric @p id, after its header. */
@@ -227,18 +246,69 @@ static void add_family(pbuf *b, int id, const tdm__prom_job *jobs, size_t n,
     const char *scope = tdm_metric_scope((tdm_metric)id);
     char name[96];
     int header = 0;
-    metric_name((tdm_metric)id, name, sizeof name);
+    int digits = tdm_metric_prom_name((tdm_metric)id, name, sizeof name);
     for (size_t j = 0; j < n; j++) {
         for (size_t k = start[j][id]; k < start[j][id + 1]; k++) {
             const tdm_metric_value *v = tdm_metrics_at(jobs[j].m, order[j][k]);
             /* "No watermark yet" is not a number anyone should graph. */
             if (tdm_metric_is_event_time(v->id) && v->value == TDM_TIME_MIN)
                 continue;
+            /* R-PM-1: partitions past the cap are counted, not listed. */
+            if (strcmp(scope, "PARTITION") == 0 &&
+                v->index >= jobs[j].max_partitions)
+                continue;
             if (!header)
                 add_header(b, id, name);
             header = 1;
-            add_sample(b, name, &jobs[j], v, scope);
+            add_sample(b, name, digits, &jobs[j], v, scope);
         }
+    }
+}
+
+/* Appends one tidemark_partition_series_omitted sample: @p k partitions
+ * of subtask @p v->subtask of source @p v->vertex left out by the cap. */
+static void add_omitted(pbuf *b, const tdm__prom_job *j,
+                        const tdm_metric_value *v, int64_t k, int *header)
+{
+    if (!*header)
+        add_str(b, "# HELP tidemark_partition_series_omitted Partitions of "
+                   "a source subtask without partition series here "
+                   "(http.prometheus.max_partitions; the JSON routes show "
+                   "them) (partitions)\n"
+                   "# TYPE tidemark_partition_series_omitted gauge\n");
+    *header = 1;
+    add_series_head(b, "tidemark_partition_series_omitted", j,
+                    v->vertex ? v->vertex : "", v->subtask);
+    add_fmt(b, "} %lld\n", (long long)k);
+}
+
+/* Appends, per source subtask with partitions past its job's cap, how
+ * many were left out: counted over partitionWatermark, one value per
+ * partition, which the snapshot lists subtask by subtask. */
+static void add_omitted_all(pbuf *b, const tdm__prom_job *jobs, size_t n,
+                            size_t *const *order,
+                            const size_t (*start)[TDM_METRIC_COUNT_ + 1])
+{
+    int header = 0;
+    for (size_t j = 0; j < n; j++) {
+        const tdm_metric_value *run = NULL;
+        int64_t k = 0;
+        for (size_t i = start[j][TDM_METRIC_P_WM];
+             i < start[j][TDM_METRIC_P_WM + 1]; i++) {
+            const tdm_metric_value *v = tdm_metrics_at(jobs[j].m, order[j][i]);
+            if (v->index < jobs[j].max_partitions)
+                continue;
+            if (run && (run->subtask != v->subtask ||
+                        strcmp(run->vertex ? run->vertex : "",
+                               v->vertex ? v->vertex : "") != 0)) {
+                add_omitted(b, &jobs[j], run, k, &header);
+                k = 0;
+            }
+            run = v;
+            k++;
+        }
+        if (run)
+            add_omitted(b, &jobs[j], run, k, &header);
     }
 }
 
@@ -267,6 +337,8 @@ tdm_err tdm__prom_render(const tdm__prom_job *jobs, size_t n, char **out,
                    (const size_t(*)[TDM_METRIC_COUNT_ + 1]) start);
     for (size_t j = 0; j < n; j++)
         add_culprit(&b, &jobs[j], &culprit_header);
+    add_omitted_all(&b, jobs, n, order,
+                    (const size_t(*)[TDM_METRIC_COUNT_ + 1]) start);
     if (!b.oom && reserve(&b, 0)) {
         *out = b.p;
         *len = b.len;

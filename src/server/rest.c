@@ -1104,6 +1104,8 @@ static void prom_reply(const tdm__rest_set *set, tdm__reply *out)
         jobs[n].m = m;
         jobs[n].name = set->jobs[n].name;
         jobs[n].task = set->jobs[n].task;
+        jobs[n].max_partitions =
+            tdm_job_get_int(set->jobs[n].job, "http.prometheus.max_partitions");
     }
     if (err == TDM_OK)
         err = tdm__prom_render(jobs, set->n, &text, &len);

@@ -207,12 +207,15 @@ void tdm__rest_reply(const tdm__rest_set *set, const tdm__route *r,
                      const char *query, tdm__reply *out);
 /* An error reply {"error": @p msg} with @p status. */
 void tdm__rest_error(tdm__reply *out, int status, const char *msg);
-/* One job's snapshot for tdm__prom_render: its name (the job label)
- * and its task number (a task label; -1: none). */
+/* One job's snapshot for tdm__prom_render: its name (the job_name
+ * label), its task number (a task label; -1: none) and how many
+ * partitions per source subtask get partition series
+ * (http.prometheus.max_partitions). */
 typedef struct tdm__prom_job {
     const tdm_metrics *m;
     const char *name;
     int task;
+    int64_t max_partitions;
 } tdm__prom_job;
 
 /* Renders the snapshots of @p n jobs as Prometheus text format 0.0.4

@@ -179,9 +179,10 @@ if [ -n "${HG:-}" ]; then
     done
     "$HG" "$port" /metrics >"$T/body"
     expect_in "surfaced: metrics" "$T/body" \
-        'tidemark_consecutive_failed_checkpoints{job="ckfail"} 2'
+        'tidemark_consecutive_failed_checkpoints{job_name="ckfail"} 2'
 fi
-expect_exit "surfaced: diagnose" 0 "$TM" diagnose "$url"
+# CHECKPOINTS_FAILING is critical here: diagnose exits 4.
+expect_exit "surfaced: diagnose" 4 "$TM" diagnose "$url"
 # The text is wrapped at 78 columns: search it as one line.
 tr '\n' ' ' <"$T/out" | tr -s ' ' >"$T/flat"
 expect_in "surfaced: diagnosis" "$T/flat" "(CHECKPOINTS_FAILING)"

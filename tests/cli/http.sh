@@ -51,9 +51,14 @@ expect_in "window" "$T/body" '"fired":true'
 
 get "prometheus" 0 /metrics -i
 expect_in "prometheus" "$T/body" 'Content-Type: text/plain; version=0.0.4'
-expect_in "prometheus" "$T/body" '# TYPE tidemark_num_records_in counter'
-expect_in "prometheus" "$T/body" 'tidemark_num_records_in{job="stdin",operator="in",subtask="0"} 3'
-expect_in "prometheus" "$T/body" 'tidemark_current_input_watermark{job="stdin",operator="w",subtask="0"} 14999'
+expect_in "prometheus" "$T/body" '# TYPE tidemark_num_records_in_total counter'
+expect_in "prometheus" "$T/body" 'tidemark_num_records_in_total{job_name="stdin",operator="in",subtask="0"} 3'
+expect_in "prometheus" "$T/body" 'tidemark_current_input_watermark_timestamp_seconds{job_name="stdin",operator="w",subtask="0"} 14.999'
+# Prometheus' own linter, with no warning (names, _total, units).
+get "prometheus body" 0 /metrics
+promtool check metrics <"$T/body" >"$T/promtool" 2>&1 ||
+    fail "promtool check metrics: $(cat "$T/promtool")"
+[ ! -s "$T/promtool" ] || fail "promtool warns: $(cat "$T/promtool")"
 get "page" 0 / -i
 expect_in "page" "$T/body" 'Content-Type: text/html; charset=utf-8'
 

@@ -531,7 +531,7 @@ http)
         "$W/body" || fail "/jobs/tasks: $(cat "$W/body")"
     get "$PORT_a" /metrics
     for n in 0 7; do
-        grep -q "^tidemark_uptime_ms{job=\"tasks.task-$n\",task=\"$n\"" \
+        grep -q "^tidemark_uptime_seconds{job_name=\"tasks.task-$n\",task=\"$n\"" \
             "$W/body" || fail "/metrics: no series of task $n"
     done
     dup=$(grep '^# HELP' "$W/body" | sort | uniq -d | head -n 1)

@@ -608,39 +608,44 @@ TDM_TEST(prometheus_text)
     ASSERT_EQ(r.status, 200);
     ASSERT_STR_EQ(header(&r, "Content-Type", ct, sizeof ct),
                   "text/plain; version=0.0.4; charset=utf-8");
-    ASSERT_TRUE(strstr(r.body, "# TYPE tidemark_num_records_in counter\n"));
-    ASSERT_TRUE(strstr(r.body, "# HELP tidemark_num_records_in Records "
-                               "received"));
     ASSERT_TRUE(
-        strstr(r.body, "# TYPE tidemark_current_output_watermark gauge\n"));
+        strstr(r.body, "# TYPE tidemark_num_records_in_total counter\n"));
+    ASSERT_TRUE(strstr(r.body, "# HELP tidemark_num_records_in_total Records "
+                               "received"));
     ASSERT_TRUE(strstr(
-        r.body, "\ntidemark_num_records_in{job=\"stalled\",operator=\"w\","
-                "subtask=\"0\"} 4\n"));
+        r.body, "# TYPE tidemark_current_output_watermark_timestamp_seconds "
+                "gauge\n"));
+    ASSERT_TRUE(strstr(
+        r.body,
+        "\ntidemark_num_records_in_total{job_name=\"stalled\",operator=\"w\","
+        "subtask=\"0\"} 4\n"));
     snprintf(line, sizeof line,
-             "\ntidemark_current_output_watermark{job=\"stalled\","
-             "operator=\"clicks\",subtask=\"0\"} %lld\n",
-             (long long)(B + 499));
+             "\ntidemark_current_output_watermark_timestamp_seconds{job_name="
+             "\"stalled\",operator=\"clicks\",subtask=\"0\"} %lld.%03lld\n",
+             (long long)((B + 499) / 1000), (long long)((B + 499) % 1000));
     ASSERT_TRUE(strstr(r.body, line));
     /* A partition sample carries partition and partition_name. */
-    ASSERT_TRUE(strstr(r.body, "\ntidemark_partition_records{job=\"stalled\","
+    ASSERT_TRUE(strstr(r.body, "\ntidemark_partition_records_total{"
+                               "job_name=\"stalled\","
                                "operator=\"clicks\",subtask=\"0\","
                                "partition=\"1\",partition_name=\""));
-    /* The culprit (see stalled_rows): partition 1, 11500 ms behind. */
-    ASSERT_TRUE(strstr(r.body,
-                       "\ntidemark_watermark_held_back_ms{job=\"stalled\","
-                       "operator=\"clicks\",subtask=\"0\","
-                       "partition=\"1\""));
-    ASSERT_TRUE(strstr(r.body, "} 11500\n"));
+    /* The culprit (see stalled_rows): partition 1, 11.5 s behind. */
+    ASSERT_TRUE(strstr(r.body, "\ntidemark_watermark_held_back_seconds{"
+                               "job_name=\"stalled\",operator=\"clicks\","
+                               "subtask=\"0\",partition=\"1\""));
+    ASSERT_TRUE(strstr(r.body, "} 11.500\n"));
     /* A channel sample carries channel and from. */
-    ASSERT_TRUE(strstr(r.body, "\ntidemark_channel_watermark{job=\"stalled\","
+    ASSERT_TRUE(strstr(r.body, "\ntidemark_channel_watermark_timestamp_seconds{"
+                               "job_name=\"stalled\","
                                "operator=\"w\",subtask=\"0\",channel=\"0\","
                                "from=\"clicks#0\"} "));
     /* HELP and TYPE come once per metric, before its samples. */
     {
-        const char *t = strstr(r.body, "# TYPE tidemark_num_records_in ");
-        const char *s = strstr(r.body, "\ntidemark_num_records_in{");
+        const char *t = strstr(r.body, "# TYPE tidemark_num_records_in_total ");
+        const char *s = strstr(r.body, "\ntidemark_num_records_in_total{");
         ASSERT_TRUE(t != NULL && s != NULL && t < s);
-        ASSERT_TRUE(strstr(t + 1, "# TYPE tidemark_num_records_in ") == NULL);
+        ASSERT_TRUE(strstr(t + 1, "# TYPE tidemark_num_records_in_total ") ==
+                    NULL);
     }
     hres_free(&r);
     live_stop(&L);
@@ -1021,12 +1026,13 @@ TDM_TEST(finished_job_serves_final_values)
 
     /* ... and +Inf in Prometheus, whose labels escape ", \ and newline. */
     http_req(port, "GET", "/metrics", NULL, &r);
-    ASSERT_TRUE(strstr(r.body, "\ntidemark_num_late_records_dropped{"
-                               "job=\"done\",operator=\"w\\\"x\\\\y\\nz\","
+    ASSERT_TRUE(strstr(r.body, "\ntidemark_num_late_records_dropped_total{"
+                               "job_name=\"done\",operator=\"w\\\"x\\\\y\\nz\","
                                "subtask=\"0\"} 1\n"));
-    ASSERT_TRUE(strstr(r.body, "\ntidemark_current_output_watermark{"
-                               "job=\"done\",operator=\"src\","
-                               "subtask=\"0\"} +Inf\n"));
+    ASSERT_TRUE(strstr(r.body,
+                       "\ntidemark_current_output_watermark_timestamp_seconds{"
+                       "job_name=\"done\",operator=\"src\","
+                       "subtask=\"0\"} +Inf\n"));
     hres_free(&r);
     tdm_http_stop(srv);
     tdm_job_destroy(job);
@@ -1092,16 +1098,33 @@ TDM_TEST(a_task_hosts_set_of_jobs)
     json_decref(j);
     tdm__free(rep.body);
 
+    /* Task 0 gets no partition series (the cap at 0): counted instead;
+     * task 5 keeps its own. */
+    char msg[128];
+    ASSERT_OK(
+        tdm_job_set(a, "http.prometheus.max_partitions", "0", msg, sizeof msg));
     set_get(&set, "/metrics", 200, &rep);
+    ASSERT_TRUE(strstr(rep.body, "\ntidemark_partition_series_omitted{"
+                                 "job_name=\"t.task-0\",task=\"0\","
+                                 "operator=\"src\",subtask=\"0\"} 1\n"));
+    ASSERT_TRUE(strstr(rep.body, "\ntidemark_partition_records_total{"
+                                 "job_name=\"t.task-0\"") == NULL);
+    ASSERT_TRUE(strstr(rep.body, "\ntidemark_partition_records_total{"
+                                 "job_name=\"t.task-5\"") != NULL);
+    ASSERT_TRUE(strstr(rep.body, "omitted{job_name=\"t.task-5\"") == NULL);
     {
-        const char *h = strstr(rep.body, "# HELP tidemark_num_records_in ");
-        const char *s0 = strstr(rep.body, "\ntidemark_num_records_in{job=\"t."
-                                          "task-0\",task=\"0\",operator=");
-        const char *s5 = strstr(rep.body, "\ntidemark_num_records_in{job=\"t."
-                                          "task-5\",task=\"5\",operator=");
+        const char *h =
+            strstr(rep.body, "# HELP tidemark_num_records_in_total ");
+        const char *s0 = strstr(rep.body, "\ntidemark_num_records_in_total{"
+                                          "job_name=\"t.task-0\",task=\"0\","
+                                          "operator=");
+        const char *s5 = strstr(rep.body, "\ntidemark_num_records_in_total{"
+                                          "job_name=\"t.task-5\",task=\"5\","
+                                          "operator=");
         ASSERT_TRUE(h != NULL && s0 != NULL && s5 != NULL);
         ASSERT_TRUE(h < s0 && s0 < s5);
-        ASSERT_TRUE(strstr(h + 1, "# HELP tidemark_num_records_in ") == NULL);
+        ASSERT_TRUE(strstr(h + 1, "# HELP tidemark_num_records_in_total ") ==
+                    NULL);
     }
     tdm__free(rep.body);
 
