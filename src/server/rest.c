@@ -667,6 +667,18 @@ static json_t *culprit_json(const tdm__rest_ctx *ctx, const tdm_metrics *m,
 }
 
 /* One source subtask with its partitions. */
+/* Partition @p p's watermark: a finished partition that never had one
+ * is at the end of its input ("end"), not "none yet" (null). */
+static json_t *part_wm(const tdm_metrics *m, const char *vertex, int st, int p)
+{
+    int64_t fin = 0, wm = TDM_TIME_MIN;
+    find(m, TDM_METRIC_P_FINISHED, vertex, st, p, &fin);
+    if (fin &&
+        (!find(m, TDM_METRIC_P_WM, vertex, st, p, &wm) || wm == TDM_TIME_MIN))
+        return jtime(TDM_TIME_MAX); /* R-RS-1 */
+    return jfind(m, TDM_METRIC_P_WM, vertex, st, p);
+}
+
 static json_t *source_task_json(const tdm_metrics *m, const char *vertex,
                                 int st, const tdm__culprit *c)
 {
@@ -691,7 +703,7 @@ static json_t *source_task_json(const tdm_metrics *m, const char *vertex,
         if (!push(parts, pj) || !put(pj, "index", json_integer(p)) ||
             !put(pj, "name",
                  jstr(find_label(m, TDM_METRIC_P_RECORDS, vertex, st, p))) ||
-            !put(pj, "watermark", jfind(m, TDM_METRIC_P_WM, vertex, st, p)) ||
+            !put(pj, "watermark", part_wm(m, vertex, st, p)) ||
             !put(pj, "idle", jbool(m, TDM_METRIC_P_IDLE, vertex, st, p)) ||
             !put(pj, "finished",
                  jbool(m, TDM_METRIC_P_FINISHED, vertex, st, p)) ||

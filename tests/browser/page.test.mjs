@@ -384,6 +384,16 @@ test('the chart draws the watermarks of the history', async () => {
               3);
 });
 
+test('edges show no negative gap (an idle upstream says idle)', async () => {
+    const values = await page.$$eval('[data-testid="edge-gap"]',
+        (els) => els.map((e) => e.getAttribute('data-value')));
+    assert.ok(values.length >= 1);
+    for (const v of values) {
+        assert.ok(v === 'none' || v === 'idle' || Number(v) >= 0,
+                  `edge gap ${v}`);
+    }
+});
+
 test('one job: no picker; a task host\'s jobs: a link to each', async () => {
     assert.equal(await page.locator('[data-testid="job-picker"]')
         .isHidden(), true);
@@ -455,6 +465,28 @@ test('no culprit but a critical finding: the banner shows the finding',
     }
     await page.locator('[data-testid="culprit-banner"]')
         .waitFor({ timeout: WAIT_MS });
+});
+
+test('a finished job is not called live', async () => {
+    const isJob = (url) => /^\/jobs\/[^/]+$/.test(url.pathname);
+    await page.route(isJob, async (route) => {
+        const resp = await route.fetch();
+        const body = await resp.json();
+        body.state = 'FINISHED';
+        await route.fulfill({ response: resp, json: body });
+    });
+    try {
+        await page.waitForFunction(() => /finished/.test(
+            document.querySelector('[data-testid="connection"]').textContent),
+            null, { timeout: WAIT_MS });
+        assert.doesNotMatch(
+            await page.textContent('[data-testid="connection"]'), /live/);
+    } finally {
+        await page.unroute(isJob);
+    }
+    await page.waitForFunction(() => /live/.test(
+        document.querySelector('[data-testid="connection"]').textContent),
+        null, { timeout: WAIT_MS });
 });
 
 test('screenshot', async () => {

@@ -959,16 +959,17 @@ static const kit_row late_rows_[] = {
     {0, "a", B + 2000, 1},
 };
 
-/* A finished job named @p name: the late rows through one window,
+/* A finished job named @p name: the rows of @p data through one window,
  * named @p window. */
-static tdm_job *finished_job(const char *name, const char *window)
+static tdm_job *finished_job_on(const char *name, const char *window,
+                                kit_data data)
 {
     tdm_job *job = NULL;
     tdm_node *s, *w;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "name", name);
-    kit_add_data((kit_data){"late", 1, late_rows_, 3, 0, 0, 0});
-    s = kit_source_node(job, "src", "late");
+    kit_add_data(data);
+    s = kit_source_node(job, "src", data.name);
     KIT_SET(s, "watermark.emit", "on_event");
     w = kit_node(job, TDM_NODE_WINDOW, window);
     KIT_SET(w, "from", "src");
@@ -980,6 +981,13 @@ static tdm_job *finished_job(const char *name, const char *window)
     tdm__job_set_clock(job, manual_clock, NULL);
     kit_run_ok(job);
     return job;
+}
+
+/* finished_job_on with the late rows (one partition). */
+static tdm_job *finished_job(const char *name, const char *window)
+{
+    return finished_job_on(name, window,
+                           (kit_data){"late", 1, late_rows_, 3, 0, 0, 0});
 }
 
 TDM_TEST(finished_job_serves_final_values)
@@ -1145,6 +1153,29 @@ TDM_TEST(a_task_hosts_set_of_jobs)
     tdm__free(rep.body);
     tdm_job_destroy(a);
     tdm_job_destroy(b);
+}
+
+/* A finished partition that never had a watermark (it had no record)
+ * is at the end of its input: "end", not null ("none yet"). */
+TDM_TEST(finished_partition_without_data_is_at_the_end)
+{
+    static const kit_row r[] = {{0, "a", 1000, 1}, {0, "a", 2000, 1}};
+    tdm_job *job =
+        finished_job_on("half", "w", (kit_data){"half", 2, r, 2, 0, 0, 0});
+    tdm__rest_ctx one = {job, "half", NULL, -1, 0, 0};
+    tdm__rest_set set = {&one, 1, 0, NULL};
+    tdm__reply rep;
+    json_t *j = set_get(&set, "/jobs/half/partitions", 200, &rep);
+    json_t *parts = json_object_get(
+        json_array_get(json_object_get(j, "sources"), 0), "partitions");
+    ASSERT_EQ(json_array_size(parts), 2);
+    json_t *p1 = json_array_get(parts, 1);
+    ASSERT_EQ(JINT(p1, "records"), 0);
+    ASSERT_TRUE(json_is_true(json_object_get(p1, "finished")));
+    ASSERT_STR_EQ(JSTR(p1, "watermark"), "end");
+    json_decref(j);
+    tdm__free(rep.body);
+    tdm_job_destroy(job);
 }
 
 /* ====================================================================== */
