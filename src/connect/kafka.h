@@ -120,6 +120,17 @@ typedef void tdm__krebalance_fn(rd_kafka_t *rk, rd_kafka_resp_err_t err,
  * (librdkafka issue #4041). */
 int tdm__kafka_conf_coop(const rd_kafka_conf_t *kc);
 
+/* Commits @p l (offsets and metadata; the list stays the caller's) to
+ * the group of consumer @p rk and waits for the answer at most
+ * TDM__KCOMMIT_WAIT_MS: a commit whose coordinator is gone (every broker
+ * lost) would block rd_kafka_commit's synchronous form for good, with
+ * the source's loop - and its broker guard - stuck behind it.  Returns
+ * the group's answer, or RD_KAFKA_RESP_ERR__TIMED_OUT (the request may
+ * still land later). */
+#define TDM__KCOMMIT_WAIT_MS 10000
+rd_kafka_resp_err_t tdm__kafka_commit(rd_kafka_t *rk,
+                                      rd_kafka_topic_partition_list_t *l);
+
 /* Leaves the consumer group of @p rk and destroys @p rk (takes
  * ownership), within about @p limit_ms: first it unsubscribes and polls
  * (dropping messages) until nothing is assigned, so that the revoke runs

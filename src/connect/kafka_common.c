@@ -473,3 +473,24 @@ int tdm__kafka_close_consumer(rd_kafka_t *rk, tdm__krebalance_fn *rebalance,
         rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
     return closed;
 }
+
+/* A commit with a bounded wait (see kafka.h): the answer comes as an
+ * event on a queue of its own, polled for at most TDM__KCOMMIT_WAIT_MS;
+ * librdkafka keeps the queue alive for a late answer after we let go. */
+rd_kafka_resp_err_t tdm__kafka_commit(rd_kafka_t *rk,
+                                      rd_kafka_topic_partition_list_t *l)
+{
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_resp_err_t e;
+    if (!q)
+        return RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE;
+    e = rd_kafka_commit_queue(rk, l, q, NULL, NULL);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, TDM__KCOMMIT_WAIT_MS);
+        e = ev ? rd_kafka_event_error(ev) : RD_KAFKA_RESP_ERR__TIMED_OUT;
+        if (ev)
+            rd_kafka_event_destroy(ev);
+    }
+    rd_kafka_queue_destroy(q);
+    return e;
+}

@@ -1240,7 +1240,7 @@ static rd_kafka_resp_err_t commit_list(tdm__kshuffle *sh,
 {
     rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (l->cnt)
-        re = rd_kafka_commit(sh->cons, l, 0);
+        re = tdm__kafka_commit(sh->cons, l);
     for (int i = 0; i < l->cnt; i++)
         l->elems[i].metadata = NULL; /* ours, not librdkafka's */
     rd_kafka_topic_partition_list_destroy(l);

@@ -567,7 +567,7 @@ static void mock_marker(tdm__sinkobj *s, int64_t mark)
     if (!l)
         return;
     rd_kafka_topic_partition_list_add(l, s->topic, 0)->offset = mark;
-    e = rd_kafka_commit(s->mk, l, 0);
+    e = tdm__kafka_commit(s->mk, l);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
         tdm__kafka_logf(&s->log, "mock marker %lld: %s", (long long)mark,
                         rd_kafka_err2str(e));

@@ -305,7 +305,7 @@ static tdm_err commit_input(tdm__source *src, bool handover)
         n++;
     }
     if (n > 0) {
-        e = rd_kafka_commit(src->rk, l, 0);
+        e = tdm__kafka_commit(src->rk, l);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
             for (int i = 0; i < l->cnt; i++) {
                 kpart *kp =
@@ -395,7 +395,7 @@ static tdm_err commit_parts(tdm__source *src, bool handover,
             tdm__kafka_meta_format(wm, top, meta[l->cnt - 1], sizeof meta[0]);
     }
     if (l->cnt > 0) {
-        e = rd_kafka_commit(src->rk, l, 0);
+        e = tdm__kafka_commit(src->rk, l);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
             for (int i = 0; i < l->cnt; i++) {
                 kpart *kp =
@@ -608,7 +608,7 @@ static void claim(tdm__source *src)
     }
     if (l->cnt == 0)
         goto done;
-    e = rd_kafka_commit(src->rk, l, 0);
+    e = tdm__kafka_commit(src->rk, l);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
         if (e == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS)
             src->hold_commits = true;
@@ -1601,7 +1601,7 @@ static void fixed_commit(tdm__source *src, uint64_t id, const int64_t *next)
         el->metadata = meta; /* borrowed, detached below */
         el->metadata_size = strlen(meta);
     }
-    e = l->cnt ? rd_kafka_commit(src->rk, l, 0) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    e = l->cnt ? tdm__kafka_commit(src->rk, l) : RD_KAFKA_RESP_ERR_NO_ERROR;
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
         tdm__kafka_logf(&src->log,
                         "offset commit of checkpoint %s failed "
