@@ -2,9 +2,11 @@
 # deps.sh - installs the Debian packages tidemark needs to build and test,
 # only those that are missing.  Used by demo.sh, test.sh and CI.
 set -eu
-pkgs="cmake make gcc pkg-config libjansson-dev libyaml-dev libmicrohttpd-dev librdkafka-dev prometheus"
+pkgs="cmake make gcc pkg-config libjansson-dev libyaml-dev libmicrohttpd-dev librdkafka-dev"
 [ "${TDM_WITH_CLANG:-0}" = 1 ] && pkgs="$pkgs clang libclang-rt-14-dev"
 [ "${TDM_WITH_FORMAT:-0}" = 1 ] && pkgs="$pkgs clang-format"
+# promtool (the test command: cli.http, cli.monitoring)
+[ "${TDM_WITH_PROMTOOL:-0}" = 1 ] && pkgs="$pkgs prometheus"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

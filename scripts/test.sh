@@ -19,7 +19,7 @@
 # and full-disk tests need.
 set -eu
 cd "$(dirname "$0")/.."
-TDM_WITH_FORMAT=1 sh scripts/deps.sh
+TDM_WITH_FORMAT=1 TDM_WITH_PROMTOOL=1 sh scripts/deps.sh
 sh scripts/browser-deps.sh
 jobs=2
 echo "== formatting (.clang-format, sh scripts/format.sh --check)"
