@@ -318,9 +318,10 @@ static void serve(tdm__kmembers *m, int ms)
         rd_kafka_message_destroy(msg); /* R-KM-3 */
 }
 
-/* Adds each refused position to the list @p ud, its metadata with it. */
-static void add_refused(void *ud, const char *topic, int32_t part,
-                        int64_t offset, const char *meta)
+/* Adds position @p offset of (@p topic, @p part) with its metadata to the
+ * list @p ud (a tdm__kowed_fn: each refused position, or one to commit). */
+static void add_pos(void *ud, const char *topic, int32_t part, int64_t offset,
+                    const char *meta)
 {
     rd_kafka_topic_partition_t *e =
         rd_kafka_topic_partition_list_add(ud, topic, part);
@@ -338,7 +339,7 @@ static void ask_again(tdm__kmembers *m)
     rd_kafka_topic_partition_list_t *held =
         rd_kafka_topic_partition_list_new(8);
     if (want && held) {
-        tdm__kowed_refused(m->owed, add_refused, want);
+        tdm__kowed_refused(m->owed, add_pos, want);
         for (int i = 0; i < want->cnt; i++)
             rd_kafka_topic_partition_list_add(held, want->elems[i].topic,
                                               want->elems[i].partition);
@@ -411,12 +412,7 @@ void tdm__kmembers_commit(tdm__kmembers *m, const char *topic, int32_t part,
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     if (!l)
         return;
-    rd_kafka_topic_partition_t *e =
-        rd_kafka_topic_partition_list_add(l, topic, part);
-    e->offset = offset;
-    /* librdkafka's to free (with free(3)), with the list. */
-    e->metadata = strdup(meta);
-    e->metadata_size = e->metadata ? strlen(meta) : 0;
+    add_pos(l, topic, part, offset, meta);
     tdm__kowed_ask(m->owed, topic, part, offset, meta);
     rd_kafka_resp_err_t re = rd_kafka_commit(m->rk, l, 1);
     rd_kafka_topic_partition_list_destroy(l);
