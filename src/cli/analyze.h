@@ -6,7 +6,10 @@
  * recommendations (analyze_reco.c) turn the measurements into settings;
  * the what-if (analyze_whatif.c) replays the sample through the engine
  * for each candidate setting; the report (analyze_report.c) and the plot
- * (analyze_svg.c) present the lot.  cmd_analyze.c parses the command line.
+ * (analyze_svg.c) present the lot; the target (analyze_target.c) picks
+ * the bound whose exact late count meets --target; the job
+ * (analyze_job.c) fills the settings from a job file.  cmd_analyze.c
+ * parses the command line.
  */
 #ifndef TDM_ANALYZE_H
 #define TDM_ANALYZE_H
@@ -38,6 +41,8 @@ enum { TDM__AN_FMT_JSON = 1, TDM__AN_FMT_CSV };
 #define TDM__AN_SLICES 40
 /* The future-timestamp warning threshold: now + 1 h. */
 #define TDM__AN_FUTURE_MS INT64_C(3600000)
+/* The late fraction accepted when --target is not given (P99). */
+#define TDM__AN_TARGET_DEFAULT 0.01
 
 typedef struct tdm__an_opts {
     const char **inputs; /* files, globs or "-" (stdin) */
@@ -60,6 +65,7 @@ typedef struct tdm__an_opts {
     int n_bounds;
     tdm_time_ms *lateness;
     int n_lateness;
+    double target;     /* accepted late fraction, [0, 1) (--target) */
     int64_t sample;    /* records replayed; 0: no what-if */
     int batch_size;    /* the job's batch.size */
     tdm_time_ms guard; /* the job's timestamp_guard (0: off) */
@@ -69,6 +75,18 @@ typedef struct tdm__an_opts {
     bool claim_monotonic;
     const char *dead_letter; /* NULL: bad lines on stderr only */
     FILE *log;               /* bad-line messages (stderr) */
+    /* From --job (analyze_job.c); NULL / false without one. */
+    const char *job_file;
+    const char *job_source;      /* the source analyzed */
+    const char *job_window;      /* the window reading it, NULL: none */
+    const char *job_late_output; /* that window's late_output sink */
+    bool job_has_bound;          /* the source's watermark is bounded */
+    tdm_time_ms job_bound;       /* its max_out_of_orderness */
+    tdm_time_ms job_lateness;    /* the window's allowed_lateness */
+    char **notes;                /* what the job set and what overrode it */
+    int n_notes;
+    struct tdm__cli_job *job; /* the loaded job (owns the strings above) */
+    char *window_buf;         /* window_text built from the job */
 } tdm__an_opts;
 
 /* ---- What one pass over the input measured ---- */
@@ -93,6 +111,7 @@ typedef struct tdm__an_part {
     int unit_n;
     int64_t unit_small, unit_big;
     tdm_time_ms unit_first;
+    int64_t unit_suspects; /* records in another unit (analyze_scan.c) */
 } tdm__an_part;
 
 /* A slice of the input by record count. */
@@ -113,6 +132,20 @@ typedef struct tdm__an_split_ev {
 
 enum { TDM__AN_EV_FINISHED = 1, TDM__AN_EV_BATCH };
 
+/* Magnitude classes of a timestamp in ms (analyze_unit.c). */
+enum {
+    TDM__AN_CLASS_NONE = 0, /* below 1e8: not an epoch time of this era */
+    TDM__AN_CLASS_S,        /* [1e8, 1e11): epoch seconds read as ms */
+    TDM__AN_CLASS_MS,       /* [1e11, 1e14): epoch milliseconds */
+    TDM__AN_CLASS_US,       /* [1e14, 1e17): microseconds read as ms */
+    TDM__AN_CLASS_NS        /* 1e17 and above: nanoseconds read as ms */
+};
+
+/* Flags of a sample record: caught by the timestamp guard; in another
+ * unit than the input's (left out of the measurements and of the late
+ * fraction the target counts). */
+enum { TDM__AN_GUARDED = 1, TDM__AN_SUSPECT = 2 };
+
 /* The first records, as the runtime would hand them to its reader and
  * its window: timestamp, partition, key and whether the timestamp guard
  * caught them, plus batch ends and finished partitions in order. */
@@ -121,7 +154,7 @@ typedef struct tdm__an_sample {
     tdm_time_ms *ts;
     uint32_t *part;
     uint32_t *key;
-    uint8_t *guarded;
+    uint8_t *guarded; /* TDM__AN_GUARDED | TDM__AN_SUSPECT */
     tdm__an_split_ev *ev;
     int64_t n_ev, cap_ev;
     int initial_splits; /* splits the reader starts with (files) */
@@ -148,7 +181,17 @@ typedef struct tdm__an_scan {
     int64_t guarded;
     int64_t future; /* beyond now + 1 h */
     tdm_time_ms future_max;
-    int64_t future_first;       /* index of the first one */
+    int64_t future_first; /* index of the first one */
+    /* Timestamps whose magnitude says another unit (analyze_scan.c):
+     * counted, located, left out of every measurement. */
+    int64_t suspects;
+    int64_t suspect_first;      /* index of the first one (0-based) */
+    int suspect_part;           /* its partition */
+    int64_t suspect_part_idx;   /* its index within the partition */
+    tdm_time_ms suspect_value;  /* its timestamp as read (ms) */
+    int suspect_class;          /* its magnitude class (analyze_scan.c) */
+    char *suspect_where;        /* "file:line", or "record N of <stdin>" */
+    char *suspect_raw;          /* its value as written */
     tdm_time_ms min_ts, max_ts; /* over records not guarded */
     tdm__cli_hist lag;          /* every record not guarded */
     bool has_arrival;
@@ -186,6 +229,19 @@ typedef struct tdm__an_reco {
     /* Spikes over time. */
     int64_t slice_p99_median;
     int n_spikes;
+    /* The recommendation (analyze_target.c): the smallest bound on the
+     * ladder whose exact late fraction meets the target, the lateness
+     * covering the tail on top of it, and the late output for the rest. */
+    double target;
+    bool checked;         /* the bound was found by replays */
+    tdm_time_ms bound;    /* recommended max_out_of_orderness */
+    int64_t late;         /* its late records (replay), or -1 */
+    int64_t counted;      /* records the late fraction counts */
+    tdm_time_ms below;    /* the next smaller ladder value (-1: none) */
+    int64_t below_late;   /* its late records (replay) */
+    int replays;          /* replays the search ran */
+    tdm_time_ms lateness; /* recommended allowed_lateness */
+    bool lateness_max;    /* it covers the max (else the P99.99) */
 } tdm__an_reco;
 
 /* ---- What-if ---- */
@@ -214,7 +270,19 @@ typedef struct tdm__an_cand {
     int64_t peak_windows, peak_keys, peak_bytes;
     double rate;           /* records per second of event time */
     int64_t seed_estimate; /* rate x retention x bytes per entry */
+    int64_t suspects;      /* records in another unit, replayed */
+    int64_t suspects_late; /* ... not on time */
+    unsigned role;         /* TDM__AN_ROLE_* */
 } tdm__an_cand;
+
+/* Why a candidate is in the grid, besides the grid itself. */
+enum { TDM__AN_ROLE_RECO = 1, TDM__AN_ROLE_JOB = 2 };
+
+/* Records of candidate @p c not in their window's first result, the
+ * records in another unit left out (the late count of the target). */
+int64_t tdm__analyze_late(const tdm__an_cand *c);
+/* ... and the records that count is out of. */
+int64_t tdm__analyze_counted(const tdm__an_cand *c);
 
 /* ---- Functions ---- */
 
@@ -231,11 +299,45 @@ void tdm__analyze_scan_free(tdm__an_scan *s);
 tdm_err tdm__analyze_warn(tdm__an_scan *s, const char *kind, const char *fmt,
                           ...) __attribute__((format(printf, 3, 4)));
 
+/* The magnitude class (TDM__AN_CLASS_*) of timestamp @p ts in ms. */
+int tdm__analyze_unit_class(tdm_time_ms ts);
+/* After the pass: finds where the first suspect (s->suspect_*) was
+ * written (file:line) and adds the warning (see analyze_unit.c).
+ * @p format is TDM__AN_FMT_*.  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__analyze_unit_report(const tdm__an_opts *o, tdm__an_scan *s,
+                                 int format);
+
 /* Derives the recommendations and flags spikes in s->slices. */
 void tdm__analyze_recommend(const tdm__an_opts *o, tdm__an_scan *s,
                             tdm__an_reco *r);
 /* Rounds @p v up to two significant digits (values up to 100 stay). */
 int64_t tdm__analyze_nice_up(int64_t v);
+/* The ladder value below @p v (0 .. 100 by one, then two significant
+ * digits: 110, 120 ... 990, 1000, 1100 ...); -1 below 0. */
+int64_t tdm__analyze_nice_down(int64_t v);
+
+/* Picks r->bound: the smallest ladder value whose exact late fraction
+ * (replays of the sample with allowed lateness 0) is at most o->target,
+ * and r->lateness on top of it (see analyze_target.c).  Without a sample
+ * the bound comes from the histogram (r->checked false).  TDM_OK,
+ * TDM_ERR_NOMEM or a replay's error (message in errbuf). */
+tdm_err tdm__analyze_target(const tdm__an_opts *o, const tdm__an_scan *s,
+                            tdm__an_reco *r, char *errbuf, size_t errbuf_size);
+
+/* Fills @p o from job file o->job_file (analyze_job.c): the source (the
+ * input naming one of the job's sources, taken out of the inputs, or the
+ * only one), its inputs, format, schema, fields and unit, the job's
+ * batch size and guard, the window reading the source, and the current
+ * bound and lateness, where the command line did not set them (the
+ * command line wins; every override becomes a note).  @p given says what
+ * the command line set.  Prints problems on @p err (file:line:col) and
+ * returns an exit code. */
+typedef struct tdm__an_given {
+    bool unit, format, csv_delimiter, csv_header, window, batch_size, guard;
+} tdm__an_given;
+int tdm__analyze_job(tdm__an_opts *o, const tdm__an_given *given, FILE *err);
+/* Frees what tdm__analyze_job allocated in @p o. */
+void tdm__analyze_job_free(tdm__an_opts *o);
 
 /* Replays the sample for c->bound and c->lateness and fills the rest of
  * *c.  TDM_OK, TDM_ERR_NOMEM, or an engine error (message in errbuf). */
@@ -251,15 +353,28 @@ void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
                               const tdm__an_scan *s, const tdm__an_reco *r,
                               const tdm__an_cand *cands, int n_cands);
 
+/* The recommendation (analyze_advice.c): the bound, lateness and late
+ * output with their measured effect, the job's current bound, and the
+ * snippet for the job file; in the text report, and as the
+ * "recommended" (and "job") members of the JSON's recommendations. */
+void tdm__analyze_advice_text(FILE *f, const tdm__an_opts *o,
+                              const tdm__an_scan *s, const tdm__an_reco *r,
+                              const tdm__an_cand *cands, int n);
+void tdm__analyze_advice_json(FILE *f, const tdm__an_opts *o,
+                              const tdm__an_reco *r, const tdm__an_cand *cands,
+                              int n);
+
 /* Formats a duration for people: "0ms", "850ms", "1.2s", "2m30s",
  * "1h05m", "3d4h". */
 const char *tdm__analyze_fmt_dur(int64_t ms, char *buf, size_t n);
 
 /* Writes the SVG plot: completeness against result delay of the
- * candidates, and the lag histogram on log-scaled buckets.  Returns 0,
- * or -1 when writing failed. */
-int tdm__analyze_svg(FILE *f, const tdm__an_scan *s, const tdm__an_cand *cands,
-                     int n_cands);
+ * candidates (log delay axis, the recommended one marked), and the lag
+ * histogram on log-scaled buckets with the recommended bound, bound +
+ * lateness and the maximum marked.  @p r may be NULL.  Returns 0, or -1
+ * when writing failed. */
+int tdm__analyze_svg(FILE *f, const tdm__an_scan *s, const tdm__an_reco *r,
+                     const tdm__an_cand *cands, int n_cands);
 
 /* The command (argv starts after "analyze"); returns an exit code. */
 int tdm__cli_cmd_analyze(int argc, char **argv);

@@ -161,10 +161,21 @@ static void text_input(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s)
                 "  %s records more than %s ahead of now left out "
                 "(timestamp guard)\n",
                 num(s->guarded, d, sizeof d), dur(o->guard, e, sizeof e));
+    if (s->suspects > 0)
+        fprintf(f,
+                "  %s records in another unit left out of the "
+                "measurements (see the warnings)\n",
+                num(s->suspects, d, sizeof d));
     fprintf(f, "  timestamp field %s (unit %s)%s%s\n", o->ts_field,
             tdm_ts_unit_name((tdm_ts_unit)o->unit),
             o->arrival_field ? ", arrival field " : "",
             o->arrival_field ? o->arrival_field : "");
+    if (o->job_file)
+        fprintf(f, "  settings of source %s%s%s from %s\n", o->job_source,
+                o->job_window ? " and window " : "",
+                o->job_window ? o->job_window : "", o->job_file);
+    for (int i = 0; i < o->n_notes; i++)
+        fprintf(f, "  note: %s\n", o->notes[i]);
 }
 
 /* The partitions to show: all when few, else the ones with the largest
@@ -283,7 +294,8 @@ static void text_reco(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
     char a[32], b[32], c[32], d[32];
     if (s->lag.n == 0)
         return;
-    fprintf(f, "\nRecommendations\n");
+    fprintf(f, "\nMore settings (from the lag histogram: what MAY be behind "
+               "the watermark)\n");
     tdm_duration_format(r->bound99, a, sizeof a);
     fprintf(f,
             "  watermark.max_out_of_orderness: %-8s P99 completeness: at "
@@ -406,8 +418,9 @@ static void text_whatif(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
             snprintf(drec, sizeof drec, "-");
         }
         fprintf(f,
-                "  %8s %8s %8s %8s %8s %7s %8s %17s %15s %9s %7s %9s "
-                "%9s\n",
+                "%s%8s %8s %8s %8s %8s %7s %8s %17s %15s %9s %7s %9s "
+                "%9s%s\n",
+                cd->role & TDM__AN_ROLE_RECO ? "* " : "  ",
                 dur(cd->bound, a, sizeof a), dur(cd->lateness, b, sizeof b),
                 pct(frac(cd->on_time, cd->records), c, sizeof c),
                 pct(frac(cd->accepted_late, cd->records), d, sizeof d),
@@ -416,13 +429,15 @@ static void text_whatif(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
                 delay, drec, num(cd->peak_windows, k, sizeof k),
                 num(cd->peak_keys, m, sizeof m),
                 bytes(cd->peak_bytes, st, sizeof st),
-                bytes(cd->seed_estimate, se, sizeof se));
+                bytes(cd->seed_estimate, se, sizeof se),
+                cd->role & TDM__AN_ROLE_JOB ? "  <- your job" : "");
     }
     fprintf(f, "  (on time: counted in the window's first result; accepted "
                "late: behind a fired\n  window but within allowed lateness "
                "(its push fired a pane); late out: too late\n  for every "
                "window; late panes: refires; seed est: rate x (window + "
-               "bound +\n  lateness) x bytes per live window)\n");
+               "bound +\n  lateness) x bytes per live window; *: the "
+               "recommendation)\n");
 }
 
 static void text_warnings(FILE *f, const tdm__an_scan *s)
@@ -439,13 +454,15 @@ void tdm__analyze_report_text(FILE *f, const tdm__an_opts *o,
                               const tdm__an_scan *s, const tdm__an_reco *r,
                               const tdm__an_cand *cands, int n_cands)
 {
+    /* Warnings come first: they say whether the rest can be trusted. */
     text_input(f, o, s);
+    text_warnings(f, s);
     text_lag(f, s);
     text_arrival(f, s);
     text_slices(f, s, r);
+    tdm__analyze_advice_text(f, o, s, r, cands, n_cands);
     text_reco(f, o, s, r);
     text_whatif(f, o, s, cands, n_cands);
-    text_warnings(f, s);
 }
 
 /* ---- JSON ---- */
@@ -579,9 +596,12 @@ static void json_partitions(FILE *f, const tdm__an_scan *s)
     fputs("\n  ],\n", f);
 }
 
-static void json_reco(FILE *f, const tdm__an_scan *s, const tdm__an_reco *r)
+static void json_reco(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
+                      const tdm__an_reco *r, const tdm__an_cand *cands, int n)
 {
     fprintf(f, "  \"recommendations\": {\n");
+    tdm__analyze_advice_json(f, o, r, cands, n);
+    fputs(",\n", f);
     fprintf(f,
             "    \"max_out_of_orderness\": [{\"target\": \"p99\", "
             "\"ms\": %" PRId64 ", \"behind_fraction_max\": ",
@@ -640,6 +660,21 @@ static void jdist(FILE *f, const char *name, const tdm__an_dist *d)
     }
 }
 
+/* Why a candidate is in the grid, as JSON. */
+static const char *role_name(unsigned role)
+{
+    switch (role & (TDM__AN_ROLE_RECO | TDM__AN_ROLE_JOB)) {
+    case TDM__AN_ROLE_RECO:
+        return "\"recommended\"";
+    case TDM__AN_ROLE_JOB:
+        return "\"job\"";
+    case TDM__AN_ROLE_RECO | TDM__AN_ROLE_JOB:
+        return "\"recommended,job\"";
+    default:
+        return "null";
+    }
+}
+
 static void json_whatif(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
                         const tdm__an_cand *cands, int n)
 {
@@ -680,9 +715,28 @@ static void json_whatif(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
                 ", \"peak_state_bytes\": %" PRId64 ", \"rate_per_s\": ",
                 c->peak_windows, c->peak_keys, c->peak_bytes);
         jdbl(f, c->rate);
-        fprintf(f, ", \"seed_estimate_bytes\": %" PRId64 "}", c->seed_estimate);
+        fprintf(f,
+                ", \"seed_estimate_bytes\": %" PRId64
+                ", \"unit_suspects\": %" PRId64 ", \"late\": %" PRId64
+                ", \"role\": %s}",
+                c->seed_estimate, c->suspects, tdm__analyze_late(c),
+                role_name(c->role));
     }
     fputs("\n  ]},\n", f);
+}
+
+/* The warnings, before the measurements they qualify. */
+static void json_warnings(FILE *f, const tdm__an_scan *s)
+{
+    fputs("  \"warnings\": [", f);
+    for (int w = 0; w < s->n_warnings; w++) {
+        fprintf(f, "%s\n    {\"kind\": ", w ? "," : "");
+        jstr(f, s->warnings[w].kind);
+        fputs(", \"message\": ", f);
+        jstr(f, s->warnings[w].message);
+        fputs("}", f);
+    }
+    fputs(s->n_warnings ? "\n  ],\n" : "],\n", f);
 }
 
 /* The JSON report (see analyze.h and docs/analyze.md). */
@@ -698,8 +752,9 @@ void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
     fprintf(f,
             "], \"records\": %" PRId64 ", \"bad_records\": %" PRId64
             ", \"guarded\": %" PRId64 ", \"future\": %" PRId64
+            ", \"unit_suspects\": %" PRId64
             ", \"partitions\": %d, \"min_ts\": ",
-            s->records, s->bad, s->guarded, s->future, s->n_parts);
+            s->records, s->bad, s->guarded, s->future, s->suspects, s->n_parts);
     jtime(f, s->lag.n ? s->min_ts : TDM_TIME_MIN);
     fputs(", \"max_ts\": ", f);
     jtime(f, s->max_ts);
@@ -718,8 +773,16 @@ void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
     jstr(f, o->window_text);
     fprintf(f,
             ", \"sample\": %" PRId64 ", \"batch_size\": %d, "
-            "\"guard_ms\": %" PRId64 ", \"now\": %" PRId64 "},\n",
-            o->sample, o->batch_size, o->guard, o->now);
+            "\"guard_ms\": %" PRId64 ", \"now\": %" PRId64
+            ", \"target\": %.6g, \"job\": ",
+            o->sample, o->batch_size, o->guard, o->now, o->target);
+    jstr(f, o->job_file);
+    fputs(", \"source\": ", f);
+    jstr(f, o->job_source);
+    fputs(", \"job_window\": ", f);
+    jstr(f, o->job_window);
+    fputs("},\n", f);
+    json_warnings(f, s);
     fputs("  \"lag\": {", f);
     jquantiles(f, &s->lag);
     fprintf(f, ", \"behind\": %" PRIu64 ", \"histogram\": ",
@@ -758,15 +821,12 @@ void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
         fprintf(f, ", \"spike\": %s}", sl->spike ? "true" : "false");
     }
     fputs("\n  ]},\n", f);
-    json_reco(f, s, r);
+    json_reco(f, o, s, r, cands, n_cands);
     json_whatif(f, o, s, cands, n_cands);
-    fputs("  \"warnings\": [", f);
-    for (int w = 0; w < s->n_warnings; w++) {
-        fprintf(f, "%s\n    {\"kind\": ", w ? "," : "");
-        jstr(f, s->warnings[w].kind);
-        fputs(", \"message\": ", f);
-        jstr(f, s->warnings[w].message);
-        fputs("}", f);
+    fputs("  \"notes\": [", f);
+    for (int i = 0; i < o->n_notes; i++) {
+        fputs(i ? ", " : "", f);
+        jstr(f, o->notes[i]);
     }
-    fputs("\n  ]\n}\n", f);
+    fputs("]\n}\n", f);
 }

@@ -23,6 +23,20 @@
  * in the future).  Records caught by the timestamp guard (more than
  * `guard` ahead of now) are counted but kept out of the lag and gaps, as
  * the runtime keeps them out of its watermarks.
+ *
+ * Unit mix-ups are looked for in every record, not only the first ones.
+ * After --unit has converted it, an epoch timestamp of this era lies in
+ * [1e11, 1e14) ms (1973 .. 5138); one that lies 1000 or more times below
+ * or above (seconds, micro- or nanoseconds where milliseconds were
+ * expected) says that its writer used another unit.  Such a record is a
+ * suspect: counted, its first occurrence located (file:line, found by
+ * reading that file again after the pass) and left out of every
+ * measurement, because one epoch-seconds value among milliseconds is
+ * 56 years behind its partition and would make every tail quantile, and
+ * so every recommendation, absurd.  Values below 1e8 ms (the first day
+ * of 1970) are not epoch times of this era at all (counters, synthetic
+ * data) and are never suspects.  The what-if still replays suspects, as
+ * the runtime would see them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -554,7 +568,7 @@ static tdm_err intern_key(tdm__an_sample *sm, const char *k, size_t len,
 
 /* Appends a record to the sample. */
 static tdm_err sample_add(tdm__an_sample *sm, tdm_time_ms ts, uint32_t part,
-                          uint32_t key, bool guarded)
+                          uint32_t key, uint8_t flags)
 {
     if (sm->n == sm->cap) {
         int64_t cap = sm->cap ? 2 * sm->cap : 4096;
@@ -579,7 +593,7 @@ static tdm_err sample_add(tdm__an_sample *sm, tdm_time_ms ts, uint32_t part,
     sm->ts[sm->n] = ts;
     sm->part[sm->n] = part;
     sm->key[sm->n] = key;
-    sm->guarded[sm->n] = guarded;
+    sm->guarded[sm->n] = flags;
     sm->n++;
     return TDM_OK;
 }
@@ -624,6 +638,29 @@ static void unit_observe(tdm__an_part *pt, tdm_time_ms ts)
         pt->unit_small++;
     else if (ts >= INT64_C(100000000000000))
         pt->unit_big++;
+}
+
+/* True when @p ts is an epoch time of another unit than the input's
+ * (see the file comment; ISO-8601 text carries its own unit). */
+static bool is_suspect(const scan_ctx *c, tdm_time_ms ts)
+{
+    int k = tdm__analyze_unit_class(ts);
+    return c->o->unit != TDM_TS_UNIT_ISO8601 && k != TDM__AN_CLASS_NONE &&
+           k != TDM__AN_CLASS_MS;
+}
+
+/* Counts a suspect; the first one is remembered for the warning. */
+static void note_suspect(tdm__an_scan *s, tdm__an_part *pt, uint32_t p,
+                         int64_t idx, tdm_time_ms ts)
+{
+    if (s->suspects++ == 0) {
+        s->suspect_first = idx;
+        s->suspect_part = (int)p;
+        s->suspect_part_idx = pt->records;
+        s->suspect_value = ts;
+        s->suspect_class = tdm__analyze_unit_class(ts);
+    }
+    pt->unit_suspects++;
 }
 
 /* Out-of-orderness of a record not guarded: how far @p ts is behind
@@ -707,7 +744,7 @@ static void measure_gap(scan_ctx *c, tdm__an_part *pt, tdm_time_ms mark)
 /* The sample: what the replay's window needs of the record (its key
  * interned to an id, timestamp, partition, guard flag). */
 static tdm_err sample_record(scan_ctx *c, const tdm_row *row, tdm_time_ms ts,
-                             uint32_t p, bool guarded)
+                             uint32_t p, uint8_t flags)
 {
     tdm__an_sample *sm = &c->s->sample;
     uint32_t key = 0;
@@ -723,7 +760,7 @@ static tdm_err sample_record(scan_ctx *c, const tdm_row *row, tdm_time_ms ts,
         err = intern_key(sm, "", 0, &key);
     }
     if (err == TDM_OK)
-        err = sample_add(sm, ts, p, key, guarded);
+        err = sample_add(sm, ts, p, key, flags);
     return err;
 }
 
@@ -740,6 +777,9 @@ static tdm_err on_record(scan_ctx *c, const tdm_row *row, int partition,
     tdm__an_part *pt = &s->parts[p];
     tdm_time_ms ts = tdm_row_ts(row);
     bool guarded = ts > c->guard_limit;
+    bool suspect = is_suspect(c, ts);
+    if (suspect)
+        note_suspect(s, pt, p, idx, ts);
     pt->records++;
     if (c->o->unit == TDM_TS_UNIT_MS)
         unit_observe(pt, ts);
@@ -756,18 +796,21 @@ static tdm_err on_record(scan_ctx *c, const tdm_row *row, int partition,
 
     /* A record the runtime's timestamp guard would catch does not move
      * its partition's watermark there, so here it moves no maximum and
-     * has no lag or gap; it is still pushed into the what-if window. */
+     * has no lag or gap; it is still pushed into the what-if window.  A
+     * suspect (another unit) is left out of the measurements likewise. */
     if (guarded) {
         pt->guarded++;
         s->guarded++;
-    } else {
+    } else if (!suspect) {
         tdm_time_ms mark;
         measure_lag(c, pt, sl, ts);
         if (gap_mark(c, row, ts, &mark))
             measure_gap(c, pt, mark);
     }
     if (s->sample.n < c->o->sample)
-        return sample_record(c, row, ts, p, guarded);
+        return sample_record(c, row, ts, p,
+                             (guarded ? TDM__AN_GUARDED : 0) |
+                                 (suspect ? TDM__AN_SUSPECT : 0));
     return TDM_OK;
 }
 
@@ -832,10 +875,13 @@ static tdm_err warn_unit(tdm__an_scan *s)
             "timestamps look like %s, not milliseconds: %lld of the first "
             "%d values of partition %s are in the range of epoch %s "
             "(first: %lld = %s; read as %s it is %s); use --unit %s here "
-            "and timestamp.unit: %s in the job",
+            "and timestamp.unit: %s in the job%s",
             what, (long long)(what[0] == 's' ? pt->unit_small : pt->unit_big),
             pt->unit_n, pt->name, what, (long long)pt->unit_first, a, what, b,
-            unit, unit);
+            unit, unit,
+            pt->unit_suspects > 0 ? " (until then, its records are left out "
+                                    "of the measurements: see unit_mixed)"
+                                  : "");
     }
     return TDM_OK;
 }
@@ -1048,6 +1094,8 @@ tdm_err tdm__analyze_scan(const tdm__an_opts *o, tdm__an_scan *s, char *errbuf,
     close_gaps(&c);
     err = warn_unit(s);
     if (err == TDM_OK)
+        err = tdm__analyze_unit_report(o, s, c.format);
+    if (err == TDM_OK)
         err = warn_rest(&c);
     return finish(&c, err);
 }
@@ -1087,5 +1135,7 @@ void tdm__analyze_scan_free(tdm__an_scan *s)
         free(s->warnings[w].message);
     }
     free(s->warnings);
+    free(s->suspect_where);
+    free(s->suspect_raw);
     memset(s, 0, sizeof *s);
 }

@@ -453,10 +453,17 @@ static void replay_events(replay *r, int64_t before)
             tdm_reader_split_finished(r->rd, (int)sm->ev[r->ev].split);
 }
 
-/* After a push: the record's fate, its key's state lifetime, peaks. */
-static void replay_account(replay *r, uint32_t key, tdm_time_ms ts)
+/* After a push: the record's fate, its key's state lifetime, peaks.
+ * A record in another unit (@p suspect) is counted as any other and,
+ * for the target, on its own. */
+static void replay_account(replay *r, uint32_t key, tdm_time_ms ts,
+                           bool suspect)
 {
     tdm__an_cand *c = r->c;
+    if (suspect) {
+        c->suspects++;
+        c->suspects_late += r->push_late || r->push_refire;
+    }
     if (!r->push_late) {
         /* (A late record is counted by the LATE event.) */
         if (r->push_refire)
@@ -490,7 +497,8 @@ static tdm_err replay_record(replay *r, int64_t k, char *errbuf,
     replay_events(r, k);
     tdm_time_ms ts = sm->ts[k];
     uint32_t p = sm->part[k], key = sm->key[k];
-    bool guarded = sm->guarded[k] != 0;
+    bool guarded = (sm->guarded[k] & TDM__AN_GUARDED) != 0;
+    bool suspect = (sm->guarded[k] & TDM__AN_SUSPECT) != 0;
     /* Partitions named by a field get their split on first sight. */
     while ((int)p >= r->n_splits) {
         int idx;
@@ -520,7 +528,7 @@ static tdm_err replay_record(replay *r, int64_t k, char *errbuf,
     if (err != TDM_OK)
         return tdm__cli_errf(errbuf, errbuf_size, err, "what-if: %s",
                              tdm_winop_errmsg(r->op));
-    replay_account(r, key, ts);
+    replay_account(r, key, ts, suspect);
     if (!guarded)
         tdm_reader_record(r->rd, (int)p, r->rec);
     return TDM_OK;
@@ -566,14 +574,28 @@ static void replay_results(replay *r)
     }
 }
 
+/* Records not in their window's first result, suspects left out (see
+ * analyze.h). */
+int64_t tdm__analyze_late(const tdm__an_cand *c)
+{
+    return c->records - c->on_time - c->suspects_late;
+}
+
+int64_t tdm__analyze_counted(const tdm__an_cand *c)
+{
+    return c->records - c->suspects;
+}
+
 /* Replays the sample for one candidate (see analyze.h). */
 tdm_err tdm__analyze_replay(const tdm__an_opts *o, const tdm__an_scan *s,
                             tdm__an_cand *c, char *errbuf, size_t errbuf_size)
 {
     tdm_time_ms bound = c->bound, lateness = c->lateness;
+    unsigned role = c->role;
     memset(c, 0, sizeof *c);
     c->bound = bound;
     c->lateness = lateness;
+    c->role = role;
     replay r;
     tdm_err err = replay_init(&r, o, s, c, errbuf, errbuf_size);
     for (int64_t k = 0; err == TDM_OK && k < s->sample.n && r.err == TDM_OK;

@@ -64,7 +64,7 @@ expect_in "bad lines" "$T/dead.jsonl" "\"location\":\"$T/bad.jsonl:3\""
 expect_exit "exp" 0 "$TM" analyze "$T/exp.jsonl" --ts-field ts \
     --key-field k --window tumbling:1s --sample 20000
 expect_in "exp" "$T/out" "Out-of-orderness"
-expect_in "exp" "$T/out" "Recommendations"
+expect_in "exp" "$T/out" "Recommendation (target: at most 1.00% of records late"
 expect_in "exp" "$T/out" "What-if: the first 20,000 records"
 grep -Eq 'max_out_of_orderness: (38|39|40|41)0ms ' "$T/out" ||
     fail "exp: bound not within 380..410ms: $(grep max_out "$T/out")"
@@ -130,5 +130,164 @@ fi
 expect_exit "plot unwritable" 1 "$TM" analyze "$T/small.jsonl" \
     --ts-field ts --sample 0 --plot "$T/no/such/dir/p.svg"
 expect_in "plot unwritable" "$T/err" "--plot: cannot write"
+
+
+# ---- Warnings come before the recommendation ----
+expect_exit "order" 0 "$TM" analyze "$T/future.jsonl" --ts-field ts \
+    --now 2026-01-01T00:00:00Z --sample 1000
+w=$(grep -n '^Warnings$' "$T/out" | cut -d: -f1)
+r=$(grep -n '^Recommendation' "$T/out" | cut -d: -f1)
+{ [ -n "$w" ] && [ -n "$r" ] && [ "$w" -lt "$r" ]; } ||
+    fail "order: warnings (line ${w:-none}) not before the recommendation" \
+        "(line ${r:-none})"
+
+# ---- A unit mix-up anywhere: 0.5% in seconds after the first 100 ----
+# 20,000 records 10 ms apart, every 10th 150 ms behind; from record 200
+# on, every 200th is written in epoch seconds.  The first is line 201.
+awk -v s=$START 'BEGIN {
+    for (i = 0; i < 20000; i++) {
+        t = s + i * 10
+        if (i >= 100 && i % 200 == 0) printf "{\"ts\":%.0f}\n", int(t / 1000)
+        else if (i % 10 == 5) printf "{\"ts\":%.0f}\n", t - 150
+        else printf "{\"ts\":%.0f}\n", t
+    } }' >"$T/mixed.jsonl"
+expect_exit "mixed" 0 "$TM" analyze "$T/mixed.jsonl" --ts-field ts \
+    --window tumbling:1s
+expect_in "mixed" "$T/out" \
+    "unit_mixed: 99 records (0.495% of 20000, in 1 partition)"
+expect_in "mixed" "$T/out" \
+    "the first is at $T/mixed.jsonl:201, value 1767225602"
+expect_in "mixed" "$T/out" "99 records in another unit left out"
+# The lag is the 140 ms of the lagged records (150 ms behind the clock,
+# 140 ms behind the record before), not 56 years.
+grep -Eq '^  all +19,901 +10.05% +0ms +140ms +140ms +140ms +140ms +140ms ' \
+    "$T/out" || fail "mixed: lag not 140ms: $(grep '^  all' "$T/out")"
+expect_in "mixed" "$T/out" "watermark.max_out_of_orderness: 140ms    P99"
+if grep -E '(max_out_of_orderness|allowed_lateness): [0-9hmsd]*h' \
+    "$T/out" >&2; then
+    fail "mixed: a recommendation in hours"
+fi
+
+# ---- --target: the exact count decides, not the rounded quantile ----
+# 20,000 records 10 ms apart; 120 exactly 14 s behind, 100 exactly 20 s
+# behind (tests/unit/test_analyze.c, target_checks_the_exact_count, has
+# the arithmetic): 14 s makes 100 late (0.5%), 13 s 220 (1.1%); the P99
+# rounded up is 15 s.
+awk -v s=$START 'BEGIN {
+    for (i = 0; i < 20000; i++) {
+        t = s + i * 10
+        if (i > 3000 && i % 100 == 7 && a < 120) { a++; t = m - 14000 }
+        else if (i > 3000 && i % 100 == 57 && b < 100) { b++; t = m - 20000 }
+        else m = t
+        printf "{\"ts\":%.0f,\"k\":\"a\"}\n", t
+    } }' >"$T/target.jsonl"
+expect_exit "target" 0 "$TM" analyze "$T/target.jsonl" --ts-field ts \
+    --window tumbling:1s --target 1%
+expect_in "target" "$T/out" "watermark.max_out_of_orderness: 14s"
+expect_in "target" "$T/out" "0.50% of records late (100 of 20,000, exact)"
+expect_in "target" "$T/out" "13s would make 1.10% late (220)"
+expect_exit "target 0.004" 0 "$TM" analyze "$T/target.jsonl" --ts-field ts \
+    --window tumbling:1s --target 0.004 --json
+expect_in "target 0.004" "$T/out" \
+    '"recommended": {"target": 0.004, "checked": true, "bound_ms": 20000, "late": 0,'
+expect_exit "bad target" 2 "$TM" analyze "$T/target.jsonl" --ts-field ts \
+    --target 5
+expect_in "bad target" "$T/err" \
+    "--target: expected the accepted late fraction"
+expect_exit "bad target %" 2 "$TM" analyze "$T/target.jsonl" --ts-field ts \
+    --target 1x%
+# The recommendation (bound, lateness) is a row of the default grid.
+expect_exit "reco row" 0 "$TM" analyze "$T/target.jsonl" --ts-field ts \
+    --window tumbling:1s --json
+grep -q '"bound_ms": 14000, "lateness_ms": 6000, .*"role": "recommended"' \
+    "$T/out" || fail "reco row: no what-if row 14s / 6s marked recommended"
+expect_in "reco row" "$T/out" \
+    '"lateness_ms": 6000, "lateness_covers": "max", "late_output": 0,'
+
+# ---- Any number of --bounds and --lateness values ----
+expect_exit "many" 0 "$TM" analyze "$T/exp.jsonl" --ts-field ts \
+    --sample 2000 --bounds 0,10,20,30,40,50,60,70,80,90,100,110 \
+    --lateness 0,1,2,3,4,5,6,7,8,9 --json
+[ "$(grep -c '"bound_ms": [0-9]*, "lateness_ms"' "$T/out")" -eq 120 ] ||
+    fail "many: expected 12 x 10 = 120 what-if candidates"
+grep -q '"bound_ms": 110, "lateness_ms": 9,' "$T/out" ||
+    fail "many: the 12th bound with the 10th lateness is missing"
+# A list longer than any fixed buffer: 300 values (1,800 characters).
+list=$(awk 'BEGIN { for (i = 1; i <= 300; i++)
+    printf "%s%dms", (i > 1 ? "," : ""), i }')
+expect_exit "long list" 0 "$TM" analyze "$T/exp.jsonl" --ts-field ts \
+    --sample 500 --bounds "$list" --lateness 0 --json
+[ "$(grep -c '"bound_ms": [0-9]*, "lateness_ms"' "$T/out")" -eq 300 ] ||
+    fail "long list: expected 300 what-if candidates"
+grep -q '"bound_ms": 300, "lateness_ms": 0,' "$T/out" ||
+    fail "long list: the last bound is missing"
+
+# ---- --job: the source's settings from the job file ----
+printf '%s\n' "name: an" "sources:" "  clicks:" "    path: $T/exp.jsonl" \
+    "    schema: {ts: int64, p: int64, k: string}" \
+    "    timestamp: {field: ts, unit: ms}" \
+    "    watermark: {strategy: bounded, max_out_of_orderness: 50ms, emit: on_event}" \
+    "windows:" "  counts:" "    from: clicks" "    key_by: k" \
+    "    window: {type: tumbling, size: 1s}" "    allowed_lateness: 100ms" \
+    "    sink: out" "    late_output: late" "sinks:" \
+    "  out: {type: file, path: $T/out.jsonl}" \
+    "  late: {type: file, path: $T/late.jsonl}" >"$T/job.yaml"
+expect_exit "job" 0 "$TM" analyze --job "$T/job.yaml" --sample 20000
+expect_in "job" "$T/out" \
+    "settings of source clicks and window counts from $T/job.yaml"
+expect_in "job" "$T/out" "What-if: the first 20,000 records"
+expect_in "job" "$T/out" "(tumbling:1s, watermark.emit"
+expect_in "job" "$T/out" \
+    "Your job ($T/job.yaml, source clicks) has max_out_of_orderness 50ms and allowed_lateness 100ms;"
+expect_in "job" "$T/out" "at that bound "
+expect_in "job" "$T/out" "<- your job"
+expect_in "job" "$T/out" "      clicks:"
+expect_in "job" "$T/out" "      counts:"
+expect_in "job" "$T/out" "        late_output: late"
+expect_in "job" "$T/out" \
+    "Try it: tidemark run $T/job.yaml --set sources.clicks.watermark.max_out_of_orderness="
+# The job's row is the job's settings; the key is its key_by.
+expect_exit "job json" 0 "$TM" analyze --job "$T/job.yaml" clicks \
+    --sample 20000 --json
+grep -q '"bound_ms": 50, "lateness_ms": 100, .*"role": "job"' "$T/out" ||
+    fail "job json: no what-if row for the job's 50ms / 100ms"
+expect_in "job json" "$T/out" \
+    '"job": {"bound_ms": 50, "lateness_ms": 100, "late": '
+expect_in "job json" "$T/out" '"key_fields": "k"'
+# The command line wins, and says so.
+expect_exit "job override" 0 "$TM" analyze --job "$T/job.yaml" \
+    --window tumbling:5s --sample 2000
+expect_in "job override" "$T/out" \
+    "note: --window tumbling:5s (command line) replaces the window of counts ($T/job.yaml:"
+expect_in "job override" "$T/out" "(tumbling:5s, watermark.emit"
+expect_exit "job input" 0 "$TM" analyze --job "$T/job.yaml" \
+    "$T/small.jsonl" --sample 0
+expect_in "job input" "$T/out" "2,000 records from 1 input"
+expect_in "job input" "$T/out" \
+    "note: INPUT $T/small.jsonl (command line) replaces path: $T/exp.jsonl ($T/job.yaml:4:"
+# Two sources: name one; a Kafka source needs an INPUT.
+printf '%s\n' "sources:" \
+    "  a: {path: $T/small.jsonl, schema: {ts: int64}, timestamp: {field: ts}}" \
+    "  b: {type: kafka, brokers: \"localhost:9\", topics: t, schema: {ts: int64}, timestamp: {field: ts}}" \
+    "sinks:" "  out: {type: file, path: $T/o.jsonl}" >"$T/job2.yaml"
+expect_exit "job two" 2 "$TM" analyze --job "$T/job2.yaml"
+expect_in "job two" "$T/err" \
+    "the job has several sources (a, b): name the one"
+expect_exit "job a" 0 "$TM" analyze --job "$T/job2.yaml" a --sample 0
+expect_in "job a" "$T/out" "2,000 records from 1 input"
+expect_exit "job kafka" 2 "$TM" analyze --job "$T/job2.yaml" b
+expect_in "job kafka" "$T/err" \
+    "source b is of type kafka: analyze reads files; give INPUT"
+printf 'sources:\n  a: {pathh: x}\n' >"$T/bad.yaml"
+expect_exit "job invalid" 3 "$TM" analyze --job "$T/bad.yaml"
+expect_in "job invalid" "$T/err" "$T/bad.yaml:2:"
+
+# ---- The plot marks the recommendation and the maximum ----
+expect_exit "plot marks" 0 "$TM" analyze "$T/target.jsonl" --ts-field ts \
+    --window tumbling:1s --plot "$T/t.svg"
+expect_in "plot marks" "$T/t.svg" ">recommended B=14s L=6s, max delay "
+expect_in "plot marks" "$T/t.svg" ">bound 14s<"
+expect_in "plot marks" "$T/t.svg" ">max 20s<"
+expect_in "plot marks" "$T/t.svg" 'class="xtick"'
 
 echo "analyze: all checks passed"

@@ -27,6 +27,26 @@ mkdir "$T/many"
 # windows are late: that takes lags of a window's size, so more lag.
 "$GEN" -n 30000 -p 2 -s 1 -k 20 -S 14 -l 700 -o "$T/slow.jsonl"
 
+# run_counts: the outputs of the last run, counted: late-output lines,
+# result rows with timing on_time, with timing late, all result rows, and
+# the summary's "N records in".
+run_counts() {
+    touch "$T/late.jsonl" "$T/out.jsonl"
+    awk -v late="$T/late.jsonl" -v err="$T/run.err" '
+        /"timing":"on_time"/ { on++ }
+        /"timing":"late"/ { lt++ }
+        { rows++ }
+        END {
+            while ((getline x < late) > 0) lo++
+            while ((getline x < err) > 0)
+                if (match(x, /: [0-9,]+ records in,/)) {
+                    n = substr(x, RSTART + 2, RLENGTH - 14)
+                    gsub(",", "", n)
+                }
+            print lo + 0, on + 0, lt + 0, rows + 0, n
+        }' "$T/out.jsonl"
+}
+
 checked=0
 
 # compare NAME INPUT PATH_IN_JOB PARTITION_FIELD WINDOW_SPEC WINDOW_YAML
@@ -83,21 +103,8 @@ sinks:
 EOF
         "$TM" run "$T/job.yaml" --quiet 2>"$T/run.err" ||
             fail "$name: run failed: $(cat "$T/run.err")"
-        touch "$T/late.jsonl"
         # shellcheck disable=SC2046
-        set -- $(awk -v late="$T/late.jsonl" -v err="$T/run.err" '
-            /"timing":"on_time"/ { on++ }
-            /"timing":"late"/ { lt++ }
-            { rows++ }
-            END {
-                while ((getline x < late) > 0) lo++
-                while ((getline x < err) > 0)
-                    if (match(x, /: [0-9,]+ records in,/)) {
-                        n = substr(x, RSTART + 2, RLENGTH - 14)
-                        gsub(",", "", n)
-                    }
-                print lo + 0, on + 0, lt + 0, rows + 0, n
-            }' "$T/out.jsonl")
+        set -- $(run_counts)
         got_lo=$1 got_on=$2 got_late=$3 got_rows=$4 got_in=${5:-?}
         what="$name bound ${b}ms lateness ${l}ms"
         [ "$got_lo" -eq "$lo" ] ||
@@ -133,4 +140,66 @@ compare session "$T/one.jsonl" "$T/one.jsonl" "" session:300ms \
     "{type: session, gap: 300ms}"
 
 [ "$checked" -eq 30 ] || fail "checked $checked candidates, expected 30"
+
+# ---- --job: the recommendation and the job's own settings, run ----
+# analyze reads the job's source and window; the what-if row of the
+# recommendation (role "recommended") and of the job's settings (role
+# "job") must be what `tidemark run` of that job produces, the first
+# with the --set line the report prints.
+printf '%s\n' "name: vsjob" "parallelism: 1" "sources:" "  in:" \
+    "    path: $T/one.jsonl" "    schema: {ts: int64, p: int64, k: string}" \
+    "    timestamp: {field: ts}" \
+    "    watermark: {strategy: bounded, max_out_of_orderness: 30ms, emit: on_event}" \
+    "windows:" "  w:" "    from: in" "    key_by: k" \
+    "    window: {type: tumbling, size: 1s}" "    allowed_lateness: 50ms" \
+    "    sink: out" "    late_output: late" "sinks:" \
+    "  out: {type: file, path: $T/out.jsonl}" \
+    "  late: {type: file, path: $T/late.jsonl}" >"$T/vsjob.yaml"
+"$TM" analyze --job "$T/vsjob.yaml" --target 0.5% --json >"$T/vsjob.json" \
+    2>"$T/vsjob.err" || fail "job: analyze failed: $(cat "$T/vsjob.err")"
+"$TM" analyze --job "$T/vsjob.yaml" --target 0.5% >"$T/vsjob.txt" \
+    2>"$T/vsjob.err" || fail "job: analyze failed: $(cat "$T/vsjob.err")"
+sets=$(sed -n 's/^  Try it: tidemark run [^ ]* //p' "$T/vsjob.txt")
+[ -n "$sets" ] || fail "job: no 'Try it' line in the report"
+n='([0-9]+)'
+for role in recommended job; do
+    line=$(grep "\"role\": \"$role\"" "$T/vsjob.json") ||
+        fail "job: no what-if row with role $role"
+    set -- $(echo "$line" | sed -E "s/.*\"bound_ms\": $n, \"lateness_ms\": $n, \
+\"records\": $n, .*\"late_output\": $n, .*\"panes_on_time\": $n, \
+\"panes_late\": $n, .*/\\1 \\2 \\3 \\4 \\5 \\6/")
+    b=$1 l=$2 recs=$3 lo=$4 pon=$5 plate=$6
+    rm -f "$T/out.jsonl" "$T/late.jsonl"
+    if [ "$role" = job ]; then
+        [ "$b" -eq 30 ] && [ "$l" -eq 50 ] || fail "job: row $b/$l, not 30/50"
+        "$TM" run "$T/vsjob.yaml" --quiet 2>"$T/run.err" ||
+            fail "job: run failed: $(cat "$T/run.err")"
+    else
+        case "$sets" in
+        *"max_out_of_orderness=${b}ms "*"allowed_lateness=${l}ms"*) ;;
+        *) fail "job: --set line '$sets' is not the row's ${b}ms / ${l}ms" ;;
+        esac
+        # shellcheck disable=SC2086
+        "$TM" run "$T/vsjob.yaml" $sets --quiet 2>"$T/run.err" ||
+            fail "job: run $sets failed: $(cat "$T/run.err")"
+    fi
+    set -- $(run_counts)
+    [ "$1" -eq "$lo" ] || fail "job $role: late output: run $1, analyze $lo"
+    [ "$2" -eq "$pon" ] || fail "job $role: on-time panes: run $2, analyze $pon"
+    [ "$3" -eq "$plate" ] || fail "job $role: late panes: run $3, analyze $plate"
+    [ "$5" = "$recs" ] || fail "job $role: records: run $5, analyze $recs"
+    checked=$((checked + 1))
+done
+# The recommendation meets the target: late (not in the first result)
+# at most 0.5% of the records, and the bound below it does not.
+grep -q '"recommended": {"target": 0.005, "checked": true,' "$T/vsjob.json" ||
+    fail "job: the recommendation was not checked by replays"
+re='.*"recommended": [{].*"late": ([0-9]+), "counted": ([0-9]+), '
+re="$re"'"below_ms": ([0-9-]+), "below_late": ([0-9-]+),.*'
+# shellcheck disable=SC2046
+set -- $(sed -nE "s/$re/\\1 \\2 \\3 \\4/p" "$T/vsjob.json")
+[ $(($1 * 1000)) -le $(($2 * 5)) ] ||
+    fail "job: $1 of $2 late, above the 0.5% target"
+[ "$3" -lt 0 ] || [ $(($4 * 1000)) -gt $(($2 * 5)) ] ||
+    fail "job: the bound below ($3 ms, $4 late) meets the target too"
 echo "analyze_vs_run: $checked candidates equal to tidemark run"

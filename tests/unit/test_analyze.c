@@ -159,6 +159,7 @@ static void fix_init(fix *f)
     o->guard = 3600000;
     o->now = START + 30 * DAY; /* nothing is in the future */
     o->log = NULL;
+    o->target = TDM__AN_TARGET_DEFAULT;
 }
 
 /* Adds input dir/name (a file name relative to the fixture folder). */
@@ -514,6 +515,163 @@ TDM_TEST(warn_nanoseconds_unit)
     fix_free(&f);
 }
 
+/* A unit mix-up anywhere: 20,000 records 10 ms apart in milliseconds
+ * with an exponential lag (mean 100 ms), except that from record 200 on
+ * every 200th is written in epoch seconds (0.5%, all after the first 100,
+ * where the runtime's own check looks).  Without the check such a record
+ * is ~56 years behind its partition: lag max ~1.8e12 ms and a P99.9 bound
+ * of "500000h".  With it: counted (99), located at the first one's line
+ * (201) with its value as written, left out of the lag (max below 2 s),
+ * and the recommendations are those of the ms records. */
+TDM_TEST(warn_unit_mixed_anywhere)
+{
+    fix f;
+    fix_init(&f);
+    char path[600];
+    snprintf(path, sizeof path, "%s/mixed.jsonl", f.dir);
+    FILE *o = fopen(path, "w");
+    ASSERT_TRUE(o != NULL);
+    uint64_t st = 7;
+    int64_t max = 0, suspects = 0;
+    for (int64_t i = 0; i < 20000; i++) {
+        int64_t t = START + i * 10, ts = t;
+        if (i >= 100 && i % 200 == 0) {
+            fprintf(o, "{\"ts\":%lld}\n", (long long)(t / 1000));
+            suspects++;
+            continue;
+        }
+        if (i > 0 && uni(&st) < 0.5)
+            ts = max - (int64_t)floor(-100 * log(uni(&st)));
+        else
+            max = ts;
+        fprintf(o, "{\"ts\":%lld}\n", (long long)ts);
+    }
+    ASSERT_EQ(fclose(o), 0);
+    fix_input(&f, "mixed.jsonl");
+    f.o.key_fields = NULL;
+    fix_scan(&f);
+    ASSERT_EQ(f.s.suspects, suspects);
+    ASSERT_EQ(suspects, 99);
+    char where[700];
+    snprintf(where, sizeof where, "the first is at %s:201, value 1767225602",
+             path);
+    ASSERT_TRUE(has_warning(&f.s, "unit_mixed", where));
+    ASSERT_TRUE(has_warning(&f.s, "unit_mixed", "99 records (0.495% of 20000"));
+    ASSERT_TRUE(has_warning(&f.s, "unit_mixed", "looks like epoch seconds"));
+    ASSERT_TRUE(has_warning(&f.s, "unit_mixed", "left out"));
+    /* The runtime's first-100 check sees nothing. */
+    ASSERT_TRUE(!has_warning(&f.s, "unit", NULL));
+    ASSERT_EQ(f.s.lag.n, 20000 - 99);
+    ASSERT_TRUE(f.s.lag.max < 2000);
+    ASSERT_TRUE(f.r.bound99 >= 380 && f.r.bound99 <= 410);
+    ASSERT_TRUE(f.r.bound999 < 1000);
+    ASSERT_TRUE(f.r.late_max < 2000);
+    /* The what-if replays them (the run would see them: late); the
+     * target's count leaves them out. */
+    tdm__an_cand c;
+    replay(&f, 400, 0, &c);
+    ASSERT_EQ(c.suspects, 99);
+    ASSERT_EQ(c.suspects_late, 99);
+    ASSERT_EQ(tdm__analyze_counted(&c), 20000 - 99);
+    ASSERT_EQ(tdm__analyze_late(&c), c.records - c.on_time - 99);
+    char msg[256];
+    ASSERT_OK(tdm__analyze_target(&f.o, &f.s, &f.r, msg, sizeof msg));
+    ASSERT_TRUE(f.r.checked);
+    ASSERT_TRUE(f.r.bound < 1000);
+    fix_free(&f);
+}
+
+/* --target: the bound is the smallest nice value whose exact late count
+ * meets the target, checked by replays, not the quantile rounded up.
+ * 20,000 records 10 ms apart in one partition, tumbling 1 s windows:
+ * 120 records (0.6%) exactly 14,000 ms behind, 100 (0.5%) 20,000 ms
+ * behind, the rest in order.  A record L behind is late with bound B iff
+ * its window's end - 1 <= max - B - 1, i.e. (end - 1 - ts) <= L - B - 1;
+ * end - 1 - ts lies in 0 .. 999, so with B = 13 s both kinds are late
+ * (220 = 1.1% > 1%), with B = 14 s only the 20 s ones (100 = 0.5%).  The
+ * histogram's P99 is in the 14,000 group, whose bucket's highest value
+ * is 14,015: rounded up to two digits, 15 s - the answer before. */
+TDM_TEST(target_checks_the_exact_count)
+{
+    fix f;
+    fix_init(&f);
+    char path[600];
+    snprintf(path, sizeof path, "%s/tgt.jsonl", f.dir);
+    FILE *o = fopen(path, "w");
+    ASSERT_TRUE(o != NULL);
+    int64_t max = 0;
+    int n14 = 0, n20 = 0;
+    for (int64_t i = 0; i < 20000; i++) {
+        int64_t ts = START + i * 10;
+        if (i > 3000 && i % 100 == 7 && n14 < 120) {
+            ts = max - 14000;
+            n14++;
+        } else if (i > 3000 && i % 100 == 57 && n20 < 100) {
+            ts = max - 20000;
+            n20++;
+        } else {
+            max = ts;
+        }
+        fprintf(o, "{\"ts\":%lld,\"k\":\"a\"}\n", (long long)ts);
+    }
+    ASSERT_EQ(fclose(o), 0);
+    ASSERT_EQ(n14, 120);
+    ASSERT_EQ(n20, 100);
+    fix_input(&f, "tgt.jsonl");
+    fix_scan(&f);
+    ASSERT_EQ(tdm__analyze_nice_up(tdm__hist_quantile(&f.s.lag, 0.99)), 15000);
+    char msg[256];
+    f.o.target = 0.01;
+    ASSERT_OK(tdm__analyze_target(&f.o, &f.s, &f.r, msg, sizeof msg));
+    ASSERT_TRUE(f.r.checked);
+    ASSERT_EQ(f.r.bound, 14000);
+    ASSERT_EQ(f.r.late, 100);
+    ASSERT_EQ(f.r.counted, 20000);
+    ASSERT_EQ(f.r.below, 13000);
+    ASSERT_EQ(f.r.below_late, 220);
+    ASSERT_TRUE(f.r.replays >= 2 && f.r.replays <= 16);
+    /* The lateness covers the max (20 s) on top: 6 s. */
+    ASSERT_TRUE(f.r.lateness_max);
+    ASSERT_EQ(f.r.lateness, 6000);
+    /* A target of 0.5% needs the same bound; 0.4% needs 20 s. */
+    f.o.target = 0.005;
+    ASSERT_OK(tdm__analyze_target(&f.o, &f.s, &f.r, msg, sizeof msg));
+    ASSERT_EQ(f.r.bound, 14000);
+    f.o.target = 0.004;
+    ASSERT_OK(tdm__analyze_target(&f.o, &f.s, &f.r, msg, sizeof msg));
+    ASSERT_EQ(f.r.bound, 20000);
+    ASSERT_EQ(f.r.late, 0);
+    ASSERT_EQ(f.r.below, 19000);
+    ASSERT_EQ(f.r.below_late, 100);
+    /* Without a sample: the histogram's upper estimate. */
+    f.o.sample = 0;
+    tdm__analyze_scan_free(&f.s);
+    fix_scan(&f);
+    f.o.target = 0.01;
+    ASSERT_OK(tdm__analyze_target(&f.o, &f.s, &f.r, msg, sizeof msg));
+    ASSERT_TRUE(!f.r.checked);
+    ASSERT_EQ(f.r.bound, 15000);
+    fix_free(&f);
+}
+
+/* The ladder of nice values, both ways. */
+TDM_TEST(nice_ladder)
+{
+    ASSERT_EQ(tdm__analyze_nice_down(14000), 13000);
+    ASSERT_EQ(tdm__analyze_nice_down(13001), 13000);
+    ASSERT_EQ(tdm__analyze_nice_down(1000), 990);
+    ASSERT_EQ(tdm__analyze_nice_down(110), 100);
+    ASSERT_EQ(tdm__analyze_nice_down(100), 99);
+    ASSERT_EQ(tdm__analyze_nice_down(1), 0);
+    ASSERT_EQ(tdm__analyze_nice_down(0), -1);
+    for (int64_t v = 0; v < 200000; v += 7) {
+        int64_t d = tdm__analyze_nice_down(v);
+        ASSERT_TRUE(d < v);
+        ASSERT_TRUE(d < 0 || tdm__analyze_nice_up(d) == d);
+        ASSERT_TRUE(tdm__analyze_nice_up(d + 1) >= v);
+    }
+}
+
 /* Every 100th record lies 2 days ahead; now is the stream's start, so
  * they are beyond now + 1 h: counted as future and, with the default
  * guard of 1 h, left out of the lag.  The lag distribution of the rest
@@ -789,6 +947,57 @@ TDM_TEST(report_json_is_valid)
     fix_free(&f);
 }
 
+/* Warnings come before the recommendations in the text report, and the
+ * JSON keeps them in "warnings" (kind and message). */
+TDM_TEST(report_warnings_first)
+{
+    fix f;
+    fix_init(&f);
+    gen g = gen_default();
+    g.n = 5000;
+    g.future_every = 100;
+    write_stream(f.dir, "w", &g);
+    fix_input(&f, "w.jsonl");
+    f.o.now = START;
+    fix_scan(&f);
+    char msg[256];
+    ASSERT_OK(tdm__analyze_target(&f.o, &f.s, &f.r, msg, sizeof msg));
+    ASSERT_TRUE(f.s.n_warnings > 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    ASSERT_TRUE(m != NULL);
+    tdm__analyze_report_text(m, &f.o, &f.s, &f.r, NULL, 0);
+    ASSERT_EQ(fclose(m), 0);
+    const char *w = strstr(buf, "\nWarnings\n");
+    const char *r = strstr(buf, "\nRecommendation");
+    const char *l = strstr(buf, "\nOut-of-orderness");
+    ASSERT_TRUE(w && r && l);
+    ASSERT_TRUE(w < r);
+    ASSERT_TRUE(w < l);
+    ASSERT_TRUE(strstr(w, "future: 50 records") != NULL);
+    free(buf);
+    buf = NULL;
+    m = open_memstream(&buf, &len);
+    ASSERT_TRUE(m != NULL);
+    tdm__analyze_report_json(m, &f.o, &f.s, &f.r, NULL, 0);
+    ASSERT_EQ(fclose(m), 0);
+    json_t *root = json_loads(buf, 0, NULL);
+    ASSERT_TRUE(root != NULL);
+    json_t *ws = json_object_get(root, "warnings");
+    ASSERT_EQ(json_array_size(ws), (size_t)f.s.n_warnings);
+    ASSERT_TRUE(strcmp(json_string_value(
+                           json_object_get(json_array_get(ws, 0), "kind")),
+                       "future") == 0);
+    json_t *rec = json_object_get(json_object_get(root, "recommendations"),
+                                  "recommended");
+    ASSERT_EQ(json_integer_value(json_object_get(rec, "bound_ms")), f.r.bound);
+    ASSERT_TRUE(json_is_true(json_object_get(rec, "checked")));
+    json_decref(root);
+    free(buf);
+    fix_free(&f);
+}
+
 /* ---- SVG ---- */
 
 /* A small well-formedness check: balanced tags, quoted attributes, known
@@ -859,15 +1068,105 @@ static void check_xml(const char *x)
     ASSERT_EQ(roots, 1);
 }
 
-static char *svg_of(const tdm__an_scan *s, const tdm__an_cand *c, int n)
+static char *svg_with(const tdm__an_scan *s, const tdm__an_reco *r,
+                      const tdm__an_cand *c, int n)
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
     ASSERT_TRUE(m != NULL);
-    ASSERT_EQ(tdm__analyze_svg(m, s, c, n), 0);
+    ASSERT_EQ(tdm__analyze_svg(m, s, r, c, n), 0);
     ASSERT_EQ(fclose(m), 0);
     return buf;
+}
+
+static char *svg_of(const tdm__an_scan *s, const tdm__an_cand *c, int n)
+{
+    return svg_with(s, NULL, c, n);
+}
+
+/* One <text> of an SVG: position, anchor, size, class, content. */
+typedef struct svg_text {
+    double x, y, size;
+    char anchor[8], cls[16], body[128];
+    double ms; /* data-ms, -1 when absent */
+    bool rotated;
+} svg_text;
+
+/* The value of attribute @p name in the tag starting at @p tag (up to
+ * its '>'), into @p buf; false when absent. */
+static bool svg_attr(const char *tag, const char *name, char *buf, size_t n)
+{
+    const char *end = strchr(tag, '>');
+    char pat[32];
+    snprintf(pat, sizeof pat, " %s=\"", name);
+    const char *a = strstr(tag, pat);
+    if (!a || a > end)
+        return false;
+    a += strlen(pat);
+    size_t l = strcspn(a, "\"");
+    snprintf(buf, n, "%.*s", (int)l, a);
+    return true;
+}
+
+/* Every <text> element of @p svg (at most @p max). */
+static int svg_texts(const char *svg, svg_text *t, int max)
+{
+    int n = 0;
+    char v[128];
+    for (const char *p = strstr(svg, "<text "); p && n < max;
+         p = strstr(p + 1, "<text ")) {
+        svg_text *e = &t[n++];
+        memset(e, 0, sizeof *e);
+        ASSERT_TRUE(svg_attr(p, "x", v, sizeof v));
+        e->x = atof(v);
+        ASSERT_TRUE(svg_attr(p, "y", v, sizeof v));
+        e->y = atof(v);
+        ASSERT_TRUE(svg_attr(p, "font-size", v, sizeof v));
+        e->size = atof(v);
+        ASSERT_TRUE(svg_attr(p, "text-anchor", e->anchor, sizeof e->anchor));
+        svg_attr(p, "class", e->cls, sizeof e->cls);
+        e->ms = svg_attr(p, "data-ms", v, sizeof v) ? atof(v) : -1;
+        e->rotated = svg_attr(p, "transform", v, sizeof v);
+        const char *b = strchr(p, '>') + 1;
+        size_t l = strcspn(b, "<");
+        snprintf(e->body, sizeof e->body, "%.*s", (int)l, b);
+    }
+    return n;
+}
+
+/* The box a text covers: 0.55 em per character (a sans-serif digit is
+ * 0.556 em), the font size high. */
+static void svg_box(const svg_text *t, double *x0, double *x1)
+{
+    double w = 0.55 * t->size * (double)strlen(t->body);
+    *x0 = t->anchor[0] == 'e'   ? t->x - w
+          : t->anchor[0] == 'm' ? t->x - w / 2
+                                : t->x;
+    *x1 = *x0 + w;
+}
+
+/* No two texts overlap: boxes of texts whose lines are less than a
+ * font size apart are at least 1 px apart horizontally. */
+static void svg_no_overlap(const svg_text *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (t[i].rotated || t[j].rotated)
+                continue;
+            double dy = fabs(t[i].y - t[j].y);
+            if (dy >= (t[i].size > t[j].size ? t[i].size : t[j].size))
+                continue;
+            double a0, a1, b0, b1;
+            svg_box(&t[i], &a0, &a1);
+            svg_box(&t[j], &b0, &b1);
+            if (a1 + 1 > b0 && b1 + 1 > a0)
+                tdm_test_fail(__FILE__, __LINE__,
+                              "labels overlap: \"%s\" at (%.1f, %.1f) and "
+                              "\"%s\" at (%.1f, %.1f)",
+                              t[i].body, t[i].x, t[i].y, t[j].body, t[j].x,
+                              t[j].y);
+        }
 }
 
 TDM_TEST(svg_is_well_formed)
@@ -888,7 +1187,7 @@ TDM_TEST(svg_is_well_formed)
     ASSERT_TRUE(strstr(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\"") !=
                 NULL);
     /* Axis titles, both charts, a point per candidate, the P99 mark. */
-    ASSERT_TRUE(strstr(svg, "median result delay") != NULL);
+    ASSERT_TRUE(strstr(svg, "result delay after a window") != NULL);
     ASSERT_TRUE(strstr(svg, "records in results") != NULL);
     ASSERT_TRUE(strstr(svg, "Out-of-orderness histogram") != NULL);
     ASSERT_TRUE(strstr(svg, ">B=100ms<") != NULL);
@@ -909,6 +1208,80 @@ TDM_TEST(svg_is_well_formed)
     check_xml(svg);
     free(svg);
     tdm__hist_fini(&empty.lag);
+    fix_free(&f);
+}
+
+/* The plot of a crowded grid: twelve bounds 10 ms apart (their delays,
+ * and so their labels, are 10 ms apart), three lateness values.  Labels
+ * never overlap; the delay axis is logarithmic (ticks at 1-2-5 x 10^k,
+ * one decade the same width wherever it is); the recommendation is
+ * marked in both charts; the maximum lag and each candidate's maximum
+ * delay are shown. */
+TDM_TEST(svg_log_axis_labels_marks)
+{
+    fix f;
+    fix_init(&f);
+    gen g = gen_default();
+    g.n = 20000;
+    write_stream(f.dir, "svg", &g);
+    fix_input(&f, "svg.jsonl");
+    fix_scan(&f);
+    char msg[256];
+    ASSERT_OK(tdm__analyze_target(&f.o, &f.s, &f.r, msg, sizeof msg));
+    tdm__an_cand c[40];
+    int n = 0;
+    for (int b = 0; b < 12; b++)
+        for (int l = 0; l < 3; l++) {
+            replay(&f, 100 + 10 * b, 300 * l, &c[n]);
+            n++;
+        }
+    replay(&f, f.r.bound, f.r.lateness, &c[n]);
+    c[n++].role = TDM__AN_ROLE_RECO;
+    char *svg = svg_with(&f.s, &f.r, c, n);
+    check_xml(svg);
+    static svg_text t[1024];
+    int nt = svg_texts(svg, t, 1024);
+    ASSERT_TRUE(nt > 20);
+    svg_no_overlap(t, nt);
+    /* Log axis: x is linear in log10(delay) across the tick labels. */
+    int ticks = 0;
+    double k0 = 0, x0 = 0, l0 = 0;
+    for (int i = 0; i < nt; i++) {
+        if (strcmp(t[i].cls, "xtick") != 0)
+            continue;
+        ASSERT_TRUE(t[i].ms > 0);
+        double lg = log10(t[i].ms);
+        if (ticks == 0) {
+            x0 = t[i].x;
+            l0 = lg;
+        } else if (ticks == 1) {
+            k0 = (t[i].x - x0) / (lg - l0);
+        } else {
+            ASSERT_NEAR(t[i].x, x0 + k0 * (lg - l0), 0.2);
+        }
+        ticks++;
+    }
+    ASSERT_TRUE(ticks >= 3);
+    ASSERT_TRUE(k0 > 0);
+    /* The recommendation: a line in each chart and its labels. */
+    char want[128], d1[32], d2[32];
+    ASSERT_TRUE(strstr(svg, "class=\"reco\"") != NULL);
+    snprintf(want, sizeof want, ">recommended B=%s L=%s, max delay ",
+             tdm__analyze_fmt_dur(f.r.bound, d1, sizeof d1),
+             tdm__analyze_fmt_dur(f.r.lateness, d2, sizeof d2));
+    ASSERT_TRUE(strstr(svg, want) != NULL);
+    snprintf(want, sizeof want, ">bound %s<", d1);
+    ASSERT_TRUE(strstr(svg, want) != NULL);
+    /* The maximum lag, and a whisker per candidate to its max delay. */
+    snprintf(want, sizeof want, ">max %s<",
+             tdm__analyze_fmt_dur(f.s.lag.max, d1, sizeof d1));
+    ASSERT_TRUE(strstr(svg, want) != NULL);
+    int whiskers = 0;
+    for (const char *p = strstr(svg, "class=\"maxdelay\""); p;
+         p = strstr(p + 1, "class=\"maxdelay\""))
+        whiskers++;
+    ASSERT_EQ(whiskers, n);
+    free(svg);
     fix_free(&f);
 }
 
