@@ -1513,6 +1513,27 @@ TDM_API void tdm_taskhost_destroy(tdm_taskhost *host);
       "Capacity of the subtask's input queue")                                 \
     X(BACKPRESSURE, "numBackpressureWaits", VERTEX, COUNTER, "waits", COUNT,   \
       SUM, "Times a source subtask waited for a full downstream queue")        \
+    X(BUSY_RATE, "busyTimeMsPerSecond", VERTEX, GAUGE, "ms/s", COUNT, MAX,     \
+      "Milliseconds per second the subtask was working: neither waiting "      \
+      "for input nor backpressured (over the last one to two seconds; "        \
+      "time blocked in a sink counts here)")                                   \
+    X(BP_RATE, "backPressuredTimeMsPerSecond", VERTEX, GAUGE, "ms/s", COUNT,   \
+      MAX,                                                                     \
+      "Milliseconds per second the subtask waited for room downstream: a "     \
+      "full queue of the next operator, or (sources) every batch in use")      \
+    X(IDLE_RATE, "idleTimeMsPerSecond", VERTEX, GAUGE, "ms/s", COUNT, MAX,     \
+      "Milliseconds per second the subtask waited for input (sources: "        \
+      "polls that brought nothing)")                                           \
+    X(SINK_RATE, "sinkTimeMsPerSecond", VERTEX, GAUGE, "ms/s", COUNT, MAX,     \
+      "Milliseconds per second of busy time the subtask spent blocked in "     \
+      "its sink's output calls (file, stdout and Kafka sinks)")                \
+    X(BUSY_TIME, "busyTime", VERTEX, COUNTER, "ms", DURATION, SUM,             \
+      "Time the subtask was working since it started (busyTimeMsPerSecond "    \
+      "as a counter, for rate())")                                             \
+    X(BP_TIME, "backPressuredTime", VERTEX, COUNTER, "ms", DURATION, SUM,      \
+      "Time the subtask waited for room downstream since it started")          \
+    X(IDLE_TIME, "idleTime", VERTEX, COUNTER, "ms", DURATION, SUM,             \
+      "Time the subtask waited for input since it started")                    \
     X(LAST_RECORD_AGE, "lastRecordAgeMs", VERTEX, GAUGE, "ms", DURATION, MAX,  \
       "Processing time since the subtask last received a record")              \
     X(MAX_TS, "maxTimestamp", VERTEX, GAUGE, "ms", EVENT_TIME, MAX,            \
@@ -1581,13 +1602,15 @@ TDM_API const char *tdm_metric_help(tdm_metric id);
  *  /metrics) into @p buf (@p n bytes, 96 are enough), following
  *  Prometheus' conventions: "tidemark_" and the name in snake case, an
  *  "Ms" in it cut, then "_timestamp_seconds" for a point in time,
- *  "_seconds" for a duration, "_bytes" for a size, and "_total" for a
- *  counter ("numRecordsIn" -> "tidemark_num_records_in_total",
- *  "currentOutputWatermark" ->
+ *  "_seconds" for a duration, "_ratio" for milliseconds per second (a
+ *  share of time, 0 to 1: "backPressuredTimeMsPerSecond" ->
+ *  "tidemark_back_pressured_time_ratio"), "_bytes" for a size, and
+ *  "_total" for a counter ("numRecordsIn" ->
+ *  "tidemark_num_records_in_total", "currentOutputWatermark" ->
  *  "tidemark_current_output_watermark_timestamp_seconds").  @returns how
- *  many decimal places the value moves there: 3 for milliseconds, 6 for
- *  microseconds (both become seconds), 0 for values written as they
- *  are. */
+ *  many decimal places the value moves there: 3 for milliseconds and
+ *  milliseconds per second, 6 for microseconds, 0 for values written as
+ *  they are. */
 TDM_API int tdm_metric_prom_name(tdm_metric id, char *buf, size_t n);
 
 /* What kind of quantity a metric's value is (the table's kind column). */
@@ -1711,16 +1734,24 @@ typedef struct tdm_window_status {
     int idle_channels;      /* channels idle now */
     int running;            /* 0 when the job has finished: the answer
                                then comes from the final snapshot */
+    int64_t blocked_ms;     /* > 0: the subtask could not answer, blocked
+                               that long (in its sink, or waiting for room
+                               downstream past the 2 s wait); the answer
+                               then comes from its published figures
+                               (watermark, channels), has_state and
+                               fired are -1 (unknown), elements -1 */
 } tdm_window_status;
 
 /** @brief Asks window vertex @p vertex about key @p key (the key fields'
  *  values as text, joined by ',' for several fields) and the window
  *  [start, end).  The owning subtask answers between two batches, so a
  *  running pipeline is not stopped; the call waits at most 2 s for it.
+ *  A subtask blocked in its sink (for 200 ms or more), or silent for the
+ *  2 s, is answered for from its published figures (blocked_ms > 0).
  *  Borrows every argument; fills *out.  @returns TDM_OK;
  *  TDM_ERR_INVAL (no such window vertex, key not parsable by the key
  *  fields' types, start >= end) with a message in errbuf;
- *  TDM_ERR_STATE (the job has not run); TDM_ERR_IO (no answer in time). */
+ *  TDM_ERR_STATE (the job has not run). */
 TDM_API tdm_err tdm_job_window_status(tdm_job *job, const char *vertex,
                                       const char *key, tdm_time_ms start,
                                       tdm_time_ms end, tdm_window_status *out,

@@ -781,13 +781,17 @@ static void print_diagnosis(const json_t *d)
 static void print_window(const json_t *w)
 {
     char a[64], b[64];
-    int fired = json_is_true(json_object_get(w, "fired"));
+    const json_t *fj = json_object_get(w, "fired");
+    /* null: a blocked subtask, answered for by its published figures. */
+    const char *state = json_is_null(fj)   ? "blocked (backpressure)"
+                        : json_is_true(fj) ? "fired"
+                                           : "not fired";
     printf("Window [%s, %s) of key \"%s\" at %s: %s\n",
            tdm__cli_iso_time(json_integer_value(json_object_get(w, "start")), a,
                              sizeof a),
            tdm__cli_iso_time(json_integer_value(json_object_get(w, "end")), b,
                              sizeof b),
-           jstr(w, "key"), jstr(w, "vertex"), fired ? "fired" : "not fired");
+           jstr(w, "key"), jstr(w, "vertex"), state);
     wrap(stdout, "  ", 2, jstr(w, "verdict"));
     if (json_is_string(json_object_get(w, "waiting_for"))) {
         wrap(stdout, "  waiting for: ", 4, jstr(w, "waiting_for"));

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "connect/kafka.h"
+#include "core/busy.h"
 #ifdef TDM_TEST_HOOKS
 #include <signal.h>
 
@@ -242,9 +243,15 @@ static tdm_err produce(tdm__sinkobj *s, rd_kafka_t *rk, const char *key,
             rd_kafka_poll(rk, 0); /* delivery reports */
             return TDM_OK;
         }
-        /* Queue full: serve delivery reports until there is room. */
-        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL ||
-            !tdm__kafka_wait_room(rk, &since, KK_QUEUE_WAIT_MS)) {
+        /* Queue full: serve delivery reports until there is room (the
+         * writing thread's time in its sink, core/busy.h). */
+        int64_t busy = e == RD_KAFKA_RESP_ERR__QUEUE_FULL
+                           ? tdm__busy_begin(TDM__BUSY_SINK)
+                           : 0;
+        bool room = e == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
+                    tdm__kafka_wait_room(rk, &since, KK_QUEUE_WAIT_MS);
+        tdm__busy_end(TDM__BUSY_SINK, busy);
+        if (!room) {
             tdm__kafka_logf(&s->log, "cannot produce to '%s': %s", s->topic,
                             rd_kafka_err2str(e));
             note_failure(s, e);

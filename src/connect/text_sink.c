@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "connect/conn.h"
+#include "core/busy.h"
 #include "core/fileio.h"
 #include "state/ckpt_codec.h"
 
@@ -518,6 +519,8 @@ static tdm_err flush_out(tdm__sinkobj *s)
 {
     if (s->io_err != TDM_OK)
         return s->io_err;
+    /* The writing thread's time in the file or pipe (core/busy.h). */
+    int64_t busy = s->out.len > 0 ? tdm__busy_begin(TDM__BUSY_SINK) : 0;
     if (s->out.len > 0 && s->tpc) {
         tpc_write(s);
     } else if (s->out.len > 0 && s->f) {
@@ -528,6 +531,7 @@ static tdm_err flush_out(tdm__sinkobj *s)
                      s->path ? s->path : "<stdout>", strerror(errno));
         }
     }
+    tdm__busy_end(TDM__BUSY_SINK, busy);
     s->out.len = 0;
     s->last_flush_ms = sink_now(s);
     return s->io_err;

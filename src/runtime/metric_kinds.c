@@ -69,7 +69,10 @@ int tdm_metric_prom_name(tdm_metric id, char *buf, size_t n)
     const char *s = tdm_metric_name(id), *add = "";
     tdm_metric_kind k = tdm_metric_kind_of(id);
     const char *unit = in_table(id) ? tdm_metric_unit(id) : "";
-    int digits = strcmp(unit, "ms") == 0 ? 3 : strcmp(unit, "us") == 0 ? 6 : 0;
+    int per_s = strcmp(unit, "ms/s") == 0;
+    int digits = strcmp(unit, "ms") == 0 || per_s ? 3
+                 : strcmp(unit, "us") == 0        ? 6
+                                                  : 0;
     size_t o;
     if (n == 0)
         return 0;
@@ -85,8 +88,11 @@ int tdm_metric_prom_name(tdm_metric id, char *buf, size_t n)
     buf[o < n ? o : n - 1] = '\0';
     o = strlen(buf);
     cut_suffix(buf, &o, "_ms");
-    if (digits &&
-        (k == TDM_METRIC_KIND_EVENT_TIME || k == TDM_METRIC_KIND_CLOCK_TIME)) {
+    if (per_s) {
+        cut_suffix(buf, &o, "_ms_per_second"); /* R-MK-3: a share of time */
+        add = "_ratio";
+    } else if (digits && (k == TDM_METRIC_KIND_EVENT_TIME ||
+                          k == TDM_METRIC_KIND_CLOCK_TIME)) {
         cut_suffix(buf, &o, "_timestamp"); /* R-MK-1: a point in time */
         add = "_timestamp_seconds";
     } else if (digits) {

@@ -278,6 +278,24 @@ static void add_lag(tdm_metrics *m, const char *vx, int sub, tdm_time_ms now,
             tdm__time_sub_sat(now, wm));
 }
 
+/* Where subtask @p sub's time went (core/busy.h): per second over the
+ * last window, and as totals.  Nothing for a thread not started. */
+static void busy_rows(tdm_metrics *m, const char *vx, int sub, tdm__busy *b)
+{
+    int64_t now = tdm__busy_now(), ms[TDM__BUSY_N_ + 1], tot[TDM__BUSY_N_ + 1];
+    if (!tdm__busy_rates(b, now, ms))
+        return;
+    tdm__busy_totals(b, now, tot);
+    int64_t busy = tot[TDM__BUSY_N_] - tot[TDM__BUSY_IDLE] - tot[TDM__BUSY_BP];
+    add(m, TDM_METRIC_BUSY_RATE, vx, sub, -1, NULL, ms[TDM__BUSY_N_]);
+    add(m, TDM_METRIC_BP_RATE, vx, sub, -1, NULL, ms[TDM__BUSY_BP]);
+    add(m, TDM_METRIC_IDLE_RATE, vx, sub, -1, NULL, ms[TDM__BUSY_IDLE]);
+    add(m, TDM_METRIC_SINK_RATE, vx, sub, -1, NULL, ms[TDM__BUSY_SINK]);
+    add(m, TDM_METRIC_BUSY_TIME, vx, sub, -1, NULL, busy > 0 ? busy / 1000 : 0);
+    add(m, TDM_METRIC_BP_TIME, vx, sub, -1, NULL, tot[TDM__BUSY_BP] / 1000);
+    add(m, TDM_METRIC_IDLE_TIME, vx, sub, -1, NULL, tot[TDM__BUSY_IDLE] / 1000);
+}
+
 /* The rows of one source subtask: VERTEX, then one PARTITION group per
  * split.
  *
@@ -350,6 +368,7 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
         tdm__rt_pub_get(&sm->tomb));
     add(m, TDM_METRIC_BACKPRESSURE, vx, sub, -1, NULL,
         tdm__rt_pub_get(&sm->bp));
+    busy_rows(m, vx, sub, &t->busy);
     tdm_time_ms last = tdm__rt_pub_get(&sm->last_at);
     if (last != TDM_TIME_MIN)
         add(m, TDM_METRIC_LAST_RECORD_AGE, vx, sub, -1, NULL, age(now, last));
@@ -450,6 +469,7 @@ static void op_rows(tdm_metrics *m, tdm__run *run, tdm__rt_op_task *t)
     pthread_mutex_unlock(&t->q.mu);
     add(m, TDM_METRIC_QUEUE_LEN, vx, sub, -1, NULL, qlen);
     add(m, TDM_METRIC_QUEUE_CAP, vx, sub, -1, NULL, (int64_t)t->q.cap);
+    busy_rows(m, vx, sub, &t->busy);
     tdm_time_ms last = tdm__rt_pub_get(&om->last_at);
     if (last != TDM_TIME_MIN)
         add(m, TDM_METRIC_LAST_RECORD_AGE, vx, sub, -1, NULL, age(now, last));
@@ -970,6 +990,56 @@ static void final_answer(const tdm__rt_wvertex *v, tdm__rt_wstat *st, int j,
     a->running = 0;
 }
 
+/* The answer for a live subtask that cannot give one (R-WS-2): blocked
+ * for @p blocked_us in its sink, or silent past the deadline.  What its
+ * published figures say: the watermark, the channel holding it, idle
+ * channels; whether the window holds records or fired stays unknown.
+ * Metrics lock held. */
+static void published_answer(const tdm__rt_wvertex *v, tdm__rt_op_task *t,
+                             tdm_time_ms end, int64_t blocked_us,
+                             tdm_window_status *a)
+{
+    memset(a, 0, sizeof *a);
+    a->subtask = t->index;
+    a->watermark = tdm__rt_pub_get(&tdm__op_metrics_pub(t)->wm_in);
+    tdm__met_window_times(v, end, &a->max_ts, &a->cleanup);
+    a->has_state = -1;
+    a->elements = -1;
+    a->fired = -1;
+    a->fired_wm = TDM_TIME_MIN;
+    a->holding_channel = -1;
+    a->holding_wm = TDM_TIME_MIN;
+    for (int ch = 0; ch < t->op->n_channels; ch++) {
+        const tdm__rt_chan *c = &t->chp[ch];
+        tdm_time_ms w = tdm__rt_pub_get(&c->wm);
+        if (tdm__rt_pub_get(&c->ended))
+            continue;
+        if (tdm__rt_pub_get(&c->idle)) {
+            a->idle_channels++;
+        } else if (a->holding_channel < 0 || w < a->holding_wm) {
+            a->holding_channel = ch;
+            a->holding_wm = w;
+        }
+    }
+    /* The operator's watermark is published after each group of items,
+     * its channels' as they arrive: a subtask blocked inside a group
+     * (firing the windows a watermark released) is at its channels'
+     * minimum already. */
+    if (a->holding_channel >= 0 && a->holding_wm > a->watermark)
+        a->watermark = a->holding_wm;
+    a->running = 1;
+    a->blocked_ms = blocked_us / 1000 > 0 ? blocked_us / 1000 : 1;
+}
+
+/* How long op subtask @p t has been blocked where it cannot answer: in
+ * its sink, or (after the deadline) waiting for room downstream. */
+static int64_t blocked_us(const tdm__rt_op_task *t, int64_t now_us)
+{
+    int64_t s = tdm__busy_waiting(&t->busy, TDM__BUSY_SINK, now_us);
+    int64_t b = tdm__busy_waiting(&t->busy, TDM__BUSY_BP, now_us);
+    return s > b ? s : b;
+}
+
 /* Posts the question to the owning subtask and waits (up to the
  * deadline) for its answer.  Called and returns with the metrics lock
  * held.  TDM_OK with *done set when answered; *done clear when the run
@@ -990,6 +1060,16 @@ static tdm_err ask_live(tdm_job *job, const tdm__rt_wvertex *v,
             return TDM_ERR_IO;
     if (!rec->mrun || st->done)
         return TDM_OK;
+    /* R-WS-1: a subtask blocked in its sink for 200 ms or more cannot
+     * answer before the sink takes its output: answered for at once. */
+    tdm__rt_op_task *t = &tdm__rt_op_tasks(rec->mrun, v->op)[j];
+    int64_t in_sink =
+        tdm__busy_waiting(&t->busy, TDM__BUSY_SINK, tdm__busy_now());
+    if (in_sink >= 200000) {
+        published_answer(v, t, end, in_sink, out);
+        *done = true;
+        return TDM_OK;
+    }
     if (len > st->key_cap) {
         char *p = tdm__realloc(st->key, len);
         if (!p)
@@ -1015,6 +1095,13 @@ static tdm_err ask_live(tdm_job *job, const tdm__rt_wvertex *v,
     if (st->answered) {
         *out = st->ans;
         *done = true;
+    } else if (err == TDM_ERR_IO && rec->mrun) {
+        /* R-WS-2: silent for 2 s (blocked, or very slow): what its
+         * published figures say. */
+        int64_t b = blocked_us(t, tdm__busy_now());
+        published_answer(v, t, end, b > 2000000 ? b : 2000000, out);
+        *done = true;
+        err = TDM_OK;
     }
     st->asked = false;
     st->answered = false;

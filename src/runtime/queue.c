@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/busy.h"
 #include "runtime/rt.h"
 #include "runtime/run_record.h"
 
@@ -122,24 +123,33 @@ static bool push(tdm__queue *q, const tdm__item *it, bool lazy)
     int ch = it->ch;
     pthread_mutex_lock(&q->mu);
     bool counted = false;
+    int64_t bp = 0;
     while (q->ch_count[ch] >= q->per_ch) {
-        if (atomic_load_explicit(q->abort, memory_order_relaxed)) {
-            pthread_mutex_unlock(&q->mu);
-            return false;
-        }
-        if (!counted && q->waits) {
-            atomic_fetch_add_explicit(q->waits, 1, memory_order_relaxed);
-            if (q->ch_waits[ch])
-                atomic_fetch_add_explicit(q->ch_waits[ch], 1,
-                                          memory_order_relaxed);
+        if (atomic_load_explicit(q->abort, memory_order_relaxed))
+            break;
+        if (!counted) {
+            bp = tdm__busy_begin(TDM__BUSY_BP);
+            if (q->waits) {
+                atomic_fetch_add_explicit(q->waits, 1, memory_order_relaxed);
+                if (q->ch_waits[ch])
+                    atomic_fetch_add_explicit(q->ch_waits[ch], 1,
+                                              memory_order_relaxed);
+            }
             counted = true;
         }
         /* Bounded waits, so an abort is noticed even if the waker
-         * missed this thread. */
+         * missed this thread; between two, the waiting thread answers
+         * what it is asked (busy.h, on_wait), with no queue locked. */
         struct timespec ts;
         deadline_after(&ts, 100);
         pthread_cond_timedwait(&q->not_full[ch], &q->mu, &ts);
+        if (q->ch_count[ch] >= q->per_ch) {
+            pthread_mutex_unlock(&q->mu);
+            tdm__busy_on_wait();
+            pthread_mutex_lock(&q->mu);
+        }
     }
+    tdm__busy_end(TDM__BUSY_BP, bp);
     if (atomic_load_explicit(q->abort, memory_order_relaxed)) {
         pthread_mutex_unlock(&q->mu);
         return false;
@@ -189,11 +199,14 @@ size_t tdm__queue_pop(tdm__queue *q, tdm__item *out, size_t max,
     if (timeout_ms >= 0)
         deadline_after(&ts, timeout_ms);
     pthread_mutex_lock(&q->mu);
+    int64_t idle = 0;
     while (q->count == 0) {
         if (atomic_load_explicit(q->abort, memory_order_relaxed))
             break;
         if (q->poked)
             break;
+        if (!idle)
+            idle = tdm__busy_begin(TDM__BUSY_IDLE);
         q->consumer_waiting = true;
         int r;
         if (timeout_ms >= 0) {
@@ -210,6 +223,7 @@ size_t tdm__queue_pop(tdm__queue *q, tdm__item *out, size_t max,
         if (r == ETIMEDOUT)
             break;
     }
+    tdm__busy_end(TDM__BUSY_IDLE, idle);
     q->poked = false;
     size_t n = 0;
     while (n < max && q->count > 0) {
@@ -349,10 +363,12 @@ tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
 {
     *err = TDM_OK;
     bool counted = false;
+    int64_t bp = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
         if (atomic_load_explicit(p->abort, memory_order_relaxed)) {
             pthread_mutex_unlock(&p->mu);
+            tdm__busy_end(TDM__BUSY_BP, bp);
             return NULL;
         }
         if (p->free_list)
@@ -361,6 +377,7 @@ tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
             tdm__sbatch *sb = sbatch_new(p);
             if (!sb) {
                 pthread_mutex_unlock(&p->mu);
+                tdm__busy_end(TDM__BUSY_BP, bp);
                 *err = TDM_ERR_NOMEM;
                 return NULL;
             }
@@ -382,6 +399,7 @@ tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
                 break;
         }
         if (!counted) {
+            bp = tdm__busy_begin(TDM__BUSY_BP);
             atomic_fetch_add_explicit(&p->job->rec->queue_waits, 1,
                                       memory_order_relaxed);
             if (p->waits)
@@ -394,6 +412,7 @@ tdm__sbatch *tdm__pool_get(tdm__pool *p, tdm_err *err)
         pthread_cond_timedwait(&p->freed, &p->mu, &ts);
         p->waiting = false;
     }
+    tdm__busy_end(TDM__BUSY_BP, bp);
     tdm__sbatch *sb = p->free_list;
     p->free_list = sb->next;
     p->n_free--;

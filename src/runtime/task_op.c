@@ -421,6 +421,14 @@ static void (*const on_end[])(tdm__rt_op_task *) = {
 
 #define N_HOOKS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* While the subtask waits for room downstream (busy.h): a posted
+ * question about a window is answered from the operator as it stands,
+ * between two of its output rows. */
+static void wait_hook(void *ud)
+{
+    tdm__op_status_after_group(ud);
+}
+
 /* The subtask loop: pop items in order, feed the operator, publish
  * counters, until every channel ended or the run aborts.
  *
@@ -434,6 +442,11 @@ void *tdm__rt_op_main(void *arg)
     tdm__run *run = t->run;
     tdm__item items[POP_MAX];
     bool done = false;
+    /* Its time account; blocked on a full downstream queue, it still
+     * answers questions about its windows (op_status.h). */
+    t->busy.on_wait = wait_hook;
+    t->busy.on_wait_ud = t;
+    tdm__busy_attach(&t->busy);
     while (!done) {
         if (atomic_load_explicit(&run->abort, memory_order_relaxed))
             break;
@@ -460,6 +473,7 @@ void *tdm__rt_op_main(void *arg)
     t->done = done;
     for (int h = 0; h < N_HOOKS(on_end); h++)
         on_end[h](t);
+    tdm__busy_attach(NULL);
     tdm__rt_thread_done(run);
     return NULL;
 }

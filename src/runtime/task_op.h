@@ -31,6 +31,7 @@
 #ifndef TDM_TASK_OP_H
 #define TDM_TASK_OP_H
 
+#include "core/busy.h"
 #include "core/hist.h"
 #include "runtime/metrics.h"
 #include "runtime/op_fence.h"
@@ -106,6 +107,9 @@ struct tdm__rt_op_task {
      * ck_id and the items held back from them (per channel, FIFO). */
     tdm__rt_ck_slot ck;
     tdm__op_align_state cka; /* barrier alignment (task_op_ckpt.c) */
+    /* Where the thread's time goes (core/busy.h): waits for input, for
+     * a downstream queue, in a sink. */
+    tdm__busy busy;
     /* Keeps neighbouring heap data off this subtask's cache lines. */
     char pad_tail_[128];
 };

@@ -630,7 +630,14 @@ static bool poll_batch(tdm__rt_src_task *t, int *eof)
         return false;
     }
     t->cur->b->keep_after = tdm__src_dead_keep_after(t);
+    /* A poll is idle time while it waits for input: counted as such if
+     * it brings nothing, given back if it brings rows (busy.h). */
+    int64_t idle = tdm__busy_begin(TDM__BUSY_IDLE);
     err = vt->poll(t->conn, t->cur->b, run->batch_size, t->finished, eof);
+    if (t->cur->b->n == 0)
+        tdm__busy_end(TDM__BUSY_IDLE, idle);
+    else
+        tdm__busy_cancel(TDM__BUSY_IDLE, idle);
     if (err != TDM_OK) {
         fail_poll(t, err);
         return false;
@@ -808,10 +815,12 @@ void *tdm__rt_source_main(void *arg)
         tdm__rt_thread_done(run);
         return NULL;
     }
+    tdm__busy_attach(&t->busy);
     for (int h = 0; h < N_HOOKS(on_open); h++)
         on_open[h](t);
     run_loop(t, &cancelled);
     finish(t, cancelled);
+    tdm__busy_attach(NULL);
     tdm__rt_thread_done(run);
     return NULL;
 }

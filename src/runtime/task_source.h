@@ -17,6 +17,7 @@
 #ifndef TDM_RT_TASK_SOURCE_H
 #define TDM_RT_TASK_SOURCE_H
 
+#include "core/busy.h"
 #include "core/hist.h"
 #include "runtime/metrics.h"
 #include "runtime/outbox.h"
@@ -71,6 +72,9 @@ struct tdm__rt_src_task {
      * acknowledgements; pass_obj and dead_obj are ck.obj[0] and [1] (the
      * shared objects without checkpoints). */
     tdm__rt_ck_slot ck;
+    /* Where the thread's time goes (core/busy.h): waits for a batch or
+     * a downstream queue, polls that returned nothing. */
+    tdm__busy busy;
     char pad_tail_[128];
 };
 

@@ -198,8 +198,18 @@ static void held_back_fix(const tdm__view *w, const tdm__view_culprit *c,
     int is_stalled = tdm__view_stalled(u, c->other_age_ms);
 
     tdm__view_part_name(u, nm, sizeof nm);
-    if (age >= 0 && age < TDM__VIEW_STALL_MS && c->pub.behind_ms >= 0 &&
-        (idle <= 0 || age < idle)) {
+    if (u->held) {
+        /* R-DX-H0: its reader is backpressured: the partition only looks
+         * silent, and an idle timeout would drop its records as late. */
+        set_fix(o, f,
+                "Do not set an idle timeout for it: partition %s is not "
+                "silent, its reader (%s subtask %d) is blocked by "
+                "backpressure and reads nothing until its consumers take "
+                "its output; see the BACKPRESSURE finding for the slow "
+                "operator or sink.",
+                nm, u->vertex, u->subtask);
+    } else if (age >= 0 && age < TDM__VIEW_STALL_MS && c->pub.behind_ms >= 0 &&
+               (idle <= 0 || age < idle)) {
         /* R-DX-H1: it sent within TDM__VIEW_STALL_MS, and is behind: skew,
          * not silence.  An idle timeout would drop its records as late
          * whenever it paused. */
@@ -989,15 +999,59 @@ static void rule_trigger(const tdm__view *w, dx_out *o)
     }
 }
 
-/* BACKPRESSURE: an operator subtask whose input queue is 3/4 full or
- * more (it, or the sink it writes, is slower than its input).  A full
- * queue stops its producers, and watermarks travel in the same queues,
- * so the watermark lags with the data.  The fullest subtask (by
- * fraction) is named; sinks are written by their operator's thread, so
- * a slow sink shows as its operator's full queue. */
-static void rule_backpressure(const tdm__view *w, dx_out *o)
+/* The most backpressured subtask of the vertices feeding @p vx
+ * (backPressuredTimeMsPerSecond), or NULL when none is at
+ * TDM__VIEW_HELD_MS. */
+static const tdm__view_unit *pressed_input(const tdm__view *w, const char *vx)
 {
-    char c1[32];
+    const tdm__view_unit *best = NULL;
+    for (size_t i = 0; i < w->n_vertices; i++) {
+        const tdm_vertex_info *vi = tdm_metrics_vertex(w->m, i);
+        if (tdm__view_strcmp(vi->name, vx) != 0)
+            continue;
+        for (int j = 0; j < vi->n_inputs; j++)
+            for (size_t k = 0; k < w->n; k++) {
+                const tdm__view_unit *u = &w->u[k];
+                int64_t bp = tdm__view_val(u, TDM_METRIC_BP_RATE, 0);
+                if (u->scope == TDM__VIEW_VERTEX && bp >= TDM__VIEW_HELD_MS &&
+                    tdm__view_strcmp(u->vertex, vi->inputs[j]) == 0 &&
+                    (!best || bp > best->v[TDM_METRIC_BP_RATE]))
+                    best = u;
+            }
+    }
+    return best;
+}
+
+/* The bottleneck, as Flink finds it: a subtask that is not itself
+ * backpressured while a vertex feeding it is; the busiest (then the one
+ * longest in its sink).  *in is set to its most backpressured input. */
+static const tdm__view_unit *bottleneck(const tdm__view *w,
+                                        const tdm__view_unit **in)
+{
+    const tdm__view_unit *best = NULL;
+    for (size_t i = 0; i < w->n; i++) {
+        const tdm__view_unit *u = &w->u[i], *p;
+        if (u->scope != TDM__VIEW_VERTEX ||
+            !tdm__view_has(u, TDM_METRIC_BUSY_RATE) ||
+            tdm__view_val(u, TDM_METRIC_BP_RATE, 0) >= TDM__VIEW_HELD_MS ||
+            !(p = pressed_input(w, u->vertex)))
+            continue;
+        if (!best ||
+            u->v[TDM_METRIC_BUSY_RATE] > best->v[TDM_METRIC_BUSY_RATE] ||
+            (u->v[TDM_METRIC_BUSY_RATE] == best->v[TDM_METRIC_BUSY_RATE] &&
+             tdm__view_val(u, TDM_METRIC_SINK_RATE, 0) >
+                 tdm__view_val(best, TDM_METRIC_SINK_RATE, 0))) {
+            best = u;
+            *in = p;
+        }
+    }
+    return best;
+}
+
+/* The subtask whose input queue is fullest, at 3/4 or more (the
+ * evidence without time figures: a snapshot of an older server). */
+static const tdm__view_unit *fullest_queue(const tdm__view *w)
+{
     const tdm__view_unit *worst = NULL;
     for (size_t i = 0; i < w->n; i++) {
         const tdm__view_unit *u = &w->u[i];
@@ -1009,41 +1063,91 @@ static void rule_backpressure(const tdm__view *w, dx_out *o)
                           worst->v[TDM_METRIC_QUEUE_LEN] * cap)
             worst = u;
     }
+    return worst;
+}
+
+/* The fix of BACKPRESSURE: the sink when the bottleneck spends most of
+ * its busy time in it (R-DX-B2), else its own work. */
+static void backpressure_fix(dx_out *o, json_t *f, const tdm__view_unit *u,
+                             const char *sink)
+{
+    int64_t busy = tdm__view_val(u, TDM_METRIC_BUSY_RATE, 0);
+    int64_t in_sink = tdm__view_val(u, TDM_METRIC_SINK_RATE, 0);
+    if (*sink && in_sink * 2 >= busy && in_sink > 0)
+        set_fix(o, f,
+                "Speed up sink %s: %s subtask %d spends %" PRId64 " ms of "
+                "every second blocked writing to it (a slow disk, a pipe "
+                "whose reader does not keep up, a slow broker). Results, "
+                "and the watermark with them, move as fast as the sink "
+                "takes them.",
+                sink, u->vertex, u->subtask, in_sink);
+    else if (*sink)
+        set_fix(o, f,
+                "Speed up sink %s or the work of %s: raise parallelism to "
+                "spread its keys, or queue.capacity to absorb bursts.",
+                sink, u->vertex);
+    else
+        set_fix(o, f,
+                "Raise parallelism to spread the work of %s, or "
+                "queue.capacity to absorb bursts.",
+                u->vertex);
+}
+
+/* BACKPRESSURE: a subtask that does not keep up with its input, found
+ * as Flink finds it (R-DX-B1): a vertex feeding it waits for room
+ * (backPressuredTimeMsPerSecond at TDM__VIEW_HELD_MS or more) while it
+ * does not; failing time figures, an input queue 3/4 full.  A full
+ * queue stops its producers, and watermarks travel in the same queues,
+ * so the watermark lags with the data.  Sinks are written by their
+ * operator's thread, so a slow sink shows as its operator's time in the
+ * sink (sinkTimeMsPerSecond). */
+static void rule_backpressure(const tdm__view *w, dx_out *o)
+{
+    char c1[32];
+    const tdm__view_unit *in = NULL;
+    if (!w->running)
+        return; /* R-DX-B3: a finished job's time figures are history */
+    const tdm__view_unit *worst = bottleneck(w, &in);
+    if (!worst)
+        worst = fullest_queue(w);
     if (!worst)
         return;
     tdm_node *n = tdm__view_node(w, worst->vertex);
     const char *sink = n ? tdm_node_get(n, "sink") : "";
     int64_t waits = tdm__view_agg(w, NULL, TDM_METRIC_BACKPRESSURE,
                                   TDM_METRIC_AGG_SUM, NULL);
-    json_t *f = finding(o, SEV_WARNING, "BACKPRESSURE", worst->vertex,
-                        worst->subtask, -1,
-                        "%s subtask %d cannot keep up: its input queue is "
-                        "full",
-                        worst->vertex, worst->subtask);
+    json_t *f =
+        finding(o, SEV_WARNING, "BACKPRESSURE", worst->vertex, worst->subtask,
+                -1, "%s subtask %d cannot keep up with its input",
+                worst->vertex, worst->subtask);
     if (!f)
         return;
     json_t *ev = evidence(f);
-    tdm__json_add_str(
-        ev, &o->oom,
-        "input queue of %s subtask %d: %" PRId64 " of %" PRId64 " items",
-        worst->vertex, worst->subtask, worst->v[TDM_METRIC_QUEUE_LEN],
-        worst->v[TDM_METRIC_QUEUE_CAP]);
+    if (in)
+        tdm__json_add_str(ev, &o->oom,
+                          "%s subtask %d is backpressured %" PRId64
+                          " ms of every second (waiting for room in %s)",
+                          in->vertex, in->subtask, in->v[TDM_METRIC_BP_RATE],
+                          worst->vertex);
+    if (tdm__view_has(worst, TDM_METRIC_BUSY_RATE))
+        tdm__json_add_str(
+            ev, &o->oom,
+            "%s subtask %d is busy %" PRId64 " ms of every second, %" PRId64
+            " of them blocked in its sink",
+            worst->vertex, worst->subtask, worst->v[TDM_METRIC_BUSY_RATE],
+            tdm__view_val(worst, TDM_METRIC_SINK_RATE, 0));
+    tdm__json_add_str(ev, &o->oom,
+                      "input queue of %s subtask %d: %" PRId64 " of %" PRId64
+                      " items",
+                      worst->vertex, worst->subtask,
+                      tdm__view_val(worst, TDM_METRIC_QUEUE_LEN, 0),
+                      tdm__view_val(worst, TDM_METRIC_QUEUE_CAP, 0));
     tdm__json_add_str(ev, &o->oom, "sources waited %s times for a full queue",
                       tdm__fmt_count(waits, c1, sizeof c1));
     if (*sink)
         tdm__json_add_str(ev, &o->oom, "%s writes its results to sink %s",
                           worst->vertex, sink);
-    if (*sink)
-        set_fix(o, f,
-                "Speed up sink %s (a slow disk, a blocked pipe on stdout) "
-                "or the work of %s: raise parallelism to spread its keys, "
-                "or queue.capacity to absorb bursts.",
-                sink, worst->vertex);
-    else
-        set_fix(o, f,
-                "Raise parallelism to spread the work of %s, or "
-                "queue.capacity to absorb bursts.",
-                worst->vertex);
+    backpressure_fix(o, f, worst, sink);
 }
 
 /* WATERMARK_REGRESSIONS and BAD_RECORDS: counters that should stay 0. */

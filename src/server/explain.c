@@ -114,6 +114,12 @@ static void holding_clause(const tdm__view *w, int *oom, json_t *ev,
         idle > 0 ? "set" : "not set");
 }
 
+/* A yes / no / unknown (-1) field: true, false or null. */
+static json_t *tri(int v)
+{
+    return v < 0 ? json_null() : json_boolean(v);
+}
+
 /* The status as JSON (the tdm_window_status fields). */
 static json_t *status_json(const tdm_window_status *st, int *oom)
 {
@@ -126,9 +132,9 @@ static json_t *status_json(const tdm_window_status *st, int *oom)
     tdm__json_set(s, "watermark", tdm__json_wm(st->watermark), oom);
     tdm__json_set(s, "max_ts", tdm__json_wm(st->max_ts), oom);
     tdm__json_set(s, "cleanup", tdm__json_wm(st->cleanup), oom);
-    tdm__json_set(s, "has_state", json_boolean(st->has_state), oom);
+    tdm__json_set(s, "has_state", tri(st->has_state), oom);
     tdm__json_set(s, "elements", json_integer(st->elements), oom);
-    tdm__json_set(s, "fired", json_boolean(st->fired), oom);
+    tdm__json_set(s, "fired", tri(st->fired), oom);
     tdm__json_set(s, "fired_wm",
                   st->fired ? tdm__json_wm(st->fired_wm) : json_null(), oom);
     tdm__json_set(s, "holding_channel", json_integer(st->holding_channel), oom);
@@ -138,6 +144,7 @@ static json_t *status_json(const tdm_window_status *st, int *oom)
                   oom);
     tdm__json_set(s, "idle_channels", json_integer(st->idle_channels), oom);
     tdm__json_set(s, "running", json_boolean(st->running), oom);
+    tdm__json_set(s, "blocked_ms", json_integer(st->blocked_ms), oom);
     return s;
 }
 
@@ -215,7 +222,14 @@ static void opening_evidence(ex_ctx *x)
         tdm__fmt_time(st->max_ts, a, sizeof a),
         tdm__fmt_time(st->cleanup, b, sizeof b),
         tdm__fmt_dur(x->conf.lateness, d, sizeof d));
-    if (st->has_state)
+    if (st->blocked_ms > 0)
+        tdm__json_add_str(x->ev, &x->oom,
+                          "subtask %d could not be asked what the window "
+                          "holds: it has been blocked for %s (backpressure); "
+                          "this answer comes from its published figures",
+                          st->subtask,
+                          tdm__fmt_dur(st->blocked_ms, d, sizeof d));
+    else if (st->has_state)
         tdm__json_add_str(x->ev, &x->oom,
                           st->elements >= 0
                               ? "the window holds %s record%s now"
@@ -377,11 +391,60 @@ static void verdict_no_record(ex_ctx *x)
     x->waiting_for = x->waiting;
 }
 
-/* Picks the verdict of the six cases (see tdm__explain_window). */
+/* Verdict: the subtask is blocked (its sink, or a full queue
+ * downstream) and was answered for from its published figures: the
+ * watermark says whether the window is due (R-EX-2). */
+static void verdict_blocked(ex_ctx *x)
+{
+    const tdm_window_status *st = &x->st;
+    char a[64], b[64], d[32];
+    tdm__fmt_dur(st->blocked_ms, d, sizeof d);
+    if (st->watermark >= st->max_ts) {
+        snprintf(x->verdict, sizeof x->verdict,
+                 "Due: the watermark of subtask %d (%s) has passed the "
+                 "window's end, so the window %s of key \"%s\" has fired "
+                 "or is firing, if it holds records; but subtask %d has "
+                 "been blocked for %s by backpressure (its sink or the "
+                 "next operator does not take its output), so its results "
+                 "wait there.",
+                 st->subtask, tdm__fmt_time(st->watermark, a, sizeof a),
+                 x->span, x->key, st->subtask, d);
+        snprintf(x->waiting, sizeof x->waiting,
+                 "the output of %s subtask %d to be taken (backpressure: "
+                 "see the BACKPRESSURE finding of the diagnosis)",
+                 x->vertex, st->subtask);
+    } else {
+        snprintf(x->verdict, sizeof x->verdict,
+                 "Not fired: the watermark of subtask %d is at %s, before "
+                 "the window's end %s",
+                 st->subtask,
+                 st->watermark == TDM_TIME_MIN
+                     ? "nothing yet (no watermark)"
+                     : tdm__fmt_time(st->watermark, a, sizeof a),
+                 tdm__fmt_time(st->max_ts, b, sizeof b));
+        if (x->have_view)
+            holding_clause(&x->w, &x->oom, x->ev, x->vertex, st, x->verdict,
+                           sizeof x->verdict - 80);
+        size_t len = strlen(x->verdict);
+        snprintf(x->verdict + len, sizeof x->verdict - len,
+                 "; subtask %d has been blocked for %s by backpressure.",
+                 st->subtask, d);
+        snprintf(x->waiting, sizeof x->waiting,
+                 "the watermark of %s subtask %d to pass %s, and its "
+                 "output to be taken (backpressure)",
+                 x->vertex, st->subtask,
+                 tdm__fmt_time(st->max_ts, a, sizeof a));
+    }
+    x->waiting_for = x->waiting;
+}
+
+/* Picks the verdict of the seven cases (see tdm__explain_window). */
 static void verdict(ex_ctx *x)
 {
     const tdm_window_status *st = &x->st;
-    if (st->fired)
+    if (st->blocked_ms > 0)
+        verdict_blocked(x);
+    else if (st->fired)
         verdict_fired(x);
     else if (st->has_state && x->conf.blind)
         verdict_blind(x);
@@ -432,7 +495,7 @@ static json_t *answer_json(ex_ctx *x)
     tdm__json_set(res, "key", json_string(x->key), &x->oom);
     tdm__json_set(res, "start", json_integer(x->start), &x->oom);
     tdm__json_set(res, "end", json_integer(x->end), &x->oom);
-    tdm__json_set(res, "fired", json_boolean(x->st.fired), &x->oom);
+    tdm__json_set(res, "fired", tri(x->st.fired), &x->oom);
     tdm__json_set(res, "verdict", json_string(x->verdict), &x->oom);
     tdm__json_set(res, "waiting_for",
                   x->waiting_for ? json_string(x->waiting_for) : json_null(),
@@ -492,7 +555,9 @@ static int ask(tdm_job *job, ex_ctx *x, char *errbuf, size_t errbuf_size)
 
 /* Explains one (key, window) of a window vertex (server.h).
  *
- * The verdict is one of six cases, from the subtask's answer:
+ * The verdict is one of seven cases, from the subtask's answer:
+ *   blocked (answered for from its     -> due or not by the watermark,
+ *     published figures)                  and the backpressure;
  *   fired                              -> when, at which watermark;
  *   holds records, trigger blind to    -> what the trigger waits for;
  *     the watermark

@@ -107,6 +107,21 @@ static int uf_find(int *g, int i)
 
 static void group_stats(tdm__view *w);
 
+/* Marks the partitions of backpressured source subtasks (R-VW-2): a
+ * reader blocked by its consumers reads nothing, so its partitions look
+ * silent while their producers may be sending. */
+static void mark_held(tdm__view *w)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        tdm__view_unit *u = &w->u[i];
+        if (u->scope != TDM__VIEW_PARTITION)
+            continue;
+        const tdm__view_unit *s =
+            tdm__view_find(w, TDM__VIEW_VERTEX, u->vertex, u->subtask, -1);
+        u->held = tdm__view_val(s, TDM_METRIC_BP_RATE, 0) >= TDM__VIEW_HELD_MS;
+    }
+}
+
 /* Builds the view of @p m: units sorted by (scope, vertex, subtask,
  * index) so that every value of a subtask, channel or partition is
  * found side by side (binary search, contiguous runs), and the
@@ -156,7 +171,7 @@ tdm_err tdm__view_build(tdm__view *w, tdm_job *job, const tdm_metrics *m)
         }
         if (mv->label)
             u->label = mv->label;
-        u->has |= (uint64_t)1 << mv->id;
+        u->has[mv->id / 64] |= (uint64_t)1 << (mv->id % 64);
         u->v[mv->id] = mv->value;
     }
     /* Union-find over vertices: an operator joins its inputs. */
@@ -182,6 +197,7 @@ tdm_err tdm__view_build(tdm__view *w, tdm_job *job, const tdm_metrics *m)
             u->group = vi < 0 ? -1 : w->group[vi];
         }
     }
+    mark_held(w);
     group_stats(w);
     tdm__free(e);
     return TDM_OK;
@@ -431,6 +447,8 @@ void tdm__find_culprit(const tdm_metrics *m, tdm__culprit *out)
 int tdm__view_stalled(const tdm__view_unit *u, int64_t other_age)
 {
     int64_t age = tdm__view_val(u, TDM_METRIC_P_LAST_AGE, -1);
+    if (u->held)
+        return 0; /* R-VW-2: the reader is blocked, not the producer */
     if (tdm__view_has(u, TDM_METRIC_P_RECORDS) &&
         u->v[TDM_METRIC_P_RECORDS] == 0)
         return 1;
@@ -461,8 +479,9 @@ tdm__view_silence tdm__view_silence_of(const tdm__view *w)
         int64_t age = tdm__view_val(u, TDM_METRIC_P_LAST_AGE, -1);
         s.live++;
         s.idle += tdm__view_val(u, TDM_METRIC_P_IDLE, 0) != 0;
-        if (tdm__view_val(u, TDM_METRIC_P_RECORDS, -1) == 0 ||
-            age >= TDM__VIEW_STALL_MS)
+        /* R-VW-2: a held partition is not silent. */
+        if (!u->held && (tdm__view_val(u, TDM_METRIC_P_RECORDS, -1) == 0 ||
+                         age >= TDM__VIEW_STALL_MS))
             s.silent++;
         if (age >= 0 && (s.youngest < 0 || age < s.youngest))
             s.youngest = age;

@@ -16,6 +16,9 @@
  * the most recent silence of the partitions it is compared with) counts
  * as stalled. */
 #define TDM__VIEW_STALL_MS 10000
+/* A subtask backpressured this many ms per second or more is held by
+ * its consumers (backPressuredTimeMsPerSecond). */
+#define TDM__VIEW_HELD_MS 500
 
 /* The has-bits of a unit are one uint64_t. */
 _Static_assert(TDM_METRIC_COUNT_ <= 64, "metric bit set too small");
@@ -37,8 +40,11 @@ typedef struct tdm__view_unit {
     int subtask;
     int index;
     const char *label;
-    int group;    /* connected component of its vertex */
-    uint64_t has; /* bit i: v[i] is present */
+    int group; /* connected component of its vertex */
+    uint64_t has[(TDM_METRIC_COUNT_ + 63) / 64]; /* bit i: v[i] present */
+    int held; /* a partition whose source subtask is backpressured
+                 (TDM__VIEW_HELD_MS or more per second): its silence is
+                 the reader's, not the producer's */
     int64_t v[TDM_METRIC_COUNT_];
 } tdm__view_unit;
 
@@ -92,7 +98,7 @@ void tdm__view_free(tdm__view *w);
 /* 1 when unit @p u (may be NULL) has a value of @p id. */
 static inline int tdm__view_has(const tdm__view_unit *u, tdm_metric id)
 {
-    return u && (u->has >> id) & 1;
+    return u && (u->has[id / 64] >> (id % 64)) & 1;
 }
 
 /* The value of @p id in @p u, or @p dflt when absent. */

@@ -267,6 +267,14 @@ test('record counts: as fed and as the REST API says', async () => {
         const text = await page.textContent(
             `${vertexNode(v)} [data-testid="vertex-records"]`);
         assert.ok(text.startsWith('in 19 \u00b7 out 2'), `${v}: ${text}`);
+        /* Where its time goes (ms per second, busy.h): both shown. */
+        const busy = await page.getAttribute(
+            `${vertexNode(v)} [data-testid="vertex-busy"]`, 'data-busy');
+        const bp = await page.getAttribute(
+            `${vertexNode(v)} [data-testid="vertex-busy"]`,
+            'data-backpressured');
+        assert.ok(Number(busy) >= 0 && Number(busy) <= 1000, `${v}: ${busy}`);
+        assert.ok(Number(bp) >= 0 && Number(bp) <= 1000, `${v}: ${bp}`);
     }
 });
 

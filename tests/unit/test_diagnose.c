@@ -1095,15 +1095,44 @@ static int queue_full(const tdm_metrics *m, const void *arg)
            metric(m, TDM_METRIC_BACKPRESSURE, "src", 0, -1) > 0;
 }
 
-TDM_TEST(full_queue_is_backpressure)
+/* A job whose source "src" reads endless generated data set @p data
+ * (64-row batches, on-event watermarks) through queues of capacity 2, so
+ * that a blocked subtask fills them at once. */
+static tdm_job *gated_job(const char *data)
 {
-    kit_add_data((kit_data){"endless", 1, NULL, 0, 5000000, 10, 1});
+    kit_add_data((kit_data){data, 1, NULL, 0, 5000000, 10, 1});
     tdm_job *job;
     ASSERT_OK(tdm_job_new(&job));
     KIT_JOB_SET(job, "batch.size", "64");
     KIT_JOB_SET(job, "queue.capacity", "2");
-    tdm_node *s = kit_source_node(job, "src", "endless");
+    tdm_node *s = kit_source_node(job, "src", data);
     KIT_SET(s, "watermark.emit", "on_event");
+    return job;
+}
+
+/* Closes (1) or opens (0) the gate of kit sink @p k: a closed gate
+ * blocks its writer. */
+static void set_gate(kit_sink *k, int closed)
+{
+    pthread_mutex_lock(&k->mu);
+    k->gate = closed;
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+}
+
+/* The finding with code @p code, or NULL (the report is dumped). */
+static json_t *finding_coded(json_t *d, const char *code)
+{
+    for (size_t i = 0; i < json_array_size(json_object_get(d, "findings")); i++)
+        if (strcmp(jstr(finding_at(d, i), "code"), code) == 0)
+            return finding_at(d, i);
+    dump(d);
+    return NULL;
+}
+
+TDM_TEST(full_queue_is_backpressure)
+{
+    tdm_job *job = gated_job("endless");
     tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
     KIT_SET(w, "from", "src");
     KIT_SET(w, "key_by", "k");
@@ -1111,24 +1140,17 @@ TDM_TEST(full_queue_is_backpressure)
     KIT_SET(w, "sink", "out");
     kit_node(job, TDM_NODE_SINK, "out");
     kit_sink *k = kit_sink_get("out");
-    pthread_mutex_lock(&k->mu);
-    k->gate = 1;
-    pthread_mutex_unlock(&k->mu);
+    set_gate(k, 1);
     kit_bg bg;
     kit_bg_start(&bg, job);
     tdm_metrics *m = wait_snap(job, queue_full, NULL, "a full queue");
     int64_t cap = metric(m, TDM_METRIC_QUEUE_CAP, "w", 0, -1);
     json_t *d = tdm__diagnose(job, m, NULL);
-    json_t *f = NULL;
-    for (size_t i = 0; i < json_array_size(json_object_get(d, "findings")); i++)
-        if (strcmp(jstr(finding_at(d, i), "code"), "BACKPRESSURE") == 0)
-            f = finding_at(d, i);
-    if (!f)
-        dump(d);
+    json_t *f = finding_coded(d, "BACKPRESSURE");
     ASSERT_TRUE(f != NULL);
     ASSERT_STR_EQ(jstr(f, "severity"), "warning");
-    ASSERT_STR_EQ(jstr(f, "title"), "w subtask 0 cannot keep up: its input "
-                                    "queue is full");
+    ASSERT_STR_EQ(jstr(f, "title"), "w subtask 0 cannot keep up with its "
+                                    "input");
     char line[128];
     snprintf(line, sizeof line,
              "input queue of w subtask 0: %" PRId64 " of %" PRId64 " items",
@@ -1136,13 +1158,70 @@ TDM_TEST(full_queue_is_backpressure)
     ASSERT_EVIDENCE(f, line);
     ASSERT_EVIDENCE(f, "w writes its results to sink out");
     ASSERT_CONTAINS(jstr(f, "fix"), "Speed up sink out");
+    /* R-WS-2: the window question still answers: the subtask, blocked
+     * in its sink, is silent for the 2 s, and is answered for from its
+     * published figures. */
+    tdm_window_status ws;
+    char eb[256];
+    ASSERT_OK(tdm_job_window_status(job, "w", "a", 0, 10, &ws, eb, sizeof eb));
+    ASSERT_TRUE(ws.blocked_ms >= 2000);
+    ASSERT_EQ(ws.fired, -1);
+    ASSERT_EQ(ws.has_state, -1);
+    ASSERT_EQ(ws.running, 1);
     json_decref(d);
     tdm_metrics_free(m);
     tdm_job_cancel(job);
-    pthread_mutex_lock(&k->mu);
-    k->gate = 0;
-    pthread_cond_broadcast(&k->cv);
-    pthread_mutex_unlock(&k->mu);
+    set_gate(k, 0);
+    ASSERT_OK(kit_bg_join(&bg));
+    tdm_job_destroy(job);
+}
+
+static int w1_backpressured(const tdm_metrics *m, const void *arg)
+{
+    (void)arg;
+    return metric(m, TDM_METRIC_BP_RATE, "w1", 0, -1) >= 900;
+}
+
+/* A window blocked on the full queue of the window it feeds (w1 -> w2,
+ * w2's sink gated) is backpressured in time (backPressuredTimeMsPer-
+ * Second), w2 is the bottleneck, and w1 still answers the window
+ * question itself (busy.h, on_wait): a live answer, not the published
+ * one. */
+TDM_TEST(blocked_on_a_full_queue_still_answers)
+{
+    tdm_job *job = gated_job("endless2");
+    tdm_node *w1 = kit_node(job, TDM_NODE_WINDOW, "w1");
+    KIT_SET(w1, "from", "src");
+    KIT_SET(w1, "key_by", "k");
+    KIT_SET(w1, "window.size", "10ms");
+    KIT_SET(w1, "aggregates", "count() as n");
+    tdm_node *w2 = kit_node(job, TDM_NODE_WINDOW, "w2");
+    KIT_SET(w2, "from", "w1");
+    KIT_SET(w2, "key_by", "k");
+    KIT_SET(w2, "window.size", "10ms");
+    KIT_SET(w2, "sink", "out2");
+    kit_node(job, TDM_NODE_SINK, "out2");
+    kit_sink *k = kit_sink_get("out2");
+    set_gate(k, 1);
+    kit_bg bg;
+    kit_bg_start(&bg, job);
+    tdm_metrics *m = wait_snap(job, w1_backpressured, NULL, "w1 backpressured");
+    json_t *d = tdm__diagnose(job, m, NULL);
+    json_t *f = finding_coded(d, "BACKPRESSURE");
+    ASSERT_TRUE(f != NULL);
+    ASSERT_STR_EQ(jstr(f, "vertex"), "w2");
+    ASSERT_CONTAINS(jstr(f, "fix"), "Speed up sink out2");
+    tdm_window_status ws;
+    char eb[256];
+    ASSERT_OK(tdm_job_window_status(job, "w1", "a", 0, 10, &ws, eb, sizeof eb));
+    ASSERT_EQ(ws.blocked_ms, 0);
+    ASSERT_EQ(ws.running, 1);
+    ASSERT_TRUE(ws.fired == 0 || ws.fired == 1);
+    ASSERT_TRUE(ws.has_state == 0 || ws.has_state == 1);
+    json_decref(d);
+    tdm_metrics_free(m);
+    tdm_job_cancel(job);
+    set_gate(k, 0);
     ASSERT_OK(kit_bg_join(&bg));
     tdm_job_destroy(job);
 }

@@ -26,12 +26,13 @@ static tdm_metric_agg was_agg(tdm_metric id)
     static const tdm_metric mins[] = {TDM_METRIC_WM_INPUT, TDM_METRIC_WM_OUTPUT,
                                       TDM_METRIC_IDLE, TDM_METRIC_INPUT_WM};
     static const tdm_metric maxs[] = {
-        TDM_METRIC_WM_LAG,        TDM_METRIC_LAST_RECORD_AGE,
-        TDM_METRIC_MAX_TS,        TDM_METRIC_TS_UNIT,
-        TDM_METRIC_ALIGN_DRIFT,   TDM_METRIC_LAG_P50,
-        TDM_METRIC_LAG_P99,       TDM_METRIC_LAG_P999,
-        TDM_METRIC_LAG_MAX,       TDM_METRIC_RESULT_LAT_P50,
-        TDM_METRIC_RESULT_LAT_P99};
+        TDM_METRIC_WM_LAG, TDM_METRIC_LAST_RECORD_AGE, TDM_METRIC_MAX_TS,
+        TDM_METRIC_TS_UNIT, TDM_METRIC_ALIGN_DRIFT, TDM_METRIC_LAG_P50,
+        TDM_METRIC_LAG_P99, TDM_METRIC_LAG_P999, TDM_METRIC_LAG_MAX,
+        TDM_METRIC_RESULT_LAT_P50, TDM_METRIC_RESULT_LAT_P99,
+        /* Added after the switches: the time rates (core/busy.h). */
+        TDM_METRIC_BUSY_RATE, TDM_METRIC_BP_RATE, TDM_METRIC_IDLE_RATE,
+        TDM_METRIC_SINK_RATE};
     for (size_t i = 0; i < sizeof mins / sizeof mins[0]; i++)
         if (mins[i] == id)
             return TDM_METRIC_AGG_MIN;
