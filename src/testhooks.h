@@ -34,6 +34,10 @@
  *     (environment)            plainly too (the mock
  *                              cluster drops
  *                              transactional ones)
+ *   TDM_TEST_CLOCK_FILE=PATH   processing time is the     cli/stuck.sh
+ *     (environment)            ms written in PATH (read
+ *                              at every reading, never
+ *                              back; runtime/job.c)
  *
  * When TDM_TEST_HOOKS is off, tests/hooks_off.c stands in for the part-1
  * functions in the test executables: arming a fault ends the case with

@@ -50,15 +50,7 @@ exec 4<>"$T/out.fifo"
 "$TM" run tests/cli/jobs/slow_sink.yaml --http 127.0.0.1:0 -q \
     2>"$T/run.err" >"$T/out.fifo" &
 pid=$!
-url=
-tries=0
-while [ -z "$url" ]; do
-    tries=$((tries + 1))
-    [ "$tries" -le 2000 ] || fail "no \"serving\" line from tidemark run"
-    url=$(sed -n 's/^tidemark: serving \(http:[^ ]*\) (job "slow_sink")$/\1/p' \
-        "$T/run.err" 2>/dev/null || true)
-    [ -n "$url" ] || sleep 0.05
-done
+url=$(serving_url slow_sink "$T/run.err") || exit 1
 
 # Poll until the diagnosis names the backpressure (the rates cover the
 # last one to two seconds, so this takes a second or more).

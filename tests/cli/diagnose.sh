@@ -70,15 +70,7 @@ mkfifo "$T/in"
     >"$T/results" 2>"$T/run.err" <"$T/in" &
 pid=$!
 exec 3>"$T/in"
-url=
-tries=0
-while [ -z "$url" ]; do
-    tries=$((tries + 1))
-    [ "$tries" -le 2000 ] || fail "no \"serving\" line from tidemark run"
-    url=$(sed -n 's/^tidemark: serving \(http:[^ ]*\) (job "stalled")$/\1/p' \
-        "$T/run.err" 2>/dev/null || true)
-    [ -n "$url" ] || sleep 0.05
-done
+url=$(serving_url stalled "$T/run.err") || exit 1
 cat tests/cli/data/stalled.jsonl >&3
 
 # Poll until every record went through (the culprit is p3, 17m17s).

@@ -74,6 +74,23 @@ check_dead() {
     done <"$2"
 }
 
+# serving_url JOB ERR: polls ERR, the standard error of a `tidemark run
+# --http` started in the background, for the "serving" line of job JOB,
+# and prints its URL (fails after 2,000 tries 50 ms apart).  Use as
+# url=$(serving_url JOB ERR) || exit 1.
+serving_url() {
+    tries=0
+    u=
+    while [ -z "$u" ]; do
+        tries=$((tries + 1))
+        [ "$tries" -le 2000 ] || fail "no \"serving\" line from tidemark run"
+        u=$(sed -n "s/^tidemark: serving \(http:[^ ]*\) (job \"$1\")\$/\1/p" \
+            "$2" 2>/dev/null || true)
+        [ -n "$u" ] || sleep 0.05
+    done
+    echo "$u"
+}
+
 # expect_in WHAT FILE TEXT: FILE contains TEXT (a fixed string).
 expect_in() {
     if ! grep -q -F -- "$3" "$2"; then
