@@ -519,22 +519,26 @@ static int64_t read_ms(clockid_t id)
 /* TDM_TEST_CLOCK_FILE=PATH (testhooks.h): the processing time of every
  * job is the number of milliseconds written in PATH, read at every
  * reading.  A file being rewritten (empty, cut) keeps the last value,
- * and time never goes back.  Returns 0 when the switch is not set. */
+ * and time never goes back.  The environment is looked at once (by the
+ * first reader, whichever thread it is). */
+static pthread_once_t test_clock_once = PTHREAD_ONCE_INIT;
+static const char *test_clock_path;
+
+static void test_clock_look(void)
+{
+    const char *p = getenv("TDM_TEST_CLOCK_FILE");
+    test_clock_path = p && *p ? p : NULL;
+}
+
+/* Returns 0 when the switch is not set, else 1 with the time in *out. */
 static int test_clock(tdm_time_ms *out)
 {
     static _Atomic int64_t last = INT64_MIN;
-    static _Atomic int armed = -1; /* -1 not looked at, 0 off, 1 on */
-    static const char *path;
-    int a = atomic_load(&armed);
-    if (a < 0) {
-        path = getenv("TDM_TEST_CLOCK_FILE");
-        a = path && *path;
-        atomic_store(&armed, a);
-    }
-    if (!a)
+    pthread_once(&test_clock_once, test_clock_look);
+    if (!test_clock_path)
         return 0;
     char buf[32] = "";
-    FILE *f = fopen(path, "r");
+    FILE *f = fopen(test_clock_path, "r");
     if (f) {
         size_t n = fread(buf, 1, sizeof buf - 1, f);
         buf[n] = '\0';
@@ -546,7 +550,8 @@ static int test_clock(tdm_time_ms *out)
     while (end != buf && v > prev &&
            !atomic_compare_exchange_weak(&last, &prev, (int64_t)v))
         ;
-    *out = atomic_load(&last) == INT64_MIN ? 0 : atomic_load(&last);
+    prev = atomic_load(&last);
+    *out = prev == INT64_MIN ? 0 : prev;
     return 1;
 }
 #endif
