@@ -36,11 +36,6 @@ void tdm__busy_attach(tdm__busy *b)
                               memory_order_relaxed);
 }
 
-tdm__busy *tdm__busy_self(void)
-{
-    return self;
-}
-
 int64_t tdm__busy_begin(tdm__busy_kind k)
 {
     if (!self ||
@@ -83,8 +78,10 @@ int64_t tdm__busy_waiting(const tdm__busy *b, tdm__busy_kind k, int64_t now_us)
     return s != 0 && now_us > s ? now_us - s : 0;
 }
 
-void tdm__busy_totals(const tdm__busy *b, int64_t now_us,
-                      int64_t out[TDM__BUSY_N_ + 1])
+/* Totals at @p now_us in microseconds: out[k] for each kind, waits in
+ * progress included, and out[TDM__BUSY_N_] the time since attach. */
+static void totals(const tdm__busy *b, int64_t now_us,
+                   int64_t out[TDM__BUSY_N_ + 1])
 {
     /* The wait in progress is read before the ended ones: an end between
      * the two reads then counts at most once (R-BUSY-3). */
@@ -135,13 +132,13 @@ static void keep_reading(tdm__busy *b, int64_t now_us, const int64_t *cur)
     b->w_n++;
 }
 
-bool tdm__busy_rates(tdm__busy *b, int64_t now_us, int64_t ms[TDM__BUSY_N_ + 1])
+bool tdm__busy_rates(tdm__busy *b, int64_t now_us, int64_t ms[TDM__BUSY_N_ + 1],
+                     int64_t cur[TDM__BUSY_N_ + 1])
 {
-    int64_t cur[TDM__BUSY_N_ + 1];
     int64_t st = atomic_load_explicit(&b->start_us, memory_order_relaxed);
     if (st == 0)
         return false;
-    tdm__busy_totals(b, now_us, cur);
+    totals(b, now_us, cur);
     int base = base_reading(b, now_us);
     int64_t span = now_us - (base >= 0 ? b->w_at[base] : st);
     for (int k = 0; k < TDM__BUSY_N_; k++)

@@ -58,9 +58,6 @@ int64_t tdm__busy_now(void);
 /* Makes @p b the calling thread's account from now (NULL: none). */
 void tdm__busy_attach(tdm__busy *b);
 
-/* The calling thread's account, or NULL. */
-tdm__busy *tdm__busy_self(void);
-
 /* Marks the start of a wait of kind @p k on the calling thread's
  * account; returns a token for tdm__busy_end (0: no account, and
  * tdm__busy_end then does nothing).  Waits do not nest: a second begin
@@ -77,17 +74,14 @@ void tdm__busy_on_wait(void);
  * @p now_us (tdm__busy_now), 0 when none. */
 int64_t tdm__busy_waiting(const tdm__busy *b, tdm__busy_kind k, int64_t now_us);
 
-/* Totals at @p now_us in microseconds: out[k] for each kind, waits in
- * progress included, and out[TDM__BUSY_N_] the time since attach. */
-void tdm__busy_totals(const tdm__busy *b, int64_t now_us,
-                      int64_t out[TDM__BUSY_N_ + 1]);
-
 /* Milliseconds per second over the last window of at least one second
  * (or since attach, when younger): ms[TDM__BUSY_IDLE], ms[TDM__BUSY_BP],
  * ms[TDM__BUSY_SINK], and ms[TDM__BUSY_N_] busy (1000 minus idle and
- * backpressured).  Moves the window; call under the readers' lock.
- * Returns false (ms untouched) for an account never attached. */
-bool tdm__busy_rates(tdm__busy *b, int64_t now_us,
-                     int64_t ms[TDM__BUSY_N_ + 1]);
+ * backpressured); and the totals at @p now_us in microseconds, tot[k]
+ * for each kind (waits in progress included) and tot[TDM__BUSY_N_] the
+ * time since attach.  Moves the window; call under the readers' lock.
+ * Returns false (nothing set) for an account never attached. */
+bool tdm__busy_rates(tdm__busy *b, int64_t now_us, int64_t ms[TDM__BUSY_N_ + 1],
+                     int64_t tot[TDM__BUSY_N_ + 1]);
 
 #endif /* TDM_BUSY_H */

@@ -283,9 +283,8 @@ static void add_lag(tdm_metrics *m, const char *vx, int sub, tdm_time_ms now,
 static void busy_rows(tdm_metrics *m, const char *vx, int sub, tdm__busy *b)
 {
     int64_t now = tdm__busy_now(), ms[TDM__BUSY_N_ + 1], tot[TDM__BUSY_N_ + 1];
-    if (!tdm__busy_rates(b, now, ms))
+    if (!tdm__busy_rates(b, now, ms, tot))
         return;
-    tdm__busy_totals(b, now, tot);
     int64_t busy = tot[TDM__BUSY_N_] - tot[TDM__BUSY_IDLE] - tot[TDM__BUSY_BP];
     add(m, TDM_METRIC_BUSY_RATE, vx, sub, -1, NULL, ms[TDM__BUSY_N_]);
     add(m, TDM_METRIC_BP_RATE, vx, sub, -1, NULL, ms[TDM__BUSY_BP]);

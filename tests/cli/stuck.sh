@@ -58,10 +58,15 @@ at() {
     echo $((1796169600000 + ((1${h} - 100) * 3600 + (1${m} - 100) * 60 + (1${s} - 100)) * 1000))
 }
 
-# clock HH:MM:SS: the job's processing time from now on (written whole).
-clock() {
-    at "$1" >"$T/clock.tmp"
+# clock_ms MS: the job's processing time from now on (written whole).
+clock_ms() {
+    echo "$1" >"$T/clock.tmp"
     mv "$T/clock.tmp" "$T/clock"
+}
+
+# clock HH:MM:SS: the same at a time of day.
+clock() {
+    clock_ms "$(at "$1")"
 }
 
 # rec USER P HH:MM:SS: one record on the job's input.
@@ -247,8 +252,7 @@ until grep -q '"window_start":1796205600000' "$T/d2.out"; do
     tries=$((tries + 1))
     [ "$tries" -le 600 ] || fail "D fixed: the window never fired"
     now=$((now + 10000))
-    echo "$now" >"$T/clock.tmp"
-    mv "$T/clock.tmp" "$T/clock"
+    clock_ms "$now"
     sleep 0.05
 done
 finish d2
