@@ -1160,7 +1160,13 @@ TDM_TEST(full_queue_is_backpressure)
     ASSERT_CONTAINS(jstr(f, "fix"), "Speed up sink out");
     /* R-WS-2: the window question still answers: the subtask, blocked
      * in its sink, is silent for the 2 s, and is answered for from its
-     * published figures. */
+     * published figures.  A full queue does not say the subtask is in
+     * its sink yet (it may not have taken its first items): wait until
+     * the gate holds it. */
+    pthread_mutex_lock(&k->mu);
+    while (k->blocked == 0)
+        pthread_cond_wait(&k->cv, &k->mu);
+    pthread_mutex_unlock(&k->mu);
     tdm_window_status ws;
     char eb[256];
     ASSERT_OK(tdm_job_window_status(job, "w", "a", 0, 10, &ws, eb, sizeof eb));
