@@ -1711,6 +1711,32 @@ TDM_API const tdm_vertex_info *tdm_metrics_vertex(const tdm_metrics *m,
 TDM_API size_t tdm_metrics_late_count(const tdm_metrics *m);
 TDM_API const tdm_late_sample *tdm_metrics_late_at(const tdm_metrics *m,
                                                    size_t i);
+/* A record a source subtask let into the watermark more than a minute
+ * ahead of processing time: the record behind a watermark ahead of the
+ * clocks (a producer's clock running fast, a timestamp in the wrong
+ * unit that slipped under timestamp_guard).  A later record replaces it
+ * only when it runs at least twice as far ahead, so that a partition
+ * whose every record runs ahead does not copy each one: it is the first
+ * record that ran that far ahead. */
+typedef struct tdm_ahead_record {
+    const char *vertex; /* the source */
+    int subtask;
+    int partition;        /* its partition, source-wide */
+    tdm_time_ms ts;       /* its timestamp */
+    tdm_time_ms at;       /* processing time it was read */
+    const char *location; /* "file.jsonl:17", "topic[3]@42"; NULL when
+                             its source does not say (a generator) */
+    const char *raw;      /* the record as read (its first 255 bytes), or
+                             rendered as JSON when its source keeps no
+                             bytes */
+} tdm_ahead_record;
+
+/** @brief The records that ran ahead of processing time, at most one
+ *  per source subtask (tdm_ahead_record), in vertex and subtask order;
+ *  owned by the snapshot. */
+TDM_API size_t tdm_metrics_ahead_count(const tdm_metrics *m);
+TDM_API const tdm_ahead_record *tdm_metrics_ahead_at(const tdm_metrics *m,
+                                                     size_t i);
 /** @brief Frees a snapshot (NULL is fine). */
 TDM_API void tdm_metrics_free(tdm_metrics *m);
 

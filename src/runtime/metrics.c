@@ -87,6 +87,8 @@ struct tdm_metrics {
     size_t n_vx;
     tdm_late_sample *late;
     size_t n_late, cap_late;
+    tdm_ahead_record *ahead; /* at most one per source subtask */
+    size_t n_ahead, cap_ahead;
     char **strs; /* every string the snapshot owns */
     size_t n_strs, cap_strs;
     bool oom;
@@ -150,6 +152,7 @@ void tdm_metrics_free(tdm_metrics *m)
     tdm__free(m->vx);
     tdm__free(m->nodes);
     tdm__free(m->late);
+    tdm__free(m->ahead);
     tdm__free(m);
 }
 
@@ -295,6 +298,33 @@ static void busy_rows(tdm_metrics *m, const char *vx, int sub, tdm__busy *b)
     add(m, TDM_METRIC_IDLE_TIME, vx, sub, -1, NULL, tot[TDM__BUSY_IDLE] / 1000);
 }
 
+/* The record of source subtask @p t that ran ahead, if any (src_ahead.h). */
+static void ahead_row(tdm_metrics *m, const char *vx, tdm__rt_src_task *t)
+{
+    tdm__rt_ahead a;
+    tdm__src_ahead_read(t, &a);
+    if (a.ts == TDM_TIME_MIN || m->oom)
+        return;
+    if (m->n_ahead == m->cap_ahead) {
+        size_t cap = m->cap_ahead ? 2 * m->cap_ahead : 8;
+        tdm_ahead_record *p = tdm__realloc(m->ahead, cap * sizeof *p);
+        if (!p) {
+            m->oom = true;
+            return;
+        }
+        m->ahead = p;
+        m->cap_ahead = cap;
+    }
+    m->ahead[m->n_ahead++] =
+        (tdm_ahead_record){vx,
+                           t->index,
+                           a.part,
+                           a.ts,
+                           a.at,
+                           *a.location ? keep(m, a.location) : NULL,
+                           keep(m, a.raw)};
+}
+
 /* The rows of one source subtask: VERTEX, then one PARTITION group per
  * split.
  *
@@ -347,6 +377,7 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
         }
     }
     tdm__src_metrics_parts_unlock(t);
+    ahead_row(m, vx, t);
     if (!any_active)
         in_wm = wm_out;
     size_t n_part = m->n - first;
@@ -705,6 +736,16 @@ size_t tdm_metrics_late_count(const tdm_metrics *m)
 const tdm_late_sample *tdm_metrics_late_at(const tdm_metrics *m, size_t i)
 {
     return m && i < m->n_late ? &m->late[i] : NULL;
+}
+
+size_t tdm_metrics_ahead_count(const tdm_metrics *m)
+{
+    return m ? m->n_ahead : 0;
+}
+
+const tdm_ahead_record *tdm_metrics_ahead_at(const tdm_metrics *m, size_t i)
+{
+    return m && i < m->n_ahead ? &m->ahead[i] : NULL;
 }
 
 /* ====================================================================== */

@@ -208,6 +208,7 @@ tdm_err tdm__rt_emit_init(tdm__rt_src_task *t)
     tdm__run *run = t->run;
     tdm__rt_source *s = t->src;
     tdm__src_metrics_init(t);
+    tdm__src_ahead_init(t);
     if (pthread_mutex_init(&t->met.mx, NULL) != 0)
         return TDM_ERR_NOMEM;
     t->met.mx_ok = true;

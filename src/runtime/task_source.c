@@ -32,6 +32,7 @@
 #include "runtime/expr.h"
 #include "runtime/localagg.h"
 #include "runtime/outbox_route.h"
+#include "runtime/src_ahead.h"
 #include "runtime/src_align.h"
 #include "runtime/src_ckpt.h"
 #include "runtime/src_dead.h"
@@ -366,6 +367,13 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
     tdm_time_ms limit = t->run->guard > 0
                             ? tdm__time_add_sat(t->now, t->run->guard)
                             : TDM_TIME_MAX;
+    /* Rows above look are caught by the guard or may be the record that
+     * ran ahead (src_ahead.h): one comparison for both.  The batch's
+     * furthest such row is kept after the scan, so that the loop calls
+     * nothing for it. */
+    const tdm_time_ms look = tdm__src_ahead_look(&t->ahead, t->now, limit);
+    tdm_time_ms ahead_ts = look;
+    size_t ahead_i = SIZE_MAX;
     scan_counts n = {.lag_max = t->met.lag_max};
     int *touched = t->met.mtouched;
     tdm__rt_phot *hot = t->met.hot;
@@ -399,10 +407,15 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
         if (mode == TDM__TIME_EVENT) {
             if (unit_check)
                 tdm__src_unit_observe(t, &t->unit, (int)p, row->ts);
-            if (row->ts > limit) {
-                guarded = true;
-                if (scan_guarded(t, row, guard_dead, &n))
-                    continue;
+            if (row->ts > look) {
+                if (row->ts > limit) {
+                    guarded = true;
+                    if (scan_guarded(t, row, guard_dead, &n))
+                        continue;
+                } else if (row->ts > ahead_ts) {
+                    ahead_ts = row->ts;
+                    ahead_i = i;
+                }
             }
         }
         /* Guarded rows (far ahead) and rows without a timestamp go raw:
@@ -424,6 +437,8 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
         scan_lag(ph, row->ts, lag_on, lag_b, &n.lag_max, &n.behind);
         scan_generator(t, ph, row, p, seq, max_only, touched, &n.n_mt);
     }
+    if (ahead_i != SIZE_MAX)
+        tdm__src_ahead_see(t, &b->rows[ahead_i]);
     if (max_only)
         scan_max_only(t, seq, n.n_mt);
     scan_publish(t, n, mode, lag_on);
@@ -629,7 +644,9 @@ static bool poll_batch(tdm__rt_src_task *t, int *eof)
         fail_nomem(t);
         return false;
     }
-    t->cur->b->keep_after = tdm__src_dead_keep_after(t);
+    tdm_time_ms dead = tdm__src_dead_keep_after(t);
+    tdm_time_ms ahead = tdm__src_ahead_keep_after(t);
+    t->cur->b->keep_after = dead < ahead ? dead : ahead;
     /* A poll is idle time while it waits for input: counted as such if
      * it brings nothing, given back if it brings rows (busy.h). */
     int64_t idle = tdm__busy_begin(TDM__BUSY_IDLE);
@@ -833,6 +850,7 @@ tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t)
     char msg[256] = "";
     int n_parts = 0;
     tdm__src_metrics_init(t);
+    tdm__src_ahead_init(t);
     tdm_err err = tdm__src_metrics_open(t);
     if (err != TDM_OK)
         return err;

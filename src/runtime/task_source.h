@@ -23,6 +23,7 @@
 #include "runtime/outbox.h"
 #include "runtime/plan.h"
 #include "runtime/rt_ctx.h"
+#include "runtime/src_ahead.h"
 #include "runtime/src_align.h"
 #include "runtime/src_fence.h"
 #include "runtime/src_lagg.h"
@@ -68,6 +69,7 @@ struct tdm__rt_src_task {
     tdm__src_align_state align; /* watermark alignment (src_align.h) */
     tdm__src_fence_state fence; /* the key fence (src_fence.h) */
     tdm__src_lagg_state la;     /* two-phase aggregation (src_lagg.h) */
+    tdm__src_ahead_state ahead; /* the record that ran ahead (src_ahead.h) */
     /* Checkpoints (ckpt.c, src_ckpt.h): its sink objects and
      * acknowledgements; pass_obj and dead_obj are ck.obj[0] and [1] (the
      * shared objects without checkpoints). */

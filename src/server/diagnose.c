@@ -757,6 +757,50 @@ static const tdm__view_unit *ahead_part(const tdm__view *w, int64_t *ahead)
     return best;
 }
 
+/* The record that ran ahead in partition @p u, as its source subtask
+ * kept it (tdm_ahead_record), or NULL. */
+static const tdm_ahead_record *ahead_record(const tdm__view *w,
+                                            const tdm__view_unit *u)
+{
+    for (size_t i = 0; w->m && i < tdm_metrics_ahead_count(w->m); i++) {
+        const tdm_ahead_record *r = tdm_metrics_ahead_at(w->m, i);
+        if (r && r->subtask == u->subtask && r->partition == u->index &&
+            tdm__view_strcmp(r->vertex, u->vertex) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+/* R-DX-A2: the record behind a watermark ahead, by its location (file:
+ * line, topic[partition]@offset) and timestamp, as evidence and as the
+ * finding's "record" member. */
+static void ahead_record_evidence(const tdm__view *w, dx_out *o, json_t *f,
+                                  json_t *ev, const tdm__view_unit *u)
+{
+    char a[64], b[64], d[32];
+    const tdm_ahead_record *r = ahead_record(w, u);
+    if (!r)
+        return;
+    tdm__json_add_str(
+        ev, &o->oom,
+        "a record that moved it: %s, timestamp %s, %s ahead of "
+        "processing time when it was read at %s: %s",
+        r->location ? r->location : "(its source gives no location)",
+        tdm__fmt_time(r->ts, a, sizeof a),
+        tdm__fmt_dur(tdm__time_sub_sat(r->ts, r->at), d, sizeof d),
+        tdm__fmt_time(r->at, b, sizeof b), r->raw ? r->raw : "");
+    json_t *rec = json_object();
+    tdm__json_set(f, "record", rec, &o->oom);
+    if (!rec)
+        return;
+    tdm__json_set(rec, "location",
+                  r->location ? json_string(r->location) : json_null(),
+                  &o->oom);
+    tdm__json_set(rec, "timestamp", json_integer(r->ts), &o->oom);
+    tdm__json_set(rec, "readAt", json_integer(r->at), &o->oom);
+    tdm__json_set(rec, "raw", json_string(r->raw ? r->raw : ""), &o->oom);
+}
+
 /* WATERMARK_AHEAD: a partition's watermark runs ahead of processing time
  * (ahead_part): a record from the future, inside timestamp_guard, moved
  * it, and every record on time by the clocks is now late.  The fix is
@@ -790,6 +834,7 @@ static void rule_ahead(const tdm__view *w, dx_out *o)
             "its highest record timestamp is %s: a record from "
             "the future moved it",
             tdm__fmt_time(u->v[TDM_METRIC_P_MAX_TS], a, sizeof a));
+    ahead_record_evidence(w, o, f, ev, u);
     tdm__json_add_str(ev, &o->oom,
                       "timestamp_guard is %s, so the record counted",
                       guard > 0 ? tdm__fmt_dur(guard, g, sizeof g) : "off");

@@ -179,6 +179,9 @@ seen b 5
 diag_until b WATERMARK_AHEAD 4
 expect_in "B" "$T/b.diag" \
     '[CRITICAL] Partition "p1" of source clicks has a watermark 25m59s ahead of processing time (WATERMARK_AHEAD)'
+# The record is named by its location and timestamp (R-DX-A2).
+expect_in "B" "$T/b.diag" \
+    'a record that moved it: <stdin>:3, timestamp 2026-12-02T10:31:00.000Z, 26m0s ahead of processing time'
 fix=$(sed -n 's/.*(--set \(timestamp_guard=[^)]*\)).*/\1/p' "$T/b.diag")
 [ -n "$fix" ] || fail "B: no --set in the fix: $(cat "$T/b.diag")"
 finish b

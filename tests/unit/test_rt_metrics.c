@@ -906,6 +906,19 @@ TDM_TEST(timestamp_unit_suspicion)
 /* Partition names                                                        */
 /* ====================================================================== */
 
+/* Window "w" over @p from: a count per key "k" in 10 s windows, into
+ * sink "out". */
+static void count_window(tdm_job *job, const char *from)
+{
+    tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
+    KIT_SET(w, "from", from);
+    KIT_SET(w, "key_by", "k");
+    KIT_SET(w, "window.size", "10s");
+    KIT_SET(w, "aggregates", "count() as n");
+    KIT_SET(w, "sink", "out");
+    kit_node(job, TDM_NODE_SINK, "out");
+}
+
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -942,13 +955,7 @@ TDM_TEST(file_partitions_are_named_by_path)
     KIT_SET(s, "path", glob);
     KIT_SET(s, "schema", KIT_SCHEMA);
     KIT_SET(s, "timestamp.field", "ts");
-    tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
-    KIT_SET(w, "from", "files");
-    KIT_SET(w, "key_by", "k");
-    KIT_SET(w, "window.size", "10s");
-    KIT_SET(w, "aggregates", "count() as n");
-    KIT_SET(w, "sink", "out");
-    kit_node(job, TDM_NODE_SINK, "out");
+    count_window(job, "files");
     kit_node(job, TDM_NODE_SINK, "dead");
     kit_run_ok(job);
     tdm_metrics *m = snap(job);
@@ -977,6 +984,93 @@ TDM_TEST(file_partitions_are_named_by_path)
     rmdir(dir);
 }
 
+/* ====================================================================== */
+/* The record that ran ahead                                              */
+/* ====================================================================== */
+
+/* The clock stands at T0; the file's lines, with a 1 h guard:
+ *   1  T0 - 5 s    on time: not kept;
+ *   2  T0 + 2 min  more than a minute ahead: kept;
+ *   3  T0 + 3 min  not twice as far ahead as line 2: not kept (R-AH-1);
+ *   4  T0 + 5 min  more than twice: kept instead;
+ *   5  T0 + 2 h    above the guard, which keeps it out of the
+ *                  watermark: not kept (R-AH-2).
+ * The snapshot names line 4 by file:line with its bytes. */
+TDM_TEST(record_ahead_is_kept_with_its_location)
+{
+    char dir[] = "/tmp/tdm_metrics_XXXXXX";
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    char path[128], text[512], want_loc[160];
+    snprintf(path, sizeof path, "%s/ahead.jsonl", dir);
+    snprintf(text, sizeof text,
+             "{\"k\":\"a\",\"ts\":%lld,\"v\":1}\n"
+             "{\"k\":\"a\",\"ts\":%lld,\"v\":2}\n"
+             "{\"k\":\"a\",\"ts\":%lld,\"v\":3}\n"
+             "{\"k\":\"a\",\"ts\":%lld,\"v\":4}\n"
+             "{\"k\":\"a\",\"ts\":%lld,\"v\":5}\n",
+             T0 - 5000, T0 + 120000, T0 + 180000, T0 + 300000, T0 + 7200000);
+    write_text(path, text);
+    atomic_store(&clock_now, T0);
+    tdm_job *job;
+    ASSERT_OK(tdm_job_new(&job));
+    tdm__job_set_clock(job, test_clock, NULL);
+    tdm_node *s = kit_node(job, TDM_NODE_SOURCE, "files");
+    KIT_SET(s, "path", path);
+    KIT_SET(s, "schema", KIT_SCHEMA);
+    KIT_SET(s, "timestamp.field", "ts");
+    count_window(job, "files");
+    kit_run_ok(job);
+    tdm_metrics *m = snap(job);
+    ASSERT_EQ(tdm_metrics_ahead_count(m), 1);
+    const tdm_ahead_record *r = tdm_metrics_ahead_at(m, 0);
+    ASSERT_STR_EQ(r->vertex, "files");
+    ASSERT_EQ(r->subtask, 0);
+    ASSERT_EQ(r->partition, 0);
+    ASSERT_EQ(r->ts, T0 + 300000);
+    ASSERT_EQ(r->at, T0);
+    snprintf(want_loc, sizeof want_loc, "%s:4", path);
+    ASSERT_STR_EQ(r->location, want_loc);
+    char want_raw[128];
+    snprintf(want_raw, sizeof want_raw, "{\"k\":\"a\",\"ts\":%lld,\"v\":4}",
+             T0 + 300000);
+    ASSERT_STR_EQ(r->raw, want_raw);
+    ASSERT_TRUE(tdm_metrics_ahead_at(m, 1) == NULL);
+    tdm_metrics_free(m);
+    tdm_job_destroy(job);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A source that notes no bytes (the kit's generator): the record is
+ * kept without a location and rendered as JSON.  Nothing ahead, nothing
+ * kept. */
+static const kit_row ahead_rows[] = {{0, "a", T0 - 1000, 1},
+                                     {0, "b", T0 + 90000, 1}};
+
+TDM_TEST(record_ahead_without_a_location_is_rendered)
+{
+    for (int ahead = 0; ahead < 2; ahead++) {
+        kit_add_data((kit_data){"ahead", 1, ahead_rows, 1 + ahead, 0, 0, 0});
+        atomic_store(&clock_now, T0);
+        tdm_job *job;
+        ASSERT_OK(tdm_job_new(&job));
+        tdm__job_set_clock(job, test_clock, NULL);
+        kit_source_node(job, "src", "ahead");
+        count_window(job, "src");
+        kit_run_ok(job);
+        tdm_metrics *m = snap(job);
+        ASSERT_EQ(tdm_metrics_ahead_count(m), (size_t)ahead);
+        if (ahead) {
+            const tdm_ahead_record *r = tdm_metrics_ahead_at(m, 0);
+            ASSERT_TRUE(r->location == NULL);
+            ASSERT_EQ(r->ts, T0 + 90000);
+            ASSERT_TRUE(strstr(r->raw, "\"k\": \"b\"") != NULL);
+        }
+        tdm_metrics_free(m);
+        tdm_job_destroy(job);
+    }
+}
+
 /* Partitions named by a field take the field's value as their label, in
  * the order the values first appear. */
 TDM_TEST(field_partitions_are_named_by_value)
@@ -995,13 +1089,7 @@ TDM_TEST(field_partitions_are_named_by_value)
     KIT_SET(s, "schema", KIT_SCHEMA);
     KIT_SET(s, "timestamp.field", "ts");
     KIT_SET(s, "partition.field", "k");
-    tdm_node *w = kit_node(job, TDM_NODE_WINDOW, "w");
-    KIT_SET(w, "from", "files");
-    KIT_SET(w, "key_by", "k");
-    KIT_SET(w, "window.size", "10s");
-    KIT_SET(w, "aggregates", "count() as n");
-    KIT_SET(w, "sink", "out");
-    kit_node(job, TDM_NODE_SINK, "out");
+    count_window(job, "files");
     kit_run_ok(job);
     tdm_metrics *m = snap(job);
     ASSERT_STR_EQ(label_of(m, TDM_METRIC_P_RECORDS, "files", 0, 0), "west");
