@@ -1318,6 +1318,65 @@ TDM_API void tdm_job_savepoint(tdm_job *job);
 /** @brief Destroys a job (not while it runs). */
 TDM_API void tdm_job_destroy(tdm_job *job);
 
+/* ---- Live settings (docs/live-settings.md) ---- */
+
+/* One live setting of a job as it stands. */
+typedef struct tdm_live_setting {
+    char key[192];    /* "sources.clicks.watermark.max_out_of_orderness" */
+    char value[32];   /* in force, as a duration ("8s") */
+    int64_t value_ms; /* the same in ms */
+    char origin[16];  /* who set it last: "job" (the definition,
+                         never changed), "rest", "cli", "file",
+                         "api" (or what the caller named) */
+    tdm_time_ms changed_at; /* processing time of the last change
+                               (TDM_TIME_MIN: never) */
+    int64_t changes;        /* changes since the run started */
+    int applied;            /* 1 once every subtask of the source runs
+                               with it (0 for a moment after a change) */
+} tdm_live_setting;
+
+/* One change, as remembered (the last 64 of a run, oldest first). */
+typedef struct tdm_live_change {
+    tdm_time_ms at; /* processing time */
+    char key[192];
+    char from[32]; /* the value before, as a duration */
+    char to[32];
+    char origin[16];
+} tdm_live_change;
+
+/** @brief Changes a live setting of a running job: @p key is
+ *  sources.NAME.watermark.max_out_of_orderness, .watermark.idle_timeout
+ *  or .watermark.alignment.max_drift, @p value a duration ("8s").
+ *  Every door (REST PATCH /jobs/:id/config, `tidemark set`, the
+ *  config.watch file) comes here.  Safe from any thread.  The sources
+ *  apply it between polls, to every partition; the watermark never goes
+ *  back (a higher bound holds it until the data passes it).  Logged and
+ *  counted (numConfigChanges).  @p origin names the door ("api" when
+ *  NULL).  @returns TDM_OK; TDM_ERR_INVAL (unknown key, bad value:
+ *  the reason in errbuf); TDM_ERR_UNSUPPORTED (a key that cannot change
+ *  while the job runs, or does not apply to that source: the reason and
+ *  what would); TDM_ERR_STATE (not running). */
+TDM_API tdm_err tdm_job_config_set(tdm_job *job, const char *key,
+                                   const char *value, const char *origin,
+                                   char *errbuf, size_t errbuf_size);
+/** @brief Checks what tdm_job_config_set would: the key, the value and
+ *  whether the setting applies, but not whether the job runs; changes
+ *  nothing (a caller applying several settings checks them all first).
+ *  @returns as tdm_job_config_set, never TDM_ERR_STATE. */
+TDM_API tdm_err tdm_job_config_check(tdm_job *job, const char *key,
+                                     const char *value, char *errbuf,
+                                     size_t errbuf_size);
+/** @brief The number of live settings @p job has (those that apply to
+ *  its sources), and the @p i-th of them (TDM_ERR_RANGE past the end). */
+TDM_API size_t tdm_job_config_count(tdm_job *job);
+TDM_API tdm_err tdm_job_config_get(tdm_job *job, size_t i,
+                                   tdm_live_setting *out);
+/** @brief The changes of the current (or last) run, the last 64, oldest
+ *  first (TDM_ERR_RANGE past the end). */
+TDM_API size_t tdm_job_config_change_count(tdm_job *job);
+TDM_API tdm_err tdm_job_config_change(tdm_job *job, size_t i,
+                                      tdm_live_change *out);
+
 /* ====================================================================== */
 /* Tasks: one job across several processes (scale_out: tasks)             */
 /* ====================================================================== */
@@ -1447,6 +1506,9 @@ TDM_API void tdm_taskhost_destroy(tdm_taskhost *host);
     X(RESTARTS, "numRestarts", JOB, COUNTER, "restarts", COUNT, SUM,           \
       "Restarts by restart.strategy since the run started (the "               \
       "checkpoint counters span them, the others restart at 0)")               \
+    X(CONFIG_CHANGES, "numConfigChanges", JOB, COUNTER, "changes", COUNT, SUM, \
+      "Live setting changes since the run started (PATCH "                     \
+      "/jobs/:id/config, tidemark set, config.watch; docs/live-settings.md)")  \
     X(CKPT_LAST_ID, "lastCheckpointId", JOB, GAUGE, "id", CODE, SUM,           \
       "Id of the last completed checkpoint (-1: none yet)")                    \
     X(CKPT_DURATION, "lastCheckpointDuration", JOB, GAUGE, "ms", DURATION,     \

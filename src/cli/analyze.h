@@ -43,6 +43,10 @@ enum { TDM__AN_FMT_JSON = 1, TDM__AN_FMT_CSV };
 #define TDM__AN_FUTURE_MS INT64_C(3600000)
 /* The late fraction accepted when --target is not given (P99). */
 #define TDM__AN_TARGET_DEFAULT 0.01
+/* Hours of event time (UTC) with a lag histogram of their own (58 KB
+ * each): a week; records of further hours are counted only. */
+#define TDM__AN_HOURS 168
+#define TDM__AN_HOUR_MS INT64_C(3600000)
 
 typedef struct tdm__an_opts {
     const char **inputs; /* files, globs or "-" (stdin) */
@@ -81,6 +85,7 @@ typedef struct tdm__an_opts {
     const char *job_window;      /* the window reading it, NULL: none */
     const char *job_late_output; /* that window's late_output sink */
     bool job_has_bound;          /* the source's watermark is bounded */
+    const char *job_strategy;    /* its watermark.strategy */
     tdm_time_ms job_bound;       /* its max_out_of_orderness */
     tdm_time_ms job_lateness;    /* the window's allowed_lateness */
     char **notes;                /* what the job set and what overrode it */
@@ -168,6 +173,21 @@ typedef struct tdm__an_sample {
     bool complete; /* the sample holds the whole input */
 } tdm__an_sample;
 
+/* An hour of event time: the records whose timestamp lies in
+ * [start, start + 1 h), UTC. */
+typedef struct tdm__an_hour {
+    tdm_time_ms start;
+    tdm__cli_hist lag; /* their lag (the measure of s->lag) */
+    /* Set by the recommendations (rule live_bound, analyze_reco.c and
+     * analyze_target.c). */
+    tdm_time_ms upper; /* the bound its lag histogram asks for */
+    bool judged;       /* enough records to judge it */
+    bool ruled;        /* judged, and of the measure the rule compares */
+    bool checked;      /* the sample holds all of it: replayed */
+    int64_t late;      /* ... its late records at the recommended bound */
+    tdm_time_ms bound; /* the bound this hour needs for the target */
+} tdm__an_hour;
+
 typedef struct tdm__an_warning {
     char *kind; /* "unit", "future", "no_data", ... */
     char *message;
@@ -205,6 +225,11 @@ typedef struct tdm__an_scan {
     tdm__an_slice slices[TDM__AN_SLICES];
     int n_slices;
     int64_t slice_len; /* records per slice */
+    /* Per hour of event time, ascending (the first TDM__AN_HOURS hours
+     * seen; the records of others are only counted in hours_untabled). */
+    tdm__an_hour *hours;
+    int n_hours;
+    int64_t hours_untabled;
     tdm__an_sample sample;
     tdm__an_warning *warnings;
     int n_warnings, cap_warnings;
@@ -242,6 +267,17 @@ typedef struct tdm__an_reco {
     int replays;          /* replays the search ran */
     tdm_time_ms lateness; /* recommended allowed_lateness */
     bool lateness_max;    /* it covers the max (else the P99.99) */
+    /* Rule live_bound (analyze_reco.c): is a bound that changes with
+     * the hour (`tidemark set` on a running job) worth it?  The bound
+     * per hour is in s->hours. */
+    bool hourly;       /* timestamps in 2 hours or more: the table */
+    int hours_judged;  /* hours the rule compares (ruled) */
+    bool by_replay;    /* ... by their replayed bounds (else histogram) */
+    int calm, busy;    /* s->hours index of the smallest and largest
+                          bound it compares (-1: none) */
+    bool live_worth;   /* busy >= 2 x calm and >= calm + 1 s */
+    int hour_replays;  /* the per-hour search's replays */
+    bool hours_capped; /* it stopped before settling every hour */
 } tdm__an_reco;
 
 /* ---- What-if ---- */
@@ -273,6 +309,10 @@ typedef struct tdm__an_cand {
     int64_t suspects;      /* records in another unit, replayed */
     int64_t suspects_late; /* ... not on time */
     unsigned role;         /* TDM__AN_ROLE_* */
+    /* NULL, or s->n_hours counters the replay adds each late record
+     * (not in another unit, not guarded) to, by the hour of its
+     * timestamp. */
+    int64_t *hour_late;
 } tdm__an_cand;
 
 /* Why a candidate is in the grid, besides the grid itself. */
@@ -293,6 +333,8 @@ int64_t tdm__analyze_counted(const tdm__an_cand *c);
  * TDM_ERR_NOMEM.  *s is set up even on failure (free it). */
 tdm_err tdm__analyze_scan(const tdm__an_opts *o, tdm__an_scan *s, char *errbuf,
                           size_t errbuf_size);
+/* The index in s->hours of the hour holding @p ts, -1 when none. */
+int tdm__analyze_hour_index(const tdm__an_scan *s, tdm_time_ms ts);
 /* Frees what a scan holds; a zeroed scan is fine. */
 void tdm__analyze_scan_free(tdm__an_scan *s);
 /* Adds a warning (both strings copied).  TDM_OK or TDM_ERR_NOMEM. */
@@ -312,17 +354,30 @@ void tdm__analyze_recommend(const tdm__an_opts *o, tdm__an_scan *s,
                             tdm__an_reco *r);
 /* Rounds @p v up to two significant digits (values up to 100 stay). */
 int64_t tdm__analyze_nice_up(int64_t v);
+/* The bound lag histogram @p h asks for at late fraction @p target: its
+ * (1 - target) quantile rounded up (nice_up), an upper bound of what
+ * replays would find; 0 when @p h is empty.  The recommendation without
+ * a sample and the bound of each hour. */
+tdm_time_ms tdm__analyze_bound_of(const tdm__cli_hist *h, double target);
 /* The ladder value below @p v (0 .. 100 by one, then two significant
  * digits: 110, 120 ... 990, 1000, 1100 ...); -1 below 0. */
 int64_t tdm__analyze_nice_down(int64_t v);
 
 /* Picks r->bound: the smallest ladder value whose exact late fraction
  * (replays of the sample with allowed lateness 0) is at most o->target,
- * and r->lateness on top of it (see analyze_target.c).  Without a sample
- * the bound comes from the histogram (r->checked false).  TDM_OK,
- * TDM_ERR_NOMEM or a replay's error (message in errbuf). */
-tdm_err tdm__analyze_target(const tdm__an_opts *o, const tdm__an_scan *s,
+ * and r->lateness on top of it (see analyze_target.c); then the same per
+ * hour of event time for each hour the sample holds entirely (its
+ * checked, late and bound, after tdm__analyze_recommend) and rule
+ * live_bound again.  Without a sample the bounds come from the
+ * histograms (r->checked false).  TDM_OK, TDM_ERR_NOMEM or a replay's
+ * error (message in errbuf). */
+tdm_err tdm__analyze_target(const tdm__an_opts *o, tdm__an_scan *s,
                             tdm__an_reco *r, char *errbuf, size_t errbuf_size);
+
+/* Rule live_bound over the bounds in s->hours: r->calm, r->busy,
+ * r->live_worth (analyze_reco.c; tdm__analyze_recommend runs it on the
+ * histogram bounds, tdm__analyze_target again on the replayed ones). */
+void tdm__analyze_live_rule(tdm__an_scan *s, tdm__an_reco *r);
 
 /* Fills @p o from job file o->job_file (analyze_job.c): the source (the
  * input naming one of the job's sources, taken out of the inputs, or the
@@ -354,15 +409,25 @@ void tdm__analyze_report_json(FILE *f, const tdm__an_opts *o,
                               const tdm__an_cand *cands, int n_cands);
 
 /* The recommendation (analyze_advice.c): the bound, lateness and late
- * output with their measured effect, the job's current bound, and the
- * snippet for the job file; in the text report, and as the
- * "recommended" (and "job") members of the JSON's recommendations. */
+ * output with their measured effect, the job's current bound, the
+ * snippet for the job file and the `tidemark set` line, then the bound
+ * per hour and rule live_bound; in the text report, and as the
+ * "recommended" (and "job") and "live" members of the JSON's
+ * recommendations. */
 void tdm__analyze_advice_text(FILE *f, const tdm__an_opts *o,
                               const tdm__an_scan *s, const tdm__an_reco *r,
                               const tdm__an_cand *cands, int n);
 void tdm__analyze_advice_json(FILE *f, const tdm__an_opts *o,
-                              const tdm__an_reco *r, const tdm__an_cand *cands,
-                              int n);
+                              const tdm__an_scan *s, const tdm__an_reco *r,
+                              const tdm__an_cand *cands, int n);
+
+/* The `tidemark set` command that applies bound @p bound_ms to the
+ * analyzed source of a running job (the source of --job, else the
+ * placeholder SOURCE), into @p buf; returns @p buf. */
+const char *tdm__analyze_set_cmd(const tdm__an_opts *o, tdm_time_ms bound_ms,
+                                 char *buf, size_t n);
+/* Writes @p s as a JSON string (null for NULL). */
+void tdm__analyze_json_str(FILE *f, const char *s);
 
 /* Formats a duration for people: "0ms", "850ms", "1.2s", "2m30s",
  * "1h05m", "3d4h". */

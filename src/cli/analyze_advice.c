@@ -16,7 +16,13 @@
  * rest from the what-if row of exactly this combination), the job's
  * current bound measured the same way when --job gave one, and a snippet
  * to paste into the job file (key names as docs/job-format.md has them)
- * plus, with --job, the `tidemark run --set` line that tries it.
+ * plus, with --job, the `tidemark run --set` line that tries it, and the
+ * `tidemark set` line that applies the bound to a running job.
+ *
+ * Then the bound per hour of event time and the verdict of rule
+ * live_bound (analyze_reco.c): when the hours need bounds far apart, the
+ * `tidemark set` lines that make the bound follow them - one at each
+ * hour the rule compares whose bound differs from the one before it.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -26,6 +32,10 @@
 
 /* The late output sink's name in the snippet when the job has none. */
 #define LATE_SINK "late"
+/* Placeholders of `tidemark set` lines: the server of `tidemark run
+ * --http ADDR`, and the source without --job (the snippet's too). */
+#define SET_URL "http://HOST:PORT"
+#define SET_SOURCE "SOURCE"
 /* The column the explanations start at. */
 #define COL 44
 
@@ -160,11 +170,43 @@ static void text_tail(FILE *f, const tdm__an_opts *o, const tdm__an_reco *r,
                 dur(r->bound + r->lateness, c, sizeof c));
 }
 
+/* The `tidemark set` line for a bound (see analyze.h). */
+const char *tdm__analyze_set_cmd(const tdm__an_opts *o, tdm_time_ms bound_ms,
+                                 char *buf, size_t n)
+{
+    char d[32];
+    snprintf(buf, n,
+             "tidemark set " SET_URL
+             " sources.%s.watermark.max_out_of_orderness=%s",
+             o->job_source ? o->job_source : SET_SOURCE,
+             jobdur(bound_ms, d, sizeof d));
+    return buf;
+}
+
+/* The bound on a running job: the `tidemark set` line, with what its
+ * placeholders stand for. */
+static void text_live(FILE *f, const tdm__an_opts *o, const tdm__an_reco *r)
+{
+    char cmd[512];
+    const char *st = o->job_strategy;
+    fprintf(f, "  On a running job (tidemark run JOB --http ADDR), live:\n");
+    fprintf(f, "    %s\n", tdm__analyze_set_cmd(o, r->bound, cmd, sizeof cmd));
+    if (!o->job_source)
+        fprintf(f, "    (HOST:PORT: its --http address; " SET_SOURCE
+                   ": the name of its source node)\n");
+    else if (st && strcmp(st, "bounded") != 0 && strcmp(st, "punctuated") != 0)
+        fprintf(f,
+                "    (source %s uses watermark.strategy %s: a running job "
+                "keeps its strategy,\n    so set strategy: bounded in the "
+                "job file first)\n",
+                o->job_source, st);
+}
+
 /* The snippet to paste, and with --job the command that tries it. */
 static void text_snippet(FILE *f, const tdm__an_opts *o, const tdm__an_reco *r)
 {
     char a[32], b[32];
-    const char *src = o->job_source ? o->job_source : "SOURCE";
+    const char *src = o->job_source ? o->job_source : SET_SOURCE;
     const char *win = o->job_window ? o->job_window : "WINDOW";
     const char *sink = o->job_late_output ? o->job_late_output : LATE_SINK;
     jobdur(r->bound, a, sizeof a);
@@ -181,6 +223,7 @@ static void text_snippet(FILE *f, const tdm__an_opts *o, const tdm__an_reco *r)
     if (!o->job_late_output)
         fprintf(f, "    sinks:\n      %s: {type: file, path: %s.jsonl}\n", sink,
                 sink);
+    text_live(f, o, r);
     if (!o->job_file || !o->job_window)
         return;
     fprintf(f,
@@ -190,6 +233,125 @@ static void text_snippet(FILE *f, const tdm__an_opts *o, const tdm__an_reco *r)
             o->job_file, src, a, win, b,
             o->job_late_output ? "" : "  (after adding the sink ",
             o->job_late_output ? "" : LATE_SINK ")");
+}
+
+/* ---- By hour: rule live_bound ---- */
+
+/* An hour's start as "2026-01-01T05:00:00Z". */
+static const char *hour_text(tdm_time_ms t, char *buf, size_t n)
+{
+    return tdm__cli_time(t, 0, "-", "-", buf, n);
+}
+
+/* True when hour @p k starts a new bound of the schedule: the first
+ * hour the rule compares, or one whose bound differs from the one
+ * before it; *cur follows the bound in force. */
+static bool schedule_at(const tdm__an_scan *s, int k, tdm_time_ms *cur)
+{
+    const tdm__an_hour *hr = &s->hours[k];
+    if (!hr->ruled || hr->bound == *cur)
+        return false;
+    *cur = hr->bound;
+    return true;
+}
+
+/* The verdict of rule live_bound. */
+static void text_verdict(FILE *f, const tdm__an_scan *s, const tdm__an_reco *r)
+{
+    char a[32], b[32], c[32], d[32], e[32];
+    if (r->hours_judged < 2) {
+        fprintf(f, "  live_bound: not judged (fewer than 2 hours with 100 "
+                   "records or more)\n");
+        return;
+    }
+    const tdm__an_hour *lo = &s->hours[r->calm], *hi = &s->hours[r->busy];
+    if (!r->live_worth) {
+        fprintf(f,
+                "  live_bound: one static bound suffices - the hours need "
+                "%s .. %s (a live bound\n  pays when the busiest hour needs "
+                "2x the calmest and 1s more)\n",
+                jobdur(lo->bound, a, sizeof a), jobdur(hi->bound, b, sizeof b));
+        return;
+    }
+    fprintf(f,
+            "  live_bound: a live bound is worth it - the busiest hour (%s)\n"
+            "  needs %s, the calmest (%s) %s: one static bound either misses "
+            "the\n  target in the busy hours or delays the calm hours' results "
+            "by up to %s.\n",
+            hour_text(hi->start, a, sizeof a), jobdur(hi->bound, b, sizeof b),
+            hour_text(lo->start, c, sizeof c), jobdur(lo->bound, d, sizeof d),
+            dur(hi->bound - lo->bound, e, sizeof e));
+}
+
+/* The `tidemark set` lines that make the bound follow the hours. */
+static void text_schedule(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s)
+{
+    char a[32], cmd[512];
+    tdm_time_ms cur = -1;
+    fprintf(f, "  On the running job, at the start of each hour whose bound "
+               "changes (a raise holds\n  the watermark until the data "
+               "passes it: apply raises a little early):\n");
+    for (int k = 0; k < s->n_hours; k++)
+        if (schedule_at(s, k, &cur))
+            fprintf(f, "    at %s  %s\n",
+                    hour_text(s->hours[k].start, a, sizeof a),
+                    tdm__analyze_set_cmd(o, cur, cmd, sizeof cmd));
+}
+
+/* The bound per hour and rule live_bound, when the input spans 2 hours
+ * or more. */
+static void text_hours(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
+                       const tdm__an_reco *r)
+{
+    char a[32], b[32], c[32], d[48], e[32];
+    if (!r->hourly)
+        return;
+    jobdur(r->bound, e, sizeof e);
+    fprintf(f, "\nBy hour of event time (UTC): the bound that meets the target "
+               "within each hour\n");
+    if (r->checked)
+        fprintf(f,
+                "(the smallest whose late count in the hour meets it, "
+                "replayed like the\nrecommendation's; the P%.4g of the hour's "
+                "lag rounded up where the sample\ndoes not hold the hour; "
+                "rule live_bound)\n",
+                100 * (1 - o->target));
+    else
+        fprintf(f,
+                "(the P%.4g of the hour's lag rounded up: lag histogram, not "
+                "replayed; rule\nlive_bound)\n",
+                100 * (1 - o->target));
+    /* The late share at the recommended bound, with replays only. */
+    int w = r->checked ? 16 : 0;
+    snprintf(d, sizeof d, "late at %s", e);
+    fprintf(f, "  %-20s %10s %*s%s%10s\n", "hour", "records", w,
+            r->checked ? d : "", r->checked ? " " : "", "bound");
+    for (int k = 0; k < s->n_hours; k++) {
+        const tdm__an_hour *hr = &s->hours[k];
+        fprintf(f, "  %-20s %10s %*s%s%10s%s\n",
+                hour_text(hr->start, a, sizeof a),
+                num((int64_t)hr->lag.n, b, sizeof b), w,
+                hr->checked  ? share(hr->late, (int64_t)hr->lag.n, d, sizeof d)
+                : r->checked ? "-"
+                             : "",
+                r->checked ? " " : "", jobdur(hr->bound, c, sizeof c),
+                !hr->judged ? "  (too few records to judge)"
+                : hr->ruled ? ""
+                            : "  (past the sample: left out)");
+    }
+    if (s->hours_untabled > 0)
+        fprintf(f,
+                "  (%s records of hours after the first %d are not in the "
+                "table)\n",
+                num(s->hours_untabled, a, sizeof a), TDM__AN_HOURS);
+    if (r->hours_capped)
+        fprintf(f,
+                "  (the search stopped after %d replays: some hours keep a "
+                "larger bound that\n  meets the target)\n",
+                r->hour_replays);
+    text_verdict(f, s, r);
+    if (r->live_worth)
+        text_schedule(f, o, s);
 }
 
 /* The recommendation in words (see the file comment). */
@@ -210,12 +372,82 @@ void tdm__analyze_advice_text(FILE *f, const tdm__an_opts *o,
     text_bound(f, r);
     text_tail(f, o, r, with_role(cands, n, TDM__AN_ROLE_RECO));
     text_snippet(f, o, r);
+    text_hours(f, o, s, r);
+}
+
+/* The job's current bound in the JSON report. */
+static void json_job(FILE *f, const tdm__an_opts *o, const tdm__an_cand *jc)
+{
+    fprintf(f,
+            ",\n    \"job\": {\"bound_ms\": %" PRId64
+            ", \"lateness_ms\": %" PRId64 ", \"late\": ",
+            o->job_bound, o->job_lateness);
+    if (jc)
+        fprintf(f, "%" PRId64 ", \"counted\": %" PRId64 "}",
+                tdm__analyze_late(jc), tdm__analyze_counted(jc));
+    else
+        fputs("null, \"counted\": null}", f);
+}
+
+/* The bound per hour, rule live_bound and its schedule in the JSON. */
+static void json_live(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
+                      const tdm__an_reco *r)
+{
+    char cmd[512];
+    bool judged = r->hourly && r->hours_judged >= 2;
+    fprintf(f,
+            ",\n    \"live\": {\"rule\": \"live_bound\", \"quantile\": "
+            "%.6g, \"hours\": [",
+            1 - o->target);
+    for (int k = 0; k < s->n_hours; k++) {
+        const tdm__an_hour *hr = &s->hours[k];
+        fprintf(f,
+                "%s\n      {\"start\": %" PRId64 ", \"records\": %" PRIu64
+                ", \"upper_ms\": %" PRId64 ", \"late_at_recommended\": ",
+                k ? "," : "", hr->start, hr->lag.n, hr->upper);
+        if (hr->checked)
+            fprintf(f, "%" PRId64, hr->late);
+        else
+            fputs("null", f);
+        fprintf(f,
+                ", \"bound_ms\": %" PRId64 ", \"judged\": %s, \"ruled\": %s}",
+                hr->bound, hr->judged ? "true" : "false",
+                hr->ruled ? "true" : "false");
+    }
+    fprintf(f, "%s], \"hours_untabled\": %" PRId64 ", \"calm_ms\": ",
+            s->n_hours ? "\n    " : "", s->hours_untabled);
+    if (judged)
+        fprintf(f, "%" PRId64 ", \"busy_ms\": %" PRId64 ", \"worth_it\": %s",
+                s->hours[r->calm].bound, s->hours[r->busy].bound,
+                r->live_worth ? "true" : "false");
+    else
+        fputs("null, \"busy_ms\": null, \"worth_it\": null", f);
+    fprintf(f,
+            ", \"basis\": \"%s\", \"replays\": %d, \"capped\": %s, "
+            "\"source\": ",
+            r->by_replay ? "replays" : "lag_histogram", r->hour_replays,
+            r->hours_capped ? "true" : "false");
+    tdm__analyze_json_str(f, o->job_source ? o->job_source : SET_SOURCE);
+    fputs(", \"schedule\": [", f);
+    tdm_time_ms cur = -1;
+    int n = 0;
+    for (int k = 0; r->live_worth && k < s->n_hours; k++) {
+        if (!schedule_at(s, k, &cur))
+            continue;
+        fprintf(f,
+                "%s\n      {\"from\": %" PRId64 ", \"bound_ms\": %" PRId64
+                ", \"command\": ",
+                n++ ? "," : "", s->hours[k].start, cur);
+        tdm__analyze_json_str(f, tdm__analyze_set_cmd(o, cur, cmd, sizeof cmd));
+        fputc('}', f);
+    }
+    fprintf(f, "%s]}", n ? "\n    " : "");
 }
 
 /* The recommendation in the JSON report. */
 void tdm__analyze_advice_json(FILE *f, const tdm__an_opts *o,
-                              const tdm__an_reco *r, const tdm__an_cand *cands,
-                              int n)
+                              const tdm__an_scan *s, const tdm__an_reco *r,
+                              const tdm__an_cand *cands, int n)
 {
     const tdm__an_cand *rc = with_role(cands, n, TDM__AN_ROLE_RECO);
     const tdm__an_cand *jc = with_role(cands, n, TDM__AN_ROLE_JOB);
@@ -233,17 +465,13 @@ void tdm__analyze_advice_json(FILE *f, const tdm__an_opts *o,
         fprintf(f, "%" PRId64, rc->late_output - rc->suspects_late);
     else
         fputs("null", f);
-    fprintf(f, ", \"late_output_sink\": \"%s\"}",
+    fprintf(f, ", \"late_output_sink\": \"%s\", \"set_command\": ",
             o->job_late_output ? o->job_late_output : LATE_SINK);
-    if (!o->job_file || !o->job_has_bound)
-        return;
-    fprintf(f,
-            ",\n    \"job\": {\"bound_ms\": %" PRId64
-            ", \"lateness_ms\": %" PRId64 ", \"late\": ",
-            o->job_bound, o->job_lateness);
-    if (jc)
-        fprintf(f, "%" PRId64 ", \"counted\": %" PRId64 "}",
-                tdm__analyze_late(jc), tdm__analyze_counted(jc));
-    else
-        fputs("null, \"counted\": null}", f);
+    char cmd[512];
+    tdm__analyze_json_str(f,
+                          tdm__analyze_set_cmd(o, r->bound, cmd, sizeof cmd));
+    fputc('}', f);
+    if (o->job_file && o->job_has_bound)
+        json_job(f, o, jc);
+    json_live(f, o, s, r);
 }

@@ -203,6 +203,7 @@ static int source_watermark(tdm__an_opts *o, const char *src, tdm_node *node)
 {
     char at[512];
     const char *strategy = tdm_node_get(node, "watermark.strategy");
+    o->job_strategy = strategy;
     if (strcmp(strategy, "bounded") == 0) {
         o->job_has_bound = true;
         o->job_bound = tdm_node_get_int(node, "watermark.max_out_of_orderness");

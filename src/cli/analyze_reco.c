@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* analyze_reco.c - from measurements to settings: the out-of-orderness
  * bound, allowed lateness, idle timeout and the late fractions they
- * imply, and the spikes of the lag over time.
+ * imply, the spikes of the lag over time, and whether the bound should
+ * follow the hour (rule live_bound, below).
  *
  * The reasoning (docs/analyze.md has it in full).  With a bounded
  * strategy of bound B and on-event emission, a partition's watermark
@@ -37,6 +38,13 @@
  * P99 plus this much; slices with fewer records are not judged. */
 #define SPIKE_PLUS_MS 10
 #define SPIKE_MIN_RECORDS 100
+/* Rule live_bound (see tdm__analyze_live_rule()): hours with fewer
+ * records are not judged; a live bound is worth it when the busiest
+ * judged hour needs LIVE_FACTOR times the calmest one's bound and
+ * LIVE_MIN_DIFF_MS more. */
+#define LIVE_MIN_RECORDS 100
+#define LIVE_FACTOR 2
+#define LIVE_MIN_DIFF_MS 1000
 
 /* Rounds up to two significant digits (see analyze.h). */
 int64_t tdm__analyze_nice_up(int64_t v)
@@ -47,6 +55,14 @@ int64_t tdm__analyze_nice_up(int64_t v)
     while (v / p >= 100)
         p *= 10;
     return (v + p - 1) / p * p;
+}
+
+/* The bound a lag histogram asks for at a target (see analyze.h). */
+tdm_time_ms tdm__analyze_bound_of(const tdm__cli_hist *h, double target)
+{
+    if (h->n == 0)
+        return 0;
+    return tdm__analyze_nice_up(tdm__cli_hist_quantile(h, 1 - target));
 }
 
 /* Fraction of the lag histogram's values above @p v (0 when @p v is at
@@ -145,13 +161,94 @@ out:
     free(resumed);
 }
 
+/* Rule live_bound: one static bound, or one that follows the hour?
+ *
+ * Disorder that drifts over the day (a calm night, a busy evening) makes
+ * a static bound a compromise: it must cover the busiest hour, and every
+ * calmer hour waits that long for its results.  A running job takes a
+ * new bound without a restart (`tidemark set`, PATCH /jobs/:id/config),
+ * so the bound can follow the hour.  Each UTC hour of event time (the
+ * records whose timestamp lies in it) gets the bound it needs for
+ * --target within itself:
+ *
+ *   upper   what its own lag histogram asks for, tdm__analyze_bound_of:
+ *           the (1 - target) quantile rounded up, the measure of the
+ *           recommendation without a sample.  An upper bound (a record
+ *           with lag <= B is never behind the watermark), cheap for any
+ *           number of hours;
+ *   bound   for an hour the sample holds entirely, what the
+ *           recommendation is for the whole input: the smallest ladder
+ *           value whose replayed late count, here the hour's own, is at
+ *           most the target's share of the hour's records (the search is
+ *           analyze_target.c's, sharing its replays); for the others,
+ *           upper.  The histogram alone over-states: lag beyond the
+ *           bound is late only where it crosses a window's end, so with
+ *           windows much longer than the lag every hour may meet the
+ *           target at 0 however the lag drifts.
+ *
+ * A live change is no replay of a bound per hour: the watermark never
+ * goes back, so a raise holds it until the data passes it.
+ *
+ *   live_bound  worth it   busiest >= 2 x calmest and busiest - calmest
+ *                          >= 1 s, over the hours with 100 records or
+ *                          more (at least 2 of them);
+ *               static     otherwise (one bound suffices).
+ *
+ * The rule compares bounds of one measure: the replayed ones when 2 or
+ * more such hours were replayed (hours past the sample keep their
+ * histogram bound in the table but are left out, as the histogram
+ * over-states), else the histogram ones.
+ *
+ * The report shows the hours when the timestamps fall in 2 or more.
+ */
+void tdm__analyze_live_rule(tdm__an_scan *s, tdm__an_reco *r)
+{
+    int replayed = 0;
+    r->calm = r->busy = -1;
+    r->hours_judged = 0;
+    r->live_worth = false;
+    r->hourly = s->n_hours >= 2;
+    for (int k = 0; k < s->n_hours; k++)
+        replayed += s->hours[k].judged && s->hours[k].checked;
+    r->by_replay = replayed >= 2;
+    for (int k = 0; k < s->n_hours; k++) {
+        tdm__an_hour *hr = &s->hours[k];
+        hr->ruled = hr->judged && (!r->by_replay || hr->checked);
+        if (!hr->ruled)
+            continue;
+        r->hours_judged++;
+        if (r->calm < 0 || hr->bound < s->hours[r->calm].bound)
+            r->calm = k;
+        if (r->busy < 0 || hr->bound > s->hours[r->busy].bound)
+            r->busy = k;
+    }
+    if (!r->hourly || r->hours_judged < 2)
+        return;
+    int64_t lo = s->hours[r->calm].bound, hi = s->hours[r->busy].bound;
+    /* hi / 2 >= lo is hi >= 2 lo for integers >= 0, without overflow. */
+    r->live_worth = hi / LIVE_FACTOR >= lo && hi - lo >= LIVE_MIN_DIFF_MS;
+}
+
+/* Each hour's bound from its lag histogram, then the rule. */
+static void live_bound(const tdm__an_opts *o, tdm__an_scan *s, tdm__an_reco *r)
+{
+    for (int k = 0; k < s->n_hours; k++) {
+        tdm__an_hour *hr = &s->hours[k];
+        hr->upper = tdm__analyze_bound_of(&hr->lag, o->target);
+        hr->bound = hr->upper;
+        hr->judged = hr->lag.n >= LIVE_MIN_RECORDS;
+        hr->checked = false;
+        hr->late = -1;
+    }
+    tdm__analyze_live_rule(s, r);
+}
+
 /* Derives the recommendations (see analyze.h and the file comment). */
 void tdm__analyze_recommend(const tdm__an_opts *o, tdm__an_scan *s,
                             tdm__an_reco *r)
 {
     const tdm__cli_hist *h = &s->lag;
     memset(r, 0, sizeof *r);
-    (void)o;
     if (h->n > 0) {
         /* Bounds: the quantile (a bucket's highest value, at most 0.8%
          * above the true quantile), rounded up to two digits. */
@@ -187,4 +284,5 @@ void tdm__analyze_recommend(const tdm__an_opts *o, tdm__an_scan *s,
     if (s->n_parts > 1)
         idle_estimate(s, r);
     flag_spikes(s, r);
+    live_bound(o, s, r);
 }

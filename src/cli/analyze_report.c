@@ -467,8 +467,8 @@ void tdm__analyze_report_text(FILE *f, const tdm__an_opts *o,
 
 /* ---- JSON ---- */
 
-/* A JSON string (or null). */
-static void jstr(FILE *f, const char *s)
+/* A JSON string, or null (see analyze.h). */
+void tdm__analyze_json_str(FILE *f, const char *s)
 {
     if (!s) {
         fputs("null", f);
@@ -488,6 +488,11 @@ static void jstr(FILE *f, const char *s)
             fputc(*p, f);
     }
     fputc('"', f);
+}
+
+static void jstr(FILE *f, const char *s)
+{
+    tdm__analyze_json_str(f, s);
 }
 
 /* A number that may be absent (TDM_TIME_MIN / TDM_TIME_MAX: null). */
@@ -600,7 +605,7 @@ static void json_reco(FILE *f, const tdm__an_opts *o, const tdm__an_scan *s,
                       const tdm__an_reco *r, const tdm__an_cand *cands, int n)
 {
     fprintf(f, "  \"recommendations\": {\n");
-    tdm__analyze_advice_json(f, o, r, cands, n);
+    tdm__analyze_advice_json(f, o, s, r, cands, n);
     fputs(",\n", f);
     fprintf(f,
             "    \"max_out_of_orderness\": [{\"target\": \"p99\", "

@@ -11,7 +11,8 @@
  * records) is the runtime's input, not an approximation of it.
  *
  * Per record it measures, in bounded memory (fixed-size histograms, state
- * per partition and per time slice only):
+ * per partition, per time slice and per hour of event time only - at
+ * most TDM__AN_HOURS hours):
  *   lag     how far the timestamp is behind the highest timestamp already
  *           seen in its partition (0 when not behind): the quantity a
  *           bounded-out-of-orderness watermark must cover;
@@ -80,6 +81,7 @@ typedef struct scan_ctx {
     tdm_time_ms last_mark;    /* the latest gap mark */
     tdm_time_ms guard_limit;  /* now + guard (TDM_TIME_MAX: off) */
     tdm_time_ms future_limit; /* now + 1 h */
+    int hour_at;              /* the hour the last record fell into */
 } scan_ctx;
 
 /* ---- Warnings ---- */
@@ -664,9 +666,10 @@ static void note_suspect(tdm__an_scan *s, tdm__an_part *pt, uint32_t p,
 }
 
 /* Out-of-orderness of a record not guarded: how far @p ts is behind
- * its partition's maximum so far, into the histograms and maxima. */
-static void measure_lag(scan_ctx *c, tdm__an_part *pt, tdm__an_slice *sl,
-                        tdm_time_ms ts)
+ * its partition's maximum so far, into the histograms and maxima;
+ * returns it. */
+static int64_t measure_lag(scan_ctx *c, tdm__an_part *pt, tdm__an_slice *sl,
+                           tdm_time_ms ts)
 {
     tdm__an_scan *s = c->s;
     int64_t lag = 0;
@@ -690,6 +693,73 @@ static void measure_lag(scan_ctx *c, tdm__an_part *pt, tdm__an_slice *sl,
     if (ts < s->min_ts)
         s->min_ts = ts;
     sl->max_ts = c->gmax;
+    return lag;
+}
+
+/* The start of the UTC hour holding @p ts. */
+static tdm_time_ms hour_of(tdm_time_ms ts)
+{
+    tdm_time_ms rem = ts % TDM__AN_HOUR_MS;
+    return ts - (rem < 0 ? rem + TDM__AN_HOUR_MS : rem);
+}
+
+/* The first hour in s->hours starting at or after @p start. */
+static int hour_search(const tdm__an_scan *s, tdm_time_ms start)
+{
+    int lo = 0, hi = s->n_hours;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (s->hours[mid].start < start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The hour holding @p ts (see analyze.h). */
+int tdm__analyze_hour_index(const tdm__an_scan *s, tdm_time_ms ts)
+{
+    tdm_time_ms start = hour_of(ts);
+    int k = hour_search(s, start);
+    return k < s->n_hours && s->hours[k].start == start ? k : -1;
+}
+
+/* Adds @p lag to the histogram of the hour holding @p ts: found by
+ * bisection (records mostly come in order, so the last hour used is
+ * tried first), or inserted in order while the table has room; the
+ * records of an hour that finds none are only counted.  TDM_OK or
+ * TDM_ERR_NOMEM. */
+static tdm_err measure_hour(scan_ctx *c, tdm_time_ms ts, int64_t lag)
+{
+    tdm__an_scan *s = c->s;
+    tdm_time_ms start = hour_of(ts);
+    if (c->hour_at < s->n_hours && s->hours[c->hour_at].start == start) {
+        tdm__cli_hist_add(&s->hours[c->hour_at].lag, lag);
+        return TDM_OK;
+    }
+    int k = hour_search(s, start);
+    if (k == s->n_hours || s->hours[k].start != start) {
+        if (s->n_hours == TDM__AN_HOURS) {
+            s->hours_untabled++;
+            return TDM_OK;
+        }
+        if (!s->hours) {
+            s->hours = calloc(TDM__AN_HOURS, sizeof *s->hours);
+            if (!s->hours)
+                return TDM_ERR_NOMEM;
+        }
+        tdm__an_hour h = {.start = start};
+        if (tdm__cli_hist_init(&h.lag) != TDM_OK)
+            return TDM_ERR_NOMEM;
+        memmove(&s->hours[k + 1], &s->hours[k],
+                (size_t)(s->n_hours - k) * sizeof *s->hours);
+        s->hours[k] = h;
+        s->n_hours++;
+    }
+    c->hour_at = k;
+    tdm__cli_hist_add(&s->hours[k].lag, lag);
+    return TDM_OK;
 }
 
 /* The gap mark of a record: its arrival time when the arrival field is
@@ -803,7 +873,9 @@ static tdm_err on_record(scan_ctx *c, const tdm_row *row, int partition,
         s->guarded++;
     } else if (!suspect) {
         tdm_time_ms mark;
-        measure_lag(c, pt, sl, ts);
+        err = measure_hour(c, ts, measure_lag(c, pt, sl, ts));
+        if (err != TDM_OK)
+            return err;
         if (gap_mark(c, row, ts, &mark))
             measure_gap(c, pt, mark);
     }
@@ -1121,6 +1193,9 @@ void tdm__analyze_scan_free(tdm__an_scan *s)
     free(s->parts);
     for (int k = 0; k < TDM__AN_SLICES; k++)
         tdm__cli_hist_fini(&s->slices[k].lag);
+    for (int k = 0; k < s->n_hours; k++)
+        tdm__cli_hist_fini(&s->hours[k].lag);
+    free(s->hours);
     tdm__an_sample *sm = &s->sample;
     free(sm->ts);
     free(sm->part);

@@ -455,14 +455,21 @@ static void replay_events(replay *r, int64_t before)
 
 /* After a push: the record's fate, its key's state lifetime, peaks.
  * A record in another unit (@p suspect) is counted as any other and,
- * for the target, on its own. */
+ * for the target, on its own; a late one of the others is counted by
+ * the hour of its timestamp when the candidate asks (@p guarded ones
+ * are in no hour). */
 static void replay_account(replay *r, uint32_t key, tdm_time_ms ts,
-                           bool suspect)
+                           bool suspect, bool guarded)
 {
     tdm__an_cand *c = r->c;
+    bool late = r->push_late || r->push_refire;
     if (suspect) {
         c->suspects++;
-        c->suspects_late += r->push_late || r->push_refire;
+        c->suspects_late += late;
+    } else if (late && !guarded && c->hour_late) {
+        int h = tdm__analyze_hour_index(r->s, ts);
+        if (h >= 0)
+            c->hour_late[h]++;
     }
     if (!r->push_late) {
         /* (A late record is counted by the LATE event.) */
@@ -528,7 +535,7 @@ static tdm_err replay_record(replay *r, int64_t k, char *errbuf,
     if (err != TDM_OK)
         return tdm__cli_errf(errbuf, errbuf_size, err, "what-if: %s",
                              tdm_winop_errmsg(r->op));
-    replay_account(r, key, ts, suspect);
+    replay_account(r, key, ts, suspect, guarded);
     if (!guarded)
         tdm_reader_record(r->rd, (int)p, r->rec);
     return TDM_OK;
@@ -592,10 +599,14 @@ tdm_err tdm__analyze_replay(const tdm__an_opts *o, const tdm__an_scan *s,
 {
     tdm_time_ms bound = c->bound, lateness = c->lateness;
     unsigned role = c->role;
+    int64_t *hour_late = c->hour_late;
     memset(c, 0, sizeof *c);
     c->bound = bound;
     c->lateness = lateness;
     c->role = role;
+    c->hour_late = hour_late;
+    if (hour_late)
+        memset(hour_late, 0, (size_t)s->n_hours * sizeof *hour_late);
     replay r;
     tdm_err err = replay_init(&r, o, s, c, errbuf, errbuf_size);
     for (int64_t k = 0; err == TDM_OK && k < s->sample.n && r.err == TDM_OK;

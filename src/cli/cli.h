@@ -172,6 +172,8 @@ int tdm__cli_cmd_validate(int argc, char **argv);
 int tdm__cli_cmd_config(int argc, char **argv);
 /* `tidemark diagnose` (cmd_diagnose.c). */
 int tdm__cli_cmd_diagnose(int argc, char **argv);
+/* `tidemark set URL KEY=VALUE...` (cmd_set.c). */
+int tdm__cli_cmd_set(int argc, char **argv);
 /* `tidemark analyze` (cmd_analyze.c). */
 int tdm__cli_cmd_analyze(int argc, char **argv);
 /* Takes the value of an option given as "--opt value" or "--opt=value"

@@ -632,7 +632,8 @@ static int failed(tdm_err err, const char *msg)
     return err == TDM_ERR_INVAL ? TDM_EXIT_USAGE : TDM_EXIT_RUNTIME;
 }
 
-/* The recommendation's bound (replays), the grid and its replays. */
+/* The recommendation's bound and each hour's (replays), the grid and
+ * its replays. */
 static int analyze(const tdm__an_opts *o, tdm__an_scan *s, tdm__an_reco *r,
                    tdm__an_cand **cands, int *n_cands)
 {

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "runtime/ckpt.h"
+#include "runtime/live.h"
 #include "runtime/task_op.h"
 #include "runtime/task_owner.h"
 #include "runtime/task_source.h"
@@ -200,6 +201,8 @@ static tdm_err restore_from(tdm__run *run, uint64_t id, const char *dir,
     ck->from = id;
     ck->restored = true;
     err = tdm__rt_lineage_load(run, errbuf, errbuf_size);
+    if (err == TDM_OK)
+        err = tdm__live_ckpt_load(run, ck->rd, id, errbuf, errbuf_size);
     if (err != TDM_OK)
         goto done;
     size_t n_rd = (size_t)run->n_srcs * (size_t)ck->old_P;
@@ -705,6 +708,8 @@ static tdm_err write_parts(tdm__run *run, uint64_t id, const uint8_t *meta,
     tdm_err err = tdm__ckpt_begin(ck->st, &info);
     if (err == TDM_OK)
         err = tdm__rt_lineage_put(run);
+    if (err == TDM_OK)
+        err = tdm__live_ckpt_put(run, ck->st);
     for (int i = 0; err == TDM_OK && i < n_parts; i++) {
         char name[64];
         tdm__rt_ck_slot *c = slot_at(run, i, name, sizeof name);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/live.h"
 #include "runtime/metrics.h"
 #include "runtime/run_record.h"
 #include "runtime/task_op.h"
@@ -582,6 +583,8 @@ tdm_err tdm__rt_metrics_build(tdm__run *run, tdm_time_ms now, int running,
     tdm_time_ms start = atomic_load(&run->rec->start_ms);
     add(m, TDM_METRIC_UPTIME, NULL, -1, -1, NULL,
         tdm__time_sub_sat(now, start));
+    add(m, TDM_METRIC_CONFIG_CHANGES, NULL, -1, -1, NULL,
+        tdm__live_changes(job));
     if (run->ck.on) {
         static const struct {
             tdm_metric id;
@@ -1237,6 +1240,8 @@ void tdm__met_record_fini(tdm_job *job)
     tdm__rt_warea_free(rec->warea);
     rec->final = NULL;
     rec->warea = NULL;
+    tdm__live_free(rec->live);
+    rec->live = NULL;
     pthread_mutex_unlock(&rec->mmu);
     tdm__run_record_free(rec);
     job->rec = NULL;

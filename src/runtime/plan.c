@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "runtime/expr.h"
+#include "runtime/live.h"
 #include "runtime/plan.h"
 #include "runtime/rt_ctx.h"
 #include "time/wm.h"
@@ -342,7 +343,9 @@ static tdm_err plan_source_wm(tdm__rt_source *s, tdm_node *n, char *errbuf,
         kind = TDM_WM_MONOTONOUS;
     else if (c->time_mode == TDM__TIME_PROCESSING)
         kind = TDM_WM_NONE;
-    int64_t bound = n->spec.src.wm_max_out_of_orderness_ms;
+    const tdm_job *job = n->job;
+    int64_t bound = tdm__live_value(job, n, TDM__LIVE_BOUND,
+                                    n->spec.src.wm_max_out_of_orderness_ms);
     char msg[200] = "";
     tdm_err err = tdm_wm_strategy_new(kind, bound, &s->strat, msg, sizeof msg);
     if (err == TDM_OK)
@@ -355,7 +358,8 @@ static tdm_err plan_source_wm(tdm__rt_source *s, tdm_node *n, char *errbuf,
     s->wm_max_only =
         !on_event && (kind == TDM_WM_BOUNDED || kind == TDM_WM_MONOTONOUS ||
                       kind == TDM_WM_NONE);
-    int64_t idle = n->spec.src.wm_idle_timeout_ms;
+    int64_t idle =
+        tdm__live_value(job, n, TDM__LIVE_IDLE, n->spec.src.wm_idle_timeout_ms);
     if (err == TDM_OK && idle > 0 && kind != TDM_WM_NONE)
         err = tdm_wm_strategy_set_idle_timeout(s->strat, idle, msg, sizeof msg);
     if (err == TDM_OK && kind == TDM_WM_PUNCTUATED) {
@@ -375,6 +379,7 @@ static tdm_err plan_source(tdm__rt_source *s, tdm_node *n, char *errbuf,
 {
     s->node = n;
     s->schema = tdm__node_schema(n);
+    s->live = tdm__live_of(n->job, n);
     atomic_init(&s->unit_warned, 0);
     atomic_init(&s->first_live, TDM_TIME_MAX);
     atomic_init(&s->replay_start, TDM_TIME_MIN);
@@ -633,7 +638,9 @@ static tdm_err plan_alignment(tdm__run *run, char *errbuf, size_t errbuf_size)
             a = &run->aligns[run->n_aligns++];
             a->group = g;
             a->run = run;
-            a->drift = s->node->spec.src.wm_alignment_max_drift_ms;
+            a->drift =
+                tdm__live_value(run->job, s->node, TDM__LIVE_DRIFT,
+                                s->node->spec.src.wm_alignment_max_drift_ms);
             a->interval = s->node->spec.src.wm_alignment_update_interval_ms;
             if (a->interval <= 0)
                 a->interval = 1000;

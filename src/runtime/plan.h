@@ -121,6 +121,8 @@ struct tdm__rt_source {
      * number in its coordinator. */
     tdm__rt_align *align;
     int align_base;
+    /* Its live settings (live.h; NULL for derived sources). */
+    struct tdm__live_src *live;
     /* Pass-through (key "sink"): every row the source keeps is written
      * to this sink by the subtask that read it (NULL: none). */
     tdm__rt_sink *pass;

@@ -90,6 +90,7 @@ typedef struct tdm__rt_ck_slot {
 struct tdm__run {
     tdm_job *job;
     tdm__run_record *rec; /* job->rec: the counters and run state */
+    bool restarted;       /* an attempt after a failure (restart.c) */
     int P;
     int key_groups;
     uint16_t *owner; /* key group -> subtask */

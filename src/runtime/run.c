@@ -35,6 +35,7 @@
 #include "runtime/expr.h"
 #include "runtime/ckpt.h"
 #include "runtime/job_guard.h"
+#include "runtime/live.h"
 #include "runtime/metrics.h"
 #include "runtime/plan.h"
 #include "runtime/rt_ctx.h"
@@ -644,6 +645,7 @@ static void supervise(tdm__run *run)
         }
         if (now >= next_tick) {
             tick_sinks(run);
+            tdm__live_watch_tick(run->job);
             next_tick = now + RT_SINK_TICK_MS;
         }
         pthread_mutex_lock(&run->mu);
@@ -731,6 +733,7 @@ static tdm_err run_attempt(tdm_job *job, bool restart, char *errbuf,
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_NOMEM,
                          "out of memory starting the job");
     }
+    run->restarted = restart;
     reset_stats(job, restart);
     /* Snapshots read the clock under the metrics lock. */
     pthread_mutex_lock(&job->rec->mmu);
@@ -741,7 +744,11 @@ static tdm_err run_attempt(tdm_job *job, bool restart, char *errbuf,
     pthread_mutex_unlock(&job->rec->mmu);
     job->rec->run = run;
 
-    tdm_err err = tdm__plan_build(run, errbuf, errbuf_size);
+    tdm_err err = tdm__live_begin(job, restart);
+    if (err != TDM_OK)
+        tdm__errf(errbuf, errbuf_size, err, "out of memory starting the job");
+    if (err == TDM_OK)
+        err = tdm__plan_build(run, errbuf, errbuf_size);
     if (err == TDM_OK)
         err = tdm__rt_ckpt_open(run, errbuf, errbuf_size);
     if (err == TDM_OK)

@@ -65,6 +65,9 @@ struct tdm__run_record {
     /* Result latency of the last run (us), merged from the window
      * subtasks as they finish; guarded by mmu (b NULL: none yet). */
     tdm__hist lat;
+    /* Live settings (live.h): made by the run thread when a run starts,
+     * swapped under mmu, freed by tdm__met_record_fini. */
+    struct tdm__live *live;
 };
 
 /* Makes a record with every counter at its before-the-first-run value.

@@ -92,6 +92,8 @@ static const tdm__spec_field fields[] = {
     J("timestamp_guard.dead_letter", BOOL, timestamp_guard_dead_letter),
     J("dead_letter", STRING, dead_letter),
     J("status.interval", DURATION, status_interval_ms),
+    J("config.watch", STRING, config_watch),
+    J("config.watch.interval", DURATION, config_watch_interval_ms),
     J("log.level", ENUM, log_level),
     J("http.header_timeout", DURATION, http_header_timeout_ms),
     J("http.prometheus.max_partitions", INT, http_prom_max_partitions),

@@ -145,6 +145,8 @@ typedef struct tdm__job_spec {
     bool timestamp_guard_dead_letter;
     const char *dead_letter;
     int64_t status_interval_ms;
+    const char *config_watch;
+    int64_t config_watch_interval_ms;
     tdm__log_level log_level;
     int64_t http_header_timeout_ms;
     int64_t http_prom_max_partitions;

@@ -30,6 +30,7 @@
 
 #include "runtime/ckpt.h"
 #include "runtime/expr.h"
+#include "runtime/live.h"
 #include "runtime/localagg.h"
 #include "runtime/outbox_route.h"
 #include "runtime/src_ahead.h"
@@ -538,6 +539,7 @@ static void report_finished(tdm__rt_src_task *t, bool eof)
 static void (*const between_polls[])(tdm__rt_src_task *) = {
     tdm__src_v2_between_polls,
     tdm__src_ckpt_between_polls,
+    tdm__src_live_apply,
     tdm__src_align_step,
 };
 

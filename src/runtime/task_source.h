@@ -70,6 +70,8 @@ struct tdm__rt_src_task {
     tdm__src_fence_state fence; /* the key fence (src_fence.h) */
     tdm__src_lagg_state la;     /* two-phase aggregation (src_lagg.h) */
     tdm__src_ahead_state ahead; /* the record that ran ahead (src_ahead.h) */
+    uint64_t live_gen;          /* live settings applied (live.h) */
+    _Atomic uint64_t live_seen; /* the same, for GET /jobs/:id/config */
     /* Checkpoints (ckpt.c, src_ckpt.h): its sink objects and
      * acknowledgements; pass_obj and dead_obj are ck.obj[0] and [1] (the
      * shared objects without checkpoints). */

@@ -69,7 +69,16 @@ struct tdm_http {
 typedef struct http_req {
     char *target;
     int answered;
+    /* A PATCH's body, gathered over the calls that bring it (at most
+     * HTTP_MAX_BODY bytes; too_big past that). */
+    int in_body;
+    char *body;
+    size_t body_len;
+    int too_big;
 } http_req;
+
+/* The largest request body taken (PATCH /jobs/:id/config). */
+#define HTTP_MAX_BODY 16384
 
 /* ---- The address ---- */
 
@@ -350,6 +359,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **ctx,
     tdm__deadline_rearm(s->deadline, conn_watch(c));
     if (r != NULL) {
         tdm__free(r->target);
+        tdm__free(r->body);
         tdm__free(r);
         *ctx = NULL;
     }
@@ -419,8 +429,58 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, tdm__reply *rep,
     return ret;
 }
 
-/* The access handler: one call per request (bodies are ignored; the
- * reply goes out on the first call). */
+/* Gathers a PATCH's body: true while more calls are to come (the first,
+ * with the headers only, and one per piece of body); false on the last
+ * call, when the request is answered. */
+static bool gathering(http_req *r, const char *method, const char *data,
+                      size_t *size)
+{
+    if (r == NULL || method == NULL || strcmp(method, "PATCH") != 0)
+        return false;
+    if (!r->in_body) {
+        r->in_body = 1;
+        return true;
+    }
+    if (*size == 0)
+        return false;
+    if (r->body_len + *size > HTTP_MAX_BODY) {
+        r->too_big = 1;
+    } else if (!r->too_big) {
+        char *p = tdm__realloc(r->body, r->body_len + *size + 1);
+        if (p == NULL) {
+            r->too_big = 1;
+        } else {
+            memcpy(p + r->body_len, data, *size);
+            r->body = p;
+            r->body_len += *size;
+            p[r->body_len] = '\0';
+        }
+    }
+    *size = 0;
+    return true;
+}
+
+/* PATCH /jobs/:id/config: the body gathered, the door named by the
+ * X-Tidemark-Origin header ("cli" from tidemark set). */
+static void patch_reply(const tdm__rest_set *set, const tdm__route *route,
+                        struct MHD_Connection *c, const http_req *r,
+                        tdm__reply *rep)
+{
+    const tdm__rest_ctx *ctx = tdm__rest_find_job(set, route->job, rep);
+    if (ctx == NULL)
+        return;
+    if (r->too_big) {
+        tdm__rest_error(rep, 413, "request body larger than 16 KiB");
+        return;
+    }
+    tdm__rest_config_patch(
+        ctx, r->body, r->body_len,
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Tidemark-Origin"),
+        rep);
+}
+
+/* The access handler: one call per request (a PATCH's body is gathered
+ * first; other bodies are ignored), the reply queued on that call. */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
                                   const char *version, const char *upload_data,
@@ -437,7 +497,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     size_t plen;
 
     (void)version;
-    (void)upload_data;
+    if (r != NULL && !r->answered &&
+        gathering(r, method, upload_data, upload_data_size))
+        return MHD_YES;
     if (r != NULL && r->answered) {
         /* A body after the reply was queued: swallow it. */
         *upload_data_size = 0;
@@ -490,6 +552,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
     }
     if (!pin(s, &set, &pinned))
         tdm__rest_error(&rep, 500, "out of memory");
+    else if (route.patch)
+        patch_reply(&set, &route, c, r, &rep);
     else
         tdm__rest_reply(&set, &route, query, &rep);
     unpin(s, &set, pinned);

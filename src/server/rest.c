@@ -88,7 +88,7 @@ void tdm__rest_error(tdm__reply *out, int status, const char *msg)
 }
 
 /* Replies with @p j (taken) and @p status; NULL means out of memory. */
-static void reply_json(tdm__reply *out, int status, json_t *j)
+void tdm__rest_reply_json(tdm__reply *out, int status, json_t *j)
 {
     size_t n;
     if (j == NULL) {
@@ -1097,7 +1097,7 @@ static void window_reply(const tdm__rest_ctx *ctx, const char *query,
         tdm__rest_error(out, status, errbuf[0] ? errbuf : "no answer");
         return;
     }
-    reply_json(out, 200, j);
+    tdm__rest_reply_json(out, 200, j);
 }
 
 /* ---- Dispatch ---- */
@@ -1138,8 +1138,8 @@ static void prom_reply(const tdm__rest_set *set, tdm__reply *out)
 
 /* The served job named @p id, or NULL with a 404 in *out naming the
  * jobs there are. */
-static const tdm__rest_ctx *find_job(const tdm__rest_set *set, const char *id,
-                                     tdm__reply *out)
+const tdm__rest_ctx *tdm__rest_find_job(const tdm__rest_set *set,
+                                        const char *id, tdm__reply *out)
 {
     char msg[512];
     size_t o = 0;
@@ -1167,7 +1167,7 @@ static void snapshot_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
     char msg[512];
     switch (r->id) {
     case TDM__R_JOB:
-        reply_json(out, 200, job_json(ctx, m));
+        tdm__rest_reply_json(out, 200, job_json(ctx, m));
         break;
     case TDM__R_VERTEX_WATERMARKS: {
         const tdm_vertex_info *vi = find_vertex(m, r->vertex);
@@ -1177,23 +1177,23 @@ static void snapshot_reply(const tdm__rest_ctx *ctx, const tdm__route *r,
             tdm__rest_error(out, 404, msg);
             break;
         }
-        reply_json(out, 200, watermarks_json(m, vi));
+        tdm__rest_reply_json(out, 200, watermarks_json(m, vi));
         break;
     }
     case TDM__R_JOB_METRICS:
-        reply_json(out, 200, metrics_json(m, get));
+        tdm__rest_reply_json(out, 200, metrics_json(m, get));
         break;
     case TDM__R_PARTITIONS:
-        reply_json(out, 200, partitions_json(ctx, m));
+        tdm__rest_reply_json(out, 200, partitions_json(ctx, m));
         break;
     case TDM__R_HISTORY:
-        reply_json(out, 200, history_json(ctx, m));
+        tdm__rest_reply_json(out, 200, history_json(ctx, m));
         break;
     case TDM__R_LATE:
-        reply_json(out, 200, late_json(m));
+        tdm__rest_reply_json(out, 200, late_json(m));
         break;
     case TDM__R_DIAGNOSIS:
-        reply_json(out, 200, tdm__diagnose(ctx->job, m, ctx->hist));
+        tdm__rest_reply_json(out, 200, tdm__diagnose(ctx->job, m, ctx->hist));
         break;
     default:
         tdm__rest_error(out, 404, "no such resource");
@@ -1225,14 +1225,14 @@ void tdm__rest_reply(const tdm__rest_set *set, const tdm__route *r,
         tdm__rest_error(out, 405, "only GET and HEAD are allowed");
         return;
     case TDM__R_JOBS:
-        reply_json(out, 200, jobs_json(set));
+        tdm__rest_reply_json(out, 200, jobs_json(set));
         return;
     case TDM__R_PROMETHEUS:
         prom_reply(set, out);
         return;
     case TDM__R_TASKS:
         if (set->tasks)
-            reply_json(out, 200, tasks_json(set));
+            tdm__rest_reply_json(out, 200, tasks_json(set));
         else
             tdm__rest_error(out, 404,
                             "this server runs one job, not tasks "
@@ -1242,10 +1242,14 @@ void tdm__rest_reply(const tdm__rest_set *set, const tdm__route *r,
         break;
     }
     /* Every other route is under /jobs/:id. */
-    if ((ctx = find_job(set, r->job, out)) == NULL)
+    if ((ctx = tdm__rest_find_job(set, r->job, out)) == NULL)
         return;
     if (r->id == TDM__R_WINDOW) {
         window_reply(ctx, query, out);
+        return;
+    }
+    if (r->id == TDM__R_CONFIG) {
+        tdm__rest_config_get(ctx, out);
         return;
     }
     rc = 0;

@@ -149,6 +149,7 @@ static tdm__route_id job_sub_route(const char *s, size_t n)
         {"metrics", TDM__R_JOB_METRICS}, {"partitions", TDM__R_PARTITIONS},
         {"history", TDM__R_HISTORY},     {"late", TDM__R_LATE},
         {"diagnosis", TDM__R_DIAGNOSIS}, {"windows", TDM__R_WINDOW},
+        {"config", TDM__R_CONFIG},
     };
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
         if (seg_is(s, n, subs[i].word))
@@ -160,7 +161,7 @@ static tdm__route_id job_sub_route(const char *s, size_t n)
 /* Parses a request (see server.h).  The order of decisions: a path that
  * names no route is 404 whatever the method; a route whose ids cannot be
  * decoded is 400; a known route with a method other than GET or HEAD is
- * 405. */
+ * 405, except PATCH on /jobs/:id/config (live settings). */
 void tdm__route_parse(const char *method, const char *url, tdm__route *out)
 {
     const char *seg[6];
@@ -221,8 +222,11 @@ void tdm__route_parse(const char *method, const char *url, tdm__route *out)
         out->job[0] = out->vertex[0] = '\0';
         return;
     }
-    if (method == NULL ||
-        (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)) {
+    /* PATCH changes live settings; nothing else changes anything. */
+    out->patch =
+        id == TDM__R_CONFIG && method != NULL && strcmp(method, "PATCH") == 0;
+    if (!out->patch && (method == NULL || (strcmp(method, "GET") != 0 &&
+                                           strcmp(method, "HEAD") != 0))) {
         out->id = TDM__R_METHOD;
         return;
     }

@@ -37,7 +37,8 @@ typedef enum tdm__route_id {
     TDM__R_DIAGNOSIS,         /* GET /jobs/:id/diagnosis */
     TDM__R_WINDOW,     /* GET /jobs/:id/windows?vertex=&key=&start=&end= */
     TDM__R_PROMETHEUS, /* GET /metrics */
-    TDM__R_TASKS       /* GET /tasks */
+    TDM__R_TASKS,      /* GET /tasks */
+    TDM__R_CONFIG      /* GET, PATCH /jobs/:id/config */
 } tdm__route_id;
 
 /* A parsed request target.  Strings point into the route's own buffer. */
@@ -45,6 +46,7 @@ typedef struct tdm__route {
     tdm__route_id id;
     char job[128];    /* :id, percent-decoded */
     char vertex[128]; /* :vid, percent-decoded */
+    int patch;        /* the method was PATCH (TDM__R_CONFIG only) */
 } tdm__route;
 
 /* Parses @p method and @p url (path without the query string, as
@@ -207,6 +209,25 @@ void tdm__rest_reply(const tdm__rest_set *set, const tdm__route *r,
                      const char *query, tdm__reply *out);
 /* An error reply {"error": @p msg} with @p status. */
 void tdm__rest_error(tdm__reply *out, int status, const char *msg);
+/* A JSON reply of @p j (taken; NULL: 500 out of memory). */
+void tdm__rest_reply_json(tdm__reply *out, int status, json_t *j);
+/* The served job named @p id, or NULL with a 404 in *out. */
+const tdm__rest_ctx *tdm__rest_find_job(const tdm__rest_set *set,
+                                        const char *id, tdm__reply *out);
+
+/* ---- Live settings (rest_config.c) ---- */
+
+/* GET /jobs/:id/config: every live setting with its value in force,
+ * origin, last change and whether it is applied, then the last changes
+ * (docs/rest-api.md). */
+void tdm__rest_config_get(const tdm__rest_ctx *ctx, tdm__reply *out);
+/* PATCH /jobs/:id/config with the JSON object @p body (@p len bytes) of
+ * dotted keys: every key checked first, then all applied with origin
+ * @p origin (the X-Tidemark-Origin header; NULL: "rest"); 200 with the
+ * GET answer, 400 for a bad body, key or value, 409 for a key that
+ * cannot change while the job runs or a job not running. */
+void tdm__rest_config_patch(const tdm__rest_ctx *ctx, const char *body,
+                            size_t len, const char *origin, tdm__reply *out);
 /* One job's snapshot for tdm__prom_render: its name (the job_name
  * label), its task number (a task label; -1: none) and how many
  * partitions per source subtask get partition series

@@ -84,6 +84,12 @@ void tdm_align_coord_destroy(tdm_align_coord *c)
 }
 
 /* The latest report replaces the previous one, even if lower. */
+/* Live settings: the next announcement uses @p drift. */
+void tdm__align_coord_set_drift(tdm_align_coord *c, tdm_time_ms drift)
+{
+    c->drift = drift;
+}
+
 tdm_err tdm_align_coord_report(tdm_align_coord *c, int subtask, tdm_time_ms wm)
 {
     if (!c)

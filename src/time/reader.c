@@ -408,6 +408,32 @@ tdm_err tdm_reader_set_alignment(tdm_reader *r, tdm_time_ms max_drift_ms,
     return TDM_OK;
 }
 
+/* ---- Live settings (runtime/live.h) ---- */
+
+/* R-LV-5: each split's generator and the copy for splits added later
+ * take the new bound; a split's watermark only rises (partial_set), so
+ * a higher bound holds it until max - bound - 1 passes it. */
+void tdm__reader_set_bound(tdm_reader *r, tdm_time_ms bound)
+{
+    r->strat.bound = bound;
+    for (int i = 0; i < r->n; i++)
+        r->splits[i]->core.bound = bound;
+}
+
+/* A split whose timeout goes to 0 leaves idleness at its next emission
+ * (partial_set clears the flag); one whose timeout is set starts its
+ * countdown at the next periodic check. */
+void tdm__reader_set_idle_timeout(tdm_reader *r, tdm_time_ms timeout)
+{
+    r->strat.idle_timeout = timeout;
+    for (int i = 0; i < r->n; i++) {
+        tdm__wm_core *c = &r->splits[i]->core;
+        if (c->idle_timeout != timeout)
+            c->countdown = false;
+        c->idle_timeout = timeout;
+    }
+}
+
 /* ---- Inputs ---- */
 
 /* Returns the live split @p split or NULL (bad index or finished). */

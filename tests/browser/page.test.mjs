@@ -6,14 +6,19 @@
  * time B of the data (TDM_WEB_BASE).  The
  * expected values come from the data run.sh feeds (see its header for
  * how they follow from the rules), and every number is also compared
- * with what the REST API says.  Waits are Playwright's (waitForFunction,
- * waitFor with a timeout), never a fixed sleep.  The screenshot goes to
- * TDM_WEB_SCREENSHOT.
+ * with what the REST API says.  Once they are checked, the test changes
+ * a live setting (PATCH /jobs/:id/config, then `tidemark set` with the
+ * binary TDM_WEB_TIDEMARK) and checks the chart's markers and the live
+ * settings list.  Waits are Playwright's (waitForFunction, waitFor with
+ * a timeout) or bounded polls of a condition, never a fixed sleep.  The
+ * screenshot goes to TDM_WEB_SCREENSHOT.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 
 const PAGE_URL = process.env.TDM_WEB_URL;
@@ -21,11 +26,12 @@ const TOKEN = process.env.TDM_WEB_TOKEN || '';
 const B = Number(process.env.TDM_WEB_BASE);
 const SHOT = process.env.TDM_WEB_SCREENSHOT || 'build/artifacts/web-page.png';
 const CHROMIUM = process.env.TDM_CHROMIUM || '/usr/bin/chromium';
+const TIDEMARK = process.env.TDM_WEB_TIDEMARK;
 const WAIT_MS = 20000;
 
-if (!PAGE_URL || !Number.isFinite(B)) {
-    throw new Error('run me through tests/browser/run.sh (TDM_WEB_URL and ' +
-                    'TDM_WEB_BASE are not set)');
+if (!PAGE_URL || !Number.isFinite(B) || !TIDEMARK) {
+    throw new Error('run me through tests/browser/run.sh (TDM_WEB_URL, ' +
+                    'TDM_WEB_BASE or TDM_WEB_TIDEMARK is not set)');
 }
 
 /* Hand-derived from the fed data (run.sh): bounded with out-of-orderness
@@ -49,6 +55,79 @@ async function rest(path) {
         headers: TOKEN ? { authorization: `Bearer ${TOKEN}` } : {} });
     assert.equal(r.status, 200, `GET ${path}`);
     return r.json();
+}
+
+/* PATCH /jobs/:id/config with @p body (dotted keys to values); the
+ * answer, the settings and changes as GET gives them. */
+async function patchConfig(body) {
+    const headers = { 'content-type': 'application/json' };
+    if (TOKEN) {
+        headers.authorization = `Bearer ${TOKEN}`;
+    }
+    const r = await fetch(new URL('jobs/webtest/config', PAGE_URL), {
+        method: 'PATCH', headers, body: JSON.stringify(body) });
+    const answer = await r.text();
+    assert.equal(r.status, 200, `PATCH config: ${answer}`);
+    return JSON.parse(answer);
+}
+
+/* Reads @p read() until @p ok(value) holds, for at most WAIT_MS (the
+ * page redraws every second); fails with the last value read. */
+async function until(what, read, ok) {
+    const end = Date.now() + WAIT_MS;
+    let v = await read();
+    while (!ok(v)) {
+        if (Date.now() > end) {
+            assert.fail(`${what}: the page shows ${JSON.stringify(v)}`);
+        }
+        await page.waitForTimeout(100);
+        v = await read();
+    }
+    return v;
+}
+
+/* The chart's time range, its processing-time line, the markers of live
+ * setting changes and their labels, and the live settings list, read in
+ * one go (one redraw). */
+function liveSnapshot() {
+    const num = (el, a) => (el ? Number(el.getAttribute(a)) : null);
+    const svg = document.querySelector('[data-testid="history-chart"]');
+    const diag = document.querySelector(
+        '[data-testid="processing-time-line"]');
+    const all = (sel) => Array.from(document.querySelectorAll(sel));
+    return {
+        from: num(svg, 'data-from'), to: num(svg, 'data-to'),
+        diag: diag && { from: num(diag, 'data-from'),
+                        to: num(diag, 'data-to'), x1: num(diag, 'x1'),
+                        x2: num(diag, 'x2') },
+        lines: all('[data-testid="history-line"]').length,
+        marks: all('[data-testid="config-marker"]').map((g) => ({
+            key: g.getAttribute('data-key'), at: num(g, 'data-at'),
+            from: g.getAttribute('data-from'), to: g.getAttribute('data-to'),
+            origin: g.getAttribute('data-origin'),
+            x: num(g.querySelector('line'), 'x1') })),
+        labels: all('[data-testid="config-marker-label"]').map((g) => ({
+            at: num(g, 'data-at'), text: g.querySelector('text').textContent
+        })),
+        list: document.querySelector('[data-testid="live-settings"]') !==
+              null,
+        errors: all('.err').map((e) => e.textContent)
+            .filter((x) => x.includes('/config')),
+        rows: all('tr[data-testid="live-setting"]').map((r) => ({
+            key: r.getAttribute('data-key'),
+            valueMs: r.getAttribute('data-value'),
+            origin: r.getAttribute('data-origin'),
+            changedAt: r.getAttribute('data-changed-at'),
+            applied: r.getAttribute('data-applied'),
+            value: r.querySelector('[data-testid="live-setting-value"]')
+                .textContent,
+            shownOrigin: r.querySelector(
+                '[data-testid="live-setting-origin"]').textContent,
+            changed: r.querySelector('[data-testid="live-setting-changed"]')
+                .textContent,
+            beingApplied: r.querySelector('[data-testid="being-applied"]') !==
+                          null })),
+    };
 }
 
 /* The UTC time of day the page shows for epoch ms (it may put the date
@@ -497,9 +576,140 @@ test('a finished job is not called live', async () => {
         null, { timeout: WAIT_MS });
 });
 
+test('a live setting change: a marker on the chart, a row in the list',
+     async () => {
+    const KEY = 'sources.clicks.watermark.max_out_of_orderness';
+    /* Every record is read (checked above) and clicks emits watermarks
+     * on records only: a new bound moves no watermark, so nothing this
+     * test changes is seen by the tests that follow (run.sh). */
+    const before = await rest('jobs/webtest/config');
+    assert.deepEqual(before.changes, []);
+    assert.ok(before.settings.some((x) => x.key === KEY));
+    const first = await until('the live settings list', () =>
+        page.evaluate(liveSnapshot), (v) => v.list);
+    assert.deepEqual(first.rows.map((r) => r.key),
+                     before.settings.map((x) => x.key));
+    assert.deepEqual(first.marks, []);
+    const row0 = first.rows.find((r) => r.key === KEY);
+    assert.equal(row0.origin, 'job');
+    assert.equal(row0.value, '0ms');
+    assert.equal(row0.changedAt, 'never');
+
+    /* Two changes: through the REST API, then through `tidemark set`. */
+    const patched = await patchConfig({ [KEY]: '8s' });
+    const p = patched.settings.find((x) => x.key === KEY);
+    assert.equal(p.value, '8s');
+    assert.equal(p.origin, 'rest');
+    const args = ['set', PAGE_URL, `${KEY}=3s`];
+    if (TOKEN) {
+        args.push('--token', TOKEN);
+    }
+    const set = await promisify(execFile)(TIDEMARK, args,
+                                          { timeout: WAIT_MS });
+    assert.match(set.stdout, /max_out_of_orderness = 3s \(cli/);
+    const conf = await rest('jobs/webtest/config');
+    assert.deepEqual(conf.changes.map((c) =>
+        `${c.key} ${c.from} ${c.to} ${c.origin}`),
+                     [`${KEY} 0ms 8s rest`, `${KEY} 8s 3s cli`]);
+    const ats = conf.changes.map((c) => c.at);
+
+    /* A marker appears once a history sample has reached its time. */
+    const snap = await until('two markers at the changes\' times', () =>
+        page.evaluate(liveSnapshot), (v) =>
+        v.marks.map((m) => m.at).join() === ats.join());
+    assert.deepEqual(snap.marks.map((m) =>
+        `${m.key} ${m.from} ${m.to} ${m.origin}`),
+                     [`${KEY} 0ms 8s rest`, `${KEY} 8s 3s cli`]);
+    assert.deepEqual(snap.labels, [
+        { at: ats[0], text: 'clicks bound 0ms \u2192 8s (rest)' },
+        { at: ats[1], text: 'clicks bound 8s \u2192 3s (cli)' }]);
+    /* At its time on the chart's x axis: on the processing-time line's
+     * scale, inside the chart's range. */
+    for (const m of snap.marks) {
+        assert.ok(snap.from <= m.at && m.at <= snap.to,
+                  `${m.at} outside [${snap.from}, ${snap.to}]`);
+        const d = snap.diag;
+        if (d.to > d.from) {
+            const want = d.x1 + (m.at - d.from) / (d.to - d.from) *
+                         (d.x2 - d.x1);
+            assert.ok(Math.abs(m.x - want) < 0.01, `x ${m.x}, want ${want}`);
+        }
+    }
+    assert.ok(snap.marks[0].x <= snap.marks[1].x);
+
+    /* The list: value in force, origin and time of the last change; and
+     * "being applied" gone once the source runs with it. */
+    const done = await until('the list shows the change, applied', () =>
+        page.evaluate(liveSnapshot), (v) => v.rows.some((r) =>
+        r.key === KEY && r.changedAt === String(ats[1]) &&
+        r.applied === 'true'));
+    const row = done.rows.find((r) => r.key === KEY);
+    assert.equal(row.valueMs, '3000');
+    assert.equal(row.value, '3s');
+    assert.equal(row.origin, 'cli');
+    assert.equal(row.shownOrigin, 'cli');
+    assert.ok(row.changed.endsWith(timeOfDay(ats[1])), row.changed);
+    assert.equal(row.beingApplied, false);
+    for (const r of done.rows.filter((x) => x.key !== KEY)) {
+        assert.equal(r.origin, 'job', r.key);
+        assert.equal(r.changedAt, 'never', r.key);
+    }
+    /* Nothing else moved: p1 still holds clicks' watermark back. */
+    const parts = await rest('jobs/webtest/partitions');
+    assert.equal(parts.culprit.name, 'p1');
+    assert.equal(parts.culprit.watermark, P1_WM);
+    assert.equal(parts.culprit.next, P0_WM);
+});
+
 test('screenshot', async () => {
     mkdirSync(dirname(SHOT), { recursive: true });
     await page.screenshot({ path: SHOT, fullPage: true });
+});
+
+test('live settings: being applied, a change off the chart, an old server',
+     async () => {
+    const isConfig = (url) => url.pathname.endsWith('/config');
+    const real = await rest('jobs/webtest/config');
+    const key = real.settings[0].key;
+    const ats = real.changes.map((c) => c.at).join();
+    /* The real answer, with its first setting not yet applied and a
+     * change long before the chart's ten minutes. */
+    await page.route(isConfig, async (route) => {
+        const resp = await route.fetch();
+        const body = await resp.json();
+        body.settings[0].applied = false;
+        body.changes.unshift({ at: 1000, key, from: '1s', to: '2s',
+                               origin: 'file' });
+        await route.fulfill({ response: resp, json: body });
+    });
+    try {
+        const v = await until('"being applied"', () =>
+            page.evaluate(liveSnapshot), (x) => x.rows.some((r) =>
+            r.key === key && r.beingApplied));
+        assert.equal(v.rows.find((r) => r.key === key).applied, 'false');
+        assert.equal(v.rows.filter((r) => r.beingApplied).length, 1);
+        /* Drawn from the same answer: the old change is off the chart. */
+        assert.equal(v.marks.map((m) => m.at).join(), ats);
+    } finally {
+        await page.unroute(isConfig);
+    }
+    /* A server older than live settings answers 404: no list, no
+     * marker, no error; the rest of the page as before. */
+    await page.route(isConfig, (route) => route.fulfill({
+        status: 404, contentType: 'application/json',
+        body: '{"error":"not found"}' }));
+    try {
+        const v = await until('no live settings', () =>
+            page.evaluate(liveSnapshot), (x) => !x.list);
+        assert.deepEqual(v.marks, []);
+        assert.deepEqual(v.labels, []);
+        assert.deepEqual(v.errors, []);
+        assert.ok(v.lines >= 3, `${v.lines} history lines`);
+    } finally {
+        await page.unroute(isConfig);
+    }
+    await until('the live settings back', () => page.evaluate(liveSnapshot),
+                (x) => x.list && x.marks.length === real.changes.length);
 });
 
 test('a server that is gone is reported, the last data kept', async () => {

@@ -22,6 +22,10 @@
 # [B, B+10s) (2 rows each) and the three late clicks are late there
 # (window end - 1 = B+10s-1 <= B+12s-1): per_user sends them to its late
 # output, per_part drops them.  page.test.mjs checks the page for these.
+# Once it has, it changes clicks' out-of-orderness bound twice (PATCH
+# /jobs/:id/config, then `tidemark set`, TDM_WEB_TIDEMARK) and checks the
+# chart's markers and the live settings list; with every record read and
+# on-event watermarks, the new bound moves no watermark.
 #
 # The server requires a bearer token, which the page takes from #token=.
 #
@@ -124,7 +128,7 @@ printf '{"user":"u1","ts":%d}\n{"user":"u2","ts":%d}\n' \
 
 rc=0
 TDM_WEB_URL=$URL TDM_WEB_TOKEN=$TOKEN TDM_WEB_BASE=$B \
-    TDM_WEB_SCREENSHOT=$SHOT TDM_CHROMIUM=$CHROMIUM \
+    TDM_WEB_SCREENSHOT=$SHOT TDM_CHROMIUM=$CHROMIUM TDM_WEB_TIDEMARK=$TM \
     node --test --test-reporter=spec --test-timeout=60000 \
     "$SRC/tests/browser/page.test.mjs" ||
     rc=$?

@@ -282,6 +282,67 @@ printf 'sources:\n  a: {pathh: x}\n' >"$T/bad.yaml"
 expect_exit "job invalid" 3 "$TM" analyze --job "$T/bad.yaml"
 expect_in "job invalid" "$T/err" "$T/bad.yaml:2:"
 
+# ---- Rule live_bound: the bound per hour, and `tidemark set` ----
+# One record a second for 4 hours; in hour h every 50th second
+# (i % 50 == 25) is lag[h] behind the second before: 72 of 3,600 records
+# (2%), so each hour's P99 is its lag: 200ms, 1500ms, 4s, 200ms.  With
+# tumbling:1s a record 200 ms behind is late only at bound 0, 1.5 s
+# behind up to 1000, 4 s behind up to 3000: the recommendation is 1ms
+# (144 late of 14,400: 1%), and the hours need 1ms, 1100ms, 3100ms, 1ms
+# (tests/unit/test_analyze.c, live_bound_drifting_disorder, has the
+# arithmetic).  3100 >= 2 x 1 and >= 1s more: worth it, with a
+# `tidemark set` line at each change.  Without a sample the bounds are
+# the P99s.
+drift() {
+    awk -v s=$START -v lags="$1" 'BEGIN { split(lags, L, " ")
+        for (h = 0; h < 4; h++) for (i = 0; i < 3600; i++) {
+            t = s + (h * 3600 + i) * 1000
+            if (i % 50 == 25) t = m - L[h + 1]; else m = t
+            printf "{\"ts\":%.0f,\"k\":\"a\"}\n", t } }'
+}
+drift "200 1500 4000 200" >"$T/drift.jsonl"
+expect_exit "live" 0 "$TM" analyze "$T/drift.jsonl" --ts-field ts \
+    --window tumbling:1s
+expect_in "live" "$T/out" \
+    "  2026-01-01T01:00:00Z      3,600            2.00%     1100ms"
+expect_in "live" "$T/out" \
+    "  2026-01-01T03:00:00Z      3,600               0%        1ms"
+expect_in "live" "$T/out" "live_bound: a live bound is worth it"
+SET="tidemark set http://HOST:PORT sources.SOURCE.watermark.max_out_of_orderness"
+expect_in "live" "$T/out" "    at 2026-01-01T02:00:00Z  $SET=3100ms"
+expect_in "live" "$T/out" "    at 2026-01-01T03:00:00Z  $SET=1ms"
+expect_in "live" "$T/out" "On a running job (tidemark run JOB --http ADDR), live:"
+[ "$(grep -c "^    at 2026-01-01T" "$T/out")" -eq 4 ] ||
+    fail "live: expected 4 tidemark set lines, one per change"
+# The recommendation's own line follows its snippet: "live:" then the
+# command with the recommended bound.
+b=$(sed -n 's/^  watermark.max_out_of_orderness: \([0-9a-z]*\) .*/\1/p' "$T/out")
+grep -A1 'live:$' "$T/out" | grep -qx "    $SET=$b" ||
+    fail "live: no tidemark set line for the recommended $b"
+expect_exit "live json" 0 "$TM" analyze "$T/drift.jsonl" --ts-field ts \
+    --window tumbling:1s --json
+expect_in "live json" "$T/out" '"calm_ms": 1, "busy_ms": 3100, "worth_it": true'
+expect_in "live json" "$T/out" "\"set_command\": \"$SET=$b\""
+if command -v python3 >/dev/null 2>&1; then
+    python3 -m json.tool <"$T/out" >/dev/null || fail "live json: not valid JSON"
+fi
+# With --job: the job's source name.
+printf '%s\n' "sources:" "  clicks:" "    path: $T/drift.jsonl" \
+    "    schema: {ts: int64, k: string}" "    timestamp: {field: ts}" \
+    "    watermark: {strategy: bounded, max_out_of_orderness: 1s}" \
+    "sinks:" "  out: {type: file, path: $T/o.jsonl}" >"$T/live.yaml"
+expect_exit "live job" 0 "$TM" analyze --job "$T/live.yaml" --sample 0
+expect_in "live job" "$T/out" \
+    "    at 2026-01-01T03:00:00Z  tidemark set http://HOST:PORT sources.clicks.watermark.max_out_of_orderness=200ms"
+# Steady disorder: 1.5s every hour - one static bound.
+drift "1500 1500 1500 1500" >"$T/steady.jsonl"
+expect_exit "steady" 0 "$TM" analyze "$T/steady.jsonl" --ts-field ts \
+    --sample 0
+expect_in "steady" "$T/out" "live_bound: one static bound suffices"
+if grep -q "^    at 2026" "$T/out"; then
+    fail "steady: tidemark set lines per hour"
+fi
+
 # ---- The plot marks the recommendation and the maximum ----
 expect_exit "plot marks" 0 "$TM" analyze "$T/target.jsonl" --ts-field ts \
     --window tumbling:1s --plot "$T/t.svg"

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* http_get.c - a minimal HTTP/1.1 client for tests/cli/http.sh, so the
  * end-to-end tests of `tidemark run --http` need no curl or wget:
- *   http_get [-X METHOD] [-t TOKEN] [-H HOST] [-i] PORT TARGET
+ *   http_get [-X METHOD] [-t TOKEN] [-H HOST] [-d BODY] [-i] PORT TARGET
  * sends METHOD (GET) TARGET to 127.0.0.1:PORT (with a bearer token if
- * given; with HOST as the Host header, 127.0.0.1:PORT by default) and
+ * given; with HOST as the Host header, 127.0.0.1:PORT by default; with
+ * BODY as a JSON body) and
  * prints the body (-i: status line and headers first).  Exit
  * status: 0 for 2xx, 3 for another status ("HTTP <code>" on stderr), 1
  * when the server cannot be reached, 2 on bad usage. */
@@ -19,14 +20,16 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: http_get [-X METHOD] [-t TOKEN] [-H HOST] [-i] "
-                    "PORT TARGET\n");
+    fprintf(stderr, "usage: http_get [-X METHOD] [-t TOKEN] [-H HOST] "
+                    "[-d BODY] [-i] PORT TARGET\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     const char *method = "GET", *token = NULL, *host = NULL, *target;
+    const char *data = NULL;
+    char clen[96] = "";
     int head = 0, i = 1, fd, status = 0;
     long port;
     char req[8192], hostbuf[32], *buf, *body, *end;
@@ -41,6 +44,8 @@ int main(int argc, char **argv)
             token = argv[++i];
         else if (strcmp(argv[i], "-H") == 0 && i + 1 < argc)
             host = argv[++i];
+        else if (strcmp(argv[i], "-d") == 0 && i + 1 < argc)
+            data = argv[++i];
         else if (strcmp(argv[i], "-i") == 0)
             head = 1;
         else
@@ -56,12 +61,16 @@ int main(int argc, char **argv)
         snprintf(hostbuf, sizeof hostbuf, "127.0.0.1:%ld", port);
         host = hostbuf;
     }
-    len = (size_t)snprintf(req, sizeof req,
-                           "%s %s HTTP/1.1\r\nHost: %s\r\n"
-                           "%s%s%sConnection: close\r\n\r\n",
-                           method, target, host,
-                           token ? "Authorization: Bearer " : "",
-                           token ? token : "", token ? "\r\n" : "");
+    if (data)
+        snprintf(clen, sizeof clen,
+                 "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+                 strlen(data));
+    len = (size_t)snprintf(
+        req, sizeof req,
+        "%s %s HTTP/1.1\r\nHost: %s\r\n"
+        "%s%s%s%sConnection: close\r\n\r\n%s",
+        method, target, host, token ? "Authorization: Bearer " : "",
+        token ? token : "", token ? "\r\n" : "", clen, data ? data : "");
     if (len >= sizeof req)
         return usage();
 

@@ -118,3 +118,54 @@ expect_exit() {
         fail "$what: exit code $got, expected $want"
     fi
 }
+
+# ---- A job fed through a FIFO on a test clock ----
+# For scripts that set TDM_TEST_CLOCK_FILE=$T/clock, JOB (a file of
+# tests/cli/jobs/) and HTTP_GET (tests/cli/http_get.c), and keep the
+# job's pid in $pid for their cleanup (stuck.sh, live.sh).
+
+# clock_ms MS: the job's processing time from now on (written whole).
+clock_ms() {
+    echo "$1" >"$T/clock.tmp"
+    mv "$T/clock.tmp" "$T/clock"
+}
+
+# start NAME [ARGS...]: runs the job tests/cli/jobs/$JOB.yaml on a FIFO
+# (descriptor 3) with a server; sets url and pid.  Outputs in
+# $T/NAME.out, $T/NAME.err.
+start() {
+    name=$1
+    shift
+    rm -f "$T/in"
+    mkfifo "$T/in"
+    "$TM" run "tests/cli/jobs/$JOB.yaml" --http 127.0.0.1:0 -q "$@" \
+        >"$T/$name.out" 2>"$T/$name.err" <"$T/in" &
+    pid=$!
+    exec 3>"$T/in"
+    url=$(serving_url "$JOB" "$T/$name.err") || exit 1
+}
+
+# finish NAME: end of input; the job must exit 0.
+finish() {
+    exec 3>&-
+    set +e
+    wait "$pid"
+    rc=$?
+    set -e
+    pid=
+    [ "$rc" = 0 ] || fail "$1: tidemark run exited with $rc: $(cat "$T/$1.err")"
+}
+
+# seen NAME N [K]: polls until K vertices (2: the source and the window)
+# have taken N records (GET /jobs/JOB, through $HTTP_GET).
+seen() {
+    port=$(echo "$url" | sed 's/.*:\([0-9][0-9]*\).*/\1/')
+    tries=0
+    until [ "$("$HTTP_GET" "$port" "/jobs/$JOB" 2>/dev/null |
+        grep -o "\"numRecordsIn\":$2[,}]" | wc -l)" -ge "${3:-2}" ]; do
+        tries=$((tries + 1))
+        [ "$tries" -le 1200 ] || { "$HTTP_GET" "$port" "/jobs/$JOB" | head -c 3000 >&2; cat "$T/$1.err" "$T"/peer.err >&2 2>/dev/null; fail "$1: the job never took $2 records"; }
+        sleep 0.05
+    done
+}
+

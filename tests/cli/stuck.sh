@@ -58,13 +58,9 @@ at() {
     echo $((1796169600000 + ((1${h} - 100) * 3600 + (1${m} - 100) * 60 + (1${s} - 100)) * 1000))
 }
 
-# clock_ms MS: the job's processing time from now on (written whole).
-clock_ms() {
-    echo "$1" >"$T/clock.tmp"
-    mv "$T/clock.tmp" "$T/clock"
-}
+JOB=stalled
 
-# clock HH:MM:SS: the same at a time of day.
+# clock HH:MM:SS: clock_ms (lib.sh) at a time of day.
 clock() {
     clock_ms "$(at "$1")"
 }
@@ -72,33 +68,6 @@ clock() {
 # rec USER P HH:MM:SS: one record on the job's input.
 rec() {
     printf '{"user":"%s","p":"%s","ts":"2026-12-02T%sZ"}\n' "$1" "$2" "$3" >&3
-}
-
-# start NAME [ARGS...]: runs the job ($JOB, stalled.yaml by default) on
-# a FIFO (descriptor 3) with a server; sets url.  Outputs in $T/NAME.out,
-# $T/NAME.err.
-JOB=stalled
-start() {
-    name=$1
-    shift
-    rm -f "$T/in"
-    mkfifo "$T/in"
-    "$TM" run "tests/cli/jobs/$JOB.yaml" --http 127.0.0.1:0 -q "$@" \
-        >"$T/$name.out" 2>"$T/$name.err" <"$T/in" &
-    pid=$!
-    exec 3>"$T/in"
-    url=$(serving_url "$JOB" "$T/$name.err") || exit 1
-}
-
-# finish NAME: end of input; the job must exit 0.
-finish() {
-    exec 3>&-
-    set +e
-    wait "$pid"
-    rc=$?
-    set -e
-    pid=
-    [ "$rc" = 0 ] || fail "$1: tidemark run exited with $rc: $(cat "$T/$1.err")"
 }
 
 # diag_until NAME CODE EXIT: polls `tidemark diagnose` until it reports
@@ -117,19 +86,6 @@ diag_until() {
         sleep 0.05
     done
     flat "$T/$1.d" >"$T/$1.diag"
-}
-
-# seen NAME N [K]: polls until K vertices (2: the source and the window)
-# have taken N records (GET /jobs/JOB, through HTTP_GET).
-seen() {
-    port=$(echo "$url" | sed 's/.*:\([0-9][0-9]*\).*/\1/')
-    tries=0
-    until [ "$("$HTTP_GET" "$port" "/jobs/$JOB" 2>/dev/null |
-        grep -o "\"numRecordsIn\":$2[,}]" | wc -l)" -ge "${3:-2}" ]; do
-        tries=$((tries + 1))
-        [ "$tries" -le 1200 ] || { "$HTTP_GET" "$port" "/jobs/$JOB" | head -c 3000 >&2; cat "$T/$1.err" "$T/peer.err" >&2; fail "$1: the job never took $2 records"; }
-        sleep 0.05
-    done
 }
 
 no_idle_advice() {

@@ -1310,3 +1310,447 @@ TDM_TEST(svg_checker_rejects_bad_xml)
     }
     check_xml("<svg><text>a &amp; b</text><g/></svg>");
 }
+
+/* ---- Rule live_bound: the bound per hour of event time ---- */
+
+/* Writes dir/name.jsonl: one record per second from START (an hour's
+ * start, 2026-01-01T00:00:00Z) for @p n_hours hours, the first @p secs
+ * seconds of each (3600: whole), the last one cut to @p last_secs.  In hour h,
+ * the record of second i (0 .. 3599) with i % 50 == 25 is lagged: written
+ * lag[h] ms behind the second before it; every other record is on the clock.
+ *
+ * So an hour of 3,600 records holds 72 lagged ones (i = 25, 75 ...
+ * 3575), each exactly lag[h] behind its partition's maximum (the clock
+ * record before it), and 3,528 with lag 0 (a clock record is the
+ * maximum).  A lagged record's timestamp is hour start + (i - 1) s -
+ * lag[h] >= hour start + 24 s - lag[h], so with lag[h] <= 20 s it lies
+ * in its own hour.  At the default target 1% an hour's bound is its
+ * P99 lag - the ceil(0.99 x 3600) = 3564th smallest: only 3,528 are 0,
+ * so it is a lagged one, lag[h] (the histogram's quantile is its
+ * bucket's highest value but never above the maximum, lag[h] itself) -
+ * rounded up to two digits, which leaves nice values as they are. */
+static void write_hours(const char *dir, const char *name, const int64_t *lag,
+                        int n_hours, int secs, int last_secs)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s.jsonl", dir, name);
+    FILE *o = fopen(path, "w");
+    ASSERT_TRUE(o != NULL);
+    int64_t max = START;
+    for (int h = 0; h < n_hours; h++) {
+        int n = h == n_hours - 1 ? last_secs : secs;
+        for (int i = 0; i < n; i++) {
+            int64_t t = START + ((int64_t)h * 3600 + i) * 1000;
+            int64_t ts = t;
+            if (i % 50 == 25)
+                ts = max - lag[h];
+            else
+                max = t;
+            fprintf(o, "{\"ts\":%lld,\"k\":\"a\"}\n", (long long)ts);
+        }
+    }
+    ASSERT_EQ(fclose(o), 0);
+}
+
+/* The text report of fixture @p f (its recommendation and the hours'
+ * searched first); free() it. */
+static char *live_text(fix *f)
+{
+    char msg[256], *buf = NULL;
+    size_t len = 0;
+    ASSERT_OK(tdm__analyze_target(&f->o, &f->s, &f->r, msg, sizeof msg));
+    FILE *m = open_memstream(&buf, &len);
+    ASSERT_TRUE(m != NULL);
+    tdm__analyze_report_text(m, &f->o, &f->s, &f->r, NULL, 0);
+    ASSERT_EQ(fclose(m), 0);
+    return buf;
+}
+
+/* The JSON report's recommendations of fixture @p f (after live_text);
+ * json_decref() the root in *root. */
+static json_t *live_json(fix *f, json_t **root)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    ASSERT_TRUE(m != NULL);
+    tdm__analyze_report_json(m, &f->o, &f->s, &f->r, NULL, 0);
+    ASSERT_EQ(fclose(m), 0);
+    json_error_t jerr;
+    *root = json_loads(buf, 0, &jerr);
+    if (!*root)
+        tdm_test_fail(__FILE__, __LINE__, "JSON: %s at line %d", jerr.text,
+                      jerr.line);
+    free(buf);
+    return json_object_get(*root, "recommendations");
+}
+
+/* Disorder that drifts over 6 hours: lags 200 ms, 200 ms, 1.5 s, 4 s,
+ * 4 s, 200 ms; 21,600 records, 72 lagged per hour (write_hours), window
+ * tumbling:1s, target 1%.
+ *
+ * Each hour's upper bound is its lag (write_hours): 200ms, 200ms,
+ * 1500ms, 4s, 4s, 200ms.  The replays: a clock record m is a whole
+ * second, so a lagged record m - L lies in the window ending at
+ * m - 1000 * floor(L / 1000) (L = 1.5 s: m - 1000; L = 4 s, exactly on
+ * a window start: m - 3000; L = 200 ms: m), and after m the watermark
+ * is m - B - 1.  The record is late when that window's end - 1 <= m -
+ * B - 1: L = 200 ms only for B = 0, L = 1.5 s for B <= 1000, L = 4 s for
+ * B <= 3000.  The target allows floor(0.01 x 21,600) = 216 late: B = 0
+ * makes all 432 lagged late, B = 1 ms the 3 x 72 = 216 of the 1.5 s and
+ * 4 s hours - the recommendation is 1ms.  Per hour (36 late allowed of
+ * 3,600) the same search: a 200 ms hour has 72 late at 0 and none at
+ * 1ms: 1ms; a 1.5 s hour has 72 up to 1000 and none above: the next
+ * ladder value, 1100ms; a 4 s hour likewise 3100ms.  So the hours need
+ * 1ms, 1ms, 1100ms, 3100ms, 3100ms, 1ms, and at the recommended 1ms
+ * hours 2 .. 4 have 72 late (2%), the others 0.  The calmest is hour 0
+ * (the first at 1ms), the busiest hour 3; 3100 >= 2 x 1 and 3099 >=
+ * 1000: a live bound is worth it.  The schedule sets the bound at each
+ * hour whose bound differs from the hour before: 00:00 1ms, 02:00
+ * 1100ms, 03:00 3100ms, 05:00 1ms - not at 01:00 or 04:00.
+ *
+ * Without a sample the bounds are the upper ones (still worth it: 4000
+ * >= 2 x 200, 3800 >= 1000).  With tumbling:1m no lagged record crosses
+ * a window's end: m lies (24 + 50 j) mod 60 s into its minute (i = 25 +
+ * 50 j, m = i - 1 s), i.e. 24, 14, 4, 54, 44 or 34 s, never below 4 s, so
+ * m - L (L <= 4 s) is in m's window - nothing is late at bound 0, every
+ * hour meets the target at the recommended 0, every bound is 0, and one
+ * static bound suffices although the lag drifts. */
+TDM_TEST(live_bound_drifting_disorder)
+{
+    static const int64_t lag[] = {200, 200, 1500, 4000, 4000, 200};
+    static const int64_t want[] = {1, 1, 1100, 3100, 3100, 1};
+    static const int64_t late[] = {0, 0, 72, 72, 72, 0};
+    fix f;
+    fix_init(&f);
+    write_hours(f.dir, "drift", lag, 6, 3600, 3600);
+    fix_input(&f, "drift.jsonl");
+    fix_scan(&f);
+    ASSERT_EQ(f.s.n_hours, 6);
+    ASSERT_EQ(f.s.hours_untabled, 0);
+    for (int h = 0; h < 6; h++) {
+        ASSERT_EQ(f.s.hours[h].start, START + h * TDM__AN_HOUR_MS);
+        ASSERT_EQ(f.s.hours[h].lag.n, 3600);
+        ASSERT_EQ(f.s.hours[h].lag.max, lag[h]);
+        ASSERT_TRUE(f.s.hours[h].judged);
+        ASSERT_EQ(f.s.hours[h].upper, lag[h]);
+    }
+    char *txt = live_text(&f);
+    ASSERT_TRUE(f.r.checked);
+    ASSERT_EQ(f.r.bound, 1);
+    ASSERT_EQ(f.r.late, 216);
+    for (int h = 0; h < 6; h++) {
+        ASSERT_TRUE(f.s.hours[h].checked);
+        ASSERT_EQ(f.s.hours[h].late, late[h]);
+        ASSERT_EQ(f.s.hours[h].bound, want[h]);
+    }
+    ASSERT_TRUE(!f.r.hours_capped);
+    ASSERT_TRUE(f.r.hour_replays > 0 && f.r.hour_replays <= 24);
+    ASSERT_TRUE(f.r.hourly);
+    ASSERT_EQ(f.r.hours_judged, 6);
+    ASSERT_EQ(f.r.calm, 0);
+    ASSERT_EQ(f.r.busy, 3);
+    ASSERT_TRUE(f.r.live_worth);
+    ASSERT_TRUE(strstr(txt, "\nBy hour of event time (UTC)") != NULL);
+    ASSERT_TRUE(strstr(txt, "  2026-01-01T02:00:00Z      3,600            "
+                            "2.00%     1100ms\n"));
+    ASSERT_TRUE(strstr(txt, "  2026-01-01T05:00:00Z      3,600               "
+                            "0%        1ms\n"));
+    ASSERT_TRUE(strstr(txt,
+                       "live_bound: a live bound is worth it - the "
+                       "busiest hour (2026-01-01T03:00:00Z)\n  needs 3100ms, "
+                       "the calmest (2026-01-01T00:00:00Z) 1ms"));
+    const char *cmd = "  tidemark set http://HOST:PORT "
+                      "sources.SOURCE.watermark.max_out_of_orderness=";
+    char line[256];
+    static const char *at[] = {"00:00 1ms", "02:00 1100ms", "03:00 3100ms",
+                               "05:00 1ms"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(line, sizeof line, "    at 2026-01-01T%.5s:00Z%s%s\n", at[i],
+                 cmd, at[i] + 6);
+        if (!strstr(txt, line))
+            tdm_test_fail(__FILE__, __LINE__, "no line \"%s\" in:\n%s", line,
+                          txt);
+    }
+    ASSERT_TRUE(strstr(txt, "at 2026-01-01T01:00:00Z") == NULL);
+    ASSERT_TRUE(strstr(txt, "at 2026-01-01T04:00:00Z") == NULL);
+    /* The overall recommendation's live line, next to its snippet. */
+    ASSERT_TRUE(strstr(txt, "  On a running job (tidemark run JOB --http "
+                            "ADDR), live:\n    tidemark set http://HOST:PORT "
+                            "sources.SOURCE.watermark.max_out_of_orderness="
+                            "1ms\n"));
+    free(txt);
+
+    json_t *root, *rec = live_json(&f, &root);
+    json_t *live = json_object_get(rec, "live");
+    ASSERT_STR_EQ(json_string_value(json_object_get(live, "rule")),
+                  "live_bound");
+    ASSERT_TRUE(json_is_true(json_object_get(live, "worth_it")));
+    ASSERT_EQ(json_integer_value(json_object_get(live, "calm_ms")), 1);
+    ASSERT_EQ(json_integer_value(json_object_get(live, "busy_ms")), 3100);
+    json_t *hours = json_object_get(live, "hours");
+    ASSERT_EQ(json_array_size(hours), 6);
+    for (int h = 0; h < 6; h++) {
+        json_t *e = json_array_get(hours, (size_t)h);
+        ASSERT_EQ(json_integer_value(json_object_get(e, "bound_ms")), want[h]);
+        ASSERT_EQ(json_integer_value(json_object_get(e, "upper_ms")), lag[h]);
+        ASSERT_EQ(json_integer_value(json_object_get(e, "late_at_recommended")),
+                  late[h]);
+    }
+    json_t *sched = json_object_get(live, "schedule");
+    static const int from[] = {0, 2, 3, 5};
+    ASSERT_EQ(json_array_size(sched), 4);
+    for (int i = 0; i < 4; i++) {
+        json_t *e = json_array_get(sched, (size_t)i);
+        ASSERT_EQ(json_integer_value(json_object_get(e, "from")),
+                  START + from[i] * TDM__AN_HOUR_MS);
+        ASSERT_EQ(json_integer_value(json_object_get(e, "bound_ms")),
+                  want[from[i]]);
+    }
+    ASSERT_STR_EQ(
+        json_string_value(json_object_get(json_array_get(sched, 2), "command")),
+        "tidemark set http://HOST:PORT "
+        "sources.SOURCE.watermark.max_out_of_orderness=3100ms");
+    ASSERT_STR_EQ(json_string_value(json_object_get(
+                      json_object_get(rec, "recommended"), "set_command")),
+                  "tidemark set http://HOST:PORT "
+                  "sources.SOURCE.watermark.max_out_of_orderness=1ms");
+    json_decref(root);
+
+    /* With --job the source's name replaces the placeholder. */
+    f.o.job_source = "clicks";
+    ASSERT_STR_EQ(tdm__analyze_set_cmd(&f.o, 4000, line, sizeof line),
+                  "tidemark set http://HOST:PORT "
+                  "sources.clicks.watermark.max_out_of_orderness=4s");
+    txt = live_text(&f);
+    ASSERT_TRUE(strstr(txt, "    at 2026-01-01T03:00:00Z  tidemark set "
+                            "http://HOST:PORT sources.clicks.watermark."
+                            "max_out_of_orderness=3100ms\n"));
+    ASSERT_TRUE(strstr(txt, "SOURCE") == NULL);
+    free(txt);
+    f.o.job_source = NULL;
+
+    /* Without a sample: the upper bounds, nothing checked. */
+    tdm__analyze_scan_free(&f.s);
+    f.o.sample = 0;
+    fix_scan(&f);
+    txt = live_text(&f);
+    ASSERT_TRUE(!f.r.checked);
+    for (int h = 0; h < 6; h++) {
+        ASSERT_TRUE(!f.s.hours[h].checked);
+        ASSERT_EQ(f.s.hours[h].bound, lag[h]);
+    }
+    ASSERT_TRUE(f.r.live_worth);
+    ASSERT_TRUE(strstr(txt, "lag histogram, not replayed") != NULL);
+    ASSERT_TRUE(strstr(txt, "    at 2026-01-01T00:00:00Z  tidemark set "
+                            "http://HOST:PORT sources.SOURCE.watermark."
+                            "max_out_of_orderness=200ms\n"));
+    free(txt);
+
+    /* A sample of 5,000 records holds hour 0 and 1,400 records of hour
+     * 1 (28 lagged, 200 ms): bound 0 makes 72 + 28 = 100 late, more than
+     * floor(0.01 x 5000) = 50; 1ms none - the recommendation.  Only hour
+     * 0 is checked (0 late: 1ms); hour 1 keeps its upper 200ms. */
+    tdm__analyze_scan_free(&f.s);
+    f.o.sample = 5000;
+    fix_scan(&f);
+    txt = live_text(&f);
+    ASSERT_EQ(f.r.bound, 1);
+    ASSERT_TRUE(f.s.hours[0].checked);
+    ASSERT_EQ(f.s.hours[0].bound, 1);
+    for (int h = 1; h < 6; h++) {
+        ASSERT_TRUE(!f.s.hours[h].checked);
+        ASSERT_EQ(f.s.hours[h].bound, lag[h]);
+    }
+    ASSERT_TRUE(strstr(txt, "  2026-01-01T01:00:00Z      3,600                "
+                            "-      200ms\n"));
+    free(txt);
+
+    /* tumbling:1m: nothing is late at 0, one static bound. */
+    tdm__analyze_scan_free(&f.s);
+    f.o.sample = 1000000;
+    f.o.win_size = 60000;
+    f.o.window_text = "tumbling:1m";
+    fix_scan(&f);
+    txt = live_text(&f);
+    ASSERT_EQ(f.r.bound, 0);
+    ASSERT_EQ(f.r.late, 0);
+    for (int h = 0; h < 6; h++) {
+        ASSERT_EQ(f.s.hours[h].upper, lag[h]);
+        ASSERT_EQ(f.s.hours[h].late, 0);
+        ASSERT_EQ(f.s.hours[h].bound, 0);
+    }
+    ASSERT_TRUE(!f.r.live_worth);
+    ASSERT_TRUE(strstr(txt, "live_bound: one static bound suffices") != NULL);
+    ASSERT_TRUE(strstr(txt, "    at 2026-01-01T") == NULL);
+    free(txt);
+    fix_free(&f);
+}
+
+/* Hours whose bounds stay close: one static bound suffices.  Each case
+ * has 3 whole hours (bounds = lags, write_hours); the verdict of
+ *   live_bound: busiest >= 2 x calmest and busiest - calmest >= 1 s
+ * by hand:
+ *   1500, 1500, 1500: ratio 1                       -> static
+ *   1500, 2900, 1500: ratio 1.93 < 2, 1.4 s apart   -> static
+ *    200,  900,  200: ratio 4.5 but 700 ms < 1 s    -> static
+ *   1000, 2000, 1000: ratio 2, 1 s apart (both >=)  -> worth it
+ * plus a fourth hour of only 50 records, one of them 10 s behind (its
+ * P99 is its max: 10 s), which would make the first case "worth it" if
+ * hours with fewer than 100 records were judged; and an input within
+ * one hour, which gets no table. */
+TDM_TEST(live_bound_steady_disorder)
+{
+    static const int64_t cases[][4] = {{1500, 1500, 1500, 10000},
+                                       {1500, 2900, 1500, 10000},
+                                       {200, 900, 200, 10000},
+                                       {1000, 2000, 1000, 10000}};
+    static const bool worth[] = {false, false, false, true};
+    for (int c = 0; c < 4; c++) {
+        fix f;
+        fix_init(&f);
+        f.o.sample = 0; /* the verdict needs no replay */
+        write_hours(f.dir, "steady", cases[c], 4, 3600, 50);
+        fix_input(&f, "steady.jsonl");
+        fix_scan(&f);
+        ASSERT_EQ(f.s.n_hours, 4);
+        for (int h = 0; h < 3; h++)
+            ASSERT_EQ(f.s.hours[h].bound, cases[c][h]);
+        ASSERT_EQ(f.s.hours[3].lag.n, 50);
+        ASSERT_EQ(f.s.hours[3].bound, 10000);
+        ASSERT_TRUE(!f.s.hours[3].judged);
+        ASSERT_EQ(f.r.hours_judged, 3);
+        ASSERT_TRUE(f.r.hourly);
+        if (f.r.live_worth != worth[c])
+            tdm_test_fail(__FILE__, __LINE__, "case %d: worth it %d, want %d",
+                          c, f.r.live_worth, worth[c]);
+        char *txt = live_text(&f);
+        ASSERT_TRUE(strstr(txt, "(too few records to judge)") != NULL);
+        ASSERT_EQ(strstr(txt, "live_bound: one static bound suffices") != NULL,
+                  !worth[c]);
+        ASSERT_EQ(strstr(txt, "    at 2026-01-01T") != NULL, worth[c]);
+        free(txt);
+        json_t *root, *rec = live_json(&f, &root);
+        json_t *live = json_object_get(rec, "live");
+        ASSERT_EQ(json_is_true(json_object_get(live, "worth_it")), worth[c]);
+        ASSERT_EQ(json_array_size(json_object_get(live, "schedule")),
+                  worth[c] ? 3 : 0);
+        json_decref(root);
+        fix_free(&f);
+    }
+    /* One hour only: no table, no verdict. */
+    fix f;
+    fix_init(&f);
+    f.o.sample = 0;
+    write_hours(f.dir, "hour", cases[3], 1, 3600, 3600);
+    fix_input(&f, "hour.jsonl");
+    fix_scan(&f);
+    ASSERT_EQ(f.s.n_hours, 1);
+    ASSERT_TRUE(!f.r.hourly && !f.r.live_worth);
+    char *txt = live_text(&f);
+    ASSERT_TRUE(strstr(txt, "By hour") == NULL);
+    ASSERT_TRUE(strstr(txt, "tidemark set http://HOST:PORT") != NULL);
+    free(txt);
+    fix_free(&f);
+}
+
+/* An hour meets the target when its late count is at most floor(target
+ * x its records), as the whole input does.  6 hours of one record a
+ * second, window tumbling:1s.  Hours 0 and 2 have 36 records 1.5 s
+ * behind the second before (i % 100 == 25), hour 1 the same 36 plus one
+ * (i = 3550), hour 3 the same 36 plus 36 records 4 s behind (i % 100 ==
+ * 75), hours 4 and 5 none.  A record 1.5 s behind a whole second m lies
+ * in the window ending m - 1000, late for B <= 1000; one 4 s behind, in
+ * the window ending m - 3000, late for B <= 3000 (see
+ * live_bound_drifting_disorder).  At B = 0 the 181 lagged records are
+ * late, within floor(0.01 x 21,600) = 216 - the recommendation is 0.
+ * Per hour (36 allowed of 3,600): hours 0 and 2 have 36 late at 0 and
+ * meet it - bound 0 (their P99, the 3564th smallest lag, is 0 too: 3,564
+ * are 0); hour 1 has 37 late up to 1000, none above: 1100ms (its P99 is
+ * a lagged one, 3,563 are 0: 1500ms); hour 3 has 72 late up to 1000, 36
+ * (exactly the allowed) up to 3000, none above: 1100ms (P99: the 3564th
+ * smallest, 3,528 zeros then 36 of 1500, read as the highest value of
+ * 1500's 8 ms histogram bucket [1496, 1503], below the max 4000: 1503,
+ * rounded up 1600ms).  Calm 0, busy 1100:
+ * 1100 >= 2 x 0 and >= 1000, worth it. */
+TDM_TEST(live_bound_hour_at_the_target)
+{
+    fix f;
+    fix_init(&f);
+    char path[600];
+    snprintf(path, sizeof path, "%s/edge.jsonl", f.dir);
+    FILE *o = fopen(path, "w");
+    ASSERT_TRUE(o != NULL);
+    int64_t max = START;
+    for (int h = 0; h < 6; h++)
+        for (int i = 0; i < 3600; i++) {
+            int64_t t = START + ((int64_t)h * 3600 + i) * 1000;
+            int64_t l = 0;
+            if (h < 4 && (i % 100 == 25 || (h == 1 && i == 3550)))
+                l = 1500;
+            else if (h == 3 && i % 100 == 75)
+                l = 4000;
+            if (l == 0)
+                max = t;
+            fprintf(o, "{\"ts\":%lld}\n", (long long)(l ? max - l : t));
+        }
+    ASSERT_EQ(fclose(o), 0);
+    fix_input(&f, "edge.jsonl");
+    fix_scan(&f);
+    char *txt = live_text(&f);
+    free(txt);
+    ASSERT_EQ(f.r.bound, 0);
+    ASSERT_EQ(f.r.late, 181);
+    static const int64_t late[] = {36, 37, 36, 72, 0, 0};
+    static const int64_t upper[] = {0, 1500, 0, 1600, 0, 0};
+    static const int64_t want[] = {0, 1100, 0, 1100, 0, 0};
+    for (int h = 0; h < 6; h++) {
+        ASSERT_TRUE(f.s.hours[h].checked);
+        ASSERT_EQ(f.s.hours[h].late, late[h]);
+        ASSERT_EQ(f.s.hours[h].upper, upper[h]);
+        ASSERT_EQ(f.s.hours[h].bound, want[h]);
+    }
+    ASSERT_TRUE(f.r.live_worth);
+    ASSERT_EQ(f.r.busy, 1);
+    fix_free(&f);
+}
+
+/* The per-hour search stops after 24 replays.  23 hours of 400 records
+ * (write_hours: 8 lagged ones each, 4 late allowed) whose lagged records
+ * are 1.5 s, 2.5 s ... 23.5 s behind (with tumbling:1s, L = 1000 k + 500
+ * is late up to B = 1000 k, so the hours need different ladder values,
+ * each with replays of its own): the search stops unsettled, and still
+ * every hour's bound meets its target (checked by a replay counting per
+ * hour) and is at most its histogram bound. */
+TDM_TEST(live_bound_search_capped)
+{
+    int64_t lag[23];
+    for (int h = 0; h < 23; h++)
+        lag[h] = 1500 + 1000 * h;
+    fix f;
+    fix_init(&f);
+    write_hours(f.dir, "many", lag, 23, 400, 400);
+    fix_input(&f, "many.jsonl");
+    fix_scan(&f);
+    free(live_text(&f));
+    ASSERT_EQ(f.s.n_hours, 23);
+    ASSERT_TRUE(f.r.hours_capped);
+    ASSERT_EQ(f.r.hour_replays, 24);
+    int64_t late[23];
+    for (int h = 0; h < 23; h++) {
+        const tdm__an_hour *hr = &f.s.hours[h];
+        ASSERT_EQ(hr->lag.n, 400);
+        ASSERT_TRUE(hr->checked);
+        ASSERT_TRUE(hr->bound <= hr->upper);
+        tdm__an_cand c;
+        memset(&c, 0, sizeof c);
+        c.hour_late = late;
+        c.bound = hr->bound;
+        char msg[256];
+        ASSERT_OK(tdm__analyze_replay(&f.o, &f.s, &c, msg, sizeof msg));
+        if (late[h] > 4)
+            tdm_test_fail(__FILE__, __LINE__, "hour %d: %lld late at %lld", h,
+                          (long long)late[h], (long long)hr->bound);
+    }
+    fix_free(&f);
+}

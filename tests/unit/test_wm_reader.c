@@ -12,6 +12,7 @@
 #include "harness.h"
 #include "core.h"
 #include "testhooks.h"
+#include "time/wm.h"
 
 /* ---- Trace of emitted events ---- */
 
@@ -711,4 +712,96 @@ TDM_TEST(coordinator_announces_min_plus_drift)
 #undef STEP
     tdm_align_coord_destroy(c);
     tdm_clock_destroy(clk);
+}
+
+/* ---- Live settings (runtime/live.h, R-LV-5) ---- */
+
+/* Periodic emission every 200 ms, bound 0: 10000 -> W9999.  The bound
+ * rises to 5 s: 12000 gives 6999, below 9999, so the watermark holds;
+ * 16000 gives 10999 -> W10999.  The bound falls to 1 s: the next tick
+ * emits 16000 - 1001 = 14999 with no new record.  A split added after
+ * the change has the new bound: 20000 -> 18999 (the combined minimum
+ * stays split 0's). */
+TDM_TEST(reader_live_bound_holds_when_raised_and_releases_when_lowered)
+{
+    fix f;
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    fix_start(&f, 1);
+    rec_at(&f, 0, 10000);
+    tick(&f, 200);
+    ASSERT_STR_EQ(take(&f.tr), "W9999");
+    tdm__reader_set_bound(f.r, 5000);
+    rec_at(&f, 0, 12000);
+    tick(&f, 400);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    ASSERT_EQ(tdm_reader_watermark(f.r), 9999);
+    rec_at(&f, 0, 16000);
+    tick(&f, 600);
+    ASSERT_STR_EQ(take(&f.tr), "W10999");
+    tdm__reader_set_bound(f.r, 1000);
+    tick(&f, 800);
+    ASSERT_STR_EQ(take(&f.tr), "W14999");
+    int sp = -1;
+    ASSERT_OK(tdm_reader_add_split(f.r, &sp));
+    rec_at(&f, sp, 20000);
+    tick(&f, 1000);
+    ASSERT_EQ(tdm_reader_split_watermark_get(f.r, sp), 18999);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    fix_close(&f);
+}
+
+/* On-event emission (the watermark follows each record): raised to 5 s
+ * after 12000 (W11999), 15000 holds (9999), 18000 -> W12999; lowered to
+ * 0, the next record 18500 -> W18499 at once. */
+TDM_TEST(reader_live_bound_on_event)
+{
+    fix f;
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    ASSERT_OK(tdm_wm_strategy_set_emit_on_event(f.s, 1));
+    fix_start(&f, 1);
+    rec_at(&f, 0, 12000);
+    ASSERT_STR_EQ(take(&f.tr), "W11999");
+    tdm__reader_set_bound(f.r, 5000);
+    rec_at(&f, 0, 15000);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    rec_at(&f, 0, 18000);
+    ASSERT_STR_EQ(take(&f.tr), "W12999");
+    tdm__reader_set_bound(f.r, 0);
+    rec_at(&f, 0, 18500);
+    ASSERT_STR_EQ(take(&f.tr), "W18499");
+    fix_close(&f);
+}
+
+/* Idleness switched on and off while running, bound 0, two splits, only
+ * split 0 gets a record (100).  Without a timeout split 1 holds the
+ * watermark.  A 1 s timeout set after the tick at 200: at 400 split 0's
+ * activity since the last check resets it, split 1 starts its countdown; split
+ * 0 starts at 600.  Split 1 is idle at 1600 (1200 > 1000), which releases 99;
+ * split 0 at 1800 -> all idle.  Timeout back to 0: idleness is no longer
+ * checked, the next emissions make both splits active again, and split
+ * 1, silent, holds the watermark: 5000 on split 0 moves nothing. */
+TDM_TEST(reader_live_idle_timeout_on_and_off)
+{
+    fix f;
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    fix_start(&f, 2);
+    rec_at(&f, 0, 100);
+    tick(&f, 200);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    tdm__reader_set_idle_timeout(f.r, 1000);
+    for (tdm_time_ms t = 400; t <= 1400; t += 200)
+        tick(&f, t);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    tick(&f, 1600);
+    ASSERT_STR_EQ(take(&f.tr), "W99");
+    tick(&f, 1800);
+    ASSERT_STR_EQ(take(&f.tr), "IDLE");
+    tdm__reader_set_idle_timeout(f.r, 0);
+    tick(&f, 2000);
+    rec_at(&f, 0, 5000);
+    tick(&f, 2200);
+    tick(&f, 2400);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    ASSERT_EQ(tdm_reader_split_is_idle(f.r, 1), 0);
+    fix_close(&f);
 }

@@ -1,0 +1,168 @@
+#!/bin/sh
+# live.sh - live settings end to end (issue 21): the out-of-orderness
+# bound of a running job raised through each door - PATCH
+# /jobs/:id/config, `tidemark set`, the config.watch file - and the rows
+# each run writes compared with those the rules give (derived below by
+# hand), and with a run where nothing changed; then the refusals.
+#
+# The job is tests/cli/jobs/live.yaml: one partition on standard input,
+# 10 s windows, on-event watermarks, bound 0.  Records (user u, ts in s):
+#   before the change: 1, 12     watermark 11.999: [0,10) fires (1 view)
+#   the bound becomes 5 s (R-LV-4: applied before the next poll)
+#   after it: 9   late: [0,10) is behind the watermark (dropped)
+#             15  15 - 5.001 = 9.999 < 11.999: the watermark holds (R-LV-5)
+#             18  12.999;  21  15.999
+#             19  on time: [10,20) ends at 19.999 > 15.999
+#             26  20.999: [10,20) fires with 12, 15, 18, 19 (4 views)
+#   the end fires [20,30) with 21, 26 (2 views).
+# Without the change, 19 comes after watermark 20.999 and is late:
+# [10,20) has 3 views.  Processing time is a test clock
+# (TDM_TEST_CLOCK_FILE), so the watched file's interval is the script's.
+# Usage: live.sh TIDEMARK SOURCE_DIR HTTP_GET
+. "$(dirname "$0")/lib.sh"
+setup "$@"
+HTTP_GET=$3
+JOB=live
+
+pid=
+cleanup() {
+    exec 3>&- 2>/dev/null || true
+    if [ -n "$pid" ]; then
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    fi
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+TDM_TEST_CLOCK_FILE=$T/clock
+export TDM_TEST_CLOCK_FILE
+clock_ms 1000000
+
+rec() {
+    printf '{"user":"u","ts":%s}\n' "$1" >&3
+}
+feed_before() {
+    rec 1000
+    rec 12000
+}
+feed_after() {
+    for ts in 9000 15000 18000 21000 19000 26000; do
+        rec "$ts"
+    done
+}
+
+port_of() {
+    echo "$url" | sed 's/.*:\([0-9][0-9]*\).*/\1/'
+}
+
+# applied NAME ORIGIN: polls GET /jobs/live/config until the bound is
+# 5 s, set by ORIGIN, and applied by every subtask.
+applied() {
+    tries=0
+    until "$HTTP_GET" "$(port_of)" /jobs/live/config >"$T/$1.cfg" 2>/dev/null &&
+        grep -q '"key":"sources.clicks.watermark.max_out_of_orderness","value":"5s","valueMs":5000,"origin":"'"$2"'","changedAt":[0-9]*,"changes":1,"applied":true' "$T/$1.cfg"; do
+        tries=$((tries + 1))
+        [ "$tries" -le 1200 ] || { cat "$T/$1.cfg" "$T/$1.err" >&2; fail "$1: the change was never applied"; }
+        sleep 0.05
+    done
+}
+
+row() {
+    printf '{"user":"u","views":%s,"window_start":%s,"window_end":%s}\n' "$@"
+}
+row 1 0 10000 >"$T/changed.expected"
+row 4 10000 20000 >>"$T/changed.expected"
+row 2 20000 30000 >>"$T/changed.expected"
+row 1 0 10000 >"$T/unchanged.expected"
+row 3 10000 20000 >>"$T/unchanged.expected"
+row 2 20000 30000 >>"$T/unchanged.expected"
+
+# rows NAME: the run's rows without fields beyond these.
+rows() {
+    sed 's/,"window_end":\([0-9]*\).*/,"window_end":\1}/' "$T/$1.out" >"$T/$1.rows"
+}
+
+# ---- No change: the reference the change must differ from ----
+start none
+feed_before
+feed_after
+finish none
+rows none
+same_multiset "no change" "$T/unchanged.expected" "$T/none.rows"
+expect_in "no change" "$T/none.err" 'late records: 2 dropped'
+
+# ---- The REST door ----
+start rest
+feed_before
+seen rest 2
+"$HTTP_GET" -X PATCH -d '{"sources.clicks.watermark.max_out_of_orderness": "5s"}' \
+    "$(port_of)" /jobs/live/config >"$T/rest.patch"
+applied rest rest
+feed_after
+finish rest
+rows rest
+same_multiset "REST door" "$T/changed.expected" "$T/rest.rows"
+expect_in "REST door" "$T/rest.err" 'late records: 1 dropped'
+expect_in "REST door" "$T/rest.err" \
+    'live setting sources.clicks.watermark.max_out_of_orderness: 0ms -> 5s (rest)'
+
+# ---- The CLI door ----
+start cli
+feed_before
+seen cli 2
+expect_exit "tidemark set" 0 "$TM" set "$url" \
+    sources.clicks.watermark.max_out_of_orderness=5s
+expect_in "tidemark set" "$T/out" \
+    'sources.clicks.watermark.max_out_of_orderness = 5s (cli'
+applied cli cli
+feed_after
+finish cli
+rows cli
+same_multiset "CLI door" "$T/changed.expected" "$T/cli.rows"
+
+# ---- The watched file ----
+# A bad file first: logged and ignored, the bound stays 0 ms.
+printf 'sources.clicks.watermark.max_out_of_orderness: soon\n' >"$T/live-settings.yaml"
+start file --set "config.watch=$T/live-settings.yaml" \
+    --set config.watch.interval=10s
+feed_before
+seen file 2
+tries=0
+until grep -q 'config.watch: .*line 1: .*"soon" is not a duration' "$T/file.err"; do
+    tries=$((tries + 1))
+    [ "$tries" -le 1200 ] || { cat "$T/file.err" >&2; fail "file: the bad file was not reported"; }
+    sleep 0.05
+done
+printf '# pushed by the configuration service\nsources.clicks.watermark.max_out_of_orderness: 5s\n' \
+    >"$T/live-settings.yaml"
+# Not read again before the interval has passed on the job's clock.
+clock_ms 1010000
+applied file file
+feed_after
+finish file
+rows file
+same_multiset "file door" "$T/changed.expected" "$T/file.rows"
+
+# ---- Refusals: nothing changes ----
+start refused
+feed_before
+seen refused 2
+expect_exit "unknown key" 1 "$TM" set "$url" sources.clicks.watermark.bound=5s
+expect_in "unknown key" "$T/err" 'HTTP 409'
+expect_exit "bad value" 1 "$TM" set "$url" \
+    sources.clicks.watermark.max_out_of_orderness=5s \
+    sources.clicks.watermark.idle_timeout=-1s
+expect_in "bad value" "$T/err" 'HTTP 400'
+expect_exit "not live" 1 "$TM" set "$url" views.allowed_lateness=1s
+expect_in "not live" "$T/err" 'HTTP 409'
+expect_exit "no group" 1 "$TM" set "$url" \
+    sources.clicks.watermark.alignment.max_drift=1s
+expect_in "no group" "$T/err" 'is in no alignment group'
+"$HTTP_GET" "$(port_of)" /jobs/live/config >"$T/refused.cfg"
+expect_in "refusals" "$T/refused.cfg" '"changes":[]'
+feed_after
+finish refused
+rows refused
+same_multiset "refusals" "$T/unchanged.expected" "$T/refused.rows"
+echo "live: ok"

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/* test_live.c - live settings through the C API (tdm_job_config_*,
+ * runtime/live.c, rules R-LV-1..R-LV-7): what is refused and why, a
+ * change on a running job counted, listed and applied by every
+ * subtask, and a change kept by the checkpoint a restored run resumes
+ * from.  The semantics of a change on the watermarks are in
+ * test_wm_reader.c (reader_live_*) and end to end in tests/cli/live.sh.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "testhooks.h"
+
+#define BOUND "sources.in.watermark.max_out_of_orderness"
+#define IDLE "sources.in.watermark.idle_timeout"
+#define DRIFT "sources.in.watermark.alignment.max_drift"
+
+static void quiet_log(void *ud, const char *line)
+{
+    (void)ud;
+    if (getenv("LIVE_DEBUG"))
+        fprintf(stderr, "log: %s\n", line);
+}
+
+static void nset(tdm_node *n, const char *k, const char *v)
+{
+    char err[256] = "";
+    ASSERT_OK(tdm_node_set(n, k, v, err, sizeof err));
+}
+
+/* A generator "in" (endless unless @p records), bound 1 s, passed
+ * through to a discard sink; @p ck: checkpoint folder or NULL. */
+static tdm_job *gen_job(const char *records, const char *ck)
+{
+    tdm_job *job;
+    char err[256] = "";
+    ASSERT_OK(tdm_job_new(&job));
+    ASSERT_OK(tdm_job_set_log(job, quiet_log, NULL));
+    ASSERT_OK(tdm_job_set(job, "name", "live", err, sizeof err));
+    if (ck) {
+        ASSERT_OK(tdm_job_set(job, "checkpoint.dir", ck, err, sizeof err));
+        ASSERT_OK(tdm_job_set(job, "on_cancel", "stop", err, sizeof err));
+    }
+    tdm_node *s = NULL, *o = NULL;
+    ASSERT_OK(
+        tdm_job_add_node(job, TDM_NODE_SOURCE, "in", &s, err, sizeof err));
+    nset(s, "type", "generator");
+    nset(s, "generator.records", records);
+    nset(s, "watermark.max_out_of_orderness", "1s");
+    nset(s, "sink", "out");
+    ASSERT_OK(tdm_job_add_node(job, TDM_NODE_SINK, "out", &o, err, sizeof err));
+    nset(o, "type", "discard");
+    return job;
+}
+
+/* The setting named @p key (it must exist). */
+static tdm_live_setting setting(tdm_job *job, const char *key)
+{
+    tdm_live_setting s;
+    for (size_t i = 0; i < tdm_job_config_count(job); i++) {
+        ASSERT_OK(tdm_job_config_get(job, i, &s));
+        if (strcmp(s.key, key) == 0)
+            return s;
+    }
+    ASSERT_TRUE(!"no such setting");
+    return s;
+}
+
+/* R-LV-1..R-LV-3: the error code and the reason. */
+static void refused(tdm_job *job, const char *key, const char *value,
+                    tdm_err want, const char *says)
+{
+    char err[512] = "";
+    ASSERT_ERR(tdm_job_config_check(job, key, value, err, sizeof err), want);
+    if (!strstr(err, says)) {
+        fprintf(stderr, "%s=%s: \"%s\" does not say \"%s\"\n", key, value, err,
+                says);
+        ASSERT_TRUE(0);
+    }
+}
+
+/* Before any run: the settings that apply are listed with the
+ * definition's values; the others are refused with the reason; a change
+ * is refused as the job does not run. */
+TDM_TEST(settings_listed_and_refusals_explained)
+{
+    tdm_job *job = gen_job("10", NULL);
+    char err[512] = "";
+    /* Bound and idle timeout; no alignment group, so no drift. */
+    ASSERT_EQ(tdm_job_config_count(job), 2);
+    tdm_live_setting s = setting(job, BOUND);
+    ASSERT_STR_EQ(s.value, "1s");
+    ASSERT_EQ(s.value_ms, 1000);
+    ASSERT_STR_EQ(s.origin, "job");
+    ASSERT_EQ(s.changed_at, TDM_TIME_MIN);
+    ASSERT_EQ(s.applied, 1);
+    ASSERT_OK(tdm_job_config_check(job, BOUND, "8s", err, sizeof err));
+    refused(job, "sources.in.watermark.bound", "8s", TDM_ERR_UNSUPPORTED,
+            "cannot change while the job runs");
+    refused(job, "sources.nope.watermark.idle_timeout", "1s", TDM_ERR_INVAL,
+            "unknown key");
+    refused(job, "windows.w.allowed_lateness", "1s", TDM_ERR_UNSUPPORTED,
+            "allowed_lateness cannot change");
+    refused(job, BOUND, "soon", TDM_ERR_INVAL, "not a duration");
+    refused(job, IDLE, "-1s", TDM_ERR_INVAL, "must be >= 0");
+    refused(job, DRIFT, "1s", TDM_ERR_UNSUPPORTED, "no alignment group");
+    ASSERT_ERR(tdm_job_config_set(job, BOUND, "8s", "test", err, sizeof err),
+               TDM_ERR_STATE);
+    ASSERT_TRUE(strstr(err, "not running") != NULL);
+    /* R-LV-2: a monotonous source has no bound; processing time has no
+     * watermark at all. */
+    tdm_node *in = tdm_job_node(job, "in");
+    nset(in, "watermark.strategy", "monotonous");
+    refused(job, BOUND, "8s", TDM_ERR_UNSUPPORTED, "monotonous");
+    ASSERT_EQ(tdm_job_config_count(job), 1);
+    nset(in, "time", "processing");
+    refused(job, IDLE, "8s", TDM_ERR_UNSUPPORTED, "processing time");
+    ASSERT_EQ(tdm_job_config_count(job), 0);
+    tdm_job_destroy(job);
+}
+
+/* The job run in a thread. */
+typedef struct runner {
+    tdm_job *job;
+    pthread_t th;
+    tdm_err err;
+    char msg[512];
+} runner;
+
+static void *run_main(void *arg)
+{
+    runner *r = arg;
+    r->err = tdm_job_run(r->job, r->msg, sizeof r->msg);
+    return NULL;
+}
+
+/* Starts @p job and returns once a live change is accepted: sets @p key
+ * to @p value (retried while the run has not started). */
+static void start_and_set(runner *r, tdm_job *job, const char *key,
+                          const char *value)
+{
+    char err[512];
+    memset(r, 0, sizeof *r);
+    r->job = job;
+    ASSERT_EQ(pthread_create(&r->th, NULL, run_main, r), 0);
+    tdm_err e;
+    long tries = 0;
+    while ((e = tdm_job_config_set(job, key, value, "test", err, sizeof err)) ==
+           TDM_ERR_STATE) {
+        ASSERT_TRUE(++tries < 5000000);
+        sched_yield();
+    }
+    ASSERT_OK(e);
+}
+
+/* Waits until every subtask runs with the settings (applied). */
+static void wait_applied(tdm_job *job, const char *key)
+{
+    long tries = 0;
+    while (!setting(job, key).applied) {
+        ASSERT_TRUE(++tries < 5000000);
+        sched_yield();
+    }
+}
+
+static void cancel_and_join(runner *r)
+{
+    tdm_job_cancel(r->job);
+    ASSERT_EQ(pthread_join(r->th, NULL), 0);
+    if (r->err != TDM_OK)
+        fprintf(stderr, "run: %s\n", r->msg);
+    ASSERT_OK(r->err);
+}
+
+/* A change on a running job at parallelism 2: stored, counted in
+ * numConfigChanges, listed with its origin, applied by both subtasks;
+ * the same value again changes nothing. */
+TDM_TEST(change_on_a_running_job_is_applied_and_counted)
+{
+    tdm_job *job = gen_job("9223372036854775807", NULL);
+    char err[256] = "";
+    ASSERT_OK(tdm_job_set(job, "parallelism", "2", err, sizeof err));
+    runner r;
+    start_and_set(&r, job, BOUND, "8s");
+    wait_applied(job, BOUND);
+    ASSERT_OK(
+        tdm_job_config_set(job, BOUND, "8000ms", "test", err, sizeof err));
+    tdm_live_setting s = setting(job, BOUND);
+    ASSERT_STR_EQ(s.value, "8s");
+    ASSERT_STR_EQ(s.origin, "test");
+    ASSERT_EQ(s.changes, 1);
+    ASSERT_TRUE(s.changed_at != TDM_TIME_MIN);
+    ASSERT_EQ(tdm_job_config_change_count(job), 1);
+    tdm_live_change c;
+    ASSERT_OK(tdm_job_config_change(job, 0, &c));
+    ASSERT_STR_EQ(c.key, BOUND);
+    ASSERT_STR_EQ(c.from, "1s");
+    ASSERT_STR_EQ(c.to, "8s");
+    ASSERT_ERR(tdm_job_config_change(job, 1, &c), TDM_ERR_RANGE);
+    tdm_metrics *m = NULL;
+    ASSERT_OK(tdm_job_metrics(job, &m));
+    int64_t n = -1;
+    ASSERT_EQ(tdm_metrics_find(m, TDM_METRIC_CONFIG_CHANGES, NULL, -1, -1, &n),
+              1);
+    ASSERT_EQ(n, 1);
+    tdm_metrics_free(m);
+    cancel_and_join(&r);
+    tdm_job_destroy(job);
+}
+
+/* R-LV-7: the final checkpoint of a cancelled run keeps the changed
+ * bound; a fresh run of the same job restored from it runs with 8 s
+ * (origin "checkpoint"), not the definition's 1 s. */
+TDM_TEST(checkpoint_keeps_the_changed_values)
+{
+    char ck[64], cmd[128];
+    snprintf(ck, sizeof ck, "/tmp/tdm_live_%ld", (long)getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf %s", ck);
+    ASSERT_EQ(system(cmd), 0);
+    tdm_job *job = gen_job("9223372036854775807", ck);
+    runner r;
+    start_and_set(&r, job, BOUND, "8s");
+    wait_applied(job, BOUND);
+    cancel_and_join(&r);
+    tdm_job_destroy(job);
+
+    job = gen_job("9223372036854775807", ck);
+    ASSERT_STR_EQ(setting(job, BOUND).value, "1s");
+    start_and_set(&r, job, IDLE, "5s");
+    /* The restore comes after the run started (it may not have yet). */
+    long tries = 0;
+    while (strcmp(setting(job, BOUND).origin, "checkpoint") != 0) {
+        ASSERT_TRUE(++tries < 5000000);
+        sched_yield();
+    }
+    wait_applied(job, BOUND);
+    tdm_live_setting s = setting(job, BOUND);
+    ASSERT_STR_EQ(s.value, "8s");
+    ASSERT_STR_EQ(s.origin, "checkpoint");
+    cancel_and_join(&r);
+    tdm_job_destroy(job);
+    ASSERT_EQ(system(cmd), 0);
+}
