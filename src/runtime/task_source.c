@@ -368,10 +368,8 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
     tdm_time_ms limit = t->run->guard > 0
                             ? tdm__time_add_sat(t->now, t->run->guard)
                             : TDM_TIME_MAX;
-    /* Rows above look are caught by the guard or may be the record that
-     * ran ahead (src_ahead.h): one comparison for both.  The batch's
-     * furthest such row is kept after the scan, so that the loop calls
-     * nothing for it. */
+    /* Rows above look: caught by the guard, or the batch's furthest is
+     * kept after the loop as the record that ran ahead (src_ahead.h). */
     const tdm_time_ms look = tdm__src_ahead_look(&t->ahead, t->now, limit);
     tdm_time_ms ahead_ts = look;
     size_t ahead_i = SIZE_MAX;
