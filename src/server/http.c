@@ -420,7 +420,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, tdm__reply *rep,
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (status == 405)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW,
+                                rep->allow ? rep->allow : "GET, HEAD");
     if (status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer realm=\"tidemark\"");

@@ -1172,6 +1172,11 @@ void tdm__rest_reply(const tdm__rest_set *set, const tdm__route *r,
                         "id longer than 127 bytes");
         return;
     case TDM__R_METHOD:
+        if (r->patchable) {
+            tdm__rest_error(out, 405, "only GET, HEAD and PATCH are allowed");
+            out->allow = "GET, HEAD, PATCH";
+            return;
+        }
         tdm__rest_error(out, 405, "only GET and HEAD are allowed");
         return;
     case TDM__R_JOBS:

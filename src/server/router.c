@@ -228,6 +228,7 @@ void tdm__route_parse(const char *method, const char *url, tdm__route *out)
     if (!out->patch && (method == NULL || (strcmp(method, "GET") != 0 &&
                                            strcmp(method, "HEAD") != 0))) {
         out->id = TDM__R_METHOD;
+        out->patchable = id == TDM__R_CONFIG;
         return;
     }
     out->id = id;

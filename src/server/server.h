@@ -47,6 +47,7 @@ typedef struct tdm__route {
     char job[128];    /* :id, percent-decoded */
     char vertex[128]; /* :vid, percent-decoded */
     int patch;        /* the method was PATCH (TDM__R_CONFIG only) */
+    int patchable;    /* the path takes PATCH too (405's Allow) */
 } tdm__route;
 
 /* Parses @p method and @p url (path without the query string, as
@@ -172,6 +173,7 @@ json_t *tdm__history_json(const tdm__history *h);
 typedef struct tdm__reply {
     int status;
     const char *type;
+    const char *allow; /* a 405's Allow header (NULL: "GET, HEAD") */
     char *body;
     size_t len;
 } tdm__reply;

@@ -159,6 +159,11 @@ expect_in "not live" "$T/err" 'HTTP 409'
 expect_exit "no group" 1 "$TM" set "$url" \
     sources.clicks.watermark.alignment.max_drift=1s
 expect_in "no group" "$T/err" 'is in no alignment group'
+set +e
+"$HTTP_GET" -i -X DELETE "$(port_of)" /jobs/live/config >"$T/delete.out" 2>/dev/null
+set -e
+expect_in "DELETE" "$T/delete.out" 'HTTP/1.1 405'
+expect_in "DELETE" "$T/delete.out" 'Allow: GET, HEAD, PATCH'
 "$HTTP_GET" "$(port_of)" /jobs/live/config >"$T/refused.cfg"
 expect_in "refusals" "$T/refused.cfg" '"changes":[]'
 feed_after
