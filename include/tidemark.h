@@ -555,6 +555,20 @@ TDM_API tdm_err tdm_reader_new(int n_splits, const tdm_wm_strategy *s,
  *  at TDM_TIME_MIN but cannot pull the output back.
  *  @returns TDM_OK, TDM_ERR_NOMEM. */
 TDM_API tdm_err tdm_reader_add_split(tdm_reader *r, int *split_out);
+/** @brief Live settings (docs/live-settings.md): gives every split's
+ *  generator, and splits added later, a new out-of-orderness bound
+ *  (>= 0; bounded and punctuated strategies).  The watermark never goes
+ *  back: a split's watermark only rises, so a higher bound holds it until
+ *  max - bound - 1 passes it; a lower one takes effect at the next
+ *  emission (tdm_reader_advance) or, on-event, the next record.
+ *  @returns TDM_OK, TDM_ERR_INVAL (NULL, negative). */
+TDM_API tdm_err tdm_reader_set_bound(tdm_reader *r, tdm_time_ms bound_ms);
+/** @brief Live settings: a new idle timeout for every split (0 turns
+ *  idleness off; a silent split then holds the watermark again from the
+ *  next emission).  A split's countdown starts at the next periodic check.
+ *  @returns TDM_OK, TDM_ERR_INVAL (NULL, negative). */
+TDM_API tdm_err tdm_reader_set_idle_timeout(tdm_reader *r,
+                                            tdm_time_ms timeout_ms);
 /** @brief Turns alignment on: the reader reports every @p update_interval_ms
  *  (> 0) and obeys announcements; @p max_drift_ms (>= 0) is informational
  *  here (the coordinator applies it).

@@ -714,9 +714,9 @@ void tdm__src_live_apply(tdm__rt_src_task *t)
     if (g == t->live_gen)
         return;
     t->live_gen = g;
-    tdm__reader_set_bound(t->reader, atomic_load(&ls->v[TDM__LIVE_BOUND]));
-    tdm__reader_set_idle_timeout(t->reader,
-                                 atomic_load(&ls->v[TDM__LIVE_IDLE]));
+    (void)tdm_reader_set_bound(t->reader, atomic_load(&ls->v[TDM__LIVE_BOUND]));
+    (void)tdm_reader_set_idle_timeout(t->reader,
+                                      atomic_load(&ls->v[TDM__LIVE_IDLE]));
     tdm__rt_align *a = t->src->align;
     if (a && a->coord) {
         pthread_mutex_lock(&a->mu);

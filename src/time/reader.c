@@ -413,18 +413,23 @@ tdm_err tdm_reader_set_alignment(tdm_reader *r, tdm_time_ms max_drift_ms,
 /* R-LV-5: each split's generator and the copy for splits added later
  * take the new bound; a split's watermark only rises (partial_set), so
  * a higher bound holds it until max - bound - 1 passes it. */
-void tdm__reader_set_bound(tdm_reader *r, tdm_time_ms bound)
+tdm_err tdm_reader_set_bound(tdm_reader *r, tdm_time_ms bound)
 {
+    if (!r || bound < 0)
+        return TDM_ERR_INVAL;
     r->strat.bound = bound;
     for (int i = 0; i < r->n; i++)
         r->splits[i]->core.bound = bound;
+    return TDM_OK;
 }
 
 /* A split whose timeout goes to 0 leaves idleness at its next emission
  * (partial_set clears the flag); one whose timeout is set starts its
  * countdown at the next periodic check. */
-void tdm__reader_set_idle_timeout(tdm_reader *r, tdm_time_ms timeout)
+tdm_err tdm_reader_set_idle_timeout(tdm_reader *r, tdm_time_ms timeout)
 {
+    if (!r || timeout < 0)
+        return TDM_ERR_INVAL;
     r->strat.idle_timeout = timeout;
     for (int i = 0; i < r->n; i++) {
         tdm__wm_core *c = &r->splits[i]->core;
@@ -432,6 +437,7 @@ void tdm__reader_set_idle_timeout(tdm_reader *r, tdm_time_ms timeout)
             c->countdown = false;
         c->idle_timeout = timeout;
     }
+    return TDM_OK;
 }
 
 /* ---- Inputs ---- */

@@ -216,11 +216,6 @@ tdm_err tdm__reader_restore(tdm_reader *r, struct tdm__dec *d);
 tdm_err tdm__reader_restore_splits(tdm_reader *r, struct tdm__dec *d,
                                    int (*map)(void *ud, int split), void *ud);
 tdm_err tdm__reader_restore_finish(tdm_reader *r);
-/* Live settings (runtime/live.h): the bound of every split's generator
- * and of splits added later; the idle timeout likewise (0: off).  The
- * watermark never goes back (R-LV-5). */
-void tdm__reader_set_bound(tdm_reader *r, tdm_time_ms bound);
-void tdm__reader_set_idle_timeout(tdm_reader *r, tdm_time_ms timeout);
 /* The maximum drift of a coordinator from its next announcement on. */
 void tdm__align_coord_set_drift(tdm_align_coord *c, tdm_time_ms drift);
 /* Splits the reader has, finished ones included. */

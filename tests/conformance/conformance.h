@@ -89,7 +89,8 @@ enum conf_in_kind {
     IN_END,
     IN_SPLIT_FINISHED,
     IN_ANNOUNCE,
-    IN_REPORT
+    IN_REPORT,
+    IN_SET /* a live setting (runner extension, README.md) */
 };
 
 /* One input item, decoded.  Strings are borrowed from the document. */
@@ -100,7 +101,9 @@ struct conf_input {
     int subtask; /* report */
     const char *key;
     size_t key_len;
-    tdm_time_ms ts; /* record, watermark, proctime, announce, report */
+    tdm_time_ms ts; /* record, watermark, proctime, announce, report; set:
+                       the new value */
+    int setting;    /* set: 0 max_out_of_orderness, 1 idle_timeout */
     double value;
     json_t *obj; /* the item itself (punctuation markers read it) */
 };

@@ -766,6 +766,15 @@ static int feed(struct drive *d, const struct conf_input *in, char *why,
         return err == TDM_OK ? 0
                              : api_fail(d, "tdm_align_coord_report", err, NULL,
                                         why, why_size);
+    case IN_SET:
+        err = in->setting == 0 ? tdm_reader_set_bound(d->reader, in->ts)
+                               : tdm_reader_set_idle_timeout(d->reader, in->ts);
+        return err == TDM_OK
+                   ? 0
+                   : api_fail(d,
+                              in->setting == 0 ? "tdm_reader_set_bound"
+                                               : "tdm_reader_set_idle_timeout",
+                              err, NULL, why, why_size);
     }
     return set_why(why, why_size, "input %lld: unsupported input kind",
                    (long long)d->after);

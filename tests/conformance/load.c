@@ -702,13 +702,33 @@ static int load_position(const json_t *it, const struct conf_vector *v,
     return 0;
 }
 
+/* A "set" item: exactly one of max_out_of_orderness and idle_timeout,
+** in ms, >= 0 (runner extension, README.md). */
+static int load_set(json_t *it, const char *what, struct conf_input *in,
+                    char *why, size_t why_size)
+{
+    int64_t n;
+    int has_bound = json_object_get(it, "max_out_of_orderness") != NULL;
+    if (has_bound == (json_object_get(it, "idle_timeout") != NULL))
+        return set_why(why, why_size,
+                       "invalid %s: a set item has exactly one of "
+                       "\"max_out_of_orderness\" and \"idle_timeout\"",
+                       what);
+    in->setting = has_bound ? 0 : 1;
+    if (get_int(it, has_bound ? "max_out_of_orderness" : "idle_timeout", what,
+                1, 0, 0, INT64_MAX, &n, why, why_size) != 0)
+        return -1;
+    in->ts = n;
+    return 0;
+}
+
 /* Decodes input item @p idx. */
 static int load_input_item(json_t *it, size_t idx, const struct conf_vector *v,
                            struct conf_input *in, char *why, size_t why_size)
 {
     static const char *const kinds[] = {
-        "record", "watermark",      "idle",     "active", "proctime",
-        "end",    "split_finished", "announce", "report", NULL};
+        "record",         "watermark", "idle",   "active", "proctime", "end",
+        "split_finished", "announce",  "report", "set",    NULL};
     /* Fields each kind may carry besides "kind" and its position. */
     static const char *const wm_keys[] = {"kind", "ts",    "channel",
                                           "side", "split", NULL};
@@ -720,9 +740,11 @@ static int load_input_item(json_t *it, size_t idx, const struct conf_vector *v,
     static const char *const announce_keys[] = {"kind", "max_watermark", NULL};
     static const char *const report_keys[] = {"kind", "subtask", "watermark",
                                               NULL};
+    static const char *const set_keys[] = {"kind", "max_out_of_orderness",
+                                           "idle_timeout", NULL};
     static const char *const *const kind_keys[] = {
         NULL,     wm_keys,       status_keys,   status_keys, proctime_keys,
-        end_keys, finished_keys, announce_keys, report_keys};
+        end_keys, finished_keys, announce_keys, report_keys, set_keys};
     /* Which kinds each pipeline accepts (bit per conf_in_kind). */
     const unsigned common = 1u << IN_RECORD | 1u << IN_WATERMARK |
                             1u << IN_IDLE | 1u << IN_ACTIVE |
@@ -752,7 +774,7 @@ static int load_input_item(json_t *it, size_t idx, const struct conf_vector *v,
     in->kind = (enum conf_in_kind)k;
     switch (v->pipe) {
     case PIPE_SOURCE:
-        ok = common | 1u << IN_SPLIT_FINISHED |
+        ok = common | 1u << IN_SPLIT_FINISHED | 1u << IN_SET |
              (v->has_alignment ? 1u << IN_ANNOUNCE : 0);
         break;
     case PIPE_COORD:
@@ -834,6 +856,8 @@ static int load_input_item(json_t *it, size_t idx, const struct conf_vector *v,
             return -1;
         in->subtask = (int)n;
         return get_time(it, "watermark", what, 1, 0, &in->ts, why, why_size);
+    case IN_SET:
+        return load_set(it, what, in, why, why_size);
     default:
         return 0;
     }

@@ -67,6 +67,8 @@ neg-unknown-pipeline-field|unsupported field "parallelism" in pipeline
 neg-unknown-output-field|unsupported field "pane" in an output item
 neg-unknown-counter|unsupported counter "late_emitted"
 neg-malformed-json|invalid JSON: unexpected token near ']' (line 4
+neg-live-watermark-goes-back|after input 4: expected {"watermark":6999} but got nothing
+neg-live-set-both-settings|a set item has exactly one of
 EOF
 
 # ---- A correct control vector passes ----

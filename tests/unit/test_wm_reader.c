@@ -12,7 +12,6 @@
 #include "harness.h"
 #include "core.h"
 #include "testhooks.h"
-#include "time/wm.h"
 
 /* ---- Trace of emitted events ---- */
 
@@ -730,7 +729,7 @@ TDM_TEST(reader_live_bound_holds_when_raised_and_releases_when_lowered)
     rec_at(&f, 0, 10000);
     tick(&f, 200);
     ASSERT_STR_EQ(take(&f.tr), "W9999");
-    tdm__reader_set_bound(f.r, 5000);
+    ASSERT_OK(tdm_reader_set_bound(f.r, 5000));
     rec_at(&f, 0, 12000);
     tick(&f, 400);
     ASSERT_STR_EQ(take(&f.tr), "");
@@ -738,7 +737,10 @@ TDM_TEST(reader_live_bound_holds_when_raised_and_releases_when_lowered)
     rec_at(&f, 0, 16000);
     tick(&f, 600);
     ASSERT_STR_EQ(take(&f.tr), "W10999");
-    tdm__reader_set_bound(f.r, 1000);
+    ASSERT_OK(tdm_reader_set_bound(f.r, 1000));
+    ASSERT_ERR(tdm_reader_set_bound(f.r, -1), TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_reader_set_bound(NULL, 5), TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_reader_set_idle_timeout(f.r, -1), TDM_ERR_INVAL);
     tick(&f, 800);
     ASSERT_STR_EQ(take(&f.tr), "W14999");
     int sp = -1;
@@ -761,12 +763,12 @@ TDM_TEST(reader_live_bound_on_event)
     fix_start(&f, 1);
     rec_at(&f, 0, 12000);
     ASSERT_STR_EQ(take(&f.tr), "W11999");
-    tdm__reader_set_bound(f.r, 5000);
+    ASSERT_OK(tdm_reader_set_bound(f.r, 5000));
     rec_at(&f, 0, 15000);
     ASSERT_STR_EQ(take(&f.tr), "");
     rec_at(&f, 0, 18000);
     ASSERT_STR_EQ(take(&f.tr), "W12999");
-    tdm__reader_set_bound(f.r, 0);
+    ASSERT_OK(tdm_reader_set_bound(f.r, 0));
     rec_at(&f, 0, 18500);
     ASSERT_STR_EQ(take(&f.tr), "W18499");
     fix_close(&f);
@@ -788,7 +790,7 @@ TDM_TEST(reader_live_idle_timeout_on_and_off)
     rec_at(&f, 0, 100);
     tick(&f, 200);
     ASSERT_STR_EQ(take(&f.tr), "");
-    tdm__reader_set_idle_timeout(f.r, 1000);
+    ASSERT_OK(tdm_reader_set_idle_timeout(f.r, 1000));
     for (tdm_time_ms t = 400; t <= 1400; t += 200)
         tick(&f, t);
     ASSERT_STR_EQ(take(&f.tr), "");
@@ -796,7 +798,7 @@ TDM_TEST(reader_live_idle_timeout_on_and_off)
     ASSERT_STR_EQ(take(&f.tr), "W99");
     tick(&f, 1800);
     ASSERT_STR_EQ(take(&f.tr), "IDLE");
-    tdm__reader_set_idle_timeout(f.r, 0);
+    ASSERT_OK(tdm_reader_set_idle_timeout(f.r, 0));
     tick(&f, 2000);
     rec_at(&f, 0, 5000);
     tick(&f, 2200);
