@@ -462,7 +462,9 @@ zombie)
     # The newest durable checkpoint of the task before it changes owner:
     # its holder may complete at most the one in flight (its owner check
     # came before the change; docs/scale-out.md) and none after it.
-    before=$(ls "$W/ck/task-$t" | sed -n 's/^chk-0*\([0-9]\)/\1/p' |
+    # Completed checkpoints only: chk-<id>, not a chk-<id>.tmp-<pid> being
+    # written (its name once made this "6.tmp-29146", not a number).
+    before=$(ls "$W/ck/task-$t" | sed -n 's/^chk-0*\([0-9][0-9]*\)$/\1/p' |
         sort -n | tail -n 1)
     e=$(sed -n 's/^epoch //p' "$W/ck/task-$t.owner")
     printf 'tidemark task owner\nepoch %d\nowner elsewhere-1\n' \
