@@ -20,16 +20,7 @@
 . "$(dirname "$0")/lib.sh"
 setup "$@"
 
-pid=
-cleanup() {
-    exec 3>&- 2>/dev/null || true
-    if [ -n "$pid" ]; then
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$T"
-}
-trap cleanup EXIT
+trap fifo_cleanup EXIT
 
 # flat FILE: the file's words on one line (the text output is wrapped at
 # 78 columns), so sentences can be searched for whole.

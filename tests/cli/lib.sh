@@ -122,7 +122,21 @@ expect_exit() {
 # ---- A job fed through a FIFO on a test clock ----
 # For scripts that set TDM_TEST_CLOCK_FILE=$T/clock, JOB (a file of
 # tests/cli/jobs/) and HTTP_GET (tests/cli/http_get.c), and keep the
-# job's pid in $pid for their cleanup (stuck.sh, live.sh).
+# job's pid in $pid (stuck.sh, live.sh; diagnose.sh uses the cleanup).
+
+# fifo_cleanup: the EXIT trap (trap fifo_cleanup EXIT): closes the FIFO
+# (descriptor 3), stops the processes in $pid and $peer (a helper such
+# as tcp_peer), removes $T.
+pid=
+peer=
+fifo_cleanup() {
+    exec 3>&- 2>/dev/null || true
+    for p in $pid $peer; do
+        kill "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    rm -rf "$T"
+}
 
 # clock_ms MS: the job's processing time from now on (written whole).
 clock_ms() {

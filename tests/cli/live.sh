@@ -24,16 +24,7 @@ setup "$@"
 HTTP_GET=$3
 JOB=live
 
-pid=
-cleanup() {
-    exec 3>&- 2>/dev/null || true
-    if [ -n "$pid" ]; then
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-    rm -rf "$T"
-}
-trap cleanup EXIT
+trap fifo_cleanup EXIT
 
 TDM_TEST_CLOCK_FILE=$T/clock
 export TDM_TEST_CLOCK_FILE

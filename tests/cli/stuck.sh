@@ -30,17 +30,7 @@ setup "$@"
 HTTP_GET=$3
 TCP_PEER=$4
 
-pid=
-peer=
-cleanup() {
-    exec 3>&- 2>/dev/null || true
-    for p in $pid $peer; do
-        kill "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
-    rm -rf "$T"
-}
-trap cleanup EXIT
+trap fifo_cleanup EXIT
 
 TDM_TEST_CLOCK_FILE=$T/clock
 export TDM_TEST_CLOCK_FILE
