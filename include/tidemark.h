@@ -399,6 +399,22 @@ TDM_API tdm_err tdm_wm_strategy_set_idle_timeout(tdm_wm_strategy *s,
                                                  char *errbuf,
                                                  size_t errbuf_size);
 
+/** @brief A processing-time fallback watermark ("double insurance"): every
+ *  @p interval_ms of the reader's clock, a reader's output watermark
+ *  becomes max(its data watermark, now - @p lag_ms), never moving back,
+ *  so that a source whose data stalls (a silent partition, a producer
+ *  whose clock runs behind) still advances.  The data takes the
+ *  watermark back once its own combined value reaches the output.  An
+ *  idle output is left alone (idleness already stops holding others
+ *  back).  Only a reader (tdm_reader_new) runs it; tdm_wmgen_new refuses
+ *  a strategy that has one.  Results then depend on wall-clock time.
+ *  See docs/live-settings.md, "The fallback watermark".
+ *  @returns TDM_OK, TDM_ERR_INVAL (NULL, lag < 0, interval <= 0). */
+TDM_API tdm_err tdm_wm_strategy_set_fallback(tdm_wm_strategy *s,
+                                             tdm_time_ms lag_ms,
+                                             tdm_time_ms interval_ms,
+                                             char *errbuf, size_t errbuf_size);
+
 /** Extracts a record's event timestamp.  Return TDM_TIME_MIN when the
  *  record has none. */
 typedef tdm_time_ms (*tdm_timestamp_fn)(void *ud, const tdm_record *rec);
@@ -435,8 +451,8 @@ typedef struct tdm_wmgen tdm_wmgen;
  *  custom generator's ud alive).  Keeps a reference to @p clk until
  *  tdm_wmgen_destroy; the first periodic emission is due at
  *  now + interval.  Emits through @p emit with @p opaque.
- *  @returns TDM_OK, TDM_ERR_INVAL (NULL s, clk, emit or out),
- *  TDM_ERR_NOMEM. */
+ *  @returns TDM_OK, TDM_ERR_INVAL (NULL s, clk, emit or out; a strategy
+ *  with a fallback watermark, which only a reader runs), TDM_ERR_NOMEM. */
 TDM_API tdm_err tdm_wmgen_new(const tdm_wm_strategy *s, tdm_clock *clk,
                               tdm_emit_cb emit, void *opaque, tdm_wmgen **out);
 /** @brief Runs the timestamp assigner on @p rec, stores the result in the
@@ -614,6 +630,18 @@ TDM_API int tdm_reader_split_is_paused(const tdm_reader *r, int split);
 TDM_API int tdm_reader_split_is_idle(const tdm_reader *r, int split);
 /** @brief The reader's last emitted watermark. */
 TDM_API tdm_time_ms tdm_reader_watermark(const tdm_reader *r);
+/** @brief The reader's data watermark: what its splits' watermarks combine
+ *  to, without the fallback (tdm_wm_strategy_set_fallback).  Equals
+ *  tdm_reader_watermark() when no fallback drives the output. */
+TDM_API tdm_time_ms tdm_reader_data_watermark(const tdm_reader *r);
+/** @brief 1 when the fallback watermark drives the reader's output (it is
+ *  above the data watermark), 0 when the data does, -1 for NULL. */
+TDM_API int tdm_reader_fallback_driving(const tdm_reader *r);
+/** @brief Milliseconds of the reader's clock during which the fallback
+ *  drove the output: in total (@p total, may be NULL) and in the current
+ *  stretch (the return value; 0 when the data drives). */
+TDM_API tdm_time_ms tdm_reader_fallback_time(const tdm_reader *r,
+                                             tdm_time_ms *total);
 /** @brief Split @p split's current watermark (TDM_TIME_MIN if bad index). */
 TDM_API tdm_time_ms tdm_reader_split_watermark_get(const tdm_reader *r,
                                                    int split);
@@ -1556,6 +1584,11 @@ TDM_API void tdm_taskhost_destroy(tdm_taskhost *host);
     X(LATE_SIDE, "numLateRecordsSideOutput", VERTEX, COUNTER, "records",       \
       COUNT, SUM,                                                              \
       "Records too late for their window, sent to the late output")            \
+    X(LATE_FALLBACK, "numLateRecordsByFallback", VERTEX, COUNTER, "records",   \
+      COUNT, SUM,                                                              \
+      "Windows reading a source with watermark.fallback: of the late "         \
+      "records (dropped or sent to the late output), those the data "          \
+      "watermark alone would have kept on time: made late by the fallback")    \
     X(LATE_PANES, "numLatePanes", VERTEX, COUNTER, "panes", COUNT, SUM,        \
       "Late firings: windows refired within allowed lateness")                 \
     X(PANES, "numPanesFired", VERTEX, COUNTER, "panes", COUNT, SUM,            \
@@ -1620,6 +1653,18 @@ TDM_API void tdm_taskhost_destroy(tdm_taskhost *host);
     X(ALIGN_DRIFT, "alignmentDriftMs", VERTEX, GAUGE, "ms", DURATION, MAX,     \
       "How far the source's watermark is ahead of the slowest source "         \
       "in its alignment group")                                                \
+    X(WM_SOURCE, "watermarkSource", VERTEX, GAUGE, "enum", CODE, MAX,          \
+      "Sources with watermark.fallback: 0 the data drives the output "         \
+      "watermark, 1 the processing-time fallback does")                        \
+    X(WM_DATA, "dataWatermark", VERTEX, GAUGE, "ms", EVENT_TIME, MIN,          \
+      "Sources with watermark.fallback: the watermark the data alone makes "   \
+      "(what the output would be without the fallback)")                       \
+    X(FB_STRETCH, "fallbackDrivingMs", VERTEX, GAUGE, "ms", DURATION, MAX,     \
+      "Sources with watermark.fallback: how long the fallback has driven "     \
+      "the output watermark without a break (0: the data drives)")             \
+    X(FB_TIME, "fallbackDrivenTime", VERTEX, COUNTER, "ms", DURATION, SUM,     \
+      "Sources with watermark.fallback: processing time during which the "     \
+      "fallback drove the output watermark, in total")                         \
     X(RESULT_LAT_P50, "resultLatencyP50", VERTEX, GAUGE, "us", DURATION, MAX,  \
       "Windows: median time from the watermark that fired an on-time "         \
       "result leaving its source subtask to the row reaching the sink")        \

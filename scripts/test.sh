@@ -78,7 +78,7 @@ echo "== tests, sanitizer build"
 # two runs' to check.  Reports
 # inside librdkafka and libmicrohttpd only are suppressed
 # (tests/tsan.supp).
-TSAN_TESTS='^(test_rt_|test_live|test_server|test_sink_2pc|test_connect_sink|test_connect_source|test_kafka_shuffle|test_diagnose|cli\.example\.|cli\.chain$|cli\.signal$|cli\.http$|cli\.live$)'
+TSAN_TESTS='^(test_rt_|test_live|test_server|test_sink_2pc|test_connect_sink|test_connect_source|test_kafka_shuffle|test_diagnose|cli\.example\.|cli\.chain$|cli\.signal$|cli\.http$|cli\.live$|cli\.fallback$)'
 TSAN_SKIP='^test_rt_ckpt\..*(after_a_kill|at_another_parallelism|at_other_parallelisms)|^test_sink_2pc\.kafka_'
 echo "== tests, ThreadSanitizer build ($TSAN_TESTS)"
 (

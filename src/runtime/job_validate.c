@@ -489,6 +489,40 @@ static tdm_err validate_event_time(vctx *c, tdm_node *n, const char *tsf)
                             "timestamp.unit: iso8601)");
 }
 
+/* The fallback watermark (docs/live-settings.md): on event-time
+ * watermarks the source's own reader makes, and a lag only with an
+ * interval (a lag of 0 and no interval is the default: off). */
+static tdm_err validate_fallback(vctx *c, tdm_node *n)
+{
+    const tdm__source_spec *s = &n->spec.src;
+    if (s->wm_fallback_interval_ms == 0) {
+        if (s->wm_fallback_lag_ms != 0)
+            VFAIL(c, n,
+                  "watermark.fallback.lag: the fallback watermark is off "
+                  "without watermark.fallback.interval (e.g. "
+                  "watermark.fallback: {lag: 10s, interval: 5s})");
+        return TDM_OK;
+    }
+    if (s->time != TDM__SOURCE_TIME_EVENT)
+        VFAIL(c, n,
+              "watermark.fallback: the source runs on %s time, whose "
+              "watermark already follows the clock",
+              s->time == TDM__SOURCE_TIME_INGESTION ? "ingestion"
+                                                    : "processing");
+    if (s->wm_strategy == TDM__WATERMARK_STRATEGY_NONE)
+        VFAIL(c, n,
+              "watermark.fallback: watermark.strategy none makes no data "
+              "watermark for the fallback to back up (use time: "
+              "ingestion for watermarks from the clock alone)");
+    if (s->repartition != TDM__REPARTITION_NEVER ||
+        c->job->spec.scale_out == TDM__SCALE_OUT_TASKS)
+        VFAIL(c, n,
+              "watermark.fallback: not available yet on a source that "
+              "repartitions or in a job run as tasks across processes "
+              "(their watermarks travel through the repartition topic)");
+    return TDM_OK;
+}
+
 /* The watermark keys: the punctuated strategy's marker field, and
  * idleness judged at periodic emissions. */
 static tdm_err validate_source_watermark(vctx *c, tdm_node *n)
@@ -509,7 +543,7 @@ static tdm_err validate_source_watermark(vctx *c, tdm_node *n)
         VFAIL(c, n,
               "watermark.idle_timeout: idleness is judged at periodic "
               "emissions, but watermark.interval is 0");
-    return TDM_OK;
+    return validate_fallback(c, n);
 }
 
 /* partition.field, and a pass-through sink. */

@@ -299,6 +299,25 @@ static void busy_rows(tdm_metrics *m, const char *vx, int sub, tdm__busy *b)
     add(m, TDM_METRIC_IDLE_TIME, vx, sub, -1, NULL, tot[TDM__BUSY_IDLE] / 1000);
 }
 
+/* The fallback watermark of source subtask @p t, if it has one: which
+ * drives, the data watermark, the current stretch (to the snapshot's
+ * time) and the total. */
+static void fallback_rows(tdm_metrics *m, const char *vx,
+                          const tdm__rt_src_task *t)
+{
+    if (t->src->node->spec.src.wm_fallback_interval_ms <= 0)
+        return;
+    const tdm__rt_src_metrics *sm = tdm__src_metrics_pub(t);
+    tdm_time_ms since = tdm__rt_pub_get(&sm->fb_since);
+    tdm_time_ms stretch = since == TDM_TIME_MIN ? 0 : age(m->now, since);
+    add(m, TDM_METRIC_WM_SOURCE, vx, t->index, -1, NULL, since != TDM_TIME_MIN);
+    add(m, TDM_METRIC_WM_DATA, vx, t->index, -1, NULL,
+        tdm__rt_pub_get(&sm->data_wm));
+    add(m, TDM_METRIC_FB_STRETCH, vx, t->index, -1, NULL, stretch);
+    add(m, TDM_METRIC_FB_TIME, vx, t->index, -1, NULL,
+        tdm__rt_pub_get(&sm->fb_done) + stretch);
+}
+
 /* The record of source subtask @p t that ran ahead, if any (src_ahead.h). */
 static void ahead_row(tdm_metrics *m, const char *vx, tdm__rt_src_task *t)
 {
@@ -417,6 +436,7 @@ static void source_rows(tdm_metrics *m, tdm__run *run, tdm__rt_src_task *t)
         add(m, TDM_METRIC_LAG_MAX, vx, sub, -1, NULL,
             tdm__rt_pub_get(&sm->lag[3]));
     }
+    fallback_rows(m, vx, t);
     (void)run;
     /* VERTEX rows before PARTITION rows: rotate the two groups. */
     if (!m->oom && n_part > 0 && m->n > first + n_part) {
@@ -475,6 +495,9 @@ static void op_rows(tdm_metrics *m, tdm__run *run, tdm__rt_op_task *t)
         tdm__rt_pub_get(&om->late_drop));
     add(m, TDM_METRIC_LATE_SIDE, vx, sub, -1, NULL,
         tdm__rt_pub_get(&om->late_side));
+    if (tdm__rt_pub_get(&om->late_fb) >= 0)
+        add(m, TDM_METRIC_LATE_FALLBACK, vx, sub, -1, NULL,
+            tdm__rt_pub_get(&om->late_fb));
     if (win) {
         add(m, TDM_METRIC_LATE_PANES, vx, sub, -1, NULL,
             tdm__rt_pub_get(&om->late_panes));

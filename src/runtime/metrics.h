@@ -74,6 +74,10 @@ typedef struct tdm__rt_src_metrics {
     _Atomic int64_t in, out, bad, guard, dead, bp, dup, tomb;
     _Atomic int64_t wm_out, idle, last_at, max_ts, unit;
     _Atomic int64_t lag[4]; /* p50, p99, p999, max; -1 none */
+    /* The fallback watermark (sources with one): the data watermark,
+     * when the current stretch began (MIN: the data drives) and the
+     * finished stretches' total. */
+    _Atomic int64_t data_wm, fb_since, fb_done;
 } tdm__rt_src_metrics;
 
 /* ---- Operator subtasks ---- */
@@ -87,7 +91,7 @@ typedef struct tdm__rt_chan {
 
 /* The published metrics of a window or join subtask. */
 typedef struct tdm__rt_op_metrics {
-    _Atomic int64_t in, out, late_side, late_drop, panes, late_panes;
+    _Atomic int64_t in, out, late_side, late_drop, late_fb, panes, late_panes;
     _Atomic int64_t regress, wm_in, idle, last_at;
     _Atomic int64_t keys, windows, bytes;
     _Atomic int64_t lat_p50, lat_p99; /* us; -1 until a row fired */

@@ -60,6 +60,8 @@ void tdm__op_metrics_publish(tdm__rt_op_task *t)
     tdm__rt_pub_set(&m->regress, t->met.c_regress);
     if (t->win) {
         tdm__rt_pub_set(&m->wm_in, t->win->wm);
+        if (t->fb.dv)
+            tdm__rt_pub_set(&m->late_fb, tdm__winop_late_by_fallback(t->win));
         tdm__rt_pub_set(&m->keys, tdm__winop_keys(t->win));
         tdm__rt_pub_set(&m->windows, tdm_winop_live_windows(t->win));
         tdm__rt_pub_set(&m->bytes, tdm_winop_state_bytes(t->win));
@@ -83,6 +85,7 @@ void tdm__op_metrics_init(tdm__rt_op_task *t)
     atomic_init(&m->out, 0);
     atomic_init(&m->late_side, 0);
     atomic_init(&m->late_drop, 0);
+    atomic_init(&m->late_fb, -1); /* -1: not tracked (op_fallback.h) */
     atomic_init(&m->panes, 0);
     atomic_init(&m->late_panes, 0);
     atomic_init(&m->regress, 0);

@@ -143,6 +143,7 @@ void tdm__outbox_push_control(tdm__rt_src_task *t, tdm__item_kind kind,
             tdm__item it = {.kind = (uint8_t)kind,
                             .ch = ed->input * t->run->P + t->index,
                             .t = wm,
+                            .dt = t->fb ? t->dt_out : wm,
                             .idle = idle,
                             .at_us = at_us};
             tdm__queue_push(&consumers(t, ed)[j].q, &it);

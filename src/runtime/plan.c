@@ -327,6 +327,30 @@ static tdm_err plan_source_shared(tdm__rt_source *s, char *errbuf,
     return TDM_OK;
 }
 
+/* The fallback watermark (docs/live-settings.md).  On a bounded input
+ * (a file or the generator, read as fast as the machine goes) the
+ * fallback makes the results depend on wall-clock time: the log says so
+ * when the job starts. */
+static tdm_err plan_fallback(tdm__rt_source *s, tdm_node *n, char *msg,
+                             size_t len)
+{
+    const tdm__source_spec *sp = &n->spec.src;
+    n->job->rec->run->fallback = true;
+    if ((sp->type == TDM__SOURCE_TYPE_FILE ||
+         sp->type == TDM__SOURCE_TYPE_GENERATOR) &&
+        !n->job->rec->run->restarted)
+        tdm__job_log(n->job,
+                     "warning: source \"%s\" replays a %s with "
+                     "watermark.fallback on: its watermark then follows "
+                     "wall-clock time too, and which records are late "
+                     "depends on how fast it is read, not only on the data",
+                     n->name,
+                     sp->type == TDM__SOURCE_TYPE_FILE ? "file"
+                                                       : "generated stream");
+    return tdm_wm_strategy_set_fallback(s->strat, sp->wm_fallback_lag_ms,
+                                        sp->wm_fallback_interval_ms, msg, len);
+}
+
 /* The watermark strategy of source @p s (node @p n).  TDM_OK or the
  * strategy's error with the source's name in @p errbuf. */
 static tdm_err plan_source_wm(tdm__rt_source *s, tdm_node *n, char *errbuf,
@@ -362,6 +386,8 @@ static tdm_err plan_source_wm(tdm__rt_source *s, tdm_node *n, char *errbuf,
         tdm__live_value(job, n, TDM__LIVE_IDLE, n->spec.src.wm_idle_timeout_ms);
     if (err == TDM_OK && idle > 0 && kind != TDM_WM_NONE)
         err = tdm_wm_strategy_set_idle_timeout(s->strat, idle, msg, sizeof msg);
+    if (err == TDM_OK && n->spec.src.wm_fallback_interval_ms > 0)
+        err = plan_fallback(s, n, msg, sizeof msg);
     if (err == TDM_OK && kind == TDM_WM_PUNCTUATED) {
         s->marker_idx =
             tdm__schema_find(s->schema, n->spec.src.wm_marker_field);

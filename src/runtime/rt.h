@@ -541,12 +541,15 @@ static inline bool tdm__sel_key(const tdm__sel *sl, char *buf, const char **key,
 
 typedef struct tdm__item {
     uint8_t kind;
-    int32_t ch;            /* input channel at the consumer */
-    int32_t idle;          /* STATUS */
+    int32_t ch;   /* input channel at the consumer */
+    int32_t idle; /* STATUS */
+    uint32_t n;
     tdm_time_ms t;         /* WATERMARK */
+    tdm_time_ms dt;        /* WATERMARK: the data watermark under it, below t
+                            * while a source's fallback drives (op_fallback.h);
+                            * t otherwise */
     struct tdm__sbatch *b; /* BATCH: the source batch (one reference) */
     const tdm__sel *sel;   /* BATCH: the selected rows */
-    uint32_t n;
     union {
         void *fence;   /* FENCE: an tdm__rt_fence the consumer frees;
                           PARTIAL: an tdm__rt_partials it frees */

@@ -129,6 +129,8 @@ static const tdm__spec_field fields[] = {
     S("watermark.idle_timeout", DURATION, wm_idle_timeout_ms),
     S("watermark.interval", DURATION, wm_interval_ms),
     S("watermark.emit", ENUM, wm_emit),
+    S("watermark.fallback.interval", DURATION, wm_fallback_interval_ms),
+    S("watermark.fallback.lag", DURATION, wm_fallback_lag_ms),
     S("tcp.address", STRING, tcp_address),
     S("tcp.on_close", ENUM, tcp_on_close),
     S("tcp.connect_timeout", DURATION, tcp_connect_timeout_ms),

@@ -50,6 +50,7 @@ typedef struct tdm__source_spec {
     int64_t wm_idle_timeout_ms;
     int64_t wm_interval_ms;
     tdm__watermark_emit wm_emit;
+    int64_t wm_fallback_interval_ms, wm_fallback_lag_ms;
     const char *tcp_address;
     tdm__tcp_on_close tcp_on_close;
     int64_t tcp_connect_timeout_ms;

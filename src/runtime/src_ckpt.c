@@ -152,6 +152,8 @@ void tdm__src_ckpt_end(tdm__rt_src_task *t)
  * ignored there, so nothing moves back. */
 void tdm__src_ckpt_announce_restored(tdm__rt_src_task *t)
 {
+    if (t->fb)
+        t->dt_out = tdm_reader_data_watermark(t->reader);
     if (t->wm_out != TDM_TIME_MIN)
         tdm__outbox_broadcast(t, TDM__ITEM_WATERMARK, t->wm_out, 0);
     if (t->idle)

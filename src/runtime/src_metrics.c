@@ -30,6 +30,9 @@ void tdm__src_metrics_init(tdm__rt_src_task *t)
     atomic_init(&m->unit, 0);
     for (int i = 0; i < 4; i++)
         atomic_init(&m->lag[i], -1);
+    atomic_init(&m->data_wm, TDM_TIME_MIN);
+    atomic_init(&m->fb_since, TDM_TIME_MIN);
+    atomic_init(&m->fb_done, 0);
     t->wm_out = TDM_TIME_MIN;
     t->met.lag_next = TDM_TIME_MIN;
     t->met.sweep_next = TDM_TIME_MIN;
@@ -75,6 +78,21 @@ void tdm__src_metrics_publish_lag(tdm__rt_src_task *t)
     tdm__rt_pub_set(&t->met.m.lag[3], any ? h->max : -1);
 }
 
+/* The fallback watermark's figures (src/time/reader.c, F1-F4), for a
+ * source that has one. */
+static void publish_fallback(tdm__rt_src_task *t)
+{
+    if (t->src->node->spec.src.wm_fallback_interval_ms <= 0)
+        return;
+    tdm_time_ms total, stretch = tdm_reader_fallback_time(t->reader, &total);
+    tdm__rt_pub_set(&t->met.m.data_wm, tdm_reader_data_watermark(t->reader));
+    tdm__rt_pub_set(&t->met.m.fb_since,
+                    tdm_reader_fallback_driving(t->reader) == 1
+                        ? tdm__time_sub_sat(tdm_clock_now(t->clk), stretch)
+                        : TDM_TIME_MIN);
+    tdm__rt_pub_set(&t->met.m.fb_done, total - stretch);
+}
+
 /* Publishes the watermark (and alignment pause) of the partitions this
  * batch touched, or of every partition when the reader emitted or
  * @p all is set or about every 200 ms (an idle partition's watermark
@@ -112,6 +130,7 @@ void tdm__src_metrics_publish(tdm__rt_src_task *t, bool all)
         /* The subtask's output and status last (release: a snapshot that
          * reads them, acquiring, sees the splits as new as they). */
         tdm__rt_pub_set(&t->met.m.idle, t->idle);
+        publish_fallback(t);
         atomic_store_explicit(&t->met.m.wm_out, t->wm_out,
                               memory_order_release);
     }

@@ -234,6 +234,7 @@ static void on_watermark(tdm__rt_op_task *t, const tdm__item *it)
     }
     t->ch_wm[ch] = it->t;
     tdm__rt_pub_set(&t->chp[ch].wm, it->t);
+    tdm__op_fb_watermark(t, ch, it->dt);
     /* Windows this watermark fires count their latency from when it
      * left its source (0: an END sent before the run started). */
     t->met.wm_at_us = it->at_us;
@@ -266,6 +267,7 @@ bool tdm__rt_op_handle(tdm__rt_op_task *t, const tdm__item *it)
     case TDM__ITEM_STATUS:
         t->ch_idle[it->ch] = it->idle != 0;
         tdm__rt_pub_set(&t->chp[it->ch].idle, it->idle != 0);
+        tdm__op_fb_status(t, it->ch, it->idle);
         if (!t->failed) {
             if (t->win)
                 tdm_winop_status(t->win, it->ch, it->idle);
@@ -293,6 +295,7 @@ bool tdm__rt_op_handle(tdm__rt_op_task *t, const tdm__item *it)
         if (!t->failed && !t->nodrain && t->ch_wm[it->ch] != TDM_TIME_MAX) {
             tdm__item wm = *it;
             wm.t = TDM_TIME_MAX;
+            wm.dt = TDM_TIME_MAX;
             on_watermark(t, &wm);
         }
         if (!t->ch_ended[it->ch]) {
@@ -644,6 +647,8 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
         err = op->kind == TDM_NODE_WINDOW ? init_window(t, msg, sizeof msg)
                                           : init_join(t, msg, sizeof msg);
     }
+    if (err == TDM_OK)
+        err = tdm__op_fb_open(t);
     /* Checkpoints: alignment state, and the restored operator. */
     if (err == TDM_OK && run->ck.on)
         err = tdm__opck_init(t);
@@ -664,6 +669,7 @@ void tdm__rt_op_task_fini(tdm__rt_op_task *t)
         tdm__rt_op_item_release(&t->q.ring[(t->q.head + i) % t->q.cap]);
     tdm__opck_fini(t);
     tdm__rt_ckpt_slot_free(&t->ck);
+    tdm__op_fb_close(&t->fb);
     tdm_winop_destroy(t->win);
     tdm_joinop_destroy(t->join);
     tdm__rowagg_destroy(t->ra);

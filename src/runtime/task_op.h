@@ -12,6 +12,7 @@
  *                   failure), so that neither of the other two calls
  *                   back into task_op.c;
  *   op_fence.c      the key fence's epochs (state t->fence);
+ *   op_fallback.c   the data watermark under a fallback (state t->fb);
  *   op_status.c     window status serving (state t->status);
  *   op_retract.c    retract mode's memory (state t->ret);
  *   op_metrics.c    counters, latency, late samples (state t->met).
@@ -34,6 +35,7 @@
 #include "core/busy.h"
 #include "core/hist.h"
 #include "runtime/metrics.h"
+#include "runtime/op_fallback.h"
 #include "runtime/op_fence.h"
 #include "runtime/op_metrics.h"
 #include "runtime/op_retract.h"
@@ -89,6 +91,7 @@ struct tdm__rt_op_task {
     /* Key fence (op_fence.h): fenced keys' epochs, their bytes, the
      * results not written. */
     tdm__op_fence_state fence;
+    tdm__op_fb_state fb; /* the data watermark (op_fallback.h) */
     bool *ch_idle;
     tdm__rt_chan *chp;
     /* Chaining: the derived source subtask this subtask writes its

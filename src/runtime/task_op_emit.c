@@ -449,6 +449,7 @@ static void on_output_watermark(tdm__rt_op_task *t, tdm_time_ms wm)
     if (t->run->debug)
         debug_watermark(t, wm);
     t->wm_out = wm;
+    tdm__op_fb_output(t);
     if (t->emit && !t->failed)
         tdm__rt_emit_control(t->emit, TDM__ITEM_WATERMARK, wm, 0,
                              t->met.wm_at_us);

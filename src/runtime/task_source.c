@@ -62,6 +62,8 @@ static void reader_emit(void *opaque, const tdm_event *ev)
          * so far (broadcast flushes them first): see tdm__src_v2_mark(). */
         t->wm_after_rows = !t->scanning;
         t->sweep = true;
+        if (t->fb)
+            t->dt_out = tdm_reader_data_watermark(t->reader);
         tdm__outbox_broadcast(t, TDM__ITEM_WATERMARK, ev->time, 0);
     } else if (ev->type == TDM_EVENT_STATUS) {
         t->idle = ev->idle != 0;
@@ -878,6 +880,7 @@ tdm_err tdm__rt_source_task_init(tdm__rt_src_task *t)
     tdm__src_v2_init(t);
     tdm__src_align_init(t);
     err = tdm_reader_new(0, s->strat, t->clk, reader_emit, t, &t->reader);
+    t->fb = s->node->spec.src.wm_fallback_interval_ms > 0;
     if (err == TDM_OK && s->align)
         err = tdm_reader_set_alignment(t->reader, s->align->drift,
                                        s->align->interval, msg, sizeof msg);

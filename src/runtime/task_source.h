@@ -60,11 +60,16 @@ struct tdm__rt_src_task {
     /* Published metrics and lag (src_metrics.h): the scan's per-row
      * fields first. */
     tdm__src_metrics_state met;
-    bool sweep;                 /* the reader emitted: refresh every split */
-    tdm_time_ms wm_out;         /* last watermark emitted */
-    bool idle;                  /* last status emitted */
-    bool scanning;              /* inside scan_batch (on-event watermarks) */
-    bool wm_after_rows;         /* wm_out went out after every polled row */
+    bool sweep;         /* the reader emitted: refresh every split */
+    tdm_time_ms wm_out; /* last watermark emitted */
+    bool idle;          /* last status emitted */
+    bool scanning;      /* inside scan_batch (on-event watermarks) */
+    bool wm_after_rows; /* wm_out went out after every polled row */
+    /* The data watermark under wm_out, sent with it (tdm__item.dt) when
+     * fb is set: a source with a fallback watermark, or an operator's
+     * output downstream of one (op_fallback.h). */
+    bool fb;
+    tdm_time_ms dt_out;
     tdm__src_v2_state v2;       /* version-2 sources (src_v2.h) */
     tdm__src_align_state align; /* watermark alignment (src_align.h) */
     tdm__src_fence_state fence; /* the key fence (src_fence.h) */

@@ -523,9 +523,28 @@ static void rule_all_idle(const tdm__view *w, dx_out *o)
             "window.");
 }
 
+/* 1 when operator @p vi reads a source with a fallback watermark (its
+ * watermark follows the clock: it is not stuck; FALLBACK_DRIVING says
+ * when the fallback drives). */
+static int reads_fallback(const tdm__view *w, const tdm_vertex_info *vi)
+{
+    for (size_t i = 0; i < w->n_vertices; i++) {
+        const tdm_vertex_info *si = tdm_metrics_vertex(w->m, i);
+        int n = 0;
+        if (si->kind != TDM_NODE_SOURCE || !tdm__view_reads(vi, si->name))
+            continue;
+        tdm__view_agg(w, si->name, TDM_METRIC_WM_SOURCE, TDM_METRIC_AGG_MAX,
+                      &n);
+        if (n)
+            return 1;
+    }
+    return 0;
+}
+
 /* Adds, per window or join that holds state, where its watermark stays
  * and since when (from the history, when it has the run), to @p ev
- * unless it is NULL; returns how many hold state. */
+ * unless it is NULL; returns how many hold state.  Operators reading a source
+ * with a fallback watermark are not stuck (R-DX-S3). */
 static int stuck_operators(const tdm__view *w, const tdm__history *hist,
                            dx_out *o, json_t *ev)
 {
@@ -535,7 +554,8 @@ static int stuck_operators(const tdm__view *w, const tdm__history *hist,
         const tdm_vertex_info *vi = tdm_metrics_vertex(w->m, i);
         int k = 0;
         tdm_time_ms since;
-        if (vi->kind != TDM_NODE_WINDOW && vi->kind != TDM_NODE_JOIN)
+        if ((vi->kind != TDM_NODE_WINDOW && vi->kind != TDM_NODE_JOIN) ||
+            reads_fallback(w, vi))
             continue;
         int64_t st = tdm__view_agg(w, vi->name, TDM_METRIC_STATE_WINDOWS,
                                    TDM_METRIC_AGG_SUM, NULL);
@@ -593,11 +613,14 @@ static void rule_stalled(const tdm__view *w, const tdm__history *hist,
     if (!f)
         return;
     json_t *ev = evidence(f);
+    char marked[48] = "none is marked idle";
+    if (sl.idle > 0)
+        snprintf(marked, sizeof marked, "%d of them marked idle", sl.idle);
     tdm__json_add_str(ev, &o->oom,
                       "%d of %d unfinished partitions are silent (no record "
-                      "for %s or more), and none is marked idle",
+                      "for %s or more), and %s",
                       sl.silent, sl.live,
-                      tdm__fmt_dur(TDM__VIEW_STALL_MS, nm, sizeof nm));
+                      tdm__fmt_dur(TDM__VIEW_STALL_MS, nm, sizeof nm), marked);
     stuck_operators(w, hist, o, ev);
     tdm__json_add_str(ev, &o->oom,
                       "an idle timeout cannot help: it leaves silent "
@@ -732,6 +755,93 @@ static void rule_future(const tdm__view *w, dx_out *o)
                 "Check the producer's clock and the timestamp unit of "
                 "source %s; with timestamp_guard.dead_letter: true such "
                 "records go to the dead_letter sink instead.",
+                vi->name);
+    }
+}
+
+/* The unfinished, active partition of source @p vx with the lowest
+ * watermark (it holds the data watermark back), or NULL. */
+static const tdm__view_unit *lowest_part(const tdm__view *w, const char *vx)
+{
+    const tdm__view_unit *lo = NULL;
+    for (size_t i = 0; i < w->n; i++) {
+        const tdm__view_unit *u = &w->u[i];
+        if (u->scope != TDM__VIEW_PARTITION ||
+            tdm__view_strcmp(u->vertex, vx) != 0 || !tdm__view_part_active(u))
+            continue;
+        if (!lo || u->v[TDM_METRIC_P_WM] < lo->v[TDM_METRIC_P_WM])
+            lo = u;
+    }
+    return lo;
+}
+
+/* The evidence of a FALLBACK_DRIVING finding: the two watermarks, the
+ * partition behind, the time driven and what the fallback made late. */
+static void fallback_evidence(const tdm__view *w, dx_out *o, json_t *ev,
+                              const char *vx)
+{
+    char a[64], b[64], d[32], p[64];
+    int64_t data =
+        tdm__view_agg(w, vx, TDM_METRIC_WM_DATA, TDM_METRIC_AGG_MIN, NULL);
+    int64_t out =
+        tdm__view_agg(w, vx, TDM_METRIC_WM_OUTPUT, TDM_METRIC_AGG_MIN, NULL);
+    tdm__json_add_str(ev, &o->oom,
+                      "data watermark %s, output watermark %s (processing "
+                      "time minus watermark.fallback.lag)",
+                      tdm__fmt_time(data, a, sizeof a),
+                      tdm__fmt_time(out, b, sizeof b));
+    const tdm__view_unit *lo = lowest_part(w, vx);
+    if (lo) {
+        int64_t age = tdm__view_val(lo, TDM_METRIC_P_LAST_AGE, -1);
+        char since[64] = "it has read no record";
+        if (age >= 0)
+            snprintf(since, sizeof since, "its last record came %s ago",
+                     tdm__fmt_dur(age, d, sizeof d));
+        tdm__json_add_str(
+            ev, &o->oom, "partition %s holds the data watermark at %s; %s",
+            tdm__view_part_name(lo, p, sizeof p),
+            tdm__fmt_time(lo->v[TDM_METRIC_P_WM], a, sizeof a), since);
+    }
+    int64_t total =
+        tdm__view_agg(w, vx, TDM_METRIC_FB_TIME, TDM_METRIC_AGG_MAX, NULL);
+    tdm__json_add_str(ev, &o->oom,
+                      "the fallback has driven it for %s in total since the "
+                      "run started",
+                      tdm__fmt_dur(total, d, sizeof d));
+}
+
+/* FALLBACK_DRIVING: a source's processing-time fallback watermark
+ * (watermark.fallback) drives its output watermark because the data's
+ * own has stayed behind: windows fire by the clock, and which records
+ * are late depends on it (docs/diagnosis.md). */
+static void rule_fallback(const tdm__view *w, dx_out *o)
+{
+    char d[32];
+    for (size_t i = 0; i < w->n_vertices; i++) {
+        const tdm_vertex_info *vi = tdm_metrics_vertex(w->m, i);
+        int n = 0;
+        if (vi->kind != TDM_NODE_SOURCE ||
+            tdm__view_agg(w, vi->name, TDM_METRIC_WM_SOURCE, TDM_METRIC_AGG_MAX,
+                          &n) != 1 ||
+            !n)
+            continue;
+        int64_t stretch = tdm__view_agg(w, vi->name, TDM_METRIC_FB_STRETCH,
+                                        TDM_METRIC_AGG_MAX, NULL);
+        json_t *f =
+            finding(o, SEV_WARNING, "FALLBACK_DRIVING", vi->name, -1, -1,
+                    "The fallback watermark is driving source %s: "
+                    "its data watermark has stayed behind for %s",
+                    vi->name, tdm__fmt_dur(stretch, d, sizeof d));
+        if (!f)
+            return;
+        fallback_evidence(w, o, evidence(f), vi->name);
+        set_fix(o, f,
+                "Find why the data of source %s stalls (a silent partition, "
+                "a producer whose clock runs behind): while the fallback "
+                "drives, windows fire by the clock and records the data "
+                "would have kept on time go to the late output. It hands "
+                "back by itself once the data watermark catches up; a "
+                "partition silent for good wants watermark.idle_timeout.",
                 vi->name);
     }
 }
@@ -879,9 +989,8 @@ static void lag_evidence(const tdm__view *w, dx_out *o, json_t *ev,
                                      TDM_METRIC_AGG_MAX, NULL);
         int64_t qmax =
             tdm__view_agg(w, src, TDM_METRIC_LAG_MAX, TDM_METRIC_AGG_MAX, NULL);
-        tdm_node *sn = tdm__view_node(w, src);
         int64_t b =
-            sn ? tdm_node_get_int(sn, "watermark.max_out_of_orderness") : 0;
+            tdm__view_source_setting(w, src, "watermark.max_out_of_orderness");
         if (b > *bound)
             *bound = b;
         if (!n)
@@ -1400,6 +1509,7 @@ static void run_rules(const tdm__view *w, const tdm__view_culprit *c,
         rule_unit(w, o);
         rule_trigger(w, o);
         rule_ahead(w, o);
+        rule_fallback(w, o);
         rule_future(w, o);
         rule_late(w, o);
         rule_backpressure(w, o);

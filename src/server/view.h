@@ -20,9 +20,6 @@
  * its consumers (backPressuredTimeMsPerSecond). */
 #define TDM__VIEW_HELD_MS 500
 
-/* The has-bits of a unit are one uint64_t. */
-_Static_assert(TDM_METRIC_COUNT_ <= 64, "metric bit set too small");
-
 /* Scopes of the metric table, in the order units are sorted. */
 enum {
     TDM__VIEW_JOB = 0,
@@ -140,6 +137,11 @@ int64_t tdm__view_window_period(tdm_node *n);
 int64_t tdm__view_hold_threshold(const tdm__view *w, const char *src);
 /* A source's idle timeout (0: none, or no job to ask). */
 int64_t tdm__view_idle_timeout(const tdm__view *w, const char *src);
+/* A watermark setting of source @p src ("watermark.max_out_of_orderness")
+ * as it stands: its live value when it was changed on the running job,
+ * else the job file's (0 without a job). */
+int64_t tdm__view_source_setting(const tdm__view *w, const char *src,
+                                 const char *setting);
 
 /* ---- Partitions and the culprit ---- */
 

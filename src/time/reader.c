@@ -19,6 +19,12 @@
  * tick, which combines once.  Splits are kept by pointer so that outputs
  * and clocks that point into them survive tdm_reader_add_split().
  *
+ * The fallback watermark (F1-F4, tdm_wm_strategy_set_fallback) sits
+ * behind the emitter: every fallback interval the output becomes
+ * max(combined, now - lag).  The combined value is then the "data
+ * watermark"; the fallback drives while the output is above it, and the
+ * data takes over again when its combination reaches the output.
+ *
  * Checkpoints (end of file) save the partials, the combined and emitted
  * values, idle and pause flags and the schedules' time left, so that a
  * restored reader emits exactly what the original would have.  At
@@ -61,6 +67,8 @@ typedef struct reader_merge {
     tdm_time_ms max_desired;       /* minimum of their announcements */
     tdm_time_ms tick_left;         /* minimum time left to a periodic tick */
     tdm_time_ms report_left;       /* minimum time left to a report */
+    tdm_time_ms fb_left;           /* minimum time left to a fallback tick */
+    int64_t fb_total, fb_stretch;  /* the first one's (F4) */
 } reader_merge;
 
 struct tdm_reader {
@@ -84,7 +92,11 @@ struct tdm_reader {
     tdm_time_ms max_desired; /* last announcement, MAX if none */
     bool paused;             /* reading paused by alignment */
     bool ended;
-    reader_merge merge; /* restore at another parallelism */
+    /* Fallback watermark (F1-F4), if strat.fb_interval > 0 */
+    tdm_time_ms next_fb;  /* next fallback tick */
+    tdm_time_ms fb_since; /* when the current stretch began; MIN: data */
+    tdm_time_ms fb_total; /* clock ms of the finished stretches */
+    reader_merge merge;   /* restore at another parallelism */
 };
 
 /* ---- Events ---- */
@@ -192,6 +204,45 @@ static void out_mark_idle(tdm_reader *r)
     tdm__emit_status(&r->sink, 1);
 }
 
+/* ---- The fallback watermark (F1-F4) ---- */
+
+/* F3: the fallback drives while the output is above the data watermark
+ * and active; a stretch starts when that becomes true (a fallback tick
+ * lifted the output) and ends when the data's combination reaches the
+ * output, the output goes idle or the input ends.  Its clock time is
+ * added to the total.  The clock is read only at a change. */
+static void fallback_track(tdm_reader *r)
+{
+    if (r->strat.fb_interval <= 0)
+        return; /* no fallback: it never drives (one test per combine) */
+    bool driving = !r->out_idle && !r->ended && r->out > r->combined;
+    if (driving == (r->fb_since != TDM_TIME_MIN))
+        return;
+    tdm_time_ms now = tdm_clock_now(r->clk);
+    if (driving) {
+        r->fb_since = now;
+        return;
+    }
+    r->fb_total =
+        tdm__time_add_sat(r->fb_total, tdm__time_sub_sat(now, r->fb_since));
+    r->fb_since = TDM_TIME_MIN;
+}
+
+/* F2: the output becomes now - lag when that is higher.  An idle output
+ * is left alone: idleness already keeps the source out of every minimum
+ * downstream, and waking it at each tick would make it flap between
+ * idle and active. */
+static void fallback_tick(tdm_reader *r, tdm_time_ms now)
+{
+    if (r->out_idle)
+        return;
+    tdm_time_ms fb = tdm__time_sub_sat(now, r->strat.fb_lag);
+    if (fb <= r->out)
+        return;
+    out_emit(r, fb);
+    fallback_track(r);
+}
+
 /* ---- Combining (S3) ---- */
 
 /* Minimum over non-idle splits, or (newest) the maximum over all splits
@@ -223,6 +274,7 @@ static void combine(tdm_reader *r)
     }
     if (all_idle)
         out_mark_idle(r);
+    fallback_track(r);
 }
 
 /* ---- Partial outputs (S1, S2) ---- */
@@ -323,6 +375,8 @@ static void merge_reset(tdm_reader *r)
     r->merge.max_desired = TDM_TIME_MAX;
     r->merge.tick_left = TDM_TIME_MAX;
     r->merge.report_left = TDM_TIME_MAX;
+    r->merge.fb_left = -1;
+    r->merge.fb_stretch = -1;
 }
 
 /* Creates a reader with @p n_splits (>= 0) splits from a copy of @p s;
@@ -349,6 +403,8 @@ tdm_err tdm_reader_new(int n_splits, const tdm_wm_strategy *s, tdm_clock *clk,
     r->out = TDM_TIME_MIN;
     r->latest = TDM_TIME_MIN;
     r->max_desired = TDM_TIME_MAX;
+    r->next_fb = tdm__time_add_sat(tdm_clock_now(clk), s->fb_interval);
+    r->fb_since = TDM_TIME_MIN;
     merge_reset(r);
     for (int i = 0; i < n_splits; i++)
         if (split_add(r, NULL) != TDM_OK)
@@ -542,6 +598,11 @@ tdm_err tdm_reader_advance(tdm_reader *r)
         periodic_tick(r);
         r->next_tick = tdm__time_add_sat(now, r->strat.interval);
     }
+    /* F1: after the periodic tick, so that the data has its say first. */
+    if (!r->ended && r->strat.fb_interval > 0 && now >= r->next_fb) {
+        fallback_tick(r, now);
+        r->next_fb = tdm__time_add_sat(now, r->strat.fb_interval);
+    }
     if (r->align && now >= r->next_report) {
         /* A1: nothing before the first watermark; MAX while idle. */
         if (r->latest != TDM_TIME_MIN)
@@ -594,6 +655,7 @@ tdm_err tdm_reader_end(tdm_reader *r)
     if (r->align)
         emit_report(r, TDM_TIME_MAX);
     r->ended = true;
+    fallback_track(r);
     return TDM_OK;
 }
 
@@ -629,6 +691,29 @@ tdm_time_ms tdm_reader_watermark(const tdm_reader *r)
     return r ? r->out : TDM_TIME_MIN;
 }
 
+/* F4: the combined value is the data watermark. */
+tdm_time_ms tdm_reader_data_watermark(const tdm_reader *r)
+{
+    return r ? r->combined : TDM_TIME_MIN;
+}
+
+int tdm_reader_fallback_driving(const tdm_reader *r)
+{
+    if (!r)
+        return -1;
+    return r->fb_since != TDM_TIME_MIN ? 1 : 0;
+}
+
+tdm_time_ms tdm_reader_fallback_time(const tdm_reader *r, tdm_time_ms *total)
+{
+    tdm_time_ms stretch = 0;
+    if (r && r->fb_since != TDM_TIME_MIN)
+        stretch = tdm__time_sub_sat(tdm_clock_now(r->clk), r->fb_since);
+    if (total)
+        *total = r ? tdm__time_add_sat(r->fb_total, stretch) : 0;
+    return stretch;
+}
+
 /* A split's partial watermark; MIN for a bad index. */
 tdm_time_ms tdm_reader_split_watermark_get(const tdm_reader *r, int split)
 {
@@ -644,7 +729,8 @@ enum {
     READER_OUT_IDLE = 1,
     READER_PAUSED = 2,
     READER_ENDED = 4,
-    READER_ALIGN = 8
+    READER_ALIGN = 8,
+    READER_FALLBACK = 16 /* the fallback's fields follow the splits */
 };
 
 /* Time left before @p due, within [0, interval]. */
@@ -739,7 +825,9 @@ tdm_err tdm__reader_split_restore(tdm_reader *r, int split, struct tdm__dec *d)
 
 /* Section READER: version, flags u8, combined, out, latest, max_desired
  * (svar), time to the next tick and to the next report (svar), split
- * count (uvar), then one split section per split. */
+ * count (uvar), then one split section per split; with READER_FALLBACK
+ * then the time to the next fallback tick, the finished stretches' total
+ * and the current stretch's time so far (-1: the data drives), svar. */
 tdm_err tdm__reader_snapshot(const tdm_reader *r, struct tdm__enc *e)
 {
     if (!r || !e)
@@ -749,7 +837,8 @@ tdm_err tdm__reader_snapshot(const tdm_reader *r, struct tdm__enc *e)
     uint8_t flags = (uint8_t)((r->out_idle ? READER_OUT_IDLE : 0) |
                               (r->paused ? READER_PAUSED : 0) |
                               (r->ended ? READER_ENDED : 0) |
-                              (r->align ? READER_ALIGN : 0));
+                              (r->align ? READER_ALIGN : 0) |
+                              (r->strat.fb_interval > 0 ? READER_FALLBACK : 0));
     tdm_err err = TDM_OK;
 
     tdm__enc_begin(e, TDM__SNAP_TAG_READER);
@@ -767,6 +856,12 @@ tdm_err tdm__reader_snapshot(const tdm_reader *r, struct tdm__enc *e)
     tdm__enc_uvar(e, (uint64_t)r->n);
     for (int i = 0; i < r->n && err == TDM_OK; i++)
         err = split_encode(r->splits[i], e);
+    if (r->strat.fb_interval > 0) {
+        tdm_time_ms total, stretch = tdm_reader_fallback_time(r, &total);
+        tdm__enc_svar(e, time_left(r, r->next_fb, r->strat.fb_interval));
+        tdm__enc_svar(e, total - stretch);
+        tdm__enc_svar(e, r->fb_since != TDM_TIME_MIN ? stretch : -1);
+    }
     tdm__enc_end(e);
     return err == TDM_OK && e->oom ? TDM_ERR_NOMEM : err;
 }
@@ -776,6 +871,7 @@ typedef struct reader_head {
     uint8_t flags;
     int64_t combined, out, latest, max_desired, tick_left, report_left;
     uint64_t n; /* split sections that follow in the body */
+    int64_t fb_left, fb_total, fb_stretch; /* after the splits (F4) */
 } reader_head;
 
 /* Opens a reader section of @p d: checks its tag and version, reads and
@@ -795,14 +891,15 @@ static tdm_err head_decode(struct tdm__dec *d, tdm__dec *body, reader_head *h)
     tdm__dec_svar(body, &h->tick_left);
     tdm__dec_svar(body, &h->report_left);
     tdm__dec_uvar(body, &h->n);
-    if (!body->err && (h->flags & ~(READER_OUT_IDLE | READER_PAUSED |
-                                    READER_ENDED | READER_ALIGN)))
+    if (!body->err &&
+        (h->flags & ~(READER_OUT_IDLE | READER_PAUSED | READER_ENDED |
+                      READER_ALIGN | READER_FALLBACK)))
         tdm__dec_fail(body, "unknown reader flags");
     if (!body->err && h->tick_left < 0)
         tdm__dec_fail(body, "tick delay out of range");
     if (!body->err && h->report_left < 0)
         tdm__dec_fail(body, "report delay out of range");
-    if (!body->err && (h->out < h->combined && !(h->flags & READER_ENDED)))
+    if (!body->err && h->out < h->combined && !(h->flags & READER_ENDED))
         tdm__dec_fail(body, "emitted watermark below the combined one");
     if (!body->err && (h->n > tdm__dec_left(body) || h->n > INT32_MAX))
         tdm__dec_fail(body, "split count out of range");
@@ -811,6 +908,38 @@ static tdm_err head_decode(struct tdm__dec *d, tdm__dec *body, reader_head *h)
         return TDM_ERR_PARSE;
     }
     return TDM_OK;
+}
+
+/* F4: the fallback's fields after the split sections, if the flag says
+ * they are there (none: no tick pending, nothing driven). */
+static void fallback_decode(tdm__dec *body, reader_head *h)
+{
+    h->fb_left = -1;
+    h->fb_total = 0;
+    h->fb_stretch = -1;
+    if (!(h->flags & READER_FALLBACK))
+        return;
+    tdm__dec_svar(body, &h->fb_left);
+    tdm__dec_svar(body, &h->fb_total);
+    tdm__dec_svar(body, &h->fb_stretch);
+    if (!body->err && (h->fb_left < 0 || h->fb_total < 0 || h->fb_stretch < -1))
+        tdm__dec_fail(body, "fallback times out of range");
+}
+
+/* F4: the fallback's schedule and stretch after a restore; a changed
+ * interval caps what was left, a reader without a fallback now keeps
+ * none. */
+static void fallback_restore(tdm_reader *r, tdm_time_ms now, int64_t left,
+                             int64_t total, int64_t stretch)
+{
+    if (r->strat.fb_interval <= 0)
+        return;
+    if (left < 0 || left > r->strat.fb_interval)
+        left = r->strat.fb_interval;
+    r->next_fb = tdm__time_add_sat(now, left);
+    r->fb_total = total;
+    r->fb_since = stretch >= 0 ? tdm__time_sub_sat(now, stretch) : TDM_TIME_MIN;
+    fallback_track(r);
 }
 
 /* Restores into a fresh reader of the same strategy (alignment set up as
@@ -831,6 +960,8 @@ tdm_err tdm__reader_restore(tdm_reader *r, struct tdm__dec *d)
             return TDM_ERR_NOMEM;
         split_decode(r->splits[i], &body);
     }
+    if (!body.err)
+        fallback_decode(&body, &h);
     if (body.err) {
         tdm__wm_dec_adopt(d, &body);
         return TDM_ERR_PARSE;
@@ -857,6 +988,7 @@ tdm_err tdm__reader_restore(tdm_reader *r, struct tdm__dec *d)
             tdm__pclock_pause(&r->clock);
         }
     }
+    fallback_restore(r, now, h.fb_left, h.fb_total, h.fb_stretch);
     return TDM_OK;
 }
 
@@ -941,6 +1073,8 @@ tdm_err tdm__reader_restore_splits(tdm_reader *r, struct tdm__dec *d,
         live += !sp->finished;
         taken += !sp->finished;
     }
+    if (!body.err)
+        fallback_decode(&body, &h);
     if (body.err) {
         tdm__wm_dec_adopt(d, &body);
         return TDM_ERR_PARSE;
@@ -954,9 +1088,13 @@ tdm_err tdm__reader_restore_splits(tdm_reader *r, struct tdm__dec *d,
         m->out = h.out;
         m->latest = h.latest;
         m->flags = h.flags;
+        m->fb_total = h.fb_total;
+        m->fb_stretch = h.fb_stretch;
     }
     if (h.tick_left < m->tick_left)
         m->tick_left = h.tick_left;
+    if (h.fb_left >= 0 && (m->fb_left < 0 || h.fb_left < m->fb_left))
+        m->fb_left = h.fb_left;
     if (h.flags & READER_ALIGN) {
         m->align = true;
         if (h.max_desired < m->max_desired)
@@ -1022,6 +1160,7 @@ tdm_err tdm__reader_restore_finish(tdm_reader *r)
         r->out_idle = (m->flags & READER_OUT_IDLE) != 0;
         set_paused(&r->paused, &r->clock,
                    r->align && (m->flags & READER_PAUSED));
+        fallback_restore(r, now, m->fb_left, m->fb_total, m->fb_stretch);
         merge_reset(r);
         return TDM_OK;
     }
@@ -1036,6 +1175,8 @@ tdm_err tdm__reader_restore_finish(tdm_reader *r)
             set_paused(&sp->paused, &sp->clock,
                        r->align && sp->has_wm && sp->wm > r->max_desired);
     }
+    if (m->n > 0)
+        fallback_restore(r, now, m->fb_left, m->fb_total, -1);
     merge_reset(r);
     return TDM_OK;
 }

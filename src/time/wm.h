@@ -74,6 +74,8 @@ struct tdm_wm_strategy {
     tdm_time_ms interval;     /* periodic emission, 0 = off */
     bool emit_on_event;       /* BOUNDED: emit after every record */
     tdm_time_ms idle_timeout; /* 0 = no idleness detection */
+    tdm_time_ms fb_lag;       /* fallback watermark: now - fb_lag ... */
+    tdm_time_ms fb_interval;  /* ... every fb_interval; 0 = no fallback */
     tdm_timestamp_fn ts_fn;   /* NULL = the record's own timestamp */
     void *ts_ud;
     tdm_marker_fn marker_fn; /* PUNCTUATED */

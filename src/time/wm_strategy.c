@@ -222,6 +222,27 @@ tdm_err tdm_wm_strategy_set_idle_timeout(tdm_wm_strategy *s,
     return TDM_OK;
 }
 
+/* F1: the fallback watermark is a reader-level schedule (reader.c);
+ * a lag of 0 is allowed (the watermark follows processing time). */
+tdm_err tdm_wm_strategy_set_fallback(tdm_wm_strategy *s, tdm_time_ms lag_ms,
+                                     tdm_time_ms interval_ms, char *errbuf,
+                                     size_t errbuf_size)
+{
+    if (!s)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "s must not be NULL");
+    if (lag_ms < 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "lag_ms must be >= 0 (got %lld)", (long long)lag_ms);
+    if (interval_ms <= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "interval_ms must be > 0 (got %lld)",
+                         (long long)interval_ms);
+    s->fb_lag = lag_ms;
+    s->fb_interval = interval_ms;
+    return TDM_OK;
+}
+
 /* A NULL @p fn restores the default (the record's own timestamp). */
 tdm_err tdm_wm_strategy_set_timestamp_assigner(tdm_wm_strategy *s,
                                                tdm_timestamp_fn fn, void *ud)

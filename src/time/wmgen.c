@@ -87,6 +87,9 @@ tdm_err tdm_wmgen_new(const tdm_wm_strategy *s, tdm_clock *clk,
     *out = NULL;
     if (!s || !clk || !emit)
         return TDM_ERR_INVAL;
+    /* F1: the fallback is a reader's; refused, not ignored. */
+    if (s->fb_interval > 0)
+        return TDM_ERR_INVAL;
     struct tdm_wmgen *g = tdm__calloc(1, sizeof *g);
     if (!g)
         return TDM_ERR_NOMEM;

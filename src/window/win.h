@@ -281,6 +281,11 @@ struct tdm_winop {
     size_t acc_off, acc_size;       /* custom accumulator in the slot */
     size_t tstate_off, tstate_size; /* trigger state in the slot */
     int64_t late_dropped, late_emitted, bad_records, fn_errors;
+    /* The data watermark under wm (a source's fallback watermark lifts
+     * wm above it; TDM_TIME_MAX: not tracked) and the late records it
+     * would have kept on time (F5, time/reader.c). */
+    tdm_time_ms data_wm;
+    int64_t late_fallback;
     int64_t content_bytes; /* heap bytes held by window contents */
     tdm_err pending;       /* first error raised inside a callback */
     /* The aggregate context of the record being pushed: set by
@@ -455,6 +460,12 @@ static inline bool tdm__win_is_late(const tdm_winop *op, tdm_time_ms end)
  * (winop_slice.c) keep per-window cells instead.  Returns TDM_OK (also
  * when it was not sliced), or TDM_ERR_STATE after the first input. */
 tdm_err tdm__winop_disable_slicing(tdm_winop *op);
+/* F5: the data watermark under the operator's input watermark (the
+ * runtime's, when a source has a fallback watermark; see
+ * runtime/op_fallback.h), and the late records it would have kept on
+ * time: those the fallback made late. */
+void tdm__winop_set_data_watermark(tdm_winop *op, tdm_time_ms wm);
+int64_t tdm__winop_late_by_fallback(const tdm_winop *op);
 /* Probe for observability (the runtime's window status): what the
  * operator holds for window [start, end) of key @p key (merging
  * assigners: the merged window with exactly these bounds).  *has_state

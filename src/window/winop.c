@@ -376,13 +376,32 @@ static tdm_err process_record(tdm_winop *op, uint32_t kid, tdm_time_ms ts,
     return TDM_OK;
 }
 
+/* F5: whether the data watermark alone would have kept a late record
+ * on time: one of its windows (the last one ends latest) is still open
+ * under it.  A session window only grows from [ts, ts + gap). */
+static bool late_by_fallback(const tdm_winop *op, tdm_time_ms ts)
+{
+    tdm__assign_iter it;
+    tdm_time_ms start, end, last = TDM_TIME_MIN;
+    if (op->data_wm >= op->wm)
+        return false;
+    tdm__assign_begin(op->asg, ts, &it);
+    while (tdm__assign_next(&it, &start, &end))
+        if (end > last)
+            last = end;
+    return last != TDM_TIME_MIN && tdm__win_cleanup(op, last) > op->data_wm;
+}
+
 /* R2.1: a record no window accepted, and late itself, goes to the late
- * output or is counted.  @p key is the record's key (interned or not). */
+ * output or is counted (F5: also as made late by a fallback
+ * watermark).  @p key is the record's key (interned or not). */
 void tdm__win_handle_late(tdm_winop *op, const tdm_record *rec, const char *key,
                           size_t key_len)
 {
     if (!op->event_time || tdm__time_add_sat(rec->ts, op->lateness) > op->wm)
         return;
+    if (late_by_fallback(op, rec->ts))
+        op->late_fallback++;
     if (!op->late_output) {
         op->late_dropped++;
         if (op->drop_probe)
@@ -1075,6 +1094,7 @@ tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg, tdm_aggregate *agg,
     op->global = op->asg->kind == TDM__ASG_GLOBAL;
     op->single = op->global || op->asg->kind == TDM__ASG_TUMBLING;
     op->wm = TDM_TIME_MIN;
+    op->data_wm = TDM_TIME_MAX;
     op->proctime = clk ? tdm_clock_now(clk) : TDM_TIME_MIN;
     /* Slot layout: header, user accumulator, trigger state. */
     op->acc_off = round16(sizeof(tdm__win_slot));
@@ -1203,6 +1223,16 @@ tdm_err tdm__winop_disable_slicing(tdm_winop *op)
 }
 
 /* Records dropped as too late (R2.1). */
+void tdm__winop_set_data_watermark(tdm_winop *op, tdm_time_ms wm)
+{
+    op->data_wm = wm;
+}
+
+int64_t tdm__winop_late_by_fallback(const tdm_winop *op)
+{
+    return op ? op->late_fallback : 0;
+}
+
 int64_t tdm_winop_late_dropped(const tdm_winop *op)
 {
     return op ? op->late_dropped : 0;

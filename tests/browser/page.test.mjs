@@ -11,7 +11,11 @@
  * binary TDM_WEB_TIDEMARK) and checks the chart's markers and the live
  * settings list.  Waits are Playwright's (waitForFunction, waitFor with
  * a timeout) or bounded polls of a condition, never a fixed sleep.  The
- * screenshot goes to TDM_WEB_SCREENSHOT.
+ * screenshot goes to TDM_WEB_SCREENSHOT.  Source sensors has a fallback
+ * watermark one minute behind processing time, so far above its data
+ * that the fallback drives from its first tick on: the page must say so
+ * (only processing time decides how long it has driven, so the test
+ * only checks that a duration is shown).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -43,6 +47,10 @@ const BEACONS_WM = B + 40000 - 1;
  * every partition done, has reached the end of input. */
 const ARCHIVE_WM = B + 50000 - 1;
 const LATE_TS = [B + 3000, B + 4000, B + 7000];
+/* sensors: its data watermark (the fallback drives its output, one
+ * minute behind processing time). */
+const SENSORS_DATA_WM = B + 20000 - 1;
+const FALLBACK_LAG = 60000;
 
 let browser;
 let page;
@@ -321,6 +329,79 @@ test('watermarks: as fed, as the REST API says, shown as UTC times',
     assert.equal(await srcWm('archive').textContent(), 'end of input');
     assert.equal(parts.sources.find((s) => s.vertex === 'archive')
         .watermark, 'end');
+});
+
+test('the fallback drives sensors: a badge there, none elsewhere',
+     async () => {
+    const note = (v) => `[data-testid="watermark-source"][data-vertex="${v}"]`;
+    await waitValue(partRow('sensors', 'sensors.fifo') +
+                    ' [data-testid="partition-records"]', 2,
+                    'records of sensors');
+    await page.waitForFunction(([sel, wm]) => {
+        const el = document.querySelector(sel);
+        return el !== null && el.getAttribute('data-value') === 'fallback' &&
+               el.getAttribute('data-data-watermark') === wm;
+    }, [note('sensors'), String(SENSORS_DATA_WM)], { timeout: WAIT_MS });
+    const el = page.locator(note('sensors'));
+    assert.equal(await el.locator('[data-testid="fallback-badge"]').count(),
+                 1);
+    const text = await el.textContent();
+    assert.ok(text.startsWith('fallback drives'), text);
+    assert.ok(text.includes('data watermark ' + timeOfDay(SENSORS_DATA_WM)),
+              text);
+    /* How long: processing time decides, so only that one is shown. */
+    assert.match(text, / \u00b7 for [0-9.]+ (ms|s|min)/);
+    assert.ok(Number(await el.getAttribute('data-driving-ms')) >= 0);
+    /* The partition keeps the data's watermark; the source's output is
+     * the fallback's, a minute behind processing time (within the few
+     * seconds between two polls, as the lags above). */
+    const pwm = await page.getAttribute(partRow('sensors', 'sensors.fifo') +
+        ' [data-testid="partition-watermark"]', 'data-value');
+    assert.equal(pwm, String(SENSORS_DATA_WM));
+    const out = Number(await page.getAttribute(
+        `${vertexNode('sensors')} [data-testid="vertex-watermark"]`,
+        'data-value'));
+    const job = await rest('jobs/webtest');
+    const metrics = (v) => job.vertices.find((x) => x.id === v).metrics;
+    assert.ok(out > SENSORS_DATA_WM &&
+              Math.abs(job.now - FALLBACK_LAG - out) < 5000,
+              `sensors' output ${out}, REST now ${job.now}`);
+    const tag = (v) => page.locator(
+        `${vertexNode(v)} [data-testid="vertex-tag"]`);
+    assert.equal(await tag('sensors').textContent(), 'FALLBACK');
+    const m = metrics('sensors');
+    assert.equal(m.watermarkSource, 1);
+    assert.equal(m.dataWatermark, SENSORS_DATA_WM);
+    assert.ok(m.fallbackDrivingMs >= 0 && m.fallbackDrivenTime >= 0);
+    /* No fallback: no badge, no "data drives", no tag (clicks holds
+     * back, beacons is idle). */
+    const tags = { clicks: 'HOLDS BACK', beacons: 'IDLE', archive: null };
+    for (const v of Object.keys(tags)) {
+        assert.equal(await page.locator(note(v)).count(), 0, v);
+        assert.equal(metrics(v).watermarkSource, undefined, v);
+        assert.equal(await tag(v).count(), tags[v] ? 1 : 0, v);
+        if (tags[v]) {
+            assert.equal(await tag(v).textContent(), tags[v], v);
+        }
+    }
+    /* The window over sensors shows how many records the fallback made
+     * late: none (sessions of an hour); the others do not. */
+    const rec = (v) => page.locator(
+        `${vertexNode(v)} [data-testid="vertex-records"]`);
+    assert.equal(metrics('sensor_sessions').numLateRecordsByFallback, 0);
+    await page.locator(`${vertexNode('sensor_sessions')} ` +
+                       '[data-testid="vertex-records"]' +
+                       '[data-late-by-fallback="0"]')
+        .waitFor({ state: 'attached', timeout: WAIT_MS });
+    assert.ok((await rec('sensor_sessions').textContent())
+        .endsWith(' \u00b7 late 0 (0 by fallback)'));
+    for (const v of ['per_user', 'per_part', 'beacon_counts']) {
+        assert.equal(await rec(v).getAttribute('data-late-by-fallback'),
+                     null, v);
+        assert.doesNotMatch(await rec(v).textContent(), /fallback/, v);
+    }
+    await waitValue('[data-testid="late-by-fallback-count"]', 0,
+                    'made late by the fallback');
 });
 
 test('record counts: as fed and as the REST API says', async () => {

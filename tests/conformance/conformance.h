@@ -48,6 +48,8 @@ struct conf_wm {
     int has_idle; /* idle_timeout_ms given */
     tdm_time_ms idle_timeout_ms;
     const char *marker_field; /* punctuated; borrowed from the document */
+    int has_fallback;         /* fallback given (source pipelines) */
+    tdm_time_ms fb_lag_ms, fb_interval_ms;
 };
 
 enum conf_win_type { WIN_TUMBLING, WIN_SLIDING, WIN_SESSION, WIN_GLOBAL };

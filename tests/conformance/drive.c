@@ -302,6 +302,9 @@ static int build_strategy(struct drive *d, char *why, size_t why_size)
     if (err == TDM_OK && wm->has_idle)
         err = tdm_wm_strategy_set_idle_timeout(d->strategy, wm->idle_timeout_ms,
                                                eb, sizeof(eb));
+    if (err == TDM_OK && wm->has_fallback)
+        err = tdm_wm_strategy_set_fallback(d->strategy, wm->fb_lag_ms,
+                                           wm->fb_interval_ms, eb, sizeof(eb));
     if (err == TDM_OK && wm->strategy == STRAT_PUNCTUATED)
         err = tdm_wm_strategy_set_marker(d->strategy, is_marker,
                                          (void *)wm->marker_field);

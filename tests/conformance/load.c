@@ -171,6 +171,28 @@ static int need_object(const json_t *j, const char *what, char *why,
 /* Pipeline parts                                                          */
 /* ---------------------------------------------------------------------- */
 
+/* pipeline.watermark.fallback (runner extension, README.md): the
+** reader's fallback watermark, {"lag_ms": >= 0, "interval_ms": > 0}. */
+static int load_fallback(const json_t *f, struct conf_wm *wm, char *why,
+                         size_t why_size)
+{
+    static const char *const keys[] = {"lag_ms", "interval_ms", NULL};
+    const char *what = "pipeline.watermark.fallback";
+    if (!f)
+        return 0;
+    if (need_object(f, what, why, why_size) != 0 ||
+        check_keys(f, what, keys, why, why_size) != 0 ||
+        get_time(f, "lag_ms", what, 1, 0, &wm->fb_lag_ms, why, why_size) != 0 ||
+        get_time(f, "interval_ms", what, 1, 0, &wm->fb_interval_ms, why,
+                 why_size) != 0)
+        return -1;
+    if (wm->fb_interval_ms <= 0)
+        return set_why(why, why_size, "invalid %s: \"interval_ms\" must be > 0",
+                       what);
+    wm->has_fallback = 1;
+    return 0;
+}
+
 /* pipeline.watermark: the per-channel strategy. */
 static int load_watermark(const json_t *j, struct conf_wm *wm, char *why,
                           size_t why_size)
@@ -178,10 +200,12 @@ static int load_watermark(const json_t *j, struct conf_wm *wm, char *why,
     static const char *const explicit_keys[] = {"strategy", NULL};
     static const char *const bounded_keys[] = {
         "strategy",    "max_out_of_orderness_ms", "emit",
-        "interval_ms", "idle_timeout_ms",         NULL};
+        "interval_ms", "idle_timeout_ms",         "fallback",
+        NULL};
     static const char *const punct_keys[] = {
         "strategy",    "marker_field",    "max_out_of_orderness_ms",
-        "interval_ms", "idle_timeout_ms", NULL};
+        "interval_ms", "idle_timeout_ms", "fallback",
+        NULL};
     static const char *const none_keys[] = {"strategy", "interval_ms",
                                             "idle_timeout_ms", NULL};
     const char *what = "pipeline.watermark";
@@ -257,7 +281,7 @@ static int load_watermark(const json_t *j, struct conf_wm *wm, char *why,
         get_string(j, "marker_field", what, &wm->marker_field, why, why_size) !=
             0)
         return -1;
-    return 0;
+    return load_fallback(json_object_get(j, "fallback"), wm, why, why_size);
 }
 
 /* A window object (pipeline.window or pipeline.join.window). */
@@ -599,6 +623,11 @@ static int load_pipeline(const json_t *p, struct conf_vector *v, char *why,
     if ((j = json_object_get(p, "watermark")) &&
         load_watermark(j, &v->wm, why, why_size) != 0)
         return -1;
+    if (v->wm.has_fallback && v->pipe != PIPE_SOURCE)
+        return set_why(why, why_size,
+                       "unsupported field \"fallback\" in pipeline.watermark "
+                       "of a %s pipeline (only a source reader runs one)",
+                       pipe_name(v->pipe));
 
     /* Window operator fields (validated even where only defaults are
     ** accepted, so that types are always checked). */

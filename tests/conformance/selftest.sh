@@ -69,6 +69,8 @@ neg-unknown-counter|unsupported counter "late_emitted"
 neg-malformed-json|invalid JSON: unexpected token near ']' (line 4
 neg-live-watermark-goes-back|after input 4: expected {"watermark":6999} but got nothing
 neg-live-set-both-settings|a set item has exactly one of
+neg-fallback-before-its-interval|expected {"watermark":300} after input 2 but got {"watermark":500} after input 3
+neg-fallback-outside-a-source|unsupported field "fallback" in pipeline.watermark of a window pipeline
 EOF
 
 # ---- A correct control vector passes ----

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* test_live.c - live settings through the C API (tdm_job_config_*,
  * runtime/live.c, rules R-LV-1..R-LV-7): what is refused and why, a
- * change on a running job counted, listed and applied by every
- * subtask, and a change kept by the checkpoint a restored run resumes
- * from.  The semantics of a change on the watermarks are in
- * test_wm_reader.c (reader_live_*) and end to end in tests/cli/live.sh.
+ * change on a running job counted, listed, applied by every subtask
+ * and read by the diagnosis, and a change kept by the checkpoint a
+ * restored run resumes from.  The semantics of a change on the
+ * watermarks are in test_wm_reader.c (reader_live_*) and end to end in
+ * tests/cli/live.sh.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "server/view.h"
 #include "testhooks.h"
 
 #define BOUND "sources.in.watermark.max_out_of_orderness"
@@ -208,6 +210,14 @@ TDM_TEST(change_on_a_running_job_is_applied_and_counted)
     ASSERT_EQ(tdm_metrics_find(m, TDM_METRIC_CONFIG_CHANGES, NULL, -1, -1, &n),
               1);
     ASSERT_EQ(n, 1);
+    /* The diagnosis reads the value in force, not the job file's. */
+    tdm__view w;
+    ASSERT_OK(tdm__view_build(&w, job, m));
+    ASSERT_EQ(
+        tdm__view_source_setting(&w, "in", "watermark.max_out_of_orderness"),
+        8000);
+    ASSERT_EQ(tdm__view_idle_timeout(&w, "in"), 0);
+    tdm__view_free(&w);
     tdm_metrics_free(m);
     cancel_and_join(&r);
     tdm_job_destroy(job);

@@ -11,9 +11,12 @@
 static int was_time(tdm_metric id)
 {
     static const tdm_metric ids[] = {TDM_METRIC_WM_INPUT, TDM_METRIC_WM_OUTPUT,
-                                     TDM_METRIC_MAX_TS,   TDM_METRIC_INPUT_WM,
-                                     TDM_METRIC_CH_WM,    TDM_METRIC_P_WM,
-                                     TDM_METRIC_P_MAX_TS};
+                                     TDM_METRIC_MAX_TS, TDM_METRIC_INPUT_WM,
+                                     TDM_METRIC_CH_WM, TDM_METRIC_P_WM,
+                                     TDM_METRIC_P_MAX_TS,
+                                     /* Added after the switch: the
+                                      * fallback's data watermark. */
+                                     TDM_METRIC_WM_DATA};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
         if (ids[i] == id)
             return 1;
@@ -24,7 +27,9 @@ static int was_time(tdm_metric id)
 static tdm_metric_agg was_agg(tdm_metric id)
 {
     static const tdm_metric mins[] = {TDM_METRIC_WM_INPUT, TDM_METRIC_WM_OUTPUT,
-                                      TDM_METRIC_IDLE, TDM_METRIC_INPUT_WM};
+                                      TDM_METRIC_IDLE, TDM_METRIC_INPUT_WM,
+                                      /* Added after the switches. */
+                                      TDM_METRIC_WM_DATA};
     static const tdm_metric maxs[] = {
         TDM_METRIC_WM_LAG, TDM_METRIC_LAST_RECORD_AGE, TDM_METRIC_MAX_TS,
         TDM_METRIC_TS_UNIT, TDM_METRIC_ALIGN_DRIFT, TDM_METRIC_LAG_P50,
@@ -32,7 +37,9 @@ static tdm_metric_agg was_agg(tdm_metric id)
         TDM_METRIC_RESULT_LAT_P50, TDM_METRIC_RESULT_LAT_P99,
         /* Added after the switches: the time rates (core/busy.h). */
         TDM_METRIC_BUSY_RATE, TDM_METRIC_BP_RATE, TDM_METRIC_IDLE_RATE,
-        TDM_METRIC_SINK_RATE};
+        TDM_METRIC_SINK_RATE,
+        /* And the fallback watermark's (docs/live-settings.md). */
+        TDM_METRIC_WM_SOURCE, TDM_METRIC_FB_STRETCH};
     for (size_t i = 0; i < sizeof mins / sizeof mins[0]; i++)
         if (mins[i] == id)
             return TDM_METRIC_AGG_MIN;

@@ -364,7 +364,10 @@ static void reader_step(reader_rig *g, const op *o, trace *t)
         put(t, "%" PRId64 "/%d/%d ", tdm_reader_split_watermark_get(g->r, i),
             tdm_reader_split_is_idle(g->r, i),
             tdm_reader_split_is_paused(g->r, i));
-    put(t, "%d} ", tdm_reader_is_paused(g->r));
+    tdm_time_ms total, stretch = tdm_reader_fallback_time(g->r, &total);
+    put(t, "%d F%d/%" PRId64 "/%" PRId64 "/%" PRId64 "} ",
+        tdm_reader_is_paused(g->r), tdm_reader_fallback_driving(g->r), stretch,
+        total, tdm_reader_data_watermark(g->r));
 }
 
 /* Three splits, bounded 0, interval 100, idle after 150, alignment with
@@ -390,9 +393,11 @@ static const op reader_script[] = {
 };
 #define N_READER_SCRIPT ((int)(sizeof reader_script / sizeof reader_script[0]))
 
-static void reader_check(bool align, const char *must_contain)
+static void reader_check(bool align, bool fallback, const char *must_contain)
 {
     tdm_wm_strategy *s = bounded_strategy(0, 0, 150);
+    if (fallback)
+        ASSERT_OK(tdm_wm_strategy_set_fallback(s, 150, 150, NULL, 0));
     trace full = {{0}};
     reader_rig a;
     reader_rig_new(&a, s, 3, align, 0, &full);
@@ -443,13 +448,22 @@ static void reader_check(bool align, const char *must_contain)
 TDM_TEST(reader_cut_everywhere)
 {
     /* Split 2 goes idle by its countdown (150 ms without a record). */
-    reader_check(false, " 149/1/0 ");
+    reader_check(false, false, " 149/1/0 ");
 }
 
 TDM_TEST(reader_aligned_cut_everywhere)
 {
     /* The announcement of 200 pauses split 0 (at 300) and the reader. */
-    reader_check(true, "SP0");
+    reader_check(true, false, "SP0");
+}
+
+/* With a fallback watermark 150 ms behind the clock every 150 ms: it
+ * lifts the output above the data while split 0 lags, and the data
+ * takes it back; a restore anywhere keeps its schedule, its current
+ * stretch and its total (F4). */
+TDM_TEST(reader_fallback_cut_everywhere)
+{
+    reader_check(false, true, " F1/");
 }
 
 /* A reader created with no splits (Kafka) gets the checkpoint's splits;

@@ -251,6 +251,34 @@ TDM_TEST(sliding_partially_late_record_is_silently_partial)
     tdm_winop_destroy(op);
 }
 
+/* F5: a late record is counted as made late by a fallback watermark
+ * when the data watermark alone would have kept its last window open.
+ * Sliding 2000/1000, lateness 0, watermark lifted to 2999 while the data
+ * is at 2500: 1500's windows [0,2000) and [1000,3000) are both behind
+ * 2999 (late); [1000,3000) ends after 2500: made late by the fallback.
+ * 500's last window [0,2000) is behind 2500 too: late anyway.  Not
+ * tracked (the default): nothing is counted. */
+TDM_TEST(late_by_fallback_counts_against_the_last_window)
+{
+    sink s = {.n = 0};
+    tdm_assigner *a;
+    ASSERT_OK(tdm_assigner_new_sliding(2000, 1000, 0, &a, NULL, 0));
+    tdm_winop *op = mk(a, TDM_AGG_COUNT, 0, 1, &s);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 2999));
+    push(op, "k", 1500, 1);
+    ASSERT_EQ(count_type(&s, TDM_EVENT_LATE), 1);
+    ASSERT_EQ(tdm__winop_late_by_fallback(op), 0);
+    tdm__winop_set_data_watermark(op, 2500);
+    push(op, "k", 1500, 1);
+    push(op, "k", 500, 1);
+    ASSERT_EQ(count_type(&s, TDM_EVENT_LATE), 3);
+    ASSERT_EQ(tdm__winop_late_by_fallback(op), 1);
+    tdm__winop_set_data_watermark(op, 2999);
+    push(op, "k", 1500, 1);
+    ASSERT_EQ(tdm__winop_late_by_fallback(op), 1);
+    tdm_winop_destroy(op);
+}
+
 /* ---- Window starts ---- */
 
 /* R1.2: size 7 offset 3: -10 -> [-11,-4), 2 -> [-4,3), 3 -> [3,10). */

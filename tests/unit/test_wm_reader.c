@@ -807,3 +807,94 @@ TDM_TEST(reader_live_idle_timeout_on_and_off)
     ASSERT_EQ(tdm_reader_split_is_idle(f.r, 1), 0);
     fix_close(&f);
 }
+
+/* ---- The fallback watermark (F1-F3) ---- */
+
+/* One split, bound 0, fallback 1000 ms behind the clock every 500 ms
+ * (first tick at 500).  A record at 100 gives W99 at the tick of 200.
+ * The split stalls: at 500 the fallback's -500 is below 99 (nothing);
+ * at 1500 it is 500: W500, and the fallback drives from 1500.  At 2000
+ * it lifts to 1000 (a stretch of 500 so far).  Records resume at 2500:
+ * the periodic tick at 2600 makes 2499 > 1000: W2499, the data drives,
+ * after 1100 ms of fallback; the fallback's 1600 at 3000 stays below. */
+TDM_TEST(reader_fallback_takes_over_and_hands_back)
+{
+    fix f;
+    tdm_time_ms total = -1;
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    ASSERT_OK(tdm_wm_strategy_set_fallback(f.s, 1000, 500, NULL, 0));
+    fix_start(&f, 1);
+    rec_at(&f, 0, 100);
+    tick(&f, 200);
+    ASSERT_STR_EQ(take(&f.tr), "W99");
+    tick(&f, 500);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    ASSERT_EQ(tdm_reader_fallback_driving(f.r), 0);
+    tick(&f, 1500);
+    ASSERT_STR_EQ(take(&f.tr), "W500");
+    ASSERT_EQ(tdm_reader_fallback_driving(f.r), 1);
+    ASSERT_EQ(tdm_reader_data_watermark(f.r), 99);
+    tick(&f, 2000);
+    ASSERT_STR_EQ(take(&f.tr), "W1000");
+    ASSERT_EQ(tdm_reader_fallback_time(f.r, &total), 500);
+    ASSERT_EQ(total, 500);
+    rec_at(&f, 0, 2500);
+    tick(&f, 2600);
+    ASSERT_STR_EQ(take(&f.tr), "W2499");
+    ASSERT_EQ(tdm_reader_fallback_driving(f.r), 0);
+    ASSERT_EQ(tdm_reader_fallback_time(f.r, &total), 0);
+    ASSERT_EQ(total, 1100);
+    tick(&f, 3000);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    ASSERT_EQ(tdm_reader_watermark(f.r), 2499);
+    fix_close(&f);
+}
+
+/* An idle output is left alone: the fallback neither wakes it (ACTIVE)
+ * nor moves it, not even once its split is active again but has no
+ * watermark (the output stays idle until the data emits).  A record at
+ * 50 wakes it at the tick of 1200 (W49), and the fallback, in the same
+ * tick, lifts it to 1100. */
+TDM_TEST(reader_fallback_leaves_an_idle_output_alone)
+{
+    fix f;
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    ASSERT_OK(tdm_wm_strategy_set_fallback(f.s, 100, 200, NULL, 0));
+    fix_start(&f, 1);
+    SIDLE(&f, 0);
+    ASSERT_STR_EQ(take(&f.tr), "IDLE");
+    tick(&f, 1000);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    ASSERT_EQ(tdm_reader_fallback_driving(f.r), 0);
+    SACTIVE(&f, 0);
+    tick(&f, 1100);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    rec_at(&f, 0, 50);
+    tick(&f, 1200);
+    ASSERT_STR_EQ(take(&f.tr), "ACTIVE W49 W1100");
+    ASSERT_EQ(tdm_reader_fallback_driving(f.r), 1);
+    fix_close(&f);
+}
+
+/* Bad settings are refused; a generator alone refuses a strategy with a
+ * fallback (only a reader runs one); the accessors take NULL. */
+TDM_TEST(reader_fallback_refusals)
+{
+    fix f;
+    tdm_wmgen *g = NULL;
+    tdm_time_ms total = -1;
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    ASSERT_ERR(tdm_wm_strategy_set_fallback(f.s, -1, 100, NULL, 0),
+               TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_wm_strategy_set_fallback(f.s, 0, 0, NULL, 0), TDM_ERR_INVAL);
+    ASSERT_ERR(tdm_wm_strategy_set_fallback(NULL, 0, 1, NULL, 0),
+               TDM_ERR_INVAL);
+    ASSERT_OK(tdm_wm_strategy_set_fallback(f.s, 0, 100, NULL, 0));
+    ASSERT_ERR(tdm_wmgen_new(f.s, f.clk, trace_cb, &f.tr, &g), TDM_ERR_INVAL);
+    ASSERT_TRUE(g == NULL);
+    ASSERT_EQ(tdm_reader_fallback_driving(NULL), -1);
+    ASSERT_EQ(tdm_reader_fallback_time(NULL, &total), 0);
+    ASSERT_EQ(total, 0);
+    ASSERT_EQ(tdm_reader_data_watermark(NULL), TDM_TIME_MIN);
+    fix_close(&f);
+}
