@@ -228,8 +228,12 @@ typedef enum tdm_event_type {
     TDM_EVENT_READING_RESUMED, /* alignment: the reader reads again */
     TDM_EVENT_SPLIT_PAUSED,    /* alignment: split tdm_event_index paused */
     TDM_EVENT_SPLIT_RESUMED,   /* alignment: split tdm_event_index resumed */
-    TDM_EVENT_ANNOUNCE         /* coordinator: max allowed watermark
+    TDM_EVENT_ANNOUNCE,        /* coordinator: max allowed watermark
                                   tdm_event_time sent to tdm_event_targets */
+    TDM_EVENT_DATA_WATERMARK   /* a reader whose fallback watermark drives
+                                  (tdm_wm_strategy_set_fallback): its data
+                                  watermark rose to tdm_event_time, still
+                                  below its output watermark */
 } tdm_event_type;
 
 /* Pane timing of a window result, as a downstream that takes updates or

@@ -302,20 +302,23 @@ static void busy_rows(tdm_metrics *m, const char *vx, int sub, tdm__busy *b)
 /* The fallback watermark of source subtask @p t, if it has one: which
  * drives, the data watermark, the current stretch (to the snapshot's
  * time) and the total. */
-static void fallback_rows(tdm_metrics *m, const char *vx,
-                          const tdm__rt_src_task *t)
+static void fallback_rows(tdm_metrics *m, const char *vx, tdm__rt_src_task *t)
 {
     if (t->src->node->spec.src.wm_fallback_interval_ms <= 0)
         return;
     const tdm__rt_src_metrics *sm = tdm__src_metrics_pub(t);
+    const tdm__rt_part *parts;
+    /* The lock the subtask publishes them under (src_metrics.c). */
+    (void)tdm__src_metrics_parts_lock(t, &parts);
     tdm_time_ms since = tdm__rt_pub_get(&sm->fb_since);
+    int64_t done = tdm__rt_pub_get(&sm->fb_done);
+    tdm_time_ms data = tdm__rt_pub_get(&sm->data_wm);
+    tdm__src_metrics_parts_unlock(t);
     tdm_time_ms stretch = since == TDM_TIME_MIN ? 0 : age(m->now, since);
     add(m, TDM_METRIC_WM_SOURCE, vx, t->index, -1, NULL, since != TDM_TIME_MIN);
-    add(m, TDM_METRIC_WM_DATA, vx, t->index, -1, NULL,
-        tdm__rt_pub_get(&sm->data_wm));
+    add(m, TDM_METRIC_WM_DATA, vx, t->index, -1, NULL, data);
     add(m, TDM_METRIC_FB_STRETCH, vx, t->index, -1, NULL, stretch);
-    add(m, TDM_METRIC_FB_TIME, vx, t->index, -1, NULL,
-        tdm__rt_pub_get(&sm->fb_done) + stretch);
+    add(m, TDM_METRIC_FB_TIME, vx, t->index, -1, NULL, done + stretch);
 }
 
 /* The record of source subtask @p t that ran ahead, if any (src_ahead.h). */

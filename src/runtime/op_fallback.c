@@ -34,17 +34,29 @@ tdm_err tdm__op_fb_open(tdm__rt_op_task *t)
 {
     if (!t->run->fallback || !t->win || !under_fallback(t->op->node, 0))
         return TDM_OK;
+    tdm__winop_set_data_watermark(t->win, t->win->wm);
     return tdm_valve_new(t->op->n_channels, ignore_event, NULL, &t->fb.dv);
 }
 
-/* F5: the operator keeps the valve's output once it has one (before,
- * it keeps "not tracked": a restored operator's channels say nothing
- * until their sources announce again). */
+/* F5: the operator keeps the valve's output once it has one; until
+ * then it keeps what tdm__op_fb_open set (a fresh operator: MIN, so a
+ * fallback that lifts the watermark before any data counts; a restored
+ * one: its restored watermark).  A rise below the subtask's output
+ * watermark goes downstream at once with that watermark (a window
+ * reading this one counts with it); a rise to or above it goes with the
+ * output watermark that follows. */
 static void data_publish(tdm__rt_op_task *t)
 {
     tdm_time_ms dw = tdm_valve_watermark_out(t->fb.dv);
-    if (dw != TDM_TIME_MIN)
-        tdm__winop_set_data_watermark(t->win, dw);
+    if (dw == TDM_TIME_MIN || dw <= t->win->data_wm)
+        return;
+    tdm__winop_set_data_watermark(t->win, dw);
+    if (t->emit && !t->failed && t->wm_out != TDM_TIME_MIN && dw < t->wm_out) {
+        t->emit->fb = true;
+        t->emit->dt_out = dw;
+        tdm__rt_emit_control(t->emit, TDM__ITEM_WATERMARK, t->wm_out, 0,
+                             t->met.wm_at_us);
+    }
 }
 
 void tdm__op_fb_watermark_slow(tdm__rt_op_task *t, int ch, tdm_time_ms dt)

@@ -79,18 +79,23 @@ void tdm__src_metrics_publish_lag(tdm__rt_src_task *t)
 }
 
 /* The fallback watermark's figures (src/time/reader.c, F1-F4), for a
- * source that has one. */
+ * source that has one.  The stretch's start and the finished total
+ * change together at a hand-back: they are published under the
+ * metrics lock, which a snapshot takes to read them (metrics.c), so it
+ * never sees one without the other. */
 static void publish_fallback(tdm__rt_src_task *t)
 {
     if (t->src->node->spec.src.wm_fallback_interval_ms <= 0)
         return;
     tdm_time_ms total, stretch = tdm_reader_fallback_time(t->reader, &total);
+    tdm_time_ms since = tdm_reader_fallback_driving(t->reader) == 1
+                            ? tdm__time_sub_sat(tdm_clock_now(t->clk), stretch)
+                            : TDM_TIME_MIN;
+    pthread_mutex_lock(&t->met.mx);
     tdm__rt_pub_set(&t->met.m.data_wm, tdm_reader_data_watermark(t->reader));
-    tdm__rt_pub_set(&t->met.m.fb_since,
-                    tdm_reader_fallback_driving(t->reader) == 1
-                        ? tdm__time_sub_sat(tdm_clock_now(t->clk), stretch)
-                        : TDM_TIME_MIN);
+    tdm__rt_pub_set(&t->met.m.fb_since, since);
     tdm__rt_pub_set(&t->met.m.fb_done, total - stretch);
+    pthread_mutex_unlock(&t->met.mx);
 }
 
 /* Publishes the watermark (and alignment pause) of the partitions this

@@ -647,13 +647,14 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
         err = op->kind == TDM_NODE_WINDOW ? init_window(t, msg, sizeof msg)
                                           : init_join(t, msg, sizeof msg);
     }
-    if (err == TDM_OK)
-        err = tdm__op_fb_open(t);
     /* Checkpoints: alignment state, and the restored operator. */
     if (err == TDM_OK && run->ck.on)
         err = tdm__opck_init(t);
     if (err == TDM_OK && run->ck.restored)
         err = tdm__rt_ckpt_restore_op(t, msg, sizeof msg);
+    /* After the restore: the data watermark starts at the restored one. */
+    if (err == TDM_OK)
+        err = tdm__op_fb_open(t);
     if (err != TDM_OK)
         tdm__rt_fail(run, err, "%s \"%s\": %s",
                      op->kind == TDM_NODE_JOIN ? "join" : "window",

@@ -65,6 +65,12 @@ static void reader_emit(void *opaque, const tdm_event *ev)
         if (t->fb)
             t->dt_out = tdm_reader_data_watermark(t->reader);
         tdm__outbox_broadcast(t, TDM__ITEM_WATERMARK, ev->time, 0);
+    } else if (ev->type == TDM_EVENT_DATA_WATERMARK) {
+        /* The fallback drives: the same watermark goes out again with
+         * the risen data watermark under it (op_fallback.h). */
+        t->dt_out = ev->time;
+        if (t->wm_out != TDM_TIME_MIN)
+            tdm__outbox_broadcast(t, TDM__ITEM_WATERMARK, t->wm_out, 0);
     } else if (ev->type == TDM_EVENT_STATUS) {
         t->idle = ev->idle != 0;
         tdm__src_v2_reader_status(t, t->idle);

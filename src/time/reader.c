@@ -68,7 +68,8 @@ typedef struct reader_merge {
     tdm_time_ms tick_left;         /* minimum time left to a periodic tick */
     tdm_time_ms report_left;       /* minimum time left to a report */
     tdm_time_ms fb_left;           /* minimum time left to a fallback tick */
-    int64_t fb_total, fb_stretch;  /* the first one's (F4) */
+    int64_t fb_total, fb_stretch;  /* the largest total; the first's stretch */
+    tdm_time_ms min_out;           /* the lowest of their outputs (F4) */
 } reader_merge;
 
 struct tdm_reader {
@@ -243,11 +244,32 @@ static void fallback_tick(tdm_reader *r, tdm_time_ms now)
     fallback_track(r);
 }
 
+/* F3: under an output the fallback lifted above the combination (@p
+ * cand: the combination if it just rose, else MAX), a rise is told as
+ * the data watermark, so that those who count what the fallback made
+ * late keep it; and an idle output with an active split is active again
+ * although its watermark cannot rise until the data passes the lift
+ * (S3 otherwise: the output wakes when it rises). */
+static void fallback_under(tdm_reader *r, tdm_time_ms cand, bool all_idle)
+{
+    if (r->strat.fb_interval <= 0 || r->out <= r->combined)
+        return;
+    if (!all_idle && r->out_idle) {
+        r->out_idle = false;
+        tdm__emit_status(&r->sink, 0);
+    }
+    if (cand != TDM_TIME_MAX) {
+        tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_DATA_WATERMARK);
+        ev.time = cand;
+        tdm__emit(&r->sink, &ev);
+    }
+}
+
 /* ---- Combining (S3) ---- */
 
 /* Minimum over non-idle splits, or (newest) the maximum over all splits
  * when all are idle; emitted only when it rises; then IDLE if all are
- * idle.  No live split: nothing at all. */
+ * idle.  No live split: nothing at all.  With a fallback, F3 above. */
 static void combine(tdm_reader *r)
 {
     bool any = false, all_idle = true;
@@ -268,10 +290,13 @@ static void combine(tdm_reader *r)
     if (!any)
         return;
     tdm_time_ms cand = all_idle ? max : min;
-    if (cand > r->combined) {
+    bool rose = cand > r->combined;
+    if (rose) {
         r->combined = cand;
         out_emit(r, cand);
     }
+    if (rose || !all_idle)
+        fallback_under(r, rose ? cand : TDM_TIME_MAX, all_idle);
     if (all_idle)
         out_mark_idle(r);
     fallback_track(r);
@@ -377,6 +402,7 @@ static void merge_reset(tdm_reader *r)
     r->merge.report_left = TDM_TIME_MAX;
     r->merge.fb_left = -1;
     r->merge.fb_stretch = -1;
+    r->merge.min_out = TDM_TIME_MAX;
 }
 
 /* Creates a reader with @p n_splits (>= 0) splits from a copy of @p s;
@@ -1088,9 +1114,12 @@ tdm_err tdm__reader_restore_splits(tdm_reader *r, struct tdm__dec *d,
         m->out = h.out;
         m->latest = h.latest;
         m->flags = h.flags;
-        m->fb_total = h.fb_total;
         m->fb_stretch = h.fb_stretch;
     }
+    if (h.fb_total > m->fb_total)
+        m->fb_total = h.fb_total;
+    if (h.out < m->min_out)
+        m->min_out = h.out;
     if (h.tick_left < m->tick_left)
         m->tick_left = h.tick_left;
     if (h.fb_left >= 0 && (m->fb_left < 0 || h.fb_left < m->fb_left))
@@ -1166,6 +1195,9 @@ tdm_err tdm__reader_restore_finish(tdm_reader *r)
     }
     r->combined = !any ? TDM_TIME_MIN : all_idle ? max : min;
     r->out = r->combined;
+    /* F4: a fallback's lift is kept as far as every old reader had it. */
+    if (r->strat.fb_interval > 0 && m->n > 0 && m->min_out > r->out)
+        r->out = m->min_out;
     r->latest = r->out;
     r->out_idle = any && all_idle;
     set_paused(&r->paused, &r->clock, r->align && r->max_desired < r->latest);
@@ -1176,7 +1208,8 @@ tdm_err tdm__reader_restore_finish(tdm_reader *r)
                        r->align && sp->has_wm && sp->wm > r->max_desired);
     }
     if (m->n > 0)
-        fallback_restore(r, now, m->fb_left, m->fb_total, -1);
+        fallback_restore(r, now, m->fb_left, m->fb_total,
+                         r->out > r->combined ? 0 : -1);
     merge_reset(r);
     return TDM_OK;
 }

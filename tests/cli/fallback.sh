@@ -18,15 +18,21 @@
 #   998 s read                    late for [990,1000) under 1003 s, on
 #                                 time under 994.999: late by the
 #                                 fallback (F5), to the late output
+#   1001 s read, clock 1005.2 s   the periodic tick: data 1000.999, below
+#                                 the lift: it travels on (F3), the
+#                                 output stays 1003 s
+#   999 s read                    late under both: late, not by the
+#                                 fallback
 #   clock 1010 s                  the fallback tick: 1008 s; the diagnosis
 #                                 says it has driven for 5 s
 #   1010 s read at 1010 s         no tick until the clock moves
 #   clock 1011 s                  the periodic tick: data 1009.999 >
 #                                 1008 s: the data drives again (F3),
-#                                 after 6 s of fallback
+#                                 after 6 s of fallback; [1000,1010)
+#                                 fires with 1 view
 #   end                           [1010,1020) fires with 1 view
-# Without the fallback, nothing fires before the end, 998 s is on time
-# and [990,1000) has 2 views.
+# Without the fallback, [990,1000) fires at 1005.2 s with 2 views (998 s
+# is on time) and only 999 s is late.
 # Usage: fallback.sh TIDEMARK SOURCE_DIR HTTP_GET
 . "$(dirname "$0")/lib.sh"
 setup "$@"
@@ -89,23 +95,35 @@ rec 998000
 seen on 2
 until_get "late by fallback" /jobs/fallback '"numLateRecordsByFallback":1'
 until_file "late output" "$T/on.late" '"ts":998000'
+# The data watermark rises under the lift: it travels on (F3).
+rec 1001000
+seen on 3
+clock_ms 1005200
+until_get "data under the lift" /jobs/fallback '"dataWatermark":1000999'
+expect_in "still driving" "$T/got" '"currentOutputWatermark":1003000'
+# Late under the data watermark too: late, not by the fallback.
+rec 999000
+seen on 4
+until_file "late output" "$T/on.late" '"ts":999000'
+until_get "late anyway" /jobs/fallback '"numLateRecordsSideOutput":2'
+expect_in "late anyway" "$T/got" '"numLateRecordsByFallback":1'
 clock_ms 1010000
 until_get "second tick" /jobs/fallback '"currentOutputWatermark":1008000'
 expect_in "stretch" "$T/got" '"fallbackDrivingMs":5000'
 "$HTTP_GET" "$(port_of)" /metrics >"$T/prom"
 expect_in "/metrics" "$T/prom" 'tidemark_watermark_source{job_name="fallback",operator="clicks",subtask="0"} 1'
 grep -E '^tidemark_(data_watermark|fallback|num_late_records_by)' "$T/prom" >"$T/prom.fb"
-expect_in "/metrics" "$T/prom.fb" 'tidemark_data_watermark_timestamp_seconds{job_name="fallback",operator="clicks",subtask="0"} 997.999'
+expect_in "/metrics" "$T/prom.fb" 'tidemark_data_watermark_timestamp_seconds{job_name="fallback",operator="clicks",subtask="0"} 1000.999'
 expect_in "/metrics" "$T/prom.fb" 'tidemark_fallback_driven_time_seconds_total{job_name="fallback",operator="clicks",subtask="0"} 5.000'
 expect_in "/metrics" "$T/prom.fb" 'tidemark_num_late_records_by_fallback_total{job_name="fallback",operator="views",subtask="0"} 1'
 expect_exit "diagnose" 0 "$TM" diagnose "$url"
 tr '\n' ' ' <"$T/out" | tr -s ' ' >"$T/diag"
 expect_in "diagnose" "$T/diag" \
     '[WARNING] The fallback watermark is driving source clicks: its data watermark has stayed behind for 5.0s (FALLBACK_DRIVING)'
-expect_in "diagnose" "$T/diag" 'data watermark 1970-01-01T00:16:37.999Z, output watermark 1970-01-01T00:16:48.000Z'
+expect_in "diagnose" "$T/diag" 'data watermark 1970-01-01T00:16:40.999Z, output watermark 1970-01-01T00:16:48.000Z'
 expect_in "diagnose" "$T/diag" 'partition "stdin" holds the data watermark'
 rec 1010000
-seen on 3
+seen on 5
 clock_ms 1011000
 until_get "hand back" /jobs/fallback '"watermarkSource":0'
 expect_in "total" "$T/got" '"fallbackDrivenTime":6000'
@@ -113,9 +131,10 @@ expect_in "total" "$T/got" '"fallbackDrivingMs":0'
 finish on
 rows on
 row 1 990000 1000000 >"$T/on.expected"
+row 1 1000000 1010000 >>"$T/on.expected"
 row 1 1010000 1020000 >>"$T/on.expected"
 same_multiset "with the fallback" "$T/on.expected" "$T/on.rows"
-[ "$(wc -l <"$T/on.late")" = 1 ] || fail "late output: $(cat "$T/on.late")"
+[ "$(wc -l <"$T/on.late")" = 2 ] || fail "late output: $(cat "$T/on.late")"
 
 # ---- Without it: the same input on the same clock ----
 clock_ms 1000000
@@ -127,18 +146,29 @@ seen off 1
 clock_ms 1005000
 rec 998000
 seen off 2
+rec 1001000
+seen off 3
+clock_ms 1005200
+# The tick that fires [990,1000) comes before 999 s, as in the run above.
+until_get "tick" /jobs/fallback '"currentOutputWatermark":1000999'
+rec 999000
+seen off 4
 clock_ms 1010000
 rec 1010000
-seen off 3
+seen off 5
 clock_ms 1011000
 "$HTTP_GET" "$(port_of)" /jobs/fallback >"$T/got"
-if grep -q '"watermarkSource"' "$T/got"; then fail "no fallback: watermarkSource shown"; fi
+if grep -q '"watermarkSource"\|"numLateRecordsByFallback"' "$T/got"; then
+    fail "no fallback: its metrics shown"
+fi
 finish off
 rows off
 row 2 990000 1000000 >"$T/off.expected"
+row 1 1000000 1010000 >>"$T/off.expected"
 row 1 1010000 1020000 >>"$T/off.expected"
 same_multiset "without the fallback" "$T/off.expected" "$T/off.rows"
-[ ! -s "$T/off.late" ] || fail "without the fallback, late rows: $(cat "$T/off.late")"
+[ "$(wc -l <"$T/off.late")" = 1 ] && grep -q '"ts":999000' "$T/off.late" ||
+    fail "without the fallback, late rows: $(cat "$T/off.late")"
 
 # ---- A file replayed with the fallback: the log says what it means ----
 printf '{"user":"u","ts":1000}\n' >"$T/in.jsonl"

@@ -244,6 +244,7 @@ static int canon_body(const json_t *item, json_t *c, char *why, size_t why_size)
                                             NULL};
     static const char *const late_keys[] = {"after", "late", "side", NULL};
     static const char *const reported_keys[] = {"after", "reported", NULL};
+    static const char *const data_wm_keys[] = {"after", "data_watermark", NULL};
     static const char *const reading_keys[] = {"after", "reading", NULL};
     static const char *const paused_keys[] = {"after", "split_paused", NULL};
     static const char *const resumed_keys[] = {"after", "split_resumed", NULL};
@@ -294,6 +295,11 @@ static int canon_body(const json_t *item, json_t *c, char *why, size_t why_size)
                 return -1;
         }
         return put_time(c, item, "ts", why, why_size);
+    }
+    if (json_object_get(item, "data_watermark")) {
+        return only_keys(item, data_wm_keys, why, why_size) != 0
+                   ? -1
+                   : put_time(c, item, "data_watermark", why, why_size);
     }
     if (json_object_get(item, "reported")) {
         return only_keys(item, reported_keys, why, why_size) != 0

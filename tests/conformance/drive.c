@@ -160,6 +160,9 @@ static int event_item(const struct drive *d, const tdm_event *ev, json_t *o)
     case TDM_EVENT_REPORTED:
         return json_object_set_new(o, "reported",
                                    json_integer(tdm_event_time(ev)));
+    case TDM_EVENT_DATA_WATERMARK:
+        return json_object_set_new(o, "data_watermark",
+                                   json_integer(tdm_event_time(ev)));
     case TDM_EVENT_READING_PAUSED:
     case TDM_EVENT_READING_RESUMED:
         return json_object_set_new(o, "reading",

@@ -797,3 +797,53 @@ TDM_TEST(corrupt_blobs_refused)
     tdm_clock_destroy(u.clk);
     tdm_wm_strategy_destroy(u.s);
 }
+
+/* Old reader k's only split becomes split k of the new reader. */
+static int split_k(void *ud, int i)
+{
+    return *(const int *)ud + i;
+}
+
+/* F4 at another parallelism: two readers of one split each, both lifted
+ * by the fallback to 9500 (data 4999 and 5999), dealt to one new reader:
+ * it keeps the lift (the lower of the old outputs), the fallback drives
+ * it, its data watermark is the new combination, and the next fallback
+ * tick (1000 after the last) lifts it further. */
+TDM_TEST(reader_fallback_lift_survives_a_rescale)
+{
+    tdm_wm_strategy *s = bounded_strategy(0, 0, 0);
+    ASSERT_OK(tdm_wm_strategy_set_fallback(s, 500, 1000, NULL, 0));
+    trace t = {{0}};
+    reader_rig old[2], n;
+    tdm_time_ms ts[2] = {5000, 6000};
+    reader_rig_new(&n, s, 0, false, 10000, &t);
+    for (int k = 0; k < 2; k++) {
+        reader_rig_new(&old[k], s, 1, false, 0, &t);
+        tdm_record_set_ts(old[k].rec, ts[k]);
+        ASSERT_OK(tdm_reader_record(old[k].r, 0, old[k].rec));
+        ASSERT_OK(tdm_clock_set(old[k].clk, 10000));
+        ASSERT_OK(tdm_reader_advance(old[k].r));
+        ASSERT_EQ(tdm_reader_watermark(old[k].r), 9500);
+        ASSERT_EQ(tdm_reader_fallback_driving(old[k].r), 1);
+        tdm__enc e;
+        size_t len;
+        tdm__enc_init(&e);
+        ASSERT_OK(tdm__reader_snapshot(old[k].r, &e));
+        uint8_t *blob = finish(&e, &len);
+        tdm__dec d;
+        tdm__dec_init(&d, blob, len);
+        ASSERT_OK(tdm__reader_restore_splits(n.r, &d, split_k, &k));
+        tdm__free(blob);
+        reader_rig_free(&old[k]);
+    }
+    ASSERT_OK(tdm__reader_restore_finish(n.r));
+    ASSERT_EQ(tdm_reader_watermark(n.r), 9500);
+    ASSERT_EQ(tdm_reader_data_watermark(n.r), 4999);
+    ASSERT_EQ(tdm_reader_fallback_driving(n.r), 1);
+    t.buf[0] = '\0';
+    ASSERT_OK(tdm_clock_set(n.clk, 11000));
+    ASSERT_OK(tdm_reader_advance(n.r));
+    ASSERT_EQ(tdm_reader_watermark(n.r), 10500);
+    reader_rig_free(&n);
+    tdm_wm_strategy_destroy(s);
+}

@@ -44,6 +44,9 @@ static void trace_cb(void *opaque, const tdm_event *ev)
     case TDM_EVENT_REPORTED:
         put(t, NULL, "R", tdm_event_time(ev));
         break;
+    case TDM_EVENT_DATA_WATERMARK:
+        put(t, NULL, "D", tdm_event_time(ev));
+        break;
     case TDM_EVENT_READING_PAUSED:
         put(t, "PAUSED", NULL, 0);
         break;
@@ -896,5 +899,41 @@ TDM_TEST(reader_fallback_refusals)
     ASSERT_EQ(tdm_reader_fallback_time(NULL, &total), 0);
     ASSERT_EQ(total, 0);
     ASSERT_EQ(tdm_reader_data_watermark(NULL), TDM_TIME_MIN);
+    fix_close(&f);
+}
+
+/* F3 under a lift: one split, bound 0, idle after 300 ms, fallback 100
+ * ms behind the clock every 500 ms.  W99 at 200; the fallback lifts the
+ * output to 400 at 500; the silent split is idle at 1000 (countdown from
+ * 600), and the idle output is left alone.  A record 150, behind the
+ * lift, makes the split active at the tick of 1200: the output is
+ * active again at once (its watermark cannot rise until the data passes
+ * the lift, 400) and the rise to 149 is told as the data watermark; the
+ * fallback then lifts it to 1500 - 100 at 1500. */
+TDM_TEST(reader_fallback_wakes_an_idle_lifted_output_with_data)
+{
+    fix f;
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    ASSERT_OK(tdm_wm_strategy_set_idle_timeout(f.s, 300, NULL, 0));
+    ASSERT_OK(tdm_wm_strategy_set_fallback(f.s, 100, 500, NULL, 0));
+    fix_start(&f, 1);
+    rec_at(&f, 0, 100);
+    tick(&f, 200);
+    ASSERT_STR_EQ(take(&f.tr), "W99");
+    tick(&f, 400);
+    tick(&f, 500);
+    ASSERT_STR_EQ(take(&f.tr), "W400");
+    for (tdm_time_ms t = 600; t <= 1000; t += 200)
+        tick(&f, t);
+    ASSERT_STR_EQ(take(&f.tr), "IDLE");
+    ASSERT_EQ(tdm_reader_fallback_driving(f.r), 0);
+    rec_at(&f, 0, 150);
+    tick(&f, 1200);
+    ASSERT_STR_EQ(take(&f.tr), "ACTIVE D149");
+    ASSERT_EQ(tdm_reader_fallback_driving(f.r), 1);
+    ASSERT_EQ(tdm_reader_data_watermark(f.r), 149);
+    tick(&f, 1400);
+    tick(&f, 1500);
+    ASSERT_STR_EQ(take(&f.tr), "W1400");
     fix_close(&f);
 }
