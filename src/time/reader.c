@@ -244,25 +244,28 @@ static void fallback_tick(tdm_reader *r, tdm_time_ms now)
     fallback_track(r);
 }
 
-/* F3: under an output the fallback lifted above the combination (@p
- * cand: the combination if it just rose, else MAX), a rise is told as
- * the data watermark, so that those who count what the fallback made
- * late keep it; and an idle output with an active split is active again
- * although its watermark cannot rise until the data passes the lift
- * (S3 otherwise: the output wakes when it rises). */
-static void fallback_under(tdm_reader *r, tdm_time_ms cand, bool all_idle)
+/* F3, after a combination (with a fallback only): under an output the
+ * fallback lifted above the combination (@p cand: the combination if it
+ * just rose, else MAX), a rise is told as the data watermark, so that
+ * those who count what the fallback made late keep it; an idle output
+ * with an active split is active again although its watermark cannot
+ * rise until the data passes the lift (S3 otherwise: the output wakes
+ * when it rises); then the stretch is tracked. */
+static __attribute__((noinline)) void
+fallback_combined(tdm_reader *r, tdm_time_ms cand, bool all_idle)
 {
-    if (r->strat.fb_interval <= 0 || r->out <= r->combined)
-        return;
-    if (!all_idle && r->out_idle) {
-        r->out_idle = false;
-        tdm__emit_status(&r->sink, 0);
+    if (r->out > r->combined) {
+        if (!all_idle && r->out_idle) {
+            r->out_idle = false;
+            tdm__emit_status(&r->sink, 0);
+        }
+        if (cand != TDM_TIME_MAX) {
+            tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_DATA_WATERMARK);
+            ev.time = cand;
+            tdm__emit(&r->sink, &ev);
+        }
     }
-    if (cand != TDM_TIME_MAX) {
-        tdm_event ev = TDM__EVENT_INIT(TDM_EVENT_DATA_WATERMARK);
-        ev.time = cand;
-        tdm__emit(&r->sink, &ev);
-    }
+    fallback_track(r);
 }
 
 /* ---- Combining (S3) ---- */
@@ -295,11 +298,11 @@ static void combine(tdm_reader *r)
         r->combined = cand;
         out_emit(r, cand);
     }
-    if (rose || !all_idle)
-        fallback_under(r, rose ? cand : TDM_TIME_MAX, all_idle);
     if (all_idle)
         out_mark_idle(r);
-    fallback_track(r);
+    /* One test without a fallback: the rest stays out of this path. */
+    if (r->strat.fb_interval > 0)
+        fallback_combined(r, rose ? cand : TDM_TIME_MAX, all_idle);
 }
 
 /* ---- Partial outputs (S1, S2) ---- */
