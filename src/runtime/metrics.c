@@ -304,7 +304,7 @@ static void busy_rows(tdm_metrics *m, const char *vx, int sub, tdm__busy *b)
  * time) and the total. */
 static void fallback_rows(tdm_metrics *m, const char *vx, tdm__rt_src_task *t)
 {
-    if (t->src->node->spec.src.wm_fallback_interval_ms <= 0)
+    if (!t->fb)
         return;
     const tdm__rt_src_metrics *sm = tdm__src_metrics_pub(t);
     const tdm__rt_part *parts;

@@ -32,7 +32,7 @@ static bool under_fallback(const tdm_node *n, int depth)
 
 tdm_err tdm__op_fb_open(tdm__rt_op_task *t)
 {
-    if (!t->run->fallback || !t->win || !under_fallback(t->op->node, 0))
+    if (!t->win || !under_fallback(t->op->node, 0))
         return TDM_OK;
     tdm__winop_set_data_watermark(t->win, t->win->wm);
     return tdm_valve_new(t->op->n_channels, ignore_event, NULL, &t->fb.dv);

@@ -335,7 +335,6 @@ static tdm_err plan_fallback(tdm__rt_source *s, tdm_node *n, char *msg,
                              size_t len)
 {
     const tdm__source_spec *sp = &n->spec.src;
-    n->job->rec->run->fallback = true;
     if ((sp->type == TDM__SOURCE_TYPE_FILE ||
          sp->type == TDM__SOURCE_TYPE_GENERATOR) &&
         !n->job->rec->run->restarted)

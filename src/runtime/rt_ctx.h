@@ -114,8 +114,7 @@ struct tdm__run {
     int n_threads, n_done;
     tdm_err err;
     char errmsg[1024];
-    bool debug;    /* log.level debug */
-    bool fallback; /* a source has watermark.fallback (op_fallback.h) */
+    bool debug; /* log.level debug */
     /* Cancel stops without draining (on_cancel stop, or auto with an
      * endless Kafka source): open windows are not written. */
     bool stop_on_cancel;

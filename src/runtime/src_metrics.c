@@ -85,7 +85,7 @@ void tdm__src_metrics_publish_lag(tdm__rt_src_task *t)
  * never sees one without the other. */
 static void publish_fallback(tdm__rt_src_task *t)
 {
-    if (t->src->node->spec.src.wm_fallback_interval_ms <= 0)
+    if (!t->fb)
         return;
     tdm_time_ms total, stretch = tdm_reader_fallback_time(t->reader, &total);
     tdm_time_ms since = tdm_reader_fallback_driving(t->reader) == 1

@@ -34,10 +34,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-flat() {
-    tr '\n' ' ' <"$1" | tr -s ' '
-}
-
 # The reference: the same job into a file.
 "$TM" run tests/cli/jobs/slow_sink.yaml -q >"$T/ref.jsonl" 2>"$T/ref.err" ||
     fail "the reference run failed: $(cat "$T/ref.err")"
@@ -78,7 +74,7 @@ fi
 # The metrics, as Prometheus reads them.
 HTTP_GET=${HTTP_GET:-}
 if [ -n "$HTTP_GET" ]; then
-    port=$(echo "$url" | sed 's/.*:\([0-9][0-9]*\).*/\1/')
+    port=$(port_of)
     "$HTTP_GET" "$port" /metrics >"$T/metrics" ||
         fail "GET /metrics failed"
     # ratio NAME OPERATOR: the series' value in thousandths.

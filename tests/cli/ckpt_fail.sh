@@ -184,7 +184,7 @@ fi
 # CHECKPOINTS_FAILING is critical here: diagnose exits 4.
 expect_exit "surfaced: diagnose" 4 "$TM" diagnose "$url"
 # The text is wrapped at 78 columns: search it as one line.
-tr '\n' ' ' <"$T/out" | tr -s ' ' >"$T/flat"
+flat "$T/out" >"$T/flat"
 expect_in "surfaced: diagnosis" "$T/flat" "(CHECKPOINTS_FAILING)"
 expect_in "surfaced: diagnosis" "$T/flat" "[CRITICAL] Checkpoint 2 failed"
 expect_in "surfaced: diagnosis" "$T/flat" "fix: Make room in $T/s/ck"

@@ -22,12 +22,6 @@ setup "$@"
 
 trap fifo_cleanup EXIT
 
-# flat FILE: the file's words on one line (the text output is wrapped at
-# 78 columns), so sentences can be searched for whole.
-flat() {
-    tr '\n' ' ' <"$1" | tr -s ' '
-}
-
 expect_flat() {
     flat "$2" >"$T/flat"
     expect_in "$1" "$T/flat" "$3"

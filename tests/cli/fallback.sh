@@ -47,9 +47,6 @@ export TDM_TEST_CLOCK_FILE
 rec() {
     printf '{"user":"u","ts":%s}\n' "$1" >&3
 }
-port_of() {
-    echo "$url" | sed 's/.*:\([0-9][0-9]*\).*/\1/'
-}
 # until_get WHAT PATH PATTERN: polls GET PATH until it matches PATTERN
 # (grep -E); the answer stays in $T/got.
 until_get() {
@@ -69,12 +66,6 @@ until_file() {
         [ "$tries" -le 1200 ] || { cat "$2" >&2; fail "$1: $2 never showed $3"; }
         sleep 0.05
     done
-}
-row() {
-    printf '{"user":"u","views":%s,"window_start":%s,"window_end":%s}\n' "$@"
-}
-rows() {
-    sed 's/,"window_end":\([0-9]*\).*/,"window_end":\1}/' "$T/$1.out" >"$T/$1.rows"
 }
 
 # ---- With the fallback ----
@@ -117,7 +108,7 @@ expect_in "/metrics" "$T/prom.fb" 'tidemark_data_watermark_timestamp_seconds{job
 expect_in "/metrics" "$T/prom.fb" 'tidemark_fallback_driven_time_seconds_total{job_name="fallback",operator="clicks",subtask="0"} 5.000'
 expect_in "/metrics" "$T/prom.fb" 'tidemark_num_late_records_by_fallback_total{job_name="fallback",operator="views",subtask="0"} 1'
 expect_exit "diagnose" 0 "$TM" diagnose "$url"
-tr '\n' ' ' <"$T/out" | tr -s ' ' >"$T/diag"
+flat "$T/out" >"$T/diag"
 expect_in "diagnose" "$T/diag" \
     '[WARNING] The fallback watermark is driving source clicks: its data watermark has stayed behind for 5.0s (FALLBACK_DRIVING)'
 expect_in "diagnose" "$T/diag" 'data watermark 1970-01-01T00:16:40.999Z, output watermark 1970-01-01T00:16:48.000Z'
@@ -129,10 +120,10 @@ until_get "hand back" /jobs/fallback '"watermarkSource":0'
 expect_in "total" "$T/got" '"fallbackDrivenTime":6000'
 expect_in "total" "$T/got" '"fallbackDrivingMs":0'
 finish on
-rows on
-row 1 990000 1000000 >"$T/on.expected"
-row 1 1000000 1010000 >>"$T/on.expected"
-row 1 1010000 1020000 >>"$T/on.expected"
+views_rows on
+views_row 1 990000 1000000 >"$T/on.expected"
+views_row 1 1000000 1010000 >>"$T/on.expected"
+views_row 1 1010000 1020000 >>"$T/on.expected"
 same_multiset "with the fallback" "$T/on.expected" "$T/on.rows"
 [ "$(wc -l <"$T/on.late")" = 2 ] || fail "late output: $(cat "$T/on.late")"
 
@@ -162,10 +153,10 @@ if grep -q '"watermarkSource"\|"numLateRecordsByFallback"' "$T/got"; then
     fail "no fallback: its metrics shown"
 fi
 finish off
-rows off
-row 2 990000 1000000 >"$T/off.expected"
-row 1 1000000 1010000 >>"$T/off.expected"
-row 1 1010000 1020000 >>"$T/off.expected"
+views_rows off
+views_row 2 990000 1000000 >"$T/off.expected"
+views_row 1 1000000 1010000 >>"$T/off.expected"
+views_row 1 1010000 1020000 >>"$T/off.expected"
 same_multiset "without the fallback" "$T/off.expected" "$T/off.rows"
 [ "$(wc -l <"$T/off.late")" = 1 ] && grep -q '"ts":999000' "$T/off.late" ||
     fail "without the fallback, late rows: $(cat "$T/off.late")"

@@ -91,6 +91,12 @@ serving_url() {
     echo "$u"
 }
 
+# flat FILE: the file's words on one line (the text output of diagnose
+# is wrapped at 78 columns), so sentences can be searched for whole.
+flat() {
+    tr '\n' ' ' <"$1" | tr -s ' '
+}
+
 # expect_in WHAT FILE TEXT: FILE contains TEXT (a fixed string).
 expect_in() {
     if ! grep -q -F -- "$3" "$2"; then
@@ -138,6 +144,21 @@ fifo_cleanup() {
     rm -rf "$T"
 }
 
+# port_of: the port of $url (set by start).
+port_of() {
+    echo "$url" | sed 's/.*:\([0-9][0-9]*\).*/\1/'
+}
+
+# views_row VIEWS START END: a result row of the views jobs (live.yaml,
+# fallback.yaml) for user u; views_rows NAME: the rows of run NAME without
+# the fields beyond these, in $T/NAME.rows.
+views_row() {
+    printf '{"user":"u","views":%s,"window_start":%s,"window_end":%s}\n' "$@"
+}
+views_rows() {
+    sed 's/,"window_end":\([0-9]*\).*/,"window_end":\1}/' "$T/$1.out" >"$T/$1.rows"
+}
+
 # clock_ms MS: the job's processing time from now on (written whole).
 clock_ms() {
     echo "$1" >"$T/clock.tmp"
@@ -173,7 +194,7 @@ finish() {
 # seen NAME N [K]: polls until K vertices (2: the source and the window)
 # have taken N records (GET /jobs/JOB, through $HTTP_GET).
 seen() {
-    port=$(echo "$url" | sed 's/.*:\([0-9][0-9]*\).*/\1/')
+    port=$(port_of)
     tries=0
     until [ "$("$HTTP_GET" "$port" "/jobs/$JOB" 2>/dev/null |
         grep -o "\"numRecordsIn\":$2[,}]" | wc -l)" -ge "${3:-2}" ]; do

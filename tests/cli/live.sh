@@ -43,10 +43,6 @@ feed_after() {
     done
 }
 
-port_of() {
-    echo "$url" | sed 's/.*:\([0-9][0-9]*\).*/\1/'
-}
-
 # applied NAME ORIGIN: polls GET /jobs/live/config until the bound is
 # 5 s, set by ORIGIN, and applied by every subtask.
 applied() {
@@ -59,27 +55,19 @@ applied() {
     done
 }
 
-row() {
-    printf '{"user":"u","views":%s,"window_start":%s,"window_end":%s}\n' "$@"
-}
-row 1 0 10000 >"$T/changed.expected"
-row 4 10000 20000 >>"$T/changed.expected"
-row 2 20000 30000 >>"$T/changed.expected"
-row 1 0 10000 >"$T/unchanged.expected"
-row 3 10000 20000 >>"$T/unchanged.expected"
-row 2 20000 30000 >>"$T/unchanged.expected"
-
-# rows NAME: the run's rows without fields beyond these.
-rows() {
-    sed 's/,"window_end":\([0-9]*\).*/,"window_end":\1}/' "$T/$1.out" >"$T/$1.rows"
-}
+views_row 1 0 10000 >"$T/changed.expected"
+views_row 4 10000 20000 >>"$T/changed.expected"
+views_row 2 20000 30000 >>"$T/changed.expected"
+views_row 1 0 10000 >"$T/unchanged.expected"
+views_row 3 10000 20000 >>"$T/unchanged.expected"
+views_row 2 20000 30000 >>"$T/unchanged.expected"
 
 # ---- No change: the reference the change must differ from ----
 start none
 feed_before
 feed_after
 finish none
-rows none
+views_rows none
 same_multiset "no change" "$T/unchanged.expected" "$T/none.rows"
 expect_in "no change" "$T/none.err" 'late records: 2 dropped'
 
@@ -92,7 +80,7 @@ seen rest 2
 applied rest rest
 feed_after
 finish rest
-rows rest
+views_rows rest
 same_multiset "REST door" "$T/changed.expected" "$T/rest.rows"
 expect_in "REST door" "$T/rest.err" 'late records: 1 dropped'
 expect_in "REST door" "$T/rest.err" \
@@ -109,7 +97,7 @@ expect_in "tidemark set" "$T/out" \
 applied cli cli
 feed_after
 finish cli
-rows cli
+views_rows cli
 same_multiset "CLI door" "$T/changed.expected" "$T/cli.rows"
 
 # ---- The watched file ----
@@ -132,7 +120,7 @@ clock_ms 1010000
 applied file file
 feed_after
 finish file
-rows file
+views_rows file
 same_multiset "file door" "$T/changed.expected" "$T/file.rows"
 
 # ---- Refusals: nothing changes ----
@@ -159,6 +147,6 @@ expect_in "DELETE" "$T/delete.out" 'Allow: GET, HEAD, PATCH'
 expect_in "refusals" "$T/refused.cfg" '"changes":[]'
 feed_after
 finish refused
-rows refused
+views_rows refused
 same_multiset "refusals" "$T/unchanged.expected" "$T/refused.rows"
 echo "live: ok"

@@ -35,10 +35,6 @@ trap fifo_cleanup EXIT
 TDM_TEST_CLOCK_FILE=$T/clock
 export TDM_TEST_CLOCK_FILE
 
-flat() {
-    tr '\n' ' ' <"$1" | tr -s ' '
-}
-
 # at HH:MM:SS: epoch ms of 2026-12-02THH:MM:SSZ.
 at() {
     h=${1%%:*}
