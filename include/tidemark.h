@@ -1030,13 +1030,30 @@ TDM_API tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg,
                               tdm_clock *clk, tdm_emit_cb emit, void *opaque,
                               tdm_winop **out, char *errbuf,
                               size_t errbuf_size);
-/** @brief Sets allowed lateness (>= 0, default 0).  Only before the first
- *  input.  @returns TDM_OK, TDM_ERR_INVAL (negative; message names
- *  "allowed_lateness_ms"), TDM_ERR_STATE (input already seen). */
+/** @brief Sets allowed lateness (>= 0, default 0), before the first input
+ *  or while the operator runs (never from inside its emit callback).
+ *
+ *  A change on a running operator moves the cleanup time of every live
+ *  window to maxTimestamp + @p lateness_ms.  Lowered: the windows whose
+ *  new cleanup time is <= the watermark are cleaned up at once (nothing
+ *  is emitted).  Raised: the windows already cleaned up stay closed - a
+ *  record for one of them is late (late output or counted), never a new
+ *  window with a partial result.  Windows that have fired refire on late
+ *  records until their new cleanup time.  Processing-time assigners
+ *  ignore lateness (the value is kept).
+ *
+ *  @returns TDM_OK, TDM_ERR_INVAL (negative; message names
+ *  "allowed_lateness_ms"), TDM_ERR_UNSUPPORTED (a running operator whose
+ *  mode keeps no cleanup time per window: merging windows, and the
+ *  sliced and session modes a sliding count or a session window without
+ *  lateness runs in; the message names the mode), TDM_ERR_NOMEM (the
+ *  windows keep their cleanup times when nothing moved yet). */
 TDM_API tdm_err tdm_winop_set_allowed_lateness(tdm_winop *op,
                                                tdm_time_ms lateness_ms,
                                                char *errbuf,
                                                size_t errbuf_size);
+/** @brief The operator's allowed lateness in ms (0 for NULL). */
+TDM_API tdm_time_ms tdm_winop_allowed_lateness(const tdm_winop *op);
 /** @brief 1: records too late for all their windows go out as LATE events;
  *  0 (default): they are dropped and counted.  Only before the first
  *  input.  @returns TDM_OK, TDM_ERR_STATE. */

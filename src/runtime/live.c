@@ -5,7 +5,8 @@
  *
  * Rules (docs/live-settings.md):
  *   R-LV-1  A key is sources.<name>.<setting> for a live setting of a
- *           source; anything else is refused: INVAL for a key no job
+ *           source, or windows.<name>.allowed_lateness; anything else is
+ *           refused: INVAL for a key no job
  *           has (400), UNSUPPORTED for one that cannot change while the
  *           job runs (409), with the reason and what would apply.
  *   R-LV-2  A setting is live only where it applies: the bound for an
@@ -13,7 +14,11 @@
  *           idle timeout for an event-time source with watermarks, the
  *           drift for a source in an alignment group; never for a source
  *           whose watermarks its repartition writer makes, nor in a job
- *           run as tasks (not yet: the change would reach one process).
+ *           run as tasks (not yet: the change would reach one process);
+ *           allowed lateness for an event-time window that keeps a
+ *           cleanup time per window: not a session window (windows
+ *           merge), nor a sliding count without lateness while its
+ *           subtasks keep slices (the operators say so, fixed).
  *   R-LV-3  Values are durations, checked as the job file's are (bound
  *           and idle timeout >= 0, 0 turning idleness off; drift > 0).
  *           Only a running job takes a change (STATE otherwise, also
@@ -39,6 +44,13 @@
  *           a restored job runs with the values it had; a key the job no
  *           longer has, or that no longer applies, is logged and left.
  *           An attempt after a failure keeps its table, which is newer.
+ *   R-LV-8  A window subtask applies a new lateness before its next group
+ *           of items (op_live.c): every live window's cleanup time moves;
+ *           a lowered value cleans up at once what is due, a raised one
+ *           keeps closed what was closed (window/winop_lateness.c, L3-L5).
+ *           The commit horizon of the window's sources uses the highest
+ *           value in force during the run (lat_max), so no record is
+ *           taken as final while a window can still change with it.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -49,6 +61,7 @@
 #include "state/ckpt_codec.h"
 #include "state/ckpt_store.h"
 #include "runtime/run_record.h"
+#include "runtime/task_op.h"
 #include "runtime/task_source.h"
 #include "time/wm.h"
 
@@ -63,6 +76,7 @@ static const char *const live_names[TDM__LIVE_N_] = {
     "watermark.max_out_of_orderness",
     "watermark.idle_timeout",
     "watermark.alignment.max_drift",
+    "allowed_lateness",
 };
 
 /* What GET shows of one (source, key). */
@@ -97,6 +111,44 @@ void tdm__live_free(tdm__live *lv)
     tdm__free(lv);
 }
 
+/* The definition's value of live key @p k of node @p n (0 where the
+ * key is not the node's). */
+static int64_t definition(const tdm_node *n, int k)
+{
+    if (n->kind == TDM_NODE_WINDOW)
+        return k == TDM__LIVE_LATENESS ? n->spec.win.allowed_lateness_ms : 0;
+    if (n->kind != TDM_NODE_SOURCE)
+        return 0;
+    const tdm__source_spec *s = &n->spec.src;
+    switch (k) {
+    case TDM__LIVE_BOUND:
+        return s->wm_max_out_of_orderness_ms;
+    case TDM__LIVE_IDLE:
+        return s->wm_idle_timeout_ms;
+    case TDM__LIVE_DRIFT:
+        return s->wm_alignment_max_drift_ms;
+    default:
+        return 0;
+    }
+}
+
+/* The name of live key @p k of node @p n ("sources.<name>.<setting>" or
+ * "windows.<name>.allowed_lateness") into @p buf. */
+static void key_of(const tdm_node *n, int k, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s.%s.%s",
+             k == TDM__LIVE_LATENESS ? "windows" : "sources", n->name,
+             live_names[k]);
+}
+
+/* Whether live key @p k is one of node @p n's kind. */
+static bool key_of_kind(const tdm_node *n, int k)
+{
+    return n->kind == TDM_NODE_WINDOW
+               ? k == TDM__LIVE_LATENESS
+               : n->kind == TDM_NODE_SOURCE && k != TDM__LIVE_LATENESS;
+}
+
 /* A table with the definition's values. */
 static tdm__live *live_new(const tdm_job *job)
 {
@@ -113,12 +165,11 @@ static tdm__live *live_new(const tdm_job *job)
         return NULL;
     }
     for (int i = 0; i < lv->n; i++) {
-        const tdm__source_spec *s = &job->nodes[i]->spec.src;
-        atomic_init(&lv->src[i].v[TDM__LIVE_BOUND],
-                    s->wm_max_out_of_orderness_ms);
-        atomic_init(&lv->src[i].v[TDM__LIVE_IDLE], s->wm_idle_timeout_ms);
-        atomic_init(&lv->src[i].v[TDM__LIVE_DRIFT],
-                    s->wm_alignment_max_drift_ms);
+        for (int k = 0; k < TDM__LIVE_N_; k++)
+            atomic_init(&lv->src[i].v[k], definition(job->nodes[i], k));
+        atomic_init(&lv->src[i].lat_max,
+                    definition(job->nodes[i], TDM__LIVE_LATENESS));
+        atomic_init(&lv->src[i].fixed, TDM__LIVE_FIXED_NONE);
         atomic_init(&lv->src[i].gen, 0);
         for (int k = 0; k < TDM__LIVE_N_; k++)
             lv->meta[i * TDM__LIVE_N_ + k] =
@@ -180,11 +231,50 @@ int64_t tdm__live_changes(const tdm_job *job)
 
 /* ---- Validation (R-LV-1 .. R-LV-3) ---- */
 
-/* Why live key @p k of source @p n cannot change while the job runs, in
+/* Why the allowed lateness of window @p n cannot change while the job
+ * runs, in @p buf; NULL when it can (R-LV-2). */
+static const char *window_refusal(const tdm_node *n, char *buf, size_t len)
+{
+    const tdm__window_spec *w = &n->spec.win;
+    const tdm__live_src *ls = tdm__live_of(n->job, n);
+    int fixed = ls ? atomic_load(&ls->fixed) : TDM__LIVE_FIXED_NONE;
+    if (n->job->spec.scale_out == TDM__SCALE_OUT_TASKS)
+        snprintf(buf, len,
+                 "the job runs as tasks across processes: live "
+                 "settings do not reach them yet");
+    else if (w->time == TDM__WINDOW_TIME_PROCESSING)
+        snprintf(buf, len,
+                 "window \"%s\" runs on processing time: allowed lateness "
+                 "applies to event-time windows only",
+                 n->name);
+    else if (w->type == TDM__WINDOW_TYPE_GLOBAL)
+        snprintf(buf, len, "window \"%s\" is global: it never closes", n->name);
+    else if (w->type == TDM__WINDOW_TYPE_SESSION ||
+             fixed == TDM__LIVE_FIXED_SESSION)
+        snprintf(buf, len,
+                 "window \"%s\" is a session window: sessions merge, and a "
+                 "merged window's cleanup time moves with it; restart the "
+                 "job with --set windows.%s.allowed_lateness=...",
+                 n->name, n->name);
+    else if (fixed == TDM__LIVE_FIXED_SLICED)
+        snprintf(buf, len,
+                 "window \"%s\" is a sliding count without allowed "
+                 "lateness, which its subtasks keep in slices (no cleanup "
+                 "time per window); give it an allowed_lateness in the job "
+                 "(1ms will do) to change it live",
+                 n->name);
+    else
+        return NULL;
+    return buf;
+}
+
+/* Why live key @p k of node @p n cannot change while the job runs, in
  * @p buf; NULL when it can (R-LV-2). */
 static const char *refusal(const tdm_node *n, int k, char *buf, size_t len)
 {
     const tdm__source_spec *s = &n->spec.src;
+    if (k == TDM__LIVE_LATENESS)
+        return window_refusal(n, buf, len);
     if (n->job->spec.scale_out == TDM__SCALE_OUT_TASKS)
         snprintf(buf, len,
                  "the job runs as tasks across processes: live "
@@ -231,12 +321,45 @@ typedef struct live_req {
     int64_t v;
 } live_req;
 
-/* Splits "sources.<name>.<setting>" (R-LV-1).  TDM_OK with r->node and
- * r->k set. */
+/* Splits "windows.<name>.<setting>" (R-LV-1): 1 with r set, 0 when
+ * the key names no window, -1 with the reason in @p err. */
+static int parse_window_key(tdm_job *job, const char *key, live_req *r,
+                            char *err, size_t n)
+{
+    static const char pre[] = "windows.";
+    if (strncmp(key, pre, sizeof pre - 1) != 0)
+        return 0;
+    const char *rest = key + sizeof pre - 1;
+    for (int i = 0; i < job->n_nodes; i++) {
+        const tdm_node *nd = job->nodes[i];
+        size_t len = strlen(nd->name);
+        if (nd->kind != TDM_NODE_WINDOW || strncmp(rest, nd->name, len) != 0 ||
+            rest[len] != '.')
+            continue;
+        if (strcmp(rest + len + 1, live_names[TDM__LIVE_LATENESS]) == 0) {
+            r->node = i;
+            r->k = TDM__LIVE_LATENESS;
+            return 1;
+        }
+        tdm__errf(err, n, TDM_ERR_UNSUPPORTED,
+                  "%s: cannot change while the job runs (live: "
+                  "windows.%s.allowed_lateness); restart the job with --set "
+                  "for any other key",
+                  key, nd->name);
+        return -1;
+    }
+    return 0;
+}
+
+/* Splits "sources.<name>.<setting>" or "windows.<name>.<setting>"
+ * (R-LV-1).  TDM_OK with r->node and r->k set. */
 static tdm_err parse_key(tdm_job *job, const char *key, live_req *r, char *err,
                          size_t n)
 {
     static const char pre[] = "sources.";
+    int w = parse_window_key(job, key, r, err, n);
+    if (w != 0)
+        return w > 0 ? TDM_OK : TDM_ERR_UNSUPPORTED;
     const char *rest =
         strncmp(key, pre, sizeof pre - 1) == 0 ? key + sizeof pre - 1 : NULL;
     for (int i = 0; rest && i < job->n_nodes; i++) {
@@ -245,7 +368,7 @@ static tdm_err parse_key(tdm_job *job, const char *key, live_req *r, char *err,
         if (nd->kind != TDM_NODE_SOURCE || strncmp(rest, nd->name, len) != 0 ||
             rest[len] != '.')
             continue;
-        for (int k = 0; k < TDM__LIVE_N_; k++)
+        for (int k = 0; k < TDM__LIVE_LATENESS; k++)
             if (strcmp(rest + len + 1, live_names[k]) == 0) {
                 r->node = i;
                 r->k = k;
@@ -259,17 +382,12 @@ static tdm_err parse_key(tdm_job *job, const char *key, live_req *r, char *err,
                          "with --set for any other key",
                          key, nd->name);
     }
-    if (strstr(key, ".allowed_lateness"))
-        return tdm__errf(err, n, TDM_ERR_UNSUPPORTED,
-                         "%s: allowed_lateness cannot change while the job "
-                         "runs yet (a window keeps the cleanup time it was "
-                         "created with); restart the job with --set",
-                         key);
     return tdm__errf(err, n, TDM_ERR_INVAL,
                      "%s: unknown key (live keys are "
                      "sources.<source>.watermark.max_out_of_orderness, "
-                     ".watermark.idle_timeout and "
-                     ".watermark.alignment.max_drift)",
+                     ".watermark.idle_timeout, "
+                     ".watermark.alignment.max_drift and "
+                     "windows.<window>.allowed_lateness)",
                      key);
 }
 
@@ -305,6 +423,8 @@ static bool store(tdm_job *job, tdm__live *lv, const live_req *r,
     if (old == r->v)
         return false;
     atomic_store(&ls->v[r->k], r->v);
+    if (r->k == TDM__LIVE_LATENESS && r->v > atomic_load(&ls->lat_max))
+        atomic_store(&ls->lat_max, r->v); /* R-LV-8; writers hold lv->mu */
     atomic_fetch_add_explicit(&ls->gen, 1, memory_order_release);
     live_meta *m = &lv->meta[r->node * TDM__LIVE_N_ + r->k];
     m->at = now;
@@ -313,14 +433,29 @@ static bool store(tdm_job *job, tdm__live *lv, const live_req *r,
     tdm_live_change *c = &lv->ring[lv->n_changes % LIVE_RING];
     lv->n_changes++;
     c->at = now;
-    snprintf(c->key, sizeof c->key, "sources.%s.%s", job->nodes[r->node]->name,
-             live_names[r->k]);
+    key_of(job->nodes[r->node], r->k, c->key, sizeof c->key);
     tdm__conf_format_duration(old, c->from, sizeof c->from);
     tdm__conf_format_duration(r->v, c->to, sizeof c->to);
     snprintf(c->origin, sizeof c->origin, "%s", origin);
     tdm__job_log(job, "live setting %s: %s -> %s (%s)", c->key, c->from, c->to,
                  origin);
     return true;
+}
+
+/* R-LV-8: the subtasks of window node @p node, asleep on their queues
+ * until an item comes, wake to apply a change.  Under the metrics lock
+ * (the run). */
+static void poke_window(tdm_job *job, int node)
+{
+    tdm__run *run = job->rec->mrun;
+    if (!run || job->nodes[node]->kind != TDM_NODE_WINDOW)
+        return;
+    for (int o = 0; o < run->n_ops; o++) {
+        tdm__rt_op_task *ts = tdm__rt_op_tasks(run, o);
+        for (int j = 0;
+             ts && run->ops[o].node == job->nodes[node] && j < run->P; j++)
+            tdm__queue_poke(&ts[j].q);
+    }
 }
 
 tdm_err tdm_job_config_check(tdm_job *job, const char *key, const char *value,
@@ -355,6 +490,7 @@ tdm_err tdm_job_config_set(tdm_job *job, const char *key, const char *value,
         pthread_mutex_lock(&lv->mu);
         store(job, lv, &r, origin && *origin ? origin : "api", now);
         pthread_mutex_unlock(&lv->mu);
+        poke_window(job, r.node);
     }
     pthread_mutex_unlock(&job->rec->mmu);
     if (lv)
@@ -384,6 +520,14 @@ static int applied(tdm_job *job, int i, uint64_t gen)
             if (ts[j].reader && atomic_load(&ts[j].live_seen) != gen)
                 return 0;
     }
+    for (int o = 0; o < run->n_ops; o++) {
+        if (run->ops[o].node != job->nodes[i])
+            continue;
+        tdm__rt_op_task *ts = tdm__rt_op_tasks(run, o);
+        for (int j = 0; ts && j < run->P; j++)
+            if (ts[j].win && atomic_load(&ts[j].live_seen) != gen)
+                return 0;
+    }
     return 1;
 }
 
@@ -393,10 +537,9 @@ static int nth(const tdm_job *job, size_t i, int *k)
     char why[256];
     size_t seen = 0;
     for (int nd = 0; nd < job->n_nodes; nd++) {
-        if (job->nodes[nd]->kind != TDM_NODE_SOURCE)
-            continue;
         for (int kk = 0; kk < TDM__LIVE_N_; kk++) {
-            if (refusal(job->nodes[nd], kk, why, sizeof why))
+            if (!key_of_kind(job->nodes[nd], kk) ||
+                refusal(job->nodes[nd], kk, why, sizeof why))
                 continue;
             if (seen++ == i) {
                 *k = kk;
@@ -423,14 +566,10 @@ tdm_err tdm_job_config_get(tdm_job *job, size_t i, tdm_live_setting *out)
         return TDM_ERR_RANGE;
     const tdm_node *n = job->nodes[nd];
     memset(out, 0, sizeof *out);
-    snprintf(out->key, sizeof out->key, "sources.%s.%s", n->name,
-             live_names[k]);
+    key_of(n, k, out->key, sizeof out->key);
     pthread_mutex_lock(&job->rec->mmu);
     tdm__live *lv = job->rec->live;
-    int64_t dflt[TDM__LIVE_N_] = {n->spec.src.wm_max_out_of_orderness_ms,
-                                  n->spec.src.wm_idle_timeout_ms,
-                                  n->spec.src.wm_alignment_max_drift_ms};
-    int64_t v = dflt[k];
+    int64_t v = definition(n, k);
     live_meta m = {.at = TDM_TIME_MIN, .origin = "job"};
     out->applied = 1;
     if (lv) {
@@ -583,6 +722,10 @@ static bool apply_file(tdm_job *job, tdm__live *lv, const char *text, char *err,
     for (int i = 0; i < nr; i++)
         store(job, lv, &reqs[i], "file", now);
     pthread_mutex_unlock(&lv->mu);
+    pthread_mutex_lock(&job->rec->mmu);
+    for (int i = 0; i < nr; i++)
+        poke_window(job, reqs[i].node);
+    pthread_mutex_unlock(&job->rec->mmu);
     return true;
 }
 
@@ -633,8 +776,7 @@ tdm_err tdm__live_ckpt_put(tdm__run *run, struct tdm__ckpt_store *st)
     for (size_t i = 0; i < n; i++) {
         int k = 0, nd = nth(job, i, &k);
         char key[192];
-        snprintf(key, sizeof key, "sources.%s.%s", job->nodes[nd]->name,
-                 live_names[k]);
+        key_of(job->nodes[nd], k, key, sizeof key);
         tdm__enc_str(&e, key);
         tdm__enc_svar(&e, atomic_load(&lv->src[nd].v[k]));
     }

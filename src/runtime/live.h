@@ -37,14 +37,31 @@
 #include "runtime/rt.h"
 #include "runtime/rt_ctx.h"
 
-/* The live keys of a source, in the order GET lists them. */
-enum { TDM__LIVE_BOUND, TDM__LIVE_IDLE, TDM__LIVE_DRIFT, TDM__LIVE_N_ };
+/* The live keys: a source's, in the order GET lists them, then a
+ * window's (windows.<name>.allowed_lateness). */
+enum {
+    TDM__LIVE_BOUND,
+    TDM__LIVE_IDLE,
+    TDM__LIVE_DRIFT,
+    TDM__LIVE_LATENESS,
+    TDM__LIVE_N_
+};
 
-/* The live values of one source (one per node; used for sources). */
+/* The live values of one node (one per node; sources use the first
+ * three, windows the lateness). */
 typedef struct tdm__live_src {
     _Atomic int64_t v[TDM__LIVE_N_];
     _Atomic uint64_t gen; /* bumped after each change (release) */
+    /* Windows: the highest lateness in force during the run (the commit
+     * horizon, plan.c, only moves out), and why the subtasks' operators
+     * cannot change it (0, or the winop's mode: R-LV-2). */
+    _Atomic int64_t lat_max;
+    _Atomic int fixed;
 } tdm__live_src;
+
+/* R-LV-2: the window operator modes that keep no cleanup time per
+ * window (tdm__live_src.fixed). */
+enum { TDM__LIVE_FIXED_NONE, TDM__LIVE_FIXED_SLICED, TDM__LIVE_FIXED_SESSION };
 
 typedef struct tdm__live tdm__live;
 
@@ -89,5 +106,12 @@ int tdm__live_file_check(tdm_job *job, const char *text, char *err, size_t n);
 /* Between polls: applies a change the subtask has not applied yet to its
  * reader and alignment coordinator (R-LV-4). */
 void tdm__src_live_apply(tdm__rt_src_task *t);
+
+/* The window subtask's side (op_live.c): the operator's lateness set to
+ * the value in force when the node's generation moved (R-LV-4), the
+ * retract memory's cleanup times with it.  Called before each group of
+ * items, and once after the restore (force). */
+struct tdm__rt_op_task;
+void tdm__op_live_apply(struct tdm__rt_op_task *t, bool force);
 
 #endif /* TDM_RT_LIVE_H */

@@ -868,6 +868,8 @@ static tdm__rt_warea *warea_new(tdm__run *run)
         v->event_time = op->event_time;
         v->global = op->node->spec.win.type == TDM__WINDOW_TYPE_GLOBAL;
         v->lateness = op->lateness;
+        tdm__live_src *ls = tdm__live_of(run->job, op->node);
+        v->live = ls ? &ls->v[TDM__LIVE_LATENESS] : NULL;
         v->name = tdm__strndup(op->node->name, strlen(op->node->name));
         v->key_types = tdm__calloc((size_t)op->n_key + 1, sizeof *v->key_types);
         v->key_names = tdm__calloc((size_t)op->n_key + 1, sizeof *v->key_names);
@@ -938,13 +940,19 @@ void tdm__rt_metrics_finish(tdm__run *run)
         rec->final = fin;
     }
     tdm__rt_warea *a = rec->warea;
-    for (int i = 0; a && i < a->n; i++)
+    for (int i = 0; a && i < a->n; i++) {
+        /* The area outlives the run, the live table may not (a next run
+         * makes a new one): the lateness in force is kept by value. */
+        if (a->v[i].live)
+            a->v[i].lateness = atomic_load(a->v[i].live);
+        a->v[i].live = NULL;
         for (int j = 0; j < a->P; j++) {
             const tdm__rt_op_task *t = &tdm__rt_op_tasks(run, a->v[i].op)[j];
             a->v[i].st[j].final_wm = t->win ? t->win->wm : TDM_TIME_MIN;
             a->v[i].st[j].ended = t->win && t->win->ended;
             pthread_cond_broadcast(&a->v[i].st[j].cv);
         }
+    }
     rec->mrun = NULL;
     pthread_mutex_unlock(&rec->mmu);
 }

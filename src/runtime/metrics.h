@@ -197,6 +197,9 @@ typedef struct tdm__rt_wvertex {
     int n_cv; /* st[0..n_cv) have their condition made */
     bool event_time, global;
     tdm_time_ms lateness;
+    /* The live value (live.h: windows.<name>.allowed_lateness), read
+     * instead of lateness when there is a table; NULL: none. */
+    const _Atomic int64_t *live;
     tdm__rt_wstat *st; /* P entries */
 } tdm__rt_wvertex;
 
@@ -213,8 +216,10 @@ static inline void tdm__met_window_times(const tdm__rt_wvertex *v,
                                          tdm_time_ms *cleanup)
 {
     *max_ts = v->global ? TDM_TIME_MAX : end - 1;
-    *cleanup =
-        v->event_time ? tdm__time_add_sat(*max_ts, v->lateness) : *max_ts;
+    tdm_time_ms late = v->live
+                           ? atomic_load_explicit(v->live, memory_order_relaxed)
+                           : v->lateness;
+    *cleanup = v->event_time ? tdm__time_add_sat(*max_ts, late) : *max_ts;
 }
 
 /* Frees an area (NULL is fine). */

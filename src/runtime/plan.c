@@ -488,7 +488,8 @@ static tdm_err plan_window(tdm__run *run, tdm__rt_op *op, tdm_node *n)
     bool wproc = ws->time == TDM__WINDOW_TIME_PROCESSING;
     op->proc_time = tdm__window_spec_proc_time(ws);
     op->event_time = !global && !wproc;
-    op->lateness = ws->allowed_lateness_ms;
+    op->lateness = tdm__live_value(run->job, n, TDM__LIVE_LATENESS,
+                                   ws->allowed_lateness_ms);
     tdm__window_type wtype = ws->type;
     tdm__trigger_kind trig = ws->trigger;
     op->wtype = (int)wtype;
@@ -515,6 +516,8 @@ static tdm_err plan_window(tdm__run *run, tdm__rt_op *op, tdm_node *n)
         op->hz.step = wtype == TDM__WINDOW_TYPE_SLIDING ? ws->slide_ms : size;
         op->hz.offset = ws->offset_ms;
         op->hz.lateness = op->lateness;
+        tdm__live_src *ls = tdm__live_of(run->job, n);
+        op->hz.live = ls ? &ls->lat_max : NULL;
     }
     op->n_cols = op->n_key + op->n_aggs;
     op->inputs = tdm__calloc((size_t)op->n_inputs, sizeof *op->inputs);
@@ -617,7 +620,10 @@ static tdm_time_ms op_horizon(const tdm__rt_horizon *h, tdm_time_ms ts)
         return TDM_TIME_MAX;
     tdm_time_ms start = tdm__window_start(ts, h->offset, h->step);
     tdm_time_ms end = tdm__time_add_sat(start, h->size);
-    return tdm__time_add_sat(end - 1, h->lateness);
+    tdm_time_ms late = h->live
+                           ? atomic_load_explicit(h->live, memory_order_relaxed)
+                           : h->lateness;
+    return tdm__time_add_sat(end - 1, late);
 }
 
 /* The commit horizon of a record at  ts for one consumer edge. */

@@ -69,6 +69,9 @@ enum { RT_HZ_END = 0, RT_HZ_WINDOW = 1 };
 typedef struct tdm__rt_horizon {
     int kind;
     tdm_time_ms size, step, offset, lateness;
+    /* Windows: the highest lateness in force during the run (live.h,
+     * R-LV-8), read instead of lateness; NULL: the definition's. */
+    const _Atomic int64_t *live;
 } tdm__rt_horizon;
 
 /* A source feeding an operator. */

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "runtime/ckpt.h"
+#include "runtime/live.h"
 #include "runtime/task_op.h"
 #include "state/state.h"
 #include "window/join.h"
@@ -459,6 +460,7 @@ void *tdm__rt_op_main(void *arg)
          * samples); the late sample budget is per group. */
         t->now = tdm_clock_now(t->clk);
         t->met.late_budget = 64;
+        tdm__op_live_apply(t, false); /* R-LV-8: before the group */
         if (!t->cka.blocked) {
             for (size_t i = 0; i < n; i++)
                 if (tdm__rt_op_handle(t, &items[i]))
@@ -502,6 +504,24 @@ static tdm_err make_assigner(const tdm_node *nd, bool join, tdm_assigner **out,
     return tdm__window_spec_assigner(&nd->spec.win, true, out, msg, n);
 }
 
+/* The window subtask's live settings (op_live.c): its node's table
+ * entry, the operator's mode when it keeps no cleanup time per window
+ * (live.c refuses a change then), and the value in force applied over
+ * a restored snapshot's. */
+static void live_open(tdm__rt_op_task *t)
+{
+    tdm__live_src *ls = tdm__live_of(t->run->job, t->op->node);
+    t->live = ls;
+    if (!ls)
+        return;
+    const char *fixed = tdm__winop_lateness_fixed(t->win);
+    int mode = !fixed || !t->op->event_time   ? TDM__LIVE_FIXED_NONE
+               : strcmp(fixed, "sliced") == 0 ? TDM__LIVE_FIXED_SLICED
+                                              : TDM__LIVE_FIXED_SESSION;
+    atomic_store(&ls->fixed, mode);
+    tdm__op_live_apply(t, true);
+}
+
 /* A window subtask's operator: assigner, trigger, aggregate (the built-in
  * count for a single count(), the row aggregate otherwise), one valve
  * channel per upstream source subtask, lateness and late output. */
@@ -537,8 +557,11 @@ static tdm_err init_window(tdm__rt_op_task *t, char *msg, size_t n)
         t->win->drop_probe = tdm__rt_op_win_dropped;
         t->win->drop_ud = t;
     }
-    if (err == TDM_OK && op->lateness > 0)
-        err = tdm_winop_set_allowed_lateness(t->win, op->lateness, msg, n);
+    /* The value in force (live.h; the definition's until a change). */
+    tdm_time_ms late = tdm__live_value(t->run->job, op->node,
+                                       TDM__LIVE_LATENESS, op->lateness);
+    if (err == TDM_OK && late > 0)
+        err = tdm_winop_set_allowed_lateness(t->win, late, msg, n);
     if (err == TDM_OK && op->late)
         err = tdm_winop_set_late_output(t->win, 1);
     if (err == TDM_OK && op->mode == RT_RETRACT) {
@@ -652,9 +675,13 @@ tdm_err tdm__rt_op_task_init(tdm__rt_op_task *t)
         err = tdm__opck_init(t);
     if (err == TDM_OK && run->ck.restored)
         err = tdm__rt_ckpt_restore_op(t, msg, sizeof msg);
-    /* After the restore: the data watermark starts at the restored one. */
+    /* After the restore: the data watermark starts at the restored one;
+     * the lateness in force replaces the snapshot's, and whether the
+     * operator can change it at all is said once (R-LV-2). */
     if (err == TDM_OK)
         err = tdm__op_fb_open(t);
+    if (err == TDM_OK && t->win)
+        live_open(t);
     if (err != TDM_OK)
         tdm__rt_fail(run, err, "%s \"%s\": %s",
                      op->kind == TDM_NODE_JOIN ? "join" : "window",

@@ -92,6 +92,11 @@ struct tdm__rt_op_task {
      * results not written. */
     tdm__op_fence_state fence;
     tdm__op_fb_state fb; /* the data watermark (op_fallback.h) */
+    /* Live settings (live.h, op_live.c): the node's generation applied,
+     * and the same for GET /jobs/:id/config. */
+    const struct tdm__live_src *live; /* the node's (NULL: none) */
+    uint64_t live_gen;
+    _Atomic uint64_t live_seen;
     bool *ch_idle;
     tdm__rt_chan *chp;
     /* Chaining: the derived source subtask this subtask writes its

@@ -98,8 +98,9 @@ static int cmp_rref(const void *a, const void *b)
  * task_op_emit.c). */
 static tdm_time_ms retract_at(const tdm__rt_op_task *t, tdm__ns ns)
 {
-    return t->op->event_time ? tdm__time_add_sat(ns.b - 1, t->op->lateness)
-                             : ns.b - 1;
+    return t->op->event_time
+               ? tdm__time_add_sat(ns.b - 1, tdm_winop_allowed_lateness(t->win))
+               : ns.b - 1;
 }
 
 /* One slot: key, window, flags (1 cleanup timer), [timer time], flag

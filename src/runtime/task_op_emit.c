@@ -228,9 +228,11 @@ static void retract_and_remember(tdm__rt_op_task *t, const tdm_event *ev,
         }
     } else if (ev->has_window) {
         /* Forget the window when the operator does (cleanup time). */
-        tdm_time_ms at = op->event_time
-                             ? tdm__time_add_sat(ev->win_end - 1, op->lateness)
-                             : ev->win_end - 1;
+        tdm_time_ms at =
+            op->event_time
+                ? tdm__time_add_sat(ev->win_end - 1,
+                                    tdm_winop_allowed_lateness(t->win))
+                : ev->win_end - 1;
         if (tdm__timers_add(t->ret.rtimers, at, kid, ns) != TDM_OK) {
             tdm__rt_op_fail_nomem(t);
             return;

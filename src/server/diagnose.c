@@ -1076,7 +1076,9 @@ static void rule_late(const tdm__view *w, dx_out *o)
                     "observed P99.9 lag, rounded up; --set "
                     "sources.%s.watermark.max_out_of_orderness=%s), or keep "
                     "it and set windows.%s.allowed_lateness to %s so late "
-                    "records refire their windows.",
+                    "records refire their windows (tidemark set URL KEY=VALUE "
+                    "changes either on the running job where it is live, "
+                    "docs/live-settings.md).",
                     src, fx, src, fx, vi->name, fx);
         } else {
             set_fix(o, f,

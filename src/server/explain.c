@@ -192,8 +192,10 @@ typedef struct ex_ctx {
 } ex_ctx;
 
 /* Reads the facts the verdicts need from window node @p node. */
-static void read_conf(tdm_node *node, ex_conf *cf)
+static void read_conf(tdm_job *job, const char *name, tdm_node *node,
+                      ex_conf *cf)
 {
+    char key[192];
     int event_time = !tdm_node_processing_time(node) &&
                      tdm_node_window_kind(node) != TDM_WINDOW_KIND_GLOBAL;
     cf->trg = tdm_node_trigger(node);
@@ -201,7 +203,10 @@ static void read_conf(tdm_node *node, ex_conf *cf)
                                cf->trg == TDM_TRIGGER_KIND_COUNT ||
                                cf->trg == TDM_TRIGGER_KIND_NEVER);
     cf->trigger_count = tdm_node_get_int(node, "trigger.count");
-    cf->lateness = tdm_node_get_int(node, "allowed_lateness");
+    /* The value in force (docs/live-settings.md). */
+    snprintf(key, sizeof key, "windows.%s.allowed_lateness", name);
+    cf->lateness = tdm__job_live_value(
+        job, key, tdm_node_get_int(node, "allowed_lateness"));
 }
 
 /* The evidence every answer starts with: the subtask and its watermark,
@@ -549,7 +554,7 @@ static int ask(tdm_job *job, ex_ctx *x, char *errbuf, size_t errbuf_size)
         tdm__errf(errbuf, errbuf_size, err, "out of memory");
     if (err != TDM_OK)
         return http_of(err);
-    read_conf(node, &x->conf);
+    read_conf(job, x->vertex, node, &x->conf);
     return 200;
 }
 

@@ -315,6 +315,19 @@ int64_t tdm__view_hold_threshold(const tdm__view *w, const char *src)
     return best > 0 ? best : 1000;
 }
 
+/* Live key @p key of @p job as it stands (GET /jobs/:id/config's
+ * value), or @p dflt when the job has no such live key. */
+int64_t tdm__job_live_value(tdm_job *job, const char *key, int64_t dflt)
+{
+    tdm_live_setting ls;
+    size_t k = tdm_job_config_count(job);
+    for (size_t i = 0; i < k; i++)
+        if (tdm_job_config_get(job, i, &ls) == TDM_OK &&
+            strcmp(ls.key, key) == 0)
+            return ls.value_ms;
+    return dflt;
+}
+
 /* A watermark setting of source @p src as it stands: the live value
  * when one was set on the running job (docs/live-settings.md), else the
  * job file's; 0 without a job to ask. */
@@ -322,17 +335,11 @@ int64_t tdm__view_source_setting(const tdm__view *w, const char *src,
                                  const char *setting)
 {
     char key[192];
-    tdm_live_setting ls;
     tdm_node *n = tdm__view_node(w, src);
     if (!n)
         return 0;
     snprintf(key, sizeof key, "sources.%s.%s", src, setting);
-    size_t k = tdm_job_config_count(w->job);
-    for (size_t i = 0; i < k; i++)
-        if (tdm_job_config_get(w->job, i, &ls) == TDM_OK &&
-            strcmp(ls.key, key) == 0)
-            return ls.value_ms;
-    return tdm_node_get_int(n, setting);
+    return tdm__job_live_value(w->job, key, tdm_node_get_int(n, setting));
 }
 
 /* A source's idle timeout (0: none, or no job to ask). */

@@ -137,6 +137,9 @@ int64_t tdm__view_window_period(tdm_node *n);
 int64_t tdm__view_hold_threshold(const tdm__view *w, const char *src);
 /* A source's idle timeout (0: none, or no job to ask). */
 int64_t tdm__view_idle_timeout(const tdm__view *w, const char *src);
+/* Live key @p key of @p job ("windows.w.allowed_lateness") as it
+ * stands, or @p dflt when the job has no such live key. */
+int64_t tdm__job_live_value(tdm_job *job, const char *key, int64_t dflt);
 /* A watermark setting of source @p src ("watermark.max_out_of_orderness")
  * as it stands: its live value when it was changed on the running job,
  * else the job file's (0 without a job). */

@@ -807,6 +807,21 @@ static bool grow_smap(tdm__wstore *ws)
     return true;
 }
 
+/* Room for one more span in the heap (doubled when full); false on
+ * OOM. */
+static bool heap_room(tdm__wstore *ws)
+{
+    if (ws->n_heap < ws->cap_heap)
+        return true;
+    uint32_t ncap = ws->cap_heap ? ws->cap_heap * 2 : 8;
+    uint32_t *nh = tdm__realloc(ws->heap, ncap * sizeof *nh);
+    if (!nh)
+        return false;
+    ws->heap = nh;
+    ws->cap_heap = ncap;
+    return true;
+}
+
 /* Finds or adds a span; see wstore.h. */
 tdm_err tdm__ws_span_get(tdm__wstore *ws, tdm_time_ms start, tdm_time_ms end,
                          tdm_time_ms t_fire, tdm_time_ms t_clean, bool fired,
@@ -830,14 +845,8 @@ tdm_err tdm__ws_span_get(tdm__wstore *ws, tdm_time_ms start, tdm_time_ms end,
     }
     if ((ws->live_spans + 1) * 2 > ws->spmask + 1 && !grow_smap(ws))
         return TDM_ERR_NOMEM;
-    if (ws->n_heap == ws->cap_heap) {
-        uint32_t ncap = ws->cap_heap ? ws->cap_heap * 2 : 8;
-        uint32_t *nh = tdm__realloc(ws->heap, ncap * sizeof *nh);
-        if (!nh)
-            return TDM_ERR_NOMEM;
-        ws->heap = nh;
-        ws->cap_heap = ncap;
-    }
+    if (!heap_room(ws))
+        return TDM_ERR_NOMEM;
     /* Free span ids are reused first (linked through "fired"). */
     uint32_t id;
     uint32_t *members = NULL, mcap = 0;
@@ -902,6 +911,32 @@ void tdm__ws_span_set_fired(tdm__wstore *ws, uint32_t sid)
         ws->heap[ws->n_heap++] = sid;
         sift_up(ws, ws->n_heap - 1);
     }
+}
+
+/* Moves a span's cleanup time: out of the heap and back in at its new
+ * due time, the heap grown first when the span was not in it. */
+tdm_err tdm__ws_span_set_clean(tdm__wstore *ws, uint32_t sid,
+                               tdm_time_ms t_clean)
+{
+    tdm__ws_span *s = &ws->spans[sid];
+    if (s->hpos == TDM__WS_NONE && !heap_room(ws))
+        return TDM_ERR_NOMEM;
+    heap_remove(ws, sid);
+    s->t_clean = t_clean;
+    if (span_due(s) != TDM_TIME_MAX) {
+        ws->heap[ws->n_heap++] = sid;
+        sift_up(ws, ws->n_heap - 1);
+    }
+    return TDM_OK;
+}
+
+/* Every live span: the span map holds each once (id + 1). */
+void tdm__ws_span_each(const tdm__wstore *ws, void (*fn)(void *, uint32_t),
+                       void *ud)
+{
+    for (size_t i = 0; ws->smap && i <= ws->spmask; i++)
+        if (ws->smap[i])
+            fn(ud, ws->smap[i] - 1);
 }
 
 /* Frees a span whose cells were all released: heap, map, members. */

@@ -517,6 +517,15 @@ uint32_t tdm__ws_span_due(const tdm__wstore *ws, tdm_time_ms upto);
 void tdm__ws_span_take(tdm__wstore *ws, uint32_t sid);
 /* Marks a span fired: it is due next at its cleanup time. */
 void tdm__ws_span_set_fired(tdm__wstore *ws, uint32_t sid);
+/* Moves span @p sid's cleanup time to @p t_clean (a live change of the
+ * allowed lateness): it is due then once fired.  TDM_OK or
+ * TDM_ERR_NOMEM (the heap could not grow; nothing changed). */
+tdm_err tdm__ws_span_set_clean(tdm__wstore *ws, uint32_t sid,
+                               tdm_time_ms t_clean);
+/* Calls @p fn with the id of every live span, in no order; @p fn must
+ * not add or free spans. */
+void tdm__ws_span_each(const tdm__wstore *ws, void (*fn)(void *, uint32_t),
+                       void *ud);
 /* Frees span @p sid once every member cell was released (or when it
  * never got one).  Its member list's memory is kept for the next span
  * (the next window of a tumbling stream needs about as much). */

@@ -273,6 +273,10 @@ struct tdm_winop {
     struct tdm__sess *sess;
     tdm__wstore *ws;
     tdm_time_ms lateness;
+    /* L3 (winop_lateness.c): windows whose maxTimestamp is <= this were
+     * closed under a lower lateness before a live raise; TDM_TIME_MIN:
+     * none. */
+    tdm_time_ms closed_max;
     tdm_time_ms wm;       /* current watermark */
     tdm_time_ms proctime; /* last clock reading */
     tdm__keys *keys;
@@ -451,11 +455,30 @@ tdm__win_slot *tdm__win_slot_new(tdm_winop *op, uint32_t key, tdm__ns ns,
                                  tdm_time_ms start, tdm_time_ms end);
 /* Frees a slot's contents and removes it (drops its key reference). */
 void tdm__win_slot_free(tdm_winop *op, tdm__win_slot *s);
-/* True when window [., end) is late (event time, cleanup <= watermark). */
+/* True when window [., end) is late (event time, cleanup <= watermark,
+ * or closed before a live raise of the lateness, L3). */
 static inline bool tdm__win_is_late(const tdm_winop *op, tdm_time_ms end)
 {
-    return op->event_time && tdm__win_cleanup(op, end) <= op->wm;
+    return op->event_time && (tdm__win_cleanup(op, end) <= op->wm ||
+                              tdm__win_max_ts(op, end) <= op->closed_max);
 }
+/* Frees a window's state with its trigger's (Flink's clearAllState). */
+void tdm__win_clear_all(tdm_winop *op, tdm__win_slot *s);
+/* Registers the ctx window's cleanup timer (Flink's
+ * registerCleanupTimer).  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__win_register_cleanup(tdm_trigger_ctx *ctx);
+/* The lean path's watermark walk (fires and cleans up due windows). */
+void tdm__win_lean_watermark(tdm_winop *op, tdm_time_ms wm);
+/* Why the allowed lateness of a started operator cannot change (its
+ * mode keeps no cleanup times: "sliced", "session", "merging"), or NULL
+ * (winop_lateness.c). */
+const char *tdm__winop_lateness_fixed(const tdm_winop *op);
+/* L1: sets the lateness of a fresh (or restoring) operator. */
+void tdm__winop_lateness_fresh(tdm_winop *op, tdm_time_ms lateness);
+/* L6: the general path's windows get cleanup timers at the current
+ * lateness (those due are cleaned up); after a restore of blobs written
+ * under different values.  TDM_OK or TDM_ERR_NOMEM. */
+tdm_err tdm__winop_lateness_resync(tdm_winop *op);
 /* Test hook and restore: makes a fresh operator in the sliced mode
  * (winop_slice.c) keep per-window cells instead.  Returns TDM_OK (also
  * when it was not sliced), or TDM_ERR_STATE after the first input. */
@@ -584,8 +607,9 @@ static inline void tdm__win_fail(tdm_winop *op, tdm_err e)
 /* ---- Checkpoints (winop_snap.c; layout in docs/checkpoints.md,
  * "Operator state") ---- */
 
-#define TDM__SNAP_TAG_WINOP UINT64_C(0x4f57)       /* "OW" */
-#define TDM__SNAP_TAG_WINOP_GROUP UINT64_C(0x4f47) /* "OG" */
+#define TDM__SNAP_TAG_WINOP UINT64_C(0x4f57)        /* "OW" */
+#define TDM__SNAP_TAG_WINOP_GROUP UINT64_C(0x4f47)  /* "OG" */
+#define TDM__SNAP_TAG_WINOP_CLOSED UINT64_C(0x4f43) /* "OC" */
 #define TDM__SNAP_WINOP_VERSION 1
 
 /* The key group of a key, as the runtime routes it (borrows @p key). */

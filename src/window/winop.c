@@ -92,7 +92,7 @@ void tdm__win_timer_del(tdm_trigger_ctx *ctx, tdm__domain d, tdm_time_ms t)
 
 /* Flink's registerCleanupTimer: in the assigner's domain, never at
  * TDM_TIME_MAX (R4.2). */
-static inline tdm_err register_cleanup(tdm_trigger_ctx *ctx)
+tdm_err tdm__win_register_cleanup(tdm_trigger_ctx *ctx)
 {
     tdm_winop *op = ctx->op;
     tdm_time_ms c = tdm__win_cleanup(op, ctx->end);
@@ -205,7 +205,7 @@ static inline void apply_result(tdm_winop *op, tdm__win_slot *s, int r)
 
 /* Flink's clearAllState: contents, trigger state and timers (via
  * trigger.clear), then the window itself (R4.3).  Emits nothing. */
-static void clear_all(tdm_winop *op, tdm__win_slot *s)
+void tdm__win_clear_all(tdm_winop *op, tdm__win_slot *s)
 {
     tdm_trigger_ctx ctx = {op,     s->key, s->start,
                            s->end, s,      tdm__win_tstate(op, s)};
@@ -234,7 +234,7 @@ static void on_timer(tdm_winop *op, tdm__domain d, const tdm__timer *t)
          * same timer (R3.4). */
         bool cleanup_domain = (d == TDM__EVENT) == op->event_time;
         if (cleanup_domain && t->time == tdm__win_cleanup(op, s->end))
-            clear_all(op, s);
+            tdm__win_clear_all(op, s);
     }
     /* else: a stale timer of a window merged away or cleaned up (R5.5). */
     tdm__keys_unref(op->keys, t->key);
@@ -244,7 +244,6 @@ static void on_timer(tdm_winop *op, tdm__domain d, const tdm__timer *t)
 
 /* R3.1: set the watermark, fire every event-time timer <= it (also ones
  * registered meanwhile), then forward it. */
-static void lean_watermark(tdm_winop *op, tdm_time_ms wm);
 
 static void process_watermark(tdm_winop *op, tdm_time_ms wm)
 {
@@ -254,7 +253,7 @@ static void process_watermark(tdm_winop *op, tdm_time_ms wm)
     if (op->lean_sliced) {
         tdm__slice_watermark(op, wm);
     } else if (op->lean) {
-        lean_watermark(op, wm);
+        tdm__win_lean_watermark(op, wm);
     } else if (op->sess) {
         tdm__sess_watermark(op, wm);
     } else {
@@ -309,7 +308,7 @@ static tdm_err add_to_window(tdm_winop *op, tdm__win_slot *s,
         r = tdm__trigger_on_element(op->trg, &ctx, rec);
     }
     apply_result(op, s, r);
-    tdm__win_fail(op, register_cleanup(&ctx));
+    tdm__win_fail(op, tdm__win_register_cleanup(&ctx));
     return TDM_OK;
 }
 
@@ -398,8 +397,9 @@ static bool late_by_fallback(const tdm_winop *op, tdm_time_ms ts)
 void tdm__win_handle_late(tdm_winop *op, const tdm_record *rec, const char *key,
                           size_t key_len)
 {
-    if (!op->event_time || tdm__time_add_sat(rec->ts, op->lateness) > op->wm)
-        return;
+    if (!op->event_time || (tdm__time_add_sat(rec->ts, op->lateness) > op->wm &&
+                            rec->ts > op->closed_max))
+        return; /* not late itself (L3: nor under a closed window) */
     if (late_by_fallback(op, rec->ts))
         op->late_fallback++;
     if (!op->late_output) {
@@ -555,8 +555,8 @@ lean_push_slow(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts, uint64_t h,
     tdm__assign_begin(op->asg, ts, &it);
     while (tdm__assign_next(&it, &start, &end)) {
         tdm_time_ms clean = tdm__win_cleanup(op, end);
-        if (clean <= op->wm)
-            continue; /* R2 step 2: a late window */
+        if (clean <= op->wm || end - 1 <= op->closed_max)
+            continue; /* R2 step 2: a late window (L3: or a closed one) */
         handled = true;
         tdm_time_ms max_ts = end - 1;
         uint32_t sid = tdm__ws_span_find(ws, start, end);
@@ -684,7 +684,7 @@ lean_push(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
  * the general path does with one timer per window, whose equal-time
  * timers pop in registration order.  Cleanup emits nothing, so doing it
  * in the same walk as the firing is not observable. */
-static void lean_watermark(tdm_winop *op, tdm_time_ms wm)
+void tdm__win_lean_watermark(tdm_winop *op, tdm_time_ms wm)
 {
     tdm__wstore *ws = op->ws;
     uint32_t sid;
@@ -1095,6 +1095,7 @@ tdm_err tdm_winop_new(tdm_assigner *asg, tdm_trigger *trg, tdm_aggregate *agg,
     op->single = op->global || op->asg->kind == TDM__ASG_TUMBLING;
     op->wm = TDM_TIME_MIN;
     op->data_wm = TDM_TIME_MAX;
+    op->closed_max = TDM_TIME_MIN;
     op->proctime = clk ? tdm_clock_now(clk) : TDM_TIME_MIN;
     /* Slot layout: header, user accumulator, trigger state. */
     op->acc_off = round16(sizeof(tdm__win_slot));
@@ -1144,30 +1145,6 @@ fail:
     tdm_trigger_destroy(trg);
     tdm_aggregate_destroy(agg);
     return err;
-}
-
-/* Sets allowed lateness before the first input.  Returns
- * TDM_OK, TDM_ERR_INVAL (negative), TDM_ERR_STATE. */
-tdm_err tdm_winop_set_allowed_lateness(tdm_winop *op, tdm_time_ms lateness_ms,
-                                       char *errbuf, size_t errbuf_size)
-{
-    if (!op)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "op must not be NULL");
-    if (lateness_ms < 0)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "allowed_lateness_ms must be >= 0 (got %lld)",
-                         (long long)lateness_ms);
-    if (op->started)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
-                         "allowed_lateness_ms can only be set before the "
-                         "first input");
-    op->lateness = lateness_ms;
-    if (op->lean_sliced && !tdm__slice_applies(op))
-        (void)tdm__winop_disable_slicing(op);
-    if (op->sess && !tdm__sess_applies(op))
-        tdm__sess_free(op);
-    return TDM_OK;
 }
 
 /* Turns the late side output on or off before the first

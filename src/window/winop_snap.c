@@ -89,6 +89,7 @@ static inline size_t put_bytes(uint8_t *p, const void *b, size_t len)
 /* ---- Configuration fingerprint ---- */
 
 #define N_FP 20
+#define FP_LATENESS 16
 
 /* The settings a restored operator must share with the snapshotted one. */
 static void fingerprint(const tdm_winop *op, int64_t *fp)
@@ -111,7 +112,7 @@ static void fingerprint(const tdm_winop *op, int64_t *fp)
     fp[i++] = op->agg->kind;
     fp[i++] = (int64_t)op->acc_size;
     fp[i++] = (int64_t)op->tstate_size;
-    fp[i++] = op->lateness;
+    fp[i++] = op->lateness; /* FP_LATENESS: taken, not compared (L6) */
     fp[i++] = op->late_output;
     fp[i++] = op->lean;
     fp[i++] = op->lean ? (int64_t)op->ws->n_vals : 0;
@@ -694,6 +695,12 @@ tdm_err tdm__winop_snapshot(const tdm_winop *op, tdm__enc *e,
     err = tdm__valve_snapshot(op->valve, e);
     if (err != TDM_OK)
         goto fail_open;
+    if (op->closed_max != TDM_TIME_MIN) {
+        /* L6: the horizon closed by a live raise of the lateness. */
+        tdm__enc_begin(e, TDM__SNAP_TAG_WINOP_CLOSED);
+        tdm__enc_svar(e, op->closed_max);
+        tdm__enc_end(e);
+    }
     if (op->lean)
         err = snap_lean(op, e, &kg, ng);
     else if (op->sess)
@@ -1163,11 +1170,15 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
     tdm__dec_uvar(&body, &nfp);
     if (!body.err && nfp != N_FP)
         tdm__dec_fail(&body, "operator configuration differs");
-    int64_t fp[N_FP];
+    int64_t fp[N_FP], late = op->lateness;
     fingerprint(op, fp);
     for (int i = 0; !body.err && i < N_FP; i++) {
         int64_t v;
-        if (tdm__dec_svar(&body, &v) == TDM_OK && v != fp[i])
+        if (tdm__dec_svar(&body, &v) != TDM_OK)
+            break;
+        if (i == FP_LATENESS && !op->merging && v >= 0)
+            late = v; /* L6: the snapshot's lateness is taken */
+        else if (v != fp[i])
             tdm__dec_fail(&body, "operator configuration differs");
     }
     int64_t wm, pt, c[4];
@@ -1210,6 +1221,12 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
             op->proctime = pt;
         op->ended = op->ended && ended;
     }
+    /* L6: the first blob sets the lateness; a later one written under
+     * another value (a live change between two subtasks' snapshots) has
+     * its windows' cleanup timers made again after its groups. */
+    bool resync = op->restored && late != op->lateness;
+    if (!op->restored)
+        tdm__winop_lateness_fresh(op, late);
     op->late_dropped += c[0];
     op->late_emitted += c[1];
     op->bad_records += c[2];
@@ -1222,6 +1239,16 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
         tdm__dec g;
         if (tdm__dec_section(&body, &gtag, &g) != TDM_OK)
             goto parse;
+        if (gtag == TDM__SNAP_TAG_WINOP_CLOSED) {
+            int64_t h = TDM_TIME_MIN;
+            if (tdm__dec_svar(&g, &h) != TDM_OK) {
+                adopt(&body, &g);
+                goto parse;
+            }
+            if (h > op->closed_max)
+                op->closed_max = h; /* L6: every blob's horizon holds */
+            continue;
+        }
         if (gtag != TDM__SNAP_TAG_WINOP_GROUP)
             continue; /* a later writer's section */
         if (tdm__dec_uvar(&g, &group) != TDM_OK) {
@@ -1242,6 +1269,8 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
         }
     }
     err = op->lean ? add_cells(op, &body, &cb) : add_timers(op, &body, &tb);
+    if (err == TDM_OK && resync && !op->lean)
+        err = tdm__winop_lateness_resync(op);
     if (err == TDM_ERR_PARSE)
         goto parse;
     if (err != TDM_OK)

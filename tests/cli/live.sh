@@ -133,8 +133,9 @@ expect_exit "bad value" 1 "$TM" set "$url" \
     sources.clicks.watermark.max_out_of_orderness=5s \
     sources.clicks.watermark.idle_timeout=-1s
 expect_in "bad value" "$T/err" 'HTTP 400'
-expect_exit "not live" 1 "$TM" set "$url" views.allowed_lateness=1s
+expect_exit "not live" 1 "$TM" set "$url" windows.views.window.size=1s
 expect_in "not live" "$T/err" 'HTTP 409'
+expect_in "not live" "$T/err" 'live: windows.views.allowed_lateness'
 expect_exit "no group" 1 "$TM" set "$url" \
     sources.clicks.watermark.alignment.max_drift=1s
 expect_in "no group" "$T/err" 'is in no alignment group'
@@ -149,4 +150,67 @@ feed_after
 finish refused
 views_rows refused
 same_multiset "refusals" "$T/unchanged.expected" "$T/refused.rows"
+
+# ---- Allowed lateness (R-LV-8, winop_lateness.c L3-L5) ----
+# Records 1, 12: watermark 11.999, [0,10) fires (1 view) and, with no
+# lateness, is cleaned up.  Then allowed_lateness becomes 10 s:
+#   5   [0,10) stays closed (L3: max 9.999 <= 11.999 - 0): late, dropped,
+#       never a fresh [0,10) window with a partial count
+#   15, 21   watermark 20.999: [10,20) fires (12, 15: 2 views) and is
+#            kept until 29.999
+#   17  17 + 10 > 20.999, [10,20) lives: it refires with 3 views
+# Then it becomes 0 again: [10,20) is cleaned up at once (L4: 19.999 <=
+# 20.999), so
+#   18  is late (dropped), where 10 s would have refired with 4
+#   26  the end fires [20,30) with 21, 26 (2 views).
+# Without either change, 17 is late too: [10,20) keeps 2 views.
+views_row 1 0 10000 >"$T/late.expected"
+views_row 2 10000 20000 >>"$T/late.expected"
+views_row 3 10000 20000 >>"$T/late.expected"
+views_row 2 20000 30000 >>"$T/late.expected"
+# wm_at NAME MS: polls until the window's input watermark is MS.
+wm_at() {
+    tries=0
+    until "$HTTP_GET" "$(port_of)" /jobs/live 2>/dev/null |
+        grep -q "\"currentInputWatermark\":$2[,}]"; do
+        tries=$((tries + 1))
+        [ "$tries" -le 1200 ] || fail "$1: the watermark never reached $2"
+        sleep 0.05
+    done
+}
+# lateness_applied NAME VALUE VALUE_MS CHANGES: polls GET until the
+# window's lateness is VALUE and every subtask applied it.
+lateness_applied() {
+    tries=0
+    until "$HTTP_GET" "$(port_of)" /jobs/live/config >"$T/$1.cfg" 2>/dev/null &&
+        grep -q '"key":"windows.views.allowed_lateness","value":"'"$2"'","valueMs":'"$3"',"origin":"rest","changedAt":[0-9]*,"changes":'"$4"',"applied":true' "$T/$1.cfg"; do
+        tries=$((tries + 1))
+        [ "$tries" -le 1200 ] || { cat "$T/$1.cfg" >&2; fail "$1: lateness $2 was never applied"; }
+        sleep 0.05
+    done
+}
+start late
+feed_before
+seen late 2
+wm_at late 11999
+"$HTTP_GET" -X PATCH -d '{"windows.views.allowed_lateness": "10s"}' \
+    "$(port_of)" /jobs/live/config >"$T/late.patch"
+lateness_applied late 10s 10000 1
+for ts in 5000 15000 21000 17000; do
+    rec "$ts"
+done
+seen late 6
+wm_at late 20999
+"$HTTP_GET" -X PATCH -d '{"windows.views.allowed_lateness": "0ms"}' \
+    "$(port_of)" /jobs/live/config >"$T/late.patch2"
+lateness_applied late 0ms 0 2
+rec 18000
+rec 26000
+finish late
+views_rows late
+same_multiset "allowed lateness" "$T/late.expected" "$T/late.rows"
+expect_in "allowed lateness" "$T/late.err" \
+    'late records: 2 dropped, 0 to the late output, 1 late refires'
+expect_in "allowed lateness" "$T/late.err" \
+    'live setting windows.views.allowed_lateness: 0ms -> 10s (rest)'
 echo "live: ok"

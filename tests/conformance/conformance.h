@@ -105,7 +105,8 @@ struct conf_input {
     size_t key_len;
     tdm_time_ms ts; /* record, watermark, proctime, announce, report; set:
                        the new value */
-    int setting;    /* set: 0 max_out_of_orderness, 1 idle_timeout */
+    int setting;    /* set: 0 max_out_of_orderness, 1 idle_timeout,
+                     * 2 allowed_lateness */
     double value;
     json_t *obj; /* the item itself (punctuation markers read it) */
 };

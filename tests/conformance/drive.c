@@ -773,6 +773,12 @@ static int feed(struct drive *d, const struct conf_input *in, char *why,
                              : api_fail(d, "tdm_align_coord_report", err, NULL,
                                         why, why_size);
     case IN_SET:
+        if (in->setting == 2) {
+            err = tdm_winop_set_allowed_lateness(d->winop, in->ts, NULL, 0);
+            return err == TDM_OK ? 0
+                                 : api_fail(d, "tdm_winop_set_allowed_lateness",
+                                            err, NULL, why, why_size);
+        }
         err = in->setting == 0 ? tdm_reader_set_bound(d->reader, in->ts)
                                : tdm_reader_set_idle_timeout(d->reader, in->ts);
         return err == TDM_OK

@@ -731,13 +731,28 @@ static int load_position(const json_t *it, const struct conf_vector *v,
     return 0;
 }
 
-/* A "set" item: exactly one of max_out_of_orderness and idle_timeout,
-** in ms, >= 0 (runner extension, README.md). */
-static int load_set(json_t *it, const char *what, struct conf_input *in,
-                    char *why, size_t why_size)
+/* A "set" item: in a source pipeline exactly one of
+** max_out_of_orderness and idle_timeout, in a window pipeline
+** allowed_lateness; in ms, >= 0 (runner extension, README.md). */
+static int load_set(json_t *it, const char *what, const struct conf_vector *v,
+                    struct conf_input *in, char *why, size_t why_size)
 {
     int64_t n;
     int has_bound = json_object_get(it, "max_out_of_orderness") != NULL;
+    int has_late = json_object_get(it, "allowed_lateness") != NULL;
+    if (has_late != (v->pipe == PIPE_WINDOW))
+        return set_why(why, why_size,
+                       "invalid %s: a set item has \"allowed_lateness\" in "
+                       "a window pipeline, and only there",
+                       what);
+    if (has_late) {
+        in->setting = 2;
+        if (get_int(it, "allowed_lateness", what, 1, 0, 0, INT64_MAX, &n, why,
+                    why_size) != 0)
+            return -1;
+        in->ts = n;
+        return 0;
+    }
     if (has_bound == (json_object_get(it, "idle_timeout") != NULL))
         return set_why(why, why_size,
                        "invalid %s: a set item has exactly one of "
@@ -770,7 +785,8 @@ static int load_input_item(json_t *it, size_t idx, const struct conf_vector *v,
     static const char *const report_keys[] = {"kind", "subtask", "watermark",
                                               NULL};
     static const char *const set_keys[] = {"kind", "max_out_of_orderness",
-                                           "idle_timeout", NULL};
+                                           "idle_timeout", "allowed_lateness",
+                                           NULL};
     static const char *const *const kind_keys[] = {
         NULL,     wm_keys,       status_keys,   status_keys, proctime_keys,
         end_keys, finished_keys, announce_keys, report_keys, set_keys};
@@ -808,6 +824,9 @@ static int load_input_item(json_t *it, size_t idx, const struct conf_vector *v,
         break;
     case PIPE_COORD:
         ok = 1u << IN_PROCTIME | 1u << IN_REPORT;
+        break;
+    case PIPE_WINDOW:
+        ok = common | 1u << IN_SET;
         break;
     default:
         ok = common;
@@ -886,7 +905,7 @@ static int load_input_item(json_t *it, size_t idx, const struct conf_vector *v,
         in->subtask = (int)n;
         return get_time(it, "watermark", what, 1, 0, &in->ts, why, why_size);
     case IN_SET:
-        return load_set(it, what, in, why, why_size);
+        return load_set(it, what, v, in, why, why_size);
     default:
         return 0;
     }

@@ -71,6 +71,8 @@ neg-live-watermark-goes-back|after input 4: expected {"watermark":6999} but got 
 neg-live-set-both-settings|a set item has exactly one of
 neg-fallback-before-its-interval|expected {"watermark":300} after input 2 but got {"watermark":500} after input 3
 neg-fallback-outside-a-source|unsupported field "fallback" in pipeline.watermark of a window pipeline
+neg-live-lateness-outside-a-window|"allowed_lateness" in a window pipeline, and only there
+neg-live-lateness-lowered-still-refires|after input 3: expected {"key":"k","window":[10000,20000],"value":36,"ts":19999} but got nothing
 EOF
 
 # ---- A correct control vector passes ----

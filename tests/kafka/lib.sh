@@ -33,6 +33,7 @@ kafka_init() {
     # second once kafka_cleanup removed the pid file.  WATCHDOG_S (default
     # 595) stays below the test's CTest timeout (600 s).
     : >"$W/pids"
+    DEADLINE_MS=$(($(now_ms) + (${WATCHDOG_S:-595} - 30) * 1000))
     (
         n=0
         while [ "$n" -lt "${WATCHDOG_S:-595}" ] && [ -f "$W/pids" ]; do
@@ -105,6 +106,19 @@ now_ms() {
 # tests ran 20-30 times slower) does not fail them.  The watchdog
 # (kafka_init) and the CTest timeouts are sized above the scaled waits.
 WAIT_SCALE=${TDM_WAIT_SCALE:-5}
+# Every wait also ends at the test's own deadline (DEADLINE_MS, set by
+# kafka_init 30 s before the watchdog, and so before the CTest timeout):
+# a hang then fails with the processes' logs (fail) instead of being
+# killed without a word.
+DEADLINE_MS=
+
+# deadline_ms TIMEOUT_S: when a wait of TIMEOUT_S (scaled) begun now
+# ends: the earlier of that and the test's deadline.
+deadline_ms() {
+    _d=$(($(now_ms) + $1 * 1000 * WAIT_SCALE))
+    [ -z "$DEADLINE_MS" ] || [ "$_d" -lt "$DEADLINE_MS" ] || _d=$DEADLINE_MS
+    echo "$_d"
+}
 
 # wait_until TIMEOUT_S DESCRIPTION COMMAND...: runs COMMAND every 50 ms
 # until it succeeds; fails the test after TIMEOUT_S (scaled) seconds.
@@ -112,10 +126,10 @@ wait_until() {
     _t=$1
     _what=$2
     shift 2
-    _end=$(($(now_ms) + _t * 1000 * WAIT_SCALE))
+    _end=$(deadline_ms "$_t")
     while ! "$@"; do
         if [ "$(now_ms)" -gt "$_end" ]; then
-            fail "timed out after $((_t * WAIT_SCALE))s waiting for: $_what"
+            fail "timed out waiting for: $_what (at most $((_t * WAIT_SCALE)) s, within the test's deadline)"
         fi
         sleep 0.05
     done
@@ -222,7 +236,7 @@ run_fg() {
 # status through WAIT_RC and as the function's status.  Fails the test
 # on timeout (TIMEOUT_S scaled as wait_until's).
 wait_pid() {
-    _end=$(($(now_ms) + $2 * 1000 * WAIT_SCALE))
+    _end=$(deadline_ms "$2")
     while kill -0 "$1" 2>/dev/null; do
         # A zombie still answers kill -0; `wait` reaps it below.
         if [ -r "/proc/$1/stat" ] &&

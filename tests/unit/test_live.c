@@ -106,8 +106,8 @@ TDM_TEST(settings_listed_and_refusals_explained)
             "cannot change while the job runs");
     refused(job, "sources.nope.watermark.idle_timeout", "1s", TDM_ERR_INVAL,
             "unknown key");
-    refused(job, "windows.w.allowed_lateness", "1s", TDM_ERR_UNSUPPORTED,
-            "allowed_lateness cannot change");
+    refused(job, "windows.w.allowed_lateness", "1s", TDM_ERR_INVAL,
+            "unknown key");
     refused(job, BOUND, "soon", TDM_ERR_INVAL, "not a duration");
     refused(job, IDLE, "-1s", TDM_ERR_INVAL, "must be >= 0");
     refused(job, DRIFT, "1s", TDM_ERR_UNSUPPORTED, "no alignment group");
@@ -170,6 +170,27 @@ static void wait_applied(tdm_job *job, const char *key)
     }
 }
 
+/* Waits until @p key was restored from a checkpoint (the restore comes
+ * after the run started, which may not have yet) and applied. */
+static void wait_restored(tdm_job *job, const char *key)
+{
+    long tries = 0;
+    while (strcmp(setting(job, key).origin, "checkpoint") != 0) {
+        ASSERT_TRUE(++tries < 5000000);
+        sched_yield();
+    }
+    wait_applied(job, key);
+}
+
+/* An empty checkpoint folder /tmp/TAG_PID into @p ck (64 bytes), and the
+ * command that removes it into @p cmd (128 bytes). */
+static void fresh_dir(const char *tag, char *ck, char *cmd)
+{
+    snprintf(ck, 64, "/tmp/%s_%ld", tag, (long)getpid());
+    snprintf(cmd, 128, "rm -rf %s", ck);
+    ASSERT_EQ(system(cmd), 0);
+}
+
 static void cancel_and_join(runner *r)
 {
     tdm_job_cancel(r->job);
@@ -229,9 +250,7 @@ TDM_TEST(change_on_a_running_job_is_applied_and_counted)
 TDM_TEST(checkpoint_keeps_the_changed_values)
 {
     char ck[64], cmd[128];
-    snprintf(ck, sizeof ck, "/tmp/tdm_live_%ld", (long)getpid());
-    snprintf(cmd, sizeof cmd, "rm -rf %s", ck);
-    ASSERT_EQ(system(cmd), 0);
+    fresh_dir("tdm_live", ck, cmd);
     tdm_job *job = gen_job("9223372036854775807", ck);
     runner r;
     start_and_set(&r, job, BOUND, "8s");
@@ -242,16 +261,118 @@ TDM_TEST(checkpoint_keeps_the_changed_values)
     job = gen_job("9223372036854775807", ck);
     ASSERT_STR_EQ(setting(job, BOUND).value, "1s");
     start_and_set(&r, job, IDLE, "5s");
-    /* The restore comes after the run started (it may not have yet). */
-    long tries = 0;
-    while (strcmp(setting(job, BOUND).origin, "checkpoint") != 0) {
-        ASSERT_TRUE(++tries < 5000000);
-        sched_yield();
-    }
-    wait_applied(job, BOUND);
+    wait_restored(job, BOUND);
     tdm_live_setting s = setting(job, BOUND);
     ASSERT_STR_EQ(s.value, "8s");
     ASSERT_STR_EQ(s.origin, "checkpoint");
+    cancel_and_join(&r);
+    tdm_job_destroy(job);
+    ASSERT_EQ(system(cmd), 0);
+}
+
+/* ---- Allowed lateness (windows.<name>.allowed_lateness) ---- */
+
+#define LATE_W "windows.w.allowed_lateness"
+
+/* An endless clicks generator "in" counted per user in window "w"
+ * (@p type: tumbling, sliding or session), to a discard sink. */
+static tdm_job *win_job(const char *type, const char *ck)
+{
+    tdm_job *job;
+    char err[256] = "";
+    ASSERT_OK(tdm_job_new(&job));
+    ASSERT_OK(tdm_job_set_log(job, quiet_log, NULL));
+    ASSERT_OK(tdm_job_set(job, "name", "livew", err, sizeof err));
+    ASSERT_OK(tdm_job_set(job, "parallelism", "2", err, sizeof err));
+    if (ck) {
+        ASSERT_OK(tdm_job_set(job, "checkpoint.dir", ck, err, sizeof err));
+        ASSERT_OK(tdm_job_set(job, "on_cancel", "stop", err, sizeof err));
+    }
+    tdm_node *s = NULL, *w = NULL, *o = NULL;
+    ASSERT_OK(
+        tdm_job_add_node(job, TDM_NODE_SOURCE, "in", &s, err, sizeof err));
+    nset(s, "type", "generator");
+    nset(s, "generator.records", "9223372036854775807");
+    ASSERT_OK(tdm_job_add_node(job, TDM_NODE_WINDOW, "w", &w, err, sizeof err));
+    nset(w, "from", "in");
+    nset(w, "key_by", "user");
+    nset(w, "window.type", type);
+    if (strcmp(type, "session") == 0) {
+        nset(w, "window.gap", "1s");
+    } else {
+        nset(w, "window.size", "10s");
+        if (strcmp(type, "sliding") == 0)
+            nset(w, "window.slide", "5s");
+    }
+    nset(w, "aggregates", "count() as n");
+    nset(w, "sink", "out");
+    ASSERT_OK(tdm_job_add_node(job, TDM_NODE_SINK, "out", &o, err, sizeof err));
+    nset(o, "type", "discard");
+    return job;
+}
+
+/* R-LV-1, R-LV-2: an event-time tumbling window lists its lateness; a
+ * session window, a processing-time one and another key of a window are
+ * refused with the reason. */
+TDM_TEST(lateness_listed_where_it_can_change)
+{
+    tdm_job *job = win_job("tumbling", NULL);
+    tdm_live_setting s = setting(job, LATE_W);
+    ASSERT_STR_EQ(s.value, "0ms");
+    ASSERT_EQ(s.applied, 1);
+    refused(job, LATE_W, "-1s", TDM_ERR_INVAL, "must be >= 0");
+    refused(job, "windows.w.window.size", "1s", TDM_ERR_UNSUPPORTED,
+            "live: windows.w.allowed_lateness");
+    tdm_node *w = tdm_job_node(job, "w");
+    nset(w, "window.time", "processing");
+    refused(job, LATE_W, "1s", TDM_ERR_UNSUPPORTED, "processing time");
+    tdm_job_destroy(job);
+    job = win_job("session", NULL);
+    refused(job, LATE_W, "1s", TDM_ERR_UNSUPPORTED, "sessions merge");
+    ASSERT_EQ(tdm_job_config_count(job), 2); /* the source's two only */
+    tdm_job_destroy(job);
+}
+
+/* R-LV-2: a sliding count without lateness runs in slices: once its
+ * subtasks said so, a change is refused with what to do instead. */
+TDM_TEST(lateness_of_a_sliced_window_refused_while_it_runs)
+{
+    tdm_job *job = win_job("sliding", NULL);
+    runner r;
+    start_and_set(&r, job, "sources.in.watermark.idle_timeout", "5s");
+    char err[512] = "";
+    ASSERT_ERR(tdm_job_config_set(job, LATE_W, "3s", "test", err, sizeof err),
+               TDM_ERR_UNSUPPORTED);
+    ASSERT_TRUE(strstr(err, "keep in slices") != NULL);
+    cancel_and_join(&r);
+    tdm_job_destroy(job);
+}
+
+/* R-LV-8, R-LV-7: a raised lateness reaches both subtasks, the
+ * diagnosis reads it, and the final checkpoint keeps it: a fresh run
+ * restored from it runs with 30 s (origin "checkpoint"). */
+TDM_TEST(lateness_changed_applied_and_kept_by_checkpoints)
+{
+    char ck[64], cmd[128];
+    fresh_dir("tdm_livew", ck, cmd);
+    tdm_job *job = win_job("tumbling", ck);
+    runner r;
+    start_and_set(&r, job, LATE_W, "30s");
+    wait_applied(job, LATE_W);
+    ASSERT_EQ(tdm__job_live_value(job, LATE_W, 0), 30000);
+    char err[256] = "";
+    ASSERT_OK(tdm_job_config_set(job, LATE_W, "2s", "test", err, sizeof err));
+    wait_applied(job, LATE_W);
+    ASSERT_OK(tdm_job_config_set(job, LATE_W, "30s", "test", err, sizeof err));
+    wait_applied(job, LATE_W);
+    ASSERT_EQ(setting(job, LATE_W).changes, 3);
+    cancel_and_join(&r);
+    tdm_job_destroy(job);
+
+    job = win_job("tumbling", ck);
+    start_and_set(&r, job, "sources.in.watermark.idle_timeout", "5s");
+    wait_restored(job, LATE_W);
+    ASSERT_STR_EQ(setting(job, LATE_W).value, "30s");
     cancel_and_join(&r);
     tdm_job_destroy(job);
     ASSERT_EQ(system(cmd), 0);

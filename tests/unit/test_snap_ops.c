@@ -105,7 +105,7 @@ static void on_event(void *opaque, const tdm_event *ev)
 
 /* ---- Scripts ---- */
 
-enum { S_REC, S_WM, S_IDLE, S_CLOCK };
+enum { S_REC, S_WM, S_IDLE, S_CLOCK, S_LATE };
 
 typedef struct step {
     int kind;
@@ -123,6 +123,9 @@ typedef struct step {
 #define N_GROUPS 4
 
 static uint64_t rng_state;
+/* Non-zero: scripts also change the allowed lateness while they run
+ * (S_LATE, winop_lateness.c). */
+static int live_steps;
 
 static uint32_t rnd(void)
 {
@@ -157,6 +160,9 @@ static void make_script(step *s, size_t n, uint64_t seed)
             p->kind = S_IDLE;
             p->ch = (int)(rnd() % 2);
             p->idle = (int)(rnd() % 2);
+        } else if (live_steps && r >= 96) {
+            p->kind = S_LATE;
+            p->t = (tdm_time_ms)(rnd() % 12);
         } else {
             p->kind = S_CLOCK;
             clock += 1 + rnd() % 9;
@@ -531,6 +537,9 @@ static void run_steps(tdm_winop *op, tdm_clock *clk, const step *s, size_t from,
         case S_IDLE:
             ASSERT_OK(tdm_winop_status(op, p->ch, p->idle));
             break;
+        case S_LATE:
+            ASSERT_OK(tdm_winop_set_allowed_lateness(op, p->t, NULL, 0));
+            break;
         default:
             ASSERT_OK(tdm_clock_set(clk, p->t));
             ASSERT_OK(tdm_winop_advance(op));
@@ -807,6 +816,65 @@ TDM_TEST(rescale_two_into_one)
 {
     for (size_t i = 0; i < N_CONFIGS; i++)
         merge_two(&configs[i], 77 + i);
+}
+
+/* ---- Live changes of the allowed lateness (winop_lateness.c) ---- */
+
+/* The event-time configurations whose lateness can change while they
+ * run: neither merging nor sliced (L2). */
+static bool live_ok(const config *c)
+{
+    return !c->proc && c->asg != 'E' && c->asg != 'G' &&
+           !(c->asg == 'S' && c->agg == TDM_AGG_COUNT && c->lateness == 0);
+}
+
+/* L6: a restore at every step (and into two key-group ranges, and two
+ * into one) replays scripts that raise and lower the lateness. */
+TDM_TEST(live_lateness_cut_split_and_merge)
+{
+    live_steps = 1;
+    int n = 0;
+    for (size_t i = 0; i < N_CONFIGS; i++) {
+        if (!live_ok(&configs[i]))
+            continue;
+        n++;
+        cut_everywhere(&configs[i], 4001 + i);
+        split_two(&configs[i], 5003 + i);
+        merge_two(&configs[i], 6007 + i);
+    }
+    live_steps = 0;
+    ASSERT_TRUE(n >= 10);
+}
+
+/* The lean path (cells by window interval) and the general one (a slot
+ * and timers per window) give the same trace under live changes. */
+TDM_TEST(live_lateness_lean_equals_general)
+{
+    static const config pairs[][2] = {
+        {{"tumbling count lean", 'T', false, 'n', TDM_AGG_COUNT, 0, true, 0},
+         {"tumbling count general", 'T', false, 'n', TDM_AGG_COUNT, 0, true,
+          1}},
+        {{"sliding sum lean", 'S', false, 'n', TDM_AGG_SUM, 4, true, 0},
+         {"sliding sum general", 'S', false, 'n', TDM_AGG_SUM, 4, true, 1}},
+        {{"tumbling avg lean", 'T', false, 'n', TDM_AGG_AVG, 6, false, 0},
+         {"tumbling avg general", 'T', false, 'n', TDM_AGG_AVG, 6, false, 1}},
+    };
+    live_steps = 1;
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            step s[N_STEPS];
+            make_script(s, N_STEPS, seed * 131 + i);
+            trace a = {0}, b = {0};
+            golden(&pairs[i][0], s, N_STEPS, &a);
+            int64_t wa = g_windows, da = g_dropped;
+            golden(&pairs[i][1], s, N_STEPS, &b);
+            expect_same(&a, 0, &b, 0, pairs[i][1].name, (size_t)seed);
+            ASSERT_EQ(g_windows, wa);
+            ASSERT_EQ(g_dropped, da);
+            trace_free(&a);
+            trace_free(&b);
+        }
+    live_steps = 0;
 }
 
 /* ---- Refusals ---- */

@@ -9,6 +9,7 @@
  */
 #include "harness.h"
 #include "core.h"
+#include "state/ckpt_codec.h"
 #include "state/wstore.h"
 #include "window/win.h"
 #include "testhooks.h"
@@ -277,6 +278,137 @@ TDM_TEST(late_by_fallback_counts_against_the_last_window)
     push(op, "k", 1500, 1);
     ASSERT_EQ(tdm__winop_late_by_fallback(op), 1);
     tdm_winop_destroy(op);
+}
+
+/* ---- Allowed lateness changed while the operator runs ---- */
+
+/* L3, L4, L5 (winop_lateness.c), on the lean path and the general one:
+ * tumbling 10 ms counts, lateness 0, late output on.
+ *   k@1 k@5, wm 12: [0,10) fires 2 and is cleaned up.   k@15.
+ *   raise to 10: closed horizon 12 - 0 = 12, so [0,10) (max 9) stays
+ *   closed: k@3 (3 + 10 > 12, not late itself) goes to the late output.
+ *   wm 25: [10,20) fires 1 and lives until 19 + 10 = 29.
+ *   k@16: refire, 2, an update.
+ *   lower to 0: 19 <= 25, [10,20) is cleaned up now; k@17 is late. */
+static void lateness_raise_then_lower(bool general)
+{
+    sink s = {.n = 0};
+    char buf[160];
+    tdm_winop *op = mk(tumbling(10, 0), TDM_AGG_COUNT, 0, 1, &s);
+    if (general)
+        ASSERT_OK(tdm__winop_disable_lean(op));
+    push(op, "k", 1, 1);
+    push(op, "k", 5, 1);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 12));
+    push(op, "k", 15, 1);
+    ASSERT_OK(tdm_winop_set_allowed_lateness(op, 10, buf, sizeof buf));
+    ASSERT_EQ(tdm_winop_allowed_lateness(op), 10);
+    push(op, "k", 3, 1);
+    ASSERT_EQ(count_type(&s, TDM_EVENT_LATE), 1);
+    ASSERT_EQ(nth(&s, TDM_EVENT_LATE, 0)->rec_ts, 3);
+    ASSERT_OK(tdm_winop_watermark(op, 0, 25));
+    push(op, "k", 16, 1);
+    ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 3);
+    ASSERT_DBL_EQ(RES(&s, 0)->value, 2);
+    ASSERT_EQ(RES(&s, 1)->start, 10);
+    ASSERT_DBL_EQ(RES(&s, 1)->value, 1);
+    ASSERT_DBL_EQ(RES(&s, 2)->value, 2);
+    ASSERT_TRUE(RES(&s, 2)->update);
+    ASSERT_EQ(tdm_winop_live_windows(op), 1);
+    ASSERT_OK(tdm_winop_set_allowed_lateness(op, 0, buf, sizeof buf));
+    ASSERT_EQ(tdm_winop_live_windows(op), 0);
+    push(op, "k", 17, 1);
+    ASSERT_EQ(count_type(&s, TDM_EVENT_LATE), 2);
+    ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 3);
+    ASSERT_EQ(tdm__winop_keys(op), 0);
+    tdm_winop_destroy(op);
+}
+
+TDM_TEST(lateness_raised_keeps_closed_lowered_cleans_up)
+{
+    lateness_raise_then_lower(false);
+    lateness_raise_then_lower(true);
+}
+
+/* L2: modes without a cleanup time per window refuse a live change and
+ * name themselves; before the first input any value goes. */
+TDM_TEST(lateness_live_refused_where_windows_keep_no_cleanup_time)
+{
+    sink s = {.n = 0};
+    char buf[200];
+    tdm_winop *op = mk(session(10), TDM_AGG_COUNT, 0, 0, &s);
+    push(op, "k", 1, 1);
+    ASSERT_ERR(tdm_winop_set_allowed_lateness(op, 5, buf, sizeof buf),
+               TDM_ERR_UNSUPPORTED);
+    ASSERT_TRUE(strstr(buf, "session") != NULL);
+    ASSERT_EQ(tdm_winop_allowed_lateness(op), 0);
+    tdm_winop_destroy(op);
+    tdm_assigner *a;
+    ASSERT_OK(tdm_assigner_new_sliding(20, 10, 0, &a, NULL, 0));
+    op = mk(a, TDM_AGG_COUNT, 0, 0, &s);
+    push(op, "k", 1, 1);
+    ASSERT_ERR(tdm_winop_set_allowed_lateness(op, 5, buf, sizeof buf),
+               TDM_ERR_UNSUPPORTED);
+    ASSERT_TRUE(strstr(buf, "sliced") != NULL);
+    tdm_winop_destroy(op);
+    op = mk(session(10), TDM_AGG_COUNT, 3, 0, &s); /* general, merging */
+    push(op, "k", 1, 1);
+    ASSERT_ERR(tdm_winop_set_allowed_lateness(op, 5, buf, sizeof buf),
+               TDM_ERR_UNSUPPORTED);
+    ASSERT_TRUE(strstr(buf, "merging") != NULL);
+    tdm_winop_destroy(op);
+}
+
+/* L6: two subtasks snapshotted under different values (a live change
+ * reached one before the checkpoint) restore into one operator, which
+ * takes the first blob's value and gives the second blob's windows
+ * cleanup timers at it: b's [10,20), written with lateness 2 (cleanup
+ * 21), lives until 29 - it refires at 25 on b@16 - and is cleaned up at
+ * 30, leaving nothing behind. */
+static uint8_t *snap_of(const tdm_winop *op, size_t *len)
+{
+    tdm__enc e;
+    uint8_t *blob = NULL;
+    tdm__enc_init(&e);
+    ASSERT_OK(tdm__winop_snapshot(op, &e, NULL, NULL, 0, 0));
+    ASSERT_OK(tdm__enc_finish(&e, &blob, len));
+    return blob;
+}
+
+TDM_TEST(lateness_restored_from_blobs_written_under_two_values)
+{
+    sink s = {.n = 0};
+    tdm_winop *a = mk(tumbling(10, 0), TDM_AGG_COUNT, 10, 0, &s);
+    tdm_winop *b = mk(tumbling(10, 0), TDM_AGG_COUNT, 2, 0, &s);
+    tdm_winop *m = mk(tumbling(10, 0), TDM_AGG_COUNT, 0, 0, &s);
+    ASSERT_OK(tdm__winop_disable_lean(a));
+    ASSERT_OK(tdm__winop_disable_lean(b));
+    ASSERT_OK(tdm__winop_disable_lean(m));
+    push(a, "a", 5, 1);
+    push(b, "b", 15, 1);
+    ASSERT_OK(tdm_winop_watermark(a, 0, 12));
+    ASSERT_OK(tdm_winop_watermark(b, 0, 12));
+    size_t la, lb;
+    uint8_t *ba = snap_of(a, &la), *bb = snap_of(b, &lb);
+    tdm__dec d;
+    tdm__dec_init(&d, ba, la);
+    ASSERT_OK(tdm__winop_restore(m, &d, 0, 0));
+    tdm__dec_init(&d, bb, lb);
+    ASSERT_OK(tdm__winop_restore(m, &d, 0, 0));
+    ASSERT_EQ(tdm_winop_allowed_lateness(m), 10);
+    s.n = 0;
+    ASSERT_OK(tdm_winop_watermark(m, 0, 25));
+    push(m, "b", 16, 1);
+    ASSERT_EQ(count_type(&s, TDM_EVENT_RESULT), 2);
+    ASSERT_DBL_EQ(RES(&s, 1)->value, 2);
+    ASSERT_OK(tdm_winop_watermark(m, 0, 30));
+    ASSERT_EQ(tdm_winop_live_windows(m), 0);
+    ASSERT_EQ(tdm__winop_keys(m), 0);
+    tdm__free(ba);
+    tdm__free(bb);
+    tdm_winop_destroy(a);
+    tdm_winop_destroy(b);
+    tdm_winop_destroy(m);
 }
 
 /* ---- Window starts ---- */
@@ -724,8 +856,6 @@ TDM_TEST(settings_only_before_input_and_state_after_end)
                TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "allowed_lateness_ms") != NULL);
     push(op, "k", 1, 1);
-    ASSERT_ERR(tdm_winop_set_allowed_lateness(op, 5, buf, sizeof buf),
-               TDM_ERR_STATE);
     ASSERT_ERR(tdm_winop_set_late_output(op, 1), TDM_ERR_STATE);
     ASSERT_OK(tdm_winop_end(op));
     ASSERT_ERR(push_ch(op, 0, "k", 1, 1), TDM_ERR_STATE);
