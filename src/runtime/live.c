@@ -232,12 +232,13 @@ int64_t tdm__live_changes(const tdm_job *job)
 /* ---- Validation (R-LV-1 .. R-LV-3) ---- */
 
 /* Why the allowed lateness of window @p n cannot change while the job
- * runs, in @p buf; NULL when it can (R-LV-2). */
-static const char *window_refusal(const tdm_node *n, char *buf, size_t len)
+ * runs, in @p buf; NULL when it can (R-LV-2).  @p fixed: what the
+ * running subtasks said of their operators (TDM__LIVE_FIXED_*), or NONE
+ * when that is not asked (fixed_refusal asks, under the metrics lock). */
+static const char *window_refusal(const tdm_node *n, int fixed, char *buf,
+                                  size_t len)
 {
     const tdm__window_spec *w = &n->spec.win;
-    const tdm__live_src *ls = tdm__live_of(n->job, n);
-    int fixed = ls ? atomic_load(&ls->fixed) : TDM__LIVE_FIXED_NONE;
     if (n->job->spec.scale_out == TDM__SCALE_OUT_TASKS)
         snprintf(buf, len,
                  "the job runs as tasks across processes: live "
@@ -274,7 +275,7 @@ static const char *refusal(const tdm_node *n, int k, char *buf, size_t len)
 {
     const tdm__source_spec *s = &n->spec.src;
     if (k == TDM__LIVE_LATENESS)
-        return window_refusal(n, buf, len);
+        return window_refusal(n, TDM__LIVE_FIXED_NONE, buf, len);
     if (n->job->spec.scale_out == TDM__SCALE_OUT_TASKS)
         snprintf(buf, len,
                  "the job runs as tasks across processes: live "
@@ -413,6 +414,23 @@ static tdm_err check(tdm_job *job, const char *key, const char *value,
 
 /* ---- Changing ---- */
 
+/* R-LV-2 for what only the running operators know (a sliding count kept
+ * in slices): TDM_OK, or UNSUPPORTED with the reason.  Under the metrics
+ * lock, @p lv the job's table. */
+static tdm_err fixed_refusal(tdm_job *job, tdm__live *lv, const live_req *r,
+                             char *err, size_t n)
+{
+    char why[400];
+    if (r->k != TDM__LIVE_LATENESS)
+        return TDM_OK;
+    const tdm_node *nd = job->nodes[r->node];
+    if (!window_refusal(nd, atomic_load(&lv->src[r->node].fixed), why,
+                        sizeof why))
+        return TDM_OK;
+    return tdm__errf(err, n, TDM_ERR_UNSUPPORTED, "windows.%s.%s: %s", nd->name,
+                     live_names[r->k], why);
+}
+
 /* Stores one checked change, remembers it and announces it (R-LV-4);
  * under lv->mu.  false when the value was already in force. */
 static bool store(tdm_job *job, tdm__live *lv, const live_req *r,
@@ -486,6 +504,11 @@ tdm_err tdm_job_config_set(tdm_job *job, const char *key, const char *value,
      * starts could be overwritten by the checkpoint it restores. */
     tdm__live *lv = job->rec->mrun ? job->rec->live : NULL;
     int starting = !lv && atomic_load(&job->rec->running);
+    e = lv ? fixed_refusal(job, lv, &r, errbuf, errbuf_size) : TDM_OK;
+    if (e != TDM_OK) {
+        pthread_mutex_unlock(&job->rec->mmu);
+        return e;
+    }
     if (lv) {
         pthread_mutex_lock(&lv->mu);
         store(job, lv, &r, origin && *origin ? origin : "api", now);
@@ -717,6 +740,16 @@ static bool apply_file(tdm_job *job, tdm__live *lv, const char *text, char *err,
     int nr = 0;
     if (!parse_file(job, text, reqs, 64, &nr, err, n))
         return false;
+    pthread_mutex_lock(&job->rec->mmu);
+    for (int i = 0; i < nr; i++) {
+        char why[512];
+        if (fixed_refusal(job, lv, &reqs[i], why, sizeof why) != TDM_OK) {
+            pthread_mutex_unlock(&job->rec->mmu);
+            snprintf(err, n, "%s", why);
+            return false;
+        }
+    }
+    pthread_mutex_unlock(&job->rec->mmu);
     tdm_time_ms now = job_now(job);
     pthread_mutex_lock(&lv->mu);
     for (int i = 0; i < nr; i++)

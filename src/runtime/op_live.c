@@ -55,9 +55,9 @@ static tdm_err retract_retime(tdm__rt_op_task *t, tdm_time_ms from,
             continue; /* no window: never forgotten */
         tdm_time_ms a = tdm__time_add_sat(ns.b - 1, from);
         if (tdm__timers_remove(t->ret.rtimers, a, r.v[i].key, ns))
-            err = tdm__timers_add(t->ret.rtimers,
-                                  tdm__time_add_sat(ns.b - 1, to), r.v[i].key,
-                                  ns);
+            err =
+                tdm__timers_add(t->ret.rtimers, tdm__time_add_sat(ns.b - 1, to),
+                                r.v[i].key, ns);
     }
     tdm__free(r.v);
     return err;
@@ -86,8 +86,8 @@ void tdm__op_live_apply(tdm__rt_op_task *t, bool force)
         return;
     t->live_gen = g;
     char msg[256] = "";
-    tdm_err err =
-        set_lateness(t, atomic_load(&ls->v[TDM__LIVE_LATENESS]), msg, sizeof msg);
+    tdm_err err = set_lateness(t, atomic_load(&ls->v[TDM__LIVE_LATENESS]), msg,
+                               sizeof msg);
     if (err == TDM_ERR_NOMEM) {
         tdm__rt_op_fail_nomem(t);
         return;

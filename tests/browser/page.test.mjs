@@ -666,6 +666,9 @@ test('a live setting change: a marker on the chart, a row in the list',
     const before = await rest('jobs/webtest/config');
     assert.deepEqual(before.changes, []);
     assert.ok(before.settings.some((x) => x.key === KEY));
+    /* The window's lateness is live too (docs/live-settings.md). */
+    assert.ok(before.settings.some((x) =>
+        x.key === 'windows.per_user.allowed_lateness' && x.value === '0ms'));
     const first = await until('the live settings list', () =>
         page.evaluate(liveSnapshot), (v) => v.list);
     assert.deepEqual(first.rows.map((r) => r.key),
