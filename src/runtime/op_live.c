@@ -9,8 +9,8 @@
  * lateness (window/winop_lateness.c moves every live window's cleanup
  * time, cleans up what is due, and keeps closed what was closed).  The
  * retract memory remembers each result until its window's cleanup time,
- * so its timers move by the same amount: a refire after a raise still
- * retracts the row before it.  After a restore the subtask applies the
+ * so its timers are made again at the new value: a refire after a raise
+ * still retracts the row before it.  After a restore the subtask applies the
  * value in force once whatever the generation, since the restored
  * operator took its snapshot's value.
  *
@@ -36,43 +36,49 @@ static void gather(void *ud, uint32_t key, tdm__ns ns, void *slot)
     r->v[r->n++] = (rref){key, ns};
 }
 
-/* The retract memory's cleanup timers move from lateness @p from to
- * @p to (those now due go after the group, tdm__op_retract_after_group).
- * TDM_OK or TDM_ERR_NOMEM. */
-static tdm_err retract_retime(tdm__rt_op_task *t, tdm_time_ms from,
-                              tdm_time_ms to)
+/* The retract memory's cleanup timers made again at the operator's
+ * lateness, from each remembered window's bounds (those now due go
+ * after the group, tdm__op_retract_after_group): after a change, and
+ * after a restore, whose blobs may have been written under other values.
+ * TDM_OK or TDM_ERR_NOMEM (the old timers are kept). */
+static tdm_err retract_retime(tdm__rt_op_task *t)
 {
-    if (!t->ret.rkv || !t->op->event_time || from == to)
+    if (!t->ret.rkv || !t->op->event_time)
         return TDM_OK;
+    tdm_time_ms late = tdm_winop_allowed_lateness(t->win);
     rrefs r = {tdm__malloc((tdm__kv_count(t->ret.rkv) + 1) * sizeof *r.v), 0};
-    if (!r.v)
-        return TDM_ERR_NOMEM;
-    tdm__kv_each(t->ret.rkv, gather, &r);
-    tdm_err err = TDM_OK;
+    tdm__timers *tm = tdm__timers_new();
+    tdm_err err = r.v && tm ? TDM_OK : TDM_ERR_NOMEM;
+    if (err == TDM_OK)
+        tdm__kv_each(t->ret.rkv, gather, &r);
     for (size_t i = 0; i < r.n && err == TDM_OK; i++) {
         tdm__ns ns = r.v[i].ns;
-        if (ns.b == TDM_TIME_MAX)
-            continue; /* no window: never forgotten */
-        tdm_time_ms a = tdm__time_add_sat(ns.b - 1, from);
-        if (tdm__timers_remove(t->ret.rtimers, a, r.v[i].key, ns))
-            err =
-                tdm__timers_add(t->ret.rtimers, tdm__time_add_sat(ns.b - 1, to),
-                                r.v[i].key, ns);
+        if (ns.b != TDM_TIME_MAX) /* no window: never forgotten */
+            err = tdm__timers_add(tm, tdm__time_add_sat(ns.b - 1, late),
+                                  r.v[i].key, ns);
     }
     tdm__free(r.v);
-    return err;
+    if (err != TDM_OK) {
+        tdm__timers_destroy(tm);
+        return err;
+    }
+    tdm__timers_destroy(t->ret.rtimers);
+    t->ret.rtimers = tm;
+    return TDM_OK;
 }
 
 /* The value in force reaches the operator; TDM_OK, or why not. */
-static tdm_err set_lateness(tdm__rt_op_task *t, tdm_time_ms want, char *msg,
-                            size_t n)
+static tdm_err set_lateness(tdm__rt_op_task *t, tdm_time_ms want, bool force,
+                            char *msg, size_t n)
 {
     tdm_time_ms old = tdm_winop_allowed_lateness(t->win);
-    if (want == old)
+    if (want == old && !force)
         return TDM_OK;
-    tdm_err err = tdm_winop_set_allowed_lateness(t->win, want, msg, n);
+    tdm_err err = want == old
+                      ? TDM_OK
+                      : tdm_winop_set_allowed_lateness(t->win, want, msg, n);
     if (err == TDM_OK)
-        err = retract_retime(t, old, want);
+        err = retract_retime(t);
     return err;
 }
 
@@ -86,8 +92,8 @@ void tdm__op_live_apply(tdm__rt_op_task *t, bool force)
         return;
     t->live_gen = g;
     char msg[256] = "";
-    tdm_err err = set_lateness(t, atomic_load(&ls->v[TDM__LIVE_LATENESS]), msg,
-                               sizeof msg);
+    tdm_err err = set_lateness(t, atomic_load(&ls->v[TDM__LIVE_LATENESS]),
+                               force, msg, sizeof msg);
     if (err == TDM_ERR_NOMEM) {
         tdm__rt_op_fail_nomem(t);
         return;

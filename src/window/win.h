@@ -273,10 +273,12 @@ struct tdm_winop {
     struct tdm__sess *sess;
     tdm__wstore *ws;
     tdm_time_ms lateness;
-    /* L3 (winop_lateness.c): windows whose maxTimestamp is <= this were
-     * closed under a lower lateness before a live raise; TDM_TIME_MIN:
-     * none. */
+    /* L3 (winop_lateness.c): windows whose maxTimestamp is <= this and
+     * that the operator does not hold were closed under a lower lateness
+     * before a live raise; TDM_TIME_MIN: none.  lat_restored: a restored
+     * blob that holds key groups of this operator set the lateness (L6). */
     tdm_time_ms closed_max;
+    bool lat_restored;
     tdm_time_ms wm;       /* current watermark */
     tdm_time_ms proctime; /* last clock reading */
     tdm__keys *keys;
@@ -455,12 +457,17 @@ tdm__win_slot *tdm__win_slot_new(tdm_winop *op, uint32_t key, tdm__ns ns,
                                  tdm_time_ms start, tdm_time_ms end);
 /* Frees a slot's contents and removes it (drops its key reference). */
 void tdm__win_slot_free(tdm_winop *op, tdm__win_slot *s);
-/* True when window [., end) is late (event time, cleanup <= watermark,
- * or closed before a live raise of the lateness, L3). */
+/* True when window [., end) is late (event time, cleanup <= watermark). */
 static inline bool tdm__win_is_late(const tdm_winop *op, tdm_time_ms end)
 {
-    return op->event_time && (tdm__win_cleanup(op, end) <= op->wm ||
-                              tdm__win_max_ts(op, end) <= op->closed_max);
+    return op->event_time && tdm__win_cleanup(op, end) <= op->wm;
+}
+/* L3: true when a window [., end) that the operator does not hold was
+ * closed before a live raise of the lateness (a window it holds is not
+ * closed: it was not cleaned up). */
+static inline bool tdm__win_closed(const tdm_winop *op, tdm_time_ms end)
+{
+    return op->event_time && tdm__win_max_ts(op, end) <= op->closed_max;
 }
 /* Frees a window's state with its trigger's (Flink's clearAllState). */
 void tdm__win_clear_all(tdm_winop *op, tdm__win_slot *s);

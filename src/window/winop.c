@@ -352,6 +352,8 @@ static tdm_err process_record(tdm_winop *op, uint32_t kid, tdm_time_ms ts,
             s = *cache;
             if (!s || s->start != start || s->end != end) {
                 tdm__ns ns = {start, end};
+                if (tdm__win_closed(op, end) && !tdm__kv_get(op->wins, kid, ns))
+                    continue; /* L3: closed, not held */
                 s = tdm__kv_upsert(op->wins, kid, ns, &created);
                 if (!s)
                     return TDM_ERR_NOMEM;
@@ -555,14 +557,16 @@ lean_push_slow(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts, uint64_t h,
     tdm__assign_begin(op->asg, ts, &it);
     while (tdm__assign_next(&it, &start, &end)) {
         tdm_time_ms clean = tdm__win_cleanup(op, end);
-        if (clean <= op->wm || end - 1 <= op->closed_max)
-            continue; /* R2 step 2: a late window (L3: or a closed one) */
-        handled = true;
+        if (clean <= op->wm)
+            continue; /* R2 step 2: a late window */
         tdm_time_ms max_ts = end - 1;
         uint32_t sid = tdm__ws_span_find(ws, start, end);
         tdm__ws_cell *c = NULL;
         if (sid != TDM__WS_NONE && kid != TDM__WS_NONE)
             c = tdm__ws_cell_of(ws, tdm__ws_key_at(ws, kid), kid, sid);
+        if (!c && max_ts <= op->closed_max)
+            continue; /* L3: closed, and the key holds no cell there */
+        handled = true;
         bool created = false;
         if (!c) {
             if (kid == TDM__WS_NONE) {
@@ -672,7 +676,8 @@ lean_push(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
     uint32_t sid = op->lean_sid;
     if (sid != TDM__WS_NONE) {
         const tdm__ws_span *sp = tdm__ws_span_at(ws, sid);
-        if (ts >= sp->start && ts < sp->end && sp->t_clean > op->wm)
+        if (ts >= sp->start && ts < sp->end && sp->t_clean > op->wm &&
+            sp->end - 1 > op->closed_max)
             return lean_tumbling_new(op, rec, h, kid, sid, part);
     }
     return lean_push_slow(op, rec, ts, h, kid, part);

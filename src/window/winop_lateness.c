@@ -70,15 +70,21 @@ static void lean_retime(void *ud, uint32_t sid)
         p->err = err;
 }
 
-/* Every interval moves to its new cleanup time; those now due are
- * cleaned up by the watermark walk (L4: every interval due has fired,
- * so the walk only cleans up). */
-static tdm_err lean_change(tdm_winop *op)
+/* Every interval moves to its cleanup time at the operator's value. */
+static tdm_err lean_retime_all(tdm_winop *op)
 {
     lean_pass p = {op, TDM_OK};
     tdm__ws_span_each(op->ws, lean_retime, &p);
-    tdm__win_lean_watermark(op, op->wm);
     return p.err;
+}
+
+/* Those now due are cleaned up by the watermark walk (L4: every interval
+ * due has fired, so the walk only cleans up). */
+static tdm_err lean_change(tdm_winop *op)
+{
+    tdm_err err = lean_retime_all(op);
+    tdm__win_lean_watermark(op, op->wm);
+    return err;
 }
 
 /* ---- The general path (L4, L5) ---- */
@@ -164,6 +170,8 @@ tdm_err tdm__winop_lateness_resync(tdm_winop *op)
 {
     if (!op->event_time || op->merging)
         return TDM_OK;
+    if (op->lean)
+        return lean_retime_all(op);
     return general_change(op, op->lateness, false);
 }
 
@@ -197,7 +205,7 @@ static tdm_err change(tdm_winop *op, tdm_time_ms lateness, char *errbuf,
     }
     if (lateness > old && op->wm != TDM_TIME_MIN) {
         /* L3: max_ts + old <= wm means closed. */
-        tdm_time_ms h = op->wm - old;
+        tdm_time_ms h = tdm__time_sub_sat(op->wm, old);
         if (h > op->closed_max)
             op->closed_max = h;
     }

@@ -695,12 +695,14 @@ tdm_err tdm__winop_snapshot(const tdm_winop *op, tdm__enc *e,
     err = tdm__valve_snapshot(op->valve, e);
     if (err != TDM_OK)
         goto fail_open;
-    if (op->closed_max != TDM_TIME_MIN) {
-        /* L6: the horizon closed by a live raise of the lateness. */
-        tdm__enc_begin(e, TDM__SNAP_TAG_WINOP_CLOSED);
-        tdm__enc_svar(e, op->closed_max);
-        tdm__enc_end(e);
-    }
+    /* L6: the horizon closed by a live raise of the lateness, and the
+     * key groups the snapshot covers (whose windows the lateness and the
+     * horizon are those of). */
+    tdm__enc_begin(e, TDM__SNAP_TAG_WINOP_CLOSED);
+    tdm__enc_svar(e, op->closed_max);
+    tdm__enc_svar(e, group_lo);
+    tdm__enc_svar(e, group_hi);
+    tdm__enc_end(e);
     if (op->lean)
         err = snap_lean(op, e, &kg, ng);
     else if (op->sess)
@@ -719,6 +721,28 @@ fail:
 /* ====================================================================== */
 /* Restore                                                                 */
 /* ====================================================================== */
+
+/* L6: the lateness and closed horizon of a blob that holds some of the
+ * operator's key groups (one that holds none says nothing about them).
+ * The first such blob sets both; blobs written under other values (a
+ * live change that reached one old subtask before its snapshot and not
+ * another, or a rescale: each old subtask raised at its own watermark)
+ * merge to the highest of each: windows live as long as any blob kept
+ * them, and a window one of them closed is never made again with a
+ * partial result (a record for it is late).  True when the windows
+ * already restored need cleanup times at the operator's value. */
+static bool lateness_taken(tdm_winop *op, int64_t late, int64_t horizon)
+{
+    bool differs = op->lat_restored && late != op->lateness;
+    if (!op->lat_restored)
+        tdm__winop_lateness_fresh(op, late);
+    else if (late > op->lateness)
+        op->lateness = late;
+    op->lat_restored = true;
+    if (horizon > op->closed_max)
+        op->closed_max = horizon;
+    return differs;
+}
 
 /* A restore error: the decoder's first error, into the operator's
  * message with its offset. */
@@ -1221,12 +1245,6 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
             op->proctime = pt;
         op->ended = op->ended && ended;
     }
-    /* L6: the first blob sets the lateness; a later one written under
-     * another value (a live change between two subtasks' snapshots) has
-     * its windows' cleanup timers made again after its groups. */
-    bool resync = op->restored && late != op->lateness;
-    if (!op->restored)
-        tdm__winop_lateness_fresh(op, late);
     op->late_dropped += c[0];
     op->late_emitted += c[1];
     op->bad_records += c[2];
@@ -1234,19 +1252,22 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
     op->restored++;
     op->started = true;
     /* Key groups. */
+    int64_t horizon = TDM_TIME_MIN;
+    bool mine = true; /* the blob covers some of the operator's groups */
     while (tdm__dec_left(&body)) {
         uint64_t gtag, group;
         tdm__dec g;
         if (tdm__dec_section(&body, &gtag, &g) != TDM_OK)
             goto parse;
         if (gtag == TDM__SNAP_TAG_WINOP_CLOSED) {
-            int64_t h = TDM_TIME_MIN;
-            if (tdm__dec_svar(&g, &h) != TDM_OK) {
+            int64_t lo = 0, hi = 0;
+            tdm__dec_svar(&g, &horizon);
+            tdm__dec_svar(&g, &lo);
+            if (tdm__dec_svar(&g, &hi) != TDM_OK) {
                 adopt(&body, &g);
                 goto parse;
             }
-            if (h > op->closed_max)
-                op->closed_max = h; /* L6: every blob's horizon holds */
+            mine = lo <= group_hi && hi >= group_lo;
             continue;
         }
         if (gtag != TDM__SNAP_TAG_WINOP_GROUP)
@@ -1268,8 +1289,9 @@ tdm_err tdm__winop_restore(tdm_winop *op, tdm__dec *d, int group_lo,
             goto fail;
         }
     }
+    bool resync = mine && lateness_taken(op, late, horizon);
     err = op->lean ? add_cells(op, &body, &cb) : add_timers(op, &body, &tb);
-    if (err == TDM_OK && resync && !op->lean)
+    if (err == TDM_OK && resync)
         err = tdm__winop_lateness_resync(op);
     if (err == TDM_ERR_PARSE)
         goto parse;

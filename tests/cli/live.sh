@@ -213,4 +213,34 @@ expect_in "allowed lateness" "$T/late.err" \
     'late records: 2 dropped, 0 to the late output, 1 late refires'
 expect_in "allowed lateness" "$T/late.err" \
     'live setting windows.views.allowed_lateness: 0ms -> 10s (rest)'
+
+# ---- Allowed lateness with retract output ----
+# The retract memory keeps each result until its window's cleanup time,
+# and moves with a live change.  Lateness 5 s from the job file:
+#   1, 12, then 21 (watermark 20.999): [0,10) +1 is cleaned up (14.999);
+#   [10,20) +1 (12), kept (and remembered) until 24.999
+#   the lateness becomes 20 s: [10,20) lives until 39.999
+#   26 (25.999): past 24.999, the memory of [10,20) must still be there
+#   13: [10,20) refires: -1, then +2
+#   the end fires [20,30) with 21, 26: +2.
+# Had the memory been forgotten at 24.999, the refire would come
+# without its -1 (a consumer would count 1 + 2).
+printf '{"op":"%s","views":%s,"window_start":%s}\n' + 1 0 + 1 10000 \
+    - 1 10000 + 2 10000 + 2 20000 >"$T/retract.expected"
+start retract --set windows.views.output_mode=retract \
+    --set windows.views.allowed_lateness=5s
+for ts in 1000 12000 21000; do
+    rec "$ts"
+done
+seen retract 3
+wm_at retract 20999
+"$HTTP_GET" -X PATCH -d '{"windows.views.allowed_lateness": "20s"}' \
+    "$(port_of)" /jobs/live/config >"$T/retract.patch"
+lateness_applied retract 20s 20000 1
+rec 26000
+rec 13000
+finish retract
+sed 's/.*"views":\([0-9]*\),"window_start":\([0-9]*\),.*"op":"\(.\)".*/{"op":"\3","views":\1,"window_start":\2}/' \
+    "$T/retract.out" >"$T/retract.rows"
+same_multiset "retract memory" "$T/retract.expected" "$T/retract.rows"
 echo "live: ok"

@@ -411,6 +411,52 @@ TDM_TEST(lateness_restored_from_blobs_written_under_two_values)
     tdm_winop_destroy(m);
 }
 
+/* L6: a restoring operator takes the lateness and the closed horizon of
+ * the blobs that cover its key groups only: at the same parallelism
+ * subtask 1 restores old subtask 0's blob first (none of its groups)
+ * and must not take its raised value and horizon. */
+static int group_of(void *ud, const char *key, size_t len)
+{
+    (void)ud;
+    (void)len;
+    return key[0] == 'a' ? 0 : 1;
+}
+
+TDM_TEST(lateness_restored_from_the_blobs_of_its_own_key_groups)
+{
+    sink s = {.n = 0};
+    char buf[160];
+    tdm_winop *a = mk(tumbling(10, 0), TDM_AGG_COUNT, 5, 0, &s);
+    tdm_winop *b = mk(tumbling(10, 0), TDM_AGG_COUNT, 5, 0, &s);
+    tdm_winop *m = mk(tumbling(10, 0), TDM_AGG_COUNT, 5, 0, &s);
+    push(a, "a", 12, 1);
+    ASSERT_OK(tdm_winop_watermark(a, 0, 20));
+    ASSERT_OK(tdm_winop_set_allowed_lateness(a, 10, buf, sizeof buf));
+    push(b, "b", 12, 1);
+    ASSERT_OK(tdm_winop_watermark(b, 0, 27)); /* [10,20) cleaned at 24 */
+    tdm__enc e;
+    uint8_t *ba = NULL, *bb = NULL;
+    size_t la, lb;
+    tdm__enc_init(&e);
+    ASSERT_OK(tdm__winop_snapshot(a, &e, group_of, NULL, 0, 0));
+    ASSERT_OK(tdm__enc_finish(&e, &ba, &la));
+    tdm__enc_init(&e);
+    ASSERT_OK(tdm__winop_snapshot(b, &e, group_of, NULL, 1, 1));
+    ASSERT_OK(tdm__enc_finish(&e, &bb, &lb));
+    tdm__dec d;
+    tdm__dec_init(&d, ba, la);
+    ASSERT_OK(tdm__winop_restore(m, &d, 1, 1));
+    tdm__dec_init(&d, bb, lb);
+    ASSERT_OK(tdm__winop_restore(m, &d, 1, 1));
+    ASSERT_EQ(tdm_winop_allowed_lateness(m), 5);
+    ASSERT_EQ(m->closed_max, TDM_TIME_MIN);
+    tdm__free(ba);
+    tdm__free(bb);
+    tdm_winop_destroy(a);
+    tdm_winop_destroy(b);
+    tdm_winop_destroy(m);
+}
+
 /* ---- Window starts ---- */
 
 /* R1.2: size 7 offset 3: -10 -> [-11,-4), 2 -> [-4,3), 3 -> [3,10). */
