@@ -460,7 +460,11 @@ void *tdm__rt_op_main(void *arg)
          * samples); the late sample budget is per group. */
         t->now = tdm_clock_now(t->clk);
         t->met.late_budget = 64;
-        tdm__op_live_apply(t, false); /* R-LV-8: before the group */
+        /* R-LV-8: a live change applies before the group (the test
+         * inline, the rest out of line). */
+        if (t->live && atomic_load_explicit(
+                           &t->live->gen, memory_order_relaxed) != t->live_gen)
+            tdm__op_live_apply(t, false);
         if (!t->cka.blocked) {
             for (size_t i = 0; i < n; i++)
                 if (tdm__rt_op_handle(t, &items[i]))

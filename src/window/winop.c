@@ -205,13 +205,19 @@ static inline void apply_result(tdm_winop *op, tdm__win_slot *s, int r)
 
 /* Flink's clearAllState: contents, trigger state and timers (via
  * trigger.clear), then the window itself (R4.3).  Emits nothing. */
-void tdm__win_clear_all(tdm_winop *op, tdm__win_slot *s)
+static void clear_all(tdm_winop *op, tdm__win_slot *s)
 {
     tdm_trigger_ctx ctx = {op,     s->key, s->start,
                            s->end, s,      tdm__win_tstate(op, s)};
     tdm__agg_clear(op, s);
     tdm__trigger_clear(op->trg, &ctx, false);
     tdm__win_slot_free(op, s);
+}
+
+/* clear_all for winop_lateness.c (kept inlined in on_timer). */
+void tdm__win_clear_all(tdm_winop *op, tdm__win_slot *s)
+{
+    clear_all(op, s);
 }
 
 /* One timer of domain @p d fired (Flink's onEventTime/onProcessingTime).
@@ -234,7 +240,7 @@ static void on_timer(tdm_winop *op, tdm__domain d, const tdm__timer *t)
          * same timer (R3.4). */
         bool cleanup_domain = (d == TDM__EVENT) == op->event_time;
         if (cleanup_domain && t->time == tdm__win_cleanup(op, s->end))
-            tdm__win_clear_all(op, s);
+            clear_all(op, s);
     }
     /* else: a stale timer of a window merged away or cleaned up (R5.5). */
     tdm__keys_unref(op->keys, t->key);
@@ -245,6 +251,8 @@ static void on_timer(tdm_winop *op, tdm__domain d, const tdm__timer *t)
 /* R3.1: set the watermark, fire every event-time timer <= it (also ones
  * registered meanwhile), then forward it. */
 
+static void lean_watermark(tdm_winop *op, tdm_time_ms wm);
+
 static void process_watermark(tdm_winop *op, tdm_time_ms wm)
 {
     if (op->restored && wm <= op->wm)
@@ -253,7 +261,7 @@ static void process_watermark(tdm_winop *op, tdm_time_ms wm)
     if (op->lean_sliced) {
         tdm__slice_watermark(op, wm);
     } else if (op->lean) {
-        tdm__win_lean_watermark(op, wm);
+        lean_watermark(op, wm);
     } else if (op->sess) {
         tdm__sess_watermark(op, wm);
     } else {
@@ -689,7 +697,7 @@ lean_push(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
  * the general path does with one timer per window, whose equal-time
  * timers pop in registration order.  Cleanup emits nothing, so doing it
  * in the same walk as the firing is not observable. */
-void tdm__win_lean_watermark(tdm_winop *op, tdm_time_ms wm)
+static void lean_watermark(tdm_winop *op, tdm_time_ms wm)
 {
     tdm__wstore *ws = op->ws;
     uint32_t sid;
@@ -741,6 +749,12 @@ void tdm__win_lean_watermark(tdm_winop *op, tdm_time_ms wm)
     }
     if (cleaned)
         tdm__ws_compact(ws); /* give memory back when keys went away */
+}
+
+/* The same walk for winop_lateness.c (kept inlined here). */
+void tdm__win_lean_watermark(tdm_winop *op, tdm_time_ms wm)
+{
+    lean_watermark(op, wm);
 }
 
 /* The error message of a record that failed with @p err (NOMEM, or a
