@@ -205,7 +205,8 @@ static inline void apply_result(tdm_winop *op, tdm__win_slot *s, int r)
 
 /* Flink's clearAllState: contents, trigger state and timers (via
  * trigger.clear), then the window itself (R4.3).  Emits nothing. */
-static void clear_all(tdm_winop *op, tdm__win_slot *s)
+static inline __attribute__((always_inline)) void clear_all(tdm_winop *op,
+                                                            tdm__win_slot *s)
 {
     tdm_trigger_ctx ctx = {op,     s->key, s->start,
                            s->end, s,      tdm__win_tstate(op, s)};
@@ -608,8 +609,9 @@ lean_push_slow(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts, uint64_t h,
                        created, part);
         if (err != TDM_OK)
             break;
-        op->lean_sid = sid; /* tumbling: where the next new window goes */
-        if (ws->gen != gen) /* the emit callback renumbered the keys */
+        if (max_ts > op->closed_max) /* L3: never a closed interval */
+            op->lean_sid = sid; /* tumbling: where the next new window goes */
+        if (ws->gen != gen)     /* the emit callback renumbered the keys */
             kid = tdm__ws_find(ws, key, len, h);
     }
     if (err != TDM_OK) {
@@ -684,8 +686,9 @@ lean_push(tdm_winop *op, const tdm_record *rec, tdm_time_ms ts,
     uint32_t sid = op->lean_sid;
     if (sid != TDM__WS_NONE) {
         const tdm__ws_span *sp = tdm__ws_span_at(ws, sid);
-        if (ts >= sp->start && ts < sp->end && sp->t_clean > op->wm &&
-            sp->end - 1 > op->closed_max)
+        /* Never a closed interval (L3): lean_push_slow does not point
+         * lean_sid at one, and a raise closes none that lives. */
+        if (ts >= sp->start && ts < sp->end && sp->t_clean > op->wm)
             return lean_tumbling_new(op, rec, h, kid, sid, part);
     }
     return lean_push_slow(op, rec, ts, h, kid, part);
