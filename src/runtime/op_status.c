@@ -37,6 +37,14 @@ void tdm__rt_status_serve(tdm__rt_op_task *t)
                          &a->has_state, &a->elements);
         if (!a->has_state)
             a->elements = 0;
+        /* The operator's own lateness, and a window closed before a live
+         * raise (L3, winop_lateness.c): it accepts nothing any more, as
+         * if cleaned up at the watermark. */
+        if (v && v->event_time && !v->global)
+            a->cleanup = tdm__time_add_sat(a->max_ts, t->win->lateness);
+        if (v && !a->has_state && tdm__win_closed(t->win, st->end) &&
+            a->cleanup > a->watermark)
+            a->cleanup = a->watermark;
         tdm_time_ms fwm = TDM_TIME_MIN;
         a->fired = tdm__rt_fired_find(
             &st->fired,

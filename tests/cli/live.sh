@@ -196,6 +196,14 @@ wm_at late 11999
 "$HTTP_GET" -X PATCH -d '{"windows.views.allowed_lateness": "10s"}' \
     "$(port_of)" /jobs/live/config >"$T/late.patch"
 lateness_applied late 10s 10000 1
+# "Why has my window not fired": [0,10) is closed (cleanup at the
+# watermark, not 9.999 + 10), [10,20) lives until 29.999.
+"$HTTP_GET" "$(port_of)" \
+    '/jobs/live/windows?vertex=views&key=u&start=0&end=10000' >"$T/late.w0"
+expect_in "closed window" "$T/late.w0" '"cleanup":11999,'
+"$HTTP_GET" "$(port_of)" \
+    '/jobs/live/windows?vertex=views&key=u&start=10000&end=20000' >"$T/late.w1"
+expect_in "raised window" "$T/late.w1" '"cleanup":29999,'
 for ts in 5000 15000 21000 17000; do
     rec "$ts"
 done
