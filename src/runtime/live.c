@@ -18,7 +18,7 @@
  *           allowed lateness for an event-time window that keeps a
  *           cleanup time per window: not a session window (windows
  *           merge), nor a sliding count without lateness while its
- *           subtasks keep slices (the operators say so, fixed).
+ *           subtasks keep slices (the operators say so: sliced).
  *   R-LV-3  Values are durations, checked as the job file's are (bound
  *           and idle timeout >= 0, 0 turning idleness off; drift > 0).
  *           Only a running job takes a change (STATE otherwise, also
@@ -169,7 +169,7 @@ static tdm__live *live_new(const tdm_job *job)
             atomic_init(&lv->src[i].v[k], definition(job->nodes[i], k));
         atomic_init(&lv->src[i].lat_max,
                     definition(job->nodes[i], TDM__LIVE_LATENESS));
-        atomic_init(&lv->src[i].fixed, TDM__LIVE_FIXED_NONE);
+        atomic_init(&lv->src[i].sliced, false);
         atomic_init(&lv->src[i].gen, 0);
         for (int k = 0; k < TDM__LIVE_N_; k++)
             lv->meta[i * TDM__LIVE_N_ + k] =
@@ -232,10 +232,10 @@ int64_t tdm__live_changes(const tdm_job *job)
 /* ---- Validation (R-LV-1 .. R-LV-3) ---- */
 
 /* Why the allowed lateness of window @p n cannot change while the job
- * runs, in @p buf; NULL when it can (R-LV-2).  @p fixed: what the
- * running subtasks said of their operators (TDM__LIVE_FIXED_*), or NONE
- * when that is not asked (fixed_refusal asks, under the metrics lock). */
-static const char *window_refusal(const tdm_node *n, int fixed, char *buf,
+ * runs, in @p buf; NULL when it can (R-LV-2).  @p sliced: the running
+ * subtasks said their operators keep slices (fixed_refusal asks, under
+ * the metrics lock; false when not asked). */
+static const char *window_refusal(const tdm_node *n, bool sliced, char *buf,
                                   size_t len)
 {
     const tdm__window_spec *w = &n->spec.win;
@@ -250,14 +250,13 @@ static const char *window_refusal(const tdm_node *n, int fixed, char *buf,
                  n->name);
     else if (w->type == TDM__WINDOW_TYPE_GLOBAL)
         snprintf(buf, len, "window \"%s\" is global: it never closes", n->name);
-    else if (w->type == TDM__WINDOW_TYPE_SESSION ||
-             fixed == TDM__LIVE_FIXED_SESSION)
+    else if (w->type == TDM__WINDOW_TYPE_SESSION)
         snprintf(buf, len,
                  "window \"%s\" is a session window: sessions merge, and a "
                  "merged window's cleanup time moves with it; restart the "
                  "job with --set windows.%s.allowed_lateness=...",
                  n->name, n->name);
-    else if (fixed == TDM__LIVE_FIXED_SLICED)
+    else if (sliced)
         snprintf(buf, len,
                  "window \"%s\" is a sliding count without allowed "
                  "lateness, which its subtasks keep in slices (no cleanup "
@@ -275,7 +274,7 @@ static const char *refusal(const tdm_node *n, int k, char *buf, size_t len)
 {
     const tdm__source_spec *s = &n->spec.src;
     if (k == TDM__LIVE_LATENESS)
-        return window_refusal(n, TDM__LIVE_FIXED_NONE, buf, len);
+        return window_refusal(n, false, buf, len);
     if (n->job->spec.scale_out == TDM__SCALE_OUT_TASKS)
         snprintf(buf, len,
                  "the job runs as tasks across processes: live "
@@ -322,34 +321,21 @@ typedef struct live_req {
     int64_t v;
 } live_req;
 
-/* Splits "windows.<name>.<setting>" (R-LV-1): 1 with r set, 0 when
- * the key names no window, -1 with the reason in @p err. */
-static int parse_window_key(tdm_job *job, const char *key, live_req *r,
-                            char *err, size_t n)
+/* The index of the node of @p kind whose name starts @p rest and is
+ * followed by '.', with *setting after the dot; -1 when none. */
+static int named_node(const tdm_job *job, const char *rest, tdm_node_kind kind,
+                      const char **setting)
 {
-    static const char pre[] = "windows.";
-    if (strncmp(key, pre, sizeof pre - 1) != 0)
-        return 0;
-    const char *rest = key + sizeof pre - 1;
     for (int i = 0; i < job->n_nodes; i++) {
         const tdm_node *nd = job->nodes[i];
         size_t len = strlen(nd->name);
-        if (nd->kind != TDM_NODE_WINDOW || strncmp(rest, nd->name, len) != 0 ||
-            rest[len] != '.')
-            continue;
-        if (strcmp(rest + len + 1, live_names[TDM__LIVE_LATENESS]) == 0) {
-            r->node = i;
-            r->k = TDM__LIVE_LATENESS;
-            return 1;
+        if (nd->kind == kind && strncmp(rest, nd->name, len) == 0 &&
+            rest[len] == '.') {
+            *setting = rest + len + 1;
+            return i;
         }
-        tdm__errf(err, n, TDM_ERR_UNSUPPORTED,
-                  "%s: cannot change while the job runs (live: "
-                  "windows.%s.allowed_lateness); restart the job with --set "
-                  "for any other key",
-                  key, nd->name);
-        return -1;
     }
-    return 0;
+    return -1;
 }
 
 /* Splits "sources.<name>.<setting>" or "windows.<name>.<setting>"
@@ -357,39 +343,35 @@ static int parse_window_key(tdm_job *job, const char *key, live_req *r,
 static tdm_err parse_key(tdm_job *job, const char *key, live_req *r, char *err,
                          size_t n)
 {
-    static const char pre[] = "sources.";
-    int w = parse_window_key(job, key, r, err, n);
-    if (w != 0)
-        return w > 0 ? TDM_OK : TDM_ERR_UNSUPPORTED;
-    const char *rest =
-        strncmp(key, pre, sizeof pre - 1) == 0 ? key + sizeof pre - 1 : NULL;
-    for (int i = 0; rest && i < job->n_nodes; i++) {
-        const tdm_node *nd = job->nodes[i];
-        size_t len = strlen(nd->name);
-        if (nd->kind != TDM_NODE_SOURCE || strncmp(rest, nd->name, len) != 0 ||
-            rest[len] != '.')
-            continue;
-        for (int k = 0; k < TDM__LIVE_LATENESS; k++)
-            if (strcmp(rest + len + 1, live_names[k]) == 0) {
-                r->node = i;
-                r->k = k;
-                return TDM_OK;
-            }
-        return tdm__errf(err, n, TDM_ERR_UNSUPPORTED,
-                         "%s: cannot change while the job runs (live: "
-                         "sources.%s.{watermark.max_out_of_orderness, "
-                         "watermark.idle_timeout, "
-                         "watermark.alignment.max_drift}); restart the job "
-                         "with --set for any other key",
-                         key, nd->name);
-    }
-    return tdm__errf(err, n, TDM_ERR_INVAL,
-                     "%s: unknown key (live keys are "
-                     "sources.<source>.watermark.max_out_of_orderness, "
-                     ".watermark.idle_timeout, "
-                     ".watermark.alignment.max_drift and "
-                     "windows.<window>.allowed_lateness)",
-                     key);
+    bool win = strncmp(key, "windows.", 8) == 0;
+    const char *setting = NULL;
+    int i = win || strncmp(key, "sources.", 8) == 0
+                ? named_node(job, key + 8,
+                             win ? TDM_NODE_WINDOW : TDM_NODE_SOURCE, &setting)
+                : -1;
+    if (i < 0)
+        return tdm__errf(err, n, TDM_ERR_INVAL,
+                         "%s: unknown key (live keys are "
+                         "sources.<source>.watermark.max_out_of_orderness, "
+                         ".watermark.idle_timeout, "
+                         ".watermark.alignment.max_drift and "
+                         "windows.<window>.allowed_lateness)",
+                         key);
+    for (int k = 0; k < TDM__LIVE_N_; k++)
+        if (key_of_kind(job->nodes[i], k) &&
+            strcmp(setting, live_names[k]) == 0) {
+            r->node = i;
+            r->k = k;
+            return TDM_OK;
+        }
+    return tdm__errf(err, n, TDM_ERR_UNSUPPORTED,
+                     "%s: cannot change while the job runs (live: %s.%s.%s); "
+                     "restart the job with --set for any other key",
+                     key, win ? "windows" : "sources", job->nodes[i]->name,
+                     win ? "allowed_lateness"
+                         : "{watermark.max_out_of_orderness, "
+                           "watermark.idle_timeout, "
+                           "watermark.alignment.max_drift}");
 }
 
 /* Checks @p key = @p value against the definition (R-LV-1 .. R-LV-3). */
@@ -420,15 +402,15 @@ static tdm_err check(tdm_job *job, const char *key, const char *value,
 static tdm_err fixed_refusal(tdm_job *job, tdm__live *lv, const live_req *r,
                              char *err, size_t n)
 {
-    char why[400];
+    char why[400], key[192];
     if (r->k != TDM__LIVE_LATENESS)
         return TDM_OK;
     const tdm_node *nd = job->nodes[r->node];
-    if (!window_refusal(nd, atomic_load(&lv->src[r->node].fixed), why,
+    if (!window_refusal(nd, atomic_load(&lv->src[r->node].sliced), why,
                         sizeof why))
         return TDM_OK;
-    return tdm__errf(err, n, TDM_ERR_UNSUPPORTED, "windows.%s.%s: %s", nd->name,
-                     live_names[r->k], why);
+    key_of(nd, r->k, key, sizeof key);
+    return tdm__errf(err, n, TDM_ERR_UNSUPPORTED, "%s: %s", key, why);
 }
 
 /* Stores one checked change, remembers it and announces it (R-LV-4);
@@ -740,6 +722,8 @@ static bool apply_file(tdm_job *job, tdm__live *lv, const char *text, char *err,
     int nr = 0;
     if (!parse_file(job, text, reqs, 64, &nr, err, n))
         return false;
+    /* As tdm_job_config_set: the metrics lock (the run, the clock), then
+     * the table's. */
     pthread_mutex_lock(&job->rec->mmu);
     for (int i = 0; i < nr; i++) {
         char why[512];
@@ -749,13 +733,11 @@ static bool apply_file(tdm_job *job, tdm__live *lv, const char *text, char *err,
             return false;
         }
     }
-    pthread_mutex_unlock(&job->rec->mmu);
-    tdm_time_ms now = job_now(job);
+    tdm_time_ms now = tdm__job_now(job);
     pthread_mutex_lock(&lv->mu);
     for (int i = 0; i < nr; i++)
         store(job, lv, &reqs[i], "file", now);
     pthread_mutex_unlock(&lv->mu);
-    pthread_mutex_lock(&job->rec->mmu);
     for (int i = 0; i < nr; i++)
         poke_window(job, reqs[i].node);
     pthread_mutex_unlock(&job->rec->mmu);

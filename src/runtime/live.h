@@ -53,15 +53,11 @@ typedef struct tdm__live_src {
     _Atomic int64_t v[TDM__LIVE_N_];
     _Atomic uint64_t gen; /* bumped after each change (release) */
     /* Windows: the highest lateness in force during the run (the commit
-     * horizon, plan.c, only moves out), and why the subtasks' operators
-     * cannot change it (0, or the winop's mode: R-LV-2). */
+     * horizon, plan.c, only moves out), and whether the subtasks'
+     * operators keep slices, not windows (R-LV-2: no lateness change). */
     _Atomic int64_t lat_max;
-    _Atomic int fixed;
+    _Atomic bool sliced;
 } tdm__live_src;
-
-/* R-LV-2: the window operator modes that keep no cleanup time per
- * window (tdm__live_src.fixed). */
-enum { TDM__LIVE_FIXED_NONE, TDM__LIVE_FIXED_SLICED, TDM__LIVE_FIXED_SESSION };
 
 typedef struct tdm__live tdm__live;
 

@@ -19,23 +19,6 @@
 #include "runtime/live.h"
 #include "runtime/task_op.h"
 
-typedef struct rref {
-    uint32_t key;
-    tdm__ns ns;
-} rref;
-
-typedef struct rrefs {
-    rref *v;
-    size_t n;
-} rrefs;
-
-static void gather(void *ud, uint32_t key, tdm__ns ns, void *slot)
-{
-    (void)slot;
-    rrefs *r = ud;
-    r->v[r->n++] = (rref){key, ns};
-}
-
 /* The retract memory's cleanup timers made again at the operator's
  * lateness, from each remembered window's bounds (those now due go
  * after the group, tdm__op_retract_after_group): after a change, and
@@ -46,18 +29,17 @@ static tdm_err retract_retime(tdm__rt_op_task *t)
     if (!t->ret.rkv || !t->op->event_time)
         return TDM_OK;
     tdm_time_ms late = tdm_winop_allowed_lateness(t->win);
-    rrefs r = {tdm__malloc((tdm__kv_count(t->ret.rkv) + 1) * sizeof *r.v), 0};
+    size_t n = 0;
+    tdm__kv_ref *r = tdm__kv_refs(t->ret.rkv, &n);
     tdm__timers *tm = tdm__timers_new();
-    tdm_err err = r.v && tm ? TDM_OK : TDM_ERR_NOMEM;
-    if (err == TDM_OK)
-        tdm__kv_each(t->ret.rkv, gather, &r);
-    for (size_t i = 0; i < r.n && err == TDM_OK; i++) {
-        tdm__ns ns = r.v[i].ns;
+    tdm_err err = r && tm ? TDM_OK : TDM_ERR_NOMEM;
+    for (size_t i = 0; i < n && err == TDM_OK; i++) {
+        tdm__ns ns = r[i].ns;
         if (ns.b != TDM_TIME_MAX) /* no window: never forgotten */
             err = tdm__timers_add(tm, tdm__time_add_sat(ns.b - 1, late),
-                                  r.v[i].key, ns);
+                                  r[i].key, ns);
     }
-    tdm__free(r.v);
+    tdm__free(r);
     if (err != TDM_OK) {
         tdm__timers_destroy(tm);
         return err;

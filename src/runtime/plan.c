@@ -488,8 +488,9 @@ static tdm_err plan_window(tdm__run *run, tdm__rt_op *op, tdm_node *n)
     bool wproc = ws->time == TDM__WINDOW_TIME_PROCESSING;
     op->proc_time = tdm__window_spec_proc_time(ws);
     op->event_time = !global && !wproc;
-    op->lateness = tdm__live_value(run->job, n, TDM__LIVE_LATENESS,
-                                   ws->allowed_lateness_ms);
+    /* The definition's; the value in force is the live table's
+     * (init_window, op->hz.live, the metrics vertex). */
+    op->lateness = ws->allowed_lateness_ms;
     tdm__window_type wtype = ws->type;
     tdm__trigger_kind trig = ws->trigger;
     op->wtype = (int)wtype;

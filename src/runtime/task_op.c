@@ -509,20 +509,16 @@ static tdm_err make_assigner(const tdm_node *nd, bool join, tdm_assigner **out,
 }
 
 /* The window subtask's live settings (op_live.c): its node's table
- * entry, the operator's mode when it keeps no cleanup time per window
- * (live.c refuses a change then), and the value in force applied over
- * a restored snapshot's. */
+ * entry, whether the operator keeps slices rather than windows (live.c
+ * refuses a change then), and the value in force applied over a
+ * restored snapshot's. */
 static void live_open(tdm__rt_op_task *t)
 {
     tdm__live_src *ls = tdm__live_of(t->run->job, t->op->node);
     t->live = ls;
     if (!ls)
         return;
-    const char *fixed = tdm__winop_lateness_fixed(t->win);
-    int mode = !fixed || !t->op->event_time   ? TDM__LIVE_FIXED_NONE
-               : strcmp(fixed, "sliced") == 0 ? TDM__LIVE_FIXED_SLICED
-                                              : TDM__LIVE_FIXED_SESSION;
-    atomic_store(&ls->fixed, mode);
+    atomic_store(&ls->sliced, t->win->lean_sliced);
     tdm__op_live_apply(t, true);
 }
 

@@ -313,6 +313,19 @@ void tdm__kv_each(tdm__kv *kv,
     }
 }
 
+/* See state.h. */
+tdm__kv_ref *tdm__kv_refs(const tdm__kv *kv, size_t *n)
+{
+    tdm__kv_ref *v = tdm__malloc((tdm__kv_count(kv) + 1) * sizeof *v);
+    *n = 0;
+    for (size_t i = 0; v && i <= kv->mask; i++) {
+        const kv_slot *s = kv->tab[i];
+        if (s)
+            v[(*n)++] = (tdm__kv_ref){s->key, s->ns};
+    }
+    return v;
+}
+
 /* Number of live slots. */
 size_t tdm__kv_count(const tdm__kv *kv)
 {

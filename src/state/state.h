@@ -107,6 +107,14 @@ void tdm__kv_each(tdm__kv *kv,
                   void (*fn)(void *ud, uint32_t key, tdm__ns ns, void *slot),
                   void *ud);
 size_t tdm__kv_count(const tdm__kv *kv);
+/* The (key, namespace) of every slot, in index order, in a new array
+ * (*n entries; the caller frees it): a walk that removes or inserts
+ * looks each up again.  NULL on OOM. */
+typedef struct tdm__kv_ref {
+    uint32_t key;
+    tdm__ns ns;
+} tdm__kv_ref;
+tdm__kv_ref *tdm__kv_refs(const tdm__kv *kv, size_t *n);
 size_t tdm__kv_bytes(const tdm__kv *kv);
 /* Bytes one live slot costs (slot plus its share of the index), for
  * per-window state accounting. */

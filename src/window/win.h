@@ -476,15 +476,11 @@ void tdm__win_clear_all(tdm_winop *op, tdm__win_slot *s);
 tdm_err tdm__win_register_cleanup(tdm_trigger_ctx *ctx);
 /* The lean path's watermark walk (fires and cleans up due windows). */
 void tdm__win_lean_watermark(tdm_winop *op, tdm_time_ms wm);
-/* Why the allowed lateness of a started operator cannot change (its
- * mode keeps no cleanup times: "sliced", "session", "merging"), or NULL
- * (winop_lateness.c). */
-const char *tdm__winop_lateness_fixed(const tdm_winop *op);
 /* L1: sets the lateness of a fresh (or restoring) operator. */
 void tdm__winop_lateness_fresh(tdm_winop *op, tdm_time_ms lateness);
-/* L6: the general path's windows get cleanup timers at the current
- * lateness (those due are cleaned up); after a restore of blobs written
- * under different values.  TDM_OK or TDM_ERR_NOMEM. */
+/* L6: every window gets its cleanup time at the current lateness (the
+ * general path also cleans up those due); after a restore of blobs
+ * written under different values.  TDM_OK or TDM_ERR_NOMEM. */
 tdm_err tdm__winop_lateness_resync(tdm_winop *op);
 /* Test hook and restore: makes a fresh operator in the sliced mode
  * (winop_slice.c) keep per-window cells instead.  Returns TDM_OK (also

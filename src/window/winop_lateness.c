@@ -41,7 +41,7 @@
 #include "window/win.h"
 
 /* L1, L2: why the value of a started operator cannot change, or NULL. */
-const char *tdm__winop_lateness_fixed(const tdm_winop *op)
+static const char *lateness_fixed(const tdm_winop *op)
 {
     if (op->lean_sliced)
         return "sliced"; /* L2: sliding counts keep slices, not windows */
@@ -89,23 +89,6 @@ static tdm_err lean_change(tdm_winop *op)
 
 /* ---- The general path (L4, L5) ---- */
 
-typedef struct win_ref {
-    uint32_t key;
-    tdm__ns ns;
-} win_ref;
-
-typedef struct win_refs {
-    win_ref *v;
-    size_t n;
-} win_refs;
-
-static void gather_ref(void *ud, uint32_t key, tdm__ns ns, void *slot)
-{
-    (void)slot;
-    win_refs *r = ud;
-    r->v[r->n++] = (win_ref){key, ns};
-}
-
 /* The window's cleanup timer at the old value goes.  With no lateness
  * the cleanup timer is the maxTimestamp timer, which stays (only its
  * cleanup flag goes). */
@@ -144,12 +127,12 @@ static tdm_err retime(tdm_winop *op, tdm__win_slot *s)
 static tdm_err general_change(tdm_winop *op, tdm_time_ms lateness,
                               bool drop_old)
 {
-    win_refs r = {tdm__malloc((tdm__kv_count(op->wins) + 1) * sizeof *r.v), 0};
-    if (!r.v)
+    size_t n;
+    tdm__kv_ref *r = tdm__kv_refs(op->wins, &n);
+    if (!r)
         return TDM_ERR_NOMEM;
-    tdm__kv_each(op->wins, gather_ref, &r);
-    for (size_t i = 0; i < r.n; i++) {
-        tdm__win_slot *s = tdm__kv_get(op->wins, r.v[i].key, r.v[i].ns);
+    for (size_t i = 0; i < n; i++) {
+        tdm__win_slot *s = tdm__kv_get(op->wins, r[i].key, r[i].ns);
         if (s && drop_old)
             drop_cleanup(op, s);
         else if (s)
@@ -157,12 +140,12 @@ static tdm_err general_change(tdm_winop *op, tdm_time_ms lateness,
     }
     op->lateness = lateness;
     tdm_err err = TDM_OK;
-    for (size_t i = 0; i < r.n && err == TDM_OK; i++) {
-        tdm__win_slot *s = tdm__kv_get(op->wins, r.v[i].key, r.v[i].ns);
+    for (size_t i = 0; i < n && err == TDM_OK; i++) {
+        tdm__win_slot *s = tdm__kv_get(op->wins, r[i].key, r[i].ns);
         if (s)
             err = retime(op, s);
     }
-    tdm__free(r.v);
+    tdm__free(r);
     return err;
 }
 
@@ -191,7 +174,7 @@ void tdm__winop_lateness_fresh(tdm_winop *op, tdm_time_ms lateness)
 static tdm_err change(tdm_winop *op, tdm_time_ms lateness, char *errbuf,
                       size_t errbuf_size)
 {
-    const char *fixed = tdm__winop_lateness_fixed(op);
+    const char *fixed = lateness_fixed(op);
     if (fixed && op->event_time)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_UNSUPPORTED,
                          "allowed lateness cannot change while the operator "

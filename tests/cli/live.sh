@@ -43,16 +43,31 @@ feed_after() {
     done
 }
 
-# applied NAME ORIGIN: polls GET /jobs/live/config until the bound is
-# 5 s, set by ORIGIN, and applied by every subtask.
-applied() {
+# poll NAME WHAT COMMAND...: runs COMMAND every 50 ms until it succeeds;
+# after 1,200 tries run NAME fails with WHAT (and its config and log).
+poll() {
+    _name=$1
+    _what=$2
+    shift 2
     tries=0
-    until "$HTTP_GET" "$(port_of)" /jobs/live/config >"$T/$1.cfg" 2>/dev/null &&
-        grep -q '"key":"sources.clicks.watermark.max_out_of_orderness","value":"5s","valueMs":5000,"origin":"'"$2"'","changedAt":[0-9]*,"changes":1,"applied":true' "$T/$1.cfg"; do
+    until "$@"; do
         tries=$((tries + 1))
-        [ "$tries" -le 1200 ] || { cat "$T/$1.cfg" "$T/$1.err" >&2; fail "$1: the change was never applied"; }
+        [ "$tries" -le 1200 ] || { cat "$T/$_name.cfg" "$T/$_name.err" >&2 2>/dev/null; fail "$_name: $_what"; }
         sleep 0.05
     done
+}
+# config_has NAME KEY VALUE VALUE_MS ORIGIN CHANGES: GET /jobs/live/config
+# (kept in $T/NAME.cfg) shows KEY at VALUE, set by ORIGIN, CHANGES
+# changes, applied by every subtask.
+config_has() {
+    "$HTTP_GET" "$(port_of)" /jobs/live/config >"$T/$1.cfg" 2>/dev/null &&
+        grep -q '"key":"'"$2"'","value":"'"$3"'","valueMs":'"$4"',"origin":"'"$5"'","changedAt":[0-9]*,"changes":'"$6"',"applied":true' "$T/$1.cfg"
+}
+# applied NAME ORIGIN: waits until the bound is 5 s, set by ORIGIN, and
+# applied by every subtask.
+applied() {
+    poll "$1" "the change was never applied" config_has "$1" \
+        sources.clicks.watermark.max_out_of_orderness 5s 5000 "$2" 1
 }
 
 views_row 1 0 10000 >"$T/changed.expected"
@@ -168,34 +183,27 @@ views_row 1 0 10000 >"$T/late.expected"
 views_row 2 10000 20000 >>"$T/late.expected"
 views_row 3 10000 20000 >>"$T/late.expected"
 views_row 2 20000 30000 >>"$T/late.expected"
-# wm_at NAME MS: polls until the window's input watermark is MS.
-wm_at() {
-    tries=0
-    until "$HTTP_GET" "$(port_of)" /jobs/live 2>/dev/null |
-        grep -q "\"currentInputWatermark\":$2[,}]"; do
-        tries=$((tries + 1))
-        [ "$tries" -le 1200 ] || fail "$1: the watermark never reached $2"
-        sleep 0.05
-    done
+# wm_is MS: the window's input watermark is MS; wm_at NAME MS waits for it.
+wm_is() {
+    "$HTTP_GET" "$(port_of)" /jobs/live 2>/dev/null |
+        grep -q "\"currentInputWatermark\":$1[,}]"
 }
-# lateness_applied NAME VALUE VALUE_MS CHANGES: polls GET until the
-# window's lateness is VALUE and every subtask applied it.
-lateness_applied() {
-    tries=0
-    until "$HTTP_GET" "$(port_of)" /jobs/live/config >"$T/$1.cfg" 2>/dev/null &&
-        grep -q '"key":"windows.views.allowed_lateness","value":"'"$2"'","valueMs":'"$3"',"origin":"rest","changedAt":[0-9]*,"changes":'"$4"',"applied":true' "$T/$1.cfg"; do
-        tries=$((tries + 1))
-        [ "$tries" -le 1200 ] || { cat "$T/$1.cfg" >&2; fail "$1: lateness $2 was never applied"; }
-        sleep 0.05
-    done
+wm_at() {
+    poll "$1" "the watermark never reached $2" wm_is "$2"
+}
+# set_lateness NAME VALUE VALUE_MS CHANGES: PATCHes the window's
+# lateness to VALUE and waits until every subtask applied it.
+set_lateness() {
+    "$HTTP_GET" -X PATCH -d '{"windows.views.allowed_lateness": "'"$2"'"}' \
+        "$(port_of)" /jobs/live/config >"$T/$1.patch"
+    poll "$1" "lateness $2 was never applied" config_has "$1" \
+        windows.views.allowed_lateness "$2" "$3" rest "$4"
 }
 start late
 feed_before
 seen late 2
 wm_at late 11999
-"$HTTP_GET" -X PATCH -d '{"windows.views.allowed_lateness": "10s"}' \
-    "$(port_of)" /jobs/live/config >"$T/late.patch"
-lateness_applied late 10s 10000 1
+set_lateness late 10s 10000 1
 # "Why has my window not fired": [0,10) is closed (cleanup at the
 # watermark, not 9.999 + 10), [10,20) lives until 29.999.
 "$HTTP_GET" "$(port_of)" \
@@ -209,9 +217,7 @@ for ts in 5000 15000 21000 17000; do
 done
 seen late 6
 wm_at late 20999
-"$HTTP_GET" -X PATCH -d '{"windows.views.allowed_lateness": "0ms"}' \
-    "$(port_of)" /jobs/live/config >"$T/late.patch2"
-lateness_applied late 0ms 0 2
+set_lateness late 0ms 0 2
 rec 18000
 rec 26000
 finish late
@@ -242,9 +248,7 @@ for ts in 1000 12000 21000; do
 done
 seen retract 3
 wm_at retract 20999
-"$HTTP_GET" -X PATCH -d '{"windows.views.allowed_lateness": "20s"}' \
-    "$(port_of)" /jobs/live/config >"$T/retract.patch"
-lateness_applied retract 20s 20000 1
+set_lateness retract 20s 20000 1
 rec 26000
 rec 13000
 finish retract
