@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "runtime/ckpt.h"
+#include "runtime/task_changelog.h"
 #include "runtime/live.h"
 #include "runtime/task_op.h"
 #include "runtime/task_owner.h"
@@ -766,12 +767,38 @@ static bool still_owner(tdm__run *run)
 {
     const tdm_job *job = run->job;
     char msg[600];
+    if (job->changelog)
+        return true; /* the changelog's own check (publish, below) */
     tdm_err err =
         tdm__task_owner_check(job->spec.checkpoint_dir, job->spec.task_id,
                               job->spec.task_epoch, msg, sizeof msg);
     if (err == TDM_OK)
         return true;
     tdm__rt_fail(run, TDM_ERR_STATE, "%s", msg);
+    return false;
+}
+
+/* A task's job with checkpoint.store: changelog copies checkpoint @p id
+ * into its partition of the changelog topic before it counts as
+ * durable (task_changelog.c).  False when it did not get there: @p why
+ * says why, or is empty when the task was taken over (the run failed
+ * for good, as in still_owner). */
+static bool published(tdm__run *run, uint64_t id, char *why, size_t n)
+{
+    tdm_job *job = run->job;
+    char msg[520];
+    why[0] = '\0';
+    if (!job->changelog)
+        return true;
+    tdm_err err =
+        tdm__tclog_publish(job->changelog, run->ck.st, job->spec.checkpoint_dir,
+                           id, msg, sizeof msg);
+    if (err == TDM_OK)
+        return true;
+    if (err == TDM_ERR_STATE)
+        tdm__rt_fail(run, TDM_ERR_STATE, "%s", msg);
+    else
+        snprintf(why, n, "%s", msg);
     return false;
 }
 
@@ -802,6 +829,12 @@ static void complete(tdm__run *run)
     err = write_parts(run, id, meta, meta_len, parts, n_parts, &bytes);
     if (err != TDM_OK) {
         why = tdm__ckpt_store_errmsg(ck->st);
+        goto fail;
+    }
+    if (!published(run, id, whybuf, sizeof whybuf)) {
+        why = whybuf[0] ? whybuf : NULL;
+        if (!why)
+            goto fenced;
         goto fail;
     }
     report_completed(run, id, bytes, align_us);

@@ -193,6 +193,11 @@ struct tdm_job {
      * elsewhere. */
     tdm__task_commit_fn *task_commit;
     void *task_commit_ud;
+    /* A task's job with checkpoint.store: changelog: its partition of
+     * the changelog topic, where each checkpoint goes before it is
+     * durable (task_changelog.h; owned by the task host); NULL
+     * elsewhere. */
+    struct tdm__tclog *changelog;
 };
 
 /* 1 while a run of the job that owns @p rec goes on (run_record.c): the

@@ -105,6 +105,8 @@ static const tdm__spec_field fields[] = {
     J("checkpoint.retain", INT, checkpoint_retain),
     J("checkpoint.restore", ENUM, checkpoint_restore),
     J("checkpoint.tolerable_failed", INT, checkpoint_tolerable_failed),
+    J("checkpoint.store", ENUM, checkpoint_store),
+    J("checkpoint.changelog.topic", STRING, checkpoint_changelog_topic),
     J("scale_out", ENUM, scale_out),
     J("task.id", INT, task_id),
     J("task.epoch", INT, task_epoch),

@@ -76,11 +76,49 @@ static bool task_keys_refused(const tdm_job *job, char *buf, size_t len)
     return false;
 }
 
+/* Whether the changelog store's keys are set where they do not apply
+ * (why in @p buf). */
+static bool store_refused(const tdm_job *job, char *buf, size_t len)
+{
+    bool changelog =
+        job->spec.checkpoint_store == TDM__CHECKPOINT_STORE_CHANGELOG;
+    if (changelog && job->spec.scale_out != TDM__SCALE_OUT_TASKS) {
+        snprintf(buf, len,
+                 "checkpoint.store: changelog applies to scale_out: tasks "
+                 "only (a job in one process keeps its checkpoints in "
+                 "checkpoint.dir)");
+        return true; /* R-TR-10 */
+    }
+    if (!changelog && job->spec.checkpoint_changelog_topic &&
+        *job->spec.checkpoint_changelog_topic) {
+        snprintf(buf, len,
+                 "checkpoint.changelog.topic applies to checkpoint.store: "
+                 "changelog only (this job keeps its checkpoints in "
+                 "checkpoint.dir)");
+        return true; /* R-TR-11 */
+    }
+    for (int i = 0; changelog && i < job->n_nodes; i++) {
+        const tdm_node *n = job->nodes[i];
+        if (n->kind == TDM_NODE_SOURCE &&
+            n->spec.src.type == TDM__SOURCE_TYPE_KAFKA &&
+            n->spec.src.repartition != TDM__REPARTITION_NEVER) {
+            snprintf(buf, len,
+                     "source \"%s\": repartition does not work with "
+                     "checkpoint.store: changelog yet (the repartition "
+                     "topic's start file is kept in a folder every process "
+                     "reaches): use checkpoint.store: dir",
+                     n->name);
+            return true; /* R-TR-12 */
+        }
+    }
+    return false;
+}
+
 /* Whether @p job cannot run as tasks as configured (why in @p buf). */
 static bool refused(const tdm_job *job, char *buf, size_t len)
 {
     const tdm_node *first = NULL;
-    if (task_keys_refused(job, buf, len))
+    if (task_keys_refused(job, buf, len) || store_refused(job, buf, len))
         return true;
     if (job->spec.scale_out != TDM__SCALE_OUT_TASKS)
         return false;

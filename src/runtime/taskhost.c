@@ -35,6 +35,7 @@
 
 #include "runtime/rt.h"
 #include "runtime/rt_ctx.h"
+#include "runtime/task_changelog.h"
 #include "runtime/task_group.h"
 #include "runtime/task_owner.h"
 
@@ -47,6 +48,7 @@
 
 typedef struct hosted {
     tdm_job *job;
+    struct tdm__tclog *clog; /* checkpoint.store: changelog; else NULL */
     pthread_t th;
     bool started;        /* the thread exists */
     atomic_bool ended;   /* the thread returned */
@@ -120,6 +122,38 @@ static void task_commit(void *ud, const char *topic, int32_t part,
     tdm__kmembers_commit(h->mem, topic, part, offset, meta);
 }
 
+/* Takes task @p n for this process before its job is built: its owner
+ * epoch in *epoch, and with checkpoint.store: changelog its partition of
+ * the changelog topic in *clog, the task's newest checkpoint restored
+ * from it into @p dir (task_changelog.c); else the owner file beside
+ * @p dir (task_owner.c). */
+static tdm_err take_task(tdm_taskhost *h, int n, const char *dir,
+                         tdm__tclog **clog, int64_t *epoch, char *msg,
+                         size_t len)
+{
+    const tdm_job *def = h->def;
+    uint64_t restored = 0;
+    char topic[600];
+    if (def->spec.checkpoint_store != TDM__CHECKPOINT_STORE_CHANGELOG)
+        return tdm__task_owner_take(dir, epoch, msg, len); /* R-TH-6 */
+    if (def->spec.checkpoint_changelog_topic &&
+        *def->spec.checkpoint_changelog_topic)
+        snprintf(topic, sizeof topic, "%s",
+                 def->spec.checkpoint_changelog_topic);
+    else
+        snprintf(topic, sizeof topic, "%s-changelog", h->g.mc.group);
+    tdm__tclog_conf c = {
+        .brokers = h->g.mc.brokers,
+        .props = h->g.mc.props,
+        .n_props = h->g.mc.n_props,
+        .topic = topic,
+        .task = n,
+        .log = h->g.mc.log,
+        .log_ud = h->g.mc.log_ud,
+    };
+    return tdm__tclog_take(&c, dir, clog, epoch, &restored, msg, len);
+}
+
 /* Starts task @p n: waits (by returning with retry_at set) while its
  * checkpoints are locked by a previous owner here, takes its owner file,
  * builds its job and starts its thread.  TDM_OK (started or waiting),
@@ -141,7 +175,7 @@ static tdm_err start_task(tdm_taskhost *h, int n)
         t->retry_at = tdm__mono_ms() + TH_RETRY_MS;
         return TDM_OK;
     }
-    tdm_err err = tdm__task_owner_take(dir, &epoch, msg, sizeof msg);
+    tdm_err err = take_task(h, n, dir, &t->clog, &epoch, msg, sizeof msg);
     if (err == TDM_OK)
         err = h->build(h->ud, n, &t->job, msg, sizeof msg);
     if (err == TDM_OK)
@@ -150,6 +184,7 @@ static tdm_err start_task(tdm_taskhost *h, int n)
         /* R-TH-2: the task's durable positions, for lag tools. */
         t->job->task_commit = task_commit;
         t->job->task_commit_ud = h;
+        t->job->changelog = t->clog;
     }
     if (err == TDM_OK && h->watch)
         h->watch(h->watch_ud, n, t->job, epoch); /* R-TH-4: before it runs */
@@ -164,6 +199,8 @@ static tdm_err start_task(tdm_taskhost *h, int n)
     if (err != TDM_OK) {
         tdm_job_destroy(t->job);
         t->job = NULL;
+        tdm__tclog_close(t->clog);
+        t->clog = NULL;
         snprintf(h->failmsg, sizeof h->failmsg, "task %d: %s", n, msg);
         return err;
     }
@@ -191,6 +228,8 @@ static tdm_err reap_task(tdm_taskhost *h, int n, char *msg, size_t len)
         h->watch(h->watch_ud, n, NULL, 0); /* R-TH-5: before it goes */
     tdm_job_destroy(t->job);
     t->job = NULL;
+    tdm__tclog_close(t->clog);
+    t->clog = NULL;
     return err;
 }
 

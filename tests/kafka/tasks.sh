@@ -37,6 +37,10 @@
 #   random  SEED: 2-4 members, random kill -9, SIGTERM, joins and leaves
 #           while data flows (the differential test; run by
 #           tasks_diff.sh with many seeds).
+# With CHANGELOG=1 (modes crash, join, twice, random) the members share
+# no checkpoint folder: each keeps its own (ck-<member>), and the tasks'
+# checkpoints move through the changelog topic "<group>-changelog"
+# (checkpoint.store: changelog); the file sink's folder stays shared.
 # With REPART=1 the same modes run through a repartition topic: every
 # user sends to every partition, the Kafka key is the partition's region
 # r, and the job keys by user, so each task writes its partition's rows
@@ -51,6 +55,13 @@ NP=8
 SESSION_MS=${SESSION_MS:-4000}
 KPROPS="{session.timeout.ms: $SESSION_MS, heartbeat.interval.ms: 500}"
 REPART=${REPART:-0}
+CHANGELOG=${CHANGELOG:-0}
+if [ "$CHANGELOG" -eq 1 ]; then
+    case $MODE in
+    crash | join | twice | random) ;;
+    *) fail "CHANGELOG=1 runs modes crash, join, twice and random" ;;
+    esac
+fi
 
 # A real cluster instead of the mock: TDM_KAFKA_BROKERS=host:port and
 # TDM_KAFKA_RUN=<id>, with topics tasks-in-<id> (8 partitions) and
@@ -66,7 +77,8 @@ if [ -n "${TDM_KAFKA_BROKERS:-}" ]; then
     GROUP=tasks-g-$TDM_KAFKA_RUN
     STRICT_EOS=1
 else
-    start_mock clicks:$NP out:2 tasks-g-repartition:$NP
+    start_mock clicks:$NP out:2 tasks-g-repartition:$NP \
+        tasks-g-changelog:$NP
     IN=clicks
     OUT=out
     GROUP=tasks-g
@@ -174,13 +186,16 @@ run_fg ref "$W/ref.yaml"
 n_ref=$(count_lines "$W/ref.jsonl")
 [ "$n_ref" -ge 100 ] || fail "reference too small ($n_ref rows)"
 
-# The job every member runs.
+# The job every member runs (CHANGELOG=1: each with a checkpoint folder
+# of its own, made by member()).
+STORE=""
+[ "$CHANGELOG" -eq 0 ] || STORE=", store: changelog"
 mkdir -p "$W/out"
 {
     cat <<EOF
 name: tasks
 scale_out: tasks
-checkpoint: {dir: $W/ck, interval: 200ms}
+checkpoint: {dir: $W/ck, interval: 200ms$STORE}
 sources:
 EOF
     kafka_source_yaml clicks "$IN" "$GROUP" "stop: never" "$SCHEMA" "$SRCX" \
@@ -321,7 +336,12 @@ _kafka_at_least() {
 }
 
 member() {
-    run_bg "m-$1" "$W/job.yaml"
+    _job=$W/job.yaml
+    if [ "$CHANGELOG" -eq 1 ]; then
+        _job=$W/job-$1.yaml
+        sed "s|dir: $W/ck,|dir: $W/ck-$1,|" "$W/job.yaml" >"$_job"
+    fi
+    run_bg "m-$1" "$_job"
     eval "PID_$1=\$LAST_PID"
 }
 
@@ -394,6 +414,24 @@ finish() {
     done
     verdict
     lag_check
+    changelog_check
+}
+
+# CHANGELOG=1: no member used a shared folder, and the tasks that moved
+# were restored from the topic (crash and join move some: at least one).
+changelog_check() {
+    [ "$CHANGELOG" -eq 1 ] || return 0
+    [ ! -e "$W/ck" ] || fail "a member used the shared checkpoint folder"
+    n_rest=$(cat "$W"/m-*.log |
+        grep -c 'changelog tasks-g-changelog\[[0-9]*\]: checkpoint [0-9]* restored' ||
+        true)
+    echo "tasks $MODE: changelog store: $n_rest task start(s) restored" \
+        "from the topic"
+    case $MODE in
+    crash | join)
+        [ "$n_rest" -ge 1 ] || fail "no task was restored from the topic"
+        ;;
+    esac
 }
 
 case $MODE in

@@ -202,6 +202,40 @@ TDM_TEST(task_keys_only_on_a_task)
     tdm_job_destroy(job);
 }
 
+/* The changelog store's keys apply to a job run as tasks, and not yet
+ * with a repartition topic (its start file needs a shared folder). */
+TDM_TEST(changelog_store_rules)
+{
+    char msg[512];
+    tdm_job *job = tasks_job();
+    ASSERT_OK(
+        tdm_job_set(job, "checkpoint.store", "changelog", msg, sizeof msg));
+    ASSERT_OK(
+        tdm_job_set(job, "checkpoint.changelog.topic", "cl", msg, sizeof msg));
+    ASSERT_OK(tdm_job_validate(job, msg, sizeof msg));
+    tdm_job_destroy(job);
+
+    job = tasks_job();
+    ASSERT_OK(tdm_job_set(job, "scale_out", "process", msg, sizeof msg));
+    ASSERT_OK(
+        tdm_job_set(job, "checkpoint.store", "changelog", msg, sizeof msg));
+    expect_refused(job, "checkpoint.store: changelog applies to scale_out: "
+                        "tasks only");
+
+    job = tasks_job();
+    ASSERT_OK(
+        tdm_job_set(job, "checkpoint.changelog.topic", "cl", msg, sizeof msg));
+    expect_refused(job, "checkpoint.changelog.topic applies to "
+                        "checkpoint.store: changelog only");
+
+    job = tasks_job();
+    ASSERT_OK(
+        tdm_job_set(job, "checkpoint.store", "changelog", msg, sizeof msg));
+    set(tdm_job_node(job, "clicks"), "repartition", "always");
+    expect_refused(job, "source \"clicks\": repartition does not work with "
+                        "checkpoint.store: changelog yet");
+}
+
 /* Counts the refused positions seen by tdm__kowed_refused. */
 static void count_refused(void *ud, const char *topic, int32_t part,
                           int64_t offset, const char *meta)

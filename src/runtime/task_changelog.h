@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* task_changelog.h - a task's checkpoints kept in its partition of a
+ * changelog topic (checkpoint.store: changelog; task_changelog.c says
+ * how, docs/scale-out.md "The changelog store" what a user sees). */
+#ifndef TDM_RUNTIME_TASK_CHANGELOG_H
+#define TDM_RUNTIME_TASK_CHANGELOG_H
+
+#include <stdint.h>
+
+#include "connect/connect.h"
+#include "state/ckpt_store.h"
+
+typedef struct tdm__tclog tdm__tclog;
+
+typedef struct tdm__tclog_conf {
+    const char *brokers;
+    const char *const *props; /* the sources' kafka.* pairs (borrowed) */
+    int n_props;
+    const char *topic; /* the changelog topic: partition n is task n's */
+    int task;
+    int timeout_ms; /* each read and flush; 0: 60 s */
+    tdm__log_fn log;
+    void *log_ud;
+} tdm__tclog_conf;
+
+/* Takes task c->task for this process: reads the task's partition back,
+ * appends an owner record with the next owner epoch (*epoch), and makes
+ * the local checkpoint folder @p dir hold exactly the task's newest
+ * checkpoint in the topic (written before the owner record), or no
+ * checkpoint when the topic has none; *restored is its id (0: none).
+ * TDM_ERR_STATE when another process took the task in the same instant
+ * (the message names it), TDM_ERR_PARSE when the newest checkpoint is
+ * incomplete in the topic, TDM_ERR_IO, TDM_ERR_NOMEM. */
+tdm_err tdm__tclog_take(const tdm__tclog_conf *c, const char *dir,
+                        tdm__tclog **out, int64_t *epoch, uint64_t *restored,
+                        char *errbuf, size_t errbuf_size);
+
+/* Appends checkpoint @p id, complete in @p st (the folder @p dir), to the
+ * topic and waits until the brokers have it; only then may its output be
+ * committed.  TDM_ERR_STATE when a newer owner took the task before the
+ * checkpoint reached the topic: the checkpoint is not the task's, and
+ * nothing of it may be committed.  On any error the local copy of the
+ * checkpoint is removed, so that no restart of this process resumes
+ * from a checkpoint the topic does not hold. */
+tdm_err tdm__tclog_publish(tdm__tclog *l, tdm__ckpt_store *st, const char *dir,
+                           uint64_t id, char *errbuf, size_t errbuf_size);
+
+/* Frees @p l.  NULL is fine. */
+void tdm__tclog_close(tdm__tclog *l);
+
+#endif
