@@ -4,9 +4,10 @@
  * or committed, without any Kafka installation.
  *
  *   produce BOOT TOPIC [--partition N | --partition-field F]
- *           [--key-field F] [--ts-field F] [--null-field F] FILE...
- *       JSON lines; message key from a field, timestamp (epoch ms) from a
- *       field, partition fixed, from an integer field, or by the key.
+ *           [--key-field F | --key K] [--ts-field F] [--null-field F]
+ *           FILE...
+ *       JSON lines; message key from a field (or K for every line),
+ *       timestamp (epoch ms) from a field, partition fixed, from an integer field, or by the key.
  *       With --null-field, a line whose field F is true is produced with
  *       a null value (a tombstone; key, time and partition as above), one
  *       whose field F is "empty" with an empty, not null, value.
@@ -36,7 +37,7 @@
 static int usage(void)
 {
     fprintf(stderr, "usage: tdm_kafka_tool produce BOOT TOPIC [--partition N | "
-                    "--partition-field F] [--key-field F] [--ts-field F] "
+                    "--partition-field F] [--key-field F | --key K] [--ts-field F] "
                     "[--null-field F] FILE...\n"
                     "       tdm_kafka_tool consume BOOT TOPIC [--timestamps | "
                     "--offsets | --headers]\n"
@@ -140,7 +141,7 @@ static int cmd_produce(int argc, char **argv)
 {
     const char *boot = argv[0], *topic = argv[1];
     const char *key_field = NULL, *ts_field = NULL, *part_field = NULL;
-    const char *null_field = NULL;
+    const char *null_field = NULL, *fixed_key = NULL;
     int32_t fixed = RD_KAFKA_PARTITION_UA;
     int first_file = -1, rc = 0;
     long n_msgs = 0;
@@ -151,6 +152,8 @@ static int cmd_produce(int argc, char **argv)
             part_field = argv[++i];
         else if (strcmp(argv[i], "--key-field") == 0 && i + 1 < argc)
             key_field = argv[++i];
+        else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc)
+            fixed_key = argv[++i];
         else if (strcmp(argv[i], "--ts-field") == 0 && i + 1 < argc)
             ts_field = argv[++i];
         else if (strcmp(argv[i], "--null-field") == 0 && i + 1 < argc)
@@ -219,8 +222,10 @@ static int cmd_produce(int argc, char **argv)
                     part = (int32_t)json_integer_value(
                         json_object_get(obj, part_field));
             }
+            if (fixed_key != NULL && key == NULL)
+                key = strdup(fixed_key);
             /* A malformed line is produced as it is (tests of dead
-             * letters need them), without key or time. */
+             * letters need them), without key or time (but with K). */
             rd_kafka_resp_err_t e;
             do {
                 e = rd_kafka_producev(

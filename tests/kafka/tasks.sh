@@ -37,10 +37,12 @@
 #   random  SEED: 2-4 members, random kill -9, SIGTERM, joins and leaves
 #           while data flows (the differential test; run by
 #           tasks_diff.sh with many seeds).
-# With CHANGELOG=1 (modes crash, join, twice, random) the members share
-# no checkpoint folder: each keeps its own (ck-<member>), and the tasks'
-# checkpoints move through the changelog topic "<group>-changelog"
-# (checkpoint.store: changelog); the file sink's folder stays shared.
+# With CHANGELOG=1 (modes crash, join, twice, zombie, random) the members
+# share no checkpoint folder: each keeps its own (ck-<member>), and the
+# tasks' checkpoints move through the changelog topic "<group>-changelog"
+# (checkpoint.store: changelog); the file sink's folder stays shared.  In
+# zombie mode the process on another machine appends an owner record to
+# the task's changelog partition instead of writing its owner file.
 # With REPART=1 the same modes run through a repartition topic: every
 # user sends to every partition, the Kafka key is the partition's region
 # r, and the job keys by user, so each task writes its partition's rows
@@ -58,8 +60,8 @@ REPART=${REPART:-0}
 CHANGELOG=${CHANGELOG:-0}
 if [ "$CHANGELOG" -eq 1 ]; then
     case $MODE in
-    crash | join | twice | random) ;;
-    *) fail "CHANGELOG=1 runs modes crash, join, twice and random" ;;
+    crash | join | twice | zombie | random) ;;
+    *) fail "CHANGELOG=1 runs modes crash, join, twice, zombie and random" ;;
     esac
 fi
 
@@ -502,12 +504,19 @@ zombie)
     # came before the change; docs/scale-out.md) and none after it.
     # Completed checkpoints only: chk-<id>, not a chk-<id>.tmp-<pid> being
     # written (its name once made this "6.tmp-29146", not a number).
-    before=$(ls "$W/ck/task-$t" | sed -n 's/^chk-0*\([0-9][0-9]*\)$/\1/p' |
-        sort -n | tail -n 1)
-    e=$(sed -n 's/^epoch //p' "$W/ck/task-$t.owner")
-    printf 'tidemark task owner\nepoch %d\nowner elsewhere-1\n' \
-        $((e + 1)) >"$W/ck/task-$t.owner.tmp"
-    mv "$W/ck/task-$t.owner.tmp" "$W/ck/task-$t.owner"
+    # (CHANGELOG=1: the newest in either member's folder.)
+    before=$(find "$W"/ck* -path "*/task-$t/chk-*" -prune |
+        sed -n 's|.*/chk-0*\([0-9][0-9]*\)$|\1|p' | sort -n | tail -n 1)
+    if [ "$CHANGELOG" -eq 1 ]; then
+        # An owner record with an epoch above any a member took.
+        echo "tdmcl1 owner 1000 elsewhere-1" >"$W/owner.txt"
+        produce tasks-g-changelog --partition "$t" --key owner "$W/owner.txt"
+    else
+        e=$(sed -n 's/^epoch //p' "$W/ck/task-$t.owner")
+        printf 'tidemark task owner\nepoch %d\nowner elsewhere-1\n' \
+            $((e + 1)) >"$W/ck/task-$t.owner.tmp"
+        mv "$W/ck/task-$t.owner.tmp" "$W/ck/task-$t.owner"
+    fi
     # The member that runs the task when its owner file changes is
     # fenced: b, unless a rebalance on a loaded machine moved the task to
     # a in between.  It stops with an error; the other takes its tasks.
