@@ -107,6 +107,7 @@ static const tdm__spec_field fields[] = {
     J("checkpoint.tolerable_failed", INT, checkpoint_tolerable_failed),
     J("checkpoint.store", ENUM, checkpoint_store),
     J("checkpoint.changelog.topic", STRING, checkpoint_changelog_topic),
+    J("checkpoint.changelog.standby", ENUM, checkpoint_changelog_standby),
     J("scale_out", ENUM, scale_out),
     J("task.id", INT, task_id),
     J("task.epoch", INT, task_epoch),

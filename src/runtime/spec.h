@@ -161,6 +161,7 @@ typedef struct tdm__job_spec {
     int64_t checkpoint_tolerable_failed;
     tdm__checkpoint_store checkpoint_store;
     const char *checkpoint_changelog_topic;
+    tdm__checkpoint_changelog_standby checkpoint_changelog_standby;
     tdm__scale_out scale_out;
     int64_t task_id, task_epoch;
     tdm__restart_strategy restart_strategy;

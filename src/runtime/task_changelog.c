@@ -218,10 +218,18 @@ typedef struct scan {
     int64_t max_epoch;
     uint8_t *manifest; /* the newest manifest record before the cutoff */
     size_t manifest_len;
-    bool cut; /* this process's owner record was read */
+    bool cut;  /* this process's owner record was read */
+    int64_t n; /* records read */
     tdm_err err;
     char msg[700];
 } scan;
+
+/* A warm copy of a task's partition: its log, not taken, and what a
+ * take would have read so far (task_changelog.h). */
+struct tdm__tclog_standby {
+    tdm__tclog *l;
+    scan s;
+};
 
 static void scan_free(scan *s)
 {
@@ -311,6 +319,7 @@ static int on_take_record(void *ud, int64_t off, const void *key, size_t klen,
 {
     scan *s = ud;
     (void)off;
+    s->n++;
     if (key_is(key, klen, "owner"))
         return scan_owner(s, val, vlen);
     if (s->cut)
@@ -488,37 +497,37 @@ static tdm_err note_stale(tdm__tclog *l, scan *s)
     return TDM_OK;
 }
 
-/* The take after the log is open (see the header). */
-static tdm_err take(tdm__tclog *l, const char *dir, uint64_t *restored,
-                    char *errbuf, size_t errbuf_size)
+/* The take after the log is open, from what @p s read so far (see the
+ * header). */
+static tdm_err take(tdm__tclog *l, scan *s, const char *dir,
+                    tdm__tclog_took *took, char *errbuf, size_t errbuf_size)
 {
-    scan s = {.l = l, .chunks = tdm__map_new()};
-    tdm_err err = s.chunks ? TDM_OK : TDM_ERR_NOMEM;
-    l->pos = -1;
-    if (err == TDM_OK)
-        err = scan_read(l, &s, errbuf, errbuf_size);
+    int64_t warm = s->n;
+    tdm_err err = scan_read(l, s, errbuf, errbuf_size);
     if (err == TDM_OK) {
-        l->epoch = s.max_epoch + 1;
+        l->epoch = s->max_epoch + 1;
         err = put_owner(l, errbuf, errbuf_size);
     }
     if (err == TDM_OK)
-        err = scan_read(l, &s, errbuf, errbuf_size);
-    if (err == TDM_OK && !s.cut)
+        err = scan_read(l, s, errbuf, errbuf_size);
+    if (err == TDM_OK && !s->cut)
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                         "changelog %s: the owner record written is not in "
                         "the partition",
                         tdm__kclog_name(l->log));
     if (err == TDM_OK)
-        err = materialize(l, &s, dir, restored, errbuf, errbuf_size);
+        err = materialize(l, s, dir, &took->restored, errbuf, errbuf_size);
     if (err == TDM_OK)
-        err = note_stale(l, &s);
-    scan_free(&s);
+        err = note_stale(l, s);
+    took->epoch = l->epoch;
+    took->warm = warm;
+    took->read = s->n - warm;
     return err;
 }
 
-tdm_err tdm__tclog_take(const tdm__tclog_conf *c, const char *dir,
-                        tdm__tclog **out, int64_t *epoch, uint64_t *restored,
-                        char *errbuf, size_t errbuf_size)
+/* A log of task c->task's partition, not yet taken. */
+static tdm_err tclog_new(const tdm__tclog_conf *c, tdm__tclog **out,
+                         char *errbuf, size_t errbuf_size)
 {
     tdm__kclog_conf kc = {
         .brokers = c->brokers,
@@ -530,37 +539,116 @@ tdm_err tdm__tclog_take(const tdm__tclog_conf *c, const char *dir,
         .log = c->log,
         .log_ud = c->log_ud,
     };
-    *out = NULL;
-    *epoch = 0;
-    *restored = 0;
     tdm__tclog *l = tdm__calloc(1, sizeof *l);
+    *out = NULL;
     if (!l)
         return TDM_ERR_NOMEM;
     l->task = c->task;
     l->logf = c->log;
     l->log_ud = c->log_ud;
+    l->pos = -1;
     self_name(l);
     tdm_err err = tdm__kclog_open(&kc, &l->log, errbuf, errbuf_size);
-    if (err == TDM_OK)
-        err = take(l, dir, restored, errbuf, errbuf_size);
     if (err != TDM_OK) {
         tdm__tclog_close(l);
         return err;
     }
-    if (*restored)
+    *out = l;
+    return TDM_OK;
+}
+
+/* The log line of a take. */
+static void say_taken(const tdm__tclog *l, const tdm__tclog_took *t)
+{
+    char warm[120] = "";
+    if (t->warm)
+        snprintf(warm, sizeof warm, ", %lld kept warm by a standby",
+                 (long long)t->warm);
+    if (t->restored)
         say(l,
-            "task %d: changelog %s: checkpoint %llu restored (owner "
-            "epoch %lld)",
-            l->task, tdm__kclog_name(l->log), (unsigned long long)*restored,
-            (long long)l->epoch);
+            "task %d: changelog %s: checkpoint %llu restored (owner epoch "
+            "%lld; %lld record(s) read%s)",
+            l->task, tdm__kclog_name(l->log), (unsigned long long)t->restored,
+            (long long)l->epoch, (long long)t->read, warm);
     else
         say(l,
             "task %d: changelog %s: no checkpoint, a fresh task (owner "
             "epoch %lld)",
             l->task, tdm__kclog_name(l->log), (long long)l->epoch);
-    *epoch = l->epoch;
+}
+
+tdm_err tdm__tclog_take(const tdm__tclog_conf *c, const char *dir,
+                        tdm__tclog_standby *sb, tdm__tclog **out,
+                        tdm__tclog_took *took, char *errbuf, size_t errbuf_size)
+{
+    tdm__tclog *l = NULL;
+    scan s = {0};
+    tdm_err err = TDM_OK;
+    memset(took, 0, sizeof *took);
+    *out = NULL;
+    if (sb) {
+        /* R-TCL-8: the standby's log and what it read so far. */
+        l = sb->l;
+        s = sb->s;
+        tdm__free(sb);
+    } else {
+        err = tclog_new(c, &l, errbuf, errbuf_size);
+        s.chunks = err == TDM_OK ? tdm__map_new() : NULL;
+        if (err == TDM_OK && !s.chunks)
+            err = TDM_ERR_NOMEM;
+    }
+    s.l = l;
+    if (err == TDM_OK)
+        err = take(l, &s, dir, took, errbuf, errbuf_size);
+    scan_free(&s);
+    if (err != TDM_OK) {
+        tdm__tclog_close(l);
+        return err;
+    }
+    say_taken(l, took);
     *out = l;
     return TDM_OK;
+}
+
+/* ---- Standbys ---- */
+
+tdm_err tdm__tclog_standby_open(const tdm__tclog_conf *c,
+                                tdm__tclog_standby **out, char *errbuf,
+                                size_t errbuf_size)
+{
+    tdm__tclog_standby *sb = tdm__calloc(1, sizeof *sb);
+    *out = NULL;
+    if (!sb)
+        return TDM_ERR_NOMEM;
+    tdm_err err = tclog_new(c, &sb->l, errbuf, errbuf_size);
+    sb->s.l = sb->l;
+    sb->s.chunks = err == TDM_OK ? tdm__map_new() : NULL;
+    if (err == TDM_OK && !sb->s.chunks)
+        err = TDM_ERR_NOMEM;
+    if (err != TDM_OK) {
+        tdm__tclog_standby_close(sb);
+        return err;
+    }
+    *out = sb;
+    return TDM_OK;
+}
+
+tdm_err tdm__tclog_standby_poll(tdm__tclog_standby *sb, int64_t *records,
+                                char *errbuf, size_t errbuf_size)
+{
+    int64_t before = sb->s.n;
+    tdm_err err = scan_read(sb->l, &sb->s, errbuf, errbuf_size);
+    *records = sb->s.n - before;
+    return err;
+}
+
+void tdm__tclog_standby_close(tdm__tclog_standby *sb)
+{
+    if (!sb)
+        return;
+    scan_free(&sb->s);
+    tdm__tclog_close(sb->l);
+    tdm__free(sb);
 }
 
 /* ---- Publishing a checkpoint (C1, C2, C4, C5) ---- */

@@ -23,17 +23,45 @@ typedef struct tdm__tclog_conf {
     void *log_ud;
 } tdm__tclog_conf;
 
-/* Takes task c->task for this process: reads the task's partition back,
- * appends an owner record with the next owner epoch (*epoch), and makes
+/* What a take found. */
+typedef struct tdm__tclog_took {
+    int64_t epoch;     /* the owner epoch taken */
+    uint64_t restored; /* the checkpoint restored (0: none) */
+    int64_t read;      /* records the take read */
+    int64_t warm;      /* records a standby had read before it */
+} tdm__tclog_took;
+
+/* A warm copy of one task's partition, kept by a process that does not
+ * run the task (checkpoint.changelog.standby: all): it reads what the
+ * partition gains, so that a take of the task reads only what came
+ * after its last poll. */
+typedef struct tdm__tclog_standby tdm__tclog_standby;
+
+/* Takes task c->task for this process: reads the task's partition back
+ * (from where standby @p sb got to, when given: it is consumed, even on
+ * error), appends an owner record with the next owner epoch, and makes
  * the local checkpoint folder @p dir hold exactly the task's newest
  * checkpoint in the topic (written before the owner record), or no
- * checkpoint when the topic has none; *restored is its id (0: none).
+ * checkpoint when the topic has none; *took says what it found.
  * TDM_ERR_STATE when another process took the task in the same instant
  * (the message names it), TDM_ERR_PARSE when the newest checkpoint is
  * incomplete in the topic, TDM_ERR_IO, TDM_ERR_NOMEM. */
 tdm_err tdm__tclog_take(const tdm__tclog_conf *c, const char *dir,
-                        tdm__tclog **out, int64_t *epoch, uint64_t *restored,
-                        char *errbuf, size_t errbuf_size);
+                        tdm__tclog_standby *sb, tdm__tclog **out,
+                        tdm__tclog_took *took, char *errbuf,
+                        size_t errbuf_size);
+
+/* Opens a standby of task c->task's partition (nothing read yet).
+ * Errors as tdm__kclog_open's. */
+tdm_err tdm__tclog_standby_open(const tdm__tclog_conf *c,
+                                tdm__tclog_standby **out, char *errbuf,
+                                size_t errbuf_size);
+/* Reads what the partition gained since the last poll; *records says
+ * how many records.  TDM_ERR_IO, TDM_ERR_NOMEM. */
+tdm_err tdm__tclog_standby_poll(tdm__tclog_standby *sb, int64_t *records,
+                                char *errbuf, size_t errbuf_size);
+/* Frees @p sb.  NULL is fine. */
+void tdm__tclog_standby_close(tdm__tclog_standby *sb);
 
 /* Appends checkpoint @p id, complete in @p st (the folder @p dir), to the
  * topic and waits until the brokers have it; only then may its output be

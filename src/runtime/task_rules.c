@@ -89,12 +89,18 @@ static bool store_refused(const tdm_job *job, char *buf, size_t len)
                  "checkpoint.dir)");
         return true; /* R-TR-10 */
     }
+    const char *key = NULL;
     if (!changelog && job->spec.checkpoint_changelog_topic &&
-        *job->spec.checkpoint_changelog_topic) {
+        *job->spec.checkpoint_changelog_topic)
+        key = "checkpoint.changelog.topic";
+    else if (!changelog && job->spec.checkpoint_changelog_standby !=
+                               TDM__CHECKPOINT_CHANGELOG_STANDBY_NONE)
+        key = "checkpoint.changelog.standby";
+    if (key) {
         snprintf(buf, len,
-                 "checkpoint.changelog.topic applies to checkpoint.store: "
-                 "changelog only (this job keeps its checkpoints in "
-                 "checkpoint.dir)");
+                 "%s applies to checkpoint.store: changelog only (this job "
+                 "keeps its checkpoints in checkpoint.dir)",
+                 key);
         return true; /* R-TR-11 */
     }
     for (int i = 0; changelog && i < job->n_nodes; i++) {

@@ -74,6 +74,17 @@ struct tdm_taskhost {
     void *watch_ud;
     tdm_err fail;
     char failmsg[1200];
+    /* checkpoint.store: changelog: the topic's name; with standby: all,
+     * a warm copy of each task not run here (standby_main), under
+     * sb_mu with busy[] (a task run here, or starting). */
+    char cltopic[600];
+    tdm__tclog_standby **sb;
+    bool *busy;
+    bool *sb_said; /* a standby's failure was logged */
+    pthread_mutex_t sb_mu;
+    pthread_t sb_th;
+    bool sb_started;
+    atomic_int sb_stop;
 };
 
 /* ---- One task ---- */
@@ -122,36 +133,56 @@ static void task_commit(void *ud, const char *topic, int32_t part,
     tdm__kmembers_commit(h->mem, topic, part, offset, meta);
 }
 
-/* Takes task @p n for this process before its job is built: its owner
- * epoch in *epoch, and with checkpoint.store: changelog its partition of
- * the changelog topic in *clog, the task's newest checkpoint restored
- * from it into @p dir (task_changelog.c); else the owner file beside
- * @p dir (task_owner.c). */
-static tdm_err take_task(tdm_taskhost *h, int n, const char *dir,
-                         tdm__tclog **clog, int64_t *epoch, char *msg,
-                         size_t len)
+/* The changelog partition of task @p n. */
+static tdm__tclog_conf changelog_conf(const tdm_taskhost *h, int n)
 {
-    const tdm_job *def = h->def;
-    uint64_t restored = 0;
-    char topic[600];
-    if (def->spec.checkpoint_store != TDM__CHECKPOINT_STORE_CHANGELOG)
-        return tdm__task_owner_take(dir, epoch, msg, len); /* R-TH-6 */
-    if (def->spec.checkpoint_changelog_topic &&
-        *def->spec.checkpoint_changelog_topic)
-        snprintf(topic, sizeof topic, "%s",
-                 def->spec.checkpoint_changelog_topic);
-    else
-        snprintf(topic, sizeof topic, "%s-changelog", h->g.mc.group);
     tdm__tclog_conf c = {
         .brokers = h->g.mc.brokers,
         .props = h->g.mc.props,
         .n_props = h->g.mc.n_props,
-        .topic = topic,
+        .topic = h->cltopic,
         .task = n,
         .log = h->g.mc.log,
         .log_ud = h->g.mc.log_ud,
     };
-    return tdm__tclog_take(&c, dir, clog, epoch, &restored, msg, len);
+    return c;
+}
+
+/* Takes task @p n for this process before its job is built: its owner
+ * epoch in *epoch, and with checkpoint.store: changelog its partition of
+ * the changelog topic in *clog, the task's newest checkpoint restored
+ * from it into @p dir (task_changelog.c), from where the task's standby
+ * got to when there is one; else the owner file beside @p dir
+ * (task_owner.c). */
+static tdm_err take_task(tdm_taskhost *h, int n, const char *dir,
+                         tdm__tclog **clog, int64_t *epoch, char *msg,
+                         size_t len)
+{
+    tdm__tclog_took took;
+    if (h->def->spec.checkpoint_store != TDM__CHECKPOINT_STORE_CHANGELOG)
+        return tdm__task_owner_take(dir, epoch, msg, len); /* R-TH-6 */
+    tdm__tclog_standby *sb = NULL;
+    pthread_mutex_lock(&h->sb_mu);
+    if (h->sb) {
+        sb = h->sb[n];
+        h->sb[n] = NULL;
+        h->busy[n] = true;
+    }
+    pthread_mutex_unlock(&h->sb_mu);
+    tdm__tclog_conf c = changelog_conf(h, n);
+    tdm_err err = tdm__tclog_take(&c, dir, sb, clog, &took, msg, len);
+    *epoch = took.epoch;
+    return err;
+}
+
+/* A task leaves this process (or never started): its standby may be
+ * kept again. */
+static void task_gone(tdm_taskhost *h, int n)
+{
+    pthread_mutex_lock(&h->sb_mu);
+    if (h->busy)
+        h->busy[n] = false;
+    pthread_mutex_unlock(&h->sb_mu);
 }
 
 /* Starts task @p n: waits (by returning with retry_at set) while its
@@ -201,6 +232,7 @@ static tdm_err start_task(tdm_taskhost *h, int n)
         t->job = NULL;
         tdm__tclog_close(t->clog);
         t->clog = NULL;
+        task_gone(h, n);
         snprintf(h->failmsg, sizeof h->failmsg, "task %d: %s", n, msg);
         return err;
     }
@@ -230,6 +262,7 @@ static tdm_err reap_task(tdm_taskhost *h, int n, char *msg, size_t len)
     t->job = NULL;
     tdm__tclog_close(t->clog);
     t->clog = NULL;
+    task_gone(h, n);
     return err;
 }
 
@@ -274,6 +307,103 @@ static void on_change(void *ud, int n, bool assigned, bool lost)
     h->t[n].want = false;
     h->t[n].finished = false;
     stop_task(h, n, lost ? "lost" : "revoked");
+}
+
+/* ---- Standbys (checkpoint.changelog.standby: all) ---- */
+
+/* How often standbys read their partitions (ms): the checkpoint
+ * interval, within these bounds. */
+#define TH_SB_MIN_MS 100
+#define TH_SB_MAX_MS 5000
+
+/* Opens or polls the standby of task @p n (under sb_mu). */
+static void keep_warm(tdm_taskhost *h, int n)
+{
+    char msg[600];
+    int64_t got = 0;
+    tdm__tclog_conf c = changelog_conf(h, n);
+    tdm_err err = TDM_OK;
+    if (!h->sb[n])
+        err = tdm__tclog_standby_open(&c, &h->sb[n], msg, sizeof msg);
+    if (err == TDM_OK)
+        err = tdm__tclog_standby_poll(h->sb[n], &got, msg, sizeof msg);
+    if (err == TDM_OK) {
+        h->sb_said[n] = false;
+        return;
+    }
+    /* R-TH-7: dropped and opened again; said once until it works. */
+    tdm__tclog_standby_close(h->sb[n]);
+    h->sb[n] = NULL;
+    if (!h->sb_said[n])
+        tdm__job_log(h->def, "task %d: standby: %s (trying again)", n, msg);
+    h->sb_said[n] = true;
+}
+
+/* The standbys' thread: keeps each task not run here warm. */
+static void *standby_main(void *arg)
+{
+    tdm_taskhost *h = arg;
+    int64_t every = h->def->spec.checkpoint_interval_ms;
+    every = every < TH_SB_MIN_MS   ? TH_SB_MIN_MS
+            : every > TH_SB_MAX_MS ? TH_SB_MAX_MS
+                                   : every;
+    while (!atomic_load(&h->sb_stop)) {
+        for (int n = 0; n < h->n_tasks && !atomic_load(&h->sb_stop); n++) {
+            pthread_mutex_lock(&h->sb_mu);
+            if (!h->busy[n])
+                keep_warm(h, n);
+            pthread_mutex_unlock(&h->sb_mu);
+        }
+        int64_t until = tdm__mono_ms() + every;
+        while (!atomic_load(&h->sb_stop) && tdm__mono_ms() < until) {
+            struct timespec ts = {0, 20 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+/* Starts the standbys' thread when the job asks for standbys. */
+static tdm_err standbys_start(tdm_taskhost *h)
+{
+    const tdm__job_spec *sp = &h->def->spec;
+    if (sp->checkpoint_store != TDM__CHECKPOINT_STORE_CHANGELOG ||
+        sp->checkpoint_changelog_standby !=
+            TDM__CHECKPOINT_CHANGELOG_STANDBY_ALL)
+        return TDM_OK;
+    h->sb = tdm__calloc((size_t)h->n_tasks + 1, sizeof *h->sb);
+    h->busy = tdm__calloc((size_t)h->n_tasks + 1, sizeof *h->busy);
+    h->sb_said = tdm__calloc((size_t)h->n_tasks + 1, sizeof *h->sb_said);
+    if (!h->sb || !h->busy || !h->sb_said)
+        return TDM_ERR_NOMEM;
+    if (pthread_create(&h->sb_th, NULL, standby_main, h) != 0)
+        return TDM_ERR_NOMEM;
+    h->sb_started = true;
+    tdm__job_log(h->def,
+                 "standbys: a warm copy of every task not run here, from "
+                 "'%s'",
+                 h->cltopic);
+    return TDM_OK;
+}
+
+/* Stops the standbys' thread and frees the standbys. */
+static void standbys_stop(tdm_taskhost *h)
+{
+    if (h->sb_started) {
+        atomic_store(&h->sb_stop, 1);
+        pthread_join(h->sb_th, NULL);
+        h->sb_started = false;
+    }
+    for (int n = 0; h->sb && n < h->n_tasks; n++)
+        tdm__tclog_standby_close(h->sb[n]);
+    pthread_mutex_lock(&h->sb_mu);
+    tdm__free(h->sb);
+    tdm__free(h->busy);
+    tdm__free(h->sb_said);
+    h->sb = NULL;
+    h->busy = NULL;
+    h->sb_said = NULL;
+    pthread_mutex_unlock(&h->sb_mu);
 }
 
 /* ---- The loop ---- */
@@ -364,8 +494,15 @@ tdm_err tdm_taskhost_new(tdm_job *def, tdm_task_build_cb build, void *ud,
     h->build = build;
     h->ud = ud;
     pthread_mutex_init(&h->mu, NULL);
+    pthread_mutex_init(&h->sb_mu, NULL);
     if (tdm__task_group_init(&h->g, def, "") != TDM_OK)
         goto nomem;
+    if (def->spec.checkpoint_changelog_topic &&
+        *def->spec.checkpoint_changelog_topic)
+        snprintf(h->cltopic, sizeof h->cltopic, "%s",
+                 def->spec.checkpoint_changelog_topic);
+    else
+        snprintf(h->cltopic, sizeof h->cltopic, "%s-changelog", h->g.group);
     *out = h;
     return TDM_OK;
 nomem:
@@ -412,7 +549,14 @@ tdm_err tdm_taskhost_run(tdm_taskhost *h, char *errbuf, size_t errbuf_size)
                  "tasks: %d (partitions of '%s' and its co-partitioned "
                  "topics), group '%s'",
                  h->n_tasks, h->g.mc.topics[0], h->g.mc.group);
+    err = standbys_start(h);
+    if (err != TDM_OK) {
+        h->fail = err;
+        snprintf(h->failmsg, sizeof h->failmsg,
+                 "cannot start the standbys' thread");
+    }
     serve(h);
+    standbys_stop(h);
     for (int n = 0; n < h->n_tasks; n++)
         stop_task(h, n, h->fail != TDM_OK ? "the host stops" : "cancelled");
     tdm__kmembers_close(h->mem, on_change, h);
@@ -457,5 +601,6 @@ void tdm_taskhost_destroy(tdm_taskhost *h)
     tdm__free(h->t);
     tdm__task_group_fini(&h->g);
     pthread_mutex_destroy(&h->mu);
+    pthread_mutex_destroy(&h->sb_mu);
     tdm__free(h);
 }

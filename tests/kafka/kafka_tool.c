@@ -7,13 +7,13 @@
  *           [--key-field F | --key K] [--ts-field F] [--null-field F]
  *           FILE...
  *       JSON lines; message key from a field (or K for every line),
- *       timestamp (epoch ms) from a field, partition fixed, from an integer field, or by the key.
- *       With --null-field, a line whose field F is true is produced with
- *       a null value (a tombstone; key, time and partition as above), one
- *       whose field F is "empty" with an empty, not null, value.
- *   consume BOOT TOPIC [--timestamps | --offsets | --headers]
- *       every partition from the beginning to its end, one line per
- *       message: partition TAB key TAB value ("(null)" for none); with
+ *       timestamp (epoch ms) from a field, partition fixed, from an integer
+ * field, or by the key. With --null-field, a line whose field F is true is
+ * produced with a null value (a tombstone; key, time and partition as above),
+ * one whose field F is "empty" with an empty, not null, value. consume BOOT
+ * TOPIC [--timestamps | --offsets | --headers] every partition from the
+ * beginning to its end, one line per message: partition TAB key TAB value
+ * ("(null)" for none); with
  *       --offsets: partition TAB offset TAB key TAB value.
  *   committed BOOT GROUP TOPIC
  *       per partition: partition TAB offset TAB metadata.
@@ -36,13 +36,14 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: tdm_kafka_tool produce BOOT TOPIC [--partition N | "
-                    "--partition-field F] [--key-field F | --key K] [--ts-field F] "
-                    "[--null-field F] FILE...\n"
-                    "       tdm_kafka_tool consume BOOT TOPIC [--timestamps | "
-                    "--offsets | --headers]\n"
-                    "       tdm_kafka_tool committed BOOT GROUP TOPIC\n"
-                    "       tdm_kafka_tool offsets BOOT TOPIC\n");
+    fprintf(stderr,
+            "usage: tdm_kafka_tool produce BOOT TOPIC [--partition N | "
+            "--partition-field F] [--key-field F | --key K] [--ts-field F] "
+            "[--null-field F] FILE...\n"
+            "       tdm_kafka_tool consume BOOT TOPIC [--timestamps | "
+            "--offsets | --headers]\n"
+            "       tdm_kafka_tool committed BOOT GROUP TOPIC\n"
+            "       tdm_kafka_tool offsets BOOT TOPIC\n");
     return 2;
 }
 

@@ -40,7 +40,9 @@
 # With CHANGELOG=1 (modes crash, join, twice, zombie, random) the members
 # share no checkpoint folder: each keeps its own (ck-<member>), and the
 # tasks' checkpoints move through the changelog topic "<group>-changelog"
-# (checkpoint.store: changelog); the file sink's folder stays shared.  In
+# (checkpoint.store: changelog); the file sink's folder stays shared
+# (STANDBY=1: with checkpoint.changelog.standby: all, and at least one
+# restore must come from a warm copy).  In
 # zombie mode the process on another machine appends an owner record to
 # the task's changelog partition instead of writing its owner file.
 # With REPART=1 the same modes run through a repartition topic: every
@@ -192,6 +194,7 @@ n_ref=$(count_lines "$W/ref.jsonl")
 # of its own, made by member()).
 STORE=""
 [ "$CHANGELOG" -eq 0 ] || STORE=", store: changelog"
+[ "${STANDBY:-0}" -eq 0 ] || STORE="$STORE, changelog.standby: all"
 mkdir -p "$W/out"
 {
     cat <<EOF
@@ -434,6 +437,11 @@ changelog_check() {
         [ "$n_rest" -ge 1 ] || fail "no task was restored from the topic"
         ;;
     esac
+    [ "${STANDBY:-0}" -eq 1 ] || return 0
+    n_warm=$(cat "$W"/m-*.log | grep -c 'restored .*kept warm by a standby' ||
+        true)
+    echo "tasks $MODE: standbys: $n_warm restore(s) from a warm copy"
+    [ "$n_warm" -ge 1 ] || fail "no restore came from a standby"
 }
 
 case $MODE in

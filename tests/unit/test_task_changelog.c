@@ -153,10 +153,13 @@ static tdm__tclog *take(const char *boot, int task, const char *dir,
 {
     char err[600];
     tdm__tclog *l = NULL;
+    tdm__tclog_took took;
     tdm__tclog_conf c = conf_of(boot, task);
-    tdm_err e = tdm__tclog_take(&c, dir, &l, epoch, restored, err, sizeof err);
+    tdm_err e = tdm__tclog_take(&c, dir, NULL, &l, &took, err, sizeof err);
     if (e != TDM_OK)
         tdm_test_fail(__FILE__, __LINE__, "take: %s", err);
+    *epoch = took.epoch;
+    *restored = took.restored;
     return l;
 }
 
@@ -300,9 +303,9 @@ TDM_TEST(changelog_lost_chunk_is_an_error)
     tdm__tclog_close(la);
     raw_put(f.boot, 0, "b/1/0/big/2", NULL);
     tdm__tclog *lb = NULL;
+    tdm__tclog_took took;
     tdm__tclog_conf c = conf_of(f.boot, 0);
-    ASSERT_ERR(tdm__tclog_take(&c, f.b, &lb, &f.epoch, &f.restored, f.err,
-                               sizeof f.err),
+    ASSERT_ERR(tdm__tclog_take(&c, f.b, NULL, &lb, &took, f.err, sizeof f.err),
                TDM_ERR_PARSE);
     ASSERT_TRUE(lb == NULL);
     ASSERT_TRUE(strstr(f.err, "checkpoint 3 lacks record \"b/1/0/big/2\"") !=
@@ -316,12 +319,56 @@ TDM_TEST(changelog_missing_partition_is_named)
     fx f;
     fx_open(&f);
     tdm__tclog *l = NULL;
+    tdm__tclog_took took;
     tdm__tclog_conf c = conf_of(f.boot, 5);
     c.timeout_ms = 3000;
-    ASSERT_ERR(tdm__tclog_take(&c, f.a, &l, &f.epoch, &f.restored, f.err,
-                               sizeof f.err),
+    ASSERT_ERR(tdm__tclog_take(&c, f.a, NULL, &l, &took, f.err, sizeof f.err),
                TDM_ERR_IO);
     ASSERT_TRUE(strstr(f.err, "changelog topic \"cl\" has 2 partition(s); "
                               "task 5 needs one of its own") != NULL);
+    fx_close(&f);
+}
+
+/* A standby reads the partition as it grows: a take from it reads only
+ * what came after its last poll, and restores the same checkpoint as a
+ * take from the start. */
+TDM_TEST(changelog_standby_cuts_the_read)
+{
+    fx f;
+    int64_t got = 0;
+    tdm__tclog_took took, cold;
+    tdm__tclog_standby *sb = NULL;
+    fx_open(&f);
+    tdm__tclog_conf c = conf_of(f.boot, 1);
+    ASSERT_OK(tdm__tclog_standby_open(&c, &sb, f.err, sizeof f.err));
+    ASSERT_OK(tdm__tclog_standby_poll(sb, &got, f.err, sizeof f.err));
+    ASSERT_EQ(got, 0);
+    tdm__tclog *la = take(f.boot, 1, f.a, &f.epoch, &f.restored);
+    for (uint64_t id = 1; id <= 4; id++)
+        ASSERT_OK(publish(la, f.a, id, f.err, sizeof f.err));
+    ASSERT_OK(tdm__tclog_standby_poll(sb, &got, f.err, sizeof f.err));
+    /* The owner record, then per checkpoint the chunks (none for the
+     * empty blob, one for the small, three for the big) and the
+     * manifest. */
+    ASSERT_TRUE(got >= 1 + 4 * 5);
+    ASSERT_OK(publish(la, f.a, 5, f.err, sizeof f.err));
+    tdm__tclog_close(la);
+
+    tdm__tclog *lb = NULL;
+    ASSERT_OK(tdm__tclog_take(&c, f.b, sb, &lb, &took, f.err, sizeof f.err));
+    ASSERT_EQ(took.epoch, 2);
+    ASSERT_EQ(took.restored, 5);
+    ASSERT_EQ(took.warm, got);
+    expect_local(f.b, 5);
+    tdm__tclog_close(lb);
+    /* The same from the start: every record read. */
+    remove_tree(f.b);
+    ASSERT_OK(tdm__tclog_take(&c, f.b, NULL, &lb, &cold, f.err, sizeof f.err));
+    ASSERT_EQ(cold.restored, 5);
+    ASSERT_EQ(cold.warm, 0);
+    ASSERT_TRUE(cold.read >= took.read + got);
+    ASSERT_TRUE(took.read < got);
+    expect_local(f.b, 5);
+    tdm__tclog_close(lb);
     fx_close(&f);
 }

@@ -227,6 +227,11 @@ TDM_TEST(changelog_store_rules)
         tdm_job_set(job, "checkpoint.changelog.topic", "cl", msg, sizeof msg));
     expect_refused(job, "checkpoint.changelog.topic applies to "
                         "checkpoint.store: changelog only");
+    job = tasks_job();
+    ASSERT_OK(tdm_job_set(job, "checkpoint.changelog.standby", "all", msg,
+                          sizeof msg));
+    expect_refused(job, "checkpoint.changelog.standby applies to "
+                        "checkpoint.store: changelog only");
 
     job = tasks_job();
     ASSERT_OK(
