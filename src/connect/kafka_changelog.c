@@ -32,6 +32,8 @@
 
 #define KCL_TIMEOUT_MS 60000
 #define KCL_POLL_MS 100
+/* How often a long read logs its progress (ms). */
+#define KCL_PROGRESS_MS 2000
 
 struct tdm__kclog {
     tdm__klog log; /* first: the rd_kafka_t opaque */
@@ -85,8 +87,15 @@ static tdm_err make_client(tdm__kclog *l, const tdm__kclog_conf *c,
 {
     static const char *const prod_defs[] = {
         "enable.idempotence", "true", "acks", "all", "linger.ms", "5", NULL};
-    static const char *const cons_defs[] = {
-        "enable.auto.commit", "false", "enable.partition.eof", "true", NULL};
+    /* A read runs to the end: a fetch that finds nothing new must come
+     * back at once, not after librdkafka's default 500 ms wait. */
+    static const char *const cons_defs[] = {"enable.auto.commit",
+                                            "false",
+                                            "enable.partition.eof",
+                                            "true",
+                                            "fetch.wait.max.ms",
+                                            "10",
+                                            NULL};
     rd_kafka_conf_t *rc = NULL;
     char why[512];
     bool prod = type == RD_KAFKA_PRODUCER;
@@ -203,8 +212,15 @@ tdm_err tdm__kclog_read(tdm__kclog *l, int64_t from, tdm__kclog_fn *fn,
         return TDM_OK; /* R-KCL-1: nothing new */
     tdm_err err = assign_at(l, pos, errbuf, errbuf_size);
     int64_t deadline = tdm__mono_ms() + l->timeout_ms;
+    int64_t said = tdm__mono_ms();
     bool stop = false;
     while (err == TDM_OK && pos < hi && !stop) {
+        if (tdm__mono_ms() - said >= KCL_PROGRESS_MS) {
+            /* R-KCL-3: a long read says how far it got. */
+            said = tdm__mono_ms();
+            tdm__kafka_logf(&l->log, "reading: offset %lld of %lld",
+                            (long long)pos, (long long)hi);
+        }
         if (tdm__mono_ms() > deadline) {
             err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                             "changelog %s: read up to offset %lld of %lld "
