@@ -52,8 +52,8 @@ static void write_ckpt(const char *dir, uint64_t id, size_t total,
     if (tdm__ckpt_store_open(dir, TDM__CKPT_WRITE, NULL, NULL, &st, err,
                              sizeof err) != TDM_OK)
         die("open", err);
-    tdm__ckpt_info info = {.id = id, .job = "bench", .parallelism = 1,
-                           .key_groups = 128};
+    tdm__ckpt_info info = {
+        .id = id, .job = "bench", .parallelism = 1, .key_groups = 128};
     if (tdm__ckpt_begin(st, &info) != TDM_OK)
         die("begin", tdm__ckpt_store_errmsg(st));
     for (int b = 0; b < BLOBS; b++) {

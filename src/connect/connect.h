@@ -130,6 +130,9 @@ typedef struct tdm__source_conf {
     /* A task's repartition topic (kafka_shuffle.h): the run's start
      * file, "<the job's checkpoint.dir>/repartition-<source>.start".  */
     const char *repartition_start_file;
+    /* With checkpoint.store: changelog: the changelog topic whose
+     * partition 0 holds the start record instead (start file NULL). */
+    const char *repartition_start_changelog;
 } tdm__source_conf;
 
 enum {

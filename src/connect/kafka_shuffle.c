@@ -467,6 +467,29 @@ static tdm_err end_offsets(tdm__kshuffle *sh, int64_t *offs, char *errbuf,
     return TDM_OK;
 }
 
+/* The run's start offsets from the start file, or the changelog's start
+ * record (checkpoint.store: changelog); @p create publishes @p offs
+ * first, and either way the run's (the winner's) are loaded. */
+static tdm_err start_get(tdm__kshuffle *sh, const tdm__kshuffle_conf *c,
+                         int64_t *offs, bool *found, bool create, char *errbuf,
+                         size_t errbuf_size)
+{
+    if (c->start_file && create)
+        return tdm__kstart_publish(c->start_file, sh->topic, sh->n_parts, offs,
+                                   errbuf, errbuf_size);
+    if (c->start_file)
+        return tdm__kstart_load(c->start_file, sh->topic, sh->n_parts, offs,
+                                found, errbuf, errbuf_size);
+    tdm__kclog_conf lc = {.brokers = c->brokers,
+                          .props = c->props,
+                          .n_props = c->n_props,
+                          .topic = c->start_changelog,
+                          .log = c->log,
+                          .log_ud = c->log_ud};
+    return tdm__kstart_log_get(&lc, sh->topic, sh->writer_id, sh->n_parts, offs,
+                               found, create, errbuf, errbuf_size);
+}
+
 /* A task's reader: the internal topic has a partition per task, and the
  * task's partition (local index 0) starts where the run's start file
  * says (a restore moves it); assigned by the first poll. */
@@ -474,7 +497,8 @@ static tdm_err task_reader(tdm__kshuffle *sh, const tdm__kshuffle_conf *c,
                            char *errbuf, size_t errbuf_size)
 {
     bool found = false;
-    if (sh->n_parts != sh->tasks || sh->task >= sh->n_parts || !c->start_file)
+    if (sh->n_parts != sh->tasks || sh->task >= sh->n_parts ||
+        (!c->start_file && !c->start_changelog))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_STATE,
                          "repartition: topic \"%s\" has %d partitions; "
                          "a job of %d tasks needs %d (one per task: "
@@ -483,13 +507,11 @@ static tdm_err task_reader(tdm__kshuffle *sh, const tdm__kshuffle_conf *c,
     int64_t *offs = tdm__calloc((size_t)sh->n_parts, sizeof *offs);
     if (!offs)
         return TDM_ERR_NOMEM;
-    tdm_err err = tdm__kstart_load(c->start_file, sh->topic, sh->n_parts, offs,
-                                   &found, errbuf, errbuf_size);
+    tdm_err err = start_get(sh, c, offs, &found, false, errbuf, errbuf_size);
     if (err == TDM_OK && !found) {
         err = end_offsets(sh, offs, errbuf, errbuf_size);
         if (err == TDM_OK)
-            err = tdm__kstart_publish(c->start_file, sh->topic, sh->n_parts,
-                                      offs, errbuf, errbuf_size);
+            err = start_get(sh, c, offs, &found, true, errbuf, errbuf_size);
     }
     int li = err == TDM_OK ? add_local(sh, sh->task, TDM_TIME_MIN) : -1;
     if (err == TDM_OK && (li < 0 || !(sh->lp[li].seen = tdm__kseen_new())))

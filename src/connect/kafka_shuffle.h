@@ -11,6 +11,7 @@
 #define TDM_KAFKA_SHUFFLE_H
 
 #include "connect/connect.h"
+#include "connect/kafka_changelog.h"
 #include "runtime/rt.h"
 
 /* ====================================================================== */
@@ -110,6 +111,17 @@ tdm_err tdm__kstart_load(const char *path, const char *topic, int n,
 tdm_err tdm__kstart_publish(const char *path, const char *topic, int n,
                             int64_t *offs, char *errbuf, size_t errbuf_size);
 
+/* The same as a record of partition 0 of a changelog topic (@p c names
+ * it; checkpoint.store: changelog, where no folder is shared): without
+ * @p create, loads the first start record of @p topic (*found); with it,
+ * appends one with @p offs under @p writer's name and then loads the
+ * first one, which is the run's (ours or the winner's).  Errors as the
+ * file's, and tdm__kclog_open's. */
+tdm_err tdm__kstart_log_get(const tdm__kclog_conf *c, const char *topic,
+                            const char *writer, int n, int64_t *offs,
+                            bool *found, bool create, char *errbuf,
+                            size_t errbuf_size);
+
 /* ====================================================================== */
 /* Row encoding on the internal topic                                      */
 /* ====================================================================== */
@@ -179,6 +191,9 @@ typedef struct tdm__kshuffle_conf {
     int task;
     int tasks;
     const char *start_file;
+    /* checkpoint.store: changelog: the start file is a record of this
+     * changelog topic's partition 0 instead (start_file NULL). */
+    const char *start_changelog;
     tdm__log_fn log; /* may be NULL */
     void *log_ud;
 } tdm__kshuffle_conf;

@@ -192,17 +192,29 @@ tdm_err tdm__kstart_load(const char *path, const char *topic, int n,
 
 /* Writes the file's text into a new private file named from the
  * template @p tmp (mkstemp: tasks of one process race here too), durably. */
-static tdm_err kstart_write(char *tmp, const char *topic, int n,
-                            const int64_t *offs, char *errbuf,
-                            size_t errbuf_size)
+/* The start file's text for @p offs, in a new buffer (*len bytes). */
+static char *kstart_text(const char *topic, int n, const int64_t *offs,
+                         size_t *len)
 {
     size_t cap = 64 + strlen(topic) + (size_t)n * 48;
     char *t = tdm__malloc(cap);
     if (!t)
-        return TDM_ERR_NOMEM;
+        return NULL;
     size_t k = (size_t)snprintf(t, cap, KSTART_HEAD "topic %s\n", topic);
     for (int i = 0; i < n; i++)
         k += (size_t)snprintf(t + k, cap - k, "%d %" PRId64 "\n", i, offs[i]);
+    *len = k;
+    return t;
+}
+
+static tdm_err kstart_write(char *tmp, const char *topic, int n,
+                            const int64_t *offs, char *errbuf,
+                            size_t errbuf_size)
+{
+    size_t k = 0;
+    char *t = kstart_text(topic, n, offs, &k);
+    if (!t)
+        return TDM_ERR_NOMEM;
     int fd = mkstemp(tmp);
     tdm_err err = TDM_OK;
     if (fd < 0)
@@ -260,5 +272,105 @@ tdm_err tdm__kstart_publish(const char *path, const char *topic, int n,
     if (err == TDM_OK && !found)
         err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                         "%s vanished after it was created", path);
+    return err;
+}
+
+/* ====================================================================== */
+/* The start record (checkpoint.store: changelog)                          */
+/* ====================================================================== */
+
+/* With the changelog store no folder is shared, so the start file is a
+ * record of partition 0 of the changelog topic instead: key
+ * "rstart/<internal topic>/<writer>", the file's text as its value.
+ * Every creator's key is its own, so compaction keeps them all, and the
+ * first of them in the partition's order is the run's: a creator
+ * appends its record and then reads the partition from its start to the
+ * first one (usually among the partition's first records: tasks create
+ * it before their writers send anything). */
+
+typedef struct kstart_find {
+    char prefix[300];
+    size_t plen;
+    const char *where;
+    const char *topic;
+    int n;
+    int64_t *offs;
+    bool found;
+    tdm_err err;
+    char *errbuf;
+    size_t errbuf_size;
+} kstart_find;
+
+static int kstart_record(void *ud, int64_t off, const void *key, size_t klen,
+                         const void *val, size_t vlen)
+{
+    kstart_find *f = ud;
+    (void)off;
+    if (!val || klen < f->plen || memcmp(key, f->prefix, f->plen) != 0)
+        return 0;
+    char *t = tdm__strndup(val, vlen);
+    if (!t) {
+        f->err = TDM_ERR_NOMEM;
+        return 1;
+    }
+    f->err = kstart_parse(f->where, t, f->topic, f->n, f->offs, f->errbuf,
+                          f->errbuf_size);
+    f->found = f->err == TDM_OK;
+    tdm__free(t);
+    return 1; /* R-KT-3: the first one is the run's */
+}
+
+/* Reads partition 0 of @p l to the first start record of @p topic. */
+static tdm_err kstart_find_first(tdm__kclog *l, const char *topic, int n,
+                                 int64_t *offs, bool *found, char *errbuf,
+                                 size_t errbuf_size)
+{
+    int64_t next = 0;
+    kstart_find f = {.where = tdm__kclog_name(l),
+                     .topic = topic,
+                     .n = n,
+                     .offs = offs,
+                     .errbuf = errbuf,
+                     .errbuf_size = errbuf_size};
+    snprintf(f.prefix, sizeof f.prefix, "rstart/%s/", topic);
+    f.plen = strlen(f.prefix);
+    tdm_err err =
+        tdm__kclog_read(l, -1, kstart_record, &f, &next, errbuf, errbuf_size);
+    *found = f.found;
+    return err != TDM_OK ? err : f.err;
+}
+
+tdm_err tdm__kstart_log_get(const tdm__kclog_conf *c, const char *topic,
+                            const char *writer, int n, int64_t *offs,
+                            bool *found, bool create, char *errbuf,
+                            size_t errbuf_size)
+{
+    tdm__kclog *l = NULL;
+    tdm__kclog_conf c0 = *c;
+    c0.partition = 0;
+    *found = false;
+    tdm_err err = tdm__kclog_open(&c0, &l, errbuf, errbuf_size);
+    if (err == TDM_OK && !create)
+        err = kstart_find_first(l, topic, n, offs, found, errbuf, errbuf_size);
+    if (err == TDM_OK && create) {
+        char key[400];
+        size_t len = 0;
+        char *t = kstart_text(topic, n, offs, &len);
+        snprintf(key, sizeof key, "rstart/%s/%s", topic, writer);
+        err =
+            t ? tdm__kclog_put(l, key, strlen(key), t, len, errbuf, errbuf_size)
+              : TDM_ERR_NOMEM;
+        tdm__free(t);
+        if (err == TDM_OK)
+            err = tdm__kclog_flush(l, errbuf, errbuf_size);
+        if (err == TDM_OK)
+            err = kstart_find_first(l, topic, n, offs, found, errbuf,
+                                    errbuf_size);
+        if (err == TDM_OK && !*found)
+            err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
+                            "%s: the start record written is not there",
+                            tdm__kclog_name(l));
+    }
+    tdm__kclog_close(l);
     return err;
 }

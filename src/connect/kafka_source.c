@@ -1879,6 +1879,7 @@ static tdm_err open_shuffle(tdm__source *src, int index, int count,
     sc.task = c->kafka_task;
     sc.tasks = c->kafka_tasked ? task_count(src) : 0;
     sc.start_file = c->repartition_start_file;
+    sc.start_changelog = c->repartition_start_changelog;
     err = tdm__kshuffle_open(&sc, index, count, &src->sh, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;

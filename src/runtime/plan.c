@@ -170,6 +170,13 @@ static tdm_err plan_sink(tdm__rt_sink *s, tdm_node *n)
  * "<that>/task-<n>"), one per source.  TDM_OK or TDM_ERR_NOMEM. */
 static tdm_err plan_start_file(tdm__rt_source *s, const tdm_node *n)
 {
+    const tdm__job_spec *sp = &n->job->spec;
+    if (sp->checkpoint_store == TDM__CHECKPOINT_STORE_CHANGELOG) {
+        /* R-PL-1: no shared folder: a record of the changelog (the task
+         * host names the topic on every task's job). */
+        s->conf.repartition_start_changelog = sp->checkpoint_changelog_topic;
+        return TDM_OK;
+    }
     const char *dir = n->job->spec.checkpoint_dir;
     const char *slash = strrchr(dir, '/');
     int root = slash ? (int)(slash - dir) : 1;

@@ -103,20 +103,6 @@ static bool store_refused(const tdm_job *job, char *buf, size_t len)
                  key);
         return true; /* R-TR-11 */
     }
-    for (int i = 0; changelog && i < job->n_nodes; i++) {
-        const tdm_node *n = job->nodes[i];
-        if (n->kind == TDM_NODE_SOURCE &&
-            n->spec.src.type == TDM__SOURCE_TYPE_KAFKA &&
-            n->spec.src.repartition != TDM__REPARTITION_NEVER) {
-            snprintf(buf, len,
-                     "source \"%s\": repartition does not work with "
-                     "checkpoint.store: changelog yet (the repartition "
-                     "topic's start file is kept in a folder every process "
-                     "reaches): use checkpoint.store: dir",
-                     n->name);
-            return true; /* R-TR-12 */
-        }
-    }
     return false;
 }
 

@@ -117,6 +117,10 @@ static tdm_err task_keys(tdm_taskhost *h, int n, int64_t epoch, tdm_job *job,
         err = tdm_job_set(job, "task.id", num, errbuf, errbuf_size);
     if (err == TDM_OK)
         err = tdm_job_set(job, "task.epoch", ep, errbuf, errbuf_size);
+    if (err == TDM_OK &&
+        h->def->spec.checkpoint_store == TDM__CHECKPOINT_STORE_CHANGELOG)
+        err = tdm_job_set(job, "checkpoint.changelog.topic", h->cltopic, errbuf,
+                          errbuf_size);
     if (err == TDM_OK)
         err = tdm_job_validate(job, errbuf, errbuf_size);
     return err;

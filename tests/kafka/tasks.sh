@@ -427,6 +427,8 @@ finish() {
 changelog_check() {
     [ "$CHANGELOG" -eq 1 ] || return 0
     [ ! -e "$W/ck" ] || fail "a member used the shared checkpoint folder"
+    [ -z "$(find "$W" -name '*.start')" ] ||
+        fail "a repartition start file was written (the changelog holds it)"
     n_rest=$(cat "$W"/m-*.log |
         grep -c 'changelog tasks-g-changelog\[[0-9]*\]: checkpoint [0-9]* restored' ||
         true)

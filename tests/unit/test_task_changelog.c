@@ -7,7 +7,9 @@
  * their manifest) leaves the last complete checkpoint restorable, in
  * either slot; an owner whose task was taken over is refused its
  * checkpoint and loses the local copy; a chunk the topic lost is an
- * error naming the record, never a silent partial restore.  The
+ * error naming the record, never a silent partial restore; a standby's
+ * warm copy cuts a take's read; the repartition start record: the first
+ * one in the partition is the run's.  The
  * processes themselves are tests/kafka/tasks.sh's (CHANGELOG=1). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #include <librdkafka/rdkafka_mock.h>
 
 #include "connect/kafka_changelog.h"
+#include "connect/kafka_shuffle.h"
 #include "harness.h"
 #include "runtime/task_changelog.h"
 #include "state/ckpt_store.h"
@@ -370,5 +373,42 @@ TDM_TEST(changelog_standby_cuts_the_read)
     ASSERT_TRUE(took.read < got);
     expect_local(f.b, 5);
     tdm__tclog_close(lb);
+    fx_close(&f);
+}
+
+/* The repartition start record in partition 0: none at first; the first
+ * creator's offsets win over a later creator's; another internal
+ * topic's record is not this one's; a partition count that changed is
+ * refused. */
+TDM_TEST(changelog_start_record_first_wins)
+{
+    fx f;
+    bool found = true;
+    int64_t got[2] = {0, 0}, mine[2] = {5, 7}, late[2] = {9, 9};
+    fx_open(&f);
+    tdm__kclog_conf c = {.brokers = f.boot, .topic = "cl"};
+    ASSERT_OK(tdm__kstart_log_get(&c, "rep", "task-1", 2, got, &found, false,
+                                  f.err, sizeof f.err));
+    ASSERT_TRUE(!found);
+    ASSERT_OK(tdm__kstart_log_get(&c, "rep", "task-1", 2, mine, &found, true,
+                                  f.err, sizeof f.err));
+    ASSERT_TRUE(found);
+    ASSERT_EQ(mine[0], 5);
+    ASSERT_OK(tdm__kstart_log_get(&c, "rep", "task-0", 2, late, &found, true,
+                                  f.err, sizeof f.err));
+    ASSERT_TRUE(found);
+    ASSERT_EQ(late[0], 5);
+    ASSERT_EQ(late[1], 7);
+    ASSERT_OK(tdm__kstart_log_get(&c, "rep", "task-3", 2, got, &found, false,
+                                  f.err, sizeof f.err));
+    ASSERT_TRUE(found);
+    ASSERT_EQ(got[1], 7);
+    ASSERT_OK(tdm__kstart_log_get(&c, "other", "task-3", 2, got, &found, false,
+                                  f.err, sizeof f.err));
+    ASSERT_TRUE(!found);
+    ASSERT_ERR(tdm__kstart_log_get(&c, "rep", "task-3", 3, got, &found, false,
+                                   f.err, sizeof f.err),
+               TDM_ERR_STATE);
+    ASSERT_TRUE(strstr(f.err, "2 partitions, the topic has 3 now") != NULL);
     fx_close(&f);
 }
