@@ -1490,6 +1490,21 @@ TDM_API void tdm_taskhost_cancel(tdm_taskhost *host);
 /** @brief Tasks the host runs now (a snapshot): writes up to @p n task
  *  numbers into @p tasks and returns how many it runs. */
 TDM_API int tdm_taskhost_tasks(tdm_taskhost *host, int *tasks, int n);
+/** @brief A task the host is taking over: with checkpoint.store:
+ *  changelog, its changelog partition is read back before its job is
+ *  built; @p offset is how far the read got and @p end the partition's
+ *  end when the read began (both 0 before the first fetch). */
+typedef struct tdm_task_restore {
+    int task;
+    int64_t offset;
+    int64_t end;
+} tdm_task_restore;
+/** @brief Tasks the host is restoring now (a snapshot): writes up to
+ *  @p n into @p out and returns how many there are.  Any thread; with
+ *  the folder store a restore is part of the task's job, and this is
+ *  always 0. */
+TDM_API int tdm_taskhost_restoring(tdm_taskhost *host, tdm_task_restore *out,
+                                   int n);
 /** @brief Told of each task's job, on the host's thread: with @p job set
  *  (and @p epoch, the owner epoch the host took) once the job is built
  *  and validated, before it runs; with @p job NULL once the task stopped,

@@ -46,6 +46,8 @@ struct tdm__kclog {
     char first_err[256];
     atomic_flag err_taken;
     char name[300];
+    void (*progress)(void *ud, int64_t offset, int64_t end);
+    void *progress_ud;
 };
 
 /* The producer's delivery report (on the flushing thread). */
@@ -140,6 +142,8 @@ tdm_err tdm__kclog_open(const tdm__kclog_conf *c, tdm__kclog **out,
     }
     memcpy(l->topic, c->topic, tl + 1);
     l->part = c->partition;
+    l->progress = c->progress;
+    l->progress_ud = c->progress_ud;
     l->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : KCL_TIMEOUT_MS;
     l->log.fn = c->log;
     l->log.ud = c->log_ud;
@@ -215,6 +219,8 @@ tdm_err tdm__kclog_read(tdm__kclog *l, int64_t from, tdm__kclog_fn *fn,
     int64_t said = tdm__mono_ms();
     bool stop = false;
     while (err == TDM_OK && pos < hi && !stop) {
+        if (l->progress)
+            l->progress(l->progress_ud, pos, hi);
         if (tdm__mono_ms() - said >= KCL_PROGRESS_MS) {
             /* R-KCL-3: a long read says how far it got. */
             said = tdm__mono_ms();
@@ -243,6 +249,8 @@ tdm_err tdm__kclog_read(tdm__kclog *l, int64_t from, tdm__kclog_fn *fn,
         rd_kafka_message_destroy(m);
     }
     rd_kafka_assign(l->cons, NULL);
+    if (l->progress)
+        l->progress(l->progress_ud, pos, hi);
     *next = pos;
     return err;
 }

@@ -22,6 +22,10 @@ typedef struct tdm__kclog_conf {
     int timeout_ms; /* each read to the end, each flush; 0: 60 s */
     tdm__log_fn log;
     void *log_ud;
+    /* Told how far each read got: the next offset and the end the read
+     * runs to (any thread that reads; may be NULL). */
+    void (*progress)(void *ud, int64_t offset, int64_t end);
+    void *progress_ud;
 } tdm__kclog_conf;
 
 /* Called for each record read: @p val is NULL for a tombstone; the bytes

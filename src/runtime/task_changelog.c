@@ -538,6 +538,8 @@ static tdm_err tclog_new(const tdm__tclog_conf *c, tdm__tclog **out,
         .timeout_ms = c->timeout_ms,
         .log = c->log,
         .log_ud = c->log_ud,
+        .progress = c->progress,
+        .progress_ud = c->progress_ud,
     };
     tdm__tclog *l = tdm__calloc(1, sizeof *l);
     *out = NULL;

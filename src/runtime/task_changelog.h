@@ -21,6 +21,9 @@ typedef struct tdm__tclog_conf {
     int timeout_ms; /* each read and flush; 0: 60 s */
     tdm__log_fn log;
     void *log_ud;
+    /* Told how far a take's reads got (tdm__kclog_conf's; may be NULL). */
+    void (*progress)(void *ud, int64_t offset, int64_t end);
+    void *progress_ud;
 } tdm__tclog_conf;
 
 /* What a take found. */

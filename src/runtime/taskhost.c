@@ -58,6 +58,10 @@ typedef struct hosted {
     int64_t retry_at;    /* monotonic ms before which it is not started */
     tdm_err err;
     char msg[1024];
+    /* A take in progress (tdm_taskhost_restoring reads it): its changelog
+     * read's offset and end. */
+    atomic_bool restoring;
+    atomic_llong rs_offset, rs_end;
 } hosted;
 
 struct tdm_taskhost {
@@ -152,6 +156,14 @@ static tdm__tclog_conf changelog_conf(const tdm_taskhost *h, int n)
     return c;
 }
 
+/* How far the take of a task got (tdm__tclog_conf.progress). */
+static void on_restore_progress(void *ud, int64_t offset, int64_t end)
+{
+    hosted *t = ud;
+    atomic_store(&t->rs_offset, offset);
+    atomic_store(&t->rs_end, end);
+}
+
 /* Takes task @p n for this process before its job is built: its owner
  * epoch in *epoch, and with checkpoint.store: changelog its partition of
  * the changelog topic in *clog, the task's newest checkpoint restored
@@ -174,7 +186,14 @@ static tdm_err take_task(tdm_taskhost *h, int n, const char *dir,
     }
     pthread_mutex_unlock(&h->sb_mu);
     tdm__tclog_conf c = changelog_conf(h, n);
+    hosted *t = &h->t[n];
+    c.progress = on_restore_progress;
+    c.progress_ud = t;
+    atomic_store(&t->rs_offset, 0);
+    atomic_store(&t->rs_end, 0);
+    atomic_store(&t->restoring, true); /* R-TH-8: GET /tasks shows it */
     tdm_err err = tdm__tclog_take(&c, dir, sb, clog, &took, msg, len);
+    atomic_store(&t->restoring, false);
     *epoch = took.epoch;
     return err;
 }
@@ -586,6 +605,25 @@ int tdm_taskhost_tasks(tdm_taskhost *h, int *tasks, int n)
                 tasks[k] = i;
             k++;
         }
+    pthread_mutex_unlock(&h->mu);
+    return k;
+}
+
+int tdm_taskhost_restoring(tdm_taskhost *h, tdm_task_restore *out, int n)
+{
+    int k = 0;
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; h->t && i < h->n_tasks; i++) {
+        hosted *t = &h->t[i];
+        if (!atomic_load(&t->restoring))
+            continue;
+        if (k < n) {
+            out[k].task = i;
+            out[k].offset = atomic_load(&t->rs_offset);
+            out[k].end = atomic_load(&t->rs_end);
+        }
+        k++;
+    }
     pthread_mutex_unlock(&h->mu);
     return k;
 }

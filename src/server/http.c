@@ -292,6 +292,17 @@ static bool pin(tdm_http *s, tdm__rest_set *set, served ***pinned)
     set->n = i;
     set->tasks = s->host != NULL;
     set->host = s->host != NULL ? s->name : NULL;
+    set->restoring = NULL;
+    set->n_restoring = 0;
+    if (s->host != NULL) {
+        /* A snapshot: tasks that end their restore between the two
+         * calls are left out. */
+        int k = tdm_taskhost_restoring(s->host, NULL, 0);
+        tdm_task_restore *r = tdm__calloc((size_t)k + 1, sizeof *r);
+        int got = r != NULL ? tdm_taskhost_restoring(s->host, r, k) : 0;
+        set->restoring = r;
+        set->n_restoring = (size_t)(got < k ? got : k);
+    }
     return ctx != NULL && *pinned != NULL;
 }
 
@@ -304,6 +315,7 @@ static void unpin(tdm_http *s, tdm__rest_set *set, served **pinned)
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     tdm__free((void *)set->jobs);
+    tdm__free((void *)set->restoring);
     tdm__free(pinned);
 }
 

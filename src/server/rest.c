@@ -196,17 +196,38 @@ static json_t *task_json(const tdm__rest_ctx *ctx)
     return t;
 }
 
-/* {"host": name, "tasks": [...]}: the tasks this process runs now, in
- * task order (the server keeps them so). */
+/* A task being restored: no job yet, how far the read of its changelog
+ * got. */
+static json_t *restoring_json(const tdm_task_restore *r)
+{
+    json_t *t = json_object(), *p = NULL;
+    if (t == NULL || !put(t, "task", json_integer(r->task)) ||
+        !put(t, "status", json_string("RESTORING")) ||
+        !put(t, "restore", p = json_object()) ||
+        !put(p, "offset", json_integer(r->offset)) ||
+        !put(p, "end", json_integer(r->end))) {
+        json_decref(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* {"host": name, "tasks": [...]}: the tasks this process runs now and
+ * those it is restoring, in task order (the server keeps both so). */
 static json_t *tasks_json(const tdm__rest_set *set)
 {
     json_t *root = json_object(), *arr = json_array();
+    size_t i = 0, k = 0;
     if (root == NULL || !put(root, "host", jstr(set->host)) ||
         !attach(root, "tasks", arr))
         goto fail;
-    for (size_t i = 0; i < set->n; i++)
-        if (!push(arr, task_json(&set->jobs[i])))
+    while (i < set->n || k < set->n_restoring) {
+        bool job = k == set->n_restoring ||
+                   (i < set->n && set->jobs[i].task < set->restoring[k].task);
+        if (!push(arr, job ? task_json(&set->jobs[i++])
+                           : restoring_json(&set->restoring[k++])))
             goto fail;
+    }
     json_decref(arr);
     return root;
 fail:

@@ -199,6 +199,9 @@ typedef struct tdm__rest_set {
     size_t n;
     int tasks;
     const char *host; /* a task host's job name, for its messages */
+    /* A task host's tasks being restored (no job yet), in task order. */
+    const tdm_task_restore *restoring;
+    size_t n_restoring;
 } tdm__rest_set;
 
 /* Answers route @p r (any id but TDM__R_PAGE) over the served jobs @p set

@@ -1070,7 +1070,7 @@ TDM_TEST(a_task_hosts_set_of_jobs)
         {a, "t.task-0", NULL, 0, 3, 1000},
         {b, "t.task-5", NULL, 5, 1, 2000},
     };
-    tdm__rest_set set = {jobs, 2, 1, "t"};
+    tdm__rest_set set = {jobs, 2, 1, "t", NULL, 0};
     tdm__reply rep;
     json_t *j, *e;
 
@@ -1136,6 +1136,27 @@ TDM_TEST(a_task_hosts_set_of_jobs)
     }
     tdm__free(rep.body);
 
+    /* Tasks being restored (no job yet) come in task order among the
+     * others, with how far the read of their changelog got. */
+    tdm_task_restore rs[2] = {{2, 40, 90}, {7, 0, 0}};
+    set.restoring = rs;
+    set.n_restoring = 2;
+    j = set_get(&set, "/tasks", 200, &rep);
+    json_t *ts = json_object_get(j, "tasks");
+    ASSERT_EQ(json_array_size(ts), 4);
+    ASSERT_EQ(JINT(json_array_get(ts, 0), "task"), 0);
+    e = json_array_get(ts, 1);
+    ASSERT_EQ(JINT(e, "task"), 2);
+    ASSERT_STR_EQ(JSTR(e, "status"), "RESTORING");
+    ASSERT_EQ(JINT(json_object_get(e, "restore"), "offset"), 40);
+    ASSERT_EQ(JINT(json_object_get(e, "restore"), "end"), 90);
+    ASSERT_EQ(JINT(json_array_get(ts, 2), "task"), 5);
+    ASSERT_EQ(JINT(json_array_get(ts, 3), "task"), 7);
+    json_decref(j);
+    tdm__free(rep.body);
+    set.restoring = NULL;
+    set.n_restoring = 0;
+
     /* No task now: empty lists; a job's server has no /tasks. */
     set.n = 0;
     j = set_get(&set, "/tasks", 200, &rep);
@@ -1163,7 +1184,7 @@ TDM_TEST(finished_partition_without_data_is_at_the_end)
     tdm_job *job =
         finished_job_on("half", "w", (kit_data){"half", 2, r, 2, 0, 0, 0});
     tdm__rest_ctx one = {job, "half", NULL, -1, 0, 0};
-    tdm__rest_set set = {&one, 1, 0, NULL};
+    tdm__rest_set set = {&one, 1, 0, NULL, NULL, 0};
     tdm__reply rep;
     json_t *j = set_get(&set, "/jobs/half/partitions", 200, &rep);
     json_t *parts = json_object_get(

@@ -332,6 +332,20 @@ TDM_TEST(changelog_missing_partition_is_named)
     fx_close(&f);
 }
 
+/* A take's progress (tdm__tclog_conf.progress): the last word. */
+typedef struct seen_progress {
+    int calls;
+    int64_t offset, end;
+} seen_progress;
+
+static void on_progress(void *ud, int64_t offset, int64_t end)
+{
+    seen_progress *p = ud;
+    p->calls++;
+    p->offset = offset;
+    p->end = end;
+}
+
 /* A standby reads the partition as it grows: a take from it reads only
  * what came after its last poll, and restores the same checkpoint as a
  * take from the start. */
@@ -364,9 +378,16 @@ TDM_TEST(changelog_standby_cuts_the_read)
     ASSERT_EQ(took.warm, got);
     expect_local(f.b, 5);
     tdm__tclog_close(lb);
-    /* The same from the start: every record read. */
+    /* The same from the start: every record read, the progress told
+     * up to the partition's end. */
+    seen_progress p = {0};
+    c.progress = on_progress;
+    c.progress_ud = &p;
     remove_tree(f.b);
     ASSERT_OK(tdm__tclog_take(&c, f.b, NULL, &lb, &cold, f.err, sizeof f.err));
+    ASSERT_TRUE(p.calls >= 2);
+    ASSERT_TRUE(p.end > 0);
+    ASSERT_EQ(p.offset, p.end);
     ASSERT_EQ(cold.restored, 5);
     ASSERT_EQ(cold.warm, 0);
     ASSERT_TRUE(cold.read >= took.read + got);
