@@ -1493,7 +1493,7 @@ TDM_API int tdm_taskhost_tasks(tdm_taskhost *host, int *tasks, int n);
 /** @brief A task the host is taking over: with checkpoint.store:
  *  changelog, its changelog partition is read back before its job is
  *  built; @p offset is how far the read got and @p end the partition's
- *  end when the read began (both 0 before the first fetch). */
+ *  end when the read began (both 0 until the read starts). */
 typedef struct tdm_task_restore {
     int task;
     int64_t offset;

@@ -97,6 +97,8 @@ static tdm_err make_client(tdm__kclog *l, const tdm__kclog_conf *c,
                                             "true",
                                             "fetch.wait.max.ms",
                                             "10",
+                                            "auto.offset.reset",
+                                            "error",
                                             NULL};
     rd_kafka_conf_t *rc = NULL;
     char why[512];
@@ -244,8 +246,12 @@ tdm_err tdm__kclog_read(tdm__kclog *l, int64_t from, tdm__kclog_fn *fn,
             err = tdm__errf(errbuf, errbuf_size, TDM_ERR_IO,
                             "changelog %s: fetch: %s", l->name,
                             rd_kafka_message_errstr(m));
-        else if (m->partition == l->part)
+        else if (m->partition == l->part) {
             stop = deliver(m, fn, ud, &pos) != 0;
+            /* R-KCL-4: the timeout bounds a read that stalls, not a long
+             * one that moves. */
+            deadline = tdm__mono_ms() + l->timeout_ms;
+        }
         rd_kafka_message_destroy(m);
     }
     rd_kafka_assign(l->cons, NULL);
@@ -291,6 +297,19 @@ tdm_err tdm__kclog_flush(tdm__kclog *l, char *errbuf, size_t errbuf_size)
                       "changelog %s: flush: %s", l->name, rd_kafka_err2str(re));
     atomic_flag_clear(&l->err_taken);
     return err;
+}
+
+int tdm__kclog_pending(tdm__kclog *l)
+{
+    return rd_kafka_outq_len(l->prod);
+}
+
+void tdm__kclog_set_progress(tdm__kclog *l,
+                             void (*fn)(void *ud, int64_t offset, int64_t end),
+                             void *ud)
+{
+    l->progress = fn;
+    l->progress_ud = ud;
 }
 
 const char *tdm__kclog_name(const tdm__kclog *l)

@@ -43,7 +43,8 @@ tdm_err tdm__kclog_open(const tdm__kclog_conf *c, tdm__kclog **out,
 /* Reads from offset @p from (-1: the first offset kept) to the end the
  * partition had when the call began, calling @p fn for each record;
  * *next is then the offset after the last one read.  TDM_ERR_IO when a
- * fetch fails or the end is not reached within the timeout. */
+ * fetch fails (an offset out of range included: records are never
+ * skipped) or no record comes for the timeout. */
 tdm_err tdm__kclog_read(tdm__kclog *l, int64_t from, tdm__kclog_fn *fn,
                         void *ud, int64_t *next, char *errbuf,
                         size_t errbuf_size);
@@ -59,6 +60,14 @@ tdm_err tdm__kclog_put(tdm__kclog *l, const void *key, size_t klen,
  * TDM_ERR_IO (the first failed delivery named, or a timeout) when any of
  * them since the last flush was not written. */
 tdm_err tdm__kclog_flush(tdm__kclog *l, char *errbuf, size_t errbuf_size);
+
+/* Records put and not yet delivered or failed. */
+int tdm__kclog_pending(tdm__kclog *l);
+
+/* Replaces the progress callback (tdm__kclog_conf's). */
+void tdm__kclog_set_progress(tdm__kclog *l,
+                             void (*fn)(void *ud, int64_t offset, int64_t end),
+                             void *ud);
 
 /* "topic[partition]", for messages (library-owned). */
 const char *tdm__kclog_name(const tdm__kclog *l);

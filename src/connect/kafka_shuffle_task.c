@@ -281,7 +281,8 @@ tdm_err tdm__kstart_publish(const char *path, const char *topic, int n,
 
 /* With the changelog store no folder is shared, so the start file is a
  * record of partition 0 of the changelog topic instead: key
- * "rstart/<internal topic>/<writer>", the file's text as its value.
+ * "rstart/<internal topic>/<writer>/<pid>.<time>", the file's text as its
+ * value.
  * Every creator's key is its own, so compaction keeps them all, and the
  * first of them in the partition's order is the run's: a creator
  * appends its record and then reads the partition from its start to the
@@ -356,7 +357,10 @@ tdm_err tdm__kstart_log_get(const tdm__kclog_conf *c, const char *topic,
         char key[400];
         size_t len = 0;
         char *t = kstart_text(topic, n, offs, &len);
-        snprintf(key, sizeof key, "rstart/%s/%s", topic, writer);
+        /* R-KT-4: the writer's name is the task's, which two processes
+         * may share: the key also names this process and instant. */
+        snprintf(key, sizeof key, "rstart/%s/%s/%ld.%lld", topic, writer,
+                 (long)getpid(), (long long)tdm__mono_us());
         err =
             t ? tdm__kclog_put(l, key, strlen(key), t, len, errbuf, errbuf_size)
               : TDM_ERR_NOMEM;

@@ -32,6 +32,7 @@ typedef struct tdm__tclog_took {
     uint64_t restored; /* the checkpoint restored (0: none) */
     int64_t read;      /* records the take read */
     int64_t warm;      /* records a standby had read before it */
+    char tag[48];      /* the owner tag in its keys, "<epoch>.<nonce>" */
 } tdm__tclog_took;
 
 /* A warm copy of one task's partition, kept by a process that does not

@@ -103,6 +103,21 @@ static bool store_refused(const tdm_job *job, char *buf, size_t len)
                  key);
         return true; /* R-TR-11 */
     }
+    for (int i = 0; changelog && i < job->n_nodes; i++) {
+        const tdm_node *n = job->nodes[i];
+        if (n->kind == TDM_NODE_SINK &&
+            n->spec.sink.type == TDM__SINK_TYPE_FILE) {
+            snprintf(buf, len,
+                     "sink \"%s\": a file sink does not work with "
+                     "checkpoint.store: changelog: a process that lost a task "
+                     "without knowing it (paused past its session) would "
+                     "write the task's part files beside its new owner's, "
+                     "and no folder lock stops it; use a Kafka sink, or "
+                     "checkpoint.store: dir",
+                     n->name);
+            return true; /* R-TR-12 */
+        }
+    }
     return false;
 }
 

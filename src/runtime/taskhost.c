@@ -45,6 +45,9 @@
 /* How long before a task whose checkpoints another owner still locks is
  * tried again (ms). */
 #define TH_RETRY_MS 500
+/* How long before a take that the brokers did not answer (or that
+ * another process won) is tried again (ms). */
+#define TH_TAKE_RETRY_MS 2000
 
 typedef struct hosted {
     tdm_job *job;
@@ -85,7 +88,9 @@ struct tdm_taskhost {
     tdm__tclog_standby **sb;
     bool *busy;
     bool *sb_said; /* a standby's failure was logged */
+    bool *sb_poll; /* the standby thread reads it, out of sb_mu */
     pthread_mutex_t sb_mu;
+    pthread_cond_t sb_cv; /* a read of a standby ended */
     pthread_t sb_th;
     bool sb_started;
     atomic_int sb_stop;
@@ -179,6 +184,8 @@ static tdm_err take_task(tdm_taskhost *h, int n, const char *dir,
         return tdm__task_owner_take(dir, epoch, msg, len); /* R-TH-6 */
     tdm__tclog_standby *sb = NULL;
     pthread_mutex_lock(&h->sb_mu);
+    while (h->sb && h->sb_poll[n])
+        pthread_cond_wait(&h->sb_cv, &h->sb_mu); /* one read's wait */
     if (h->sb) {
         sb = h->sb[n];
         h->sb[n] = NULL;
@@ -230,6 +237,17 @@ static tdm_err start_task(tdm_taskhost *h, int n)
         return TDM_OK;
     }
     tdm_err err = take_task(h, n, dir, &t->clog, &epoch, msg, sizeof msg);
+    bool changelog =
+        h->def->spec.checkpoint_store == TDM__CHECKPOINT_STORE_CHANGELOG;
+    if (changelog && (err == TDM_ERR_IO || err == TDM_ERR_STATE)) {
+        /* R-TH-10: the brokers did not answer, or another process took
+         * the task in the same instant: tried again while the group
+         * gives it to this process. */
+        tdm__job_log(h->def, "task %d: %s (trying again)", n, msg);
+        task_gone(h, n);
+        t->retry_at = tdm__mono_ms() + TH_TAKE_RETRY_MS;
+        return TDM_OK;
+    }
     if (err == TDM_OK)
         err = h->build(h->ud, n, &t->job, msg, sizeof msg);
     if (err == TDM_OK)
@@ -305,7 +323,12 @@ static void stop_task(tdm_taskhost *h, int n, const char *why)
         nanosleep(&ts, NULL);
     }
     tdm_err err = reap_task(h, n, msg, sizeof msg);
-    if (err != TDM_OK && h->fail == TDM_OK && err != TDM_ERR_STATE)
+    bool moved = !strcmp(why, "lost") || !strcmp(why, "revoked");
+    if (err == TDM_ERR_STATE && moved)
+        /* R-TH-11: the group took it away and a new owner already holds
+         * it: expected, the process goes on with its other tasks. */
+        tdm__job_log(h->def, "task %d stopped (%s): %s", n, why, msg);
+    else if (err != TDM_OK && h->fail == TDM_OK && err != TDM_ERR_STATE)
         tdm__job_log(h->def, "task %d stopped (%s) with an error: %s", n, why,
                      msg);
     else if (err == TDM_ERR_STATE && h->fail == TDM_OK) {
@@ -339,27 +362,34 @@ static void on_change(void *ud, int n, bool assigned, bool lost)
 #define TH_SB_MIN_MS 100
 #define TH_SB_MAX_MS 5000
 
-/* Opens or polls the standby of task @p n (under sb_mu). */
+/* Opens or polls the standby of task @p n: called and returning under
+ * sb_mu, which it lets go of for the reads (sb_poll[n] marks the
+ * standby taken meanwhile, so a take waits for it). */
 static void keep_warm(tdm_taskhost *h, int n)
 {
     char msg[600];
     int64_t got = 0;
     tdm__tclog_conf c = changelog_conf(h, n);
+    tdm__tclog_standby *sb = h->sb[n];
     tdm_err err = TDM_OK;
-    if (!h->sb[n])
-        err = tdm__tclog_standby_open(&c, &h->sb[n], msg, sizeof msg);
+    h->sb_poll[n] = true;
+    pthread_mutex_unlock(&h->sb_mu);
+    if (!sb)
+        err = tdm__tclog_standby_open(&c, &sb, msg, sizeof msg);
     if (err == TDM_OK)
-        err = tdm__tclog_standby_poll(h->sb[n], &got, msg, sizeof msg);
-    if (err == TDM_OK) {
-        h->sb_said[n] = false;
-        return;
+        err = tdm__tclog_standby_poll(sb, &got, msg, sizeof msg);
+    if (err != TDM_OK) {
+        /* R-TH-7: dropped and opened again; said once until it works. */
+        tdm__tclog_standby_close(sb);
+        sb = NULL;
+        if (!h->sb_said[n])
+            tdm__job_log(h->def, "task %d: standby: %s (trying again)", n, msg);
     }
-    /* R-TH-7: dropped and opened again; said once until it works. */
-    tdm__tclog_standby_close(h->sb[n]);
-    h->sb[n] = NULL;
-    if (!h->sb_said[n])
-        tdm__job_log(h->def, "task %d: standby: %s (trying again)", n, msg);
-    h->sb_said[n] = true;
+    pthread_mutex_lock(&h->sb_mu);
+    h->sb_said[n] = err != TDM_OK;
+    h->sb[n] = sb;
+    h->sb_poll[n] = false;
+    pthread_cond_broadcast(&h->sb_cv);
 }
 
 /* The standbys' thread: keeps each task not run here warm. */
@@ -397,7 +427,8 @@ static tdm_err standbys_start(tdm_taskhost *h)
     h->sb = tdm__calloc((size_t)h->n_tasks + 1, sizeof *h->sb);
     h->busy = tdm__calloc((size_t)h->n_tasks + 1, sizeof *h->busy);
     h->sb_said = tdm__calloc((size_t)h->n_tasks + 1, sizeof *h->sb_said);
-    if (!h->sb || !h->busy || !h->sb_said)
+    h->sb_poll = tdm__calloc((size_t)h->n_tasks + 1, sizeof *h->sb_poll);
+    if (!h->sb || !h->busy || !h->sb_said || !h->sb_poll)
         return TDM_ERR_NOMEM;
     if (pthread_create(&h->sb_th, NULL, standby_main, h) != 0)
         return TDM_ERR_NOMEM;
@@ -423,9 +454,11 @@ static void standbys_stop(tdm_taskhost *h)
     tdm__free(h->sb);
     tdm__free(h->busy);
     tdm__free(h->sb_said);
+    tdm__free(h->sb_poll);
     h->sb = NULL;
     h->busy = NULL;
     h->sb_said = NULL;
+    h->sb_poll = NULL;
     pthread_mutex_unlock(&h->sb_mu);
 }
 
@@ -444,6 +477,11 @@ static void reap_ended(tdm_taskhost *h)
         if (err == TDM_OK) {
             t->finished = true; /* R-TH-2 */
             tdm__job_log(h->def, "task %d finished", n);
+            continue;
+        }
+        if (err == TDM_ERR_STATE && !t->want) {
+            /* R-TH-11: taken over after the group moved it. */
+            tdm__job_log(h->def, "task %d stopped (moved): %s", n, msg);
             continue;
         }
         h->fail = err; /* R-TH-3 */
@@ -518,6 +556,7 @@ tdm_err tdm_taskhost_new(tdm_job *def, tdm_task_build_cb build, void *ud,
     h->ud = ud;
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->sb_mu, NULL);
+    pthread_cond_init(&h->sb_cv, NULL);
     if (tdm__task_group_init(&h->g, def, "") != TDM_OK)
         goto nomem;
     if (def->spec.checkpoint_changelog_topic &&
@@ -558,11 +597,15 @@ tdm_err tdm_taskhost_run(tdm_taskhost *h, char *errbuf, size_t errbuf_size)
     tdm_err err = make_dirs(h->def->spec.checkpoint_dir, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
-    err =
-        tdm__kmembers_open(&h->g.mc, &h->mem, &h->n_tasks, errbuf, errbuf_size);
+    int n_tasks = 0;
+    err = tdm__kmembers_open(&h->g.mc, &h->mem, &n_tasks, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
-    h->t = tdm__calloc((size_t)h->n_tasks + 1, sizeof *h->t);
+    hosted *t = tdm__calloc((size_t)n_tasks + 1, sizeof *t);
+    pthread_mutex_lock(&h->mu); /* R-TH-9: HTTP threads read both */
+    h->t = t;
+    h->n_tasks = t ? n_tasks : 0;
+    pthread_mutex_unlock(&h->mu);
     if (!h->t) {
         tdm__kmembers_close(h->mem, NULL, NULL);
         h->mem = NULL;
@@ -644,5 +687,6 @@ void tdm_taskhost_destroy(tdm_taskhost *h)
     tdm__task_group_fini(&h->g);
     pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->sb_mu);
+    pthread_cond_destroy(&h->sb_cv);
     tdm__free(h);
 }

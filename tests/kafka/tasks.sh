@@ -40,9 +40,10 @@
 # With CHANGELOG=1 (every mode but http and guard) the members
 # share no checkpoint folder: each keeps its own (ck-<member>), and the
 # tasks' checkpoints move through the changelog topic "<group>-changelog"
-# (checkpoint.store: changelog); the file sink's folder stays shared
-# (STANDBY=1: with checkpoint.changelog.standby: all, and at least one
-# restore must come from a warm copy).  In
+# (checkpoint.store: changelog), and the job writes to its Kafka sink only
+# (a file sink is refused with that store) (STANDBY=1: with
+# checkpoint.changelog.standby: all, and at least one restore must come
+# from a warm copy).  In
 # zombie mode the process on another machine appends an owner record to
 # the task's changelog partition instead of writing its owner file.
 # With REPART=1 the same modes run through a repartition topic: every
@@ -69,7 +70,8 @@ fi
 
 # A real cluster instead of the mock: TDM_KAFKA_BROKERS=host:port and
 # TDM_KAFKA_RUN=<id>, with topics tasks-in-<id> (8 partitions) and
-# tasks-out-<id> (2) and, with REPART=1, tasks-g-<id>-repartition (8)
+# tasks-out-<id> (2), with REPART=1 tasks-g-<id>-repartition (8) and
+# with CHANGELOG=1 tasks-g-<id>-changelog (8, cleanup.policy=compact)
 # created beforehand, SESSION_MS at or above the
 # brokers' group.min.session.timeout.ms (6 s by default): the consumer
 # then reads committed transactions only (librdkafka's default
@@ -207,17 +209,22 @@ EOF
         "timestamp.field: ts" \
         "watermark: {strategy: bounded, max_out_of_orderness: 1s}" \
         "kafka.max.partition.fetch.bytes: 2048"
-    echo "$WINDOWS"
+    # CHANGELOG=1: no file sink (refused with the changelog store).
+    [ "$CHANGELOG" -eq 1 ] || echo "$WINDOWS"
+    [ "$CHANGELOG" -eq 0 ] || echo "windows:"
     echo "$KWINDOW"
-    cat <<EOF
-sinks:
-  out: {type: file, path: $W/out/out.jsonl}
-  kout: {type: kafka, brokers: "$BOOT", topic: $OUT}
-EOF
+    echo "sinks:"
+    [ "$CHANGELOG" -eq 1 ] || echo "  out: {type: file, path: $W/out/out.jsonl}"
+    echo "  kout: {type: kafka, brokers: \"$BOOT\", topic: $OUT}"
 } >"$W/job.yaml"
 
-# The visible rows of every task (committed parts, name order).
+# The visible rows of every task (committed parts, name order); with
+# CHANGELOG=1, the Kafka sink's (kafka_rows below).
 visible() {
+    if [ "$CHANGELOG" -eq 1 ]; then
+        kafka_rows >/dev/null 2>&1 && cat "$W/kgot.jsonl"
+        return 0
+    fi
     find "$W/out" -name 'out.jsonl.task-*.part-*' | sort |
         grep -E '/out\.jsonl\.task-[0-9]+\.part-[0-9]{10}-[0-9]+$' |
         while read -r f; do cat "$f"; done | grep -v '"far-' || true
@@ -430,7 +437,7 @@ changelog_check() {
     [ -z "$(find "$W" -name '*.start')" ] ||
         fail "a repartition start file was written (the changelog holds it)"
     n_rest=$(cat "$W"/m-*.log |
-        grep -c 'changelog tasks-g-changelog\[[0-9]*\]: checkpoint [0-9]* restored' ||
+        grep -c "changelog $GROUP-changelog\[[0-9]*\]: checkpoint [0-9]* restored" ||
         true)
     echo "tasks $MODE: changelog store: $n_rest task start(s) restored" \
         "from the topic"
@@ -526,8 +533,9 @@ zombie)
         sed -n 's|.*/chk-0*\([0-9][0-9]*\)$|\1|p' | sort -n | tail -n 1)
     if [ "$CHANGELOG" -eq 1 ]; then
         # An owner record with an epoch above any a member took.
-        echo "tdmcl1 owner 1000 elsewhere-1" >"$W/owner.txt"
-        produce tasks-g-changelog --partition "$t" --key owner "$W/owner.txt"
+        echo "tdmcl1 owner elsewhere-1" >"$W/owner.txt"
+        produce "$GROUP-changelog" --partition "$t" \
+            --key "owner/1000.0000beef" "$W/owner.txt"
     else
         e=$(sed -n 's/^epoch //p' "$W/ck/task-$t.owner")
         printf 'tidemark task owner\nepoch %d\nowner elsewhere-1\n' \

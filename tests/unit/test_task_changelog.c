@@ -149,8 +149,11 @@ static void expect_local(const char *dir, uint64_t id)
     tdm__ckpt_store_close(st);
 }
 
+/* The owner tag of the last take(). */
+static char last_tag[48];
+
 /* Takes task @p task into @p dir: returns the log, the epoch and the
- * restored checkpoint in *epoch and *restored. */
+ * restored checkpoint in *epoch and *restored (the tag in last_tag). */
 static tdm__tclog *take(const char *boot, int task, const char *dir,
                         int64_t *epoch, uint64_t *restored)
 {
@@ -163,7 +166,16 @@ static tdm__tclog *take(const char *boot, int task, const char *dir,
         tdm_test_fail(__FILE__, __LINE__, "take: %s", err);
     *epoch = took.epoch;
     *restored = took.restored;
+    snprintf(last_tag, sizeof last_tag, "%s", took.tag);
     return l;
+}
+
+/* The key of chunk @p i of blob @p blob in @p slot of owner @p tag. */
+static const char *ckey(const char *tag, int slot, const char *blob, int i)
+{
+    static char k[128];
+    snprintf(k, sizeof k, "b/%s/%d/%s/%d", tag, slot, blob, i);
+    return k;
 }
 
 /* Publishes checkpoint @p id of @p dir, written there first. */
@@ -243,20 +255,23 @@ TDM_TEST(changelog_publish_cut_short_keeps_the_last)
 {
     fx f;
     fx_open(&f);
+    char ta[48], tb[48];
     tdm__tclog *la = take(f.boot, 0, f.a, &f.epoch, &f.restored);
+    snprintf(ta, sizeof ta, "%s", last_tag);
     ASSERT_OK(publish(la, f.a, 1, f.err, sizeof f.err)); /* slot 0 */
     tdm__tclog_close(la);
     /* The next publish would write slot 1: a crash left half of it. */
-    raw_put(f.boot, 0, "b/1/1/small/0", "garbage");
-    raw_put(f.boot, 0, "b/1/1/big/0", "garbage");
+    raw_put(f.boot, 0, ckey(ta, 1, "small", 0), "garbage");
+    raw_put(f.boot, 0, ckey(ta, 1, "big", 0), "garbage");
     tdm__tclog *lb = take(f.boot, 0, f.b, &f.epoch, &f.restored);
+    snprintf(tb, sizeof tb, "%s", last_tag);
     ASSERT_EQ(f.restored, 1);
     expect_local(f.b, 1);
     ASSERT_OK(publish(lb, f.b, 2, f.err, sizeof f.err)); /* epoch 2, slot 0 */
     ASSERT_OK(publish(lb, f.b, 3, f.err, sizeof f.err)); /* slot 1 */
     tdm__tclog_close(lb);
     /* Cut short in slot 0 now: checkpoint 3 (slot 1) stays whole. */
-    raw_put(f.boot, 0, "b/2/0/big/1", "garbage");
+    raw_put(f.boot, 0, ckey(tb, 0, "big", 1), "garbage");
     tdm__tclog *lc = take(f.boot, 0, f.a, &f.epoch, &f.restored);
     ASSERT_EQ(f.epoch, 3);
     ASSERT_EQ(f.restored, 3);
@@ -295,24 +310,61 @@ TDM_TEST(changelog_fences_the_old_owner)
     fx_close(&f);
 }
 
-/* A chunk the topic lost (a tombstone, a retention shorter than the
- * downtime) fails the take with the record named. */
-TDM_TEST(changelog_lost_chunk_is_an_error)
+/* C3: a checkpoint refused to its writer (published after a newer
+ * owner's record) is never restored, even when the newer owner stopped
+ * before a checkpoint of its own. */
+TDM_TEST(changelog_refused_checkpoint_is_never_restored)
 {
     fx f;
     fx_open(&f);
-    tdm__tclog *la = take(f.boot, 0, f.a, &f.epoch, &f.restored);
-    ASSERT_OK(publish(la, f.a, 3, f.err, sizeof f.err));
+    tdm__tclog *la = take(f.boot, 1, f.a, &f.epoch, &f.restored);
+    ASSERT_OK(publish(la, f.a, 5, f.err, sizeof f.err));
+    tdm__tclog *lb = take(f.boot, 1, f.b, &f.epoch, &f.restored);
+    ASSERT_EQ(f.restored, 5);
+    ASSERT_ERR(publish(la, f.a, 6, f.err, sizeof f.err), TDM_ERR_STATE);
     tdm__tclog_close(la);
-    raw_put(f.boot, 0, "b/1/0/big/2", NULL);
-    tdm__tclog *lb = NULL;
+    tdm__tclog_close(lb); /* B crashed before its first checkpoint */
+    remove_tree(f.b);
+    tdm__tclog *lc = take(f.boot, 1, f.b, &f.epoch, &f.restored);
+    ASSERT_EQ(f.epoch, 3);
+    ASSERT_EQ(f.restored, 5);
+    expect_local(f.b, 5);
+    tdm__tclog_close(lc);
+    fx_close(&f);
+}
+
+/* A chunk the topic lost (a tombstone, a retention shorter than the
+ * downtime): the take says so, naming the record, and restores the
+ * checkpoint before it when that one is whole; with none whole, the take
+ * fails. */
+TDM_TEST(changelog_lost_chunk_falls_back_or_fails)
+{
+    fx f;
+    char ta[48], want[200];
+    fx_open(&f);
+    tdm__tclog *la = take(f.boot, 0, f.a, &f.epoch, &f.restored);
+    snprintf(ta, sizeof ta, "%s", last_tag);
+    ASSERT_OK(publish(la, f.a, 2, f.err, sizeof f.err)); /* slot 0 */
+    ASSERT_OK(publish(la, f.a, 3, f.err, sizeof f.err)); /* slot 1 */
+    tdm__tclog_close(la);
+    raw_put(f.boot, 0, ckey(ta, 1, "big", 2), NULL);
+    tdm__tclog *lb = take(f.boot, 0, f.b, &f.epoch, &f.restored);
+    ASSERT_EQ(f.restored, 2);
+    expect_local(f.b, 2);
+    tdm__tclog_close(lb);
+    /* Both broken now. */
+    raw_put(f.boot, 0, ckey(ta, 0, "small", 0), NULL);
+    tdm__tclog *lc = NULL;
     tdm__tclog_took took;
     tdm__tclog_conf c = conf_of(f.boot, 0);
-    ASSERT_ERR(tdm__tclog_take(&c, f.b, NULL, &lb, &took, f.err, sizeof f.err),
+    remove_tree(f.b);
+    ASSERT_ERR(tdm__tclog_take(&c, f.b, NULL, &lc, &took, f.err, sizeof f.err),
                TDM_ERR_PARSE);
-    ASSERT_TRUE(lb == NULL);
-    ASSERT_TRUE(strstr(f.err, "checkpoint 3 lacks record \"b/1/0/big/2\"") !=
-                NULL);
+    ASSERT_TRUE(lc == NULL);
+    snprintf(want, sizeof want, "checkpoint 3 lacks record \"%s\"",
+             ckey(ta, 1, "big", 2));
+    if (!strstr(f.err, want))
+        tdm_test_fail(__FILE__, __LINE__, "\"%s\" lacks \"%s\"", f.err, want);
     fx_close(&f);
 }
 

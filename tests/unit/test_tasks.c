@@ -202,22 +202,36 @@ TDM_TEST(task_keys_only_on_a_task)
     tdm_job_destroy(job);
 }
 
-/* The changelog store's keys apply to a job run as tasks. */
-TDM_TEST(changelog_store_rules)
+/* A job run as tasks with the changelog store, its sink a Kafka topic. */
+static tdm_job *changelog_job(void)
 {
-    char msg[512];
+    char msg[256];
     tdm_job *job = tasks_job();
     ASSERT_OK(
         tdm_job_set(job, "checkpoint.store", "changelog", msg, sizeof msg));
+    tdm_node *o = tdm_job_node(job, "out");
+    set(o, "path", "");
+    set(o, "type", "kafka");
+    set(o, "brokers", "127.0.0.1:9092");
+    set(o, "topic", "counts");
+    return job;
+}
+
+/* The changelog store's keys apply to a job run as tasks; a file sink
+ * does not go with it. */
+TDM_TEST(changelog_store_rules)
+{
+    char msg[512];
+    tdm_job *job = changelog_job();
     ASSERT_OK(
         tdm_job_set(job, "checkpoint.changelog.topic", "cl", msg, sizeof msg));
+    ASSERT_OK(tdm_job_set(job, "checkpoint.changelog.standby", "all", msg,
+                          sizeof msg));
     ASSERT_OK(tdm_job_validate(job, msg, sizeof msg));
     tdm_job_destroy(job);
 
-    job = tasks_job();
+    job = changelog_job();
     ASSERT_OK(tdm_job_set(job, "scale_out", "process", msg, sizeof msg));
-    ASSERT_OK(
-        tdm_job_set(job, "checkpoint.store", "changelog", msg, sizeof msg));
     expect_refused(job, "checkpoint.store: changelog applies to scale_out: "
                         "tasks only");
 
@@ -232,10 +246,16 @@ TDM_TEST(changelog_store_rules)
     expect_refused(job, "checkpoint.changelog.standby applies to "
                         "checkpoint.store: changelog only");
 
-    /* A repartition topic's start record goes to the changelog too. */
+    /* A paused owner would write a task's part files beside its new
+     * owner's: file sinks are refused with it. */
     job = tasks_job();
     ASSERT_OK(
         tdm_job_set(job, "checkpoint.store", "changelog", msg, sizeof msg));
+    expect_refused(job, "sink \"out\": a file sink does not work with "
+                        "checkpoint.store: changelog");
+
+    /* A repartition topic's start record goes to the changelog too. */
+    job = changelog_job();
     set(tdm_job_node(job, "clicks"), "repartition", "always");
     ASSERT_OK(tdm_job_validate(job, msg, sizeof msg));
     tdm_job_destroy(job);
