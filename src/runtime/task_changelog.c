@@ -69,6 +69,7 @@
 #include "core/hash.h"
 #include "core/map.h"
 #include "runtime/task_changelog.h"
+#include "runtime/task_owner.h"
 #include "state/ckpt_codec.h"
 
 #define TCL_CHUNK ((size_t)256 * 1024)
@@ -593,16 +594,6 @@ static tdm_err materialize(tdm__tclog *l, scan *s, const char *dir,
     return err;
 }
 
-/* This process's name in owner records, and the owner tag's nonce. */
-static void self_name(tdm__tclog *l)
-{
-    char host[128] = "host";
-    if (gethostname(host, sizeof host - 1) != 0)
-        snprintf(host, sizeof host, "host");
-    host[sizeof host - 1] = '\0';
-    snprintf(l->who, sizeof l->who, "%s-%ld", host, (long)getpid());
-}
-
 /* Appends the owner record of l->tag and waits for it. */
 static tdm_err put_owner(tdm__tclog *l, char *errbuf, size_t errbuf_size)
 {
@@ -686,7 +677,7 @@ static tdm_err tclog_new(const tdm__tclog_conf *c, tdm__tclog **out,
     l->logf = c->log;
     l->log_ud = c->log_ud;
     l->pos = -1;
-    self_name(l);
+    tdm__task_owner_name(l->who, sizeof l->who);
     tdm_err err = tdm__kclog_open(&kc, &l->log, errbuf, errbuf_size);
     if (err != TDM_OK) {
         tdm__tclog_close(l);

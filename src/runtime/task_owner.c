@@ -83,8 +83,7 @@ static tdm_err owner_read(const char *path, int64_t *epoch, char *who,
     return TDM_OK;
 }
 
-/* This process's name in owner files: "<host>-<pid>". */
-static void self_name(char *out, size_t n)
+void tdm__task_owner_name(char *out, size_t n)
 {
     char host[128] = "host";
     if (gethostname(host, sizeof host - 1) != 0)
@@ -142,7 +141,7 @@ tdm_err tdm__task_owner_take(const char *dir, int64_t *epoch, char *errbuf,
     tdm_err err = owner_read(path, &old, who, sizeof who, errbuf, errbuf_size);
     if (err != TDM_OK)
         return err;
-    self_name(me, sizeof me);
+    tdm__task_owner_name(me, sizeof me);
     snprintf(text, sizeof text, "tidemark task owner\nepoch %lld\nowner %s\n",
              (long long)(old + 1), me);
     err = write_atomic(path, text, errbuf, errbuf_size);

@@ -24,6 +24,10 @@ tdm_err tdm__task_owner_take(const char *dir, int64_t *epoch, char *errbuf,
 tdm_err tdm__task_owner_check(const char *dir, int64_t task, int64_t epoch,
                               char *errbuf, size_t errbuf_size);
 
+/* This process's name in owner files and changelog owner records:
+ * "<host>-<pid>". */
+void tdm__task_owner_name(char *out, size_t n);
+
 /* Whether the checkpoint lock of @p dir (ckpt_store's "<dir>/LOCK") is
  * free now: false while a process of this machine, an older owner of the
  * task, still has the task's checkpoints open. */
