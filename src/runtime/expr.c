@@ -3,13 +3,32 @@
  * `compute.<field>` keys: a lexer, a recursive-descent parser that checks
  * types and emits a postfix program as it goes, and the evaluator.
  *
- * Precedence, lowest first: OR, AND, NOT, comparisons and IS [NOT] NULL
- * (not chained), + -, * / %, unary -, operands.  Nulls follow SQL; integer
+ * Precedence, lowest first: OR, AND, NOT, comparisons, IS [NOT] NULL,
+ * [NOT] BETWEEN / IN / LIKE (not chained), + -, * / % ||, unary -,
+ * operands (including CASE and function calls).  Nulls follow SQL; integer
  * arithmetic that would overflow or divide by zero gives null instead of
  * undefined behaviour; a double result that is not finite is null too.
+ *
+ * Keywords of a context (BETWEEN, IN, LIKE, ESCAPE, WHEN, THEN, ELSE, END,
+ * FROM, FOR, TO, AS, BOTH, LEADING, TRAILING, units and type names) are
+ * bare words recognised only where a field cannot stand, so fields with
+ * those names keep working; only CASE at the start of an operand is
+ * reserved.  A name followed by "(" is a function (expr_fn.h lists the
+ * bodies; expr_fn.c and expr_time.c run them): special forms (CAST,
+ * EXTRACT, FLOOR/CEIL ... TO, SUBSTRING ... FROM, TRIM ... FROM, COALESCE,
+ * NULLIF, MOD) have a parser each, the others a row of `fns` giving the
+ * argument kinds.  CASE and COALESCE are the only code with jumps: each
+ * result is followed by an OP_NOP that becomes OP_I2D once the whole
+ * construct turns out double, and jumps land just past the construct,
+ * so take_const (which removes only the last instruction) never moves a
+ * target.
+ *
  * Nothing is allocated after compilation: the evaluator keeps its stack
- * on the C stack, sized by the compiler's bound.  docs/job-format.md
- * ("Expressions") is the user's description.
+ * on the C stack, sized by the compiler's bound, and strings that
+ * functions build go to the caller's scratch (TDM__EXPR_SCRATCH_BYTES,
+ * 16 KiB per evaluation; a result that does not fit is null).
+ * tdm__expr_true and the source keys use a scratch on their own stack.
+ * docs/job-format.md ("Expressions") is the user's description.
  */
 #include <ctype.h>
 #include <math.h>
@@ -19,6 +38,7 @@
 #include <string.h>
 
 #include "runtime/expr.h"
+#include "runtime/expr_fn.h"
 #include "runtime/rt.h"
 
 /* Evaluation stack slots; the compiler refuses programs that need more. */
@@ -49,7 +69,19 @@ typedef enum op {
     OP_OR,
     OP_NOT,
     OP_IS_NULL,
-    OP_NOT_NULL
+    OP_NOT_NULL,
+    OP_FN,       /* function k (TDM__FN_*, mode ck) of the top a values */
+    OP_NOP,      /* a CASE or COALESCE branch's conversion, patched to I2D */
+    OP_JMP,      /* go to instruction a */
+    OP_JNT,      /* pop; go to a unless it was a non-null true */
+    OP_JNN,      /* go to a if the top is not null (keeping it) */
+    OP_POP,      /* drop the top */
+    OP_NIP,      /* drop the slot below the top */
+    OP_WHEN,     /* pop b; go to a unless top = b (ck: kinds) */
+    OP_IN_BEGIN, /* push false: IN's result so far */
+    OP_IN_TEST,  /* b: result OR= (needle = b), ck: kinds */
+    OP_BETWEEN,  /* x, lo, hi to x BETWEEN lo AND hi; k, ck: kinds */
+    OP_NULLIF    /* a = null if a = b (ck: kinds) */
 } op;
 
 enum { REL_EQ, REL_NE, REL_LT, REL_LE, REL_GT, REL_GE };
@@ -127,6 +159,8 @@ typedef enum tok_kind {
     T_STAR,
     T_SLASH,
     T_PCT,
+    T_CONCAT, /* || */
+    T_COMMA,
     T_EQ,
     T_NE,
     T_LT,
@@ -218,6 +252,14 @@ static bool word_is(const char *s, size_t len, const char *kw)
         if (toupper((unsigned char)s[i]) != kw[i])
             return false;
     return true;
+}
+
+/* The current token is the bare word @p w (a keyword of its context,
+ * such as THEN, which is otherwise a field name). */
+static bool kw(const parser *p, const char *w)
+{
+    return p->cur.kind == T_IDENT && !p->cur.quoted &&
+           word_is(p->src + p->cur.at, p->cur.len, w);
 }
 
 /* A lexical error at @p i: the token becomes T_END. */
@@ -366,6 +408,17 @@ static bool lex_punct(parser *p, size_t i, unsigned char c, tok *t, size_t *j)
     case '%':
         t->kind = T_PCT;
         return true;
+    case ',':
+        t->kind = T_COMMA;
+        return true;
+    case '|':
+        if (p->src[*j] != '|') {
+            perr(p, i, "expected \"||\", got \"|\"");
+            return lex_fail(p, i);
+        }
+        t->kind = T_CONCAT;
+        *j += 1;
+        return true;
     case '=':
     case '!':
     case '<':
@@ -414,11 +467,12 @@ static void next(parser *p)
 /* ---- Emitting code ---- */
 
 /* Stack effect of an instruction: +1 pushes, -1 pops one, 0 in place. */
-static int effect(op o)
+static int effect(op o, int32_t a)
 {
     switch (o) {
     case OP_CONST:
     case OP_FIELD:
+    case OP_IN_BEGIN:
         return 1;
     case OP_I2D:
     case OP_NEG_I:
@@ -426,7 +480,14 @@ static int effect(op o)
     case OP_NOT:
     case OP_IS_NULL:
     case OP_NOT_NULL:
+    case OP_NOP:
+    case OP_JMP:
+    case OP_JNN:
         return 0;
+    case OP_FN:
+        return 1 - a;
+    case OP_BETWEEN:
+        return -2;
     default:
         return -1;
     }
@@ -449,9 +510,14 @@ static void emit_ins(parser *p, op o, int k, int ck, bool kc, int32_t a)
     }
     e->code[e->n_code++] =
         (ins){(uint8_t)o, (uint8_t)k, (uint8_t)ck, (uint8_t)kc, a};
-    p->sp += kc ? 0 : effect(o);
+    p->sp += kc ? 0 : effect(o, a);
     if (p->sp > p->max_sp)
         p->max_sp = p->sp;
+    if (p->sp > STACK_MAX)
+        perr(p, p->cur.at,
+             "the expression is too complex (more than %d pending "
+             "operands)",
+             STACK_MAX);
 }
 
 static void emit(parser *p, op o, int k, int32_t a)
@@ -529,6 +595,10 @@ static void emit_const(parser *p, size_t at, tdm__expr_val v)
 /* ---- Parsing ---- */
 
 static tdm__expr_type parse_or(parser *p);
+static tdm__expr_type parse_add(parser *p);
+static tdm__expr_type parse_case(parser *p);
+static tdm__expr_type parse_call(parser *p);
+static bool next_is_lp(const parser *p);
 
 static bool numeric(tdm__expr_type t)
 {
@@ -601,6 +671,12 @@ static const char *closest_field(const tdm__schema *s, const char *name,
         }
     }
     return best;
+}
+
+/* The field of @p s closest to @p name, or NULL (see expr.h). */
+const char *tdm__expr_closest(const tdm__schema *s, const char *name)
+{
+    return closest_field(s, name, strlen(name));
 }
 
 /* Reports an unknown field with the closest one or the schema's list. */
@@ -744,7 +820,8 @@ static tdm__expr_type parse_number(parser *p, bool neg, size_t minus_at)
     return p->err == TDM_OK ? ty : 0;
 }
 
-/* operand: number, 'string', TRUE, FALSE, NULL, field, ( expr ) */
+/* operand: number, 'string', TRUE, FALSE, NULL, field, ( expr ),
+ *          CASE ... END, name(args) */
 static tdm__expr_type parse_primary(parser *p)
 {
     char d[64];
@@ -786,6 +863,10 @@ static tdm__expr_type parse_primary(parser *p)
         next(p);
         return p->err == TDM_OK ? TDM__EXPR_NULL : 0;
     case T_IDENT:
+        if (kw(p, "CASE"))
+            return parse_case(p);
+        if (!t.quoted && next_is_lp(p))
+            return parse_call(p);
         return parse_field(p);
     case T_LP: {
         if (!enter(p))
@@ -884,19 +965,34 @@ static tdm__expr_type arith(parser *p, tok_kind k, size_t at, tdm__expr_type a,
                                                       : TDM__EXPR_INT;
 }
 
-/* mul: unary ((* | / | %) unary)* */
+/* a || b: both strings. */
+static tdm__expr_type concat_op(parser *p, size_t at, tdm__expr_type a,
+                                tdm__expr_type b)
+{
+    if ((a != TDM__EXPR_STRING && a != TDM__EXPR_NULL) ||
+        (b != TDM__EXPR_STRING && b != TDM__EXPR_NULL)) {
+        perr(p, at, "|| needs strings, got %s and %s", tdm__expr_type_name(a),
+             tdm__expr_type_name(b));
+        return 0;
+    }
+    emit_ins(p, OP_FN, TDM__FN_CONCAT, 0, false, 2);
+    return TDM__EXPR_STRING;
+}
+
+/* mul: unary ((* | / | % | ||) unary)* */
 static tdm__expr_type parse_mul(parser *p)
 {
     tdm__expr_type a = parse_unary(p);
     while (p->err == TDM_OK &&
            (p->cur.kind == T_STAR || p->cur.kind == T_SLASH ||
-            p->cur.kind == T_PCT)) {
+            p->cur.kind == T_PCT || p->cur.kind == T_CONCAT)) {
         tok o = p->cur;
         next(p);
         tdm__expr_type b = parse_unary(p);
         if (p->err != TDM_OK)
             return 0;
-        a = arith(p, o.kind, o.at, a, b);
+        a = o.kind == T_CONCAT ? concat_op(p, o.at, a, b)
+                               : arith(p, o.kind, o.at, a, b);
     }
     return p->err == TDM_OK ? a : 0;
 }
@@ -922,7 +1018,168 @@ static bool is_cmp(tok_kind k)
     return k >= T_EQ && k <= T_GE;
 }
 
-/* cmp: add [(= | != | < | <= | > | >=) add | IS [NOT] NULL] */
+/* The operand kinds (CK_*) of comparing types @p a and @p b, or -1 and
+ * an error naming operator @p what (@p n bytes) at @p at. */
+static int cmp_kind(parser *p, size_t at, tdm__expr_type a, tdm__expr_type b,
+                    const char *what, int n)
+{
+    tdm__expr_type x = a == TDM__EXPR_NULL ? b : a;
+    tdm__expr_type y = b == TDM__EXPR_NULL ? a : b;
+    if (numeric(x) && numeric(y)) {
+        bool xd = x == TDM__EXPR_DOUBLE, yd = y == TDM__EXPR_DOUBLE;
+        return xd ? (yd ? CK_DD : CK_DI) : (yd ? CK_ID : CK_II);
+    }
+    if (x == y)
+        return x == TDM__EXPR_STRING ? CK_SS : CK_II; /* bools: 0/1 */
+    perr(p, at, "cannot compare %s with %s (\"%.*s\")", tdm__expr_type_name(a),
+         tdm__expr_type_name(b), n, what);
+    return -1;
+}
+
+/* x [NOT] BETWEEN lo AND hi, after BETWEEN (at @p at); x is pushed. */
+static void parse_between(parser *p, size_t at, tdm__expr_type x)
+{
+    char d[64];
+    tdm__expr_type lo = parse_add(p);
+    int ck1 = p->err == TDM_OK ? cmp_kind(p, at, x, lo, "BETWEEN", 7) : -1;
+    if (ck1 < 0)
+        return;
+    if (p->cur.kind != T_AND) {
+        perr(p, p->cur.at, "expected AND (of BETWEEN at column %zu), got %s",
+             at + 1, tok_desc(p, &p->cur, d, sizeof d));
+        return;
+    }
+    next(p);
+    tdm__expr_type hi = parse_add(p);
+    int ck2 = p->err == TDM_OK ? cmp_kind(p, at, x, hi, "BETWEEN", 7) : -1;
+    if (ck2 >= 0)
+        emit_ins(p, OP_BETWEEN, ck1, ck2, false, 0);
+}
+
+/* x [NOT] IN (v, ...), after IN (at @p at); x is pushed. */
+static void parse_in(parser *p, size_t at, tdm__expr_type x)
+{
+    char d[64];
+    if (p->cur.kind != T_LP) {
+        perr(p, p->cur.at, "expected \"(\" after IN, got %s",
+             tok_desc(p, &p->cur, d, sizeof d));
+        return;
+    }
+    emit(p, OP_IN_BEGIN, 0, 0);
+    do {
+        next(p);
+        tdm__expr_type v = p->err == TDM_OK ? parse_or(p) : 0;
+        int ck = p->err == TDM_OK ? cmp_kind(p, at, x, v, "IN", 2) : -1;
+        if (ck < 0)
+            return;
+        int32_t idx = 0;
+        bool kc = take_const(p, &idx);
+        emit_ins(p, OP_IN_TEST, 0, ck, kc, idx);
+    } while (p->cur.kind == T_COMMA);
+    if (p->cur.kind != T_RP) {
+        perr(p, p->cur.at, "expected \",\" or \")\" in the IN list, got %s",
+             tok_desc(p, &p->cur, d, sizeof d));
+        return;
+    }
+    next(p);
+    emit(p, OP_NIP, 0, 0);
+}
+
+/* The constant the last instruction pushes, or NULL. */
+static const tdm__expr_val *last_const(const parser *p)
+{
+    const tdm__expr *e = p->e;
+    if (p->err != TDM_OK || e->n_code == 0 ||
+        e->code[e->n_code - 1].op != OP_CONST)
+        return NULL;
+    return &e->consts[e->code[e->n_code - 1].a];
+}
+
+/* ESCAPE 'c' of LIKE: one ASCII character; returns it, 0 on error. */
+static int parse_escape(parser *p)
+{
+    tok t = p->cur;
+    size_t len = 0;
+    const char *s = p->src + t.at;
+    if (t.kind == T_STR)
+        len = t.len - 2;
+    if (t.kind != T_STR || len != 1 || (unsigned char)s[1] >= 0x80 ||
+        s[1] == '\'') {
+        perr(p, t.at,
+             "expected one ASCII character in quotes after "
+             "ESCAPE, e.g. '!'");
+        return 0;
+    }
+    next(p);
+    return (unsigned char)s[1];
+}
+
+/* s [NOT] LIKE pattern [ESCAPE 'c'], after LIKE (at @p at). */
+static void parse_like(parser *p, size_t at, tdm__expr_type x)
+{
+    size_t pat_at = p->cur.at;
+    tdm__expr_type pt = parse_add(p);
+    if (p->err != TDM_OK)
+        return;
+    if ((x != TDM__EXPR_STRING && x != TDM__EXPR_NULL) ||
+        (pt != TDM__EXPR_STRING && pt != TDM__EXPR_NULL)) {
+        perr(p, at, "LIKE needs strings, got %s and %s", tdm__expr_type_name(x),
+             tdm__expr_type_name(pt));
+        return;
+    }
+    const tdm__expr_val *pc = last_const(p);
+    int esc = 0;
+    if (kw(p, "ESCAPE")) {
+        next(p);
+        esc = parse_escape(p);
+    }
+    if (p->err != TDM_OK)
+        return;
+    if (pc && !pc->null && esc && pc->u.s.len) {
+        const char *ps = pc->u.s.p;
+        size_t k = 0;
+        while (k < pc->u.s.len)
+            k += (unsigned char)ps[k] == esc ? 2 : 1;
+        if (k > pc->u.s.len) {
+            perr(p, pat_at,
+                 "the LIKE pattern ends with its escape "
+                 "character");
+            return;
+        }
+    }
+    emit_ins(p, OP_FN, TDM__FN_LIKE, esc, false, 2);
+}
+
+/* After x (pushed, type @p a): [NOT] BETWEEN / IN / LIKE, or false when
+ * none follows. */
+static bool parse_predicate(parser *p, tdm__expr_type a)
+{
+    char d[64];
+    bool neg = p->cur.kind == T_NOT;
+    if (neg)
+        next(p);
+    tok w = p->cur;
+    if (!kw(p, "BETWEEN") && !kw(p, "IN") && !kw(p, "LIKE")) {
+        if (neg)
+            perr(p, w.at, "expected BETWEEN, IN or LIKE after NOT, got %s",
+                 tok_desc(p, &w, d, sizeof d));
+        return neg;
+    }
+    next(p);
+    if (word_is(p->src + w.at, w.len, "BETWEEN"))
+        parse_between(p, w.at, a);
+    else if (word_is(p->src + w.at, w.len, "IN"))
+        parse_in(p, w.at, a);
+    else
+        parse_like(p, w.at, a);
+    if (neg)
+        emit(p, OP_NOT, 0, 0);
+    return true;
+}
+
+/* cmp: add [(= | != | < | <= | > | >=) add | IS [NOT] NULL
+ *           | [NOT] BETWEEN add AND add | [NOT] IN (or, ...)
+ *           | [NOT] LIKE add [ESCAPE 'c']] */
 static tdm__expr_type parse_cmp(parser *p)
 {
     char d[64];
@@ -946,25 +1203,17 @@ static tdm__expr_type parse_cmp(parser *p)
         }
         next(p);
         emit(p, neg ? OP_NOT_NULL : OP_IS_NULL, 0, 0);
+    } else if (parse_predicate(p, a)) {
+        if (p->err != TDM_OK)
+            return 0;
     } else if (is_cmp(o.kind)) {
         next(p);
         tdm__expr_type b = parse_add(p);
         if (p->err != TDM_OK)
             return 0;
-        int ck;
-        tdm__expr_type x = a == TDM__EXPR_NULL ? b : a;
-        tdm__expr_type y = b == TDM__EXPR_NULL ? a : b;
-        if (numeric(x) && numeric(y)) {
-            bool xd = x == TDM__EXPR_DOUBLE, yd = y == TDM__EXPR_DOUBLE;
-            ck = xd ? (yd ? CK_DD : CK_DI) : (yd ? CK_ID : CK_II);
-        } else if (x == y) {
-            ck = x == TDM__EXPR_STRING ? CK_SS : CK_II; /* bools: 0/1 */
-        } else {
-            perr(p, o.at, "cannot compare %s with %s (\"%.*s\")",
-                 tdm__expr_type_name(a), tdm__expr_type_name(b), (int)o.len,
-                 p->src + o.at);
+        int ck = cmp_kind(p, o.at, a, b, p->src + o.at, (int)o.len);
+        if (ck < 0)
             return 0;
-        }
         static const uint8_t rel[] = {
             [T_EQ] = REL_EQ, [T_NE] = REL_NE, [T_LT] = REL_LT,
             [T_LE] = REL_LE, [T_GT] = REL_GT, [T_GE] = REL_GE};
@@ -972,7 +1221,9 @@ static tdm__expr_type parse_cmp(parser *p)
     } else {
         return a;
     }
-    if (p->err == TDM_OK && (is_cmp(p->cur.kind) || p->cur.kind == T_IS))
+    if (p->err == TDM_OK &&
+        (is_cmp(p->cur.kind) || p->cur.kind == T_IS || p->cur.kind == T_NOT ||
+         kw(p, "BETWEEN") || kw(p, "IN") || kw(p, "LIKE")))
         perr(p, p->cur.at,
              "comparisons do not chain (combine them with "
              "AND, or add parentheses), got %s",
@@ -1030,6 +1281,702 @@ static tdm__expr_type parse_logic(parser *p, bool is_or)
 static tdm__expr_type parse_or(parser *p)
 {
     return parse_logic(p, true);
+}
+
+/* ---- CASE and function calls ---- */
+
+/* The next token (not yet read) is "(": a name before it is a call. */
+static bool next_is_lp(const parser *p)
+{
+    size_t i = p->pos;
+    while (p->src[i] == ' ' || p->src[i] == '\t' || p->src[i] == '\n' ||
+           p->src[i] == '\r')
+        i++;
+    return p->src[i] == '(';
+}
+
+/* Reads a token of kind @p k (described by @p what), or fails. */
+static bool expect_tok(parser *p, tok_kind k, const char *what)
+{
+    char d[64];
+    if (p->err != TDM_OK)
+        return false;
+    if (p->cur.kind != k) {
+        perr(p, p->cur.at, "expected %s, got %s", what,
+             tok_desc(p, &p->cur, d, sizeof d));
+        return false;
+    }
+    next(p);
+    return p->err == TDM_OK;
+}
+
+/* Reads the bare word @p w, or fails. */
+static bool expect_word(parser *p, const char *w)
+{
+    char d[64];
+    if (p->err != TDM_OK)
+        return false;
+    if (!kw(p, w)) {
+        perr(p, p->cur.at, "expected %s, got %s", w,
+             tok_desc(p, &p->cur, d, sizeof d));
+        return false;
+    }
+    next(p);
+    return p->err == TDM_OK;
+}
+
+/* An argument: any expression; *at receives its column. */
+static tdm__expr_type arg(parser *p, size_t *at)
+{
+    *at = p->cur.at;
+    return p->err == TDM_OK ? parse_or(p) : 0;
+}
+
+/* Argument kinds: 'n' a number, 'i' an int64 (or timestamp), 's' a
+ * string; NULL fits each. */
+static bool kind_ok(tdm__expr_type t, char kind)
+{
+    if (t == TDM__EXPR_NULL)
+        return true;
+    if (kind == 'n')
+        return t == TDM__EXPR_INT || t == TDM__EXPR_DOUBLE;
+    return t == (kind == 'i' ? TDM__EXPR_INT : TDM__EXPR_STRING);
+}
+
+/* Checks argument @p k (1-based) of @p fn against @p kind. */
+static bool want_kind(parser *p, size_t at, tdm__expr_type t, char kind, int k,
+                      const char *fn)
+{
+    static const char *const what[] = {['n'] = "a number",
+                                       ['i'] = "an int64 or timestamp",
+                                       ['s'] = "a string"};
+    if (p->err != TDM_OK)
+        return false;
+    if (kind_ok(t, kind))
+        return true;
+    perr(p, at, "expected %s as argument %d of %s, got %s",
+         what[(unsigned char)kind], k, fn, tdm__expr_type_name(t));
+    return false;
+}
+
+/* The results of CASE or COALESCE: one type, int64 and double giving
+ * double (the int64 ones converted, see branches_close). */
+typedef struct branches {
+    int32_t jumps; /* chain (through a) of jumps to the end */
+    int32_t convs; /* chain (through a) of OP_NOPs after each result */
+    tdm__expr_type type;
+} branches;
+
+static void unify(parser *p, size_t at, branches *b, tdm__expr_type t,
+                  const char *what)
+{
+    tdm__expr_type r = b->type;
+    if (p->err != TDM_OK || t == TDM__EXPR_NULL || t == r)
+        return;
+    if (r == TDM__EXPR_NULL)
+        b->type = t;
+    else if (numeric(r) && numeric(t))
+        b->type = TDM__EXPR_DOUBLE;
+    else
+        perr(p, at, "%s needs results of one type, got %s and %s", what,
+             tdm__expr_type_name(r), tdm__expr_type_name(t));
+}
+
+/* Emits @p o linked into the chain at *head (through its a). */
+static void emit_linked(parser *p, op o, int k, int32_t *head)
+{
+    emit(p, o, k, *head);
+    if (p->err == TDM_OK)
+        *head = p->e->n_code - 1;
+}
+
+/* Points every jump of the chain to the next instruction, and turns the
+ * conversions of int64 results into I2D when the type is double. */
+static void branches_close(parser *p, branches *b)
+{
+    if (p->err != TDM_OK)
+        return;
+    ins *code = p->e->code;
+    for (int32_t k = b->jumps, nx; k >= 0; k = nx) {
+        nx = code[k].a;
+        code[k].a = p->e->n_code;
+    }
+    for (int32_t k = b->convs, nx; k >= 0; k = nx) {
+        nx = code[k].a;
+        code[k].a = 0;
+        if (b->type == TDM__EXPR_DOUBLE && code[k].k == TDM__EXPR_INT)
+            code[k].op = OP_I2D;
+    }
+}
+
+/* WHEN v THEN r of a CASE: the test jumps past the branch when it does
+ * not hold; the stack is back at @p base after it. */
+static void case_when(parser *p, bool simple, tdm__expr_type x, int base,
+                      branches *b)
+{
+    size_t at, rat;
+    next(p);
+    tdm__expr_type v = arg(p, &at);
+    if (p->err != TDM_OK)
+        return;
+    if (simple) {
+        int ck = cmp_kind(p, at, x, v, "WHEN", 4);
+        if (ck >= 0)
+            emit_ins(p, OP_WHEN, 0, ck, false, -1);
+    } else if (!boolish(v)) {
+        perr(p, at, "expected a condition after WHEN, got %s",
+             tdm__expr_type_name(v));
+    } else {
+        emit(p, OP_JNT, 0, -1);
+    }
+    int32_t test = p->e->n_code - 1;
+    if (!expect_word(p, "THEN"))
+        return;
+    tdm__expr_type r = arg(p, &rat);
+    unify(p, rat, b, r, "CASE");
+    emit_linked(p, OP_NOP, r, &b->convs);
+    if (simple)
+        emit(p, OP_NIP, 0, 0);
+    emit_linked(p, OP_JMP, 0, &b->jumps);
+    if (p->err == TDM_OK) {
+        p->sp = base;
+        p->e->code[test].a = p->e->n_code;
+    }
+}
+
+/* CASE [x] WHEN ... THEN ... [ELSE ...] END */
+static tdm__expr_type parse_case(parser *p)
+{
+    char d[64];
+    if (!enter(p))
+        return 0;
+    next(p);
+    bool simple = !kw(p, "WHEN") && !kw(p, "END");
+    size_t at;
+    tdm__expr_type x = simple ? arg(p, &at) : 0;
+    int base = p->sp;
+    branches b = {-1, -1, TDM__EXPR_NULL};
+    if (p->err == TDM_OK && !kw(p, "WHEN"))
+        perr(p, p->cur.at, "expected WHEN, got %s",
+             tok_desc(p, &p->cur, d, sizeof d));
+    while (p->err == TDM_OK && kw(p, "WHEN"))
+        case_when(p, simple, x, base, &b);
+    tdm__expr_type r = TDM__EXPR_NULL;
+    if (p->err == TDM_OK && kw(p, "ELSE")) {
+        next(p);
+        r = arg(p, &at);
+        unify(p, at, &b, r, "CASE");
+    } else {
+        emit_const(p, p->cur.at, (tdm__expr_val){.null = 1});
+    }
+    emit_linked(p, OP_NOP, r, &b.convs);
+    if (simple)
+        emit(p, OP_NIP, 0, 0);
+    if (!expect_word(p, "END"))
+        return 0;
+    branches_close(p, &b);
+    p->depth--;
+    return p->err == TDM_OK ? b.type : 0;
+}
+
+/* COALESCE(a, b, ...): the first that is not null. */
+static tdm__expr_type call_coalesce(parser *p, const tok *name)
+{
+    branches b = {-1, -1, TDM__EXPR_NULL};
+    (void)name;
+    for (;;) {
+        size_t at;
+        tdm__expr_type t = arg(p, &at);
+        unify(p, at, &b, t, "COALESCE");
+        emit_linked(p, OP_NOP, t, &b.convs);
+        if (p->err != TDM_OK || p->cur.kind != T_COMMA)
+            break;
+        next(p);
+        emit_linked(p, OP_JNN, 0, &b.jumps);
+        emit(p, OP_POP, 0, 0);
+    }
+    if (!expect_tok(p, T_RP, "\",\" or \")\""))
+        return 0;
+    branches_close(p, &b);
+    return b.type;
+}
+
+/* NULLIF(a, b): null when a = b, else a. */
+static tdm__expr_type call_nullif(parser *p, const tok *name)
+{
+    size_t at;
+    (void)name;
+    tdm__expr_type a = arg(p, &at);
+    if (!expect_tok(p, T_COMMA, "\",\""))
+        return 0;
+    tdm__expr_type b = arg(p, &at);
+    int ck = p->err == TDM_OK ? cmp_kind(p, at, a, b, "NULLIF", 6) : -1;
+    if (ck < 0 || !expect_tok(p, T_RP, "\")\""))
+        return 0;
+    emit_binary(p, OP_NULLIF, 0, ck, false, false);
+    return a;
+}
+
+/* MOD(a, b): a % b. */
+static tdm__expr_type call_mod(parser *p, const tok *name)
+{
+    size_t at, bt;
+    tdm__expr_type a = arg(p, &at);
+    if (!want_kind(p, at, a, 'n', 1, "MOD") || !expect_tok(p, T_COMMA, "\",\""))
+        return 0;
+    tdm__expr_type b = arg(p, &bt);
+    if (!want_kind(p, bt, b, 'n', 2, "MOD") || !expect_tok(p, T_RP, "\")\""))
+        return 0;
+    return arith(p, T_PCT, name->at, a, b);
+}
+
+/* A time unit; @p extract allows DOW and DOY.  0 on error. */
+static int parse_unit(parser *p, bool extract)
+{
+    static const struct {
+        const char *w;
+        int unit;
+    } units[] = {{"SECOND", TDM__UNIT_SECOND}, {"MINUTE", TDM__UNIT_MINUTE},
+                 {"HOUR", TDM__UNIT_HOUR},     {"DAY", TDM__UNIT_DAY},
+                 {"MONTH", TDM__UNIT_MONTH},   {"QUARTER", TDM__UNIT_QUARTER},
+                 {"YEAR", TDM__UNIT_YEAR},     {"DOW", TDM__UNIT_DOW},
+                 {"DOY", TDM__UNIT_DOY}};
+    char d[64];
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; k++) {
+        if (kw(p, units[k].w) && (extract || units[k].unit < TDM__UNIT_DOW)) {
+            next(p);
+            return units[k].unit;
+        }
+    }
+    perr(p, p->cur.at,
+         "expected a time unit (SECOND, MINUTE, HOUR, DAY, MONTH, QUARTER, "
+         "YEAR%s), got %s",
+         extract ? ", DOW, DOY" : "", tok_desc(p, &p->cur, d, sizeof d));
+    return 0;
+}
+
+/* FLOOR(x) / CEIL(x) on a number, or FLOOR(ts TO unit) / CEIL(...). */
+static tdm__expr_type call_floor_ceil(parser *p, const tok *name)
+{
+    bool floor = word_is(p->src + name->at, name->len, "FLOOR");
+    const char *fn = floor ? "FLOOR" : "CEIL";
+    size_t at;
+    tdm__expr_type x = arg(p, &at);
+    if (p->err == TDM_OK && kw(p, "TO")) {
+        next(p);
+        int unit = want_kind(p, at, x, 'i', 1, fn) ? parse_unit(p, false) : 0;
+        if (!unit || !expect_tok(p, T_RP, "\")\""))
+            return 0;
+        emit_ins(p, OP_FN, floor ? TDM__FN_FLOOR_TS : TDM__FN_CEIL_TS, unit,
+                 false, 1);
+        return TDM__EXPR_INT;
+    }
+    if (!want_kind(p, at, x, 'n', 1, fn) || !expect_tok(p, T_RP, "\")\" or TO"))
+        return 0;
+    if (x == TDM__EXPR_DOUBLE)
+        emit_ins(p, OP_FN, floor ? TDM__FN_FLOOR_D : TDM__FN_CEIL_D, 0, false,
+                 1);
+    return x;
+}
+
+/* EXTRACT(unit FROM ts) */
+static tdm__expr_type call_extract(parser *p, const tok *name)
+{
+    size_t at;
+    (void)name;
+    int unit = parse_unit(p, true);
+    if (!unit || !expect_word(p, "FROM"))
+        return 0;
+    tdm__expr_type x = arg(p, &at);
+    if (!want_kind(p, at, x, 'i', 1, "EXTRACT") ||
+        !expect_tok(p, T_RP, "\")\""))
+        return 0;
+    emit_ins(p, OP_FN, TDM__FN_EXTRACT, unit, false, 1);
+    return TDM__EXPR_INT;
+}
+
+/* SUBSTRING(s FROM i [FOR n]) or SUBSTRING(s, i [, n]) */
+static tdm__expr_type call_substring(parser *p, const tok *name)
+{
+    size_t at;
+    (void)name;
+    tdm__expr_type s = arg(p, &at);
+    if (!want_kind(p, at, s, 's', 1, "SUBSTRING"))
+        return 0;
+    bool sql = kw(p, "FROM");
+    if (sql ? !expect_word(p, "FROM") : !expect_tok(p, T_COMMA, "\",\""))
+        return 0;
+    int n = 2;
+    tdm__expr_type i = arg(p, &at);
+    if (!want_kind(p, at, i, 'i', 2, "SUBSTRING"))
+        return 0;
+    if (sql ? kw(p, "FOR") : p->cur.kind == T_COMMA) {
+        next(p);
+        i = arg(p, &at);
+        if (!want_kind(p, at, i, 'i', 3, "SUBSTRING"))
+            return 0;
+        n = 3;
+    }
+    if (!expect_tok(p, T_RP, "\")\""))
+        return 0;
+    emit_ins(p, OP_FN, TDM__FN_SUBSTRING, 0, false, n);
+    return TDM__EXPR_STRING;
+}
+
+/* TRIM(s) or TRIM([BOTH | LEADING | TRAILING] [chars] FROM s) */
+static tdm__expr_type call_trim(parser *p, const tok *name)
+{
+    int mode = TDM__TRIM_BOTH, n = 1;
+    bool saw = kw(p, "BOTH") || kw(p, "LEADING") || kw(p, "TRAILING");
+    size_t at;
+    (void)name;
+    if (saw) {
+        mode = kw(p, "BOTH")      ? TDM__TRIM_BOTH
+               : kw(p, "LEADING") ? TDM__TRIM_LEADING
+                                  : TDM__TRIM_TRAILING;
+        next(p);
+    }
+    if (saw && kw(p, "FROM")) {
+        next(p);
+    } else {
+        tdm__expr_type c = arg(p, &at);
+        if (!want_kind(p, at, c, 's', 1, "TRIM"))
+            return 0;
+        if (saw || kw(p, "FROM")) {
+            if (!expect_word(p, "FROM"))
+                return 0;
+            n = 2;
+        }
+    }
+    if (n == 2 || saw) {
+        tdm__expr_type s = arg(p, &at);
+        if (!want_kind(p, at, s, 's', n, "TRIM"))
+            return 0;
+    }
+    if (!expect_tok(p, T_RP, "\")\""))
+        return 0;
+    emit_ins(p, OP_FN, TDM__FN_TRIM, mode, false, n);
+    return TDM__EXPR_STRING;
+}
+
+/* CAST's target type; returns TDM__CAST_*, 0 on error. */
+static int parse_cast_type(parser *p)
+{
+    static const struct {
+        const char *w;
+        int to;
+    } types[] = {{"BIGINT", TDM__CAST_BIGINT},
+                 {"INT", TDM__CAST_INT},
+                 {"INTEGER", TDM__CAST_INT},
+                 {"DOUBLE", TDM__CAST_DOUBLE},
+                 {"STRING", TDM__CAST_STRING},
+                 {"VARCHAR", TDM__CAST_STRING},
+                 {"BOOLEAN", TDM__CAST_BOOL},
+                 {"TIMESTAMP", TDM__CAST_TIMESTAMP},
+                 {"TIMESTAMP_LTZ", TDM__CAST_TIMESTAMP}};
+    char d[64];
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        if (!kw(p, types[k].w))
+            continue;
+        int to = types[k].to;
+        next(p);
+        if (p->cur.kind != T_LP || to == TDM__CAST_BIGINT ||
+            to == TDM__CAST_INT || to == TDM__CAST_BOOL ||
+            to == TDM__CAST_DOUBLE)
+            return to;
+        next(p); /* VARCHAR(n): any n; TIMESTAMP(3): milliseconds only */
+        size_t at = p->cur.at;
+        bool ok = p->cur.kind == T_INT &&
+                  (to == TDM__CAST_STRING ||
+                   (p->cur.len == 1 && p->src[p->cur.at] == '3'));
+        if (!ok) {
+            perr(p, at, "expected %s, got %s",
+                 to == TDM__CAST_STRING ? "a length" : "3 (milliseconds)",
+                 tok_desc(p, &p->cur, d, sizeof d));
+            return 0;
+        }
+        next(p);
+        return expect_tok(p, T_RP, "\")\"") ? to : 0;
+    }
+    perr(p, p->cur.at,
+         "expected a type (BIGINT, INT, INTEGER, DOUBLE, STRING, VARCHAR, "
+         "BOOLEAN, TIMESTAMP(3)), got %s",
+         tok_desc(p, &p->cur, d, sizeof d));
+    return 0;
+}
+
+/* CAST(x AS type) */
+static tdm__expr_type call_cast(parser *p, const tok *name)
+{
+    static const tdm__expr_type result[] = {
+        [TDM__CAST_BIGINT] = TDM__EXPR_INT,
+        [TDM__CAST_INT] = TDM__EXPR_INT,
+        [TDM__CAST_DOUBLE] = TDM__EXPR_DOUBLE,
+        [TDM__CAST_STRING] = TDM__EXPR_STRING,
+        [TDM__CAST_BOOL] = TDM__EXPR_BOOL,
+        [TDM__CAST_TIMESTAMP] = TDM__EXPR_INT};
+    size_t at;
+    (void)name;
+    tdm__expr_type x = arg(p, &at);
+    if (!expect_word(p, "AS"))
+        return 0;
+    size_t tat = p->cur.at;
+    int to = parse_cast_type(p);
+    if (!to || !expect_tok(p, T_RP, "\")\""))
+        return 0;
+    bool bad = (to == TDM__CAST_DOUBLE && x == TDM__EXPR_BOOL) ||
+               (to == TDM__CAST_TIMESTAMP &&
+                (x == TDM__EXPR_DOUBLE || x == TDM__EXPR_BOOL));
+    if (bad) {
+        perr(p, tat, "cannot cast %s to %.*s", tdm__expr_type_name(x),
+             (int)(p->pos - tat - 1), p->src + tat);
+        return 0;
+    }
+    if (x == TDM__EXPR_NULL)
+        return result[to];
+    bool same = x == result[to] && to != TDM__CAST_INT &&
+                !(to == TDM__CAST_TIMESTAMP && x == TDM__EXPR_STRING);
+    if (!same)
+        emit_ins(p, OP_FN, TDM__FN_CAST, x | (to << 3), false, 1);
+    return result[to];
+}
+
+/* A constant pattern of DATE_FORMAT or TO_TIMESTAMP must be supported. */
+static void check_pattern(parser *p, size_t at)
+{
+    const tdm__expr_val *c = last_const(p);
+    size_t bad = 0;
+    if (c && !c->null && !tdm__expr_time_pattern_ok(c->u.s.p, c->u.s.len, &bad))
+        perr(p, at,
+             "unsupported date pattern at \"%.*s\" (letters y M d H m s "
+             "S, text in '')",
+             (int)(c->u.s.len - bad > 8 ? 8 : c->u.s.len - bad),
+             c->u.s.p + bad);
+}
+
+/* DATE_FORMAT(ts or string, pattern) */
+static tdm__expr_type call_date_format(parser *p, const tok *name)
+{
+    size_t at, ft;
+    (void)name;
+    tdm__expr_type x = arg(p, &at);
+    if (p->err == TDM_OK && x != TDM__EXPR_INT && x != TDM__EXPR_STRING &&
+        x != TDM__EXPR_NULL) {
+        perr(p, at,
+             "expected a timestamp or a string as argument 1 of "
+             "DATE_FORMAT, got %s",
+             tdm__expr_type_name(x));
+        return 0;
+    }
+    if (!expect_tok(p, T_COMMA, "\",\""))
+        return 0;
+    tdm__expr_type f = arg(p, &ft);
+    if (!want_kind(p, ft, f, 's', 2, "DATE_FORMAT"))
+        return 0;
+    check_pattern(p, ft);
+    if (!expect_tok(p, T_RP, "\")\""))
+        return 0;
+    emit_ins(p, OP_FN,
+             x == TDM__EXPR_STRING ? TDM__FN_DATE_FORMAT_S
+                                   : TDM__FN_DATE_FORMAT,
+             0, false, 2);
+    return TDM__EXPR_STRING;
+}
+
+/* TO_TIMESTAMP_LTZ(n, 0 | 3): seconds or milliseconds. */
+static tdm__expr_type call_to_ts_ltz(parser *p, const tok *name)
+{
+    size_t at;
+    (void)name;
+    tdm__expr_type x = arg(p, &at);
+    if (!want_kind(p, at, x, 'i', 1, "TO_TIMESTAMP_LTZ") ||
+        !expect_tok(p, T_COMMA, "\",\""))
+        return 0;
+    at = p->cur.at;
+    arg(p, &at);
+    const tdm__expr_val *c = last_const(p);
+    int64_t prec = c && !c->null ? c->u.i : -1;
+    int32_t idx;
+    if (p->err != TDM_OK)
+        return 0;
+    if (p->e->code[p->e->n_code - 1].op != OP_CONST ||
+        (prec != 0 && prec != 3)) {
+        perr(p, at, "expected the precision 0 (seconds) or 3 (milliseconds)");
+        return 0;
+    }
+    take_const(p, &idx);
+    if (!expect_tok(p, T_RP, "\")\""))
+        return 0;
+    emit_ins(p, OP_FN, TDM__FN_TO_TS_LTZ, (int)prec, false, 1);
+    return TDM__EXPR_INT;
+}
+
+/* Functions with plain arguments: their kinds ('[' starts the optional
+ * ones, '*' repeats the last), their body (fn_d when the first argument
+ * is a double) and result ('=': the first argument's type). */
+typedef struct fn_def {
+    const char *name;
+    uint8_t fn, fn_d, mode;
+    const char *args;
+    char result;
+} fn_def;
+
+static const fn_def fns[] = {
+    {"ABS", TDM__FN_ABS_I, TDM__FN_ABS_D, 0, "n", '='},
+    {"ROUND", TDM__FN_ROUND_I, TDM__FN_ROUND_D, 0, "n[i", '='},
+    {"CHAR_LENGTH", TDM__FN_CHAR_LENGTH, 0, 0, "s", 'i'},
+    {"CHARACTER_LENGTH", TDM__FN_CHAR_LENGTH, 0, 0, "s", 'i'},
+    {"LOWER", TDM__FN_LOWER, 0, 0, "s", 's'},
+    {"UPPER", TDM__FN_UPPER, 0, 0, "s", 's'},
+    {"LTRIM", TDM__FN_TRIM, 0, TDM__TRIM_LEADING, "s", 's'},
+    {"RTRIM", TDM__FN_TRIM, 0, TDM__TRIM_TRAILING, "s", 's'},
+    {"CONCAT", TDM__FN_CONCAT, 0, 0, "s*", 's'},
+    {"SUBSTR", TDM__FN_SUBSTRING, 0, 0, "si[i", 's'},
+    {"TO_TIMESTAMP", TDM__FN_TO_TS, 0, 0, "s[s", 'i'},
+    {"UNIX_TIMESTAMP", TDM__FN_UNIX_TS, 0, 0, "s[s", 'i'},
+};
+
+typedef tdm__expr_type (*special_fn)(parser *p, const tok *name);
+
+static const struct {
+    const char *name;
+    special_fn parse;
+} specials[] = {
+    {"CAST", call_cast},
+    {"COALESCE", call_coalesce},
+    {"NULLIF", call_nullif},
+    {"MOD", call_mod},
+    {"FLOOR", call_floor_ceil},
+    {"CEIL", call_floor_ceil},
+    {"CEILING", call_floor_ceil},
+    {"EXTRACT", call_extract},
+    {"SUBSTRING", call_substring},
+    {"TRIM", call_trim},
+    {"DATE_FORMAT", call_date_format},
+    {"TO_TIMESTAMP_LTZ", call_to_ts_ltz},
+};
+
+/* The kind of argument @p k (0-based) of @p sig, 0 past the last; *min
+ * receives the number of required ones. */
+static char sig_kind(const char *sig, int k, int *min)
+{
+    const char *opt = strchr(sig, '[');
+    *min = opt ? (int)(opt - sig) : (int)strlen(sig) - !!strchr(sig, '*');
+    char last = 0;
+    for (const char *c = sig; *c; c++) {
+        if (*c == '[')
+            continue;
+        if (*c == '*')
+            return last;
+        if (k-- == 0)
+            return *c;
+        last = *c;
+    }
+    return 0;
+}
+
+/* "1 argument", "1 or 2 arguments", "at least 1 argument". */
+static void arity_text(const char *sig, char *buf, size_t n)
+{
+    int min, max = 0;
+    sig_kind(sig, 0, &min);
+    for (const char *c = sig; *c; c++)
+        max += *c != '[' && *c != '*';
+    if (strchr(sig, '*'))
+        snprintf(buf, n, "at least %d argument%s", min, min == 1 ? "" : "s");
+    else if (min == max)
+        snprintf(buf, n, "%d argument%s", min, min == 1 ? "" : "s");
+    else
+        snprintf(buf, n, "%d to %d arguments", min, max);
+}
+
+/* A call of @p f: the arguments up to ")", checked against its kinds. */
+static tdm__expr_type call_plain(parser *p, const tok *name, const fn_def *f)
+{
+    int n = 0, min;
+    tdm__expr_type first = TDM__EXPR_NULL;
+    while (p->err == TDM_OK && p->cur.kind != T_RP) {
+        if (n && !expect_tok(p, T_COMMA, "\",\" or \")\""))
+            return 0;
+        size_t at;
+        tdm__expr_type t = arg(p, &at);
+        char kind = sig_kind(f->args, n, &min);
+        if (kind && !want_kind(p, at, t, kind, n + 1, f->name))
+            return 0;
+        if (kind == 's' && n == 1 && f->result == 'i')
+            check_pattern(p, at); /* TO_TIMESTAMP's pattern */
+        first = n == 0 ? t : first;
+        if (!kind && p->err == TDM_OK) {
+            char a[64];
+            arity_text(f->args, a, sizeof a);
+            perr(p, at, "%s takes %s, got more", f->name, a);
+        }
+        n++;
+    }
+    sig_kind(f->args, 0, &min);
+    if (p->err == TDM_OK && n < min) {
+        char a[64];
+        arity_text(f->args, a, sizeof a);
+        perr(p, p->cur.at, "%s takes %s, got %d", f->name, a, n);
+    }
+    if (!expect_tok(p, T_RP, "\")\""))
+        return 0;
+    bool dbl = first == TDM__EXPR_DOUBLE && f->fn_d;
+    emit_ins(p, OP_FN, dbl ? f->fn_d : f->fn, f->mode, false, n);
+    return f->result == '='   ? first
+           : f->result == 'i' ? TDM__EXPR_INT
+                              : TDM__EXPR_STRING;
+}
+
+/* Reports an unknown function with the closest known name. */
+static void unknown_fn(parser *p, const tok *name)
+{
+    const char *s = p->src + name->at, *best = NULL;
+    int best_d = name->len / 3 > 2 ? (int)(name->len / 3) + 1 : 3;
+    for (size_t k = 0;
+         k < sizeof fns / sizeof fns[0] + sizeof specials / sizeof specials[0];
+         k++) {
+        const char *c = k < sizeof fns / sizeof fns[0]
+                            ? fns[k].name
+                            : specials[k - sizeof fns / sizeof fns[0]].name;
+        int d = distance(s, name->len, c, strlen(c));
+        if (d < best_d) {
+            best_d = d;
+            best = c;
+        }
+    }
+    if (best)
+        perr(p, name->at, "unknown function \"%.*s\" (did you mean %s?)",
+             (int)name->len, s, best);
+    else
+        perr(p, name->at, "unknown function \"%.*s\"", (int)name->len, s);
+}
+
+/* name ( args ): a function (names are case-insensitive). */
+static tdm__expr_type parse_call(parser *p)
+{
+    tok name = p->cur;
+    const char *s = p->src + name.at;
+    if (!enter(p))
+        return 0;
+    next(p); /* ( */
+    next(p);
+    tdm__expr_type r = 0;
+    bool found = false;
+    for (size_t k = 0; !found && k < sizeof specials / sizeof specials[0]; k++)
+        if (word_is(s, name.len, specials[k].name)) {
+            found = true;
+            r = specials[k].parse(p, &name);
+        }
+    for (size_t k = 0; !found && k < sizeof fns / sizeof fns[0]; k++)
+        if (word_is(s, name.len, fns[k].name)) {
+            found = true;
+            r = call_plain(p, &name, &fns[k]);
+        }
+    if (!found)
+        unknown_fn(p, &name);
+    p->depth--;
+    return p->err == TDM_OK ? r : 0;
 }
 
 /* Compiles @p text; see expr.h. */
@@ -1190,14 +2137,14 @@ static inline void dbl_arith(op o, tdm__expr_val *a, const tdm__expr_val *b)
     }
 }
 
-/* a = (a rel b) for OP_CMP @p c, null when either operand is. */
-static inline void compare(const ins *c, tdm__expr_val *a,
+/* a = (a rel b) for operand kinds @p ck, null when either operand is. */
+static inline void compare(int ck, int rel, tdm__expr_val *a,
                            const tdm__expr_val *b)
 {
     int r = 0;
     a->null |= b->null;
     if (!a->null) {
-        switch (c->ck) {
+        switch (ck) {
         case CK_II:
             r = (a->u.i > b->u.i) - (a->u.i < b->u.i);
             break;
@@ -1216,7 +2163,7 @@ static inline void compare(const ins *c, tdm__expr_val *a,
             break;
         }
     }
-    a->u.i = a->null ? 0 : rel_table[c->k][r + 1];
+    a->u.i = a->null ? 0 : rel_table[rel][r + 1];
 }
 
 /* a = a AND b / a OR b in three-valued logic: a false (AND) or true (OR)
@@ -1232,6 +2179,33 @@ static inline void and_or(bool is_or, tdm__expr_val *a, const tdm__expr_val *b)
         a->null |= b->null;
         a->u.i = is_or ? 0 : !a->null;
     }
+}
+
+/* x BETWEEN lo AND hi on x = a[0], lo = a[1], hi = a[2], into a[0]:
+ * x >= lo AND x <= hi in three-valued logic. */
+static void between(const ins *c, tdm__expr_val *a)
+{
+    tdm__expr_val lo = a[0], hi = a[0];
+    compare(c->k, REL_GE, &lo, &a[1]);
+    compare(c->ck, REL_LE, &hi, &a[2]);
+    and_or(false, &lo, &hi);
+    a[0] = lo;
+}
+
+/* One item b of IN: acc = acc OR (x = b), x the slot below acc. */
+static void in_test(int ck, tdm__expr_val *acc, const tdm__expr_val *b)
+{
+    tdm__expr_val eq = acc[-1];
+    compare(ck, REL_EQ, &eq, b);
+    and_or(true, acc, &eq);
+}
+
+/* NULLIF: a becomes null when a = b holds. */
+static void nullif(int ck, tdm__expr_val *a, const tdm__expr_val *b)
+{
+    tdm__expr_val eq = *a;
+    compare(ck, REL_EQ, &eq, b);
+    a->null |= !eq.null && eq.u.i;
 }
 
 /* The unary operators on the top of the stack @p a. */
@@ -1259,15 +2233,72 @@ static inline void unary(op o, tdm__expr_val *a)
     }
 }
 
+/* The instructions of functions, CASE, COALESCE and the predicates,
+ * off the arithmetic's path: runs @p c on stack @p st (sp slots used),
+ * returns the new sp and sets *next to the instruction before the one
+ * to run next. */
+static int control(const tdm__expr *e, const ins *c, tdm__expr_val *st, int sp,
+                   tdm__expr_scratch *sc, const ins **next)
+{
+    const tdm__expr_val *b;
+    switch ((op)c->op) {
+    case OP_FN:
+        tdm__expr_fn_eval(c->k, c->ck, &st[sp - c->a], c->a, sc);
+        return sp - c->a + 1;
+    case OP_JMP:
+        *next = e->code + c->a - 1;
+        return sp;
+    case OP_JNT:
+        sp--;
+        if (st[sp].null || !st[sp].u.i)
+            *next = e->code + c->a - 1;
+        return sp;
+    case OP_JNN:
+        if (!st[sp - 1].null)
+            *next = e->code + c->a - 1;
+        return sp;
+    case OP_POP:
+        return sp - 1;
+    case OP_NIP:
+        st[sp - 2] = st[sp - 1];
+        return sp - 1;
+    case OP_WHEN: {
+        tdm__expr_val eq = st[sp - 2];
+        compare(c->ck, REL_EQ, &eq, &st[sp - 1]);
+        if (eq.null || !eq.u.i)
+            *next = e->code + c->a - 1;
+        return sp - 1;
+    }
+    case OP_IN_BEGIN:
+        st[sp] = (tdm__expr_val){.null = 0};
+        return sp + 1;
+    case OP_IN_TEST:
+        b = c->kc ? &e->consts[c->a] : &st[--sp];
+        in_test(c->ck, &st[sp - 1], b);
+        return sp;
+    case OP_BETWEEN:
+        between(c, &st[sp - 3]);
+        return sp - 2;
+    case OP_NULLIF:
+        b = c->kc ? &e->consts[c->a] : &st[--sp];
+        nullif(c->ck, &st[sp - 1], b);
+        return sp;
+    default: /* OP_NOP */
+        return sp;
+    }
+}
+
 /* Evaluates @p e on @p row; see expr.h.  One dispatch per instruction:
  * pushes write the next slot; a binary operator takes its right operand
  * b from the top (popping it) or from the constants, and leaves its
  * result in a, the slot below; a unary one works on a, the top (every
  * program pushes before anything else runs). */
-void tdm__expr_eval(const tdm__expr *e, const tdm__row *row, tdm__expr_val *out)
+void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
+                    tdm__expr_scratch *sc, tdm__expr_val *out)
 {
     tdm__expr_val st[STACK_MAX];
     int sp = 0;
+    sc->used = 0;
     const tdm__expr_val *b;
     tdm__expr_val *a;
 #define UNARY(o) unary(o, &st[sp - 1])
@@ -1342,7 +2373,7 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row, tdm__expr_val *out)
             break;
         case OP_CMP:
             BINARY();
-            compare(c, a, b);
+            compare(c->ck, c->k, a, b);
             break;
         case OP_AND:
             BINARY();
@@ -1351,6 +2382,9 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row, tdm__expr_val *out)
         case OP_OR:
             BINARY();
             and_or(true, a, b);
+            break;
+        default:
+            sp = control(e, c, st, sp, sc, &c);
             break;
         }
     }
@@ -1362,8 +2396,9 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row, tdm__expr_val *out)
 /* True only for a non-null true result. */
 bool tdm__expr_true(const tdm__expr *e, const tdm__row *row)
 {
+    tdm__expr_scratch sc;
     tdm__expr_val v;
-    tdm__expr_eval(e, row, &v);
+    tdm__expr_eval(e, row, &sc, &v);
     return !v.null && v.u.i != 0;
 }
 
@@ -1487,10 +2522,11 @@ bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row)
 {
     if (x->filter && !tdm__expr_true(x->filter, row))
         return false;
+    tdm__expr_scratch sc;
     for (int i = 0; i < x->n_compute; i++) {
         const tdm__expr_compute *c = &x->compute[i];
         tdm__expr_val v;
-        tdm__expr_eval(c->e, row, &v);
+        tdm__expr_eval(c->e, row, &sc, &v);
         tdm__val *f = &row->v[c->field];
         f->null = v.null;
         if (v.null)

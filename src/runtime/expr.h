@@ -41,6 +41,19 @@ typedef struct tdm__expr_val {
 
 typedef struct tdm__expr tdm__expr;
 
+/* Bytes one evaluation may build strings in (LOWER, UPPER, CONCAT and
+ * ||, CAST to a string, DATE_FORMAT): together at most this many; a
+ * function whose result would not fit gives null. */
+#define TDM__EXPR_SCRATCH_BYTES 16384
+
+/* Where an evaluation builds strings: owned by the caller (one per
+ * thread, e.g. on its stack), reset by every evaluation, so a string
+ * result built there lives until the scratch is used again. */
+typedef struct tdm__expr_scratch {
+    uint32_t used;
+    char buf[TDM__EXPR_SCRATCH_BYTES];
+} tdm__expr_scratch;
+
 /* Compiles @p text against @p schema (borrowed: field indexes and types
  * are resolved now, so rows evaluated later must have this schema's
  * layout).  On failure *out is NULL and errbuf holds "column N: what was
@@ -51,18 +64,26 @@ typedef struct tdm__expr tdm__expr;
 tdm_err tdm__expr_compile(const char *text, const tdm__schema *schema,
                           tdm__expr **out, char *errbuf, size_t errbuf_size);
 
+/* The field of @p s whose name is closest to @p name (edit distance,
+ * case-insensitive, within about a third of its length), or NULL: the
+ * "did you mean" of unknown names. */
+const char *tdm__expr_closest(const tdm__schema *s, const char *name);
+
 /* The static type of a compiled expression. */
 tdm__expr_type tdm__expr_result_type(const tdm__expr *e);
 
 /* Evaluates @p e on @p row (borrowed) into *out.  Allocates nothing and
- * writes nothing but *out (string results borrow from the row or the
- * program); safe to call from several threads at once.
+ * writes nothing but *out and @p sc (not NULL): a string result borrows
+ * from the row, the program or @p sc, and stays valid until @p sc is
+ * used again.  Safe to call from several threads at once, each with its
+ * own scratch.
  * @thread any */
 void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
-                    tdm__expr_val *out);
+                    tdm__expr_scratch *sc, tdm__expr_val *out);
 
 /* A condition holds: evaluates @p e (of type BOOL or NULL) and returns
- * true only for a non-null true (SQL's WHERE). */
+ * true only for a non-null true (SQL's WHERE).  Uses a scratch on its own
+ * stack. */
 bool tdm__expr_true(const tdm__expr *e, const tdm__row *row);
 
 /* Frees a program (NULL is fine). */

@@ -9,11 +9,11 @@
  * (or one past its end); a program's type is one of the five; evaluating
  * it on each of four rows (ordinary values, zeros, the int64 and double
  * extremes, all nulls) is deterministic, gives 0/1 for a non-null bool,
- * a finite double, a string inside the row's arena or the literal's
- * text; and wrapping the text as "(e)", "(e) IS NULL" and, for bools,
- * "NOT (e)" compiles (unless nesting or the stack bound is reached) to
- * the value that the SQL rules derive from e's.  tests/fuzz/replay.c
- * runs tests/fuzz/corpus_expr/.
+ * a finite double, a string inside the row's arena, the literal's
+ * text or the evaluation's scratch; and wrapping the text as "(e)", "(e) IS
+ * NULL" and, for bools, "NOT (e)" compiles (unless nesting or the stack bound
+ * is reached) to the value that the SQL rules derive from e's.
+ * tests/fuzz/replay.c runs tests/fuzz/corpus_expr/.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -149,9 +149,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fill_rows(b);
     for (int r = 0; r < N_ROWS; r++) {
         const tdm__row *row = &b->rows[r];
+        static tdm__expr_scratch sc, sc2; /* v's strings stay in sc */
         tdm__expr_val v, again;
-        tdm__expr_eval(e, row, &v);
-        tdm__expr_eval(e, row, &again);
+        tdm__expr_eval(e, row, &sc, &v);
+        tdm__expr_eval(e, row, &sc2, &again);
         same_val(t, &v, &again);
         CHECK(v.null == 0 || v.null == 1);
         if (t == TDM__EXPR_NULL)
@@ -164,20 +165,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             bool in_arena = v.u.s.p >= b->arena &&
                             v.u.s.p + v.u.s.len <= b->arena + b->arena_used;
             bool in_text = v.u.s.len <= len; /* a literal's bytes */
-            CHECK(in_arena || in_text);
+            bool in_sc =
+                v.u.s.p >= sc.buf && v.u.s.p + v.u.s.len <= sc.buf + sc.used;
+            CHECK(in_arena || in_text || in_sc);
         }
         CHECK(tdm__expr_true(e, row) == (!v.null && v.u.i != 0) ||
               (t != TDM__EXPR_BOOL && t != TDM__EXPR_NULL));
         if (paren) {
-            tdm__expr_eval(paren, row, &again);
+            tdm__expr_eval(paren, row, &sc2, &again);
             same_val(t, &v, &again);
         }
         if (isnull) {
-            tdm__expr_eval(isnull, row, &again);
+            tdm__expr_eval(isnull, row, &sc2, &again);
             CHECK(!again.null && again.u.i == v.null);
         }
         if (neg) {
-            tdm__expr_eval(neg, row, &again);
+            tdm__expr_eval(neg, row, &sc2, &again);
             CHECK(again.null == v.null);
             if (!v.null)
                 CHECK(again.u.i == !v.u.i);

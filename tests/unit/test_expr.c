@@ -29,6 +29,7 @@ typedef struct fixture {
 } fixture;
 
 static fixture fx;
+static tdm__expr_scratch fx_sc;
 
 static void fx_init(void)
 {
@@ -69,8 +70,14 @@ static tdm__expr_val eval_at(const char *file, int line, const char *text,
     if (tdm__expr_compile(text, &fx.schema, &e, msg, sizeof msg) != TDM_OK)
         tdm_test_fail(file, line, "compile \"%s\": %s", text, msg);
     tdm__expr_val v;
-    tdm__expr_eval(e, fx.row, &v);
+    tdm__expr_eval(e, fx.row, &fx_sc, &v);
     *type = tdm__expr_result_type(e);
+    if (*type == TDM__EXPR_STRING && !v.null) { /* may be the program's */
+        static char copy[TDM__EXPR_SCRATCH_BYTES];
+        ASSERT_TRUE(v.u.s.len <= sizeof copy);
+        memcpy(copy, v.u.s.p, v.u.s.len);
+        v.u.s.p = copy;
+    }
     tdm__expr_destroy(e);
     return v;
 }
@@ -122,6 +129,19 @@ static void want_null(const char *file, int line, const char *text,
                       tdm__expr_type_name(type));
 }
 
+/* A non-null string result equal to @p want. */
+static void want_str(const char *file, int line, const char *text,
+                     const char *want)
+{
+    tdm__expr_type t;
+    tdm__expr_val v = eval_at(file, line, text, &t);
+    if (t != TDM__EXPR_STRING || v.null || v.u.s.len != strlen(want) ||
+        memcmp(v.u.s.p, want, v.u.s.len) != 0)
+        tdm_test_fail(file, line, "\"%s\": got %s %s\"%.*s\", want \"%s\"",
+                      text, tdm__expr_type_name(t), v.null ? "null " : "",
+                      v.null ? 0 : (int)v.u.s.len, v.u.s.p, want);
+}
+
 /* Compiling @p text fails with exactly @p want. */
 static void want_err(const char *file, int line, const char *text,
                      const char *want)
@@ -139,6 +159,7 @@ static void want_err(const char *file, int line, const char *text,
 #define BOOL(text, want) want_bool(__FILE__, __LINE__, text, want)
 #define NUL(text, type) want_null(__FILE__, __LINE__, text, type)
 #define ERR(text, want) want_err(__FILE__, __LINE__, text, want)
+#define STR(text, want) want_str(__FILE__, __LINE__, text, want)
 
 /* ---- Parsing and precedence ---- */
 
@@ -467,6 +488,444 @@ TDM_TEST(long_expressions)
                TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(msg, "too complex") != NULL);
     fx_free();
+}
+
+/* ---- Predicates ---- */
+
+TDM_TEST(between_in_like)
+{
+    fx_init();
+    BOOL("i BETWEEN 1 AND 7", 1);
+    BOOL("i BETWEEN 8 AND 9", 0);
+    BOOL("i NOT BETWEEN 1 AND 6", 1);
+    BOOL("i BETWEEN 7.0 AND 7.5", 1); /* mixed kinds, exact */
+    BOOL("d between 2 and 3", 1);
+    BOOL("9007199254740993 BETWEEN 9007199254740992.0 AND 9007199254740992.0",
+         0);
+    BOOL("s BETWEEN 'abb' AND 'abd'", 1);
+    BOOL("i BETWEEN 1 AND 9 AND b", 1); /* the AND of BETWEEN binds first */
+    /* Three-valued: x >= lo AND x <= hi. */
+    BOOL("n BETWEEN 1 AND 2", -1);
+    BOOL("i BETWEEN n AND 5", 0); /* null AND false */
+    BOOL("i BETWEEN n AND 9", -1);
+    BOOL("i NOT BETWEEN n AND 5", 1);
+    BOOL("i IN (1, 7, 9)", 1);
+    BOOL("i IN (1, 2)", 0);
+    BOOL("i NOT IN (1, 2)", 1);
+    BOOL("i IN (7.0)", 1);
+    BOOL("d IN (1, 2.5)", 1);
+    BOOL("s IN ('x', 'abc')", 1);
+    BOOL("i IN (j + 9, 0)", 1);
+    BOOL("i IN (1, NULL)", -1); /* not found, a null item */
+    BOOL("i IN (7, NULL)", 1);
+    BOOL("i NOT IN (1, NULL)", -1);
+    BOOL("n IN (1, 2)", -1);
+    BOOL("s LIKE 'abc'", 1);
+    BOOL("s LIKE 'a%'", 1);
+    BOOL("s LIKE '%c'", 1);
+    BOOL("s LIKE '%b%'", 1);
+    BOOL("s LIKE 'a_c'", 1);
+    BOOL("s LIKE '_'", 0);
+    BOOL("s LIKE '___'", 1);
+    BOOL("s LIKE 'A%'", 0); /* case-sensitive */
+    BOOL("s NOT LIKE 'x%'", 1);
+    BOOL("'' LIKE '%'", 1);
+    BOOL("'' LIKE '_'", 0);
+    BOOL("'aXbXc' LIKE '%X%X%c'", 1);
+    BOOL("'abcabd' LIKE '%abd'", 1); /* backtracks */
+    BOOL("'mississippi' LIKE '%iss%ppi'", 1);
+    BOOL("'mississippi' LIKE '%iss%ppx'", 0);
+    BOOL("'héllo' LIKE 'h_llo'", 1); /* _ is one code point */
+    BOOL("'héllo' LIKE 'h__llo'", 0);
+    BOOL("'100%' LIKE '100!%' ESCAPE '!'", 1);
+    BOOL("'1000' LIKE '100!%' ESCAPE '!'", 0);
+    BOOL("'a_b' LIKE 'a!_b' ESCAPE '!'", 1);
+    BOOL("'axb' LIKE 'a!_b' ESCAPE '!'", 0);
+    BOOL("'a!b' LIKE 'a!!b' ESCAPE '!'", 1);
+    BOOL("ns LIKE 'a%'", -1);
+    BOOL("s LIKE ns", -1);
+    BOOL("s LIKE s", 1); /* a pattern that is not a constant */
+    fx_free();
+}
+
+TDM_TEST(case_expressions)
+{
+    fx_init();
+    INT("CASE WHEN i > 5 THEN 1 ELSE 2 END", 1);
+    INT("CASE WHEN i > 9 THEN 1 WHEN i > 6 THEN 2 ELSE 3 END", 2);
+    INT("CASE WHEN i > 9 THEN 1 WHEN i > 8 THEN 2 ELSE 3 END", 3);
+    NUL("CASE WHEN i > 9 THEN 1 END", TDM__EXPR_INT);
+    INT("case when n = 1 then 1 else 0 end", 0); /* null is not true */
+    DBL("CASE WHEN b THEN 1 ELSE 0.5 END", 1.0); /* int64 to double */
+    DBL("CASE WHEN NOT b THEN 1 ELSE d END", 2.5);
+    DBL("CASE WHEN NOT b THEN d WHEN b THEN 2 END", 2.0);
+    STR("CASE WHEN b THEN s ELSE 'x' END", "abc");
+    INT("CASE i WHEN 1 THEN 10 WHEN 7 THEN 70 ELSE 0 END", 70);
+    INT("CASE i WHEN 1 THEN 10 ELSE 0 END", 0);
+    NUL("CASE i WHEN 1 THEN 10 END", TDM__EXPR_INT);
+    INT("CASE n WHEN 1 THEN 10 ELSE -1 END", -1);
+    STR("CASE s WHEN 'x' THEN 'no' WHEN 'abc' THEN 'yes' END", "yes");
+    INT("CASE i WHEN 7.0 THEN 1 END", 1);
+    INT("CASE WHEN i > 5 THEN 1 ELSE 2 END + 5", 6);
+    INT("5 + CASE WHEN i > 5 THEN 1 ELSE 2 END", 6);
+    INT("CASE WHEN i > 5 THEN CASE j WHEN -2 THEN 3 END ELSE 4 END * 2", 6);
+    NUL("CASE WHEN TRUE THEN NULL ELSE NULL END", TDM__EXPR_NULL);
+    BOOL("CASE WHEN b THEN i IN (7) END", 1);
+    fx_free();
+}
+
+/* ---- Functions ---- */
+
+TDM_TEST(null_handling_functions)
+{
+    fx_init();
+    INT("COALESCE(n, 5)", 5);
+    INT("COALESCE(n, n, i)", 7);
+    NUL("COALESCE(n, NULL)", TDM__EXPR_INT);
+    DBL("COALESCE(nd, i)", 7.0);
+    DBL("COALESCE(n, d)", 2.5);
+    STR("COALESCE(ns, s)", "abc");
+    INT("COALESCE(i, 1 / 0)", 7);
+    INT("coalesce(n, 1) + 1", 2);
+    NUL("NULLIF(i, 7)", TDM__EXPR_INT);
+    INT("NULLIF(i, 8)", 7);
+    INT("NULLIF(i, n)", 7);
+    NUL("NULLIF(n, 1)", TDM__EXPR_INT);
+    NUL("NULLIF(s, 'abc')", TDM__EXPR_STRING);
+    NUL("NULLIF(i, 7.0)", TDM__EXPR_INT);
+    fx_free();
+}
+
+TDM_TEST(numeric_functions)
+{
+    fx_init();
+    INT("MOD(i, 3)", 1);
+    INT("mod(-7, 2)", -1);
+    NUL("MOD(i, 0)", TDM__EXPR_INT);
+    INT("MOD(min, -1)", 0);
+    DBL("MOD(7.5, 2)", 1.5);
+    INT("ABS(j)", 2);
+    INT("ABS(i)", 7);
+    NUL("ABS(min)", TDM__EXPR_INT);
+    DBL("ABS(-d)", 2.5);
+    NUL("ABS(n)", TDM__EXPR_INT);
+    DBL("ROUND(2.5)", 3.0);
+    DBL("ROUND(-2.5)", -3.0);     /* half away from zero */
+    DBL("ROUND(2.675, 2)", 2.68); /* on the decimal form */
+    DBL("ROUND(1.005, 2)", 1.01);
+    DBL("ROUND(1234.5678, -2)", 1200.0);
+    DBL("ROUND(9.99, 1)", 10.0);
+    DBL("ROUND(0.4)", 0.0);
+    DBL("ROUND(d, 0)", 3.0);
+    DBL("ROUND(123.456, 10)", 123.456);
+    INT("ROUND(i)", 7);
+    INT("ROUND(1250, -2)", 1300);
+    INT("ROUND(-1250, -2)", -1300);
+    INT("ROUND(1249, -2)", 1200);
+    INT("ROUND(i, -20)", 0);
+    NUL("ROUND(big, -1)", TDM__EXPR_INT); /* rounds up past INT64_MAX */
+    NUL("ROUND(d, n)", TDM__EXPR_DOUBLE);
+    DBL("FLOOR(d)", 2.0);
+    DBL("FLOOR(-d)", -3.0);
+    DBL("CEIL(d)", 3.0);
+    DBL("CEILING(-d)", -2.0);
+    INT("FLOOR(i)", 7);
+    INT("CEIL(j)", -2);
+    NUL("FLOOR(nd)", TDM__EXPR_DOUBLE);
+    fx_free();
+}
+
+TDM_TEST(string_functions)
+{
+    fx_init();
+    INT("CHAR_LENGTH(s)", 3);
+    INT("CHARACTER_LENGTH('')", 0);
+    INT("CHAR_LENGTH('héllo')", 5);
+    INT("CHAR_LENGTH('日本語')", 3);
+    INT("char_length('😀!')", 2);
+    NUL("CHAR_LENGTH(ns)", TDM__EXPR_INT);
+    STR("UPPER(s)", "ABC");
+    STR("LOWER('AbC1')", "abc1");
+    STR("UPPER('straße é ж')", "STRAßE É Ж");
+    STR("LOWER('ÀÉÎ Ж Ё ×')", "àéî ж ё ×");
+    NUL("UPPER(ns)", TDM__EXPR_STRING);
+    STR("TRIM('  a b  ')", "a b");
+    STR("TRIM('   ')", "");
+    STR("TRIM(BOTH ' ' FROM '  x  ')", "x");
+    STR("TRIM(LEADING FROM '  x  ')", "x  ");
+    STR("TRIM(TRAILING FROM '  x  ')", "  x");
+    STR("TRIM('xy' FROM 'xyaxy')", "a");
+    STR("TRIM(LEADING 'é' FROM 'ééaé')", "aé");
+    STR("LTRIM(' a ')", "a ");
+    STR("RTRIM(' a ')", " a");
+    NUL("TRIM(ns)", TDM__EXPR_STRING);
+    STR("SUBSTRING(s FROM 2)", "bc");
+    STR("SUBSTRING(s FROM 2 FOR 1)", "b");
+    STR("SUBSTRING(s, 1, 2)", "ab");
+    STR("SUBSTR(s, 3)", "c");
+    STR("SUBSTRING(s, 4)", "");
+    STR("SUBSTRING(s, 0, 2)", "a"); /* positions 0 and 1 */
+    STR("SUBSTRING(s, -5, 10)", "abc");
+    STR("SUBSTRING(s, 2, 0)", "");
+    STR("SUBSTRING(s, 2, big)", "bc");
+    NUL("SUBSTRING(s, 1, -1)", TDM__EXPR_STRING);
+    STR("SUBSTRING('héllo' FROM 2 FOR 3)", "éll");
+    STR("SUBSTRING('日本語', 3)", "語");
+    NUL("SUBSTRING(s, n)", TDM__EXPR_STRING);
+    STR("CONCAT(s, '-', s)", "abc-abc");
+    STR("CONCAT(s)", "abc");
+    STR("CONCAT('', s, '')", "abc");
+    STR("CONCAT('', '')", "");
+    NUL("CONCAT(s, ns)", TDM__EXPR_STRING);
+    STR("s || 'd'", "abcd");
+    STR("'x' || s || 'y'", "xabcy");
+    NUL("s || ns", TDM__EXPR_STRING);
+    BOOL("s || 'd' = 'abcd'", 1);
+    STR("UPPER(s || LOWER('DEF'))", "ABCDEF");
+    fx_free();
+}
+
+TDM_TEST(casts)
+{
+    fx_init();
+    INT("CAST(d AS BIGINT)", 2);
+    INT("CAST(-d AS BIGINT)", -2); /* toward zero */
+    INT("CAST(' 42 ' AS BIGINT)", 42);
+    NUL("CAST('4x' AS BIGINT)", TDM__EXPR_INT);
+    NUL("CAST('' AS BIGINT)", TDM__EXPR_INT);
+    NUL("CAST('99999999999999999999' AS BIGINT)", TDM__EXPR_INT);
+    NUL("CAST(1e19 AS BIGINT)", TDM__EXPR_INT);
+    INT("CAST(b AS INT)", 1);
+    INT("CAST(2147483647 AS INT)", 2147483647);
+    NUL("CAST(2147483648 AS INTEGER)", TDM__EXPR_INT);
+    INT("CAST(i AS BIGINT)", 7);
+    DBL("CAST(i AS DOUBLE)", 7.0);
+    DBL("CAST('2.5e1' AS DOUBLE)", 25.0);
+    NUL("CAST('x' AS DOUBLE)", TDM__EXPR_DOUBLE);
+    STR("CAST(i AS STRING)", "7");
+    STR("CAST(min AS VARCHAR)", "-9223372036854775808");
+    STR("CAST(d AS VARCHAR(10))", "2.5");
+    STR("CAST(100.0 AS STRING)", "100.0");
+    STR("CAST(0.001 AS STRING)", "0.001");
+    STR("CAST(0.0001 AS STRING)", "1.0E-4");
+    STR("CAST(1e7 AS STRING)", "1.0E7");
+    STR("CAST(1234567.5 AS STRING)", "1234567.5");
+    STR("CAST(-0.1 AS STRING)", "-0.1");
+    STR("CAST(b AS STRING)", "TRUE");
+    STR("CAST(s AS STRING)", "abc");
+    BOOL("CAST('true' AS BOOLEAN)", 1);
+    BOOL("CAST(' No ' AS BOOLEAN)", 0);
+    BOOL("CAST('maybe' AS BOOLEAN)", -1);
+    BOOL("CAST(0 AS BOOLEAN)", 0);
+    BOOL("CAST(d AS BOOLEAN)", 1);
+    INT("CAST(t AS TIMESTAMP(3))", 1000);
+    INT("CAST('1970-01-01 00:00:01' AS TIMESTAMP)", 1000);
+    NUL("CAST(n AS STRING)", TDM__EXPR_STRING);
+    NUL("CAST(NULL AS DOUBLE)", TDM__EXPR_DOUBLE);
+    fx_free();
+}
+
+TDM_TEST(time_functions)
+{
+    fx_init();
+    /* 1709210096789 is 2024-02-29 12:34:56.789 UTC, a Thursday. */
+    INT("FLOOR(1709210096789 TO SECOND)", 1709210096000);
+    INT("FLOOR(1709210096789 TO MINUTE)", 1709210040000);
+    INT("FLOOR(1709210096789 TO HOUR)", 1709208000000);
+    INT("FLOOR(1709210096789 TO DAY)", 1709164800000);
+    INT("FLOOR(1709210096789 TO MONTH)", 1706745600000);
+    INT("FLOOR(1709210096789 TO YEAR)", 1704067200000);
+    INT("CEIL(1709210096789 TO DAY)", 1709251200000);
+    INT("CEIL(1709210096789 TO MONTH)", 1709251200000);
+    INT("CEIL(1709210096789 TO QUARTER)", 1711929600000);
+    INT("CEIL(1709210096789 TO YEAR)", 1735689600000);
+    INT("CEIL(1709164800000 TO DAY)", 1709164800000); /* on the boundary */
+    INT("FLOOR(-1 TO SECOND)", -1000);
+    INT("FLOOR(-1 TO DAY)", -86400000);
+    INT("CEIL(-1 TO SECOND)", 0);
+    NUL("FLOOR(min TO SECOND)", TDM__EXPR_INT);
+    NUL("CEIL(big TO DAY)", TDM__EXPR_INT);
+    NUL("FLOOR(n TO DAY)", TDM__EXPR_INT);
+    INT("EXTRACT(YEAR FROM 1709210096789)", 2024);
+    INT("EXTRACT(MONTH FROM 1709210096789)", 2);
+    INT("EXTRACT(DAY FROM 1709210096789)", 29);
+    INT("EXTRACT(HOUR FROM 1709210096789)", 12);
+    INT("EXTRACT(MINUTE FROM 1709210096789)", 34);
+    INT("EXTRACT(SECOND FROM 1709210096789)", 56);
+    INT("EXTRACT(QUARTER FROM 1709210096789)", 1);
+    INT("EXTRACT(DOW FROM 1709210096789)", 5);
+    INT("EXTRACT(DOY FROM 1709210096789)", 60);
+    INT("EXTRACT(YEAR FROM -1)", 1969);
+    INT("EXTRACT(SECOND FROM -1)", 59);
+    INT("EXTRACT(YEAR FROM min)", -292275055);
+    INT("EXTRACT(YEAR FROM big)", 292278994);
+    INT("TO_TIMESTAMP_LTZ(1709210096, 0)", 1709210096000);
+    INT("TO_TIMESTAMP_LTZ(t, 3)", 1000);
+    NUL("TO_TIMESTAMP_LTZ(big, 0)", TDM__EXPR_INT);
+    STR("DATE_FORMAT(1709210096789, 'yyyy-MM-dd HH:mm:ss')",
+        "2024-02-29 12:34:56");
+    STR("DATE_FORMAT(1709210096789, 'yyyy-MM-dd''T''HH:mm:ss.SSS')",
+        "2024-02-29T12:34:56.789");
+    STR("DATE_FORMAT(1709210096789, 'yy/M/d H:m:s S')", "24/2/29 12:34:56 7");
+    STR("DATE_FORMAT(-1, 'yyyy-MM-dd HH:mm:ss.SSS')",
+        "1969-12-31 23:59:59.999");
+    STR("DATE_FORMAT('2024-02-29 12:34:56', 'yyyyMMdd')", "20240229");
+    NUL("DATE_FORMAT(n, 'yyyy')", TDM__EXPR_STRING);
+    INT("TO_TIMESTAMP('2024-02-29 12:34:56')", 1709210096000);
+    INT("TO_TIMESTAMP('2024-02-29 12:34:56.789')", 1709210096789);
+    INT("TO_TIMESTAMP(' 2024-02-29T12:34:56.7 ')", 1709210096700);
+    INT("TO_TIMESTAMP('2024-02-29')", 1709164800000);
+    INT("TO_TIMESTAMP('29/02/2024 12', 'dd/MM/yyyy HH')", 1709208000000);
+    INT("TO_TIMESTAMP('20240229', 'yyyyMMdd')", 1709164800000);
+    INT("TO_TIMESTAMP('1969-12-31 23:59:59.999')", -1);
+    NUL("TO_TIMESTAMP('2023-02-29 00:00:00')", TDM__EXPR_INT);
+    NUL("TO_TIMESTAMP('2024-02-29 24:00:00')", TDM__EXPR_INT);
+    NUL("TO_TIMESTAMP('2024-02-29 12:34:56x')", TDM__EXPR_INT);
+    NUL("TO_TIMESTAMP('nope')", TDM__EXPR_INT);
+    NUL("TO_TIMESTAMP(ns)", TDM__EXPR_INT);
+    INT("UNIX_TIMESTAMP('2024-02-29 12:34:56')", 1709210096);
+    INT("UNIX_TIMESTAMP('1969-12-31 23:59:59.999')", -1);
+    fx_free();
+}
+
+/* Built strings share the scratch: past TDM__EXPR_SCRATCH_BYTES the
+ * function's result is null, and a borrowed slice needs none. */
+TDM_TEST(scratch_limit)
+{
+    fx_init();
+    static char text[40000];
+    size_t o = (size_t)snprintf(text, sizeof text, "CHAR_LENGTH(CONCAT('");
+    for (int k = 0; k < 8000; k++)
+        text[o++] = 'x';
+    o += (size_t)snprintf(text + o, sizeof text - o, "', '");
+    for (int k = 0; k < 8000; k++)
+        text[o++] = 'y';
+    snprintf(text + o, sizeof text - o, "'))");
+    INT(text, 16000);
+    /* 2 * 8000 + 3 + 8001 bytes do not fit 16384: UPPER is null. */
+    o += (size_t)snprintf(text + o, sizeof text - o, "', s) || CONCAT(UPPER('");
+    for (int k = 0; k < 8001; k++)
+        text[o++] = 'z';
+    snprintf(text + o, sizeof text - o, "'), s))");
+    NUL(text, TDM__EXPR_INT);
+    fx_free();
+}
+
+TDM_TEST(errors_of_the_new_forms)
+{
+    fx_init();
+    ERR("i BETWEEN 1", "column 12: expected AND (of BETWEEN at column 3), "
+                       "got the end");
+    ERR("i BETWEEN 's' AND 2", "column 3: cannot compare int64 with string "
+                               "(\"BETWEEN\")");
+    ERR("i IN 1", "column 6: expected \"(\" after IN, got \"1\"");
+    ERR("i IN (1, 'a')", "column 3: cannot compare int64 with string "
+                         "(\"IN\")");
+    ERR("i IN (1 2)", "column 9: expected \",\" or \")\" in the IN list, got "
+                      "\"2\"");
+    ERR("i LIKE 'a'", "column 3: LIKE needs strings, got int64 and string");
+    ERR("s LIKE 'a!' ESCAPE '!'", "column 8: the LIKE pattern ends with its "
+                                  "escape character");
+    ERR("s LIKE 'a' ESCAPE 'ab'", "column 19: expected one ASCII character "
+                                  "in quotes after ESCAPE, e.g. '!'");
+    ERR("i NOT 1", "column 7: expected BETWEEN, IN or LIKE after NOT, got "
+                   "\"1\"");
+    ERR("i = 1 IN (1)", "column 7: comparisons do not chain (combine them "
+                        "with AND, or add parentheses), got \"IN\"");
+    ERR("CASE END", "column 6: expected WHEN, got \"END\"");
+    ERR("CASE WHEN i THEN 1 END", "column 11: expected a condition after "
+                                  "WHEN, got int64");
+    ERR("CASE WHEN b THEN 1 ELSE 'x' END", "column 25: CASE needs results "
+                                           "of one type, got int64 and "
+                                           "string");
+    ERR("CASE WHEN b THEN 1", "column 19: expected END, got the end");
+    ERR("CASE i WHEN 'a' THEN 1 END", "column 13: cannot compare int64 with "
+                                      "string (\"WHEN\")");
+    ERR("CASE WHEN b 1 END", "column 13: expected THEN, got \"1\"");
+    ERR("COALESCE(i, s)", "column 13: COALESCE needs results of one type, "
+                          "got int64 and string");
+    ERR("NULLIF(i, s)", "column 11: cannot compare int64 with string "
+                        "(\"NULLIF\")");
+    ERR("MOD(s, 2)", "column 5: expected a number as argument 1 of MOD, got "
+                     "string");
+    ERR("ABS('x')", "column 5: expected a number as argument 1 of ABS, got "
+                    "string");
+    ERR("ABS(1, 2)", "column 8: ABS takes 1 argument, got more");
+    ERR("ROUND()", "column 7: ROUND takes 1 to 2 arguments, got 0");
+    ERR("ROUND(d, 1.5)", "column 10: expected an int64 or timestamp as "
+                         "argument 2 of ROUND, got double");
+    ERR("UPPER(i)", "column 7: expected a string as argument 1 of UPPER, got "
+                    "int64");
+    ERR("CONCAT()", "column 8: CONCAT takes at least 1 argument, got 0");
+    ERR("CONCAT(s, 1)", "column 11: expected a string as argument 2 of "
+                        "CONCAT, got int64");
+    ERR("s || 1", "column 3: || needs strings, got string and int64");
+    ERR("s | 'a'", "column 3: expected \"||\", got \"|\"");
+    ERR("FLOOR(s)", "column 7: expected a number as argument 1 of FLOOR, got "
+                    "string");
+    ERR("FLOOR(d TO DAY)", "column 7: expected an int64 or timestamp as "
+                           "argument 1 of FLOOR, got double");
+    ERR("FLOOR(t TO WEEK)", "column 12: expected a time unit (SECOND, "
+                            "MINUTE, HOUR, DAY, MONTH, QUARTER, YEAR), got "
+                            "\"WEEK\"");
+    ERR("EXTRACT(YEAR t)", "column 14: expected FROM, got \"t\"");
+    ERR("SUBSTRING(s FROM 'a')", "column 18: expected an int64 or timestamp "
+                                 "as argument 2 of SUBSTRING, got string");
+    ERR("TRIM(LEADING s)", "column 15: expected FROM, got \")\"");
+    ERR("CAST(i AS FLOAT)", "column 11: expected a type (BIGINT, INT, "
+                            "INTEGER, DOUBLE, STRING, VARCHAR, BOOLEAN, "
+                            "TIMESTAMP(3)), got \"FLOAT\"");
+    ERR("CAST(d AS TIMESTAMP)", "column 11: cannot cast double to "
+                                "TIMESTAMP");
+    ERR("CAST(t AS TIMESTAMP(6))", "column 21: expected 3 (milliseconds), "
+                                   "got \"6\"");
+    ERR("CAST(i BIGINT)", "column 8: expected AS, got \"BIGINT\"");
+    ERR("TO_TIMESTAMP_LTZ(t, 6)", "column 21: expected the precision 0 "
+                                  "(seconds) or 3 (milliseconds)");
+    ERR("DATE_FORMAT(t, 'yyyy-MMM')", "column 16: unsupported date pattern "
+                                      "at \"MMM\" (letters y M d H m s S, "
+                                      "text in '')");
+    ERR("TO_TIMESTAMP(s, 'yyyy EEE')", "column 17: unsupported date pattern "
+                                       "at \"EEE\" (letters y M d H m s S, "
+                                       "text in '')");
+    ERR("DATE_FORMAT(d, 'yyyy')", "column 13: expected a timestamp or a "
+                                  "string as argument 1 of DATE_FORMAT, got "
+                                  "double");
+    ERR("UPPPER(s)", "column 1: unknown function \"UPPPER\" (did you mean "
+                     "UPPER?)");
+    ERR("frobnicate(s)", "column 1: unknown function \"frobnicate\"");
+    fx_free();
+}
+
+/* A field may still be called like a keyword of a context (FROM, END),
+ * and a quoted name before "(" is a field. */
+TDM_TEST(context_words_stay_field_names)
+{
+    char msg[256];
+    tdm__schema sch;
+    ASSERT_OK(tdm__schema_parse("end:int64, from:string, year:int64", &sch, msg,
+                                sizeof msg));
+    tdm__batch *batch = tdm__batch_new(&sch, 1);
+    tdm__row *r = tdm__batch_add(batch);
+    r->v[0] = (tdm__val){.u.i = 3};
+    ASSERT_OK(tdm__batch_set_string(batch, r, 1, "Ab", 2));
+    r->v[2] = (tdm__val){.u.i = 2024};
+    static const char *const ok[] = {
+        "CASE WHEN end > 2 THEN end ELSE year END = 3",
+        "SUBSTRING(from FROM 1 FOR 1) = 'A'",
+        "EXTRACT(YEAR FROM year) = 1970",
+        "end BETWEEN 3 AND 3 AND year IN (2024)",
+        "LOWER(from) LIKE 'a%'",
+    };
+    for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+        tdm__expr *e = NULL;
+        ASSERT_OK(tdm__expr_compile(ok[k], &sch, &e, msg, sizeof msg));
+        if (!tdm__expr_true(e, r))
+            tdm_test_fail(__FILE__, __LINE__, "\"%s\" is not true", ok[k]);
+        tdm__expr_destroy(e);
+    }
+    tdm__batch_destroy(batch);
+    tdm__schema_free(&sch);
 }
 
 /* ---- The source keys ---- */
