@@ -60,6 +60,7 @@ typedef struct tdm__cli_job {
     tdm__cli_decl *decls;
     size_t n_decls, cap_decls;
     int errors;                /* errors found so far */
+    int no_query;              /* SQL: the script has nothing to run */
     struct tdm__cli_msg *msgs; /* errors not printed yet */
     size_t n_msgs, cap_msgs;
 } tdm__cli_job;
@@ -93,6 +94,27 @@ void tdm__cli_job_report(tdm__cli_job *cj, const char *node, const char *key,
 const char *tdm__cli_job_value(const tdm__cli_job *cj, const char *node,
                                const char *key);
 
+/* Building a job without a YAML file (the SQL loader, src/sql): an
+ * empty job named after @p file (*out always set; TDM_EXIT_RUNTIME when
+ * out of memory); nodes declared and keys set through the library with
+ * the position that asked for them, problems recorded as the YAML loader
+ * records them and printed, sorted, by tdm__cli_job_flush.  declare and
+ * put return 0, or -1 when out of memory. */
+int tdm__cli_job_new(const char *file, tdm__cli_job **out);
+int tdm__cli_job_declare(tdm__cli_job *cj, FILE *err, tdm_node_kind kind,
+                         const char *name, int line, int col);
+int tdm__cli_job_put(tdm__cli_job *cj, FILE *err, tdm_node_kind kind,
+                     const char *node, const char *key, const char *value,
+                     int line, int col);
+void tdm__cli_job_error(tdm__cli_job *cj, FILE *err, int line, int col,
+                        const char *msg);
+void tdm__cli_job_flush(tdm__cli_job *cj, FILE *err);
+
+/* Reads a whole file ("-": standard input) of at most 16 MiB; returns
+ * a NUL-terminated buffer (*len bytes before the NUL) or NULL with errno
+ * set. */
+char *tdm__cli_read_file(const char *path, size_t *len);
+
 /* Destroys the job and its bookkeeping; NULL is fine. */
 void tdm__cli_job_free(tdm__cli_job *cj);
 
@@ -105,6 +127,9 @@ typedef struct tdm__cli_opts {
     const char *parallelism; /* --parallelism N, or NULL */
     int quiet;               /* --quiet */
     int help;                /* --help */
+    int sql;                 /* the file is a SQL script (`tidemark sql`) */
+    int explain;             /* sql --explain: print the plans, run nothing */
+    const char *sql_init;    /* sql -i FILE: a script run first, or NULL */
 } tdm__cli_opts;
 
 /* Starts the server of task host @p host (job definition @p def) into
@@ -120,6 +145,18 @@ typedef int tdm__cli_serve_fn(void *ud, tdm_taskhost *host, tdm_job *def,
 int tdm__cli_run_tasks(const tdm__cli_opts *opts, tdm__cli_job *def,
                        const char *log_level, tdm__cli_serve_fn *serve,
                        void *serve_ud);
+
+/* What `sql` adds to `run`'s options. */
+typedef struct tdm__cli_sql_opts {
+    int explain;      /* --explain: print every query's plan, run nothing */
+    const char *init; /* -i FILE: a script of DDL run before the main one */
+} tdm__cli_sql_opts;
+
+/* `run` and `sql` (cmd_run.c): @p cmd names the command in messages;
+ * @p sql (NULL for `run`) says the file is a SQL script and how to load
+ * it. */
+int tdm__cli_run_command(int argc, char **argv, const char *cmd,
+                         const tdm__cli_sql_opts *sql);
 
 /* Parses the arguments after the command name.  @p allow_quiet says
  * whether --quiet is accepted.  Prints the problem and returns
@@ -169,6 +206,7 @@ uint64_t tdm__cli_hash_bytes(const void *p, size_t n);
  * code. */
 int tdm__cli_cmd_run(int argc, char **argv);
 int tdm__cli_cmd_validate(int argc, char **argv);
+int tdm__cli_cmd_sql(int argc, char **argv);
 int tdm__cli_cmd_config(int argc, char **argv);
 /* `tidemark diagnose` (cmd_diagnose.c). */
 int tdm__cli_cmd_diagnose(int argc, char **argv);

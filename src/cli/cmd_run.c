@@ -652,7 +652,7 @@ static int load_job(const tdm__cli_opts *opts, const http_opts *http,
         char arg[] = "checkpoint.restore=none";
         rc = tdm__cli_job_override(*cj, arg, stderr);
     }
-    if (rc == TDM_EXIT_OK)
+    if (rc == TDM_EXIT_OK && !(*cj)->no_query)
         rc = tdm__cli_job_validate(*cj, stderr);
     if (rc == TDM_EXIT_INVALID && *cj != NULL)
         fprintf(stderr, "%s: invalid job (%d error%s), not run\n", opts->file,
@@ -724,6 +724,13 @@ static int run_result(tdm__cli_job *cj, tdm_err err, const char *msg)
  * or memory), TDM_EXIT_USAGE or TDM_EXIT_INVALID. */
 int tdm__cli_cmd_run(int argc, char **argv)
 {
+    return tdm__cli_run_command(argc, argv, "run", NULL);
+}
+
+/* `run` and `sql` (see cli.h). */
+int tdm__cli_run_command(int argc, char **argv, const char *cmd,
+                         const tdm__cli_sql_opts *sql)
+{
     tdm__cli_opts opts;
     tdm__cli_job *cj = NULL;
     status st;
@@ -738,21 +745,24 @@ int tdm__cli_cmd_run(int argc, char **argv)
     log_level = http.log_level;
 
     if (rc == TDM_EXIT_OK)
-        rc = tdm__cli_opts_parse(argc, argv, "run", 1, &opts);
+        rc = tdm__cli_opts_parse(argc, argv, cmd, 1, &opts);
     else
         memset(&opts, 0, sizeof opts);
+    opts.sql = sql != NULL;
+    opts.explain = sql != NULL && sql->explain;
+    opts.sql_init = sql != NULL ? sql->init : NULL;
 
     memset(&st, 0, sizeof st);
     pthread_mutex_init(&st.mu, NULL);
     if (rc != TDM_EXIT_OK || opts.help) {
         if (rc == TDM_EXIT_OK) {
-            rc = tdm__cli_help("run", stdout);
+            rc = tdm__cli_help(cmd, stdout);
         }
         goto out;
     }
     rc = load_job(&opts, &http, log_level, &cj);
-    if (rc != TDM_EXIT_OK)
-        goto out;
+    if (rc != TDM_EXIT_OK || cj->no_query)
+        goto out; /* A script of DDL and EXPLAIN has nothing to run. */
     if (strcmp(tdm_job_get(cj->job, "scale_out"), "tasks") == 0) {
         rc = run_as_tasks(&opts, &http, cj, log_level);
         goto out;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "sql/sql.h"
 
 /* Takes the value of an option given as "--opt value" or "--opt=value".
  * Returns the value (advancing *i past it) or NULL when @p arg is not
@@ -98,8 +99,15 @@ int tdm__cli_job_prepare(const tdm__cli_opts *opts, tdm__cli_job **out,
                          FILE *err)
 {
     tdm__cli_job *cj = NULL;
-    int rc = tdm__cli_job_load(opts->file, &cj, err);
+    bool runs = true;
+    int rc = opts->sql
+                 ? tdm__sql_load(opts->sql_init, opts->file, opts->explain != 0,
+                                 stdout, &cj, &runs, err)
+                 : tdm__cli_job_load(opts->file, &cj, err);
     *out = cj;
+    if (cj != NULL && !runs) {
+        cj->no_query = 1;
+    }
     if (rc != TDM_EXIT_OK) {
         return rc;
     }

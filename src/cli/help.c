@@ -55,6 +55,25 @@ static const char overview_tail[] =
 
 /* ---- Each command's text (the help column of commands.def) ---- */
 
+static const char help_sql[] =
+    "usage: tidemark sql SCRIPT.sql [--explain] [run's options]\n"
+    "\n"
+    "Runs a script of Flink SQL statements ended by ';' as one job:\n"
+    "CREATE TABLE (with WATERMARK FOR and WITH options), SET, INSERT INTO\n"
+    "and bare SELECT (rows printed as they fire), EXPLAIN, SHOW TABLES and\n"
+    "DESCRIBE.  Queries may window with TUMBLE, HOP and SESSION (table\n"
+    "functions or GROUP BY TUMBLE(...)).  The script compiles into the job\n"
+    "a YAML file would describe: EXPLAIN prints it.  SCRIPT.sql may be -\n"
+    "(standard input).  Errors show the line, the column and a caret.\n"
+    "\n"
+    "Options:\n"
+    "  --explain           print every query's plan and job; run nothing\n"
+    "  and every option of `tidemark run` (--set, -p, --quiet, --http, ...)\n"
+    "\n"
+    "Exit codes: as `tidemark run`; 3 for an invalid script.\n"
+    "\n"
+    "docs/sql.md describes the dialect, its functions and connectors.\n";
+
 static const char help_run[] =
     "usage: tidemark run JOB.yaml [--set KEY=VALUE ...] [--parallelism N]\n"
     "                    [--quiet] [--log-level info|debug]\n"

@@ -10,6 +10,7 @@
  * size: expected ...".  docs/job-format.md describes the format.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1034,9 +1035,10 @@ static void load_document(loader *L, const yaml_node_t *root)
 
 /* Reads the whole file; returns a NUL-terminated buffer or NULL with
  * errno set. */
-static char *read_file(const char *path, size_t *len)
+char *tdm__cli_read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    bool in = strcmp(path, "-") == 0;
+    FILE *f = in ? stdin : fopen(path, "rb");
     char *buf = NULL;
     size_t n = 0, cap = 0;
     if (f == NULL) {
@@ -1066,13 +1068,17 @@ static char *read_file(const char *path, size_t *len)
         errno = EIO;
         goto fail;
     }
-    fclose(f);
+    if (!in) {
+        fclose(f);
+    }
     buf[n] = '\0';
     *len = n;
     return buf;
 fail:
     free(buf);
-    fclose(f);
+    if (!in) {
+        fclose(f);
+    }
     return NULL;
 }
 
@@ -1127,7 +1133,7 @@ int tdm__cli_job_load(const char *path, tdm__cli_job **out, FILE *err)
         fprintf(err, "tidemark: out of memory\n");
         return TDM_EXIT_RUNTIME;
     }
-    text = read_file(path, &len);
+    text = tdm__cli_read_file(path, &len);
     if (text == NULL) {
         fprintf(err, "%s: cannot read the job file: %s\n", path,
                 strerror(errno));
@@ -1364,4 +1370,74 @@ int tdm__cli_job_validate(tdm__cli_job *cj, FILE *err)
                             rest, err);
     }
     return TDM_EXIT_INVALID;
+}
+
+/* ---- Building a job from another front end (the SQL loader) ---- */
+
+/* Makes an empty job for file @p file (see cli.h). */
+int tdm__cli_job_new(const char *file, tdm__cli_job **out)
+{
+    tdm__cli_job *cj = calloc(1, sizeof *cj);
+    *out = cj;
+    if (cj == NULL || (cj->file = dup_str(file)) == NULL ||
+        tdm_job_new(&cj->job) != TDM_OK) {
+        return TDM_EXIT_RUNTIME;
+    }
+    return TDM_EXIT_OK;
+}
+
+/* Declares a node at line:col (see cli.h). */
+int tdm__cli_job_declare(tdm__cli_job *cj, FILE *err, tdm_node_kind kind,
+                         const char *name, int line, int col)
+{
+    char msg[512] = "", path[512];
+    tdm_node *node;
+    snprintf(path, sizeof path, "%s.%s", section_names[kind], name);
+    tdm_err rc = tdm_job_add_node(cj->job, kind, name, &node, msg, sizeof msg);
+    if (rc == TDM_ERR_NOMEM) {
+        return -1;
+    }
+    if (rc != TDM_OK) {
+        report(cj, err, line, col, path, "%s", msg[0] ? msg : tdm_strerror(rc));
+        return 0;
+    }
+    if (cj->n_decls == cj->cap_decls) {
+        size_t cap = cj->cap_decls ? cj->cap_decls * 2 : 8;
+        tdm__cli_decl *d = realloc(cj->decls, cap * sizeof *d);
+        if (d == NULL) {
+            return -1;
+        }
+        cj->decls = d;
+        cj->cap_decls = cap;
+    }
+    tdm__cli_decl *d = &cj->decls[cj->n_decls];
+    if ((d->name = dup_str(name)) == NULL) {
+        return -1;
+    }
+    d->kind = kind;
+    d->line = line;
+    d->col = col;
+    cj->n_decls++;
+    return 0;
+}
+
+/* Sets a key at line:col (see cli.h). */
+int tdm__cli_job_put(tdm__cli_job *cj, FILE *err, tdm_node_kind kind,
+                     const char *node, const char *key, const char *value,
+                     int line, int col)
+{
+    return set_key(cj, err, kind, node, key, value, line, col, line, col);
+}
+
+/* Records an error at line:col (see cli.h). */
+void tdm__cli_job_error(tdm__cli_job *cj, FILE *err, int line, int col,
+                        const char *msg)
+{
+    report(cj, err, line, col, NULL, "%s", msg);
+}
+
+/* Prints the recorded errors (see cli.h). */
+void tdm__cli_job_flush(tdm__cli_job *cj, FILE *err)
+{
+    flush_msgs(cj, err);
 }

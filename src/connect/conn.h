@@ -215,10 +215,12 @@ void tdm__sbuf_free(tdm__sbuf *b);
  * comment has the members), without its newline, to @p b; b->oom tells
  * of a failed allocation.  tdm__json_result: @p mode is the output mode
  * (0 append, 1 upsert, 2 retract); @p upsert_op adds "op": "upsert" to
- * upsert rows (stdout does, a keyed table or topic does not). */
+ * upsert rows (stdout does, a keyed table or topic does not); @p sel
+ * (NULL: every column) chooses, orders and renames the columns of
+ * results and of records (pass-through rows), connect.h. */
 void tdm__json_result(const tdm__out_row *row, int mode, bool upsert_op,
-                      tdm__sbuf *b);
-void tdm__json_late(const tdm__row *row, tdm__sbuf *b);
+                      tdm__sel *sel, tdm__sbuf *b);
+void tdm__json_late(const tdm__row *row, tdm__sel *sel, tdm__sbuf *b);
 /* Appends the JSON object of a result's group key, cols[0 ..
  * n_key_cols), plus "window_start" and "window_end" when @p window and
  * the row has a window: {"user":"a","window_start":0,"window_end":60000}

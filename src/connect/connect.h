@@ -343,6 +343,11 @@ typedef struct tdm__sink_conf {
     const struct tdm__kk_txn_ops *kafka_txn_ops;
     /* log.level debug: Kafka logs every committed transaction. */
     bool debug;
+    /* The key "select" (select.c): the items "name" or "name AS alias"
+     * of the columns to write (results and pass-through rows), in order;
+     * n_select 0: every column.  Borrowed for open, which parses them. */
+    const char *const *select;
+    int n_select;
 } tdm__sink_conf;
 
 /* The transaction calls of the Kafka sink (librdkafka's rd_kafka_*_
@@ -401,6 +406,39 @@ typedef struct tdm__out_row {
 } tdm__out_row;
 
 typedef struct tdm__sinkobj tdm__sinkobj;
+
+/* ---- A sink's column selection (select.c) ---- */
+
+typedef struct tdm__sel tdm__sel;
+
+/* Where a selected column comes from, besides a column index >= 0. */
+enum {
+    TDM__SEL_NONE = -1,      /* the row has no such column: null */
+    TDM__SEL_WIN_START = -2, /* result rows with a window ... */
+    TDM__SEL_WIN_END = -3,
+    TDM__SEL_TIMING = -4,
+    TDM__SEL_PANE = -5,
+    TDM__SEL_UPDATE = -6,
+    TDM__SEL_TS = -7 /* records: the event time (no schema field "ts") */
+};
+
+/* Parses the @p n items of a select key ("name" or "name AS alias", AS
+ * in any case) into *out (NULL when @p n is 0: no selection).  Refuses
+ * an empty or malformed item and an output name given twice, with a
+ * message starting "select: ".  TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
+tdm_err tdm__sel_new(const char *const *items, int n, tdm__sel **out,
+                     char *errbuf, size_t errbuf_size);
+void tdm__sel_free(tdm__sel *sel);
+/* Items (0 for NULL), the column item @p i reads, its output name. */
+int tdm__sel_count(const tdm__sel *sel);
+const char *tdm__sel_name(const tdm__sel *sel, int i);
+const char *tdm__sel_out(const tdm__sel *sel, int i);
+/* Per item, where its value is in @p row: a column index or TDM__SEL_*.
+ * Resolved once per row layout (the column name pointers) and cached in
+ * @p sel; valid until the next call.  NULL: out of memory.  Not
+ * thread-safe (the sinks call it under their mutex). */
+const int *tdm__sel_map_result(tdm__sel *sel, const tdm__out_row *row);
+const int *tdm__sel_map_record(tdm__sel *sel, const tdm__row *row);
 
 typedef struct tdm__sink_vtab {
     int version; /* 1, 2 with flush and tick, 3 with 2PC, 4 with top

@@ -67,6 +67,7 @@ struct tdm__sinkobj {
     pthread_mutex_t mu; /* formatting buffers, produce, the log */
     bool mu_ok;
     tdm__sbuf key, val;
+    tdm__sel *sel;       /* the key "select", or NULL (under mu) */
     atomic_long failed;  /* failed deliveries */
     pthread_mutex_t emu; /* first_err */
     bool emu_ok;
@@ -293,7 +294,7 @@ static tdm_err kk_write_result(tdm__sinkobj *s, const tdm__out_row *row)
     if (has_key)
         tdm__json_key(row, s->mode == 1, &s->key);
     if (!tomb)
-        tdm__json_result(row, s->mode, false, &s->val);
+        tdm__json_result(row, s->mode, false, s->sel, &s->val);
     if (s->key.oom || s->val.oom) {
         s->key.oom = s->val.oom = false;
         pthread_mutex_unlock(&s->mu);
@@ -312,7 +313,7 @@ static tdm_err kk_write_row(tdm__sinkobj *s, const tdm__row *row)
 
     pthread_mutex_lock(&s->mu);
     s->val.len = 0;
-    tdm__json_late(row, &s->val);
+    tdm__json_late(row, s->sel, &s->val);
     if (s->val.oom) {
         s->val.oom = false;
         pthread_mutex_unlock(&s->mu);
@@ -413,6 +414,7 @@ static void free_sink(tdm__sinkobj *s)
     tdm__enc_free(&s->cur);
     tdm__sbuf_free(&s->key);
     tdm__sbuf_free(&s->val);
+    tdm__sel_free(s->sel);
     tdm__free(s->topic);
     if (s->mu_ok)
         pthread_mutex_destroy(&s->mu);
@@ -1159,6 +1161,10 @@ static tdm_err kk_open(const tdm__sink_conf *conf, int mode, tdm__sinkobj **out,
     s->emu_ok = true;
     s->topic = tdm__strndup(conf->kafka_topic, strlen(conf->kafka_topic));
     if (!s->topic)
+        goto fail;
+    err = tdm__sel_new(conf->select, conf->n_select, &s->sel, errbuf,
+                       errbuf_size);
+    if (err != TDM_OK)
         goto fail;
     err = start_guard(s, conf);
     if (err != TDM_OK)

@@ -10,6 +10,10 @@
  *             row has a window), plus "op" by output mode:
  *             append - none; retract - "+" or "-" (a retraction of the
  *             previous result); upsert on stdout - "upsert".
+ *   select   with the key "select" (conf->select, select.c), results and
+ *             pass-through rows carry the selected columns instead, in
+ *             its order, under their aliases ("op" stays last); a CSV
+ *             header names them.
  *   late     {<the record's fields...>, "ts": event time} ("ts" is left
  *             out when the schema has a field of that name).
  *   dead     {"location": "f.jsonl:17", "reason": "...", "raw": "..."}.
@@ -107,6 +111,7 @@ struct tdm__sinkobj {
     uint64_t *pend;      /* ids of pending parts, ascending */
     size_t n_pend, cap_pend;
     bool recovered; /* recover() ran */
+    tdm__sel *sel;  /* the key "select", or NULL (select.c) */
 };
 
 /* ---- Buffers ---- */
@@ -327,13 +332,26 @@ static void lb_val(lb *l, tdm_type t, const tdm__val *v)
     }
 }
 
-static void lb_str(lb *l, const char *name, const char *s, size_t n)
+/* A text value (after its key). */
+static void lb_text(lb *l, const char *s, size_t n)
 {
-    lb_key(l, name);
     if (l->json)
         json_str(l->b, s, n);
     else
         csv_str(l->b, s, n);
+}
+
+static void lb_str(lb *l, const char *name, const char *s, size_t n)
+{
+    lb_key(l, name);
+    lb_text(l, s, n);
+}
+
+/* A null value (after its key): JSON null, an empty CSV cell. */
+static void lb_null(lb *l)
+{
+    tdm__val v = {.null = true};
+    lb_val(l, TDM_TYPE_INT64, &v);
 }
 
 static void lb_int(lb *l, const char *name, int64_t v)
@@ -363,13 +381,9 @@ static const char *timing_name(tdm_pane_timing t)
     }
 }
 
-/* Formats a result row in output mode @p mode (0 append, 1 upsert,
- * 2 retract); @p upsert_op adds "op": "upsert" to upsert rows (a stream
- * of lines, where the reader must know they replace earlier ones). */
-static void format_result(lb *l, const tdm__out_row *row, int mode,
-                          bool upsert_op)
+/* Every column of a result, then its window and pane members. */
+static void result_columns(lb *l, const tdm__out_row *row)
 {
-    lb_begin(l);
     for (int i = 0; i < row->n_cols; i++) {
         lb_key(l, row->cols[i].name);
         lb_val(l, row->cols[i].type, &row->cols[i].v);
@@ -383,6 +397,67 @@ static void format_result(lb *l, const tdm__out_row *row, int mode,
         lb_key(l, "update");
         sb_puts(l->b, row->is_update ? "true" : "false");
     }
+}
+
+/* The value of a result's selected column @p src (an index or a
+ * TDM__SEL_* member, select.c). */
+static void result_value(lb *l, const tdm__out_row *row, int src)
+{
+    const char *t;
+    if (src >= 0) {
+        lb_val(l, row->cols[src].type, &row->cols[src].v);
+        return;
+    }
+    switch (src) {
+    case TDM__SEL_WIN_START:
+        sb_int(l->b, row->win_start);
+        break;
+    case TDM__SEL_WIN_END:
+        sb_int(l->b, row->win_end);
+        break;
+    case TDM__SEL_TIMING:
+        t = timing_name(row->timing);
+        lb_text(l, t, strlen(t));
+        break;
+    case TDM__SEL_PANE:
+        sb_int(l->b, row->pane_index);
+        break;
+    case TDM__SEL_UPDATE:
+        sb_puts(l->b, row->is_update ? "true" : "false");
+        break;
+    default:
+        lb_null(l);
+        break;
+    }
+}
+
+/* The selected columns of a result, in the selection's order, under
+ * their output names. */
+static void result_selected(lb *l, const tdm__out_row *row, tdm__sel *sel)
+{
+    const int *map = tdm__sel_map_result(sel, row);
+    if (!map) {
+        l->b->oom = true;
+        return;
+    }
+    for (int i = 0; i < tdm__sel_count(sel); i++) {
+        lb_key(l, tdm__sel_out(sel, i));
+        result_value(l, row, map[i]);
+    }
+}
+
+/* Formats a result row in output mode @p mode (0 append, 1 upsert,
+ * 2 retract); @p upsert_op adds "op": "upsert" to upsert rows (a stream
+ * of lines, where the reader must know they replace earlier ones).
+ * With a selection @p sel only its columns are written; "op" always. */
+static void format_result(lb *l, const tdm__out_row *row, int mode,
+                          bool upsert_op, tdm__sel *sel)
+{
+    lb_begin(l);
+    if (sel)
+        result_selected(l, row, sel);
+    else
+        result_columns(l, row);
     if (mode == 2 || row->change == TDM__CHANGE_RETRACT) {
         const char *op = row->change == TDM__CHANGE_RETRACT ? "-" : "+";
         lb_str(l, "op", op, 1);
@@ -392,13 +467,47 @@ static void format_result(lb *l, const tdm__out_row *row, int mode,
     lb_end(l);
 }
 
-/* Formats a late record: its fields and "ts" ("ts" is left out when the
- * schema has a field of that name). */
-static void format_late(lb *l, const tdm__row *row)
+/* The value of a record's selected column @p src (a field index,
+ * TDM__SEL_TS or TDM__SEL_NONE). */
+static void record_value(lb *l, const tdm__row *row, int src)
+{
+    if (src >= 0) {
+        lb_val(l, row->schema->fields[src].type, &row->v[src]);
+    } else if (src == TDM__SEL_TS) {
+        tdm__val v = {.u.i = row->ts, .null = row->ts == TDM_TIME_MIN};
+        lb_val(l, TDM_TYPE_TIMESTAMP, &v);
+    } else {
+        lb_null(l);
+    }
+}
+
+/* The selected columns of a record (a pass-through row). */
+static void record_selected(lb *l, const tdm__row *row, tdm__sel *sel)
+{
+    const int *map = tdm__sel_map_record(sel, row);
+    if (!map) {
+        l->b->oom = true;
+        return;
+    }
+    for (int i = 0; i < tdm__sel_count(sel); i++) {
+        lb_key(l, tdm__sel_out(sel, i));
+        record_value(l, row, map[i]);
+    }
+}
+
+/* Formats a late record or a pass-through row: its fields and "ts"
+ * ("ts" is left out when the schema has a field of that name), or the
+ * columns @p sel selects (pass-through rows; late outputs refuse it). */
+static void format_late(lb *l, const tdm__row *row, tdm__sel *sel)
 {
     const tdm__schema *sc = row->schema;
 
     lb_begin(l);
+    if (sel) {
+        record_selected(l, row, sel);
+        lb_end(l);
+        return;
+    }
     for (int i = 0; sc && i < sc->n; i++) {
         lb_key(l, sc->fields[i].name);
         lb_val(l, sc->fields[i].type, &row->v[i]);
@@ -434,10 +543,10 @@ static void drop_newline(sbuf *b)
 
 /* Appends a result as one JSON line without its newline (see conn.h). */
 void tdm__json_result(const tdm__out_row *row, int mode, bool upsert_op,
-                      tdm__sbuf *b)
+                      tdm__sel *sel, tdm__sbuf *b)
 {
     lb l = {.b = b, .json = true};
-    format_result(&l, row, mode, upsert_op);
+    format_result(&l, row, mode, upsert_op, sel);
     drop_newline(b);
 }
 
@@ -460,10 +569,10 @@ void tdm__json_key(const tdm__out_row *row, bool window, tdm__sbuf *b)
 }
 
 /* Appends a late record as one JSON line without its newline. */
-void tdm__json_late(const tdm__row *row, tdm__sbuf *b)
+void tdm__json_late(const tdm__row *row, tdm__sel *sel, tdm__sbuf *b)
 {
     lb l = {.b = b, .json = true};
-    format_late(&l, row);
+    format_late(&l, row, sel);
     drop_newline(b);
 }
 
@@ -865,6 +974,7 @@ static void free_sink(tdm__sinkobj *s)
     tdm__free(s->header);
     tdm__free(s->name);
     tdm__free(s->path);
+    tdm__sel_free(s->sel);
     pthread_mutex_destroy(&s->mu);
     tdm__free(s);
 }
@@ -1338,6 +1448,11 @@ static tdm_err sink_open(const tdm__sink_conf *conf, int upsert,
     s->name = tdm__strndup(name, strlen(name));
     if (!s->name)
         goto fail;
+    err = tdm__sel_new(conf->select, conf->n_select, &s->sel, errbuf,
+                       errbuf_size);
+    if (err != TDM_OK)
+        goto fail;
+    err = TDM_ERR_NOMEM;
     s->last_flush_ms = sink_now(s);
     if (conf->type == TDM__SINK_FILE) {
         s->path = tdm__strndup(conf->path, strlen(conf->path));
@@ -1403,7 +1518,7 @@ static tdm_err sink_write_result(tdm__sinkobj *s, const tdm__out_row *row)
         l.b = &s->line;
         l.json = s->format != TDM__FMT_CSV;
         l.hdr = !l.json && !s->header ? &hdr : NULL;
-        format_result(&l, row, s->mode, !s->path);
+        format_result(&l, row, s->mode, !s->path, s->sel);
         if (s->line.oom || hdr.oom) {
             s->line.oom = false;
             tdm__free(hdr.p);
@@ -1420,7 +1535,7 @@ static tdm_err sink_write_result(tdm__sinkobj *s, const tdm__out_row *row)
     }
     size_t mark = s->out.len;
     start_line(s, &l, &hdr);
-    format_result(&l, row, s->mode, !s->path);
+    format_result(&l, row, s->mode, !s->path, s->sel);
     commit_line(s, &l, &hdr, mark);
     err = after_write(s);
     pthread_mutex_unlock(&s->mu);
@@ -1439,7 +1554,7 @@ static tdm_err sink_write_row(tdm__sinkobj *s, const tdm__row *row)
     pthread_mutex_lock(&s->mu);
     size_t mark = s->out.len;
     start_line(s, &l, &hdr);
-    format_late(&l, row);
+    format_late(&l, row, s->sel);
     commit_line(s, &l, &hdr, mark);
     err = after_write(s);
     pthread_mutex_unlock(&s->mu);

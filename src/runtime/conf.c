@@ -823,11 +823,16 @@ static tdm_err parse_bool_val(const tdm__conf_row *r, const char *text,
     return TDM_OK;
 }
 
-/* A DURATION value within the row's bounds (unless a default). */
+/* A DURATION value within the row's bounds (unless a default).  An
+ * empty default is "unset", stored as -1 (watermark.delay). */
 static tdm_err parse_duration_val(const tdm__conf_row *r, const char *text,
                                   bool is_default, tdm__conf_val *v,
                                   char *errbuf, size_t n)
 {
+    if (is_default && !*text) {
+        v->i = -1;
+        return TDM_OK;
+    }
     if (!tdm__conf_duration(text, &v->i))
         return tdm__errf(errbuf, n, TDM_ERR_INVAL,
                          "%s: expected a duration like \"5s\" or \"200ms\", "

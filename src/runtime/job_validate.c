@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* job_validate.c - the validation of a whole job graph: references,
  * required keys, fields against schemas, window and join parameters,
- * cycles, checkpointing, and the output schemas of windows and joins that
- * other operators read.  Every message names the node and the key, so
+ * cycles, checkpointing, the output schemas of windows and joins that
+ * other operators read, and a sink's select against what its producers
+ * write.  Every message names the node and the key, so
  * that a YAML loader can point at the offending line.
  *
  * It sits above the definition (job.c: nodes and their configuration,
@@ -523,10 +524,41 @@ static tdm_err validate_fallback(vctx *c, tdm_node *n)
     return TDM_OK;
 }
 
-/* The watermark keys: the punctuated strategy's marker field, and
- * idleness judged at periodic emissions. */
+/* watermark.delay: an exact delay of the bounded strategy, in event
+ * time, instead of a bound (the two say the same thing off by 1 ms). */
+static tdm_err validate_delay(vctx *c, const tdm_node *n)
+{
+    const tdm__source_spec *sp = &n->spec.src;
+    static const char *const names[] = {"bounded", "monotonous", "punctuated",
+                                        "none"};
+    if (sp->wm_delay_ms < 0)
+        return TDM_OK;
+    if (sp->wm_strategy != TDM__WATERMARK_STRATEGY_BOUNDED)
+        VFAIL(c, n,
+              "watermark.delay: only with watermark.strategy bounded "
+              "(strategy is %s)",
+              names[sp->wm_strategy]);
+    if (node_set(n, "watermark.max_out_of_orderness"))
+        VFAIL(c, n,
+              "watermark.delay: give it or watermark.max_out_of_orderness, "
+              "not both (delay d is watermark = max - d; a bound b is max - "
+              "b - 1 ms)");
+    if (sp->time != TDM__SOURCE_TIME_EVENT)
+        VFAIL(c, n,
+              "watermark.delay: only for event time (time is %s, whose "
+              "watermarks are made at the source)",
+              sp->time == TDM__SOURCE_TIME_INGESTION ? "ingestion"
+                                                     : "processing");
+    return TDM_OK;
+}
+
+/* The watermark keys: an exact delay, the punctuated strategy's marker
+ * field, and idleness judged at periodic emissions. */
 static tdm_err validate_source_watermark(vctx *c, tdm_node *n)
 {
+    tdm_err derr = validate_delay(c, n);
+    if (derr != TDM_OK)
+        return derr;
     if (n->spec.src.wm_strategy == TDM__WATERMARK_STRATEGY_PUNCTUATED) {
         const char *mf = n->spec.src.wm_marker_field;
         if (!*mf)
@@ -1177,6 +1209,139 @@ static tdm_err validate_sink(vctx *c, tdm_node *n)
 
 static const char *const mode_names[] = {"append", "upsert", "retract"};
 
+/* ---- A sink's select (connect/select.c) ---- */
+
+/* The columns producer @p p writes to its sink, into @p o (names
+ * allocated; types unused): a window's key_by fields and aggregate
+ * names, a join's output stream (left.*, right.*, ts), a source's schema
+ * fields and ts (pass-through rows); then the window and pane members of
+ * rows that have a window (not the global window's, not an interval
+ * join's). */
+static tdm_err producer_columns(const tdm_node *p, tdm__schema *o)
+{
+    static const char *const members[] = {"window_start", "window_end",
+                                          "timing", "pane", "update"};
+    const tdm__window_spec *w = &p->spec.win;
+    const tdm__schema *sc = p->kind == TDM_NODE_JOIN     ? &p->out_schema
+                            : p->kind == TDM_NODE_SOURCE ? tdm__node_schema(p)
+                                                         : NULL;
+    int cap = 6 + (sc ? sc->n : 0);
+    if (p->kind == TDM_NODE_WINDOW)
+        cap += w->key_by->n_fields + w->aggregates->n_aggs;
+    o->n = 0;
+    o->fields = tdm__calloc((size_t)cap, sizeof *o->fields);
+    tdm_err err = o->fields ? TDM_OK : TDM_ERR_NOMEM;
+    bool windowed =
+        p->kind == TDM_NODE_JOIN && p->spec.join.type == TDM__JOIN_TYPE_WINDOW;
+    if (p->kind == TDM_NODE_WINDOW) {
+        for (int k = 0; err == TDM_OK && k < w->key_by->n_fields; k++)
+            err = out_field(o, NULL, w->key_by->fields[k], TDM_TYPE_INT64);
+        for (int a = 0; err == TDM_OK && a < w->aggregates->n_aggs; a++)
+            err = out_field(o, NULL, w->aggregates->aggs[a].as, TDM_TYPE_INT64);
+        windowed = w->type != TDM__WINDOW_TYPE_GLOBAL;
+    }
+    for (int i = 0; err == TDM_OK && sc && i < sc->n; i++)
+        err = out_field(o, NULL, sc->fields[i].name, TDM_TYPE_INT64);
+    if (err == TDM_OK && p->kind == TDM_NODE_SOURCE &&
+        tdm__schema_find(o, "ts") < 0)
+        err = out_field(o, NULL, "ts", TDM_TYPE_TIMESTAMP);
+    for (int m = 0; err == TDM_OK && windowed && m < 5; m++)
+        err = out_field(o, NULL, members[m], TDM_TYPE_INT64);
+    return err;
+}
+
+/* Every name sink @p sink selects is a column of producer @p p. */
+static tdm_err select_producer(vctx *c, const tdm_node *sink,
+                               const tdm__sel *sel, const tdm_node *p)
+{
+    tdm__schema cols = {0, NULL};
+    if (producer_columns(p, &cols) != TDM_OK) {
+        tdm__schema_free(&cols);
+        return tdm__errf(c->errbuf, c->n, TDM_ERR_NOMEM, "out of memory");
+    }
+    int miss = -1;
+    for (int i = 0; miss < 0 && i < tdm__sel_count(sel); i++)
+        if (tdm__schema_find(&cols, tdm__sel_name(sel, i)) < 0)
+            miss = i;
+    if (miss < 0) {
+        tdm__schema_free(&cols);
+        return TDM_OK;
+    }
+    const char *name = tdm__sel_name(sel, miss);
+    const char *near = tdm__expr_closest(&cols, name);
+    char hint[400];
+    size_t o =
+        near ? (size_t)snprintf(hint, sizeof hint, "did you mean \"%s\"?", near)
+             : (size_t)snprintf(hint, sizeof hint, "its columns:");
+    for (int i = 0; !near && i < cols.n && o < sizeof hint; i++)
+        o += (size_t)snprintf(hint + o, sizeof hint - o, "%s %s", i ? "," : "",
+                              cols.fields[i].name);
+    tdm__schema_free(&cols);
+    VFAIL(c, sink, "select: \"%s\" is not a column of %s \"%s\" (%s)", name,
+          tdm__node_kind_name(p->kind), p->name, hint);
+}
+
+/* Whether node @p p writes its results or records to sink @p name. */
+static bool writes_to(const tdm_node *p, const char *name)
+{
+    if (p->kind == TDM_NODE_SOURCE)
+        return strcmp(p->spec.src.sink, name) == 0;
+    if (p->kind == TDM_NODE_SINK)
+        return false;
+    return strcmp(tdm__node_spec_sink(p->kind, &p->spec), name) == 0;
+}
+
+/* Where select does not apply: a connector of the C API, the dead letter
+ * sink, a late output (their rows are not results or pass-through
+ * rows). */
+static tdm_err select_applies(vctx *c, const tdm_node *sink)
+{
+    if (sink->sink_vt)
+        VFAIL(c, sink,
+              "select: this sink's connector was set through the C API, "
+              "which does not apply select");
+    if (strcmp(c->job->spec.dead_letter, sink->name) == 0)
+        VFAIL(c, sink,
+              "select: this sink is the job's dead_letter; select does not "
+              "apply to dead letters (location, reason, raw)");
+    for (int i = 0; i < c->job->n_nodes; i++) {
+        const tdm_node *p = c->job->nodes[i];
+        if ((p->kind == TDM_NODE_WINDOW || p->kind == TDM_NODE_JOIN) &&
+            strcmp(tdm__node_spec_late(p->kind, &p->spec), sink->name) == 0)
+            VFAIL(c, sink,
+                  "select: %s \"%s\" writes its late records here "
+                  "(late_output); select applies to results and "
+                  "pass-through rows, not to late records",
+                  tdm__node_kind_name(p->kind), p->name);
+    }
+    return TDM_OK;
+}
+
+/* A sink's select: where it applies, well formed, and naming columns
+ * every producer of the sink has. */
+static tdm_err validate_select(vctx *c, const tdm_node *sink)
+{
+    const tdm__conf_val *sv = sink->spec.sink.select_list;
+    if (sv->n_fields == 0)
+        return TDM_OK;
+    tdm_err err = select_applies(c, sink);
+    if (err != TDM_OK)
+        return err;
+    tdm__sel *sel = NULL;
+    char msg[400] = "";
+    err = tdm__sel_new((const char *const *)sv->fields, sv->n_fields, &sel, msg,
+                       sizeof msg);
+    if (err == TDM_ERR_NOMEM)
+        return tdm__errf(c->errbuf, c->n, err, "out of memory");
+    if (err != TDM_OK)
+        VFAIL(c, sink, "%s", msg);
+    for (int i = 0; err == TDM_OK && i < c->job->n_nodes; i++)
+        if (writes_to(c->job->nodes[i], sink->name))
+            err = select_producer(c, sink, sel, c->job->nodes[i]);
+    tdm__sel_free(sel);
+    return err;
+}
+
 /* True when some window or join reads source @p s, or it writes to a
  * sink itself. */
 static bool source_used(const tdm_job *job, const tdm_node *s)
@@ -1414,6 +1579,13 @@ static tdm_err validate_graph(vctx *cp)
                              mode_names[mb], tdm__node_kind_name(b->kind),
                              b->name);
         }
+    }
+    for (int i = 0; i < job->n_nodes; i++) {
+        tdm_err err = job->nodes[i]->kind == TDM_NODE_SINK
+                          ? validate_select(&c, job->nodes[i])
+                          : TDM_OK;
+        if (err != TDM_OK)
+            return err;
     }
     for (int i = 0; i < job->n_nodes; i++) {
         tdm_node *n = job->nodes[i];

@@ -12,7 +12,9 @@
  *   R-LV-2  A setting is live only where it applies: the bound for an
  *           event-time source with a bounded or punctuated strategy, the
  *           idle timeout for an event-time source with watermarks, the
- *           drift for a source in an alignment group; never for a source
+ *           drift for a source in an alignment group (not the bound of
+ *           a source with watermark.delay: its exact delay is fixed, and
+ *           a change of another key leaves it); never for a source
  *           whose watermarks its repartition writer makes, nor in a job
  *           run as tasks (not yet: the change would reach one process);
  *           allowed lateness for an event-time window that keeps a
@@ -300,6 +302,12 @@ static const char *refusal(const tdm_node *n, int k, char *buf, size_t len)
                  s->wm_strategy == TDM__WATERMARK_STRATEGY_MONOTONOUS
                      ? "monotonous"
                      : "none");
+    else if (k == TDM__LIVE_BOUND && s->wm_delay_ms >= 0)
+        snprintf(buf, len,
+                 "source \"%s\" uses watermark.delay (watermark = max - "
+                 "delay exactly), which is fixed while the job runs; it has "
+                 "no bound to change",
+                 n->name);
     else if (k == TDM__LIVE_IDLE &&
              s->wm_strategy == TDM__WATERMARK_STRATEGY_NONE)
         snprintf(buf, len, "source \"%s\" has watermark.strategy none",
@@ -871,7 +879,10 @@ void tdm__src_live_apply(tdm__rt_src_task *t)
     if (g == t->live_gen)
         return;
     t->live_gen = g;
-    (void)tdm_reader_set_bound(t->reader, atomic_load(&ls->v[TDM__LIVE_BOUND]));
+    /* A source with watermark.delay keeps its exact delay (R-LV-2). */
+    if (t->src->node->spec.src.wm_delay_ms < 0)
+        (void)tdm_reader_set_bound(t->reader,
+                                   atomic_load(&ls->v[TDM__LIVE_BOUND]));
     (void)tdm_reader_set_idle_timeout(t->reader,
                                       atomic_load(&ls->v[TDM__LIVE_IDLE]));
     tdm__rt_align *a = t->src->align;

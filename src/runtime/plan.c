@@ -153,6 +153,8 @@ static tdm_err plan_sink(tdm__rt_sink *s, tdm_node *n)
     plan_props(n->spec.sink.kafka, &s->conf.kafka_props,
                &s->conf.kafka_n_props);
     s->conf.kafka_brokers_timeout = n->spec.sink.brokers_timeout_ms;
+    s->conf.select = (const char *const *)n->spec.sink.select_list->fields;
+    s->conf.n_select = n->spec.sink.select_list->n_fields;
     s->conf.debug = n->job->spec.log_level == TDM__LOG_LEVEL_DEBUG;
     s->conf.log = tdm__ctx_log_line;
     s->conf.log_ud = n->job;
@@ -378,6 +380,11 @@ static tdm_err plan_source_wm(tdm__rt_source *s, tdm_node *n, char *errbuf,
                                     n->spec.src.wm_max_out_of_orderness_ms);
     char msg[200] = "";
     tdm_err err = tdm_wm_strategy_new(kind, bound, &s->strat, msg, sizeof msg);
+    /* watermark.delay (bounded, event time; validated): exactly max -
+     * delay, not a live setting, so the live bound is not read. */
+    if (err == TDM_OK && kind == TDM_WM_BOUNDED && n->spec.src.wm_delay_ms >= 0)
+        err = tdm__wm_strategy_set_delay(s->strat, n->spec.src.wm_delay_ms, msg,
+                                         sizeof msg);
     if (err == TDM_OK)
         err = tdm_wm_strategy_set_interval(s->strat, n->spec.src.wm_interval_ms,
                                            msg, sizeof msg);

@@ -46,6 +46,7 @@ typedef struct tdm__source_spec {
     tdm__timestamp_unit ts_unit;
     tdm__watermark_strategy wm_strategy;
     int64_t wm_max_out_of_orderness_ms;
+    int64_t wm_delay_ms; /* -1: unset (a bound instead) */
     const char *wm_marker_field;
     int64_t wm_idle_timeout_ms;
     int64_t wm_interval_ms;
@@ -125,6 +126,7 @@ typedef struct tdm__sink_spec {
     tdm__sink_type type;
     const char *path;
     tdm__sink_format format;
+    const struct tdm__conf_val *select_list; /* the key "select" */
     const char *brokers, *topic;
     int64_t brokers_timeout_ms;
     const struct tdm__conf_val *kafka;

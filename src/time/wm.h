@@ -83,6 +83,14 @@ struct tdm_wm_strategy {
     tdm__wm_custom *custom; /* CUSTOM: one reference held */
 };
 
+/* Makes BOUNDED strategy @p s emit exactly max - @p delay_ms (>= 0):
+ * bound delay - 1, also -1 for delay 0, which tdm_wm_strategy_new
+ * refuses (watermark.delay, Flink SQL's WATERMARK ... AS ts - INTERVAL).
+ * TDM_OK, or TDM_ERR_INVAL (another kind, a negative delay). */
+tdm_err tdm__wm_strategy_set_delay(struct tdm_wm_strategy *s,
+                                   tdm_time_ms delay_ms, char *errbuf,
+                                   size_t errbuf_size);
+
 /* Copies @p src into @p dst, taking one more reference on a custom
  * generator.  Release with tdm__wm_strategy_release().  Never fails. */
 void tdm__wm_strategy_copy(struct tdm_wm_strategy *dst,

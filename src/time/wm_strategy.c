@@ -138,6 +138,26 @@ tdm_err tdm_wm_strategy_new(tdm_wm_kind kind, tdm_time_ms bound_ms,
     return TDM_OK;
 }
 
+/* G2's one exception, for Flink SQL's WATERMARK FOR ts AS ts - INTERVAL
+ * 'd': an exact delay, watermark = max - delay, is the bound delay - 1;
+ * delay 0 needs bound -1, which tdm_wm_strategy_new refuses.  Only a
+ * BOUNDED strategy takes it (the runtime's watermark.delay); the public
+ * contract (bound >= 0) is unchanged.  INVAL otherwise. */
+tdm_err tdm__wm_strategy_set_delay(struct tdm_wm_strategy *s,
+                                   tdm_time_ms delay_ms, char *errbuf,
+                                   size_t errbuf_size)
+{
+    if (!s || s->kind != TDM__GEN_BOUNDED)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "an exact watermark delay needs a bounded strategy");
+    if (delay_ms < 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "delay_ms must be >= 0 (got %lld)",
+                         (long long)delay_ms);
+    s->bound = delay_ms - 1;
+    return TDM_OK;
+}
+
 /* Creates a strategy around user hooks (copied) and @p ud, which is held
  * by reference count until the strategy and its generators are gone.
  * INVAL for NULL methods/out or version != 1; NOMEM (ud not kept). */
@@ -292,10 +312,18 @@ void tdm__wm_strategy_release(struct tdm_wm_strategy *s)
 
 /* ---- Generator core ---- */
 
-/* Sets up the generator state.  BOUNDED starts its maximum at
- * MIN + bound + 1 (saturating) so that its first value, max - bound - 1,
- * is exactly TDM_TIME_MIN and nothing underflows (G2); record timestamps
- * below that start never move it. */
+/* Where a BOUNDED maximum starts: MIN + bound + 1 (saturating), so that
+ * its first value, max - bound - 1, is exactly TDM_TIME_MIN and nothing
+ * underflows (G2); bound -1 (an exact delay of 0) starts at MIN. */
+static tdm_time_ms bounded_start(tdm_time_ms bound)
+{
+    if (bound < 0)
+        return TDM_TIME_MIN;
+    return tdm__time_add_sat(tdm__time_add_sat(TDM_TIME_MIN, bound), 1);
+}
+
+/* Sets up the generator state (BOUNDED: the maximum at bounded_start;
+ * record timestamps below it never move it). */
 tdm_err tdm__wm_core_init(tdm__wm_core *c, const struct tdm_wm_strategy *s,
                           const tdm__pclock *clock)
 {
@@ -303,7 +331,7 @@ tdm_err tdm__wm_core_init(tdm__wm_core *c, const struct tdm_wm_strategy *s,
     c->kind = s->kind;
     c->emit_on_event = s->emit_on_event;
     c->bound = s->bound;
-    c->max_ts = tdm__time_add_sat(tdm__time_add_sat(TDM_TIME_MIN, s->bound), 1);
+    c->max_ts = bounded_start(s->bound);
     c->marker_fn = s->marker_fn;
     c->marker_ud = s->marker_ud;
     c->idle_timeout = s->idle_timeout;
@@ -458,8 +486,7 @@ tdm_err tdm__wm_core_restore(tdm__wm_core *c, struct tdm__dec *d)
         return tdm__dec_fail(d, "unknown generator flags");
     if (run < 0)
         return tdm__dec_fail(d, "negative idleness countdown");
-    tdm_time_ms start =
-        tdm__time_add_sat(tdm__time_add_sat(TDM_TIME_MIN, c->bound), 1);
+    tdm_time_ms start = bounded_start(c->bound);
     c->max_ts = max_ts > start ? max_ts : start;
     c->idle_now = (flags & CORE_IDLE) != 0;
     c->activity_seen = 0;

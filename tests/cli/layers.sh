@@ -16,8 +16,10 @@
 #   L2  no call circle among the files of src/runtime, nor among those of
 #       src/server: a file calls another when its object needs a symbol
 #       that the other's object defines (nm, so only real references).
-#   L3  src/cli uses only tidemark.h (plus its own headers); src/server
-#       uses only tidemark.h and core/core.h (allocation).
+#   L3  src/cli uses only tidemark.h (plus its own headers and the SQL
+#       front end's sql/sql.h); src/sql only tidemark.h, cli/cli.h and
+#       its own headers (with the generated parser's); src/server uses
+#       only tidemark.h and core/core.h (allocation).
 #   L4  no function in src/runtime is over 100 lines (a function runs
 #       from the line after its signature's "{" line to its "}" line);
 #       src/runtime/task_source.c is under 1,000 lines.
@@ -101,8 +103,11 @@ client_includes() {
             done
     done
 }
-out=$(client_includes cli "")
+out=$(client_includes cli "sql/sql.h")
 [ -z "$out" ] || fail "L3: src/cli reaches below tidemark.h:
+$out"
+out=$(client_includes sql "cli/cli.h sql/sql_grammar.h")
+[ -z "$out" ] || fail "L3: src/sql reaches below tidemark.h and cli.h:
 $out"
 out=$(client_includes server "core.h core/core.h")
 [ -z "$out" ] || fail "L3: src/server reaches below tidemark.h and core.h:

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_connect_sink.c - the text sink (src/connect/text_sink.c): the exact
  * JSON and CSV text of window results in the three output modes, late
- * records and dead letters (escaping of binary raw text), the upsert
+ * records and dead letters (escaping of binary raw text), the key
+ * "select" (chosen, ordered, renamed columns), the upsert
  * file written at close, stdout, write errors, and several threads
  * writing at once.  Expected lines are written out by hand from the
  * format documented in text_sink.c. */
@@ -53,6 +54,28 @@ static tdm__sinkobj *open_file(const char *name, int format, int mode,
     c.type = TDM__SINK_FILE;
     c.path = path;
     c.format = format;
+    tdm_err e = tdm__text_sink.open(&c, mode, &s, err, sizeof err);
+    if (e != TDM_OK)
+        tdm_test_fail(__FILE__, __LINE__, "open: %s", err);
+    return s;
+}
+
+/* open_file with the key "select" (@p items, NULL-terminated). */
+static tdm__sinkobj *open_select(const char *name, int format, int mode,
+                                 const char *const *items, char *path,
+                                 size_t path_size)
+{
+    tdm__sink_conf c = {0};
+    tdm__sinkobj *s = NULL;
+    char err[256];
+    snprintf(path, path_size, "%s/%s", dir, name);
+    c.name = "out";
+    c.type = TDM__SINK_FILE;
+    c.path = path;
+    c.format = format;
+    c.select = items;
+    while (items[c.n_select])
+        c.n_select++;
     tdm_err e = tdm__text_sink.open(&c, mode, &s, err, sizeof err);
     if (e != TDM_OK)
         tdm_test_fail(__FILE__, __LINE__, "open: %s", err);
@@ -348,6 +371,112 @@ TDM_TEST(late_rows_have_fields_and_ts)
     tdm__batch_destroy(b);
     tdm__schema_free(&sc);
     remove_dir();
+}
+
+/* select: only the chosen columns, in its order, under the aliases; the
+ * pane members only when chosen; "op" of retract mode always, last. */
+TDM_TEST(select_json_renames_and_orders_with_pane_fields)
+{
+    static const char *const items[] = {
+        "window_end AS minute", "uv", "page AS p", "timing", "update", NULL};
+    char path[256];
+    result r;
+    make_dir();
+    tdm__sinkobj *s =
+        open_select("s.jsonl", TDM__FMT_JSON, 2, items, path, sizeof path);
+    make_result(&r, "p1", 3, 1.5, 0, TDM_PANE_ON_TIME, 0, false,
+                TDM__CHANGE_INSERT);
+    ASSERT_OK(tdm__text_sink.write_result(s, &r.row));
+    make_result(&r, "p1", 3, 1.5, 0, TDM_PANE_ON_TIME, 0, false,
+                TDM__CHANGE_RETRACT);
+    ASSERT_OK(tdm__text_sink.write_result(s, &r.row));
+    make_result(&r, "p1", 4, 1.25, 0, TDM_PANE_LATE, 1, true,
+                TDM__CHANGE_INSERT);
+    ASSERT_OK(tdm__text_sink.write_result(s, &r.row));
+    close_ok(s);
+    ASSERT_STR_EQ(slurp(path),
+                  "{\"minute\":300000,\"uv\":3,\"p\":\"p1\",\"timing\":"
+                  "\"on_time\",\"update\":false,\"op\":\"+\"}\n"
+                  "{\"minute\":300000,\"uv\":3,\"p\":\"p1\",\"timing\":"
+                  "\"on_time\",\"update\":false,\"op\":\"-\"}\n"
+                  "{\"minute\":300000,\"uv\":4,\"p\":\"p1\",\"timing\":"
+                  "\"late\",\"update\":true,\"op\":\"+\"}\n");
+    remove_dir();
+}
+
+/* select in CSV: the header names the output columns; a null is an
+ * empty cell; a row without a window (a join pair) has no pane. */
+TDM_TEST(select_csv_header_follows_the_selection)
+{
+    static const char *const items[] = {"pane", "avg AS mean", "page",
+                                        "window_start as ws", NULL};
+    char path[256];
+    result r;
+    make_dir();
+    tdm__sinkobj *s =
+        open_select("s.csv", TDM__FMT_CSV, 0, items, path, sizeof path);
+    make_result(&r, "a,b", 2, 0.5, 0, TDM_PANE_ON_TIME, 0, false,
+                TDM__CHANGE_INSERT);
+    ASSERT_OK(tdm__text_sink.write_result(s, &r.row));
+    make_result(&r, "c", 3, -2.0, 300000, TDM_PANE_LATE, 2, true,
+                TDM__CHANGE_INSERT);
+    r.cols[2].v.null = 1;
+    ASSERT_OK(tdm__text_sink.write_result(s, &r.row));
+    close_ok(s);
+    ASSERT_STR_EQ(slurp(path), "pane,mean,page,ws\n"
+                               "0,0.5,\"a,b\",0\n"
+                               "2,,c,300000\n");
+    remove_dir();
+}
+
+/* select on pass-through rows (write_row): schema fields and the event
+ * time "ts" when the schema has no such field. */
+TDM_TEST(select_pass_through_rows)
+{
+    static const char *const items[] = {"ts AS at", "user", NULL};
+    char path[256];
+    tdm__schema sc;
+    make_dir();
+    ASSERT_OK(tdm__schema_parse("user:string, n:int64", &sc, NULL, 0));
+    tdm__batch *b = tdm__batch_new(&sc, 4);
+    tdm__row *r = tdm__batch_add(b);
+    ASSERT_OK(tdm__batch_set_string(b, r, 0, "ann", 3));
+    r->ts = 1700;
+    tdm__sinkobj *s =
+        open_select("p.jsonl", TDM__FMT_JSON, 0, items, path, sizeof path);
+    ASSERT_OK(tdm__text_sink.write_row(s, r));
+    close_ok(s);
+    ASSERT_STR_EQ(slurp(path), "{\"at\":1700,\"user\":\"ann\"}\n");
+    s = open_select("p.csv", TDM__FMT_CSV, 0, items, path, sizeof path);
+    ASSERT_OK(tdm__text_sink.write_row(s, r));
+    close_ok(s);
+    ASSERT_STR_EQ(slurp(path), "at,user\n1700,ann\n");
+    tdm__batch_destroy(b);
+    tdm__schema_free(&sc);
+    remove_dir();
+}
+
+/* A malformed selection is refused at open, naming the key. */
+TDM_TEST(select_refuses_bad_items)
+{
+    static const char *const twice[] = {"uv AS page", "page", NULL};
+    static const char *const bad[] = {"page uv", NULL};
+    static const char *const empty[] = {" ", NULL};
+    const char *const *cases[] = {twice, bad, empty};
+    const char *want[] = {"select: output name \"page\" is given twice",
+                          "select: expected \"name\" or \"name AS alias\"",
+                          "select: an empty item"};
+    for (int k = 0; k < 3; k++) {
+        tdm__sel *sel = NULL;
+        char err[256] = "";
+        int n = 0;
+        while (cases[k][n])
+            n++;
+        ASSERT_EQ(tdm__sel_new(cases[k], n, &sel, err, sizeof err),
+                  TDM_ERR_INVAL);
+        ASSERT_TRUE(sel == NULL);
+        ASSERT_TRUE(strstr(err, want[k]) != NULL);
+    }
 }
 
 TDM_TEST(dead_letters_escape_raw_bytes)

@@ -499,22 +499,30 @@ TDM_TEST(sink_values_are_the_text_sink_lines_without_newline)
 
     /* Append, and upsert into a keyed topic: no "op". */
     snprintf(want, sizeof want, "%s}", base);
-    tdm__json_result(&row, 0, false, &b);
+    tdm__json_result(&row, 0, false, NULL, &b);
     ASSERT_STR_EQ(text(&b), want);
-    tdm__json_result(&row, 1, false, &b);
+    tdm__json_result(&row, 1, false, NULL, &b);
     ASSERT_STR_EQ(text(&b), want);
     /* Upsert as a stream of lines (stdout) marks them. */
     snprintf(want, sizeof want, "%s,\"op\":\"upsert\"}", base);
-    tdm__json_result(&row, 1, true, &b);
+    tdm__json_result(&row, 1, true, NULL, &b);
     ASSERT_STR_EQ(text(&b), want);
     /* Retract mode: "+" and "-". */
     snprintf(want, sizeof want, "%s,\"op\":\"+\"}", base);
-    tdm__json_result(&row, 2, false, &b);
+    tdm__json_result(&row, 2, false, NULL, &b);
     ASSERT_STR_EQ(text(&b), want);
     row.change = TDM__CHANGE_RETRACT;
     snprintf(want, sizeof want, "%s,\"op\":\"-\"}", base);
-    tdm__json_result(&row, 2, false, &b);
+    tdm__json_result(&row, 2, false, NULL, &b);
     ASSERT_STR_EQ(text(&b), want);
+    /* select (the key "select"): the values carry the chosen columns;
+     * retract's "op" stays. */
+    static const char *const items[] = {"n AS uv", "window_start", NULL};
+    tdm__sel *sel = NULL;
+    ASSERT_OK(tdm__sel_new(items, 2, &sel, NULL, 0));
+    tdm__json_result(&row, 2, false, sel, &b);
+    ASSERT_STR_EQ(text(&b), "{\"uv\":3,\"window_start\":0,\"op\":\"-\"}");
+    tdm__sel_free(sel);
     /* Dead letters. */
     tdm__json_dead("t[2]@17", "empty line", "", 0, &b);
     ASSERT_STR_EQ(text(&b), "{\"location\":\"t[2]@17\",\"reason\":"

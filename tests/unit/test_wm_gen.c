@@ -11,6 +11,7 @@
 #include "harness.h"
 #include "core.h"
 #include "testhooks.h"
+#include "time/wm.h"
 
 /* ---- Trace of emitted events ---- */
 
@@ -408,6 +409,82 @@ TDM_TEST(bounded_on_event)
     tick(&f, 200);
     ASSERT_STR_EQ(take(&f.tr), "");
     fix_close(&f);
+}
+
+/* ---- An exact delay (watermark.delay, G2's exception) ---- */
+
+/* Flink SQL's WATERMARK FOR ts AS ts - INTERVAL 'd': max - d exactly.
+ * Delay 0 (bound -1): nothing before a record (MIN is not sent); 9999 ->
+ * 9999 at the periodic emission, where bound 0 gives 9998; delay 5000:
+ * 9999 -> 4999, a lower record changes nothing, 12000 -> 7000. */
+TDM_TEST(delay_periodic_is_max_minus_delay)
+{
+    fix f;
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    ASSERT_OK(tdm__wm_strategy_set_delay(f.s, 0, NULL, 0));
+    fix_start(&f);
+    tick(&f, 200);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    ASSERT_EQ(tdm_wmgen_watermark(f.g), TDM_TIME_MIN);
+    ASSERT_OK(rec_at(&f, 9999));
+    tick(&f, 400);
+    ASSERT_STR_EQ(take(&f.tr), "W9999");
+    fix_close(&f);
+
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    ASSERT_OK(tdm__wm_strategy_set_delay(f.s, 5000, NULL, 0));
+    fix_start(&f);
+    ASSERT_OK(rec_at(&f, 9999));
+    tick(&f, 200);
+    ASSERT_STR_EQ(take(&f.tr), "W4999");
+    ASSERT_OK(rec_at(&f, 9000));
+    tick(&f, 400);
+    ASSERT_STR_EQ(take(&f.tr), "");
+    ASSERT_OK(rec_at(&f, 12000));
+    tick(&f, 600);
+    ASSERT_STR_EQ(take(&f.tr), "W7000");
+    fix_close(&f);
+}
+
+/* On event: every record gives max - delay at once (delay 0: the record's
+ * own timestamp; delay 5000: 9999 -> 4999).  Near MIN, delay 0: a record
+ * at MIN + 1 gives MIN + 1. */
+TDM_TEST(delay_on_event_is_max_minus_delay)
+{
+    fix f;
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    ASSERT_OK(tdm__wm_strategy_set_delay(f.s, 0, NULL, 0));
+    ASSERT_OK(tdm_wm_strategy_set_emit_on_event(f.s, 1));
+    fix_start(&f);
+    ASSERT_OK(rec_at(&f, TDM_TIME_MIN + 1));
+    ASSERT_STR_EQ(take(&f.tr), "W-9223372036854775807");
+    ASSERT_OK(rec_at(&f, 1000));
+    ASSERT_OK(rec_at(&f, 9999));
+    ASSERT_STR_EQ(take(&f.tr), "W1000 W9999");
+    fix_close(&f);
+
+    fix_open(&f, TDM_WM_BOUNDED, 0);
+    ASSERT_OK(tdm__wm_strategy_set_delay(f.s, 5000, NULL, 0));
+    ASSERT_OK(tdm_wm_strategy_set_emit_on_event(f.s, 1));
+    fix_start(&f);
+    ASSERT_OK(rec_at(&f, 9999));
+    ASSERT_STR_EQ(take(&f.tr), "W4999");
+    fix_close(&f);
+}
+
+/* Only a bounded strategy takes a delay, and only >= 0; the public
+ * constructor still refuses a negative bound (G2). */
+TDM_TEST(delay_refused_for_other_kinds_and_negative)
+{
+    tdm_wm_strategy *s = NULL;
+    ASSERT_OK(tdm_wm_strategy_new(TDM_WM_PUNCTUATED, 0, &s, NULL, 0));
+    ASSERT_EQ(tdm__wm_strategy_set_delay(s, 0, NULL, 0), TDM_ERR_INVAL);
+    tdm_wm_strategy_destroy(s);
+    ASSERT_OK(tdm_wm_strategy_new(TDM_WM_BOUNDED, 0, &s, NULL, 0));
+    ASSERT_EQ(tdm__wm_strategy_set_delay(s, -1, NULL, 0), TDM_ERR_INVAL);
+    tdm_wm_strategy_destroy(s);
+    ASSERT_EQ(tdm_wm_strategy_new(TDM_WM_BOUNDED, -1, &s, NULL, 0),
+              TDM_ERR_INVAL);
 }
 
 /* ---- Punctuated (G5) ---- */

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/* sql_group.c - GROUP BY over a window: a window node.
+ *
+ * The window comes from a window table function in FROM (TUMBLE, HOP,
+ * SESSION: GROUP BY must then list window_start and window_end) or from
+ * the older group window in GROUP BY itself (TUMBLE(ts, size) with
+ * TUMBLE_START/TUMBLE_END in the SELECT list).  The other GROUP BY
+ * columns (and SESSION's PARTITION BY) are the window's key_by; each
+ * aggregate of the SELECT list is one of the window's aggregates, named
+ * agg1, agg2, ... in the job and renamed by the sink's select.  An
+ * aggregate over an expression (SUM(price * 2)) aggregates a field the
+ * source computes.  Rules P9-P12; P10: GROUP BY without a window makes a
+ * changelog and is refused until changelog queries exist.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sql/sql_plan.h"
+
+/* What the aggregation is being built from. */
+typedef struct agg_plan {
+    rel *in;  /* the rows aggregated */
+    pwin win; /* the window */
+    const sql_node *key[16];
+    const pcol *keycol[16];
+    int n_keys;
+    char aggs[2048]; /* "fn(field) as name, ..." */
+    int n_aggs;
+    bool has_start, has_end;
+} agg_plan;
+
+/* Whether @p e names the column called @p name in @p in. */
+static bool names_col(planner *p, const rel *in, const sql_node *e,
+                      const char *name)
+{
+    if (e == NULL || e->kind != SQLK_ID) {
+        return false;
+    }
+    const pcol *c = tdm__sql_resolve(p, in, e);
+    p->msg[0] = '\0';
+    return c != NULL && strcmp(c->job, name) == 0;
+}
+
+/* A legacy group window: TUMBLE(ts, size), HOP(ts, slide, size),
+ * SESSION(ts, gap) in GROUP BY (P9: over the event-time column). */
+static int legacy_window(planner *p, agg_plan *a, const sql_node *g)
+{
+    const pcol *c;
+    if (a->win.type != NULL) {
+        return tdm__sql_fail(p, g, "one window per GROUP BY");
+    }
+    if (g->a == NULL || g->a->kind != SQLK_ID ||
+        (c = tdm__sql_resolve(p, a->in, g->a)) == NULL || !c->rowtime) {
+        return tdm__sql_fail(p, g,
+                             "%s(time column, ...): the first argument "
+                             "must be the event-time column (WATERMARK "
+                             "FOR it in CREATE TABLE)",
+                             g->text);
+    }
+    return tdm__sql_window_spec(p, g->text, g->a->next, g, &a->win);
+}
+
+/* Reads the GROUP BY list (P10: a window is required; non-windowed GROUP
+ * BY makes a changelog, which is not supported yet). */
+static int group_keys(planner *p, agg_plan *a, const sql_node *group)
+{
+    for (const sql_node *g = group; g != NULL; g = g->next) {
+        if (g->kind == SQLK_CALL &&
+            (strcmp(g->text, "TUMBLE") == 0 || strcmp(g->text, "HOP") == 0 ||
+             strcmp(g->text, "SESSION") == 0 ||
+             strcmp(g->text, "CUMULATE") == 0)) {
+            if (legacy_window(p, a, g) != 0) {
+                return -1;
+            }
+        } else if (names_col(p, a->in, g, "window_start")) {
+            a->has_start = true;
+        } else if (names_col(p, a->in, g, "window_end")) {
+            a->has_end = true;
+        } else if (g->kind != SQLK_ID) {
+            return tdm__sql_fail(p, g,
+                                 "GROUP BY takes columns (and a "
+                                 "window); compute this value in a "
+                                 "subquery");
+        } else if (a->n_keys >= 16) {
+            return tdm__sql_fail(p, g, "at most 16 group columns");
+        } else if ((a->keycol[a->n_keys] = tdm__sql_resolve(p, a->in, g)) ==
+                   NULL) {
+            return -1;
+        } else {
+            a->key[a->n_keys++] = g;
+        }
+    }
+    if (a->win.type == NULL && a->in->win.type != NULL) {
+        a->win = a->in->win;
+        if (!a->has_start || !a->has_end) {
+            return tdm__sql_fail(p, group,
+                                 "GROUP BY over a window table "
+                                 "function must list window_start "
+                                 "and window_end");
+        }
+    }
+    if (a->win.type == NULL) {
+        return tdm__sql_fail(p, group,
+                             "GROUP BY without a window makes a changelog "
+                             "(updated results), which is not supported yet: "
+                             "group over TUMBLE, HOP or SESSION");
+    }
+    return 0;
+}
+
+/* The tidemark aggregate of a SQL one (P11: COUNT(x) skipping nulls is
+ * refused, COUNT(*) counts rows). */
+static const char *agg_fn(planner *p, const sql_node *e)
+{
+    static const char *const map[][2] = {
+        {"SUM", "sum"}, {"MIN", "min"},           {"MAX", "max"},
+        {"AVG", "avg"}, {"FIRST_VALUE", "first"}, {"LAST_VALUE", "last"}};
+    if (strcmp(e->text, "COUNT") == 0) {
+        if (e->ival) {
+            return "count_distinct";
+        }
+        if (e->a != NULL && e->a->kind != SQLK_STAR) {
+            tdm__sql_fail(p, e,
+                          "COUNT(x) (rows where x is not null) is not "
+                          "supported yet: write COUNT(*), or filter the "
+                          "nulls in WHERE and count rows");
+            return NULL;
+        }
+        return "count";
+    }
+    if (e->ival) {
+        tdm__sql_fail(p, e, "DISTINCT applies to COUNT only");
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+        if (strcmp(e->text, map[i][0]) == 0) {
+            return map[i][1];
+        }
+    }
+    return NULL;
+}
+
+/* The output type of an aggregate over a column of @p in_type. */
+static const char *agg_type(const char *fn, const char *in_type)
+{
+    if (strcmp(fn, "count") == 0 || strcmp(fn, "count_distinct") == 0) {
+        return "int64";
+    }
+    return strcmp(fn, "avg") == 0 ? "double" : in_type;
+}
+
+/* One aggregate item: appended to a->aggs, its column to @p out. */
+static int agg_item(planner *p, agg_plan *a, rel *out, const sql_node *it,
+                    int i)
+{
+    const sql_node *e = it->a;
+    const char *fn = agg_fn(p, e), *type = "int64";
+    char name[32], alias[64], field[64] = "";
+    if (fn == NULL) {
+        return -1;
+    }
+    if (e->a != NULL && e->a->kind != SQLK_STAR) {
+        if (e->a->next != NULL) {
+            return tdm__sql_fail(p, e, "%s takes one argument", e->text);
+        }
+        if (e->a->kind == SQLK_ID) {
+            const pcol *c = tdm__sql_resolve(p, a->in, e->a);
+            if (c == NULL) {
+                return -1;
+            }
+            snprintf(field, sizeof field, "%s", c->job);
+            type = c->type;
+        } else if (tdm__sql_compute_field(p, a->in, e->a, field, sizeof field,
+                                          &type)) {
+            return -1;
+        }
+    }
+    snprintf(name, sizeof name, "agg%d", ++a->n_aggs);
+    size_t used = strlen(a->aggs);
+    snprintf(a->aggs + used, sizeof a->aggs - used, "%s%s(%s) as %s",
+             used ? ", " : "", fn, field, name);
+    snprintf(alias, sizeof alias, "EXPR$%d", i);
+    return tdm__sql_add_col(p, out, NULL, it->text ? it->text : alias, name,
+                            agg_type(fn, type), 0);
+}
+
+/* The window bound an item names: TUMBLE_START(...) and the like, or the
+ * TVF's window_start / window_end; NULL if none. */
+static const char *bound_of(planner *p, const agg_plan *a, const sql_node *e)
+{
+    if (e->kind == SQLK_CALL) {
+        size_t n = strlen(e->text);
+        if (n > 6 && strcmp(e->text + n - 6, "_START") == 0) {
+            return "window_start";
+        }
+        if (n > 4 && strcmp(e->text + n - 4, "_END") == 0) {
+            return "window_end";
+        }
+        return NULL;
+    }
+    if (names_col(p, a->in, e, "window_start")) {
+        return "window_start";
+    }
+    return names_col(p, a->in, e, "window_end") ? "window_end" : NULL;
+}
+
+/* One SELECT item of an aggregation (P12: an item is a group column, a
+ * window bound or an aggregate). */
+static int group_item(planner *p, agg_plan *a, rel *out, const sql_node *it,
+                      int i)
+{
+    const sql_node *e = it->a;
+    const char *bound;
+    if (e == NULL || e->kind == SQLK_STAR) {
+        return tdm__sql_fail(p, it,
+                             "SELECT * does not apply to GROUP BY: "
+                             "list the columns");
+    }
+    if (tdm__sql_is_aggregate(e)) {
+        return agg_item(p, a, out, it, i);
+    }
+    if ((bound = bound_of(p, a, e)) != NULL) { /* window_end = ts + 1 */
+        return tdm__sql_add_col(p, out, NULL, it->text ? it->text : bound,
+                                bound, "timestamp",
+                                strcmp(bound, "window_end") == 0 ? 2 : 0);
+    }
+    for (int k = 0; k < a->n_keys && e->kind == SQLK_ID; k++) {
+        const pcol *c = tdm__sql_resolve(p, a->in, e);
+        if (c == a->keycol[k]) {
+            return tdm__sql_add_col(p, out, NULL, it->text ? it->text : c->name,
+                                    c->job, c->type, 0);
+        }
+    }
+    return tdm__sql_fail(p, e,
+                         "this item is neither in GROUP BY nor an "
+                         "aggregate (COUNT, SUM, MIN, MAX, AVG, "
+                         "FIRST_VALUE, LAST_VALUE)");
+}
+
+/* Writes the window node's keys. */
+static int window_node(planner *p, const agg_plan *a, const rel *out,
+                       const sql_node *sel)
+{
+    char keys[1024] = "", v[64];
+    const char *node = out->node;
+    size_t used = 0;
+    for (int k = 0; k < a->n_keys; k++) {
+        used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s",
+                                 k ? ", " : "", a->keycol[k]->job);
+    }
+    for (const sql_node *k = a->win.partition; k != NULL; k = k->next) {
+        const pcol *c = tdm__sql_resolve(p, a->in, k);
+        if (c == NULL) {
+            return -1;
+        }
+        used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s",
+                                 used ? ", " : "", c->job);
+    }
+    tdm__sql_put(p, TDM_NODE_WINDOW, node, "from", a->in->node, sel);
+    if (keys[0] != '\0') {
+        tdm__sql_put(p, TDM_NODE_WINDOW, node, "key_by", keys, sel);
+    }
+    tdm__sql_put(p, TDM_NODE_WINDOW, node, "window.type", a->win.type,
+                 a->win.at);
+    if (a->win.size > 0) {
+        snprintf(v, sizeof v, "%lldms", (long long)a->win.size);
+        tdm__sql_put(p, TDM_NODE_WINDOW, node, "window.size", v, a->win.at);
+    }
+    if (a->win.slide > 0) {
+        snprintf(v, sizeof v, "%lldms", (long long)a->win.slide);
+        tdm__sql_put(p, TDM_NODE_WINDOW, node, "window.slide", v, a->win.at);
+    }
+    if (a->win.gap > 0) {
+        snprintf(v, sizeof v, "%lldms", (long long)a->win.gap);
+        tdm__sql_put(p, TDM_NODE_WINDOW, node, "window.gap", v, a->win.at);
+    }
+    tdm__sql_put(p, TDM_NODE_WINDOW, node, "aggregates",
+                 a->aggs[0] ? a->aggs : "count() as agg0", sel);
+    tdm__sql_describe(p, "  %s: window %s, keyed by %s, aggregates %s\n", node,
+                      a->win.type, keys[0] ? keys : "(nothing: one group)",
+                      a->aggs[0] ? a->aggs : "(none)");
+    return p->oom ? -1 : 0;
+}
+
+/* GROUP BY over a window: a window node reading @p in. */
+rel *tdm__sql_plan_group(planner *p, qstate *q, rel *in, const sql_node *sel)
+{
+    agg_plan a;
+    char base[32];
+    int i = 0;
+    memset(&a, 0, sizeof a);
+    a.in = in;
+    if (group_keys(p, &a, sel->d) != 0) {
+        return NULL;
+    }
+    rel *out = tdm__sql_new_rel(p, q, REL_WINDOW, sel);
+    if (out == NULL) {
+        return NULL;
+    }
+    out->win = a.win; /* for a window join of two aggregations */
+    for (const sql_node *it = sel->a; it != NULL; it = it->next, i++) {
+        if (group_item(p, &a, out, it, i) != 0) {
+            return NULL;
+        }
+    }
+    snprintf(base, sizeof base, "q%d", p->queries);
+    tdm__sql_unique_name(p, base, out->node, sizeof out->node);
+    if (tdm__sql_declare(p, TDM_NODE_WINDOW, out->node, sel) != 0 ||
+        window_node(p, &a, out, sel) != 0) {
+        return NULL;
+    }
+    return out;
+}

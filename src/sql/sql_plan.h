@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* sql_plan.h - planning queries into job nodes (sql_plan.c, sql_expr.c). */
+#ifndef TDM_SQL_PLAN_H
+#define TDM_SQL_PLAN_H
+
+#include "sql/sql_catalog.h"
+
+/* What a relation is: the rows of a source, a window or a join node. */
+enum { REL_SOURCE = 1, REL_WINDOW, REL_JOIN };
+
+/* One column of a relation: its SQL name and the job column holding it. */
+typedef struct pcol {
+    char *qual;       /* the table's name or alias, or NULL */
+    char *name;       /* SQL name */
+    char *job;        /* the job column at the node's output */
+    const char *type; /* "int64", "double", "string", "bool", "timestamp" */
+    int rowtime;      /* 0: not a time column; else the column is the
+                         row's timestamp + (rowtime - 1) ms (a window's
+                         rows are stamped window_end - 1) */
+    int *used;        /* a source column's flag: the query reads it (the
+                         source's schema then has it); NULL otherwise */
+} pcol;
+
+/* A window table function over a source. */
+typedef struct pwin {
+    const char *type; /* "tumbling", "sliding", "session"; NULL: none */
+    int64_t size, slide, gap;
+    const sql_node *at;
+    const sql_node *partition; /* SESSION's PARTITION BY list */
+} pwin;
+
+/* A relation being planned. */
+typedef struct rel {
+    int kind;
+    char node[64];    /* the job node that makes its rows */
+    sql_table *table; /* REL_SOURCE */
+    int origin;       /* the source node itself (not a projection) */
+    int *used;        /* origin: which of the table's columns are read */
+    pcol *cols;
+    int n_cols;
+    pwin win; /* REL_SOURCE under a window TVF */
+    /* A source's own keys, written when the query is done. */
+    char filter[4096];
+    char computes[16][600]; /* "field\0expression" pairs as "f=e" */
+    char extra_schema[1024];
+    int n_computes;
+    const sql_node *at;
+} rel;
+
+/* The planner of one script. */
+typedef struct planner {
+    sql_catalog *cat;
+    tdm__cli_job *cj;
+    FILE *err;
+    int queries; /* queries planned so far */
+    int oom;
+    char msg[512]; /* the error */
+    const sql_node *at;
+    char explain[8192]; /* the plan's description, for EXPLAIN */
+    size_t explain_len;
+} planner;
+
+#define MAX_RELS 16
+
+/* The relations of the query being planned (freed when it is done). */
+typedef struct qstate {
+    rel *rels[MAX_RELS];
+    int n_rels;
+} qstate;
+
+/* ---- Relations (sql_rel.c) ---- */
+
+char *tdm__sql_sdup(planner *p, const char *s);
+/* Appends a column to @p r; -1 when out of memory. */
+int tdm__sql_add_col(planner *p, rel *r, const char *qual, const char *name,
+                     const char *job, const char *type, int rowtime);
+/* Gives the last column of @p r the source column flag of @p from. */
+void tdm__sql_inherit(rel *r, const pcol *from);
+/* A new relation of @p kind owned by @p q; NULL with p->msg or p->oom. */
+rel *tdm__sql_new_rel(planner *p, qstate *q, int kind, const sql_node *at);
+void tdm__sql_free_rel(rel *r);
+/* A node name not used yet: @p base, else base_2, base_3, ... */
+void tdm__sql_unique_name(planner *p, const char *base, char *out, size_t n);
+/* Declares a node; -1 on failure (the job recorded why). */
+int tdm__sql_declare(planner *p, tdm_node_kind kind, const char *name,
+                     const sql_node *at);
+/* Sets a key of a node; -1 when out of memory (a refused value is
+ * recorded by the job and reported with its position). */
+int tdm__sql_put(planner *p, tdm_node_kind kind, const char *node,
+                 const char *key, const char *value, const sql_node *at);
+/* Appends to the plan's description (EXPLAIN). */
+void tdm__sql_describe(planner *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- Parts of a query (sql_plan.c, sql_group.c, sql_join.c) ---- */
+
+/* Computes @p e into a new field of source @p r (its name in @p field,
+ * its type in *type); -1 with p->msg set. */
+int tdm__sql_compute_field(planner *p, rel *r, const sql_node *e, char *field,
+                           size_t n, const char **type);
+/* The window of TUMBLE/HOP/SESSION/CUMULATE @p fn with interval arguments
+ * @p iv; -1 with p->msg set. */
+int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *iv,
+                         const sql_node *at, pwin *w);
+/* GROUP BY over a window of @p in (sql_group.c). */
+rel *tdm__sql_plan_group(planner *p, qstate *q, rel *in, const sql_node *sel);
+/* FROM a JOIN b ON cond, or FROM a, b WHERE cond (@p where) (sql_join.c). */
+rel *tdm__sql_plan_join(planner *p, qstate *q, const sql_node *join,
+                        const sql_node *where);
+/* Plans one FROM item or SELECT (sql_plan.c). */
+rel *tdm__sql_plan_from(planner *p, qstate *q, const sql_node *f);
+rel *tdm__sql_plan_select(planner *p, qstate *q, const sql_node *sel);
+
+/* Plans INSERT INTO (@p stmt SQLK_INSERT) or a bare SELECT into nodes of
+ * p->cj.  Returns 0, or -1 with p->msg and p->at set. */
+int tdm__sql_plan(planner *p, const sql_node *stmt);
+
+/* ---- Expressions (sql_expr.c) ---- */
+
+/* Finds the column @p id (SQLK_ID) of @p r; NULL with p->msg set. */
+const pcol *tdm__sql_resolve(planner *p, const rel *r, const sql_node *id);
+/* Writes @p e as the job's expression text over @p r's job columns.
+ * Returns 0, or -1 with p->msg and p->at set. */
+int tdm__sql_expr_text(planner *p, const rel *r, const sql_node *e, char *buf,
+                       size_t n);
+/* The job type of @p e over @p r ("int64", "double", ...); NULL with
+ * p->msg set when it cannot be told. */
+const char *tdm__sql_expr_type(planner *p, const rel *r, const sql_node *e);
+/* Whether @p e is a call of an aggregate function (COUNT, SUM, ...). */
+bool tdm__sql_is_aggregate(const sql_node *e);
+/* Sets p->msg and p->at; returns -1. */
+int tdm__sql_fail(planner *p, const sql_node *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,83 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# sql.sh - `tidemark sql` end to end: the scripts of tests/cli/sql/ (run
+# with `-i clicks_ddl.sql` unless they declare their own tables) print their
+# rows on stdout, compared as multisets with the hand-derived files
+# tests/cli/expected/sql_<case>.jsonl (each script's header comment
+# says how they were derived).  Then errors: a syntax error, an unknown option,
+# an unknown column and a refused construct each exit 3 with the line,
+# column and a caret under the SQL text; EXPLAIN and --explain print the
+# plan and the equivalent YAML job and run nothing; that YAML job, run
+# with `tidemark run`, gives the same rows as the script.
+# Usage: sql.sh TIDEMARK SOURCE_DIR
+. "$(dirname "$0")/lib.sh"
+setup "$@"
+
+S=tests/cli/sql
+
+# init CASE: "-i clicks_ddl.sql" when the script reads the clicks
+# (Flink's SQL client takes an init script the same way).
+init() {
+    grep -q "CREATE TABLE clicks\|CREATE TABLE orders" "$S/$1.sql" ||
+        echo "-i $S/clicks_ddl.sql"
+}
+
+for c in tumble hop session project join; do
+    for p in 1 2; do
+        "$TM" sql $(init $c) "$S/$c.sql" --quiet -p $p >"$T/$c.out" \
+            2>"$T/$c.err" || fail "$c at parallelism $p: $(cat "$T/$c.err")"
+        same_multiset "$c at parallelism $p" "$EXP/sql_$c.jsonl" "$T/$c.out"
+    done
+done
+cat "$S/clicks_ddl.sql" "$S/tumble.sql" >"$T/tumble.sql"
+
+# The equivalent YAML job of --explain runs to the same rows.
+"$TM" sql --explain "$T/tumble.sql" >"$T/explain.txt" ||
+    fail "--explain: $(cat "$T/explain.txt")"
+grep -q "^== Plan ==" "$T/explain.txt" || fail "--explain printed no plan"
+grep -q "window tumbling, keyed by page" "$T/explain.txt" ||
+    fail "the plan does not say the window is keyed by page"
+sed -n '/^== The job, as YAML ==$/,$p' "$T/explain.txt" | sed 1d >"$T/job.yaml"
+"$TM" run "$T/job.yaml" --quiet >"$T/yaml.out" 2>"$T/yaml.err" ||
+    fail "the explained job: $(cat "$T/yaml.err")"
+same_multiset "the YAML job of --explain" "$EXP/sql_tumble.jsonl" "$T/yaml.out"
+
+# EXPLAIN inside a script prints and runs nothing else.
+{ cat "$S/clicks_ddl.sql"; echo "EXPLAIN SELECT page FROM clicks;"; } >"$T/ex.sql"
+"$TM" sql "$T/ex.sql" >"$T/ex.out" 2>&1 || fail "EXPLAIN: $(cat "$T/ex.out")"
+grep -q "^  clicks: source clicks (filesystem)" "$T/ex.out" ||
+    fail "EXPLAIN: no source in the plan: $(cat "$T/ex.out")"
+if grep -q '"page"' "$T/ex.out"; then fail "EXPLAIN ran the query"; fi
+
+# expect_error NAME TEXT LINE:COL PART: the script TEXT exits 3 with
+# "FILE:LINE:COL: ...PART..." and a caret line.
+expect_error() {
+    printf '%s\n' "$2" >"$T/$1.sql"
+    set +e
+    "$TM" sql "$T/$1.sql" >"$T/$1.out" 2>"$T/$1.err"
+    rc=$?
+    set -e
+    [ $rc -eq 3 ] || fail "$1: exit $rc, expected 3: $(cat "$T/$1.err")"
+    grep -qF "$T/$1.sql:$3: " "$T/$1.err" ||
+        fail "$1: no error at $3: $(cat "$T/$1.err")"
+    grep -qF "$4" "$T/$1.err" || fail "$1: the message lacks \"$4\": $(cat "$T/$1.err")"
+    grep -q '^ *\^$' "$T/$1.err" || fail "$1: no caret: $(cat "$T/$1.err")"
+}
+DDL="CREATE TABLE t (a BIGINT, bee STRING, ts_ms BIGINT,
+  ts AS TO_TIMESTAMP_LTZ(ts_ms, 3), WATERMARK FOR ts AS ts)
+WITH ('connector' = 'filesystem', 'path' = 'x.jsonl');"
+expect_error syntax "SELEC a FROM t;" 1:1 'unexpected "SELEC": expected CREATE'
+expect_error early "$DDL
+SELECT a FROM t WHERE a > ;" 4:27 "the statement ends too early"
+expect_error option "CREATE TABLE u (a BIGINT) WITH ('connector' = 'filesystem', 'formt' = 'json');
+SELECT a FROM u;" 1:61 "(did you mean 'format'?)"
+expect_error column "$DDL
+SELECT a, be FROM t;" 4:11 "unknown column be (did you mean bee?)"
+expect_error changelog "$DDL
+SELECT bee, COUNT(*) FROM t GROUP BY bee;" 4:38 "GROUP BY without a window makes a changelog"
+expect_error regular_join "$DDL
+SELECT x.a FROM t x JOIN t y ON x.a = y.a;" 4:21 "a regular join makes a changelog"
+expect_error watermark "CREATE TABLE u (a BIGINT, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts + INTERVAL '1' SECOND) WITH ('connector' = 'filesystem');" 2:23 "the watermark must be ts or ts - INTERVAL"
+expect_error string "SELECT 'open FROM t;" 1:8 "a string is not closed"
+echo "sql: ok"
