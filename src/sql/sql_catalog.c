@@ -428,20 +428,25 @@ int tdm__sql_connector_keys(sql_catalog *cat, const sql_table *t,
 
 typedef struct setmap {
     const char *key;
-    int source; /* 1: a key every source gets */
+    int scope; /* SET_JOB, SET_SOURCE (every source gets it) or SET_WINDOW
+                  (every window) */
     const char *to;
     int kind;
 } setmap;
 
 static const setmap settings[] = {
-    {"parallelism.default", 0, "parallelism", OPT_TEXT},
-    {"pipeline.name", 0, "name", OPT_TEXT},
-    {"execution.checkpointing.interval", 0, "checkpoint.interval",
+    {"parallelism.default", SET_JOB, "parallelism", OPT_TEXT},
+    {"pipeline.name", SET_JOB, "name", OPT_TEXT},
+    {"execution.checkpointing.interval", SET_JOB, "checkpoint.interval",
      OPT_DURATION},
-    {"pipeline.auto-watermark-interval", 1, "watermark.interval", OPT_DURATION},
-    {"table.exec.source.idle-timeout", 1, "watermark.idle_timeout",
+    {"pipeline.auto-watermark-interval", SET_SOURCE, "watermark.interval",
      OPT_DURATION},
-    {"tidemark.*", 0, "*", OPT_TEXT},
+    {"table.exec.source.idle-timeout", SET_SOURCE, "watermark.idle_timeout",
+     OPT_DURATION},
+    {"table.exec.emit.allow-lateness", SET_WINDOW, "allowed_lateness",
+     OPT_DURATION},
+    {"tidemark.late-output", SET_WINDOW, "late_output", OPT_TEXT},
+    {"tidemark.*", SET_JOB, "*", OPT_TEXT},
 };
 
 /* The row of SET key @p key, or NULL. */
@@ -472,7 +477,9 @@ int tdm__sql_catalog_set(sql_catalog *cat, const sql_node *set)
                     "unknown SET key '%s' (known: 'parallelism.default', "
                     "'pipeline.name', 'execution.checkpointing.interval', "
                     "'pipeline.auto-watermark-interval', "
-                    "'table.exec.source.idle-timeout', 'tidemark.<job key>')",
+                    "'table.exec.source.idle-timeout', "
+                    "'table.exec.emit.allow-lateness', "
+                    "'tidemark.late-output', 'tidemark.<job key>')",
                     set->text);
     }
     if (!convert(m->kind, set->a->text, v, sizeof v)) {
@@ -494,13 +501,13 @@ int tdm__sql_catalog_set(sql_catalog *cat, const sql_node *set)
 }
 
 /* The keys of the SETs (see sql_catalog.h). */
-int tdm__sql_setting_keys(sql_catalog *cat, bool source, sql_kv *out, int cap)
+int tdm__sql_setting_keys(sql_catalog *cat, int scope, sql_kv *out, int cap)
 {
     int n = 0;
     for (int i = 0; i < cat->n_sets; i++) {
         const setmap *m = find_setting(cat->sets[i].key);
         char v[512];
-        if (m == NULL || m->source != (source ? 1 : 0) ||
+        if (m == NULL || m->scope != scope ||
             !convert(m->kind, cat->sets[i].value, v, sizeof v)) {
             continue;
         }
@@ -700,6 +707,11 @@ static int fill_table(sql_catalog *cat, sql_table *t, const sql_node *def)
     for (const sql_node *c = def->a; c != NULL; c = c->next) {
         if (c->kind == SQLK_WATERMARK && add_watermark(cat, t, c) != 0) {
             return -1;
+        }
+        if (c->kind == SQLK_PKEY) { /* W4 */
+            return fail(cat, c,
+                        "PRIMARY KEY (an upsert table) is not supported "
+                        "yet: it comes with changelog queries");
         }
     }
     return 0;

@@ -71,9 +71,13 @@ typedef struct sql_kv {
  * not apply. */
 int tdm__sql_connector_keys(sql_catalog *cat, const sql_table *t,
                             const int *used, sql_kv *out, int cap);
-/* The job keys of the SETs: job-level (@p source false) or the ones every
- * source gets; as tdm__sql_connector_keys. */
-int tdm__sql_setting_keys(sql_catalog *cat, bool source, sql_kv *out, int cap);
+/* What a SET key applies to. */
+enum { SET_JOB = 0, SET_SOURCE, SET_WINDOW };
+
+/* The keys of the SETs so far that apply to @p scope (the job, every
+ * source, every window), as tdm__sql_connector_keys; a key set twice is
+ * given twice, the later last. */
+int tdm__sql_setting_keys(sql_catalog *cat, int scope, sql_kv *out, int cap);
 
 /* A Flink duration ("5 s", "1 min", "200ms", "10") as tidemark text
  * ("5000ms"); false when it is not one. */

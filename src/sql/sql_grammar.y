@@ -51,6 +51,19 @@ static sql_node *bin(sql_node *op, sql_node *l, sql_node *r)
     return op;
 }
 
+/* "KEYWORD@line:col" of a refused clause's keyword. */
+static char *tail_of(tdm__sql_pctx *pc, const tdm__sql_tok *k)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*s@%d:%d", k->n > 16 ? 16 : k->n, k->p,
+             k->line, k->col);
+    char *s = strdup(buf);
+    if (s == NULL) {
+        pc->oom = 1;
+    }
+    return s;
+}
+
 /* Upper-cases a node's text (function and type names). */
 static sql_node *upper(sql_node *n)
 {
@@ -90,7 +103,7 @@ static sql_node *upper(sql_node *n)
 
 %fallback ID KEY TABLES WATERMARK METADATA VIRTUAL ENFORCED DESCRIPTOR
     PARTITION EXTRACT ESCAPE TEMPORARY VIEW SHOW DESCRIBE DESC EXPLAIN PLAN
-    TO LOCAL TIME ZONE.
+    TO LOCAL TIME ZONE LIMIT.
 
 /* The end of a statement: the lexer splits at it, never feeds it. */
 %token SEMI.
@@ -186,10 +199,24 @@ option(A) ::= STRING(K) EQ STRING(V).
 
 /* ---- Queries ---- */
 
-query(A) ::= SELECT(S) distinct(D) items(I) FROM from(F) where(W) groupby(G).
+query(A) ::= SELECT(S) distinct(D) items(I) FROM from(F) where(W) groupby(G)
+             tail(T).
     { A = N(SELECT, S);
-      if (A) { A->ival = D; A->a = I; A->b = F; A->c = W; A->d = G; }
-      else { tdm__sql_free(I); tdm__sql_free(F); tdm__sql_free(W); tdm__sql_free(G); } }
+      if (A) { A->ival = D; A->a = I; A->b = F; A->c = W; A->d = G; A->unit = T; }
+      else { tdm__sql_free(I); tdm__sql_free(F); tdm__sql_free(W); tdm__sql_free(G); free(T); } }
+
+/* HAVING, ORDER BY and LIMIT are parsed so that the planner can refuse
+ * them by name (they need changelog queries); the tail keeps the first
+ * one's keyword and position as "KEYWORD@line:col". */
+%type tail { char * }
+%destructor tail { free($$); }
+tail(A) ::= .                                  { A = NULL; }
+tail(A) ::= tail(T) HAVING(K) expr(E).
+    { A = T ? T : tail_of(pc, &K); tdm__sql_free(E); }
+tail(A) ::= tail(T) ORDER(K) BY exprlist(L).
+    { A = T ? T : tail_of(pc, &K); tdm__sql_free(L); }
+tail(A) ::= tail(T) LIMIT(K) expr(E).
+    { A = T ? T : tail_of(pc, &K); tdm__sql_free(E); }
 
 %type distinct { int }
 %destructor distinct { (void)$$; }

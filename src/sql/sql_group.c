@@ -271,12 +271,19 @@ static int window_node(planner *p, const agg_plan *a, const rel *out,
         snprintf(v, sizeof v, "%lldms", (long long)a->win.slide);
         tdm__sql_put(p, TDM_NODE_WINDOW, node, "window.slide", v, a->win.at);
     }
+    if (a->win.offset > 0) {
+        snprintf(v, sizeof v, "%lldms", (long long)a->win.offset);
+        tdm__sql_put(p, TDM_NODE_WINDOW, node, "window.offset", v, a->win.at);
+    }
     if (a->win.gap > 0) {
         snprintf(v, sizeof v, "%lldms", (long long)a->win.gap);
         tdm__sql_put(p, TDM_NODE_WINDOW, node, "window.gap", v, a->win.at);
     }
     tdm__sql_put(p, TDM_NODE_WINDOW, node, "aggregates",
                  a->aggs[0] ? a->aggs : "count() as agg0", sel);
+    if (tdm__sql_operator_keys(p, TDM_NODE_WINDOW, node, sel) != 0) {
+        return -1;
+    }
     tdm__sql_describe(p, "  %s: window %s, keyed by %s, aggregates %s\n", node,
                       a->win.type, keys[0] ? keys : "(nothing: one group)",
                       a->aggs[0] ? a->aggs : "(none)");

@@ -294,6 +294,9 @@ static int join_node(planner *p, const jplan *j, const char *node,
     if (j->filter[0] != '\0') {
         tdm__sql_put(p, TDM_NODE_JOIN, node, "filter", j->filter, at);
     }
+    if (tdm__sql_operator_keys(p, TDM_NODE_JOIN, node, at) != 0) {
+        return -1;
+    }
     tdm__sql_describe(p, "  %s: %s join of %s and %s on %s = %s", node,
                       window ? "window" : "interval", j->l->node, j->r->node,
                       j->lkeys, j->rkeys);

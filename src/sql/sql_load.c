@@ -203,7 +203,7 @@ static int job_keys(loader *L, tdm__cli_job *cj)
     if (tdm__cli_job_put(cj, L->err, 0, NULL, "name", name, 1, 1) != 0) {
         return -1;
     }
-    int n = tdm__sql_setting_keys(&L->cat, false, kv, 32);
+    int n = tdm__sql_setting_keys(&L->cat, SET_JOB, kv, 32);
     for (int i = 0; i < n; i++) {
         if (tdm__cli_job_put(cj, L->err, 0, NULL, kv[i].key, kv[i].value,
                              kv[i].at->line, kv[i].at->col) != 0) {

@@ -18,6 +18,7 @@
  * STATEMENT SET would), each with its own sources.
  */
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -85,31 +86,50 @@ static int64_t interval_arg(planner *p, const sql_node *e, const char *what)
 int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *iv,
                          const sql_node *at, pwin *w)
 {
+    const sql_node *rest;
     w->at = at;
     if (strcmp(fn, "TUMBLE") == 0) {
         w->type = "tumbling";
-        return (w->size = interval_arg(p, iv, "window size")) < 0 ? -1 : 0;
-    }
-    if (strcmp(fn, "HOP") == 0) {
+        if ((w->size = interval_arg(p, iv, "window size")) < 0) {
+            return -1;
+        }
+        rest = iv->next;
+    } else if (strcmp(fn, "HOP") == 0) {
         w->type = "sliding";
         if ((w->slide = interval_arg(p, iv, "slide")) < 0 ||
             (w->size = interval_arg(p, iv ? iv->next : NULL, "window size")) <
                 0) {
             return -1;
         }
-        return 0;
-    }
-    if (strcmp(fn, "SESSION") == 0) {
+        rest = iv->next->next;
+    } else if (strcmp(fn, "SESSION") == 0) {
         w->type = "session";
-        return (w->gap = interval_arg(p, iv, "session gap")) < 0 ? -1 : 0;
-    }
-    if (strcmp(fn, "CUMULATE") == 0) {
+        if ((w->gap = interval_arg(p, iv, "session gap")) < 0) {
+            return -1;
+        }
+        return iv->next == NULL ? 0
+                                : tdm__sql_fail(p, iv->next,
+                                                "SESSION takes nothing after "
+                                                "the gap");
+    } else if (strcmp(fn, "CUMULATE") == 0) {
         return tdm__sql_fail(p, at, "CUMULATE windows are not supported yet");
+    } else {
+        return tdm__sql_fail(p, at,
+                             "unknown window function %s (known: TUMBLE, "
+                             "HOP, SESSION)",
+                             fn);
     }
-    return tdm__sql_fail(p, at,
-                         "unknown window function %s (known: TUMBLE, HOP, "
-                         "SESSION)",
-                         fn);
+    /* P3: an optional offset, then nothing. */
+    if (rest != NULL && (w->offset = interval_arg(p, rest, "offset")) < 0) {
+        return -1;
+    }
+    if (rest != NULL && rest->next != NULL) {
+        return tdm__sql_fail(p, rest->next,
+                             "%s takes nothing after the "
+                             "offset",
+                             fn);
+    }
+    return 0;
 }
 
 /* Adds the window columns of a TVF. */
@@ -141,12 +161,18 @@ static rel *tvf_rel(planner *p, qstate *q, const sql_node *f)
         tdm__sql_fail(p, tab, "unknown table %s", tab->text);
         return NULL;
     }
-    if (t->rowtime < 0 || strcasecmp(t->cols[t->rowtime].name, desc->text)) {
+    if (t->rowtime < 0) {
+        tdm__sql_fail(p, desc,
+                      "DESCRIPTOR(%s): table %s has no event time: declare "
+                      "WATERMARK FOR %s AS ... in its CREATE TABLE",
+                      desc->text, t->name, desc->text);
+        return NULL;
+    }
+    if (strcasecmp(t->cols[t->rowtime].name, desc->text) != 0) {
         tdm__sql_fail(p, desc,
                       "DESCRIPTOR(%s) must name the table's event-time "
-                      "column: declare WATERMARK FOR %s AS ... in CREATE "
-                      "TABLE %s",
-                      desc->text, desc->text, t->name);
+                      "column, %s (the one WATERMARK FOR names)",
+                      desc->text, t->cols[t->rowtime].name);
         return NULL;
     }
     rel *r = source_rel(p, q, t, f->alias, f);
@@ -335,6 +361,22 @@ static rel *project(planner *p, qstate *q, rel *in, const sql_node *sel)
 
 /* ---- SELECT ---- */
 
+/* Refuses the first of HAVING, ORDER BY and LIMIT, at its keyword. */
+static void refuse_tail(planner *p, const sql_node *sel)
+{
+    sql_node at = *sel;
+    char word[20] = "";
+    if (sscanf(sel->unit, "%19[^@]@%d:%d", word, &at.line, &at.col) != 3) {
+        at = *sel;
+    }
+    tdm__sql_fail(p, &at, "%s is not supported yet (%s)", word,
+                  strcasecmp(word, "HAVING") == 0
+                      ? "filter the rows of an aggregation in the query "
+                        "that reads it"
+                      : "a streaming query's rows come as windows fire; "
+                        "Top-N queries come with changelog queries");
+}
+
 /* Plans one SELECT into a relation. */
 rel *tdm__sql_plan_select(planner *p, qstate *q, const sql_node *sel)
 {
@@ -347,6 +389,10 @@ rel *tdm__sql_plan_select(planner *p, qstate *q, const sql_node *sel)
         tdm__sql_fail(p, sel,
                       "SELECT DISTINCT makes a changelog, which is "
                       "not supported yet");
+        return NULL;
+    }
+    if (sel->unit != NULL) { /* P13: HAVING, ORDER BY, LIMIT. */
+        refuse_tail(p, sel);
         return NULL;
     }
     /* P6: the WHERE of a join is part of its condition (inner joins). */
@@ -388,7 +434,7 @@ static int flush_source(planner *p, const rel *r)
         tdm__sql_put(p, TDM_NODE_SOURCE, r->node, kv[i].key, kv[i].value,
                      kv[i].at);
     }
-    n = tdm__sql_setting_keys(p->cat, true, kv, 64);
+    n = tdm__sql_setting_keys(p->cat, SET_SOURCE, kv, 64);
     for (int i = 0; i < n; i++) {
         tdm__sql_put(p, TDM_NODE_SOURCE, r->node, kv[i].key, kv[i].value,
                      kv[i].at);
@@ -405,6 +451,75 @@ static int flush_source(planner *p, const rel *r)
     tdm__sql_describe(p, "  %s: source %s (%s)%s%s\n", r->node, r->table->name,
                       r->table->connector, r->filter[0] ? ", filter " : "",
                       r->filter);
+    return p->oom ? -1 : 0;
+}
+
+/* The sink node of late output table @p name, declared once per job
+ * (L1: its rows are the late records' fields and "ts", so it gets no
+ * select). */
+static const char *late_sink(planner *p, const char *name, const sql_node *at)
+{
+    sql_kv kv[64];
+    for (int i = 0; i < p->n_late; i++) {
+        if (strcasecmp(p->late_table[i], name) == 0) {
+            return p->late_node[i];
+        }
+    }
+    sql_table *t = tdm__sql_catalog_find(p->cat, name);
+    int n;
+    if (t == NULL) {
+        tdm__sql_fail(p, at,
+                      "SET 'tidemark.late-output' names table %s, "
+                      "which does not exist (CREATE TABLE it first)",
+                      name);
+        return NULL;
+    }
+    if (p->n_late >= 8 ||
+        (n = tdm__sql_connector_keys(p->cat, t, NULL, kv, 64)) < 0) {
+        tdm__sql_fail(p, at, "%s",
+                      p->n_late >= 8 ? "at most 8 late output "
+                                       "tables"
+                                     : p->cat->err);
+        return NULL;
+    }
+    char *node = p->late_node[p->n_late];
+    tdm__sql_unique_name(p, t->name, node, sizeof p->late_node[0]);
+    if (tdm__sql_declare(p, TDM_NODE_SINK, node, at) != 0) {
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        tdm__sql_put(p, TDM_NODE_SINK, node, kv[i].key, kv[i].value, kv[i].at);
+    }
+    snprintf(p->late_table[p->n_late++], sizeof p->late_table[0], "%s",
+             t->name);
+    tdm__sql_describe(p, "  %s: sink %s of late records\n", node, t->connector);
+    return node;
+}
+
+/* The operator SETs (see sql_plan.h).  L2: allowed lateness applies to
+ * windows (a join has none: its late records are dropped or go to the
+ * late output); a window that refires writes its results as a changelog
+ * (output_mode retract, set by plan_sink). */
+int tdm__sql_operator_keys(planner *p, tdm_node_kind kind, const char *node,
+                           const sql_node *at)
+{
+    sql_kv kv[16];
+    int n = tdm__sql_setting_keys(p->cat, SET_WINDOW, kv, 16);
+    for (int i = 0; i < n; i++) {
+        const char *value = kv[i].value;
+        if (strcmp(kv[i].key, "late_output") == 0) {
+            if (value[0] != '\0' &&
+                (value = late_sink(p, value, kv[i].at)) == NULL) {
+                return -1;
+            }
+        } else if (kind != TDM_NODE_WINDOW) {
+            continue;
+        }
+        if (value[0] != '\0' &&
+            tdm__sql_put(p, kind, node, kv[i].key, value, kv[i].at) != 0) {
+            return -1;
+        }
+    }
     return p->oom ? -1 : 0;
 }
 
@@ -463,6 +578,11 @@ static int plan_sink(planner *p, const rel *out, const char *table,
     }
     for (int i = 0; i < n; i++) {
         tdm__sql_put(p, TDM_NODE_SINK, node, kv[i].key, kv[i].value, kv[i].at);
+    }
+    const char *late = tdm__cli_job_value(p->cj, out->node, "allowed_lateness");
+    if (out->kind == REL_WINDOW && late != NULL && strcmp(late, "0ms") != 0) {
+        tdm__sql_put(p, TDM_NODE_WINDOW, out->node, "output_mode", "retract",
+                     at); /* L2: refired results are updates. */
     }
     select_text(out, t != NULL ? names : NULL, sel, sizeof sel);
     tdm__sql_put(p, TDM_NODE_SINK, node, "select", sel, at);

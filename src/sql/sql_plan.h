@@ -24,7 +24,7 @@ typedef struct pcol {
 /* A window table function over a source. */
 typedef struct pwin {
     const char *type; /* "tumbling", "sliding", "session"; NULL: none */
-    int64_t size, slide, gap;
+    int64_t size, slide, gap, offset;
     const sql_node *at;
     const sql_node *partition; /* SESSION's PARTITION BY list */
 } pwin;
@@ -56,6 +56,9 @@ typedef struct planner {
     int oom;
     char msg[512]; /* the error */
     const sql_node *at;
+    char late_table[8][128]; /* late output tables and their sink nodes */
+    char late_node[8][64];
+    int n_late;
     char explain[8192]; /* the plan's description, for EXPLAIN */
     size_t explain_len;
 } planner;
@@ -102,6 +105,10 @@ int tdm__sql_compute_field(planner *p, rel *r, const sql_node *e, char *field,
  * @p iv; -1 with p->msg set. */
 int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *iv,
                          const sql_node *at, pwin *w);
+/* Gives window or join @p node the SETs that apply to operators: its
+ * allowed lateness (windows) and its late output (sql_plan.c). */
+int tdm__sql_operator_keys(planner *p, tdm_node_kind kind, const char *node,
+                           const sql_node *at);
 /* GROUP BY over a window of @p in (sql_group.c). */
 rel *tdm__sql_plan_group(planner *p, qstate *q, rel *in, const sql_node *sel);
 /* FROM a JOIN b ON cond, or FROM a, b WHERE cond (@p where) (sql_join.c). */
