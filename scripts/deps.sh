@@ -2,7 +2,7 @@
 # deps.sh - installs the Debian packages tidemark needs to build and test,
 # only those that are missing.  Used by demo.sh, test.sh and CI.
 set -eu
-pkgs="cmake make gcc pkg-config lemon libjansson-dev libyaml-dev libmicrohttpd-dev librdkafka-dev"
+pkgs="cmake make gcc pkg-config lemon libedit-dev libjansson-dev libyaml-dev libmicrohttpd-dev librdkafka-dev"
 [ "${TDM_WITH_CLANG:-0}" = 1 ] && pkgs="$pkgs clang libclang-rt-14-dev"
 [ "${TDM_WITH_FORMAT:-0}" = 1 ] && pkgs="$pkgs clang-format"
 # promtool (the test command: cli.http, cli.monitoring)

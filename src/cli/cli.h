@@ -158,6 +158,13 @@ typedef struct tdm__cli_sql_opts {
 int tdm__cli_run_command(int argc, char **argv, const char *cmd,
                          const tdm__cli_sql_opts *sql);
 
+/* `tidemark sql` without a script (sql_shell.c): runs @p init first
+ * when not NULL, then statements from standard input, each query handed
+ * to @p run (a tdm__sql_run_fn, sql.h: `int run(void *ud, tdm__cli_job
+ * *cj)`).  Returns an exit code (on a terminal always TDM_EXIT_OK). */
+int tdm__cli_sql_shell(const char *init, int (*run)(void *ud, tdm__cli_job *cj),
+                       void *ud);
+
 /* Parses the arguments after the command name.  @p allow_quiet says
  * whether --quiet is accepted.  Prints the problem and returns
  * TDM_EXIT_USAGE on a bad command line; TDM_EXIT_OK otherwise.  The caller

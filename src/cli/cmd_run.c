@@ -719,6 +719,102 @@ static int run_result(tdm__cli_job *cj, tdm_err err, const char *msg)
     }
 }
 
+/* Runs a loaded and validated job: the status line, the log, the
+ * server, the signals, the summary and --http-linger.  *srv is the
+ * server it started (the caller stops it).  Returns an exit code. */
+static int run_loaded(tdm__cli_job *cj, const tdm__cli_opts *opts,
+                      const http_opts *http, status *st, tdm_http **srv)
+{
+    char msg[1024] = "";
+    const char *name;
+    double t0;
+    int rc;
+    name = tdm__cli_job_value(cj, NULL, "name");
+    st->name = name != NULL && name[0] != '\0' ? name : "job";
+    st->live = !opts->quiet && isatty(STDERR_FILENO);
+    st->last_t = mono_now();
+    if (tdm_job_set_log(cj->job, on_log, st) != TDM_OK ||
+        (st->live &&
+         tdm_job_set_progress(cj->job, on_progress, st) != TDM_OK)) {
+        fprintf(stderr, "tidemark: out of memory\n");
+        rc = TDM_EXIT_RUNTIME;
+        return rc;
+    }
+    if (http->addr != NULL &&
+        (rc = start_http(cj->job, NULL, http, st->name, srv)) != TDM_EXIT_OK) {
+        return rc;
+    }
+    t0 = mono_now();
+    running_job = cj->job;
+    handle_signals(1);
+    tdm_err err = tdm_job_run(cj->job, msg, sizeof msg);
+    handle_signals(0);
+    running_job = NULL;
+
+    clear_status(st);
+    rc = run_result(cj, err, msg);
+    if (err == TDM_OK || err == TDM_ERR_IO) {
+        summary(cj, st->name, mono_now() - t0,
+                err != TDM_OK    ? "failed"
+                : stop_requested ? "stopped"
+                                 : "finished");
+    }
+    if (*srv != NULL && http->linger && !stop_requested) {
+        fprintf(stderr,
+                "tidemark: job \"%s\" ended; still serving on port "
+                "%d (Ctrl-C to quit)\n",
+                st->name, tdm_http_port(*srv));
+        fflush(stderr);
+        linger();
+    }
+    return rc;
+}
+
+/* What the shell's queries run with: the command line of `sql`. */
+typedef struct shell_run {
+    const tdm__cli_opts *opts;
+    const http_opts *http;
+} shell_run;
+
+/* The shell's query runner (tdm__cli_sql_shell): the command line's
+ * overrides, validation, then the run, which Ctrl-C stops (back to the
+ * prompt). */
+static int run_shell_query(void *ud, tdm__cli_job *cj)
+{
+    const shell_run *sr = ud;
+    const tdm__cli_opts *opts = sr->opts;
+    http_opts http = *sr->http;
+    char arg[256];
+    status st;
+    tdm_http *srv = NULL;
+    int rc = TDM_EXIT_OK;
+    if (opts->parallelism != NULL) {
+        snprintf(arg, sizeof arg, "parallelism=%s", opts->parallelism);
+        rc = tdm__cli_job_override(cj, arg, stderr);
+    }
+    for (int i = 0; i < opts->n_sets && rc == TDM_EXIT_OK; i++) {
+        rc = tdm__cli_job_override(cj, opts->sets[i], stderr);
+    }
+    if (rc == TDM_EXIT_OK && http.log_level != NULL) {
+        snprintf(arg, sizeof arg, "log.level=%s", http.log_level);
+        rc = tdm__cli_job_override(cj, arg, stderr);
+    }
+    if (rc == TDM_EXIT_OK) {
+        rc = tdm__cli_job_validate(cj, stderr);
+    }
+    if (rc != TDM_EXIT_OK) {
+        return rc;
+    }
+    http.linger = 0;
+    stop_requested = 0;
+    memset(&st, 0, sizeof st);
+    pthread_mutex_init(&st.mu, NULL);
+    rc = run_loaded(cj, opts, &http, &st, &srv);
+    tdm_http_stop(srv);
+    pthread_mutex_destroy(&st.mu);
+    return rc;
+}
+
 /* Runs `tidemark run` (argv after the command name).  Returns
  * TDM_EXIT_OK (also after a clean stop by signal), TDM_EXIT_RUNTIME (I/O
  * or memory), TDM_EXIT_USAGE or TDM_EXIT_INVALID. */
@@ -734,13 +830,10 @@ int tdm__cli_run_command(int argc, char **argv, const char *cmd,
     tdm__cli_opts opts;
     tdm__cli_job *cj = NULL;
     status st;
-    char msg[1024] = "";
-    const char *name;
     http_opts http;
     tdm_http *srv = NULL;
     int rc = take_run_opts(&argc, argv, &http);
     const char *log_level;
-    double t0;
 
     log_level = http.log_level;
 
@@ -760,6 +853,19 @@ int tdm__cli_run_command(int argc, char **argv, const char *cmd,
         }
         goto out;
     }
+    if (opts.sql && opts.file == NULL) { /* `tidemark sql`: the shell. */
+        shell_run sr = {.opts = &opts, .http = &http};
+        if (http.linger || http.from_scratch || opts.explain) {
+            fprintf(stderr, "tidemark sql: %s needs a script\n",
+                    http.linger         ? "--http-linger"
+                    : http.from_scratch ? "--from-scratch"
+                                        : "--explain");
+            rc = TDM_EXIT_USAGE;
+        } else {
+            rc = tdm__cli_sql_shell(opts.sql_init, run_shell_query, &sr);
+        }
+        goto out;
+    }
     rc = load_job(&opts, &http, log_level, &cj);
     if (rc != TDM_EXIT_OK || cj->no_query)
         goto out; /* A script of DDL and EXPLAIN has nothing to run. */
@@ -767,44 +873,7 @@ int tdm__cli_run_command(int argc, char **argv, const char *cmd,
         rc = run_as_tasks(&opts, &http, cj, log_level);
         goto out;
     }
-    name = tdm__cli_job_value(cj, NULL, "name");
-    st.name = name != NULL && name[0] != '\0' ? name : "job";
-    st.live = !opts.quiet && isatty(STDERR_FILENO);
-    st.last_t = mono_now();
-    if (tdm_job_set_log(cj->job, on_log, &st) != TDM_OK ||
-        (st.live &&
-         tdm_job_set_progress(cj->job, on_progress, &st) != TDM_OK)) {
-        fprintf(stderr, "tidemark: out of memory\n");
-        rc = TDM_EXIT_RUNTIME;
-        goto out;
-    }
-    if (http.addr != NULL &&
-        (rc = start_http(cj->job, NULL, &http, st.name, &srv)) != TDM_EXIT_OK) {
-        goto out;
-    }
-    t0 = mono_now();
-    running_job = cj->job;
-    handle_signals(1);
-    tdm_err err = tdm_job_run(cj->job, msg, sizeof msg);
-    handle_signals(0);
-    running_job = NULL;
-
-    clear_status(&st);
-    rc = run_result(cj, err, msg);
-    if (err == TDM_OK || err == TDM_ERR_IO) {
-        summary(cj, st.name, mono_now() - t0,
-                err != TDM_OK    ? "failed"
-                : stop_requested ? "stopped"
-                                 : "finished");
-    }
-    if (srv != NULL && http.linger && !stop_requested) {
-        fprintf(stderr,
-                "tidemark: job \"%s\" ended; still serving on port "
-                "%d (Ctrl-C to quit)\n",
-                st.name, tdm_http_port(srv));
-        fflush(stderr);
-        linger();
-    }
+    rc = run_loaded(cj, &opts, &http, &st, &srv);
 out:
     tdm_http_stop(srv);
     tdm__cli_job_free(cj);

@@ -83,7 +83,7 @@ int tdm__cli_opts_parse(int argc, char **argv, const char *cmd, int allow_quiet,
             return TDM_EXIT_USAGE;
         }
     }
-    if (opts->file == NULL && !opts->help) {
+    if (opts->file == NULL && !opts->help && strcmp(cmd, "sql") != 0) {
         fprintf(stderr,
                 "tidemark %s: no job file given (usage: tidemark "
                 "%s JOB.yaml; see `tidemark help %s`)\n",

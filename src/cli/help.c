@@ -56,7 +56,8 @@ static const char overview_tail[] =
 /* ---- Each command's text (the help column of commands.def) ---- */
 
 static const char help_sql[] =
-    "usage: tidemark sql SCRIPT.sql [--explain] [run's options]\n"
+    "usage: tidemark sql [SCRIPT.sql] [-i INIT.sql] [--explain] [run's "
+    "options]\n"
     "\n"
     "Runs a script of Flink SQL statements ended by ';' as one job:\n"
     "CREATE TABLE (with WATERMARK FOR and WITH options), SET, INSERT INTO\n"
@@ -66,7 +67,12 @@ static const char help_sql[] =
     "a YAML file would describe: EXPLAIN prints it.  SCRIPT.sql may be -\n"
     "(standard input).  Errors show the line, the column and a caret.\n"
     "\n"
+    "Without SCRIPT.sql it is a shell: statements typed one by one (line\n"
+    "editing and history), each query run as a job whose rows print as\n"
+    "they fire until Ctrl-C; QUIT; leaves.\n"
+    "\n"
     "Options:\n"
+    "  -i, --init INIT.sql run this script of DDL and SET first\n"
     "  --explain           print every query's plan and job; run nothing\n"
     "  and every option of `tidemark run` (--set, -p, --quiet, --http, ...)\n"
     "\n"

@@ -171,4 +171,25 @@ int tdm__sql_load_text(const char *name, const char *text, size_t len,
                        bool explain, FILE *out, tdm__cli_job **cj_out,
                        bool *runs, FILE *err);
 
+/* ---- A session: statements one at a time (the shell) ---- */
+
+typedef struct tdm__sql_session tdm__sql_session;
+
+/* Runs one query's job (validation included) and returns an exit code;
+ * the job stays the caller's. */
+typedef int tdm__sql_run_fn(void *ud, tdm__cli_job *cj);
+
+/* A session keeps its tables and SETs from one call to the next.  NULL
+ * when out of memory. */
+tdm__sql_session *tdm__sql_session_new(FILE *out, FILE *err);
+/* Runs the statements of @p text (@p len bytes, NUL-terminated; @p name
+ * in messages): DDL, SET, EXPLAIN, SHOW and DESCRIBE at once, each query
+ * as a job of its own handed to @p run.  An error is printed and the
+ * next statements still run.  Returns the last failing exit code, or
+ * TDM_EXIT_OK. */
+int tdm__sql_session_exec(tdm__sql_session *s, const char *name,
+                          const char *text, size_t len, tdm__sql_run_fn *run,
+                          void *ud);
+void tdm__sql_session_free(tdm__sql_session *s);
+
 #endif

@@ -85,8 +85,8 @@ typedef struct loader {
     FILE *out, *err;
     bool explain; /* --explain: every query is explained */
     bool runs;
-    tdm__sql_stmt *stmts[2]; /* the scripts' trees: the catalog borrows */
-    int n_stmts[2];
+    tdm__sql_stmt **stmts; /* every script's trees: the catalog borrows */
+    int *n_stmts;
     int n_scripts;
 } loader;
 
@@ -101,7 +101,7 @@ static int error_at(loader *L, const sql_node *at, const char *msg)
 /* Plans @p stmt into @p cj; -1 with the error printed. */
 static int plan_into(loader *L, tdm__cli_job *cj, const sql_node *stmt)
 {
-    L->pl.cj = cj;
+    tdm__sql_plan_begin(&L->pl, cj);
     L->pl.explain_len = 0;
     L->pl.explain[0] = '\0';
     int errors = cj->errors;
@@ -213,6 +213,37 @@ static int job_keys(loader *L, tdm__cli_job *cj)
     return 0;
 }
 
+/* Keeps a script's trees until the loader is done; -1 when out of
+ * memory. */
+static int keep(loader *L, tdm__sql_stmt *st, int n)
+{
+    tdm__sql_stmt **a =
+        realloc(L->stmts, (size_t)(L->n_scripts + 1) * sizeof *a);
+    if (a == NULL) {
+        return -1;
+    }
+    L->stmts = a;
+    int *c = realloc(L->n_stmts, (size_t)(L->n_scripts + 1) * sizeof *c);
+    if (c == NULL) {
+        return -1;
+    }
+    L->n_stmts = c;
+    a[L->n_scripts] = st;
+    c[L->n_scripts++] = n;
+    return 0;
+}
+
+/* Frees what a loader kept: the catalog and the trees. */
+static void loader_done(loader *L)
+{
+    tdm__sql_catalog_free(&L->cat);
+    for (int i = 0; i < L->n_scripts; i++) {
+        tdm__sql_stmts_free(L->stmts[i], L->n_stmts[i]);
+    }
+    free(L->stmts);
+    free(L->n_stmts);
+}
+
 /* Runs the statements of one script's text (@p name in messages): 0,
  * or an exit code. */
 static int run_script(loader *L, tdm__cli_job *cj, const char *name,
@@ -237,8 +268,10 @@ static int run_script(loader *L, tdm__cli_job *cj, const char *name,
             rc = L->pl.oom ? TDM_EXIT_RUNTIME : TDM_EXIT_INVALID;
         }
     }
-    L->stmts[L->n_scripts] = st; /* Freed at the end: the catalog borrows. */
-    L->n_stmts[L->n_scripts++] = n;
+    if (keep(L, st, n) != 0) { /* Freed at the end: the catalog borrows. */
+        tdm__sql_stmts_free(st, n);
+        return TDM_EXIT_RUNTIME;
+    }
     return rc;
 }
 
@@ -250,9 +283,6 @@ int tdm__sql_load_texts(const tdm__sql_text *texts, int n_texts,
     loader L = {.out = out, .err = err, .explain = explain_only};
     int rc = TDM_EXIT_OK;
     *runs = false;
-    if (n_texts > 2) {
-        n_texts = 2;
-    }
     if (tdm__cli_job_new(texts[n_texts - 1].name, cj_out) != TDM_EXIT_OK) {
         fprintf(err, "tidemark: out of memory\n");
         return TDM_EXIT_RUNTIME;
@@ -274,10 +304,7 @@ int tdm__sql_load_texts(const tdm__sql_text *texts, int n_texts,
         (*cj_out)->errors = 1;
     }
     *runs = L.runs;
-    tdm__sql_catalog_free(&L.cat);
-    for (int i = 0; i < L.n_scripts; i++) {
-        tdm__sql_stmts_free(L.stmts[i], L.n_stmts[i]);
-    }
+    loader_done(&L);
     return rc;
 }
 
@@ -322,4 +349,85 @@ int tdm__sql_load(const char *init, const char *path, bool explain_only,
         free((char *)t[i].text);
     }
     return rc;
+}
+
+/* ---- A session: statements one at a time (the shell) ---- */
+
+struct tdm__sql_session {
+    loader L;
+};
+
+/* Makes a session (see sql.h). */
+tdm__sql_session *tdm__sql_session_new(FILE *out, FILE *err)
+{
+    tdm__sql_session *s = calloc(1, sizeof *s);
+    if (s != NULL) {
+        s->L.out = out;
+        s->L.err = err;
+        s->L.pl.cat = &s->L.cat;
+        s->L.pl.err = err;
+    }
+    return s;
+}
+
+/* One query of a session as a job of its own, handed to @p run. */
+static int session_query(loader *L, const char *name, const sql_node *stmt,
+                         tdm__sql_run_fn *run, void *ud)
+{
+    tdm__cli_job *cj = NULL;
+    int rc = TDM_EXIT_INVALID;
+    if (tdm__cli_job_new(name, &cj) != TDM_EXIT_OK) {
+        tdm__cli_job_free(cj);
+        fprintf(L->err, "tidemark: out of memory\n");
+        return TDM_EXIT_RUNTIME;
+    }
+    L->pl.queries = 0; /* Node names start again: q1, ... */
+    if (plan_into(L, cj, stmt) == 0 && job_keys(L, cj) == 0) {
+        tdm__cli_job_flush(cj, L->err);
+        rc = cj->errors > 0 ? TDM_EXIT_INVALID : run(ud, cj);
+    }
+    tdm__cli_job_free(cj);
+    return rc;
+}
+
+/* Runs statements (see sql.h). */
+int tdm__sql_session_exec(tdm__sql_session *s, const char *name,
+                          const char *text, size_t len, tdm__sql_run_fn *run,
+                          void *ud)
+{
+    loader *L = &s->L;
+    tdm__sql_stmt *st = NULL;
+    int n = 0, line = 0, col = 0, rc = TDM_EXIT_OK;
+    char msg[512];
+    L->path = name;
+    L->text = text;
+    L->len = len;
+    int k = tdm__sql_parse(text, len, &st, &n, msg, sizeof msg, &line, &col);
+    if (k == -1) {
+        tdm__sql_caret(L->err, name, text, len, line, col, msg);
+        rc = TDM_EXIT_INVALID;
+    }
+    for (int i = 0; i < n && k >= 0; i++) {
+        const sql_node *t = st[i].tree;
+        int r = t->kind == SQLK_INSERT || t->kind == SQLK_SELECT
+                    ? session_query(L, name, t, run, ud)
+                : statement(L, NULL, t) != 0 ? TDM_EXIT_INVALID
+                                             : TDM_EXIT_OK;
+        rc = r != TDM_EXIT_OK ? r : rc;
+    }
+    if (k == -2 || keep(L, st, n) != 0) {
+        tdm__sql_stmts_free(st, n);
+        fprintf(L->err, "tidemark: out of memory\n");
+        return TDM_EXIT_RUNTIME;
+    }
+    return rc;
+}
+
+/* Frees a session (NULL is fine). */
+void tdm__sql_session_free(tdm__sql_session *s)
+{
+    if (s != NULL) {
+        loader_done(&s->L);
+        free(s);
+    }
 }

@@ -461,7 +461,8 @@ static const char *late_sink(planner *p, const char *name, const sql_node *at)
 {
     sql_kv kv[64];
     for (int i = 0; i < p->n_late; i++) {
-        if (strcasecmp(p->late_table[i], name) == 0) {
+        if (p->late_job[i] == p->cj &&
+            strcasecmp(p->late_table[i], name) == 0) {
             return p->late_node[i];
         }
     }
@@ -490,10 +491,28 @@ static const char *late_sink(planner *p, const char *name, const sql_node *at)
     for (int i = 0; i < n; i++) {
         tdm__sql_put(p, TDM_NODE_SINK, node, kv[i].key, kv[i].value, kv[i].at);
     }
+    p->late_job[p->n_late] = p->cj;
     snprintf(p->late_table[p->n_late++], sizeof p->late_table[0], "%s",
              t->name);
     tdm__sql_describe(p, "  %s: sink %s of late records\n", node, t->connector);
     return node;
+}
+
+/* Starts planning into @p cj (see sql_plan.h): late sinks remembered
+ * for a job at the same address belong to a job that is gone. */
+void tdm__sql_plan_begin(planner *p, tdm__cli_job *cj)
+{
+    int k = 0;
+    p->cj = cj;
+    for (int i = 0; i < p->n_late; i++) {
+        if (p->late_job[i] != cj || cj->n_decls > 0) {
+            p->late_job[k] = p->late_job[i];
+            memmove(p->late_table[k], p->late_table[i],
+                    sizeof p->late_table[0]);
+            memmove(p->late_node[k++], p->late_node[i], sizeof p->late_node[0]);
+        }
+    }
+    p->n_late = k;
 }
 
 /* The operator SETs (see sql_plan.h).  L2: allowed lateness applies to

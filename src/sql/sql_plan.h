@@ -56,7 +56,8 @@ typedef struct planner {
     int oom;
     char msg[512]; /* the error */
     const sql_node *at;
-    char late_table[8][128]; /* late output tables and their sink nodes */
+    tdm__cli_job *late_job[8]; /* late output sinks: their job, table and */
+    char late_table[8][128];   /* node (EXPLAIN plans into jobs of its own) */
     char late_node[8][64];
     int n_late;
     char explain[8192]; /* the plan's description, for EXPLAIN */
@@ -105,6 +106,8 @@ int tdm__sql_compute_field(planner *p, rel *r, const sql_node *e, char *field,
  * @p iv; -1 with p->msg set. */
 int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *iv,
                          const sql_node *at, pwin *w);
+/* Starts planning into job @p cj (a new job or one planned before). */
+void tdm__sql_plan_begin(planner *p, tdm__cli_job *cj);
 /* Gives window or join @p node the SETs that apply to operators: its
  * allowed lateness (windows) and its late output (sql_plan.c). */
 int tdm__sql_operator_keys(planner *p, tdm_node_kind kind, const char *node,

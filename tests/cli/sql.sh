@@ -56,6 +56,38 @@ grep -q "^  clicks: source clicks (filesystem)" "$T/ex.out" ||
     fail "EXPLAIN: no source in the plan: $(cat "$T/ex.out")"
 if grep -q '"page"' "$T/ex.out"; then fail "EXPLAIN ran the query"; fi
 
+# The shell (`tidemark sql` without a script; here on a pipe, so without
+# libedit's prompt): statements run one by one in one session, each
+# query a job of its own whose rows print as they fire; an error is
+# shown and the session goes on; the last statement needs no ';'; the
+# exit code is the last failure's.
+{
+    cat "$S/clicks_ddl.sql"
+    echo "SHOW TABLES;"
+    cat "$S/tumble.sql"
+    echo "SELEC 1;"
+    echo "DESCRIBE clicks; HELP;"
+    echo "SELECT \`user\` FROM clicks"
+    echo "WHERE ts_ms > 100000"
+} >"$T/shell.in"
+set +e
+"$TM" sql -q <"$T/shell.in" >"$T/shell.out" 2>"$T/shell.err"
+rc=$?
+set -e
+[ $rc -eq 3 ] || fail "shell: exit $rc, expected 3 (the failed statement)"
+grep -qx clicks "$T/shell.out" || fail "shell: SHOW TABLES printed no clicks"
+grep '"window_start"' "$T/shell.out" >"$T/shell.rows" || true
+same_multiset "shell: the tumble query" "$EXP/sql_tumble.jsonl" "$T/shell.rows"
+grep -q '^ts  *timestamp  *\*ROWTIME\*' "$T/shell.out" ||
+    fail "shell: DESCRIBE: $(cat "$T/shell.out")"
+grep -q "QUIT; leaves" "$T/shell.out" || fail "shell: no HELP text"
+grep -qx '{"user":"a"}' "$T/shell.out" || fail "shell: the last statement did not run"
+grep -qF '<stdin>:1:1: unexpected "SELEC"' "$T/shell.err" ||
+    fail "shell: the error: $(cat "$T/shell.err")"
+printf 'SHOW TABLES;\nQUIT;\nSELECT 1;\n' | "$TM" sql >"$T/quit.out" 2>&1 ||
+    fail "shell: QUIT: $(cat "$T/quit.out")"
+[ ! -s "$T/quit.out" ] || fail "shell: something ran after QUIT: $(cat "$T/quit.out")"
+
 # expect_error NAME TEXT LINE:COL PART: the script TEXT exits 3 with
 # "FILE:LINE:COL: ...PART..." and a caret line.
 expect_error() {
