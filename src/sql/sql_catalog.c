@@ -50,6 +50,9 @@ static const optmap options[] = {
     {"filesystem", W_SOURCE | W_SINK, "format", "format", OPT_TEXT},
     {"filesystem", W_SOURCE, "csv.field-delimiter", "csv.delimiter", OPT_TEXT},
     {"filesystem", W_SOURCE, "csv.header", "csv.header", OPT_TEXT},
+    {"stdin", W_SOURCE, "format", "format", OPT_TEXT},
+    {"stdin", W_SOURCE, "csv.field-delimiter", "csv.delimiter", OPT_TEXT},
+    {"stdin", W_SOURCE, "csv.header", "csv.header", OPT_TEXT},
     {"filesystem", W_SOURCE, "json.timestamp-format.standard", "", OPT_TEXT},
     {"nexmark", W_SOURCE, "events.num", "generator.records", OPT_TEXT},
     {"nexmark", W_SOURCE, "first-event.rate", "generator.rate", OPT_TEXT},
@@ -101,6 +104,7 @@ static const struct {
     {"filesystem", "file", "file"}, {"kafka", "kafka", "kafka"},
     {"nexmark", "generator", ""},   {"datagen", "generator", ""},
     {"print", "", "stdout"},        {"blackhole", "", "discard"},
+    {"stdin", "stdin", ""},
 };
 
 /* A Flink duration as "<n>ms" (see sql_catalog.h). */
@@ -328,12 +332,19 @@ static int option_key(sql_catalog *cat, const sql_table *t, bool sink,
 }
 
 /* Whether the source must read column @p i of @p t: the query uses it,
- * or it holds the event time (C7: the schema has only those, as Flink
- * pushes a projection into the source). */
+ * it holds the event time, or a tidemark.* option names it (C7: the
+ * schema has only those, as Flink pushes a projection into the
+ * source). */
 static bool needed(const sql_table *t, const int *used, int i)
 {
     if (used[i] || i == t->rowtime) {
         return true;
+    }
+    for (const sql_node *o = t->def->b; o != NULL; o = o->next) {
+        if (strncmp(o->text, "tidemark.", 9) == 0 && /* partition.field */
+            strcasecmp(o->a->text, t->cols[i].name) == 0) {
+            return true;
+        }
     }
     for (int k = 0; k < t->n_cols; k++) {
         const sql_col *c = &t->cols[k];
@@ -666,14 +677,14 @@ static int take_connector(sql_catalog *cat, sql_table *t, const sql_node *def)
         return fail(cat, def,
                     "table %s has no 'connector' option (one of "
                     "'filesystem', 'kafka', 'nexmark', 'datagen', "
-                    "'print', 'blackhole')",
+                    "'print', 'blackhole', 'stdin')",
                     def->text);
     }
     if (node_type(t->connector, false) == NULL) {
         return fail(cat, def,
                     "unknown connector '%s' (known: 'filesystem', "
                     "'kafka', 'nexmark', 'datagen', 'print', "
-                    "'blackhole')",
+                    "'blackhole', 'stdin')",
                     t->connector);
     }
     return 0;
