@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* expr_fn.c - the run-time bodies of the expression language's scalar
  * functions on numbers and strings, and CAST (the time functions are in
- * expr_time.c).  expr.c has checked every argument's type, so a body
- * only computes.
+ * expr_time.c).  The compiler (expr_parse.c) has checked every
+ * argument's type, so a body only computes.
  *
  * Nulls: any null argument makes the result null (checked once, here,
  * before a body runs); COALESCE, NULLIF, CASE, IN and BETWEEN, which see
- * nulls, are instructions of their own in expr.c.  A result a body
+ * nulls, are instructions of their own in expr_eval.c.  A result a body
  * cannot give (an int64 that overflows, a string that is not a number,
  * an invalid LIKE pattern) is null as well: evaluation never fails.
  *

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* expr_fn.h - the scalar functions of the expression language, shared by
- * the compiler (expr.c, which checks types and emits one OP_FN per call)
- * and their run-time bodies (expr_fn.c for numbers, strings and casts,
- * expr_time.c for timestamps).  Internal to those three files.
+ * the compiler (expr_parse.c, which checks types and emits one OP_FN per
+ * call; expr_parse.c for ||) and their run-time bodies (expr_fn.c for
+ * numbers, strings and casts, expr_time.c for timestamps, called by
+ * expr_eval.c).  Internal to those files.
  */
 #ifndef TDM_EXPR_FN_H
 #define TDM_EXPR_FN_H
