@@ -28,6 +28,7 @@ typedef struct agg_plan {
     char aggs[2048]; /* "fn(field) as name, ..." */
     int n_aggs;
     bool has_start, has_end;
+    const char *one_phase; /* why the aggregates need one phase, or NULL */
 } agg_plan;
 
 /* Whether @p e names the column called @p name in @p in. */
@@ -176,6 +177,12 @@ static int agg_item(planner *p, agg_plan *a, rel *out, const sql_node *it,
             return -1;
         }
     }
+    if (strcmp(fn, "count") != 0 &&
+        !((strcmp(fn, "min") == 0 || strcmp(fn, "max") == 0) &&
+          (strcmp(type, "int64") == 0 || strcmp(type, "timestamp") == 0))) {
+        a->one_phase = "an aggregate that is not COUNT(*), or MIN or MAX "
+                       "of an integer";
+    }
     snprintf(name, sizeof name, "agg%d", ++a->n_aggs);
     size_t used = strlen(a->aggs);
     snprintf(a->aggs + used, sizeof a->aggs - used, "%s%s(%s) as %s",
@@ -238,6 +245,64 @@ static int group_item(planner *p, agg_plan *a, rel *out, const sql_node *it,
                          "FIRST_VALUE, LAST_VALUE)");
 }
 
+/* Why the window runs in one phase (docs/runtime.md, Two-phase
+ * aggregation; the runtime's plan.c decides, by the same rules), or
+ * NULL. */
+static const char *one_phase_reason(planner *p, const agg_plan *a)
+{
+    sql_kv kv[16];
+    if (strcmp(a->win.type, "session") == 0) {
+        return "a session window";
+    }
+    if (a->in->kind != REL_SOURCE) {
+        return "an input that is another operator's output";
+    }
+    if (strcmp(a->in->table->connector, "kafka") == 0) {
+        return "a kafka source";
+    }
+    if (tdm__sql_table_option(a->in->table, "scan.watermark.idle-timeout")) {
+        return "a source with an idle timeout";
+    }
+    int n = tdm__sql_setting_keys(p->cat, SET_SOURCE, kv, 16);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(kv[i].key, "watermark.idle_timeout") == 0 &&
+            strcmp(kv[i].value, "0ms") != 0) {
+            return "a source with an idle timeout";
+        }
+    }
+    return a->one_phase;
+}
+
+/* EXPLAIN: which of the window operator's optimisations apply. */
+static void describe_optimisations(planner *p, const agg_plan *a)
+{
+    const char *why = one_phase_reason(p, a);
+    if (why == NULL) {
+        tdm__sql_describe(p, "    local aggregation: two phases (each source "
+                             "subtask folds its records per key and slice)\n");
+    } else {
+        tdm__sql_describe(p, "    local aggregation: one phase (%s)\n", why);
+    }
+    if (strcmp(a->win.type, "sliding") == 0) {
+        int64_t x = a->win.size, y = a->win.slide;
+        while (y != 0) {
+            int64_t t = x % y;
+            x = y;
+            y = t;
+        }
+        tdm__sql_describe(p,
+                          "    slicing: each record is kept once, in a "
+                          "slice of %lld ms, and each window merges "
+                          "%lld slices\n",
+                          (long long)x, (long long)(a->win.size / x));
+    } else if (strcmp(a->win.type, "session") == 0) {
+        tdm__sql_describe(p,
+                          "    session mode: windows of a key merge when "
+                          "they come within %lld ms\n",
+                          (long long)a->win.gap);
+    }
+}
+
 /* Writes the window node's keys. */
 static int window_node(planner *p, const agg_plan *a, const rel *out,
                        const sql_node *sel)
@@ -287,6 +352,7 @@ static int window_node(planner *p, const agg_plan *a, const rel *out,
     tdm__sql_describe(p, "  %s: window %s, keyed by %s, aggregates %s\n", node,
                       a->win.type, keys[0] ? keys : "(nothing: one group)",
                       a->aggs[0] ? a->aggs : "(none)");
+    describe_optimisations(p, a);
     return p->oom ? -1 : 0;
 }
 

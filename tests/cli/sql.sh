@@ -44,6 +44,19 @@ done
 sed 's/,"timing".*/}/' "$EXP/clicks10s.results.jsonl" >"$T/c10.want"
 same_multiset "examples/clicks10s.sql" "$T/c10.want" "$T/c10.out"
 
+# EXPLAIN's word on local aggregation is the runtime's decision (its
+# debug log), for a one-phase, a two-phase and a session window.
+for c in tumble hop session; do
+    "$TM" sql $(init $c) "$S/$c.sql" --log-level debug >/dev/null 2>"$T/$c.debug" ||
+        fail "$c --log-level debug: $(tail -3 "$T/$c.debug")"
+    phases=$(sed -n 's/.*local_aggregation window=q1 phases=\([12]\).*/\1/p' "$T/$c.debug")
+    case "$phases" in
+    1) grep -q "local aggregation: one phase" "$T/$c.explain" ;;
+    2) grep -q "local aggregation: two phases" "$T/$c.explain" ;;
+    *) false ;;
+    esac || fail "$c: EXPLAIN's local aggregation differs from the runtime's ($phases phase(s))"
+done
+
 # --explain's plan says what each node does.
 grep -q "^== Plan ==" "$T/tumble.explain" || fail "--explain printed no plan"
 grep -q "window tumbling, keyed by page" "$T/tumble.explain" ||
