@@ -95,12 +95,13 @@ typedef struct tdm__sql_tok {
 
 /* What the parser builds and reports while parsing one statement. */
 typedef struct tdm__sql_pctx {
-    sql_node *stmt; /* the statement, once reduced */
-    int error;      /* a syntax error was reported */
-    int oom;        /* an allocation failed */
-    char msg[512];  /* the syntax error */
-    int line, col;  /* where */
-    int nodes;      /* nodes made (a limit against runaway input) */
+    sql_node *stmt;    /* the statement, once reduced */
+    int error;         /* a syntax error was reported */
+    int oom;           /* an allocation failed */
+    char msg[512];     /* the syntax error */
+    int line, col;     /* where */
+    int nodes;         /* nodes made (a limit against runaway input) */
+    tdm__sql_tok last; /* the token being fed, for errors without one */
 } tdm__sql_pctx;
 
 /* Makes a node of @p kind at the position of @p at; NULL (and pc->oom)

@@ -80,6 +80,7 @@ static const optmap options[] = {
     {"kafka", W_SOURCE, "properties.group.id", "group", OPT_TEXT},
     {"kafka", W_SOURCE | W_SINK, "properties.*", "kafka.*", OPT_TEXT},
     {"kafka", W_SOURCE | W_SINK, "format", "format", OPT_TEXT},
+    {"kafka", W_SOURCE | W_SINK, "value.format", "format", OPT_TEXT},
     {"kafka", W_SOURCE, "scan.startup.mode", "start", OPT_STARTUP},
     {"kafka", W_SOURCE, "scan.startup.timestamp-millis", "start.timestamp",
      OPT_TEXT},
@@ -261,8 +262,8 @@ static int fail(sql_catalog *cat, const sql_node *at, const char *fmt, ...)
 static bool put(sql_kv *out, int cap, int *n, const char *key,
                 const char *value, const sql_node *at)
 {
-    if (*n >= cap) {
-        return false;
+    if (*n >= cap || strlen(value) >= sizeof out[*n].value) {
+        return false; /* The caller refuses: never a truncated value. */
     }
     snprintf(out[*n].key, sizeof out[*n].key, "%s", key);
     snprintf(out[*n].value, sizeof out[*n].value, "%s", value);
@@ -358,7 +359,7 @@ static bool needed(const sql_table *t, const int *used, int i)
 
 /* The schema text of @p t: "f:type, ..." over the stored columns the
  * query needs. */
-static void schema_text(const sql_table *t, const int *used, char *buf,
+static bool schema_text(const sql_table *t, const int *used, char *buf,
                         size_t n)
 {
     size_t u = 0;
@@ -371,6 +372,7 @@ static void schema_text(const sql_table *t, const int *used, char *buf,
         u += (size_t)snprintf(buf + u, n - u, "%s%s:%s", u ? ", " : "",
                               c->field, c->type);
     }
+    return u < n;
 }
 
 /* Event time of a file or Kafka source: its field and unit (C6). */
@@ -394,27 +396,35 @@ int tdm__sql_connector_keys(sql_catalog *cat, const sql_table *t,
 {
     bool sink = used == NULL;
     const char *type = node_type(t->connector, sink);
-    char schema[2048], delay[32];
+    char schema[4096], delay[32];
     int n = 0;
     if (type == NULL || type[0] == '\0') {
         return fail(cat, t->def, "a '%s' table cannot be %s", t->connector,
                     sink ? "written to (INSERT INTO)" : "read (FROM)");
     }
     put(out, cap, &n, "type", type, t->def);
-    const char *fmt = tdm__sql_table_option(t, "format");
-    if (fmt != NULL) {
-        put(out, cap, &n, "format", fmt, t->def);
+    for (const sql_node *o = t->def->b; o != NULL; o = o->next) {
+        if (strcmp(o->text, "format") == 0 && /* before the schema */
+            option_key(cat, t, sink, o, out, cap, &n) != 0) {
+            return -1;
+        }
     }
     if (!sink) {
-        schema_text(t, used, schema, sizeof schema);
-        put(out, cap, &n, "schema", schema, t->def);
+        if (!schema_text(t, used, schema, sizeof schema) ||
+            !put(out, cap, &n, "schema", schema, t->def)) {
+            return fail(cat, t->def,
+                        "table %s has too many columns for "
+                        "one source (its schema text is over "
+                        "%zu bytes)",
+                        t->name, sizeof out[0].value - 1);
+        }
         if (strcmp(type, "generator") == 0) {
             put(out, cap, &n, "generator.kind",
                 strcmp(t->connector, "nexmark") == 0 ? "nexmark" : "clicks",
                 t->def);
         }
-        if (t->rowtime < 0) {
-            put(out, cap, &n, "watermark.strategy", "none", t->def);
+        if (t->rowtime < 0) { /* C8: no time attribute: processing time. */
+            put(out, cap, &n, "time", "processing", t->def);
         } else {
             if (strcmp(type, "generator") != 0) {
                 time_keys(t, out, cap, &n);
@@ -425,11 +435,9 @@ int tdm__sql_connector_keys(sql_catalog *cat, const sql_table *t,
         }
     }
     for (const sql_node *o = t->def->b; o != NULL; o = o->next) {
-        if (strcmp(o->text, "format") == 0 ||
+        if (strcmp(o->text, "format") != 0 &&
             option_key(cat, t, sink, o, out, cap, &n) != 0) {
-            if (strcmp(o->text, "format") != 0) {
-                return -1;
-            }
+            return -1;
         }
     }
     return n;
@@ -690,6 +698,52 @@ static int take_connector(sql_catalog *cat, sql_table *t, const sql_node *def)
     return 0;
 }
 
+/* C9: a generator makes a fixed set of fields; a column it does not
+ * make would be null forever, so it is refused (NEXMark's `extra`, which
+ * the benchmark's tables declare, is the one allowed: always null). */
+static int check_generated(sql_catalog *cat, const sql_table *t)
+{
+    static const char *const nexmark[] = {
+        "event_type", "id",      "name",      "email_address", "credit_card",
+        "city",       "state",   "item_name", "description",   "initial_bid",
+        "reserve",    "expires", "seller",    "category",      "auction",
+        "bidder",     "price",   "channel",   "url",           "date_time",
+        "extra",      NULL};
+    static const char *const clicks[] = {"user", "page", "ts", NULL};
+    static const char *const sensors[] = {"sensor", "value", "ts", NULL};
+    const char *kind = tdm__sql_table_option(t, "kind");
+    const char *const *known = strcmp(t->connector, "nexmark") == 0 ? nexmark
+                               : kind != NULL && strcmp(kind, "sensors") == 0
+                                   ? sensors
+                                   : clicks;
+    if (strcmp(t->connector, "nexmark") != 0 &&
+        strcmp(t->connector, "datagen") != 0) {
+        return 0;
+    }
+    for (int i = 0; i < t->n_cols; i++) {
+        bool ok = t->cols[i].expr != NULL;
+        for (int k = 0; known[k] != NULL && !ok; k++) {
+            ok = strcmp(known[k], t->cols[i].field) == 0;
+        }
+        if (!ok) {
+            char list[400];
+            size_t u = 0;
+            for (int k = 0; known[k] != NULL && u < sizeof list; k++) {
+                u += (size_t)snprintf(list + u, sizeof list - u, "%s%s",
+                                      k ? ", " : "", known[k]);
+            }
+            return fail(cat, t->cols[i].at,
+                        "column %s: the %s generator makes no such field "
+                        "(it makes %s%s)",
+                        t->cols[i].name, t->connector, list,
+                        strcmp(t->connector, "nexmark") == 0
+                            ? "; camel case works: dateTime is date_time"
+                            : "");
+        }
+    }
+    return 0;
+}
+
 /* Fills @p t from @p def; -1 with cat->err set. */
 static int fill_table(sql_catalog *cat, sql_table *t, const sql_node *def)
 {
@@ -714,6 +768,9 @@ static int fill_table(sql_catalog *cat, sql_table *t, const sql_node *def)
         if (t->cols[i].expr != NULL && check_computed(cat, t, &t->cols[i])) {
             return -1;
         }
+    }
+    if (check_generated(cat, t) != 0) {
+        return -1;
     }
     for (const sql_node *c = def->a; c != NULL; c = c->next) {
         if (c->kind == SQLK_WATERMARK && add_watermark(cat, t, c) != 0) {

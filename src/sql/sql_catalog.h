@@ -59,7 +59,7 @@ void tdm__sql_catalog_free(sql_catalog *cat);
 /* A key/value pair the job gets, and where it came from. */
 typedef struct sql_kv {
     char key[128];
-    char value[512];
+    char value[2048];
     const sql_node *at;
 } sql_kv;
 

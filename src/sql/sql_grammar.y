@@ -97,7 +97,13 @@ static sql_node *upper(sql_node *n)
     tdm__sql_syntax_error(pc, &TOKEN, expected[0] ? expected : NULL);
 }
 %stack_overflow {
-    tdm__sql_syntax_error(pc, NULL, "nesting too deep");
+    if (!pc->error) {
+        pc->error = 1;
+        pc->line = pc->last.line;
+        pc->col = pc->last.col;
+        snprintf(pc->msg, sizeof pc->msg, "nesting too deep here (at most "
+                                          "about 200 open levels)");
+    }
 }
 %stack_size 200
 
@@ -124,7 +130,7 @@ input ::= .
 
 /* ---- Statements ---- */
 
-stmt(A) ::= CREATE TABLE nm(N) LP coldefs(C) RP withopts(O).
+stmt(A) ::= CREATE temp TABLE nm(N) LP coldefs(C) RP withopts(O).
     { A = NT(CREATE_TABLE, N); if (A) { A->a = C; A->b = O; } else { tdm__sql_free(C); tdm__sql_free(O); } }
 stmt(A) ::= CREATE temp VIEW nm(N) AS query(Q).
     { A = NT(CREATE_VIEW, N); if (A) A->a = Q; else tdm__sql_free(Q); }
@@ -146,8 +152,10 @@ explained(A) ::= INSERT INTO nm(N) query(Q).
     { A = NT(INSERT, N); if (A) A->a = Q; else tdm__sql_free(Q); }
 explained(A) ::= query(Q).        { A = Q; }
 
-temp ::= .
-temp ::= TEMPORARY.
+%type temp { int }
+%destructor temp { (void)$$; }
+temp(A) ::= .                     { A = 0; }
+temp(A) ::= TEMPORARY.            { A = 1; }
 
 %type nm { tdm__sql_tok }
 %destructor nm { (void)$$; }
@@ -273,7 +281,8 @@ tvfarg(A) ::= TABLE nm(N) PARTITION BY LP idlist(L) RP.
     { A = NT(TVF_TABLE, N); if (A) A->a = L; else tdm__sql_free(L); }
 tvfarg(A) ::= DESCRIPTOR LP nm(N) RP.             { A = NT(DESCRIPTOR, N); }
 tvfarg(A) ::= expr(E).                            { A = E; }
-tvfarg(A) ::= ID ARROW tvfarg(G).                 { A = G; }
+tvfarg(A) ::= ID(K) ARROW tvfarg(G).
+    { A = G; if (A && !A->alias) A->alias = tdm__sql_tokdup(pc, &K); }
 
 where(A) ::= .                    { A = NULL; }
 where(A) ::= WHERE expr(E).       { A = E; }

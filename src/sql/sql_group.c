@@ -28,7 +28,8 @@ typedef struct agg_plan {
     char aggs[2048]; /* "fn(field) as name, ..." */
     int n_aggs;
     bool has_start, has_end;
-    const char *one_phase; /* why the aggregates need one phase, or NULL */
+    const char *one_phase;  /* why the aggregates need one phase, or NULL */
+    const sql_node *legacy; /* GROUP BY TUMBLE(ts, ...) and the like */
 } agg_plan;
 
 /* Whether @p e names the column called @p name in @p in. */
@@ -52,14 +53,21 @@ static int legacy_window(planner *p, agg_plan *a, const sql_node *g)
         return tdm__sql_fail(p, g, "one window per GROUP BY");
     }
     if (g->a == NULL || g->a->kind != SQLK_ID ||
-        (c = tdm__sql_resolve(p, a->in, g->a)) == NULL || !c->rowtime) {
+        (c = tdm__sql_resolve(p, a->in, g->a)) == NULL || c->rowtime != 1) {
         return tdm__sql_fail(p, g,
                              "%s(time column, ...): the first argument "
-                             "must be the event-time column (WATERMARK "
-                             "FOR it in CREATE TABLE)",
+                             "must be an event-time column (WATERMARK "
+                             "FOR it in CREATE TABLE; a join's columns "
+                             "and a window's window_end are not)",
                              g->text);
     }
-    return tdm__sql_window_spec(p, g->text, g->a->next, g, &a->win);
+    const sql_node *iv[8];
+    int n = 0;
+    for (const sql_node *x = g->a->next; x != NULL && n < 8; x = x->next) {
+        iv[n++] = x;
+    }
+    a->legacy = g;
+    return tdm__sql_window_spec(p, g->text, iv, n, g, &a->win);
 }
 
 /* Reads the GROUP BY list (P10: a window is required; non-windowed GROUP
@@ -192,24 +200,76 @@ static int agg_item(planner *p, agg_plan *a, rel *out, const sql_node *it,
                             agg_type(fn, type), 0);
 }
 
-/* The window bound an item names: TUMBLE_START(...) and the like, or the
- * TVF's window_start / window_end; NULL if none. */
-static const char *bound_of(planner *p, const agg_plan *a, const sql_node *e)
+/* Whether two argument lists name the same column and intervals. */
+static bool same_args(const sql_node *x, const sql_node *y)
 {
+    for (; x != NULL && y != NULL; x = x->next, y = y->next) {
+        if (x->kind != y->kind ||
+            (x->kind == SQLK_ID && strcasecmp(x->text, y->text) != 0) ||
+            (x->kind == SQLK_INTERVAL &&
+             tdm__sql_interval_ms(x->text, x->unit) !=
+                 tdm__sql_interval_ms(y->text, y->unit)) ||
+            (x->kind != SQLK_ID && x->kind != SQLK_INTERVAL)) {
+            return false;
+        }
+    }
+    return x == NULL && y == NULL;
+}
+
+/* A group window's helper, TUMBLE_START(ts, size) and the like (P15: it
+ * must repeat the GROUP BY window, as Flink requires). */
+static int helper_bound(planner *p, const agg_plan *a, const sql_node *e,
+                        const char *suffix, const char **bound)
+{
+    size_t n = strlen(e->text) - strlen(suffix);
+    if (a->legacy == NULL) {
+        return tdm__sql_fail(p, e,
+                             "%s belongs with GROUP BY %.*s(...); "
+                             "over a window table function select "
+                             "window_start and window_end",
+                             e->text, (int)n, e->text);
+    }
+    if (strlen(a->legacy->text) != n ||
+        strncmp(a->legacy->text, e->text, n) != 0 ||
+        !same_args(e->a, a->legacy->a)) {
+        return tdm__sql_fail(p, e,
+                             "%s must repeat the GROUP BY window "
+                             "%s(...) with the same arguments",
+                             e->text, a->legacy->text);
+    }
+    if (strcmp(suffix, "_ROWTIME") == 0) {
+        return tdm__sql_fail(p, e,
+                             "%s (window_end - 1 ms) is not an output "
+                             "column yet: select %.*s_END",
+                             e->text, (int)n, e->text);
+    }
+    *bound = strcmp(suffix, "_START") == 0 ? "window_start" : "window_end";
+    return 0;
+}
+
+/* The window bound an item names: TUMBLE_START(...) and the like, or the
+ * TVF's window_start / window_end; *bound NULL if none.  -1 on error. */
+static int bound_of(planner *p, const agg_plan *a, const sql_node *e,
+                    const char **bound)
+{
+    static const char *const suffixes[] = {"_START", "_END", "_ROWTIME"};
+    *bound = NULL;
     if (e->kind == SQLK_CALL) {
         size_t n = strlen(e->text);
-        if (n > 6 && strcmp(e->text + n - 6, "_START") == 0) {
-            return "window_start";
+        for (size_t i = 0; i < 3; i++) {
+            size_t k = strlen(suffixes[i]);
+            if (n > k && strcmp(e->text + n - k, suffixes[i]) == 0) {
+                return helper_bound(p, a, e, suffixes[i], bound);
+            }
         }
-        if (n > 4 && strcmp(e->text + n - 4, "_END") == 0) {
-            return "window_end";
-        }
-        return NULL;
+        return 0;
     }
     if (names_col(p, a->in, e, "window_start")) {
-        return "window_start";
+        *bound = "window_start";
+    } else if (names_col(p, a->in, e, "window_end")) {
+        *bound = "window_end";
     }
-    return names_col(p, a->in, e, "window_end") ? "window_end" : NULL;
+    return 0;
 }
 
 /* One SELECT item of an aggregation (P12: an item is a group column, a
@@ -227,7 +287,10 @@ static int group_item(planner *p, agg_plan *a, rel *out, const sql_node *it,
     if (tdm__sql_is_aggregate(e)) {
         return agg_item(p, a, out, it, i);
     }
-    if ((bound = bound_of(p, a, e)) != NULL) { /* window_end = ts + 1 */
+    if (bound_of(p, a, e, &bound) != 0) {
+        return -1;
+    }
+    if (bound != NULL) { /* window_end = ts + 1 */
         return tdm__sql_add_col(p, out, NULL, it->text ? it->text : bound,
                                 bound, "timestamp",
                                 strcmp(bound, "window_end") == 0 ? 2 : 0);
@@ -316,11 +379,17 @@ static int window_node(planner *p, const agg_plan *a, const rel *out,
     }
     for (const sql_node *k = a->win.partition; k != NULL; k = k->next) {
         const pcol *c = tdm__sql_resolve(p, a->in, k);
+        bool listed = false;
         if (c == NULL) {
             return -1;
         }
-        used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s",
-                                 used ? ", " : "", c->job);
+        for (int g = 0; g < a->n_keys; g++) {
+            listed = listed || a->keycol[g] == c; /* GROUP BY has it too. */
+        }
+        if (!listed) {
+            used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s",
+                                     used ? ", " : "", c->job);
+        }
     }
     tdm__sql_put(p, TDM_NODE_WINDOW, node, "from", a->in->node, sel);
     if (keys[0] != '\0') {

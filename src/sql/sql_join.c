@@ -35,7 +35,14 @@ typedef struct jplan {
     int64_t lower, upper;
     bool lower_inc, upper_inc;
     char filter[4096];
+    int *rt; /* per output column: its rowtime on its side (J5) */
 } jplan;
+
+/* A column's rowtime on its side, before the join. */
+static int side_rt(const jplan *j, const pcol *c)
+{
+    return j->rt[c - j->out->cols];
+}
 
 /* The output column of @p e (an ID) and its side: 0 left, 1 right, -1
  * not a column of the join. */
@@ -68,11 +75,11 @@ static int time_term(planner *p, const jplan *j, const sql_node *e,
         e = e->a;
     }
     int side = side_of(p, j, e, c);
-    if (side < 0 || !(*c)->rowtime) {
+    if (side < 0 || !side_rt(j, *c)) {
         p->msg[0] = '\0';
         return -1;
     }
-    *off += (*c)->rowtime - 1;
+    *off += side_rt(j, *c) - 1;
     return side;
 }
 
@@ -165,7 +172,7 @@ static int equality(planner *p, jplan *j, const sql_node *e)
         j->win_end = true;
         return 1;
     }
-    if (a->rowtime && b->rowtime) {
+    if (side_rt(j, a) && side_rt(j, b)) {
         return time_bound(p, j, "=", e->a, e->b);
     }
     return add_key(p, j, sa == 0 ? a : b, sa == 0 ? b : a, e) == 0 ? 1 : -1;
@@ -211,7 +218,10 @@ static int conjunct(planner *p, jplan *j, const sql_node *e)
 }
 
 /* The output columns: left.<job> and right.<job>; a window TVF's own
- * window_start/window_end are the join row's (J1). */
+ * window_start/window_end are the join row's (J1).  J5: a pair is
+ * stamped with the later of its two times (a window join's with its
+ * window_end - 1), so the sides' time columns are plain values after
+ * the join: only a window join's own window_end stays a time column. */
 static int join_cols(planner *p, jplan *j)
 {
     const rel *sides[2] = {j->l, j->r};
@@ -228,10 +238,20 @@ static int join_cols(planner *p, jplan *j)
                          : "left.",
                      c->job);
             if (tdm__sql_add_col(p, j->out, c->qual, c->name, job, c->type,
-                                 c->rowtime) != 0) {
+                                 0) != 0) {
                 return -1;
             }
+            int *rt = realloc(j->rt, (size_t)j->out->n_cols * sizeof *rt);
+            if (rt == NULL) {
+                p->oom = 1;
+                return -1;
+            }
+            j->rt = rt;
+            rt[j->out->n_cols - 1] = c->rowtime;
             tdm__sql_inherit(j->out, c);
+            if (own && strcmp(c->job, "window_end") == 0) {
+                j->out->cols[j->out->n_cols - 1].rowtime = 2; /* J5 */
+            }
         }
         if (s == 0) {
             j->n_left = j->out->n_cols;
@@ -309,26 +329,38 @@ static int join_node(planner *p, const jplan *j, const char *node,
     return p->oom ? -1 : 0;
 }
 
+static rel *plan_join(planner *p, qstate *q, const sql_node *join,
+                      const sql_node *where, jplan *jp);
+
 /* Plans a join (see sql_plan.h). */
 rel *tdm__sql_plan_join(planner *p, qstate *q, const sql_node *join,
                         const sql_node *where)
 {
     jplan j;
-    char base[32];
     memset(&j, 0, sizeof j);
-    if ((j.l = tdm__sql_plan_from(p, q, join->a)) == NULL ||
-        (j.r = tdm__sql_plan_from(p, q, join->b)) == NULL ||
-        (j.out = tdm__sql_new_rel(p, q, REL_JOIN, join)) == NULL ||
-        join_cols(p, &j) != 0 ||
-        (join->c != NULL && conjunct(p, &j, join->c) != 0) ||
-        (where != NULL && conjunct(p, &j, where) != 0)) {
+    rel *out = plan_join(p, q, join, where, &j);
+    free(j.rt);
+    return out;
+}
+
+/* The join of tdm__sql_plan_join, its plan in @p jp. */
+static rel *plan_join(planner *p, qstate *q, const sql_node *join,
+                      const sql_node *where, jplan *jp)
+{
+    char base[32];
+    if ((jp->l = tdm__sql_plan_from(p, q, join->a)) == NULL ||
+        (jp->r = tdm__sql_plan_from(p, q, join->b)) == NULL ||
+        (jp->out = tdm__sql_new_rel(p, q, REL_JOIN, join)) == NULL ||
+        join_cols(p, jp) != 0 ||
+        (join->c != NULL && conjunct(p, jp, join->c) != 0) ||
+        (where != NULL && conjunct(p, jp, where) != 0)) {
         return NULL;
     }
-    bool window = j.win_start && j.win_end;
-    if (window && same_windows(p, &j, join) != 0) {
+    bool window = jp->win_start && jp->win_end;
+    if (window && same_windows(p, jp, join) != 0) {
         return NULL;
     }
-    if (!window && !(j.has_lower && j.has_upper)) { /* J3 */
+    if (!window && !(jp->has_lower && jp->has_upper)) { /* J3 */
         tdm__sql_fail(p, join,
                       "a join needs equal window_start and "
                       "window_end on both sides (a window join) or "
@@ -339,17 +371,26 @@ rel *tdm__sql_plan_join(planner *p, qstate *q, const sql_node *join,
                       "which is not supported yet");
         return NULL;
     }
-    if (j.n_keys == 0) { /* J4 */
+    if (!window && ((jp->l->kind == REL_SOURCE && jp->l->win.type) ||
+                    (jp->r->kind == REL_SOURCE && jp->r->win.type))) {
+        tdm__sql_fail(p, join,
+                      "a window table function's rows are joined "
+                      "by a window join (equal window_start and "
+                      "window_end) or aggregated; here they would "
+                      "lose their windows");
+        return NULL;
+    }
+    if (jp->n_keys == 0) { /* J4 */
         tdm__sql_fail(p, join,
                       "a join needs at least one equality between "
                       "columns of the two sides (its key)");
         return NULL;
     }
     snprintf(base, sizeof base, "q%d", p->queries);
-    tdm__sql_unique_name(p, base, j.out->node, sizeof j.out->node);
-    if (tdm__sql_declare(p, TDM_NODE_JOIN, j.out->node, join) != 0 ||
-        join_node(p, &j, j.out->node, join) != 0) {
+    tdm__sql_unique_name(p, base, jp->out->node, sizeof jp->out->node);
+    if (tdm__sql_declare(p, TDM_NODE_JOIN, jp->out->node, join) != 0 ||
+        join_node(p, jp, jp->out->node, join) != 0) {
         return NULL;
     }
-    return j.out;
+    return jp->out;
 }

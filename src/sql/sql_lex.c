@@ -151,7 +151,9 @@ typedef struct lexer {
     const char *s, *end;
     const char *p;
     int line, col;
-    char msg[256]; /* a lexical error */
+    int err_line, err_col; /* where a lexical error began, when not at
+                              the token */
+    char msg[256];         /* a lexical error */
 } lexer;
 
 /* Moves one byte on, counting lines. */
@@ -177,6 +179,8 @@ static int skip_blanks(lexer *L)
                 step(L);
             }
         } else if (L->p + 1 < L->end && L->p[0] == '/' && L->p[1] == '*') {
+            L->err_line = L->line; /* An unclosed comment is shown here. */
+            L->err_col = L->col;
             step(L);
             step(L);
             while (L->p + 1 < L->end && !(L->p[0] == '*' && L->p[1] == '/')) {
@@ -280,6 +284,10 @@ static int next_token(lexer *L, tdm__sql_tok *t)
 {
     int code;
     if (skip_blanks(L) != 0) {
+        t->p = L->p;
+        t->n = 0;
+        t->line = L->err_line;
+        t->col = L->err_col;
         return -1;
     }
     t->p = L->p;
@@ -474,6 +482,7 @@ static int parse_one(lexer *L, void *parser, tdm__sql_stmt *st, char *msg,
             first = t;
             any = 1;
         }
+        pc.last = t;
         tdm__sqlp(parser, code, t, &pc);
         if (pc.error || pc.oom) {
             break;

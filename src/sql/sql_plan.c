@@ -38,6 +38,7 @@ static rel *source_rel(planner *p, qstate *q, sql_table *t, const char *alias,
     }
     r->table = t;
     r->origin = 1;
+    r->base = r;
     if ((r->used = calloc((size_t)t->n_cols + 1, sizeof *r->used)) == NULL) {
         p->oom = 1;
         return NULL;
@@ -83,34 +84,35 @@ static int64_t interval_arg(planner *p, const sql_node *e, const char *what)
 
 /* The window of a TVF or of a legacy GROUP BY TUMBLE/HOP/SESSION(ts, ..)
  * from its interval arguments @p iv (P3: CUMULATE is not supported). */
-int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *iv,
-                         const sql_node *at, pwin *w)
+int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *const *iv,
+                         int n, const sql_node *at, pwin *w)
 {
-    const sql_node *rest;
+    int rest; /* the offset's index */
     w->at = at;
     if (strcmp(fn, "TUMBLE") == 0) {
         w->type = "tumbling";
-        if ((w->size = interval_arg(p, iv, "window size")) < 0) {
+        if ((w->size = interval_arg(p, n > 0 ? iv[0] : at, "window size")) <
+            0) {
             return -1;
         }
-        rest = iv->next;
+        rest = 1;
     } else if (strcmp(fn, "HOP") == 0) {
         w->type = "sliding";
-        if ((w->slide = interval_arg(p, iv, "slide")) < 0 ||
-            (w->size = interval_arg(p, iv ? iv->next : NULL, "window size")) <
+        if ((w->slide = interval_arg(p, n > 0 ? iv[0] : at, "slide")) < 0 ||
+            (w->size = interval_arg(p, n > 1 ? iv[1] : at, "window size")) <
                 0) {
             return -1;
         }
-        rest = iv->next->next;
+        rest = 2;
     } else if (strcmp(fn, "SESSION") == 0) {
         w->type = "session";
-        if ((w->gap = interval_arg(p, iv, "session gap")) < 0) {
+        if ((w->gap = interval_arg(p, n > 0 ? iv[0] : at, "session gap")) < 0) {
             return -1;
         }
-        return iv->next == NULL ? 0
-                                : tdm__sql_fail(p, iv->next,
-                                                "SESSION takes nothing after "
-                                                "the gap");
+        return n <= 1 ? 0
+                      : tdm__sql_fail(p, iv[1],
+                                      "SESSION takes nothing after "
+                                      "the gap");
     } else if (strcmp(fn, "CUMULATE") == 0) {
         return tdm__sql_fail(p, at, "CUMULATE windows are not supported yet");
     } else {
@@ -120,16 +122,72 @@ int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *iv,
                              fn);
     }
     /* P3: an optional offset, then nothing. */
-    if (rest != NULL && (w->offset = interval_arg(p, rest, "offset")) < 0) {
+    if (n > rest && (w->offset = interval_arg(p, iv[rest], "offset")) < 0) {
         return -1;
     }
-    if (rest != NULL && rest->next != NULL) {
-        return tdm__sql_fail(p, rest->next,
+    if (n > rest + 1) {
+        return tdm__sql_fail(p, iv[rest + 1],
                              "%s takes nothing after the "
                              "offset",
                              fn);
     }
     return 0;
+}
+
+/* The arguments of window TVF @p f in their positions: by position, or
+ * by name (DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE => ...),
+ * Flink's two forms (P16: mixing them, an unknown or a repeated name is
+ * refused).  Returns how many, -1 with p->msg set. */
+static int tvf_args(planner *p, const sql_node *f, const sql_node **out,
+                    int cap)
+{
+    static const char *const order[][6] = {
+        {"TUMBLE", "DATA", "TIMECOL", "SIZE", "OFFSET", NULL},
+        {"HOP", "DATA", "TIMECOL", "SLIDE", "SIZE", "OFFSET"},
+        {"SESSION", "DATA", "TIMECOL", "GAP", NULL, NULL},
+        {"CUMULATE", "DATA", "TIMECOL", "STEP", "SIZE", "OFFSET"}};
+    int n = 0, named = 0;
+    for (const sql_node *a = f->a; a != NULL; a = a->next) {
+        named += a->alias != NULL;
+        if (n >= cap) {
+            return tdm__sql_fail(p, a, "too many arguments");
+        }
+        out[n++] = a;
+    }
+    if (named == 0) {
+        return n;
+    }
+    size_t k = 0;
+    while (k < 4 && strcmp(order[k][0], f->text) != 0) {
+        k++;
+    }
+    if (named != n || k == 4) {
+        return tdm__sql_fail(p, f,
+                             "%s: give every argument by name or "
+                             "none",
+                             f->text);
+    }
+    int m = 0;
+    for (int slot = 1; slot < 6 && order[k][slot] != NULL; slot++) {
+        for (const sql_node *a = f->a; a != NULL; a = a->next) {
+            if (strcasecmp(a->alias, order[k][slot]) == 0) {
+                out[m++] = a;
+            }
+        }
+        if (m != slot && m < n) { /* A gap: a later one is given alone. */
+            break;
+        }
+    }
+    if (m != n) {
+        return tdm__sql_fail(
+            p, f,
+            "%s: unknown, missing or repeated "
+            "argument names (%s takes %s, %s, %s%s%s%s%s)",
+            f->text, f->text, order[k][1], order[k][2], order[k][3],
+            order[k][4] ? ", " : "", order[k][4] ? order[k][4] : "",
+            order[k][5] ? ", " : "", order[k][5] ? order[k][5] : "");
+    }
+    return n;
 }
 
 /* Adds the window columns of a TVF. */
@@ -147,7 +205,13 @@ static int window_cols(planner *p, rel *r, const char *qual)
  * descriptor names the table's event-time column). */
 static rel *tvf_rel(planner *p, qstate *q, const sql_node *f)
 {
-    const sql_node *tab = f->a, *desc = tab ? tab->next : NULL;
+    const sql_node *args[8];
+    int n = tvf_args(p, f, args, 8);
+    if (n < 0) {
+        return NULL;
+    }
+    const sql_node *tab = n > 0 ? args[0] : NULL,
+                   *desc = n > 1 ? args[1] : NULL;
     if (tab == NULL || tab->kind != SQLK_TVF_TABLE || desc == NULL ||
         desc->kind != SQLK_DESCRIPTOR) {
         tdm__sql_fail(p, f,
@@ -177,7 +241,7 @@ static rel *tvf_rel(planner *p, qstate *q, const sql_node *f)
     }
     rel *r = source_rel(p, q, t, f->alias, f);
     if (r == NULL ||
-        tdm__sql_window_spec(p, f->text, desc->next, f, &r->win) != 0 ||
+        tdm__sql_window_spec(p, f->text, args + 2, n - 2, f, &r->win) != 0 ||
         window_cols(p, r, f->alias != NULL ? f->alias : t->name) != 0) {
         return NULL;
     }
@@ -227,6 +291,28 @@ rel *tdm__sql_plan_from(planner *p, qstate *q, const sql_node *f)
 
 /* ---- WHERE and computed values at the source ---- */
 
+/* P14: a source filters before it computes, so a WHERE over a value a
+ * subquery computed is refused (it would see the value unset). */
+static int refs_computed(planner *p, const rel *r, const sql_node *e)
+{
+    for (; e != NULL; e = e->next) {
+        const pcol *c;
+        if (e->kind == SQLK_ID && (c = tdm__sql_resolve(p, r, e)) != NULL &&
+            c->computed) {
+            return tdm__sql_fail(p, e,
+                                 "a WHERE over %s, a value the subquery "
+                                 "computes, is not supported yet: filter "
+                                 "on the columns it is computed from",
+                                 e->text);
+        }
+        if (refs_computed(p, r, e->a) || refs_computed(p, r, e->b) ||
+            refs_computed(p, r, e->c) || refs_computed(p, r, e->d)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* WHERE over a source: ANDed into its filter (P7: a WHERE after an
  * aggregation is refused). */
 static int plan_where(planner *p, rel *r, const sql_node *w)
@@ -240,20 +326,22 @@ static int plan_where(planner *p, rel *r, const sql_node *w)
                              "WHERE over the rows of a window or join "
                              "is not supported yet; filter its inputs");
     }
-    if (tdm__sql_expr_text(p, r, w, text, sizeof text) != 0) {
+    if (refs_computed(p, r, w) ||
+        tdm__sql_expr_text(p, r, w, text, sizeof text) != 0) {
         return -1;
     }
-    size_t have = strlen(r->filter), add = strlen(text);
-    if (have + add + 8 >= sizeof r->filter) {
+    rel *dst = r->base; /* A subquery's projection filters its source. */
+    size_t have = strlen(dst->filter), add = strlen(text);
+    if (have + add + 8 >= sizeof dst->filter) {
         return tdm__sql_fail(p, w, "WHERE too long");
     }
     if (have > 0) {
-        memmove(r->filter + 1, r->filter, have);
-        r->filter[0] = '(';
-        memcpy(r->filter + have + 1, ") AND ", 6);
+        memmove(dst->filter + 1, dst->filter, have);
+        dst->filter[0] = '(';
+        memcpy(dst->filter + have + 1, ") AND ", 6);
         have += 7;
     }
-    memcpy(r->filter + have, text, add + 1);
+    memcpy(dst->filter + have, text, add + 1);
     return 0;
 }
 
@@ -280,15 +368,19 @@ int tdm__sql_compute_field(planner *p, rel *r, const sql_node *e, char *field,
                              "use it in WHERE",
                              *type);
     }
-    if (r->n_computes >= 16) {
-        return tdm__sql_fail(p, e, "at most 16 computed values per source");
+    rel *dst = r->base; /* A subquery's projection computes at its source. */
+    size_t used = strlen(dst->extra_schema);
+    if (dst->n_computes >= 16 || strlen(text) + 48 >= sizeof dst->computes[0] ||
+        used + 40 >= sizeof dst->extra_schema) {
+        return tdm__sql_fail(p, e,
+                             "at most 16 computed values of at most "
+                             "500 bytes per source");
     }
-    snprintf(field, n, "_c%d", r->n_computes + 1);
-    snprintf(r->computes[r->n_computes++], sizeof r->computes[0], "%s=%s",
+    snprintf(field, n, "_c%d", dst->n_computes + 1);
+    snprintf(dst->computes[dst->n_computes++], sizeof dst->computes[0], "%s=%s",
              field, text);
-    size_t used = strlen(r->extra_schema);
-    snprintf(r->extra_schema + used, sizeof r->extra_schema - used, ", %s:%s",
-             field, *type);
+    snprintf(dst->extra_schema + used, sizeof dst->extra_schema - used,
+             ", %s:%s", field, *type);
     return 0;
 }
 
@@ -336,8 +428,12 @@ static int project_item(planner *p, const rel *in, rel *out, rel *src,
         return -1;
     }
     snprintf(name, sizeof name, "EXPR$%d", i);
-    return tdm__sql_add_col(p, out, NULL, it->text ? it->text : name, field,
-                            type, 0);
+    if (tdm__sql_add_col(p, out, NULL, it->text ? it->text : name, field, type,
+                         0) != 0) {
+        return -1;
+    }
+    out->cols[out->n_cols - 1].computed = 1;
+    return 0;
 }
 
 /* The projection of @p in by the SELECT list. */
@@ -356,6 +452,7 @@ static rel *project(planner *p, qstate *q, rel *in, const sql_node *sel)
     }
     out->table = in->table;
     out->win = in->win;
+    out->base = in->base;
     return out;
 }
 
@@ -418,8 +515,8 @@ rel *tdm__sql_plan_select(planner *p, qstate *q, const sql_node *sel)
  * computed fields. */
 static int flush_source(planner *p, const rel *r)
 {
-    sql_kv kv[64];
-    int n = tdm__sql_connector_keys(p->cat, r->table, r->used, kv, 64);
+    sql_kv kv[32];
+    int n = tdm__sql_connector_keys(p->cat, r->table, r->used, kv, 32);
     if (n < 0) {
         return tdm__sql_fail(p, p->cat->err_at, "%s", p->cat->err);
     }
@@ -434,7 +531,7 @@ static int flush_source(planner *p, const rel *r)
         tdm__sql_put(p, TDM_NODE_SOURCE, r->node, kv[i].key, kv[i].value,
                      kv[i].at);
     }
-    n = tdm__sql_setting_keys(p->cat, SET_SOURCE, kv, 64);
+    n = tdm__sql_setting_keys(p->cat, SET_SOURCE, kv, 32);
     for (int i = 0; i < n; i++) {
         tdm__sql_put(p, TDM_NODE_SOURCE, r->node, kv[i].key, kv[i].value,
                      kv[i].at);
@@ -459,7 +556,7 @@ static int flush_source(planner *p, const rel *r)
  * select). */
 static const char *late_sink(planner *p, const char *name, const sql_node *at)
 {
-    sql_kv kv[64];
+    sql_kv kv[32];
     for (int i = 0; i < p->n_late; i++) {
         if (p->late_job[i] == p->cj &&
             strcasecmp(p->late_table[i], name) == 0) {
@@ -476,7 +573,7 @@ static const char *late_sink(planner *p, const char *name, const sql_node *at)
         return NULL;
     }
     if (p->n_late >= 8 ||
-        (n = tdm__sql_connector_keys(p->cat, t, NULL, kv, 64)) < 0) {
+        (n = tdm__sql_connector_keys(p->cat, t, NULL, kv, 32)) < 0) {
         tdm__sql_fail(p, at, "%s",
                       p->n_late >= 8 ? "at most 8 late output "
                                        "tables"
@@ -559,13 +656,22 @@ static void select_text(const rel *out, char **names, char *buf, size_t n)
     }
 }
 
+/* Whether a value of job type @p from may be written to a column of
+ * type @p to (P17: as Flink, an integer widens to a double; nothing else
+ * converts by itself). */
+static bool assignable(const char *from, const char *to)
+{
+    return strcmp(from, to) == 0 ||
+           (strcmp(from, "int64") == 0 && strcmp(to, "double") == 0);
+}
+
 /* The sink of an INSERT INTO @p table, or of a bare SELECT (NULL: a
  * stdout sink).  The producer's rows go to it, named by position. */
 static int plan_sink(planner *p, const rel *out, const char *table,
                      const sql_node *at)
 {
     char node[64], sel[4096];
-    sql_kv kv[64];
+    sql_kv kv[32];
     char *names[256];
     int n = 1;
     sql_table *t = NULL;
@@ -581,8 +687,17 @@ static int plan_sink(planner *p, const rel *out, const char *table,
         }
         for (int i = 0; i < t->n_cols && i < 256; i++) {
             names[i] = (char *)t->cols[i].name;
+            if (!assignable(out->cols[i].type, t->cols[i].type)) {
+                return tdm__sql_fail(p, at,
+                                     "INSERT INTO %s: the query's column %d "
+                                     "(%s) is %s, the table's %s is %s; CAST "
+                                     "it",
+                                     t->name, i + 1, out->cols[i].name,
+                                     out->cols[i].type, t->cols[i].name,
+                                     t->cols[i].type);
+            }
         }
-        if ((n = tdm__sql_connector_keys(p->cat, t, NULL, kv, 64)) < 0) {
+        if ((n = tdm__sql_connector_keys(p->cat, t, NULL, kv, 32)) < 0) {
             return tdm__sql_fail(p, p->cat->err_at, "%s", p->cat->err);
         }
         tdm__sql_unique_name(p, t->name, node, sizeof node);

@@ -19,6 +19,7 @@ typedef struct pcol {
                          rows are stamped window_end - 1) */
     int *used;        /* a source column's flag: the query reads it (the
                          source's schema then has it); NULL otherwise */
+    int computed;     /* a value the source computes (compute.*) */
 } pcol;
 
 /* A window table function over a source. */
@@ -35,6 +36,7 @@ typedef struct rel {
     char node[64];    /* the job node that makes its rows */
     sql_table *table; /* REL_SOURCE */
     int origin;       /* the source node itself (not a projection) */
+    struct rel *base; /* REL_SOURCE: the origin whose keys it adds to */
     int *used;        /* origin: which of the table's columns are read */
     pcol *cols;
     int n_cols;
@@ -102,10 +104,10 @@ void tdm__sql_describe(planner *p, const char *fmt, ...)
  * its type in *type); -1 with p->msg set. */
 int tdm__sql_compute_field(planner *p, rel *r, const sql_node *e, char *field,
                            size_t n, const char **type);
-/* The window of TUMBLE/HOP/SESSION/CUMULATE @p fn with interval arguments
- * @p iv; -1 with p->msg set. */
-int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *iv,
-                         const sql_node *at, pwin *w);
+/* The window of TUMBLE/HOP/SESSION/CUMULATE @p fn with the @p n interval
+ * arguments @p iv, in their positions; -1 with p->msg set. */
+int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *const *iv,
+                         int n, const sql_node *at, pwin *w);
 /* Starts planning into job @p cj (a new job or one planned before). */
 void tdm__sql_plan_begin(planner *p, tdm__cli_job *cj);
 /* Gives window or join @p node the SETs that apply to operators: its

@@ -36,6 +36,7 @@ int tdm__sql_add_col(planner *p, rel *r, const char *qual, const char *name,
     c->type = type;
     c->rowtime = rowtime;
     c->used = NULL;
+    c->computed = 0;
     if (p->oom) {
         return -1;
     }
@@ -48,6 +49,7 @@ void tdm__sql_inherit(rel *r, const pcol *from)
 {
     if (r->n_cols > 0) {
         r->cols[r->n_cols - 1].used = from->used;
+        r->cols[r->n_cols - 1].computed = from->computed;
     }
 }
 

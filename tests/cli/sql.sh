@@ -37,6 +37,48 @@ for c in tumble hop session project join late_output lateness; do
         fail "$c as YAML: $(cat "$T/$c.yerr")"
     same_multiset "$c as YAML" "$EXP/sql_$c.jsonl" "$T/$c.yout"
 done
+# rows NAME SQL EXPECTED_LINES...: the query SQL over the clicks prints
+# exactly these rows (each derived by hand from sql_clicks.jsonl).
+rows() {
+    name=$1
+    printf '%s\n' "$2" >"$T/$name.sql"
+    shift 2
+    printf '%s\n' "$@" >"$T/$name.want"
+    "$TM" sql -q -i "$S/clicks_ddl.sql" "$T/$name.sql" >"$T/$name.out" \
+        2>"$T/$name.err" || fail "$name: $(cat "$T/$name.err")"
+    same_multiset "$name" "$T/$name.want" "$T/$name.out"
+}
+# A WHERE over a subquery filters its source.
+rows subquery_where "SELECT * FROM (SELECT \`user\`, ts_ms FROM clicks) WHERE ts_ms > 60000;" \
+    '{"user":"e","ts_ms":64999}' '{"user":"c","ts_ms":61000}' \
+    '{"user":"b","ts_ms":70000}' '{"user":"a","ts_ms":130000}'
+# A computed value over a subquery is computed at its source.
+rows subquery_compute "SELECT s.u, s.t + 1 AS t1 FROM (SELECT \`user\` AS u, ts_ms AS t FROM clicks WHERE page = '/y') s;" \
+    '{"u":"a","t1":3001}' '{"u":"e","t1":65000}' '{"u":"b","t1":70001}' \
+    '{"u":"a","t1":130001}'
+# TUMBLE's offset: windows [-30000, 30000), [30000, 90000), ...; f@59999
+# is on time for [30000, 90000).
+rows tumble_offset "SELECT window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '30' SECOND)) GROUP BY window_start, window_end;" \
+    '{"window_start":-30000,"n":3}' '{"window_start":30000,"n":5}' \
+    '{"window_start":90000,"n":1}'
+# HOP by name, in another order: the hop case's rows.
+printf '%s\n' "SELECT window_start, window_end, COUNT(*) AS views FROM TABLE(HOP(DATA => TABLE clicks, TIMECOL => DESCRIPTOR(ts), SIZE => INTERVAL '1' MINUTE, SLIDE => INTERVAL '30' SECOND)) GROUP BY window_start, window_end;" >"$T/named.sql"
+"$TM" sql -q -i "$S/clicks_ddl.sql" "$T/named.sql" >"$T/named.out" 2>"$T/named.err" ||
+    fail "named: $(cat "$T/named.err")"
+same_multiset "HOP with named arguments" "$EXP/sql_hop.jsonl" "$T/named.out"
+# SESSION with PARTITION BY, the page also in GROUP BY (Flink's example).
+rows session_partition "SELECT page, window_start, window_end, COUNT(*) AS n FROM TABLE(SESSION(TABLE clicks PARTITION BY page, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY page, window_start, window_end;" \
+    '{"page":"/x","window_start":1000,"window_end":12000,"n":2}' \
+    '{"page":"/x","window_start":59999,"window_end":71000,"n":3}' \
+    '{"page":"/y","window_start":3000,"window_end":13000,"n":1}' \
+    '{"page":"/y","window_start":64999,"window_end":80000,"n":2}' \
+    '{"page":"/y","window_start":130000,"window_end":140000,"n":1}'
+# A table without WATERMARK FOR is read in processing time.
+rows no_watermark "CREATE TEMPORARY TABLE p (\`user\` STRING, page STRING, ts_ms BIGINT) WITH ('connector' = 'filesystem', 'path' = 'tests/cli/data/sql_clicks.jsonl', 'format' = 'json');
+SELECT \`user\`, ts_ms FROM p WHERE page = '/y';" \
+    '{"user":"a","ts_ms":3000}' '{"user":"e","ts_ms":64999}' \
+    '{"user":"b","ts_ms":70000}' '{"user":"a","ts_ms":130000}'
+
 # examples/clicks10s.sql gives the rows of examples/clicks10s.yaml (less
 # the pane fields, which a SQL query's rows do not select).
 "$TM" sql examples/clicks10s.sql --quiet >"$T/c10.out" 2>"$T/c10.err" ||
@@ -143,4 +185,24 @@ expect_error pkey "CREATE TABLE u (a BIGINT, PRIMARY KEY (a) NOT ENFORCED) WITH 
 expect_error descriptor "$DDL
 SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(a), INTERVAL '1' MINUTE))
 GROUP BY window_start, window_end;" 4:55 "DESCRIPTOR(a) must name the table's event-time column, ts"
+# What would give wrong rows is refused.
+expect_error helper "$DDL
+SELECT TUMBLE_START(ts, INTERVAL '1' HOUR) AS s, COUNT(*) FROM t GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE);" 4:8 "TUMBLE_START must repeat the GROUP BY window"
+expect_error helper_tvf "$DDL
+SELECT TUMBLE_END(ts, INTERVAL '1' MINUTE) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;" 4:8 "TUMBLE_END belongs with GROUP BY TUMBLE(...)"
+expect_error window_end_time "$DDL
+SELECT COUNT(*) FROM (SELECT window_end AS we, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end) GROUP BY TUMBLE(we, INTERVAL '1' MINUTE);" 4:171 "a window's window_end are not"
+expect_error insert_types "$DDL
+CREATE TABLE o (n BIGINT) WITH ('connector' = 'print');
+INSERT INTO o SELECT bee FROM t;" 5:13 "the query's column 1 (bee) is string, the table's n is int64"
+expect_error generator_column "CREATE TABLE b (auction BIGINT, pricee BIGINT) WITH ('connector' = 'nexmark');" 1:33 "the nexmark generator makes no such field"
+expect_error format_blackhole "$DDL
+CREATE TABLE o (n BIGINT) WITH ('connector' = 'blackhole', 'format' = 'csv');
+INSERT INTO o SELECT a FROM t;" 4:60 "option 'format' does not apply to a blackhole sink table"
+expect_error window_over_join "$DDL
+SELECT COUNT(*) FROM t x JOIN t y ON x.a = y.a AND y.ts BETWEEN x.ts AND x.ts + INTERVAL '1' SECOND GROUP BY TUMBLE(x.ts, INTERVAL '1' MINUTE);" 4:110 "a join's columns and a window's window_end are not"
+expect_error named_mixed "$DDL
+SELECT COUNT(*) FROM TABLE(TUMBLE(DATA => TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;" 4:28 "give every argument by name or none"
+expect_error comment "SHOW TABLES;
+/* never closed" 2:1 "a comment is not closed"
 echo "sql: ok"

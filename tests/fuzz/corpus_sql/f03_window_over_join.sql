@@ -1,0 +1,1 @@
+SELECT TUMBLE_START(o.ts, INTERVAL '1' MINUTE) AS ws, COUNT(*) AS n FROM orders o JOIN payments p ON o.id = p.order_id WHERE p.ts BETWEEN o.ts AND o.ts + INTERVAL '15' MINUTE GROUP BY TUMBLE(o.ts, INTERVAL '1' MINUTE);

@@ -1,0 +1,1 @@
+SELECT x.id, z.item FROM orders x JOIN payments y ON x.id = y.order_id AND y.ts BETWEEN x.ts AND x.ts + INTERVAL '15' MINUTE JOIN orders z ON z.id = x.id AND z.ts BETWEEN x.ts AND x.ts + INTERVAL '1' SECOND;

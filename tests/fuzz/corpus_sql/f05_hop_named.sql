@@ -1,0 +1,1 @@
+SELECT window_start, window_end, COUNT(*) AS n FROM TABLE(HOP(DATA => TABLE clicks, TIMECOL => DESCRIPTOR(ts), SIZE => INTERVAL '1' MINUTE, SLIDE => INTERVAL '30' SECOND)) GROUP BY window_start, window_end;

@@ -1,0 +1,1 @@
+SELECT page FROM clicks ORDER BY page;
