@@ -244,25 +244,37 @@ static void loader_done(loader *L)
     free(L->n_stmts);
 }
 
+/* Parses @p text (@p name in messages) into *st, *n: TDM_EXIT_OK, or
+ * the exit code of an error, printed (the statements before it are
+ * kept). */
+static int parse_text(loader *L, const char *name, const char *text, size_t len,
+                      tdm__sql_stmt **st, int *n)
+{
+    int line = 0, col = 0;
+    char msg[512];
+    L->path = name;
+    L->text = text;
+    L->len = len;
+    int k = tdm__sql_parse(text, len, st, n, msg, sizeof msg, &line, &col);
+    if (k == -2) {
+        fprintf(L->err, "tidemark: out of memory\n");
+        return TDM_EXIT_RUNTIME;
+    }
+    if (k == -1) {
+        tdm__sql_caret(L->err, name, text, len, line, col, msg);
+        return TDM_EXIT_INVALID;
+    }
+    return TDM_EXIT_OK;
+}
+
 /* Runs the statements of one script's text (@p name in messages): 0,
  * or an exit code. */
 static int run_script(loader *L, tdm__cli_job *cj, const char *name,
                       const char *text, size_t len)
 {
     tdm__sql_stmt *st = NULL;
-    int n = 0, line = 0, col = 0, rc = TDM_EXIT_OK;
-    char msg[512];
-    L->path = name;
-    L->text = text;
-    L->len = len;
-    int k = tdm__sql_parse(text, len, &st, &n, msg, sizeof msg, &line, &col);
-    if (k == -2) {
-        fprintf(L->err, "tidemark: out of memory\n");
-        rc = TDM_EXIT_RUNTIME;
-    } else if (k == -1) {
-        tdm__sql_caret(L->err, name, text, len, line, col, msg);
-        rc = TDM_EXIT_INVALID;
-    }
+    int n = 0;
+    int rc = parse_text(L, name, text, len, &st, &n);
     for (int i = 0; i < n && rc == TDM_EXIT_OK; i++) {
         if (statement(L, cj, st[i].tree) != 0) {
             rc = L->pl.oom ? TDM_EXIT_RUNTIME : TDM_EXIT_INVALID;
@@ -397,17 +409,9 @@ int tdm__sql_session_exec(tdm__sql_session *s, const char *name,
 {
     loader *L = &s->L;
     tdm__sql_stmt *st = NULL;
-    int n = 0, line = 0, col = 0, rc = TDM_EXIT_OK;
-    char msg[512];
-    L->path = name;
-    L->text = text;
-    L->len = len;
-    int k = tdm__sql_parse(text, len, &st, &n, msg, sizeof msg, &line, &col);
-    if (k == -1) {
-        tdm__sql_caret(L->err, name, text, len, line, col, msg);
-        rc = TDM_EXIT_INVALID;
-    }
-    for (int i = 0; i < n && k >= 0; i++) {
+    int n = 0;
+    int rc = parse_text(L, name, text, len, &st, &n);
+    for (int i = 0; i < n && rc != TDM_EXIT_RUNTIME; i++) {
         const sql_node *t = st[i].tree;
         int r = t->kind == SQLK_INSERT || t->kind == SQLK_SELECT
                     ? session_query(L, name, t, run, ud)
@@ -415,7 +419,7 @@ int tdm__sql_session_exec(tdm__sql_session *s, const char *name,
                                              : TDM_EXIT_OK;
         rc = r != TDM_EXIT_OK ? r : rc;
     }
-    if (k == -2 || keep(L, st, n) != 0) {
+    if (keep(L, st, n) != 0) {
         tdm__sql_stmts_free(st, n);
         fprintf(L->err, "tidemark: out of memory\n");
         return TDM_EXIT_RUNTIME;
