@@ -332,25 +332,25 @@ static int join_node(planner *p, const jplan *j, const char *node,
 static rel *plan_join(planner *p, qstate *q, const sql_node *join,
                       const sql_node *where, jplan *jp);
 
-/* Plans a join (see sql_plan.h). */
-rel *tdm__sql_plan_join(planner *p, qstate *q, const sql_node *join,
-                        const sql_node *where)
+/* Plans a join of planned sides (see sql_plan.h). */
+rel *tdm__sql_join(planner *p, qstate *q, const sql_node *join, rel *l, rel *r,
+                   const sql_node *where)
 {
     jplan j;
     memset(&j, 0, sizeof j);
+    j.l = l;
+    j.r = r;
     rel *out = plan_join(p, q, join, where, &j);
     free(j.rt);
     return out;
 }
 
-/* The join of tdm__sql_plan_join, its plan in @p jp. */
+/* The join of tdm__sql_join, its plan in @p jp. */
 static rel *plan_join(planner *p, qstate *q, const sql_node *join,
                       const sql_node *where, jplan *jp)
 {
     char base[32];
-    if ((jp->l = tdm__sql_plan_from(p, q, join->a)) == NULL ||
-        (jp->r = tdm__sql_plan_from(p, q, join->b)) == NULL ||
-        (jp->out = tdm__sql_new_rel(p, q, REL_JOIN, join)) == NULL ||
+    if ((jp->out = tdm__sql_new_rel(p, q, REL_JOIN, join)) == NULL ||
         join_cols(p, jp) != 0 ||
         (join->c != NULL && conjunct(p, jp, join->c) != 0) ||
         (where != NULL && conjunct(p, jp, where) != 0)) {

@@ -98,7 +98,28 @@ int tdm__sql_put(planner *p, tdm_node_kind kind, const char *node,
 void tdm__sql_describe(planner *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* ---- Parts of a query (sql_plan.c, sql_group.c, sql_join.c) ---- */
+/* ---- Parts of a query ----
+ *
+ * They call downwards only: sql_plan.c (the recursion of SELECT, FROM
+ * and subqueries) calls sql_group.c and sql_join.c, which call
+ * sql_source.c, sql_window.c and sql_sink.c, which call sql_rel.c and
+ * sql_expr.c. */
+
+/* A source relation reading table @p t (sql_source.c). */
+rel *tdm__sql_source_rel(planner *p, qstate *q, sql_table *t, const char *alias,
+                         const sql_node *at);
+/* WHERE over source relation @p r: ANDed into its base's filter. */
+int tdm__sql_where(planner *p, rel *r, const sql_node *w);
+/* Writes a source's keys once its query is planned. */
+int tdm__sql_flush_source(planner *p, const rel *r);
+/* A window TVF's arguments in their positions (sql_window.c): how many,
+ * -1 with p->msg set. */
+int tdm__sql_tvf_args(planner *p, const sql_node *f, const sql_node **out,
+                      int cap);
+/* The sink of an INSERT INTO @p table, or of a bare SELECT (NULL), and
+ * the producer's `sink` key (sql_sink.c). */
+int tdm__sql_plan_sink(planner *p, const rel *out, const char *table,
+                       const sql_node *at);
 
 /* Computes @p e into a new field of source @p r (its name in @p field,
  * its type in *type); -1 with p->msg set. */
@@ -116,13 +137,10 @@ int tdm__sql_operator_keys(planner *p, tdm_node_kind kind, const char *node,
                            const sql_node *at);
 /* GROUP BY over a window of @p in (sql_group.c). */
 rel *tdm__sql_plan_group(planner *p, qstate *q, rel *in, const sql_node *sel);
-/* FROM a JOIN b ON cond, or FROM a, b WHERE cond (@p where) (sql_join.c). */
-rel *tdm__sql_plan_join(planner *p, qstate *q, const sql_node *join,
-                        const sql_node *where);
-/* Plans one FROM item or SELECT (sql_plan.c). */
-rel *tdm__sql_plan_from(planner *p, qstate *q, const sql_node *f);
-rel *tdm__sql_plan_select(planner *p, qstate *q, const sql_node *sel);
-
+/* FROM a JOIN b ON cond, or FROM a, b WHERE cond (@p where): the join
+ * of the planned sides @p l and @p r (sql_join.c). */
+rel *tdm__sql_join(planner *p, qstate *q, const sql_node *join, rel *l, rel *r,
+                   const sql_node *where);
 /* Plans INSERT INTO (@p stmt SQLK_INSERT) or a bare SELECT into nodes of
  * p->cj.  Returns 0, or -1 with p->msg and p->at set. */
 int tdm__sql_plan(planner *p, const sql_node *stmt);
