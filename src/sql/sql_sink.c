@@ -130,7 +130,7 @@ static bool assignable(const char *from, const char *to)
 /* The sink of an INSERT INTO @p table, or of a bare SELECT (NULL: a
  * stdout sink).  The producer's rows go to it, named by position. */
 int tdm__sql_plan_sink(planner *p, const rel *out, const char *table,
-                     const sql_node *at)
+                       const sql_node *at)
 {
     char node[64], sel[4096];
     sql_kv kv[32];

@@ -17,7 +17,7 @@
 /* A source relation reading table @p t (P1: a table is read by a source
  * node of its own in every query). */
 rel *tdm__sql_source_rel(planner *p, qstate *q, sql_table *t, const char *alias,
-                       const sql_node *at)
+                         const sql_node *at)
 {
     rel *r = tdm__sql_new_rel(p, q, REL_SOURCE, at);
     if (r == NULL) {

@@ -85,7 +85,7 @@ int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *const *iv,
  * Flink's two forms (P16: mixing them, an unknown or a repeated name is
  * refused).  Returns how many, -1 with p->msg set. */
 int tdm__sql_tvf_args(planner *p, const sql_node *f, const sql_node **out,
-                    int cap)
+                      int cap)
 {
     static const char *const order[][6] = {
         {"TUMBLE", "DATA", "TIMECOL", "SIZE", "OFFSET", NULL},
