@@ -177,6 +177,11 @@ int tdm__cli_opts_parse(int argc, char **argv, const char *cmd, int allow_quiet,
 int tdm__cli_job_prepare(const tdm__cli_opts *opts, tdm__cli_job **out,
                          FILE *err);
 
+/* Applies --parallelism and every --set of @p opts to a loaded job (a
+ * SQL shell's query job gets them too).  Returns an exit code. */
+int tdm__cli_job_overrides(const tdm__cli_opts *opts, tdm__cli_job *cj,
+                           FILE *err);
+
 /* ---- Small helpers ---- */
 
 /* Edit distance (insertions, deletions, substitutions, adjacent

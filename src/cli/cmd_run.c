@@ -636,6 +636,24 @@ static void handle_signals(int on)
     sigaction(SIGUSR1, &sa, NULL);
 }
 
+/* What `run` adds to a loaded job: --log-level (the job key log.level,
+ * set last) and --from-scratch; then validation.  Returns an exit code. */
+static int finish_job(tdm__cli_job *cj, const http_opts *http,
+                      const char *log_level)
+{
+    int rc = TDM_EXIT_OK;
+    if (log_level != NULL) {
+        char arg[128];
+        snprintf(arg, sizeof arg, "log.level=%s", log_level);
+        rc = tdm__cli_job_override(cj, arg, stderr);
+    }
+    if (rc == TDM_EXIT_OK && http->from_scratch) {
+        char arg[] = "checkpoint.restore=none";
+        rc = tdm__cli_job_override(cj, arg, stderr);
+    }
+    return rc == TDM_EXIT_OK ? tdm__cli_job_validate(cj, stderr) : rc;
+}
+
 /* Loads the job of `run` (see tdm__cli_job_prepare), then applies
  * --log-level (the job key log.level, set last) and --from-scratch and
  * validates it.  Returns an exit code; *cj is set (possibly NULL). */
@@ -643,17 +661,8 @@ static int load_job(const tdm__cli_opts *opts, const http_opts *http,
                     const char *log_level, tdm__cli_job **cj)
 {
     int rc = tdm__cli_job_prepare(opts, cj, stderr);
-    if (rc == TDM_EXIT_OK && log_level != NULL) {
-        char arg[128];
-        snprintf(arg, sizeof arg, "log.level=%s", log_level);
-        rc = tdm__cli_job_override(*cj, arg, stderr);
-    }
-    if (rc == TDM_EXIT_OK && http->from_scratch) {
-        char arg[] = "checkpoint.restore=none";
-        rc = tdm__cli_job_override(*cj, arg, stderr);
-    }
     if (rc == TDM_EXIT_OK && !(*cj)->no_query)
-        rc = tdm__cli_job_validate(*cj, stderr);
+        rc = finish_job(*cj, http, log_level);
     if (rc == TDM_EXIT_INVALID && *cj != NULL)
         fprintf(stderr, "%s: invalid job (%d error%s), not run\n", opts->file,
                 (*cj)->errors, (*cj)->errors == 1 ? "" : "s");
@@ -784,23 +793,11 @@ static int run_shell_query(void *ud, tdm__cli_job *cj)
     const shell_run *sr = ud;
     const tdm__cli_opts *opts = sr->opts;
     http_opts http = *sr->http;
-    char arg[256];
     status st;
     tdm_http *srv = NULL;
-    int rc = TDM_EXIT_OK;
-    if (opts->parallelism != NULL) {
-        snprintf(arg, sizeof arg, "parallelism=%s", opts->parallelism);
-        rc = tdm__cli_job_override(cj, arg, stderr);
-    }
-    for (int i = 0; i < opts->n_sets && rc == TDM_EXIT_OK; i++) {
-        rc = tdm__cli_job_override(cj, opts->sets[i], stderr);
-    }
-    if (rc == TDM_EXIT_OK && http.log_level != NULL) {
-        snprintf(arg, sizeof arg, "log.level=%s", http.log_level);
-        rc = tdm__cli_job_override(cj, arg, stderr);
-    }
+    int rc = tdm__cli_job_overrides(opts, cj, stderr);
     if (rc == TDM_EXIT_OK) {
-        rc = tdm__cli_job_validate(cj, stderr);
+        rc = finish_job(cj, &http, http.log_level);
     }
     if (rc != TDM_EXIT_OK) {
         return rc;

@@ -108,9 +108,15 @@ int tdm__cli_job_prepare(const tdm__cli_opts *opts, tdm__cli_job **out,
     if (cj != NULL && !runs) {
         cj->no_query = 1;
     }
-    if (rc != TDM_EXIT_OK) {
-        return rc;
-    }
+    return rc != TDM_EXIT_OK ? rc : tdm__cli_job_overrides(opts, cj, err);
+}
+
+/* Applies --parallelism and every --set in order (see cli.h).  Every
+ * --set is tried even after one fails, so all problems show at once. */
+int tdm__cli_job_overrides(const tdm__cli_opts *opts, tdm__cli_job *cj,
+                           FILE *err)
+{
+    int rc = TDM_EXIT_OK;
     if (opts->parallelism != NULL) {
         char arg[256];
         snprintf(arg, sizeof arg, "parallelism=%s", opts->parallelism);

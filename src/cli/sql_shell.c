@@ -6,10 +6,10 @@
  * earlier sessions in ~/.tidemark_history) when standard input is a
  * terminal, plainly otherwise (a pipe: the same session, no prompt).
  * Text gathers until a ';' outside strings, quoted names and comments
- * ends a statement (S1); each statement then runs in the session
- * (src/sql, tdm__sql_session_exec): DDL, SET, SHOW TABLES, DESCRIBE and
- * EXPLAIN at once, a query as a job of its own whose rows stream to the
- * terminal as its windows fire, until its input ends or Ctrl-C stops it
+ * ends a statement (S1, found by the SQL lexer itself); each statement then
+ * runs in the session (src/sql, tdm__sql_session_exec): DDL, SET, SHOW TABLES,
+ * DESCRIBE and EXPLAIN at once, a query as a job of its own whose rows stream
+ * to the terminal as its windows fire, until its input ends or Ctrl-C stops it
  * (S2).  An error is shown with a caret and the session goes on (S3).
  * QUIT; or EXIT; or the end of input leaves (S4).
  */
@@ -36,35 +36,6 @@ static const char shell_help[] =
     "A query runs until its input ends or Ctrl-C stops it; its rows are "
     "printed\n"
     "as they fire.  QUIT; leaves.  docs/sql.md has the dialect.\n";
-
-/* Where the first statement of @p s (@p n bytes) ends: one past its ';',
- * or 0 when no ';' outside strings, quoted names and comments has come
- * yet (S1). */
-static size_t statement_end(const char *s, size_t n)
-{
-    char quote = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (quote != 0) {
-            quote = c == quote ? 0 : quote; /* '' reopens: same result. */
-        } else if (c == '\'' || c == '`') {
-            quote = c;
-        } else if (c == '-' && i + 1 < n && s[i + 1] == '-') {
-            while (i < n && s[i] != '\n') {
-                i++;
-            }
-        } else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-            const char *end = strstr(s + i + 2, "*/");
-            if (end == NULL) {
-                return 0;
-            }
-            i = (size_t)(end - s) + 1;
-        } else if (c == ';') {
-            return i + 1;
-        }
-    }
-    return 0;
-}
 
 /* Whether @p s is only blanks and ';'. */
 static bool blank(const char *s, size_t n)
@@ -170,7 +141,7 @@ static void run_text(shell *sh, char *text, size_t n)
 static void drain(shell *sh)
 {
     size_t end;
-    while (!sh->quit && (end = statement_end(sh->buf, sh->len)) > 0) {
+    while (!sh->quit && (end = tdm__sql_statement_end(sh->buf, sh->len)) > 0) {
         run_text(sh, sh->buf, end);
         memmove(sh->buf, sh->buf + end, sh->len - end + 1);
         sh->len -= end;

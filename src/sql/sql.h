@@ -142,6 +142,11 @@ int tdm__sql_parse(const char *text, size_t len, tdm__sql_stmt **out,
                    int *n_out, char *msg, size_t msg_size, int *line, int *col);
 void tdm__sql_stmts_free(tdm__sql_stmt *s, int n);
 
+/* Where the first statement of @p text (@p len bytes) ends: one past its
+ * ';', or 0 when no ';' outside strings, quoted names and comments has
+ * come yet (the shell gathers lines until one does). */
+size_t tdm__sql_statement_end(const char *text, size_t len);
+
 /* Prints "FILE:LINE:COL: MSG", the script's line and a caret under the
  * column on @p err. */
 void tdm__sql_caret(FILE *err, const char *file, const char *text, size_t len,

@@ -553,6 +553,28 @@ int tdm__sql_parse(const char *text, size_t len, tdm__sql_stmt **out,
     }
 }
 
+/* Where the first statement of a text ends (see sql.h): the lexer's own
+ * strings, quoted names and comments, so a ';' inside them never ends
+ * one.  Something not closed yet waits for more text; another lexical
+ * error is stepped over here and reported when the statement is parsed. */
+size_t tdm__sql_statement_end(const char *text, size_t len)
+{
+    lexer L = {.s = text, .end = text + len, .p = text, .line = 1, .col = 1};
+    tdm__sql_tok t;
+    for (;;) {
+        int code = next_token(&L, &t);
+        if (code == TK_SEMI) {
+            return (size_t)(L.p - text);
+        }
+        if (code == 0 || (code < 0 && strstr(L.msg, "not closed") != NULL)) {
+            return 0;
+        }
+        if (code < 0 && L.p == t.p) {
+            step(&L);
+        }
+    }
+}
+
 /* Frees parsed statements (see sql.h). */
 void tdm__sql_stmts_free(tdm__sql_stmt *s, int n)
 {
