@@ -410,9 +410,16 @@ produce_rest() {
 }
 
 # The group's committed offsets (the task hosts commit each task's
-# durable positions, for lag tools) after every member stopped: the end
-# of every input partition, with tidemark's checkpoint metadata.
-lag_check() {
+# durable positions at every checkpoint, for lag tools): the end of every
+# input partition, with tidemark's checkpoint metadata.  Polled while the
+# members run (a running group reaches it once its rebalances settle),
+# then read again after every member stopped: no stop moves one back.
+# Not asserted at the stop alone: a member stopped while the group
+# rebalances (the previous member's leave) has its final commits refused
+# by the broker, as docs/scale-out.md says (monitoring only, repaired by
+# the tasks' next owner); which of those races wins is the machine's
+# load, not tidemark's behaviour (once seen in CI: 3 of 8 behind).
+_lag_behind() {
     "$TOOL" committed "$BOOT" "$GROUP" "$IN" >"$W/committed.txt" \
         2>>"$W/tool.log" || fail "reading the group's committed offsets"
     "$TOOL" offsets "$BOOT" "$IN" >"$W/ends.txt" 2>>"$W/tool.log" ||
@@ -421,6 +428,13 @@ lag_check() {
         { if ($2 != end[$1] || $3 !~ /^tdm1 ckpt=/) { bad++ } n++ }
         END { print (n == length(end) ? bad + 0 : "missing") }' \
         "$W/ends.txt" "$W/committed.txt")
+}
+_lag_settled() {
+    _lag_behind
+    [ "$behind" = 0 ]
+}
+lag_check() {
+    _lag_behind
     echo "tasks $MODE: group offsets: $behind of $NP partitions behind" \
         "the input's end after the stop"
     [ "$behind" = 0 ] || fail "committed offsets: $(cat "$W/committed.txt")"
@@ -429,6 +443,7 @@ lag_check() {
 finish() {
     wait_until 120 "every reference row visible" _visible_at_least "$n_ref"
     wait_until 120 "every reference row in Kafka" _kafka_at_least "$n_ref"
+    wait_until 120 "the group's offsets at the input's end" _lag_settled
     for m in "$@"; do
         eval "stop_pid \$PID_$m TERM"
     done
