@@ -124,13 +124,13 @@ static tdm_err shape(tdm__kmembers *m, const tdm__kmembers_conf *c,
 }
 
 /* Reports every lead-topic partition of @p parts to the poll's
- * callback. */
+ * callback as @p ev. */
 static void report(tdm__kmembers *m, const rd_kafka_topic_partition_list_t *l,
-                   bool assigned, bool lost)
+                   tdm__km_event ev, bool lost)
 {
     for (int i = 0; i < l->cnt; i++)
         if (m->fn && strcmp(l->elems[i].topic, m->lead) == 0)
-            m->fn(m->ud, l->elems[i].partition, assigned, lost);
+            m->fn(m->ud, l->elems[i].partition, ev, lost);
 }
 
 /* Logs the refused commits counted since the last such line, at most
@@ -189,14 +189,16 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             rd_kafka_assign(rk, parts);
         rd_kafka_pause_partitions(rk, parts);
         tdm__kafka_logf(&m->log, "assigned %d task(s)", parts->cnt);
-        report(m, parts, true, false);
+        report(m, parts, TDM__KM_ASSIGNED, false);
         return;
     }
-    /* R-KM-2: stop the tasks first, then hand them back. */
+    /* R-KM-2: stop the tasks first (all of them asked, then each waited
+     * for: the header says why), then hand them back. */
     bool lost = rd_kafka_assignment_lost(rk) != 0;
     tdm__kafka_logf(&m->log, "%s %d task(s)", lost ? "lost" : "revoked",
                     parts->cnt);
-    report(m, parts, false, lost);
+    report(m, parts, TDM__KM_LEAVING, lost);
+    report(m, parts, TDM__KM_REVOKED, lost);
     if (m->coop)
         rd_kafka_error_destroy(rd_kafka_incremental_unassign(rk, parts));
     else

@@ -10,13 +10,25 @@
 
 typedef struct tdm__kmembers tdm__kmembers;
 
-/* Told of every change of the tasks the group gives this process:
- * @p assigned true when task @p task was assigned (start it after the
- * poll returns), false when it was revoked, @p lost true when the group
- * took it without asking (this member was thought dead).  A revoke must
- * stop the task before the callback returns: the group hands the task
- * to another process only then. */
-typedef void tdm__kmembers_fn(void *ud, int task, bool assigned, bool lost);
+/* What the group says of a task (tdm__kmembers_fn). */
+typedef enum tdm__km_event {
+    TDM__KM_ASSIGNED, /* start it after the poll returns */
+    TDM__KM_LEAVING,  /* about to be revoked: begin stopping it, return at
+                         once (every task of the revoke is told first) */
+    TDM__KM_REVOKED   /* stop it before returning */
+} tdm__km_event;
+
+/* Told of every change of the tasks the group gives this process: @p ev
+ * for task @p task, @p lost true when the group took it without asking
+ * (this member was thought dead).  A revoke must stop the task before the
+ * callback returns: the group hands the task to another process only
+ * then.  A revoke of several tasks tells each TDM__KM_LEAVING first and
+ * then each TDM__KM_REVOKED, so that their final checkpoints are written
+ * side by side: one after the other, eight tasks on a loaded machine once
+ * outlasted the group's rebalance timeout (the mock cluster's is the
+ * session timeout) and the members took the tasks from each other in
+ * turn, for ever. */
+typedef void tdm__kmembers_fn(void *ud, int task, tdm__km_event ev, bool lost);
 
 typedef struct tdm__kmembers_conf {
     const char *brokers;

@@ -52,13 +52,15 @@ struct tdm__guard {
 };
 
 /* Counts the lead topic's partitions this member holds. */
-static void on_change(void *ud, int part, bool assigned, bool lost)
+static void on_change(void *ud, int part, tdm__km_event ev, bool lost)
 {
     tdm__guard *g = ud;
     (void)part;
     (void)lost;
-    g->held += assigned ? 1 : -1;
-    g->assigned_once |= assigned;
+    if (ev == TDM__KM_LEAVING)
+        return;
+    g->held += ev == TDM__KM_ASSIGNED ? 1 : -1;
+    g->assigned_once |= ev == TDM__KM_ASSIGNED;
 }
 
 /* The guard's thread: keeps the membership alive (polls).  On a real

@@ -340,14 +340,21 @@ static void stop_task(tdm_taskhost *h, int n, const char *why)
 
 /* The group's word on task @p n (kafka_members.c; on the host's
  * thread, inside a poll). */
-static void on_change(void *ud, int n, bool assigned, bool lost)
+static void on_change(void *ud, int n, tdm__km_event ev, bool lost)
 {
     tdm_taskhost *h = ud;
     if (n < 0 || n >= h->n_tasks)
         return;
-    if (assigned) {
+    if (ev == TDM__KM_ASSIGNED) {
         h->t[n].want = true;
         h->t[n].retry_at = 0;
+        return;
+    }
+    if (ev == TDM__KM_LEAVING) {
+        /* R-TH-12: asked now, waited for at TDM__KM_REVOKED, so that the
+         * revoked tasks write their final checkpoints side by side. */
+        if (h->t[n].started)
+            tdm_job_cancel(h->t[n].job);
         return;
     }
     h->t[n].want = false;

@@ -57,7 +57,14 @@
 kafka_init "$@"
 SEED=${6:-1}
 NP=8
-SESSION_MS=${SESSION_MS:-4000}
+# The session timeout is also the mock cluster's rebalance timeout (less
+# 1 s): the time a member has to rejoin after a rebalance begins, its
+# revoked tasks' final checkpoints included.  4 s (3 s to rejoin) was too
+# short on a loaded CI machine: a member missed a rebalance before the
+# test's SIGSTOP (mode pause found no task to take from it), or the two
+# members took every task from each other in turn (repart join).  10 s
+# leaves room; tasks_diff.sh still sweeps 3 s and 10 s.
+SESSION_MS=${SESSION_MS:-10000}
 KPROPS="{session.timeout.ms: $SESSION_MS, heartbeat.interval.ms: 500}"
 REPART=${REPART:-0}
 CHANGELOG=${CHANGELOG:-0}
