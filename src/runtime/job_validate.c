@@ -1170,6 +1170,29 @@ static tdm_err validate_join(vctx *c, tdm_node *n)
     return err;
 }
 
+/* A Kafka sink's delivery guarantee against the job's checkpointing. */
+static tdm_err validate_delivery(vctx *c, tdm_node *n)
+{
+    bool ckpt = *c->job->spec.checkpoint_dir != '\0';
+    tdm__sink_delivery d = n->spec.sink.delivery;
+    if (d == TDM__SINK_DELIVERY_EXACTLY_ONCE && !ckpt)
+        /* R-V-DL1: transactions commit with checkpoints. */
+        VFAIL(c, n,
+              "delivery: exactly_once needs checkpointing: set "
+              "checkpoint.dir (and checkpoint.interval; in SQL, SET "
+              "'tidemark.checkpoint.dir' and "
+              "'execution.checkpointing.interval'), or leave delivery "
+              "out for at-least-once");
+    if (d == TDM__SINK_DELIVERY_AT_LEAST_ONCE && ckpt)
+        /* R-V-DL2: never weaker than asked, never silently stronger. */
+        VFAIL(c, n,
+              "delivery: at_least_once does not apply to a checkpointed "
+              "job (checkpoint.dir is set): its kafka sink writes in "
+              "transactions committed with each checkpoint, exactly once; "
+              "write delivery: exactly_once, or leave delivery out");
+    return TDM_OK;
+}
+
 static tdm_err validate_sink(vctx *c, tdm_node *n)
 {
     tdm__sink_type type = n->spec.sink.type;
@@ -1189,15 +1212,17 @@ static tdm_err validate_sink(vctx *c, tdm_node *n)
             VFAIL(c, n, "format: kafka sinks write JSON (format: json)");
         if (*n->spec.sink.path)
             VFAIL(c, n, "path: kafka sinks write to topic, not a path");
+        tdm_err err = validate_delivery(c, n);
+        if (err != TDM_OK)
+            return err;
         return validate_kafka_props(c, n, n->spec.sink.kafka, true, false);
     } else {
         if (*n->spec.sink.brokers || *n->spec.sink.topic)
             VFAIL(c, n, "%s: only kafka sinks take it (type is not kafka)",
                   *n->spec.sink.brokers ? "brokers" : "topic");
-        if (node_set(n, "brokers.timeout"))
-            VFAIL(c, n,
-                  "brokers.timeout: only kafka sinks take it (type is "
-                  "not kafka)");
+        if (node_set(n, "brokers.timeout") || node_set(n, "delivery"))
+            VFAIL(c, n, "%s: only kafka sinks take it (type is not kafka)",
+                  node_set(n, "delivery") ? "delivery" : "brokers.timeout");
         if (n->spec.sink.kafka->n_props > 0)
             VFAIL(c, n,
                   "kafka.%s: only kafka sinks take kafka.* "

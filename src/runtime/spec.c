@@ -219,6 +219,7 @@ static const tdm__spec_field fields[] = {
     K("brokers", STRING, brokers),
     K("topic", STRING, topic),
     K("brokers.timeout", DURATION, brokers_timeout_ms),
+    K("delivery", ENUM, delivery),
     K("kafka.*", PROPS, kafka),
 };
 #undef J

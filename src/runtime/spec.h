@@ -129,6 +129,7 @@ typedef struct tdm__sink_spec {
     const struct tdm__conf_val *select_list; /* the key "select" */
     const char *brokers, *topic;
     int64_t brokers_timeout_ms;
+    tdm__sink_delivery delivery;
     const struct tdm__conf_val *kafka;
 } tdm__sink_spec;
 

@@ -85,7 +85,7 @@ static const optmap options[] = {
     {"kafka", W_SOURCE, "scan.startup.timestamp-millis", "start.timestamp",
      OPT_TEXT},
     {"kafka", W_SOURCE, "scan.bounded.mode", "stop", OPT_BOUNDED},
-    {"kafka", W_SINK, "sink.delivery-guarantee", "", OPT_GUARANTEE},
+    {"kafka", W_SINK, "sink.delivery-guarantee", "delivery", OPT_GUARANTEE},
     {"*", W_SOURCE, "scan.watermark.idle-timeout", "watermark.idle_timeout",
      OPT_DURATION},
     {"*", W_SOURCE, "scan.watermark.alignment.group",
@@ -180,9 +180,13 @@ static bool convert(int kind, const char *in, char *out, size_t n)
                  : strcmp(in, "on-periodic") == 0 ? "periodic"
                                                   : "");
         return out[0] != '\0';
-    case OPT_GUARANTEE: /* C2: the producer is idempotent, at least once. */
-        out[0] = '\0';
-        return strcmp(in, "at-least-once") == 0 || strcmp(in, "none") == 0;
+    case OPT_GUARANTEE: /* C2: Flink's names; none asks for nothing. */
+        snprintf(out, n, "%s",
+                 strcmp(in, "exactly-once") == 0    ? "exactly_once"
+                 : strcmp(in, "at-least-once") == 0 ? "at_least_once"
+                 : strcmp(in, "none") == 0          ? "auto"
+                                                    : "");
+        return out[0] != '\0';
     default:
         snprintf(out, n, "%s", in);
         return true;

@@ -270,6 +270,43 @@ TDM_TEST(kafka_sink_validation)
     tdm_job_destroy(job);
 }
 
+/* A Kafka sink's delivery key states what the job's checkpointing gives
+ * (R-V-DL1, R-V-DL2); other sinks do not take it. */
+TDM_TEST(kafka_sink_delivery)
+{
+    tdm_job *job = kafka_job();
+    tdm_node *o = tdm_job_node(job, "out");
+    set(o, "delivery", "at_least_once");
+    expect_valid(job);
+    set(o, "delivery", "exactly_once");
+    expect_invalid(job, "sink \"out\": delivery: exactly_once needs "
+                        "checkpointing: set checkpoint.dir (and "
+                        "checkpoint.interval; in SQL, SET "
+                        "'tidemark.checkpoint.dir' and "
+                        "'execution.checkpointing.interval'), or leave "
+                        "delivery out for at-least-once");
+    char msg[256];
+    ASSERT_OK(
+        tdm_job_set(job, "checkpoint.dir", "/nonexistent/ck", msg, sizeof msg));
+    expect_valid(job);
+    set(o, "delivery", "at_least_once");
+    expect_invalid(job, "sink \"out\": delivery: at_least_once does not "
+                        "apply to a checkpointed job (checkpoint.dir is "
+                        "set): its kafka sink writes in transactions "
+                        "committed with each checkpoint, exactly once; "
+                        "write delivery: exactly_once, or leave delivery "
+                        "out");
+    set(o, "delivery", "auto");
+    expect_valid(job);
+    set(o, "type", "stdout");
+    set(o, "brokers", "");
+    set(o, "topic", "");
+    set(o, "delivery", "exactly_once");
+    expect_invalid(job, "sink \"out\": delivery: only kafka sinks take it "
+                        "(type is not kafka)");
+    tdm_job_destroy(job);
+}
+
 /* Alignment: a group needs a positive drift and the drift a group. */
 TDM_TEST(alignment_keys)
 {
