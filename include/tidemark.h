@@ -706,6 +706,20 @@ TDM_API tdm_err tdm_assigner_new_sliding(tdm_time_ms size_ms,
                                          tdm_time_ms offset_ms,
                                          tdm_assigner **out, char *errbuf,
                                          size_t errbuf_size);
+/** @brief Cumulate windows (Flink's CUMULATE): max windows of @p size_ms
+ *  shifted by @p offset_ms, aligned as tumbling windows, each reported
+ *  as the windows [S, S + step), [S, S + 2 step), ... [S, S + size) of
+ *  its start S (size > 0, step > 0, size an integral multiple of step,
+ *  |offset| < size, size / step <= 10,000,000).  A record of time ts
+ *  falls into every one of them that ends after ts, earliest end first;
+ *  all share the start S.  EXPERIMENTAL.
+ *  @returns TDM_OK, TDM_ERR_INVAL (message names the parameter),
+ *  TDM_ERR_NOMEM. */
+TDM_API tdm_err tdm_assigner_new_cumulate(tdm_time_ms size_ms,
+                                          tdm_time_ms step_ms,
+                                          tdm_time_ms offset_ms,
+                                          tdm_assigner **out, char *errbuf,
+                                          size_t errbuf_size);
 /** @brief Session windows with gap @p gap_ms (> 0): each record opens
  *  [ts, ts + gap); windows of a key that overlap or touch merge.
  *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
@@ -715,9 +729,10 @@ TDM_API tdm_err tdm_assigner_new_session(tdm_time_ms gap_ms, tdm_assigner **out,
  *  never late, never cleaned up.  Its default trigger never fires.
  *  @returns TDM_OK, TDM_ERR_INVAL, TDM_ERR_NOMEM. */
 TDM_API tdm_err tdm_assigner_new_global(tdm_assigner **out);
-/** @brief Makes a tumbling, sliding or session assigner use processing time
- *  (the operator's clock) instead of record timestamps.  Processing-time
- *  windows are never late and are cleaned up at end - 1 in processing time.
+/** @brief Makes a tumbling, sliding, cumulate or session assigner use
+ *  processing time (the operator's clock) instead of record timestamps.
+ *  Processing-time windows are never late and are cleaned up at end - 1
+ *  in processing time.
  *  @returns TDM_OK, TDM_ERR_INVAL (global assigner). */
 TDM_API tdm_err tdm_assigner_set_processing_time(tdm_assigner *a);
 /** @brief Destroys an assigner. */
@@ -1957,7 +1972,8 @@ typedef enum tdm_window_kind {
     TDM_WINDOW_KIND_TUMBLING,
     TDM_WINDOW_KIND_SLIDING,
     TDM_WINDOW_KIND_SESSION,
-    TDM_WINDOW_KIND_GLOBAL
+    TDM_WINDOW_KIND_GLOBAL,
+    TDM_WINDOW_KIND_CUMULATE
 } tdm_window_kind;
 
 /* The trigger of a window node (job key "trigger"). */

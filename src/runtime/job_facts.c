@@ -88,6 +88,8 @@ static tdm_window_kind window_kind(tdm__window_type t)
         return TDM_WINDOW_KIND_SESSION;
     case TDM__WINDOW_TYPE_GLOBAL:
         return TDM_WINDOW_KIND_GLOBAL;
+    case TDM__WINDOW_TYPE_CUMULATE:
+        return TDM_WINDOW_KIND_CUMULATE;
     }
     return TDM_WINDOW_KIND_NONE;
 }

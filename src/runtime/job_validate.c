@@ -988,11 +988,34 @@ static tdm_err window_fields(vctx *c, const tdm_node *n, tdm_node *const *srcs,
     return TDM_OK;
 }
 
+/* The keys of one window type given to another: window.step outside
+ * cumulate windows, window.slide or window.gap on them. */
+static tdm_err window_foreign_keys(vctx *c, const tdm_node *n)
+{
+    bool cumulate = n->spec.win.type == TDM__WINDOW_TYPE_CUMULATE;
+    if (!cumulate && node_set(n, "window.step"))
+        VFAIL(c, n,
+              "window.step: only used with window.type: cumulate (a "
+              "sliding window's step is window.slide)");
+    if (cumulate && node_set(n, "window.slide"))
+        VFAIL(c, n,
+              "window.slide: not used with window.type: cumulate (its "
+              "windows grow by window.step)");
+    if (cumulate && node_set(n, "window.gap"))
+        VFAIL(c, n,
+              "window.gap: only used with window.type: session, not "
+              "cumulate");
+    return TDM_OK;
+}
+
 /* The sizes each assigner needs, before it is built. */
 static tdm_err window_sizes(vctx *c, const tdm_node *n)
 {
     const tdm__window_spec *w = &n->spec.win;
     int64_t size = w->size_ms, slide = w->slide_ms, off = w->offset_ms;
+    tdm_err err = window_foreign_keys(c, n);
+    if (err != TDM_OK)
+        return err;
     switch (w->type) {
     case TDM__WINDOW_TYPE_TUMBLING:
         if (size <= 0)
@@ -1015,6 +1038,24 @@ static tdm_err window_sizes(vctx *c, const tdm_node *n)
                   "window.offset: must be smaller than window.slide "
                   "in magnitude (got %lld ms for a slide of %lld ms)",
                   (long long)off, (long long)slide);
+        break;
+    case TDM__WINDOW_TYPE_CUMULATE:
+        if (size <= 0)
+            VFAIL(c, n, "window.size: required for cumulate windows");
+        if (w->step_ms <= 0)
+            VFAIL(c, n,
+                  "window.step: required for cumulate windows (e.g. "
+                  "\"10m\" with a size of \"1h\")");
+        if (size % w->step_ms != 0)
+            VFAIL(c, n,
+                  "window.size: must be an integral multiple of "
+                  "window.step (got %lld ms for a step of %lld ms)",
+                  (long long)size, (long long)w->step_ms);
+        if (off <= -size || off >= size)
+            VFAIL(c, n,
+                  "window.offset: must be smaller than window.size in "
+                  "magnitude (got %lld ms for a size of %lld ms)",
+                  (long long)off, (long long)size);
         break;
     case TDM__WINDOW_TYPE_SESSION:
         if (w->gap_ms <= 0)

@@ -518,12 +518,14 @@ static tdm_err plan_window(tdm__run *run, tdm__rt_op *op, tdm_node *n)
                 trig == TDM__TRIGGER_CONTINUOUS_EVENT_TIME || !op->event_time;
     if (op->early)
         run->any_early = true;
-    /* Tumbling and sliding event-time windows end; a record can change
-     * results until its last window is cleaned up.  Count and
-     * processing-time triggers fire on other clocks. */
+    /* Tumbling, sliding and cumulate event-time windows end; a record
+     * can change results until its last window is cleaned up (cumulate:
+     * the max window, which ends as a tumbling window of the size).
+     * Count and processing-time triggers fire on other clocks. */
     if (op->event_time &&
         (wtype == TDM__WINDOW_TYPE_TUMBLING ||
-         wtype == TDM__WINDOW_TYPE_SLIDING) &&
+         wtype == TDM__WINDOW_TYPE_SLIDING ||
+         wtype == TDM__WINDOW_TYPE_CUMULATE) &&
         trig != TDM__TRIGGER_PROCESSING_TIME && trig != TDM__TRIGGER_COUNT) {
         int64_t size = ws->size_ms;
         op->hz.kind = RT_HZ_WINDOW;

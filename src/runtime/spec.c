@@ -184,6 +184,7 @@ static const tdm__spec_field fields[] = {
     W("window.type", ENUM, type),
     W("window.size", DURATION, size_ms),
     W("window.slide", DURATION, slide_ms),
+    W("window.step", DURATION, step_ms),
     W("window.offset", DURATION, offset_ms),
     W("window.gap", DURATION, gap_ms),
     W("window.time", ENUM, time),
@@ -314,6 +315,10 @@ tdm_err tdm__window_spec_assigner(const tdm__window_spec *w, bool with_time,
     case TDM__WINDOW_TYPE_SLIDING:
         err = tdm_assigner_new_sliding(w->size_ms, w->slide_ms, w->offset_ms,
                                        out, msg, n);
+        break;
+    case TDM__WINDOW_TYPE_CUMULATE:
+        err = tdm_assigner_new_cumulate(w->size_ms, w->step_ms, w->offset_ms,
+                                        out, msg, n);
         break;
     case TDM__WINDOW_TYPE_SESSION:
         err = tdm_assigner_new_session(w->gap_ms, out, msg, n);

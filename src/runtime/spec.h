@@ -95,7 +95,7 @@ typedef struct tdm__source_spec {
 typedef struct tdm__window_spec {
     const struct tdm__conf_val *from, *key_by;
     tdm__window_type type;
-    int64_t size_ms, slide_ms, offset_ms, gap_ms;
+    int64_t size_ms, slide_ms, step_ms, offset_ms, gap_ms;
     tdm__window_time time;
     tdm__trigger_kind trigger;
     int64_t trigger_count;

@@ -282,8 +282,8 @@ int tdm__view_reads(const tdm_vertex_info *vi, const char *input)
 /* ====================================================================== */
 
 /* The period at which windows of operator @p n end: a tumbling window's
- * size, a sliding window's slide, a session's gap; 0 when none (global
- * windows, interval joins). */
+ * size, a sliding window's slide, a cumulate window's step, a session's
+ * gap; 0 when none (global windows, interval joins). */
 int64_t tdm__view_window_period(tdm_node *n)
 {
     switch (tdm_node_window_kind(n)) {
@@ -291,6 +291,8 @@ int64_t tdm__view_window_period(tdm_node *n)
         return tdm_node_get_int(n, "window.size");
     case TDM_WINDOW_KIND_SLIDING:
         return tdm_node_get_int(n, "window.slide");
+    case TDM_WINDOW_KIND_CUMULATE:
+        return tdm_node_get_int(n, "window.step");
     case TDM_WINDOW_KIND_SESSION:
         return tdm_node_get_int(n, "window.gap");
     default:

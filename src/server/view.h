@@ -128,8 +128,9 @@ int tdm__view_reads(const tdm_vertex_info *vi, const char *input);
 /* ---- What the job's configuration says about a vertex ---- */
 
 /* The period at which windows of operator @p n (may be NULL) end: a
- * tumbling window's size, a sliding window's slide, a session's gap; 0
- * when none (global windows, interval joins, no node). */
+ * tumbling window's size, a sliding window's slide, a cumulate
+ * window's step, a session's gap; 0 when none (global windows, interval
+ * joins, no node). */
 int64_t tdm__view_window_period(tdm_node *n);
 /* How far a partition of source @p src must be behind the next one to
  * hold a window back: the shortest period of the windows reading it

@@ -67,6 +67,13 @@ static int legacy_window(planner *p, agg_plan *a, const sql_node *g)
         iv[n++] = x;
     }
     a->legacy = g;
+    if (strcmp(g->text, "CUMULATE") == 0) { /* P9: Flink has no such one */
+        return tdm__sql_fail(p, g,
+                             "CUMULATE is a window table function only: "
+                             "FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), "
+                             "step, size)) ... GROUP BY window_start, "
+                             "window_end");
+    }
     return tdm__sql_window_spec(p, g->text, iv, n, g, &a->win);
 }
 
@@ -317,6 +324,9 @@ static const char *one_phase_reason(planner *p, const agg_plan *a)
     if (strcmp(a->win.type, "session") == 0) {
         return "a session window";
     }
+    if (strcmp(a->win.type, "cumulate") == 0) {
+        return "a cumulate window";
+    }
     if (a->in->kind != REL_SOURCE) {
         return "an input that is another operator's output";
     }
@@ -363,6 +373,13 @@ static void describe_optimisations(planner *p, const agg_plan *a)
                           "    session mode: windows of a key merge when "
                           "they come within %lld ms\n",
                           (long long)a->win.gap);
+    } else if (strcmp(a->win.type, "cumulate") == 0) {
+        tdm__sql_describe(p,
+                          "    cumulate: windows [start, start + k * %lld "
+                          "ms) up to %lld ms, a record in each that ends "
+                          "after it (no slicing: the window operator's "
+                          "general path)\n",
+                          (long long)a->win.step, (long long)a->win.size);
     }
 }
 
@@ -404,6 +421,10 @@ static int window_node(planner *p, const agg_plan *a, const rel *out,
     if (a->win.slide > 0) {
         snprintf(v, sizeof v, "%lldms", (long long)a->win.slide);
         tdm__sql_put(p, TDM_NODE_WINDOW, node, "window.slide", v, a->win.at);
+    }
+    if (a->win.step > 0) {
+        snprintf(v, sizeof v, "%lldms", (long long)a->win.step);
+        tdm__sql_put(p, TDM_NODE_WINDOW, node, "window.step", v, a->win.at);
     }
     if (a->win.offset > 0) {
         snprintf(v, sizeof v, "%lldms", (long long)a->win.offset);

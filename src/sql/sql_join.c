@@ -265,12 +265,12 @@ static int same_windows(planner *p, const jplan *j, const sql_node *at)
 {
     const pwin *a = &j->l->win, *b = &j->r->win;
     if (a->type == NULL || b->type == NULL || strcmp(a->type, b->type) != 0 ||
-        a->size != b->size || a->slide != b->slide) {
+        a->size != b->size || a->slide != b->slide || a->step != b->step) {
         return tdm__sql_fail(p, at,
                              "a window join needs both sides windowed "
                              "alike (the same TUMBLE or HOP)");
     }
-    if (strcmp(a->type, "session") == 0 ||
+    if (strcmp(a->type, "session") == 0 || strcmp(a->type, "cumulate") == 0 ||
         (strcmp(a->type, "sliding") == 0 &&
          (j->l->kind != REL_SOURCE || j->r->kind != REL_SOURCE))) {
         return tdm__sql_fail(p, at,

@@ -24,8 +24,9 @@ typedef struct pcol {
 
 /* A window table function over a source. */
 typedef struct pwin {
-    const char *type; /* "tumbling", "sliding", "session"; NULL: none */
-    int64_t size, slide, gap, offset;
+    const char *type; /* "tumbling", "sliding", "cumulate", "session";
+                         NULL: none */
+    int64_t size, slide, step, gap, offset;
     const sql_node *at;
     const sql_node *partition; /* SESSION's PARTITION BY list */
 } pwin;

@@ -2,8 +2,8 @@
 /* sql_window.c - the windows of SQL: a window table function's arguments
  * (by position or by name, Flink's two forms) and the window they, or a
  * group window in GROUP BY, describe: tumbling (size, offset), sliding
- * (slide, size, offset) or session (gap).  CUMULATE has no assigner in
- * the engine yet and is refused.  Rules P3 and P16.
+ * (slide, size, offset), cumulate (step, size, offset; P3: the size an
+ * integral multiple of the step) or session (gap).  Rules P3 and P16.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,8 +28,29 @@ static int64_t interval_arg(planner *p, const sql_node *e, const char *what)
     return ms;
 }
 
+/* CUMULATE's step and size (P3: the size a multiple of the step, as
+ * Flink requires); 0, or -1 with p->msg set. */
+static int cumulate_spec(planner *p, const sql_node *const *iv, int n,
+                         const sql_node *at, pwin *w)
+{
+    w->type = "cumulate";
+    if ((w->step = interval_arg(p, n > 0 ? iv[0] : at, "step")) < 0 ||
+        (w->size = interval_arg(p, n > 1 ? iv[1] : at, "max window size")) <
+            0) {
+        return -1;
+    }
+    if (w->size % w->step != 0) {
+        return tdm__sql_fail(p, iv[1],
+                             "CUMULATE: the max window size (%lld ms) "
+                             "must be an integral multiple of the step "
+                             "(%lld ms)",
+                             (long long)w->size, (long long)w->step);
+    }
+    return 0;
+}
+
 /* The window of a TVF or of a legacy GROUP BY TUMBLE/HOP/SESSION(ts, ..)
- * from its interval arguments @p iv (P3: CUMULATE is not supported). */
+ * from its interval arguments @p iv. */
 int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *const *iv,
                          int n, const sql_node *at, pwin *w)
 {
@@ -60,11 +81,14 @@ int tdm__sql_window_spec(planner *p, const char *fn, const sql_node *const *iv,
                                       "SESSION takes nothing after "
                                       "the gap");
     } else if (strcmp(fn, "CUMULATE") == 0) {
-        return tdm__sql_fail(p, at, "CUMULATE windows are not supported yet");
+        if (cumulate_spec(p, iv, n, at, w) != 0) {
+            return -1;
+        }
+        rest = 2;
     } else {
         return tdm__sql_fail(p, at,
                              "unknown window function %s (known: TUMBLE, "
-                             "HOP, SESSION)",
+                             "HOP, CUMULATE, SESSION)",
                              fn);
     }
     /* P3: an optional offset, then nothing. */

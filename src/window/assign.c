@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* assign.c - window assigners: tumbling, sliding, session and global,
- * in event or processing time (rulebook R1).
+/* assign.c - window assigners: tumbling, sliding, cumulate, session and
+ * global, in event or processing time (rulebook R1).
  *
  * Window starts are floored (offset + floor((ts - offset) / size) * size)
  * so that negative timestamps land in the right window; ends saturate at
@@ -88,6 +88,50 @@ tdm_err tdm_assigner_new_sliding(tdm_time_ms size_ms, tdm_time_ms slide_ms,
     return TDM_OK;
 }
 
+/* Cumulate windows (R1.8, Flink's CUMULATE): in each max window
+ * [S, S + size), S aligned as a tumbling start, the windows [S, S + k *
+ * step) for k = 1 .. size / step.  Returns TDM_OK, TDM_ERR_INVAL naming
+ * size_ms, step_ms or offset_ms, TDM_ERR_NOMEM. */
+tdm_err tdm_assigner_new_cumulate(tdm_time_ms size_ms, tdm_time_ms step_ms,
+                                  tdm_time_ms offset_ms, tdm_assigner **out,
+                                  char *errbuf, size_t errbuf_size)
+{
+    if (!out)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "out must not be NULL");
+    *out = NULL;
+    if (size_ms <= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "size_ms must be > 0 (got %lld)", (long long)size_ms);
+    if (step_ms <= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "step_ms must be > 0 (got %lld)", (long long)step_ms);
+    if (size_ms % step_ms != 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "size_ms must be an integral multiple of step_ms "
+                         "(got size_ms %lld, step_ms %lld)",
+                         (long long)size_ms, (long long)step_ms);
+    if (offset_ms >= size_ms || offset_ms <= -size_ms)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "offset_ms must satisfy |offset_ms| < size_ms "
+                         "(got offset_ms %lld, size_ms %lld)",
+                         (long long)offset_ms, (long long)size_ms);
+    if (size_ms / step_ms > MAX_WINDOWS_PER_RECORD)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "size_ms / step_ms must be <= %d (got size_ms "
+                         "%lld, step_ms %lld)",
+                         MAX_WINDOWS_PER_RECORD, (long long)size_ms,
+                         (long long)step_ms);
+    tdm_err err = new_assigner(TDM__ASG_CUMULATE, out);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err,
+                         "out of memory creating a cumulate assigner");
+    (*out)->size = size_ms;
+    (*out)->slide = step_ms;
+    (*out)->offset = offset_ms;
+    return TDM_OK;
+}
+
 /* Session windows (R1.5).  Returns TDM_OK, TDM_ERR_INVAL
  * naming gap_ms, TDM_ERR_NOMEM. */
 tdm_err tdm_assigner_new_session(tdm_time_ms gap_ms, tdm_assigner **out,
@@ -155,13 +199,17 @@ tdm_time_ms tdm__floor_mod(tdm_time_ms ts, tdm_time_ms offset, tdm_time_ms size)
  * (ts - offset) mod size (tumbling) or mod slide (sliding).  Sliding
  * (R1.4): the record belongs to every window [s, s + size) with s = that
  * start minus k slides while s > ts - size, i.e. while r + k * slide <
- * size. */
+ * size.  Cumulate (R1.8): back is the tumbling remainder mod size, and
+ * the first end the next step boundary after ts; the step grid holds
+ * the max window's start because size is a multiple of the step, and
+ * offset mod step aligns it (|offset % step| < step). */
 void tdm__assign_begin(const tdm_assigner *a, tdm_time_ms ts,
                        tdm__assign_iter *it)
 {
     it->a = a;
     it->ts = ts;
     it->back = 0;
+    it->fwd = 0;
     it->done = false;
     switch (a->kind) {
     case TDM__ASG_TUMBLING:
@@ -172,6 +220,10 @@ void tdm__assign_begin(const tdm_assigner *a, tdm_time_ms ts,
         /* When slide > size the record may fall into the gap between
          * two windows and belong to none. */
         it->done = it->back >= a->size;
+        break;
+    case TDM__ASG_CUMULATE:
+        it->back = tdm__floor_mod(ts, a->offset, a->size);
+        it->fwd = a->slide - tdm__floor_mod(ts, a->offset % a->slide, a->slide);
         break;
     case TDM__ASG_SESSION:
     case TDM__ASG_GLOBAL:
@@ -197,6 +249,18 @@ bool tdm__assign_next(tdm__assign_iter *it, tdm_time_ms *start,
             it->done = true;
         else
             it->back += a->slide;
+        break;
+    case TDM__ASG_CUMULATE:
+        /* back + fwd is a multiple of the step, at most size: the ends
+         * grow by a step up to the max window's. */
+        *start = tdm__time_sub_sat(it->ts, it->back);
+        *end = tdm__time_add_sat(it->ts, it->fwd);
+        /* Past TDM_TIME_MAX the later windows would all saturate to
+         * this one: it is reported once. */
+        if (it->back + it->fwd >= a->size || *end == TDM_TIME_MAX)
+            it->done = true;
+        else
+            it->fwd += a->slide;
         break;
     case TDM__ASG_SESSION:
         *start = it->ts;

@@ -325,7 +325,9 @@ tdm_err tdm__join_window_init(tdm_joinop *op, char *errbuf, size_t errbuf_size)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "asg must be a tumbling or sliding assigner for a "
                          "window join (got %s)",
-                         a->kind == TDM__ASG_SESSION ? "session" : "global");
+                         a->kind == TDM__ASG_SESSION    ? "session"
+                         : a->kind == TDM__ASG_CUMULATE ? "cumulate"
+                                                        : "global");
     if (a->proc_time)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "asg must use event time for a window join (got "

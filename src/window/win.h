@@ -23,20 +23,21 @@ typedef enum tdm__asg_kind {
     TDM__ASG_TUMBLING = 1,
     TDM__ASG_SLIDING = 2,
     TDM__ASG_SESSION = 3,
-    TDM__ASG_GLOBAL = 4
+    TDM__ASG_GLOBAL = 4,
+    TDM__ASG_CUMULATE = 5
 } tdm__asg_kind;
 
 struct tdm_assigner {
     tdm__asg_kind kind;
     bool proc_time;     /* windows from the operator's clock */
-    tdm_time_ms size;   /* tumbling, sliding */
-    tdm_time_ms slide;  /* sliding */
-    tdm_time_ms offset; /* tumbling, sliding */
+    tdm_time_ms size;   /* tumbling, sliding; cumulate: the max size */
+    tdm_time_ms slide;  /* sliding; cumulate: the step */
+    tdm_time_ms offset; /* tumbling, sliding, cumulate */
     tdm_time_ms gap;    /* session */
 };
 
 /* Walks the windows of one timestamp in Flink's order (sliding: latest
- * start first).  Usage:
+ * start first; cumulate: earliest end first).  Usage:
  *   tdm__assign_iter it;
  *   tdm__assign_begin(asg, ts, &it);
  *   while (tdm__assign_next(&it, &start, &end)) ...
@@ -48,6 +49,7 @@ typedef struct tdm__assign_iter {
     const tdm_assigner *a;
     tdm_time_ms ts;
     tdm_time_ms back; /* ts - start of the next window, >= 0 */
+    tdm_time_ms fwd;  /* cumulate: end - ts of the next window, > 0 */
     bool done;
 } tdm__assign_iter;
 

@@ -439,7 +439,11 @@ void tdm__win_handle_late(tdm_winop *op, const tdm_record *rec, const char *key,
  * window, registered by its first record) or, after that, once per
  * accepted record (R4.5), and it never purges: so its pane index is its
  * firing count, ON_TIME goes with index 0, and is_update with any
- * other. */
+ * other.  W-CU1: cumulate windows stay on the general path: the lean
+ * store's window spans and the sliced mode assume windows of one size
+ * (a window is its start plus the size, a slice is shared by windows
+ * of equal length), while a cumulate record's windows share a start
+ * and differ in their ends. */
 static bool lean_applies(const tdm_assigner *a, const tdm_trigger *t,
                          const tdm_aggregate *g)
 {

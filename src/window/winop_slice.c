@@ -72,7 +72,8 @@ typedef struct tdm__slice_cache {
     uint32_t sid[MAX_SLICES];
 } tdm__slice_cache;
 
-/* Which operators take the sliced mode; see win.h. */
+/* Which operators take the sliced mode; see win.h.  Sliding counts
+ * only (W-CU1: cumulate windows never reach the lean path). */
 bool tdm__slice_applies(const tdm_winop *op)
 {
     if (!op->lean || op->asg->kind != TDM__ASG_SLIDING ||

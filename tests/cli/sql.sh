@@ -24,7 +24,7 @@ init() {
 
 # Each case also runs as the YAML job its --explain prints (the job a
 # YAML file would describe): the same rows.
-for c in tumble hop session project join late_output lateness; do
+for c in tumble hop cumulate session project join late_output lateness; do
     for p in 1 2; do
         "$TM" sql $(init $c) "$S/$c.sql" --quiet -p $p >"$T/$c.out" \
             2>"$T/$c.err" || fail "$c at parallelism $p: $(cat "$T/$c.err")"
@@ -66,6 +66,25 @@ printf '%s\n' "SELECT window_start, window_end, COUNT(*) AS views FROM TABLE(HOP
 "$TM" sql -q -i "$S/clicks_ddl.sql" "$T/named.sql" >"$T/named.out" 2>"$T/named.err" ||
     fail "named: $(cat "$T/named.err")"
 same_multiset "HOP with named arguments" "$EXP/sql_hop.jsonl" "$T/named.out"
+# CUMULATE by name, in another order: the cumulate case's rows.
+printf '%s\n' "SELECT page, window_start, window_end, COUNT(*) AS views FROM TABLE(CUMULATE(SIZE => INTERVAL '1' MINUTE, DATA => TABLE clicks, STEP => INTERVAL '30' SECOND, TIMECOL => DESCRIPTOR(ts))) GROUP BY page, window_start, window_end;" >"$T/cnamed.sql"
+"$TM" sql -q -i "$S/clicks_ddl.sql" "$T/cnamed.sql" >"$T/cnamed.out" 2>"$T/cnamed.err" ||
+    fail "cumulate named: $(cat "$T/cnamed.err")"
+same_multiset "CUMULATE with named arguments" "$EXP/sql_cumulate.jsonl" "$T/cnamed.out"
+# CUMULATE's offset: max windows [-50000, 10000), [10000, 70000),
+# [70000, 130000), [130000, 190000), 30 s steps: 1000-3000 end up in
+# [-50000, 10000) only (its first window ends at -20000); f@59999 is on
+# time for [10000, 70000) (watermark 59999 < 69999), as are a@59999,
+# e@64999 and c@61000 ([10000, 40000) holds none); b@70000 in [70000,
+# 100000) and [70000, 130000); a@130000 in [130000, 160000) and
+# [130000, 190000).
+rows cumulate_offset "SELECT window_start, window_end, COUNT(*) AS n FROM TABLE(CUMULATE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '30' SECOND, INTERVAL '1' MINUTE, INTERVAL '10' SECOND)) GROUP BY window_start, window_end;" \
+    '{"window_start":-50000,"window_end":10000,"n":3}' \
+    '{"window_start":10000,"window_end":70000,"n":4}' \
+    '{"window_start":70000,"window_end":100000,"n":1}' \
+    '{"window_start":70000,"window_end":130000,"n":1}' \
+    '{"window_start":130000,"window_end":160000,"n":1}' \
+    '{"window_start":130000,"window_end":190000,"n":1}'
 # SESSION with PARTITION BY, the page also in GROUP BY (Flink's example).
 rows session_partition "SELECT page, window_start, window_end, COUNT(*) AS n FROM TABLE(SESSION(TABLE clicks PARTITION BY page, DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY page, window_start, window_end;" \
     '{"page":"/x","window_start":1000,"window_end":12000,"n":2}' \
@@ -88,7 +107,7 @@ same_multiset "examples/clicks10s.sql" "$T/c10.want" "$T/c10.out"
 
 # EXPLAIN's word on local aggregation is the runtime's decision (its
 # debug log), for a one-phase, a two-phase and a session window.
-for c in tumble hop session; do
+for c in tumble hop cumulate session; do
     "$TM" sql $(init $c) "$S/$c.sql" --log-level debug >/dev/null 2>"$T/$c.debug" ||
         fail "$c --log-level debug: $(tail -3 "$T/$c.debug")"
     phases=$(sed -n 's/.*local_aggregation window=q1 phases=\([12]\).*/\1/p' "$T/$c.debug")
@@ -103,6 +122,10 @@ done
 grep -q "^== Plan ==" "$T/tumble.explain" || fail "--explain printed no plan"
 grep -q "window tumbling, keyed by page" "$T/tumble.explain" ||
     fail "the plan does not say the window is keyed by page"
+grep -q "window cumulate, keyed by page" "$T/cumulate.explain" ||
+    fail "the plan does not show the cumulate window"
+grep -q "^ *window.step: 30000ms" "$T/cumulate.explain" ||
+    fail "the cumulate job has no window.step: $(cat "$T/cumulate.explain")"
 
 # EXPLAIN inside a script prints and runs nothing else.
 { cat "$S/clicks_ddl.sql"; echo "EXPLAIN SELECT page FROM clicks;"; } >"$T/ex.sql"
@@ -178,9 +201,17 @@ expect_error having "$DDL
 SELECT bee, COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE))
 GROUP BY bee, window_start, window_end
 HAVING COUNT(*) > 1;" 6:1 "HAVING is not supported yet"
-expect_error cumulate "$DDL
-SELECT COUNT(*) FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '1' HOUR))
-GROUP BY window_start, window_end;" 4:28 "CUMULATE windows are not supported yet"
+expect_error cumulate_multiple "$DDL
+SELECT COUNT(*) FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '7' MINUTE, INTERVAL '1' HOUR))
+GROUP BY window_start, window_end;" 4:83 "CUMULATE: the max window size (3600000 ms) must be an integral multiple of the step (420000 ms)"
+expect_error cumulate_legacy "$DDL
+SELECT COUNT(*) FROM t GROUP BY CUMULATE(ts, INTERVAL '1' MINUTE, INTERVAL '1' HOUR);" 4:33 "CUMULATE is a window table function only"
+expect_error cumulate_named "$DDL
+SELECT COUNT(*) FROM TABLE(CUMULATE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SLIDE => INTERVAL '1' MINUTE, SIZE => INTERVAL '1' HOUR)) GROUP BY window_start, window_end;" 4:28 "CUMULATE takes DATA, TIMECOL, STEP, SIZE, OFFSET"
+expect_error cumulate_join "$DDL
+SELECT x.a FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '1' HOUR)) x
+JOIN TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '1' HOUR)) y
+ON x.a = y.a AND x.window_start = y.window_start AND x.window_end = y.window_end;" 5:1 "a window join of cumulate windows is not supported"
 expect_error pkey "CREATE TABLE u (a BIGINT, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'print');" 1:27 "PRIMARY KEY"
 expect_error descriptor "$DDL
 SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(a), INTERVAL '1' MINUTE))

@@ -52,11 +52,17 @@ struct conf_wm {
     tdm_time_ms fb_lag_ms, fb_interval_ms;
 };
 
-enum conf_win_type { WIN_TUMBLING, WIN_SLIDING, WIN_SESSION, WIN_GLOBAL };
+enum conf_win_type {
+    WIN_TUMBLING,
+    WIN_SLIDING,
+    WIN_SESSION,
+    WIN_GLOBAL,
+    WIN_CUMULATE
+};
 
 struct conf_window {
     enum conf_win_type type;
-    tdm_time_ms size_ms, slide_ms, offset_ms, gap_ms;
+    tdm_time_ms size_ms, slide_ms, step_ms, offset_ms, gap_ms;
     int processing; /* time: processing */
 };
 

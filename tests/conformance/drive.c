@@ -362,6 +362,10 @@ static int build_assigner(const struct conf_window *w, tdm_assigner **out,
         err = tdm_assigner_new_sliding(w->size_ms, w->slide_ms, w->offset_ms,
                                        out, eb, sizeof(eb));
         break;
+    case WIN_CUMULATE:
+        err = tdm_assigner_new_cumulate(w->size_ms, w->step_ms, w->offset_ms,
+                                        out, eb, sizeof(eb));
+        break;
     case WIN_SESSION:
         err = tdm_assigner_new_session(w->gap_ms, out, eb, sizeof(eb));
         break;

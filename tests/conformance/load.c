@@ -292,6 +292,8 @@ static int load_window(const json_t *j, const char *what, struct conf_window *w,
                                                 "time", NULL};
     static const char *const sliding_keys[] = {
         "type", "size_ms", "slide_ms", "offset_ms", "time", NULL};
+    static const char *const cumulate_keys[] = {
+        "type", "size_ms", "step_ms", "offset_ms", "time", NULL};
     static const char *const session_keys[] = {"type", "gap_ms", "time", NULL};
     static const char *const global_keys[] = {"type", "time", NULL};
     const char *t = NULL;
@@ -308,6 +310,9 @@ static int load_window(const json_t *j, const char *what, struct conf_window *w,
     } else if (strcmp(t, "sliding") == 0) {
         w->type = WIN_SLIDING;
         keys = sliding_keys;
+    } else if (strcmp(t, "cumulate") == 0) {
+        w->type = WIN_CUMULATE;
+        keys = cumulate_keys;
     } else if (strcmp(t, "session") == 0) {
         w->type = WIN_SESSION;
         keys = session_keys;
@@ -319,7 +324,8 @@ static int load_window(const json_t *j, const char *what, struct conf_window *w,
     }
     if (check_keys(j, what, keys, why, why_size) != 0)
         return -1;
-    if (w->type == WIN_TUMBLING || w->type == WIN_SLIDING) {
+    if (w->type == WIN_TUMBLING || w->type == WIN_SLIDING ||
+        w->type == WIN_CUMULATE) {
         if (get_time(j, "size_ms", what, 1, 0, &w->size_ms, why, why_size) !=
                 0 ||
             get_time(j, "offset_ms", what, 0, 0, &w->offset_ms, why,
@@ -328,6 +334,9 @@ static int load_window(const json_t *j, const char *what, struct conf_window *w,
     }
     if (w->type == WIN_SLIDING &&
         get_time(j, "slide_ms", what, 1, 0, &w->slide_ms, why, why_size) != 0)
+        return -1;
+    if (w->type == WIN_CUMULATE &&
+        get_time(j, "step_ms", what, 1, 0, &w->step_ms, why, why_size) != 0)
         return -1;
     if (w->type == WIN_SESSION &&
         get_time(j, "gap_ms", what, 1, 0, &w->gap_ms, why, why_size) != 0)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_assign.c - window assigners (rulebook R1): floored starts with
- * offsets and negative timestamps, sliding assignment order and counts,
- * sessions, the global window, configuration errors and the extremes of
- * the time range.  Expected windows are worked out by hand in comments. */
+ * offsets and negative timestamps, sliding and cumulate assignment order
+ * and counts, sessions, the global window, configuration errors and the
+ * extremes of the time range.  Expected windows are worked out by hand in
+ * comments. */
 #include "harness.h"
 #include "core.h"
 #include "window/win.h"
@@ -176,6 +177,103 @@ TDM_TEST(sliding_near_min_does_not_wrap)
     tdm_assigner_destroy(a);
 }
 
+/* R1.8: cumulate, size 60, step 20.  ts 5 is in [0,20), [0,40), [0,60),
+ * earliest end first; ts 25 in [0,40), [0,60); ts 59 in [0,60) only;
+ * ts 60 opens the next max window.  ts -1: max window [-60,0), whose
+ * windows end at -40, -20 and 0: only [-60,0) ends after -1; ts -21 is
+ * also in [-60,-20). */
+TDM_TEST(cumulate_windows_share_a_start_and_grow)
+{
+    tdm_assigner *a;
+    tdm_time_ms s[MAXW], e[MAXW];
+    ASSERT_OK(tdm_assigner_new_cumulate(60, 20, 0, &a, NULL, 0));
+    ASSERT_TRUE(tdm__assigner_is_event_time(a));
+    ASSERT_TRUE(!tdm__assigner_is_merging(a));
+    ASSERT_EQ(windows_of(a, 5, s, e), 3);
+    ASSERT_EQ(s[0], 0);
+    ASSERT_EQ(s[1], 0);
+    ASSERT_EQ(s[2], 0);
+    ASSERT_EQ(e[0], 20);
+    ASSERT_EQ(e[1], 40);
+    ASSERT_EQ(e[2], 60);
+    ASSERT_EQ(windows_of(a, 25, s, e), 2);
+    ASSERT_EQ(s[0], 0);
+    ASSERT_EQ(e[0], 40);
+    ASSERT_EQ(e[1], 60);
+    ASSERT_EQ(windows_of(a, 19, s, e), 3);
+    ASSERT_EQ(windows_of(a, 20, s, e), 2);
+    ASSERT_EQ(windows_of(a, 59, s, e), 1);
+    ASSERT_EQ(s[0], 0);
+    ASSERT_EQ(e[0], 60);
+    ASSERT_EQ(windows_of(a, 60, s, e), 3);
+    ASSERT_EQ(s[0], 60);
+    ASSERT_EQ(e[0], 80);
+    ASSERT_EQ(e[2], 120);
+    ASSERT_EQ(windows_of(a, -1, s, e), 1);
+    ASSERT_EQ(s[0], -60);
+    ASSERT_EQ(e[0], 0);
+    ASSERT_EQ(windows_of(a, -21, s, e), 2);
+    ASSERT_EQ(s[0], -60);
+    ASSERT_EQ(e[0], -20);
+    ASSERT_EQ(e[1], 0);
+    /* One step: tumbling windows. */
+    tdm_assigner_destroy(a);
+    ASSERT_OK(tdm_assigner_new_cumulate(60, 60, 0, &a, NULL, 0));
+    ASSERT_EQ(windows_of(a, 61, s, e), 1);
+    ASSERT_EQ(s[0], 60);
+    ASSERT_EQ(e[0], 120);
+    ASSERT_OK(tdm_assigner_set_processing_time(a));
+    ASSERT_TRUE(!tdm__assigner_is_event_time(a));
+    tdm_assigner_destroy(a);
+}
+
+/* The offset moves the max windows and, modulo the step, the steps:
+ * size 60, step 20, offset 25 (more than a step): max windows start at
+ * 25 + 60k, so ts 0 is in [-35,5) and [-35,25) (the first, [-35,-15),
+ * ends before it).  Offset -50: max window [-50,10) for ts 0, ends -30,
+ * -10 and 10: only [-50,10). */
+TDM_TEST(cumulate_offset_moves_starts_and_steps)
+{
+    tdm_assigner *a;
+    tdm_time_ms s[MAXW], e[MAXW];
+    ASSERT_OK(tdm_assigner_new_cumulate(60, 20, 25, &a, NULL, 0));
+    ASSERT_EQ(windows_of(a, 0, s, e), 2);
+    ASSERT_EQ(s[0], -35);
+    ASSERT_EQ(e[0], 5);
+    ASSERT_EQ(s[1], -35);
+    ASSERT_EQ(e[1], 25);
+    ASSERT_EQ(windows_of(a, 25, s, e), 3);
+    ASSERT_EQ(s[0], 25);
+    ASSERT_EQ(e[0], 45);
+    tdm_assigner_destroy(a);
+    ASSERT_OK(tdm_assigner_new_cumulate(60, 20, -50, &a, NULL, 0));
+    ASSERT_EQ(windows_of(a, 0, s, e), 1);
+    ASSERT_EQ(s[0], -50);
+    ASSERT_EQ(e[0], 10);
+    tdm_assigner_destroy(a);
+}
+
+/* At the ends of time nothing wraps: near MIN the start saturates and
+ * the ends stay exact (ts MIN + 10 is 202 past its 1000-aligned step,
+ * 1202 past its 3000-aligned max start: ends ts + 798, ts + 1798).  At
+ * MAX (1807 past its max start, 807 past its step) the windows ending
+ * at MAX + 193 and MAX + 1193 both saturate to [start, MAX): reported
+ * once. */
+TDM_TEST(cumulate_at_the_extremes_saturates_once)
+{
+    tdm_assigner *a;
+    tdm_time_ms s[MAXW], e[MAXW];
+    ASSERT_OK(tdm_assigner_new_cumulate(3000, 1000, 0, &a, NULL, 0));
+    ASSERT_EQ(windows_of(a, TDM_TIME_MIN + 10, s, e), 2);
+    ASSERT_EQ(s[0], TDM_TIME_MIN);
+    ASSERT_EQ(e[0], TDM_TIME_MIN + 10 + 798);
+    ASSERT_EQ(e[1], TDM_TIME_MIN + 10 + 1798);
+    ASSERT_EQ(windows_of(a, TDM_TIME_MAX, s, e), 1);
+    ASSERT_EQ(s[0], TDM_TIME_MAX - 1807);
+    ASSERT_EQ(e[0], TDM_TIME_MAX);
+    tdm_assigner_destroy(a);
+}
+
 TDM_TEST(session_and_global_windows)
 {
     tdm_assigner *a;
@@ -239,6 +337,26 @@ TDM_TEST(bad_configuration_names_the_parameter)
     ASSERT_OK(tdm_assigner_new_sliding(10000000, 1, 0, &a, buf, sizeof buf));
     tdm_assigner_destroy(a);
 
+    ASSERT_ERR(tdm_assigner_new_cumulate(0, 10, 0, &a, buf, sizeof buf),
+               TDM_ERR_INVAL);
+    ASSERT_TRUE(strstr(buf, "size_ms") != NULL);
+    ASSERT_ERR(tdm_assigner_new_cumulate(100, -10, 0, &a, buf, sizeof buf),
+               TDM_ERR_INVAL);
+    ASSERT_TRUE(strstr(buf, "step_ms") != NULL);
+    ASSERT_ERR(tdm_assigner_new_cumulate(100, 30, 0, &a, buf, sizeof buf),
+               TDM_ERR_INVAL);
+    ASSERT_TRUE(strstr(buf, "integral multiple of step_ms") != NULL);
+    ASSERT_ERR(tdm_assigner_new_cumulate(100, 10, -100, &a, buf, sizeof buf),
+               TDM_ERR_INVAL);
+    ASSERT_TRUE(strstr(buf, "offset_ms") != NULL);
+    ASSERT_ERR(tdm_assigner_new_cumulate(10000001, 1, 0, &a, buf, sizeof buf),
+               TDM_ERR_INVAL);
+    ASSERT_TRUE(strstr(buf, "step_ms") != NULL);
+    ASSERT_ERR(tdm_assigner_new_cumulate(100, 10, 0, NULL, buf, sizeof buf),
+               TDM_ERR_INVAL);
+    ASSERT_OK(tdm_assigner_new_cumulate(100, 10, 99, &a, buf, sizeof buf));
+    tdm_assigner_destroy(a);
+
     ASSERT_ERR(tdm_assigner_new_session(0, &a, buf, sizeof buf), TDM_ERR_INVAL);
     ASSERT_TRUE(strstr(buf, "gap_ms") != NULL);
     ASSERT_ERR(tdm_assigner_new_session(10, NULL, buf, sizeof buf),
@@ -253,6 +371,8 @@ TDM_TEST(constructors_report_nomem)
     ASSERT_ERR(tdm_assigner_new_tumbling(10, 0, &a, NULL, 0), TDM_ERR_NOMEM);
     tdm__alloc_fail_after(1);
     ASSERT_ERR(tdm_assigner_new_sliding(10, 5, 0, &a, NULL, 0), TDM_ERR_NOMEM);
+    tdm__alloc_fail_after(1);
+    ASSERT_ERR(tdm_assigner_new_cumulate(10, 5, 0, &a, NULL, 0), TDM_ERR_NOMEM);
     tdm__alloc_fail_after(1);
     ASSERT_ERR(tdm_assigner_new_session(10, &a, NULL, 0), TDM_ERR_NOMEM);
     tdm__alloc_fail_after(1);

@@ -152,15 +152,19 @@ TDM_TEST(enums_take_choice_index_and_list_choices)
 {
     tdm__conf_val v = {0};
     char msg[256];
-    /* tumbling|sliding|session|global: session is index 2. */
+    /* tumbling|sliding|session|global|cumulate: session is index 2,
+     * cumulate 4. */
     ASSERT_OK(parse(TDM__SCOPE_WINDOW, "window.type", "session", &v, msg,
                     sizeof msg));
     ASSERT_EQ(v.i, 2);
+    ASSERT_OK(parse(TDM__SCOPE_WINDOW, "window.type", "cumulate", &v, msg,
+                    sizeof msg));
+    ASSERT_EQ(v.i, 4);
     ASSERT_ERR(
         parse(TDM__SCOPE_WINDOW, "window.type", "tumblin", &v, msg, sizeof msg),
         TDM_ERR_INVAL);
     ASSERT_STR_EQ(msg, "window.type: expected one of tumbling, sliding, "
-                       "session, global, got \"tumblin\"");
+                       "session, global, cumulate, got \"tumblin\"");
     tdm__conf_val_free(&v);
 }
 

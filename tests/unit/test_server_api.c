@@ -121,6 +121,10 @@ TDM_TEST(node_choices_read_back)
     ASSERT_OK(tdm_node_set(j, "type", "window", err, sizeof err));
     ASSERT_OK(tdm_node_set(j, "window.type", "sliding", err, sizeof err));
     ASSERT_EQ(tdm_node_window_kind(j), TDM_WINDOW_KIND_SLIDING);
+    ASSERT_OK(tdm_node_set(w, "window.type", "cumulate", err, sizeof err));
+    ASSERT_EQ(tdm_node_window_kind(w), TDM_WINDOW_KIND_CUMULATE);
+    ASSERT_OK(tdm_node_set(w, "window.step", "10m", err, sizeof err));
+    ASSERT_EQ(tdm_node_get_int(w, "window.step"), 600000);
     ASSERT_OK(tdm_node_set(w, "window.type", "global", err, sizeof err));
     ASSERT_EQ(tdm_node_window_kind(w), TDM_WINDOW_KIND_GLOBAL);
     ASSERT_EQ(tdm_node_processing_time(w), 0);

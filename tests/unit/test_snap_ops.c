@@ -371,7 +371,7 @@ static void ct_clear(void *ud, tdm_trigger_ctx *ctx)
 
 typedef struct config {
     const char *name;
-    char asg;  /* T tumbling, S sliding, E session, G global */
+    char asg;  /* T tumbling, S sliding, U cumulate, E session, G global */
     bool proc; /* processing-time windows */
     char trg;  /* e event time, p proc, c count, C continuous,
                 * P purging count, n default */
@@ -420,6 +420,10 @@ static const config configs[] = {
     {"sliding window fn lateness", 'S', false, 'n', -3, 4, true, false},
     {"tumbling custom trigger", 'T', false, 'X', TDM_AGG_SUM, 3, true, false},
     {"session custom trigger window fn", 'E', false, 'X', -3, 2, true, false},
+    /* Cumulate windows (the general path, W-CU1). */
+    {"cumulate count", 'U', false, 'n', TDM_AGG_COUNT, 0, false, false},
+    {"cumulate sum lateness", 'U', false, 'n', TDM_AGG_SUM, 4, true, false},
+    {"cumulate window fn lateness", 'U', false, 'n', -3, 3, true, false},
 };
 
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
@@ -436,6 +440,9 @@ static tdm_winop *make_op(const config *c, tdm_clock *clk, trace *out)
         break;
     case 'S':
         ASSERT_OK(tdm_assigner_new_sliding(12, 4, 0, &asg, eb, sizeof eb));
+        break;
+    case 'U':
+        ASSERT_OK(tdm_assigner_new_cumulate(12, 4, 0, &asg, eb, sizeof eb));
         break;
     case 'E':
         ASSERT_OK(tdm_assigner_new_session(5, &asg, eb, sizeof eb));
