@@ -297,6 +297,11 @@ held() {
 _holds() {
     [ "$(held "$1" | wc -l)" -ge "$2" ]
 }
+# Every task runs, in a or b, and b runs at least one.
+_b_holds_some() {
+    _hb=$(held "$W/m-b.log" | wc -l)
+    [ "$_hb" -ge 1 ] && [ $((_hb + $(held "$W/m-a.log" | wc -l))) -ge "$NP" ]
+}
 # fenced TASK: the member whose log says TASK was taken over by
 # elsewhere-1 (the zombie mode's owner), or nothing.
 # With "moved" after the member when the fence hit the task while the
@@ -527,6 +532,10 @@ pause)
     wait_until 60 "8 tasks started" _started_at_least 8
     produce_chunk 1
     wait_until 60 "some output" _visible_at_least 8
+    # b must hold tasks when it stops: "8 started" counts restarts too,
+    # and once on a loaded machine b had none (a's 4, lost and taken
+    # again, made the 8), so a had no lock to wait for.
+    wait_until 60 "every task held, some by b" _b_holds_some
     kill -STOP "$PID_b"
     produce_chunk 2
     if [ "$CHANGELOG" -eq 1 ]; then
