@@ -42,6 +42,18 @@ typedef struct tdm__conn_shared {
 typedef void tdm__task_commit_fn(void *ud, const char *topic, int32_t part,
                                  int64_t offset, const char *meta);
 
+/* What of a Kafka message a "metadata.*" field receives
+ * (tdm__kafka_meta_kind names them). */
+enum {
+    TDM__KMETA_TIMESTAMP = 0,
+    TDM__KMETA_PARTITION,
+    TDM__KMETA_OFFSET,
+    TDM__KMETA_TOPIC,
+    TDM__KMETA_N
+};
+/* The known metadata keys, for messages. */
+#define TDM__KMETA_KNOWN "timestamp, partition, offset, topic"
+
 typedef struct tdm__source_conf {
     const char *name; /* node name, for messages */
     int type;         /* TDM__SRC_FILE, _STDIN, _TCP, _GENERATOR */
@@ -87,6 +99,10 @@ typedef struct tdm__source_conf {
                                    partition reached its end */
     bool ts_from_message;       /* "timestamp.source: message" */
     int key_field;              /* schema index of "key.field", -1 */
+    /* "metadata.*": per TDM__KMETA_* kind, the schema index + 1 of the
+     * field it fills (0: none, so that zeroed configurations have
+     * none). */
+    int kafka_meta[TDM__KMETA_N];
     /* "kafka.*" pass-through properties: 2 * kafka_n_props strings,
      * key then value, the "kafka." prefix removed.  Borrowed. */
     const char *const *kafka_props;
@@ -419,7 +435,8 @@ enum {
     TDM__SEL_TIMING = -4,
     TDM__SEL_PANE = -5,
     TDM__SEL_UPDATE = -6,
-    TDM__SEL_TS = -7 /* records: the event time (no schema field "ts") */
+    TDM__SEL_TS = -7,      /* records: the event time (no schema field "ts") */
+    TDM__SEL_WIN_TIME = -8 /* result rows with a window: window_end - 1 */
 };
 
 /* Parses the @p n items of a select key ("name" or "name AS alias", AS

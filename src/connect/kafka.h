@@ -57,6 +57,10 @@ tdm_err tdm__kafka_check_props(const char *const *props, int n_props, bool sink,
                                bool producer_ok, char *errbuf,
                                size_t errbuf_size);
 
+/* The TDM__KMETA_* kind of metadata key @p name ("timestamp",
+ * "partition", "offset", "topic"), -1 if unknown. */
+int tdm__kafka_meta_kind(const char *name);
+
 /* Writes one line "<prefix>: <text>" to the log of @p lg (NULL-safe). */
 void tdm__kafka_logf(const tdm__klog *lg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

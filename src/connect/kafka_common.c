@@ -494,3 +494,16 @@ rd_kafka_resp_err_t tdm__kafka_commit(rd_kafka_t *rk,
     rd_kafka_queue_destroy(q);
     return e;
 }
+
+int tdm__kafka_meta_kind(const char *name)
+{
+    static const char *const names[TDM__KMETA_N] = {
+        [TDM__KMETA_TIMESTAMP] = "timestamp",
+        [TDM__KMETA_PARTITION] = "partition",
+        [TDM__KMETA_OFFSET] = "offset",
+        [TDM__KMETA_TOPIC] = "topic"};
+    for (int k = 0; k < TDM__KMETA_N; k++)
+        if (strcmp(name, names[k]) == 0)
+            return k;
+    return -1;
+}

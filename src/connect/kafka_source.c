@@ -126,6 +126,7 @@ struct tdm__source {
     bool replay_pending; /* some replay_end is KS_REPLAY_PENDING */
     int64_t replay_tried_ms;
     uint64_t poll_no; /* polls so far (owners_sync) */
+    bool has_meta;    /* some conf.kafka_meta field is set */
     int *csv_cols;    /* CSV column -> schema index */
     int n_csv_cols;
     tdm__json_hint hint;
@@ -1075,6 +1076,31 @@ static void dead_letter(tdm__source *src, const kpart *kp, int64_t offset,
     src->dead(src->dead_ud, loc, reason, raw, len);
 }
 
+/* Fills the "metadata.*" fields of @p row from message @p m of @p kp:
+ * its time (null when it has none), partition, offset and topic.
+ * TDM_OK or TDM_ERR_NOMEM. */
+static tdm_err fill_metadata(tdm__source *src, const kpart *kp,
+                             const rd_kafka_message_t *m, tdm__batch *b,
+                             tdm__row *row)
+{
+    const int *f = src->conf.kafka_meta;
+    if (f[TDM__KMETA_TIMESTAMP]) {
+        rd_kafka_timestamp_type_t tt;
+        int64_t ts = rd_kafka_message_timestamp(m, &tt);
+        tdm__val *v = &row->v[f[TDM__KMETA_TIMESTAMP] - 1];
+        v->null = tt == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || ts < 0;
+        v->u.i = v->null ? 0 : ts;
+    }
+    if (f[TDM__KMETA_PARTITION])
+        row->v[f[TDM__KMETA_PARTITION] - 1] = (tdm__val){.u.i = kp->part};
+    if (f[TDM__KMETA_OFFSET])
+        row->v[f[TDM__KMETA_OFFSET] - 1] = (tdm__val){.u.i = m->offset};
+    if (f[TDM__KMETA_TOPIC])
+        return tdm__batch_set_string(b, row, f[TDM__KMETA_TOPIC] - 1, kp->topic,
+                                     strlen(kp->topic));
+    return TDM_OK;
+}
+
 /* Parses one message into a row of @p b.  Malformed ones become dead
  * letters.  TDM_OK or TDM_ERR_NOMEM. */
 static tdm_err take_message(tdm__source *src, kpart *kp,
@@ -1125,6 +1151,10 @@ static tdm_err take_message(tdm__source *src, kpart *kp,
         } else {
             row->v[k].null = 1;
         }
+    }
+    if (src->has_meta && fill_metadata(src, kp, m, b, row) != TDM_OK) {
+        tdm__batch_drop_last(b);
+        return TDM_ERR_NOMEM;
     }
     if (tdm__batch_wants(b, row)) {
         /* A row the timestamp guard may dead-letter after the poll,
@@ -1952,15 +1982,20 @@ static tdm_err ks_open(const tdm__source_conf *conf, int index, int count,
              conf->name ? conf->name : "?", index);
 
     /* CSV columns: schema order without the key field (the key comes
-     * from the message key). */
+     * from the message key) and the metadata fields. */
     src->csv_cols = tdm__malloc(((size_t)conf->schema->n + 1) * sizeof(int));
     if (!src->csv_cols) {
         err = TDM_ERR_NOMEM;
         goto fail;
     }
-    for (int f = 0; f < conf->schema->n; f++)
-        if (f != conf->key_field)
+    for (int f = 0; f < conf->schema->n; f++) {
+        bool meta = false;
+        for (int k = 0; k < TDM__KMETA_N; k++)
+            meta = meta || conf->kafka_meta[k] == f + 1;
+        src->has_meta = src->has_meta || meta;
+        if (f != conf->key_field && !meta)
             src->csv_cols[src->n_csv_cols++] = f;
+    }
 
     if (conf->kafka_group && conf->kafka_group[0])
         snprintf(group, sizeof group, "%s", conf->kafka_group);

@@ -6,7 +6,8 @@
  * An item is "name" or "name AS alias" (AS in any case, blanks around
  * it).  A name is a column of the rows the sink writes - window results
  * and join pairs (tdm__out_row: their columns, then window_start,
- * window_end, timing, pane and update when the row has a window) or
+ * window_end, window_time (window_end - 1, Flink's window_time), timing,
+ * pane and update when the row has a window) or
  * pass-through records (tdm__row: the schema's fields, then ts when the
  * schema has no field of that name).  A column of the row wins over a
  * window member of the same name.  The job's validation (job_validate.c)
@@ -179,10 +180,11 @@ const char *tdm__sel_out(const tdm__sel *sel, int i)
 static int window_member(const char *name)
 {
     static const char *const members[] = {"window_start", "window_end",
-                                          "timing", "pane", "update"};
+                                          "window_time",  "timing",
+                                          "pane",         "update"};
     static const int codes[] = {TDM__SEL_WIN_START, TDM__SEL_WIN_END,
-                                TDM__SEL_TIMING, TDM__SEL_PANE,
-                                TDM__SEL_UPDATE};
+                                TDM__SEL_WIN_TIME,  TDM__SEL_TIMING,
+                                TDM__SEL_PANE,      TDM__SEL_UPDATE};
     for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
         if (strcmp(name, members[i]) == 0)
             return codes[i];

@@ -415,6 +415,9 @@ static void result_value(lb *l, const tdm__out_row *row, int src)
     case TDM__SEL_WIN_END:
         sb_int(l->b, row->win_end);
         break;
+    case TDM__SEL_WIN_TIME:
+        sb_int(l->b, tdm__time_sub_sat(row->win_end, 1));
+        break;
     case TDM__SEL_TIMING:
         t = timing_name(row->timing);
         lb_text(l, t, strlen(t));

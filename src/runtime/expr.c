@@ -179,15 +179,16 @@ void tdm__src_exprs_destroy(tdm__src_exprs *x)
 }
 
 /* The filter, then each compute in key order; see expr.h. */
-bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row)
+bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row,
+                          tdm_time_ms wm)
 {
-    if (x->filter && !tdm__expr_true(x->filter, row))
+    if (x->filter && !tdm__expr_true(x->filter, row, wm))
         return false;
     tdm__expr_scratch sc;
     for (int i = 0; i < x->n_compute; i++) {
         const tdm__expr_compute *c = &x->compute[i];
         tdm__expr_val v;
-        tdm__expr_eval(c->e, row, &sc, &v);
+        tdm__expr_eval(c->e, row, wm, &sc, &v);
         tdm__val *f = &row->v[c->field];
         f->null = v.null;
         if (v.null)

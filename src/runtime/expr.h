@@ -72,19 +72,25 @@ const char *tdm__expr_closest(const tdm__schema *s, const char *name);
 /* The static type of a compiled expression. */
 tdm__expr_type tdm__expr_result_type(const tdm__expr *e);
 
-/* Evaluates @p e on @p row (borrowed) into *out.  Allocates nothing and
- * writes nothing but *out and @p sc (not NULL): a string result borrows
- * from the row, the program or @p sc, and stays valid until @p sc is
- * used again.  Safe to call from several threads at once, each with its
- * own scratch.
+/* Evaluates @p e on @p row (borrowed) into *out.  @p wm is the current
+ * watermark of the operator evaluating it (CURRENT_WATERMARK), or
+ * TDM_TIME_MIN before its first one (CURRENT_WATERMARK is then null).
+ * Allocates nothing and writes nothing but *out and @p sc (not NULL): a
+ * string result borrows from the row, the program or @p sc, and stays
+ * valid until @p sc is used again.  Safe to call from several threads at
+ * once, each with its own scratch.
  * @thread any */
-void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
+void tdm__expr_eval(const tdm__expr *e, const tdm__row *row, tdm_time_ms wm,
                     tdm__expr_scratch *sc, tdm__expr_val *out);
 
-/* A condition holds: evaluates @p e (of type BOOL or NULL) and returns
- * true only for a non-null true (SQL's WHERE).  Uses a scratch on its own
- * stack. */
-bool tdm__expr_true(const tdm__expr *e, const tdm__row *row);
+/* A condition holds: evaluates @p e (of type BOOL or NULL) with the
+ * watermark @p wm and returns true only for a non-null true (SQL's
+ * WHERE).  Uses a scratch on its own stack. */
+bool tdm__expr_true(const tdm__expr *e, const tdm__row *row, tdm_time_ms wm);
+
+/* Whether @p e calls CURRENT_WATERMARK (an operator that has no input
+ * watermark to give refuses it). */
+bool tdm__expr_uses_watermark(const tdm__expr *e);
 
 /* Frees a program (NULL is fine). */
 void tdm__expr_destroy(tdm__expr *e);
@@ -131,8 +137,10 @@ tdm_err tdm__expr_compile_compute(const tdm__schema *schema, const char *field,
                                   size_t errbuf_size);
 
 /* Applies the filter, then the computes in key order, to @p row in
- * place.  Returns false when the filter does not hold (the row is then
- * left as it was).  @thread any (the set is read only). */
-bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row);
+ * place, with @p wm the source subtask's current watermark (see
+ * tdm__expr_eval).  Returns false when the filter does not hold (the row
+ * is then left as it was).  @thread any (the set is read only). */
+bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row,
+                          tdm_time_ms wm);
 
 #endif /* TDM_EXPR_H */

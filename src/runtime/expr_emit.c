@@ -76,6 +76,7 @@ static int effect(op o, int32_t a)
     case OP_IS_NULL:
     case OP_NOT_NULL:
     case OP_NOP:
+    case OP_WM:
     case OP_JMP:
     case OP_JNN:
         return 0;

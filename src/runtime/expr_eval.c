@@ -304,7 +304,7 @@ static int control(const tdm__expr *e, const ins *c, tdm__expr_val *st, int sp,
  * b from the top (popping it) or from the constants, and leaves its
  * result in a, the slot below; a unary one works on a, the top (every
  * program pushes before anything else runs). */
-void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
+void tdm__expr_eval(const tdm__expr *e, const tdm__row *row, tdm_time_ms wm,
                     tdm__expr_scratch *sc, tdm__expr_val *out)
 {
     tdm__expr_val st[STACK_MAX];
@@ -321,6 +321,10 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
             break;
         case OP_FIELD:
             push_field(&st[sp++], &row->v[c->a]);
+            break;
+        case OP_WM: /* CURRENT_WATERMARK(field): in place of the field. */
+            st[sp - 1].null = wm == TDM_TIME_MIN;
+            st[sp - 1].u.i = wm == TDM_TIME_MIN ? 0 : wm;
             break;
         case OP_I2D: {
             tdm__expr_val *t = &st[sp - 1 - c->a];
@@ -405,10 +409,19 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row,
 }
 
 /* True only for a non-null true result. */
-bool tdm__expr_true(const tdm__expr *e, const tdm__row *row)
+bool tdm__expr_true(const tdm__expr *e, const tdm__row *row, tdm_time_ms wm)
 {
     tdm__expr_scratch sc;
     tdm__expr_val v;
-    tdm__expr_eval(e, row, &sc, &v);
+    tdm__expr_eval(e, row, wm, &sc, &v);
     return !v.null && v.u.i != 0;
+}
+
+/* Whether the program has the instruction of CURRENT_WATERMARK. */
+bool tdm__expr_uses_watermark(const tdm__expr *e)
+{
+    for (int i = 0; e && i < e->n_code; i++)
+        if (e->code[i].op == OP_WM)
+            return true;
+    return false;
 }

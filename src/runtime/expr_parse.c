@@ -1139,6 +1139,30 @@ static tdm__expr_type call_to_ts_ltz(parser *p, const tok *name)
     return TDM__EXPR_INT;
 }
 
+/* CURRENT_WATERMARK(field): the current watermark of the operator
+ * evaluating it, null before its first, as in Flink SQL.  The argument
+ * is an int64 or timestamp field (the event time's, in Flink a rowtime
+ * attribute); it only gives the result its type. */
+static tdm__expr_type call_current_wm(parser *p, const tok *name)
+{
+    size_t at = p->cur.at;
+    (void)name;
+    tdm__expr_type x = arg(p, &at);
+    if (p->err != TDM_OK)
+        return 0;
+    if (p->e->code[p->e->n_code - 1].op != OP_FIELD || x != TDM__EXPR_INT) {
+        tdm__expr_perr(p, at,
+                       "expected the event-time field (an int64 or "
+                       "timestamp field) as the argument of "
+                       "CURRENT_WATERMARK");
+        return 0;
+    }
+    if (!tdm__expr_expect_tok(p, T_RP, "\")\""))
+        return 0;
+    tdm__expr_emit(p, OP_WM, 0, 0);
+    return TDM__EXPR_INT;
+}
+
 /* ---- Functions with plain arguments, and the call ---- */
 
 /* Functions with plain arguments: their kinds ('[' starts the optional
@@ -1184,6 +1208,7 @@ static const struct {
     {"TRIM", call_trim},
     {"DATE_FORMAT", call_date_format},
     {"TO_TIMESTAMP_LTZ", call_to_ts_ltz},
+    {"CURRENT_WATERMARK", call_current_wm},
 };
 
 /* The kind of argument @p k (0-based) of @p sig, 0 past the last; *min

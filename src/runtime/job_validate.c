@@ -199,6 +199,55 @@ static tdm_err validate_kafka_props(vctx *c, tdm_node *n,
     return TDM_OK;
 }
 
+/* "metadata.FIELD: KEY" of a Kafka source: a known key, each once, into
+ * a schema field of its type that nothing else fills (the message key,
+ * the event time: the message's timestamp as event time is
+ * timestamp.source: message). */
+static tdm_err validate_kafka_metadata(vctx *c, tdm_node *n)
+{
+    static const unsigned ok[TDM__KMETA_N] = {
+        [TDM__KMETA_TIMESTAMP] =
+            TYPE_BIT(TDM_TYPE_TIMESTAMP) | TYPE_BIT(TDM_TYPE_INT64),
+        [TDM__KMETA_PARTITION] = TYPE_BIT(TDM_TYPE_INT64),
+        [TDM__KMETA_OFFSET] = TYPE_BIT(TDM_TYPE_INT64),
+        [TDM__KMETA_TOPIC] = TYPE_BIT(TDM_TYPE_STRING)};
+    static const char *const want[TDM__KMETA_N] = {
+        ", expected timestamp or int64 (it receives the message time)",
+        ", expected int64 (it receives the partition)",
+        ", expected int64 (it receives the offset)",
+        ", expected string (it receives the topic)"};
+    const tdm__conf_val *md = n->spec.src.metadata;
+    const char *seen[TDM__KMETA_N] = {NULL};
+    for (int i = 0; i < md->n_props; i++) {
+        const char *f = md->props[2 * i], *v = md->props[2 * i + 1];
+        int k = tdm__kafka_meta_kind(v);
+        char key[300];
+        snprintf(key, sizeof key, "metadata.%s", f);
+        if (k < 0)
+            VFAIL(c, n, "%s: unknown metadata \"%s\" (known: %s)", key, v,
+                  TDM__KMETA_KNOWN);
+        if (seen[k])
+            VFAIL(c, n, "%s: the %s already goes to field \"%s\"", key, v,
+                  seen[k]);
+        seen[k] = f;
+        tdm_err err = check_field_type(c, n, key, f, ok[k], want[k]);
+        if (err != TDM_OK)
+            return err;
+        if (strcmp(f, n->spec.src.key_field) == 0)
+            VFAIL(c, n,
+                  "%s: \"%s\" is key.field (it receives the message "
+                  "key)",
+                  key, f);
+        if (strcmp(f, n->spec.src.timestamp_field) == 0)
+            VFAIL(c, n,
+                  "%s: \"%s\" is timestamp.field; for the message time as "
+                  "event time set timestamp.source: message instead of "
+                  "timestamp.field",
+                  key, f);
+    }
+    return TDM_OK;
+}
+
 /* The Kafka keys of a source: where to connect, what to read, and how
  * event time and the key are taken from the message (design: docs/
  * kafka.md); its librdkafka properties (kafka.*) by
@@ -274,6 +323,9 @@ static tdm_err validate_kafka_source(vctx *c, tdm_node *n)
         if (err != TDM_OK)
             return err;
     }
+    tdm_err merr = validate_kafka_metadata(c, n);
+    if (merr != TDM_OK)
+        return merr;
     bool ts_message = n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE;
     if (ts_message && *n->spec.src.timestamp_field)
         VFAIL(c, n,
@@ -377,6 +429,11 @@ static tdm_err validate_not_kafka(vctx *c, tdm_node *n)
     if (n->spec.src.kafka->n_props > 0)
         VFAIL(c, n, "kafka.%s: only kafka sources take kafka.* properties",
               n->spec.src.kafka->props[0]);
+    if (n->spec.src.metadata->n_props > 0)
+        VFAIL(c, n,
+              "metadata.%s: only kafka sources have message metadata "
+              "(type is not kafka)",
+              n->spec.src.metadata->props[0]);
     if (n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE)
         VFAIL(c, n,
               "timestamp.source: message timestamps exist only for "
@@ -750,7 +807,10 @@ static tdm_err out_field(tdm__schema *s, const char *prefix, const char *name,
 }
 
 /* A window's output stream: its key_by fields (types of its first
- * input), each aggregate's result, window_start and window_end. */
+ * input), each aggregate's result, window_start and window_end (not
+ * window_time, a sink's select member only: a join's pairs and a chained
+ * window's late rows carry the stream's columns, and those rows stay as
+ * they were). */
 static tdm_err window_out_schema(vctx *c, tdm_node *n, const tdm_node *in0)
 {
     const tdm__conf_val *kb = n->spec.win.key_by;
@@ -824,6 +884,13 @@ static tdm_err join_filter(vctx *c, tdm_node *n)
             tdm__expr_result_type(x->filter) != TDM__EXPR_NULL) {
             snprintf(msg, sizeof msg, "a condition is needed, got %s",
                      tdm__expr_type_name(tdm__expr_result_type(x->filter)));
+            err = TDM_ERR_INVAL;
+        }
+        if (err == TDM_OK && tdm__expr_uses_watermark(x->filter)) {
+            snprintf(msg, sizeof msg,
+                     "CURRENT_WATERMARK is for a source's filter and "
+                     "compute (a join's filter does not see its input "
+                     "watermark yet)");
             err = TDM_ERR_INVAL;
         }
         if (err != TDM_OK) {
@@ -1286,12 +1353,13 @@ static const char *const mode_names[] = {"append", "upsert", "retract"};
 static tdm_err producer_columns(const tdm_node *p, tdm__schema *o)
 {
     static const char *const members[] = {"window_start", "window_end",
-                                          "timing", "pane", "update"};
+                                          "window_time",  "timing",
+                                          "pane",         "update"};
     const tdm__window_spec *w = &p->spec.win;
     const tdm__schema *sc = p->kind == TDM_NODE_JOIN     ? &p->out_schema
                             : p->kind == TDM_NODE_SOURCE ? tdm__node_schema(p)
                                                          : NULL;
-    int cap = 6 + (sc ? sc->n : 0);
+    int cap = 7 + (sc ? sc->n : 0);
     if (p->kind == TDM_NODE_WINDOW)
         cap += w->key_by->n_fields + w->aggregates->n_aggs;
     o->n = 0;
@@ -1311,7 +1379,7 @@ static tdm_err producer_columns(const tdm_node *p, tdm__schema *o)
     if (err == TDM_OK && p->kind == TDM_NODE_SOURCE &&
         tdm__schema_find(o, "ts") < 0)
         err = out_field(o, NULL, "ts", TDM_TYPE_TIMESTAMP);
-    for (int m = 0; err == TDM_OK && windowed && m < 5; m++)
+    for (int m = 0; err == TDM_OK && windowed && m < 6; m++)
         err = out_field(o, NULL, members[m], TDM_TYPE_INT64);
     return err;
 }

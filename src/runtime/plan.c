@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "connect/kafka.h"
 #include "runtime/expr.h"
 #include "runtime/live.h"
 #include "runtime/plan.h"
@@ -222,6 +223,13 @@ static tdm_err plan_kafka(tdm__rt_source *s, tdm_node *n)
     c->ts_from_message = n->spec.src.ts_source == TDM__TIMESTAMP_SOURCE_MESSAGE;
     const char *kf = n->spec.src.key_field;
     c->key_field = *kf ? tdm__schema_find(s->schema, kf) : -1;
+    const tdm__conf_val *md = n->spec.src.metadata;
+    for (int i = 0; i < md->n_props; i++) {
+        int k = tdm__kafka_meta_kind(md->props[2 * i + 1]);
+        if (k >= 0) /* validated */
+            c->kafka_meta[k] =
+                tdm__schema_find(s->schema, md->props[2 * i]) + 1;
+    }
     plan_props(n->spec.src.kafka, &c->kafka_props, &c->kafka_n_props);
     c->kafka_brokers_timeout = n->spec.src.brokers_timeout_ms;
     c->checkpointing = *n->job->spec.checkpoint_dir != '\0';

@@ -172,6 +172,7 @@ static const tdm__spec_field fields[] = {
     S("stop", ENUM, stop),
     S("timestamp.source", ENUM, ts_source),
     S("key.field", STRING, key_field),
+    S("metadata.*", PROPS, metadata),
     S("repartition", ENUM, repartition),
     S("repartition.writers", INT, repartition_writers),
     S("repartition.writer_timeout", DURATION, repartition_writer_timeout_ms),

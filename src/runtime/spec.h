@@ -81,6 +81,7 @@ typedef struct tdm__source_spec {
     tdm__source_stop stop;
     tdm__timestamp_source ts_source;
     const char *key_field;
+    const struct tdm__conf_val *metadata;
     tdm__repartition repartition;
     int64_t repartition_writers;
     int64_t repartition_writer_timeout_ms;

@@ -543,7 +543,7 @@ static void write_pair(tdm__rt_op_task *t, const tdm_event *ev)
         /* The join's filter, over the output columns. */
         tdm__row row = {
             .ts = ev->time, .v = t->vals, .schema = &op->node->out_schema};
-        if (!tdm__expr_true(op->filter, &row)) {
+        if (!tdm__expr_true(op->filter, &row, TDM_TIME_MIN)) {
             tdm__rt_count(t->run, TDM_STAT_FILTERED, 1);
             return;
         }

@@ -85,9 +85,9 @@ static void reader_emit(void *opaque, const tdm_event *ev)
 
 /* Runs the job file's filter and computes (expr.c), then the user's
  * filters and maps; false when a filter drops the row. */
-static bool run_udfs(const tdm_node *n, tdm__row *row)
+static bool run_udfs(const tdm_node *n, tdm__row *row, tdm_time_ms wm)
 {
-    if (n->exprs && !tdm__src_exprs_apply(n->exprs, row))
+    if (n->exprs && !tdm__src_exprs_apply(n->exprs, row, wm))
         return false;
     for (int i = 0; i < n->n_udfs; i++) {
         const tdm__udf *u = &n->udfs[i];
@@ -405,7 +405,7 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
         ph->n++;
         if (mode != TDM__TIME_EVENT)
             row->ts = t->now;
-        if (n_udfs && !run_udfs(s->node, row)) {
+        if (n_udfs && !run_udfs(s->node, row, t->wm_out)) {
             n.skipped++;
             n.filtered++;
             continue;

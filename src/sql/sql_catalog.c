@@ -7,7 +7,7 @@
  * keys come from here.  Options keep Flink's names (the connectors
  * `filesystem`, `kafka`, `nexmark`, `datagen`, `print`, `blackhole`) and
  * map onto tidemark's keys through the table `options` below (rules
- * C1-C6); `tidemark.<key>` passes any tidemark key through unchanged.
+ * C1-C10); `tidemark.<key>` passes any tidemark key through unchanged.
  * docs/sql.md lists every option and what it maps to.
  *
  * Column types: BIGINT, INT, INTEGER, SMALLINT, TINYINT are int64;
@@ -370,7 +370,7 @@ static bool schema_text(const sql_table *t, const int *used, char *buf,
     buf[0] = '\0';
     for (int i = 0; i < t->n_cols && u < n; i++) {
         const sql_col *c = &t->cols[i];
-        if (c->expr != NULL || c->meta != NULL || !needed(t, used, i)) {
+        if (c->expr != NULL || !needed(t, used, i)) {
             continue;
         }
         u += (size_t)snprintf(buf + u, n - u, "%s%s:%s", u ? ", " : "",
@@ -379,10 +379,30 @@ static bool schema_text(const sql_table *t, const int *used, char *buf,
     return u < n;
 }
 
-/* Event time of a file or Kafka source: its field and unit (C6). */
+/* C10: the METADATA columns the query reads, as the Kafka source's
+ * "metadata.<field>" keys. */
+static void metadata_keys(const sql_table *t, const int *used, sql_kv *out,
+                          int cap, int *n)
+{
+    for (int i = 0; i < t->n_cols; i++) {
+        const sql_col *c = &t->cols[i];
+        char key[160];
+        if (c->meta != NULL && needed(t, used, i)) {
+            snprintf(key, sizeof key, "metadata.%s", c->field);
+            put(out, cap, n, key, c->meta, c->at);
+        }
+    }
+}
+
+/* Event time of a file or Kafka source: its field and unit (C6); a
+ * METADATA 'timestamp' column is the message time (C10). */
 static void time_keys(const sql_table *t, sql_kv *out, int cap, int *n)
 {
     const sql_col *rt = &t->cols[t->rowtime];
+    if (rt->meta != NULL) {
+        put(out, cap, n, "timestamp.source", "message", rt->at);
+        return;
+    }
     const char *unit = "iso8601";
     const char *field = rt->field;
     if (rt->expr != NULL) { /* TO_TIMESTAMP_LTZ(col, 3|0), checked at add. */
@@ -437,6 +457,7 @@ int tdm__sql_connector_keys(sql_catalog *cat, const sql_table *t,
             put(out, cap, &n, "watermark.strategy", "bounded", t->def);
             put(out, cap, &n, "watermark.delay", delay, t->def);
         }
+        metadata_keys(t, used, out, cap, &n);
     }
     for (const sql_node *o = t->def->b; o != NULL; o = o->next) {
         if (strcmp(o->text, "format") != 0 &&
@@ -582,6 +603,41 @@ static char *field_name(const char *name, bool snake)
     return f;
 }
 
+/* C10: a METADATA column (Flink's Kafka connector): its key, the column
+ * name when FROM is left out, must be one the Kafka source fills, into a
+ * column of the key's type; on another connector it is refused. */
+static int check_metadata(sql_catalog *cat, const sql_table *t,
+                          const sql_node *c, sql_col *col)
+{
+    static const char *const keys[][2] = {{"timestamp", "timestamp"},
+                                          {"partition", "int64"},
+                                          {"offset", "int64"},
+                                          {"topic", "string"}};
+    static const char *const sql[] = {"TIMESTAMP_LTZ(3)", "INT", "BIGINT",
+                                      "STRING"};
+    col->meta = c->b->text[0] != '\0' ? c->b->text : c->text;
+    if (strcmp(t->connector, "kafka") != 0) {
+        return fail(cat, c,
+                    "column %s: METADATA columns are read from Kafka "
+                    "messages; a '%s' table has none",
+                    c->text, t->connector);
+    }
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        if (strcmp(col->meta, keys[k][0]) != 0) {
+            continue;
+        }
+        if (strcmp(col->type, keys[k][1]) != 0) {
+            return fail(cat, c->a, "column %s: METADATA '%s' is %s, not %s",
+                        c->text, col->meta, sql[k], c->a->text);
+        }
+        return 0;
+    }
+    return fail(cat, c->b->text[0] != '\0' ? c->b : c,
+                "column %s: unknown Kafka metadata '%s' (known: "
+                "'timestamp', 'partition', 'offset', 'topic')",
+                c->text, col->meta);
+}
+
 /* Adds one column; -1 with cat->err set. */
 static int add_column(sql_catalog *cat, sql_table *t, const sql_node *c)
 {
@@ -612,7 +668,9 @@ static int add_column(sql_catalog *cat, sql_table *t, const sql_node *c)
                         "TIMESTAMP_LTZ(3))",
                         c->a->text);
         }
-        col->meta = c->b != NULL ? c->b->text : NULL;
+        if (c->b != NULL && check_metadata(cat, t, c, col) != 0) {
+            return -1;
+        }
     }
     col->field = field_name(c->text, strcmp(t->connector, "nexmark") == 0);
     if (col->field == NULL) {

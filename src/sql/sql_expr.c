@@ -8,7 +8,7 @@
  * job and SQL.  So this file only renames: a column becomes the job
  * column that holds it (`B.price` of a join's left side is
  * `left.price`), an INTERVAL becomes its milliseconds, and the rest is
- * written back as SQL text, fully parenthesised.  Rules E1-E5 below.
+ * written back as SQL text, fully parenthesised.  Rules E1-E6 below.
  *
  * Types are told here only for what the planner must declare: the
  * schema type of a computed column (int64 or double or timestamp).
@@ -154,6 +154,48 @@ static int emit_list(planner *p, const rel *r, const sql_node *e, obuf *b)
     return 0;
 }
 
+/* E6: CURRENT_WATERMARK(c) takes the event-time column of a table read
+ * by a source (its filter and computed values see the source subtask's
+ * watermark; a join's condition does not see one yet).  The event time
+ * must be in milliseconds: a seconds column compared with the
+ * watermark would be off by a factor of 1000. */
+static int check_current_wm(planner *p, const rel *r, const sql_node *e)
+{
+    const sql_node *a = e->a;
+    const pcol *c;
+    if (a == NULL || a->next != NULL || a->kind != SQLK_ID) {
+        return tdm__sql_fail(p, e,
+                             "CURRENT_WATERMARK takes one argument: the "
+                             "table's event-time column");
+    }
+    if ((c = tdm__sql_resolve(p, r, a)) == NULL) {
+        return -1;
+    }
+    if (r->kind != REL_SOURCE) {
+        return tdm__sql_fail(p, e,
+                             "CURRENT_WATERMARK over the rows of a window "
+                             "or join is not supported yet; use it in the "
+                             "WHERE of a table");
+    }
+    const sql_table *t = r->base->table;
+    const sql_col *rt = t->rowtime >= 0 ? &t->cols[t->rowtime] : NULL;
+    if (c->rowtime != 1 || rt == NULL) {
+        return tdm__sql_fail(p, a,
+                             "CURRENT_WATERMARK(%s): %s is not the event-"
+                             "time column of %s (WATERMARK FOR%s%s)",
+                             a->text, a->text, t->name, rt ? " " : " ...",
+                             rt ? rt->name : "");
+    }
+    if (rt->expr != NULL && rt->expr->a->next->ival == 0) {
+        return tdm__sql_fail(p, a,
+                             "CURRENT_WATERMARK(%s): the event time is "
+                             "read in seconds (TO_TIMESTAMP_LTZ(..., 0)); "
+                             "it works with milliseconds",
+                             a->text);
+    }
+    return 0;
+}
+
 /* A function call.  E2: aggregates only in a GROUP BY query's items;
  * E3: FLOOR/CEIL(x TO unit) and EXTRACT(unit FROM x) keep their form. */
 static int emit_call(planner *p, const rel *r, const sql_node *e, obuf *b)
@@ -164,8 +206,9 @@ static int emit_call(planner *p, const rel *r, const sql_node *e, obuf *b)
                              "SELECT list of a windowed GROUP BY",
                              e->text);
     }
-    if (strcmp(e->text, "CURRENT_WATERMARK") == 0) {
-        return tdm__sql_fail(p, e, "CURRENT_WATERMARK is not supported yet");
+    if (strcmp(e->text, "CURRENT_WATERMARK") == 0 &&
+        check_current_wm(p, r, e) != 0) {
+        return -1;
     }
     if (e->unit != NULL && strcmp(e->text, "EXTRACT") == 0) {
         out(b, "EXTRACT(%s FROM ", e->unit);
@@ -389,7 +432,8 @@ static const char *call_type(planner *p, const rel *r, const sql_node *e)
             return "int64";
         }
     }
-    if (strncmp(e->text, "TO_TIMESTAMP", 12) == 0) {
+    if (strncmp(e->text, "TO_TIMESTAMP", 12) == 0 ||
+        strcmp(e->text, "CURRENT_WATERMARK") == 0) {
         return "timestamp";
     }
     if (e->a == NULL) {

@@ -93,6 +93,8 @@ static int group_keys(planner *p, agg_plan *a, const sql_node *group)
             a->has_start = true;
         } else if (names_col(p, a->in, g, "window_end")) {
             a->has_end = true;
+        } else if (names_col(p, a->in, g, "window_time")) {
+            continue; /* window_end - 1: no group of its own */
         } else if (g->kind != SQLK_ID) {
             return tdm__sql_fail(p, g,
                                  "GROUP BY takes columns (and a "
@@ -244,13 +246,9 @@ static int helper_bound(planner *p, const agg_plan *a, const sql_node *e,
                              "%s(...) with the same arguments",
                              e->text, a->legacy->text);
     }
-    if (strcmp(suffix, "_ROWTIME") == 0) {
-        return tdm__sql_fail(p, e,
-                             "%s (window_end - 1 ms) is not an output "
-                             "column yet: select %.*s_END",
-                             e->text, (int)n, e->text);
-    }
-    *bound = strcmp(suffix, "_START") == 0 ? "window_start" : "window_end";
+    *bound = strcmp(suffix, "_START") == 0 ? "window_start"
+             : strcmp(suffix, "_END") == 0 ? "window_end"
+                                           : "window_time";
     return 0;
 }
 
@@ -275,6 +273,8 @@ static int bound_of(planner *p, const agg_plan *a, const sql_node *e,
         *bound = "window_start";
     } else if (names_col(p, a->in, e, "window_end")) {
         *bound = "window_end";
+    } else if (names_col(p, a->in, e, "window_time")) {
+        *bound = "window_time";
     }
     return 0;
 }
@@ -297,10 +297,12 @@ static int group_item(planner *p, agg_plan *a, rel *out, const sql_node *it,
     if (bound_of(p, a, e, &bound) != 0) {
         return -1;
     }
-    if (bound != NULL) { /* window_end = ts + 1 */
+    if (bound != NULL) { /* window_end = ts + 1, window_time = ts */
         return tdm__sql_add_col(p, out, NULL, it->text ? it->text : bound,
                                 bound, "timestamp",
-                                strcmp(bound, "window_end") == 0 ? 2 : 0);
+                                strcmp(bound, "window_end") == 0    ? 2
+                                : strcmp(bound, "window_time") == 0 ? 1
+                                                                    : 0);
     }
     for (int k = 0; k < a->n_keys && e->kind == SQLK_ID; k++) {
         const pcol *c = tdm__sql_resolve(p, a->in, e);

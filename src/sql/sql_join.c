@@ -217,21 +217,34 @@ static int conjunct(planner *p, jplan *j, const sql_node *e)
     return rc < 0 ? -1 : rc == 1 ? 0 : to_filter(p, j, e);
 }
 
-/* The output columns: left.<job> and right.<job>; a window TVF's own
- * window_start/window_end are the join row's (J1).  J5: a pair is
- * stamped with the later of its two times (a window join's with its
- * window_end - 1), so the sides' time columns are plain values after
- * the join: only a window join's own window_end stays a time column. */
-static int join_cols(planner *p, jplan *j)
+/* The output columns: left.<job> and right.<job> (J6: never a windowed
+ * subquery's window_time); a window TVF's own
+ * window_start/window_end/window_time are the join row's (J1).  J5: a
+ * pair is stamped with the later of its two times (a window join's with
+ * its window_end - 1), so the sides' time columns are plain values after
+ * the join: only a window join's own window_end and window_time stay
+ * time columns. */
+static int join_cols(planner *p, jplan *j, const sql_node *at)
 {
     const rel *sides[2] = {j->l, j->r};
     for (int s = 0; s < 2; s++) {
         for (int i = 0; i < sides[s]->n_cols; i++) {
             const pcol *c = &sides[s]->cols[i];
             char job[200];
+            if (sides[s]->kind == REL_WINDOW &&
+                strcmp(c->job, "window_time") == 0) {
+                /* J6: a window's output stream has no window_time (a
+                 * sink's select member): its pairs stay as they were. */
+                return tdm__sql_fail(p, at,
+                                     "a join cannot read the window_time "
+                                     "of a windowed subquery yet: select "
+                                     "window_end there (window_time is "
+                                     "window_end - 1 ms)");
+            }
             bool own = sides[s]->kind == REL_SOURCE && sides[s]->win.type &&
                        (strcmp(c->job, "window_start") == 0 ||
-                        strcmp(c->job, "window_end") == 0);
+                        strcmp(c->job, "window_end") == 0 ||
+                        strcmp(c->job, "window_time") == 0);
             snprintf(job, sizeof job, "%s%s",
                      own ? ""
                      : s ? "right."
@@ -251,6 +264,8 @@ static int join_cols(planner *p, jplan *j)
             tdm__sql_inherit(j->out, c);
             if (own && strcmp(c->job, "window_end") == 0) {
                 j->out->cols[j->out->n_cols - 1].rowtime = 2; /* J5 */
+            } else if (own && strcmp(c->job, "window_time") == 0) {
+                j->out->cols[j->out->n_cols - 1].rowtime = 1;
             }
         }
         if (s == 0) {
@@ -351,7 +366,7 @@ static rel *plan_join(planner *p, qstate *q, const sql_node *join,
 {
     char base[32];
     if ((jp->out = tdm__sql_new_rel(p, q, REL_JOIN, join)) == NULL ||
-        join_cols(p, jp) != 0 ||
+        join_cols(p, jp, join) != 0 ||
         (join->c != NULL && conjunct(p, jp, join->c) != 0) ||
         (where != NULL && conjunct(p, jp, where) != 0)) {
         return NULL;

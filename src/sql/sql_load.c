@@ -143,9 +143,11 @@ static int describe_table(loader *L, const sql_node *stmt)
     }
     for (int i = 0; i < t->n_cols; i++) {
         const sql_col *c = &t->cols[i];
-        fprintf(L->out, "%-20s %-10s%s%s\n", c->name, c->type,
+        fprintf(L->out, "%-20s %-10s%s%s%s%s\n", c->name, c->type,
                 i == t->rowtime ? " *ROWTIME*" : "",
-                c->expr != NULL ? " (computed)" : "");
+                c->expr != NULL ? " (computed)" : "",
+                c->meta != NULL ? " METADATA FROM " : "",
+                c->meta != NULL ? c->meta : "");
     }
     if (t->rowtime >= 0) {
         fprintf(L->out, "watermark: %s - %lld ms\n", t->cols[t->rowtime].name,

@@ -33,15 +33,19 @@ static rel *plan_select(planner *p, qstate *q, const sql_node *sel);
 
 /* ---- FROM ---- */
 
-/* Adds the window columns of a TVF. */
+/* Adds the window columns of a TVF: window_start, window_end and
+ * window_time (window_end - 1 ms, as in Flink). */
 static int window_cols(planner *p, rel *r, const char *qual)
 {
-    return tdm__sql_add_col(p, r, qual, "window_start", "window_start",
-                            "timestamp", 0) != 0 ||
-                   tdm__sql_add_col(p, r, qual, "window_end", "window_end",
-                                    "timestamp", 0) != 0
-               ? -1
-               : 0;
+    static const char *const names[] = {"window_start", "window_end",
+                                        "window_time"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (tdm__sql_add_col(p, r, qual, names[i], names[i], "timestamp", 0) !=
+            0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size)) and the like (P4: the

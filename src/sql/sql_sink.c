@@ -149,6 +149,14 @@ int tdm__sql_plan_sink(planner *p, const rel *out, const char *table,
         }
         for (int i = 0; i < t->n_cols && i < 256; i++) {
             names[i] = (char *)t->cols[i].name;
+            if (t->cols[i].meta != NULL) { /* P18 */
+                return tdm__sql_fail(p, at,
+                                     "INSERT INTO %s: column %s is METADATA "
+                                     "(it is read from Kafka messages; "
+                                     "writing message metadata is not "
+                                     "supported yet)",
+                                     t->name, t->cols[i].name);
+            }
             if (!assignable(out->cols[i].type, t->cols[i].type)) {
                 return tdm__sql_fail(p, at,
                                      "INSERT INTO %s: the query's column %d "

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sql_source.c - a table read by a query, as a source node: its columns
- * (rules P1, P2), the WHERE that becomes its `filter` (P7, P14), the
+ * (rule P1; a METADATA column is a field the Kafka source fills from the
+ * message, sql_catalog.c), the WHERE that becomes its `filter` (P7, P14), the
  * values it computes into fields of its own (`compute.*`, P8), and the
  * keys it gets once the query is planned: the table's connector and
  * options, the SETs for sources, the filter and the computed fields.
@@ -37,10 +38,6 @@ rel *tdm__sql_source_rel(planner *p, qstate *q, sql_table *t, const char *alias,
     for (int i = 0; i < t->n_cols; i++) {
         const sql_col *c = &t->cols[i];
         const char *job = c->field;
-        if (c->meta != NULL) { /* P2 */
-            tdm__sql_fail(p, c->at, "METADATA columns are not supported yet");
-            return NULL;
-        }
         if (c->expr != NULL) { /* TO_TIMESTAMP_LTZ(col, 3): col's field. */
             job = t->cols[tdm__sql_table_col(t, c->expr->a->text)].field;
         }

@@ -92,6 +92,22 @@ rows session_partition "SELECT page, window_start, window_end, COUNT(*) AS n FRO
     '{"page":"/y","window_start":3000,"window_end":13000,"n":1}' \
     '{"page":"/y","window_start":64999,"window_end":80000,"n":2}' \
     '{"page":"/y","window_start":130000,"window_end":140000,"n":1}'
+# CURRENT_WATERMARK is the source's watermark before each row (on-event:
+# max - 5 s of the rows before it; null before the first), and Flink's
+# late filter drops f@59999 (the watermark is 59999 after e@64999).
+rows current_watermark "SELECT \`user\`, ts_ms, CURRENT_WATERMARK(ts) AS wm FROM clicks WHERE CURRENT_WATERMARK(ts) IS NULL OR ts > CURRENT_WATERMARK(ts);" \
+    '{"user":"a","ts_ms":1000,"wm":null}' '{"user":"b","ts_ms":2000,"wm":-4000}' \
+    '{"user":"a","ts_ms":3000,"wm":-3000}' '{"user":"a","ts_ms":59999,"wm":-2000}' \
+    '{"user":"e","ts_ms":64999,"wm":54999}' '{"user":"c","ts_ms":61000,"wm":59999}' \
+    '{"user":"b","ts_ms":70000,"wm":59999}' '{"user":"a","ts_ms":130000,"wm":65000}'
+# window_time is window_end - 1 ms, over a TVF and as TUMBLE_ROWTIME (the
+# tumble case's windows: 4, 3 and 1 rows).
+rows window_time "SELECT window_start, window_time, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;" \
+    '{"window_start":0,"window_time":59999,"n":4}' \
+    '{"window_start":60000,"window_time":119999,"n":3}' \
+    '{"window_start":120000,"window_time":179999,"n":1}'
+rows tumble_rowtime "SELECT TUMBLE_ROWTIME(ts, INTERVAL '1' MINUTE) AS wt, COUNT(*) AS n FROM clicks GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE);" \
+    '{"wt":59999,"n":4}' '{"wt":119999,"n":3}' '{"wt":179999,"n":1}'
 # A table without WATERMARK FOR is read in processing time.
 rows no_watermark "CREATE TEMPORARY TABLE p (\`user\` STRING, page STRING, ts_ms BIGINT) WITH ('connector' = 'filesystem', 'path' = 'tests/cli/data/sql_clicks.jsonl', 'format' = 'json');
 SELECT \`user\`, ts_ms FROM p WHERE page = '/y';" \
@@ -208,6 +224,9 @@ expect_error cumulate_legacy "$DDL
 SELECT COUNT(*) FROM t GROUP BY CUMULATE(ts, INTERVAL '1' MINUTE, INTERVAL '1' HOUR);" 4:33 "CUMULATE is a window table function only"
 expect_error cumulate_named "$DDL
 SELECT COUNT(*) FROM TABLE(CUMULATE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SLIDE => INTERVAL '1' MINUTE, SIZE => INTERVAL '1' HOUR)) GROUP BY window_start, window_end;" 4:28 "CUMULATE takes DATA, TIMECOL, STEP, SIZE, OFFSET"
+expect_error window_time_join "$DDL
+SELECT x.a FROM (SELECT a, window_time AS wt, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY a, window_start, window_end) x
+JOIN t y ON x.a = y.a AND y.ts BETWEEN x.wt - INTERVAL '1' MINUTE AND x.wt;" 5:1 "a join cannot read the window_time of a windowed subquery yet"
 expect_error cumulate_join "$DDL
 SELECT x.a FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '1' HOUR)) x
 JOIN TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '1' HOUR)) y
@@ -234,6 +253,19 @@ expect_error window_over_join "$DDL
 SELECT COUNT(*) FROM t x JOIN t y ON x.a = y.a AND y.ts BETWEEN x.ts AND x.ts + INTERVAL '1' SECOND GROUP BY TUMBLE(x.ts, INTERVAL '1' MINUTE);" 4:110 "a join's columns and a window's window_end are not"
 expect_error named_mixed "$DDL
 SELECT COUNT(*) FROM TABLE(TUMBLE(DATA => TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY window_start, window_end;" 4:28 "give every argument by name or none"
+expect_error metadata_filesystem "CREATE TABLE u (a BIGINT, o BIGINT METADATA FROM 'offset') WITH ('connector' = 'filesystem', 'path' = 'x');" \
+    1:27 "column o: METADATA columns are read from Kafka messages; a 'filesystem' table has none"
+expect_error metadata_key "CREATE TABLE u (\`timestamp\` TIMESTAMP_LTZ(3) METADATA VIRTUAL, h STRING METADATA FROM 'headers') WITH ('connector' = 'kafka', 'topic' = 'x');" \
+    1:87 "unknown Kafka metadata 'headers' (known: 'timestamp', 'partition', 'offset', 'topic')"
+expect_error metadata_type "CREATE TABLE u (p STRING METADATA FROM 'partition') WITH ('connector' = 'kafka', 'topic' = 'x');" \
+    1:19 "column p: METADATA 'partition' is INT, not STRING"
+expect_error metadata_insert "$DDL
+CREATE TABLE k (a BIGINT, o BIGINT METADATA FROM 'offset') WITH ('connector' = 'kafka', 'topic' = 'x');
+INSERT INTO k SELECT a, a FROM t;" 5:13 "column o is METADATA"
+expect_error current_watermark_column "$DDL
+SELECT a FROM t WHERE CURRENT_WATERMARK(a) IS NULL;" 4:41 "CURRENT_WATERMARK(a): a is not the event-time column of t (WATERMARK FOR ts)"
+expect_error current_watermark_join "$DDL
+SELECT x.a FROM t x JOIN t y ON x.a = y.a AND y.ts BETWEEN x.ts AND x.ts + INTERVAL '1' SECOND AND x.ts > CURRENT_WATERMARK(x.ts);" 4:107 "CURRENT_WATERMARK over the rows of a window or join is not supported yet"
 expect_error comment "SHOW TABLES;
 /* never closed" 2:1 "a comment is not closed"
 echo "sql: ok"

@@ -7,18 +7,19 @@
 # per-record watermarks exactly max - 5 s, and the tumble query of
 # tests/cli/sql/tumble.sql INSERTed INTO a kafka table (topic views).
 # The values on views must be the hand-derived rows of
-# tests/cli/expected/sql_tumble.jsonl; with a METADATA column or an
-# option of another connector the script is refused.  The same query
-# again with 'sink.delivery-guarantee' = 'exactly-once' and checkpoints
-# (topic views_eo: transactions committed with each checkpoint) gives the
-# same rows; exactly-once without checkpoints, and at-least-once with
-# them, are refused.
+# tests/cli/expected/sql_tumble.jsonl.  Then METADATA columns (below);
+# an unknown metadata key or an option of another connector is refused.
+# The same query again with 'sink.delivery-guarantee' = 'exactly-once'
+# and checkpoints (topic views_eo: transactions committed with each
+# checkpoint) gives the same rows; exactly-once without checkpoints, and
+# at-least-once with them, are refused.
 # Usage: sql.sh TIDEMARK SOURCE_DIR MOCK TOOL
 . "$(dirname "$0")/lib.sh"
 kafka_init "$@"
 
 start_mock clicks:1 views:1 views_eo:1
-produce clicks --partition 0 "$SRC/tests/cli/data/sql_clicks.jsonl"
+# Message times are the clicks' own (ts_ms), for the METADATA case below.
+produce clicks --partition 0 --ts-field ts_ms "$SRC/tests/cli/data/sql_clicks.jsonl"
 
 cat >"$W/views.sql" <<SQLEOF
 CREATE TABLE clicks (
@@ -64,13 +65,70 @@ consume views >"$W/views.tsv"
 values_of "$W/views.tsv" >"$W/views.jsonl"
 same_lines "$SRC/tests/cli/expected/sql_tumble.jsonl" "$W/views.jsonl"
 
-# Refused: a METADATA column; a filesystem option on a kafka table.
-printf "CREATE TABLE k (a BIGINT, o BIGINT METADATA FROM 'offset') WITH ('connector' = 'kafka', 'topic' = 'clicks');\nSELECT a FROM k;\n" >"$W/meta.sql"
-if "$TM" sql "$W/meta.sql" >"$W/meta.out" 2>&1; then
-    fail "a METADATA column was accepted"
+# METADATA columns: each click's partition (0), offset (its line number
+# from 0) and message time (its ts_ms), the message time being the event
+# time (watermark max - 5 s after every message).  A Kafka source feeds
+# a window (not a sink), so the values are checked through aggregates
+# per minute: [0, 60000) has offsets 0-3 (f@59999, offset 5, comes after
+# e@64999 at offset 4 and the watermark 59999: Flink's late filter drops
+# it), [60000, 120000) 4, 6, 7 and the last 8.  CURRENT_WATERMARK is the
+# watermark before each row: none, -4000, -3000, -2000 in the first
+# minute, 54999, 59999, 59999 in the second, 65000 in the third; wm is
+# its maximum, window_time window_end - 1.  The job --explain prints
+# runs as YAML (metadata: and timestamp.source: message) to the same
+# rows.
+cat >"$W/meta.sql" <<SQLEOF
+CREATE TABLE clicks (
+  \`user\` STRING,
+  ts_ms BIGINT,
+  p INT METADATA FROM 'partition',
+  o BIGINT METADATA FROM 'offset' VIRTUAL,
+  \`timestamp\` TIMESTAMP_LTZ(3) METADATA,
+  WATERMARK FOR \`timestamp\` AS \`timestamp\` - INTERVAL '5' SECOND
+) WITH (
+  'connector' = 'kafka',
+  'topic' = 'clicks',
+  'properties.bootstrap.servers' = '$BOOT',
+  'properties.group.id' = 'sql-meta',
+  'scan.startup.mode' = 'earliest-offset',
+  'scan.bounded.mode' = 'latest-offset',
+  'format' = 'json',
+  'scan.watermark.emit.strategy' = 'on-event'
+);
+SELECT window_start, window_time, COUNT(*) AS n, MIN(p) AS p,
+       MIN(o) AS omin, MAX(o) AS omax, SUM(o) AS osum,
+       MAX(\`timestamp\`) AS tmax, MAX(CURRENT_WATERMARK(\`timestamp\`)) AS wm
+FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(\`timestamp\`), INTERVAL '1' MINUTE))
+WHERE CURRENT_WATERMARK(\`timestamp\`) IS NULL
+   OR \`timestamp\` > CURRENT_WATERMARK(\`timestamp\`)
+GROUP BY window_start, window_end;
+SQLEOF
+cat >"$W/meta.want" <<'WANTEOF'
+{"window_start":0,"window_time":59999,"n":4,"p":0,"omin":0,"omax":3,"osum":6,"tmax":59999,"wm":-2000}
+{"window_start":60000,"window_time":119999,"n":3,"p":0,"omin":4,"omax":7,"osum":17,"tmax":70000,"wm":59999}
+{"window_start":120000,"window_time":179999,"n":1,"p":0,"omin":8,"omax":8,"osum":8,"tmax":130000,"wm":65000}
+WANTEOF
+"$TM" sql "$W/meta.sql" --quiet >"$W/meta.out" 2>"$W/meta.log" ||
+    fail "METADATA: $(cat "$W/meta.log")"
+same_lines "$W/meta.want" "$W/meta.out"
+"$TM" sql --explain "$W/meta.sql" >"$W/meta.explain" ||
+    fail "METADATA --explain: $(cat "$W/meta.explain")"
+grep -q "metadata.p: partition" "$W/meta.explain" &&
+    grep -q "timestamp.source: message" "$W/meta.explain" ||
+    fail "METADATA --explain: $(cat "$W/meta.explain")"
+sed -n '/^== The job, as YAML ==$/,$p' "$W/meta.explain" | sed 1d |
+    sed 's/sql-meta/yaml-meta/' >"$W/meta.yaml"
+"$TM" run "$W/meta.yaml" --quiet >"$W/meta.yout" 2>"$W/meta.ylog" ||
+    fail "METADATA as YAML: $(cat "$W/meta.ylog")"
+same_lines "$W/meta.want" "$W/meta.yout"
+
+# Refused: an unknown metadata key; a filesystem option on a kafka table.
+printf "CREATE TABLE k (a BIGINT, h STRING METADATA FROM 'headers') WITH ('connector' = 'kafka', 'topic' = 'clicks');\nSELECT a FROM k;\n" >"$W/meta_bad.sql"
+if "$TM" sql "$W/meta_bad.sql" >"$W/meta_bad.out" 2>&1; then
+    fail "an unknown METADATA key was accepted"
 fi
-grep -q "METADATA columns are not supported yet" "$W/meta.out" ||
-    fail "METADATA: $(cat "$W/meta.out")"
+grep -q "unknown Kafka metadata 'headers' (known: 'timestamp', 'partition', 'offset', 'topic')" "$W/meta_bad.out" ||
+    fail "METADATA 'headers': $(cat "$W/meta_bad.out")"
 printf "CREATE TABLE k (a BIGINT) WITH ('connector' = 'kafka', 'topic' = 'clicks', 'path' = 'x');\nSELECT a FROM k;\n" >"$W/opt.sql"
 if "$TM" sql "$W/opt.sql" >"$W/opt.out" 2>&1; then
     fail "a filesystem option on a kafka table was accepted"

@@ -222,6 +222,59 @@ TDM_TEST(kafka_key_and_timestamp_fields)
     tdm_job_destroy(job);
 }
 
+/* metadata.FIELD: KEY (Flink's METADATA columns): known keys, each once,
+ * into a field of its type that neither the message key nor the event
+ * time fills; the runtime plan gets each field's index by kind. */
+TDM_TEST(kafka_metadata_fields)
+{
+    tdm_job *job = kafka_job();
+    tdm_node *s = tdm_job_node(job, "clicks");
+    set(s, "schema",
+        "user:string, page:string, ts:int64, p:int64, "
+        "o:int64, mt:timestamp, t:string");
+    set(s, "metadata.p", "partition");
+    set(s, "metadata.o", "offset");
+    set(s, "metadata.mt", "timestamp");
+    set(s, "metadata.t", "topic");
+    expect_valid(job);
+    set(s, "metadata.o", "headers");
+    expect_invalid(job, "source \"clicks\": metadata.o: unknown metadata "
+                        "\"headers\" (known: timestamp, partition, offset, "
+                        "topic)");
+    set(s, "metadata.o", "partition");
+    expect_invalid(job, "source \"clicks\": metadata.o: the partition "
+                        "already goes to field \"p\"");
+    set(s, "metadata.o", "offset");
+    set(s, "metadata.t", "");
+    set(s, "metadata.page", "offset");
+    expect_invalid(job, "source \"clicks\": metadata.page: the offset "
+                        "already goes to field \"o\"");
+    set(s, "metadata.page", "");
+    set(s, "metadata.user", "partition");
+    set(s, "metadata.p", "");
+    expect_invalid(job, "source \"clicks\": metadata.user: \"user\" is "
+                        "string, expected int64 (it receives the partition)");
+    set(s, "metadata.user", "");
+    set(s, "metadata.nope", "topic");
+    expect_invalid(job, "source \"clicks\": metadata.nope: field \"nope\" "
+                        "is not in the schema of source \"clicks\"");
+    set(s, "metadata.nope", "");
+    set(s, "metadata.ts", "timestamp");
+    set(s, "metadata.mt", "");
+    expect_invalid(job, "source \"clicks\": metadata.ts: \"ts\" is "
+                        "timestamp.field; for the message time as event time "
+                        "set timestamp.source: message instead of "
+                        "timestamp.field");
+    set(s, "timestamp.field", "");
+    set(s, "timestamp.source", "message");
+    expect_valid(job);
+    set(s, "key.field", "t");
+    set(s, "metadata.t", "topic");
+    expect_invalid(job, "source \"clicks\": metadata.t: \"t\" is key.field "
+                        "(it receives the message key)");
+    tdm_job_destroy(job);
+}
+
 /* Kafka-only keys on other sources and sinks are mistakes. */
 TDM_TEST(kafka_keys_only_on_kafka_nodes)
 {
@@ -238,6 +291,10 @@ TDM_TEST(kafka_keys_only_on_kafka_nodes)
     expect_invalid(job, "source \"clicks\": kafka.client.id: only kafka "
                         "sources take kafka.* properties");
     set(s, "kafka.client.id", "");
+    set(s, "metadata.ts", "offset");
+    expect_invalid(job, "source \"clicks\": metadata.ts: only kafka sources "
+                        "have message metadata (type is not kafka)");
+    set(s, "metadata.ts", "");
     set(s, "timestamp.source", "message");
     expect_invalid(job, "source \"clicks\": timestamp.source: message "
                         "timestamps exist only for kafka sources");

@@ -70,7 +70,7 @@ static tdm__expr_val eval_at(const char *file, int line, const char *text,
     if (tdm__expr_compile(text, &fx.schema, &e, msg, sizeof msg) != TDM_OK)
         tdm_test_fail(file, line, "compile \"%s\": %s", text, msg);
     tdm__expr_val v;
-    tdm__expr_eval(e, fx.row, &fx_sc, &v);
+    tdm__expr_eval(e, fx.row, TDM_TIME_MIN, &fx_sc, &v);
     *type = tdm__expr_result_type(e);
     if (*type == TDM__EXPR_STRING && !v.null) { /* may be the program's */
         static char copy[TDM__EXPR_SCRATCH_BYTES];
@@ -341,6 +341,48 @@ TDM_TEST(null_rules)
     fx_free();
 }
 
+/* CURRENT_WATERMARK(field) is the watermark the evaluation is given,
+ * null before the first; Flink's filter of late rows keeps a row at or
+ * before no watermark and drops one at or behind it. */
+TDM_TEST(current_watermark_is_the_operators)
+{
+    fx_init();
+    char msg[256] = "";
+    tdm__expr *e = NULL;
+    const char *late = "CURRENT_WATERMARK(t) IS NULL OR t > "
+                       "CURRENT_WATERMARK(t)";
+    ASSERT_OK(tdm__expr_compile(late, &fx.schema, &e, msg, sizeof msg));
+    ASSERT_TRUE(tdm__expr_uses_watermark(e));
+    ASSERT_TRUE(tdm__expr_true(e, fx.row, TDM_TIME_MIN)); /* t is 1000 */
+    ASSERT_TRUE(tdm__expr_true(e, fx.row, 999));
+    ASSERT_TRUE(!tdm__expr_true(e, fx.row, 1000));
+    tdm__expr_destroy(e);
+    e = NULL;
+    ASSERT_OK(tdm__expr_compile("CURRENT_WATERMARK(i) + 1", &fx.schema, &e, msg,
+                                sizeof msg));
+    tdm__expr_val v;
+    tdm__expr_eval(e, fx.row, 41, &fx_sc, &v);
+    ASSERT_TRUE(!v.null && v.u.i == 42);
+    tdm__expr_eval(e, fx.row, TDM_TIME_MIN, &fx_sc, &v);
+    ASSERT_TRUE(v.null);
+    ASSERT_TRUE(tdm__expr_result_type(e) == TDM__EXPR_INT);
+    tdm__expr_destroy(e);
+    static const char *const bad[] = {"CURRENT_WATERMARK(d) > 0",
+                                      "CURRENT_WATERMARK(i + 1) > 0",
+                                      "CURRENT_WATERMARK(s) > 0"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        e = NULL;
+        ASSERT_TRUE(tdm__expr_compile(bad[k], &fx.schema, &e, msg,
+                                      sizeof msg) == TDM_ERR_INVAL);
+        ASSERT_TRUE(strstr(msg, "CURRENT_WATERMARK") != NULL);
+    }
+    e = NULL;
+    ASSERT_OK(tdm__expr_compile("i = 7", &fx.schema, &e, msg, sizeof msg));
+    ASSERT_TRUE(!tdm__expr_uses_watermark(e));
+    tdm__expr_destroy(e);
+    fx_free();
+}
+
 TDM_TEST(filters_keep_only_true)
 {
     fx_init();
@@ -354,7 +396,7 @@ TDM_TEST(filters_keep_only_true)
         tdm__expr *e = NULL;
         ASSERT_OK(
             tdm__expr_compile(cases[k].text, &fx.schema, &e, msg, sizeof msg));
-        if (tdm__expr_true(e, fx.row) != cases[k].keep)
+        if (tdm__expr_true(e, fx.row, TDM_TIME_MIN) != cases[k].keep)
             tdm_test_fail(__FILE__, __LINE__, "\"%s\": keep is %d",
                           cases[k].text, !cases[k].keep);
         tdm__expr_destroy(e);
@@ -920,7 +962,7 @@ TDM_TEST(context_words_stay_field_names)
     for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
         tdm__expr *e = NULL;
         ASSERT_OK(tdm__expr_compile(ok[k], &sch, &e, msg, sizeof msg));
-        if (!tdm__expr_true(e, r))
+        if (!tdm__expr_true(e, r, TDM_TIME_MIN))
             tdm_test_fail(__FILE__, __LINE__, "\"%s\" is not true", ok[k]);
         tdm__expr_destroy(e);
     }
