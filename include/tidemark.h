@@ -1224,8 +1224,18 @@ typedef enum tdm_type {
     TDM_TYPE_DOUBLE = 2,
     TDM_TYPE_STRING = 3,
     TDM_TYPE_BOOL = 4,
-    TDM_TYPE_TIMESTAMP = 5 /* int64 epoch milliseconds */
+    TDM_TYPE_TIMESTAMP = 5, /* int64 epoch milliseconds */
+    TDM_TYPE_DECIMAL = 6    /* int64 value * 10^scale; see below */
 } tdm_type;
+/* A decimal field's type carries its precision p (1..18) and scale s
+ * (0..p) above the low byte: TDM_TYPE_DECIMAL_OF(10, 2) is decimal(10,2),
+ * stored as the int64 value * 100 (1658.20 is 165820).  TDM_TYPE_BASE
+ * gives the plain kind (TDM_TYPE_DECIMAL) of any type. */
+#define TDM_TYPE_DECIMAL_OF(p, s)                                              \
+    ((tdm_type)(TDM_TYPE_DECIMAL | ((p) << 8) | ((s) << 16)))
+#define TDM_TYPE_BASE(t) ((tdm_type)((unsigned)(t)&0xffu))
+#define TDM_DECIMAL_PRECISION(t) ((int)(((unsigned)(t) >> 8) & 0xffu))
+#define TDM_DECIMAL_SCALE(t) ((int)(((unsigned)(t) >> 16) & 0xffu))
 
 /** @brief Creates an empty job.  @returns TDM_OK, TDM_ERR_INVAL,
  *  TDM_ERR_NOMEM. */
@@ -1273,9 +1283,10 @@ TDM_API int tdm_node_field_index(const tdm_node *source, const char *name);
 TDM_API tdm_time_ms tdm_row_ts(const tdm_row *row);
 /** @brief 1 if field @p i is null (absent from the input). */
 TDM_API int tdm_row_is_null(const tdm_row *row, int i);
-/** @brief Field @p i as int64 (INT64, TIMESTAMP, BOOL; 0 otherwise). */
+/** @brief Field @p i as int64 (INT64, TIMESTAMP, BOOL; a DECIMAL's
+ *  scaled value, 1658.20 of decimal(10,2) as 165820; 0 otherwise). */
 TDM_API int64_t tdm_row_int(const tdm_row *row, int i);
-/** @brief Field @p i as double (DOUBLE, or INT64 converted). */
+/** @brief Field @p i as double (DOUBLE, or INT64 or DECIMAL converted). */
 TDM_API double tdm_row_double(const tdm_row *row, int i);
 /** @brief Field @p i as text (STRING), borrowed; *len gets its length. */
 TDM_API const char *tdm_row_string(const tdm_row *row, int i, size_t *len);

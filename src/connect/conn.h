@@ -31,6 +31,18 @@ void tdm__conn_fmt_double(char *out, size_t n, double d);
 /* What a field of @p type expects ("an integer", "a timestamp in s"),
  * for reasons "field 'x': expected ..., got ...". */
 const char *tdm__conn_expected(tdm_type type, int unit);
+/* Reads decimal text (a JSON or CSV literal, or a JSON string) for
+ * decimal field @p f: TDM_OK, or TDM_ERR_PARSE with the reason "field
+ * 'price': ..." (not a decimal number, or too many digits for the
+ * field's precision). */
+tdm_err tdm__conn_decimal(const tdm__field *f, const char *txt, size_t len,
+                          int64_t *out, char *reason, size_t n);
+/* An integer or a double (JSON numbers without their text) for decimal
+ * field @p f, as tdm__conn_decimal. */
+tdm_err tdm__conn_decimal_int(const tdm__field *f, int64_t i, int64_t *out,
+                              char *reason, size_t n);
+tdm_err tdm__conn_decimal_double(const tdm__field *f, double d, int64_t *out,
+                                 char *reason, size_t n);
 /* Writes the reason for a failed timestamp conversion (@p err from
  * tdm__ts_*) of field @p name shown as @p shown; returns TDM_ERR_PARSE. */
 tdm_err tdm__conn_ts_error(char *reason, size_t n, const char *name,

@@ -262,8 +262,12 @@ static tdm_err store(const tdm__source_conf *conf, tdm__batch *b, tdm__row *row,
         }
         break;
     }
-    default:
+    default: {
+        tdm_err err = tdm__conn_decimal(fd, p, len, &out->u.i, reason, n);
+        if (err != TDM_OK)
+            return err;
         break;
+    }
     }
     out->null = 0;
     return TDM_OK;

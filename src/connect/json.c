@@ -95,6 +95,33 @@ static tdm_err type_error(const tdm__source_conf *conf, int idx, const jval *v,
                      tdm__conn_expected(f->type, conf->ts_unit), shown);
 }
 
+/* Stores a number, or the text of a string, as decimal field @p f: from
+ * the literal's text where the scanner kept it (exact), else from the
+ * number as jansson read it (the shortest text of its double, exact up
+ * to 15 significant digits). */
+static tdm_err store_decimal(const tdm__field *f, const jval *v, tdm__val *out,
+                             char *reason, size_t n)
+{
+    tdm_err err;
+    if (v->kind == J_INT)
+        err = tdm__conn_decimal_int(f, v->i, &out->u.i, reason, n);
+    else if (v->kind == J_STRING ||
+             (v->kind == J_REAL && v->s && !memchr(v->s, 'e', v->len) &&
+              !memchr(v->s, 'E', v->len)))
+        err = tdm__conn_decimal(f, v->s, v->len, &out->u.i, reason, n);
+    else if (v->kind == J_REAL)
+        err = tdm__conn_decimal_double(f, v->d, &out->u.i, reason, n);
+    else {
+        char shown[64];
+        show(shown, sizeof shown, v);
+        return tdm__errf(reason, n, TDM_ERR_PARSE,
+                         "field '%s': expected a decimal number, got %s",
+                         f->name, shown);
+    }
+    out->null = err != TDM_OK;
+    return err;
+}
+
 /* Stores value @p v as field @p idx of @p row, checking its type.
  * Returns TDM_OK, TDM_ERR_PARSE (reason written) or TDM_ERR_NOMEM. */
 static tdm_err store(const tdm__source_conf *conf, tdm__batch *b, tdm__row *row,
@@ -148,6 +175,8 @@ static tdm_err store(const tdm__source_conf *conf, tdm__batch *b, tdm__row *row,
                                       shown);
         }
         break;
+    default:
+        return store_decimal(f, v, out, reason, n);
     }
     out->null = 0;
     return TDM_OK;

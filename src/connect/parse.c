@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "connect/conn.h"
+#include "core/decimal.h"
 #include "state/ckpt_codec.h"
 
 /* 1 if the line holds only spaces, tabs and CRs (or nothing). */
@@ -168,7 +169,7 @@ void tdm__conn_fmt_double(char *out, size_t n, double d)
 /* What a field of @p type expects, for "expected ..." reasons. */
 const char *tdm__conn_expected(tdm_type type, int unit)
 {
-    switch (type) {
+    switch (TDM_TYPE_BASE(type)) {
     case TDM_TYPE_INT64:
         return "an integer";
     case TDM_TYPE_DOUBLE:
@@ -177,6 +178,8 @@ const char *tdm__conn_expected(tdm_type type, int unit)
         return "a string";
     case TDM_TYPE_BOOL:
         return "true or false";
+    case TDM_TYPE_DECIMAL:
+        return "a decimal number";
     case TDM_TYPE_TIMESTAMP:
         switch (unit) {
         case TDM__UNIT_ISO8601:
@@ -192,6 +195,58 @@ const char *tdm__conn_expected(tdm_type type, int unit)
         }
     }
     return "a value";
+}
+
+/* Reason for a decimal value @p shown that failed with @p err. */
+static tdm_err decimal_error(const tdm__field *f, tdm_err err,
+                             const char *shown, char *reason, size_t n)
+{
+    if (err == TDM_ERR_RANGE)
+        return tdm__errf(reason, n, TDM_ERR_PARSE,
+                         "field '%s': %s is out of range for "
+                         "decimal(%d,%d)",
+                         f->name, shown, TDM_DECIMAL_PRECISION(f->type),
+                         TDM_DECIMAL_SCALE(f->type));
+    return tdm__errf(reason, n, TDM_ERR_PARSE,
+                     "field '%s': expected a decimal number, got %s", f->name,
+                     shown);
+}
+
+/* Decimal text for a decimal field; see conn.h. */
+tdm_err tdm__conn_decimal(const tdm__field *f, const char *txt, size_t len,
+                          int64_t *out, char *reason, size_t n)
+{
+    char shown[64];
+    tdm_err err = tdm__dec_parse(txt, len, TDM_DECIMAL_PRECISION(f->type),
+                                 TDM_DECIMAL_SCALE(f->type), out);
+    if (err == TDM_OK)
+        return TDM_OK;
+    tdm__conn_quote(shown, sizeof shown, txt, len);
+    return decimal_error(f, err, shown, reason, n);
+}
+
+/* An integer for a decimal field; see conn.h. */
+tdm_err tdm__conn_decimal_int(const tdm__field *f, int64_t i, int64_t *out,
+                              char *reason, size_t n)
+{
+    char shown[32];
+    if (tdm__dec_rescale(i, 0, TDM_DECIMAL_SCALE(f->type),
+                         TDM_DECIMAL_PRECISION(f->type), out))
+        return TDM_OK;
+    snprintf(shown, sizeof shown, "%lld", (long long)i);
+    return decimal_error(f, TDM_ERR_RANGE, shown, reason, n);
+}
+
+/* A double for a decimal field; see conn.h. */
+tdm_err tdm__conn_decimal_double(const tdm__field *f, double d, int64_t *out,
+                                 char *reason, size_t n)
+{
+    char shown[64];
+    if (tdm__dec_from_double(d, TDM_DECIMAL_PRECISION(f->type),
+                             TDM_DECIMAL_SCALE(f->type), out))
+        return TDM_OK;
+    tdm__conn_fmt_double(shown, sizeof shown, d);
+    return decimal_error(f, TDM_ERR_RANGE, shown, reason, n);
 }
 
 /* Reason for a timestamp conversion failure (@p err from tdm__ts_*) of

@@ -57,6 +57,7 @@
 
 #include "connect/conn.h"
 #include "core/busy.h"
+#include "core/decimal.h"
 #include "core/fileio.h"
 #include "state/ckpt_codec.h"
 
@@ -328,6 +329,10 @@ static void lb_val(lb *l, tdm_type t, const tdm__val *v)
             json_str(l->b, v->u.s.p, v->u.s.len);
         else
             csv_str(l->b, v->u.s.p, v->u.s.len);
+        break;
+    default: /* decimal: exactly its scale's digits, a JSON number */
+        sb_put(l->b, tmp,
+               tdm__dec_format(tmp, sizeof tmp, v->u.i, TDM_DECIMAL_SCALE(t)));
         break;
     }
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/decimal.h"
 #include "runtime/rt.h"
 
 /* Grows @p kb to hold @p need bytes (doubling, so a subtask's key
@@ -325,7 +326,14 @@ void tdm__row_render(const tdm__row *row, char *buf, size_t n)
             app(buf, n, &o, "%s", v->u.i ? "true" : "false");
             break;
         default:
-            app(buf, n, &o, "%lld", (long long)v->u.i);
+            if (tdm__is_decimal(f->type)) { /* 1658.20, not 165820 */
+                char d[32];
+                tdm__dec_format(d, sizeof d, v->u.i,
+                                TDM_DECIMAL_SCALE(f->type));
+                app(buf, n, &o, "%s", d);
+            } else {
+                app(buf, n, &o, "%lld", (long long)v->u.i);
+            }
             break;
         }
     }

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/decimal.h"
 #include "runtime/expr.h"
 #include "runtime/expr_int.h"
 #include "runtime/rt.h"
@@ -105,10 +106,10 @@ tdm_err tdm__expr_compile_compute(const tdm__schema *s, const char *field,
     }
     tdm_type ft = s->fields[idx].type;
     if (ft != TDM_TYPE_INT64 && ft != TDM_TYPE_DOUBLE &&
-        ft != TDM_TYPE_TIMESTAMP)
+        ft != TDM_TYPE_TIMESTAMP && !tdm__is_decimal(ft))
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: field \"%s\" is %s; compute assigns only to "
-                         "int64, double or timestamp fields",
+                         "int64, double, decimal or timestamp fields",
                          key, field, ft == TDM_TYPE_STRING ? "string" : "bool");
     if (ts_field && strcmp(ts_field, field) == 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
@@ -126,7 +127,8 @@ tdm_err tdm__expr_compile_compute(const tdm__schema *s, const char *field,
         return err;
     tdm__expr_type et = out->e->type;
     bool ok = et == TDM__EXPR_NULL || et == TDM__EXPR_INT ||
-              (et == TDM__EXPR_DOUBLE && ft == TDM_TYPE_DOUBLE);
+              (et == TDM__EXPR_DOUBLE &&
+               (ft == TDM_TYPE_DOUBLE || tdm__is_decimal(ft)));
     if (!ok) {
         tdm__expr_destroy(out->e);
         out->e = NULL;
@@ -178,6 +180,17 @@ void tdm__src_exprs_destroy(tdm__src_exprs *x)
     tdm__free(x);
 }
 
+/* A compute's value @p v (not null) for its decimal field, rounded half
+ * away from zero to the field's scale; false (null) out of range. */
+static bool compute_decimal(const tdm__expr_compute *c, const tdm__expr_val *v,
+                            int64_t *out)
+{
+    int p = TDM_DECIMAL_PRECISION(c->type), s = TDM_DECIMAL_SCALE(c->type);
+    if (c->e->type == TDM__EXPR_DOUBLE)
+        return tdm__dec_from_double(v->u.d, p, s, out);
+    return tdm__dec_rescale(v->u.i, 0, s, p, out);
+}
+
 /* The filter, then each compute in key order; see expr.h. */
 bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row,
                           tdm_time_ms wm)
@@ -195,8 +208,10 @@ bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row,
             continue;
         if (c->type == TDM_TYPE_DOUBLE)
             f->u.d = c->e->type == TDM__EXPR_DOUBLE ? v.u.d : (double)v.u.i;
-        else
+        else if (__builtin_expect(!tdm__is_decimal(c->type), 1))
             f->u.i = v.u.i;
+        else
+            f->null = !compute_decimal(c, &v, &f->u.i);
     }
     return true;
 }

@@ -67,6 +67,7 @@ static int effect(op o, int32_t a)
     switch (o) {
     case OP_CONST:
     case OP_FIELD:
+    case OP_FIELD_DEC:
     case OP_IN_BEGIN:
         return 1;
     case OP_I2D:

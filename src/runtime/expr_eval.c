@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "core/decimal.h"
 #include "runtime/expr_fn.h"
 #include "runtime/expr_int.h"
 
@@ -88,6 +89,27 @@ static inline void push_field(tdm__expr_val *t, const tdm__val *v)
 {
     memcpy(&t->u, &v->u, sizeof t->u);
     t->null = v->null;
+}
+
+/* An int64 slot @p t as a double (OP_I2D). */
+static inline void int_to_double(tdm__expr_val *t)
+{
+    t->u.d = t->null ? 0 : (double)t->u.i;
+}
+
+/* CURRENT_WATERMARK: @p t (its field) becomes watermark @p wm, null
+ * before the first one (TDM_TIME_MIN). */
+static inline void put_wm(tdm__expr_val *t, tdm_time_ms wm)
+{
+    t->null = wm == TDM_TIME_MIN;
+    t->u.i = wm == TDM_TIME_MIN ? 0 : wm;
+}
+
+/* A decimal field of scale @p s as the double nearest to its value. */
+static inline void push_decimal(tdm__expr_val *t, const tdm__val *v, int s)
+{
+    push_field(t, v);
+    t->u.d = t->null ? 0 : tdm__dec_to_double(t->u.i, s);
 }
 
 /* a = a o b on int64: null on a null operand, an overflow or a zero
@@ -323,14 +345,14 @@ void tdm__expr_eval(const tdm__expr *e, const tdm__row *row, tdm_time_ms wm,
             push_field(&st[sp++], &row->v[c->a]);
             break;
         case OP_WM: /* CURRENT_WATERMARK(field): in place of the field. */
-            st[sp - 1].null = wm == TDM_TIME_MIN;
-            st[sp - 1].u.i = wm == TDM_TIME_MIN ? 0 : wm;
+            put_wm(&st[sp - 1], wm);
             break;
-        case OP_I2D: {
-            tdm__expr_val *t = &st[sp - 1 - c->a];
-            t->u.d = t->null ? 0 : (double)t->u.i;
+        case OP_FIELD_DEC:
+            push_decimal(&st[sp++], &row->v[c->a], c->k);
             break;
-        }
+        case OP_I2D:
+            int_to_double(&st[sp - 1 - c->a]);
+            break;
         case OP_NEG_I:
             UNARY(OP_NEG_I);
             break;

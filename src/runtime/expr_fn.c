@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/decimal.h"
 #include "runtime/expr_fn.h"
 
 /* ---- Scratch and UTF-8 ---- */
@@ -176,6 +177,16 @@ static void numeric_fn(int fn, tdm__expr_val *v, int n)
     case TDM__FN_FLOOR_D:
         v->u.d = floor(v->u.d);
         break;
+    case TDM__FN_DECIMAL_D: { /* rounded to s places; null beyond p */
+        double p10 = (double)tdm__dec_pow10((int)v[2].u.i), r;
+        if (tdm__dec_round_fast(v->u.d * p10, &r))
+            v->u.d = r / p10;
+        else
+            v->u.d = round_dbl(v->u.d, v[2].u.i);
+        v->null = !(fabs(v->u.d) <
+                    (double)tdm__dec_pow10((int)(v[1].u.i - v[2].u.i)));
+        break;
+    }
     default: /* TDM__FN_CEIL_D */
         v->u.d = ceil(v->u.d);
         break;
@@ -584,7 +595,7 @@ void tdm__expr_fn_eval(int fn, int mode, tdm__expr_val *v, int n,
             return;
         }
     }
-    if (fn <= TDM__FN_CEIL_D)
+    if (fn <= TDM__FN_DECIMAL_D)
         numeric_fn(fn, v, n);
     else if (!string_fn(fn, mode, v, n, sc))
         tdm__expr_time_eval(fn, mode, v, n, sc);

@@ -18,6 +18,7 @@ typedef enum tdm__expr_fn {
     TDM__FN_ROUND_D,
     TDM__FN_FLOOR_D,
     TDM__FN_CEIL_D,
+    TDM__FN_DECIMAL_D, /* (x, p, s): CAST(x AS DECIMAL(p, s)) */
     TDM__FN_CHAR_LENGTH,
     TDM__FN_LOWER,
     TDM__FN_UPPER,
@@ -45,7 +46,8 @@ enum {
     TDM__CAST_DOUBLE,
     TDM__CAST_STRING,
     TDM__CAST_BOOL,
-    TDM__CAST_TIMESTAMP
+    TDM__CAST_TIMESTAMP,
+    TDM__CAST_DECIMAL /* parsed only: emitted as TDM__FN_DECIMAL_D */
 };
 
 /* Time units of FLOOR/CEIL ... TO and EXTRACT. */

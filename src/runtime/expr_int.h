@@ -68,7 +68,8 @@ typedef enum op {
     OP_IN_TEST,  /* b: result OR= (needle = b), ck: kinds */
     OP_BETWEEN,  /* x, lo, hi to x BETWEEN lo AND hi; k, ck: kinds */
     OP_NULLIF,   /* a = null if a = b (ck: kinds) */
-    OP_WM        /* the top (a field) becomes the current watermark */
+    OP_WM,       /* the top (a field) becomes the current watermark */
+    OP_FIELD_DEC /* push decimal field a as a double; k: its scale */
 } op;
 
 enum { REL_EQ, REL_NE, REL_LT, REL_LE, REL_GT, REL_GE };

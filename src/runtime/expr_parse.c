@@ -122,10 +122,14 @@ static tdm__expr_type parse_field(parser *p)
             memcmp(p->schema->fields[i].name, name, len) == 0)
             idx = i;
     tdm__expr_type ty = 0;
+    tdm_type ft = idx >= 0 ? p->schema->fields[idx].type : TDM_TYPE_INT64;
     if (idx < 0) {
         unknown_field(p, t.at, name, len);
     } else {
-        switch (p->schema->fields[idx].type) {
+        switch (TDM_TYPE_BASE(ft)) {
+        case TDM_TYPE_DECIMAL: /* as a double: v / 10^s is the nearest */
+            ty = TDM__EXPR_DOUBLE;
+            break;
         case TDM_TYPE_DOUBLE:
             ty = TDM__EXPR_DOUBLE;
             break;
@@ -144,7 +148,10 @@ static tdm__expr_type parse_field(parser *p)
                            "the expression is too complex (more than %d "
                            "pending operands)",
                            STACK_MAX);
-        tdm__expr_emit(p, OP_FIELD, ty, idx);
+        if (TDM_TYPE_BASE(ft) == TDM_TYPE_DECIMAL)
+            tdm__expr_emit(p, OP_FIELD_DEC, TDM_DECIMAL_SCALE(ft), idx);
+        else
+            tdm__expr_emit(p, OP_FIELD, ty, idx);
     }
     tdm__free(qname);
     tdm__expr_next(p);
@@ -983,8 +990,48 @@ static tdm__expr_type call_trim(parser *p, const tok *name)
     return TDM__EXPR_STRING;
 }
 
-/* CAST's target type; returns TDM__CAST_*, 0 on error. */
-static int parse_cast_type(parser *p)
+/* After DECIMAL or NUMERIC: "(p [, s])" or nothing (10, 0), into
+ * *prec and *scale, checked as a schema's decimal(p,s); false on error. */
+static bool parse_decimal_args(parser *p, int *prec, int *scale)
+{
+    char d[64];
+    *prec = 10;
+    *scale = 0;
+    if (p->cur.kind != T_LP)
+        return true;
+    tdm__expr_next(p);
+    for (int k = 0; k < 2; k++) {
+        size_t at = p->cur.at;
+        int v = 0;
+        if (p->cur.kind != T_INT || p->cur.len > 2) {
+            tdm__expr_perr(p, at, "expected a %s, got %s",
+                           k ? "scale" : "precision (1 to 18)",
+                           tdm__expr_tok_desc(p, &p->cur, d, sizeof d));
+            return false;
+        }
+        for (size_t i = 0; i < p->cur.len; i++)
+            v = v * 10 + (p->src[at + i] - '0');
+        if (k == 0 ? v < 1 || v > 18 : v > *prec) {
+            tdm__expr_perr(p, at,
+                           k == 0 ? "DECIMAL precision %d is not supported "
+                                    "(1 to 18: a decimal is a scaled int64)"
+                                  : "DECIMAL scale %d is more than the "
+                                    "precision",
+                           v);
+            return false;
+        }
+        *(k ? scale : prec) = v;
+        tdm__expr_next(p);
+        if (k == 1 || p->cur.kind != T_COMMA)
+            break;
+        tdm__expr_next(p);
+    }
+    return tdm__expr_expect_tok(p, T_RP, "\")\"");
+}
+
+/* CAST's target type; returns TDM__CAST_*, 0 on error.  DECIMAL(p, s)
+ * sets *prec and *scale. */
+static int parse_cast_type(parser *p, int *prec, int *scale)
 {
     static const struct {
         const char *w;
@@ -999,6 +1046,10 @@ static int parse_cast_type(parser *p)
                  {"TIMESTAMP", TDM__CAST_TIMESTAMP},
                  {"TIMESTAMP_LTZ", TDM__CAST_TIMESTAMP}};
     char d[64];
+    if (tdm__expr_kw(p, "DECIMAL") || tdm__expr_kw(p, "NUMERIC")) {
+        tdm__expr_next(p);
+        return parse_decimal_args(p, prec, scale) ? TDM__CAST_DECIMAL : 0;
+    }
     for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
         if (!tdm__expr_kw(p, types[k].w))
             continue;
@@ -1026,10 +1077,32 @@ static int parse_cast_type(parser *p)
     }
     tdm__expr_perr(
         p, p->cur.at,
-        "expected a type (BIGINT, INT, INTEGER, DOUBLE, STRING, VARCHAR, "
-        "BOOLEAN, TIMESTAMP(3)), got %s",
+        "expected a type (BIGINT, INT, INTEGER, DOUBLE, DECIMAL(p, s), "
+        "STRING, VARCHAR, BOOLEAN, TIMESTAMP(3)), got %s",
         tdm__expr_tok_desc(p, &p->cur, d, sizeof d));
     return 0;
+}
+
+/* CAST(x AS DECIMAL(p, s)) of an x of type @p x: a double rounded half
+ * away from zero to s places (on its shortest decimal form, as ROUND),
+ * null beyond p digits; a decimal field assigned from it (compute) is
+ * then exact. */
+static tdm__expr_type cast_decimal(parser *p, size_t tat, tdm__expr_type x,
+                                   int prec, int scale)
+{
+    if (x == TDM__EXPR_BOOL) {
+        tdm__expr_perr(p, tat, "cannot cast bool to DECIMAL");
+        return 0;
+    }
+    if (x == TDM__EXPR_INT)
+        tdm__expr_emit(p, OP_I2D, 0, 0);
+    else if (x == TDM__EXPR_STRING)
+        tdm__expr_emit_ins(p, OP_FN, TDM__FN_CAST, x | (TDM__CAST_DOUBLE << 3),
+                           false, 1);
+    tdm__expr_emit_const(p, tat, (tdm__expr_val){.u.i = prec});
+    tdm__expr_emit_const(p, tat, (tdm__expr_val){.u.i = scale});
+    tdm__expr_emit_ins(p, OP_FN, TDM__FN_DECIMAL_D, 0, false, 3);
+    return TDM__EXPR_DOUBLE;
 }
 
 /* CAST(x AS type) */
@@ -1048,9 +1121,13 @@ static tdm__expr_type call_cast(parser *p, const tok *name)
     if (!tdm__expr_expect_word(p, "AS"))
         return 0;
     size_t tat = p->cur.at;
-    int to = parse_cast_type(p);
+    int prec = 0, scale = 0;
+    int to = parse_cast_type(p, &prec, &scale);
     if (!to || !tdm__expr_expect_tok(p, T_RP, "\")\""))
         return 0;
+    if (to == TDM__CAST_DECIMAL)
+        return x == TDM__EXPR_NULL ? TDM__EXPR_DOUBLE
+                                   : cast_decimal(p, tat, x, prec, scale);
     bool bad = (to == TDM__CAST_DOUBLE && x == TDM__EXPR_BOOL) ||
                (to == TDM__CAST_TIMESTAMP &&
                 (x == TDM__EXPR_DOUBLE || x == TDM__EXPR_BOOL));

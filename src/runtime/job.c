@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "connect/conn.h"
+#include "core/decimal.h"
 #include "runtime/expr.h"
 #include "runtime/metrics.h"
 #include "runtime/rt.h"
@@ -417,8 +418,8 @@ int64_t tdm_row_int(const tdm_row *row, int i)
     case TDM_TYPE_TIMESTAMP:
     case TDM_TYPE_BOOL:
         return row->v[i].u.i;
-    default:
-        return 0;
+    default: /* a decimal: its scaled value (TDM_TYPE_DECIMAL_OF) */
+        return tdm__is_decimal(row->schema->fields[i].type) ? row->v[i].u.i : 0;
     }
 }
 
@@ -433,8 +434,12 @@ double tdm_row_double(const tdm_row *row, int i)
     case TDM_TYPE_INT64:
     case TDM_TYPE_TIMESTAMP:
         return (double)row->v[i].u.i;
-    default:
-        return 0;
+    default: {
+        tdm_type t = row->schema->fields[i].type;
+        return tdm__is_decimal(t)
+                   ? tdm__dec_to_double(row->v[i].u.i, TDM_DECIMAL_SCALE(t))
+                   : 0;
+    }
     }
 }
 

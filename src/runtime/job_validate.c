@@ -69,18 +69,23 @@ static const char *type_name(tdm_type t)
         return "bool";
     case TDM_TYPE_TIMESTAMP:
         return "timestamp";
+    case TDM_TYPE_DECIMAL:
+        break;
     }
-    return "?";
+    return TDM_TYPE_BASE(t) == TDM_TYPE_DECIMAL ? "decimal" : "?";
 }
 
-/* int64 and timestamp share an encoding; other types only match
- * themselves. */
+/* int64 and timestamp share an encoding; decimals of one scale match
+ * whatever their precision; other types only match themselves. */
 static bool types_compatible(tdm_type a, tdm_type b)
 {
     if (a == TDM_TYPE_TIMESTAMP)
         a = TDM_TYPE_INT64;
     if (b == TDM_TYPE_TIMESTAMP)
         b = TDM_TYPE_INT64;
+    if (TDM_TYPE_BASE(a) == TDM_TYPE_DECIMAL) /* the same scale */
+        return TDM_TYPE_BASE(b) == TDM_TYPE_DECIMAL &&
+               TDM_DECIMAL_SCALE(a) == TDM_DECIMAL_SCALE(b);
     return a == b;
 }
 
@@ -138,7 +143,7 @@ static tdm_err check_field(vctx *c, const tdm_node *n, const char *key,
 }
 
 /* Bit of type @p t in a mask of accepted types. */
-#define TYPE_BIT(t) (1u << (unsigned)(t))
+#define TYPE_BIT(t) (1u << (unsigned)TDM_TYPE_BASE(t))
 
 /* Field @p field of source @p n, named by its key @p key, is in its
  * schema and of a type in @p ok (TYPE_BITs); otherwise "<key>: \"<field>\"
@@ -1015,18 +1020,19 @@ static tdm_err window_agg(vctx *c, const tdm_node *n, tdm_node *const *srcs,
     tdm_err err = union_field(c, n, "aggregates", srcs, ns, sp->field, &t0);
     if (err != TDM_OK)
         return err;
-    bool numeric = t0 == TDM_TYPE_INT64 || t0 == TDM_TYPE_DOUBLE;
+    bool numeric = t0 == TDM_TYPE_INT64 || t0 == TDM_TYPE_DOUBLE ||
+                   TDM_TYPE_BASE(t0) == TDM_TYPE_DECIMAL;
     if ((sp->fn == TDM__FN_SUM || sp->fn == TDM__FN_AVG) && !numeric)
         VFAIL(c, n,
-              "aggregates: %s(%s) needs an int64 or double field, "
+              "aggregates: %s(%s) needs an int64, double or decimal field, "
               "\"%s\" is %s",
               tdm__conf_aggfn_name(sp->fn), sp->field, sp->field,
               type_name(t0));
     if ((sp->fn == TDM__FN_MIN || sp->fn == TDM__FN_MAX) && !numeric &&
         t0 != TDM_TYPE_TIMESTAMP)
         VFAIL(c, n,
-              "aggregates: %s(%s) needs an int64, double or timestamp "
-              "field, \"%s\" is %s",
+              "aggregates: %s(%s) needs an int64, double, decimal or "
+              "timestamp field, \"%s\" is %s",
               tdm__conf_aggfn_name(sp->fn), sp->field, sp->field,
               type_name(t0));
     return TDM_OK;

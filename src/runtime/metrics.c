@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/decimal.h"
 #include "runtime/live.h"
 #include "runtime/metrics.h"
 #include "runtime/run_record.h"
@@ -1010,6 +1011,13 @@ static tdm_err parse_key(const tdm__rt_wvertex *v, const char *text,
             num[l] = 0;
             if (v->key_types[k] == TDM_TYPE_DOUBLE) {
                 vals[k].u.d = strtod(num, &end);
+            } else if (tdm__is_decimal(v->key_types[k])) {
+                tdm_type dt = v->key_types[k];
+                end = tdm__dec_parse(num, l, TDM_DECIMAL_PRECISION(dt),
+                                     TDM_DECIMAL_SCALE(dt),
+                                     &vals[k].u.i) == TDM_OK
+                          ? num + l
+                          : NULL;
             } else if (v->key_types[k] == TDM_TYPE_BOOL) {
                 if (strcmp(num, "true") == 0 || strcmp(num, "1") == 0)
                     vals[k].u.i = 1;

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "core/decimal.h"
 #include "runtime/row.h"
 
 /* ---- Schemas ---- */
@@ -50,6 +51,74 @@ static bool valid_name(const char *p, size_t len)
             return false;
     }
     return true;
+}
+
+/* Reads a number of up to two digits at t[*i], blanks around it. */
+static int small_number(const char *t, size_t len, size_t *i)
+{
+    int v = -1;
+    while (*i < len && is_space(t[*i]))
+        (*i)++;
+    for (int k = 0; k < 3 && *i < len && t[*i] >= '0' && t[*i] <= '9'; k++)
+        v = (v < 0 ? 0 : v * 10) + (t[(*i)++] - '0');
+    while (*i < len && is_space(t[*i]))
+        (*i)++;
+    return v;
+}
+
+/* Reads "decimal(p,s)", "decimal(p)" (s = 0) or "decimal" (10, 0, as
+ * Flink's DECIMAL) into *out: a decimal is a scaled int64, so p is at
+ * most 18 (core/decimal.c).  Leaves *out 0 when the text is another
+ * word; TDM_ERR_INVAL naming the field for a bad p or s. */
+static tdm_err parse_decimal(const char *t, size_t len, const char *name,
+                             size_t name_len, tdm_type *out, char *errbuf,
+                             size_t errbuf_size)
+{
+    size_t i = 7;
+    int prec = 10, scale = 0;
+    if (len > 7) {
+        if (t[i++] != '(')
+            return TDM_OK;
+        prec = small_number(t, len, &i);
+        if (i < len && t[i] == ',') {
+            i++;
+            scale = small_number(t, len, &i);
+        }
+        if (i + 1 != len || t[i] != ')' || prec < 0 || scale < 0)
+            return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                             "schema: field '%.*s': expected decimal(p,s) "
+                             "with numbers p and s, got \"%.*s\"",
+                             (int)name_len, name, (int)len, t);
+    }
+    if (prec < 1 || prec > TDM__DEC_MAX_PRECISION)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "schema: field '%.*s': decimal precision %d is "
+                         "not supported (1 to %d: a decimal is a scaled "
+                         "int64; use double for wider values)",
+                         (int)name_len, name, prec, TDM__DEC_MAX_PRECISION);
+    if (scale > prec)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "schema: field '%.*s': decimal scale %d is more "
+                         "than its precision %d",
+                         (int)name_len, name, scale, prec);
+    *out = TDM_TYPE_DECIMAL_OF(prec, scale);
+    return TDM_OK;
+}
+
+/* The end of the schema entry at @p p: its ',' outside parentheses (so
+ * "decimal(10,2)" is one entry), or its terminating NUL. */
+static const char *entry_end(const char *p)
+{
+    int depth = 0;
+    for (; *p; p++) {
+        if (*p == '(')
+            depth++;
+        else if (*p == ')' && depth > 0)
+            depth--;
+        else if (*p == ',' && depth == 0)
+            return p;
+    }
+    return p;
 }
 
 /* Parses one "name:type" entry into field @p f (name allocated). */
@@ -94,11 +163,17 @@ static tdm_err parse_entry(const char *p, size_t len, int index,
         if (strlen(type_names[i].name) == type_len &&
             memcmp(type_names[i].name, type, type_len) == 0)
             f->type = type_names[i].type;
+    if (f->type == 0 && type_len >= 7 && memcmp(type, "decimal", 7) == 0) {
+        tdm_err err = parse_decimal(type, type_len, name, name_len, &f->type,
+                                    errbuf, errbuf_size);
+        if (err != TDM_OK)
+            return err;
+    }
     if (f->type == 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "schema: field '%.*s' has unknown type \"%.*s\" "
-                         "(expected int64, double, string, bool or "
-                         "timestamp)",
+                         "(expected int64, double, string, bool, "
+                         "timestamp or decimal(p,s))",
                          (int)name_len, name, (int)type_len, type);
     f->name = tdm__strndup(name, name_len);
     if (!f->name)
@@ -132,8 +207,9 @@ tdm_err tdm__schema_parse(const char *text, tdm__schema *out, char *errbuf,
     if (!out->fields)
         return TDM_ERR_NOMEM;
     for (int i = 0;; i++) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *end = entry_end(p);
+        const char *comma = *end ? end : NULL;
+        size_t len = (size_t)(end - p);
         err = parse_entry(p, len, i, out, &out->fields[out->n], errbuf,
                           errbuf_size);
         if (err != TDM_OK)

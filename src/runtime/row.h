@@ -25,7 +25,8 @@ typedef struct tdm__schema {
 } tdm__schema;
 
 /* Parses "name:type, name:type" (types int64|double|string|bool|
- * timestamp) into *out.  TDM_ERR_INVAL with a message naming the bad
+ * timestamp|decimal(p,s), p <= 18; a comma inside parentheses does not
+ * end an entry) into *out.  TDM_ERR_INVAL with a message naming the bad
  * entry, or TDM_ERR_NOMEM. */
 tdm_err tdm__schema_parse(const char *text, tdm__schema *out, char *errbuf,
                           size_t errbuf_size);

@@ -18,6 +18,7 @@
  */
 #include <string.h>
 
+#include "core/decimal.h"
 #include "core/map.h"
 #include "runtime/rt.h"
 #include "state/ckpt_codec.h"
@@ -76,7 +77,9 @@ static bool is_int(tdm_type t)
 }
 
 /* Result types: count and count_distinct int64, avg double, sum
- * int64 or double, min/max/first/last as the input. */
+ * int64 or double, min/max/first/last as the input.  sum and avg of a
+ * decimal(p,s) are decimal(18,s): exact scaled int64 (Flink widens sum
+ * to DECIMAL(38,s); 18 digits are what an int64 holds). */
 tdm_type tdm__rowagg_type(tdm__aggfn fn, tdm_type in)
 {
     switch (fn) {
@@ -84,12 +87,51 @@ tdm_type tdm__rowagg_type(tdm__aggfn fn, tdm_type in)
     case TDM__FN_COUNT_DISTINCT:
         return TDM_TYPE_INT64;
     case TDM__FN_AVG:
-        return TDM_TYPE_DOUBLE;
+        return tdm__is_decimal(in)
+                   ? TDM_TYPE_DECIMAL_OF(18, TDM_DECIMAL_SCALE(in))
+                   : TDM_TYPE_DOUBLE;
     case TDM__FN_SUM:
+        if (tdm__is_decimal(in))
+            return TDM_TYPE_DECIMAL_OF(18, TDM_DECIMAL_SCALE(in));
         return in == TDM_TYPE_DOUBLE ? TDM_TYPE_DOUBLE : TDM_TYPE_INT64;
     default:
         return in;
     }
+}
+
+/* ---- Decimal sums ----
+ * A decimal's sum (and avg's running sum) stays a scaled int64.  Instead
+ * of saturating like an int64 sum, which would print a wrong amount, a
+ * sum beyond the int64 range becomes DEC_OVERFLOW for good - no parsed
+ * decimal is that value (|v| < 10^18) - and the result is null, as
+ * Flink's decimal arithmetic gives null on overflow.  The marker is
+ * the sum's value, so a checkpoint keeps it with no format change. */
+
+#define DEC_OVERFLOW INT64_MIN
+
+static int64_t dec_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (a == DEC_OVERFLOW || b == DEC_OVERFLOW ||
+        __builtin_add_overflow(a, b, &r))
+        return DEC_OVERFLOW;
+    return r;
+}
+
+/* avg of a decimal: the sum over the count at the input's scale,
+ * rounded half away from zero (Flink keeps more digits: DECIMAL(38,
+ * max(6,s)); an int64 cannot). */
+static void dec_avg(const aslot *a, tdm__val *v)
+{
+    if (!a->n || a->v.i == DEC_OVERFLOW) {
+        v->null = 1;
+        return;
+    }
+    int64_t q = a->v.i / a->n, r = a->v.i % a->n;
+    uint64_t twice = 2 * (r < 0 ? 0 - (uint64_t)r : (uint64_t)r);
+    if (twice >= (uint64_t)a->n)
+        q += a->v.i < 0 ? -1 : 1;
+    v->u.i = q;
 }
 
 /* A string as 4 length bytes and the bytes; NULL on OOM. */
@@ -169,7 +211,9 @@ static tdm_err add_row(tdm__rowagg *ra, void *acc, int input,
         tdm_type t = ra->types[k];
         switch (fn) {
         case TDM__FN_SUM:
-            if (is_int(t)) {
+            if (__builtin_expect(tdm__is_decimal(t), 0)) {
+                a->v.i = dec_add(a->v.i, v->u.i);
+            } else if (is_int(t)) {
                 if (__builtin_add_overflow(a->v.i, v->u.i, &a->v.i))
                     a->v.i = v->u.i > 0 ? INT64_MAX : INT64_MIN;
             } else {
@@ -178,7 +222,10 @@ static tdm_err add_row(tdm__rowagg *ra, void *acc, int input,
             a->n++;
             break;
         case TDM__FN_AVG:
-            a->v.d += is_int(t) ? (double)v->u.i : v->u.d;
+            if (__builtin_expect(tdm__is_decimal(t), 0))
+                a->v.i = dec_add(a->v.i, v->u.i);
+            else
+                a->v.d += is_int(t) ? (double)v->u.i : v->u.d;
             a->n++;
             break;
         case TDM__FN_MIN:
@@ -229,7 +276,9 @@ static tdm_err ra_merge(void *ud, void *into_acc, void *from_acc)
             a->n += b->n;
             break;
         case TDM__FN_SUM:
-            if (is_int(t)) {
+            if (tdm__is_decimal(t)) {
+                a->v.i = dec_add(a->v.i, b->v.i);
+            } else if (is_int(t)) {
                 if (__builtin_add_overflow(a->v.i, b->v.i, &a->v.i))
                     a->v.i = b->v.i > 0 ? INT64_MAX : INT64_MIN;
             } else {
@@ -238,7 +287,10 @@ static tdm_err ra_merge(void *ud, void *into_acc, void *from_acc)
             a->n += b->n;
             break;
         case TDM__FN_AVG:
-            a->v.d += b->v.d;
+            if (tdm__is_decimal(t))
+                a->v.i = dec_add(a->v.i, b->v.i);
+            else
+                a->v.d += b->v.d;
             a->n += b->n;
             break;
         case TDM__FN_MIN:
@@ -377,9 +429,11 @@ static tdm_err ra_result(void *ud, const void *acc, tdm_result_out *out)
             v->u.i = a->n;
             break;
         case TDM__FN_AVG:
-            if (a->n)
+            if (tdm__is_decimal(t))
+                dec_avg(a, v);
+            else if (a->n)
                 v->u.d = a->v.d / (double)a->n;
-            v->null = !a->n;
+            v->null |= !a->n;
             break;
         case TDM__FN_FIRST:
         case TDM__FN_LAST:
@@ -397,7 +451,7 @@ static tdm_err ra_result(void *ud, const void *acc, tdm_result_out *out)
             break;
         default: /* sum, min, max */
             v->u.i = a->v.i;
-            v->null = !a->n;
+            v->null = !a->n || (tdm__is_decimal(t) && a->v.i == DEC_OVERFLOW);
             break;
         }
     }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/decimal.h"
 #include "runtime/plan.h"
 #include "runtime/rt_ctx.h"
 
@@ -77,12 +78,20 @@ void tdm__rt_format_ms(tdm_time_ms ms, char *buf, size_t n)
         snprintf(buf, n, "%lld", (long long)ms);
 }
 
+/* A decimal key value as text in @p tmp (32 bytes). */
+static const char *dec_text(char *tmp, int64_t v, tdm_type t)
+{
+    tdm__dec_format(tmp, 32, v, TDM_DECIMAL_SCALE(t));
+    return tmp;
+}
+
 /* Decodes an operator's key bytes and prints the values joined by ','
  * (strings as they are). */
 void tdm__rt_key_text(const tdm__rt_op *op, const char *key, size_t len,
                       char *buf, size_t n)
 {
     tdm__val vals[16];
+    char dec[32];
     size_t o = 0;
     buf[0] = 0;
     if (op->n_key > 16 ||
@@ -104,6 +113,9 @@ void tdm__rt_key_text(const tdm__rt_op *op, const char *key, size_t len,
         else if (op->col_types[k] == TDM_TYPE_BOOL)
             w = snprintf(buf + o, n - o, "%s%s", sep,
                          v->u.i ? "true" : "false");
+        else if (tdm__is_decimal(op->col_types[k]))
+            w = snprintf(buf + o, n - o, "%s%s", sep,
+                         dec_text(dec, v->u.i, op->col_types[k]));
         else
             w = snprintf(buf + o, n - o, "%s%lld", sep, (long long)v->u.i);
         if (w < 0)

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/decimal.h"
 #include "runtime/outbox.h"
 #include "runtime/task_source.h"
 #include "runtime/src_parts.h"
@@ -134,6 +135,8 @@ static void name_partitions(tdm__rt_src_task *t, int from, int to,
                 snprintf(buf, sizeof buf, "%.17g", v->u.d);
             else if (ty == TDM_TYPE_BOOL)
                 snprintf(buf, sizeof buf, "%s", v->u.i ? "true" : "false");
+            else if (tdm__is_decimal(ty))
+                tdm__dec_format(buf, sizeof buf, v->u.i, TDM_DECIMAL_SCALE(ty));
             else
                 snprintf(buf, sizeof buf, "%lld", (long long)v->u.i);
             name = buf;

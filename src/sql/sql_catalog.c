@@ -11,14 +11,17 @@
  * docs/sql.md lists every option and what it maps to.
  *
  * Column types: BIGINT, INT, INTEGER, SMALLINT, TINYINT are int64;
- * DOUBLE, FLOAT, REAL, DECIMAL(p,s) are double; STRING, VARCHAR(n), CHAR(n)
+ * DOUBLE, FLOAT, REAL are double; DECIMAL(p,s) and NUMERIC(p,s) are
+ * decimal(p,s), p <= 18 (a scaled int64); STRING, VARCHAR(n), CHAR(n)
  * are string; BOOLEAN is bool; TIMESTAMP(3) and TIMESTAMP_LTZ(3) are
  * timestamp (epoch milliseconds).  The NEXMark generator's fields are
  * named in snake case (date_time); a table's camel-case column (dateTime,
  * as nexmark-flink's DDL has it) maps onto them.
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -564,6 +567,68 @@ int tdm__sql_setting_keys(sql_catalog *cat, int scope, sql_kv *out, int cap)
 
 /* ---- CREATE TABLE ---- */
 
+/* ---- Decimal types ----
+ * A DECIMAL(p, s) column is the job's decimal(p,s): a scaled int64, so p
+ * is at most 18 (docs/design-notes.md).  The type strings live in one
+ * table filled once, so columns and expressions can point to them. */
+
+static char decimal_names[19][19][16];
+static pthread_once_t decimal_once = PTHREAD_ONCE_INIT;
+
+static void decimal_fill(void)
+{
+    for (int p = 1; p <= 18; p++) {
+        for (int s = 0; s <= p; s++) {
+            snprintf(decimal_names[p][s], sizeof decimal_names[p][s],
+                     "decimal(%d,%d)", p, s);
+        }
+    }
+}
+
+const char *tdm__sql_decimal_type(int p, int s)
+{
+    if (p < 1 || p > 18 || s < 0 || s > p) {
+        return NULL;
+    }
+    pthread_once(&decimal_once, decimal_fill);
+    return decimal_names[p][s];
+}
+
+int tdm__sql_decimal_scale(const char *type)
+{
+    const char *comma;
+    if (type == NULL || strncmp(type, "decimal(", 8) != 0 ||
+        (comma = strchr(type, ',')) == NULL) {
+        return -1;
+    }
+    return atoi(comma + 1);
+}
+
+/* DECIMAL(p, s) / NUMERIC(p, s) of type node @p t (DECIMAL is (10, 0)
+ * and DECIMAL(p) is (p, 0), as in Flink); NULL with cat->err set when p
+ * or s is out of range. */
+static const char *decimal_col(sql_catalog *cat, const sql_node *c,
+                               const sql_node *t)
+{
+    int p = t->ival < 0 ? 10 : (int)t->ival, s = t->ival < 0 ? 0 : t->ival2;
+    if (p > 18) {
+        fail(cat, t,
+             "column %s: %s(%d, %d) has %d digits; tidemark's DECIMAL "
+             "holds at most 18 (a scaled int64): use DECIMAL(18, %d) or "
+             "DOUBLE",
+             c->text, t->text, p, s, p, s > 18 ? 18 : s);
+        return NULL;
+    }
+    if (p < 1 || s < 0 || s > p) {
+        fail(cat, t,
+             "column %s: %s(%d, %d): expected 1 <= p <= 18 and "
+             "0 <= s <= p",
+             c->text, t->text, p, s);
+        return NULL;
+    }
+    return tdm__sql_decimal_type(p, s);
+}
+
 /* The job type of a SQL type; NULL if unknown. */
 static const char *job_type(const char *sql)
 {
@@ -572,7 +637,6 @@ static const char *job_type(const char *sql)
         {"INTEGER", "int64"},       {"SMALLINT", "int64"},
         {"TINYINT", "int64"},       {"DOUBLE", "double"},
         {"FLOAT", "double"},        {"REAL", "double"},
-        {"DECIMAL", "double"},      {"NUMERIC", "double"},
         {"STRING", "string"},       {"VARCHAR", "string"},
         {"CHAR", "string"},         {"BOOLEAN", "bool"},
         {"TIMESTAMP", "timestamp"}, {"TIMESTAMP_LTZ", "timestamp"}};
@@ -659,6 +723,13 @@ static int add_column(sql_catalog *cat, sql_table *t, const sql_node *c)
     if (c->kind == SQLK_COMPUTED) {
         col->expr = c->a;
         col->type = "timestamp";
+    } else if (strcmp(c->a->text, "DECIMAL") == 0 ||
+               strcmp(c->a->text, "NUMERIC") == 0) {
+        col->type = decimal_col(cat, c, c->a);
+        if (col->type == NULL) {
+            return -1;
+        }
+        col->meta = c->b != NULL ? c->b->text : NULL;
     } else {
         col->type = job_type(c->a->text);
         if (col->type == NULL) {

@@ -55,6 +55,11 @@ int tdm__sql_table_col(const sql_table *t, const char *name);
 /* The value of option @p key of @p t, or NULL. */
 const char *tdm__sql_table_option(const sql_table *t, const char *key);
 void tdm__sql_catalog_free(sql_catalog *cat);
+/* The job type "decimal(p,s)" (static storage) for 1 <= p <= 18,
+ * 0 <= s <= p; NULL otherwise. */
+const char *tdm__sql_decimal_type(int p, int s);
+/* The scale of job type @p type when it is a decimal, else -1. */
+int tdm__sql_decimal_scale(const char *type);
 
 /* A key/value pair the job gets, and where it came from. */
 typedef struct sql_kv {

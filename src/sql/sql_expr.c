@@ -19,6 +19,24 @@
 
 #include "sql/sql_plan.h"
 
+/* CAST(x AS DECIMAL(p, s)) or NUMERIC: p and s as in CREATE TABLE
+ * (DECIMAL alone is (10, 0)); the expression language checks them. */
+static bool is_decimal_cast(const sql_node *e)
+{
+    return strcmp(e->b->text, "DECIMAL") == 0 ||
+           strcmp(e->b->text, "NUMERIC") == 0;
+}
+
+static int decimal_p(const sql_node *t)
+{
+    return t->ival < 0 ? 10 : (int)t->ival;
+}
+
+static int decimal_s(const sql_node *t)
+{
+    return t->ival < 0 ? 0 : (int)t->ival2;
+}
+
 /* Records an error (see sql_plan.h). */
 int tdm__sql_fail(planner *p, const sql_node *at, const char *fmt, ...)
 {
@@ -391,7 +409,11 @@ static int emit(planner *p, const rel *r, const sql_node *e, obuf *b)
         if (emit(p, r, e->a, b) != 0) {
             return -1;
         }
-        out(b, " AS %s)", e->b->text);
+        if (is_decimal_cast(e)) {
+            out(b, " AS DECIMAL(%d, %d))", decimal_p(e->b), decimal_s(e->b));
+        } else {
+            out(b, " AS %s)", e->b->text);
+        }
         return 0;
     default: /* E5 */
         return tdm__sql_fail(p, e,
@@ -443,14 +465,19 @@ static const char *call_type(planner *p, const rel *r, const sql_node *e)
     return tdm__sql_expr_type(p, r, e->a); /* MOD ABS ROUND COALESCE ... */
 }
 
-/* The wider of two numeric types. */
+/* The wider of two numeric types.  Arithmetic on a decimal runs on
+ * doubles (the expression language reads decimals as doubles), so it is
+ * double; CAST(... AS DECIMAL(p, s)) makes it exact again. */
 static const char *arith_type(const char *a, const char *b)
 {
     if (a == NULL || b == NULL) {
         return NULL;
     }
-    return strcmp(a, "double") == 0 || strcmp(b, "double") == 0 ? "double"
-                                                                : "int64";
+    return strcmp(a, "double") == 0 || strcmp(b, "double") == 0 ||
+                   tdm__sql_decimal_scale(a) >= 0 ||
+                   tdm__sql_decimal_scale(b) >= 0
+               ? "double"
+               : "int64";
 }
 
 /* The type of an expression (see sql_plan.h). */
@@ -483,6 +510,18 @@ const char *tdm__sql_expr_type(planner *p, const rel *r, const sql_node *e)
     case SQLK_CALL:
         return call_type(p, r, e);
     case SQLK_CAST:
+        if (is_decimal_cast(e)) {
+            const char *t =
+                tdm__sql_decimal_type(decimal_p(e->b), decimal_s(e->b));
+            if (t == NULL) {
+                tdm__sql_fail(p, e->b,
+                              "DECIMAL(%d, %d): tidemark's DECIMAL holds 1 "
+                              "to 18 digits (a scaled int64) and a scale "
+                              "up to its precision",
+                              decimal_p(e->b), decimal_s(e->b));
+            }
+            return t;
+        }
         return strstr(e->b->text, "INT") != NULL          ? "int64"
                : strcmp(e->b->text, "DOUBLE") == 0        ? "double"
                : strncmp(e->b->text, "TIMESTAMP", 9) == 0 ? "timestamp"

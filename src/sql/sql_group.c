@@ -159,11 +159,16 @@ static const char *agg_fn(planner *p, const sql_node *e)
     return NULL;
 }
 
-/* The output type of an aggregate over a column of @p in_type. */
+/* The output type of an aggregate over a column of @p in_type: SUM and
+ * AVG of a DECIMAL(p, s) are DECIMAL(18, s) (the job's rowagg.c). */
 static const char *agg_type(const char *fn, const char *in_type)
 {
+    int scale = tdm__sql_decimal_scale(in_type);
     if (strcmp(fn, "count") == 0 || strcmp(fn, "count_distinct") == 0) {
         return "int64";
+    }
+    if (scale >= 0 && (strcmp(fn, "sum") == 0 || strcmp(fn, "avg") == 0)) {
+        return tdm__sql_decimal_type(18, scale);
     }
     return strcmp(fn, "avg") == 0 ? "double" : in_type;
 }

@@ -119,12 +119,19 @@ static void select_text(const rel *out, char **names, char *buf, size_t n)
 }
 
 /* Whether a value of job type @p from may be written to a column of
- * type @p to (P17: as Flink, an integer widens to a double; nothing else
- * converts by itself). */
+ * type @p to (P17: as Flink, an integer widens to a double or a
+ * DECIMAL(p, 0), printed alike; a decimal
+ * goes to a decimal column of the same scale, whatever its precision -
+ * SUM's DECIMAL(18, s) to a DECIMAL(10, s) column - since the sink
+ * prints the value as it comes; nothing else converts by itself: CAST
+ * to the column's DECIMAL(p, s)). */
 static bool assignable(const char *from, const char *to)
 {
+    int fs = tdm__sql_decimal_scale(from);
     return strcmp(from, to) == 0 ||
-           (strcmp(from, "int64") == 0 && strcmp(to, "double") == 0);
+           (strcmp(from, "int64") == 0 && strcmp(to, "double") == 0) ||
+           (fs >= 0 && fs == tdm__sql_decimal_scale(to)) ||
+           (strcmp(from, "int64") == 0 && tdm__sql_decimal_scale(to) == 0);
 }
 
 /* The sink of an INSERT INTO @p table, or of a bare SELECT (NULL: a

@@ -121,7 +121,7 @@ int tdm__sql_compute_field(planner *p, rel *r, const sql_node *e, char *field,
         return -1;
     }
     if (strcmp(*type, "int64") != 0 && strcmp(*type, "double") != 0 &&
-        strcmp(*type, "timestamp") != 0) {
+        strcmp(*type, "timestamp") != 0 && tdm__sql_decimal_scale(*type) < 0) {
         return tdm__sql_fail(p, e,
                              "a computed %s value cannot be an output "
                              "column yet (numbers and timestamps can); "

@@ -391,7 +391,7 @@ TDM_TEST(validation_checks_fields_against_schemas)
                         "not in the schema of source \"clicks\"");
     set(w, "aggregates", "sum(user)");
     expect_invalid(job, "window \"counts\": aggregates: sum(user) needs an "
-                        "int64 or double field, \"user\" is string");
+                        "int64, double or decimal field, \"user\" is string");
     set(w, "aggregates", "sum(amount), count_distinct(user), first(user)");
     char msg[256];
     ASSERT_OK(tdm_job_validate(job, msg, sizeof msg));

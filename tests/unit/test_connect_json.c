@@ -611,7 +611,8 @@ TDM_TEST(schema_parse_and_errors)
     ASSERT_ERR(tdm__schema_parse("a:int64, b:float", &s, err, sizeof err),
                TDM_ERR_INVAL);
     ASSERT_STR_EQ(err, "schema: field 'b' has unknown type \"float\" "
-                       "(expected int64, double, string, bool or timestamp)");
+                       "(expected int64, double, string, bool, timestamp "
+                       "or decimal(p,s))");
     ASSERT_EQ(s.n, 0);
     ASSERT_ERR(tdm__schema_parse("a:int64, a:string", &s, err, sizeof err),
                TDM_ERR_INVAL);

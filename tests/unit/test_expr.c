@@ -17,10 +17,12 @@
 /* The test schema and one row of it:
  *   i = 7, j = -2, big = INT64_MAX, min = INT64_MIN, d = 2.5,
  *   s = "abc", b = true, t = 1000 (timestamp), n = null (int64),
- *   nd = null (double), ns = null (string). */
+ *   nd = null (double), ns = null (string), price = 1658.20 (a
+ *   decimal(10,2), stored as 165820). */
 #define SCHEMA                                                                 \
     "i:int64, j:int64, big:int64, min:int64, d:double, s:string, "             \
-    "b:bool, t:timestamp, n:int64, nd:double, ns:string, my-field:int64"
+    "b:bool, t:timestamp, n:int64, nd:double, ns:string, my-field:int64, "     \
+    "price:decimal(10,2)"
 
 typedef struct fixture {
     tdm__schema schema;
@@ -52,6 +54,7 @@ static void fx_init(void)
     r->v[9] = (tdm__val){.null = 1};
     r->v[10] = (tdm__val){.null = 1};
     r->v[11] = (tdm__val){.u.i = 42};
+    r->v[12] = (tdm__val){.u.i = 165820};
 }
 
 static void fx_free(void)
@@ -459,7 +462,7 @@ TDM_TEST(errors_types_and_fields)
                  "int64");
     ERR("auction = 1", "column 1: unknown field \"auction\" (the schema "
                        "has i, j, big, min, d, s, b, t, n, nd, ns, "
-                       "my-field)");
+                       "my-field, price)");
     ERR("bgi > 0", "column 1: unknown field \"bgi\" (did you mean "
                    "\"big\"?)");
     ERR("i + Min", "column 5: unknown field \"Min\" (did you mean "
@@ -915,8 +918,26 @@ TDM_TEST(errors_of_the_new_forms)
                                  "as argument 2 of SUBSTRING, got string");
     ERR("TRIM(LEADING s)", "column 15: expected FROM, got \")\"");
     ERR("CAST(i AS FLOAT)", "column 11: expected a type (BIGINT, INT, "
-                            "INTEGER, DOUBLE, STRING, VARCHAR, BOOLEAN, "
-                            "TIMESTAMP(3)), got \"FLOAT\"");
+                            "INTEGER, DOUBLE, DECIMAL(p, s), STRING, "
+                            "VARCHAR, BOOLEAN, TIMESTAMP(3)), got \"FLOAT\"");
+    ERR("CAST(i AS DECIMAL(19, 2))", "column 19: DECIMAL precision 19 is "
+                                     "not supported (1 to 18: a decimal "
+                                     "is a scaled int64)");
+    ERR("CAST(i AS DECIMAL(4, 5))", "column 22: DECIMAL scale 5 is more "
+                                    "than the precision");
+    ERR("CAST(b AS DECIMAL(4, 2))", "column 11: cannot cast bool to DECIMAL");
+    /* A decimal field reads as the double nearest to its value. */
+    DBL("price", 1658.2);
+    BOOL("price = 1658.2", 1);
+    BOOL("price > 1658.19 AND price < 1658.21", 1);
+    DBL("price + 1", 1659.2);
+    /* CAST to DECIMAL rounds half away from zero; null beyond p. */
+    DBL("CAST(price * 0.908 AS DECIMAL(12, 3))", 1505.646);
+    DBL("CAST(2.675 AS DECIMAL(10, 2))", 2.68);
+    DBL("CAST(-2.005 AS DECIMAL(10, 2))", -2.01);
+    DBL("CAST('12.345' AS DECIMAL(10, 2))", 12.35);
+    DBL("CAST(i AS NUMERIC)", 7.0);
+    NUL("CAST(1000 AS DECIMAL(4, 2))", TDM__EXPR_DOUBLE);
     ERR("CAST(d AS TIMESTAMP)", "column 11: cannot cast double to "
                                 "TIMESTAMP");
     ERR("CAST(t AS TIMESTAMP(6))", "column 21: expected 3 (milliseconds), "
@@ -1030,7 +1051,7 @@ TDM_TEST(source_keys_are_checked_at_validation)
             "number for field \"v\"");
     INVALID("compute.k", "1",
             "source \"src\": compute.k: field \"k\" is string; compute "
-            "assigns only to int64, double or timestamp fields");
+            "assigns only to int64, double, decimal or timestamp fields");
     INVALID("compute.vv", "1",
             "source \"src\": compute.vv: field \"vv\" is not in the schema "
             "(did you mean \"v\"?); compute assigns to a field of the "

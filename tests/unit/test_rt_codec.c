@@ -144,6 +144,27 @@ TDM_TEST(packed_rows_round_trip)
     tdm__schema_free(&s);
 }
 
+/* A decimal field renders at its scale (dead letters, late rows):
+ * 1658.20, not the scaled 165820. */
+TDM_TEST(decimal_rows_render_at_their_scale)
+{
+    tdm__schema s = schema_of("price:decimal(10,2), n:int64");
+    tdm__batch *b = tdm__batch_new(&s, 1);
+    tdm__row *row = tdm__batch_add(b);
+    row->v[0].u.i = 165820;
+    row->v[0].null = 0;
+    row->v[1].u.i = 7;
+    row->v[1].null = 0;
+    char text[128];
+    tdm__row_render(row, text, sizeof text);
+    ASSERT_STR_EQ(text, "{\"price\": 1658.20, \"n\": 7}");
+    row->v[0].u.i = -5;
+    tdm__row_render(row, text, sizeof text);
+    ASSERT_STR_EQ(text, "{\"price\": -0.05, \"n\": 7}");
+    tdm__batch_destroy(b);
+    tdm__schema_free(&s);
+}
+
 TDM_TEST(iso_formatting)
 {
     char b[48];
