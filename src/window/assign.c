@@ -50,42 +50,80 @@ tdm_err tdm_assigner_new_tumbling(tdm_time_ms size_ms, tdm_time_ms offset_ms,
     return TDM_OK;
 }
 
+/* The arguments of a sliding (@p unit "slide_ms") or cumulate (@p unit
+ * "step_ms", @p cumulate true) assigner: positive, a cumulate size a
+ * multiple of its step, the offset within the slide (sliding) or the
+ * size (cumulate), at most MAX_WINDOWS_PER_RECORD windows a record.
+ * TDM_OK or TDM_ERR_INVAL naming the argument. */
+static tdm_err periodic_args(tdm_time_ms size_ms, tdm_time_ms unit_ms,
+                             const char *unit, bool cumulate,
+                             tdm_time_ms offset_ms, char *errbuf,
+                             size_t errbuf_size)
+{
+    tdm_time_ms bound = cumulate ? size_ms : unit_ms;
+    const char *bound_name = cumulate ? "size_ms" : unit;
+    if (size_ms <= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "size_ms must be > 0 (got %lld)", (long long)size_ms);
+    if (unit_ms <= 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s must be > 0 (got %lld)", unit, (long long)unit_ms);
+    if (cumulate && size_ms % unit_ms != 0)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "size_ms must be an integral multiple of %s (got "
+                         "size_ms %lld, %s %lld)",
+                         unit, (long long)size_ms, unit, (long long)unit_ms);
+    if (offset_ms >= bound || offset_ms <= -bound)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "offset_ms must satisfy |offset_ms| < %s (got "
+                         "offset_ms %lld, %s %lld)",
+                         bound_name, (long long)offset_ms, bound_name,
+                         (long long)bound);
+    if (size_ms / unit_ms > MAX_WINDOWS_PER_RECORD)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "size_ms / %s must be <= %d (got size_ms %lld, %s "
+                         "%lld)",
+                         unit, MAX_WINDOWS_PER_RECORD, (long long)size_ms, unit,
+                         (long long)unit_ms);
+    return TDM_OK;
+}
+
+/* A sliding (@p kind TDM__ASG_SLIDING) or cumulate assigner, its
+ * arguments checked. */
+static tdm_err new_periodic(tdm__asg_kind kind, tdm_time_ms size_ms,
+                            tdm_time_ms unit_ms, tdm_time_ms offset_ms,
+                            tdm_assigner **out, char *errbuf,
+                            size_t errbuf_size)
+{
+    bool cumulate = kind == TDM__ASG_CUMULATE;
+    if (!out)
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "out must not be NULL");
+    *out = NULL;
+    tdm_err err =
+        periodic_args(size_ms, unit_ms, cumulate ? "step_ms" : "slide_ms",
+                      cumulate, offset_ms, errbuf, errbuf_size);
+    if (err != TDM_OK)
+        return err;
+    err = new_assigner(kind, out);
+    if (err != TDM_OK)
+        return tdm__errf(errbuf, errbuf_size, err,
+                         "out of memory creating a %s assigner",
+                         cumulate ? "cumulate" : "sliding");
+    (*out)->size = size_ms;
+    (*out)->slide = unit_ms;
+    (*out)->offset = offset_ms;
+    return TDM_OK;
+}
+
 /* Sliding windows (R1.4).  Returns TDM_OK, TDM_ERR_INVAL
  * naming size_ms, slide_ms or offset_ms, TDM_ERR_NOMEM. */
 tdm_err tdm_assigner_new_sliding(tdm_time_ms size_ms, tdm_time_ms slide_ms,
                                  tdm_time_ms offset_ms, tdm_assigner **out,
                                  char *errbuf, size_t errbuf_size)
 {
-    if (!out)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "out must not be NULL");
-    *out = NULL;
-    if (size_ms <= 0)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "size_ms must be > 0 (got %lld)", (long long)size_ms);
-    if (slide_ms <= 0)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "slide_ms must be > 0 (got %lld)",
-                         (long long)slide_ms);
-    if (offset_ms >= slide_ms || offset_ms <= -slide_ms)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "offset_ms must satisfy |offset_ms| < slide_ms "
-                         "(got offset_ms %lld, slide_ms %lld)",
-                         (long long)offset_ms, (long long)slide_ms);
-    if (size_ms / slide_ms > MAX_WINDOWS_PER_RECORD)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "size_ms / slide_ms must be <= %d (got size_ms "
-                         "%lld, slide_ms %lld)",
-                         MAX_WINDOWS_PER_RECORD, (long long)size_ms,
-                         (long long)slide_ms);
-    tdm_err err = new_assigner(TDM__ASG_SLIDING, out);
-    if (err != TDM_OK)
-        return tdm__errf(errbuf, errbuf_size, err,
-                         "out of memory creating a sliding assigner");
-    (*out)->size = size_ms;
-    (*out)->slide = slide_ms;
-    (*out)->offset = offset_ms;
-    return TDM_OK;
+    return new_periodic(TDM__ASG_SLIDING, size_ms, slide_ms, offset_ms, out,
+                        errbuf, errbuf_size);
 }
 
 /* Cumulate windows (R1.8, Flink's CUMULATE): in each max window
@@ -96,40 +134,8 @@ tdm_err tdm_assigner_new_cumulate(tdm_time_ms size_ms, tdm_time_ms step_ms,
                                   tdm_time_ms offset_ms, tdm_assigner **out,
                                   char *errbuf, size_t errbuf_size)
 {
-    if (!out)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "out must not be NULL");
-    *out = NULL;
-    if (size_ms <= 0)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "size_ms must be > 0 (got %lld)", (long long)size_ms);
-    if (step_ms <= 0)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "step_ms must be > 0 (got %lld)", (long long)step_ms);
-    if (size_ms % step_ms != 0)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "size_ms must be an integral multiple of step_ms "
-                         "(got size_ms %lld, step_ms %lld)",
-                         (long long)size_ms, (long long)step_ms);
-    if (offset_ms >= size_ms || offset_ms <= -size_ms)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "offset_ms must satisfy |offset_ms| < size_ms "
-                         "(got offset_ms %lld, size_ms %lld)",
-                         (long long)offset_ms, (long long)size_ms);
-    if (size_ms / step_ms > MAX_WINDOWS_PER_RECORD)
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "size_ms / step_ms must be <= %d (got size_ms "
-                         "%lld, step_ms %lld)",
-                         MAX_WINDOWS_PER_RECORD, (long long)size_ms,
-                         (long long)step_ms);
-    tdm_err err = new_assigner(TDM__ASG_CUMULATE, out);
-    if (err != TDM_OK)
-        return tdm__errf(errbuf, errbuf_size, err,
-                         "out of memory creating a cumulate assigner");
-    (*out)->size = size_ms;
-    (*out)->slide = step_ms;
-    (*out)->offset = offset_ms;
-    return TDM_OK;
+    return new_periodic(TDM__ASG_CUMULATE, size_ms, step_ms, offset_ms, out,
+                        errbuf, errbuf_size);
 }
 
 /* Session windows (R1.5).  Returns TDM_OK, TDM_ERR_INVAL
