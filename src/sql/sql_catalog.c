@@ -269,10 +269,12 @@ static int fail(sql_catalog *cat, const sql_node *at, const char *fmt, ...)
 static bool put(sql_kv *out, int cap, int *n, const char *key,
                 const char *value, const sql_node *at)
 {
-    if (*n >= cap || strlen(value) >= sizeof out[*n].value) {
-        return false; /* The caller refuses: never a truncated value. */
+    if (*n >= cap || strlen(value) >= sizeof out[*n].value ||
+        strlen(key) >= sizeof out[*n].key) {
+        return false; /* The caller refuses: never a truncated pair. */
     }
-    snprintf(out[*n].key, sizeof out[*n].key, "%s", key);
+    snprintf(out[*n].key, sizeof out[*n].key, "%.*s",
+             (int)sizeof out[*n].key - 1, key);
     snprintf(out[*n].value, sizeof out[*n].value, "%s", value);
     out[*n].at = at;
     (*n)++;
