@@ -774,6 +774,23 @@ static int check_computed(sql_catalog *cat, sql_table *t, const sql_col *c)
     return 0;
 }
 
+/* W4: PRIMARY KEY (...) NOT ENFORCED, once, over columns of the table
+ * (an upsert table: sql_sink.c checks it against the query). */
+static int add_pkey(sql_catalog *cat, sql_table *t, const sql_node *c)
+{
+    if (t->pkey != NULL) {
+        return fail(cat, c, "%s has a PRIMARY KEY already", t->name);
+    }
+    for (const sql_node *k = c->a; k != NULL; k = k->next) {
+        if (tdm__sql_table_col(t, k->text) < 0) {
+            return fail(cat, k, "PRIMARY KEY: %s is not a column of %s",
+                        k->text, t->name);
+        }
+    }
+    t->pkey = c->a;
+    return 0;
+}
+
 /* The watermark: WATERMARK FOR c AS c [- INTERVAL ...] (W1, W3). */
 static int add_watermark(sql_catalog *cat, sql_table *t, const sql_node *w)
 {
@@ -911,10 +928,8 @@ static int fill_table(sql_catalog *cat, sql_table *t, const sql_node *def)
         if (c->kind == SQLK_WATERMARK && add_watermark(cat, t, c) != 0) {
             return -1;
         }
-        if (c->kind == SQLK_PKEY) { /* W4 */
-            return fail(cat, c,
-                        "PRIMARY KEY (an upsert table) is not supported "
-                        "yet: it comes with changelog queries");
+        if (c->kind == SQLK_PKEY && add_pkey(cat, t, c) != 0) {
+            return -1;
         }
     }
     return 0;

@@ -26,7 +26,9 @@ typedef struct sql_table {
     int rowtime;      /* the WATERMARK FOR column, -1: none */
     int64_t wm_delay; /* its delay in ms */
     const char *connector;
-    int uses; /* queries that read it so far */
+    int uses;             /* queries that read it so far */
+    const sql_node *pkey; /* PRIMARY KEY (...) NOT ENFORCED: its column
+                             names (a list of SQLK_ID), or NULL */
 } sql_table;
 
 /* One SET. */

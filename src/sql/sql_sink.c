@@ -134,6 +134,77 @@ static bool assignable(const char *from, const char *to)
            (strcmp(from, "int64") == 0 && tdm__sql_decimal_scale(to) == 0);
 }
 
+/* Whether job column @p job is one of the comma-separated @p list
+ * (NULL: @p job NULL counts its names). */
+static int listed(const char *list, const char *job)
+{
+    int count = 0;
+    for (const char *s = list; s != NULL && *s != '\0';) {
+        while (*s == ' ' || *s == ',') {
+            s++;
+        }
+        size_t len = strcspn(s, ", ");
+        if (len > 0 && job == NULL) {
+            count++;
+        } else if (len > 0 && len == strlen(job) && strncmp(s, job, len) == 0) {
+            return 1;
+        }
+        s += len;
+    }
+    return count;
+}
+
+/* P19: a table with a PRIMARY KEY is an upsert table: it takes a
+ * windowed aggregation's rows (output_mode upsert, set by the caller),
+ * and its key must be the rows' upsert key, the GROUP BY columns and
+ * the window (window_start or window_end, or both), the columns of the
+ * INSERT matched by position.  Other queries' changelogs (non-windowed
+ * GROUP BY) are not supported yet. */
+static int primary_key(planner *p, const sql_table *t, const rel *out,
+                       const sql_node *at)
+{
+    if (out->kind != REL_WINDOW) {
+        return tdm__sql_fail(p, at,
+                             "INSERT INTO %s: a PRIMARY KEY table (upsert) "
+                             "takes the rows of a windowed GROUP BY; "
+                             "other queries write no changelog yet (drop "
+                             "the PRIMARY KEY to append)",
+                             t->name);
+    }
+    const char *keys = tdm__cli_job_value(p->cj, out->node, "key_by");
+    int n_keys = 0, n_bounds = 0, n_listed = 0;
+    for (int i = 0; i < out->n_cols; i++) {
+        bool key = listed(keys, out->cols[i].job) > 0;
+        n_keys += key;
+        bool in_pk = false;
+        for (const sql_node *k = t->pkey; k != NULL && !in_pk; k = k->next) {
+            in_pk = strcmp(k->text, t->cols[i].name) == 0;
+        }
+        bool bound = strcmp(out->cols[i].job, "window_start") == 0 ||
+                     strcmp(out->cols[i].job, "window_end") == 0;
+        if (in_pk && !key && !bound) {
+            return tdm__sql_fail(p, at,
+                                 "INSERT INTO %s: PRIMARY KEY column %s "
+                                 "receives %s, which is neither a GROUP BY "
+                                 "column nor the window: the key of a "
+                                 "window's rows is its GROUP BY columns "
+                                 "and its window",
+                                 t->name, t->cols[i].name, out->cols[i].name);
+        }
+        n_listed += in_pk && key;
+        n_bounds += in_pk && bound;
+    }
+    if (n_keys < listed(keys, NULL) || n_listed < n_keys || n_bounds == 0) {
+        return tdm__sql_fail(p, at,
+                             "INSERT INTO %s: the PRIMARY KEY must be the "
+                             "query's GROUP BY columns (each written to "
+                             "the table) and window_start or window_end: "
+                             "the key of a window's rows",
+                             t->name);
+    }
+    return 0;
+}
+
 /* The sink of an INSERT INTO @p table, or of a bare SELECT (NULL: a
  * stdout sink).  The producer's rows go to it, named by position. */
 int tdm__sql_plan_sink(planner *p, const rel *out, const char *table,
@@ -191,7 +262,14 @@ int tdm__sql_plan_sink(planner *p, const rel *out, const char *table,
         tdm__sql_put(p, TDM_NODE_SINK, node, kv[i].key, kv[i].value, kv[i].at);
     }
     const char *late = tdm__cli_job_value(p->cj, out->node, "allowed_lateness");
-    if (out->kind == REL_WINDOW && late != NULL && strcmp(late, "0ms") != 0) {
+    if (t != NULL && t->pkey != NULL) {
+        if (primary_key(p, t, out, at) != 0) {
+            return -1;
+        }
+        tdm__sql_put(p, TDM_NODE_WINDOW, out->node, "output_mode", "upsert",
+                     at); /* P19: refired results replace their row. */
+    } else if (out->kind == REL_WINDOW && late != NULL &&
+               strcmp(late, "0ms") != 0) {
         tdm__sql_put(p, TDM_NODE_WINDOW, out->node, "output_mode", "retract",
                      at); /* L2: refired results are updates. */
     }

@@ -37,6 +37,19 @@ for c in tumble hop cumulate session project join late_output lateness; do
         fail "$c as YAML: $(cat "$T/$c.yerr")"
     same_multiset "$c as YAML" "$EXP/sql_$c.jsonl" "$T/$c.yout"
 done
+# An upsert table (PRIMARY KEY): the file holds each key's final row, at
+# parallelism 1 and 2, and as the YAML job (output_mode: upsert).
+for p in 1 2; do
+    rm -f "$T/upsert.jsonl"*
+    sed "s|'OUT'|'$T/upsert.jsonl'|" "$S/upsert.sql" >"$T/upsert.sql"
+    "$TM" sql -q -p $p -i "$S/clicks_ddl.sql" "$T/upsert.sql" \
+        2>"$T/upsert.err" || fail "upsert: $(cat "$T/upsert.err")"
+    same_multiset "upsert at parallelism $p" "$EXP/sql_upsert.jsonl" \
+        "$T/upsert.jsonl"
+done
+"$TM" sql --explain -i "$S/clicks_ddl.sql" "$T/upsert.sql" >"$T/upsert.explain"
+grep -q "output_mode: upsert" "$T/upsert.explain" ||
+    fail "upsert --explain: $(cat "$T/upsert.explain")"
 # rows NAME SQL EXPECTED_LINES...: the query SQL over the clicks prints
 # exactly these rows (each derived by hand from sql_clicks.jsonl).
 rows() {
@@ -227,11 +240,28 @@ SELECT COUNT(*) FROM TABLE(CUMULATE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), 
 expect_error window_time_join "$DDL
 SELECT x.a FROM (SELECT a, window_time AS wt, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY a, window_start, window_end) x
 JOIN t y ON x.a = y.a AND y.ts BETWEEN x.wt - INTERVAL '1' MINUTE AND x.wt;" 5:1 "a join cannot read the window_time of a windowed subquery yet"
+PK="CREATE TABLE k (ws TIMESTAMP(3), b STRING, n BIGINT,
+  PRIMARY KEY (ws) NOT ENFORCED)
+WITH ('connector' = 'filesystem', 'path' = 'k.jsonl');"
+expect_error pk_not_window "$DDL
+CREATE TABLE u (a BIGINT, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'filesystem', 'path' = 'u.jsonl');
+INSERT INTO u SELECT a FROM t;" 5:13 "a PRIMARY KEY table (upsert) takes the rows of a windowed GROUP BY"
+expect_error pk_unknown "$DDL
+CREATE TABLE u (a BIGINT, PRIMARY KEY (z) NOT ENFORCED) WITH ('connector' = 'filesystem', 'path' = 'u.jsonl');
+INSERT INTO u SELECT a FROM t;" 4:40 "PRIMARY KEY: z is not a column of u"
+expect_error pk_missing_key "$DDL
+$PK
+INSERT INTO k SELECT window_start, bee, COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY bee, window_start, window_end;" 7:13 "the PRIMARY KEY must be the query's GROUP BY columns"
+expect_error pk_value "$DDL
+CREATE TABLE k (ws TIMESTAMP(3), b STRING, n BIGINT,
+  PRIMARY KEY (ws, n) NOT ENFORCED)
+WITH ('connector' = 'filesystem', 'path' = 'k.jsonl');
+INSERT INTO k SELECT window_start, bee, COUNT(*) AS c FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY bee, window_start, window_end;" 7:13 "PRIMARY KEY column n receives c, which is neither a GROUP BY column nor the window"
 expect_error cumulate_join "$DDL
 SELECT x.a FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '1' HOUR)) x
 JOIN TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '1' HOUR)) y
 ON x.a = y.a AND x.window_start = y.window_start AND x.window_end = y.window_end;" 5:1 "a window join of cumulate windows is not supported"
-expect_error pkey "CREATE TABLE u (a BIGINT, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'print');" 1:27 "PRIMARY KEY"
+expect_error pkey_twice "CREATE TABLE u (a BIGINT, PRIMARY KEY (a) NOT ENFORCED, PRIMARY KEY (a) NOT ENFORCED) WITH ('connector' = 'print');" 1:57 "u has a PRIMARY KEY already"
 expect_error descriptor "$DDL
 SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(a), INTERVAL '1' MINUTE))
 GROUP BY window_start, window_end;" 4:55 "DESCRIPTOR(a) must name the table's event-time column, ts"
