@@ -105,12 +105,6 @@ tdm_err tdm__expr_compile_compute(const tdm__schema *s, const char *field,
                          key, field);
     }
     tdm_type ft = s->fields[idx].type;
-    if (ft != TDM_TYPE_INT64 && ft != TDM_TYPE_DOUBLE &&
-        ft != TDM_TYPE_TIMESTAMP && !tdm__is_decimal(ft))
-        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
-                         "%s: field \"%s\" is %s; compute assigns only to "
-                         "int64, double, decimal or timestamp fields",
-                         key, field, ft == TDM_TYPE_STRING ? "string" : "bool");
     if (ts_field && strcmp(ts_field, field) == 0)
         return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
                          "%s: \"%s\" is the timestamp field, whose time is "
@@ -126,9 +120,22 @@ tdm_err tdm__expr_compile_compute(const tdm__schema *s, const char *field,
     if (err != TDM_OK)
         return err;
     tdm__expr_type et = out->e->type;
-    bool ok = et == TDM__EXPR_NULL || et == TDM__EXPR_INT ||
-              (et == TDM__EXPR_DOUBLE &&
-               (ft == TDM_TYPE_DOUBLE || tdm__is_decimal(ft)));
+    bool is_text = ft == TDM_TYPE_STRING, flag = ft == TDM_TYPE_BOOL;
+    bool ok = et == TDM__EXPR_NULL ||
+              (is_text ? et == TDM__EXPR_STRING
+               : flag  ? et == TDM__EXPR_BOOL
+                       : et == TDM__EXPR_INT ||
+                            (et == TDM__EXPR_DOUBLE &&
+                             (ft == TDM_TYPE_DOUBLE || tdm__is_decimal(ft))));
+    if (!ok && (is_text || flag)) {
+        tdm__expr_destroy(out->e);
+        out->e = NULL;
+        return tdm__errf(errbuf, errbuf_size, TDM_ERR_INVAL,
+                         "%s: the expression is %s, expected a %s for "
+                         "field \"%s\"",
+                         key, tdm__expr_type_name(et),
+                         is_text ? "string" : "bool", field);
+    }
     if (!ok) {
         tdm__expr_destroy(out->e);
         out->e = NULL;
@@ -192,11 +199,11 @@ static bool compute_decimal(const tdm__expr_compute *c, const tdm__expr_val *v,
 }
 
 /* The filter, then each compute in key order; see expr.h. */
-bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row,
-                          tdm_time_ms wm)
+int tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row, tdm_time_ms wm,
+                         tdm__batch *b)
 {
     if (x->filter && !tdm__expr_true(x->filter, row, wm))
-        return false;
+        return 0;
     tdm__expr_scratch sc;
     for (int i = 0; i < x->n_compute; i++) {
         const tdm__expr_compute *c = &x->compute[i];
@@ -206,12 +213,18 @@ bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row,
         f->null = v.null;
         if (v.null)
             continue;
-        if (c->type == TDM_TYPE_DOUBLE)
+        if (c->type == TDM_TYPE_STRING) {
+            /* The text is the scratch's or a row's: copied into the
+             * batch's arena, which keeps the row's other strings. */
+            if (tdm__batch_set_string(b, row, c->field, v.u.s.p, v.u.s.len) !=
+                TDM_OK)
+                return -1;
+        } else if (c->type == TDM_TYPE_DOUBLE)
             f->u.d = c->e->type == TDM__EXPR_DOUBLE ? v.u.d : (double)v.u.i;
         else if (__builtin_expect(!tdm__is_decimal(c->type), 1))
             f->u.i = v.u.i;
         else
             f->null = !compute_decimal(c, &v, &f->u.i);
     }
-    return true;
+    return 1;
 }

@@ -136,11 +136,14 @@ tdm_err tdm__expr_compile_compute(const tdm__schema *schema, const char *field,
                                   tdm__expr_compute *out, char *errbuf,
                                   size_t errbuf_size);
 
-/* Applies the filter, then the computes in key order, to @p row in
- * place, with @p wm the source subtask's current watermark (see
- * tdm__expr_eval).  Returns false when the filter does not hold (the row
- * is then left as it was).  @thread any (the set is read only). */
-bool tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row,
-                          tdm_time_ms wm);
+/* Applies the filter, then the computes in key order, to @p row of
+ * batch @p b in place (a string compute's text goes to the batch's
+ * arena), with @p wm the source subtask's current watermark (see
+ * tdm__expr_eval).  Returns 1 to keep the row, 0 when the filter does
+ * not hold (the row is then left as it was), -1 when the batch cannot
+ * hold a computed string (out of memory).  @thread any (the set is read
+ * only). */
+int tdm__src_exprs_apply(const tdm__src_exprs *x, tdm__row *row, tdm_time_ms wm,
+                         tdm__batch *b);
 
 #endif /* TDM_EXPR_H */

@@ -83,22 +83,6 @@ static void reader_emit(void *opaque, const tdm_event *ev)
 
 /* ---- The scan ---- */
 
-/* Runs the job file's filter and computes (expr.c), then the user's
- * filters and maps; false when a filter drops the row. */
-static bool run_udfs(const tdm_node *n, tdm__row *row, tdm_time_ms wm)
-{
-    if (n->exprs && !tdm__src_exprs_apply(n->exprs, row, wm))
-        return false;
-    for (int i = 0; i < n->n_udfs; i++) {
-        const tdm__udf *u = &n->udfs[i];
-        if (u->is_map)
-            u->map(u->ud, row);
-        else if (!u->filter(u->ud, row))
-            return false;
-    }
-    return true;
-}
-
 /* Specialisations of scan_batch (lean_kind; and the local aggregate). */
 enum { LEAN_NO = 0, LEAN_P1, LEAN_PN };
 enum { LAGG_NO = 0, LAGG_ANY, LAGG_COUNT };
@@ -224,6 +208,29 @@ typedef struct scan_counts {
     uint64_t behind, lag_max;
     int n_mt;
 } scan_counts;
+
+/* Runs the job file's filter and computes (expr.c), then the user's
+ * filters and maps, on @p row of batch @p b: 1 keeps the row, 0 when a
+ * filter drops it (counted in @p cnt), -1 when a computed string finds
+ * no memory. */
+static int run_udfs(const tdm__rt_src_task *t, tdm__row *row, tdm__batch *b,
+                    scan_counts *cnt)
+{
+    const tdm_node *n = t->src->node;
+    int keep = n->exprs ? tdm__src_exprs_apply(n->exprs, row, t->wm_out, b) : 1;
+    for (int i = 0; keep > 0 && i < n->n_udfs; i++) {
+        const tdm__udf *u = &n->udfs[i];
+        if (u->is_map)
+            u->map(u->ud, row);
+        else if (!u->filter(u->ud, row))
+            keep = 0;
+    }
+    if (keep == 0) {
+        cnt->skipped++;
+        cnt->filtered++;
+    }
+    return keep;
+}
 
 /* Fetches the local count slot of row @p ahead, a few rows ahead of the
  * scan (a lean count's fixed-width key, localagg.h). */
@@ -385,7 +392,7 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
     int *touched = t->met.mtouched;
     tdm__rt_phot *hot = t->met.hot;
     uint64_t *lag_b = t->met.lag.b;
-    int n_parts = t->n_parts;
+    int n_parts = t->n_parts, keep;
     for (size_t i = 0; i < b->n; i++) {
         tdm__row *row = &b->rows[i];
         const uint32_t p = row->partition;
@@ -405,9 +412,9 @@ scan_batch(tdm__rt_src_task *t, const uint32_t seq, const bool lag_on,
         ph->n++;
         if (mode != TDM__TIME_EVENT)
             row->ts = t->now;
-        if (n_udfs && !run_udfs(s->node, row, t->wm_out)) {
-            n.skipped++;
-            n.filtered++;
+        if (n_udfs && (keep = run_udfs(t, row, b, &n)) <= 0) {
+            if (keep < 0)
+                return TDM_ERR_NOMEM;
             continue;
         }
         bool guarded = false;

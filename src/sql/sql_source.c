@@ -106,7 +106,8 @@ int tdm__sql_where(planner *p, rel *r, const sql_node *w)
 }
 
 /* Computes @p e into a new field of source @p r; its job name in
- * @p field.  P8: only numbers and timestamps can be computed. */
+ * @p field (P8: a value of any type: a string is copied into the
+ * batch). */
 int tdm__sql_compute_field(planner *p, rel *r, const sql_node *e, char *field,
                            size_t n, const char **type)
 {
@@ -119,14 +120,6 @@ int tdm__sql_compute_field(planner *p, rel *r, const sql_node *e, char *field,
     if ((*type = tdm__sql_expr_type(p, r, e)) == NULL ||
         tdm__sql_expr_text(p, r, e, text, sizeof text) != 0) {
         return -1;
-    }
-    if (strcmp(*type, "int64") != 0 && strcmp(*type, "double") != 0 &&
-        strcmp(*type, "timestamp") != 0 && tdm__sql_decimal_scale(*type) < 0) {
-        return tdm__sql_fail(p, e,
-                             "a computed %s value cannot be an output "
-                             "column yet (numbers and timestamps can); "
-                             "use it in WHERE",
-                             *type);
     }
     rel *dst = r->base; /* A subquery's projection computes at its source. */
     size_t used = strlen(dst->extra_schema);

@@ -85,4 +85,44 @@ fi
 grep -qF 'sources.orders.filter: column 1: unknown field "itme" (did you mean "item"?)' "$T/bad2.txt" ||
     fail "unknown field: got $(cat "$T/bad2.txt")"
 
+# String and bool computes: each kept record passes through to the sink
+# with its label (UPPER of the item, a CONCAT with the id) and whether
+# it is a pen, copied into the batch (a string field's text lives in the
+# batch: tidemark never points a row at the expression's scratch).
+cat >"$T/strs.yaml" <<YAMLEOF
+name: strs
+sources:
+  orders:
+    type: file
+    path: tests/cli/data/expr.jsonl
+    format: json
+    schema: {id: string, item: string, ts: int64, label: string, pen: bool}
+    timestamp: {field: ts, unit: ms}
+    filter: "ts <= 3000"
+    compute:
+      label: "CONCAT(id, ':', UPPER(item))"
+      pen: "item = 'pen'"
+      item: "LOWER(label)"
+    sink: out
+sinks:
+  out: {type: file, path: $T/strs.jsonl, select: "id, item, label, pen"}
+YAMLEOF
+printf '%s\n' '{"id":"r01","item":"r01:pen","label":"r01:PEN","pen":true}' \
+    '{"id":"r02","item":"r02:ink","label":"r02:INK","pen":false}' \
+    '{"id":"r03","item":"r03:skip","label":"r03:SKIP","pen":false}' \
+    >"$T/strs.want"
+for p in 1 2; do
+    rm -f "$T/strs.jsonl"
+    "$TM" run "$T/strs.yaml" --quiet --parallelism $p 2>"$T/strs.err" ||
+        fail "string computes at parallelism $p: $(cat "$T/strs.err")"
+    same_multiset "string computes at parallelism $p" "$T/strs.want" \
+        "$T/strs.jsonl"
+done
+sed 's/pen: "item = .pen."/pen: "UPPER(item)"/' "$T/strs.yaml" >"$T/strs_bad.yaml"
+if "$TM" validate "$T/strs_bad.yaml" 2>"$T/strs_bad.txt"; then
+    fail "a string expression computed into a bool field validated"
+fi
+grep -qF 'sources.orders.compute.pen: the expression is string, expected a bool for field "pen"' \
+    "$T/strs_bad.txt" || fail "string into bool: $(cat "$T/strs_bad.txt")"
+
 echo "expr: filter and compute rows equal to awk's at parallelism 1 and 2; errors placed"

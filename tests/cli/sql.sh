@@ -61,6 +61,12 @@ rows() {
         2>"$T/$name.err" || fail "$name: $(cat "$T/$name.err")"
     same_multiset "$name" "$T/$name.want" "$T/$name.out"
 }
+# Computed strings and booleans are output columns (copied into the
+# source's batch).
+rows computed_text "SELECT UPPER(page) AS p, CONCAT(\`user\`, '@', page) AS up, page = '/x' AS isx, DATE_FORMAT(ts, 'yyyy-MM-dd HH:mm:ss') AS t FROM clicks WHERE ts_ms < 4000;" \
+    '{"p":"/X","up":"a@/x","isx":true,"t":"1970-01-01 00:00:01"}' \
+    '{"p":"/X","up":"b@/x","isx":true,"t":"1970-01-01 00:00:02"}' \
+    '{"p":"/Y","up":"a@/y","isx":false,"t":"1970-01-01 00:00:03"}'
 # A WHERE over a subquery filters its source.
 rows subquery_where "SELECT * FROM (SELECT \`user\`, ts_ms FROM clicks) WHERE ts_ms > 60000;" \
     '{"user":"e","ts_ms":64999}' '{"user":"c","ts_ms":61000}' \

@@ -1050,8 +1050,8 @@ TDM_TEST(source_keys_are_checked_at_validation)
             "source \"src\": compute.v: the expression is bool, expected a "
             "number for field \"v\"");
     INVALID("compute.k", "1",
-            "source \"src\": compute.k: field \"k\" is string; compute "
-            "assigns only to int64, double, decimal or timestamp fields");
+            "source \"src\": compute.k: the expression is int64, expected "
+            "a string for field \"k\"");
     INVALID("compute.vv", "1",
             "source \"src\": compute.vv: field \"vv\" is not in the schema "
             "(did you mean \"v\"?); compute assigns to a field of the "
