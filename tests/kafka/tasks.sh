@@ -297,6 +297,10 @@ held() {
 _holds() {
     [ "$(held "$1" | wc -l)" -ge "$2" ]
 }
+# a and b each run a task.
+_both_hold() {
+    _holds "$W/m-a.log" 1 && _holds "$W/m-b.log" 1
+}
 # Every task runs, in a or b, and b runs at least one.
 _b_holds_some() {
     _hb=$(held "$W/m-b.log" | wc -l)
@@ -518,6 +522,9 @@ join)
 twice)
     member a
     member b
+    # Both take part before the data flows (on a loaded machine one could
+    # read it all before the other joined: "one member ran every task").
+    wait_until 60 "both members hold tasks" _both_hold
     produce_rest 0
     finish a b
     n_a=$(started "$W/m-a.log")
@@ -557,6 +564,9 @@ zombie)
     wait_until 60 "8 tasks started" _started_at_least 8
     produce_chunk 1
     wait_until 60 "some output" _visible_at_least 8
+    # As in mode pause: "8 started" can be a's restarts alone (once in
+    # CI, b still joining), and the zombie must be one of b's tasks.
+    wait_until 60 "every task held, some by b" _b_holds_some
     # A task of b taken over by a process this machine cannot see (on
     # another machine, where b's checkpoint lock means nothing): the
     # owner file gets a newer epoch, as that process's host writes it.
