@@ -500,6 +500,7 @@ crash)
     wait_until 60 "8 tasks started" _started_at_least 8
     produce_chunk 1
     wait_until 60 "some output" _visible_at_least 8
+    wait_until 60 "every task held, some by b" _b_holds_some
     produce_chunk 2
     kill -9 "$PID_b"
     wait_pid "$PID_b" 10 || true
